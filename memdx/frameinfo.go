@@ -1,0 +1,216 @@
+package memdx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Frame infos are the elements of the flexible framing extras. Each starts
+// with a byte whose high nibble is the id and low nibble the length of its
+// data; a nibble of 15 is an escape, and the real value is 15 plus the next
+// byte (the id's escape byte comes before the length's). Ids and lengths go up
+// to 15+255 = 270.
+const maxFrameField = 15 + math.MaxUint8
+
+// RequestFrameID identifies a frame info in a request (magic 0x08).
+type RequestFrameID uint16
+
+// Request frame info ids.
+const (
+	// FrameReorder allows the server to reorder this command (no data).
+	FrameReorder RequestFrameID = 0
+	// FrameDurability carries a durability level and optional timeout.
+	FrameDurability         RequestFrameID = 1
+	FrameDcpStreamID        RequestFrameID = 2
+	FrameOpenTracingContext RequestFrameID = 3
+	FrameImpersonateUser    RequestFrameID = 4
+	// FramePreserveTTL keeps the document's expiry on a mutation (no data).
+	FramePreserveTTL                   RequestFrameID = 5
+	FrameImpersonateUserExtraPrivilege RequestFrameID = 6
+)
+
+// ResponseFrameID identifies a frame info in a response (magic 0x18).
+type ResponseFrameID uint16
+
+// Response frame info ids.
+const (
+	// FrameServerDuration is the time the server spent on the request,
+	// 2 bytes in its variable-precision encoding.
+	FrameServerDuration   ResponseFrameID = 0
+	FrameReadUnits        ResponseFrameID = 1
+	FrameWriteUnits       ResponseFrameID = 2
+	FrameThrottleDuration ResponseFrameID = 3
+)
+
+// AppendFrameInfo appends one frame info with the given id and data.
+func AppendFrameInfo(dst []byte, id uint16, data []byte) ([]byte, error) {
+	if id > maxFrameField {
+		return dst, badRequest("frame info id", "%d exceeds %d", id, maxFrameField)
+	}
+	if len(data) > maxFrameField {
+		return dst, badRequest("frame info length", "%d bytes exceed %d", len(data), maxFrameField)
+	}
+	var hdr [3]byte
+	n := 1
+	idNib, lenNib := byte(id), byte(len(data))
+	if id >= 15 {
+		idNib = 15
+		hdr[n] = byte(id - 15)
+		n++
+	}
+	if len(data) >= 15 {
+		lenNib = 15
+		hdr[n] = byte(len(data) - 15)
+		n++
+	}
+	hdr[0] = idNib<<4 | lenNib
+	dst = append(dst, hdr[:n]...)
+	return append(dst, data...), nil
+}
+
+// NextFrameInfo decodes the frame info at the start of b and returns its id,
+// its data (aliasing b) and the rest of b.
+func NextFrameInfo(b []byte) (id uint16, data, rest []byte, err error) {
+	if len(b) == 0 {
+		return 0, nil, nil, malformed("frame info", "header", "empty input")
+	}
+	id = uint16(b[0] >> 4)
+	l := int(b[0] & 0x0f)
+	off := 1
+	if id == 15 {
+		if len(b) <= off {
+			return 0, nil, nil, malformed("frame info", "id", "escape byte missing")
+		}
+		id += uint16(b[off])
+		off++
+	}
+	if l == 15 {
+		if len(b) <= off {
+			return 0, nil, nil, malformed("frame info", "length", "escape byte missing")
+		}
+		l += int(b[off])
+		off++
+	}
+	if len(b)-off < l {
+		return 0, nil, nil, malformed("frame info", "length",
+			"id %d says %d bytes of data but only %d remain", id, l, len(b)-off)
+	}
+	return id, b[off : off+l : off+l], b[off+l:], nil
+}
+
+// FrameInfos calls fn for each frame info in framing extras, in order,
+// stopping at the first error (from decoding or from fn).
+func FrameInfos(framing []byte, fn func(id uint16, data []byte) error) error {
+	for len(framing) > 0 {
+		id, data, rest, err := NextFrameInfo(framing)
+		if err != nil {
+			return err
+		}
+		if err := fn(id, data); err != nil {
+			return err
+		}
+		framing = rest
+	}
+	return nil
+}
+
+// DurabilityLevel is the level of a synchronous write.
+type DurabilityLevel uint8
+
+// Durability levels.
+const (
+	DurabilityNone                       DurabilityLevel = 0
+	DurabilityMajority                   DurabilityLevel = 1
+	DurabilityMajorityAndPersistOnMaster DurabilityLevel = 2
+	DurabilityPersistToMajority          DurabilityLevel = 3
+)
+
+func (l DurabilityLevel) String() string {
+	switch l {
+	case DurabilityNone:
+		return "none"
+	case DurabilityMajority:
+		return "majority"
+	case DurabilityMajorityAndPersistOnMaster:
+		return "majorityAndPersistActive"
+	case DurabilityPersistToMajority:
+		return "persistToMajority"
+	}
+	return fmt.Sprintf("DurabilityLevel(%d)", uint8(l))
+}
+
+// AppendDurabilityFrame appends a durability-requirement frame info. A
+// timeout of 0 leaves it out (the server's default applies); 0xffff is
+// reserved by the protocol and refused.
+func AppendDurabilityFrame(dst []byte, level DurabilityLevel, timeoutMillis uint16) ([]byte, error) {
+	if level < DurabilityMajority || level > DurabilityPersistToMajority {
+		return dst, badRequest("durability level", "%d is not a durability level", level)
+	}
+	if timeoutMillis == math.MaxUint16 {
+		return dst, badRequest("durability timeout", "0xffff is reserved")
+	}
+	if timeoutMillis == 0 {
+		return append(dst, byte(FrameDurability)<<4|1, byte(level)), nil
+	}
+	return append(dst, byte(FrameDurability)<<4|3, byte(level), byte(timeoutMillis>>8), byte(timeoutMillis)), nil
+}
+
+// DecodeDurabilityFrame decodes a durability frame info's data (1 or 3 bytes).
+func DecodeDurabilityFrame(data []byte) (DurabilityLevel, uint16, error) {
+	if len(data) != 1 && len(data) != 3 {
+		return 0, 0, malformed("durability frame info", "length", "%d bytes, want 1 or 3", len(data))
+	}
+	level := DurabilityLevel(data[0])
+	if level < DurabilityMajority || level > DurabilityPersistToMajority {
+		return 0, 0, malformed("durability frame info", "level", "%d is not a durability level", data[0])
+	}
+	var timeout uint16
+	if len(data) == 3 {
+		timeout = binary.BigEndian.Uint16(data[1:])
+		if timeout == 0 || timeout == math.MaxUint16 {
+			return 0, 0, malformed("durability frame info", "timeout", "%d is reserved", timeout)
+		}
+	}
+	return level, timeout, nil
+}
+
+// EncodeServerDuration encodes a duration the way the server's duration frame
+// info does: encoded = (micros*2)^(1/1.74), saturating at 0xffff.
+func EncodeServerDuration(d time.Duration) uint16 {
+	micros := float64(d) / float64(time.Microsecond)
+	if micros <= 0 {
+		return 0
+	}
+	enc := math.Round(math.Pow(micros*2, 1/1.74))
+	if enc >= math.MaxUint16 {
+		return math.MaxUint16
+	}
+	return uint16(enc)
+}
+
+// DecodeServerDuration decodes the server duration frame info's value:
+// micros = encoded^1.74 / 2.
+func DecodeServerDuration(encoded uint16) time.Duration {
+	micros := math.Pow(float64(encoded), 1.74) / 2
+	return time.Duration(micros * float64(time.Microsecond))
+}
+
+// ServerDuration finds the server-duration frame info in a response's framing
+// extras. It reports false when there is none.
+func ServerDuration(framing []byte) (time.Duration, bool, error) {
+	var d time.Duration
+	found := false
+	err := FrameInfos(framing, func(id uint16, data []byte) error {
+		if ResponseFrameID(id) != FrameServerDuration {
+			return nil
+		}
+		if len(data) != 2 {
+			return malformed("server duration frame info", "length", "%d bytes, want 2", len(data))
+		}
+		d, found = DecodeServerDuration(binary.BigEndian.Uint16(data)), true
+		return nil
+	})
+	return d, found, err
+}

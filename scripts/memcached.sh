@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Loopback memcached instances for kvwire's tests and benchmarks.
+#
+#   scripts/memcached.sh up     install memcached (apt-get) if missing, start both
+#                               instances, wait until they answer, print exports
+#   scripts/memcached.sh down   stop only the instances this script started
+#
+#   plain : no auth, binary + ascii        127.0.0.1:$KVWIRE_MEMCACHED_PORT      (21211)
+#   sasl  : binary only, SASL PLAIN        127.0.0.1:$KVWIRE_MEMCACHED_SASL_PORT (21212)
+#
+# `up` is idempotent: an instance already started with the same settings is
+# reused. Progress goes to stderr; stdout carries only the exports, so
+#   eval "$(scripts/memcached.sh up)"
+# sets KV_MEMCACHED_ADDR, KV_MEMCACHED_SASL_ADDR, KV_MEMCACHED_USER and
+# KV_MEMCACHED_PASS, which the tests read.
+set -euo pipefail
+export LC_ALL=C
+
+PORT=${KVWIRE_MEMCACHED_PORT:-21211}
+SASL_PORT=${KVWIRE_MEMCACHED_SASL_PORT:-21212}
+USER_=${KVWIRE_MEMCACHED_USER:-kvuser}
+PASS=${KVWIRE_MEMCACHED_PASS:-kvpass}
+STATE=${KVWIRE_MEMCACHED_STATE:-${TMPDIR:-/tmp}/kvwire-memcached-$(id -u)}
+WAIT=${KVWIRE_MEMCACHED_WAIT:-10}
+
+log() { echo "memcached.sh: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+install_missing() {
+  local missing=() p
+  for p in memcached sasl2-bin libsasl2-modules; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  command -v apt-get >/dev/null || die "memcached is missing and there is no apt-get to install ${missing[*]}"
+  log "installing ${missing[*]} with apt-get"
+  local sudo=
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  local out
+  out=$($sudo env DEBIAN_FRONTEND=noninteractive sh -c 'apt-get update -qq &&
+    apt-get install -y -qq --no-install-recommends "$@"' _ "${missing[@]}" 2>&1) ||
+    die "apt-get install ${missing[*]} failed: $out"
+  # The Debian package starts a system instance on 11211; we never use or stop it.
+}
+
+# memcached refuses to run as root without -u; the run user must own $STATE
+# because memcached writes its pid file after dropping privileges.
+run_as() {
+  [ "$(id -u)" = 0 ] || return 0
+  if id memcache >/dev/null 2>&1; then echo memcache; else echo nobody; fi
+}
+
+port_open() { timeout 1 bash -c ": <>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# alive NAME: the pid file names a live process whose command line is ours.
+alive() {
+  local pid
+  pid=$(cat "$STATE/$1.pid" 2>/dev/null) || return 1
+  grep -qaF -- "$STATE/$1.pid" "/proc/$pid/cmdline" 2>/dev/null
+}
+
+stop_one() {
+  local name=$1 pidf="$STATE/$1.pid" pid i
+  pid=$(cat "$pidf" 2>/dev/null) || { rm -f "$STATE/$name.cmd"; return 0; }
+  if alive "$name"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do alive "$name" || break; sleep 0.1; done
+    ! alive "$name" || kill -KILL "$pid" 2>/dev/null || true
+    log "stopped $name (pid $pid)"
+  fi
+  rm -f "$pidf" "$STATE/$name.cmd"
+}
+
+# Cyrus SASL config read by memcached (service "memcached") from SASL_CONF_PATH.
+# The realm must equal gethostname(), which memcached passes as the user realm.
+make_sasldb() {
+  mkdir -p "$STATE/sasl"
+  rm -f "$STATE/sasl/sasldb2"
+  printf '%s' "$PASS" | saslpasswd2 -p -c -a memcached -u "$(uname -n)" -f "$STATE/sasl/sasldb2" "$USER_" ||
+    die "saslpasswd2 failed"
+  printf 'mech_list: plain\nsasldb_path: %s\n' "$STATE/sasl/sasldb2" >"$STATE/sasl/memcached.conf"
+}
+
+# start NAME PORT FINGERPRINT ARGS...
+start_one() {
+  local name=$1 port=$2 fp=$3 user i
+  shift 3
+  if alive "$name" && [ "$(cat "$STATE/$name.cmd" 2>/dev/null)" = "$fp" ]; then
+    log "$name already running on 127.0.0.1:$port"
+    return 0
+  fi
+  stop_one "$name"
+  mkdir -p "$STATE"
+  port_open "$port" && die "port $port is in use by a process this script did not start (set KVWIRE_MEMCACHED_PORT / KVWIRE_MEMCACHED_SASL_PORT)"
+  [ "$name" = sasl ] && make_sasldb
+  user=$(run_as)
+  local as=()
+  if [ -n "$user" ]; then
+    chown -R "$user" "$STATE"
+    as=(-u "$user")
+  fi
+  SASL_CONF_PATH="$STATE/sasl" memcached -d -v "${as[@]}" -l 127.0.0.1 -p "$port" -U 0 \
+    -m 64 -P "$STATE/$name.pid" "$@" >>"$STATE/$name.log" 2>&1 || die "memcached $name failed to start"
+  echo "$fp" >"$STATE/$name.cmd"
+  for ((i = 0; i < WAIT * 10; i++)); do
+    if alive "$name" && port_open "$port"; then
+      log "$name up on 127.0.0.1:$port (pid $(cat "$STATE/$name.pid"))"
+      return 0
+    fi
+    sleep 0.1
+  done
+  die "$name did not accept connections on 127.0.0.1:$port within ${WAIT}s: $(tail -5 "$STATE/$name.log" 2>/dev/null)"
+}
+
+# One binary SASL_AUTH PLAIN over /dev/tcp; prints the 2-byte status in hex.
+sasl_status() {
+  local n=$((5 + 2 + ${#USER_} + ${#PASS})) hdr
+  hdr=$(printf '\\x%02x' 0x80 0x21 0 5 0 0 0 0 $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255)) 0 0 0 0 0 0 0 0 0 0 0 0)
+  # shellcheck disable=SC2016
+  timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/$1; printf "${2}PLAIN\0%s\0%s" "$3" "$4" >&3; head -c 24 <&3' \
+    _ "$SASL_PORT" "$hdr" "$USER_" "$PASS" | od -An -tx1 -j6 -N2 | tr -d ' \n'
+}
+
+case "${1:-}" in
+up)
+  install_missing
+  start_one plain "$PORT" "port=$PORT" -c 1024 -t 2
+  start_one sasl "$SASL_PORT" "port=$SASL_PORT user=$USER_ pass=$PASS" -S -B binary -c 1024 -t 2
+  st=$(sasl_status || true)
+  [ "$st" = 0000 ] || die "SASL PLAIN login as $USER_ failed on :$SASL_PORT (status '${st:-none}'); see $STATE/sasl.log"
+  printf 'export KV_MEMCACHED_ADDR=127.0.0.1:%s\n' "$PORT"
+  printf 'export KV_MEMCACHED_SASL_ADDR=127.0.0.1:%s\n' "$SASL_PORT"
+  printf 'export KV_MEMCACHED_USER=%q\n' "$USER_"
+  printf 'export KV_MEMCACHED_PASS=%q\n' "$PASS"
+  ;;
+down)
+  stop_one plain
+  stop_one sasl
+  rm -f "$STATE"/{plain,sasl}.log "$STATE"/sasl/{memcached.conf,sasldb2}
+  rmdir "$STATE/sasl" "$STATE" 2>/dev/null || true
+  ;;
+*)
+  echo "usage: $0 up|down" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every test kvwire has: vet, the race-enabled unit and integration tests
+# of the root module (memdx, errmap, vbmap, retry, conn, client, mockcluster,
+# kvcli), and the gocbcore reference tests in reftest/.
+#
+# memcached (Debian's package) is installed and started on loopback by
+# scripts/memcached.sh. When KVWIRE_REQUIRE_MEMCACHED=1 (CI sets it through
+# .ci/run) a memcached that cannot be started fails the run; otherwise the
+# memcached tests skip with a message saying how to run them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+export GOFLAGS="${GOFLAGS:-} -count=1"
+
+started=0
+if env=$(scripts/memcached.sh up); then
+  eval "$env"
+  started=1
+elif [ "${KVWIRE_REQUIRE_MEMCACHED:-0}" = 1 ]; then
+  echo "test.sh: memcached could not be started and KVWIRE_REQUIRE_MEMCACHED=1" >&2
+  exit 1
+else
+  echo "test.sh: memcached could not be started; its tests will skip" >&2
+fi
+cleanup() { [ "$started" = 1 ] && scripts/memcached.sh down; }
+trap cleanup EXIT
+
+set -e
+echo "== go vet"
+$GO vet ./...
+echo "== go test -race (root module)"
+$GO test -race -timeout 8m ./...
+if [ -f reftest/go.mod ]; then
+  echo "== reftest (gocbcore against the mock cluster)"
+  (cd reftest && $GO vet ./... && $GO test -race -timeout 5m ./...)
+fi
+echo "== all tests passed"
