@@ -1,0 +1,317 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scheme is the scheme of a connection string.
+type Scheme string
+
+// Connection-string schemes.
+const (
+	// SchemeCouchbase connects to Couchbase Server's KV service over TCP
+	// (default port 11210).
+	SchemeCouchbase Scheme = "couchbase"
+	// SchemeCouchbases connects over TLS (default port 11207).
+	SchemeCouchbases Scheme = "couchbases"
+	// SchemeMemcached connects to plain memcached servers speaking the binary
+	// protocol (default port 11211); keys are spread with ketama.
+	SchemeMemcached Scheme = "memcached"
+)
+
+// Default ports per scheme.
+const (
+	DefaultKVPort        = 11210
+	DefaultKVTLSPort     = 11207
+	DefaultMemcachedPort = 11211
+)
+
+// ErrInvalidConnStr is matched by every connection-string parse error.
+var ErrInvalidConnStr = errors.New("kvwire: invalid connection string")
+
+// ConnStrError says what is wrong with a connection string.
+type ConnStrError struct {
+	Input  string
+	Reason string
+}
+
+func (e *ConnStrError) Error() string {
+	return fmt.Sprintf("kvwire: invalid connection string %q: %s", e.Input, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalidConnStr) true.
+func (e *ConnStrError) Is(target error) bool { return target == ErrInvalidConnStr }
+
+// ConnStr is a parsed connection string:
+//
+//	couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external
+//	couchbases://h1
+//	memcached://h1:11211,h2
+type ConnStr struct {
+	Scheme Scheme
+	// Hosts are "host:port" addresses, ports defaulted per scheme, IPv6
+	// literals in brackets.
+	Hosts []string
+	// Bucket is the path, if any.
+	Bucket string
+	// Options are the query parameters, by name, last value wins.
+	Options map[string]string
+}
+
+// knownOptions are the query parameters Connect understands. Unknown ones
+// are an error, so that a typo does not silently fall back to a default.
+var knownOptions = map[string]string{
+	"kv_timeout":             "duration: default timeout of a KV operation",
+	"connect_timeout":        "duration: timeout of bootstrapping one connection",
+	"kv_pool_size":           "int: connections per node",
+	"network":                "auto, default or external: which addresses of the config to use",
+	"compression":            "bool: snappy-compress values the server may receive compressed",
+	"compression_min_size":   "int: smallest value worth compressing",
+	"compression_min_ratio":  "float: compressed/original ratio at or below which compression is kept",
+	"config_poll_interval":   "duration: how often the cluster config is polled",
+	"enable_mutation_tokens": "bool: ask for sequence numbers on mutations",
+	"tls_verify":             "peer or none: verify the server certificate (none is insecure)",
+	"allow_plain_auth":       "bool: allow SASL PLAIN over a connection without TLS",
+	"bucket":                 "string: the bucket, when it is not in the path",
+	"nmv_retry_interval":     "duration: RFC 0005 fixed wait after NOT_MY_VBUCKET (default: RFC 0049 backoff)",
+}
+
+// ParseConnStr parses a connection string. A string with no scheme is taken
+// as couchbase://. Every error names what was wrong.
+func ParseConnStr(s string) (*ConnStr, error) {
+	fail := func(format string, args ...any) (*ConnStr, error) {
+		return nil, &ConnStrError{Input: s, Reason: fmt.Sprintf(format, args...)}
+	}
+	rest := strings.TrimSpace(s)
+	if rest == "" {
+		return fail("empty")
+	}
+	cs := &ConnStr{Scheme: SchemeCouchbase, Options: map[string]string{}}
+	if i := strings.Index(rest, "://"); i >= 0 {
+		cs.Scheme = Scheme(strings.ToLower(rest[:i]))
+		rest = rest[i+3:]
+	}
+	defPort := 0
+	switch cs.Scheme {
+	case SchemeCouchbase:
+		defPort = DefaultKVPort
+	case SchemeCouchbases:
+		defPort = DefaultKVTLSPort
+	case SchemeMemcached:
+		defPort = DefaultMemcachedPort
+	default:
+		return fail("unknown scheme %q (want couchbase, couchbases or memcached)", string(cs.Scheme))
+	}
+	var query string
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		rest, query = rest[:i], rest[i+1:]
+	}
+	hostPart, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		hostPart, path = rest[:i], rest[i+1:]
+	}
+	if hostPart == "" {
+		return fail("no host")
+	}
+	for _, h := range strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' }) {
+		addr, err := parseHost(h, defPort)
+		if err != nil {
+			return fail("host %q: %v", h, err)
+		}
+		cs.Hosts = append(cs.Hosts, addr)
+	}
+	if len(cs.Hosts) == 0 {
+		return fail("no host")
+	}
+	if cs.Scheme != SchemeMemcached {
+		for _, h := range cs.Hosts {
+			if _, p, _ := net.SplitHostPort(h); p == "8091" || p == "18091" {
+				return fail("%s is the cluster manager's HTTP port; kvwire bootstraps over the KV port (11210, or 11207 with TLS)", h)
+			}
+		}
+	}
+	if path != "" {
+		b, err := url.PathUnescape(strings.TrimSuffix(path, "/"))
+		if err != nil || strings.Contains(b, "/") {
+			return fail("bucket %q is not a single path segment", path)
+		}
+		cs.Bucket = b
+	}
+	if query != "" {
+		vals, err := url.ParseQuery(query)
+		if err != nil {
+			return fail("options: %v", err)
+		}
+		names := make([]string, 0, len(vals))
+		for k := range vals {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if _, ok := knownOptions[k]; !ok {
+				return fail("unknown option %q (known: %s)", k, strings.Join(KnownConnStrOptions(), ", "))
+			}
+			v := vals[k]
+			cs.Options[k] = v[len(v)-1]
+		}
+	}
+	if b, ok := cs.Options["bucket"]; ok {
+		if cs.Bucket != "" && cs.Bucket != b {
+			return fail("bucket given twice: %q in the path and %q as an option", cs.Bucket, b)
+		}
+		cs.Bucket = b
+		delete(cs.Options, "bucket")
+	}
+	if cs.Scheme == SchemeMemcached && cs.Bucket != "" {
+		return fail("memcached:// has no buckets (got %q)", cs.Bucket)
+	}
+	return cs, nil
+}
+
+// KnownConnStrOptions lists the option names ParseConnStr accepts.
+func KnownConnStrOptions() []string {
+	out := make([]string, 0, len(knownOptions))
+	for k := range knownOptions {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func parseHost(h string, defPort int) (string, error) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return "", errors.New("empty host")
+	}
+	host, port := h, ""
+	switch {
+	case strings.HasPrefix(h, "["):
+		end := strings.IndexByte(h, ']')
+		if end < 0 {
+			return "", errors.New("IPv6 literal without closing ']'")
+		}
+		host = h[1:end]
+		after := h[end+1:]
+		if after != "" {
+			if !strings.HasPrefix(after, ":") {
+				return "", fmt.Errorf("unexpected %q after the IPv6 literal", after)
+			}
+			port = after[1:]
+		}
+		if net.ParseIP(host) == nil {
+			return "", fmt.Errorf("%q is not an IPv6 address", host)
+		}
+	case strings.Count(h, ":") > 1:
+		// A bare IPv6 literal without a port.
+		if net.ParseIP(h) == nil {
+			return "", errors.New("several ':' but not an IPv6 address (put IPv6 literals in brackets)")
+		}
+		host = h
+	case strings.Contains(h, ":"):
+		i := strings.IndexByte(h, ':')
+		host, port = h[:i], h[i+1:]
+	}
+	if host == "" {
+		return "", errors.New("empty host name")
+	}
+	if strings.ContainsAny(host, " /?#@") {
+		return "", errors.New("host name contains a character hosts cannot have")
+	}
+	p := defPort
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("port %q is not in 1..65535", port)
+		}
+		p = n
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
+// Duration reads a duration option: a Go duration ("2.5s", "2500ms") or a
+// whole number of milliseconds, as Couchbase SDKs accept. ok is false when the
+// option is absent.
+func (cs *ConnStr) Duration(name string) (d time.Duration, ok bool, err error) {
+	v, ok := cs.Options[name]
+	if !ok {
+		return 0, false, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		d = time.Duration(n) * time.Millisecond
+	} else if d, err = time.ParseDuration(v); err != nil {
+		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: "not a duration (use e.g. 2500ms or 2500)"}
+	}
+	if d < 0 {
+		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: "negative duration"}
+	}
+	return d, true, nil
+}
+
+// Int reads an integer option.
+func (cs *ConnStr) Int(name string) (n int, ok bool, err error) {
+	v, ok := cs.Options[name]
+	if !ok {
+		return 0, false, nil
+	}
+	n, err = strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: "not a non-negative integer"}
+	}
+	return n, true, nil
+}
+
+// Float reads a floating-point option.
+func (cs *ConnStr) Float(name string) (f float64, ok bool, err error) {
+	v, ok := cs.Options[name]
+	if !ok {
+		return 0, false, nil
+	}
+	f, err = strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: "not a non-negative number"}
+	}
+	return f, true, nil
+}
+
+// Bool reads a boolean option (true/false/1/0/yes/no/on/off).
+func (cs *ConnStr) Bool(name string) (b, ok bool, err error) {
+	v, ok := cs.Options[name]
+	if !ok {
+		return false, false, nil
+	}
+	switch strings.ToLower(v) {
+	case "true", "1", "yes", "on":
+		return true, true, nil
+	case "false", "0", "no", "off":
+		return false, true, nil
+	}
+	return false, true, &ConnStrError{Input: name + "=" + v, Reason: "not a boolean"}
+}
+
+// String rebuilds the connection string in canonical form.
+func (cs *ConnStr) String() string {
+	var b strings.Builder
+	b.WriteString(string(cs.Scheme))
+	b.WriteString("://")
+	b.WriteString(strings.Join(cs.Hosts, ","))
+	if cs.Bucket != "" {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(cs.Bucket))
+	}
+	if len(cs.Options) > 0 {
+		v := url.Values{}
+		for k, o := range cs.Options {
+			v.Set(k, o)
+		}
+		b.WriteByte('?')
+		b.WriteString(v.Encode())
+	}
+	return b.String()
+}

@@ -1,0 +1,139 @@
+package client
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseConnStr(t *testing.T) {
+	cases := []struct {
+		in      string
+		scheme  Scheme
+		hosts   []string
+		bucket  string
+		options map[string]string
+	}{
+		{"couchbase://h1", SchemeCouchbase, []string{"h1:11210"}, "", map[string]string{}},
+		{"h1", SchemeCouchbase, []string{"h1:11210"}, "", map[string]string{}},
+		{"couchbases://h1,h2:12000", SchemeCouchbases, []string{"h1:11207", "h2:12000"}, "", map[string]string{}},
+		{"COUCHBASE://h1;h2/travel-sample", SchemeCouchbase, []string{"h1:11210", "h2:11210"}, "travel-sample", map[string]string{}},
+		{"memcached://m1:11211,m2", SchemeMemcached, []string{"m1:11211", "m2:11211"}, "", map[string]string{}},
+		{"couchbase://[::1]:9000,[fe80::1]", SchemeCouchbase, []string{"[::1]:9000", "[fe80::1]:11210"}, "", map[string]string{}},
+		{"couchbase://::1", SchemeCouchbase, []string{"[::1]:11210"}, "", map[string]string{}},
+		{"couchbase://h/b%20x/", SchemeCouchbase, []string{"h:11210"}, "b x", map[string]string{}},
+		{"couchbase://h?kv_timeout=100ms&network=external&kv_timeout=200", SchemeCouchbase, []string{"h:11210"}, "",
+			map[string]string{"kv_timeout": "200", "network": "external"}},
+		{"couchbase://h?bucket=default", SchemeCouchbase, []string{"h:11210"}, "default", map[string]string{}},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			cs, err := ParseConnStr(c.in)
+			require.NoError(t, err)
+			assert.Equal(t, c.scheme, cs.Scheme)
+			assert.Equal(t, c.hosts, cs.Hosts)
+			assert.Equal(t, c.bucket, cs.Bucket)
+			assert.Equal(t, c.options, cs.Options)
+			again, err := ParseConnStr(cs.String())
+			require.NoError(t, err, "canonical form %q must parse", cs.String())
+			assert.Equal(t, cs, again)
+		})
+	}
+}
+
+func TestParseConnStrErrors(t *testing.T) {
+	cases := map[string]string{
+		"":                             "empty",
+		"http://h":                     "unknown scheme",
+		"couchbase://":                 "no host",
+		"couchbase:///b":               "no host",
+		"couchbase://h:0":              "not in 1..65535",
+		"couchbase://h:70000":          "not in 1..65535",
+		"couchbase://h:x":              "not in 1..65535",
+		"couchbase://[::1":             "closing ']'",
+		"couchbase://[zz]:1":           "not an IPv6 address",
+		"couchbase://a:b:c":            "IPv6 literals in brackets",
+		"couchbase://h?kv_timout=1":    `unknown option "kv_timout"`,
+		"couchbase://h/a/b":            "single path segment",
+		"couchbase://h/a?bucket=b":     "bucket given twice",
+		"memcached://h/b":              "memcached:// has no buckets",
+		"couchbase://h:8091":           "cluster manager's HTTP port",
+		"couchbase://h?kv_timeout=%zz": "options",
+		"couchbase://,;,":              "no host", // separators only
+	}
+	for in, want := range cases {
+		t.Run(in, func(t *testing.T) {
+			_, err := ParseConnStr(in)
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrInvalidConnStr))
+			assert.Contains(t, err.Error(), want)
+		})
+	}
+}
+
+func TestConnStrTypedOptions(t *testing.T) {
+	cs, err := ParseConnStr("couchbase://h?kv_timeout=2500&connect_timeout=1.5s&kv_pool_size=4&compression=off&compression_min_ratio=0.83")
+	require.NoError(t, err)
+	d, ok, err := cs.Duration("kv_timeout")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, 2500*time.Millisecond, d)
+	d, _, err = cs.Duration("connect_timeout")
+	require.NoError(t, err)
+	assert.Equal(t, 1500*time.Millisecond, d)
+	n, _, err := cs.Int("kv_pool_size")
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+	b, ok, err := cs.Bool("compression")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.False(t, b)
+	f, _, err := cs.Float("compression_min_ratio")
+	require.NoError(t, err)
+	assert.InDelta(t, 0.83, f, 1e-9)
+	_, ok, err = cs.Duration("config_poll_interval")
+	assert.False(t, ok)
+	assert.NoError(t, err)
+
+	bad, err := ParseConnStr("couchbase://h?kv_timeout=soon&kv_pool_size=-1&compression=maybe")
+	require.NoError(t, err)
+	_, _, err = bad.Duration("kv_timeout")
+	assert.ErrorIs(t, err, ErrInvalidConnStr)
+	_, _, err = bad.Int("kv_pool_size")
+	assert.ErrorIs(t, err, ErrInvalidConnStr)
+	_, _, err = bad.Bool("compression")
+	assert.ErrorIs(t, err, ErrInvalidConnStr)
+}
+
+// FuzzParseConnStr: never panics; whatever parses has a canonical form that
+// parses to the same thing.
+func FuzzParseConnStr(f *testing.F) {
+	for _, s := range []string{
+		"couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external",
+		"couchbases://[::1]:11207", "memcached://a,b:1", "h", "couchbase://h/%41", "couchbase://h?bucket=x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cs, err := ParseConnStr(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConnStr) {
+				t.Fatalf("error %v does not match ErrInvalidConnStr", err)
+			}
+			return
+		}
+		if len(cs.Hosts) == 0 {
+			t.Fatalf("parsed %q with no hosts", s)
+		}
+		again, err := ParseConnStr(cs.String())
+		if err != nil {
+			t.Fatalf("canonical form %q of %q does not parse: %v", cs.String(), s, err)
+		}
+		if again.String() != cs.String() {
+			t.Fatalf("canonical form not stable: %q -> %q", cs.String(), again.String())
+		}
+	})
+}
