@@ -71,7 +71,7 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
-	s := fmt.Sprintf("%s failed with status %s (0x%02x)", e.OpCode, e.Status, uint16(e.Status))
+	s := fmt.Sprintf("%s failed with status %s (0x%02x)", e.OpCode.String(), e.Status.String(), uint16(e.Status))
 	if e.Context != "" {
 		s += ": " + e.Context
 	}

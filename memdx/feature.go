@@ -6,7 +6,7 @@ import "fmt"
 // when it grants it. Numbers from kv_engine's include/mcbp/protocol/feature.h.
 type HelloFeature uint16
 
-// HELLO features.
+// HELLO features: every value kv_engine's feature.h defines.
 const (
 	// FeatureDatatype (0x01) is retired; servers ignore it.
 	FeatureDatatype      HelloFeature = 0x01
@@ -31,13 +31,15 @@ const (
 	FeatureSnappyEverywhere             HelloFeature = 0x13
 	FeaturePreserveTTL                  HelloFeature = 0x14
 	FeatureVAttr                        HelloFeature = 0x15
-	FeaturePiTR                         HelloFeature = 0x16
-	FeatureSubdocCreateAsDeleted        HelloFeature = 0x17
-	FeatureSubdocDocumentMacroSupport   HelloFeature = 0x18
-	FeatureSubdocReplaceBodyWithXattr   HelloFeature = 0x19
-	FeatureReportUnitUsage              HelloFeature = 0x1a
-	FeatureNonBlockingThrottlingMode    HelloFeature = 0x1b
-	FeatureSubdocReplicaRead            HelloFeature = 0x1c
+	// FeaturePiTR (0x16) is retired (kv_engine now calls it Invalid3);
+	// servers ignore it.
+	FeaturePiTR                       HelloFeature = 0x16
+	FeatureSubdocCreateAsDeleted      HelloFeature = 0x17
+	FeatureSubdocDocumentMacroSupport HelloFeature = 0x18
+	FeatureSubdocReplaceBodyWithXattr HelloFeature = 0x19
+	FeatureReportUnitUsage            HelloFeature = 0x1a
+	FeatureNonBlockingThrottlingMode  HelloFeature = 0x1b
+	FeatureSubdocReplicaRead          HelloFeature = 0x1c
 	// FeatureGetClusterConfigWithKnownVersion is informational: the server
 	// accepts the epoch/revision extras on GET_CLUSTER_CONFIG.
 	FeatureGetClusterConfigWithKnownVersion HelloFeature = 0x1d
@@ -63,7 +65,7 @@ var featureNames = map[HelloFeature]string{
 	FeatureUnorderedExecution:           "UnorderedExecution", FeatureTracing: "Tracing",
 	FeatureAltRequests: "AltRequestSupport", FeatureSyncReplication: "SyncReplication",
 	FeatureCollections: "Collections", FeatureSnappyEverywhere: "SnappyEverywhere",
-	FeaturePreserveTTL: "PreserveTtl", FeatureVAttr: "VAttr", FeaturePiTR: "PiTR",
+	FeaturePreserveTTL: "PreserveTtl", FeatureVAttr: "VAttr", FeaturePiTR: "PiTR(retired)",
 	FeatureSubdocCreateAsDeleted:                 "SubdocCreateAsDeleted",
 	FeatureSubdocDocumentMacroSupport:            "SubdocDocumentMacroSupport",
 	FeatureSubdocReplaceBodyWithXattr:            "SubdocReplaceBodyWithXattr",

@@ -17,18 +17,36 @@ const maxFrameField = 15 + math.MaxUint8
 // RequestFrameID identifies a frame info in a request (magic 0x08).
 type RequestFrameID uint16
 
-// Request frame info ids.
+// Request frame info ids (kv_engine docs/BinaryProtocol.md, "Request header
+// with flexible framing extras").
 const (
-	// FrameReorder allows the server to reorder this command (no data).
-	FrameReorder RequestFrameID = 0
+	// FrameBarrier (no data) orders the command on a connection that
+	// negotiated UnorderedExecution: the server finishes every earlier
+	// command before starting it, and starts no later one until it is done.
+	FrameBarrier RequestFrameID = 0
 	// FrameDurability carries a durability level and optional timeout.
-	FrameDurability         RequestFrameID = 1
-	FrameDcpStreamID        RequestFrameID = 2
+	FrameDurability RequestFrameID = 1
+	// FrameDcpStreamID carries a DCP stream id (2 bytes).
+	FrameDcpStreamID RequestFrameID = 2
+	// FrameOpenTracingContext was a prototype that never shipped; the id is
+	// free in current servers.
 	FrameOpenTracingContext RequestFrameID = 3
-	FrameImpersonateUser    RequestFrameID = 4
+	// FrameImpersonateUser runs the command as the named user.
+	FrameImpersonateUser RequestFrameID = 4
 	// FramePreserveTTL keeps the document's expiry on a mutation (no data).
-	FramePreserveTTL                   RequestFrameID = 5
+	FramePreserveTTL RequestFrameID = 5
+	// FrameImpersonateUserExtraPrivilege adds a privilege to an impersonated
+	// user's set.
 	FrameImpersonateUserExtraPrivilege RequestFrameID = 6
+	// FrameImpersonateTokenAuthID impersonates the user of a registered auth
+	// token (a 2-byte token id).
+	FrameImpersonateTokenAuthID RequestFrameID = 7
+
+	// FrameReorder is the old name of id 0.
+	//
+	// Deprecated: id 0 is a barrier (it forbids reordering around the
+	// command), not a permission to reorder; use FrameBarrier.
+	FrameReorder = FrameBarrier
 )
 
 // ResponseFrameID identifies a frame info in a response (magic 0x18).
@@ -37,10 +55,14 @@ type ResponseFrameID uint16
 // Response frame info ids.
 const (
 	// FrameServerDuration is the time the server spent on the request,
-	// 2 bytes in its variable-precision encoding.
-	FrameServerDuration   ResponseFrameID = 0
-	FrameReadUnits        ResponseFrameID = 1
-	FrameWriteUnits       ResponseFrameID = 2
+	// 2 bytes in its variable-precision encoding (DecodeServerDuration).
+	FrameServerDuration ResponseFrameID = 0
+	// FrameReadUnits is the read units the command used (2 bytes).
+	FrameReadUnits ResponseFrameID = 1
+	// FrameWriteUnits is the write units the command used (2 bytes).
+	FrameWriteUnits ResponseFrameID = 2
+	// FrameThrottleDuration is the time the command was throttled, 2 bytes
+	// in the same encoding as FrameServerDuration.
 	FrameThrottleDuration ResponseFrameID = 3
 )
 

@@ -1,11 +1,22 @@
 package memdx
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Status is the status field of a response. Every status of kv_engine's
 // current error map (etc/couchbase/kv/error_maps/error_map_v2.json, revision
-// 9) has a constant here; a server may send others, which a client looks up
-// in the node's error map.
+// 9) has a constant here, as do the two older ones (0x89, 0x8b) that earlier
+// maps list; a server may send others, which a client looks up in the node's
+// error map.
+//
+// String gives the name the error map uses, always in UPPER_SNAKE form. The
+// map spells a few names differently (0x8d is "DCP stream-ID invalid", 0xa0
+// to 0xa8 are CamelCase such as "DurabilityInvalidLevel"); memdx writes those
+// as DCP_STREAM_ID_INVALID, DURABILITY_INVALID_LEVEL and so on, so that log
+// lines have one style. TestStatusNamesMatchErrorMaps checks every code of
+// every kv_engine map in the conformance data against this rule.
 //
 // Status implements error so that errors.Is(err, memdx.StatusLocked) can be
 // asked of any error that wraps a *StatusError.
@@ -62,7 +73,7 @@ const (
 	StatusUnknownCollection              Status = 0x88 // UNKNOWN_COLLECTION
 	StatusNoCollectionsManifest          Status = 0x89 // NO_COLLECTIONS_MANIFEST (older servers)
 	StatusCannotApplyCollectionsManifest Status = 0x8a // CANNOT_APPLY_COLLECTIONS_MANIFEST
-	StatusCollectionsManifestAhead       Status = 0x8b // COLLECTIONS_MANIFEST_AHEAD (older servers)
+	StatusCollectionsManifestAhead       Status = 0x8b // COLLECTIONS_MANIFEST_IS_AHEAD (older servers)
 	StatusUnknownScope                   Status = 0x8c // UNKNOWN_SCOPE
 	StatusDcpStreamIDInvalid             Status = 0x8d // DCP_STREAM_ID_INVALID
 	StatusDurabilityInvalidLevel         Status = 0xa0 // DURABILITY_INVALID_LEVEL
@@ -130,7 +141,7 @@ var statusNames = map[Status]string{
 	StatusXattrInvalid: "XATTR_EINVAL", StatusUnknownCollection: "UNKNOWN_COLLECTION",
 	StatusNoCollectionsManifest:          "NO_COLLECTIONS_MANIFEST",
 	StatusCannotApplyCollectionsManifest: "CANNOT_APPLY_COLLECTIONS_MANIFEST",
-	StatusCollectionsManifestAhead:       "COLLECTIONS_MANIFEST_AHEAD",
+	StatusCollectionsManifestAhead:       "COLLECTIONS_MANIFEST_IS_AHEAD",
 	StatusUnknownScope:                   "UNKNOWN_SCOPE", StatusDcpStreamIDInvalid: "DCP_STREAM_ID_INVALID",
 	StatusDurabilityInvalidLevel:      "DURABILITY_INVALID_LEVEL",
 	StatusDurabilityImpossible:        "DURABILITY_IMPOSSIBLE",
@@ -175,8 +186,10 @@ func (s Status) Known() bool {
 	return ok
 }
 
-// Error makes a Status usable as a sentinel with errors.Is.
-func (s Status) Error() string { return "memcached status " + s.String() }
+// Error makes a Status usable as a sentinel with errors.Is. It returns the
+// same text as String, so that fmt prints a Status as its name whichever verb
+// is used (fmt prefers Error to String).
+func (s Status) Error() string { return s.String() }
 
 // KnownStatuses returns every status memdx names, in ascending order.
 func KnownStatuses() []Status {
@@ -184,10 +197,6 @@ func KnownStatuses() []Status {
 	for s := range statusNames {
 		out = append(out, s)
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.Sort(out)
 	return out
 }
