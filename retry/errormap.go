@@ -1,0 +1,82 @@
+package retry
+
+import (
+	"errors"
+
+	"github.com/kvwire/kvwire/errmap"
+)
+
+// ErrErrorMapMaxDuration is the Err of the *NotRetriedError with which
+// FollowErrorMap ends a run of retries whose next retry would go after the
+// entry's max-duration.
+var ErrErrorMapMaxDuration = errors.New("retry: the error map's max-duration for this status has passed")
+
+// ReasonForErrorMap gives the reason for a status the client does not know,
+// from the node's error-map entry (RFC 0049 "KV Error Map Handling"): when
+// the entry indicates a retry (e.RetryIndicated(): retry-now, retry-later or
+// auto-retry, without no-retry), KV_ERROR_MAP_RETRY_INDICATED, to be handed
+// to the orchestrator; otherwise false, and the operation fails at once
+// without reaching the orchestrator.
+//
+// RFC 0013 has the client consult the map only for statuses it does not
+// handle itself; ReasonForStatus comes first.
+func ReasonForErrorMap(e errmap.Entry) (Reason, bool) {
+	if e.RetryIndicated() {
+		return ReasonKVErrorMapRetryIndicated, true
+	}
+	return ReasonUnknown, false
+}
+
+// FollowErrorMapStrategy is an opt-in strategy that times error-map retries
+// by the entry's own retry spec (RFC 0013 "Retry Intervals"). RFC 0049 says
+// the spec's values must not be used when the user's strategy decides, which
+// is the case with the shipped strategies; this one is for users who want
+// the server's timing.
+//
+// For KV_ERROR_MAP_RETRY_INDICATED with an entry that has a retry spec
+// (State.SetErrorMapEntry), retry n of the current run (ErrorMapRetry.Retry)
+// waits spec.Delay(n): spec.After for the first, then the constant, linear or
+// exponential interval, capped by ceil. The run restarts, and the first wait
+// is After again, when a different status comes back. When the spec has a
+// max-duration and the retry would go at or after Since+max-duration, it
+// fails with ErrErrorMapMaxDuration instead. The operation's deadline bounds
+// every wait as usual: the shorter limit wins.
+//
+// Every other reason, and an error-map reason without an entry or without a
+// spec, is decided by the fallback strategy.
+type FollowErrorMapStrategy struct {
+	fallback Strategy
+}
+
+// FollowErrorMap returns the strategy, with fallback for the cases the
+// error map does not time (nil: DefaultStrategy()).
+func FollowErrorMap(fallback Strategy) *FollowErrorMapStrategy {
+	if fallback == nil {
+		fallback = defaultStrategy
+	}
+	return &FollowErrorMapStrategy{fallback: fallback}
+}
+
+// RetryAfter implements the rule on FollowErrorMapStrategy.
+func (s *FollowErrorMapStrategy) RetryAfter(req Request, reason Reason) Action {
+	fallback := s.fallback
+	if fallback == nil {
+		fallback = defaultStrategy
+	}
+	if reason != ReasonKVErrorMapRetryIndicated {
+		return fallback.RetryAfter(req, reason)
+	}
+	em, ok := req.ErrorMap()
+	if !ok || em.Entry.Retry == nil {
+		return fallback.RetryAfter(req, reason)
+	}
+	if !req.Idempotent() && !reason.AllowsNonIdempotentRetry() {
+		return NoRetry()
+	}
+	spec := em.Entry.Retry
+	d := spec.Delay(em.Retry)
+	if spec.MaxDuration > 0 && em.Elapsed+d >= spec.MaxDuration {
+		return FailWith(ErrErrorMapMaxDuration)
+	}
+	return RetryAfter(d)
+}

@@ -1,0 +1,246 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Sentinels for errors.Is. The error values this package returns are the
+// structs below; each matches the sentinels its documentation names. Test the
+// returned error, never these sentinels against each other.
+var (
+	// ErrTimeout is matched by every *TimeoutError.
+	ErrTimeout = errors.New("retry: operation timed out")
+	// ErrAmbiguousTimeout is matched by a *TimeoutError whose request may
+	// have been applied.
+	ErrAmbiguousTimeout = errors.New("retry: ambiguous timeout: the request may have been applied")
+	// ErrUnambiguousTimeout is matched by a *TimeoutError whose request was
+	// certainly not applied.
+	ErrUnambiguousTimeout = errors.New("retry: unambiguous timeout: the request was not applied")
+	// ErrAmbiguous is matched by every error of this package whose Ambiguous
+	// field is true: a non-idempotent request was written at least once and
+	// no definite answer came for that write, so it may have been applied.
+	ErrAmbiguous = errors.New("retry: the request may have been applied")
+	// ErrNotRetried is matched by every *NotRetriedError.
+	ErrNotRetried = errors.New("retry: not retried")
+	// ErrCanceled is matched by every *CanceledError.
+	ErrCanceled = errors.New("retry: canceled while waiting to retry")
+)
+
+// The errors FailFastOnTerminalErrors fails with, one per terminal reason, as
+// RFC 0049 revision 16's table names them. They reach the caller inside a
+// *NotRetriedError (its Err field); the client package may re-export them.
+var (
+	// ErrAuthenticationFailure: AUTHENTICATION_ERROR. The server refused the
+	// credentials (SASL AUTH_ERROR).
+	ErrAuthenticationFailure = errors.New("retry: authentication failure: the server refused the credentials")
+	// ErrTLS: TLS_ERROR. The TLS handshake failed (most often: the server's
+	// certificate is not trusted). The RFC gives a generic error; this is
+	// that error with a name.
+	ErrTLS = errors.New("retry: TLS handshake failed")
+	// ErrBucketAccess: BUCKET_ACCESS_ERROR. SELECT_BUCKET was refused: the
+	// bucket does not exist or the user has no rights on it (the server
+	// does not say which). The RFC gives a generic error.
+	ErrBucketAccess = errors.New("retry: bucket not found or no access to it")
+	// ErrScopeNotFound: SCOPE_NOT_FOUND.
+	ErrScopeNotFound = errors.New("retry: scope not found")
+	// ErrCollectionNotFound: COLLECTION_NOT_FOUND.
+	ErrCollectionNotFound = errors.New("retry: collection not found")
+)
+
+// TimeoutError is returned when an operation reached its deadline while
+// retrying: the orchestrator's wait reached the deadline (the request was not
+// sent again), or the client reported that the deadline passed while an
+// attempt was in flight (State.TimeoutError).
+//
+// errors.Is matches ErrTimeout, context.DeadlineExceeded, and either
+// ErrAmbiguousTimeout and ErrAmbiguous (Ambiguous true) or
+// ErrUnambiguousTimeout (Ambiguous false). It does not unwrap to LastErr: a
+// timeout is not the error of its last attempt.
+type TimeoutError struct {
+	// Ambiguous is true when the request is not idempotent and at least one
+	// attempt was written without a definite answer: it may have been
+	// applied.
+	Ambiguous bool
+	// OpCode is the operation's opcode.
+	OpCode memdx.OpCode
+	// Attempts is the number of retries that were sent (0: only the first
+	// try).
+	Attempts int
+	// Reasons are the reasons the operation was handed to the orchestrator,
+	// including the one whose wait ran into the deadline.
+	Reasons ReasonSet
+	// LastErr is the error of the last failed attempt, when the client gave
+	// one; for reading, not for matching.
+	LastErr error
+}
+
+func (e *TimeoutError) Error() string {
+	var b strings.Builder
+	if e.Ambiguous {
+		b.WriteString("retry: ambiguous timeout (the request may have been applied)")
+	} else {
+		b.WriteString("retry: unambiguous timeout (the request was not applied)")
+	}
+	writeSummary(&b, e.OpCode, e.Attempts, e.Reasons)
+	if e.LastErr != nil {
+		b.WriteString("; last error: ")
+		b.WriteString(e.LastErr.Error())
+	}
+	return b.String()
+}
+
+// Is matches the sentinels listed on TimeoutError.
+func (e *TimeoutError) Is(target error) bool {
+	switch target {
+	case ErrTimeout, context.DeadlineExceeded:
+		return true
+	case ErrAmbiguousTimeout, ErrAmbiguous:
+		return e.Ambiguous
+	case ErrUnambiguousTimeout:
+		return !e.Ambiguous
+	}
+	return false
+}
+
+// NotRetriedError is returned when the strategy (or the error map) refused
+// to retry: the operation fails at once with the reason it was handed over.
+//
+// errors.Is matches ErrNotRetried, ErrAmbiguous when Ambiguous, and whatever
+// Err and Cause match (errors.Is(err, ErrAuthenticationFailure),
+// errors.Is(err, memdx.StatusLocked), ...).
+type NotRetriedError struct {
+	// Reason is the reason that was not retried.
+	Reason Reason
+	// Ambiguous is true when the request is not idempotent and at least one
+	// attempt was written without a definite answer: it may have been
+	// applied. A SET whose connection closed in flight fails this way, with
+	// Reason SOCKET_CLOSED_WHILE_IN_FLIGHT.
+	Ambiguous bool
+	// OpCode is the operation's opcode.
+	OpCode memdx.OpCode
+	// Attempts is the number of retries that were sent before this refusal.
+	Attempts int
+	// Reasons are the reasons of the earlier retries; Reason is not in it
+	// unless an earlier retry had the same reason.
+	Reasons ReasonSet
+	// Err is the error the strategy failed with (FailWith), or nil.
+	Err error
+	// Cause is the error of the failed attempt, as the client gave it, or
+	// nil.
+	Cause error
+}
+
+func (e *NotRetriedError) Error() string {
+	var b strings.Builder
+	b.WriteString("retry: not retried after ")
+	b.WriteString(e.Reason.String())
+	if e.Ambiguous {
+		b.WriteString(" (the request may have been applied)")
+	}
+	writeSummary(&b, e.OpCode, e.Attempts, e.Reasons)
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.Cause != nil && e.Cause != e.Err {
+		b.WriteString(": ")
+		b.WriteString(e.Cause.Error())
+	}
+	return b.String()
+}
+
+// Is matches ErrNotRetried, and ErrAmbiguous when Ambiguous.
+func (e *NotRetriedError) Is(target error) bool {
+	switch target {
+	case ErrNotRetried:
+		return true
+	case ErrAmbiguous:
+		return e.Ambiguous
+	}
+	return false
+}
+
+// Unwrap returns Err and Cause, those that are set.
+func (e *NotRetriedError) Unwrap() []error {
+	switch {
+	case e.Err != nil && e.Cause != nil:
+		return []error{e.Err, e.Cause}
+	case e.Err != nil:
+		return []error{e.Err}
+	case e.Cause != nil:
+		return []error{e.Cause}
+	}
+	return nil
+}
+
+// CanceledError is returned when the operation's context was canceled while
+// it waited to be retried. (A context whose deadline passed gives a
+// *TimeoutError instead.)
+//
+// errors.Is matches ErrCanceled, ErrAmbiguous when Ambiguous, and Err (the
+// context's error, context.Canceled or the cancellation cause).
+type CanceledError struct {
+	// Ambiguous: as for TimeoutError.
+	Ambiguous bool
+	// OpCode is the operation's opcode.
+	OpCode memdx.OpCode
+	// Attempts is the number of retries that were sent.
+	Attempts int
+	// Reasons are the reasons the operation was handed to the
+	// orchestrator, including the one it was waiting on.
+	Reasons ReasonSet
+	// Err is context.Cause of the operation's context.
+	Err error
+	// LastErr is the error of the last failed attempt, or nil; for reading.
+	LastErr error
+}
+
+func (e *CanceledError) Error() string {
+	var b strings.Builder
+	b.WriteString("retry: canceled while waiting to retry")
+	if e.Ambiguous {
+		b.WriteString(" (the request may have been applied)")
+	}
+	writeSummary(&b, e.OpCode, e.Attempts, e.Reasons)
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Is matches ErrCanceled, and ErrAmbiguous when Ambiguous.
+func (e *CanceledError) Is(target error) bool {
+	switch target {
+	case ErrCanceled:
+		return true
+	case ErrAmbiguous:
+		return e.Ambiguous
+	}
+	return false
+}
+
+// Unwrap returns the context's error.
+func (e *CanceledError) Unwrap() error { return e.Err }
+
+func writeSummary(b *strings.Builder, op memdx.OpCode, attempts int, reasons ReasonSet) {
+	b.WriteString(" [")
+	b.WriteString(op.String())
+	b.WriteString(", ")
+	b.WriteString(strconv.Itoa(attempts))
+	if attempts == 1 {
+		b.WriteString(" retry")
+	} else {
+		b.WriteString(" retries")
+	}
+	if reasons != 0 {
+		b.WriteString(", reasons ")
+		b.WriteString(reasons.String())
+	}
+	b.WriteByte(']')
+}

@@ -1,0 +1,245 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// RFC0005NMVInterval is RFC 0005's fixed wait between NOT_MY_VBUCKET retries,
+// for Orchestrator.NMVInterval.
+const RFC0005NMVInterval = 100 * time.Millisecond
+
+// Orchestrator hands failed attempts to retry strategies and times the
+// retries: RFC 0049's RetryOrchestrator (see the package documentation for
+// the whole procedure). The zero Orchestrator is ready to use: real clock,
+// slog.Default(), RFC 0049's controlled backoff after NOT_MY_VBUCKET.
+//
+// An Orchestrator is safe for concurrent use once its fields are set; it
+// holds no per-operation state (that is in State) and starts no goroutines.
+type Orchestrator struct {
+	// Clock gives the time and the timers of waits; nil means the real
+	// clock.
+	Clock Clock
+	// Logger receives a Debug record for every retry, every refusal and
+	// every wait that runs into the deadline; nil means slog.Default().
+	Logger *slog.Logger
+	// NMVInterval chooses the wait after NOT_MY_VBUCKET. 0 (the default)
+	// is RFC 0049's controlled backoff (1, 10, 50, 100, 500, then 1000 ms,
+	// by the number of retries so far); a positive value is a fixed wait,
+	// RFC 0005's behaviour with RFC0005NMVInterval. Either way a retry after
+	// MarkRouteChanged goes at once.
+	NMVInterval time.Duration
+}
+
+// Decision is the orchestrator's verdict on a failed attempt: wait Delay,
+// then send the request again if Retry is true, or fail with Err if it is
+// false. Delay is 0 for a refusal and, for a wait that reaches the deadline,
+// the time left until the deadline (Err is then a *TimeoutError).
+type Decision struct {
+	Retry bool
+	Delay time.Duration
+	Err   error
+}
+
+func (o *Orchestrator) clock() Clock {
+	if o.Clock == nil {
+		return realClock{}
+	}
+	return o.Clock
+}
+
+func (o *Orchestrator) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
+}
+
+// Decide decides what follows a failed attempt of st's operation that failed
+// for reason; cause is that attempt's error (nil if none), carried into the
+// error of a refusal or a timeout. It does not wait. It updates st: a retry
+// counts as an attempt and its reason is added to the set.
+//
+// The procedure:
+//
+//  1. SOCKET_CLOSED_WHILE_IN_FLIGHT marks st in doubt (MarkInDoubt).
+//  2. A reason that is always retried (reason.AlwaysRetry()) is retried
+//     without asking the strategy: at once after MarkRouteChanged; else, for
+//     NOT_MY_VBUCKET with NMVInterval > 0, after NMVInterval; else after
+//     ControlledBackoff(st.Attempts()).
+//  3. Any other reason goes to st's strategy. NoRetry or FailWith refuse:
+//     the decision is to fail now with a *NotRetriedError (logged).
+//  4. The delay is capped by the deadline: if now+delay is at or after the
+//     deadline, the decision is to wait until the deadline (0 if it has
+//     passed) and then fail with a *TimeoutError, without sending again
+//     (logged; not counted as an attempt). A wait ending before the
+//     deadline, even by 1ns, is a retry: the attempt is then sent and ends
+//     by its own deadline.
+//  5. Otherwise: retry after the delay; the attempt count goes up by one
+//     and the retry is logged with the reason and the new count.
+//
+// Decide allocates nothing on a retry when logging at Debug is disabled;
+// refusals and timeouts allocate their error.
+func (o *Orchestrator) Decide(st *State, reason Reason, cause error) Decision {
+	if reason == ReasonSocketClosedWhileInFlight {
+		st.inDoubt = true
+	}
+	rerouted := st.routeChanged
+	st.routeChanged = false
+	clk := o.clock()
+
+	if reason == ReasonKVErrorMapRetryIndicated && st.emSet {
+		now := clk.Now()
+		if st.em.Retry == 0 {
+			st.em.Since = now
+		}
+		st.em.Retry++
+		st.em.Elapsed = now.Sub(st.em.Since)
+	}
+
+	var delay time.Duration
+	switch {
+	case reason.AlwaysRetry() && rerouted:
+		delay = 0
+	case reason.AlwaysRetry() && reason == ReasonKVNotMyVbucket && o.NMVInterval > 0:
+		delay = o.NMVInterval
+	case reason.AlwaysRetry():
+		delay = ControlledBackoff(st.attempts)
+	default:
+		act := st.Strategy().RetryAfter(st, reason)
+		d, ok := act.Duration()
+		if !ok {
+			err := st.notRetriedError(reason, act.Err(), cause)
+			o.logRefusal(st, reason, err)
+			return Decision{Err: err}
+		}
+		delay = max(d, 0)
+	}
+
+	now := clk.Now()
+	if !st.deadline.IsZero() && !now.Add(delay).Before(st.deadline) {
+		st.reasons = st.reasons.With(reason)
+		left := max(st.deadline.Sub(now), 0)
+		o.logTimeout(st, reason, delay, left)
+		return Decision{Delay: left, Err: st.TimeoutError(cause)}
+	}
+	st.attempts++
+	st.reasons = st.reasons.With(reason)
+	o.logRetry(st, reason, delay)
+	return Decision{Retry: true, Delay: delay}
+}
+
+// Wait decides (Decide) and carries the decision out on the calling
+// goroutine: it waits the decision's delay on the orchestrator's clock and
+// returns nil when the request should be sent again now, or the error the
+// operation fails with:
+//
+//   - *NotRetriedError: the strategy refused (returned at once);
+//   - *TimeoutError: the wait reached the deadline, returned at the deadline
+//     (the request is not sent again), or st's context's deadline passed;
+//   - *CanceledError: st's context was canceled during the wait, or before
+//     a retry that needed no wait.
+//
+// Wait starts no goroutine; on the real clock it reuses st's timer, so that
+// only the first wait of a State allocates.
+func (o *Orchestrator) Wait(st *State, reason Reason, cause error) error {
+	d := o.Decide(st, reason, cause)
+	ctx := st.Context()
+	if d.Delay > 0 {
+		if err := o.sleep(ctx, st, d.Delay); err != nil {
+			return o.contextError(st, err, cause)
+		}
+	} else if d.Retry {
+		if err := ctx.Err(); err != nil {
+			return o.contextError(st, err, cause)
+		}
+	}
+	if !d.Retry {
+		return d.Err
+	}
+	return nil
+}
+
+// contextError turns a context's error into the operation's error.
+func (o *Orchestrator) contextError(st *State, err, cause error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return st.TimeoutError(cause)
+	}
+	return st.canceledError(context.Cause(st.Context()), cause)
+}
+
+// sleep waits d, or until ctx is done (returning ctx.Err()).
+func (o *Orchestrator) sleep(ctx context.Context, st *State, d time.Duration) error {
+	if _, real := o.clock().(realClock); real {
+		if st.timer == nil {
+			st.timer = time.NewTimer(d)
+		} else {
+			st.timer.Reset(d)
+		}
+		select {
+		case <-st.timer.C:
+			return nil
+		case <-ctx.Done():
+			st.timer.Stop()
+			return ctx.Err()
+		}
+	}
+	t := o.Clock.NewTimer(d)
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+func (o *Orchestrator) logRetry(st *State, reason Reason, delay time.Duration) {
+	l := o.logger()
+	ctx := st.Context()
+	if !l.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	l.LogAttrs(ctx, slog.LevelDebug, "retrying operation",
+		slog.String("op", st.op.String()),
+		slog.String("reason", reason.String()),
+		slog.Int("attempt", st.attempts),
+		slog.Duration("delay", delay),
+		slog.Bool("idempotent", st.idempotent))
+}
+
+func (o *Orchestrator) logRefusal(st *State, reason Reason, err *NotRetriedError) {
+	l := o.logger()
+	ctx := st.Context()
+	if !l.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("op", st.op.String()),
+		slog.String("reason", reason.String()),
+		slog.Int("attempt", st.attempts),
+		slog.Bool("idempotent", st.idempotent),
+		slog.Bool("ambiguous", err.Ambiguous),
+	}
+	if err.Err != nil {
+		attrs = append(attrs, slog.String("error", err.Err.Error()))
+	}
+	l.LogAttrs(ctx, slog.LevelDebug, "not retrying operation", attrs...)
+}
+
+func (o *Orchestrator) logTimeout(st *State, reason Reason, wanted, left time.Duration) {
+	l := o.logger()
+	ctx := st.Context()
+	if !l.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	l.LogAttrs(ctx, slog.LevelDebug, "retry wait reaches the deadline; operation will time out",
+		slog.String("op", st.op.String()),
+		slog.String("reason", reason.String()),
+		slog.Int("attempt", st.attempts),
+		slog.Duration("delay", wanted),
+		slog.Duration("until_deadline", left),
+		slog.Bool("ambiguous", st.Ambiguous()))
+}

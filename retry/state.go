@@ -1,0 +1,243 @@
+package retry
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Request is the read-only view of an operation that a Strategy receives:
+// RFC 0049's Request with its retry annotations and its context. *State
+// implements it; strategies must not keep it after RetryAfter returns.
+//
+// Methods may be added to this interface. To test a strategy, pass it a
+// *State prepared with Init.
+type Request interface {
+	// OpCode is the operation's opcode.
+	OpCode() memdx.OpCode
+	// Idempotent reports whether the operation may be sent again after it
+	// was written without an answer (IsIdempotent, unless the client said
+	// otherwise).
+	Idempotent() bool
+	// Attempts is the number of retries already made (0 while deciding on
+	// the first retry). It counts every retry, whatever its reason.
+	Attempts() int
+	// Reasons is the set of reasons of the earlier decisions; the reason
+	// being decided is passed to RetryAfter separately.
+	Reasons() ReasonSet
+	// InDoubt reports whether an earlier attempt was written without a
+	// definite answer (the request may have been applied).
+	InDoubt() bool
+	// Strategy is the operation's strategy.
+	Strategy() Strategy
+	// Deadline is when the operation times out; the zero Time means never.
+	Deadline() time.Time
+	// Context is the operation's context, for values the caller put there.
+	Context() context.Context
+	// ErrorMap describes the error-map retry in progress, when the reason
+	// is KV_ERROR_MAP_RETRY_INDICATED and the client recorded the entry
+	// (State.SetErrorMapEntry).
+	ErrorMap() (ErrorMapRetry, bool)
+}
+
+// ErrorMapRetry is the state of a run of error-map retries: consecutive
+// KV_ERROR_MAP_RETRY_INDICATED decisions for the same status.
+type ErrorMapRetry struct {
+	// Entry is the error-map entry of the status; Entry.Retry is its retry
+	// spec, nil when the map gives none.
+	Entry errmap.Entry
+	// Retry numbers the retry being decided within the run: 1 for the
+	// first retry after this status came back. It restarts at 1 when a
+	// different error-map status comes back (RFC 0013: "the retry count
+	// should be reset when a new, different error code is received").
+	Retry int
+	// Since is when the first decision of the run was made.
+	Since time.Time
+	// Elapsed is the time from Since to the decision being made.
+	Elapsed time.Duration
+}
+
+// State is the retry record of one operation: what the orchestrator needs to
+// decide (idempotency, deadline, strategy, attempts, reasons) and what the
+// client tells it about the attempts (MarkInDoubt, MarkRouteChanged,
+// SetErrorMapEntry). The client embeds one in its per-operation record and
+// calls Init before the first attempt; a State can be reused for another
+// operation after Init, or pooled after Reset.
+//
+// A State belongs to one operation and is not safe for concurrent use: the
+// client calls it, and the orchestrator's methods, from the operation's
+// goroutine. Its zero value is ready for Init.
+type State struct {
+	ctx        context.Context
+	strategy   Strategy
+	deadline   time.Time
+	op         memdx.OpCode
+	idempotent bool
+
+	attempts     int
+	reasons      ReasonSet
+	inDoubt      bool
+	routeChanged bool
+
+	em    ErrorMapRetry
+	emSet bool
+
+	// timer is reused across the waits of the operation (and of later
+	// operations using this State) when the orchestrator runs on the real
+	// clock, so that a wait does not allocate after the first.
+	timer *time.Timer
+}
+
+// Init prepares s for a new operation and clears everything a previous
+// operation left.
+//
+// ctx is the operation's context (nil counts as context.Background()); its
+// cancellation ends a wait. strategy nil means DefaultStrategy(). deadline is
+// when the operation times out; when ctx has an earlier deadline, or deadline
+// is zero, ctx's deadline is used, and with neither the operation never
+// times out here. Idempotency is IsIdempotent(op); SetIdempotent overrides
+// it.
+func (s *State) Init(ctx context.Context, op memdx.OpCode, strategy Strategy, deadline time.Time) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if strategy == nil {
+		strategy = defaultStrategy
+	}
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	timer := s.timer
+	*s = State{
+		ctx:        ctx,
+		strategy:   strategy,
+		deadline:   deadline,
+		op:         op,
+		idempotent: IsIdempotent(op),
+		timer:      timer,
+	}
+}
+
+// Reset drops everything s refers to (context, strategy, error-map entry)
+// so that a pooled State keeps nothing alive. It keeps its timer.
+func (s *State) Reset() {
+	timer := s.timer
+	*s = State{timer: timer}
+}
+
+// SetIdempotent overrides the idempotency Init derived from the opcode.
+func (s *State) SetIdempotent(v bool) { s.idempotent = v }
+
+// MarkInDoubt records that the current attempt was written (or may have
+// been) and no definite answer came: its connection failed after the write,
+// or the deadline or a cancellation ended the wait for its response. The
+// mark stays for the rest of the operation; it makes the final error of a
+// non-idempotent operation ambiguous. The orchestrator also sets it itself
+// when handed SOCKET_CLOSED_WHILE_IN_FLIGHT.
+func (s *State) MarkInDoubt() { s.inDoubt = true }
+
+// MarkRouteChanged records that the failed attempt brought information that
+// changes where the next attempt goes (a NOT_MY_VBUCKET body with a newer
+// config that moves the vbucket, a refreshed collection ID). The next
+// decision on a reason that is always retried then retries at once instead
+// of after the controlled backoff (or the fixed NMV interval); it is still
+// counted, logged and bounded by the deadline. The mark is consumed by that
+// decision; for other reasons it is ignored (the strategy's delay stands).
+func (s *State) MarkRouteChanged() { s.routeChanged = true }
+
+// SetErrorMapEntry records the error-map entry of the status the current
+// attempt failed with, before the client hands KV_ERROR_MAP_RETRY_INDICATED
+// to the orchestrator, so that a strategy can follow the entry's retry spec
+// (FollowErrorMap). A status different from the previous entry's starts a
+// new run (the retry count restarts); the same status continues it.
+func (s *State) SetErrorMapEntry(e errmap.Entry) {
+	if s.emSet && s.em.Entry.Status == e.Status {
+		s.em.Entry = e
+		return
+	}
+	s.em = ErrorMapRetry{Entry: e}
+	s.emSet = true
+}
+
+// OpCode implements Request.
+func (s *State) OpCode() memdx.OpCode { return s.op }
+
+// Idempotent implements Request.
+func (s *State) Idempotent() bool { return s.idempotent }
+
+// Attempts implements Request.
+func (s *State) Attempts() int { return s.attempts }
+
+// Reasons implements Request.
+func (s *State) Reasons() ReasonSet { return s.reasons }
+
+// InDoubt implements Request.
+func (s *State) InDoubt() bool { return s.inDoubt }
+
+// Strategy implements Request.
+func (s *State) Strategy() Strategy {
+	if s.strategy == nil {
+		return defaultStrategy
+	}
+	return s.strategy
+}
+
+// Deadline implements Request.
+func (s *State) Deadline() time.Time { return s.deadline }
+
+// Context implements Request.
+func (s *State) Context() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
+}
+
+// ErrorMap implements Request.
+func (s *State) ErrorMap() (ErrorMapRetry, bool) { return s.em, s.emSet }
+
+// Ambiguous reports whether the operation may have been applied: it is not
+// idempotent and some attempt was written without a definite answer. The
+// errors this package builds carry this in their Ambiguous field.
+func (s *State) Ambiguous() bool { return !s.idempotent && s.inDoubt }
+
+// TimeoutError builds the error for an operation whose deadline passed. The
+// client uses it when the deadline passes while an attempt is in flight
+// (after MarkInDoubt, if the attempt was written); the orchestrator uses it
+// when a wait reaches the deadline. lastErr is the last attempt's error, or
+// nil.
+func (s *State) TimeoutError(lastErr error) *TimeoutError {
+	return &TimeoutError{
+		Ambiguous: s.Ambiguous(),
+		OpCode:    s.op,
+		Attempts:  s.attempts,
+		Reasons:   s.reasons,
+		LastErr:   lastErr,
+	}
+}
+
+// canceledError builds the error for a context canceled during a wait.
+func (s *State) canceledError(ctxErr, lastErr error) *CanceledError {
+	return &CanceledError{
+		Ambiguous: s.Ambiguous(),
+		OpCode:    s.op,
+		Attempts:  s.attempts,
+		Reasons:   s.reasons,
+		Err:       ctxErr,
+		LastErr:   lastErr,
+	}
+}
+
+func (s *State) notRetriedError(reason Reason, err, cause error) *NotRetriedError {
+	return &NotRetriedError{
+		Reason:    reason,
+		Ambiguous: s.Ambiguous(),
+		OpCode:    s.op,
+		Attempts:  s.attempts,
+		Reasons:   s.reasons,
+		Err:       err,
+		Cause:     cause,
+	}
+}
