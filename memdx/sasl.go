@@ -16,7 +16,9 @@ import (
 	"strings"
 )
 
-// SASL mechanism names as Couchbase Server lists them.
+// SASL mechanism names as Couchbase Server lists them (note: no hyphen
+// between SHA and the digits, unlike the IANA names SCRAM-SHA-1 and
+// SCRAM-SHA-256).
 const (
 	MechPlain       = "PLAIN"
 	MechScramSHA1   = "SCRAM-SHA1"
@@ -24,9 +26,10 @@ const (
 	MechScramSHA512 = "SCRAM-SHA512"
 )
 
-// ErrAuthFailed is matched by SCRAM errors that mean the peer failed to prove
-// it knows the password (a bad server signature, or a bad client proof on the
-// server side).
+// ErrAuthFailed is matched by SASL errors that mean authentication failed:
+// on the client, a server signature that does not match or a server-final
+// message carrying e=...; on the server, a wrong client proof or an unknown
+// user.
 var ErrAuthFailed = errors.New("memdx: SASL authentication failed")
 
 // MaxScramIterations bounds the iteration count a client accepts from a
@@ -41,6 +44,27 @@ func PlainPayload(user, password string) []byte {
 	b = append(b, user...)
 	b = append(b, 0)
 	return append(b, password...)
+}
+
+// DecodePlainPayload splits a SASL PLAIN message (for servers and tests):
+// authzid, NUL, user, NUL, password. The user must not be empty.
+func DecodePlainPayload(b []byte) (authzid, user, password string, err error) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", "", "", malformed("SASL PLAIN message", "separator", "no NUL after the authzid")
+	}
+	j := bytes.IndexByte(b[i+1:], 0)
+	if j < 0 {
+		return "", "", "", malformed("SASL PLAIN message", "separator", "no NUL after the user name")
+	}
+	j += i + 1
+	if j == i+1 {
+		return "", "", "", malformed("SASL PLAIN message", "user", "empty")
+	}
+	if bytes.IndexByte(b[j+1:], 0) >= 0 {
+		return "", "", "", malformed("SASL PLAIN message", "password", "contains NUL")
+	}
+	return string(b[:i]), string(b[i+1 : j]), string(b[j+1:]), nil
 }
 
 // ScramHash returns the hash constructor for a SCRAM mechanism, or nil when
@@ -58,11 +82,15 @@ func ScramHash(mechanism string) func() hash.Hash {
 }
 
 // ScramClient is the client side of SCRAM (RFC 5802, RFC 7677) as Couchbase
-// uses it: no channel binding (gs2 header "n,,"). Use it as
+// uses it: no channel binding (gs2 header "n,,") and no SASLprep (user names
+// and passwords are sent as their UTF-8 bytes, as Couchbase's servers expect).
+// It is a pure state machine; use it as
 //
 //	first := c.ClientFirst()                 // SASL_AUTH value
 //	final, err := c.ClientFinal(serverFirst) // SASL_STEP value
 //	err = c.VerifyServerFinal(serverFinal)   // checks the server signature
+//
+// A ScramClient is not safe for concurrent use.
 type ScramClient struct {
 	mech     string
 	newHash  func() hash.Hash
@@ -77,7 +105,8 @@ type ScramClient struct {
 }
 
 // NewScramClient starts a SCRAM exchange. nonce supplies the client nonce
-// (tests pass a fixed one); nil draws 24 random bytes.
+// (tests pass a fixed one); nil draws 24 random bytes. A nonce must be
+// printable ASCII without ','.
 func NewScramClient(mechanism, user, password string, nonce func() (string, error)) (*ScramClient, error) {
 	h := ScramHash(mechanism)
 	if h == nil {
@@ -90,8 +119,8 @@ func NewScramClient(mechanism, user, password string, nonce func() (string, erro
 	if err != nil {
 		return nil, err
 	}
-	if n == "" || strings.ContainsRune(n, ',') {
-		return nil, badRequest("SCRAM nonce", "must be non-empty and contain no comma")
+	if !validNonce(n) {
+		return nil, badRequest("SCRAM nonce", "must be non-empty printable ASCII without ','")
 	}
 	return &ScramClient{mech: mechanism, newHash: h, user: user, password: password, nonce: n}, nil
 }
@@ -104,10 +133,24 @@ func randomNonce() (string, error) {
 	return base64.RawStdEncoding.EncodeToString(b[:]), nil
 }
 
+// validNonce: RFC 5802 printable = %x21-2B / %x2D-7E.
+func validNonce(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; c < 0x21 || c > 0x7e || c == ',' {
+			return false
+		}
+	}
+	return true
+}
+
 // Mechanism returns the mechanism name.
 func (c *ScramClient) Mechanism() string { return c.mech }
 
-// ClientFirst returns the client-first-message.
+// ClientFirst returns the client-first-message, "n,,n=<user>,r=<nonce>",
+// with ',' and '=' in the user name escaped as RFC 5802 requires.
 func (c *ScramClient) ClientFirst() []byte {
 	c.clientFirstBare = "n=" + scramEscape(c.user) + ",r=" + c.nonce
 	c.step = 1
@@ -115,29 +158,39 @@ func (c *ScramClient) ClientFirst() []byte {
 }
 
 // ClientFinal takes the server-first-message and returns the
-// client-final-message with the proof.
+// client-final-message with the proof. A malformed server-first-message
+// (missing or out-of-order attributes, a nonce that does not extend the
+// client's, bad base64, an iteration count outside 1..MaxScramIterations, a
+// mandatory extension) is a *DecodeError.
 func (c *ScramClient) ClientFinal(serverFirst []byte) ([]byte, error) {
 	if c.step != 1 {
 		return nil, badRequest("SCRAM", "ClientFinal called out of order")
 	}
-	attrs, err := scramAttrs("server-first-message", serverFirst)
+	const what = "SCRAM server-first-message"
+	attrs, err := scramAttrs(what, serverFirst)
 	if err != nil {
 		return nil, err
 	}
-	if e, ok := attrs['e']; ok {
-		return nil, &scramError{msg: "server refused: " + e}
+	if attrs[0].key == 'e' {
+		return nil, &scramError{msg: "server refused: " + attrs[0].val, auth: true}
 	}
-	nonce, ok := attrs['r']
-	if !ok || !strings.HasPrefix(nonce, c.nonce) || len(nonce) == len(c.nonce) {
-		return nil, malformed("SCRAM server-first-message", "r", "nonce does not extend the client nonce")
+	if attrs[0].key == 'm' {
+		return nil, malformed(what, "m", "mandatory extension not supported")
 	}
-	salt, err := base64.StdEncoding.DecodeString(attrs['s'])
+	if err := scramExpect(what, attrs, 'r', 's', 'i'); err != nil {
+		return nil, err
+	}
+	nonce := attrs[0].val
+	if !validNonce(nonce) || !strings.HasPrefix(nonce, c.nonce) || len(nonce) == len(c.nonce) {
+		return nil, malformed(what, "r", "nonce does not extend the client nonce")
+	}
+	salt, err := base64.StdEncoding.DecodeString(attrs[1].val)
 	if err != nil || len(salt) == 0 {
-		return nil, malformed("SCRAM server-first-message", "s", "salt is missing or not base64")
+		return nil, malformed(what, "s", "salt is missing or not base64")
 	}
-	iters, err := strconv.Atoi(attrs['i'])
-	if err != nil || iters < 1 || iters > MaxScramIterations {
-		return nil, malformed("SCRAM server-first-message", "i", "iteration count %q is not in 1..%d", attrs['i'], MaxScramIterations)
+	iters, ok := parseIterations(attrs[2].val)
+	if !ok {
+		return nil, malformed(what, "i", "iteration count %q is not in 1..%d", truncate(attrs[2].val, 32), MaxScramIterations)
 	}
 	c.saltedPassword, err = pbkdf2.Key(c.newHash, c.password, salt, iters, c.newHash().Size())
 	if err != nil {
@@ -150,23 +203,42 @@ func (c *ScramClient) ClientFinal(serverFirst []byte) ([]byte, error) {
 	return []byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)), nil
 }
 
+// parseIterations accepts decimal digits only, in 1..MaxScramIterations.
+func parseIterations(s string) (int, bool) {
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, n >= 1 && n <= MaxScramIterations
+}
+
 // VerifyServerFinal checks the server-final-message's signature. An error
 // matching ErrAuthFailed means the server did not prove it knows the
-// password.
+// password, or answered e=...; other errors are malformed messages.
 func (c *ScramClient) VerifyServerFinal(serverFinal []byte) error {
 	if c.step != 2 {
 		return badRequest("SCRAM", "VerifyServerFinal called out of order")
 	}
-	attrs, err := scramAttrs("server-final-message", serverFinal)
+	const what = "SCRAM server-final-message"
+	attrs, err := scramAttrs(what, serverFinal)
 	if err != nil {
 		return err
 	}
-	if e, ok := attrs['e']; ok {
-		return &scramError{msg: "server refused: " + e}
+	if attrs[0].key == 'e' {
+		return &scramError{msg: "server refused: " + attrs[0].val, auth: true}
 	}
-	got, err := base64.StdEncoding.DecodeString(attrs['v'])
+	if err := scramExpect(what, attrs, 'v'); err != nil {
+		return err
+	}
+	got, err := base64.StdEncoding.DecodeString(attrs[0].val)
 	if err != nil || len(got) == 0 {
-		return malformed("SCRAM server-final-message", "v", "server signature missing or not base64")
+		return malformed(what, "v", "server signature missing or not base64")
 	}
 	want := scramServerSignature(c.newHash, c.saltedPassword, c.authMessage)
 	if subtle.ConstantTimeCompare(got, want) != 1 {
@@ -190,6 +262,9 @@ func DeriveScramKeys(mechanism, password string, salt []byte, iterations int) (S
 	if h == nil {
 		return ScramKeys{}, badRequest("SASL mechanism", "%q is not a SCRAM mechanism", mechanism)
 	}
+	if iterations < 1 || len(salt) == 0 {
+		return ScramKeys{}, badRequest("SCRAM keys", "need a salt and at least one iteration")
+	}
 	sp, err := pbkdf2.Key(h, password, salt, iterations, h().Size())
 	if err != nil {
 		return ScramKeys{}, err
@@ -202,7 +277,7 @@ func DeriveScramKeys(mechanism, password string, salt []byte, iterations int) (S
 }
 
 // ScramServer is the server side of one SCRAM exchange (for the mock cluster
-// and tests).
+// and tests). It is not safe for concurrent use.
 type ScramServer struct {
 	mech        string
 	newHash     func() hash.Hash
@@ -211,6 +286,7 @@ type ScramServer struct {
 	user        string
 	keys        ScramKeys
 	known       bool
+	gs2Header   string
 	fullNonce   string
 	authMessage string
 	step        int
@@ -233,36 +309,56 @@ func NewScramServer(mechanism string, lookup func(user string) (ScramKeys, bool)
 func (s *ScramServer) User() string { return s.user }
 
 // ServerFirst takes the client-first-message and returns the
-// server-first-message. An unknown user gets a made-up salt so that the
-// exchange fails only at the proof, as real servers do.
+// server-first-message. Channel binding and authorization ids are not
+// supported (gs2 header "n,," or "y,,"). An unknown user gets a salt derived
+// from the user name so that the exchange fails only at the proof, as real
+// servers do.
 func (s *ScramServer) ServerFirst(clientFirst []byte) ([]byte, error) {
 	if s.step != 0 {
 		return nil, badRequest("SCRAM", "ServerFirst called out of order")
 	}
-	rest, ok := bytes.CutPrefix(clientFirst, []byte("n,,"))
-	if !ok {
-		return nil, malformed("SCRAM client-first-message", "gs2 header", "want \"n,,\" (no channel binding)")
+	const what = "SCRAM client-first-message"
+	var rest []byte
+	switch {
+	case bytes.HasPrefix(clientFirst, []byte("n,,")), bytes.HasPrefix(clientFirst, []byte("y,,")):
+		s.gs2Header = string(clientFirst[:3])
+		rest = clientFirst[3:]
+	case bytes.HasPrefix(clientFirst, []byte("p=")):
+		return nil, malformed(what, "gs2 header", "channel binding is not supported")
+	default:
+		return nil, malformed(what, "gs2 header", "want \"n,,\" (no channel binding, no authzid)")
 	}
-	attrs, err := scramAttrs("client-first-message", rest)
+	attrs, err := scramAttrs(what, rest)
 	if err != nil {
 		return nil, err
 	}
-	user, err := scramUnescape(attrs['n'])
-	if err != nil || user == "" {
-		return nil, malformed("SCRAM client-first-message", "n", "user name missing or badly escaped")
+	if attrs[0].key == 'm' {
+		return nil, malformed(what, "m", "mandatory extension not supported")
 	}
-	cnonce := attrs['r']
-	if cnonce == "" {
-		return nil, malformed("SCRAM client-first-message", "r", "nonce missing")
+	if err := scramExpect(what, attrs, 'n', 'r'); err != nil {
+		return nil, err
+	}
+	user, err := scramUnescape(attrs[0].val)
+	if err != nil || user == "" {
+		return nil, malformed(what, "n", "user name missing or badly escaped")
+	}
+	cnonce := attrs[1].val
+	if !validNonce(cnonce) {
+		return nil, malformed(what, "r", "nonce missing or not printable")
 	}
 	snonce, err := s.nonce()
 	if err != nil {
 		return nil, err
 	}
+	if !validNonce(snonce) {
+		return nil, badRequest("SCRAM nonce", "server nonce must be non-empty printable ASCII without ','")
+	}
 	s.user = user
 	s.keys, s.known = s.lookup(user)
 	if !s.known {
-		s.keys = ScramKeys{Salt: []byte("unknown-user-salt"), Iterations: 4096}
+		sum := s.newHash()
+		sum.Write([]byte("memdx unknown SCRAM user:" + user))
+		s.keys = ScramKeys{Salt: sum.Sum(nil)[:16], Iterations: 4096}
 	}
 	s.fullNonce = cnonce + snonce
 	first := "r=" + s.fullNonce + ",s=" + base64.StdEncoding.EncodeToString(s.keys.Salt) +
@@ -274,29 +370,33 @@ func (s *ScramServer) ServerFirst(clientFirst []byte) ([]byte, error) {
 
 // ServerFinal takes the client-final-message, checks the proof and returns
 // the server-final-message. A wrong proof (or unknown user) returns an error
-// matching ErrAuthFailed.
+// matching ErrAuthFailed; a malformed message is a *DecodeError.
 func (s *ScramServer) ServerFinal(clientFinal []byte) ([]byte, error) {
 	if s.step != 1 {
 		return nil, badRequest("SCRAM", "ServerFinal called out of order")
 	}
+	const what = "SCRAM client-final-message"
 	i := bytes.LastIndex(clientFinal, []byte(",p="))
 	if i < 0 {
-		return nil, malformed("SCRAM client-final-message", "p", "proof missing")
+		return nil, malformed(what, "p", "proof missing")
 	}
 	withoutProof := clientFinal[:i]
-	attrs, err := scramAttrs("client-final-message", clientFinal)
+	attrs, err := scramAttrs(what, withoutProof)
 	if err != nil {
 		return nil, err
 	}
-	if attrs['c'] != "biws" {
-		return nil, malformed("SCRAM client-final-message", "c", "channel binding must be biws")
+	if err := scramExpect(what, attrs, 'c', 'r'); err != nil {
+		return nil, err
 	}
-	if attrs['r'] != s.fullNonce {
-		return nil, malformed("SCRAM client-final-message", "r", "nonce does not match")
+	if attrs[0].val != base64.StdEncoding.EncodeToString([]byte(s.gs2Header)) {
+		return nil, malformed(what, "c", "channel binding does not match the gs2 header")
 	}
-	proof, err := base64.StdEncoding.DecodeString(attrs['p'])
-	if err != nil {
-		return nil, malformed("SCRAM client-final-message", "p", "proof is not base64")
+	if attrs[1].val != s.fullNonce {
+		return nil, malformed(what, "r", "nonce does not match")
+	}
+	proof, err := base64.StdEncoding.DecodeString(string(clientFinal[i+3:]))
+	if err != nil || len(proof) == 0 {
+		return nil, malformed(what, "p", "proof is missing or not base64")
 	}
 	s.authMessage += "," + string(withoutProof)
 	s.step = 2
@@ -355,20 +455,40 @@ func hmacSum(h func() hash.Hash, key, msg []byte) []byte {
 	return m.Sum(nil)
 }
 
-// scramAttrs parses "k=v,k=v" into a map keyed by the attribute letter.
-func scramAttrs(what string, msg []byte) (map[byte]string, error) {
-	attrs := make(map[byte]string, 4)
-	for _, part := range strings.Split(string(msg), ",") {
-		if len(part) < 2 || part[1] != '=' {
-			return nil, malformed("SCRAM "+what, "attribute", "%q is not k=v", truncate(part, 32))
+type scramAttr struct {
+	key byte
+	val string
+}
+
+// scramAttrs splits "k=v,k=v" into its attributes, in order. Each must be a
+// letter, '=', and a value (RFC 5802 section 7); there is at least one.
+func scramAttrs(what string, msg []byte) ([]scramAttr, error) {
+	parts := strings.Split(string(msg), ",")
+	attrs := make([]scramAttr, 0, len(parts))
+	for _, part := range parts {
+		if len(part) < 2 || part[1] != '=' || !isASCIILetter(part[0]) {
+			return nil, malformed(what, "attribute", "%q is not k=v", truncate(part, 32))
 		}
-		if _, dup := attrs[part[0]]; dup {
-			return nil, malformed("SCRAM "+what, "attribute", "%q appears twice", part[:1])
-		}
-		attrs[part[0]] = part[2:]
+		attrs = append(attrs, scramAttr{key: part[0], val: part[2:]})
 	}
 	return attrs, nil
 }
+
+// scramExpect checks that attrs starts with the given keys, in order.
+// Attributes after them are extensions, which RFC 5802 says to ignore.
+func scramExpect(what string, attrs []scramAttr, keys ...byte) error {
+	for i, k := range keys {
+		if i >= len(attrs) {
+			return malformed(what, string(k), "attribute missing")
+		}
+		if attrs[i].key != k {
+			return malformed(what, string(k), "attribute %d is %q, want %q", i+1, string(attrs[i].key), string(k))
+		}
+	}
+	return nil
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 func truncate(s string, n int) string {
 	if len(s) > n {
@@ -408,6 +528,8 @@ func scramUnescape(s string) (string, error) {
 	return b.String(), nil
 }
 
+// scramError is a SCRAM failure that is not a malformed message: the peer
+// refused or failed to prove the password (auth) or a protocol misuse.
 type scramError struct {
 	msg  string
 	auth bool
