@@ -1,0 +1,163 @@
+package vbmap
+
+import (
+	"math"
+	"sync"
+	"testing"
+)
+
+// The six rev_epoch_compare files, oldest first: epoch first, then rev, a
+// missing revEpoch counting as 0 (what couchbase-jvm-clients
+// DefaultConfigurationProviderTest expects of these files).
+var revEpochOrder = []string{
+	"rev_epoch_compare/config_lower_rev_no_epoch.json",      // 0/1
+	"rev_epoch_compare/config_higher_rev_no_epoch.json",     // 0/2
+	"rev_epoch_compare/config_lower_rev_lower_epoch.json",   // 1/1
+	"rev_epoch_compare/config_higher_rev_lower_epoch.json",  // 1/2
+	"rev_epoch_compare/config_lower_rev_higher_epoch.json",  // 2/1
+	"rev_epoch_compare/config_higher_rev_higher_epoch.json", // 2/2
+}
+
+func TestRevEpochReplacementPairwise(t *testing.T) {
+	cfgs := make([]*Config, len(revEpochOrder))
+	for i, f := range revEpochOrder {
+		cfgs[i] = mustParseFile(t, "configs/"+f, "localhost")
+	}
+	for i := range cfgs {
+		for j := range cfgs {
+			var h Holder
+			if _, changed := h.Update(cfgs[i]); !changed {
+				t.Fatal("first Update must install")
+			}
+			cur, changed := h.Update(cfgs[j])
+			want := j > i
+			if changed != want {
+				t.Errorf("%s held, %s arrives: replaced = %v, want %v", revEpochOrder[i], revEpochOrder[j], changed, want)
+			}
+			if wantCur := cfgs[max(i, j)]; cur != wantCur || h.Load() != wantCur {
+				t.Errorf("%s then %s: holder has %v", revEpochOrder[i], revEpochOrder[j], h.Load().Version())
+			}
+		}
+	}
+}
+
+func TestRevUint64Max(t *testing.T) {
+	big := mustParseFile(t, "configs/cb_terse_rev_uint64_max.json", "localhost")
+	if big.Version() != (Version{0, math.MaxUint64}) {
+		t.Fatalf("version %v", big.Version())
+	}
+	noEpoch2 := mustParseFile(t, "configs/rev_epoch_compare/config_higher_rev_no_epoch.json", "localhost")
+	epoch1 := mustParseFile(t, "configs/rev_epoch_compare/config_lower_rev_lower_epoch.json", "localhost")
+	if !big.Newer(noEpoch2) || noEpoch2.Newer(big) {
+		t.Error("rev 2^64-1 must be newer than rev 2 in the same epoch")
+	}
+	if big.Newer(epoch1) || !epoch1.Newer(big) {
+		t.Error("epoch 1 rev 1 must be newer than epoch 0 rev 2^64-1")
+	}
+	var h Holder
+	h.Update(big)
+	if _, changed := h.Update(big); changed {
+		t.Error("an equal version must not replace")
+	}
+}
+
+func TestVersionCompare(t *testing.T) {
+	cases := []struct {
+		a, b Version
+		want int
+	}{
+		{Version{0, 1}, Version{0, 1}, 0},
+		{Version{0, 1}, Version{0, 2}, -1},
+		{Version{2, 1}, Version{1, 2}, 1}, // rev 1/epoch 2 replaces rev 2/epoch 1
+		{Version{-1, 5}, Version{0, 0}, -1},
+		{Version{0, math.MaxUint64}, Version{0, math.MaxUint64 - 1}, 1},
+		{Version{math.MaxInt64, 0}, Version{math.MinInt64, math.MaxUint64}, 1},
+	}
+	for _, c := range cases {
+		if got := c.a.Compare(c.b); got != c.want {
+			t.Errorf("%v.Compare(%v) = %d, want %d", c.a, c.b, got, c.want)
+		}
+		if got := c.b.Compare(c.a); got != -c.want {
+			t.Errorf("%v.Compare(%v) = %d, want %d", c.b, c.a, got, -c.want)
+		}
+	}
+	if s := (Version{1, 18446744073709551615}).String(); s != "1/18446744073709551615" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+func TestNewerNilSafe(t *testing.T) {
+	c := mustParseFile(t, "configs/cb_terse_7.x_rev_epoch.json", "localhost")
+	var nilCfg *Config
+	if !c.Newer(nil) || nilCfg.Newer(c) || nilCfg.Newer(nil) {
+		t.Fatal("Newer is not nil-safe")
+	}
+	var h Holder
+	if cur, changed := h.Update(nil); cur != nil || changed {
+		t.Fatal("Update(nil) changed an empty holder")
+	}
+}
+
+// Concurrent updates with every version in a shuffled order: the holder ends
+// on the newest and never goes backwards while readers watch (run with
+// -race).
+func TestHolderConcurrentUpdates(t *testing.T) {
+	const n = 200
+	cfgs := make([]*Config, n)
+	for i := range cfgs {
+		cfgs[i] = &Config{version: Version{Epoch: int64(i % 3), Rev: uint64(i)}}
+	}
+	newest := cfgs[0]
+	for _, c := range cfgs {
+		if c.Newer(newest) {
+			newest = c
+		}
+	}
+	var h Holder
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	regress := make(chan Version, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var last *Config
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cur := h.Load()
+			if last != nil && last.Newer(cur) {
+				select {
+				case regress <- cur.Version():
+				default:
+				}
+			}
+			if cur != nil {
+				last = cur
+			}
+		}
+	}()
+	var writers sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		writers.Add(1)
+		go func(w int) {
+			defer writers.Done()
+			for i := 0; i < n; i++ {
+				h.Update(cfgs[(i*7+w*13)%n])
+			}
+		}(w)
+	}
+	writers.Wait()
+	close(stop)
+	wg.Wait()
+	select {
+	case v := <-regress:
+		t.Fatalf("holder went backwards to %v", v)
+	default:
+	}
+	if h.Load() != newest {
+		t.Fatalf("holder ends on %v, want %v", h.Load().Version(), newest.Version())
+	}
+}
