@@ -15,6 +15,16 @@ func AppendULEB128(dst []byte, v uint32) []byte {
 	return append(dst, byte(v))
 }
 
+// uleb128Len is the size of v's unsigned LEB128 encoding.
+func uleb128Len(v uint32) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
 // putULEB128 writes v into b (which must hold MaxLEB128Len bytes) and returns
 // the number of bytes written.
 func putULEB128(b *[MaxLEB128Len]byte, v uint32) int {

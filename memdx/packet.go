@@ -189,14 +189,17 @@ func AppendPacket(dst []byte, p *Packet) ([]byte, error) {
 		vbOrStatus = uint16(p.Status)
 	}
 	return appendFrame(dst, magic, op, p.Datatype, vbOrStatus, p.Opaque, p.Cas,
-		p.FramingExtras, nil, p.Extras, nil, p.Key, p.Value)
+		p.FramingExtras, nil, p.Extras, nil, p.Key, nil, p.Value, 0)
 }
 
 // appendFrame writes a header and body. The body is framing + framing2,
-// extras, keyPrefix + key, value: the split pieces let Request.AppendTo write
-// frame infos and collection prefixes without building them in a buffer first.
+// extras, keyPrefix + key, valuePrefix + value and then tail more bytes that
+// the caller appends after appendFrame returns (the header already counts
+// them). The split pieces let Request.AppendTo write frame infos, collection
+// prefixes, sub-document paths and specs without building them in a buffer
+// first. On error dst is returned unchanged.
 func appendFrame(dst []byte, magic Magic, op uint8, dt Datatype, vbOrStatus uint16, opaque uint32,
-	cas uint64, framing, framing2, extras, keyPrefix, key, value []byte) ([]byte, error) {
+	cas uint64, framing, framing2, extras, keyPrefix, key, valuePrefix, value []byte, tail int) ([]byte, error) {
 	flen := len(framing) + len(framing2)
 	klen := len(keyPrefix) + len(key)
 	if flen > math.MaxUint8 {
@@ -212,7 +215,8 @@ func appendFrame(dst []byte, magic Magic, op uint8, dt Datatype, vbOrStatus uint
 	} else if klen > math.MaxUint16 {
 		return dst, badRequest("key", "%d bytes exceed 65535", klen)
 	}
-	body := uint64(flen) + uint64(len(extras)) + uint64(klen) + uint64(len(value))
+	body := uint64(flen) + uint64(len(extras)) + uint64(klen) + uint64(len(valuePrefix)) +
+		uint64(len(value)) + uint64(tail)
 	if body > math.MaxUint32 {
 		return dst, badRequest("value", "body of %d bytes exceeds 4 GiB", body)
 	}
@@ -238,6 +242,7 @@ func appendFrame(dst []byte, magic Magic, op uint8, dt Datatype, vbOrStatus uint
 	dst = append(dst, extras...)
 	dst = append(dst, keyPrefix...)
 	dst = append(dst, key...)
+	dst = append(dst, valuePrefix...)
 	dst = append(dst, value...)
 	return dst, nil
 }

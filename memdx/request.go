@@ -3,13 +3,22 @@ package memdx
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math"
+	"unicode/utf8"
 )
 
 // Request is a client request before it has an opaque. The New* functions
 // build one per opcode with its extras; the caller then sets routing fields
 // (Vbucket, collection) and the connection encodes it with AppendTo, choosing
-// the opaque at that moment. A Request is a value: copying it is safe, and
-// building one allocates nothing.
+// the opaque at that moment. A Request is a value: copying it is safe.
+// Building one allocates nothing, except where a New* function's doc says so
+// (HELLO, OBSERVE, SASL, SELECT_BUCKET and COLLECTIONS_GET_ID build their
+// values on the heap; none of them is on a hot path).
+//
+// Slices a Request holds (Key, Value, the sub-document paths and specs) stay
+// owned by the caller and are read, not copied, by AppendTo: keep them
+// unchanged until the request is encoded for the last time (a retry
+// re-encodes). Encoding the same Request twice gives the same bytes.
 type Request struct {
 	OpCode   OpCode
 	Datatype Datatype
@@ -17,12 +26,17 @@ type Request struct {
 	Cas      uint64
 
 	// Collections, when true, prefixes Key with CollectionID as unsigned
-	// LEB128: set it when the connection negotiated HELLO Collections and
-	// OpCode.HasCollectionKey().
+	// LEB128. Set it on every request once the connection negotiated HELLO
+	// Collections: AppendTo adds the prefix only to opcodes whose key is a
+	// document key (OpCode.HasCollectionKey), so HELLO, SASL, STAT and the
+	// like are left alone.
 	Collections  bool
 	CollectionID uint32
 
-	Key   []byte
+	Key []byte
+	// Value is the request's value. Builders that carry a small fixed-size
+	// value (OBSERVE_SEQNO, GET_ERROR_MAP) keep it inline instead and leave
+	// Value nil; ValueBytes returns what AppendTo will send.
 	Value []byte
 
 	// Extras are raw extras for opcodes the New* functions do not cover.
@@ -39,11 +53,21 @@ type Request struct {
 	// written after the typed ones.
 	FramingExtras []byte
 
-	// Typed extras live inline so that a Request can be copied and built
-	// without allocating.
+	// Typed extras and small values live inline so that a Request can be
+	// copied and built without allocating.
 	ext    [24]byte
 	extLen uint8
 	extSet bool
+	val    [8]byte
+	valLen uint8
+	valSet bool
+
+	// Sub-document commands (subdoc.go): the path of a single-path command,
+	// written between the key and the value, or the specs of a multi-path
+	// command, written as the value.
+	subdocPath []byte
+	lookups    []SubdocLookupOp
+	mutations  []SubdocMutateOp
 }
 
 // setExtras stores typed extras inline.
@@ -52,7 +76,14 @@ func (r *Request) setExtras(b []byte) {
 	r.extSet = true
 }
 
-// ExtrasBytes returns the extras AppendTo will send.
+// setValue stores a small value inline.
+func (r *Request) setValue(b []byte) {
+	r.valLen = uint8(copy(r.val[:], b))
+	r.valSet = true
+	r.Value = nil
+}
+
+// ExtrasBytes returns the extras AppendTo will send. The slice aliases r.
 func (r *Request) ExtrasBytes() []byte {
 	if r.extSet {
 		return r.ext[:r.extLen]
@@ -60,9 +91,43 @@ func (r *Request) ExtrasBytes() []byte {
 	return r.Extras
 }
 
+// ValueBytes returns the value AppendTo will send after the key (and, for a
+// single-path sub-document command, after the path). For a multi-path
+// sub-document command it returns nil: the specs are encoded by AppendTo.
+// The slice may alias r.
+func (r *Request) ValueBytes() []byte {
+	if r.valSet {
+		return r.val[:r.valLen]
+	}
+	return r.Value
+}
+
+// collectionPrefix reports whether AppendTo prefixes the key with the
+// collection id.
+func (r *Request) collectionPrefix() bool {
+	return r.Collections && r.OpCode.HasCollectionKey()
+}
+
+// frameInfosLen is the size of the typed frame infos AppendTo writes.
+func (r *Request) frameInfosLen() int {
+	n := 0
+	if r.Durability != DurabilityNone {
+		n += 2
+		if r.DurabilityTimeout != 0 {
+			n += 2
+		}
+	}
+	if r.PreserveTTL {
+		n++
+	}
+	return n
+}
+
 // AppendTo appends the encoded request with the given opaque to dst. It uses
 // magic 0x08 when there are frame infos and 0x80 otherwise. With enough
-// capacity in dst it allocates nothing.
+// capacity in dst (EncodedLen more bytes) it allocates nothing. On error
+// (an *EncodeError: errors.Is(err, ErrInvalidRequest)) dst is returned
+// unchanged.
 func (r *Request) AppendTo(dst []byte, opaque uint32) ([]byte, error) {
 	var frames [8]byte
 	nf := 0
@@ -83,29 +148,34 @@ func (r *Request) AppendTo(dst []byte, opaque uint32) ([]byte, error) {
 	}
 	var prefix [MaxLEB128Len]byte
 	np := 0
-	if r.Collections {
+	if r.collectionPrefix() {
 		np = putULEB128(&prefix, r.CollectionID)
 	}
-	ext := r.Extras
-	if r.extSet {
-		ext = r.ext[:r.extLen]
+	if len(r.subdocPath) > math.MaxUint16 {
+		return dst, badRequest("sub-document path", "%d bytes exceed 65535", len(r.subdocPath))
 	}
-	return appendFrame(dst, magic, uint8(r.OpCode), r.Datatype, r.Vbucket, opaque, r.Cas,
-		frames[:nf], r.FramingExtras, ext, prefix[:np], r.Key, r.Value)
+	tail, err := r.specsLen()
+	if err != nil {
+		return dst, err
+	}
+	out, err := appendFrame(dst, magic, uint8(r.OpCode), r.Datatype, r.Vbucket, opaque, r.Cas,
+		frames[:nf], r.FramingExtras, r.ExtrasBytes(), prefix[:np], r.Key, r.subdocPath, r.ValueBytes(), tail)
+	if err != nil {
+		return dst, err
+	}
+	return r.appendSpecs(out), nil
 }
 
-// EncodedLen is the number of bytes AppendTo will append (an upper bound when
-// the request is invalid).
+// EncodedLen is the number of bytes AppendTo will append for a request it
+// can encode.
 func (r *Request) EncodedLen() int {
-	n := HeaderSize + len(r.FramingExtras) + len(r.ExtrasBytes()) + len(r.Key) + len(r.Value)
-	if r.Durability != DurabilityNone {
-		n += 4
+	n := HeaderSize + r.frameInfosLen() + len(r.FramingExtras) + len(r.ExtrasBytes()) +
+		len(r.Key) + len(r.subdocPath) + len(r.ValueBytes())
+	if r.collectionPrefix() {
+		n += uleb128Len(r.CollectionID)
 	}
-	if r.PreserveTTL {
-		n++
-	}
-	if r.Collections {
-		n += MaxLEB128Len
+	if t, err := r.specsLen(); err == nil {
+		n += t
 	}
 	return n
 }
@@ -192,10 +262,12 @@ func NewGetMeta(key []byte) Request {
 }
 
 // NewObserveSeqno builds OBSERVE_SEQNO for a vbucket: the value is the
-// vbucket UUID (8 bytes).
+// vbucket UUID (8 bytes, kept inline: see ValueBytes).
 func NewObserveSeqno(vbucket uint16, vbUUID uint64) Request {
 	r := Request{OpCode: OpObserveSeqno, Vbucket: vbucket}
-	r.Value = binary.BigEndian.AppendUint64(nil, vbUUID)
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], vbUUID)
+	r.setValue(v[:])
 	return r
 }
 
@@ -207,7 +279,9 @@ type ObserveKey struct {
 }
 
 // NewObserve builds OBSERVE (observe via CAS): the value lists vbucket (2),
-// key length (2) and key for each key.
+// key length (2) and key for each key. It allocates the value. A key longer
+// than 65535 bytes cannot be sent: its length is written modulo 2^16 and the
+// server rejects the request.
 func NewObserve(keys []ObserveKey) Request {
 	var v []byte
 	for _, k := range keys {
@@ -236,48 +310,86 @@ func NewFlush() Request { return Request{OpCode: OpFlush} }
 func NewQuit() Request { return Request{OpCode: OpQuit} }
 
 // NewHello builds HELLO: the key names the client (see HelloKey) and the
-// value lists the requested features, 2 bytes each.
+// value lists the requested features, 2 bytes each (AppendHelloFeatures). It
+// allocates the value.
 func NewHello(key []byte, features []HelloFeature) Request {
-	v := make([]byte, 0, 2*len(features))
-	for _, f := range features {
-		v = binary.BigEndian.AppendUint16(v, uint16(f))
-	}
-	return Request{OpCode: OpHello, Key: key, Value: v}
+	return Request{OpCode: OpHello, Key: key, Value: AppendHelloFeatures(make([]byte, 0, 2*len(features)), features)}
 }
 
-// HelloKey builds the HELLO key Couchbase servers log:
-// {"a":"<agent>","i":"<connection id>"}. The server truncates the agent to
-// 200 bytes and the id to 33; so does HelloKey.
+// AppendHelloFeatures appends features as HELLO encodes them (2 bytes each,
+// big-endian): the value of a HELLO request, and of the server's reply.
+func AppendHelloFeatures(dst []byte, features []HelloFeature) []byte {
+	for _, f := range features {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(f))
+	}
+	return dst
+}
+
+// Limits HelloKey applies. kv_engine keeps only the first 32 bytes of the
+// agent and 33 of the connection id for its logs and connection stats;
+// HelloKey sends up to MaxHelloAgentLen bytes of agent so that nothing the
+// server could show is lost, while keeping the key small.
+const (
+	MaxHelloAgentLen        = 200
+	MaxHelloConnectionIDLen = 33
+)
+
+// HelloKey builds the JSON HELLO key kv_engine parses when the key starts
+// with '{': {"a":"<agent>","i":"<connection id>"}. The agent is cut to
+// MaxHelloAgentLen bytes and the id to MaxHelloConnectionIDLen, at a UTF-8
+// character boundary. It allocates the key.
 func HelloKey(agent, connectionID string) []byte {
-	if len(agent) > 200 {
-		agent = agent[:200]
-	}
-	if len(connectionID) > 33 {
-		connectionID = connectionID[:33]
-	}
 	b, _ := json.Marshal(struct {
 		A string `json:"a"`
 		I string `json:"i"`
-	}{agent, connectionID})
+	}{truncateUTF8(agent, MaxHelloAgentLen), truncateUTF8(connectionID, MaxHelloConnectionIDLen)})
 	return b
+}
+
+// DecodeHelloKey reads a HELLO key: the agent and connection id of a JSON
+// key (HelloKey), or the whole key as the agent when it is not JSON, as
+// kv_engine does. The strings are copies.
+func DecodeHelloKey(key []byte) (agent, connectionID string) {
+	if len(key) > 0 && key[0] == '{' {
+		var k struct {
+			A string `json:"a"`
+			I string `json:"i"`
+		}
+		if json.Unmarshal(key, &k) == nil {
+			return k.A, k.I
+		}
+	}
+	return string(key), ""
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // NewSASLListMechs builds SASL_LIST_MECHS.
 func NewSASLListMechs() Request { return Request{OpCode: OpSASLListMechs} }
 
 // NewSASLAuth builds SASL_AUTH: the key is the mechanism, the value the
-// client's first message.
+// client's first message. It allocates the key.
 func NewSASLAuth(mechanism string, payload []byte) Request {
 	return Request{OpCode: OpSASLAuth, Key: []byte(mechanism), Value: payload}
 }
 
 // NewSASLStep builds SASL_STEP: the key is the mechanism, the value the
-// client's next message.
+// client's next message. It allocates the key.
 func NewSASLStep(mechanism string, payload []byte) Request {
 	return Request{OpCode: OpSASLStep, Key: []byte(mechanism), Value: payload}
 }
 
-// NewSelectBucket builds SELECT_BUCKET: the key is the bucket name.
+// NewSelectBucket builds SELECT_BUCKET: the key is the bucket name. It
+// allocates the key.
 func NewSelectBucket(bucket string) Request {
 	return Request{OpCode: OpSelectBucket, Key: []byte(bucket)}
 }
@@ -299,7 +411,8 @@ func NewGetClusterConfigKnown(epoch, revision int64) Request {
 }
 
 // NewGetRandomKey builds GET_RANDOM_KEY. With collections on, the extras name
-// the collection to draw from (4 bytes).
+// the collection to draw from (4 bytes). The response carries the key found
+// and its value.
 func NewGetRandomKey(collections bool, collectionID uint32) Request {
 	r := Request{OpCode: OpGetRandomKey}
 	if collections {
@@ -310,18 +423,36 @@ func NewGetRandomKey(collections bool, collectionID uint32) Request {
 	return r
 }
 
+// NewGetRandomKeyWithXattrs builds GET_RANDOM_KEY asking for the document's
+// extended attributes too (HELLO GetRandomKeyIncludeXattr): the extras are
+// the collection id (4 bytes) and a non-zero byte (0xff, as the protocol
+// document shows).
+func NewGetRandomKeyWithXattrs(collectionID uint32) Request {
+	r := Request{OpCode: OpGetRandomKey}
+	var e [5]byte
+	binary.BigEndian.PutUint32(e[:4], collectionID)
+	e[4] = 0xff
+	r.setExtras(e[:])
+	return r
+}
+
 // NewCollectionsGetManifest builds COLLECTIONS_GET_MANIFEST.
 func NewCollectionsGetManifest() Request { return Request{OpCode: OpCollectionsGetManifest} }
 
 // NewCollectionsGetID builds COLLECTIONS_GET_ID for "scope.collection": the
 // path goes in the value (the key form is deprecated). The response extras
-// are the manifest uid (8 bytes) and the collection id (4 bytes).
+// are the manifest uid (8 bytes) and the collection id (4 bytes). It
+// allocates the value.
 func NewCollectionsGetID(scope, collection string) Request {
 	return Request{OpCode: OpCollectionsGetID, Value: []byte(scope + "." + collection)}
 }
 
 // NewGetErrorMap builds GET_ERROR_MAP: the value is the highest error-map
-// format version the client parses (2 bytes).
+// format version the client parses (2 bytes, kept inline: see ValueBytes).
 func NewGetErrorMap(version uint16) Request {
-	return Request{OpCode: OpGetErrorMap, Value: binary.BigEndian.AppendUint16(nil, version)}
+	r := Request{OpCode: OpGetErrorMap}
+	var v [2]byte
+	binary.BigEndian.PutUint16(v[:], version)
+	r.setValue(v[:])
+	return r
 }
