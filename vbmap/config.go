@@ -122,8 +122,9 @@ type Config struct {
 	numReplicas int
 
 	nodes      []Node
-	servers    []Node // resolved serverList entries (or ketama servers)
-	serverNode []int  // index into nodes of each server, -1 when synthesised from serverList
+	servers    []Node       // resolved serverList entries (or ketama servers)
+	serverNode []int        // index into nodes of each server, -1 when synthesised from serverList
+	serverAddr [][]netAddrs // per server: its KV addresses on each network, default first
 
 	numVbuckets int
 	stride      int     // entries per vbucket in cur and fwd: numReplicas+1
@@ -243,13 +244,53 @@ func (c *Config) ServerNode(i int) int {
 	return c.serverNode[i]
 }
 
-// ServerKVAddr is Servers()[i].KVAddr(network, tls) without the copy. ok is
+// ServerKVAddr is Servers()[i].KVAddr(network, tls) without the copy: the
+// addresses are formatted once, by Parse, and this allocates nothing. ok is
 // false when i is out of range.
 func (c *Config) ServerKVAddr(i int, network string, tls bool) (addr string, ok bool) {
-	if i < 0 || i >= len(c.servers) {
+	if i < 0 || i >= len(c.serverAddr) {
 		return "", false
 	}
-	return c.servers[i].KVAddr(network, tls)
+	if network == "" {
+		network = NetworkDefault
+	}
+	for _, a := range c.serverAddr[i] {
+		if a.network == network {
+			if tls {
+				return a.tls, a.tls != ""
+			}
+			return a.plain, a.plain != ""
+		}
+	}
+	return "", false
+}
+
+// netAddrs are one server's formatted KV addresses on one network ("" for
+// none).
+type netAddrs struct {
+	network, plain, tls string
+}
+
+func (c *Config) formatServerAddrs() {
+	c.serverAddr = make([][]netAddrs, len(c.servers))
+	for i := range c.servers {
+		n := &c.servers[i]
+		nets := make([]netAddrs, 0, 1+len(n.Alternates))
+		for _, name := range append([]string{NetworkDefault}, alternateNames(n)...) {
+			plain, _ := n.KVAddr(name, false)
+			tls, _ := n.KVAddr(name, true)
+			nets = append(nets, netAddrs{name, plain, tls})
+		}
+		c.serverAddr[i] = nets
+	}
+}
+
+func alternateNames(n *Node) []string {
+	names := make([]string, len(n.Alternates))
+	for i, a := range n.Alternates {
+		names[i] = a.Network
+	}
+	return names
 }
 
 // Nodes returns every node of the config (nodesExt, or nodes when the config

@@ -175,9 +175,13 @@ func (p *parser) config(raw *rawConfig) (*Config, error) {
 			return nil, err
 		}
 	}
+	c.formatServerAddrs()
 	return c, nil
 }
 
+// checkPorts validates the ports kvwire reads (nodesExt services and
+// alternate ports; "direct" and "httpsMgmt" of verbose nodes) and returns
+// the nodesExt ones.
 func checkPorts(m map[string]int, field string) (Ports, error) {
 	for _, k := range []string{"kv", "kvSSL", "mgmt", "mgmtSSL", "direct", "httpsMgmt"} {
 		if v, ok := m[k]; ok && (v < 0 || v > 65535) {
@@ -247,17 +251,13 @@ func (p *parser) nodesVerbose(raw []rawNode) ([]Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		ports, err := checkPorts(r.Ports, field+".ports")
-		if err != nil {
+		if _, err := checkPorts(r.Ports, field+".ports"); err != nil {
 			return nil, err
 		}
 		nodes[i] = Node{
 			Hostname: h,
-			Ports:    Ports{KV: r.Ports["direct"], Mgmt: mgmt, MgmtTLS: ports.MgmtTLS},
+			Ports:    Ports{KV: r.Ports["direct"], Mgmt: mgmt, MgmtTLS: r.Ports["httpsMgmt"]},
 			ThisNode: r.ThisNode,
-		}
-		if v := r.Ports["httpsMgmt"]; v != 0 {
-			nodes[i].Ports.MgmtTLS = v
 		}
 	}
 	return nodes, nil

@@ -208,3 +208,11 @@ func mustParseFixture(t *testing.T, name string) *Config {
 	}
 	return c
 }
+
+func TestParseVerbosePortsChecked(t *testing.T) {
+	_, err := Parse([]byte(`{"nodes":[{"hostname":"h:8091","ports":{"direct":-3}}]}`), "")
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Field != "nodes[0].ports.direct" {
+		t.Fatalf("%v", err)
+	}
+}

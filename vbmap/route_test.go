@@ -321,3 +321,29 @@ func TestRouteAllocs(t *testing.T) {
 		t.Fatalf("ketama Route allocates %v times", a)
 	}
 }
+
+func TestServerKVAddrAllocs(t *testing.T) {
+	c := mustParseFile(t, "configs/cb_terse_external_alternate_addresses.json", "x")
+	if a := testing.AllocsPerRun(100, func() {
+		_, _ = c.ServerKVAddr(1, "", false)
+		_, _ = c.ServerKVAddr(2, "external", true)
+		_, _ = c.ServerKVAddr(2, "nosuch", true)
+	}); a != 0 {
+		t.Fatalf("ServerKVAddr allocates %v times", a)
+	}
+	// It agrees with Node.KVAddr on every server, network and TLS setting.
+	for i, n := range c.Servers() {
+		for _, net := range []string{"", "default", "external", "nosuch"} {
+			for _, tls := range []bool{false, true} {
+				a1, ok1 := c.ServerKVAddr(i, net, tls)
+				a2, ok2 := n.KVAddr(net, tls)
+				if a1 != a2 || ok1 != ok2 {
+					t.Fatalf("server %d %q %v: %q %v vs %q %v", i, net, tls, a1, ok1, a2, ok2)
+				}
+			}
+		}
+	}
+	if _, ok := c.ServerKVAddr(3, "", false); ok {
+		t.Fatal("out-of-range server has an address")
+	}
+}
