@@ -182,8 +182,8 @@ func (e *NotRetriedError) Unwrap() []error {
 // it waited to be retried. (A context whose deadline passed gives a
 // *TimeoutError instead.)
 //
-// errors.Is matches ErrCanceled, ErrAmbiguous when Ambiguous, and Err (the
-// context's error, context.Canceled or the cancellation cause).
+// errors.Is matches ErrCanceled, ErrAmbiguous when Ambiguous, Err
+// (context.Canceled) and Cause.
 type CanceledError struct {
 	// Ambiguous: as for TimeoutError.
 	Ambiguous bool
@@ -194,8 +194,11 @@ type CanceledError struct {
 	// Reasons are the reasons the operation was handed to the
 	// orchestrator, including the one it was waiting on.
 	Reasons ReasonSet
-	// Err is context.Cause of the operation's context.
+	// Err is the context's error (context.Canceled).
 	Err error
+	// Cause is context.Cause of the context: the error given to its
+	// CancelCauseFunc, or Err.
+	Cause error
 	// LastErr is the error of the last failed attempt, or nil; for reading.
 	LastErr error
 }
@@ -207,7 +210,10 @@ func (e *CanceledError) Error() string {
 		b.WriteString(" (the request may have been applied)")
 	}
 	writeSummary(&b, e.OpCode, e.Attempts, e.Reasons)
-	if e.Err != nil {
+	if e.Cause != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Cause.Error())
+	} else if e.Err != nil {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}
@@ -225,8 +231,18 @@ func (e *CanceledError) Is(target error) bool {
 	return false
 }
 
-// Unwrap returns the context's error.
-func (e *CanceledError) Unwrap() error { return e.Err }
+// Unwrap returns Err and Cause, those that are set and distinct.
+func (e *CanceledError) Unwrap() []error {
+	switch {
+	case e.Err != nil && e.Cause != nil && e.Cause != e.Err:
+		return []error{e.Err, e.Cause}
+	case e.Err != nil:
+		return []error{e.Err}
+	case e.Cause != nil:
+		return []error{e.Cause}
+	}
+	return nil
+}
 
 func writeSummary(b *strings.Builder, op memdx.OpCode, attempts int, reasons ReasonSet) {
 	b.WriteString(" [")

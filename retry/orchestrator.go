@@ -167,7 +167,7 @@ func (o *Orchestrator) contextError(st *State, err, cause error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return st.TimeoutError(cause)
 	}
-	return st.canceledError(context.Cause(st.Context()), cause)
+	return st.canceledError(err, context.Cause(st.Context()), cause)
 }
 
 // sleep waits d, or until ctx is done (returning ctx.Err()).

@@ -219,13 +219,14 @@ func (s *State) TimeoutError(lastErr error) *TimeoutError {
 }
 
 // canceledError builds the error for a context canceled during a wait.
-func (s *State) canceledError(ctxErr, lastErr error) *CanceledError {
+func (s *State) canceledError(ctxErr, cause, lastErr error) *CanceledError {
 	return &CanceledError{
 		Ambiguous: s.Ambiguous(),
 		OpCode:    s.op,
 		Attempts:  s.attempts,
 		Reasons:   s.reasons,
 		Err:       ctxErr,
+		Cause:     cause,
 		LastErr:   lastErr,
 	}
 }

@@ -1,0 +1,233 @@
+package retry
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+func TestReasonForErrorMap(t *testing.T) {
+	rows := []struct {
+		attrs errmap.Attrs
+		want  bool
+	}{
+		{errmap.NewAttrs(errmap.AttrRetryNow), true},
+		{errmap.NewAttrs(errmap.AttrRetryLater, errmap.AttrTemp), true},
+		{errmap.NewAttrs(errmap.AttrAutoRetry), true},
+		{errmap.NewAttrs(errmap.AttrTemp), false},
+		{errmap.NewAttrs(errmap.AttrItemOnly), false},
+		{errmap.NewAttrs(errmap.AttrRetryNow, errmap.AttrNoRetry), false},
+		{0, false},
+	}
+	for _, row := range rows {
+		r, ok := ReasonForErrorMap(errmap.Entry{Status: 0x7000, Attrs: row.attrs})
+		assert.Equal(t, row.want, ok, "%s", row.attrs)
+		if row.want {
+			assert.Equal(t, ReasonKVErrorMapRetryIndicated, r)
+		} else {
+			assert.Equal(t, ReasonUnknown, r)
+		}
+	}
+}
+
+// TestReasonForErrorMapServerMap checks entries of kv_engine's current map.
+func TestReasonForErrorMapServerMap(t *testing.T) {
+	m, err := errmap.Parse(conformance(t, "errmap/kv_engine_error_map_v2.json"))
+	require.NoError(t, err)
+	for st, want := range map[memdx.Status]bool{
+		memdx.StatusBusy:                  true,  // temp, retry-now
+		memdx.StatusRateLimitedIngress:    true,  // temp, retry-later, rate-limit
+		memdx.StatusExpiryOverflow:        false, // no-retry
+		memdx.StatusKeyNotFound:           false, // item-only
+		memdx.StatusBucketDiskSpaceTooLow: false, // no-retry
+		memdx.StatusSubdocPathNotFound:    false,
+	} {
+		e, ok := m.Lookup(st)
+		require.True(t, ok, "%s", st)
+		_, got := ReasonForErrorMap(e)
+		assert.Equal(t, want, got, "%s %s", st, e.Attrs)
+	}
+}
+
+// mockSpecs returns CouchbaseMock's entries 0x7ff0 (constant), 0x7ff1
+// (linear) and 0x7ff2 (exponential), each with after 50 ms and max-duration
+// 500 ms.
+func mockSpecs(t *testing.T) (constant, linear, exponential errmap.Entry) {
+	t.Helper()
+	m, err := errmap.Parse(conformance(t, "errmap/couchbasemock_errmap_v1_with_retry_specs.json"))
+	require.NoError(t, err)
+	var es [3]errmap.Entry
+	for i := range es {
+		e, ok := m.Lookup(memdx.Status(0x7ff0 + i))
+		require.True(t, ok)
+		require.NotNil(t, e.Retry, "0x%04x has a retry spec", 0x7ff0+i)
+		r, ok := ReasonForErrorMap(e)
+		require.True(t, ok, "auto-retry indicates a retry")
+		require.Equal(t, ReasonKVErrorMapRetryIndicated, r)
+		es[i] = e
+	}
+	return es[0], es[1], es[2]
+}
+
+// runErrorMap hands the same error-map status to the orchestrator until it
+// stops retrying, advancing the fake clock by every delay, and returns the
+// delays and the final decision.
+func runErrorMap(o *Orchestrator, fc *FakeClock, st *State, e errmap.Entry) ([]time.Duration, Decision) {
+	var delays []time.Duration
+	for range 1000 {
+		st.SetErrorMapEntry(e)
+		d := o.Decide(st, ReasonKVErrorMapRetryIndicated, e.Status)
+		if !d.Retry {
+			return delays, d
+		}
+		delays = append(delays, d.Delay)
+		fc.Advance(d.Delay)
+	}
+	panic("no end")
+}
+
+// TestFollowErrorMapSpecs follows the three CouchbaseMock specs to their
+// max-duration: a retry is made only if it goes before 500 ms after the
+// first response with the status.
+func TestFollowErrorMapSpecs(t *testing.T) {
+	constant, linear, exponential := mockSpecs(t)
+	rep := func(d time.Duration, n int) []time.Duration {
+		out := make([]time.Duration, n)
+		for i := range out {
+			out[i] = d
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		entry errmap.Entry
+		want  []time.Duration
+	}{
+		// 50, then 10s: 50+10*44 = 490; the 46th would go at 500.
+		{"constant", constant, append([]time.Duration{50 * ms}, rep(10*ms, 44)...)},
+		// 50, then 2, 4, ..., 40: sum 470; the next (42) would go at 512.
+		{"linear", linear, []time.Duration{50 * ms, 2 * ms, 4 * ms, 6 * ms, 8 * ms, 10 * ms, 12 * ms, 14 * ms,
+			16 * ms, 18 * ms, 20 * ms, 22 * ms, 24 * ms, 26 * ms, 28 * ms, 30 * ms, 32 * ms, 34 * ms, 36 * ms,
+			38 * ms, 40 * ms}},
+		// 50, then 2^n ms: sum 304; the next (200, the ceil) would go at 504.
+		{"exponential", exponential, []time.Duration{50 * ms, 2 * ms, 4 * ms, 8 * ms, 16 * ms, 32 * ms, 64 * ms, 128 * ms}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o, fc, st := fakeSetup(memdx.OpSet, FollowErrorMap(nil), time.Hour)
+			delays, last := runErrorMap(o, fc, st, c.entry)
+			assert.Equal(t, c.want, delays)
+			assert.ErrorIs(t, last.Err, ErrErrorMapMaxDuration)
+			assert.ErrorIs(t, last.Err, c.entry.Status, "the status is the cause")
+			assert.ErrorIs(t, last.Err, ErrNotRetried)
+			assert.Equal(t, len(c.want), st.Attempts())
+			em, ok := st.ErrorMap()
+			require.True(t, ok)
+			assert.Equal(t, len(c.want)+1, em.Retry)
+			assert.Equal(t, t0, em.Since)
+			assert.Less(t, em.Elapsed, 500*ms)
+		})
+	}
+}
+
+// TestFollowErrorMapDeadline: the operation's deadline bounds the spec (the
+// shorter limit wins): a timeout, not the max-duration error.
+func TestFollowErrorMapDeadline(t *testing.T) {
+	constant, _, _ := mockSpecs(t)
+	o, fc, st := fakeSetup(memdx.OpSet, FollowErrorMap(nil), 100*ms)
+	delays, last := runErrorMap(o, fc, st, constant)
+	assert.Equal(t, []time.Duration{50 * ms, 10 * ms, 10 * ms, 10 * ms, 10 * ms}, delays)
+	assert.ErrorIs(t, last.Err, ErrTimeout)
+	assert.Equal(t, 10*ms, last.Delay, "waits until the deadline")
+}
+
+// TestFollowErrorMapStatusChange: a different status restarts the count
+// (the first wait is After again) and the max-duration window.
+func TestFollowErrorMapStatusChange(t *testing.T) {
+	constant, linear, exponential := mockSpecs(t)
+	o, fc, st := fakeSetup(memdx.OpSet, FollowErrorMap(nil), time.Hour)
+	step := func(e errmap.Entry) time.Duration {
+		t.Helper()
+		st.SetErrorMapEntry(e)
+		d := o.Decide(st, ReasonKVErrorMapRetryIndicated, e.Status)
+		require.True(t, d.Retry, "%v", d.Err)
+		fc.Advance(d.Delay)
+		return d.Delay
+	}
+	assert.Equal(t, 50*ms, step(constant))
+	assert.Equal(t, 10*ms, step(constant))
+	assert.Equal(t, 10*ms, step(constant))
+	assert.Equal(t, 50*ms, step(linear), "new status: After again")
+	assert.Equal(t, 2*ms, step(linear))
+	assert.Equal(t, 4*ms, step(linear))
+	// An always-retry reason in between does not break the run.
+	st.MarkRouteChanged()
+	d := o.Decide(st, ReasonKVNotMyVbucket, nil)
+	require.True(t, d.Retry)
+	require.Zero(t, d.Delay)
+	assert.Equal(t, 6*ms, step(linear))
+	assert.Equal(t, 50*ms, step(constant), "back to the first status: a new run")
+	em, _ := st.ErrorMap()
+	assert.Equal(t, 1, em.Retry)
+	assert.Equal(t, fc.Now().Add(-50*ms), em.Since)
+	assert.Equal(t, 9, st.Attempts(), "the operation's own count does not restart")
+
+	// The window restarts too: 450 ms into a constant run, switching to
+	// exponential allows its whole sequence again.
+	o, fc, st = fakeSetup(memdx.OpSet, FollowErrorMap(nil), time.Hour)
+	for range 41 {
+		step(constant) // 50 + 40*10 = 450 ms
+	}
+	delays, last := runErrorMap(o, fc, st, exponential)
+	assert.Len(t, delays, 8)
+	assert.ErrorIs(t, last.Err, ErrErrorMapMaxDuration)
+}
+
+// TestErrorMapSpecNotUsedByDefault: RFC 0049 says the spec's values must not
+// be used by the shipped strategies; the default times an error-map retry
+// with its own backoff.
+func TestErrorMapSpecNotUsedByDefault(t *testing.T) {
+	constant, _, _ := mockSpecs(t)
+	for _, s := range []Strategy{nil, BestEffort(nil), FailFastOnTerminalErrors(nil)} {
+		o, _, st := fakeSetup(memdx.OpSet, s, time.Hour)
+		st.SetErrorMapEntry(constant)
+		d := o.Decide(st, ReasonKVErrorMapRetryIndicated, nil)
+		assert.True(t, d.Retry)
+		assert.Equal(t, 1*ms, d.Delay, "BestEffort's first delay, not the spec's after (50 ms)")
+	}
+}
+
+// TestFollowErrorMapFallback: other reasons, and error-map reasons without
+// an entry or a spec, go to the fallback.
+func TestFollowErrorMapFallback(t *testing.T) {
+	s := FollowErrorMap(fixed(42 * ms))
+	o, _, st := fakeSetup(memdx.OpSet, s, time.Hour)
+	assert.Equal(t, 42*ms, o.Decide(st, ReasonKVLocked, nil).Delay)
+	assert.Equal(t, 42*ms, o.Decide(st, ReasonKVErrorMapRetryIndicated, nil).Delay, "no entry")
+	st.SetErrorMapEntry(errmap.Entry{Status: memdx.StatusBusy, Attrs: errmap.NewAttrs(errmap.AttrRetryNow)})
+	assert.Equal(t, 42*ms, o.Decide(st, ReasonKVErrorMapRetryIndicated, nil).Delay, "no spec")
+
+	// The nil fallback is the default strategy; so is the zero value's.
+	for _, s := range []Strategy{FollowErrorMap(nil), &FollowErrorMapStrategy{}} {
+		o, _, st = fakeSetup(memdx.OpSet, s, time.Hour)
+		assert.ErrorIs(t, o.Decide(st, ReasonBucketAccessError, nil).Err, ErrBucketAccess)
+		assert.Equal(t, 1*ms, o.Decide(st, ReasonKVLocked, nil).Delay)
+	}
+}
+
+// TestFollowErrorMapNoMaxDuration: max-duration 0 means "follow the client":
+// only the deadline ends the run.
+func TestFollowErrorMapNoMaxDuration(t *testing.T) {
+	spec := &errmap.RetrySpec{Strategy: errmap.Constant, After: 5 * ms, Interval: 100 * ms}
+	e := errmap.Entry{Status: 0x7fa0, Attrs: errmap.NewAttrs(errmap.AttrAutoRetry), Retry: spec}
+	o, fc, st := fakeSetup(memdx.OpGet, FollowErrorMap(nil), time.Second)
+	delays, last := runErrorMap(o, fc, st, e)
+	assert.Equal(t, []time.Duration{5 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms,
+		100 * ms, 100 * ms}, delays) // 905 ms; the next would go at 1005
+	assert.ErrorIs(t, last.Err, ErrTimeout)
+}
