@@ -37,27 +37,44 @@
 //     nodesExt but not yet in nodes is left out, as gocbcore and the Java SDK
 //     do), those with a non-TLS KV port on the default network. The ring
 //     hashes "host:port" of that port, whatever network or TLS setting the
-//     client connects with.
+//     client connects with, with IPv6 hosts in brackets (libcouchbase's
+//     form; the Java SDK hashes them without brackets).
 //   - A global (bucketless) config has no vBucketServerMap: it parses, lists
 //     the nodes and routes nothing (ErrNoVbucketMap).
 //
-// Parse rejects, with a *ParseError naming the field: bytes that are not one
-// JSON object of the right shape (so a whole HTTP stream of several configs
-// is rejected: split it with ScanStreamConfigs), an unknown nodeLocator, a
-// vbucket bucket without vBucketServerMap, a hashAlgorithm other than CRC, a
-// serverList entry that is not host:port, an empty vBucketMap while
-// serverList names servers, map entries that are empty or point outside
-// serverList (other than -1, "no node"), more than 3 replicas or 65536
-// vbuckets, a vBucketMapForward whose length differs from vBucketMap's,
-// numVBuckets disagreeing with the map, ports outside 0..65535, "$HOST" or a
-// missing hostname when no sourceHost was given, an alternate address without
-// a hostname, and a collectionsManifestUid that is not hex.
+// Parse rejects, with a *ParseError naming the field:
+//
+//   - bytes that are not one JSON object of the right shape: a whole HTTP
+//     stream of several configs is rejected (split it with
+//     ScanStreamConfigs); so are rev < 0 or > 2^64-1 and non-integer ports
+//     or map entries;
+//   - an unknown nodeLocator; a named bucket with neither nodeLocator nor
+//     vBucketServerMap (unless bucketType is "memcached"); a vbucket bucket
+//     without vBucketServerMap; a global config without nodes;
+//   - a hashAlgorithm other than CRC; a serverList entry that is not
+//     host:port, or more than 32767 of them; numReplicas outside 0..3;
+//   - an empty vBucketMap while serverList names servers; more than 65536
+//     vbuckets; an empty map entry, or one longer than 4 (1 active and 3
+//     replicas); an entry below -1 or not below len(serverList); a
+//     non-empty vBucketMapForward whose length differs from vBucketMap's;
+//     numVBuckets disagreeing with the map;
+//   - a port outside 0..65535; "$HOST" or a missing nodesExt hostname when
+//     no sourceHost was given; an alternate address without a hostname or
+//     named "default"; a collectionsManifestUid that is not hex.
 //
 // A bucket config whose serverList and vBucketMap are both empty (the bucket
 // has no partitions yet) parses into a config that routes nothing
-// (ErrNoVbucketMap), like the Java SDK's "graceful" handling; an empty
-// vBucketMap with servers listed is rejected, as libcouchbase does.
-// An empty vBucketMapForward means no forward map.
+// (ErrNoVbucketMap), as the Java SDK handles it gracefully; an empty
+// vBucketMap with servers listed is rejected, as libcouchbase rejects it.
+// An empty vBucketMapForward means no forward map. Map entries shorter than
+// the longest entry (or numReplicas+1) are padded with -1.
+//
+// Per conformance file, TestConformanceConfigs states the outcome: every
+// file of the corpus parses except cb_terse_empty_vbmap_invalid.json
+// (rejected at vBucketServerMap.vBucketMap) and
+// http_terse_streaming_two_configs.txt (rejected at "json"; its two configs
+// parse after ScanStreamConfigs); cb_terse_no_partitions_4nodes.json and the
+// global_* files parse and route nothing.
 //
 // # Key to vbucket to server
 //

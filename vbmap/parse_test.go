@@ -216,3 +216,28 @@ func TestParseVerbosePortsChecked(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestParseLimits(t *testing.T) {
+	big := func(n int, elem string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(elem+",", n), ",") + "]"
+	}
+	cases := []struct{ name, in, field string }{
+		{"65537 vbuckets", `{"name":"b","vBucketServerMap":{"serverList":["h:1"],"vBucketMap":` + big(65537, "[0]") + `}}`, "vBucketServerMap.vBucketMap"},
+		{"32768 servers", `{"name":"b","vBucketServerMap":{"serverList":` + big(32768, `"h:1"`) + `,"vBucketMap":[[0]]}}`, "vBucketServerMap.serverList"},
+	}
+	for _, tc := range cases {
+		_, err := Parse([]byte(tc.in), "")
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Field != tc.field {
+			t.Errorf("%s: %v, want a rejection at %s", tc.name, err, tc.field)
+		}
+	}
+	// The largest accepted map: 65536 vbuckets, routed to the end.
+	c, err := Parse([]byte(`{"name":"b","vBucketServerMap":{"serverList":["h:1"],"vBucketMap":`+big(65536, "[0]")+`}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.VbucketServer(65535, 0, false); s != 0 || err != nil {
+		t.Fatalf("vb 65535: %d %v", s, err)
+	}
+}
