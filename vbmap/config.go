@@ -104,9 +104,9 @@ func (n Node) clone() Node {
 }
 
 // Config is one parsed cluster config: an immutable snapshot. Every method is
-// safe for concurrent use and nothing a method returns aliases the Config's
-// own memory, so a caller may keep or change what it gets. Replace a config
-// by swapping pointers (Holder); never by changing one.
+// safe for concurrent use. Slices and maps a method returns are new copies
+// the caller may keep or change; the *Ketama from Ketama is shared and
+// immutable. A newer config replaces an older one by a pointer swap (Holder).
 //
 // The server index space: a couchbase bucket's vbucket map names servers by
 // their position in vBucketServerMap.serverList; Servers, NumServers,
@@ -127,7 +127,7 @@ type Config struct {
 	serverAddr [][]netAddrs // per server: its KV addresses on each network, default first
 
 	numVbuckets int
-	stride      int     // entries per vbucket in cur and fwd: numReplicas+1
+	stride      int     // entries per vbucket in cur and fwd: max(numReplicas+1, longest entry)
 	cur         []int16 // numVbuckets*stride server indexes, -1 for none
 	fwd         []int16 // same shape, nil without a forward map
 	ketama      *Ketama
@@ -207,7 +207,7 @@ func (c *Config) VbucketServer(vb uint16, replica int, forward bool) (int, error
 	if int(vb) >= c.numVbuckets {
 		return -1, ErrVbucketOutOfRange
 	}
-	if replica < 0 || replica >= c.stride {
+	if replica < 0 || replica > c.numReplicas { // numReplicas < stride
 		return -1, ErrReplicaOutOfRange
 	}
 	s := m[int(vb)*c.stride+replica]

@@ -241,3 +241,18 @@ func TestParseLimits(t *testing.T) {
 		t.Fatalf("vb 65535: %d %v", s, err)
 	}
 }
+
+// Entries longer than numReplicas+1: the extra copies are not served, so
+// VbucketServer and NumReplicas agree.
+func TestReplicaIndexFollowsNumReplicas(t *testing.T) {
+	c, err := Parse([]byte(`{"name":"b","vBucketServerMap":{"numReplicas":0,"serverList":["a:1","b:1"],"vBucketMap":[[0,1],[1,0]]}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumReplicas() != 0 {
+		t.Fatalf("NumReplicas %d", c.NumReplicas())
+	}
+	if _, err := c.VbucketServer(0, 1, false); !errors.Is(err, ErrReplicaOutOfRange) {
+		t.Fatalf("replica 1: %v", err)
+	}
+}
