@@ -62,16 +62,15 @@ type confCase struct {
 	file string
 	src  string
 	// rejected: the ParseError.Field Parse must name; "" means it parses.
-	rejected    string
-	locator     Locator
-	version     Version
-	vbuckets    int
-	servers     int
-	replicas    int
-	forward     bool
-	nodes       int
-	check       func(t *testing.T, c *Config)
-	skipGeneric bool
+	rejected string
+	locator  Locator
+	version  Version
+	vbuckets int
+	servers  int
+	replicas int
+	forward  bool
+	nodes    int
+	check    func(t *testing.T, c *Config)
 }
 
 // conformanceCases says, for every file under configs/, whether Parse accepts
