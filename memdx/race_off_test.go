@@ -1,0 +1,5 @@
+//go:build !race
+
+package memdx
+
+const raceEnabled = false
