@@ -142,6 +142,9 @@ func (o *Orchestrator) Decide(st *State, reason Reason, cause error) Decision {
 //   - *CanceledError: st's context was canceled during the wait, or before
 //     a retry that needed no wait.
 //
+// When the context ends a retry's wait, that retry is not sent and no longer
+// counts in st.Attempts().
+//
 // Wait starts no goroutine; on the real clock it reuses st's timer, so that
 // only the first wait of a State allocates.
 func (o *Orchestrator) Wait(st *State, reason Reason, cause error) error {
@@ -149,11 +152,11 @@ func (o *Orchestrator) Wait(st *State, reason Reason, cause error) error {
 	ctx := st.Context()
 	if d.Delay > 0 {
 		if err := o.sleep(ctx, st, d.Delay); err != nil {
-			return o.contextError(st, err, cause)
+			return o.contextError(st, d, err, cause)
 		}
 	} else if d.Retry {
 		if err := ctx.Err(); err != nil {
-			return o.contextError(st, err, cause)
+			return o.contextError(st, d, err, cause)
 		}
 	}
 	if !d.Retry {
@@ -162,8 +165,13 @@ func (o *Orchestrator) Wait(st *State, reason Reason, cause error) error {
 	return nil
 }
 
-// contextError turns a context's error into the operation's error.
-func (o *Orchestrator) contextError(st *State, err, cause error) error {
+// contextError turns a context's error into the operation's error. A retry
+// that was decided but will not be sent is taken off the attempt count, so
+// that the error counts the retries actually sent.
+func (o *Orchestrator) contextError(st *State, d Decision, err, cause error) error {
+	if d.Retry {
+		st.attempts--
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return st.TimeoutError(cause)
 	}

@@ -377,6 +377,8 @@ func TestWaitCanceled(t *testing.T) {
 	assert.ErrorIs(t, err, ErrAmbiguous, "a SET in doubt stays ambiguous")
 	assert.True(t, ce.Ambiguous)
 	assert.Equal(t, errTmpFail, ce.LastErr)
+	assert.Equal(t, 0, ce.Attempts, "the retry cut short was not sent")
+	assert.Equal(t, 0, st.Attempts())
 	assert.Empty(t, fc.Timers(), "the timer is stopped")
 
 	// No wait needed, but the context is done: not sent again.
@@ -385,6 +387,7 @@ func TestWaitCanceled(t *testing.T) {
 	err = o.Wait(st, ReasonKVNotMyVbucket, nil)
 	assert.ErrorIs(t, err, ErrCanceled)
 	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 0, st.Attempts())
 	// A refusal is returned as is, context or not.
 	err = o.Wait(st, ReasonScopeNotFound, nil)
 	assert.ErrorIs(t, err, ErrScopeNotFound)
