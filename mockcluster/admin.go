@@ -1,0 +1,399 @@
+package mockcluster
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// handle runs one request with wmu held.
+func (cn *conn) handle(p *memdx.Packet) outcome {
+	switch p.OpCode {
+	case memdx.OpHello:
+		cn.hello(p)
+		return outcome{}
+	case memdx.OpNoop:
+		cn.ok(p)
+		return outcome{}
+	case memdx.OpVersion:
+		cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, []byte(cn.c.opts.Version))
+		return outcome{}
+	case memdx.OpGetErrorMap:
+		cn.getErrorMap(p)
+		return outcome{}
+	case memdx.OpSASLListMechs:
+		cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, []byte(saslMechs))
+		return outcome{}
+	case memdx.OpSASLAuth, memdx.OpSASLStep:
+		cn.sasl(p)
+		return outcome{}
+	case memdx.OpQuit:
+		cn.ok(p)
+		return outcome{close: true}
+	case memdx.OpQuitQ:
+		return outcome{close: true}
+	}
+	if !cn.authed.Load() {
+		cn.fail(p, memdx.StatusNoAccess, "Authenticate first (SASL)")
+		return outcome{}
+	}
+	switch p.OpCode {
+	case memdx.OpSelectBucket:
+		cn.selectBucket(p)
+		return outcome{}
+	case memdx.OpListBuckets:
+		cn.listBuckets(p)
+		return outcome{}
+	case memdx.OpGetClusterConfig:
+		cn.getClusterConfig(p)
+		return outcome{}
+	case memdx.OpStat:
+		cn.stat(p)
+		return outcome{}
+	}
+	if cn.bucket.Load() == nil {
+		if !p.OpCode.Known() {
+			cn.fail(p, memdx.StatusUnknownCommand, "")
+		} else {
+			cn.fail(p, memdx.StatusNoBucket, "No bucket selected")
+		}
+		return outcome{}
+	}
+	switch p.OpCode {
+	case memdx.OpCollectionsGetManifest:
+		cn.getManifest(p)
+		return outcome{}
+	case memdx.OpCollectionsGetID, memdx.OpCollectionsGetScopeID:
+		cn.getCollectionID(p)
+		return outcome{}
+	}
+	return cn.handleKV(p)
+}
+
+// supportedFeatures are the HELLO features a node grants.
+var supportedFeatures = map[memdx.HelloFeature]bool{
+	memdx.FeatureTCPNoDelay: true, memdx.FeatureMutationSeqno: true, memdx.FeatureTCPDelay: true,
+	memdx.FeatureXerror: true, memdx.FeatureSelectBucket: true, memdx.FeatureSnappy: true,
+	memdx.FeatureJSON: true, memdx.FeatureDuplex: true, memdx.FeatureClustermapChangeNotification: true,
+	memdx.FeatureUnorderedExecution: true, memdx.FeatureAltRequests: true,
+	memdx.FeatureSyncReplication: true, memdx.FeatureCollections: true,
+	memdx.FeatureSnappyEverywhere: true, memdx.FeaturePreserveTTL: true,
+	memdx.FeatureGetClusterConfigWithKnownVersion: true, memdx.FeatureDedupeNotMyVbucketClustermap: true,
+	memdx.FeatureClustermapChangeNotificationBrief: true,
+}
+
+// hello grants the supported subset of the requested features and echoes
+// it in ascending order, as kv_engine does. A second HELLO replaces the
+// first one's features.
+func (cn *conn) hello(p *memdx.Packet) {
+	if len(p.Value)%2 != 0 || len(p.Extras) != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "HELLO value must be a list of 2-byte features and extras must be empty")
+		return
+	}
+	req := make(map[memdx.HelloFeature]bool)
+	for i := 0; i < len(p.Value); i += 2 {
+		f := memdx.HelloFeature(uint16(p.Value[i])<<8 | uint16(p.Value[i+1]))
+		if supportedFeatures[f] && !cn.c.disabled[f] {
+			req[f] = true
+		}
+	}
+	if req[memdx.FeatureTCPNoDelay] && req[memdx.FeatureTCPDelay] {
+		cn.fail(p, memdx.StatusInvalidArgs, "TCPNODELAY cannot co-exist with TCPDELAY")
+		return
+	}
+	if (req[memdx.FeatureClustermapChangeNotification] || req[memdx.FeatureClustermapChangeNotificationBrief]) &&
+		!req[memdx.FeatureDuplex] {
+		cn.fail(p, memdx.StatusInvalidArgs, "ClustermapChangeNotification needs Duplex")
+		return
+	}
+	if req[memdx.FeatureSnappyEverywhere] && !req[memdx.FeatureSnappy] {
+		delete(req, memdx.FeatureSnappyEverywhere)
+	}
+	granted := make([]int, 0, len(req))
+	var bits uint64
+	for f := range req {
+		granted = append(granted, int(f))
+		bits |= 1 << f
+	}
+	sort.Ints(granted)
+	out := make([]byte, 0, 2*len(granted))
+	for _, f := range granted {
+		out = append(out, byte(f>>8), byte(f))
+	}
+	cn.features.Store(bits)
+	cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, out)
+}
+
+func (cn *conn) getErrorMap(p *memdx.Packet) {
+	if len(p.Value) != 2 || len(p.Key) != 0 || len(p.Extras) != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "GET_ERROR_MAP value must be the 2-byte version")
+		return
+	}
+	v := uint16(p.Value[0])<<8 | uint16(p.Value[1])
+	if v == 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "Error map version 0 does not exist")
+		return
+	}
+	cn.reply(p, memdx.StatusSuccess, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, errorMapFor(v))
+}
+
+var errorMapV1, errorMapV2 = ErrorMapJSON(1), ErrorMapJSON(2)
+
+func errorMapFor(v uint16) []byte {
+	if v == 1 {
+		return errorMapV1
+	}
+	return errorMapV2
+}
+
+// saslMechs is what SASL_LIST_MECHS answers.
+const saslMechs = "SCRAM-SHA512 SCRAM-SHA256 SCRAM-SHA1 PLAIN"
+
+func (cn *conn) sasl(p *memdx.Packet) {
+	mech := string(p.Key)
+	if p.OpCode == memdx.OpSASLStep {
+		if cn.scram == nil || mech != cn.scramMech {
+			cn.fail(p, memdx.StatusInvalidArgs, "SASL_STEP without a SCRAM exchange in progress for "+mech)
+			return
+		}
+		s := cn.scram
+		cn.scram = nil
+		final, err := s.ServerFinal(p.Value)
+		if err != nil {
+			cn.authFailed(p, err)
+			return
+		}
+		u := cn.c.lookupUser(s.User())
+		if u == nil {
+			cn.authFailed(p, memdx.ErrAuthFailed)
+			return
+		}
+		cn.authenticated(u)
+		cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, final)
+		return
+	}
+	cn.scram = nil
+	switch mech {
+	case memdx.MechPlain:
+		parts := bytes.Split(p.Value, []byte{0})
+		if len(parts) != 3 {
+			cn.fail(p, memdx.StatusInvalidArgs, "PLAIN payload must be authzid NUL user NUL password")
+			return
+		}
+		u := cn.c.lookupUser(string(parts[1]))
+		if u == nil || u.password != string(parts[2]) {
+			cn.authFailed(p, memdx.ErrAuthFailed)
+			return
+		}
+		cn.authenticated(u)
+		cn.ok(p)
+	case memdx.MechScramSHA1, memdx.MechScramSHA256, memdx.MechScramSHA512:
+		s, err := memdx.NewScramServer(mech, func(name string) (memdx.ScramKeys, bool) {
+			u := cn.c.lookupUser(name)
+			if u == nil {
+				return memdx.ScramKeys{}, false
+			}
+			k, ok := u.scram[mech]
+			return k, ok
+		}, nil)
+		if err != nil {
+			cn.authFailed(p, err)
+			return
+		}
+		first, err := s.ServerFirst(p.Value)
+		if err != nil {
+			cn.authFailed(p, err)
+			return
+		}
+		cn.scram, cn.scramMech = s, mech
+		cn.reply(p, memdx.StatusAuthContinue, 0, 0, nil, nil, first)
+	default:
+		cn.fail(p, memdx.StatusAuthError, "Unknown SASL mechanism "+strconv.Quote(mech))
+	}
+}
+
+func (cn *conn) authFailed(p *memdx.Packet, err error) {
+	if errors.Is(err, memdx.ErrMalformed) {
+		cn.fail(p, memdx.StatusInvalidArgs, "Malformed SASL message: "+err.Error())
+		return
+	}
+	cn.fail(p, memdx.StatusAuthError, "Authentication failed")
+}
+
+// authenticated switches the connection to user u; like the server, a new
+// authentication leaves the selected bucket.
+func (cn *conn) authenticated(u *user) {
+	cn.user.Store(u)
+	cn.authed.Store(true)
+	cn.bucket.Store(nil)
+	cn.hasKnow = false
+}
+
+func (cn *conn) selectBucket(p *memdx.Packet) {
+	name := string(p.Key)
+	if len(p.Extras) != 0 || len(p.Value) != 0 || name == "" {
+		cn.fail(p, memdx.StatusInvalidArgs, "SELECT_BUCKET takes the bucket name as key, nothing else")
+		return
+	}
+	if name == "@no bucket@" {
+		cn.bucket.Store(nil)
+		cn.hasKnow = false
+		cn.ok(p)
+		return
+	}
+	u := cn.user.Load()
+	b := cn.c.Bucket(name)
+	if b == nil || !u.mayUse(name) {
+		cn.fail(p, memdx.StatusNoAccess, "No access to bucket "+strconv.Quote(name))
+		return
+	}
+	cn.bucket.Store(b)
+	cn.hasKnow = false
+	cn.ok(p)
+}
+
+func (cn *conn) listBuckets(p *memdx.Packet) {
+	u := cn.user.Load()
+	var names []string
+	for _, b := range cn.c.Buckets() {
+		if u.mayUse(b.name) {
+			names = append(names, b.name)
+		}
+	}
+	cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, []byte(strings.Join(names, " ")))
+}
+
+// getClusterConfig answers the selected bucket's config (the cluster config
+// without a bucket). With the 16-byte known-version extras it answers an
+// empty body unless its config is newer.
+func (cn *conn) getClusterConfig(p *memdx.Packet) {
+	if p.Cas != 0 || len(p.Key) != 0 || len(p.Value) != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "GET_CLUSTER_CONFIG takes no key, no value and CAS 0")
+		return
+	}
+	known, hasKnown, err := memdx.DecodeClusterConfigKnown(p.Extras)
+	if err != nil {
+		cn.fail(p, memdx.StatusInvalidArgs, err.Error())
+		return
+	}
+	var ver memdx.ClusterConfigVersion
+	var body []byte
+	if b := cn.bucket.Load(); b != nil {
+		s := b.snap.Load()
+		ver, body = s.version(), s.json[cn.n.id]
+	} else {
+		g := cn.c.global.Load()
+		ver = memdx.ClusterConfigVersion{Epoch: cn.c.epoch, Revision: g.rev}
+		body = g.json[cn.n.id]
+	}
+	if hasKnown {
+		cn.learn(known)
+		if !newer(ver, known) {
+			cn.ok(p)
+			return
+		}
+	}
+	cn.learn(ver)
+	cn.reply(p, memdx.StatusSuccess, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, body)
+}
+
+var processStart = time.Now()
+
+// stat answers the default STAT group with a few keys, one response each,
+// and the terminating response with no key and no value.
+func (cn *conn) stat(p *memdx.Packet) {
+	if len(p.Key) != 0 {
+		cn.fail(p, memdx.StatusKeyNotFound, "Unknown stat group "+strconv.Quote(string(p.Key)))
+		return
+	}
+	now := cn.c.clock.Now()
+	stats := [][2]string{
+		{"pid", strconv.Itoa(os.Getpid())},
+		{"uptime", strconv.FormatInt(int64(time.Since(processStart)/time.Second), 10)},
+		{"time", strconv.FormatInt(now.Unix(), 10)},
+		{"version", cn.c.opts.Version},
+		{"curr_connections", strconv.Itoa(cn.n.NumConnections())},
+		{"cmd_get", strconv.FormatUint(cn.n.RequestCount(memdx.OpGet), 10)},
+		{"cmd_set", strconv.FormatUint(cn.n.RequestCount(memdx.OpSet), 10)},
+	}
+	if b := cn.bucket.Load(); b != nil {
+		stats = append(stats, [2]string{"curr_items", strconv.Itoa(b.itemCount(cn.n.id, now))})
+	}
+	for _, s := range stats {
+		cn.reply(p, memdx.StatusSuccess, 0, 0, nil, []byte(s[0]), []byte(s[1]))
+	}
+	cn.ok(p)
+}
+
+// itemCount counts the live documents in the vbuckets node owns.
+func (b *Bucket) itemCount(node int, now time.Time) int {
+	s := b.snap.Load()
+	n := 0
+	for i, vb := range b.vbs {
+		if s.chains[i][0] != node {
+			continue
+		}
+		vb.mu.Lock()
+		for _, d := range vb.docs {
+			if !d.expired(now) {
+				n++
+			}
+		}
+		vb.mu.Unlock()
+	}
+	return n
+}
+
+func (cn *conn) getManifest(p *memdx.Packet) {
+	if len(p.Key) != 0 || len(p.Value) != 0 || len(p.Extras) != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "COLLECTIONS_GET_MANIFEST takes no key, extras or value")
+		return
+	}
+	m := cn.bucket.Load().snap.Load().manifest
+	cn.reply(p, memdx.StatusSuccess, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, m.json())
+}
+
+// getCollectionID answers COLLECTIONS_GET_ID ("scope.collection" in the
+// value) and COLLECTIONS_GET_SCOPE_ID ("scope"): extras are the manifest uid
+// (8 bytes) and the id (4 bytes).
+func (cn *conn) getCollectionID(p *memdx.Packet) {
+	if len(p.Key) != 0 || len(p.Extras) != 0 || p.Cas != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "The path goes in the value; key and extras must be empty")
+		return
+	}
+	m := cn.bucket.Load().snap.Load().manifest
+	path := string(p.Value)
+	scope, coll, dotted := strings.Cut(path, ".")
+	if p.OpCode == memdx.OpCollectionsGetID && (!dotted || strings.Contains(coll, ".")) {
+		cn.fail(p, memdx.StatusInvalidArgs, "The path must be scope.collection")
+		return
+	}
+	if p.OpCode == memdx.OpCollectionsGetScopeID && strings.Contains(coll, ".") {
+		cn.fail(p, memdx.StatusInvalidArgs, "The path must be a scope (optionally .collection)")
+		return
+	}
+	s, ok := m.scope(scope)
+	if !ok {
+		cn.failManifest(p, memdx.StatusUnknownScope, m.uid, "Unknown scope "+strconv.Quote(scope))
+		return
+	}
+	id := s.uid
+	if p.OpCode == memdx.OpCollectionsGetID {
+		cid, ok := m.lookup(scope, coll)
+		if !ok {
+			cn.failManifest(p, memdx.StatusUnknownCollection, m.uid, "Unknown collection "+strconv.Quote(path))
+			return
+		}
+		id = cid
+	}
+	var ext [12]byte
+	putUint64(ext[0:8], m.uid)
+	putUint32(ext[8:12], id)
+	cn.reply(p, memdx.StatusSuccess, 0, 0, ext[:], nil, nil)
+}

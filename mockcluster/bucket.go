@@ -1,0 +1,569 @@
+package mockcluster
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Errors returned by the management API.
+var (
+	// ErrClosed: the cluster was closed.
+	ErrClosed = errors.New("mockcluster: cluster closed")
+	// ErrNotFound: no bucket, scope, collection, user or node by that name.
+	ErrNotFound = errors.New("mockcluster: not found")
+	// ErrExists: a bucket, scope, collection, user or node by that name
+	// already exists.
+	ErrExists = errors.New("mockcluster: already exists")
+	// ErrRebalancing: the operation is not possible while a rebalance runs.
+	ErrRebalancing = errors.New("mockcluster: a rebalance is in progress")
+	// ErrInvalid: the arguments are not valid (the message says why).
+	ErrInvalid = errors.New("mockcluster: invalid argument")
+)
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Bucket is a couchbase bucket of the cluster. Its methods are safe for
+// concurrent use.
+type Bucket struct {
+	c           *Cluster
+	name        string
+	uuid        string
+	numVbs      int
+	numReplicas int
+	vbs         []*vbucket
+	snap        atomic.Pointer[bucketSnap]
+	removed     atomic.Bool
+
+	// guarded by c.mu
+	nextScopeID      uint32
+	nextCollectionID uint32
+}
+
+// bucketSnap is one published state of a bucket: ownership, collections
+// manifest and the config JSON that describes them. It is immutable; the
+// request path loads it without locks.
+type bucketSnap struct {
+	rev   int64
+	epoch int64
+	// servers are the node ids of serverList, in order.
+	servers []int
+	// chains are the node ids holding each vbucket: active first, then
+	// replicas; -1 where there is none.
+	chains [][]int
+	// fwd is the target of a rebalance in progress (vBucketMapForward), nil
+	// otherwise.
+	fwd      [][]int
+	manifest *manifest
+	// json is the config as each node serves it (thisNode differs).
+	json map[int][]byte
+}
+
+func (s *bucketSnap) version() memdx.ClusterConfigVersion {
+	return memdx.ClusterConfigVersion{Epoch: s.epoch, Revision: s.rev}
+}
+
+// vbucket holds the documents of one vbucket: they move with it when a
+// rebalance or failover changes its owner.
+type vbucket struct {
+	mu        sync.Mutex
+	id        uint16
+	uuid      uint64
+	seqno     uint64
+	lastCas   uint64
+	docs      map[string]*document
+	mutations map[string]uint64
+	pending   map[string]*syncWrite
+}
+
+// document is a stored item. Its value slice is never modified in place:
+// a mutation stores a new slice, so a reader may use a value after
+// releasing the vbucket lock.
+type document struct {
+	value    []byte
+	flags    uint32
+	datatype memdx.Datatype // JSON bit only; the value is kept inflated
+	cas      uint64
+	expiry   uint32 // absolute Unix seconds; 0 never
+	seqno    uint64
+	// lockedUntil is when a GET_LOCKED lock ends; zero when unlocked.
+	lockedUntil time.Time
+	// snappy is set when the value arrived compressed: snappy clients get
+	// it back compressed (the server's "passive" compression mode).
+	snappy []byte
+}
+
+func (d *document) expired(now time.Time) bool {
+	return d.expiry != 0 && now.Unix() >= int64(d.expiry)
+}
+
+func (d *document) locked(now time.Time) bool {
+	return !d.lockedUntil.IsZero() && now.Before(d.lockedUntil)
+}
+
+func newBucket(c *Cluster, o BucketOptions) *Bucket {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	b := &Bucket{c: c, name: o.Name, uuid: hex.EncodeToString(u[:]), numVbs: o.NumVbuckets,
+		numReplicas: o.NumReplicas, nextScopeID: 8, nextCollectionID: 8}
+	b.vbs = make([]*vbucket, o.NumVbuckets)
+	for i := range b.vbs {
+		b.vbs[i] = &vbucket{id: uint16(i), uuid: randUint64(), docs: make(map[string]*document),
+			mutations: make(map[string]uint64), pending: make(map[string]*syncWrite)}
+	}
+	return b
+}
+
+func randUint64() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:]) | 1
+}
+
+// Name returns the bucket's name.
+func (b *Bucket) Name() string { return b.name }
+
+// UUID returns the bucket's uuid as it appears in its config.
+func (b *Bucket) UUID() string { return b.uuid }
+
+// NumVbuckets returns the number of vbuckets.
+func (b *Bucket) NumVbuckets() int { return b.numVbs }
+
+// NumReplicas returns the number of replicas.
+func (b *Bucket) NumReplicas() int { return b.numReplicas }
+
+// Rev returns the revision of the bucket's current config.
+func (b *Bucket) Rev() int64 { return b.snap.Load().rev }
+
+// ConfigJSON returns the bucket's current config as node nodeID serves it
+// (thisNode set on that node), with "$HOST" placeholders unless
+// Options.ConfigHost was set. The caller owns the returned slice.
+func (b *Bucket) ConfigJSON(nodeID int) []byte {
+	s := b.snap.Load()
+	if j, ok := s.json[nodeID]; ok {
+		return append([]byte(nil), j...)
+	}
+	return b.c.renderBucketConfig(b, s, -1)
+}
+
+// VbucketMap returns the current owners of every vbucket as node ids: active
+// first, then replicas, -1 where there is none. The caller owns the result.
+func (b *Bucket) VbucketMap() [][]int { return copyChains(b.snap.Load().chains) }
+
+// ForwardMap returns the target map of a rebalance in progress (node ids), or
+// nil.
+func (b *Bucket) ForwardMap() [][]int { return copyChains(b.snap.Load().fwd) }
+
+// Servers returns the node ids of the bucket's serverList, in order.
+func (b *Bucket) Servers() []int { return append([]int(nil), b.snap.Load().servers...) }
+
+func copyChains(in [][]int) [][]int {
+	if in == nil {
+		return nil
+	}
+	out := make([][]int, len(in))
+	for i, ch := range in {
+		out[i] = append([]int(nil), ch...)
+	}
+	return out
+}
+
+// VbucketForKey returns the vbucket a key maps to (CRC32 as Couchbase
+// defines it).
+func (b *Bucket) VbucketForKey(key []byte) uint16 { return vbucketForKey(key, b.numVbs) }
+
+// vbucketForKey hashes a key the way Couchbase clients do: CRC32 (IEEE),
+// bits 16..30, modulo the vbucket count.
+func vbucketForKey(key []byte, numVbs int) uint16 {
+	crc := crc32.ChecksumIEEE(key)
+	return uint16(((crc >> 16) & 0x7fff) % uint32(numVbs))
+}
+
+// Document is a stored document, as Bucket.Get reports it.
+type Document struct {
+	// Value is a copy of the value, never compressed.
+	Value    []byte
+	Flags    uint32
+	Datatype memdx.Datatype
+	Cas      uint64
+	// Expiry is when the document expires; zero for never.
+	Expiry time.Time
+	// Locked is true while a GET_LOCKED lock holds.
+	Locked bool
+	// Seqno is the sequence number of the last mutation.
+	Seqno   uint64
+	Vbucket uint16
+}
+
+// Get returns the committed document at scope.collection/key. It reports
+// false when there is none (or it expired, or the collection is unknown).
+func (b *Bucket) Get(scope, collection, key string) (Document, bool) {
+	cid, ok := b.snap.Load().manifest.lookup(scope, collection)
+	if !ok {
+		return Document{}, false
+	}
+	vbid := vbucketForKey([]byte(key), b.numVbs)
+	vb := b.vbs[vbid]
+	mk := mapKey(cid, key)
+	now := b.c.clock.Now()
+	vb.mu.Lock()
+	defer vb.mu.Unlock()
+	d := vb.docs[mk]
+	if d == nil || d.expired(now) {
+		return Document{}, false
+	}
+	out := Document{Value: append([]byte{}, d.value...), Flags: d.flags, Datatype: d.datatype,
+		Cas: d.cas, Locked: d.locked(now), Seqno: d.seqno, Vbucket: vbid}
+	if d.expiry != 0 {
+		out.Expiry = time.Unix(int64(d.expiry), 0)
+	}
+	return out, true
+}
+
+// Set stores a document directly (as an unconditional SET would), for
+// seeding test data. It returns the new CAS. It is counted in
+// MutationCount.
+func (b *Bucket) Set(scope, collection, key string, value []byte, flags uint32, expiry time.Duration) (uint64, error) {
+	cid, ok := b.snap.Load().manifest.lookup(scope, collection)
+	if !ok {
+		return 0, fmt.Errorf("%w: collection %s.%s in bucket %q", ErrNotFound, scope, collection, b.name)
+	}
+	if key == "" || len(key) > maxKeyLen {
+		return 0, invalidf("key length %d is not in 1..%d", len(key), maxKeyLen)
+	}
+	vb := b.vbs[vbucketForKey([]byte(key), b.numVbs)]
+	now := b.c.clock.Now()
+	var exp uint32
+	if expiry > 0 {
+		exp = uint32(now.Add(expiry).Unix())
+	}
+	d := &document{value: append([]byte{}, value...), flags: flags, expiry: exp}
+	if json.Valid(value) {
+		d.datatype = memdx.DatatypeJSON
+	}
+	mk := mapKey(cid, key)
+	vb.mu.Lock()
+	defer vb.mu.Unlock()
+	vb.store(mk, d, now)
+	return d.cas, nil
+}
+
+// MutationCount returns how many mutations were applied to
+// scope.collection/key since the cluster started: every applied SET, ADD,
+// REPLACE, DELETE, APPEND, PREPEND, INCREMENT and DECREMENT (and Set) counts
+// once; TOUCH, GAT and locks do not. Tests use it to prove that a write was
+// applied exactly once.
+func (b *Bucket) MutationCount(scope, collection, key string) uint64 {
+	cid, ok := b.snap.Load().manifest.lookup(scope, collection)
+	if !ok {
+		return 0
+	}
+	vb := b.vbs[vbucketForKey([]byte(key), b.numVbs)]
+	vb.mu.Lock()
+	defer vb.mu.Unlock()
+	return vb.mutations[mapKey(cid, key)]
+}
+
+// VbucketUUID returns the current UUID of a vbucket (it changes on
+// failover).
+func (b *Bucket) VbucketUUID(vb uint16) uint64 {
+	v := b.vbs[vb]
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.uuid
+}
+
+// mapKey is the key of a document in its vbucket's map: the collection id
+// as LEB128, then the key (what a collections-enabled client sends).
+func mapKey(cid uint32, key string) string {
+	b := memdx.AppendULEB128(make([]byte, 0, memdx.MaxLEB128Len+len(key)), cid)
+	return string(append(b, key...))
+}
+
+// nextCas returns a CAS greater than every earlier one in the vbucket, from
+// a hybrid logical clock: nanoseconds with the low 16 bits as a counter.
+func (vb *vbucket) nextCas(now time.Time) uint64 {
+	cas := uint64(now.UnixNano()) &^ 0xffff
+	if cas <= vb.lastCas {
+		cas = vb.lastCas + 1
+	}
+	if cas == 0 || cas == lockedCas {
+		cas = vb.lastCas + 1
+	}
+	vb.lastCas = cas
+	return cas
+}
+
+// store installs d as the new version of mk: it takes a new CAS and seqno
+// and counts the mutation. vb.mu must be held.
+func (vb *vbucket) store(mk string, d *document, now time.Time) {
+	d.cas = vb.nextCas(now)
+	vb.seqno++
+	d.seqno = vb.seqno
+	vb.docs[mk] = d
+	vb.mutations[mk]++
+}
+
+// remove deletes mk, taking a new CAS and seqno; it returns the CAS of the
+// deletion. vb.mu must be held.
+func (vb *vbucket) remove(mk string, now time.Time) (cas, seqno uint64) {
+	cas = vb.nextCas(now)
+	vb.seqno++
+	delete(vb.docs, mk)
+	vb.mutations[mk]++
+	return cas, vb.seqno
+}
+
+// lockedCas is the CAS a GET of a locked document returns.
+const lockedCas = ^uint64(0)
+
+// maxKeyLen is the longest document key (without collection prefix).
+const maxKeyLen = 250
+
+// manifest is an immutable collections manifest.
+type manifest struct {
+	uid    uint64
+	scopes []scopeDef
+	ids    map[uint32]bool
+}
+
+type scopeDef struct {
+	name        string
+	uid         uint32
+	collections []collectionDef
+}
+
+type collectionDef struct {
+	name string
+	uid  uint32
+}
+
+func defaultManifest() *manifest {
+	return (&manifest{uid: 0, scopes: []scopeDef{{name: "_default", uid: 0,
+		collections: []collectionDef{{name: "_default", uid: 0}}}}}).index()
+}
+
+func (m *manifest) index() *manifest {
+	m.ids = make(map[uint32]bool)
+	for _, s := range m.scopes {
+		for _, c := range s.collections {
+			m.ids[c.uid] = true
+		}
+	}
+	return m
+}
+
+func (m *manifest) has(cid uint32) bool { return m.ids[cid] }
+
+func (m *manifest) scope(name string) (scopeDef, bool) {
+	if name == "" {
+		name = "_default"
+	}
+	for _, s := range m.scopes {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return scopeDef{}, false
+}
+
+func (m *manifest) lookup(scope, collection string) (uint32, bool) {
+	s, ok := m.scope(scope)
+	if !ok {
+		return 0, false
+	}
+	if collection == "" {
+		collection = "_default"
+	}
+	for _, c := range s.collections {
+		if c.name == collection {
+			return c.uid, true
+		}
+	}
+	return 0, false
+}
+
+func (m *manifest) clone() *manifest {
+	out := &manifest{uid: m.uid, scopes: make([]scopeDef, len(m.scopes))}
+	for i, s := range m.scopes {
+		s.collections = append([]collectionDef(nil), s.collections...)
+		out.scopes[i] = s
+	}
+	return out
+}
+
+// uidString formats a manifest uid as the server does: hex, no 0x.
+func uidString(u uint64) string { return strconv.FormatUint(u, 16) }
+
+type manifestJSON struct {
+	UID    string `json:"uid"`
+	Scopes []struct {
+		Name        string `json:"name"`
+		UID         string `json:"uid"`
+		Collections []struct {
+			Name string `json:"name"`
+			UID  string `json:"uid"`
+		} `json:"collections"`
+	} `json:"scopes"`
+}
+
+// json renders the manifest as COLLECTIONS_GET_MANIFEST returns it.
+func (m *manifest) json() []byte {
+	var out manifestJSON
+	out.UID = uidString(m.uid)
+	for _, s := range m.scopes {
+		var sj struct {
+			Name        string `json:"name"`
+			UID         string `json:"uid"`
+			Collections []struct {
+				Name string `json:"name"`
+				UID  string `json:"uid"`
+			} `json:"collections"`
+		}
+		sj.Name, sj.UID = s.name, strconv.FormatUint(uint64(s.uid), 16)
+		sj.Collections = make([]struct {
+			Name string `json:"name"`
+			UID  string `json:"uid"`
+		}, 0, len(s.collections))
+		for _, c := range s.collections {
+			sj.Collections = append(sj.Collections, struct {
+				Name string `json:"name"`
+				UID  string `json:"uid"`
+			}{c.name, strconv.FormatUint(uint64(c.uid), 16)})
+		}
+		out.Scopes = append(out.Scopes, sj)
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// Manifest returns the bucket's collections manifest as
+// COLLECTIONS_GET_MANIFEST returns it.
+func (b *Bucket) Manifest() []byte { return b.snap.Load().manifest.json() }
+
+// ManifestUID returns the uid of the current collections manifest.
+func (b *Bucket) ManifestUID() uint64 { return b.snap.Load().manifest.uid }
+
+// CollectionID returns the id of scope.collection.
+func (b *Bucket) CollectionID(scope, collection string) (uint32, error) {
+	cid, ok := b.snap.Load().manifest.lookup(scope, collection)
+	if !ok {
+		return 0, fmt.Errorf("%w: collection %s.%s in bucket %q", ErrNotFound, scope, collection, b.name)
+	}
+	return cid, nil
+}
+
+// validName checks a scope or collection name as the server does: 1 to 251
+// bytes (the server allows 251 since 7.0) of A-Z a-z 0-9 _ - %, not
+// starting with _ or %.
+func validName(n string) error {
+	if n == "" || len(n) > 251 {
+		return invalidf("name %q must be 1..251 bytes", n)
+	}
+	if n[0] == '_' || n[0] == '%' {
+		return invalidf("name %q must not start with _ or %%", n)
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '%') {
+			return invalidf("name %q has a character outside A-Z a-z 0-9 _ - %%", n)
+		}
+	}
+	return nil
+}
+
+// AddScope creates a scope and publishes the new manifest (and a config with
+// the new collectionsManifestUid). It returns the scope's id.
+func (b *Bucket) AddScope(name string) (uint32, error) {
+	if err := validName(name); err != nil {
+		return 0, err
+	}
+	var id uint32
+	err := b.c.updateManifest(b, func(m *manifest) error {
+		if _, ok := m.scope(name); ok {
+			return fmt.Errorf("%w: scope %q", ErrExists, name)
+		}
+		id = b.nextScopeID
+		b.nextScopeID++
+		m.scopes = append(m.scopes, scopeDef{name: name, uid: id})
+		return nil
+	})
+	return id, err
+}
+
+// AddCollection creates a collection in an existing scope and publishes the
+// new manifest. It returns the collection's id.
+func (b *Bucket) AddCollection(scope, name string) (uint32, error) {
+	if err := validName(name); err != nil {
+		return 0, err
+	}
+	var id uint32
+	err := b.c.updateManifest(b, func(m *manifest) error {
+		for i := range m.scopes {
+			if m.scopes[i].name != scope {
+				continue
+			}
+			for _, c := range m.scopes[i].collections {
+				if c.name == name {
+					return fmt.Errorf("%w: collection %s.%s", ErrExists, scope, name)
+				}
+			}
+			id = b.nextCollectionID
+			b.nextCollectionID++
+			m.scopes[i].collections = append(m.scopes[i].collections, collectionDef{name: name, uid: id})
+			return nil
+		}
+		return fmt.Errorf("%w: scope %q", ErrNotFound, scope)
+	})
+	return id, err
+}
+
+// DropCollection removes a collection (its documents become unreachable)
+// and publishes the new manifest.
+func (b *Bucket) DropCollection(scope, name string) error {
+	return b.c.updateManifest(b, func(m *manifest) error {
+		for i := range m.scopes {
+			if m.scopes[i].name != scope {
+				continue
+			}
+			cs := m.scopes[i].collections
+			for j, c := range cs {
+				if c.name == name {
+					m.scopes[i].collections = append(cs[:j:j], cs[j+1:]...)
+					return nil
+				}
+			}
+			return fmt.Errorf("%w: collection %s.%s", ErrNotFound, scope, name)
+		}
+		return fmt.Errorf("%w: scope %q", ErrNotFound, scope)
+	})
+}
+
+// DropScope removes a scope and its collections and publishes the new
+// manifest.
+func (b *Bucket) DropScope(name string) error {
+	if name == "_default" {
+		return invalidf("the _default scope cannot be dropped")
+	}
+	return b.c.updateManifest(b, func(m *manifest) error {
+		for i, s := range m.scopes {
+			if s.name == name {
+				m.scopes = append(m.scopes[:i:i], m.scopes[i+1:]...)
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: scope %q", ErrNotFound, name)
+	})
+}

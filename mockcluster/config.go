@@ -1,0 +1,197 @@
+package mockcluster
+
+import (
+	"encoding/json"
+	"net"
+	"strconv"
+)
+
+// The terse config JSON, field for field in the order Couchbase Server 7.6
+// writes it (see the package doc for what the mock leaves out).
+
+type cfgNodeJSON struct {
+	Hostname string         `json:"hostname"`
+	Ports    map[string]int `json:"ports"`
+}
+
+type cfgNodeExtJSON struct {
+	Services map[string]int `json:"services"`
+	ThisNode bool           `json:"thisNode,omitempty"`
+	Hostname string         `json:"hostname,omitempty"`
+}
+
+type vbServerMapJSON struct {
+	HashAlgorithm     string   `json:"hashAlgorithm"`
+	NumReplicas       int      `json:"numReplicas"`
+	ServerList        []string `json:"serverList"`
+	VBucketMap        [][]int  `json:"vBucketMap"`
+	VBucketMapForward [][]int  `json:"vBucketMapForward,omitempty"`
+}
+
+type ddocsJSON struct {
+	URI string `json:"uri"`
+}
+
+type bucketConfigJSON struct {
+	Rev                    int64               `json:"rev"`
+	RevEpoch               int64               `json:"revEpoch"`
+	Name                   string              `json:"name"`
+	NodeLocator            string              `json:"nodeLocator"`
+	BucketType             string              `json:"bucketType"`
+	StorageBackend         string              `json:"storageBackend"`
+	UUID                   string              `json:"uuid"`
+	URI                    string              `json:"uri"`
+	StreamingURI           string              `json:"streamingUri"`
+	NumVBuckets            int                 `json:"numVBuckets"`
+	BucketCapabilitiesVer  string              `json:"bucketCapabilitiesVer"`
+	BucketCapabilities     []string            `json:"bucketCapabilities"`
+	CollectionsManifestUID string              `json:"collectionsManifestUid"`
+	DDocs                  ddocsJSON           `json:"ddocs"`
+	VBucketServerMap       vbServerMapJSON     `json:"vBucketServerMap"`
+	Nodes                  []cfgNodeJSON       `json:"nodes"`
+	NodesExt               []cfgNodeExtJSON    `json:"nodesExt"`
+	ClusterCapabilitiesVer []int               `json:"clusterCapabilitiesVer"`
+	ClusterCapabilities    map[string][]string `json:"clusterCapabilities"`
+	ClusterUUID            string              `json:"clusterUUID"`
+	ClusterName            string              `json:"clusterName"`
+}
+
+type globalConfigJSON struct {
+	Rev                    int64               `json:"rev"`
+	RevEpoch               int64               `json:"revEpoch"`
+	NodesExt               []cfgNodeExtJSON    `json:"nodesExt"`
+	ClusterCapabilitiesVer []int               `json:"clusterCapabilitiesVer"`
+	ClusterCapabilities    map[string][]string `json:"clusterCapabilities"`
+	ClusterUUID            string              `json:"clusterUUID"`
+	ClusterName            string              `json:"clusterName"`
+}
+
+// bucketCapabilities are the capabilities a 7.6 couchbase bucket advertises
+// that mean something for the KV service the mock implements.
+var bucketCapabilities = []string{
+	"collections", "durableWrite", "tombstonedUserXAttrs", "preserveExpiry",
+	"dcp", "cbhello", "touch", "cccp", "nodesExt", "xattr",
+}
+
+// configHost is the host the configs name: "$HOST" unless
+// Options.ConfigHost is set.
+func (c *Cluster) configHost() string {
+	if c.opts.ConfigHost != "" {
+		return c.opts.ConfigHost
+	}
+	return "$HOST"
+}
+
+func (c *Cluster) hostPort(port int) string {
+	h := c.configHost()
+	if h == "$HOST" {
+		return h + ":" + strconv.Itoa(port)
+	}
+	return net.JoinHostPort(h, strconv.Itoa(port))
+}
+
+// nodeExt renders one nodesExt entry. c.mu must be held.
+func (c *Cluster) nodeExt(n *Node, thisNode int) cfgNodeExtJSON {
+	svc := map[string]int{"kv": n.kvPort, "mgmt": n.mgmtPort}
+	if n.tlsPort != 0 {
+		svc["kvSSL"] = n.tlsPort
+	}
+	e := cfgNodeExtJSON{Services: svc, ThisNode: n.id == thisNode}
+	// With the placeholder, the server writes no hostname in nodesExt: the
+	// client uses the host it fetched the config from.
+	if h := c.configHost(); h != "$HOST" {
+		e.Hostname = h
+	}
+	return e
+}
+
+// clusterNodesLocked returns the nodes that are members of the cluster (not
+// removed, not failed over), by id. c.mu must be held.
+func (c *Cluster) clusterNodesLocked() []*Node {
+	var out []*Node
+	for _, n := range c.nodes {
+		if n != nil && !n.failedOver {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// renderBucketConfig renders the bucket's config as node thisNode serves it.
+// c.mu must be held.
+func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []byte {
+	idx := make(map[int]int, len(s.servers))
+	cfg := bucketConfigJSON{
+		Rev: s.rev, RevEpoch: s.epoch, Name: b.name, NodeLocator: "vbucket", BucketType: "membase",
+		StorageBackend: "magma", UUID: b.uuid,
+		URI:                    "/pools/default/buckets/" + b.name + "?bucket_uuid=" + b.uuid,
+		StreamingURI:           "/pools/default/bucketsStreaming/" + b.name + "?bucket_uuid=" + b.uuid,
+		NumVBuckets:            b.numVbs,
+		BucketCapabilities:     bucketCapabilities,
+		CollectionsManifestUID: uidString(s.manifest.uid),
+		DDocs:                  ddocsJSON{URI: "/pools/default/buckets/" + b.name + "/ddocs"},
+		ClusterCapabilitiesVer: []int{1, 0},
+		ClusterCapabilities:    map[string][]string{},
+		ClusterUUID:            c.uuid,
+		ClusterName:            c.name,
+	}
+	cfg.VBucketServerMap = vbServerMapJSON{HashAlgorithm: "CRC", NumReplicas: b.numReplicas,
+		ServerList: make([]string, 0, len(s.servers))}
+	inBucket := make(map[int]bool, len(s.servers))
+	for i, id := range s.servers {
+		n := c.nodes[id]
+		idx[id] = i
+		inBucket[id] = true
+		cfg.VBucketServerMap.ServerList = append(cfg.VBucketServerMap.ServerList, c.hostPort(n.kvPort))
+		cfg.Nodes = append(cfg.Nodes, cfgNodeJSON{Hostname: c.hostPort(n.mgmtPort),
+			Ports: map[string]int{"direct": n.kvPort}})
+		cfg.NodesExt = append(cfg.NodesExt, c.nodeExt(n, thisNode))
+	}
+	// Cluster members that hold no part of the bucket follow the bucket's
+	// servers, so that nodesExt[i] and serverList[i] name the same node.
+	for _, n := range c.clusterNodesLocked() {
+		if !inBucket[n.id] {
+			cfg.NodesExt = append(cfg.NodesExt, c.nodeExt(n, thisNode))
+		}
+	}
+	toIdx := func(chains [][]int) [][]int {
+		out := make([][]int, len(chains))
+		flat := make([]int, 0, len(chains)*(b.numReplicas+1))
+		for vb, ch := range chains {
+			start := len(flat)
+			for _, id := range ch {
+				if i, ok := idx[id]; ok && id >= 0 {
+					flat = append(flat, i)
+				} else {
+					flat = append(flat, -1)
+				}
+			}
+			out[vb] = flat[start:len(flat):len(flat)]
+		}
+		return out
+	}
+	cfg.VBucketServerMap.VBucketMap = toIdx(s.chains)
+	if s.fwd != nil {
+		cfg.VBucketServerMap.VBucketMapForward = toIdx(s.fwd)
+	}
+	out, err := json.Marshal(&cfg)
+	if err != nil {
+		panic("mockcluster: bucket config does not marshal: " + err.Error())
+	}
+	return out
+}
+
+// renderGlobalConfig renders the cluster (bucketless) config. c.mu must be
+// held.
+func (c *Cluster) renderGlobalConfig(rev int64, thisNode int) []byte {
+	cfg := globalConfigJSON{Rev: rev, RevEpoch: c.epoch, ClusterCapabilitiesVer: []int{1, 0},
+		ClusterCapabilities: map[string][]string{}, ClusterUUID: c.uuid, ClusterName: c.name}
+	for _, n := range c.clusterNodesLocked() {
+		cfg.NodesExt = append(cfg.NodesExt, c.nodeExt(n, thisNode))
+	}
+	out, err := json.Marshal(&cfg)
+	if err != nil {
+		panic("mockcluster: global config does not marshal: " + err.Error())
+	}
+	return out
+}

@@ -1,0 +1,424 @@
+package mockcluster
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// maxBody is the largest request body a node reads; a larger one closes the
+// connection (the server disconnects such clients too).
+const maxBody = memdx.DefaultMaxBodyLength
+
+// maxValue is the largest document value (20 MiB); larger ones get E2BIG.
+const maxValue = 20 << 20
+
+// conn is one client connection. One goroutine (serve) reads requests and
+// handles them in order, appending responses to wbuf, and writes wbuf when
+// the read buffer holds no further complete request. Delayed answers in
+// unordered mode and synchronous-write completions append from timers, under
+// wmu.
+type conn struct {
+	n  *Node
+	c  *Cluster
+	nc net.Conn
+
+	wmu     sync.Mutex
+	wbuf    []byte
+	known   memdx.ClusterConfigVersion // the config version the client knows
+	hasKnow bool
+	timers  map[*time.Timer]struct{}
+	wclosed bool
+
+	done      chan struct{}
+	closeOnce sync.Once
+
+	features atomic.Uint64 // bit f set when HELLO feature f was granted
+	authed   atomic.Bool
+	user     atomic.Pointer[user]
+	bucket   atomic.Pointer[Bucket]
+
+	// Used only by the serve goroutine.
+	scram     *memdx.ScramServer
+	scramMech string
+	scratch   []byte
+}
+
+func newConn(n *Node, nc net.Conn) *conn {
+	return &conn{n: n, c: n.c, nc: nc, done: make(chan struct{}), timers: make(map[*time.Timer]struct{}),
+		wbuf: make([]byte, 0, 16<<10), scratch: make([]byte, 0, 256)}
+}
+
+func (cn *conn) has(f memdx.HelloFeature) bool {
+	return f < 64 && cn.features.Load()&(1<<f) != 0
+}
+
+// outcome tells serve what to do after a request was handled.
+type outcome struct {
+	// close: write what is buffered, then close the connection.
+	close bool
+	// delay or wait (ordered execution): write what is buffered, hold the
+	// connection for delay or until wait is closed, then run then (with wmu
+	// held) before reading on.
+	delay time.Duration
+	wait  <-chan struct{}
+	then  func()
+}
+
+func (cn *conn) serve() {
+	defer cn.c.wg.Done()
+	defer cn.close()
+	buf := make([]byte, 32<<10)
+	start, end := 0, 0
+	for {
+		for end-start >= memdx.HeaderSize {
+			h, err := memdx.DecodeHeader(buf[start:end], maxBody)
+			if err != nil {
+				cn.c.logf("mockcluster: node %d: closing connection: %v", cn.n.id, err)
+				_ = cn.flush()
+				return
+			}
+			size := h.PacketLen()
+			if end-start < size {
+				if size > len(buf) {
+					nb := make([]byte, size+size/4)
+					end = copy(nb, buf[start:end])
+					start, buf = 0, nb
+				}
+				break
+			}
+			p, _, err := memdx.DecodePacket(buf[start:start+size], maxBody)
+			start += size
+			if err != nil { // unreachable: the header was checked
+				_ = cn.flush()
+				return
+			}
+			cn.wmu.Lock()
+			out := cn.dispatch(&p)
+			cn.wmu.Unlock()
+			if out.close {
+				_ = cn.flush()
+				return
+			}
+			if out.delay > 0 || out.wait != nil {
+				if cn.flush() != nil || !cn.hold(out) {
+					return
+				}
+			}
+		}
+		if cn.flush() != nil {
+			return
+		}
+		if start == end {
+			start, end = 0, 0
+		} else if start > 0 && len(buf)-end < memdx.HeaderSize*4 {
+			end = copy(buf, buf[start:end])
+			start = 0
+		}
+		if end == len(buf) {
+			nb := make([]byte, 2*len(buf))
+			end = copy(nb, buf[start:end])
+			start, buf = 0, nb
+		}
+		nr, err := cn.nc.Read(buf[end:])
+		end += nr
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				cn.c.logf("mockcluster: node %d: read: %v", cn.n.id, err)
+			}
+			return
+		}
+	}
+}
+
+// hold waits as an ordered connection does while a command is blocked. It
+// reports false when the connection closed meanwhile.
+func (cn *conn) hold(out outcome) bool {
+	if out.wait != nil {
+		select {
+		case <-out.wait:
+		case <-cn.done:
+			return false
+		}
+	} else {
+		t := time.NewTimer(out.delay)
+		select {
+		case <-t.C:
+		case <-cn.done:
+			t.Stop()
+			return false
+		}
+	}
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	if out.then != nil && !cn.wclosed {
+		out.then()
+	}
+	return true
+}
+
+// later runs fn (which appends a response) after d on a timer and writes it:
+// the unordered-execution form of a delayed answer.
+func (cn *conn) later(d time.Duration, fn func()) {
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		cn.wmu.Lock()
+		defer cn.wmu.Unlock()
+		if cn.wclosed {
+			return
+		}
+		delete(cn.timers, t)
+		fn()
+		_ = cn.flushLocked()
+	})
+	cn.timers[t] = struct{}{}
+}
+
+func (cn *conn) flush() error {
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	return cn.flushLocked()
+}
+
+func (cn *conn) flushLocked() error {
+	if len(cn.wbuf) == 0 {
+		return nil
+	}
+	if cn.wclosed {
+		cn.wbuf = cn.wbuf[:0]
+		return net.ErrClosed
+	}
+	_, err := cn.nc.Write(cn.wbuf)
+	if cap(cn.wbuf) > 1<<20 {
+		cn.wbuf = make([]byte, 0, 16<<10)
+	} else {
+		cn.wbuf = cn.wbuf[:0]
+	}
+	if err != nil {
+		cn.wclosed = true
+		cn.nc.Close()
+	}
+	return err
+}
+
+func (cn *conn) close() {
+	cn.closeOnce.Do(func() {
+		close(cn.done)
+		cn.nc.Close()
+		cn.wmu.Lock()
+		cn.wclosed = true
+		for t := range cn.timers {
+			t.Stop()
+		}
+		cn.timers = nil
+		cn.wmu.Unlock()
+		cn.n.forget(cn)
+	})
+}
+
+// notify sends a cluster-map change notification if the connection asked
+// for them, still uses the bucket, and does not know this version yet
+// (brief notifications carry no config).
+func (cn *conn) notify(bucket string, ver memdx.ClusterConfigVersion, config []byte) {
+	brief := cn.has(memdx.FeatureClustermapChangeNotificationBrief)
+	if !brief && !cn.has(memdx.FeatureClustermapChangeNotification) {
+		return
+	}
+	cn.wmu.Lock()
+	defer cn.wmu.Unlock()
+	if cn.wclosed {
+		return
+	}
+	if b := cn.bucket.Load(); (b == nil && bucket != "") || (b != nil && b.name != bucket) {
+		return
+	}
+	if cn.hasKnow && !newer(ver, cn.known) {
+		return
+	}
+	cn.known, cn.hasKnow = ver, true
+	var ext [16]byte
+	putUint64(ext[0:8], uint64(ver.Epoch))
+	putUint64(ext[8:16], uint64(ver.Revision))
+	p := memdx.Packet{Magic: memdx.MagicServerReq, ServerOpCode: memdx.ServerOpClustermapChangeNotification,
+		Extras: ext[:], Key: []byte(bucket)}
+	if !brief {
+		p.Value = config
+		p.Datatype = cn.outDatatype(memdx.DatatypeJSON)
+	}
+	cn.wbuf, _ = memdx.AppendPacket(cn.wbuf, &p)
+	_ = cn.flushLocked()
+}
+
+// newer reports whether version a is newer than b: epoch first, then
+// revision.
+func newer(a, b memdx.ClusterConfigVersion) bool {
+	if a.Epoch != b.Epoch {
+		return a.Epoch > b.Epoch
+	}
+	return a.Revision > b.Revision
+}
+
+// learn records that the client knows version v (if newer than what it
+// knew). wmu must be held.
+func (cn *conn) learn(v memdx.ClusterConfigVersion) {
+	if !cn.hasKnow || newer(v, cn.known) {
+		cn.known, cn.hasKnow = v, true
+	}
+}
+
+func putUint64(b []byte, v uint64) {
+	_ = b[7]
+	b[0], b[1], b[2], b[3] = byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32)
+	b[4], b[5], b[6], b[7] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
+
+func putUint32(b []byte, v uint32) {
+	_ = b[3]
+	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+}
+
+func getUint32(b []byte) uint32 {
+	_ = b[3]
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+func getUint64(b []byte) uint64 {
+	return uint64(getUint32(b[0:4]))<<32 | uint64(getUint32(b[4:8]))
+}
+
+// outDatatype masks a value's datatype with what the client negotiated.
+func (cn *conn) outDatatype(dt memdx.Datatype) memdx.Datatype {
+	if !cn.has(memdx.FeatureJSON) {
+		dt &^= memdx.DatatypeJSON
+	}
+	if !cn.has(memdx.FeatureSnappy) {
+		dt &^= memdx.DatatypeSnappy
+	}
+	return dt
+}
+
+// reply appends a response to p. wmu must be held.
+func (cn *conn) reply(p *memdx.Packet, st memdx.Status, cas uint64, dt memdx.Datatype, extras, key, value []byte) {
+	rp := memdx.Packet{Magic: memdx.MagicRes, OpCode: p.OpCode, Datatype: dt, Status: st,
+		Opaque: p.Opaque, Cas: cas, Extras: extras, Key: key, Value: value}
+	cn.wbuf, _ = memdx.AppendPacket(cn.wbuf, &rp)
+}
+
+func (cn *conn) ok(p *memdx.Packet) { cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, nil) }
+
+// mapStatus turns statuses a client that did not negotiate XERROR cannot
+// know into the ones the server sends such clients (kv_engine answers
+// TMPFAIL for them).
+func (cn *conn) mapStatus(st memdx.Status) memdx.Status {
+	if cn.has(memdx.FeatureXerror) {
+		return st
+	}
+	switch st {
+	case memdx.StatusLocked, memdx.StatusNotLocked, memdx.StatusSyncWriteInProgress,
+		memdx.StatusSyncWriteReCommitInProgress:
+		return memdx.StatusTmpFail
+	}
+	return st
+}
+
+// fail answers p with an error status. With XERROR negotiated and a context,
+// the body is {"error":{"context":"..."}} (datatype JSON).
+func (cn *conn) fail(p *memdx.Packet, st memdx.Status, context string) {
+	st = cn.mapStatus(st)
+	if context == "" || !cn.has(memdx.FeatureXerror) {
+		cn.reply(p, st, 0, 0, nil, nil, nil)
+		return
+	}
+	body := appendErrorJSON(nil, context, "")
+	cn.reply(p, st, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, body)
+}
+
+// failManifest answers UNKNOWN_COLLECTION or UNKNOWN_SCOPE with the
+// manifest uid the decision was made against: {"manifest_uid":"<hex>"}, plus
+// the error context with XERROR.
+func (cn *conn) failManifest(p *memdx.Packet, st memdx.Status, uid uint64, context string) {
+	b := []byte(`{`)
+	if context != "" && cn.has(memdx.FeatureXerror) {
+		b = append(b, `"error":{"context":`...)
+		b = appendJSONString(b, context)
+		b = append(b, `},`...)
+	}
+	b = append(b, `"manifest_uid":"`...)
+	b = append(b, uidString(uid)...)
+	b = append(b, `"}`...)
+	cn.reply(p, st, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, b)
+}
+
+func appendErrorJSON(b []byte, context, ref string) []byte {
+	b = append(b, `{"error":{"context":`...)
+	b = appendJSONString(b, context)
+	if ref != "" {
+		b = append(b, `,"ref":`...)
+		b = appendJSONString(b, ref)
+	}
+	return append(b, `}}`...)
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// nmv answers NOT_MY_VBUCKET with the bucket's config for this node, left
+// out when the client negotiated DedupeNotMyVbucketClustermap and already
+// knows that version.
+func (cn *conn) nmv(p *memdx.Packet, s *bucketSnap) {
+	v := s.version()
+	if cn.has(memdx.FeatureDedupeNotMyVbucketClustermap) && cn.hasKnow && !newer(v, cn.known) {
+		cn.reply(p, memdx.StatusNotMyVbucket, 0, 0, nil, nil, nil)
+		return
+	}
+	cn.learn(v)
+	cn.reply(p, memdx.StatusNotMyVbucket, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, s.json[cn.n.id])
+}
+
+// dispatch handles one request with wmu held.
+func (cn *conn) dispatch(p *memdx.Packet) outcome {
+	switch p.Magic {
+	case memdx.MagicReq:
+	case memdx.MagicReqExt:
+		cn.n.reqs[p.OpCode].Add(1)
+		if !cn.has(memdx.FeatureAltRequests) {
+			cn.fail(p, memdx.StatusInvalidArgs, "Flexible framing (magic 0x08) was not negotiated with HELLO AltRequestSupport")
+			return outcome{}
+		}
+		return cn.control(p)
+	case memdx.MagicServerRes:
+		return outcome{} // the client's reply to a server request: nothing to do
+	default:
+		cn.c.logf("mockcluster: node %d: closing connection: a client sent magic %s", cn.n.id, p.Magic)
+		return outcome{close: true}
+	}
+	cn.n.reqs[p.OpCode].Add(1)
+	return cn.control(p)
+}
+
+// control applies a matching fault, if any, around handle.
+func (cn *conn) control(p *memdx.Packet) outcome {
+	if cn.c.faults.count.Load() == 0 {
+		return cn.handle(p)
+	}
+	return cn.applyFaults(p)
+}

@@ -1,0 +1,186 @@
+// Package mockcluster is an in-process Couchbase cluster for tests: every
+// node speaks the memcached binary protocol as Couchbase Server 7.6 does,
+// closely enough that Couchbase's own Go client (gocbcore v10) works against
+// it unchanged (the reftest module proves it). It serves kvwire's tests,
+// kvcli serve and kvcli demo, and users' own tests, as miniredis does for
+// Redis users.
+//
+// # Starting a cluster
+//
+//	c, err := mockcluster.New(mockcluster.Options{})
+//	if err != nil { t.Fatal(err) }
+//	t.Cleanup(c.Close)
+//	connStr := c.ConnString() // "couchbase://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+//
+// The zero Options give 3 nodes, each listening on 127.0.0.1 with a port the
+// OS chose; a couchbase bucket "default" with 1024 vbuckets and 1 replica;
+// the user "Administrator"/"password" with access to every bucket; and the
+// _default scope and collection. Options.TLS adds a TLS listener per node
+// with a certificate signed by a CA generated at start (Cluster.RootCAs,
+// Cluster.CACertPEM); ConnString then says "couchbases://". Buckets, users,
+// scopes and collections can be added and removed while the cluster runs.
+//
+// # What a test can do
+//
+//   - Data: Bucket.Get reads a stored document (value, flags, CAS, expiry,
+//     lock), Bucket.Set seeds one, Bucket.MutationCount says how many times a
+//     key was mutated (to prove a write was applied exactly once).
+//   - Time: Cluster.Clock().Advance moves the clock document expiry and lock
+//     timeouts use.
+//   - Topology: StartRebalance (then Rebalance.Step and Finish, or a
+//     background Pace), AddNode, RemoveNode, Failover, Node.Stop and
+//     Node.Restart, Cluster.DropConnections and Node.DropConnections.
+//   - Faults: AddFault and Control register a matcher (node, opcode, bucket,
+//     key or a predicate) and an action (answer a status, delay the answer,
+//     close the connection before or after applying the request), once, n
+//     times or until removed, in the shape of franz-go kfake's ControlKey.
+//   - Counters: Node.RequestCount and RequestCounts count requests by
+//     opcode.
+//
+// # Design
+//
+// Each connection has one goroutine. It reads into a buffer, handles every
+// complete request in it in order, appending responses to a write buffer,
+// and writes that buffer when no complete request is left (responses to a
+// pipelined burst go out in one write). No goroutine is started per request:
+// a delayed answer on a connection that negotiated UnorderedExecution uses a
+// timer; without it the connection waits, as the server does, before it
+// reads on.
+//
+// Documents live per vbucket, each with its own lock, so they move with the
+// vbucket when a rebalance or failover changes its owner. A bucket's
+// ownership, collections manifest and config JSON form one immutable
+// snapshot replaced at every change; the request path loads it without a
+// lock, so a node's answers and the config it hands out always agree.
+// Revisions come from one cluster-wide counter (as ns_server's chronicle
+// revision); revEpoch is 1.
+//
+// # Server semantics the mock follows
+//
+// Facts come from kv_engine's docs/BinaryProtocol.md and Collections.md and
+// from its HELLO executor; where the docs are silent the choice is written
+// here.
+//
+//   - HELLO grants the supported subset of the requested features and echoes
+//     it in ascending order: TCPNODELAY/TCPDELAY (not both: EINVAL),
+//     MutationSeqno, XERROR, SelectBucket, Snappy, JSON, Duplex,
+//     ClustermapChangeNotification and its Brief form (both need Duplex, or
+//     EINVAL), UnorderedExecution, AltRequestSupport, SyncReplication,
+//     Collections, SnappyEverywhere (with Snappy), PreserveTtl,
+//     GetClusterConfigWithKnownVersion and DedupeNotMyVbucketClustermap.
+//     XATTR, Tracing and the subdoc features are not granted (the mock has no
+//     xattrs or subdoc). A later HELLO replaces the earlier features.
+//   - Before authentication only HELLO, NOOP, VERSION, GET_ERROR_MAP, SASL
+//     and QUIT are served; anything else answers EACCESS (0x24). After it,
+//     key commands without a selected bucket answer NO_BUCKET.
+//   - GET_ERROR_MAP serves the mock's own table of statuses (kv_engine's
+//     names, descriptions and attributes, plus StatusTestRetry 0x7ff0 with
+//     retry attributes and a retry spec and StatusTestNoRetry 0x7ff1
+//     without) in kv_engine's format: version 2 for requests of 2 or more,
+//     version 1 (revision+4, only the 16 v1 attributes) for 1, EINVAL for 0.
+//   - SASL: SASL_LIST_MECHS answers "SCRAM-SHA512 SCRAM-SHA256 SCRAM-SHA1
+//     PLAIN"; a failed login answers AUTH_ERROR, a malformed SCRAM message
+//     EINVAL, an unknown mechanism AUTH_ERROR. A new login leaves the
+//     selected bucket.
+//   - SELECT_BUCKET answers EACCESS for a bucket that does not exist or the
+//     user may not use ("@no bucket@" deselects).
+//   - GET_CLUSTER_CONFIG returns the selected bucket's terse config (the
+//     cluster config without a bucket) with datatype JSON. With the 16-byte
+//     epoch/revision extras it returns an empty body unless its config is
+//     newer. The versions a connection was given (or said it knew) are its
+//     "known" config, used to leave the config out of NOT_MY_VBUCKET answers
+//     when the client negotiated DedupeNotMyVbucketClustermap and to skip
+//     notifications it does not need.
+//   - The config has the shape of a 7.6 server's: rev, revEpoch, name,
+//     nodeLocator "vbucket", bucketType "membase", uuid, numVBuckets,
+//     bucketCapabilities, collectionsManifestUid, vBucketServerMap
+//     (hashAlgorithm CRC, numReplicas, serverList, vBucketMap and, during a
+//     rebalance, vBucketMapForward), nodes, nodesExt (services kv, kvSSL with
+//     TLS, mgmt; thisNode on the serving node), clusterCapabilities,
+//     clusterUUID and clusterName. The host is the "$HOST" placeholder, as a
+//     server writes it when its nodes are known by a loopback address: in
+//     serverList and nodes[].hostname, while nodesExt entries carry no
+//     hostname (which also means "the host you fetched this from"). Every
+//     node is on 127.0.0.1, so a client that substitutes the host it
+//     connected to reaches every node. Options.ConfigHost writes a literal
+//     host instead. nodesExt lists the bucket's servers first, in serverList
+//     order, then the other cluster members. Each node's mgmt port serves
+//     /pools/default/b/<bucket> and /pools/default/nodeServices with basic
+//     auth, nothing else.
+//   - Cluster-map change notifications (magic 0x82, opcode 0x01, key the
+//     bucket name or empty for the cluster config, 16 bytes of extras:
+//     epoch then revision, value the config or nothing for Brief) go to
+//     connections that negotiated them, for their selected bucket, on every
+//     change that gives a version they do not know.
+//   - NOT_MY_VBUCKET: a key request for a vbucket the node is not active for
+//     (or, for GET_REPLICA, not a replica of) answers 0x07 with the node's
+//     current config as the value (datatype JSON), left out as above. The
+//     ownership check comes before the collection check.
+//   - Keys are 1 to 250 bytes after the collection prefix (EINVAL
+//     otherwise). With Collections negotiated the key starts with the
+//     canonical LEB128 collection id; an id not in the manifest answers
+//     UNKNOWN_COLLECTION (0x88) with {"manifest_uid":"<hex>"} as the body.
+//     COLLECTIONS_GET_ID takes "scope.collection" in the value (empty parts
+//     mean _default) and answers extras manifest uid (8) + collection id
+//     (4), or UNKNOWN_SCOPE / UNKNOWN_COLLECTION with the manifest uid body.
+//   - Errors carry {"error":{"context":"..."}} (datatype JSON) when XERROR
+//     was negotiated and the mock has something to say; otherwise no body.
+//     Without XERROR, LOCKED, NOT_LOCKED and SYNC_WRITE_IN_PROGRESS are
+//     answered as TMPFAIL, as kv_engine does for such clients.
+//   - SET/REPLACE/DELETE/APPEND/PREPEND/INCREMENT/DECREMENT with a CAS: a
+//     missing document answers KEY_ENOENT (APPEND/PREPEND: NOT_STORED), a
+//     different CAS KEY_EEXISTS. ADD of an existing document answers
+//     KEY_EEXISTS; ADD with a CAS is EINVAL.
+//   - Locks: GET_LOCKED takes the lock time in seconds; 0, or more than
+//     MaxLockTime (30), means DefaultLockTime (15), as the protocol doc says.
+//     It returns a new CAS, which is the only CAS that mutates (and unlocks)
+//     the document until the lock times out on the cluster clock. A plain
+//     GET of a locked document returns CAS 0xffffffffffffffff. Mutations,
+//     TOUCH/GAT and a second GET_LOCKED answer LOCKED (TMPFAIL without
+//     XERROR). UNLOCK_KEY of an unlocked document answers NOT_LOCKED (0x0e;
+//     TMPFAIL without XERROR), with a wrong CAS LOCKED, of a missing one
+//     KEY_ENOENT. GET_REPLICA ignores locks (they are not replicated).
+//   - Expiry: 0 never; up to 30 days, seconds from now; above, an absolute
+//     Unix time (one in the past expires at once). Expired documents are
+//     gone on their next access. TOUCH and GAT of a missing document answer
+//     KEY_ENOENT; TOUCH answers no value, GAT the document. PreserveTTL
+//     (frame info 5) keeps the expiry on SET, REPLACE and counters.
+//   - INCREMENT/DECREMENT: extras delta, initial, expiry; a missing document
+//     is created with the initial value (answered as the new value) unless
+//     the expiry is 0xffffffff (memdx.NoCreate), which answers KEY_ENOENT. A value that is not a decimal uint64 answers
+//     DELTA_BADVAL. Increments wrap at 2^64, decrements stop at 0. The value
+//     is stored as decimal text with datatype JSON.
+//   - Values are stored inflated; the JSON datatype is detected by the mock,
+//     as the server does, and sent only to clients that negotiated JSON. A
+//     snappy value (datatype 0x02, only after HELLO Snappy, else EINVAL) is
+//     inflated on input (EINVAL when it does not inflate) and, as in the
+//     server's passive compression mode, returned compressed to clients that
+//     negotiated Snappy. Values over 20 MiB answer E2BIG.
+//   - Successful mutations carry the mutation token (vbucket UUID, seqno) as
+//     extras when MutationSeqno was negotiated. Failover gives the promoted
+//     vbuckets a new UUID.
+//   - Durability (frame info 1): an invalid level answers
+//     DURABILITY_INVALID_LEVEL, a reserved timeout EINVAL, a vbucket whose
+//     chain has fewer nodes than a majority of 1+replicas
+//     DURABILITY_IMPOSSIBLE. With a sync-write delay (Options.SyncWriteDelay,
+//     Cluster.SetSyncWriteDelay) the write stays pending that long; other
+//     mutations of the key answer SYNC_WRITE_IN_PROGRESS meanwhile, and reads
+//     see the previous value. Without a delay it commits at once.
+//   - STAT (default group only) answers pid, uptime, time, version,
+//     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
+//     response each, then a response without key and value. Other groups
+//     answer KEY_ENOENT.
+//   - QUIT answers and closes; quiet opcodes (GETQ, SETQ, ...) answer only
+//     misses (GETQ/GETKQ/GATQ: not even those) or failures.
+//   - Malformed input never crashes a node: a header the codec rejects
+//     (unknown magic, body over the 20 MiB + 64 KiB limit, lengths that do
+//     not fit) or a response magic from the client closes the connection;
+//     malformed requests answer EINVAL.
+//
+// # What the mock does not do
+//
+// Memcached (ketama) buckets, subdoc, xattrs, DCP, range scans, OBSERVE,
+// GET_META and the other commands not listed above (they answer
+// UNKNOWN_COMMAND); persistence; replicas that lag (a replica read sees the
+// active's data at once).
+package mockcluster

@@ -1,0 +1,268 @@
+package mockcluster
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Request describes a request to a fault's matcher. Key and Packet alias the
+// connection's read buffer: they are valid only during the call.
+type Request struct {
+	// Node is the id of the node that received the request.
+	Node int
+	// Bucket is the connection's selected bucket ("" for none).
+	Bucket string
+	OpCode memdx.OpCode
+	// Vbucket is the request's vbucket field.
+	Vbucket uint16
+	// CollectionID and Key are the request's document key split from its
+	// collection prefix (CollectionID is 0 when collections are off).
+	CollectionID uint32
+	Key          []byte
+	Cas          uint64
+	// Packet is the whole request.
+	Packet *memdx.Packet
+}
+
+// Match selects the requests a fault applies to. Every set field must match;
+// the zero Match matches every request.
+type Match struct {
+	// Nodes restricts the fault to these node ids.
+	Nodes []int
+	// OpCodes restricts the fault to these opcodes.
+	OpCodes []memdx.OpCode
+	// Bucket restricts the fault to connections that selected this bucket.
+	Bucket string
+	// Key restricts the fault to requests for this document key (without
+	// collection prefix).
+	Key string
+	// Func, when set, must also return true.
+	Func func(r *Request) bool
+}
+
+func (m *Match) matches(r *Request) bool {
+	if len(m.Nodes) > 0 && !contains(m.Nodes, r.Node) {
+		return false
+	}
+	if len(m.OpCodes) > 0 && !contains(m.OpCodes, r.OpCode) {
+		return false
+	}
+	if m.Bucket != "" && m.Bucket != r.Bucket {
+		return false
+	}
+	if m.Key != "" && m.Key != string(r.Key) {
+		return false
+	}
+	return m.Func == nil || m.Func(r)
+}
+
+func contains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// CloseMode says whether and when a fault closes the connection.
+type CloseMode int
+
+const (
+	// NoClose keeps the connection.
+	NoClose CloseMode = iota
+	// CloseBeforeApply closes the connection instead of running the request:
+	// the request has no effect and gets no answer. Answers to earlier
+	// requests are written first.
+	CloseBeforeApply
+	// CloseAfterApply runs the request, discards its answer and closes the
+	// connection: the client cannot know that the request took effect.
+	CloseAfterApply
+)
+
+// Action is what a fault does to a matching request.
+type Action struct {
+	// Status, when not zero (success), is answered instead of running the
+	// request. NOT_MY_VBUCKET without a Value carries the bucket's config as
+	// the server's does (subject to NMV dedupe). Statuses are sent as given,
+	// without the non-XERROR remapping the mock applies to its own answers.
+	Status memdx.Status
+	// Value is the body of the Status answer. Nil gives, with XERROR
+	// negotiated, an error context naming the injected fault.
+	Value []byte
+	// Delay holds the answer (a Status answer or the request's own) for this
+	// long. Without UnorderedExecution the connection processes nothing else
+	// meanwhile, as the server would; with it, later requests are answered
+	// first.
+	Delay time.Duration
+	// Close closes the connection before or after the request is applied.
+	Close CloseMode
+}
+
+// Fault is a fault to inject: what it matches, what it does, how often.
+type Fault struct {
+	Match
+	Action
+	// Times is how many requests the fault applies to before it removes
+	// itself: 1 for once; 0 until Remove.
+	Times int
+}
+
+// Control is a registered fault.
+type Control struct {
+	reg    *faultRegistry
+	match  Match
+	decide func(r *Request) (Action, bool)
+	times  int
+	hits   atomic.Int64
+	done   chan struct{}
+	once   sync.Once
+}
+
+// Hits returns how many requests the fault applied to.
+func (h *Control) Hits() int { return int(h.hits.Load()) }
+
+// Remove unregisters the fault. Requests already delayed by it are still
+// answered.
+func (h *Control) Remove() { h.reg.remove(h) }
+
+// Done is closed when the fault is removed (by Remove, or after Times
+// hits).
+func (h *Control) Done() <-chan struct{} { return h.done }
+
+type faultRegistry struct {
+	mu       sync.Mutex
+	controls []*Control
+	count    atomic.Int32
+}
+
+func (r *faultRegistry) add(h *Control) *Control {
+	h.reg = r
+	h.done = make(chan struct{})
+	r.mu.Lock()
+	r.controls = append(r.controls, h)
+	r.count.Store(int32(len(r.controls)))
+	r.mu.Unlock()
+	return h
+}
+
+func (r *faultRegistry) remove(h *Control) {
+	r.mu.Lock()
+	r.removeLocked(h)
+	r.mu.Unlock()
+}
+
+func (r *faultRegistry) removeLocked(h *Control) {
+	for i, x := range r.controls {
+		if x == h {
+			r.controls = append(r.controls[:i:i], r.controls[i+1:]...)
+			break
+		}
+	}
+	r.count.Store(int32(len(r.controls)))
+	h.once.Do(func() { close(h.done) })
+}
+
+// find returns the action of the first registered fault that applies to r,
+// counting the hit.
+func (r *faultRegistry) find(req *Request) (Action, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range r.controls {
+		if !h.match.matches(req) {
+			continue
+		}
+		act, ok := Action{}, true
+		if h.decide != nil {
+			act, ok = h.decide(req)
+			if !ok {
+				continue
+			}
+		}
+		n := h.hits.Add(1)
+		if h.times > 0 && n >= int64(h.times) {
+			r.removeLocked(h)
+		}
+		return act, true
+	}
+	return Action{}, false
+}
+
+// AddFault registers a fault; faults apply in registration order, the first
+// matching one wins. It works like kfake's ControlKey: the fault sees each
+// request before the node handles it.
+//
+//	h := c.AddFault(mockcluster.Fault{
+//		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}, Key: "k"},
+//		Action: mockcluster.Action{Status: memdx.StatusTmpFail},
+//		Times:  1,
+//	})
+//	defer h.Remove()
+func (c *Cluster) AddFault(f Fault) *Control {
+	act := f.Action
+	return c.faults.add(&Control{match: f.Match, times: f.Times,
+		decide: func(*Request) (Action, bool) { return act, true }})
+}
+
+// Control registers a function that decides, per matching request, whether
+// to act and how (ok false lets the node handle the request and does not
+// count as a hit). times is as Fault.Times. fn runs on the connection's
+// goroutine with its write lock held: it must not block.
+func (c *Cluster) Control(m Match, times int, fn func(r *Request) (a Action, ok bool)) *Control {
+	return c.faults.add(&Control{match: m, times: times, decide: fn})
+}
+
+// applyFaults runs p through the registered faults. wmu is held.
+func (cn *conn) applyFaults(p *memdx.Packet) outcome {
+	req := Request{Node: cn.n.id, OpCode: p.OpCode, Vbucket: p.Vbucket, Cas: p.Cas, Packet: p}
+	b := cn.bucket.Load()
+	if b != nil {
+		req.Bucket = b.name
+	}
+	if p.OpCode.HasCollectionKey() {
+		req.Key = p.Key
+		if cn.has(memdx.FeatureCollections) {
+			if cid, k, err := memdx.SplitCollectionKey(p.Key); err == nil {
+				req.CollectionID, req.Key = cid, k
+			}
+		}
+	}
+	act, ok := cn.c.faults.find(&req)
+	if !ok {
+		return cn.handle(p)
+	}
+	if act.Close == CloseBeforeApply {
+		return outcome{close: true}
+	}
+	mark := len(cn.wbuf)
+	var out outcome
+	switch {
+	case act.Status == memdx.StatusSuccess:
+		out = cn.handle(p)
+	case act.Status == memdx.StatusNotMyVbucket && act.Value == nil && b != nil:
+		cn.nmv(p, b.snap.Load())
+	case act.Value == nil && cn.has(memdx.FeatureXerror):
+		cn.reply(p, act.Status, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil,
+			appendErrorJSON(nil, "mockcluster: injected fault", ""))
+	default:
+		cn.reply(p, act.Status, 0, 0, nil, nil, act.Value)
+	}
+	if act.Close == CloseAfterApply {
+		cn.wbuf = cn.wbuf[:mark]
+		return outcome{close: true}
+	}
+	if act.Delay > 0 && out.wait == nil {
+		resp := append([]byte(nil), cn.wbuf[mark:]...)
+		cn.wbuf = cn.wbuf[:mark]
+		emit := func() { cn.wbuf = append(cn.wbuf, resp...) }
+		if cn.has(memdx.FeatureUnorderedExecution) {
+			cn.later(act.Delay, emit)
+			return out
+		}
+		return outcome{delay: act.Delay, then: emit}
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package mockcluster
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Defaults for Options and BucketOptions.
+const (
+	DefaultNodes       = 3
+	DefaultBucket      = "default"
+	DefaultNumVbuckets = 1024
+	DefaultNumReplicas = 1
+	DefaultUser        = "Administrator"
+	DefaultPassword    = "password"
+	// DefaultScramIterations is the PBKDF2 iteration count of the users'
+	// SCRAM secrets. Couchbase Server uses more; the mock keeps logins cheap.
+	DefaultScramIterations = 4096
+	// DefaultVersion is what VERSION answers and the nodes' version.
+	DefaultVersion = "7.6.4-0000-enterprise"
+)
+
+// Options configure a cluster. The zero value gives 3 nodes, a couchbase
+// bucket "default" (1024 vbuckets, 1 replica) and the user
+// Administrator/password with access to every bucket.
+type Options struct {
+	// Nodes is the number of nodes to start (DefaultNodes when 0).
+	Nodes int
+	// Buckets to create; nil creates one bucket named DefaultBucket with
+	// default settings.
+	Buckets []BucketOptions
+	// Users to create; nil creates DefaultUser/DefaultPassword with access to
+	// every bucket.
+	Users []User
+	// TLS adds a TLS listener (kvSSL) to every node, with a certificate for
+	// 127.0.0.1 and localhost signed by a CA generated at start (see
+	// Cluster.RootCAs and Cluster.CACertPEM). ConnString then names the TLS
+	// ports with "couchbases://".
+	TLS bool
+	// Clock is the source of the cluster's time (time.Now when nil). See
+	// Clock.
+	Clock func() time.Time
+	// ConfigHost is the host written into cluster configs. Empty writes the
+	// "$HOST" placeholder, which clients replace with the host they fetched
+	// the config from (every mock node listens on 127.0.0.1).
+	ConfigHost string
+	// Version is the server version (DefaultVersion when empty).
+	Version string
+	// DisabledFeatures are HELLO features the nodes refuse, for testing a
+	// client against an older server.
+	DisabledFeatures []memdx.HelloFeature
+	// SyncWriteDelay, when positive, holds every synchronous (durable) write
+	// pending for that long before committing it; meanwhile other mutations
+	// of the key answer SYNC_WRITE_IN_PROGRESS. See Cluster.SetSyncWriteDelay.
+	SyncWriteDelay time.Duration
+	// ScramIterations is the iteration count of the users' SCRAM secrets
+	// (DefaultScramIterations when 0).
+	ScramIterations int
+	// Logf, when set, receives a line for each connection error the mock
+	// sees (malformed input, closed sockets). Nil logs nothing.
+	Logf func(format string, args ...any)
+}
+
+// BucketOptions configure one couchbase bucket.
+type BucketOptions struct {
+	// Name of the bucket (required).
+	Name string
+	// NumVbuckets is the number of vbuckets (DefaultNumVbuckets when 0).
+	NumVbuckets int
+	// NumReplicas is the number of replicas (DefaultNumReplicas when 0; pass
+	// NoReplicas for none).
+	NumReplicas int
+}
+
+// NoReplicas as BucketOptions.NumReplicas creates a bucket without replicas.
+const NoReplicas = -1
+
+// User is a user of the cluster.
+type User struct {
+	Name     string
+	Password string
+	// Buckets the user may select; "*" means every bucket. A user without
+	// buckets can authenticate but select none.
+	Buckets []string
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	out := *o
+	if out.Nodes == 0 {
+		out.Nodes = DefaultNodes
+	}
+	if out.Nodes < 1 || out.Nodes > 64 {
+		return out, fmt.Errorf("mockcluster: %d nodes is not in 1..64", out.Nodes)
+	}
+	if out.Buckets == nil {
+		out.Buckets = []BucketOptions{{Name: DefaultBucket}}
+	}
+	if out.Users == nil {
+		out.Users = []User{{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}}}
+	}
+	if out.Version == "" {
+		out.Version = DefaultVersion
+	}
+	if out.ScramIterations == 0 {
+		out.ScramIterations = DefaultScramIterations
+	}
+	return out, nil
+}
+
+func (b BucketOptions) withDefaults() (BucketOptions, error) {
+	if b.Name == "" {
+		return b, fmt.Errorf("mockcluster: a bucket needs a name")
+	}
+	if len(b.Name) > 100 {
+		return b, fmt.Errorf("mockcluster: bucket name %q is longer than 100 bytes", b.Name[:20]+"...")
+	}
+	if b.NumVbuckets == 0 {
+		b.NumVbuckets = DefaultNumVbuckets
+	}
+	if b.NumVbuckets < 1 || b.NumVbuckets > 65536 {
+		return b, fmt.Errorf("mockcluster: bucket %q: %d vbuckets is not in 1..65536", b.Name, b.NumVbuckets)
+	}
+	switch {
+	case b.NumReplicas == 0:
+		b.NumReplicas = DefaultNumReplicas
+	case b.NumReplicas == NoReplicas:
+		b.NumReplicas = 0
+	case b.NumReplicas < 0 || b.NumReplicas > 3:
+		return b, fmt.Errorf("mockcluster: bucket %q: %d replicas is not in 0..3", b.Name, b.NumReplicas)
+	}
+	return b, nil
+}
