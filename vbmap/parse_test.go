@@ -232,14 +232,6 @@ func TestParseLimits(t *testing.T) {
 			t.Errorf("%s: %v, want a rejection at %s", tc.name, err, tc.field)
 		}
 	}
-	// The largest accepted map: 65536 vbuckets, routed to the end.
-	c, err := Parse([]byte(`{"name":"b","vBucketServerMap":{"serverList":["h:1"],"vBucketMap":`+big(65536, "[0]")+`}}`), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, err := c.VbucketServer(65535, 0, false); s != 0 || err != nil {
-		t.Fatalf("vb 65535: %d %v", s, err)
-	}
 }
 
 // Entries longer than numReplicas+1: the extra copies are not served, so
