@@ -16,7 +16,7 @@ import (
 
 // readGolden parses testdata/golden/<name>: "== case" headers, hex byte
 // pairs, "Go-quoted strings" and '#' comments.
-func readGolden(t *testing.T, name string) map[string][]byte {
+func readGolden(t testing.TB, name string) map[string][]byte {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "golden", name))
 	if err != nil {
