@@ -76,9 +76,11 @@ func KnownAttrs() []Attr {
 // ParseAttr returns the attribute with the given map name ("retry-now"), or
 // false when the name is not a known attribute. Names are case-sensitive, as
 // in the map.
-func ParseAttr(name string) (Attr, bool) {
+func ParseAttr(name string) (Attr, bool) { return parseAttr([]byte(name)) }
+
+func parseAttr(name []byte) (Attr, bool) {
 	for a := Attr(1); a < attrEnd; a++ {
-		if attrNames[a] == name {
+		if attrNames[a] == string(name) {
 			return a, true
 		}
 	}

@@ -82,11 +82,20 @@
 //     other than constant, linear or exponential, or with a negative value.
 //
 // Fields Parse does not know, at any level, are skipped (after checking that
-// they are valid JSON), so a server may add some; an unknown field that
-// appears twice is not detected. Codes 0xff00..0xffff are reserved for
-// testing and proxies and never sent by a server, but they are status codes
-// and are accepted.
+// they are valid JSON, nested at most 1000 deep), so a server may add some;
+// an unknown field that appears twice is not detected. Strings decode as
+// encoding/json decodes them: invalid UTF-8 and lone surrogates become
+// U+FFFD rather than making the map corrupt, as names and descriptions are
+// only text. Codes 0xff00..0xffff are reserved for testing and proxies and
+// never sent by a server, but they are status codes and are accepted.
 //
-// Parse is not on a hot path (once per connection); Lookup is, and is a
-// binary search that allocates nothing.
+// # Cost
+//
+// Parse runs once per connection. It reads the JSON itself, in one pass
+// without token values, so that it allocates little beyond the names and
+// descriptions it keeps: kv_engine's 19 KB v2 map parses several times
+// faster than through encoding/json's token API, which is what detecting
+// duplicate keys would otherwise need (BenchmarkParseKVEngineV2). Lookup runs
+// for every unknown status: a binary search over the sorted entries that
+// allocates nothing (BenchmarkLookup).
 package errmap

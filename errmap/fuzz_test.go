@@ -102,11 +102,14 @@ func checkMap(t *testing.T, m *Map) {
 // checks that Parse saw the same map.
 func checkAgainstGeneric(t *testing.T, b []byte, m *Map) {
 	t.Helper()
+	if !json.Valid(b) {
+		t.Fatalf("Parse accepted what encoding/json rejects")
+	}
 	var doc map[string]any
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil || dec.More() {
-		t.Fatalf("Parse accepted what encoding/json rejects (%v)", err)
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("encoding/json: %v", err)
 	}
 	if doc["version"] != json.Number(strconv.Itoa(m.Version)) {
 		t.Fatalf("version %v, Parse said %d", doc["version"], m.Version)
@@ -119,7 +122,7 @@ func checkAgainstGeneric(t *testing.T, b []byte, m *Map) {
 		t.Fatalf("encoding/json sees %d entries, Parse %d", len(errs), m.Len())
 	}
 	for k, v := range errs {
-		st, reason := statusKey(k)
+		st, reason := statusKey([]byte(k))
 		if reason != "" {
 			t.Fatalf("key %q accepted: %s", k, reason)
 		}
@@ -130,6 +133,9 @@ func checkAgainstGeneric(t *testing.T, b []byte, m *Map) {
 		ent := v.(map[string]any)
 		if ent["name"] != e.Name {
 			t.Fatalf("%q: name %q, Parse %q", k, ent["name"], e.Name)
+		}
+		if desc, ok := ent["desc"]; (ok || e.Desc != "") && desc != e.Desc {
+			t.Fatalf("%q: desc %q, Parse %q", k, desc, e.Desc)
 		}
 		var want Attrs
 		for _, a := range ent["attrs"].([]any) {

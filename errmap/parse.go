@@ -1,15 +1,11 @@
 package errmap
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -33,13 +29,15 @@ type ParseError struct {
 	// when Key is "", else a path inside the entry ("name", "attrs[2]",
 	// "retry.interval"). "" means the document (or the entry) as a whole.
 	Field string
-	// Offset is how many bytes of the input had been read when the problem
-	// was found: just past the value at fault, or where the JSON broke.
+	// Offset is the byte offset in the input of the key or value at fault,
+	// or of the byte where the JSON syntax broke (the input's length when
+	// it ended early).
 	Offset int64
 	// Reason says what was wrong.
 	Reason string
-	// Err is the underlying error, if any: a *json.SyntaxError,
-	// io.ErrUnexpectedEOF or ErrUnsupportedVersion.
+	// Err is the underlying error, if any: io.ErrUnexpectedEOF when the
+	// input ends early, ErrUnsupportedVersion for a version above
+	// MaxVersion.
 	Err error
 }
 
@@ -77,142 +75,23 @@ const maxMillis = int64(maxDuration / time.Millisecond)
 // key and field at fault; the package doc lists what counts as corrupt.
 // Parse never panics, whatever b holds.
 func Parse(b []byte) (*Map, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	p := parser{dec: dec}
-	m, err := p.document()
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
+	p := parser{scanner{b: b, keyAt: -1}}
+	return p.document()
 }
 
-// parser walks the JSON tokens of one map; it stops at the first problem.
-type parser struct {
-	dec *json.Decoder
-	key string // the "errors" key of the entry being read, "" outside
-}
+// parser reads the error map's schema on top of the JSON scanner.
+type parser struct{ scanner }
 
-func (p *parser) fail(field, format string, args ...any) *ParseError {
-	return &ParseError{Key: p.key, Field: field, Offset: p.dec.InputOffset(), Reason: fmt.Sprintf(format, args...)}
-}
+// seen records which known fields of an object were present, to find
+// missing and duplicate ones.
+type seen uint8
 
-// token reads the next token; a syntax error or an early end is reported
-// against field.
-func (p *parser) token(field string) (json.Token, error) {
-	tok, err := p.dec.Token()
-	if err != nil {
-		return nil, p.syntax(field, err)
+func (p *parser) once(s *seen, bit uint8, at int, field string) error {
+	if *s&(1<<bit) != 0 {
+		return p.fail(at, field, "appears twice")
 	}
-	return tok, nil
-}
-
-// syntax reports an error of the JSON decoder against field.
-func (p *parser) syntax(field string, err error) *ParseError {
-	e := p.fail(field, "invalid JSON: %v", err)
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se):
-		e.Offset = se.Offset
-	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
-		e.Reason = "invalid JSON: unexpected end of input"
-		err = io.ErrUnexpectedEOF
-	}
-	e.Err = err
-	return e
-}
-
-// kind names a token's JSON type for messages.
-func kind(tok json.Token) string {
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			return "an object"
-		case '[':
-			return "an array"
-		}
-		return "'" + t.String() + "'"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", tok)
-}
-
-// open reads the opening delimiter of an object or array value.
-func (p *parser) open(field string, want json.Delim) error {
-	tok, err := p.token(field)
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		what := "an object"
-		if want == '[' {
-			what = "an array"
-		}
-		return p.fail(field, "must be %s, not %s", what, kind(tok))
-	}
+	*s |= 1 << bit
 	return nil
-}
-
-// close reads the closing delimiter after dec.More has reported false.
-func (p *parser) close(field string) error {
-	_, err := p.token(field)
-	return err
-}
-
-// name reads an object key.
-func (p *parser) name(field string) (string, error) {
-	tok, err := p.token(field)
-	if err != nil {
-		return "", err
-	}
-	s, ok := tok.(string)
-	if !ok { // Decoder.Token should have refused this already
-		return "", p.fail(field, "expected a key, found %s", kind(tok))
-	}
-	return s, nil
-}
-
-func (p *parser) str(field string) (string, error) {
-	tok, err := p.token(field)
-	if err != nil {
-		return "", err
-	}
-	s, ok := tok.(string)
-	if !ok {
-		return "", p.fail(field, "must be a string, not %s", kind(tok))
-	}
-	return s, nil
-}
-
-// integer reads a JSON number written as an integer (no fraction, no
-// exponent) in [0, limit].
-func (p *parser) integer(field string, limit int64) (int64, error) {
-	tok, err := p.token(field)
-	if err != nil {
-		return 0, err
-	}
-	n, ok := tok.(json.Number)
-	if !ok {
-		return 0, p.fail(field, "must be a number, not %s", kind(tok))
-	}
-	v, err := strconv.ParseInt(string(n), 10, 64)
-	switch {
-	case err != nil && strings.ContainsAny(string(n), ".eE"):
-		return 0, p.fail(field, "must be an integer, not %s", n)
-	case err != nil, v > limit:
-		return 0, p.fail(field, "%s is out of range (at most %d)", n, limit)
-	case v < 0:
-		return 0, p.fail(field, "must not be negative, got %s", n)
-	}
-	return v, nil
 }
 
 func (p *parser) millis(field string) (time.Duration, error) {
@@ -220,31 +99,7 @@ func (p *parser) millis(field string) (time.Duration, error) {
 	return time.Duration(v) * time.Millisecond, err
 }
 
-// skip reads and drops one value of any type.
-func (p *parser) skip(field string) error {
-	var v json.RawMessage
-	if err := p.dec.Decode(&v); err != nil {
-		return p.syntax(field, err)
-	}
-	return nil
-}
-
-// seen records which known fields of an object were present, to find
-// missing and duplicate ones.
-type seen uint8
-
-func (p *parser) once(s *seen, bit uint8, field string) error {
-	if *s&(1<<bit) != 0 {
-		return p.fail(field, "appears twice")
-	}
-	*s |= 1 << bit
-	return nil
-}
-
 func (p *parser) document() (*Map, error) {
-	if err := p.open("", '{'); err != nil {
-		return nil, err
-	}
 	const (
 		fVersion = iota
 		fRevision
@@ -254,52 +109,49 @@ func (p *parser) document() (*Map, error) {
 		m   Map
 		got seen
 	)
-	for p.dec.More() {
-		k, err := p.name("")
-		if err != nil {
-			return nil, err
-		}
-		switch k {
+	err := p.object("", func(key []byte, at int) error {
+		switch string(key) {
 		case "version":
-			if err := p.once(&got, fVersion, k); err != nil {
-				return nil, err
+			if err := p.once(&got, fVersion, at, "version"); err != nil {
+				return err
 			}
-			v, err := p.integer(k, math.MaxInt)
+			p.peek()
+			vat := p.i
+			v, err := p.integer("version", math.MaxInt)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if v == 0 {
-				return nil, p.fail(k, "must be 1 or 2, got 0")
+				return p.fail(vat, "version", "must be 1 or 2, got 0")
 			}
 			if v > MaxVersion {
-				e := p.fail(k, "%d is above the highest version understood (%d)", v, MaxVersion)
+				e := p.fail(vat, "version", "%d is above the highest version understood (%d)", v, MaxVersion)
 				e.Err = ErrUnsupportedVersion
-				return nil, e
+				return e
 			}
 			m.Version = int(v)
 		case "revision":
-			if err := p.once(&got, fRevision, k); err != nil {
-				return nil, err
+			if err := p.once(&got, fRevision, at, "revision"); err != nil {
+				return err
 			}
-			v, err := p.integer(k, math.MaxInt)
+			v, err := p.integer("revision", math.MaxInt)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			m.Revision = int(v)
 		case "errors":
-			if err := p.once(&got, fErrors, k); err != nil {
-				return nil, err
+			if err := p.once(&got, fErrors, at, "errors"); err != nil {
+				return err
 			}
-			if m.entries, err = p.entries(); err != nil {
-				return nil, err
-			}
+			var err error
+			m.entries, err = p.entries()
+			return err
 		default:
-			if err := p.skip(k); err != nil {
-				return nil, err
-			}
+			return p.skip(string(key))
 		}
-	}
-	if err := p.close(""); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
@@ -307,49 +159,42 @@ func (p *parser) document() (*Map, error) {
 		name string
 	}{{fVersion, "version"}, {fRevision, "revision"}, {fErrors, "errors"}} {
 		if got&(1<<f.bit) == 0 {
-			return nil, p.fail(f.name, "missing")
+			return nil, p.fail(p.i, f.name, "missing")
 		}
 	}
-	if tok, err := p.dec.Token(); err != io.EOF {
-		e := p.fail("", "unexpected data after the map")
-		if err == nil {
-			e.Reason += " (" + kind(tok) + ")"
-		}
-		return nil, e
+	if _, more := p.peek(); more {
+		return nil, p.fail(p.i, "", "unexpected data after the map")
 	}
 	return &m, nil
 }
 
 func (p *parser) entries() ([]Entry, error) {
-	if err := p.open("errors", '{'); err != nil {
-		return nil, err
-	}
 	var (
 		entries []Entry
-		keys    = map[memdx.Status]string{}
+		keyAt   = map[memdx.Status]int{} // offset of the key naming each status
 	)
-	for p.dec.More() {
-		k, err := p.name("errors")
-		if err != nil {
-			return nil, err
+	err := p.object("errors", func(key []byte, at int) error {
+		if len(key) == 0 {
+			return p.fail(at, "errors", "an empty key is not a status code")
 		}
-		p.key = k
-		st, reason := statusKey(k)
+		p.keyAt = at
+		st, reason := statusKey(key)
 		if reason != "" {
-			return nil, p.fail("", "key %s", reason)
+			return p.fail(at, "", "key %s", reason)
 		}
-		if other, dup := keys[st]; dup {
-			return nil, p.fail("", "key names status 0x%04x, as key %q did before it", uint16(st), other)
+		if other, dup := keyAt[st]; dup {
+			return p.fail(at, "", "key names status 0x%04x, as key %q did before it", uint16(st), p.keyText(other))
 		}
-		keys[st] = k
+		keyAt[st] = at
 		e, err := p.entry(st)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		entries = append(entries, e)
-		p.key = ""
-	}
-	if err := p.close("errors"); err != nil {
+		p.keyAt = -1
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return int(a.Status) - int(b.Status) })
@@ -358,8 +203,8 @@ func (p *parser) entries() ([]Entry, error) {
 
 // statusKey decodes an "errors" key: hexadecimal digits, no prefix or sign,
 // value at most 0xffff. It returns a reason when the key is not one.
-func statusKey(k string) (memdx.Status, string) {
-	if k == "" {
+func statusKey(k []byte) (memdx.Status, string) {
+	if len(k) == 0 {
 		return 0, "is empty, not a hexadecimal status code"
 	}
 	var v uint32
@@ -385,79 +230,72 @@ func statusKey(k string) (memdx.Status, string) {
 }
 
 func (p *parser) entry(st memdx.Status) (Entry, error) {
-	e := Entry{Status: st}
-	if err := p.open("", '{'); err != nil {
-		return e, err
-	}
 	const (
 		fName = iota
 		fDesc
 		fAttrs
 		fRetry
 	)
-	var got seen
-	for p.dec.More() {
-		k, err := p.name("")
-		if err != nil {
-			return e, err
-		}
-		switch k {
+	var (
+		e   = Entry{Status: st}
+		got seen
+	)
+	p.peek()
+	start := p.i
+	err := p.object("", func(key []byte, at int) (err error) {
+		switch string(key) {
 		case "name":
-			if err = p.once(&got, fName, k); err == nil {
-				e.Name, err = p.str(k)
+			if err = p.once(&got, fName, at, "name"); err == nil {
+				e.Name, err = p.str("name")
 			}
 		case "desc":
-			if err = p.once(&got, fDesc, k); err == nil {
-				e.Desc, err = p.str(k)
+			if err = p.once(&got, fDesc, at, "desc"); err == nil {
+				e.Desc, err = p.str("desc")
 			}
 		case "attrs":
-			if err = p.once(&got, fAttrs, k); err == nil {
+			if err = p.once(&got, fAttrs, at, "attrs"); err == nil {
 				e.Attrs, err = p.attrs()
 			}
 		case "retry":
-			if err = p.once(&got, fRetry, k); err == nil {
+			if err = p.once(&got, fRetry, at, "retry"); err == nil {
 				e.Retry, err = p.retry()
 			}
 		default:
-			err = p.skip(k)
+			err = p.skip(string(key))
 		}
-		if err != nil {
-			return e, err
-		}
-	}
-	if err := p.close(""); err != nil {
-		return e, err
-	}
+		return err
+	})
 	switch {
+	case err != nil:
+		return e, err
 	case got&(1<<fName) == 0:
-		return e, p.fail("name", "missing")
+		return e, p.fail(start, "name", "missing")
 	case got&(1<<fAttrs) == 0:
-		return e, p.fail("attrs", "missing")
+		return e, p.fail(start, "attrs", "missing")
 	}
 	return e, nil
 }
 
 func (p *parser) attrs() (Attrs, error) {
-	if err := p.open("attrs", '['); err != nil {
-		return 0, err
-	}
 	var s Attrs
-	for i := 0; p.dec.More(); i++ {
-		name, err := p.str("attrs[" + strconv.Itoa(i) + "]")
-		if err != nil {
-			return 0, err
+	err := p.array("attrs", func(i int) error {
+		name, err := p.rawStr("attrs[]")
+		if pe, ok := err.(*ParseError); ok {
+			// Name the element only now: most maps never need the string.
+			pe.Field = "attrs[" + strconv.Itoa(i) + "]"
 		}
-		if a, ok := ParseAttr(name); ok {
+		if err != nil {
+			return err
+		}
+		if a, ok := parseAttr(name); ok {
 			s |= 1 << a
 		}
-	}
-	return s, p.close("attrs")
+		return nil
+	})
+	return s, err
 }
 
 func (p *parser) retry() (*RetrySpec, error) {
-	if err := p.open("retry", '{'); err != nil {
-		return nil, err
-	}
 	const (
 		fStrategy = iota
 		fAfter
@@ -469,52 +307,50 @@ func (p *parser) retry() (*RetrySpec, error) {
 		r   RetrySpec
 		got seen
 	)
-	for p.dec.More() {
-		k, err := p.name("retry")
-		if err != nil {
-			return nil, err
-		}
-		field := "retry." + k
+	p.peek()
+	start := p.i
+	err := p.object("retry", func(key []byte, at int) error {
 		var (
-			bit uint8
-			dst *time.Duration
+			bit   uint8
+			dst   *time.Duration
+			field string
 		)
-		switch k {
+		switch string(key) {
 		case "strategy":
-			if err := p.once(&got, fStrategy, field); err != nil {
-				return nil, err
+			field = "retry.strategy"
+			if err := p.once(&got, fStrategy, at, field); err != nil {
+				return err
 			}
+			p.peek()
+			vat := p.i
 			name, err := p.str(field)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			var ok bool
 			if r.Strategy, ok = parseStrategy(name); !ok {
-				return nil, p.fail(field, "unknown strategy %q (want constant, linear or exponential)", name)
+				return p.fail(vat, field, "unknown strategy %q (want constant, linear or exponential)", name)
 			}
-			continue
+			return nil
 		case "after":
-			bit, dst = fAfter, &r.After
+			bit, dst, field = fAfter, &r.After, "retry.after"
 		case "interval":
-			bit, dst = fInterval, &r.Interval
+			bit, dst, field = fInterval, &r.Interval, "retry.interval"
 		case "ceil":
-			bit, dst = fCeil, &r.Ceil
+			bit, dst, field = fCeil, &r.Ceil, "retry.ceil"
 		case "max-duration":
-			bit, dst = fMaxDuration, &r.MaxDuration
+			bit, dst, field = fMaxDuration, &r.MaxDuration, "retry.max-duration"
 		default:
-			if err := p.skip(field); err != nil {
-				return nil, err
-			}
-			continue
+			return p.skip("retry." + string(key))
 		}
-		if err := p.once(&got, bit, field); err != nil {
-			return nil, err
+		if err := p.once(&got, bit, at, field); err != nil {
+			return err
 		}
-		if *dst, err = p.millis(field); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.close("retry"); err != nil {
+		var err error
+		*dst, err = p.millis(field)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
@@ -522,7 +358,7 @@ func (p *parser) retry() (*RetrySpec, error) {
 		name string
 	}{{fStrategy, "retry.strategy"}, {fAfter, "retry.after"}, {fInterval, "retry.interval"}} {
 		if got&(1<<f.bit) == 0 {
-			return nil, p.fail(f.name, "missing")
+			return nil, p.fail(start, f.name, "missing")
 		}
 	}
 	return &r, nil

@@ -190,15 +190,15 @@ func TestParseCorrupt(t *testing.T) {
 		{name: "string", in: `"errors"`, reason: "must be an object"},
 		{name: "truncated", in: `{"version":1,"revision":1,"errors":{"1":{"name":"x"`, key: "1", field: "", reason: "end of input", wantErr: io.ErrUnexpectedEOF},
 		{name: "truncated in unknown field", in: `{"x":[1,2`, field: "x", reason: "end of input", wantErr: io.ErrUnexpectedEOF},
-		{name: "bad syntax", in: `{"version" 1}`, field: "version", reason: "invalid JSON"},
+		{name: "bad syntax", in: `{"version" 1}`, reason: "invalid JSON"},
 		{name: "trailing comma", in: `{"version":1,}`, reason: "invalid JSON"},
-		{name: "bad syntax in entry", in: entry(`{"name":"x","attrs":[}`), key: "7ff0", field: "attrs", reason: "invalid JSON"},
+		{name: "bad syntax in entry", in: entry(`{"name":"x","attrs":[}`), key: "7ff0", field: "attrs[0]", reason: "invalid JSON"},
 		{name: "bad syntax in unknown field", in: `{"x":{"a" 1}}`, field: "x", reason: "invalid JSON"},
 		{name: "single quotes", in: `{'version':1}`, reason: "invalid JSON"},
 		{name: "second document", in: head + `{}} {}`, reason: "after the map"},
 		{name: "trailing garbage", in: head + `{}} x`, reason: "after the map"},
 		{name: "trailing number", in: head + `{}} 1`, reason: "after the map"},
-		{name: "deep nesting", in: `{"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, field: "x", reason: "invalid JSON"},
+		{name: "deep nesting", in: `{"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, field: "x", reason: "nested more than 1000 deep"},
 
 		// Top level.
 		{name: "version missing", in: `{"revision":1,"errors":{}}`, field: "version", reason: "missing"},
@@ -222,7 +222,7 @@ func TestParseCorrupt(t *testing.T) {
 		{name: "errors twice", in: head + `{},"errors":{}}`, field: "errors", reason: "twice"},
 
 		// Keys.
-		{name: "key empty", in: head + `{"":{"name":"x","attrs":[]}}}`, key: "", field: "", reason: "empty"},
+		{name: "key empty", in: head + `{"":{"name":"x","attrs":[]}}}`, key: "", field: "errors", reason: "empty key"},
 		{name: "key 0x prefix", in: head + `{"0x1f":{"name":"x","attrs":[]}}}`, key: "0x1f", reason: "not a hexadecimal"},
 		{name: "key not hex", in: head + `{"zz":{"name":"x","attrs":[]}}}`, key: "zz", reason: "not a hexadecimal"},
 		{name: "key name", in: head + `{"KEY_ENOENT":{"name":"x","attrs":[]}}}`, key: "KEY_ENOENT", reason: "not a hexadecimal"},
@@ -315,7 +315,7 @@ func TestParseCorrupt(t *testing.T) {
 
 func TestParseErrorMessage(t *testing.T) {
 	_, err := Parse([]byte(`{"version":1,"revision":1,"errors":{"7ff0":{"name":"N","attrs":[],"retry":{"strategy":"linear","after":1,"interval":-5}}}}`))
-	const want = `errmap: corrupt error map: errors["7ff0"].retry.interval: must not be negative, got -5 (at offset 118)`
+	const want = `errmap: corrupt error map: errors["7ff0"].retry.interval: must not be negative, got -5 (at offset 116)`
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n got %v\nwant %s", err, want)
 	}
