@@ -199,8 +199,7 @@ func (cn *conn) sasl(p *memdx.Packet) {
 			if u == nil {
 				return memdx.ScramKeys{}, false
 			}
-			k, ok := u.scram[mech]
-			return k, ok
+			return u.scramKeys(mech)
 		}, nil)
 		if err != nil {
 			cn.authFailed(p, err)

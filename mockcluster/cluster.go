@@ -32,7 +32,7 @@ type Cluster struct {
 	closed    bool
 	rebalance *Rebalance
 	global    atomic.Pointer[globalSnap]
-	timers    map[*time.Timer]struct{} // sync-write commits
+	timers    map[*time.Timer]func() // pending sync-write commits
 	notes     []note                   // notifications to send after unlocking
 
 	disabled       map[memdx.HelloFeature]bool
@@ -75,7 +75,7 @@ func New(opts Options) (*Cluster, error) {
 	}
 	c := &Cluster{opts: o, clock: newClock(o.Clock), buckets: make(map[string]*Bucket),
 		users: make(map[string]*user), epoch: 1, name: "mockcluster",
-		disabled: make(map[memdx.HelloFeature]bool), timers: make(map[*time.Timer]struct{})}
+		disabled: make(map[memdx.HelloFeature]bool), timers: make(map[*time.Timer]func())}
 	c.uuid = fmt.Sprintf("%016x%016x", randUint64(), randUint64())
 	c.syncWriteDelay.Store(int64(o.SyncWriteDelay))
 	for _, f := range o.DisabledFeatures {
@@ -449,16 +449,38 @@ func (c *Cluster) notifyGlobal(g *globalSnap) {
 // they commit (0 commits at once). It applies to writes that start later.
 func (c *Cluster) SetSyncWriteDelay(d time.Duration) { c.syncWriteDelay.Store(int64(d)) }
 
-// user is a cluster user with its SCRAM secrets.
+// user is a cluster user. Its SCRAM secrets are derived on first use, so
+// that starting a cluster costs no PBKDF2 rounds.
 type user struct {
-	name     string
-	password string
-	all      bool
-	buckets  map[string]bool
-	scram    map[string]memdx.ScramKeys
+	name       string
+	password   string
+	all        bool
+	buckets    map[string]bool
+	iterations int
+
+	mu    sync.Mutex
+	scram map[string]memdx.ScramKeys
 }
 
 func (u *user) mayUse(bucket string) bool { return u.all || u.buckets[bucket] }
+
+// scramKeys returns the user's secrets for a SCRAM mechanism.
+func (u *user) scramKeys(mech string) (memdx.ScramKeys, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if k, ok := u.scram[mech]; ok {
+		return k, true
+	}
+	var salt [16]byte
+	putUint64(salt[0:8], randUint64())
+	putUint64(salt[8:16], randUint64())
+	k, err := memdx.DeriveScramKeys(mech, u.password, salt[:], u.iterations)
+	if err != nil {
+		return memdx.ScramKeys{}, false
+	}
+	u.scram[mech] = k
+	return k, true
+}
 
 // AddUser creates a user.
 func (c *Cluster) AddUser(u User) error {
@@ -478,26 +500,12 @@ func (c *Cluster) addUserLocked(u User) error {
 		return fmt.Errorf("%w: user %q", ErrExists, u.Name)
 	}
 	nu := &user{name: u.Name, password: u.Password, buckets: make(map[string]bool),
-		scram: make(map[string]memdx.ScramKeys)}
+		iterations: c.opts.ScramIterations, scram: make(map[string]memdx.ScramKeys)}
 	for _, b := range u.Buckets {
 		if b == "*" {
 			nu.all = true
 		}
 		nu.buckets[b] = true
-	}
-	for _, mech := range []string{memdx.MechScramSHA1, memdx.MechScramSHA256, memdx.MechScramSHA512} {
-		salt := make([]byte, 16)
-		for i := 0; i < 16; i += 8 {
-			v := randUint64()
-			for j := 0; j < 8; j++ {
-				salt[i+j] = byte(v >> (8 * j))
-			}
-		}
-		k, err := memdx.DeriveScramKeys(mech, u.Password, salt, c.opts.ScramIterations)
-		if err != nil {
-			return err
-		}
-		nu.scram[mech] = k
 	}
 	c.users[u.Name] = nu
 	return nil

@@ -226,3 +226,15 @@ func ownerOf(b *Bucket, key string) int {
 }
 
 func u32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -403,15 +403,39 @@ func (c *Cluster) scheduleCommit(vb *vbucket, mk string, sw *syncWrite, d time.D
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
 		c.mu.Lock()
-		if c.timers == nil { // closed
-			c.mu.Unlock()
-			return
-		}
+		_, mine := c.timers[t]
 		delete(c.timers, t)
 		c.mu.Unlock()
-		run()
+		if mine {
+			run()
+		}
 	})
-	c.timers[t] = struct{}{}
+	c.timers[t] = run
+}
+
+// PendingSyncWrites returns how many synchronous writes wait for their
+// commit.
+func (c *Cluster) PendingSyncWrites() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// CommitSyncWrites commits every pending synchronous write now, instead of
+// when the sync-write delay ends, and answers their clients.
+func (c *Cluster) CommitSyncWrites() {
+	c.mu.Lock()
+	var runs []func()
+	for t, run := range c.timers {
+		if t.Stop() {
+			runs = append(runs, run)
+		}
+		delete(c.timers, t)
+	}
+	c.mu.Unlock()
+	for _, run := range runs {
+		run()
+	}
 }
 
 // pendingCheck answers SYNC_WRITE_IN_PROGRESS when the key has a pending
