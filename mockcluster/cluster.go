@@ -33,7 +33,7 @@ type Cluster struct {
 	rebalance *Rebalance
 	global    atomic.Pointer[globalSnap]
 	timers    map[*time.Timer]func() // pending sync-write commits
-	notes     []note                   // notifications to send after unlocking
+	notes     []note                 // notifications to send after unlocking
 
 	disabled       map[memdx.HelloFeature]bool
 	syncWriteDelay atomic.Int64
