@@ -219,20 +219,22 @@ func DecodeServerDuration(encoded uint16) time.Duration {
 	return time.Duration(micros * float64(time.Microsecond))
 }
 
-// ServerDuration finds the server-duration frame info in a response's framing
-// extras. It reports false when there is none.
+// ServerDuration finds the first server-duration frame info in a response's
+// framing extras. It reports false when there is none; frame infos after it
+// are not checked.
 func ServerDuration(framing []byte) (time.Duration, bool, error) {
-	var d time.Duration
-	found := false
-	err := FrameInfos(framing, func(id uint16, data []byte) error {
-		if ResponseFrameID(id) != FrameServerDuration {
-			return nil
+	for len(framing) > 0 {
+		id, data, rest, err := NextFrameInfo(framing)
+		if err != nil {
+			return 0, false, err
 		}
-		if len(data) != 2 {
-			return malformed("server duration frame info", "length", "%d bytes, want 2", len(data))
+		if ResponseFrameID(id) == FrameServerDuration {
+			if len(data) != 2 {
+				return 0, false, malformed("server duration frame info", "length", "%d bytes, want 2", len(data))
+			}
+			return DecodeServerDuration(binary.BigEndian.Uint16(data)), true, nil
 		}
-		d, found = DecodeServerDuration(binary.BigEndian.Uint16(data)), true
-		return nil
-	})
-	return d, found, err
+		framing = rest
+	}
+	return 0, false, nil
 }

@@ -141,21 +141,23 @@ func DecodePacket(b []byte, maxBody uint32) (Packet, int, error) {
 	}
 	p.Opaque = h.Opaque
 	p.Cas = h.Cas
+	// Three-index slices: appending to one section can never overwrite the
+	// next. Empty sections are nil.
 	off := HeaderSize
-	// Three-index slices: appending to one section can never overwrite the next.
-	take := func(l int) []byte {
-		if l == 0 {
-			return nil
-		}
-		s := b[off : off+l : off+l]
-		off += l
-		return s
-	}
-	p.FramingExtras = take(int(h.FramingExtrasLen))
-	p.Extras = take(int(h.ExtrasLen))
-	p.Key = take(int(h.KeyLen))
-	p.Value = take(n - off)
+	p.FramingExtras, off = section(b, off, int(h.FramingExtrasLen))
+	p.Extras, off = section(b, off, int(h.ExtrasLen))
+	p.Key, off = section(b, off, int(h.KeyLen))
+	p.Value, _ = section(b, off, n-off)
 	return p, n, nil
+}
+
+// section returns b[off:off+l] with its capacity capped, or nil when l is 0,
+// and the offset after it.
+func section(b []byte, off, l int) ([]byte, int) {
+	if l == 0 {
+		return nil, off
+	}
+	return b[off : off+l : off+l], off + l
 }
 
 // AppendPacket appends the encoding of p to dst.

@@ -1,5 +1,0 @@
-//go:build race
-
-package memdx
-
-const raceEnabled = true
