@@ -238,3 +238,19 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func mustPort(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		panic(err)
+	}
+	n := 0
+	for _, c := range p {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func tlsConfig(c *Cluster) *tls.Config {
+	return &tls.Config{RootCAs: c.RootCAs(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+}
