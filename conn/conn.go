@@ -1,0 +1,659 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+const (
+	// readBufSize is the reader's buffer: one Read takes up to this much.
+	// A packet larger than it gets a buffer of its own size for as long as
+	// it is being read.
+	readBufSize = 64 << 10
+	// writeBufSize is the initial capacity of each of the two write
+	// buffers.
+	writeBufSize = 16 << 10
+	// maxRetainedWriteBuf: a write buffer grown past this (by large values)
+	// is dropped after its write rather than kept for reuse.
+	maxRetainedWriteBuf = 1 << 20
+)
+
+// Conn is one connection to one node: a socket, its bootstrap results and
+// the requests in flight on it. Its methods are safe for concurrent use.
+//
+// See the package doc for the threading model and the exact failure rules.
+type Conn struct {
+	nc   net.Conn
+	addr string
+	id   string
+	opts Options
+	log  *slog.Logger
+
+	// Bootstrap results: written by Dial before the Conn is returned,
+	// read-only afterwards.
+	memcached bool
+	features  Features
+	errMap    *errmap.Map
+	errMapErr error
+	config    []byte
+	version   string
+	mech      string
+	bucket    string
+
+	mu      sync.Mutex
+	pending map[uint32]*call // in flight, keyed by opaque; nil once torn down
+	opaque  uint32           // the last opaque handed out
+	wrapped bool             // opaque has wrapped: check for one still in use
+	// wbuf holds encoded requests not yet handed to the writer. Stream
+	// offsets count every byte ever queued on the connection: wbuf[0] is
+	// at offset flushed, and queued is just past its last byte.
+	wbuf    []byte
+	spare   []byte // the writer's other buffer, between writes
+	queued  uint64
+	flushed uint64 // bytes before this offset were handed to the writer
+	written uint64 // bytes before this offset were accepted by Write
+	corked  bool   // bootstrap is queueing a batch: do not wake the writer
+	err     error  // why the connection ended; nil while it is open
+
+	kick       chan struct{} // capacity 1: wbuf has bytes for the writer
+	done       chan struct{} // closed when err is set
+	writerDone chan struct{} // closed when the writer goroutine has exited
+	exited     chan struct{} // closed when both goroutines have exited
+
+	writes, bytesOut, reads, bytesIn atomic.Uint64
+}
+
+// call is one request in flight. Calls are pooled: a call goes back to the
+// pool only when no one can touch it any more (see release).
+type call struct {
+	handle func(*memdx.Packet) error
+	done   chan error // capacity 1: the request's single outcome
+	op     memdx.OpCode
+	opaque uint32
+	start  uint64 // stream offsets of its encoded bytes
+	end    uint64
+	// multi: the server answers with several packets, the last of which
+	// ends the request (STAT).
+	multi bool
+	// abandoned: the caller gave up after the request was handed to the
+	// writer; its response will be dropped. It stays in pending until
+	// then, so that the late response is recognized.
+	abandoned bool
+	// busy: the reader is inside handle for a non-final packet of a multi
+	// request; waiter: a cancelling caller waits for that call to return.
+	busy, waiter bool
+	err          error // first error handle returned (multi)
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan error, 1)} }}
+
+func getCall() *call { return callPool.Get().(*call) }
+
+func putCall(cl *call) {
+	done := cl.done
+	*cl = call{done: done}
+	callPool.Put(cl)
+}
+
+// newConn wraps a connected socket and starts its reader and writer.
+func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
+	c := &Conn{
+		nc:         nc,
+		addr:       addr,
+		id:         id,
+		opts:       *opts,
+		log:        opts.Logger.With("addr", addr, "conn", id),
+		pending:    make(map[uint32]*call, 64),
+		wbuf:       make([]byte, 0, writeBufSize),
+		spare:      make([]byte, 0, writeBufSize),
+		kick:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	go c.writeLoop()
+	go c.readLoop()
+	return c
+}
+
+// Do sends req with a fresh opaque and waits for its response or for ctx.
+//
+// On a response, handle is called exactly once with it, on the connection's
+// reader goroutine, and Do returns what handle returned. The packet and its
+// slices alias the read buffer and are valid only during the call: copy what
+// you keep. handle must not block and must not call Close. Every status,
+// success or not, goes to handle; a nil handle makes Do return
+// memdx.NewStatusError(p) (nil on success). For STAT, whose answer is a
+// series of packets, handle is called once per packet, the last being the
+// one with an empty key (or a non-success status), and Do returns the first
+// error handle returned.
+//
+// Otherwise Do returns a *RequestError and handle is never called: the
+// connection ended (errors.Is(err, ErrClosed)), ctx ended (errors.Is(err,
+// context.Canceled) or DeadlineExceeded), the connection was overloaded
+// (ErrOverloaded), or req could not be encoded (memdx.ErrInvalidRequest).
+// Its Written field says whether the request may have reached the server.
+// Quiet opcodes (GETQ, SETQ, ...) are refused: their success has no
+// response to wait for.
+//
+// req is encoded before Do returns, or before it blocks: the caller may
+// reuse it afterwards. No goroutine is started per call.
+func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Packet) error) error {
+	if req.OpCode.IsQuiet() {
+		return &RequestError{Op: req.OpCode, Addr: c.addr,
+			Err: fmt.Errorf("quiet opcode %s sends no response on success, which Do needs: %w", req.OpCode, memdx.ErrInvalidRequest)}
+	}
+	if err := ctx.Err(); err != nil {
+		return &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
+	}
+	cl, err := c.start(req, handle)
+	if err != nil {
+		return err
+	}
+	return c.wait(ctx, cl)
+}
+
+// start queues req and registers its call.
+func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error) (*call, error) {
+	cl := getCall()
+	cl.handle = handle
+	cl.op = req.OpCode
+	cl.multi = req.OpCode == memdx.OpStat
+
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		putCall(cl)
+		return nil, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err, connEnded: true}
+	}
+	if len(c.pending) >= c.opts.MaxPending {
+		c.mu.Unlock()
+		putCall(cl)
+		return nil, &RequestError{Op: req.OpCode, Addr: c.addr, Err: ErrOverloaded}
+	}
+	opaque := c.nextOpaque()
+	n0 := len(c.wbuf)
+	b, err := req.AppendTo(c.wbuf, opaque)
+	if err != nil {
+		c.wbuf = c.wbuf[:n0]
+		c.mu.Unlock()
+		putCall(cl)
+		return nil, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
+	}
+	c.wbuf = b
+	cl.opaque = opaque
+	cl.start = c.queued
+	c.queued += uint64(len(b) - n0)
+	cl.end = c.queued
+	c.pending[opaque] = cl
+	wake := n0 == 0 && !c.corked
+	c.mu.Unlock()
+	if wake {
+		c.wakeWriter()
+	}
+	return cl, nil
+}
+
+func (c *Conn) wakeWriter() {
+	select {
+	case c.kick <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// nextOpaque returns an opaque no request in flight uses. Opaque 0 is never
+// used. Called with mu held.
+func (c *Conn) nextOpaque() uint32 {
+	for {
+		c.opaque++
+		if c.opaque == 0 {
+			c.wrapped = true
+			continue
+		}
+		if !c.wrapped {
+			return c.opaque
+		}
+		if _, used := c.pending[c.opaque]; !used {
+			return c.opaque
+		}
+	}
+}
+
+// cork holds back the writer while a batch is queued; uncork releases it,
+// so that the batch goes out in one write.
+func (c *Conn) cork() {
+	c.mu.Lock()
+	c.corked = true
+	c.mu.Unlock()
+}
+
+func (c *Conn) uncork() {
+	c.mu.Lock()
+	c.corked = false
+	wake := len(c.wbuf) > 0
+	c.mu.Unlock()
+	if wake {
+		c.wakeWriter()
+	}
+}
+
+// wait blocks until cl ends or ctx is done.
+func (c *Conn) wait(ctx context.Context, cl *call) error {
+	select {
+	case err := <-cl.done:
+		putCall(cl)
+		return err
+	case <-ctx.Done():
+		return c.cancel(ctx, cl)
+	}
+}
+
+// cancel ends cl on behalf of its caller, whose ctx is done. Whoever removes
+// a call from pending owns its outcome: if the reader (or the teardown) got
+// there first, cancel waits for the outcome they deliver, which comes
+// promptly, and returns it.
+func (c *Conn) cancel(ctx context.Context, cl *call) error {
+	c.mu.Lock()
+	if c.pending[cl.opaque] != cl {
+		c.mu.Unlock()
+		err := <-cl.done
+		putCall(cl)
+		return err
+	}
+	written := cl.start < c.flushed
+	switch {
+	case written:
+		// Handed to the writer: it may be on the wire (or going there), so
+		// the server may answer. Keep the opaque as a tombstone until it
+		// does, and drop that answer.
+		cl.abandoned = true
+	case c.err != nil:
+		// The connection is ending and its write buffer is gone.
+		delete(c.pending, cl.opaque)
+	default:
+		// Still in the write buffer: take it out; the server never sees it.
+		c.cut(cl)
+		delete(c.pending, cl.opaque)
+	}
+	wait := cl.busy
+	if wait {
+		cl.waiter = true
+	}
+	c.mu.Unlock()
+	if wait {
+		<-cl.done // the reader is inside handle for this call: let it return
+	}
+	err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: ctx.Err()}
+	if !written {
+		putCall(cl)
+	}
+	return err
+}
+
+// cut removes cl's bytes from wbuf and moves the offsets of the requests
+// queued after it. Called with mu held; cl.start >= c.flushed.
+func (c *Conn) cut(cl *call) {
+	from, to := int(cl.start-c.flushed), int(cl.end-c.flushed)
+	n := copy(c.wbuf[from:], c.wbuf[to:])
+	c.wbuf = c.wbuf[:from+n]
+	size := cl.end - cl.start
+	c.queued -= size
+	for _, o := range c.pending {
+		if o.start >= cl.end {
+			o.start -= size
+			o.end -= size
+		}
+	}
+}
+
+// fail ends the connection with err (the first error wins). It does not
+// wait: the reader notices the closed socket, waits for the writer and fails
+// every pending request (teardown).
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	c.wbuf = nil
+	c.mu.Unlock()
+	close(c.done)
+	c.nc.Close()
+}
+
+// writeLoop is the writer goroutine: it hands everything queued since its
+// last write to one Write call.
+func (c *Conn) writeLoop() {
+	defer close(c.writerDone)
+	for {
+		select {
+		case <-c.kick:
+		case <-c.done:
+			return
+		}
+		c.mu.Lock()
+		if c.err != nil {
+			c.mu.Unlock()
+			return
+		}
+		buf := c.wbuf
+		if len(buf) == 0 { // a cancelled request was its only content
+			c.mu.Unlock()
+			continue
+		}
+		start := c.flushed
+		c.flushed = c.queued
+		c.wbuf, c.spare = c.spare[:0], nil
+		c.mu.Unlock()
+
+		n, err := c.nc.Write(buf)
+		c.writes.Add(1)
+		c.bytesOut.Add(uint64(n))
+
+		c.mu.Lock()
+		c.written = start + uint64(n)
+		if cap(buf) <= maxRetainedWriteBuf {
+			c.spare = buf[:0]
+		}
+		c.mu.Unlock()
+		if err != nil {
+			c.fail(fmt.Errorf("conn %s: write: %w", c.addr, err))
+			return
+		}
+	}
+}
+
+// readLoop is the reader goroutine: it decodes packets and dispatches them
+// until the connection ends, then tears it down.
+func (c *Conn) readLoop() {
+	defer c.teardown()
+	maxBody := c.opts.MaxBodyLength
+	small := make([]byte, readBufSize)
+	buf := small
+	r, w := 0, 0 // buf[r:w] holds bytes read but not yet dispatched
+	var rerr error
+	for {
+		for w-r >= memdx.HeaderSize {
+			size, err := memdx.PacketSize(buf[r:w], maxBody)
+			if err != nil {
+				c.fail(&ProtocolError{Addr: c.addr, What: "bad packet header", Err: err})
+				return
+			}
+			if w-r < size {
+				if size > len(buf)-r { // make room for the whole packet
+					if size > len(buf) {
+						nb := make([]byte, size)
+						copy(nb, buf[r:w])
+						buf = nb
+					} else {
+						copy(buf, buf[r:w])
+					}
+					w -= r
+					r = 0
+				}
+				break
+			}
+			p, _, err := memdx.DecodePacket(buf[r:r+size], maxBody)
+			if err != nil {
+				c.fail(&ProtocolError{Addr: c.addr, What: "bad packet", Err: err})
+				return
+			}
+			r += size
+			if perr := c.dispatch(&p); perr != nil {
+				c.fail(perr)
+				return
+			}
+		}
+		if r == w {
+			r, w = 0, 0
+			if len(buf) != len(small) {
+				buf = small // the large packet is done with
+			}
+		} else if w == len(buf) {
+			copy(buf, buf[r:w])
+			w -= r
+			r = 0
+		}
+		if rerr != nil {
+			c.fail(fmt.Errorf("conn %s: read: %w", c.addr, rerr))
+			return
+		}
+		var n int
+		n, rerr = c.nc.Read(buf[w:])
+		w += n
+		c.reads.Add(1)
+		c.bytesIn.Add(uint64(n))
+		// On an error, first dispatch what came with it (a last response
+		// before the server closed), then end.
+	}
+}
+
+// dispatch hands one packet to its request or callback. A non-nil error is
+// a protocol violation that ends the connection.
+func (c *Conn) dispatch(p *memdx.Packet) error {
+	switch p.Magic {
+	case memdx.MagicRes, memdx.MagicResExt:
+		return c.dispatchResponse(p)
+	case memdx.MagicServerReq:
+		c.serverRequest(p)
+		return nil
+	}
+	return &ProtocolError{Addr: c.addr, What: fmt.Sprintf("server sent a %s packet (opcode 0x%02x, opaque %d), which only a client sends",
+		p.Magic, uint8(p.OpCode), p.Opaque)}
+}
+
+func (c *Conn) dispatchResponse(p *memdx.Packet) error {
+	c.mu.Lock()
+	cl, ok := c.pending[p.Opaque]
+	if !ok {
+		c.mu.Unlock()
+		return &ProtocolError{Addr: c.addr, What: fmt.Sprintf("%s response (status %s) with opaque %d matches no request in flight",
+			p.OpCode, p.Status, p.Opaque)}
+	}
+	if cl.op != p.OpCode {
+		c.mu.Unlock()
+		return &ProtocolError{Addr: c.addr, What: fmt.Sprintf("%s response with opaque %d answers a %s request",
+			p.OpCode, p.Opaque, cl.op)}
+	}
+	final := !cl.multi || p.Status != memdx.StatusSuccess || len(p.Key) == 0
+	if cl.abandoned {
+		if final {
+			delete(c.pending, p.Opaque)
+		}
+		c.mu.Unlock()
+		if final && !cl.waiter {
+			// Its caller left and no one else holds it. (A caller that
+			// waited for handle took a wake-up from done; such a call is
+			// left to the garbage collector rather than pooled, so that no
+			// stale wake-up can reach its next user.)
+			putCall(cl)
+		}
+		return nil
+	}
+	if final {
+		delete(c.pending, p.Opaque)
+		c.mu.Unlock()
+		err := cl.call(p)
+		if cl.err != nil {
+			err = cl.err
+		}
+		cl.done <- err
+		return nil
+	}
+	// A non-final packet of a multi request: its caller may cancel while
+	// handle runs, and must then wait for handle to return.
+	cl.busy = true
+	c.mu.Unlock()
+	err := cl.call(p)
+	c.mu.Lock()
+	cl.busy = false
+	if err != nil && cl.err == nil {
+		cl.err = err
+	}
+	wake := cl.waiter
+	c.mu.Unlock()
+	if wake {
+		cl.done <- nil
+	}
+	return nil
+}
+
+func (cl *call) call(p *memdx.Packet) error {
+	if cl.handle == nil {
+		return memdx.NewStatusError(p)
+	}
+	return cl.handle(p)
+}
+
+func (c *Conn) serverRequest(p *memdx.Packet) {
+	if p.ServerOpCode == memdx.ServerOpClustermapChangeNotification && c.opts.OnClustermapNotification != nil {
+		n, err := memdx.DecodeClustermapNotification(p)
+		if err != nil {
+			c.log.Warn("dropping malformed cluster-map notification", "err", err)
+			return
+		}
+		c.opts.OnClustermapNotification(n)
+		return
+	}
+	if c.opts.OnServerRequest != nil {
+		c.opts.OnServerRequest(p)
+		return
+	}
+	if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.log.Debug("dropping server request", "opcode", p.ServerOpCode, "opaque", p.Opaque)
+	}
+}
+
+// teardown runs on the reader goroutine once the connection has ended: it
+// waits for the writer to stop, so that the count of written bytes is
+// final, then fails every pending request exactly once.
+func (c *Conn) teardown() {
+	<-c.writerDone
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = nil
+	written := c.written
+	cause := c.err
+	c.mu.Unlock()
+	for _, cl := range pending {
+		if cl.abandoned {
+			continue
+		}
+		cl.done <- &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr,
+			Written: cl.end <= written, Err: cause, connEnded: true}
+	}
+	if c.opts.OnClose != nil {
+		c.opts.OnClose(cause)
+	}
+	close(c.exited)
+}
+
+// Close closes the connection: every request in flight fails with an error
+// matching ErrClosed. It waits until the connection's goroutines have
+// exited, so it must not be called from handle or a callback. Closing twice
+// is harmless. It returns nil.
+func (c *Conn) Close() error {
+	c.fail(ErrClosed)
+	<-c.exited
+	return nil
+}
+
+// Done is closed when the connection has ended (failed or closed).
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended: ErrClosed after Close, a
+// *ProtocolError, or a network error (wrapped; errors.Is(err, io.EOF) and
+// the like work). It is nil while the connection is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Pending returns the number of requests in flight, cancelled ones whose
+// response has not arrived included.
+func (c *Conn) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// Stats are counters of a connection's socket calls.
+type Stats struct {
+	// Writes is the number of Write calls: each carries every request
+	// queued since the one before.
+	Writes uint64
+	// BytesWritten is what those calls accepted.
+	BytesWritten uint64
+	// Reads and BytesRead count the reader's Read calls and their bytes.
+	Reads     uint64
+	BytesRead uint64
+}
+
+// Stats returns the connection's counters.
+func (c *Conn) Stats() Stats {
+	return Stats{Writes: c.writes.Load(), BytesWritten: c.bytesOut.Load(),
+		Reads: c.reads.Load(), BytesRead: c.bytesIn.Load()}
+}
+
+// Addr returns the address the connection was dialled with.
+func (c *Conn) Addr() string { return c.addr }
+
+// ID returns the connection id sent in HELLO (it shows in the server's
+// logs).
+func (c *Conn) ID() string { return c.id }
+
+// Memcached reports whether the connection speaks plain memcached: it was
+// asked for, or a Couchbase-mode Dial found a server that refused HELLO.
+func (c *Conn) Memcached() bool { return c.memcached }
+
+// Features returns the HELLO features the server granted (none in memcached
+// mode).
+func (c *Conn) Features() Features { return c.features }
+
+// ErrorMap returns the node's error map, nil when none was negotiated. It is
+// immutable and shared.
+func (c *Conn) ErrorMap() *errmap.Map { return c.errMap }
+
+// ErrorMapDropped returns why the node's error map was dropped (it failed to
+// parse, and the connection was made again without XERROR), nil otherwise.
+func (c *Conn) ErrorMapDropped() error { return c.errMapErr }
+
+// LookupStatus returns the error map's entry for a status memdx does not
+// know (RFC 0013: statuses the client knows are handled by the client, not
+// by the map). It reports false for known statuses and when there is no
+// map.
+func (c *Conn) LookupStatus(s memdx.Status) (errmap.Entry, bool) {
+	if s.Known() {
+		return errmap.Entry{}, false
+	}
+	return c.errMap.Lookup(s)
+}
+
+// ClusterConfig returns a copy of the config GET_CLUSTER_CONFIG returned
+// during bootstrap, nil when there was none.
+func (c *Conn) ClusterConfig() []byte {
+	if c.config == nil {
+		return nil
+	}
+	return append([]byte(nil), c.config...)
+}
+
+// ServerVersion returns what VERSION answered during bootstrap ("" when it
+// failed).
+func (c *Conn) ServerVersion() string { return c.version }
+
+// Mechanism returns the SASL mechanism used, "" when none was.
+func (c *Conn) Mechanism() string { return c.mech }
+
+// Bucket returns the selected bucket, "" when none was.
+func (c *Conn) Bucket() string { return c.bucket }

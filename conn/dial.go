@@ -1,0 +1,514 @@
+package conn
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Dial connects to addr ("host:port") and bootstraps the connection (see
+// the package doc for the sequence). The returned Conn is ready for Do.
+//
+// Errors: a dial failure is returned as the net error (wrapped); a
+// failure after connecting matches ErrBootstrap and is one of *TLSError,
+// *AuthError, *BucketAccessError or *BootstrapError. ctx bounds the whole of
+// Dial, redials included; it is not kept.
+func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
+	o := opts.resolved()
+	if o.Memcached && o.Bucket != "" {
+		return nil, &BootstrapError{Addr: addr, Step: memdx.OpSelectBucket,
+			Reason: fmt.Sprintf("bucket %q requested, but plain memcached has no buckets", o.Bucket)}
+	}
+	if o.Memcached && o.Username != "" && !o.plainAllowed() {
+		return nil, errPlainRefused(addr, o.Username)
+	}
+	memcached := o.Memcached
+	xerror := true
+	var dropped error
+	for {
+		c, err := dialOnce(ctx, addr, &o, memcached, xerror)
+		if err == nil {
+			c.errMapErr = dropped
+			return c, nil
+		}
+		var nc *notCouchbaseError
+		if !memcached && errors.As(err, &nc) {
+			// Plain memcached: it answered HELLO with UNKNOWN_COMMAND (no
+			// SASL) or AUTH_ERROR (SASL required before anything else).
+			if o.Bucket != "" {
+				return nil, &BootstrapError{Addr: addr, Step: memdx.OpHello, Status: nc.status,
+					Reason: fmt.Sprintf("the server is plain memcached, which has no buckets, but bucket %q was requested", o.Bucket)}
+			}
+			switch {
+			case nc.status == memdx.StatusUnknownCommand:
+				// A memcached with SASL would have refused HELLO with
+				// AUTH_ERROR: this one has none, so no password is sent.
+				o.Username, o.Password = "", ""
+			case o.Username == "":
+				return nil, &AuthError{Addr: addr, Status: nc.status,
+					Reason: "the server (plain memcached with SASL) requires authentication and no credentials were given"}
+			case !o.plainAllowed():
+				return nil, errPlainRefused(addr, o.Username)
+			}
+			o.Logger.Info("server refused HELLO: switching to plain memcached mode", "addr", addr, "status", nc.status)
+			memcached = true
+			continue
+		}
+		var cm *corruptMapError
+		if xerror && errors.As(err, &cm) {
+			// RFC 0013: a map that does not parse is ignored, and the
+			// connection made again without XERROR.
+			o.Logger.Warn("dropping the node's error map and reconnecting without XERROR", "addr", addr, "err", cm.err)
+			dropped = cm.err
+			xerror = false
+			continue
+		}
+		return nil, err
+	}
+}
+
+func errPlainRefused(addr, user string) error {
+	return &AuthError{Addr: addr, User: user, Mechanism: memdx.MechPlain,
+		Reason: "the server offers only SASL PLAIN, which sends the password in clear; use TLS or set Options.AllowPlainAuthWithoutTLS"}
+}
+
+// notCouchbaseError: HELLO was refused in a way only plain memcached refuses
+// it. Internal: Dial switches to memcached mode.
+type notCouchbaseError struct{ status memdx.Status }
+
+func (e *notCouchbaseError) Error() string {
+	return fmt.Sprintf("conn: server answered HELLO with %s: not a Couchbase node", e.status)
+}
+
+func (e *notCouchbaseError) Is(target error) bool { return target == ErrBootstrap }
+
+// corruptMapError: the error map did not parse. Internal: Dial redials
+// without XERROR.
+type corruptMapError struct{ err error }
+
+func (e *corruptMapError) Error() string { return "conn: corrupt error map: " + e.err.Error() }
+func (e *corruptMapError) Unwrap() error { return e.err }
+
+// dialOnce opens one socket and bootstraps it.
+func dialOnce(ctx context.Context, addr string, o *Options, memcached, xerror bool) (*Conn, error) {
+	nc, err := dialNet(ctx, addr, o)
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(nc, addr, o, newConnID())
+	if memcached {
+		err = c.bootMemcached(ctx)
+	} else {
+		err = c.bootCouchbase(ctx, xerror)
+	}
+	if err != nil {
+		c.fail(ErrClosed)
+		<-c.exited
+		return nil, err
+	}
+	c.log.Debug("connection ready", "memcached", c.memcached, "features", c.features,
+		"mechanism", c.mech, "bucket", c.bucket, "version", c.version, "error_map", c.errMap != nil)
+	return c, nil
+}
+
+func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
+	dial := o.DialContext
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("conn %s: dial: %w", addr, err)
+	}
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		if err := tcp.SetNoDelay(true); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("conn %s: TCP_NODELAY: %w", addr, err)
+		}
+	}
+	if o.TLSConfig == nil {
+		return nc, nil
+	}
+	cfg := o.TLSConfig.Clone()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
+		}
+		cfg.ServerName = host
+	}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, ctx.Err())
+		}
+		return nil, &TLSError{Addr: addr, Err: err}
+	}
+	return tc, nil
+}
+
+func newConnID() string {
+	var b [8]byte
+	rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// helloPad is the size of a NOOP request: the HELLO key is padded to a
+// multiple of it (see helloKey).
+const helloPad = memdx.HeaderSize
+
+// helloKey returns the HELLO key (memdx.HelloKey) padded with JSON
+// whitespace to a multiple of 24 bytes, and the number of NOOPs that must
+// follow HELLO in the same write.
+//
+// Why: plain memcached (measured: 1.6.18) answers an unknown opcode such as
+// HELLO with UNKNOWN_COMMAND but then skips key-length more bytes than the
+// body holds, and sends that answer only once it has skipped them. A HELLO
+// with a key followed by NOOPs totalling exactly the key's length keeps such
+// a server in step: it swallows the NOOPs, answers HELLO, and reads what
+// follows as the requests they are. Couchbase answers the NOOPs.
+func helloKey(agent, id string) ([]byte, int) {
+	key := memdx.HelloKey(agent, id)
+	if len(key) > 240 { // escaping blew up a long agent: keep the key a valid size
+		key = memdx.HelloKey(DefaultClientName, id)
+	}
+	if rem := len(key) % helloPad; rem != 0 {
+		key = append(key, strings.Repeat(" ", helloPad-rem)...)
+	}
+	return key, len(key) / helloPad
+}
+
+// step is one bootstrap request: its call and a copy of its response.
+type step struct {
+	op     memdx.OpCode
+	cl     *call
+	err    error // the request never went out (connection ended)
+	status memdx.Status
+	dt     memdx.Datatype
+	value  []byte
+}
+
+func (s *step) handle(p *memdx.Packet) error {
+	s.status = p.Status
+	s.dt = p.Datatype
+	s.value = append([]byte(nil), p.Value...)
+	return nil
+}
+
+// send queues a bootstrap request.
+func (c *Conn) send(req memdx.Request) *step {
+	s := &step{op: req.OpCode}
+	s.cl, s.err = c.start(&req, s.handle)
+	return s
+}
+
+// await waits for a bootstrap request's response. An error means there was
+// none: the connection ended or ctx did.
+func (c *Conn) await(ctx context.Context, s *step) error {
+	if s.err == nil && s.cl != nil {
+		s.err = c.wait(ctx, s.cl)
+		s.cl = nil
+	}
+	if s.err != nil {
+		return &BootstrapError{Addr: c.addr, Step: s.op, Reason: "no response", Err: s.err}
+	}
+	return nil
+}
+
+func (c *Conn) stepError(s *step, reason string) error {
+	e := &BootstrapError{Addr: c.addr, Step: s.op, Status: s.status, Reason: reason}
+	if ec, ok := memdx.DecodeErrorContext(s.dt, s.value); ok && ec.Context != "" {
+		e.Reason += ": " + ec.Context
+	}
+	return e
+}
+
+// bootCouchbase runs the Couchbase bootstrap:
+//
+//	write 1: HELLO, NOOP padding, GET_ERROR_MAP, VERSION, [SASL_LIST_MECHS]
+//	write 2: SASL_AUTH (SCRAM first message)                        (SCRAM only)
+//	write 3: SASL_AUTH PLAIN or SASL_STEP, [SELECT_BUCKET], GET_CLUSTER_CONFIG
+//
+// Without credentials the last write is SELECT_BUCKET and GET_CLUSTER_CONFIG.
+// Every request after HELLO in the first write has neither key nor extras,
+// so plain memcached reads them in step (see helloKey).
+func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
+	o := &c.opts
+	features := slices.Clone(o.Features)
+	if xerror && !slices.Contains(features, memdx.FeatureXerror) {
+		features = append(features, memdx.FeatureXerror)
+	}
+	if !xerror {
+		features = slices.DeleteFunc(features, func(f memdx.HelloFeature) bool { return f == memdx.FeatureXerror })
+	}
+	key, pads := helloKey(o.ClientName, c.id)
+	auth := o.Username != ""
+
+	c.cork()
+	hello := c.send(memdx.NewHello(key, features))
+	noops := make([]*step, pads)
+	for i := range noops {
+		noops[i] = c.send(memdx.NewNoop())
+	}
+	emap := c.send(memdx.NewGetErrorMap(errmap.MaxVersion))
+	version := c.send(memdx.NewVersion())
+	var mechs *step
+	if auth {
+		mechs = c.send(memdx.NewSASLListMechs())
+	}
+	c.uncork()
+
+	if err := c.await(ctx, hello); err != nil {
+		return err
+	}
+	switch hello.status {
+	case memdx.StatusSuccess:
+	case memdx.StatusUnknownCommand, memdx.StatusAuthError:
+		return &notCouchbaseError{status: hello.status}
+	default:
+		return c.stepError(hello, "server refused HELLO")
+	}
+	granted, err := memdx.DecodeHelloFeatures(hello.value)
+	if err != nil {
+		return &BootstrapError{Addr: c.addr, Step: memdx.OpHello, Reason: "bad feature list", Err: err}
+	}
+	c.features = newFeatures(granted)
+	for _, s := range noops {
+		if err := c.await(ctx, s); err != nil {
+			return err
+		}
+	}
+	if err := c.await(ctx, emap); err != nil {
+		return err
+	}
+	if c.features.Has(memdx.FeatureXerror) {
+		if emap.status != memdx.StatusSuccess {
+			c.log.Warn("server granted XERROR but refused GET_ERROR_MAP; going on without an error map", "status", emap.status)
+		} else {
+			m, err := errmap.Parse(emap.value)
+			if err != nil {
+				return &corruptMapError{err: err}
+			}
+			c.errMap = m
+		}
+	}
+	if err := c.await(ctx, version); err != nil {
+		return err
+	}
+	if version.status == memdx.StatusSuccess {
+		c.version = string(version.value)
+	}
+
+	// The last write: the final SASL message (if any), then the bucket and
+	// the config, pipelined behind it.
+	var sel, cfg *step
+	tail := func() {
+		if o.Bucket != "" {
+			sel = c.send(memdx.NewSelectBucket(o.Bucket))
+		}
+		cfg = c.send(memdx.NewGetClusterConfig())
+	}
+	if auth {
+		if err := c.await(ctx, mechs); err != nil {
+			return err
+		}
+		if mechs.status != memdx.StatusSuccess {
+			return c.stepError(mechs, "server refused to list SASL mechanisms")
+		}
+		mech, ok := chooseMechanism(o, memdx.DecodeSASLMechanisms(mechs.value))
+		if !ok {
+			return &AuthError{Addr: c.addr, User: o.Username,
+				Reason: fmt.Sprintf("no SASL mechanism both sides allow: the server offers %q, the client allows %q", mechs.value, allowedMechanisms(o))}
+		}
+		if err := c.authenticate(ctx, mech, tail); err != nil {
+			return err
+		}
+	} else {
+		c.cork()
+		tail()
+		c.uncork()
+	}
+	if sel != nil {
+		if err := c.await(ctx, sel); err != nil {
+			return err
+		}
+		switch sel.status {
+		case memdx.StatusSuccess:
+			c.bucket = o.Bucket
+		case memdx.StatusNoAccess, memdx.StatusKeyNotFound:
+			return &BucketAccessError{Addr: c.addr, Bucket: o.Bucket, Status: sel.status}
+		default:
+			return c.stepError(sel, fmt.Sprintf("server refused to select bucket %q", o.Bucket))
+		}
+	}
+	if err := c.await(ctx, cfg); err != nil {
+		return err
+	}
+	if cfg.status == memdx.StatusSuccess {
+		conf := cfg.value
+		if cfg.dt.Has(memdx.DatatypeSnappy) {
+			conf, err = memdx.DecompressSnappy(nil, conf, int(o.MaxBodyLength))
+			if err != nil {
+				return &BootstrapError{Addr: c.addr, Step: memdx.OpGetClusterConfig, Reason: "bad snappy config", Err: err}
+			}
+		}
+		c.config = conf
+	} else {
+		c.log.Debug("no cluster config from the node", "status", cfg.status)
+	}
+	return nil
+}
+
+// allowedMechanisms returns the mechanisms the client accepts, in order.
+func allowedMechanisms(o *Options) []string {
+	var out []string
+	for _, m := range o.SASLMechanisms {
+		if m == memdx.MechPlain && !o.plainAllowed() {
+			continue
+		}
+		if m == memdx.MechPlain || memdx.ScramHash(m) != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// chooseMechanism returns the client's most preferred mechanism the server
+// offers.
+func chooseMechanism(o *Options, offered []string) (string, bool) {
+	for _, m := range allowedMechanisms(o) {
+		if slices.Contains(offered, m) {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// authenticate runs SASL with mech; tail queues the requests to pipeline
+// behind the last SASL message.
+func (c *Conn) authenticate(ctx context.Context, mech string, tail func()) error {
+	o := &c.opts
+	authErr := func(s *step, reason string, err error) error {
+		return &AuthError{Addr: c.addr, User: o.Username, Mechanism: mech, Status: s.status, Reason: reason, Err: err}
+	}
+	if mech == memdx.MechPlain {
+		c.cork()
+		s := c.send(memdx.NewSASLAuth(mech, memdx.PlainPayload(o.Username, o.Password)))
+		tail()
+		c.uncork()
+		if err := c.await(ctx, s); err != nil {
+			return err
+		}
+		switch s.status {
+		case memdx.StatusSuccess:
+			c.mech = mech
+			return nil
+		case memdx.StatusAuthError:
+			return authErr(s, "the server refused the credentials", nil)
+		}
+		return c.stepError(s, "SASL PLAIN failed")
+	}
+
+	sc, err := memdx.NewScramClient(mech, o.Username, o.Password, nil)
+	if err != nil {
+		return &AuthError{Addr: c.addr, User: o.Username, Mechanism: mech, Reason: "cannot start SCRAM", Err: err}
+	}
+	first := c.send(memdx.NewSASLAuth(mech, sc.ClientFirst()))
+	if err := c.await(ctx, first); err != nil {
+		return err
+	}
+	switch first.status {
+	case memdx.StatusAuthContinue:
+	case memdx.StatusAuthError:
+		return authErr(first, "the server refused the credentials", nil)
+	default:
+		return c.stepError(first, "SASL_AUTH failed")
+	}
+	final, err := sc.ClientFinal(first.value)
+	if err != nil {
+		return authErr(first, "bad server-first message", err)
+	}
+	c.cork()
+	s := c.send(memdx.NewSASLStep(mech, final))
+	tail()
+	c.uncork()
+	if err := c.await(ctx, s); err != nil {
+		return err
+	}
+	switch s.status {
+	case memdx.StatusSuccess:
+	case memdx.StatusAuthError:
+		return authErr(s, "the server refused the credentials", nil)
+	default:
+		return c.stepError(s, "SASL_STEP failed")
+	}
+	if err := sc.VerifyServerFinal(s.value); err != nil {
+		return authErr(s, "the server did not prove it knows the password", err)
+	}
+	c.mech = mech
+	return nil
+}
+
+// bootMemcached runs the plain memcached bootstrap, one write:
+//
+//	[SASL_AUTH PLAIN], VERSION, NOOP
+//
+// VERSION needs no authentication in memcached; NOOP does, so a server that
+// requires SASL refuses it (and closes the connection) when no credentials
+// were given, which Dial reports as an *AuthError.
+func (c *Conn) bootMemcached(ctx context.Context) error {
+	o := &c.opts
+	c.memcached = true
+	c.cork()
+	var auth *step
+	if o.Username != "" {
+		auth = c.send(memdx.NewSASLAuth(memdx.MechPlain, memdx.PlainPayload(o.Username, o.Password)))
+	}
+	version := c.send(memdx.NewVersion())
+	noop := c.send(memdx.NewNoop())
+	c.uncork()
+	if auth != nil {
+		if err := c.await(ctx, auth); err != nil {
+			return err
+		}
+		switch auth.status {
+		case memdx.StatusSuccess:
+			c.mech = memdx.MechPlain
+		case memdx.StatusAuthError:
+			return &AuthError{Addr: c.addr, User: o.Username, Mechanism: memdx.MechPlain, Status: auth.status,
+				Reason: "the server refused the credentials"}
+		case memdx.StatusUnknownCommand:
+			c.log.Info("server has no SASL support: going on unauthenticated")
+		default:
+			return c.stepError(auth, "SASL PLAIN failed")
+		}
+	}
+	if err := c.await(ctx, version); err != nil {
+		return err
+	}
+	if version.status == memdx.StatusSuccess {
+		c.version = string(version.value)
+	}
+	if err := c.await(ctx, noop); err != nil {
+		return err
+	}
+	switch noop.status {
+	case memdx.StatusSuccess:
+		return nil
+	case memdx.StatusAuthError:
+		return &AuthError{Addr: c.addr, Status: noop.status,
+			Reason: "the server requires authentication and no credentials were given"}
+	}
+	return c.stepError(noop, "server refused NOOP")
+}

@@ -1,0 +1,129 @@
+// Package conn is one connection to one node: it dials (TCP or TLS),
+// bootstraps, and multiplexes requests over the socket by opaque, with
+// writes coalesced and one reader. It speaks raw memcached binary framing
+// through memdx and keeps the node's error map (errmap).
+//
+// # Bootstrap (Dial)
+//
+// Couchbase mode sends, pipelined where the protocol allows it:
+//
+//	write 1: HELLO (agent, connection id, requested features + XERROR),
+//	         NOOP padding (see below), GET_ERROR_MAP (version 2), VERSION,
+//	         SASL_LIST_MECHS (when a Username is set)
+//	write 2: SASL_AUTH with the SCRAM client-first message    (SCRAM only)
+//	write 3: SASL_AUTH PLAIN or SASL_STEP (SCRAM client-final),
+//	         SELECT_BUCKET (when Bucket is set), GET_CLUSTER_CONFIG
+//
+// Each write waits only for the answers it depends on: the mechanism comes
+// from LIST_MECHS, the SCRAM final message from the server-first message.
+// SELECT_BUCKET and GET_CLUSTER_CONFIG ride behind the last SASL message;
+// if authentication fails their answers are ignored and the error is the
+// authentication's. The error map is used only when the server granted
+// XERROR; a failed GET_CLUSTER_CONFIG or VERSION is not fatal (no config,
+// no version). The mechanism is the first of Options.SASLMechanisms
+// (SCRAM-SHA512, SCRAM-SHA256, SCRAM-SHA1, PLAIN by default) that the
+// server lists; PLAIN only over TLS or with AllowPlainAuthWithoutTLS. SCRAM
+// checks the server's final signature: a server that cannot prove it knows
+// the password fails the Dial.
+//
+// Failures a fail-fast strategy needs are typed: *AuthError (AUTH_ERROR at
+// SASL, no common mechanism, a bad server proof), *BucketAccessError
+// (EACCESS or KEY_ENOENT at SELECT_BUCKET), *TLSError (handshake or
+// verification); anything else after connecting is a *BootstrapError naming
+// the step and status. All match ErrBootstrap.
+//
+// # Plain memcached
+//
+// Memcached mode (Options.Memcached, the memcached:// scheme) sends no
+// Couchbase-only opcode. Its one write is [SASL_AUTH PLAIN], VERSION, NOOP:
+// memcached answers VERSION without authentication and refuses NOOP with
+// AUTH_ERROR (then closes) when it requires SASL, so a missing login is an
+// *AuthError at Dial rather than on the first operation. A failed
+// SASL_AUTH leaves memcached's connection open; Dial closes it.
+//
+// Facts measured against memcached 1.6.18 shape the Couchbase-mode
+// bootstrap. Memcached answers an opcode it does not know (HELLO,
+// GET_ERROR_MAP, SELECT_BUCKET, GET_CLUSTER_CONFIG) with UNKNOWN_COMMAND,
+// but when that request has a key or extras it then skips that many bytes
+// more than the body, eating the start of the next request; it sends the
+// UNKNOWN_COMMAND only after skipping them, and when the bytes it then
+// misreads are not a request it closes the connection without sending
+// anything. A HELLO sent alone would therefore get no answer at all, and one
+// followed by arbitrary requests might get none either. The rule here:
+//
+//   - The HELLO key is padded with JSON whitespace to a multiple of 24
+//     bytes and followed, in the same write, by one NOOP (24 bytes) per 24
+//     key bytes. Memcached swallows exactly the NOOPs and answers HELLO;
+//     Couchbase answers the NOOPs. Every other request in that write has
+//     neither key nor extras, so memcached reads all of them in step.
+//   - A HELLO answered with anything but SUCCESS ends that connection: no
+//     further byte is sent on it. UNKNOWN_COMMAND (memcached without SASL)
+//     or AUTH_ERROR (memcached with SASL, which refuses every command
+//     before authentication and then closes) makes Dial redial once in
+//     memcached mode: without credentials after UNKNOWN_COMMAND (that
+//     server has no SASL), with SASL PLAIN after AUTH_ERROR (if PLAIN is
+//     allowed; otherwise an *AuthError). A Bucket cannot be selected on
+//     plain memcached, so with one Dial fails instead.
+//
+// # Error map
+//
+// The map GET_ERROR_MAP returns is parsed with errmap.Parse and kept for
+// this node (ErrorMap; LookupStatus consults it for statuses memdx does not
+// know, as RFC 0013 says). A map that fails to parse is dropped, the
+// connection closed, and the node dialled once more without XERROR, so that
+// it sends only statuses the client knows; ErrorMapDropped says why.
+//
+// # Requests
+//
+// Do encodes the request with a fresh opaque straight into the connection's
+// write buffer, under a mutex, and registers it in a map of pending
+// requests. A single writer goroutine hands everything queued since its last
+// write to one Write call: callers that arrive while a write is in progress
+// share the next one. One reader goroutine decodes responses and matches
+// them to requests by opaque, never by position, so responses may come in
+// any order (HELLO UnorderedExecution). Server-initiated packets (magic
+// 0x82) go to OnClustermapNotification or OnServerRequest. The caller's
+// goroutine waits in Do: no goroutine is started per request, and the
+// request records and their wait channels are pooled.
+//
+// Handles and callbacks run on the reader goroutine: while one runs no other
+// packet is read, so they must be quick and must not block, and they must
+// not call Close (which waits for the reader).
+//
+// # Written or not
+//
+// Every request ends exactly once: handle is called with its response, or
+// Do returns a *RequestError, never both. A RequestError says whether the
+// request's bytes were written. A request counts as written when the Write
+// call that carried it returned having accepted every byte of it; one whose
+// write failed part-way cannot have been executed (the server never had all
+// of it) and counts as not written. Requests still in the write buffer when
+// the connection ends are not written. Not written means safe to send again,
+// here or elsewhere; written means the outcome is unknown. When the
+// connection fails, the reader waits for the writer's last Write to return
+// before failing the pending requests, so the count is exact.
+//
+// # Cancellation and overload
+//
+// When ctx ends before the response: a request still in the write buffer is
+// cut out of it (the server never sees it; Written is false); a request
+// already handed to the writer is abandoned (Written is true): its opaque
+// stays registered until the late response arrives, which is then dropped,
+// and the connection stays up. If the reader has already taken the
+// response, Do waits for handle to return and reports that outcome instead.
+// A response whose opaque matches nothing in flight, abandoned requests
+// included, is a protocol violation.
+//
+// At most Options.MaxPending requests are in flight, abandoned ones
+// included (their work is still on the server); past that Do fails at once
+// with ErrOverloaded, not written.
+//
+// # Protocol violations
+//
+// A bad magic, a body over Options.MaxBodyLength, a malformed header, a
+// response whose opaque matches nothing in flight (a response to a quiet
+// opcode included: Do refuses quiet opcodes) or whose opcode differs from
+// its request's, and a client-only magic from the server close the
+// connection with a *ProtocolError (errors.Is(err, ErrProtocol)) that says
+// what was wrong. Every pending request then fails as above.
+package conn

@@ -1,0 +1,216 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Sentinels for errors.Is. Every error this package returns that means one of
+// these matches it; the typed errors below carry the details.
+var (
+	// ErrClosed: the connection is closed or failed. A *RequestError whose
+	// request ended because the connection ended matches it, whatever the
+	// cause (Close, a network error, a protocol violation); its Written
+	// field says whether the request may have reached the server.
+	ErrClosed = errors.New("conn: connection closed")
+
+	// ErrOverloaded: the connection already has Options.MaxPending requests
+	// in flight. The request was not written; retry it later or elsewhere.
+	ErrOverloaded = errors.New("conn: too many requests in flight")
+
+	// ErrProtocol: the server broke the protocol (bad magic, a body over
+	// the limit, a response nobody asked for). The connection is closed.
+	ErrProtocol = errors.New("conn: protocol violation")
+
+	// ErrAuthFailed is matched by *AuthError.
+	ErrAuthFailed = errors.New("conn: authentication failed")
+
+	// ErrBucketAccess is matched by *BucketAccessError.
+	ErrBucketAccess = errors.New("conn: bucket access refused")
+
+	// ErrTLS is matched by *TLSError.
+	ErrTLS = errors.New("conn: TLS handshake failed")
+
+	// ErrBootstrap is matched by every error Dial returns after the socket
+	// was connected (including *AuthError, *BucketAccessError and
+	// *TLSError): the node answered but could not be set up.
+	ErrBootstrap = errors.New("conn: bootstrap failed")
+)
+
+// RequestError is the error Do returns when a request ended without a
+// response: the connection ended, the context was done, the connection was
+// overloaded, or the request could not be encoded.
+//
+// Written is exact in one direction: false means the server cannot have
+// received the complete request (it was never handed to the socket, or the
+// write that carried it failed before its last byte), so it is safe to send
+// it again, here or elsewhere. true means the request may have been received
+// and applied: the outcome is unknown.
+type RequestError struct {
+	Op     memdx.OpCode
+	Opaque uint32
+	Addr   string
+	// Written: the request's bytes may have reached the server.
+	Written bool
+	// Err is the cause: the connection's error (see Conn.Err), a context
+	// error, ErrOverloaded, or an encoding error (memdx.ErrInvalidRequest).
+	Err error
+
+	connEnded bool
+}
+
+func (e *RequestError) Error() string {
+	w := "not written"
+	if e.Written {
+		w = "written, outcome unknown"
+	}
+	return fmt.Sprintf("conn %s: %s (opaque %d, %s): %v", e.Addr, e.Op, e.Opaque, w, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrClosed) true for a request that ended because
+// its connection ended.
+func (e *RequestError) Is(target error) bool { return target == ErrClosed && e.connEnded }
+
+// ProtocolError says what the server sent that broke the protocol. The
+// connection is closed when one is reported.
+type ProtocolError struct {
+	Addr string
+	// What describes the violation.
+	What string
+	// Err is the decoder's error, if the violation was found by memdx
+	// (errors.Is(err, memdx.ErrMalformed)).
+	Err error
+}
+
+func (e *ProtocolError) Error() string {
+	s := "conn " + e.Addr + ": protocol violation: " + e.What
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrProtocol) true.
+func (e *ProtocolError) Is(target error) bool { return target == ErrProtocol }
+
+// AuthError is a failed SASL authentication during Dial: the server refused
+// the credentials (Status is then memdx.StatusAuthError), SCRAM's server
+// proof did not verify, or no mechanism both sides allow exists. Retrying
+// with the same credentials will fail the same way.
+type AuthError struct {
+	Addr string
+	User string
+	// Mechanism is the SASL mechanism tried, "" when none was.
+	Mechanism string
+	// Status is the server's status, 0 when the failure was found locally.
+	Status memdx.Status
+	// Reason says what went wrong, in words.
+	Reason string
+	// Err is the underlying error, if any (a memdx SCRAM error).
+	Err error
+}
+
+func (e *AuthError) Error() string {
+	s := fmt.Sprintf("conn %s: authentication as %q", e.Addr, e.User)
+	if e.Mechanism != "" {
+		s += " with " + e.Mechanism
+	}
+	s += " failed: " + e.Reason
+	if e.Status != 0 {
+		s += fmt.Sprintf(" (status %s)", e.Status)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrAuthFailed) and errors.Is(err, ErrBootstrap)
+// true; a server status also matches through errors.Is(err, memdx.StatusX).
+func (e *AuthError) Is(target error) bool {
+	return target == ErrAuthFailed || target == ErrBootstrap || (e.Status != 0 && target == e.Status)
+}
+
+// BucketAccessError is SELECT_BUCKET refused during Dial: the bucket does
+// not exist (memdx.StatusKeyNotFound) or the user may not use it
+// (memdx.StatusNoAccess).
+type BucketAccessError struct {
+	Addr   string
+	Bucket string
+	Status memdx.Status
+}
+
+func (e *BucketAccessError) Error() string {
+	why := "access refused"
+	if e.Status == memdx.StatusKeyNotFound {
+		why = "no such bucket"
+	}
+	return fmt.Sprintf("conn %s: select bucket %q: %s (status %s)", e.Addr, e.Bucket, why, e.Status)
+}
+
+// Is makes errors.Is(err, ErrBucketAccess), errors.Is(err, ErrBootstrap) and
+// errors.Is(err, e.Status) true.
+func (e *BucketAccessError) Is(target error) bool {
+	return target == ErrBucketAccess || target == ErrBootstrap || target == e.Status
+}
+
+// TLSError is a failed TLS handshake: the certificate did not verify, or the
+// handshake itself failed. Err is the crypto/tls or crypto/x509 error
+// (errors.As(err, &x509.UnknownAuthorityError{}) works through it).
+type TLSError struct {
+	Addr string
+	Err  error
+}
+
+func (e *TLSError) Error() string { return "conn " + e.Addr + ": TLS handshake: " + e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *TLSError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrTLS) and errors.Is(err, ErrBootstrap) true.
+func (e *TLSError) Is(target error) bool { return target == ErrTLS || target == ErrBootstrap }
+
+// BootstrapError is any other failure of a bootstrap step: the step's
+// opcode, the server's status (0 when the step failed for another reason)
+// and the cause.
+type BootstrapError struct {
+	Addr   string
+	Step   memdx.OpCode
+	Status memdx.Status
+	// Reason says what went wrong, in words.
+	Reason string
+	// Err is the cause: a *RequestError when the connection failed or the
+	// context ended during the step, a decode error, ...
+	Err error
+}
+
+func (e *BootstrapError) Error() string {
+	s := fmt.Sprintf("conn %s: bootstrap %s: %s", e.Addr, e.Step, e.Reason)
+	if e.Status != 0 {
+		s += fmt.Sprintf(" (status %s)", e.Status)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *BootstrapError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrBootstrap) and, when the server answered,
+// errors.Is(err, e.Status) true.
+func (e *BootstrapError) Is(target error) bool {
+	return target == ErrBootstrap || (e.Status != 0 && target == e.Status)
+}

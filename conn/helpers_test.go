@@ -1,0 +1,242 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/leakcheck"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// testTimeout bounds every wait in these tests; it is generous: tests end as
+// soon as the condition holds.
+const testTimeout = 10 * time.Second
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitFor polls cond until it holds (or fails the test after testTimeout).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// peer is the server side of a scripted connection: it reads requests with
+// memdx and writes whatever the test tells it to.
+type peer struct {
+	t   testing.TB
+	nc  net.Conn
+	buf []byte
+}
+
+func newPeer(t testing.TB, nc net.Conn) *peer { return &peer{t: t, nc: nc} }
+
+// read returns the next request, its slices copied. It fails the test on
+// error.
+func (p *peer) read() memdx.Packet {
+	p.t.Helper()
+	pkt, err := p.tryRead()
+	if err != nil {
+		p.t.Errorf("peer: read: %v", err)
+		return memdx.Packet{}
+	}
+	return pkt
+}
+
+func (p *peer) tryRead() (memdx.Packet, error) {
+	for {
+		if len(p.buf) >= memdx.HeaderSize {
+			size, err := memdx.PacketSize(p.buf, 0)
+			if err != nil {
+				return memdx.Packet{}, err
+			}
+			if len(p.buf) >= size {
+				pkt, _, err := memdx.DecodePacket(p.buf[:size], 0)
+				if err != nil {
+					return memdx.Packet{}, err
+				}
+				pkt = clonePacket(pkt)
+				p.buf = append(p.buf[:0], p.buf[size:]...)
+				return pkt, nil
+			}
+		}
+		var b [4096]byte
+		n, err := p.nc.Read(b[:])
+		p.buf = append(p.buf, b[:n]...)
+		if err != nil && n == 0 {
+			return memdx.Packet{}, err
+		}
+	}
+}
+
+func clonePacket(p memdx.Packet) memdx.Packet {
+	cl := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		return append([]byte(nil), b...)
+	}
+	p.FramingExtras, p.Extras, p.Key, p.Value = cl(p.FramingExtras), cl(p.Extras), cl(p.Key), cl(p.Value)
+	return p
+}
+
+// encode returns the bytes of pkts.
+func encode(t testing.TB, pkts ...memdx.Packet) []byte {
+	t.Helper()
+	var b []byte
+	for i := range pkts {
+		var err error
+		b, err = memdx.AppendPacket(b, &pkts[i])
+		if err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+	}
+	return b
+}
+
+// write sends pkts in one write.
+func (p *peer) write(pkts ...memdx.Packet) {
+	p.t.Helper()
+	p.writeRaw(encode(p.t, pkts...))
+}
+
+func (p *peer) writeRaw(b []byte) {
+	p.t.Helper()
+	if _, err := p.nc.Write(b); err != nil {
+		p.t.Errorf("peer: write: %v", err)
+	}
+}
+
+// res builds the response to req.
+func res(req memdx.Packet, status memdx.Status, value string) memdx.Packet {
+	r := memdx.Packet{Magic: memdx.MagicRes, OpCode: req.OpCode, Status: status, Opaque: req.Opaque}
+	if value != "" {
+		r.Value = []byte(value)
+	}
+	return r
+}
+
+// ok is a success response to req with value.
+func ok(req memdx.Packet, value string) memdx.Packet { return res(req, memdx.StatusSuccess, value) }
+
+// pipeDialer returns a DialContext that hands out the client ends of
+// net.Pipe pairs; the server ends arrive on the returned channel.
+func pipeDialer(wrap func(net.Conn) net.Conn) (func(context.Context, string, string) (net.Conn, error), chan net.Conn) {
+	servers := make(chan net.Conn, 4)
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, s := net.Pipe()
+		servers <- s
+		if wrap != nil {
+			return wrap(c), nil
+		}
+		return c, nil
+	}, servers
+}
+
+// serveMemcachedBoot answers a memcached-mode bootstrap without
+// credentials: VERSION then NOOP.
+func serveMemcachedBoot(p *peer) {
+	v := p.read()
+	n := p.read()
+	if v.OpCode != memdx.OpVersion || n.OpCode != memdx.OpNoop {
+		p.t.Errorf("memcached bootstrap: got %s, %s; want VERSION, NOOP", v.OpCode, n.OpCode)
+	}
+	p.write(ok(v, "1.6.18"), ok(n, ""))
+}
+
+// dialPipe dials a memcached-mode Conn over net.Pipe (the bootstrap is
+// answered) and returns it with the server's end. wrap, if set, wraps the
+// client's end of the pipe.
+func dialPipe(t *testing.T, opts Options, wrap func(net.Conn) net.Conn) (*Conn, *peer) {
+	t.Helper()
+	dial, servers := pipeDialer(wrap)
+	opts.DialContext = dial
+	opts.Memcached = true
+	var p *peer
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s := <-servers
+		p = newPeer(t, s)
+		serveMemcachedBoot(p)
+	}()
+	c, err := Dial(testCtx(t), "pipe:11210", opts)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		p.nc.Close()
+	})
+	return c, p
+}
+
+// result is what one Do produced.
+type result struct {
+	value  string
+	status memdx.Status
+	calls  int
+	err    error
+}
+
+// doGet runs Do(GET key) and reports its outcome.
+func doGet(ctx context.Context, c *Conn, key string) result {
+	var r result
+	req := memdx.NewGet([]byte(key))
+	r.err = c.Do(ctx, &req, func(p *memdx.Packet) error {
+		r.calls++
+		r.value = string(p.Value)
+		r.status = p.Status
+		return nil
+	})
+	return r
+}
+
+// goGet runs doGet on a goroutine; the result arrives on the channel.
+func goGet(ctx context.Context, c *Conn, key string) <-chan result {
+	ch := make(chan result, 1)
+	go func() { ch <- doGet(ctx, c, key) }()
+	return ch
+}
+
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(testTimeout):
+		t.Fatal("timed out waiting for a result")
+		panic("unreachable")
+	}
+}
+
+// requestError asserts err is a *RequestError and returns it.
+func requestError(t *testing.T, err error) *RequestError {
+	t.Helper()
+	var re *RequestError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is not a *RequestError", err, err)
+	}
+	return re
+}
+
+// drain reads and discards everything from nc until it fails.
+func drain(nc net.Conn) { io.Copy(io.Discard, nc) }

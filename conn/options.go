@@ -1,0 +1,182 @@
+package conn
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"slices"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// DefaultMaxPending is the default bound on requests in flight on one
+// connection (Options.MaxPending).
+const DefaultMaxPending = 4096
+
+// DefaultClientName is the agent HELLO sends when Options.ClientName is
+// empty.
+const DefaultClientName = "kvwire"
+
+// maxClientName bounds the agent sent in HELLO so that the padded HELLO key
+// stays within the 250 bytes a key may have (see helloKey).
+const maxClientName = 160
+
+// DefaultMechanisms is the SASL preference order when
+// Options.SASLMechanisms is nil: the strongest SCRAM first, PLAIN last (and
+// PLAIN only over TLS or with Options.AllowPlainAuthWithoutTLS).
+var DefaultMechanisms = []string{memdx.MechScramSHA512, memdx.MechScramSHA256, memdx.MechScramSHA1, memdx.MechPlain}
+
+// Options configure Dial. The zero value dials a Couchbase node over plain
+// TCP without credentials.
+type Options struct {
+	// Username and Password are the SASL credentials; no authentication is
+	// done when Username is empty.
+	Username, Password string
+
+	// SASLMechanisms are the mechanisms the client accepts, strongest
+	// first; nil means DefaultMechanisms. The first one the server also
+	// lists is used. PLAIN is dropped unless TLSConfig is set or
+	// AllowPlainAuthWithoutTLS is true.
+	SASLMechanisms []string
+
+	// AllowPlainAuthWithoutTLS permits SASL PLAIN, which sends the password
+	// in clear, over a connection without TLS. It is needed for plain
+	// memcached with SASL (which offers nothing but PLAIN) over TCP.
+	AllowPlainAuthWithoutTLS bool
+
+	// Bucket is selected with SELECT_BUCKET when non-empty (Couchbase
+	// mode only; Dial rejects it in memcached mode).
+	Bucket string
+
+	// Memcached selects plain memcached mode: no HELLO, error map, bucket
+	// or cluster config; SASL PLAIN first when a Username is given. A
+	// Couchbase-mode Dial that finds plain memcached switches to this mode
+	// by itself (see the package doc).
+	Memcached bool
+
+	// TLSConfig enables TLS when non-nil. Verification follows the config:
+	// it is on unless InsecureSkipVerify is set; RootCAs adds custom roots.
+	// When ServerName is empty, the host of the address is used. Dial
+	// clones the config and does not modify it.
+	TLSConfig *tls.Config
+
+	// ClientName is the agent HELLO reports to the server (it shows in the
+	// server's logs); DefaultClientName when empty. It is cut to 160 bytes.
+	ClientName string
+
+	// Features are the HELLO features requested. XERROR is always added
+	// (unless a corrupt error map forced it off, see the package doc).
+	// Server-initiated cluster-map notifications need FeatureDuplex and
+	// FeatureClustermapChangeNotification (or its Brief variant).
+	Features []memdx.HelloFeature
+
+	// MaxPending bounds the requests in flight (sent or queued, and
+	// cancelled ones whose response has not arrived yet); past it Do fails
+	// at once with ErrOverloaded. 0 means DefaultMaxPending.
+	MaxPending int
+
+	// MaxBodyLength bounds the body of a packet the server may send; a
+	// larger one closes the connection with a protocol error. 0 means
+	// memdx.DefaultMaxBodyLength.
+	MaxBodyLength uint32
+
+	// OnClustermapNotification receives server-initiated cluster-map change
+	// notifications. It runs on the connection's reader goroutine: it must
+	// not block (no other response is read meanwhile) and must not call
+	// Close. The notification's slices alias the read buffer and are valid
+	// only during the call: copy what you keep.
+	OnClustermapNotification func(memdx.ClustermapNotification)
+
+	// OnServerRequest receives every other server-initiated request (magic
+	// 0x82), under the same rules as OnClustermapNotification. Without it
+	// they are dropped (and logged at debug level). The connection never
+	// answers them.
+	OnServerRequest func(*memdx.Packet)
+
+	// OnClose, if set, is called once when the connection has ended, with
+	// the error Err returns, after every pending request has been failed.
+	// It runs on the reader goroutine just before it exits: it must not
+	// block and must not call Close.
+	OnClose func(error)
+
+	// DialContext opens the network connection; nil uses a net.Dialer.
+	// TLS, when configured, is layered on what it returns.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// Logger receives bootstrap steps (debug) and failures (warn); nil
+	// logs nothing.
+	Logger *slog.Logger
+}
+
+// resolved returns a copy of o with defaults filled in. Slices are cloned:
+// the caller may change its Options after Dial.
+func (o Options) resolved() Options {
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxBodyLength == 0 {
+		o.MaxBodyLength = memdx.DefaultMaxBodyLength
+	}
+	if o.ClientName == "" {
+		o.ClientName = DefaultClientName
+	}
+	if len(o.ClientName) > maxClientName {
+		o.ClientName = o.ClientName[:maxClientName]
+	}
+	if o.SASLMechanisms == nil {
+		o.SASLMechanisms = DefaultMechanisms
+	}
+	o.SASLMechanisms = slices.Clone(o.SASLMechanisms)
+	o.Features = slices.Clone(o.Features)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// plainAllowed reports whether SASL PLAIN may be used.
+func (o *Options) plainAllowed() bool { return o.TLSConfig != nil || o.AllowPlainAuthWithoutTLS }
+
+// Features is the set of HELLO features a server granted. The zero value is
+// the empty set. It is immutable.
+type Features struct {
+	bits [4]uint64 // features below 256, for a Has that does not scan
+	list []memdx.HelloFeature
+}
+
+func newFeatures(list []memdx.HelloFeature) Features {
+	f := Features{list: list}
+	for _, x := range list {
+		if x < 256 {
+			f.bits[x>>6] |= 1 << (x & 63)
+		}
+	}
+	return f
+}
+
+// Has reports whether x was granted.
+func (f Features) Has(x memdx.HelloFeature) bool {
+	if x < 256 {
+		return f.bits[x>>6]&(1<<(x&63)) != 0
+	}
+	return slices.Contains(f.list, x)
+}
+
+// List returns the granted features in the order the server listed them;
+// the slice is the caller's.
+func (f Features) List() []memdx.HelloFeature { return slices.Clone(f.list) }
+
+// Len is the number of granted features.
+func (f Features) Len() int { return len(f.list) }
+
+func (f Features) String() string {
+	s := "["
+	for i, x := range f.list {
+		if i > 0 {
+			s += " "
+		}
+		s += x.String()
+	}
+	return s + "]"
+}
