@@ -304,6 +304,9 @@ func (cn *conn) outDatatype(dt memdx.Datatype) memdx.Datatype {
 
 // reply appends a response to p. wmu must be held.
 func (cn *conn) reply(p *memdx.Packet, st memdx.Status, cas uint64, dt memdx.Datatype, extras, key, value []byte) {
+	if st != memdx.StatusSuccess && st != memdx.StatusAuthContinue {
+		cn.n.countError(st)
+	}
 	rp := memdx.Packet{Magic: memdx.MagicRes, OpCode: p.OpCode, Datatype: dt, Status: st,
 		Opaque: p.Opaque, Cas: cas, Extras: extras, Key: key, Value: value}
 	cn.wbuf, _ = memdx.AppendPacket(cn.wbuf, &rp)

@@ -36,6 +36,9 @@ type Node struct {
 	serving bool
 
 	reqs [256]atomic.Uint64
+
+	errMu  sync.Mutex
+	errors map[memdx.Status]uint64
 }
 
 // ID returns the node's id.
@@ -78,6 +81,24 @@ func (n *Node) RequestCounts() map[memdx.OpCode]uint64 {
 		}
 	}
 	return out
+}
+
+// ErrorCount returns how many responses with the (non-success) status st
+// the node sent, counting injected ones. Tests use it to show, say, that a
+// client met NOT_MY_VBUCKET during a rebalance.
+func (n *Node) ErrorCount(st memdx.Status) uint64 {
+	n.errMu.Lock()
+	defer n.errMu.Unlock()
+	return n.errors[st]
+}
+
+func (n *Node) countError(st memdx.Status) {
+	n.errMu.Lock()
+	if n.errors == nil {
+		n.errors = make(map[memdx.Status]uint64)
+	}
+	n.errors[st]++
+	n.errMu.Unlock()
 }
 
 // NumConnections returns the number of open client connections.

@@ -1,0 +1,10 @@
+// Package reftest checks kvwire's mock cluster against Couchbase's own Go
+// client, gocbcore v10: gocbcore bootstraps against mockcluster (SCRAM-SHA512,
+// collections, mutation tokens, TLS) and runs its KV operations, including
+// through a rebalance in which it learns the new vbucket owners from
+// NOT_MY_VBUCKET bodies. When gocbcore and the mock disagree, the mock is
+// fixed to do what Couchbase Server does, never bent to a client's quirk.
+//
+// It is a separate module so that the root module does not depend on
+// gocbcore; `make test` runs it.
+package reftest
