@@ -261,7 +261,7 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 	for i := range noops {
 		noops[i] = c.send(memdx.NewNoop())
 	}
-	emap := c.send(memdx.NewGetErrorMap(errmap.MaxVersion))
+	emap := c.send(memdx.NewGetErrorMap(o.errorMapVersion))
 	version := c.send(memdx.NewVersion())
 	var mechs *step
 	if auth {

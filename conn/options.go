@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 
+	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -107,6 +108,9 @@ type Options struct {
 	// Logger receives bootstrap steps (debug) and failures (warn); nil
 	// logs nothing.
 	Logger *slog.Logger
+
+	// errorMapVersion overrides the version GET_ERROR_MAP asks for (tests).
+	errorMapVersion uint16
 }
 
 // resolved returns a copy of o with defaults filled in. Slices are cloned:
@@ -129,6 +133,9 @@ func (o Options) resolved() Options {
 	}
 	o.SASLMechanisms = slices.Clone(o.SASLMechanisms)
 	o.Features = slices.Clone(o.Features)
+	if o.errorMapVersion == 0 {
+		o.errorMapVersion = errmap.MaxVersion
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
