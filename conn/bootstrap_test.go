@@ -1,0 +1,401 @@
+package conn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// fakeNode answers a Couchbase bootstrap over a scripted connection, one
+// request at a time, as configured.
+type fakeNode struct {
+	helloStatus  memdx.Status // 0: success
+	grant        []memdx.HelloFeature
+	errMap       []byte // nil: GET_ERROR_MAP answers UNKNOWN_COMMAND
+	mechs        string
+	user, pass   string
+	badSignature bool         // tamper with SCRAM's server-final message
+	bucketStatus memdx.Status // SELECT_BUCKET's answer
+	config       string       // "": GET_CLUSTER_CONFIG answers NO_BUCKET
+
+	mu    sync.Mutex
+	hello [][]memdx.HelloFeature // the features each connection asked for
+	ops   []memdx.OpCode         // every request, in order
+}
+
+func (f *fakeNode) serve(p *peer) {
+	var scram *memdx.ScramServer
+	failed := false
+	// The client may close while answers to pipelined requests are still
+	// due (a refused step ends the Dial): stop quietly then.
+	reply := func(pkts ...memdx.Packet) {
+		if _, err := p.nc.Write(encode(p.t, pkts...)); err != nil {
+			failed = true
+		}
+	}
+	for !failed {
+		req, err := p.tryRead()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.ops = append(f.ops, req.OpCode)
+		f.mu.Unlock()
+		switch req.OpCode {
+		case memdx.OpHello:
+			asked, _ := memdx.DecodeHelloFeatures(req.Value)
+			f.mu.Lock()
+			f.hello = append(f.hello, asked)
+			f.mu.Unlock()
+			if f.helloStatus != 0 {
+				reply(res(req, f.helloStatus, ""))
+				continue
+			}
+			var granted []byte
+			for _, x := range asked {
+				if f.grant == nil || slices.Contains(f.grant, x) {
+					granted = append(granted, byte(x>>8), byte(x))
+				}
+			}
+			reply(ok(req, string(granted)))
+		case memdx.OpNoop:
+			reply(ok(req, ""))
+		case memdx.OpGetErrorMap:
+			if f.errMap == nil {
+				reply(res(req, memdx.StatusUnknownCommand, ""))
+			} else {
+				reply(ok(req, string(f.errMap)))
+			}
+		case memdx.OpVersion:
+			reply(ok(req, "7.6.2-fake"))
+		case memdx.OpSASLListMechs:
+			reply(ok(req, f.mechs))
+		case memdx.OpSASLAuth:
+			mech := string(req.Key)
+			if mech == memdx.MechPlain {
+				_, u, pw, _ := memdx.DecodePlainPayload(req.Value)
+				if u == f.user && pw == f.pass {
+					reply(ok(req, ""))
+				} else {
+					reply(res(req, memdx.StatusAuthError, ""))
+				}
+				continue
+			}
+			keys, err := memdx.DeriveScramKeys(mech, f.pass, []byte("salt"), 4096)
+			if err != nil {
+				p.t.Errorf("fake node: %v", err)
+				return
+			}
+			scram, _ = memdx.NewScramServer(mech, func(u string) (memdx.ScramKeys, bool) { return keys, u == f.user }, nil)
+			first, err := scram.ServerFirst(req.Value)
+			if err != nil {
+				reply(res(req, memdx.StatusAuthError, ""))
+				continue
+			}
+			reply(res(req, memdx.StatusAuthContinue, string(first)))
+		case memdx.OpSASLStep:
+			final, err := scram.ServerFinal(req.Value)
+			if err != nil {
+				reply(res(req, memdx.StatusAuthError, ""))
+				continue
+			}
+			if f.badSignature {
+				final = []byte("v=" + base64.StdEncoding.EncodeToString(make([]byte, 64)))
+			}
+			reply(ok(req, string(final)))
+		case memdx.OpSelectBucket:
+			reply(res(req, f.bucketStatus, ""))
+		case memdx.OpGetClusterConfig:
+			if f.config == "" {
+				reply(res(req, memdx.StatusNoBucket, ""))
+			} else {
+				reply(ok(req, f.config))
+			}
+		default:
+			reply(res(req, memdx.StatusUnknownCommand, ""))
+		}
+	}
+}
+
+// dialFake dials a Couchbase-mode Conn whose every connection is served by
+// f.
+func dialFake(t *testing.T, f *fakeNode, opts Options) (*Conn, error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var servers []net.Conn
+	opts.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, s := net.Pipe()
+		mu.Lock()
+		servers = append(servers, s)
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.serve(newPeer(t, s))
+			s.Close()
+		}()
+		return c, nil
+	}
+	c, err := Dial(testCtx(t), "fake:11210", opts)
+	t.Cleanup(func() {
+		if c != nil {
+			c.Close()
+		}
+		mu.Lock()
+		for _, s := range servers {
+			s.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return c, err
+}
+
+func (f *fakeNode) helloNoLock() [][]memdx.HelloFeature { return f.hello }
+
+func (f *fakeNode) helloCalls() [][]memdx.HelloFeature {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.hello)
+}
+
+var validMap = mockcluster.ErrorMapJSON(2)
+
+// Every bootstrap write carries what the package doc says, and Dial records
+// what the node answered.
+func TestBootstrapWrites(t *testing.T) {
+	f := &fakeNode{errMap: validMap, mechs: "SCRAM-SHA1 SCRAM-SHA256 PLAIN", user: "u", pass: "p",
+		config: `{"rev":1}`, grant: []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket}}
+	g, wrap := newGate()
+	dial, servers := pipeDialer(wrap)
+	type dialed struct {
+		c   *Conn
+		err error
+	}
+	out := make(chan dialed, 1)
+	go func() {
+		c, err := Dial(testCtx(t), "fake:11210", Options{Username: "u", Password: "p", Bucket: "b", DialContext: dial,
+			ClientName: "boot-test", Features: []memdx.HelloFeature{memdx.FeatureSelectBucket, memdx.FeatureJSON}})
+		out <- dialed{c, err}
+	}()
+	p := newPeer(t, <-servers)
+	go f.serve(p)
+	var writes [][]memdx.OpCode
+	for range 3 {
+		var ops []memdx.OpCode
+		for _, pk := range packets(t, <-g.calls) {
+			ops = append(ops, pk.OpCode)
+		}
+		writes = append(writes, ops)
+		g.acts <- gateWrite{n: -1}
+	}
+	d := recv(t, out)
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	defer d.c.Close()
+	_, pads := helloKey("boot-test", d.c.ID())
+	want1 := []memdx.OpCode{memdx.OpHello}
+	for range pads {
+		want1 = append(want1, memdx.OpNoop)
+	}
+	want1 = append(want1, memdx.OpGetErrorMap, memdx.OpVersion, memdx.OpSASLListMechs)
+	want := [][]memdx.OpCode{want1, {memdx.OpSASLAuth}, {memdx.OpSASLStep, memdx.OpSelectBucket, memdx.OpGetClusterConfig}}
+	for i := range want {
+		if !slices.Equal(writes[i], want[i]) {
+			t.Errorf("write %d: %v, want %v", i+1, writes[i], want[i])
+		}
+	}
+	c := d.c
+	if c.Mechanism() != memdx.MechScramSHA256 || c.Bucket() != "b" || string(c.ClusterConfig()) != `{"rev":1}` ||
+		c.ServerVersion() != "7.6.2-fake" || c.ErrorMap() == nil || c.Memcached() {
+		t.Fatalf("mech %q bucket %q config %q version %q map %v", c.Mechanism(), c.Bucket(), c.ClusterConfig(), c.ServerVersion(), c.ErrorMap())
+	}
+	if !c.Features().Has(memdx.FeatureXerror) || !c.Features().Has(memdx.FeatureSelectBucket) || c.Features().Has(memdx.FeatureJSON) {
+		t.Fatalf("features %v", c.Features())
+	}
+	asked := f.helloCalls()[0]
+	if !slices.Contains(asked, memdx.FeatureXerror) || !slices.Contains(asked, memdx.FeatureJSON) {
+		t.Fatalf("HELLO asked for %v", asked)
+	}
+	st := c.Stats()
+	if st.Writes != 3 {
+		t.Fatalf("%d writes for the bootstrap, want 3", st.Writes)
+	}
+	close(g.quit)
+}
+
+func TestBootstrapCorruptErrorMap(t *testing.T) {
+	f := &fakeNode{errMap: []byte(`{"version":2,"revision":1,"errors":{"zz":{}}}`), config: `{"rev":3}`}
+	c, err := dialFake(t, f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello := f.helloCalls()
+	if len(hello) != 2 {
+		t.Fatalf("%d connections, want a redial", len(hello))
+	}
+	if !slices.Contains(hello[0], memdx.FeatureXerror) || slices.Contains(hello[1], memdx.FeatureXerror) {
+		t.Fatalf("HELLO features: first %v, second %v; want XERROR, then none", hello[0], hello[1])
+	}
+	if c.ErrorMap() != nil || c.Features().Has(memdx.FeatureXerror) || !errors.Is(c.ErrorMapDropped(), errmap.ErrCorrupt) {
+		t.Fatalf("map %v, features %v, dropped %v", c.ErrorMap(), c.Features(), c.ErrorMapDropped())
+	}
+	if string(c.ClusterConfig()) != `{"rev":3}` {
+		t.Fatalf("config %q", c.ClusterConfig())
+	}
+}
+
+func TestBootstrapFailures(t *testing.T) {
+	cases := []struct {
+		name  string
+		node  *fakeNode
+		opts  Options
+		check func(t *testing.T, err error)
+	}{
+		{"bad SCRAM server signature", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", badSignature: true},
+			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
+				var ae *AuthError
+				if !errors.As(err, &ae) || ae.Mechanism != memdx.MechScramSHA512 || !errors.Is(err, memdx.ErrAuthFailed) {
+					t.Fatalf("%v; want an *AuthError wrapping memdx.ErrAuthFailed", err)
+				}
+			}},
+		{"wrong SCRAM password", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p"},
+			Options{Username: "u", Password: "x"}, func(t *testing.T, err error) {
+				var ae *AuthError
+				if !errors.As(err, &ae) || ae.Status != memdx.StatusAuthError {
+					t.Fatalf("%v; want an *AuthError with AUTH_ERROR", err)
+				}
+			}},
+		{"no common mechanism", &fakeNode{mechs: "PLAIN GSSAPI"},
+			Options{Username: "u", Password: "x"}, func(t *testing.T, err error) {
+				var ae *AuthError
+				if !errors.As(err, &ae) || !strings.Contains(err.Error(), "PLAIN GSSAPI") {
+					t.Fatalf("%v; want an *AuthError naming the offer", err)
+				}
+			}},
+		{"bucket not found", &fakeNode{bucketStatus: memdx.StatusKeyNotFound},
+			Options{Bucket: "gone"}, func(t *testing.T, err error) {
+				var be *BucketAccessError
+				if !errors.As(err, &be) || be.Bucket != "gone" || !strings.Contains(err.Error(), "no such bucket") {
+					t.Fatalf("%v; want a *BucketAccessError", err)
+				}
+			}},
+		{"bucket refused otherwise", &fakeNode{bucketStatus: memdx.StatusTmpFail},
+			Options{Bucket: "b"}, func(t *testing.T, err error) {
+				var be *BootstrapError
+				if !errors.As(err, &be) || be.Step != memdx.OpSelectBucket || !errors.Is(err, memdx.StatusTmpFail) {
+					t.Fatalf("%v; want a *BootstrapError at SELECT_BUCKET", err)
+				}
+			}},
+		{"HELLO refused", &fakeNode{helloStatus: memdx.StatusInvalidArgs},
+			Options{}, func(t *testing.T, err error) {
+				var be *BootstrapError
+				if !errors.As(err, &be) || be.Step != memdx.OpHello || be.Status != memdx.StatusInvalidArgs {
+					t.Fatalf("%v; want a *BootstrapError at HELLO", err)
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := dialFake(t, tc.node, tc.opts)
+			if c != nil {
+				t.Fatal("Dial returned a connection")
+			}
+			if !errors.Is(err, ErrBootstrap) {
+				t.Fatalf("%v does not match ErrBootstrap", err)
+			}
+			tc.check(t, err)
+		})
+	}
+}
+
+// A scripted node that answers HELLO with UNKNOWN_COMMAND: Dial closes that
+// connection and makes a memcached-mode one.
+func TestBootstrapHelloUnknownRedials(t *testing.T) {
+	f := &fakeNode{helloStatus: memdx.StatusUnknownCommand}
+	c, err := dialFake(t, f, Options{Username: "u", Password: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Memcached() || c.Mechanism() != "" {
+		t.Fatalf("memcached %v mechanism %q", c.Memcached(), c.Mechanism())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// One HELLO only (the second connection is memcached mode), and no
+	// password sent to a server that has no SASL.
+	if slices.Index(f.ops[1:], memdx.OpHello) >= 0 || slices.Contains(f.ops, memdx.OpSASLAuth) ||
+		len(f.helloNoLock()) != 1 {
+		t.Fatalf("requests: %v", f.ops)
+	}
+}
+
+func TestBootstrapContextDeadline(t *testing.T) {
+	dial, servers := pipeDialer(nil)
+	go func() {
+		s := <-servers
+		drain(s) // reads, never answers
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := Dial(ctx, "silent:11210", Options{DialContext: dial})
+	var be *BootstrapError
+	if !errors.As(err, &be) || be.Step != memdx.OpHello || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%v; want a *BootstrapError at HELLO with DeadlineExceeded", err)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{TLS: true})
+	addr := mc.Node(0).TLSAddr()
+	o := adminOpts(mockcluster.DefaultBucket)
+
+	// Verification is on by default: the mock's CA is unknown.
+	o.TLSConfig = &tls.Config{}
+	_, err := Dial(testCtx(t), addr, o)
+	var te *TLSError
+	var unknown x509.UnknownAuthorityError
+	if !errors.As(err, &te) || !errors.As(err, &unknown) || !errors.Is(err, ErrTLS) {
+		t.Fatalf("without roots: %v; want a *TLSError wrapping x509.UnknownAuthorityError", err)
+	}
+	// The wrong name fails too.
+	o.TLSConfig = &tls.Config{RootCAs: mc.RootCAs(), ServerName: "not-the-node.example"}
+	_, err = Dial(testCtx(t), addr, o)
+	var host x509.HostnameError
+	if !errors.As(err, &te) || !errors.As(err, &host) {
+		t.Fatalf("wrong name: %v; want a *TLSError wrapping x509.HostnameError", err)
+	}
+	// Custom roots: verified. PLAIN is allowed over TLS without the opt-in.
+	o.TLSConfig = &tls.Config{RootCAs: mc.RootCAs()}
+	o.SASLMechanisms = []string{memdx.MechPlain}
+	c := dialMemcached(t, addr, o)
+	if c.Mechanism() != memdx.MechPlain || c.Bucket() != mockcluster.DefaultBucket {
+		t.Fatalf("mechanism %q bucket %q", c.Mechanism(), c.Bucket())
+	}
+	if err := c.Do(testCtx(t), ptr(memdx.NewNoop()), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The explicit opt-out of verification.
+	o.TLSConfig = &tls.Config{InsecureSkipVerify: true}
+	o.SASLMechanisms = nil
+	if c := dialMemcached(t, addr, o); c.Mechanism() != memdx.MechScramSHA512 {
+		t.Fatalf("mechanism %q", c.Mechanism())
+	}
+	if o.TLSConfig.ServerName != "" {
+		t.Fatal("Dial modified the caller's tls.Config")
+	}
+}
