@@ -1,22 +1,74 @@
 // Package memdx is the wire codec of the memcached binary protocol as
 // Couchbase Server speaks it: framing for every magic (classic, flexible
 // framing and server-initiated), opcodes, status codes, HELLO features, frame
-// infos, datatypes, snappy, collection-id key prefixes and the client and
-// server steps of SASL PLAIN and SCRAM.
+// infos, datatypes, snappy, collection-id key prefixes, sub-document specs and
+// results, and the client and server steps of SASL PLAIN and SCRAM. The
+// authority for every number is kv_engine's docs/BinaryProtocol.md,
+// docs/SubDocument.md and include/mcbp/protocol/*.h.
 //
 // memdx does no I/O, starts no goroutines and does not log. Encoders append to
-// a caller's []byte (AppendPacket, Request.AppendTo) and never allocate when
-// the buffer has room; encoding the same request twice gives the same bytes.
-// Decoders read from a []byte (DecodeHeader, DecodePacket, the Decode*
-// response helpers) and check every length against the buffer and against a
-// caller-chosen body limit before anything is sliced or allocated.
+// a caller's []byte (AppendPacket, Request.AppendTo, AppendFrameInfo, ...)
+// and never allocate when the buffer has room; encoding the same request
+// twice gives the same bytes, so a retry simply re-encodes. Decoders read
+// from a []byte (DecodeHeader, DecodePacket, the Decode* response helpers)
+// and check every length against the buffer and against a caller-chosen body
+// limit before anything is sliced or allocated.
 //
-// Slices in a decoded Packet alias the buffer they were decoded from: they are
-// valid until the caller reuses that buffer. The layer that hands a value to a
-// user copies it, once.
+// # Ownership
 //
-// Errors: malformed input yields a *DecodeError naming the field that was
-// wrong (errors.Is(err, ErrMalformed) holds); a non-success response becomes a
+// Slices in a decoded Packet (and in everything decoded from it) alias the
+// buffer they were decoded from, with their capacity capped so that appending
+// to one can never overwrite the next: they are valid until the caller
+// reuses that buffer. The layer that hands a value to a user copies it, once.
+// A Request reads, and never copies, the slices it is given (key, value,
+// sub-document paths and specs): keep them unchanged while it may be encoded.
+//
+// # Framing
+//
+// DecodeHeader reads the flexible-framing magics (0x08, 0x18) with a one-byte
+// framing-extras length in byte 2 and a one-byte key length in byte 3; every
+// other magic has a two-byte key length. It rejects an unknown magic, a body
+// over the limit, and framing extras + extras + key longer than the body,
+// naming the field. A stream reader calls PacketSize once it has 24 bytes;
+// ErrShortBuffer (never ErrMalformed) means more bytes are needed.
+// AppendPacket sends a classic packet that carries framing extras with its
+// flexible twin magic; Request.AppendTo chooses 0x08 exactly when there are
+// frame infos.
+//
+// # Names
+//
+// Status.String, OpCode.String and HelloFeature.String give the names logs
+// use. Statuses use kv_engine's error-map names in UPPER_SNAKE form: the map
+// spells a few differently (0x8d "DCP stream-ID invalid", 0xa0-0xa8 in
+// CamelCase such as "DurabilityInvalidLevel"), and memdx writes those as
+// DCP_STREAM_ID_INVALID, DURABILITY_INVALID_LEVEL and so on; a test checks
+// every code of every kv_engine map against that rule. fmt prints a Status
+// as its name with any verb.
+//
+// # Collections
+//
+// Collection ids prefix document keys as unsigned LEB128. DecodeULEB128 is
+// strict: besides values that do not fit 32 bits or end within 5 bytes, it
+// refuses non-canonical encodings (a redundant zero group such as 80 00 for
+// 0). kv_engine's own decoder accepts them, but no correct client sends them,
+// and accepting them would let two different keys name one document; the mock
+// server therefore reports them as invalid rather than guessing.
+//
+// # SASL
+//
+// PLAIN and SCRAM-SHA1/SHA256/SHA512 are pure state machines (no I/O, nonces
+// injectable). The SCRAM parser follows RFC 5802's grammar: attributes in
+// order, mandatory extensions (m=) refused, trailing extensions ignored,
+// iteration counts bounded by MaxScramIterations. Errors meaning "the peer
+// failed to authenticate" match ErrAuthFailed; malformed messages are
+// *DecodeError.
+//
+// # Errors
+//
+// Malformed input yields a *DecodeError naming the field that was wrong
+// (errors.Is(err, ErrMalformed) holds); a request that cannot be encoded
+// yields an *EncodeError (errors.Is(err, ErrInvalidRequest)) and leaves the
+// destination buffer unchanged; a non-success response becomes a
 // *StatusError, which errors.Is matches against the Status constants
 // (errors.Is(err, memdx.StatusKeyNotFound)).
 package memdx
