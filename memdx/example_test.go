@@ -14,7 +14,7 @@ func ExampleRequest_AppendTo() {
 	req.Datatype = memdx.DatatypeJSON
 	req.Vbucket = 41
 	req.Collections, req.CollectionID = true, 8 // HELLO Collections was negotiated
-	req.Durability = memdx.DurabilityMajority  // a synchronous write: flexible framing
+	req.Durability = memdx.DurabilityMajority   // a synchronous write: flexible framing
 
 	buf := make([]byte, 0, 256)
 	buf, err := req.AppendTo(buf, 7)
