@@ -43,7 +43,9 @@ type conn struct {
 	user     atomic.Pointer[user]
 	bucket   atomic.Pointer[Bucket]
 
-	// Used only by the serve goroutine.
+	// Used only by the serve goroutine. pkt holds the request being handled
+	// (in the conn so that handing its address around allocates nothing).
+	pkt       memdx.Packet
 	scram     *memdx.ScramServer
 	scramMech string
 	scratch   []byte
@@ -92,14 +94,15 @@ func (cn *conn) serve() {
 				}
 				break
 			}
-			p, _, err := memdx.DecodePacket(buf[start:start+size], maxBody)
+			var err2 error
+			cn.pkt, _, err2 = memdx.DecodePacket(buf[start:start+size], maxBody)
 			start += size
-			if err != nil { // unreachable: the header was checked
+			if err2 != nil { // unreachable: the header was checked
 				_ = cn.flush()
 				return
 			}
 			cn.wmu.Lock()
-			out := cn.dispatch(&p)
+			out := cn.dispatch(&cn.pkt)
 			cn.wmu.Unlock()
 			if out.close {
 				_ = cn.flush()

@@ -202,19 +202,27 @@ func (cn *conn) get(p *memdx.Packet) {
 	if !ok {
 		return
 	}
-	now := cn.c.clock.Now()
 	t.vb.mu.Lock()
-	d := t.vb.live(t.mk, now)
+	d := t.vb.docs[string(t.mk)]
+	cas := uint64(0)
+	if d != nil {
+		cas = d.cas
+		// Only documents with an expiry or a lock need the time.
+		if d.expiry != 0 || !d.lockedUntil.IsZero() {
+			now := cn.c.clock.Now()
+			if d.expired(now) {
+				d = nil
+			} else if op != memdx.OpGetReplica && d.locked(now) {
+				cas = lockedCas
+			}
+		}
+	}
 	if d == nil {
 		t.vb.mu.Unlock()
 		if !quiet {
 			cn.fail(p, memdx.StatusKeyNotFound, "")
 		}
 		return
-	}
-	cas := d.cas
-	if op != memdx.OpGetReplica && d.locked(now) {
-		cas = lockedCas
 	}
 	value, dt := cn.docValue(d)
 	var ext [4]byte

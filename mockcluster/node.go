@@ -185,18 +185,24 @@ func (n *Node) accept(ln net.Listener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		cn := newConn(n, nc)
-		n.mu.Lock()
-		if !n.running {
-			n.mu.Unlock()
-			nc.Close()
-			continue
-		}
-		n.conns[cn] = struct{}{}
-		n.c.wg.Add(1)
-		n.mu.Unlock()
-		go cn.serve()
+		n.adopt(nc)
 	}
+}
+
+// adopt serves a client connection on its own goroutine (closing it when
+// the node does not run).
+func (n *Node) adopt(nc net.Conn) {
+	cn := newConn(n, nc)
+	n.mu.Lock()
+	if !n.running {
+		n.mu.Unlock()
+		nc.Close()
+		return
+	}
+	n.conns[cn] = struct{}{}
+	n.c.wg.Add(1)
+	n.mu.Unlock()
+	go cn.serve()
 }
 
 // stop closes the listeners and every connection, and waits for nothing:
