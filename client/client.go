@@ -1,0 +1,542 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// Client is a connection to one Couchbase bucket, or to a set of plain
+// memcached servers. It is safe for concurrent use; operations run on the
+// caller's goroutine (no goroutine per operation). Close releases
+// everything.
+type Client struct {
+	opts      Options
+	cs        *ConnStr
+	memcached bool
+	tls       bool
+
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	orch retry.Orchestrator
+
+	// topo is the routing snapshot: a config and the node behind each of
+	// its server indexes. Replaced whole (under topoMu), read without locks.
+	topo   atomic.Pointer[topology]
+	topoMu sync.Mutex
+	nodes  map[string]*node // by address; guarded by topoMu
+
+	network       string // resolved network for alternate addresses
+	bootstrapHost string
+
+	configCh chan configEvent
+	colls    collectionCache
+	opIDs    atomic.Uint64
+
+	closeOnce sync.Once
+}
+
+// topology is an immutable routing snapshot.
+type topology struct {
+	cfg     *vbmap.Config // nil in memcached mode
+	ketama  *vbmap.Ketama // memcached mode, or a memcached bucket
+	servers []*node       // by server index; nil where the index has no address
+	all     []*node       // distinct nodes
+}
+
+// configEvent carries a config (raw) or a request to fetch one (from node).
+type configEvent struct {
+	raw  []byte
+	host string
+	node *node
+}
+
+// Connect parses the connection string, bootstraps against the first seed
+// that answers, and returns a Client ready for operations. It returns at
+// once (not after a timeout) when the server refuses the credentials
+// (ErrAuthenticationFailure) or the bucket (ErrBucketNotFound). opts may be
+// nil.
+//
+//	c, err := client.Connect(ctx, "couchbase://10.0.0.1,10.0.0.2/travel-sample",
+//		&client.Options{Username: "app", Password: os.Getenv("CB_PASSWORD")})
+func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error) {
+	cs, err := ParseConnStr(connStr)
+	if err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o, err = o.resolved(cs)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		opts:      o,
+		cs:        cs,
+		memcached: cs.Scheme == SchemeMemcached,
+		tls:       o.TLSConfig != nil,
+		nodes:     map[string]*node{},
+		configCh:  make(chan configEvent, 16),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.orch = retry.Orchestrator{Logger: o.Logger, NMVInterval: o.NMVRetryInterval}
+	c.colls.init()
+	if c.memcached {
+		err = c.bootstrapMemcached(ctx)
+	} else {
+		err = c.bootstrapCouchbase(ctx)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if !c.memcached {
+		c.wg.Add(1)
+		go c.configLoop()
+	}
+	return c, nil
+}
+
+// bootstrapCouchbase dials seeds in order until one bootstraps and serves a
+// config, then builds the first topology around it.
+func (c *Client) bootstrapCouchbase(ctx context.Context) error {
+	var errs []error
+	for _, seed := range c.cs.Hosts {
+		dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+		seedNode := newNode(c, seed)
+		cn, err := conn.Dial(dctx, seed, c.connOptions(seedNode))
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, conn.ErrAuthFailed) || errors.Is(err, conn.ErrBucketAccess) {
+				break // every seed would answer the same
+			}
+			continue
+		}
+		raw := cn.ClusterConfig()
+		if raw == nil {
+			_ = cn.Close()
+			errs = append(errs, fmt.Errorf("%s served no cluster config (is it a Couchbase node with the bucket %q?)", seed, c.opts.Bucket))
+			continue
+		}
+		cfg, err := vbmap.Parse(raw, seedNode.host)
+		if err != nil {
+			_ = cn.Close()
+			errs = append(errs, fmt.Errorf("config from %s: %w", seed, err))
+			continue
+		}
+		c.bootstrapHost = seedNode.host
+		c.network = c.opts.Network
+		if c.network == NetworkAuto {
+			c.network = cfg.DetectNetwork(seedNode.host)
+		}
+		c.topoMu.Lock()
+		c.nodes[seed] = seedNode
+		seedNode.start(cn)
+		c.installLocked(cfg)
+		c.topoMu.Unlock()
+		c.opts.Logger.Info("kvwire: connected", "seed", seed, "bucket", c.opts.Bucket,
+			"rev", cfg.Version().String(), "network", c.network, "mechanism", cn.Mechanism())
+		c.awaitFirstDials(ctx)
+		return nil
+	}
+	return bootstrapError(c.cs, errs)
+}
+
+// awaitFirstDials waits until every node of the topology has made its first
+// connection attempt (or ctx or ConnectTimeout ends), so that a client fresh
+// from Connect does not send its first requests into pools still dialing.
+// Nodes that failed keep redialing in the background; their requests go
+// through the retry strategy.
+func (c *Client) awaitFirstDials(ctx context.Context) {
+	t := c.topo.Load()
+	if t == nil {
+		return
+	}
+	timer := time.NewTimer(c.opts.ConnectTimeout)
+	defer timer.Stop()
+	for _, n := range t.all {
+		select {
+		case <-n.tried:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// bootstrapMemcached connects to every server of a memcached:// string. It
+// fails only when credentials are refused or no server answers; servers that
+// are down are redialed in the background.
+func (c *Client) bootstrapMemcached(ctx context.Context) error {
+	k, err := vbmap.NewKetama(c.cs.Hosts)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	}
+	var errs []error
+	nodes := make([]*node, len(c.cs.Hosts))
+	conns := make([]*conn.Conn, len(c.cs.Hosts))
+	up := 0
+	for i, h := range c.cs.Hosts {
+		nodes[i] = newNode(c, h)
+		dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+		cn, err := conn.Dial(dctx, h, c.connOptions(nodes[i]))
+		cancel()
+		if err != nil {
+			if errors.Is(err, conn.ErrAuthFailed) {
+				for _, cn := range conns {
+					if cn != nil {
+						_ = cn.Close()
+					}
+				}
+				return bootstrapError(c.cs, []error{err})
+			}
+			nodes[i].lastErr = err
+			errs = append(errs, err)
+			continue
+		}
+		conns[i] = cn
+		up++
+	}
+	if up == 0 {
+		return bootstrapError(c.cs, errs)
+	}
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	t := &topology{ketama: k, servers: nodes}
+	for i, n := range nodes {
+		if _, dup := c.nodes[n.addr]; dup {
+			t.servers[i] = c.nodes[n.addr]
+			if conns[i] != nil {
+				_ = conns[i].Close()
+			}
+			continue
+		}
+		c.nodes[n.addr] = n
+		t.all = append(t.all, n)
+		n.start(conns[i])
+	}
+	c.topo.Store(t)
+	return nil
+}
+
+// bootstrapError turns the seeds' errors into one, with the most specific
+// sentinel first: credentials, then bucket, then TLS, then anything.
+func bootstrapError(cs *ConnStr, errs []error) error {
+	var pick error
+	for _, want := range []error{conn.ErrAuthFailed, conn.ErrBucketAccess, conn.ErrTLS} {
+		for _, e := range errs {
+			if errors.Is(e, want) {
+				pick = e
+				break
+			}
+		}
+		if pick != nil {
+			break
+		}
+	}
+	if pick == nil && len(errs) > 0 {
+		pick = errs[len(errs)-1]
+	}
+	sentinel := ErrNoNodeAvailable
+	switch {
+	case errors.Is(pick, conn.ErrAuthFailed):
+		sentinel = ErrAuthenticationFailure
+	case errors.Is(pick, conn.ErrBucketAccess):
+		sentinel = ErrBucketNotFound
+	case errors.Is(pick, conn.ErrTLS):
+		sentinel = ErrTLS
+	}
+	return &ConnectError{Hosts: cs.Hosts, Err: sentinel, Cause: pick, All: errs}
+}
+
+// ConnectError is the error of a Connect that could not bootstrap.
+type ConnectError struct {
+	Hosts []string
+	// Err is the sentinel: ErrAuthenticationFailure, ErrBucketNotFound,
+	// ErrTLS or ErrNoNodeAvailable.
+	Err error
+	// Cause is the most telling seed error; All has every seed's.
+	Cause error
+	All   []error
+}
+
+func (e *ConnectError) Error() string {
+	msg := fmt.Sprintf("kvwire: connect to %v: %v", e.Hosts, e.Err)
+	if e.Cause != nil {
+		msg += ": " + e.Cause.Error()
+	}
+	return msg
+}
+
+func (e *ConnectError) Unwrap() []error { return []error{e.Err, e.Cause} }
+
+// connOptions are the conn.Options for a connection to n.
+func (c *Client) connOptions(n *node) conn.Options {
+	o := conn.Options{
+		Username:                 c.opts.Username,
+		Password:                 c.opts.Password,
+		AllowPlainAuthWithoutTLS: c.opts.AllowPlainAuthWithoutTLS,
+		TLSConfig:                c.opts.TLSConfig,
+		ClientName:               c.opts.ClientName,
+		MaxPending:               c.opts.MaxPendingPerConnection,
+		Logger:                   c.opts.Logger,
+		OnClose:                  func(error) { n.signal() },
+	}
+	if c.memcached {
+		o.Memcached = true
+		if o.TLSConfig == nil && o.Username != "" {
+			// memcached offers only PLAIN; its users have chosen a
+			// memcached:// string with credentials knowingly.
+			o.AllowPlainAuthWithoutTLS = true
+		}
+		return o
+	}
+	o.Bucket = c.opts.Bucket
+	o.Features = c.requestedFeatures()
+	o.OnClustermapNotification = func(nt memdx.ClustermapNotification) { c.onNotification(n, nt) }
+	return o
+}
+
+// onConnUp is told about every new connection of a node.
+func (c *Client) onConnUp(n *node, cn *conn.Conn) {
+	if raw := cn.ClusterConfig(); raw != nil && c.topo.Load() != nil {
+		c.queueConfig(configEvent{raw: raw, host: n.host})
+	}
+}
+
+// onNotification runs on a connection's reader goroutine: it must not
+// block, so it queues work for the config loop.
+func (c *Client) onNotification(n *node, nt memdx.ClustermapNotification) {
+	if len(nt.Config) > 0 {
+		c.queueConfig(configEvent{raw: append([]byte(nil), nt.Config...), host: n.host})
+		return
+	}
+	t := c.topo.Load()
+	if t == nil || t.cfg == nil {
+		return
+	}
+	v := vbmap.Version{Epoch: nt.Version.Epoch, Rev: uint64(nt.Version.Revision)}
+	if !nt.HasEpoch {
+		v.Epoch = t.cfg.Version().Epoch
+	}
+	if v.Newer(t.cfg.Version()) {
+		c.queueConfig(configEvent{node: n})
+	}
+}
+
+func (c *Client) queueConfig(ev configEvent) {
+	select {
+	case c.configCh <- ev:
+	default: // the poller catches up
+	}
+}
+
+// configLoop applies pushed configs and polls for new ones.
+func (c *Client) configLoop() {
+	defer c.wg.Done()
+	tick := time.NewTicker(c.opts.ConfigPollInterval)
+	defer tick.Stop()
+	var rr int
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case ev := <-c.configCh:
+			if ev.raw != nil {
+				c.applyConfig(ev.raw, ev.host)
+			} else if ev.node != nil {
+				c.fetchConfig(ev.node)
+			}
+		case <-tick.C:
+			t := c.topo.Load()
+			if t == nil || len(t.all) == 0 {
+				continue
+			}
+			rr++
+			c.fetchConfig(t.all[rr%len(t.all)])
+		}
+	}
+}
+
+// fetchConfig asks n for a config newer than the one held.
+func (c *Client) fetchConfig(n *node) {
+	cn, _, err := n.pick()
+	if err != nil {
+		return
+	}
+	var req memdx.Request
+	t := c.topo.Load()
+	if t != nil && t.cfg != nil && cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion) {
+		v := t.cfg.Version()
+		req = memdx.NewGetClusterConfigKnown(v.Epoch, int64(v.Rev))
+	} else {
+		req = memdx.NewGetClusterConfig()
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.KVTimeout)
+	defer cancel()
+	var raw []byte
+	err = cn.Do(ctx, &req, func(p *memdx.Packet) error {
+		if p.Status != memdx.StatusSuccess {
+			return memdx.NewStatusError(p)
+		}
+		if len(p.Value) > 0 {
+			raw = append([]byte(nil), p.Value...)
+		}
+		return nil
+	})
+	if err != nil {
+		c.opts.Logger.Debug("kvwire: config poll failed", "node", n.addr, "err", err)
+		return
+	}
+	if raw != nil {
+		c.applyConfig(raw, n.host)
+	}
+}
+
+// applyConfig parses raw and installs it when it is newer than the held
+// config. It returns the topology in force afterwards.
+func (c *Client) applyConfig(raw []byte, host string) *topology {
+	cur := c.topo.Load()
+	if cur != nil && cur.cfg != nil {
+		if v, ok := peekVersion(raw); ok && !v.Newer(cur.cfg.Version()) {
+			return cur
+		}
+	}
+	cfg, err := vbmap.Parse(raw, host)
+	if err != nil {
+		c.opts.Logger.Warn("kvwire: ignoring a config that does not parse", "from", host, "err", err)
+		return cur
+	}
+	if cfg.BucketName() != "" && cfg.BucketName() != c.opts.Bucket {
+		c.opts.Logger.Warn("kvwire: ignoring a config for another bucket", "bucket", cfg.BucketName())
+		return cur
+	}
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	if c.ctx.Err() != nil {
+		return c.topo.Load()
+	}
+	cur = c.topo.Load()
+	if cur != nil && cur.cfg != nil && !cfg.Newer(cur.cfg) {
+		return cur
+	}
+	return c.installLocked(cfg)
+}
+
+// installLocked builds and stores the topology of cfg, starting pools for
+// new nodes and retiring those the config no longer lists. topoMu is held.
+func (c *Client) installLocked(cfg *vbmap.Config) *topology {
+	t := &topology{cfg: cfg, ketama: cfg.Ketama(), servers: make([]*node, cfg.NumServers())}
+	seen := map[*node]bool{}
+	for i := range t.servers {
+		addr, ok := cfg.ServerKVAddr(i, c.network, c.tls)
+		if !ok || addr == "" {
+			continue
+		}
+		n := c.nodes[addr]
+		if n == nil {
+			n = newNode(c, addr)
+			c.nodes[addr] = n
+			n.start(nil)
+		}
+		t.servers[i] = n
+		if !seen[n] {
+			seen[n] = true
+			t.all = append(t.all, n)
+		}
+	}
+	old := c.topo.Load()
+	c.topo.Store(t)
+	for addr, n := range c.nodes {
+		if !seen[n] {
+			delete(c.nodes, addr)
+			n.leave()
+		}
+	}
+	if old != nil && old.cfg != nil {
+		c.opts.Logger.Info("kvwire: config updated", "from", old.cfg.Version().String(),
+			"to", cfg.Version().String(), "nodes", len(t.all), "forward_map", cfg.HasForwardMap())
+	}
+	return t
+}
+
+// peekVersion reads rev and revEpoch without parsing the whole config, so
+// that a storm of NOT_MY_VBUCKET bodies carrying a config already held costs
+// little.
+func peekVersion(raw []byte) (vbmap.Version, bool) {
+	var v struct {
+		Rev      *uint64 `json:"rev"`
+		RevEpoch int64   `json:"revEpoch"`
+	}
+	if json.Unmarshal(raw, &v) != nil || v.Rev == nil {
+		return vbmap.Version{}, false
+	}
+	return vbmap.Version{Epoch: v.RevEpoch, Rev: *v.Rev}, true
+}
+
+// Close closes every connection and stops every goroutine the client
+// started. Operations in flight fail with errors that say whether they were
+// written. It is safe to call more than once.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.topoMu.Lock()
+		c.cancel()
+		c.topoMu.Unlock()
+		c.wg.Wait()
+		c.topoMu.Lock()
+		for _, n := range c.nodes {
+			n.closeAll()
+		}
+		c.topoMu.Unlock()
+	})
+	return nil
+}
+
+// Bucket returns the bucket the client opened ("" for memcached).
+func (c *Client) Bucket() string { return c.opts.Bucket }
+
+// ConfigVersion returns the version of the cluster config in use (zero in
+// memcached mode).
+func (c *Client) ConfigVersion() vbmap.Version {
+	if t := c.topo.Load(); t != nil && t.cfg != nil {
+		return t.cfg.Version()
+	}
+	return vbmap.Version{}
+}
+
+// Nodes returns the KV addresses of the nodes in the current topology.
+func (c *Client) Nodes() []string {
+	t := c.topo.Load()
+	if t == nil {
+		return nil
+	}
+	out := make([]string, 0, len(t.all))
+	for _, n := range t.all {
+		out = append(out, n.addr)
+	}
+	return out
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
+}

@@ -1,0 +1,504 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// opKind says how a successful response is decoded.
+type opKind uint8
+
+const (
+	kindGet      opKind = iota // GET, GAT, GET_LOCKED, GET_REPLICA: flags + value
+	kindMutation               // SET/ADD/REPLACE/DELETE/APPEND/PREPEND: CAS + token
+	kindCounter                // INCREMENT/DECREMENT: value + CAS + token
+	kindCas                    // TOUCH, UNLOCK: CAS only
+	kindMeta                   // GET_META: deleted flag
+	kindNoop                   // NOOP: nothing
+)
+
+// op is one operation from the caller's call to its result. It is pooled;
+// handle is bound once per op object so that dispatching allocates no
+// closure. The response fields are written by handle on the connection's
+// reader goroutine during Do and read by the caller after Do returns.
+type op struct {
+	c      *Client
+	name   string
+	kind   opKind
+	coll   *Collection
+	key    []byte // aliases the caller's string; never written
+	keyStr string
+	// replica: 0 routes to the active copy; n > 0 to replica n.
+	replica  int
+	casGiven bool
+	req      memdx.Request
+	timeout  time.Duration
+	strategy retry.Strategy
+
+	// value handling for writes: raw is the caller's value; z its snappy
+	// form when worth sending (computed at most once).
+	raw      []byte
+	z        []byte
+	zTried   bool
+	zWorth   bool
+	baseType memdx.Datatype
+
+	st    retry.State
+	route vbmap.RouteState
+
+	handle func(*memdx.Packet) error
+
+	// Last attempt.
+	node    *node
+	vb      uint16
+	opaque  uint32
+	status  memdx.Status
+	errCtx  memdx.ErrorContext
+	nmvBody []byte
+	errName string
+	errDesc string
+
+	// Result of a success.
+	value    []byte
+	cas      uint64
+	flags    uint32
+	datatype memdx.Datatype
+	token    memdx.MutationToken
+	hasToken bool
+	counter  uint64
+	deleted  bool
+}
+
+var opPool = sync.Pool{New: func() any {
+	o := &op{}
+	o.handle = o.onResponse
+	return o
+}}
+
+func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *op {
+	o := opPool.Get().(*op)
+	o.c, o.name, o.kind, o.coll = c, name, kind, coll
+	o.keyStr = key
+	o.key = unsafe.Slice(unsafe.StringData(key), len(key))
+	return o
+}
+
+func putOp(o *op) {
+	nmv := o.nmvBody[:0]
+	z := o.z[:0]
+	h := o.handle
+	*o = op{}
+	o.handle, o.nmvBody, o.z = h, nmv, z
+	opPool.Put(o)
+}
+
+// onResponse records the response of an attempt. It runs on the reader
+// goroutine; the packet is valid only during the call, so everything kept is
+// copied, and the value is copied exactly once, into the caller's result.
+func (o *op) onResponse(p *memdx.Packet) error {
+	o.status = p.Status
+	o.opaque = p.Opaque
+	if p.Status != memdx.StatusSuccess {
+		switch p.Status {
+		case memdx.StatusNotMyVbucket:
+			o.nmvBody = append(o.nmvBody[:0], p.Value...)
+		case memdx.StatusSubdocSuccessDeleted:
+		default:
+			if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); ok {
+				o.errCtx = ec
+			}
+		}
+		return nil
+	}
+	o.cas = p.Cas
+	switch o.kind {
+	case kindGet:
+		flags, err := memdx.DecodeGetFlags(p)
+		if err != nil {
+			return err
+		}
+		o.flags = flags
+		o.datatype = p.Datatype &^ memdx.DatatypeSnappy
+		if p.Datatype.Has(memdx.DatatypeSnappy) {
+			v, err := memdx.DecompressSnappy(nil, p.Value, 0)
+			if err != nil {
+				return err
+			}
+			o.value = v
+		} else {
+			o.value = append(make([]byte, 0, len(p.Value)), p.Value...)
+		}
+	case kindMutation, kindCounter:
+		tok, ok, err := memdx.DecodeMutationToken(p)
+		if err != nil {
+			return err
+		}
+		o.token, o.hasToken = tok, ok
+		if o.kind == kindCounter {
+			v, err := memdx.DecodeCounterValue(p)
+			if err != nil {
+				return err
+			}
+			o.counter = v
+		}
+	case kindMeta:
+		m, err := memdx.DecodeGetMeta(p)
+		if err != nil {
+			return err
+		}
+		o.deleted = m.Deleted
+	}
+	return nil
+}
+
+// execute runs o to completion: route, dispatch, classify, and retry as the
+// orchestrator says. It returns nil on success (results are in o) or the
+// operation's final error.
+func (c *Client) execute(ctx context.Context, o *op) error {
+	if c.ctx.Err() != nil {
+		return c.finalError(o, ErrClosed, nil)
+	}
+	timeout := o.timeout
+	if timeout <= 0 {
+		timeout = c.opts.KVTimeout
+	}
+	strategy := o.strategy
+	if strategy == nil {
+		strategy = c.opts.RetryStrategy
+	}
+	deadline := time.Now().Add(timeout)
+	o.st.Init(ctx, o.req.OpCode, strategy, deadline)
+	actx := ctx
+	if d, ok := ctx.Deadline(); !ok || d.After(deadline) {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	var opID uint64
+	obs := c.opts.Observer
+	if obs != nil {
+		opID = c.opIDs.Add(1)
+	}
+	var lastReason retry.Reason
+	retried := false
+	for attempt := 0; ; attempt++ {
+		t := c.topo.Load()
+		n, vb, reason, err := c.routeOp(t, o)
+		var cn *conn.Conn
+		if err == nil {
+			cn, reason, err = n.pick()
+		}
+		var cid uint32
+		if err == nil && o.coll != nil && !o.coll.isDefault {
+			cid, reason, err = c.colls.resolve(actx, cn, o.coll)
+		}
+		if err != nil {
+			if reason == retry.ReasonUnknown {
+				return c.finalError(o, errSentinelFor(err), err)
+			}
+			if werr := c.wait(o, reason, err); werr != nil {
+				return werr
+			}
+			lastReason, retried = reason, true
+			continue
+		}
+		o.node, o.vb = n, vb
+		if ferr := o.checkFeatures(cn); ferr != nil {
+			return c.finalError(o, ErrFeatureNotAvailable, ferr)
+		}
+		o.prepare(cn, vb, cid)
+		var start time.Time
+		if obs != nil {
+			start = time.Now()
+			info := o.attemptInfo(opID, attempt, start, t, lastReason, retried)
+			obs.AttemptStart(info)
+		}
+		err = cn.Do(actx, &o.req, o.handle)
+		if obs != nil {
+			info := o.attemptInfo(opID, attempt, start, t, lastReason, retried)
+			info.Duration = time.Since(start)
+			info.Status = o.status
+			var re *conn.RequestError
+			if errors.As(err, &re) {
+				info.Opaque = re.Opaque
+			}
+			obs.AttemptEnd(info, err)
+		}
+		if err != nil {
+			var re *conn.RequestError
+			if !errors.As(err, &re) {
+				// The response arrived but did not decode: a server bug
+				// or a corrupt stream. Not retried.
+				return c.finalError(o, ErrServerFailure, err)
+			}
+			if re.Written {
+				o.st.MarkInDoubt()
+			}
+			if errors.Is(re.Err, context.DeadlineExceeded) || errors.Is(re.Err, context.Canceled) {
+				if ctx.Err() == context.Canceled {
+					return c.finalError(o, ErrRequestCanceled, err)
+				}
+				return c.finalError(o, nil, o.st.TimeoutError(err))
+			}
+			reason = retry.ReasonSocketNotAvailable
+			if re.Written {
+				reason = retry.ReasonSocketClosedWhileInFlight
+			}
+			if werr := c.wait(o, reason, err); werr != nil {
+				return werr
+			}
+			lastReason, retried = reason, true
+			continue
+		}
+		if o.status == memdx.StatusSuccess {
+			return nil
+		}
+		reason, ok := c.classifyStatus(o, t, n, cn)
+		if !ok {
+			return c.statusError(o, nil)
+		}
+		if werr := c.wait(o, reason, o.statusErr()); werr != nil {
+			return werr
+		}
+		lastReason, retried = reason, true
+	}
+}
+
+// prepare sets the per-attempt fields of the request.
+func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
+	f := cn.Features()
+	o.req.Vbucket = vb
+	o.req.Collections = f.Has(memdx.FeatureCollections) && o.req.OpCode.HasCollectionKey()
+	o.req.CollectionID = cid
+	o.status = 0
+	o.opaque = 0
+	o.errCtx = memdx.ErrorContext{}
+	o.errName, o.errDesc = "", ""
+	if o.raw != nil {
+		o.req.Value = o.raw
+		o.req.Datatype = o.baseType
+		if f.Has(memdx.FeatureSnappy) && o.compress() {
+			o.req.Value = o.z
+			o.req.Datatype |= memdx.DatatypeSnappy
+		}
+		if !f.Has(memdx.FeatureJSON) {
+			o.req.Datatype &^= memdx.DatatypeJSON
+		}
+	}
+}
+
+// checkFeatures refuses a request that needs what the node did not grant:
+// frame infos need AltRequests, durability SyncReplication, preserving the
+// expiry PreserveTTL.
+func (o *op) checkFeatures(cn *conn.Conn) error {
+	f := cn.Features()
+	if o.req.Durability != memdx.DurabilityNone &&
+		!(f.Has(memdx.FeatureSyncReplication) && f.Has(memdx.FeatureAltRequests)) {
+		return errors.New("synchronous durability needs a server with SyncReplication")
+	}
+	if o.req.PreserveTTL && !(f.Has(memdx.FeaturePreserveTTL) && f.Has(memdx.FeatureAltRequests)) {
+		return errors.New("PreserveExpiry needs a server with PreserveTtl")
+	}
+	return nil
+}
+
+// compress decides once whether the value is worth sending compressed.
+func (o *op) compress() bool {
+	co := &o.c.opts.Compression
+	if co.Disabled || len(o.raw) < co.MinSize {
+		return false
+	}
+	if !o.zTried {
+		o.zTried = true
+		o.z = memdx.CompressSnappy(o.z[:0], o.raw)
+		o.zWorth = float64(len(o.z)) <= co.MinRatio*float64(len(o.raw))
+	}
+	return o.zWorth
+}
+
+// routeOp finds the node and vbucket of o's next attempt.
+func (c *Client) routeOp(t *topology, o *op) (*node, uint16, retry.Reason, error) {
+	if t == nil {
+		return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
+	}
+	if t.ketama != nil {
+		i := t.ketama.Server(o.key)
+		if i < 0 || i >= len(t.servers) || t.servers[i] == nil {
+			return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
+		}
+		return t.servers[i], 0, 0, nil
+	}
+	server, vb, err := o.route.Route(t.cfg, o.key, o.replica)
+	if err != nil {
+		if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
+			return nil, 0, retry.ReasonUnknown, err
+		}
+		return nil, vb, retry.ReasonNodeNotAvailable, err
+	}
+	n := t.servers[server]
+	if n == nil {
+		return nil, vb, retry.ReasonNodeNotAvailable, &NodeError{Addr: "server index " + itoa(server), Err: errors.New("no address on network " + c.network)}
+	}
+	return n, vb, 0, nil
+}
+
+// classifyStatus gives the retry reason for a non-success status, updating
+// the config from a NOT_MY_VBUCKET body and the collection cache from
+// UNKNOWN_COLLECTION on the way. ok is false when the status is final.
+func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (retry.Reason, bool) {
+	st := o.status
+	if st == memdx.StatusNotMyVbucket && t.cfg != nil {
+		cur := t
+		if len(o.nmvBody) > 0 {
+			cur = c.applyConfig(o.nmvBody, n.host)
+		}
+		if cur == nil {
+			cur = c.topo.Load()
+		}
+		o.route.OnNotMyVbucket(cur.cfg)
+		// A config that sends the vbucket elsewhere: go at once.
+		if next, _, _, err := c.routeOpPeek(cur, o); err == nil && next != n {
+			o.st.MarkRouteChanged()
+		}
+		return retry.ReasonKVNotMyVbucket, true
+	}
+	if st == memdx.StatusUnknownCollection && o.coll != nil {
+		c.colls.invalidate(o.coll)
+	}
+	if reason, ok := retry.ReasonForStatus(o.req.OpCode, st); ok {
+		return reason, true
+	}
+	if st.Known() {
+		return 0, false
+	}
+	entry, found := cn.LookupStatus(st)
+	if !found {
+		return 0, false
+	}
+	o.errName, o.errDesc = entry.Name, entry.Desc
+	reason, ok := retry.ReasonForErrorMap(entry)
+	if ok {
+		o.st.SetErrorMapEntry(entry)
+	}
+	return reason, ok
+}
+
+// routeOpPeek routes without changing o's route state.
+func (c *Client) routeOpPeek(t *topology, o *op) (*node, uint16, retry.Reason, error) {
+	saved := o.route
+	defer func() { o.route = saved }()
+	return c.routeOp(t, o)
+}
+
+// wait hands a failed attempt to the orchestrator; it returns nil to try
+// again, or the operation's final error.
+func (c *Client) wait(o *op, reason retry.Reason, cause error) error {
+	err := c.orch.Wait(&o.st, reason, cause)
+	if err == nil {
+		return nil
+	}
+	if o.status != 0 && o.status != memdx.StatusSuccess && !errors.Is(err, retry.ErrTimeout) {
+		return c.statusError(o, err)
+	}
+	return c.finalError(o, reasonSentinel(err), err)
+}
+
+func (o *op) statusErr() error {
+	return &memdx.StatusError{Status: o.status, OpCode: o.req.OpCode, Opaque: o.opaque,
+		Context: o.errCtx.Context, Ref: o.errCtx.Ref}
+}
+
+// statusError builds the error of an operation that ended on a status.
+func (c *Client) statusError(o *op, cause error) error {
+	if cause == nil {
+		cause = o.statusErr()
+	}
+	e := c.newKVError(o, statusSentinel(o.req.OpCode, o.casGiven, o.status), cause)
+	if o.status == memdx.StatusSyncWriteAmbiguous {
+		e.Ambiguous = true
+	}
+	return e
+}
+
+func (c *Client) finalError(o *op, sentinel, cause error) error {
+	if sentinel == nil && cause != nil {
+		if errors.Is(cause, retry.ErrTimeout) {
+			sentinel = nil
+		} else if errors.Is(cause, context.Canceled) {
+			sentinel = ErrRequestCanceled
+		}
+	}
+	return c.newKVError(o, sentinel, cause)
+}
+
+func (c *Client) newKVError(o *op, sentinel, cause error) *KeyValueError {
+	e := &KeyValueError{
+		Op:               o.name,
+		OpCode:           o.req.OpCode,
+		Key:              o.keyStr,
+		Bucket:           c.opts.Bucket,
+		Vbucket:          o.vb,
+		Opaque:           o.opaque,
+		Status:           o.status,
+		ErrorName:        o.errName,
+		ErrorDescription: o.errDesc,
+		ServerContext:    o.errCtx.Context,
+		ServerErrorRef:   o.errCtx.Ref,
+		Attempts:         o.st.Attempts(),
+		RetryReasons:     o.st.Reasons(),
+		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, retry.ErrAmbiguous),
+		Err:              sentinel,
+		Cause:            cause,
+	}
+	if o.node != nil {
+		e.Node = o.node.addr
+	}
+	if o.coll != nil {
+		e.Scope, e.Collection = o.coll.scope, o.coll.name
+	}
+	return e
+}
+
+// errSentinelFor maps an error that ended an operation before any attempt
+// (a bad replica index, say) to a sentinel.
+func errSentinelFor(err error) error {
+	switch {
+	case errors.Is(err, vbmap.ErrReplicaOutOfRange):
+		return ErrInvalidArgument
+	case errors.Is(err, ErrFeatureNotAvailable):
+		return ErrFeatureNotAvailable
+	case errors.Is(err, ErrInvalidArgument):
+		return ErrInvalidArgument
+	}
+	return ErrServerFailure
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [20]byte
+	n := len(b)
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	for i > 0 {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		n--
+		b[n] = '-'
+	}
+	return string(b[n:])
+}

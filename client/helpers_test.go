@@ -1,0 +1,109 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/leakcheck"
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// newMock starts a mock cluster that the test closes.
+func newMock(t *testing.T, o mockcluster.Options) *mockcluster.Cluster {
+	t.Helper()
+	mc, err := mockcluster.New(o)
+	require.NoError(t, err)
+	t.Cleanup(mc.Close)
+	return mc
+}
+
+// connect opens a client on the mock's default bucket.
+func connect(t *testing.T, mc *mockcluster.Cluster, o *Options) *Client {
+	t.Helper()
+	if o == nil {
+		o = &Options{}
+	}
+	if o.Username == "" {
+		o.Username, o.Password = mockcluster.DefaultUser, mockcluster.DefaultPassword
+	}
+	if o.Bucket == "" {
+		o.Bucket = mockcluster.DefaultBucket
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, mc.ConnString(), o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// recorder is an Observer that keeps every attempt.
+type recorder struct {
+	mu   sync.Mutex
+	ends []AttemptInfo
+	errs []error
+}
+
+func (r *recorder) AttemptStart(AttemptInfo) {}
+
+func (r *recorder) AttemptEnd(i AttemptInfo, err error) {
+	r.mu.Lock()
+	r.ends = append(r.ends, i)
+	r.errs = append(r.errs, err)
+	r.mu.Unlock()
+}
+
+func (r *recorder) attempts() []AttemptInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]AttemptInfo(nil), r.ends...)
+}
+
+// byOp groups attempts by operation id.
+func (r *recorder) byOp() map[uint64][]AttemptInfo {
+	out := map[uint64][]AttemptInfo{}
+	for _, a := range r.attempts() {
+		out[a.OperationID] = append(out[a.OperationID], a)
+	}
+	return out
+}
+
+func hasReason(s retry.ReasonSet, r retry.Reason) bool { return s.Has(r) }
+
+// memcachedAddr returns the plain (or SASL) memcached address started by
+// scripts/memcached.sh, skipping the test when it is not running, unless
+// KVWIRE_REQUIRE_MEMCACHED=1 (CI), where a missing memcached fails.
+func memcachedAddr(t *testing.T, sasl bool) string {
+	t.Helper()
+	v := "KV_MEMCACHED_ADDR"
+	if sasl {
+		v = "KV_MEMCACHED_SASL_ADDR"
+	}
+	addr := os.Getenv(v)
+	if addr == "" {
+		if os.Getenv("KVWIRE_REQUIRE_MEMCACHED") == "1" {
+			t.Fatalf("%s is not set but KVWIRE_REQUIRE_MEMCACHED=1: memcached must run (make test starts it)", v)
+		}
+		t.Skipf("%s not set: run `make test`, or eval \"$(scripts/memcached.sh up)\" first", v)
+	}
+	return addr
+}
+
+const (
+	retryKVLocked                  = retry.ReasonKVLocked
+	retryKVTemporaryFailure        = retry.ReasonKVTemporaryFailure
+	retryKVErrorMapRetryIndicated  = retry.ReasonKVErrorMapRetryIndicated
+	retrySocketClosedWhileInFlight = retry.ReasonSocketClosedWhileInFlight
+	retryKVNotMyVbucket            = retry.ReasonKVNotMyVbucket
+)
+
+func asKV(err error, kv **KeyValueError) bool { return errors.As(err, kv) }

@@ -1,0 +1,69 @@
+package client
+
+import (
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// Observer sees every attempt of every operation, as MongoDB's command
+// monitoring sees retried writes: one operation id, one AttemptStart and
+// one AttemptEnd per attempt. Methods run on the operation's goroutine,
+// synchronously: keep them cheap and do not call the client from them.
+type Observer interface {
+	AttemptStart(AttemptInfo)
+	AttemptEnd(AttemptInfo, error)
+}
+
+// AttemptInfo describes one attempt of an operation.
+type AttemptInfo struct {
+	// OperationID is the same for every attempt of one operation.
+	OperationID uint64
+	Op          string
+	OpCode      memdx.OpCode
+	Key         string
+	// Attempt counts from 0.
+	Attempt int
+	// RetryReason is why this attempt is a retry; Retry is false for the
+	// first attempt.
+	Retry       bool
+	RetryReason retry.Reason
+	Node        string
+	Vbucket     uint16
+	// ForwardMap is true when the attempt was routed by the config's
+	// vBucketMapForward (RFC 0005).
+	ForwardMap bool
+	// ConfigRev is the revision of the config the attempt was routed with.
+	ConfigRev uint64
+	Start     time.Time
+	// Filled in AttemptEnd: how long it took, the request's opaque on its
+	// connection (a new one per attempt), and the status answered (0 when
+	// no response came).
+	Duration time.Duration
+	Opaque   uint32
+	Status   memdx.Status
+}
+
+func (o *op) attemptInfo(id uint64, attempt int, start time.Time, t *topology, reason retry.Reason, retried bool) AttemptInfo {
+	info := AttemptInfo{
+		OperationID: id,
+		Op:          o.name,
+		OpCode:      o.req.OpCode,
+		Key:         o.keyStr,
+		Attempt:     attempt,
+		Retry:       retried,
+		RetryReason: reason,
+		Vbucket:     o.vb,
+		ForwardMap:  o.route.OnForwardMap(),
+		Start:       start,
+		Opaque:      o.opaque,
+	}
+	if o.node != nil {
+		info.Node = o.node.addr
+	}
+	if t != nil && t.cfg != nil {
+		info.ConfigRev = t.cfg.Version().Rev
+	}
+	return info
+}

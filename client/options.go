@@ -1,0 +1,215 @@
+package client
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kvwire/kvwire/retry"
+)
+
+// Defaults. Each is also documented on the Options field it fills.
+const (
+	DefaultKVTimeout          = 2500 * time.Millisecond
+	DefaultConnectTimeout     = 10 * time.Second
+	DefaultConfigPollInterval = 2500 * time.Millisecond
+	DefaultCompressionMinSize = 32
+	// DefaultCompressionMinRatio: a compressed value is sent only when it is
+	// at most 83% of the original, as Couchbase SDKs do.
+	DefaultCompressionMinRatio = 0.83
+)
+
+// Network names for Options.Network.
+const (
+	NetworkAuto     = "auto"
+	NetworkDefault  = "default"
+	NetworkExternal = "external"
+)
+
+// Options configure Connect. The zero value is usable: every field has a
+// default. Connection-string options (?kv_timeout=...) override the fields
+// they name.
+type Options struct {
+	// Username and Password are the RBAC credentials. Password is never
+	// logged.
+	Username, Password string
+	// Bucket is the bucket to open; the connection string's path wins when
+	// both are given and differ (an error).
+	Bucket string
+	// KVTimeout bounds every operation that has no earlier context
+	// deadline. Default 2.5 s (DefaultKVTimeout).
+	KVTimeout time.Duration
+	// ConnectTimeout bounds bootstrapping one connection. Default 10 s.
+	ConnectTimeout time.Duration
+	// ConnectionsPerNode is the size of each node's connection pool.
+	// Default 1: one pipelined connection carries a lot.
+	ConnectionsPerNode int
+	// RetryStrategy decides retries for operations that do not set their
+	// own. Default retry.DefaultStrategy(): fail fast on terminal errors
+	// (wrong password, missing bucket or collection), best effort for the
+	// rest (RFC 0049 revision 16).
+	RetryStrategy retry.Strategy
+	// NMVRetryInterval, when set, waits this fixed interval between
+	// NOT_MY_VBUCKET retries as RFC 0005 does (100 ms there); zero uses RFC
+	// 0049's controlled backoff (1, 10, 50, 100, 500, 1000 ms).
+	NMVRetryInterval time.Duration
+	// Logger receives connection, config and retry events; nil discards.
+	Logger *slog.Logger
+	// TLSConfig is used for couchbases:// (and may force TLS on
+	// couchbase:// when set). Verification is on unless the config says
+	// InsecureSkipVerify; RootCAs adds custom roots.
+	TLSConfig *tls.Config
+	// AllowPlainAuthWithoutTLS permits SASL PLAIN without TLS (plain
+	// memcached with SASL needs it; Couchbase uses SCRAM).
+	AllowPlainAuthWithoutTLS bool
+	// Compression configures snappy for values sent; received snappy
+	// values are always decompressed.
+	Compression CompressionOptions
+	// Network chooses between a node's default and alternate addresses:
+	// "auto" (default) picks "external" when the bootstrap host is an
+	// external alternate address, "default" otherwise.
+	Network string
+	// ConfigPollInterval is how often the cluster config is polled with
+	// GET_CLUSTER_CONFIG. Default 2.5 s. Configs also arrive in
+	// NOT_MY_VBUCKET bodies and, when the server offers them, in push
+	// notifications.
+	ConfigPollInterval time.Duration
+	// DisableMutationTokens stops asking for sequence numbers on mutations.
+	DisableMutationTokens bool
+	// ClientName is what the server logs for these connections.
+	ClientName string
+	// Observer, when set, sees every attempt of every operation.
+	Observer Observer
+	// MaxPendingPerConnection bounds requests in flight per connection;
+	// past it an attempt waits and retries. Default conn.DefaultMaxPending.
+	MaxPendingPerConnection int
+}
+
+// CompressionOptions configure snappy compression of values sent.
+type CompressionOptions struct {
+	// Disabled turns compression of sent values off.
+	Disabled bool
+	// MinSize is the smallest value worth compressing. Default 32 bytes.
+	MinSize int
+	// MinRatio: a compressed value is sent only when its size divided by
+	// the original's is at most this. Default 0.83.
+	MinRatio float64
+}
+
+// resolved fills defaults and applies the connection string's options.
+func (o Options) resolved(cs *ConnStr) (Options, error) {
+	if cs.Bucket != "" {
+		if o.Bucket != "" && o.Bucket != cs.Bucket {
+			return o, fmt.Errorf("%w: bucket %q in the connection string and %q in Options", ErrInvalidArgument, cs.Bucket, o.Bucket)
+		}
+		o.Bucket = cs.Bucket
+	}
+	durations := []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"kv_timeout", &o.KVTimeout},
+		{"connect_timeout", &o.ConnectTimeout},
+		{"config_poll_interval", &o.ConfigPollInterval},
+		{"nmv_retry_interval", &o.NMVRetryInterval},
+	}
+	for _, d := range durations {
+		v, ok, err := cs.Duration(d.name)
+		if err != nil {
+			return o, err
+		}
+		if ok {
+			*d.dst = v
+		}
+	}
+	if n, ok, err := cs.Int("kv_pool_size"); err != nil {
+		return o, err
+	} else if ok {
+		o.ConnectionsPerNode = n
+	}
+	if n, ok, err := cs.Int("compression_min_size"); err != nil {
+		return o, err
+	} else if ok {
+		o.Compression.MinSize = n
+	}
+	if f, ok, err := cs.Float("compression_min_ratio"); err != nil {
+		return o, err
+	} else if ok {
+		o.Compression.MinRatio = f
+	}
+	if b, ok, err := cs.Bool("compression"); err != nil {
+		return o, err
+	} else if ok {
+		o.Compression.Disabled = !b
+	}
+	if b, ok, err := cs.Bool("enable_mutation_tokens"); err != nil {
+		return o, err
+	} else if ok {
+		o.DisableMutationTokens = !b
+	}
+	if b, ok, err := cs.Bool("allow_plain_auth"); err != nil {
+		return o, err
+	} else if ok {
+		o.AllowPlainAuthWithoutTLS = b
+	}
+	if v, ok := cs.Options["network"]; ok {
+		o.Network = v
+	}
+	if v, ok := cs.Options["tls_verify"]; ok {
+		switch v {
+		case "peer":
+		case "none":
+			if o.TLSConfig == nil {
+				o.TLSConfig = &tls.Config{}
+			} else {
+				o.TLSConfig = o.TLSConfig.Clone()
+			}
+			o.TLSConfig.InsecureSkipVerify = true
+		default:
+			return o, &ConnStrError{Input: "tls_verify=" + v, Reason: "want peer or none"}
+		}
+	}
+
+	if o.KVTimeout <= 0 {
+		o.KVTimeout = DefaultKVTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.ConfigPollInterval <= 0 {
+		o.ConfigPollInterval = DefaultConfigPollInterval
+	}
+	if o.ConnectionsPerNode <= 0 {
+		o.ConnectionsPerNode = 1
+	}
+	if o.RetryStrategy == nil {
+		o.RetryStrategy = retry.DefaultStrategy()
+	}
+	if o.Compression.MinSize <= 0 {
+		o.Compression.MinSize = DefaultCompressionMinSize
+	}
+	if o.Compression.MinRatio <= 0 || o.Compression.MinRatio > 1 {
+		o.Compression.MinRatio = DefaultCompressionMinRatio
+	}
+	switch o.Network {
+	case "":
+		o.Network = NetworkAuto
+	case NetworkAuto, NetworkDefault, NetworkExternal:
+	default:
+		// Configs may name other alternate networks; take it as given.
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ClientName == "" {
+		o.ClientName = "kvwire"
+	}
+	if cs.Scheme == SchemeCouchbases && o.TLSConfig == nil {
+		o.TLSConfig = &tls.Config{}
+	}
+	if cs.Scheme == SchemeMemcached && o.Bucket != "" {
+		return o, fmt.Errorf("%w: memcached:// has no buckets", ErrInvalidArgument)
+	}
+	return o, nil
+}

@@ -1,0 +1,228 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// workload runs mixed operations on keys from several goroutines until stop
+// is closed, and returns every error it met.
+func workload(ctx context.Context, col *Collection, workers, keys int, stop <-chan struct{}) (ops int, errs []error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(w)))
+			n := 0
+			for {
+				select {
+				case <-stop:
+					mu.Lock()
+					ops += n
+					mu.Unlock()
+					return
+				default:
+				}
+				key := fmt.Sprintf("key-%d", rng.Intn(keys))
+				var err error
+				switch rng.Intn(6) {
+				case 0, 1:
+					_, err = col.Upsert(ctx, key, []byte(fmt.Sprintf("w%d-%d", w, n)), nil)
+				case 2, 3:
+					_, err = col.Get(ctx, key, nil)
+					if err != nil && isNotFound(err) {
+						err = nil
+					}
+				case 4:
+					one := uint64(1)
+					_, err = col.Increment(ctx, "ctr-"+key, &CounterOptions{Initial: &one})
+				case 5:
+					_, err = col.Touch(ctx, key, time.Hour, nil)
+					if err != nil && isNotFound(err) {
+						err = nil
+					}
+				}
+				n++
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	return ops, errs
+}
+
+func isNotFound(err error) bool {
+	var kv *KeyValueError
+	return asKV(err, &kv) && kv.Err == ErrDocumentNotFound
+}
+
+// A workload of mixed operations runs while the cluster rebalances with a
+// forward map: no operation fails, NOT_MY_VBUCKET never reaches the caller,
+// and the forward map is used as RFC 0005 says: an operation's first attempt
+// goes by the current map, after an NMV it goes by the forward map, and it
+// stays there for its later attempts.
+func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 3})
+	rec := &recorder{}
+	// Polling slower than the test: configs must come from notifications
+	// and NMV bodies.
+	c := connect(t, mc, &Options{Observer: rec, ConfigPollInterval: time.Hour})
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	for i := 0; i < 200; i++ {
+		_, err := col.Upsert(ctx, fmt.Sprintf("key-%d", i), []byte("seed"), nil)
+		require.NoError(t, err)
+	}
+	_, err := mc.AddNode()
+	require.NoError(t, err)
+	reb, err := mc.StartRebalance(mockcluster.RebalanceOptions{})
+	require.NoError(t, err)
+	revAtStart := mc.Bucket("default").Rev()
+
+	stop := make(chan struct{})
+	type result struct {
+		ops  int
+		errs []error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ops, errs := workload(ctx, col, 8, 200, stop)
+		done <- result{ops, errs}
+	}()
+	// Move the vbuckets a few at a time while the workload runs; every
+	// config published meanwhile carries vBucketMapForward.
+	for reb.Remaining() > 0 {
+		_, err := reb.Step(16)
+		require.NoError(t, err)
+		time.Sleep(2 * time.Millisecond)
+	}
+	close(stop)
+	res := <-done
+	require.Empty(t, res.errs, "no operation fails during the rebalance")
+	require.NoError(t, reb.Finish())
+	assert.Greater(t, res.ops, 500)
+
+	byOp := rec.byOp()
+	nmvOps, forwardAfterNMV := 0, 0
+	for id, atts := range byOp {
+		require.False(t, atts[0].ForwardMap, "op %d: the first attempt goes by the current map", id)
+		onForward := false
+		for i, a := range atts {
+			if onForward {
+				assert.True(t, a.ForwardMap, "op %d attempt %d: once on the forward map it stays there", id, i)
+			}
+			if a.ForwardMap {
+				onForward = true
+			}
+			if a.Status == memdx.StatusNotMyVbucket {
+				require.Less(t, i+1, len(atts), "op %d: an NMV is never the last attempt", id)
+				nmvOps++
+				next := atts[i+1]
+				assert.Equal(t, retryKVNotMyVbucket, next.RetryReason)
+				assert.True(t, next.ForwardMap, "op %d: after an NMV the retry goes by the forward map", id)
+				forwardAfterNMV++
+			}
+		}
+	}
+	t.Logf("%d operations, %d attempts, %d NMVs all followed by a forward-map attempt; config rev %d -> %d",
+		res.ops, len(rec.attempts()), nmvOps, revAtStart, c.ConfigVersion().Rev)
+	assert.Greater(t, nmvOps, 0, "the workload met NOT_MY_VBUCKET (else the test proves nothing)")
+	assert.Equal(t, nmvOps, forwardAfterNMV)
+
+	// After the rebalance the client routes by the new current map: no NMV.
+	require.Eventually(t, func() bool { return c.ConfigVersion().Rev >= uint64(mc.Bucket("default").Rev()) },
+		5*time.Second, 5*time.Millisecond, "the final config arrives by notification")
+	before := len(rec.attempts())
+	for i := 0; i < 200; i++ {
+		_, err := col.Get(ctx, fmt.Sprintf("key-%d", i), nil)
+		require.NoError(t, err)
+	}
+	for _, a := range rec.attempts()[before:] {
+		assert.NotEqual(t, memdx.StatusNotMyVbucket, a.Status)
+		assert.False(t, a.ForwardMap)
+	}
+}
+
+// Nodes join and leave without failing requests in flight.
+func TestNodesAddedAndRemoved(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 3})
+	c := connect(t, mc, &Options{ConfigPollInterval: 50 * time.Millisecond})
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	stop := make(chan struct{})
+	type result struct {
+		ops  int
+		errs []error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ops, errs := workload(ctx, col, 4, 100, stop)
+		done <- result{ops, errs}
+	}()
+	// Rebalances move vbuckets in chunks, a config per chunk, as a real
+	// rebalance publishes configs at a pace of seconds, not microseconds.
+	rebalance := func(o mockcluster.RebalanceOptions) {
+		reb, err := mc.StartRebalance(o)
+		require.NoError(t, err)
+		for reb.Remaining() > 0 {
+			_, err := reb.Step(64)
+			require.NoError(t, err)
+			time.Sleep(5 * time.Millisecond)
+		}
+		require.NoError(t, reb.Finish())
+	}
+	n4, err := mc.AddNode()
+	require.NoError(t, err)
+	rebalance(mockcluster.RebalanceOptions{})
+	require.Eventually(t, func() bool { return len(c.Nodes()) == 4 }, 5*time.Second, 5*time.Millisecond)
+
+	// Take node 0 out gracefully: rebalance it out, then remove it.
+	rebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2, n4.ID()}})
+	gone := mc.Node(0).Addr()
+	require.NoError(t, mc.RemoveNode(0))
+	require.Eventually(t, func() bool { return len(c.Nodes()) == 3 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	res := <-done
+	assert.Empty(t, res.errs, "no request fails while nodes join and leave")
+	assert.Greater(t, res.ops, 100)
+	assert.NotContains(t, c.Nodes(), gone)
+}
+
+// A node that stops and restarts: reads are retried on the new connection.
+func TestNodeRestart(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	for i := 0; i < 50; i++ {
+		_, err := col.Upsert(ctx, fmt.Sprintf("k%d", i), []byte("v"), nil)
+		require.NoError(t, err)
+	}
+	nd := mc.Node(1)
+	nd.Stop()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = nd.Restart()
+	}()
+	for i := 0; i < 50; i++ {
+		_, err := col.Get(ctx, fmt.Sprintf("k%d", i), &GetOptions{Timeout: 5 * time.Second})
+		require.NoError(t, err, "reads wait for the node to come back")
+	}
+}
