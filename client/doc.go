@@ -1,0 +1,81 @@
+// Package client is kvwire's public API: a key-value client for a Couchbase
+// bucket, or for a set of plain memcached servers, that speaks the memcached
+// binary protocol itself.
+//
+//	c, err := client.Connect(ctx, "couchbase://10.0.0.1,10.0.0.2/travel-sample",
+//		&client.Options{Username: "app", Password: pw})
+//	if err != nil { ... }            // errors.Is(err, client.ErrAuthenticationFailure) ...
+//	defer c.Close()
+//	users := c.Scope("app").Collection("users")
+//	res, err := users.Upsert(ctx, "u:1", []byte(`{"name":"Ada"}`), &client.MutateOptions{JSON: true})
+//	got, err := users.Get(ctx, "u:1", nil)
+//	if errors.Is(err, client.ErrDocumentNotFound) { ... }
+//
+// # Connection strings
+//
+// couchbase://h1,h2:11210/bucket?opt=value, couchbases:// for TLS, and
+// memcached://h1:11211,h2 for plain memcached (keys spread with ketama).
+// ParseConnStr documents the options; unknown ones are errors.
+//
+// # The request path
+//
+// An operation runs on the caller's goroutine; no goroutine is started for
+// it (replica reads, which fan out, are the one exception). Each attempt:
+//
+//  1. routes the key: CRC32 to a vbucket, then the vbucket's active (or
+//     replica) server by the current map or, after a NOT_MY_VBUCKET while a
+//     rebalance publishes vBucketMapForward, by the forward map, as RFC 0005
+//     says (see vbmap.RouteState for the exact rule); memcached buckets and
+//     memcached:// use ketama;
+//  2. picks a live connection of that node's pool (round robin);
+//  3. resolves the collection id (cached; COLLECTIONS_GET_ID once);
+//  4. sends the request with conn.Conn.Do, which encodes it straight into
+//     the connection's coalesced write buffer; the response is decoded on
+//     the connection's reader goroutine and its value copied once, into the
+//     result the caller owns;
+//  5. hands any failure to the retry orchestrator (package retry, RFC 0049
+//     revision 16): NOT_MY_VBUCKET (after applying the config in its body),
+//     UNKNOWN_COLLECTION (after dropping the cached id), LOCKED, TMPFAIL,
+//     SYNC_WRITE_IN_PROGRESS, statuses the node's error map marks as
+//     retryable, and connections that were unavailable or died. Every wait
+//     is capped to the deadline; a wait that reaches it ends the operation
+//     with a timeout instead of sending it again.
+//
+// # Was it applied?
+//
+// A request whose bytes were never written is retried wherever it can go.
+// A request that was written and got no answer (its connection died, or
+// the deadline passed while waiting) may have been applied: an idempotent
+// one (Get, replica reads, ...) is retried, a mutation is not, and its error
+// matches ErrAmbiguous (and, for timeouts, ErrAmbiguousTimeout). Errors
+// that match neither mean the request was not applied. KeyValueError.Ambiguous
+// says the same.
+//
+// # Retry strategies
+//
+// The default is retry.DefaultStrategy(): failures that waiting cannot fix
+// (refused credentials, a refused bucket, a TLS failure, a missing scope or
+// collection) fail at once; everything else is retried with exponential
+// backoff (1 ms to 500 ms) until the timeout. Options.RetryStrategy and the
+// per-call RetryStrategy replace it (retry.BestEffort, retry.FollowErrorMap,
+// or your own retry.Strategy).
+//
+// # Cluster configs
+//
+// The first config comes with bootstrap (GET_CLUSTER_CONFIG); newer ones
+// from NOT_MY_VBUCKET bodies, from the server's cluster-map change
+// notifications (HELLO ClustermapChangeNotificationBrief: a version, then a
+// GET_CLUSTER_CONFIG with the known version) and from polling every
+// ConfigPollInterval. Only a config newer by (revEpoch, rev) replaces the one
+// in use, as one atomic swap of an immutable snapshot: routing takes no
+// lock. Nodes the new config adds get a pool; nodes it drops stop receiving
+// requests and close once their requests in flight have drained.
+//
+// # Observing
+//
+// Options.Observer sees every attempt's start and end (operation id,
+// attempt number, node, vbucket, whether the forward map was used, the
+// reason it was retried, its opaque and status). Options.Logger receives
+// connection, config and retry events through log/slog; the password is
+// never logged.
+package client
