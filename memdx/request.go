@@ -180,7 +180,9 @@ func (r *Request) EncodedLen() int {
 	return n
 }
 
-// NewGet builds GET: no extras; the response carries 4 bytes of flags.
+// NewGet builds GET: no extras; the response carries 4 bytes of flags. GETQ,
+// GETK and GETKQ encode the same way: set OpCode on the result. (So do the
+// quiet variants of the other builders: SETQ, DELETEQ, INCREMENTQ, ...)
 func NewGet(key []byte) Request { return Request{OpCode: OpGet, Key: key} }
 
 // NewGetReplica builds GET_REPLICA, sent to the node holding the replica.
