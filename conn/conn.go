@@ -287,11 +287,13 @@ func (c *Conn) cancel(ctx context.Context, cl *call) error {
 	if wait {
 		cl.waiter = true
 	}
+	// Once mu is released an abandoned call belongs to the reader, which
+	// may recycle it as soon as the late response arrives: read it now.
+	err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: ctx.Err()}
 	c.mu.Unlock()
 	if wait {
 		<-cl.done // the reader is inside handle for this call: let it return
 	}
-	err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: ctx.Err()}
 	if !written {
 		putCall(cl)
 	}
@@ -381,6 +383,9 @@ func (c *Conn) readLoop() {
 	buf := small
 	r, w := 0, 0 // buf[r:w] holds bytes read but not yet dispatched
 	var rerr error
+	// One packet for the whole loop: it escapes to the handles, and a
+	// fresh one per response would be an allocation per response.
+	p := new(memdx.Packet)
 	for {
 		for w-r >= memdx.HeaderSize {
 			size, err := memdx.PacketSize(buf[r:w], maxBody)
@@ -402,13 +407,14 @@ func (c *Conn) readLoop() {
 				}
 				break
 			}
-			p, _, err := memdx.DecodePacket(buf[r:r+size], maxBody)
-			if err != nil {
-				c.fail(&ProtocolError{Addr: c.addr, What: "bad packet", Err: err})
+			var err2 error
+			*p, _, err2 = memdx.DecodePacket(buf[r:r+size], maxBody)
+			if err2 != nil {
+				c.fail(&ProtocolError{Addr: c.addr, What: "bad packet", Err: err2})
 				return
 			}
 			r += size
-			if perr := c.dispatch(&p); perr != nil {
+			if perr := c.dispatch(p); perr != nil {
 				c.fail(perr)
 				return
 			}

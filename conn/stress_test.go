@@ -1,0 +1,269 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// chaosServer reads requests and answers some at once, holds some back to
+// answer later (out of order), never answers others, and drops the
+// connection after a given number of requests (or when none came for a
+// while). It records every request it read in full.
+type chaosServer struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (s *chaosServer) serve(t *testing.T, nc net.Conn, seed uint64, closeAfter int) {
+	defer nc.Close()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	p := newPeer(t, nc)
+	var held []memdx.Packet
+	answer := func(req memdx.Packet) bool {
+		_, err := nc.Write(encode(t, ok(req, string(req.Key))))
+		return err == nil
+	}
+	for n := 0; n < closeAfter; {
+		// When every client waits for an answer, nothing more arrives:
+		// send the held answers, or, with none held, drop the connection.
+		nc.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+		req, err := p.tryRead()
+		if errors.Is(err, os.ErrDeadlineExceeded) && len(held) > 0 {
+			for _, h := range held {
+				if !answer(h) {
+					return
+				}
+			}
+			held = held[:0]
+			continue
+		}
+		if err != nil {
+			return
+		}
+		n++
+		s.mu.Lock()
+		s.seen[string(req.Key)] = true
+		s.mu.Unlock()
+		switch x := rng.IntN(10); {
+		case x < 5:
+			if !answer(req) {
+				return
+			}
+		case x < 9:
+			held = append(held, req)
+		default: // never answered
+		}
+		if len(held) > 0 && rng.IntN(3) == 0 {
+			i := rng.IntN(len(held))
+			if !answer(held[i]) {
+				return
+			}
+			held = append(held[:i], held[i+1:]...)
+		}
+		if rng.IntN(8) == 0 {
+			runtime.Gosched() // let the client queue up and cancel
+		}
+	}
+}
+
+// Every request ends exactly once, a request the server read in full is
+// never reported as not written, and a response always reaches the request
+// it answers — under concurrency, cancellation, out-of-order and missing
+// answers, and connections dropped at arbitrary points.
+func TestExactlyOnceUnderChaos(t *testing.T) {
+	rounds := 12
+	if testing.Short() {
+		rounds = 3
+	}
+	for round := range rounds {
+		s := &chaosServer{seen: map[string]bool{}}
+		dial, servers := pipeDialer(nil)
+		var srv sync.WaitGroup
+		srv.Add(1)
+		go func() {
+			defer srv.Done()
+			nc := <-servers
+			p := newPeer(t, nc)
+			serveMemcachedBoot(p)
+			s.serve(t, nc, uint64(round), 100+round*30)
+		}()
+		c, err := Dial(testCtx(t), "chaos:1", Options{Memcached: true, DialContext: dial, MaxPending: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		const workers, each = 8, 60
+		type outcome struct {
+			key     string
+			calls   int32
+			value   string
+			err     error
+			written bool
+		}
+		outcomes := make(chan outcome, workers*each)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+				for i := range each {
+					key := fmt.Sprintf("r%d-w%d-%d", round, w, i)
+					// A third of the requests are cancelled very early, a
+					// third a little later, a third wait until the server
+					// drops the connection (the bound is only a safety net).
+					d := 10 * time.Second
+					switch rng.IntN(3) {
+					case 0:
+						d = time.Duration(rng.IntN(300)) * time.Microsecond
+					case 1:
+						d = 20 * time.Millisecond
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), d)
+					var o outcome
+					o.key = key
+					var calls atomic.Int32
+					req := memdx.NewGet([]byte(key))
+					o.err = c.Do(ctx, &req, func(p *memdx.Packet) error {
+						calls.Add(1)
+						o.value = string(p.Value)
+						return nil
+					})
+					cancel()
+					o.calls = calls.Load()
+					var re *RequestError
+					if errors.As(o.err, &re) {
+						o.written = re.Written
+					}
+					outcomes <- o
+				}
+			}()
+		}
+		wg.Wait()
+		close(outcomes)
+		c.Close()
+		srv.Wait()
+
+		var answered, failed, unwritten int
+		for o := range outcomes {
+			switch {
+			case o.err == nil:
+				answered++
+				if o.calls != 1 || o.value != o.key {
+					t.Fatalf("%s: answered with %d handle calls, value %q", o.key, o.calls, o.value)
+				}
+			default:
+				failed++
+				if o.calls != 0 {
+					t.Fatalf("%s: error %v after %d handle calls", o.key, o.err, o.calls)
+				}
+				var re *RequestError
+				if !errors.As(o.err, &re) {
+					t.Fatalf("%s: %v is not a *RequestError", o.key, o.err)
+				}
+				if !o.written {
+					unwritten++
+					s.mu.Lock()
+					seen := s.seen[o.key]
+					s.mu.Unlock()
+					if seen {
+						t.Fatalf("%s: reported not written (%v), but the server read it", o.key, o.err)
+					}
+				}
+			}
+		}
+		if answered+failed != workers*each {
+			t.Fatalf("%d outcomes for %d requests", answered+failed, workers*each)
+		}
+		t.Logf("round %d: %d answered, %d failed (%d not written)", round, answered, failed, unwritten)
+	}
+}
+
+// Do allocates nothing on its hot path: the pending record and its channel
+// are pooled, the request is encoded into the connection's buffer, the
+// response is decoded in place.
+func TestDoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race; run without -race (make bench does)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go echoGets(t, ln, true)
+	c, err := Dial(testCtx(t), ln.Addr().String(), Options{Memcached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := memdx.NewGet([]byte("some-key"))
+	var n int
+	handle := func(p *memdx.Packet) error { n += len(p.Value); return nil }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	allocs := testing.AllocsPerRun(2000, func() {
+		if err := c.Do(ctx, &req, handle); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%.2f allocations per Do", allocs)
+	if allocs > 0 {
+		t.Fatalf("%.2f allocations per Do, want 0", allocs)
+	}
+}
+
+// echoGets serves one connection: the memcached bootstrap (when boot is
+// set), then a GET answer (flags 0, value "value") for every request, all
+// answers to one read in one write. It allocates nothing per request, so
+// that allocation counts taken while it runs are the client's.
+func echoGets(t testing.TB, ln net.Listener, boot bool) {
+	nc, err := ln.Accept()
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	p := newPeer(t, nc)
+	if boot {
+		serveMemcachedBoot(p)
+	}
+	tmpl := encode(t, memdx.Packet{Magic: memdx.MagicRes, OpCode: memdx.OpGet, Extras: []byte{0, 0, 0, 0}, Value: []byte("value")})
+	buf := make([]byte, 256<<10)
+	out := make([]byte, 0, 256<<10)
+	r, w := 0, copy(buf, p.buf) // what the bootstrap read ahead
+	for {
+		out = out[:0]
+		for w-r >= memdx.HeaderSize {
+			size, err := memdx.PacketSize(buf[r:w], 0)
+			if err != nil || w-r < size {
+				break
+			}
+			out = append(out, tmpl...)
+			copy(out[len(out)-len(tmpl)+12:], buf[r+12:r+16]) // the opaque
+			r += size
+		}
+		if len(out) > 0 {
+			if _, err := nc.Write(out); err != nil {
+				return
+			}
+		}
+		w = copy(buf, buf[r:w])
+		r = 0
+		n, err := nc.Read(buf[w:])
+		if err != nil {
+			return
+		}
+		w += n
+	}
+}
