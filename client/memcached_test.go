@@ -1,0 +1,116 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Plain memcached (Debian's package, started by scripts/memcached.sh): the
+// client takes the memcached:// path: no HELLO, no buckets, ketama routing.
+func TestMemcachedPlain(t *testing.T) {
+	addr := memcachedAddr(t, false)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	key := fmt.Sprintf("kvwire-client-%d", time.Now().UnixNano())
+
+	m, err := col.Upsert(ctx, key, []byte("hello"), &MutateOptions{Flags: 7, Expiry: time.Minute})
+	require.NoError(t, err)
+	require.NotZero(t, m.Cas)
+	g, err := col.Get(ctx, key, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(g.Value))
+	assert.Equal(t, uint32(7), g.Flags)
+	assert.Equal(t, m.Cas, g.Cas)
+
+	_, err = col.Insert(ctx, key, []byte("x"), nil)
+	assert.ErrorIs(t, err, ErrDocumentExists)
+	_, err = col.Replace(ctx, key, []byte("x"), &MutateOptions{Cas: g.Cas + 1})
+	assert.ErrorIs(t, err, ErrCasMismatch)
+	_, err = col.Append(ctx, key, []byte(" world"), nil)
+	require.NoError(t, err)
+	g, err = col.Get(ctx, key, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "hello world", string(g.Value))
+
+	ex, err := col.Exists(ctx, key, nil)
+	require.NoError(t, err)
+	assert.True(t, ex.Exists)
+	_, err = col.Remove(ctx, key, nil)
+	require.NoError(t, err)
+	ex, err = col.Exists(ctx, key, nil)
+	require.NoError(t, err)
+	assert.False(t, ex.Exists)
+	_, err = col.Get(ctx, key, nil)
+	assert.ErrorIs(t, err, ErrDocumentNotFound)
+
+	zero := uint64(40)
+	r, err := col.Increment(ctx, key+"-n", &CounterOptions{Initial: &zero})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(40), r.Value)
+	r, err = col.Increment(ctx, key+"-n", &CounterOptions{Delta: 2})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(42), r.Value)
+
+	ping := c.Ping(ctx)
+	require.Len(t, ping, 1)
+	assert.NoError(t, ping[0].Err)
+
+	_, err = c.Scope("s").Collection("c").Get(ctx, key, nil)
+	assert.ErrorIs(t, err, ErrFeatureNotAvailable, "memcached has no collections")
+}
+
+// Two memcached "servers" (the same one twice under two names) route by
+// ketama; every key lands on one of them and round-trips.
+func TestMemcachedKetamaRouting(t *testing.T) {
+	addr := memcachedAddr(t, false)
+	host, port := hostOf(addr), addr[len(hostOf(addr))+1:]
+	ctx := context.Background()
+	c, err := Connect(ctx, fmt.Sprintf("memcached://%s:%s,localhost:%s", host, port, port), nil)
+	require.NoError(t, err)
+	defer c.Close()
+	seen := map[string]int{}
+	for i := 0; i < 64; i++ {
+		k := fmt.Sprintf("kvwire-ketama-%d-%d", time.Now().UnixNano(), i)
+		ri := c.Route(k)
+		require.True(t, ri.Ketama)
+		seen[ri.Active]++
+		_, err := c.DefaultCollection().Upsert(ctx, k, []byte("v"), nil)
+		require.NoError(t, err)
+	}
+	assert.Len(t, seen, 2, "keys spread over both servers: %v", seen)
+}
+
+func TestMemcachedSASL(t *testing.T) {
+	addr := memcachedAddr(t, true)
+	user, pass := os.Getenv("KV_MEMCACHED_USER"), os.Getenv("KV_MEMCACHED_PASS")
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, &Options{Username: user, Password: pass})
+	require.NoError(t, err)
+	defer c.Close()
+	key := fmt.Sprintf("kvwire-sasl-%d", time.Now().UnixNano())
+	_, err = c.DefaultCollection().Upsert(ctx, key, []byte("v"), nil)
+	require.NoError(t, err)
+	g, err := c.DefaultCollection().Get(ctx, key, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(g.Value))
+
+	start := time.Now()
+	_, err = Connect(ctx, "memcached://"+addr, &Options{Username: user, Password: pass + "-wrong"})
+	assert.ErrorIs(t, err, ErrAuthenticationFailure)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.NotContains(t, err.Error(), pass+"-wrong")
+
+	// Without credentials the SASL instance refuses everything.
+	_, err = Connect(ctx, "memcached://"+addr, nil)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrAuthenticationFailure, "memcached answers AUTH_ERROR before SASL: %v", err)
+}
