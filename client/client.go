@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -414,7 +413,7 @@ func (c *Client) fetchConfig(n *node) {
 func (c *Client) applyConfig(raw []byte, host string) *topology {
 	cur := c.topo.Load()
 	if cur != nil && cur.cfg != nil {
-		if v, ok := peekVersion(raw); ok && !v.Newer(cur.cfg.Version()) {
+		if v, ok := vbmap.PeekVersion(raw); ok && !v.Newer(cur.cfg.Version()) {
 			return cur
 		}
 	}
@@ -474,20 +473,6 @@ func (c *Client) installLocked(cfg *vbmap.Config) *topology {
 			"to", cfg.Version().String(), "nodes", len(t.all), "forward_map", cfg.HasForwardMap())
 	}
 	return t
-}
-
-// peekVersion reads rev and revEpoch without parsing the whole config, so
-// that a storm of NOT_MY_VBUCKET bodies carrying a config already held costs
-// little.
-func peekVersion(raw []byte) (vbmap.Version, bool) {
-	var v struct {
-		Rev      *uint64 `json:"rev"`
-		RevEpoch int64   `json:"revEpoch"`
-	}
-	if json.Unmarshal(raw, &v) != nil || v.Rev == nil {
-		return vbmap.Version{}, false
-	}
-	return vbmap.Version{Epoch: v.RevEpoch, Rev: *v.Rev}, true
 }
 
 // Close closes every connection and stops every goroutine the client

@@ -1,0 +1,167 @@
+package vbmap
+
+import (
+	"strconv"
+	"strings"
+)
+
+// PeekVersion reads the version (top-level "rev" and "revEpoch") of a config
+// without parsing the rest, for a client that sees the same config over and
+// over (NOT_MY_VBUCKET bodies during a rebalance) and only needs to know
+// whether it is newer than the one it holds: a byte scan, about a
+// thousandth of Parse's cost, that allocates nothing.
+//
+// ok is false whenever the answer might differ from Parse's: a key spelled
+// with escapes or in another case (encoding/json matches keys without
+// regard to case), a value that is not a plain integer, malformed JSON, or
+// no "rev" at all. Callers then parse the config fully. When ok is true and
+// Parse succeeds on the same bytes, Parse's Version is the one returned.
+func PeekVersion(data []byte) (v Version, ok bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return Version{}, false
+	}
+	i++
+	seenRev := false
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return Version{}, false
+		}
+		if data[i] == '}' {
+			return v, seenRev
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		if i >= len(data) || data[i] != '"' {
+			return Version{}, false
+		}
+		start := i + 1
+		end, escaped := scanString(data, start)
+		if end < 0 || escaped {
+			return Version{}, false
+		}
+		key := string(data[start:end]) // no allocation: used for comparison only
+		i = skipSpace(data, end+1)
+		if i >= len(data) || data[i] != ':' {
+			return Version{}, false
+		}
+		i = skipSpace(data, i+1)
+		valStart := i
+		i = skipValue(data, i)
+		if i < 0 {
+			return Version{}, false
+		}
+		val := data[valStart:i]
+		switch {
+		case key == "rev":
+			n, err := strconv.ParseUint(string(val), 10, 64)
+			if err != nil || !plainInt(val) {
+				return Version{}, false
+			}
+			v.Rev, seenRev = n, true
+		case key == "revEpoch":
+			n, err := strconv.ParseInt(string(val), 10, 64)
+			if err != nil || !plainInt(val) {
+				return Version{}, false
+			}
+			v.Epoch = n
+		case strings.EqualFold(key, "rev"), strings.EqualFold(key, "revEpoch"):
+			return Version{}, false
+		}
+	}
+}
+
+// plainInt reports whether b is an optional '-' and digits, without a
+// leading zero (JSON's integer form).
+func plainInt(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (len(b) > 1 && b[0] == '0') {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the index of the closing quote of a string whose
+// contents start at i, and whether it contains escapes; -1 if unterminated.
+func scanString(b []byte, i int) (int, bool) {
+	escaped := false
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			return i, escaped
+		case '\\':
+			escaped = true
+			i += 2
+			continue
+		}
+		if b[i] < 0x20 {
+			return -1, false
+		}
+		i++
+	}
+	return -1, false
+}
+
+// skipValue returns the index just past the JSON value starting at i, or -1.
+// Nested objects and arrays are skipped by depth, strings by their quotes;
+// the contents are not validated (Parse does that).
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		end, _ := scanString(b, i+1)
+		if end < 0 {
+			return -1
+		}
+		return end + 1
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			case '"':
+				end, _ := scanString(b, i+1)
+				if end < 0 {
+					return -1
+				}
+				i = end
+			}
+			i++
+		}
+		return -1
+	}
+	// A scalar: up to the next delimiter.
+	start := i
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' &&
+		b[i] != '\n' && b[i] != '\r' && b[i] != '\t' {
+		i++
+	}
+	if i == start {
+		return -1
+	}
+	return i
+}

@@ -1,0 +1,107 @@
+package vbmap
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPeekVersion(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Version
+		ok   bool
+	}{
+		{`{"rev":5}`, Version{Rev: 5}, true},
+		{` { "name":"b", "revEpoch" : 2, "x":[1,{"rev":9}], "rev": 7 } `, Version{Epoch: 2, Rev: 7}, true},
+		{`{"rev":18446744073709551615}`, Version{Rev: 1<<64 - 1}, true},
+		{`{"revEpoch":-1,"rev":3}`, Version{Epoch: -1, Rev: 3}, true},
+		{`{"s":"}\"{","rev":4}`, Version{Rev: 4}, true},
+		{`{"rev":1,"rev":2}`, Version{Rev: 2}, true}, // encoding/json keeps the last
+		{`{"name":"x"}`, Version{}, false},           // no rev
+		{`{"Rev":5}`, Version{}, false},              // json would match it, case-insensitively
+		{`{"r\u0065v":5}`, Version{}, false},
+		{`{"rev":5.0}`, Version{}, false},
+		{`{"rev":-5}`, Version{}, false},
+		{`{"rev":05}`, Version{}, false},
+		{`{"rev":null}`, Version{}, false},
+		{`{"rev":5`, Version{}, false},
+		{`[1]`, Version{}, false},
+		{``, Version{}, false},
+	}
+	for _, c := range cases {
+		v, ok := PeekVersion([]byte(c.in))
+		assert.Equal(t, c.ok, ok, c.in)
+		if c.ok {
+			assert.Equal(t, c.want, v, c.in)
+		}
+	}
+}
+
+// On every conformance config, PeekVersion agrees with Parse.
+func TestPeekVersionConformance(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "conformance", "configs")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	more, _ := filepath.Glob(filepath.Join(dir, "rev_epoch_compare", "*.json"))
+	files = append(files, more...)
+	if len(files) == 0 {
+		t.Skipf("conformance configs not found at %s", dir)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		c, err := Parse(b, "localhost")
+		v, ok := PeekVersion(b)
+		if err != nil || !ok {
+			continue
+		}
+		assert.Equal(t, c.Version(), v, f)
+	}
+}
+
+func TestPeekVersionAllocs(t *testing.T) {
+	b := []byte(`{"rev":1234,"revEpoch":2,"vBucketServerMap":{"vBucketMap":[[0,1],[1,0]]}}`)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { PeekVersion(b) }))
+}
+
+// FuzzPeekVersion: whenever PeekVersion answers and Parse accepts the same
+// bytes, they agree on the version.
+func FuzzPeekVersion(f *testing.F) {
+	for _, s := range []string{`{"rev":5}`, `{"rev":1,"revEpoch":2,"nodes":[]}`, `{"Rev":1,"rev":2}`} {
+		f.Add([]byte(s))
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "conformance", "configs", "*.json"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, ok := PeekVersion(b)
+		if !ok {
+			return
+		}
+		c, err := Parse(b, "localhost")
+		if err != nil {
+			return
+		}
+		if c.Version() != v {
+			t.Fatalf("PeekVersion %v, Parse %v", v, c.Version())
+		}
+	})
+}
+
+func BenchmarkPeekVersion(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "conformance", "configs", "cb_terse_rebalance_vbmapforward_rev28957.json"))
+	if err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		PeekVersion(data)
+	}
+}
