@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -59,6 +60,7 @@ type Conn struct {
 	queued  uint64
 	flushed uint64 // bytes before this offset were handed to the writer
 	written uint64 // bytes before this offset were accepted by Write
+	batched int    // requests in wbuf
 	corked  bool   // bootstrap is queueing a batch: do not wake the writer
 	err     error  // why the connection ended; nil while it is open
 
@@ -194,6 +196,7 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error) (*cal
 	c.queued += uint64(len(b) - n0)
 	cl.end = c.queued
 	c.pending[opaque] = cl
+	c.batched++
 	wake := n0 == 0 && !c.corked
 	c.mu.Unlock()
 	if wake {
@@ -308,6 +311,7 @@ func (c *Conn) cut(cl *call) {
 	c.wbuf = c.wbuf[:from+n]
 	size := cl.end - cl.start
 	c.queued -= size
+	c.batched--
 	for _, o := range c.pending {
 		if o.start >= cl.end {
 			o.start -= size
@@ -343,6 +347,16 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
+		// More requests in flight than in this batch: callers whose answers
+		// just came back are likely about to send again. Let them run
+		// first, so that they share this write instead of each causing
+		// one. (A lone caller does not wait for this.)
+		yield := len(c.pending) > c.batched
+		c.mu.Unlock()
+		if yield {
+			runtime.Gosched()
+		}
+		c.mu.Lock()
 		if c.err != nil {
 			c.mu.Unlock()
 			return
@@ -354,6 +368,7 @@ func (c *Conn) writeLoop() {
 		}
 		start := c.flushed
 		c.flushed = c.queued
+		c.batched = 0
 		c.wbuf, c.spare = c.spare[:0], nil
 		c.mu.Unlock()
 

@@ -79,7 +79,10 @@
 // write buffer, under a mutex, and registers it in a map of pending
 // requests. A single writer goroutine hands everything queued since its last
 // write to one Write call: callers that arrive while a write is in progress
-// share the next one. One reader goroutine decodes responses and matches
+// share the next one. When more requests are in flight than are queued, the
+// writer yields the processor once before taking the batch (callers whose
+// answers just arrived are about to send again, and so join it); a lone
+// caller's request is written at once. One reader goroutine decodes responses and matches
 // them to requests by opaque, never by position, so responses may come in
 // any order (HELLO UnorderedExecution). Server-initiated packets (magic
 // 0x82) go to OnClustermapNotification or OnServerRequest. The caller's
