@@ -130,7 +130,8 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 // On a response, handle is called exactly once with it, on the connection's
 // reader goroutine, and Do returns what handle returned. The packet and its
 // slices alias the read buffer and are valid only during the call: copy what
-// you keep. handle must not block and must not call Close. Every status,
+// you keep. handle must not block: no other response is read while it runs,
+// so it must not call Do on the same connection, nor Close. Every status,
 // success or not, goes to handle; a nil handle makes Do return
 // memdx.NewStatusError(p) (nil on success). For STAT, whose answer is a
 // series of packets, handle is called once per packet, the last being the

@@ -33,9 +33,10 @@ var (
 	// ErrTLS is matched by *TLSError.
 	ErrTLS = errors.New("conn: TLS handshake failed")
 
-	// ErrBootstrap is matched by every error Dial returns after the socket
-	// was connected (including *AuthError, *BucketAccessError and
-	// *TLSError): the node answered but could not be set up.
+	// ErrBootstrap is matched by every error Dial returns other than a
+	// failure to connect or a done context (*AuthError,
+	// *BucketAccessError, *TLSError and *BootstrapError): the node, or the
+	// options, do not allow a usable connection.
 	ErrBootstrap = errors.New("conn: bootstrap failed")
 )
 
