@@ -33,10 +33,11 @@ var (
 	// ErrTLS is matched by *TLSError.
 	ErrTLS = errors.New("conn: TLS handshake failed")
 
-	// ErrBootstrap is matched by every error Dial returns other than a
-	// failure to connect or a done context (*AuthError,
-	// *BucketAccessError, *TLSError and *BootstrapError): the node, or the
-	// options, do not allow a usable connection.
+	// ErrBootstrap is matched by every error Dial returns except a failure
+	// to connect (a net error, or the context ending before the TLS
+	// handshake completed): *AuthError, *BucketAccessError, *TLSError and
+	// *BootstrapError, whose Err may be a context error when the context
+	// ended during the bootstrap.
 	ErrBootstrap = errors.New("conn: bootstrap failed")
 )
 
