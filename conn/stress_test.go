@@ -192,11 +192,10 @@ func TestExactlyOnceUnderChaos(t *testing.T) {
 
 // Do allocates nothing on its hot path: the pending record and its channel
 // are pooled, the request is encoded into the connection's buffer, the
-// response is decoded in place.
+// response is decoded in place. The count is exact (testing.AllocsPerRun
+// rounds down). Under -race, sync.Pool drops a quarter of what is put back,
+// so a pooled record is sometimes made anew: the bound is looser there.
 func TestDoAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts are not meaningful under -race; run without -race (make bench does)")
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -213,14 +212,30 @@ func TestDoAllocs(t *testing.T) {
 	handle := func(p *memdx.Packet) error { n += len(p.Value); return nil }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	allocs := testing.AllocsPerRun(2000, func() {
+	do := func() {
 		if err := c.Do(ctx, &req, handle); err != nil {
 			t.Fatal(err)
 		}
-	})
-	t.Logf("%.2f allocations per Do", allocs)
-	if allocs > 0 {
-		t.Fatalf("%.2f allocations per Do, want 0", allocs)
+	}
+	for range 100 { // warm the pool, the map and the buffers
+		do()
+	}
+	const runs = 5000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range runs {
+		do()
+	}
+	runtime.ReadMemStats(&after)
+	perOp := float64(after.Mallocs-before.Mallocs) / runs
+	t.Logf("%.4f allocations per Do (%d in %d calls)", perOp, after.Mallocs-before.Mallocs, runs)
+	limit := 0.01
+	if raceEnabled {
+		limit = 1.5
+	}
+	if perOp > limit {
+		t.Fatalf("%.4f allocations per Do, want at most %g", perOp, limit)
 	}
 }
 
