@@ -155,6 +155,8 @@ func (b *Bucket) ConfigJSON(nodeID int) []byte {
 	if j, ok := s.json[nodeID]; ok {
 		return append([]byte(nil), j...)
 	}
+	b.c.mu.Lock()
+	defer b.c.mu.Unlock()
 	return b.c.renderBucketConfig(b, s, -1)
 }
 

@@ -138,7 +138,7 @@ func (c *Cluster) Close() {
 	c.mu.Unlock()
 	for _, n := range nodes {
 		if n != nil {
-			n.stop()
+			n.stop(true)
 		}
 	}
 	c.wg.Wait()
@@ -546,6 +546,16 @@ func (c *Cluster) Users() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RequestCount returns how many requests with opcode op the cluster's
+// current nodes received (see Node.RequestCount).
+func (c *Cluster) RequestCount(op memdx.OpCode) uint64 {
+	var n uint64
+	for _, nd := range c.Nodes() {
+		n += nd.RequestCount(op)
+	}
+	return n
 }
 
 // DropConnections closes every client connection on every node; the nodes

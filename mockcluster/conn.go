@@ -166,8 +166,11 @@ func (cn *conn) hold(out outcome) bool {
 }
 
 // later runs fn (which appends a response) after d on a timer and writes it:
-// the unordered-execution form of a delayed answer.
+// the unordered-execution form of a delayed answer. wmu must be held.
 func (cn *conn) later(d time.Duration, fn func()) {
+	if cn.wclosed { // closed while this request was being handled
+		return
+	}
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
 		cn.wmu.Lock()

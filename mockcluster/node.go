@@ -28,10 +28,11 @@ type Node struct {
 
 	mu      sync.Mutex
 	running bool
-	ln      net.Listener
+	ln      *net.TCPListener
+	tlsRaw  *net.TCPListener
 	tlsLn   net.Listener
 	mgmt    *http.Server
-	mgmtLn  net.Listener
+	mgmtLn  *net.TCPListener
 	conns   map[*conn]struct{}
 	serving bool
 
@@ -108,46 +109,88 @@ func (n *Node) NumConnections() int {
 	return len(n.conns)
 }
 
-// listen opens the node's listeners, on the ports it had before when it
-// restarts.
-func (n *Node) listen() error {
-	listen := func(port int) (net.Listener, int, error) {
-		ln, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+// bindPort listens on 127.0.0.1:*port; with *port 0 it lets the OS choose a
+// port, then binds that port again explicitly, so that the kernel keeps the
+// port with the socket when a stop pauses it (see pauseListener).
+func bindPort(port *int) (*net.TCPListener, error) {
+	if *port != 0 {
+		ln, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(*port))
 		if err != nil {
-			return nil, 0, fmt.Errorf("mockcluster: node %d: %w", n.id, err)
+			return nil, err
 		}
-		return ln, ln.Addr().(*net.TCPAddr).Port, nil
+		return ln.(*net.TCPListener), nil
 	}
+	var err error
+	for range 20 {
+		var probe net.Listener
+		if probe, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+		p := probe.Addr().(*net.TCPAddr).Port
+		probe.Close()
+		var ln net.Listener
+		if ln, err = net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			*port = p
+			return ln.(*net.TCPListener), nil
+		}
+	}
+	return nil, err
+}
+
+// listen opens (or, after a stop, reopens) the node's listeners on their
+// ports. Ports are written only on the first start, before anyone reads
+// them.
+func (n *Node) listen() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.running {
 		return nil
 	}
-	var err error
-	var lns []net.Listener
-	fail := func(e error) error {
-		for _, l := range lns {
-			l.Close()
+	open := func(ln **net.TCPListener, port *int) error {
+		if *ln != nil {
+			if err := resumeListener(*ln); err == nil {
+				return nil
+			}
+			(*ln).Close()
+			*ln = nil
 		}
-		return e
+		l, err := bindPort(port)
+		if err != nil {
+			return fmt.Errorf("mockcluster: node %d: %w", n.id, err)
+		}
+		*ln = l
+		return nil
 	}
-	if n.ln, n.kvPort, err = listen(n.kvPort); err != nil {
-		return fail(err)
+	if err := open(&n.ln, &n.kvPort); err != nil {
+		return err
 	}
-	lns = append(lns, n.ln)
-	if n.mgmtLn, n.mgmtPort, err = listen(n.mgmtPort); err != nil {
-		return fail(err)
+	if err := open(&n.mgmtLn, &n.mgmtPort); err != nil {
+		n.pauseOrClose(true)
+		return err
 	}
-	lns = append(lns, n.mgmtLn)
 	if n.c.tls != nil {
-		var raw net.Listener
-		if raw, n.tlsPort, err = listen(n.tlsPort); err != nil {
-			return fail(err)
+		if err := open(&n.tlsRaw, &n.tlsPort); err != nil {
+			n.pauseOrClose(true)
+			return err
 		}
-		n.tlsLn = tls.NewListener(raw, n.c.tls.serverConfig)
+		n.tlsLn = tls.NewListener(n.tlsRaw, n.c.tls.serverConfig)
 	}
 	n.running = true
 	return nil
+}
+
+// pauseOrClose stops the listeners accepting: paused (port kept) unless
+// final or the platform cannot; closed otherwise. n.mu must be held.
+func (n *Node) pauseOrClose(final bool) {
+	for _, l := range []**net.TCPListener{&n.ln, &n.mgmtLn, &n.tlsRaw} {
+		if *l == nil {
+			continue
+		}
+		if final || !pauseListener(*l) {
+			(*l).Close()
+			*l = nil
+		}
+	}
 }
 
 // serve starts the accept loops of a node that listens.
@@ -164,20 +207,28 @@ func (n *Node) serve() {
 		n.c.wg.Add(1)
 		go n.accept(n.tlsLn)
 	}
-	n.mgmt = &http.Server{Handler: http.HandlerFunc(n.serveMgmt), ErrorLog: nil}
+	srv := &http.Server{Handler: http.HandlerFunc(n.serveMgmt)}
+	n.mgmt = srv
+	ln := keepOpen{n.mgmtLn}
 	n.c.wg.Add(1)
-	go func(srv *http.Server, ln net.Listener) {
+	go func() {
 		defer n.c.wg.Done()
 		_ = srv.Serve(ln)
-	}(n.mgmt, n.mgmtLn)
+	}()
 }
+
+// keepOpen lets http.Server.Close stop serving without closing the
+// listener, which the node pauses or closes itself.
+type keepOpen struct{ net.Listener }
+
+func (keepOpen) Close() error { return nil }
 
 func (n *Node) accept(ln net.Listener) {
 	defer n.c.wg.Done()
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
+			if n.isRunning() && !errors.Is(err, net.ErrClosed) {
 				n.c.logf("mockcluster: node %d: accept: %v", n.id, err)
 			}
 			return
@@ -205,43 +256,47 @@ func (n *Node) adopt(nc net.Conn) {
 	go cn.serve()
 }
 
-// stop closes the listeners and every connection, and waits for nothing:
-// Cluster.Close waits for the goroutines.
-func (n *Node) stop() {
+// stop stops accepting and closes every connection. final (cluster close,
+// node removal) also gives the ports up. Cluster.Close waits for the
+// goroutines.
+func (n *Node) stop(final bool) {
 	n.mu.Lock()
 	if !n.running {
+		if final {
+			n.pauseOrClose(true)
+		}
 		n.mu.Unlock()
 		return
 	}
 	n.running, n.serving = false, false
-	n.ln.Close()
-	if n.tlsLn != nil {
-		n.tlsLn.Close()
-	}
-	if n.mgmt != nil {
-		n.mgmt.Close()
-	} else {
-		n.mgmtLn.Close()
-	}
+	srv := n.mgmt
 	n.mgmt = nil
+	// Pausing or closing the listeners ends the accept loops (and the HTTP
+	// server's), which srv.Close waits for.
+	n.pauseOrClose(final)
 	conns := make([]*conn, 0, len(n.conns))
 	for cn := range n.conns {
 		conns = append(conns, cn)
 	}
 	n.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+	}
 	for _, cn := range conns {
 		cn.close()
 	}
 }
 
-// Stop stops the node as a crash would: its listeners and connections
-// close, and clients cannot connect until Restart. The cluster's configs
+// Stop stops the node as a crash would: its connections close and new ones
+// are refused until Restart. On Linux the node keeps its ports bound
+// meanwhile (not listening), so Restart gets them back. The cluster's configs
 // still name it (fail it over with Cluster.Failover to change that). Its
 // data stays in the cluster.
-func (n *Node) Stop() { n.stop() }
+func (n *Node) Stop() { n.stop(false) }
 
-// Restart starts a stopped node again on the same ports. It fails when a
-// port was taken meanwhile or the cluster is closed.
+// Restart starts a stopped node again on the same ports. It fails when the
+// cluster is closed, or (on platforms other than Linux) when a port was
+// taken meanwhile.
 func (n *Node) Restart() error {
 	n.c.mu.Lock()
 	closed := n.c.closed || n.c.nodes[n.id] != n

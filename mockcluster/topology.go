@@ -106,7 +106,9 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 	sort.Ints(r.final)
 	c.rebalance = r
 	c.publishGlobalLocked()
-	for b, t := range r.targets {
+	for _, name := range c.order {
+		b := c.buckets[name]
+		t := r.targets[b]
 		s := b.snap.Load()
 		servers := append([]int(nil), s.servers...)
 		for _, id := range r.final {
@@ -317,7 +319,7 @@ func (c *Cluster) RemoveNode(id int) error {
 	c.nodes[id] = nil
 	c.republishAllLocked()
 	c.unlock()
-	n.stop()
+	n.stop(true)
 	return nil
 }
 
