@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 
@@ -76,7 +77,7 @@ func (cc *collectionCache) invalidate(col *Collection) {
 // resolve returns col's id, asking cn when it is not cached. A missing
 // scope or collection gives the terminal reasons of RFC 0049 revision 16
 // (the default strategy fails at once, best effort waits for it to appear).
-func (cc *collectionCache) resolve(ctx context.Context, cn *conn.Conn, col *Collection) (uint32, retry.Reason, error) {
+func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *conn.Conn, col *Collection) (uint32, retry.Reason, error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", ErrFeatureNotAvailable, col.path)
 	}
@@ -90,7 +91,7 @@ func (cc *collectionCache) resolve(ctx context.Context, cn *conn.Conn, col *Coll
 		req := memdx.NewCollectionsGetID(col.scope, col.name)
 		var cid uint32
 		var status memdx.Status
-		err := cn.Do(ctx, &req, func(p *memdx.Packet) error {
+		_, err := cn.DoDeadline(ctx, deadline, &req, func(p *memdx.Packet) error {
 			status = p.Status
 			if p.Status != memdx.StatusSuccess {
 				return nil

@@ -174,14 +174,10 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	if strategy == nil {
 		strategy = c.opts.RetryStrategy
 	}
-	deadline := time.Now().Add(timeout)
-	o.st.Init(ctx, o.req.OpCode, strategy, deadline)
-	actx := ctx
-	if d, ok := ctx.Deadline(); !ok || d.After(deadline) {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
-	}
+	o.st.Init(ctx, o.req.OpCode, strategy, time.Now().Add(timeout))
+	// The earlier of the timeout and ctx's deadline; each attempt waits for
+	// its response until then (conn.DoDeadline: no context per operation).
+	deadline := o.st.Deadline()
 	var opID uint64
 	obs := c.opts.Observer
 	if obs != nil {
@@ -198,7 +194,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		}
 		var cid uint32
 		if err == nil && o.coll != nil && !o.coll.isDefault {
-			cid, reason, err = c.colls.resolve(actx, cn, o.coll)
+			cid, reason, err = c.colls.resolve(ctx, deadline, cn, o.coll)
 		}
 		if err != nil {
 			if reason == retry.ReasonUnknown {
@@ -221,16 +217,17 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			info := o.attemptInfo(opID, attempt, start, t, lastReason, retried)
 			obs.AttemptStart(info)
 		}
-		err = cn.Do(actx, &o.req, o.handle)
+		var opaque uint32
+		opaque, err = cn.DoDeadline(ctx, deadline, &o.req, o.handle)
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, t, lastReason, retried)
 			info.Duration = time.Since(start)
 			info.Status = o.status
-			var re *conn.RequestError
-			if errors.As(err, &re) {
-				info.Opaque = re.Opaque
-			}
+			info.Opaque = opaque
 			obs.AttemptEnd(info, err)
+		}
+		if o.opaque == 0 {
+			o.opaque = opaque
 		}
 		if err != nil {
 			var re *conn.RequestError

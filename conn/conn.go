@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/memdx"
@@ -92,6 +93,9 @@ type call struct {
 	// request; waiter: a cancelling caller waits for that call to return.
 	busy, waiter bool
 	err          error // first error handle returned (multi)
+	// timer bounds the wait of DoDeadline; it stays with the pooled call
+	// (stopped) so that a deadline costs no allocation after warm-up.
+	timer *time.Timer
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan error, 1)} }}
@@ -99,8 +103,8 @@ var callPool = sync.Pool{New: func() any { return &call{done: make(chan error, 1
 func getCall() *call { return callPool.Get().(*call) }
 
 func putCall(cl *call) {
-	done := cl.done
-	*cl = call{done: done}
+	done, timer := cl.done, cl.timer
+	*cl = call{done: done, timer: timer}
 	callPool.Put(cl)
 }
 
@@ -149,18 +153,33 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 // req is encoded before Do returns, or before it blocks: the caller may
 // reuse it afterwards. No goroutine is started per call.
 func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Packet) error) error {
+	_, err := c.DoDeadline(ctx, time.Time{}, req, handle)
+	return err
+}
+
+// DoDeadline is Do with a deadline of its own (the zero Time: none): when it
+// passes before the response, the request ends as if ctx's deadline had
+// passed (a *RequestError matching context.DeadlineExceeded, Written set).
+// It lets a caller bound every attempt without deriving a context per
+// request: the timer lives in the pooled call and is reused. It also returns
+// the opaque the request was sent with (0 when it was never queued).
+func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Request, handle func(*memdx.Packet) error) (uint32, error) {
 	if req.OpCode.IsQuiet() {
-		return &RequestError{Op: req.OpCode, Addr: c.addr,
+		return 0, &RequestError{Op: req.OpCode, Addr: c.addr,
 			Err: fmt.Errorf("quiet opcode %s sends no response on success, which Do needs: %w", req.OpCode, memdx.ErrInvalidRequest)}
 	}
 	if err := ctx.Err(); err != nil {
-		return &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
+		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
+	}
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 	}
 	cl, err := c.start(req, handle)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return c.wait(ctx, cl)
+	opaque := cl.opaque // read before wait: afterwards cl may be recycled
+	return opaque, c.wait(ctx, deadline, cl)
 }
 
 // start queues req and registers its call.
@@ -250,21 +269,36 @@ func (c *Conn) uncork() {
 }
 
 // wait blocks until cl ends or ctx is done.
-func (c *Conn) wait(ctx context.Context, cl *call) error {
+func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
+	if deadline.IsZero() {
+		select {
+		case err := <-cl.done:
+			putCall(cl)
+			return err
+		case <-ctx.Done():
+			return c.cancel(ctx.Err(), cl)
+		}
+	}
+	d := time.Until(deadline)
+	if cl.timer == nil {
+		cl.timer = time.NewTimer(d)
+	} else {
+		cl.timer.Reset(d)
+	}
 	select {
 	case err := <-cl.done:
+		cl.timer.Stop()
 		putCall(cl)
 		return err
 	case <-ctx.Done():
-		return c.cancel(ctx, cl)
+		cl.timer.Stop()
+		return c.cancel(ctx.Err(), cl)
+	case <-cl.timer.C:
+		return c.cancel(context.DeadlineExceeded, cl)
 	}
 }
 
-// cancel ends cl on behalf of its caller, whose ctx is done. Whoever removes
-// a call from pending owns its outcome: if the reader (or the teardown) got
-// there first, cancel waits for the outcome they deliver, which comes
-// promptly, and returns it.
-func (c *Conn) cancel(ctx context.Context, cl *call) error {
+func (c *Conn) cancel(cause error, cl *call) error {
 	c.mu.Lock()
 	if c.pending[cl.opaque] != cl {
 		c.mu.Unlock()
@@ -293,7 +327,7 @@ func (c *Conn) cancel(ctx context.Context, cl *call) error {
 	}
 	// Once mu is released an abandoned call belongs to the reader, which
 	// may recycle it as soon as the late response arrives: read it now.
-	err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: ctx.Err()}
+	err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: cause}
 	c.mu.Unlock()
 	if wait {
 		<-cl.done // the reader is inside handle for this call: let it return

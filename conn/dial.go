@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/memdx"
@@ -217,7 +218,7 @@ func (c *Conn) send(req memdx.Request) *step {
 // none: the connection ended or ctx did.
 func (c *Conn) await(ctx context.Context, s *step) error {
 	if s.err == nil && s.cl != nil {
-		s.err = c.wait(ctx, s.cl)
+		s.err = c.wait(ctx, time.Time{}, s.cl)
 		s.cl = nil
 	}
 	if s.err != nil {

@@ -1,0 +1,99 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// DoDeadline: an answer held past the deadline ends the request as a
+// written, DeadlineExceeded RequestError carrying the opaque; the late answer
+// is dropped and the connection carries on; an answer in time succeeds.
+func TestDoDeadline(t *testing.T) {
+	c, p := dialPipe(t, Options{}, nil)
+	type out struct {
+		opaque uint32
+		err    error
+		value  string
+	}
+	do := func(key string, deadline time.Time) chan out {
+		ch := make(chan out, 1)
+		go func() {
+			req := memdx.NewGet([]byte(key))
+			var v string
+			op, err := c.DoDeadline(context.Background(), deadline, &req, func(p *memdx.Packet) error {
+				v = string(p.Value)
+				return nil
+			})
+			ch <- out{op, err, v}
+		}()
+		return ch
+	}
+	start := time.Now()
+	held := do("held", time.Now().Add(50*time.Millisecond))
+	rh := p.read()
+	r := <-held
+	if elapsed := time.Since(start); elapsed < 50*time.Millisecond {
+		t.Fatalf("returned after %v, before the deadline", elapsed)
+	}
+	var re *RequestError
+	if !errors.As(r.err, &re) || !re.Written || !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Fatalf("held: %+v; want a written DeadlineExceeded RequestError", r)
+	}
+	if r.opaque != rh.Opaque || re.Opaque != rh.Opaque {
+		t.Fatalf("opaque %d / %d, the request carried %d", r.opaque, re.Opaque, rh.Opaque)
+	}
+	quick := do("quick", time.Now().Add(10*time.Second))
+	rq := p.read()
+	p.write(ok(rh, "late"), ok(rq, "Q"))
+	if r := <-quick; r.err != nil || r.value != "Q" || r.opaque != rq.Opaque {
+		t.Fatalf("quick: %+v", r)
+	}
+	if c.Err() != nil || c.Pending() != 0 {
+		t.Fatalf("err %v pending %d after the late response", c.Err(), c.Pending())
+	}
+	// A deadline already passed: refused without sending.
+	req := memdx.NewGet([]byte("x"))
+	op, err := c.DoDeadline(context.Background(), time.Now().Add(-time.Millisecond), &req, nil)
+	if !errors.As(err, &re) || re.Written || op != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past deadline: opaque %d, %v", op, err)
+	}
+}
+
+// A deadline costs no allocation: the timer is reused with the pooled call.
+func TestDoDeadlineAllocs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go echoGets(t, ln, true)
+	c, err := Dial(testCtx(t), ln.Addr().String(), Options{Memcached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := memdx.NewGet([]byte("some-key"))
+	handle := func(p *memdx.Packet) error { return nil }
+	ctx := context.Background()
+	do := func() {
+		if _, err := c.DoDeadline(ctx, time.Now().Add(time.Minute), &req, handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		do()
+	}
+	got := testing.AllocsPerRun(1000, do)
+	limit := 0.0
+	if raceEnabled {
+		limit = 1.5 // sync.Pool drops items under -race: see TestDoAllocs
+	}
+	if got > limit {
+		t.Fatalf("%v allocations per DoDeadline, want <= %v", got, limit)
+	}
+}
