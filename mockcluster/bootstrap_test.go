@@ -2,6 +2,8 @@ package mockcluster
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -443,4 +445,33 @@ func TestConfigHostOption(t *testing.T) {
 	if cfg.VBucketServerMap.ServerList[0] != c.Node(0).Addr() || cfg.NodesExt[0].Hostname != "127.0.0.1" {
 		t.Fatalf("serverList %v, nodesExt[0] %+v", cfg.VBucketServerMap.ServerList, cfg.NodesExt[0])
 	}
+}
+
+func TestMgmtEndpoint(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 2})
+	get := func(path, user, pass string) (int, []byte) {
+		req, _ := http.NewRequest("GET", "http://"+c.Node(1).MgmtAddr()+path, nil)
+		req.SetBasicAuth(user, pass)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	code, body := get("/pools/default/b/default", DefaultUser, DefaultPassword)
+	if code != 200 || parseConfig(t, body).Rev != c.Bucket(DefaultBucket).Rev() || !parseConfig(t, body).NodesExt[1].ThisNode {
+		t.Fatalf("%d %s", code, body)
+	}
+	if code, _ := get("/pools/default/b/default", DefaultUser, "wrong"); code != 401 {
+		t.Fatalf("bad password: %d", code)
+	}
+	if code, _ := get("/pools/default/b/nope", DefaultUser, DefaultPassword); code != 404 {
+		t.Fatalf("missing bucket: %d", code)
+	}
+	if code, body := get("/pools/default/nodeServices", DefaultUser, DefaultPassword); code != 200 || !strings.Contains(string(body), "nodesExt") {
+		t.Fatalf("nodeServices: %d %s", code, body)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

@@ -26,16 +26,23 @@
 //     lock), Bucket.Set seeds one, Bucket.MutationCount says how many times a
 //     key was mutated (to prove a write was applied exactly once).
 //   - Time: Cluster.Clock().Advance moves the clock document expiry and lock
-//     timeouts use.
+//     timeouts use (or pass Options.Clock).
 //   - Topology: StartRebalance (then Rebalance.Step and Finish, or a
 //     background Pace), AddNode, RemoveNode, Failover, Node.Stop and
-//     Node.Restart, Cluster.DropConnections and Node.DropConnections.
+//     Node.Restart, Cluster.DropConnections and Node.DropConnections. Each
+//     change publishes a config with a higher revision and sends cluster-map
+//     change notifications before the call returns.
 //   - Faults: AddFault and Control register a matcher (node, opcode, bucket,
 //     key or a predicate) and an action (answer a status, delay the answer,
 //     close the connection before or after applying the request), once, n
 //     times or until removed, in the shape of franz-go kfake's ControlKey.
-//   - Counters: Node.RequestCount and RequestCounts count requests by
-//     opcode.
+//     The error map describes StatusTestRetry and StatusTestNoRetry for
+//     tests of a client's handling of statuses it does not know.
+//   - Synchronous writes: SetSyncWriteDelay holds durable writes pending,
+//     PendingSyncWrites counts them, CommitSyncWrites commits them now.
+//   - Counters: Node.RequestCount, Node.RequestCounts and
+//     Cluster.RequestCount count requests by opcode; Node.ErrorCount counts
+//     answers by (non-success) status, e.g. NOT_MY_VBUCKET.
 //
 // # Design
 //
@@ -54,6 +61,15 @@
 // lock, so a node's answers and the config it hands out always agree.
 // Revisions come from one cluster-wide counter (as ns_server's chronicle
 // revision); revEpoch is 1.
+//
+// Node.Stop behaves like a crashed node: connections close and new ones are
+// refused. On Linux the listening sockets stay bound (shut down for reading,
+// not closed), so no outgoing connection can take a stopped node's port and
+// Restart always gets it back.
+//
+// Notifications are written by the goroutine that changed the topology,
+// after the cluster lock is released: a client that stops reading can delay
+// that caller, never the cluster.
 //
 // # Server semantics the mock follows
 //

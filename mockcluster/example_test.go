@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
@@ -18,6 +19,7 @@ func Example() {
 		panic(err)
 	}
 	defer c.Close()
+	fmt.Println(len(c.Addrs()), "nodes")
 
 	// Seed a document, then read it back over the wire from the node that
 	// owns its vbucket.
@@ -28,29 +30,73 @@ func Example() {
 	vb := b.VbucketForKey([]byte("greeting"))
 	owner := c.Node(b.VbucketMap()[vb][0])
 
-	nc, err := net.Dial("tcp", owner.Addr())
+	get := memdx.NewGet([]byte("greeting"))
+	get.Vbucket = vb
+	for _, p := range roundTrip(owner.Addr(), login(), memdx.NewSelectBucket("default"), get) {
+		fmt.Println(strings.TrimSpace(fmt.Sprintf("%s %s %s", p.OpCode, p.Status, p.Value)))
+	}
+	// Output:
+	// 3 nodes
+	// SASL_AUTH SUCCESS
+	// SELECT_BUCKET SUCCESS
+	// GET SUCCESS "hello"
+}
+
+// Faults answer a status instead of running the request, delay answers or
+// close connections. This one makes the next SET of "k" fail with TMPFAIL;
+// the write is not applied, the retry is.
+func ExampleCluster_AddFault() {
+	c, err := mockcluster.New(mockcluster.Options{Nodes: 1})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	h := c.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}, Key: "k"},
+		Action: mockcluster.Action{Status: memdx.StatusTmpFail},
+		Times:  1,
+	})
+	defer h.Remove()
+
+	b := c.Bucket("default")
+	set := memdx.NewStore(memdx.OpSet, []byte("k"), []byte("v"), 0, 0)
+	set.Vbucket = b.VbucketForKey([]byte("k"))
+	for _, p := range roundTrip(c.Node(0).Addr(), login(), memdx.NewSelectBucket("default"), set, set)[2:] {
+		fmt.Println(p.OpCode, p.Status)
+	}
+	fmt.Println("hits:", h.Hits(), "mutations:", b.MutationCount("_default", "_default", "k"))
+	// Output:
+	// SET ETMPFAIL
+	// SET SUCCESS
+	// hits: 1 mutations: 1
+}
+
+func login() memdx.Request {
+	return memdx.NewSASLAuth(memdx.MechPlain, memdx.PlainPayload(mockcluster.DefaultUser, mockcluster.DefaultPassword))
+}
+
+// roundTrip sends the requests pipelined on a new connection and returns
+// their responses.
+func roundTrip(addr string, reqs ...memdx.Request) []memdx.Packet {
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		panic(err)
 	}
 	defer nc.Close()
-	get := memdx.NewGet([]byte("greeting"))
-	get.Vbucket = vb
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
 	var out []byte
-	for i, r := range []memdx.Request{
-		memdx.NewSASLAuth(memdx.MechPlain, memdx.PlainPayload("Administrator", "password")),
-		memdx.NewSelectBucket("default"),
-		get,
-	} {
-		if out, err = r.AppendTo(out, uint32(i)); err != nil {
+	for i := range reqs {
+		if out, err = reqs[i].AppendTo(out, uint32(i)); err != nil {
 			panic(err)
 		}
 	}
 	if _, err := nc.Write(out); err != nil {
 		panic(err)
 	}
+	var got []memdx.Packet
 	var buf []byte
 	tmp := make([]byte, 4096)
-	for got := 0; got < 3; {
+	for len(got) < len(reqs) {
 		n, err := nc.Read(tmp)
 		if err != nil {
 			panic(err)
@@ -61,15 +107,9 @@ func Example() {
 			if err != nil {
 				break
 			}
-			fmt.Println(strings.TrimSpace(fmt.Sprintf("%s %s %s", p.OpCode, p.Status, p.Value)))
+			got = append(got, p)
 			buf = buf[size:]
-			got++
 		}
 	}
-	fmt.Println(c.ConnString() != "")
-	// Output:
-	// SASL_AUTH SUCCESS
-	// SELECT_BUCKET SUCCESS
-	// GET SUCCESS "hello"
-	// true
+	return got
 }
