@@ -39,8 +39,9 @@ type Options struct {
 	// Cluster.RootCAs and Cluster.CACertPEM). ConnString then names the TLS
 	// ports with "couchbases://".
 	TLS bool
-	// Clock is the source of the cluster's time (time.Now when nil). See
-	// Clock.
+	// Clock is the source of the cluster's time (time.Now when nil); nodes
+	// call it from their connection goroutines, so it must be safe for
+	// concurrent use. See Clock.
 	Clock func() time.Time
 	// ConfigHost is the host written into cluster configs. Empty writes the
 	// "$HOST" placeholder, which clients replace with the host they fetched
