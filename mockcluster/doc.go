@@ -187,6 +187,9 @@
 //     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
 //     response each, then a response without key and value. Other groups
 //     answer KEY_ENOENT.
+//   - GET_META answers deleted, flags, expiry, seqno (and, for version 2,
+//     the datatype) with the real CAS, even while the document is locked.
+//     With no tombstones kept, a removed document answers KEY_ENOENT.
 //   - QUIT answers and closes; quiet opcodes (GETQ, SETQ, ...) answer only
 //     misses (GETQ/GETKQ/GATQ: not even those) or failures.
 //   - Malformed input never crashes a node: a header the codec rejects
@@ -196,8 +199,8 @@
 //
 // # What the mock does not do
 //
-// Memcached (ketama) buckets, subdoc, xattrs, DCP, range scans, OBSERVE,
-// GET_META and the other commands not listed above (they answer
-// UNKNOWN_COMMAND); persistence; replicas that lag (a replica read sees the
+// Memcached (ketama) buckets, subdoc, xattrs, DCP, range scans, OBSERVE and
+// the other commands not listed above (they answer UNKNOWN_COMMAND);
+// tombstones; persistence; replicas that lag (a replica read sees the
 // active's data at once).
 package mockcluster

@@ -37,6 +37,8 @@ func (cn *conn) handleKV(p *memdx.Packet) outcome {
 		cn.getLocked(p)
 	case memdx.OpUnlockKey:
 		cn.unlock(p)
+	case memdx.OpGetMeta:
+		cn.getMeta(p)
 	default:
 		cn.fail(p, memdx.StatusUnknownCommand, "")
 	}

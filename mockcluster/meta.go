@@ -1,0 +1,62 @@
+package mockcluster
+
+import "github.com/kvwire/kvwire/memdx"
+
+// getMeta answers GET_META: the document's metadata without its value.
+// Extras of the request: nothing (version 1) or one byte, 1 or 2; version 2
+// adds the datatype to the response. Response extras: deleted (4), flags
+// (4), expiry (4), seqno (8) [, datatype (1)]; the CAS is in the header and
+// is the real one even while the document is locked (GET_META serves
+// metadata, as XDCR uses it; only GET hides a lock's CAS).
+//
+// The mock keeps no tombstones: a removed or expired document answers
+// KEY_ENOENT, as a never-written one does (a server would answer success
+// with deleted=1 while the tombstone lives).
+func (cn *conn) getMeta(p *memdx.Packet) {
+	version := byte(1)
+	switch len(p.Extras) {
+	case 0:
+	case 1:
+		version = p.Extras[0]
+		if version != 1 && version != 2 {
+			cn.fail(p, memdx.StatusInvalidArgs, "GET_META version must be 1 or 2")
+			return
+		}
+	default:
+		cn.fail(p, memdx.StatusInvalidArgs, "GET_META takes 0 or 1 byte of extras")
+		return
+	}
+	if len(p.Value) != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "GET_META takes no value")
+		return
+	}
+	if !cn.framesOK(p) {
+		return
+	}
+	t, ok := cn.locate(p, false)
+	if !ok {
+		return
+	}
+	t.vb.mu.Lock()
+	d := t.vb.docs[string(t.mk)]
+	if d != nil && d.expiry != 0 && d.expired(cn.c.clock.Now()) {
+		d = nil
+	}
+	if d == nil {
+		t.vb.mu.Unlock()
+		cn.fail(p, memdx.StatusKeyNotFound, "")
+		return
+	}
+	var ext [21]byte
+	putUint32(ext[4:8], d.flags)
+	putUint32(ext[8:12], d.expiry)
+	putUint64(ext[12:20], d.seqno)
+	ext[20] = byte(d.datatype)
+	cas := d.cas
+	t.vb.mu.Unlock()
+	n := 20
+	if version == 2 {
+		n = 21
+	}
+	cn.reply(p, memdx.StatusSuccess, cas, 0, ext[:n], nil, nil)
+}

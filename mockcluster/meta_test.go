@@ -1,0 +1,42 @@
+package mockcluster
+
+import (
+	"testing"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+func TestGetMeta(t *testing.T) {
+	e := newKVEnv(t, Options{}, []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureJSON})
+	k := "meta"
+	e.expect("missing", e.do(memdx.NewGetMeta([]byte(k))), memdx.StatusKeyNotFound)
+	st := memdx.NewStore(memdx.OpSet, []byte(k), []byte(`{"a":1}`), 0x02000000, 100)
+	st.Datatype = memdx.DatatypeJSON
+	s := e.expect("set", e.do(st), memdx.StatusSuccess)
+
+	m := e.expect("get_meta v2", e.do(memdx.NewGetMeta([]byte(k))), memdx.StatusSuccess)
+	gm, err := memdx.DecodeGetMeta(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := e.b.Get("_default", "_default", k)
+	if m.Cas != s.Cas || gm.Deleted || gm.Flags != 0x02000000 || gm.Expiry != uint32(d.Expiry.Unix()) ||
+		gm.Seqno != d.Seqno || gm.Datatype != memdx.DatatypeJSON || len(m.Value) != 0 {
+		t.Fatalf("GET_META %+v cas %x; stored %+v cas %x", gm, m.Cas, d, s.Cas)
+	}
+	v1 := memdx.Request{OpCode: memdx.OpGetMeta, Key: []byte(k)}
+	if m := e.expect("get_meta v1", e.do(v1), memdx.StatusSuccess); len(m.Extras) != 20 {
+		t.Fatalf("v1 extras %d bytes, want 20", len(m.Extras))
+	}
+	bad := memdx.Request{OpCode: memdx.OpGetMeta, Key: []byte(k), Extras: []byte{3}}
+	e.expect("bad version", e.do(bad), memdx.StatusInvalidArgs)
+
+	// Locked: GET_META still tells the real CAS.
+	l := e.expect("getl", e.do(memdx.NewGetLocked([]byte(k), 5)), memdx.StatusSuccess)
+	if m := e.expect("get_meta locked", e.do(memdx.NewGetMeta([]byte(k))), memdx.StatusSuccess); m.Cas != l.Cas {
+		t.Fatalf("GET_META of a locked doc: CAS %x, the lock's is %x", m.Cas, l.Cas)
+	}
+	e.expect("unlock", e.do(memdx.NewUnlock([]byte(k), l.Cas)), memdx.StatusSuccess)
+	e.expect("delete", e.do(memdx.NewDelete([]byte(k))), memdx.StatusSuccess)
+	e.expect("deleted", e.do(memdx.NewGetMeta([]byte(k))), memdx.StatusKeyNotFound)
+}
