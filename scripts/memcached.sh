@@ -4,6 +4,8 @@
 #   scripts/memcached.sh up     install memcached (apt-get) if missing, start both
 #                               instances, wait until they answer, print exports
 #   scripts/memcached.sh down   stop only the instances this script started
+#   scripts/memcached.sh status exit 0 when both instances this script starts
+#                               are running (whoever ran `up`)
 #
 #   plain : no auth, binary + ascii        127.0.0.1:$KVWIRE_MEMCACHED_PORT      (21211)
 #   sasl  : binary only, SASL PLAIN        127.0.0.1:$KVWIRE_MEMCACHED_SASL_PORT (21212)
@@ -133,6 +135,9 @@ up)
   printf 'export KV_MEMCACHED_USER=%q\n' "$USER_"
   printf 'export KV_MEMCACHED_PASS=%q\n' "$PASS"
   ;;
+status)
+  alive plain && alive sasl
+  ;;
 down)
   stop_one plain
   stop_one sasl
@@ -140,7 +145,7 @@ down)
   rmdir "$STATE/sasl" "$STATE" 2>/dev/null || true
   ;;
 *)
-  echo "usage: $0 up|down" >&2
+  echo "usage: $0 up|down|status" >&2
   exit 2
   ;;
 esac

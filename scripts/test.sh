@@ -12,10 +12,14 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 export GOFLAGS="${GOFLAGS:-} -count=1"
 
+# Stop memcached afterwards only if this run started it: instances someone
+# else started (another make test, a developer's shell) are left running.
 started=0
+already=0
+scripts/memcached.sh status && already=1
 if env=$(scripts/memcached.sh up); then
   eval "$env"
-  started=1
+  [ "$already" = 1 ] || started=1
 elif [ "${KVWIRE_REQUIRE_MEMCACHED:-0}" = 1 ]; then
   echo "test.sh: memcached could not be started and KVWIRE_REQUIRE_MEMCACHED=1" >&2
   exit 1
