@@ -77,8 +77,6 @@ func (r *recorder) byOp() map[uint64][]AttemptInfo {
 	return out
 }
 
-func hasReason(s retry.ReasonSet, r retry.Reason) bool { return s.Has(r) }
-
 // memcachedAddr returns the plain (or SASL) memcached address started by
 // scripts/memcached.sh, skipping the test when it is not running, unless
 // KVWIRE_REQUIRE_MEMCACHED=1 (CI), where a missing memcached fails.

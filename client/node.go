@@ -271,15 +271,6 @@ func (n *node) closeAll() {
 	}
 }
 
-// features returns the features of one live connection (they are the same
-// on every connection of a node).
-func (n *node) features() (conn.Features, bool) {
-	if cs := n.conns.Load(); cs != nil && len(*cs) > 0 {
-		return (*cs)[0].Features(), true
-	}
-	return conn.Features{}, false
-}
-
 func (n *node) String() string { return fmt.Sprintf("node(%s)", n.addr) }
 
 // requestedFeatures are the HELLO features kvwire asks a Couchbase node for.

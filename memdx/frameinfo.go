@@ -41,12 +41,6 @@ const (
 	// FrameImpersonateTokenAuthID impersonates the user of a registered auth
 	// token (a 2-byte token id).
 	FrameImpersonateTokenAuthID RequestFrameID = 7
-
-	// FrameReorder is the old name of id 0.
-	//
-	// Deprecated: id 0 is a barrier (it forbids reordering around the
-	// command), not a permission to reorder; use FrameBarrier.
-	FrameReorder = FrameBarrier
 )
 
 // ResponseFrameID identifies a frame info in a response (magic 0x18).

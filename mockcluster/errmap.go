@@ -116,14 +116,6 @@ var v1Attrs = map[string]bool{
 	"subdoc": true, "dcp": true, "success": true,
 }
 
-var errorByStatus = func() map[memdx.Status]*ErrorMapEntry {
-	m := make(map[memdx.Status]*ErrorMapEntry, len(errorTable))
-	for i := range errorTable {
-		m[errorTable[i].Status] = &errorTable[i]
-	}
-	return m
-}()
-
 // ErrorMapEntries returns a copy of the mock's error-map table, ordered by
 // status.
 func ErrorMapEntries() []ErrorMapEntry {

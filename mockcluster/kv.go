@@ -64,7 +64,7 @@ func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) 
 	var ctx string
 	err := memdx.FrameInfos(p.FramingExtras, func(id uint16, data []byte) error {
 		switch memdx.RequestFrameID(id) {
-		case memdx.FrameReorder, memdx.FrameOpenTracingContext:
+		case memdx.FrameBarrier, memdx.FrameOpenTracingContext:
 		case memdx.FrameDurability:
 			if !mutation {
 				st, ctx = memdx.StatusInvalidArgs, "Durability is only valid on mutations"
