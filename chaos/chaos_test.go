@@ -1,0 +1,375 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
+)
+
+var (
+	flagSeed     = flag.Int64("chaos.seed", 42, "seed of the fault schedule and the operation mix")
+	flagDuration = flag.Duration("chaos.duration", 0, "how long the chaos runs in all, split evenly over -chaos.configs (0: the short run of make test, "+shortDuration.String()+")")
+	flagConfigs  = flag.String("chaos.configs", "default,besteffort", "client configurations to run, comma-separated: default (retry.DefaultStrategy), besteffort (retry.BestEffort)")
+	flagWorkers  = flag.Int("chaos.workers", 8, "worker goroutines (each owns its keys)")
+	flagKeys     = flag.Int("chaos.keys", 12, "keys per worker (a quarter of them counters)")
+	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
+	flagVerbose  = flag.Bool("chaos.v", false, "log every fault episode")
+)
+
+// shortDuration is the run of `make test` (both configurations together):
+// long enough for every fault kind to act in each.
+const shortDuration = 6 * time.Second
+
+// config is one chaos run.
+type config struct {
+	name     string
+	strategy retry.Strategy
+	seed     int64
+	duration time.Duration
+	short    bool
+	workers  int
+	keys     int
+	kinds    []faultKind       // nil: all
+	prob     float64           // when > 0, every per-request fault's probability
+	wrap     func(kvAPI) kvAPI // the detection test's lying client
+	rerun    string            // the command that reruns this run
+	heap     uint64            // heap slack in bytes
+	logf     func(string, ...any)
+}
+
+// harness is the state of one run shared by workers, hook and Observer.
+type harness struct {
+	bucket *mockcluster.Bucket
+	keys   map[string]*keyState // read-only once the run starts
+	faults faultSet
+	lat    *lateness
+
+	pmu      sync.Mutex
+	problems map[string]int
+	details  []string
+}
+
+const maxDetails = 20
+
+// problem records a failed check.
+func (h *harness) problem(category, format string, args ...any) {
+	h.pmu.Lock()
+	defer h.pmu.Unlock()
+	h.problems[category]++
+	if len(h.details) < maxDetails {
+		h.details = append(h.details, category+": "+fmt.Sprintf(format, args...))
+	}
+}
+
+// report is what a run found.
+type report struct {
+	cfg       config
+	elapsed   time.Duration
+	st        stats
+	started   [numFaultKinds]int
+	fired     [numFaultKinds]int
+	hits      [numFaultKinds]int64
+	problems  map[string]int
+	details   []string
+	infra     []string
+	heapBase  uint64
+	heapMax   uint64
+	heapN     int
+	lateMax   time.Duration
+	nodesEnd  int
+	summary   string
+	readsSeen int64
+}
+
+func (r *report) failures() []string {
+	var out []string
+	cats := make([]string, 0, len(r.problems))
+	for c := range r.problems {
+		cats = append(cats, c)
+	}
+	sort.Strings(cats)
+	for _, c := range cats {
+		out = append(out, fmt.Sprintf("%s: %d", c, r.problems[c]))
+	}
+	if r.heapMax > r.heapBase+r.cfg.heap {
+		out = append(out, fmt.Sprintf("heap: %.1f MiB in use after GC, more than %.1f MiB after warm-up + %d MiB slack",
+			mib(r.heapMax), mib(r.heapBase), r.cfg.heap>>20))
+	}
+	for _, e := range r.infra {
+		out = append(out, "mock cluster: "+e)
+	}
+	return out
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// run performs one chaos run and returns what it found; only setup failures
+// stop the test here.
+func run(t *testing.T, cfg config) *report {
+	t.Helper()
+	mc, err := mockcluster.New(mockcluster.Options{Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	cid := uint32(0)
+	if _, err := b.AddScope("chaos"); err != nil {
+		t.Fatal(err)
+	}
+	if cid, err = b.AddCollection("chaos", "c1"); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{bucket: b, keys: map[string]*keyState{}, problems: map[string]int{}}
+	ctl := mc.Control(mockcluster.Match{}, 0, h.hook)
+	defer ctl.Remove()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := client.Connect(ctx, mc.ConnString(), &client.Options{
+		Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword,
+		Bucket: mockcluster.DefaultBucket, KVTimeout: time.Second,
+		RetryStrategy: cfg.strategy, Observer: h,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = cl.Close()
+		}
+	}()
+	cols := []kvAPI{cl.DefaultCollection(), cl.Scope("chaos").Collection("c1")}
+	if cfg.wrap != nil {
+		for i := range cols {
+			cols[i] = cfg.wrap(cols[i])
+		}
+	}
+
+	rng := rand.New(rand.NewSource(cfg.seed))
+	workers := make([]*worker, cfg.workers)
+	for i := range workers {
+		w := &worker{h: h, id: i, rng: rand.New(rand.NewSource(rng.Int63()))}
+		for j := 0; j < cfg.keys; j++ {
+			ks := &keyState{name: fmt.Sprintf("w%d-k%d", i, j), owner: w, ctr: j%4 == 3,
+				model: newModel(), byValue: map[string]*opRec{}, byDelta: map[uint64]*opRec{}}
+			if j%2 == 0 {
+				ks.scope, ks.coll, ks.api = client.DefaultScope, client.DefaultCollection, cols[0]
+			} else {
+				ks.scope, ks.coll, ks.cid, ks.api = "chaos", "c1", cid, cols[1]
+			}
+			w.keys = append(w.keys, ks)
+			h.keys[ks.name] = ks
+		}
+		workers[i] = w
+	}
+
+	h.lat = startLateness()
+	period, warmup := 500*time.Millisecond, cfg.duration/4
+	if !cfg.short {
+		period, warmup = 5*time.Second, min(30*time.Second, cfg.duration/4)
+	}
+	heap := startHeap(period, warmup)
+	sched := newScheduler(h, mc, rng.Int63(), cfg.short, cfg.kinds, func(f string, a ...any) {
+		if *flagVerbose {
+			cfg.logf(f, a...)
+		}
+	})
+	sched.prob = cfg.prob
+
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.loop(stop) }()
+	}
+	sched.run(cfg.duration)
+	close(stop)
+	wg.Wait()
+	elapsed := time.Since(start)
+	heapBase, heapMax, heapN := heap.close()
+	h.faults.clear()
+
+	// Every request the mock will ever see has been read once every client
+	// connection is gone: the client closes them, the mock reads to EOF.
+	_ = cl.Close()
+	closed = true
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		open := 0
+		for _, n := range mc.Nodes() {
+			open += n.NumConnections()
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chaos seed=%d: %d mock connections still open 10 s after the client closed", cfg.seed, open)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, w := range workers {
+		for _, ks := range w.keys {
+			h.finish(ks)
+		}
+	}
+	h.lat.close()
+
+	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details,
+		heapBase: heapBase, heapMax: heapMax, heapN: heapN, lateMax: h.lat.max(), nodesEnd: len(mc.Nodes())}
+	for _, w := range workers {
+		r.st.add(&w.st)
+	}
+	sched.mu.Lock()
+	r.started, r.fired, r.infra = sched.started, sched.fired, sched.infraErr
+	sched.mu.Unlock()
+	for k := range r.hits {
+		r.hits[k] = h.faults.hits[k].Load()
+	}
+	r.summary = r.format()
+	return r
+}
+
+func (r *report) format() string {
+	var b strings.Builder
+	st := &r.st
+	total := 0
+	var fk []string
+	for k := faultKind(0); k < numFaultKinds; k++ {
+		total += r.started[k]
+		fk = append(fk, fmt.Sprintf("%s=%d", k, r.started[k]))
+	}
+	fmt.Fprintf(&b, "chaos: config=%s seed=%d duration=%v ops=%d faults=%d (%s)",
+		r.cfg.name, r.cfg.seed, r.elapsed.Round(100*time.Millisecond), st.total(), total, strings.Join(fk, ", "))
+	var inj []string
+	for k := faultKind(0); k < numFaultKinds; k++ {
+		if k.perRequest() {
+			inj = append(inj, fmt.Sprintf("%s=%d", k, r.hits[k]))
+		}
+	}
+	fmt.Fprintf(&b, " injected={%s}", strings.Join(inj, ", "))
+	var rs []string
+	for _, reason := range retry.Reasons() {
+		if n := st.retries[reason]; n > 0 {
+			rs = append(rs, fmt.Sprintf("%s:%d", reason, n))
+		}
+	}
+	fmt.Fprintf(&b, " retries={%s} fwd-map-attempts=%d", strings.Join(rs, ", "), st.fwdAttempts)
+	fmt.Fprintf(&b, " ambiguous=%d (mutations applied %d, not applied %d; touch/lock/unlock %d)",
+		st.ambiguous, st.ambApplied, st.ambNotApplied, st.ambiguous-st.ambApplied-st.ambNotApplied)
+	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d, before-send:%d}",
+		st.outcomes[outDefinite], st.outcomes[outTimeout], st.outcomes[outNotSent])
+	fmt.Fprintf(&b, " lost=%d duplicated=%d resent=%d applied-after-failure=%d not-written-reached=%d",
+		st.lost, st.duplicated, st.resent, st.phantom, st.unwrittenSent)
+	fmt.Fprintf(&b, " late=%d (max over timeout %v, worst lateness %v)", st.late, st.maxOver.Round(time.Millisecond), r.lateMax.Round(time.Millisecond))
+	fmt.Fprintf(&b, " heap-max=%.1fMiB (after warm-up %.1fMiB, %d samples)", mib(r.heapMax), mib(r.heapBase), r.heapN)
+	if st.spurious > 0 || st.overflows > 0 {
+		fmt.Fprintf(&b, " ambiguous-without-doubt=%d model-overflows=%d", st.spurious, st.overflows)
+	}
+	return b.String()
+}
+
+// parseConfigs returns the configurations TestChaos runs.
+func parseConfigs(t *testing.T) []string {
+	var names []string
+	for _, n := range strings.Split(*flagConfigs, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if strategies[n] == nil {
+			t.Fatalf("-chaos.configs: unknown configuration %q (want default, besteffort)", n)
+		}
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		t.Fatal("-chaos.configs names no configuration")
+	}
+	return names
+}
+
+// TestChaos is issue 7's "chaos with nothing lost": see the package doc.
+// Short by default (make test); -chaos.duration=10m for the long run.
+func TestChaos(t *testing.T) {
+	names := parseConfigs(t)
+	total, short := *flagDuration, false
+	if total == 0 {
+		total, short = shortDuration, true
+	}
+	per := total / time.Duration(len(names))
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			cfg := config{name: name, strategy: strategies[name](), seed: *flagSeed, duration: per, short: short,
+				workers: *flagWorkers, keys: *flagKeys, kinds: allKinds(), heap: uint64(*flagHeap) << 20, logf: t.Logf}
+			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s", name, cfg.seed, name)
+			if !short {
+				cfg.rerun += fmt.Sprintf(" -chaos.duration=%v -timeout 0", per)
+			}
+			r := run(t, cfg)
+			t.Log(r.summary)
+			checkReport(t, r)
+		})
+	}
+}
+
+func allKinds() []faultKind {
+	var ks []faultKind
+	for k := faultKind(0); k < numFaultKinds; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// checkReport fails t on any problem the run found and, in short mode, on
+// a run that did not exercise what it claims to check.
+func checkReport(t testing.TB, r *report) {
+	t.Helper()
+	prefix := fmt.Sprintf("chaos seed=%d config=%s (rerun: %s)", r.cfg.seed, r.cfg.name, r.cfg.rerun)
+	if f := r.failures(); len(f) > 0 {
+		t.Errorf("%s: %s\n  %s", prefix, strings.Join(f, "; "), strings.Join(r.details, "\n  "))
+	}
+	if !r.cfg.short {
+		return
+	}
+	// Not vacuous: every fault acted, the retries and ambiguity the checks
+	// are about happened.
+	var missing []string
+	for _, k := range r.cfg.kinds {
+		if r.fired[k] == 0 {
+			missing = append(missing, k.String())
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%s: fault kinds that never acted: %s", prefix, strings.Join(missing, ", "))
+	}
+	st := &r.st
+	for _, reason := range []retry.Reason{retry.ReasonKVNotMyVbucket, retry.ReasonKVLocked,
+		retry.ReasonKVTemporaryFailure, retry.ReasonKVErrorMapRetryIndicated} {
+		if st.retries[reason] == 0 {
+			t.Errorf("%s: no retry for %s", prefix, reason)
+		}
+	}
+	if st.ambApplied == 0 || st.ambNotApplied == 0 {
+		t.Errorf("%s: ambiguous outcomes applied %d, not applied %d: both must occur for the check to mean anything",
+			prefix, st.ambApplied, st.ambNotApplied)
+	}
+	if st.outcomes[outSuccess] < 100 || st.outcomes[outDefinite] == 0 || st.outcomes[outTimeout] == 0 {
+		t.Errorf("%s: outcomes %v: too few successes, definite failures or timeouts", prefix, st.outcomes)
+	}
+	if slices.Contains(r.cfg.kinds, fkRebalance) && st.fwdAttempts == 0 {
+		t.Logf("%s: no attempt used the forward map", prefix)
+	}
+}

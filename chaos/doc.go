@@ -1,0 +1,62 @@
+// Package chaos holds kvwire's chaos test (issue 7, "chaos with nothing
+// lost"). It has no API: everything is in its _test.go files.
+//
+// TestChaos runs concurrent mixed key-value operations through the client
+// against the in-process mock cluster while faults fire at random from a
+// fixed seed, then checks, from the mock's own per-key mutation counters and
+// documents, that nothing the client acknowledged was lost and nothing was
+// applied twice.
+//
+//	go test -race ./chaos                                  # short: a few seconds
+//	go test ./chaos -run TestChaos -chaos.duration=10m -timeout 30m
+//	go test ./chaos -run TestChaos -chaos.seed=7 -v        # another schedule
+//
+// # What is checked, and how
+//
+// Every key has one owner goroutine, so the operations on a key are
+// sequential and its expected state is well defined. Every mutation writes a
+// unique value (counters a unique delta), so the mock can tell which
+// operation a request belongs to.
+//
+// One mockcluster.Control hook sees every request before the node runs it.
+// It injects the faults that act on single requests and, for each mutation of
+// a chaos key, records the request (which operation it belongs to, which node,
+// what the fault did) together with the key's Bucket.MutationCount at that
+// moment. The hook runs under the mock's fault lock, so its calls are totally
+// ordered, and a node applies a request right after the hook returns; the
+// count read at the key's next request (or at the end) therefore says exactly
+// whether each request was applied. From that:
+//
+//   - a mutation the client reported successful was applied exactly once;
+//   - one reported failed and not ambiguous (the server said no, or it
+//     never reached a server, or it timed out while retrying after answers
+//     that say "not applied") was not applied;
+//   - one reported ambiguous was applied at most once (the summary says how
+//     many were and were not);
+//   - no request was sent again after an attempt that got no definite
+//     answer (from the hook's side: after a close before or after apply;
+//     from the client's Observer: after an attempt that ended written but
+//     unanswered), and no attempt the client said was not written reached
+//     a node.
+//
+// Independently of the hook, each owner keeps a model of its keys: the set
+// of states the document may be in given what the client reported (one
+// state, unless an ambiguous operation left two). Every read must match a
+// state of the model and every success must be possible from one; at the end
+// the stored document (Bucket.Get: value and CAS) must be one of the states,
+// which, when no ambiguous operation followed the last success, means
+// exactly that success's value and CAS. A mismatch is a lost write.
+//
+// Every operation is timed: none may end later than its timeout plus a
+// margin of 50 ms plus the worst scheduler lateness measured (a goroutine
+// sleeping 2 ms in a loop) around its deadline, so an operation that sleeps
+// a retry backoff past its deadline is caught while a busy machine is not
+// mistaken for one. The heap in use after a GC is sampled during the run and
+// must stay within a slack of its level after warm-up; leaked goroutines
+// fail the binary (internal/leakcheck).
+//
+// The fault schedule (which fault, when, where, for how long, with what
+// probability) is a function of the seed; the interleaving of goroutines is
+// not, so a failing seed reproduces the schedule, not the exact run. Every
+// failure message names the seed and the command that reruns it.
+package chaos

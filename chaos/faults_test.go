@@ -1,0 +1,425 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// faultKind is a kind of fault the scheduler injects.
+type faultKind int
+
+const (
+	fkCloseBefore faultKind = iota // connections closed before the request runs
+	fkCloseAfter                   // ... after it ran, its answer dropped
+	fkRestart                      // a node stopped, then restarted
+	fkRebalance                    // a node added or removed by a stepped rebalance with a forward map
+	fkNMV                          // NOT_MY_VBUCKET answers (with the current config)
+	fkLocked                       // LOCKED answers
+	fkTmpfail                      // TMPFAIL answers
+	fkSlow                         // answers delayed, some beyond the operation's timeout
+	fkErrmap                       // statuses only the error map explains (retry, and not)
+	fkDrop                         // every connection of a node, or of the cluster, dropped at once
+	numFaultKinds
+)
+
+var faultNames = [numFaultKinds]string{"close-before", "close-after", "restart", "rebalance",
+	"nmv-storm", "locked", "tmpfail", "slow", "errmap", "drop"}
+
+func (k faultKind) String() string { return faultNames[k] }
+
+func (k faultKind) topology() bool { return k == fkRestart || k == fkRebalance }
+
+func (k faultKind) perRequest() bool { return !k.topology() && k != fkDrop }
+
+// opClass selects the requests a per-request fault applies to.
+type opClass uint8
+
+const (
+	classAll      opClass = iota // every request for a chaos key
+	classMutation                // mutations (what close-after-apply makes ambiguous)
+	classLockable                // what a server answers LOCKED for: mutations, TOUCH, GET_LOCKED
+)
+
+func (c opClass) has(op memdx.OpCode) bool {
+	switch c {
+	case classMutation:
+		k, ok := kindOf(op)
+		return ok && k.counted()
+	case classLockable:
+		_, ok := kindOf(op)
+		return ok && op != memdx.OpUnlockKey
+	}
+	return true
+}
+
+// hookFault is a per-request fault while it is active.
+type hookFault struct {
+	kind     faultKind
+	nodes    []int // empty: every node
+	class    opClass
+	prob     float64
+	rng      *rand.Rand // guarded by faultSet.mu
+	minDelay time.Duration
+	maxDelay time.Duration
+	hits     int // guarded by faultSet.mu
+}
+
+func (f *hookFault) action() mockcluster.Action {
+	switch f.kind {
+	case fkCloseBefore:
+		return mockcluster.Action{Close: mockcluster.CloseBeforeApply}
+	case fkCloseAfter:
+		return mockcluster.Action{Close: mockcluster.CloseAfterApply}
+	case fkNMV:
+		return mockcluster.Action{Status: memdx.StatusNotMyVbucket}
+	case fkLocked:
+		return mockcluster.Action{Status: memdx.StatusLocked}
+	case fkTmpfail:
+		return mockcluster.Action{Status: memdx.StatusTmpFail}
+	case fkErrmap:
+		if f.rng.Intn(8) == 0 {
+			return mockcluster.Action{Status: mockcluster.StatusTestNoRetry}
+		}
+		return mockcluster.Action{Status: mockcluster.StatusTestRetry}
+	case fkSlow:
+		d := f.minDelay + time.Duration(f.rng.Int63n(int64(f.maxDelay-f.minDelay)+1))
+		return mockcluster.Action{Delay: d}
+	}
+	return mockcluster.Action{}
+}
+
+// faultSet holds the active per-request faults; the hook asks it.
+type faultSet struct {
+	mu     sync.Mutex
+	active []*hookFault
+	hits   [numFaultKinds]atomic.Int64
+}
+
+func (fs *faultSet) decide(r *mockcluster.Request) (mockcluster.Action, faultKind, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, f := range fs.active {
+		if len(f.nodes) > 0 && !slices.Contains(f.nodes, r.Node) {
+			continue
+		}
+		if !f.class.has(r.OpCode) || f.rng.Float64() >= f.prob {
+			continue
+		}
+		f.hits++
+		return f.action(), f.kind, true
+	}
+	return mockcluster.Action{}, 0, false
+}
+
+func (fs *faultSet) count(k faultKind) { fs.hits[k].Add(1) }
+
+func (fs *faultSet) add(f *hookFault) {
+	fs.mu.Lock()
+	fs.active = append(fs.active, f)
+	fs.mu.Unlock()
+}
+
+func (fs *faultSet) remove(f *hookFault) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.active = slices.DeleteFunc(fs.active, func(x *hookFault) bool { return x == f })
+	return f.hits
+}
+
+func (fs *faultSet) clear() {
+	fs.mu.Lock()
+	fs.active = nil
+	fs.mu.Unlock()
+}
+
+// episode is one fault, fully drawn from the seed before it starts.
+type episode struct {
+	kind faultKind
+	dur  time.Duration // how long a per-request fault stays, or a node stays down
+	pick int           // chooses a node among those present when it starts
+	all  bool          // every node rather than one
+	hf   *hookFault
+	step int           // rebalance: vbuckets per step
+	gap  time.Duration // rebalance: between steps
+}
+
+// scheduler fires faults from the seed until the run's time is up.
+type scheduler struct {
+	h       *harness
+	mc      *mockcluster.Cluster
+	rng     *rand.Rand
+	short   bool
+	kinds   []faultKind
+	maxConc int
+	prob    float64 // when > 0, every per-request fault's probability
+	logf    func(string, ...any)
+
+	slots chan struct{} // one per concurrent episode
+	topo  chan struct{} // one topology change at a time
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	started  [numFaultKinds]int
+	fired    [numFaultKinds]int // episodes that acted on something
+	infraErr []string           // mock API failures: the harness's problem, not the client's
+}
+
+func newScheduler(h *harness, mc *mockcluster.Cluster, seed int64, short bool, kinds []faultKind, logf func(string, ...any)) *scheduler {
+	if len(kinds) == 0 {
+		kinds = allKinds()
+	}
+	s := &scheduler{h: h, mc: mc, rng: rand.New(rand.NewSource(seed)), short: short, kinds: kinds,
+		maxConc: 2, logf: logf, topo: make(chan struct{}, 1)}
+	if !short {
+		s.maxConc = 3
+	}
+	s.slots = make(chan struct{}, s.maxConc)
+	return s
+}
+
+func (s *scheduler) between(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(s.rng.Int63n(int64(hi-lo)+1))
+}
+
+// draw decides everything about an episode of kind k.
+func (s *scheduler) draw(k faultKind) *episode {
+	e := &episode{kind: k, pick: s.rng.Intn(1 << 20), all: s.rng.Intn(3) == 0}
+	if s.short {
+		e.dur = s.between(150*time.Millisecond, 400*time.Millisecond)
+	} else {
+		e.dur = s.between(200*time.Millisecond, 3*time.Second)
+	}
+	switch k {
+	case fkRestart:
+		if s.short {
+			e.dur = s.between(100*time.Millisecond, 500*time.Millisecond)
+		}
+	case fkRebalance:
+		e.step = 16 + s.rng.Intn(112)
+		e.gap = s.between(5*time.Millisecond, 30*time.Millisecond)
+	case fkDrop:
+	default:
+		f := &hookFault{kind: k, rng: rand.New(rand.NewSource(s.rng.Int63()))}
+		if !e.all {
+			f.nodes = []int{-1} // filled in when the episode starts
+		}
+		switch k {
+		case fkCloseBefore, fkCloseAfter:
+			f.class = classMutation
+			if s.rng.Intn(3) == 0 {
+				f.class = classAll
+			}
+			f.prob = 0.02 + 0.08*s.rng.Float64()
+		case fkNMV:
+			f.prob = 0.3 + 0.5*s.rng.Float64()
+		case fkLocked:
+			f.class = classLockable
+			f.prob = 0.2 + 0.4*s.rng.Float64()
+		case fkTmpfail:
+			f.prob = 0.2 + 0.4*s.rng.Float64()
+		case fkErrmap:
+			f.prob = 0.2 + 0.3*s.rng.Float64()
+		case fkSlow:
+			f.prob = 0.05 + 0.25*s.rng.Float64()
+			if s.rng.Intn(3) == 0 {
+				// Beyond every operation timeout: the client gives up,
+				// the request was applied.
+				f.minDelay, f.maxDelay = 600*time.Millisecond, 1500*time.Millisecond
+			} else {
+				f.minDelay, f.maxDelay = 5*time.Millisecond, 150*time.Millisecond
+			}
+		}
+		if s.prob > 0 {
+			f.prob = s.prob
+		}
+		e.hf = f
+	}
+	return e
+}
+
+// allFired reports whether every kind has acted at least once.
+func (s *scheduler) allFired() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.kinds {
+		if s.fired[k] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// run fires episodes until d has passed; in short mode it goes on (up to 3d)
+// until every kind has acted at least once, so the short run is never
+// vacuous. Kinds come in shuffled rounds, so each appears once per round.
+func (s *scheduler) run(d time.Duration) {
+	start := time.Now()
+	var round []faultKind
+	for {
+		el := time.Since(start)
+		if el >= d && (!s.short || s.allFired() || el >= 3*d) {
+			break
+		}
+		if len(round) == 0 {
+			round = slices.Clone(s.kinds)
+			s.rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		k := round[0]
+		round = round[1:]
+		e := s.draw(k)
+		gap := s.between(20*time.Millisecond, 120*time.Millisecond)
+		if !s.short {
+			gap = s.between(50*time.Millisecond, time.Second)
+		}
+		if k.topology() {
+			s.topo <- struct{}{}
+		}
+		s.slots <- struct{}{}
+		s.mu.Lock()
+		s.started[k]++
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-s.slots }()
+			if k.topology() {
+				defer func() { <-s.topo }()
+			}
+			if s.runEpisode(e) {
+				s.mu.Lock()
+				s.fired[k]++
+				s.mu.Unlock()
+			}
+		}()
+		time.Sleep(gap)
+	}
+	s.wg.Wait()
+}
+
+func (s *scheduler) infra(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.logf("chaos: mock cluster: %s", msg)
+	s.mu.Lock()
+	s.infraErr = append(s.infraErr, msg)
+	s.mu.Unlock()
+}
+
+// dataNodes returns the ids of the bucket's servers that are running.
+func (s *scheduler) dataNodes() []*mockcluster.Node {
+	var out []*mockcluster.Node
+	for _, n := range s.mc.Nodes() {
+		if n.Running() && slices.Contains(s.h.bucket.Servers(), n.ID()) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// runEpisode runs one fault to its end and reports whether it acted.
+func (s *scheduler) runEpisode(e *episode) bool {
+	switch e.kind {
+	case fkRestart:
+		return s.restart(e)
+	case fkRebalance:
+		return s.rebalance(e)
+	case fkDrop:
+		nodes := s.dataNodes()
+		if e.all || len(nodes) == 0 {
+			s.mc.DropConnections()
+		} else {
+			nodes[e.pick%len(nodes)].DropConnections()
+		}
+		return true
+	}
+	f := e.hf
+	if len(f.nodes) > 0 {
+		nodes := s.dataNodes()
+		if len(nodes) == 0 {
+			return false
+		}
+		f.nodes[0] = nodes[e.pick%len(nodes)].ID()
+	}
+	s.h.faults.add(f)
+	time.Sleep(e.dur)
+	return s.h.faults.remove(f) > 0
+}
+
+func (s *scheduler) restart(e *episode) bool {
+	nodes := s.dataNodes()
+	if len(nodes) == 0 {
+		return false
+	}
+	n := nodes[e.pick%len(nodes)]
+	n.Stop()
+	time.Sleep(e.dur)
+	// Restart fails only when another socket took the node's port while it
+	// was down; give the OS a moment, then retire the node instead.
+	for i := 0; ; i++ {
+		err := n.Restart()
+		if err == nil {
+			return true
+		}
+		if i == 50 {
+			s.infra("node %d could not restart (%v): failing it over and removing it", n.ID(), err)
+			if err := s.mc.Failover(n.ID()); err != nil {
+				s.infra("failover of node %d: %v", n.ID(), err)
+			}
+			if err := s.mc.RemoveNode(n.ID()); err != nil {
+				s.infra("removing node %d: %v", n.ID(), err)
+			}
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rebalance grows the cluster from 3 data nodes to 4, or shrinks it back,
+// moving vbuckets a step at a time while every config carries the forward
+// map.
+func (s *scheduler) rebalance(e *episode) bool {
+	members := s.dataNodes()
+	var target []int
+	var drop *mockcluster.Node
+	if len(members) <= 3 {
+		if _, err := s.mc.AddNode(); err != nil {
+			s.infra("adding a node: %v", err)
+			return false
+		}
+	} else {
+		drop = members[e.pick%len(members)]
+		for _, n := range members {
+			if n != drop {
+				target = append(target, n.ID())
+			}
+		}
+	}
+	reb, err := s.mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: target})
+	if err != nil {
+		s.infra("starting a rebalance: %v", err)
+		return false
+	}
+	for reb.Remaining() > 0 {
+		if _, err := reb.Step(e.step); err != nil {
+			s.infra("rebalance step: %v", err)
+			break
+		}
+		time.Sleep(e.gap)
+	}
+	if err := reb.Finish(); err != nil {
+		s.infra("finishing a rebalance: %v", err)
+		return false
+	}
+	if drop != nil {
+		if err := s.mc.RemoveNode(drop.ID()); err != nil {
+			s.infra("removing node %d after the rebalance: %v", drop.ID(), err)
+		}
+	}
+	return true
+}

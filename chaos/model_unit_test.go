@@ -1,0 +1,150 @@
+package chaos
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/client"
+)
+
+func okOp(k opKind, value string, cas, resCas uint64) *opRec {
+	return &opRec{kind: k, value: value, cas: cas, resCas: resCas, outcome: outSuccess}
+}
+
+// A success is exact: the stored document must be its value with its CAS.
+func TestModelSuccessIsExact(t *testing.T) {
+	m := newModel()
+	if bad := m.succeeded(okOp(opUpsert, "a", 0, 10)); bad != "" {
+		t.Fatal(bad)
+	}
+	if bad := m.succeeded(okOp(opReplace, "b", 10, 11)); bad != "" {
+		t.Fatal(bad)
+	}
+	if !m.allows(true, "b", 11) {
+		t.Error("the acknowledged state is refused")
+	}
+	for _, c := range []struct {
+		exists bool
+		value  string
+		cas    uint64
+	}{{true, "a", 10}, {true, "b", 12}, {false, "", 0}} {
+		if m.allows(c.exists, c.value, c.cas) {
+			t.Errorf("lost write accepted: %+v", c)
+		}
+	}
+	if cas, ok := m.knownCas(); !ok || cas != 11 {
+		t.Errorf("knownCas = %d, %v", cas, ok)
+	}
+}
+
+// An ambiguous write leaves two states (CAS unknown for the applied one);
+// a read decides between them.
+func TestModelAmbiguousBranchesAndReadCollapses(t *testing.T) {
+	m := newModel()
+	m.succeeded(okOp(opUpsert, "a", 0, 10))
+	m.ambiguous(&opRec{kind: opAppend, value: "|x"})
+	if !m.allows(true, "a", 10) || !m.allows(true, "a|x", 99) {
+		t.Fatalf("ambiguous states refused: %s", m.describe())
+	}
+	if m.allows(true, "a|x|x", 99) {
+		t.Error("an ambiguous append applied twice is accepted")
+	}
+	if _, ok := m.knownCas(); ok {
+		t.Error("knownCas with two states")
+	}
+	get := &opRec{kind: opGet, resValue: "a|x", resCas: 12, outcome: outSuccess}
+	if bad := m.succeeded(get); bad != "" {
+		t.Fatal(bad)
+	}
+	if m.allows(true, "a", 10) || !m.allows(true, "a|x", 12) {
+		t.Errorf("the read did not collapse the states: %s", m.describe())
+	}
+	// A read of a value no operation left is a lost (or invented) write.
+	if bad := m.succeeded(&opRec{kind: opGet, resValue: "a", resCas: 10}); bad == "" {
+		t.Error("a read of a superseded value was accepted")
+	}
+}
+
+// A counter applied twice shows in the value the client is given.
+func TestModelCounter(t *testing.T) {
+	m := newModel()
+	inc := func(delta, res uint64) string {
+		return m.succeeded(&opRec{kind: opIncr, delta: delta, initial: 100, resCount: res, resCas: delta})
+	}
+	if bad := inc(1, 100); bad != "" { // created with the initial value
+		t.Fatal(bad)
+	}
+	if bad := inc(2, 102); bad != "" {
+		t.Fatal(bad)
+	}
+	if bad := inc(3, 108); bad == "" { // 102 + 3 applied twice
+		t.Error("a duplicated increment was accepted")
+	}
+}
+
+// Failures narrow the states: NOT_FOUND means absent, EXISTS present, a
+// CAS mismatch a different CAS; a failure no state explains is reported.
+func TestModelFailuresNarrow(t *testing.T) {
+	notFound := &client.KeyValueError{Err: client.ErrDocumentNotFound}
+	exists := &client.KeyValueError{Err: client.ErrDocumentExists}
+	mismatch := &client.KeyValueError{Err: client.ErrCasMismatch}
+
+	m := newModel()
+	m.succeeded(okOp(opUpsert, "a", 0, 10))
+	m.ambiguous(&opRec{kind: opRemove})
+	if bad := m.failed(&opRec{kind: opReplace}, notFound); bad != "" {
+		t.Fatal(bad)
+	}
+	if m.allows(true, "a", 10) || !m.allows(false, "", 0) {
+		t.Errorf("NOT_FOUND did not narrow to absent: %s", m.describe())
+	}
+	if bad := m.failed(&opRec{kind: opInsert}, exists); bad == "" {
+		t.Error("Insert refused as existing, though the document is known absent, was accepted")
+	}
+
+	m = newModel()
+	m.succeeded(okOp(opUpsert, "a", 0, 10))
+	if bad := m.failed(&opRec{kind: opReplace, cas: 10}, mismatch); bad == "" {
+		t.Error("a CAS mismatch with the document's known CAS was accepted")
+	}
+	if bad := m.failed(&opRec{kind: opReplace, cas: 9}, mismatch); bad != "" {
+		t.Errorf("a CAS mismatch with a stale CAS refused: %s", bad)
+	}
+}
+
+// Locks: GetAndLock gives the document a new CAS, Unlock keeps it, and a
+// read of a locked document (CAS all ones) does not change what is known.
+func TestModelLocks(t *testing.T) {
+	m := newModel()
+	m.succeeded(okOp(opUpsert, "a", 0, 10))
+	if bad := m.succeeded(&opRec{kind: opLock, resValue: "a", resCas: 20}); bad != "" {
+		t.Fatal(bad)
+	}
+	if bad := m.succeeded(&opRec{kind: opGet, resValue: "a", resCas: lockedCas}); bad != "" {
+		t.Fatal(bad)
+	}
+	if bad := m.succeeded(&opRec{kind: opUnlock, cas: 20}); bad != "" {
+		t.Fatal(bad)
+	}
+	if !m.allows(true, "a", 20) || m.allows(true, "a", 10) {
+		t.Errorf("after lock and unlock: %s", m.describe())
+	}
+}
+
+// The lateness record answers for the window asked, and stalls longer than
+// a slot cover every slot they span.
+func TestLatenessWindow(t *testing.T) {
+	l := &lateness{origin: time.Unix(1000, 0)}
+	at := func(ms int) time.Time { return l.origin.Add(time.Duration(ms) * time.Millisecond) }
+	l.record(at(100), at(102), time.Millisecond)
+	l.record(at(200), at(350), 150*time.Millisecond)
+	if w := l.worst(at(0), at(150)); w != time.Millisecond {
+		t.Errorf("worst before the stall = %v", w)
+	}
+	if w := l.worst(at(300), at(310)); w != 150*time.Millisecond {
+		t.Errorf("worst inside the stall = %v", w)
+	}
+	if w := l.worst(at(400), at(500)); w != 0 {
+		t.Errorf("worst after the stall = %v", w)
+	}
+}

@@ -1,0 +1,189 @@
+package chaos
+
+import (
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Deadlines. An operation may end later than its timeout by baseMargin plus
+// the worst scheduler lateness measured from latLead before its deadline to
+// its end. The client ends an operation at its deadline by a context
+// deadline (on the reader goroutine) and a capped retry wait (a timer), so
+// what it may legitimately overshoot by is how late the runtime wakes those
+// goroutines: that is what the sampler measures, with a goroutine that
+// sleeps 2 ms in a loop and records how much later it woke. 50 ms on top
+// covers the work between the wake-up and the return (building the error,
+// the Observer) on a loaded 2-core machine under -race. An operation that
+// slept a retry backoff past its deadline (the backoffs reach 500 ms, and
+// NOT_MY_VBUCKET's controlled backoff 1 s) is still caught unless the
+// machine stalled just as long at that moment.
+const (
+	baseMargin = 50 * time.Millisecond
+	latLead    = 20 * time.Millisecond
+	latSlot    = 10 * time.Millisecond
+	latSlots   = 8192 // 82 s of history: well beyond settleAge
+	latSleep   = 2 * time.Millisecond
+)
+
+type latSample struct {
+	n     int64
+	worst time.Duration
+}
+
+// lateness samples scheduler lateness into 10 ms slots.
+type lateness struct {
+	origin time.Time
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu        sync.Mutex
+	slots     [latSlots]latSample
+	worstEver time.Duration
+}
+
+func startLateness() *lateness {
+	l := &lateness{origin: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+func (l *lateness) run() {
+	defer close(l.done)
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		t0 := time.Now()
+		time.Sleep(latSleep)
+		t1 := time.Now()
+		l.record(t0.Add(latSleep), t1, t1.Sub(t0)-latSleep)
+	}
+}
+
+func (l *lateness) close() { close(l.stop); <-l.done }
+
+func (l *lateness) index(t time.Time) int64 { return int64(t.Sub(l.origin) / latSlot) }
+
+// record notes that a goroutine due at from woke at to, late by late: every
+// slot in between saw at least that lateness.
+func (l *lateness) record(from, to time.Time, late time.Duration) {
+	a, b := l.index(from), l.index(to)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.worstEver = max(l.worstEver, late)
+	if b-a >= latSlots {
+		a = b - latSlots + 1
+	}
+	for n := a; n <= b; n++ {
+		s := &l.slots[n%latSlots]
+		if s.n != n {
+			s.n, s.worst = n, 0
+		}
+		s.worst = max(s.worst, late)
+	}
+}
+
+// worst returns the worst lateness recorded in [from, to] (the worst ever
+// seen when that is older than the history kept).
+func (l *lateness) worst(from, to time.Time) time.Duration {
+	a, b := l.index(from), l.index(to)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var w time.Duration
+	for n := a; n <= b; n++ {
+		s := l.slots[((n%latSlots)+latSlots)%latSlots]
+		switch {
+		case s.n == n:
+			w = max(w, s.worst)
+		case s.n > n || b-a >= latSlots:
+			return l.worstEver
+		}
+	}
+	return w
+}
+
+func (l *lateness) max() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.worstEver
+}
+
+// check applies the deadline rule to a finished operation (called when it
+// is verified, seconds after it ended, so the sampler has recorded any stall
+// around its deadline).
+func (l *lateness) check(h *harness, ks *keyState, op *opRec) {
+	st := &ks.owner.st
+	over := op.end.Sub(op.start) - op.timeout
+	st.maxOver = max(st.maxOver, over)
+	if over <= baseMargin {
+		return
+	}
+	deadline := op.start.Add(op.timeout)
+	late := l.worst(deadline.Add(-latLead), op.end)
+	if over > baseMargin+late {
+		st.late++
+		h.problem("late", "key %s: ended %v after its %v deadline (allowed %v: margin %v + scheduler lateness %v): %s",
+			ks.name, over.Round(time.Millisecond), op.timeout, baseMargin+late, baseMargin, late, op)
+	}
+}
+
+// heapSampler records the heap in use after a GC, periodically.
+type heapSampler struct {
+	start  time.Time
+	warmup time.Duration
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu       sync.Mutex
+	baseline uint64 // the first sample after warm-up
+	maxInuse uint64
+	samples  int
+}
+
+func startHeap(period, warmup time.Duration) *heapSampler {
+	s := &heapSampler{start: time.Now(), warmup: warmup, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				s.sample()
+			}
+		}
+	}()
+	return s
+}
+
+func (s *heapSampler) sample() {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.start) < s.warmup {
+		return
+	}
+	if s.samples == 0 {
+		s.baseline = ms.HeapInuse
+	}
+	s.samples++
+	s.maxInuse = max(s.maxInuse, ms.HeapInuse)
+}
+
+// close stops the sampler after a last sample and returns the baseline and
+// the maximum.
+func (s *heapSampler) close() (baseline, maxInuse uint64, samples int) {
+	close(s.stop)
+	<-s.done
+	s.sample()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.baseline, s.maxInuse, s.samples
+}

@@ -1,0 +1,409 @@
+package chaos
+
+import (
+	"context"
+	"math/rand"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// kvAPI is the part of *client.Collection the workers use; the detection
+// test wraps it in a client that lies.
+type kvAPI interface {
+	Get(ctx context.Context, key string, opts *client.GetOptions) (client.GetResult, error)
+	Upsert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
+	Insert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
+	Replace(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
+	Append(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
+	Prepend(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
+	Remove(ctx context.Context, key string, opts *client.MutateOptions) (client.MutationResult, error)
+	Increment(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error)
+	Decrement(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error)
+	Touch(ctx context.Context, key string, expiry time.Duration, opts *client.GetOptions) (client.MutationResult, error)
+	GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *client.GetOptions) (client.GetResult, error)
+	Unlock(ctx context.Context, key string, cas uint64, opts *client.GetOptions) error
+}
+
+var _ kvAPI = (*client.Collection)(nil)
+
+// stats are one worker's counts (the Observer and the checks write them on
+// the worker's goroutine, or at the end after it stopped).
+type stats struct {
+	ops           [numOpKinds]int64
+	outcomes      [len(outcomeNames)]int64
+	ambiguous     int64
+	ambApplied    int64
+	ambNotApplied int64
+	lost          int64
+	duplicated    int64
+	resent        int64
+	phantom       int64
+	unwrittenSent int64
+	hiddenDoubt   int64
+	spurious      int64
+	unexpected    int64
+	late          int64
+	maxOver       time.Duration
+	attempts      int64
+	fwdAttempts   int64
+	retries       [64]int64
+	overflows     int64
+}
+
+func (s *stats) add(o *stats) {
+	for i := range s.ops {
+		s.ops[i] += o.ops[i]
+	}
+	for i := range s.outcomes {
+		s.outcomes[i] += o.outcomes[i]
+	}
+	for i := range s.retries {
+		s.retries[i] += o.retries[i]
+	}
+	s.ambiguous += o.ambiguous
+	s.ambApplied += o.ambApplied
+	s.ambNotApplied += o.ambNotApplied
+	s.lost += o.lost
+	s.duplicated += o.duplicated
+	s.resent += o.resent
+	s.phantom += o.phantom
+	s.unwrittenSent += o.unwrittenSent
+	s.hiddenDoubt += o.hiddenDoubt
+	s.spurious += o.spurious
+	s.unexpected += o.unexpected
+	s.late += o.late
+	s.maxOver = max(s.maxOver, o.maxOver)
+	s.attempts += o.attempts
+	s.fwdAttempts += o.fwdAttempts
+	s.overflows += o.overflows
+}
+
+func (s *stats) total() int64 {
+	var n int64
+	for _, x := range s.ops {
+		n += x
+	}
+	return n
+}
+
+// worker owns a set of keys and runs operations on them, one at a time.
+type worker struct {
+	h    *harness
+	id   int
+	rng  *rand.Rand
+	keys []*keyState
+	st   stats
+}
+
+// timeouts are the per-operation timeouts: short, so that slow answers and
+// stopped nodes end operations by timeout, ambiguous or not.
+var timeouts = [...]time.Duration{500 * time.Millisecond, 750 * time.Millisecond, time.Second}
+
+const (
+	lockTime      = time.Second // GetAndLock: the shortest the protocol allows
+	lockedTimeout = 300 * time.Millisecond
+	maxDocLen     = 2048 // Append becomes Upsert past this
+)
+
+func (w *worker) loop(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		ks := w.keys[w.rng.Intn(len(w.keys))]
+		if ks.ctr {
+			w.counterOp(ks)
+		} else {
+			w.docOp(ks)
+		}
+		w.h.settleQueue(ks, false)
+	}
+}
+
+func (w *worker) newOp(ks *keyState, k opKind) *opRec {
+	ks.seq++
+	return &opRec{kind: k, seq: ks.seq, timeout: timeouts[w.rng.Intn(len(timeouts))]}
+}
+
+// tag is a value no other operation of the run writes.
+func tag(ks *keyState, op *opRec) string {
+	return ks.name + "#" + strconv.FormatUint(op.seq, 10)
+}
+
+func (w *worker) docOp(ks *keyState) {
+	r := w.rng.Intn(100)
+	switch {
+	case r < 20:
+		w.get(ks)
+	case r < 34:
+		w.store(ks, opUpsert, false)
+	case r < 41:
+		w.store(ks, opInsert, false)
+	case r < 49:
+		w.store(ks, opReplace, false)
+	case r < 57:
+		w.store(ks, opReplace, true)
+	case r < 62:
+		w.remove(ks, false)
+	case r < 67:
+		w.remove(ks, true)
+	case r < 76:
+		w.concat(ks, opAppend, false)
+	case r < 79:
+		w.concat(ks, opAppend, true)
+	case r < 83:
+		w.concat(ks, opPrepend, false)
+	case r < 89:
+		w.store(ks, opUpsert, true)
+	case r < 95:
+		w.touch(ks)
+	default:
+		w.lockSequence(ks)
+	}
+}
+
+func (w *worker) counterOp(ks *keyState) {
+	r := w.rng.Intn(100)
+	switch {
+	case r < 60:
+		w.counter(ks, opIncr)
+	case r < 75:
+		w.counter(ks, opDecr)
+	case r < 90:
+		w.get(ks)
+	default:
+		w.remove(ks, false)
+	}
+}
+
+// casFor returns a CAS for a conditional write: the one the model knows
+// (reading first when it does not), now and then a wrong one.
+func (w *worker) casFor(ks *keyState) uint64 {
+	cas, ok := ks.model.knownCas()
+	if !ok {
+		w.get(ks)
+		cas, ok = ks.model.knownCas()
+	}
+	if !ok || w.rng.Intn(10) == 0 {
+		return 0x5eed // not a CAS the mock hands out (they are clock-based)
+	}
+	return cas
+}
+
+// exec runs one operation: registers it where the hook and the Observer
+// find it, calls the client, and applies the outcome to the model.
+func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) error) {
+	ks.mu.Lock()
+	ks.cur = op
+	switch op.kind {
+	case opIncr, opDecr:
+		ks.byDelta[op.delta] = op
+	default:
+		if op.value != "" {
+			ks.byValue[op.value] = op
+		}
+	}
+	ks.mu.Unlock()
+	op.start = time.Now()
+	err := call(context.Background())
+	op.end = time.Now()
+	ks.mu.Lock()
+	ks.cur = nil
+	ks.lastOf[op.kind] = op
+	op.done = true
+	ks.mu.Unlock()
+
+	w.st.ops[op.kind]++
+	op.err = err
+	op.outcome = classify(err)
+	w.st.outcomes[op.outcome]++
+	if err != nil && !expectedErr(err) {
+		w.st.unexpected++
+		w.h.problem("unexpected-error", "key %s: %s", ks.name, op)
+	}
+	if op.outcome == outAmbiguous && op.kind.idempotent() {
+		w.h.problem("ambiguous-read", "key %s: a read reported ambiguous: %s", ks.name, op)
+	}
+	var bad string
+	switch op.outcome {
+	case outSuccess:
+		bad = ks.model.succeeded(op)
+	case outAmbiguous:
+		ks.model.ambiguous(op)
+		if ks.model.overflow {
+			w.st.overflows++
+		}
+	default:
+		bad = ks.model.failed(op, err)
+	}
+	if bad != "" {
+		what := "inconsistent"
+		if op.outcome == outSuccess && (op.kind == opGet || op.kind == opLock) {
+			what = "lost" // a read showed a state no acknowledged write leaves
+			w.st.lost++
+		}
+		w.h.problem(what, "key %s: %s; before it the document was one of %s; recent operations:%s\n    %s",
+			ks.name, bad, ks.model.describe(), ks.history(), op)
+		// Start over from what the next read or overwrite says, rather
+		// than report the same divergence at every later operation.
+		ks.model.overflow, ks.model.states = true, nil
+	}
+	ks.queue = append(ks.queue, op)
+	if op.outcome == outAmbiguous && op.kind != opUnlock {
+		w.get(ks) // what an application would do: find out
+	}
+}
+
+func (w *worker) get(ks *keyState) {
+	op := w.newOp(ks, opGet)
+	w.exec(ks, op, func(ctx context.Context) error {
+		r, err := ks.api.Get(ctx, ks.name, &client.GetOptions{Timeout: op.timeout})
+		op.resValue, op.resCas = string(r.Value), r.Cas
+		return err
+	})
+}
+
+func (w *worker) store(ks *keyState, k opKind, withCas bool) {
+	if withCas {
+		cas := w.casFor(ks)
+		op := w.newOp(ks, k)
+		op.cas = cas
+		w.doStore(ks, op)
+		return
+	}
+	w.doStore(ks, w.newOp(ks, k))
+}
+
+func (w *worker) doStore(ks *keyState, op *opRec) {
+	op.value = tag(ks, op)
+	if op.kind == opUpsert && w.rng.Intn(6) == 0 {
+		// Long and repetitive: sent snappy-compressed.
+		op.value += ":" + strings.Repeat("z", 96)
+	}
+	f := ks.api.Upsert
+	switch op.kind {
+	case opInsert:
+		f = ks.api.Insert
+	case opReplace:
+		f = ks.api.Replace
+	}
+	w.exec(ks, op, func(ctx context.Context) error {
+		r, err := f(ctx, ks.name, []byte(op.value), &client.MutateOptions{Timeout: op.timeout, Cas: op.cas})
+		op.resCas = r.Cas
+		return err
+	})
+}
+
+func (w *worker) remove(ks *keyState, withCas bool) {
+	var cas uint64
+	if withCas {
+		cas = w.casFor(ks)
+	}
+	op := w.newOp(ks, opRemove)
+	op.cas = cas
+	w.exec(ks, op, func(ctx context.Context) error {
+		r, err := ks.api.Remove(ctx, ks.name, &client.MutateOptions{Timeout: op.timeout, Cas: op.cas})
+		op.resCas = r.Cas
+		return err
+	})
+}
+
+func (w *worker) concat(ks *keyState, k opKind, withCas bool) {
+	if ks.model.length() > maxDocLen {
+		w.store(ks, opUpsert, false)
+		return
+	}
+	var cas uint64
+	if withCas {
+		cas = w.casFor(ks)
+	}
+	op := w.newOp(ks, k)
+	op.cas = cas
+	op.value = "|" + tag(ks, op)
+	f := ks.api.Append
+	if k == opPrepend {
+		f = ks.api.Prepend
+	}
+	w.exec(ks, op, func(ctx context.Context) error {
+		r, err := f(ctx, ks.name, []byte(op.value), &client.MutateOptions{Timeout: op.timeout, Cas: op.cas})
+		op.resCas = r.Cas
+		return err
+	})
+}
+
+func (w *worker) counter(ks *keyState, k opKind) {
+	op := w.newOp(ks, k)
+	op.delta = op.seq // unique per key: the hook tells the requests apart by it
+	op.initial = 1000 + op.seq
+	f := ks.api.Increment
+	if k == opDecr {
+		f = ks.api.Decrement
+	}
+	w.exec(ks, op, func(ctx context.Context) error {
+		init := op.initial
+		r, err := f(ctx, ks.name, &client.CounterOptions{Timeout: op.timeout, Delta: op.delta, Initial: &init})
+		op.resCas, op.resCount = r.Cas, r.Value
+		return err
+	})
+}
+
+func (w *worker) touch(ks *keyState) {
+	op := w.newOp(ks, opTouch)
+	w.exec(ks, op, func(ctx context.Context) error {
+		r, err := ks.api.Touch(ctx, ks.name, time.Hour, &client.GetOptions{Timeout: op.timeout})
+		op.resCas = r.Cas
+		return err
+	})
+}
+
+// lockSequence takes a real lock and, while holding it, may try a write
+// without its CAS (LOCKED, retried until the short timeout: never
+// applied), then releases it with Unlock or with a write carrying its CAS.
+func (w *worker) lockSequence(ks *keyState) {
+	lk := w.newOp(ks, opLock)
+	w.exec(ks, lk, func(ctx context.Context) error {
+		r, err := ks.api.GetAndLock(ctx, ks.name, lockTime, &client.GetOptions{Timeout: lk.timeout})
+		lk.resValue, lk.resCas = string(r.Value), r.Cas
+		return err
+	})
+	if lk.outcome != outSuccess {
+		return
+	}
+	if w.rng.Intn(3) == 0 {
+		op := w.newOp(ks, opUpsert)
+		op.timeout = lockedTimeout
+		w.doStore(ks, op)
+	}
+	switch w.rng.Intn(5) {
+	case 0, 1:
+		op := w.newOp(ks, opUnlock)
+		op.cas = lk.resCas
+		w.exec(ks, op, func(ctx context.Context) error {
+			return ks.api.Unlock(ctx, ks.name, op.cas, &client.GetOptions{Timeout: op.timeout})
+		})
+	case 2, 3:
+		op := w.newOp(ks, opReplace)
+		op.cas = lk.resCas
+		w.doStore(ks, op)
+	default:
+		op := w.newOp(ks, opRemove)
+		op.cas = lk.resCas
+		w.exec(ks, op, func(ctx context.Context) error {
+			r, err := ks.api.Remove(ctx, ks.name, &client.MutateOptions{Timeout: op.timeout, Cas: op.cas})
+			op.resCas = r.Cas
+			return err
+		})
+	}
+}
+
+// strategies are the client configurations TestChaos runs.
+var strategies = map[string]func() retry.Strategy{
+	"default":    func() retry.Strategy { return nil },
+	"besteffort": func() retry.Strategy { return retry.BestEffort(nil) },
+}
