@@ -29,7 +29,7 @@ var (
 
 // shortDuration is the run of `make test` (both configurations together):
 // long enough for every fault kind to act in each.
-const shortDuration = 6 * time.Second
+const shortDuration = 5 * time.Second
 
 // config is one chaos run.
 type config struct {
@@ -270,14 +270,27 @@ func (r *report) format() string {
 	fmt.Fprintf(&b, " retries={%s} fwd-map-attempts=%d", strings.Join(rs, ", "), st.fwdAttempts)
 	fmt.Fprintf(&b, " ambiguous=%d (mutations applied %d, not applied %d; touch/lock/unlock %d)",
 		st.ambiguous, st.ambApplied, st.ambNotApplied, st.ambiguous-st.ambApplied-st.ambNotApplied)
-	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d, before-send:%d}",
-		st.outcomes[outDefinite], st.outcomes[outTimeout], st.outcomes[outNotSent])
+	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d (writes that never reached a node: %d), before-send:%d}",
+		st.outcomes[outDefinite], st.outcomes[outTimeout], st.timeoutUnsent, st.outcomes[outNotSent])
 	fmt.Fprintf(&b, " lost=%d duplicated=%d resent=%d applied-after-failure=%d not-written-reached=%d",
 		st.lost, st.duplicated, st.resent, st.phantom, st.unwrittenSent)
 	fmt.Fprintf(&b, " late=%d (max over timeout %v, worst lateness %v)", st.late, st.maxOver.Round(time.Millisecond), r.lateMax.Round(time.Millisecond))
 	fmt.Fprintf(&b, " heap-max=%.1fMiB (after warm-up %.1fMiB, %d samples)", mib(r.heapMax), mib(r.heapBase), r.heapN)
 	if st.spurious > 0 || st.overflows > 0 {
 		fmt.Fprintf(&b, " ambiguous-without-doubt=%d model-overflows=%d", st.spurious, st.overflows)
+	}
+	return b.String()
+}
+
+// outcomeTable says how each kind of operation ended.
+func (r *report) outcomeTable() string {
+	var b strings.Builder
+	b.WriteString("outcomes by operation:")
+	for k := opKind(0); k < numOpKinds; k++ {
+		fmt.Fprintf(&b, "\n  %-10s", k)
+		for o, n := range r.st.byKind[k] {
+			fmt.Fprintf(&b, " %s=%d", outcome(o), n)
+		}
 	}
 	return b.String()
 }
@@ -320,6 +333,9 @@ func TestChaos(t *testing.T) {
 			}
 			r := run(t, cfg)
 			t.Log(r.summary)
+			if *flagVerbose {
+				t.Log(r.outcomeTable())
+			}
 			checkReport(t, r)
 		})
 	}

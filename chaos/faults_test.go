@@ -126,10 +126,15 @@ func (fs *faultSet) add(f *hookFault) {
 	fs.mu.Unlock()
 }
 
-func (fs *faultSet) remove(f *hookFault) int {
+func (fs *faultSet) remove(f *hookFault) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.active = slices.DeleteFunc(fs.active, func(x *hookFault) bool { return x == f })
+}
+
+func (f *hookFault) hitCount(fs *faultSet) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
 	return f.hits
 }
 
@@ -148,6 +153,23 @@ type episode struct {
 	hf   *hookFault
 	step int           // rebalance: vbuckets per step
 	gap  time.Duration // rebalance: between steps
+}
+
+func (e *episode) String() string {
+	switch e.kind {
+	case fkRestart:
+		return fmt.Sprintf("down %v", e.dur)
+	case fkRebalance:
+		return fmt.Sprintf("steps of %d every %v", e.step, e.gap)
+	case fkDrop:
+		return fmt.Sprintf("all=%v", e.all)
+	}
+	f := e.hf
+	s := fmt.Sprintf("nodes=%v class=%d p=%.2f for %v, %d hits", f.nodes, f.class, f.prob, e.dur, f.hits)
+	if f.kind == fkSlow {
+		s += fmt.Sprintf(", delays %v..%v", f.minDelay, f.maxDelay)
+	}
+	return s
 }
 
 // scheduler fires faults from the seed until the run's time is up.
@@ -176,10 +198,7 @@ func newScheduler(h *harness, mc *mockcluster.Cluster, seed int64, short bool, k
 		kinds = allKinds()
 	}
 	s := &scheduler{h: h, mc: mc, rng: rand.New(rand.NewSource(seed)), short: short, kinds: kinds,
-		maxConc: 2, logf: logf, topo: make(chan struct{}, 1)}
-	if !short {
-		s.maxConc = 3
-	}
+		maxConc: 3, logf: logf, topo: make(chan struct{}, 1)}
 	s.slots = make(chan struct{}, s.maxConc)
 	return s
 }
@@ -192,6 +211,9 @@ func (s *scheduler) between(lo, hi time.Duration) time.Duration {
 func (s *scheduler) draw(k faultKind) *episode {
 	e := &episode{kind: k, pick: s.rng.Intn(1 << 20), all: s.rng.Intn(3) == 0}
 	if s.short {
+		// Every kind must act within a few seconds: more often on every
+		// node, and rebalances of a few big steps.
+		e.all = s.rng.Intn(3) != 0
 		e.dur = s.between(150*time.Millisecond, 400*time.Millisecond)
 	} else {
 		e.dur = s.between(200*time.Millisecond, 3*time.Second)
@@ -202,8 +224,13 @@ func (s *scheduler) draw(k faultKind) *episode {
 			e.dur = s.between(100*time.Millisecond, 500*time.Millisecond)
 		}
 	case fkRebalance:
-		e.step = 16 + s.rng.Intn(112)
-		e.gap = s.between(5*time.Millisecond, 30*time.Millisecond)
+		if s.short {
+			e.step = 64 + s.rng.Intn(192)
+			e.gap = s.between(5*time.Millisecond, 25*time.Millisecond)
+		} else {
+			e.step = 16 + s.rng.Intn(112)
+			e.gap = s.between(5*time.Millisecond, 50*time.Millisecond)
+		}
 	case fkDrop:
 	default:
 		f := &hookFault{kind: k, rng: rand.New(rand.NewSource(s.rng.Int63()))}
@@ -216,7 +243,7 @@ func (s *scheduler) draw(k faultKind) *episode {
 			if s.rng.Intn(3) == 0 {
 				f.class = classAll
 			}
-			f.prob = 0.02 + 0.08*s.rng.Float64()
+			f.prob = 0.03 + 0.09*s.rng.Float64()
 		case fkNMV:
 			f.prob = 0.3 + 0.5*s.rng.Float64()
 		case fkLocked:
@@ -292,7 +319,9 @@ func (s *scheduler) run(d time.Duration) {
 			if k.topology() {
 				defer func() { <-s.topo }()
 			}
-			if s.runEpisode(e) {
+			acted := s.runEpisode(e)
+			s.logf("chaos: %v %s episode: %s, acted=%v", time.Since(start).Round(time.Millisecond), k, e, acted)
+			if acted {
 				s.mu.Lock()
 				s.fired[k]++
 				s.mu.Unlock()
@@ -348,7 +377,8 @@ func (s *scheduler) runEpisode(e *episode) bool {
 	}
 	s.h.faults.add(f)
 	time.Sleep(e.dur)
-	return s.h.faults.remove(f) > 0
+	s.h.faults.remove(f)
+	return f.hitCount(&s.h.faults) > 0
 }
 
 func (s *scheduler) restart(e *episode) bool {

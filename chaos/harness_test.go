@@ -422,6 +422,9 @@ func (h *harness) verify(ks *keyState, op *opRec) {
 	if op.outcome == outAmbiguous {
 		st.ambiguous++
 	}
+	if op.outcome == outTimeout && len(op.receipts) == 0 && !op.kind.idempotent() {
+		st.timeoutUnsent++
+	}
 
 	var answered, written int
 	for _, a := range op.attempts {

@@ -34,6 +34,8 @@ var _ kvAPI = (*client.Collection)(nil)
 // the worker's goroutine, or at the end after it stopped).
 type stats struct {
 	ops           [numOpKinds]int64
+	byKind        [numOpKinds][len(outcomeNames)]int64
+	timeoutUnsent int64 // unambiguous timeouts of tracked operations no request of which reached a node
 	outcomes      [len(outcomeNames)]int64
 	ambiguous     int64
 	ambApplied    int64
@@ -61,6 +63,12 @@ func (s *stats) add(o *stats) {
 	for i := range s.outcomes {
 		s.outcomes[i] += o.outcomes[i]
 	}
+	for i := range s.byKind {
+		for j := range s.byKind[i] {
+			s.byKind[i][j] += o.byKind[i][j]
+		}
+	}
+	s.timeoutUnsent += o.timeoutUnsent
 	for i := range s.retries {
 		s.retries[i] += o.retries[i]
 	}
@@ -223,6 +231,7 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	op.err = err
 	op.outcome = classify(err)
 	w.st.outcomes[op.outcome]++
+	w.st.byKind[op.kind][op.outcome]++
 	if err != nil && !expectedErr(err) {
 		w.st.unexpected++
 		w.h.problem("unexpected-error", "key %s: %s", ks.name, op)
