@@ -1,0 +1,417 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Exit codes. doc.go and `kvcli help` list them; keep the three in step.
+const (
+	exitOK          = 0
+	exitError       = 1 // the operation failed (or could not connect)
+	exitUsage       = 2 // bad command line
+	exitNotFound    = 3 // the document does not exist (exists: it does not)
+	exitConflict    = 4 // CAS mismatch, document exists (add), not locked (unlock)
+	exitInterrupted = 130
+)
+
+// Environment variables read by kvcli.
+const (
+	envConnStr  = "KVCLI_CONNSTR"
+	envUser     = "KVCLI_USER"
+	envPassword = "KVCLI_PASSWORD"
+	envCACert   = "KVCLI_CACERT"
+)
+
+// defaultConnStr is used when neither -c nor KVCLI_CONNSTR is given.
+const defaultConnStr = "couchbase://127.0.0.1/default"
+
+// env is everything a command touches outside its arguments, so tests run
+// commands in-process with buffers and their own environment.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// globals are the flags every command accepts, before or after its name.
+type globals struct {
+	connStr        string
+	user           string
+	password       string
+	bucket         string
+	collection     string
+	cacert         string
+	timeout        time.Duration
+	connectTimeout time.Duration
+	json           bool
+	verbose        bool
+}
+
+// globalFlagNames are the names addGlobalFlags registers (for usage output).
+var globalFlagNames = map[string]bool{}
+
+func init() {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	addGlobalFlags(fs, &globals{})
+	fs.VisitAll(func(f *flag.Flag) { globalFlagNames[f.Name] = true })
+}
+
+// addGlobalFlags registers the global flags on fs, with g's current values
+// as defaults, so a flag given before the command name survives unless it
+// is given again after it.
+func addGlobalFlags(fs *flag.FlagSet, g *globals) {
+	for _, n := range []string{"c", "connstr"} {
+		fs.StringVar(&g.connStr, n, g.connStr, "connection string (env "+envConnStr+")")
+	}
+	for _, n := range []string{"u", "user"} {
+		fs.StringVar(&g.user, n, g.user, "user name (env "+envUser+")")
+	}
+	for _, n := range []string{"p", "password"} {
+		fs.StringVar(&g.password, n, g.password, "password; visible in the process list, prefer env "+envPassword)
+	}
+	for _, n := range []string{"b", "bucket"} {
+		fs.StringVar(&g.bucket, n, g.bucket, "bucket (overrides the connection string's path)")
+	}
+	fs.StringVar(&g.collection, "collection", g.collection, "collection as scope.collection (or collection in _default)")
+	fs.StringVar(&g.cacert, "cacert", g.cacert, "PEM file of CA certificates to trust for couchbases:// (env "+envCACert+")")
+	for _, n := range []string{"t", "timeout"} {
+		fs.DurationVar(&g.timeout, n, g.timeout, "timeout of each operation, retries included")
+	}
+	fs.DurationVar(&g.connectTimeout, "connect-timeout", g.connectTimeout, "timeout of connecting")
+	fs.BoolVar(&g.json, "json", g.json, "print one JSON object per command on stdout")
+	fs.BoolVar(&g.verbose, "v", g.verbose, "print every attempt (node, vbucket, map, retry reason, status) and the client's debug log on stderr")
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // synopsis of the positional arguments
+	summary string
+	// run parses its own flags (with the globals) through inv.parse and
+	// returns the exit code.
+	run func(ctx context.Context, inv *invocation, args []string) int
+}
+
+var commands []*command
+
+func init() {
+	commands = []*command{
+		{"get", "KEY", "print a document's value (metadata on stderr)", cmdGet},
+		{"set", "KEY VALUE", "write a document, creating or replacing it (upsert)", cmdStore("set")},
+		{"add", "KEY VALUE", "create a document; exit 4 if it exists (insert)", cmdStore("add")},
+		{"replace", "KEY VALUE", "replace an existing document; exit 3 if missing", cmdStore("replace")},
+		{"delete", "KEY", "delete a document; exit 3 if missing", cmdDelete},
+		{"touch", "KEY EXPIRY", "set a document's expiry (0: never expires)", cmdTouch},
+		{"lock", "KEY", "read and lock a document; prints the CAS that unlocks it", cmdLock},
+		{"unlock", "KEY CAS", "unlock a document locked with lock", cmdUnlock},
+		{"incr", "KEY", "add to a counter document; prints the new value", cmdCounter("incr")},
+		{"decr", "KEY", "subtract from a counter document (stops at 0)", cmdCounter("decr")},
+		{"append", "KEY VALUE", "append bytes to an existing document", cmdStore("append")},
+		{"prepend", "KEY VALUE", "prepend bytes to an existing document", cmdStore("prepend")},
+		{"exists", "KEY", "print true or false; exit 0 if it exists, 3 if not", cmdExists},
+		{"ping", "", "send NOOP to every node and print the latencies", cmdPing},
+		{"route", "KEY", "print the key's vbucket and nodes by the current and forward map", cmdRoute},
+		{"bench", "", "generate load: concurrent gets and sets with latency percentiles", cmdBench},
+		{"serve", "", "run a mock Couchbase cluster in the foreground", cmdServe},
+		{"demo", "", "show retries through a rebalance, a lock and TMPFAIL on a mock cluster", cmdDemo},
+		{"help", "[COMMAND]", "print this help, or a command's", nil}, // run set below
+	}
+	commands[len(commands)-1].run = cmdHelp
+}
+
+func lookupCommand(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// invocation is one run of kvcli: its environment, globals and command.
+type invocation struct {
+	*env
+	g   globals
+	cmd *command
+	// passwordFlag is set when -p was used on the command line;
+	// timeoutFlag when -t was.
+	passwordFlag bool
+	timeoutFlag  bool
+	// opTimeout is the timeout each operation gets (set by connect).
+	opTimeout time.Duration
+	// errMu serializes writes to stderr (see diag).
+	errMu sync.Mutex
+}
+
+// run is kvcli: it parses args (without the program name) and returns the
+// exit code. ctx is canceled on SIGINT/SIGTERM.
+func run(ctx context.Context, args []string, e *env) int {
+	inv := &invocation{env: e}
+	inv.g = globals{
+		connStr:        e.getenv(envConnStr),
+		user:           e.getenv(envUser),
+		password:       e.getenv(envPassword),
+		cacert:         e.getenv(envCACert),
+		collection:     "_default._default",
+		timeout:        2500 * time.Millisecond,
+		connectTimeout: 10 * time.Second,
+	}
+	if inv.g.connStr == "" {
+		inv.g.connStr = defaultConnStr
+	}
+	// Global flags before the command name.
+	fs := inv.newFlagSet("kvcli")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(e.stdout)
+			return exitOK
+		}
+		inv.usageError("%v", err)
+		return exitUsage
+	}
+	inv.noteFlags(fs)
+	rest := fs.Args()
+	if len(rest) == 0 {
+		printUsage(e.stderr)
+		return exitUsage
+	}
+	cmd := lookupCommand(rest[0])
+	if cmd == nil {
+		inv.usageError("unknown command %q (see kvcli help)", rest[0])
+		return exitUsage
+	}
+	inv.cmd = cmd
+	return cmd.run(ctx, inv, rest[1:])
+}
+
+// newFlagSet returns a flag set carrying the global flags.
+func (inv *invocation) newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by usageError
+	addGlobalFlags(fs, &inv.g)
+	return fs
+}
+
+// noteFlags records which global flags the command line set.
+func (inv *invocation) noteFlags(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "p", "password":
+			inv.passwordFlag = true
+		case "t", "timeout":
+			inv.timeoutFlag = true
+		}
+	})
+}
+
+// parse parses a command's arguments: flags (the command's and the global
+// ones) may come before, between or after the positional arguments; "--"
+// ends the flags. It checks the number of positional arguments (max < 0:
+// no upper bound). ok is false when the command should return code (help
+// was asked for, or the command line is wrong).
+func (inv *invocation) parse(fs *flag.FlagSet, args []string, min, max int) (pos []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				inv.printCommandUsage(inv.env.stdout, fs)
+				return nil, exitOK, false
+			}
+			inv.usageError("%s: %v", inv.cmd.name, err)
+			return nil, exitUsage, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	inv.noteFlags(fs)
+	if len(pos) < min || (max >= 0 && len(pos) > max) {
+		want := inv.cmd.args
+		if want == "" {
+			want = "no arguments"
+		}
+		inv.usageError("%s takes %s, got %d argument(s)\nusage: kvcli %s [flags] %s", inv.cmd.name, want, len(pos), inv.cmd.name, inv.cmd.args)
+		return nil, exitUsage, false
+	}
+	return pos, exitOK, true
+}
+
+// usageError prints a usage error on stderr.
+func (inv *invocation) usageError(format string, args ...any) {
+	fmt.Fprintf(inv.diag(), "kvcli: "+format+"\n", args...)
+}
+
+// warnf prints a warning on stderr.
+func (inv *invocation) warnf(format string, args ...any) {
+	fmt.Fprintf(inv.diag(), "kvcli: warning: "+format+"\n", args...)
+}
+
+func cmdHelp(_ context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("help")
+	pos, code, ok := inv.parse(fs, args, 0, 1)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		printUsage(inv.env.stdout)
+		return exitOK
+	}
+	cmd := lookupCommand(pos[0])
+	if cmd == nil || cmd.name == "help" {
+		inv.usageError("unknown command %q", pos[0])
+		return exitUsage
+	}
+	// Ask the command for its own help, which knows its flags.
+	sub := &invocation{env: inv.env, g: inv.g, cmd: cmd}
+	return cmd.run(context.Background(), sub, []string{"-h"})
+}
+
+// commandHelp has the long help of commands, printed by kvcli CMD -h.
+var commandHelp = map[string]string{
+	"get":     "Prints the value on stdout exactly as stored (a newline is added only on a terminal)\nand `KEY cas=0x... flags=0x... datatype=... size=N` on stderr.",
+	"set":     "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
+	"add":     "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
+	"replace": "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
+	"append":  "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
+	"prepend": "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
+	"touch":   "EXPIRY is a duration (90s, 10m, 24h); 0 removes the expiry.",
+	"lock":    "Prints the value on stdout and the lock's CAS on stderr (with --json: in the object).\nOnly that CAS writes or unlocks the document until the lock expires.",
+	"unlock":  "CAS is the one lock printed, in hex (0x...) or decimal.",
+	"exists":  "Exit status 0 when the document exists, 3 when it does not.",
+	"incr":    "Prints the counter's new value. Without --initial a missing document is an error (exit 3).",
+	"decr":    "Prints the counter's new value. Without --initial a missing document is an error (exit 3).",
+	"route":   "Sends nothing: shows where the client would send KEY under the config it fetched.",
+	"ping":    "Exit status 1 when any node did not answer.",
+	"bench": "Runs --concurrency workers doing gets (--ratio of them) and sets of --value-size bytes over\n" +
+		"--keys keys for --duration (or --ops operations), prints a progress line every second on\n" +
+		"stderr and a summary with latency percentiles. Ctrl-C stops it early; the summary is still printed.",
+	"serve": "Starts an in-process mock cluster and prints its connection string and credentials\n" +
+		"(the mock's own test credentials, printed on purpose) as shell exports, then runs until\n" +
+		"Ctrl-C or SIGTERM.",
+	"demo": "Starts a mock cluster and runs a workload through a rebalance (with a forward map),\n" +
+		"a held lock and injected TMPFAIL answers, then prints what was retried and why.\n" +
+		"Exit status 0 only when every operation succeeded and every write is on the cluster.",
+}
+
+// printCommandUsage prints kvcli CMD -h: synopsis, help and the command's
+// own flags (the global flags are listed by kvcli help).
+func (inv *invocation) printCommandUsage(w io.Writer, fs *flag.FlagSet) {
+	c := inv.cmd
+	fmt.Fprintf(w, "usage: kvcli %s [flags] %s\n\n%s.\n", c.name, c.args, c.summary)
+	if h := commandHelp[c.name]; h != "" {
+		fmt.Fprintf(w, "\n%s\n", h)
+	}
+	// A flag set built by newFlagSet carries the global flags, which
+	// kvcli help lists; others (serve's) list everything they take.
+	hasGlobals := fs.Lookup("connstr") != nil
+	var own []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if !hasGlobals || !globalFlagNames[f.Name] {
+			own = append(own, f)
+		}
+	})
+	if len(own) > 0 {
+		fmt.Fprintf(w, "\nflags:\n")
+		printFlags(w, own)
+	}
+	if hasGlobals {
+		fmt.Fprintf(w, "\nGlobal flags (-c, -u, -b, --collection, -t, --json, -v, ...): see kvcli help.\n")
+	}
+}
+
+func printFlags(w io.Writer, fl []*flag.Flag) {
+	sort.Slice(fl, func(i, j int) bool { return fl[i].Name < fl[j].Name })
+	for _, f := range fl {
+		name, usage := flag.UnquoteUsage(f)
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		line := "  " + dash + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		def := f.DefValue
+		if def != "" && def != "false" && def != "0" {
+			usage += " (default " + def + ")"
+		}
+		fmt.Fprintf(w, "%-26s %s\n", line, usage)
+	}
+}
+
+func printUsage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString(`kvcli: a command-line client for Couchbase key-value and memcached, built on kvwire.
+
+usage: kvcli [global flags] COMMAND [flags] [arguments]
+       kvcli COMMAND -h        help for one command
+
+commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-9s %-11s %s\n", c.name, c.args, c.summary)
+	}
+	b.WriteString(`
+global flags (before or after the command):
+  -c, --connstr URL       connection string (env KVCLI_CONNSTR; default couchbase://127.0.0.1/default)
+                          couchbase://h1,h2:11210/bucket, couchbases://h1/bucket, memcached://h1:11211,h2
+  -u, --user NAME         user name (env KVCLI_USER)
+  -p, --password PW       password: shows in the process list; prefer env KVCLI_PASSWORD
+  -b, --bucket NAME       bucket, instead of the connection string's path (default "default")
+  --collection S.C        scope.collection, or a collection of _default (default _default._default)
+  --cacert FILE           CA certificates (PEM) to trust for couchbases:// (env KVCLI_CACERT)
+  -t, --timeout D         timeout of each operation, retries included (default 2.5s)
+  --connect-timeout D     timeout of connecting (default 10s)
+  --json                  print one JSON object per command on stdout
+  -v                      trace every attempt and log the client's debug events on stderr
+
+values (set, add, replace, append, prepend):
+  VALUE     the argument itself
+  -         read the value from stdin
+  @FILE     read the value from FILE
+  --raw     take VALUE literally, even when it is - or starts with @
+
+output:
+  stdout carries the result (a value, a counter, true/false, "stored ..."), stderr everything
+  else (get's metadata, errors, warnings, -v traces). With --json stdout carries one object per
+  command; values are UTF-8 strings ("encoding":"utf8") or base64 ("encoding":"base64"), CAS
+  values are hex strings ("0x...").
+
+exit status:
+  0    success (exists: the document exists)
+  1    the operation failed: could not connect, wrong credentials, timeout, server error
+  2    usage: bad flags or arguments
+  3    document not found (exists: it does not exist)
+  4    conflict: CAS mismatch, document already exists (add), document not locked (unlock)
+  130  interrupted (Ctrl-C) before the operation finished
+
+The password is never printed or logged by kvcli (serve prints the mock's own test credentials).
+`)
+	io.WriteString(w, b.String())
+}
+
+// stdinIsTerminal and friends: terminal detection without dependencies.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

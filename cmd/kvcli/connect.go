@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/kvwire/kvwire/client"
+)
+
+// target is a resolved connection string and keyspace.
+type target struct {
+	cs         *client.ConnStr
+	connStr    string // cs rebuilt, with the bucket applied
+	scope      string
+	collection string
+}
+
+// resolveTarget applies -b and --collection to the connection string. Its
+// errors are usage errors.
+func (inv *invocation) resolveTarget() (*target, error) {
+	cs, err := client.ParseConnStr(inv.g.connStr)
+	if err != nil {
+		return nil, err
+	}
+	if inv.g.bucket != "" {
+		cs.Bucket = inv.g.bucket
+	}
+	if cs.Scheme == client.SchemeMemcached {
+		if inv.g.bucket != "" {
+			return nil, fmt.Errorf("memcached:// has no buckets: drop -b %q", inv.g.bucket)
+		}
+	} else if cs.Bucket == "" {
+		cs.Bucket = "default"
+	}
+	t := &target{cs: cs, connStr: cs.String()}
+	t.scope, t.collection, err = parseCollection(inv.g.collection)
+	if err != nil {
+		return nil, err
+	}
+	if cs.Scheme == client.SchemeMemcached && (t.scope != client.DefaultScope || t.collection != client.DefaultCollection) {
+		return nil, fmt.Errorf("memcached:// has no collections: drop --collection %q", inv.g.collection)
+	}
+	return t, nil
+}
+
+// parseCollection reads "scope.collection", or "collection" of the default
+// scope.
+func parseCollection(s string) (scope, coll string, err error) {
+	if s == "" {
+		return client.DefaultScope, client.DefaultCollection, nil
+	}
+	scope, coll, found := strings.Cut(s, ".")
+	if !found {
+		scope, coll = client.DefaultScope, s
+	}
+	if scope == "" || coll == "" || strings.Contains(coll, ".") {
+		return "", "", fmt.Errorf("--collection %q: want scope.collection (or a collection of %s)", s, client.DefaultScope)
+	}
+	return scope, coll, nil
+}
+
+// clientOptions builds the client's options from the globals.
+func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, error) {
+	o := &client.Options{
+		Username:       inv.g.user,
+		Password:       inv.g.password,
+		KVTimeout:      inv.g.timeout,
+		ConnectTimeout: inv.g.connectTimeout,
+		ClientName:     "kvcli",
+		Observer:       obs,
+	}
+	if inv.g.verbose {
+		o.Logger = slog.New(slog.NewTextHandler(inv.diag(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if inv.g.cacert != "" {
+		pem, err := os.ReadFile(inv.g.cacert)
+		if err != nil {
+			return nil, fmt.Errorf("--cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert %s: no PEM certificate in it", inv.g.cacert)
+		}
+		o.TLSConfig = &tls.Config{RootCAs: pool}
+	}
+	return o, nil
+}
+
+// session is a connected client with the keyspace the command works on.
+type session struct {
+	c   *client.Client
+	col *client.Collection
+	t   *target
+}
+
+func (s *session) Close() { _ = s.c.Close() }
+
+// connect resolves the target and connects. On failure it has reported
+// the error and returns the exit code.
+func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*session, int) {
+	if inv.passwordFlag {
+		inv.warnf("-p shows the password in the process list; set %s instead", envPassword)
+	}
+	t, err := inv.resolveTarget()
+	if err != nil {
+		inv.usageError("%s", inv.redact(err.Error()))
+		return nil, exitUsage
+	}
+	if inv.g.timeout <= 0 || inv.g.connectTimeout <= 0 {
+		inv.usageError("--timeout and --connect-timeout must be positive")
+		return nil, exitUsage
+	}
+	// -t wins over the connection string's kv_timeout, which wins over the
+	// default; every operation is given it explicitly.
+	inv.opTimeout = inv.g.timeout
+	if d, ok, err := t.cs.Duration("kv_timeout"); err == nil && ok && !inv.timeoutFlag && d > 0 {
+		inv.opTimeout = d
+	}
+	opts, err := inv.clientOptions(obs)
+	if err != nil {
+		inv.usageError("%s", err)
+		return nil, exitUsage
+	}
+	if obs == nil && inv.g.verbose {
+		opts.Observer = newTracer(inv.diag())
+	}
+	if t.cs.Scheme == client.SchemeCouchbases && opts.TLSConfig == nil {
+		// Verification stays on: the system roots apply.
+		opts.TLSConfig = &tls.Config{}
+	}
+	c, err := client.Connect(ctx, t.connStr, opts)
+	if err != nil {
+		return nil, inv.fail("", "connect", err)
+	}
+	col := c.DefaultCollection()
+	if t.scope != client.DefaultScope || t.collection != client.DefaultCollection {
+		col = c.Scope(t.scope).Collection(t.collection)
+	}
+	return &session{c: c, col: col, t: t}, exitOK
+}

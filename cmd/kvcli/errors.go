@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// Error kinds, as --json reports them in "error.kind".
+const (
+	kindNotFound    = "not_found"
+	kindConflict    = "conflict"
+	kindAuth        = "authentication"
+	kindBucket      = "bucket"
+	kindUnreachable = "unreachable"
+	kindTLS         = "tls"
+	kindTimeout     = "timeout"
+	kindInterrupted = "interrupted"
+	kindInvalid     = "invalid_argument"
+	kindCollection  = "collection"
+	kindAccess      = "access"
+	kindUnsupported = "unsupported"
+	kindOther       = "error"
+)
+
+// problem is an error turned into something a person can act on.
+type problem struct {
+	kind string
+	line string // one line, without "kvcli: "
+	code int
+}
+
+// explain maps a client error to a kind, an exit code and one line that
+// says what to do. key may be empty (connect, ping).
+func (inv *invocation) explain(key string, err error) problem {
+	user := inv.g.user
+	var kv *client.KeyValueError
+	isKV := errors.As(err, &kv)
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	switch {
+	case errors.Is(err, client.ErrInvalidConnStr):
+		return problem{kindInvalid, err.Error(), exitUsage}
+	case errors.Is(err, client.ErrAuthenticationFailure):
+		if user == "" {
+			return problem{kindAuth, "the server requires a user: set -u (or " + envUser + ") and " + envPassword, exitError}
+		}
+		return problem{kindAuth, "authentication failed for user " + q(user) + ": check the user name and password (" + envPassword + ")", exitError}
+	case errors.Is(err, client.ErrBucketNotFound):
+		b := inv.bucketName()
+		if user == "" {
+			return problem{kindBucket, "bucket " + q(b) + " does not exist or needs a user: set -u (or " + envUser + ") and " + envPassword, exitError}
+		}
+		return problem{kindBucket, "bucket " + q(b) + " does not exist or user " + q(user) + " may not access it", exitError}
+	case errors.Is(err, client.ErrTLS):
+		return problem{kindTLS, "TLS handshake failed: " + rootCause(err) + " (for a cluster with its own CA pass --cacert FILE)", exitError}
+	case errors.Is(err, client.ErrRequestCanceled), errors.Is(err, context.Canceled):
+		return problem{kindInterrupted, "interrupted", exitInterrupted}
+	case errors.Is(err, client.ErrTimeout):
+		return problem{kindTimeout, inv.timeoutLine(kv, isKV), exitError}
+	case errors.Is(err, client.ErrDocumentNotFound):
+		return problem{kindNotFound, "document " + q(key) + " not found" + inv.where(), exitNotFound}
+	case errors.Is(err, client.ErrCasMismatch):
+		if isKV && kv.Op == "Unlock" {
+			return problem{kindConflict, "CAS mismatch on " + q(key) + ": that CAS is not the lock's (the lock may have expired and been taken again)", exitConflict}
+		}
+		return problem{kindConflict, "CAS mismatch on " + q(key) + ": the document changed since that CAS was read", exitConflict}
+	case errors.Is(err, client.ErrDocumentExists):
+		return problem{kindConflict, "document " + q(key) + " already exists", exitConflict}
+	case errors.Is(err, client.ErrDocumentNotLocked):
+		return problem{kindConflict, "document " + q(key) + " is not locked", exitConflict}
+	case errors.Is(err, client.ErrDocumentLocked):
+		return problem{kindConflict, "document " + q(key) + " is locked", exitConflict}
+	case errors.Is(err, client.ErrDeltaInvalid):
+		return problem{kindInvalid, "document " + q(key) + " is not a number (counters hold a decimal uint64)", exitError}
+	case errors.Is(err, client.ErrValueTooLarge):
+		return problem{kindInvalid, "the value is larger than the server accepts (20 MiB on Couchbase, 1 MiB on memcached by default)", exitError}
+	case errors.Is(err, client.ErrScopeNotFound), errors.Is(err, client.ErrCollectionNotFound):
+		return problem{kindCollection, "collection " + q(inv.g.collection) + " does not exist in bucket " + q(inv.bucketName()) + " (check --collection)", exitError}
+	case errors.Is(err, client.ErrNoAccess):
+		return problem{kindAccess, "user " + q(user) + " may not do this in bucket " + q(inv.bucketName()), exitError}
+	case errors.Is(err, client.ErrFeatureNotAvailable):
+		if !isKV {
+			return problem{kindUnsupported, err.Error(), exitError}
+		}
+		return problem{kindUnsupported, "the server does not support this operation: " + err.Error(), exitError}
+	case errors.Is(err, client.ErrInvalidArgument):
+		return problem{kindInvalid, err.Error(), exitError}
+	case errors.Is(err, client.ErrNoNodeAvailable):
+		return problem{kindUnreachable, inv.unreachableLine(err), exitError}
+	}
+	return problem{kindOther, err.Error(), exitError}
+}
+
+// bucketName is the bucket the command line names.
+func (inv *invocation) bucketName() string {
+	if inv.g.bucket != "" {
+		return inv.g.bucket
+	}
+	if cs, err := client.ParseConnStr(inv.g.connStr); err == nil && cs.Bucket != "" {
+		return cs.Bucket
+	}
+	return "default"
+}
+
+// where names the keyspace when it is not the default one.
+func (inv *invocation) where() string {
+	s, c, err := parseCollection(inv.g.collection)
+	if err != nil || (s == client.DefaultScope && c == client.DefaultCollection) {
+		return ""
+	}
+	return " in " + s + "." + c
+}
+
+// unreachableLine explains a connect failure that reached no server.
+func (inv *invocation) unreachableLine(err error) string {
+	var ce *client.ConnectError
+	hosts := ""
+	if errors.As(err, &ce) {
+		hosts = strings.Join(ce.Hosts, ", ")
+	}
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		if hosts == "" {
+			return "nothing is listening at the cluster's address (is the cluster running? check -c)"
+		}
+		return "nothing is listening at " + hosts + " (is the cluster running? check -c)"
+	case errors.As(err, &dns):
+		return "cannot resolve host " + fmt.Sprintf("%q", dns.Name) + " (check -c)"
+	case errors.Is(err, context.DeadlineExceeded), isNetTimeout(err):
+		return fmt.Sprintf("no answer from %s within %v (firewall, wrong port, or a server that is not Couchbase/memcached?)", orAll(hosts), inv.g.connectTimeout)
+	}
+	if hosts != "" {
+		return "cannot reach " + hosts + ": " + rootCause(err)
+	}
+	return "no node could serve the request: " + rootCause(err)
+}
+
+func orAll(hosts string) string {
+	if hosts == "" {
+		return "the cluster"
+	}
+	return hosts
+}
+
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// rootCause is the innermost message of err's first chain, which is what a
+// person reads ("connection reset by peer", "x509: ...").
+func rootCause(err error) string {
+	for {
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next := u.Unwrap()
+			if next == nil {
+				return err.Error()
+			}
+			err = next
+		case interface{ Unwrap() []error }:
+			errs := u.Unwrap()
+			if len(errs) == 0 {
+				return err.Error()
+			}
+			err = errs[len(errs)-1]
+		default:
+			return err.Error()
+		}
+	}
+}
+
+// reasonWhy says in words what a retry reason means when it is what an
+// operation kept retrying for until it timed out.
+var reasonWhy = map[retry.Reason]string{
+	retry.ReasonKVLocked:                      "the document stayed locked",
+	retry.ReasonKVTemporaryFailure:            "the server kept answering TMPFAIL (busy, warming up or out of memory)",
+	retry.ReasonKVNotMyVbucket:                "the cluster map kept changing (a rebalance or failover?)",
+	retry.ReasonKVCollectionOutdated:          "the collection manifest kept changing",
+	retry.ReasonKVErrorMapRetryIndicated:      "the server kept answering a status its error map says to retry",
+	retry.ReasonKVSyncWriteInProgress:         "a durable write to the document stayed pending",
+	retry.ReasonKVSyncWriteReCommitInProgress: "a durable write to the document was being re-committed",
+	retry.ReasonSocketNotAvailable:            "no connection to the node was up",
+	retry.ReasonNodeNotAvailable:              "the node was not available",
+	retry.ReasonServiceNotAvailable:           "the KV service was not available on the node",
+	retry.ReasonSocketClosedWhileInFlight:     "connections closed with the request in flight",
+	retry.ReasonCircuitBreakerOpen:            "the node's circuit breaker was open",
+}
+
+// timeoutLine explains a timeout: how long, how often it was retried and
+// why, and whether a write may have been applied.
+func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
+	line := fmt.Sprintf("timed out after %v", inv.opTimeout)
+	if !isKV {
+		return line
+	}
+	if kv.Attempts == 0 || kv.RetryReasons.Len() == 0 {
+		if kv.Node != "" {
+			line += " waiting for " + kv.Node + " to answer (vbucket " + fmt.Sprint(kv.Vbucket) + ")"
+		}
+	} else {
+		var names, whys []string
+		for r := range kv.RetryReasons.All() {
+			names = append(names, r.String())
+			if w, ok := reasonWhy[r]; ok {
+				whys = append(whys, w)
+			}
+		}
+		times := "times"
+		if kv.Attempts == 1 {
+			times = "time"
+		}
+		line += fmt.Sprintf("; retried %d %s for %s", kv.Attempts, times, strings.Join(names, ", "))
+		if len(whys) > 0 {
+			line += ": " + strings.Join(whys, "; ")
+		}
+	}
+	if kv.Ambiguous {
+		line += "; it may have been applied"
+	}
+	return line
+}
+
+// fail reports err for op on key: one line on stderr and, with --json,
+// an object on stdout. It returns the exit code.
+func (inv *invocation) fail(key, op string, err error) int {
+	p := inv.explain(key, err)
+	fmt.Fprintf(inv.diag(), "kvcli: %s\n", p.line)
+	if inv.g.verbose && p.line != err.Error() {
+		fmt.Fprintf(inv.diag(), "kvcli: detail: %v\n", err)
+	}
+	if inv.g.json {
+		res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redact(p.line), Exit: p.code}}
+		var kv *client.KeyValueError
+		if errors.As(err, &kv) {
+			res.Retries = kv.Attempts
+			res.RetryReasons = reasonNames(kv.RetryReasons)
+			if kv.Status != 0 {
+				res.Error.Status = kv.Status.String()
+			}
+		}
+		inv.printJSON(res)
+	}
+	return p.code
+}
+
+func reasonNames(s retry.ReasonSet) []string {
+	var out []string
+	for r := range s.All() {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+// redact removes the password from a diagnostic text, in case some layer
+// ever echoes it. Values printed on stdout are never redacted.
+func (inv *invocation) redact(s string) string {
+	if p := inv.g.password; len(p) >= 3 && strings.Contains(s, p) {
+		return strings.ReplaceAll(s, p, "****")
+	}
+	return s
+}
+
+// diag is stderr with the password redacted.
+func (inv *invocation) diag() io.Writer { return redactWriter{inv} }
+
+type redactWriter struct{ inv *invocation }
+
+func (w redactWriter) Write(p []byte) (int, error) {
+	s := w.inv.redact(string(p))
+	// slog (config goroutine), the tracer (operation goroutines) and the
+	// command share stderr: one write at a time.
+	w.inv.errMu.Lock()
+	defer w.inv.errMu.Unlock()
+	if _, err := io.WriteString(w.inv.env.stderr, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// fmtDuration rounds a duration for people.
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
+	}
+}

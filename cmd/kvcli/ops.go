@@ -1,0 +1,464 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvwire/kvwire/client"
+)
+
+// withSession parses the command line, connects and runs fn with the
+// positional arguments. fn returns the exit code.
+func (inv *invocation) withSession(ctx context.Context, fs *flag.FlagSet, args []string, min, max int,
+	fn func(s *session, pos []string) int) int {
+	pos, code, ok := inv.parse(fs, args, min, max)
+	if !ok {
+		return code
+	}
+	s, code := inv.connect(ctx, nil)
+	if s == nil {
+		return code
+	}
+	defer s.Close()
+	return fn(s, pos)
+}
+
+func (inv *invocation) getOpts() *client.GetOptions {
+	return &client.GetOptions{Timeout: inv.opTimeout}
+}
+
+// printMeta prints get's and lock's metadata line on stderr.
+func (inv *invocation) printMeta(key string, r client.GetResult, extra string) {
+	fmt.Fprintf(inv.diag(), "%s cas=%s flags=0x%08x datatype=%s size=%d%s\n",
+		strconv.Quote(key), fmtCas(r.Cas), r.Flags, r.Datatype, len(r.Value), extra)
+}
+
+func (inv *invocation) getResult(op, key string, r client.GetResult) *jsonResult {
+	res := &jsonResult{Op: op, Key: key, OK: true, Cas: fmtCas(r.Cas), Flags: &r.Flags, Datatype: r.Datatype.String()}
+	res.setValue(r.Value)
+	res.setRetries(r.Attempts, r.RetryReasons)
+	return res
+}
+
+func cmdGet(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("get")
+	touch := fs.Duration("touch", 0, "also set the document's expiry to this (get-and-touch)")
+	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+		key := pos[0]
+		var r client.GetResult
+		var err error
+		if *touch > 0 {
+			r, err = s.col.GetAndTouch(ctx, key, *touch, inv.getOpts())
+		} else {
+			r, err = s.col.Get(ctx, key, inv.getOpts())
+		}
+		if err != nil {
+			return inv.fail(key, "get", err)
+		}
+		if inv.g.json {
+			inv.printJSON(inv.getResult("get", key, r))
+			return exitOK
+		}
+		inv.printMeta(key, r, "")
+		inv.writeValue(r.Value)
+		return exitOK
+	})
+}
+
+// parseCas reads a CAS in hex (0x...) or decimal.
+func parseCas(s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil || v == 0 {
+		return 0, fmt.Errorf("CAS %q: want a non-zero number, hex (0x...) or decimal", s)
+	}
+	return v, nil
+}
+
+// casFlag is a --cas flag: hex or decimal.
+type casFlag uint64
+
+func (c *casFlag) String() string {
+	if *c == 0 {
+		return ""
+	}
+	return fmtCas(uint64(*c))
+}
+
+func (c *casFlag) Set(s string) error {
+	v, err := parseCas(s)
+	if err != nil {
+		return err
+	}
+	*c = casFlag(v)
+	return nil
+}
+
+// cmdStore is set, add, replace, append and prepend.
+func cmdStore(name string) func(context.Context, *invocation, []string) int {
+	return func(ctx context.Context, inv *invocation, args []string) int {
+		fs := inv.newFlagSet(name)
+		raw := fs.Bool("raw", false, "take VALUE literally (no - or @FILE)")
+		var cas casFlag
+		var expiry *time.Duration
+		var flags *uint
+		var jsonDoc *bool
+		if name != "add" {
+			fs.Var(&cas, "cas", "write only if the document's CAS is still this (hex or decimal)")
+		}
+		if name == "set" || name == "add" || name == "replace" {
+			expiry = fs.Duration("expiry", 0, "time to live (0: never expires)")
+			flags = fs.Uint("flags", 0, "the document's 32-bit flags")
+			jsonDoc = fs.Bool("json-doc", false, "mark the value as JSON (datatype bit)")
+		}
+		return inv.withSession(ctx, fs, args, 2, 2, func(s *session, pos []string) int {
+			key := pos[0]
+			value, err := inv.readValue(pos[1], *raw)
+			if err != nil {
+				inv.usageError("%v", err)
+				return exitUsage
+			}
+			mo := &client.MutateOptions{Timeout: inv.opTimeout, Cas: uint64(cas)}
+			if expiry != nil {
+				mo.Expiry = *expiry
+				if *flags > 0xffffffff {
+					inv.usageError("--flags %d does not fit 32 bits", *flags)
+					return exitUsage
+				}
+				mo.Flags = uint32(*flags)
+				mo.JSON = *jsonDoc
+			}
+			var r client.MutationResult
+			var verb string
+			switch name {
+			case "set":
+				r, err = s.col.Upsert(ctx, key, value, mo)
+				verb = "stored"
+			case "add":
+				r, err = s.col.Insert(ctx, key, value, mo)
+				verb = "stored"
+			case "replace":
+				r, err = s.col.Replace(ctx, key, value, mo)
+				verb = "stored"
+			case "append":
+				r, err = s.col.Append(ctx, key, value, mo)
+				verb = "appended to"
+			case "prepend":
+				r, err = s.col.Prepend(ctx, key, value, mo)
+				verb = "prepended to"
+			}
+			if err != nil {
+				return inv.fail(key, name, err)
+			}
+			inv.mutated(name, verb, key, r)
+			return exitOK
+		})
+	}
+}
+
+// mutated prints a mutation's result.
+func (inv *invocation) mutated(op, verb, key string, r client.MutationResult) {
+	if inv.g.json {
+		res := &jsonResult{Op: op, Key: key, OK: true}
+		res.setMutation(r)
+		inv.printJSON(res)
+		return
+	}
+	if r.Cas != 0 {
+		fmt.Fprintf(inv.env.stdout, "%s %q cas=%s\n", verb, key, fmtCas(r.Cas))
+	} else {
+		fmt.Fprintf(inv.env.stdout, "%s %q\n", verb, key)
+	}
+}
+
+func cmdDelete(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("delete")
+	var cas casFlag
+	fs.Var(&cas, "cas", "delete only if the document's CAS is still this")
+	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+		key := pos[0]
+		r, err := s.col.Remove(ctx, key, &client.MutateOptions{Timeout: inv.opTimeout, Cas: uint64(cas)})
+		if err != nil {
+			return inv.fail(key, "delete", err)
+		}
+		if inv.g.json {
+			res := &jsonResult{Op: "delete", Key: key, OK: true}
+			res.setMutation(r)
+			inv.printJSON(res)
+			return exitOK
+		}
+		fmt.Fprintf(inv.env.stdout, "deleted %q\n", key)
+		return exitOK
+	})
+}
+
+func cmdTouch(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("touch")
+	return inv.withSession(ctx, fs, args, 2, 2, func(s *session, pos []string) int {
+		key := pos[0]
+		exp, err := parseExpiry(pos[1])
+		if err != nil {
+			inv.usageError("%v", err)
+			return exitUsage
+		}
+		r, err := s.col.Touch(ctx, key, exp, inv.getOpts())
+		if err != nil {
+			return inv.fail(key, "touch", err)
+		}
+		inv.mutated("touch", "touched", key, r)
+		return exitOK
+	})
+}
+
+// parseExpiry reads a duration; a bare "0" means no expiry.
+func parseExpiry(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("expiry %q: want a duration such as 90s, 10m or 24h (0: never)", s)
+	}
+	return d, nil
+}
+
+func cmdLock(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("lock")
+	lockTime := fs.Duration("lock-time", 15*time.Second, "how long the lock holds (the server caps it at 30s)")
+	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+		key := pos[0]
+		if s.t.cs.Scheme == client.SchemeMemcached {
+			return inv.noLocks(key, "lock")
+		}
+		if *lockTime < time.Second || *lockTime > 30*time.Second {
+			inv.usageError("--lock-time %v: want 1s to 30s", *lockTime)
+			return exitUsage
+		}
+		r, err := s.col.GetAndLock(ctx, key, *lockTime, inv.getOpts())
+		if err != nil {
+			return inv.fail(key, "lock", err)
+		}
+		if inv.g.json {
+			res := inv.getResult("lock", key, r)
+			res.LockTime = lockTime.Seconds()
+			inv.printJSON(res)
+			return exitOK
+		}
+		inv.printMeta(key, r, fmt.Sprintf(" locked for %v; unlock with: kvcli unlock %s %s", *lockTime, quoteArg(key), fmtCas(r.Cas)))
+		inv.writeValue(r.Value)
+		return exitOK
+	})
+}
+
+// quoteArg quotes a key for a shell command line when it needs it.
+func quoteArg(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == ':' || r == '.' || r == '/') {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	if s == "" {
+		return "''"
+	}
+	return s
+}
+
+// noLocks refuses lock and unlock on memcached, which has no GET_LOCKED
+// or UNLOCK_KEY (memcached 1.6 does not answer them at all, so sending one
+// would only end in a timeout).
+func (inv *invocation) noLocks(key, op string) int {
+	return inv.fail(key, op, fmt.Errorf("%w: memcached has no document locks (lock and unlock need Couchbase)", client.ErrFeatureNotAvailable))
+}
+
+func cmdUnlock(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("unlock")
+	return inv.withSession(ctx, fs, args, 2, 2, func(s *session, pos []string) int {
+		key := pos[0]
+		if s.t.cs.Scheme == client.SchemeMemcached {
+			return inv.noLocks(key, "unlock")
+		}
+		cas, err := parseCas(pos[1])
+		if err != nil {
+			inv.usageError("%v", err)
+			return exitUsage
+		}
+		if err := s.col.Unlock(ctx, key, cas, inv.getOpts()); err != nil {
+			return inv.fail(key, "unlock", err)
+		}
+		if inv.g.json {
+			inv.printJSON(&jsonResult{Op: "unlock", Key: key, OK: true})
+			return exitOK
+		}
+		fmt.Fprintf(inv.env.stdout, "unlocked %q\n", key)
+		return exitOK
+	})
+}
+
+// cmdCounter is incr and decr.
+func cmdCounter(name string) func(context.Context, *invocation, []string) int {
+	return func(ctx context.Context, inv *invocation, args []string) int {
+		fs := inv.newFlagSet(name)
+		delta := fs.Uint64("delta", 1, "amount to add or subtract")
+		initial := fs.String("initial", "", "create a missing document with this value (the delta is not applied)")
+		expiry := fs.Duration("expiry", 0, "time to live of a document the counter creates")
+		return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+			key := pos[0]
+			co := &client.CounterOptions{Timeout: inv.opTimeout, Delta: *delta, Expiry: *expiry}
+			if *delta == 0 {
+				inv.usageError("--delta must be at least 1")
+				return exitUsage
+			}
+			if *initial != "" {
+				v, err := strconv.ParseUint(*initial, 10, 64)
+				if err != nil {
+					inv.usageError("--initial %q: want a decimal uint64", *initial)
+					return exitUsage
+				}
+				co.Initial = &v
+			}
+			var r client.CounterResult
+			var err error
+			if name == "incr" {
+				r, err = s.col.Increment(ctx, key, co)
+			} else {
+				r, err = s.col.Decrement(ctx, key, co)
+			}
+			if err != nil {
+				return inv.fail(key, name, err)
+			}
+			if inv.g.json {
+				res := &jsonResult{Op: name, Key: key, OK: true, Counter: &r.Value}
+				res.setMutation(r.MutationResult)
+				inv.printJSON(res)
+				return exitOK
+			}
+			fmt.Fprintf(inv.env.stdout, "%d\n", r.Value)
+			return exitOK
+		})
+	}
+}
+
+func cmdExists(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("exists")
+	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+		key := pos[0]
+		r, err := s.col.Exists(ctx, key, inv.getOpts())
+		if errors.Is(err, client.ErrFeatureNotAvailable) {
+			// A server without GET_META (the mock cluster has none): a
+			// GET answers the same question, at the cost of the value.
+			var g client.GetResult
+			g, err = s.col.Get(ctx, key, inv.getOpts())
+			switch {
+			case err == nil:
+				r = client.ExistsResult{Exists: true, Cas: g.Cas, Attempts: g.Attempts, RetryReasons: g.RetryReasons}
+			case errors.Is(err, client.ErrDocumentNotFound):
+				r, err = client.ExistsResult{}, nil
+			}
+		}
+		if err != nil {
+			return inv.fail(key, "exists", err)
+		}
+		code := exitOK
+		if !r.Exists {
+			code = exitNotFound
+		}
+		if inv.g.json {
+			res := &jsonResult{Op: "exists", Key: key, OK: true, Exists: &r.Exists}
+			if r.Exists {
+				res.Cas = fmtCas(r.Cas)
+			}
+			res.setRetries(r.Attempts, r.RetryReasons)
+			inv.printJSON(res)
+			return code
+		}
+		fmt.Fprintf(inv.env.stdout, "%t\n", r.Exists)
+		return code
+	})
+}
+
+func cmdPing(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("ping")
+	return inv.withSession(ctx, fs, args, 0, 0, func(s *session, _ []string) int {
+		results := s.c.Ping(ctx)
+		code := exitOK
+		res := &jsonResult{Op: "ping", OK: true}
+		for _, p := range results {
+			jp := jsonPing{Node: p.Node, OK: p.Err == nil}
+			if p.Err != nil {
+				code = exitError
+				res.OK = false
+				jp.Error = inv.redact(p.Err.Error())
+				if !inv.g.json {
+					fmt.Fprintf(inv.env.stdout, "%-22s FAILED  %s\n", p.Node, jp.Error)
+				}
+			} else {
+				jp.LatencyUS = float64(p.Latency.Nanoseconds()) / 1e3
+				if !inv.g.json {
+					fmt.Fprintf(inv.env.stdout, "%-22s ok      %s\n", p.Node, fmtDuration(p.Latency))
+				}
+			}
+			res.Ping = append(res.Ping, jp)
+		}
+		if inv.g.json {
+			inv.printJSON(res)
+		}
+		return code
+	})
+}
+
+func cmdRoute(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("route")
+	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+		key := pos[0]
+		ri := s.c.Route(key)
+		if inv.g.json {
+			jr := &jsonRoute{Active: ri.Active, Replicas: ri.Replicas, HasForwardMap: ri.HasForwardMap,
+				ForwardActive: ri.ForwardActive, ForwardReplicas: ri.ForwardReplicas, Ketama: ri.Ketama}
+			if !ri.Ketama {
+				vb := ri.Vbucket
+				jr.Vbucket = &vb
+				jr.ConfigRev = ri.ConfigRev.Rev
+			}
+			inv.printJSON(&jsonResult{Op: "route", Key: key, OK: true, Route: jr})
+			return exitOK
+		}
+		w := inv.env.stdout
+		fmt.Fprintf(w, "key       %q\n", key)
+		if ri.Ketama {
+			fmt.Fprintf(w, "server    %s (ketama)\n", orNone(ri.Active))
+			return exitOK
+		}
+		fmt.Fprintf(w, "vbucket   %d (config rev %d)\n", ri.Vbucket, ri.ConfigRev.Rev)
+		fmt.Fprintf(w, "active    %s\n", orNone(ri.Active))
+		fmt.Fprintf(w, "replicas  %s\n", joinNodes(ri.Replicas))
+		if ri.HasForwardMap {
+			fmt.Fprintf(w, "forward   active %s, replicas %s (a rebalance is moving the vbucket)\n",
+				orNone(ri.ForwardActive), joinNodes(ri.ForwardReplicas))
+		} else {
+			fmt.Fprintf(w, "forward   none (no rebalance in progress)\n")
+		}
+		return exitOK
+	})
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func joinNodes(ns []string) string {
+	if len(ns) == 0 {
+		return "(none)"
+	}
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = orNone(n)
+	}
+	return strings.Join(out, ", ")
+}
