@@ -12,20 +12,26 @@ import (
 	"github.com/kvwire/kvwire/client"
 )
 
-// withSession parses the command line, connects and runs fn with the
-// positional arguments. fn returns the exit code.
+// withSession parses the command line, lets prepare check the positional
+// arguments and flags (its error is a usage error, reported before
+// anything connects), connects and runs the operation prepare returned.
 func (inv *invocation) withSession(ctx context.Context, fs *flag.FlagSet, args []string, min, max int,
-	fn func(s *session, pos []string) int) int {
+	prepare func(pos []string) (func(s *session) int, error)) int {
 	pos, code, ok := inv.parse(fs, args, min, max)
 	if !ok {
 		return code
+	}
+	op, err := prepare(pos)
+	if err != nil {
+		inv.usageError("%s: %v", inv.cmd.name, err)
+		return exitUsage
 	}
 	s, code := inv.connect(ctx, nil)
 	if s == nil {
 		return code
 	}
 	defer s.Close()
-	return fn(s, pos)
+	return op(s)
 }
 
 func (inv *invocation) getOpts() *client.GetOptions {
@@ -48,25 +54,30 @@ func (inv *invocation) getResult(op, key string, r client.GetResult) *jsonResult
 func cmdGet(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("get")
 	touch := fs.Duration("touch", 0, "also set the document's expiry to this (get-and-touch)")
-	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
-		var r client.GetResult
-		var err error
-		if *touch > 0 {
-			r, err = s.col.GetAndTouch(ctx, key, *touch, inv.getOpts())
-		} else {
-			r, err = s.col.Get(ctx, key, inv.getOpts())
+		if *touch < 0 {
+			return nil, fmt.Errorf("--touch %v: want a positive duration", *touch)
 		}
-		if err != nil {
-			return inv.fail(key, "get", err)
-		}
-		if inv.g.json {
-			inv.printJSON(inv.getResult("get", key, r))
+		return func(s *session) int {
+			var r client.GetResult
+			var err error
+			if *touch > 0 {
+				r, err = s.col.GetAndTouch(ctx, key, *touch, inv.getOpts())
+			} else {
+				r, err = s.col.Get(ctx, key, inv.getOpts())
+			}
+			if err != nil {
+				return inv.fail(key, "get", err)
+			}
+			if inv.g.json {
+				inv.printJSON(inv.getResult("get", key, r))
+				return exitOK
+			}
+			inv.printMeta(key, r, "")
+			inv.writeValue(r.Value)
 			return exitOK
-		}
-		inv.printMeta(key, r, "")
-		inv.writeValue(r.Value)
-		return exitOK
+		}, nil
 	})
 }
 
@@ -83,7 +94,7 @@ func parseCas(s string) (uint64, error) {
 type casFlag uint64
 
 func (c *casFlag) String() string {
-	if *c == 0 {
+	if c == nil || *c == 0 {
 		return ""
 	}
 	return fmtCas(uint64(*c))
@@ -115,47 +126,47 @@ func cmdStore(name string) func(context.Context, *invocation, []string) int {
 			flags = fs.Uint("flags", 0, "the document's 32-bit flags")
 			jsonDoc = fs.Bool("json-doc", false, "mark the value as JSON (datatype bit)")
 		}
-		return inv.withSession(ctx, fs, args, 2, 2, func(s *session, pos []string) int {
+		return inv.withSession(ctx, fs, args, 2, 2, func(pos []string) (func(*session) int, error) {
 			key := pos[0]
+			mo := &client.MutateOptions{Cas: uint64(cas)}
+			if expiry != nil {
+				if *expiry < 0 {
+					return nil, fmt.Errorf("--expiry %v: want a positive duration", *expiry)
+				}
+				if *flags > 0xffffffff {
+					return nil, fmt.Errorf("--flags %d does not fit 32 bits", *flags)
+				}
+				mo.Expiry, mo.Flags, mo.JSON = *expiry, uint32(*flags), *jsonDoc
+			}
 			value, err := inv.readValue(pos[1], *raw)
 			if err != nil {
-				inv.usageError("%v", err)
-				return exitUsage
+				return nil, err
 			}
-			mo := &client.MutateOptions{Timeout: inv.opTimeout, Cas: uint64(cas)}
-			if expiry != nil {
-				mo.Expiry = *expiry
-				if *flags > 0xffffffff {
-					inv.usageError("--flags %d does not fit 32 bits", *flags)
-					return exitUsage
+			return func(s *session) int {
+				mo.Timeout = inv.opTimeout
+				var r client.MutationResult
+				var err error
+				verb := "stored"
+				switch name {
+				case "set":
+					r, err = s.col.Upsert(ctx, key, value, mo)
+				case "add":
+					r, err = s.col.Insert(ctx, key, value, mo)
+				case "replace":
+					r, err = s.col.Replace(ctx, key, value, mo)
+				case "append":
+					r, err = s.col.Append(ctx, key, value, mo)
+					verb = "appended to"
+				case "prepend":
+					r, err = s.col.Prepend(ctx, key, value, mo)
+					verb = "prepended to"
 				}
-				mo.Flags = uint32(*flags)
-				mo.JSON = *jsonDoc
-			}
-			var r client.MutationResult
-			var verb string
-			switch name {
-			case "set":
-				r, err = s.col.Upsert(ctx, key, value, mo)
-				verb = "stored"
-			case "add":
-				r, err = s.col.Insert(ctx, key, value, mo)
-				verb = "stored"
-			case "replace":
-				r, err = s.col.Replace(ctx, key, value, mo)
-				verb = "stored"
-			case "append":
-				r, err = s.col.Append(ctx, key, value, mo)
-				verb = "appended to"
-			case "prepend":
-				r, err = s.col.Prepend(ctx, key, value, mo)
-				verb = "prepended to"
-			}
-			if err != nil {
-				return inv.fail(key, name, err)
-			}
-			inv.mutated(name, verb, key, r)
-			return exitOK
+				if err != nil {
+					return inv.fail(key, name, err)
+				}
+				inv.mutated(name, verb, key, r)
+				return exitOK
+			}, nil
 		})
 	}
 }
@@ -179,38 +190,41 @@ func cmdDelete(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("delete")
 	var cas casFlag
 	fs.Var(&cas, "cas", "delete only if the document's CAS is still this")
-	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
-		r, err := s.col.Remove(ctx, key, &client.MutateOptions{Timeout: inv.opTimeout, Cas: uint64(cas)})
-		if err != nil {
-			return inv.fail(key, "delete", err)
-		}
-		if inv.g.json {
-			res := &jsonResult{Op: "delete", Key: key, OK: true}
-			res.setMutation(r)
-			inv.printJSON(res)
+		return func(s *session) int {
+			r, err := s.col.Remove(ctx, key, &client.MutateOptions{Timeout: inv.opTimeout, Cas: uint64(cas)})
+			if err != nil {
+				return inv.fail(key, "delete", err)
+			}
+			if inv.g.json {
+				res := &jsonResult{Op: "delete", Key: key, OK: true}
+				res.setMutation(r)
+				inv.printJSON(res)
+				return exitOK
+			}
+			fmt.Fprintf(inv.env.stdout, "deleted %q\n", key)
 			return exitOK
-		}
-		fmt.Fprintf(inv.env.stdout, "deleted %q\n", key)
-		return exitOK
+		}, nil
 	})
 }
 
 func cmdTouch(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("touch")
-	return inv.withSession(ctx, fs, args, 2, 2, func(s *session, pos []string) int {
+	return inv.withSession(ctx, fs, args, 2, 2, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
 		exp, err := parseExpiry(pos[1])
 		if err != nil {
-			inv.usageError("%v", err)
-			return exitUsage
+			return nil, err
 		}
-		r, err := s.col.Touch(ctx, key, exp, inv.getOpts())
-		if err != nil {
-			return inv.fail(key, "touch", err)
-		}
-		inv.mutated("touch", "touched", key, r)
-		return exitOK
+		return func(s *session) int {
+			r, err := s.col.Touch(ctx, key, exp, inv.getOpts())
+			if err != nil {
+				return inv.fail(key, "touch", err)
+			}
+			inv.mutated("touch", "touched", key, r)
+			return exitOK
+		}, nil
 	})
 }
 
@@ -226,75 +240,83 @@ func parseExpiry(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// noLocks refuses lock and unlock on memcached://, which has no GET_LOCKED
+// or UNLOCK_KEY (memcached 1.6 does not answer them at all, so sending one
+// would only end in a timeout).
+func (inv *invocation) noLocks(s *session, key, op string) (int, bool) {
+	if s.t.cs.Scheme != client.SchemeMemcached {
+		return 0, false
+	}
+	return inv.fail(key, op, fmt.Errorf("%w: memcached has no document locks (%s needs Couchbase)", client.ErrFeatureNotAvailable, op)), true
+}
+
 func cmdLock(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("lock")
 	lockTime := fs.Duration("lock-time", 15*time.Second, "how long the lock holds (the server caps it at 30s)")
-	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
-		if s.t.cs.Scheme == client.SchemeMemcached {
-			return inv.noLocks(key, "lock")
-		}
 		if *lockTime < time.Second || *lockTime > 30*time.Second {
-			inv.usageError("--lock-time %v: want 1s to 30s", *lockTime)
-			return exitUsage
+			return nil, fmt.Errorf("--lock-time %v: want 1s to 30s", *lockTime)
 		}
-		r, err := s.col.GetAndLock(ctx, key, *lockTime, inv.getOpts())
-		if err != nil {
-			return inv.fail(key, "lock", err)
-		}
-		if inv.g.json {
-			res := inv.getResult("lock", key, r)
-			res.LockTime = lockTime.Seconds()
-			inv.printJSON(res)
+		return func(s *session) int {
+			if code, refused := inv.noLocks(s, key, "lock"); refused {
+				return code
+			}
+			r, err := s.col.GetAndLock(ctx, key, *lockTime, inv.getOpts())
+			if err != nil {
+				return inv.fail(key, "lock", err)
+			}
+			if inv.g.json {
+				res := inv.getResult("lock", key, r)
+				res.LockTime = lockTime.Seconds()
+				inv.printJSON(res)
+				return exitOK
+			}
+			inv.printMeta(key, r, fmt.Sprintf(" locked for %v; unlock with: kvcli unlock %s %s", *lockTime, quoteArg(key), fmtCas(r.Cas)))
+			inv.writeValue(r.Value)
 			return exitOK
-		}
-		inv.printMeta(key, r, fmt.Sprintf(" locked for %v; unlock with: kvcli unlock %s %s", *lockTime, quoteArg(key), fmtCas(r.Cas)))
-		inv.writeValue(r.Value)
-		return exitOK
+		}, nil
 	})
 }
 
 // quoteArg quotes a key for a shell command line when it needs it.
 func quoteArg(s string) string {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == ':' || r == '.' || r == '/') {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
 	if s == "" {
 		return "''"
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_:./", r)) {
+			return shellQuote(s)
+		}
+	}
+	if s[0] == '-' {
+		return "-- " + s
 	}
 	return s
 }
 
-// noLocks refuses lock and unlock on memcached, which has no GET_LOCKED
-// or UNLOCK_KEY (memcached 1.6 does not answer them at all, so sending one
-// would only end in a timeout).
-func (inv *invocation) noLocks(key, op string) int {
-	return inv.fail(key, op, fmt.Errorf("%w: memcached has no document locks (lock and unlock need Couchbase)", client.ErrFeatureNotAvailable))
-}
-
 func cmdUnlock(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("unlock")
-	return inv.withSession(ctx, fs, args, 2, 2, func(s *session, pos []string) int {
+	return inv.withSession(ctx, fs, args, 2, 2, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
-		if s.t.cs.Scheme == client.SchemeMemcached {
-			return inv.noLocks(key, "unlock")
-		}
 		cas, err := parseCas(pos[1])
 		if err != nil {
-			inv.usageError("%v", err)
-			return exitUsage
+			return nil, err
 		}
-		if err := s.col.Unlock(ctx, key, cas, inv.getOpts()); err != nil {
-			return inv.fail(key, "unlock", err)
-		}
-		if inv.g.json {
-			inv.printJSON(&jsonResult{Op: "unlock", Key: key, OK: true})
+		return func(s *session) int {
+			if code, refused := inv.noLocks(s, key, "unlock"); refused {
+				return code
+			}
+			if err := s.col.Unlock(ctx, key, cas, inv.getOpts()); err != nil {
+				return inv.fail(key, "unlock", err)
+			}
+			if inv.g.json {
+				inv.printJSON(&jsonResult{Op: "unlock", Key: key, OK: true})
+				return exitOK
+			}
+			fmt.Fprintf(inv.env.stdout, "unlocked %q\n", key)
 			return exitOK
-		}
-		fmt.Fprintf(inv.env.stdout, "unlocked %q\n", key)
-		return exitOK
+		}, nil
 	})
 }
 
@@ -305,143 +327,153 @@ func cmdCounter(name string) func(context.Context, *invocation, []string) int {
 		delta := fs.Uint64("delta", 1, "amount to add or subtract")
 		initial := fs.String("initial", "", "create a missing document with this value (the delta is not applied)")
 		expiry := fs.Duration("expiry", 0, "time to live of a document the counter creates")
-		return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+		return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 			key := pos[0]
-			co := &client.CounterOptions{Timeout: inv.opTimeout, Delta: *delta, Expiry: *expiry}
+			co := &client.CounterOptions{Delta: *delta, Expiry: *expiry}
 			if *delta == 0 {
-				inv.usageError("--delta must be at least 1")
-				return exitUsage
+				return nil, errors.New("--delta must be at least 1")
+			}
+			if *expiry < 0 {
+				return nil, fmt.Errorf("--expiry %v: want a positive duration", *expiry)
 			}
 			if *initial != "" {
 				v, err := strconv.ParseUint(*initial, 10, 64)
 				if err != nil {
-					inv.usageError("--initial %q: want a decimal uint64", *initial)
-					return exitUsage
+					return nil, fmt.Errorf("--initial %q: want a decimal uint64", *initial)
 				}
 				co.Initial = &v
 			}
-			var r client.CounterResult
-			var err error
-			if name == "incr" {
-				r, err = s.col.Increment(ctx, key, co)
-			} else {
-				r, err = s.col.Decrement(ctx, key, co)
-			}
-			if err != nil {
-				return inv.fail(key, name, err)
-			}
-			if inv.g.json {
-				res := &jsonResult{Op: name, Key: key, OK: true, Counter: &r.Value}
-				res.setMutation(r.MutationResult)
-				inv.printJSON(res)
+			return func(s *session) int {
+				co.Timeout = inv.opTimeout
+				var r client.CounterResult
+				var err error
+				if name == "incr" {
+					r, err = s.col.Increment(ctx, key, co)
+				} else {
+					r, err = s.col.Decrement(ctx, key, co)
+				}
+				if err != nil {
+					return inv.fail(key, name, err)
+				}
+				if inv.g.json {
+					res := &jsonResult{Op: name, Key: key, OK: true, Counter: &r.Value}
+					res.setMutation(r.MutationResult)
+					inv.printJSON(res)
+					return exitOK
+				}
+				fmt.Fprintf(inv.env.stdout, "%d\n", r.Value)
 				return exitOK
-			}
-			fmt.Fprintf(inv.env.stdout, "%d\n", r.Value)
-			return exitOK
+			}, nil
 		})
 	}
 }
 
 func cmdExists(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("exists")
-	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
-		r, err := s.col.Exists(ctx, key, inv.getOpts())
-		if errors.Is(err, client.ErrFeatureNotAvailable) {
-			// A server without GET_META (the mock cluster has none): a
-			// GET answers the same question, at the cost of the value.
-			var g client.GetResult
-			g, err = s.col.Get(ctx, key, inv.getOpts())
-			switch {
-			case err == nil:
-				r = client.ExistsResult{Exists: true, Cas: g.Cas, Attempts: g.Attempts, RetryReasons: g.RetryReasons}
-			case errors.Is(err, client.ErrDocumentNotFound):
-				r, err = client.ExistsResult{}, nil
+		return func(s *session) int {
+			r, err := s.col.Exists(ctx, key, inv.getOpts())
+			if errors.Is(err, client.ErrFeatureNotAvailable) {
+				// A server without GET_META (the mock cluster has none):
+				// a GET answers the same question, at the cost of the value.
+				var g client.GetResult
+				g, err = s.col.Get(ctx, key, inv.getOpts())
+				switch {
+				case err == nil:
+					r = client.ExistsResult{Exists: true, Cas: g.Cas, Attempts: g.Attempts, RetryReasons: g.RetryReasons}
+				case errors.Is(err, client.ErrDocumentNotFound):
+					r, err = client.ExistsResult{}, nil
+				}
 			}
-		}
-		if err != nil {
-			return inv.fail(key, "exists", err)
-		}
-		code := exitOK
-		if !r.Exists {
-			code = exitNotFound
-		}
-		if inv.g.json {
-			res := &jsonResult{Op: "exists", Key: key, OK: true, Exists: &r.Exists}
-			if r.Exists {
-				res.Cas = fmtCas(r.Cas)
+			if err != nil {
+				return inv.fail(key, "exists", err)
 			}
-			res.setRetries(r.Attempts, r.RetryReasons)
-			inv.printJSON(res)
+			code := exitOK
+			if !r.Exists {
+				code = exitNotFound
+			}
+			if inv.g.json {
+				res := &jsonResult{Op: "exists", Key: key, OK: true, Exists: &r.Exists}
+				if r.Exists {
+					res.Cas = fmtCas(r.Cas)
+				}
+				res.setRetries(r.Attempts, r.RetryReasons)
+				inv.printJSON(res)
+				return code
+			}
+			fmt.Fprintf(inv.env.stdout, "%t\n", r.Exists)
 			return code
-		}
-		fmt.Fprintf(inv.env.stdout, "%t\n", r.Exists)
-		return code
+		}, nil
 	})
 }
 
 func cmdPing(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("ping")
-	return inv.withSession(ctx, fs, args, 0, 0, func(s *session, _ []string) int {
-		results := s.c.Ping(ctx)
-		code := exitOK
-		res := &jsonResult{Op: "ping", OK: true}
-		for _, p := range results {
-			jp := jsonPing{Node: p.Node, OK: p.Err == nil}
-			if p.Err != nil {
-				code = exitError
-				res.OK = false
-				jp.Error = inv.redact(p.Err.Error())
-				if !inv.g.json {
-					fmt.Fprintf(inv.env.stdout, "%-22s FAILED  %s\n", p.Node, jp.Error)
+	return inv.withSession(ctx, fs, args, 0, 0, func([]string) (func(*session) int, error) {
+		return func(s *session) int {
+			results := s.c.Ping(ctx)
+			code := exitOK
+			res := &jsonResult{Op: "ping", OK: true}
+			for _, p := range results {
+				jp := jsonPing{Node: p.Node, OK: p.Err == nil}
+				if p.Err != nil {
+					code = exitError
+					res.OK = false
+					jp.Error = inv.redact(p.Err.Error())
+					if !inv.g.json {
+						fmt.Fprintf(inv.env.stdout, "%-22s FAILED  %s\n", p.Node, jp.Error)
+					}
+				} else {
+					jp.LatencyUS = float64(p.Latency.Nanoseconds()) / 1e3
+					if !inv.g.json {
+						fmt.Fprintf(inv.env.stdout, "%-22s ok      %s\n", p.Node, fmtDuration(p.Latency))
+					}
 				}
-			} else {
-				jp.LatencyUS = float64(p.Latency.Nanoseconds()) / 1e3
-				if !inv.g.json {
-					fmt.Fprintf(inv.env.stdout, "%-22s ok      %s\n", p.Node, fmtDuration(p.Latency))
-				}
+				res.Ping = append(res.Ping, jp)
 			}
-			res.Ping = append(res.Ping, jp)
-		}
-		if inv.g.json {
-			inv.printJSON(res)
-		}
-		return code
+			if inv.g.json {
+				inv.printJSON(res)
+			}
+			return code
+		}, nil
 	})
 }
 
 func cmdRoute(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("route")
-	return inv.withSession(ctx, fs, args, 1, 1, func(s *session, pos []string) int {
+	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
-		ri := s.c.Route(key)
-		if inv.g.json {
-			jr := &jsonRoute{Active: ri.Active, Replicas: ri.Replicas, HasForwardMap: ri.HasForwardMap,
-				ForwardActive: ri.ForwardActive, ForwardReplicas: ri.ForwardReplicas, Ketama: ri.Ketama}
-			if !ri.Ketama {
-				vb := ri.Vbucket
-				jr.Vbucket = &vb
-				jr.ConfigRev = ri.ConfigRev.Rev
+		return func(s *session) int {
+			ri := s.c.Route(key)
+			if inv.g.json {
+				jr := &jsonRoute{Active: ri.Active, Replicas: ri.Replicas, HasForwardMap: ri.HasForwardMap,
+					ForwardActive: ri.ForwardActive, ForwardReplicas: ri.ForwardReplicas, Ketama: ri.Ketama}
+				if !ri.Ketama {
+					vb := ri.Vbucket
+					jr.Vbucket = &vb
+					jr.ConfigRev = ri.ConfigRev.Rev
+				}
+				inv.printJSON(&jsonResult{Op: "route", Key: key, OK: true, Route: jr})
+				return exitOK
 			}
-			inv.printJSON(&jsonResult{Op: "route", Key: key, OK: true, Route: jr})
+			w := inv.env.stdout
+			fmt.Fprintf(w, "key       %q\n", key)
+			if ri.Ketama {
+				fmt.Fprintf(w, "server    %s (ketama)\n", orNone(ri.Active))
+				return exitOK
+			}
+			fmt.Fprintf(w, "vbucket   %d (config rev %d)\n", ri.Vbucket, ri.ConfigRev.Rev)
+			fmt.Fprintf(w, "active    %s\n", orNone(ri.Active))
+			fmt.Fprintf(w, "replicas  %s\n", joinNodes(ri.Replicas))
+			if ri.HasForwardMap {
+				fmt.Fprintf(w, "forward   active %s, replicas %s (a rebalance is moving the vbucket)\n",
+					orNone(ri.ForwardActive), joinNodes(ri.ForwardReplicas))
+			} else {
+				fmt.Fprintf(w, "forward   none (no rebalance in progress)\n")
+			}
 			return exitOK
-		}
-		w := inv.env.stdout
-		fmt.Fprintf(w, "key       %q\n", key)
-		if ri.Ketama {
-			fmt.Fprintf(w, "server    %s (ketama)\n", orNone(ri.Active))
-			return exitOK
-		}
-		fmt.Fprintf(w, "vbucket   %d (config rev %d)\n", ri.Vbucket, ri.ConfigRev.Rev)
-		fmt.Fprintf(w, "active    %s\n", orNone(ri.Active))
-		fmt.Fprintf(w, "replicas  %s\n", joinNodes(ri.Replicas))
-		if ri.HasForwardMap {
-			fmt.Fprintf(w, "forward   active %s, replicas %s (a rebalance is moving the vbucket)\n",
-				orNone(ri.ForwardActive), joinNodes(ri.ForwardReplicas))
-		} else {
-			fmt.Fprintf(w, "forward   none (no rebalance in progress)\n")
-		}
-		return exitOK
+		}, nil
 	})
 }
 

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+func TestUsage(t *testing.T) {
+	none := map[string]string{}
+	cases := []struct {
+		args []string
+		want string // in stderr
+	}{
+		{nil, "usage: kvcli"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"get"}, "get takes KEY, got 0 argument(s)"},
+		{[]string{"get", "a", "b"}, "get takes KEY, got 2 argument(s)"},
+		{[]string{"set", "a"}, "set takes KEY VALUE"},
+		{[]string{"unlock", "a"}, "unlock takes KEY CAS"},
+		{[]string{"ping", "extra"}, "ping takes no arguments"},
+		{[]string{"get", "--bogus", "a"}, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"get", "a", "-t", "soon"}, `invalid value "soon" for flag -t`},
+		{[]string{"get", "a", "-t", "0s"}, "must be positive"},
+		{[]string{"get", "a", "-c", "ftp://x"}, "invalid connection string"},
+		{[]string{"get", "a", "-c", "couchbase://h/b?no_such_option=1"}, "invalid connection string"},
+		{[]string{"get", "a", "-c", "memcached://h", "-b", "x"}, "memcached:// has no buckets"},
+		{[]string{"get", "a", "-c", "memcached://h", "--collection", "s.c"}, "memcached:// has no collections"},
+		{[]string{"get", "a", "--collection", ".c"}, "want scope.collection"},
+		{[]string{"get", "a", "--cacert", "/no/such/file"}, "--cacert"},
+		{[]string{"set", "a", "b", "--cas", "zz"}, `CAS "zz"`},
+		{[]string{"set", "a", "b", "--flags", "4294967296"}, "does not fit 32 bits"},
+		{[]string{"add", "a", "b", "--cas", "1"}, "flag provided but not defined: -cas"},
+		{[]string{"bench", "--ratio", "2"}, "--ratio 2"},
+		{[]string{"bench", "--concurrency", "0"}, "--concurrency 0"},
+		{[]string{"serve", "--nodes", "0"}, "--nodes 0"},
+		{[]string{"serve", "--cacert-out", "x"}, "--cacert-out needs --tls"},
+		{[]string{"serve", "-c", "x"}, "flag provided but not defined: -c"},
+		{[]string{"help", "nope"}, `unknown command "nope"`},
+	}
+	for _, c := range cases {
+		// Validation that needs no server runs before connecting; the ones
+		// that do connect point at a closed port and must not get there.
+		r := runKV(t, with(none, envConnStr, "couchbase://127.0.0.1:1/default"), "", c.args...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", c.args, r)
+		assert.Contains(t, r.stderr, c.want, "%v", c.args)
+		assert.NotContains(t, r.stderr, "nothing is listening", "%v: usage errors are found before connecting", c.args)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		r := runKV(t, nil, "", args...)
+		require.Equal(t, exitOK, r.code, "%v: %s", args, r)
+		for _, c := range commands {
+			assert.Contains(t, r.stdout, "\n  "+c.name+" ", "%v lists %s", args, c.name)
+		}
+		for _, s := range []string{"exit status:", "  0    success", "  2    usage", "  3    document not found",
+			"  4    conflict", "KVCLI_PASSWORD", "KVCLI_CONNSTR", "@FILE", `"encoding":"base64"`} {
+			assert.Contains(t, r.stdout, s, "%v", args)
+		}
+	}
+	for _, c := range commands {
+		if c.name == "help" {
+			continue
+		}
+		for _, args := range [][]string{{c.name, "-h"}, {"help", c.name}} {
+			r := runKV(t, nil, "", args...)
+			assert.Equal(t, exitOK, r.code, "%v: %s", args, r)
+			assert.Contains(t, r.stdout, "usage: kvcli "+c.name, "%v", args)
+		}
+	}
+	r := runKV(t, nil, "", "set", "-h")
+	assert.Contains(t, r.stdout, "--expiry", "command flags are listed")
+	assert.NotContains(t, r.stdout, "--connstr", "global flags are left to kvcli help")
+	r = runKV(t, nil, "", "serve", "-h")
+	assert.Contains(t, r.stdout, "--password", "serve lists its own flags, which share global names")
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+func TestConnectErrors(t *testing.T) {
+	const secret = "s3cr3t-Pa55word"
+	mc, env := newMock(t, mockcluster.Options{})
+	_ = mc
+
+	t.Run("wrong password", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"get", "k"},
+			{"get", "k", "-v"},
+			{"get", "k", "--json"},
+			{"set", "k", "v", "-v", "--json"},
+		} {
+			r := runKV(t, with(env, envPassword, secret), "", args...)
+			assert.Equal(t, exitError, r.code, "%v: %s", args, r)
+			assert.Contains(t, r.stderr, `kvcli: authentication failed for user "Administrator": check the user name and password (KVCLI_PASSWORD)`, "%v", args)
+			assert.NotContains(t, r.stderr+r.stdout, secret, "%v: the password is never printed", args)
+			if strings.Contains(strings.Join(args, " "), "--json") {
+				var jr jsonResult
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr), r.stdout)
+				require.NotNil(t, jr.Error)
+				assert.Equal(t, kindAuth, jr.Error.Kind)
+				assert.Equal(t, exitError, jr.Error.Exit)
+			}
+		}
+		// -p works, warns, and is not echoed either.
+		r := runKV(t, with(env, envPassword, ""), "", "get", "k", "-p", secret, "-v")
+		assert.Equal(t, exitError, r.code, r)
+		assert.Contains(t, r.stderr, "warning: -p shows the password in the process list; set KVCLI_PASSWORD instead")
+		assert.NotContains(t, r.stderr+r.stdout, secret)
+		r = runKV(t, with(env, envPassword, ""), "", "set", "k", "v", "-p", mockcluster.DefaultPassword)
+		assert.Equal(t, exitOK, r.code, "-p with the right password: %s", r)
+	})
+
+	t.Run("wrong user", func(t *testing.T) {
+		r := runKV(t, with(env, envUser, "nobody"), "", "get", "k")
+		assert.Equal(t, exitError, r.code, r)
+		assert.Contains(t, r.stderr, `authentication failed for user "nobody"`)
+	})
+
+	t.Run("no user", func(t *testing.T) {
+		r := runKV(t, with(env, envUser, "", envPassword, ""), "", "get", "k")
+		assert.Equal(t, exitError, r.code, r)
+		assert.Contains(t, r.stderr, "set -u (or KVCLI_USER) and KVCLI_PASSWORD")
+	})
+
+	t.Run("unknown bucket", func(t *testing.T) {
+		r := runKV(t, env, "", "get", "k", "-b", "travel")
+		assert.Equal(t, exitError, r.code, r)
+		assert.Equal(t, "kvcli: bucket \"travel\" does not exist or user \"Administrator\" may not access it\n", r.stderr)
+		r = runKV(t, env, "", "get", "k", "-b", "travel", "--json")
+		assert.Contains(t, r.stdout, `"kind":"bucket"`)
+	})
+
+	t.Run("nothing listening", func(t *testing.T) {
+		a, b := closedAddr(t), closedAddr(t)
+		r := runKV(t, with(env, envConnStr, "couchbase://"+a+","+b+"/default"), "", "get", "k")
+		assert.Equal(t, exitError, r.code, r)
+		assert.Equal(t, "kvcli: nothing is listening at "+a+", "+b+" (is the cluster running? check -c)\n", r.stderr)
+		r = runKV(t, with(env, envConnStr, "couchbase://"+a), "", "get", "k", "--json")
+		assert.Contains(t, r.stdout, `"kind":"unreachable"`)
+	})
+
+	t.Run("default connection string", func(t *testing.T) {
+		// Nothing in the environment: kvcli tries couchbase://127.0.0.1/default.
+		r := runKV(t, map[string]string{}, "", "get", "k", "--connect-timeout", "2s")
+		assert.Equal(t, exitError, r.code, r)
+		assert.Contains(t, r.stderr, "127.0.0.1:11210")
+	})
+}
+
+func TestTimeoutExplained(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	require.Equal(t, exitOK, runKV(t, env, "", "set", "k", "v").code)
+
+	// TMPFAIL on every SET: retried until the timeout, and the line says
+	// what was retried and why.
+	h := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "k", OpCodes: []memdx.OpCode{memdx.OpSet}},
+		Action: mockcluster.Action{Status: memdx.StatusTmpFail},
+	})
+	defer h.Remove()
+	r := runKV(t, env, "", "set", "k", "v2", "-t", "250ms")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Regexp(t, `^kvcli: timed out after 250ms; retried \d+ times for KV_TEMPORARY_FAILURE: the server kept answering TMPFAIL`, r.stderr)
+	assert.Equal(t, "v", value(t, mc, "k"))
+
+	// The connection string's kv_timeout applies unless -t is given.
+	r = runKV(t, with(env, envConnStr, env[envConnStr]+"?kv_timeout=150ms"), "", "set", "k", "v2")
+	assert.Contains(t, r.stderr, "timed out after 150ms", r)
+	r = runKV(t, with(env, envConnStr, env[envConnStr]+"?kv_timeout=150ms"), "", "set", "k", "v2", "-t", "200ms")
+	assert.Contains(t, r.stderr, "timed out after 200ms", r)
+
+	r = runKV(t, env, "", "set", "k", "v2", "-t", "200ms", "--json")
+	var jr jsonResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr), r.stdout)
+	require.NotNil(t, jr.Error)
+	assert.Equal(t, kindTimeout, jr.Error.Kind)
+	assert.Greater(t, jr.Retries, 0)
+	assert.Equal(t, []string{"KV_TEMPORARY_FAILURE"}, jr.RetryReasons)
+}

@@ -1,0 +1,389 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// doc reads a document straight from the mock.
+func doc(t *testing.T, mc *mockcluster.Cluster, key string) (mockcluster.Document, bool) {
+	t.Helper()
+	return mc.Bucket(mockcluster.DefaultBucket).Get(client.DefaultScope, client.DefaultCollection, key)
+}
+
+func value(t *testing.T, mc *mockcluster.Cluster, key string) string {
+	t.Helper()
+	d, ok := doc(t, mc, key)
+	require.True(t, ok, "document %q should exist", key)
+	return string(d.Value)
+}
+
+var casRE = regexp.MustCompile(`cas=(0x[0-9a-f]{16})`)
+
+func TestStoreGetDelete(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+
+	r := runKV(t, env, "", "set", "k", "v1")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Regexp(t, `^stored "k" cas=0x[0-9a-f]{16}\n$`, r.stdout)
+	assert.Equal(t, "v1", value(t, mc, "k"))
+
+	r = runKV(t, env, "", "get", "k")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "v1", r.stdout, "the value exactly, no newline when stdout is not a terminal")
+	d, _ := doc(t, mc, "k")
+	assert.Contains(t, r.stderr, `"k" cas=`+fmtCas(d.Cas)+" flags=0x00000000")
+
+	r = runKV(t, env, "", "get", "missing")
+	assert.Equal(t, exitNotFound, r.code, r)
+	assert.Equal(t, "", r.stdout)
+	assert.Equal(t, "kvcli: document \"missing\" not found\n", r.stderr)
+
+	r = runKV(t, env, "", "add", "k", "v")
+	assert.Equal(t, exitConflict, r.code, r)
+	assert.Contains(t, r.stderr, `document "k" already exists`)
+	r = runKV(t, env, "", "add", "k2", "fresh", "--expiry", "1h", "--flags", "7")
+	require.Equal(t, exitOK, r.code, r)
+	d, _ = doc(t, mc, "k2")
+	assert.Equal(t, uint32(7), d.Flags)
+	assert.False(t, d.Expiry.IsZero(), "--expiry sets an expiry")
+
+	r = runKV(t, env, "", "replace", "nothere", "v")
+	assert.Equal(t, exitNotFound, r.code, r)
+	r = runKV(t, env, "", "replace", "k", "v2", "--cas", "0x1")
+	assert.Equal(t, exitConflict, r.code, r)
+	assert.Contains(t, r.stderr, `CAS mismatch on "k"`)
+	assert.Equal(t, "v1", value(t, mc, "k"), "a CAS mismatch writes nothing")
+	d, _ = doc(t, mc, "k")
+	r = runKV(t, env, "", "replace", "k", "v2", "--cas", fmtCas(d.Cas))
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "v2", value(t, mc, "k"))
+
+	r = runKV(t, env, "", "append", "k", "--", "-post") // -- : a value starting with a dash
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, `appended to "k" cas=`)
+	r = runKV(t, env, "", "prepend", "k", "pre-")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "pre-v2-post", value(t, mc, "k"))
+	r = runKV(t, env, "", "append", "nothere", "x")
+	assert.Equal(t, exitNotFound, r.code, r)
+
+	r = runKV(t, env, "", "delete", "k")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "deleted \"k\"\n", r.stdout)
+	_, ok := doc(t, mc, "k")
+	assert.False(t, ok)
+	r = runKV(t, env, "", "delete", "k")
+	assert.Equal(t, exitNotFound, r.code, r)
+}
+
+func TestCountersTouchExists(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+
+	r := runKV(t, env, "", "incr", "ctr")
+	assert.Equal(t, exitNotFound, r.code, "no --initial: a missing counter is not found\n%s", r)
+	r = runKV(t, env, "", "incr", "ctr", "--initial", "10")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "10\n", r.stdout, "the initial value, without the delta")
+	r = runKV(t, env, "", "incr", "ctr", "--delta", "5")
+	assert.Equal(t, "15\n", r.stdout, r)
+	r = runKV(t, env, "", "decr", "ctr")
+	assert.Equal(t, "14\n", r.stdout, r)
+	r = runKV(t, env, "", "decr", "ctr", "--delta", "100")
+	assert.Equal(t, "0\n", r.stdout, "decrements stop at 0: %s", r)
+	r = runKV(t, env, "", "set", "word", "abc")
+	require.Equal(t, exitOK, r.code)
+	r = runKV(t, env, "", "incr", "word")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, `document "word" is not a number`)
+	r = runKV(t, env, "", "incr", "ctr", "--initial", "x")
+	assert.Equal(t, exitUsage, r.code, r)
+
+	r = runKV(t, env, "", "touch", "word", "1h")
+	require.Equal(t, exitOK, r.code, r)
+	d, _ := doc(t, mc, "word")
+	assert.WithinDuration(t, time.Now().Add(time.Hour), d.Expiry, time.Minute)
+	r = runKV(t, env, "", "touch", "word", "0")
+	require.Equal(t, exitOK, r.code, r)
+	d, _ = doc(t, mc, "word")
+	assert.True(t, d.Expiry.IsZero(), "touch 0 removes the expiry")
+	r = runKV(t, env, "", "touch", "nothere", "1h")
+	assert.Equal(t, exitNotFound, r.code, r)
+	r = runKV(t, env, "", "touch", "word", "soon")
+	assert.Equal(t, exitUsage, r.code, r)
+
+	r = runKV(t, env, "", "exists", "word")
+	assert.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "true\n", r.stdout)
+	r = runKV(t, env, "", "exists", "nothere")
+	assert.Equal(t, exitNotFound, r.code, r)
+	assert.Equal(t, "false\n", r.stdout)
+	r = runKV(t, env, "", "--json", "exists", "nothere")
+	assert.Equal(t, exitNotFound, r.code, r)
+	assert.JSONEq(t, `{"op":"exists","key":"nothere","ok":true,"exists":false,"retries":0}`, r.stdout)
+}
+
+func TestLockUnlock(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	require.Equal(t, exitOK, runKV(t, env, "", "set", "doc", "locked value").code)
+
+	r := runKV(t, env, "", "lock", "doc", "--lock-time", "20s")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "locked value", r.stdout)
+	m := casRE.FindStringSubmatch(r.stderr)
+	require.NotNil(t, m, r.stderr)
+	lockCas := m[1]
+	assert.Contains(t, r.stderr, "locked for 20s; unlock with: kvcli unlock doc "+lockCas)
+	d, _ := doc(t, mc, "doc")
+	assert.True(t, d.Locked)
+	assert.Equal(t, lockCas, fmtCas(d.Cas))
+
+	// A write waits for the lock until its timeout, and says so.
+	r = runKV(t, env, "", "set", "doc", "other", "-t", "300ms")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Regexp(t, `^kvcli: timed out after 300ms; retried \d+ times? for KV_LOCKED: the document stayed locked\n$`, r.stderr)
+	assert.Equal(t, "locked value", value(t, mc, "doc"))
+
+	r = runKV(t, env, "", "unlock", "doc", "0x1234")
+	assert.Equal(t, exitConflict, r.code, r)
+	assert.Contains(t, r.stderr, `CAS mismatch on "doc": that CAS is not the lock's`)
+	r = runKV(t, env, "", "unlock", "doc", "nonsense")
+	assert.Equal(t, exitUsage, r.code, r)
+
+	r = runKV(t, env, "", "unlock", "doc", lockCas)
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "unlocked \"doc\"\n", r.stdout)
+	d, _ = doc(t, mc, "doc")
+	assert.False(t, d.Locked)
+
+	r = runKV(t, env, "", "unlock", "doc", lockCas)
+	assert.Equal(t, exitConflict, r.code, r)
+	assert.Contains(t, r.stderr, `document "doc" is not locked`)
+
+	r = runKV(t, env, "", "set", "doc", "other")
+	require.Equal(t, exitOK, r.code, r)
+
+	// The CAS from --json unlocks too (decimal or hex both parse).
+	r = runKV(t, env, "", "lock", "doc", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var jr struct {
+		Cas      string  `json:"cas"`
+		Value    string  `json:"value"`
+		LockTime float64 `json:"lock_time_s"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr))
+	assert.Equal(t, "other", jr.Value)
+	assert.Equal(t, 15.0, jr.LockTime)
+	cas, err := parseCas(jr.Cas)
+	require.NoError(t, err)
+	r = runKV(t, env, "", "unlock", "doc", strconv.FormatUint(cas, 10))
+	require.Equal(t, exitOK, r.code, "decimal CAS: %s", r)
+
+	r = runKV(t, env, "", "lock", "doc", "--lock-time", "31s")
+	assert.Equal(t, exitUsage, r.code, r)
+	r = runKV(t, env, "", "lock", "nothere")
+	assert.Equal(t, exitNotFound, r.code, r)
+}
+
+func TestValueSources(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	dir := t.TempDir()
+	file := filepath.Join(dir, "v.bin")
+	bin := []byte{0xff, 0x00, 0xfe, 'x', '\n'}
+	require.NoError(t, os.WriteFile(file, bin, 0o600))
+
+	r := runKV(t, env, "from stdin\n", "set", "in", "-")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "from stdin\n", value(t, mc, "in"))
+
+	r = runKV(t, env, "", "set", "file", "@"+file)
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, string(bin), value(t, mc, "file"))
+
+	r = runKV(t, env, "", "get", "file")
+	assert.Equal(t, string(bin), r.stdout, "binary values are written as they are")
+
+	r = runKV(t, env, "", "get", "file", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var jr jsonResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr))
+	assert.Equal(t, "base64", jr.Encoding)
+	require.NotNil(t, jr.Value)
+	got, err := base64.StdEncoding.DecodeString(*jr.Value)
+	require.NoError(t, err)
+	assert.Equal(t, bin, got)
+
+	r = runKV(t, env, "", "set", "raw", "@"+file, "--raw")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "@"+file, value(t, mc, "raw"))
+	r = runKV(t, env, "", "set", "dash", "-", "--raw")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "-", value(t, mc, "dash"))
+
+	r = runKV(t, env, "", "set", "nofile", "@"+filepath.Join(dir, "absent"))
+	assert.Equal(t, exitUsage, r.code, r)
+	assert.Contains(t, r.stderr, "use --raw")
+	_, ok := doc(t, mc, "nofile")
+	assert.False(t, ok)
+}
+
+func TestJSONOutput(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+
+	r := runKV(t, env, "", "--json", "set", "j", `{"a":1}`)
+	require.Equal(t, exitOK, r.code, r)
+	var set map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &set))
+	assert.Equal(t, "set", set["op"])
+	assert.Equal(t, true, set["ok"])
+	assert.Regexp(t, `^0x[0-9a-f]{16}$`, set["cas"])
+	tok, ok := set["mutation_token"].(map[string]any)
+	require.True(t, ok, "mutation token: %v", set)
+	assert.Equal(t, "default", tok["bucket"])
+	assert.NotZero(t, tok["seqno"])
+
+	r = runKV(t, env, "", "get", "j", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var get map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &get))
+	assert.Equal(t, `{"a":1}`, get["value"])
+	assert.Equal(t, "utf8", get["encoding"])
+	assert.Equal(t, set["cas"], get["cas"])
+	assert.Equal(t, "json", get["datatype"])
+	assert.Equal(t, 1, strings.Count(r.stdout, "\n"), "one object, one line")
+
+	r = runKV(t, env, "", "get", "nothere", "--json")
+	assert.Equal(t, exitNotFound, r.code)
+	assert.JSONEq(t, `{"op":"get","key":"nothere","ok":false,"retries":0,
+		"error":{"kind":"not_found","message":"document \"nothere\" not found","exit":3,"status":"KEY_ENOENT"}}`, r.stdout)
+	assert.Contains(t, r.stderr, "not found", "the human line still goes to stderr")
+
+	r = runKV(t, env, "", "incr", "n", "--initial", "3", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, `"counter":3`)
+}
+
+func TestFlagPlacement(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	connStr := env[envConnStr]
+	noConn := with(env, envConnStr, "couchbase://127.0.0.1:1/default")
+
+	// The environment points nowhere; -c before or after the command (and
+	// between its arguments) points at the mock.
+	for _, args := range [][]string{
+		{"-c", connStr, "set", "a", "1"},
+		{"set", "-c", connStr, "a", "1"},
+		{"set", "a", "-c", connStr, "1"},
+		{"set", "a", "1", "-c", connStr},
+		{"--connstr=" + connStr, "set", "a", "1"},
+	} {
+		r := runKV(t, noConn, "", args...)
+		assert.Equal(t, exitOK, r.code, "%v: %s", args, r)
+	}
+	// A flag after the command wins over the same flag before it.
+	r := runKV(t, noConn, "", "-c", "couchbase://127.0.0.1:1/default", "get", "a", "-c", connStr)
+	assert.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "1", r.stdout)
+
+	// -- ends the flags: a key may start with a dash.
+	r = runKV(t, env, "", "set", "--", "-dash", "v")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "v", value(t, mc, "-dash"))
+	r = runKV(t, env, "", "get", "--json", "--", "-dash")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, `"key":"-dash"`)
+
+	// -b replaces the connection string's bucket.
+	r = runKV(t, env, "", "get", "a", "-b", "other")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, `bucket "other" does not exist`)
+}
+
+func TestCollections(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("app")
+	require.NoError(t, err)
+	_, err = b.AddCollection("app", "users")
+	require.NoError(t, err)
+
+	r := runKV(t, env, "", "--collection", "app.users", "set", "u1", "ada")
+	require.Equal(t, exitOK, r.code, r)
+	d, ok := b.Get("app", "users", "u1")
+	require.True(t, ok)
+	assert.Equal(t, "ada", string(d.Value))
+	_, ok = doc(t, mc, "u1")
+	assert.False(t, ok, "not in the default collection")
+
+	r = runKV(t, env, "", "get", "u1")
+	assert.Equal(t, exitNotFound, r.code, r)
+	r = runKV(t, env, "", "get", "u1", "--collection", "app.users")
+	assert.Equal(t, "ada", r.stdout, r)
+	r = runKV(t, env, "", "get", "u2", "--collection", "app.users")
+	assert.Equal(t, "kvcli: document \"u2\" not found in app.users\n", r.stderr)
+
+	r = runKV(t, env, "", "get", "u1", "--collection", "app.nope", "-t", "1s")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, `collection "app.nope" does not exist in bucket "default"`)
+
+	r = runKV(t, env, "", "get", "u1", "--collection", "a.b.c")
+	assert.Equal(t, exitUsage, r.code, r)
+}
+
+func TestPing(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{Nodes: 2})
+	r := runKV(t, env, "", "ping")
+	require.Equal(t, exitOK, r.code, r)
+	for _, a := range mc.Addrs() {
+		assert.Regexp(t, regexp.QuoteMeta(a)+`\s+ok\s+\S+`, r.stdout)
+	}
+	r = runKV(t, env, "", "ping", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var jr jsonResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr))
+	require.Len(t, jr.Ping, 2)
+	for _, p := range jr.Ping {
+		assert.True(t, p.OK)
+		assert.Greater(t, p.LatencyUS, 0.0)
+	}
+
+	// A stopped node: ping says which and exits 1.
+	mc.Node(1).Stop()
+	r = runKV(t, env, "", "ping", "-t", "500ms")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Regexp(t, regexp.QuoteMeta(mc.Node(1).Addr())+`\s+FAILED`, r.stdout)
+}
+
+// TestVerboseTrace checks -v on single commands; TestDemo checks the
+// forward-map lines of the trace.
+func TestVerboseTrace(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "-v", "set", "k", "v")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Regexp(t, `kvcli: Upsert "k" attempt 1 -> 127\.0\.0\.1:\d+ vb \d+ by current map \(rev \d+\): SUCCESS in \S+\n`, r.stderr)
+	assert.Contains(t, r.stderr, "level=DEBUG", "the client's slog debug output")
+	assert.Contains(t, r.stderr, `msg="kvwire: connected"`)
+
+	// Retries show their reason.
+	lock := runKV(t, env, "", "lock", "k")
+	require.Equal(t, exitOK, lock.code, lock)
+	r = runKV(t, env, "", "set", "k", "w", "-v", "-t", "200ms")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Regexp(t, `Upsert "k" attempt 1 -> \S+ vb \d+ by current map \(rev \d+\): LOCKED`, r.stderr)
+	assert.Regexp(t, `Upsert "k" attempt 2 \(retry: KV_LOCKED\) -> \S+ vb \d+ by current map \(rev \d+\): LOCKED`, r.stderr)
+	assert.Contains(t, r.stderr, "kvcli: detail: ", "-v adds the full error")
+
+}
