@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runBin runs the built kvcli binary with exactly env (plus PATH) and
+// returns its outcome.
+func runBin(t *testing.T, env map[string]string, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kvcliBinary(t), args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+var exportRE = regexp.MustCompile(`^export (KVCLI_[A-Z]+)='([^']*)'$`)
+
+// TestServeEndToEnd starts `kvcli serve` as a process, runs the binary
+// against it, and stops it with SIGINT.
+func TestServeEndToEnd(t *testing.T) {
+	bin := kvcliBinary(t)
+	serve := exec.Command(bin, "serve", "--nodes", "2", "--vbuckets", "64")
+	serve.Env = []string{"PATH=" + os.Getenv("PATH")}
+	stdout, err := serve.StdoutPipe()
+	require.NoError(t, err)
+	var serveErr strings.Builder
+	serve.Stderr = &serveErr
+	require.NoError(t, serve.Start())
+	exited := false
+	defer func() {
+		if !exited {
+			_ = serve.Process.Kill()
+			_ = serve.Wait()
+		}
+	}()
+
+	// The first lines: a comment, then the exports, then "# Ctrl-C ...".
+	env := map[string]string{}
+	sc := bufio.NewScanner(stdout)
+	var header []string
+	for sc.Scan() {
+		line := sc.Text()
+		header = append(header, line)
+		if m := exportRE.FindStringSubmatch(line); m != nil {
+			env[m[1]] = m[2]
+		}
+		if strings.HasPrefix(line, "# Ctrl-C") {
+			break
+		}
+	}
+	require.NoError(t, sc.Err())
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	require.Contains(t, header[0], `2 node(s), bucket "default" (64 vbuckets, 1 replica)`)
+	require.Regexp(t, `^couchbase://127\.0\.0\.1:\d+,127\.0\.0\.1:\d+/default$`, env[envConnStr], header)
+	require.Equal(t, "Administrator", env[envUser])
+	require.Equal(t, "password", env[envPassword])
+
+	r := runBin(t, env, "", "set", "greeting", "hello")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Regexp(t, `^stored "greeting" cas=0x[0-9a-f]{16}\n$`, r.stdout)
+
+	r = runBin(t, env, "", "get", "greeting")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "hello", r.stdout)
+
+	r = runBin(t, env, "", "lock", "greeting", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var lock jsonResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &lock))
+	require.NotEmpty(t, lock.Cas)
+
+	r = runBin(t, env, "", "set", "greeting", "blocked", "-t", "200ms")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "the document stayed locked")
+
+	r = runBin(t, env, "", "unlock", "greeting", "0x1")
+	assert.Equal(t, exitConflict, r.code, r)
+	r = runBin(t, env, "", "unlock", "greeting", lock.Cas)
+	require.Equal(t, exitOK, r.code, r)
+	r = runBin(t, env, "", "set", "greeting", "unblocked")
+	require.Equal(t, exitOK, r.code, r)
+
+	r = runBin(t, env, "", "delete", "greeting")
+	require.Equal(t, exitOK, r.code, r)
+	r = runBin(t, env, "", "get", "greeting")
+	assert.Equal(t, exitNotFound, r.code, r)
+	r = runBin(t, env, "", "delete", "greeting")
+	assert.Equal(t, exitNotFound, r.code, r)
+	r = runBin(t, env, "", "exists", "greeting")
+	assert.Equal(t, exitNotFound, r.code, r)
+
+	// Wrong password through the real binary: the right exit status, a
+	// line a person can act on, and the password nowhere.
+	const secret = "hunter2-but-longer"
+	r = runBin(t, with(env, envPassword, secret), "", "get", "greeting", "-v")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "authentication failed for user \"Administrator\"")
+	assert.NotContains(t, r.stdout+r.stderr, secret)
+
+	r = runBin(t, nil, "", "help")
+	assert.Equal(t, exitOK, r.code, r)
+	r = runBin(t, nil, "", "nonsense")
+	assert.Equal(t, exitUsage, r.code, r)
+
+	// SIGINT stops serve cleanly.
+	require.NoError(t, serve.Process.Signal(syscall.SIGINT))
+	waited := make(chan error, 1)
+	go func() { waited <- serve.Wait() }()
+	select {
+	case err := <-waited:
+		exited = true
+		assert.NoError(t, err, "serve exits 0 on SIGINT; stderr: %s", serveErr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
+	}
+	assert.Contains(t, serveErr.String(), "kvcli serve: stopped")
+
+	// And the cluster is gone.
+	r = runBin(t, env, "", "get", "greeting")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "nothing is listening at ")
+}
+
+// TestServeTLS runs serve in-process with --tls and --json and connects
+// over couchbases:// with the CA it wrote.
+func TestServeTLS(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--tls", "--json", "--nodes", "1", "--user", "app", "--password", "pw-123", "--bucket", "travel"},
+			&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	}()
+	waitFor(t, 20*time.Second, "serve's JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
+	var info serveInfo
+	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &info), stdout.String())
+	assert.Regexp(t, `^couchbases://127\.0\.0\.1:\d+/travel$`, info.ConnStr)
+	assert.Equal(t, "app", info.User)
+	assert.Equal(t, "pw-123", info.Password, "serve prints the mock's own credentials on purpose")
+	require.FileExists(t, info.CACert)
+
+	env := map[string]string{envConnStr: info.ConnStr, envUser: info.User, envPassword: info.Password}
+	r := runKV(t, with(env, envCACert, info.CACert), "", "set", "k", "over tls")
+	require.Equal(t, exitOK, r.code, r)
+	r = runKV(t, env, "", "get", "k", "--cacert", info.CACert)
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "over tls", r.stdout)
+
+	// Without the CA the certificate is not trusted.
+	r = runKV(t, env, "", "get", "k")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "TLS handshake failed")
+	assert.Contains(t, r.stderr, "--cacert FILE")
+
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, exitOK, code, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	assert.NoFileExists(t, info.CACert, "the temporary CA file is removed at exit")
+}
