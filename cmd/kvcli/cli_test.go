@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -194,4 +198,54 @@ func TestTimeoutExplained(t *testing.T) {
 	assert.Equal(t, kindTimeout, jr.Error.Kind)
 	assert.Greater(t, jr.Retries, 0)
 	assert.Equal(t, []string{"KV_TEMPORARY_FAILURE"}, jr.RetryReasons)
+}
+
+// TestInterrupted: Ctrl-C (the context canceled) while an operation waits
+// on a lock ends it with exit status 130 and the word "interrupted".
+func TestInterrupted(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	require.Equal(t, exitOK, runKV(t, env, "", "set", "k", "v").code)
+	require.Equal(t, exitOK, runKV(t, env, "", "lock", "k").code)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"set", "k", "w", "-v", "-t", "20s"}, &env_{
+			stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
+			getenv: func(k string) string { return env[k] },
+		})
+	}()
+	waitFor(t, 10*time.Second, "a LOCKED retry", func() bool { return strings.Contains(stderr.String(), "(retry: KV_LOCKED)") })
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, exitInterrupted, code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("the operation did not end on interrupt")
+	}
+	assert.Contains(t, stderr.String(), "kvcli: interrupted\n")
+	assert.Empty(t, stdout.String())
+
+	// Canceled before connecting: the same.
+	r := runKVCtx(ctx, env, "", "get", "k")
+	assert.Equal(t, exitInterrupted, r.code, r)
+}
+
+// TestExitCodesDocumented: kvcli help and the package doc list every exit
+// status with the value the code uses.
+func TestExitCodesDocumented(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	require.NoError(t, err)
+	var help strings.Builder
+	printUsage(&help)
+	for code, word := range map[int]string{
+		exitOK: "success", exitError: "the operation failed", exitUsage: "usage",
+		exitNotFound: "document not found", exitConflict: "conflict", exitInterrupted: "interrupted",
+	} {
+		line := fmt.Sprintf("%-4d %s", code, word)
+		assert.Contains(t, help.String(), "  "+line, "kvcli help")
+		assert.Contains(t, string(src), "//\t"+line, "doc.go")
+	}
 }

@@ -1,0 +1,264 @@
+// Command kvcli is a command-line client for the key-value service of
+// Couchbase Server and for plain memcached, built on kvwire's client
+// package. It reads and writes documents, shows where a key is routed,
+// generates load, and runs kvwire's in-process mock cluster.
+//
+//	kvcli [global flags] COMMAND [flags] [arguments]
+//	kvcli help              this manual, in short
+//	kvcli COMMAND -h        one command's flags
+//
+// # Trying it
+//
+// Start a mock cluster in one shell; it prints its connection string and
+// credentials (the mock's own test credentials, printed on purpose) as
+// shell exports:
+//
+//	$ kvcli serve
+//	# kvcli serve: mock Couchbase cluster, 3 node(s), bucket "default" (1024 vbuckets, 1 replica)
+//	# These are the mock's own test credentials, printed on purpose.
+//	export KVCLI_CONNSTR='couchbase://127.0.0.1:35811,127.0.0.1:46067,127.0.0.1:40649/default'
+//	export KVCLI_USER='Administrator'
+//	export KVCLI_PASSWORD='password'
+//	# Paste the lines above into another shell, then: kvcli set hello world; kvcli get hello
+//	# Ctrl-C stops the cluster.
+//
+// Paste the exports into another shell and:
+//
+//	$ kvcli set hello world
+//	stored "hello" cas=0x18ea407c62300000
+//	$ kvcli get hello
+//	"hello" cas=0x18ea407c62300000 flags=0x00000000 datatype=raw size=5     (stderr)
+//	world                                                                   (stdout)
+//
+// Or run `kvcli demo` (what `make demo` runs): it starts a mock cluster and
+// shows the client retrying through a rebalance, a held lock and injected
+// temporary failures, and proves that no operation failed and no write was
+// lost or applied twice.
+//
+// # Commands
+//
+// Key-value commands take a KEY (a document key of 1 to 250 bytes) and work
+// on the collection given by --collection:
+//
+//	get KEY                read a document: value on stdout, metadata on stderr
+//	    --touch D          also set its expiry (get-and-touch)
+//	set KEY VALUE          write a document, creating or replacing it (upsert)
+//	add KEY VALUE          create a document; exit 4 if it exists (insert)
+//	replace KEY VALUE      replace an existing document; exit 3 if missing
+//	    --expiry D         time to live (set, add, replace; 0: never expires)
+//	    --flags N          the document's 32-bit flags
+//	    --json-doc         mark the value as JSON
+//	    --cas CAS          write only if the document's CAS is still CAS (not add)
+//	append KEY VALUE       append bytes to an existing document (--cas)
+//	prepend KEY VALUE      prepend bytes to an existing document (--cas)
+//	delete KEY             delete a document (--cas); exit 3 if missing
+//	touch KEY EXPIRY       set the expiry: a duration (90s, 10m, 24h); 0 removes it
+//	lock KEY               read and lock a document (GET_LOCKED) for --lock-time
+//	                       (default 15s, 1s to 30s); stderr shows the CAS that unlocks it
+//	unlock KEY CAS         release the lock; CAS in hex (0x...) or decimal
+//	incr KEY, decr KEY     change a counter by --delta (default 1) and print its new
+//	                       value; --initial N creates a missing one with N (without
+//	                       the delta), --expiry D its expiry; decr stops at 0
+//	exists KEY             print true or false; exit 0 if it exists, 3 if not
+//
+// Examples:
+//
+//	kvcli set user:1 '{"name":"Ada"}' --expiry 24h
+//	kvcli set blob @photo.jpg
+//	curl -s https://example.com/x.json | kvcli set x -
+//	kvcli get user:1 > user1.json
+//	kvcli --collection app.users get u:1
+//	kvcli replace user:1 '{"name":"Ada L."}' --cas 0x18ea407c62300000
+//	kvcli incr visits --initial 1
+//	kvcli lock order:7 --lock-time 10s     # then: kvcli unlock order:7 0x...
+//	kvcli touch session:9 30m
+//	kvcli exists user:1 && echo present
+//
+// Cluster commands:
+//
+//	ping                   NOOP to every node; prints each node's latency; exit 1 if
+//	                       any did not answer
+//	route KEY              send nothing; print the key's vbucket and its nodes by the
+//	                       current map and, during a rebalance, by the forward map
+//	                       (vBucketMapForward); for memcached://, the ketama server
+//
+//	$ kvcli route hello
+//	key       "hello"
+//	vbucket   528 (config rev 7)
+//	active    127.0.0.1:35811
+//	replicas  127.0.0.1:46067
+//	forward   active 127.0.0.1:41591, replicas 127.0.0.1:35811 (a rebalance is moving the vbucket)
+//
+// Tools:
+//
+//	bench                  a load generator (like cbc-pillowfight), see below
+//	serve                  run a mock cluster in the foreground (see Trying it)
+//	    --nodes N          nodes (default 3)         --vbuckets N  vbuckets (default 1024)
+//	    --replicas N       replicas, 0 to 3 (default 1)
+//	    --user, --password, --bucket   the mock's credentials and bucket
+//	                       (default Administrator, password, default)
+//	    --tls              listen with TLS (couchbases://) with a CA generated at start,
+//	                       written to --cacert-out FILE (default a temporary file removed
+//	                       at exit) and exported as KVCLI_CACERT
+//	    --json             print the connection details as one JSON object
+//	    -v                 log the mock's connection errors on stderr
+//	                       serve runs until SIGINT or SIGTERM, then stops the cluster
+//	                       and exits 0
+//	demo                   the demo (`make demo`); --json prints its summary as JSON,
+//	                       -v traces every attempt that failed or was a retry
+//
+// # bench
+//
+//	kvcli bench --concurrency 32 --ratio 0.8 --value-size 256 --duration 30s
+//
+// Each of --concurrency workers (default 16) runs one operation after another:
+// a get with probability --ratio (default 0.5), else a set of --value-size
+// bytes (default 32), on a key chosen uniformly from --keys keys (default
+// 10000, named --key-prefix (default "kvcli-bench:") plus a number). It runs
+// for --duration (default 10s), or exactly --ops operations when given.
+// --preload (default true) sets every key once first, so gets find
+// documents; with --preload=false gets of missing keys count as misses, not
+// errors. --seed makes the key and operation choice repeatable.
+//
+// Every second a progress line goes to stderr (ops/s over the last second,
+// operations, errors, retries), rewritten in place when stderr is a
+// terminal. At the end a summary goes to stdout: operations and ops/s, gets
+// (and misses) and sets, errors by kind with the first error's message,
+// retries by reason (KV_NOT_MY_VBUCKET, KV_LOCKED, ...), and latency: min,
+// p50, p90, p99, p99.9, max and mean, from per-worker log-linear histograms
+// (128 buckets per power of two: within 0.4% of the exact percentile).
+// --json prints the summary as one object (latencies in microseconds).
+// Ctrl-C stops the run early: operations in flight finish, and the summary
+// is printed as usual. bench exits 1 when any operation failed.
+//
+// # Global flags and environment
+//
+// Global flags may come before or after the command name, and between its
+// arguments; a flag given after the command wins over the same flag before
+// it. "--" ends the flags, for keys and values that start with "-":
+// kvcli set -- -key -value.
+//
+//	-c, --connstr URL      connection string; env KVCLI_CONNSTR; default
+//	                       couchbase://127.0.0.1/default
+//	-u, --user NAME        user name; env KVCLI_USER
+//	-p, --password PW      password; env KVCLI_PASSWORD (preferred: -p is visible in
+//	                       the process list, and kvcli warns when it is used)
+//	-b, --bucket NAME      bucket; replaces the connection string's path; default
+//	                       "default" when neither names one
+//	--collection S.C       scope.collection, or a collection of _default
+//	                       (default _default._default)
+//	--cacert FILE          PEM CA certificates to trust for couchbases://; env
+//	                       KVCLI_CACERT (without it the system roots apply)
+//	-t, --timeout D        timeout of each operation, retries included (default 2.5s;
+//	                       when -t is not given the connection string's kv_timeout
+//	                       applies)
+//	--connect-timeout D    timeout of connecting (default 10s)
+//	--json                 one JSON object per command on stdout
+//	-v                     on stderr: one line per attempt of every operation, and the
+//	                       client's log/slog debug events
+//
+// Connection strings are those of kvwire's client package:
+// couchbase://h1,h2:11210/bucket?kv_timeout=5s (TCP, default port 11210),
+// couchbases://h1/bucket (TLS, 11207) and memcached://h1:11211,h2 (plain
+// memcached servers, keys spread with ketama; with a user and password
+// kvcli logs in with SASL PLAIN). memcached has no buckets, collections or
+// locks: -b and --collection are usage errors there, and lock and unlock
+// fail at once.
+//
+// The password is never printed, logged or put in an error message: the
+// client never logs it, and every diagnostic a connecting command writes to
+// stderr (errors, warnings, -v traces, the client's log) also passes through
+// a filter that replaces a password of 3 or more characters with ****,
+// should some layer ever echo it. Values on stdout are never filtered.
+// (serve prints the mock's own test credentials, on purpose.)
+//
+// # Values
+//
+// VALUE (set, add, replace, append, prepend) is:
+//
+//	text      the argument itself
+//	-         everything read from stdin
+//	@FILE     the contents of FILE
+//
+// With --raw the argument is always taken literally (to store "-" or a text
+// that starts with "@").
+//
+// # Output
+//
+// stdout carries the command's result, stderr everything else:
+//
+//	get, lock      the value on stdout exactly as stored (a newline is added only
+//	               when stdout is a terminal); on stderr a metadata line:
+//	               "KEY" cas=0x... flags=0x... datatype=... size=N
+//	               (lock adds the lock time and the unlock command)
+//	set, add, replace   stored "KEY" cas=0x...
+//	append, prepend     appended to "KEY" cas=0x... / prepended to "KEY" cas=0x...
+//	touch          touched "KEY" cas=0x...
+//	delete         deleted "KEY"
+//	unlock         unlocked "KEY"
+//	incr, decr     the new value
+//	exists         true or false
+//	ping, route    a line per node / per map
+//	errors         one line on stderr: kvcli: ...
+//
+// With --json stdout carries exactly one JSON object per command, on one line:
+//
+//	{"op":"get","key":"k","ok":true,"value":"world","encoding":"utf8",
+//	 "cas":"0x18ea407c62300000","flags":0,"datatype":"raw","retries":0}
+//
+// "value" is the value as a string when it is valid UTF-8 ("encoding":"utf8")
+// and base64 otherwise ("encoding":"base64"). CAS values are hex strings
+// ("0x" and 16 digits), because JSON numbers lose precision above 2^53 in
+// most decoders; unlock and --cas accept them as printed. Mutations add
+// "mutation_token" ({"bucket","vbucket","vbuuid","seqno"}) when the server
+// sent one; incr/decr add "counter", exists "exists", lock "lock_time_s",
+// route "route", ping "ping". "retries" is how many times the operation was
+// retried and "retry_reasons" why. A failure prints "ok":false and
+// "error": {"kind","message","exit","status"}, where kind is one of
+// not_found, conflict, authentication, bucket, unreachable, tls, timeout,
+// interrupted, invalid_argument, collection, access, unsupported, error;
+// the human line still goes to stderr.
+//
+// # Errors
+//
+// Errors are one line that says what to do:
+//
+//	kvcli: authentication failed for user "app": check the user name and password (KVCLI_PASSWORD)
+//	kvcli: bucket "travel" does not exist or user "app" may not access it
+//	kvcli: nothing is listening at 127.0.0.1:11210 (is the cluster running? check -c)
+//	kvcli: timed out after 2.5s; retried 7 times for KV_LOCKED: the document stayed locked
+//	kvcli: TLS handshake failed: x509: certificate signed by unknown authority (for a cluster with its own CA pass --cacert FILE)
+//	kvcli: document "k" not found
+//
+// With -v the client's full error follows on a "kvcli: detail:" line.
+//
+// # Tracing (-v)
+//
+// Every attempt of every operation is printed when it ends: the attempt
+// number, why it was a retry, the node, the vbucket, whether it was routed
+// by the current or the forward map and with which config revision, the
+// status answered and how long it took:
+//
+//	kvcli: Upsert "k" attempt 1 -> 127.0.0.1:35811 vb 528 by current map (rev 2): LOCKED in 166µs
+//	kvcli: Upsert "k" attempt 2 (retry: KV_LOCKED) -> 127.0.0.1:35811 vb 528 by current map (rev 2): LOCKED in 98µs
+//	kvcli: Get "k" attempt 1 -> 127.0.0.1:46289 vb 68 by current map (rev 2): NOT_MY_VBUCKET in 156µs
+//	kvcli: Get "k" attempt 2 (retry: KV_NOT_MY_VBUCKET) -> 127.0.0.1:42169 vb 68 by forward map (rev 13): SUCCESS in 85µs
+//
+// The client's own events (connections, configs, retry decisions) follow
+// as log/slog text at debug level.
+//
+// # Exit status
+//
+//	0    success (exists: the document exists)
+//	1    the operation failed: could not connect, wrong credentials, unknown bucket,
+//	     timeout, server error; bench: some operation failed; demo: it did not
+//	     show what it should, or an operation failed
+//	2    usage: bad flags or arguments (found before anything connects)
+//	3    document not found (get, replace, delete, touch, lock, append, prepend,
+//	     incr/decr without --initial); exists: the document does not exist
+//	4    conflict: CAS mismatch (--cas, or unlock with a CAS that is not the lock's),
+//	     the document already exists (add), the document is not locked (unlock)
+//	130  interrupted (Ctrl-C) before the operation finished
+//
+// serve and bench treat Ctrl-C as the normal way to stop and exit 0.
+package main
