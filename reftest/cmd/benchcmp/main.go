@@ -1,0 +1,571 @@
+// Command benchcmp compares kvwire with what a user would pick instead, in
+// one run on one machine: against memcached, kvwire vs gomemcache vs a raw
+// pipelined loop (the wire limit); against the mock cluster, kvwire vs
+// gocbcore v10. `make bench` runs it (scripts/bench.sh starts the servers,
+// each in a process of its own).
+//
+//	benchcmp -memcached 127.0.0.1:21211 -mock couchbase://127.0.0.1:p1,.../default \
+//	    [-memcached-pid N] [-mock-pid N] [-duration 2s] [-warmup 500ms] [-rounds 5] \
+//	    [-only REGEXP] [-out results.md] [-cpuprofile f]
+//
+// Method. Every measurement runs a client's workers for -duration after a
+// warm-up of -warmup, with a garbage collection before it. The workloads
+// (Get of 32 B and 1 KiB values, Upsert of 1 KiB, a 50/50 mix of the two)
+// run at 1, 16 and 256 goroutines on preloaded keys. Measurements are
+// interleaved: each round measures every cell, and within a cell every
+// client in turn, starting with a different client each round; every figure
+// is the median of the rounds, and every ratio a ratio of those medians.
+//
+// Figures: ops/s; p50 and p99 latency from two clock reads around every
+// operation (the same loop for every client, a log-linear histogram with
+// under 1% bucket error); client CPU per op from getrusage(RUSAGE_SELF)
+// before and after the interval, which is the client alone because every
+// server runs in another process; allocations per op from
+// runtime.MemStats.Mallocs; server CPU per op from /proc/<pid>/stat when
+// the servers' pids are given.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/couchbase/gocbcore/v10"
+
+	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// job is one client at one concurrency on one workload.
+type job interface {
+	prepare() error
+	// run starts the job's goroutines, which work until stop is set, and
+	// returns once all have ended: the operations done, and the first
+	// error (which invalidates the measurement).
+	run(stop *atomic.Bool, hists []*hist) (int64, error)
+	close()
+}
+
+type workload struct {
+	name string
+	ks   *keyset
+	mix  opMix
+	get  bool // Get only: the raw loop and the memcached targets apply
+}
+
+type variant struct {
+	id   string // stable: "kvwire", "kvwire-4c", "gomemcache", "raw", "raw-best", "gocbcore"
+	name string // shown
+	job  func() (job, error)
+}
+
+type cell struct {
+	backend  string
+	wl       *workload
+	conc     int
+	variants []*variant
+	samples  map[string][]sample
+	jobs     map[string]job
+	failed   map[string]error
+}
+
+func (c *cell) id(v *variant) string {
+	return fmt.Sprintf("%s/%s/%d/%s", c.backend, c.wl.name, c.conc, v.id)
+}
+
+// sample is one measurement.
+type sample struct {
+	opsPerSec   float64
+	p50, p99    float64 // µs
+	cpuPerOp    float64 // µs
+	allocsPerOp float64
+	srvPerOp    float64 // µs; < 0 when unknown
+	steal       float64 // % of machine time
+	// reads and writes per op: the harness's read and write system calls
+	// (< 0 when unknown)
+	readsPerOp, writesPerOp float64
+}
+
+type config struct {
+	memcached, mock       string
+	memcachedPid, mockPid int
+	duration, warmup      time.Duration
+	rounds                int
+	keys                  int
+	concs                 []int
+	bestConns, bestWindow int
+	timeout               time.Duration
+	only                  *regexp.Regexp
+	out, command, note    string
+}
+
+func main() {
+	var cfg config
+	var concs, only, cpuprofile string
+	flag.StringVar(&cfg.memcached, "memcached", os.Getenv("KV_MEMCACHED_ADDR"), "memcached address (host:port); empty skips memcached")
+	flag.StringVar(&cfg.mock, "mock", "", "mock cluster connection string with bucket (mockserver prints it); empty skips the mock")
+	flag.IntVar(&cfg.memcachedPid, "memcached-pid", 0, "memcached's pid, for server CPU per op")
+	flag.IntVar(&cfg.mockPid, "mock-pid", 0, "the mock server's pid, for server CPU per op")
+	flag.DurationVar(&cfg.duration, "duration", 2*time.Second, "measured interval per measurement")
+	flag.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "warm-up before each measurement")
+	flag.IntVar(&cfg.rounds, "rounds", 5, "interleaved rounds; figures are their medians")
+	flag.IntVar(&cfg.keys, "keys", 10000, "preloaded keys per value size")
+	flag.StringVar(&concs, "conc", "1,16,256", "goroutine counts")
+	flag.IntVar(&cfg.bestConns, "raw-conns", 4, "connections of the best raw loop")
+	flag.IntVar(&cfg.bestWindow, "raw-window", 64, "window depth of the best raw loop")
+	flag.DurationVar(&cfg.timeout, "timeout", client.DefaultKVTimeout, "KV timeout of every client")
+	flag.StringVar(&only, "only", "", "run only measurements whose id (backend/workload/conc/client) matches this regexp")
+	flag.StringVar(&cfg.out, "out", "", "also write the report as markdown to this file")
+	flag.StringVar(&cfg.command, "command", "", "the command to name in the report (default: this one's arguments)")
+	flag.StringVar(&cfg.note, "note", "", "a line added to the report's header (server versions, ...)")
+	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run here")
+	quick := flag.Bool("quick", false, "a quick run for development: 3 rounds of 300 ms after 100 ms warm-ups (unless those flags are given)")
+	flag.Parse()
+	if *quick { // explicit flags still win
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["rounds"] {
+			cfg.rounds = 3
+		}
+		if !set["duration"] {
+			cfg.duration = 300 * time.Millisecond
+		}
+		if !set["warmup"] {
+			cfg.warmup = 100 * time.Millisecond
+		}
+	}
+	for _, s := range strings.Split(concs, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(s), &n); err != nil || n < 1 {
+			fatalf("-conc %q: want positive integers separated by commas", concs)
+		}
+		cfg.concs = append(cfg.concs, n)
+	}
+	if only != "" {
+		re, err := regexp.Compile(only)
+		if err != nil {
+			fatalf("-only: %v", err)
+		}
+		cfg.only = re
+	}
+	if cfg.command == "" {
+		cfg.command = strings.Join(os.Args, " ")
+	}
+	if cfg.memcached == "" && cfg.mock == "" {
+		fatalf("nothing to measure: give -memcached and/or -mock")
+	}
+	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.keys < 1 {
+		fatalf("-rounds, -duration and -keys must be positive")
+	}
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatalf("%v", err)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
+	if err := run(&cfg); err != nil {
+		pprof.StopCPUProfile()
+		fatalf("%v", err)
+	}
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "benchcmp: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// clients holds every client of the run, created once (lazily: a filtered
+// run creates only what it measures) and closed at the end.
+type clients struct {
+	cfg     *config
+	mu      sync.Mutex
+	kvMC    map[int]*client.Client // by connections per node
+	kvMock  *client.Client
+	gomc    map[int]*memcache.Client // by MaxIdleConns
+	agent   *gocbcore.Agent
+	closers []func()
+}
+
+func (cs *clients) kvwireMemcached(conns int) (*client.Client, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if c := cs.kvMC[conns]; c != nil {
+		return c, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, "memcached://"+cs.cfg.memcached,
+		&client.Options{KVTimeout: cs.cfg.timeout, ConnectionsPerNode: conns})
+	if err != nil {
+		return nil, err
+	}
+	cs.kvMC[conns] = c
+	cs.closers = append(cs.closers, func() { _ = c.Close() })
+	return c, nil
+}
+
+func (cs *clients) kvwireMock() (*client.Client, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.kvMock != nil {
+		return cs.kvMock, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, cs.cfg.mock, &client.Options{Username: mockcluster.DefaultUser,
+		Password: mockcluster.DefaultPassword, KVTimeout: cs.cfg.timeout})
+	if err != nil {
+		return nil, err
+	}
+	cs.kvMock = c
+	cs.closers = append(cs.closers, func() { _ = c.Close() })
+	return c, nil
+}
+
+func (cs *clients) gomemcache(conc int) *memcache.Client {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if mc := cs.gomc[conc]; mc != nil {
+		return mc
+	}
+	mc := newGomemcache(cs.cfg.memcached, conc, cs.cfg.timeout)
+	cs.gomc[conc] = mc
+	cs.closers = append(cs.closers, func() { _ = mc.Close() })
+	return mc
+}
+
+func (cs *clients) gocbcore() (*gocbcore.Agent, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.agent != nil {
+		return cs.agent, nil
+	}
+	cstr, err := client.ParseConnStr(cs.cfg.mock)
+	if err != nil {
+		return nil, err
+	}
+	bucket := cstr.Bucket
+	cstr.Bucket = ""
+	agent, err := newGocbcoreAgent(cstr.String(), mockcluster.DefaultUser, mockcluster.DefaultPassword, bucket, cs.cfg.timeout)
+	if err != nil {
+		return nil, err
+	}
+	cs.agent = agent
+	cs.closers = append(cs.closers, func() { _ = agent.Close() })
+	return agent, nil
+}
+
+func (cs *clients) closeAll() {
+	for i := len(cs.closers) - 1; i >= 0; i-- {
+		cs.closers[i]()
+	}
+}
+
+// plan lists the cells of the matrix, in the order each round measures
+// them.
+func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
+	wls := []*workload{
+		{name: "get-32B", ks: small, mix: mixGet, get: true},
+		{name: "get-1KiB", ks: large, mix: mixGet, get: true},
+		{name: "upsert-1KiB", ks: large, mix: mixUpsert},
+		{name: "mix-1KiB", ks: large, mix: mixAlternate},
+	}
+	var cells []*cell
+	add := func(c *cell) {
+		var kept []*variant
+		for _, v := range c.variants {
+			if cfg.only == nil || cfg.only.MatchString(c.id(v)) {
+				kept = append(kept, v)
+			}
+		}
+		if len(kept) > 0 {
+			c.variants = kept
+			c.samples = map[string][]sample{}
+			c.jobs = map[string]job{}
+			c.failed = map[string]error{}
+			cells = append(cells, c)
+		}
+	}
+	kvJob := func(get func() (*client.Client, error), conc int, wl *workload) func() (job, error) {
+		return func() (job, error) {
+			c, err := get()
+			if err != nil {
+				return nil, err
+			}
+			col := c.DefaultCollection()
+			return &clientJob{conc: conc, mix: wl.mix, ks: wl.ks,
+				newWorker: func() worker { return &kvwireWorker{col: col, ks: wl.ks} }}, nil
+		}
+	}
+	if cfg.memcached != "" {
+		for _, wl := range wls {
+			for _, conc := range cfg.concs {
+				c := &cell{backend: "memcached", wl: wl, conc: conc}
+				c.variants = append(c.variants, &variant{id: "kvwire", name: "kvwire",
+					job: kvJob(func() (*client.Client, error) { return cs.kvwireMemcached(1) }, conc, wl)})
+				if wl.get && conc == cfg.bestConns*cfg.bestWindow {
+					name := fmt.Sprintf("kvwire, %d conns", cfg.bestConns)
+					c.variants = append(c.variants, &variant{id: "kvwire-" + fmt.Sprint(cfg.bestConns) + "c", name: name,
+						job: kvJob(func() (*client.Client, error) { return cs.kvwireMemcached(cfg.bestConns) }, conc, wl)})
+				}
+				c.variants = append(c.variants, &variant{id: "gomemcache", name: "gomemcache",
+					job: func() (job, error) {
+						mc := cs.gomemcache(conc)
+						return &clientJob{conc: conc, mix: wl.mix, ks: wl.ks,
+							newWorker: func() worker { return &gomemcacheWorker{mc: mc, ks: wl.ks} }}, nil
+					}})
+				if wl.get {
+					name := fmt.Sprintf("raw, 1 conn × %d", conc)
+					if conc == 1 {
+						name = "raw round trip"
+					}
+					c.variants = append(c.variants, &variant{id: "raw", name: name,
+						job: func() (job, error) {
+							return &rawJob{addr: cfg.memcached, conns: 1, window: conc, ks: wl.ks}, nil
+						}})
+					if conc == cfg.bestConns*cfg.bestWindow {
+						c.variants = append(c.variants, &variant{id: "raw-best",
+							name: fmt.Sprintf("raw, %d conns × %d", cfg.bestConns, cfg.bestWindow),
+							job: func() (job, error) {
+								return &rawJob{addr: cfg.memcached, conns: cfg.bestConns, window: cfg.bestWindow, ks: wl.ks}, nil
+							}})
+					}
+				}
+				add(c)
+			}
+		}
+	}
+	if cfg.mock != "" {
+		for _, wl := range wls {
+			for _, conc := range cfg.concs {
+				c := &cell{backend: "mock", wl: wl, conc: conc}
+				c.variants = append(c.variants, &variant{id: "kvwire", name: "kvwire",
+					job: kvJob(cs.kvwireMock, conc, wl)})
+				c.variants = append(c.variants, &variant{id: "gocbcore", name: "gocbcore v10",
+					job: func() (job, error) {
+						agent, err := cs.gocbcore()
+						if err != nil {
+							return nil, err
+						}
+						return &clientJob{conc: conc, mix: wl.mix, ks: wl.ks,
+							newWorker: func() worker { return newGocbcoreWorker(agent, wl.ks, cfg.timeout) }}, nil
+					}})
+				add(c)
+			}
+		}
+	}
+	return cells
+}
+
+// preload writes every key of every keyset through kvwire, 64 at a time.
+func preload(c *client.Client, sets ...*keyset) error {
+	col := c.DefaultCollection()
+	for _, ks := range sets {
+		var wg sync.WaitGroup
+		var first atomic.Pointer[error]
+		const par = 64
+		for g := range par {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < len(ks.keys); i += par {
+					if _, err := col.Upsert(context.Background(), ks.keys[i], ks.value, nil); err != nil {
+						first.CompareAndSwap(nil, &err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if p := first.Load(); p != nil {
+			return fmt.Errorf("preloading: %w", *p)
+		}
+	}
+	return nil
+}
+
+func run(cfg *config) error {
+	env := captureEnv(cfg)
+	small := newKeyset("kvb:s:", cfg.keys, 32, 1)
+	large := newKeyset("kvb:l:", cfg.keys, 1024, 2)
+	cs := &clients{cfg: cfg, kvMC: map[int]*client.Client{}, gomc: map[int]*memcache.Client{}}
+	defer cs.closeAll()
+	cells := plan(cfg, cs, small, large)
+	if len(cells) == 0 {
+		return fmt.Errorf("-only %q matches no measurement", cfg.only)
+	}
+	backends := map[string]bool{}
+	for _, c := range cells {
+		backends[c.backend] = true
+	}
+	if backends["memcached"] {
+		c, err := cs.kvwireMemcached(1)
+		if err != nil {
+			return fmt.Errorf("memcached at %s: %w", cfg.memcached, err)
+		}
+		if err := preload(c, small, large); err != nil {
+			return fmt.Errorf("memcached: %w", err)
+		}
+	}
+	if backends["mock"] {
+		c, err := cs.kvwireMock()
+		if err != nil {
+			return fmt.Errorf("mock cluster at %s: %w", cfg.mock, err)
+		}
+		if err := preload(c, small, large); err != nil {
+			return fmt.Errorf("mock: %w", err)
+		}
+	}
+
+	maxConc := max(cfg.bestConns, 1)
+	for _, c := range cfg.concs {
+		maxConc = max(maxConc, c)
+	}
+	hists := make([]*hist, maxConc)
+	for i := range hists {
+		hists[i] = new(hist)
+	}
+	n := 0
+	for _, c := range cells {
+		n += len(c.variants)
+	}
+	logf("benchcmp: %d measurements per round, %d rounds, %v + %v warm-up each (about %v)",
+		n, cfg.rounds, cfg.duration, cfg.warmup,
+		(time.Duration(n*cfg.rounds) * (cfg.duration + cfg.warmup + 150*time.Millisecond)).Round(time.Second))
+	for r := range cfg.rounds {
+		for _, c := range cells {
+			for k := range c.variants {
+				v := c.variants[(k+r)%len(c.variants)]
+				if c.failed[v.id] != nil {
+					continue
+				}
+				s, err := measureOne(cfg, c, v, hists)
+				if err != nil {
+					c.failed[v.id] = err
+					logf("round %d/%d %-40s FAILED: %v", r+1, cfg.rounds, c.id(v), err)
+					continue
+				}
+				c.samples[v.id] = append(c.samples[v.id], s)
+				logf("round %d/%d %-40s %10.0f ops/s  p50 %7.1fµs  cpu %6.2fµs/op  %5.2f allocs/op  %5.3f writes/op %5.3f reads/op",
+					r+1, cfg.rounds, c.id(v), s.opsPerSec, s.p50, s.cpuPerOp, s.allocsPerOp, s.writesPerOp, s.readsPerOp)
+			}
+		}
+	}
+	for _, c := range cells {
+		for _, j := range c.jobs {
+			j.close()
+		}
+	}
+	env.finish()
+	rep := buildReport(cfg, env, cells)
+	fmt.Print(rep.text())
+	if cfg.out != "" {
+		if err := os.WriteFile(cfg.out, []byte(rep.markdown()), 0o644); err != nil {
+			return err
+		}
+		logf("benchcmp: wrote %s", cfg.out)
+	}
+	return nil
+}
+
+// measureOne runs v's warm-up, then its measured interval.
+func measureOne(cfg *config, c *cell, v *variant, hists []*hist) (sample, error) {
+	j := c.jobs[v.id]
+	if j == nil {
+		var err error
+		if j, err = v.job(); err != nil {
+			return sample{}, err
+		}
+		if err := j.prepare(); err != nil {
+			return sample{}, err
+		}
+		c.jobs[v.id] = j
+	}
+	// Warm-up: connections, pools, caches and the runtime's own state.
+	if _, err := interval(j, cfg.warmup, hists); err != nil {
+		return sample{}, err
+	}
+	for _, h := range hists {
+		h.reset()
+	}
+	srvPid := cfg.memcachedPid
+	if c.backend == "mock" {
+		srvPid = cfg.mockPid
+	}
+	runtime.GC()
+	var ms0, ms1 runtime.MemStats
+	stop := new(atomic.Bool)
+	timer := time.AfterFunc(cfg.duration, func() { stop.Store(true) })
+	runtime.ReadMemStats(&ms0)
+	srv0, srvOK0 := cpuOf(srvPid)
+	ct0, _ := readCPUTimes()
+	io0, ioOK0 := readIOCounts()
+	cpu0 := cpuSelf()
+	t0 := time.Now()
+	ops, err := j.run(stop, hists)
+	elapsed := time.Since(t0)
+	cpu1 := cpuSelf()
+	io1, ioOK1 := readIOCounts()
+	ct1, _ := readCPUTimes()
+	srv1, srvOK1 := cpuOf(srvPid)
+	runtime.ReadMemStats(&ms1)
+	timer.Stop()
+	if err != nil {
+		return sample{}, err
+	}
+	if ops == 0 {
+		return sample{}, fmt.Errorf("no operation completed")
+	}
+	var all hist
+	for _, h := range hists {
+		all.merge(h)
+	}
+	s := sample{
+		opsPerSec:   float64(ops) / elapsed.Seconds(),
+		p50:         float64(all.quantile(0.50)) / 1e3,
+		p99:         float64(all.quantile(0.99)) / 1e3,
+		cpuPerOp:    float64(cpu1-cpu0) / 1e3 / float64(ops),
+		allocsPerOp: float64(ms1.Mallocs-ms0.Mallocs) / float64(ops),
+		srvPerOp:    -1,
+		steal:       stealPercent(ct0, ct1),
+	}
+	s.readsPerOp, s.writesPerOp = -1, -1
+	if ioOK0 && ioOK1 {
+		// The two reads of /proc/self/io count themselves: one syscr
+		// each (open and close are neither).
+		s.readsPerOp = float64(io1.reads-io0.reads-1) / float64(ops)
+		s.writesPerOp = float64(io1.writes-io0.writes) / float64(ops)
+	}
+	if srvOK0 && srvOK1 {
+		s.srvPerOp = float64(srv1-srv0) / 1e3 / float64(ops)
+	}
+	return s, nil
+}
+
+// interval runs j for d, unmeasured.
+func interval(j job, d time.Duration, hists []*hist) (int64, error) {
+	if d <= 0 {
+		return 0, nil
+	}
+	stop := new(atomic.Bool)
+	timer := time.AfterFunc(d, func() { stop.Store(true) })
+	defer timer.Stop()
+	return j.run(stop, hists)
+}

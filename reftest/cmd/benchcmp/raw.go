@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// rawJob is the wire limit: the least a memcached-binary client can do.
+// Each of conns goroutines owns one socket and loops: encode window GETs
+// (memdx) for the next window keys, send them in one Write, read until all
+// window responses have arrived, check each status and value length. No
+// multiplexing, no opaque table, no result copies, no timeouts per request.
+// With window 1 on one connection it is the unpipelined round trip.
+//
+// Latency: one pair of clock reads per window, every request of the window
+// recorded with the window's time (for window 1, exactly as the clients'
+// loops).
+type rawJob struct {
+	addr          string
+	conns, window int
+	ks            *keyset
+	ncs           []net.Conn
+}
+
+func (j *rawJob) prepare() error {
+	if len(j.ncs) > 0 {
+		return nil
+	}
+	for range j.conns {
+		nc, err := net.Dial("tcp", j.addr)
+		if err != nil {
+			j.close()
+			return err
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		j.ncs = append(j.ncs, nc)
+	}
+	return nil
+}
+
+func (j *rawJob) close() {
+	for _, nc := range j.ncs {
+		_ = nc.Close()
+	}
+	j.ncs = nil
+}
+
+func (j *rawJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
+	var (
+		wg    sync.WaitGroup
+		total atomic.Int64
+		first atomic.Pointer[error]
+	)
+	n := len(j.ks.keys)
+	for g, nc := range j.ncs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ops, err := j.loop(nc, g*n/len(j.ncs), hists[g], stop)
+			total.Add(ops)
+			if err != nil {
+				first.CompareAndSwap(nil, &err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := first.Load(); p != nil {
+		return total.Load(), *p
+	}
+	return total.Load(), nil
+}
+
+func (j *rawJob) loop(nc net.Conn, idx int, h *hist, stop *atomic.Bool) (int64, error) {
+	// A hung server must not hang the harness: one deadline for the run.
+	_ = nc.SetDeadline(time.Now().Add(time.Minute))
+	defer func() { _ = nc.SetDeadline(time.Time{}) }()
+	n := len(j.ks.keys)
+	want := len(j.ks.value)
+	out := make([]byte, 0, j.window*64)
+	in := make([]byte, max(256<<10, 2*j.window*(want+64)))
+	var ops int64
+	for !stop.Load() {
+		out = out[:0]
+		for range j.window {
+			req := memdx.NewGet(j.ks.bkeys[idx])
+			var err error
+			if out, err = req.AppendTo(out, uint32(idx+1)); err != nil {
+				return ops, err
+			}
+			if idx++; idx == n {
+				idx = 0
+			}
+		}
+		t := time.Now()
+		if _, err := nc.Write(out); err != nil {
+			return ops, err
+		}
+		r, w := 0, 0
+		for got := 0; got < j.window; {
+			if w-r >= memdx.HeaderSize {
+				size, err := memdx.PacketSize(in[r:w], 0)
+				if err != nil {
+					return ops, err
+				}
+				if w-r >= size {
+					p := in[r : r+size]
+					if st := binary.BigEndian.Uint16(p[6:8]); st != 0 {
+						return ops, fmt.Errorf("raw GET: status 0x%04x", st)
+					}
+					extras, key := int(p[4]), int(binary.BigEndian.Uint16(p[2:4]))
+					if size-memdx.HeaderSize-extras-key != want {
+						return ops, errShortValue
+					}
+					r += size
+					got++
+					continue
+				}
+			}
+			w = copy(in, in[r:w])
+			r = 0
+			m, err := nc.Read(in[w:])
+			if err != nil {
+				return ops, err
+			}
+			w += m
+		}
+		h.addN(time.Since(t), j.window)
+		ops += int64(j.window)
+	}
+	return ops, nil
+}

@@ -1,0 +1,427 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// env is what the report says about the machine and the run.
+type env struct {
+	start, end     time.Time
+	cpuModel       string
+	kernel         string
+	loadStart      string
+	loadEnd        string
+	ct0, ct1       cpuTimes
+	ctOK0, ctOK1   bool
+	goVersion      string
+	gomaxprocs     int
+	numCPU         int
+	command, note  string
+	rounds         int
+	duration, warm time.Duration
+	keys           int
+}
+
+func captureEnv(cfg *config) *env {
+	e := &env{start: time.Now(), goVersion: runtime.Version(), gomaxprocs: runtime.GOMAXPROCS(0),
+		numCPU: runtime.NumCPU(), command: cfg.command, note: cfg.note, rounds: cfg.rounds,
+		duration: cfg.duration, warm: cfg.warmup, keys: cfg.keys}
+	e.cpuModel = "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				e.cpuModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		e.kernel = strings.TrimSpace(string(b))
+	}
+	e.loadStart = loadAvg()
+	e.ct0, e.ctOK0 = readCPUTimes()
+	return e
+}
+
+func (e *env) finish() {
+	e.end = time.Now()
+	e.loadEnd = loadAvg()
+	e.ct1, e.ctOK1 = readCPUTimes()
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// figures are the medians of one client's samples in one cell.
+type figures struct {
+	ok                                      bool
+	n                                       int
+	ops, spread, p50, p99, cpu, allocs, srv float64
+	steal, reads, writes                    float64
+}
+
+func medians(ss []sample) figures {
+	if len(ss) == 0 {
+		return figures{}
+	}
+	col := func(f func(sample) float64) float64 {
+		xs := make([]float64, len(ss))
+		for i, s := range ss {
+			xs[i] = f(s)
+		}
+		return median(xs)
+	}
+	fg := figures{ok: true, n: len(ss),
+		ops:    col(func(s sample) float64 { return s.opsPerSec }),
+		p50:    col(func(s sample) float64 { return s.p50 }),
+		p99:    col(func(s sample) float64 { return s.p99 }),
+		cpu:    col(func(s sample) float64 { return s.cpuPerOp }),
+		allocs: col(func(s sample) float64 { return s.allocsPerOp }),
+		srv:    col(func(s sample) float64 { return s.srvPerOp }),
+		steal:  col(func(s sample) float64 { return s.steal }),
+		reads:  col(func(s sample) float64 { return s.readsPerOp }),
+		writes: col(func(s sample) float64 { return s.writesPerOp }),
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		lo, hi = min(lo, s.opsPerSec), max(hi, s.opsPerSec)
+	}
+	if fg.ops > 0 {
+		fg.spread = 100 * (hi - lo) / fg.ops
+	}
+	return fg
+}
+
+type target struct {
+	what     string
+	required string // "≥ 0.70", "≤ 0.50", or "" for a figure shown for context
+	measured float64
+	ok       bool // measured exists
+	pass     bool
+}
+
+type report struct {
+	env     *env
+	header  []string
+	rows    [][]string
+	targets []target
+	notes   []string
+}
+
+func buildReport(cfg *config, e *env, cells []*cell) *report {
+	r := &report{env: e}
+	r.header = []string{"backend", "workload", "goroutines", "client", "ops/s", "kvwire ÷ this",
+		"spread", "p50 µs", "p99 µs", "client CPU µs/op", "allocs/op", "writes/op", "reads/op", "server CPU µs/op"}
+	get := func(backend, wl string, conc int, id string) figures {
+		for _, c := range cells {
+			if c.backend == backend && c.wl.name == wl && c.conc == conc {
+				return medians(c.samples[id])
+			}
+		}
+		return figures{}
+	}
+	for _, c := range cells {
+		kv := medians(c.samples["kvwire"])
+		for _, v := range c.variants {
+			fg := medians(c.samples[v.id])
+			row := []string{c.backend, c.wl.name, fmt.Sprint(c.conc), v.name}
+			if err := c.failed[v.id]; err != nil && !fg.ok {
+				row = append(row, "FAILED: "+oneLine(err.Error()), "", "", "", "", "", "", "", "", "")
+				r.rows = append(r.rows, row)
+				continue
+			}
+			ratio := ""
+			if v.id != "kvwire" && kv.ok && fg.ok && fg.ops > 0 {
+				ratio = fmt.Sprintf("%.2fx", kv.ops/fg.ops)
+			}
+			srv := "n/a"
+			if fg.srv >= 0 {
+				srv = fmt.Sprintf("%.2f", fg.srv)
+			}
+			row = append(row, fmtOps(fg.ops), ratio, fmt.Sprintf("%.0f%%", fg.spread),
+				fmt.Sprintf("%.1f", fg.p50), fmt.Sprintf("%.1f", fg.p99),
+				fmt.Sprintf("%.2f", fg.cpu), fmt.Sprintf("%.2f", fg.allocs), perOp(fg.writes), perOp(fg.reads), srv)
+			if err := c.failed[v.id]; err != nil {
+				row[3] += " (failed in a later round)"
+			}
+			r.rows = append(r.rows, row)
+		}
+	}
+
+	ratio := func(what, req string, a, b figures, f func(figures) float64, ge bool, limit float64) {
+		t := target{what: what, required: req}
+		if a.ok && b.ok && f(b) > 0 {
+			t.ok = true
+			t.measured = f(a) / f(b)
+			if ge {
+				t.pass = t.measured >= limit
+			} else {
+				t.pass = t.measured <= limit
+			}
+		}
+		r.targets = append(r.targets, t)
+	}
+	ops := func(f figures) float64 { return f.ops }
+	p50 := func(f figures) float64 { return f.p50 }
+	cpu := func(f figures) float64 { return f.cpu }
+	allocs := func(f figures) float64 { return f.allocs }
+	top := cfg.bestConns * cfg.bestWindow
+	for _, wl := range []string{"get-32B", "get-1KiB"} {
+		if has(cfg.concs, top) {
+			kv := get("memcached", wl, top, "kvwire")
+			same, multi := get("memcached", wl, top, "raw"), get("memcached", wl, top, "raw-best")
+			// The target is against the best raw figure of the run: the
+			// faster of the two raw loops.
+			best, name := same, fmt.Sprintf("1 conn × %d", top)
+			if !same.ok || (multi.ok && multi.ops > same.ops) {
+				best, name = multi, fmt.Sprintf("%d conns × %d", cfg.bestConns, cfg.bestWindow)
+			}
+			ratio(fmt.Sprintf("memcached %s, %d goroutines: kvwire ops/s ÷ best raw loop (here %s)", wl, top, name),
+				"≥ 0.70", kv, best, ops, true, 0.70)
+			ratio(fmt.Sprintf("  same, ÷ raw loop on kvwire's connections (1 conn × %d)", top),
+				"", kv, same, ops, true, 0)
+			ratio(fmt.Sprintf("  kvwire with %d conns per node ÷ best raw loop", cfg.bestConns),
+				"", get("memcached", wl, top, fmt.Sprintf("kvwire-%dc", cfg.bestConns)), best, ops, true, 0)
+		}
+		if has(cfg.concs, 16) {
+			ratio(fmt.Sprintf("memcached %s, 16 goroutines: kvwire ops/s ÷ gomemcache", wl),
+				"≥ 3.00", get("memcached", wl, 16, "kvwire"), get("memcached", wl, 16, "gomemcache"), ops, true, 3)
+		}
+		if has(cfg.concs, 1) {
+			ratio(fmt.Sprintf("memcached %s, 1 goroutine: kvwire p50 ÷ raw round trip p50", wl),
+				"≤ 1.15", get("memcached", wl, 1, "kvwire"), get("memcached", wl, 1, "raw"), p50, false, 1.15)
+		}
+	}
+	for _, wl := range []string{"get-32B", "get-1KiB", "upsert-1KiB", "mix-1KiB"} {
+		for _, conc := range cfg.concs {
+			kv, cb := get("mock", wl, conc, "kvwire"), get("mock", wl, conc, "gocbcore")
+			if !kv.ok && !cb.ok {
+				continue
+			}
+			pre := fmt.Sprintf("mock %s, %d goroutine%s: kvwire ÷ gocbcore", wl, conc, plural(conc))
+			if conc > 1 {
+				ratio(pre+" ops/s", "≥ 1.50", kv, cb, ops, true, 1.5)
+			} else {
+				ratio(pre+" ops/s (latency-bound: context)", "", kv, cb, ops, true, 0)
+			}
+			ratio(pre+" client CPU/op", "≤ 0.50", kv, cb, cpu, false, 0.5)
+			ratio(pre+" allocs/op", "≤ 0.50", kv, cb, allocs, false, 0.5)
+		}
+	}
+	r.notes = []string{
+		"ops/s, latency, CPU and allocations are medians over the rounds; every ratio is a ratio of those medians. " +
+			"spread: (max − min) ÷ median of the rounds' ops/s.",
+		"kvwire ÷ this: kvwire's ops/s (default options, one connection per node) divided by the row's.",
+		"client CPU: getrusage(RUSAGE_SELF) user+sys of the harness, which hosts only the client (servers run in their own processes); " +
+			"server CPU: the server process's utime+stime from /proc (10 ms ticks).",
+		"writes/op and reads/op: the harness's write and read system calls (/proc/self/io) per operation.",
+		"Latency: two clock reads around each operation in the same loop for every client; the raw loop times whole windows " +
+			"(one write, then every answer) and counts each request at the window's time.",
+		"gomemcache: ASCII protocol, MaxIdleConns = goroutines, Timeout = the KV timeout, one reused Item per goroutine. " +
+			"gocbcore v10.8.1: one connection per node (its default), mutation tokens and snappy on (as kvwire; gocb's defaults), " +
+			"SCRAM-SHA512, default collection, a deadline of the KV timeout per op, a channel per goroutine to wait for callbacks (as gocb's synchronous API).",
+		"Values are random bytes (incompressible): kvwire and gocbcore try snappy on the 1 KiB writes and send them uncompressed.",
+	}
+	return r
+}
+
+func perOp(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func has(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func fmtOps(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func (r *report) targetRows() [][]string {
+	var rows [][]string
+	for _, t := range r.targets {
+		m, res := "n/a", "not run"
+		if t.ok {
+			m = fmt.Sprintf("%.2f", t.measured)
+			res = "MISS"
+			if t.pass {
+				res = "PASS"
+			}
+		}
+		req := t.required
+		if req == "" {
+			req, res = "—", "context"
+			if !t.ok {
+				res = "n/a"
+			}
+		}
+		rows = append(rows, []string{t.what, req, m, res})
+	}
+	return rows
+}
+
+func (r *report) envLines() []string {
+	e := r.env
+	steal := "unknown"
+	if e.ctOK0 && e.ctOK1 {
+		steal = fmt.Sprintf("%.1f%%", stealPercent(e.ct0, e.ct1))
+	}
+	lines := []string{
+		"Command: " + e.command,
+		fmt.Sprintf("Date: %s (run took %s)", e.start.UTC().Format("2006-01-02 15:04 MST"), e.end.Sub(e.start).Round(time.Second)),
+		fmt.Sprintf("Go: %s, GOMAXPROCS %d; CPU: %s × %d; kernel %s", e.goVersion, e.gomaxprocs, e.cpuModel, e.numCPU, e.kernel),
+		fmt.Sprintf("Load average: %s at start, %s at end; CPU steal during the run: %s", e.loadStart, e.loadEnd, steal),
+		fmt.Sprintf("Method: %d interleaved rounds; each measurement %v after a %v warm-up; %d preloaded keys per value size", e.rounds, e.duration, e.warm, e.keys),
+	}
+	if e.note != "" {
+		lines = append(lines, e.note)
+	}
+	return lines
+}
+
+func (r *report) text() string {
+	var b strings.Builder
+	b.WriteString("\n")
+	for _, l := range r.envLines() {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("\n")
+	writeAligned(&b, r.header, r.rows)
+	b.WriteString("\nTargets (ratios of medians from this run)\n\n")
+	writeAligned(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
+	b.WriteString("\n")
+	for _, n := range r.notes {
+		b.WriteString("- " + n + "\n")
+	}
+	return b.String()
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	b.WriteString("# kvwire benchmarks\n\n")
+	for _, l := range r.envLines() {
+		if c, rest, ok := strings.Cut(l, ": "); ok && c == "Command" {
+			l = "Command: `" + rest + "`"
+		}
+		b.WriteString("- " + l + "\n")
+	}
+	b.WriteString("\n## Targets\n\n")
+	writeMarkdown(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
+	b.WriteString("\n## All figures\n\n")
+	writeMarkdown(&b, r.header, r.rows)
+	b.WriteString("\n")
+	for _, n := range r.notes {
+		b.WriteString("- " + n + "\n")
+	}
+	return b.String()
+}
+
+func writeAligned(b *strings.Builder, header []string, rows [][]string) {
+	w := make([]int, len(header))
+	for i, h := range header {
+		w[i] = runeLen(h)
+	}
+	for _, row := range rows {
+		for i, c := range row {
+			if i < len(w) {
+				w[i] = max(w[i], runeLen(c))
+			}
+		}
+	}
+	line := func(cells []string) {
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", w[i]-runeLen(c))
+			if i >= 4 && i < len(cells) && numeric(c) {
+				b.WriteString(pad + c)
+			} else if i == len(cells)-1 {
+				b.WriteString(c)
+			} else {
+				b.WriteString(c + pad)
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	var sep []string
+	for _, n := range w {
+		sep = append(sep, strings.Repeat("-", n))
+	}
+	line(sep)
+	for _, row := range rows {
+		line(row)
+	}
+}
+
+func numeric(s string) bool {
+	if s == "" {
+		return false
+	}
+	c := s[0]
+	return c >= '0' && c <= '9'
+}
+
+func runeLen(s string) int { return len([]rune(s)) }
+
+func writeMarkdown(b *strings.Builder, header []string, rows [][]string) {
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
+	for range header {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, row := range rows {
+		cells := make([]string, len(header))
+		copy(cells, row)
+		for i := range cells {
+			cells[i] = strings.ReplaceAll(cells[i], "|", `\|`)
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+}

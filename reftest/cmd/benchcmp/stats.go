@@ -1,0 +1,231 @@
+package main
+
+import (
+	"math/bits"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// hist is a log-linear latency histogram in nanoseconds: exact below 256 ns,
+// then 128 buckets per power of two, so a recorded value is off by less than
+// 0.8%. Each measuring goroutine owns one (no sharing, no atomics); they are
+// preallocated and merged after the interval, so recording allocates
+// nothing.
+type hist struct {
+	counts [histBuckets]uint64
+	n      uint64
+}
+
+const (
+	histSubBits = 7
+	histSub     = 1 << histSubBits
+	// Values up to 2^40 ns (18 minutes) have a bucket; longer ones are
+	// counted in the last.
+	histBuckets = (40-histSubBits)*histSub + 2*histSub
+)
+
+func histIndex(v uint64) int {
+	if v < 2*histSub {
+		return int(v)
+	}
+	s := bits.Len64(v) - histSubBits - 1
+	i := s*histSub + int(v>>uint(s))
+	if i >= histBuckets {
+		return histBuckets - 1
+	}
+	return i
+}
+
+// histValue is the midpoint of bucket i.
+func histValue(i int) uint64 {
+	if i < 2*histSub {
+		return uint64(i)
+	}
+	s := i/histSub - 1
+	m := uint64(i - s*histSub)
+	return m<<uint(s) + (uint64(1)<<uint(s))/2
+}
+
+func (h *hist) add(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	h.counts[histIndex(uint64(d))]++
+	h.n++
+}
+
+// addN records n operations that each took d (a raw window's requests).
+func (h *hist) addN(d time.Duration, n int) {
+	if d < 0 {
+		d = 0
+	}
+	h.counts[histIndex(uint64(d))] += uint64(n)
+	h.n += uint64(n)
+}
+
+func (h *hist) reset() { *h = hist{} }
+
+func (h *hist) merge(o *hist) {
+	if o.n == 0 {
+		return
+	}
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
+}
+
+// quantile returns the q-quantile (0 < q <= 1): the smallest recorded
+// value with at least q of the values at or below it.
+func (h *hist) quantile(q float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	rank := uint64(q * float64(h.n))
+	if float64(rank) < q*float64(h.n) {
+		rank++
+	}
+	rank = max(rank, 1)
+	var seen uint64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			return time.Duration(histValue(i))
+		}
+	}
+	return time.Duration(histValue(histBuckets - 1))
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count); 0 for none. xs is not modified.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// cpuSelf is this process's user plus system CPU time (getrusage
+// RUSAGE_SELF): every thread of the harness, i.e. the client under test.
+func cpuSelf() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTick is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every
+// Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// cpuOf returns the user plus system CPU time of another process (a
+// server) from /proc/<pid>/stat, at USER_HZ resolution; ok is false when it
+// cannot be read.
+func cpuOf(pid int) (time.Duration, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// fields are counted after its closing one.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * clockTick, true
+}
+
+// cpuTimes are the machine-wide counters of /proc/stat's "cpu" line, in
+// USER_HZ ticks: total and steal.
+type cpuTimes struct{ total, steal uint64 }
+
+func readCPUTimes() (cpuTimes, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTimes{}, false
+	}
+	var t cpuTimes
+	// user nice system idle iowait irq softirq steal [guest guest_nice]:
+	// guest time is already counted in user.
+	for i := 1; i <= 8; i++ {
+		v, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return cpuTimes{}, false
+		}
+		t.total += v
+		if i == 8 {
+			t.steal = v
+		}
+	}
+	return t, true
+}
+
+// stealPercent is the share of machine time stolen by the hypervisor
+// between a and b.
+func stealPercent(a, b cpuTimes) float64 {
+	if b.total <= a.total {
+		return 0
+	}
+	return 100 * float64(b.steal-a.steal) / float64(b.total-a.total)
+}
+
+// ioCounts are this process's read and write system calls so far
+// (/proc/self/io syscr and syscw): every read(2) and write(2) on a socket,
+// whatever the client.
+type ioCounts struct{ reads, writes uint64 }
+
+func readIOCounts() (ioCounts, bool) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return ioCounts{}, false
+	}
+	var c ioCounts
+	var okR, okW bool
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, found := strings.Cut(line, ":")
+		if !found {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			c.reads, okR = n, true
+		case "syscw":
+			c.writes, okW = n, true
+		}
+	}
+	return c, okR && okW
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# make bench: kvwire against what a user would pick instead, in one run on
+# this machine (reftest/cmd/benchcmp says how it measures).
+#
+#   scripts/bench.sh                 the full matrix (about 13 minutes)
+#   BENCH_QUICK=1 scripts/bench.sh   3 short rounds, for development (about 1.5 minutes)
+#   BENCH_ARGS='-only memcached/get-32B/.*/kvwire$ -cpuprofile /tmp/kv.prof' scripts/bench.sh
+#                                    any benchcmp flags (see go run ./cmd/benchcmp -h in reftest/)
+#   BENCH_OUT=path                   where the markdown report goes
+#                                    (default reftest/bench-results.md)
+#
+# Servers run in processes of their own, so that the harness's CPU time is
+# its client's: memcached through scripts/memcached.sh (stopped afterwards
+# only if this script started it) and the mock cluster through
+# reftest/cmd/mockserver (always this script's own, stopped at exit).
+set -euo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+GO=${GO:-go}
+OUT=${BENCH_OUT:-$ROOT/reftest/bench-results.md}
+
+log() { echo "bench.sh: $*" >&2; }
+
+tmp=$(mktemp -d)
+started_memcached=0
+mock_pid=
+cleanup() {
+  exec 3>&- 2>/dev/null || true # the mock server's stdin: EOF stops it
+  if [ -n "$mock_pid" ]; then
+    kill "$mock_pid" 2>/dev/null || true
+    wait "$mock_pid" 2>/dev/null || true
+  fi
+  if [ "$started_memcached" = 1 ]; then
+    scripts/memcached.sh down || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log "building the harness and the mock server"
+(cd reftest && "$GO" build -o "$tmp/benchcmp" ./cmd/benchcmp && "$GO" build -o "$tmp/mockserver" ./cmd/mockserver)
+
+if ! scripts/memcached.sh status 2>/dev/null; then
+  started_memcached=1
+fi
+eval "$(scripts/memcached.sh up)"
+state=${KVWIRE_MEMCACHED_STATE:-${TMPDIR:-/tmp}/kvwire-memcached-$(id -u)}
+memcached_pid=$(cat "$state/plain.pid" 2>/dev/null || echo 0)
+
+# The mock cluster reads its stdin from a FIFO this script holds open: if
+# the script dies, even by SIGKILL, the mock sees end of file and exits.
+mkfifo "$tmp/mock.in"
+"$tmp/mockserver" -stdin <"$tmp/mock.in" >"$tmp/mock.out" 2>"$tmp/mock.err" &
+mock_pid=$!
+exec 3>"$tmp/mock.in"
+for ((i = 0; i < 300; i++)); do
+  [ -s "$tmp/mock.out" ] && break
+  kill -0 "$mock_pid" 2>/dev/null || { cat "$tmp/mock.err" >&2; log "ERROR: the mock server exited"; exit 1; }
+  sleep 0.1
+done
+mock=$(head -1 "$tmp/mock.out")
+[ -n "$mock" ] || { log "ERROR: the mock server printed no connection string"; exit 1; }
+log "memcached at $KV_MEMCACHED_ADDR (pid $memcached_pid), mock cluster at $mock (pid $mock_pid)"
+
+cmd="make bench"
+args=()
+if [ -n "${BENCH_QUICK:-}" ]; then
+  cmd="BENCH_QUICK=1 make bench"
+  args+=(-quick)
+fi
+if [ -n "${BENCH_ARGS:-}" ]; then
+  cmd="BENCH_ARGS='$BENCH_ARGS' $cmd"
+  # shellcheck disable=SC2206 # flags are split on spaces on purpose
+  args+=($BENCH_ARGS)
+fi
+note="Servers: $(memcached -V 2>/dev/null || echo memcached) (Debian package, scripts/memcached.sh: -t 2 -c 1024 -m 64) on $KV_MEMCACHED_ADDR; mockcluster (3 nodes, bucket default) in its own process; clients: kvwire $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- client conn memdx vbmap retry 2>/dev/null || echo '+uncommitted'), gomemcache $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/bradfitz/gomemcache), gocbcore $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/couchbase/gocbcore/v10)"
+
+"$tmp/benchcmp" -memcached "$KV_MEMCACHED_ADDR" -memcached-pid "$memcached_pid" \
+  -mock "$mock" -mock-pid "$mock_pid" -out "$OUT" -command "$cmd" -note "$note" "${args[@]}"
+log "report written to ${OUT#"$ROOT"/}"
