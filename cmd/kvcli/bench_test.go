@@ -85,11 +85,12 @@ func TestBenchErrorsAndRetries(t *testing.T) {
 
 	// Failed operations are counted by kind, the first one is shown, and
 	// the exit status says so.
-	h = mc.AddFault(mockcluster.Fault{
+	h2 := mc.AddFault(mockcluster.Fault{
 		Match:  mockcluster.Match{Key: "kvcli-bench:00000000"},
 		Action: mockcluster.Action{Status: memdx.StatusTooBig},
 		Times:  5,
 	})
+	defer h2.Remove()
 	r = runKV(t, env, "", "bench", "--ops", "100", "--keys", "1", "--concurrency", "2", "--preload=false")
 	assert.Equal(t, exitError, r.code, r)
 	assert.Contains(t, r.stdout, "errors     5 (invalid_argument 5)\n")

@@ -246,7 +246,8 @@ func (inv *invocation) parse(fs *flag.FlagSet, args []string, min, max int) (pos
 		if want == "" {
 			want = "no arguments"
 		}
-		inv.usageError("%s takes %s, got %d argument(s)\nusage: kvcli %s [flags] %s", inv.cmd.name, want, len(pos), inv.cmd.name, inv.cmd.args)
+		inv.usageError("%s takes %s, got %d argument(s)\n%s", inv.cmd.name, want, len(pos),
+			strings.TrimSpace("usage: kvcli "+inv.cmd.name+" [flags] "+inv.cmd.args))
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true
@@ -313,7 +314,7 @@ var commandHelp = map[string]string{
 // own flags (the global flags are listed by kvcli help).
 func (inv *invocation) printCommandUsage(w io.Writer, fs *flag.FlagSet) {
 	c := inv.cmd
-	fmt.Fprintf(w, "usage: kvcli %s [flags] %s\n\n%s.\n", c.name, c.args, c.summary)
+	fmt.Fprintf(w, "%s\n\n%s.\n", strings.TrimSpace("usage: kvcli "+c.name+" [flags] "+c.args), c.summary)
 	if h := commandHelp[c.name]; h != "" {
 		fmt.Fprintf(w, "\n%s\n", h)
 	}
@@ -348,7 +349,7 @@ func printFlags(w io.Writer, fl []*flag.Flag) {
 			line += " " + name
 		}
 		def := f.DefValue
-		if def != "" && def != "false" && def != "0" {
+		if def != "" && def != "false" && def != "0" && def != "0s" {
 			usage += " (default " + def + ")"
 		}
 		fmt.Fprintf(w, "%-26s %s\n", line, usage)
