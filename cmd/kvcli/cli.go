@@ -407,7 +407,8 @@ The password is never printed or logged by kvcli (serve prints the mock's own te
 	io.WriteString(w, b.String())
 }
 
-// stdinIsTerminal and friends: terminal detection without dependencies.
+// isTerminal reports whether w is a terminal (a character device), without
+// dependencies.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {

@@ -49,6 +49,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"serve", "--cacert-out", "x"}, "--cacert-out needs --tls"},
 		{[]string{"serve", "-c", "x"}, "flag provided but not defined: -c"},
 		{[]string{"help", "nope"}, `unknown command "nope"`},
+		{[]string{"get", ""}, "key of 0 bytes"},
+		{[]string{"set", strings.Repeat("k", 251), "v"}, "key of 251 bytes: a key has 1 to 250 bytes"},
 	}
 	for _, c := range cases {
 		// Validation that needs no server runs before connecting; the ones
@@ -259,4 +261,23 @@ func TestExitCodesDocumented(t *testing.T) {
 		assert.Contains(t, help.String(), "  "+line, "kvcli help")
 		assert.Contains(t, string(src), "//\t"+line, "doc.go")
 	}
+}
+
+// TestAmbiguousWrite: a connection that dies after the server applied a
+// set and before it answered. The write is not retried, and the line says
+// it may have been applied.
+func TestAmbiguousWrite(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	h := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "k", OpCodes: []memdx.OpCode{memdx.OpSet}},
+		Action: mockcluster.Action{Close: mockcluster.CloseAfterApply},
+		Times:  1,
+	})
+	defer h.Remove()
+	r := runKV(t, env, "", "set", "k", "v", "--json")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Regexp(t, `^kvcli: no answer from 127\.0\.0\.1:\d+ after the request was sent: it may have been applied \(read "k" to see\)`, r.stderr)
+	assert.Contains(t, r.stdout, `"kind":"ambiguous"`)
+	assert.Equal(t, "v", value(t, mc, "k"), "it was applied")
+	assert.Equal(t, uint64(1), mc.Bucket(mockcluster.DefaultBucket).MutationCount("_default", "_default", "k"), "once")
 }

@@ -216,7 +216,8 @@
 // retried and "retry_reasons" why. A failure prints "ok":false and
 // "error": {"kind","message","exit","status"}, where kind is one of
 // not_found, conflict, authentication, bucket, unreachable, tls, timeout,
-// interrupted, invalid_argument, collection, access, unsupported, error;
+// interrupted, invalid_argument, collection, access, unsupported,
+// ambiguous (sent, no answer: it may have been applied), error;
 // the human line still goes to stderr.
 //
 // # Errors

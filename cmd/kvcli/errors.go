@@ -28,6 +28,7 @@ const (
 	kindCollection  = "collection"
 	kindAccess      = "access"
 	kindUnsupported = "unsupported"
+	kindAmbiguous   = "ambiguous"
 	kindOther       = "error"
 )
 
@@ -95,6 +96,12 @@ func (inv *invocation) explain(key string, err error) problem {
 		return problem{kindInvalid, err.Error(), exitError}
 	case errors.Is(err, client.ErrNoNodeAvailable):
 		return problem{kindUnreachable, inv.unreachableLine(err), exitError}
+	case errors.Is(err, client.ErrAmbiguous):
+		node := "the node"
+		if isKV && kv.Node != "" {
+			node = kv.Node
+		}
+		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied (read " + q(key) + " to see): " + rootCause(err), exitError}
 	}
 	return problem{kindOther, err.Error(), exitError}
 }

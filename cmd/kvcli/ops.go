@@ -21,6 +21,12 @@ func (inv *invocation) withSession(ctx context.Context, fs *flag.FlagSet, args [
 	if !ok {
 		return code
 	}
+	if strings.HasPrefix(inv.cmd.args, "KEY") {
+		if k := pos[0]; k == "" || len(k) > client.MaxKeyLength {
+			inv.usageError("%s: key of %d bytes: a key has 1 to %d bytes", inv.cmd.name, len(k), client.MaxKeyLength)
+			return exitUsage
+		}
+	}
 	op, err := prepare(pos)
 	if err != nil {
 		inv.usageError("%s: %v", inv.cmd.name, err)
