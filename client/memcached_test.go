@@ -66,6 +66,25 @@ func TestMemcachedPlain(t *testing.T) {
 
 	_, err = c.Scope("s").Collection("c").Get(ctx, key, nil)
 	assert.ErrorIs(t, err, ErrFeatureNotAvailable, "memcached has no collections")
+
+	// Commands memcached does not have are refused at once, never sent
+	// (memcached would misread the stream).
+	for name, f := range map[string]func() error{
+		"GetAndLock": func() error { _, err := col.GetAndLock(ctx, key, time.Second, nil); return err },
+		"Unlock":     func() error { return col.Unlock(ctx, key, 1, nil) },
+		"Durability": func() error {
+			_, err := col.Upsert(ctx, key, []byte("v"), &MutateOptions{Durability: DurabilityMajority})
+			return err
+		},
+	} {
+		start := time.Now()
+		err := f()
+		assert.ErrorIs(t, err, ErrFeatureNotAvailable, name)
+		assert.Less(t, time.Since(start), time.Second, name)
+	}
+	g, err = col.Get(ctx, key+"-n", nil)
+	require.NoError(t, err, "the connection is still in step")
+	assert.Equal(t, "42", string(g.Value))
 }
 
 // Two memcached "servers" (the same one twice under two names) route by
@@ -74,7 +93,8 @@ func TestMemcachedKetamaRouting(t *testing.T) {
 	addr := memcachedAddr(t, false)
 	host, port := hostOf(addr), addr[len(hostOf(addr))+1:]
 	ctx := context.Background()
-	c, err := Connect(ctx, fmt.Sprintf("memcached://%s:%s,localhost:%s", host, port, port), nil)
+	rec := &recorder{}
+	c, err := Connect(ctx, fmt.Sprintf("memcached://%s:%s,localhost:%s", host, port, port), &Options{Observer: rec})
 	require.NoError(t, err)
 	defer c.Close()
 	seen := map[string]int{}
@@ -87,6 +107,12 @@ func TestMemcachedKetamaRouting(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Len(t, seen, 2, "keys spread over both servers: %v", seen)
+	atts := rec.attempts()
+	require.Len(t, atts, 64)
+	for _, a := range atts {
+		assert.True(t, a.Ketama)
+		assert.Equal(t, seen[a.Node] > 0, true, "attempt went to a ketama server")
+	}
 }
 
 func TestMemcachedSASL(t *testing.T) {

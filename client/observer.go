@@ -34,6 +34,9 @@ type AttemptInfo struct {
 	// ForwardMap is true when the attempt was routed by the config's
 	// vBucketMapForward (RFC 0005).
 	ForwardMap bool
+	// Ketama is true when the key was routed by ketama (memcached:// and
+	// memcached buckets), which has no vbuckets.
+	Ketama bool
 	// ConfigRev is the revision of the config the attempt was routed with.
 	ConfigRev uint64
 	Start     time.Time
@@ -62,8 +65,11 @@ func (o *op) attemptInfo(id uint64, attempt int, start time.Time, t *topology, r
 	if o.node != nil {
 		info.Node = o.node.addr
 	}
-	if t != nil && t.cfg != nil {
-		info.ConfigRev = t.cfg.Version().Rev
+	if t != nil {
+		info.Ketama = t.ketama != nil
+		if t.cfg != nil {
+			info.ConfigRev = t.cfg.Version().Rev
+		}
 	}
 	return info
 }

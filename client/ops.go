@@ -143,12 +143,35 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 		putOp(o)
 		return nil, e
 	}
-	if col.c.memcached && !col.isDefault {
-		e := col.c.finalError(o, ErrFeatureNotAvailable, errors.New("memcached has no collections"))
-		putOp(o)
-		return nil, e
+	if col.c.memcached {
+		var why string
+		switch {
+		case !col.isDefault:
+			why = "memcached has no collections"
+		case !memcachedSupports(req.OpCode):
+			why = "memcached has no " + req.OpCode.String()
+		}
+		if why != "" {
+			e := col.c.finalError(o, ErrFeatureNotAvailable, errors.New(why))
+			putOp(o)
+			return nil, e
+		}
 	}
 	return o, nil
+}
+
+// memcachedSupports reports whether plain memcached implements op. Others
+// must never be sent: memcached answers an unknown opcode only after
+// skipping its extras and key as if they were more bytes of the stream, which
+// desynchronizes the connection (see package conn).
+func memcachedSupports(op memdx.OpCode) bool {
+	switch op {
+	case memdx.OpGet, memdx.OpSet, memdx.OpAdd, memdx.OpReplace, memdx.OpDelete,
+		memdx.OpIncrement, memdx.OpDecrement, memdx.OpAppend, memdx.OpPrepend,
+		memdx.OpTouch, memdx.OpGAT, memdx.OpNoop, memdx.OpVersion, memdx.OpStat:
+		return true
+	}
+	return false
 }
 
 func checkKey(key string) error {

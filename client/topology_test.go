@@ -122,6 +122,7 @@ func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
 	nmvOps, forwardAfterNMV := 0, 0
 	for id, atts := range byOp {
 		require.False(t, atts[0].ForwardMap, "op %d: the first attempt goes by the current map", id)
+		require.False(t, atts[0].Ketama)
 		onForward := false
 		for i, a := range atts {
 			if onForward {
