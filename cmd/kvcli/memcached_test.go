@@ -62,7 +62,7 @@ func TestMemcachedSASL(t *testing.T) {
 	// memcached has no locks: refused at once, not after a timeout.
 	r = runKV(t, env, "", "lock", key)
 	assert.Equal(t, exitError, r.code, r)
-	assert.Contains(t, r.stderr, "memcached has no document locks")
+	assert.Contains(t, r.stderr, "memcached has no GET_LOCKED")
 
 	// A wrong password: the auth line, exit 1, and the password nowhere.
 	const secret = "not-the-kvpass"

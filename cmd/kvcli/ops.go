@@ -246,16 +246,6 @@ func parseExpiry(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// noLocks refuses lock and unlock on memcached://, which has no GET_LOCKED
-// or UNLOCK_KEY (memcached 1.6 does not answer them at all, so sending one
-// would only end in a timeout).
-func (inv *invocation) noLocks(s *session, key, op string) (int, bool) {
-	if s.t.cs.Scheme != client.SchemeMemcached {
-		return 0, false
-	}
-	return inv.fail(key, op, fmt.Errorf("%w: memcached has no document locks (%s needs Couchbase)", client.ErrFeatureNotAvailable, op)), true
-}
-
 func cmdLock(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("lock")
 	lockTime := fs.Duration("lock-time", 15*time.Second, "how long the lock holds (the server caps it at 30s)")
@@ -265,9 +255,6 @@ func cmdLock(ctx context.Context, inv *invocation, args []string) int {
 			return nil, fmt.Errorf("--lock-time %v: want 1s to 30s", *lockTime)
 		}
 		return func(s *session) int {
-			if code, refused := inv.noLocks(s, key, "lock"); refused {
-				return code
-			}
 			r, err := s.col.GetAndLock(ctx, key, *lockTime, inv.getOpts())
 			if err != nil {
 				return inv.fail(key, "lock", err)
@@ -310,9 +297,6 @@ func cmdUnlock(ctx context.Context, inv *invocation, args []string) int {
 			return nil, err
 		}
 		return func(s *session) int {
-			if code, refused := inv.noLocks(s, key, "unlock"); refused {
-				return code
-			}
 			if err := s.col.Unlock(ctx, key, cas, inv.getOpts()); err != nil {
 				return inv.fail(key, "unlock", err)
 			}
@@ -380,18 +364,6 @@ func cmdExists(ctx context.Context, inv *invocation, args []string) int {
 		key := pos[0]
 		return func(s *session) int {
 			r, err := s.col.Exists(ctx, key, inv.getOpts())
-			if errors.Is(err, client.ErrFeatureNotAvailable) {
-				// A server without GET_META (the mock cluster has none):
-				// a GET answers the same question, at the cost of the value.
-				var g client.GetResult
-				g, err = s.col.Get(ctx, key, inv.getOpts())
-				switch {
-				case err == nil:
-					r = client.ExistsResult{Exists: true, Cas: g.Cas, Attempts: g.Attempts, RetryReasons: g.RetryReasons}
-				case errors.Is(err, client.ErrDocumentNotFound):
-					r, err = client.ExistsResult{}, nil
-				}
-			}
 			if err != nil {
 				return inv.fail(key, "exists", err)
 			}
