@@ -20,8 +20,8 @@ import (
 var (
 	flagSeed     = flag.Int64("chaos.seed", 42, "seed of the fault schedule and the operation mix")
 	flagDuration = flag.Duration("chaos.duration", 0, "how long the chaos runs in all, split evenly over -chaos.configs (0: the short run of make test, "+shortDuration.String()+")")
-	flagConfigs  = flag.String("chaos.configs", "default,besteffort", "client configurations to run, comma-separated: default (retry.DefaultStrategy), besteffort (retry.BestEffort)")
-	flagWorkers  = flag.Int("chaos.workers", 8, "worker goroutines (each owns its keys)")
+	flagConfigs  = flag.String("chaos.configs", "default,besteffort", "client configurations to run, comma-separated: default (retry.DefaultStrategy), besteffort (retry.BestEffort), pool (3 connections per node, RFC 0005 NMV wait)")
+	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 8 in the short run, 32 in a long one)")
 	flagKeys     = flag.Int("chaos.keys", 12, "keys per worker (a quarter of them counters)")
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
 	flagVerbose  = flag.Bool("chaos.v", false, "log every fault episode")
@@ -34,7 +34,7 @@ const shortDuration = 5 * time.Second
 // config is one chaos run.
 type config struct {
 	name     string
-	strategy retry.Strategy
+	opts     func(*client.Options) // changes to the client's options
 	seed     int64
 	duration time.Duration
 	short    bool
@@ -137,11 +137,14 @@ func run(t *testing.T, cfg config) *report {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := client.Connect(ctx, mc.ConnString(), &client.Options{
+	opts := &client.Options{
 		Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword,
-		Bucket: mockcluster.DefaultBucket, KVTimeout: time.Second,
-		RetryStrategy: cfg.strategy, Observer: h,
-	})
+		Bucket: mockcluster.DefaultBucket, KVTimeout: time.Second, Observer: h,
+	}
+	if cfg.opts != nil {
+		cfg.opts(opts)
+	}
+	cl, err := client.Connect(ctx, mc.ConnString(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,8 +306,8 @@ func parseConfigs(t *testing.T) []string {
 		if n == "" {
 			continue
 		}
-		if strategies[n] == nil {
-			t.Fatalf("-chaos.configs: unknown configuration %q (want default, besteffort)", n)
+		if clientConfigs[n] == nil {
+			t.Fatalf("-chaos.configs: unknown configuration %q (want default, besteffort, pool)", n)
 		}
 		names = append(names, n)
 	}
@@ -325,9 +328,17 @@ func TestChaos(t *testing.T) {
 	per := total / time.Duration(len(names))
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			cfg := config{name: name, strategy: strategies[name](), seed: *flagSeed, duration: per, short: short,
-				workers: *flagWorkers, keys: *flagKeys, kinds: allKinds(), heap: uint64(*flagHeap) << 20, logf: t.Logf}
-			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s", name, cfg.seed, name)
+			workers := *flagWorkers
+			if workers <= 0 {
+				workers = 8
+				if !short {
+					workers = 32
+				}
+			}
+			cfg := config{name: name, opts: clientConfigs[name], seed: *flagSeed, duration: per, short: short,
+				workers: workers, keys: *flagKeys, kinds: allKinds(), heap: uint64(*flagHeap) << 20, logf: t.Logf}
+			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s -chaos.workers=%d -chaos.keys=%d",
+				name, cfg.seed, name, workers, cfg.keys)
 			if !short {
 				cfg.rerun += fmt.Sprintf(" -chaos.duration=%v -timeout 0", per)
 			}

@@ -7,9 +7,30 @@
 // documents, that nothing the client acknowledged was lost and nothing was
 // applied twice.
 //
-//	go test -race ./chaos                                  # short: a few seconds
-//	go test ./chaos -run TestChaos -chaos.duration=10m -timeout 30m
-//	go test ./chaos -run TestChaos -chaos.seed=7 -v        # another schedule
+//	go test -race ./chaos                                           # short: ~10 s
+//	go test ./chaos -run 'TestChaos$' -v -timeout 0 -chaos.duration=10m  # long
+//	go test ./chaos -run 'TestChaos$' -v -chaos.seed=7 -chaos.v          # another schedule, every fault logged
+//
+// Flags: -chaos.seed (default 42), -chaos.duration (in all, split evenly
+// over the configurations; 0 is the short run), -chaos.configs (default,
+// besteffort; also pool), -chaos.workers (8 short, 32 long), -chaos.keys
+// (per worker), -chaos.heapslack (MiB), -chaos.v. Each configuration logs
+// one summary line (go test shows it with -v, or on failure):
+//
+//	chaos: config=default seed=42 duration=5m0s ops=... faults=... (close-before=..., ...)
+//	  injected={...} retries={KV_NOT_MY_VBUCKET:..., ...} ambiguous=... (mutations applied ...,
+//	  not applied ...; ...) failed={...} lost=0 duplicated=0 resent=0 ... late=0 (...) heap-max=...
+//
+// Faults, each drawn from the seed, active for a while and then removed:
+// connections closed before or after a request is applied, a node stopped
+// and restarted, a node added or removed by a rebalance stepped with a
+// forward map, NOT_MY_VBUCKET storms, LOCKED answers (and real locks taken
+// with GetAndLock by the workers), TMPFAIL answers, statuses only the error
+// map explains (retryable or not), slow answers (some beyond the operation
+// timeout) and dropped connections. Up to three run at once (one topology
+// change at a time). The short run goes on until every kind has acted, and
+// fails unless retries for NOT_MY_VBUCKET, LOCKED, TMPFAIL and the error map
+// happened and ambiguous writes both applied and not applied were seen.
 //
 // # What is checked, and how
 //

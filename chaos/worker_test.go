@@ -411,8 +411,18 @@ func (w *worker) lockSequence(ks *keyState) {
 	}
 }
 
-// strategies are the client configurations TestChaos runs.
-var strategies = map[string]func() retry.Strategy{
-	"default":    func() retry.Strategy { return nil },
-	"besteffort": func() retry.Strategy { return retry.BestEffort(nil) },
+// clientConfigs are the client configurations TestChaos can run, each a
+// change to the default options (KVTimeout 1 s and the Observer are always
+// set).
+var clientConfigs = map[string]func(o *client.Options){
+	// default: retry.DefaultStrategy, one connection per node.
+	"default": func(*client.Options) {},
+	// besteffort: retry.BestEffort, which also waits out refused logins.
+	"besteffort": func(o *client.Options) { o.RetryStrategy = retry.BestEffort(nil) },
+	// pool: three connections per node (round robin) and RFC 0005's fixed
+	// 100 ms NOT_MY_VBUCKET wait.
+	"pool": func(o *client.Options) {
+		o.ConnectionsPerNode = 3
+		o.NMVRetryInterval = retry.RFC0005NMVInterval
+	},
 }
