@@ -25,6 +25,10 @@ const (
 	// maxRetainedWriteBuf: a write buffer grown past this (by large values)
 	// is dropped after its write rather than kept for reuse.
 	maxRetainedWriteBuf = 1 << 20
+	// maxHolds and holdMax bound how long the writer holds a batch for
+	// answers still to come.
+	maxHolds = 2
+	holdMax  = 50 * time.Microsecond
 )
 
 // Conn is one connection to one node: a socket, its bootstrap results and
@@ -63,7 +67,11 @@ type Conn struct {
 	written uint64 // bytes before this offset were accepted by Write
 	batched int    // requests in wbuf
 	corked  bool   // bootstrap is queueing a batch: do not wake the writer
-	err     error  // why the connection ended; nil while it is open
+	// holding: the writer waits for the reader's next burst of answers;
+	// burst (capacity 1) tells it one was dispatched.
+	holding atomic.Bool
+	burst   chan struct{}
+	err     error // why the connection ended; nil while it is open
 
 	kick       chan struct{} // capacity 1: wbuf has bytes for the writer
 	done       chan struct{} // closed when err is set
@@ -120,6 +128,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 		wbuf:       make([]byte, 0, writeBufSize),
 		spare:      make([]byte, 0, writeBufSize),
 		kick:       make(chan struct{}, 1),
+		burst:      make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		exited:     make(chan struct{}),
@@ -375,6 +384,7 @@ func (c *Conn) fail(err error) {
 // last write to one Write call.
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
+	var hold *time.Timer
 	for {
 		select {
 		case <-c.kick:
@@ -386,12 +396,37 @@ func (c *Conn) writeLoop() {
 		// just came back are likely about to send again. Let them run
 		// first, so that they share this write instead of each causing
 		// one. (A lone caller does not wait for this.)
-		yield := len(c.pending) > c.batched
-		c.mu.Unlock()
-		if yield {
+		if len(c.pending) > c.batched {
+			c.mu.Unlock()
 			runtime.Gosched()
+			c.mu.Lock()
 		}
-		c.mu.Lock()
+		// More requests written and unanswered than queued: their callers
+		// will likely send again when the answers come. Hold the batch
+		// until the reader dispatches more answers (at most holdMax), so
+		// that the batches merge instead of circulating as fragments.
+		for holds := 0; holds < maxHolds && c.err == nil && len(c.pending)-c.batched > c.batched; holds++ {
+			select { // drop a signal left from an earlier hold
+			case <-c.burst:
+			default:
+			}
+			c.holding.Store(true)
+			c.mu.Unlock()
+			if hold == nil {
+				hold = time.NewTimer(holdMax)
+			} else {
+				hold.Reset(holdMax)
+			}
+			select {
+			case <-c.burst:
+			case <-hold.C:
+			case <-c.done:
+			}
+			hold.Stop()
+			c.holding.Store(false)
+			runtime.Gosched() // the callers just answered enqueue first
+			c.mu.Lock()
+		}
 		if c.err != nil {
 			c.mu.Unlock()
 			return
@@ -482,6 +517,12 @@ func (c *Conn) readLoop() {
 		if rerr != nil {
 			c.fail(fmt.Errorf("conn %s: read: %w", c.addr, rerr))
 			return
+		}
+		if c.holding.Load() {
+			select {
+			case c.burst <- struct{}{}:
+			default:
+			}
 		}
 		var n int
 		n, rerr = c.nc.Read(buf[w:])

@@ -695,3 +695,34 @@ func TestContextDoneBeforeDo(t *testing.T) {
 		t.Fatal("a request with a done context was queued")
 	}
 }
+
+// The writer holds a batch while more requests are out than queued, but
+// only for a bounded time: a request queued behind requests the server never
+// answers is still written, and its answer still comes back.
+func TestHeldBatchIsWrittenWithoutAnswers(t *testing.T) {
+	c, p := dialPipe(t, Options{}, nil)
+	ctx := testCtx(t)
+	var unanswered []memdx.Packet
+	var chans []<-chan result
+	for i := range 3 {
+		chans = append(chans, goGet(ctx, c, fmt.Sprintf("slow%d", i)))
+		unanswered = append(unanswered, p.read())
+	}
+	// Three written and unanswered, one queued: the writer holds it, then
+	// writes it although no answer arrived meanwhile.
+	fast := goGet(ctx, c, "fast")
+	req := p.read()
+	if string(req.Key) != "fast" {
+		t.Fatalf("server got %q, want the held request", req.Key)
+	}
+	p.write(ok(req, "v"))
+	if r := recv(t, fast); r.err != nil || r.value != "v" {
+		t.Fatalf("held request: %+v", r)
+	}
+	for i, req := range unanswered {
+		p.write(ok(req, "late"))
+		if r := recv(t, chans[i]); r.err != nil || r.value != "late" {
+			t.Fatalf("request %d: %+v", i, r)
+		}
+	}
+}

@@ -82,7 +82,15 @@
 // share the next one. When more requests are in flight than are queued, the
 // writer yields the processor once before taking the batch (callers whose
 // answers just arrived are about to send again, and so join it); a lone
-// caller's request is written at once. One reader goroutine decodes responses and matches
+// caller's request is written at once. When more requests are written and
+// unanswered than are queued, the writer also holds the batch until the
+// reader has dispatched its next burst of answers (at most twice, at most
+// 50 µs each): callers in a loop send again as soon as their answers come,
+// so batches merge instead of circulating as fragments that each cost a
+// write and a read on both ends (against memcached with 256 goroutines on
+// one connection: 0.06 writes per request became 0.01, and throughput rose
+// by a third). A request waits that long only while more of the
+// connection's requests are out than queued. One reader goroutine decodes responses and matches
 // them to requests by opaque, never by position, so responses may come in
 // any order (HELLO UnorderedExecution). Server-initiated packets (magic
 // 0x82) go to OnClustermapNotification or OnServerRequest. The caller's
