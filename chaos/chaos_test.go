@@ -24,7 +24,8 @@ var (
 	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 8 in the short run, 32 in a long one)")
 	flagKeys     = flag.Int("chaos.keys", 12, "keys per worker (a quarter of them counters)")
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
-	flagVerbose  = flag.Bool("chaos.v", false, "log every fault episode")
+	flagVerbose  = flag.Bool("chaos.v", false, "log every fault episode and the outcomes by operation")
+	flagFaults   = flag.String("chaos.faults", "all", "fault kinds to inject, comma-separated (all, none, or: "+strings.Join(faultNames[:], ", ")+")")
 )
 
 // shortDuration is the run of `make test` (both configurations together):
@@ -131,7 +132,25 @@ func run(t *testing.T, cfg config) *report {
 	if cid, err = b.AddCollection("chaos", "c1"); err != nil {
 		t.Fatal(err)
 	}
+	// The keys exist before the hook does: it reads h.keys unlocked.
 	h := &harness{bucket: b, keys: map[string]*keyState{}, problems: map[string]int{}}
+	rng := rand.New(rand.NewSource(cfg.seed))
+	workers := make([]*worker, cfg.workers)
+	for i := range workers {
+		w := &worker{h: h, id: i, rng: rand.New(rand.NewSource(rng.Int63()))}
+		for j := 0; j < cfg.keys; j++ {
+			ks := &keyState{name: fmt.Sprintf("w%d-k%d", i, j), owner: w, ctr: j%4 == 3,
+				model: newModel(), byValue: map[string]*opRec{}, byDelta: map[uint64]*opRec{}}
+			if j%2 == 0 {
+				ks.scope, ks.coll = client.DefaultScope, client.DefaultCollection
+			} else {
+				ks.scope, ks.coll, ks.cid = "chaos", "c1", cid
+			}
+			w.keys = append(w.keys, ks)
+			h.keys[ks.name] = ks
+		}
+		workers[i] = w
+	}
 	ctl := mc.Control(mockcluster.Match{}, 0, h.hook)
 	defer ctl.Remove()
 
@@ -161,22 +180,13 @@ func run(t *testing.T, cfg config) *report {
 		}
 	}
 
-	rng := rand.New(rand.NewSource(cfg.seed))
-	workers := make([]*worker, cfg.workers)
-	for i := range workers {
-		w := &worker{h: h, id: i, rng: rand.New(rand.NewSource(rng.Int63()))}
-		for j := 0; j < cfg.keys; j++ {
-			ks := &keyState{name: fmt.Sprintf("w%d-k%d", i, j), owner: w, ctr: j%4 == 3,
-				model: newModel(), byValue: map[string]*opRec{}, byDelta: map[uint64]*opRec{}}
-			if j%2 == 0 {
-				ks.scope, ks.coll, ks.api = client.DefaultScope, client.DefaultCollection, cols[0]
-			} else {
-				ks.scope, ks.coll, ks.cid, ks.api = "chaos", "c1", cid, cols[1]
+	for _, w := range workers {
+		for _, ks := range w.keys {
+			ks.api = cols[0]
+			if ks.coll != client.DefaultCollection {
+				ks.api = cols[1]
 			}
-			w.keys = append(w.keys, ks)
-			h.keys[ks.name] = ks
 		}
-		workers[i] = w
 	}
 
 	h.lat = startLateness()
@@ -336,9 +346,9 @@ func TestChaos(t *testing.T) {
 				}
 			}
 			cfg := config{name: name, opts: clientConfigs[name], seed: *flagSeed, duration: per, short: short,
-				workers: workers, keys: *flagKeys, kinds: allKinds(), heap: uint64(*flagHeap) << 20, logf: t.Logf}
-			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s -chaos.workers=%d -chaos.keys=%d",
-				name, cfg.seed, name, workers, cfg.keys)
+				workers: workers, keys: *flagKeys, kinds: parseFaults(t), heap: uint64(*flagHeap) << 20, logf: t.Logf}
+			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s -chaos.workers=%d -chaos.keys=%d -chaos.faults=%s",
+				name, cfg.seed, name, workers, cfg.keys, *flagFaults)
 			if !short {
 				cfg.rerun += fmt.Sprintf(" -chaos.duration=%v -timeout 0", per)
 			}
@@ -350,6 +360,25 @@ func TestChaos(t *testing.T) {
 			checkReport(t, r)
 		})
 	}
+}
+
+// parseFaults returns the fault kinds -chaos.faults names.
+func parseFaults(t *testing.T) []faultKind {
+	switch *flagFaults {
+	case "all", "":
+		return allKinds()
+	case "none":
+		return []faultKind{}
+	}
+	var ks []faultKind
+	for _, n := range strings.Split(*flagFaults, ",") {
+		i := slices.Index(faultNames[:], strings.TrimSpace(n))
+		if i < 0 {
+			t.Fatalf("-chaos.faults: unknown fault kind %q", n)
+		}
+		ks = append(ks, faultKind(i))
+	}
+	return ks
 }
 
 func allKinds() []faultKind {
@@ -368,7 +397,7 @@ func checkReport(t testing.TB, r *report) {
 	if f := r.failures(); len(f) > 0 {
 		t.Errorf("%s: %s\n  %s", prefix, strings.Join(f, "; "), strings.Join(r.details, "\n  "))
 	}
-	if !r.cfg.short {
+	if !r.cfg.short || len(r.cfg.kinds) != int(numFaultKinds) {
 		return
 	}
 	// Not vacuous: every fault acted, the retries and ambiguity the checks

@@ -194,7 +194,7 @@ type scheduler struct {
 }
 
 func newScheduler(h *harness, mc *mockcluster.Cluster, seed int64, short bool, kinds []faultKind, logf func(string, ...any)) *scheduler {
-	if len(kinds) == 0 {
+	if kinds == nil {
 		kinds = allKinds()
 	}
 	s := &scheduler{h: h, mc: mc, rng: rand.New(rand.NewSource(seed)), short: short, kinds: kinds,
@@ -292,6 +292,10 @@ func (s *scheduler) run(d time.Duration) {
 	for {
 		el := time.Since(start)
 		if el >= d && (!s.short || s.allFired() || el >= 3*d) {
+			break
+		}
+		if len(s.kinds) == 0 { // no faults: just the workload
+			time.Sleep(d)
 			break
 		}
 		if len(round) == 0 {
