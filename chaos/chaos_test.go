@@ -336,6 +336,10 @@ func TestChaos(t *testing.T) {
 		total, short = shortDuration, true
 	}
 	per := total / time.Duration(len(names))
+	if dl, ok := t.Deadline(); ok && time.Until(dl) < total+2*time.Minute {
+		t.Fatalf("-chaos.duration=%v does not fit in the test binary's timeout (%v left): add -timeout 0",
+			total, time.Until(dl).Round(time.Second))
+	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			workers := *flagWorkers

@@ -213,7 +213,10 @@ type keyState struct {
 	// Owner only.
 	model model
 	seq   uint64
-	queue []*opRec // finished operations not verified yet, oldest first
+	// Counted mutations the client reported successful and ambiguous: the
+	// key's MutationCount must end between nSucc and nSucc+nAmb.
+	nSucc, nAmb uint64
+	queue       []*opRec // finished operations not verified yet, oldest first
 
 	mu      sync.Mutex
 	cur     *opRec // the operation running now
@@ -526,6 +529,10 @@ func (h *harness) finish(ks *keyState) {
 		st.lost++
 		h.problem("lost", "key %s: stored document (exists=%v value=%q cas=%#x) is not a state the client's results allow %s; recent operations:%s",
 			ks.name, exists, value, doc.Cas, ks.model.describe(), hist)
+	}
+	if mc < ks.nSucc || mc > ks.nSucc+ks.nAmb {
+		h.problem("count", "key %s: %d mutations applied, but the client reported %d successful and %d ambiguous; recent operations:%s",
+			ks.name, mc, ks.nSucc, ks.nAmb, hist)
 	}
 	if rep.exists != exists || rep.value != value {
 		h.problem("attribution", "key %s: stored document (exists=%v value=%q) differs from the applied requests replayed (exists=%v value=%q); recent operations:%s",

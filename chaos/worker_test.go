@@ -232,6 +232,14 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	op.outcome = classify(err)
 	w.st.outcomes[op.outcome]++
 	w.st.byKind[op.kind][op.outcome]++
+	if op.kind.counted() {
+		switch op.outcome {
+		case outSuccess:
+			ks.nSucc++
+		case outAmbiguous:
+			ks.nAmb++
+		}
+	}
 	if err != nil && !expectedErr(err) {
 		w.st.unexpected++
 		w.h.problem("unexpected-error", "key %s: %s", ks.name, op)
