@@ -540,6 +540,13 @@ func (h *harness) finish(ks *keyState) {
 	}
 }
 
+// describe describes op, whose receipts the hook may still be adding to.
+func (ks *keyState) describe(op *opRec) string {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return op.String()
+}
+
 // history describes the key's operations not yet verified (the last
 // settleAge of them), for failure messages. Owner only.
 func (ks *keyState) history() string {

@@ -242,10 +242,10 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	}
 	if err != nil && !expectedErr(err) {
 		w.st.unexpected++
-		w.h.problem("unexpected-error", "key %s: %s", ks.name, op)
+		w.h.problem("unexpected-error", "key %s: %s", ks.name, ks.describe(op))
 	}
 	if op.outcome == outAmbiguous && op.kind.idempotent() {
-		w.h.problem("ambiguous-read", "key %s: a read reported ambiguous: %s", ks.name, op)
+		w.h.problem("ambiguous-read", "key %s: a read reported ambiguous: %s", ks.name, ks.describe(op))
 	}
 	var bad string
 	switch op.outcome {
@@ -266,7 +266,7 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 			w.st.lost++
 		}
 		w.h.problem(what, "key %s: %s; before it the document was one of %s; recent operations:%s\n    %s",
-			ks.name, bad, ks.model.describe(), ks.history(), op)
+			ks.name, bad, ks.model.describe(), ks.history(), ks.describe(op))
 		// Start over from what the next read or overwrite says, rather
 		// than report the same divergence at every later operation.
 		ks.model.overflow, ks.model.states = true, nil
