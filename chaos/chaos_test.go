@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,8 +22,8 @@ var (
 	flagSeed     = flag.Int64("chaos.seed", 42, "seed of the fault schedule and the operation mix")
 	flagDuration = flag.Duration("chaos.duration", 0, "how long the chaos runs in all, split evenly over -chaos.configs (0: the short run of make test, "+shortDuration.String()+")")
 	flagConfigs  = flag.String("chaos.configs", "default,besteffort", "client configurations to run, comma-separated: default (retry.DefaultStrategy), besteffort (retry.BestEffort), pool (3 connections per node, RFC 0005 NMV wait)")
-	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 8 in the short run, 32 in a long one)")
-	flagKeys     = flag.Int("chaos.keys", 12, "keys per worker (a quarter of them counters)")
+	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 16 in the short run, 32 in a long one)")
+	flagKeys     = flag.Int("chaos.keys", 8, "keys per worker (a quarter of them counters)")
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
 	flagVerbose  = flag.Bool("chaos.v", false, "log every fault episode and the outcomes by operation")
 	flagFaults   = flag.String("chaos.faults", "all", "fault kinds to inject, comma-separated (all, none, or: "+strings.Join(faultNames[:], ", ")+")")
@@ -55,6 +56,9 @@ type harness struct {
 	keys   map[string]*keyState // read-only once the run starts
 	faults faultSet
 	lat    *lateness
+	// Writes closed on after they were applied, and before: the short run
+	// goes on until it has seen both (ambiguous outcomes of each kind).
+	doubtApplied, doubtNotApplied atomic.Int64
 
 	pmu      sync.Mutex
 	problems map[string]int
@@ -344,7 +348,9 @@ func TestChaos(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			workers := *flagWorkers
 			if workers <= 0 {
-				workers = 8
+				// Workers wait out timeouts (a stopped node, a held
+				// lock): enough of them keep requests flowing meanwhile.
+				workers = 16
 				if !short {
 					workers = 32
 				}

@@ -13,7 +13,7 @@
 //
 // Flags: -chaos.seed (default 42), -chaos.duration (in all, split evenly
 // over the configurations; 0 is the short run), -chaos.configs (default,
-// besteffort; also pool), -chaos.workers (8 short, 32 long), -chaos.keys
+// besteffort; also pool), -chaos.workers (16 short, 32 long), -chaos.keys
 // (per worker), -chaos.heapslack (MiB), -chaos.v. Each configuration logs
 // one summary line (go test shows it with -v, or on failure):
 //

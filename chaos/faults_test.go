@@ -271,8 +271,14 @@ func (s *scheduler) draw(k faultKind) *episode {
 	return e
 }
 
-// allFired reports whether every kind has acted at least once.
+// allFired reports whether every kind has acted at least once, and
+// (with both close kinds in the run) writes were cut off both before and
+// after they were applied.
 func (s *scheduler) allFired() bool {
+	if slices.Contains(s.kinds, fkCloseBefore) && s.h.doubtNotApplied.Load() == 0 ||
+		slices.Contains(s.kinds, fkCloseAfter) && s.h.doubtApplied.Load() == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range s.kinds {

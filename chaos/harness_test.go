@@ -254,6 +254,14 @@ func (ks *keyState) settle(h *harness, mc uint64) {
 	r := &op.receipts[ks.lastIdx]
 	r.applied, r.known = d, true
 	op.applied += d
+	if op.kind.counted() {
+		switch {
+		case r.act == actCloseAfter && d > 0:
+			h.doubtApplied.Add(1)
+		case r.act == actCloseBefore:
+			h.doubtNotApplied.Add(1)
+		}
+	}
 	for i := 0; i < d; i++ {
 		ks.replay = op.next(ks.replay)
 	}
