@@ -5,6 +5,12 @@
 // NOT_MY_VBUCKET bodies. When gocbcore and the mock disagree, the mock is
 // fixed to do what Couchbase Server does, never bent to a client's quirk.
 //
+// It also holds the benchmarks `make bench` runs (scripts/bench.sh):
+// cmd/benchcmp compares kvwire with gocbcore against the mock cluster and
+// with gomemcache and a raw pipelined loop against memcached, in one
+// interleaved run; cmd/mockserver runs the mock cluster in a process of its
+// own, so that the harness's CPU time is its client's alone.
+//
 // It is a separate module so that the root module does not depend on
-// gocbcore; `make test` runs it.
+// gocbcore or gomemcache; `make test` runs its tests.
 package reftest

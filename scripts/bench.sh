@@ -8,6 +8,9 @@
 #                                    any benchcmp flags (see go run ./cmd/benchcmp -h in reftest/)
 #   BENCH_OUT=path                   where the markdown report goes
 #                                    (default reftest/bench-results.md)
+#   BENCH_README=1                   also replace README.md's section between
+#                                    <!-- bench:start --> and <!-- bench:end -->
+#                                    with this run's report
 #
 # Servers run in processes of their own, so that the harness's CPU time is
 # its client's: memcached through scripts/memcached.sh (stopped afterwards
@@ -70,6 +73,9 @@ if [ -n "${BENCH_QUICK:-}" ]; then
   cmd="BENCH_QUICK=1 make bench"
   args+=(-quick)
 fi
+if [ -n "${BENCH_README:-}" ]; then
+  cmd="BENCH_README=1 $cmd"
+fi
 if [ -n "${BENCH_ARGS:-}" ]; then
   cmd="BENCH_ARGS='$BENCH_ARGS' $cmd"
   # shellcheck disable=SC2206 # flags are split on spaces on purpose
@@ -77,6 +83,19 @@ if [ -n "${BENCH_ARGS:-}" ]; then
 fi
 note="Servers: $(memcached -V 2>/dev/null || echo memcached) (Debian package, scripts/memcached.sh: -t 2 -c 1024 -m 64) on $KV_MEMCACHED_ADDR; mockcluster (3 nodes, bucket default) in its own process; clients: kvwire $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- client conn memdx vbmap retry 2>/dev/null || echo '+uncommitted'), gomemcache $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/bradfitz/gomemcache), gocbcore $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/couchbase/gocbcore/v10)"
 
+if [ -n "${BENCH_README:-}" ]; then
+  grep -q '^<!-- bench:start -->$' README.md && grep -q '^<!-- bench:end -->$' README.md ||
+    { log "ERROR: README.md has no <!-- bench:start --> / <!-- bench:end --> markers"; exit 1; }
+  args+=(-readme "$tmp/readme.md")
+fi
 "$tmp/benchcmp" -memcached "$KV_MEMCACHED_ADDR" -memcached-pid "$memcached_pid" \
   -mock "$mock" -mock-pid "$mock_pid" -out "$OUT" -command "$cmd" -note "$note" "${args[@]}"
 log "report written to ${OUT#"$ROOT"/}"
+if [ -n "${BENCH_README:-}" ]; then
+  awk -v f="$tmp/readme.md" '
+    /^<!-- bench:start -->$/ { print; print ""; while ((getline line < f) > 0) print line; print ""; skip = 1; next }
+    /^<!-- bench:end -->$/ { skip = 0 }
+    !skip { print }' README.md >"$tmp/README.md"
+  cat "$tmp/README.md" >README.md
+  log "README.md's bench section replaced with this run's report"
+fi

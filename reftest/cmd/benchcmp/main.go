@@ -105,7 +105,8 @@ type config struct {
 	bestConns, bestWindow int
 	timeout               time.Duration
 	only                  *regexp.Regexp
-	out, command, note    string
+	out, readme           string
+	command, note         string
 }
 
 func main() {
@@ -125,6 +126,7 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", client.DefaultKVTimeout, "KV timeout of every client")
 	flag.StringVar(&only, "only", "", "run only measurements whose id (backend/workload/conc/client) matches this regexp")
 	flag.StringVar(&cfg.out, "out", "", "also write the report as markdown to this file")
+	flag.StringVar(&cfg.readme, "readme", "", "also write the report as the README's section (between its bench markers) to this file")
 	flag.StringVar(&cfg.command, "command", "", "the command to name in the report (default: this one's arguments)")
 	flag.StringVar(&cfg.note, "note", "", "a line added to the report's header (server versions, ...)")
 	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run here")
@@ -481,6 +483,11 @@ func run(cfg *config) error {
 			return err
 		}
 		logf("benchcmp: wrote %s", cfg.out)
+	}
+	if cfg.readme != "" {
+		if err := os.WriteFile(cfg.readme, []byte(rep.readmeSection()), 0o644); err != nil {
+			return err
+		}
 	}
 	return nil
 }

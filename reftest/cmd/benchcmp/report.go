@@ -361,6 +361,31 @@ func (r *report) markdown() string {
 	return b.String()
 }
 
+// readmeSection is the report as the README shows it, between its
+// bench markers: the run's header, the targets, every figure folded.
+func (r *report) readmeSection() string {
+	var b strings.Builder
+	b.WriteString("Every figure below comes from one run of the command named, on the machine described; " +
+		"`reftest/bench-results.md` has the same report. The clients, the servers and the method are in " +
+		"`reftest/cmd/benchcmp` (package doc).\n\n")
+	for _, l := range r.envLines() {
+		if c, rest, ok := strings.Cut(l, ": "); ok && c == "Command" {
+			l = "Command: `" + rest + "`"
+		}
+		b.WriteString("- " + l + "\n")
+	}
+	b.WriteString("\n")
+	writeMarkdown(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
+	b.WriteString("\n<details><summary>All figures</summary>\n\n")
+	writeMarkdown(&b, r.header, r.rows)
+	b.WriteString("\n")
+	for _, n := range r.notes {
+		b.WriteString("- " + n + "\n")
+	}
+	b.WriteString("\n</details>\n")
+	return b.String()
+}
+
 func writeAligned(b *strings.Builder, header []string, rows [][]string) {
 	w := make([]int, len(header))
 	for i, h := range header {
