@@ -57,8 +57,8 @@ func (l *liar) Increment(ctx context.Context, key string, opts *client.CounterOp
 // a backoff past it would.
 func (l *liar) Get(ctx context.Context, key string, opts *client.GetOptions) (client.GetResult, error) {
 	r, err := l.kvAPI.Get(ctx, key, opts)
-	if l.gets.Add(1)%25 == 0 {
-		time.Sleep(opts.Timeout + 400*time.Millisecond)
+	if l.gets.Add(1)%40 == 0 {
+		time.Sleep(opts.Timeout + 800*time.Millisecond)
 	}
 	return r, err
 }

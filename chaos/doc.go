@@ -13,7 +13,8 @@
 //
 // Flags: -chaos.seed (default 42), -chaos.duration (in all, split evenly
 // over the configurations; 0 is the short run), -chaos.configs (default,
-// besteffort; also pool), -chaos.workers (16 short, 32 long), -chaos.keys
+// besteffort; also pool), -chaos.faults (all, none, or a list of kinds, to
+// narrow a failure down), -chaos.workers (16 short, 32 long), -chaos.keys
 // (per worker), -chaos.heapslack (MiB), -chaos.v. Each configuration logs
 // one summary line (go test shows it with -v, or on failure):
 //
@@ -28,9 +29,11 @@
 // with GetAndLock by the workers), TMPFAIL answers, statuses only the error
 // map explains (retryable or not), slow answers (some beyond the operation
 // timeout) and dropped connections. Up to three run at once (one topology
-// change at a time). The short run goes on until every kind has acted, and
-// fails unless retries for NOT_MY_VBUCKET, LOCKED, TMPFAIL and the error map
-// happened and ambiguous writes both applied and not applied were seen.
+// change at a time). The short run goes on (up to three times its length)
+// until every kind has acted and writes were cut off both after and before
+// they were applied, and fails unless retries for NOT_MY_VBUCKET, LOCKED,
+// TMPFAIL and the error map happened and ambiguous writes both applied and
+// not applied were seen: it cannot pass by not testing.
 //
 // # What is checked, and how
 //
@@ -46,7 +49,11 @@
 // moment. The hook runs under the mock's fault lock, so its calls are totally
 // ordered, and a node applies a request right after the hook returns; the
 // count read at the key's next request (or at the end) therefore says exactly
-// whether each request was applied. From that:
+// whether each request was applied. (Values and deltas name their
+// operation exactly; DELETE, TOUCH, GET_LOCKED and UNLOCK carry nothing
+// unique and are given to the key's running operation of that kind, or its
+// last one: exact as long as no request reaches a node after its operation
+// ended, which the mock, reading promptly, makes so.) From that:
 //
 //   - a mutation the client reported successful was applied exactly once;
 //   - one reported failed and not ambiguous (the server said no, or it
@@ -58,23 +65,37 @@
 //     answer (from the hook's side: after a close before or after apply;
 //     from the client's Observer: after an attempt that ended written but
 //     unanswered), and no attempt the client said was not written reached
-//     a node.
+//     a node;
+//   - an operation with an attempt written and never answered is reported
+//     ambiguous (or, for a read, retried);
+//   - the applied requests, replayed in the hook's order, give the stored
+//     document (a check on the attribution itself).
+//
+// Without the hook, each key's MutationCount must end between the number of
+// mutations the client reported successful and that plus the ambiguous ones.
 //
 // Independently of the hook, each owner keeps a model of its keys: the set
 // of states the document may be in given what the client reported (one
-// state, unless an ambiguous operation left two). Every read must match a
+// state, unless ambiguous operations left more; the owner reads the key after
+// each one, as an application would). Every read must match a
 // state of the model and every success must be possible from one; at the end
 // the stored document (Bucket.Get: value and CAS) must be one of the states,
 // which, when no ambiguous operation followed the last success, means
 // exactly that success's value and CAS. A mismatch is a lost write.
 //
 // Every operation is timed: none may end later than its timeout plus a
-// margin of 50 ms plus the worst scheduler lateness measured (a goroutine
-// sleeping 2 ms in a loop) around its deadline, so an operation that sleeps
+// margin of 50 ms plus twice the worst scheduler lateness measured (a
+// goroutine sleeping 2 ms in a loop) around its deadline (timing_test.go says
+// why), so an operation that sleeps
 // a retry backoff past its deadline is caught while a busy machine is not
 // mistaken for one. The heap in use after a GC is sampled during the run and
 // must stay within a slack of its level after warm-up; leaked goroutines
 // fail the binary (internal/leakcheck).
+//
+// TestChaosDetects runs the same harness against a client that lies (it
+// sends an ambiguous write again, acknowledges a write the server refused
+// and overstays a deadline) and requires lost, duplicated, re-sent and late
+// operations to be reported: the checks can fail.
 //
 // The fault schedule (which fault, when, where, for how long, with what
 // probability) is a function of the seed; the interleaving of goroutines is

@@ -92,6 +92,8 @@ type receipt struct {
 
 // attempt is one attempt of an operation as the client's Observer saw it.
 type attempt struct {
+	start  time.Duration // after the operation started
+	took   time.Duration
 	node   string
 	retry  bool
 	reason retry.Reason
@@ -161,7 +163,7 @@ func (op *opRec) String() string {
 		fmt.Fprintf(&b, " (cas=%#x)", op.resCas)
 	}
 	for i, a := range op.attempts {
-		fmt.Fprintf(&b, "\n      attempt %d node=%s", i, a.node)
+		fmt.Fprintf(&b, "\n      attempt %d at +%v for %v node=%s", i, a.start.Round(time.Millisecond), a.took.Round(time.Millisecond), a.node)
 		if a.retry {
 			fmt.Fprintf(&b, " retry(%s)", a.reason)
 		}
@@ -370,7 +372,8 @@ func (h *harness) AttemptStart(info client.AttemptInfo) {
 	if op.inDoubt && !op.kind.idempotent() {
 		op.retriedIn = true
 	}
-	op.attempts = append(op.attempts, attempt{node: info.Node, retry: info.Retry, reason: info.RetryReason, fwd: info.ForwardMap})
+	op.attempts = append(op.attempts, attempt{start: info.Start.Sub(op.start), node: info.Node,
+		retry: info.Retry, reason: info.RetryReason, fwd: info.ForwardMap})
 }
 
 // AttemptEnd implements client.Observer.
@@ -386,6 +389,7 @@ func (h *harness) AttemptEnd(info client.AttemptInfo, err error) {
 		return
 	}
 	a := &op.attempts[len(op.attempts)-1]
+	a.took = info.Duration
 	var re *conn.RequestError
 	switch {
 	case err == nil:
