@@ -72,10 +72,21 @@ type Conn struct {
 	holding atomic.Bool
 	burst   chan struct{}
 	err     error // why the connection ended; nil while it is open
+	// dlHead..dlTail lists the pending calls that have a deadline, earliest
+	// first. Requests usually share one timeout, so a new one goes at the
+	// tail and a finished one is unlinked: O(1) either way, under mu (a
+	// shorter timeout walks back from the tail to its place). dlTimer wakes
+	// the sweeper at dlAt (zero: disarmed); a new deadline re-arms it only
+	// when it is earlier than dlAt, so the usual request costs no timer
+	// operation.
+	dlHead, dlTail *call
+	dlTimer        *time.Timer
+	dlAt           time.Time
 
 	kick       chan struct{} // capacity 1: wbuf has bytes for the writer
 	done       chan struct{} // closed when err is set
 	writerDone chan struct{} // closed when the writer goroutine has exited
+	sweepDone  chan struct{} // closed when the sweeper goroutine has exited
 	exited     chan struct{} // closed when both goroutines have exited
 
 	writes, bytesOut, reads, bytesIn atomic.Uint64
@@ -101,8 +112,17 @@ type call struct {
 	// request; waiter: a cancelling caller waits for that call to return.
 	busy, waiter bool
 	err          error // first error handle returned (multi)
-	// timer bounds the wait of DoDeadline; it stays with the pooled call
-	// (stopped) so that a deadline costs no allocation after warm-up.
+	// deadline is when the call expires (DoDeadline; zero: never).
+	// dlPrev/dlNext link it into the connection's deadline list while it
+	// waits (inDL). expired: the sweeper ended the call and sent its
+	// outcome on done.
+	deadline       time.Time
+	dlPrev, dlNext *call
+	inDL           bool
+	expired        bool
+	// timer bounds the wait of a multi-packet call (STAT) with a deadline:
+	// such a call is not swept (its handle may be running when it expires);
+	// the timer stays with the pooled call so that it is reused.
 	timer *time.Timer
 }
 
@@ -131,9 +151,13 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 		burst:      make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
+		sweepDone:  make(chan struct{}),
 		exited:     make(chan struct{}),
+		dlTimer:    time.NewTimer(time.Hour),
 	}
+	c.dlTimer.Stop()
 	go c.writeLoop()
+	go c.sweepLoop()
 	go c.readLoop()
 	return c
 }
@@ -170,8 +194,11 @@ func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Pa
 // passes before the response, the request ends as if ctx's deadline had
 // passed (a *RequestError matching context.DeadlineExceeded, Written set).
 // It lets a caller bound every attempt without deriving a context per
-// request: the timer lives in the pooled call and is reused. It also returns
-// the opaque the request was sent with (0 when it was never queued).
+// request: deadlines are kept in a heap per connection and expired by one
+// sweeper goroutine, so a request with a deadline costs no timer and no
+// clock reading beyond checking that the deadline has not already passed (a
+// request whose deadline has passed is refused unsent: not written). It also
+// returns the opaque the request was sent with (0 when it was never queued).
 func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Request, handle func(*memdx.Packet) error) (uint32, error) {
 	if req.OpCode.IsQuiet() {
 		return 0, &RequestError{Op: req.OpCode, Addr: c.addr,
@@ -183,7 +210,7 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 	}
-	cl, err := c.start(req, handle)
+	cl, err := c.start(req, handle, deadline)
 	if err != nil {
 		return 0, err
 	}
@@ -192,7 +219,7 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 }
 
 // start queues req and registers its call.
-func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error) (*call, error) {
+func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline time.Time) (*call, error) {
 	cl := getCall()
 	cl.handle = handle
 	cl.op = req.OpCode
@@ -226,6 +253,13 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error) (*cal
 	cl.end = c.queued
 	c.pending[opaque] = cl
 	c.batched++
+	if !deadline.IsZero() && !cl.multi {
+		cl.deadline = deadline
+		c.dlInsert(cl)
+		if c.dlAt.IsZero() || deadline.Before(c.dlAt) {
+			c.armSweeper(deadline)
+		}
+	}
 	wake := n0 == 0 && !c.corked
 	c.mu.Unlock()
 	if wake {
@@ -277,17 +311,38 @@ func (c *Conn) uncork() {
 	}
 }
 
-// wait blocks until cl ends or ctx is done.
+// wait blocks until cl ends or ctx is done. A call with a deadline is
+// ended by the sweeper, through cl.done like a response: without a
+// cancellable ctx, waiting is one channel receive.
 func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
-	if deadline.IsZero() {
-		select {
-		case err := <-cl.done:
-			putCall(cl)
-			return err
-		case <-ctx.Done():
-			return c.cancel(ctx.Err(), cl)
-		}
+	if !deadline.IsZero() && cl.multi {
+		return c.waitTimer(ctx, deadline, cl)
 	}
+	ctxDone := ctx.Done()
+	if ctxDone == nil {
+		return c.finish(cl, <-cl.done)
+	}
+	select {
+	case err := <-cl.done:
+		return c.finish(cl, err)
+	case <-ctxDone:
+		return c.cancel(ctx.Err(), cl)
+	}
+}
+
+// finish returns the outcome received on cl.done, and pools cl unless the
+// sweeper left it behind as a tombstone for a late response (the reader
+// or the garbage collector owns it then).
+func (c *Conn) finish(cl *call, err error) error {
+	if !cl.abandoned {
+		putCall(cl)
+	}
+	return err
+}
+
+// waitTimer waits for a multi-packet call with a deadline on a timer of
+// its own.
+func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) error {
 	d := time.Until(deadline)
 	if cl.timer == nil {
 		cl.timer = time.NewTimer(d)
@@ -309,11 +364,19 @@ func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
 
 func (c *Conn) cancel(cause error, cl *call) error {
 	c.mu.Lock()
+	if cl.expired {
+		// The sweeper got there first: its outcome is on done.
+		c.mu.Unlock()
+		return c.finish(cl, <-cl.done)
+	}
 	if c.pending[cl.opaque] != cl {
 		c.mu.Unlock()
 		err := <-cl.done
 		putCall(cl)
 		return err
+	}
+	if cl.inDL {
+		c.dlUnlink(cl)
 	}
 	written := cl.start < c.flushed
 	switch {
@@ -578,6 +641,9 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) error {
 	}
 	if final {
 		delete(c.pending, p.Opaque)
+		if cl.inDL {
+			c.dlUnlink(cl)
+		}
 		c.mu.Unlock()
 		err := cl.call(p)
 		if cl.err != nil {
@@ -635,9 +701,11 @@ func (c *Conn) serverRequest(p *memdx.Packet) {
 // final, then fails every pending request exactly once.
 func (c *Conn) teardown() {
 	<-c.writerDone
+	<-c.sweepDone
 	c.mu.Lock()
 	pending := c.pending
 	c.pending = nil
+	c.dlHead, c.dlTail = nil, nil
 	written := c.written
 	cause := c.err
 	c.mu.Unlock()
@@ -754,3 +822,95 @@ func (c *Conn) Mechanism() string { return c.mech }
 
 // Bucket returns the selected bucket, "" when none was.
 func (c *Conn) Bucket() string { return c.bucket }
+
+// armSweeper sets the sweeper's timer to fire at t. Called with mu held.
+func (c *Conn) armSweeper(t time.Time) {
+	c.dlAt = t
+	c.dlTimer.Reset(time.Until(t))
+}
+
+// sweepLoop is the sweeper goroutine: it expires calls whose deadline has
+// passed.
+func (c *Conn) sweepLoop() {
+	defer close(c.sweepDone)
+	for {
+		select {
+		case <-c.dlTimer.C:
+			c.sweep()
+		case <-c.done:
+			c.dlTimer.Stop()
+			return
+		}
+	}
+}
+
+// sweep ends every call whose deadline has passed and re-arms the timer for
+// the next one. A call still in the write buffer is cut out (not written);
+// one handed to the writer stays registered until its late response, which
+// is dropped (written: the outcome is unknown), as for a cancellation.
+func (c *Conn) sweep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dlAt = time.Time{}
+	if c.err != nil {
+		return // teardown fails everything pending
+	}
+	now := time.Now()
+	for c.dlHead != nil && !c.dlHead.deadline.After(now) {
+		cl := c.dlHead
+		c.dlUnlink(cl)
+		written := cl.start < c.flushed
+		if written {
+			// The reader will drop the late response and must then leave
+			// the call alone: its waiter may still be reading done.
+			cl.abandoned = true
+			cl.waiter = true
+		} else {
+			c.cut(cl)
+			delete(c.pending, cl.opaque)
+		}
+		cl.expired = true
+		cl.done <- &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: context.DeadlineExceeded}
+	}
+	if c.dlHead != nil {
+		c.armSweeper(c.dlHead.deadline)
+	}
+}
+
+// dlInsert links cl into the deadline list at its place: at the tail when
+// its deadline is the latest, which it nearly always is. Called with mu held.
+func (c *Conn) dlInsert(cl *call) {
+	at := c.dlTail
+	for at != nil && at.deadline.After(cl.deadline) {
+		at = at.dlPrev
+	}
+	cl.dlPrev = at
+	if at == nil {
+		cl.dlNext = c.dlHead
+		c.dlHead = cl
+	} else {
+		cl.dlNext = at.dlNext
+		at.dlNext = cl
+	}
+	if cl.dlNext == nil {
+		c.dlTail = cl
+	} else {
+		cl.dlNext.dlPrev = cl
+	}
+	cl.inDL = true
+}
+
+// dlUnlink takes cl out of the deadline list. Called with mu held.
+func (c *Conn) dlUnlink(cl *call) {
+	if cl.dlPrev == nil {
+		c.dlHead = cl.dlNext
+	} else {
+		cl.dlPrev.dlNext = cl.dlNext
+	}
+	if cl.dlNext == nil {
+		c.dlTail = cl.dlPrev
+	} else {
+		cl.dlNext.dlPrev = cl.dlPrev
+	}
+	cl.dlPrev, cl.dlNext, cl.inDL = nil, nil, false
+}

@@ -97,3 +97,54 @@ func TestDoDeadlineAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per DoDeadline, want <= %v", got, limit)
 	}
 }
+
+// Requests with different timeouts, none answered, expire in deadline order
+// (the list keeps the earliest first whatever the order they were sent in),
+// each no earlier than its deadline.
+func TestDoDeadlineMixedTimeouts(t *testing.T) {
+	c, p := dialPipe(t, Options{}, nil)
+	go func() { // read and never answer
+		for {
+			if _, err := p.tryRead(); err != nil {
+				return
+			}
+		}
+	}()
+	type ended struct {
+		name string
+		at   time.Time
+		err  error
+	}
+	out := make(chan ended, 3)
+	start := time.Now()
+	timeouts := []struct {
+		name string
+		d    time.Duration
+	}{{"long", 300 * time.Millisecond}, {"short", 50 * time.Millisecond}, {"mid", 150 * time.Millisecond}}
+	for _, tt := range timeouts {
+		go func() {
+			req := memdx.NewGet([]byte(tt.name))
+			_, err := c.DoDeadline(context.Background(), start.Add(tt.d), &req, nil)
+			out <- ended{tt.name, time.Now(), err}
+		}()
+		time.Sleep(5 * time.Millisecond) // send in this order
+	}
+	want := map[string]time.Duration{"short": 50 * time.Millisecond, "mid": 150 * time.Millisecond, "long": 300 * time.Millisecond}
+	var order []string
+	for range 3 {
+		e := <-out
+		order = append(order, e.name)
+		if !errors.Is(e.err, context.DeadlineExceeded) {
+			t.Fatalf("%s: %v", e.name, e.err)
+		}
+		if got := e.at.Sub(start); got < want[e.name] {
+			t.Fatalf("%s ended after %v, before its deadline %v", e.name, got, want[e.name])
+		}
+	}
+	if order[0] != "short" || order[1] != "mid" || order[2] != "long" {
+		t.Fatalf("expired in order %v, want short, mid, long", order)
+	}
+	if c.Pending() != 3 {
+		t.Fatalf("pending %d: the written requests stay as tombstones until answered", c.Pending())
+	}
+}

@@ -210,7 +210,7 @@ func (s *step) handle(p *memdx.Packet) error {
 // send queues a bootstrap request.
 func (c *Conn) send(req memdx.Request) *step {
 	s := &step{op: req.OpCode}
-	s.cl, s.err = c.start(&req, s.handle)
+	s.cl, s.err = c.start(&req, s.handle, time.Time{})
 	return s
 }
 

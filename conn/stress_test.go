@@ -79,8 +79,9 @@ func (s *chaosServer) serve(t *testing.T, nc net.Conn, seed uint64, closeAfter i
 
 // Every request ends exactly once, a request the server read in full is
 // never reported as not written, and a response always reaches the request
-// it answers — under concurrency, cancellation, out-of-order and missing
-// answers, and connections dropped at arbitrary points.
+// it answers — under concurrency, cancellation and deadlines (and both at
+// once), out-of-order and missing answers, and connections dropped at
+// arbitrary points.
 func TestExactlyOnceUnderChaos(t *testing.T) {
 	rounds := 12
 	if testing.Short() {
@@ -130,12 +131,25 @@ func TestExactlyOnceUnderChaos(t *testing.T) {
 					case 1:
 						d = 20 * time.Millisecond
 					}
-					ctx, cancel := context.WithTimeout(context.Background(), d)
+					// The bound comes from a context, from DoDeadline's
+					// deadline (expired by the connection's sweeper), or from
+					// both, racing each other.
+					ctx, cancel := context.Background(), context.CancelFunc(func() {})
+					var deadline time.Time
+					switch rng.IntN(3) {
+					case 0:
+						ctx, cancel = context.WithTimeout(context.Background(), d)
+					case 1:
+						deadline = time.Now().Add(d)
+					default:
+						ctx, cancel = context.WithTimeout(context.Background(), d)
+						deadline = time.Now().Add(d + time.Duration(rng.IntN(200)-100)*time.Microsecond)
+					}
 					var o outcome
 					o.key = key
 					var calls atomic.Int32
 					req := memdx.NewGet([]byte(key))
-					o.err = c.Do(ctx, &req, func(p *memdx.Packet) error {
+					_, o.err = c.DoDeadline(ctx, deadline, &req, func(p *memdx.Packet) error {
 						calls.Add(1)
 						o.value = string(p.Value)
 						return nil
