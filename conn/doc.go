@@ -90,8 +90,8 @@
 // write and a read on both ends (against memcached with 256 goroutines on
 // one connection: 0.06 writes per request became 0.01, and throughput rose
 // by a third). A request waits that long only while more of the
-// connection's requests are out than queued. One reader goroutine decodes responses and matches
-// them to requests by opaque, never by position, so responses may come in
+// connection's requests are out than queued. One reader goroutine decodes
+// responses and matches them to requests by opaque, never by position, so responses may come in
 // any order (HELLO UnorderedExecution). Server-initiated packets (magic
 // 0x82) go to OnClustermapNotification or OnServerRequest. The caller's
 // goroutine waits in Do: no goroutine is started per request, and the
@@ -124,6 +124,16 @@
 // response, Do waits for handle to return and reports that outcome instead.
 // A response whose opaque matches nothing in flight, abandoned requests
 // included, is a protocol violation.
+//
+// DoDeadline's deadline ends a request the same way, with
+// context.DeadlineExceeded, without a context or timer per request: the
+// pending requests that have a deadline form a list ordered by deadline
+// (under the same mutex; requests share one timeout, so joining at the tail
+// and leaving by an unlink cost O(1)), and one sweeper goroutine per
+// connection wakes at the earliest deadline and ends what is due through
+// the request's own done channel, as a response would. A multi-packet
+// request (STAT) keeps a timer of its own, since its handle may be running
+// when it expires.
 //
 // At most Options.MaxPending requests are in flight, abandoned ones
 // included (their work is still on the server); past that Do fails at once
