@@ -91,6 +91,8 @@ type report struct {
 	heapBase  uint64
 	heapMax   uint64
 	heapN     int
+	heap1     uint64 // largest sample in the first half after warm-up
+	heap2     uint64 // ... in the second half
 	lateMax   time.Duration
 	nodesEnd  int
 	summary   string
@@ -218,6 +220,7 @@ func run(t *testing.T, cfg config) *report {
 	wg.Wait()
 	elapsed := time.Since(start)
 	heapBase, heapMax, heapN := heap.close()
+	heap1, heap2 := heap.halves()
 	h.faults.clear()
 
 	// Every request the mock will ever see has been read once every client
@@ -246,7 +249,7 @@ func run(t *testing.T, cfg config) *report {
 	h.lat.close()
 
 	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details,
-		heapBase: heapBase, heapMax: heapMax, heapN: heapN, lateMax: h.lat.max(), nodesEnd: len(mc.Nodes())}
+		heapBase: heapBase, heapMax: heapMax, heapN: heapN, heap1: heap1, heap2: heap2, lateMax: h.lat.max(), nodesEnd: len(mc.Nodes())}
 	for _, w := range workers {
 		r.st.add(&w.st)
 	}
@@ -292,7 +295,8 @@ func (r *report) format() string {
 	fmt.Fprintf(&b, " lost=%d duplicated=%d resent=%d applied-after-failure=%d not-written-reached=%d",
 		st.lost, st.duplicated, st.resent, st.phantom, st.unwrittenSent)
 	fmt.Fprintf(&b, " late=%d (max over timeout %v, worst lateness %v)", st.late, st.maxOver.Round(time.Millisecond), r.lateMax.Round(time.Millisecond))
-	fmt.Fprintf(&b, " heap-max=%.1fMiB (after warm-up %.1fMiB, %d samples)", mib(r.heapMax), mib(r.heapBase), r.heapN)
+	fmt.Fprintf(&b, " heap-max=%.1fMiB (after warm-up %.1fMiB; largest in the first half %.1fMiB, second half %.1fMiB; %d samples)",
+		mib(r.heapMax), mib(r.heapBase), mib(r.heap1), mib(r.heap2), r.heapN)
 	if st.spurious > 0 || st.overflows > 0 {
 		fmt.Fprintf(&b, " ambiguous-without-doubt=%d model-overflows=%d", st.spurious, st.overflows)
 	}

@@ -146,6 +146,7 @@ type heapSampler struct {
 	baseline uint64 // the first sample after warm-up
 	maxInuse uint64
 	samples  int
+	series   []uint64 // every sample after warm-up, for the trend
 }
 
 func startHeap(period, warmup time.Duration) *heapSampler {
@@ -180,6 +181,23 @@ func (s *heapSampler) sample() {
 	}
 	s.samples++
 	s.maxInuse = max(s.maxInuse, ms.HeapInuse)
+	s.series = append(s.series, ms.HeapInuse)
+}
+
+// halves returns the largest sample of each half of the run after warm-up:
+// a leak shows as the second well above the first.
+func (s *heapSampler) halves() (first, second uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.series)
+	for i, v := range s.series {
+		if i < n/2 {
+			first = max(first, v)
+		} else {
+			second = max(second, v)
+		}
+	}
+	return first, second
 }
 
 // close stops the sampler after a last sample and returns the baseline and
