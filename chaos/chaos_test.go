@@ -79,24 +79,22 @@ func (h *harness) problem(category, format string, args ...any) {
 
 // report is what a run found.
 type report struct {
-	cfg       config
-	elapsed   time.Duration
-	st        stats
-	started   [numFaultKinds]int
-	fired     [numFaultKinds]int
-	hits      [numFaultKinds]int64
-	problems  map[string]int
-	details   []string
-	infra     []string
-	heapBase  uint64
-	heapMax   uint64
-	heapN     int
-	heap1     uint64 // largest sample in the first half after warm-up
-	heap2     uint64 // ... in the second half
-	lateMax   time.Duration
-	nodesEnd  int
-	summary   string
-	readsSeen int64
+	cfg      config
+	elapsed  time.Duration
+	st       stats
+	started  [numFaultKinds]int
+	fired    [numFaultKinds]int
+	hits     [numFaultKinds]int64
+	problems map[string]int
+	details  []string
+	infra    []string
+	heapBase uint64
+	heapMax  uint64
+	heapN    int
+	heap1    uint64 // largest sample in the first half after warm-up
+	heap2    uint64 // ... in the second half
+	lateMax  time.Duration
+	summary  string
 }
 
 func (r *report) failures() []string {
@@ -249,7 +247,7 @@ func run(t *testing.T, cfg config) *report {
 	h.lat.close()
 
 	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details,
-		heapBase: heapBase, heapMax: heapMax, heapN: heapN, heap1: heap1, heap2: heap2, lateMax: h.lat.max(), nodesEnd: len(mc.Nodes())}
+		heapBase: heapBase, heapMax: heapMax, heapN: heapN, heap1: heap1, heap2: heap2, lateMax: h.lat.max()}
 	for _, w := range workers {
 		r.st.add(&w.st)
 	}

@@ -131,7 +131,6 @@ type opRec struct {
 	resCount uint64
 
 	// Guarded by the key's mu.
-	done      bool
 	attempts  []attempt
 	receipts  []receipt
 	applied   int

@@ -224,7 +224,6 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	ks.mu.Lock()
 	ks.cur = nil
 	ks.lastOf[op.kind] = op
-	op.done = true
 	ks.mu.Unlock()
 
 	w.st.ops[op.kind]++
