@@ -15,9 +15,9 @@ import (
 // goroutine that sleeps 2 ms in a loop and records how much later it woke.
 // Twice, because after a stall of L every goroutine that became runnable
 // meanwhile competes for the two CPUs, and draining that backlog can take
-// about as long again (seen in a 10-minute run: a stall of 236 ms, an
-// operation 299 ms late, its last wait capped to the deadline as it should
-// be). 50 ms on top covers the work between the wake-up and the return
+// about as long again (seen in a 10-minute run: a stall of 236 ms measured
+// around the deadline of an operation, after 10 attempts answered LOCKED or
+// TMPFAIL, that ended 299 ms late). 50 ms on top covers the work between the wake-up and the return
 // (building the error, the Observer) under -race. In an ordinary moment
 // (lateness around 20 ms) an operation more than ~90 ms late fails, so one
 // that slept a retry backoff past its deadline (they reach 500 ms, and
