@@ -3,9 +3,9 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 60s
-BENCHTIME   ?= 2s
+CHAOS_DURATION ?= 10m
 
-.PHONY: build test bench fuzz lint demo integration memcached-up memcached-down clean
+.PHONY: build test bench fuzz chaos lint demo integration memcached-up memcached-down clean
 
 build:
 	$(GO) build ./...
@@ -21,6 +21,10 @@ bench:
 # Runs every fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m).
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
+
+# The chaos test for CHAOS_DURATION (make test runs its short form).
+chaos:
+	$(GO) test ./chaos -run 'TestChaos$$' -v -count=1 -timeout 0 -chaos.duration=$(CHAOS_DURATION)
 
 lint:
 	$(GO) vet ./...
