@@ -91,9 +91,20 @@ func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *
 	return o
 }
 
+// maxPooledBuf bounds the scratch buffers (snappy output, NMV config
+// body) a pooled op keeps: a larger one, grown by a large value, is dropped
+// rather than held by the pool for good.
+const maxPooledBuf = 256 << 10
+
 func putOp(o *op) {
 	nmv := o.nmvBody[:0]
 	z := o.z[:0]
+	if cap(nmv) > maxPooledBuf {
+		nmv = nil
+	}
+	if cap(z) > maxPooledBuf {
+		z = nil
+	}
 	h := o.handle
 	*o = op{}
 	o.handle, o.nmvBody, o.z = h, nmv, z
@@ -186,6 +197,11 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	var lastReason retry.Reason
 	retried := false
 	for attempt := 0; ; attempt++ {
+		if attempt > 0 && c.ctx.Err() != nil {
+			// Closed while this operation was retrying: its connections
+			// are gone and will not come back.
+			return c.finalError(o, ErrClosed, nil)
+		}
 		t := c.topo.Load()
 		n, vb, reason, err := c.routeOp(t, o)
 		var cn *conn.Conn

@@ -525,3 +525,31 @@ func measureLateness() func() time.Duration {
 	}()
 	return func() time.Duration { close(stop); return <-res }
 }
+
+// Close ends an operation that is retrying (here on LOCKED, for up to 10 s)
+// at once with ErrClosed, rather than at its timeout.
+func TestCloseEndsRetryingOperation(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	_, err := col.Upsert(ctx, "l", []byte("v"), nil)
+	require.NoError(t, err)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "l", OpCodes: []memdx.OpCode{memdx.OpGet}},
+		Action: mockcluster.Action{Status: memdx.StatusLocked}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := col.Get(ctx, "l", &GetOptions{Timeout: 10 * time.Second})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return countOp(mc, memdx.OpGet) >= 3 }, 5*time.Second, time.Millisecond)
+	start := time.Now()
+	require.NoError(t, c.Close())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, ErrClosed)
+		assert.Less(t, time.Since(start), 5*time.Second)
+	case <-time.After(8 * time.Second):
+		t.Fatal("the operation did not end when the client closed")
+	}
+}
