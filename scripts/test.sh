@@ -26,12 +26,17 @@ elif [ "${KVWIRE_REQUIRE_MEMCACHED:-0}" = 1 ]; then
 else
   echo "test.sh: memcached could not be started; its tests will skip" >&2
 fi
-cleanup() { [ "$started" = 1 ] && scripts/memcached.sh down; }
+# An if, not `[ ] &&`: the trap's last status would become the script's.
+cleanup() {
+  if [ "$started" = 1 ]; then scripts/memcached.sh down; fi
+}
 trap cleanup EXIT
 
 set -e
 echo "== go vet"
 $GO vet ./...
+echo "== staticcheck"
+$GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go test -race (root module)"
 $GO test -race -timeout 8m ./...
 if [ -f reftest/go.mod ]; then
