@@ -505,8 +505,8 @@ func (c *Conn) writeLoop() {
 		c.wbuf, c.spare = c.spare[:0], nil
 		c.mu.Unlock()
 
+		c.writes.Add(1) // before the call: its answer can arrive before Write returns
 		n, err := c.nc.Write(buf)
-		c.writes.Add(1)
 		c.bytesOut.Add(uint64(n))
 
 		c.mu.Lock()
