@@ -166,17 +166,7 @@ func (e *NotRetriedError) Is(target error) bool {
 }
 
 // Unwrap returns Err and Cause, those that are set.
-func (e *NotRetriedError) Unwrap() []error {
-	switch {
-	case e.Err != nil && e.Cause != nil:
-		return []error{e.Err, e.Cause}
-	case e.Err != nil:
-		return []error{e.Err}
-	case e.Cause != nil:
-		return []error{e.Cause}
-	}
-	return nil
-}
+func (e *NotRetriedError) Unwrap() []error { return nonNil(e.Err, e.Cause) }
 
 // CanceledError is returned when the operation's context was canceled while
 // it waited to be retried. (A context whose deadline passed gives a
@@ -232,14 +222,18 @@ func (e *CanceledError) Is(target error) bool {
 }
 
 // Unwrap returns Err and Cause, those that are set and distinct.
-func (e *CanceledError) Unwrap() []error {
+func (e *CanceledError) Unwrap() []error { return nonNil(e.Err, e.Cause) }
+
+// nonNil returns err and cause, those that are set, and cause only once
+// when it is err itself.
+func nonNil(err, cause error) []error {
 	switch {
-	case e.Err != nil && e.Cause != nil && e.Cause != e.Err:
-		return []error{e.Err, e.Cause}
-	case e.Err != nil:
-		return []error{e.Err}
-	case e.Cause != nil:
-		return []error{e.Cause}
+	case err != nil && cause != nil && cause != err:
+		return []error{err, cause}
+	case err != nil:
+		return []error{err}
+	case cause != nil:
+		return []error{cause}
 	}
 	return nil
 }
