@@ -325,6 +325,21 @@ func TestBootstrapFailures(t *testing.T) {
 
 // A scripted node that answers HELLO with UNKNOWN_COMMAND: Dial closes that
 // connection and makes a memcached-mode one.
+// A NUL in the credentials would shift SASL PLAIN's fields on the server:
+// Dial refuses it before dialing, and the error does not hold the password.
+func TestDialRefusesNULCredentials(t *testing.T) {
+	dialed := false
+	_, err := Dial(testCtx(t), "fake:11210", Options{Username: "alice\x00bob", Password: "secret",
+		DialContext: func(context.Context, string, string) (net.Conn, error) {
+			dialed = true
+			return nil, errors.New("dialed")
+		}})
+	var ae *AuthError
+	if !errors.As(err, &ae) || !errors.Is(err, memdx.ErrInvalidRequest) || dialed || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("Dial = %v (dialed %v), want an *AuthError before dialing", err, dialed)
+	}
+}
+
 func TestBootstrapHelloUnknownRedials(t *testing.T) {
 	f := &fakeNode{helloStatus: memdx.StatusUnknownCommand}
 	c, err := dialFake(t, f, Options{Username: "u", Password: "p"})

@@ -25,6 +25,9 @@ import (
 // Dial, redials included; it is not kept.
 func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	o := opts.resolved()
+	if err := memdx.CheckCredentials(o.Username, o.Password); err != nil {
+		return nil, &AuthError{Addr: addr, User: o.Username, Reason: "credentials no SASL mechanism can carry", Err: err}
+	}
 	if o.Memcached && o.Bucket != "" {
 		return nil, &BootstrapError{Addr: addr, Step: memdx.OpSelectBucket,
 			Reason: fmt.Sprintf("bucket %q requested, but plain memcached has no buckets", o.Bucket)}

@@ -85,7 +85,9 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Unwrap() error { return e.Status }
 
 // NewStatusError builds the error for a non-success response, reading the
-// server's error context from the value when the datatype says it is JSON.
+// server's error context from the value when it is a JSON object (servers
+// send it without the JSON datatype bit; a snappy-compressed value is not
+// read).
 // It returns nil for a success status. Context strings are copied.
 func NewStatusError(p *Packet) error {
 	if p.Status == StatusSuccess {

@@ -28,8 +28,8 @@ const (
 	FrameDurability RequestFrameID = 1
 	// FrameDcpStreamID carries a DCP stream id (2 bytes).
 	FrameDcpStreamID RequestFrameID = 2
-	// FrameOpenTracingContext was a prototype that never shipped; the id is
-	// free in current servers.
+	// FrameOpenTracingContext carries a tracing context (non-empty) that the
+	// server stores with the request; kv_engine still defines it.
 	FrameOpenTracingContext RequestFrameID = 3
 	// FrameImpersonateUser runs the command as the named user.
 	FrameImpersonateUser RequestFrameID = 4

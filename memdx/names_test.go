@@ -67,7 +67,7 @@ func TestQuietOpcodes(t *testing.T) {
 
 func TestCollectionKeyOpcodes(t *testing.T) {
 	for _, op := range []OpCode{OpGet, OpSet, OpDelete, OpGetReplica, OpGetLocked, OpUnlockKey, OpTouch, OpGAT,
-		OpGetMeta, OpSubdocGet, OpSubdocMultiLookup, OpSubdocMultiMutation, OpIncrement, OpAppend} {
+		OpGetMeta, OpSubdocGet, OpSubdocMultiLookup, OpSubdocMultiMutation, OpIncrement, OpAppend, OpGetKeys} {
 		if !op.HasCollectionKey() {
 			t.Errorf("%s.HasCollectionKey() = false", op)
 		}

@@ -164,7 +164,7 @@ func (o OpCode) HasCollectionKey() bool {
 		OpSubdocGet, OpSubdocExists, OpSubdocDictAdd, OpSubdocDictUpsert, OpSubdocDelete,
 		OpSubdocReplace, OpSubdocArrayPushLast, OpSubdocArrayPushFirst, OpSubdocArrayInsert,
 		OpSubdocArrayAddUnique, OpSubdocCounter, OpSubdocMultiLookup, OpSubdocMultiMutation,
-		OpSubdocGetCount, OpSubdocReplaceBodyWithXattr:
+		OpSubdocGetCount, OpSubdocReplaceBodyWithXattr, OpGetKeys:
 		return true
 	}
 	return false
