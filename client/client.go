@@ -87,7 +87,7 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		opts:      o,
 		cs:        cs,
 		memcached: cs.Scheme == SchemeMemcached,
-		tls:       o.TLSConfig != nil,
+		tls:       cs.Scheme == SchemeCouchbases, // resolved refused TLS settings elsewhere
 		nodes:     map[string]*node{},
 		configCh:  make(chan configEvent, 16),
 	}

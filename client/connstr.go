@@ -77,7 +77,7 @@ var knownOptions = map[string]string{
 	"compression_min_ratio":  "float: compressed/original ratio at or below which compression is kept",
 	"config_poll_interval":   "duration: how often the cluster config is polled",
 	"enable_mutation_tokens": "bool: ask for sequence numbers on mutations",
-	"tls_verify":             "peer or none: verify the server certificate (none is insecure)",
+	"tls_verify":             "peer or none: verify the server certificate (none is insecure); couchbases:// only",
 	"allow_plain_auth":       "bool: allow SASL PLAIN over a connection without TLS",
 	"bucket":                 "string: the bucket, when it is not in the path",
 	"nmv_retry_interval":     "duration: RFC 0005 fixed wait after NOT_MY_VBUCKET (default: RFC 0049 backoff)",

@@ -15,7 +15,9 @@
 //
 // couchbase://h1,h2:11210/bucket?opt=value, couchbases:// for TLS, and
 // memcached://h1:11211,h2 for plain memcached (keys spread with ketama).
-// ParseConnStr documents the options; unknown ones are errors.
+// ParseConnStr documents the options; unknown ones are errors. The scheme
+// alone decides TLS: Options.TLSConfig or tls_verify with couchbase:// or
+// memcached:// is refused by Connect (ErrInvalidArgument), not applied.
 //
 // # The request path
 //

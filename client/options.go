@@ -56,9 +56,13 @@ type Options struct {
 	NMVRetryInterval time.Duration
 	// Logger receives connection, config and retry events; nil discards.
 	Logger *slog.Logger
-	// TLSConfig is used for couchbases:// (and may force TLS on
-	// couchbase:// when set). Verification is on unless the config says
-	// InsecureSkipVerify; RootCAs adds custom roots.
+	// TLSConfig configures TLS for couchbases://, the only scheme that uses
+	// TLS; nil there means the system roots with verification on.
+	// Verification is on unless the config says InsecureSkipVerify;
+	// RootCAs adds custom roots. The scheme alone decides whether TLS is
+	// used: a TLSConfig with couchbase:// or memcached:// is refused by
+	// Connect (ErrInvalidArgument) rather than ignored or used to
+	// handshake with a plaintext port; use couchbases:// for TLS.
 	TLSConfig *tls.Config
 	// AllowPlainAuthWithoutTLS permits SASL PLAIN without TLS (plain
 	// memcached with SASL needs it; Couchbase uses SCRAM).
@@ -155,6 +159,19 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	}
 	if v, ok := cs.Options["network"]; ok {
 		o.Network = v
+	}
+	if cs.Scheme != SchemeCouchbases {
+		// TLS follows the scheme: a TLS setting on a plaintext scheme is
+		// a mistake that would otherwise surface as a handshake failure
+		// against a plaintext port, or as a connection the caller believes
+		// is encrypted.
+		if o.TLSConfig != nil {
+			return o, fmt.Errorf("%w: Options.TLSConfig is set but %s:// does not use TLS; use couchbases:// for TLS", ErrInvalidArgument, cs.Scheme)
+		}
+		if v, ok := cs.Options["tls_verify"]; ok {
+			return o, fmt.Errorf("%w: %w", ErrInvalidArgument, &ConnStrError{Input: "tls_verify=" + v,
+				Reason: fmt.Sprintf("%s:// does not use TLS; use couchbases:// for TLS", cs.Scheme)})
+		}
 	}
 	if v, ok := cs.Options["tls_verify"]; ok {
 		switch v {
