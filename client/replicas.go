@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/kvwire/kvwire/memdx"
 )
@@ -17,13 +18,31 @@ type GetReplicaResult struct {
 	Node      string
 }
 
-// replicaCount returns how many replicas the bucket keeps (0 in memcached
-// mode).
-func (c *Client) replicaCount() int {
-	if t := c.topo.Load(); t != nil && t.cfg != nil && t.ketama == nil {
-		return t.cfg.NumReplicas()
+// copiesOf returns the copies of key that the current map assigns to a
+// server: 0 for the active copy, i for replica i. A copy whose map entry is
+// -1 (a 1-replica bucket on one node, a cluster short of nodes) does not
+// exist now; reading it would only retry NODE_NOT_AVAILABLE until the
+// timeout, so replica reads skip it. When the map assigns no copy at all
+// (a failover in progress), the active copy is returned anyway: its read
+// waits for a config that assigns it, as Get does. Memcached mode and
+// memcached buckets have only the active copy.
+func (c *Client) copiesOf(key string) []int {
+	t := c.topo.Load()
+	if t == nil || t.cfg == nil || t.ketama != nil || !t.cfg.HasVbucketMap() {
+		return []int{0}
 	}
-	return 0
+	cfg := t.cfg
+	vb := cfg.VbucketForKey(unsafe.Slice(unsafe.StringData(key), len(key)))
+	out := make([]int, 0, cfg.NumReplicas()+1)
+	for i := 0; i <= cfg.NumReplicas(); i++ {
+		if s, err := cfg.VbucketServer(vb, i, false); err == nil && s >= 0 {
+			out = append(out, i)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, 0)
+	}
+	return out
 }
 
 // readCopy reads copy i of key: 0 is the active copy (GET), i > 0 replica i
@@ -49,10 +68,13 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 }
 
 // GetAnyReplica reads the active copy and every replica at once and
-// returns the first that answers. It is the one read that fans out: up to
-// four goroutines for one call, which end when it returns.
+// returns the first that answers. Only the copies the current map assigns
+// to a server are read: a replica the map has no server for (-1) is
+// skipped, not waited for. It is the one read that fans out: up to four
+// goroutines for one call, which end when it returns.
 func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetOptions) (GetReplicaResult, error) {
-	n := col.c.replicaCount() + 1
+	copies := col.c.copiesOf(key)
+	n := len(copies)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {
@@ -60,7 +82,7 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetO
 		err error
 	}
 	ch := make(chan answer, n)
-	for i := 0; i < n; i++ {
+	for _, i := range copies {
 		go func(i int) {
 			r, err := col.readCopy(ctx, key, i, opts)
 			ch <- answer{r, err}
@@ -83,17 +105,21 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetO
 }
 
 // GetAllReplicas reads the active copy and every replica and returns every
-// copy that answered, active first. It fails only when none answered.
+// copy that answered, active first. Only the copies the current map assigns
+// to a server are read (see GetAnyReplica), so a bucket whose replicas have
+// no node yet answers with the active copy alone, without waiting for the
+// timeout. It fails only when none answered.
 func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetOptions) ([]GetReplicaResult, error) {
-	n := col.c.replicaCount() + 1
+	copies := col.c.copiesOf(key)
+	n := len(copies)
 	res := make([]GetReplicaResult, n)
 	errs := make([]error, n)
 	done := make(chan int, n)
-	for i := 0; i < n; i++ {
-		go func(i int) {
-			res[i], errs[i] = col.readCopy(ctx, key, i, opts)
-			done <- i
-		}(i)
+	for j, i := range copies {
+		go func(j, i int) {
+			res[j], errs[j] = col.readCopy(ctx, key, i, opts)
+			done <- j
+		}(j, i)
 	}
 	for i := 0; i < n; i++ {
 		<-done
