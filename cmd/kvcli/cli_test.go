@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -280,4 +281,68 @@ func TestAmbiguousWrite(t *testing.T) {
 	assert.Contains(t, r.stdout, `"kind":"ambiguous"`)
 	assert.Equal(t, "v", value(t, mc, "k"), "it was applied")
 	assert.Equal(t, uint64(1), mc.Bucket(mockcluster.DefaultBucket).MutationCount("_default", "_default", "k"), "once")
+}
+
+// TestInterruptedWriteInFlight: Ctrl-C while a set is on the wire (the
+// server applied it and holds the answer) keeps exit 130 but says the
+// write may have been applied, on stderr and in --json.
+func TestInterruptedWriteInFlight(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	for _, jsonOut := range []bool{false, true} {
+		key := fmt.Sprintf("w-%v", jsonOut)
+		// The mock applies the set at once and holds its answer; closing
+		// the mock at cleanup releases the held connection.
+		h := mc.AddFault(mockcluster.Fault{
+			Match:  mockcluster.Match{Key: key, OpCodes: []memdx.OpCode{memdx.OpSet}},
+			Action: mockcluster.Action{Delay: time.Minute},
+			Times:  1,
+		})
+		defer h.Remove()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		args := []string{"set", key, "v", "-t", "30s"}
+		if jsonOut {
+			args = append(args, "--json")
+		}
+		var stdout, stderr syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- run(ctx, args, &env_{
+				stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
+				getenv: func(k string) string { return env[k] },
+			})
+		}()
+		waitFor(t, 10*time.Second, "the set applied", func() bool {
+			return b.MutationCount(client.DefaultScope, client.DefaultCollection, key) == 1
+		})
+		cancel()
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the set did not end on interrupt")
+		}
+		assert.Equal(t, exitInterrupted, code, stderr.String())
+		assert.Equal(t, "kvcli: interrupted after the request was sent: it may have been applied (read \""+key+"\" to see)\n", stderr.String())
+		if jsonOut {
+			var jr jsonResult
+			require.NoError(t, json.Unmarshal([]byte(stdout.String()), &jr), stdout.String())
+			require.NotNil(t, jr.Error)
+			assert.Equal(t, kindInterrupted, jr.Error.Kind)
+			assert.Equal(t, exitInterrupted, jr.Error.Exit)
+			assert.True(t, jr.Error.Ambiguous, "--json marks the write as possibly applied: %s", stdout.String())
+			assert.Contains(t, jr.Error.Message, "may have been applied")
+		} else {
+			assert.Empty(t, stdout.String())
+		}
+	}
+
+	// Interrupted before anything was sent: not ambiguous.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := runKVCtx(ctx, env, "", "set", "k", "v", "--json")
+	assert.Equal(t, exitInterrupted, r.code, r)
+	assert.Equal(t, "kvcli: interrupted\n", r.stderr)
+	assert.NotContains(t, r.stdout, `"ambiguous"`)
 }

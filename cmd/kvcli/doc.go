@@ -214,11 +214,13 @@
 // sent one; incr/decr add "counter", exists "exists", lock "lock_time_s",
 // route "route", ping "ping". "retries" is how many times the operation was
 // retried and "retry_reasons" why. A failure prints "ok":false and
-// "error": {"kind","message","exit","status"}, where kind is one of
+// "error": {"kind","message","exit","status","ambiguous"}, where kind is one of
 // not_found, conflict, authentication, bucket, unreachable, tls, timeout,
 // interrupted, invalid_argument, collection, access, unsupported,
 // ambiguous (sent, no answer: it may have been applied), error;
-// the human line still goes to stderr.
+// "ambiguous":true, whatever the kind (ambiguous, timeout, interrupted),
+// means the write may have been applied: read the key to see.
+// The human line still goes to stderr.
 //
 // # Errors
 //
@@ -259,7 +261,8 @@
 //	     incr/decr without --initial); exists: the document does not exist
 //	4    conflict: CAS mismatch (--cas, or unlock with a CAS that is not the lock's),
 //	     the document already exists (add), the document is not locked (unlock)
-//	130  interrupted (Ctrl-C) before the operation finished
+//	130  interrupted (Ctrl-C) before the operation finished; when a write was
+//	     already sent, the message says it may have been applied
 //
 // serve and bench treat Ctrl-C as the normal way to stop and exit 0.
 package main

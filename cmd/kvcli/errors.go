@@ -63,6 +63,11 @@ func (inv *invocation) explain(key string, err error) problem {
 	case errors.Is(err, client.ErrTLS):
 		return problem{kindTLS, "TLS handshake failed: " + rootCause(err) + " (for a cluster with its own CA pass --cacert FILE)", exitError}
 	case errors.Is(err, client.ErrRequestCanceled), errors.Is(err, context.Canceled):
+		// Checked before ErrAmbiguous so that Ctrl-C keeps exit 130, but a
+		// write that was on the wire when it came must still say so.
+		if errors.Is(err, client.ErrAmbiguous) {
+			return problem{kindInterrupted, "interrupted after the request was sent: it may have been applied" + readToSee(key), exitInterrupted}
+		}
 		return problem{kindInterrupted, "interrupted", exitInterrupted}
 	case errors.Is(err, client.ErrTimeout):
 		return problem{kindTimeout, inv.timeoutLine(kv, isKV), exitError}
@@ -101,9 +106,17 @@ func (inv *invocation) explain(key string, err error) problem {
 		if isKV && kv.Node != "" {
 			node = kv.Node
 		}
-		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied (read " + q(key) + " to see): " + rootCause(err), exitError}
+		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied" + readToSee(key) + ": " + rootCause(err), exitError}
 	}
 	return problem{kindOther, err.Error(), exitError}
+}
+
+// readToSee tells how to find out whether a write to key was applied.
+func readToSee(key string) string {
+	if key == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (read %q to see)", key)
 }
 
 // bucketName is the bucket the command line names.
@@ -246,7 +259,8 @@ func (inv *invocation) fail(key, op string, err error) int {
 		fmt.Fprintf(inv.diag(), "kvcli: detail: %v\n", err)
 	}
 	if inv.g.json {
-		res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redact(p.line), Exit: p.code}}
+		res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redact(p.line), Exit: p.code,
+			Ambiguous: errors.Is(err, client.ErrAmbiguous)}}
 		var kv *client.KeyValueError
 		if errors.As(err, &kv) {
 			res.Retries = kv.Attempts

@@ -47,6 +47,10 @@ type jsonError struct {
 	Exit    int    `json:"exit"`
 	// Status is the last status the server answered, when there was one.
 	Status string `json:"status,omitempty"`
+	// Ambiguous is true when the request may have been applied although it
+	// failed (client.ErrAmbiguous): sent and then interrupted, timed out or
+	// cut off before the answer. Whatever the kind, read the key to see.
+	Ambiguous bool `json:"ambiguous,omitempty"`
 }
 
 type jsonToken struct {
