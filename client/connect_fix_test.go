@@ -99,3 +99,24 @@ func TestPlainSchemeDialsPlain(t *testing.T) {
 		assert.NotContains(t, mc.TLSAddrs(), n, "couchbase:// uses the plain KV port")
 	}
 }
+
+// TestConnectWithoutBucket: couchbase:// and couchbases:// need a bucket;
+// without one Connect fails at once (before dialing) with
+// ErrInvalidArgument instead of returning a client whose every operation
+// times out.
+func TestConnectWithoutBucket(t *testing.T) {
+	addr := silentListener(t)
+	for _, cs := range []string{"couchbase://" + addr, "couchbases://" + addr, "couchbase://" + addr + "/"} {
+		t.Run(cs, func(t *testing.T) {
+			start := time.Now()
+			c, err := Connect(context.Background(), cs, &Options{ConnectTimeout: 20 * time.Second})
+			if c != nil {
+				_ = c.Close()
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidArgument)
+			assert.Contains(t, err.Error(), "no bucket")
+			assert.Less(t, time.Since(start), 10*time.Second, "refused before dialing")
+		})
+	}
+}

@@ -228,5 +228,10 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if cs.Scheme == SchemeMemcached && o.Bucket != "" {
 		return o, fmt.Errorf("%w: memcached:// has no buckets", ErrInvalidArgument)
 	}
+	if cs.Scheme != SchemeMemcached && o.Bucket == "" {
+		// Without a bucket the node serves no vbucket map: every operation
+		// would wait for one until its timeout.
+		return o, fmt.Errorf("%w: no bucket: put it in the connection string's path (%s://host/bucket) or in Options.Bucket", ErrInvalidArgument, cs.Scheme)
+	}
 	return o, nil
 }

@@ -35,7 +35,10 @@
 // For each failed attempt the orchestrator (Orchestrator.Decide) does this:
 //
 //  1. If the reason is SOCKET_CLOSED_WHILE_IN_FLIGHT, the operation is in
-//     doubt: the request was written and may have been applied.
+//     doubt: the request was written and may have been applied. A
+//     non-idempotent operation in doubt is refused now, ambiguously, for
+//     this and any later reason, whatever its strategy would say: it is
+//     never sent twice. UNKNOWN is refused too (RFC 0049: never retried).
 //  2. If the reason is always retried (NOT_MY_VBUCKET, COLLECTION_OUTDATED,
 //     VIEWS_NO_ACTIVE_PARTITION) the strategy is not asked: the retry waits
 //     the controlled backoff indexed by the number of retries so far (1, 10,

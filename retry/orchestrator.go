@@ -65,6 +65,8 @@ func (o *Orchestrator) logger() *slog.Logger {
 // The procedure:
 //
 //  1. SOCKET_CLOSED_WHILE_IN_FLIGHT marks st in doubt (MarkInDoubt).
+//     UNKNOWN, and any reason once st is Ambiguous (a non-idempotent
+//     request in doubt), are refused whatever the strategy says.
 //  2. A reason that is always retried (reason.AlwaysRetry()) is retried
 //     without asking the strategy: at once after MarkRouteChanged; else, for
 //     NOT_MY_VBUCKET with NMVInterval > 0, after NMVInterval; else after
@@ -97,6 +99,16 @@ func (o *Orchestrator) Decide(st *State, reason Reason, cause error) Decision {
 		}
 		st.em.Retry++
 		st.em.Elapsed = now.Sub(st.em.Since)
+	}
+
+	// Two refusals no strategy can override: RFC 0049 says UNKNOWN is never
+	// retried, and a non-idempotent request that may have been applied is
+	// never sent again (a custom strategy returning RetryAfter for it would
+	// apply it twice).
+	if reason == ReasonUnknown || st.Ambiguous() {
+		err := st.notRetriedError(reason, nil, cause)
+		o.logRefusal(st, reason, err)
+		return Decision{Err: err}
 	}
 
 	var delay time.Duration

@@ -285,9 +285,9 @@ func TestLogging(t *testing.T) {
 	o.Logger = logger
 	o.Decide(st, ReasonKVTemporaryFailure, nil)        // retry 1, 1 ms
 	o.Decide(st, ReasonKVNotMyVbucket, nil)            // retry 2, 10 ms
-	o.Decide(st, ReasonSocketClosedWhileInFlight, nil) // refused: SET in flight
 	fc.Advance(999 * ms)
-	o.Decide(st, ReasonKVLocked, nil) // 4 ms asked, 1 ms left: timeout
+	o.Decide(st, ReasonKVLocked, nil)                  // 4 ms asked, 1 ms left: timeout
+	o.Decide(st, ReasonSocketClosedWhileInFlight, nil) // refused: SET in flight
 
 	got := rec.entries()
 	require.Len(t, got, 4)
@@ -303,16 +303,17 @@ func TestLogging(t *testing.T) {
 	assert.Equal(t, "KV_NOT_MY_VBUCKET", got[1].Attrs["reason"])
 	assert.Equal(t, int64(2), got[1].Attrs["attempt"])
 	assert.Equal(t, 10*ms, got[1].Attrs["delay"])
-	assert.Equal(t, "not retrying operation", got[2].Msg)
-	assert.Equal(t, "SOCKET_CLOSED_WHILE_IN_FLIGHT", got[2].Attrs["reason"])
-	assert.Equal(t, int64(2), got[2].Attrs["attempt"])
-	assert.Equal(t, true, got[2].Attrs["ambiguous"])
-	assert.Contains(t, got[3].Msg, "deadline")
-	assert.Equal(t, "KV_LOCKED", got[3].Attrs["reason"])
-	assert.Equal(t, 4*ms, got[3].Attrs["delay"])
-	assert.Equal(t, 1*ms, got[3].Attrs["until_deadline"])
+	assert.Contains(t, got[2].Msg, "deadline")
+	assert.Equal(t, "KV_LOCKED", got[2].Attrs["reason"])
+	assert.Equal(t, 4*ms, got[2].Attrs["delay"])
+	assert.Equal(t, 1*ms, got[2].Attrs["until_deadline"])
+	assert.Equal(t, "not retrying operation", got[3].Msg)
+	assert.Equal(t, "SOCKET_CLOSED_WHILE_IN_FLIGHT", got[3].Attrs["reason"])
+	assert.Equal(t, int64(2), got[3].Attrs["attempt"])
+	assert.Equal(t, true, got[3].Attrs["ambiguous"])
 
 	// FailWith errors are logged.
+	st.Init(context.Background(), memdx.OpSet, nil, fc.Now().Add(time.Second))
 	o.Decide(st, ReasonAuthenticationError, nil)
 	got = rec.entries()
 	assert.Equal(t, ErrAuthenticationFailure.Error(), got[len(got)-1].Attrs["error"])
@@ -358,7 +359,6 @@ func TestWaitCanceled(t *testing.T) {
 	why := errors.New("user gave up")
 	st := new(State)
 	st.Init(ctx, memdx.OpSet, fixed(time.Second), t0.Add(time.Hour))
-	st.MarkInDoubt()
 	done := make(chan error, 1)
 	go func() { done <- o.Wait(st, ReasonKVTemporaryFailure, errTmpFail) }()
 	require.NoError(t, fc.BlockUntilTimers(waitCtx(t), 1))
@@ -374,8 +374,9 @@ func TestWaitCanceled(t *testing.T) {
 	assert.ErrorIs(t, err, ErrCanceled)
 	assert.ErrorIs(t, err, why)
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.ErrorIs(t, err, ErrAmbiguous, "a SET in doubt stays ambiguous")
-	assert.True(t, ce.Ambiguous)
+	// (A SET in doubt never waits: it is refused at once, TestInDoubtNeverResent.)
+	assert.NotErrorIs(t, err, ErrAmbiguous, "the SET was answered: not ambiguous")
+	assert.False(t, ce.Ambiguous)
 	assert.Equal(t, errTmpFail, ce.LastErr)
 	assert.Equal(t, 0, ce.Attempts, "the retry cut short was not sent")
 	assert.Equal(t, 0, st.Attempts())
@@ -453,6 +454,10 @@ func TestAmbiguityMatrix(t *testing.T) {
 				first(o, st)
 				fc.Advance(time.Second - ms)
 				d := o.Decide(st, ReasonKVTemporaryFailure, nil) // answered, then the deadline
+				if want {
+					checkRefusedInDoubt(t, d.Err)
+					return
+				}
 				checkAmbiguity(t, d.Err, want, true)
 			})
 			t.Run(name+"/deadline-in-flight", func(t *testing.T) {
@@ -470,10 +475,25 @@ func TestAmbiguityMatrix(t *testing.T) {
 				st.Init(ctx, op, nil, t0.Add(time.Second))
 				first(o, st)
 				cancel()
-				checkAmbiguity(t, o.Wait(st, ReasonKVTemporaryFailure, nil), want, false)
+				err := o.Wait(st, ReasonKVTemporaryFailure, nil)
+				if want {
+					checkRefusedInDoubt(t, err)
+					return
+				}
+				checkAmbiguity(t, err, want, false)
 			})
 		}
 	}
+}
+
+// checkRefusedInDoubt: a non-idempotent request in doubt is refused at
+// once, ambiguously, whatever the reason.
+func checkRefusedInDoubt(t *testing.T, err error) {
+	t.Helper()
+	var nr *NotRetriedError
+	require.ErrorAs(t, err, &nr)
+	assert.True(t, nr.Ambiguous)
+	assert.ErrorIs(t, err, ErrAmbiguous)
 }
 
 func checkAmbiguity(t *testing.T, err error, want, timeout bool) {
@@ -519,23 +539,36 @@ func TestSocketClosedInFlight(t *testing.T) {
 	assert.ErrorIs(t, d.Err, ErrUnambiguousTimeout, "an idempotent GET is never ambiguous")
 }
 
-// TestInDoubtIsSticky: an answered attempt after one in doubt does not clear
-// the doubt (the first write may have been applied).
-func TestInDoubtIsSticky(t *testing.T) {
-	retryAll := StrategyFunc(func(Request, Reason) Action { return RetryAfter(ms) })
-	o, fc, st := fakeSetup(memdx.OpSet, retryAll, time.Second)
-	o.Decide(st, ReasonSocketClosedWhileInFlight, nil) // a user strategy retries it anyway
-	o.Decide(st, ReasonKVTemporaryFailure, nil)        // the retry was answered
-	o.Decide(st, ReasonKVLocked, nil)                  // and again
-	fc.Advance(time.Second)
-	d := o.Decide(st, ReasonKVLocked, nil)
-	assert.ErrorIs(t, d.Err, ErrAmbiguousTimeout)
-	var te *TimeoutError
-	require.ErrorAs(t, d.Err, &te)
-	assert.Equal(t, 3, te.Attempts)
-	assert.Equal(t, ReasonSet(0).With(ReasonSocketClosedWhileInFlight).With(ReasonKVTemporaryFailure).With(ReasonKVLocked), te.Reasons)
-	assert.Contains(t, te.Error(), "ambiguous timeout")
-	assert.Contains(t, te.Error(), "3 retries")
+// TestInDoubtNeverResent: once a non-idempotent request may have been
+// applied, no strategy can send it again, not even one that retries
+// everything; an idempotent one in doubt is still retried. UNKNOWN is never
+// retried, even for a GET.
+func TestInDoubtNeverResent(t *testing.T) {
+	asked := 0
+	retryAll := StrategyFunc(func(Request, Reason) Action { asked++; return RetryAfter(ms) })
+	for _, reason := range []Reason{ReasonSocketClosedWhileInFlight, ReasonKVTemporaryFailure, ReasonKVLocked, ReasonNodeNotAvailable} {
+		o, _, st := fakeSetup(memdx.OpIncrement, retryAll, time.Second)
+		st.MarkInDoubt()
+		d := o.Decide(st, reason, nil)
+		assert.False(t, d.Retry, "%s", reason)
+		checkRefusedInDoubt(t, d.Err)
+		assert.Equal(t, 0, st.Attempts())
+	}
+	// A retry the client would otherwise send: the strategy is asked only
+	// for reasons that are not always-retried, and here never.
+	o, _, st := fakeSetup(memdx.OpSet, retryAll, time.Second)
+	d := o.Decide(st, ReasonSocketClosedWhileInFlight, nil)
+	checkRefusedInDoubt(t, d.Err)
+	assert.Equal(t, 0, asked, "the strategy was asked about a request in doubt")
+
+	o, _, st = fakeSetup(memdx.OpGet, retryAll, time.Second)
+	st.MarkInDoubt()
+	assert.True(t, o.Decide(st, ReasonKVTemporaryFailure, nil).Retry, "an idempotent GET in doubt is retried")
+	d = o.Decide(st, ReasonUnknown, nil)
+	var nr *NotRetriedError
+	require.ErrorAs(t, d.Err, &nr)
+	assert.Equal(t, ReasonUnknown, nr.Reason)
+	assert.False(t, nr.Ambiguous)
 }
 
 // TestStateInit: Init clears a previous operation; the context's earlier
