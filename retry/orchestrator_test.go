@@ -283,8 +283,8 @@ func TestLogging(t *testing.T) {
 	rec, logger := newRecorder(slog.LevelDebug)
 	o, fc, st := fakeSetup(memdx.OpSet, nil, time.Second)
 	o.Logger = logger
-	o.Decide(st, ReasonKVTemporaryFailure, nil)        // retry 1, 1 ms
-	o.Decide(st, ReasonKVNotMyVbucket, nil)            // retry 2, 10 ms
+	o.Decide(st, ReasonKVTemporaryFailure, nil) // retry 1, 1 ms
+	o.Decide(st, ReasonKVNotMyVbucket, nil)     // retry 2, 10 ms
 	fc.Advance(999 * ms)
 	o.Decide(st, ReasonKVLocked, nil)                  // 4 ms asked, 1 ms left: timeout
 	o.Decide(st, ReasonSocketClosedWhileInFlight, nil) // refused: SET in flight
