@@ -34,8 +34,11 @@ type Options struct {
 	// Username and Password are the RBAC credentials. Password is never
 	// logged.
 	Username, Password string
-	// Bucket is the bucket to open; the connection string's path wins when
-	// both are given and differ (an error).
+	// Bucket is the bucket to open. couchbase:// and couchbases:// need
+	// one, here or in the connection string's path (or ?bucket=); Connect
+	// fails with ErrInvalidArgument when there is none, and when both are
+	// given and differ. memcached:// has no buckets: setting it there is
+	// also ErrInvalidArgument.
 	Bucket string
 	// KVTimeout bounds every operation that has no earlier context
 	// deadline. Default 2.5 s (DefaultKVTimeout).
