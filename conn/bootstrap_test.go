@@ -29,6 +29,7 @@ type fakeNode struct {
 	badSignature bool         // tamper with SCRAM's server-final message
 	bucketStatus memdx.Status // SELECT_BUCKET's answer
 	config       string       // "": GET_CLUSTER_CONFIG answers NO_BUCKET
+	silentKey    string       // a request with this key gets no answer
 
 	mu    sync.Mutex
 	hello [][]memdx.HelloFeature // the features each connection asked for
@@ -53,6 +54,9 @@ func (f *fakeNode) serve(p *peer) {
 		f.mu.Lock()
 		f.ops = append(f.ops, req.OpCode)
 		f.mu.Unlock()
+		if f.silentKey != "" && string(req.Key) == f.silentKey {
+			continue
+		}
 		switch req.OpCode {
 		case memdx.OpHello:
 			asked, _ := memdx.DecodeHelloFeatures(req.Value)
@@ -412,5 +416,42 @@ func TestTLS(t *testing.T) {
 	}
 	if o.TLSConfig.ServerName != "" {
 		t.Fatal("Dial modified the caller's tls.Config")
+	}
+}
+
+// The bootstrap does not count against MaxPending: with a limit of 1, Dial
+// works whatever it has to pipeline (SCRAM and PLAIN, a bucket, the longest
+// agent, which needs the most NOOP padding), and the limit then applies to
+// the caller's requests.
+func TestBootstrapMaxPendingOne(t *testing.T) {
+	long := strings.Repeat("a", maxClientName)
+	for _, mech := range []string{memdx.MechScramSHA256, memdx.MechPlain, ""} {
+		t.Run("mech="+mech, func(t *testing.T) {
+			f := &fakeNode{errMap: validMap, mechs: "SCRAM-SHA256 PLAIN", user: "u", pass: "p", config: `{"rev":1}`, silentKey: "held"}
+			o := Options{MaxPending: 1, ClientName: long, Bucket: "b"}
+			if mech != "" {
+				o.Username, o.Password, o.SASLMechanisms, o.AllowPlainAuthWithoutTLS = "u", "p", []string{mech}, true
+			}
+			c, err := dialFake(t, f, o)
+			if err != nil {
+				t.Fatalf("Dial with MaxPending 1: %v", err)
+			}
+			if c.Mechanism() != mech || c.Bucket() != "b" || c.ErrorMap() == nil || c.Pending() != 0 {
+				t.Fatalf("mechanism %q bucket %q map %v pending %d", c.Mechanism(), c.Bucket(), c.ErrorMap(), c.Pending())
+			}
+			if _, pads := helloKey(long, c.ID()); pads < 8 {
+				t.Fatalf("only %d NOOPs of padding: the test does not stress the pipeline", pads)
+			}
+			held := goGet(testCtx(t), c, "held")
+			waitFor(t, "the held GET in flight", func() bool { return c.Pending() == 1 })
+			r := doGet(testCtx(t), c, "next")
+			if re := requestError(t, r.err); re.Written || !errors.Is(r.err, ErrOverloaded) {
+				t.Fatalf("second request with MaxPending 1: %v; want ErrOverloaded", r.err)
+			}
+			c.Close()
+			if r := recv(t, held); !errors.Is(r.err, ErrClosed) {
+				t.Fatalf("held GET: %+v", r)
+			}
+		})
 	}
 }

@@ -210,7 +210,7 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 	}
-	cl, err := c.start(req, handle, deadline)
+	cl, err := c.start(req, handle, deadline, true)
 	if err != nil {
 		return 0, err
 	}
@@ -218,8 +218,11 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 	return opaque, c.wait(ctx, deadline, cl)
 }
 
-// start queues req and registers its call.
-func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline time.Time) (*call, error) {
+// start queues req and registers its call. bounded applies
+// Options.MaxPending; the bootstrap's requests are not bounded (Dial must
+// work whatever MaxPending is, and it sends at most one pipeline of them
+// before anyone else can use the connection).
+func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline time.Time, bounded bool) (*call, error) {
 	cl := getCall()
 	cl.handle = handle
 	cl.op = req.OpCode
@@ -232,7 +235,7 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadl
 		putCall(cl)
 		return nil, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err, connEnded: true}
 	}
-	if len(c.pending) >= c.opts.MaxPending {
+	if bounded && len(c.pending) >= c.opts.MaxPending {
 		c.mu.Unlock()
 		putCall(cl)
 		return nil, &RequestError{Op: req.OpCode, Addr: c.addr, Err: ErrOverloaded}

@@ -210,10 +210,14 @@ func (s *step) handle(p *memdx.Packet) error {
 	return nil
 }
 
-// send queues a bootstrap request.
+// send queues a bootstrap request. It does not count against
+// Options.MaxPending: the first bootstrap write alone holds up to 14
+// requests (HELLO, its NOOP padding, GET_ERROR_MAP, VERSION,
+// SASL_LIST_MECHS), and plain memcached answers HELLO only once it has read
+// all the padding.
 func (c *Conn) send(req memdx.Request) *step {
 	s := &step{op: req.OpCode}
-	s.cl, s.err = c.start(&req, s.handle, time.Time{})
+	s.cl, s.err = c.start(&req, s.handle, time.Time{}, false)
 	return s
 }
 

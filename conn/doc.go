@@ -137,7 +137,10 @@
 //
 // At most Options.MaxPending requests are in flight, abandoned ones
 // included (their work is still on the server); past that Do fails at once
-// with ErrOverloaded, not written.
+// with ErrOverloaded, not written. The bootstrap's requests are not
+// bounded: its first write alone holds up to 14, and plain memcached
+// answers HELLO only once it has read all of its padding, so a limit there
+// would make Dial fail or hang.
 //
 // # Protocol violations
 //

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -410,5 +411,35 @@ func TestMemcachedSASLCouchbaseMode(t *testing.T) {
 	var be *BootstrapError
 	if !errors.As(err, &be) || be.Step != memdx.OpHello || be.Status != memdx.StatusUnknownCommand {
 		t.Fatalf("a bucket on plain memcached: %v", err)
+	}
+}
+
+// MaxPending 1 does not stop Dial (its requests do not count against it)
+// against real memcached, plain or SASL, in either mode: memcached answers
+// HELLO only after reading all its NOOP padding.
+func TestMemcachedMaxPendingOne(t *testing.T) {
+	plain := plainAddr(t)
+	addr, user, pass := saslEnv(t)
+	sasl := Options{Username: user, Password: pass, AllowPlainAuthWithoutTLS: true, MaxPending: 1}
+	for name, d := range map[string]struct {
+		addr string
+		o    Options
+	}{
+		"plain, Couchbase mode": {plain, Options{MaxPending: 1, ClientName: strings.Repeat("a", maxClientName)}},
+		"plain, memcached mode": {plain, Options{MaxPending: 1, Memcached: true}},
+		"SASL, Couchbase mode":  {addr, sasl},
+		"SASL, memcached mode":  {addr, func() Options { o := sasl; o.Memcached = true; return o }()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := dialMemcached(t, d.addr, d.o)
+			if !c.Memcached() || (d.o.Username != "") != (c.Mechanism() == memdx.MechPlain) {
+				t.Fatalf("memcached %v mechanism %q", c.Memcached(), c.Mechanism())
+			}
+			k := uniqueKey(t, "k")
+			wantStatus(t, op(t, c, memdx.NewStore(memdx.OpSet, k, []byte("in step"), 0, 60)), memdx.StatusSuccess)
+			if g := op(t, c, memdx.NewGet(k)); string(g.Value) != "in step" {
+				t.Fatalf("GET %s %q", g.Status, g.Value)
+			}
+		})
 	}
 }

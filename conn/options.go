@@ -74,7 +74,8 @@ type Options struct {
 
 	// MaxPending bounds the requests in flight (sent or queued, and
 	// cancelled ones whose response has not arrived yet); past it Do fails
-	// at once with ErrOverloaded. 0 means DefaultMaxPending.
+	// at once with ErrOverloaded. 0 means DefaultMaxPending. Dial's own
+	// bootstrap requests do not count against it: any value works.
 	MaxPending int
 
 	// MaxBodyLength bounds the body of a packet the server may send; a
