@@ -43,6 +43,9 @@ type Client struct {
 	configCh chan configEvent
 	colls    collectionCache
 	opIDs    atomic.Uint64
+	// longestTimeout is the longest operation timeout used so far (ns): a
+	// node that leaves drains its connections for at least that long.
+	longestTimeout atomic.Int64
 
 	closeOnce sync.Once
 }
@@ -435,8 +438,20 @@ func (c *Client) applyConfig(raw []byte, host string) *topology {
 	if cur != nil && cur.cfg != nil && !cfg.Newer(cur.cfg) {
 		return cur
 	}
+	if cur != nil && cur.cfg != nil && routable(cur.cfg) && !routable(cfg) {
+		// A bucket does not lose its partitions; a newer config without
+		// a map is a cluster-level or half-made one. Keep routing by the
+		// map held.
+		c.opts.Logger.Warn("kvwire: ignoring a newer config with no vbucket map", "from", host,
+			"rev", cfg.Version().String(), "held", cur.cfg.Version().String())
+		return cur
+	}
 	return c.installLocked(cfg)
 }
+
+// routable reports whether cfg can route a key: a vbucket map, or ketama
+// for a memcached bucket.
+func routable(cfg *vbmap.Config) bool { return cfg.HasVbucketMap() || cfg.Ketama() != nil }
 
 // installLocked builds and stores the topology of cfg, starting pools for
 // new nodes and retiring those the config no longer lists. topoMu is held.
@@ -456,6 +471,18 @@ func (c *Client) installLocked(cfg *vbmap.Config) *topology {
 		}
 		t.servers[i] = n
 		if !seen[n] {
+			seen[n] = true
+			t.all = append(t.all, n)
+		}
+	}
+	if len(t.all) == 0 {
+		// The config names no server this client can reach (a bucket
+		// with no partitions yet, or no address on the chosen network).
+		// Retiring every node would leave nothing to poll for the next
+		// config: keep the nodes held, for polling only.
+		c.opts.Logger.Warn("kvwire: config names no reachable KV node; keeping the current nodes to poll",
+			"rev", cfg.Version().String(), "network", c.network)
+		for _, n := range c.nodes {
 			seen[n] = true
 			t.all = append(t.all, n)
 		}

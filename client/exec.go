@@ -181,6 +181,9 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	if timeout <= 0 {
 		timeout = c.opts.KVTimeout
 	}
+	if int64(timeout) > c.longestTimeout.Load() {
+		c.noteTimeout(timeout)
+	}
 	strategy := o.strategy
 	if strategy == nil {
 		strategy = c.opts.RetryStrategy
@@ -249,8 +252,18 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			var re *conn.RequestError
 			if !errors.As(err, &re) {
 				// The response arrived but did not decode: a server bug
-				// or a corrupt stream. Not retried.
+				// or a corrupt stream. Not retried. A success status means
+				// the server applied the request: for a mutation the
+				// error must say so (ambiguous), never "not applied".
+				if o.status == memdx.StatusSuccess {
+					o.st.MarkInDoubt()
+				}
 				return c.finalError(o, ErrServerFailure, err)
+			}
+			if !re.Written && errors.Is(re.Err, memdx.ErrInvalidRequest) {
+				// The request cannot be encoded (a durability level
+				// out of range, a key too long): no retry can help.
+				return c.finalError(o, ErrInvalidArgument, err)
 			}
 			if re.Written {
 				o.st.MarkInDoubt()
@@ -282,6 +295,16 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			return werr
 		}
 		lastReason, retried = reason, true
+	}
+}
+
+// noteTimeout raises longestTimeout to d.
+func (c *Client) noteTimeout(d time.Duration) {
+	for {
+		cur := c.longestTimeout.Load()
+		if int64(d) <= cur || c.longestTimeout.CompareAndSwap(cur, int64(d)) {
+			return
+		}
 	}
 }
 
@@ -423,7 +446,10 @@ func (c *Client) wait(o *op, reason retry.Reason, cause error) error {
 	if err == nil {
 		return nil
 	}
-	if o.status != 0 && o.status != memdx.StatusSuccess && !errors.Is(err, retry.ErrTimeout) {
+	// A refusal after a status is that status's error (LOCKED, say, when the
+	// strategy gives up); a timeout or a cancellation during the wait is
+	// that, whatever status came before.
+	if o.status != 0 && o.status != memdx.StatusSuccess && errors.Is(err, retry.ErrNotRetried) {
 		return c.statusError(o, err)
 	}
 	return c.finalError(o, reasonSentinel(err), err)

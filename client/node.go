@@ -81,6 +81,13 @@ func (n *node) start(seed *conn.Conn) {
 // pick returns a live connection, round robin. With none it returns the
 // retry reason to hand to the orchestrator and an error saying why.
 func (n *node) pick() (*conn.Conn, retry.Reason, error) {
+	select {
+	case <-n.ctx.Done():
+		// Leaving (or the client is closing): its connections only drain.
+		// The operation is routed again by the newer topology.
+		return nil, retry.ReasonNodeNotAvailable, &NodeError{Addr: n.addr, Err: errNodeLeft}
+	default:
+	}
 	if cs := n.conns.Load(); cs != nil {
 		l := len(*cs)
 		start := int(n.rr.Add(1))
@@ -113,6 +120,9 @@ func reasonForDialError(err error) retry.Reason {
 	}
 	return retry.ReasonNodeNotAvailable
 }
+
+// errNodeLeft is a NodeError's Err when the node left the cluster's config.
+var errNodeLeft = errors.New("the node is no longer in the cluster config")
 
 // NodeError says that a node had no connection to carry a request, and why
 // its last connection attempt failed (nil Err: it is still connecting).
@@ -177,8 +187,9 @@ func (n *node) signal() {
 }
 
 // leave retires the node: no new requests are routed to it (the topology no
-// longer lists it) and its connections close once their requests in flight
-// have drained, or after the KV timeout at the latest.
+// longer lists it, and pick refuses) and its connections close once their
+// requests in flight have drained, which takes at most the longest
+// operation timeout the client has used (every request has a deadline).
 func (n *node) leave() { n.cancel() }
 
 func (n *node) maintain() {
@@ -231,9 +242,11 @@ func (n *node) dial() (*conn.Conn, error) {
 }
 
 // drainAndClose waits until the connections have no request in flight (or
-// the KV timeout passed, or the client closes), then closes them.
+// the longest operation timeout passed, or the client closes), then closes
+// them. Every request carries a deadline, so the wait ends by itself; the
+// bound is a backstop.
 func (n *node) drainAndClose() {
-	deadline := time.Now().Add(n.c.opts.KVTimeout + time.Second)
+	deadline := time.Now().Add(max(n.c.opts.KVTimeout, time.Duration(n.c.longestTimeout.Load())) + time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
