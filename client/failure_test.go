@@ -247,4 +247,3 @@ func serveMalformed(nc net.Conn, applied *atomic.Int64) {
 		}
 	}
 }
-
