@@ -77,6 +77,10 @@ func (cc *collectionCache) invalidate(col *Collection) {
 // resolve returns col's id, asking cn when it is not cached. A missing
 // scope or collection gives the terminal reasons of RFC 0049 revision 16
 // (the default strategy fails at once, best effort waits for it to appear).
+// Other statuses are retried only when retryable (TMPFAIL, error-map retry);
+// the rest end the operation (retry.ReasonUnknown) with an error matching
+// the status's sentinel. A lookup that got no answer is retried as
+// SOCKET_NOT_AVAILABLE.
 func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *conn.Conn, col *Collection) (uint32, retry.Reason, error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", ErrFeatureNotAvailable, col.path)
@@ -110,7 +114,7 @@ func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *
 		case memdx.StatusUnknownScope:
 			return nil, &collectionError{path: col.path, scope: true}
 		default:
-			return nil, &memdx.StatusError{Status: status, OpCode: memdx.OpCollectionsGetID}
+			return nil, &lookupError{path: col.path, status: status}
 		}
 		cc.mu.Lock()
 		cc.ids[col.path] = cid
@@ -121,15 +125,60 @@ func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *
 		return v.(uint32), 0, nil
 	}
 	var ce *collectionError
+	var le *lookupError
+	var re *conn.RequestError
 	switch {
 	case errors.As(err, &ce) && ce.scope:
 		return 0, retry.ReasonScopeNotFound, err
 	case errors.As(err, &ce):
 		return 0, retry.ReasonCollectionNotFound, err
+	case errors.As(err, &le):
+		// Another status: retried only when it is retryable (TMPFAIL, or
+		// an unknown status the node's error map marks for retry; the
+		// strategy times that retry, not the entry's spec). Anything else
+		// (EINVAL for a malformed name, EACCESS, ...) waiting cannot fix:
+		// the operation ends now with the status's sentinel.
+		if reason, ok := retry.ReasonForStatus(memdx.OpCollectionsGetID, le.status); ok {
+			return 0, reason, err
+		}
+		if !le.status.Known() {
+			if entry, found := cn.LookupStatus(le.status); found {
+				if reason, ok := retry.ReasonForErrorMap(entry); ok {
+					return 0, reason, err
+				}
+			}
+		}
+		return 0, retry.ReasonUnknown, err
+	case errors.As(err, &re):
+		// The lookup's request did not get an answer (connection,
+		// overload, deadline): nothing of the operation was sent, so it
+		// may be retried.
+		return 0, retry.ReasonSocketNotAvailable, err
 	}
-	// The lookup itself failed (connection, timeout): nothing of the
-	// operation was sent, so it may be retried.
-	return 0, retry.ReasonSocketNotAvailable, err
+	// An answer that did not decode: a server bug, not retried.
+	return 0, retry.ReasonUnknown, fmt.Errorf("%w: COLLECTIONS_GET_ID for %s: %w", ErrServerFailure, col.path, err)
+}
+
+// lookupError is a COLLECTIONS_GET_ID answered with a status other than
+// success, UNKNOWN_SCOPE or UNKNOWN_COLLECTION. errors.Is matches the
+// status's sentinel (ErrInvalidArgument for EINVAL, ErrNoAccess for
+// EACCESS, ErrTemporaryFailure for TMPFAIL, ErrServerFailure otherwise) and
+// errors.As finds the *memdx.StatusError.
+type lookupError struct {
+	path   string
+	status memdx.Status
+}
+
+func (e *lookupError) Error() string {
+	return "looking up the id of collection " + e.path + ": " + e.Unwrap().Error()
+}
+
+func (e *lookupError) Is(target error) bool {
+	return target == statusSentinel(memdx.OpCollectionsGetID, false, e.status)
+}
+
+func (e *lookupError) Unwrap() error {
+	return &memdx.StatusError{Status: e.status, OpCode: memdx.OpCollectionsGetID}
 }
 
 type collectionError struct {
