@@ -143,9 +143,11 @@ type invocation struct {
 	g   globals
 	cmd *command
 	// passwordFlag is set when -p was used on the command line;
-	// timeoutFlag when -t was.
+	// timeoutFlag when -t was; cacertFlag when --cacert was (rather than
+	// KVCLI_CACERT).
 	passwordFlag bool
 	timeoutFlag  bool
+	cacertFlag   bool
 	// opTimeout is the timeout each operation gets (set by connect).
 	opTimeout time.Duration
 	// errMu serializes writes to stderr (see diag).
@@ -209,6 +211,8 @@ func (inv *invocation) noteFlags(fs *flag.FlagSet) {
 			inv.passwordFlag = true
 		case "t", "timeout":
 			inv.timeoutFlag = true
+		case "cacert":
+			inv.cacertFlag = true
 		}
 	})
 }
@@ -376,7 +380,8 @@ global flags (before or after the command):
   -p, --password PW       password: shows in the process list; prefer env KVCLI_PASSWORD
   -b, --bucket NAME       bucket, instead of the connection string's path (default "default")
   --collection S.C        scope.collection, or a collection of _default (default _default._default)
-  --cacert FILE           CA certificates (PEM) to trust for couchbases:// (env KVCLI_CACERT)
+  --cacert FILE           CA certificates (PEM) to trust for couchbases:// (env KVCLI_CACERT,
+                          which other schemes ignore; only couchbases:// uses TLS)
   -t, --timeout D         timeout of each operation, retries included (default 2.5s)
   --connect-timeout D     timeout of connecting (default 10s)
   --json                  print one JSON object per command on stdout

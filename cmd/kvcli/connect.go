@@ -77,7 +77,7 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 	if inv.g.verbose {
 		o.Logger = slog.New(slog.NewTextHandler(inv.diag(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	if inv.g.cacert != "" {
+	if inv.g.cacert != "" { // couchbases:// only (see connect)
 		pem, err := os.ReadFile(inv.g.cacert)
 		if err != nil {
 			return nil, fmt.Errorf("--cacert: %w", err)
@@ -110,6 +110,16 @@ func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*sessi
 	if err != nil {
 		inv.usageError("%s", inv.redact(err.Error()))
 		return nil, exitUsage
+	}
+	// Only couchbases:// is TLS. KVCLI_CACERT (which serve --tls exports)
+	// must not turn TLS on for a couchbase:// or memcached:// command run
+	// later in the same shell; an explicit --cacert there is a mistake.
+	if t.cs.Scheme != client.SchemeCouchbases && inv.g.cacert != "" {
+		if inv.cacertFlag {
+			inv.usageError("--cacert is for TLS, and only couchbases:// uses TLS: connect with couchbases://... (or drop --cacert)")
+			return nil, exitUsage
+		}
+		inv.g.cacert = ""
 	}
 	if inv.g.timeout <= 0 || inv.g.connectTimeout <= 0 {
 		inv.usageError("--timeout and --connect-timeout must be positive")

@@ -148,7 +148,9 @@
 //	--collection S.C       scope.collection, or a collection of _default
 //	                       (default _default._default)
 //	--cacert FILE          PEM CA certificates to trust for couchbases://; env
-//	                       KVCLI_CACERT (without it the system roots apply)
+//	                       KVCLI_CACERT (without it the system roots apply). Only
+//	                       couchbases:// uses TLS: other schemes ignore
+//	                       KVCLI_CACERT, and --cacert with them is a usage error
 //	-t, --timeout D        timeout of each operation, retries included (default 2.5s;
 //	                       when -t is not given the connection string's kv_timeout
 //	                       applies)
@@ -230,7 +232,7 @@
 //	kvcli: bucket "travel" does not exist or user "app" may not access it
 //	kvcli: nothing is listening at 127.0.0.1:11210 (is the cluster running? check -c)
 //	kvcli: timed out after 2.5s; retried 7 times for KV_LOCKED: the document stayed locked
-//	kvcli: TLS handshake failed: x509: certificate signed by unknown authority (for a cluster with its own CA pass --cacert FILE)
+//	kvcli: TLS handshake failed: x509: certificate signed by unknown authority (for a cluster with its own CA pass --cacert FILE or set KVCLI_CACERT)
 //	kvcli: document "k" not found
 //
 // With -v the client's full error follows on a "kvcli: detail:" line.

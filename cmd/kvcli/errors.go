@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +63,7 @@ func (inv *invocation) explain(key string, err error) problem {
 		}
 		return problem{kindBucket, "bucket " + q(b) + " does not exist or user " + q(user) + " may not access it", exitError}
 	case errors.Is(err, client.ErrTLS):
-		return problem{kindTLS, "TLS handshake failed: " + rootCause(err) + " (for a cluster with its own CA pass --cacert FILE)", exitError}
+		return problem{kindTLS, inv.tlsLine(err), exitError}
 	case errors.Is(err, client.ErrRequestCanceled), errors.Is(err, context.Canceled):
 		// Checked before ErrAmbiguous so that Ctrl-C keeps exit 130, but a
 		// write that was on the wire when it came must still say so.
@@ -117,6 +119,28 @@ func readToSee(key string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (read %q to see)", key)
+}
+
+// tlsLine explains a failed TLS handshake. It suggests --cacert only when
+// the certificate's authority is unknown, which is what --cacert fixes.
+func (inv *invocation) tlsLine(err error) string {
+	line := "TLS handshake failed: " + rootCause(err)
+	var unknownCA x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var record tls.RecordHeaderError
+	switch {
+	case errors.As(err, &unknownCA):
+		if inv.g.cacert == "" {
+			return line + " (for a cluster with its own CA pass --cacert FILE or set " + envCACert + ")"
+		}
+		return line + " (no CA in " + inv.g.cacert + " signed the server's certificate: is it the cluster's CA?)"
+	case errors.As(err, &host):
+		return line + " (connect by a host name or address the certificate lists)"
+	case errors.As(err, &record), errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		// A plaintext port answered the handshake with garbage or hung up.
+		return line + " (is that port a TLS port? couchbases:// uses 11207 by default, couchbase:// is plain TCP)"
+	}
+	return line
 }
 
 // bucketName is the bucket the command line names.

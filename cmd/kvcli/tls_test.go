@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// TestCACertOnlyForTLS: only couchbases:// uses TLS. KVCLI_CACERT (which
+// serve --tls exports) is ignored by couchbase:// and memcached://, an
+// explicit --cacert with them is a usage error, and a failed handshake
+// suggests --cacert only when an unknown CA is the cause.
+func TestCACertOnlyForTLS(t *testing.T) {
+	mc, err := mockcluster.New(mockcluster.Options{Nodes: 1, TLS: true})
+	require.NoError(t, err)
+	t.Cleanup(mc.Close)
+	other, err := mockcluster.New(mockcluster.Options{Nodes: 1, TLS: true})
+	require.NoError(t, err)
+	t.Cleanup(other.Close)
+
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	require.NoError(t, os.WriteFile(ca, mc.CACertPEM(), 0o600))
+	otherCA := filepath.Join(dir, "other-ca.pem")
+	require.NoError(t, os.WriteFile(otherCA, other.CACertPEM(), 0o600))
+
+	plain := "couchbase://" + strings.Join(mc.Addrs(), ",") + "/" + mockcluster.DefaultBucket
+	tlsConn := "couchbases://" + strings.Join(mc.TLSAddrs(), ",") + "/" + mockcluster.DefaultBucket
+	env := map[string]string{envUser: mockcluster.DefaultUser, envPassword: mockcluster.DefaultPassword}
+
+	// KVCLI_CACERT left over from serve --tls: couchbase:// stays plain.
+	r := runKV(t, with(env, envConnStr, plain, envCACert, ca), "", "set", "k", "plain")
+	require.Equal(t, exitOK, r.code, r)
+	r = runKV(t, with(env, envConnStr, tlsConn, envCACert, ca), "", "get", "k")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "plain", r.stdout)
+
+	// --cacert with a scheme that is not TLS: a usage error, before connecting.
+	for _, cs := range []string{plain, "memcached://127.0.0.1:1"} {
+		r = runKV(t, with(env, envConnStr, cs), "", "get", "k", "--cacert", ca)
+		assert.Equal(t, exitUsage, r.code, "%s: %s", cs, r)
+		assert.Contains(t, r.stderr, "only couchbases:// uses TLS", cs)
+	}
+	// Given before the command name too.
+	r = runKV(t, with(env, envConnStr, plain), "", "--cacert", ca, "get", "k")
+	assert.Equal(t, exitUsage, r.code, r)
+
+	// couchbases:// to a plain port: not a CA problem.
+	r = runKV(t, with(env, envConnStr, "couchbases://"+mc.Addrs()[0]+"/default"), "", "get", "k", "--cacert", ca)
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "kvcli: TLS handshake failed: ")
+	assert.Contains(t, r.stderr, "is that port a TLS port?")
+	assert.NotContains(t, r.stderr, "pass --cacert")
+
+	// The wrong CA: says so, rather than suggesting --cacert again.
+	r = runKV(t, with(env, envConnStr, tlsConn), "", "get", "k", "--cacert", otherCA)
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "no CA in "+otherCA+" signed the server's certificate")
+
+	// No CA at all: the system roots do not know the mock's CA.
+	r = runKV(t, with(env, envConnStr, tlsConn), "", "get", "k")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "pass --cacert FILE or set KVCLI_CACERT")
+}
