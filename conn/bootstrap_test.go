@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -453,5 +455,97 @@ func TestBootstrapMaxPendingOne(t *testing.T) {
 				t.Fatalf("held GET: %+v", r)
 			}
 		})
+	}
+}
+
+// tlsPeer listens on loopback and runs serve on every connection it
+// accepts; the listener closes at the end of the test.
+func tlsPeer(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				serve(nc)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// Only TLS's own failures are *TLSError (RFC 0049 TLS_ERROR fails fast): a
+// node that goes away during the handshake is a plain dial error, which
+// matches neither ErrTLS nor ErrBootstrap.
+func TestTLSHandshakeFailureKinds(t *testing.T) {
+	readSome := func(nc net.Conn) { // the ClientHello arrives, then the node goes away
+		nc.Read(make([]byte, 10)) // unread bytes left: the close is a reset
+	}
+	readHello := func(nc net.Conn) { // the whole ClientHello is read: the close is an EOF
+		nc.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		io.Copy(io.Discard, nc)
+	}
+	notTLS := func(nc net.Conn) { // a memcached answer where a ServerHello should be
+		nc.Read(make([]byte, 4096))
+		nc.Write(encode(t, memdx.Packet{Magic: memdx.MagicRes, OpCode: memdx.OpHello, Status: memdx.StatusUnknownCommand}))
+		io.Copy(io.Discard, nc)
+	}
+	alert := func(nc net.Conn) { // a TLS 1.3-only server refuses TLS 1.2 with an alert
+		tls.Server(nc, &tls.Config{MinVersion: tls.VersionTLS13}).Handshake()
+	}
+	client := &tls.Config{InsecureSkipVerify: true}
+	for _, tc := range []struct {
+		name  string
+		serve func(net.Conn)
+		cfg   *tls.Config
+		isTLS bool
+		check func(error) bool
+	}{
+		{"reset", readSome, client, false, nil},
+		{"EOF", readHello, client, false, nil},
+		{"not TLS", notTLS, client, true, func(err error) bool {
+			var rh tls.RecordHeaderError
+			return errors.As(err, &rh)
+		}},
+		{"alert", alert, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}, true, func(err error) bool {
+			return strings.Contains(err.Error(), "protocol version")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := tlsPeer(t, tc.serve)
+			_, err := Dial(testCtx(t), addr, Options{TLSConfig: tc.cfg})
+			var te *TLSError
+			if err == nil || errors.As(err, &te) != tc.isTLS || errors.Is(err, ErrTLS) != tc.isTLS ||
+				errors.Is(err, ErrBootstrap) != tc.isTLS || (tc.check != nil && !tc.check(err)) {
+				t.Fatalf("Dial: %v (%T); want a TLS error: %v", err, err, tc.isTLS)
+			}
+		})
+	}
+	// A timeout on the socket is the network's too.
+	_, err := Dial(testCtx(t), "pipe:11207", Options{TLSConfig: client,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, s := net.Pipe()
+			t.Cleanup(func() { s.Close() })
+			c.SetDeadline(time.Now()) // every Write times out
+			return c, nil
+		}})
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ErrTLS) || errors.Is(err, ErrBootstrap) {
+		t.Fatalf("timeout: %v; want a plain dial error", err)
 	}
 }

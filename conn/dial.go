@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -19,10 +22,12 @@ import (
 // Dial connects to addr ("host:port") and bootstraps the connection (see
 // the package doc for the sequence). The returned Conn is ready for Do.
 //
-// Errors: a dial failure is returned as the net error (wrapped); a
-// failure after connecting matches ErrBootstrap and is one of *TLSError,
-// *AuthError, *BucketAccessError or *BootstrapError. ctx bounds the whole of
-// Dial, redials included; it is not kept.
+// Errors: a dial failure is returned as the net error (wrapped), and so is
+// a network failure during the TLS handshake (EOF, a reset, a timeout: the
+// node went away, which is not TLS's fault); a failure after connecting
+// matches ErrBootstrap and is one of *TLSError, *AuthError,
+// *BucketAccessError or *BootstrapError. ctx bounds the whole of Dial,
+// redials included; it is not kept.
 func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	o := opts.resolved()
 	if err := memdx.CheckCredentials(o.Username, o.Password); err != nil {
@@ -157,9 +162,49 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, ctx.Err())
 		}
+		if !isTLSFailure(err) {
+			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, err)
+		}
 		return nil, &TLSError{Addr: addr, Err: err}
 	}
 	return tc, nil
+}
+
+// isTLSFailure reports whether a handshake error is TLS's own (RFC 0049
+// TLS_ERROR, which fails fast) rather than the network's (the node went
+// away, which a retry may get past):
+//
+//   - TLS: an alert from the server (crypto/tls reports one as a
+//     *net.OpError whose Op is "remote error"), a certificate that did not
+//     verify (*tls.CertificateVerificationError, x509 errors), a peer that
+//     does not speak TLS (tls.RecordHeaderError), and crypto/tls's own
+//     refusals (no common version or cipher suite, a malformed handshake
+//     message), which are plain errors.
+//   - Network: EOF, a closed pipe or connection, a timeout, and any other
+//     net.Error from the socket (a reset is a *net.OpError).
+func isTLSFailure(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "remote error" {
+		return true // an alert from the server
+	}
+	var alert tls.AlertError
+	var verify *tls.CertificateVerificationError
+	var header tls.RecordHeaderError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var roots x509.SystemRootsError
+	if errors.As(err, &alert) || errors.As(err, &verify) || errors.As(err, &header) ||
+		errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &roots) {
+		return true
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.ErrClosedPipe),
+		errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne):
+		return false
+	}
+	return true
 }
 
 func newConnID() string {

@@ -28,9 +28,11 @@
 //
 // Failures a fail-fast strategy needs are typed: *AuthError (AUTH_ERROR at
 // SASL, no common mechanism, a bad server proof), *BucketAccessError
-// (EACCESS or KEY_ENOENT at SELECT_BUCKET), *TLSError (handshake or
-// verification); anything else after connecting is a *BootstrapError naming
-// the step and status. All match ErrBootstrap.
+// (EACCESS or KEY_ENOENT at SELECT_BUCKET), *TLSError (a TLS failure
+// proper: verification, an alert, a peer that does not speak TLS; a
+// network failure during the handshake is a plain dial error, as a refused
+// connection is); anything else after connecting is a *BootstrapError
+// naming the step and status. All match ErrBootstrap.
 //
 // # Plain memcached
 //

@@ -34,10 +34,10 @@ var (
 	ErrTLS = errors.New("conn: TLS handshake failed")
 
 	// ErrBootstrap is matched by every error Dial returns except a failure
-	// to connect (a net error, or the context ending before the TLS
-	// handshake completed): *AuthError, *BucketAccessError, *TLSError and
-	// *BootstrapError, whose Err may be a context error when the context
-	// ended during the bootstrap.
+	// to connect (a net error, a network failure during the TLS handshake,
+	// or the context ending before the handshake completed): *AuthError,
+	// *BucketAccessError, *TLSError and *BootstrapError, whose Err may be a
+	// context error when the context ended during the bootstrap.
 	ErrBootstrap = errors.New("conn: bootstrap failed")
 )
 
@@ -167,8 +167,13 @@ func (e *BucketAccessError) Is(target error) bool {
 	return target == ErrBucketAccess || target == ErrBootstrap || target == e.Status
 }
 
-// TLSError is a failed TLS handshake: the certificate did not verify, or the
-// handshake itself failed. Err is the crypto/tls or crypto/x509 error
+// TLSError is a TLS handshake that failed for a reason of TLS's own: the
+// certificate did not verify (*tls.CertificateVerificationError, x509
+// errors), the server sent an alert, the peer does not speak TLS
+// (tls.RecordHeaderError), or crypto/tls refused the handshake (no common
+// version or cipher suite, a malformed message). A network failure during
+// the handshake (EOF, a reset, a timeout) is not a TLSError: Dial returns
+// it as a plain dial error. Err is the crypto/tls or crypto/x509 error
 // (errors.As(err, &x509.UnknownAuthorityError{}) works through it).
 type TLSError struct {
 	Addr string
