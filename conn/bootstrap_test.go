@@ -29,6 +29,8 @@ type fakeNode struct {
 	mechs        string
 	user, pass   string
 	badSignature bool         // tamper with SCRAM's server-final message
+	serverFirst  string       // replaces SCRAM's server-first message
+	serverFinal  string       // replaces SCRAM's server-final message
 	bucketStatus memdx.Status // SELECT_BUCKET's answer
 	config       string       // "": GET_CLUSTER_CONFIG answers NO_BUCKET
 	silentKey    string       // a request with this key gets no answer
@@ -110,6 +112,9 @@ func (f *fakeNode) serve(p *peer) {
 				reply(res(req, memdx.StatusAuthError, ""))
 				continue
 			}
+			if f.serverFirst != "" {
+				first = []byte(f.serverFirst)
+			}
 			reply(res(req, memdx.StatusAuthContinue, string(first)))
 		case memdx.OpSASLStep:
 			final, err := scram.ServerFinal(req.Value)
@@ -119,6 +124,9 @@ func (f *fakeNode) serve(p *peer) {
 			}
 			if f.badSignature {
 				final = []byte("v=" + base64.StdEncoding.EncodeToString(make([]byte, 64)))
+			}
+			if f.serverFinal != "" {
+				final = []byte(f.serverFinal)
 			}
 			reply(ok(req, string(final)))
 		case memdx.OpSelectBucket:
@@ -275,8 +283,35 @@ func TestBootstrapFailures(t *testing.T) {
 		{"bad SCRAM server signature", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", badSignature: true},
 			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
 				var ae *AuthError
-				if !errors.As(err, &ae) || ae.Mechanism != memdx.MechScramSHA512 || !errors.Is(err, memdx.ErrAuthFailed) {
+				if !errors.As(err, &ae) || ae.Mechanism != memdx.MechScramSHA512 || !errors.Is(err, memdx.ErrAuthFailed) ||
+					!errors.Is(err, ErrAuthFailed) {
 					t.Fatalf("%v; want an *AuthError wrapping memdx.ErrAuthFailed", err)
+				}
+			}},
+		{"SCRAM refusal in server-final", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", serverFinal: "e=invalid-proof"},
+			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
+				var ae *AuthError
+				if !errors.As(err, &ae) || !errors.Is(err, memdx.ErrAuthFailed) || !errors.Is(err, ErrAuthFailed) {
+					t.Fatalf("%v; want an *AuthError wrapping memdx.ErrAuthFailed", err)
+				}
+			}},
+		// A malformed SASL message is a protocol problem, not a refusal of
+		// the credentials: not ErrAuthFailed (RFC 0049 AUTHENTICATION_ERROR
+		// is for explicit refusals only).
+		{"malformed SCRAM server-first", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", serverFirst: "r=x,s=c2FsdA==,i=oops"},
+			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
+				var be *BootstrapError
+				if !errors.As(err, &be) || be.Step != memdx.OpSASLAuth || !errors.Is(err, memdx.ErrMalformed) ||
+					errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), "server-first") {
+					t.Fatalf("%v; want a *BootstrapError at SASL_AUTH naming the server-first message, not ErrAuthFailed", err)
+				}
+			}},
+		{"malformed SCRAM server-final", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", serverFinal: "v=not base64!"},
+			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
+				var be *BootstrapError
+				if !errors.As(err, &be) || be.Step != memdx.OpSASLStep || !errors.Is(err, memdx.ErrMalformed) ||
+					errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), "server-final") {
+					t.Fatalf("%v; want a *BootstrapError at SASL_STEP naming the server-final message, not ErrAuthFailed", err)
 				}
 			}},
 		{"wrong SCRAM password", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p"},
@@ -289,7 +324,7 @@ func TestBootstrapFailures(t *testing.T) {
 		{"no common mechanism", &fakeNode{mechs: "PLAIN GSSAPI"},
 			Options{Username: "u", Password: "x"}, func(t *testing.T, err error) {
 				var ae *AuthError
-				if !errors.As(err, &ae) || !strings.Contains(err.Error(), "PLAIN GSSAPI") {
+				if !errors.As(err, &ae) || !errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), "PLAIN GSSAPI") {
 					t.Fatalf("%v; want an *AuthError naming the offer", err)
 				}
 			}},

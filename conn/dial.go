@@ -474,8 +474,8 @@ func (c *Conn) authenticate(ctx context.Context, mech string, tail func()) error
 	}
 
 	sc, err := memdx.NewScramClient(mech, o.Username, o.Password, nil)
-	if err != nil {
-		return &AuthError{Addr: c.addr, User: o.Username, Mechanism: mech, Reason: "cannot start SCRAM", Err: err}
+	if err != nil { // not a refusal: the mechanism and credentials were checked
+		return &BootstrapError{Addr: c.addr, Step: memdx.OpSASLAuth, Reason: "cannot start " + mech, Err: err}
 	}
 	first := c.send(memdx.NewSASLAuth(mech, sc.ClientFirst()))
 	if err := c.await(ctx, first); err != nil {
@@ -490,7 +490,7 @@ func (c *Conn) authenticate(ctx context.Context, mech string, tail func()) error
 	}
 	final, err := sc.ClientFinal(first.value)
 	if err != nil {
-		return authErr(first, "bad server-first message", err)
+		return c.scramError(first, mech, "server-first", err)
 	}
 	c.cork()
 	s := c.send(memdx.NewSASLStep(mech, final))
@@ -507,10 +507,24 @@ func (c *Conn) authenticate(ctx context.Context, mech string, tail func()) error
 		return c.stepError(s, "SASL_STEP failed")
 	}
 	if err := sc.VerifyServerFinal(s.value); err != nil {
-		return authErr(s, "the server did not prove it knows the password", err)
+		return c.scramError(s, mech, "server-final", err)
 	}
 	c.mech = mech
 	return nil
+}
+
+// scramError reports a SCRAM message from the server that the client could
+// not accept. An explicit refusal (an e= attribute) or a server signature
+// that does not verify (memdx.ErrAuthFailed) is an *AuthError; a malformed
+// message is a protocol problem, not a refusal of the credentials, and is a
+// *BootstrapError naming the message.
+func (c *Conn) scramError(s *step, mech, msg string, err error) error {
+	if errors.Is(err, memdx.ErrAuthFailed) {
+		return &AuthError{Addr: c.addr, User: c.opts.Username, Mechanism: mech,
+			Reason: "the server's SCRAM " + msg + " message refused the credentials or did not prove the server knows the password", Err: err}
+	}
+	return &BootstrapError{Addr: c.addr, Step: s.op, Status: s.status,
+		Reason: fmt.Sprintf("malformed %s %s message", mech, msg), Err: err}
 }
 
 // bootMemcached runs the plain memcached bootstrap, one write:

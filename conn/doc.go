@@ -26,8 +26,10 @@
 // checks the server's final signature: a server that cannot prove it knows
 // the password fails the Dial.
 //
-// Failures a fail-fast strategy needs are typed: *AuthError (AUTH_ERROR at
-// SASL, no common mechanism, a bad server proof), *BucketAccessError
+// Failures a fail-fast strategy needs are typed: *AuthError (an explicit
+// refusal: AUTH_ERROR at SASL, a SCRAM refusal or bad server proof, or a
+// local one that will not heal such as no common mechanism; a malformed
+// SASL answer is a *BootstrapError instead), *BucketAccessError
 // (EACCESS or KEY_ENOENT at SELECT_BUCKET), *TLSError (a TLS failure
 // proper: verification, an alert, a peer that does not speak TLS; a
 // network failure during the handshake is a plain dial error, as a refused

@@ -24,7 +24,17 @@ var (
 	// the limit, a response nobody asked for). The connection is closed.
 	ErrProtocol = errors.New("conn: protocol violation")
 
-	// ErrAuthFailed is matched by *AuthError.
+	// ErrAuthFailed is matched by *AuthError, and only by it: an explicit
+	// authentication refusal that retrying with the same credentials and
+	// options will not get past. That is the server answering AUTH_ERROR
+	// to SASL (or, on plain memcached with SASL, to a request made without
+	// credentials), the server refusing or failing to prove the password in
+	// SCRAM (an e= attribute, a server signature that does not verify), or
+	// a permanent local refusal: no mechanism both sides allow, PLAIN not
+	// allowed (no TLS and no AllowPlainAuthWithoutTLS), credentials SASL
+	// cannot carry (a NUL). A malformed
+	// SASL message from the server or any other SASL status is a protocol
+	// problem, a *BootstrapError, and does not match it.
 	ErrAuthFailed = errors.New("conn: authentication failed")
 
 	// ErrBucketAccess is matched by *BucketAccessError.
@@ -103,20 +113,28 @@ func (e *ProtocolError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrProtocol) true.
 func (e *ProtocolError) Is(target error) bool { return target == ErrProtocol }
 
-// AuthError is a failed SASL authentication during Dial: the server refused
-// the credentials (Status is then memdx.StatusAuthError), SCRAM's server
-// proof did not verify, or no mechanism both sides allow exists. Retrying
-// with the same credentials will fail the same way.
+// AuthError is an explicit authentication refusal during Dial (see
+// ErrAuthFailed for the exact list): the server answered AUTH_ERROR
+// (Status is then memdx.StatusAuthError), SCRAM's server-first or
+// server-final message refused the credentials or did not prove the server
+// knows the password (Err matches memdx.ErrAuthFailed), or the client
+// refused for a reason that will not change (no mechanism both sides allow,
+// PLAIN not allowed, credentials SASL cannot carry). Retrying with the same
+// credentials and options will fail the same way. A malformed SASL answer
+// is not an AuthError but a *BootstrapError.
 type AuthError struct {
 	Addr string
 	User string
 	// Mechanism is the SASL mechanism tried, "" when none was.
 	Mechanism string
-	// Status is the server's status, 0 when the failure was found locally.
+	// Status is memdx.StatusAuthError when the server answered it, 0
+	// otherwise (a refusal inside a SCRAM message, or a local one).
 	Status memdx.Status
 	// Reason says what went wrong, in words.
 	Reason string
-	// Err is the underlying error, if any (a memdx SCRAM error).
+	// Err is the underlying error, if any: a memdx SCRAM error matching
+	// memdx.ErrAuthFailed, or memdx.ErrInvalidRequest for credentials SASL
+	// cannot carry.
 	Err error
 }
 
