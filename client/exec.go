@@ -417,10 +417,14 @@ func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (ret
 	if reason, ok := retry.ReasonForStatus(o.req.OpCode, st); ok {
 		return reason, true
 	}
-	if st.Known() {
+	if handledStatus(o.req.OpCode, st) {
 		return 0, false
 	}
-	entry, found := cn.LookupStatus(st)
+	// RFC 0049: the map is consulted for every status the client knows
+	// nothing to do with: codes memdx has no name for, and named ones with
+	// no outcome of their own here (EBUSY, ENOMEM, EWOULD_THROTTLE,
+	// ECONFIG_ONLY, CANCELLED, the rate limits, ...).
+	entry, found := cn.ErrorMap().Lookup(st)
 	if !found {
 		return 0, false
 	}
@@ -430,6 +434,20 @@ func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (ret
 		o.st.SetErrorMapEntry(entry)
 	}
 	return reason, ok
+}
+
+// handledStatus reports whether the client gives st an outcome of its own
+// for op (a sentinel the caller acts on, such as ErrDocumentNotFound or
+// ErrCasMismatch), so that the error map is not asked: a map saying
+// "retry-now" for LOCKED must not turn UNLOCK's CAS mismatch into retries.
+// EBUSY and ENOMEM are not handled: the map says whether to retry them (a
+// caller that gets them still sees ErrTemporaryFailure).
+func handledStatus(op memdx.OpCode, st memdx.Status) bool {
+	switch statusSentinel(op, false, st) {
+	case ErrServerFailure, ErrTemporaryFailure:
+		return false
+	}
+	return true
 }
 
 // routeOpPeek routes without changing o's route state.

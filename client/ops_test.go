@@ -282,6 +282,38 @@ func TestUnknownStatusFollowsErrorMap(t *testing.T) {
 	ctl.Remove()
 }
 
+// Named statuses the client has no outcome of its own for (EBUSY, ENOMEM)
+// follow the node's error map, which says retry (RFC 0049: the map is
+// consulted for every error the client "does not know anything about").
+// A status the client does handle is not: LOCKED on UNLOCK has "retry-now"
+// in the map, and is still a CAS mismatch at once.
+func TestNamedStatusesFollowErrorMap(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	col := connect(t, mc, nil).DefaultCollection()
+	ctx := context.Background()
+	_, err := col.Upsert(ctx, "b", []byte("v"), nil)
+	require.NoError(t, err)
+	for _, st := range []memdx.Status{memdx.StatusBusy, memdx.StatusOutOfMemory} {
+		ctl := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "b", OpCodes: []memdx.OpCode{memdx.OpSet}},
+			Action: mockcluster.Action{Status: st}, Times: 2})
+		r, err := col.Upsert(ctx, "b", []byte("w"), nil)
+		require.NoError(t, err, "%s", st)
+		assert.Equal(t, 2, ctl.Hits())
+		assert.True(t, r.RetryReasons.Has(retryKVErrorMapRetryIndicated))
+	}
+	assert.Equal(t, uint64(3), mc.Bucket("default").MutationCount("_default", "_default", "b"), "each Upsert applied once")
+
+	lr, err := col.GetAndLock(ctx, "b", 5*time.Second, nil)
+	require.NoError(t, err)
+	ctl := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "b", OpCodes: []memdx.OpCode{memdx.OpUnlockKey}},
+		Action: mockcluster.Action{Status: memdx.StatusLocked}, Times: 5})
+	err = col.Unlock(ctx, "b", lr.Cas, nil)
+	require.ErrorIs(t, err, ErrCasMismatch)
+	assert.Equal(t, 1, ctl.Hits(), "not retried")
+	ctl.Remove()
+	require.NoError(t, col.Unlock(ctx, "b", lr.Cas, nil))
+}
+
 // A Set whose connection closes after the server applied it is not sent
 // again: it fails as ambiguous, and the server applied it exactly once. A
 // Get in the same situation is retried and succeeds.

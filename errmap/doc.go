@@ -13,8 +13,12 @@
 // a second map, Better picks the one to keep: the higher revision wins, even
 // if its format version is lower.
 //
-// The client is the authority on every status it knows (memdx.Status.Known):
-// it consults the map only for the others (Map.Lookup). Entry.RetryIndicated
+// The client is the authority on every status it gives an outcome of its
+// own (not found, exists, CAS mismatch, locked, ...): it consults the map
+// (Map.Lookup) for the others, codes memdx has no name for and named ones the
+// client has nothing particular to do with (EBUSY, ENOMEM, EWOULD_THROTTLE,
+// the rate limits, ...), as RFC 0049 says for "KV errors it does not know
+// anything about". Entry.RetryIndicated
 // says whether such a status goes to the retry orchestrator (RFC 0049,
 // reason KV_ERROR_MAP_RETRY_INDICATED) or fails the operation at once; the
 // entry's name and description go into the error the user sees.

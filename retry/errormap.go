@@ -11,7 +11,7 @@ import (
 // entry's max-duration.
 var ErrErrorMapMaxDuration = errors.New("retry: the error map's max-duration for this status has passed")
 
-// ReasonForErrorMap gives the reason for a status the client does not know,
+// ReasonForErrorMap gives the reason for a status the client does not handle,
 // from the node's error-map entry (RFC 0049 "KV Error Map Handling"): when
 // the entry indicates a retry (e.RetryIndicated(): retry-now, retry-later or
 // auto-retry, without no-retry), KV_ERROR_MAP_RETRY_INDICATED, to be handed
