@@ -136,11 +136,27 @@ func (inv *invocation) tlsLine(err error) string {
 		return line + " (no CA in " + inv.g.cacert + " signed the server's certificate: is it the cluster's CA?)"
 	case errors.As(err, &host):
 		return line + " (connect by a host name or address the certificate lists)"
-	case errors.As(err, &record), errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+	case errors.As(err, &record), hungUp(err):
 		// A plaintext port answered the handshake with garbage or hung up.
-		return line + " (is that port a TLS port? couchbases:// uses 11207 by default, couchbase:// is plain TCP)"
+		return line + notTLSPort
 	}
 	return line
+}
+
+// notTLSPort is the hint for a couchbases:// connection whose peer does not
+// speak TLS.
+const notTLSPort = " (is that port a TLS port? couchbases:// uses 11207 by default, couchbase:// is plain TCP)"
+
+// hungUp reports whether the peer closed or reset the connection.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// tlsScheme reports whether the command line's connection string is
+// couchbases://.
+func (inv *invocation) tlsScheme() bool {
+	cs, err := client.ParseConnStr(inv.g.connStr)
+	return err == nil && cs.Scheme == client.SchemeCouchbases
 }
 
 // bucketName is the bucket the command line names.
@@ -182,10 +198,16 @@ func (inv *invocation) unreachableLine(err error) string {
 	case errors.Is(err, context.DeadlineExceeded), isNetTimeout(err):
 		return fmt.Sprintf("no answer from %s within %v (firewall, wrong port, or a server that is not Couchbase/memcached?)", orAll(hosts), inv.g.connectTimeout)
 	}
-	if hosts != "" {
-		return "cannot reach " + hosts + ": " + rootCause(err)
+	hint := ""
+	if inv.tlsScheme() && hungUp(err) {
+		// A plaintext port hangs up on a TLS ClientHello; conn reports
+		// that as a network failure, not a TLS one.
+		hint = notTLSPort
 	}
-	return "no node could serve the request: " + rootCause(err)
+	if hosts != "" {
+		return "cannot reach " + hosts + ": " + rootCause(err) + hint
+	}
+	return "no node could serve the request: " + rootCause(err) + hint
 }
 
 func orAll(hosts string) string {
