@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"sort"
@@ -68,19 +69,19 @@ type ConnStr struct {
 // knownOptions are the query parameters Connect understands. Unknown ones
 // are an error, so that a typo does not silently fall back to a default.
 var knownOptions = map[string]string{
-	"kv_timeout":             "duration: default timeout of a KV operation",
-	"connect_timeout":        "duration: timeout of bootstrapping one connection",
-	"kv_pool_size":           "int: connections per node",
+	"kv_timeout":             "duration > 0: default timeout of a KV operation",
+	"connect_timeout":        "duration > 0: timeout of bootstrapping one connection",
+	"kv_pool_size":           "int in 1..256: connections per node",
 	"network":                "auto, default or external: which addresses of the config to use",
 	"compression":            "bool: snappy-compress values the server may receive compressed",
-	"compression_min_size":   "int: smallest value worth compressing",
-	"compression_min_ratio":  "float: compressed/original ratio at or below which compression is kept",
-	"config_poll_interval":   "duration: how often the cluster config is polled",
+	"compression_min_size":   "int >= 1: smallest value worth compressing, in bytes",
+	"compression_min_ratio":  "float in (0, 1]: compressed/original ratio at or below which compression is kept",
+	"config_poll_interval":   "duration >= 10ms: how often the cluster config is polled",
 	"enable_mutation_tokens": "bool: ask for sequence numbers on mutations",
 	"tls_verify":             "peer or none: verify the server certificate (none is insecure); couchbases:// only",
 	"allow_plain_auth":       "bool: allow SASL PLAIN over a connection without TLS",
 	"bucket":                 "string: the bucket, when it is not in the path",
-	"nmv_retry_interval":     "duration: RFC 0005 fixed wait after NOT_MY_VBUCKET (default: RFC 0049 backoff)",
+	"nmv_retry_interval":     "duration >= 0: RFC 0005 fixed wait after NOT_MY_VBUCKET (default or 0: RFC 0049 backoff)",
 }
 
 // ParseConnStr parses a connection string. A string with no scheme is taken
@@ -243,15 +244,61 @@ func (cs *ConnStr) Duration(name string) (d time.Duration, ok bool, err error) {
 	if !ok {
 		return 0, false, nil
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+	fail := func(reason string) (time.Duration, bool, error) {
+		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: reason}
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		// A whole number of milliseconds; time.Duration holds up to
+		// about 292 years of nanoseconds.
+		if err != nil || n > math.MaxInt64/int64(time.Millisecond) || n < math.MinInt64/int64(time.Millisecond) {
+			return fail("too large for a duration (at most " + strconv.FormatInt(math.MaxInt64/int64(time.Millisecond), 10) + " ms)")
+		}
 		d = time.Duration(n) * time.Millisecond
 	} else if d, err = time.ParseDuration(v); err != nil {
-		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: "not a duration (use e.g. 2500ms or 2500)"}
+		if strings.Contains(err.Error(), "invalid duration") && isDurationShaped(v) {
+			return fail("too large for a duration (at most about 292 years)")
+		}
+		return fail("not a duration (use e.g. 2500ms or 2500)")
 	}
 	if d < 0 {
-		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: "negative duration"}
+		return fail("negative duration")
 	}
 	return d, true, nil
+}
+
+// isDurationShaped reports whether v is written as time.ParseDuration
+// expects ([+-] then number-unit pairs with known units), so that a parse
+// failure can only be an overflow.
+func isDurationShaped(v string) bool {
+	v = strings.TrimLeft(v, "+-")
+	if v == "" {
+		return false
+	}
+	for v != "" {
+		digits := 0
+		i := 0
+		for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.') {
+			if v[i] != '.' {
+				digits++
+			}
+			i++
+		}
+		if digits == 0 || strings.Count(v[:i], ".") > 1 {
+			return false
+		}
+		v = v[i:]
+		unit := ""
+		for _, u := range []string{"ns", "us", "µs", "μs", "ms", "s", "m", "h"} {
+			if strings.HasPrefix(v, u) && len(u) > len(unit) {
+				unit = u
+			}
+		}
+		if unit == "" {
+			return false
+		}
+		v = v[len(unit):]
+	}
+	return true
 }
 
 // Int reads an integer option.
@@ -274,8 +321,8 @@ func (cs *ConnStr) Float(name string) (f float64, ok bool, err error) {
 		return 0, false, nil
 	}
 	f, err = strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 {
-		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: "not a non-negative number"}
+	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, true, &ConnStrError{Input: name + "=" + v, Reason: "not a finite non-negative number"}
 	}
 	return f, true, nil
 }

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -136,4 +138,98 @@ func FuzzParseConnStr(f *testing.F) {
 			t.Fatalf("canonical form not stable: %q -> %q", cs.String(), again.String())
 		}
 	})
+}
+
+// TestConnStrNumbersOutOfRange: every numeric option out of its range is
+// refused by Connect with a *ConnStrError naming the option and the value,
+// before any dial; none is silently replaced by a default or overflowed.
+func TestConnStrNumbersOutOfRange(t *testing.T) {
+	cases := map[string]string{
+		"kv_timeout=18446744073710":            "too large",     // ms: overflowed to 448µs before
+		"kv_timeout=99999999999999999999":      "too large",     // beyond int64
+		"kv_timeout=9999999999h":               "too large",     // Go syntax, beyond 292 years
+		"connect_timeout=9223372036855":        "too large",     // MaxInt64/1e6 + 1 ms
+		"kv_timeout=-5":                        "negative",      //
+		"kv_timeout=0":                         "positive",      // 0 would mean the default
+		"connect_timeout=0s":                   "positive",      //
+		"config_poll_interval=1ns":             "at least 10ms", // a busy loop
+		"nmv_retry_interval=-1ms":              "negative",      //
+		"kv_pool_size=0":                       "1..256",        //
+		"kv_pool_size=-1":                      "non-negative",  //
+		"kv_pool_size=100000":                  "1..256",        //
+		"kv_pool_size=99999999999999999999999": "non-negative",  // beyond int
+		"compression_min_size=0":               "at least 1",    //
+		"compression_min_ratio=NaN":            "finite",        //
+		"compression_min_ratio=Inf":            "finite",        //
+		"compression_min_ratio=1e400":          "finite",        //
+		"compression_min_ratio=5":              "(0, 1]",        //
+		"compression_min_ratio=0":              "(0, 1]",        //
+		"compression_min_ratio=-0.5":           "non-negative",  //
+		"kv_timeout=soon":                      "not a duration",
+		"kv_timeout=1.5.5s":                    "not a duration",
+	}
+	addr := silentListener(t)
+	for opt, want := range cases {
+		t.Run(opt, func(t *testing.T) {
+			start := time.Now()
+			c, err := Connect(context.Background(), "couchbase://"+addr+"/default?"+opt, &Options{ConnectTimeout: 20 * time.Second})
+			if c != nil {
+				_ = c.Close()
+			}
+			require.Error(t, err)
+			var cse *ConnStrError
+			require.True(t, errors.As(err, &cse), "%v is a *ConnStrError", err)
+			assert.Equal(t, opt, cse.Input, "the error names the option and its value")
+			assert.Contains(t, err.Error(), want)
+			assert.ErrorIs(t, err, ErrInvalidConnStr)
+			assert.Less(t, time.Since(start), 10*time.Second, "refused before dialing")
+		})
+	}
+}
+
+// TestConnStrNumbersInRange: the edges of each range are accepted and used.
+func TestConnStrNumbersInRange(t *testing.T) {
+	cs, err := ParseConnStr("couchbase://h/b?kv_timeout=9223372036854&config_poll_interval=10ms&nmv_retry_interval=0" +
+		"&kv_pool_size=256&compression_min_size=1&compression_min_ratio=1&connect_timeout=2562047h")
+	require.NoError(t, err)
+	o, err := Options{}.resolved(cs)
+	require.NoError(t, err)
+	assert.Equal(t, 9223372036854*time.Millisecond, o.KVTimeout)
+	assert.Equal(t, 2562047*time.Hour, o.ConnectTimeout)
+	assert.Equal(t, 10*time.Millisecond, o.ConfigPollInterval)
+	assert.Equal(t, time.Duration(0), o.NMVRetryInterval)
+	assert.Equal(t, 256, o.ConnectionsPerNode)
+	assert.Equal(t, 1, o.Compression.MinSize)
+	assert.Equal(t, 1.0, o.Compression.MinRatio)
+}
+
+// TestOptionsNumbersOutOfRange: Options fields out of range are refused
+// with ErrInvalidArgument naming the field; zero still means the default.
+func TestOptionsNumbersOutOfRange(t *testing.T) {
+	cs, err := ParseConnStr("couchbase://h/b")
+	require.NoError(t, err)
+	for field, o := range map[string]Options{
+		"KVTimeout":               {KVTimeout: -time.Second},
+		"ConnectTimeout":          {ConnectTimeout: -1},
+		"NMVRetryInterval":        {NMVRetryInterval: -1},
+		"ConfigPollInterval":      {ConfigPollInterval: time.Microsecond},
+		"ConnectionsPerNode":      {ConnectionsPerNode: -1},
+		"Compression.MinSize":     {Compression: CompressionOptions{MinSize: -1}},
+		"Compression.MinRatio":    {Compression: CompressionOptions{MinRatio: 5}},
+		"MaxPendingPerConnection": {MaxPendingPerConnection: -1},
+	} {
+		_, err := o.resolved(cs)
+		assert.ErrorIs(t, err, ErrInvalidArgument, field)
+		assert.ErrorContains(t, err, "Options."+field, field)
+	}
+	_, err = Options{ConnectionsPerNode: 257}.resolved(cs)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = Options{Compression: CompressionOptions{MinRatio: math.NaN()}}.resolved(cs)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+
+	o, err := Options{}.resolved(cs)
+	require.NoError(t, err)
+	assert.Equal(t, DefaultKVTimeout, o.KVTimeout)
+	assert.Equal(t, 1, o.ConnectionsPerNode)
+	assert.Equal(t, DefaultCompressionMinRatio, o.Compression.MinRatio)
 }

@@ -28,8 +28,11 @@ const (
 )
 
 // Options configure Connect. The zero value is usable: every field has a
-// default. Connection-string options (?kv_timeout=...) override the fields
-// they name.
+// default, and a zero field means its default. Connection-string options
+// (?kv_timeout=...) override the fields they name. A value out of its range
+// (negative durations, ConnectionsPerNode over 256, ...) makes Connect fail
+// with ErrInvalidArgument (a *ConnStrError when it came from the connection
+// string) rather than being replaced by the default.
 type Options struct {
 	// Username and Password are the RBAC credentials. Password is never
 	// logged.
@@ -45,8 +48,8 @@ type Options struct {
 	KVTimeout time.Duration
 	// ConnectTimeout bounds bootstrapping one connection. Default 10 s.
 	ConnectTimeout time.Duration
-	// ConnectionsPerNode is the size of each node's connection pool.
-	// Default 1: one pipelined connection carries a lot.
+	// ConnectionsPerNode is the size of each node's connection pool,
+	// 1..256. Default 1: one pipelined connection carries a lot.
 	ConnectionsPerNode int
 	// RetryStrategy decides retries for operations that do not set their
 	// own. Default retry.DefaultStrategy(): fail fast on terminal errors
@@ -78,7 +81,7 @@ type Options struct {
 	// external alternate address, "default" otherwise.
 	Network string
 	// ConfigPollInterval is how often the cluster config is polled with
-	// GET_CLUSTER_CONFIG. Default 2.5 s. Configs also arrive in
+	// GET_CLUSTER_CONFIG: at least 10 ms. Default 2.5 s. Configs also arrive in
 	// NOT_MY_VBUCKET bodies and, when the server offers them, in push
 	// notifications.
 	ConfigPollInterval time.Duration
@@ -100,7 +103,7 @@ type CompressionOptions struct {
 	// MinSize is the smallest value worth compressing. Default 32 bytes.
 	MinSize int
 	// MinRatio: a compressed value is sent only when its size divided by
-	// the original's is at most this. Default 0.83.
+	// the original's is at most this, in (0, 1]. Default 0.83.
 	MinRatio float64
 }
 
@@ -112,38 +115,8 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 		}
 		o.Bucket = cs.Bucket
 	}
-	durations := []struct {
-		name string
-		dst  *time.Duration
-	}{
-		{"kv_timeout", &o.KVTimeout},
-		{"connect_timeout", &o.ConnectTimeout},
-		{"config_poll_interval", &o.ConfigPollInterval},
-		{"nmv_retry_interval", &o.NMVRetryInterval},
-	}
-	for _, d := range durations {
-		v, ok, err := cs.Duration(d.name)
-		if err != nil {
-			return o, err
-		}
-		if ok {
-			*d.dst = v
-		}
-	}
-	if n, ok, err := cs.Int("kv_pool_size"); err != nil {
+	if err := o.applyNumbers(cs); err != nil {
 		return o, err
-	} else if ok {
-		o.ConnectionsPerNode = n
-	}
-	if n, ok, err := cs.Int("compression_min_size"); err != nil {
-		return o, err
-	} else if ok {
-		o.Compression.MinSize = n
-	}
-	if f, ok, err := cs.Float("compression_min_ratio"); err != nil {
-		return o, err
-	} else if ok {
-		o.Compression.MinRatio = f
 	}
 	if b, ok, err := cs.Bool("compression"); err != nil {
 		return o, err
@@ -191,6 +164,9 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 		}
 	}
 
+	if err := o.checkNumbers(); err != nil {
+		return o, err
+	}
 	if o.KVTimeout <= 0 {
 		o.KVTimeout = DefaultKVTimeout
 	}
@@ -237,4 +213,113 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 		return o, fmt.Errorf("%w: no bucket: put it in the connection string's path (%s://host/bucket) or in Options.Bucket", ErrInvalidArgument, cs.Scheme)
 	}
 	return o, nil
+}
+
+// Ranges of numeric settings, for connection-string options and the
+// Options fields they fill alike.
+const (
+	// minConfigPollInterval keeps a mistyped poll interval from turning
+	// the config loop into a busy loop against the cluster.
+	minConfigPollInterval = 10 * time.Millisecond
+	// maxConnectionsPerNode bounds a pool: one pipelined connection
+	// carries a lot, and a typo should not open thousands of sockets.
+	maxConnectionsPerNode = 256
+)
+
+// applyNumbers reads the numeric connection-string options into o. A value
+// out of its option's range is a *ConnStrError naming the option and the
+// value, never silently replaced by a default.
+func (o *Options) applyNumbers(cs *ConnStr) error {
+	bad := func(name, reason string) error {
+		return &ConnStrError{Input: name + "=" + cs.Options[name], Reason: reason}
+	}
+	durations := []struct {
+		name string
+		dst  *time.Duration
+		min  time.Duration // smallest value accepted
+	}{
+		{"kv_timeout", &o.KVTimeout, 1},
+		{"connect_timeout", &o.ConnectTimeout, 1},
+		{"config_poll_interval", &o.ConfigPollInterval, minConfigPollInterval},
+		{"nmv_retry_interval", &o.NMVRetryInterval, 0},
+	}
+	for _, d := range durations {
+		v, ok, err := cs.Duration(d.name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if v < d.min {
+			if d.min == 1 {
+				return bad(d.name, "must be positive")
+			}
+			return bad(d.name, "must be at least "+d.min.String())
+		}
+		*d.dst = v
+	}
+	if n, ok, err := cs.Int("kv_pool_size"); err != nil {
+		return err
+	} else if ok {
+		if n < 1 || n > maxConnectionsPerNode {
+			return bad("kv_pool_size", fmt.Sprintf("connections per node must be in 1..%d", maxConnectionsPerNode))
+		}
+		o.ConnectionsPerNode = n
+	}
+	if n, ok, err := cs.Int("compression_min_size"); err != nil {
+		return err
+	} else if ok {
+		if n < 1 {
+			return bad("compression_min_size", "must be at least 1 byte (1 compresses every value worth it)")
+		}
+		o.Compression.MinSize = n
+	}
+	if f, ok, err := cs.Float("compression_min_ratio"); err != nil {
+		return err
+	} else if ok {
+		if !(f > 0 && f <= 1) {
+			return bad("compression_min_ratio", "must be in (0, 1]: the largest compressed/original size ratio worth sending")
+		}
+		o.Compression.MinRatio = f
+	}
+	return nil
+}
+
+// checkNumbers refuses Options fields out of range. Zero means the
+// default everywhere; other values are taken as given or refused, never
+// replaced.
+func (o *Options) checkNumbers() error {
+	bad := func(field string, v any, reason string) error {
+		return fmt.Errorf("%w: Options.%s = %v: %s", ErrInvalidArgument, field, v, reason)
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"KVTimeout", o.KVTimeout},
+		{"ConnectTimeout", o.ConnectTimeout},
+		{"ConfigPollInterval", o.ConfigPollInterval},
+		{"NMVRetryInterval", o.NMVRetryInterval},
+	} {
+		if d.v < 0 {
+			return bad(d.field, d.v, "negative")
+		}
+	}
+	if o.ConfigPollInterval > 0 && o.ConfigPollInterval < minConfigPollInterval {
+		return bad("ConfigPollInterval", o.ConfigPollInterval, "must be at least "+minConfigPollInterval.String())
+	}
+	if o.ConnectionsPerNode < 0 || o.ConnectionsPerNode > maxConnectionsPerNode {
+		return bad("ConnectionsPerNode", o.ConnectionsPerNode, fmt.Sprintf("must be in 1..%d (0: the default, 1)", maxConnectionsPerNode))
+	}
+	if o.Compression.MinSize < 0 {
+		return bad("Compression.MinSize", o.Compression.MinSize, "negative")
+	}
+	if r := o.Compression.MinRatio; r != 0 && !(r > 0 && r <= 1) {
+		return bad("Compression.MinRatio", r, "must be in (0, 1] (0: the default, 0.83)")
+	}
+	if o.MaxPendingPerConnection < 0 {
+		return bad("MaxPendingPerConnection", o.MaxPendingPerConnection, "negative")
+	}
+	return nil
 }
