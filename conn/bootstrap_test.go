@@ -584,3 +584,55 @@ func TestTLSHandshakeFailureKinds(t *testing.T) {
 		t.Fatalf("timeout: %v; want a plain dial error", err)
 	}
 }
+
+// The password goes out with PLAIN only if PLAIN is allowed: a node that
+// answers HELLO with AUTH_ERROR (as SASL memcached does, but anything can)
+// does not get it when SASLMechanisms leaves PLAIN out, even with the
+// opt-in or over TLS.
+func TestPlainOnlyWhenAllowed(t *testing.T) {
+	scramOnly := []string{memdx.MechScramSHA512}
+	t.Run("redial after AUTH_ERROR", func(t *testing.T) {
+		f := &fakeNode{helloStatus: memdx.StatusAuthError, user: "u", pass: "secret"}
+		_, err := dialFake(t, f, Options{Username: "u", Password: "secret", AllowPlainAuthWithoutTLS: true, SASLMechanisms: scramOnly})
+		var ae *AuthError
+		if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, ErrAuthFailed) ||
+			!strings.Contains(err.Error(), "SASLMechanisms") || strings.Contains(err.Error(), "secret") {
+			t.Fatalf("Dial: %v; want an *AuthError saying PLAIN is not allowed", err)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if slices.Contains(f.ops, memdx.OpSASLAuth) || len(f.hello) != 1 {
+			t.Fatalf("requests %v: the password was offered, or a second connection made", f.ops)
+		}
+	})
+	t.Run("allowed", func(t *testing.T) { // the same node with PLAIN listed: it is used
+		f := &fakeNode{helloStatus: memdx.StatusAuthError, user: "u", pass: "secret"}
+		_, err := dialFake(t, f, Options{Username: "u", Password: "secret", AllowPlainAuthWithoutTLS: true,
+			SASLMechanisms: append(scramOnly, memdx.MechPlain)})
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		// The fake node answers NOOP in memcached mode too, so Dial works.
+		if err != nil || !slices.Contains(f.ops, memdx.OpSASLAuth) {
+			t.Fatalf("Dial: %v; requests %v", err, f.ops)
+		}
+	})
+	for name, o := range map[string]Options{
+		"memcached mode":          {Memcached: true, AllowPlainAuthWithoutTLS: true, SASLMechanisms: scramOnly},
+		"memcached mode over TLS": {Memcached: true, TLSConfig: &tls.Config{}, SASLMechanisms: scramOnly},
+		"memcached mode, no TLS":  {Memcached: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o.Username, o.Password = "u", "secret"
+			dialled := false
+			o.DialContext = func(context.Context, string, string) (net.Conn, error) {
+				dialled = true
+				return nil, errors.New("must not dial")
+			}
+			_, err := Dial(testCtx(t), "fake:11210", o)
+			var ae *AuthError
+			if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, ErrAuthFailed) || dialled {
+				t.Fatalf("Dial: %v (dialled %v); want an *AuthError before dialling", err, dialled)
+			}
+		})
+	}
+}

@@ -37,8 +37,10 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 		return nil, &BootstrapError{Addr: addr, Step: memdx.OpSelectBucket,
 			Reason: fmt.Sprintf("bucket %q requested, but plain memcached has no buckets", o.Bucket)}
 	}
-	if o.Memcached && o.Username != "" && !o.plainAllowed() {
-		return nil, errPlainRefused(addr, o.Username)
+	if o.Memcached && o.Username != "" {
+		if err := plainRefused(&o, addr); err != nil {
+			return nil, err
+		}
 	}
 	memcached := o.Memcached
 	xerror := true
@@ -65,8 +67,12 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 			case o.Username == "":
 				return nil, &AuthError{Addr: addr, Status: nc.status,
 					Reason: "the server (plain memcached with SASL) requires authentication and no credentials were given"}
-			case !o.plainAllowed():
-				return nil, errPlainRefused(addr, o.Username)
+			default:
+				// The password may go out with PLAIN only if the caller
+				// allows PLAIN: anything can answer HELLO with AUTH_ERROR.
+				if err := plainRefused(&o, addr); err != nil {
+					return nil, err
+				}
 			}
 			o.Logger.Info("server refused HELLO: switching to plain memcached mode", "addr", addr, "status", nc.status)
 			memcached = true
@@ -85,9 +91,21 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	}
 }
 
-func errPlainRefused(addr, user string) error {
-	return &AuthError{Addr: addr, User: user, Mechanism: memdx.MechPlain,
-		Reason: "the server offers only SASL PLAIN, which sends the password in clear; use TLS or set Options.AllowPlainAuthWithoutTLS"}
+// plainRefused returns an *AuthError when the options do not allow SASL
+// PLAIN, the only mechanism plain memcached has: it is not among
+// Options.SASLMechanisms, or there is neither TLS nor
+// AllowPlainAuthWithoutTLS.
+func plainRefused(o *Options, addr string) error {
+	var reason string
+	switch {
+	case !slices.Contains(o.SASLMechanisms, memdx.MechPlain):
+		reason = fmt.Sprintf("plain memcached offers only SASL PLAIN, which Options.SASLMechanisms (%q) does not allow", o.SASLMechanisms)
+	case !o.plainAllowed():
+		reason = "plain memcached offers only SASL PLAIN, which sends the password in clear; use TLS or set Options.AllowPlainAuthWithoutTLS"
+	default:
+		return nil
+	}
+	return &AuthError{Addr: addr, User: o.Username, Mechanism: memdx.MechPlain, Reason: reason}
 }
 
 // notCouchbaseError: HELLO was refused in a way only plain memcached refuses
@@ -537,8 +555,15 @@ func (c *Conn) scramError(s *step, mech, msg string, err error) error {
 func (c *Conn) bootMemcached(ctx context.Context) error {
 	o := &c.opts
 	c.memcached = true
-	c.cork()
 	var auth *step
+	if o.Username != "" {
+		// Dial checks this before dialling; checked again where the
+		// password would go out.
+		if err := plainRefused(o, c.addr); err != nil {
+			return err
+		}
+	}
+	c.cork()
 	if o.Username != "" {
 		auth = c.send(memdx.NewSASLAuth(memdx.MechPlain, memdx.PlainPayload(o.Username, o.Password)))
 	}

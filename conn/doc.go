@@ -43,7 +43,9 @@
 // memcached answers VERSION without authentication and refuses NOOP with
 // AUTH_ERROR (then closes) when it requires SASL, so a missing login is an
 // *AuthError at Dial rather than on the first operation. A failed
-// SASL_AUTH leaves memcached's connection open; Dial closes it.
+// SASL_AUTH leaves memcached's connection open; Dial closes it. PLAIN is
+// sent only when allowed, as in Couchbase mode; otherwise Dial fails with
+// an *AuthError before connecting.
 //
 // Facts measured against memcached 1.6.18 shape the Couchbase-mode
 // bootstrap. Memcached answers an opcode it does not know (HELLO,
@@ -65,9 +67,12 @@
 //     or AUTH_ERROR (memcached with SASL, which refuses every command
 //     before authentication and then closes) makes Dial redial once in
 //     memcached mode: without credentials after UNKNOWN_COMMAND (that
-//     server has no SASL), with SASL PLAIN after AUTH_ERROR (if PLAIN is
-//     allowed; otherwise an *AuthError). A Bucket cannot be selected on
-//     plain memcached, so with one Dial fails instead.
+//     server has no SASL), with SASL PLAIN after AUTH_ERROR if PLAIN is
+//     allowed (in Options.SASLMechanisms, and TLS or
+//     AllowPlainAuthWithoutTLS); otherwise Dial fails with an *AuthError
+//     and the password is never sent, since anything can answer HELLO with
+//     AUTH_ERROR. A Bucket cannot be selected on plain memcached, so with
+//     one Dial fails instead.
 //
 // # Error map
 //

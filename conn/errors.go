@@ -30,9 +30,10 @@ var (
 	// to SASL (or, on plain memcached with SASL, to a request made without
 	// credentials), the server refusing or failing to prove the password in
 	// SCRAM (an e= attribute, a server signature that does not verify), or
-	// a permanent local refusal: no mechanism both sides allow, PLAIN not
-	// allowed (no TLS and no AllowPlainAuthWithoutTLS), credentials SASL
-	// cannot carry (a NUL). A malformed
+	// a permanent local refusal: no mechanism both sides allow, PLAIN
+	// needed but not allowed (not in SASLMechanisms, or neither TLS nor
+	// AllowPlainAuthWithoutTLS), credentials SASL cannot carry (a NUL). A
+	// malformed
 	// SASL message from the server or any other SASL status is a protocol
 	// problem, a *BootstrapError, and does not match it.
 	ErrAuthFailed = errors.New("conn: authentication failed")

@@ -403,6 +403,11 @@ func TestMemcachedSASLCouchbaseMode(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain {
 		t.Fatalf("without the PLAIN opt-in: %v", err)
 	}
+	_, err = Dial(testCtx(t), addr, Options{Username: user, Password: pass, AllowPlainAuthWithoutTLS: true,
+		SASLMechanisms: []string{memdx.MechScramSHA512}})
+	if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !strings.Contains(err.Error(), "SASLMechanisms") {
+		t.Fatalf("PLAIN not in SASLMechanisms: %v", err)
+	}
 	_, err = Dial(testCtx(t), addr, Options{})
 	if !errors.As(err, &ae) || ae.Status != memdx.StatusAuthError {
 		t.Fatalf("without credentials: %v", err)

@@ -38,7 +38,10 @@ type Options struct {
 	// SASLMechanisms are the mechanisms the client accepts, strongest
 	// first; nil means DefaultMechanisms. The first one the server also
 	// lists is used. PLAIN is dropped unless TLSConfig is set or
-	// AllowPlainAuthWithoutTLS is true.
+	// AllowPlainAuthWithoutTLS is true. Plain memcached offers only PLAIN:
+	// in memcached mode (asked for, or after a refused HELLO) with a
+	// Username, Dial fails with an *AuthError, without sending the
+	// password, unless PLAIN is allowed here.
 	SASLMechanisms []string
 
 	// AllowPlainAuthWithoutTLS permits SASL PLAIN, which sends the password
@@ -51,7 +54,8 @@ type Options struct {
 	Bucket string
 
 	// Memcached selects plain memcached mode: no HELLO, error map, bucket
-	// or cluster config; SASL PLAIN first when a Username is given. A
+	// or cluster config; SASL PLAIN first when a Username is given (PLAIN
+	// must be allowed: see SASLMechanisms). A
 	// Couchbase-mode Dial that finds plain memcached switches to this mode
 	// by itself (see the package doc).
 	Memcached bool
