@@ -75,9 +75,11 @@
 //
 // # Observing
 //
-// Options.Observer sees every attempt's start and end (operation id,
-// attempt number, node, vbucket, whether the forward map was used, the
-// reason it was retried, its opaque and status). Options.Logger receives
+// Options.Observer sees the start and end of every attempt sent to a node
+// (operation id, attempt number, node, vbucket, whether the forward map was
+// used, the reason it was retried, its opaque and status). Attempts that end
+// before being sent (no connection to the key's node, a collection id
+// lookup that failed) are not reported but still take an attempt number. Options.Logger receives
 // connection, config and retry events through log/slog; the password is
 // never logged.
 package client

@@ -7,9 +7,14 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// Observer sees every attempt of every operation, as MongoDB's command
-// monitoring sees retried writes: one operation id, one AttemptStart and
-// one AttemptEnd per attempt. Methods run on the operation's goroutine,
+// Observer sees every attempt of every operation that is sent to a node,
+// as MongoDB's command monitoring sees retried writes: one operation id,
+// one AttemptStart and one AttemptEnd per attempt sent. An attempt that
+// ends before its request is handed to a connection (no route or no live
+// connection for the key, the collection id lookup failed or was retried,
+// a feature the node lacks) is not reported, but it is counted: the
+// Attempt numbers of one operation may skip, and KeyValueError.Attempts
+// (the retries made) includes them. Methods run on the operation's goroutine,
 // synchronously: keep them cheap and do not call the client from them.
 type Observer interface {
 	AttemptStart(AttemptInfo)
@@ -23,7 +28,9 @@ type AttemptInfo struct {
 	Op          string
 	OpCode      memdx.OpCode
 	Key         string
-	// Attempt counts from 0.
+	// Attempt counts every attempt of the operation from 0, including those
+	// that ended before being sent and were not reported, so the numbers
+	// the Observer sees may have gaps.
 	Attempt int
 	// RetryReason is why this attempt is a retry; Retry is false for the
 	// first attempt.

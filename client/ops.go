@@ -256,9 +256,12 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 	return run(ctx, o, (*op).getResult)
 }
 
-// GetAndLock reads a document and locks it for lockTime (0: the server's
-// default, 15 s; the server caps it at 30 s). The result's Cas unlocks it;
-// writes with any other CAS fail while it is locked.
+// GetAndLock reads a document and locks it for lockTime, rounded up to
+// whole seconds. kv_engine replaces a lock time of 0, or one over its
+// maximum (30 s by default, the bucket's getl_max_timeout), with its
+// default (15 s, getl_default_timeout): GetAndLock(ctx, key, time.Minute,
+// nil) locks for 15 s, not 30. The result's Cas unlocks it; writes with
+// any other CAS fail while it is locked.
 func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *GetOptions) (GetResult, error) {
 	secs := uint32(math.Ceil(lockTime.Seconds()))
 	if lockTime < 0 {

@@ -89,7 +89,8 @@ type Options struct {
 	DisableMutationTokens bool
 	// ClientName is what the server logs for these connections.
 	ClientName string
-	// Observer, when set, sees every attempt of every operation.
+	// Observer, when set, sees every attempt that is sent to a node (see
+	// Observer for those that are not).
 	Observer Observer
 	// MaxPendingPerConnection bounds requests in flight per connection;
 	// past it an attempt waits and retries. Default conn.DefaultMaxPending.
