@@ -34,6 +34,9 @@ type Cluster struct {
 	global    atomic.Pointer[globalSnap]
 	timers    map[*time.Timer]func() // pending sync-write commits
 	notes     []note                 // notifications to send after unlocking
+	// syncFired, when set (tests only), runs in a sync-write timer's
+	// callback after the timer fired and before it takes mu.
+	syncFired func()
 
 	disabled       map[memdx.HelloFeature]bool
 	syncWriteDelay atomic.Int64

@@ -410,8 +410,14 @@ func (c *Cluster) scheduleCommit(vb *vbucket, mk string, sw *syncWrite, d time.D
 	if c.closed {
 		return
 	}
+	fired := c.syncFired
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
+		if fired != nil {
+			fired()
+		}
+		// The entry in c.timers is the claim on the commit: whoever removes
+		// it (this callback, or CommitSyncWrites) runs it, exactly once.
 		c.mu.Lock()
 		_, mine := c.timers[t]
 		delete(c.timers, t)
@@ -435,12 +441,15 @@ func (c *Cluster) PendingSyncWrites() int {
 // when the sync-write delay ends, and answers their clients.
 func (c *Cluster) CommitSyncWrites() {
 	c.mu.Lock()
-	var runs []func()
+	runs := make([]func(), 0, len(c.timers))
 	for t, run := range c.timers {
-		if t.Stop() {
-			runs = append(runs, run)
-		}
+		// Removing the entry claims the write: a timer that already fired
+		// finds it gone and leaves the commit to us, so run it whatever Stop
+		// says (skipping it would leave the write unanswered and its key
+		// blocked by SYNC_WRITE_IN_PROGRESS for good).
+		t.Stop()
 		delete(c.timers, t)
+		runs = append(runs, run)
 	}
 	c.mu.Unlock()
 	for _, run := range runs {
