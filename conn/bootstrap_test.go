@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -25,7 +26,8 @@ import (
 type fakeNode struct {
 	helloStatus  memdx.Status // 0: success
 	grant        []memdx.HelloFeature
-	errMap       []byte // nil: GET_ERROR_MAP answers UNKNOWN_COMMAND
+	grantUnasked []memdx.HelloFeature // granted even when HELLO does not ask
+	errMap       []byte               // nil: GET_ERROR_MAP answers UNKNOWN_COMMAND
 	mechs        string
 	user, pass   string
 	badSignature bool         // tamper with SCRAM's server-final message
@@ -73,9 +75,12 @@ func (f *fakeNode) serve(p *peer) {
 			}
 			var granted []byte
 			for _, x := range asked {
-				if f.grant == nil || slices.Contains(f.grant, x) {
+				if (f.grant == nil || slices.Contains(f.grant, x)) && !slices.Contains(f.grantUnasked, x) {
 					granted = append(granted, byte(x>>8), byte(x))
 				}
+			}
+			for _, x := range f.grantUnasked {
+				granted = append(granted, byte(x>>8), byte(x))
 			}
 			reply(ok(req, string(granted)))
 		case memdx.OpNoop:
@@ -253,7 +258,21 @@ func TestBootstrapWrites(t *testing.T) {
 }
 
 func TestBootstrapCorruptErrorMap(t *testing.T) {
+	for _, unasked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("XERROR granted unasked: %v", unasked), func(t *testing.T) {
+			testBootstrapCorruptErrorMap(t, unasked)
+		})
+	}
+}
+
+// A node whose error map does not parse is dialled again without XERROR.
+// unasked: it grants XERROR on that second connection too (and would send
+// the corrupt map again if asked): Dial still succeeds without a map.
+func testBootstrapCorruptErrorMap(t *testing.T, unasked bool) {
 	f := &fakeNode{errMap: []byte(`{"version":2,"revision":1,"errors":{"zz":{}}}`), config: `{"rev":3}`}
+	if unasked {
+		f.grantUnasked = []memdx.HelloFeature{memdx.FeatureXerror}
+	}
 	c, err := dialFake(t, f, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -265,8 +284,19 @@ func TestBootstrapCorruptErrorMap(t *testing.T) {
 	if !slices.Contains(hello[0], memdx.FeatureXerror) || slices.Contains(hello[1], memdx.FeatureXerror) {
 		t.Fatalf("HELLO features: first %v, second %v; want XERROR, then none", hello[0], hello[1])
 	}
-	if c.ErrorMap() != nil || c.Features().Has(memdx.FeatureXerror) || !errors.Is(c.ErrorMapDropped(), errmap.ErrCorrupt) {
+	if c.ErrorMap() != nil || c.Features().Has(memdx.FeatureXerror) != unasked || !errors.Is(c.ErrorMapDropped(), errmap.ErrCorrupt) {
 		t.Fatalf("map %v, features %v, dropped %v", c.ErrorMap(), c.Features(), c.ErrorMapDropped())
+	}
+	f.mu.Lock()
+	asked := 0
+	for _, op := range f.ops {
+		if op == memdx.OpGetErrorMap {
+			asked++
+		}
+	}
+	f.mu.Unlock()
+	if asked != 1 {
+		t.Fatalf("GET_ERROR_MAP sent %d times, want once (not on the connection without XERROR)", asked)
 	}
 	if string(c.ClusterConfig()) != `{"rev":3}` {
 		t.Fatalf("config %q", c.ClusterConfig())

@@ -307,11 +307,13 @@ func (c *Conn) stepError(s *step, reason string) error {
 
 // bootCouchbase runs the Couchbase bootstrap:
 //
-//	write 1: HELLO, NOOP padding, GET_ERROR_MAP, VERSION, [SASL_LIST_MECHS]
+//	write 1: HELLO, NOOP padding, [GET_ERROR_MAP], VERSION, [SASL_LIST_MECHS]
 //	write 2: SASL_AUTH (SCRAM first message)                        (SCRAM only)
 //	write 3: SASL_AUTH PLAIN or SASL_STEP, [SELECT_BUCKET], GET_CLUSTER_CONFIG
 //
 // Without credentials the last write is SELECT_BUCKET and GET_CLUSTER_CONFIG.
+// GET_ERROR_MAP is sent only when XERROR is asked for (xerror false: the
+// redial after a corrupt map).
 // Every request after HELLO in the first write has neither key nor extras,
 // so plain memcached reads them in step (see helloKey).
 func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
@@ -332,7 +334,10 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 	for i := range noops {
 		noops[i] = c.send(memdx.NewNoop())
 	}
-	emap := c.send(memdx.NewGetErrorMap(o.errorMapVersion))
+	var emap *step
+	if xerror { // without XERROR no map is asked for, and none is used
+		emap = c.send(memdx.NewGetErrorMap(o.errorMapVersion))
+	}
 	version := c.send(memdx.NewVersion())
 	var mechs *step
 	if auth {
@@ -360,10 +365,14 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 			return err
 		}
 	}
-	if err := c.await(ctx, emap); err != nil {
-		return err
+	if emap != nil {
+		if err := c.await(ctx, emap); err != nil {
+			return err
+		}
 	}
-	if c.features.Has(memdx.FeatureXerror) {
+	// A node that grants XERROR unasked (the redial after a corrupt map)
+	// gets no map asked of it: a second corrupt one cannot end the Dial.
+	if emap != nil && c.features.Has(memdx.FeatureXerror) {
 		if emap.status != memdx.StatusSuccess {
 			c.log.Warn("server granted XERROR but refused GET_ERROR_MAP; going on without an error map", "status", emap.status)
 		} else {

@@ -8,7 +8,8 @@
 // Couchbase mode sends, pipelined where the protocol allows it:
 //
 //	write 1: HELLO (agent, connection id, requested features + XERROR),
-//	         NOOP padding (see below), GET_ERROR_MAP (version 2), VERSION,
+//	         NOOP padding (see below), GET_ERROR_MAP (version 2; not on
+//	         the redial without XERROR), VERSION,
 //	         SASL_LIST_MECHS (when a Username is set)
 //	write 2: SASL_AUTH with the SCRAM client-first message    (SCRAM only)
 //	write 3: SASL_AUTH PLAIN or SASL_STEP (SCRAM client-final),
@@ -80,7 +81,9 @@
 // this node (ErrorMap; LookupStatus consults it for statuses memdx does not
 // know, as RFC 0013 says). A map that fails to parse is dropped, the
 // connection closed, and the node dialled once more without XERROR, so that
-// it sends only statuses the client knows; ErrorMapDropped says why.
+// it sends only statuses the client knows; ErrorMapDropped says why. That
+// second connection does not ask for a map at all, so a node that grants
+// XERROR unasked cannot fail the Dial with a second corrupt one.
 //
 // # Requests
 //
