@@ -296,13 +296,17 @@ var commandHelp = map[string]string{
 	"append":  "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
 	"prepend": "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
 	"touch":   "EXPIRY is a duration (90s, 10m, 24h); 0 removes the expiry.",
-	"lock":    "Prints the value on stdout and the lock's CAS on stderr (with --json: in the object).\nOnly that CAS writes or unlocks the document until the lock expires.",
-	"unlock":  "CAS is the one lock printed, in hex (0x...) or decimal.",
-	"exists":  "Exit status 0 when the document exists, 3 when it does not.",
-	"incr":    "Prints the counter's new value. Without --initial a missing document is an error (exit 3).",
-	"decr":    "Prints the counter's new value. Without --initial a missing document is an error (exit 3).",
-	"route":   "Sends nothing: shows where the client would send KEY under the config it fetched.",
-	"ping":    "Exit status 1 when any node did not answer.",
+	"lock": "Prints the value on stdout and the lock's CAS on stderr (with --json: in the object).\n" +
+		"Only that CAS writes or unlocks the document until the lock expires.\n" +
+		"The server (kv_engine) gives a lock time of 0 or over its maximum (30s by default) its\n" +
+		"default of 15s, not the maximum: where the bucket's maximum is set lower, a longer\n" +
+		"--lock-time locks for 15s.",
+	"unlock": "CAS is the one lock printed, in hex (0x...) or decimal.",
+	"exists": "Exit status 0 when the document exists, 3 when it does not.",
+	"incr":   "Prints the counter's new value. Without --initial a missing document is an error (exit 3).",
+	"decr":   "Prints the counter's new value. Without --initial a missing document is an error (exit 3).",
+	"route":  "Sends nothing: shows where the client would send KEY under the config it fetched.",
+	"ping":   "Exit status 1 when any node did not answer.",
 	"bench": "Runs --concurrency workers doing gets (--ratio of them) and sets of --value-size bytes over\n" +
 		"--keys keys for --duration (or --ops operations), prints a progress line every second on\n" +
 		"stderr and a summary with latency percentiles. Ctrl-C stops it early; the summary is still printed.",
@@ -365,7 +369,7 @@ func printUsage(w io.Writer) {
 	b.WriteString(`kvcli: a command-line client for Couchbase key-value and memcached, built on kvwire.
 
 usage: kvcli [global flags] COMMAND [flags] [arguments]
-       kvcli COMMAND -h        help for one command
+       kvcli COMMAND -h        one command's help and its own flags (or: kvcli help COMMAND)
 
 commands:
 `)

@@ -85,6 +85,25 @@ func TestHelp(t *testing.T) {
 			assert.Contains(t, r.stdout, "usage: kvcli "+c.name, "%v", args)
 		}
 	}
+	// Each command's own flags are in its -h (README and kvcli help say so).
+	for cmd, flags := range map[string][]string{
+		"get":    {"--touch"},
+		"set":    {"--expiry", "--flags", "--json-doc", "--cas", "--raw"},
+		"add":    {"--expiry", "--flags", "--raw"},
+		"delete": {"--cas"},
+		"lock":   {"--lock-time"},
+		"incr":   {"--delta", "--initial", "--expiry"},
+		"decr":   {"--delta", "--initial", "--expiry"},
+		"bench":  {"--concurrency", "--ratio", "--value-size", "--keys", "--duration", "--ops", "--preload", "--seed", "--key-prefix"},
+		"serve":  {"--nodes", "--vbuckets", "--replicas", "--tls", "--cacert-out"},
+	} {
+		for _, args := range [][]string{{cmd, "-h"}, {"help", cmd}} {
+			r := runKV(t, nil, "", args...)
+			for _, f := range flags {
+				assert.Contains(t, r.stdout, "\n  "+f+" ", "%v lists %s", args, f)
+			}
+		}
+	}
 	r := runKV(t, nil, "", "set", "-h")
 	assert.Contains(t, r.stdout, "--expiry", "command flags are listed")
 	assert.NotContains(t, r.stdout, "--connstr", "global flags are left to kvcli help")

@@ -54,7 +54,11 @@
 //	delete KEY             delete a document (--cas); exit 3 if missing
 //	touch KEY EXPIRY       set the expiry: a duration (90s, 10m, 24h); 0 removes it
 //	lock KEY               read and lock a document (GET_LOCKED) for --lock-time
-//	                       (default 15s, 1s to 30s); stderr shows the CAS that unlocks it
+//	                       (default 15s, 1s to 30s); stderr shows the CAS that unlocks it.
+//	                       The server (kv_engine) gives a lock time of 0 or over its
+//	                       maximum (30s by default) its default of 15s, not the
+//	                       maximum: on a bucket configured with a lower maximum, a
+//	                       longer --lock-time locks for 15s
 //	unlock KEY CAS         release the lock; CAS in hex (0x...) or decimal
 //	incr KEY, decr KEY     change a counter by --delta (default 1) and print its new
 //	                       value; --initial N creates a missing one with N (without

@@ -248,7 +248,7 @@ func parseExpiry(s string) (time.Duration, error) {
 
 func cmdLock(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("lock")
-	lockTime := fs.Duration("lock-time", 15*time.Second, "how long the lock holds (the server caps it at 30s)")
+	lockTime := fs.Duration("lock-time", 15*time.Second, "how long the lock holds, 1s to 30s, rounded up to whole seconds")
 	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
 		if *lockTime < time.Second || *lockTime > 30*time.Second {
