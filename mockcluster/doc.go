@@ -180,9 +180,10 @@
 //     chain has fewer nodes than a majority of 1+replicas
 //     DURABILITY_IMPOSSIBLE. With a sync-write delay (Options.SyncWriteDelay,
 //     Cluster.SetSyncWriteDelay) the write stays pending that long, or until
-//     Cluster.CommitSyncWrites; other mutations of the key answer
-//     SYNC_WRITE_IN_PROGRESS meanwhile, and reads see the previous value.
-//     Without a delay it commits at once.
+//     Cluster.CommitSyncWrites; other mutations of the key, TOUCH/GAT,
+//     GET_LOCKED and UNLOCK_KEY answer SYNC_WRITE_IN_PROGRESS (TMPFAIL
+//     without XERROR) meanwhile, and reads see the previous value. Without a
+//     delay it commits at once.
 //   - STAT (default group only) answers pid, uptime, time, version,
 //     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
 //     response each, then a response without key and value. Other groups

@@ -748,6 +748,11 @@ func (cn *conn) getLocked(p *memdx.Packet) {
 	}
 	now := cn.c.clock.Now()
 	t.vb.mu.Lock()
+	// A lock taken on the committed version would vanish when the pending
+	// sync write commits; kv_engine answers SYNC_WRITE_IN_PROGRESS.
+	if !cn.pendingCheck(p, t) {
+		return
+	}
 	d := t.vb.live(t.mk, now)
 	if d == nil {
 		t.vb.mu.Unlock()
@@ -784,6 +789,9 @@ func (cn *conn) unlock(p *memdx.Packet) {
 	}
 	now := cn.c.clock.Now()
 	t.vb.mu.Lock()
+	if !cn.pendingCheck(p, t) {
+		return
+	}
 	d := t.vb.live(t.mk, now)
 	st := memdx.StatusSuccess
 	switch {

@@ -62,3 +62,56 @@ func TestCommitSyncWritesRacingTimer(t *testing.T) {
 		t.Fatalf("a plain SET after the commit: %s (the key is still blocked by the sync write)", p.Status)
 	}
 }
+
+// GET_LOCKED and UNLOCK_KEY of a key with a pending synchronous write
+// answer SYNC_WRITE_IN_PROGRESS, as kv_engine does (they need the committed
+// value for write); granting the lock would lose it when the sync write
+// commits.
+func TestLockDuringSyncWrite(t *testing.T) {
+	c := newCluster(t, Options{})
+	b := c.Bucket(DefaultBucket)
+	k := "durable"
+	addr := c.Node(ownerOf(b, k)).Addr()
+	a := bootstrap(t, addr, DefaultBucket, append([]memdx.HelloFeature{memdx.FeatureUnorderedExecution}, stdFeatures...))
+	other := bootstrap(t, addr, DefaultBucket, nil)
+	noX := bootstrap(t, addr, DefaultBucket, []memdx.HelloFeature{memdx.FeatureCollections})
+	if p := other.do(keyReq(other, b, set(k, "v1"))); p.Status != memdx.StatusSuccess {
+		t.Fatal(p.Status)
+	}
+	c.SetSyncWriteDelay(time.Hour)
+
+	// GET_LOCKED while a durable SET is pending.
+	op := a.send(keyReq(a, b, durable(set(k, "v2"))))
+	a.do(memdx.NewNoop()) // the node has the sync write
+	if p := noX.do(keyReq(noX, b, memdx.NewGetLocked([]byte(k), 10))); p.Status != memdx.StatusTmpFail {
+		t.Errorf("GET_LOCKED during a sync write, no XERROR: %s, want TMPFAIL", p.Status)
+	}
+	if p := other.do(keyReq(other, b, memdx.NewGetLocked([]byte(k), 10))); p.Status != memdx.StatusSyncWriteInProgress {
+		t.Errorf("GET_LOCKED during a sync write: %s, want SYNC_WRITE_IN_PROGRESS", p.Status)
+	}
+	c.CommitSyncWrites()
+	if p := a.recv(op); p.Status != memdx.StatusSuccess {
+		t.Fatalf("sync write: %s", p.Status)
+	}
+	if d, _ := b.Get("", "", k); d.Locked || string(d.Value) != "v2" {
+		t.Fatalf("after the commit: %q locked=%v", d.Value, d.Locked)
+	}
+
+	// UNLOCK_KEY while a durable SET made with the lock's CAS is pending.
+	l := other.do(keyReq(other, b, memdx.NewGetLocked([]byte(k), 10)))
+	if l.Status != memdx.StatusSuccess {
+		t.Fatalf("GET_LOCKED: %s", l.Status)
+	}
+	op = a.send(keyReq(a, b, withCas(durable(set(k, "v3")), l.Cas)))
+	a.do(memdx.NewNoop())
+	if p := other.do(keyReq(other, b, memdx.NewUnlock([]byte(k), l.Cas))); p.Status != memdx.StatusSyncWriteInProgress {
+		t.Errorf("UNLOCK_KEY during a sync write: %s, want SYNC_WRITE_IN_PROGRESS", p.Status)
+	}
+	c.CommitSyncWrites()
+	if p := a.recv(op); p.Status != memdx.StatusSuccess {
+		t.Fatalf("sync write with the lock's CAS: %s", p.Status)
+	}
+	if d, _ := b.Get("", "", k); d.Locked || string(d.Value) != "v3" {
+		t.Fatalf("after the commit: %q locked=%v", d.Value, d.Locked)
+	}
+}
