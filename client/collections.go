@@ -77,7 +77,8 @@ func (cc *collectionCache) invalidate(col *Collection) {
 // resolve returns col's id, asking cn when it is not cached. A missing
 // scope or collection gives the terminal reasons of RFC 0049 revision 16
 // (the default strategy fails at once, best effort waits for it to appear).
-// Other statuses are retried only when retryable (TMPFAIL, error-map retry);
+// Other statuses are retried only when retryable (TMPFAIL, EBUSY and the
+// like when the error map says so);
 // the rest end the operation (retry.ReasonUnknown) with an error matching
 // the status's sentinel. A lookup that got no answer is retried as
 // SOCKET_NOT_AVAILABLE.
@@ -134,15 +135,17 @@ func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *
 		return 0, retry.ReasonCollectionNotFound, err
 	case errors.As(err, &le):
 		// Another status: retried only when it is retryable (TMPFAIL, or
-		// an unknown status the node's error map marks for retry; the
-		// strategy times that retry, not the entry's spec). Anything else
-		// (EINVAL for a malformed name, EACCESS, ...) waiting cannot fix:
-		// the operation ends now with the status's sentinel.
+		// a status the client has no outcome of its own for that the
+		// node's error map marks for retry, as classifyStatus does for
+		// operations; the strategy times that retry, not the entry's
+		// spec). Anything else (EINVAL for a malformed name, EACCESS, ...)
+		// waiting cannot fix: the operation ends now with the status's
+		// sentinel.
 		if reason, ok := retry.ReasonForStatus(memdx.OpCollectionsGetID, le.status); ok {
 			return 0, reason, err
 		}
-		if !le.status.Known() {
-			if entry, found := cn.LookupStatus(le.status); found {
+		if !handledStatus(memdx.OpCollectionsGetID, le.status) {
+			if entry, found := cn.ErrorMap().Lookup(le.status); found {
 				if reason, ok := retry.ReasonForErrorMap(entry); ok {
 					return 0, reason, err
 				}

@@ -64,11 +64,12 @@ func TestCollectionLookupFinalStatuses(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrTimeout)
 	assert.Less(t, time.Since(start), 10*time.Second, "an unknown status ends the operation at once")
 
-	// TMPFAIL, and an unknown status the error map marks for retry, are
-	// retryable: the lookup is tried again and the Get succeeds.
+	// TMPFAIL, and statuses the error map marks for retry (EBUSY, an
+	// unknown code), are retryable: the lookup is tried again and the Get
+	// succeeds.
 	_, err = c.Scope("app").Collection("orders").Upsert(ctx, "o1", []byte("v"), nil)
 	require.NoError(t, err)
-	for _, st := range []memdx.Status{memdx.StatusTmpFail, mockcluster.StatusTestRetry} {
+	for _, st := range []memdx.Status{memdx.StatusTmpFail, memdx.StatusBusy, mockcluster.StatusTestRetry} {
 		c.colls.invalidate(c.Scope("app").Collection("orders"))
 		mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 			Action: mockcluster.Action{Status: st}, Times: 2})
