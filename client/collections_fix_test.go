@@ -52,6 +52,9 @@ func TestCollectionLookupFinalStatuses(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoAccess)
 	assert.NotErrorIs(t, err, ErrTimeout)
 	assert.Less(t, time.Since(start), 10*time.Second, "EACCESS ends the operation at once")
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	assert.Equal(t, ErrNoAccess, kv.Err, "the error's sentinel is the lookup status's")
 
 	// An unknown status the error map does not mark for retry: final too.
 	odd := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},

@@ -532,6 +532,10 @@ func (c *Client) newKVError(o *op, sentinel, cause error) *KeyValueError {
 // errSentinelFor maps an error that ended an operation before any attempt
 // (a bad replica index, say) to a sentinel.
 func errSentinelFor(err error) error {
+	var le *lookupError
+	if errors.As(err, &le) {
+		return statusSentinel(memdx.OpCollectionsGetID, false, le.status)
+	}
 	switch {
 	case errors.Is(err, vbmap.ErrReplicaOutOfRange):
 		return ErrInvalidArgument

@@ -263,10 +263,13 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 // nil) locks for 15 s, not 30. The result's Cas unlocks it; writes with
 // any other CAS fail while it is locked.
 func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *GetOptions) (GetResult, error) {
-	secs := uint32(math.Ceil(lockTime.Seconds()))
 	if lockTime < 0 {
 		return GetResult{}, fmt.Errorf("%w: negative lock time", ErrInvalidArgument)
 	}
+	// Anything over the server's maximum gets its default: a lock time
+	// past uint32 seconds becomes the largest one rather than wrapping
+	// around to a short lock.
+	secs := uint32(min(math.Ceil(lockTime.Seconds()), math.MaxUint32))
 	t, s := getOpts(opts)
 	o, err := col.newOp("GetAndLock", kindGet, key, memdx.NewGetLocked(nil, secs), t, s)
 	if err != nil {
