@@ -143,10 +143,11 @@
 //     was negotiated and the mock has something to say; otherwise no body.
 //     Without XERROR, LOCKED, NOT_LOCKED and SYNC_WRITE_IN_PROGRESS are
 //     answered as TMPFAIL, as kv_engine does for such clients.
-//   - SET/REPLACE/DELETE/APPEND/PREPEND/INCREMENT/DECREMENT with a CAS: a
-//     missing document answers KEY_ENOENT (APPEND/PREPEND: NOT_STORED), a
-//     different CAS KEY_EEXISTS. ADD of an existing document answers
-//     KEY_EEXISTS; ADD with a CAS is EINVAL.
+//   - SET/REPLACE/DELETE/APPEND/PREPEND with a CAS: a missing document
+//     answers KEY_ENOENT (APPEND/PREPEND: NOT_STORED), a different CAS
+//     KEY_EEXISTS. ADD of an existing document answers KEY_EEXISTS. ADD,
+//     INCREMENT and DECREMENT with a CAS are EINVAL, as kv_engine's request
+//     validators make them.
 //   - Locks: GET_LOCKED takes the lock time in seconds; 0, or more than
 //     MaxLockTime (30), means DefaultLockTime (15), as the protocol doc says.
 //     It returns a new CAS, which is the only CAS that mutates (and unlocks)
@@ -163,8 +164,8 @@
 //     (frame info 5) keeps the expiry on SET, REPLACE and counters.
 //   - INCREMENT/DECREMENT: extras delta, initial, expiry; a missing document
 //     is created with the initial value (answered as the new value) unless
-//     the expiry is 0xffffffff (memdx.NoCreate), which answers KEY_ENOENT. A value that is not a decimal uint64 answers
-//     DELTA_BADVAL. Increments wrap at 2^64, decrements stop at 0. The value
+//     the expiry is 0xffffffff (memdx.NoCreate), which answers KEY_ENOENT. A
+//     value that is not a decimal uint64 answers DELTA_BADVAL. Increments wrap at 2^64, decrements stop at 0. The value
 //     is stored as decimal text with datatype JSON.
 //   - Values are stored inflated; the JSON datatype is detected by the mock,
 //     as the server does, and sent only to clients that negotiated JSON. A

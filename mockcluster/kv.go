@@ -617,6 +617,11 @@ func (cn *conn) counter(p *memdx.Packet) outcome {
 		cn.fail(p, memdx.StatusInvalidArgs, "INCREMENT/DECREMENT extras must be delta, initial and expiry (20 bytes), no value")
 		return outcome{}
 	}
+	if p.Cas != 0 {
+		// kv_engine's validator for INCREMENT/DECREMENT requires CAS 0.
+		cn.fail(p, memdx.StatusInvalidArgs, "Request CAS must not be set")
+		return outcome{}
+	}
 	f, ok := cn.parseFrames(p, true, true)
 	if !ok {
 		return outcome{}

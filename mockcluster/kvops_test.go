@@ -136,6 +136,27 @@ func TestCounters(t *testing.T) {
 	e.expect("expired counter", e.do(memdx.NewGet([]byte(k+"x"))), memdx.StatusKeyNotFound)
 }
 
+// INCREMENT/DECREMENT with a CAS are EINVAL, existing document or not:
+// kv_engine's validator for them requires CAS 0. (A missing document used
+// to be created whatever the CAS.)
+func TestCounterWithCas(t *testing.T) {
+	for _, op := range []memdx.OpCode{memdx.OpIncrement, memdx.OpDecrement} {
+		e := newKVEnv(t, Options{}, nil)
+		k := "ctr"
+		e.expect(op.String()+" with a CAS, missing document",
+			e.do(withCas(memdx.NewCounter(op, []byte(k), 1, 42, 0), 0x1234)), memdx.StatusInvalidArgs)
+		if d, ok := e.b.Get("", "", k); ok {
+			t.Fatalf("%s with a CAS created the document: %q", op, d.Value)
+		}
+		s := e.expect("set", e.do(set(k, "7")), memdx.StatusSuccess)
+		e.expect(op.String()+" with the current CAS",
+			e.do(withCas(memdx.NewCounter(op, []byte(k), 1, 0, 0), s.Cas)), memdx.StatusInvalidArgs)
+		if d, _ := e.b.Get("", "", k); string(d.Value) != "7" {
+			t.Fatalf("%s with a CAS changed the document to %q", op, d.Value)
+		}
+	}
+}
+
 func TestExpiryTouchGAT(t *testing.T) {
 	e := newKVEnv(t, Options{}, nil)
 	e.expect("touch missing", e.do(memdx.NewTouch([]byte("nope"), 10)), memdx.StatusKeyNotFound)
