@@ -86,7 +86,7 @@ func addGlobalFlags(fs *flag.FlagSet, g *globals) {
 	for _, n := range []string{"t", "timeout"} {
 		fs.DurationVar(&g.timeout, n, g.timeout, "timeout of each operation, retries included")
 	}
-	fs.DurationVar(&g.connectTimeout, "connect-timeout", g.connectTimeout, "timeout of connecting")
+	fs.DurationVar(&g.connectTimeout, "connect-timeout", g.connectTimeout, "timeout of connecting (without it the connection string's connect_timeout applies)")
 	fs.BoolVar(&g.json, "json", g.json, "print one JSON object per command on stdout")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "print every attempt (node, vbucket, map, retry reason, status) and the client's debug log on stderr")
 }
@@ -145,11 +145,15 @@ type invocation struct {
 	// passwordFlag is set when -p was used on the command line;
 	// timeoutFlag when -t was; cacertFlag when --cacert was (rather than
 	// KVCLI_CACERT).
-	passwordFlag bool
-	timeoutFlag  bool
-	cacertFlag   bool
-	// opTimeout is the timeout each operation gets (set by connect).
-	opTimeout time.Duration
+	passwordFlag       bool
+	timeoutFlag        bool
+	cacertFlag         bool
+	connectTimeoutFlag bool
+	// opTimeout is the timeout each operation gets and connectTimeout the
+	// one connecting gets, with where it came from (set by connect).
+	opTimeout          time.Duration
+	connectTimeout     time.Duration
+	connectTimeoutFrom string
 	// errMu serializes writes to stderr (see diag).
 	errMu sync.Mutex
 }
@@ -213,6 +217,8 @@ func (inv *invocation) noteFlags(fs *flag.FlagSet) {
 			inv.timeoutFlag = true
 		case "cacert":
 			inv.cacertFlag = true
+		case "connect-timeout":
+			inv.connectTimeoutFlag = true
 		}
 	})
 }
@@ -387,7 +393,7 @@ global flags (before or after the command):
   --cacert FILE           CA certificates (PEM) to trust for couchbases:// (env KVCLI_CACERT,
                           which other schemes ignore; only couchbases:// uses TLS)
   -t, --timeout D         timeout of each operation, retries included (default 2.5s)
-  --connect-timeout D     timeout of connecting (default 10s)
+  --connect-timeout D     timeout of connecting (default 10s, or the connection string's connect_timeout)
   --json                  print one JSON object per command on stdout
   -v                      trace every attempt and log the client's debug events on stderr
 

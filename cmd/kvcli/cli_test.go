@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -364,4 +365,55 @@ func TestInterruptedWriteInFlight(t *testing.T) {
 	assert.Equal(t, exitInterrupted, r.code, r)
 	assert.Equal(t, "kvcli: interrupted\n", r.stderr)
 	assert.NotContains(t, r.stdout, `"ambiguous"`)
+}
+
+// TestConnectTimeoutNamed: a server that accepts and never answers. The
+// line names the connect timeout actually used and where it came from;
+// --connect-timeout wins over the connection string's connect_timeout, as
+// -t wins over kv_timeout.
+func TestConnectTimeoutNamed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never read
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	addr := l.Addr().String()
+	env := map[string]string{envConnStr: "couchbase://" + addr + "/default", envUser: "u", envPassword: "pw-silent"}
+	for _, tc := range []struct {
+		connOpt string
+		args    []string
+		want    string
+	}{
+		{"?connect_timeout=200ms", nil, "within 200ms (connect_timeout in the connection string)"},
+		{"?connect_timeout=30s", []string{"--connect-timeout", "150ms"}, "within 150ms (--connect-timeout)"},
+		{"", []string{"--connect-timeout", "100ms"}, "within 100ms (--connect-timeout)"},
+	} {
+		start := time.Now()
+		r := runKV(t, with(env, envConnStr, env[envConnStr]+tc.connOpt), "", append([]string{"get", "k"}, tc.args...)...)
+		elapsed := time.Since(start)
+		assert.Equal(t, exitError, r.code, r)
+		assert.Equal(t, "kvcli: no answer from "+addr+" "+tc.want+": firewall, wrong port, or a server that is not Couchbase/memcached?\n", r.stderr)
+		assert.Less(t, elapsed, 10*time.Second, "%s %v: the timeout named is the one used", tc.connOpt, tc.args)
+	}
 }

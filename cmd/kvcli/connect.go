@@ -70,7 +70,7 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 		Username:       inv.g.user,
 		Password:       inv.g.password,
 		KVTimeout:      inv.g.timeout,
-		ConnectTimeout: inv.g.connectTimeout,
+		ConnectTimeout: inv.g.connectTimeout, // connect_timeout, when connect keeps it, wins
 		ClientName:     "kvcli",
 		Observer:       obs,
 	}
@@ -130,6 +130,23 @@ func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*sessi
 	inv.opTimeout = inv.g.timeout
 	if d, ok, err := t.cs.Duration("kv_timeout"); err == nil && ok && !inv.timeoutFlag && d > 0 {
 		inv.opTimeout = d
+	}
+	// Likewise --connect-timeout wins over connect_timeout (which the client
+	// would let win over Options.ConnectTimeout: it is dropped from the
+	// connection string), and the error that reports a connect timeout
+	// names the one used and where it came from. An invalid
+	// connect_timeout is left for the client to reject.
+	inv.connectTimeout, inv.connectTimeoutFrom = inv.g.connectTimeout, "the default --connect-timeout"
+	if inv.connectTimeoutFlag {
+		inv.connectTimeoutFrom = "--connect-timeout"
+	}
+	if d, ok, err := t.cs.Duration("connect_timeout"); err == nil && ok && d > 0 {
+		if inv.connectTimeoutFlag {
+			delete(t.cs.Options, "connect_timeout")
+			t.connStr = t.cs.String()
+		} else {
+			inv.connectTimeout, inv.connectTimeoutFrom = d, "connect_timeout in the connection string"
+		}
 	}
 	opts, err := inv.clientOptions(obs)
 	if err != nil {

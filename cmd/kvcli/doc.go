@@ -158,7 +158,9 @@
 //	-t, --timeout D        timeout of each operation, retries included (default 2.5s;
 //	                       when -t is not given the connection string's kv_timeout
 //	                       applies)
-//	--connect-timeout D    timeout of connecting (default 10s)
+//	--connect-timeout D    timeout of connecting (default 10s; when --connect-timeout
+//	                       is not given the connection string's connect_timeout
+//	                       applies)
 //	--json                 one JSON object per command on stdout
 //	-v                     on stderr: one line per attempt of every operation, and the
 //	                       client's log/slog debug events

@@ -196,7 +196,12 @@ func (inv *invocation) unreachableLine(err error) string {
 	case errors.As(err, &dns):
 		return "cannot resolve host " + fmt.Sprintf("%q", dns.Name) + " (check -c)"
 	case errors.Is(err, context.DeadlineExceeded), isNetTimeout(err):
-		return fmt.Sprintf("no answer from %s within %v (firewall, wrong port, or a server that is not Couchbase/memcached?)", orAll(hosts), inv.g.connectTimeout)
+		d, from := inv.connectTimeout, inv.connectTimeoutFrom
+		if d == 0 { // not set by connect
+			d, from = inv.g.connectTimeout, "--connect-timeout"
+		}
+		return fmt.Sprintf("no answer from %s within %v (%s): firewall, wrong port, or a server that is not Couchbase/memcached?",
+			orAll(hosts), d, from)
 	}
 	hint := ""
 	if inv.tlsScheme() && hungUp(err) {
