@@ -627,6 +627,14 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) error {
 		return &ProtocolError{Addr: c.addr, What: fmt.Sprintf("%s response with opaque %d answers a %s request",
 			p.OpCode, p.Opaque, cl.op)}
 	}
+	if cl.start >= c.flushed {
+		// Its bytes are still in the write buffer: the server cannot have
+		// seen the request, and taking this as its answer would tell the
+		// caller it completed before it was even sent.
+		c.mu.Unlock()
+		return &ProtocolError{Addr: c.addr, What: fmt.Sprintf("%s response with opaque %d answers a request not yet sent",
+			p.OpCode, p.Opaque)}
+	}
 	final := !cl.multi || p.Status != memdx.StatusSuccess || len(p.Key) == 0
 	if cl.abandoned {
 		if final {

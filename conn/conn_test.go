@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kvwire/kvwire/memdx"
 )
@@ -723,6 +724,39 @@ func TestHeldBatchIsWrittenWithoutAnswers(t *testing.T) {
 		p.write(ok(req, "late"))
 		if r := recv(t, chans[i]); r.err != nil || r.value != "late" {
 			t.Fatalf("request %d: %+v", i, r)
+		}
+	}
+}
+
+// A response whose request is still in the write buffer cannot be the
+// server's answer to it (the server has not seen it): it closes the
+// connection with a protocol error rather than completing the request
+// before it is sent. Both requests fail as not written.
+func TestResponseToUnsentRequest(t *testing.T) {
+	c, p, g := dialGated(t, Options{})
+	x := goGet(testCtx(t), c, "x")
+	xw := packets(t, <-g.calls) // the writer now waits in Write([X])
+	y := goGet(testCtx(t), c, "y")
+	waitFor(t, "Y queued behind X", func() bool { return c.Pending() == 2 })
+	// Y's opaque is the one after X's.
+	forged := memdx.Packet{Magic: memdx.MagicRes, OpCode: memdx.OpGet, Opaque: xw[0].Opaque + 1, Value: []byte("forged")}
+	go p.write(forged)
+	select {
+	case <-c.Done():
+	case r := <-y:
+		t.Fatalf("Y ended (%+v) while the connection stayed up", r)
+	case <-time.After(testTimeout):
+		t.Fatal("the connection stayed up")
+	}
+	var pe *ProtocolError
+	if !errors.As(c.Err(), &pe) || !strings.Contains(pe.What, "not yet sent") {
+		t.Fatalf("Err = %v; want a *ProtocolError for a response to an unsent request", c.Err())
+	}
+	g.acts <- gateWrite{n: -1} // let X's write end (the socket is closed: nothing passes)
+	for name, ch := range map[string]<-chan result{"X": x, "Y": y} {
+		r := recv(t, ch)
+		if re := requestError(t, r.err); re.Written || r.calls != 0 || !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrProtocol) {
+			t.Fatalf("%s: %v (handle called %d times); want not written, ErrClosed, ErrProtocol", name, r.err, r.calls)
 		}
 	}
 }

@@ -158,8 +158,10 @@
 //
 // A bad magic, a body over Options.MaxBodyLength, a malformed header, a
 // response whose opaque matches nothing in flight (a response to a quiet
-// opcode included: Do refuses quiet opcodes) or whose opcode differs from
-// its request's, and a client-only magic from the server close the
-// connection with a *ProtocolError (errors.Is(err, ErrProtocol)) that says
-// what was wrong. Every pending request then fails as above.
+// opcode included: Do refuses quiet opcodes), whose opcode differs from its
+// request's, or whose request is still in the write buffer (not yet handed
+// to the socket: the server cannot have seen it), and a client-only magic
+// from the server close the connection with a *ProtocolError
+// (errors.Is(err, ErrProtocol)) that says what was wrong. Every pending
+// request then fails as above.
 package conn

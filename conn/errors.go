@@ -21,7 +21,8 @@ var (
 	ErrOverloaded = errors.New("conn: too many requests in flight")
 
 	// ErrProtocol: the server broke the protocol (bad magic, a body over
-	// the limit, a response nobody asked for). The connection is closed.
+	// the limit, a response nobody asked for or to a request not yet
+	// sent). The connection is closed.
 	ErrProtocol = errors.New("conn: protocol violation")
 
 	// ErrAuthFailed is matched by *AuthError, and only by it: an explicit
