@@ -31,9 +31,14 @@ type benchConfig struct {
 
 // benchSummary is bench's result; --json prints it as one object.
 type benchSummary struct {
-	Config       benchConfig       `json:"config"`
-	Target       string            `json:"target"`
-	Stopped      string            `json:"stopped"` // "duration", "ops", "interrupted"
+	Config benchConfig `json:"config"`
+	Target string      `json:"target"`
+	// Stopped says how the run ended: "duration", "ops", "interrupted", or
+	// "interrupted_preloading" (Ctrl-C before the run started: no
+	// operations, and Preloaded says how far the preload got).
+	Stopped string `json:"stopped"`
+	// Preloaded is how many keys the preload set (0 with --preload=false).
+	Preloaded    int64             `json:"preloaded"`
 	ElapsedS     float64           `json:"elapsed_s"`
 	Ops          uint64            `json:"ops"`
 	OpsPerSec    float64           `json:"ops_per_sec"`
@@ -171,6 +176,8 @@ type bench struct {
 	keys    []string
 	value   []byte
 	workers []*benchWorker
+	// preloaded counts the keys the preload set.
+	preloaded atomic.Int64
 }
 
 func (b *bench) run(ctx context.Context) int {
@@ -193,6 +200,11 @@ func (b *bench) run(ctx context.Context) int {
 	if b.cfg.Preload {
 		if code, ok := b.preload(ctx, opCtx); !ok {
 			return code
+		}
+		if ctx.Err() != nil {
+			// Ctrl-C is the normal way to stop bench, in the preload too:
+			// a summary (of no run) and exit 0.
+			return b.report("interrupted_preloading", 0)
 		}
 	}
 
@@ -245,11 +257,16 @@ loop:
 	}
 	elapsed := time.Since(start)
 	p.end()
+	return b.report(stopped, elapsed)
+}
+
+// report prints the summary and returns bench's exit code.
+func (b *bench) report(stopped string, elapsed time.Duration) int {
 	sum := b.summary(stopped, elapsed)
-	if inv.g.json {
-		inv.printJSON(sum)
+	if b.inv.g.json {
+		b.inv.printJSON(sum)
 	} else {
-		printBenchSummary(inv, sum)
+		printBenchSummary(b.inv, sum)
 	}
 	if sum.Errors > 0 {
 		return exitError
@@ -257,7 +274,9 @@ loop:
 	return exitOK
 }
 
-// preload sets every key once, spread over the workers.
+// preload sets every key once, spread over the workers. On Ctrl-C it stops
+// starting new sets, lets those in flight finish and returns ok; it returns
+// false with the exit code when a set failed.
 func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 	inv := b.inv
 	fmt.Fprintf(inv.diag(), "kvcli bench: preloading %d keys (%d-byte values)...\n", len(b.keys), len(b.value))
@@ -284,6 +303,7 @@ func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 					stop.Store(true)
 					return
 				}
+				b.preloaded.Add(1)
 			}
 		}()
 	}
@@ -293,8 +313,7 @@ func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 		return inv.fail(firstKey, "bench", firstErr), false
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintf(inv.diag(), "kvcli bench: interrupted while preloading\n")
-		return exitInterrupted, false
+		fmt.Fprintf(inv.diag(), "kvcli bench: interrupted while preloading (%d of %d keys set)\n", b.preloaded.Load(), len(b.keys))
 	}
 	return exitOK, true
 }
@@ -386,8 +405,8 @@ func (p *progress) end() {
 
 func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 	var h histogram
-	s := &benchSummary{Config: b.cfg, Target: b.target, Stopped: stopped, ElapsedS: elapsed.Seconds(),
-		ErrorsByKind: map[string]uint64{}}
+	s := &benchSummary{Config: b.cfg, Target: b.target, Stopped: stopped, Preloaded: b.preloaded.Load(),
+		ElapsedS: elapsed.Seconds(), ErrorsByKind: map[string]uint64{}}
 	for _, w := range b.workers {
 		h.merge(&w.hist)
 		s.Ops += w.ops.Load()
@@ -421,6 +440,10 @@ func printBenchSummary(inv *invocation, s *benchSummary) {
 	c := s.Config
 	fmt.Fprintf(w, "kvcli bench: %s: %d workers, %.0f%% gets, %d-byte values, %d keys\n",
 		s.Target, c.Concurrency, c.Ratio*100, c.ValueSize, c.Keys)
+	if s.Stopped == "interrupted_preloading" {
+		fmt.Fprintf(w, "time       0s (interrupted while preloading: %d of %d keys set; no operations ran)\n", s.Preloaded, c.Keys)
+		return
+	}
 	how := map[string]string{"duration": "ran for --duration", "ops": "ran --ops", "interrupted": "interrupted"}[s.Stopped]
 	fmt.Fprintf(w, "time       %.2fs (%s)\n", s.ElapsedS, how)
 	fmt.Fprintf(w, "ops        %d (%.0f ops/s): %d gets (%d misses), %d sets\n", s.Ops, s.OpsPerSec, s.Gets, s.Misses, s.Sets)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +126,57 @@ func TestBenchInterrupt(t *testing.T) {
 	assert.Contains(t, out, "(interrupted)")
 	assert.Contains(t, out, "errors     0\n", "operations in flight finish; none fails because of the interrupt")
 	assert.Contains(t, out, "latency    min ")
+}
+
+// TestBenchInterruptPreload: Ctrl-C while preloading is the normal way to
+// stop too: a summary that says how far the preload got, and exit 0.
+func TestBenchInterruptPreload(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	// Every set answered 200 ms late: with one worker, preloading 100 keys
+	// would take 20 s.
+	h := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}},
+		Action: mockcluster.Action{Delay: 200 * time.Millisecond},
+	})
+	defer h.Remove()
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	for _, jsonOut := range []bool{false, true} {
+		prefix := fmt.Sprintf("pre-%v:", jsonOut)
+		args := []string{"bench", "--duration", "1m", "--concurrency", "1", "--keys", "100", "--key-prefix", prefix}
+		if jsonOut {
+			args = append(args, "--json")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var stdout, stderr syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- run(ctx, args, &env_{
+				stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
+				getenv: func(k string) string { return env[k] },
+			})
+		}()
+		waitFor(t, 20*time.Second, "the preload under way", func() bool {
+			return b.MutationCount("_default", "_default", prefix+"00000001") > 0
+		})
+		cancel()
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("bench did not stop on interrupt during the preload")
+		}
+		assert.Equal(t, exitOK, code, "stderr: %s", stderr.String())
+		assert.Contains(t, stderr.String(), "kvcli bench: interrupted while preloading (")
+		if jsonOut {
+			var sum benchSummary
+			require.NoError(t, json.Unmarshal([]byte(stdout.String()), &sum), stdout.String())
+			assert.Equal(t, "interrupted_preloading", sum.Stopped)
+			assert.GreaterOrEqual(t, sum.Preloaded, int64(1))
+			assert.Less(t, sum.Preloaded, int64(100))
+			assert.Zero(t, sum.Ops)
+		} else {
+			assert.Regexp(t, `time       0s \(interrupted while preloading: \d+ of 100 keys set; no operations ran\)`, stdout.String())
+		}
+	}
 }

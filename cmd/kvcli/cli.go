@@ -315,7 +315,7 @@ var commandHelp = map[string]string{
 	"ping":   "Exit status 1 when any node did not answer.",
 	"bench": "Runs --concurrency workers doing gets (--ratio of them) and sets of --value-size bytes over\n" +
 		"--keys keys for --duration (or --ops operations), prints a progress line every second on\n" +
-		"stderr and a summary with latency percentiles. Ctrl-C stops it early; the summary is still printed.",
+		"stderr and a summary with latency percentiles. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.",
 	"serve": "Starts an in-process mock cluster and prints its connection string and credentials\n" +
 		"(the mock's own test credentials, printed on purpose) as shell exports, then runs until\n" +
 		"Ctrl-C or SIGTERM.",

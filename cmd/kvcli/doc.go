@@ -133,7 +133,10 @@
 // (128 buckets per power of two: within 0.4% of the exact percentile).
 // --json prints the summary as one object (latencies in microseconds).
 // Ctrl-C stops the run early: operations in flight finish, and the summary
-// is printed as usual. bench exits 1 when any operation failed.
+// is printed as usual. Ctrl-C during the preload stops it the same way; the
+// summary then says how many keys were set and that no operations ran
+// ("stopped":"interrupted_preloading" and "preloaded" with --json). bench
+// exits 1 when any operation (or a preload set) failed, else 0.
 //
 // # Global flags and environment
 //
@@ -272,5 +275,7 @@
 //	130  interrupted (Ctrl-C) before the operation finished; when a write was
 //	     already sent, the message says it may have been applied
 //
-// serve and bench treat Ctrl-C as the normal way to stop and exit 0.
+// serve and bench treat Ctrl-C as the normal way to stop (bench in its
+// preload too): serve exits 0, bench prints its summary and exits 0 unless
+// an operation failed.
 package main
