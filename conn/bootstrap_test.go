@@ -36,6 +36,7 @@ type fakeNode struct {
 	bucketStatus memdx.Status // SELECT_BUCKET's answer
 	config       string       // "": GET_CLUSTER_CONFIG answers NO_BUCKET
 	silentKey    string       // a request with this key gets no answer
+	notify       bool         // a cluster-map notification after HELLO (revision: the connection's number)
 
 	mu    sync.Mutex
 	hello [][]memdx.HelloFeature // the features each connection asked for
@@ -83,6 +84,12 @@ func (f *fakeNode) serve(p *peer) {
 				granted = append(granted, byte(x>>8), byte(x))
 			}
 			reply(ok(req, string(granted)))
+			if f.notify {
+				f.mu.Lock()
+				n := len(f.hello)
+				f.mu.Unlock()
+				reply(notification(int64(n), "b", fmt.Sprintf(`{"rev":%d}`, n)))
+			}
 		case memdx.OpNoop:
 			reply(ok(req, ""))
 		case memdx.OpGetErrorMap:
@@ -666,3 +673,55 @@ func TestPlainOnlyWhenAllowed(t *testing.T) {
 		})
 	}
 }
+
+// Callbacks fire only for the connection Dial returns: not OnClose for the
+// connections it discards (the one with the corrupt error map here, or all
+// of them when Dial fails), nor the notifications those received. A
+// notification that arrives during the bootstrap of the returned
+// connection is delivered before Dial returns.
+func TestCallbacksOnlyForReturnedConn(t *testing.T) {
+	var mu sync.Mutex
+	var closes int
+	var revs []int64
+	o := Options{
+		OnClose: func(error) { mu.Lock(); closes++; mu.Unlock() },
+		OnClustermapNotification: func(n memdx.ClustermapNotification) {
+			mu.Lock()
+			revs = append(revs, n.Version.Revision)
+			mu.Unlock()
+		},
+	}
+	counts := func() (int, []int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		return closes, slices.Clone(revs)
+	}
+	f := &fakeNode{errMap: []byte(`{"version":2,"revision":1,"errors":{"zz":{}}}`), notify: true}
+	c, err := dialFake(t, f, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.helloCalls()) != 2 {
+		t.Fatal("no redial: the test does not cover a discarded connection")
+	}
+	// Dial waited for the discarded connection to end: had it fired
+	// OnClose, that would show now.
+	if n, r := counts(); n != 0 || !slices.Equal(r, []int64{2}) {
+		t.Fatalf("after Dial: %d OnClose calls, notifications %v; want none, [2] (the returned connection's)", n, r)
+	}
+	c.Close()
+	if n, _ := counts(); n != 1 {
+		t.Fatalf("after Close: %d OnClose calls, want 1", n)
+	}
+
+	// A failed Dial fires nothing.
+	f = &fakeNode{bucketStatus: memdx.StatusKeyNotFound, notify: true}
+	if _, err := dialFake(t, f, withBucket(o, "gone")); !errors.Is(err, ErrBucketAccess) {
+		t.Fatalf("Dial: %v; want ErrBucketAccess", err)
+	}
+	if n, r := counts(); n != 1 || len(r) != 1 {
+		t.Fatalf("after a failed Dial: %d OnClose calls, notifications %v", n, r)
+	}
+}
+
+func withBucket(o Options, b string) Options { o.Bucket = b; return o }

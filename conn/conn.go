@@ -29,6 +29,10 @@ const (
 	// answers still to come.
 	maxHolds = 2
 	holdMax  = 50 * time.Microsecond
+	// maxEarly and maxEarlyBytes bound the server requests held while Dial
+	// bootstraps (see serverRequest); past them more are dropped.
+	maxEarly      = 16
+	maxEarlyBytes = 4 << 20
 )
 
 // Conn is one connection to one node: a socket, its bootstrap results and
@@ -82,6 +86,17 @@ type Conn struct {
 	dlHead, dlTail *call
 	dlTimer        *time.Timer
 	dlAt           time.Time
+	// live: Dial is returning this connection, so its callbacks may run
+	// (a connection Dial discards fires none). heldBack (atomic for the
+	// reader's fast path, changed under mu) is true until Dial has
+	// delivered the server requests that arrived during the bootstrap,
+	// which are kept in early (copies; earlyBytes their size); held is
+	// closed when that is done.
+	live       bool
+	heldBack   atomic.Bool
+	early      []memdx.Packet
+	earlyBytes int
+	held       chan struct{}
 
 	kick       chan struct{} // capacity 1: wbuf has bytes for the writer
 	done       chan struct{} // closed when err is set
@@ -153,8 +168,10 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 		writerDone: make(chan struct{}),
 		sweepDone:  make(chan struct{}),
 		exited:     make(chan struct{}),
+		held:       make(chan struct{}),
 		dlTimer:    time.NewTimer(time.Hour),
 	}
+	c.heldBack.Store(true)
 	c.dlTimer.Stop()
 	go c.writeLoop()
 	go c.sweepLoop()
@@ -194,7 +211,9 @@ func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Pa
 // passes before the response, the request ends as if ctx's deadline had
 // passed (a *RequestError matching context.DeadlineExceeded, Written set).
 // It lets a caller bound every attempt without deriving a context per
-// request: deadlines are kept in a heap per connection and expired by one
+// request: deadlines are kept in a list per connection, ordered by deadline
+// (a request with the latest deadline, the usual case, joins at the tail in
+// O(1); an earlier one walks back to its place), and expired by one
 // sweeper goroutine, so a request with a deadline costs no timer and no
 // clock reading beyond checking that the deadline has not already passed (a
 // request whose deadline has passed is refused unsent: not written). It also
@@ -688,7 +707,72 @@ func (cl *call) call(p *memdx.Packet) error {
 	return cl.handle(p)
 }
 
+// serverRequest hands a server-initiated packet to its callback. Until Dial
+// decides to return the connection it only keeps a copy: a connection Dial
+// discards fires no callback, and goLive delivers what was kept.
 func (c *Conn) serverRequest(p *memdx.Packet) {
+	if c.heldBack.Load() {
+		c.mu.Lock()
+		if c.heldBack.Load() {
+			size := len(p.FramingExtras) + len(p.Extras) + len(p.Key) + len(p.Value)
+			keep := len(c.early) < maxEarly && c.earlyBytes+size <= maxEarlyBytes
+			if keep {
+				c.early = append(c.early, copyPacket(p))
+				c.earlyBytes += size
+			}
+			c.mu.Unlock()
+			if !keep {
+				c.log.Warn("dropping a server request sent during the bootstrap: too many held", "opcode", p.ServerOpCode)
+			}
+			return
+		}
+		c.mu.Unlock()
+	}
+	c.deliver(p)
+}
+
+// copyPacket returns p with slices of its own.
+func copyPacket(p *memdx.Packet) memdx.Packet {
+	q := *p
+	q.FramingExtras = append([]byte(nil), p.FramingExtras...)
+	q.Extras = append([]byte(nil), p.Extras...)
+	q.Key = append([]byte(nil), p.Key...)
+	q.Value = append([]byte(nil), p.Value...)
+	return q
+}
+
+// goLive is Dial's last step for the connection it returns: from now on
+// OnClose fires, and the server requests held during the bootstrap are
+// delivered, in order, on the calling goroutine; the reader holds back any
+// that arrive meanwhile, so callbacks never run concurrently. A connection
+// that has already ended is reported as a bootstrap failure at step
+// instead (it fires no callback).
+func (c *Conn) goLive(step memdx.OpCode) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return &BootstrapError{Addr: c.addr, Step: step, Reason: "the connection ended as the bootstrap completed", Err: err}
+	}
+	c.live = true
+	for {
+		early := c.early
+		c.early, c.earlyBytes = nil, 0
+		if len(early) == 0 {
+			c.heldBack.Store(false)
+			c.mu.Unlock()
+			close(c.held)
+			return nil
+		}
+		c.mu.Unlock()
+		for i := range early {
+			c.deliver(&early[i])
+		}
+		c.mu.Lock()
+	}
+}
+
+func (c *Conn) deliver(p *memdx.Packet) {
 	if p.ServerOpCode == memdx.ServerOpClustermapChangeNotification && c.opts.OnClustermapNotification != nil {
 		n, err := memdx.DecodeClustermapNotification(p)
 		if err != nil {
@@ -719,6 +803,7 @@ func (c *Conn) teardown() {
 	c.dlHead, c.dlTail = nil, nil
 	written := c.written
 	cause := c.err
+	live := c.live
 	c.mu.Unlock()
 	for _, cl := range pending {
 		if cl.abandoned {
@@ -727,7 +812,8 @@ func (c *Conn) teardown() {
 		cl.done <- &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr,
 			Written: cl.end <= written, Err: cause, connEnded: true}
 	}
-	if c.opts.OnClose != nil {
+	if live && c.opts.OnClose != nil {
+		<-c.held // Dial is done delivering held server requests: no callback overlaps
 		c.opts.OnClose(cause)
 	}
 	close(c.exited)

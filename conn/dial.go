@@ -137,6 +137,13 @@ func dialOnce(ctx context.Context, addr string, o *Options, memcached, xerror bo
 	} else {
 		err = c.bootCouchbase(ctx, xerror)
 	}
+	if err == nil {
+		last := memdx.OpGetClusterConfig
+		if memcached {
+			last = memdx.OpNoop
+		}
+		err = c.goLive(last)
+	}
 	if err != nil {
 		c.fail(ErrClosed)
 		<-c.exited

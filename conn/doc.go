@@ -111,7 +111,12 @@
 //
 // Handles and callbacks run on the reader goroutine: while one runs no other
 // packet is read, so they must be quick and must not block, and they must
-// not call Close (which waits for the reader).
+// not call Close (which waits for the reader). Callbacks (OnClose and the
+// server-request ones) fire only for a connection Dial returns, not for the
+// ones it discards (a failed bootstrap, the first connection of a redial):
+// server requests that arrive during the bootstrap are kept and delivered,
+// in order, on Dial's goroutine just before it returns, while the reader
+// holds back newer ones, so no two callbacks ever run at once.
 //
 // # Written or not
 //

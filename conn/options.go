@@ -92,6 +92,13 @@ type Options struct {
 	// not block (no other response is read meanwhile) and must not call
 	// Close. The notification's slices alias the read buffer and are valid
 	// only during the call: copy what you keep.
+	//
+	// Callbacks fire only for the connection Dial returns, never for one it
+	// discards (a failed bootstrap, or the first connection of a redial).
+	// Server requests that arrive while Dial is bootstrapping are kept
+	// (up to 16, 4 MiB) and delivered in order on Dial's goroutine just
+	// before it returns; the reader holds back newer ones meanwhile, so
+	// callbacks, OnClose included, never run concurrently.
 	OnClustermapNotification func(memdx.ClustermapNotification)
 
 	// OnServerRequest receives every other server-initiated request (magic
@@ -100,10 +107,11 @@ type Options struct {
 	// answers them.
 	OnServerRequest func(*memdx.Packet)
 
-	// OnClose, if set, is called once when the connection has ended, with
-	// the error Err returns, after every pending request has been failed.
-	// It runs on the reader goroutine just before it exits: it must not
-	// block and must not call Close.
+	// OnClose, if set, is called once when a connection Dial returned has
+	// ended, with the error Err returns, after every pending request has
+	// been failed; not for connections Dial discards. It runs on the reader
+	// goroutine just before it exits: it must not block and must not call
+	// Close.
 	OnClose func(error)
 
 	// DialContext opens the network connection; nil uses a net.Dialer.
