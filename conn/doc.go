@@ -19,8 +19,8 @@
 // from LIST_MECHS, the SCRAM final message from the server-first message.
 // SELECT_BUCKET and GET_CLUSTER_CONFIG ride behind the last SASL message;
 // if authentication fails their answers are ignored and the error is the
-// authentication's. The error map is used only when the server granted
-// XERROR; a failed GET_CLUSTER_CONFIG or VERSION is not fatal (no config,
+// authentication's. The error map is used only when XERROR was asked for
+// and granted; a failed GET_CLUSTER_CONFIG or VERSION is not fatal (no config,
 // no version). The mechanism is the first of Options.SASLMechanisms
 // (SCRAM-SHA512, SCRAM-SHA256, SCRAM-SHA1, PLAIN by default) that the
 // server lists; PLAIN only over TLS or with AllowPlainAuthWithoutTLS. SCRAM
