@@ -18,6 +18,12 @@ const maxBody = memdx.DefaultMaxBodyLength
 // maxValue is the largest document value (20 MiB); larger ones get E2BIG.
 const maxValue = 20 << 20
 
+// maxSnappyInflated is the most a snappy value may inflate to (30 MiB,
+// kv_engine's DEFAULT_MAX_INFLATED_SIZE): up to it, a value over maxValue
+// inflates and then answers E2BIG; beyond it, the server refuses to inflate
+// and answers EINVAL.
+const maxSnappyInflated = 30 << 20
+
 // conn is one client connection. One goroutine (serve) reads requests and
 // handles them in order, appending responses to wbuf, and writes wbuf when
 // the read buffer holds no further complete request. Delayed answers in

@@ -170,9 +170,10 @@
 //   - Values are stored inflated; the JSON datatype is detected by the mock,
 //     as the server does, and sent only to clients that negotiated JSON. A
 //     snappy value (datatype 0x02, only after HELLO Snappy, else EINVAL) is
-//     inflated on input (EINVAL when it does not inflate) and, as in the
-//     server's passive compression mode, returned compressed to clients that
-//     negotiated Snappy. Values over 20 MiB answer E2BIG.
+//     inflated on input (EINVAL when it does not inflate, or would inflate to
+//     more than 30 MiB, the server's limit) and, as in the server's passive
+//     compression mode, returned compressed to clients that negotiated
+//     Snappy. Values over 20 MiB (inflated) answer E2BIG.
 //   - Successful mutations carry the mutation token (vbucket UUID, seqno) as
 //     extras when MutationSeqno was negotiated. Failover gives the promoted
 //     vbuckets a new UUID.

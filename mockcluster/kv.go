@@ -260,7 +260,9 @@ func (cn *conn) inValue(p *memdx.Packet) (value, snappyRaw []byte, dt memdx.Data
 		return nil, nil, 0, false
 	}
 	if in.Has(memdx.DatatypeSnappy) {
-		v, err := memdx.DecompressSnappy(nil, p.Value, maxValue+1)
+		// Inflating up to the server's limit (not maxValue) lets a value
+		// that is merely too big get E2BIG below, as the server answers.
+		v, err := memdx.DecompressSnappy(nil, p.Value, maxSnappyInflated)
 		if err != nil {
 			cn.fail(p, memdx.StatusInvalidArgs, "Failed to inflate the snappy value: "+err.Error())
 			return nil, nil, 0, false

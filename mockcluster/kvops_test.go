@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -481,6 +482,52 @@ func TestSnappyAndDatatypes(t *testing.T) {
 	if p := sn.do(keyReq(sn, b, xr)); p.Status != memdx.StatusInvalidArgs {
 		t.Fatalf("xattr datatype: %s", p.Status)
 	}
+}
+
+// A snappy value is judged by its inflated size, as kv_engine does: one that
+// inflates to more than 20 MiB answers E2BIG, however small on the wire,
+// like the same value sent plain; only data that does not inflate (corrupt,
+// or beyond the server's 30 MiB inflate limit) is EINVAL.
+func TestSnappyTooBig(t *testing.T) {
+	e := newKVEnv(t, Options{}, []memdx.HelloFeature{memdx.FeatureSnappy, memdx.FeatureXerror})
+	k := "big"
+	if v, err := memdx.DecompressSnappy(nil, snappyRun(1000), 0); err != nil || len(v) != 1000 || strings.Trim(string(v), "a") != "" {
+		t.Fatalf("snappyRun(1000) inflates to %d bytes %q...: %v", len(v), v[:min(len(v), 8)], err)
+	}
+	for _, tc := range []struct {
+		n    int
+		want memdx.Status
+	}{
+		{maxValue + 1, memdx.StatusTooBig},
+		{maxSnappyInflated, memdx.StatusTooBig},
+		{maxSnappyInflated + 1, memdx.StatusInvalidArgs},
+	} {
+		r := set(k, "")
+		r.Value = snappyRun(tc.n)
+		r.Datatype = memdx.DatatypeSnappy
+		p := e.do(r)
+		if p.Status != tc.want {
+			t.Errorf("%d bytes inflated (%d compressed): %s %s, want %s", tc.n, len(r.Value), p.Status, p.Value, tc.want)
+		}
+	}
+	if _, ok := e.b.Get("", "", k); ok {
+		t.Error("a value that was too big was stored")
+	}
+}
+
+// snappyRun builds the snappy encoding of n bytes "a" (n >= 60) directly:
+// a 60-byte literal, then copies of the 60 bytes before. (Building tens of
+// MiB and compressing them is slow under -race.)
+func snappyRun(n int) []byte {
+	b := binary.AppendUvarint(nil, uint64(n))
+	b = append(b, 59<<2) // literal of length 60
+	b = append(b, strings.Repeat("a", 60)...)
+	for rest := n - 60; rest > 0; {
+		l := min(rest, 60)
+		b = append(b, byte(l-1)<<2|0x02, 60, 0) // copy of l bytes at offset 60
+		rest -= l
+	}
+	return b
 }
 
 func TestDurability(t *testing.T) {
