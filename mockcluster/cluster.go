@@ -308,7 +308,7 @@ func (c *Cluster) dataNodesLocked() []int {
 }
 
 // RemoveBucket deletes a bucket; connections that selected it are closed,
-// as the server disconnects them.
+// as the server disconnects them, and apply nothing more once it returns.
 func (c *Cluster) RemoveBucket(name string) error {
 	c.mu.Lock()
 	b := c.buckets[name]
@@ -514,7 +514,8 @@ func (c *Cluster) addUserLocked(u User) error {
 	return nil
 }
 
-// RemoveUser deletes a user and closes its connections.
+// RemoveUser deletes a user and closes its connections, which apply nothing
+// more once it returns.
 func (c *Cluster) RemoveUser(name string) error {
 	c.mu.Lock()
 	u := c.users[name]
@@ -562,7 +563,8 @@ func (c *Cluster) RequestCount(op memdx.OpCode) uint64 {
 }
 
 // DropConnections closes every client connection on every node; the nodes
-// keep listening.
+// keep listening. When it returns, the closed connections apply nothing
+// more.
 func (c *Cluster) DropConnections() {
 	for _, n := range c.Nodes() {
 		n.DropConnections()

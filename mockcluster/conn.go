@@ -43,6 +43,9 @@ type conn struct {
 
 	done      chan struct{}
 	closeOnce sync.Once
+	// exited is closed when the serve goroutine has returned: nothing from
+	// this connection is applied any more.
+	exited chan struct{}
 
 	features atomic.Uint64 // bit f set when HELLO feature f was granted
 	authed   atomic.Bool
@@ -58,7 +61,7 @@ type conn struct {
 }
 
 func newConn(n *Node, nc net.Conn) *conn {
-	return &conn{n: n, c: n.c, nc: nc, done: make(chan struct{}), timers: make(map[*time.Timer]struct{}),
+	return &conn{n: n, c: n.c, nc: nc, done: make(chan struct{}), exited: make(chan struct{}), timers: make(map[*time.Timer]struct{}),
 		wbuf: make([]byte, 0, 16<<10), scratch: make([]byte, 0, 256)}
 }
 
@@ -80,6 +83,7 @@ type outcome struct {
 
 func (cn *conn) serve() {
 	defer cn.c.wg.Done()
+	defer close(cn.exited)
 	defer cn.close()
 	buf := make([]byte, 32<<10)
 	start, end := 0, 0
@@ -108,6 +112,13 @@ func (cn *conn) serve() {
 				return
 			}
 			cn.wmu.Lock()
+			if cn.wclosed {
+				// Closed (node stopped, connections dropped) while
+				// requests were still buffered: a closed connection
+				// applies nothing more, as a crashed server would not.
+				cn.wmu.Unlock()
+				return
+			}
 			out := cn.dispatch(&cn.pkt)
 			cn.wmu.Unlock()
 			if out.close {
@@ -218,6 +229,9 @@ func (cn *conn) flushLocked() error {
 	return err
 }
 
+// close closes the connection: once it returns, no further request of it
+// is dispatched (one being handled finishes first, under wmu). The serve
+// goroutine may still be returning; closeAndWait waits for it.
 func (cn *conn) close() {
 	cn.closeOnce.Do(func() {
 		close(cn.done)
@@ -231,6 +245,17 @@ func (cn *conn) close() {
 		cn.wmu.Unlock()
 		cn.n.forget(cn)
 	})
+}
+
+// closeConns closes the connections and waits until their serve goroutines
+// have returned. It must not run on one of those goroutines.
+func closeConns(conns []*conn) {
+	for _, cn := range conns {
+		cn.close()
+	}
+	for _, cn := range conns {
+		<-cn.exited
+	}
 }
 
 // notify sends a cluster-map change notification if the connection asked

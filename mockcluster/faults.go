@@ -210,7 +210,9 @@ func (c *Cluster) AddFault(f Fault) *Control {
 // Control registers a function that decides, per matching request, whether
 // to act and how (ok false lets the node handle the request and does not
 // count as a hit). times is as Fault.Times. fn runs on the connection's
-// goroutine with its write lock held: it must not block.
+// goroutine with its write lock held: it must not block, nor call what
+// closes connections and waits for them (Node.Stop, DropConnections,
+// RemoveUser, RemoveBucket, RemoveNode, Close).
 func (c *Cluster) Control(m Match, times int, fn func(r *Request) (a Action, ok bool)) *Control {
 	return c.faults.add(&Control{match: m, times: times, decide: fn})
 }

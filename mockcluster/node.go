@@ -256,9 +256,9 @@ func (n *Node) adopt(nc net.Conn) {
 	go cn.serve()
 }
 
-// stop stops accepting and closes every connection. final (cluster close,
-// node removal) also gives the ports up. Cluster.Close waits for the
-// goroutines.
+// stop stops accepting and closes every connection, waiting until they
+// apply nothing more. final (cluster close, node removal) also gives the
+// ports up. Cluster.Close waits for the remaining goroutines.
 func (n *Node) stop(final bool) {
 	n.mu.Lock()
 	if !n.running {
@@ -282,13 +282,12 @@ func (n *Node) stop(final bool) {
 	if srv != nil {
 		srv.Close()
 	}
-	for _, cn := range conns {
-		cn.close()
-	}
+	closeConns(conns)
 }
 
 // Stop stops the node as a crash would: its connections close and new ones
-// are refused until Restart. On Linux the node keeps its ports bound
+// are refused until Restart. When Stop returns the node applies nothing
+// more, not even requests it had already read. On Linux the node keeps its ports bound
 // meanwhile (not listening), so Restart gets them back. The cluster's configs
 // still name it (fail it over with Cluster.Failover to change that). Its
 // data stays in the cluster.
@@ -312,15 +311,19 @@ func (n *Node) Restart() error {
 }
 
 // DropConnections closes every client connection of the node; it keeps
-// listening.
+// listening. When it returns, the closed connections apply nothing more.
 func (n *Node) DropConnections() { n.closeConnsWhere(func(*conn) bool { return true }) }
 
+// closeConnsWhere closes the connections pred selects and waits until they
+// apply nothing more.
 func (n *Node) closeConnsWhere(pred func(*conn) bool) {
+	var sel []*conn
 	for _, cn := range n.connList() {
 		if pred(cn) {
-			cn.close()
+			sel = append(sel, cn)
 		}
 	}
+	closeConns(sel)
 }
 
 func (n *Node) connList() []*conn {
