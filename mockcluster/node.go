@@ -297,10 +297,12 @@ func (n *Node) Stop() { n.stop(false) }
 // cluster is closed, or (on platforms other than Linux) when a port was
 // taken meanwhile.
 func (n *Node) Restart() error {
+	// c.mu is held across listen and serve (c.mu before n.mu, as in New):
+	// a Close or RemoveNode racing this one either comes first, and we
+	// refuse, or stops the node we started and waits for its goroutines.
 	n.c.mu.Lock()
-	closed := n.c.closed || n.c.nodes[n.id] != n
-	n.c.mu.Unlock()
-	if closed {
+	defer n.c.mu.Unlock()
+	if n.c.closed || n.c.nodes[n.id] != n {
 		return ErrClosed
 	}
 	if err := n.listen(); err != nil {
