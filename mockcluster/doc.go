@@ -28,10 +28,14 @@
 //   - Time: Cluster.Clock().Advance moves the clock document expiry and lock
 //     timeouts use (or pass Options.Clock).
 //   - Topology: StartRebalance (then Rebalance.Step and Finish, or a
-//     background Pace), AddNode, RemoveNode, Failover, Node.Stop and
-//     Node.Restart, Cluster.DropConnections and Node.DropConnections. Each
-//     change publishes a config with a higher revision and sends cluster-map
-//     change notifications before the call returns.
+//     background RebalanceOptions.Pace), AddNode, RemoveNode and Failover.
+//     Each publishes a config with a higher revision (a Step that moves no
+//     vbucket publishes nothing; a paced rebalance publishes at each step)
+//     and sends cluster-map change notifications before the call returns.
+//   - Crashes: Node.Stop and Node.Restart, Cluster.DropConnections and
+//     Node.DropConnections close connections but publish nothing: the
+//     configs still name a stopped node, as the cluster map names a crashed
+//     server until it is failed over (Failover).
 //   - Faults: AddFault and Control register a matcher (node, opcode, bucket,
 //     key or a predicate) and an action (answer a status, delay the answer,
 //     close the connection before or after applying the request), once, n

@@ -2,6 +2,7 @@ package mockcluster
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,5 +83,36 @@ func TestClosedConnectionAppliesNothingMore(t *testing.T) {
 				t.Fatalf("all %d SETs were applied before %s returned: the test did not catch the node mid-pipeline", total, tc.name)
 			}
 		})
+	}
+}
+
+// Stopping and restarting a node and dropping connections publish no
+// config (the package doc says so): only topology changes do.
+func TestStopRestartDropPublishNothing(t *testing.T) {
+	c := newCluster(t, Options{})
+	b := c.Bucket(DefaultBucket)
+	cl := bootstrap(t, c.Node(1).Addr(), DefaultBucket, nil)
+	rev := b.Rev()
+	n := c.Node(0)
+	n.Stop()
+	if err := n.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	n.DropConnections()
+	c.DropConnections()
+	if got := b.Rev(); got != rev {
+		t.Fatalf("bucket revision %d -> %d after Stop, Restart and DropConnections", rev, got)
+	}
+	if !slices.Contains(b.Servers(), 0) {
+		t.Fatal("the configs no longer name the stopped and restarted node")
+	}
+	if got := cl.expectClosed(); len(got) != 0 {
+		t.Fatalf("the dropped connection got %d packets (a config notification?) before closing", len(got))
+	}
+	if err := c.Failover(0); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Rev(); got <= rev {
+		t.Fatalf("bucket revision %d -> %d after Failover", rev, got)
 	}
 }
