@@ -367,9 +367,16 @@ func TestGetClusterConfig(t *testing.T) {
 			t.Fatalf("vbucket %d chain %v", vb, ch)
 		}
 	}
-	for _, capab := range []string{"collections", "xattr", "dcp", "cbhello", "touch", "cccp", "durableWrite", "tombstonedUserXAttrs"} {
+	for _, capab := range []string{"collections", "cbhello", "touch", "cccp", "durableWrite", "preserveExpiry", "nodesExt"} {
 		if !contains(cfg.BucketCapabilities, capab) {
 			t.Errorf("bucketCapabilities lacks %q", capab)
+		}
+	}
+	// Only what the mock implements: no xattrs (HELLO XATTR is not
+	// granted), no create-as-deleted, no DCP.
+	for _, capab := range []string{"xattr", "tombstonedUserXAttrs", "dcp", "subdoc.ReplaceBodyWithXattr", "rangeScan"} {
+		if contains(cfg.BucketCapabilities, capab) {
+			t.Errorf("bucketCapabilities lists %q, which the mock does not implement", capab)
 		}
 	}
 
@@ -435,6 +442,15 @@ func TestConfigKeysMatchServer(t *testing.T) {
 	for k := range mv {
 		if _, ok := rv[k]; !ok {
 			t.Errorf("vBucketServerMap: mock writes %q, which the server does not", k)
+		}
+	}
+	// The capabilities are a subset of the server's.
+	var rc, mc []string
+	_ = json.Unmarshal(real["bucketCapabilities"], &rc)
+	_ = json.Unmarshal(mine["bucketCapabilities"], &mc)
+	for _, capab := range mc {
+		if !contains(rc, capab) {
+			t.Errorf("bucketCapabilities: mock lists %q, which the 7.6 server does not", capab)
 		}
 	}
 }

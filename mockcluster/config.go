@@ -67,10 +67,13 @@ type globalConfigJSON struct {
 }
 
 // bucketCapabilities are the capabilities a 7.6 couchbase bucket advertises
-// that mean something for the KV service the mock implements.
+// that the mock implements. A 7.6 bucket also lists xattr,
+// tombstonedUserXAttrs (create-as-deleted) and dcp, among others; the mock
+// has no xattrs or DCP, and a client that believed those capabilities would
+// try features that then fail, so they are left out.
 var bucketCapabilities = []string{
-	"collections", "durableWrite", "tombstonedUserXAttrs", "preserveExpiry",
-	"dcp", "cbhello", "touch", "cccp", "nodesExt", "xattr",
+	"collections", "durableWrite", "preserveExpiry", "cbhello", "touch",
+	"cccp", "nodesExt",
 }
 
 // configHost is the host the configs name: "$HOST" unless
