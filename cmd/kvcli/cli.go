@@ -263,14 +263,15 @@ func (inv *invocation) parse(fs *flag.FlagSet, args []string, min, max int) (pos
 	return pos, exitOK, true
 }
 
-// usageError prints a usage error on stderr.
+// usageError prints a usage error on stderr. format is kvcli's own text;
+// the arguments are redacted (see redact).
 func (inv *invocation) usageError(format string, args ...any) {
-	fmt.Fprintf(inv.diag(), "kvcli: "+format+"\n", args...)
+	fmt.Fprintf(inv.diag(), "kvcli: "+format+"\n", inv.redactArgs(args)...)
 }
 
-// warnf prints a warning on stderr.
+// warnf prints a warning on stderr, as usageError does.
 func (inv *invocation) warnf(format string, args ...any) {
-	fmt.Fprintf(inv.diag(), "kvcli: warning: "+format+"\n", args...)
+	fmt.Fprintf(inv.diag(), "kvcli: warning: "+format+"\n", inv.redactArgs(args)...)
 }
 
 func cmdHelp(_ context.Context, inv *invocation, args []string) int {

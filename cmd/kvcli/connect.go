@@ -75,7 +75,17 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 		Observer:       obs,
 	}
 	if inv.g.verbose {
-		o.Logger = slog.New(slog.NewTextHandler(inv.diag(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.Logger = slog.New(slog.NewTextHandler(inv.diag(), &slog.HandlerOptions{
+			Level: slog.LevelDebug,
+			// Attribute values (errors, hosts, keys) are the client's
+			// values: redacted. The messages are its constant text.
+			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+				if k := a.Value.Kind(); k == slog.KindString || k == slog.KindAny {
+					return slog.String(a.Key, inv.redact(a.Value.String()))
+				}
+				return a
+			},
+		}))
 	}
 	if inv.g.cacert != "" { // couchbases:// only (see connect)
 		pem, err := os.ReadFile(inv.g.cacert)
@@ -108,7 +118,7 @@ func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*sessi
 	}
 	t, err := inv.resolveTarget()
 	if err != nil {
-		inv.usageError("%s", inv.redact(err.Error()))
+		inv.usageError("%v", err)
 		return nil, exitUsage
 	}
 	// Only couchbases:// is TLS. KVCLI_CACERT (which serve --tls exports)
@@ -154,7 +164,7 @@ func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*sessi
 		return nil, exitUsage
 	}
 	if obs == nil && inv.g.verbose {
-		opts.Observer = newTracer(inv.diag())
+		opts.Observer = newTracer(inv.diag(), inv.redact)
 	}
 	if t.cs.Scheme == client.SchemeCouchbases && opts.TLSConfig == nil {
 		// Verification stays on: the system roots apply.

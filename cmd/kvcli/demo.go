@@ -143,7 +143,7 @@ func cmdDemo(ctx context.Context, inv *invocation, args []string) int {
 	d := &demo{inv: inv, out: inv.env.stdout}
 	sum, err := d.run(ctx)
 	if err != nil {
-		fmt.Fprintf(inv.diag(), "kvcli demo: %v\n", err)
+		fmt.Fprintf(inv.diag(), "kvcli demo: %s\n", inv.redact(err.Error()))
 		if ctx.Err() != nil {
 			return exitInterrupted
 		}
@@ -179,7 +179,7 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 	d.mc = mc
 	d.obs = &demoObserver{revs: map[uint64]bool{}}
 	if d.inv.g.verbose {
-		d.obs.trace = newTracer(d.inv.diag())
+		d.obs.trace = newTracer(d.inv.diag(), d.inv.redact)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	c, err := client.Connect(cctx, mc.ConnString()+"/"+mockcluster.DefaultBucket, &client.Options{

@@ -177,11 +177,14 @@
 // fail at once.
 //
 // The password is never printed, logged or put in an error message: the
-// client never logs it, and every diagnostic a connecting command writes to
-// stderr (errors, warnings, -v traces, the client's log) also passes through
-// a filter that replaces a password of 3 or more characters with ****,
-// should some layer ever echo it. Values on stdout are never filtered.
-// (serve prints the mock's own test credentials, on purpose.)
+// client never logs it, and should some layer ever echo it, every value
+// kvcli puts into a diagnostic (an error's text, a key, a host, a log
+// attribute) has a password of 3 or more characters replaced with ****
+// before it goes in, and every line on stderr passes a second filter that
+// does the same. kvcli's own words are left alone: with the password
+// "password", "check the user name and password" is printed as it is.
+// Values printed as results on stdout are never filtered. (serve prints the
+// mock's own test credentials, on purpose.)
 //
 // # Values
 //

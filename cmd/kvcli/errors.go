@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/retry"
@@ -47,10 +49,13 @@ func (inv *invocation) explain(key string, err error) problem {
 	user := inv.g.user
 	var kv *client.KeyValueError
 	isKV := errors.As(err, &kv)
-	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	// Every value put into a line goes through redact (q, msg); the line's
+	// own words do not (see redact).
+	q := func(s string) string { return fmt.Sprintf("%q", inv.redact(s)) }
+	msg := inv.redact(err.Error())
 	switch {
 	case errors.Is(err, client.ErrInvalidConnStr):
-		return problem{kindInvalid, err.Error(), exitUsage}
+		return problem{kindInvalid, msg, exitUsage}
 	case errors.Is(err, client.ErrAuthenticationFailure):
 		if user == "" {
 			return problem{kindAuth, "the server requires a user: set -u (or " + envUser + ") and " + envPassword, exitError}
@@ -68,7 +73,7 @@ func (inv *invocation) explain(key string, err error) problem {
 		// Checked before ErrAmbiguous so that Ctrl-C keeps exit 130, but a
 		// write that was on the wire when it came must still say so.
 		if errors.Is(err, client.ErrAmbiguous) {
-			return problem{kindInterrupted, "interrupted after the request was sent: it may have been applied" + readToSee(key), exitInterrupted}
+			return problem{kindInterrupted, "interrupted after the request was sent: it may have been applied" + inv.readToSee(key), exitInterrupted}
 		}
 		return problem{kindInterrupted, "interrupted", exitInterrupted}
 	case errors.Is(err, client.ErrTimeout):
@@ -96,35 +101,38 @@ func (inv *invocation) explain(key string, err error) problem {
 		return problem{kindAccess, "user " + q(user) + " may not do this in bucket " + q(inv.bucketName()), exitError}
 	case errors.Is(err, client.ErrFeatureNotAvailable):
 		if !isKV {
-			return problem{kindUnsupported, err.Error(), exitError}
+			return problem{kindUnsupported, msg, exitError}
 		}
-		return problem{kindUnsupported, "the server does not support this operation: " + err.Error(), exitError}
+		return problem{kindUnsupported, "the server does not support this operation: " + msg, exitError}
 	case errors.Is(err, client.ErrInvalidArgument):
-		return problem{kindInvalid, err.Error(), exitError}
+		return problem{kindInvalid, msg, exitError}
 	case errors.Is(err, client.ErrNoNodeAvailable):
 		return problem{kindUnreachable, inv.unreachableLine(err), exitError}
 	case errors.Is(err, client.ErrAmbiguous):
 		node := "the node"
 		if isKV && kv.Node != "" {
-			node = kv.Node
+			node = inv.redact(kv.Node)
 		}
-		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied" + readToSee(key) + ": " + rootCause(err), exitError}
+		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied" + inv.readToSee(key) + ": " + inv.cause(err), exitError}
 	}
-	return problem{kindOther, err.Error(), exitError}
+	return problem{kindOther, msg, exitError}
 }
 
 // readToSee tells how to find out whether a write to key was applied.
-func readToSee(key string) string {
+func (inv *invocation) readToSee(key string) string {
 	if key == "" {
 		return ""
 	}
-	return fmt.Sprintf(" (read %q to see)", key)
+	return fmt.Sprintf(" (read %q to see)", inv.redact(key))
 }
+
+// cause is err's root cause (see rootCause), redacted.
+func (inv *invocation) cause(err error) string { return inv.redact(rootCause(err)) }
 
 // tlsLine explains a failed TLS handshake. It suggests --cacert only when
 // the certificate's authority is unknown, which is what --cacert fixes.
 func (inv *invocation) tlsLine(err error) string {
-	line := "TLS handshake failed: " + rootCause(err)
+	line := "TLS handshake failed: " + inv.cause(err)
 	var unknownCA x509.UnknownAuthorityError
 	var host x509.HostnameError
 	var record tls.RecordHeaderError
@@ -133,7 +141,7 @@ func (inv *invocation) tlsLine(err error) string {
 		if inv.g.cacert == "" {
 			return line + " (for a cluster with its own CA pass --cacert FILE or set " + envCACert + ")"
 		}
-		return line + " (no CA in " + inv.g.cacert + " signed the server's certificate: is it the cluster's CA?)"
+		return line + " (no CA in " + inv.redact(inv.g.cacert) + " signed the server's certificate: is it the cluster's CA?)"
 	case errors.As(err, &host):
 		return line + " (connect by a host name or address the certificate lists)"
 	case errors.As(err, &record), hungUp(err):
@@ -176,7 +184,7 @@ func (inv *invocation) where() string {
 	if err != nil || (s == client.DefaultScope && c == client.DefaultCollection) {
 		return ""
 	}
-	return " in " + s + "." + c
+	return " in " + inv.redact(s+"."+c)
 }
 
 // unreachableLine explains a connect failure that reached no server.
@@ -184,7 +192,7 @@ func (inv *invocation) unreachableLine(err error) string {
 	var ce *client.ConnectError
 	hosts := ""
 	if errors.As(err, &ce) {
-		hosts = strings.Join(ce.Hosts, ", ")
+		hosts = inv.redact(strings.Join(ce.Hosts, ", "))
 	}
 	var dns *net.DNSError
 	switch {
@@ -194,7 +202,7 @@ func (inv *invocation) unreachableLine(err error) string {
 		}
 		return "nothing is listening at " + hosts + " (is the cluster running? check -c)"
 	case errors.As(err, &dns):
-		return "cannot resolve host " + fmt.Sprintf("%q", dns.Name) + " (check -c)"
+		return "cannot resolve host " + fmt.Sprintf("%q", inv.redact(dns.Name)) + " (check -c)"
 	case errors.Is(err, context.DeadlineExceeded), isNetTimeout(err):
 		d, from := inv.connectTimeout, inv.connectTimeoutFrom
 		if d == 0 { // not set by connect
@@ -210,9 +218,9 @@ func (inv *invocation) unreachableLine(err error) string {
 		hint = notTLSPort
 	}
 	if hosts != "" {
-		return "cannot reach " + hosts + ": " + rootCause(err) + hint
+		return "cannot reach " + hosts + ": " + inv.cause(err) + hint
 	}
-	return "no node could serve the request: " + rootCause(err) + hint
+	return "no node could serve the request: " + inv.cause(err) + hint
 }
 
 func orAll(hosts string) string {
@@ -276,7 +284,7 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 	}
 	if kv.Attempts == 0 || kv.RetryReasons.Len() == 0 {
 		if kv.Node != "" {
-			line += " waiting for " + kv.Node + " to answer (vbucket " + fmt.Sprint(kv.Vbucket) + ")"
+			line += " waiting for " + inv.redact(kv.Node) + " to answer (vbucket " + fmt.Sprint(kv.Vbucket) + ")"
 		}
 	} else {
 		var names, whys []string
@@ -306,11 +314,11 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 func (inv *invocation) fail(key, op string, err error) int {
 	p := inv.explain(key, err)
 	fmt.Fprintf(inv.diag(), "kvcli: %s\n", p.line)
-	if inv.g.verbose && p.line != err.Error() {
-		fmt.Fprintf(inv.diag(), "kvcli: detail: %v\n", err)
+	if detail := inv.redact(err.Error()); inv.g.verbose && p.line != detail {
+		fmt.Fprintf(inv.diag(), "kvcli: detail: %s\n", detail)
 	}
 	if inv.g.json {
-		res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redact(p.line), Exit: p.code,
+		res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redactLine(p.line), Exit: p.code,
 			Ambiguous: errors.Is(err, client.ErrAmbiguous)}}
 		var kv *client.KeyValueError
 		if errors.As(err, &kv) {
@@ -333,22 +341,103 @@ func reasonNames(s retry.ReasonSet) []string {
 	return out
 }
 
-// redact removes the password from a diagnostic text, in case some layer
-// ever echoes it. Values printed on stdout are never redacted.
+// The password is kept out of every diagnostic in two layers.
+//
+// First, at the source: a value formatted into a line (an error's text, a
+// server's or the client's words, a key, a host, a log attribute) passes
+// through redact, which masks every occurrence of the password in it. The
+// line's own words, written in kvcli's source, are not masked: with the
+// mock's password "password", "check the user name and password" stays
+// readable.
+//
+// Second, at the sink: everything written to stderr (diag) and the JSON
+// error message pass through redactLine, a backstop for a value that
+// missed redact. It masks every occurrence too, except one that is a whole
+// word when the password is a plain word (letters only), since that cannot
+// be told from kvcli's own text ("password", "user"); values holding such
+// a word were masked by redact already. "Whole word" means prose: the
+// occurrence follows the start, a space, ( or a quote and is followed by
+// the end, a space or punctuation that ends a word (so "user:password@h"
+// is still masked).
+//
+// Passwords shorter than minRedactLen are not masked: masking one or two
+// characters everywhere would leave nothing readable.
+const minRedactLen = 3
+
+// redact masks every occurrence of the password in s, a value that goes
+// into a diagnostic. Values printed on stdout as results are never redacted.
 func (inv *invocation) redact(s string) string {
-	if p := inv.g.password; len(p) >= 3 && strings.Contains(s, p) {
+	if p := inv.g.password; len(p) >= minRedactLen && strings.Contains(s, p) {
 		return strings.ReplaceAll(s, p, "****")
 	}
 	return s
 }
 
-// diag is stderr with the password redacted.
+// redactArgs redacts the string, error and Stringer values among a format's
+// arguments; the format is kvcli's own text.
+func (inv *invocation) redactArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			out[i] = inv.redact(v)
+		case error:
+			out[i] = inv.redact(v.Error())
+		case fmt.Stringer:
+			out[i] = inv.redact(v.String())
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// redactLine is the sink's backstop (see redact): every occurrence of the
+// password in a finished line is masked, except a whole-word occurrence of
+// a password made of letters only.
+func (inv *invocation) redactLine(s string) string {
+	p := inv.g.password
+	if len(p) < minRedactLen || !strings.Contains(s, p) {
+		return s
+	}
+	word := strings.IndexFunc(p, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
+	var b strings.Builder
+	for {
+		i := strings.Index(s, p)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(p)
+		b.WriteString(s[:i])
+		if word && proseBefore(s, i) && proseAfter(s, end) {
+			b.WriteString(p)
+		} else {
+			b.WriteString("****")
+		}
+		s = s[end:]
+	}
+}
+
+// proseBefore reports whether s[:i] ends where a word of prose may start.
+func proseBefore(s string, i int) bool {
+	r, n := utf8.DecodeLastRuneInString(s[:i])
+	return n == 0 || unicode.IsSpace(r) || strings.ContainsRune("(\"'", r)
+}
+
+// proseAfter reports whether s[i:] starts where a word of prose may end.
+func proseAfter(s string, i int) bool {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	return n == 0 || unicode.IsSpace(r) || strings.ContainsRune(")\"'.,:;", r)
+}
+
+// diag is stderr behind the backstop, one write at a time.
 func (inv *invocation) diag() io.Writer { return redactWriter{inv} }
 
 type redactWriter struct{ inv *invocation }
 
 func (w redactWriter) Write(p []byte) (int, error) {
-	s := w.inv.redact(string(p))
+	s := w.inv.redactLine(string(p))
 	// slog (config goroutine), the tracer (operation goroutines) and the
 	// command share stderr: one write at a time.
 	w.inv.errMu.Lock()

@@ -47,7 +47,7 @@ func (inv *invocation) getOpts() *client.GetOptions {
 // printMeta prints get's and lock's metadata line on stderr.
 func (inv *invocation) printMeta(key string, r client.GetResult, extra string) {
 	fmt.Fprintf(inv.diag(), "%s cas=%s flags=0x%08x datatype=%s size=%d%s\n",
-		strconv.Quote(key), fmtCas(r.Cas), r.Flags, r.Datatype, len(r.Value), extra)
+		strconv.Quote(inv.redact(key)), fmtCas(r.Cas), r.Flags, r.Datatype, len(r.Value), extra)
 }
 
 func (inv *invocation) getResult(op, key string, r client.GetResult) *jsonResult {

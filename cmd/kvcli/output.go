@@ -82,7 +82,7 @@ func (inv *invocation) printJSON(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Every type printed here marshals; this would be a kvcli bug.
-		fmt.Fprintf(inv.diag(), "kvcli: encoding JSON: %v\n", err)
+		fmt.Fprintf(inv.diag(), "kvcli: encoding JSON: %s\n", inv.redact(err.Error()))
 		return
 	}
 	b = append(b, '\n')
