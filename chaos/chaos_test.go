@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ var (
 	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 16 in the short run, 32 in a long one)")
 	flagKeys     = flag.Int("chaos.keys", 8, "keys per worker (a quarter of them counters)")
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
+	flagHeapOp   = flag.Int("chaos.heapperop", defaultHeapPerOp, "bytes per operation the heap in use may grow by after warm-up, beyond "+strconv.Itoa(heapGrowthFixed>>20)+" MiB (0: no per-operation check)")
 	flagVerbose  = flag.Bool("chaos.v", false, "log every fault episode and the outcomes by operation")
 	flagFaults   = flag.String("chaos.faults", "all", "fault kinds to inject, comma-separated (all, none, or: "+strings.Join(faultNames[:], ", ")+")")
 )
@@ -33,21 +35,37 @@ var (
 // long enough for every fault kind to act in each.
 const shortDuration = 5 * time.Second
 
+// The heap in use after a GC may grow, from its level after warm-up to the
+// end of the run, by heapGrowthFixed plus heapPerOp bytes per operation
+// done meanwhile. The harness itself keeps every operation's record until
+// it is settled, 5 s (settleAge) after it ended, so in a short run the heap
+// grows by a few hundred bytes per operation with no leak (up to 700 seen,
+// and at most 1.2 MiB in all); 2 KiB per operation leaves room for that
+// while a client retaining 16 KiB per operation (TestChaosDetectsLeak), or
+// only per Get and Upsert (about 7 KiB per operation of the mix), fails.
+// The fixed part absorbs the noise of heap fragmentation and topology
+// changes (a node added, its connections and buffers).
+const (
+	defaultHeapPerOp = 2 << 10
+	heapGrowthFixed  = 2 << 20
+)
+
 // config is one chaos run.
 type config struct {
-	name     string
-	opts     func(*client.Options) // changes to the client's options
-	seed     int64
-	duration time.Duration
-	short    bool
-	workers  int
-	keys     int
-	kinds    []faultKind       // nil: all
-	prob     float64           // when > 0, every per-request fault's probability
-	wrap     func(kvAPI) kvAPI // the detection test's lying client
-	rerun    string            // the command that reruns this run
-	heap     uint64            // heap slack in bytes
-	logf     func(string, ...any)
+	name      string
+	opts      func(*client.Options) // changes to the client's options
+	seed      int64
+	duration  time.Duration
+	short     bool
+	workers   int
+	keys      int
+	kinds     []faultKind       // nil: all
+	prob      float64           // when > 0, every per-request fault's probability
+	wrap      func(kvAPI) kvAPI // the detection test's lying client
+	rerun     string            // the command that reruns this run
+	heap      uint64            // heap slack in bytes
+	heapPerOp uint64            // heap growth allowed per operation, beyond heapGrowthFixed (0: unchecked)
+	logf      func(string, ...any)
 }
 
 // harness is the state of one run shared by workers, hook and Observer.
@@ -59,6 +77,9 @@ type harness struct {
 	// Writes closed on after they were applied, and before: the short run
 	// goes on until it has seen both (ambiguous outcomes of each kind).
 	doubtApplied, doubtNotApplied atomic.Int64
+	// opsDone counts finished operations, for the heap's growth per
+	// operation.
+	opsDone atomic.Int64
 
 	pmu      sync.Mutex
 	problems map[string]int
@@ -88,9 +109,7 @@ type report struct {
 	problems map[string]int
 	details  []string
 	infra    []string
-	heapBase uint64
-	heapMax  uint64
-	heapN    int
+	heapst   heapStats
 	heap1    uint64 // largest sample in the first half after warm-up
 	heap2    uint64 // ... in the second half
 	lateMax  time.Duration
@@ -107,9 +126,15 @@ func (r *report) failures() []string {
 	for _, c := range cats {
 		out = append(out, fmt.Sprintf("%s: %d", c, r.problems[c]))
 	}
-	if r.heapMax > r.heapBase+r.cfg.heap {
+	hs := &r.heapst
+	if hs.max > hs.base+r.cfg.heap {
 		out = append(out, fmt.Sprintf("heap: %.1f MiB in use after GC, more than %.1f MiB after warm-up + %d MiB slack",
-			mib(r.heapMax), mib(r.heapBase), r.cfg.heap>>20))
+			mib(hs.max), mib(hs.base), r.cfg.heap>>20))
+	}
+	if g, ok := r.heapGrowthExceeded(); ok {
+		out = append(out, fmt.Sprintf("heap: grew by %.1f MiB (%.1f -> %.1f MiB in use after GC) over the %d operations after warm-up, "+
+			"%.0f bytes per operation; allowed %d MiB + %d bytes per operation: memory retained per operation",
+			mib(g), mib(hs.base), mib(hs.end), hs.ops, float64(g)/float64(max(hs.ops, 1)), heapGrowthFixed>>20, r.cfg.heapPerOp))
 	}
 	for _, e := range r.infra {
 		out = append(out, "mock cluster: "+e)
@@ -118,6 +143,18 @@ func (r *report) failures() []string {
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// heapGrowthExceeded returns how much the heap grew from the baseline to
+// the end of the run, and whether that is more than the per-operation
+// bound allows.
+func (r *report) heapGrowthExceeded() (uint64, bool) {
+	hs := &r.heapst
+	if r.cfg.heapPerOp == 0 || hs.samples == 0 || hs.end <= hs.base {
+		return 0, false
+	}
+	g := hs.end - hs.base
+	return g, g > heapGrowthFixed+r.cfg.heapPerOp*uint64(max(hs.ops, 0))
+}
 
 // run performs one chaos run and returns what it found; only setup failures
 // stop the test here.
@@ -198,7 +235,7 @@ func run(t *testing.T, cfg config) *report {
 	if !cfg.short {
 		period, warmup = 5*time.Second, min(30*time.Second, cfg.duration/4)
 	}
-	heap := startHeap(period, warmup)
+	heap := startHeap(period, warmup, h.opsDone.Load)
 	sched := newScheduler(h, mc, rng.Int63(), cfg.short, cfg.kinds, func(f string, a ...any) {
 		if *flagVerbose {
 			cfg.logf(f, a...)
@@ -217,7 +254,7 @@ func run(t *testing.T, cfg config) *report {
 	close(stop)
 	wg.Wait()
 	elapsed := time.Since(start)
-	heapBase, heapMax, heapN := heap.close()
+	heapst := heap.close()
 	heap1, heap2 := heap.halves()
 	h.faults.clear()
 
@@ -247,7 +284,7 @@ func run(t *testing.T, cfg config) *report {
 	h.lat.close()
 
 	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details,
-		heapBase: heapBase, heapMax: heapMax, heapN: heapN, heap1: heap1, heap2: heap2, lateMax: h.lat.max()}
+		heapst: heapst, heap1: heap1, heap2: heap2, lateMax: h.lat.max()}
 	for _, w := range workers {
 		r.st.add(&w.st)
 	}
@@ -293,8 +330,10 @@ func (r *report) format() string {
 	fmt.Fprintf(&b, " lost=%d duplicated=%d resent=%d applied-after-failure=%d not-written-reached=%d",
 		st.lost, st.duplicated, st.resent, st.phantom, st.unwrittenSent)
 	fmt.Fprintf(&b, " late=%d (max over timeout %v, worst lateness %v)", st.late, st.maxOver.Round(time.Millisecond), r.lateMax.Round(time.Millisecond))
-	fmt.Fprintf(&b, " heap-max=%.1fMiB (after warm-up %.1fMiB; largest in the first half %.1fMiB, second half %.1fMiB; %d samples)",
-		mib(r.heapMax), mib(r.heapBase), mib(r.heap1), mib(r.heap2), r.heapN)
+	hs := &r.heapst
+	fmt.Fprintf(&b, " heap-max=%.1fMiB (after warm-up %.1fMiB, at the end %.1fMiB after %d more operations: %.0f B/op; largest in the first half %.1fMiB, second half %.1fMiB; %d samples)",
+		mib(hs.max), mib(hs.base), mib(hs.end), hs.ops, float64(int64(hs.end)-int64(hs.base))/float64(max(hs.ops, 1)),
+		mib(r.heap1), mib(r.heap2), hs.samples)
 	if st.spurious > 0 || st.overflows > 0 {
 		fmt.Fprintf(&b, " ambiguous-without-doubt=%d model-overflows=%d", st.spurious, st.overflows)
 	}
@@ -358,7 +397,7 @@ func TestChaos(t *testing.T) {
 				}
 			}
 			cfg := config{name: name, opts: clientConfigs[name], seed: *flagSeed, duration: per, short: short,
-				workers: workers, keys: *flagKeys, kinds: parseFaults(t), heap: uint64(*flagHeap) << 20, logf: t.Logf}
+				workers: workers, keys: *flagKeys, kinds: parseFaults(t), heap: uint64(*flagHeap) << 20, heapPerOp: uint64(max(*flagHeapOp, 0)), logf: t.Logf}
 			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s -chaos.workers=%d -chaos.keys=%d -chaos.faults=%s",
 				name, cfg.seed, name, workers, cfg.keys, *flagFaults)
 			if !short {

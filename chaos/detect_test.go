@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,3 +102,95 @@ type fakeT struct {
 func (f *fakeT) Helper()                           {}
 func (f *fakeT) Errorf(format string, args ...any) { f.msg += fmt.Sprintf(format, args...) + "\n" }
 func (f *fakeT) Logf(format string, args ...any)   {}
+
+// leaky is a client that retains 16 KiB per operation, as a client with a
+// leak per request would (a response buffer kept in a map, say).
+type leaky struct {
+	kvAPI
+	mu   sync.Mutex
+	kept [][]byte
+}
+
+func (l *leaky) leak() {
+	l.mu.Lock()
+	l.kept = append(l.kept, make([]byte, 16<<10))
+	l.mu.Unlock()
+}
+
+func (l *leaky) Get(ctx context.Context, key string, opts *client.GetOptions) (client.GetResult, error) {
+	l.leak()
+	return l.kvAPI.Get(ctx, key, opts)
+}
+
+func (l *leaky) Upsert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+	l.leak()
+	return l.kvAPI.Upsert(ctx, key, value, opts)
+}
+
+func (l *leaky) Insert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+	l.leak()
+	return l.kvAPI.Insert(ctx, key, value, opts)
+}
+
+func (l *leaky) Replace(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+	l.leak()
+	return l.kvAPI.Replace(ctx, key, value, opts)
+}
+
+func (l *leaky) Append(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+	l.leak()
+	return l.kvAPI.Append(ctx, key, value, opts)
+}
+
+func (l *leaky) Prepend(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+	l.leak()
+	return l.kvAPI.Prepend(ctx, key, value, opts)
+}
+
+func (l *leaky) Remove(ctx context.Context, key string, opts *client.MutateOptions) (client.MutationResult, error) {
+	l.leak()
+	return l.kvAPI.Remove(ctx, key, opts)
+}
+
+func (l *leaky) Increment(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error) {
+	l.leak()
+	return l.kvAPI.Increment(ctx, key, opts)
+}
+
+func (l *leaky) Decrement(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error) {
+	l.leak()
+	return l.kvAPI.Decrement(ctx, key, opts)
+}
+
+func (l *leaky) Touch(ctx context.Context, key string, expiry time.Duration, opts *client.GetOptions) (client.MutationResult, error) {
+	l.leak()
+	return l.kvAPI.Touch(ctx, key, expiry, opts)
+}
+
+func (l *leaky) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *client.GetOptions) (client.GetResult, error) {
+	l.leak()
+	return l.kvAPI.GetAndLock(ctx, key, lockTime, opts)
+}
+
+func (l *leaky) Unlock(ctx context.Context, key string, cas uint64, opts *client.GetOptions) error {
+	l.leak()
+	return l.kvAPI.Unlock(ctx, key, cas, opts)
+}
+
+// The memory check is not vacuous: a client retaining 16 KiB per operation
+// fails a short run's per-operation bound on the heap's growth (the
+// absolute slack alone would need thousands more operations to notice).
+func TestChaosDetectsLeak(t *testing.T) {
+	cfg := config{name: "leaky", seed: *flagSeed, duration: 1500 * time.Millisecond, short: true,
+		workers: 4, keys: 8, kinds: []faultKind{}, heap: 1 << 30, heapPerOp: defaultHeapPerOp, logf: t.Logf,
+		wrap: func(k kvAPI) kvAPI { return &leaky{kvAPI: k} }}
+	cfg.rerun = "go test ./chaos -run TestChaosDetectsLeak"
+	r := run(t, cfg)
+	t.Log(r.summary)
+	if _, exceeded := r.heapGrowthExceeded(); !exceeded {
+		t.Fatalf("a client retaining 16 KiB per operation went unnoticed: %s", r.summary)
+	}
+	if f := strings.Join(r.failures(), "; "); !strings.Contains(f, "per operation") {
+		t.Errorf("the failures do not report the heap's growth per operation: %q", f)
+	}
+}

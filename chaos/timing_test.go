@@ -135,22 +135,27 @@ func (l *lateness) check(h *harness, ks *keyState, op *opRec) {
 	}
 }
 
-// heapSampler records the heap in use after a GC, periodically.
+// heapSampler records the heap in use after a GC, periodically, with the
+// number of operations done so far.
 type heapSampler struct {
 	start  time.Time
 	warmup time.Duration
+	ops    func() int64
 	stop   chan struct{}
 	done   chan struct{}
 
 	mu       sync.Mutex
 	baseline uint64 // the first sample after warm-up
+	baseOps  int64  // operations done at the baseline sample
+	last     uint64 // the latest sample (the final one after close)
+	lastOps  int64
 	maxInuse uint64
 	samples  int
 	series   []uint64 // every sample after warm-up, for the trend
 }
 
-func startHeap(period, warmup time.Duration) *heapSampler {
-	s := &heapSampler{start: time.Now(), warmup: warmup, stop: make(chan struct{}), done: make(chan struct{})}
+func startHeap(period, warmup time.Duration, ops func() int64) *heapSampler {
+	s := &heapSampler{start: time.Now(), warmup: warmup, ops: ops, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(period)
@@ -171,15 +176,17 @@ func (s *heapSampler) sample() {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	ops := s.ops()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Since(s.start) < s.warmup {
 		return
 	}
 	if s.samples == 0 {
-		s.baseline = ms.HeapInuse
+		s.baseline, s.baseOps = ms.HeapInuse, ops
 	}
 	s.samples++
+	s.last, s.lastOps = ms.HeapInuse, ops
 	s.maxInuse = max(s.maxInuse, ms.HeapInuse)
 	s.series = append(s.series, ms.HeapInuse)
 }
@@ -200,13 +207,20 @@ func (s *heapSampler) halves() (first, second uint64) {
 	return first, second
 }
 
-// close stops the sampler after a last sample and returns the baseline and
-// the maximum.
-func (s *heapSampler) close() (baseline, maxInuse uint64, samples int) {
+// heapStats is what the sampler saw after warm-up.
+type heapStats struct {
+	base, max, end uint64 // the baseline, largest and final heap in use
+	ops            int64  // operations done between the baseline and the end
+	samples        int
+}
+
+// close stops the sampler after a last sample (the workers have stopped)
+// and returns what it saw.
+func (s *heapSampler) close() heapStats {
 	close(s.stop)
 	<-s.done
 	s.sample()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.baseline, s.maxInuse, s.samples
+	return heapStats{base: s.baseline, max: s.maxInuse, end: s.last, ops: s.lastOps - s.baseOps, samples: s.samples}
 }

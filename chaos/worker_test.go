@@ -227,6 +227,7 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	ks.mu.Unlock()
 
 	w.st.ops[op.kind]++
+	w.h.opsDone.Add(1)
 	op.err = err
 	op.outcome = classify(err)
 	w.st.outcomes[op.outcome]++
