@@ -231,7 +231,7 @@ func (cn *conn) flushLocked() error {
 
 // close closes the connection: once it returns, no further request of it
 // is dispatched (one being handled finishes first, under wmu). The serve
-// goroutine may still be returning; closeAndWait waits for it.
+// goroutine may still be returning; closeConns waits for it.
 func (cn *conn) close() {
 	cn.closeOnce.Do(func() {
 		close(cn.done)

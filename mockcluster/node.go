@@ -287,10 +287,10 @@ func (n *Node) stop(final bool) {
 
 // Stop stops the node as a crash would: its connections close and new ones
 // are refused until Restart. When Stop returns the node applies nothing
-// more, not even requests it had already read. On Linux the node keeps its ports bound
-// meanwhile (not listening), so Restart gets them back. The cluster's configs
-// still name it (fail it over with Cluster.Failover to change that). Its
-// data stays in the cluster.
+// more, not even requests it had already read. On Linux the node keeps its
+// ports bound meanwhile (not listening), so Restart gets them back. The
+// cluster's configs still name it (fail it over with Cluster.Failover to
+// change that). Its data stays in the cluster.
 func (n *Node) Stop() { n.stop(false) }
 
 // Restart starts a stopped node again on the same ports. It fails when the
