@@ -581,6 +581,11 @@ func TestTLSHandshakeFailureKinds(t *testing.T) {
 	alert := func(nc net.Conn) { // a TLS 1.3-only server refuses TLS 1.2 with an alert
 		tls.Server(nc, &tls.Config{MinVersion: tls.VersionTLS13}).Handshake()
 	}
+	badHello := func(nc net.Conn) { // a handshake record with an empty ServerHello: the client sends the alert
+		nc.Read(make([]byte, 4096))
+		nc.Write([]byte{0x16, 0x03, 0x03, 0x00, 0x04, 0x02, 0x00, 0x00, 0x00})
+		io.Copy(io.Discard, nc)
+	}
 	client := &tls.Config{InsecureSkipVerify: true}
 	for _, tc := range []struct {
 		name  string
@@ -597,6 +602,10 @@ func TestTLSHandshakeFailureKinds(t *testing.T) {
 		}},
 		{"alert", alert, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}, true, func(err error) bool {
 			return strings.Contains(err.Error(), "protocol version")
+		}},
+		{"malformed ServerHello", badHello, client, true, func(err error) bool {
+			var op *net.OpError
+			return errors.As(err, &op) && op.Op == "local error"
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

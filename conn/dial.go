@@ -199,8 +199,9 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 // TLS_ERROR, which fails fast) rather than the network's (the node went
 // away, which a retry may get past):
 //
-//   - TLS: an alert from the server (crypto/tls reports one as a
-//     *net.OpError whose Op is "remote error"), a certificate that did not
+//   - TLS: an alert from the server or one crypto/tls sent about the
+//     server's messages (a *net.OpError whose Op is "remote error" or
+//     "local error"), a certificate that did not
 //     verify (*tls.CertificateVerificationError, x509 errors), a peer that
 //     does not speak TLS (tls.RecordHeaderError), and crypto/tls's own
 //     refusals (no common version or cipher suite, a malformed handshake
@@ -209,8 +210,10 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 //     net.Error from the socket (a reset is a *net.OpError).
 func isTLSFailure(err error) bool {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "remote error" {
-		return true // an alert from the server
+	if errors.As(err, &op) && (op.Op == "remote error" || op.Op == "local error") {
+		// An alert from the server, or one crypto/tls sent it: a
+		// malformed or unexpected handshake message, a bad record MAC.
+		return true
 	}
 	var alert tls.AlertError
 	var verify *tls.CertificateVerificationError
