@@ -39,7 +39,12 @@ type Match struct {
 	// Key restricts the fault to requests for this document key (without
 	// collection prefix).
 	Key string
-	// Func, when set, must also return true.
+	// Func, when set, must also return true. It runs on the connection's
+	// serve goroutine, as Control's function does: it must not block, nor
+	// call what closes connections and waits for their goroutines (Stop,
+	// DropConnections, RemoveUser, RemoveBucket, RemoveNode, Close), which
+	// would wait for itself. Start those on another goroutine, or use
+	// Action.Close to drop this connection.
 	Func func(r *Request) bool
 }
 
