@@ -47,8 +47,12 @@ func (e *ConnStrError) Error() string {
 	return fmt.Sprintf("kvwire: invalid connection string %q: %s", e.Input, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrInvalidConnStr) true.
-func (e *ConnStrError) Is(target error) bool { return target == ErrInvalidConnStr }
+// Is makes errors.Is(err, ErrInvalidConnStr) and errors.Is(err,
+// ErrInvalidArgument) true: a bad connection string is a bad argument to
+// Connect.
+func (e *ConnStrError) Is(target error) bool {
+	return target == ErrInvalidConnStr || target == ErrInvalidArgument
+}
 
 // ConnStr is a parsed connection string:
 //

@@ -71,6 +71,7 @@ func TestParseConnStrErrors(t *testing.T) {
 			_, err := ParseConnStr(in)
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, ErrInvalidConnStr))
+			assert.True(t, errors.Is(err, ErrInvalidArgument))
 			assert.Contains(t, err.Error(), want)
 		})
 	}
