@@ -244,7 +244,13 @@ func (n *node) dial() (*conn.Conn, error) {
 // drainAndClose waits until the connections have no request in flight (or
 // the longest operation timeout passed, or the client closes), then closes
 // them. Every request carries a deadline, so the wait ends by itself; the
-// bound is a backstop.
+// bound is a backstop. An attempt that picked a connection just before the
+// node left and queues its request between the last check and the close
+// (a window of microseconds) fails like any request on a closed
+// connection: not written, and retried elsewhere; or, had its bytes gone
+// out, in flight (a mutation is then ambiguous, never sent twice). A
+// per-node count of attempts between pick and send would close the window
+// at two contended atomic operations per request; it is not worth it.
 func (n *node) drainAndClose() {
 	deadline := time.Now().Add(max(n.c.opts.KVTimeout, time.Duration(n.c.longestTimeout.Load())) + time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
