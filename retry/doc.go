@@ -112,13 +112,18 @@
 // ErrAuthenticationFailure, ErrTLS, ErrBucketAccess, ErrScopeNotFound or
 // ErrCollectionNotFound, and BestEffort keeps waiting, until the deadline,
 // for the condition to clear (credentials fixed, bucket or collection
-// created), the timeout then listing the reason.
+// created), the timeout then listing the reason. The client gives
+// AUTHENTICATION_ERROR for the server's AUTH_ERROR (0x20) to SASL, and also
+// for refusals it makes itself that no retry can heal (no SASL mechanism
+// both sides allow, PLAIN not allowed, a NUL in the credentials): a wider
+// use than the RFC's "explicit 0x20", chosen so that a misconfiguration
+// fails fast instead of timing out.
 //
 // ReasonForStatus maps response statuses to reasons (RFC 0049's
 // response-code list with its exceptions: UNKNOWN_COLLECTION is not retried
 // for COLLECTIONS_GET_ID, LOCKED is not retried for UNLOCK_KEY, DCP opcodes
-// are never retried). ReasonForErrorMap does it for statuses the client does
-// not know, from the node's error map. IsIdempotent is RFC 0049's idempotent
+// are never retried). ReasonForErrorMap does it, from the node's error map,
+// for statuses the client has no outcome of its own for. IsIdempotent is RFC 0049's idempotent
 // operation list, by opcode.
 //
 // # Strategies
