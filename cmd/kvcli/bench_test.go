@@ -103,15 +103,9 @@ func TestBenchInterrupt(t *testing.T) {
 	_, env := newMock(t, mockcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
 	start := time.Now()
-	go func() {
-		done <- run(ctx, []string{"bench", "--duration", "1m", "--concurrency", "4", "--keys", "100"}, &env_{
-			stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
-			getenv: func(k string) string { return env[k] },
-		})
-	}()
+	bg := startKvcli(ctx, []string{"bench", "--duration", "1m", "--concurrency", "4", "--keys", "100"}, env)
+	done, stdout, stderr := bg.done, &bg.stdout, &bg.stderr
 	// The first progress line proves the run is under way; then Ctrl-C.
 	waitFor(t, 20*time.Second, "a progress line", func() bool { return strings.Contains(stderr.String(), "ops/s") })
 	cancel()
@@ -148,14 +142,8 @@ func TestBenchInterruptPreload(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var stdout, stderr syncBuffer
-		done := make(chan int, 1)
-		go func() {
-			done <- run(ctx, args, &env_{
-				stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
-				getenv: func(k string) string { return env[k] },
-			})
-		}()
+		bg := startKvcli(ctx, args, env)
+		done, stdout, stderr := bg.done, &bg.stdout, &bg.stderr
 		waitFor(t, 20*time.Second, "the preload under way", func() bool {
 			return b.MutationCount("_default", "_default", prefix+"00000001") > 0
 		})

@@ -325,14 +325,8 @@ func TestInterruptedWriteInFlight(t *testing.T) {
 		if jsonOut {
 			args = append(args, "--json")
 		}
-		var stdout, stderr syncBuffer
-		done := make(chan int, 1)
-		go func() {
-			done <- run(ctx, args, &env_{
-				stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr,
-				getenv: func(k string) string { return env[k] },
-			})
-		}()
+		bg := startKvcli(ctx, args, env)
+		done, stdout, stderr := bg.done, &bg.stdout, &bg.stderr
 		waitFor(t, 10*time.Second, "the set applied", func() bool {
 			return b.MutationCount(client.DefaultScope, client.DefaultCollection, key) == 1
 		})

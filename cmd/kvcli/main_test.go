@@ -87,6 +87,25 @@ func runKVCtx(ctx context.Context, env map[string]string, stdin string, args ...
 // the tests' env maps.
 type env_ = env
 
+// background runs kvcli with args under ctx on another goroutine, for
+// tests that interrupt it (cancel ctx, as Ctrl-C does): done receives the
+// exit code; stdout and stderr can be read while it runs.
+type background struct {
+	done           chan int
+	stdout, stderr syncBuffer
+}
+
+func startKvcli(ctx context.Context, args []string, env map[string]string) *background {
+	bg := &background{done: make(chan int, 1)}
+	go func() {
+		bg.done <- run(ctx, args, &env_{
+			stdin: strings.NewReader(""), stdout: &bg.stdout, stderr: &bg.stderr,
+			getenv: func(k string) string { return env[k] },
+		})
+	}()
+	return bg
+}
+
 // newMock starts a mock cluster and returns it with the environment that
 // points kvcli at it.
 func newMock(t *testing.T, o mockcluster.Options) (*mockcluster.Cluster, map[string]string) {
