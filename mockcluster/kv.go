@@ -197,10 +197,7 @@ func (cn *conn) get(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, "GET takes no extras and no value")
 		return
 	}
-	if !cn.framesOK(p) {
-		return
-	}
-	t, ok := cn.locate(p, op == memdx.OpGetReplica)
+	t, ok := cn.locateChecked(p, op == memdx.OpGetReplica)
 	if !ok {
 		return
 	}
@@ -237,10 +234,14 @@ func (cn *conn) get(p *memdx.Packet) {
 	cn.reply(p, memdx.StatusSuccess, cas, dt, ext[:], key, value)
 }
 
-// framesOK parses frame infos for a read; it reports false after answering.
-func (cn *conn) framesOK(p *memdx.Packet) bool {
-	_, ok := cn.parseFrames(p, false, false)
-	return ok
+// locateChecked is locate for a request that is not a mutation: it parses
+// its frame infos as a read's (no durability, no preserve-TTL) first. It
+// reports false after answering the error.
+func (cn *conn) locateChecked(p *memdx.Packet, replica bool) (target, bool) {
+	if _, ok := cn.parseFrames(p, false, false); !ok {
+		return target{}, false
+	}
+	return cn.locate(p, replica)
 }
 
 // inValue reads a mutation's value: it checks the datatype against what was
@@ -692,10 +693,7 @@ func (cn *conn) touch(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, "TOUCH/GAT extras must be the expiry (4 bytes), no value")
 		return
 	}
-	if !cn.framesOK(p) {
-		return
-	}
-	t, ok := cn.locate(p, false)
+	t, ok := cn.locateChecked(p, false)
 	if !ok {
 		return
 	}
@@ -739,10 +737,7 @@ func (cn *conn) getLocked(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, "GET_LOCKED extras must be empty or the lock time (4 bytes)")
 		return
 	}
-	if !cn.framesOK(p) {
-		return
-	}
-	t, ok := cn.locate(p, false)
+	t, ok := cn.locateChecked(p, false)
 	if !ok {
 		return
 	}
@@ -787,10 +782,7 @@ func (cn *conn) unlock(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, "UNLOCK_KEY takes no extras and no value")
 		return
 	}
-	if !cn.framesOK(p) {
-		return
-	}
-	t, ok := cn.locate(p, false)
+	t, ok := cn.locateChecked(p, false)
 	if !ok {
 		return
 	}

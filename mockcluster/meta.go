@@ -30,10 +30,7 @@ func (cn *conn) getMeta(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, "GET_META takes no value")
 		return
 	}
-	if !cn.framesOK(p) {
-		return
-	}
-	t, ok := cn.locate(p, false)
+	t, ok := cn.locateChecked(p, false)
 	if !ok {
 		return
 	}
