@@ -335,29 +335,20 @@ func (r *report) text() string {
 	b.WriteString("\nTargets (ratios of medians from this run)\n\n")
 	writeAligned(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
 	b.WriteString("\n")
-	for _, n := range r.notes {
-		b.WriteString("- " + n + "\n")
-	}
+	r.writeNotes(&b)
 	return b.String()
 }
 
 func (r *report) markdown() string {
 	var b strings.Builder
 	b.WriteString("# kvwire benchmarks\n\n")
-	for _, l := range r.envLines() {
-		if c, rest, ok := strings.Cut(l, ": "); ok && c == "Command" {
-			l = "Command: `" + rest + "`"
-		}
-		b.WriteString("- " + l + "\n")
-	}
+	r.writeEnvList(&b)
 	b.WriteString("\n## Targets\n\n")
 	writeMarkdown(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
 	b.WriteString("\n## All figures\n\n")
 	writeMarkdown(&b, r.header, r.rows)
 	b.WriteString("\n")
-	for _, n := range r.notes {
-		b.WriteString("- " + n + "\n")
-	}
+	r.writeNotes(&b)
 	return b.String()
 }
 
@@ -368,22 +359,33 @@ func (r *report) readmeSection() string {
 	b.WriteString("Every figure below comes from one run of the command named, on the machine described; " +
 		"`reftest/bench-results.md` has the same report. The clients, the servers and the method are in " +
 		"`reftest/cmd/benchcmp` (package doc).\n\n")
+	r.writeEnvList(&b)
+	b.WriteString("\n")
+	writeMarkdown(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
+	b.WriteString("\n<details><summary>All figures</summary>\n\n")
+	writeMarkdown(&b, r.header, r.rows)
+	b.WriteString("\n")
+	r.writeNotes(&b)
+	b.WriteString("\n</details>\n")
+	return b.String()
+}
+
+// writeEnvList writes the run's header lines as a markdown list, the
+// command in backquotes.
+func (r *report) writeEnvList(b *strings.Builder) {
 	for _, l := range r.envLines() {
 		if c, rest, ok := strings.Cut(l, ": "); ok && c == "Command" {
 			l = "Command: `" + rest + "`"
 		}
 		b.WriteString("- " + l + "\n")
 	}
-	b.WriteString("\n")
-	writeMarkdown(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
-	b.WriteString("\n<details><summary>All figures</summary>\n\n")
-	writeMarkdown(&b, r.header, r.rows)
-	b.WriteString("\n")
+}
+
+// writeNotes writes the method notes as a list.
+func (r *report) writeNotes(b *strings.Builder) {
 	for _, n := range r.notes {
 		b.WriteString("- " + n + "\n")
 	}
-	b.WriteString("\n</details>\n")
-	return b.String()
 }
 
 func writeAligned(b *strings.Builder, header []string, rows [][]string) {
