@@ -3,7 +3,6 @@ package conn
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -66,17 +65,7 @@ func TestDoDeadline(t *testing.T) {
 
 // A deadline costs no allocation: the timer is reused with the pooled call.
 func TestDoDeadlineAllocs(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go echoGets(t, ln, true)
-	c, err := Dial(testCtx(t), ln.Addr().String(), Options{Memcached: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialEchoGets(t)
 	req := memdx.NewGet([]byte("some-key"))
 	handle := func(p *memdx.Packet) error { return nil }
 	ctx := context.Background()

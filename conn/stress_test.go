@@ -210,17 +210,7 @@ func TestExactlyOnceUnderChaos(t *testing.T) {
 // rounds down). Under -race, sync.Pool drops a quarter of what is put back,
 // so a pooled record is sometimes made anew: the bound is looser there.
 func TestDoAllocs(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go echoGets(t, ln, true)
-	c, err := Dial(testCtx(t), ln.Addr().String(), Options{Memcached: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialEchoGets(t)
 	req := memdx.NewGet([]byte("some-key"))
 	var n int
 	handle := func(p *memdx.Packet) error { n += len(p.Value); return nil }
@@ -251,6 +241,24 @@ func TestDoAllocs(t *testing.T) {
 	if perOp > limit {
 		t.Fatalf("%.4f allocations per Do, want at most %g", perOp, limit)
 	}
+}
+
+// dialEchoGets dials, in memcached mode, a local echoGets server that
+// closes with the test.
+func dialEchoGets(t *testing.T) *Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go echoGets(t, ln, true)
+	c, err := Dial(testCtx(t), ln.Addr().String(), Options{Memcached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // echoGets serves one connection: the memcached bootstrap (when boot is
