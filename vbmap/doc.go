@@ -94,7 +94,9 @@
 //     OnNotMyVbucket(c), c being the config the next attempt will use. If c
 //     has a forward map the operation moves to the forward map and remembers
 //     c's Version; if not, it stays on the current map and simply retries
-//     (the retry layer decides when).
+//     (the retry layer decides when), the NMV kept pending: if the config
+//     a later attempt is routed with has a forward map (it arrived between
+//     the NMV and the retry), the operation moves to it then.
 //  3. On the forward map, every later attempt uses the forward map of the
 //     config it is routed with, including a newer config that still has one;
 //     further NMVs keep it there.

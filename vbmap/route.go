@@ -12,8 +12,11 @@ package vbmap
 //     OnNotMyVbucket with the config it now holds (after applying the config
 //     in the NMV body, if any). If that config has a forward map
 //     (vBucketMapForward), the operation moves to the forward map, and
-//     remembers that config's version. Otherwise nothing changes: the next
-//     attempt uses the current map again (RFC steps 3-5).
+//     remembers that config's version. Otherwise the NMV is kept pending:
+//     the next attempt uses the current map again (RFC steps 3-5), unless
+//     the config it is routed with has a forward map (one that arrived
+//     between the NMV and the retry), which moves it to that forward map
+//     as if it had been held at the NMV.
 //  3. Once on the forward map, every later attempt uses the forward map of
 //     the config it is routed with, including a newer config that still has
 //     a forward map (RFC steps 6-9).
@@ -28,7 +31,10 @@ package vbmap
 //     state.
 type RouteState struct {
 	forward bool
-	since   Version // version of the newest config that put the op on the forward map
+	// nmv: an NMV was met while the config held had no forward map, and
+	// the operation has not been on a forward map since.
+	nmv   bool
+	since Version // version of the newest config that put the op on the forward map
 }
 
 // OnForwardMap reports whether the next attempt will use a forward map
@@ -58,11 +64,14 @@ func (s *RouteState) Route(c *Config, key []byte, replica int) (server int, vb u
 		return -1, 0, ErrNoVbucketMap
 	}
 	vb = VbucketForKey(key, c.numVbuckets)
-	if s.forward && c.fwd == nil {
+	switch {
+	case s.forward && c.fwd == nil:
 		if !c.version.Newer(s.since) {
 			return -1, vb, ErrStaleConfig
 		}
 		s.forward = false
+	case s.nmv && c.fwd != nil:
+		s.forward, s.nmv, s.since = true, false, c.version
 	}
 	server, err = c.VbucketServer(vb, replica, s.forward)
 	return server, vb, err
@@ -72,10 +81,11 @@ func (s *RouteState) Route(c *Config, key []byte, replica int) (server int, vb u
 // config the next attempt will be routed with. A nil c changes nothing.
 func (s *RouteState) OnNotMyVbucket(c *Config) {
 	if c == nil || c.fwd == nil {
+		s.nmv = s.nmv || !s.forward
 		return
 	}
 	if !s.forward || c.version.Newer(s.since) {
 		s.since = c.version
 	}
-	s.forward = true
+	s.forward, s.nmv = true, false
 }

@@ -117,6 +117,13 @@ func TestRFC0005Sequences(t *testing.T) {
 			{nmv: B, forward: true},
 			{cfg: B, server: 2, forward: true},
 		}},
+		{"NMV without a forward map, then a config with one arrives before the retry: forward", []routeStep{
+			{cfg: A, server: 0},
+			{nmv: A},
+			{cfg: B, server: 2, forward: true},
+			{cfg: D, server: 1},
+			{cfg: G, server: 0}, // back on the current map: a new forward map needs a new NMV
+		}},
 		{"NMV when the config now held has no forward map: stay on current", []routeStep{
 			{cfg: B, server: 0},
 			{nmv: D},
