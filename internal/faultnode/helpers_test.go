@@ -134,3 +134,23 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+// cancelAfter runs do with a context it cancels once event fires (the
+// request has reached the fault), and returns do's error: an answer that
+// came anyway makes it nil.
+func cancelAfter[T any](t *testing.T, event <-chan T, do func(context.Context) error) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- do(ctx) }()
+	select {
+	case <-event:
+	case err := <-done:
+		t.Fatalf("returned before the request reached the fault: %v", err)
+	case <-time.After(testTimeout):
+		t.Fatal("the request never reached the fault")
+	}
+	cancel()
+	return recv(t, done)
+}
