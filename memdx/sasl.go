@@ -170,6 +170,25 @@ func validNonce(n string) bool {
 	return true
 }
 
+// serverAcceptsClientNonce is the server's check of a client nonce, which is
+// Couchbase Server's rather than RFC 5802's: kv_engine's cbsasl
+// (cbsasl/scram-sha/scram-sha.cc, ScramShaBackend::addAttribute for 'r')
+// takes any non-empty nonce of C-locale isprint characters other than ',',
+// i.e. 0x20-0x7e: the space RFC 5802 leaves out is accepted, and Couchbase's
+// C++ SDK core sends nonces with spaces. Bytes outside that range are
+// rejected as the server rejects them.
+func serverAcceptsClientNonce(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; c < 0x20 || c > 0x7e || c == ',' {
+			return false
+		}
+	}
+	return true
+}
+
 // Mechanism returns the mechanism name.
 func (c *ScramClient) Mechanism() string { return c.mech }
 
@@ -367,7 +386,7 @@ func (s *ScramServer) ServerFirst(clientFirst []byte) ([]byte, error) {
 		return nil, malformed(what, "n", "user name missing or badly escaped")
 	}
 	cnonce := attrs[1].val
-	if !validNonce(cnonce) {
+	if !serverAcceptsClientNonce(cnonce) {
 		return nil, malformed(what, "r", "nonce missing or not printable")
 	}
 	snonce, err := s.nonce()
