@@ -246,10 +246,19 @@ func (cn *conn) selectBucket(p *memdx.Packet) {
 		cn.ok(p)
 		return
 	}
+	// As kv_engine's select_bucket (daemon/protocol/mcbp/
+	// select_bucket_executor.cc): the user's access to the name is checked
+	// first (EACCESS), then that the bucket exists (KEY_ENOENT), so a user
+	// who may use any bucket learns that a name does not exist and one who
+	// may not learns nothing.
 	u := cn.user.Load()
-	b := cn.c.Bucket(name)
-	if b == nil || !u.mayUse(name) {
+	if !u.mayUse(name) {
 		cn.fail(p, memdx.StatusNoAccess, "No access to bucket "+strconv.Quote(name))
+		return
+	}
+	b := cn.c.Bucket(name)
+	if b == nil {
+		cn.fail(p, memdx.StatusKeyNotFound, "No bucket "+strconv.Quote(name))
 		return
 	}
 	cn.bucket.Store(b)
@@ -282,14 +291,14 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) {
 		return
 	}
 	var ver memdx.ClusterConfigVersion
-	var body []byte
+	var body, snappyBody []byte
 	if b := cn.bucket.Load(); b != nil {
 		s := b.snap.Load()
-		ver, body = s.version(), s.json[cn.n.id]
+		ver, body, snappyBody = s.version(), s.json[cn.n.id], s.snappy[cn.n.id]
 	} else {
 		g := cn.c.global.Load()
 		ver = memdx.ClusterConfigVersion{Epoch: cn.c.epoch, Revision: g.rev}
-		body = g.json[cn.n.id]
+		body, snappyBody = g.json[cn.n.id], g.snappy[cn.n.id]
 	}
 	if hasKnown {
 		cn.learn(known)
@@ -299,7 +308,8 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) {
 		}
 	}
 	cn.learn(ver)
-	cn.reply(p, memdx.StatusSuccess, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, body)
+	value, dt := cn.configBody(body, snappyBody)
+	cn.reply(p, memdx.StatusSuccess, 0, dt, nil, nil, value)
 }
 
 var processStart = time.Now()
