@@ -67,8 +67,9 @@ type bucketSnap struct {
 	// otherwise.
 	fwd      [][]int
 	manifest *manifest
-	// json is the config as each node serves it (thisNode differs).
-	json map[int][]byte
+	// json is the config as each node serves it (thisNode differs); snappy
+	// is the same config snappy-compressed, for SnappyEverywhere clients.
+	json, snappy map[int][]byte
 }
 
 func (s *bucketSnap) version() memdx.ClusterConfigVersion {

@@ -51,6 +51,7 @@ type note struct {
 	bucket string
 	ver    memdx.ClusterConfigVersion
 	config []byte
+	snappy []byte // config compressed
 }
 
 // unlock releases c.mu and then sends the notifications that publishing
@@ -61,13 +62,13 @@ func (c *Cluster) unlock() {
 	c.notes = nil
 	c.mu.Unlock()
 	for _, n := range notes {
-		n.cn.notify(n.bucket, n.ver, n.config)
+		n.cn.notify(n.bucket, n.ver, n.config, n.snappy)
 	}
 }
 
 type globalSnap struct {
-	rev  int64
-	json map[int][]byte
+	rev          int64
+	json, snappy map[int][]byte
 }
 
 // New starts a cluster. Close it when done (t.Cleanup(c.Close) in tests).
@@ -364,10 +365,11 @@ func balancedMap(servers []int, numVbs, numReplicas int) [][]int {
 func (c *Cluster) publishLocked(b *Bucket, servers []int, chains, fwd [][]int, m *manifest) *bucketSnap {
 	c.rev++
 	s := &bucketSnap{rev: c.rev, epoch: c.epoch, servers: servers, chains: chains, fwd: fwd,
-		manifest: m, json: make(map[int][]byte)}
+		manifest: m, json: make(map[int][]byte), snappy: make(map[int][]byte)}
 	for _, n := range c.nodes {
 		if n != nil {
 			s.json[n.id] = c.renderBucketConfig(b, s, n.id)
+			s.snappy[n.id] = memdx.CompressSnappy(nil, s.json[n.id])
 		}
 	}
 	b.snap.Store(s)
@@ -379,10 +381,11 @@ func (c *Cluster) publishLocked(b *Bucket, servers []int, chains, fwd [][]int, m
 // be held.
 func (c *Cluster) publishGlobalLocked() {
 	c.rev++
-	g := &globalSnap{rev: c.rev, json: make(map[int][]byte)}
+	g := &globalSnap{rev: c.rev, json: make(map[int][]byte), snappy: make(map[int][]byte)}
 	for _, n := range c.nodes {
 		if n != nil {
 			g.json[n.id] = c.renderGlobalConfig(g.rev, n.id)
+			g.snappy[n.id] = memdx.CompressSnappy(nil, g.json[n.id])
 		}
 	}
 	c.global.Store(g)
@@ -429,7 +432,7 @@ func (c *Cluster) notifyBucket(b *Bucket, s *bucketSnap) {
 		}
 		for _, cn := range n.connList() {
 			if cn.bucket.Load() == b {
-				c.notes = append(c.notes, note{cn, b.name, s.version(), s.json[n.id]})
+				c.notes = append(c.notes, note{cn, b.name, s.version(), s.json[n.id], s.snappy[n.id]})
 			}
 		}
 	}
@@ -442,7 +445,7 @@ func (c *Cluster) notifyGlobal(g *globalSnap) {
 		}
 		for _, cn := range n.connList() {
 			if cn.bucket.Load() == nil && cn.authed.Load() {
-				c.notes = append(c.notes, note{cn, "", memdx.ClusterConfigVersion{Epoch: c.epoch, Revision: g.rev}, g.json[n.id]})
+				c.notes = append(c.notes, note{cn, "", memdx.ClusterConfigVersion{Epoch: c.epoch, Revision: g.rev}, g.json[n.id], g.snappy[n.id]})
 			}
 		}
 	}

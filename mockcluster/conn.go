@@ -261,7 +261,7 @@ func closeConns(conns []*conn) {
 // notify sends a cluster-map change notification if the connection asked
 // for them, still uses the bucket, and does not know this version yet
 // (brief notifications carry no config).
-func (cn *conn) notify(bucket string, ver memdx.ClusterConfigVersion, config []byte) {
+func (cn *conn) notify(bucket string, ver memdx.ClusterConfigVersion, config, snappyConfig []byte) {
 	brief := cn.has(memdx.FeatureClustermapChangeNotificationBrief)
 	if !brief && !cn.has(memdx.FeatureClustermapChangeNotification) {
 		return
@@ -284,8 +284,7 @@ func (cn *conn) notify(bucket string, ver memdx.ClusterConfigVersion, config []b
 	p := memdx.Packet{Magic: memdx.MagicServerReq, ServerOpCode: memdx.ServerOpClustermapChangeNotification,
 		Extras: ext[:], Key: []byte(bucket)}
 	if !brief {
-		p.Value = config
-		p.Datatype = cn.outDatatype(memdx.DatatypeJSON)
+		p.Value, p.Datatype = cn.configBody(config, snappyConfig)
 	}
 	cn.wbuf, _ = memdx.AppendPacket(cn.wbuf, &p)
 	_ = cn.flushLocked()
@@ -431,7 +430,21 @@ func (cn *conn) nmv(p *memdx.Packet, s *bucketSnap) {
 		return
 	}
 	cn.learn(v)
-	cn.reply(p, memdx.StatusNotMyVbucket, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, s.json[cn.n.id])
+	body, dt := cn.configBody(s.json[cn.n.id], s.snappy[cn.n.id])
+	cn.reply(p, memdx.StatusNotMyVbucket, 0, dt, nil, nil, body)
+}
+
+// configBody picks the form of a config a response or notification carries:
+// once SnappyEverywhere is negotiated kv_engine sends the compressed config
+// with datatype JSON|SNAPPY, in GET_CLUSTER_CONFIG answers
+// (daemon/protocol/mcbp/cluster_config_executor.cc), NOT_MY_VBUCKET bodies
+// (daemon/cookie.cc, Cookie::sendNotMyVBucket) and full cluster-map change
+// notifications (push_cluster_config); otherwise the JSON text.
+func (cn *conn) configBody(json, snappyJSON []byte) ([]byte, memdx.Datatype) {
+	if cn.has(memdx.FeatureSnappyEverywhere) && snappyJSON != nil {
+		return snappyJSON, cn.outDatatype(memdx.DatatypeJSON | memdx.DatatypeSnappy)
+	}
+	return json, cn.outDatatype(memdx.DatatypeJSON)
 }
 
 // dispatch handles one request with wmu held.
