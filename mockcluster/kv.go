@@ -47,8 +47,10 @@ func (cn *conn) handleKV(p *memdx.Packet) outcome {
 
 // frames are the frame infos of a request that the mock acts on.
 type frames struct {
-	durable     bool
-	level       memdx.DurabilityLevel
+	durable bool
+	level   memdx.DurabilityLevel
+	// timeout is the durability timeout the request gave (0: none given).
+	timeout     time.Duration
 	preserveTTL bool
 }
 
@@ -70,7 +72,7 @@ func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) 
 				st, ctx = memdx.StatusInvalidArgs, "Durability is only valid on mutations"
 				return errStop
 			}
-			level, _, err := memdx.DecodeDurabilityFrame(data)
+			level, timeout, err := memdx.DecodeDurabilityFrame(data)
 			if err != nil {
 				st, ctx = memdx.StatusInvalidArgs, err.Error()
 				if len(data) >= 1 && (data[0] == 0 || data[0] > byte(memdx.DurabilityPersistToMajority)) {
@@ -78,7 +80,7 @@ func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) 
 				}
 				return errStop
 			}
-			f.durable, f.level = true, level
+			f.durable, f.level, f.timeout = true, level, time.Duration(timeout)*time.Millisecond
 		case memdx.FramePreserveTTL:
 			if !ttl || len(data) != 0 {
 				st, ctx = memdx.StatusInvalidArgs, "PreserveTTL is not valid here"
@@ -345,7 +347,12 @@ func (cn *conn) mutated(h *memdx.Packet, r mutResult, value []byte) {
 // (it unlocks it). A plain write commits now; a synchronous write checks
 // that its durability is possible and, with a sync-write delay, stays
 // pending (other writers of the key get SYNC_WRITE_IN_PROGRESS) until a
-// timer commits it.
+// timer commits it. When the request's durability timeout ends first, the
+// write is aborted, never applied, and answered SYNC_WRITE_AMBIGUOUS, as
+// kv_engine's ActiveDurabilityMonitor aborts an expired SyncWrite
+// (engines/ep/src/durability/active_durability_monitor.cc, processTimeout;
+// VBucket::abort in engines/ep/src/vbucket.cc answers the client
+// sync_write_ambiguous).
 func (cn *conn) commitMutation(p *memdx.Packet, t target, f frames, commit func(now time.Time) mutResult,
 	respond func(h *memdx.Packet, r mutResult)) outcome {
 	if f.durable {
@@ -374,39 +381,65 @@ func (cn *conn) commitMutation(p *memdx.Packet, t target, f frames, commit func(
 	t.vb.pending[mk] = sw
 	t.vb.mu.Unlock()
 	h := reqHeader(p)
+	answer := func() {
+		if sw.aborted {
+			cn.fail(h, memdx.StatusSyncWriteAmbiguous, "The durability timeout expired before the synchronous write was committed")
+			return
+		}
+		respond(h, sw.res)
+	}
+	abortAfter := time.Duration(0)
+	if f.timeout > 0 && f.timeout < delay {
+		abortAfter = f.timeout
+	}
 	if cn.has(memdx.FeatureUnorderedExecution) {
 		sw.onDone = func() {
 			cn.wmu.Lock()
 			defer cn.wmu.Unlock()
 			if !cn.wclosed {
-				respond(h, sw.res)
+				answer()
 				_ = cn.flushLocked()
 			}
 		}
-		cn.c.scheduleCommit(t.vb, mk, sw, delay, commit)
+		cn.c.scheduleCommit(t.vb, mk, sw, delay, abortAfter, commit)
 		return outcome{}
 	}
-	cn.c.scheduleCommit(t.vb, mk, sw, delay, commit)
-	return outcome{wait: sw.done, then: func() { respond(h, sw.res) }}
+	cn.c.scheduleCommit(t.vb, mk, sw, delay, abortAfter, commit)
+	return outcome{wait: sw.done, then: answer}
 }
 
 // syncWrite is a pending synchronous write.
 type syncWrite struct {
-	done   chan struct{}
-	res    mutResult
-	onDone func()
+	done chan struct{}
+	res  mutResult
+	// aborted is set when the durability timeout ended the write unapplied.
+	aborted bool
+	onDone  func()
 }
 
-func (c *Cluster) scheduleCommit(vb *vbucket, mk string, sw *syncWrite, d time.Duration, commit func(time.Time) mutResult) {
-	run := func() {
+// scheduleCommit commits sw after d, or, when abortAfter is not 0 (it is
+// then shorter than d), aborts it after abortAfter. CommitSyncWrites
+// commits it before either.
+func (c *Cluster) scheduleCommit(vb *vbucket, mk string, sw *syncWrite, d, abortAfter time.Duration, commit func(time.Time) mutResult) {
+	finish := func(abort bool) {
 		vb.mu.Lock()
 		delete(vb.pending, mk)
-		sw.res = commit(c.clock.Now())
+		if abort {
+			sw.aborted = true
+		} else {
+			sw.res = commit(c.clock.Now())
+		}
 		vb.mu.Unlock()
 		close(sw.done)
 		if sw.onDone != nil {
 			sw.onDone()
 		}
+	}
+	run := func() { finish(false) }
+	fire := run
+	if abortAfter > 0 {
+		d = abortAfter
+		fire = func() { finish(true) }
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -426,7 +459,7 @@ func (c *Cluster) scheduleCommit(vb *vbucket, mk string, sw *syncWrite, d time.D
 		delete(c.timers, t)
 		c.mu.Unlock()
 		if mine {
-			run()
+			fire()
 		}
 	})
 	c.timers[t] = run
