@@ -79,14 +79,23 @@ func (s *bucketSnap) version() memdx.ClusterConfigVersion {
 // vbucket holds the documents of one vbucket: they move with it when a
 // rebalance or failover changes its owner.
 type vbucket struct {
-	mu        sync.Mutex
-	id        uint16
-	uuid      uint64
+	mu   sync.Mutex
+	id   uint16
+	uuid uint64
+	// history is the failover log before uuid: the earlier vbucket UUIDs,
+	// newest first, each with the seqno at which its successor began.
+	history   []failoverEntry
 	seqno     uint64
 	lastCas   uint64
 	docs      map[string]*document
 	mutations map[string]uint64
 	pending   map[string]*syncWrite
+}
+
+// failoverEntry is an earlier branch of a vbucket's history: its UUID and
+// the last seqno it saw (where the next UUID began).
+type failoverEntry struct {
+	uuid, lastSeqno uint64
 }
 
 // document is a stored item. Its value slice is never modified in place:

@@ -102,12 +102,17 @@
 //     PLAIN"; a failed login answers AUTH_ERROR, a malformed SCRAM message
 //     EINVAL, an unknown mechanism AUTH_ERROR. A new login leaves the
 //     selected bucket.
-//   - SELECT_BUCKET answers EACCESS for a bucket that does not exist or the
-//     user may not use ("@no bucket@" deselects).
+//   - SELECT_BUCKET answers EACCESS for a name the user may not use and
+//     KEY_ENOENT for a bucket it may use that does not exist, as kv_engine's
+//     select_bucket_executor.cc checks access first; a failed select keeps
+//     the selected bucket ("@no bucket@" deselects).
 //   - GET_CLUSTER_CONFIG returns the selected bucket's terse config (the
 //     cluster config without a bucket) with datatype JSON. With the 16-byte
 //     epoch/revision extras it returns an empty body unless its config is
-//     newer. The versions a connection was given (or said it knew) are its
+//     newer. Once SnappyEverywhere is negotiated configs go snappy-compressed
+//     with datatype JSON|SNAPPY, here, in NOT_MY_VBUCKET bodies and in full
+//     notifications (kv_engine's cluster_config_executor.cc, cookie.cc,
+//     push_cluster_config). The versions a connection was given (or said it knew) are its
 //     "known" config, used to leave the config out of NOT_MY_VBUCKET answers
 //     when the client negotiated DedupeNotMyVbucketClustermap and to skip
 //     notifications it does not need.
@@ -189,7 +194,17 @@
 //     Cluster.CommitSyncWrites; other mutations of the key, TOUCH/GAT,
 //     GET_LOCKED and UNLOCK_KEY answer SYNC_WRITE_IN_PROGRESS (TMPFAIL
 //     without XERROR) meanwhile, and reads see the previous value. Without a
-//     delay it commits at once.
+//     delay it commits at once. A durability timeout (milliseconds, in the
+//     frame info) shorter than the delay aborts the write when it ends: not
+//     applied, answered SYNC_WRITE_AMBIGUOUS, as kv_engine's durability
+//     monitor does; a write without a timeout waits for the delay.
+//   - OBSERVE_SEQNO and OBSERVE are served on the active and the replica
+//     nodes of a vbucket (NOT_MY_VBUCKET elsewhere), as kv_engine serves
+//     them for the SDKs' PersistTo/ReplicateTo: OBSERVE_SEQNO answers format
+//     0 for the current vbucket UUID, format 1 for an earlier UUID of the
+//     failover log (each Failover adds one), KEY_ENOENT for a UUID not in
+//     it; OBSERVE answers persisted (0x01) with the CAS or not found (0x80).
+//     Nothing is ever waiting for persistence: persisted seqno = current.
 //   - STAT (default group only) answers pid, uptime, time, version,
 //     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
 //     response each, then a response without key and value. Other groups
@@ -206,8 +221,8 @@
 //
 // # What the mock does not do
 //
-// Memcached (ketama) buckets, subdoc, xattrs, DCP, range scans, OBSERVE and
-// the other commands not listed above (they answer UNKNOWN_COMMAND);
+// Memcached (ketama) buckets, subdoc, xattrs, DCP, range scans and the
+// other commands not listed above (they answer UNKNOWN_COMMAND);
 // tombstones; persistence; replicas that lag (a replica read sees the
 // active's data at once).
 package mockcluster

@@ -39,6 +39,10 @@ func (cn *conn) handleKV(p *memdx.Packet) outcome {
 		cn.unlock(p)
 	case memdx.OpGetMeta:
 		cn.getMeta(p)
+	case memdx.OpObserveSeqno:
+		cn.observeSeqno(p)
+	case memdx.OpObserve:
+		cn.observe(p)
 	default:
 		cn.fail(p, memdx.StatusUnknownCommand, "")
 	}

@@ -362,6 +362,7 @@ func (c *Cluster) Failover(id int) error {
 			if s.chains[vb][0] == id {
 				v := b.vbs[vb]
 				v.mu.Lock()
+				v.history = append([]failoverEntry{{v.uuid, v.seqno}}, v.history...)
 				v.uuid = randUint64()
 				v.mu.Unlock()
 			}
