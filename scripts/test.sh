@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test kvwire has: vet, the race-enabled unit and integration tests
 # of the root module (memdx, errmap, vbmap, retry, conn, client, mockcluster,
-# kvcli), and the gocbcore reference tests in reftest/.
+# kvcli), and the reference tests in reftest/: gocbcore and the Couchbase
+# Node.js SDK (its C++ core) against the mock cluster.
+#
+# The Node.js SDK is installed into reftest/node/node_modules by
+# scripts/node-sdk.sh (npm ci, at the version package-lock.json pins). When
+# KVWIRE_REQUIRE_NODE=1 (CI sets it through .ci/run) an SDK that cannot be
+# installed fails the run; otherwise the Node tests skip with a message
+# saying how to run them.
 #
 # memcached (Debian's package) is installed and started on loopback by
 # scripts/memcached.sh. When KVWIRE_REQUIRE_MEMCACHED=1 (CI sets it through
@@ -40,7 +47,16 @@ $GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go test -race (root module)"
 $GO test -race -timeout 8m ./...
 if [ -f reftest/go.mod ]; then
-  echo "== reftest (gocbcore against the mock cluster)"
+  echo "== Couchbase Node.js SDK for reftest (scripts/node-sdk.sh)"
+  if scripts/node-sdk.sh; then
+    :
+  elif [ "${KVWIRE_REQUIRE_NODE:-0}" = 1 ]; then
+    echo "test.sh: the Node.js SDK could not be installed and KVWIRE_REQUIRE_NODE=1" >&2
+    exit 1
+  else
+    echo "test.sh: the Node.js SDK could not be installed; its tests will skip" >&2
+  fi
+  echo "== reftest (gocbcore and the Node.js SDK against the mock cluster)"
   (cd reftest && $GO vet ./... && $GO test -race -timeout 5m ./...)
 fi
 echo "== all tests passed"
