@@ -2,8 +2,14 @@
 // client, gocbcore v10: gocbcore bootstraps against mockcluster (SCRAM-SHA512,
 // collections, mutation tokens, TLS) and runs its KV operations, including
 // through a rebalance in which it learns the new vbucket owners from
-// NOT_MY_VBUCKET bodies. When gocbcore and the mock disagree, the mock is
-// fixed to do what Couchbase Server does, never bent to a client's quirk.
+// NOT_MY_VBUCKET bodies. It checks the mock the same way against a second
+// official client, the Couchbase Node.js SDK, whose native part is the C++
+// SDK core that the Python, Ruby, PHP and C++ SDKs share (node_test.go,
+// scripts in node/, the SDK pinned in node/package-lock.json and installed
+// by scripts/node-sdk.sh). When a client and the mock disagree, or the two
+// clients expect different things of it, the mock is fixed to do what
+// Couchbase Server (kv_engine's source and docs) does, never bent to a
+// client's quirk.
 //
 // It also holds the benchmarks `make bench` runs (scripts/bench.sh):
 // cmd/benchcmp compares kvwire with gocbcore against the mock cluster and
