@@ -87,7 +87,9 @@ func startNode(t *testing.T, ctx context.Context, script string, cfg nodeConfig)
 		t.Fatal(err)
 	}
 	cmd.Stdin = inR
+	t.Cleanup(func() { inW.Close() })
 	if err := cmd.Start(); err != nil {
+		inR.Close()
 		t.Fatal(err)
 	}
 	inR.Close()
