@@ -123,15 +123,20 @@ func TestMockSelectBucketRefused(t *testing.T) {
 		{Name: "limited", Password: "pw", Buckets: []string{"other"}},
 	}})
 	addr := mc.Node(0).Addr()
-	for name, o := range map[string]Options{
-		"no such bucket": adminOpts("nope"),
-		"no access":      {Username: "limited", Password: "pw", Bucket: mockcluster.DefaultBucket},
+	// As kv_engine: KEY_ENOENT for a missing bucket the user may use,
+	// EACCESS for one it may not.
+	for name, tc := range map[string]struct {
+		o  Options
+		st memdx.Status
+	}{
+		"no such bucket": {adminOpts("nope"), memdx.StatusKeyNotFound},
+		"no access":      {Options{Username: "limited", Password: "pw", Bucket: mockcluster.DefaultBucket}, memdx.StatusNoAccess},
 	} {
-		_, err := Dial(testCtx(t), addr, o)
+		_, err := Dial(testCtx(t), addr, tc.o)
 		var be *BucketAccessError
-		if !errors.As(err, &be) || be.Bucket != o.Bucket || be.Status != memdx.StatusNoAccess ||
+		if !errors.As(err, &be) || be.Bucket != tc.o.Bucket || be.Status != tc.st ||
 			!errors.Is(err, ErrBucketAccess) || !errors.Is(err, ErrBootstrap) {
-			t.Fatalf("%s: %v; want a *BucketAccessError for %q", name, err, o.Bucket)
+			t.Fatalf("%s: %v; want a *BucketAccessError for %q with %s", name, err, tc.o.Bucket, tc.st)
 		}
 	}
 }
