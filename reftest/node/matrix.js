@@ -189,8 +189,11 @@ async function matrix(bucket) {
 
 async function durabilityTimeout(bucket) {
   const coll = bucket.scope(cfg.scope).collection(cfg.collection)
+  // The SDK sends the server a durability timeout somewhat shorter than the
+  // operation's own; a 4 s operation leaves the server's answer hundreds of
+  // milliseconds to arrive before the SDK would give up on its own.
   await run('durable upsert past its durability timeout', () =>
-    coll.upsert('held', { h: 1 }, { durabilityLevel: couchbase.DurabilityLevel.Majority, timeout: 1500 }))
+    coll.upsert('held', { h: 1 }, { durabilityLevel: couchbase.DurabilityLevel.Majority, timeout: 4000 }))
   keys.held = 'held'
 }
 
