@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
 # Loopback memcached instances for kvwire's tests and benchmarks.
 #
-#   scripts/memcached.sh up     install memcached (apt-get) if missing, start both
-#                               instances, wait until they answer, print exports
+#   scripts/memcached.sh up     install memcached and openssl (apt-get) if missing,
+#                               start the three instances, wait until they answer,
+#                               print exports
 #   scripts/memcached.sh down   stop only the instances this script started
-#   scripts/memcached.sh status exit 0 when both instances this script starts
+#   scripts/memcached.sh status exit 0 when the three instances this script starts
 #                               are running (whoever ran `up`)
 #
 #   plain : no auth, binary + ascii        127.0.0.1:$KVWIRE_MEMCACHED_PORT      (21211)
 #   sasl  : binary only, SASL PLAIN        127.0.0.1:$KVWIRE_MEMCACHED_SASL_PORT (21212)
+#   tls   : TLS (-Z), binary only, SASL    127.0.0.1:$KVWIRE_MEMCACHED_TLS_PORT  (21213)
+#           with a certificate for 127.0.0.1 and localhost, signed by a CA made
+#           by this script when it starts the instance ($STATE/tls/ca.pem)
 #
 # `up` is idempotent: an instance already started with the same settings is
 # reused. Progress goes to stderr; stdout carries only the exports, so
 #   eval "$(scripts/memcached.sh up)"
-# sets KV_MEMCACHED_ADDR, KV_MEMCACHED_SASL_ADDR, KV_MEMCACHED_USER and
+# sets KV_MEMCACHED_ADDR, KV_MEMCACHED_SASL_ADDR, KV_MEMCACHED_TLS_ADDR,
+# KV_MEMCACHED_TLS_CA (the CA's PEM file), KV_MEMCACHED_USER and
 # KV_MEMCACHED_PASS, which the tests read.
 set -euo pipefail
 export LC_ALL=C
 
 PORT=${KVWIRE_MEMCACHED_PORT:-21211}
 SASL_PORT=${KVWIRE_MEMCACHED_SASL_PORT:-21212}
+TLS_PORT=${KVWIRE_MEMCACHED_TLS_PORT:-21213}
 USER_=${KVWIRE_MEMCACHED_USER:-kvuser}
 PASS=${KVWIRE_MEMCACHED_PASS:-kvpass}
 STATE=${KVWIRE_MEMCACHED_STATE:-${TMPDIR:-/tmp}/kvwire-memcached-$(id -u)}
@@ -30,7 +36,7 @@ die() { log "ERROR: $*"; exit 1; }
 
 install_missing() {
   local missing=() p
-  for p in memcached sasl2-bin libsasl2-modules; do
+  for p in memcached sasl2-bin libsasl2-modules openssl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
   done
   ((${#missing[@]})) || return 0
@@ -83,6 +89,21 @@ make_sasldb() {
   printf 'mech_list: plain\nsasldb_path: %s\n' "$STATE/sasl/sasldb2" >"$STATE/sasl/memcached.conf"
 }
 
+# A CA and a server certificate for 127.0.0.1 and localhost, signed by it,
+# made afresh each time the TLS instance starts. Tests trust $STATE/tls/ca.pem.
+make_cert() {
+  local d="$STATE/tls" out
+  mkdir -p "$d"
+  rm -f "$d"/*
+  out=$( (openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+    -subj /CN=kvwire-test-ca -keyout "$d/ca.key" -out "$d/ca.pem" &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+      -subj /CN=127.0.0.1 -keyout "$d/server.key" -out "$d/server.csr" &&
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$d/ext.cnf" &&
+    openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+      -days 30 -extfile "$d/ext.cnf" -out "$d/server.pem") 2>&1) || die "openssl could not make the test certificates: $out"
+}
+
 # start NAME PORT FINGERPRINT ARGS...
 start_one() {
   local name=$1 port=$2 fp=$3 user i
@@ -93,8 +114,11 @@ start_one() {
   fi
   stop_one "$name"
   mkdir -p "$STATE"
-  port_open "$port" && die "port $port is in use by a process this script did not start (set KVWIRE_MEMCACHED_PORT / KVWIRE_MEMCACHED_SASL_PORT)"
-  [ "$name" = sasl ] && make_sasldb
+  port_open "$port" && die "port $port is in use by a process this script did not start (set KVWIRE_MEMCACHED_PORT / KVWIRE_MEMCACHED_SASL_PORT / KVWIRE_MEMCACHED_TLS_PORT)"
+  case $name in
+  sasl) make_sasldb ;;
+  tls) { [ -s "$STATE/sasl/sasldb2" ] || make_sasldb; } && make_cert ;;
+  esac
   user=$(run_as)
   local as=()
   if [ -n "$user" ]; then
@@ -114,6 +138,13 @@ start_one() {
   die "$name did not accept connections on 127.0.0.1:$port within ${WAIT}s: $(tail -5 "$STATE/$name.log" 2>/dev/null)"
 }
 
+# tls_ok: a TLS handshake with the TLS instance verifies its certificate
+# against the CA, for the address the tests dial.
+tls_ok() {
+  timeout 5 openssl s_client -connect "127.0.0.1:$TLS_PORT" -CAfile "$STATE/tls/ca.pem" \
+    -verify_return_error -verify_ip 127.0.0.1 </dev/null >/dev/null 2>&1
+}
+
 # One binary SASL_AUTH PLAIN over /dev/tcp; prints the 2-byte status in hex.
 sasl_status() {
   local n=$((5 + 2 + ${#USER_} + ${#PASS})) hdr
@@ -130,18 +161,25 @@ up)
   start_one sasl "$SASL_PORT" "port=$SASL_PORT user=$USER_ pass=$PASS" -S -B binary -c 1024 -t 2
   st=$(sasl_status || true)
   [ "$st" = 0000 ] || die "SASL PLAIN login as $USER_ failed on :$SASL_PORT (status '${st:-none}'); see $STATE/sasl.log"
+  start_one tls "$TLS_PORT" "port=$TLS_PORT user=$USER_ pass=$PASS tls" -S -B binary -c 1024 -t 2 -Z \
+    -o "ssl_chain_cert=$STATE/tls/server.pem,ssl_key=$STATE/tls/server.key"
+  tls_ok || die "TLS handshake with :$TLS_PORT did not verify against $STATE/tls/ca.pem; see $STATE/tls.log"
   printf 'export KV_MEMCACHED_ADDR=127.0.0.1:%s\n' "$PORT"
   printf 'export KV_MEMCACHED_SASL_ADDR=127.0.0.1:%s\n' "$SASL_PORT"
+  printf 'export KV_MEMCACHED_TLS_ADDR=127.0.0.1:%s\n' "$TLS_PORT"
+  printf 'export KV_MEMCACHED_TLS_CA=%q\n' "$STATE/tls/ca.pem"
   printf 'export KV_MEMCACHED_USER=%q\n' "$USER_"
   printf 'export KV_MEMCACHED_PASS=%q\n' "$PASS"
   ;;
 status)
-  alive plain && alive sasl
+  alive plain && alive sasl && alive tls
   ;;
 down)
   stop_one plain
   stop_one sasl
-  rm -f "$STATE"/{plain,sasl}.log "$STATE"/sasl/{memcached.conf,sasldb2}
+  stop_one tls
+  rm -f "$STATE"/{plain,sasl,tls}.log "$STATE"/sasl/{memcached.conf,sasldb2}
+  rm -rf "$STATE/tls"
   rmdir "$STATE/sasl" "$STATE" 2>/dev/null || true
   ;;
 *)
