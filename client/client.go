@@ -36,6 +36,9 @@ type Client struct {
 	topo   atomic.Pointer[topology]
 	topoMu sync.Mutex
 	nodes  map[string]*node // by address; guarded by topoMu
+	// ring is the memcached:// servers' ketama state (nil otherwise);
+	// guarded by topoMu.
+	ring *memcachedRing
 
 	network       string // resolved network for alternate addresses
 	bootstrapHost string
@@ -89,8 +92,8 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 	c := &Client{
 		opts:      o,
 		cs:        cs,
-		memcached: cs.Scheme == SchemeMemcached,
-		tls:       cs.Scheme == SchemeCouchbases, // resolved refused TLS settings elsewhere
+		memcached: cs.Scheme.IsMemcached(),
+		tls:       cs.Scheme.IsTLS(), // resolved refused TLS settings elsewhere
 		nodes:     map[string]*node{},
 		configCh:  make(chan configEvent, 16),
 	}
@@ -183,8 +186,9 @@ func (c *Client) awaitFirstDials(ctx context.Context) {
 }
 
 // bootstrapMemcached connects to every server of a memcached:// string. It
-// fails only when credentials are refused or no server answers; servers that
-// are down are redialed in the background.
+// fails only when credentials are refused (or PLAIN is not allowed) or no
+// server answers; servers that are down are redialed in the background, and
+// their keys fail at once until they answer (see MemcachedOptions).
 func (c *Client) bootstrapMemcached(ctx context.Context) error {
 	k, err := vbmap.NewKetama(c.cs.Hosts)
 	if err != nil {
@@ -205,6 +209,10 @@ func (c *Client) bootstrapMemcached(ctx context.Context) error {
 					if cn != nil {
 						_ = cn.Close()
 					}
+				}
+				if errors.Is(err, conn.ErrPlainAuthRefused) {
+					err = fmt.Errorf("%w; to connect, use %s:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
+						err, SchemeMemcacheds)
 				}
 				return bootstrapError(c.cs, []error{err})
 			}
@@ -231,9 +239,14 @@ func (c *Client) bootstrapMemcached(ctx context.Context) error {
 		}
 		c.nodes[n.addr] = n
 		t.all = append(t.all, n)
-		n.start(conns[i])
 	}
+	c.ring = newMemcachedRing(c.cs.Hosts, t)
 	c.topo.Store(t)
+	for i, n := range nodes {
+		if c.nodes[n.addr] == n {
+			n.start(conns[i])
+		}
+	}
 	return nil
 }
 
@@ -301,12 +314,9 @@ func (c *Client) connOptions(n *node) conn.Options {
 		OnClose:                  func(error) { n.signal() },
 	}
 	if c.memcached {
+		// memcached offers only SASL PLAIN: conn sends it over TLS
+		// (memcacheds://), or in clear only when the caller opted in.
 		o.Memcached = true
-		if o.TLSConfig == nil && o.Username != "" {
-			// memcached offers only PLAIN; its users have chosen a
-			// memcached:// string with credentials knowingly.
-			o.AllowPlainAuthWithoutTLS = true
-		}
 		return o
 	}
 	o.Bucket = c.opts.Bucket

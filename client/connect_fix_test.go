@@ -74,7 +74,11 @@ func TestTLSFollowsScheme(t *testing.T) {
 			}
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrInvalidArgument)
-			assert.Contains(t, err.Error(), "couchbases://")
+			want := "couchbases://"
+			if strings.HasPrefix(tc.connStr, "memcached") {
+				want = "memcacheds://"
+			}
+			assert.Contains(t, err.Error(), want)
 			assert.Less(t, time.Since(start), 10*time.Second, "refused before dialing, not after the connect timeout")
 			if strings.Contains(tc.connStr, "tls_verify") {
 				var cse *ConnStrError

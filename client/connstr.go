@@ -25,7 +25,19 @@ const (
 	// SchemeMemcached connects to plain memcached servers speaking the binary
 	// protocol (default port 11211); keys are spread with ketama.
 	SchemeMemcached Scheme = "memcached"
+	// SchemeMemcacheds is SchemeMemcached over TLS (memcached -Z), with
+	// the server's certificate verified (default port 11211, memcached's
+	// port with or without TLS).
+	SchemeMemcacheds Scheme = "memcacheds"
 )
+
+// IsMemcached reports whether s connects to plain memcached servers
+// (memcached:// or memcacheds://).
+func (s Scheme) IsMemcached() bool { return s == SchemeMemcached || s == SchemeMemcacheds }
+
+// IsTLS reports whether s connects over TLS (couchbases:// or
+// memcacheds://).
+func (s Scheme) IsTLS() bool { return s == SchemeCouchbases || s == SchemeMemcacheds }
 
 // Default ports per scheme.
 const (
@@ -58,7 +70,8 @@ func (e *ConnStrError) Is(target error) bool {
 //
 //	couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external
 //	couchbases://h1
-//	memcached://h1:11211,h2
+//	memcached://h1:11211,h2?remove_failed_servers=true
+//	memcacheds://h1
 type ConnStr struct {
 	Scheme Scheme
 	// Hosts are "host:port" addresses, ports defaulted per scheme, IPv6
@@ -82,8 +95,10 @@ var knownOptions = map[string]string{
 	"compression_min_ratio":  "float in (0, 1]: compressed/original ratio at or below which compression is kept",
 	"config_poll_interval":   "duration >= 10ms: how often the cluster config is polled",
 	"enable_mutation_tokens": "bool: ask for sequence numbers on mutations",
-	"tls_verify":             "peer or none: verify the server certificate (none is insecure); couchbases:// only",
-	"allow_plain_auth":       "bool: allow SASL PLAIN over a connection without TLS",
+	"tls_verify":             "peer or none: verify the server certificate (none is insecure); couchbases:// and memcacheds:// only",
+	"allow_plain_auth":       "bool: allow SASL PLAIN, which sends the password in clear, over a connection without TLS",
+	"remove_failed_servers":  "bool: memcached:// only: take a server whose connection attempts keep failing out of the ketama ring until it answers again",
+	"server_failure_limit":   "int >= 1: memcached:// only: consecutive failed connection attempts after which remove_failed_servers takes a server out (default 5)",
 	"bucket":                 "string: the bucket, when it is not in the path",
 	"nmv_retry_interval":     "duration >= 0: RFC 0005 fixed wait after NOT_MY_VBUCKET (default or 0: RFC 0049 backoff)",
 }
@@ -109,10 +124,10 @@ func ParseConnStr(s string) (*ConnStr, error) {
 		defPort = DefaultKVPort
 	case SchemeCouchbases:
 		defPort = DefaultKVTLSPort
-	case SchemeMemcached:
+	case SchemeMemcached, SchemeMemcacheds:
 		defPort = DefaultMemcachedPort
 	default:
-		return fail("unknown scheme %q (want couchbase, couchbases or memcached)", string(cs.Scheme))
+		return fail("unknown scheme %q (want couchbase, couchbases, memcached or memcacheds)", string(cs.Scheme))
 	}
 	var query string
 	if i := strings.IndexByte(rest, '?'); i >= 0 {
@@ -135,7 +150,7 @@ func ParseConnStr(s string) (*ConnStr, error) {
 	if len(cs.Hosts) == 0 {
 		return fail("no host")
 	}
-	if cs.Scheme != SchemeMemcached {
+	if !cs.Scheme.IsMemcached() {
 		for _, h := range cs.Hosts {
 			if _, p, _ := net.SplitHostPort(h); p == "8091" || p == "18091" {
 				return fail("%s is the cluster manager's HTTP port; kvwire bootstraps over the KV port (11210, or 11207 with TLS)", h)
@@ -174,8 +189,15 @@ func ParseConnStr(s string) (*ConnStr, error) {
 		cs.Bucket = b
 		delete(cs.Options, "bucket")
 	}
-	if cs.Scheme == SchemeMemcached && cs.Bucket != "" {
-		return fail("memcached:// has no buckets (got %q)", cs.Bucket)
+	if cs.Scheme.IsMemcached() && cs.Bucket != "" {
+		return fail("%s:// has no buckets (got %q)", cs.Scheme, cs.Bucket)
+	}
+	if !cs.Scheme.IsMemcached() {
+		for _, k := range []string{"remove_failed_servers", "server_failure_limit"} {
+			if _, ok := cs.Options[k]; ok {
+				return fail("option %q is for memcached:// and memcacheds:// only", k)
+			}
+		}
 	}
 	return cs, nil
 }

@@ -14,10 +14,15 @@
 // # Connection strings
 //
 // couchbase://h1,h2:11210/bucket?opt=value, couchbases:// for TLS, and
-// memcached://h1:11211,h2 for plain memcached (keys spread with ketama).
+// memcached://h1:11211,h2 for plain memcached (keys spread with ketama),
+// memcacheds:// for memcached over TLS (memcached -Z).
 // ParseConnStr documents the options; unknown ones are errors. The scheme
 // alone decides TLS: Options.TLSConfig or tls_verify with couchbase:// or
 // memcached:// is refused by Connect (ErrInvalidArgument), not applied.
+// memcached's only SASL mechanism, PLAIN, is sent over TLS, or in clear
+// only with Options.AllowPlainAuthWithoutTLS (allow_plain_auth=true).
+// A memcached server that refuses connections fails its keys at once with
+// ErrNoNodeAvailable; see MemcachedOptions for taking it out of the ring.
 //
 // # The request path
 //

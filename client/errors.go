@@ -44,6 +44,11 @@ var (
 	// ErrBucketNotFound: SELECT_BUCKET was refused: the bucket does not
 	// exist or the user may not access it (the server does not say which).
 	ErrBucketNotFound = errors.New("bucket not found or not accessible")
+	// ErrPlainAuthRefused: memcached:// with a Username, whose servers offer
+	// only SASL PLAIN, which would send the password in clear, and no
+	// opt-in (AllowPlainAuthWithoutTLS, allow_plain_auth=true). Nothing was
+	// sent. Connect's error matches it and ErrAuthenticationFailure.
+	ErrPlainAuthRefused = conn.ErrPlainAuthRefused
 	// ErrTLS: the TLS handshake or certificate verification failed.
 	ErrTLS = errors.New("TLS handshake failed")
 	// ErrNoAccess: the user may not perform this operation (EACCESS).

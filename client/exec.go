@@ -375,7 +375,17 @@ func (c *Client) routeOp(t *topology, o *op) (*node, uint16, retry.Reason, error
 		if i < 0 || i >= len(t.servers) || t.servers[i] == nil {
 			return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
 		}
-		return t.servers[i], 0, 0, nil
+		n := t.servers[i]
+		if c.memcached {
+			// A memcached server that refuses connections fails its
+			// keys at once, as other memcached clients do, rather than
+			// retrying until the timeout; its node redials meanwhile.
+			if err := n.downErr(); err != nil {
+				o.node = n
+				return n, 0, retry.ReasonUnknown, err
+			}
+		}
+		return n, 0, 0, nil
 	}
 	server, vb, err := o.route.Route(t.cfg, o.key, o.replica)
 	if err != nil {
@@ -543,6 +553,8 @@ func errSentinelFor(err error) error {
 		return ErrFeatureNotAvailable
 	case errors.Is(err, ErrInvalidArgument):
 		return ErrInvalidArgument
+	case errors.Is(err, ErrNoNodeAvailable):
+		return ErrNoNodeAvailable
 	}
 	return ErrServerFailure
 }

@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -115,11 +118,17 @@ func TestMemcachedKetamaRouting(t *testing.T) {
 	}
 }
 
+// SASL over TCP: memcached offers only PLAIN, sent in clear, so it needs the
+// opt-in (see TestMemcachedPlainAuthNeedsTLSOrOptIn for the bytes).
 func TestMemcachedSASL(t *testing.T) {
 	addr := memcachedAddr(t, true)
 	user, pass := os.Getenv("KV_MEMCACHED_USER"), os.Getenv("KV_MEMCACHED_PASS")
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+addr, &Options{Username: user, Password: pass})
+	_, err := Connect(ctx, "memcached://"+addr, &Options{Username: user, Password: pass})
+	require.ErrorIs(t, err, ErrPlainAuthRefused, "no opt-in, no TLS")
+	require.ErrorIs(t, err, ErrAuthenticationFailure)
+
+	c, err := Connect(ctx, "memcached://"+addr+"?allow_plain_auth=true", &Options{Username: user, Password: pass})
 	require.NoError(t, err)
 	defer c.Close()
 	key := fmt.Sprintf("kvwire-sasl-%d", time.Now().UnixNano())
@@ -130,7 +139,7 @@ func TestMemcachedSASL(t *testing.T) {
 	assert.Equal(t, "v", string(g.Value))
 
 	start := time.Now()
-	_, err = Connect(ctx, "memcached://"+addr, &Options{Username: user, Password: pass + "-wrong"})
+	_, err = Connect(ctx, "memcached://"+addr, &Options{Username: user, Password: pass + "-wrong", AllowPlainAuthWithoutTLS: true})
 	assert.ErrorIs(t, err, ErrAuthenticationFailure)
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.NotContains(t, err.Error(), pass+"-wrong")
@@ -139,4 +148,60 @@ func TestMemcachedSASL(t *testing.T) {
 	_, err = Connect(ctx, "memcached://"+addr, nil)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrAuthenticationFailure, "memcached answers AUTH_ERROR before SASL: %v", err)
+}
+
+// memcacheds:// dials TLS with the server's certificate verified (the TLS
+// instance of scripts/memcached.sh, whose CA is KV_MEMCACHED_TLS_CA), and
+// sends SASL PLAIN over it without any opt-in.
+func TestMemcachedTLS(t *testing.T) {
+	addr, pool := memcachedTLS(t)
+	user, pass := os.Getenv("KV_MEMCACHED_USER"), os.Getenv("KV_MEMCACHED_PASS")
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcacheds://"+addr, &Options{Username: user, Password: pass,
+		TLSConfig: &tls.Config{RootCAs: pool}})
+	require.NoError(t, err)
+	defer c.Close()
+	key := fmt.Sprintf("kvwire-tls-%d", time.Now().UnixNano())
+	_, err = c.DefaultCollection().Upsert(ctx, key, []byte("over tls"), nil)
+	require.NoError(t, err)
+	g, err := c.DefaultCollection().Get(ctx, key, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "over tls", string(g.Value))
+
+	// Verification is on: without the test CA the certificate is refused,
+	// at once and before any password goes out.
+	_, err = Connect(ctx, "memcacheds://"+addr, &Options{Username: user, Password: pass})
+	require.ErrorIs(t, err, ErrTLS)
+	var unknownCA x509.UnknownAuthorityError
+	assert.ErrorAs(t, err, &unknownCA)
+
+	// localhost is in the certificate too; a name that is not fails.
+	_, port, _ := net.SplitHostPort(addr)
+	_, err = Connect(ctx, "memcacheds://localhost:"+port, &Options{Username: user, Password: pass,
+		TLSConfig: &tls.Config{RootCAs: pool, ServerName: "not-in-the-cert.example"}})
+	require.ErrorIs(t, err, ErrTLS)
+
+	// The wrong password over TLS is refused by the server.
+	_, err = Connect(ctx, "memcacheds://"+addr, &Options{Username: user, Password: pass + "-wrong",
+		TLSConfig: &tls.Config{RootCAs: pool}})
+	assert.ErrorIs(t, err, ErrAuthenticationFailure)
+	assert.NotErrorIs(t, err, ErrPlainAuthRefused)
+}
+
+// memcachedTLS returns the TLS memcached's address and a pool holding its CA.
+func memcachedTLS(t *testing.T) (string, *x509.CertPool) {
+	t.Helper()
+	addr := os.Getenv("KV_MEMCACHED_TLS_ADDR")
+	ca := os.Getenv("KV_MEMCACHED_TLS_CA")
+	if addr == "" || ca == "" {
+		if os.Getenv("KVWIRE_REQUIRE_MEMCACHED") == "1" {
+			t.Fatalf("KV_MEMCACHED_TLS_ADDR or KV_MEMCACHED_TLS_CA is not set but KVWIRE_REQUIRE_MEMCACHED=1: memcached must run (make test starts it)")
+		}
+		t.Skipf("KV_MEMCACHED_TLS_ADDR not set: run `make test`, or eval \"$(scripts/memcached.sh up)\" first")
+	}
+	pem, err := os.ReadFile(ca)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(pem), "no certificate in %s", ca)
+	return addr, pool
 }

@@ -218,12 +218,14 @@ func (n *node) maintain() {
 			backoff = reconnectMin
 			n.adopt(cn)
 			n.markTried()
+			n.c.onDialResult(n, nil)
 			continue
 		}
 		n.mu.Lock()
 		n.lastErr = err
 		n.mu.Unlock()
 		n.markTried()
+		n.c.onDialResult(n, err)
 		n.c.opts.Logger.Warn("kvwire: connecting to node failed", "node", n.addr, "err", err, "retry_in", backoff)
 		t := time.NewTimer(backoff)
 		select {

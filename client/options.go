@@ -18,6 +18,9 @@ const (
 	// DefaultCompressionMinRatio: a compressed value is sent only when it is
 	// at most 83% of the original, as Couchbase SDKs do.
 	DefaultCompressionMinRatio = 0.83
+	// DefaultServerFailureLimit is MemcachedOptions.ServerFailureLimit's
+	// default, libmemcached's server_failure_limit.
+	DefaultServerFailureLimit = 5
 )
 
 // Network names for Options.Network.
@@ -62,17 +65,26 @@ type Options struct {
 	NMVRetryInterval time.Duration
 	// Logger receives connection, config and retry events; nil discards.
 	Logger *slog.Logger
-	// TLSConfig configures TLS for couchbases://, the only scheme that uses
-	// TLS; nil there means the system roots with verification on.
-	// Verification is on unless the config says InsecureSkipVerify;
-	// RootCAs adds custom roots. The scheme alone decides whether TLS is
-	// used: a TLSConfig with couchbase:// or memcached:// is refused by
-	// Connect (ErrInvalidArgument) rather than ignored or used to
-	// handshake with a plaintext port; use couchbases:// for TLS.
+	// TLSConfig configures TLS for couchbases:// and memcacheds://, the
+	// schemes that use TLS; nil there means the system roots with
+	// verification on. Verification is on unless the config says
+	// InsecureSkipVerify; RootCAs adds custom roots. The scheme alone
+	// decides whether TLS is used: a TLSConfig with couchbase:// or
+	// memcached:// is refused by Connect (ErrInvalidArgument) rather than
+	// ignored or used to handshake with a plaintext port; use couchbases://
+	// or memcacheds:// for TLS.
 	TLSConfig *tls.Config
-	// AllowPlainAuthWithoutTLS permits SASL PLAIN without TLS (plain
-	// memcached with SASL needs it; Couchbase uses SCRAM).
+	// AllowPlainAuthWithoutTLS permits SASL PLAIN, which sends the password
+	// in clear, over a connection without TLS (connection string:
+	// allow_plain_auth=true). Off by default. Plain memcached with SASL
+	// offers nothing but PLAIN: memcached:// with a Username fails to
+	// connect (ErrAuthenticationFailure matching ErrPlainAuthRefused,
+	// nothing sent) unless this is set; memcacheds:// needs no opt-in.
+	// Couchbase uses SCRAM.
 	AllowPlainAuthWithoutTLS bool
+	// Memcached configures how memcached:// and memcacheds:// treat servers
+	// that cannot be reached; other schemes ignore it.
+	Memcached MemcachedOptions
 	// Compression configures snappy for values sent; received snappy
 	// values are always decompressed.
 	Compression CompressionOptions
@@ -108,6 +120,33 @@ type CompressionOptions struct {
 	MinRatio float64
 }
 
+// MemcachedOptions configure what a memcached:// client does about servers
+// it cannot reach. Whatever they say, a key whose server has no connection,
+// and whose last connection attempt failed (refused, timed out, TLS or
+// authentication refused), fails at once with ErrNoNodeAvailable naming the
+// server, instead of retrying until its timeout; the server is redialed in
+// the background with back-off (10 ms doubling to 2 s) and takes its keys
+// again once a connection attempt succeeds.
+type MemcachedOptions struct {
+	// RemoveFailedServers takes a server out of the ketama ring once
+	// ServerFailureLimit consecutive connection attempts to it have failed,
+	// so that its keys go to the other servers (as misses at first: they
+	// do not have those values), and puts it back as soon as a connection
+	// attempt succeeds. This is libmemcached's remove_failed_servers
+	// (auto-eject); the redial back-off plays the part of its
+	// retry_timeout (2 s there). When every server is out, the ring keeps
+	// them all and their keys fail at once as above. Off by default
+	// (connection string: remove_failed_servers=true): a cache whose
+	// servers disagree about who holds a key can serve stale values after
+	// the server comes back.
+	RemoveFailedServers bool
+	// ServerFailureLimit is the number of consecutive failed connection
+	// attempts after which RemoveFailedServers takes a server out: at
+	// least 1; 0 means DefaultServerFailureLimit (5). Connection string:
+	// server_failure_limit.
+	ServerFailureLimit int
+}
+
 // resolved fills defaults and applies the connection string's options.
 func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if cs.Bucket != "" {
@@ -137,17 +176,26 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if v, ok := cs.Options["network"]; ok {
 		o.Network = v
 	}
-	if cs.Scheme != SchemeCouchbases {
+	if b, ok, err := cs.Bool("remove_failed_servers"); err != nil {
+		return o, err
+	} else if ok {
+		o.Memcached.RemoveFailedServers = b
+	}
+	if !cs.Scheme.IsTLS() {
 		// TLS follows the scheme: a TLS setting on a plaintext scheme is
 		// a mistake that would otherwise surface as a handshake failure
 		// against a plaintext port, or as a connection the caller believes
 		// is encrypted.
+		use := SchemeCouchbases
+		if cs.Scheme.IsMemcached() {
+			use = SchemeMemcacheds
+		}
 		if o.TLSConfig != nil {
-			return o, fmt.Errorf("%w: Options.TLSConfig is set but %s:// does not use TLS; use couchbases:// for TLS", ErrInvalidArgument, cs.Scheme)
+			return o, fmt.Errorf("%w: Options.TLSConfig is set but %s:// does not use TLS; use %s:// for TLS", ErrInvalidArgument, cs.Scheme, use)
 		}
 		if v, ok := cs.Options["tls_verify"]; ok {
 			return o, fmt.Errorf("%w: %w", ErrInvalidArgument, &ConnStrError{Input: "tls_verify=" + v,
-				Reason: fmt.Sprintf("%s:// does not use TLS; use couchbases:// for TLS", cs.Scheme)})
+				Reason: fmt.Sprintf("%s:// does not use TLS; use %s:// for TLS", cs.Scheme, use)})
 		}
 	}
 	if v, ok := cs.Options["tls_verify"]; ok {
@@ -180,6 +228,9 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if o.ConnectionsPerNode <= 0 {
 		o.ConnectionsPerNode = 1
 	}
+	if o.Memcached.ServerFailureLimit <= 0 {
+		o.Memcached.ServerFailureLimit = DefaultServerFailureLimit
+	}
 	if o.RetryStrategy == nil {
 		o.RetryStrategy = retry.DefaultStrategy()
 	}
@@ -202,13 +253,13 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if o.ClientName == "" {
 		o.ClientName = "kvwire"
 	}
-	if cs.Scheme == SchemeCouchbases && o.TLSConfig == nil {
+	if cs.Scheme.IsTLS() && o.TLSConfig == nil {
 		o.TLSConfig = &tls.Config{}
 	}
-	if cs.Scheme == SchemeMemcached && o.Bucket != "" {
-		return o, fmt.Errorf("%w: memcached:// has no buckets", ErrInvalidArgument)
+	if cs.Scheme.IsMemcached() && o.Bucket != "" {
+		return o, fmt.Errorf("%w: %s:// has no buckets", ErrInvalidArgument, cs.Scheme)
 	}
-	if cs.Scheme != SchemeMemcached && o.Bucket == "" {
+	if !cs.Scheme.IsMemcached() && o.Bucket == "" {
 		// Without a bucket the node serves no vbucket map: every operation
 		// would wait for one until its timeout.
 		return o, fmt.Errorf("%w: no bucket: put it in the connection string's path (%s://host/bucket) or in Options.Bucket", ErrInvalidArgument, cs.Scheme)
@@ -276,6 +327,14 @@ func (o *Options) applyNumbers(cs *ConnStr) error {
 		}
 		o.Compression.MinSize = n
 	}
+	if n, ok, err := cs.Int("server_failure_limit"); err != nil {
+		return err
+	} else if ok {
+		if n < 1 {
+			return bad("server_failure_limit", "must be at least 1 failed connection attempt")
+		}
+		o.Memcached.ServerFailureLimit = n
+	}
 	if f, ok, err := cs.Float("compression_min_ratio"); err != nil {
 		return err
 	} else if ok {
@@ -318,6 +377,9 @@ func (o *Options) checkNumbers() error {
 	}
 	if r := o.Compression.MinRatio; r != 0 && !(r > 0 && r <= 1) {
 		return bad("Compression.MinRatio", r, "must be in (0, 1] (0: the default, 0.83)")
+	}
+	if o.Memcached.ServerFailureLimit < 0 {
+		return bad("Memcached.ServerFailureLimit", o.Memcached.ServerFailureLimit, "negative (0: the default, 5)")
 	}
 	if o.MaxPendingPerConnection < 0 {
 		return bad("MaxPendingPerConnection", o.MaxPendingPerConnection, "negative")

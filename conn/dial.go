@@ -91,21 +91,23 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	}
 }
 
-// plainRefused returns an *AuthError when the options do not allow SASL
-// PLAIN, the only mechanism plain memcached has: it is not among
-// Options.SASLMechanisms, or there is neither TLS nor
-// AllowPlainAuthWithoutTLS.
+// plainRefused returns an *AuthError wrapping ErrPlainAuthRefused when the
+// options do not allow SASL PLAIN, the only mechanism plain memcached has:
+// it is not among Options.SASLMechanisms, or there is neither TLS nor
+// AllowPlainAuthWithoutTLS. Dial asks before anything is written, so a
+// refused password never goes out.
 func plainRefused(o *Options, addr string) error {
 	var reason string
 	switch {
 	case !slices.Contains(o.SASLMechanisms, memdx.MechPlain):
 		reason = fmt.Sprintf("plain memcached offers only SASL PLAIN, which Options.SASLMechanisms (%q) does not allow", o.SASLMechanisms)
 	case !o.plainAllowed():
-		reason = "plain memcached offers only SASL PLAIN, which sends the password in clear; use TLS or set Options.AllowPlainAuthWithoutTLS"
+		reason = "plain memcached offers only SASL PLAIN, which would send the password in clear; " +
+			"it is sent only over TLS or with Options.AllowPlainAuthWithoutTLS"
 	default:
 		return nil
 	}
-	return &AuthError{Addr: addr, User: o.Username, Mechanism: memdx.MechPlain, Reason: reason}
+	return &AuthError{Addr: addr, User: o.Username, Mechanism: memdx.MechPlain, Reason: reason, Err: ErrPlainAuthRefused}
 }
 
 // notCouchbaseError: HELLO was refused in a way only plain memcached refuses

@@ -39,6 +39,13 @@ var (
 	// problem, a *BootstrapError, and does not match it.
 	ErrAuthFailed = errors.New("conn: authentication failed")
 
+	// ErrPlainAuthRefused is the Err of the *AuthError Dial returns when
+	// the server needs SASL PLAIN (plain memcached offers nothing else) and
+	// the options do not allow it: PLAIN is not among SASLMechanisms, or
+	// there is neither TLS nor AllowPlainAuthWithoutTLS. Nothing was sent:
+	// the password never left the process.
+	ErrPlainAuthRefused = errors.New("conn: SASL PLAIN not allowed")
+
 	// ErrBucketAccess is matched by *BucketAccessError.
 	ErrBucketAccess = errors.New("conn: bucket access refused")
 
@@ -135,8 +142,8 @@ type AuthError struct {
 	// Reason says what went wrong, in words.
 	Reason string
 	// Err is the underlying error, if any: a memdx SCRAM error matching
-	// memdx.ErrAuthFailed, or memdx.ErrInvalidRequest for credentials SASL
-	// cannot carry.
+	// memdx.ErrAuthFailed, memdx.ErrInvalidRequest for credentials SASL
+	// cannot carry, or ErrPlainAuthRefused.
 	Err error
 }
 
