@@ -279,8 +279,8 @@ func newLogWatch() *logWatch { return &logWatch{changed: make(chan struct{})} }
 func (w *logWatch) logger() *slog.Logger { return slog.New(w) }
 
 func (w *logWatch) Enabled(context.Context, slog.Level) bool { return true }
-func (w *logWatch) WithAttrs([]slog.Attr) slog.Handler      { return w }
-func (w *logWatch) WithGroup(string) slog.Handler           { return w }
+func (w *logWatch) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *logWatch) WithGroup(string) slog.Handler            { return w }
 
 func (w *logWatch) Handle(_ context.Context, r slog.Record) error {
 	rec := logRec{msg: r.Message}
