@@ -2,6 +2,8 @@ package conn
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -296,8 +298,35 @@ func TestMemcachedSASLPlainNeedsOptIn(t *testing.T) {
 			return nil, errors.New("must not dial")
 		}})
 	var ae *AuthError
-	if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || dialled {
-		t.Fatalf("Dial: %v (dialled: %v); want an *AuthError before dialling", err, dialled)
+	if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, ErrPlainAuthRefused) || dialled {
+		t.Fatalf("Dial: %v (dialled: %v); want an *AuthError matching ErrPlainAuthRefused before dialling", err, dialled)
+	}
+}
+
+// Over TLS (the -Z instance of scripts/memcached.sh) PLAIN needs no opt-in,
+// and the certificate is verified against the CA given.
+func TestMemcachedSASLPlainOverTLS(t *testing.T) {
+	v := memcachedEnv(t, "KV_MEMCACHED_TLS_ADDR", "KV_MEMCACHED_TLS_CA", "KV_MEMCACHED_USER", "KV_MEMCACHED_PASS")
+	addr, caFile, user, pass := v[0], v[1], v[2], v[3]
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("no certificate in %s", caFile)
+	}
+	c := dialMemcached(t, addr, Options{Memcached: true, Username: user, Password: pass,
+		TLSConfig: &tls.Config{RootCAs: pool}})
+	if c.Mechanism() != memdx.MechPlain {
+		t.Fatalf("mechanism %q, want PLAIN", c.Mechanism())
+	}
+	p := op(t, c, memdx.NewVersion())
+	wantStatus(t, p, memdx.StatusSuccess)
+
+	_, err = Dial(testCtx(t), addr, Options{Memcached: true, Username: user, Password: pass, TLSConfig: &tls.Config{}})
+	if !errors.Is(err, ErrTLS) {
+		t.Fatalf("Dial without the test CA: %v, want ErrTLS", err)
 	}
 }
 

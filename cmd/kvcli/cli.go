@@ -50,6 +50,7 @@ type globals struct {
 	bucket         string
 	collection     string
 	cacert         string
+	allowPlainAuth bool
 	timeout        time.Duration
 	connectTimeout time.Duration
 	json           bool
@@ -82,7 +83,8 @@ func addGlobalFlags(fs *flag.FlagSet, g *globals) {
 		fs.StringVar(&g.bucket, n, g.bucket, "bucket (overrides the connection string's path)")
 	}
 	fs.StringVar(&g.collection, "collection", g.collection, "collection as scope.collection (or collection in _default)")
-	fs.StringVar(&g.cacert, "cacert", g.cacert, "PEM file of CA certificates to trust for couchbases:// (env "+envCACert+")")
+	fs.StringVar(&g.cacert, "cacert", g.cacert, "PEM file of CA certificates to trust for couchbases:// and memcacheds:// (env "+envCACert+")")
+	fs.BoolVar(&g.allowPlainAuth, "allow-plain-auth", g.allowPlainAuth, "memcached:// with a user: send the password in clear (SASL PLAIN without TLS)")
 	for _, n := range []string{"t", "timeout"} {
 		fs.DurationVar(&g.timeout, n, g.timeout, "timeout of each operation, retries included")
 	}
@@ -386,13 +388,16 @@ commands:
 	b.WriteString(`
 global flags (before or after the command):
   -c, --connstr URL       connection string (env KVCLI_CONNSTR; default couchbase://127.0.0.1/default)
-                          couchbase://h1,h2:11210/bucket, couchbases://h1/bucket, memcached://h1:11211,h2
+                          couchbase://h1,h2:11210/bucket, couchbases://h1/bucket, memcached://h1:11211,h2,
+                          memcacheds://h1 (memcached over TLS)
   -u, --user NAME         user name (env KVCLI_USER)
   -p, --password PW       password: shows in the process list; prefer env KVCLI_PASSWORD
   -b, --bucket NAME       bucket, instead of the connection string's path (default "default")
   --collection S.C        scope.collection, or a collection of _default (default _default._default)
-  --cacert FILE           CA certificates (PEM) to trust for couchbases:// (env KVCLI_CACERT,
-                          which other schemes ignore; only couchbases:// uses TLS)
+  --cacert FILE           CA certificates (PEM) to trust for couchbases:// and memcacheds:// (env
+                          KVCLI_CACERT, which other schemes ignore; only those two use TLS)
+  --allow-plain-auth      memcached:// with a user: allow SASL PLAIN, which sends the password
+                          in clear (memcacheds:// sends it over TLS and needs no opt-in)
   -t, --timeout D         timeout of each operation, retries included (default 2.5s)
   --connect-timeout D     timeout of connecting (default 10s, or the connection string's connect_timeout)
   --json                  print one JSON object per command on stdout

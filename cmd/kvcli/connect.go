@@ -30,9 +30,9 @@ func (inv *invocation) resolveTarget() (*target, error) {
 	if inv.g.bucket != "" {
 		cs.Bucket = inv.g.bucket
 	}
-	if cs.Scheme == client.SchemeMemcached {
+	if cs.Scheme.IsMemcached() {
 		if inv.g.bucket != "" {
-			return nil, fmt.Errorf("memcached:// has no buckets: drop -b %q", inv.g.bucket)
+			return nil, fmt.Errorf("%s:// has no buckets: drop -b %q", cs.Scheme, inv.g.bucket)
 		}
 	} else if cs.Bucket == "" {
 		cs.Bucket = "default"
@@ -42,8 +42,8 @@ func (inv *invocation) resolveTarget() (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cs.Scheme == client.SchemeMemcached && (t.scope != client.DefaultScope || t.collection != client.DefaultCollection) {
-		return nil, fmt.Errorf("memcached:// has no collections: drop --collection %q", inv.g.collection)
+	if cs.Scheme.IsMemcached() && (t.scope != client.DefaultScope || t.collection != client.DefaultCollection) {
+		return nil, fmt.Errorf("%s:// has no collections: drop --collection %q", cs.Scheme, inv.g.collection)
 	}
 	return t, nil
 }
@@ -73,6 +73,8 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 		ConnectTimeout: inv.g.connectTimeout, // connect_timeout, when connect keeps it, wins
 		ClientName:     "kvcli",
 		Observer:       obs,
+		// memcached:// only: PLAIN in clear, asked for by name.
+		AllowPlainAuthWithoutTLS: inv.g.allowPlainAuth,
 	}
 	if inv.g.verbose {
 		o.Logger = slog.New(slog.NewTextHandler(inv.diag(), &slog.HandlerOptions{
@@ -87,7 +89,7 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 			},
 		}))
 	}
-	if inv.g.cacert != "" { // couchbases:// only (see connect)
+	if inv.g.cacert != "" { // couchbases:// and memcacheds:// only (see connect)
 		pem, err := os.ReadFile(inv.g.cacert)
 		if err != nil {
 			return nil, fmt.Errorf("--cacert: %w", err)
@@ -121,12 +123,17 @@ func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*sessi
 		inv.usageError("%v", err)
 		return nil, exitUsage
 	}
-	// Only couchbases:// is TLS. KVCLI_CACERT (which serve --tls exports)
-	// must not turn TLS on for a couchbase:// or memcached:// command run
-	// later in the same shell; an explicit --cacert there is a mistake.
-	if t.cs.Scheme != client.SchemeCouchbases && inv.g.cacert != "" {
+	// Only couchbases:// and memcacheds:// are TLS. KVCLI_CACERT (which
+	// serve --tls exports) must not turn TLS on for a couchbase:// or
+	// memcached:// command run later in the same shell; an explicit
+	// --cacert there is a mistake.
+	if !t.cs.Scheme.IsTLS() && inv.g.cacert != "" {
 		if inv.cacertFlag {
-			inv.usageError("--cacert is for TLS, and only couchbases:// uses TLS: connect with couchbases://... (or drop --cacert)")
+			use := client.SchemeCouchbases
+			if t.cs.Scheme.IsMemcached() {
+				use = client.SchemeMemcacheds
+			}
+			inv.usageError("--cacert is for TLS, and only couchbases:// and memcacheds:// use TLS: connect with %s://... (or drop --cacert)", use)
 			return nil, exitUsage
 		}
 		inv.g.cacert = ""
@@ -166,7 +173,7 @@ func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*sessi
 	if obs == nil && inv.g.verbose {
 		opts.Observer = newTracer(inv.diag(), inv.redact)
 	}
-	if t.cs.Scheme == client.SchemeCouchbases && opts.TLSConfig == nil {
+	if t.cs.Scheme.IsTLS() && opts.TLSConfig == nil {
 		// Verification stays on: the system roots apply.
 		opts.TLSConfig = &tls.Config{}
 	}

@@ -154,10 +154,14 @@
 //	                       "default" when neither names one
 //	--collection S.C       scope.collection, or a collection of _default
 //	                       (default _default._default)
-//	--cacert FILE          PEM CA certificates to trust for couchbases://; env
-//	                       KVCLI_CACERT (without it the system roots apply). Only
-//	                       couchbases:// uses TLS: other schemes ignore
-//	                       KVCLI_CACERT, and --cacert with them is a usage error
+//	--cacert FILE          PEM CA certificates to trust for couchbases:// and
+//	                       memcacheds://; env KVCLI_CACERT (without it the system
+//	                       roots apply). Only those two use TLS: other schemes
+//	                       ignore KVCLI_CACERT, and --cacert with them is a usage
+//	                       error
+//	--allow-plain-auth     memcached:// with a user: log in with SASL PLAIN, which
+//	                       sends the password in clear; without it kvcli refuses
+//	                       before sending anything (memcacheds:// needs no opt-in)
 //	-t, --timeout D        timeout of each operation, retries included (default 2.5s;
 //	                       when -t is not given the connection string's kv_timeout
 //	                       applies)
@@ -170,11 +174,15 @@
 //
 // Connection strings are those of kvwire's client package:
 // couchbase://h1,h2:11210/bucket?kv_timeout=5s (TCP, default port 11210),
-// couchbases://h1/bucket (TLS, 11207) and memcached://h1:11211,h2 (plain
+// couchbases://h1/bucket (TLS, 11207), memcached://h1:11211,h2 (plain
 // memcached servers, keys spread with ketama; with a user and password
-// kvcli logs in with SASL PLAIN). memcached has no buckets, collections or
-// locks: -b and --collection are usage errors there, and lock and unlock
-// fail at once.
+// kvcli logs in with SASL PLAIN, which needs --allow-plain-auth as it sends
+// the password in clear) and memcacheds://h1 (memcached over TLS, started
+// with -Z; PLAIN goes over TLS). A memcached server that refuses
+// connections fails its keys at once; ?remove_failed_servers=true takes it
+// out of the ring while it stays down. memcached has no buckets,
+// collections or locks: -b and --collection are usage errors there, and
+// lock and unlock fail at once.
 //
 // The password is never printed, logged or put in an error message: the
 // client never logs it, and should some layer ever echo it, every value

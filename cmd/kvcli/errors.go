@@ -56,6 +56,9 @@ func (inv *invocation) explain(key string, err error) problem {
 	switch {
 	case errors.Is(err, client.ErrInvalidConnStr):
 		return problem{kindInvalid, msg, exitUsage}
+	case errors.Is(err, client.ErrPlainAuthRefused):
+		return problem{kindAuth, "memcached offers only SASL PLAIN, which would send the password in clear: " +
+			"connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear", exitError}
 	case errors.Is(err, client.ErrAuthenticationFailure):
 		if user == "" {
 			return problem{kindAuth, "the server requires a user: set -u (or " + envUser + ") and " + envPassword, exitError}
@@ -146,25 +149,36 @@ func (inv *invocation) tlsLine(err error) string {
 		return line + " (connect by a host name or address the certificate lists)"
 	case errors.As(err, &record), hungUp(err):
 		// A plaintext port answered the handshake with garbage or hung up.
-		return line + notTLSPort
+		return line + inv.notTLSPort()
 	}
 	return line
 }
 
-// notTLSPort is the hint for a couchbases:// connection whose peer does not
-// speak TLS.
-const notTLSPort = " (is that port a TLS port? couchbases:// uses 11207 by default, couchbase:// is plain TCP)"
+// notTLSPort and notTLSPortMemcached are the hints for a couchbases:// or
+// memcacheds:// connection whose peer does not speak TLS.
+const (
+	notTLSPort          = " (is that port a TLS port? couchbases:// uses 11207 by default, couchbase:// is plain TCP)"
+	notTLSPortMemcached = " (is that port a TLS port? memcacheds:// needs a memcached started with -Z, memcached:// is plain TCP)"
+)
+
+// notTLSPort is the hint for the command line's scheme.
+func (inv *invocation) notTLSPort() string {
+	if cs, err := client.ParseConnStr(inv.g.connStr); err == nil && cs.Scheme == client.SchemeMemcacheds {
+		return notTLSPortMemcached
+	}
+	return notTLSPort
+}
 
 // hungUp reports whether the peer closed or reset the connection.
 func hungUp(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
-// tlsScheme reports whether the command line's connection string is
-// couchbases://.
+// tlsScheme reports whether the command line's connection string uses TLS
+// (couchbases:// or memcacheds://).
 func (inv *invocation) tlsScheme() bool {
 	cs, err := client.ParseConnStr(inv.g.connStr)
-	return err == nil && cs.Scheme == client.SchemeCouchbases
+	return err == nil && cs.Scheme.IsTLS()
 }
 
 // bucketName is the bucket the command line names.
@@ -215,7 +229,7 @@ func (inv *invocation) unreachableLine(err error) string {
 	if inv.tlsScheme() && hungUp(err) {
 		// A plaintext port hangs up on a TLS ClientHello; conn reports
 		// that as a network failure, not a TLS one.
-		hint = notTLSPort
+		hint = inv.notTLSPort()
 	}
 	if hosts != "" {
 		return "cannot reach " + hosts + ": " + inv.cause(err) + hint

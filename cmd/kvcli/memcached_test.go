@@ -1,7 +1,9 @@
 package main
 
 import (
+	"net"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,7 +23,7 @@ func memcachedSASL(t *testing.T) map[string]string {
 		t.Skipf("KV_MEMCACHED_SASL_ADDR not set: run `make test`, or eval \"$(scripts/memcached.sh up)\" first")
 	}
 	return map[string]string{
-		envConnStr:  "memcached://" + addr,
+		envConnStr:  "memcached://" + addr + "?allow_plain_auth=true",
 		envUser:     os.Getenv("KV_MEMCACHED_USER"),
 		envPassword: os.Getenv("KV_MEMCACHED_PASS"),
 	}
@@ -72,4 +74,53 @@ func TestMemcachedSASL(t *testing.T) {
 		assert.Contains(t, r.stderr, `kvcli: authentication failed for user "`+env[envUser]+`": check the user name and password (KVCLI_PASSWORD)`)
 		assert.NotContains(t, r.stdout+r.stderr, secret)
 	}
+}
+
+// memcached:// offers only PLAIN, in clear: kvcli refuses it, before sending
+// anything, unless --allow-plain-auth is given, and says so.
+func TestMemcachedPlainAuthNeedsTheFlag(t *testing.T) {
+	env := memcachedSASL(t)
+	env[envConnStr] = strings.TrimSuffix(env[envConnStr], "?allow_plain_auth=true")
+	key := "kvcli-test:" + t.Name()
+	r := runKV(t, env, "", "set", key, "v")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "kvcli: memcached offers only SASL PLAIN, which would send the password in clear: "+
+		"connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear")
+	assert.NotContains(t, r.stdout+r.stderr, env[envPassword])
+	r = runKV(t, env, "", "set", key, "v", "--allow-plain-auth")
+	require.Equal(t, exitOK, r.code, r)
+	r = runKV(t, env, "", "--allow-plain-auth", "delete", key)
+	require.Equal(t, exitOK, r.code, r)
+}
+
+// memcacheds:// against the TLS memcached: --cacert verifies it, PLAIN goes
+// over TLS without any opt-in, and without the CA the handshake fails with
+// the --cacert hint.
+func TestMemcachedTLS(t *testing.T) {
+	env := memcachedSASL(t)
+	addr, ca := os.Getenv("KV_MEMCACHED_TLS_ADDR"), os.Getenv("KV_MEMCACHED_TLS_CA")
+	if addr == "" || ca == "" {
+		if os.Getenv("KVWIRE_REQUIRE_MEMCACHED") == "1" {
+			t.Fatalf("KV_MEMCACHED_TLS_ADDR is not set but KVWIRE_REQUIRE_MEMCACHED=1: memcached must run (make test starts it)")
+		}
+		t.Skipf("KV_MEMCACHED_TLS_ADDR not set: run `make test`, or eval \"$(scripts/memcached.sh up)\" first")
+	}
+	env[envConnStr] = "memcacheds://" + addr
+	key := "kvcli-test:" + t.Name()
+	r := runKV(t, env, "", "set", key, "over tls", "--cacert", ca)
+	require.Equal(t, exitOK, r.code, r)
+	r = runKV(t, with(env, envCACert, ca), "", "get", key)
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "over tls", r.stdout)
+
+	r = runKV(t, env, "", "get", key)
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "kvcli: TLS handshake failed")
+	assert.Contains(t, r.stderr, "pass --cacert FILE or set KVCLI_CACERT")
+
+	// memcacheds:// to memcached's plain port.
+	_, port, _ := net.SplitHostPort(os.Getenv("KV_MEMCACHED_SASL_ADDR"))
+	r = runKV(t, with(env, envConnStr, "memcacheds://127.0.0.1:"+port), "", "get", key, "--cacert", ca)
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, notTLSPortMemcached)
 }

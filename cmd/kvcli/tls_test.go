@@ -17,7 +17,7 @@ import (
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
-// TestCACertOnlyForTLS: only couchbases:// uses TLS. KVCLI_CACERT (which
+// TestCACertOnlyForTLS: only couchbases:// and memcacheds:// use TLS. KVCLI_CACERT (which
 // serve --tls exports) is ignored by couchbase:// and memcached://, an
 // explicit --cacert with them is a usage error, and a failed handshake
 // suggests --cacert only when an unknown CA is the cause.
@@ -50,7 +50,7 @@ func TestCACertOnlyForTLS(t *testing.T) {
 	for _, cs := range []string{plain, "memcached://127.0.0.1:1"} {
 		r = runKV(t, with(env, envConnStr, cs), "", "get", "k", "--cacert", ca)
 		assert.Equal(t, exitUsage, r.code, "%s: %s", cs, r)
-		assert.Contains(t, r.stderr, "only couchbases:// uses TLS", cs)
+		assert.Contains(t, r.stderr, "only couchbases:// and memcacheds:// use TLS", cs)
 	}
 	// Given before the command name too.
 	r = runKV(t, with(env, envConnStr, plain), "", "--cacert", ca, "get", "k")
