@@ -204,9 +204,14 @@ func (inv *invocation) where() string {
 // unreachableLine explains a connect failure that reached no server.
 func (inv *invocation) unreachableLine(err error) string {
 	var ce *client.ConnectError
+	var kv *client.KeyValueError
 	hosts := ""
-	if errors.As(err, &ce) {
+	switch {
+	case errors.As(err, &ce):
 		hosts = inv.redact(strings.Join(ce.Hosts, ", "))
+	case errors.As(err, &kv) && kv.Node != "":
+		// A key whose server is down (memcached:// fails those at once).
+		hosts = inv.redact(kv.Node)
 	}
 	var dns *net.DNSError
 	switch {

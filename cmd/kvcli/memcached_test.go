@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,4 +124,32 @@ func TestMemcachedTLS(t *testing.T) {
 	r = runKV(t, with(env, envConnStr, "memcacheds://127.0.0.1:"+port), "", "get", key, "--cacert", ca)
 	assert.Equal(t, exitError, r.code, r)
 	assert.Contains(t, r.stderr, notTLSPortMemcached)
+}
+
+// A key whose memcached server refuses connections fails at once, naming
+// the server, while the other server's keys work.
+func TestMemcachedDeadServerNamed(t *testing.T) {
+	live := os.Getenv("KV_MEMCACHED_ADDR")
+	if live == "" {
+		memcachedSASL(t) // skips, or fails in CI
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	dead := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	env := map[string]string{envConnStr: "memcached://" + live + "," + dead}
+	var onDead string
+	for i := 0; i < 1000 && onDead == ""; i++ {
+		k := "kvcli-test:" + t.Name() + ":" + strconv.Itoa(i)
+		if r := runKV(t, env, "", "route", k); strings.Contains(r.stdout, dead) {
+			onDead = k
+		}
+	}
+	require.NotEmpty(t, onDead, "no key routes to %s", dead)
+	r := runKV(t, env, "", "get", onDead)
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "kvcli: nothing is listening at "+dead)
+	r = runKV(t, env, "", "get", onDead, "--json")
+	assert.Contains(t, r.stdout, `"kind":"unreachable"`)
+	assert.Contains(t, r.stdout, `"retries":0`)
 }
