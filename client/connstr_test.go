@@ -24,6 +24,8 @@ func TestParseConnStr(t *testing.T) {
 		{"couchbases://h1,h2:12000", SchemeCouchbases, []string{"h1:11207", "h2:12000"}, "", map[string]string{}},
 		{"COUCHBASE://h1;h2/travel-sample", SchemeCouchbase, []string{"h1:11210", "h2:11210"}, "travel-sample", map[string]string{}},
 		{"memcached://m1:11211,m2", SchemeMemcached, []string{"m1:11211", "m2:11211"}, "", map[string]string{}},
+		{"memcacheds://m1,m2:11300?remove_failed_servers=true&server_failure_limit=2", SchemeMemcacheds,
+			[]string{"m1:11211", "m2:11300"}, "", map[string]string{"remove_failed_servers": "true", "server_failure_limit": "2"}},
 		{"couchbase://[::1]:9000,[fe80::1]", SchemeCouchbase, []string{"[::1]:9000", "[fe80::1]:11210"}, "", map[string]string{}},
 		{"couchbase://::1", SchemeCouchbase, []string{"[::1]:11210"}, "", map[string]string{}},
 		{"couchbase://h/b%20x/", SchemeCouchbase, []string{"h:11210"}, "b x", map[string]string{}},
@@ -48,23 +50,25 @@ func TestParseConnStr(t *testing.T) {
 
 func TestParseConnStrErrors(t *testing.T) {
 	cases := map[string]string{
-		"":                             "empty",
-		"http://h":                     "unknown scheme",
-		"couchbase://":                 "no host",
-		"couchbase:///b":               "no host",
-		"couchbase://h:0":              "not in 1..65535",
-		"couchbase://h:70000":          "not in 1..65535",
-		"couchbase://h:x":              "not in 1..65535",
-		"couchbase://[::1":             "closing ']'",
-		"couchbase://[zz]:1":           "not an IPv6 address",
-		"couchbase://a:b:c":            "IPv6 literals in brackets",
-		"couchbase://h?kv_timout=1":    `unknown option "kv_timout"`,
-		"couchbase://h/a/b":            "single path segment",
-		"couchbase://h/a?bucket=b":     "bucket given twice",
-		"memcached://h/b":              "memcached:// has no buckets",
-		"couchbase://h:8091":           "cluster manager's HTTP port",
-		"couchbase://h?kv_timeout=%zz": "options",
-		"couchbase://,;,":              "no host", // separators only
+		"":                                      "empty",
+		"http://h":                              "unknown scheme",
+		"couchbase://":                          "no host",
+		"couchbase:///b":                        "no host",
+		"couchbase://h:0":                       "not in 1..65535",
+		"couchbase://h:70000":                   "not in 1..65535",
+		"couchbase://h:x":                       "not in 1..65535",
+		"couchbase://[::1":                      "closing ']'",
+		"couchbase://[zz]:1":                    "not an IPv6 address",
+		"couchbase://a:b:c":                     "IPv6 literals in brackets",
+		"couchbase://h?kv_timout=1":             `unknown option "kv_timout"`,
+		"couchbase://h/a/b":                     "single path segment",
+		"couchbase://h/a?bucket=b":              "bucket given twice",
+		"memcached://h/b":                       "memcached:// has no buckets",
+		"memcacheds://h/b":                      "memcacheds:// has no buckets",
+		"couchbase://h?remove_failed_servers=1": "for memcached:// and memcacheds:// only",
+		"couchbase://h:8091":                    "cluster manager's HTTP port",
+		"couchbase://h?kv_timeout=%zz":          "options",
+		"couchbase://,;,":                       "no host", // separators only
 	}
 	for in, want := range cases {
 		t.Run(in, func(t *testing.T) {

@@ -175,6 +175,13 @@ func TestMemcachedTLS(t *testing.T) {
 	var unknownCA x509.UnknownAuthorityError
 	assert.ErrorAs(t, err, &unknownCA)
 
+	// tls_verify=none skips verification (insecure, and said to be).
+	c2, err := Connect(ctx, "memcacheds://"+addr+"?tls_verify=none", &Options{Username: user, Password: pass})
+	require.NoError(t, err)
+	_, err = c2.DefaultCollection().Get(ctx, key, nil)
+	require.NoError(t, err)
+	require.NoError(t, c2.Close())
+
 	// localhost is in the certificate too; a name that is not fails.
 	_, port, _ := net.SplitHostPort(addr)
 	_, err = Connect(ctx, "memcacheds://localhost:"+port, &Options{Username: user, Password: pass,
