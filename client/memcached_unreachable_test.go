@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/faultnode"
 )
 
 // A memcached server that refuses connections fails its keys at once with
@@ -55,8 +56,9 @@ func TestMemcachedDeadServerFailsItsKeysAtOnce(t *testing.T) {
 	assert.Equal(t, "v", string(g.Value))
 }
 
-// A server that goes away while the client runs: its keys fail at once
-// from its first refused redial, it stays in the ring (removal is opt-in),
+// A server that goes away while the client runs (its connections reset,
+// new ones reset as soon as accepted): its keys fail at once from its
+// first failed redial, it stays in the ring (removal is opt-in),
 // and once it listens again the back-off redial brings its keys back.
 func TestMemcachedServerThatGoesAwayFailsFastAndIsRedialed(t *testing.T) {
 	p := startProxy(t, memcachedAddr(t, false))
@@ -186,83 +188,28 @@ func keyOn(t *testing.T, c *Client, addr string) string {
 	return ""
 }
 
-// proxy forwards loopback connections to a memcached; stop closes its
-// listener and every connection through it (the server "dies"), restart
-// listens on the same address again.
-type proxy struct {
-	addr, target string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        []net.Conn
-	wg           sync.WaitGroup
+// downProxy is a faultnode proxy in front of a memcached that can play a
+// server that goes away (every connection reset, new ones reset as soon as
+// accepted) and comes back on the same address.
+type downProxy struct {
+	*faultnode.Proxy
+	addr string
 }
 
-func startProxy(t *testing.T, target string) *proxy {
+func startProxy(t *testing.T, target string) *downProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := faultnode.NewProxy(target)
 	require.NoError(t, err)
-	p := &proxy{addr: ln.Addr().String(), target: target}
-	p.serve(ln)
-	t.Cleanup(p.stop)
-	return p
+	t.Cleanup(p.Close)
+	return &downProxy{Proxy: p, addr: p.Addr()}
 }
 
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", p.target)
-			if err != nil {
-				_ = in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, in, out)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go p.pipe(in, out)
-			go p.pipe(out, in)
-		}
-	}()
+func (p *downProxy) stop() {
+	p.RefuseNew(true)
+	p.Reset()
 }
 
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
-	_ = dst.Close()
-	_ = src.Close()
-}
-
-// stop closes the listener and every connection, and waits for the
-// proxy's goroutines.
-func (p *proxy) stop() {
-	p.mu.Lock()
-	if p.ln != nil {
-		_ = p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *proxy) restart(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	require.NoError(t, err)
-	p.serve(ln)
-}
+func (p *downProxy) restart(*testing.T) { p.RefuseNew(false) }
 
 // logWatch is a slog handler that keeps every record's message and node
 // attribute, so a test can wait for an event the client logs.
