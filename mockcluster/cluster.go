@@ -3,6 +3,7 @@ package mockcluster
 import (
 	"crypto/x509"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ func New(opts Options) (*Cluster, error) {
 		c.disabled[f] = true
 	}
 	if o.TLS {
-		if c.tls, err = newTLSMaterial(); err != nil {
+		if c.tls, err = newTLSMaterial(o.Host); err != nil {
 			return nil, err
 		}
 	}
@@ -158,7 +159,8 @@ func (c *Cluster) logf(format string, args ...any) {
 func (c *Cluster) Clock() *Clock { return c.clock }
 
 // ConnString returns a connection string naming every running node's KV
-// port: "couchbase://127.0.0.1:p1,127.0.0.1:p2,...", or with TLS
+// port: "couchbase://127.0.0.1:p1,127.0.0.1:p2,..." (Options.Host in place
+// of 127.0.0.1 when set), or with TLS
 // "couchbases://" and the TLS ports.
 func (c *Cluster) ConnString() string {
 	scheme := "couchbase://"
@@ -172,7 +174,7 @@ func (c *Cluster) ConnString() string {
 	return scheme + strings.Join(addrs, ",")
 }
 
-// Addrs returns the KV addresses ("127.0.0.1:port") of the cluster's nodes
+// Addrs returns the KV addresses ("127.0.0.1:port", or Options.Host's) of the cluster's nodes
 // that are running, in node order.
 func (c *Cluster) Addrs() []string {
 	return c.addrs(func(n *Node) int { return n.kvPort })
@@ -193,7 +195,7 @@ func (c *Cluster) addrs(port func(*Node) int) []string {
 	var out []string
 	for _, n := range c.nodes {
 		if n != nil && n.isRunning() {
-			out = append(out, "127.0.0.1:"+strconv.Itoa(port(n)))
+			out = append(out, net.JoinHostPort(c.opts.Host, strconv.Itoa(port(n))))
 		}
 	}
 	return out

@@ -12,8 +12,8 @@
 //	t.Cleanup(c.Close)
 //	connStr := c.ConnString() // "couchbase://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
 //
-// The zero Options give 3 nodes, each listening on 127.0.0.1 with a port the
-// OS chose; a couchbase bucket "default" with 1024 vbuckets and 1 replica;
+// The zero Options give 3 nodes, each listening on 127.0.0.1 (Options.Host
+// names another IPv4 address) with a port the OS chose; a couchbase bucket "default" with 1024 vbuckets and 1 replica;
 // the user "Administrator"/"password" with access to every bucket; and the
 // _default scope and collection. Options.TLS adds a TLS listener per node
 // with a certificate signed by a CA generated at start (Cluster.RootCAs,
@@ -126,7 +126,7 @@
 //     server writes it when its nodes are known by a loopback address: in
 //     serverList and nodes[].hostname, while nodesExt entries carry no
 //     hostname (which also means "the host you fetched this from"). Every
-//     node is on 127.0.0.1, so a client that substitutes the host it
+//     node is on the same host (Options.Host), so a client that substitutes the host it
 //     connected to reaches every node. Options.ConfigHost writes a literal
 //     host instead. nodesExt lists the bucket's servers first, in serverList
 //     order, then the other cluster members. Each node's mgmt port serves

@@ -14,7 +14,7 @@ import (
 )
 
 // Node is one node of the cluster: a KV listener (plus a TLS one with
-// Options.TLS) on 127.0.0.1 and a minimal management (HTTP) listener that
+// Options.TLS) on Options.Host (127.0.0.1 by default) and a minimal management (HTTP) listener that
 // serves the terse bucket configs. Its methods are safe for concurrent use.
 type Node struct {
 	c  *Cluster
@@ -45,19 +45,24 @@ type Node struct {
 // ID returns the node's id.
 func (n *Node) ID() int { return n.id }
 
-// Addr returns the node's KV address, "127.0.0.1:port".
-func (n *Node) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.kvPort) }
+// Addr returns the node's KV address, "host:port" (host is Options.Host,
+// 127.0.0.1 by default).
+func (n *Node) Addr() string { return n.hostPort(n.kvPort) }
+
+func (n *Node) hostPort(port int) string {
+	return net.JoinHostPort(n.c.opts.Host, strconv.Itoa(port))
+}
 
 // TLSAddr returns the node's TLS KV address, or "" without Options.TLS.
 func (n *Node) TLSAddr() string {
 	if n.tlsPort == 0 {
 		return ""
 	}
-	return "127.0.0.1:" + strconv.Itoa(n.tlsPort)
+	return n.hostPort(n.tlsPort)
 }
 
 // MgmtAddr returns the node's management (HTTP) address.
-func (n *Node) MgmtAddr() string { return "127.0.0.1:" + strconv.Itoa(n.mgmtPort) }
+func (n *Node) MgmtAddr() string { return n.hostPort(n.mgmtPort) }
 
 // Running reports whether the node is listening.
 func (n *Node) Running() bool { return n.isRunning() }
@@ -109,12 +114,12 @@ func (n *Node) NumConnections() int {
 	return len(n.conns)
 }
 
-// bindPort listens on 127.0.0.1:*port; with *port 0 it lets the OS choose a
+// bindPort listens on host:*port; with *port 0 it lets the OS choose a
 // port, then binds that port again explicitly, so that the kernel keeps the
 // port with the socket when a stop pauses it (see pauseListener).
-func bindPort(port *int) (*net.TCPListener, error) {
+func bindPort(host string, port *int) (*net.TCPListener, error) {
 	if *port != 0 {
-		ln, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(*port))
+		ln, err := net.Listen("tcp4", net.JoinHostPort(host, strconv.Itoa(*port)))
 		if err != nil {
 			return nil, err
 		}
@@ -123,13 +128,13 @@ func bindPort(port *int) (*net.TCPListener, error) {
 	var err error
 	for range 20 {
 		var probe net.Listener
-		if probe, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
+		if probe, err = net.Listen("tcp4", net.JoinHostPort(host, "0")); err != nil {
 			return nil, err
 		}
 		p := probe.Addr().(*net.TCPAddr).Port
 		probe.Close()
 		var ln net.Listener
-		if ln, err = net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+		if ln, err = net.Listen("tcp4", net.JoinHostPort(host, strconv.Itoa(p))); err == nil {
 			*port = p
 			return ln.(*net.TCPListener), nil
 		}
@@ -154,7 +159,7 @@ func (n *Node) listen() error {
 			(*ln).Close()
 			*ln = nil
 		}
-		l, err := bindPort(port)
+		l, err := bindPort(n.c.opts.Host, port)
 		if err != nil {
 			return fmt.Errorf("mockcluster: node %d: %w", n.id, err)
 		}

@@ -2,6 +2,7 @@ package mockcluster
 
 import (
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -10,6 +11,7 @@ import (
 // Defaults for Options and BucketOptions.
 const (
 	DefaultNodes       = 3
+	DefaultHost        = "127.0.0.1"
 	DefaultBucket      = "default"
 	DefaultNumVbuckets = 1024
 	DefaultNumReplicas = 1
@@ -34,8 +36,13 @@ type Options struct {
 	// Users to create; nil creates DefaultUser/DefaultPassword with access to
 	// every bucket.
 	Users []User
+	// Host is the IPv4 address every node listens on (DefaultHost when
+	// empty); Addrs and ConnString name it. A test that runs the cluster in
+	// a network namespace of its own passes an address that exists there
+	// (chaos/netchaos does).
+	Host string
 	// TLS adds a TLS listener (kvSSL) to every node, with a certificate for
-	// 127.0.0.1 and localhost signed by a CA generated at start (see
+	// Host, 127.0.0.1 and localhost signed by a CA generated at start (see
 	// Cluster.RootCAs and Cluster.CACertPEM). ConnString then names the TLS
 	// ports with "couchbases://".
 	TLS bool
@@ -45,7 +52,7 @@ type Options struct {
 	Clock func() time.Time
 	// ConfigHost is the host written into cluster configs. Empty writes the
 	// "$HOST" placeholder, which clients replace with the host they fetched
-	// the config from (every mock node listens on 127.0.0.1).
+	// the config from (every mock node listens on Host).
 	ConfigHost string
 	// Version is the server version (DefaultVersion when empty).
 	Version string
@@ -91,6 +98,12 @@ func (o *Options) withDefaults() (Options, error) {
 	out := *o
 	if out.Nodes == 0 {
 		out.Nodes = DefaultNodes
+	}
+	if out.Host == "" {
+		out.Host = DefaultHost
+	}
+	if ip := net.ParseIP(out.Host); ip == nil || ip.To4() == nil {
+		return out, fmt.Errorf("mockcluster: Host %q is not an IPv4 address", out.Host)
 	}
 	if out.Nodes < 1 || out.Nodes > 64 {
 		return out, fmt.Errorf("mockcluster: %d nodes is not in 1..64", out.Nodes)

@@ -15,15 +15,15 @@ import (
 )
 
 // tlsMaterial is the CA and node certificate generated when a TLS cluster
-// starts. Every node presents the same certificate (127.0.0.1, ::1,
-// localhost).
+// starts. Every node presents the same certificate (Options.Host,
+// 127.0.0.1, ::1, localhost).
 type tlsMaterial struct {
 	caCert       *x509.Certificate
 	caPEM        []byte
 	serverConfig *tls.Config
 }
 
-func newTLSMaterial() (*tlsMaterial, error) {
+func newTLSMaterial(host string) (*tlsMaterial, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("mockcluster: CA key: %w", err)
@@ -50,6 +50,10 @@ func newTLSMaterial() (*tlsMaterial, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mockcluster: node key: %w", err)
 	}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
+		ips = append(ips, ip)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: "127.0.0.1"},
@@ -57,7 +61,7 @@ func newTLSMaterial() (*tlsMaterial, error) {
 		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses:  ips,
 		DNSNames:     []string{"localhost"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
