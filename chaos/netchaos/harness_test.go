@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// The harness end to end on loopback, against the in-process mock cluster
+// through the real client: a correct run must pass every check, and a
+// client that lies in each of the ways the checks look for must fail the
+// matching check. iptables is replaced by fakeNet, which records the rules
+// and lets a store act out the partition they make.
+
+func connectMock(t *testing.T) *client.Client {
+	t.Helper()
+	mc, err := mockcluster.New(mockcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Connect(ctx, mc.ConnString()+"/default", &client.Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// fakeNet stands in for ip netns exec iptables: it keeps the rules added,
+// answers iptables-save with a counter of 1 for each, and reports whether a
+// partition (a DROP without statistic) is in place.
+type fakeNet struct {
+	mu    sync.Mutex
+	rules map[string]string // "ns table" + rule -> the saved line
+	cut   atomic.Bool
+	heal  atomic.Int64 // UnixNano of the last partition removal
+}
+
+func (f *fakeNet) run(_ context.Context, argv []string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rules == nil {
+		f.rules = map[string]string{}
+	}
+	cmd := strings.Join(argv, " ")
+	switch {
+	case strings.Contains(cmd, " iptables-save "):
+		var b strings.Builder
+		for _, line := range f.rules {
+			b.WriteString(line + "\n")
+		}
+		return []byte(b.String()), nil
+	case strings.Contains(cmd, " /proc/net/snmp"):
+		return nil, nil
+	}
+	for i, a := range argv {
+		if a != "-A" && a != "-D" {
+			continue
+		}
+		id := strings.Join(argv[:i], " ") + " " + strings.Join(argv[i+1:], " ")
+		partition := !strings.Contains(cmd, "statistic") && strings.Contains(cmd, "-j DROP")
+		if a == "-A" {
+			f.rules[id] = "[1:100] -A " + strings.Join(argv[i+1:], " ")
+			if partition {
+				f.cut.Store(true)
+			}
+		} else {
+			if _, ok := f.rules[id]; !ok {
+				return nil, fmt.Errorf("iptables: no such rule: %s", cmd)
+			}
+			delete(f.rules, id)
+			if partition {
+				f.cut.Store(false)
+				f.heal.Store(time.Now().UnixNano())
+			}
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("fakeNet: unexpected command %q", cmd)
+}
+
+// liar wraps the real client's store and misbehaves on the every-th Append.
+type liar struct {
+	store
+	every int
+	n     atomic.Int64
+	lie   func(ctx context.Context, s store, key string, value []byte) error
+	net   *fakeNet
+	// down: after a partition heals, operations keep failing this long.
+	down time.Duration
+}
+
+func (l *liar) Append(ctx context.Context, key string, value []byte) error {
+	if l.lie != nil && l.n.Add(1)%int64(l.every) == 0 {
+		return l.lie(ctx, l.store, key, value)
+	}
+	if err := l.partitioned(ctx); err != nil {
+		return err
+	}
+	return l.store.Append(ctx, key, value)
+}
+
+func (l *liar) Insert(ctx context.Context, key string, value []byte) error {
+	if err := l.partitioned(ctx); err != nil {
+		return err
+	}
+	return l.store.Insert(ctx, key, value)
+}
+
+func (l *liar) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := l.partitioned(ctx); err != nil {
+		return nil, err
+	}
+	return l.store.Get(ctx, key)
+}
+
+// partitioned fails an operation (after 10 ms, as an unreachable node
+// would take some time) while the fake partition is in place or less than
+// down after it healed.
+func (l *liar) partitioned(ctx context.Context) error {
+	if l.net == nil {
+		return nil
+	}
+	healed := time.Unix(0, l.net.heal.Load())
+	if !l.net.cut.Load() && (l.net.heal.Load() == 0 || time.Since(healed) >= l.down) {
+		return nil
+	}
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return fmt.Errorf("fake partition: %w", client.ErrNoNodeAvailable)
+}
+
+func testConfig(run runner) config {
+	return config{workers: 4, timeout: client.DefaultKVTimeout, writeRatio: 0.5, writesPerKey: 20,
+		maxOpsPerPhase: 20000, verifyAttempts: 3, recoveryLimit: 2 * time.Second, seed: 7, run: run}
+}
+
+// runHarness runs the phases and the final read-back and returns the
+// violations by check.
+func runHarness(t *testing.T, cfg config, st store, specs ...phaseSpec) (map[string]int, []*phaseResult) {
+	t.Helper()
+	lat := startLateness()
+	defer lat.close()
+	// Every run writes keys of its own in the shared mock cluster.
+	cfg.keyPrefix = fmt.Sprintf("t%d-", time.Now().UnixNano())
+	h := newHarness(cfg, st, lat)
+	ctx := context.Background()
+	var results []*phaseResult
+	for i, spec := range specs {
+		results = append(results, h.runPhase(ctx, i, spec, testTopo))
+	}
+	_, final := h.verify(ctx, func(int) bool { return true })
+	s := summarize(results, final, nil)
+	for _, pr := range results {
+		for _, v := range pr.violations {
+			t.Logf("phase %s: %s", pr.spec.name, v)
+		}
+	}
+	return s.counts, results
+}
+
+func TestHarnessPassesACorrectClient(t *testing.T) {
+	c := connectMock(t)
+	net := &fakeNet{}
+	loss := lossFault(testTopo, 0.05)
+	counts, results := runHarness(t, testConfig(net.run), clientStore{c.DefaultCollection()},
+		phaseSpec{name: "baseline", dur: 300 * time.Millisecond},
+		phaseSpec{name: "loss", dur: 300 * time.Millisecond, fault: &loss, to: 300 * time.Millisecond})
+	if len(counts) != 0 {
+		t.Fatalf("violations on a correct run: %v", counts)
+	}
+	for _, pr := range results {
+		if pr.writes[acked] == 0 || pr.classes["get ok"] == 0 || pr.verified == 0 {
+			t.Fatalf("phase %s tested nothing: writes %v, results %v, %d keys read back", pr.spec.name, pr.writes, pr.classes, pr.verified)
+		}
+	}
+	if len(net.rules) != 0 {
+		t.Fatalf("rules left in place after the phase: %v", net.rules)
+	}
+}
+
+func TestHarnessDetectsALyingClient(t *testing.T) {
+	c := connectMock(t)
+	real := clientStore{c.DefaultCollection()}
+	cases := []struct {
+		name    string
+		lie     func(ctx context.Context, s store, key string, value []byte) error
+		timeout time.Duration
+		want    string
+	}{
+		{"applies a write twice", func(ctx context.Context, s store, key string, value []byte) error {
+			_ = s.Append(ctx, key, value)
+			return s.Append(ctx, key, value)
+		}, 0, checkTwice},
+		{"acknowledges a write it never sent", func(context.Context, store, string, []byte) error {
+			return nil
+		}, 0, checkLost},
+		{"says not applied of a write it applied", func(ctx context.Context, s store, key string, value []byte) error {
+			if err := s.Append(ctx, key, value); err != nil {
+				return err
+			}
+			return fmt.Errorf("lie: %w", client.ErrTemporaryFailure)
+		}, 0, checkUnreported},
+		{"ends past its deadline", func(ctx context.Context, s store, key string, value []byte) error {
+			time.Sleep(700 * time.Millisecond) // the lie: 500 ms past a 200 ms deadline
+			return s.Append(ctx, key, value)
+		}, 200 * time.Millisecond, checkDeadline},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(nil)
+			if tc.timeout > 0 {
+				cfg.timeout = tc.timeout
+			}
+			counts, _ := runHarness(t, cfg, &liar{store: real, every: 25, lie: tc.lie},
+				phaseSpec{name: "baseline", dur: 400 * time.Millisecond})
+			if counts[tc.want] == 0 {
+				t.Fatalf("a client that %s passed %q (violations %v)", tc.name, tc.want, counts)
+			}
+			for k := range counts {
+				if k != tc.want && k != checkForeign {
+					t.Errorf("a client that %s also failed %q", tc.name, k)
+				}
+			}
+		})
+	}
+}
+
+// TestHarnessMeasuresRecoveryFromAPartition acts a partition out through
+// fakeNet: operations fail while it is in place and for `down` after it
+// heals. Down 100 ms passes the 1 s limit; 1.5 s fails it.
+func TestHarnessMeasuresRecoveryFromAPartition(t *testing.T) {
+	c := connectMock(t)
+	for _, down := range []time.Duration{100 * time.Millisecond, 1500 * time.Millisecond} {
+		net := &fakeNet{}
+		cfg := testConfig(net.run)
+		cfg.recoveryLimit = time.Second
+		p := partitionFault(testTopo)
+		counts, results := runHarness(t, cfg, &liar{store: clientStore{c.DefaultCollection()}, net: net, down: down},
+			phaseSpec{name: "partition", dur: 2200 * time.Millisecond, fault: &p, from: 100 * time.Millisecond, to: 400 * time.Millisecond, recover: true})
+		pr := results[0]
+		if pr.heal.IsZero() || pr.classes["get no-node-available"]+pr.classes["write no-node-available"] == 0 {
+			t.Fatalf("down %v: the partition did not act: heal %v, results %v", down, pr.heal, pr.classes)
+		}
+		failedRecovery := counts[checkRecovery] > 0
+		if failedRecovery != (down > cfg.recoveryLimit) {
+			t.Fatalf("down %v: recovery %v (recovered %v), check failed %v", down, pr.recovery, pr.recovered, failedRecovery)
+		}
+		if !failedRecovery && (pr.recovery < down || pr.recovery > down+500*time.Millisecond) {
+			t.Fatalf("down %v: recovery measured %v", down, pr.recovery)
+		}
+	}
+}
