@@ -5,7 +5,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 60s
 CHAOS_DURATION ?= 10m
 
-.PHONY: build test bench fuzz chaos lint demo integration memcached-up memcached-down clean
+.PHONY: build test bench fuzz chaos chaos-net lint demo integration memcached-up memcached-down clean
 
 build:
 	$(GO) build ./...
@@ -25,6 +25,12 @@ fuzz:
 # The chaos test for CHAOS_DURATION (make test runs its short form).
 chaos:
 	$(GO) test ./chaos -run 'TestChaos$$' -v -count=1 -timeout 0 -chaos.duration=$(CHAOS_DURATION)
+
+# Network faults on real sockets: the mock cluster and a workload in two
+# network namespaces, packet loss, duplication and a partition with iptables
+# (needs root; skips with a message otherwise). About a minute.
+chaos-net:
+	scripts/chaos-net.sh
 
 lint:
 	$(GO) vet ./...
