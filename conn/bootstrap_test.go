@@ -310,6 +310,31 @@ func testBootstrapCorruptErrorMap(t *testing.T, unasked bool) {
 	}
 }
 
+// An error map larger than Options.MaxBodyLength is treated like a corrupt
+// one (RFC 0013: ignore it and reconnect without XERROR), not as a failed
+// Dial: the node is usable, only its map is not.
+func TestBootstrapErrorMapOverMaxBodyLength(t *testing.T) {
+	big := mockcluster.ErrorMapJSON(2)
+	limit := uint32(len(big) - 1)
+	f := &fakeNode{errMap: big, config: `{"rev":3}`}
+	c, err := dialFake(t, f, Options{MaxBodyLength: limit})
+	if err != nil {
+		t.Fatalf("Dial failed on an oversized error map: %v", err)
+	}
+	hello := f.helloCalls()
+	if len(hello) != 2 || !slices.Contains(hello[0], memdx.FeatureXerror) || slices.Contains(hello[1], memdx.FeatureXerror) {
+		t.Fatalf("HELLO features per connection: %v; want XERROR, then a redial without it", hello)
+	}
+	dropped := c.ErrorMapDropped()
+	if c.ErrorMap() != nil || dropped == nil || !strings.Contains(dropped.Error(), "MaxBodyLength") ||
+		!strings.Contains(dropped.Error(), fmt.Sprint(limit)) {
+		t.Fatalf("map %v, dropped %v; want no map and a reason naming the limit", c.ErrorMap(), dropped)
+	}
+	if string(c.ClusterConfig()) != `{"rev":3}` {
+		t.Fatalf("config %q", c.ClusterConfig())
+	}
+}
+
 func TestBootstrapFailures(t *testing.T) {
 	cases := []struct {
 		name  string

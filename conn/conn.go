@@ -890,17 +890,6 @@ func (c *Conn) ErrorMap() *errmap.Map { return c.errMap }
 // parse, and the connection was made again without XERROR), nil otherwise.
 func (c *Conn) ErrorMapDropped() error { return c.errMapErr }
 
-// LookupStatus returns the error map's entry for a status memdx does not
-// know (RFC 0013: statuses the client knows are handled by the client, not
-// by the map). It reports false for known statuses and when there is no
-// map.
-func (c *Conn) LookupStatus(s memdx.Status) (errmap.Entry, bool) {
-	if s.Known() {
-		return errmap.Entry{}, false
-	}
-	return c.errMap.Lookup(s)
-}
-
 // ClusterConfig returns a copy of the config GET_CLUSTER_CONFIG returned
 // during bootstrap, nil when there was none.
 func (c *Conn) ClusterConfig() []byte {

@@ -127,6 +127,19 @@ type corruptMapError struct{ err error }
 func (e *corruptMapError) Error() string { return "conn: corrupt error map: " + e.err.Error() }
 func (e *corruptMapError) Unwrap() error { return e.err }
 
+// mapTooLong returns the decode error when the connection ended, while
+// GET_ERROR_MAP was awaited, on a response header whose body is over
+// Options.MaxBodyLength: with HELLO and its NOOPs answered, the next
+// response in order is the map's. nil for any other failure.
+func mapTooLong(err error) error {
+	var pe *ProtocolError
+	var de *memdx.DecodeError
+	if errors.As(err, &pe) && errors.As(pe.Err, &de) && de.What == "header" && de.Field == "body length" {
+		return de
+	}
+	return nil
+}
+
 // dialOnce opens one socket and bootstraps it.
 func dialOnce(ctx context.Context, addr string, o *Options, memcached, xerror bool) (*Conn, error) {
 	nc, err := dialNet(ctx, addr, o)
@@ -379,6 +392,9 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 	}
 	if emap != nil {
 		if err := c.await(ctx, emap); err != nil {
+			if tooLong := mapTooLong(err); tooLong != nil {
+				return &corruptMapError{err: fmt.Errorf("the GET_ERROR_MAP response is over Options.MaxBodyLength (%d bytes): %w", o.MaxBodyLength, tooLong)}
+			}
 			return err
 		}
 	}

@@ -78,10 +78,11 @@
 // # Error map
 //
 // The map GET_ERROR_MAP returns is parsed with errmap.Parse and kept for
-// this node (ErrorMap; LookupStatus consults it for statuses memdx does not
-// know, as RFC 0013 says). A map that fails to parse is dropped, the
-// connection closed, and the node dialled once more without XERROR, so that
-// it sends only statuses the client knows; ErrorMapDropped says why. That
+// this node (ErrorMap; which statuses are looked up in it is the client's
+// status policy, not conn's). A map that fails to parse, or whose response
+// is over Options.MaxBodyLength, is dropped, the connection closed, and the
+// node dialled once more without XERROR, so that it sends only statuses the
+// client knows; ErrorMapDropped says why. That
 // second connection does not ask for a map at all, so a node that grants
 // XERROR unasked cannot fail the Dial with a second corrupt one.
 //
