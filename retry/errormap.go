@@ -2,14 +2,43 @@ package retry
 
 import (
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/memdx"
 )
 
-// ErrErrorMapMaxDuration is the Err of the *NotRetriedError with which
-// FollowErrorMap ends a run of retries whose next retry would go after the
-// entry's max-duration.
-var ErrErrorMapMaxDuration = errors.New("retry: the error map's max-duration for this status has passed")
+// ErrErrorMapMaxDuration is matched by the *ErrorMapMaxDurationError with
+// which FollowErrorMap ends a run of retries whose next retry would go at or
+// after the entry's max-duration.
+var ErrErrorMapMaxDuration = errors.New("retry: the error map's max-duration for this status leaves no time for the next retry")
+
+// ErrorMapMaxDurationError is the Err of the *NotRetriedError with which
+// FollowErrorMap refuses a retry: waiting Wait more, with Elapsed already
+// gone since the status first came back, would reach the entry's
+// max-duration. Retry 1 with Elapsed 0 is a spec whose first wait (after)
+// is not shorter than its max-duration: no retry was possible at all.
+// errors.Is matches ErrErrorMapMaxDuration.
+type ErrorMapMaxDurationError struct {
+	Status      memdx.Status
+	Retry       int
+	Elapsed     time.Duration
+	Wait        time.Duration
+	MaxDuration time.Duration
+}
+
+func (e *ErrorMapMaxDurationError) Error() string {
+	if e.Retry <= 1 {
+		return fmt.Sprintf("retry: the error map's retry spec for %s puts its first retry %v after the response, not before its max-duration of %v: not retried",
+			e.Status, e.Wait, e.MaxDuration)
+	}
+	return fmt.Sprintf("retry: the error map's max-duration of %v for %s leaves no time for retry %d: %v elapsed, %v to wait",
+		e.MaxDuration, e.Status, e.Retry, e.Elapsed, e.Wait)
+}
+
+// Is matches ErrErrorMapMaxDuration.
+func (e *ErrorMapMaxDurationError) Is(target error) bool { return target == ErrErrorMapMaxDuration }
 
 // ReasonForErrorMap gives the reason for a status the client does not handle,
 // from the node's error-map entry (RFC 0049 "KV Error Map Handling"): when
@@ -39,7 +68,9 @@ func ReasonForErrorMap(e errmap.Entry) (Reason, bool) {
 // exponential interval, capped by ceil. The run restarts, and the first wait
 // is After again, when a different status comes back. When the spec has a
 // max-duration and the retry would go at or after Since+max-duration, it
-// fails with ErrErrorMapMaxDuration instead. The operation's deadline bounds
+// fails with an *ErrorMapMaxDurationError (ErrErrorMapMaxDuration) instead:
+// at once, without waiting, as the orchestrator does with a deadline; a
+// spec whose after is not shorter than its max-duration allows no retry. The operation's deadline bounds
 // every wait as usual: the shorter limit wins.
 //
 // Every other reason, and an error-map reason without an entry or without a
@@ -76,7 +107,8 @@ func (s *FollowErrorMapStrategy) RetryAfter(req Request, reason Reason) Action {
 	spec := em.Entry.Retry
 	d := spec.Delay(em.Retry)
 	if spec.MaxDuration > 0 && em.Elapsed+d >= spec.MaxDuration {
-		return FailWith(ErrErrorMapMaxDuration)
+		return FailWith(&ErrorMapMaxDurationError{Status: em.Entry.Status, Retry: em.Retry,
+			Elapsed: em.Elapsed, Wait: d, MaxDuration: spec.MaxDuration})
 	}
 	return RetryAfter(d)
 }

@@ -231,3 +231,39 @@ func TestFollowErrorMapNoMaxDuration(t *testing.T) {
 		100 * ms, 100 * ms}, delays) // 905 ms; the next would go at 1005
 	assert.ErrorIs(t, last.Err, ErrTimeout)
 }
+
+// TestFollowErrorMapAfterNotBeforeMaxDuration: a spec whose first wait
+// (after) already reaches its max-duration allows no retry: the operation
+// fails at once, and the error says why (the first retry would come too
+// late) instead of claiming that a max-duration has passed when no time has.
+// Later in a run, the error gives the time elapsed and the wait refused.
+func TestFollowErrorMapAfterNotBeforeMaxDuration(t *testing.T) {
+	for _, after := range []time.Duration{500 * ms, 600 * ms} {
+		spec := &errmap.RetrySpec{Strategy: errmap.Constant, After: after, Interval: 10 * ms, MaxDuration: 500 * ms}
+		e := errmap.Entry{Status: 0x7fa1, Name: "SLOW_RETRY", Attrs: errmap.NewAttrs(errmap.AttrAutoRetry), Retry: spec}
+		o, fc, st := fakeSetup(memdx.OpGet, FollowErrorMap(nil), time.Hour)
+		delays, last := runErrorMap(o, fc, st, e)
+		assert.Empty(t, delays, "after %v", after)
+		assert.Equal(t, t0, fc.Now(), "no wait")
+		require.ErrorIs(t, last.Err, ErrErrorMapMaxDuration)
+		msg := last.Err.Error()
+		assert.NotContains(t, msg, "has passed", "no time has passed")
+		assert.Contains(t, msg, "first retry")
+		assert.Contains(t, msg, after.String())
+		assert.Contains(t, msg, "500ms")
+		var me *ErrorMapMaxDurationError
+		require.ErrorAs(t, last.Err, &me)
+		assert.Equal(t, ErrorMapMaxDurationError{Status: 0x7fa1, Retry: 1, Elapsed: 0, Wait: after, MaxDuration: 500 * ms}, *me)
+	}
+
+	// Later in a run: 50 ms, then 10 ms waits up to 490 ms; the next would
+	// end at 500.
+	constant, _, _ := mockSpecs(t)
+	o, fc, st := fakeSetup(memdx.OpSet, FollowErrorMap(nil), time.Hour)
+	_, last := runErrorMap(o, fc, st, constant)
+	var me *ErrorMapMaxDurationError
+	require.ErrorAs(t, last.Err, &me)
+	assert.Equal(t, ErrorMapMaxDurationError{Status: 0x7ff0, Retry: 46, Elapsed: 490 * ms, Wait: 10 * ms, MaxDuration: 500 * ms}, *me)
+	assert.Contains(t, last.Err.Error(), "490ms")
+	assert.NotContains(t, last.Err.Error(), "first retry")
+}
