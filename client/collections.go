@@ -74,14 +74,15 @@ func (cc *collectionCache) invalidate(col *Collection) {
 	cc.mu.Unlock()
 }
 
-// resolve returns col's id, asking cn when it is not cached. A missing
-// scope or collection gives the terminal reasons of RFC 0049 revision 16
-// (the default strategy fails at once, best effort waits for it to appear).
-// Other statuses are retried only when retryable (TMPFAIL, EBUSY and the
-// like when the error map says so);
-// the rest end the operation (retry.ReasonUnknown) with an error matching
-// the status's sentinel. A lookup that got no answer is retried as
-// SOCKET_NOT_AVAILABLE.
+// resolve returns col's id, asking cn when it is not cached. A status other
+// than success is decided by the status policy (decideStatus for
+// COLLECTIONS_GET_ID): a missing scope or collection gives the terminal
+// reasons of RFC 0049 revision 16 (the default strategy fails at once, best
+// effort waits for it to appear); TMPFAIL and the statuses the node's error
+// map marks for retry are retried (the map's entry goes with the error, for
+// FollowErrorMap); the rest end the operation (retry.ReasonUnknown) with an
+// error matching the status's sentinel. A lookup that got no answer is
+// retried as SOCKET_NOT_AVAILABLE.
 func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *conn.Conn, col *Collection) (uint32, retry.Reason, error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", ErrFeatureNotAvailable, col.path)
@@ -108,14 +109,9 @@ func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *
 		if err != nil {
 			return nil, err
 		}
-		switch status {
-		case memdx.StatusSuccess:
-		case memdx.StatusUnknownCollection:
-			return nil, &collectionError{path: col.path, scope: false}
-		case memdx.StatusUnknownScope:
-			return nil, &collectionError{path: col.path, scope: true}
-		default:
-			return nil, &lookupError{path: col.path, status: status}
+		if status != memdx.StatusSuccess {
+			return nil, &lookupError{path: col.path, status: status,
+				outcome: decideStatus(memdx.OpCollectionsGetID, false, status, cn.ErrorMap())}
 		}
 		cc.mu.Lock()
 		cc.ids[col.path] = cid
@@ -125,33 +121,11 @@ func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *
 	if err == nil {
 		return v.(uint32), 0, nil
 	}
-	var ce *collectionError
 	var le *lookupError
 	var re *conn.RequestError
 	switch {
-	case errors.As(err, &ce) && ce.scope:
-		return 0, retry.ReasonScopeNotFound, err
-	case errors.As(err, &ce):
-		return 0, retry.ReasonCollectionNotFound, err
 	case errors.As(err, &le):
-		// Another status: retried only when it is retryable (TMPFAIL, or
-		// a status the client has no outcome of its own for that the
-		// node's error map marks for retry, as classifyStatus does for
-		// operations; the strategy times that retry, not the entry's
-		// spec). Anything else (EINVAL for a malformed name, EACCESS, ...)
-		// waiting cannot fix: the operation ends now with the status's
-		// sentinel.
-		if reason, ok := retry.ReasonForStatus(memdx.OpCollectionsGetID, le.status); ok {
-			return 0, reason, err
-		}
-		if !handledStatus(memdx.OpCollectionsGetID, le.status) {
-			if entry, found := cn.ErrorMap().Lookup(le.status); found {
-				if reason, ok := retry.ReasonForErrorMap(entry); ok {
-					return 0, reason, err
-				}
-			}
-		}
-		return 0, retry.ReasonUnknown, err
+		return 0, le.outcome.reason, err
 	case errors.As(err, &re):
 		// The lookup's request did not get an answer (connection,
 		// overload, deadline): nothing of the operation was sent, so it
@@ -163,42 +137,29 @@ func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *
 }
 
 // lookupError is a COLLECTIONS_GET_ID answered with a status other than
-// success, UNKNOWN_SCOPE or UNKNOWN_COLLECTION. errors.Is matches the
-// status's sentinel (ErrInvalidArgument for EINVAL, ErrNoAccess for
-// EACCESS, ErrTemporaryFailure for TMPFAIL, ErrServerFailure otherwise) and
-// errors.As finds the *memdx.StatusError.
+// success, with the status policy's outcome for it. errors.Is matches the
+// outcome's sentinel (ErrCollectionNotFound, ErrScopeNotFound,
+// ErrInvalidArgument for EINVAL, ErrNoAccess for EACCESS,
+// ErrTemporaryFailure for TMPFAIL or a "temp" error-map entry,
+// ErrServerFailure otherwise) and errors.As finds the *memdx.StatusError.
 type lookupError struct {
-	path   string
-	status memdx.Status
+	path    string
+	status  memdx.Status
+	outcome statusOutcome
 }
 
 func (e *lookupError) Error() string {
+	switch e.outcome.sentinel {
+	case ErrCollectionNotFound:
+		return "collection " + e.path + " not found"
+	case ErrScopeNotFound:
+		return "scope of " + e.path + " not found"
+	}
 	return "looking up the id of collection " + e.path + ": " + e.Unwrap().Error()
 }
 
-func (e *lookupError) Is(target error) bool {
-	return target == statusSentinel(memdx.OpCollectionsGetID, false, e.status)
-}
+func (e *lookupError) Is(target error) bool { return target == e.outcome.sentinel }
 
 func (e *lookupError) Unwrap() error {
 	return &memdx.StatusError{Status: e.status, OpCode: memdx.OpCollectionsGetID}
-}
-
-type collectionError struct {
-	path  string
-	scope bool
-}
-
-func (e *collectionError) Error() string {
-	if e.scope {
-		return "scope of " + e.path + " not found"
-	}
-	return "collection " + e.path + " not found"
-}
-
-func (e *collectionError) Is(target error) bool {
-	if e.scope {
-		return target == ErrScopeNotFound
-	}
-	return target == ErrCollectionNotFound
 }

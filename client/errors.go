@@ -181,67 +181,6 @@ func (e *KeyValueError) Unwrap() []error {
 // its cause does not say so itself.
 func (e *KeyValueError) Is(target error) bool { return target == ErrAmbiguous && e.Ambiguous }
 
-// statusSentinel maps a final (not retried) status to the sentinel callers
-// test for. op decides between readings of the same status.
-func statusSentinel(op memdx.OpCode, casGiven bool, st memdx.Status) error {
-	switch st {
-	case memdx.StatusKeyNotFound:
-		return ErrDocumentNotFound
-	case memdx.StatusKeyExists:
-		if op == memdx.OpAdd {
-			return ErrDocumentExists
-		}
-		if casGiven || op == memdx.OpUnlockKey {
-			return ErrCasMismatch
-		}
-		return ErrDocumentExists
-	case memdx.StatusNotStored:
-		switch op {
-		case memdx.OpAdd:
-			return ErrDocumentExists
-		case memdx.OpAppend, memdx.OpPrepend:
-			return ErrDocumentNotFound
-		}
-		return ErrNotStored
-	case memdx.StatusTooBig:
-		return ErrValueTooLarge
-	case memdx.StatusInvalidArgs, memdx.StatusRangeError, memdx.StatusXattrInvalid:
-		return ErrInvalidArgument
-	case memdx.StatusBadDelta:
-		return ErrDeltaInvalid
-	case memdx.StatusLocked:
-		if op == memdx.OpUnlockKey {
-			return ErrCasMismatch // RFC 0049: LOCKED on UNLOCK is a CAS mismatch
-		}
-		return ErrDocumentLocked
-	case memdx.StatusNotLocked:
-		return ErrDocumentNotLocked
-	case memdx.StatusTmpFail, memdx.StatusOutOfMemory, memdx.StatusBusy:
-		return ErrTemporaryFailure
-	case memdx.StatusAuthError, memdx.StatusAuthStale:
-		return ErrAuthenticationFailure
-	case memdx.StatusNoAccess:
-		return ErrNoAccess
-	case memdx.StatusUnknownCollection:
-		return ErrCollectionNotFound
-	case memdx.StatusUnknownScope:
-		return ErrScopeNotFound
-	case memdx.StatusDurabilityInvalidLevel:
-		return ErrDurabilityLevelNotAvailable
-	case memdx.StatusDurabilityImpossible:
-		return ErrDurabilityImpossible
-	case memdx.StatusSyncWriteAmbiguous:
-		return ErrDurabilityAmbiguous
-	case memdx.StatusSyncWriteInProgress:
-		return ErrDurableWriteInProgress
-	case memdx.StatusSyncWriteReCommitInProgress:
-		return ErrDurableWriteReCommitProgress
-	case memdx.StatusUnknownCommand, memdx.StatusNotSupported, memdx.StatusUnknownFrameInfo:
-		return ErrFeatureNotAvailable
-	}
-	return ErrServerFailure
-}
-
 // reasonSentinel maps the reason a retry was refused for (or a timeout
 // happened after) to a sentinel, for errors that carry no status.
 func reasonSentinel(err error) error {
@@ -260,6 +199,10 @@ func reasonSentinel(err error) error {
 		return nil // the cause already matches ErrTimeout and its variant
 	case errors.Is(err, retry.ErrCanceled):
 		return ErrRequestCanceled
+	}
+	var le *lookupError
+	if errors.As(err, &le) {
+		return le.outcome.sentinel
 	}
 	return nil
 }

@@ -61,6 +61,7 @@ type op struct {
 	vb      uint16
 	opaque  uint32
 	status  memdx.Status
+	outcome statusOutcome // decideStatus's, for status
 	errCtx  memdx.ErrorContext
 	nmvBody []byte
 	errName string
@@ -219,6 +220,10 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			if reason == retry.ReasonUnknown {
 				return c.finalError(o, errSentinelFor(err), err)
 			}
+			var le *lookupError
+			if reason == retry.ReasonKVErrorMapRetryIndicated && errors.As(err, &le) {
+				o.st.SetErrorMapEntry(le.outcome.entry)
+			}
 			if werr := c.wait(o, reason, err); werr != nil {
 				return werr
 			}
@@ -315,6 +320,7 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.req.Collections = f.Has(memdx.FeatureCollections) && o.req.OpCode.HasCollectionKey()
 	o.req.CollectionID = cid
 	o.status = 0
+	o.outcome = statusOutcome{}
 	o.opaque = 0
 	o.errCtx = memdx.ErrorContext{}
 	o.errName, o.errDesc = "", ""
@@ -401,11 +407,13 @@ func (c *Client) routeOp(t *topology, o *op) (*node, uint16, retry.Reason, error
 	return n, vb, 0, nil
 }
 
-// classifyStatus gives the retry reason for a non-success status, updating
-// the config from a NOT_MY_VBUCKET body and the collection cache from
-// UNKNOWN_COLLECTION on the way. ok is false when the status is final.
+// classifyStatus gives the retry reason for a non-success status, as the
+// status policy decides (decideStatus), updating the config from a
+// NOT_MY_VBUCKET body and the collection cache from UNKNOWN_COLLECTION on
+// the way. ok is false when the status is final.
 func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (retry.Reason, bool) {
 	st := o.status
+	o.outcome = decideStatus(o.req.OpCode, o.casGiven, st, cn.ErrorMap())
 	if st == memdx.StatusNotMyVbucket && t.cfg != nil {
 		cur := t
 		if len(o.nmvBody) > 0 {
@@ -421,43 +429,21 @@ func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (ret
 		}
 		return retry.ReasonKVNotMyVbucket, true
 	}
-	if st == memdx.StatusUnknownCollection && o.coll != nil {
-		c.colls.invalidate(o.coll)
+	out := o.outcome
+	if out.found {
+		o.errName, o.errDesc = out.entry.Name, out.entry.Desc
 	}
-	if reason, ok := retry.ReasonForStatus(o.req.OpCode, st); ok {
-		return reason, true
-	}
-	if handledStatus(o.req.OpCode, st) {
+	switch out.reason {
+	case retry.ReasonUnknown:
 		return 0, false
+	case retry.ReasonKVCollectionOutdated:
+		if o.coll != nil {
+			c.colls.invalidate(o.coll)
+		}
+	case retry.ReasonKVErrorMapRetryIndicated:
+		o.st.SetErrorMapEntry(out.entry)
 	}
-	// RFC 0049: the map is consulted for every status the client knows
-	// nothing to do with: codes memdx has no name for, and named ones with
-	// no outcome of their own here (EBUSY, ENOMEM, EWOULD_THROTTLE,
-	// ECONFIG_ONLY, CANCELLED, the rate limits, ...).
-	entry, found := cn.ErrorMap().Lookup(st)
-	if !found {
-		return 0, false
-	}
-	o.errName, o.errDesc = entry.Name, entry.Desc
-	reason, ok := retry.ReasonForErrorMap(entry)
-	if ok {
-		o.st.SetErrorMapEntry(entry)
-	}
-	return reason, ok
-}
-
-// handledStatus reports whether the client gives st an outcome of its own
-// for op (a sentinel the caller acts on, such as ErrDocumentNotFound or
-// ErrCasMismatch), so that the error map is not asked: a map saying
-// "retry-now" for LOCKED must not turn UNLOCK's CAS mismatch into retries.
-// EBUSY and ENOMEM are not handled: the map says whether to retry them (a
-// caller that gets them still sees ErrTemporaryFailure).
-func handledStatus(op memdx.OpCode, st memdx.Status) bool {
-	switch statusSentinel(op, false, st) {
-	case ErrServerFailure, ErrTemporaryFailure:
-		return false
-	}
-	return true
+	return out.reason, true
 }
 
 // routeOpPeek routes without changing o's route state.
@@ -474,10 +460,12 @@ func (c *Client) wait(o *op, reason retry.Reason, cause error) error {
 	if err == nil {
 		return nil
 	}
-	// A refusal after a status is that status's error (LOCKED, say, when the
-	// strategy gives up); a timeout or a cancellation during the wait is
-	// that, whatever status came before.
-	if o.status != 0 && o.status != memdx.StatusSuccess && errors.Is(err, retry.ErrNotRetried) {
+	// A refusal of a status's retry is that status's error (LOCKED, say,
+	// when the strategy gives up); a refusal of another reason after it (a
+	// lookup or a route that failed on the next attempt) is that reason's;
+	// a timeout or a cancellation during the wait is that, whatever status
+	// came before.
+	if o.status != 0 && o.status != memdx.StatusSuccess && reason == o.outcome.reason && errors.Is(err, retry.ErrNotRetried) {
 		return c.statusError(o, err)
 	}
 	return c.finalError(o, reasonSentinel(err), err)
@@ -493,8 +481,8 @@ func (c *Client) statusError(o *op, cause error) error {
 	if cause == nil {
 		cause = o.statusErr()
 	}
-	e := c.newKVError(o, statusSentinel(o.req.OpCode, o.casGiven, o.status), cause)
-	if o.status == memdx.StatusSyncWriteAmbiguous {
+	e := c.newKVError(o, o.outcome.sentinel, cause)
+	if o.outcome.ambiguous {
 		e.Ambiguous = true
 	}
 	return e
@@ -544,7 +532,7 @@ func (c *Client) newKVError(o *op, sentinel, cause error) *KeyValueError {
 func errSentinelFor(err error) error {
 	var le *lookupError
 	if errors.As(err, &le) {
-		return statusSentinel(memdx.OpCollectionsGetID, false, le.status)
+		return le.outcome.sentinel
 	}
 	switch {
 	case errors.Is(err, vbmap.ErrReplicaOutOfRange):

@@ -15,7 +15,7 @@
 //	st.Init(ctx, memdx.OpSet, strategy, deadline)
 //	for {
 //		err := send()                          // one attempt
-//		reason, ok := classify(err)            // ReasonForStatus, ReasonForErrorMap, ...
+//		reason, ok := classify(err)            // the client's status policy, ...
 //		if !ok {
 //			return err                         // not retryable: fail as is
 //		}
@@ -119,12 +119,11 @@
 // use than the RFC's "explicit 0x20", chosen so that a misconfiguration
 // fails fast instead of timing out.
 //
-// ReasonForStatus maps response statuses to reasons (RFC 0049's
-// response-code list with its exceptions: UNKNOWN_COLLECTION is not retried
-// for COLLECTIONS_GET_ID, LOCKED is not retried for UNLOCK_KEY, DCP opcodes
-// are never retried). ReasonForErrorMap does it, from the node's error map,
-// for statuses the client has no outcome of its own for. IsIdempotent is RFC 0049's idempotent
-// operation list, by opcode.
+// Which reason a response status gives (RFC 0049's response-code list with
+// its exceptions, and the node's error map for statuses the client has no
+// outcome of its own for) is the client's status policy, decided in one
+// table in package client together with the error each status ends with.
+// IsIdempotent is RFC 0049's idempotent operation list, by opcode.
 //
 // # Strategies
 //

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -39,22 +38,6 @@ func (e *ErrorMapMaxDurationError) Error() string {
 
 // Is matches ErrErrorMapMaxDuration.
 func (e *ErrorMapMaxDurationError) Is(target error) bool { return target == ErrErrorMapMaxDuration }
-
-// ReasonForErrorMap gives the reason for a status the client does not handle,
-// from the node's error-map entry (RFC 0049 "KV Error Map Handling"): when
-// the entry indicates a retry (e.RetryIndicated(): retry-now, retry-later or
-// auto-retry, without no-retry), KV_ERROR_MAP_RETRY_INDICATED, to be handed
-// to the orchestrator; otherwise false, and the operation fails at once
-// without reaching the orchestrator.
-//
-// RFC 0013 has the client consult the map only for statuses it does not
-// handle itself; ReasonForStatus comes first.
-func ReasonForErrorMap(e errmap.Entry) (Reason, bool) {
-	if e.RetryIndicated() {
-		return ReasonKVErrorMapRetryIndicated, true
-	}
-	return ReasonUnknown, false
-}
 
 // FollowErrorMapStrategy is an opt-in strategy that times error-map retries
 // by the entry's own retry spec (RFC 0013 "Retry Intervals"). RFC 0049 says

@@ -11,49 +11,6 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 )
 
-func TestReasonForErrorMap(t *testing.T) {
-	rows := []struct {
-		attrs errmap.Attrs
-		want  bool
-	}{
-		{errmap.NewAttrs(errmap.AttrRetryNow), true},
-		{errmap.NewAttrs(errmap.AttrRetryLater, errmap.AttrTemp), true},
-		{errmap.NewAttrs(errmap.AttrAutoRetry), true},
-		{errmap.NewAttrs(errmap.AttrTemp), false},
-		{errmap.NewAttrs(errmap.AttrItemOnly), false},
-		{errmap.NewAttrs(errmap.AttrRetryNow, errmap.AttrNoRetry), false},
-		{0, false},
-	}
-	for _, row := range rows {
-		r, ok := ReasonForErrorMap(errmap.Entry{Status: 0x7000, Attrs: row.attrs})
-		assert.Equal(t, row.want, ok, "%s", row.attrs)
-		if row.want {
-			assert.Equal(t, ReasonKVErrorMapRetryIndicated, r)
-		} else {
-			assert.Equal(t, ReasonUnknown, r)
-		}
-	}
-}
-
-// TestReasonForErrorMapServerMap checks entries of kv_engine's current map.
-func TestReasonForErrorMapServerMap(t *testing.T) {
-	m, err := errmap.Parse(conformance(t, "errmap/kv_engine_error_map_v2.json"))
-	require.NoError(t, err)
-	for st, want := range map[memdx.Status]bool{
-		memdx.StatusBusy:                  true,  // temp, retry-now
-		memdx.StatusRateLimitedIngress:    true,  // temp, retry-later, rate-limit
-		memdx.StatusExpiryOverflow:        false, // no-retry
-		memdx.StatusKeyNotFound:           false, // item-only
-		memdx.StatusBucketDiskSpaceTooLow: false, // no-retry
-		memdx.StatusSubdocPathNotFound:    false,
-	} {
-		e, ok := m.Lookup(st)
-		require.True(t, ok, "%s", st)
-		_, got := ReasonForErrorMap(e)
-		assert.Equal(t, want, got, "%s %s", st, e.Attrs)
-	}
-}
-
 // mockSpecs returns CouchbaseMock's entries 0x7ff0 (constant), 0x7ff1
 // (linear) and 0x7ff2 (exponential), each with after 50 ms and max-duration
 // 500 ms.
@@ -66,9 +23,7 @@ func mockSpecs(t *testing.T) (constant, linear, exponential errmap.Entry) {
 		e, ok := m.Lookup(memdx.Status(0x7ff0 + i))
 		require.True(t, ok)
 		require.NotNil(t, e.Retry, "0x%04x has a retry spec", 0x7ff0+i)
-		r, ok := ReasonForErrorMap(e)
-		require.True(t, ok, "auto-retry indicates a retry")
-		require.Equal(t, ReasonKVErrorMapRetryIndicated, r)
+		require.True(t, e.RetryIndicated(), "auto-retry indicates a retry")
 		es[i] = e
 	}
 	return es[0], es[1], es[2]

@@ -26,8 +26,7 @@ func Example() {
 		sends++
 		clock.Advance(5 * time.Millisecond) // the attempt's round trip
 		cause := &memdx.StatusError{Status: memdx.StatusTmpFail, OpCode: memdx.OpSet}
-		reason, _ := retry.ReasonForStatus(memdx.OpSet, cause.Status)
-		d := orch.Decide(&st, reason, cause)
+		d := orch.Decide(&st, retry.ReasonKVTemporaryFailure, cause)
 		clock.Advance(d.Delay) // Wait would sleep here
 		if !d.Retry {
 			fmt.Printf("sends=%d, last wait %v, ambiguous=%v: %v\n",

@@ -1,0 +1,245 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// statusRequest is one class of request the status policy distinguishes.
+type statusRequest struct {
+	op       memdx.OpCode
+	casGiven bool
+}
+
+func (r statusRequest) String() string {
+	if r.casGiven {
+		return r.op.String() + "+CAS"
+	}
+	return r.op.String()
+}
+
+// policyRequests: every opcode the client sends (with and without a CAS
+// where it may carry one), the bootstrap and config requests, a subdoc
+// mutation and a DCP opcode.
+var policyRequests = []statusRequest{
+	{memdx.OpGet, false}, {memdx.OpGetReplica, false}, {memdx.OpGAT, false}, {memdx.OpGetLocked, false},
+	{memdx.OpTouch, false}, {memdx.OpUnlockKey, true}, {memdx.OpGetMeta, false},
+	{memdx.OpSet, false}, {memdx.OpSet, true}, {memdx.OpAdd, false},
+	{memdx.OpReplace, false}, {memdx.OpReplace, true}, {memdx.OpDelete, false}, {memdx.OpDelete, true},
+	{memdx.OpAppend, false}, {memdx.OpAppend, true}, {memdx.OpPrepend, false},
+	{memdx.OpIncrement, false}, {memdx.OpDecrement, true},
+	{memdx.OpCollectionsGetID, false}, {memdx.OpNoop, false}, {memdx.OpGetClusterConfig, false},
+	{memdx.OpSubdocMultiMutation, true}, {memdx.OpCode(0x57), false}, // DCP_MUTATION
+}
+
+// policyStatuses: every status memdx names but SUCCESS, and codes it does
+// not name (a server may send any; the error map describes them).
+func policyStatuses() []memdx.Status {
+	var out []memdx.Status
+	for _, st := range memdx.KnownStatuses() {
+		if st != memdx.StatusSuccess {
+			out = append(out, st)
+		}
+	}
+	return append(out, 0x7ff0, 0x7ff1, 0x10, 0xffff)
+}
+
+// wantReason is RFC 0049's response-code retry list with its exceptions,
+// plus RFC 0049 revision 16's terminal reasons for the collection-id lookup.
+func wantReason(r statusRequest, st memdx.Status) retry.Reason {
+	if r.op >= 0x50 && r.op <= 0x65 { // "DCP commands are excluded from this list"
+		return retry.ReasonUnknown
+	}
+	switch st {
+	case memdx.StatusNotMyVbucket:
+		return retry.ReasonKVNotMyVbucket
+	case memdx.StatusUnknownCollection:
+		if r.op == memdx.OpCollectionsGetID {
+			return retry.ReasonCollectionNotFound
+		}
+		return retry.ReasonKVCollectionOutdated
+	case memdx.StatusUnknownScope:
+		if r.op == memdx.OpCollectionsGetID {
+			return retry.ReasonScopeNotFound
+		}
+	case memdx.StatusLocked:
+		if r.op != memdx.OpUnlockKey {
+			return retry.ReasonKVLocked
+		}
+	case memdx.StatusTmpFail:
+		return retry.ReasonKVTemporaryFailure
+	case memdx.StatusSyncWriteInProgress:
+		return retry.ReasonKVSyncWriteInProgress
+	case memdx.StatusSyncWriteReCommitInProgress:
+		return retry.ReasonKVSyncWriteReCommitInProgress
+	}
+	return retry.ReasonUnknown
+}
+
+// wantSentinel is the error each status ends an operation with, the
+// readings that depend on the request first.
+func wantSentinel(r statusRequest, st memdx.Status) error {
+	switch {
+	case st == memdx.StatusKeyExists && r.op == memdx.OpAdd:
+		return ErrDocumentExists
+	case st == memdx.StatusKeyExists && (r.casGiven || r.op == memdx.OpUnlockKey):
+		return ErrCasMismatch
+	case st == memdx.StatusNotStored && r.op == memdx.OpAdd:
+		return ErrDocumentExists
+	case st == memdx.StatusNotStored && (r.op == memdx.OpAppend || r.op == memdx.OpPrepend):
+		return ErrDocumentNotFound
+	case st == memdx.StatusLocked && r.op == memdx.OpUnlockKey:
+		return ErrCasMismatch // RFC 0049: a CAS mismatch, never retried
+	}
+	own := map[memdx.Status]error{
+		memdx.StatusKeyNotFound: ErrDocumentNotFound, memdx.StatusKeyExists: ErrDocumentExists,
+		memdx.StatusTooBig: ErrValueTooLarge, memdx.StatusInvalidArgs: ErrInvalidArgument,
+		memdx.StatusNotStored: ErrNotStored, memdx.StatusBadDelta: ErrDeltaInvalid,
+		memdx.StatusLocked: ErrDocumentLocked, memdx.StatusNotLocked: ErrDocumentNotLocked,
+		memdx.StatusAuthStale: ErrAuthenticationFailure, memdx.StatusAuthError: ErrAuthenticationFailure,
+		memdx.StatusRangeError: ErrInvalidArgument, memdx.StatusNoAccess: ErrNoAccess,
+		memdx.StatusUnknownFrameInfo: ErrFeatureNotAvailable, memdx.StatusUnknownCommand: ErrFeatureNotAvailable,
+		memdx.StatusNotSupported: ErrFeatureNotAvailable, memdx.StatusXattrInvalid: ErrInvalidArgument,
+		memdx.StatusOutOfMemory: ErrTemporaryFailure, memdx.StatusBusy: ErrTemporaryFailure,
+		memdx.StatusTmpFail: ErrTemporaryFailure, memdx.StatusUnknownCollection: ErrCollectionNotFound,
+		memdx.StatusUnknownScope: ErrScopeNotFound, memdx.StatusDurabilityInvalidLevel: ErrDurabilityLevelNotAvailable,
+		memdx.StatusDurabilityImpossible: ErrDurabilityImpossible, memdx.StatusSyncWriteAmbiguous: ErrDurabilityAmbiguous,
+		memdx.StatusSyncWriteInProgress: ErrDurableWriteInProgress, memdx.StatusSyncWriteReCommitInProgress: ErrDurableWriteReCommitProgress,
+	}
+	if s, ok := own[st]; ok {
+		return s
+	}
+	return ErrServerFailure
+}
+
+// mapOfEvery returns an error map with an entry for every status of
+// statuses, each with attrs.
+func mapOfEvery(t *testing.T, statuses []memdx.Status, attrs ...string) *errmap.Map {
+	t.Helper()
+	type entry struct {
+		Name  string   `json:"name"`
+		Desc  string   `json:"desc"`
+		Attrs []string `json:"attrs"`
+	}
+	errs := map[string]entry{}
+	for _, st := range statuses {
+		errs[strconv.FormatUint(uint64(st), 16)] = entry{Name: "S_" + strconv.Itoa(int(st)), Desc: "d", Attrs: attrs}
+	}
+	b, err := json.Marshal(map[string]any{"version": 2, "revision": 1, "errors": errs})
+	require.NoError(t, err)
+	m, err := errmap.Parse(b)
+	require.NoError(t, err)
+	return m
+}
+
+// TestStatusPolicy runs every status against every class of request, with no
+// error map, with a map that marks every status retry-now and temp, and
+// with one that marks every status internal (no retry): the client's own
+// rules come first and never ask the map (a map saying retry-now for LOCKED
+// must not turn UNLOCK's CAS mismatch into retries); the map decides exactly
+// the statuses the client has no outcome of its own for (those that would
+// end as ErrServerFailure or ErrTemporaryFailure), retrying them when it
+// says so and reporting them as ErrTemporaryFailure when it says "temp".
+func TestStatusPolicy(t *testing.T) {
+	statuses := policyStatuses()
+	retryTemp := mapOfEvery(t, statuses, "temp", "retry-now")
+	internal := mapOfEvery(t, statuses, "internal")
+	for _, r := range policyRequests {
+		for _, st := range statuses {
+			t.Run(fmt.Sprintf("%s/%s", r, st), func(t *testing.T) {
+				reason, sentinel := wantReason(r, st), wantSentinel(r, st)
+				mapDecides := reason == retry.ReasonUnknown &&
+					(sentinel == ErrServerFailure || sentinel == ErrTemporaryFailure)
+
+				got := decideStatus(r.op, r.casGiven, st, nil)
+				assert.Equal(t, reason, got.reason, "reason without a map")
+				assert.Equal(t, sentinel, got.sentinel, "sentinel without a map")
+				assert.False(t, got.found)
+				assert.Equal(t, st == memdx.StatusSyncWriteAmbiguous, got.ambiguous)
+
+				got = decideStatus(r.op, r.casGiven, st, retryTemp)
+				assert.Equal(t, mapDecides, got.found, "map consulted")
+				if mapDecides {
+					assert.Equal(t, retry.ReasonKVErrorMapRetryIndicated, got.reason)
+					assert.Equal(t, ErrTemporaryFailure, got.sentinel, "a temp entry")
+					assert.Equal(t, st, got.entry.Status)
+				} else {
+					assert.Equal(t, reason, got.reason, "the client's rule, not the map's")
+					assert.Equal(t, sentinel, got.sentinel)
+				}
+
+				got = decideStatus(r.op, r.casGiven, st, internal)
+				assert.Equal(t, mapDecides, got.found, "map consulted")
+				assert.Equal(t, reason, got.reason, "no retry indicated")
+				assert.Equal(t, sentinel, got.sentinel)
+			})
+		}
+	}
+}
+
+// TestStatusTableRows: every status has a general row, after its exceptions
+// (or ruleFor would fall through to the default for some requests), and the
+// rows of one status are consecutive.
+func TestStatusTableRows(t *testing.T) {
+	seen := map[memdx.Status]bool{}
+	for i, r := range statusTable {
+		if i > 0 && statusTable[i-1].status != r.status {
+			require.False(t, seen[r.status], "rows of %s are not consecutive", r.status)
+		}
+		seen[r.status] = true
+		last := i == len(statusTable)-1 || statusTable[i+1].status != r.status
+		general := r.ops == nil && !r.casGiven
+		assert.Equal(t, last, general, "%s: row %d; the general row must come last", r.status, i)
+		assert.NotNil(t, r.rule.sentinel, "%s has a sentinel", r.status)
+	}
+}
+
+// TestStatusPolicyKVEngineMap: with kv_engine's current error map, the
+// statuses it sends that the client has no outcome of its own for are
+// retried exactly when the map says retry-now or retry-later, and those
+// marked "temp" are temporary failures.
+func TestStatusPolicyKVEngineMap(t *testing.T) {
+	m, err := errmap.Parse(readConformance(t, "errmap/kv_engine_error_map_v2.json"))
+	require.NoError(t, err)
+	for st, want := range map[memdx.Status]struct {
+		retried bool
+		temp    bool
+	}{
+		memdx.StatusBusy:                  {true, true},   // temp, retry-now
+		memdx.StatusRateLimitedIngress:    {true, true},   // temp, retry-later, rate-limit
+		memdx.StatusWouldThrottle:         {true, true},   // temp, retry-later
+		memdx.StatusExpiryOverflow:        {false, false}, // no-retry
+		memdx.StatusBucketDiskSpaceTooLow: {false, false}, // no-retry
+		memdx.StatusSubdocPathNotFound:    {false, false},
+		memdx.StatusInternalError:         {false, false},
+	} {
+		got := decideStatus(memdx.OpGet, false, st, m)
+		require.True(t, got.found, "%s is in the map", st)
+		assert.Equal(t, want.retried, got.reason == retry.ReasonKVErrorMapRetryIndicated, "%s %s", st, got.entry.Attrs)
+		assert.Equal(t, want.temp, got.sentinel == ErrTemporaryFailure, "%s %s", st, got.entry.Attrs)
+	}
+	// KEY_ENOENT is the client's own: the map's item-only is not asked.
+	assert.False(t, decideStatus(memdx.OpGet, false, memdx.StatusKeyNotFound, m).found)
+}
+
+// readConformance reads a file of the shared conformance corpus, or skips.
+func readConformance(t *testing.T, name string) []byte {
+	t.Helper()
+	path := filepath.Join("..", "..", "shared", "conformance", name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Skipf("conformance file %s not available: %v", path, err)
+	}
+	return b
+}
