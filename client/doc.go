@@ -46,7 +46,10 @@
 //     SYNC_WRITE_IN_PROGRESS, statuses the node's error map marks as
 //     retryable, and connections that were unavailable or died. Every wait
 //     is capped to the deadline; a wait that reaches it ends the operation
-//     with a timeout instead of sending it again.
+//     with a timeout instead of sending it again. Which statuses are
+//     retried, which end the operation with which error, and which the
+//     error map decides is one table (status.go), for operations and the
+//     collection-id lookup alike.
 //
 // # Was it applied?
 //

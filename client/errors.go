@@ -37,7 +37,8 @@ var (
 	// the caller passed an argument kvwire refuses before sending.
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrTemporaryFailure: the server is temporarily unable to serve the
-	// request (TMPFAIL, ENOMEM, EBUSY) and the strategy did not retry.
+	// request (TMPFAIL, ENOMEM, EBUSY, or a status the node's error map
+	// marks "temp") and the strategy did not retry.
 	ErrTemporaryFailure = errors.New("temporary failure")
 	// ErrAuthenticationFailure: the server refused the credentials.
 	ErrAuthenticationFailure = errors.New("authentication failure")
