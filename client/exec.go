@@ -296,7 +296,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		if !ok {
 			return c.statusError(o, nil)
 		}
-		if werr := c.wait(o, reason, o.statusErr()); werr != nil {
+		if werr := c.waitStatus(o, reason); werr != nil {
 			return werr
 		}
 		lastReason, retried = reason, true
@@ -453,19 +453,28 @@ func (c *Client) routeOpPeek(t *topology, o *op) (*node, uint16, retry.Reason, e
 	return c.routeOp(t, o)
 }
 
-// wait hands a failed attempt to the orchestrator; it returns nil to try
-// again, or the operation's final error.
+// wait hands an attempt that failed without a status of its own (no
+// route, no connection, a failed collection-id lookup, a connection that
+// died) to the orchestrator; it returns nil to try again, or the
+// operation's final error: the reason's, whatever status an earlier attempt
+// got.
 func (c *Client) wait(o *op, reason retry.Reason, cause error) error {
 	err := c.orch.Wait(&o.st, reason, cause)
 	if err == nil {
 		return nil
 	}
-	// A refusal of a status's retry is that status's error (LOCKED, say,
-	// when the strategy gives up); a refusal of another reason after it (a
-	// lookup or a route that failed on the next attempt) is that reason's;
-	// a timeout or a cancellation during the wait is that, whatever status
-	// came before.
-	if o.status != 0 && o.status != memdx.StatusSuccess && reason == o.outcome.reason && errors.Is(err, retry.ErrNotRetried) {
+	return c.finalError(o, reasonSentinel(err), err)
+}
+
+// waitStatus is wait for an attempt that ended on o.status. A refusal is
+// that status's error (LOCKED, say, when the strategy gives up); a timeout
+// or a cancellation during the wait is that.
+func (c *Client) waitStatus(o *op, reason retry.Reason) error {
+	err := c.orch.Wait(&o.st, reason, o.statusErr())
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, retry.ErrNotRetried) {
 		return c.statusError(o, err)
 	}
 	return c.finalError(o, reasonSentinel(err), err)
