@@ -70,7 +70,7 @@ func TestServerGrantsOnlySetFeaturesAndServesErrorMap(t *testing.T) {
 	if !f.Has(memdx.FeatureJSON) || f.Has(memdx.FeatureDuplex) || !f.Has(memdx.FeatureXerror) {
 		t.Fatalf("features %v", f)
 	}
-	if e, ok := c.LookupStatus(0x7ff0); !ok || e.Name != "TEST" {
+	if e, ok := c.ErrorMap().Lookup(0x7ff0); !ok || e.Name != "TEST" {
 		t.Fatalf("error map lookup: %+v %v (dropped: %v)", e, ok, c.ErrorMapDropped())
 	}
 	if len(c.ClusterConfig()) != 0 {
