@@ -53,8 +53,9 @@ func (e *ErrorMapMaxDurationError) Is(target error) bool { return target == ErrE
 // max-duration and the retry would go at or after Since+max-duration, it
 // fails with an *ErrorMapMaxDurationError (ErrErrorMapMaxDuration) instead:
 // at once, without waiting, as the orchestrator does with a deadline; a
-// spec whose after is not shorter than its max-duration allows no retry. The operation's deadline bounds
-// every wait as usual: the shorter limit wins.
+// spec whose after is not shorter than its max-duration allows no retry.
+// The operation's deadline bounds every wait as usual: the shorter limit
+// wins.
 //
 // Every other reason, and an error-map reason without an entry or without a
 // spec, is decided by the fallback strategy.
