@@ -86,6 +86,9 @@ var supportedFeatures = map[memdx.HelloFeature]bool{
 	memdx.FeatureSnappyEverywhere: true, memdx.FeaturePreserveTTL: true,
 	memdx.FeatureGetClusterConfigWithKnownVersion: true, memdx.FeatureDedupeNotMyVbucketClustermap: true,
 	memdx.FeatureClustermapChangeNotificationBrief: true,
+	memdx.FeatureXattr: true, memdx.FeatureVAttr: true, memdx.FeatureSubdocCreateAsDeleted: true,
+	memdx.FeatureSubdocDocumentMacroSupport: true, memdx.FeatureSubdocReplaceBodyWithXattr: true,
+	memdx.FeatureSubdocAllowsAccessOnMultipleXattrKeys: true,
 }
 
 // hello grants the supported subset of the requested features and echoes

@@ -23,7 +23,7 @@ func TestHelloEchoesSupportedSubsetInOrder(t *testing.T) {
 		memdx.FeatureClustermapChangeNotificationBrief, memdx.FeatureClustermapChangeNotification,
 		memdx.FeatureDedupeNotMyVbucketClustermap, memdx.FeatureGetClusterConfigWithKnownVersion,
 		memdx.FeatureTracing, memdx.HelloFeature(0x7777), memdx.FeatureXerror)
-	want := []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket, memdx.FeatureSnappy,
+	want := []memdx.HelloFeature{memdx.FeatureXattr, memdx.FeatureXerror, memdx.FeatureSelectBucket, memdx.FeatureSnappy,
 		memdx.FeatureJSON, memdx.FeatureDuplex, memdx.FeatureClustermapChangeNotification,
 		memdx.FeatureUnorderedExecution, memdx.FeatureAltRequests, memdx.FeatureSyncReplication,
 		memdx.FeatureCollections, memdx.FeatureGetClusterConfigWithKnownVersion,
@@ -367,14 +367,15 @@ func TestGetClusterConfig(t *testing.T) {
 			t.Fatalf("vbucket %d chain %v", vb, ch)
 		}
 	}
-	for _, capab := range []string{"collections", "cbhello", "touch", "cccp", "durableWrite", "preserveExpiry", "nodesExt"} {
+	for _, capab := range []string{"collections", "cbhello", "touch", "cccp", "durableWrite", "preserveExpiry", "nodesExt",
+		"xattr", "tombstonedUserXAttrs", "subdoc.ReplaceBodyWithXattr", "subdoc.DocumentMacroSupport", "subdoc.ReviveDocument"} {
 		if !contains(cfg.BucketCapabilities, capab) {
 			t.Errorf("bucketCapabilities lacks %q", capab)
 		}
 	}
-	// Only what the mock implements: no xattrs (HELLO XATTR is not
-	// granted), no create-as-deleted, no DCP.
-	for _, capab := range []string{"xattr", "tombstonedUserXAttrs", "dcp", "subdoc.ReplaceBodyWithXattr", "rangeScan"} {
+	// Only what the mock implements: no DCP, range scans or replica
+	// sub-document reads.
+	for _, capab := range []string{"dcp", "rangeScan", "subdoc.ReplicaRead"} {
 		if contains(cfg.BucketCapabilities, capab) {
 			t.Errorf("bucketCapabilities lists %q, which the mock does not implement", capab)
 		}

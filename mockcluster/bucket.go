@@ -88,6 +88,7 @@ type vbucket struct {
 	seqno     uint64
 	lastCas   uint64
 	docs      map[string]*document
+	tombs     map[string]*document // deleted documents that kept xattrs
 	mutations map[string]uint64
 	pending   map[string]*syncWrite
 }
@@ -113,6 +114,11 @@ type document struct {
 	// snappy is set when the value arrived compressed: snappy clients get
 	// it back compressed (the server's "passive" compression mode).
 	snappy []byte
+	// xattrs are the extended attributes, kept apart from the value.
+	xattrs []xattr
+	// deleted marks a tombstone (held in vbucket.tombs): system xattrs
+	// kept by a delete, or any xattrs of a document created as deleted.
+	deleted bool
 }
 
 func (d *document) expired(now time.Time) bool {
@@ -325,15 +331,42 @@ func (vb *vbucket) store(mk string, d *document, now time.Time) {
 	vb.seqno++
 	d.seqno = vb.seqno
 	vb.docs[mk] = d
+	delete(vb.tombs, mk)
+	vb.mutations[mk]++
+}
+
+// storeTomb installs d as the tombstone of mk (the live document, if any,
+// goes): it takes a new CAS and seqno and counts the mutation. vb.mu must
+// be held.
+func (vb *vbucket) storeTomb(mk string, d *document, now time.Time) {
+	d.cas = vb.nextCas(now)
+	vb.seqno++
+	d.seqno = vb.seqno
+	d.deleted = true
+	d.value, d.snappy, d.datatype, d.lockedUntil = nil, nil, 0, time.Time{}
+	delete(vb.docs, mk)
+	if vb.tombs == nil {
+		vb.tombs = make(map[string]*document)
+	}
+	vb.tombs[mk] = d
 	vb.mutations[mk]++
 }
 
 // remove deletes mk, taking a new CAS and seqno; it returns the CAS of the
-// deletion. vb.mu must be held.
+// deletion. A document with system xattrs leaves a tombstone that keeps
+// them (its body and user xattrs go). vb.mu must be held.
 func (vb *vbucket) remove(mk string, now time.Time) (cas, seqno uint64) {
+	if d := vb.docs[mk]; d != nil {
+		if sys := systemXattrs(d.xattrs); len(sys) > 0 {
+			t := &document{flags: d.flags, xattrs: sys}
+			vb.storeTomb(mk, t, now)
+			return t.cas, t.seqno
+		}
+	}
 	cas = vb.nextCas(now)
 	vb.seqno++
 	delete(vb.docs, mk)
+	delete(vb.tombs, mk)
 	vb.mutations[mk]++
 	return cas, vb.seqno
 }

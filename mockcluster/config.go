@@ -67,13 +67,15 @@ type globalConfigJSON struct {
 }
 
 // bucketCapabilities are the capabilities a 7.6 couchbase bucket advertises
-// that the mock implements. A 7.6 bucket also lists xattr,
-// tombstonedUserXAttrs (create-as-deleted) and dcp, among others; the mock
-// has no xattrs or DCP, and a client that believed those capabilities would
-// try features that then fail, so they are left out.
+// that the mock implements. A 7.6 bucket also lists dcp, rangeScan and
+// subdoc.ReplicaRead, among others; the mock has no DCP or range scans and
+// does not claim replica sub-document reads, and a client that believed
+// those capabilities would try features that then fail, so they are left
+// out.
 var bucketCapabilities = []string{
 	"collections", "durableWrite", "preserveExpiry", "cbhello", "touch",
-	"cccp", "nodesExt",
+	"cccp", "nodesExt", "xattr", "tombstonedUserXAttrs", "subdoc.ReplaceBodyWithXattr",
+	"subdoc.DocumentMacroSupport", "subdoc.ReviveDocument",
 }
 
 // configHost is the host the configs name: "$HOST" unless

@@ -43,6 +43,12 @@ func (cn *conn) handleKV(p *memdx.Packet) outcome {
 		cn.observeSeqno(p)
 	case memdx.OpObserve:
 		cn.observe(p)
+	case memdx.OpSubdocGet, memdx.OpSubdocExists, memdx.OpSubdocGetCount, memdx.OpSubdocMultiLookup,
+		memdx.OpSubdocDictAdd, memdx.OpSubdocDictUpsert, memdx.OpSubdocDelete, memdx.OpSubdocReplace,
+		memdx.OpSubdocArrayPushLast, memdx.OpSubdocArrayPushFirst, memdx.OpSubdocArrayInsert,
+		memdx.OpSubdocArrayAddUnique, memdx.OpSubdocCounter, memdx.OpSubdocMultiMutation,
+		memdx.OpSubdocReplaceBodyWithXattr:
+		return cn.subdoc(p)
 	default:
 		cn.fail(p, memdx.StatusUnknownCommand, "")
 	}
@@ -555,8 +561,13 @@ func (cn *conn) store(p *memdx.Packet) outcome {
 		return outcome{}
 	}
 	nd := &document{value: value, flags: flags, datatype: dt, expiry: exp, snappy: raw}
-	if f.preserveTTL && d != nil {
-		nd.expiry = d.expiry
+	if d != nil {
+		// A write of the body keeps the document's xattrs (kv_engine's
+		// MutationCommandContext copies them to the new item).
+		nd.xattrs = d.xattrs
+		if f.preserveTTL {
+			nd.expiry = d.expiry
+		}
 	}
 	mk, vb := string(t.mk), t.vb
 	return cn.commitMutation(p, t, f, func(now time.Time) mutResult {
@@ -641,7 +652,7 @@ func (cn *conn) concat(p *memdx.Packet) outcome {
 	} else {
 		nv = append(append(nv, value...), d.value...)
 	}
-	nd := &document{value: nv, flags: d.flags, expiry: d.expiry}
+	nd := &document{value: nv, flags: d.flags, expiry: d.expiry, xattrs: d.xattrs}
 	if json.Valid(nv) {
 		nd.datatype = memdx.DatatypeJSON
 	}
@@ -709,7 +720,7 @@ func (cn *conn) counter(p *memdx.Packet) outcome {
 		default:
 			newVal = cur - delta
 		}
-		nd = &document{flags: d.flags, expiry: d.expiry}
+		nd = &document{flags: d.flags, expiry: d.expiry, xattrs: d.xattrs}
 	}
 	nd.value = strconv.AppendUint(nil, newVal, 10)
 	nd.datatype = memdx.DatatypeJSON
