@@ -87,9 +87,11 @@
 //     ClustermapChangeNotification and its Brief form (both need Duplex, or
 //     EINVAL), UnorderedExecution, AltRequestSupport, SyncReplication,
 //     Collections, SnappyEverywhere (with Snappy), PreserveTtl,
-//     GetClusterConfigWithKnownVersion and DedupeNotMyVbucketClustermap.
-//     XATTR, Tracing and the subdoc features are not granted (the mock has no
-//     xattrs or subdoc). A later HELLO replaces the earlier features.
+//     GetClusterConfigWithKnownVersion, DedupeNotMyVbucketClustermap, XATTR,
+//     VAttr and the subdoc features CreateAsDeleted, DocumentMacroSupport,
+//     ReplaceBodyWithXattr and AllowsAccessOnMultipleXattrKeys. Tracing and
+//     SubdocReplicaRead are not granted. A later HELLO replaces the earlier
+//     features.
 //   - Before authentication only HELLO, NOOP, VERSION, GET_ERROR_MAP, SASL
 //     and QUIT are served; anything else answers EACCESS (0x24). After it,
 //     key commands without a selected bucket answer NO_BUCKET.
@@ -210,8 +212,20 @@
 //     response each, then a response without key and value. Other groups
 //     answer KEY_ENOENT.
 //   - GET_META answers deleted, flags, expiry, seqno (and, for version 2,
-//     the datatype) with the real CAS, even while the document is locked.
-//     With no tombstones kept, a removed document answers KEY_ENOENT.
+//     the datatype, with the XATTR bit for a document with xattrs) with the
+//     real CAS, even while the document is locked. A tombstone answers
+//     deleted=1; a removed document without one answers KEY_ENOENT.
+//   - Sub-document commands (the single-path opcodes 0xc5-0xcf, 0xd2, 0xd3
+//     and SUBDOC_MULTI_LOOKUP / SUBDOC_MULTI_MUTATION) follow kv_engine's
+//     docs/SubDocument.md and its validators and executors: subdoc.go,
+//     subdoc_path.go (paths), subdoc_json.go (the JSON edits, which splice
+//     text as subjson does) and xattr.go say what is followed and where the
+//     mock approximates. A document keeps its xattrs apart from its body;
+//     SET, REPLACE, APPEND, PREPEND and INCREMENT keep them; a DELETE of a
+//     document with system xattrs (leading underscore) leaves a tombstone
+//     with those only, which sub-document commands reach with the
+//     access-deleted doc flag; create-as-deleted makes a tombstone with any
+//     xattrs.
 //   - QUIT answers and closes; quiet opcodes (GETQ, SETQ, ...) answer only
 //     misses (GETQ/GETKQ/GATQ: not even those) or failures.
 //   - Malformed input never crashes a node: a header the codec rejects
@@ -221,8 +235,10 @@
 //
 // # What the mock does not do
 //
-// Memcached (ketama) buckets, subdoc, xattrs, DCP, range scans and the
-// other commands not listed above (they answer UNKNOWN_COMMAND);
-// tombstones; persistence; replicas that lag (a replica read sees the
+// Memcached (ketama) buckets, DCP, range scans and the other commands not
+// listed above (they answer UNKNOWN_COMMAND); tombstones other than those
+// that keep xattrs (an expired document with system xattrs is removed
+// outright); binary xattr values; system-xattr privileges (every user may
+// touch them); persistence; replicas that lag (a replica read sees the
 // active's data at once).
 package mockcluster

@@ -9,9 +9,11 @@ import "github.com/kvwire/kvwire/memdx"
 // is the real one even while the document is locked (GET_META serves
 // metadata, as XDCR uses it; only GET hides a lock's CAS).
 //
-// The mock keeps no tombstones: a removed or expired document answers
-// KEY_ENOENT, as a never-written one does (a server would answer success
-// with deleted=1 while the tombstone lives).
+// A tombstone (a deleted document that kept xattrs) answers with deleted=1;
+// the mock keeps no other tombstones, so any other removed or expired
+// document answers KEY_ENOENT, as a never-written one does (a server would
+// answer success with deleted=1 while the tombstone lives). The datatype
+// has the XATTR bit when the document has xattrs.
 func (cn *conn) getMeta(p *memdx.Packet) {
 	version := byte(1)
 	switch len(p.Extras) {
@@ -39,16 +41,27 @@ func (cn *conn) getMeta(p *memdx.Packet) {
 	if d != nil && d.expiry != 0 && d.expired(cn.c.clock.Now()) {
 		d = nil
 	}
+	deleted := false
+	if d == nil {
+		d = t.vb.tombs[string(t.mk)]
+		deleted = d != nil
+	}
 	if d == nil {
 		t.vb.mu.Unlock()
 		cn.fail(p, memdx.StatusKeyNotFound, "")
 		return
 	}
 	var ext [21]byte
+	if deleted {
+		putUint32(ext[0:4], 1)
+	}
 	putUint32(ext[4:8], d.flags)
 	putUint32(ext[8:12], d.expiry)
 	putUint64(ext[12:20], d.seqno)
 	ext[20] = byte(d.datatype)
+	if len(d.xattrs) > 0 {
+		ext[20] |= byte(memdx.DatatypeXattr)
+	}
 	cas := d.cas
 	t.vb.mu.Unlock()
 	n := 20

@@ -477,6 +477,9 @@ func TestSubdocTombstoneRevive(t *testing.T) {
 	if st, _ := e.xattrLookups("doc", 0, "_sync"); st != memdx.StatusKeyNotFound {
 		t.Fatalf("lookup without access-deleted: %s", st)
 	}
+	if m := e.do(memdx.NewGetMeta([]byte("doc"))); m.Status != memdx.StatusSuccess || u32(m.Extras[0:4]) != 1 || m.Extras[20]&byte(memdx.DatatypeXattr) == 0 {
+		t.Fatalf("GET_META of the tombstone: %s extras %x", m.Status, m.Extras)
+	}
 	st, rs := e.xattrLookups("doc", memdx.SubdocDocAccessDeleted, "_sync.rev", "user", "$document.deleted")
 	if st != memdx.StatusSubdocMultiPathFailureDeleted || string(rs[0].Value) != "1" ||
 		rs[1].Status != memdx.StatusSubdocPathNotFound || string(rs[2].Value) != "true" {
