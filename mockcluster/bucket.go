@@ -250,9 +250,9 @@ func (b *Bucket) Get(scope, collection, key string) (Document, bool) {
 	return out, true
 }
 
-// Set stores a document directly (as an unconditional SET would), for
-// seeding test data. It returns the new CAS. It is counted in
-// MutationCount.
+// Set stores a document directly (as an unconditional SET would, keeping
+// its xattrs), for seeding test data. It returns the new CAS. It is counted
+// in MutationCount.
 func (b *Bucket) Set(scope, collection, key string, value []byte, flags uint32, expiry time.Duration) (uint64, error) {
 	cid, ok := b.snap.Load().manifest.lookup(scope, collection)
 	if !ok {
@@ -274,6 +274,9 @@ func (b *Bucket) Set(scope, collection, key string, value []byte, flags uint32, 
 	mk := mapKey(cid, key)
 	vb.mu.Lock()
 	defer vb.mu.Unlock()
+	if old := vb.live([]byte(mk), now); old != nil {
+		d.xattrs = old.xattrs // as SET keeps them
+	}
 	vb.store(mk, d, now)
 	return d.cas, nil
 }

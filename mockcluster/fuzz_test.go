@@ -40,6 +40,17 @@ func FuzzServe(f *testing.F) {
 		memdx.NewGetErrorMap(2))...))
 	f.Add(enc(memdx.NewSASLAuth(memdx.MechScramSHA512, []byte("n,,n=Administrator,r=abc")),
 		memdx.NewSASLStep(memdx.MechScramSHA512, []byte("c=biws,r=abc,p=AAAA"))))
+	xboot := append([]memdx.Request{memdx.NewHello(nil, append([]memdx.HelloFeature{memdx.FeatureXattr}, stdFeatures...))}, boot[1:]...)
+	f.Add(enc(append(xboot, withColl(memdx.NewSubdocMultiMutation([]byte("k"), memdx.SubdocDocMkdoc, 0, []memdx.SubdocMutateOp{
+		{Op: memdx.OpSubdocDictUpsert, Flags: memdx.SubdocPathXattr | memdx.SubdocPathExpandMacros, Path: []byte("m.cas"), Value: []byte(`"${Mutation.CAS}"`)},
+		{Op: memdx.OpSubdocArrayPushLast, Flags: memdx.SubdocPathMkdirP, Path: []byte("a.b"), Value: []byte(`1,2`)},
+		{Op: memdx.OpSubdocCounter, Path: []byte("n"), Value: []byte(`5`)}})),
+		withColl(memdx.NewSubdocMultiLookup([]byte("k"), 0, []memdx.SubdocLookupOp{
+			{Op: memdx.OpSubdocGet, Flags: memdx.SubdocPathXattr, Path: []byte("$document.CAS")},
+			{Op: memdx.OpSubdocGetCount, Path: []byte("a.b")}, {Op: memdx.OpGet}})),
+		withColl(memdx.NewSubdocMutation(memdx.OpSubdocArrayInsert, []byte("k"), []byte("a.b[0]"), []byte(`0`), 0, 0, 0)),
+		withColl(memdx.NewSubdocLookup(memdx.OpSubdocGet, []byte("k"), []byte("a.b[-1]"), 0, 0)),
+		withColl(memdx.NewDelete([]byte("k"))))...))
 	f.Add([]byte{0x80, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'k'})
 	f.Add([]byte{0x08, 0x01, 0x02, 0x01, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x11, 0x09})
 

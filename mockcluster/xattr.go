@@ -252,3 +252,26 @@ func macroExpansion(macro string, cas, seqno uint64, body []byte) string {
 	}
 	return macro
 }
+
+// Xattrs returns the xattrs of scope.collection/key as one JSON object (in
+// the order they were created) and whether the document is a tombstone. It
+// reports false when there is neither a live document nor a tombstone.
+func (b *Bucket) Xattrs(scope, collection, key string) (xattrs []byte, deleted, ok bool) {
+	cid, found := b.snap.Load().manifest.lookup(scope, collection)
+	if !found {
+		return nil, false, false
+	}
+	vb := b.vbs[vbucketForKey([]byte(key), b.numVbs)]
+	mk := mapKey(cid, key)
+	now := b.c.clock.Now()
+	vb.mu.Lock()
+	defer vb.mu.Unlock()
+	d := vb.live([]byte(mk), now)
+	if d == nil {
+		d = vb.tombs[mk]
+	}
+	if d == nil {
+		return nil, false, false
+	}
+	return xattrBlob(d.xattrs), d.deleted, true
+}
