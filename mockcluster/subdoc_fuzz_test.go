@@ -33,7 +33,8 @@ func renderPath(comps []pathComp) string {
 
 // FuzzSubdocPath checks the path parser: any input gives a path or
 // PATH_EINVAL / PATH_E2BIG, never a panic; a parsed path has at most 32
-// components, no empty key, and reads back the same once rendered.
+// components, no empty key, and reads back the same once rendered; and the
+// input taken as one key reads back as that key once escaped.
 func FuzzSubdocPath(f *testing.F) {
 	for _, s := range []string{"", "a", "a.b.c", "arr[0]", "arr[-1].x", "[3][4]", "`a.b`.c", "`back``tick`",
 		"a..b", "a.", ".a", "a[", "a[]", "a[x]", "a[-2]", "a]b", "`open", "a.[0]", "x" + strings.Repeat(".x", 40),
@@ -41,6 +42,14 @@ func FuzzSubdocPath(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, path []byte) {
+		// The input as one key, escaped, reads back as that key.
+		if len(path) > 0 {
+			one := []pathComp{{key: string(path)}}
+			got, st := parseSubdocPath([]byte(renderPath(one)))
+			if st != memdx.StatusSuccess || !reflect.DeepEqual(got, one) {
+				t.Fatalf("key %q rendered %q reads back %s %+v", path, renderPath(one), st, got)
+			}
+		}
 		comps, st := parseSubdocPath(path)
 		switch st {
 		case memdx.StatusSuccess:
