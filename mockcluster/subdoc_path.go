@@ -1,6 +1,10 @@
 package mockcluster
 
 import (
+	"bytes"
+	"math"
+	"strings"
+
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -25,112 +29,153 @@ type pathComp struct {
 }
 
 // parseSubdocPath splits a path as subjson does (kv_engine
-// docs/SubDocument.md, "Path"): components separated by dots, array
-// indexes in brackets straight after the array's component, and backticks
-// around text in which '.', '[' and ']' are literal (two backticks are a
-// literal backtick). An empty path is the document root. It answers
+// docs/SubDocument.md, "Path"; subjson's subdoc/path.cc): keys separated by
+// dots, array indexes in brackets ("[-1]" is the last element, "[]" reads
+// as index 0), backticks around text in which '.', '[' and ']' are literal
+// (two backticks are a literal backtick). Keys are written as in the JSON
+// text, so a quote or a control character must be escaped, and \u escapes
+// are refused. An empty path is the document root. It answers
 // SUBDOC_PATH_EINVAL for a path that does not parse and SUBDOC_PATH_E2BIG
 // for one of more than 32 components.
+//
+// subjson's quirks are kept: a dot may precede an index ("a.[0]" is a[0])
+// and a trailing dot is ignored ("a." is a).
 func parseSubdocPath(p []byte) ([]pathComp, memdx.Status) {
 	var comps []pathComp
 	i := 0
 	for i < len(p) {
-		// A key, unless the path (or a component after a dot) starts with
-		// an index: only the root may be indexed without a key.
-		if p[i] != '[' || len(comps) > 0 {
-			key, n, ok := parsePathKey(p[i:])
-			if !ok || len(key) == 0 {
-				return nil, memdx.StatusSubdocPathInvalid
-			}
-			comps = append(comps, pathComp{key: key})
-			i += n
-		}
-		for i < len(p) && p[i] == '[' {
+		if p[i] == '[' {
 			idx, n, ok := parsePathIndex(p[i:])
 			if !ok {
 				return nil, memdx.StatusSubdocPathInvalid
 			}
 			comps = append(comps, pathComp{index: idx, isIndex: true})
 			i += n
+			if i < len(p) {
+				switch p[i] {
+				case '[':
+				case '.':
+					i++
+				default:
+					return nil, memdx.StatusSubdocPathInvalid
+				}
+			}
+		} else {
+			key, n, ok := parsePathKey(p[i:])
+			if !ok {
+				return nil, memdx.StatusSubdocPathInvalid
+			}
+			comps = append(comps, pathComp{key: key})
+			i += n
 		}
 		if len(comps) > subdocMaxDepth {
 			return nil, memdx.StatusSubdocPathTooBig
-		}
-		if i == len(p) {
-			break
-		}
-		if p[i] != '.' || i+1 == len(p) {
-			return nil, memdx.StatusSubdocPathInvalid
-		}
-		i++
-		if p[i] == '[' {
-			// "a.[0]": an index needs the array's key before it.
-			return nil, memdx.StatusSubdocPathInvalid
 		}
 	}
 	return comps, memdx.StatusSuccess
 }
 
-// parsePathKey reads a key component up to an unescaped '.' or '[' and
-// returns it without its backticks, with the bytes it used.
+// jsonEscapes are the characters a backslash may escape in a path key (as
+// in JSON; subjson refuses \u).
+const jsonEscapes = "\"/\\bfnrt"
+
+// parsePathKey reads a key up to an unescaped '.' (which it consumes) or
+// '[' (which it leaves), and returns it without its backtick escapes.
 func parsePathKey(p []byte) (string, int, bool) {
-	var out []byte
-	i := 0
-	for i < len(p) {
-		c := p[i]
-		switch c {
-		case '.', '[':
-			return string(out), i, true
-		case ']':
-			return "", 0, false
-		case '`':
-			i++
-			for {
-				if i == len(p) {
-					return "", 0, false // unterminated escape
-				}
-				if p[i] == '`' {
-					if i+1 < len(p) && p[i+1] == '`' {
-						out = append(out, '`')
-						i += 2
-						continue
-					}
-					i++
-					break
-				}
-				out = append(out, p[i])
-				i++
+	inTicks, inEscape := false, false
+	ticks := 0
+	for i, c := range p {
+		switch {
+		case inEscape:
+			if strings.IndexByte(jsonEscapes, c) < 0 {
+				return "", 0, false
 			}
+			inEscape = false
+		case c == '\\':
+			inEscape = true
+		case c == '"' || c < 0x1f:
+			return "", 0, false
+		}
+		if c == '`' {
+			ticks++
+			inTicks = !inTicks
+		}
+		if inTicks {
 			continue
 		}
-		out = append(out, c)
-		i++
+		switch c {
+		case ']':
+			return "", 0, false
+		case '[', '.':
+			if inEscape {
+				return "", 0, false
+			}
+			key, ok := unescapeKey(p[:i], ticks)
+			if c == '.' {
+				i++
+			}
+			return key, i, ok
+		}
 	}
-	return string(out), i, true
+	if inTicks || inEscape {
+		return "", 0, false
+	}
+	key, ok := unescapeKey(p, ticks)
+	return key, len(p), ok
 }
 
-// parsePathIndex reads "[n]" or "[-1]".
-func parsePathIndex(p []byte) (int, int, bool) {
-	end := 1
-	for end < len(p) && p[end] != ']' {
-		end++
+// unescapeKey removes a key's backtick escapes: a backtick at each end of
+// the whole key, then single backticks, two backticks becoming one.
+func unescapeKey(k []byte, ticks int) (string, bool) {
+	if len(k) > 1 && k[0] == '`' && k[len(k)-1] == '`' {
+		k = k[1 : len(k)-1]
+		ticks -= 2
 	}
-	if end == len(p) {
+	if len(k) == 0 {
+		return "", false
+	}
+	if ticks == 0 {
+		return string(k), true
+	}
+	out := make([]byte, 0, len(k))
+	for i := 0; i < len(k); i++ {
+		if k[i] != '`' {
+			out = append(out, k[i])
+		} else if i+1 < len(k) && k[i+1] == '`' {
+			out = append(out, '`')
+			i++
+		}
+	}
+	return string(out), true
+}
+
+// parsePathIndex reads "[n]" or "[-1]" ("[]" is index 0, as in subjson).
+// An index too large for an int still parses; it matches no element.
+func parsePathIndex(p []byte) (int, int, bool) {
+	end := bytes.IndexByte(p, ']')
+	if end < 0 {
 		return 0, 0, false
 	}
 	digits := p[1:end]
-	if string(digits) == "-1" {
+	if len(digits) > 0 && digits[0] == '-' {
+		if string(digits) != "-1" {
+			return 0, 0, false
+		}
 		return -1, end + 1, true
 	}
-	if len(digits) == 0 || len(digits) > 9 {
-		return 0, 0, false
-	}
-	n := 0
+	var n uint64
 	for _, d := range digits {
 		if d < '0' || d > '9' {
 			return 0, 0, false
 		}
-		n = n*10 + int(d-'0')
+		next := n*10 + uint64(d-'0')
+		if next/10 != n {
+			return 0, 0, false // overflow
+		}
+		n = next
 	}
-	return n, end + 1, true
+	if n > math.MaxInt {
+		n = math.MaxInt
+	}
+	return int(n), end + 1, true
 }

@@ -131,7 +131,15 @@ func TestSubdocLookupSpecs(t *testing.T) {
 		{"doc", memdx.OpSubdocGet, "a..b", memdx.StatusSubdocPathInvalid, ""},
 		{"doc", memdx.OpSubdocGet, "arr[x]", memdx.StatusSubdocPathInvalid, ""},
 		{"doc", memdx.OpSubdocGet, "arr[-2]", memdx.StatusSubdocPathInvalid, ""},
-		{"doc", memdx.OpSubdocGet, "name.", memdx.StatusSubdocPathInvalid, ""},
+		{"doc", memdx.OpSubdocGet, "name.", memdx.StatusSuccess, `"kv"`},    // subjson ignores a trailing dot
+		{"doc", memdx.OpSubdocGet, "arr.[1]", memdx.StatusSuccess, `"two"`}, // and a dot before an index
+		{"doc", memdx.OpSubdocGet, "arr[]", memdx.StatusSuccess, `1`},       // and reads [] as [0]
+		{"doc", memdx.OpSubdocGet, ".name", memdx.StatusSubdocPathInvalid, ""},
+		{"doc", memdx.OpSubdocGet, "a]b", memdx.StatusSubdocPathInvalid, ""},
+		{"doc", memdx.OpSubdocGet, `a"b`, memdx.StatusSubdocPathInvalid, ""},
+		{"doc", memdx.OpSubdocGet, `a\u0041`, memdx.StatusSubdocPathInvalid, ""},
+		{"doc", memdx.OpSubdocGet, "arr[99999999999999999999]", memdx.StatusSubdocPathInvalid, ""},
+		{"doc", memdx.OpSubdocGet, "arr[9999999999]", memdx.StatusSubdocPathNotFound, ""},
 		{"doc", memdx.OpSubdocGet, "`open", memdx.StatusSubdocPathInvalid, ""},
 		{"doc", memdx.OpSubdocGet, deepPath(33), memdx.StatusSubdocPathTooBig, ""},
 		{"doc", memdx.OpSubdocGet, deepPath(32), memdx.StatusSubdocPathNotFound, ""},
