@@ -497,8 +497,8 @@ func createPath(doc []byte, w *jwalk, comps []pathComp, value []byte) ([]byte, m
 	return insertMember(doc, w.last(), rest[0].key, inner), memdx.StatusSuccess
 }
 
-// missingParent reports whether a walk stopped at a missing dictionary key
-// before the last component, where mkdir -p may create the rest.
+// canCreate reports whether a walk stopped at a missing key of an object,
+// from where mkdir -p may create the rest of the path.
 func canCreate(w *jwalk, comps []pathComp) bool {
 	return w.st == memdx.StatusSubdocPathNotFound && w.last().kind == jObject &&
 		!comps[w.matched()].isIndex
