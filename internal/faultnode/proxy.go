@@ -147,9 +147,10 @@ func (p *Proxy) OnResponse(h func(req, resp *memdx.Packet) Action) {
 // (GET_CLUSTER_CONFIG answers, NOT_MY_VBUCKET bodies, cluster-map change
 // notifications), each port that is a key of ports by its value, so that a
 // client bootstrapping through proxies is routed through them too: give
-// each node's port its proxy's port. A snappy-compressed config is left
-// as it is. nil turns rewriting off. The OnResponse hook sees the rewritten
-// config.
+// each node's port its proxy's port. A snappy-compressed config (the
+// node's form once a client negotiates SnappyEverywhere) is decompressed,
+// rewritten and compressed again. nil turns rewriting off. The OnResponse
+// hook sees the rewritten config.
 func (p *Proxy) RewritePorts(ports map[string]string) {
 	p.mu.Lock()
 	p.ports = maps.Clone(ports)
@@ -174,15 +175,31 @@ func RewriteConfigPorts(config []byte, ports map[string]string) []byte {
 	return config
 }
 
-// isConfig reports whether an upstream packet carries a config.
+// isConfig reports whether an upstream packet carries a config (plain or
+// snappy-compressed).
 func isConfig(p *memdx.Packet) bool {
-	if len(p.Value) == 0 || p.Datatype.Has(memdx.DatatypeSnappy) {
+	if len(p.Value) == 0 {
 		return false
 	}
 	if p.Magic == memdx.MagicServerReq {
 		return p.ServerOpCode == memdx.ServerOpClustermapChangeNotification
 	}
 	return p.Magic.IsResponse() && (p.OpCode == memdx.OpGetClusterConfig || p.Status == memdx.StatusNotMyVbucket)
+}
+
+// rewriteConfig returns pkt's config with its ports rewritten, in the form
+// it came in: compressed again when it came snappy-compressed. A
+// compressed config that does not decompress is an error: the connection
+// closes rather than pass on a config the proxy could not rewrite.
+func rewriteConfig(pkt *memdx.Packet, ports map[string]string) ([]byte, error) {
+	if !pkt.Datatype.Has(memdx.DatatypeSnappy) {
+		return RewriteConfigPorts(pkt.Value, ports), nil
+	}
+	cfg, err := memdx.DecompressSnappy(nil, pkt.Value, MaxBody)
+	if err != nil {
+		return nil, fmt.Errorf("faultnode: a snappy config from the node: %w", err)
+	}
+	return memdx.CompressSnappy(nil, RewriteConfigPorts(cfg, ports)), nil
 }
 
 // Inject writes b to every open client connection and returns how many it
@@ -464,7 +481,9 @@ func (c *Conn) responses() {
 			continue
 		}
 		if ports != nil && isConfig(&pkt) {
-			pkt.Value = RewriteConfigPorts(pkt.Value, ports)
+			if pkt.Value, err = rewriteConfig(&pkt, ports); err != nil {
+				return
+			}
 			if b, err = Encode(pkt); err != nil {
 				return
 			}
