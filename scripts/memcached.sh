@@ -4,7 +4,8 @@
 #   scripts/memcached.sh up     install memcached and openssl (apt-get) if missing,
 #                               start the three instances, wait until they answer,
 #                               print exports
-#   scripts/memcached.sh down   stop only the instances this script started
+#   scripts/memcached.sh down   release the caller's hold; stop the instances this
+#                               script started once no other caller holds them
 #   scripts/memcached.sh status exit 0 when the three instances this script starts
 #                               are running (whoever ran `up`)
 #
@@ -15,7 +16,12 @@
 #           by this script when it starts the instance ($STATE/tls/ca.pem)
 #
 # `up` is idempotent: an instance already started with the same settings is
-# reused. Progress goes to stderr; stdout carries only the exports, so
+# reused. Runs may share the instances (several `make test` on one machine):
+# `up` and `down` take a lock ($STATE.lock), so two never start or stop them
+# at once, and `up` records its caller (the shell that ran it, $PPID) as a
+# holder; `down` releases its caller's hold and stops the instances only when
+# no other holder is still running, so one run never stops them under
+# another. Progress goes to stderr; stdout carries only the exports, so
 #   eval "$(scripts/memcached.sh up)"
 # sets KV_MEMCACHED_ADDR, KV_MEMCACHED_SASL_ADDR, KV_MEMCACHED_TLS_ADDR,
 # KV_MEMCACHED_TLS_CA (the CA's PEM file), KV_MEMCACHED_USER and
@@ -31,8 +37,49 @@ PASS=${KVWIRE_MEMCACHED_PASS:-kvpass}
 STATE=${KVWIRE_MEMCACHED_STATE:-${TMPDIR:-/tmp}/kvwire-memcached-$(id -u)}
 WAIT=${KVWIRE_MEMCACHED_WAIT:-10}
 
+HOLDERS=$STATE/holders
+
 log() { echo "memcached.sh: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+
+# lock serialises up and down between concurrent callers (fd 8 stays open,
+# and the lock held, until the script exits).
+lock() {
+  if ! command -v flock >/dev/null; then
+    log "flock not found: concurrent up/down are not serialised"
+    return 0
+  fi
+  exec 8>"$STATE.lock"
+  flock -w 600 8 || die "another memcached.sh held $STATE.lock for 600 s"
+  # The daemons must not inherit fd 8: they would hold the lock for good
+  # (start_one closes it for them).
+}
+
+# starttime PID: the process's start time (field 22 of /proc/PID/stat, read
+# after the command name, which may hold spaces), empty when it is gone.
+starttime() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+
+# hold PID records PID as a holder of the instances.
+hold() {
+  mkdir -p "$HOLDERS"
+  starttime "$1" >"$HOLDERS/$1"
+}
+
+# live_holders prints the holders still running and forgets the others (a
+# pid reused by another process does not count: its start time differs).
+live_holders() {
+  local f pid st
+  for f in "$HOLDERS"/*; do
+    [ -e "$f" ] || continue
+    pid=${f##*/}
+    st=$(starttime "$pid")
+    if [ -n "$st" ] && [ "$st" = "$(cat "$f" 2>/dev/null)" ]; then
+      echo "$pid"
+    else
+      rm -f "$f"
+    fi
+  done
+}
 
 install_missing() {
   local missing=() p
@@ -126,7 +173,7 @@ start_one() {
     as=(-u "$user")
   fi
   SASL_CONF_PATH="$STATE/sasl" memcached -d -v "${as[@]}" -l 127.0.0.1 -p "$port" -U 0 \
-    -m 64 -P "$STATE/$name.pid" "$@" >>"$STATE/$name.log" 2>&1 || die "memcached $name failed to start"
+    -m 64 -P "$STATE/$name.pid" "$@" >>"$STATE/$name.log" 2>&1 8>&- || die "memcached $name failed to start"
   echo "$fp" >"$STATE/$name.cmd"
   for ((i = 0; i < WAIT * 10; i++)); do
     if alive "$name" && port_open "$port"; then
@@ -156,6 +203,8 @@ sasl_status() {
 
 case "${1:-}" in
 up)
+  mkdir -p "$(dirname "$STATE")"
+  lock
   install_missing
   start_one plain "$PORT" "port=$PORT" -c 1024 -t 2
   start_one sasl "$SASL_PORT" "port=$SASL_PORT user=$USER_ pass=$PASS" -S -B binary -c 1024 -t 2
@@ -164,6 +213,7 @@ up)
   start_one tls "$TLS_PORT" "port=$TLS_PORT user=$USER_ pass=$PASS tls" -S -B binary -c 1024 -t 2 -Z \
     -o "ssl_chain_cert=$STATE/tls/server.pem,ssl_key=$STATE/tls/server.key"
   tls_ok || die "TLS handshake with :$TLS_PORT did not verify against $STATE/tls/ca.pem; see $STATE/tls.log"
+  hold "$PPID"
   printf 'export KV_MEMCACHED_ADDR=127.0.0.1:%s\n' "$PORT"
   printf 'export KV_MEMCACHED_SASL_ADDR=127.0.0.1:%s\n' "$SASL_PORT"
   printf 'export KV_MEMCACHED_TLS_ADDR=127.0.0.1:%s\n' "$TLS_PORT"
@@ -175,11 +225,19 @@ status)
   alive plain && alive sasl && alive tls
   ;;
 down)
+  mkdir -p "$(dirname "$STATE")"
+  lock
+  rm -f "$HOLDERS/$PPID"
+  others=$(live_holders | tr '\n' ' ')
+  if [ -n "${others// /}" ]; then
+    log "left running: still held by pid(s) ${others% }"
+    exit 0
+  fi
   stop_one plain
   stop_one sasl
   stop_one tls
   rm -f "$STATE"/{plain,sasl,tls}.log "$STATE"/sasl/{memcached.conf,sasldb2}
-  rm -rf "$STATE/tls"
+  rm -rf "$STATE/tls" "$HOLDERS"
   rmdir "$STATE/sasl" "$STATE" 2>/dev/null || true
   ;;
 *)
