@@ -158,12 +158,16 @@ func randomNonce() (string, error) {
 }
 
 // validNonce: RFC 5802 printable = %x21-2B / %x2D-7E.
-func validNonce(n string) bool {
+func validNonce(n string) bool { return nonceOf(n, 0x21) }
+
+// nonceOf reports whether n is non-empty and made of bytes from lo to 0x7e
+// other than ','.
+func nonceOf(n string, lo byte) bool {
 	if n == "" {
 		return false
 	}
 	for i := 0; i < len(n); i++ {
-		if c := n[i]; c < 0x21 || c > 0x7e || c == ',' {
+		if c := n[i]; c < lo || c > 0x7e || c == ',' {
 			return false
 		}
 	}
@@ -177,17 +181,7 @@ func validNonce(n string) bool {
 // i.e. 0x20-0x7e: the space RFC 5802 leaves out is accepted, and Couchbase's
 // C++ SDK core sends nonces with spaces. Bytes outside that range are
 // rejected as the server rejects them.
-func serverAcceptsClientNonce(n string) bool {
-	if n == "" {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		if c := n[i]; c < 0x20 || c > 0x7e || c == ',' {
-			return false
-		}
-	}
-	return true
-}
+func serverAcceptsClientNonce(n string) bool { return nonceOf(n, 0x20) }
 
 // Mechanism returns the mechanism name.
 func (c *ScramClient) Mechanism() string { return c.mech }
