@@ -93,9 +93,21 @@ func startNode(t *testing.T, ctx context.Context, script string, cfg nodeConfig)
 		t.Fatal(err)
 	}
 	inR.Close()
+	// A test that fails before it waits for the script still ends it and
+	// waits: no node process and no os/exec goroutine outlives the test.
+	t.Cleanup(func() { exited(cmd) })
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	return cmd, sc, inW, &stderr
+}
+
+// exited kills cmd's process unless it has been waited for, and waits for
+// it: after it, nothing writes cmd's stderr buffer any more.
+func exited(cmd *exec.Cmd) {
+	if cmd.ProcessState == nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
 }
 
 // runNode runs a script to its end and decodes the one JSON line it prints.
@@ -341,13 +353,17 @@ func (w *workload) progress(what string, n int) {
 	target := w.acked + n
 	for w.acked < target {
 		if !w.sc.Scan() {
-			w.t.Fatalf("%s: the workload ended after %d acknowledged writes: %v\nstderr:\n%s", what, w.acked, w.sc.Err(), w.stderr)
+			err := w.sc.Err()
+			exited(w.cmd) // the stderr buffer is read once nothing writes it
+			w.t.Fatalf("%s: the workload ended after %d acknowledged writes: %v\nstderr:\n%s", what, w.acked, err, w.stderr)
 		}
 		var p struct {
 			Progress *int `json:"progress"`
 		}
 		if err := json.Unmarshal(w.sc.Bytes(), &p); err != nil || p.Progress == nil {
-			w.t.Fatalf("%s: the workload printed %q before it was stopped\nstderr:\n%s", what, w.sc.Bytes(), w.stderr)
+			line := string(w.sc.Bytes())
+			exited(w.cmd)
+			w.t.Fatalf("%s: the workload printed %q before it was stopped\nstderr:\n%s", what, line, w.stderr)
 		}
 		w.acked = *p.Progress
 	}
