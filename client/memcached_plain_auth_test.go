@@ -26,8 +26,11 @@ func TestMemcachedPlainAuthNeedsTLSOrOptIn(t *testing.T) {
 	if c != nil {
 		_ = c.Close()
 	}
-	sent := w.stop()
+	sent, accepted := w.stop(), w.connections()
 	assert.NotContains(t, string(sent), pass, "the password went out in clear")
+	// The recorder keeps only each connection's first request: no
+	// connection at all is what shows that nothing, in any order, went out.
+	assert.Zero(t, accepted, "Connect dialed although it must refuse first")
 	t.Logf("bytes sent without the opt-in: %d", len(sent))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrAuthenticationFailure)
@@ -53,6 +56,14 @@ type wireRecorder struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	got  []byte
+	n    int // connections accepted
+}
+
+// connections returns how many connections the recorder accepted.
+func (w *wireRecorder) connections() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
 }
 
 func startWireRecorder(t *testing.T) *wireRecorder {
@@ -68,6 +79,9 @@ func startWireRecorder(t *testing.T) *wireRecorder {
 			if err != nil {
 				return
 			}
+			w.mu.Lock()
+			w.n++
+			w.mu.Unlock()
 			w.wg.Add(1)
 			go w.record(c)
 		}
