@@ -51,6 +51,11 @@ die() {
 [ "$(uname -s)" = Linux ] || skip "network namespaces need Linux"
 [ "$(id -u)" = 0 ] || skip "not root: creating network namespaces needs root (run it as root: sudo make chaos-net)"
 
+# One run at a time, from before anything is installed: two apt-gets at
+# once fail on dpkg's lock, which would skip the second run.
+exec 9>"$LOCK"
+flock -n 9 || die "another chaos-net is running (it holds $LOCK); not starting"
+
 # Install what is missing, from Debian's packages.
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
@@ -64,9 +69,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 ip netns list >/dev/null 2>&1 || skip "\`ip netns\` does not work here"
-
-exec 9>"$LOCK"
-flock -n 9 || die "another chaos-net is running (it holds $LOCK); not starting"
 
 tmp=""
 srv_pid=""
@@ -147,7 +149,9 @@ echo "chaos-net: namespaces $SRV_NS ($SRV_ADDR on $SRV_IF) and $CLI_NS ($CLI_ADD
 # stdout never breaks.
 mkfifo "$tmp/ready"
 exec 3<>"$tmp/ready"
-ip netns exec "$SRV_NS" "$tmp/netchaos" serve -host "$SRV_ADDR" -lifetime 15m >&3 2>"$tmp/serve.err" &
+# fd 9 (the lock) is not passed on: a server left behind by a run that was
+# killed would otherwise keep every later run out until its -lifetime ends.
+ip netns exec "$SRV_NS" "$tmp/netchaos" serve -host "$SRV_ADDR" -lifetime 15m >&3 2>"$tmp/serve.err" 9>&- &
 srv_pid=$!
 if ! read -r -t 60 -u 3 info; then
   cat "$tmp/serve.err" >&2
@@ -158,7 +162,7 @@ connstr=$(printf '%s' "$info" | sed -n 's/.*"connstr":"\([^"]*\)".*/\1/p')
 echo "chaos-net: mock cluster at $connstr"
 
 # shellcheck disable=SC2086
-ip netns exec "$CLI_NS" "$tmp/netchaos" run -connstr "$connstr" \
+ip netns exec "$CLI_NS" "$tmp/netchaos" run -connstr "$connstr" 9>&- \
   -srv-ns "$SRV_NS" -cli-ns "$CLI_NS" -srv-if "$SRV_IF" -cli-if "$CLI_IF" \
   -srv-addr "$SRV_ADDR" -cli-addr "$CLI_ADDR" ${CHAOS_NET_FLAGS:-}
 rc=$?
