@@ -73,7 +73,8 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 		ConnectTimeout: inv.g.connectTimeout, // connect_timeout, when connect keeps it, wins
 		ClientName:     "kvcli",
 		Observer:       obs,
-		// memcached:// only: PLAIN in clear, asked for by name.
+		// memcached:// only (connect refuses it elsewhere): PLAIN in
+		// clear, asked for by name.
 		AllowPlainAuthWithoutTLS: inv.g.allowPlainAuth,
 	}
 	if inv.g.verbose {
@@ -121,6 +122,14 @@ func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*sessi
 	t, err := inv.resolveTarget()
 	if err != nil {
 		inv.usageError("%v", err)
+		return nil, exitUsage
+	}
+	// --allow-plain-auth is plain memcached's opt-in: Couchbase nodes
+	// offer SCRAM, and allowing PLAIN there would let a server (or anyone
+	// on the path who strips SCRAM from the mechanism list) have the
+	// password in clear; memcacheds:// does not need it.
+	if inv.g.allowPlainAuth && t.cs.Scheme != client.SchemeMemcached {
+		inv.usageError("--allow-plain-auth is for memcached:// only (%s:// does not need it, and kvcli never sends a Couchbase password in clear)", t.cs.Scheme)
 		return nil, exitUsage
 	}
 	// Only couchbases:// and memcacheds:// are TLS. KVCLI_CACERT (which
