@@ -160,11 +160,33 @@ func (o *Orchestrator) Decide(st *State, reason Reason, cause error) Decision {
 // Wait starts no goroutine; on the real clock it reuses st's timer, so that
 // only the first wait of a State allocates.
 func (o *Orchestrator) Wait(st *State, reason Reason, cause error) error {
+	return o.WaitOrWake(st, reason, cause, nil)
+}
+
+// WaitOrWake is Wait, except that the wait also ends when wake is closed
+// (a nil wake never is): the caller learnt something that may change where
+// the request goes (the client closes wake when it installs a new cluster
+// config), so the request is sent again at once instead of after the rest
+// of its delay. That holds for a wait that was to end at the deadline too
+// (a timeout decision): woken before the deadline, it becomes a retry,
+// counted and logged as one, and the attempt ends by the deadline as any
+// other. A refusal is returned at once, woken or not. A wake that is
+// already closed when WaitOrWake is called ends the wait at once.
+//
+// Waiting on wake allocates nothing.
+func (o *Orchestrator) WaitOrWake(st *State, reason Reason, cause error, wake <-chan struct{}) error {
 	d := o.Decide(st, reason, cause)
 	ctx := st.Context()
 	if d.Delay > 0 {
-		if err := o.sleep(ctx, st, d.Delay); err != nil {
+		woken, err := o.sleep(ctx, st, d.Delay, wake)
+		if err != nil {
 			return o.contextError(st, d, err, cause)
+		}
+		if woken && !d.Retry {
+			// A timeout decision woken before the deadline: retry.
+			st.attempts++
+			o.logRetry(st, reason, 0)
+			return nil
 		}
 	} else if d.Retry {
 		if err := ctx.Err(); err != nil {
@@ -190,8 +212,14 @@ func (o *Orchestrator) contextError(st *State, d Decision, err, cause error) err
 	return st.canceledError(err, context.Cause(st.Context()), cause)
 }
 
-// sleep waits d, or until ctx is done (returning ctx.Err()).
-func (o *Orchestrator) sleep(ctx context.Context, st *State, d time.Duration) error {
+// sleep waits d, or until wake is closed (woken true), or until ctx is
+// done (returning ctx.Err()).
+func (o *Orchestrator) sleep(ctx context.Context, st *State, d time.Duration, wake <-chan struct{}) (woken bool, err error) {
+	select {
+	case <-wake:
+		return true, nil
+	default:
+	}
 	if _, real := o.clock().(realClock); real {
 		if st.timer == nil {
 			st.timer = time.NewTimer(d)
@@ -200,19 +228,25 @@ func (o *Orchestrator) sleep(ctx context.Context, st *State, d time.Duration) er
 		}
 		select {
 		case <-st.timer.C:
-			return nil
+			return false, nil
+		case <-wake:
+			st.timer.Stop()
+			return true, nil
 		case <-ctx.Done():
 			st.timer.Stop()
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 	}
 	t := o.Clock.NewTimer(d)
 	select {
 	case <-t.C():
-		return nil
+		return false, nil
+	case <-wake:
+		t.Stop()
+		return true, nil
 	case <-ctx.Done():
 		t.Stop()
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 }
 
