@@ -44,6 +44,7 @@
 //
 // Parse rejects, with a *ParseError naming the field:
 //
+//   - more than MaxConfigSize (8 MiB) bytes, before reading any of them;
 //   - bytes that are not one JSON object of the right shape: a whole HTTP
 //     stream of several configs is rejected (split it with
 //     ScanStreamConfigs); so are rev < 0 or > 2^64-1 and non-integer ports

@@ -19,6 +19,17 @@ const (
 
 const hostPlaceholder = "$HOST"
 
+// MaxConfigSize is the largest config Parse accepts, in bytes: 8 MiB. A
+// real bucket config is far smaller (1024 vbuckets with 3 replicas and a
+// forward map take about 40 KB of map; each node adds about 0.5 KB with
+// alternate addresses, so even a 100-node cluster stays within a few
+// hundred KB), while parsing costs about 35 bytes of allocation and 0.2 us
+// per byte of config: the limit leaves more than ten times the largest real
+// config as headroom and bounds what one broken or hostile config can cost
+// (about 300 MB and 2 s at the limit). Clients should check it before
+// copying or scanning a config they received.
+const MaxConfigSize = 8 << 20
+
 type rawConfig struct {
 	Rev                    *uint64             `json:"rev"`
 	RevEpoch               int64               `json:"revEpoch"`
@@ -71,9 +82,12 @@ type rawAlternate struct {
 // data is not retained.
 //
 // Every error is a *ParseError (errors.Is(err, ErrInvalidConfig)) naming the
-// field that was wrong. The package doc lists what is rejected and what
+// field that was wrong. Data longer than MaxConfigSize is rejected unread. The package doc lists what is rejected and what
 // parses into a config that routes nothing.
 func Parse(data []byte, sourceHost string) (*Config, error) {
+	if len(data) > MaxConfigSize {
+		return nil, invalid("json", "the config is %d bytes, over the limit of %d (vbmap.MaxConfigSize)", len(data), MaxConfigSize)
+	}
 	var raw rawConfig
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, &ParseError{Field: "json", Reason: err.Error(), Err: err}
