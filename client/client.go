@@ -29,7 +29,8 @@ type Client struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	orch retry.Orchestrator
+	orch  retry.Orchestrator
+	clock retry.Clock // config polls, fetch intervals, recovery rounds
 
 	// topo is the routing snapshot: a config and the node behind each of
 	// its server indexes. Replaced whole (under topoMu), read without locks.
@@ -40,12 +41,25 @@ type Client struct {
 	// guarded by topoMu.
 	ring *memcachedRing
 
+	// known lists the seeds, then every node address a config has named
+	// (at most maxKnownAddrs): where recovery asks for a config. Guarded
+	// by topoMu.
+	known []string
+
 	network       string // resolved network for alternate addresses
 	bootstrapHost string
 
-	configCh chan configEvent
-	colls    collectionCache
-	opIDs    atomic.Uint64
+	// Config intake (config.go): the mailbox of the newest config met, the
+	// per-node fetchers and the recovery round.
+	intake      configIntake
+	unreachable chan struct{} // capacity 1: an operation found its node unavailable
+	fetchMu     sync.Mutex
+	fetches     map[*node]*fetchState // guarded by fetchMu
+	recovery    recoveryState         // guarded by fetchMu
+	fetchClosed bool                  // Close has begun; guarded by fetchMu
+
+	colls collectionCache
+	opIDs atomic.Uint64
 	// longestTimeout is the longest operation timeout used so far (ns): a
 	// node that leaves drains its connections for at least that long.
 	longestTimeout atomic.Int64
@@ -59,13 +73,9 @@ type topology struct {
 	ketama  *vbmap.Ketama // memcached mode, or a memcached bucket
 	servers []*node       // by server index; nil where the index has no address
 	all     []*node       // distinct nodes
-}
-
-// configEvent carries a config (raw) or a request to fetch one (from node).
-type configEvent struct {
-	raw  []byte
-	host string
-	node *node
+	// changed is closed when a newer topology replaces this one: retry
+	// waits of operations routed with this one end on it (wakeFor).
+	changed chan struct{}
 }
 
 // Connect parses the connection string, bootstraps against the first seed
@@ -90,15 +100,22 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		return nil, err
 	}
 	c := &Client{
-		opts:      o,
-		cs:        cs,
-		memcached: cs.Scheme.IsMemcached(),
-		tls:       cs.Scheme.IsTLS(), // resolved refused TLS settings elsewhere
-		nodes:     map[string]*node{},
-		configCh:  make(chan configEvent, 16),
+		opts:        o,
+		cs:          cs,
+		memcached:   cs.Scheme.IsMemcached(),
+		tls:         cs.Scheme.IsTLS(), // resolved refused TLS settings elsewhere
+		nodes:       map[string]*node{},
+		known:       append([]string(nil), cs.Hosts...),
+		unreachable: make(chan struct{}, 1),
+		fetches:     map[*node]*fetchState{},
+		clock:       o.clock,
+	}
+	c.intake.ready = make(chan struct{}, 1)
+	if c.clock == nil {
+		c.clock = retry.RealClock()
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.orch = retry.Orchestrator{Logger: o.Logger, NMVInterval: o.NMVRetryInterval}
+	c.orch = retry.Orchestrator{Clock: o.clock, Logger: o.Logger, NMVInterval: o.NMVRetryInterval}
 	c.colls.init()
 	if c.memcached {
 		err = c.bootstrapMemcached(ctx)
@@ -117,7 +134,8 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 }
 
 // bootstrapCouchbase dials seeds in order until one bootstraps and serves a
-// config, then builds the first topology around it.
+// config, then builds the first topology around it. It fails when no node
+// of that config can be connected to within ConnectTimeout.
 func (c *Client) bootstrapCouchbase(ctx context.Context) error {
 	var errs []error
 	for _, seed := range c.cs.Hosts {
@@ -154,9 +172,14 @@ func (c *Client) bootstrapCouchbase(ctx context.Context) error {
 		seedNode.start(cn)
 		c.installLocked(cfg)
 		c.topoMu.Unlock()
+		c.awaitFirstDials(ctx)
+		t := c.topo.Load()
+		if !usable(t) {
+			cause, all := c.unusableError(seed, t)
+			return &ConnectError{Hosts: c.cs.Hosts, Err: ErrNoNodeAvailable, Cause: cause, All: append(errs, all...)}
+		}
 		c.opts.Logger.Info("kvwire: connected", "seed", seed, "bucket", c.opts.Bucket,
 			"rev", cfg.Version().String(), "network", c.network, "mechanism", cn.Mechanism())
-		c.awaitFirstDials(ctx)
 		return nil
 	}
 	return bootstrapError(c.cs, errs)
@@ -166,7 +189,8 @@ func (c *Client) bootstrapCouchbase(ctx context.Context) error {
 // connection attempt (or ctx or ConnectTimeout ends), so that a client fresh
 // from Connect does not send its first requests into pools still dialing.
 // Nodes that failed keep redialing in the background; their requests go
-// through the retry strategy.
+// through the retry strategy. Connect fails when no node is usable
+// afterwards.
 func (c *Client) awaitFirstDials(ctx context.Context) {
 	t := c.topo.Load()
 	if t == nil {
@@ -250,6 +274,19 @@ func (c *Client) bootstrapMemcached(ctx context.Context) error {
 	return nil
 }
 
+// usable reports whether some node of t has a live connection.
+func usable(t *topology) bool {
+	if t == nil {
+		return false
+	}
+	for _, n := range t.all {
+		if _, _, err := n.pick(); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // bootstrapError turns the seeds' errors into one, with the most specific
 // sentinel first: credentials, then bucket, then TLS, then anything.
 func bootstrapError(cs *ConnStr, errs []error) error {
@@ -301,7 +338,9 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() []error { return []error{e.Err, e.Cause} }
 
-// connOptions are the conn.Options for a connection to n.
+// connOptions are the conn.Options for a connection to n. With n nil they
+// are for a short connection that only fetches the config (recovery): no
+// close or notification callbacks.
 func (c *Client) connOptions(n *node) conn.Options {
 	o := conn.Options{
 		Username:                 c.opts.Username,
@@ -311,7 +350,9 @@ func (c *Client) connOptions(n *node) conn.Options {
 		ClientName:               c.opts.ClientName,
 		MaxPending:               c.opts.MaxPendingPerConnection,
 		Logger:                   c.opts.Logger,
-		OnClose:                  func(error) { n.signal() },
+	}
+	if n != nil {
+		o.OnClose = func(error) { n.signal() }
 	}
 	if c.memcached {
 		// memcached offers only SASL PLAIN: conn sends it over TLS
@@ -321,22 +362,25 @@ func (c *Client) connOptions(n *node) conn.Options {
 	}
 	o.Bucket = c.opts.Bucket
 	o.Features = c.requestedFeatures()
-	o.OnClustermapNotification = func(nt memdx.ClustermapNotification) { c.onNotification(n, nt) }
+	if n != nil {
+		o.OnClustermapNotification = func(nt memdx.ClustermapNotification) { c.onNotification(n, nt) }
+	}
 	return o
 }
 
 // onConnUp is told about every new connection of a node.
 func (c *Client) onConnUp(n *node, cn *conn.Conn) {
 	if raw := cn.ClusterConfig(); raw != nil && c.topo.Load() != nil {
-		c.queueConfig(configEvent{raw: raw, host: n.host})
+		c.offerConfig(raw, n.host, "connection")
 	}
 }
 
 // onNotification runs on a connection's reader goroutine: it must not
-// block, so it queues work for the config loop.
+// block. A config is offered to the config loop; a brief notification of a
+// newer version makes the node's fetcher fetch it.
 func (c *Client) onNotification(n *node, nt memdx.ClustermapNotification) {
 	if len(nt.Config) > 0 {
-		c.queueConfig(configEvent{raw: append([]byte(nil), nt.Config...), host: n.host})
+		c.offerConfig(nt.Config, n.host, "notification")
 		return
 	}
 	t := c.topo.Load()
@@ -348,115 +392,44 @@ func (c *Client) onNotification(n *node, nt memdx.ClustermapNotification) {
 		v.Epoch = t.cfg.Version().Epoch
 	}
 	if v.Newer(t.cfg.Version()) {
-		c.queueConfig(configEvent{node: n})
-	}
-}
-
-func (c *Client) queueConfig(ev configEvent) {
-	select {
-	case c.configCh <- ev:
-	default: // the poller catches up
-	}
-}
-
-// configLoop applies pushed configs and polls for new ones.
-func (c *Client) configLoop() {
-	defer c.wg.Done()
-	tick := time.NewTicker(c.opts.ConfigPollInterval)
-	defer tick.Stop()
-	var rr int
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case ev := <-c.configCh:
-			if ev.raw != nil {
-				c.applyConfig(ev.raw, ev.host)
-			} else if ev.node != nil {
-				c.fetchConfig(ev.node)
-			}
-		case <-tick.C:
-			t := c.topo.Load()
-			if t == nil || len(t.all) == 0 {
-				continue
-			}
-			rr++
-			c.fetchConfig(t.all[rr%len(t.all)])
-		}
-	}
-}
-
-// fetchConfig asks n for a config newer than the one held.
-func (c *Client) fetchConfig(n *node) {
-	cn, _, err := n.pick()
-	if err != nil {
-		return
-	}
-	var req memdx.Request
-	t := c.topo.Load()
-	if t != nil && t.cfg != nil && cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion) {
-		v := t.cfg.Version()
-		req = memdx.NewGetClusterConfigKnown(v.Epoch, int64(v.Rev))
-	} else {
-		req = memdx.NewGetClusterConfig()
-	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.opts.KVTimeout)
-	defer cancel()
-	var raw []byte
-	err = cn.Do(ctx, &req, func(p *memdx.Packet) error {
-		if p.Status != memdx.StatusSuccess {
-			return memdx.NewStatusError(p)
-		}
-		if len(p.Value) > 0 {
-			raw = append([]byte(nil), p.Value...)
-		}
-		return nil
-	})
-	if err != nil {
-		c.opts.Logger.Debug("kvwire: config poll failed", "node", n.addr, "err", err)
-		return
-	}
-	if raw != nil {
-		c.applyConfig(raw, n.host)
+		c.requestFetch(n, t.cfg.Version())
 	}
 }
 
 // applyConfig parses raw and installs it when it is newer than the held
-// config. It returns the topology in force afterwards.
-func (c *Client) applyConfig(raw []byte, host string) *topology {
+// config. It runs on the config loop. The error says why a config that
+// was not older than the held one was not installed.
+func (c *Client) applyConfig(raw []byte, host string) error {
 	cur := c.topo.Load()
 	if cur != nil && cur.cfg != nil {
 		if v, ok := vbmap.PeekVersion(raw); ok && !v.Newer(cur.cfg.Version()) {
-			return cur
+			return nil
 		}
 	}
 	cfg, err := vbmap.Parse(raw, host)
 	if err != nil {
-		c.opts.Logger.Warn("kvwire: ignoring a config that does not parse", "from", host, "err", err)
-		return cur
+		return err
 	}
 	if cfg.BucketName() != "" && cfg.BucketName() != c.opts.Bucket {
-		c.opts.Logger.Warn("kvwire: ignoring a config for another bucket", "bucket", cfg.BucketName())
-		return cur
+		return fmt.Errorf("the config is for bucket %q", cfg.BucketName())
 	}
 	c.topoMu.Lock()
 	defer c.topoMu.Unlock()
 	if c.ctx.Err() != nil {
-		return c.topo.Load()
+		return nil
 	}
 	cur = c.topo.Load()
 	if cur != nil && cur.cfg != nil && !cfg.Newer(cur.cfg) {
-		return cur
+		return nil
 	}
 	if cur != nil && cur.cfg != nil && routable(cur.cfg) && !routable(cfg) {
 		// A bucket does not lose its partitions; a newer config without
 		// a map is a cluster-level or half-made one. Keep routing by the
 		// map held.
-		c.opts.Logger.Warn("kvwire: ignoring a newer config with no vbucket map", "from", host,
-			"rev", cfg.Version().String(), "held", cur.cfg.Version().String())
-		return cur
+		return fmt.Errorf("config rev %s has no vbucket map; keeping rev %s", cfg.Version(), cur.cfg.Version())
 	}
-	return c.installLocked(cfg)
+	c.installLocked(cfg)
+	return nil
 }
 
 // routable reports whether cfg can route a key: a vbucket map, or ketama
@@ -466,7 +439,8 @@ func routable(cfg *vbmap.Config) bool { return cfg.HasVbucketMap() || cfg.Ketama
 // installLocked builds and stores the topology of cfg, starting pools for
 // new nodes and retiring those the config no longer lists. topoMu is held.
 func (c *Client) installLocked(cfg *vbmap.Config) *topology {
-	t := &topology{cfg: cfg, ketama: cfg.Ketama(), servers: make([]*node, cfg.NumServers())}
+	t := &topology{cfg: cfg, ketama: cfg.Ketama(), servers: make([]*node, cfg.NumServers()),
+		changed: make(chan struct{})}
 	seen := map[*node]bool{}
 	for i := range t.servers {
 		addr, ok := cfg.ServerKVAddr(i, c.network, c.tls)
@@ -478,6 +452,7 @@ func (c *Client) installLocked(cfg *vbmap.Config) *topology {
 			n = newNode(c, addr)
 			c.nodes[addr] = n
 			n.start(nil)
+			c.rememberLocked(addr)
 		}
 		t.servers[i] = n
 		if !seen[n] {
@@ -499,12 +474,18 @@ func (c *Client) installLocked(cfg *vbmap.Config) *topology {
 	}
 	old := c.topo.Load()
 	c.topo.Store(t)
+	if old != nil && old.changed != nil {
+		close(old.changed)
+	}
+	c.fetchMu.Lock()
 	for addr, n := range c.nodes {
 		if !seen[n] {
 			delete(c.nodes, addr)
+			delete(c.fetches, n)
 			n.leave()
 		}
 	}
+	c.fetchMu.Unlock()
 	if old != nil && old.cfg != nil {
 		c.opts.Logger.Info("kvwire: config updated", "from", old.cfg.Version().String(),
 			"to", cfg.Version().String(), "nodes", len(t.all), "forward_map", cfg.HasForwardMap())
@@ -520,6 +501,9 @@ func (c *Client) Close() error {
 		c.topoMu.Lock()
 		c.cancel()
 		c.topoMu.Unlock()
+		c.fetchMu.Lock()
+		c.fetchClosed = true // no fetcher or recovery starts after wg.Wait begins
+		c.fetchMu.Unlock()
 		c.wg.Wait()
 		c.topoMu.Lock()
 		for _, n := range c.nodes {

@@ -63,9 +63,11 @@ type op struct {
 	status  memdx.Status
 	outcome statusOutcome // decideStatus's, for status
 	errCtx  memdx.ErrorContext
-	nmvBody []byte
-	errName string
-	errDesc string
+	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body
+	// (offerConfig, called while the response is read).
+	nmvOffer offerResult
+	errName  string
+	errDesc  string
 
 	// Result of a success.
 	value    []byte
@@ -92,23 +94,19 @@ func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *
 	return o
 }
 
-// maxPooledBuf bounds the scratch buffers (snappy output, NMV config
-// body) a pooled op keeps: a larger one, grown by a large value, is dropped
-// rather than held by the pool for good.
+// maxPooledBuf bounds the scratch buffer (snappy output) a pooled op
+// keeps: a larger one, grown by a large value, is dropped rather than held
+// by the pool for good.
 const maxPooledBuf = 256 << 10
 
 func putOp(o *op) {
-	nmv := o.nmvBody[:0]
 	z := o.z[:0]
-	if cap(nmv) > maxPooledBuf {
-		nmv = nil
-	}
 	if cap(z) > maxPooledBuf {
 		z = nil
 	}
 	h := o.handle
 	*o = op{}
-	o.handle, o.nmvBody, o.z = h, nmv, z
+	o.handle, o.z = h, z
 	opPool.Put(o)
 }
 
@@ -121,7 +119,9 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	if p.Status != memdx.StatusSuccess {
 		switch p.Status {
 		case memdx.StatusNotMyVbucket:
-			o.nmvBody = append(o.nmvBody[:0], p.Value...)
+			// The body (the node's config, if any) goes to the config
+			// loop; the operation never parses it.
+			o.nmvOffer = o.c.offerConfig(p.Value, o.node.host, "not-my-vbucket")
 		case memdx.StatusSubdocSuccessDeleted:
 		default:
 			if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); ok {
@@ -224,7 +224,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			if reason == retry.ReasonKVErrorMapRetryIndicated && errors.As(err, &le) {
 				o.st.SetErrorMapEntry(le.outcome.entry)
 			}
-			if werr := c.wait(o, reason, err); werr != nil {
+			if werr := c.wait(o, t, reason, err); werr != nil {
 				return werr
 			}
 			lastReason, retried = reason, true
@@ -283,7 +283,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			if re.Written {
 				reason = retry.ReasonSocketClosedWhileInFlight
 			}
-			if werr := c.wait(o, reason, err); werr != nil {
+			if werr := c.wait(o, t, reason, err); werr != nil {
 				return werr
 			}
 			lastReason, retried = reason, true
@@ -296,7 +296,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		if !ok {
 			return c.statusError(o, nil)
 		}
-		if werr := c.waitStatus(o, reason); werr != nil {
+		if werr := c.waitStatus(o, t, reason); werr != nil {
 			return werr
 		}
 		lastReason, retried = reason, true
@@ -322,6 +322,7 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.status = 0
 	o.outcome = statusOutcome{}
 	o.opaque = 0
+	o.nmvOffer = offerStale
 	o.errCtx = memdx.ErrorContext{}
 	o.errName, o.errDesc = "", ""
 	if o.raw != nil {
@@ -415,19 +416,7 @@ func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (ret
 	st := o.status
 	o.outcome = decideStatus(o.req.OpCode, o.casGiven, st, cn.ErrorMap())
 	if st == memdx.StatusNotMyVbucket && t.cfg != nil {
-		cur := t
-		if len(o.nmvBody) > 0 {
-			cur = c.applyConfig(o.nmvBody, n.host)
-		}
-		if cur == nil {
-			cur = c.topo.Load()
-		}
-		o.route.OnNotMyVbucket(cur.cfg)
-		// A config that sends the vbucket elsewhere: go at once.
-		if next, _, _, err := c.routeOpPeek(cur, o); err == nil && next != n {
-			o.st.MarkRouteChanged()
-		}
-		return retry.ReasonKVNotMyVbucket, true
+		return c.onNotMyVbucket(o, t, n), true
 	}
 	out := o.outcome
 	if out.found {
@@ -453,24 +442,30 @@ func (c *Client) routeOpPeek(t *topology, o *op) (*node, uint16, retry.Reason, e
 	return c.routeOp(t, o)
 }
 
-// wait hands an attempt that failed without a status of its own (no
-// route, no connection, a failed collection-id lookup, a connection that
-// died) to the orchestrator; it returns nil to try again, or the
-// operation's final error: the reason's, whatever status an earlier attempt
-// got.
-func (c *Client) wait(o *op, reason retry.Reason, cause error) error {
-	err := c.orch.Wait(&o.st, reason, cause)
+// wait hands an attempt, routed with t, that failed without a status of
+// its own (no route, no connection, a failed collection-id lookup, a
+// connection that died) to the orchestrator; it returns nil to try again,
+// or the operation's final error: the reason's, whatever status an earlier
+// attempt got. A wait after an unavailable node ends when a newer config is
+// installed (wakeFor).
+func (c *Client) wait(o *op, t *topology, reason retry.Reason, cause error) error {
+	if reason == retry.ReasonNodeNotAvailable {
+		c.noteUnreachable()
+	}
+	err := c.orch.WaitOrWake(&o.st, reason, cause, wakeFor(t, reason))
 	if err == nil {
 		return nil
 	}
 	return c.finalError(o, reasonSentinel(err), err)
 }
 
-// waitStatus is wait for an attempt that ended on o.status. A refusal is
-// that status's error (LOCKED, say, when the strategy gives up); a timeout
-// or a cancellation during the wait is that.
-func (c *Client) waitStatus(o *op, reason retry.Reason) error {
-	err := c.orch.Wait(&o.st, reason, o.statusErr())
+// waitStatus is wait for an attempt, routed with t, that ended on
+// o.status. A refusal is that status's error (LOCKED, say, when the
+// strategy gives up); a timeout or a cancellation during the wait is that.
+// A wait after NOT_MY_VBUCKET ends when a newer config is installed
+// (wakeFor).
+func (c *Client) waitStatus(o *op, t *topology, reason retry.Reason) error {
+	err := c.orch.WaitOrWake(&o.st, reason, o.statusErr(), wakeFor(t, reason))
 	if err == nil {
 		return nil
 	}

@@ -107,6 +107,10 @@ type Options struct {
 	// MaxPendingPerConnection bounds requests in flight per connection;
 	// past it an attempt waits and retries. Default conn.DefaultMaxPending.
 	MaxPendingPerConnection int
+
+	// clock, when set (by this package's tests), times retry waits, config
+	// polls, fetch intervals and recovery rounds instead of the real clock.
+	clock retry.Clock
 }
 
 // CompressionOptions configure snappy compression of values sent.

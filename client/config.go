@@ -1,0 +1,498 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// How the client keeps its cluster config current.
+//
+// Configs arrive from bootstrap, from each new connection, in push
+// notifications, in NOT_MY_VBUCKET bodies, from polls and from fetches. All
+// but the bootstrap one go through offerConfig, which runs on whatever
+// goroutine met the config (a connection's reader, a fetcher) and costs at
+// most a size check and a byte scan (vbmap.PeekVersion): a config over
+// vbmap.MaxConfigSize is dropped and logged, one that is not newer than the
+// held config is dropped, and a newer one is copied once into a one-slot
+// mailbox (a newer one replaces it there) unless that version is already
+// waiting, being parsed, or was rejected. The config loop parses the
+// mailbox's config and installs it: each version is parsed at most once,
+// however many operations meet it, and never on an operation's goroutine.
+//
+// Every install closes the replaced topology's changed channel, which
+// operations waiting in a back-off after NOT_MY_VBUCKET or an unavailable
+// node wait on (retry.Orchestrator.WaitOrWake): they re-route at once.
+//
+// A NOT_MY_VBUCKET that brings nothing newer (no body, or a body not newer
+// than the held config) makes the client fetch the config from the node
+// that answered (GET_CLUSTER_CONFIG, with the known version when granted):
+// at most one fetch per node in flight, at least configFetchInterval between
+// the starts of two fetches from one node, on a fetcher goroutine that
+// exists only while fetches are due.
+//
+// When no node of the current config can be reached, the client dials the
+// seeds and every node it has known (up to maxKnownAddrs) for their config,
+// as the official SDKs do, so that a config naming unreachable nodes does
+// not strand it once a reachable node serves a newer one.
+
+const (
+	// configFetchInterval is the least time between the starts of two
+	// config fetches from one node. It bounds what a node answering
+	// NOT_MY_VBUCKET to every request costs (at most 50 fetches a second
+	// per node, each an empty answer when the node's config is not newer
+	// and it granted GetClusterConfigWithKnownVersion) while keeping the
+	// wait for a moved vbucket's new owner far below the 2.5 s poll.
+	configFetchInterval = 20 * time.Millisecond
+	// recoveryInterval is the least time between two rounds of asking the
+	// seeds and known nodes for a config while no node of the current one
+	// can be reached.
+	recoveryInterval = 500 * time.Millisecond
+	// maxKnownAddrs bounds the addresses remembered for recovery: the seeds
+	// and the most recently seen nodes.
+	maxKnownAddrs = 64
+	// tooLargeLogInterval rate-limits the error logged for configs over
+	// vbmap.MaxConfigSize.
+	tooLargeLogInterval = 10 * time.Second
+)
+
+// offerResult says what became of an offered config.
+type offerResult uint8
+
+const (
+	// offerStale: empty, or not newer than the held config.
+	offerStale offerResult = iota
+	// offerNewer: a config newer than the held one is on its way to
+	// being installed (it waits in the mailbox or is being parsed).
+	offerNewer
+	// offerRejected: over vbmap.MaxConfigSize, or a version the loop
+	// already rejected.
+	offerRejected
+)
+
+// configIntake is the mailbox between offerConfig and the config loop.
+type configIntake struct {
+	mu sync.Mutex
+	// The newest config offered and not yet taken by the loop (raw nil:
+	// none). ver is valid when peeked.
+	raw    []byte
+	host   string
+	from   string
+	ver    vbmap.Version
+	peeked bool
+	// parsing: the version the loop is parsing, when parsingSet.
+	parsing    vbmap.Version
+	parsingSet bool
+	// rejected: the newest version that failed to parse or install.
+	rejected    vbmap.Version
+	rejectedSet bool
+
+	ready chan struct{} // capacity 1: the mailbox has a config
+
+	lastTooLarge atomic.Int64 // unix ns of the last too-large log
+}
+
+// fetchState is one node's config fetcher.
+type fetchState struct {
+	running bool
+	// again: a fetch was asked for while one ran; againFor is the newest
+	// config version those requests were routed with.
+	again    bool
+	againFor vbmap.Version
+	last     time.Time // start of the last fetch
+}
+
+// recoveryState is the single recovery round in flight.
+type recoveryState struct {
+	running bool
+	last    time.Time
+}
+
+// offerConfig hands a config met by any goroutine to the config loop; see
+// the top of this file. raw is not retained (it is copied when kept).
+func (c *Client) offerConfig(raw []byte, host, from string) offerResult {
+	if len(raw) == 0 {
+		return offerStale
+	}
+	in := &c.intake
+	if len(raw) > vbmap.MaxConfigSize {
+		now := time.Now().UnixNano()
+		last := in.lastTooLarge.Load()
+		if now-last >= int64(tooLargeLogInterval) && in.lastTooLarge.CompareAndSwap(last, now) {
+			c.opts.Logger.Error("kvwire: ignoring a cluster config over the size limit", "from", host,
+				"source", from, "bytes", len(raw), "limit", vbmap.MaxConfigSize)
+		}
+		return offerRejected
+	}
+	v, peeked := vbmap.PeekVersion(raw)
+	if peeked {
+		if t := c.topo.Load(); t != nil && t.cfg != nil && !v.Newer(t.cfg.Version()) {
+			return offerStale
+		}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if peeked {
+		switch {
+		case in.rejectedSet && v == in.rejected:
+			return offerRejected
+		case in.parsingSet && !v.Newer(in.parsing):
+			return offerNewer
+		case in.raw != nil && in.peeked && !v.Newer(in.ver):
+			return offerNewer
+		}
+	} else if in.raw != nil && bytes.Equal(in.raw, raw) {
+		return offerNewer
+	}
+	in.raw = bytes.Clone(raw)
+	in.host, in.from, in.ver, in.peeked = host, from, v, peeked
+	select {
+	case in.ready <- struct{}{}:
+	default:
+	}
+	return offerNewer
+}
+
+// takeOffered moves the mailbox's config to the loop and marks its version
+// as being parsed.
+func (c *Client) takeOffered() (raw []byte, host, from string) {
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	raw, host, from = in.raw, in.host, in.from
+	in.raw = nil
+	in.parsing, in.parsingSet = in.ver, in.peeked
+	return raw, host, from
+}
+
+// doneParsing records the outcome of the config takeOffered gave.
+func (c *Client) doneParsing(rejected bool) {
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if rejected && in.parsingSet {
+		in.rejected, in.rejectedSet = in.parsing, true
+	}
+	in.parsingSet = false
+}
+
+// installOffered parses and installs the mailbox's config, if any.
+func (c *Client) installOffered() {
+	raw, host, from := c.takeOffered()
+	if raw == nil {
+		c.doneParsing(false)
+		return
+	}
+	err := c.applyConfig(raw, host)
+	if err != nil {
+		c.opts.Logger.Warn("kvwire: ignoring a cluster config", "from", host, "source", from, "err", err)
+	}
+	c.doneParsing(err != nil)
+}
+
+// configLoop installs offered configs, polls for new ones and starts a
+// recovery round when no node of the current config can be reached.
+func (c *Client) configLoop() {
+	defer c.wg.Done()
+	poll := c.clock.NewTimer(c.opts.ConfigPollInterval)
+	defer poll.Stop()
+	var rr int
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.intake.ready:
+			c.installOffered()
+		case <-c.unreachable:
+			c.maybeRecover()
+		case <-poll.C():
+			poll.Reset(c.opts.ConfigPollInterval)
+			t := c.topo.Load()
+			if t == nil || len(t.all) == 0 {
+				continue
+			}
+			c.maybeRecover()
+			rr++
+			c.requestFetch(t.all[rr%len(t.all)], vbmap.Version{})
+		}
+	}
+}
+
+// onNotMyVbucket handles an attempt of o that node n answered with
+// NOT_MY_VBUCKET after o was routed with t (which has a config). It records
+// the NMV in o's route state (RFC 0005: the forward map of a config that
+// has one), marks the route changed when a config installed since the
+// attempt sends o elsewhere, and asks n for its config when the answer
+// brought nothing newer (o.nmvOffer, set when the response was read). It
+// returns the retry reason, KV_NOT_MY_VBUCKET; the wait that follows ends
+// when a newer config is installed (waitReason's wake).
+func (c *Client) onNotMyVbucket(o *op, t *topology, n *node) retry.Reason {
+	if cur := c.topo.Load(); cur != nil && cur != t && cur.cfg != nil && cur.cfg.Newer(t.cfg) {
+		o.route.OnNotMyVbucket(cur.cfg)
+		if next, _, _, err := c.routeOpPeek(cur, o); err == nil && next != n {
+			o.st.MarkRouteChanged()
+		}
+		return retry.ReasonKVNotMyVbucket
+	}
+	o.route.OnNotMyVbucket(t.cfg)
+	if o.nmvOffer != offerNewer {
+		c.requestFetch(n, t.cfg.Version())
+	}
+	return retry.ReasonKVNotMyVbucket
+}
+
+// requestFetch asks for a GET_CLUSTER_CONFIG from n, on n's fetcher: now if
+// none ran in the last configFetchInterval, else when it has passed; a
+// request made while a fetch runs is served by one more fetch after it,
+// unless by then a config newer than routedWith (the version the requester
+// routed with) is installed.
+func (c *Client) requestFetch(n *node, routedWith vbmap.Version) {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	if c.fetchClosed {
+		return
+	}
+	fs := c.fetches[n]
+	if fs == nil {
+		fs = &fetchState{}
+		c.fetches[n] = fs
+	}
+	if fs.running {
+		if !fs.again || routedWith.Newer(fs.againFor) {
+			fs.againFor = routedWith
+		}
+		fs.again = true
+		return
+	}
+	fs.running = true
+	c.wg.Add(1)
+	go c.fetcher(n, fs)
+}
+
+// fetcher runs n's fetches until none is due, then exits.
+func (c *Client) fetcher(n *node, fs *fetchState) {
+	defer c.wg.Done()
+	for {
+		c.fetchMu.Lock()
+		wait := fs.last.Add(configFetchInterval).Sub(c.clock.Now())
+		c.fetchMu.Unlock()
+		if wait > 0 {
+			tm := c.clock.NewTimer(wait)
+			select {
+			case <-tm.C():
+			case <-n.ctx.Done():
+				tm.Stop()
+				c.fetchMu.Lock()
+				fs.running = false
+				c.fetchMu.Unlock()
+				return
+			}
+		}
+		c.fetchMu.Lock()
+		fs.last = c.clock.Now()
+		fs.again = false
+		c.fetchMu.Unlock()
+
+		c.fetchConfig(n)
+
+		c.fetchMu.Lock()
+		if fs.again {
+			if t := c.topo.Load(); t != nil && t.cfg != nil && t.cfg.Version().Newer(fs.againFor) {
+				fs.again = false
+			}
+		}
+		if !fs.again || n.ctx.Err() != nil {
+			fs.running = false
+			c.fetchMu.Unlock()
+			return
+		}
+		c.fetchMu.Unlock()
+	}
+}
+
+// fetchConfig asks n for a config newer than the one held and offers what
+// it answers.
+func (c *Client) fetchConfig(n *node) {
+	cn, _, err := n.pick()
+	if err != nil {
+		return
+	}
+	var req memdx.Request
+	t := c.topo.Load()
+	if t != nil && t.cfg != nil && cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion) {
+		v := t.cfg.Version()
+		req = memdx.NewGetClusterConfigKnown(v.Epoch, int64(v.Rev))
+	} else {
+		req = memdx.NewGetClusterConfig()
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, c.opts.KVTimeout)
+	defer cancel()
+	err = cn.Do(ctx, &req, func(p *memdx.Packet) error {
+		if p.Status != memdx.StatusSuccess {
+			return memdx.NewStatusError(p)
+		}
+		c.offerConfig(p.Value, n.host, "fetch")
+		return nil
+	})
+	if err != nil {
+		c.opts.Logger.Debug("kvwire: config fetch failed", "node", n.addr, "err", err)
+	}
+}
+
+// noteUnreachable tells the config loop that an operation found its node
+// unavailable; the loop checks whether any node of the config is reachable.
+func (c *Client) noteUnreachable() {
+	select {
+	case c.unreachable <- struct{}{}:
+	default:
+	}
+}
+
+// stranded reports whether no node of t can carry a request: each has
+// made its first connection attempt and has no live connection.
+func stranded(t *topology) bool {
+	if t == nil || t.cfg == nil || len(t.all) == 0 {
+		return false
+	}
+	for _, n := range t.all {
+		select {
+		case <-n.tried:
+		default:
+			return false
+		}
+		if _, _, err := n.pick(); err == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// maybeRecover starts a recovery round when the client is stranded and
+// none ran in the last recoveryInterval. It runs on the config loop.
+func (c *Client) maybeRecover() {
+	t := c.topo.Load()
+	if !stranded(t) {
+		return
+	}
+	now := c.clock.Now()
+	c.fetchMu.Lock()
+	if c.fetchClosed || c.recovery.running || now.Sub(c.recovery.last) < recoveryInterval {
+		c.fetchMu.Unlock()
+		return
+	}
+	c.recovery.running = true
+	c.recovery.last = now
+	c.wg.Add(1)
+	c.fetchMu.Unlock()
+
+	c.topoMu.Lock()
+	cands := make([]string, 0, len(c.known))
+	for _, addr := range c.known {
+		if c.nodes[addr] == nil {
+			cands = append(cands, addr)
+		}
+	}
+	c.topoMu.Unlock()
+	go c.recover(t, cands)
+}
+
+// recover asks each of cands (seeds first) for its config until one serves
+// a config newer than the one held.
+func (c *Client) recover(t *topology, cands []string) {
+	defer c.wg.Done()
+	defer func() {
+		c.fetchMu.Lock()
+		c.recovery.running = false
+		c.fetchMu.Unlock()
+	}()
+	held := t.cfg.Version().String()
+	c.opts.Logger.Warn("kvwire: no node of the cluster config can be reached; asking the seeds and known nodes",
+		"rev", held, "nodes", len(t.all), "candidates", len(cands))
+	for _, addr := range cands {
+		if c.ctx.Err() != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.ConnectTimeout)
+		cn, err := conn.Dial(ctx, addr, c.connOptions(nil))
+		cancel()
+		if err != nil {
+			c.opts.Logger.Debug("kvwire: recovery: connecting failed", "node", addr, "err", err)
+			continue
+		}
+		raw := cn.ClusterConfig()
+		_ = cn.Close()
+		switch c.offerConfig(raw, hostOf(addr), "recovery") {
+		case offerNewer:
+			c.opts.Logger.Info("kvwire: recovery: a node outside the current config served a newer config",
+				"node", addr, "held", held)
+			return
+		default:
+			c.opts.Logger.Debug("kvwire: recovery: the node serves no newer config", "node", addr)
+		}
+	}
+	c.opts.Logger.Warn("kvwire: recovery: no seed or known node serves a config newer than the one held",
+		"rev", held, "tried", len(cands))
+}
+
+// rememberLocked adds addr to the addresses recovery asks, dropping the
+// oldest non-seed one beyond maxKnownAddrs. topoMu is held.
+func (c *Client) rememberLocked(addr string) {
+	for _, a := range c.known {
+		if a == addr {
+			return
+		}
+	}
+	c.known = append(c.known, addr)
+	if len(c.known) > maxKnownAddrs {
+		seeds := len(c.cs.Hosts)
+		if seeds < len(c.known) {
+			c.known = append(c.known[:seeds], c.known[seeds+1:]...)
+		}
+	}
+}
+
+// wakeFor is the channel that ends an operation's retry wait for reason,
+// routed with t: t's changed channel for the reasons a new config can
+// resolve (the vbucket moved, the node or its socket is unavailable), nil
+// for the others.
+func wakeFor(t *topology, reason retry.Reason) <-chan struct{} {
+	if t == nil {
+		return nil
+	}
+	switch reason {
+	case retry.ReasonKVNotMyVbucket, retry.ReasonNodeNotAvailable,
+		retry.ReasonSocketNotAvailable, retry.ReasonServiceNotAvailable:
+		return t.changed
+	}
+	return nil
+}
+
+// unusableError is the cause of a Connect whose bootstrap config (from
+// seed) names no node the client could connect to within ConnectTimeout,
+// with each node's error.
+func (c *Client) unusableError(seed string, t *topology) (error, []error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the config (rev %s) from %s names no node this client can use on network %q:",
+		t.cfg.Version(), seed, c.network)
+	var errs []error
+	for _, n := range t.all {
+		_, _, err := n.pick()
+		var ne *NodeError
+		if errors.As(err, &ne) && ne.Err == nil {
+			err = &NodeError{Addr: n.addr, Err: fmt.Errorf("still connecting after %v", c.opts.ConnectTimeout)}
+		}
+		fmt.Fprintf(&b, " %v;", err)
+		errs = append(errs, err)
+	}
+	return errors.New(strings.TrimSuffix(b.String(), ";")), errs
+}
