@@ -230,22 +230,23 @@ func (c *Client) configLoop() {
 
 // onNotMyVbucket handles an attempt of o that node n answered with
 // NOT_MY_VBUCKET after o was routed with t (which has a config). It records
-// the NMV in o's route state (RFC 0005: the forward map of a config that
-// has one), marks the route changed when a config installed since the
-// attempt sends o elsewhere, and asks n for its config when the answer
-// brought nothing newer (o.nmvOffer, set when the response was read). It
-// returns the retry reason, KV_NOT_MY_VBUCKET; the wait that follows ends
-// when a newer config is installed (waitReason's wake).
+// the NMV in o's route state with the newest config held (RFC 0005: the
+// forward map of a config that has one) and marks the route changed when
+// that config sends o to another node, so that the retry goes at once. When
+// no config newer than t's is held or on its way (o.nmvOffer, set when the
+// response was read: no body, or a body not newer), it asks n for its
+// config. It returns the retry reason, KV_NOT_MY_VBUCKET; the wait that
+// follows ends when a newer config is installed (wakeFor).
 func (c *Client) onNotMyVbucket(o *op, t *topology, n *node) retry.Reason {
-	if cur := c.topo.Load(); cur != nil && cur != t && cur.cfg != nil && cur.cfg.Newer(t.cfg) {
-		o.route.OnNotMyVbucket(cur.cfg)
-		if next, _, _, err := c.routeOpPeek(cur, o); err == nil && next != n {
-			o.st.MarkRouteChanged()
-		}
-		return retry.ReasonKVNotMyVbucket
+	cur := c.topo.Load()
+	if cur == nil || cur.cfg == nil || !cur.cfg.Newer(t.cfg) {
+		cur = t
 	}
-	o.route.OnNotMyVbucket(t.cfg)
-	if o.nmvOffer != offerNewer {
+	o.route.OnNotMyVbucket(cur.cfg)
+	if next, _, _, err := c.routeOpPeek(cur, o); err == nil && next != n {
+		o.st.MarkRouteChanged()
+	}
+	if cur == t && o.nmvOffer != offerNewer {
 		c.requestFetch(n, t.cfg.Version())
 	}
 	return retry.ReasonKVNotMyVbucket
@@ -303,11 +304,14 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 		fs.again = false
 		c.fetchMu.Unlock()
 
-		c.fetchConfig(n)
+		got := c.fetchConfig(n)
 
 		c.fetchMu.Lock()
 		if fs.again {
-			if t := c.topo.Load(); t != nil && t.cfg != nil && t.cfg.Version().Newer(fs.againFor) {
+			// Requests made before a newer config was installed, or
+			// before this fetch found one on its way (its install wakes
+			// their operations), are answered.
+			if t := c.topo.Load(); got == offerNewer || t != nil && t.cfg != nil && t.cfg.Version().Newer(fs.againFor) {
 				fs.again = false
 			}
 		}
@@ -321,11 +325,11 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 }
 
 // fetchConfig asks n for a config newer than the one held and offers what
-// it answers.
-func (c *Client) fetchConfig(n *node) {
+// it answers; it returns what became of the offer.
+func (c *Client) fetchConfig(n *node) offerResult {
 	cn, _, err := n.pick()
 	if err != nil {
-		return
+		return offerStale
 	}
 	var req memdx.Request
 	t := c.topo.Load()
@@ -337,16 +341,18 @@ func (c *Client) fetchConfig(n *node) {
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, c.opts.KVTimeout)
 	defer cancel()
+	got := offerStale
 	err = cn.Do(ctx, &req, func(p *memdx.Packet) error {
 		if p.Status != memdx.StatusSuccess {
 			return memdx.NewStatusError(p)
 		}
-		c.offerConfig(p.Value, n.host, "fetch")
+		got = c.offerConfig(p.Value, n.host, "fetch")
 		return nil
 	})
 	if err != nil {
 		c.opts.Logger.Debug("kvwire: config fetch failed", "node", n.addr, "err", err)
 	}
+	return got
 }
 
 // noteUnreachable tells the config loop that an operation found its node
