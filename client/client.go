@@ -60,6 +60,9 @@ type Client struct {
 
 	colls collectionCache
 	opIDs atomic.Uint64
+	// configParses counts the configs parsed after bootstrap (tests check
+	// that each version is parsed once).
+	configParses atomic.Int64
 	// longestTimeout is the longest operation timeout used so far (ns): a
 	// node that leaves drains its connections for at least that long.
 	longestTimeout atomic.Int64
@@ -406,6 +409,7 @@ func (c *Client) applyConfig(raw []byte, host string) error {
 			return nil
 		}
 	}
+	c.configParses.Add(1)
 	cfg, err := vbmap.Parse(raw, host)
 	if err != nil {
 		return err
