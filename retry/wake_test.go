@@ -111,3 +111,21 @@ func TestWaitOrWakeRealClockAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// TestWaitOrWakeRealClockWoken: on the real clock, a 1 s NMV back-off ends
+// when wake is closed while it runs; the retry follows at once, long
+// before the timer would have fired.
+func TestWaitOrWakeRealClockWoken(t *testing.T) {
+	o := &Orchestrator{Logger: quiet}
+	st := new(State)
+	st.Init(context.Background(), memdx.OpGet, nil, time.Now().Add(time.Hour))
+	for range 5 {
+		require.True(t, o.Decide(st, ReasonKVNotMyVbucket, nil).Retry)
+	}
+	wake := make(chan struct{})
+	start := time.Now()
+	go close(wake)
+	require.NoError(t, o.WaitOrWake(st, ReasonKVNotMyVbucket, nil, wake))
+	assert.Less(t, time.Since(start), time.Second, "the 1 s back-off ran out instead of ending on the wake")
+	assert.Equal(t, 6, st.Attempts())
+}
