@@ -41,7 +41,8 @@
 //     the connection's reader goroutine and its value copied once, into the
 //     result the caller owns;
 //  5. hands any failure to the retry orchestrator (package retry, RFC 0049
-//     revision 16): NOT_MY_VBUCKET (after applying the config in its body),
+//     revision 16): NOT_MY_VBUCKET (its body, if newer, goes to the config
+//     loop; without one the node is asked for its config),
 //     UNKNOWN_COLLECTION (after dropping the cached id), LOCKED, TMPFAIL,
 //     SYNC_WRITE_IN_PROGRESS, statuses the node's error map marks as
 //     retryable, and connections that were unavailable or died. Every wait
@@ -50,6 +51,8 @@
 //     retried, which end the operation with which error, and which the
 //     error map decides is one table (status.go), for operations and the
 //     collection-id lookup alike.
+//     A wait after NOT_MY_VBUCKET or an unavailable node ends when a newer
+//     config is installed, and the operation is routed by it at once.
 //
 // # Was it applied?
 //
@@ -72,14 +75,24 @@
 //
 // # Cluster configs
 //
-// The first config comes with bootstrap (GET_CLUSTER_CONFIG); newer ones
+// The first config comes with bootstrap (GET_CLUSTER_CONFIG); Connect fails
+// with ErrNoNodeAvailable, naming each node and its error, when no node of
+// that config can be connected to within ConnectTimeout. Newer ones come
 // from NOT_MY_VBUCKET bodies, from the server's cluster-map change
 // notifications (HELLO ClustermapChangeNotificationBrief: a version, then a
-// GET_CLUSTER_CONFIG with the known version) and from polling every
-// ConfigPollInterval. Only a config newer by (revEpoch, rev) replaces the one
-// in use, as one atomic swap of an immutable snapshot: routing takes no
-// lock. Nodes the new config adds get a pool; nodes it drops stop receiving
-// requests and close once their requests in flight have drained.
+// GET_CLUSTER_CONFIG with the known version), from polling every
+// ConfigPollInterval, and from the node that answered a NOT_MY_VBUCKET
+// without a newer config (a GET_CLUSTER_CONFIG at once; one in flight per
+// node, 20 ms apart at least). Each is checked for size
+// (vbmap.MaxConfigSize: larger ones are logged and dropped) and version
+// (vbmap.PeekVersion) where it arrives, and parsed on the client's config
+// goroutine, once per version however many operations meet it. Only a
+// config newer by (revEpoch, rev) replaces the one in use, as one atomic
+// swap of an immutable snapshot: routing takes no lock. Nodes the new
+// config adds get a pool; nodes it drops stop receiving requests and close
+// once their requests in flight have drained. When no node of the config
+// can be reached, the seeds and every node known before (up to 64) are
+// asked for a newer config, at most every 500 ms.
 //
 // # Observing
 //

@@ -30,6 +30,12 @@
 // before an error-map retry. State.TimeoutError builds the error when the
 // deadline passes while an attempt is in flight.
 //
+// Orchestrator.WaitOrWake is Wait with a channel that ends the wait early
+// when it is closed: the client passes one that closes when it installs a
+// newer cluster config, for waits after NOT_MY_VBUCKET or an unavailable
+// node, so that the retry goes by the new config at once. A wait that was
+// to end at the deadline becomes a retry when woken before it.
+//
 // # The decision procedure
 //
 // For each failed attempt the orchestrator (Orchestrator.Decide) does this:
@@ -148,7 +154,7 @@
 // changes the route (or the client switches to the forward map, RFC 0005's
 // step 3), the client calls State.MarkRouteChanged and the next attempt goes
 // at once; it still counts as a retry, is logged and is bounded by the
-// deadline.
+// deadline. A config that arrives during the wait ends it (WaitOrWake).
 //
 // # Was it applied?
 //
