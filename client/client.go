@@ -178,7 +178,7 @@ func (c *Client) bootstrapCouchbase(ctx context.Context) error {
 		c.awaitFirstDials(ctx)
 		t := c.topo.Load()
 		if !usable(t) {
-			cause, all := c.unusableError(seed, t)
+			all, cause := c.unusableError(seed, t)
 			return &ConnectError{Hosts: c.cs.Hosts, Err: ErrNoNodeAvailable, Cause: cause, All: append(errs, all...)}
 		}
 		c.opts.Logger.Info("kvwire: connected", "seed", seed, "bucket", c.opts.Bucket,

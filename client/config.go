@@ -506,11 +506,10 @@ func wakeFor(t *topology, reason retry.Reason) <-chan struct{} {
 // unusableError is the cause of a Connect whose bootstrap config (from
 // seed) names no node the client could connect to within ConnectTimeout,
 // with each node's error.
-func (c *Client) unusableError(seed string, t *topology) (error, []error) {
+func (c *Client) unusableError(seed string, t *topology) (all []error, cause error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the config (rev %s) from %s names no node this client can use on network %q:",
 		t.cfg.Version(), seed, c.network)
-	var errs []error
 	for _, n := range t.all {
 		_, _, err := n.pick()
 		var ne *NodeError
@@ -518,7 +517,7 @@ func (c *Client) unusableError(seed string, t *topology) (error, []error) {
 			err = &NodeError{Addr: n.addr, Err: fmt.Errorf("still connecting after %v", c.opts.ConnectTimeout)}
 		}
 		fmt.Fprintf(&b, " %v;", err)
-		errs = append(errs, err)
+		all = append(all, err)
 	}
-	return errors.New(strings.TrimSuffix(b.String(), ";")), errs
+	return all, errors.New(strings.TrimSuffix(b.String(), ";"))
 }
