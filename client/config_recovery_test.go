@@ -21,52 +21,6 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// noPushes are the HELLO features a mock refuses so that it never pushes a
-// config to the client.
-var noPushes = []memdx.HelloFeature{
-	memdx.FeatureClustermapChangeNotification,
-	memdx.FeatureClustermapChangeNotificationBrief,
-}
-
-// emptyNMVFromNonOwners makes every node answer a key request for a vbucket
-// it is not the active owner of (by the mock's current map) with
-// NOT_MY_VBUCKET and no body, as servers do that leave the config out.
-func emptyNMVFromNonOwners(t *testing.T, mc *mockcluster.Cluster) *mockcluster.Control {
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	h := mc.Control(mockcluster.Match{Func: func(r *mockcluster.Request) bool { return len(r.Key) > 0 }}, 0,
-		func(r *mockcluster.Request) (mockcluster.Action, bool) {
-			m := b.VbucketMap()
-			if int(r.Vbucket) < len(m) && m[r.Vbucket][0] == r.Node {
-				return mockcluster.Action{}, false
-			}
-			return mockcluster.Action{Status: memdx.StatusNotMyVbucket, Value: []byte{}}, true
-		})
-	t.Cleanup(h.Remove)
-	return h
-}
-
-// moveVbucket rebalances the vbucket of key so that node to owns it (the
-// old owner keeps a replica), publishing two configs (the start, with a
-// forward map, and the end). It returns the old owner.
-func moveVbucket(t *testing.T, mc *mockcluster.Cluster, key string, to int) int {
-	t.Helper()
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	vb := b.VbucketForKey([]byte(key))
-	target := b.VbucketMap()
-	from := target[vb][0]
-	require.NotEqual(t, from, to)
-	target[vb] = []int{to, from}
-	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{Targets: map[string][][]int{b.Name(): target}})
-	require.NoError(t, err)
-	require.NoError(t, r.Finish())
-	return from
-}
-
-func owner(mc *mockcluster.Cluster, key string) int {
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	return b.VbucketMap()[b.VbucketForKey([]byte(key))][0]
-}
-
 // A Get whose vbucket moved, against nodes that answer NOT_MY_VBUCKET
 // without a body and never push configs: the client fetches the config
 // from the node that answered and the Get succeeds, on a client clock that
