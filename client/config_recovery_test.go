@@ -274,3 +274,46 @@ func (h *logCapture) find(s string) []string {
 	}
 	return out
 }
+
+// An operation waiting in its back-off because its node is unavailable (the
+// node crashed) is woken by the config that fails the node over: on a
+// client clock that never moves, the Get goes to the promoted replica as
+// soon as that config is installed.
+func TestFailoverConfigWakesOperationWaitingForNode(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	fc := retry.NewFakeClock(time.Now())
+	c := connect(t, mc, &Options{clock: fc})
+	col := c.DefaultCollection()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	a := owner(mc, "k")
+	c.topoMu.Lock()
+	n := c.nodes[mc.Node(a).Addr()]
+	c.topoMu.Unlock()
+	require.NotNil(t, n)
+
+	mc.Node(a).Stop()
+	require.Eventually(t, func() bool { _, _, err := n.pick(); return err != nil },
+		10*time.Second, time.Millisecond, "the client never saw the node's connection close")
+	done := make(chan error, 1)
+	go func() {
+		_, err := col.Get(ctx, "k", nil)
+		done <- err
+	}()
+	// The config loop's poll timer and the Get's back-off.
+	require.NoError(t, fc.BlockUntilTimers(ctx, 2))
+	select {
+	case err := <-done:
+		t.Fatalf("the Get ended while its node was down: %v", err)
+	default:
+	}
+	require.NoError(t, mc.Failover(a))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("the Get still waits for the failed node after the failover config was installed")
+	}
+}
