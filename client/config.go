@@ -429,12 +429,12 @@ func (c *Client) maybeRecover() {
 		}
 	}
 	c.topoMu.Unlock()
-	go c.recover(t, cands)
+	go c.recoverConfig(t, cands)
 }
 
-// recover asks each of cands (seeds first) for its config until one serves
+// recoverConfig asks each of cands (seeds first) for its config until one serves
 // a config newer than the one held.
-func (c *Client) recover(t *topology, cands []string) {
+func (c *Client) recoverConfig(t *topology, cands []string) {
 	defer c.wg.Done()
 	defer func() {
 		c.fetchMu.Lock()

@@ -233,6 +233,7 @@ func TestConnectFailsWhenNoBootstrapNodeIsUsable(t *testing.T) {
 		_ = c.Close()
 		t.Fatal("Connect returned a client that can reach no node")
 	}
+	t.Log(err)
 	assert.ErrorIs(t, err, ErrNoNodeAvailable)
 	var ce *ConnectError
 	require.True(t, errors.As(err, &ce))

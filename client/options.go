@@ -95,7 +95,8 @@ type Options struct {
 	// ConfigPollInterval is how often the cluster config is polled with
 	// GET_CLUSTER_CONFIG: at least 10 ms. Default 2.5 s. Configs also arrive in
 	// NOT_MY_VBUCKET bodies and, when the server offers them, in push
-	// notifications.
+	// notifications; a node that answers NOT_MY_VBUCKET without a newer
+	// config is asked for its config at once (at most every 20 ms).
 	ConfigPollInterval time.Duration
 	// DisableMutationTokens stops asking for sequence numbers on mutations.
 	DisableMutationTokens bool
