@@ -432,8 +432,8 @@ func (c *Client) maybeRecover() {
 	go c.recoverConfig(t, cands)
 }
 
-// recoverConfig asks each of cands (seeds first) for its config until one serves
-// a config newer than the one held.
+// recoverConfig asks each of cands (seeds first) for its config until one
+// serves a config newer than the one held.
 func (c *Client) recoverConfig(t *topology, cands []string) {
 	defer c.wg.Done()
 	defer func() {
