@@ -21,9 +21,10 @@ import (
 // Configs arrive from bootstrap, from each new connection, in push
 // notifications, in NOT_MY_VBUCKET bodies, from polls and from fetches. All
 // but the bootstrap one go through offerConfig, which runs on whatever
-// goroutine met the config (a connection's reader, a fetcher) and costs at
-// most a size check and a byte scan (vbmap.PeekVersion, or a memory compare
-// for the config the loop took last): a config over
+// goroutine met the config (a fetcher, an operation) and costs at most a
+// size check and a byte scan (vbmap.PeekVersion; a memory compare for a
+// config identical to the one waiting or the one the loop took last): a
+// config over
 // vbmap.MaxConfigSize is dropped and logged, one that is not newer than the
 // held config is dropped, and a newer one is copied once into a one-slot
 // mailbox (a newer one replaces it there) unless that version is already
@@ -129,8 +130,34 @@ type recoveryState struct {
 // offerConfig hands a config met by any goroutine to the config loop; see
 // the top of this file. raw is not retained (it is copied when kept).
 func (c *Client) offerConfig(raw []byte, host, from string) offerResult {
+	if res, ok := c.recognise(raw, host, from); ok {
+		return res
+	}
+	v, peeked := vbmap.PeekVersion(raw)
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if res, ok := c.judgeLocked(v, peeked); ok {
+		return res
+	}
+	in.raw = bytes.Clone(raw)
+	in.host, in.from, in.ver, in.peeked = host, from, v, peeked
+	select {
+	case in.ready <- struct{}{}:
+	default:
+	}
+	return offerNewer
+}
+
+// recognise answers for a config without scanning it, when it can: an
+// empty one, one over vbmap.MaxConfigSize (logged, at most once per
+// tooLargeLogInterval), and one byte-identical to the config in the mailbox
+// or to the one the loop took last (a memory compare). It is cheap enough
+// for a connection's reader goroutine; ok false means the config must be
+// scanned (offerConfig).
+func (c *Client) recognise(raw []byte, host, from string) (res offerResult, ok bool) {
 	if len(raw) == 0 {
-		return offerStale
+		return offerStale, true
 	}
 	in := &c.intake
 	if len(raw) > vbmap.MaxConfigSize {
@@ -140,44 +167,38 @@ func (c *Client) offerConfig(raw []byte, host, from string) offerResult {
 			c.opts.Logger.Error("kvwire: ignoring a cluster config over the size limit", "from", host,
 				"source", from, "bytes", len(raw), "limit", vbmap.MaxConfigSize)
 		}
-		return offerRejected
-	}
-	var v vbmap.Version
-	var peeked, known bool
-	in.mu.Lock()
-	if len(in.seen) == len(raw) && bytes.Equal(in.seen, raw) {
-		v, peeked, known = in.seenVer, in.seenPeeked, true
-	}
-	in.mu.Unlock()
-	if !known {
-		v, peeked = vbmap.PeekVersion(raw)
-	}
-	if peeked {
-		if t := c.topo.Load(); t != nil && t.cfg != nil && !v.Newer(t.cfg.Version()) {
-			return offerStale
-		}
+		return offerRejected, true
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if peeked {
-		switch {
-		case in.rejectedSet && v == in.rejected:
-			return offerRejected
-		case in.parsingSet && !v.Newer(in.parsing):
-			return offerNewer
-		case in.raw != nil && in.peeked && !v.Newer(in.ver):
-			return offerNewer
-		}
-	} else if in.raw != nil && bytes.Equal(in.raw, raw) {
-		return offerNewer
+	if len(in.raw) == len(raw) && bytes.Equal(in.raw, raw) {
+		return offerNewer, true
 	}
-	in.raw = bytes.Clone(raw)
-	in.host, in.from, in.ver, in.peeked = host, from, v, peeked
-	select {
-	case in.ready <- struct{}{}:
-	default:
+	if in.seenPeeked && len(in.seen) == len(raw) && bytes.Equal(in.seen, raw) {
+		return c.judgeLocked(in.seenVer, true)
 	}
-	return offerNewer
+	return 0, false
+}
+
+// judgeLocked decides for a config of version v (peeked: v was read) that
+// is not yet kept: ok false means it is to be kept in the mailbox. in.mu is
+// held.
+func (c *Client) judgeLocked(v vbmap.Version, peeked bool) (offerResult, bool) {
+	if !peeked {
+		return 0, false
+	}
+	in := &c.intake
+	switch t := c.topo.Load(); {
+	case t != nil && t.cfg != nil && !v.Newer(t.cfg.Version()):
+		return offerStale, true
+	case in.rejectedSet && v == in.rejected:
+		return offerRejected, true
+	case in.parsingSet && !v.Newer(in.parsing):
+		return offerNewer, true
+	case in.raw != nil && in.peeked && !v.Newer(in.ver):
+		return offerNewer, true
+	}
+	return 0, false
 }
 
 // takeOffered moves the mailbox's config to the loop and marks its version
@@ -253,11 +274,15 @@ func (c *Client) configLoop() {
 // the NMV in o's route state with the newest config held (RFC 0005: the
 // forward map of a config that has one) and marks the route changed when
 // that config sends o to another node, so that the retry goes at once. When
-// no config newer than t's is held or on its way (o.nmvOffer, set when the
-// response was read: no body, or a body not newer), it asks n for its
-// config. It returns the retry reason, KV_NOT_MY_VBUCKET; the wait that
+// no config newer than t's is held or on its way (o.nmvOffer: no body, or
+// a body not newer; the body was recognised when the response was read, or
+// is offered here), it asks n for its config. It returns the retry reason, KV_NOT_MY_VBUCKET; the wait that
 // follows ends when a newer config is installed (wakeFor).
 func (c *Client) onNotMyVbucket(o *op, t *topology, n *node) retry.Reason {
+	if len(o.nmvBody) > 0 {
+		o.nmvOffer = c.offerConfig(o.nmvBody, n.host, "not-my-vbucket")
+		o.nmvBody = o.nmvBody[:0]
+	}
 	cur := c.topo.Load()
 	if cur == nil || cur.cfg == nil || !cur.cfg.Newer(t.cfg) {
 		cur = t

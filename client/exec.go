@@ -63,9 +63,12 @@ type op struct {
 	status  memdx.Status
 	outcome statusOutcome // decideStatus's, for status
 	errCtx  memdx.ErrorContext
-	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body
-	// (offerConfig, called while the response is read).
+	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body. The
+	// reader recognises a body it can without scanning it (recognise);
+	// any other body is copied to nmvBody and offered by the operation
+	// (onNotMyVbucket), so that no scan holds up the connection's reader.
 	nmvOffer offerResult
+	nmvBody  []byte
 	errName  string
 	errDesc  string
 
@@ -94,19 +97,23 @@ func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *
 	return o
 }
 
-// maxPooledBuf bounds the scratch buffer (snappy output) a pooled op
-// keeps: a larger one, grown by a large value, is dropped rather than held
-// by the pool for good.
+// maxPooledBuf bounds the scratch buffers (snappy output, NMV config
+// body) a pooled op keeps: a larger one, grown by a large value, is dropped
+// rather than held by the pool for good.
 const maxPooledBuf = 256 << 10
 
 func putOp(o *op) {
+	nmv := o.nmvBody[:0]
 	z := o.z[:0]
+	if cap(nmv) > maxPooledBuf {
+		nmv = nil
+	}
 	if cap(z) > maxPooledBuf {
 		z = nil
 	}
 	h := o.handle
 	*o = op{}
-	o.handle, o.z = h, z
+	o.handle, o.nmvBody, o.z = h, nmv, z
 	opPool.Put(o)
 }
 
@@ -121,7 +128,11 @@ func (o *op) onResponse(p *memdx.Packet) error {
 		case memdx.StatusNotMyVbucket:
 			// The body (the node's config, if any) goes to the config
 			// loop; the operation never parses it.
-			o.nmvOffer = o.c.offerConfig(p.Value, o.node.host, "not-my-vbucket")
+			if res, ok := o.c.recognise(p.Value, o.node.host, "not-my-vbucket"); ok {
+				o.nmvOffer = res
+			} else {
+				o.nmvBody = append(o.nmvBody[:0], p.Value...)
+			}
 		case memdx.StatusSubdocSuccessDeleted:
 		default:
 			if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); ok {
@@ -323,6 +334,7 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.outcome = statusOutcome{}
 	o.opaque = 0
 	o.nmvOffer = offerStale
+	o.nmvBody = o.nmvBody[:0]
 	o.errCtx = memdx.ErrorContext{}
 	o.errName, o.errDesc = "", ""
 	if o.raw != nil {
