@@ -44,7 +44,7 @@ func fuzzSeeds(tb testing.TB) map[string][][]any {
 	leb = append(leb, []any{[]byte{0x80, 0x00}, uint32(0)}, []any{[]byte{0xff, 0xff, 0xff, 0xff, 0x1f}, uint32(1)})
 	lookup := AppendSubdocLookupResult(nil, StatusSuccess, []byte(`"mnunberg"`))
 	lookup = AppendSubdocLookupResult(lookup, StatusSubdocPathNotFound, nil)
-	return map[string][][]any{
+	m := map[string][][]any{
 		"FuzzDecodeHeader":     one(packets...),
 		"FuzzDecodePacket":     one(packets...),
 		"FuzzResponseDecoders": one(packets...),
@@ -78,6 +78,10 @@ func fuzzSeeds(tb testing.TB) map[string][][]any {
 			{byte(OpHello), []byte("agent"), []byte{0, 7}, []byte{}, uint32(0x80), true, byte(4), uint16(0xffff), false, []byte{}},
 		},
 	}
+	for k, v := range rangeScanFuzzSeeds() {
+		m[k] = v
+	}
+	return m
 }
 
 // corpusFile renders one input in the `go test fuzz v1` corpus format.
@@ -131,14 +135,20 @@ func TestWriteFuzzCorpus(t *testing.T) {
 // its committed seeds, each up to date with fuzzSeeds.
 func TestFuzzCorpusCommitted(t *testing.T) {
 	fset := token.NewFileSet()
-	af, err := parser.ParseFile(fset, "fuzz_test.go", nil, 0)
+	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var targets []string
-	for _, d := range af.Decls {
-		if fd, ok := d.(*ast.FuncDecl); ok && strings.HasPrefix(fd.Name.Name, "Fuzz") {
-			targets = append(targets, fd.Name.Name)
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && strings.HasPrefix(fd.Name.Name, "Fuzz") {
+				targets = append(targets, fd.Name.Name)
+			}
 		}
 	}
 	sort.Strings(targets)

@@ -216,6 +216,24 @@ var goldenRequests = []goldenRequest{
 		r.Collections, r.CollectionID = true, 0x80
 		return r
 	}},
+	{"range_scan_create_doc_example", "NewRangeScanCreate", 0x11223344, func() Request {
+		return withVbucket(mustCreate(&RangeScanCreate{CollectionID: 0xf2, KeyOnly: true,
+			Range:    &RangeScanRange{Start: []byte("user"), End: []byte("user\xff")},
+			Snapshot: &RangeScanSnapshot{VbUUID: 16627788222, Seqno: 1000, TimeoutMs: 2000}}), 0x0203)
+	}},
+	{"range_scan_create_sampling", "NewRangeScanCreate", 0x11223344, func() Request {
+		return mustCreate(&RangeScanCreate{CollectionID: 0xf2, Sampling: &RangeScanSampling{Samples: 512, Seed: 18111}})
+	}},
+	{"range_scan_create_exclusive_named", "NewRangeScanCreate", 0x11223344, func() Request {
+		return withVbucket(mustCreate(&RangeScanCreate{Name: "n",
+			Range: &RangeScanRange{Start: []byte("a"), ExclusiveStart: true, End: []byte("b"), ExclusiveEnd: true}}), 0x03ff)
+	}},
+	{"range_scan_continue", "NewRangeScanContinue", 0x11223344, func() Request {
+		return withVbucket(NewRangeScanContinue(RangeScanContinue{ID: goldenScanID, ItemLimit: 500, ByteLimit: 4096}), 0x0203)
+	}},
+	{"range_scan_cancel", "NewRangeScanCancel", 0x11223344, func() Request {
+		return withVbucket(NewRangeScanCancel(goldenScanID), 0x0203)
+	}},
 }
 
 // TestGoldenRequests encodes every case of testdata/golden/requests.txt with
@@ -324,6 +342,25 @@ func checkDecodesTo(t *testing.T, b []byte, r *Request, opaque uint32) {
 		v, ok, err := DecodeClusterConfigKnown(p.Extras)
 		if err != nil || ok != (len(r.ExtrasBytes()) == 16) || (ok && (v.Epoch != -1 || v.Revision != 42)) {
 			t.Errorf("DecodeClusterConfigKnown = %+v %v %v", v, ok, err)
+		}
+	case OpRangeScanCreate:
+		c, err := DecodeRangeScanCreateValue(p.Value)
+		if err != nil {
+			t.Fatalf("DecodeRangeScanCreateValue: %v", err)
+		}
+		again, err := AppendRangeScanCreateValue(nil, &c)
+		if err != nil || !bytes.Equal(again, p.Value) {
+			t.Errorf("create value decodes and re-encodes as %s (%v)", again, err)
+		}
+	case OpRangeScanContinue:
+		c, err := DecodeRangeScanContinueRequest(&p)
+		if err != nil || c.ID != goldenScanID || c.ItemLimit != 500 || c.TimeLimitMs != 0 || c.ByteLimit != 4096 {
+			t.Errorf("DecodeRangeScanContinueRequest = %+v, %v", c, err)
+		}
+	case OpRangeScanCancel:
+		id, err := DecodeRangeScanCancelRequest(&p)
+		if err != nil || id != goldenScanID {
+			t.Errorf("DecodeRangeScanCancelRequest = %x, %v", id, err)
 		}
 	case OpHello:
 		agent, id := DecodeHelloKey(p.Key)

@@ -55,7 +55,7 @@ type Request struct {
 
 	// Typed extras and small values live inline so that a Request can be
 	// copied and built without allocating.
-	ext    [24]byte
+	ext    [28]byte
 	extLen uint8
 	extSet bool
 	val    [8]byte
