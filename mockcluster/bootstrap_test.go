@@ -368,14 +368,13 @@ func TestGetClusterConfig(t *testing.T) {
 		}
 	}
 	for _, capab := range []string{"collections", "cbhello", "touch", "cccp", "durableWrite", "preserveExpiry", "nodesExt",
-		"xattr", "tombstonedUserXAttrs", "subdoc.ReplaceBodyWithXattr", "subdoc.DocumentMacroSupport", "subdoc.ReviveDocument"} {
+		"xattr", "tombstonedUserXAttrs", "subdoc.ReplaceBodyWithXattr", "subdoc.DocumentMacroSupport", "subdoc.ReviveDocument", "rangeScan"} {
 		if !contains(cfg.BucketCapabilities, capab) {
 			t.Errorf("bucketCapabilities lacks %q", capab)
 		}
 	}
-	// Only what the mock implements: no DCP, range scans or replica
-	// sub-document reads.
-	for _, capab := range []string{"dcp", "rangeScan", "subdoc.ReplicaRead"} {
+	// Only what the mock implements: no DCP or replica sub-document reads.
+	for _, capab := range []string{"dcp", "subdoc.ReplicaRead"} {
 		if contains(cfg.BucketCapabilities, capab) {
 			t.Errorf("bucketCapabilities lists %q, which the mock does not implement", capab)
 		}

@@ -43,6 +43,7 @@ type Cluster struct {
 	syncWriteDelay atomic.Int64
 
 	faults faultRegistry
+	scans  rangeScans
 	wg     sync.WaitGroup
 }
 

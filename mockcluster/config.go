@@ -67,15 +67,14 @@ type globalConfigJSON struct {
 }
 
 // bucketCapabilities are the capabilities a 7.6 couchbase bucket advertises
-// that the mock implements. A 7.6 bucket also lists dcp, rangeScan and
-// subdoc.ReplicaRead, among others; the mock has no DCP or range scans and
-// does not claim replica sub-document reads, and a client that believed
-// those capabilities would try features that then fail, so they are left
-// out.
+// that the mock implements. A 7.6 bucket also lists dcp and
+// subdoc.ReplicaRead, among others; the mock has no DCP and does not claim
+// replica sub-document reads, and a client that believed those capabilities
+// would try features that then fail, so they are left out.
 var bucketCapabilities = []string{
 	"collections", "durableWrite", "preserveExpiry", "cbhello", "touch",
 	"cccp", "nodesExt", "xattr", "tombstonedUserXAttrs", "subdoc.ReplaceBodyWithXattr",
-	"subdoc.DocumentMacroSupport", "subdoc.ReviveDocument",
+	"subdoc.DocumentMacroSupport", "subdoc.ReviveDocument", "rangeScan",
 }
 
 // configHost is the host the configs name: "$HOST" unless

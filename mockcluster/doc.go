@@ -207,6 +207,16 @@
 //     failover log (each Failover adds one), KEY_ENOENT for a UUID not in
 //     it; OBSERVE answers persisted (0x01) with the CAS or not found (0x80).
 //     Nothing is ever waiting for persistence: persisted seqno = current.
+//   - KV range scans (RANGE_SCAN_CREATE, _CONTINUE, _CANCEL; the bucket
+//     advertises the rangeScan capability): per-vbucket scans of one
+//     collection over a key range (inclusive or exclusive ends) or a seeded
+//     random sample, keys only or documents, continue limits on items, time
+//     (the cluster's Clock) and bytes, cancel, a lifetime from the create
+//     (Options.RangeScanLifetime), a bound on scans per node and bucket
+//     (Options.MaxRangeScans, EBUSY beyond it), snapshot requirements, and
+//     kv_engine's statuses; see rangescan.go. Cluster.OpenRangeScans counts
+//     the scans the nodes hold. A sample has exactly the requested size
+//     (kv_engine's is only close to it).
 //   - STAT (default group only) answers pid, uptime, time, version,
 //     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
 //     response each, then a response without key and value. Other groups
@@ -235,10 +245,10 @@
 //
 // # What the mock does not do
 //
-// Memcached (ketama) buckets, DCP, range scans and the other commands not
-// listed above (they answer UNKNOWN_COMMAND); tombstones other than those
-// that keep xattrs (an expired document with system xattrs is removed
-// outright); binary xattr values; system-xattr privileges (every user may
-// touch them); persistence; replicas that lag (a replica read sees the
-// active's data at once).
+// Memcached (ketama) buckets, DCP and the other commands not listed above
+// (they answer UNKNOWN_COMMAND); tombstones other than those that keep
+// xattrs (an expired document with system xattrs is removed outright);
+// binary xattr values; system-xattr privileges (every user may touch them);
+// persistence; replicas that lag (a replica read sees the active's data at
+// once).
 package mockcluster

@@ -38,6 +38,12 @@ func FuzzServe(f *testing.F) {
 		withColl(memdx.NewUnlock([]byte("k"), 5)), withColl(memdx.NewTouch([]byte("k"), 4)), dur,
 		memdx.NewGetClusterConfigKnown(1, 2), memdx.NewCollectionsGetID("a", "b"), memdx.NewStat(nil),
 		memdx.NewGetErrorMap(2))...))
+	scanCreate, _ := memdx.NewRangeScanCreate(&memdx.RangeScanCreate{KeyOnly: true,
+		Range: &memdx.RangeScanRange{Start: []byte("a"), End: []byte("z"), ExclusiveEnd: true}})
+	sampleCreate, _ := memdx.NewRangeScanCreate(&memdx.RangeScanCreate{Sampling: &memdx.RangeScanSampling{Samples: 2, Seed: 7}})
+	f.Add(enc(append(boot, withColl(memdx.NewStore(memdx.OpSet, []byte("k"), []byte("v"), 0, 0)), scanCreate, sampleCreate,
+		memdx.NewRangeScanContinue(memdx.RangeScanContinue{ItemLimit: 1, TimeLimitMs: 5, ByteLimit: 10}),
+		memdx.NewRangeScanCancel(memdx.RangeScanID{1}))...))
 	f.Add(enc(memdx.NewSASLAuth(memdx.MechScramSHA512, []byte("n,,n=Administrator,r=abc")),
 		memdx.NewSASLStep(memdx.MechScramSHA512, []byte("c=biws,r=abc,p=AAAA"))))
 	xboot := append([]memdx.Request{memdx.NewHello(nil, append([]memdx.HelloFeature{memdx.FeatureXattr}, stdFeatures...))}, boot[1:]...)

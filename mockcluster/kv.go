@@ -49,6 +49,12 @@ func (cn *conn) handleKV(p *memdx.Packet) outcome {
 		memdx.OpSubdocArrayAddUnique, memdx.OpSubdocCounter, memdx.OpSubdocMultiMutation,
 		memdx.OpSubdocReplaceBodyWithXattr:
 		return cn.subdoc(p)
+	case memdx.OpRangeScanCreate:
+		return cn.rangeScanCreate(p)
+	case memdx.OpRangeScanContinue:
+		cn.rangeScanContinue(p)
+	case memdx.OpRangeScanCancel:
+		cn.rangeScanCancel(p)
 	default:
 		cn.fail(p, memdx.StatusUnknownCommand, "")
 	}

@@ -66,6 +66,13 @@ type Options struct {
 	// ScramIterations is the iteration count of the users' SCRAM secrets
 	// (DefaultScramIterations when 0).
 	ScramIterations int
+	// MaxRangeScans bounds the range scans each node holds for each bucket
+	// (DefaultMaxRangeScans when 0); a create beyond it answers EBUSY.
+	MaxRangeScans int
+	// RangeScanLifetime is how long a range scan exists after its create
+	// before the node cancels it, measured on the cluster's Clock
+	// (DefaultRangeScanLifetime when 0).
+	RangeScanLifetime time.Duration
 	// Logf, when set, receives a line for each connection error the mock
 	// sees (malformed input, closed sockets). Nil logs nothing.
 	Logf func(format string, args ...any)
