@@ -2,9 +2,10 @@
 // Couchbase Server speaks it: framing for every magic (classic, flexible
 // framing and server-initiated), opcodes, status codes, HELLO features, frame
 // infos, datatypes, snappy, collection-id key prefixes, sub-document specs and
-// results, and the client and server steps of SASL PLAIN and SCRAM. The
-// authority for every number is kv_engine's docs/BinaryProtocol.md,
-// docs/SubDocument.md and include/mcbp/protocol/*.h.
+// results, KV range scan requests and batches (rangescan.go), and the client
+// and server steps of SASL PLAIN and SCRAM. The authority for every number is
+// kv_engine's docs/BinaryProtocol.md, docs/SubDocument.md, docs/range_scans/
+// and include/mcbp/protocol/*.h.
 //
 // memdx does no I/O, starts no goroutines and does not log. Encoders append to
 // a caller's []byte (AppendPacket, Request.AppendTo, AppendFrameInfo, ...)

@@ -175,8 +175,11 @@ func (cn *conn) rangeScanCreate(p *memdx.Packet) outcome {
 			return outcome{}
 		}
 		if seqno < sr.Seqno && sr.TimeoutMs > 0 {
-			// kv_engine waits (a SeqnoPersistenceRequest) up to the timeout;
-			// the mock decides when the timeout ends.
+			// kv_engine waits (a SeqnoPersistenceRequest) up to the timeout
+			// and creates the scan as soon as the seqno is persisted. Every
+			// mock write is persisted when applied, so only a write from
+			// another connection can meet it meanwhile: the mock decides at
+			// the end of the timeout (a real timer, not the cluster's Clock).
 			h := reqHeader(p)
 			finish := func() { cn.createScan(h, b, vb, &cfg, true) }
 			d := time.Duration(sr.TimeoutMs) * time.Millisecond
@@ -387,11 +390,14 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 	}
 	var batch []byte
 	items, sent := uint32(0), uint64(0)
+	// kv_engine counts a key's bytes with its collection prefix, and a
+	// document's value bytes besides (RangeScan::handleKey, handleItem).
+	prefix := len(memdx.AppendULEB128(nil, sc.cid))
 	limited := false
 	for sc.next < len(sc.items) && !limited {
 		it := sc.items[sc.next]
 		sc.next++
-		n := len(it.key)
+		n := prefix + len(it.key)
 		if sc.keyOnly {
 			batch = memdx.AppendRangeScanKey(batch, it.key)
 		} else {

@@ -338,23 +338,28 @@ func TestRangeScanContinueLimits(t *testing.T) {
 		}
 	})
 	t.Run("bytes", func(t *testing.T) {
-		// Keys of 9 bytes, limit 20: the limit is reached by the third key,
-		// which is still sent whole.
+		// kv_engine counts a key with its collection prefix: 9 + 1 bytes
+		// here. Limit 21: the limit is reached by the third key, which is
+		// still sent whole.
 		id := e.mustCreate(0, &memdx.RangeScanCreate{KeyOnly: true})
-		b := e.cont(cl, 0, memdx.RangeScanContinue{ID: id, ByteLimit: 20})
+		b := e.cont(cl, 0, memdx.RangeScanContinue{ID: id, ByteLimit: 21})
 		if b.status != memdx.StatusRangeScanMore || len(b.keys) != 3 {
+			t.Fatalf("byte limit 21: %s with %d keys", b.status, len(b.keys))
+		}
+		b = e.cont(cl, 0, memdx.RangeScanContinue{ID: id, ByteLimit: 20})
+		if b.status != memdx.StatusRangeScanMore || len(b.keys) != 2 {
 			t.Fatalf("byte limit 20: %s with %d keys", b.status, len(b.keys))
 		}
 		// A limit smaller than one key still returns one.
 		b = e.cont(cl, 0, memdx.RangeScanContinue{ID: id, ByteLimit: 1})
-		if b.status != memdx.StatusRangeScanMore || len(b.keys) != 1 || b.keys[0] != keys[3] {
+		if b.status != memdx.StatusRangeScanMore || len(b.keys) != 1 || b.keys[0] != keys[5] {
 			t.Fatalf("byte limit 1: %s with %q", b.status, b.keys)
 		}
-		// Documents count key and value bytes.
+		// Documents count key (with prefix) and value bytes.
 		id2 := e.mustCreate(0, &memdx.RangeScanCreate{})
-		doc := len(keys[0]) + len(`{"k":"`+keys[0]+`"}`)
-		b = e.cont(cl, 0, memdx.RangeScanContinue{ID: id2, ByteLimit: uint32(2*doc + 1)})
-		if b.status != memdx.StatusRangeScanMore || len(b.docs) != 3 {
+		doc := 1 + len(keys[0]) + len(`{"k":"`+keys[0]+`"}`)
+		b = e.cont(cl, 0, memdx.RangeScanContinue{ID: id2, ByteLimit: uint32(2 * doc)})
+		if b.status != memdx.StatusRangeScanMore || len(b.docs) != 2 {
 			t.Fatalf("document byte limit: %s with %d documents", b.status, len(b.docs))
 		}
 		e.cancel(0, id)
