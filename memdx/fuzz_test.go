@@ -53,6 +53,9 @@ func responseSeeds() [][]byte {
 		enc(Packet{Magic: MagicRes, OpCode: OpSubdocMultiLookup, Value: lookup}),
 		enc(Packet{Magic: MagicRes, OpCode: OpSubdocMultiMutation, Value: mutate}),
 		enc(Packet{Magic: MagicRes, OpCode: OpStat, Key: []byte("pid"), Value: []byte("1")}),
+		enc(Packet{Magic: MagicRes, OpCode: OpRangeScanCreate, Value: unhex("00112233445566778899aabbccddeeff")}),
+		enc(Packet{Magic: MagicRes, OpCode: OpRangeScanContinue, Status: StatusRangeScanMore, Extras: []byte{0, 0, 0, 0},
+			Value: unhex("046b657930056b65793131")}),
 	}
 }
 
@@ -388,6 +391,16 @@ func FuzzResponseDecoders(f *testing.F) {
 			}
 			if !bytes.Equal(again, p.Value) {
 				t.Fatal("OBSERVE entries do not re-encode")
+			}
+		} else {
+			ok(err)
+		}
+		if _, err := DecodeRangeScanCreateResponse(&p); err == nil != (len(p.Value) == 16) {
+			t.Fatalf("DecodeRangeScanCreateResponse on %d bytes: %v", len(p.Value), err)
+		}
+		if c, err := DecodeRangeScanContent(&p); err == nil {
+			if !bytes.Equal(AppendRangeScanContent(nil, c), p.Extras) {
+				t.Fatal("range scan content does not re-encode")
 			}
 		} else {
 			ok(err)

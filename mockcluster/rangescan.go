@@ -176,22 +176,59 @@ func (cn *conn) rangeScanCreate(p *memdx.Packet) outcome {
 		}
 		if seqno < sr.Seqno && sr.TimeoutMs > 0 {
 			// kv_engine waits (a SeqnoPersistenceRequest) up to the timeout
-			// and creates the scan as soon as the seqno is persisted. Every
-			// mock write is persisted when applied, so only a write from
-			// another connection can meet it meanwhile: the mock decides at
-			// the end of the timeout (a real timer, not the cluster's Clock).
+			// and creates the scan once the seqno is persisted (at once:
+			// every mock write is persisted when applied).
 			h := reqHeader(p)
-			finish := func() { cn.createScan(h, b, vb, &cfg, true) }
-			d := time.Duration(sr.TimeoutMs) * time.Millisecond
-			if cn.has(memdx.FeatureUnorderedExecution) {
-				cn.later(d, finish)
-				return outcome{}
-			}
-			return outcome{delay: d, then: finish}
+			return cn.waitSeqno(vb, sr.Seqno, time.Duration(sr.TimeoutMs)*time.Millisecond,
+				func() { cn.createScan(h, b, vb, &cfg, true) })
 		}
 	}
 	cn.createScan(p, b, vb, &cfg, false)
 	return outcome{}
+}
+
+// seqnoPoll is how often a create waiting for a seqno looks at the vbucket.
+const seqnoPoll = time.Millisecond
+
+// waitSeqno runs finish (with wmu held) once vb reaches seqno or after d,
+// whichever comes first, on a timer that re-arms itself every seqnoPoll (real
+// time, not the cluster's Clock) and stops when the connection closes. An
+// ordered connection waits meanwhile, as the server holds its command; an
+// unordered one reads on. wmu must be held.
+func (cn *conn) waitSeqno(vb *vbucket, seqno uint64, d time.Duration, finish func()) outcome {
+	end := time.Now().Add(d)
+	unordered := cn.has(memdx.FeatureUnorderedExecution)
+	ready := make(chan struct{})
+	var tick func()
+	tick = func() {
+		select {
+		case <-cn.done:
+			return
+		default:
+		}
+		vb.mu.Lock()
+		reached := vb.seqno >= seqno
+		vb.mu.Unlock()
+		if !reached && time.Now().Before(end) {
+			time.AfterFunc(seqnoPoll, tick)
+			return
+		}
+		if !unordered {
+			close(ready)
+			return
+		}
+		cn.wmu.Lock()
+		defer cn.wmu.Unlock()
+		if !cn.wclosed {
+			finish()
+			_ = cn.flushLocked()
+		}
+	}
+	time.AfterFunc(seqnoPoll, tick)
+	if unordered {
+		return outcome{}
+	}
+	return outcome{wait: ready, then: finish}
 }
 
 // createScan checks the remaining requirements and creates the scan. late

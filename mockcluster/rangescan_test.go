@@ -507,6 +507,36 @@ func TestRangeScanSnapshotRequirements(t *testing.T) {
 	}
 }
 
+// A create whose snapshot seqno is not reached waits (up to its timeout)
+// and succeeds as soon as a write reaches it, on an ordered and on an
+// unordered connection.
+func TestRangeScanCreateWaitsForItsSeqno(t *testing.T) {
+	e := newScanEnv(t, Options{Nodes: 1, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	e.seed("", "", "a")
+	writer := e.cl(0)
+	for _, unordered := range []bool{false, true} {
+		fs := stdFeatures
+		if unordered {
+			fs = append(slices.Clone(stdFeatures), memdx.FeatureUnorderedExecution)
+		}
+		waiter := bootstrap(t, e.c.Node(0).Addr(), DefaultBucket, fs)
+		doc, _ := e.b.Get("", "", "a")
+		r, err := memdx.NewRangeScanCreate(&memdx.RangeScanCreate{KeyOnly: true,
+			Snapshot: &memdx.RangeScanSnapshot{VbUUID: e.b.VbucketUUID(0), Seqno: doc.Seqno + 1, TimeoutMs: 60_000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := waiter.send(r)
+		if p := writer.do(keyReq(writer, e.b, set("b", "1"))); p.Status != memdx.StatusSuccess {
+			t.Fatalf("set: %s", p.Status)
+		}
+		// Well before the 60 s timeout (recv gives up after 5 s).
+		if p := waiter.recv(op); p.Status != memdx.StatusSuccess {
+			t.Fatalf("unordered %v: create after the seqno was reached: %s", unordered, p.Status)
+		}
+	}
+}
+
 func TestRangeScanRequestValidation(t *testing.T) {
 	e := newScanEnv(t, Options{Nodes: 1, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
 	e.seed("", "", "a")
