@@ -49,11 +49,14 @@ import (
 // Defaults for Options.MaxRangeScans and Options.RangeScanLifetime.
 const (
 	// DefaultMaxRangeScans bounds the range scans one node holds for one
-	// bucket. kv_engine's bound (KVStoreScanTracker) is a share of the
-	// bucket's quota; this is of the same order for a small bucket.
+	// bucket. kv_engine's bound is per bucket and node too: a share
+	// (range_scan_kv_store_scan_ratio) of quota × 1% / 10 KiB disk scans, at
+	// most 4096 (KVStoreScanTracker::getMaxRunningScansForQuota); 20 is the
+	// mock's choice, not derived from a quota.
 	DefaultMaxRangeScans = 20
 	// DefaultRangeScanLifetime is how long a scan may exist after its
-	// create before the server cancels it.
+	// create before the node cancels it (kv_engine's range_scan_max_lifetime,
+	// in seconds; 60 is the mock's choice).
 	DefaultRangeScanLifetime = 60 * time.Second
 )
 
@@ -243,8 +246,12 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 		}
 	}
 	now := cn.c.clock.Now()
-	vb.mu.Lock()
+	// kv_engine's order: the snapshot's UUID and seqno (ep_bucket.cc
+	// createRangeScan), the bound on scans (EBUSY, EPVBucket::createRangeScan),
+	// then, creating it, seqno_exists (NOT_STORED) and an empty range or
+	// collection (KEY_ENOENT) in RangeScan::createScan.
 	if sr := cfg.Snapshot; sr != nil {
+		vb.mu.Lock()
 		st, ctx := memdx.StatusSuccess, ""
 		switch {
 		case vb.uuid != sr.VbUUID:
@@ -252,20 +259,26 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 		case vb.seqno < sr.Seqno:
 			st, ctx = memdx.StatusTmpFail, "snapshot_requirements.seqno "+strconv.FormatUint(sr.Seqno, 10)+
 				" is beyond the vbucket's "+strconv.FormatUint(vb.seqno, 10)
-		case sr.SeqnoExists && !vb.hasSeqno(sr.Seqno, now):
-			st, ctx = memdx.StatusNotStored, "snapshot_requirements.seqno is not stored"
 		}
+		vb.mu.Unlock()
 		if st != memdx.StatusSuccess {
-			vb.mu.Unlock()
 			cn.fail(p, st, ctx)
 			return
 		}
+	}
+	if !cn.scanRoom(p, b, now) {
+		return
+	}
+	vb.mu.Lock()
+	if sr := cfg.Snapshot; sr != nil && sr.SeqnoExists && !vb.hasSeqno(sr.Seqno, now) {
+		vb.mu.Unlock()
+		cn.fail(p, memdx.StatusNotStored, "snapshot_requirements.seqno is not stored")
+		return
 	}
 	items := vb.scanSnapshot(cfg, now)
 	uuid := vb.uuid
 	vb.mu.Unlock()
 	if len(items) == 0 {
-		// kv_engine: an empty range, or an empty collection to sample.
 		cn.fail(p, memdx.StatusKeyNotFound, "The range is empty")
 		return
 	}
@@ -276,14 +289,7 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 		created: now, keyOnly: cfg.KeyOnly, items: items}
 	rs := &cn.c.scans
 	rs.mu.Lock()
-	cn.c.reapLocked(now)
-	n := 0
-	for _, o := range rs.byID {
-		if o.bucket == b && o.node == cn.n.id {
-			n++
-		}
-	}
-	if n >= cn.c.maxRangeScans() {
+	if !cn.scanRoomLocked(p, b, now) { // a create on another connection took it meanwhile
 		rs.mu.Unlock()
 		cn.fail(p, memdx.StatusBusy, "Too many range scans on this node")
 		return
@@ -300,6 +306,32 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 	rs.byID[sc.id] = sc
 	rs.mu.Unlock()
 	cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, sc.id[:])
+}
+
+// scanRoom answers EBUSY and reports false when this node holds
+// Options.MaxRangeScans scans of the bucket.
+func (cn *conn) scanRoom(p *memdx.Packet, b *Bucket, now time.Time) bool {
+	rs := &cn.c.scans
+	rs.mu.Lock()
+	ok := cn.scanRoomLocked(p, b, now)
+	rs.mu.Unlock()
+	if !ok {
+		cn.fail(p, memdx.StatusBusy, "Too many range scans on this node")
+	}
+	return ok
+}
+
+// scanRoomLocked reports whether this node holds fewer than
+// Options.MaxRangeScans scans of the bucket. rs.mu must be held.
+func (cn *conn) scanRoomLocked(p *memdx.Packet, b *Bucket, now time.Time) bool {
+	cn.c.reapLocked(now)
+	n := 0
+	for _, o := range cn.c.scans.byID {
+		if o.bucket == b && o.node == cn.n.id {
+			n++
+		}
+	}
+	return n < cn.c.maxRangeScans()
 }
 
 // hasSeqno reports whether a live document of the vbucket has seqno.
