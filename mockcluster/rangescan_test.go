@@ -405,6 +405,12 @@ func TestRangeScanCancelFreesTheScan(t *testing.T) {
 	if p := e.create(e.cl(0), 0, &memdx.RangeScanCreate{}); p.Status != memdx.StatusBusy {
 		t.Fatalf("third scan with MaxRangeScans 2: %s", p.Status)
 	}
+	// kv_engine checks the bound before it opens the snapshot: an empty
+	// range answers EBUSY, not KEY_ENOENT, while the node is full.
+	empty := &memdx.RangeScanRange{Start: []byte("x"), End: []byte("y")}
+	if p := e.create(e.cl(0), 0, &memdx.RangeScanCreate{Range: empty}); p.Status != memdx.StatusBusy {
+		t.Fatalf("empty range on a full node: %s", p.Status)
+	}
 	if b := e.cont(e.cl(0), 0, memdx.RangeScanContinue{ID: id, ItemLimit: 1}); b.status != memdx.StatusRangeScanMore {
 		t.Fatalf("continue: %s", b.status)
 	}
