@@ -216,7 +216,9 @@
 //     (Options.MaxRangeScans, EBUSY beyond it), snapshot requirements, and
 //     kv_engine's statuses; see rangescan.go. Cluster.OpenRangeScans counts
 //     the scans the nodes hold. A sample has exactly the requested size
-//     (kv_engine's is only close to it).
+//     (kv_engine's is only close to it). Documents come without their
+//     xattrs and tombstones are not scanned; include_xattrs (HELLO
+//     RangeScanIncludeXattr) is not served.
 //   - STAT (default group only) answers pid, uptime, time, version,
 //     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
 //     response each, then a response without key and value. Other groups

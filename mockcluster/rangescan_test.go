@@ -543,6 +543,35 @@ func TestRangeScanCreateWaitsForItsSeqno(t *testing.T) {
 	}
 }
 
+// A scan returns a document's body without its xattrs, and no tombstone
+// (kv_engine scans with DocumentFilter::NO_DELETES and, without
+// include_xattrs, strips the xattrs).
+func TestRangeScanSkipsXattrsAndTombstones(t *testing.T) {
+	e := newScanEnv(t, Options{Nodes: 1, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	e.seed("", "", "body", "gone")
+	cl := bootstrap(t, e.c.Node(0).Addr(), DefaultBucket, append(slices.Clone(stdFeatures), memdx.FeatureXattr))
+	xattr := func(key, path string) {
+		r := memdx.NewSubdocMutation(memdx.OpSubdocDictUpsert, []byte(key), []byte(path), []byte("1"),
+			memdx.SubdocPathXattr|memdx.SubdocPathMkdirP, 0, 0)
+		if p := cl.do(keyReq(cl, e.b, r)); p.Status != memdx.StatusSuccess {
+			t.Fatalf("xattr %s on %s: %s", path, key, p.Status)
+		}
+	}
+	xattr("body", "user.x")
+	xattr("gone", "_sys.x") // a system xattr outlives the delete: a tombstone
+	if p := cl.do(keyReq(cl, e.b, memdx.NewDelete([]byte("gone")))); p.Status != memdx.StatusSuccess {
+		t.Fatalf("delete: %s", p.Status)
+	}
+	id := e.mustCreate(0, &memdx.RangeScanCreate{})
+	got := e.drain(0, id, 0)
+	if len(got.docs) != 1 || string(got.docs[0].Key) != "body" {
+		t.Fatalf("scanned %q", got.keys)
+	}
+	if d := got.docs[0]; string(d.Value) != `{"k":"body"}` || d.Datatype.Has(memdx.DatatypeXattr) {
+		t.Fatalf("document %s: value %q datatype %s", d.Key, d.Value, d.Datatype)
+	}
+}
+
 func TestRangeScanRequestValidation(t *testing.T) {
 	e := newScanEnv(t, Options{Nodes: 1, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
 	e.seed("", "", "a")
