@@ -25,6 +25,9 @@ const (
 	// maxRetainedWriteBuf: a write buffer grown past this (by large values)
 	// is dropped after its write rather than kept for reuse.
 	maxRetainedWriteBuf = 1 << 20
+	// writeChunk bounds one Write call: the writer learns after each how
+	// far the socket got (see writeOut).
+	writeChunk = 64 << 10
 	// maxHolds and holdMax bound how long the writer holds a batch for
 	// answers still to come.
 	maxHolds = 2
@@ -58,34 +61,53 @@ type Conn struct {
 	bucket    string
 
 	mu      sync.Mutex
-	pending map[uint32]*call // in flight, keyed by opaque; nil once torn down
+	pending map[uint32]*call // in flight and tombstones, keyed by opaque; nil once torn down
+	active  int              // calls in pending that are not tombstones (MaxPending)
+	tombs   int              // abandoned calls in pending (MaxAbandoned)
 	opaque  uint32           // the last opaque handed out
 	wrapped bool             // opaque has wrapped: check for one still in use
-	// wbuf holds encoded requests not yet handed to the writer. Stream
-	// offsets count every byte ever queued on the connection: wbuf[0] is
-	// at offset flushed, and queued is just past its last byte.
+	// Stream offsets count every byte ever queued on the connection (a
+	// withdrawn request's bytes are taken out of the count):
+	//
+	//	written <= writing <= flushed <= queued
+	//
+	// written: accepted by the socket; writing: the end of the Write call
+	// in progress (written when none is); flushed: the end of the writer's
+	// batch (out, whose first byte is at outBase); queued: the end of wbuf,
+	// whose first byte is at flushed.
 	wbuf    []byte
-	spare   []byte // the writer's other buffer, between writes
+	spare   []byte // the writer's other buffer, between batches
+	out     []byte // the writer's batch, written in chunks
+	outBase uint64
 	queued  uint64
-	flushed uint64 // bytes before this offset were handed to the writer
-	written uint64 // bytes before this offset were accepted by Write
-	batched int    // requests in wbuf
-	corked  bool   // bootstrap is queueing a batch: do not wake the writer
+	flushed uint64
+	writing uint64
+	written uint64
+	batched int  // requests in wbuf
+	corked  bool // bootstrap is queueing a batch: do not wake the writer
+	// The wire list holds the calls whose bytes the socket has not all
+	// accepted, in stream order; wQueued is its first call still queued.
+	wHead, wTail, wQueued *call
 	// holding: the writer waits for the reader's next burst of answers;
 	// burst (capacity 1) tells it one was dispatched.
 	holding atomic.Bool
 	burst   chan struct{}
 	err     error // why the connection ended; nil while it is open
-	// dlHead..dlTail lists the pending calls that have a deadline, earliest
+	// dlHead..dlTail lists the live calls that have a deadline, earliest
 	// first. Requests usually share one timeout, so a new one goes at the
 	// tail and a finished one is unlinked: O(1) either way, under mu (a
 	// shorter timeout walks back from the tail to its place). dlTimer wakes
-	// the sweeper at dlAt (zero: disarmed); a new deadline re-arms it only
+	// the monitor at dlAt (zero: disarmed); a new deadline re-arms it only
 	// when it is earlier than dlAt, so the usual request costs no timer
 	// operation.
 	dlHead, dlTail *call
-	dlTimer        *time.Timer
+	dlTimer        timer
 	dlAt           time.Time
+	// tombHead..tombTail lists the tombstones, oldest first.
+	tombHead, tombTail *call
+	clock              clock
+	health             health
+	stray              strayLog // the reader's
 	// live: Dial is returning this connection, so its callbacks may run
 	// (a connection Dial discards fires none). heldBack (atomic for the
 	// reader's fast path, changed under mu) is true until Dial has
@@ -101,55 +123,14 @@ type Conn struct {
 	kick       chan struct{} // capacity 1: wbuf has bytes for the writer
 	done       chan struct{} // closed when err is set
 	writerDone chan struct{} // closed when the writer goroutine has exited
-	sweepDone  chan struct{} // closed when the sweeper goroutine has exited
+	sweepDone  chan struct{} // closed when the monitor goroutine has exited
 	exited     chan struct{} // closed when both goroutines have exited
 
 	writes, bytesOut, reads, bytesIn atomic.Uint64
-}
-
-// call is one request in flight. Calls are pooled: a call goes back to the
-// pool only when no one can touch it any more (see release).
-type call struct {
-	handle func(*memdx.Packet) error
-	done   chan error // capacity 1: the request's single outcome
-	op     memdx.OpCode
-	opaque uint32
-	start  uint64 // stream offsets of its encoded bytes
-	end    uint64
-	// multi: the server answers with several packets, the last of which
-	// ends the request (STAT).
-	multi bool
-	// abandoned: the caller gave up after the request was handed to the
-	// writer; its response will be dropped. It stays in pending until
-	// then, so that the late response is recognized.
-	abandoned bool
-	// busy: the reader is inside handle for a non-final packet of a multi
-	// request; waiter: a cancelling caller waits for that call to return.
-	busy, waiter bool
-	err          error // first error handle returned (multi)
-	// deadline is when the call expires (DoDeadline; zero: never).
-	// dlPrev/dlNext link it into the connection's deadline list while it
-	// waits (inDL). expired: the sweeper ended the call and sent its
-	// outcome on done.
-	deadline       time.Time
-	dlPrev, dlNext *call
-	inDL           bool
-	expired        bool
-	// timer bounds the wait of a multi-packet call (STAT) with a deadline:
-	// such a call is not swept (its handle may be running when it expires);
-	// the timer stays with the pooled call so that it is reused.
-	timer *time.Timer
+	strays, late, evicted, probes    atomic.Uint64
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan error, 1)} }}
-
-func getCall() *call { return callPool.Get().(*call) }
-
-func putCall(cl *call) {
-	done, timer := cl.done, cl.timer
-	*cl = call{done: done, timer: timer}
-	callPool.Put(cl)
-}
 
 // newConn wraps a connected socket and starts its reader and writer.
 func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
@@ -169,12 +150,13 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 		sweepDone:  make(chan struct{}),
 		exited:     make(chan struct{}),
 		held:       make(chan struct{}),
-		dlTimer:    time.NewTimer(time.Hour),
+		clock:      opts.clock,
 	}
+	c.dlTimer = c.clock.NewTimer()
+	c.health.init(c)
 	c.heldBack.Store(true)
-	c.dlTimer.Stop()
 	go c.writeLoop()
-	go c.sweepLoop()
+	go c.monitor()
 	go c.readLoop()
 	return c
 }
@@ -226,7 +208,7 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 	if err := ctx.Err(); err != nil {
 		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
 	}
-	if !deadline.IsZero() && !time.Now().Before(deadline) {
+	if !deadline.IsZero() && !c.clock.Now().Before(deadline) {
 		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 	}
 	cl, err := c.start(req, handle, deadline, true)
@@ -246,48 +228,45 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadl
 	cl.handle = handle
 	cl.op = req.OpCode
 	cl.multi = req.OpCode == memdx.OpStat
-
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		putCall(cl)
-		return nil, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err, connEnded: true}
+	if !cl.multi {
+		cl.deadline = deadline
 	}
-	if bounded && len(c.pending) >= c.opts.MaxPending {
-		c.mu.Unlock()
+	c.mu.Lock()
+	wake, err := c.queue(cl, req, bounded)
+	c.mu.Unlock()
+	if err != nil {
 		putCall(cl)
-		return nil, &RequestError{Op: req.OpCode, Addr: c.addr, Err: ErrOverloaded}
+		return nil, err
+	}
+	if wake {
+		c.wakeWriter()
+	}
+	return cl, nil
+}
+
+// queue encodes req into wbuf with a fresh opaque and enqueues cl for it.
+// It reports whether the writer needs a wake-up. Called with mu held.
+func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
+	if c.err != nil {
+		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: c.err, connEnded: true}
+	}
+	if bounded && c.active >= c.opts.MaxPending {
+		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: ErrOverloaded}
 	}
 	opaque := c.nextOpaque()
 	n0 := len(c.wbuf)
 	b, err := req.AppendTo(c.wbuf, opaque)
 	if err != nil {
 		c.wbuf = c.wbuf[:n0]
-		c.mu.Unlock()
-		putCall(cl)
-		return nil, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
+		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
 	}
 	c.wbuf = b
 	cl.opaque = opaque
 	cl.start = c.queued
 	c.queued += uint64(len(b) - n0)
 	cl.end = c.queued
-	c.pending[opaque] = cl
-	c.batched++
-	if !deadline.IsZero() && !cl.multi {
-		cl.deadline = deadline
-		c.dlInsert(cl)
-		if c.dlAt.IsZero() || deadline.Before(c.dlAt) {
-			c.armSweeper(deadline)
-		}
-	}
-	wake := n0 == 0 && !c.corked
-	c.mu.Unlock()
-	if wake {
-		c.wakeWriter()
-	}
-	return cl, nil
+	c.enqueue(cl)
+	return n0 == 0 && !c.corked, nil
 }
 
 func (c *Conn) wakeWriter() {
@@ -334,7 +313,7 @@ func (c *Conn) uncork() {
 }
 
 // wait blocks until cl ends or ctx is done. A call with a deadline is
-// ended by the sweeper, through cl.done like a response: without a
+// ended by the monitor, through cl.done like a response: without a
 // cancellable ctx, waiting is one channel receive.
 func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
 	if !deadline.IsZero() && cl.multi {
@@ -342,111 +321,79 @@ func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
 	}
 	ctxDone := ctx.Done()
 	if ctxDone == nil {
-		return c.finish(cl, <-cl.done)
+		err := <-cl.done
+		c.leave(cl)
+		return err
 	}
 	select {
 	case err := <-cl.done:
-		return c.finish(cl, err)
+		c.leave(cl)
+		return err
 	case <-ctxDone:
 		return c.cancel(ctx.Err(), cl)
 	}
 }
 
-// finish returns the outcome received on cl.done, and pools cl unless the
-// sweeper left it behind as a tombstone for a late response (the reader
-// or the garbage collector owns it then).
-func (c *Conn) finish(cl *call, err error) error {
-	if !cl.abandoned {
-		putCall(cl)
-	}
-	return err
-}
-
 // waitTimer waits for a multi-packet call with a deadline on a timer of
 // its own.
 func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) error {
-	d := time.Until(deadline)
 	if cl.timer == nil {
-		cl.timer = time.NewTimer(d)
-	} else {
-		cl.timer.Reset(d)
+		cl.timer = c.clock.NewTimer()
 	}
+	cl.timer.Reset(deadline.Sub(c.clock.Now()))
 	select {
 	case err := <-cl.done:
 		cl.timer.Stop()
-		putCall(cl)
+		c.leave(cl)
 		return err
 	case <-ctx.Done():
 		cl.timer.Stop()
 		return c.cancel(ctx.Err(), cl)
-	case <-cl.timer.C:
+	case <-cl.timer.C():
 		return c.cancel(context.DeadlineExceeded, cl)
 	}
 }
 
+// cancel is the caller giving up on cl (ctx, or a multi-packet call's
+// deadline): a queued call is withdrawn (not written), a sent one
+// abandoned (written: the outcome is unknown). If the call has already
+// ended, its outcome is on done and is returned instead.
 func (c *Conn) cancel(cause error, cl *call) error {
 	c.mu.Lock()
-	if cl.expired {
-		// The sweeper got there first: its outcome is on done.
-		c.mu.Unlock()
-		return c.finish(cl, <-cl.done)
-	}
-	if c.pending[cl.opaque] != cl {
+	switch cl.state {
+	case reqEnded, reqAbandoned:
+		// Answered, expired or failed by the connection first: the
+		// outcome is on done (or about to be, after handle).
 		c.mu.Unlock()
 		err := <-cl.done
+		c.leave(cl)
+		return err
+	case reqQueued:
+		if c.err != nil {
+			c.end(cl) // the connection is ending: its buffers are gone
+		} else {
+			c.withdraw(cl)
+		}
+		err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Err: cause}
+		c.mu.Unlock()
 		putCall(cl)
 		return err
 	}
-	if cl.inDL {
-		c.dlUnlink(cl)
-	}
-	written := cl.start < c.flushed
-	switch {
-	case written:
-		// Handed to the writer: it may be on the wire (or going there), so
-		// the server may answer. Keep the opaque as a tombstone until it
-		// does, and drop that answer.
-		cl.abandoned = true
-	case c.err != nil:
-		// The connection is ending and its write buffer is gone.
-		delete(c.pending, cl.opaque)
-	default:
-		// Still in the write buffer: take it out; the server never sees it.
-		c.cut(cl)
-		delete(c.pending, cl.opaque)
-	}
-	wait := cl.busy
-	if wait {
+	// Sent: the server may answer. Keep the opaque as a tombstone until it
+	// does, and drop that answer.
+	c.abandon(cl, c.clock.Now())
+	err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true, Err: cause}
+	if cl.busy {
+		// The reader is inside handle for this call: let it return first.
 		cl.waiter = true
+		c.mu.Unlock()
+		<-cl.done
+		c.mu.Lock()
 	}
-	// Once mu is released an abandoned call belongs to the reader, which
-	// may recycle it as soon as the late response arrives: read it now.
-	err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: cause}
+	cl.callerGone = true
+	c.release(cl)
 	c.mu.Unlock()
-	if wait {
-		<-cl.done // the reader is inside handle for this call: let it return
-	}
-	if !written {
-		putCall(cl)
-	}
 	return err
-}
-
-// cut removes cl's bytes from wbuf and moves the offsets of the requests
-// queued after it. Called with mu held; cl.start >= c.flushed.
-func (c *Conn) cut(cl *call) {
-	from, to := int(cl.start-c.flushed), int(cl.end-c.flushed)
-	n := copy(c.wbuf[from:], c.wbuf[to:])
-	c.wbuf = c.wbuf[:from+n]
-	size := cl.end - cl.start
-	c.queued -= size
-	c.batched--
-	for _, o := range c.pending {
-		if o.start >= cl.end {
-			o.start -= size
-			o.end -= size
-		}
-	}
 }
 
 // fail ends the connection with err (the first error wins). It does not
@@ -481,7 +428,7 @@ func (c *Conn) writeLoop() {
 		// just came back are likely about to send again. Let them run
 		// first, so that they share this write instead of each causing
 		// one. (A lone caller does not wait for this.)
-		if len(c.pending) > c.batched {
+		if c.active > c.batched {
 			c.mu.Unlock()
 			runtime.Gosched()
 			c.mu.Lock()
@@ -490,7 +437,7 @@ func (c *Conn) writeLoop() {
 		// will likely send again when the answers come. Hold the batch
 		// until the reader dispatches more answers (at most holdMax), so
 		// that the batches merge instead of circulating as fragments.
-		for holds := 0; holds < maxHolds && c.err == nil && len(c.pending)-c.batched > c.batched; holds++ {
+		for holds := 0; holds < maxHolds && c.err == nil && c.active-c.batched > c.batched; holds++ {
 			select { // drop a signal left from an earlier hold
 			case <-c.burst:
 			default:
@@ -516,32 +463,57 @@ func (c *Conn) writeLoop() {
 			c.mu.Unlock()
 			return
 		}
-		buf := c.wbuf
-		if len(buf) == 0 { // a cancelled request was its only content
+		if len(c.wbuf) == 0 { // a cancelled request was its only content
 			c.mu.Unlock()
 			continue
 		}
-		start := c.flushed
+		c.out, c.outBase = c.wbuf, c.flushed
 		c.flushed = c.queued
 		c.batched = 0
 		c.wbuf, c.spare = c.spare[:0], nil
-		c.mu.Unlock()
-
-		c.writes.Add(1) // before the call: its answer can arrive before Write returns
-		n, err := c.nc.Write(buf)
-		c.bytesOut.Add(uint64(n))
-
-		c.mu.Lock()
-		c.written = start + uint64(n)
-		if cap(buf) <= maxRetainedWriteBuf {
-			c.spare = buf[:0]
+		err := c.writeOut()
+		if cap(c.out) <= maxRetainedWriteBuf {
+			c.spare = c.out[:0]
 		}
+		c.out = nil
 		c.mu.Unlock()
 		if err != nil {
 			c.fail(fmt.Errorf("conn %s: write: %w", c.addr, err))
 			return
 		}
 	}
+}
+
+// writeOut writes the writer's batch in chunks of at most writeChunk bytes,
+// so that the socket's progress through a large batch (a large value
+// behind a slow reader) is known: after each Write the requests it carried
+// in full are written, and the requests after the Write in progress can
+// still be withdrawn. Called with mu held; it releases mu around each Write.
+func (c *Conn) writeOut() error {
+	for c.err == nil {
+		pos := int(c.written - c.outBase)
+		n := min(len(c.out)-pos, writeChunk)
+		if n == 0 {
+			return nil
+		}
+		chunk := c.out[pos : pos+n]
+		c.writing = c.written + uint64(n)
+		c.handOff()
+		c.mu.Unlock()
+
+		c.writes.Add(1) // before the call: its answer can arrive before Write returns
+		m, err := c.nc.Write(chunk)
+		c.bytesOut.Add(uint64(m))
+
+		c.mu.Lock()
+		c.written += uint64(m)
+		c.writing = c.written
+		c.accept()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readLoop is the reader goroutine: it decodes packets and dispatches them
@@ -560,7 +532,7 @@ func (c *Conn) readLoop() {
 		for w-r >= memdx.HeaderSize {
 			size, err := memdx.PacketSize(buf[r:w], maxBody)
 			if err != nil {
-				c.fail(&ProtocolError{Addr: c.addr, What: "bad packet header", Err: err})
+				c.failProtocol(&ProtocolError{Addr: c.addr, What: "bad packet header", Err: err})
 				return
 			}
 			if w-r < size {
@@ -580,12 +552,12 @@ func (c *Conn) readLoop() {
 			var err2 error
 			*p, _, err2 = memdx.DecodePacket(buf[r:r+size], maxBody)
 			if err2 != nil {
-				c.fail(&ProtocolError{Addr: c.addr, What: "bad packet", Err: err2})
+				c.failProtocol(&ProtocolError{Addr: c.addr, What: "bad packet", Err: err2})
 				return
 			}
 			r += size
 			if perr := c.dispatch(p); perr != nil {
-				c.fail(perr)
+				c.failProtocol(perr)
 				return
 			}
 		}
@@ -621,10 +593,11 @@ func (c *Conn) readLoop() {
 
 // dispatch hands one packet to its request or callback. A non-nil error is
 // a protocol violation that ends the connection.
-func (c *Conn) dispatch(p *memdx.Packet) error {
+func (c *Conn) dispatch(p *memdx.Packet) *ProtocolError {
 	switch p.Magic {
 	case memdx.MagicRes, memdx.MagicResExt:
-		return c.dispatchResponse(p)
+		c.dispatchResponse(p)
+		return nil
 	case memdx.MagicServerReq:
 		c.serverRequest(p)
 		return nil
@@ -633,56 +606,47 @@ func (c *Conn) dispatch(p *memdx.Packet) error {
 		p.Magic, uint8(p.OpCode), p.Opaque)}
 }
 
-func (c *Conn) dispatchResponse(p *memdx.Packet) error {
+// dispatchResponse hands a response to the request it answers. A response
+// that answers nothing in flight is a stray: it is dropped, counted and
+// logged, and the connection and its other requests carry on. Strays are an
+// opaque that matches nothing in flight (a second answer to a request
+// already answered included), an answer whose opcode is not its
+// request's, an answer to a request whose bytes the socket has not all
+// taken (the server cannot have read it whole), and a late answer to an
+// abandoned request.
+func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	c.mu.Lock()
 	cl, ok := c.pending[p.Opaque]
-	if !ok {
-		c.mu.Unlock()
-		return &ProtocolError{Addr: c.addr, What: fmt.Sprintf("%s response (status %s) with opaque %d matches no request in flight",
-			p.OpCode, p.Status, p.Opaque)}
+	var kind strayKind
+	switch {
+	case !ok:
+		kind = strayUnknownOpaque
+	case cl.op != p.OpCode:
+		kind = strayWrongOpcode
+	case cl.state == reqAbandoned:
+		kind = strayLate
+	case !c.answerable(cl):
+		kind = strayUnsent
 	}
-	if cl.op != p.OpCode {
-		c.mu.Unlock()
-		return &ProtocolError{Addr: c.addr, What: fmt.Sprintf("%s response with opaque %d answers a %s request",
-			p.OpCode, p.Opaque, cl.op)}
-	}
-	if cl.start >= c.flushed {
-		// Its bytes are still in the write buffer: the server cannot have
-		// seen the request, and taking this as its answer would tell the
-		// caller it completed before it was even sent.
-		c.mu.Unlock()
-		return &ProtocolError{Addr: c.addr, What: fmt.Sprintf("%s response with opaque %d answers a request not yet sent",
-			p.OpCode, p.Opaque)}
-	}
-	final := !cl.multi || p.Status != memdx.StatusSuccess || len(p.Key) == 0
-	if cl.abandoned {
-		if final {
-			delete(c.pending, p.Opaque)
+	if kind != 0 {
+		if kind == strayLate && (!cl.multi || p.Status != memdx.StatusSuccess || len(p.Key) == 0) {
+			c.drop(cl) // the tombstone has its answer
 		}
 		c.mu.Unlock()
-		if final && !cl.waiter {
-			// Its caller left and no one else holds it. (A caller that
-			// waited for handle took a wake-up from done; such a call is
-			// left to the garbage collector rather than pooled, so that no
-			// stale wake-up can reach its next user.)
-			putCall(cl)
-		}
-		return nil
+		c.strayResponse(p, kind)
+		return
 	}
-	if final {
-		delete(c.pending, p.Opaque)
-		if cl.inDL {
-			c.dlUnlink(cl)
-		}
+	if !cl.multi || p.Status != memdx.StatusSuccess || len(p.Key) == 0 {
+		c.end(cl)
 		c.mu.Unlock()
 		err := cl.call(p)
 		if cl.err != nil {
 			err = cl.err
 		}
 		cl.done <- err
-		return nil
+		return
 	}
-	// A non-final packet of a multi request: its caller may cancel while
+	// A non-final packet of a multi answer: its caller may cancel while
 	// handle runs, and must then wait for handle to return.
 	cl.busy = true
 	c.mu.Unlock()
@@ -693,11 +657,15 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) error {
 		cl.err = err
 	}
 	wake := cl.waiter
+	if wake {
+		cl.waiter = false
+		cl.kept = true
+	}
+	c.release(cl)
 	c.mu.Unlock()
 	if wake {
 		cl.done <- nil
 	}
-	return nil
 }
 
 func (cl *call) call(p *memdx.Packet) error {
@@ -798,20 +766,20 @@ func (c *Conn) teardown() {
 	<-c.writerDone
 	<-c.sweepDone
 	c.mu.Lock()
-	pending := c.pending
-	c.pending = nil
-	c.dlHead, c.dlTail = nil, nil
-	written := c.written
 	cause := c.err
 	live := c.live
-	c.mu.Unlock()
-	for _, cl := range pending {
-		if cl.abandoned {
+	for _, cl := range c.pending {
+		if cl.state == reqAbandoned {
+			c.drop(cl)
 			continue
 		}
+		written := cl.state == reqWritten
+		c.end(cl)
 		cl.done <- &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr,
-			Written: cl.end <= written, Err: cause, connEnded: true}
+			Written: written, Err: cause, connEnded: true}
 	}
+	c.pending = nil
+	c.mu.Unlock()
 	if live && c.opts.OnClose != nil {
 		<-c.held // Dial is done delivering held server requests: no callback overlaps
 		c.opts.OnClose(cause)
@@ -841,30 +809,47 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
-// Pending returns the number of requests in flight, cancelled ones whose
-// response has not arrived included.
+// Pending returns the number of requests in flight, abandoned ones whose
+// answer has not arrived (tombstones) included.
 func (c *Conn) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pending)
 }
 
-// Stats are counters of a connection's socket calls.
+// Stats are counters of a connection's socket calls and of its requests'
+// fates.
 type Stats struct {
-	// Writes is the number of Write calls: each carries every request
-	// queued since the one before.
+	// Writes is the number of Write calls: each carries what was queued
+	// since the one before, up to 64 KiB.
 	Writes uint64
 	// BytesWritten is what those calls accepted.
 	BytesWritten uint64
 	// Reads and BytesRead count the reader's Read calls and their bytes.
 	Reads     uint64
 	BytesRead uint64
+	// StrayResponses counts the responses dropped because they answered
+	// nothing in flight (see the package doc), LateResponses included.
+	StrayResponses uint64
+	// LateResponses counts the late answers to abandoned requests.
+	LateResponses uint64
+	// Abandoned is the number of tombstones now; Forgotten counts those
+	// dropped unanswered past Options.MaxAbandoned.
+	Abandoned int
+	Forgotten uint64
+	// Probes counts the health probes sent.
+	Probes uint64
 }
 
 // Stats returns the connection's counters.
 func (c *Conn) Stats() Stats {
+	c.mu.Lock()
+	tombs := c.tombs
+	c.mu.Unlock()
 	return Stats{Writes: c.writes.Load(), BytesWritten: c.bytesOut.Load(),
-		Reads: c.reads.Load(), BytesRead: c.bytesIn.Load()}
+		Reads: c.reads.Load(), BytesRead: c.bytesIn.Load(),
+		StrayResponses: c.strays.Load(), LateResponses: c.late.Load(),
+		Abandoned: tombs, Forgotten: c.evicted.Load(), Probes: c.probes.Load()}
 }
 
 // Addr returns the address the connection was dialled with.
@@ -908,95 +893,3 @@ func (c *Conn) Mechanism() string { return c.mech }
 
 // Bucket returns the selected bucket, "" when none was.
 func (c *Conn) Bucket() string { return c.bucket }
-
-// armSweeper sets the sweeper's timer to fire at t. Called with mu held.
-func (c *Conn) armSweeper(t time.Time) {
-	c.dlAt = t
-	c.dlTimer.Reset(time.Until(t))
-}
-
-// sweepLoop is the sweeper goroutine: it expires calls whose deadline has
-// passed.
-func (c *Conn) sweepLoop() {
-	defer close(c.sweepDone)
-	for {
-		select {
-		case <-c.dlTimer.C:
-			c.sweep()
-		case <-c.done:
-			c.dlTimer.Stop()
-			return
-		}
-	}
-}
-
-// sweep ends every call whose deadline has passed and re-arms the timer for
-// the next one. A call still in the write buffer is cut out (not written);
-// one handed to the writer stays registered until its late response, which
-// is dropped (written: the outcome is unknown), as for a cancellation.
-func (c *Conn) sweep() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dlAt = time.Time{}
-	if c.err != nil {
-		return // teardown fails everything pending
-	}
-	now := time.Now()
-	for c.dlHead != nil && !c.dlHead.deadline.After(now) {
-		cl := c.dlHead
-		c.dlUnlink(cl)
-		written := cl.start < c.flushed
-		if written {
-			// The reader will drop the late response and must then leave
-			// the call alone: its waiter may still be reading done.
-			cl.abandoned = true
-			cl.waiter = true
-		} else {
-			c.cut(cl)
-			delete(c.pending, cl.opaque)
-		}
-		cl.expired = true
-		cl.done <- &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: context.DeadlineExceeded}
-	}
-	if c.dlHead != nil {
-		c.armSweeper(c.dlHead.deadline)
-	}
-}
-
-// dlInsert links cl into the deadline list at its place: at the tail when
-// its deadline is the latest, which it nearly always is. Called with mu held.
-func (c *Conn) dlInsert(cl *call) {
-	at := c.dlTail
-	for at != nil && at.deadline.After(cl.deadline) {
-		at = at.dlPrev
-	}
-	cl.dlPrev = at
-	if at == nil {
-		cl.dlNext = c.dlHead
-		c.dlHead = cl
-	} else {
-		cl.dlNext = at.dlNext
-		at.dlNext = cl
-	}
-	if cl.dlNext == nil {
-		c.dlTail = cl
-	} else {
-		cl.dlNext.dlPrev = cl
-	}
-	cl.inDL = true
-}
-
-// dlUnlink takes cl out of the deadline list. Called with mu held.
-func (c *Conn) dlUnlink(cl *call) {
-	if cl.dlPrev == nil {
-		c.dlHead = cl.dlNext
-	} else {
-		cl.dlPrev.dlNext = cl.dlNext
-	}
-	if cl.dlNext == nil {
-		c.dlTail = cl.dlPrev
-	} else {
-		cl.dlNext.dlPrev = cl.dlPrev
-	}
-	cl.dlPrev, cl.dlNext, cl.inDL = nil, nil, false
-}

@@ -20,10 +20,19 @@ var (
 	// in flight. The request was not written; retry it later or elsewhere.
 	ErrOverloaded = errors.New("conn: too many requests in flight")
 
-	// ErrProtocol: the server broke the protocol (bad magic, a body over
-	// the limit, a response nobody asked for or to a request not yet
-	// sent). The connection is closed.
+	// ErrProtocol: the server broke the framing of the protocol (a bad or
+	// client-only magic, a body over the limit, lengths that do not add
+	// up). The connection is closed. A well-framed response that answers
+	// nothing in flight is not a violation: it is dropped as a stray (see
+	// Stats).
 	ErrProtocol = errors.New("conn: protocol violation")
+
+	// ErrUnresponsive: the connection was closed because its node stopped
+	// answering: a health probe got no answer while the connection made no
+	// progress (see Options.ProbeAfter). The connection's error matches it
+	// and ErrClosed matches its requests' errors, as for any ended
+	// connection.
+	ErrUnresponsive = errors.New("conn: node stopped answering")
 
 	// ErrAuthFailed is matched by *AuthError, and only by it: an explicit
 	// authentication refusal that retrying with the same credentials and

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/memdx"
@@ -14,6 +15,13 @@ import (
 // DefaultMaxPending is the default bound on requests in flight on one
 // connection (Options.MaxPending).
 const DefaultMaxPending = 4096
+
+// Health-check defaults (Options.ProbeAfter, ProbeTimeout, MaxAbandoned).
+const (
+	DefaultProbeAfter   = time.Second
+	DefaultProbeTimeout = time.Second
+	DefaultMaxAbandoned = 4096
+)
 
 // DefaultClientName is the agent HELLO sends when Options.ClientName is
 // empty.
@@ -76,11 +84,32 @@ type Options struct {
 	// FeatureClustermapChangeNotification (or its Brief variant).
 	Features []memdx.HelloFeature
 
-	// MaxPending bounds the requests in flight (sent or queued, and
-	// cancelled ones whose response has not arrived yet); past it Do fails
-	// at once with ErrOverloaded. 0 means DefaultMaxPending. Dial's own
-	// bootstrap requests do not count against it: any value works.
+	// MaxPending bounds the requests in flight (queued, being written, or
+	// written and waiting for their answer); past it Do fails at once with
+	// ErrOverloaded. Abandoned requests (see MaxAbandoned) do not count.
+	// 0 means DefaultMaxPending. Dial's own bootstrap requests do not count
+	// against it: any value works.
 	MaxPending int
+
+	// MaxAbandoned bounds the tombstones: requests whose caller gave up
+	// (ctx or deadline) after they were sent, kept until their late answer
+	// arrives so that it is recognized and dropped. Past it the oldest is
+	// forgotten (its answer, should it come, is dropped as a stray);
+	// reaching half of it makes the connection probe the node (see
+	// ProbeAfter). 0 means DefaultMaxAbandoned (4096).
+	MaxAbandoned int
+
+	// ProbeAfter: a request abandoned after it was sent and still
+	// unanswered ProbeAfter later makes the connection probe the node with
+	// a NOOP (see the package doc, Health). 0 means DefaultProbeAfter
+	// (1 s); a negative value turns the health check off.
+	ProbeAfter time.Duration
+
+	// ProbeTimeout: a probe unanswered while the connection makes no
+	// progress (nothing read; nothing written while the probe is not yet
+	// written) for ProbeTimeout closes the connection with
+	// ErrUnresponsive. 0 means DefaultProbeTimeout (1 s).
+	ProbeTimeout time.Duration
 
 	// MaxBodyLength bounds the body of a packet the server may send; a
 	// larger one closes the connection with a protocol error. 0 means
@@ -124,6 +153,9 @@ type Options struct {
 
 	// errorMapVersion overrides the version GET_ERROR_MAP asks for (tests).
 	errorMapVersion uint16
+	// clock is where the connection reads the time (tests); nil: the
+	// system clock.
+	clock clock
 }
 
 // resolved returns a copy of o with defaults filled in. Slices are cloned:
@@ -131,6 +163,18 @@ type Options struct {
 func (o Options) resolved() Options {
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxAbandoned <= 0 {
+		o.MaxAbandoned = DefaultMaxAbandoned
+	}
+	if o.ProbeAfter == 0 {
+		o.ProbeAfter = DefaultProbeAfter
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.clock == nil {
+		o.clock = systemClock{}
 	}
 	if o.MaxBodyLength == 0 {
 		o.MaxBodyLength = memdx.DefaultMaxBodyLength
