@@ -25,6 +25,12 @@ import (
 // Its requests then fail by the written/not-written rule as on any dead
 // connection. A slow node that streams a large answer, or reads a large
 // value slowly, makes progress and is not closed.
+//
+// During the bootstrap (until Dial returns the connection) the bootstrap's
+// own requests play the probe: a node that sends nothing for ProbeTimeout
+// while one of them waits fails the Dial with ErrUnresponsive, so a node
+// that accepts connections but answers nothing costs a redial ProbeTimeout,
+// not the whole connect timeout.
 
 // health is the monitor's state; fields are guarded by Conn.mu except the
 // timer and kick, which only the monitor receives from.
@@ -46,6 +52,9 @@ type health struct {
 func (h *health) init(c *Conn) {
 	h.timer = c.clock.NewTimer()
 	h.kick = make(chan struct{}, 1)
+	if c.opts.ProbeAfter >= 0 {
+		c.healthArm(c.clock.Now().Add(c.opts.ProbeTimeout)) // the bootstrap's watch
+	}
 }
 
 // arm sets the health timer to fire at t. Called with mu held.
@@ -136,6 +145,21 @@ func (c *Conn) healthCheck(probeDone chan error) chan error {
 		return probeDone
 	}
 	now := c.clock.Now()
+	if c.heldBack.Load() && h.probe == nil {
+		// Bootstrapping: Dial's requests are the probe. A node that sends
+		// nothing for ProbeTimeout while one of them waits is not answering.
+		if in := c.bytesIn.Load(); in != h.in || c.active == 0 {
+			h.in = in
+			c.healthArm(now.Add(c.opts.ProbeTimeout))
+			c.mu.Unlock()
+			return probeDone
+		}
+		err := fmt.Errorf("conn %s: %w: nothing arrived for %v while the bootstrap waited for an answer",
+			c.addr, ErrUnresponsive, c.opts.ProbeTimeout)
+		c.mu.Unlock()
+		c.fail(err)
+		return probeDone
+	}
 	if h.probe != nil {
 		in, out := c.bytesIn.Load(), c.bytesOut.Load()
 		unsent := h.probe.state == reqQueued || h.probe.state == reqSending

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,3 +242,114 @@ func requestError(t *testing.T, err error) *RequestError {
 
 // drain reads and discards everything from nc until it fails.
 func drain(nc net.Conn) { io.Copy(io.Discard, nc) }
+
+// fakeClock is a clock the test moves by hand: its timers fire only in
+// Advance.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) NewTimer() timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := &fakeTimer{f: f, ch: make(chan time.Time, 1)}
+	f.timers = append(f.timers, t)
+	return t
+}
+
+// Advance moves the time on by d and fires the timers now due.
+func (f *fakeClock) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+	for _, t := range f.timers {
+		t.fireIfDue()
+	}
+}
+
+type fakeTimer struct {
+	f     *fakeClock
+	ch    chan time.Time
+	at    time.Time
+	armed bool
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.ch }
+
+func (t *fakeTimer) Reset(d time.Duration) {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	t.drain()
+	t.at, t.armed = t.f.now.Add(d), true
+	t.fireIfDue()
+}
+
+func (t *fakeTimer) Stop() {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	t.armed = false
+	t.drain()
+}
+
+// drain drops a value not yet received, as a stopped or reset time.Timer
+// does. Called with f.mu held.
+func (t *fakeTimer) drain() {
+	select {
+	case <-t.ch:
+	default:
+	}
+}
+
+// fireIfDue sends on the channel when the timer is armed and due. Called
+// with f.mu held.
+func (t *fakeTimer) fireIfDue() {
+	if t.armed && !t.at.After(t.f.now) {
+		t.armed = false
+		t.ch <- t.f.now
+	}
+}
+
+// armed reports whether a timer of the clock is armed to fire at or before
+// now+d.
+func (f *fakeClock) armedWithin(d time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.timers {
+		if t.armed && !t.at.After(f.now.Add(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+// logBuffer is a slog handler's output the test reads.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

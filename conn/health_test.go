@@ -1,0 +1,171 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// abandonOne sends GET key with a deadline ProbeAfter... away, lets the
+// peer read it and the fake clock pass the deadline, and returns the
+// request the peer read.
+func abandonOne(t *testing.T, c *Conn, p *peer, fc *fakeClock, key string) memdx.Packet {
+	t.Helper()
+	before := c.Stats().Abandoned
+	ch := doDeadline(c, key, fc.Now().Add(2500*time.Millisecond))
+	req := p.read()
+	fc.Advance(2500 * time.Millisecond)
+	expectDeadline(t, key, recv(t, ch))
+	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == before+1 })
+	return req
+}
+
+// A node that stops answering: a written request is abandoned at its
+// deadline; ProbeAfter later the connection sends a NOOP; the NOOP gets no
+// answer and nothing else arrives for ProbeTimeout, so the connection is
+// closed as unresponsive, and the request still waiting fails as written
+// (ErrClosed, ErrUnresponsive).
+func TestUnresponsiveNodeClosedAfterProbe(t *testing.T) {
+	fc := newFakeClock()
+	var logs logBuffer
+	c, p := dialPipe(t, Options{clock: fc, Logger: logs.logger()}, nil)
+	waiting := goGet(testCtx(t), c, "waiting") // no deadline: it waits for the connection
+	p.read()
+	abandonOne(t, c, p, fc, "a")
+
+	fc.Advance(DefaultProbeAfter)
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("after ProbeAfter the node got %s, want the NOOP probe", probe.OpCode)
+	}
+	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
+	select {
+	case <-c.Done():
+		t.Fatalf("closed before the probe timed out: %v", c.Err())
+	default:
+	}
+	go drain(p.nc)
+	fc.Advance(DefaultProbeTimeout)
+	<-c.Done()
+	if !errors.Is(c.Err(), ErrUnresponsive) {
+		t.Fatalf("connection error %v; want ErrUnresponsive", c.Err())
+	}
+	r := recv(t, waiting)
+	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrUnresponsive) {
+		t.Fatalf("waiting request: %v; want written, ErrClosed, ErrUnresponsive", r.err)
+	}
+	if st := c.Stats(); st.Probes != 1 {
+		t.Fatalf("stats %+v; want one probe", st)
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "stopped answering") {
+		t.Fatalf("log %q; want a warning about the node that stopped answering", l)
+	}
+}
+
+// A slow node is not mistaken for a dead one: the probe is answered, the
+// connection stays, and the tombstones abandoned before it do not cause
+// another probe however long they wait. A tombstone abandoned after the
+// probe is due in its turn.
+func TestSlowNodeAnswersProbe(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc}, nil)
+	ra := abandonOne(t, c, p, fc, "a")
+	fc.Advance(DefaultProbeAfter)
+	probe := p.read()
+	if probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want the NOOP probe", probe.OpCode)
+	}
+	p.write(ok(probe, ""))
+	waitFor(t, "the probe's answer taken and no timer armed", func() bool {
+		return c.Pending() == 1 && !fc.armedWithin(time.Hour)
+	})
+	fc.Advance(10 * DefaultProbeAfter)
+	if st := c.Stats(); st.Probes != 1 || c.Err() != nil {
+		t.Fatalf("stats %+v, err %v; want one probe and the connection up", st, c.Err())
+	}
+	// The slow answer comes in the end; a new tombstone is probed for.
+	p.write(ok(ra, "slow"))
+	waitFor(t, "the late answer", func() bool { return c.Stats().LateResponses == 1 })
+	abandonOne(t, c, p, fc, "b")
+	fc.Advance(DefaultProbeAfter)
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want a second probe", probe.OpCode)
+	}
+	if c.Stats().Probes != 2 {
+		t.Fatalf("stats %+v", c.Stats())
+	}
+}
+
+// While a probe waits, progress keeps the connection: the node still sends
+// (answers to other requests, here), so it is alive, however late the NOOP
+// answer is.
+func TestProbeWaitsWhileNodeSends(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc}, nil)
+	other := goGet(testCtx(t), c, "other")
+	ro := p.read()
+	abandonOne(t, c, p, fc, "a")
+	fc.Advance(DefaultProbeAfter)
+	probe := p.read()
+	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
+	p.write(ok(ro, "O"))
+	if r := recv(t, other); r.err != nil || r.value != "O" {
+		t.Fatalf("other: %+v", r)
+	}
+	fc.Advance(DefaultProbeTimeout) // something arrived meanwhile: wait on
+	waitFor(t, "the probe's timer re-armed", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
+	if c.Err() != nil {
+		t.Fatalf("closed although the node sent: %v", c.Err())
+	}
+	p.write(ok(probe, ""))
+	waitFor(t, "the probe answered", func() bool { return !fc.armedWithin(time.Hour) })
+	if c.Err() != nil {
+		t.Fatal(c.Err())
+	}
+}
+
+// Tombstones piling up (half of MaxAbandoned) trigger a probe at once,
+// without waiting ProbeAfter.
+func TestTombstonePileUpProbes(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc, MaxAbandoned: 4}, nil)
+	for _, k := range []string{"a", "b"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := goGet(ctx, c, k)
+		p.read()
+		cancel()
+		if r := recv(t, ch); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("%s: %v", k, r.err)
+		}
+	}
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want the NOOP probe", probe.OpCode)
+	}
+	if st := c.Stats(); st.Probes != 1 || st.Abandoned != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A node that accepts the connection but answers nothing fails Dial after
+// ProbeTimeout of silence, not after the whole connect timeout.
+func TestBootstrapUnresponsiveNodeFailsDial(t *testing.T) {
+	fc := newFakeClock()
+	dial, servers := pipeDialer(nil)
+	got := make(chan error, 1)
+	go func() {
+		_, err := Dial(testCtx(t), "pipe:11210", Options{Memcached: true, DialContext: dial, clock: fc})
+		got <- err
+	}()
+	p := newPeer(t, <-servers)
+	defer p.nc.Close()
+	p.read() // VERSION: the bootstrap waits for its answer
+	go drain(p.nc)
+	fc.Advance(DefaultProbeTimeout)
+	err := recv(t, got)
+	if !errors.Is(err, ErrUnresponsive) || !errors.Is(err, ErrBootstrap) {
+		t.Fatalf("Dial: %v; want ErrBootstrap and ErrUnresponsive", err)
+	}
+}
