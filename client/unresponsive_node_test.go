@@ -1,0 +1,162 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// proxiedClient starts a one-node mock cluster with a fault proxy in front
+// of it, and a client with default options (credentials aside) that
+// bootstraps through the proxy and stays on it.
+func proxiedClient(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy, *Client) {
+	t.Helper()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	p, err := faultnode.NewProxy(mc.Node(0).Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	p.RewritePorts(map[string]string{faultnode.Port(mc.Node(0).Addr()): faultnode.Port(p.Addr())})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, "couchbase://"+p.Addr()+"/"+mockcluster.DefaultBucket,
+		&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return mc, p, c
+}
+
+// A node that answers nothing for 5 s (a paused process, a black hole: what
+// is sent meanwhile is lost for good) and then recovers: operations on it
+// succeed again within 2 s of the recovery, with default options. During
+// the black hole a burst of 4200 operations with a 4 s timeout (more than
+// MaxPending, all sent before the first times out) is abandoned, beside a steady workload of operations
+// with 10 ms and with default timeouts.
+func TestUnresponsiveNodeRecovers(t *testing.T) {
+	_, p, c := proxiedClient(t)
+	col := c.DefaultCollection()
+	if _, err := col.Upsert(context.Background(), "k", []byte(`"v"`), nil); err != nil {
+		t.Fatal(err)
+	}
+	var healed atomic.Int64 // UnixNano of the recovery; 0 before it
+	short, dflt := make(chan time.Time, 1), make(chan time.Time, 1)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	// get runs one Get and reports on first a success of an operation that
+	// started after the recovery.
+	get := func(timeout time.Duration, first chan time.Time) {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if timeout > 0 {
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+		}
+		defer cancel()
+		start := time.Now()
+		_, err := col.Get(ctx, "k", nil)
+		if h := healed.Load(); err == nil && h != 0 && start.UnixNano() >= h {
+			select {
+			case first <- time.Now():
+			default:
+			}
+		}
+	}
+	worker := func(timeout time.Duration, first chan time.Time) {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			get(timeout, first)
+		}
+	}
+	for range 16 {
+		wg.Add(1)
+		go worker(10*time.Millisecond, short)
+	}
+	for range 4 {
+		wg.Add(1)
+		go worker(0, dflt)
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	holeStart := time.Now()
+	p.Blackhole(true)
+	var burst sync.WaitGroup
+	for range 4200 {
+		burst.Add(1)
+		go func() { defer burst.Done(); get(4*time.Second, nil) }()
+	}
+	burst.Wait()
+	time.Sleep(5*time.Second - time.Since(holeStart)) // the scenario: a node silent for 5 s
+	t.Logf("%d packets dropped in the black hole, %d connections accepted, %v long", p.Dropped(), p.Accepted(), time.Since(holeStart))
+	p.Blackhole(false)
+	t0 := time.Now()
+	healed.Store(t0.UnixNano())
+	for name, ch := range map[string]chan time.Time{"10 ms operations": short, "default-timeout operations": dflt} {
+		select {
+		case at := <-ch:
+			t.Logf("%s: first success %v after the recovery", name, at.Sub(t0))
+			if d := at.Sub(t0); d > 2*time.Second {
+				t.Errorf("%s succeeded again %v after the recovery; want within 2 s", name, d)
+			}
+		case <-time.After(2*time.Second - time.Since(t0)):
+			t.Fatalf("%s: no success within 2 s of the recovery", name)
+		}
+	}
+}
+
+// A second answer to a GET_COLLECTION_ID already answered (some servers
+// send two) reaches the client while an Upsert is in flight on the same
+// connection: it is dropped, and the Upsert gets its own answer.
+func TestDuplicateAnswerDoesNotFailUpsertInFlight(t *testing.T) {
+	mc, p, c := proxiedClient(t)
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	if _, err := b.AddScope("app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddCollection("app", "c"); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var cidAnswer *memdx.Packet
+	p.OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
+		mu.Lock()
+		defer mu.Unlock()
+		switch resp.OpCode {
+		case memdx.OpCollectionsGetID:
+			cp := *resp
+			cp.Extras = append([]byte(nil), resp.Extras...)
+			cp.Value = append([]byte(nil), resp.Value...)
+			cp.Key = append([]byte(nil), resp.Key...)
+			cp.FramingExtras = append([]byte(nil), resp.FramingExtras...)
+			cidAnswer = &cp
+		case memdx.OpSet:
+			if cidAnswer != nil { // the duplicate, just before the SET's own answer
+				return faultnode.Action{Send: []memdx.Packet{*cidAnswer, *resp}}
+			}
+		}
+		return faultnode.Action{}
+	})
+	col := c.Scope("app").Collection("c")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := col.Upsert(ctx, "k", []byte(`"v"`), nil); err != nil {
+		t.Fatalf("Upsert with a duplicate GET_COLLECTION_ID answer in flight: %v", err)
+	}
+	mu.Lock()
+	got := cidAnswer != nil
+	mu.Unlock()
+	if !got || p.Requests(memdx.OpSet) != 1 {
+		t.Fatalf("the proxy saw a GET_COLLECTION_ID answer: %v, %d SETs; want one SET after it", got, p.Requests(memdx.OpSet))
+	}
+}
