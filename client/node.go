@@ -226,14 +226,24 @@ func (n *node) maintain() {
 		n.mu.Unlock()
 		n.markTried()
 		n.c.onDialResult(n, err)
-		n.c.opts.Logger.Warn("kvwire: connecting to node failed", "node", n.addr, "err", err, "retry_in", backoff)
-		t := time.NewTimer(backoff)
+		wait := backoff
+		if errors.Is(err, conn.ErrUnresponsive) {
+			// The attempt itself waited the connection's probe timeout for
+			// a node that accepts connections and answers nothing (paused,
+			// or behind a black hole): the next one starts without more
+			// delay, so that the node is found within that timeout once it
+			// answers again.
+			wait = reconnectMin
+		} else {
+			backoff = min(2*backoff, reconnectMax)
+		}
+		n.c.opts.Logger.Warn("kvwire: connecting to node failed", "node", n.addr, "err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-n.ctx.Done():
 			t.Stop()
 		}
-		backoff = min(2*backoff, reconnectMax)
 	}
 }
 
