@@ -149,3 +149,36 @@ func benchRaw(b *testing.B, addr string, key []byte, window int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
 }
+
+// BenchmarkDoLoopback measures Do against the in-process echo server of
+// the allocation tests (no memcached needed): 64 goroutines and 1.
+func BenchmarkDoLoopback(b *testing.B) {
+	for _, g := range []int{64, 1} {
+		b.Run(fmt.Sprintf("goroutines-%d", g), func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			go echoGets(b, ln, true)
+			c, err := Dial(context.Background(), ln.Addr().String(), Options{Memcached: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			b.ReportAllocs()
+			b.SetParallelism(g)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				req := memdx.NewGet([]byte("some-key"))
+				handle := func(p *memdx.Packet) error { return nil }
+				for pb.Next() {
+					if err := c.Do(context.Background(), &req, handle); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
