@@ -196,7 +196,7 @@ func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Pa
 // request: deadlines are kept in a list per connection, ordered by deadline
 // (a request with the latest deadline, the usual case, joins at the tail in
 // O(1); an earlier one walks back to its place), and expired by one
-// sweeper goroutine, so a request with a deadline costs no timer and no
+// monitor goroutine, so a request with a deadline costs no timer and no
 // clock reading beyond checking that the deadline has not already passed (a
 // request whose deadline has passed is refused unsent: not written). It also
 // returns the opaque the request was sent with (0 when it was never queued).
@@ -412,8 +412,8 @@ func (c *Conn) fail(err error) {
 	c.nc.Close()
 }
 
-// writeLoop is the writer goroutine: it hands everything queued since its
-// last write to one Write call.
+// writeLoop is the writer goroutine: it takes everything queued since its
+// last batch and writes it (writeOut).
 func (c *Conn) writeLoop() {
 	defer close(c.writerDone)
 	var hold *time.Timer

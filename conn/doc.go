@@ -90,9 +90,9 @@
 //
 // Do encodes the request with a fresh opaque straight into the connection's
 // write buffer, under a mutex, and registers it in a map of pending
-// requests. A single writer goroutine hands everything queued since its last
-// write to one Write call: callers that arrive while a write is in progress
-// share the next one. When more requests are in flight than are queued, the
+// requests. A single writer goroutine takes everything queued since its last
+// batch and writes it, in Write calls of at most 64 KiB: callers that
+// arrive while a write is in progress share the next one. When more requests are in flight than are queued, the
 // writer yields the processor once before taking the batch (callers whose
 // answers just arrived are about to send again, and so join it); a lone
 // caller's request is written at once. When more requests are written and
@@ -119,55 +119,114 @@
 // in order, on Dial's goroutine just before it returns, while the reader
 // holds back newer ones, so no two callbacks ever run at once.
 //
+// # Request lifecycle
+//
+// A request on a connection is in one of five states, and each move
+// between them happens in one function (request.go), under the
+// connection's mutex:
+//
+//	queued ──▶ sending ──▶ written ──▶ ended (answered)
+//	  │           │           │
+//	  │           └──────┬────┘
+//	  ▼                  ▼
+//	ended             abandoned ──▶ ended (late answer, forgotten, or
+//	(withdrawn)                          the connection ended)
+//
+// The states:
+//
+//   - queued: encoded in a write buffer; no byte handed to a Write call yet.
+//   - sending: some of its bytes handed to Write, not all accepted yet.
+//   - written: the socket accepted all of its bytes.
+//   - abandoned: its caller left (ctx, or its DoDeadline deadline) after it
+//     was sent: a tombstone that keeps its opaque until the late answer,
+//     which is then dropped.
+//   - ended: answered, withdrawn (cancelled or expired while queued: the
+//     server never sees it), or failed with the connection.
+//
 // # Written or not
 //
 // Every request ends exactly once: handle is called with its response, or
 // Do returns a *RequestError, never both. A RequestError says whether the
-// request's bytes were written. A request counts as written when the Write
-// call that carried it returned having accepted every byte of it; one whose
-// write failed part-way cannot have been executed (the server never had all
-// of it) and counts as not written. Requests still in the write buffer when
-// the connection ends are not written. Not written means safe to send again,
-// here or elsewhere; written means the outcome is unknown. When the
-// connection fails, the reader waits for the writer's last Write to return
-// before failing the pending requests, so the count is exact.
+// request's bytes were written. "Written" means accepted by the socket: the
+// writer hands each batch to the socket in Write calls of at most 64 KiB
+// and, after each, moves the requests whose last byte it accepted to
+// written; a large value stalled behind a slow reader therefore holds back
+// only the requests in its own 64 KiB, and those queued after it can still
+// be withdrawn. A request whose write failed part-way cannot have been
+// executed (the server never had all of it) and counts as not written.
+// Not written means safe to send again, here or elsewhere; written (or
+// sending, when the caller gives up: its bytes may still reach the server)
+// means the outcome is unknown. When the connection fails, the reader waits
+// for the writer's last Write to return before failing the pending
+// requests, so the count is exact.
 //
-// # Cancellation and overload
+// # Cancellation, deadlines and overload
 //
-// When ctx ends before the response: a request still in the write buffer is
-// cut out of it (the server never sees it; Written is false); a request
-// already handed to the writer is abandoned (Written is true): its opaque
-// stays registered until the late response arrives, which is then dropped,
-// and the connection stays up. If the reader has already taken the
-// response, Do waits for handle to return and reports that outcome instead.
-// A response whose opaque matches nothing in flight, abandoned requests
-// included, is a protocol violation.
+// When ctx ends before the response: a queued request is withdrawn (cut out
+// of its buffer; Written is false); a request being sent or written is
+// abandoned (Written is true) and the connection stays up. If the reader has
+// already taken the response, Do waits for handle to return and reports
+// that outcome instead.
 //
 // DoDeadline's deadline ends a request the same way, with
 // context.DeadlineExceeded, without a context or timer per request: the
-// pending requests that have a deadline form a list ordered by deadline
+// live requests that have a deadline form a list ordered by deadline
 // (under the same mutex; requests share one timeout, so joining at the tail
-// and leaving by an unlink cost O(1)), and one sweeper goroutine per
+// and leaving by an unlink cost O(1)), and one monitor goroutine per
 // connection wakes at the earliest deadline and ends what is due through
 // the request's own done channel, as a response would. A multi-packet
 // request (STAT) keeps a timer of its own, since its handle may be running
 // when it expires.
 //
-// At most Options.MaxPending requests are in flight, abandoned ones
-// included (their work is still on the server); past that Do fails at once
-// with ErrOverloaded, not written. The bootstrap's requests are not
-// bounded: its first write alone holds up to 14, and plain memcached
-// answers HELLO only once it has read all of its padding, so a limit there
-// would make Dial fail or hang.
+// At most Options.MaxPending live requests (queued, sending or written) are
+// in flight; past that Do fails at once with ErrOverloaded, not written.
+// Tombstones do not count: a node that lost thousands of requests does not
+// block new ones. They are bounded by Options.MaxAbandoned (4096 by
+// default): past it the oldest is forgotten, and its answer, should it ever
+// come, is dropped as a stray (an opaque is reused only after 2^32 further
+// requests, so it cannot be mistaken for a newer request's). The bootstrap's
+// requests are not bounded: its first write alone holds up to 14, and plain
+// memcached answers HELLO only once it has read all of its padding, so a
+// limit there would make Dial fail or hang.
+//
+// # Health
+//
+// A node that stops answering (a paused process, a network black hole)
+// leaves abandoned requests behind. When the oldest tombstone not yet
+// vouched for has waited Options.ProbeAfter (1 s), or tombstones reach
+// half of MaxAbandoned, the connection sends a NOOP probe. The probe
+// decides: answered (with any status), the node is alive, and the
+// tombstones abandoned before it was sent trigger no further probe (a slow
+// durable write or a large value is the server's business). Unanswered
+// while the connection makes no progress for Options.ProbeTimeout (1 s):
+// nothing read, and, while the probe is not yet written, nothing accepted by
+// the socket, the connection is closed with ErrUnresponsive (logged at warn)
+// and its requests fail by the written/not-written rule, as on any dead
+// connection; the client redials. During the bootstrap the bootstrap's own
+// requests are the probe: a node that sends nothing for ProbeTimeout while
+// one of them waits fails the Dial with ErrUnresponsive. A negative
+// ProbeAfter turns the health check off. Timing comes from an internal
+// clock that tests replace.
+//
+// # Stray responses
+//
+// A well-framed response that answers nothing in flight is a stray: an
+// opaque that matches no request (a second answer to one already answered,
+// an answer to a quiet opcode, an answer to a forgotten tombstone), an
+// opcode that differs from its request's, an answer to a request the
+// socket has not taken whole (queued, or sending with bytes after the
+// Write in progress: the server cannot have read it), and the late answer
+// to an abandoned request. Strays are dropped and counted per connection
+// (Stats.StrayResponses, of which LateResponses), and logged at warn with
+// the node, opcode, opaque, status and why, at most once a second per
+// connection (the next line says how many were not logged). The connection
+// and its requests in flight are unaffected.
 //
 // # Protocol violations
 //
-// A bad magic, a body over Options.MaxBodyLength, a malformed header, a
-// response whose opaque matches nothing in flight (a response to a quiet
-// opcode included: Do refuses quiet opcodes), whose opcode differs from its
-// request's, or whose request is still in the write buffer (not yet handed
-// to the socket: the server cannot have seen it), and a client-only magic
-// from the server close the connection with a *ProtocolError
-// (errors.Is(err, ErrProtocol)) that says what was wrong. Every pending
-// request then fails as above.
+// Only a framing error closes the connection: a bad magic (or one only a
+// client sends), a body over Options.MaxBodyLength, a malformed header or
+// lengths that do not add up. It is logged at warn, and the connection ends
+// with a *ProtocolError (errors.Is(err, ErrProtocol)) that says what was
+// wrong. Every pending request then fails as above.
 package conn

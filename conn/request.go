@@ -257,7 +257,7 @@ func (c *Conn) leave(cl *call) {
 	c.mu.Unlock()
 }
 
-// expire ends a call whose deadline has passed (the sweeper): a queued one
+// expire ends a call whose deadline has passed (the monitor): a queued one
 // is withdrawn, a sent one abandoned. The outcome goes on done.
 func (c *Conn) expire(cl *call, now time.Time) {
 	written := cl.state != reqQueued
