@@ -53,6 +53,8 @@ func newPeer(t testing.TB, nc net.Conn) *peer { return &peer{t: t, nc: nc} }
 // error.
 func (p *peer) read() memdx.Packet {
 	p.t.Helper()
+	p.nc.SetReadDeadline(time.Now().Add(testTimeout))
+	defer p.nc.SetReadDeadline(time.Time{})
 	pkt, err := p.tryRead()
 	if err != nil {
 		p.t.Errorf("peer: read: %v", err)
