@@ -717,7 +717,7 @@ func TestHeldBatchIsWrittenWithoutAnswers(t *testing.T) {
 func TestResponseToUnsentRequestIsStray(t *testing.T) {
 	c, p, g := dialGated(t, Options{})
 	x := goGet(testCtx(t), c, "x")
-	xw := packets(t, <-g.calls) // the writer now waits in Write([X])
+	xw := packets(t, recv(t, g.calls)) // the writer now waits in Write([X])
 	y := goGet(testCtx(t), c, "y")
 	waitFor(t, "Y queued behind X", func() bool { return c.Pending() == 2 })
 	// Y's opaque is the one after X's.
@@ -726,7 +726,7 @@ func TestResponseToUnsentRequestIsStray(t *testing.T) {
 	waitFor(t, "the forged answer dropped", func() bool { return c.Stats().StrayResponses == 1 })
 	g.acts <- gateWrite{n: -1} // X's write goes through
 	rx := p.read()
-	yw := packets(t, <-g.calls)
+	yw := packets(t, recv(t, g.calls))
 	g.acts <- gateWrite{n: -1}
 	ry := p.read()
 	if len(yw) != 1 || ry.Opaque != forged.Opaque {

@@ -102,7 +102,7 @@ func TestRequestBehindStalledLargeWriteIsNotWritten(t *testing.T) {
 	}()
 	ctx := testCtx(t)
 	x := goGet(ctx, c, "x")
-	xw := packets(t, <-g.calls) // the writer waits in Write([X])
+	xw := packets(t, recv(t, g.calls)) // the writer waits in Write([X])
 	big := make(chan error, 1)
 	go func() {
 		req := memdx.NewStore(memdx.OpSet, []byte("big"), make([]byte, 200<<10), 0, 0)
@@ -113,7 +113,7 @@ func TestRequestBehindStalledLargeWriteIsNotWritten(t *testing.T) {
 	y := goGet(yctx, c, "y")
 	waitFor(t, "Y queued behind it", func() bool { return c.Pending() == 3 })
 	g.acts <- gateWrite{n: -1} // X goes out
-	first := <-g.calls         // the writer waits in Write(first chunk of [BIG Y])
+	first := recv(t, g.calls)  // the writer waits in Write(first chunk of [BIG Y])
 	if len(first) != writeChunk {
 		t.Fatalf("first chunk of the batch is %d bytes, want %d", len(first), writeChunk)
 	}
@@ -130,7 +130,7 @@ func TestRequestBehindStalledLargeWriteIsNotWritten(t *testing.T) {
 	var rest []byte
 	for len(first)+len(rest) < len(encode(t, memdx.Packet{Magic: memdx.MagicReq, OpCode: memdx.OpSet,
 		Extras: make([]byte, 8), Key: []byte("big"), Value: make([]byte, 200<<10)})) {
-		rest = append(rest, <-g.calls...)
+		rest = append(rest, recv(t, g.calls)...)
 		g.acts <- gateWrite{n: -1}
 	}
 	if got := packets(t, append(first, rest...)); len(got) != 1 || got[0].OpCode != memdx.OpSet {
