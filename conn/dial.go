@@ -134,7 +134,7 @@ func (e *corruptMapError) Unwrap() error { return e.err }
 func mapTooLong(err error) error {
 	var pe *ProtocolError
 	var de *memdx.DecodeError
-	if errors.As(err, &pe) && errors.As(pe.Err, &de) && de.What == "header" && de.Field == "body length" {
+	if errors.As(err, &pe) && errors.As(pe.Err, &de) && errors.Is(de, memdx.ErrBodyTooLarge) {
 		return de
 	}
 	return nil

@@ -18,6 +18,11 @@ var ErrShortBuffer = errors.New("memdx: buffer ends before the packet does")
 // cannot be framed (a key too long for its header field, say).
 var ErrInvalidRequest = errors.New("memdx: request cannot be encoded")
 
+// ErrBodyTooLarge is matched (errors.Is) by the *DecodeError of a header
+// whose body length is over the limit the decoder was given: the packet may
+// be well formed, only larger than the reader accepts.
+var ErrBodyTooLarge = errors.New("memdx: body length over the limit")
+
 // DecodeError says which field of the input was wrong and why.
 type DecodeError struct {
 	// What was being decoded: "header", "packet", "frame info", ...
@@ -26,6 +31,9 @@ type DecodeError struct {
 	Field string
 	// Reason says what was wrong with it.
 	Reason string
+	// Err is a more specific sentinel, when there is one
+	// (ErrBodyTooLarge); nil otherwise.
+	Err error
 }
 
 func (e *DecodeError) Error() string {
@@ -35,8 +43,17 @@ func (e *DecodeError) Error() string {
 // Is makes errors.Is(err, ErrMalformed) true.
 func (e *DecodeError) Is(target error) bool { return target == ErrMalformed }
 
+// Unwrap returns Err.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
 func malformed(what, field, format string, args ...any) error {
 	return &DecodeError{What: what, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// bodyTooLarge is the error of a header whose body length n is over max.
+func bodyTooLarge(n, max uint32) error {
+	return &DecodeError{What: "header", Field: "body length", Err: ErrBodyTooLarge,
+		Reason: fmt.Sprintf("%d bytes exceeds the limit of %d", n, max)}
 }
 
 // EncodeError says why a request could not be encoded.

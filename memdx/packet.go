@@ -64,7 +64,7 @@ func DecodeHeader(b []byte, maxBody uint32) (Header, error) {
 		maxBody = DefaultMaxBodyLength
 	}
 	if h.BodyLen > maxBody {
-		return h, malformed("header", "body length", "%d bytes exceeds the limit of %d", h.BodyLen, maxBody)
+		return h, bodyTooLarge(h.BodyLen, maxBody)
 	}
 	if fixed := uint32(h.FramingExtrasLen) + uint32(h.ExtrasLen) + uint32(h.KeyLen); fixed > h.BodyLen {
 		field := "key length"

@@ -409,6 +409,11 @@ func TestDecodeHeaderRejects(t *testing.T) {
 		if _, err := PacketSize(tc.b, tc.max); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: PacketSize err = %v", tc.name, err)
 		}
+		// Only an over-limit body matches ErrBodyTooLarge: a reader tells
+		// "larger than I accept" from a corrupt header by it.
+		if tooLarge := tc.field == "body length"; errors.Is(err, ErrBodyTooLarge) != tooLarge {
+			t.Errorf("%s: errors.Is(err, ErrBodyTooLarge) = %v, want %v", tc.name, !tooLarge, tooLarge)
+		}
 	}
 	for n := range HeaderSize {
 		if _, err := DecodeHeader(make([]byte, n), 0); !errors.Is(err, ErrShortBuffer) {
