@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"testing"
+
+	"github.com/kvwire/kvwire/internal/conformance"
 )
 
 // FuzzParse checks, for any input: Parse never panics; a rejection is a
@@ -19,7 +19,7 @@ import (
 // Seeds: the conformance maps when present, and testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	for _, c := range conformanceMaps {
-		if b, err := os.ReadFile(filepath.Join(conformanceDir, c.file)); err == nil {
+		for _, b := range conformance.Seeds(f, "errmap/"+c.file) {
 			f.Add(b)
 		}
 	}

@@ -2,29 +2,19 @@ package errmap
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kvwire/kvwire/internal/conformance"
 )
 
-// conformanceDir holds the shared error maps (see the conformance README);
-// it is outside the repository and may be absent.
-var conformanceDir = filepath.Join("..", "..", "shared", "conformance", "errmap")
-
-// readConformance returns the named conformance map, skipping the test when
-// the corpus is absent.
+// readConformance returns the named map of the shared corpus's errmap/
+// (see the conformance README), skipping the test when the corpus is absent
+// (failing under KVWIRE_REQUIRE_CONFORMANCE=1).
 func readConformance(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(conformanceDir, name))
-	if os.IsNotExist(err) {
-		t.Skipf("conformance file %s absent; tests with real maps skipped", filepath.Join(conformanceDir, name))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return conformance.Read(t, "errmap/"+name)
 }
 
 func mustParse(t testing.TB, b []byte) *Map {

@@ -3,28 +3,17 @@ package memdx
 import (
 	"encoding/hex"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/kvwire/kvwire/internal/conformance"
 )
 
-// conformanceDir is the shared conformance corpus, read in place (never
-// copied into the repository).
-var conformanceDir = filepath.Join("..", "..", "shared", "conformance")
-
-// readConformance reads a conformance file, skipping the test with the path
-// when the corpus is absent.
+// readConformance reads a file of the shared conformance corpus, read in
+// place (never copied into the repository), skipping the test with the path
+// when the corpus is absent (failing under KVWIRE_REQUIRE_CONFORMANCE=1).
 func readConformance(t testing.TB, rel string) []byte {
 	t.Helper()
-	p := filepath.Join(conformanceDir, rel)
-	b, err := os.ReadFile(p)
-	if os.IsNotExist(err) {
-		t.Skipf("conformance data %s is absent; these checks need /work/shared/conformance", p)
-	}
-	if err != nil {
-		t.Fatalf("reading %s: %v", p, err)
-	}
-	return b
+	return conformance.Read(t, rel)
 }
 
 // conformancePackets is the decoded shape of the two packet files.
@@ -80,10 +69,11 @@ func loadJVMPackets(t testing.TB) []jvmPacket {
 }
 
 // conformanceSeeds returns the raw bytes of every conformance packet, or nil
-// when the corpus is absent (fuzz targets seed from it when it is there).
-func conformanceSeeds() [][]byte {
+// when the corpus is absent (fuzz targets seed from it when it is there;
+// under KVWIRE_REQUIRE_CONFORMANCE=1 its absence fails tb).
+func conformanceSeeds(tb testing.TB) [][]byte {
 	var out [][]byte
-	if b, err := os.ReadFile(filepath.Join(conformanceDir, "packets", "kv_engine_doc_packet_examples.json")); err == nil {
+	for _, b := range conformance.Seeds(tb, "packets/kv_engine_doc_packet_examples.json") {
 		var f struct {
 			Packets []docPacket `json:"packets"`
 		}
@@ -95,7 +85,7 @@ func conformanceSeeds() [][]byte {
 			}
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(conformanceDir, "packets", "jvm_core_io_packets.json")); err == nil {
+	for _, b := range conformance.Seeds(tb, "packets/jvm_core_io_packets.json") {
 		var f struct {
 			Packets []jvmPacket `json:"packets"`
 		}

@@ -71,7 +71,7 @@ func unhex(s string) []byte {
 // addPacketSeeds adds the conformance packets (when the corpus is present);
 // the hand-made seeds are in testdata/fuzz (fuzzSeeds).
 func addPacketSeeds(f *testing.F) {
-	for _, b := range conformanceSeeds() {
+	for _, b := range conformanceSeeds(f) {
 		f.Add(b)
 	}
 }
@@ -142,7 +142,7 @@ func FuzzDecodePacket(f *testing.F) {
 }
 
 func FuzzFrameInfos(f *testing.F) {
-	for _, b := range conformanceSeeds() {
+	for _, b := range conformanceSeeds(f) {
 		if p, _, err := DecodePacket(b, 0); err == nil && len(p.FramingExtras) > 0 {
 			f.Add(p.FramingExtras)
 		}
@@ -319,7 +319,7 @@ func FuzzDecodePlain(f *testing.F) {
 }
 
 func FuzzDecompressSnappy(f *testing.F) {
-	for _, b := range conformanceSeeds() {
+	for _, b := range conformanceSeeds(f) {
 		if p, _, err := DecodePacket(b, 0); err == nil && p.Datatype.Has(DatatypeSnappy) {
 			f.Add(p.Value)
 		}

@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/kvwire/kvwire/internal/conformance"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -123,15 +122,11 @@ func TestGetErrorMapV1V2(t *testing.T) {
 // both name (names, descriptions and attributes), and its v1 derivation
 // agrees with kv_engine's.
 func TestErrorMapMatchesKVEngine(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "conformance", "errmap")
 	for _, tc := range []struct {
 		file    string
 		version uint16
 	}{{"kv_engine_error_map_v2.json", 2}, {"kv_engine_error_map_v1_derived_from_current_v2.json", 1}} {
-		raw, err := os.ReadFile(filepath.Join(dir, tc.file))
-		if err != nil {
-			t.Skipf("conformance data not found at %s: %v", dir, err)
-		}
+		raw := conformance.Read(t, "errmap/"+tc.file)
 		type entry struct {
 			Name  string   `json:"name"`
 			Desc  string   `json:"desc"`
@@ -418,11 +413,7 @@ func TestGetClusterConfig(t *testing.T) {
 // Every key the mock writes at the top level and in vBucketServerMap also
 // appears in the config a real 7.6.4 cluster served.
 func TestConfigKeysMatchServer(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "conformance", "configs", "cb_terse_7.6.4_3node_server_groups.json")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Skipf("conformance config not found at %s: %v", path, err)
-	}
+	raw := conformance.Read(t, "configs/cb_terse_7.6.4_3node_server_groups.json")
 	var real, mine map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &real); err != nil {
 		t.Fatal(err)

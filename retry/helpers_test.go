@@ -3,12 +3,11 @@ package retry
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	conformancedata "github.com/kvwire/kvwire/internal/conformance"
 	"github.com/kvwire/kvwire/internal/leakcheck"
 )
 
@@ -71,15 +70,11 @@ func fixed(d time.Duration) Strategy {
 	return StrategyFunc(func(Request, Reason) Action { return RetryAfter(d) })
 }
 
-// conformance reads a file of the shared conformance corpus, or skips.
+// conformance reads a file of the shared conformance corpus (skipping, or
+// failing under KVWIRE_REQUIRE_CONFORMANCE=1, when it is absent).
 func conformance(t *testing.T, name string) []byte {
 	t.Helper()
-	path := filepath.Join("..", "..", "shared", "conformance", name)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Skipf("conformance file %s not available: %v", path, err)
-	}
-	return b
+	return conformancedata.Read(t, name)
 }
 
 // waitCtx bounds the blocking helpers of a test so that a bug fails the

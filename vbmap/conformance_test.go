@@ -11,22 +11,16 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/kvwire/kvwire/internal/conformance"
 )
 
-// conformanceDir is the shared corpus of real configs (see its README).
-var conformanceDir = filepath.Join("..", "..", "shared", "conformance")
-
+// readConformance reads a file of the shared corpus of real configs (see its
+// README); without the corpus the test skips, or fails under
+// KVWIRE_REQUIRE_CONFORMANCE=1.
 func readConformance(t testing.TB, rel string) []byte {
 	t.Helper()
-	p := filepath.Join(conformanceDir, rel)
-	b, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("conformance file %s is absent; these tests need the shared corpus at %s", p, conformanceDir)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return conformance.Read(t, rel)
 }
 
 func mustParseFile(t testing.TB, rel, src string) *Config {
@@ -478,9 +472,9 @@ func checkRoutesEverything(t testing.TB, c *Config) {
 // Every file in configs/ must have a row above: a new capture cannot slip in
 // untested.
 func TestConformanceTableIsComplete(t *testing.T) {
-	dir := filepath.Join(conformanceDir, "configs")
+	dir := conformance.Path("configs")
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("conformance directory %s is absent: %v", dir, err)
+		conformance.Missing(t, dir, err)
 	}
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kvwire/kvwire/internal/conformance"
 )
 
 // FuzzParse: Parse never panics; what it rejects is a *ParseError; what it
@@ -15,7 +17,10 @@ import (
 // and Ketama without panicking. Seeds: every conformance config (when the
 // corpus is present) and testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
-	dir := filepath.Join(conformanceDir, "configs")
+	dir := conformance.Path("configs")
+	if _, err := os.Stat(dir); err != nil && conformance.Required() {
+		conformance.Missing(f, dir, err)
+	}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil

@@ -2,9 +2,9 @@ package vbmap
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/kvwire/kvwire/internal/conformance"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,13 +43,8 @@ func TestPeekVersion(t *testing.T) {
 
 // On every conformance config, PeekVersion agrees with Parse.
 func TestPeekVersionConformance(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "conformance", "configs")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	more, _ := filepath.Glob(filepath.Join(dir, "rev_epoch_compare", "*.json"))
-	files = append(files, more...)
-	if len(files) == 0 {
-		t.Skipf("conformance configs not found at %s", dir)
-	}
+	files := conformance.Glob(t, "configs/*.json")
+	files = append(files, conformance.Glob(t, "configs/rev_epoch_compare/*.json")...)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
@@ -73,11 +68,8 @@ func FuzzPeekVersion(f *testing.F) {
 	for _, s := range []string{`{"rev":5}`, `{"rev":1,"revEpoch":2,"nodes":[]}`, `{"Rev":1,"rev":2}`} {
 		f.Add([]byte(s))
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "conformance", "configs", "*.json"))
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil {
-			f.Add(b)
-		}
+	for _, b := range conformance.Seeds(f, "configs/*.json") {
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, ok := PeekVersion(b)
@@ -95,10 +87,7 @@ func FuzzPeekVersion(f *testing.F) {
 }
 
 func BenchmarkPeekVersion(b *testing.B) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "conformance", "configs", "cb_terse_rebalance_vbmapforward_rev28957.json"))
-	if err != nil {
-		b.Skip(err)
-	}
+	data := conformance.Read(b, "configs/cb_terse_rebalance_vbmapforward_rev28957.json")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
