@@ -180,7 +180,8 @@ type scheduler struct {
 	short   bool
 	kinds   []faultKind
 	maxConc int
-	prob    float64 // when > 0, every per-request fault's probability
+	prob    float64     // when > 0, every per-request fault's probability
+	until   func() bool // short runs: what must hold before they end (config.until)
 	logf    func(string, ...any)
 
 	slots chan struct{} // one per concurrent episode
@@ -289,20 +290,28 @@ func (s *scheduler) allFired() bool {
 	return true
 }
 
-// run fires episodes until d has passed; in short mode it goes on (up to 3d)
-// until every kind has acted at least once, so the short run is never
-// vacuous. Kinds come in shuffled rounds, so each appears once per round.
+// complete reports whether a short run has done all it must: every kind
+// acted, and until holds.
+func (s *scheduler) complete() bool {
+	return s.allFired() && (s.until == nil || s.until())
+}
+
+// run fires episodes until d has passed; in short mode it goes on until
+// every kind has acted at least once and until holds, so the short run is
+// never vacuous, however slowly a busy machine runs it (actedLimit past d
+// only stops a run that will never get there; it then fails on what is
+// missing). Kinds come in shuffled rounds, so each appears once per round.
 func (s *scheduler) run(d time.Duration) {
 	start := time.Now()
 	var round []faultKind
 	for {
 		el := time.Since(start)
-		if el >= d && (!s.short || s.allFired() || el >= 3*d) {
+		if el >= d && (!s.short || s.complete() || el >= d+actedLimit) {
 			break
 		}
 		if len(s.kinds) == 0 { // no faults: just the workload
-			time.Sleep(d)
-			break
+			time.Sleep(5 * time.Millisecond)
+			continue
 		}
 		if len(round) == 0 {
 			round = slices.Clone(s.kinds)
@@ -387,8 +396,54 @@ func (s *scheduler) runEpisode(e *episode) bool {
 	}
 	s.h.faults.add(f)
 	time.Sleep(e.dur)
+	if s.short {
+		s.untilActed(f)
+	}
 	s.h.faults.remove(f)
 	return f.hitCount(&s.h.faults) > 0
+}
+
+// actedLimit bounds how long a short run's fault waits for requests to act
+// on: only a client that stopped sending any reaches it (the run then fails
+// on the kind that never acted).
+const actedLimit = time.Minute
+
+// untilActed keeps a short run's per-request fault active past its drawn
+// duration until its kind has done what the run needs of it: acted at least
+// once and, for the close kinds, cut off a write that was then applied
+// (close-after) or not (close-before). How many requests reach a node in a
+// few hundred milliseconds depends on how busy the machine is; the short
+// run must not. Past its duration the fault applies to every node, so a
+// node stopped or removed meanwhile cannot keep it waiting.
+func (s *scheduler) untilActed(f *hookFault) {
+	s.h.faults.mu.Lock()
+	f.nodes = nil
+	s.h.faults.mu.Unlock()
+	limit := time.Now().Add(actedLimit)
+	for !s.kindDone(f) && time.Now().Before(limit) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// kindDone reports whether f, or an earlier episode of its kind, has acted
+// as the short run requires.
+func (s *scheduler) kindDone(f *hookFault) bool {
+	switch f.kind {
+	case fkCloseBefore:
+		if s.h.doubtNotApplied.Load() == 0 {
+			return false
+		}
+	case fkCloseAfter:
+		if s.h.doubtApplied.Load() == 0 {
+			return false
+		}
+	}
+	if f.hitCount(&s.h.faults) > 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fired[f.kind] > 0
 }
 
 func (s *scheduler) restart(e *episode) bool {

@@ -23,6 +23,7 @@ const (
 	outTimeout           // an unambiguous timeout: not applied
 	outNotSent           // failed before any request could apply: not applied
 	outAmbiguous         // may have been applied
+	numOutcomes
 )
 
 var outcomeNames = [...]string{"success", "definite failure", "unambiguous timeout", "failed before sending", "ambiguous"}
@@ -136,6 +137,15 @@ type opRec struct {
 	applied   int
 	inDoubt   bool // an attempt ended written without an answer
 	retriedIn bool // an attempt started after that
+
+	// The retry plan (timing_test.go), on the operation's goroutine only.
+	firstEv      time.Time // its first attempt or retry record
+	floor        time.Time // its goroutine ran at least until then
+	retries      int       // retry records seen
+	overrunSeen  bool      // a retry's wait was planned past the deadline
+	overrun      time.Duration
+	overrunDelay time.Duration
+	planErr      string
 }
 
 func (op *opRec) String() string {
@@ -358,6 +368,7 @@ func (h *harness) AttemptStart(info client.AttemptInfo) {
 	st.attempts++
 	if info.Retry {
 		st.retries[info.RetryReason]++
+		h.retried[info.RetryReason].Add(1)
 	}
 	if info.ForwardMap {
 		st.fwdAttempts++
@@ -371,6 +382,7 @@ func (h *harness) AttemptStart(info client.AttemptInfo) {
 	if op.inDoubt && !op.kind.idempotent() {
 		op.retriedIn = true
 	}
+	op.planEvent(info.Start)
 	op.attempts = append(op.attempts, attempt{start: info.Start.Sub(op.start), node: info.Node,
 		retry: info.Retry, reason: info.RetryReason, fwd: info.ForwardMap})
 }
@@ -387,6 +399,7 @@ func (h *harness) AttemptEnd(info client.AttemptInfo, err error) {
 	if op == nil || len(op.attempts) == 0 {
 		return
 	}
+	op.planEvent(info.Start.Add(info.Duration))
 	a := &op.attempts[len(op.attempts)-1]
 	a.took = info.Duration
 	var re *conn.RequestError
@@ -496,7 +509,7 @@ func (h *harness) settleQueue(ks *keyState, final bool) {
 			break
 		}
 		h.verify(ks, op)
-		h.lat.check(h, ks, op)
+		checkDeadline(h, ks, op)
 		switch op.kind {
 		case opIncr, opDecr:
 			delete(ks.byDelta, op.delta)

@@ -131,20 +131,56 @@ func TestModelLocks(t *testing.T) {
 	}
 }
 
-// The lateness record answers for the window asked, and stalls longer than
-// a slot cover every slot they span.
-func TestLatenessWindow(t *testing.T) {
-	l := &lateness{origin: time.Unix(1000, 0)}
-	at := func(ms int) time.Time { return l.origin.Add(time.Duration(ms) * time.Millisecond) }
-	l.record(at(100), at(102), time.Millisecond)
-	l.record(at(200), at(350), 150*time.Millisecond)
-	if w := l.worst(at(0), at(150)); w != time.Millisecond {
-		t.Errorf("worst before the stall = %v", w)
-	}
-	if w := l.worst(at(300), at(310)); w != 150*time.Millisecond {
-		t.Errorf("worst inside the stall = %v", w)
-	}
-	if w := l.worst(at(400), at(500)); w != 0 {
-		t.Errorf("worst after the stall = %v", w)
+// The deadline rule blames a retry whose wait, counted from the latest time
+// the operation's goroutine is known to have run, reaches the latest the
+// deadline can be; stalls before or between the events never do.
+func TestDeadlinePlan(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, tc := range []struct {
+		name string
+		run  func(op *opRec)
+		late bool
+	}{
+		{"waits ending before the deadline", func(op *opRec) {
+			op.planEvent(at(0))
+			op.planEvent(at(10))
+			op.planRetry(at(11), ms(100))
+			op.planEvent(at(120))
+			op.planEvent(at(130))
+			op.planRetry(at(131), ms(360))
+		}, false},
+		{"a wait planned past the deadline", func(op *opRec) {
+			op.planEvent(at(0))
+			op.planEvent(at(300))
+			op.planRetry(at(301), ms(250))
+		}, true},
+		{"a wait ending exactly at the deadline", func(op *opRec) {
+			op.planEvent(at(0))
+			op.planEvent(at(400))
+			op.planRetry(at(400), ms(100))
+		}, true},
+		{"waits adding up past the deadline with no attempt between", func(op *opRec) {
+			op.planRetry(at(5), ms(200))
+			op.planRetry(at(205), ms(200))
+			op.planRetry(at(405), ms(200))
+		}, true},
+		{"a stall before the first event moves the deadline's bound", func(op *opRec) {
+			op.planEvent(at(300)) // the deadline was read at most here
+			op.planEvent(at(500))
+			op.planRetry(at(900), ms(250)) // stalled 400 ms after the attempt
+		}, false},
+		{"a stall after the decision is not the client's", func(op *opRec) {
+			op.planEvent(at(0))
+			op.planEvent(at(100))
+			op.planRetry(at(450), ms(100)) // the record came late, the decision did not
+		}, false},
+	} {
+		op := &opRec{start: t0, timeout: 500 * time.Millisecond}
+		tc.run(op)
+		if op.overrunSeen != tc.late {
+			t.Errorf("%s: late=%v (overrun %v after a wait of %v), want %v", tc.name, op.overrunSeen, op.overrun, op.overrunDelay, tc.late)
+		}
 	}
 }

@@ -49,7 +49,8 @@ type stats struct {
 	spurious      int64
 	unexpected    int64
 	late          int64
-	maxOver       time.Duration
+	maxOver       time.Duration // the largest wall-clock overshoot (reported, not checked)
+	planned       int64         // retry records the deadline check saw
 	attempts      int64
 	fwdAttempts   int64
 	retries       [64]int64
@@ -85,6 +86,7 @@ func (s *stats) add(o *stats) {
 	s.unexpected += o.unexpected
 	s.late += o.late
 	s.maxOver = max(s.maxOver, o.maxOver)
+	s.planned += o.planned
 	s.attempts += o.attempts
 	s.fwdAttempts += o.fwdAttempts
 	s.overflows += o.overflows
@@ -219,7 +221,7 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	}
 	ks.mu.Unlock()
 	op.start = time.Now()
-	err := call(context.Background())
+	err := call(withOp(context.Background(), op))
 	op.end = time.Now()
 	ks.mu.Lock()
 	ks.cur = nil
@@ -231,6 +233,7 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	op.err = err
 	op.outcome = classify(err)
 	w.st.outcomes[op.outcome]++
+	w.h.outcomes[op.outcome].Add(1)
 	w.st.byKind[op.kind][op.outcome]++
 	if op.kind.counted() {
 		switch op.outcome {
