@@ -19,7 +19,8 @@ import (
 // chaosServer reads requests and answers some at once, holds some back to
 // answer later (out of order), never answers others, and drops the
 // connection after a given number of requests (or when none came for a
-// while). It records every request it read in full.
+// while and some were never answered). It records every request it read in
+// full.
 type chaosServer struct {
 	mu   sync.Mutex
 	seen map[string]bool
@@ -30,23 +31,33 @@ func (s *chaosServer) serve(t *testing.T, nc net.Conn, seed uint64, closeAfter i
 	rng := rand.New(rand.NewPCG(seed, 1))
 	p := newPeer(t, nc)
 	var held []memdx.Packet
+	never := 0 // requests read and never to be answered
 	answer := func(req memdx.Packet) bool {
 		_, err := nc.Write(encode(t, ok(req, string(req.Key))))
 		return err == nil
 	}
 	for n := 0; n < closeAfter; {
 		// When every client waits for an answer, nothing more arrives:
-		// send the held answers, or, with none held, drop the connection.
+		// send the held answers, or, with none held, drop the connection
+		// if some request will never be answered (its caller may wait for
+		// nothing else). With every request answered, a quiet moment only
+		// means the clients are slow (Dial finishing its bootstrap on a busy
+		// machine, say): keep reading.
 		nc.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
 		req, err := p.tryRead()
-		if errors.Is(err, os.ErrDeadlineExceeded) && len(held) > 0 {
-			for _, h := range held {
-				if !answer(h) {
-					return
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			switch {
+			case len(held) > 0:
+				for _, h := range held {
+					if !answer(h) {
+						return
+					}
 				}
+				held = held[:0]
+				continue
+			case never == 0:
+				continue
 			}
-			held = held[:0]
-			continue
 		}
 		if err != nil {
 			return
@@ -63,6 +74,7 @@ func (s *chaosServer) serve(t *testing.T, nc net.Conn, seed uint64, closeAfter i
 		case x < 9:
 			held = append(held, req)
 		default: // never answered
+			never++
 		}
 		if len(held) > 0 && rng.IntN(3) == 0 {
 			i := rng.IntN(len(held))
