@@ -243,8 +243,11 @@ func TestGocbcoreCollections(t *testing.T) {
 
 // gocbcore keeps working through a rebalance. Without cluster-map
 // notifications the old owners answer NOT_MY_VBUCKET with the new config and
-// gocbcore re-routes; with (brief) notifications, compression and
-// out-of-order responses it fetches each new config when told of it.
+// gocbcore re-routes. With (brief) notifications, compression and
+// out-of-order responses, gocbcore learns every config from the
+// notifications alone and lives with NOT_MY_VBUCKET answers that leave the
+// config out (the connection was told of that version): see
+// rebalanceRound.
 func TestGocbcoreThroughRebalance(t *testing.T) {
 	for _, notify := range []bool{false, true} {
 		name := "nmv"
@@ -255,6 +258,25 @@ func TestGocbcoreThroughRebalance(t *testing.T) {
 	}
 }
 
+// rebalanceRound writes and reads 64 keys before, at every step of and
+// after a rebalance that adds a node.
+//
+// With notifications, each config change (the node added, the rebalance
+// started, each step, the end) is followed, before anything else happens,
+// by waiting until gocbcore's config is the mock's: no operation runs
+// meanwhile and gocbcore's poller stays idle when every node sends
+// notifications (v10.8.1 polls only nodes that do not), so it can get there
+// only by a GET_CLUSTER_CONFIG after the mock's brief notification. One
+// change at a time is not a way around a mock defect: gocbcore v10.8.1
+// fetches a notified config with the pipeline snapshot taken when the
+// notification arrived, and a notification that arrives while it is still
+// applying the previous config (changes microseconds apart) can be fetched
+// on pipelines that config just replaced, so nothing is fetched; the mock,
+// like kv_engine, then leaves that version out of NOT_MY_VBUCKET on the
+// connections it was pushed to, and gocbcore, which no longer polls, is
+// stuck until the next change. Each round then meets one NOT_MY_VBUCKET
+// injected on a connection that knows the current version (so its body is
+// left out) and must retry through it.
 func rebalanceRound(t *testing.T, notify bool) {
 	c, err := mockcluster.New(mockcluster.Options{Buckets: []mockcluster.BucketOptions{{Name: "default", NumVbuckets: 64}}})
 	if err != nil {
@@ -269,12 +291,66 @@ func rebalanceRound(t *testing.T, notify bool) {
 			cfg.CompressionConfig.MinSize = 1
 		}
 	})
+	b := c.Bucket("default")
 	keys := make([][]byte, 64)
 	for i := range keys {
 		keys[i] = []byte(fmt.Sprintf("rebalance-%d", i))
 	}
+	var changes int
+	var fetches uint64
+	configRequests := func() uint64 {
+		var n uint64
+		for _, nd := range c.Nodes() {
+			n += nd.RequestCount(memdx.OpGetClusterConfig)
+		}
+		return n
+	}
+	// change makes one config change and, with notifications, waits until
+	// gocbcore has fetched the config it was told of.
+	change := func(what string, f func() error) {
+		t.Helper()
+		before := configRequests()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !notify {
+			return
+		}
+		changes++
+		want := b.Rev()
+		ready := time.Now().Add(opTimeout)
+		for {
+			snap, err := agent.ConfigSnapshot()
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if snap.RevID() == want {
+				break
+			}
+			if time.Now().After(ready) {
+				t.Fatalf("%s: gocbcore still has config rev %d, not the mock's %d, %v after the change (GET_CLUSTER_CONFIG requests since: %d)",
+					what, snap.RevID(), want, opTimeout, configRequests()-before)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if configRequests() == before {
+			t.Fatalf("%s: gocbcore reached rev %d without a GET_CLUSTER_CONFIG", what, want)
+		}
+		fetches += configRequests() - before
+	}
+	var injected int
 	round := func(tag string) {
 		t.Helper()
+		if notify {
+			// One NOT_MY_VBUCKET on a connection that knows the current
+			// config: the mock leaves the config out.
+			nmv := c.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}},
+				Action: mockcluster.Action{Status: memdx.StatusNotMyVbucket}, Times: 1})
+			defer func() {
+				injected += nmv.Hits()
+				nmv.Remove()
+			}()
+		}
 		for _, k := range keys {
 			v := bytes.Repeat([]byte(tag+"-"+string(k)+"/"), 8)
 			if _, err := call(t, func(cb func(*gocbcore.StoreResult, error)) (gocbcore.PendingOp, error) {
@@ -291,38 +367,37 @@ func rebalanceRound(t *testing.T, notify bool) {
 		}
 	}
 	round("before")
-	if _, err := c.AddNode(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := c.StartRebalance(mockcluster.RebalanceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	change("adding a node", func() error { _, err := c.AddNode(); return err })
+	var r *mockcluster.Rebalance
+	change("starting the rebalance", func() (err error) {
+		r, err = c.StartRebalance(mockcluster.RebalanceOptions{})
+		return err
+	})
 	for step := 0; r.Remaining() > 0; step++ {
-		if _, err := r.Step(4); err != nil {
-			t.Fatal(err)
-		}
+		change(fmt.Sprintf("step %d", step), func() error { _, err := r.Step(4); return err })
 		round(fmt.Sprintf("step%d", step))
 	}
-	if err := r.Finish(); err != nil {
-		t.Fatal(err)
-	}
+	change("finishing the rebalance", r.Finish)
 	round("after")
-	var nmv, configs uint64
+	var nmv uint64
 	for _, n := range c.Nodes() {
 		nmv += n.ErrorCount(memdx.StatusNotMyVbucket)
-		configs += n.RequestCount(memdx.OpGetClusterConfig)
 	}
 	if !notify && nmv == 0 {
 		t.Fatal("gocbcore never met NOT_MY_VBUCKET: the test did not exercise re-routing")
 	}
-	if notify && configs < 10 {
-		t.Fatalf("gocbcore fetched the config %d times: notifications not followed", configs)
-	}
 	if c.Node(3).RequestCount(memdx.OpSet) == 0 {
 		t.Fatal("gocbcore never wrote to the new node")
 	}
-	t.Logf("NOT_MY_VBUCKET answers: %d, GET_CLUSTER_CONFIG requests: %d", nmv, configs)
+	if notify {
+		if injected == 0 {
+			t.Fatal("no NOT_MY_VBUCKET was injected: the rounds did not exercise one without a config")
+		}
+		t.Logf("%d config changes, each followed by gocbcore (%d GET_CLUSTER_CONFIG requests); %d NOT_MY_VBUCKET answers (%d injected)",
+			changes, fetches, nmv, injected)
+		return
+	}
+	t.Logf("NOT_MY_VBUCKET answers: %d, GET_CLUSTER_CONFIG requests: %d", nmv, configRequests())
 }
 
 func TestGocbcoreTLS(t *testing.T) {
