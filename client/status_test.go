@@ -3,8 +3,6 @@ package client
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/internal/conformance"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -233,13 +232,9 @@ func TestStatusPolicyKVEngineMap(t *testing.T) {
 	assert.False(t, decideStatus(memdx.OpGet, false, memdx.StatusKeyNotFound, m).found)
 }
 
-// readConformance reads a file of the shared conformance corpus, or skips.
+// readConformance reads a file of the shared conformance corpus (skipping,
+// or failing under KVWIRE_REQUIRE_CONFORMANCE=1, when it is absent).
 func readConformance(t *testing.T, name string) []byte {
 	t.Helper()
-	path := filepath.Join("..", "..", "shared", "conformance", name)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Skipf("conformance file %s not available: %v", path, err)
-	}
-	return b
+	return conformance.Read(t, name)
 }
