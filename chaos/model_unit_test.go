@@ -161,11 +161,15 @@ func TestDeadlinePlan(t *testing.T) {
 			op.planEvent(at(400))
 			op.planRetry(at(400), ms(100))
 		}, true},
-		{"waits adding up past the deadline with no attempt between", func(op *opRec) {
+		{"a wait planned past the deadline with no attempt before it", func(op *opRec) {
 			op.planRetry(at(5), ms(200))
-			op.planRetry(at(205), ms(200))
-			op.planRetry(at(405), ms(200))
+			op.planRetry(at(320), ms(100))
+			op.planRetry(at(330), ms(200)) // decided after 320: ends after 520
 		}, true},
+		{"a wait woken early by a config: the next decision may come sooner", func(op *opRec) {
+			op.planRetry(at(5), ms(400))
+			op.planRetry(at(50), ms(400))
+		}, false},
 		{"a stall before the first event moves the deadline's bound", func(op *opRec) {
 			op.planEvent(at(300)) // the deadline was read at most here
 			op.planEvent(at(500))

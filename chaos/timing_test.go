@@ -27,8 +27,9 @@ import (
 // delay D:
 //   - the decision's clock reading is no earlier than the last thing the
 //     operation's goroutine did before it: the end of its last attempt
-//     (Observer), or the end of the previous retry's wait (that record's
-//     time plus its delay), or the operation's start;
+//     (Observer), the previous retry's record, or the operation's start (not
+//     the end of the previous retry's wait: a new config can end a wait
+//     early, retry.Orchestrator.WaitOrWake);
 //   - the operation's deadline is no later than its first event (its first
 //     attempt or retry record, both after the client read the clock for the
 //     deadline) plus its timeout.
@@ -114,9 +115,8 @@ func (op *opRec) planRetry(t time.Time, d time.Duration) {
 	if over := floor.Add(d).Sub(op.firstEv.Add(op.timeout)); over >= 0 && (!op.overrunSeen || over > op.overrun) {
 		op.overrun, op.overrunDelay, op.overrunSeen = over, d, true
 	}
-	// The wait starts after the record and lasts d.
-	if end := t.Add(d); end.After(op.floor) {
-		op.floor = end
+	if t.After(op.floor) {
+		op.floor = t
 	}
 }
 
