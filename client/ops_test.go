@@ -192,15 +192,15 @@ func TestLockedRetriedUntilReleased(t *testing.T) {
 }
 
 // A Get with a 100 ms timeout against a key that stays locked times out,
-// after waits capped to the deadline: the orchestrator's last decision is
-// to wait out the time left and fail, and no attempt follows it. That is
-// checked on the decisions (the Debug records of the retry orchestrator,
-// through the client's Logger), not on the wall clock, which a busy machine
-// stretches by any amount.
+// after waits capped to the deadline: no retry follows a wait planned to end
+// at or after the deadline, and a wait that would reach it ends the
+// operation (no attempt follows it). That is checked on the decisions (the
+// Debug records of the retry orchestrator, through the client's Logger),
+// not on the wall clock, which a busy machine stretches by any amount.
 func TestLockedGetTimesOutOnTime(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	rec := &retryRecords{}
-	col := connect(t, mc, &Options{Logger: slog.New(rec)}).DefaultCollection()
+	col := connect(t, mc, &Options{Logger: slog.New(rec), Observer: rec}).DefaultCollection()
 	ctx := context.Background()
 	_, err := col.Upsert(ctx, "l", []byte("v"), nil)
 	require.NoError(t, err)
@@ -222,18 +222,34 @@ func TestLockedGetTimesOutOnTime(t *testing.T) {
 	assert.True(t, kv.RetryReasons.Has(retryKVLocked))
 	assert.GreaterOrEqual(t, ctl.Hits(), 2, "LOCKED was retried")
 
-	// Uncapped, the backoff would sleep past 100 ms and then send again;
-	// capped, the last decision waits out what is left and fails.
+	// Uncapped, the backoff would sleep past 100 ms and then send again.
+	// Each retry is decided after the attempt before it ended (its clock
+	// reading is no earlier), and the deadline is no later than the first
+	// attempt's start plus the timeout (the client read the clock for it
+	// before): a retry whose wait, counted from the end of the attempt
+	// before it, reaches that bound was planned past the deadline. The
+	// operation ends either on a decision to wait out the time left, or on
+	// an attempt that ran into the deadline while its answer was awaited.
 	recs := rec.list()
 	require.NotEmpty(t, recs)
-	last := recs[len(recs)-1]
-	require.Equal(t, "retry wait reaches the deadline; operation will time out", last.msg, "the last decision: %+v", recs)
-	assert.LessOrEqual(t, last.left, last.delay, "the wait was capped to the time left")
-	retries := len(recs) - 1
-	for _, r := range recs[:retries] {
-		assert.Equal(t, "retrying operation", r.msg, "%+v", recs)
+	require.Equal(t, "attempt start", recs[0].msg)
+	latest := recs[0].at.Add(100 * time.Millisecond)
+	var floor time.Time
+	for i, r := range recs {
+		switch r.msg {
+		case "attempt start":
+		case "attempt end":
+			floor = r.at
+		case "retrying operation":
+			assert.True(t, floor.Add(r.delay).Before(latest),
+				"record %d: a wait of %v decided after %v is planned past the deadline (by %v at the latest): %+v", i, r.delay, floor, latest, recs)
+		case "retry wait reaches the deadline; operation will time out":
+			assert.Equal(t, len(recs)-1, i, "nothing follows a timeout decision: %+v", recs)
+			assert.LessOrEqual(t, r.left, r.delay, "the wait was capped to the time left")
+		default:
+			t.Errorf("record %d: unexpected %q", i, r.msg)
+		}
 	}
-	assert.Equal(t, retries+1, ctl.Hits(), "one attempt per retry plus the first, none after the timeout decision")
 	t.Logf("timed out after %v, %d LOCKED answers, decisions %+v", elapsed, ctl.Hits(), recs)
 }
 
@@ -248,6 +264,7 @@ type recordKey struct{}
 
 type retryRecord struct {
 	msg         string
+	at          time.Time
 	delay, left time.Duration
 }
 
@@ -263,7 +280,7 @@ func (h *retryRecords) Enabled(ctx context.Context, _ slog.Level) bool {
 }
 
 func (h *retryRecords) Handle(ctx context.Context, r slog.Record) error {
-	rr := retryRecord{msg: r.Message}
+	rr := retryRecord{msg: r.Message, at: r.Time}
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
 		case "delay":
@@ -281,6 +298,20 @@ func (h *retryRecords) Handle(ctx context.Context, r slog.Record) error {
 
 func (h *retryRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *retryRecords) WithGroup(string) slog.Handler      { return h }
+
+// AttemptStart and AttemptEnd make retryRecords a client.Observer, keeping
+// the attempts among the records.
+func (h *retryRecords) AttemptStart(info AttemptInfo) {
+	h.mu.Lock()
+	h.recs = append(h.recs, retryRecord{msg: "attempt start", at: info.Start})
+	h.mu.Unlock()
+}
+
+func (h *retryRecords) AttemptEnd(info AttemptInfo, _ error) {
+	h.mu.Lock()
+	h.recs = append(h.recs, retryRecord{msg: "attempt end", at: info.Start.Add(info.Duration)})
+	h.mu.Unlock()
+}
 
 func (h *retryRecords) list() []retryRecord {
 	h.mu.Lock()
