@@ -395,7 +395,7 @@ func (c *Client) onNotification(n *node, nt memdx.ClustermapNotification) {
 		v.Epoch = t.cfg.Version().Epoch
 	}
 	if v.Newer(t.cfg.Version()) {
-		c.requestFetch(n, t.cfg.Version())
+		c.announceFetch(n, v)
 	}
 }
 

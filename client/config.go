@@ -118,8 +118,23 @@ type fetchState struct {
 	// config version those requests were routed with.
 	again    bool
 	againFor vbmap.Version
-	last     time.Time // start of the last fetch
+	// announced: the node announced (a cluster-map notification without
+	// a config) a config at least as new as announcedVer; fetches go on
+	// until one that new is installed or on its way, at most
+	// maxAnnouncedFetches times (a node may announce what it then fails to
+	// serve: the poll catches up). urgent: the next fetch is not spaced,
+	// and kick (capacity 1) cuts a spacing wait short, since the node
+	// itself asked for it.
+	announced      bool
+	announcedVer   vbmap.Version
+	announcedTries int
+	urgent         bool
+	kick           chan struct{}
+	last           time.Time // start of the last fetch
 }
+
+// maxAnnouncedFetches bounds the fetches one announcement causes.
+const maxAnnouncedFetches = 3
 
 // recoveryState is the single recovery round in flight.
 type recoveryState struct {
@@ -308,11 +323,7 @@ func (c *Client) requestFetch(n *node, routedWith vbmap.Version) {
 	if c.fetchClosed {
 		return
 	}
-	fs := c.fetches[n]
-	if fs == nil {
-		fs = &fetchState{}
-		c.fetches[n] = fs
-	}
+	fs := c.fetchStateLocked(n)
 	if fs.running {
 		if !fs.again || routedWith.Newer(fs.againFor) {
 			fs.againFor = routedWith
@@ -320,6 +331,47 @@ func (c *Client) requestFetch(n *node, routedWith vbmap.Version) {
 		fs.again = true
 		return
 	}
+	c.startFetcherLocked(n, fs)
+}
+
+// announceFetch asks n's fetcher for the config of version v, which n
+// announced in a cluster-map notification: fetched at once (not spaced, a
+// spacing wait in progress is cut short), and again after a fetch that
+// did not bring a config that new (the announcement can overtake the
+// install of the fetch before it).
+func (c *Client) announceFetch(n *node, v vbmap.Version) {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	if c.fetchClosed {
+		return
+	}
+	fs := c.fetchStateLocked(n)
+	if !fs.announced || v.Newer(fs.announcedVer) {
+		fs.announcedVer = v
+	}
+	fs.announced, fs.announcedTries, fs.urgent = true, 0, true
+	if fs.running {
+		select {
+		case fs.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	c.startFetcherLocked(n, fs)
+}
+
+// fetchStateLocked returns n's fetch state. fetchMu is held.
+func (c *Client) fetchStateLocked(n *node) *fetchState {
+	fs := c.fetches[n]
+	if fs == nil {
+		fs = &fetchState{kick: make(chan struct{}, 1)}
+		c.fetches[n] = fs
+	}
+	return fs
+}
+
+// startFetcherLocked starts n's fetcher. fetchMu is held.
+func (c *Client) startFetcherLocked(n *node, fs *fetchState) {
 	fs.running = true
 	c.wg.Add(1)
 	go c.fetcher(n, fs)
@@ -331,11 +383,16 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 	for {
 		c.fetchMu.Lock()
 		wait := fs.last.Add(configFetchInterval).Sub(c.clock.Now())
+		if fs.urgent {
+			wait = 0
+		}
 		c.fetchMu.Unlock()
 		if wait > 0 {
 			tm := c.clock.NewTimer(wait)
 			select {
 			case <-tm.C():
+			case <-fs.kick:
+				tm.Stop()
 			case <-n.ctx.Done():
 				tm.Stop()
 				c.fetchMu.Lock()
@@ -345,22 +402,39 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 			}
 		}
 		c.fetchMu.Lock()
+		select { // this fetch serves any announcement made so far
+		case <-fs.kick:
+		default:
+		}
 		fs.last = c.clock.Now()
-		fs.again = false
+		fs.again, fs.urgent = false, false
+		if fs.announced {
+			fs.announcedTries++
+		}
 		c.fetchMu.Unlock()
 
-		got := c.fetchConfig(n)
+		got, gotVer, gotPeeked := c.fetchConfig(n)
 
 		c.fetchMu.Lock()
+		t := c.topo.Load()
 		if fs.again {
 			// Requests made before a newer config was installed, or
 			// before this fetch found one on its way (its install wakes
 			// their operations), are answered.
-			if t := c.topo.Load(); got == offerNewer || t != nil && t.cfg != nil && t.cfg.Version().Newer(fs.againFor) {
+			if got == offerNewer || t != nil && t.cfg != nil && t.cfg.Version().Newer(fs.againFor) {
 				fs.again = false
 			}
 		}
-		if !fs.again || n.ctx.Err() != nil {
+		if fs.announced {
+			// Served once a config as new as announced is installed or
+			// on its way; given up after maxAnnouncedFetches.
+			if t != nil && t.cfg != nil && !fs.announcedVer.Newer(t.cfg.Version()) ||
+				got == offerNewer && gotPeeked && !fs.announcedVer.Newer(gotVer) ||
+				fs.announcedTries >= maxAnnouncedFetches {
+				fs.announced = false
+			}
+		}
+		if !fs.again && !fs.announced || n.ctx.Err() != nil {
 			fs.running = false
 			c.fetchMu.Unlock()
 			return
@@ -370,34 +444,40 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 }
 
 // fetchConfig asks n for a config newer than the one held and offers what
-// it answers; it returns what became of the offer.
-func (c *Client) fetchConfig(n *node) offerResult {
+// it answers; it returns what became of the offer and, when it could be
+// read, the answered config's version.
+func (c *Client) fetchConfig(n *node) (got offerResult, v vbmap.Version, peeked bool) {
 	cn, _, err := n.pick()
 	if err != nil {
-		return offerStale
+		return offerStale, v, false
 	}
 	var req memdx.Request
 	t := c.topo.Load()
 	if t != nil && t.cfg != nil && cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion) {
-		v := t.cfg.Version()
-		req = memdx.NewGetClusterConfigKnown(v.Epoch, int64(v.Rev))
+		held := t.cfg.Version()
+		req = memdx.NewGetClusterConfigKnown(held.Epoch, int64(held.Rev))
 	} else {
 		req = memdx.NewGetClusterConfig()
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, c.opts.KVTimeout)
 	defer cancel()
-	got := offerStale
+	got = offerStale
 	err = cn.Do(ctx, &req, func(p *memdx.Packet) error {
 		if p.Status != memdx.StatusSuccess {
 			return memdx.NewStatusError(p)
 		}
 		got = c.offerConfig(p.Value, n.host, "fetch")
+		if got == offerNewer {
+			// Read here, while the packet is valid; offerConfig kept
+			// only a copy.
+			v, peeked = vbmap.PeekVersion(p.Value)
+		}
 		return nil
 	})
 	if err != nil {
 		c.opts.Logger.Debug("kvwire: config fetch failed", "node", n.addr, "err", err)
 	}
-	return got
+	return got, v, peeked
 }
 
 // noteUnreachable tells the config loop that an operation found its node
