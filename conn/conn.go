@@ -401,13 +401,28 @@ func (c *Conn) cancel(cause error, cl *call) error {
 // every pending request (teardown).
 func (c *Conn) fail(err error) {
 	c.mu.Lock()
+	first := c.failLocked(err)
+	c.mu.Unlock()
+	if first {
+		c.closeFailed()
+	}
+}
+
+// failLocked records why the connection ends (the first error wins) and
+// drops the write buffer; it reports whether err was the first. Called
+// with mu held: from then on no transition withdraws a call from a buffer
+// (they see c.err). The caller then calls closeFailed, after releasing mu.
+func (c *Conn) failLocked(err error) bool {
 	if c.err != nil {
-		c.mu.Unlock()
-		return
+		return false
 	}
 	c.err = err
 	c.wbuf = nil
-	c.mu.Unlock()
+	return true
+}
+
+// closeFailed is fail's second half, run once, without mu.
+func (c *Conn) closeFailed() {
 	close(c.done)
 	c.nc.Close()
 }
@@ -476,9 +491,15 @@ func (c *Conn) writeLoop() {
 			c.spare = c.out[:0]
 		}
 		c.out = nil
+		// A failed write ends the connection before mu is released: the
+		// calls still queued in the batch just dropped must not be
+		// withdrawn from it by a cancel or an expiry in between.
+		first := err != nil && c.failLocked(fmt.Errorf("conn %s: write: %w", c.addr, err))
 		c.mu.Unlock()
 		if err != nil {
-			c.fail(fmt.Errorf("conn %s: write: %w", c.addr, err))
+			if first {
+				c.closeFailed()
+			}
 			return
 		}
 	}
