@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 	"unsafe"
@@ -39,9 +40,12 @@ type op struct {
 	// replica: 0 routes to the active copy; n > 0 to replica n.
 	replica  int
 	casGiven bool
-	req      memdx.Request
-	timeout  time.Duration
-	strategy retry.Strategy
+	// durDefault: a synchronous write whose caller gave no durability
+	// timeout; each attempt sends one derived from the time left (prepare).
+	durDefault bool
+	req        memdx.Request
+	timeout    time.Duration
+	strategy   retry.Strategy
 
 	// value handling for writes: raw is the caller's value; z its snappy
 	// form when worth sending (computed at most once).
@@ -337,6 +341,9 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.nmvBody = o.nmvBody[:0]
 	o.errCtx = memdx.ErrorContext{}
 	o.errName, o.errDesc = "", ""
+	if o.durDefault {
+		o.req.DurabilityTimeout = defaultDurabilityTimeout(o.st.Deadline().Sub(o.c.clock.Now()))
+	}
 	if o.raw != nil {
 		o.req.Value = o.raw
 		o.req.Datatype = o.baseType
@@ -348,6 +355,19 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 			o.req.Datatype &^= memdx.DatatypeJSON
 		}
 	}
+}
+
+// defaultDurabilityTimeout is the durability timeout sent with a
+// synchronous write whose caller set none: 90% of the time the operation has
+// left (in ms, 1 to 65534), so that the server ends the write with
+// SYNC_WRITE_AMBIGUOUS before the client's deadline rather than keeping it
+// pending for its own, longer default. A write still pending past the
+// deadline would hold back the connection's health probe (NOOP is not
+// reordered past it under unordered execution) and could get a live
+// connection closed.
+func defaultDurabilityTimeout(left time.Duration) uint16 {
+	ms := (left * 9 / 10).Milliseconds()
+	return uint16(min(max(ms, 1), math.MaxUint16-1))
 }
 
 // checkFeatures refuses a request that needs what the node did not grant:

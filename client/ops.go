@@ -57,7 +57,9 @@ type MutateOptions struct {
 	// negotiated JSON.
 	JSON bool
 	// Durability makes the write synchronous; DurabilityTimeout bounds it
-	// on the server (0: the server's default).
+	// on the server (0: 90% of the time the operation has left, sent with
+	// each attempt, so that the server answers before the client's
+	// deadline).
 	Durability        DurabilityLevel
 	DurabilityTimeout time.Duration
 }
@@ -385,6 +387,7 @@ func (col *Collection) mutation(name string, kind opKind, key string, req memdx.
 		return nil, err
 	}
 	o.casGiven = mo.Cas != 0
+	o.durDefault = mo.Durability != memdx.DurabilityNone && mo.DurabilityTimeout <= 0
 	return o, nil
 }
 
