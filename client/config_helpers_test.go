@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // noPushes are the HELLO features a mock refuses so that it never pushes a
@@ -140,4 +141,29 @@ func TestWorkloadThroughMapChangesWithoutNMVBodies(t *testing.T) {
 	t.Logf("%d operations, %d NOT_MY_VBUCKET answers, slowest operation %v", ops.Load(), nmv.Hits(), slowest)
 	assert.Positive(t, nmv.Hits())
 	assert.Empty(t, errs)
+}
+
+// getAsync runs a Get of key in the background; its outcome comes on the
+// channel.
+func getAsync(ctx context.Context, col *Collection, key string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := col.Get(ctx, key, nil)
+		done <- err
+	}()
+	return done
+}
+
+// requireInBackoff waits until fc has two timers armed (the config loop's
+// poll and the operation's back-off) and fails the test if the operation
+// behind done has already ended: ended names what it should have waited
+// for.
+func requireInBackoff(t *testing.T, ctx context.Context, fc *retry.FakeClock, done <-chan error, ended string) {
+	t.Helper()
+	require.NoError(t, fc.BlockUntilTimers(ctx, 2))
+	select {
+	case err := <-done:
+		t.Fatalf("the Get ended %s: %v", ended, err)
+	default:
+	}
 }

@@ -115,18 +115,8 @@ func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 1})
 	defer fetch.Remove()
 
-	done := make(chan error, 1)
-	go func() {
-		_, err := col.Get(ctx, "k", nil)
-		done <- err
-	}()
-	// The config loop's poll timer and the Get's back-off.
-	require.NoError(t, fc.BlockUntilTimers(ctx, 2))
-	select {
-	case err := <-done:
-		t.Fatalf("the Get ended before the config arrived: %v", err)
-	default:
-	}
+	done := getAsync(ctx, col, "k")
+	requireInBackoff(t, ctx, fc, done, "before the config arrived")
 	select {
 	case <-fetch.Done(): // the NMV asked for a fetch, which failed
 	case <-ctx.Done():
@@ -298,18 +288,8 @@ func TestFailoverConfigWakesOperationWaitingForNode(t *testing.T) {
 	mc.Node(a).Stop()
 	require.Eventually(t, func() bool { _, _, err := n.pick(); return err != nil },
 		10*time.Second, time.Millisecond, "the client never saw the node's connection close")
-	done := make(chan error, 1)
-	go func() {
-		_, err := col.Get(ctx, "k", nil)
-		done <- err
-	}()
-	// The config loop's poll timer and the Get's back-off.
-	require.NoError(t, fc.BlockUntilTimers(ctx, 2))
-	select {
-	case err := <-done:
-		t.Fatalf("the Get ended while its node was down: %v", err)
-	default:
-	}
+	done := getAsync(ctx, col, "k")
+	requireInBackoff(t, ctx, fc, done, "while its node was down")
 	require.NoError(t, mc.Failover(a))
 	select {
 	case err := <-done:

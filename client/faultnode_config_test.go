@@ -215,23 +215,13 @@ func TestFaultnodeHeldConfigReleasedDuringBackoffWakesOperation(t *testing.T) {
 		return faultnode.Action{}
 	})
 
-	done := make(chan error, 1)
-	go func() {
-		_, err := col.Get(ctx, "k", nil)
-		done <- err
-	}()
+	done := getAsync(ctx, col, "k")
 	select {
 	case <-fetched:
 	case <-ctx.Done():
 		t.Fatal("the NMV without a body asked for no config fetch")
 	}
-	// The config loop's poll timer and the Get's back-off.
-	require.NoError(t, fc.BlockUntilTimers(ctx, 2))
-	select {
-	case err := <-done:
-		t.Fatalf("the Get ended before the config arrived: %v", err)
-	default:
-	}
+	requireInBackoff(t, ctx, fc, done, "before the config arrived")
 	assert.Zero(t, ps[to].Requests(memdx.OpGet), "a GET reached the new owner before the config did")
 
 	moveVbucket(t, mc, "k", to)
