@@ -12,7 +12,7 @@ import (
 // Deadlines. What the client promises about an operation's deadline is a
 // plan: it sends a retry only after a wait that ends before the deadline,
 // and a wait that would reach the deadline ends the operation there instead
-// (retry.Orchestrator.Decide). How late the operation then returns is how
+// (retry.Orchestrator.Wait). How late the operation then returns is how
 // late the machine runs the goroutines involved, which nothing in the test
 // bounds: on a busy 2-core machine one thread can be descheduled for
 // hundreds of milliseconds while the other runs on, so a goroutine sampling

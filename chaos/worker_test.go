@@ -434,6 +434,6 @@ var clientConfigs = map[string]func(o *client.Options){
 	// 100 ms NOT_MY_VBUCKET wait.
 	"pool": func(o *client.Options) {
 		o.ConnectionsPerNode = 3
-		o.NMVRetryInterval = retry.RFC0005NMVInterval
+		o.NMVRetryInterval = 100 * time.Millisecond
 	},
 }

@@ -118,7 +118,8 @@ func TestLookupRetryRefusedHasStatusSentinel(t *testing.T) {
 	c.colls.invalidate(col)
 	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 1})
-	_, err := col.Get(context.Background(), "u", &GetOptions{RetryStrategy: retry.InternalFailFast()})
+	never := retry.StrategyFunc(func(retry.Request, retry.Reason) retry.Action { return retry.NoRetry() })
+	_, err := col.Get(context.Background(), "u", &GetOptions{RetryStrategy: never})
 	require.Error(t, err)
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)

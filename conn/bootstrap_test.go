@@ -291,8 +291,8 @@ func testBootstrapCorruptErrorMap(t *testing.T, unasked bool) {
 	if !slices.Contains(hello[0], memdx.FeatureXerror) || slices.Contains(hello[1], memdx.FeatureXerror) {
 		t.Fatalf("HELLO features: first %v, second %v; want XERROR, then none", hello[0], hello[1])
 	}
-	if c.ErrorMap() != nil || c.Features().Has(memdx.FeatureXerror) != unasked || !errors.Is(c.ErrorMapDropped(), errmap.ErrCorrupt) {
-		t.Fatalf("map %v, features %v, dropped %v", c.ErrorMap(), c.Features(), c.ErrorMapDropped())
+	if c.ErrorMap() != nil || c.Features().Has(memdx.FeatureXerror) != unasked || !errors.Is(c.errMapErr, errmap.ErrCorrupt) {
+		t.Fatalf("map %v, features %v, dropped %v", c.ErrorMap(), c.Features(), c.errMapErr)
 	}
 	f.mu.Lock()
 	asked := 0
@@ -325,7 +325,7 @@ func TestBootstrapErrorMapOverMaxBodyLength(t *testing.T) {
 	if len(hello) != 2 || !slices.Contains(hello[0], memdx.FeatureXerror) || slices.Contains(hello[1], memdx.FeatureXerror) {
 		t.Fatalf("HELLO features per connection: %v; want XERROR, then a redial without it", hello)
 	}
-	dropped := c.ErrorMapDropped()
+	dropped := c.errMapErr
 	if c.ErrorMap() != nil || dropped == nil || !strings.Contains(dropped.Error(), "MaxBodyLength") ||
 		!strings.Contains(dropped.Error(), fmt.Sprint(limit)) {
 		t.Fatalf("map %v, dropped %v; want no map and a reason naming the limit", c.ErrorMap(), dropped)

@@ -54,7 +54,7 @@ type Conn struct {
 	memcached bool
 	features  Features
 	errMap    *errmap.Map
-	errMapErr error
+	errMapErr error // why a map was dropped (logged; read by tests)
 	config    []byte
 	version   string
 	mech      string
@@ -891,10 +891,6 @@ func (c *Conn) Features() Features { return c.features }
 // ErrorMap returns the node's error map, nil when none was negotiated. It is
 // immutable and shared.
 func (c *Conn) ErrorMap() *errmap.Map { return c.errMap }
-
-// ErrorMapDropped returns why the node's error map was dropped (it failed to
-// parse, and the connection was made again without XERROR), nil otherwise.
-func (c *Conn) ErrorMapDropped() error { return c.errMapErr }
 
 // ClusterConfig returns a copy of the config GET_CLUSTER_CONFIG returned
 // during bootstrap, nil when there was none.

@@ -82,9 +82,9 @@
 // status policy, not conn's). A map that fails to parse, or whose response
 // is over Options.MaxBodyLength, is dropped, the connection closed, and the
 // node dialled once more without XERROR, so that it sends only statuses the
-// client knows; ErrorMapDropped says why. That
-// second connection does not ask for a map at all, so a node that grants
-// XERROR unasked cannot fail the Dial with a second corrupt one.
+// client knows; the reason is logged at warn. That second connection does
+// not ask for a map at all, so a node that grants XERROR unasked cannot fail
+// the Dial with a second corrupt one.
 //
 // # Requests
 //

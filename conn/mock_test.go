@@ -97,8 +97,8 @@ func TestMockErrorMapVersions(t *testing.T) {
 		if !ok || e.Name == "" {
 			t.Fatalf("v%d: lookup 0x7ff0: %+v %v", v, e, ok)
 		}
-		if c.ErrorMapDropped() != nil {
-			t.Fatal(c.ErrorMapDropped())
+		if c.errMapErr != nil {
+			t.Fatal(c.errMapErr)
 		}
 	}
 }

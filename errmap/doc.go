@@ -9,9 +9,8 @@
 // asking for MaxVersion (memdx.NewGetErrorMap(errmap.MaxVersion)); the server
 // answers with that version or a lower one. Parse decodes the answer into an
 // immutable *Map, which the client keeps per node (nodes of different
-// versions have different maps) behind an atomic.Pointer; when a node yields
-// a second map, Better picks the one to keep: the higher revision wins, even
-// if its format version is lower.
+// versions have different maps): each connection asks for the map once, at
+// bootstrap, and keeps it for its life.
 //
 // The client is the authority on every status it gives an outcome of its
 // own (not found, exists, CAS mismatch, locked, ...): it consults the map

@@ -15,14 +15,15 @@ const MaxVersion = 2
 // Map is one node's error map.
 //
 // A Map is immutable after Parse: every method is safe for concurrent use,
-// and holders share it (behind an atomic.Pointer) without copying. Callers
-// must not assign to its fields.
+// and whoever holds it shares it without copying. Callers must not assign
+// to its fields.
 type Map struct {
 	// Version is the format version, 1 or 2: the version says which
 	// attributes the map may use.
 	Version int
-	// Revision counts changes to the map's codes and their attributes; the
-	// map with the higher revision is the better one (see Better).
+	// Revision counts changes to the map's codes and their attributes. It
+	// orders maps of one node whatever their Version: the server derives
+	// v1 from v2 with a higher revision (kv_engine docs/ErrorMap.md).
 	Revision int
 
 	entries []Entry // sorted by Status, no two alike
@@ -104,28 +105,4 @@ func (m *Map) Entries() []Entry {
 		return nil
 	}
 	return slices.Clone(m.entries)
-}
-
-// Better returns the map a node's connection should use of the one it holds
-// (a) and a newly fetched one (b): the one with the higher Revision, even
-// when its Version is lower (kv_engine docs/ErrorMap.md). On equal
-// revisions the higher Version wins, as it may carry more attributes; when
-// both are equal, a is kept. A nil map loses to any other; Better(nil, nil)
-// is nil.
-func Better(a, b *Map) *Map {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	case b.Revision != a.Revision:
-		if b.Revision > a.Revision {
-			return b
-		}
-		return a
-	case b.Version > a.Version:
-		return b
-	default:
-		return a
-	}
 }

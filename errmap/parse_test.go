@@ -363,35 +363,6 @@ func TestRetryIndicated(t *testing.T) {
 	}
 }
 
-func TestBetter(t *testing.T) {
-	v1r13 := &Map{Version: 1, Revision: 13}
-	v2r9 := &Map{Version: 2, Revision: 9}
-	v1r9 := &Map{Version: 1, Revision: 9}
-	v2r9b := &Map{Version: 2, Revision: 9}
-	tests := []struct {
-		name string
-		a, b *Map
-		want *Map
-	}{
-		{"both nil", nil, nil, nil},
-		{"held nil", nil, v2r9, v2r9},
-		{"new nil", v2r9, nil, v2r9},
-		{"higher revision, lower version, new", v2r9, v1r13, v1r13},
-		{"higher revision, lower version, held", v1r13, v2r9, v1r13},
-		{"lower revision new", v1r13, v1r9, v1r13},
-		{"same revision, higher version new", v1r9, v2r9, v2r9},
-		{"same revision, higher version held", v2r9, v1r9, v2r9},
-		{"full tie keeps held", v2r9, v2r9b, v2r9},
-		{"full tie keeps held, swapped", v2r9b, v2r9, v2r9b},
-		{"same map", v1r9, v1r9, v1r9},
-	}
-	for _, tc := range tests {
-		if got := Better(tc.a, tc.b); got != tc.want {
-			t.Errorf("%s: Better = %+v, want %+v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestLookupAllocatesNothing(t *testing.T) {
 	m := mustParse(t, []byte(smallV2))
 	var sink int

@@ -18,7 +18,7 @@ func TestDecideAllocations(t *testing.T) {
 		allocs := testing.AllocsPerRun(100, func() {
 			st.Init(context.Background(), memdx.OpGet, nil, time.Now().Add(time.Hour))
 			for range 5 {
-				if d := o.Decide(st, r, nil); !d.Retry {
+				if d := o.decide(st, r, nil); !d.Retry {
 					t.Fatal("not retried")
 				}
 			}
@@ -34,7 +34,7 @@ func TestDecideAllocations(t *testing.T) {
 	defer slog.SetDefault(prev)
 	allocs := testing.AllocsPerRun(100, func() {
 		st.Init(context.Background(), memdx.OpGet, nil, time.Now().Add(time.Hour))
-		zero.Decide(st, ReasonKVLocked, nil)
+		zero.decide(st, ReasonKVLocked, nil)
 	})
 	if allocs != 0 {
 		t.Errorf("zero Orchestrator: %v allocations per run, want 0", allocs)
@@ -84,7 +84,7 @@ func BenchmarkDecide(b *testing.B) {
 				if i%8 == 0 {
 					st.Init(context.Background(), memdx.OpGet, nil, deadline)
 				}
-				if d := o.Decide(st, c.reason, nil); !d.Retry {
+				if d := o.decide(st, c.reason, nil); !d.Retry {
 					b.Fatal("not retried")
 				}
 			}
@@ -97,7 +97,7 @@ func BenchmarkDecide(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			st.Init(context.Background(), memdx.OpSet, nil, deadline)
-			if d := o.Decide(st, ReasonSocketClosedWhileInFlight, nil); d.Retry {
+			if d := o.decide(st, ReasonSocketClosedWhileInFlight, nil); d.Retry {
 				b.Fatal("retried")
 			}
 		}

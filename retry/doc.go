@@ -10,7 +10,7 @@
 //
 // The client keeps a State per operation, calls Init before the first
 // attempt, and after every failed attempt classifies the failure as a Reason
-// and hands it to Orchestrator.Wait (or Decide, to wait by other means):
+// and hands it to Orchestrator.Wait:
 //
 //	st.Init(ctx, memdx.OpSet, strategy, deadline)
 //	for {
@@ -38,7 +38,7 @@
 //
 // # The decision procedure
 //
-// For each failed attempt the orchestrator (Orchestrator.Decide) does this:
+// For each failed attempt the orchestrator (Orchestrator.Wait) does this:
 //
 //  1. If the reason is SOCKET_CLOSED_WHILE_IN_FLIGHT, the operation is in
 //     doubt: the request was written and may have been applied. A
@@ -139,8 +139,7 @@
 // safely can (idempotent operations, or reasons that allow non-idempotent
 // retry) with an exponential backoff of 1 ms doubling to 500 ms (1, 2, 4, ...,
 // 256, then 500 ms), without jitter; BestEffort and FailFastOnTerminalErrors
-// take another Backoff. InternalFailFast refuses everything that is not
-// always retried, for kvwire's own background requests. FollowErrorMap is an
+// take another Backoff. FollowErrorMap is an
 // opt-in strategy that times error-map retries by the map's retry spec
 // (after, interval, ceil, max-duration, the count restarting when the status
 // changes), which RFC 0049 forbids by default.
@@ -149,7 +148,8 @@
 //
 // RFC 0005 waits a fixed 100 ms between NOT_MY_VBUCKET retries; RFC 0049
 // always retries the reason with the controlled backoff. The default is RFC
-// 0049's; Orchestrator.NMVInterval = RFC0005NMVInterval restores RFC 0005's.
+// 0049's; Orchestrator.NMVInterval = 100 * time.Millisecond restores RFC
+// 0005's.
 // In both, when the NOT_MY_VBUCKET response carried a newer config that
 // changes the route (or the client switches to the forward map, RFC 0005's
 // step 3), the client calls State.MarkRouteChanged and the next attempt goes

@@ -32,11 +32,11 @@ func mockSpecs(t *testing.T) (constant, linear, exponential errmap.Entry) {
 // runErrorMap hands the same error-map status to the orchestrator until it
 // stops retrying, advancing the fake clock by every delay, and returns the
 // delays and the final decision.
-func runErrorMap(o *Orchestrator, fc *FakeClock, st *State, e errmap.Entry) ([]time.Duration, Decision) {
+func runErrorMap(o *Orchestrator, fc *FakeClock, st *State, e errmap.Entry) ([]time.Duration, decision) {
 	var delays []time.Duration
 	for range 1000 {
 		st.SetErrorMapEntry(e)
-		d := o.Decide(st, ReasonKVErrorMapRetryIndicated, e.Status)
+		d := o.decide(st, ReasonKVErrorMapRetryIndicated, e.Status)
 		if !d.Retry {
 			return delays, d
 		}
@@ -109,7 +109,7 @@ func TestFollowErrorMapStatusChange(t *testing.T) {
 	step := func(e errmap.Entry) time.Duration {
 		t.Helper()
 		st.SetErrorMapEntry(e)
-		d := o.Decide(st, ReasonKVErrorMapRetryIndicated, e.Status)
+		d := o.decide(st, ReasonKVErrorMapRetryIndicated, e.Status)
 		require.True(t, d.Retry, "%v", d.Err)
 		fc.Advance(d.Delay)
 		return d.Delay
@@ -122,7 +122,7 @@ func TestFollowErrorMapStatusChange(t *testing.T) {
 	assert.Equal(t, 4*ms, step(linear))
 	// An always-retry reason in between does not break the run.
 	st.MarkRouteChanged()
-	d := o.Decide(st, ReasonKVNotMyVbucket, nil)
+	d := o.decide(st, ReasonKVNotMyVbucket, nil)
 	require.True(t, d.Retry)
 	require.Zero(t, d.Delay)
 	assert.Equal(t, 6*ms, step(linear))
@@ -151,7 +151,7 @@ func TestErrorMapSpecNotUsedByDefault(t *testing.T) {
 	for _, s := range []Strategy{nil, BestEffort(nil), FailFastOnTerminalErrors(nil)} {
 		o, _, st := fakeSetup(memdx.OpSet, s, time.Hour)
 		st.SetErrorMapEntry(constant)
-		d := o.Decide(st, ReasonKVErrorMapRetryIndicated, nil)
+		d := o.decide(st, ReasonKVErrorMapRetryIndicated, nil)
 		assert.True(t, d.Retry)
 		assert.Equal(t, 1*ms, d.Delay, "BestEffort's first delay, not the spec's after (50 ms)")
 	}
@@ -162,16 +162,16 @@ func TestErrorMapSpecNotUsedByDefault(t *testing.T) {
 func TestFollowErrorMapFallback(t *testing.T) {
 	s := FollowErrorMap(fixed(42 * ms))
 	o, _, st := fakeSetup(memdx.OpSet, s, time.Hour)
-	assert.Equal(t, 42*ms, o.Decide(st, ReasonKVLocked, nil).Delay)
-	assert.Equal(t, 42*ms, o.Decide(st, ReasonKVErrorMapRetryIndicated, nil).Delay, "no entry")
+	assert.Equal(t, 42*ms, o.decide(st, ReasonKVLocked, nil).Delay)
+	assert.Equal(t, 42*ms, o.decide(st, ReasonKVErrorMapRetryIndicated, nil).Delay, "no entry")
 	st.SetErrorMapEntry(errmap.Entry{Status: memdx.StatusBusy, Attrs: errmap.NewAttrs(errmap.AttrRetryNow)})
-	assert.Equal(t, 42*ms, o.Decide(st, ReasonKVErrorMapRetryIndicated, nil).Delay, "no spec")
+	assert.Equal(t, 42*ms, o.decide(st, ReasonKVErrorMapRetryIndicated, nil).Delay, "no spec")
 
 	// The nil fallback is the default strategy; so is the zero value's.
 	for _, s := range []Strategy{FollowErrorMap(nil), &FollowErrorMapStrategy{}} {
 		o, _, st = fakeSetup(memdx.OpSet, s, time.Hour)
-		assert.ErrorIs(t, o.Decide(st, ReasonBucketAccessError, nil).Err, ErrBucketAccess)
-		assert.Equal(t, 1*ms, o.Decide(st, ReasonKVLocked, nil).Delay)
+		assert.ErrorIs(t, o.decide(st, ReasonBucketAccessError, nil).Err, ErrBucketAccess)
+		assert.Equal(t, 1*ms, o.decide(st, ReasonKVLocked, nil).Delay)
 	}
 }
 

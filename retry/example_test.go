@@ -11,7 +11,7 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// A client loop driven by Decide on a fake clock: a SET is answered TMPFAIL
+// A client loop waiting with Wait on a fake clock: a SET is answered TMPFAIL
 // until its 100 ms timeout. The waits grow (1, 2, 4, ... ms) until one would
 // reach the deadline; the operation then waits only the time left and fails
 // with an unambiguous timeout, without being sent again.
@@ -21,19 +21,32 @@ func Example() {
 	var st retry.State
 	st.Init(context.Background(), memdx.OpSet, nil, clock.Now().Add(100*time.Millisecond))
 
+	// Time moves only when the operation waits: each wait's timer fires as
+	// soon as it is armed.
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for clock.BlockUntilTimers(ctx, 1) == nil {
+			clock.Set(clock.Timers()[0])
+		}
+	}()
+	defer func() { stop(); <-done }()
+
 	sends := 0
 	for {
 		sends++
 		clock.Advance(5 * time.Millisecond) // the attempt's round trip
 		cause := &memdx.StatusError{Status: memdx.StatusTmpFail, OpCode: memdx.OpSet}
-		d := orch.Decide(&st, retry.ReasonKVTemporaryFailure, cause)
-		clock.Advance(d.Delay) // Wait would sleep here
-		if !d.Retry {
+		before := clock.Now()
+		err := orch.Wait(&st, retry.ReasonKVTemporaryFailure, cause)
+		waited := clock.Now().Sub(before)
+		if err != nil {
 			fmt.Printf("sends=%d, last wait %v, ambiguous=%v: %v\n",
-				sends, d.Delay, errors.Is(d.Err, retry.ErrAmbiguous), errors.Is(d.Err, retry.ErrUnambiguousTimeout))
+				sends, waited, errors.Is(err, retry.ErrAmbiguous), errors.Is(err, retry.ErrUnambiguousTimeout))
 			break
 		}
-		fmt.Printf("retry %d after %v\n", st.Attempts(), d.Delay)
+		fmt.Printf("retry %d after %v\n", st.Attempts(), waited)
 	}
 	// Output:
 	// retry 1 after 1ms

@@ -70,6 +70,12 @@ func fixed(d time.Duration) Strategy {
 	return StrategyFunc(func(Request, Reason) Action { return RetryAfter(d) })
 }
 
+// neverRetry refuses every reason it is asked about (comparable, unlike a
+// StrategyFunc).
+type neverRetry struct{}
+
+func (neverRetry) RetryAfter(Request, Reason) Action { return NoRetry() }
+
 // conformance reads a file of the shared conformance corpus (skipping, or
 // failing under KVWIRE_REQUIRE_CONFORMANCE=1, when it is absent).
 func conformance(t *testing.T, name string) []byte {

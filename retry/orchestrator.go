@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// RFC0005NMVInterval is RFC 0005's fixed wait between NOT_MY_VBUCKET retries,
-// for Orchestrator.NMVInterval.
-const RFC0005NMVInterval = 100 * time.Millisecond
-
 // Orchestrator hands failed attempts to retry strategies and times the
 // retries: RFC 0049's RetryOrchestrator (see the package documentation for
 // the whole procedure). The zero Orchestrator is ready to use: real clock,
@@ -28,16 +24,16 @@ type Orchestrator struct {
 	// NMVInterval chooses the wait after NOT_MY_VBUCKET. 0 (the default)
 	// is RFC 0049's controlled backoff (1, 10, 50, 100, 500, then 1000 ms,
 	// by the number of retries so far); a positive value is a fixed wait,
-	// RFC 0005's behaviour with RFC0005NMVInterval. Either way a retry after
+	// RFC 0005's behaviour with 100 ms. Either way a retry after
 	// MarkRouteChanged goes at once.
 	NMVInterval time.Duration
 }
 
-// Decision is the orchestrator's verdict on a failed attempt: wait Delay,
+// decision is the orchestrator's verdict on a failed attempt: wait Delay,
 // then send the request again if Retry is true, or fail with Err if it is
 // false. Delay is 0 for a refusal and, for a wait that reaches the deadline,
 // the time left until the deadline (Err is then a *TimeoutError).
-type Decision struct {
+type decision struct {
 	Retry bool
 	Delay time.Duration
 	Err   error
@@ -57,7 +53,7 @@ func (o *Orchestrator) logger() *slog.Logger {
 	return o.Logger
 }
 
-// Decide decides what follows a failed attempt of st's operation that failed
+// decide decides what follows a failed attempt of st's operation that failed
 // for reason; cause is that attempt's error (nil if none), carried into the
 // error of a refusal or a timeout. It does not wait. It updates st: a retry
 // counts as an attempt and its reason is added to the set.
@@ -82,9 +78,9 @@ func (o *Orchestrator) logger() *slog.Logger {
 //  5. Otherwise: retry after the delay; the attempt count goes up by one
 //     and the retry is logged with the reason and the new count.
 //
-// Decide allocates nothing on a retry when logging at Debug is disabled;
+// decide allocates nothing on a retry when logging at Debug is disabled;
 // refusals and timeouts allocate their error.
-func (o *Orchestrator) Decide(st *State, reason Reason, cause error) Decision {
+func (o *Orchestrator) decide(st *State, reason Reason, cause error) decision {
 	if reason == ReasonSocketClosedWhileInFlight {
 		st.inDoubt = true
 	}
@@ -108,7 +104,7 @@ func (o *Orchestrator) Decide(st *State, reason Reason, cause error) Decision {
 	if reason == ReasonUnknown || st.Ambiguous() {
 		err := st.notRetriedError(reason, nil, cause)
 		o.logRefusal(st, reason, err)
-		return Decision{Err: err}
+		return decision{Err: err}
 	}
 
 	var delay time.Duration
@@ -125,7 +121,7 @@ func (o *Orchestrator) Decide(st *State, reason Reason, cause error) Decision {
 		if !ok {
 			err := st.notRetriedError(reason, act.Err(), cause)
 			o.logRefusal(st, reason, err)
-			return Decision{Err: err}
+			return decision{Err: err}
 		}
 		delay = max(d, 0)
 	}
@@ -135,17 +131,18 @@ func (o *Orchestrator) Decide(st *State, reason Reason, cause error) Decision {
 		st.reasons = st.reasons.With(reason)
 		left := max(st.deadline.Sub(now), 0)
 		o.logTimeout(st, reason, delay, left)
-		return Decision{Delay: left, Err: st.TimeoutError(cause)}
+		return decision{Delay: left, Err: st.TimeoutError(cause)}
 	}
 	st.attempts++
 	st.reasons = st.reasons.With(reason)
 	o.logRetry(st, reason, delay)
-	return Decision{Retry: true, Delay: delay}
+	return decision{Retry: true, Delay: delay}
 }
 
-// Wait decides (Decide) and carries the decision out on the calling
-// goroutine: it waits the decision's delay on the orchestrator's clock and
-// returns nil when the request should be sent again now, or the error the
+// Wait decides what follows a failed attempt (the procedure in the package
+// documentation) and carries the decision out on the calling goroutine: it
+// waits the decision's delay on the orchestrator's clock and returns nil
+// when the request should be sent again now, or the error the
 // operation fails with:
 //
 //   - *NotRetriedError: the strategy refused (returned at once);
@@ -175,7 +172,7 @@ func (o *Orchestrator) Wait(st *State, reason Reason, cause error) error {
 //
 // Waiting on wake allocates nothing.
 func (o *Orchestrator) WaitOrWake(st *State, reason Reason, cause error, wake <-chan struct{}) error {
-	d := o.Decide(st, reason, cause)
+	d := o.decide(st, reason, cause)
 	ctx := st.Context()
 	if d.Delay > 0 {
 		woken, err := o.sleep(ctx, st, d.Delay, wake)
@@ -202,7 +199,7 @@ func (o *Orchestrator) WaitOrWake(st *State, reason Reason, cause error, wake <-
 // contextError turns a context's error into the operation's error. A retry
 // that was decided but will not be sent is taken off the attempt count, so
 // that the error counts the retries actually sent.
-func (o *Orchestrator) contextError(st *State, d Decision, err, cause error) error {
+func (o *Orchestrator) contextError(st *State, d decision, err, cause error) error {
 	if d.Retry {
 		st.attempts--
 	}

@@ -36,7 +36,7 @@ func TestCappingExample(t *testing.T) {
 	o, fc, st := fakeSetup(memdx.OpGet, fixed(time.Second), 2500*ms)
 	fc.Advance(2 * time.Second)
 
-	d := o.Decide(st, ReasonKVTemporaryFailure, errTmpFail)
+	d := o.decide(st, ReasonKVTemporaryFailure, errTmpFail)
 	assert.False(t, d.Retry, "must not be sent again")
 	assert.Equal(t, 500*ms, d.Delay)
 	var te *TimeoutError
@@ -112,7 +112,7 @@ func TestCapBoundaries(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o, fc, st := fakeSetup(memdx.OpGet, fixed(c.delay), time.Second)
 			fc.Advance(c.elapsed)
-			d := o.Decide(st, ReasonKVLocked, nil)
+			d := o.decide(st, ReasonKVLocked, nil)
 			assert.Equal(t, c.retry, d.Retry)
 			assert.Equal(t, c.wantDelay, d.Delay)
 			if c.retry {
@@ -126,7 +126,7 @@ func TestCapBoundaries(t *testing.T) {
 	}
 	// Without a deadline nothing is capped.
 	o, _, st := fakeSetup(memdx.OpGet, fixed(24*time.Hour), 0)
-	d := o.Decide(st, ReasonKVLocked, nil)
+	d := o.decide(st, ReasonKVLocked, nil)
 	assert.True(t, d.Retry)
 	assert.Equal(t, 24*time.Hour, d.Delay)
 }
@@ -152,7 +152,7 @@ func TestAlwaysRetryBypassesStrategy(t *testing.T) {
 			o, fc, st := fakeSetup(memdx.OpSet, rs, time.Hour)
 			var got []time.Duration
 			for i := range 8 {
-				d := o.Decide(st, r, nil)
+				d := o.decide(st, r, nil)
 				require.True(t, d.Retry)
 				require.NoError(t, d.Err)
 				assert.Equal(t, i+1, st.Attempts())
@@ -177,10 +177,10 @@ func TestAttemptCounterShared(t *testing.T) {
 		return BestEffort(nil).RetryAfter(req, r)
 	})
 	o, _, st := fakeSetup(memdx.OpGet, s, time.Hour)
-	assert.Equal(t, 1*ms, o.Decide(st, ReasonKVTemporaryFailure, nil).Delay) // strategy, 0 retries
-	assert.Equal(t, 2*ms, o.Decide(st, ReasonKVLocked, nil).Delay)           // strategy, 1 retry
-	assert.Equal(t, 50*ms, o.Decide(st, ReasonKVNotMyVbucket, nil).Delay)    // controlled, 2 retries
-	assert.Equal(t, 8*ms, o.Decide(st, ReasonKVTemporaryFailure, nil).Delay) // strategy, 3 retries
+	assert.Equal(t, 1*ms, o.decide(st, ReasonKVTemporaryFailure, nil).Delay) // strategy, 0 retries
+	assert.Equal(t, 2*ms, o.decide(st, ReasonKVLocked, nil).Delay)           // strategy, 1 retry
+	assert.Equal(t, 50*ms, o.decide(st, ReasonKVNotMyVbucket, nil).Delay)    // controlled, 2 retries
+	assert.Equal(t, 8*ms, o.decide(st, ReasonKVTemporaryFailure, nil).Delay) // strategy, 3 retries
 	assert.Equal(t, []int{0, 1, 3}, seen)
 	tmp := ReasonSet(0).With(ReasonKVTemporaryFailure)
 	assert.Equal(t, []ReasonSet{0, tmp, tmp.With(ReasonKVLocked).With(ReasonKVNotMyVbucket)}, seenReasons)
@@ -190,45 +190,45 @@ func TestAttemptCounterShared(t *testing.T) {
 // TestNMVInterval: RFC 0005's fixed interval as an option, for NMV only.
 func TestNMVInterval(t *testing.T) {
 	o, _, st := fakeSetup(memdx.OpGet, nil, time.Hour)
-	o.NMVInterval = RFC0005NMVInterval
+	o.NMVInterval = 100 * ms
 	for range 6 {
-		assert.Equal(t, 100*ms, o.Decide(st, ReasonKVNotMyVbucket, nil).Delay)
+		assert.Equal(t, 100*ms, o.decide(st, ReasonKVNotMyVbucket, nil).Delay)
 	}
-	assert.Equal(t, 1000*ms, o.Decide(st, ReasonKVCollectionOutdated, nil).Delay, "controlled backoff, 6 retries so far")
+	assert.Equal(t, 1000*ms, o.decide(st, ReasonKVCollectionOutdated, nil).Delay, "controlled backoff, 6 retries so far")
 	// The default is RFC 0049's controlled backoff.
 	o.NMVInterval = 0
 	st.Init(context.Background(), memdx.OpGet, nil, t0.Add(time.Hour))
-	assert.Equal(t, 1*ms, o.Decide(st, ReasonKVNotMyVbucket, nil).Delay)
-	assert.Equal(t, 10*ms, o.Decide(st, ReasonKVNotMyVbucket, nil).Delay)
+	assert.Equal(t, 1*ms, o.decide(st, ReasonKVNotMyVbucket, nil).Delay)
+	assert.Equal(t, 10*ms, o.decide(st, ReasonKVNotMyVbucket, nil).Delay)
 }
 
 // TestRouteChanged: an NMV whose config moves the vbucket is retried at once,
 // counted, logged and bounded by the deadline; the mark is used once.
 func TestRouteChanged(t *testing.T) {
 	rec, logger := newRecorder(slog.LevelDebug)
-	for _, interval := range []time.Duration{0, RFC0005NMVInterval} {
+	for _, interval := range []time.Duration{0, 100 * ms} {
 		o, fc, st := fakeSetup(memdx.OpSet, nil, time.Second)
 		o.NMVInterval = interval
 		o.Logger = logger
-		o.Decide(st, ReasonKVNotMyVbucket, nil) // one retry so far
+		o.decide(st, ReasonKVNotMyVbucket, nil) // one retry so far
 		st.MarkRouteChanged()
-		d := o.Decide(st, ReasonKVNotMyVbucket, nil)
+		d := o.decide(st, ReasonKVNotMyVbucket, nil)
 		assert.True(t, d.Retry)
 		assert.Equal(t, time.Duration(0), d.Delay)
 		assert.Equal(t, 2, st.Attempts())
 		// Used once: the next NMV waits again.
-		d = o.Decide(st, ReasonKVNotMyVbucket, nil)
+		d = o.decide(st, ReasonKVNotMyVbucket, nil)
 		assert.NotZero(t, d.Delay)
 		// Ignored for a reason the strategy decides (and consumed).
 		st.MarkRouteChanged()
-		d = o.Decide(st, ReasonKVTemporaryFailure, nil)
+		d = o.decide(st, ReasonKVTemporaryFailure, nil)
 		assert.Equal(t, DefaultBackoff(3), d.Delay)
-		d = o.Decide(st, ReasonKVCollectionOutdated, nil)
+		d = o.decide(st, ReasonKVCollectionOutdated, nil)
 		assert.Equal(t, ControlledBackoff(4), d.Delay)
 		// Bounded by the deadline.
 		fc.Set(t0.Add(time.Second))
 		st.MarkRouteChanged()
-		d = o.Decide(st, ReasonKVNotMyVbucket, nil)
+		d = o.decide(st, ReasonKVNotMyVbucket, nil)
 		assert.False(t, d.Retry)
 		assert.ErrorIs(t, d.Err, ErrTimeout)
 	}
@@ -248,10 +248,10 @@ func TestRouteChanged(t *testing.T) {
 // reason, the strategy's error and the attempt's error.
 func TestRefusal(t *testing.T) {
 	o, _, st := fakeSetup(memdx.OpGet, fixed(ms), time.Hour)
-	o.Decide(st, ReasonKVLocked, nil)
-	st.strategy = InternalFailFast()
+	o.decide(st, ReasonKVLocked, nil)
+	st.strategy = neverRetry{}
 	cause := &memdx.StatusError{Status: memdx.StatusLocked, OpCode: memdx.OpGet}
-	d := o.Decide(st, ReasonKVLocked, cause)
+	d := o.decide(st, ReasonKVLocked, cause)
 	assert.False(t, d.Retry)
 	assert.Equal(t, time.Duration(0), d.Delay)
 	var nr *NotRetriedError
@@ -269,7 +269,7 @@ func TestRefusal(t *testing.T) {
 
 	// The default strategy's terminal errors.
 	o, _, st = fakeSetup(memdx.OpGet, nil, time.Hour)
-	d = o.Decide(st, ReasonCollectionNotFound, nil)
+	d = o.decide(st, ReasonCollectionNotFound, nil)
 	assert.ErrorIs(t, d.Err, ErrCollectionNotFound)
 	assert.ErrorIs(t, d.Err, ErrNotRetried)
 	require.ErrorAs(t, d.Err, &nr)
@@ -283,11 +283,11 @@ func TestLogging(t *testing.T) {
 	rec, logger := newRecorder(slog.LevelDebug)
 	o, fc, st := fakeSetup(memdx.OpSet, nil, time.Second)
 	o.Logger = logger
-	o.Decide(st, ReasonKVTemporaryFailure, nil) // retry 1, 1 ms
-	o.Decide(st, ReasonKVNotMyVbucket, nil)     // retry 2, 10 ms
+	o.decide(st, ReasonKVTemporaryFailure, nil) // retry 1, 1 ms
+	o.decide(st, ReasonKVNotMyVbucket, nil)     // retry 2, 10 ms
 	fc.Advance(999 * ms)
-	o.Decide(st, ReasonKVLocked, nil)                  // 4 ms asked, 1 ms left: timeout
-	o.Decide(st, ReasonSocketClosedWhileInFlight, nil) // refused: SET in flight
+	o.decide(st, ReasonKVLocked, nil)                  // 4 ms asked, 1 ms left: timeout
+	o.decide(st, ReasonSocketClosedWhileInFlight, nil) // refused: SET in flight
 
 	got := rec.entries()
 	require.Len(t, got, 4)
@@ -314,15 +314,15 @@ func TestLogging(t *testing.T) {
 
 	// FailWith errors are logged.
 	st.Init(context.Background(), memdx.OpSet, nil, fc.Now().Add(time.Second))
-	o.Decide(st, ReasonAuthenticationError, nil)
+	o.decide(st, ReasonAuthenticationError, nil)
 	got = rec.entries()
 	assert.Equal(t, ErrAuthenticationFailure.Error(), got[len(got)-1].Attrs["error"])
 
 	// Debug off: nothing.
 	rec2, logger2 := newRecorder(slog.LevelInfo)
 	o.Logger = logger2
-	o.Decide(st, ReasonKVNotMyVbucket, nil)
-	o.Decide(st, ReasonSocketClosedWhileInFlight, nil)
+	o.decide(st, ReasonKVNotMyVbucket, nil)
+	o.decide(st, ReasonSocketClosedWhileInFlight, nil)
 	assert.Empty(t, rec2.entries())
 }
 
@@ -441,19 +441,19 @@ func TestAmbiguityMatrix(t *testing.T) {
 			first := func(o *Orchestrator, st *State) {
 				switch {
 				case !oc.written:
-					o.Decide(st, ReasonSocketNotAvailable, nil)
+					o.decide(st, ReasonSocketNotAvailable, nil)
 				case oc.answered:
-					o.Decide(st, ReasonKVTemporaryFailure, nil)
+					o.decide(st, ReasonKVTemporaryFailure, nil)
 				default:
 					st.MarkInDoubt()
-					o.Decide(st, ReasonKVTemporaryFailure, nil)
+					o.decide(st, ReasonKVTemporaryFailure, nil)
 				}
 			}
 			t.Run(name+"/capped-wait", func(t *testing.T) {
 				o, fc, st := fakeSetup(op, nil, time.Second)
 				first(o, st)
 				fc.Advance(time.Second - ms)
-				d := o.Decide(st, ReasonKVTemporaryFailure, nil) // answered, then the deadline
+				d := o.decide(st, ReasonKVTemporaryFailure, nil) // answered, then the deadline
 				if want {
 					checkRefusedInDoubt(t, d.Err)
 					return
@@ -531,11 +531,11 @@ func TestSocketClosedInFlight(t *testing.T) {
 	assert.Contains(t, err.Error(), "may have been applied")
 
 	o, fc, st := fakeSetup(memdx.OpGet, nil, time.Second)
-	d := o.Decide(st, ReasonSocketClosedWhileInFlight, connErr)
+	d := o.decide(st, ReasonSocketClosedWhileInFlight, connErr)
 	assert.True(t, d.Retry)
 	assert.True(t, st.InDoubt())
 	fc.Advance(time.Second)
-	d = o.Decide(st, ReasonKVTemporaryFailure, nil)
+	d = o.decide(st, ReasonKVTemporaryFailure, nil)
 	assert.ErrorIs(t, d.Err, ErrUnambiguousTimeout, "an idempotent GET is never ambiguous")
 }
 
@@ -549,7 +549,7 @@ func TestInDoubtNeverResent(t *testing.T) {
 	for _, reason := range []Reason{ReasonSocketClosedWhileInFlight, ReasonKVTemporaryFailure, ReasonKVLocked, ReasonNodeNotAvailable} {
 		o, _, st := fakeSetup(memdx.OpIncrement, retryAll, time.Second)
 		st.MarkInDoubt()
-		d := o.Decide(st, reason, nil)
+		d := o.decide(st, reason, nil)
 		assert.False(t, d.Retry, "%s", reason)
 		checkRefusedInDoubt(t, d.Err)
 		assert.Equal(t, 0, st.Attempts())
@@ -557,14 +557,14 @@ func TestInDoubtNeverResent(t *testing.T) {
 	// A retry the client would otherwise send: the strategy is asked only
 	// for reasons that are not always-retried, and here never.
 	o, _, st := fakeSetup(memdx.OpSet, retryAll, time.Second)
-	d := o.Decide(st, ReasonSocketClosedWhileInFlight, nil)
+	d := o.decide(st, ReasonSocketClosedWhileInFlight, nil)
 	checkRefusedInDoubt(t, d.Err)
 	assert.Equal(t, 0, asked, "the strategy was asked about a request in doubt")
 
 	o, _, st = fakeSetup(memdx.OpGet, retryAll, time.Second)
 	st.MarkInDoubt()
-	assert.True(t, o.Decide(st, ReasonKVTemporaryFailure, nil).Retry, "an idempotent GET in doubt is retried")
-	d = o.Decide(st, ReasonUnknown, nil)
+	assert.True(t, o.decide(st, ReasonKVTemporaryFailure, nil).Retry, "an idempotent GET in doubt is retried")
+	d = o.decide(st, ReasonUnknown, nil)
 	var nr *NotRetriedError
 	require.ErrorAs(t, d.Err, &nr)
 	assert.Equal(t, ReasonUnknown, nr.Reason)
@@ -577,17 +577,17 @@ func TestStateInit(t *testing.T) {
 	o, _, st := fakeSetup(memdx.OpSet, nil, time.Hour)
 	st.MarkInDoubt()
 	st.MarkRouteChanged()
-	o.Decide(st, ReasonKVTemporaryFailure, nil)
+	o.decide(st, ReasonKVTemporaryFailure, nil)
 	type key struct{}
 	ctx := context.WithValue(context.Background(), key{}, "v")
-	st.Init(ctx, memdx.OpGetReplica, InternalFailFast(), t0.Add(time.Minute))
+	st.Init(ctx, memdx.OpGetReplica, neverRetry{}, t0.Add(time.Minute))
 	assert.Equal(t, 0, st.Attempts())
 	assert.Equal(t, ReasonSet(0), st.Reasons())
 	assert.False(t, st.InDoubt())
 	assert.False(t, st.routeChanged)
 	assert.True(t, st.Idempotent())
 	assert.Equal(t, memdx.OpGetReplica, st.OpCode())
-	assert.Equal(t, InternalFailFast(), st.Strategy())
+	assert.Equal(t, neverRetry{}, st.Strategy())
 	assert.Equal(t, t0.Add(time.Minute), st.Deadline())
 	assert.Equal(t, "v", st.Context().Value(key{}))
 	_, ok := st.ErrorMap()

@@ -186,15 +186,3 @@ var defaultStrategy = FailFastOnTerminalErrors(nil)
 // FailFastOnTerminalErrors with DefaultBackoff. Strategies are immutable, so
 // sharing it is safe.
 func DefaultStrategy() Strategy { return defaultStrategy }
-
-type internalFailFast struct{}
-
-func (internalFailFast) RetryAfter(Request, Reason) Action { return NoRetry() }
-
-// InternalFailFast returns a strategy that never retries. Internal: it exists
-// for kvwire's own background requests (cluster-config polling, say), as RFC
-// 0049 allows, and is not meant for application operations, which should use
-// DefaultStrategy or BestEffort. Reasons that are always retried
-// (KV_NOT_MY_VBUCKET, ...) are still retried: the orchestrator never asks a
-// strategy about them.
-func InternalFailFast() Strategy { return internalFailFast{} }

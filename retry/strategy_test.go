@@ -197,13 +197,3 @@ func TestDefaultStrategy(t *testing.T) {
 	var zero State
 	assert.Same(t, DefaultStrategy(), zero.Strategy())
 }
-
-func TestInternalFailFast(t *testing.T) {
-	s := InternalFailFast()
-	for _, r := range Reasons() {
-		a := s.RetryAfter(newState(memdx.OpGetClusterConfig, s), r)
-		_, ok := a.Duration()
-		assert.False(t, ok, "%s", r)
-		assert.NoError(t, a.Err())
-	}
-}

@@ -17,7 +17,7 @@ import (
 func TestWaitOrWakeEndsBackoffWhenWoken(t *testing.T) {
 	o, fc, st := fakeSetup(memdx.OpGet, nil, 10*time.Second)
 	for range 5 {
-		d := o.Decide(st, ReasonKVNotMyVbucket, nil)
+		d := o.decide(st, ReasonKVNotMyVbucket, nil)
 		require.True(t, d.Retry)
 	}
 	wake := make(chan struct{})
@@ -120,7 +120,7 @@ func TestWaitOrWakeRealClockWoken(t *testing.T) {
 	st := new(State)
 	st.Init(context.Background(), memdx.OpGet, nil, time.Now().Add(time.Hour))
 	for range 5 {
-		require.True(t, o.Decide(st, ReasonKVNotMyVbucket, nil).Retry)
+		require.True(t, o.decide(st, ReasonKVNotMyVbucket, nil).Retry)
 	}
 	wake := make(chan struct{})
 	start := time.Now()

@@ -2,6 +2,7 @@ package vbmap
 
 import (
 	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
@@ -70,11 +71,11 @@ func BenchmarkRouteKetama(b *testing.B) {
 	}
 }
 
-// BenchmarkHolderLoadRoute: what the client does per operation, with
-// concurrent goroutines sharing one Holder.
-func BenchmarkHolderLoadRoute(b *testing.B) {
-	var h Holder
-	h.Update(mustParseFile(b, "configs/cb_terse_7.6.4_3node_server_groups.json", "192.168.106.128"))
+// BenchmarkLoadRouteParallel: what the client does per operation, with
+// concurrent goroutines loading one config from an atomic.Pointer.
+func BenchmarkLoadRouteParallel(b *testing.B) {
+	var h atomic.Pointer[Config]
+	h.Store(mustParseFile(b, "configs/cb_terse_7.6.4_3node_server_groups.json", "192.168.106.128"))
 	keys := benchKeys()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -106,7 +106,8 @@ func (n Node) clone() Node {
 // Config is one parsed cluster config: an immutable snapshot. Every method is
 // safe for concurrent use. Slices and maps a method returns are new copies
 // the caller may keep or change; the *Ketama from Ketama is shared and
-// immutable. A newer config replaces an older one by a pointer swap (Holder).
+// immutable. Whoever holds the current config replaces it with a newer one
+// (Newer) by a pointer swap.
 //
 // The server index space: a couchbase bucket's vbucket map names servers by
 // their position in vBucketServerMap.serverList; Servers, NumServers,

@@ -512,13 +512,13 @@ func TestParseNeedsSourceHostForPlaceholder(t *testing.T) {
 }
 
 // The HTTP streaming body is two configs separated by "\n\n\n\n": Parse
-// rejects it whole (see conformanceCases) and ScanStreamConfigs splits it.
+// rejects it whole (see conformanceCases); split, each config parses.
 func TestStreamingConfigs(t *testing.T) {
 	data := readConformance(t, "configs/http_terse_streaming_two_configs.txt")
 	for _, chunk := range []int{len(data), 1, 7, 4096} {
 		sc := bufio.NewScanner(&chunkReader{data: data, n: chunk})
 		sc.Buffer(nil, 1<<20)
-		sc.Split(ScanStreamConfigs)
+		sc.Split(scanStreamConfigs)
 		var revs []uint64
 		for sc.Scan() {
 			c, err := Parse(sc.Bytes(), "localhost")
@@ -536,10 +536,10 @@ func TestStreamingConfigs(t *testing.T) {
 	}
 }
 
-func TestScanStreamConfigsEdges(t *testing.T) {
+func TestScanStreamConfigsSkipsEmptyAndTrims(t *testing.T) {
 	in := "\n\n\n\n  {\"a\":1}\n\n\n\n\n\n\n\n{\"b\":2}  \n"
 	sc := bufio.NewScanner(bytes.NewReader([]byte(in)))
-	sc.Split(ScanStreamConfigs)
+	sc.Split(scanStreamConfigs)
 	var got []string
 	for sc.Scan() {
 		got = append(got, sc.Text())
@@ -547,6 +547,33 @@ func TestScanStreamConfigsEdges(t *testing.T) {
 	if !slices.Equal(got, []string{`{"a":1}`, `{"b":2}`}) {
 		t.Fatalf("tokens %q", got)
 	}
+}
+
+// scanStreamConfigs is a bufio.SplitFunc that cuts an HTTP config stream
+// (/pools/default/bs/<bucket>) into configs: the server writes each config
+// followed by "\n\n\n\n". Tokens are trimmed of surrounding white space;
+// empty ones are skipped. At EOF the remaining bytes, if any are not white
+// space, are the last token.
+func scanStreamConfigs(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	sep := []byte("\n\n\n\n")
+	for {
+		i := bytes.Index(data[advance:], sep)
+		if i < 0 {
+			break
+		}
+		tok := bytes.TrimSpace(data[advance : advance+i])
+		advance += i + len(sep)
+		if len(tok) > 0 {
+			return advance, tok, nil
+		}
+	}
+	if atEOF {
+		if tok := bytes.TrimSpace(data[advance:]); len(tok) > 0 {
+			return len(data), tok, nil
+		}
+		return len(data), nil, nil
+	}
+	return advance, nil, nil
 }
 
 // chunkReader returns at most n bytes per Read, to split the stream at every

@@ -5,11 +5,12 @@
 //
 // # Snapshots
 //
-// Parse returns a *Config that is never modified afterwards. A Holder keeps
-// the current one behind an atomic.Pointer: a newer config is a pointer swap
-// (compare-and-swap on Version, so it never moves backwards), and readers
-// take no lock. Routing (RouteState.Route, Config.VbucketServer,
-// Ketama.Server, VbucketForKey) takes no lock and allocates nothing.
+// Parse returns a *Config that is never modified afterwards. Whoever keeps
+// the current one (the client, per bucket) keeps it behind an
+// atomic.Pointer: a newer config (Config.Newer: epoch, then rev) is a
+// pointer swap, never a move backwards, and readers take no lock. Routing
+// (RouteState.Route, Config.VbucketServer, Ketama.Server, VbucketForKey)
+// takes no lock and allocates nothing.
 //
 // # What Parse accepts
 //
@@ -46,9 +47,9 @@
 //
 //   - more than MaxConfigSize (8 MiB) bytes, before reading any of them;
 //   - bytes that are not one JSON object of the right shape: a whole HTTP
-//     stream of several configs is rejected (split it with
-//     ScanStreamConfigs); so are rev < 0 or > 2^64-1 and non-integer ports
-//     or map entries;
+//     stream of several configs, each ended by "\n\n\n\n", is rejected (this
+//     package does not read HTTP streams); so are rev < 0 or > 2^64-1 and
+//     non-integer ports or map entries;
 //   - an unknown nodeLocator; a named bucket with neither nodeLocator nor
 //     vBucketServerMap (unless bucketType is "memcached"); a vbucket bucket
 //     without vBucketServerMap; a global config without nodes;
@@ -74,7 +75,7 @@
 // file of the corpus parses except cb_terse_empty_vbmap_invalid.json
 // (rejected at vBucketServerMap.vBucketMap) and
 // http_terse_streaming_two_configs.txt (rejected at "json"; its two configs
-// parse after ScanStreamConfigs); cb_terse_no_partitions_4nodes.json and the
+// parse once the stream is split); cb_terse_no_partitions_4nodes.json and the
 // global_* files parse and route nothing.
 //
 // # Key to vbucket to server

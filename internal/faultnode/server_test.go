@@ -71,7 +71,7 @@ func TestServerGrantsOnlySetFeaturesAndServesErrorMap(t *testing.T) {
 		t.Fatalf("features %v", f)
 	}
 	if e, ok := c.ErrorMap().Lookup(0x7ff0); !ok || e.Name != "TEST" {
-		t.Fatalf("error map lookup: %+v %v (dropped: %v)", e, ok, c.ErrorMapDropped())
+		t.Fatalf("error map lookup: %+v %v", e, ok)
 	}
 	if len(c.ClusterConfig()) != 0 {
 		t.Fatalf("config %q without SetConfig", c.ClusterConfig())

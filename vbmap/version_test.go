@@ -2,7 +2,6 @@ package vbmap
 
 import (
 	"math"
-	"sync"
 	"testing"
 )
 
@@ -25,17 +24,8 @@ func TestRevEpochReplacementPairwise(t *testing.T) {
 	}
 	for i := range cfgs {
 		for j := range cfgs {
-			var h Holder
-			if _, changed := h.Update(cfgs[i]); !changed {
-				t.Fatal("first Update must install")
-			}
-			cur, changed := h.Update(cfgs[j])
-			want := j > i
-			if changed != want {
-				t.Errorf("%s held, %s arrives: replaced = %v, want %v", revEpochOrder[i], revEpochOrder[j], changed, want)
-			}
-			if wantCur := cfgs[max(i, j)]; cur != wantCur || h.Load() != wantCur {
-				t.Errorf("%s then %s: holder has %v", revEpochOrder[i], revEpochOrder[j], h.Load().Version())
+			if got, want := cfgs[j].Newer(cfgs[i]), j > i; got != want {
+				t.Errorf("%s held, %s arrives: replaces = %v, want %v", revEpochOrder[i], revEpochOrder[j], got, want)
 			}
 		}
 	}
@@ -54,9 +44,7 @@ func TestRevUint64Max(t *testing.T) {
 	if big.Newer(epoch1) || !epoch1.Newer(big) {
 		t.Error("epoch 1 rev 1 must be newer than epoch 0 rev 2^64-1")
 	}
-	var h Holder
-	h.Update(big)
-	if _, changed := h.Update(big); changed {
+	if big.Newer(big) {
 		t.Error("an equal version must not replace")
 	}
 }
@@ -91,73 +79,5 @@ func TestNewerNilSafe(t *testing.T) {
 	var nilCfg *Config
 	if !c.Newer(nil) || nilCfg.Newer(c) || nilCfg.Newer(nil) {
 		t.Fatal("Newer is not nil-safe")
-	}
-	var h Holder
-	if cur, changed := h.Update(nil); cur != nil || changed {
-		t.Fatal("Update(nil) changed an empty holder")
-	}
-}
-
-// Concurrent updates with every version in a shuffled order: the holder ends
-// on the newest and never goes backwards while readers watch (run with
-// -race).
-func TestHolderConcurrentUpdates(t *testing.T) {
-	const n = 200
-	cfgs := make([]*Config, n)
-	for i := range cfgs {
-		cfgs[i] = &Config{version: Version{Epoch: int64(i % 3), Rev: uint64(i)}}
-	}
-	newest := cfgs[0]
-	for _, c := range cfgs {
-		if c.Newer(newest) {
-			newest = c
-		}
-	}
-	var h Holder
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	regress := make(chan Version, 1)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var last *Config
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			cur := h.Load()
-			if last != nil && last.Newer(cur) {
-				select {
-				case regress <- cur.Version():
-				default:
-				}
-			}
-			if cur != nil {
-				last = cur
-			}
-		}
-	}()
-	var writers sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		writers.Add(1)
-		go func(w int) {
-			defer writers.Done()
-			for i := 0; i < n; i++ {
-				h.Update(cfgs[(i*7+w*13)%n])
-			}
-		}(w)
-	}
-	writers.Wait()
-	close(stop)
-	wg.Wait()
-	select {
-	case v := <-regress:
-		t.Fatalf("holder went backwards to %v", v)
-	default:
-	}
-	if h.Load() != newest {
-		t.Fatalf("holder ends on %v, want %v", h.Load().Version(), newest.Version())
 	}
 }
