@@ -391,7 +391,8 @@ func parseConfigs(t *testing.T) []string {
 	return names
 }
 
-// TestChaos is issue 7's "chaos with nothing lost": see the package doc.
+// TestChaos: concurrent operations under random faults lose nothing and
+// apply nothing twice; see the package doc.
 // Short by default (make test); -chaos.duration=10m for the long run.
 func TestChaos(t *testing.T) {
 	names := parseConfigs(t)

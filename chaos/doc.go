@@ -1,5 +1,5 @@
-// Package chaos holds kvwire's chaos test (issue 7, "chaos with nothing
-// lost"). It has no API: everything is in its _test.go files.
+// Package chaos holds kvwire's chaos test. It has no API: everything is in
+// its _test.go files.
 //
 // TestChaos runs concurrent mixed key-value operations through the client
 // against the in-process mock cluster while faults fire at random from a

@@ -25,7 +25,7 @@ func TestCommitSyncWritesRacingTimer(t *testing.T) {
 	a := bootstrap(t, addr, DefaultBucket, append([]memdx.HelloFeature{memdx.FeatureUnorderedExecution}, stdFeatures...))
 
 	// The hook holds the fired timer's callback until CommitSyncWrites has
-	// run: the interleaving that used to drop the write.
+	// run: the interleaving in which the write could be lost or applied twice.
 	fired, release := make(chan struct{}), make(chan struct{})
 	c.mu.Lock()
 	c.syncFired = func() {
