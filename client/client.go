@@ -148,7 +148,7 @@ func (c *Client) bootstrapCouchbase(ctx context.Context) error {
 		cancel()
 		if err != nil {
 			errs = append(errs, err)
-			if errors.Is(err, conn.ErrAuthFailed) || errors.Is(err, conn.ErrBucketAccess) {
+			if errors.Is(err, ErrAuthenticationFailure) || errors.Is(err, ErrBucketNotFound) {
 				break // every seed would answer the same
 			}
 			continue
@@ -231,13 +231,13 @@ func (c *Client) bootstrapMemcached(ctx context.Context) error {
 		cn, err := conn.Dial(dctx, h, c.connOptions(nodes[i]))
 		cancel()
 		if err != nil {
-			if errors.Is(err, conn.ErrAuthFailed) {
+			if errors.Is(err, ErrAuthenticationFailure) {
 				for _, cn := range conns {
 					if cn != nil {
 						_ = cn.Close()
 					}
 				}
-				if errors.Is(err, conn.ErrPlainAuthRefused) {
+				if errors.Is(err, ErrPlainAuthRefused) {
 					err = fmt.Errorf("%w; to connect, use %s:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
 						err, SchemeMemcacheds)
 				}
@@ -293,31 +293,18 @@ func usable(t *topology) bool {
 // bootstrapError turns the seeds' errors into one, with the most specific
 // sentinel first: credentials, then bucket, then TLS, then anything.
 func bootstrapError(cs *ConnStr, errs []error) error {
-	var pick error
-	for _, want := range []error{conn.ErrAuthFailed, conn.ErrBucketAccess, conn.ErrTLS} {
+	for _, want := range []error{ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS} {
 		for _, e := range errs {
 			if errors.Is(e, want) {
-				pick = e
-				break
+				return &ConnectError{Hosts: cs.Hosts, Err: want, Cause: e, All: errs}
 			}
 		}
-		if pick != nil {
-			break
-		}
 	}
-	if pick == nil && len(errs) > 0 {
-		pick = errs[len(errs)-1]
+	var last error
+	if len(errs) > 0 {
+		last = errs[len(errs)-1]
 	}
-	sentinel := ErrNoNodeAvailable
-	switch {
-	case errors.Is(pick, conn.ErrAuthFailed):
-		sentinel = ErrAuthenticationFailure
-	case errors.Is(pick, conn.ErrBucketAccess):
-		sentinel = ErrBucketNotFound
-	case errors.Is(pick, conn.ErrTLS):
-		sentinel = ErrTLS
-	}
-	return &ConnectError{Hosts: cs.Hosts, Err: sentinel, Cause: pick, All: errs}
+	return &ConnectError{Hosts: cs.Hosts, Err: ErrNoNodeAvailable, Cause: last, All: errs}
 }
 
 // ConnectError is the error of a Connect that could not bootstrap.

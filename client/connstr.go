@@ -46,9 +46,6 @@ const (
 	DefaultMemcachedPort = 11211
 )
 
-// ErrInvalidConnStr is matched by every connection-string parse error.
-var ErrInvalidConnStr = errors.New("kvwire: invalid connection string")
-
 // ConnStrError says what is wrong with a connection string.
 type ConnStrError struct {
 	Input  string

@@ -5,96 +5,149 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
 
-// Sentinels for every outcome a caller acts on. Test with errors.Is; the
-// error itself is usually a *KeyValueError carrying the details.
+// The sentinels: every error kvwire returns matches one or more of these
+// through errors.Is. They are the module's one set (each declared once, in
+// package internal/kverr; the lower layers wrap the same values), so an
+// error's cause, whatever layer made it, matches the same sentinels as the
+// error. The table in the package documentation says which server statuses
+// and conditions give which.
 var (
 	// ErrDocumentNotFound: the document does not exist (KEY_ENOENT; for
 	// Append/Prepend, NOT_STORED).
-	ErrDocumentNotFound = errors.New("document not found")
+	ErrDocumentNotFound = kverr.ErrDocumentNotFound
 	// ErrDocumentExists: Insert found the document already there.
-	ErrDocumentExists = errors.New("document exists")
+	ErrDocumentExists = kverr.ErrDocumentExists
 	// ErrCasMismatch: the document changed since the CAS the caller gave
 	// (or, for Unlock, the CAS is not the lock's).
-	ErrCasMismatch = errors.New("CAS mismatch")
+	ErrCasMismatch = kverr.ErrCasMismatch
 	// ErrDocumentLocked: the document is locked (returned only when the
 	// retry strategy refused to wait for the lock; usually the operation
 	// retries until the lock is released or it times out).
-	ErrDocumentLocked = errors.New("document locked")
+	ErrDocumentLocked = kverr.ErrDocumentLocked
 	// ErrDocumentNotLocked: Unlock of a document that is not locked.
-	ErrDocumentNotLocked = errors.New("document not locked")
+	ErrDocumentNotLocked = kverr.ErrDocumentNotLocked
 	// ErrNotStored: the server did not store the value (NOT_STORED).
-	ErrNotStored = errors.New("not stored")
+	ErrNotStored = kverr.ErrNotStored
 	// ErrValueTooLarge: the value exceeds the server's limit (E2BIG).
-	ErrValueTooLarge = errors.New("value too large")
+	ErrValueTooLarge = kverr.ErrValueTooLarge
 	// ErrDeltaInvalid: Increment/Decrement of a value that is not a number.
-	ErrDeltaInvalid = errors.New("document value is not a number")
+	ErrDeltaInvalid = kverr.ErrDeltaInvalid
 	// ErrInvalidArgument: the request was refused as invalid (EINVAL), or
-	// the caller passed an argument kvwire refuses before sending.
-	ErrInvalidArgument = errors.New("invalid argument")
+	// the caller passed an argument kvwire refuses before sending (then
+	// the error is a *KeyValueError whose Cause says what was wrong, or,
+	// from Connect, an error naming the option).
+	ErrInvalidArgument = kverr.ErrInvalidArgument
 	// ErrTemporaryFailure: the server is temporarily unable to serve the
 	// request (TMPFAIL, ENOMEM, EBUSY, or a status the node's error map
 	// marks "temp") and the strategy did not retry.
-	ErrTemporaryFailure = errors.New("temporary failure")
-	// ErrAuthenticationFailure: the server refused the credentials.
-	ErrAuthenticationFailure = errors.New("authentication failure")
-	// ErrBucketNotFound: SELECT_BUCKET was refused: the bucket does not
-	// exist or the user may not access it (the server does not say which).
-	ErrBucketNotFound = errors.New("bucket not found or not accessible")
+	ErrTemporaryFailure = kverr.ErrTemporaryFailure
+	// ErrNoAccess: the user may not perform this operation (EACCESS).
+	ErrNoAccess = kverr.ErrNoAccess
+	// ErrFeatureNotAvailable: the server does not support what was asked
+	// (UNKNOWN_COMMAND, NOT_SUPPORTED, or a feature HELLO did not grant).
+	ErrFeatureNotAvailable = kverr.ErrFeatureNotAvailable
+	// ErrServerFailure: any other failure the server reported.
+	ErrServerFailure = kverr.ErrServerFailure
+	// ErrDurabilityAmbiguous: a synchronous write's outcome is unknown
+	// (SYNC_WRITE_AMBIGUOUS); it also matches ErrAmbiguous.
+	ErrDurabilityAmbiguous = kverr.ErrDurabilityAmbiguous
+	// ErrDurabilityImpossible: the durability requirement cannot be met
+	// (DURABILITY_IMPOSSIBLE).
+	ErrDurabilityImpossible = kverr.ErrDurabilityImpossible
+	// ErrDurabilityLevelNotAvailable: the durability level is not
+	// supported (DURABILITY_INVALID_LEVEL).
+	ErrDurabilityLevelNotAvailable = kverr.ErrDurabilityLevelNotAvailable
+	// ErrDurableWriteInProgress: a synchronous write to the document is
+	// pending (SYNC_WRITE_IN_PROGRESS) and the strategy did not retry.
+	ErrDurableWriteInProgress = kverr.ErrDurableWriteInProgress
+	// ErrDurableWriteReCommitInProgress: a synchronous write to the
+	// document is being re-committed (SYNC_WRITE_RE_COMMIT_IN_PROGRESS)
+	// and the strategy did not retry.
+	ErrDurableWriteReCommitInProgress = kverr.ErrDurableWriteReCommitInProgress
+	// ErrScopeNotFound: the collection manifest has no such scope.
+	ErrScopeNotFound = kverr.ErrScopeNotFound
+	// ErrCollectionNotFound: the collection manifest has no such
+	// collection.
+	ErrCollectionNotFound = kverr.ErrCollectionNotFound
+
+	// ErrAuthenticationFailure: the server refused the credentials, or
+	// the client refused them for a reason no retry gets past (no SASL
+	// mechanism both sides allow, PLAIN not allowed, a NUL in them).
+	ErrAuthenticationFailure = kverr.ErrAuthenticationFailure
 	// ErrPlainAuthRefused: memcached:// with a Username, whose servers offer
 	// only SASL PLAIN, which would send the password in clear, and no
 	// opt-in (AllowPlainAuthWithoutTLS, allow_plain_auth=true). Nothing was
 	// sent. Connect's error matches it and ErrAuthenticationFailure.
-	ErrPlainAuthRefused = conn.ErrPlainAuthRefused
+	ErrPlainAuthRefused = kverr.ErrPlainAuthRefused
+	// ErrBucketNotFound: SELECT_BUCKET was refused: the bucket does not
+	// exist or the user may not access it (the server does not say which).
+	ErrBucketNotFound = kverr.ErrBucketNotFound
 	// ErrTLS: the TLS handshake or certificate verification failed.
-	ErrTLS = errors.New("TLS handshake failed")
-	// ErrNoAccess: the user may not perform this operation (EACCESS).
-	ErrNoAccess = errors.New("no access")
-	// ErrScopeNotFound and ErrCollectionNotFound: the collection manifest
-	// has no such scope or collection.
-	ErrScopeNotFound      = errors.New("scope not found")
-	ErrCollectionNotFound = errors.New("collection not found")
+	ErrTLS = kverr.ErrTLS
+	// ErrBootstrap: a connection's bootstrap failed after the connection
+	// was made (a refused login, bucket or TLS handshake, or another
+	// bootstrap step); matched by the per-node causes of a ConnectError or
+	// a NodeError.
+	ErrBootstrap = kverr.ErrBootstrap
+	// ErrConnectionClosed: the connection that carried the request ended
+	// (a network error, a protocol violation, an unresponsive node). Such a
+	// request is retried when it is safe; the error reaches the caller
+	// only as the cause of a failure that was not retried, next to
+	// ErrAmbiguous when the request may have been applied.
+	ErrConnectionClosed = kverr.ErrConnectionClosed
+	// ErrOverloaded: a connection already had its maximum of requests in
+	// flight; the request was not written.
+	ErrOverloaded = kverr.ErrOverloaded
+	// ErrProtocol: a server broke the protocol's framing; its connection
+	// was closed.
+	ErrProtocol = kverr.ErrProtocol
+	// ErrUnresponsive: a node stopped answering (a health probe went
+	// unanswered) and its connection was closed.
+	ErrUnresponsive = kverr.ErrUnresponsive
+	// ErrNoNodeAvailable: no connection could carry the request (returned
+	// once the strategy stops retrying), or Connect reached no node.
+	ErrNoNodeAvailable = kverr.ErrNoNodeAvailable
+	// ErrInvalidConnStr is matched by every connection-string parse error
+	// (a *ConnStrError, which also matches ErrInvalidArgument).
+	ErrInvalidConnStr = kverr.ErrInvalidConnStr
+	// ErrClosed: the client was closed.
+	ErrClosed = kverr.ErrClosed
+
 	// ErrTimeout matches every timeout; ErrAmbiguousTimeout and
 	// ErrUnambiguousTimeout say whether the request may have been applied.
-	ErrTimeout            = retry.ErrTimeout
-	ErrAmbiguousTimeout   = retry.ErrAmbiguousTimeout
-	ErrUnambiguousTimeout = retry.ErrUnambiguousTimeout
+	ErrTimeout            = kverr.ErrTimeout
+	ErrAmbiguousTimeout   = kverr.ErrAmbiguousTimeout
+	ErrUnambiguousTimeout = kverr.ErrUnambiguousTimeout
 	// ErrAmbiguous matches every error after which a mutation may have been
 	// applied (written, then no definite answer): ambiguous timeouts, a
 	// connection that died with the request in flight, SYNC_WRITE_AMBIGUOUS.
-	ErrAmbiguous = retry.ErrAmbiguous
+	ErrAmbiguous = kverr.ErrAmbiguous
 	// ErrRequestCanceled: the caller's context was canceled.
-	ErrRequestCanceled = errors.New("request canceled")
-	// ErrDurabilityAmbiguous: a synchronous write's outcome is unknown
-	// (SYNC_WRITE_AMBIGUOUS); it also matches ErrAmbiguous.
-	ErrDurabilityAmbiguous = errors.New("durability ambiguous")
-	// ErrDurabilityImpossible and ErrDurabilityLevelNotAvailable: the
-	// durability requirement cannot be met / is not supported.
-	ErrDurabilityImpossible         = errors.New("durability impossible")
-	ErrDurabilityLevelNotAvailable  = errors.New("durability level not available")
-	ErrDurableWriteInProgress       = errors.New("durable write in progress")
-	ErrDurableWriteReCommitProgress = errors.New("durable write re-commit in progress")
-	// ErrFeatureNotAvailable: the server does not support what was asked
-	// (UNKNOWN_COMMAND, NOT_SUPPORTED, or a feature HELLO did not grant).
-	ErrFeatureNotAvailable = errors.New("feature not available")
-	// ErrServerFailure: any other failure the server reported.
-	ErrServerFailure = errors.New("server failure")
-	// ErrNoNodeAvailable: no connection could carry the request (returned
-	// once the strategy stops retrying).
-	ErrNoNodeAvailable = errors.New("no node available")
-	// ErrClosed: the client was closed.
-	ErrClosed = errors.New("client closed")
+	ErrRequestCanceled = kverr.ErrRequestCanceled
+	// ErrNotRetried: the retry strategy refused to retry. The error also
+	// matches the sentinel of what failed (ErrDocumentLocked, say).
+	ErrNotRetried = kverr.ErrNotRetried
+	// ErrErrorMapMaxDuration: with the error-map strategy
+	// (retry.FollowErrorMap), the node's error map allows no more time for
+	// retries of the status that came back.
+	ErrErrorMapMaxDuration = kverr.ErrErrorMapMaxDuration
 )
 
 // KeyValueError is the error of a failed key-value operation: it says what
 // was asked, where it went, what the server answered and how often it was
 // tried. errors.Is matches its Err (one of the sentinels above) and
 // everything its Cause wraps (a *memdx.StatusError, a *retry.TimeoutError,
-// a *conn.RequestError...).
+// a *conn.RequestError...), which wraps the same sentinels.
+//
+// An argument refused before anything was sent (an empty or too long key,
+// a negative lock time, an expiry the protocol cannot express, ...) is a
+// KeyValueError too: Err is ErrInvalidArgument, Cause says what was wrong,
+// RetryAttempts is 0 and Node is "".
 type KeyValueError struct {
 	// Op is the operation ("Get", "Upsert", ...); OpCode its last opcode.
 	Op     string
@@ -114,8 +167,13 @@ type KeyValueError struct {
 	ErrorDescription string
 	ServerContext    string
 	ServerErrorRef   string
-	Attempts         int
-	RetryReasons     retry.ReasonSet
+	// Attempts is the number of retries: attempts after the first (0: the
+	// operation was tried once, or ended before its first attempt), as
+	// the results' Attempts; RetryReasons says why they were made.
+	// Attempts an operation made without sending its request (no route,
+	// no live connection) count.
+	Attempts     int
+	RetryReasons retry.ReasonSet
 	// Ambiguous is true when the request may have been applied.
 	Ambiguous bool
 	// Err is the sentinel; Cause the underlying error.
@@ -148,9 +206,13 @@ func (e *KeyValueError) Error() string {
 		fmt.Fprintf(&b, " node=%s vb=%d", e.Node, e.Vbucket)
 	}
 	if e.Attempts > 0 {
-		fmt.Fprintf(&b, " after %d attempts", e.Attempts+1)
+		if e.Attempts == 1 {
+			b.WriteString(" after 1 retry")
+		} else {
+			fmt.Fprintf(&b, " after %d retries", e.Attempts)
+		}
 		if e.RetryReasons.Len() > 0 {
-			b.WriteString(" (retried for " + e.RetryReasons.String() + ")")
+			b.WriteString(" (for " + e.RetryReasons.String() + ")")
 		}
 	}
 	if e.Ambiguous {
@@ -182,23 +244,28 @@ func (e *KeyValueError) Unwrap() []error {
 // its cause does not say so itself.
 func (e *KeyValueError) Is(target error) bool { return target == ErrAmbiguous && e.Ambiguous }
 
-// reasonSentinel maps the reason a retry was refused for (or a timeout
-// happened after) to a sentinel, for errors that carry no status.
-func reasonSentinel(err error) error {
+// retrySentinels are the sentinels an error of the retry orchestrator may
+// carry that say what failed, in the order retrySentinel looks for them.
+var retrySentinels = []error{
+	ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS, ErrScopeNotFound, ErrCollectionNotFound,
+}
+
+// retrySentinel gives the Err of the KeyValueError of an operation the
+// orchestrator ended with err: the sentinel of what failed, when err
+// carries one (a terminal reason the strategy failed with, or a node's
+// refused login, bucket or TLS handshake; a collection-id lookup's
+// outcome), ErrRequestCanceled for a cancellation, and nil for a timeout,
+// whose own sentinels (ErrTimeout and its variant) err already matches.
+func retrySentinel(err error) error {
+	for _, s := range retrySentinels {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
 	switch {
-	case errors.Is(err, retry.ErrAuthenticationFailure), errors.Is(err, conn.ErrAuthFailed):
-		return ErrAuthenticationFailure
-	case errors.Is(err, retry.ErrBucketAccess), errors.Is(err, conn.ErrBucketAccess):
-		return ErrBucketNotFound
-	case errors.Is(err, retry.ErrTLS), errors.Is(err, conn.ErrTLS):
-		return ErrTLS
-	case errors.Is(err, retry.ErrScopeNotFound):
-		return ErrScopeNotFound
-	case errors.Is(err, retry.ErrCollectionNotFound):
-		return ErrCollectionNotFound
-	case errors.Is(err, retry.ErrTimeout):
-		return nil // the cause already matches ErrTimeout and its variant
-	case errors.Is(err, retry.ErrCanceled):
+	case errors.Is(err, ErrTimeout):
+		return nil
+	case errors.Is(err, ErrRequestCanceled):
 		return ErrRequestCanceled
 	}
 	var le *lookupError
@@ -206,4 +273,20 @@ func reasonSentinel(err error) error {
 		return le.outcome.sentinel
 	}
 	return nil
+}
+
+// invalidArgument returns the error of operation opName on key refused
+// before anything was sent because an argument is wrong: a *KeyValueError
+// whose Err is ErrInvalidArgument and whose Cause, formatted from format
+// and args as fmt.Errorf does, says what was wrong ("negative lock time").
+func (col *Collection) invalidArgument(opName, key, format string, args ...any) error {
+	return &KeyValueError{
+		Op:         opName,
+		Key:        key,
+		Bucket:     col.c.opts.Bucket,
+		Scope:      col.scope,
+		Collection: col.name,
+		Err:        ErrInvalidArgument,
+		Cause:      fmt.Errorf(format, args...),
+	}
 }

@@ -488,7 +488,7 @@ func (c *Client) wait(o *op, t *topology, reason retry.Reason, cause error) erro
 	if err == nil {
 		return nil
 	}
-	return c.finalError(o, reasonSentinel(err), err)
+	return c.finalError(o, retrySentinel(err), err)
 }
 
 // waitStatus is wait for an attempt, routed with t, that ended on
@@ -501,10 +501,10 @@ func (c *Client) waitStatus(o *op, t *topology, reason retry.Reason) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, retry.ErrNotRetried) {
+	if errors.Is(err, ErrNotRetried) {
 		return c.statusError(o, err)
 	}
-	return c.finalError(o, reasonSentinel(err), err)
+	return c.finalError(o, retrySentinel(err), err)
 }
 
 func (o *op) statusErr() error {
@@ -526,7 +526,7 @@ func (c *Client) statusError(o *op, cause error) error {
 
 func (c *Client) finalError(o *op, sentinel, cause error) error {
 	if sentinel == nil && cause != nil {
-		if errors.Is(cause, retry.ErrTimeout) {
+		if errors.Is(cause, ErrTimeout) {
 			sentinel = nil
 		} else if errors.Is(cause, context.Canceled) {
 			sentinel = ErrRequestCanceled
@@ -550,7 +550,7 @@ func (c *Client) newKVError(o *op, sentinel, cause error) *KeyValueError {
 		ServerErrorRef:   o.errCtx.Ref,
 		Attempts:         o.st.Attempts(),
 		RetryReasons:     o.st.Reasons(),
-		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, retry.ErrAmbiguous),
+		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, ErrAmbiguous),
 		Err:              sentinel,
 		Cause:            cause,
 	}

@@ -111,11 +111,11 @@ func (n *node) pick() (*conn.Conn, retry.Reason, error) {
 // credentials, bucket and TLS, NODE_NOT_AVAILABLE otherwise.
 func reasonForDialError(err error) retry.Reason {
 	switch {
-	case errors.Is(err, conn.ErrAuthFailed):
+	case errors.Is(err, ErrAuthenticationFailure):
 		return retry.ReasonAuthenticationError
-	case errors.Is(err, conn.ErrBucketAccess):
+	case errors.Is(err, ErrBucketNotFound):
 		return retry.ReasonBucketAccessError
-	case errors.Is(err, conn.ErrTLS):
+	case errors.Is(err, ErrTLS):
 		return retry.ReasonTLSError
 	}
 	return retry.ReasonNodeNotAvailable
@@ -227,7 +227,7 @@ func (n *node) maintain() {
 		n.markTried()
 		n.c.onDialResult(n, err)
 		wait := backoff
-		if errors.Is(err, conn.ErrUnresponsive) {
+		if errors.Is(err, ErrUnresponsive) {
 			// The attempt itself waited the connection's probe timeout for
 			// a node that accepts connections and answers nothing (paused,
 			// or behind a black hole): the next one starts without more

@@ -104,7 +104,7 @@ var statusTable = []statusRow{
 	{status: memdx.StatusDurabilityImpossible, rule: statusRule{sentinel: ErrDurabilityImpossible}},
 	{status: memdx.StatusSyncWriteInProgress, rule: statusRule{reason: retry.ReasonKVSyncWriteInProgress, sentinel: ErrDurableWriteInProgress}},
 	{status: memdx.StatusSyncWriteAmbiguous, rule: statusRule{sentinel: ErrDurabilityAmbiguous, ambiguous: true}},
-	{status: memdx.StatusSyncWriteReCommitInProgress, rule: statusRule{reason: retry.ReasonKVSyncWriteReCommitInProgress, sentinel: ErrDurableWriteReCommitProgress}},
+	{status: memdx.StatusSyncWriteReCommitInProgress, rule: statusRule{reason: retry.ReasonKVSyncWriteReCommitInProgress, sentinel: ErrDurableWriteReCommitInProgress}},
 }
 
 // statusIndex maps a status to its first row in statusTable.

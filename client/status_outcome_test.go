@@ -47,7 +47,7 @@ func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrTemporaryFailure)
 	assert.NotErrorIs(t, err, ErrServerFailure)
-	assert.ErrorIs(t, err, retry.ErrErrorMapMaxDuration, "ended by the entry's max-duration")
+	assert.ErrorIs(t, err, ErrErrorMapMaxDuration, "ended by the entry's max-duration")
 	assert.NotErrorIs(t, err, ErrTimeout)
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
@@ -80,7 +80,7 @@ func TestCollectionLookupFollowsErrorMapSpec(t *testing.T) {
 	defer ctl.Remove()
 	_, err := col.Get(context.Background(), "u", &GetOptions{Timeout: 20 * time.Second})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, retry.ErrErrorMapMaxDuration)
+	assert.ErrorIs(t, err, ErrErrorMapMaxDuration)
 	assert.NotErrorIs(t, err, ErrTimeout)
 	// after 10 ms, then every 10 ms, while less than 500 ms have passed.
 	assert.Greater(t, ctl.Hits(), 2)

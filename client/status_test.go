@@ -114,7 +114,7 @@ func wantSentinel(r statusRequest, st memdx.Status) error {
 		memdx.StatusTmpFail: ErrTemporaryFailure, memdx.StatusUnknownCollection: ErrCollectionNotFound,
 		memdx.StatusUnknownScope: ErrScopeNotFound, memdx.StatusDurabilityInvalidLevel: ErrDurabilityLevelNotAvailable,
 		memdx.StatusDurabilityImpossible: ErrDurabilityImpossible, memdx.StatusSyncWriteAmbiguous: ErrDurabilityAmbiguous,
-		memdx.StatusSyncWriteInProgress: ErrDurableWriteInProgress, memdx.StatusSyncWriteReCommitInProgress: ErrDurableWriteReCommitProgress,
+		memdx.StatusSyncWriteInProgress: ErrDurableWriteInProgress, memdx.StatusSyncWriteReCommitInProgress: ErrDurableWriteReCommitInProgress,
 	}
 	if s, ok := own[st]; ok {
 		return s

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -346,34 +347,34 @@ func TestBootstrapFailures(t *testing.T) {
 			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
 				var ae *AuthError
 				if !errors.As(err, &ae) || ae.Mechanism != memdx.MechScramSHA512 || !errors.Is(err, memdx.ErrAuthFailed) ||
-					!errors.Is(err, ErrAuthFailed) {
+					!errors.Is(err, kverr.ErrAuthenticationFailure) {
 					t.Fatalf("%v; want an *AuthError wrapping memdx.ErrAuthFailed", err)
 				}
 			}},
 		{"SCRAM refusal in server-final", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", serverFinal: "e=invalid-proof"},
 			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
 				var ae *AuthError
-				if !errors.As(err, &ae) || !errors.Is(err, memdx.ErrAuthFailed) || !errors.Is(err, ErrAuthFailed) {
+				if !errors.As(err, &ae) || !errors.Is(err, memdx.ErrAuthFailed) || !errors.Is(err, kverr.ErrAuthenticationFailure) {
 					t.Fatalf("%v; want an *AuthError wrapping memdx.ErrAuthFailed", err)
 				}
 			}},
 		// A malformed SASL message is a protocol problem, not a refusal of
-		// the credentials: not ErrAuthFailed (RFC 0049 AUTHENTICATION_ERROR
+		// the credentials: not kverr.ErrAuthenticationFailure (RFC 0049 AUTHENTICATION_ERROR
 		// is for explicit refusals only).
 		{"malformed SCRAM server-first", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", serverFirst: "r=x,s=c2FsdA==,i=oops"},
 			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
 				var be *BootstrapError
 				if !errors.As(err, &be) || be.Step != memdx.OpSASLAuth || !errors.Is(err, memdx.ErrMalformed) ||
-					errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), "server-first") {
-					t.Fatalf("%v; want a *BootstrapError at SASL_AUTH naming the server-first message, not ErrAuthFailed", err)
+					errors.Is(err, kverr.ErrAuthenticationFailure) || !strings.Contains(err.Error(), "server-first") {
+					t.Fatalf("%v; want a *BootstrapError at SASL_AUTH naming the server-first message, not kverr.ErrAuthenticationFailure", err)
 				}
 			}},
 		{"malformed SCRAM server-final", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", serverFinal: "v=not base64!"},
 			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
 				var be *BootstrapError
 				if !errors.As(err, &be) || be.Step != memdx.OpSASLStep || !errors.Is(err, memdx.ErrMalformed) ||
-					errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), "server-final") {
-					t.Fatalf("%v; want a *BootstrapError at SASL_STEP naming the server-final message, not ErrAuthFailed", err)
+					errors.Is(err, kverr.ErrAuthenticationFailure) || !strings.Contains(err.Error(), "server-final") {
+					t.Fatalf("%v; want a *BootstrapError at SASL_STEP naming the server-final message, not kverr.ErrAuthenticationFailure", err)
 				}
 			}},
 		{"wrong SCRAM password", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p"},
@@ -386,7 +387,7 @@ func TestBootstrapFailures(t *testing.T) {
 		{"no common mechanism", &fakeNode{mechs: "PLAIN GSSAPI"},
 			Options{Username: "u", Password: "x"}, func(t *testing.T, err error) {
 				var ae *AuthError
-				if !errors.As(err, &ae) || !errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), "PLAIN GSSAPI") {
+				if !errors.As(err, &ae) || !errors.Is(err, kverr.ErrAuthenticationFailure) || !strings.Contains(err.Error(), "PLAIN GSSAPI") {
 					t.Fatalf("%v; want an *AuthError naming the offer", err)
 				}
 			}},
@@ -418,8 +419,8 @@ func TestBootstrapFailures(t *testing.T) {
 			if c != nil {
 				t.Fatal("Dial returned a connection")
 			}
-			if !errors.Is(err, ErrBootstrap) {
-				t.Fatalf("%v does not match ErrBootstrap", err)
+			if !errors.Is(err, kverr.ErrBootstrap) {
+				t.Fatalf("%v does not match kverr.ErrBootstrap", err)
 			}
 			tc.check(t, err)
 		})
@@ -487,7 +488,7 @@ func TestTLS(t *testing.T) {
 	_, err := Dial(testCtx(t), addr, o)
 	var te *TLSError
 	var unknown x509.UnknownAuthorityError
-	if !errors.As(err, &te) || !errors.As(err, &unknown) || !errors.Is(err, ErrTLS) {
+	if !errors.As(err, &te) || !errors.As(err, &unknown) || !errors.Is(err, kverr.ErrTLS) {
 		t.Fatalf("without roots: %v; want a *TLSError wrapping x509.UnknownAuthorityError", err)
 	}
 	// The wrong name fails too.
@@ -544,11 +545,11 @@ func TestBootstrapMaxPendingOne(t *testing.T) {
 			held := goGet(testCtx(t), c, "held")
 			waitFor(t, "the held GET in flight", func() bool { return c.Pending() == 1 })
 			r := doGet(testCtx(t), c, "next")
-			if re := requestError(t, r.err); re.Written || !errors.Is(r.err, ErrOverloaded) {
-				t.Fatalf("second request with MaxPending 1: %v; want ErrOverloaded", r.err)
+			if re := requestError(t, r.err); re.Written || !errors.Is(r.err, kverr.ErrOverloaded) {
+				t.Fatalf("second request with MaxPending 1: %v; want kverr.ErrOverloaded", r.err)
 			}
 			c.Close()
-			if r := recv(t, held); !errors.Is(r.err, ErrClosed) {
+			if r := recv(t, held); !errors.Is(r.err, kverr.ErrConnectionClosed) {
 				t.Fatalf("held GET: %+v", r)
 			}
 		})
@@ -589,7 +590,7 @@ func tlsPeer(t *testing.T, serve func(net.Conn)) string {
 
 // Only TLS's own failures are *TLSError (RFC 0049 TLS_ERROR fails fast): a
 // node that goes away during the handshake is a plain dial error, which
-// matches neither ErrTLS nor ErrBootstrap.
+// matches neither kverr.ErrTLS nor kverr.ErrBootstrap.
 func TestTLSHandshakeFailureKinds(t *testing.T) {
 	readSome := func(nc net.Conn) { // the ClientHello arrives, then the node goes away
 		nc.Read(make([]byte, 10)) // unread bytes left: the close is a reset
@@ -637,8 +638,8 @@ func TestTLSHandshakeFailureKinds(t *testing.T) {
 			addr := tlsPeer(t, tc.serve)
 			_, err := Dial(testCtx(t), addr, Options{TLSConfig: tc.cfg})
 			var te *TLSError
-			if err == nil || errors.As(err, &te) != tc.isTLS || errors.Is(err, ErrTLS) != tc.isTLS ||
-				errors.Is(err, ErrBootstrap) != tc.isTLS || (tc.check != nil && !tc.check(err)) {
+			if err == nil || errors.As(err, &te) != tc.isTLS || errors.Is(err, kverr.ErrTLS) != tc.isTLS ||
+				errors.Is(err, kverr.ErrBootstrap) != tc.isTLS || (tc.check != nil && !tc.check(err)) {
 				t.Fatalf("Dial: %v (%T); want a TLS error: %v", err, err, tc.isTLS)
 			}
 		})
@@ -651,7 +652,7 @@ func TestTLSHandshakeFailureKinds(t *testing.T) {
 			c.SetDeadline(time.Now()) // every Write times out
 			return c, nil
 		}})
-	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ErrTLS) || errors.Is(err, ErrBootstrap) {
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, kverr.ErrTLS) || errors.Is(err, kverr.ErrBootstrap) {
 		t.Fatalf("timeout: %v; want a plain dial error", err)
 	}
 }
@@ -666,7 +667,7 @@ func TestPlainOnlyWhenAllowed(t *testing.T) {
 		f := &fakeNode{helloStatus: memdx.StatusAuthError, user: "u", pass: "secret"}
 		_, err := dialFake(t, f, Options{Username: "u", Password: "secret", AllowPlainAuthWithoutTLS: true, SASLMechanisms: scramOnly})
 		var ae *AuthError
-		if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, ErrAuthFailed) ||
+		if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, kverr.ErrAuthenticationFailure) ||
 			!strings.Contains(err.Error(), "SASLMechanisms") || strings.Contains(err.Error(), "secret") {
 			t.Fatalf("Dial: %v; want an *AuthError saying PLAIN is not allowed", err)
 		}
@@ -701,7 +702,7 @@ func TestPlainOnlyWhenAllowed(t *testing.T) {
 			}
 			_, err := Dial(testCtx(t), "fake:11210", o)
 			var ae *AuthError
-			if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, ErrAuthFailed) || dialled {
+			if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, kverr.ErrAuthenticationFailure) || dialled {
 				t.Fatalf("Dial: %v (dialled %v); want an *AuthError before dialling", err, dialled)
 			}
 		})
@@ -750,8 +751,8 @@ func TestCallbacksOnlyForReturnedConn(t *testing.T) {
 
 	// A failed Dial fires nothing.
 	f = &fakeNode{bucketStatus: memdx.StatusKeyNotFound, notify: true}
-	if _, err := dialFake(t, f, withBucket(o, "gone")); !errors.Is(err, ErrBucketAccess) {
-		t.Fatalf("Dial: %v; want ErrBucketAccess", err)
+	if _, err := dialFake(t, f, withBucket(o, "gone")); !errors.Is(err, kverr.ErrBucketNotFound) {
+		t.Fatalf("Dial: %v; want kverr.ErrBucketNotFound", err)
 	}
 	if n, r := counts(); n != 1 || len(r) != 1 {
 		t.Fatalf("after a failed Dial: %d OnClose calls, notifications %v", n, r)

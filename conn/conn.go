@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -175,9 +176,9 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 // error handle returned.
 //
 // Otherwise Do returns a *RequestError and handle is never called: the
-// connection ended (errors.Is(err, ErrClosed)), ctx ended (errors.Is(err,
+// connection ended (errors.Is(err, kverr.ErrConnectionClosed)), ctx ended (errors.Is(err,
 // context.Canceled) or DeadlineExceeded), the connection was overloaded
-// (ErrOverloaded), or req could not be encoded (memdx.ErrInvalidRequest).
+// (kverr.ErrOverloaded), or req could not be encoded (memdx.ErrInvalidRequest).
 // Its Written field says whether the request may have reached the server.
 // Quiet opcodes (GETQ, SETQ, ...) are refused: their success has no
 // response to wait for.
@@ -251,7 +252,7 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: c.err, connEnded: true}
 	}
 	if bounded && c.active >= c.opts.MaxPending {
-		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: ErrOverloaded}
+		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: kverr.ErrOverloaded}
 	}
 	opaque := c.nextOpaque()
 	n0 := len(c.wbuf)
@@ -809,11 +810,11 @@ func (c *Conn) teardown() {
 }
 
 // Close closes the connection: every request in flight fails with an error
-// matching ErrClosed. It waits until the connection's goroutines have
+// matching kverr.ErrConnectionClosed. It waits until the connection's goroutines have
 // exited, so it must not be called from handle or a callback. Closing twice
 // is harmless. It returns nil.
 func (c *Conn) Close() error {
-	c.fail(ErrClosed)
+	c.fail(kverr.ErrConnectionClosed)
 	<-c.exited
 	return nil
 }
@@ -821,7 +822,7 @@ func (c *Conn) Close() error {
 // Done is closed when the connection has ended (failed or closed).
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err returns why the connection ended: ErrClosed after Close, a
+// Err returns why the connection ended: kverr.ErrConnectionClosed after Close, a
 // *ProtocolError, or a network error (wrapped; errors.Is(err, io.EOF) and
 // the like work). It is nil while the connection is open.
 func (c *Conn) Err() error {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -194,8 +195,8 @@ func protocolCase(t *testing.T, opts Options, bad func(r1, r2 memdx.Packet) []by
 	for _, ch := range []<-chan result{a, b} {
 		r := recv(t, ch)
 		re := requestError(t, r.err)
-		if r.calls != 0 || !re.Written || !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrProtocol) {
-			t.Fatalf("got calls=%d err=%v; want no handle call, written, ErrClosed and ErrProtocol", r.calls, r.err)
+		if r.calls != 0 || !re.Written || !errors.Is(r.err, kverr.ErrConnectionClosed) || !errors.Is(r.err, kverr.ErrProtocol) {
+			t.Fatalf("got calls=%d err=%v; want no handle call, written, kverr.ErrConnectionClosed and kverr.ErrProtocol", r.calls, r.err)
 		}
 	}
 	<-c.Done()
@@ -206,7 +207,7 @@ func protocolCase(t *testing.T, opts Options, bad func(r1, r2 memdx.Packet) []by
 	}
 	// After the end, Do fails at once, not written.
 	r := doGet(testCtx(t), c, "late")
-	if re := requestError(t, r.err); re.Written || !errors.Is(r.err, ErrClosed) {
+	if re := requestError(t, r.err); re.Written || !errors.Is(r.err, kverr.ErrConnectionClosed) {
 		t.Fatalf("Do after the end: %v", r.err)
 	}
 }
@@ -250,7 +251,7 @@ func TestGarbageAfterGoodResponse(t *testing.T) {
 		t.Fatalf("a: %+v", r)
 	}
 	r := recv(t, b)
-	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, ErrProtocol) || r.calls != 0 {
+	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, kverr.ErrProtocol) || r.calls != 0 {
 		t.Fatalf("b: %+v", r)
 	}
 }
@@ -423,8 +424,8 @@ func TestResetWrittenAndNot(t *testing.T) {
 	for k, ch := range map[string]<-chan result{"a": a, "b": b, "c": cc, "d": d, "e": e} {
 		r := recv(t, ch)
 		re := requestError(t, r.err)
-		if re.Written != want[k] || r.calls != 0 || !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, syscall.ECONNRESET) {
-			t.Errorf("%s: written=%v calls=%d err=%v; want written=%v, ErrClosed, ECONNRESET", k, re.Written, r.calls, r.err, want[k])
+		if re.Written != want[k] || r.calls != 0 || !errors.Is(r.err, kverr.ErrConnectionClosed) || !errors.Is(r.err, syscall.ECONNRESET) {
+			t.Errorf("%s: written=%v calls=%d err=%v; want written=%v, kverr.ErrConnectionClosed, ECONNRESET", k, re.Written, r.calls, r.err, want[k])
 		}
 	}
 	if !errors.Is(c.Err(), syscall.ECONNRESET) {
@@ -495,7 +496,7 @@ func TestResetTCPFullBuffer(t *testing.T) {
 		written bool
 	}{"small": {small, true}, "big": {big, false}, "after": {after, false}} {
 		err := recv(t, tc.ch)
-		if re := requestError(t, err); re.Written != tc.written || !errors.Is(err, ErrClosed) {
+		if re := requestError(t, err); re.Written != tc.written || !errors.Is(err, kverr.ErrConnectionClosed) {
 			t.Errorf("%s: %v; want written=%v", name, err, tc.written)
 		}
 	}
@@ -624,8 +625,8 @@ func TestOverload(t *testing.T) {
 	a, b := goGet(testCtx(t), c, "a"), goGet(testCtx(t), c, "b")
 	ra, rb := p.read(), p.read()
 	r := doGet(testCtx(t), c, "c")
-	if re := requestError(t, r.err); re.Written || !errors.Is(r.err, ErrOverloaded) || errors.Is(r.err, ErrClosed) {
-		t.Fatalf("third request: %v; want ErrOverloaded, not written", r.err)
+	if re := requestError(t, r.err); re.Written || !errors.Is(r.err, kverr.ErrOverloaded) || errors.Is(r.err, kverr.ErrConnectionClosed) {
+		t.Fatalf("third request: %v; want kverr.ErrOverloaded, not written", r.err)
 	}
 	p.write(ok(ra, "A"), ok(rb, "B"))
 	recv(t, a)
@@ -651,13 +652,13 @@ func TestCloseFailsPending(t *testing.T) {
 	c.Close()
 	c.Close() // twice is fine
 	r := recv(t, a)
-	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, ErrClosed) {
+	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, kverr.ErrConnectionClosed) {
 		t.Fatalf("a: %v", r.err)
 	}
-	if c.Err() != ErrClosed {
+	if c.Err() != kverr.ErrConnectionClosed {
 		t.Fatalf("Err() = %v", c.Err())
 	}
-	if err := <-closes; err != ErrClosed {
+	if err := <-closes; err != kverr.ErrConnectionClosed {
 		t.Fatalf("OnClose got %v", err)
 	}
 	select {

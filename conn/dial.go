@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -25,7 +26,7 @@ import (
 // Errors: a dial failure is returned as the net error (wrapped), and so is
 // a network failure during the TLS handshake (EOF, a reset, a timeout: the
 // node went away, which is not TLS's fault); a failure after connecting
-// matches ErrBootstrap and is one of *TLSError, *AuthError,
+// matches kverr.ErrBootstrap and is one of *TLSError, *AuthError,
 // *BucketAccessError or *BootstrapError. ctx bounds the whole of Dial,
 // redials included; it is not kept.
 func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
@@ -91,7 +92,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	}
 }
 
-// plainRefused returns an *AuthError wrapping ErrPlainAuthRefused when the
+// plainRefused returns an *AuthError wrapping kverr.ErrPlainAuthRefused when the
 // options do not allow SASL PLAIN, the only mechanism plain memcached has:
 // it is not among Options.SASLMechanisms, or there is neither TLS nor
 // AllowPlainAuthWithoutTLS. Dial asks before anything is written, so a
@@ -107,7 +108,7 @@ func plainRefused(o *Options, addr string) error {
 	default:
 		return nil
 	}
-	return &AuthError{Addr: addr, User: o.Username, Mechanism: memdx.MechPlain, Reason: reason, Err: ErrPlainAuthRefused}
+	return &AuthError{Addr: addr, User: o.Username, Mechanism: memdx.MechPlain, Reason: reason, Err: kverr.ErrPlainAuthRefused}
 }
 
 // notCouchbaseError: HELLO was refused in a way only plain memcached refuses
@@ -118,7 +119,7 @@ func (e *notCouchbaseError) Error() string {
 	return fmt.Sprintf("conn: server answered HELLO with %s: not a Couchbase node", e.status)
 }
 
-func (e *notCouchbaseError) Is(target error) bool { return target == ErrBootstrap }
+func (e *notCouchbaseError) Is(target error) bool { return target == kverr.ErrBootstrap }
 
 // corruptMapError: the error map did not parse. Internal: Dial redials
 // without XERROR.
@@ -160,7 +161,7 @@ func dialOnce(ctx context.Context, addr string, o *Options, memcached, xerror bo
 		err = c.goLive(last)
 	}
 	if err != nil {
-		c.fail(ErrClosed)
+		c.fail(kverr.ErrConnectionClosed)
 		<-c.exited
 		return nil, err
 	}

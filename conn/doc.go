@@ -35,7 +35,7 @@
 // proper: verification, an alert, a peer that does not speak TLS; a
 // network failure during the handshake is a plain dial error, as a refused
 // connection is); anything else after connecting is a *BootstrapError
-// naming the step and status. All match ErrBootstrap.
+// naming the step and status. All match kverr.ErrBootstrap.
 //
 // # Plain memcached
 //
@@ -179,7 +179,7 @@
 // when it expires.
 //
 // At most Options.MaxPending live requests (queued, sending or written) are
-// in flight; past that Do fails at once with ErrOverloaded, not written.
+// in flight; past that Do fails at once with kverr.ErrOverloaded, not written.
 // Tombstones do not count: a node that lost thousands of requests does not
 // block new ones. They are bounded by Options.MaxAbandoned (4096 by
 // default): past it the oldest is forgotten, and its answer, should it ever
@@ -200,11 +200,11 @@
 // durable write or a large value is the server's business). Unanswered
 // while the connection makes no progress for Options.ProbeTimeout (1 s):
 // nothing read, and, while the probe is not yet written, nothing accepted by
-// the socket, the connection is closed with ErrUnresponsive (logged at warn)
+// the socket, the connection is closed with kverr.ErrUnresponsive (logged at warn)
 // and its requests fail by the written/not-written rule, as on any dead
 // connection; the client redials. During the bootstrap the bootstrap's own
 // requests are the probe: a node that sends nothing for ProbeTimeout while
-// one of them waits fails the Dial with ErrUnresponsive. A negative
+// one of them waits fails the Dial with kverr.ErrUnresponsive. A negative
 // ProbeAfter turns the health check off. Timing comes from an internal
 // clock that tests replace.
 //
@@ -227,6 +227,6 @@
 // Only a framing error closes the connection: a bad magic (or one only a
 // client sends), a body over Options.MaxBodyLength, a malformed header or
 // lengths that do not add up. It is logged at warn, and the connection ends
-// with a *ProtocolError (errors.Is(err, ErrProtocol)) that says what was
+// with a *ProtocolError (errors.Is(err, kverr.ErrProtocol)) that says what was
 // wrong. Every pending request then fails as above.
 package conn

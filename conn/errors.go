@@ -1,73 +1,55 @@
 package conn
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
-// Sentinels for errors.Is. Every error this package returns that means one of
-// these matches it; the typed errors below carry the details.
-var (
-	// ErrClosed: the connection is closed or failed. A *RequestError whose
-	// request ended because the connection ended matches it, whatever the
-	// cause (Close, a network error, a protocol violation); its Written
-	// field says whether the request may have reached the server.
-	ErrClosed = errors.New("conn: connection closed")
-
-	// ErrOverloaded: the connection already has Options.MaxPending requests
-	// in flight. The request was not written; retry it later or elsewhere.
-	ErrOverloaded = errors.New("conn: too many requests in flight")
-
-	// ErrProtocol: the server broke the framing of the protocol (a bad or
-	// client-only magic, a body over the limit, lengths that do not add
-	// up). The connection is closed. A well-framed response that answers
-	// nothing in flight is not a violation: it is dropped as a stray (see
-	// Stats).
-	ErrProtocol = errors.New("conn: protocol violation")
-
-	// ErrUnresponsive: the connection was closed because its node stopped
-	// answering: a health probe got no answer while the connection made no
-	// progress (see Options.ProbeAfter). The connection's error matches it
-	// and ErrClosed matches its requests' errors, as for any ended
-	// connection.
-	ErrUnresponsive = errors.New("conn: node stopped answering")
-
-	// ErrAuthFailed is matched by *AuthError, and only by it: an explicit
-	// authentication refusal that retrying with the same credentials and
-	// options will not get past. That is the server answering AUTH_ERROR
-	// to SASL (or, on plain memcached with SASL, to a request made without
-	// credentials), the server refusing or failing to prove the password in
-	// SCRAM (an e= attribute, a server signature that does not verify), or
-	// a permanent local refusal: no mechanism both sides allow, PLAIN
-	// needed but not allowed (not in SASLMechanisms, or neither TLS nor
-	// AllowPlainAuthWithoutTLS), credentials SASL cannot carry (a NUL). A
-	// malformed
-	// SASL message from the server or any other SASL status is a protocol
-	// problem, a *BootstrapError, and does not match it.
-	ErrAuthFailed = errors.New("conn: authentication failed")
-
-	// ErrPlainAuthRefused is the Err of the *AuthError Dial returns when
-	// the server needs SASL PLAIN (plain memcached offers nothing else) and
-	// the options do not allow it: PLAIN is not among SASLMechanisms, or
-	// there is neither TLS nor AllowPlainAuthWithoutTLS. Nothing was sent:
-	// the password never left the process.
-	ErrPlainAuthRefused = errors.New("conn: SASL PLAIN not allowed")
-
-	// ErrBucketAccess is matched by *BucketAccessError.
-	ErrBucketAccess = errors.New("conn: bucket access refused")
-
-	// ErrTLS is matched by *TLSError.
-	ErrTLS = errors.New("conn: TLS handshake failed")
-
-	// ErrBootstrap is matched by every error Dial returns except a failure
-	// to connect (a net error, a network failure during the TLS handshake,
-	// or the context ending before the handshake completed): *AuthError,
-	// *BucketAccessError, *TLSError and *BootstrapError, whose Err may be a
-	// context error when the context ended during the bootstrap.
-	ErrBootstrap = errors.New("conn: bootstrap failed")
-)
+// Errors this package returns match the module's sentinels (package
+// internal/kverr, re-exported by package client under the same names):
+//
+//   - kverr.ErrConnectionClosed: a *RequestError whose request ended because
+//     its connection ended, whatever the cause (Close, a network error, a
+//     protocol violation); its Written field says whether the request may
+//     have reached the server. Conn.Err after Close is the sentinel itself.
+//   - kverr.ErrOverloaded: a *RequestError of a request Do refused because
+//     the connection already had Options.MaxPending requests in flight. The
+//     request was not written; retry it later or elsewhere.
+//   - kverr.ErrProtocol: a *ProtocolError: the server broke the framing of
+//     the protocol (a bad or client-only magic, a body over the limit,
+//     lengths that do not add up). The connection is closed. A well-framed
+//     response that answers nothing in flight is not a violation: it is
+//     dropped as a stray (see Stats).
+//   - kverr.ErrUnresponsive: the connection's error when it was closed
+//     because its node stopped answering: a health probe got no answer while
+//     the connection made no progress (see Options.ProbeAfter). Its
+//     requests' errors match kverr.ErrConnectionClosed, as for any ended
+//     connection.
+//   - kverr.ErrAuthenticationFailure: an *AuthError, and only it: an explicit
+//     authentication refusal that retrying with the same credentials and
+//     options will not get past. That is the server answering AUTH_ERROR to
+//     SASL (or, on plain memcached with SASL, to a request made without
+//     credentials), the server refusing or failing to prove the password in
+//     SCRAM (an e= attribute, a server signature that does not verify), or
+//     a permanent local refusal: no mechanism both sides allow, PLAIN needed
+//     but not allowed (not in SASLMechanisms, or neither TLS nor
+//     AllowPlainAuthWithoutTLS), credentials SASL cannot carry (a NUL). A
+//     malformed SASL message from the server or any other SASL status is a
+//     protocol problem, a *BootstrapError, and does not match it.
+//   - kverr.ErrPlainAuthRefused: the Err of the *AuthError Dial returns when
+//     the server needs SASL PLAIN (plain memcached offers nothing else) and
+//     the options do not allow it: PLAIN is not among SASLMechanisms, or
+//     there is neither TLS nor AllowPlainAuthWithoutTLS. Nothing was sent:
+//     the password never left the process.
+//   - kverr.ErrBucketNotFound: a *BucketAccessError.
+//   - kverr.ErrTLS: a *TLSError.
+//   - kverr.ErrBootstrap: every error Dial returns except a failure to
+//     connect (a net error, a network failure during the TLS handshake, or
+//     the context ending before the handshake completed): *AuthError,
+//     *BucketAccessError, *TLSError and *BootstrapError, whose Err may be a
+//     context error when the context ended during the bootstrap.
 
 // RequestError is the error Do returns when a request ended without a
 // response: the connection ended, the context was done, the connection was
@@ -85,7 +67,8 @@ type RequestError struct {
 	// Written: the request's bytes may have reached the server.
 	Written bool
 	// Err is the cause: the connection's error (see Conn.Err), a context
-	// error, ErrOverloaded, or an encoding error (memdx.ErrInvalidRequest).
+	// error, kverr.ErrOverloaded, or an encoding error
+	// (memdx.ErrInvalidRequest).
 	Err error
 
 	connEnded bool
@@ -102,9 +85,11 @@ func (e *RequestError) Error() string {
 // Unwrap returns Err.
 func (e *RequestError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrClosed) true for a request that ended because
-// its connection ended.
-func (e *RequestError) Is(target error) bool { return target == ErrClosed && e.connEnded }
+// Is makes errors.Is(err, kverr.ErrConnectionClosed) true for a request
+// that ended because its connection ended.
+func (e *RequestError) Is(target error) bool {
+	return target == kverr.ErrConnectionClosed && e.connEnded
+}
 
 // ProtocolError says what the server sent that broke the protocol. The
 // connection is closed when one is reported.
@@ -128,11 +113,11 @@ func (e *ProtocolError) Error() string {
 // Unwrap returns Err.
 func (e *ProtocolError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrProtocol) true.
-func (e *ProtocolError) Is(target error) bool { return target == ErrProtocol }
+// Is makes errors.Is(err, kverr.ErrProtocol) true.
+func (e *ProtocolError) Is(target error) bool { return target == kverr.ErrProtocol }
 
 // AuthError is an explicit authentication refusal during Dial (see
-// ErrAuthFailed for the exact list): the server answered AUTH_ERROR
+// kverr.ErrAuthenticationFailure above for the exact list): the server answered AUTH_ERROR
 // (Status is then memdx.StatusAuthError), SCRAM's server-first or
 // server-final message refused the credentials or did not prove the server
 // knows the password (Err matches memdx.ErrAuthFailed), or the client
@@ -152,7 +137,7 @@ type AuthError struct {
 	Reason string
 	// Err is the underlying error, if any: a memdx SCRAM error matching
 	// memdx.ErrAuthFailed, memdx.ErrInvalidRequest for credentials SASL
-	// cannot carry, or ErrPlainAuthRefused.
+	// cannot carry, or kverr.ErrPlainAuthRefused.
 	Err error
 }
 
@@ -174,10 +159,12 @@ func (e *AuthError) Error() string {
 // Unwrap returns Err.
 func (e *AuthError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrAuthFailed) and errors.Is(err, ErrBootstrap)
-// true; a server status also matches through errors.Is(err, memdx.StatusX).
+// Is makes errors.Is(err, kverr.ErrAuthenticationFailure) and
+// errors.Is(err, kverr.ErrBootstrap) true; a server status also matches
+// through errors.Is(err, memdx.StatusX).
 func (e *AuthError) Is(target error) bool {
-	return target == ErrAuthFailed || target == ErrBootstrap || (e.Status != 0 && target == e.Status)
+	return target == kverr.ErrAuthenticationFailure || target == kverr.ErrBootstrap ||
+		(e.Status != 0 && target == e.Status)
 }
 
 // BucketAccessError is SELECT_BUCKET refused during Dial: the bucket does
@@ -197,10 +184,10 @@ func (e *BucketAccessError) Error() string {
 	return fmt.Sprintf("conn %s: select bucket %q: %s (status %s)", e.Addr, e.Bucket, why, e.Status)
 }
 
-// Is makes errors.Is(err, ErrBucketAccess), errors.Is(err, ErrBootstrap) and
-// errors.Is(err, e.Status) true.
+// Is makes errors.Is(err, kverr.ErrBucketNotFound), errors.Is(err,
+// kverr.ErrBootstrap) and errors.Is(err, e.Status) true.
 func (e *BucketAccessError) Is(target error) bool {
-	return target == ErrBucketAccess || target == ErrBootstrap || target == e.Status
+	return target == kverr.ErrBucketNotFound || target == kverr.ErrBootstrap || target == e.Status
 }
 
 // TLSError is a TLS handshake that failed for a reason of TLS's own: the
@@ -221,8 +208,11 @@ func (e *TLSError) Error() string { return "conn " + e.Addr + ": TLS handshake: 
 // Unwrap returns Err.
 func (e *TLSError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrTLS) and errors.Is(err, ErrBootstrap) true.
-func (e *TLSError) Is(target error) bool { return target == ErrTLS || target == ErrBootstrap }
+// Is makes errors.Is(err, kverr.ErrTLS) and errors.Is(err,
+// kverr.ErrBootstrap) true.
+func (e *TLSError) Is(target error) bool {
+	return target == kverr.ErrTLS || target == kverr.ErrBootstrap
+}
 
 // BootstrapError is any other failure of a bootstrap step: the step's
 // opcode, the server's status (0 when the step failed for another reason)
@@ -252,8 +242,8 @@ func (e *BootstrapError) Error() string {
 // Unwrap returns Err.
 func (e *BootstrapError) Unwrap() error { return e.Err }
 
-// Is makes errors.Is(err, ErrBootstrap) and, when the server answered,
-// errors.Is(err, e.Status) true.
+// Is makes errors.Is(err, kverr.ErrBootstrap) and, when the server
+// answered, errors.Is(err, e.Status) true.
 func (e *BootstrapError) Is(target error) bool {
-	return target == ErrBootstrap || (e.Status != 0 && target == e.Status)
+	return target == kverr.ErrBootstrap || (e.Status != 0 && target == e.Status)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -21,14 +22,14 @@ import (
 // before the probe was sent are vouched for: they trigger no further probe);
 // not answered while the connection makes no progress for ProbeTimeout
 // (nothing read, and, while the probe itself is not yet written, nothing
-// accepted by the socket), the connection is closed with ErrUnresponsive.
+// accepted by the socket), the connection is closed with kverr.ErrUnresponsive.
 // Its requests then fail by the written/not-written rule as on any dead
 // connection. A slow node that streams a large answer, or reads a large
 // value slowly, makes progress and is not closed.
 //
 // During the bootstrap (until Dial returns the connection) the bootstrap's
 // own requests play the probe: a node that sends nothing for ProbeTimeout
-// while one of them waits fails the Dial with ErrUnresponsive, so a node
+// while one of them waits fails the Dial with kverr.ErrUnresponsive, so a node
 // that accepts connections but answers nothing costs a redial ProbeTimeout,
 // not the whole connect timeout.
 
@@ -155,7 +156,7 @@ func (c *Conn) healthCheck(probeDone chan error) chan error {
 			return probeDone
 		}
 		err := fmt.Errorf("conn %s: %w: nothing arrived for %v while the bootstrap waited for an answer",
-			c.addr, ErrUnresponsive, c.opts.ProbeTimeout)
+			c.addr, kverr.ErrUnresponsive, c.opts.ProbeTimeout)
 		c.mu.Unlock()
 		c.fail(err)
 		return probeDone
@@ -174,7 +175,7 @@ func (c *Conn) healthCheck(probeDone chan error) chan error {
 			oldest = now.Sub(c.tombHead.abandonedAt)
 		}
 		err := fmt.Errorf("conn %s: %w: a NOOP probe sent %v ago is unanswered and nothing arrived for %v (%d requests abandoned, the oldest %v ago)",
-			c.addr, ErrUnresponsive, now.Sub(h.probeAt), c.opts.ProbeTimeout, c.tombs, oldest)
+			c.addr, kverr.ErrUnresponsive, now.Sub(h.probeAt), c.opts.ProbeTimeout, c.tombs, oldest)
 		tombs := c.tombs
 		c.mu.Unlock()
 		c.log.Warn("kvwire: closing a connection whose node stopped answering", "node", c.addr,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -28,7 +29,7 @@ func abandonOne(t *testing.T, c *Conn, p *peer, fc *fakeClock, key string) memdx
 // deadline; ProbeAfter later the connection sends a NOOP; the NOOP gets no
 // answer and nothing else arrives for ProbeTimeout, so the connection is
 // closed as unresponsive, and the request still waiting fails as written
-// (ErrClosed, ErrUnresponsive).
+// (kverr.ErrConnectionClosed, kverr.ErrUnresponsive).
 func TestUnresponsiveNodeClosedAfterProbe(t *testing.T) {
 	fc := newFakeClock()
 	var logs logBuffer
@@ -67,12 +68,12 @@ func TestUnresponsiveNodeClosedAfterProbe(t *testing.T) {
 			break
 		}
 	}
-	if !errors.Is(c.Err(), ErrUnresponsive) {
-		t.Fatalf("connection error %v; want ErrUnresponsive", c.Err())
+	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
+		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
 	}
 	r := recv(t, waiting)
-	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrUnresponsive) {
-		t.Fatalf("waiting request: %v; want written, ErrClosed, ErrUnresponsive", r.err)
+	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, kverr.ErrConnectionClosed) || !errors.Is(r.err, kverr.ErrUnresponsive) {
+		t.Fatalf("waiting request: %v; want written, kverr.ErrConnectionClosed, kverr.ErrUnresponsive", r.err)
 	}
 	if st := c.Stats(); st.Probes != 1 {
 		t.Fatalf("stats %+v; want one probe", st)
@@ -182,7 +183,7 @@ func TestBootstrapUnresponsiveNodeFailsDial(t *testing.T) {
 	go drain(p.nc)
 	fc.Advance(DefaultProbeTimeout)
 	err := recv(t, got)
-	if !errors.Is(err, ErrUnresponsive) || !errors.Is(err, ErrBootstrap) {
-		t.Fatalf("Dial: %v; want ErrBootstrap and ErrUnresponsive", err)
+	if !errors.Is(err, kverr.ErrUnresponsive) || !errors.Is(err, kverr.ErrBootstrap) {
+		t.Fatalf("Dial: %v; want kverr.ErrBootstrap and kverr.ErrUnresponsive", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -282,7 +283,7 @@ func TestMemcachedSASLWrongPassword(t *testing.T) {
 	_, err := Dial(testCtx(t), addr, Options{Memcached: true, Username: user, Password: "wrong", AllowPlainAuthWithoutTLS: true})
 	var ae *AuthError
 	if !errors.As(err, &ae) || ae.Status != memdx.StatusAuthError || ae.Mechanism != memdx.MechPlain ||
-		!errors.Is(err, ErrAuthFailed) || !errors.Is(err, memdx.StatusAuthError) {
+		!errors.Is(err, kverr.ErrAuthenticationFailure) || !errors.Is(err, memdx.StatusAuthError) {
 		t.Fatalf("Dial with a wrong password: %v; want an *AuthError with AUTH_ERROR and PLAIN", err)
 	}
 }
@@ -298,8 +299,8 @@ func TestMemcachedSASLPlainNeedsOptIn(t *testing.T) {
 			return nil, errors.New("must not dial")
 		}})
 	var ae *AuthError
-	if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, ErrPlainAuthRefused) || dialled {
-		t.Fatalf("Dial: %v (dialled: %v); want an *AuthError matching ErrPlainAuthRefused before dialling", err, dialled)
+	if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, kverr.ErrPlainAuthRefused) || dialled {
+		t.Fatalf("Dial: %v (dialled: %v); want an *AuthError matching kverr.ErrPlainAuthRefused before dialling", err, dialled)
 	}
 }
 
@@ -325,8 +326,8 @@ func TestMemcachedSASLPlainOverTLS(t *testing.T) {
 	wantStatus(t, p, memdx.StatusSuccess)
 
 	_, err = Dial(testCtx(t), addr, Options{Memcached: true, Username: user, Password: pass, TLSConfig: &tls.Config{}})
-	if !errors.Is(err, ErrTLS) {
-		t.Fatalf("Dial without the test CA: %v, want ErrTLS", err)
+	if !errors.Is(err, kverr.ErrTLS) {
+		t.Fatalf("Dial without the test CA: %v, want kverr.ErrTLS", err)
 	}
 }
 
@@ -355,7 +356,7 @@ func TestMemcachedUnauthenticatedRefused(t *testing.T) {
 	}
 	<-c.Done()
 	req = memdx.NewNoop()
-	if err := c.Do(testCtx(t), &req, nil); !errors.Is(err, ErrClosed) {
+	if err := c.Do(testCtx(t), &req, nil); !errors.Is(err, kverr.ErrConnectionClosed) {
 		t.Fatalf("after memcached closed: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -58,7 +59,7 @@ func TestMockBootstrapEachMechanism(t *testing.T) {
 			wrong.Password = "nope"
 			_, err := Dial(testCtx(t), addr, wrong)
 			var ae *AuthError
-			if !errors.As(err, &ae) || ae.Status != memdx.StatusAuthError || ae.Mechanism != mech || !errors.Is(err, ErrAuthFailed) {
+			if !errors.As(err, &ae) || ae.Status != memdx.StatusAuthError || ae.Mechanism != mech || !errors.Is(err, kverr.ErrAuthenticationFailure) {
 				t.Fatalf("wrong password: %v; want an *AuthError, AUTH_ERROR, %s", err, mech)
 			}
 		})
@@ -131,7 +132,7 @@ func TestMockSelectBucketRefused(t *testing.T) {
 		_, err := Dial(testCtx(t), addr, tc.o)
 		var be *BucketAccessError
 		if !errors.As(err, &be) || be.Bucket != tc.o.Bucket || be.Status != tc.st ||
-			!errors.Is(err, ErrBucketAccess) || !errors.Is(err, ErrBootstrap) {
+			!errors.Is(err, kverr.ErrBucketNotFound) || !errors.Is(err, kverr.ErrBootstrap) {
 			t.Fatalf("%s: %v; want a *BucketAccessError for %q with %s", name, err, tc.o.Bucket, tc.st)
 		}
 	}
@@ -247,8 +248,8 @@ func TestMockCloseAfterApply(t *testing.T) {
 	req := memdx.NewStore(memdx.OpSet, []byte("doomed"), []byte("v"), 0, 0)
 	req.Vbucket = b.VbucketForKey(req.Key)
 	err := c.Do(testCtx(t), &req, nil)
-	if re := requestError(t, err); !re.Written || !errors.Is(err, ErrClosed) {
-		t.Fatalf("Do: %v; want written, ErrClosed", err)
+	if re := requestError(t, err); !re.Written || !errors.Is(err, kverr.ErrConnectionClosed) {
+		t.Fatalf("Do: %v; want written, kverr.ErrConnectionClosed", err)
 	}
 	if _, ok := b.Get("_default", "_default", "doomed"); !ok {
 		t.Fatal("the mock did not apply the SET")

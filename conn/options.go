@@ -86,7 +86,7 @@ type Options struct {
 
 	// MaxPending bounds the requests in flight (queued, being written, or
 	// written and waiting for their answer); past it Do fails at once with
-	// ErrOverloaded. Abandoned requests (see MaxAbandoned) do not count.
+	// kverr.ErrOverloaded. Abandoned requests (see MaxAbandoned) do not count.
 	// 0 means DefaultMaxPending. Dial's own bootstrap requests do not count
 	// against it: any value works.
 	MaxPending int
@@ -108,7 +108,7 @@ type Options struct {
 	// ProbeTimeout: a probe unanswered while the connection makes no
 	// progress (nothing read; nothing written while the probe is not yet
 	// written) for ProbeTimeout closes the connection with
-	// ErrUnresponsive. 0 means DefaultProbeTimeout (1 s).
+	// kverr.ErrUnresponsive. 0 means DefaultProbeTimeout (1 s).
 	ProbeTimeout time.Duration
 
 	// MaxBodyLength bounds the body of a packet the server may send; a

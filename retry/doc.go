@@ -115,9 +115,10 @@
 // manifest already fetched), so a retry cannot apply a request twice:
 // non-idempotent retry is allowed. They are not always retried, so that the
 // strategy decides: FailFastOnTerminalErrors (the default) fails at once with
-// ErrAuthenticationFailure, ErrTLS, ErrBucketAccess, ErrScopeNotFound or
-// ErrCollectionNotFound, and BestEffort keeps waiting, until the deadline,
-// for the condition to clear (credentials fixed, bucket or collection
+// ErrAuthenticationFailure, ErrTLS, ErrBucketNotFound, ErrScopeNotFound or
+// ErrCollectionNotFound (the module's sentinels, package internal/kverr,
+// which package client re-exports), and BestEffort keeps waiting, until the
+// deadline, for the condition to clear (credentials fixed, bucket or collection
 // created), the timeout then listing the reason. The client gives
 // AUTHENTICATION_ERROR for the server's AUTH_ERROR (0x20) to SASL, and also
 // for refusals it makes itself that no retry can heal (no SASL mechanism
@@ -159,7 +160,7 @@
 // # Was it applied?
 //
 // Every error this package returns says whether the request may have been
-// applied, in its Ambiguous field and through errors.Is(err, ErrAmbiguous).
+// applied, in its Ambiguous field and through errors.Is(err, kverr.ErrAmbiguous).
 // The rule: an operation is ambiguous when it is not idempotent and at least
 // one of its attempts was written without a definite answer (its connection
 // closed in flight, or the deadline or a cancellation ended the wait for the
@@ -173,6 +174,6 @@
 // the default strategy refuses, and the SET fails at once with a
 // *NotRetriedError that is Ambiguous (not with a timeout). A SET that times
 // out waiting for its response fails with a *TimeoutError matching
-// ErrAmbiguousTimeout; a SET that times out while being retried after
-// TMPFAIL responses fails with one matching ErrUnambiguousTimeout.
+// kverr.ErrAmbiguousTimeout; a SET that times out while being retried after
+// TMPFAIL responses fails with one matching kverr.ErrUnambiguousTimeout.
 package retry

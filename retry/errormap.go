@@ -1,24 +1,19 @@
 package retry
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
-
-// ErrErrorMapMaxDuration is matched by the *ErrorMapMaxDurationError with
-// which FollowErrorMap ends a run of retries whose next retry would go at or
-// after the entry's max-duration.
-var ErrErrorMapMaxDuration = errors.New("retry: the error map's max-duration for this status leaves no time for the next retry")
 
 // ErrorMapMaxDurationError is the Err of the *NotRetriedError with which
 // FollowErrorMap refuses a retry: waiting Wait more, with Elapsed already
 // gone since the status first came back, would reach the entry's
 // max-duration. Retry 1 with Elapsed 0 is a spec whose first wait (after)
 // is not shorter than its max-duration: no retry was possible at all.
-// errors.Is matches ErrErrorMapMaxDuration.
+// errors.Is matches kverr.ErrErrorMapMaxDuration.
 type ErrorMapMaxDurationError struct {
 	Status      memdx.Status
 	Retry       int
@@ -36,8 +31,10 @@ func (e *ErrorMapMaxDurationError) Error() string {
 		e.MaxDuration, e.Status, e.Retry, e.Elapsed, e.Wait)
 }
 
-// Is matches ErrErrorMapMaxDuration.
-func (e *ErrorMapMaxDurationError) Is(target error) bool { return target == ErrErrorMapMaxDuration }
+// Is matches kverr.ErrErrorMapMaxDuration.
+func (e *ErrorMapMaxDurationError) Is(target error) bool {
+	return target == kverr.ErrErrorMapMaxDuration
+}
 
 // FollowErrorMapStrategy is an opt-in strategy that times error-map retries
 // by the entry's own retry spec (RFC 0013 "Retry Intervals"). RFC 0049 says
@@ -51,7 +48,7 @@ func (e *ErrorMapMaxDurationError) Is(target error) bool { return target == ErrE
 // exponential interval, capped by ceil. The run restarts, and the first wait
 // is After again, when a different status comes back. When the spec has a
 // max-duration and the retry would go at or after Since+max-duration, it
-// fails with an *ErrorMapMaxDurationError (ErrErrorMapMaxDuration) instead:
+// fails with an *ErrorMapMaxDurationError (kverr.ErrErrorMapMaxDuration) instead:
 // at once, without waiting, as the orchestrator does with a deadline; a
 // spec whose after is not shorter than its max-duration allows no retry.
 // The operation's deadline bounds every wait as usual: the shorter limit

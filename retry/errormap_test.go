@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -77,9 +78,9 @@ func TestFollowErrorMapSpecs(t *testing.T) {
 			o, fc, st := fakeSetup(memdx.OpSet, FollowErrorMap(nil), time.Hour)
 			delays, last := runErrorMap(o, fc, st, c.entry)
 			assert.Equal(t, c.want, delays)
-			assert.ErrorIs(t, last.Err, ErrErrorMapMaxDuration)
+			assert.ErrorIs(t, last.Err, kverr.ErrErrorMapMaxDuration)
 			assert.ErrorIs(t, last.Err, c.entry.Status, "the status is the cause")
-			assert.ErrorIs(t, last.Err, ErrNotRetried)
+			assert.ErrorIs(t, last.Err, kverr.ErrNotRetried)
 			assert.Equal(t, len(c.want), st.Attempts())
 			em, ok := st.ErrorMap()
 			require.True(t, ok)
@@ -97,7 +98,7 @@ func TestFollowErrorMapDeadline(t *testing.T) {
 	o, fc, st := fakeSetup(memdx.OpSet, FollowErrorMap(nil), 100*ms)
 	delays, last := runErrorMap(o, fc, st, constant)
 	assert.Equal(t, []time.Duration{50 * ms, 10 * ms, 10 * ms, 10 * ms, 10 * ms}, delays)
-	assert.ErrorIs(t, last.Err, ErrTimeout)
+	assert.ErrorIs(t, last.Err, kverr.ErrTimeout)
 	assert.Equal(t, 10*ms, last.Delay, "waits until the deadline")
 }
 
@@ -140,7 +141,7 @@ func TestFollowErrorMapStatusChange(t *testing.T) {
 	}
 	delays, last := runErrorMap(o, fc, st, exponential)
 	assert.Len(t, delays, 8)
-	assert.ErrorIs(t, last.Err, ErrErrorMapMaxDuration)
+	assert.ErrorIs(t, last.Err, kverr.ErrErrorMapMaxDuration)
 }
 
 // TestErrorMapSpecNotUsedByDefault: RFC 0049 says the spec's values must not
@@ -170,7 +171,7 @@ func TestFollowErrorMapFallback(t *testing.T) {
 	// The nil fallback is the default strategy; so is the zero value's.
 	for _, s := range []Strategy{FollowErrorMap(nil), &FollowErrorMapStrategy{}} {
 		o, _, st = fakeSetup(memdx.OpSet, s, time.Hour)
-		assert.ErrorIs(t, o.decide(st, ReasonBucketAccessError, nil).Err, ErrBucketAccess)
+		assert.ErrorIs(t, o.decide(st, ReasonBucketAccessError, nil).Err, kverr.ErrBucketNotFound)
 		assert.Equal(t, 1*ms, o.decide(st, ReasonKVLocked, nil).Delay)
 	}
 }
@@ -184,7 +185,7 @@ func TestFollowErrorMapNoMaxDuration(t *testing.T) {
 	delays, last := runErrorMap(o, fc, st, e)
 	assert.Equal(t, []time.Duration{5 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms,
 		100 * ms, 100 * ms}, delays) // 905 ms; the next would go at 1005
-	assert.ErrorIs(t, last.Err, ErrTimeout)
+	assert.ErrorIs(t, last.Err, kverr.ErrTimeout)
 }
 
 // TestFollowErrorMapAfterNotBeforeMaxDuration: a spec whose first wait
@@ -200,7 +201,7 @@ func TestFollowErrorMapAfterNotBeforeMaxDuration(t *testing.T) {
 		delays, last := runErrorMap(o, fc, st, e)
 		assert.Empty(t, delays, "after %v", after)
 		assert.Equal(t, t0, fc.Now(), "no wait")
-		require.ErrorIs(t, last.Err, ErrErrorMapMaxDuration)
+		require.ErrorIs(t, last.Err, kverr.ErrErrorMapMaxDuration)
 		msg := last.Err.Error()
 		assert.NotContains(t, msg, "has passed", "no time has passed")
 		assert.Contains(t, msg, "first retry")

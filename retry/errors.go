@@ -2,64 +2,30 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
-// Sentinels for errors.Is. The error values this package returns are the
-// structs below; each matches the sentinels its documentation names. Test the
-// returned error, never these sentinels against each other.
-var (
-	// ErrTimeout is matched by every *TimeoutError.
-	ErrTimeout = errors.New("retry: operation timed out")
-	// ErrAmbiguousTimeout is matched by a *TimeoutError whose request may
-	// have been applied.
-	ErrAmbiguousTimeout = errors.New("retry: ambiguous timeout: the request may have been applied")
-	// ErrUnambiguousTimeout is matched by a *TimeoutError whose request was
-	// certainly not applied.
-	ErrUnambiguousTimeout = errors.New("retry: unambiguous timeout: the request was not applied")
-	// ErrAmbiguous is matched by every error of this package whose Ambiguous
-	// field is true: a non-idempotent request was written at least once and
-	// no definite answer came for that write, so it may have been applied.
-	ErrAmbiguous = errors.New("retry: the request may have been applied")
-	// ErrNotRetried is matched by every *NotRetriedError.
-	ErrNotRetried = errors.New("retry: not retried")
-	// ErrCanceled is matched by every *CanceledError.
-	ErrCanceled = errors.New("retry: canceled while waiting to retry")
-)
-
-// The errors FailFastOnTerminalErrors fails with, one per terminal reason, as
-// RFC 0049 revision 16's table names them. They reach the caller inside a
-// *NotRetriedError (its Err field); the client package may re-export them.
-var (
-	// ErrAuthenticationFailure: AUTHENTICATION_ERROR. The server refused the
-	// credentials (SASL AUTH_ERROR).
-	ErrAuthenticationFailure = errors.New("retry: authentication failure: the server refused the credentials")
-	// ErrTLS: TLS_ERROR. The TLS handshake failed (most often: the server's
-	// certificate is not trusted). The RFC gives a generic error; this is
-	// that error with a name.
-	ErrTLS = errors.New("retry: TLS handshake failed")
-	// ErrBucketAccess: BUCKET_ACCESS_ERROR. SELECT_BUCKET was refused: the
-	// bucket does not exist or the user has no rights on it (the server
-	// does not say which). The RFC gives a generic error.
-	ErrBucketAccess = errors.New("retry: bucket not found or no access to it")
-	// ErrScopeNotFound: SCOPE_NOT_FOUND.
-	ErrScopeNotFound = errors.New("retry: scope not found")
-	// ErrCollectionNotFound: COLLECTION_NOT_FOUND.
-	ErrCollectionNotFound = errors.New("retry: collection not found")
-)
+// The errors of this package are the structs below; each matches the
+// module's sentinels (package internal/kverr, re-exported by package client
+// under the same names) that its documentation names. The strategies fail
+// with those sentinels too: FailFastOnTerminalErrors fails with
+// kverr.ErrAuthenticationFailure, kverr.ErrTLS, kverr.ErrBucketNotFound,
+// kverr.ErrScopeNotFound or kverr.ErrCollectionNotFound, one per terminal
+// reason of RFC 0049 revision 16's table, inside a *NotRetriedError (its
+// Err field).
 
 // TimeoutError is returned when an operation reached its deadline while
 // retrying: the orchestrator's wait reached the deadline (the request was not
 // sent again), or the client reported that the deadline passed while an
 // attempt was in flight (State.TimeoutError).
 //
-// errors.Is matches ErrTimeout, context.DeadlineExceeded, and either
-// ErrAmbiguousTimeout and ErrAmbiguous (Ambiguous true) or
-// ErrUnambiguousTimeout (Ambiguous false). It does not unwrap to LastErr: a
+// errors.Is matches kverr.ErrTimeout, context.DeadlineExceeded, and either
+// kverr.ErrAmbiguousTimeout and kverr.ErrAmbiguous (Ambiguous true) or
+// kverr.ErrUnambiguousTimeout (Ambiguous false). It does not unwrap to LastErr: a
 // timeout is not the error of its last attempt.
 type TimeoutError struct {
 	// Ambiguous is true when the request is not idempotent and at least one
@@ -97,11 +63,11 @@ func (e *TimeoutError) Error() string {
 // Is matches the sentinels listed on TimeoutError.
 func (e *TimeoutError) Is(target error) bool {
 	switch target {
-	case ErrTimeout, context.DeadlineExceeded:
+	case kverr.ErrTimeout, context.DeadlineExceeded:
 		return true
-	case ErrAmbiguousTimeout, ErrAmbiguous:
+	case kverr.ErrAmbiguousTimeout, kverr.ErrAmbiguous:
 		return e.Ambiguous
-	case ErrUnambiguousTimeout:
+	case kverr.ErrUnambiguousTimeout:
 		return !e.Ambiguous
 	}
 	return false
@@ -110,8 +76,8 @@ func (e *TimeoutError) Is(target error) bool {
 // NotRetriedError is returned when the strategy (or the error map) refused
 // to retry: the operation fails at once with the reason it was handed over.
 //
-// errors.Is matches ErrNotRetried, ErrAmbiguous when Ambiguous, and whatever
-// Err and Cause match (errors.Is(err, ErrAuthenticationFailure),
+// errors.Is matches kverr.ErrNotRetried, kverr.ErrAmbiguous when Ambiguous, and whatever
+// Err and Cause match (errors.Is(err, kverr.ErrAuthenticationFailure),
 // errors.Is(err, memdx.StatusLocked), ...).
 type NotRetriedError struct {
 	// Reason is the reason that was not retried.
@@ -154,12 +120,12 @@ func (e *NotRetriedError) Error() string {
 	return b.String()
 }
 
-// Is matches ErrNotRetried, and ErrAmbiguous when Ambiguous.
+// Is matches kverr.ErrNotRetried, and kverr.ErrAmbiguous when Ambiguous.
 func (e *NotRetriedError) Is(target error) bool {
 	switch target {
-	case ErrNotRetried:
+	case kverr.ErrNotRetried:
 		return true
-	case ErrAmbiguous:
+	case kverr.ErrAmbiguous:
 		return e.Ambiguous
 	}
 	return false
@@ -172,7 +138,7 @@ func (e *NotRetriedError) Unwrap() []error { return nonNil(e.Err, e.Cause) }
 // it waited to be retried. (A context whose deadline passed gives a
 // *TimeoutError instead.)
 //
-// errors.Is matches ErrCanceled, ErrAmbiguous when Ambiguous, Err
+// errors.Is matches kverr.ErrRequestCanceled, kverr.ErrAmbiguous when Ambiguous, Err
 // (context.Canceled) and Cause.
 type CanceledError struct {
 	// Ambiguous: as for TimeoutError.
@@ -210,12 +176,12 @@ func (e *CanceledError) Error() string {
 	return b.String()
 }
 
-// Is matches ErrCanceled, and ErrAmbiguous when Ambiguous.
+// Is matches kverr.ErrRequestCanceled, and kverr.ErrAmbiguous when Ambiguous.
 func (e *CanceledError) Is(target error) bool {
 	switch target {
-	case ErrCanceled:
+	case kverr.ErrRequestCanceled:
 		return true
-	case ErrAmbiguous:
+	case kverr.ErrAmbiguous:
 		return e.Ambiguous
 	}
 	return false

@@ -42,8 +42,10 @@ func Example() {
 		err := orch.Wait(&st, retry.ReasonKVTemporaryFailure, cause)
 		waited := clock.Now().Sub(before)
 		if err != nil {
+			var te *retry.TimeoutError
+			timedOut := errors.As(err, &te)
 			fmt.Printf("sends=%d, last wait %v, ambiguous=%v: %v\n",
-				sends, waited, errors.Is(err, retry.ErrAmbiguous), errors.Is(err, retry.ErrUnambiguousTimeout))
+				sends, waited, timedOut && te.Ambiguous, timedOut && !te.Ambiguous)
 			break
 		}
 		fmt.Printf("retry %d after %v\n", st.Attempts(), waited)

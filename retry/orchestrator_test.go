@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -41,10 +42,10 @@ func TestCappingExample(t *testing.T) {
 	assert.Equal(t, 500*ms, d.Delay)
 	var te *TimeoutError
 	require.ErrorAs(t, d.Err, &te)
-	assert.ErrorIs(t, d.Err, ErrTimeout)
-	assert.ErrorIs(t, d.Err, ErrUnambiguousTimeout)
+	assert.ErrorIs(t, d.Err, kverr.ErrTimeout)
+	assert.ErrorIs(t, d.Err, kverr.ErrUnambiguousTimeout)
 	assert.ErrorIs(t, d.Err, context.DeadlineExceeded)
-	assert.NotErrorIs(t, d.Err, ErrAmbiguous)
+	assert.NotErrorIs(t, d.Err, kverr.ErrAmbiguous)
 	assert.NotErrorIs(t, d.Err, memdx.StatusTmpFail, "a timeout is not its last attempt's error")
 	assert.Equal(t, 0, te.Attempts, "the capped retry never happened")
 	assert.Equal(t, ReasonSet(0).With(ReasonKVTemporaryFailure), te.Reasons)
@@ -85,7 +86,7 @@ func TestCappingExampleWait(t *testing.T) {
 	case <-waitCtx(t).Done():
 		t.Fatal("Wait did not return when its timer fired")
 	}
-	assert.ErrorIs(t, err, ErrTimeout)
+	assert.ErrorIs(t, err, kverr.ErrTimeout)
 	assert.Equal(t, 1, sends, "the request must not be sent again")
 	assert.Equal(t, t0.Add(2500*ms), fc.Now())
 	assert.Empty(t, fc.Timers())
@@ -119,7 +120,7 @@ func TestCapBoundaries(t *testing.T) {
 				assert.NoError(t, d.Err)
 				assert.Equal(t, 1, st.Attempts())
 			} else {
-				assert.ErrorIs(t, d.Err, ErrTimeout)
+				assert.ErrorIs(t, d.Err, kverr.ErrTimeout)
 				assert.Equal(t, 0, st.Attempts())
 			}
 		})
@@ -230,7 +231,7 @@ func TestRouteChanged(t *testing.T) {
 		st.MarkRouteChanged()
 		d = o.decide(st, ReasonKVNotMyVbucket, nil)
 		assert.False(t, d.Retry)
-		assert.ErrorIs(t, d.Err, ErrTimeout)
+		assert.ErrorIs(t, d.Err, kverr.ErrTimeout)
 	}
 	// The immediate retry was logged like any other.
 	var immediate int
@@ -260,18 +261,18 @@ func TestRefusal(t *testing.T) {
 	assert.Equal(t, 1, nr.Attempts)
 	assert.Equal(t, ReasonSet(0).With(ReasonKVLocked), nr.Reasons)
 	assert.False(t, nr.Ambiguous)
-	assert.ErrorIs(t, d.Err, ErrNotRetried)
+	assert.ErrorIs(t, d.Err, kverr.ErrNotRetried)
 	assert.ErrorIs(t, d.Err, memdx.StatusLocked)
-	assert.NotErrorIs(t, d.Err, ErrAmbiguous)
-	assert.NotErrorIs(t, d.Err, ErrTimeout)
+	assert.NotErrorIs(t, d.Err, kverr.ErrAmbiguous)
+	assert.NotErrorIs(t, d.Err, kverr.ErrTimeout)
 	assert.Equal(t, 1, st.Attempts(), "a refusal is not an attempt")
 	assert.Contains(t, d.Err.Error(), "KV_LOCKED")
 
 	// The default strategy's terminal errors.
 	o, _, st = fakeSetup(memdx.OpGet, nil, time.Hour)
 	d = o.decide(st, ReasonCollectionNotFound, nil)
-	assert.ErrorIs(t, d.Err, ErrCollectionNotFound)
-	assert.ErrorIs(t, d.Err, ErrNotRetried)
+	assert.ErrorIs(t, d.Err, kverr.ErrCollectionNotFound)
+	assert.ErrorIs(t, d.Err, kverr.ErrNotRetried)
 	require.ErrorAs(t, d.Err, &nr)
 	assert.Equal(t, ReasonCollectionNotFound, nr.Reason)
 	assert.Nil(t, nr.Cause)
@@ -316,7 +317,7 @@ func TestLogging(t *testing.T) {
 	st.Init(context.Background(), memdx.OpSet, nil, fc.Now().Add(time.Second))
 	o.decide(st, ReasonAuthenticationError, nil)
 	got = rec.entries()
-	assert.Equal(t, ErrAuthenticationFailure.Error(), got[len(got)-1].Attrs["error"])
+	assert.Equal(t, kverr.ErrAuthenticationFailure.Error(), got[len(got)-1].Attrs["error"])
 
 	// Debug off: nothing.
 	rec2, logger2 := newRecorder(slog.LevelInfo)
@@ -346,7 +347,7 @@ func TestWaitRealClock(t *testing.T) {
 	dl, _ := ctx.Deadline()
 	assert.Equal(t, dl, st.Deadline(), "Init takes the context's deadline")
 	err := o.Wait(st, ReasonKVLocked, nil)
-	assert.ErrorIs(t, err, ErrTimeout)
+	assert.ErrorIs(t, err, kverr.ErrTimeout)
 	assert.False(t, time.Now().Before(dl), "the timeout comes at the deadline, not before")
 }
 
@@ -371,11 +372,11 @@ func TestWaitCanceled(t *testing.T) {
 	}
 	var ce *CanceledError
 	require.ErrorAs(t, err, &ce)
-	assert.ErrorIs(t, err, ErrCanceled)
+	assert.ErrorIs(t, err, kverr.ErrRequestCanceled)
 	assert.ErrorIs(t, err, why)
 	assert.ErrorIs(t, err, context.Canceled)
 	// (A SET in doubt never waits: it is refused at once, TestInDoubtNeverResent.)
-	assert.NotErrorIs(t, err, ErrAmbiguous, "the SET was answered: not ambiguous")
+	assert.NotErrorIs(t, err, kverr.ErrAmbiguous, "the SET was answered: not ambiguous")
 	assert.False(t, ce.Ambiguous)
 	assert.Equal(t, errTmpFail, ce.LastErr)
 	assert.Equal(t, 0, ce.Attempts, "the retry cut short was not sent")
@@ -386,12 +387,12 @@ func TestWaitCanceled(t *testing.T) {
 	st.Init(ctx, memdx.OpGet, nil, t0.Add(time.Hour))
 	st.MarkRouteChanged()
 	err = o.Wait(st, ReasonKVNotMyVbucket, nil)
-	assert.ErrorIs(t, err, ErrCanceled)
+	assert.ErrorIs(t, err, kverr.ErrRequestCanceled)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, st.Attempts())
 	// A refusal is returned as is, context or not.
 	err = o.Wait(st, ReasonScopeNotFound, nil)
-	assert.ErrorIs(t, err, ErrScopeNotFound)
+	assert.ErrorIs(t, err, kverr.ErrScopeNotFound)
 }
 
 // TestWaitZeroDelay: a retry at once returns nil without a timer.
@@ -403,7 +404,7 @@ func TestWaitZeroDelay(t *testing.T) {
 	assert.Empty(t, fc.Timers())
 	// A timeout with no time left returns at once too.
 	fc.Advance(time.Second)
-	assert.ErrorIs(t, o.Wait(st, ReasonKVNotMyVbucket, nil), ErrTimeout)
+	assert.ErrorIs(t, o.Wait(st, ReasonKVNotMyVbucket, nil), kverr.ErrTimeout)
 }
 
 // TestZeroOrchestrator: the zero Orchestrator works (real clock,
@@ -493,19 +494,19 @@ func checkRefusedInDoubt(t *testing.T, err error) {
 	var nr *NotRetriedError
 	require.ErrorAs(t, err, &nr)
 	assert.True(t, nr.Ambiguous)
-	assert.ErrorIs(t, err, ErrAmbiguous)
+	assert.ErrorIs(t, err, kverr.ErrAmbiguous)
 }
 
 func checkAmbiguity(t *testing.T, err error, want, timeout bool) {
 	t.Helper()
 	require.Error(t, err)
-	assert.Equal(t, want, errors.Is(err, ErrAmbiguous), "ErrAmbiguous: %v", err)
+	assert.Equal(t, want, errors.Is(err, kverr.ErrAmbiguous), "kverr.ErrAmbiguous: %v", err)
 	if timeout {
 		var te *TimeoutError
 		require.ErrorAs(t, err, &te)
 		assert.Equal(t, want, te.Ambiguous)
-		assert.Equal(t, want, errors.Is(err, ErrAmbiguousTimeout))
-		assert.Equal(t, !want, errors.Is(err, ErrUnambiguousTimeout))
+		assert.Equal(t, want, errors.Is(err, kverr.ErrAmbiguousTimeout))
+		assert.Equal(t, !want, errors.Is(err, kverr.ErrUnambiguousTimeout))
 	} else {
 		var ce *CanceledError
 		require.ErrorAs(t, err, &ce)
@@ -525,9 +526,9 @@ func TestSocketClosedInFlight(t *testing.T) {
 	assert.True(t, nr.Ambiguous)
 	assert.True(t, st.InDoubt())
 	assert.Equal(t, ReasonSocketClosedWhileInFlight, nr.Reason)
-	assert.ErrorIs(t, err, ErrAmbiguous)
+	assert.ErrorIs(t, err, kverr.ErrAmbiguous)
 	assert.ErrorIs(t, err, connErr)
-	assert.NotErrorIs(t, err, ErrTimeout)
+	assert.NotErrorIs(t, err, kverr.ErrTimeout)
 	assert.Contains(t, err.Error(), "may have been applied")
 
 	o, fc, st := fakeSetup(memdx.OpGet, nil, time.Second)
@@ -536,7 +537,7 @@ func TestSocketClosedInFlight(t *testing.T) {
 	assert.True(t, st.InDoubt())
 	fc.Advance(time.Second)
 	d = o.decide(st, ReasonKVTemporaryFailure, nil)
-	assert.ErrorIs(t, d.Err, ErrUnambiguousTimeout, "an idempotent GET is never ambiguous")
+	assert.ErrorIs(t, d.Err, kverr.ErrUnambiguousTimeout, "an idempotent GET is never ambiguous")
 }
 
 // TestInDoubtNeverResent: once a non-idempotent request may have been
@@ -620,8 +621,8 @@ func TestErrorStrings(t *testing.T) {
 	te := &TimeoutError{OpCode: memdx.OpGet, Attempts: 1, Reasons: ReasonSet(0).With(ReasonKVLocked),
 		LastErr: errors.New("last")}
 	assert.Equal(t, "retry: unambiguous timeout (the request was not applied) [GET, 1 retry, reasons [KV_LOCKED]]; last error: last", te.Error())
-	nr := &NotRetriedError{Reason: ReasonScopeNotFound, OpCode: memdx.OpSet, Err: ErrScopeNotFound}
-	assert.Equal(t, "retry: not retried after SCOPE_NOT_FOUND [SET, 0 retries]: retry: scope not found", nr.Error())
+	nr := &NotRetriedError{Reason: ReasonScopeNotFound, OpCode: memdx.OpSet, Err: kverr.ErrScopeNotFound}
+	assert.Equal(t, "retry: not retried after SCOPE_NOT_FOUND [SET, 0 retries]: scope not found", nr.Error())
 	assert.Nil(t, (&NotRetriedError{}).Unwrap())
 	ce := &CanceledError{OpCode: memdx.OpSet, Ambiguous: true, Err: context.Canceled}
 	assert.Equal(t, "retry: canceled while waiting to retry (the request may have been applied) [SET, 0 retries]: context canceled", ce.Error())

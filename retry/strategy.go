@@ -3,6 +3,8 @@ package retry
 import (
 	"math"
 	"time"
+
+	"github.com/kvwire/kvwire/internal/kverr"
 )
 
 // Action is a strategy's answer: retry after a duration, or do not retry
@@ -144,11 +146,11 @@ func (s *BestEffortStrategy) RetryAfter(req Request, reason Reason) Action {
 // (the RFC: "any new SDKs should default to it"). It fails at once, in this
 // order of checks, on
 //
-//	AUTHENTICATION_ERROR   with ErrAuthenticationFailure
-//	TLS_ERROR              with ErrTLS
-//	BUCKET_ACCESS_ERROR    with ErrBucketAccess
-//	SCOPE_NOT_FOUND        with ErrScopeNotFound
-//	COLLECTION_NOT_FOUND   with ErrCollectionNotFound
+//	AUTHENTICATION_ERROR   with kverr.ErrAuthenticationFailure
+//	TLS_ERROR              with kverr.ErrTLS
+//	BUCKET_ACCESS_ERROR    with kverr.ErrBucketNotFound
+//	SCOPE_NOT_FOUND        with kverr.ErrScopeNotFound
+//	COLLECTION_NOT_FOUND   with kverr.ErrCollectionNotFound
 //
 // and behaves as its BestEffortStrategy for every other reason. Like the
 // RFC's, the set of terminal reasons may grow in later versions; copy the
@@ -167,15 +169,15 @@ func FailFastOnTerminalErrors(backoff Backoff) *FailFastOnTerminalErrorsStrategy
 func (s *FailFastOnTerminalErrorsStrategy) RetryAfter(req Request, reason Reason) Action {
 	switch reason {
 	case ReasonAuthenticationError:
-		return FailWith(ErrAuthenticationFailure)
+		return FailWith(kverr.ErrAuthenticationFailure)
 	case ReasonTLSError:
-		return FailWith(ErrTLS)
+		return FailWith(kverr.ErrTLS)
 	case ReasonBucketAccessError:
-		return FailWith(ErrBucketAccess)
+		return FailWith(kverr.ErrBucketNotFound)
 	case ReasonScopeNotFound:
-		return FailWith(ErrScopeNotFound)
+		return FailWith(kverr.ErrScopeNotFound)
 	case ReasonCollectionNotFound:
-		return FailWith(ErrCollectionNotFound)
+		return FailWith(kverr.ErrCollectionNotFound)
 	}
 	return s.best.RetryAfter(req, reason)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -142,11 +143,11 @@ func TestFailFastOnTerminalErrors(t *testing.T) {
 		reason Reason
 		err    error
 	}{
-		{ReasonAuthenticationError, ErrAuthenticationFailure},
-		{ReasonTLSError, ErrTLS},
-		{ReasonBucketAccessError, ErrBucketAccess},
-		{ReasonScopeNotFound, ErrScopeNotFound},
-		{ReasonCollectionNotFound, ErrCollectionNotFound},
+		{ReasonAuthenticationError, kverr.ErrAuthenticationFailure},
+		{ReasonTLSError, kverr.ErrTLS},
+		{ReasonBucketAccessError, kverr.ErrBucketNotFound},
+		{ReasonScopeNotFound, kverr.ErrScopeNotFound},
+		{ReasonCollectionNotFound, kverr.ErrCollectionNotFound},
 	}
 	for _, row := range terminal {
 		for _, op := range []memdx.OpCode{memdx.OpGet, memdx.OpSet} {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -79,7 +80,7 @@ func TestWaitOrWakeUnwokenTimesOut(t *testing.T) {
 	fc.Advance(500 * ms)
 	select {
 	case err := <-done:
-		assert.ErrorIs(t, err, ErrTimeout)
+		assert.ErrorIs(t, err, kverr.ErrTimeout)
 	case <-waitCtx(t).Done():
 		t.Fatal("WaitOrWake did not return at the deadline")
 	}
@@ -92,7 +93,7 @@ func TestWaitOrWakeRefusalIgnoresWake(t *testing.T) {
 	wake := make(chan struct{})
 	close(wake)
 	err := o.WaitOrWake(st, ReasonUnknown, nil, wake)
-	assert.ErrorIs(t, err, ErrNotRetried)
+	assert.ErrorIs(t, err, kverr.ErrNotRetried)
 }
 
 // TestWaitOrWakeRealClockAllocatesNothing: waiting with a wake channel on

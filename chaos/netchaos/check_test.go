@@ -60,7 +60,7 @@ func TestClassifySaysWhetherAWriteMayHaveBeenApplied(t *testing.T) {
 		{nil, "ok", false},
 		{fmt.Errorf("x: %w", &retry.TimeoutError{Ambiguous: true}), "ambiguous-timeout", true},
 		{fmt.Errorf("x: %w", &retry.TimeoutError{Ambiguous: false}), "unambiguous-timeout", false},
-		{fmt.Errorf("x: %w", retry.ErrAmbiguous), "ambiguous", true},
+		{fmt.Errorf("x: %w", client.ErrAmbiguous), "ambiguous", true},
 		{fmt.Errorf("x: %w", client.ErrDocumentExists), "exists", false},
 		{fmt.Errorf("x: %w", client.ErrNoNodeAvailable), "no-node-available", false},
 		{fmt.Errorf("plain"), "other", false},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -54,7 +55,7 @@ func TestServerBootstrapsKvwireThenHandlerAnswers(t *testing.T) {
 
 	o := opts()
 	o.Password = "wrong"
-	if _, err := conn.Dial(testCtx(t), s.Addr(), o); !errors.Is(err, conn.ErrAuthFailed) {
+	if _, err := conn.Dial(testCtx(t), s.Addr(), o); !errors.Is(err, kverr.ErrAuthenticationFailure) {
 		t.Fatalf("wrong password: %v", err)
 	}
 }
