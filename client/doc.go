@@ -94,6 +94,84 @@
 // can be reached, the seeds and every node known before (up to 64) are
 // asked for a newer config, at most every 500 ms.
 //
+// # Errors
+//
+// Every error matches one or more sentinels with errors.Is; an operation's
+// error is a *KeyValueError (errors.As) saying what was asked, where it
+// went, the status, the error-map entry and the retries. The sentinels are
+// the module's one set: the connection and retry layers wrap the same
+// values, so a cause matches the same sentinel as the error. Statuses are
+// kv_engine's names; the status policy (status.go) is the one place that
+// decides which status gives which sentinel, and which are retried first
+// (LOCKED, TMPFAIL, SYNC_WRITE_IN_PROGRESS, ...: the sentinel is then that
+// of the last status when the strategy stops retrying, or a timeout).
+//
+//	Sentinel                           Statuses and conditions behind it
+//	ErrDocumentNotFound                KEY_ENOENT; NOT_STORED on APPEND, PREPEND
+//	ErrDocumentExists                  KEY_EEXISTS without a CAS (ADD always);
+//	                                   NOT_STORED on ADD
+//	ErrCasMismatch                     KEY_EEXISTS with a CAS, and on UNLOCK_KEY;
+//	                                   LOCKED on UNLOCK_KEY
+//	ErrDocumentLocked                  LOCKED (retried as KV_LOCKED until the
+//	                                   strategy refuses)
+//	ErrDocumentNotLocked               NOT_LOCKED
+//	ErrNotStored                       NOT_STORED on other opcodes
+//	ErrValueTooLarge                   E2BIG
+//	ErrDeltaInvalid                    DELTA_BADVAL
+//	ErrInvalidArgument                 EINVAL, ERANGE, XATTR_EINVAL; an argument
+//	                                   refused before sending (a *KeyValueError);
+//	                                   a bad option or connection string at Connect
+//	ErrTemporaryFailure                ETMPFAIL (retried), ENOMEM, EBUSY; any
+//	                                   status whose error-map entry has "temp"
+//	ErrNoAccess                        EACCESS
+//	ErrFeatureNotAvailable             UNKNOWN_COMMAND, NOT_SUPPORTED,
+//	                                   UNKNOWN_FRAME_INFO; a feature HELLO did not
+//	                                   grant; an opcode or collection memcached lacks
+//	ErrServerFailure                   any other status (NOT_MY_VBUCKET once not
+//	                                   retried), unless its error-map entry says
+//	                                   "temp"
+//	ErrDurabilityAmbiguous             SYNC_WRITE_AMBIGUOUS (also ErrAmbiguous)
+//	ErrDurabilityImpossible            DURABILITY_IMPOSSIBLE
+//	ErrDurabilityLevelNotAvailable     DURABILITY_INVALID_LEVEL
+//	ErrDurableWriteInProgress          SYNC_WRITE_IN_PROGRESS (retried)
+//	ErrDurableWriteReCommitInProgress  SYNC_WRITE_RE_COMMIT_IN_PROGRESS (retried)
+//	ErrScopeNotFound                   UNKNOWN_SCOPE; retry reason SCOPE_NOT_FOUND
+//	ErrCollectionNotFound              UNKNOWN_COLLECTION (retried as
+//	                                   KV_COLLECTION_OUTDATED; on COLLECTIONS_GET_ID
+//	                                   the reason COLLECTION_NOT_FOUND)
+//	ErrAuthenticationFailure           AUTH_ERROR, AUTH_STALE; SASL refused or a
+//	                                   local refusal no retry heals (reason
+//	                                   AUTHENTICATION_ERROR)
+//	ErrPlainAuthRefused                SASL PLAIN needed, not allowed; nothing sent
+//	ErrBucketNotFound                  SELECT_BUCKET refused (KEY_ENOENT, EACCESS;
+//	                                   reason BUCKET_ACCESS_ERROR)
+//	ErrTLS                             TLS handshake or certificate verification
+//	                                   failed (reason TLS_ERROR)
+//	ErrBootstrap                       any failed bootstrap step of a connection
+//	ErrConnectionClosed                the connection ended with the request on it
+//	                                   (reason SOCKET_CLOSED_WHILE_IN_FLIGHT)
+//	ErrOverloaded                      a connection's MaxPending reached; not written
+//	ErrProtocol                        the server broke the framing; connection closed
+//	ErrUnresponsive                    a health probe went unanswered; connection
+//	                                   closed
+//	ErrNoNodeAvailable                 no route or live connection until the
+//	                                   strategy stopped (NODE_NOT_AVAILABLE); Connect
+//	                                   reached no node
+//	ErrInvalidConnStr                  a connection string that does not parse
+//	ErrClosed                          the client was closed
+//	ErrTimeout                         the deadline passed (with ErrAmbiguousTimeout
+//	                                   or ErrUnambiguousTimeout)
+//	ErrAmbiguousTimeout                a timeout after a write with no answer
+//	ErrUnambiguousTimeout              a timeout before any write could apply
+//	ErrAmbiguous                       a mutation written with no definite answer:
+//	                                   ambiguous timeouts, a connection lost in
+//	                                   flight, SYNC_WRITE_AMBIGUOUS
+//	ErrRequestCanceled                 the caller's context was canceled
+//	ErrNotRetried                      the strategy refused a retry (with the
+//	                                   sentinel of what failed)
+//	ErrErrorMapMaxDuration             retry.FollowErrorMap: the error map's
+//	                                   max-duration left no time to retry
+//
 // # Observing
 //
 // Options.Observer sees the start and end of every attempt sent to a node

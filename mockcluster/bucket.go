@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -27,12 +28,13 @@ var (
 	ErrExists = errors.New("mockcluster: already exists")
 	// ErrRebalancing: the operation is not possible while a rebalance runs.
 	ErrRebalancing = errors.New("mockcluster: a rebalance is in progress")
-	// ErrInvalid: the arguments are not valid (the message says why).
-	ErrInvalid = errors.New("mockcluster: invalid argument")
+	// ErrInvalid: the arguments are not valid (the message says why). It
+	// is the module's ErrInvalidArgument (client.ErrInvalidArgument).
+	ErrInvalid = kverr.ErrInvalidArgument
 )
 
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	return fmt.Errorf("mockcluster: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
 // Bucket is a couchbase bucket of the cluster. Its methods are safe for

@@ -208,7 +208,7 @@ func (r *Rebalance) Step(n int) (int, error) {
 	c.mu.Lock()
 	defer c.unlock()
 	if c.rebalance != r {
-		return 0, fmt.Errorf("%w: the rebalance is over", ErrInvalid)
+		return 0, fmt.Errorf("mockcluster: %w: the rebalance is over", ErrInvalid)
 	}
 	total := 0
 	for _, name := range c.order {
@@ -245,7 +245,7 @@ func (r *Rebalance) Finish() error {
 	c.mu.Lock()
 	defer c.unlock()
 	if c.rebalance != r {
-		return fmt.Errorf("%w: the rebalance is over", ErrInvalid)
+		return fmt.Errorf("mockcluster: %w: the rebalance is over", ErrInvalid)
 	}
 	r.stopPacer()
 	c.rebalance = nil
