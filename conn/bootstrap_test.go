@@ -346,16 +346,16 @@ func TestBootstrapFailures(t *testing.T) {
 		{"bad SCRAM server signature", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", badSignature: true},
 			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
 				var ae *AuthError
-				if !errors.As(err, &ae) || ae.Mechanism != memdx.MechScramSHA512 || !errors.Is(err, memdx.ErrAuthFailed) ||
+				if !errors.As(err, &ae) || ae.Mechanism != memdx.MechScramSHA512 || !errors.Is(err, kverr.ErrAuthenticationFailure) ||
 					!errors.Is(err, kverr.ErrAuthenticationFailure) {
-					t.Fatalf("%v; want an *AuthError wrapping memdx.ErrAuthFailed", err)
+					t.Fatalf("%v; want an *AuthError wrapping kverr.ErrAuthenticationFailure", err)
 				}
 			}},
 		{"SCRAM refusal in server-final", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", serverFinal: "e=invalid-proof"},
 			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
 				var ae *AuthError
-				if !errors.As(err, &ae) || !errors.Is(err, memdx.ErrAuthFailed) || !errors.Is(err, kverr.ErrAuthenticationFailure) {
-					t.Fatalf("%v; want an *AuthError wrapping memdx.ErrAuthFailed", err)
+				if !errors.As(err, &ae) || !errors.Is(err, kverr.ErrAuthenticationFailure) {
+					t.Fatalf("%v; want an *AuthError wrapping kverr.ErrAuthenticationFailure", err)
 				}
 			}},
 		// A malformed SASL message is a protocol problem, not a refusal of

@@ -571,11 +571,11 @@ func (c *Conn) authenticate(ctx context.Context, mech string, tail func()) error
 
 // scramError reports a SCRAM message from the server that the client could
 // not accept. An explicit refusal (an e= attribute) or a server signature
-// that does not verify (memdx.ErrAuthFailed) is an *AuthError; a malformed
+// that does not verify (kverr.ErrAuthenticationFailure) is an *AuthError; a malformed
 // message is a protocol problem, not a refusal of the credentials, and is a
 // *BootstrapError naming the message.
 func (c *Conn) scramError(s *step, mech, msg string, err error) error {
-	if errors.Is(err, memdx.ErrAuthFailed) {
+	if errors.Is(err, kverr.ErrAuthenticationFailure) {
 		return &AuthError{Addr: c.addr, User: c.opts.Username, Mechanism: mech,
 			Reason: "the server's SCRAM " + msg + " message refused the credentials or did not prove the server knows the password", Err: err}
 	}

@@ -120,7 +120,7 @@ func (e *ProtocolError) Is(target error) bool { return target == kverr.ErrProtoc
 // kverr.ErrAuthenticationFailure above for the exact list): the server answered AUTH_ERROR
 // (Status is then memdx.StatusAuthError), SCRAM's server-first or
 // server-final message refused the credentials or did not prove the server
-// knows the password (Err matches memdx.ErrAuthFailed), or the client
+// knows the password (Err matches kverr.ErrAuthenticationFailure), or the client
 // refused for a reason that will not change (no mechanism both sides allow,
 // PLAIN not allowed, credentials SASL cannot carry). Retrying with the same
 // credentials and options will fail the same way. A malformed SASL answer
@@ -136,7 +136,7 @@ type AuthError struct {
 	// Reason says what went wrong, in words.
 	Reason string
 	// Err is the underlying error, if any: a memdx SCRAM error matching
-	// memdx.ErrAuthFailed, memdx.ErrInvalidRequest for credentials SASL
+	// kverr.ErrAuthenticationFailure, memdx.ErrInvalidRequest for credentials SASL
 	// cannot carry, or kverr.ErrPlainAuthRefused.
 	Err error
 }

@@ -61,8 +61,11 @@
 // injectable). The SCRAM parser follows RFC 5802's grammar: attributes in
 // order, mandatory extensions (m=) refused, trailing extensions ignored,
 // iteration counts bounded by MaxScramIterations. Errors meaning "the peer
-// failed to authenticate" match ErrAuthFailed; malformed messages are
-// *DecodeError.
+// failed to authenticate" match the module's ErrAuthenticationFailure
+// (package internal/kverr, client.ErrAuthenticationFailure): on the client,
+// a server signature that does not match or a server-final message
+// carrying e=...; on the server, a wrong client proof or an unknown user.
+// Malformed messages are *DecodeError.
 //
 // # Errors
 //

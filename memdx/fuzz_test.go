@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kvwire/kvwire/internal/kverr"
 )
 
 // Fuzz targets: one per decoder. Each is seeded from the conformance packets
@@ -240,8 +242,8 @@ func fuzzScramIterations(f *testing.F) {
 func checkSASLErr(t *testing.T, err error) {
 	t.Helper()
 	var de *DecodeError
-	if !errors.As(err, &de) && !errors.Is(err, ErrAuthFailed) {
-		t.Fatalf("SASL error is neither a DecodeError nor ErrAuthFailed: %v", err)
+	if !errors.As(err, &de) && !errors.Is(err, kverr.ErrAuthenticationFailure) {
+		t.Fatalf("SASL error is neither a DecodeError nor kverr.ErrAuthenticationFailure: %v", err)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"hash"
 	"strconv"
 	"strings"
+
+	"github.com/kvwire/kvwire/internal/kverr"
 )
 
 // SASL mechanism names as Couchbase Server lists them (note: no hyphen
@@ -25,12 +27,6 @@ const (
 	MechScramSHA256 = "SCRAM-SHA256"
 	MechScramSHA512 = "SCRAM-SHA512"
 )
-
-// ErrAuthFailed is matched by SASL errors that mean authentication failed:
-// on the client, a server signature that does not match or a server-final
-// message carrying e=...; on the server, a wrong client proof or an unknown
-// user.
-var ErrAuthFailed = errors.New("memdx: SASL authentication failed")
 
 // MaxScramIterations bounds the iteration count a client accepts from a
 // server, so that a hostile server cannot make it spin: PBKDF2 is not
@@ -256,7 +252,7 @@ func parseIterations(s string) (int, bool) {
 }
 
 // VerifyServerFinal checks the server-final-message's signature. An error
-// matching ErrAuthFailed means the server did not prove it knows the
+// matching kverr.ErrAuthenticationFailure means the server did not prove it knows the
 // password, or answered e=...; other errors are malformed messages.
 func (c *ScramClient) VerifyServerFinal(serverFinal []byte) error {
 	if c.step != 2 {
@@ -407,7 +403,7 @@ func (s *ScramServer) ServerFirst(clientFirst []byte) ([]byte, error) {
 
 // ServerFinal takes the client-final-message, checks the proof and returns
 // the server-final-message. A wrong proof (or unknown user) returns an error
-// matching ErrAuthFailed; a malformed message is a *DecodeError.
+// matching kverr.ErrAuthenticationFailure; a malformed message is a *DecodeError.
 func (s *ScramServer) ServerFinal(clientFinal []byte) ([]byte, error) {
 	if s.step != 1 {
 		return nil, badRequest("SCRAM", "ServerFinal called out of order")
@@ -574,4 +570,6 @@ type scramError struct {
 
 func (e *scramError) Error() string { return "memdx: SCRAM: " + e.msg }
 
-func (e *scramError) Is(target error) bool { return e.auth && target == ErrAuthFailed }
+func (e *scramError) Is(target error) bool {
+	return e.auth && target == kverr.ErrAuthenticationFailure
+}

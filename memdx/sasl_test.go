@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kvwire/kvwire/internal/kverr"
 )
 
 type scramVector struct {
@@ -182,7 +184,7 @@ func TestScramWrongPassword(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.ServerFinal(final); !errors.Is(err, ErrAuthFailed) || errors.Is(err, ErrMalformed) {
+		if _, err := s.ServerFinal(final); !errors.Is(err, kverr.ErrAuthenticationFailure) || errors.Is(err, ErrMalformed) {
 			t.Fatalf("%s: wrong password: %v", mech, err)
 		}
 	}
@@ -197,7 +199,7 @@ func TestScramWrongPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ServerFinal(final); !errors.Is(err, ErrAuthFailed) {
+	if _, err := s.ServerFinal(final); !errors.Is(err, kverr.ErrAuthenticationFailure) {
 		t.Fatalf("unknown user: %v", err)
 	}
 }
@@ -216,7 +218,7 @@ func TestScramTamperedServerSignature(t *testing.T) {
 	sig, _ := base64.StdEncoding.DecodeString(string(sfinal[2:]))
 	sig[0] ^= 1
 	tampered := "v=" + base64.StdEncoding.EncodeToString(sig)
-	if err := c.VerifyServerFinal([]byte(tampered)); !errors.Is(err, ErrAuthFailed) {
+	if err := c.VerifyServerFinal([]byte(tampered)); !errors.Is(err, kverr.ErrAuthenticationFailure) {
 		t.Fatalf("tampered signature: %v", err)
 	}
 	// A server that proves nothing fails too.
@@ -225,7 +227,7 @@ func TestScramTamperedServerSignature(t *testing.T) {
 	if _, err := c2.ClientFinal(first); err != nil {
 		t.Fatal(err)
 	}
-	if err := c2.VerifyServerFinal([]byte("e=invalid-proof")); !errors.Is(err, ErrAuthFailed) {
+	if err := c2.VerifyServerFinal([]byte("e=invalid-proof")); !errors.Is(err, kverr.ErrAuthenticationFailure) {
 		t.Fatalf("e=invalid-proof: %v", err)
 	}
 }
@@ -262,13 +264,13 @@ func TestScramUserNameEscaping(t *testing.T) {
 }
 
 // TestScramHostileServerFirst feeds the client server-first-messages that
-// must be refused with a DecodeError naming the attribute (or ErrAuthFailed
+// must be refused with a DecodeError naming the attribute (or kverr.ErrAuthenticationFailure
 // for e=), never a panic and never a proof.
 func TestScramHostileServerFirst(t *testing.T) {
 	const cn = "clientnonce"
 	for _, tc := range []struct {
 		msg   string
-		field string // "" means ErrAuthFailed
+		field string // "" means kverr.ErrAuthenticationFailure
 	}{
 		{"", "attribute"},
 		{",", "attribute"},
@@ -302,8 +304,8 @@ func TestScramHostileServerFirst(t *testing.T) {
 			t.Errorf("%q: produced a client-final", tc.msg)
 		}
 		if tc.field == "" {
-			if !errors.Is(err, ErrAuthFailed) {
-				t.Errorf("%q: %v, want ErrAuthFailed", tc.msg, err)
+			if !errors.Is(err, kverr.ErrAuthenticationFailure) {
+				t.Errorf("%q: %v, want kverr.ErrAuthenticationFailure", tc.msg, err)
 			}
 			continue
 		}
@@ -390,7 +392,7 @@ func TestScramHostileClientMessages(t *testing.T) {
 	c, s := scramPair(t, MechScramSHA1, "u", "p", "p")
 	first, _ := s.ServerFirst(c.ClientFirst())
 	nonce := strings.TrimPrefix(strings.Split(string(first), ",")[0], "r=")
-	if _, err := s.ServerFinal([]byte("c=biws,r=" + nonce + ",p=AAAA")); !errors.Is(err, ErrAuthFailed) {
+	if _, err := s.ServerFinal([]byte("c=biws,r=" + nonce + ",p=AAAA")); !errors.Is(err, kverr.ErrAuthenticationFailure) {
 		t.Errorf("short proof: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -174,7 +175,7 @@ func (cn *conn) sasl(p *memdx.Packet) {
 		}
 		u := cn.c.lookupUser(s.User())
 		if u == nil {
-			cn.authFailed(p, memdx.ErrAuthFailed)
+			cn.authFailed(p, kverr.ErrAuthenticationFailure)
 			return
 		}
 		cn.authenticated(u)
@@ -191,7 +192,7 @@ func (cn *conn) sasl(p *memdx.Packet) {
 		}
 		u := cn.c.lookupUser(string(parts[1]))
 		if u == nil || u.password != string(parts[2]) {
-			cn.authFailed(p, memdx.ErrAuthFailed)
+			cn.authFailed(p, kverr.ErrAuthenticationFailure)
 			return
 		}
 		cn.authenticated(u)
