@@ -358,9 +358,9 @@ func TestBootstrapFailures(t *testing.T) {
 					t.Fatalf("%v; want an *AuthError wrapping kverr.ErrAuthenticationFailure", err)
 				}
 			}},
-		// A malformed SASL message is a protocol problem, not a refusal of
-		// the credentials: not kverr.ErrAuthenticationFailure (RFC 0049 AUTHENTICATION_ERROR
-		// is for explicit refusals only).
+		// A malformed SASL message is a protocol problem, not a refusal of the
+		// credentials: not kverr.ErrAuthenticationFailure (RFC 0049
+		// AUTHENTICATION_ERROR is for explicit refusals only).
 		{"malformed SCRAM server-first", &fakeNode{mechs: "SCRAM-SHA512", user: "u", pass: "p", serverFirst: "r=x,s=c2FsdA==,i=oops"},
 			Options{Username: "u", Password: "p"}, func(t *testing.T, err error) {
 				var be *BootstrapError

@@ -176,12 +176,12 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 // error handle returned.
 //
 // Otherwise Do returns a *RequestError and handle is never called: the
-// connection ended (errors.Is(err, kverr.ErrConnectionClosed)), ctx ended (errors.Is(err,
-// context.Canceled) or DeadlineExceeded), the connection was overloaded
-// (kverr.ErrOverloaded), or req could not be encoded (memdx.ErrInvalidRequest).
-// Its Written field says whether the request may have reached the server.
-// Quiet opcodes (GETQ, SETQ, ...) are refused: their success has no
-// response to wait for.
+// connection ended (errors.Is(err, kverr.ErrConnectionClosed)), ctx ended
+// (errors.Is(err, context.Canceled) or DeadlineExceeded), the connection was
+// overloaded (kverr.ErrOverloaded), or req could not be encoded
+// (memdx.ErrInvalidRequest). Its Written field says whether the request may
+// have reached the server. Quiet opcodes (GETQ, SETQ, ...) are refused: their
+// success has no response to wait for.
 //
 // req is encoded before Do returns, or before it blocks: the caller may
 // reuse it afterwards. No goroutine is started per call.
@@ -810,9 +810,9 @@ func (c *Conn) teardown() {
 }
 
 // Close closes the connection: every request in flight fails with an error
-// matching kverr.ErrConnectionClosed. It waits until the connection's goroutines have
-// exited, so it must not be called from handle or a callback. Closing twice
-// is harmless. It returns nil.
+// matching kverr.ErrConnectionClosed. It waits until the connection's
+// goroutines have exited, so it must not be called from handle or a callback.
+// Closing twice is harmless. It returns nil.
 func (c *Conn) Close() error {
 	c.fail(kverr.ErrConnectionClosed)
 	<-c.exited

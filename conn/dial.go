@@ -569,9 +569,9 @@ func (c *Conn) authenticate(ctx context.Context, mech string, tail func()) error
 	return nil
 }
 
-// scramError reports a SCRAM message from the server that the client could
-// not accept. An explicit refusal (an e= attribute) or a server signature
-// that does not verify (kverr.ErrAuthenticationFailure) is an *AuthError; a malformed
+// scramError reports a SCRAM message from the server that the client could not
+// accept. An explicit refusal (an e= attribute) or a server signature that does
+// not verify (kverr.ErrAuthenticationFailure) is an *AuthError; a malformed
 // message is a protocol problem, not a refusal of the credentials, and is a
 // *BootstrapError naming the message.
 func (c *Conn) scramError(s *step, mech, msg string, err error) error {

@@ -117,13 +117,13 @@ func (e *ProtocolError) Unwrap() error { return e.Err }
 func (e *ProtocolError) Is(target error) bool { return target == kverr.ErrProtocol }
 
 // AuthError is an explicit authentication refusal during Dial (see
-// kverr.ErrAuthenticationFailure above for the exact list): the server answered AUTH_ERROR
-// (Status is then memdx.StatusAuthError), SCRAM's server-first or
+// kverr.ErrAuthenticationFailure above for the exact list): the server answered
+// AUTH_ERROR (Status is then memdx.StatusAuthError), SCRAM's server-first or
 // server-final message refused the credentials or did not prove the server
-// knows the password (Err matches kverr.ErrAuthenticationFailure), or the client
-// refused for a reason that will not change (no mechanism both sides allow,
-// PLAIN not allowed, credentials SASL cannot carry). Retrying with the same
-// credentials and options will fail the same way. A malformed SASL answer
+// knows the password (Err matches kverr.ErrAuthenticationFailure), or the
+// client refused for a reason that will not change (no mechanism both sides
+// allow, PLAIN not allowed, credentials SASL cannot carry). Retrying with the
+// same credentials and options will fail the same way. A malformed SASL answer
 // is not an AuthError but a *BootstrapError.
 type AuthError struct {
 	Addr string

@@ -252,8 +252,8 @@ func parseIterations(s string) (int, bool) {
 }
 
 // VerifyServerFinal checks the server-final-message's signature. An error
-// matching kverr.ErrAuthenticationFailure means the server did not prove it knows the
-// password, or answered e=...; other errors are malformed messages.
+// matching kverr.ErrAuthenticationFailure means the server did not prove it
+// knows the password, or answered e=...; other errors are malformed messages.
 func (c *ScramClient) VerifyServerFinal(serverFinal []byte) error {
 	if c.step != 2 {
 		return badRequest("SCRAM", "VerifyServerFinal called out of order")

@@ -263,9 +263,9 @@ func TestScramUserNameEscaping(t *testing.T) {
 	}
 }
 
-// TestScramHostileServerFirst feeds the client server-first-messages that
-// must be refused with a DecodeError naming the attribute (or kverr.ErrAuthenticationFailure
-// for e=), never a panic and never a proof.
+// TestScramHostileServerFirst feeds the client server-first-messages that must
+// be refused with a DecodeError naming the attribute (or
+// kverr.ErrAuthenticationFailure for e=), never a panic and never a proof.
 func TestScramHostileServerFirst(t *testing.T) {
 	const cn = "clientnonce"
 	for _, tc := range []struct {

@@ -76,8 +76,8 @@ func (e *TimeoutError) Is(target error) bool {
 // NotRetriedError is returned when the strategy (or the error map) refused
 // to retry: the operation fails at once with the reason it was handed over.
 //
-// errors.Is matches kverr.ErrNotRetried, kverr.ErrAmbiguous when Ambiguous, and whatever
-// Err and Cause match (errors.Is(err, kverr.ErrAuthenticationFailure),
+// errors.Is matches kverr.ErrNotRetried, kverr.ErrAmbiguous when Ambiguous, and
+// whatever Err and Cause match (errors.Is(err, kverr.ErrAuthenticationFailure),
 // errors.Is(err, memdx.StatusLocked), ...).
 type NotRetriedError struct {
 	// Reason is the reason that was not retried.
@@ -138,8 +138,8 @@ func (e *NotRetriedError) Unwrap() []error { return nonNil(e.Err, e.Cause) }
 // it waited to be retried. (A context whose deadline passed gives a
 // *TimeoutError instead.)
 //
-// errors.Is matches kverr.ErrRequestCanceled, kverr.ErrAmbiguous when Ambiguous, Err
-// (context.Canceled) and Cause.
+// errors.Is matches kverr.ErrRequestCanceled, kverr.ErrAmbiguous when
+// Ambiguous, Err (context.Canceled) and Cause.
 type CanceledError struct {
 	// Ambiguous: as for TimeoutError.
 	Ambiguous bool
