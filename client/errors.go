@@ -147,7 +147,7 @@ var (
 // An argument refused before anything was sent (an empty or too long key,
 // a negative lock time, an expiry the protocol cannot express, ...) is a
 // KeyValueError too: Err is ErrInvalidArgument, Cause says what was wrong,
-// RetryAttempts is 0 and Node is "".
+// Attempts is 0 and Node is "".
 type KeyValueError struct {
 	// Op is the operation ("Get", "Upsert", ...); OpCode its last opcode.
 	Op     string
@@ -168,10 +168,10 @@ type KeyValueError struct {
 	ServerContext    string
 	ServerErrorRef   string
 	// Attempts is the number of retries: attempts after the first (0: the
-	// operation was tried once, or ended before its first attempt), as
-	// the results' Attempts; RetryReasons says why they were made.
-	// Attempts an operation made without sending its request (no route,
-	// no live connection) count.
+	// operation was tried once, or ended before its first attempt), as in
+	// the results' Attempts, and the number Error reports ("after 2
+	// retries"). RetryReasons says why they were made. A retry counts
+	// whether or not its request reached a connection (see Observer).
 	Attempts     int
 	RetryReasons retry.ReasonSet
 	// Ambiguous is true when the request may have been applied.
