@@ -16,13 +16,12 @@ import (
 
 	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/mockcluster"
-	"github.com/kvwire/kvwire/retry"
 )
 
 var (
 	flagSeed     = flag.Int64("chaos.seed", 42, "seed of the fault schedule and the operation mix")
 	flagDuration = flag.Duration("chaos.duration", 0, "how long the chaos runs in all, split evenly over -chaos.configs (0: the short run of make test, "+shortDuration.String()+")")
-	flagConfigs  = flag.String("chaos.configs", "default,besteffort", "client configurations to run, comma-separated: default (retry.DefaultStrategy), besteffort (retry.BestEffort), pool (3 connections per node, RFC 0005 NMV wait)")
+	flagConfigs  = flag.String("chaos.configs", "default,besteffort", "client configurations to run, comma-separated: default (client.DefaultRetryStrategy), besteffort (client.BestEffort), pool (3 connections per node, RFC 0005 NMV wait)")
 	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 16 in the short run, 32 in a long one)")
 	flagKeys     = flag.Int("chaos.keys", 8, "keys per worker (a quarter of them counters)")
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
@@ -336,7 +335,7 @@ func (r *report) format() string {
 	}
 	fmt.Fprintf(&b, " injected={%s}", strings.Join(inj, ", "))
 	var rs []string
-	for _, reason := range retry.Reasons() {
+	for _, reason := range client.AllRetryReasons() {
 		if n := st.retries[reason]; n > 0 {
 			rs = append(rs, fmt.Sprintf("%s:%d", reason, n))
 		}
@@ -481,8 +480,8 @@ func (h *harness) exercised() bool {
 
 // exercisedReasons are the retry reasons a short run with every fault kind
 // must have retried for.
-var exercisedReasons = []retry.Reason{retry.ReasonKVNotMyVbucket, retry.ReasonKVLocked,
-	retry.ReasonKVTemporaryFailure, retry.ReasonKVErrorMapRetryIndicated}
+var exercisedReasons = []client.RetryReason{client.RetryReasonKVNotMyVbucket, client.RetryReasonKVLocked,
+	client.RetryReasonKVTemporaryFailure, client.RetryReasonKVErrorMapRetryIndicated}
 
 // checkReport fails t on any problem the run found and, in short mode, on
 // a run that did not exercise what it claims to check.

@@ -11,7 +11,6 @@ import (
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // outcome classifies what the client reported for an operation.
@@ -62,7 +61,7 @@ func expectedErr(err error) bool {
 		errors.Is(err, client.ErrDocumentNotLocked), errors.Is(err, client.ErrTemporaryFailure):
 		return true
 	case errors.Is(err, client.ErrServerFailure):
-		return kv.Status == mockcluster.StatusTestNoRetry // injected: a status not retried
+		return kv.Status == client.Status(mockcluster.StatusTestNoRetry) // injected: a status not retried
 	}
 	return false
 }
@@ -97,12 +96,12 @@ type attempt struct {
 	took   time.Duration
 	node   string
 	retry  bool
-	reason retry.Reason
+	reason client.RetryReason
 	fwd    bool
 	// end: 0 still running, 1 answered (status), 2 written without an
 	// answer, 3 not written, 4 other error.
 	end    uint8
-	status memdx.Status
+	status client.Status
 }
 
 const (

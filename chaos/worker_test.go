@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/client"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // kvAPI is the part of *client.Collection the workers use; the detection
@@ -426,10 +425,10 @@ func (w *worker) lockSequence(ks *keyState) {
 // change to the default options (KVTimeout 1 s and the Observer are always
 // set).
 var clientConfigs = map[string]func(o *client.Options){
-	// default: retry.DefaultStrategy, one connection per node.
+	// default: client.DefaultRetryStrategy, one connection per node.
 	"default": func(*client.Options) {},
-	// besteffort: retry.BestEffort, which also waits out refused logins.
-	"besteffort": func(o *client.Options) { o.RetryStrategy = retry.BestEffort(nil) },
+	// besteffort: client.BestEffort, which also waits out refused logins.
+	"besteffort": func(o *client.Options) { o.RetryStrategy = client.BestEffort(nil) },
 	// pool: three connections per node (round robin) and RFC 0005's fixed
 	// 100 ms NOT_MY_VBUCKET wait.
 	"pool": func(o *client.Options) {

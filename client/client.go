@@ -31,6 +31,8 @@ type Client struct {
 
 	orch  retry.Orchestrator
 	clock retry.Clock // config polls, fetch intervals, recovery rounds
+	// strategy runs opts.RetryStrategy for operations that set none.
+	strategy retry.Strategy
 
 	// topo is the routing snapshot: a config and the node behind each of
 	// its server indexes. Replaced whole (under topoMu), read without locks.
@@ -112,6 +114,7 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		unreachable: make(chan struct{}, 1),
 		fetches:     map[*node]*fetchState{},
 		clock:       o.clock,
+		strategy:    internalStrategy(o.RetryStrategy, nil),
 	}
 	c.intake.ready = make(chan struct{}, 1)
 	if c.clock == nil {
@@ -510,11 +513,11 @@ func (c *Client) Bucket() string { return c.opts.Bucket }
 
 // ConfigVersion returns the version of the cluster config in use (zero in
 // memcached mode).
-func (c *Client) ConfigVersion() vbmap.Version {
+func (c *Client) ConfigVersion() ConfigVersion {
 	if t := c.topo.Load(); t != nil && t.cfg != nil {
-		return t.cfg.Version()
+		return configVersionOf(t.cfg.Version())
 	}
-	return vbmap.Version{}
+	return ConfigVersion{}
 }
 
 // Nodes returns the KV addresses of the nodes in the current topology.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // The sentinels: every error kvwire returns matches one or more of these
@@ -151,7 +150,7 @@ var (
 type KeyValueError struct {
 	// Op is the operation ("Get", "Upsert", ...); OpCode its last opcode.
 	Op     string
-	OpCode memdx.OpCode
+	OpCode OpCode
 	Key    string
 	// Bucket, Scope and Collection name where the document lives.
 	Bucket, Scope, Collection string
@@ -162,7 +161,7 @@ type KeyValueError struct {
 	Opaque  uint32
 	// Status is the last status the server answered (0 when none), with
 	// the node's error-map name and description when the map had them.
-	Status           memdx.Status
+	Status           Status
 	ErrorName        string
 	ErrorDescription string
 	ServerContext    string
@@ -173,7 +172,7 @@ type KeyValueError struct {
 	// retries"). RetryReasons says why they were made. A retry counts
 	// whether or not its request reached a connection (see Observer).
 	Attempts     int
-	RetryReasons retry.ReasonSet
+	RetryReasons RetryReasons
 	// Ambiguous is true when the request may have been applied.
 	Ambiguous bool
 	// Err is the sentinel; Cause the underlying error.
@@ -219,7 +218,7 @@ func (e *KeyValueError) Error() string {
 		b.WriteString("; the request may have been applied")
 	}
 	var se *memdx.StatusError
-	if e.Cause != nil && !(errors.As(e.Cause, &se) && se.Status == e.Status && e.Cause == error(se)) &&
+	if e.Cause != nil && !(errors.As(e.Cause, &se) && se.Status == e.Status.wire() && e.Cause == error(se)) &&
 		(e.Err == nil || !strings.Contains(e.Cause.Error(), e.Err.Error())) {
 		b.WriteString(": ")
 		b.WriteString(e.Cause.Error())

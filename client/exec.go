@@ -46,6 +46,9 @@ type op struct {
 	req        memdx.Request
 	timeout    time.Duration
 	strategy   retry.Strategy
+	// userStrategy adapts a caller's per-operation RetryStrategy
+	// (internalStrategy), so that doing so allocates nothing.
+	userStrategy strategyAdapter
 
 	// value handling for writes: raw is the caller's value; z its snappy
 	// form when worth sending (computed at most once).
@@ -202,9 +205,10 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	}
 	strategy := o.strategy
 	if strategy == nil {
-		strategy = c.opts.RetryStrategy
+		strategy = c.strategy
 	}
 	o.st.Init(ctx, o.req.OpCode, strategy, time.Now().Add(timeout))
+	o.st.SetOperation(o.name)
 	// The earlier of the timeout and ctx's deadline; each attempt waits for
 	// its response until then (conn.DoDeadline: no context per operation).
 	deadline := o.st.Deadline()
@@ -261,7 +265,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, t, lastReason, retried)
 			info.Duration = time.Since(start)
-			info.Status = o.status
+			info.Status = statusOf(o.status)
 			info.Opaque = opaque
 			obs.AttemptEnd(info, err)
 		}
@@ -538,18 +542,18 @@ func (c *Client) finalError(o *op, sentinel, cause error) error {
 func (c *Client) newKVError(o *op, sentinel, cause error) *KeyValueError {
 	e := &KeyValueError{
 		Op:               o.name,
-		OpCode:           o.req.OpCode,
+		OpCode:           opCodeOf(o.req.OpCode),
 		Key:              o.keyStr,
 		Bucket:           c.opts.Bucket,
 		Vbucket:          o.vb,
 		Opaque:           o.opaque,
-		Status:           o.status,
+		Status:           statusOf(o.status),
 		ErrorName:        o.errName,
 		ErrorDescription: o.errDesc,
 		ServerContext:    o.errCtx.Context,
 		ServerErrorRef:   o.errCtx.Ref,
 		Attempts:         o.st.Attempts(),
-		RetryReasons:     o.st.Reasons(),
+		RetryReasons:     retryReasonsOf(o.st.Reasons()),
 		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, ErrAmbiguous),
 		Err:              sentinel,
 		Cause:            cause,

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // A newer config with no vbucket map (a bucket with no partitions yet, as
@@ -147,9 +146,9 @@ func TestCancelDuringRetryWait(t *testing.T) {
 // ambiguous and was applied exactly once.
 func TestNoStrategyResendsMutationInDoubt(t *testing.T) {
 	var asked atomic.Int32
-	all := retry.StrategyFunc(func(retry.Request, retry.Reason) retry.Action {
+	all := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction {
 		asked.Add(1)
-		return retry.RetryAfter(10 * time.Millisecond)
+		return RetryAfter(10 * time.Millisecond)
 	})
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, &Options{RetryStrategy: all})

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kvwire/kvwire/internal/leakcheck"
 	"github.com/kvwire/kvwire/mockcluster"
-	"github.com/kvwire/kvwire/retry"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
@@ -97,11 +96,11 @@ func memcachedAddr(t *testing.T, sasl bool) string {
 }
 
 const (
-	retryKVLocked                  = retry.ReasonKVLocked
-	retryKVTemporaryFailure        = retry.ReasonKVTemporaryFailure
-	retryKVErrorMapRetryIndicated  = retry.ReasonKVErrorMapRetryIndicated
-	retrySocketClosedWhileInFlight = retry.ReasonSocketClosedWhileInFlight
-	retryKVNotMyVbucket            = retry.ReasonKVNotMyVbucket
+	retryKVLocked                  = RetryReasonKVLocked
+	retryKVTemporaryFailure        = RetryReasonKVTemporaryFailure
+	retryKVErrorMapRetryIndicated  = RetryReasonKVErrorMapRetryIndicated
+	retrySocketClosedWhileInFlight = RetryReasonSocketClosedWhileInFlight
+	retryKVNotMyVbucket            = RetryReasonKVNotMyVbucket
 )
 
 func asKV(err error, kv **KeyValueError) bool { return errors.As(err, kv) }

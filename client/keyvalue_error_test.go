@@ -4,15 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/kvwire/kvwire/retry"
 )
 
 // KeyValueError.Attempts is the number of retries, and the message says
 // that number.
 func TestKeyValueErrorMessageCountsTheRetriesAttemptsCounts(t *testing.T) {
-	var reasons retry.ReasonSet
-	reasons = reasons.With(retry.ReasonKVLocked)
+	var reasons RetryReasons
+	reasons = reasons.With(RetryReasonKVLocked)
 	for _, c := range []struct {
 		attempts int
 		want     string

@@ -3,7 +3,6 @@ package client
 import (
 	"time"
 
-	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -26,7 +25,7 @@ type AttemptInfo struct {
 	// OperationID is the same for every attempt of one operation.
 	OperationID uint64
 	Op          string
-	OpCode      memdx.OpCode
+	OpCode      OpCode
 	Key         string
 	// Attempt counts every attempt of the operation from 0, including those
 	// that ended before being sent and were not reported, so the numbers
@@ -35,7 +34,7 @@ type AttemptInfo struct {
 	// RetryReason is why this attempt is a retry; Retry is false for the
 	// first attempt.
 	Retry       bool
-	RetryReason retry.Reason
+	RetryReason RetryReason
 	Node        string
 	Vbucket     uint16
 	// ForwardMap is true when the attempt was routed by the config's
@@ -52,18 +51,18 @@ type AttemptInfo struct {
 	// no response came).
 	Duration time.Duration
 	Opaque   uint32
-	Status   memdx.Status
+	Status   Status
 }
 
 func (o *op) attemptInfo(id uint64, attempt int, start time.Time, t *topology, reason retry.Reason, retried bool) AttemptInfo {
 	info := AttemptInfo{
 		OperationID: id,
 		Op:          o.name,
-		OpCode:      o.req.OpCode,
+		OpCode:      opCodeOf(o.req.OpCode),
 		Key:         o.keyStr,
 		Attempt:     attempt,
 		Retry:       retried,
-		RetryReason: reason,
+		RetryReason: retryReasonOf(reason),
 		Vbucket:     o.vb,
 		ForwardMap:  o.route.OnForwardMap(),
 		Start:       start,

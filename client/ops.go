@@ -8,23 +8,11 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // MaxKeyLength is the longest document key Couchbase Server and memcached
 // accept (in bytes, without the collection prefix).
 const MaxKeyLength = 250
-
-// DurabilityLevel is the durability of a synchronous write.
-type DurabilityLevel = memdx.DurabilityLevel
-
-// Durability levels.
-const (
-	DurabilityNone                       = memdx.DurabilityNone
-	DurabilityMajority                   = memdx.DurabilityMajority
-	DurabilityMajorityAndPersistOnMaster = memdx.DurabilityMajorityAndPersistOnMaster
-	DurabilityPersistToMajority          = memdx.DurabilityPersistToMajority
-)
 
 // GetOptions are the options of reads (Get, GetAndTouch, GetAndLock,
 // Exists, the replica reads), Touch and Unlock. nil means the defaults.
@@ -33,14 +21,14 @@ type GetOptions struct {
 	// still wins when earlier.
 	Timeout time.Duration
 	// RetryStrategy overrides the client's strategy for this operation.
-	RetryStrategy retry.Strategy
+	RetryStrategy RetryStrategy
 }
 
 // MutateOptions are the options of Upsert, Insert, Replace, Remove, Append
 // and Prepend. nil means the defaults.
 type MutateOptions struct {
 	Timeout       time.Duration
-	RetryStrategy retry.Strategy
+	RetryStrategy RetryStrategy
 	// Cas makes the write conditional on the document's current CAS
 	// (Replace, Remove, Append, Prepend, and Upsert); a mismatch fails with
 	// ErrCasMismatch. Insert refuses it.
@@ -67,7 +55,7 @@ type MutateOptions struct {
 // CounterOptions are the options of Increment and Decrement.
 type CounterOptions struct {
 	Timeout       time.Duration
-	RetryStrategy retry.Strategy
+	RetryStrategy RetryStrategy
 	// Delta is added (Increment) or subtracted (Decrement); 0 means 1.
 	Delta uint64
 	// Initial, when not nil, is the value a missing document is created
@@ -88,7 +76,7 @@ type GetResult struct {
 	Datatype memdx.Datatype
 	// Attempts is the number of retries; RetryReasons why they were made.
 	Attempts     int
-	RetryReasons retry.ReasonSet
+	RetryReasons RetryReasons
 }
 
 // MutationToken identifies a mutation (when sequence numbers were
@@ -106,7 +94,7 @@ type MutationResult struct {
 	// Token is the zero value when the server sent none.
 	Token        MutationToken
 	Attempts     int
-	RetryReasons retry.ReasonSet
+	RetryReasons RetryReasons
 }
 
 // CounterResult is the outcome of Increment or Decrement.
@@ -120,25 +108,26 @@ type ExistsResult struct {
 	Exists       bool
 	Cas          uint64
 	Attempts     int
-	RetryReasons retry.ReasonSet
+	RetryReasons RetryReasons
 }
 
 func (o *op) getResult() GetResult {
 	return GetResult{Value: o.value, Cas: o.cas, Flags: o.flags, Datatype: o.datatype,
-		Attempts: o.st.Attempts(), RetryReasons: o.st.Reasons()}
+		Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
 }
 
 func (o *op) mutationResult() MutationResult {
-	r := MutationResult{Cas: o.cas, Attempts: o.st.Attempts(), RetryReasons: o.st.Reasons()}
+	r := MutationResult{Cas: o.cas, Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
 	if o.hasToken {
 		r.Token = MutationToken{Bucket: o.c.opts.Bucket, Vbucket: o.vb, VbUUID: o.token.VbUUID, Seqno: o.token.Seqno}
 	}
 	return r
 }
 
-func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Request, timeout time.Duration, strategy retry.Strategy) (*op, error) {
+func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Request, timeout time.Duration, strategy RetryStrategy) (*op, error) {
 	o := col.c.getOp(name, kind, col, key)
-	o.req, o.timeout, o.strategy = req, timeout, strategy
+	o.req, o.timeout = req, timeout
+	o.strategy = internalStrategy(strategy, &o.userStrategy)
 	o.req.Key = o.key
 	if err := checkKey(key); err != nil {
 		e := col.c.finalError(o, ErrInvalidArgument, err)
@@ -186,7 +175,7 @@ func checkKey(key string) error {
 	return nil
 }
 
-func getOpts(o *GetOptions) (time.Duration, retry.Strategy) {
+func getOpts(o *GetOptions) (time.Duration, RetryStrategy) {
 	if o == nil {
 		return 0, nil
 	}
@@ -321,7 +310,7 @@ func (col *Collection) Exists(ctx context.Context, key string, opts *GetOptions)
 		return ExistsResult{}, err
 	}
 	res, err := run(ctx, o, func(o *op) ExistsResult {
-		return ExistsResult{Exists: !o.deleted, Cas: o.cas, Attempts: o.st.Attempts(), RetryReasons: o.st.Reasons()}
+		return ExistsResult{Exists: !o.deleted, Cas: o.cas, Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
 	})
 	if errors.Is(err, ErrDocumentNotFound) {
 		var kv *KeyValueError
@@ -381,13 +370,13 @@ func (col *Collection) mutation(name string, kind opKind, key string, req memdx.
 		return nil, err
 	}
 	req.Cas = mo.Cas
-	req.Durability, req.DurabilityTimeout = mo.Durability, dt
+	req.Durability, req.DurabilityTimeout = mo.Durability.wire(), dt
 	o, err := col.newOp(name, kind, key, req, mo.Timeout, mo.RetryStrategy)
 	if err != nil {
 		return nil, err
 	}
 	o.casGiven = mo.Cas != 0
-	o.durDefault = mo.Durability != memdx.DurabilityNone && mo.DurabilityTimeout <= 0
+	o.durDefault = mo.Durability != DurabilityNone && mo.DurabilityTimeout <= 0
 	return o, nil
 }
 

@@ -369,7 +369,7 @@ func TestUnknownStatusFollowsErrorMap(t *testing.T) {
 	assert.Equal(t, 1, ctl.Hits(), "not retried")
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
-	assert.Equal(t, memdx.Status(0x7ff1), kv.Status)
+	assert.Equal(t, Status(mockcluster.StatusTestNoRetry), kv.Status)
 	assert.Equal(t, "MOCK_TEST_NO_RETRY", kv.ErrorName)
 	assert.NotEmpty(t, kv.ErrorDescription)
 	assert.ErrorIs(t, err, ErrServerFailure)

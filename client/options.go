@@ -58,7 +58,7 @@ type Options struct {
 	// own. Default retry.DefaultStrategy(): fail fast on terminal errors
 	// (wrong password, missing bucket or collection), best effort for the
 	// rest (RFC 0049 revision 16).
-	RetryStrategy retry.Strategy
+	RetryStrategy RetryStrategy
 	// NMVRetryInterval, when set, waits this fixed interval between
 	// NOT_MY_VBUCKET retries as RFC 0005 does (100 ms there); zero uses RFC
 	// 0049's controlled backoff (1, 10, 50, 100, 500, 1000 ms).
@@ -237,7 +237,7 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 		o.Memcached.ServerFailureLimit = DefaultServerFailureLimit
 	}
 	if o.RetryStrategy == nil {
-		o.RetryStrategy = retry.DefaultStrategy()
+		o.RetryStrategy = DefaultRetryStrategy()
 	}
 	if o.Compression.MinSize <= 0 {
 		o.Compression.MinSize = DefaultCompressionMinSize

@@ -1,10 +1,6 @@
 package client
 
-import (
-	"unsafe"
-
-	"github.com/kvwire/kvwire/vbmap"
-)
+import "unsafe"
 
 // RouteInfo says where a key goes under the config in use.
 type RouteInfo struct {
@@ -22,7 +18,7 @@ type RouteInfo struct {
 	// Ketama is true for memcached buckets and memcached:// servers.
 	Ketama bool
 	// ConfigRev is the revision of the config consulted.
-	ConfigRev vbmap.Version
+	ConfigRev ConfigVersion
 }
 
 // Route reports where key would be sent now, without sending anything:
@@ -41,12 +37,12 @@ func (c *Client) Route(key string) RouteInfo {
 			ri.Active = t.servers[i].addr
 		}
 		if t.cfg != nil {
-			ri.ConfigRev = t.cfg.Version()
+			ri.ConfigRev = configVersionOf(t.cfg.Version())
 		}
 		return ri
 	}
 	cfg := t.cfg
-	ri.ConfigRev = cfg.Version()
+	ri.ConfigRev = configVersionOf(cfg.Version())
 	ri.Vbucket = cfg.VbucketForKey(k)
 	addr := func(forward bool, replica int) string {
 		i, err := cfg.VbucketServer(ri.Vbucket, replica, forward)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // collectionsMock starts a mock whose default bucket has the collection
@@ -36,7 +35,7 @@ func collectionsMock(t *testing.T, o *Options) (*mockcluster.Cluster, *Client, *
 // the entry's max-duration (500 ms for the mock's 0x7ff0) ends its retries,
 // on an operation and on the collection-id lookup.
 func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
-	mc, c, col := collectionsMock(t, &Options{RetryStrategy: retry.FollowErrorMap(nil)})
+	mc, c, col := collectionsMock(t, &Options{RetryStrategy: FollowErrorMap(nil)})
 	ctx := context.Background()
 	opts := &GetOptions{Timeout: 20 * time.Second}
 
@@ -73,7 +72,7 @@ func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
 // the lookup's retries long before the operation's 20 s timeout, where the
 // fallback strategy would retry until it.
 func TestCollectionLookupFollowsErrorMapSpec(t *testing.T) {
-	mc, c, col := collectionsMock(t, &Options{RetryStrategy: retry.FollowErrorMap(nil)})
+	mc, c, col := collectionsMock(t, &Options{RetryStrategy: FollowErrorMap(nil)})
 	c.colls.invalidate(col)
 	ctl := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: mockcluster.StatusTestRetry}})
@@ -102,7 +101,7 @@ func TestLookupRefusalAfterStatusHasLookupsError(t *testing.T) {
 	require.Error(t, err)
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
-	assert.Equal(t, memdx.StatusUnknownCollection, kv.Status, "the operation's own attempt got UNKNOWN_COLLECTION")
+	assert.Equal(t, StatusUnknownCollection, kv.Status, "the operation's own attempt got UNKNOWN_COLLECTION")
 	assert.Equal(t, ErrScopeNotFound, kv.Err, "the lookup found the scope gone")
 	assert.ErrorIs(t, err, ErrScopeNotFound)
 	assert.NotErrorIs(t, err, ErrCollectionNotFound)
@@ -118,7 +117,7 @@ func TestLookupRetryRefusedHasStatusSentinel(t *testing.T) {
 	c.colls.invalidate(col)
 	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 1})
-	never := retry.StrategyFunc(func(retry.Request, retry.Reason) retry.Action { return retry.NoRetry() })
+	never := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
 	_, err := col.Get(context.Background(), "u", &GetOptions{RetryStrategy: never})
 	require.Error(t, err)
 	var kv *KeyValueError

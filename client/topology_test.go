@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // workload runs mixed operations on keys from several goroutines until stop
@@ -132,14 +130,14 @@ func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
 			if a.ForwardMap {
 				onForward = true
 			}
-			if a.Status == memdx.StatusNotMyVbucket {
+			if a.Status == StatusNotMyVbucket {
 				require.Less(t, i+1, len(atts), "op %d: an NMV is never the last attempt", id)
 				nmvOps++
 				next := atts[i+1]
 				// The next attempt that was sent: in between, the forward
 				// node may still have been connecting (the node added for
 				// the rebalance), a wait recorded as NODE_NOT_AVAILABLE.
-				assert.Contains(t, []any{retryKVNotMyVbucket, retry.ReasonNodeNotAvailable}, next.RetryReason,
+				assert.Contains(t, []any{retryKVNotMyVbucket, RetryReasonNodeNotAvailable}, next.RetryReason,
 					"op %d attempt %d", id, i+1)
 				// RFC 0005: after an NMV the operation goes by the forward map
 				// of the config it is routed with. An attempt routed with a
@@ -169,7 +167,7 @@ func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for _, a := range rec.attempts()[before:] {
-		assert.NotEqual(t, memdx.StatusNotMyVbucket, a.Status)
+		assert.NotEqual(t, StatusNotMyVbucket, a.Status)
 		assert.False(t, a.ForwardMap)
 	}
 }

@@ -87,6 +87,10 @@ func New(opts Options) (*Cluster, error) {
 	for _, f := range o.DisabledFeatures {
 		c.disabled[f] = true
 	}
+	if o.NoClusterMapNotifications {
+		c.disabled[memdx.FeatureClustermapChangeNotification] = true
+		c.disabled[memdx.FeatureClustermapChangeNotificationBrief] = true
+	}
 	if o.TLS {
 		if c.tls, err = newTLSMaterial(o.Host); err != nil {
 			return nil, err

@@ -59,6 +59,12 @@ type Options struct {
 	// DisabledFeatures are HELLO features the nodes refuse, for testing a
 	// client against an older server.
 	DisabledFeatures []memdx.HelloFeature
+	// NoClusterMapNotifications makes the nodes refuse HELLO's cluster-map
+	// change notifications (ClustermapChangeNotification and its Brief
+	// form), as older servers do: a client learns of a new config only
+	// from NOT_MY_VBUCKET answers and by asking. It adds to DisabledFeatures
+	// for callers that do not use the codec's types.
+	NoClusterMapNotifications bool
 	// SyncWriteDelay, when positive, holds every synchronous (durable) write
 	// pending for that long before committing it; meanwhile other mutations
 	// of the key answer SYNC_WRITE_IN_PROGRESS. See Cluster.SetSyncWriteDelay.

@@ -74,6 +74,7 @@ type State struct {
 	strategy   Strategy
 	deadline   time.Time
 	op         memdx.OpCode
+	name       string
 	idempotent bool
 
 	attempts     int
@@ -125,6 +126,19 @@ func (s *State) Init(ctx context.Context, op memdx.OpCode, strategy Strategy, de
 func (s *State) Reset() {
 	timer := s.timer
 	*s = State{timer: timer}
+}
+
+// SetOperation names the operation ("Get", "Upsert", ...) for strategies
+// that decide by it; Operation returns the name.
+func (s *State) SetOperation(name string) { s.name = name }
+
+// Operation is the name given with SetOperation, or the opcode's name when
+// none was given.
+func (s *State) Operation() string {
+	if s.name == "" {
+		return s.op.String()
+	}
+	return s.name
 }
 
 // SetIdempotent overrides the idempotency Init derived from the opcode.

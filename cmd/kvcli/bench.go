@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/client"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // benchConfig is what bench was asked to do.
@@ -100,7 +99,7 @@ func (r *retryCounter) byName() map[string]uint64 {
 	out := map[string]uint64{}
 	for i := range r.byReason {
 		if n := r.byReason[i].Load(); n > 0 {
-			out[retry.Reason(i).String()] = n
+			out[client.RetryReason(i).String()] = n
 		}
 	}
 	return out

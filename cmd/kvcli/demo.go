@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/client"
-	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // The demo's shape. It runs in about two seconds.
@@ -59,6 +57,16 @@ type demoSummary struct {
 	OK               bool              `json:"ok"`
 }
 
+// The demo's injected fault: SET answered with ETMPFAIL. mockcluster's
+// fields have the codec's types, which kvcli does not use; kv_engine's
+// numbers are assignable to them as untyped constants.
+const (
+	opSet         = 0x01 // SET
+	statusTmpFail = 0x86 // ETMPFAIL
+)
+
+func isSet(r *mockcluster.Request) bool { return r.OpCode == opSet }
+
 // demoObserver counts attempts for the summary and, with -v, prints every
 // attempt that failed or was a retry.
 type demoObserver struct {
@@ -77,7 +85,7 @@ func (o *demoObserver) AttemptStart(a client.AttemptInfo) {
 		if int(a.RetryReason) < len(o.retries) {
 			o.retries[a.RetryReason].Add(1)
 		}
-		if a.RetryReason == retry.ReasonKVNotMyVbucket && a.ForwardMap {
+		if a.RetryReason == client.RetryReasonKVNotMyVbucket && a.ForwardMap {
 			o.nmvForward.Add(1)
 		}
 	}
@@ -87,7 +95,7 @@ func (o *demoObserver) AttemptStart(a client.AttemptInfo) {
 }
 
 func (o *demoObserver) AttemptEnd(a client.AttemptInfo, err error) {
-	if a.Status == memdx.StatusNotMyVbucket {
+	if a.Status == client.StatusNotMyVbucket {
 		o.nmvAnswers.Add(1)
 	}
 	if o.trace != nil && (a.Retry || a.Status != 0 || err != nil) {
@@ -166,11 +174,8 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 	// every step of the rebalance from NOT_MY_VBUCKET answers, as it would
 	// from a server before 7.1, so the demo shows them.
 	mc, err := mockcluster.New(mockcluster.Options{
-		Nodes: demoNodes,
-		DisabledFeatures: []memdx.HelloFeature{
-			memdx.FeatureClustermapChangeNotification,
-			memdx.FeatureClustermapChangeNotificationBrief,
-		},
+		Nodes:                     demoNodes,
+		NoClusterMapNotifications: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the mock cluster: %w", err)
@@ -299,8 +304,8 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 
 	// 4. Temporary failures.
 	h := mc.AddFault(mockcluster.Fault{
-		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}, Key: "", Bucket: mockcluster.DefaultBucket},
-		Action: mockcluster.Action{Status: memdx.StatusTmpFail},
+		Match:  mockcluster.Match{Func: isSet, Bucket: mockcluster.DefaultBucket},
+		Action: mockcluster.Action{Status: statusTmpFail},
 		Times:  demoTmpFails,
 	})
 	select {
@@ -366,11 +371,11 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 	sum.RetriesByReason = map[string]uint64{}
 	for i := range d.obs.retries {
 		if n := d.obs.retries[i].Load(); n > 0 {
-			sum.RetriesByReason[retry.Reason(i).String()] = n
+			sum.RetriesByReason[client.RetryReason(i).String()] = n
 		}
 	}
 	sum.NMVAnswers = d.obs.nmvAnswers.Load()
-	sum.NMVRetries = d.obs.retries[retry.ReasonKVNotMyVbucket].Load()
+	sum.NMVRetries = d.obs.retries[client.RetryReasonKVNotMyVbucket].Load()
 	sum.NMVToForwardMap = d.obs.nmvForward.Load()
 	d.obs.mu.Lock()
 	var revs []uint64
@@ -392,8 +397,8 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 		}
 	}
 	check(sum.NMVToForwardMap > 0, "NOT_MY_VBUCKET retries routed by the forward map")
-	check(d.obs.retries[retry.ReasonKVLocked].Load() > 0 && sum.LockWaiters == demoLockWriters, "writers waiting on LOCKED until the unlock")
-	check(d.obs.retries[retry.ReasonKVTemporaryFailure].Load() >= uint64(sum.TmpFailsInjected) && sum.TmpFailsInjected == demoTmpFails, "TMPFAIL answers retried")
+	check(d.obs.retries[client.RetryReasonKVLocked].Load() > 0 && sum.LockWaiters == demoLockWriters, "writers waiting on LOCKED until the unlock")
+	check(d.obs.retries[client.RetryReasonKVTemporaryFailure].Load() >= uint64(sum.TmpFailsInjected) && sum.TmpFailsInjected == demoTmpFails, "TMPFAIL answers retried")
 	sum.OK = sum.Failed == 0 && sum.DataOK && len(sum.Missing) == 0
 	return sum, nil
 }
@@ -478,21 +483,21 @@ func (d *demo) printSummary(s *demoSummary) {
 	if len(s.RetriesByReason) == 0 {
 		fmt.Fprintf(w, "%s none\n", label)
 	}
-	for _, r := range retry.Reasons() { // table order
+	for _, r := range client.AllRetryReasons() { // table order
 		n, ok := s.RetriesByReason[r.String()]
 		if !ok {
 			continue
 		}
 		line := fmt.Sprintf("%s %-21s %5d", label, r, n)
 		switch r {
-		case retry.ReasonKVNotMyVbucket:
+		case client.RetryReasonKVNotMyVbucket:
 			line += fmt.Sprintf("  %d straight to the new owner by the forward map", s.NMVToForwardMap)
 			if rest := s.NMVRetries - s.NMVToForwardMap; rest > 0 {
 				line += fmt.Sprintf(", %d by the final config's map (no forward map left)", rest)
 			}
-		case retry.ReasonKVLocked:
+		case client.RetryReasonKVLocked:
 			line += fmt.Sprintf("  %d writers waited for the lock", s.LockWaiters)
-		case retry.ReasonKVTemporaryFailure:
+		case client.RetryReasonKVTemporaryFailure:
 			line += fmt.Sprintf("  %d TMPFAIL answers injected", s.TmpFailsInjected)
 		}
 		fmt.Fprintln(w, line)

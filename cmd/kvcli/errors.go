@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/client"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // Error kinds, as --json reports them in "error.kind".
@@ -279,19 +278,19 @@ func rootCause(err error) string {
 
 // reasonWhy says in words what a retry reason means when it is what an
 // operation kept retrying for until it timed out.
-var reasonWhy = map[retry.Reason]string{
-	retry.ReasonKVLocked:                      "the document stayed locked",
-	retry.ReasonKVTemporaryFailure:            "the server kept answering TMPFAIL (busy, warming up or out of memory)",
-	retry.ReasonKVNotMyVbucket:                "the cluster map kept changing (a rebalance or failover?)",
-	retry.ReasonKVCollectionOutdated:          "the collection manifest kept changing",
-	retry.ReasonKVErrorMapRetryIndicated:      "the server kept answering a status its error map says to retry",
-	retry.ReasonKVSyncWriteInProgress:         "a durable write to the document stayed pending",
-	retry.ReasonKVSyncWriteReCommitInProgress: "a durable write to the document was being re-committed",
-	retry.ReasonSocketNotAvailable:            "no connection to the node was up",
-	retry.ReasonNodeNotAvailable:              "the node was not available",
-	retry.ReasonServiceNotAvailable:           "the KV service was not available on the node",
-	retry.ReasonSocketClosedWhileInFlight:     "connections closed with the request in flight",
-	retry.ReasonCircuitBreakerOpen:            "the node's circuit breaker was open",
+var reasonWhy = map[client.RetryReason]string{
+	client.RetryReasonKVLocked:                      "the document stayed locked",
+	client.RetryReasonKVTemporaryFailure:            "the server kept answering TMPFAIL (busy, warming up or out of memory)",
+	client.RetryReasonKVNotMyVbucket:                "the cluster map kept changing (a rebalance or failover?)",
+	client.RetryReasonKVCollectionOutdated:          "the collection manifest kept changing",
+	client.RetryReasonKVErrorMapRetryIndicated:      "the server kept answering a status its error map says to retry",
+	client.RetryReasonKVSyncWriteInProgress:         "a durable write to the document stayed pending",
+	client.RetryReasonKVSyncWriteReCommitInProgress: "a durable write to the document was being re-committed",
+	client.RetryReasonSocketNotAvailable:            "no connection to the node was up",
+	client.RetryReasonNodeNotAvailable:              "the node was not available",
+	client.RetryReasonServiceNotAvailable:           "the KV service was not available on the node",
+	client.RetryReasonSocketClosedWhileInFlight:     "connections closed with the request in flight",
+	client.RetryReasonCircuitBreakerOpen:            "the node's circuit breaker was open",
 }
 
 // timeoutLine explains a timeout: how long, how often it was retried and
@@ -352,7 +351,7 @@ func (inv *invocation) fail(key, op string, err error) int {
 	return p.code
 }
 
-func reasonNames(s retry.ReasonSet) []string {
+func reasonNames(s client.RetryReasons) []string {
 	var out []string
 	for r := range s.All() {
 		out = append(out, r.String())

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/client"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // jsonResult is the one object --json prints per key-value command.
@@ -100,7 +99,7 @@ func (r *jsonResult) setValue(v []byte) {
 	r.Value = &s
 }
 
-func (r *jsonResult) setRetries(attempts int, reasons retry.ReasonSet) {
+func (r *jsonResult) setRetries(attempts int, reasons client.RetryReasons) {
 	r.Retries = attempts
 	r.RetryReasons = reasonNames(reasons)
 }
