@@ -32,16 +32,17 @@
 //  1. routes the key: CRC32 to a vbucket, then the vbucket's active (or
 //     replica) server by the current map or, after a NOT_MY_VBUCKET while a
 //     rebalance publishes vBucketMapForward, by the forward map, as RFC 0005
-//     says (see vbmap.RouteState for the exact rule); memcached buckets and
-//     memcached:// use ketama;
+//     says: once on the forward map, the operation stays on it until it is
+//     routed by a newer config without one (the rebalance is over);
+//     memcached buckets and memcached:// use ketama;
 //  2. picks a live connection of that node's pool (round robin);
 //  3. resolves the collection id (cached; COLLECTIONS_GET_ID once);
-//  4. sends the request with conn.Conn.Do, which encodes it straight into
-//     the connection's coalesced write buffer; the response is decoded on
+//  4. sends the request on that connection, encoded straight into the
+//     connection's coalesced write buffer; the response is decoded on
 //     the connection's reader goroutine and its value copied once, into the
 //     result the caller owns;
-//  5. hands any failure to the retry orchestrator (package retry, RFC 0049
-//     revision 16): NOT_MY_VBUCKET (its body, if newer, goes to the config
+//  5. retries what can be retried, as RFC 0049 revision 16 says (see Retry
+//     strategies): NOT_MY_VBUCKET (its body, if newer, goes to the config
 //     loop; without one the node is asked for its config),
 //     UNKNOWN_COLLECTION (after dropping the cached id), LOCKED, TMPFAIL,
 //     SYNC_WRITE_IN_PROGRESS, statuses the node's error map marks as
@@ -49,8 +50,8 @@
 //     is capped to the deadline; a wait that reaches it ends the operation
 //     with a timeout instead of sending it again. Which statuses are
 //     retried, which end the operation with which error, and which the
-//     error map decides is one table (status.go), for operations and the
-//     collection-id lookup alike.
+//     error map decides is one table, for operations and the collection-id
+//     lookup alike.
 //     A wait after NOT_MY_VBUCKET or an unavailable node ends when a newer
 //     config is installed, and the operation is routed by it at once.
 //
@@ -66,12 +67,18 @@
 //
 // # Retry strategies
 //
-// The default is retry.DefaultStrategy(): failures that waiting cannot fix
-// (refused credentials, a refused bucket, a TLS failure, a missing scope or
-// collection) fail at once; everything else is retried with exponential
-// backoff (1 ms to 500 ms) until the timeout. Options.RetryStrategy and the
-// per-call RetryStrategy replace it (retry.BestEffort, retry.FollowErrorMap,
-// or your own retry.Strategy).
+// Each failure that may be retried has a RetryReason (RFC 0049's). Two are
+// always retried, after ControlledBackoff: NOT_MY_VBUCKET and
+// UNKNOWN_COLLECTION. For the others the operation's RetryStrategy decides.
+// The default, DefaultRetryStrategy() (FailFastOnTerminalErrors): failures
+// that waiting cannot fix (refused credentials, a refused bucket, a TLS
+// failure, a missing scope or collection) fail at once; everything else is
+// retried with exponential backoff (1 ms to 500 ms) until the timeout, a
+// mutation only when the reason says it was not applied.
+// Options.RetryStrategy and the per-call RetryStrategy replace it: BestEffort,
+// FollowErrorMap, or your own RetryStrategy (see RetryStrategyFunc). Results
+// and errors say how often an operation was retried and why (Attempts,
+// RetryReasons).
 //
 // # Cluster configs
 //
@@ -83,9 +90,9 @@
 // GET_CLUSTER_CONFIG with the known version), from polling every
 // ConfigPollInterval, and from the node that answered a NOT_MY_VBUCKET
 // without a newer config (a GET_CLUSTER_CONFIG at once; one in flight per
-// node, 20 ms apart at least). Each is checked for size
-// (vbmap.MaxConfigSize: larger ones are logged and dropped) and version
-// (vbmap.PeekVersion) where it arrives, and parsed on the client's config
+// node, 20 ms apart at least). Each is checked for size (at most 8 MiB:
+// larger ones are logged and dropped) and version (a scan for revEpoch and
+// rev, without a parse) where it arrives, and parsed on the client's config
 // goroutine, once per version however many operations meet it. Only a
 // config newer by (revEpoch, rev) replaces the one in use, as one atomic
 // swap of an immutable snapshot: routing takes no lock. Nodes the new

@@ -55,7 +55,7 @@ type Options struct {
 	// 1..256. Default 1: one pipelined connection carries a lot.
 	ConnectionsPerNode int
 	// RetryStrategy decides retries for operations that do not set their
-	// own. Default retry.DefaultStrategy(): fail fast on terminal errors
+	// own. Default DefaultRetryStrategy(): fail fast on terminal errors
 	// (wrong password, missing bucket or collection), best effort for the
 	// rest (RFC 0049 revision 16).
 	RetryStrategy RetryStrategy
@@ -106,7 +106,7 @@ type Options struct {
 	// Observer for those that are not).
 	Observer Observer
 	// MaxPendingPerConnection bounds requests in flight per connection;
-	// past it an attempt waits and retries. Default conn.DefaultMaxPending.
+	// past it an attempt waits and retries. Default 4096.
 	MaxPendingPerConnection int
 
 	// clock, when set (by this package's tests), times retry waits, config
