@@ -309,7 +309,7 @@ func ExponentialBackoff(first, limit time.Duration, factor float64) Backoff {
 // DefaultBackoff is the backoff of BestEffort and FailFastOnTerminalErrors
 // when given none, RFC 0049's: 1, 2, 4, ... 256 ms, then 500 ms for every
 // further retry.
-var DefaultBackoff = Backoff(defaultBackoff)
+func DefaultBackoff(retries int) time.Duration { return defaultBackoff(retries) }
 
 // ControlledBackoff is RFC 0049's delay for the reasons that are always
 // retried, by the number of retries already made: 1, 10, 50, 100, 500 ms,
