@@ -176,7 +176,7 @@
 //	ErrRequestCanceled                 the caller's context was canceled
 //	ErrNotRetried                      the strategy refused a retry (with the
 //	                                   sentinel of what failed)
-//	ErrErrorMapMaxDuration             retry.FollowErrorMap: the error map's
+//	ErrErrorMapMaxDuration             FollowErrorMap: the error map's
 //	                                   max-duration left no time to retry
 //
 // # Observing

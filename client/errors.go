@@ -132,7 +132,7 @@ var (
 	// matches the sentinel of what failed (ErrDocumentLocked, say).
 	ErrNotRetried = kverr.ErrNotRetried
 	// ErrErrorMapMaxDuration: with the error-map strategy
-	// (retry.FollowErrorMap), the node's error map allows no more time for
+	// (FollowErrorMap), the node's error map allows no more time for
 	// retries of the status that came back.
 	ErrErrorMapMaxDuration = kverr.ErrErrorMapMaxDuration
 )
@@ -140,8 +140,8 @@ var (
 // KeyValueError is the error of a failed key-value operation: it says what
 // was asked, where it went, what the server answered and how often it was
 // tried. errors.Is matches its Err (one of the sentinels above) and
-// everything its Cause wraps (a *memdx.StatusError, a *retry.TimeoutError,
-// a *conn.RequestError...), which wraps the same sentinels.
+// everything its Cause wraps (the server's status, a timeout, a
+// connection's failure, ...), which wraps the same sentinels.
 //
 // An argument refused before anything was sent (an empty or too long key,
 // a negative lock time, an expiry the protocol cannot express, ...) is a
