@@ -170,10 +170,11 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 // you keep. handle must not block: no other response is read while it runs,
 // so it must not call Do on the same connection, nor Close. Every status,
 // success or not, goes to handle; a nil handle makes Do return
-// memdx.NewStatusError(p) (nil on success). For STAT, whose answer is a
-// series of packets, handle is called once per packet, the last being the
-// one with an empty key (or a non-success status), and Do returns the first
-// error handle returned.
+// memdx.NewStatusError(p) (nil on success). For STAT and
+// RANGE_SCAN_CONTINUE, whose answers are a series of packets, handle is
+// called once per packet, the last being the one with a non-success status
+// (or, for STAT, an empty key), and Do returns the first error handle
+// returned.
 //
 // Otherwise Do returns a *RequestError and handle is never called: the
 // connection ended (errors.Is(err, kverr.ErrConnectionClosed)), ctx ended
@@ -228,7 +229,7 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadl
 	cl := getCall()
 	cl.handle = handle
 	cl.op = req.OpCode
-	cl.multi = req.OpCode == memdx.OpStat
+	cl.multi = isMulti(req.OpCode)
 	if !cl.multi {
 		cl.deadline = deadline
 	}
@@ -651,14 +652,14 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 		kind = strayUnsent
 	}
 	if kind != 0 {
-		if kind == strayLate && (!cl.multi || p.Status != memdx.StatusSuccess || len(p.Key) == 0) {
+		if kind == strayLate && cl.final(p) {
 			c.drop(cl) // the tombstone has its answer
 		}
 		c.mu.Unlock()
 		c.strayResponse(p, kind)
 		return
 	}
-	if !cl.multi || p.Status != memdx.StatusSuccess || len(p.Key) == 0 {
+	if cl.final(p) {
 		c.end(cl)
 		c.mu.Unlock()
 		err := cl.call(p)

@@ -175,7 +175,7 @@
 // and leaving by an unlink cost O(1)), and one monitor goroutine per
 // connection wakes at the earliest deadline and ends what is due through
 // the request's own done channel, as a response would. A multi-packet
-// request (STAT) keeps a timer of its own, since its handle may be running
+// request (STAT, RANGE_SCAN_CONTINUE) keeps a timer of its own, since its handle may be running
 // when it expires.
 //
 // At most Options.MaxPending live requests (queued, sending or written) are

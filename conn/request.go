@@ -72,7 +72,7 @@ type call struct {
 	opaque uint32
 	state  reqState
 	// multi: the server answers with several packets, the last of which
-	// ends the request (STAT).
+	// ends the request (STAT, RANGE_SCAN_CONTINUE: see final).
 	multi bool
 	// start and end are the stream offsets of its encoded bytes.
 	start, end uint64
@@ -99,6 +99,24 @@ type call struct {
 	// call is not swept (its handle may be running when it expires). It
 	// stays with the pooled call so that it is reused.
 	timer timer
+}
+
+// isMulti reports whether the server answers op with several packets:
+// STAT (one per statistic, then one with an empty key) and
+// RANGE_SCAN_CONTINUE (any number of SUCCESS packets carrying keys or
+// documents, then one with RANGE_SCAN_MORE, RANGE_SCAN_COMPLETE or an
+// error).
+func isMulti(op memdx.OpCode) bool {
+	return op == memdx.OpStat || op == memdx.OpRangeScanContinue
+}
+
+// final reports whether p ends cl: any packet of a single-packet call; for
+// a multi-packet one, a status other than SUCCESS, or (STAT) an empty key.
+func (cl *call) final(p *memdx.Packet) bool {
+	if !cl.multi || p.Status != memdx.StatusSuccess {
+		return true
+	}
+	return cl.op == memdx.OpStat && len(p.Key) == 0
 }
 
 func getCall() *call { return callPool.Get().(*call) }

@@ -3,6 +3,7 @@ package mockcluster
 import (
 	"encoding/json"
 	"net"
+	"slices"
 	"strconv"
 )
 
@@ -77,6 +78,15 @@ var bucketCapabilities = []string{
 	"subdoc.DocumentMacroSupport", "subdoc.ReviveDocument", "rangeScan",
 }
 
+// bucketCapabilities are the capabilities the cluster's bucket configs
+// list: all of bucketCapabilities but rangeScan with Options.NoRangeScans.
+func (c *Cluster) bucketCapabilities() []string {
+	if !c.opts.NoRangeScans {
+		return bucketCapabilities
+	}
+	return slices.DeleteFunc(slices.Clone(bucketCapabilities), func(s string) bool { return s == "rangeScan" })
+}
+
 // configHost is the host the configs name: "$HOST" unless
 // Options.ConfigHost is set.
 func (c *Cluster) configHost() string {
@@ -131,7 +141,7 @@ func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []b
 		URI:                    "/pools/default/buckets/" + b.name + "?bucket_uuid=" + b.uuid,
 		StreamingURI:           "/pools/default/bucketsStreaming/" + b.name + "?bucket_uuid=" + b.uuid,
 		NumVBuckets:            b.numVbs,
-		BucketCapabilities:     bucketCapabilities,
+		BucketCapabilities:     c.bucketCapabilities(),
 		CollectionsManifestUID: uidString(s.manifest.uid),
 		DDocs:                  ddocsJSON{URI: "/pools/default/buckets/" + b.name + "/ddocs"},
 		ClusterCapabilitiesVer: []int{1, 0},

@@ -49,14 +49,27 @@ func (cn *conn) handleKV(p *memdx.Packet) outcome {
 		memdx.OpSubdocArrayAddUnique, memdx.OpSubdocCounter, memdx.OpSubdocMultiMutation,
 		memdx.OpSubdocReplaceBodyWithXattr:
 		return cn.subdoc(p)
+	case memdx.OpRangeScanCreate, memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
+		if cn.c.opts.NoRangeScans {
+			cn.fail(p, memdx.StatusUnknownCommand, "")
+			return outcome{}
+		}
+		return cn.rangeScan(p)
+	default:
+		cn.fail(p, memdx.StatusUnknownCommand, "")
+	}
+	return outcome{}
+}
+
+// rangeScan runs RANGE_SCAN_CREATE, _CONTINUE or _CANCEL.
+func (cn *conn) rangeScan(p *memdx.Packet) outcome {
+	switch p.OpCode {
 	case memdx.OpRangeScanCreate:
 		return cn.rangeScanCreate(p)
 	case memdx.OpRangeScanContinue:
 		cn.rangeScanContinue(p)
 	case memdx.OpRangeScanCancel:
 		cn.rangeScanCancel(p)
-	default:
-		cn.fail(p, memdx.StatusUnknownCommand, "")
 	}
 	return outcome{}
 }

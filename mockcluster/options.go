@@ -75,6 +75,10 @@ type Options struct {
 	// MaxRangeScans bounds the range scans each node holds for each bucket
 	// (DefaultMaxRangeScans when 0); a create beyond it answers EBUSY.
 	MaxRangeScans int
+	// NoRangeScans makes the nodes a server without KV range scans (before
+	// 7.2): the bucket configs do not list the rangeScan capability and
+	// RANGE_SCAN_* requests answer UNKNOWN_COMMAND.
+	NoRangeScans bool
 	// RangeScanLifetime is how long a range scan exists after its create
 	// before the node cancels it, measured on the cluster's Clock
 	// (DefaultRangeScanLifetime when 0).

@@ -64,17 +64,28 @@ func (s *RouteState) Route(c *Config, key []byte, replica int) (server int, vb u
 		return -1, 0, ErrNoVbucketMap
 	}
 	vb = VbucketForKey(key, c.numVbuckets)
+	server, err = s.RouteVbucket(c, vb, replica)
+	return server, vb, err
+}
+
+// RouteVbucket is Route for a request addressed to a vbucket rather than a
+// key (a range scan of one vbucket): the server index holding copy replica
+// of vb under c, by the same rule. c must route by vbucket
+// (ErrNoVbucketMap otherwise); the other errors are VbucketServer's.
+func (s *RouteState) RouteVbucket(c *Config, vb uint16, replica int) (server int, err error) {
+	if c.locator != LocatorVbucket || c.numVbuckets == 0 {
+		return -1, ErrNoVbucketMap
+	}
 	switch {
 	case s.forward && c.fwd == nil:
 		if !c.version.Newer(s.since) {
-			return -1, vb, ErrStaleConfig
+			return -1, ErrStaleConfig
 		}
 		s.forward = false
 	case s.nmv && c.fwd != nil:
 		s.forward, s.nmv, s.since = true, false, c.version
 	}
-	server, err = c.VbucketServer(vb, replica, s.forward)
-	return server, vb, err
+	return c.VbucketServer(vb, replica, s.forward)
 }
 
 // OnNotMyVbucket records that an attempt failed with NOT_MY_VBUCKET. c is the
