@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -18,12 +19,13 @@ import (
 type opKind uint8
 
 const (
-	kindGet      opKind = iota // GET, GAT, GET_LOCKED, GET_REPLICA: flags + value
-	kindMutation               // SET/ADD/REPLACE/DELETE/APPEND/PREPEND: CAS + token
-	kindCounter                // INCREMENT/DECREMENT: value + CAS + token
-	kindCas                    // TOUCH, UNLOCK: CAS only
-	kindMeta                   // GET_META: deleted flag
-	kindNoop                   // NOOP: nothing
+	kindGet        opKind = iota // GET, GAT, GET_LOCKED, GET_REPLICA: flags + value
+	kindMutation                 // SET/ADD/REPLACE/DELETE/APPEND/PREPEND: CAS + token
+	kindCounter                  // INCREMENT/DECREMENT: value + CAS + token
+	kindCas                      // TOUCH, UNLOCK: CAS only
+	kindMeta                     // GET_META: deleted flag
+	kindNoop                     // NOOP: nothing
+	kindScanCreate               // RANGE_SCAN_CREATE: the scan id
 )
 
 // op is one operation from the caller's call to its result. It is pooled;
@@ -38,7 +40,15 @@ type op struct {
 	key    []byte // aliases the caller's string; never written
 	keyStr string
 	// replica: 0 routes to the active copy; n > 0 to replica n.
-	replica  int
+	replica int
+	// byVbucket: routed to fixedVb's node rather than by key (a range
+	// scan's create); scanCfg is then the scan's configuration, encoded
+	// into the value per attempt with the collection id resolved for it.
+	byVbucket bool
+	fixedVb   uint16
+	scanCfg   *memdx.RangeScanCreate
+	scanID    memdx.RangeScanID
+
 	casGiven bool
 	// durDefault: a synchronous write whose caller gave no durability
 	// timeout; each attempt sends one derived from the time left (prepare).
@@ -185,6 +195,12 @@ func (o *op) onResponse(p *memdx.Packet) error {
 			return err
 		}
 		o.deleted = m.Deleted
+	case kindScanCreate:
+		id, err := memdx.DecodeRangeScanCreateResponse(p)
+		if err != nil {
+			return err
+		}
+		o.scanID = id
 	}
 	return nil
 }
@@ -348,6 +364,11 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	if o.durDefault {
 		o.req.DurabilityTimeout = defaultDurabilityTimeout(o.st.Deadline().Sub(o.c.clock.Now()))
 	}
+	if o.scanCfg != nil {
+		o.scanCfg.CollectionID = cid
+		// Checked by Scan before the first attempt: it encodes.
+		o.req.Value, _ = memdx.AppendRangeScanCreateValue(o.req.Value[:0], o.scanCfg)
+	}
 	if o.raw != nil {
 		o.req.Value = o.raw
 		o.req.Datatype = o.baseType
@@ -386,6 +407,9 @@ func (o *op) checkFeatures(cn *conn.Conn) error {
 	if o.req.PreserveTTL && !(f.Has(memdx.FeaturePreserveTTL) && f.Has(memdx.FeatureAltRequests)) {
 		return errors.New("PreserveExpiry needs a server with PreserveTtl")
 	}
+	if o.req.OpCode == memdx.OpRangeScanCreate && !f.Has(memdx.FeatureJSON) {
+		return errors.New("range scans need a server that negotiated JSON")
+	}
 	return nil
 }
 
@@ -407,6 +431,9 @@ func (o *op) compress() bool {
 func (c *Client) routeOp(t *topology, o *op) (*node, uint16, retry.Reason, error) {
 	if t == nil {
 		return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
+	}
+	if o.byVbucket {
+		return c.routeVbucket(t, o)
 	}
 	if t.ketama != nil {
 		// One server takes every key: skip the ring's MD5 (measured 9% of
@@ -435,6 +462,23 @@ func (c *Client) routeOp(t *topology, o *op) (*node, uint16, retry.Reason, error
 		if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
 			return nil, 0, retry.ReasonUnknown, err
 		}
+		return nil, vb, retry.ReasonNodeNotAvailable, err
+	}
+	n := t.servers[server]
+	if n == nil {
+		return nil, vb, retry.ReasonNodeNotAvailable, &NodeError{Addr: "server index " + itoa(server), Err: errors.New("no address on network " + c.network)}
+	}
+	return n, vb, 0, nil
+}
+
+// routeVbucket routes an operation addressed to a vbucket (o.fixedVb).
+func (c *Client) routeVbucket(t *topology, o *op) (*node, uint16, retry.Reason, error) {
+	vb := o.fixedVb
+	if t.cfg == nil || t.ketama != nil {
+		return nil, vb, retry.ReasonUnknown, fmt.Errorf("%w: %s needs a bucket with vbuckets", ErrFeatureNotAvailable, o.req.OpCode)
+	}
+	server, err := o.route.RouteVbucket(t.cfg, vb, 0)
+	if err != nil {
 		return nil, vb, retry.ReasonNodeNotAvailable, err
 	}
 	n := t.servers[server]

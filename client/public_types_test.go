@@ -44,6 +44,8 @@ func TestStatusesMatchTheCodec(t *testing.T) {
 		{StatusSyncWriteInProgress, memdx.StatusSyncWriteInProgress},
 		{StatusSyncWriteAmbiguous, memdx.StatusSyncWriteAmbiguous},
 		{StatusSyncWriteReCommitInProgress, memdx.StatusSyncWriteReCommitInProgress},
+		{StatusRangeScanCancelled, memdx.StatusRangeScanCancelled},
+		{StatusVbUUIDNotEqual, memdx.StatusVbUUIDNotEqual},
 	} {
 		assert.Equal(t, uint16(c.wire), uint16(c.public), "%s", c.wire)
 		assert.Equal(t, c.wire.String(), c.public.String())

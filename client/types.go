@@ -41,6 +41,8 @@ const (
 	StatusSyncWriteInProgress         Status = 0xa2 // SYNC_WRITE_IN_PROGRESS
 	StatusSyncWriteAmbiguous          Status = 0xa3 // SYNC_WRITE_AMBIGUOUS
 	StatusSyncWriteReCommitInProgress Status = 0xa4 // SYNC_WRITE_RE_COMMIT_IN_PROGRESS
+	StatusRangeScanCancelled          Status = 0xa5 // RANGE_SCAN_CANCELLED
+	StatusVbUUIDNotEqual              Status = 0xa8 // VB_UUID_NOT_EQUAL: a scan's ConsistentWith names another vbucket history
 )
 
 // String gives kv_engine's name of the status (KEY_ENOENT, ...), or

@@ -1,0 +1,779 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// KV range scans (Couchbase Server 7.2+): a scan reads every document of a
+// collection whose key is in a range (RangeScan, PrefixScan), or a random
+// sample of them (SamplingScan), vbucket by vbucket, with
+// RANGE_SCAN_CREATE, RANGE_SCAN_CONTINUE and RANGE_SCAN_CANCEL (kv_engine's
+// docs/range_scans).
+//
+// Each vbucket is scanned by a create on its active node, continues until
+// the server says the scan is complete, and, when the scan stops early, a
+// cancel. ScanOptions.Concurrency bounds the vbuckets scanned at once; each
+// is scanned by one of that many goroutines, which end when the scan ends
+// (ScanResult.Close waits for them). When a vbucket moves during its scan
+// (NOT_MY_VBUCKET on a continue, the node's connection lost, the scan gone
+// from the node), its scan is created again on the vbucket's node from the
+// key after the last one returned (a sampling scan: again whole, without
+// the keys already returned), as gocb does; the create follows the usual
+// routing and retry rules.
+
+// ScanType is what a scan reads: RangeScan, PrefixScan or SamplingScan.
+type ScanType interface{ scanType() }
+
+// ScanTerm is one end of a RangeScan: a key, included unless Exclusive.
+type ScanTerm struct {
+	Term      string
+	Exclusive bool
+}
+
+// scanTermMax is a key no document key exceeds: MaxKeyLength bytes of 0xff.
+var scanTermMax = strings.Repeat("\xff", MaxKeyLength)
+
+// ScanTermMinimum is the smallest key ("\x00", included).
+func ScanTermMinimum() *ScanTerm { return &ScanTerm{Term: "\x00"} }
+
+// ScanTermMaximum is a key no document key exceeds (MaxKeyLength bytes of
+// 0xff, included).
+func ScanTermMaximum() *ScanTerm { return &ScanTerm{Term: scanTermMax} }
+
+// RangeScan reads the documents whose keys are between From and To, in
+// byte order of the keys. A nil From is ScanTermMinimum, a nil To
+// ScanTermMaximum: RangeScan{} reads the whole collection.
+type RangeScan struct {
+	From, To *ScanTerm
+}
+
+// PrefixScan reads the documents whose keys start with Prefix.
+type PrefixScan struct {
+	Prefix string
+}
+
+// SamplingScan reads a random sample of about Limit documents (at most
+// Limit are returned). Seed seeds the server's choice; 0 picks one at
+// random. Each vbucket samples up to Limit of its documents, so the
+// documents returned come from the vbuckets scanned first.
+type SamplingScan struct {
+	Limit uint64
+	Seed  uint32
+}
+
+func (RangeScan) scanType()    {}
+func (PrefixScan) scanType()   {}
+func (SamplingScan) scanType() {}
+
+// Defaults of ScanOptions.
+const (
+	DefaultScanConcurrency    = 1
+	DefaultScanBatchItemLimit = 50
+	DefaultScanBatchByteLimit = 15000
+)
+
+// ScanOptions are the options of Scan. nil means the defaults.
+type ScanOptions struct {
+	// Timeout bounds each request the scan sends (a create, a continue, a
+	// cancel), retries included; the client's KVTimeout by default. The
+	// scan as a whole is bounded by Scan's context only.
+	Timeout time.Duration
+	// IDsOnly returns keys only (ScanItem.IDOnly), not documents.
+	IDsOnly bool
+	// ConsistentWith makes the scan see at least these mutations: a
+	// vbucket with a token is scanned only once it has the token's
+	// sequence number (the server waits up to Timeout for it), and only
+	// if it has the token's vbucket UUID (a vbucket that failed over
+	// since fails the scan). Two tokens of one vbucket with different
+	// UUIDs are ErrInvalidArgument.
+	ConsistentWith []MutationToken
+	// Concurrency is how many vbuckets are scanned at once (default 1).
+	Concurrency int
+	// BatchItemLimit and BatchByteLimit bound what one continue returns:
+	// items, and bytes of keys and values (defaults 50 and 15000).
+	BatchItemLimit uint32
+	BatchByteLimit uint32
+}
+
+// ScanItem is one document a scan returned. Value is the caller's own
+// copy (nil with IDsOnly).
+type ScanItem struct {
+	ID string
+	// IDOnly is true when the scan returned keys only (IDsOnly): the other
+	// fields are zero.
+	IDOnly bool
+	Value  []byte
+	Flags  uint32
+	Cas    uint64
+	// Expiry is when the document expires (zero: never).
+	Expiry time.Time
+}
+
+// ScanResult iterates over a scan's documents, in key order within a
+// vbucket and interleaved across vbuckets:
+//
+//	res, err := col.Scan(ctx, client.PrefixScan{Prefix: "user:"}, nil)
+//	if err != nil { ... }
+//	defer res.Close()
+//	for res.Next() {
+//		item := res.Item()
+//		...
+//	}
+//	if err := res.Err(); err != nil { ... }
+//
+// or, with All, a range-over-func loop that closes the result when it ends.
+// The scan runs ahead of the caller by at most Concurrency batches. Close
+// must be called unless Next returned false: it stops the scan, cancels the
+// server-side scans still open and waits for the scan's goroutines. A
+// canceled context does the same and ends the iteration with
+// ErrRequestCanceled (or a timeout at its deadline). A ScanResult is for
+// one goroutine.
+type ScanResult struct {
+	run    *scanRun
+	batch  []ScanItem
+	pos    int
+	count  uint64
+	ended  bool
+	err    error
+	closed bool
+}
+
+// errScanStopped is the cancel cause of a scan the caller stopped (Close,
+// or a sampling scan that has its Limit).
+var errScanStopped = errors.New("scan stopped")
+
+// maxScanRestarts bounds the restarts of one vbucket's scan in a row that
+// return nothing new.
+const maxScanRestarts = 16
+
+// scanRun is the shared state of one scan: its configuration, the
+// vbuckets left, and the goroutines scanning them.
+type scanRun struct {
+	c       *Client
+	col     *Collection
+	parent  context.Context
+	ctx     context.Context // canceled (with a cause) when the scan stops
+	cancel  context.CancelCauseFunc
+	timeout time.Duration
+
+	keyOnly   bool
+	rng       *memdx.RangeScanRange // nil for a sampling scan
+	sampling  *memdx.RangeScanSampling
+	limit     uint64 // sampling: items returned at most
+	snap      map[uint16]memdx.RangeScanSnapshot
+	itemLimit uint32
+	byteLimit uint32
+
+	out  chan []ScanItem // closed by the last worker to end
+	live atomic.Int32
+
+	mu       sync.Mutex
+	vbs      []uint16 // vbuckets not started yet
+	finished int      // vbuckets scanned to the end
+	total    int
+	err      error // the first error that failed the scan
+}
+
+// Scan starts a scan of the collection: a RangeScan, PrefixScan or
+// SamplingScan. It checks the arguments and that the bucket offers range
+// scans (ErrFeatureNotAvailable otherwise: memcached://, a memcached
+// bucket, a server without the rangeScan capability), then returns at once;
+// the documents come through the ScanResult, and so do the errors met
+// while scanning. ctx bounds the whole scan.
+func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions) (*ScanResult, error) {
+	c := col.c
+	var o ScanOptions
+	if opts != nil {
+		o = *opts
+	}
+	fail := func(sentinel error, format string, args ...any) (*ScanResult, error) {
+		return nil, &KeyValueError{Op: "Scan", Bucket: c.opts.Bucket, Scope: col.scope, Collection: col.name,
+			Err: sentinel, Cause: fmt.Errorf(format, args...)}
+	}
+	if c.ctx.Err() != nil {
+		return fail(ErrClosed, "the client is closed")
+	}
+	if c.memcached {
+		return fail(ErrFeatureNotAvailable, "memcached has no range scans")
+	}
+	t := c.topo.Load()
+	if t == nil || t.cfg == nil || !t.cfg.HasVbucketMap() {
+		return fail(ErrFeatureNotAvailable, "range scans need a bucket with vbuckets")
+	}
+	if !t.cfg.HasBucketCapability("rangeScan") {
+		return fail(ErrFeatureNotAvailable, "the bucket does not offer range scans (capability rangeScan, Couchbase Server 7.2+)")
+	}
+	if o.Concurrency < 0 || o.Timeout < 0 {
+		return fail(ErrInvalidArgument, "negative Concurrency or Timeout")
+	}
+	r := &scanRun{c: c, col: col, parent: ctx, keyOnly: o.IDsOnly, timeout: o.Timeout,
+		itemLimit: o.BatchItemLimit, byteLimit: o.BatchByteLimit}
+	if r.timeout == 0 {
+		r.timeout = c.opts.KVTimeout
+	}
+	if r.itemLimit == 0 {
+		r.itemLimit = DefaultScanBatchItemLimit
+	}
+	if r.byteLimit == 0 {
+		r.byteLimit = DefaultScanBatchByteLimit
+	}
+	switch s := st.(type) {
+	case RangeScan:
+		from, to := s.From, s.To
+		if from == nil {
+			from = ScanTermMinimum()
+		}
+		if to == nil {
+			to = ScanTermMaximum()
+		}
+		r.rng = &memdx.RangeScanRange{Start: []byte(from.Term), ExclusiveStart: from.Exclusive,
+			End: []byte(to.Term), ExclusiveEnd: to.Exclusive}
+	case *RangeScan:
+		if s == nil {
+			return fail(ErrInvalidArgument, "nil *RangeScan")
+		}
+		return col.Scan(ctx, *s, opts)
+	case PrefixScan:
+		if len(s.Prefix) > MaxKeyLength {
+			return fail(ErrInvalidArgument, "prefix of %d bytes, at most %d", len(s.Prefix), MaxKeyLength)
+		}
+		start := s.Prefix
+		if start == "" {
+			start = "\x00"
+		}
+		r.rng = &memdx.RangeScanRange{Start: []byte(start), End: []byte(s.Prefix + scanTermMax[len(s.Prefix):])}
+	case SamplingScan:
+		if s.Limit == 0 {
+			return fail(ErrInvalidArgument, "a sampling scan needs a Limit above 0")
+		}
+		seed := s.Seed
+		for seed == 0 {
+			seed = rand.Uint32()
+		}
+		r.sampling = &memdx.RangeScanSampling{Samples: s.Limit, Seed: seed}
+		r.limit = s.Limit
+	default:
+		return fail(ErrInvalidArgument, "scan type %T is not RangeScan, PrefixScan or SamplingScan", st)
+	}
+	if r.rng != nil {
+		for _, k := range [][]byte{r.rng.Start, r.rng.End} {
+			if len(k) == 0 || len(k) > MaxKeyLength {
+				return fail(ErrInvalidArgument, "range term of %d bytes: 1 to %d", len(k), MaxKeyLength)
+			}
+		}
+	}
+	if len(o.ConsistentWith) > 0 {
+		r.snap = make(map[uint16]memdx.RangeScanSnapshot, len(o.ConsistentWith))
+		for _, tok := range o.ConsistentWith {
+			if int(tok.Vbucket) >= t.cfg.NumVbuckets() {
+				return fail(ErrInvalidArgument, "mutation token of vbucket %d; the bucket has %d", tok.Vbucket, t.cfg.NumVbuckets())
+			}
+			cur, ok := r.snap[tok.Vbucket]
+			if ok && cur.VbUUID != tok.VbUUID {
+				return fail(ErrInvalidArgument, "two mutation tokens of vbucket %d with different UUIDs (%d, %d)", tok.Vbucket, cur.VbUUID, tok.VbUUID)
+			}
+			if !ok || tok.Seqno > cur.Seqno {
+				r.snap[tok.Vbucket] = memdx.RangeScanSnapshot{VbUUID: tok.VbUUID, Seqno: tok.Seqno,
+					TimeoutMs: uint32(min(r.timeout.Milliseconds(), 1<<31))}
+			}
+		}
+	}
+	// Encoding checks what the server would refuse as invalid.
+	if _, err := memdx.AppendRangeScanCreateValue(nil, r.createConfig(0, nil)); err != nil {
+		return fail(ErrInvalidArgument, "%v", err)
+	}
+	r.vbs = scanOrder(t)
+	r.total = len(r.vbs)
+	workers := o.Concurrency
+	if workers == 0 {
+		workers = DefaultScanConcurrency
+	}
+	workers = min(workers, len(r.vbs))
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	r.out = make(chan []ScanItem, workers)
+	r.live.Store(int32(workers))
+	for range workers {
+		go r.work()
+	}
+	return &ScanResult{run: r}, nil
+}
+
+// scanOrder lists the vbuckets of t's config, alternating between their
+// active nodes so that concurrent vbucket scans spread over the nodes.
+func scanOrder(t *topology) []uint16 {
+	n := t.cfg.NumVbuckets()
+	byServer := map[int][]uint16{}
+	var servers []int
+	for vb := range n {
+		s, err := t.cfg.VbucketServer(uint16(vb), 0, false)
+		if err != nil {
+			s = -1
+		}
+		if _, ok := byServer[s]; !ok {
+			servers = append(servers, s)
+		}
+		byServer[s] = append(byServer[s], uint16(vb))
+	}
+	out := make([]uint16, 0, n)
+	for len(out) < n {
+		for _, s := range servers {
+			if l := byServer[s]; len(l) > 0 {
+				out = append(out, l[0])
+				byServer[s] = l[1:]
+			}
+		}
+	}
+	return out
+}
+
+// createConfig is the create request's configuration for vb, starting
+// after the key after (a restart; nil: from the range's start).
+func (r *scanRun) createConfig(vb uint16, after []byte) *memdx.RangeScanCreate {
+	cfg := &memdx.RangeScanCreate{KeyOnly: r.keyOnly, Sampling: r.sampling}
+	if r.rng != nil {
+		rng := *r.rng
+		if after != nil {
+			rng.Start, rng.ExclusiveStart = after, true
+		}
+		cfg.Range = &rng
+	}
+	if s, ok := r.snap[vb]; ok {
+		cfg.Snapshot = &s
+	}
+	return cfg
+}
+
+// work scans vbuckets until none is left or the scan stops. The last
+// worker to end closes out.
+func (r *scanRun) work() {
+	defer func() {
+		if r.live.Add(-1) == 0 {
+			close(r.out)
+		}
+	}()
+	for {
+		r.mu.Lock()
+		if len(r.vbs) == 0 {
+			r.mu.Unlock()
+			return
+		}
+		vb := r.vbs[0]
+		r.vbs = r.vbs[1:]
+		r.mu.Unlock()
+		done, err := r.scanVbucket(vb)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		if !done {
+			return // the scan stopped
+		}
+		r.mu.Lock()
+		r.finished++
+		r.mu.Unlock()
+	}
+}
+
+// fail records the scan's first error and stops the scan. An error met
+// because the scan had already stopped is not recorded.
+func (r *scanRun) fail(err error) {
+	if r.ctx.Err() != nil {
+		return
+	}
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+	r.cancel(err)
+}
+
+// scanVbucket scans vb to its end (done) or until the scan stops (not
+// done, no error).
+func (r *scanRun) scanVbucket(vb uint16) (done bool, err error) {
+	var last []byte          // the last key returned (range scans restart after it)
+	var seen map[string]bool // sampling: the keys returned, skipped after a restart
+	var restartErr error     // why the last restart happened
+	restarts := 0            // restarts in a row that returned nothing new
+	for {
+		if r.ctx.Err() != nil {
+			return false, nil
+		}
+		if restarts > maxScanRestarts {
+			return false, fmt.Errorf("scan of vbucket %d restarted %d times without progress: %w", vb, restarts, restartErr)
+		}
+		id, n, err := r.create(vb, last)
+		if err != nil {
+			if errors.Is(err, ErrDocumentNotFound) {
+				return true, nil // nothing in the range
+			}
+			if r.ctx.Err() != nil {
+				return false, nil
+			}
+			return false, err
+		}
+		if r.ctx.Err() != nil {
+			r.cancelScan(n, vb, id)
+			return false, nil
+		}
+		progress := false
+		for {
+			items, complete, err := r.continueScan(n, vb, id)
+			if r.sampling != nil && len(items) > 0 {
+				if seen == nil {
+					seen = map[string]bool{}
+				}
+				kept := items[:0]
+				for _, it := range items {
+					if !seen[it.ID] {
+						seen[it.ID] = true
+						kept = append(kept, it)
+					}
+				}
+				items = kept
+			}
+			if len(items) > 0 {
+				progress = true
+				last = []byte(items[len(items)-1].ID)
+				select {
+				case r.out <- items:
+				case <-r.ctx.Done():
+					if !complete && err == nil {
+						r.cancelScan(n, vb, id)
+					}
+					return false, nil
+				}
+			}
+			if err != nil {
+				if r.ctx.Err() != nil {
+					// Stopped while the continue was in flight: the
+					// server may still hold the scan.
+					r.cancelScan(n, vb, id)
+					return false, nil
+				}
+				if restartable(err) {
+					restartErr = err
+					var ke *KeyValueError
+					if errors.As(err, &ke) && ke.Status == 0 {
+						// The node was not reached or the connection
+						// ended: the node may still hold the scan.
+						r.cancelScan(n, vb, id)
+					}
+					break
+				}
+				r.cancelScan(n, vb, id)
+				return false, err
+			}
+			if complete {
+				return true, nil
+			}
+		}
+		if progress {
+			restarts = 0
+		}
+		restarts++
+	}
+}
+
+// restartable reports whether a continue's error means the vbucket's scan
+// is to be created again: the vbucket moved (NOT_MY_VBUCKET), the scan is
+// gone from the node (KEY_ENOENT: it expired, or the vbucket changed
+// state), or the node could not be reached.
+func restartable(err error) bool {
+	var ke *KeyValueError
+	if errors.As(err, &ke) {
+		return ke.Status == StatusNotMyVbucket || ke.Status == StatusKeyNotFound ||
+			errors.Is(err, ErrNoNodeAvailable) || errors.As(err, new(*conn.RequestError))
+	}
+	return false
+}
+
+// create creates vb's scan (after the key after, if not nil) with the
+// client's routing and retry rules, and returns its id and node. A scan
+// that stops meanwhile, even by its context, does not end the create (only
+// the request timeout does): a create abandoned after it was
+// written could leave a scan on the server whose id the client never
+// learns, so the scan waits for its answer and cancels the scan it made.
+func (r *scanRun) create(vb uint16, after []byte) (memdx.RangeScanID, *node, error) {
+	c := r.c
+	o := c.getOp("Scan", kindScanCreate, r.col, "")
+	defer putOp(o)
+	cfg := r.createConfig(vb, after)
+	o.req = memdx.Request{OpCode: memdx.OpRangeScanCreate, Datatype: memdx.DatatypeJSON}
+	o.byVbucket, o.fixedVb, o.scanCfg = true, vb, cfg
+	o.timeout = r.timeout
+	if err := c.execute(context.WithoutCancel(r.parent), o); err != nil {
+		return memdx.RangeScanID{}, nil, err
+	}
+	return o.scanID, o.node, nil
+}
+
+// continueResult collects one continue's answer on the connection's reader.
+type continueResult struct {
+	items    []ScanItem
+	status   memdx.Status
+	errCtx   memdx.ErrorContext
+	keyOnly  bool
+	decodeTo []memdx.RangeScanDocument
+	keys     [][]byte
+}
+
+func (cr *continueResult) handle(p *memdx.Packet) error {
+	cr.status = p.Status
+	switch p.Status {
+	case memdx.StatusSuccess, memdx.StatusRangeScanMore, memdx.StatusRangeScanComplete:
+	default:
+		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); ok {
+			cr.errCtx = ec
+		}
+		return nil
+	}
+	content, err := memdx.DecodeRangeScanContent(p)
+	if err != nil {
+		return err
+	}
+	if content == memdx.RangeScanKeys {
+		cr.keys, err = memdx.DecodeRangeScanKeys(cr.keys[:0], p.Value)
+		if err != nil {
+			return err
+		}
+		for _, k := range cr.keys {
+			cr.items = append(cr.items, ScanItem{ID: string(k), IDOnly: true})
+		}
+		return nil
+	}
+	cr.decodeTo, err = memdx.DecodeRangeScanDocuments(cr.decodeTo[:0], p.Value)
+	if err != nil {
+		return err
+	}
+	for i := range cr.decodeTo {
+		d := &cr.decodeTo[i]
+		it := ScanItem{ID: string(d.Key), Flags: d.Flags, Cas: d.Cas}
+		if d.Expiry != 0 {
+			it.Expiry = time.Unix(int64(d.Expiry), 0)
+		}
+		if d.Datatype.Has(memdx.DatatypeSnappy) {
+			v, err := memdx.DecompressSnappy(nil, d.Value, 0)
+			if err != nil {
+				return fmt.Errorf("document %q of a range scan: %w", d.Key, err)
+			}
+			it.Value = v
+		} else {
+			it.Value = bytes.Clone(d.Value)
+			if it.Value == nil {
+				it.Value = []byte{}
+			}
+		}
+		cr.items = append(cr.items, it)
+	}
+	return nil
+}
+
+// continueScan asks vb's scan on n for its next batch: the items, whether
+// the scan is complete (and gone from the server), and the error that
+// ended the continue (with the items it returned before).
+func (r *scanRun) continueScan(n *node, vb uint16, id memdx.RangeScanID) ([]ScanItem, bool, error) {
+	req := memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id, ItemLimit: r.itemLimit, ByteLimit: r.byteLimit})
+	req.Vbucket = vb
+	var cr continueResult
+	err := r.do(n, vb, &req, cr.handle, func() memdx.Status { return cr.status }, &cr.errCtx)
+	return cr.items, err == nil && cr.status == memdx.StatusRangeScanComplete, err
+}
+
+// cancelScan cancels vb's scan on n, even when the scan's context is done
+// (bounded by the request timeout). A scan the server no longer has
+// (KEY_ENOENT) is as good as cancelled; other failures leave it to the
+// server, which drops it after its lifetime.
+func (r *scanRun) cancelScan(n *node, vb uint16, id memdx.RangeScanID) {
+	req := memdx.NewRangeScanCancel(id)
+	req.Vbucket = vb
+	var st memdx.Status
+	ctx := context.WithoutCancel(r.parent)
+	err := r.doCtx(ctx, n, vb, &req, func(p *memdx.Packet) error { st = p.Status; return nil },
+		func() memdx.Status { return st }, nil)
+	if err != nil {
+		var ke *KeyValueError
+		if errors.As(err, &ke) && ke.Status == StatusKeyNotFound {
+			return
+		}
+		r.c.opts.Logger.Debug("kvwire: range scan cancel failed; the server drops the scan after its lifetime",
+			"node", n.addr, "vbucket", vb, "err", err)
+	}
+}
+
+func (r *scanRun) do(n *node, vb uint16, req *memdx.Request, handle func(*memdx.Packet) error,
+	status func() memdx.Status, errCtx *memdx.ErrorContext) error {
+	return r.doCtx(r.ctx, n, vb, req, handle, status, errCtx)
+}
+
+// doCtx sends req once to node n (where the scan lives: never re-routed)
+// and returns nil when it ends on a success status, or a *KeyValueError.
+func (r *scanRun) doCtx(ctx context.Context, n *node, vb uint16, req *memdx.Request, handle func(*memdx.Packet) error,
+	status func() memdx.Status, errCtx *memdx.ErrorContext) error {
+	c := r.c
+	e := &KeyValueError{Op: "Scan", OpCode: opCodeOf(req.OpCode), Bucket: c.opts.Bucket, Scope: r.col.scope,
+		Collection: r.col.name, Vbucket: vb, Node: n.addr, Attempts: 1}
+	cn, _, err := n.pick()
+	if err != nil {
+		e.Err, e.Cause = ErrNoNodeAvailable, err
+		return e
+	}
+	deadline := time.Now().Add(r.timeout)
+	opaque, err := cn.DoDeadline(ctx, deadline, req, handle)
+	e.Opaque = opaque
+	if err != nil {
+		e.Cause = err
+		var re *conn.RequestError
+		switch {
+		case !errors.As(err, &re):
+			e.Err = ErrServerFailure // a response that did not decode
+		case errors.Is(err, context.Canceled):
+			e.Err = ErrRequestCanceled
+		case errors.Is(err, context.DeadlineExceeded):
+			e.Cause = &retry.TimeoutError{OpCode: req.OpCode, LastErr: err}
+		default:
+			e.Err = ErrNoNodeAvailable
+		}
+		return e
+	}
+	st := status()
+	switch st {
+	case memdx.StatusSuccess, memdx.StatusRangeScanMore, memdx.StatusRangeScanComplete:
+		return nil
+	}
+	e.Status = statusOf(st)
+	out := decideStatus(req.OpCode, false, st, cn.ErrorMap())
+	e.Err = out.sentinel
+	if st == memdx.StatusRangeScanCancelled {
+		e.Err = ErrRequestCanceled
+	}
+	if out.found {
+		e.ErrorName, e.ErrorDescription = out.entry.Name, out.entry.Desc
+	}
+	if errCtx != nil {
+		e.ServerContext, e.ServerErrorRef = errCtx.Context, errCtx.Ref
+	}
+	e.Cause = &memdx.StatusError{Status: st, OpCode: req.OpCode, Opaque: opaque, Context: e.ServerContext, Ref: e.ServerErrorRef}
+	return e
+}
+
+// Next advances to the next document, waiting for it; it returns false at
+// the end of the scan, on an error (Err), or after Close.
+func (r *ScanResult) Next() bool {
+	if r.ended {
+		return false
+	}
+	run := r.run
+	r.pos++
+	for r.pos >= len(r.batch) {
+		b, ok := <-run.out
+		if !ok {
+			r.end()
+			return false
+		}
+		r.batch, r.pos = b, 0
+	}
+	if run.limit > 0 && r.count >= run.limit {
+		r.stop()
+		return false
+	}
+	r.count++
+	return true
+}
+
+// Item returns the document Next moved to.
+func (r *ScanResult) Item() ScanItem {
+	if r.pos < len(r.batch) {
+		return r.batch[r.pos]
+	}
+	return ScanItem{}
+}
+
+// Err returns the error that ended the scan, nil when it ended normally
+// or was closed.
+func (r *ScanResult) Err() error { return r.err }
+
+// Close stops the scan if it is still running: it cancels the server-side
+// scans still open and waits for the scan's goroutines. It returns Err.
+// Calling it more than once is harmless.
+func (r *ScanResult) Close() error {
+	if !r.ended {
+		r.closed = true
+		r.stop()
+	}
+	return r.err
+}
+
+// All iterates over the documents, then yields the scan's error (with a
+// zero ScanItem) if it failed. Breaking out of the loop closes the scan,
+// and so does reaching its end.
+//
+//	for item, err := range res.All() {
+//		if err != nil { ... }
+//		...
+//	}
+func (r *ScanResult) All() iter.Seq2[ScanItem, error] {
+	return func(yield func(ScanItem, error) bool) {
+		defer r.Close()
+		for r.Next() {
+			if !yield(r.Item(), nil) {
+				return
+			}
+		}
+		if err := r.Err(); err != nil {
+			yield(ScanItem{}, err)
+		}
+	}
+}
+
+// stop ends the scan early: the workers cancel their server-side scans and
+// end; the batches they had queued are dropped.
+func (r *ScanResult) stop() {
+	run := r.run
+	run.cancel(errScanStopped)
+	for range run.out {
+	}
+	r.ended = true
+	r.batch, r.pos = nil, 0
+	run.mu.Lock()
+	r.err = run.err
+	run.mu.Unlock()
+}
+
+// end records how the scan ended once every worker has.
+func (r *ScanResult) end() {
+	run := r.run
+	r.ended = true
+	r.batch, r.pos = nil, 0
+	run.mu.Lock()
+	err, finished := run.err, run.finished == run.total
+	run.mu.Unlock()
+	if err == nil && !finished {
+		cause := context.Cause(run.ctx)
+		e := &KeyValueError{Op: "Scan", Bucket: run.c.opts.Bucket, Scope: run.col.scope, Collection: run.col.name, Cause: cause}
+		switch {
+		case errors.Is(cause, context.DeadlineExceeded):
+			e.Cause = &retry.TimeoutError{LastErr: cause}
+		case errors.Is(cause, context.Canceled):
+			e.Err = ErrRequestCanceled
+		default:
+			e.Err = ErrServerFailure
+		}
+		err = e
+	}
+	run.cancel(errScanStopped) // releases the context
+	r.err = err
+}

@@ -1,0 +1,400 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// scanDocs writes n documents "doc-000".."doc-(n-1)" (value "v-<key>") and
+// a few others outside the "doc-" prefix, and returns the doc- keys.
+func scanDocs(t *testing.T, col *Collection, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	keys := make([]string, n)
+	for i := range n {
+		keys[i] = fmt.Sprintf("doc-%03d", i)
+		_, err := col.Upsert(ctx, keys[i], []byte("v-"+keys[i]), &MutateOptions{Flags: uint32(i)})
+		require.NoError(t, err)
+	}
+	for _, k := range []string{"a", "other-1", "zzz"} {
+		_, err := col.Upsert(ctx, k, []byte("x"), nil)
+		require.NoError(t, err)
+	}
+	return keys
+}
+
+// collect runs a scan to its end and returns its items, failing on an
+// error.
+func collect(t *testing.T, col *Collection, st ScanType, o *ScanOptions) []ScanItem {
+	t.Helper()
+	res, err := col.Scan(context.Background(), st, o)
+	require.NoError(t, err)
+	var items []ScanItem
+	for it, err := range res.All() {
+		require.NoError(t, err)
+		items = append(items, it)
+	}
+	return items
+}
+
+// ids returns the items' keys, sorted, and fails on a key returned twice.
+func ids(t *testing.T, items []ScanItem) []string {
+	t.Helper()
+	out := make([]string, 0, len(items))
+	seen := map[string]bool{}
+	for _, it := range items {
+		require.False(t, seen[it.ID], "key %q returned twice", it.ID)
+		seen[it.ID] = true
+		out = append(out, it.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// scanMock starts a mock whose default bucket has vbs vbuckets (64 when
+// 0) and connects to it.
+func scanMock(t *testing.T, o mockcluster.Options, vbs int) (*mockcluster.Cluster, *Client) {
+	t.Helper()
+	if vbs == 0 {
+		vbs = 64
+	}
+	o.Buckets = []mockcluster.BucketOptions{{Name: mockcluster.DefaultBucket, NumVbuckets: vbs}}
+	mc := newMock(t, o)
+	return mc, connect(t, mc, nil)
+}
+
+func TestScanReturnsEveryDocumentOnce(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	keys := scanDocs(t, col, 200)
+	all := append(slices.Clone(keys), "a", "other-1", "zzz")
+	slices.Sort(all)
+
+	for _, conc := range []int{0, 1, 4, 100} {
+		t.Run(fmt.Sprintf("concurrency=%d", conc), func(t *testing.T) {
+			o := &ScanOptions{Concurrency: conc, BatchItemLimit: 7}
+			items := collect(t, col, RangeScan{}, o)
+			assert.Equal(t, all, ids(t, items), "the whole collection")
+			for _, it := range items {
+				if it.ID == "doc-123" {
+					assert.Equal(t, "v-doc-123", string(it.Value))
+					assert.Equal(t, uint32(123), it.Flags)
+					assert.NotZero(t, it.Cas)
+					assert.False(t, it.IDOnly)
+				}
+			}
+
+			items = collect(t, col, RangeScan{From: &ScanTerm{Term: "doc-100"}, To: &ScanTerm{Term: "doc-150", Exclusive: true}}, o)
+			assert.Equal(t, keys[100:150], ids(t, items), "from inclusive, to exclusive")
+			items = collect(t, col, RangeScan{From: &ScanTerm{Term: "doc-100", Exclusive: true}, To: &ScanTerm{Term: "doc-150"}}, o)
+			assert.Equal(t, keys[101:151], ids(t, items), "from exclusive, to inclusive")
+
+			items = collect(t, col, PrefixScan{Prefix: "doc-1"}, o)
+			assert.Equal(t, keys[100:200], ids(t, items))
+			items = collect(t, col, PrefixScan{Prefix: "doc-"}, &ScanOptions{Concurrency: conc, IDsOnly: true})
+			assert.Equal(t, keys, ids(t, items), "ids only")
+			for _, it := range items {
+				require.True(t, it.IDOnly)
+				require.Nil(t, it.Value)
+			}
+
+			items = collect(t, col, SamplingScan{Limit: 1000, Seed: 7}, o)
+			assert.Equal(t, all, ids(t, items), "a sample larger than the collection is the collection")
+			items = collect(t, col, SamplingScan{Limit: 10, Seed: 7}, o)
+			assert.Len(t, ids(t, items), 10, "at most Limit items, each once")
+
+			assert.Zero(t, mc.OpenRangeScans(), "every scan ran to its end or was cancelled")
+		})
+	}
+}
+
+func TestScanOfANamedCollection(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 0)
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("app")
+	require.NoError(t, err)
+	_, err = b.AddCollection("app", "users")
+	require.NoError(t, err)
+	users := c.Scope("app").Collection("users")
+	keys := scanDocs(t, users, 30)
+	_ = scanDocs(t, c.DefaultCollection(), 40) // other documents with the same keys
+
+	items := collect(t, users, PrefixScan{Prefix: "doc-"}, nil)
+	assert.Equal(t, keys, ids(t, items))
+}
+
+func TestScanOfAnEmptyRangeReturnsNothing(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	scanDocs(t, col, 20)
+	assert.Empty(t, collect(t, col, PrefixScan{Prefix: "nothing-"}, nil))
+	assert.Empty(t, collect(t, col, RangeScan{From: &ScanTerm{Term: "doc-5"}, To: &ScanTerm{Term: "doc-4"}}, nil))
+	assert.NotZero(t, mc.Nodes()[0].ErrorCount(memdx.StatusKeyNotFound), "the creates answered KEY_ENOENT")
+	assert.Zero(t, mc.OpenRangeScans())
+}
+
+// The scan stops after a few items: Close cancels the scans open on the
+// server and returns only once the scan's goroutines have ended.
+func TestScanClosedEarlyLeavesNoScanOpen(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	scanDocs(t, col, 300)
+	for _, conc := range []int{1, 8} {
+		res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{Concurrency: conc, BatchItemLimit: 2})
+		require.NoError(t, err)
+		for range 5 {
+			require.True(t, res.Next())
+		}
+		require.NoError(t, res.Close())
+		assert.Zero(t, mc.OpenRangeScans(), "concurrency %d: Close cancelled the open scans", conc)
+		assert.NotZero(t, mc.Nodes()[0].RequestCount(memdx.OpRangeScanCancel)+mc.Nodes()[1].RequestCount(memdx.OpRangeScanCancel)+
+			mc.Nodes()[2].RequestCount(memdx.OpRangeScanCancel), "scans were cancelled")
+		assert.False(t, res.Next(), "nothing after Close")
+		require.NoError(t, res.Close(), "a second Close is harmless")
+	}
+
+	// Breaking out of All closes the scan.
+	res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{Concurrency: 4, BatchItemLimit: 2})
+	require.NoError(t, err)
+	n := 0
+	for _, err := range res.All() {
+		require.NoError(t, err)
+		if n++; n == 3 {
+			break
+		}
+	}
+	assert.Zero(t, mc.OpenRangeScans())
+
+	// A sampling scan that has its Limit stops the others.
+	items := collect(t, col, SamplingScan{Limit: 3, Seed: 1}, &ScanOptions{Concurrency: 4, BatchItemLimit: 1})
+	assert.Len(t, items, 3)
+	assert.Zero(t, mc.OpenRangeScans())
+}
+
+// Cancelling the context ends the iteration with ErrRequestCanceled and
+// cancels the scans open on the server, whether the cancel comes between
+// continues or while one is in flight.
+func TestScanContextCancelLeavesNoScanOpen(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	scanDocs(t, col, 300)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := col.Scan(ctx, RangeScan{}, &ScanOptions{Concurrency: 4, BatchItemLimit: 2})
+	require.NoError(t, err)
+	require.True(t, res.Next())
+	cancel()
+	for res.Next() {
+	}
+	require.ErrorIs(t, res.Err(), ErrRequestCanceled)
+	assert.Zero(t, mc.OpenRangeScans(), "the open scans were cancelled before Next returned false")
+	assert.ErrorIs(t, res.Close(), ErrRequestCanceled)
+
+	// Cancelled while the server runs a continue: the continue is
+	// answered after the client left it.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	var continues atomic.Int32
+	ctl := mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpRangeScanContinue}}, 0,
+		func(r *mockcluster.Request) (mockcluster.Action, bool) {
+			if continues.Add(1) == 3 {
+				cancel()
+			}
+			return mockcluster.Action{}, false
+		})
+	defer ctl.Remove()
+	res, err = col.Scan(ctx, RangeScan{}, &ScanOptions{Concurrency: 2, BatchItemLimit: 2})
+	require.NoError(t, err)
+	for res.Next() {
+	}
+	require.ErrorIs(t, res.Err(), ErrRequestCanceled)
+	assert.Zero(t, mc.OpenRangeScans())
+}
+
+// A context deadline ends the scan with a timeout.
+func TestScanContextDeadlineIsATimeout(t *testing.T) {
+	_, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	scanDocs(t, col, 10)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	res, err := col.Scan(ctx, RangeScan{}, nil)
+	require.NoError(t, err)
+	assert.False(t, res.Next())
+	assert.ErrorIs(t, res.Err(), ErrTimeout)
+	assert.ErrorIs(t, res.Err(), ErrUnambiguousTimeout)
+}
+
+// Every vbucket moves to another node while the scan runs: the scans of
+// the moved vbuckets are created again on their new nodes from the key
+// after the last one returned, and every document is returned once.
+func TestScanResumesWhenVbucketsMove(t *testing.T) {
+	for _, sampling := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sampling=%v", sampling), func(t *testing.T) {
+			mc, c := scanMock(t, mockcluster.Options{}, 8)
+			col := c.DefaultCollection()
+			keys := scanDocs(t, col, 200)
+			b := mc.Bucket(mockcluster.DefaultBucket)
+			var st ScanType = PrefixScan{Prefix: "doc-"}
+			if sampling {
+				st = SamplingScan{Limit: 1000, Seed: 3}
+			}
+			res, err := col.Scan(context.Background(), st, &ScanOptions{BatchItemLimit: 3})
+			require.NoError(t, err)
+			defer res.Close()
+			var items []ScanItem
+			for range 4 {
+				require.True(t, res.Next())
+				items = append(items, res.Item())
+			}
+			// Rotate every vbucket's active copy to the next node.
+			target := b.VbucketMap()
+			for vb := range target {
+				for i := range target[vb] {
+					if target[vb][i] >= 0 {
+						target[vb][i] = (target[vb][i] + 1) % 3
+					}
+				}
+			}
+			rb, err := mc.StartRebalance(mockcluster.RebalanceOptions{Targets: map[string][][]int{mockcluster.DefaultBucket: target}})
+			require.NoError(t, err)
+			require.NoError(t, rb.Finish())
+			for res.Next() {
+				items = append(items, res.Item())
+			}
+			require.NoError(t, res.Err())
+			got := ids(t, items)
+			if sampling {
+				got = slices.DeleteFunc(got, func(k string) bool { return k == "a" || k == "other-1" || k == "zzz" })
+			}
+			assert.Equal(t, keys, got)
+			var nmv uint64
+			for _, n := range mc.Nodes() {
+				nmv += n.ErrorCount(memdx.StatusNotMyVbucket)
+			}
+			assert.NotZero(t, nmv, "a continue or create met NOT_MY_VBUCKET")
+			assert.Zero(t, mc.OpenRangeScans())
+		})
+	}
+}
+
+func TestScanConsistentWithMutationTokens(t *testing.T) {
+	_, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	scanDocs(t, col, 20)
+	m, err := col.Upsert(context.Background(), "doc-new", []byte("x"), nil)
+	require.NoError(t, err)
+	require.NotZero(t, m.Token.Seqno)
+
+	items := collect(t, col, PrefixScan{Prefix: "doc-new"}, &ScanOptions{ConsistentWith: []MutationToken{m.Token}})
+	assert.Equal(t, []string{"doc-new"}, ids(t, items))
+
+	// A token of another vbucket history: the vbucket failed over since.
+	bad := m.Token
+	bad.VbUUID++
+	res, err := col.Scan(context.Background(), PrefixScan{Prefix: "doc-"}, &ScanOptions{ConsistentWith: []MutationToken{bad}})
+	require.NoError(t, err)
+	for res.Next() {
+	}
+	var ke *KeyValueError
+	require.ErrorAs(t, res.Err(), &ke)
+	assert.Equal(t, StatusVbUUIDNotEqual, ke.Status)
+	assert.Equal(t, m.Token.Vbucket, ke.Vbucket)
+
+	_, err = col.Scan(context.Background(), RangeScan{}, &ScanOptions{ConsistentWith: []MutationToken{m.Token, bad}})
+	assert.ErrorIs(t, err, ErrInvalidArgument, "two UUIDs for one vbucket")
+}
+
+func TestScanRefusesBadArguments(t *testing.T) {
+	_, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	long := string(make([]byte, MaxKeyLength+1))
+	for name, st := range map[string]ScanType{
+		"zero sample":  SamplingScan{},
+		"long prefix":  PrefixScan{Prefix: long},
+		"long term":    RangeScan{From: &ScanTerm{Term: long}},
+		"empty term":   RangeScan{To: &ScanTerm{}},
+		"nil pointer":  (*RangeScan)(nil),
+		"no scan type": nil,
+	} {
+		_, err := col.Scan(ctx, st, nil)
+		assert.ErrorIs(t, err, ErrInvalidArgument, name)
+	}
+	_, err := col.Scan(ctx, RangeScan{}, &ScanOptions{Concurrency: -1})
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+func TestScanNeedsTheRangeScanCapability(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{NoRangeScans: true}, 0)
+	_, err := c.DefaultCollection().Scan(context.Background(), RangeScan{}, nil)
+	require.ErrorIs(t, err, ErrFeatureNotAvailable)
+	for _, n := range mc.Nodes() {
+		assert.Zero(t, n.RequestCount(memdx.OpRangeScanCreate), "nothing sent")
+	}
+}
+
+func TestScanOnMemcachedIsNotAvailable(t *testing.T) {
+	addr := memcachedAddr(t, false)
+	c, err := Connect(context.Background(), "memcached://"+addr, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.DefaultCollection().Scan(context.Background(), RangeScan{}, nil)
+	require.ErrorIs(t, err, ErrFeatureNotAvailable)
+}
+
+// A continue that fails for another reason than a move ends the scan with
+// that error, and the scan is cancelled on the server.
+func TestScanFailsOnAContinueError(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	scanDocs(t, col, 100)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpRangeScanContinue}},
+		Action: mockcluster.Action{Status: memdx.StatusNoAccess}, Times: 1})
+	res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{BatchItemLimit: 5})
+	require.NoError(t, err)
+	for res.Next() {
+	}
+	require.ErrorIs(t, res.Err(), ErrNoAccess)
+	assert.Zero(t, mc.OpenRangeScans())
+	assert.True(t, errors.Is(res.Close(), ErrNoAccess))
+}
+
+// The server streams a continue's batch over several packets when it is
+// large (the mock past 8 KiB): every packet's documents are returned.
+func TestScanContinueAnsweredInSeveralPackets(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 4)
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	val := make([]byte, 1024)
+	_, _ = rand.Read(val) // incompressible: sent as is
+	var keys []string
+	for i := range 100 {
+		k := fmt.Sprintf("big-%03d", i)
+		keys = append(keys, k)
+		_, err := col.Upsert(ctx, k, val, &MutateOptions{})
+		require.NoError(t, err)
+	}
+	items := collect(t, col, PrefixScan{Prefix: "big-"}, &ScanOptions{BatchItemLimit: 1000, BatchByteLimit: 1 << 20})
+	assert.Equal(t, keys, ids(t, items))
+	for _, it := range items {
+		require.Len(t, it.Value, len(val))
+	}
+	var creates uint64
+	for _, n := range mc.Nodes() {
+		creates += n.RequestCount(memdx.OpRangeScanCreate)
+	}
+	assert.Equal(t, uint64(4), creates, "one scan per vbucket, none restarted")
+}
