@@ -619,55 +619,19 @@ func (r *scanRun) do(n *node, vb uint16, req *memdx.Request, handle func(*memdx.
 	return r.doCtx(r.ctx, n, vb, req, handle, status, errCtx)
 }
 
-// doCtx sends req once to node n (where the scan lives: never re-routed)
+// doCtx sends req once to node n, where the scan lives (never re-routed),
 // and returns nil when it ends on a success status, or a *KeyValueError.
 func (r *scanRun) doCtx(ctx context.Context, n *node, vb uint16, req *memdx.Request, handle func(*memdx.Packet) error,
 	status func() memdx.Status, errCtx *memdx.ErrorContext) error {
-	c := r.c
-	e := &KeyValueError{Op: "Scan", OpCode: opCodeOf(req.OpCode), Bucket: c.opts.Bucket, Scope: r.col.scope,
-		Collection: r.col.name, Vbucket: vb, Node: n.addr, Attempts: 1}
-	cn, _, err := n.pick()
-	if err != nil {
-		e.Err, e.Cause = ErrNoNodeAvailable, err
-		return e
-	}
-	deadline := time.Now().Add(r.timeout)
-	opaque, err := cn.DoDeadline(ctx, deadline, req, handle)
-	e.Opaque = opaque
-	if err != nil {
-		e.Cause = err
-		var re *conn.RequestError
-		switch {
-		case !errors.As(err, &re):
-			e.Err = ErrServerFailure // a response that did not decode
-		case errors.Is(err, context.Canceled):
+	err := r.c.doOnNode(ctx, n, "Scan", req, r.timeout, handle, status, errCtx)
+	var e *KeyValueError
+	if errors.As(err, &e) {
+		e.Scope, e.Collection = r.col.scope, r.col.name
+		if e.Status == StatusRangeScanCancelled {
 			e.Err = ErrRequestCanceled
-		case errors.Is(err, context.DeadlineExceeded):
-			e.Cause = &retry.TimeoutError{OpCode: req.OpCode, LastErr: err}
-		default:
-			e.Err = ErrNoNodeAvailable
 		}
-		return e
 	}
-	st := status()
-	switch st {
-	case memdx.StatusSuccess, memdx.StatusRangeScanMore, memdx.StatusRangeScanComplete:
-		return nil
-	}
-	e.Status = statusOf(st)
-	out := decideStatus(req.OpCode, false, st, cn.ErrorMap())
-	e.Err = out.sentinel
-	if st == memdx.StatusRangeScanCancelled {
-		e.Err = ErrRequestCanceled
-	}
-	if out.found {
-		e.ErrorName, e.ErrorDescription = out.entry.Name, out.entry.Desc
-	}
-	if errCtx != nil {
-		e.ServerContext, e.ServerErrorRef = errCtx.Context, errCtx.Ref
-	}
-	e.Cause = &memdx.StatusError{Status: st, OpCode: req.OpCode, Opaque: opaque, Context: e.ServerContext, Ref: e.ServerErrorRef}
-	return e
+	return err
 }
 
 // Next advances to the next document, waiting for it; it returns false at

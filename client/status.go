@@ -60,6 +60,8 @@ func ops(o ...memdx.OpCode) []memdx.OpCode { return o }
 // Rows of one status are consecutive; the first that matches the request
 // wins, so per-opcode exceptions come before the status's general row.
 var statusTable = []statusRow{
+	// KEY_ENOENT on STAT: the server has no such group of statistics.
+	{status: memdx.StatusKeyNotFound, ops: ops(memdx.OpStat), rule: statusRule{sentinel: ErrInvalidArgument}},
 	{status: memdx.StatusKeyNotFound, rule: statusRule{sentinel: ErrDocumentNotFound}},
 	// KEY_EEXISTS: Insert of an existing document; with a CAS (and for
 	// UNLOCK, whose CAS is the lock's), the CAS did not match.

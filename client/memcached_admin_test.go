@@ -1,0 +1,162 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/memcachedtest"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// Stats and Version against Debian's memcached (the shared instance:
+// reading statistics changes nothing).
+func TestMemcachedStatsAndVersion(t *testing.T) {
+	addr := memcachedAddr(t, false)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.DefaultCollection().Upsert(ctx, fmt.Sprintf("kvwire-stats-%d", time.Now().UnixNano()), []byte("x"),
+		&MutateOptions{Expiry: time.Minute})
+	require.NoError(t, err)
+
+	v, err := c.Version(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, v, 1)
+	assert.Equal(t, addr, v[0].Node)
+	assert.Regexp(t, `^1\.\d+\.\d+`, v[0].Version)
+
+	s, err := c.Stats(ctx, "", nil)
+	require.NoError(t, err)
+	require.Len(t, s, 1)
+	assert.Equal(t, v[0].Version, s[0].Stats["version"], "the default group")
+	assert.NotEmpty(t, s[0].Stats["curr_items"])
+	for group, stat := range map[string]string{"settings": "maxbytes", "items": "items:1:number", "slabs": "active_slabs"} {
+		s, err = c.Stats(ctx, group, &StatsOptions{Node: addr})
+		require.NoError(t, err, group)
+		assert.Contains(t, s[0].Stats, stat, group)
+	}
+	s, err = c.Stats(ctx, "no-such-group", nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, s[0].Err, ErrInvalidArgument)
+	assert.Nil(t, s[0].Stats)
+
+	_, err = c.Stats(ctx, "", &StatsOptions{Node: "127.0.0.1:1"})
+	assert.ErrorIs(t, err, ErrInvalidArgument, "a node not in the topology")
+}
+
+// Flush on a memcached of the test's own: a delayed flush leaves the items
+// for now, a flush without delay drops them at once.
+func TestMemcachedFlush(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	for i := range 10 {
+		_, err := col.Upsert(ctx, fmt.Sprintf("k%d", i), []byte("v"), nil)
+		require.NoError(t, err)
+	}
+
+	r, err := c.Flush(ctx, &FlushOptions{Delay: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, []NodeResult{{Node: addr}}, r)
+	_, err = col.Get(ctx, "k3", nil)
+	require.NoError(t, err, "a flush in an hour leaves the items for now")
+
+	_, err = c.Flush(ctx, nil)
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := col.Get(ctx, fmt.Sprintf("k%d", i), nil)
+		require.ErrorIs(t, err, ErrDocumentNotFound)
+	}
+	s, err := c.Stats(ctx, "", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "2", s[0].Stats["cmd_flush"])
+
+	_, err = c.Flush(ctx, &FlushOptions{Delay: -time.Second})
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// Several servers: each is asked and answers on its own; Node picks one.
+func TestMemcachedAdminPerServer(t *testing.T) {
+	a, b := memcachedtest.Start(t), memcachedtest.Start(t)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+a+","+b, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	v, err := c.Version(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, v, 2)
+	assert.ElementsMatch(t, []string{a, b}, []string{v[0].Node, v[1].Node})
+
+	// Flush one server only.
+	col := c.DefaultCollection()
+	for i := range 20 { // both servers get some (ketama)
+		_, err := col.Upsert(ctx, fmt.Sprintf("k%d", i), []byte("v"), nil)
+		require.NoError(t, err)
+	}
+	_, err = c.Flush(ctx, &FlushOptions{Node: a})
+	require.NoError(t, err)
+	sa, err := c.Stats(ctx, "", &StatsOptions{Node: a})
+	require.NoError(t, err)
+	sb, err := c.Stats(ctx, "", &StatsOptions{Node: b})
+	require.NoError(t, err)
+	assert.Equal(t, "1", sa[0].Stats["cmd_flush"])
+	assert.Equal(t, "0", sb[0].Stats["cmd_flush"])
+	assert.NotEqual(t, "0", sb[0].Stats["curr_items"], "b kept its items")
+}
+
+// On Couchbase (the mock): Stats and Version per node; Flush is refused
+// without sending anything.
+func TestCouchbaseAdmin(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	ctx := context.Background()
+	v, err := c.Version(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, v, 3)
+	for _, nv := range v {
+		assert.Equal(t, mockcluster.DefaultVersion, nv.Version)
+	}
+	s, err := c.Stats(ctx, "", nil)
+	require.NoError(t, err)
+	require.Len(t, s, 3)
+	for _, ns := range s {
+		assert.Equal(t, mockcluster.DefaultVersion, ns.Stats["version"], ns.Node)
+		assert.Contains(t, ns.Stats, "curr_items")
+	}
+	s, err = c.Stats(ctx, "settings", nil)
+	assert.ErrorIs(t, err, ErrInvalidArgument, "the mock knows only the default group")
+	assert.Len(t, s, 3)
+
+	_, err = c.Flush(ctx, nil)
+	require.ErrorIs(t, err, ErrFeatureNotAvailable)
+	for _, n := range mc.Nodes() {
+		assert.Zero(t, n.RequestCount(memdx.OpFlush))
+	}
+
+	// A node that does not answer in time has its own error.
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Nodes: []int{1}, OpCodes: []memdx.OpCode{memdx.OpVersion}},
+		Action: mockcluster.Action{Status: memdx.StatusNoAccess}, Times: 1})
+	v, err = c.Version(ctx, nil)
+	require.ErrorIs(t, err, ErrNoAccess)
+	failed := 0
+	for _, nv := range v {
+		if nv.Err != nil {
+			failed++
+			assert.ErrorIs(t, nv.Err, ErrNoAccess)
+			assert.Empty(t, nv.Version)
+		} else {
+			assert.Equal(t, mockcluster.DefaultVersion, nv.Version)
+		}
+	}
+	assert.Equal(t, 1, failed)
+}
