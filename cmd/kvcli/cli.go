@@ -122,6 +122,9 @@ func init() {
 		{"exists", "KEY", "print true or false; exit 0 if it exists, 3 if not", cmdExists},
 		{"ping", "", "send NOOP to every node and print the latencies", cmdPing},
 		{"route", "KEY", "print the key's vbucket and nodes by the current and forward map", cmdRoute},
+		{"scan", "", "print the documents (or keys) of a key range, a prefix or a random sample", cmdScan},
+		{"stats", "[GROUP]", "print every node's statistics (a group: settings, items, slabs...)", cmdStats},
+		{"flush", "", "memcached: drop every item of every server (needs --yes)", cmdFlush},
 		{"bench", "", "generate load: concurrent gets and sets with latency percentiles", cmdBench},
 		{"serve", "", "run a mock Couchbase cluster in the foreground", cmdServe},
 		{"demo", "", "show retries through a rebalance, a lock and TMPFAIL on a mock cluster", cmdDemo},
@@ -316,6 +319,15 @@ var commandHelp = map[string]string{
 	"decr":   "Prints the counter's new value. Without --initial a missing document is an error (exit 3).",
 	"route":  "Sends nothing: shows where the client would send KEY under the config it fetched.",
 	"ping":   "Exit status 1 when any node did not answer.",
+	"scan": "Scans the collection (Couchbase Server 7.2+ range scans): the whole of it, --from/--to,\n" +
+		"--prefix, or --sample N. Prints KEY<TAB>VALUE per document (the value Go-quoted when it is\n" +
+		"not one line of UTF-8), the key alone with --keys-only, a JSON object per line with --json.\n" +
+		"Documents come in key order within a vbucket, interleaved across vbuckets.",
+	"stats": "Prints NODE NAME VALUE per statistic of every node (--node: one). memcached's groups:\n" +
+		"settings, items, slabs, sizes; Couchbase Server needs the Stats privilege.\n" +
+		"Exit status 1 when any node failed.",
+	"flush": "memcached:// only (a Couchbase bucket is flushed through its REST API). Without --yes it\n" +
+		"does nothing and exits 2. --delay D drops the items after D instead of at once.",
 	"bench": "Runs --concurrency workers doing gets (--ratio of them) and sets of --value-size bytes over\n" +
 		"--keys keys for --duration (or --ops operations), prints a progress line every second on\n" +
 		"stderr and a summary with latency percentiles. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.",

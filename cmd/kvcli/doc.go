@@ -93,6 +93,26 @@
 //	replicas  127.0.0.1:46067
 //	forward   active 127.0.0.1:41591, replicas 127.0.0.1:35811 (a rebalance is moving the vbucket)
 //
+//	scan                   the collection's documents (Couchbase Server 7.2+ range
+//	                       scans): KEY<TAB>VALUE per document (the value Go-quoted when
+//	                       it is not one line of UTF-8), --json one object per line
+//	    --prefix P         keys starting with P
+//	    --from K, --to K   a key range, both ends included (--from-exclusive,
+//	                       --to-exclusive leave them out); neither: the whole collection
+//	    --sample N         a random sample of about N documents (at most N); --seed S
+//	    --keys-only        keys only: the server sends no values
+//	    --concurrency N    vbuckets scanned at once (default 1)
+//	stats [GROUP]          NODE NAME VALUE per statistic of every node (--node ADDR:
+//	                       one); memcached's groups: settings, items, slabs, sizes;
+//	                       exit 1 if any node failed
+//	flush --yes            memcached:// only: drop every item of every server (--node
+//	                       ADDR: one), after --delay D if given; without --yes nothing
+//	                       is sent and kvcli exits 2
+//
+//	$ kvcli scan --prefix user: --keys-only
+//	user:1
+//	user:2
+//
 // Tools:
 //
 //	bench                  a load generator (like cbc-pillowfight), see below

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kvwire/kvwire/client"
+)
+
+// jsonScanItem is one line of scan --json.
+type jsonScanItem struct {
+	Key      string  `json:"key"`
+	Value    *string `json:"value,omitempty"`
+	Encoding string  `json:"encoding,omitempty"`
+	Cas      string  `json:"cas,omitempty"`
+	Flags    *uint32 `json:"flags,omitempty"`
+	Expiry   string  `json:"expiry,omitempty"`
+}
+
+// jsonAdmin is the JSON object of stats and flush: one entry per node.
+type jsonAdmin struct {
+	Op    string          `json:"op"`
+	OK    bool            `json:"ok"`
+	Nodes []jsonAdminNode `json:"nodes"`
+}
+
+type jsonAdminNode struct {
+	Node  string            `json:"node"`
+	OK    bool              `json:"ok"`
+	Stats map[string]string `json:"stats,omitempty"`
+	Error string            `json:"error,omitempty"`
+}
+
+func cmdScan(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("scan")
+	prefix := fs.String("prefix", "", "scan the keys starting with this")
+	from := fs.String("from", "", "scan from this key (included unless --from-exclusive)")
+	to := fs.String("to", "", "scan up to this key (included unless --to-exclusive)")
+	fromExcl := fs.Bool("from-exclusive", false, "leave out the --from key itself")
+	toExcl := fs.Bool("to-exclusive", false, "leave out the --to key itself")
+	sample := fs.Uint64("sample", 0, "a random sample of about N documents (at most N)")
+	seed := fs.Uint("seed", 0, "seed of --sample (0: random)")
+	keysOnly := fs.Bool("keys-only", false, "print keys only (the server sends no values)")
+	conc := fs.Int("concurrency", 1, "vbuckets scanned at once")
+	return inv.withSession(ctx, fs, args, 0, 0, func([]string) (func(*session) int, error) {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		var st client.ScanType
+		switch {
+		case set["sample"] && (set["prefix"] || set["from"] || set["to"]):
+			return nil, errors.New("--sample scans the whole collection: it takes no --prefix, --from or --to")
+		case set["prefix"] && (set["from"] || set["to"]):
+			return nil, errors.New("--prefix and --from/--to are exclusive")
+		case set["sample"]:
+			if *sample == 0 {
+				return nil, errors.New("--sample needs a count above 0")
+			}
+			if *seed > 1<<32-1 {
+				return nil, fmt.Errorf("--seed %d: at most %d", *seed, uint64(1<<32-1))
+			}
+			st = client.SamplingScan{Limit: *sample, Seed: uint32(*seed)}
+		case set["prefix"]:
+			st = client.PrefixScan{Prefix: *prefix}
+		default:
+			rs := client.RangeScan{}
+			if set["from"] {
+				rs.From = &client.ScanTerm{Term: *from, Exclusive: *fromExcl}
+			}
+			if set["to"] {
+				rs.To = &client.ScanTerm{Term: *to, Exclusive: *toExcl}
+			}
+			st = rs
+		}
+		if set["seed"] && !set["sample"] {
+			return nil, errors.New("--seed goes with --sample")
+		}
+		if (*fromExcl && !set["from"]) || (*toExcl && !set["to"]) {
+			return nil, errors.New("--from-exclusive and --to-exclusive go with --from and --to")
+		}
+		if *conc < 1 {
+			return nil, fmt.Errorf("--concurrency %d: at least 1", *conc)
+		}
+		return func(s *session) int {
+			res, err := s.col.Scan(ctx, st, &client.ScanOptions{Timeout: inv.opTimeout, IDsOnly: *keysOnly, Concurrency: *conc})
+			if err != nil {
+				return inv.fail("", "scan", err)
+			}
+			defer res.Close()
+			n := 0
+			for res.Next() {
+				inv.printScanItem(res.Item())
+				n++
+			}
+			if err := res.Err(); err != nil {
+				return inv.fail("", "scan", err)
+			}
+			if inv.g.verbose {
+				fmt.Fprintf(inv.diag(), "kvcli: scan returned %d document(s)\n", n)
+			}
+			return exitOK
+		}, nil
+	})
+}
+
+// printScanItem prints one scanned document: its key alone (--keys-only),
+// or the key, a tab and the value, the value as stored when it is valid
+// UTF-8 without tabs or newlines and Go-quoted otherwise; with --json one
+// object per line.
+func (inv *invocation) printScanItem(it client.ScanItem) {
+	w := inv.env.stdout
+	if inv.g.json {
+		j := jsonScanItem{Key: it.ID}
+		if !it.IDOnly {
+			r := &jsonResult{}
+			r.setValue(it.Value)
+			j.Value, j.Encoding = r.Value, r.Encoding
+			j.Cas = fmtCas(it.Cas)
+			j.Flags = &it.Flags
+			if !it.Expiry.IsZero() {
+				j.Expiry = it.Expiry.UTC().Format(time.RFC3339)
+			}
+		}
+		inv.printJSON(j)
+		return
+	}
+	if it.IDOnly {
+		fmt.Fprintln(w, it.ID)
+		return
+	}
+	v := string(it.Value)
+	if !utf8.ValidString(v) || strings.ContainsAny(v, "\t\n\r") || strings.HasPrefix(v, `"`) {
+		v = strconv.Quote(v)
+	}
+	fmt.Fprintf(w, "%s\t%s\n", it.ID, v)
+}
+
+func cmdStats(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("stats")
+	node := fs.String("node", "", "ask only this node (host:port, as ping lists them)")
+	return inv.withSession(ctx, fs, args, 0, 1, func(pos []string) (func(*session) int, error) {
+		group := ""
+		if len(pos) == 1 {
+			group = pos[0]
+		}
+		return func(s *session) int {
+			res, err := s.c.Stats(ctx, group, &client.StatsOptions{Timeout: inv.opTimeout, Node: *node})
+			if res == nil && err != nil {
+				return inv.fail("", "stats", err)
+			}
+			out := jsonAdmin{Op: "stats", OK: err == nil}
+			for _, ns := range res {
+				jn := jsonAdminNode{Node: ns.Node, OK: ns.Err == nil, Stats: ns.Stats}
+				if ns.Err != nil {
+					jn.Error = inv.redact(ns.Err.Error())
+					fmt.Fprintf(inv.diag(), "kvcli: %s: %s\n", inv.redact(ns.Node), inv.explain("", ns.Err).line)
+				} else if !inv.g.json {
+					names := make([]string, 0, len(ns.Stats))
+					for k := range ns.Stats {
+						names = append(names, k)
+					}
+					slices.Sort(names)
+					for _, k := range names {
+						fmt.Fprintf(inv.env.stdout, "%s %s %s\n", ns.Node, k, ns.Stats[k])
+					}
+				}
+				out.Nodes = append(out.Nodes, jn)
+			}
+			if inv.g.json {
+				inv.printJSON(out)
+			}
+			if err != nil {
+				return exitError
+			}
+			return exitOK
+		}, nil
+	})
+}
+
+func cmdFlush(ctx context.Context, inv *invocation, args []string) int {
+	fs := inv.newFlagSet("flush")
+	node := fs.String("node", "", "flush only this server (host:port)")
+	delay := fs.Duration("delay", 0, "drop the items after this long instead of at once")
+	yes := fs.Bool("yes", false, "confirm: every item of every server (or --node) is dropped")
+	return inv.withSession(ctx, fs, args, 0, 0, func([]string) (func(*session) int, error) {
+		if !*yes {
+			return nil, errors.New("drops every item of the servers and cannot be undone: add --yes to confirm")
+		}
+		if *delay < 0 {
+			return nil, fmt.Errorf("--delay %v: want a positive duration", *delay)
+		}
+		return func(s *session) int {
+			res, err := s.c.Flush(ctx, &client.FlushOptions{Timeout: inv.opTimeout, Node: *node, Delay: *delay})
+			if res == nil && err != nil {
+				return inv.fail("", "flush", err)
+			}
+			out := jsonAdmin{Op: "flush", OK: err == nil}
+			for _, nr := range res {
+				jn := jsonAdminNode{Node: nr.Node, OK: nr.Err == nil}
+				if nr.Err != nil {
+					jn.Error = inv.redact(nr.Err.Error())
+					fmt.Fprintf(inv.diag(), "kvcli: %s: %s\n", inv.redact(nr.Node), inv.explain("", nr.Err).line)
+				} else if !inv.g.json {
+					if *delay > 0 {
+						fmt.Fprintf(inv.env.stdout, "%s flushes in %s\n", nr.Node, *delay)
+					} else {
+						fmt.Fprintf(inv.env.stdout, "%s flushed\n", nr.Node)
+					}
+				}
+				out.Nodes = append(out.Nodes, jn)
+			}
+			if inv.g.json {
+				inv.printJSON(out)
+			}
+			if err != nil {
+				return exitError
+			}
+			return exitOK
+		}, nil
+	})
+}
