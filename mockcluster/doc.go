@@ -218,7 +218,8 @@
 //     the scans the nodes hold. A sample has exactly the requested size
 //     (kv_engine's is only close to it). Documents come without their
 //     xattrs and tombstones are not scanned; include_xattrs (HELLO
-//     RangeScanIncludeXattr) is not served.
+//     RangeScanIncludeXattr) is not served. Options.NoRangeScans makes a
+//     server before 7.2: no capability, the opcodes unknown.
 //   - STAT (default group only) answers pid, uptime, time, version,
 //     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
 //     response each, then a response without key and value. Other groups

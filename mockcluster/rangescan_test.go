@@ -615,3 +615,28 @@ func TestRangeScanRequestValidation(t *testing.T) {
 		t.Errorf("%d scans open", n)
 	}
 }
+
+// NoRangeScans: a server before 7.2. The bucket config does not list the
+// rangeScan capability and the range scan opcodes are unknown commands.
+func TestNoRangeScansIsAnOlderServer(t *testing.T) {
+	e := newScanEnv(t, Options{NoRangeScans: true})
+	e.seed("", "", "k1", "k2")
+	vb := e.b.VbucketForKey([]byte("k1"))
+	cl := e.cl(vb)
+	p := e.create(cl, vb, &memdx.RangeScanCreate{Range: &memdx.RangeScanRange{Start: []byte{0}, End: []byte{0xff}}})
+	if p.Status != memdx.StatusUnknownCommand {
+		t.Fatalf("create: %s, want UNKNOWN_COMMAND", p.Status)
+	}
+	for _, r := range []memdx.Request{memdx.NewRangeScanContinue(memdx.RangeScanContinue{}), memdx.NewRangeScanCancel(memdx.RangeScanID{})} {
+		r.Vbucket = vb
+		if p := cl.do(r); p.Status != memdx.StatusUnknownCommand {
+			t.Fatalf("%s: %s, want UNKNOWN_COMMAND", r.OpCode, p.Status)
+		}
+	}
+	if cfg := string(e.b.ConfigJSON(0)); strings.Contains(cfg, `"rangeScan"`) || !strings.Contains(cfg, `"collections"`) {
+		t.Fatalf("bucket capabilities: %s", cfg)
+	}
+	if cfg := string(newScanEnv(t, Options{}).b.ConfigJSON(0)); !strings.Contains(cfg, `"rangeScan"`) {
+		t.Fatalf("a default cluster does not list rangeScan: %s", cfg)
+	}
+}
