@@ -139,8 +139,8 @@ type ScanItem struct {
 // must be called unless Next returned false: it stops the scan, cancels the
 // server-side scans still open and waits for the scan's goroutines. A
 // canceled context does the same and ends the iteration with
-// ErrRequestCanceled (or a timeout at its deadline). A ScanResult is for
-// one goroutine.
+// ErrRequestCanceled (or a timeout at its deadline); closing the client
+// ends it with ErrClosed. A ScanResult is for one goroutine.
 type ScanResult struct {
 	run    *scanRun
 	batch  []ScanItem
@@ -179,6 +179,8 @@ type scanRun struct {
 
 	out  chan []ScanItem // closed by the last worker to end
 	live atomic.Int32
+	// unwatch stops the watch that fails the scan when the client closes.
+	unwatch func() bool
 
 	mu       sync.Mutex
 	vbs      []uint16 // vbuckets not started yet
@@ -303,6 +305,9 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	}
 	workers = min(workers, len(r.vbs))
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	r.unwatch = context.AfterFunc(c.ctx, func() {
+		r.fail(&KeyValueError{Op: "Scan", Bucket: c.opts.Bucket, Scope: col.scope, Collection: col.name, Err: ErrClosed})
+	})
 	r.out = make(chan []ScanItem, workers)
 	r.live.Store(int32(workers))
 	for range workers {
@@ -451,7 +456,7 @@ func (r *scanRun) scanVbucket(vb uint16) (done bool, err error) {
 				select {
 				case r.out <- items:
 				case <-r.ctx.Done():
-					if !complete && err == nil {
+					if !complete {
 						r.cancelScan(n, vb, id)
 					}
 					return false, nil
@@ -526,7 +531,6 @@ type continueResult struct {
 	items    []ScanItem
 	status   memdx.Status
 	errCtx   memdx.ErrorContext
-	keyOnly  bool
 	decodeTo []memdx.RangeScanDocument
 	keys     [][]byte
 }
@@ -707,6 +711,7 @@ func (r *ScanResult) All() iter.Seq2[ScanItem, error] {
 // end; the batches they had queued are dropped.
 func (r *ScanResult) stop() {
 	run := r.run
+	run.unwatch()
 	run.cancel(errScanStopped)
 	for range run.out {
 	}
@@ -720,6 +725,7 @@ func (r *ScanResult) stop() {
 // end records how the scan ended once every worker has.
 func (r *ScanResult) end() {
 	run := r.run
+	run.unwatch()
 	r.ended = true
 	r.batch, r.pos = nil, 0
 	run.mu.Lock()

@@ -398,3 +398,30 @@ func TestScanContinueAnsweredInSeveralPackets(t *testing.T) {
 	}
 	assert.Equal(t, uint64(4), creates, "one scan per vbucket, none restarted")
 }
+
+// Closing the client ends a scan in progress with ErrClosed, even one
+// whose workers wait for the caller to take their batches.
+func TestScanEndsWhenTheClientCloses(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	scanDocs(t, col, 100)
+	res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{BatchItemLimit: 1})
+	require.NoError(t, err)
+	require.True(t, res.Next())
+	// One batch taken, one queued, and the worker has asked for a third
+	// (each continue returns one item): it waits to queue it.
+	continues := func() (n uint64) {
+		for _, nd := range mc.Nodes() {
+			n += nd.RequestCount(memdx.OpRangeScanContinue)
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return continues() >= 3 && len(res.run.out) == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, c.Close())
+	// The workers end by themselves, though nobody takes their batches.
+	require.Eventually(t, func() bool { return res.run.live.Load() == 0 }, 10*time.Second, time.Millisecond,
+		"the scan's goroutines ended")
+	for res.Next() {
+	}
+	require.ErrorIs(t, res.Err(), ErrClosed)
+}
