@@ -27,7 +27,9 @@
 // # The request path
 //
 // An operation runs on the caller's goroutine; no goroutine is started for
-// it (replica reads, which fan out, are the one exception). Each attempt:
+// it (replica reads and Stats/Version/Flush, which fan out to nodes, and
+// Scan, whose Concurrency goroutines end before ScanResult.Close returns,
+// are the exceptions). Each attempt:
 //
 //  1. routes the key: CRC32 to a vbucket, then the vbucket's active (or
 //     replica) server by the current map or, after a NOT_MY_VBUCKET while a
