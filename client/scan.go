@@ -142,13 +142,16 @@ type ScanItem struct {
 // ErrRequestCanceled (or a timeout at its deadline); closing the client
 // ends it with ErrClosed. A ScanResult is for one goroutine.
 type ScanResult struct {
-	run    *scanRun
-	batch  []ScanItem
-	pos    int
-	count  uint64
+	run   *scanRun
+	batch []ScanItem
+	pos   int
+	count uint64
+	// halted: the scan's goroutines have ended (and its server-side scans
+	// with them) while the current item is still the caller's; ended: the
+	// iteration is over.
+	halted bool
 	ended  bool
 	err    error
-	closed bool
 }
 
 // errScanStopped is the cancel cause of a scan the caller stopped (Close,
@@ -644,6 +647,10 @@ func (r *ScanResult) Next() bool {
 	if r.ended {
 		return false
 	}
+	if r.halted {
+		r.stop()
+		return false
+	}
 	run := r.run
 	r.pos++
 	for r.pos >= len(r.batch) {
@@ -654,11 +661,12 @@ func (r *ScanResult) Next() bool {
 		}
 		r.batch, r.pos = b, 0
 	}
-	if run.limit > 0 && r.count >= run.limit {
-		r.stop()
-		return false
-	}
 	r.count++
+	if run.limit > 0 && r.count >= run.limit {
+		// The sample is complete: stop the other vbuckets' scans now,
+		// not when the caller next calls Next or Close.
+		r.halt()
+	}
 	return true
 }
 
@@ -679,7 +687,6 @@ func (r *ScanResult) Err() error { return r.err }
 // Calling it more than once is harmless.
 func (r *ScanResult) Close() error {
 	if !r.ended {
-		r.closed = true
 		r.stop()
 	}
 	return r.err
@@ -707,16 +714,24 @@ func (r *ScanResult) All() iter.Seq2[ScanItem, error] {
 	}
 }
 
-// stop ends the scan early: the workers cancel their server-side scans and
-// end; the batches they had queued are dropped.
+// stop ends the iteration early (see halt).
 func (r *ScanResult) stop() {
+	if !r.halted {
+		r.halt()
+	}
+	r.ended = true
+	r.batch, r.pos = nil, 0
+}
+
+// halt stops the scan's goroutines, which cancel their server-side scans,
+// and waits for them; the batches they had queued are dropped.
+func (r *ScanResult) halt() {
 	run := r.run
 	run.unwatch()
 	run.cancel(errScanStopped)
 	for range run.out {
 	}
-	r.ended = true
-	r.batch, r.pos = nil, 0
+	r.halted = true
 	run.mu.Lock()
 	r.err = run.err
 	run.mu.Unlock()

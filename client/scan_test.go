@@ -177,10 +177,20 @@ func TestScanClosedEarlyLeavesNoScanOpen(t *testing.T) {
 	}
 	assert.Zero(t, mc.OpenRangeScans())
 
-	// A sampling scan that has its Limit stops the others.
+	// A sampling scan stops every vbucket's scan once it has returned its
+	// Limit, before the caller asks for more.
 	items := collect(t, col, SamplingScan{Limit: 3, Seed: 1}, &ScanOptions{Concurrency: 4, BatchItemLimit: 1})
 	assert.Len(t, items, 3)
 	assert.Zero(t, mc.OpenRangeScans())
+	res, err = col.Scan(context.Background(), SamplingScan{Limit: 3, Seed: 1}, &ScanOptions{Concurrency: 4, BatchItemLimit: 1})
+	require.NoError(t, err)
+	for range 3 {
+		require.True(t, res.Next())
+	}
+	assert.NotEmpty(t, res.Item().ID, "the last item is still the caller's")
+	assert.Zero(t, mc.OpenRangeScans())
+	assert.False(t, res.Next())
+	require.NoError(t, res.Err())
 }
 
 // Cancelling the context ends the iteration with ErrRequestCanceled and
