@@ -127,9 +127,10 @@
 //	ErrNotStored                       NOT_STORED on other opcodes
 //	ErrValueTooLarge                   E2BIG
 //	ErrDeltaInvalid                    DELTA_BADVAL
-//	ErrInvalidArgument                 EINVAL, ERANGE, XATTR_EINVAL; an argument
-//	                                   refused before sending (a *KeyValueError);
-//	                                   a bad option or connection string at Connect
+//	ErrInvalidArgument                 EINVAL, ERANGE, XATTR_EINVAL; KEY_ENOENT on
+//	                                   STAT (no such group); an argument refused
+//	                                   before sending (a *KeyValueError); a bad
+//	                                   option or connection string at Connect
 //	ErrTemporaryFailure                ETMPFAIL (retried), ENOMEM, EBUSY; any
 //	                                   status whose error-map entry has "temp"
 //	ErrNoAccess                        EACCESS
