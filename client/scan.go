@@ -95,7 +95,8 @@ type ScanOptions struct {
 	IDsOnly bool
 	// ConsistentWith makes the scan see at least these mutations: a
 	// vbucket with a token is scanned only once it has the token's
-	// sequence number (the server waits up to Timeout for it), and only
+	// sequence number (the server waits up to 90% of Timeout for it, then
+	// the create is retried as a temporary failure), and only
 	// if it has the token's vbucket UUID (a vbucket that failed over
 	// since fails the scan). Two tokens of one vbucket with different
 	// UUIDs are ErrInvalidArgument.
@@ -291,8 +292,10 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 				return fail(ErrInvalidArgument, "two mutation tokens of vbucket %d with different UUIDs (%d, %d)", tok.Vbucket, cur.VbUUID, tok.VbUUID)
 			}
 			if !ok || tok.Seqno > cur.Seqno {
+				// The server waits for the seqno 90% of the request's
+				// timeout, so that it answers before the client gives up.
 				r.snap[tok.Vbucket] = memdx.RangeScanSnapshot{VbUUID: tok.VbUUID, Seqno: tok.Seqno,
-					TimeoutMs: uint32(min(r.timeout.Milliseconds(), 1<<31))}
+					TimeoutMs: uint32(min(max((r.timeout*9/10).Milliseconds(), 1), 1<<31))}
 			}
 		}
 	}

@@ -325,6 +325,19 @@ func TestScanConsistentWithMutationTokens(t *testing.T) {
 
 	_, err = col.Scan(context.Background(), RangeScan{}, &ScanOptions{ConsistentWith: []MutationToken{m.Token, bad}})
 	assert.ErrorIs(t, err, ErrInvalidArgument, "two UUIDs for one vbucket")
+
+	// A seqno the vbucket never reaches: the server waits, answers
+	// TMPFAIL, and the create is retried until the request times out.
+	ahead := m.Token
+	ahead.Seqno += 1000
+	res, err = col.Scan(context.Background(), PrefixScan{Prefix: "doc-"}, &ScanOptions{ConsistentWith: []MutationToken{ahead},
+		Timeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	for res.Next() {
+	}
+	require.ErrorIs(t, res.Err(), ErrTimeout)
+	require.ErrorAs(t, res.Err(), &ke)
+	assert.True(t, ke.RetryReasons.Len() > 0, "retried: %v", res.Err())
 }
 
 func TestScanRefusesBadArguments(t *testing.T) {
