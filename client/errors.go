@@ -182,7 +182,10 @@ type KeyValueError struct {
 
 func (e *KeyValueError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %q", e.Op, e.Key)
+	b.WriteString(e.Op)
+	if e.Key != "" { // Scan and the per-node operations have none
+		fmt.Fprintf(&b, " %q", e.Key)
+	}
 	if e.Err != nil {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
