@@ -603,24 +603,40 @@ func (r *scanRun) continueScan(n *node, vb uint16, id memdx.RangeScanID) ([]Scan
 	return cr.items, err == nil && cr.status == memdx.StatusRangeScanComplete, err
 }
 
-// cancelScan cancels vb's scan on n, even when the scan's context is done
-// (bounded by the request timeout). A scan the server no longer has
-// (KEY_ENOENT) is as good as cancelled; other failures leave it to the
+// cancelScan cancels vb's scan on n, even when the scan's context is done,
+// waiting (as the retry strategy says, within the request timeout) for n
+// to have a live connection when it has none. A scan the server no longer
+// has (KEY_ENOENT) is as good as cancelled; other failures leave it to the
 // server, which drops it after its lifetime.
 func (r *scanRun) cancelScan(n *node, vb uint16, id memdx.RangeScanID) {
 	req := memdx.NewRangeScanCancel(id)
 	req.Vbucket = vb
 	var st memdx.Status
 	ctx := context.WithoutCancel(r.parent)
-	err := r.doCtx(ctx, n, vb, &req, func(p *memdx.Packet) error { st = p.Status; return nil },
-		func() memdx.Status { return st }, nil)
-	if err != nil {
+	var rs retry.State
+	rs.Init(ctx, memdx.OpRangeScanCancel, r.c.strategy, time.Now().Add(r.timeout))
+	for {
+		err := r.doCtx(ctx, n, vb, &req, func(p *memdx.Packet) error { st = p.Status; return nil },
+			func() memdx.Status { return st }, nil)
+		if err == nil {
+			return
+		}
 		var ke *KeyValueError
 		if errors.As(err, &ke) && ke.Status == StatusKeyNotFound {
 			return
 		}
+		if errors.As(err, &ke) && ke.Status == 0 && errors.Is(err, ErrNoNodeAvailable) && r.c.ctx.Err() == nil {
+			// The node has no live connection (its last one may have
+			// just failed under a continue): wait for it as an
+			// operation would, then send the cancel again (a second
+			// cancel of a cancelled scan answers KEY_ENOENT).
+			if r.c.orch.Wait(&rs, retry.ReasonNodeNotAvailable, err) == nil {
+				continue
+			}
+		}
 		r.c.opts.Logger.Debug("kvwire: range scan cancel failed; the server drops the scan after its lifetime",
 			"node", n.addr, "vbucket", vb, "err", err)
+		return
 	}
 }
 

@@ -448,3 +448,17 @@ func TestScanEndsWhenTheClientCloses(t *testing.T) {
 	}
 	require.ErrorIs(t, res.Err(), ErrClosed)
 }
+
+// The connection carrying a continue drops: the vbucket's scan is created
+// again after the last key returned, and the scan the node still holds
+// is cancelled once the node is reachable again.
+func TestScanResumesAfterAConnectionDrop(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 4)
+	col := c.DefaultCollection()
+	keys := scanDocs(t, col, 60)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpRangeScanContinue}},
+		Action: mockcluster.Action{Close: mockcluster.CloseBeforeApply}, Times: 1})
+	items := collect(t, col, PrefixScan{Prefix: "doc-"}, &ScanOptions{BatchItemLimit: 4})
+	assert.Equal(t, keys, ids(t, items))
+	assert.Zero(t, mc.OpenRangeScans())
+}
