@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/internal/memcachedtest"
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -155,4 +158,28 @@ func TestFlushCommand(t *testing.T) {
 	assert.Contains(t, r.stderr, "REST")
 	_, ok := mc.Bucket(mockcluster.DefaultBucket).Get(client.DefaultScope, client.DefaultCollection, "k")
 	assert.True(t, ok)
+}
+
+// Ctrl-C during a scan: exit 130, and the scan is cancelled on the server.
+func TestScanCommandInterrupted(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	for i := range 50 {
+		_, err := b.Set(client.DefaultScope, client.DefaultCollection, fmt.Sprintf("k%02d", i), []byte("v"), 0, 0)
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var continues atomic.Int32
+	mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpRangeScanContinue}}, 0,
+		func(*mockcluster.Request) (mockcluster.Action, bool) {
+			if continues.Add(1) == 2 {
+				cancel() // as SIGINT does
+			}
+			return mockcluster.Action{}, false
+		})
+	r := runKVCtx(ctx, env, "", "scan", "--keys-only")
+	assert.Equal(t, exitInterrupted, r.code, r)
+	assert.Contains(t, r.stderr, "kvcli: interrupted")
+	assert.Zero(t, mc.OpenRangeScans())
 }
