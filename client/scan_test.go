@@ -462,3 +462,20 @@ func TestScanResumesAfterAConnectionDrop(t *testing.T) {
 	assert.Equal(t, keys, ids(t, items))
 	assert.Zero(t, mc.OpenRangeScans())
 }
+
+// A node that holds as many scans as it allows answers EBUSY to another
+// create (its error map: temp, retry-now): the create is retried until a
+// scan of that node ends, and the scan completes.
+func TestScanRetriesACreateRefusedAsBusy(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{MaxRangeScans: 1}, 32)
+	col := c.DefaultCollection()
+	keys := scanDocs(t, col, 100)
+	items := collect(t, col, PrefixScan{Prefix: "doc-"}, &ScanOptions{Concurrency: 16, BatchItemLimit: 2})
+	assert.Equal(t, keys, ids(t, items))
+	var busy uint64
+	for _, n := range mc.Nodes() {
+		busy += n.ErrorCount(memdx.StatusBusy)
+	}
+	assert.NotZero(t, busy, "some creates met EBUSY")
+	assert.Zero(t, mc.OpenRangeScans())
+}
