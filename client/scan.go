@@ -136,7 +136,8 @@ type ScanItem struct {
 //	if err := res.Err(); err != nil { ... }
 //
 // or, with All, a range-over-func loop that closes the result when it ends.
-// The scan runs ahead of the caller by at most Concurrency batches. Close
+// The scan runs ahead of the caller by at most two batches per vbucket
+// scanned at once (one queued, one waiting to be). Close
 // must be called unless Next returned false: it stops the scan, cancels the
 // server-side scans still open and waits for the scan's goroutines. A
 // canceled context does the same and ends the iteration with
