@@ -38,19 +38,19 @@ func mutate[R any](call func() (R, error), fake R) (R, error) {
 
 var fakeResult = client.MutationResult{Cas: 0x11e}
 
-func (l *liar) Upsert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *liar) Upsert(ctx context.Context, key string, value []byte, opts *client.UpsertOptions) (client.MutationResult, error) {
 	return mutate(func() (client.MutationResult, error) { return l.kvAPI.Upsert(ctx, key, value, opts) }, fakeResult)
 }
 
-func (l *liar) Replace(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *liar) Replace(ctx context.Context, key string, value []byte, opts *client.ReplaceOptions) (client.MutationResult, error) {
 	return mutate(func() (client.MutationResult, error) { return l.kvAPI.Replace(ctx, key, value, opts) }, fakeResult)
 }
 
-func (l *liar) Append(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *liar) Append(ctx context.Context, key string, value []byte, opts *client.AppendOptions) (client.MutationResult, error) {
 	return mutate(func() (client.MutationResult, error) { return l.kvAPI.Append(ctx, key, value, opts) }, fakeResult)
 }
 
-func (l *liar) Increment(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error) {
+func (l *liar) Increment(ctx context.Context, key string, opts *client.IncrementOptions) (client.CounterResult, error) {
 	return mutate(func() (client.CounterResult, error) { return l.kvAPI.Increment(ctx, key, opts) },
 		client.CounterResult{MutationResult: fakeResult, Value: 1})
 }
@@ -146,57 +146,57 @@ func (l *leaky) Get(ctx context.Context, key string, opts *client.GetOptions) (c
 	return l.kvAPI.Get(ctx, key, opts)
 }
 
-func (l *leaky) Upsert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *leaky) Upsert(ctx context.Context, key string, value []byte, opts *client.UpsertOptions) (client.MutationResult, error) {
 	l.leak()
 	return l.kvAPI.Upsert(ctx, key, value, opts)
 }
 
-func (l *leaky) Insert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *leaky) Insert(ctx context.Context, key string, value []byte, opts *client.InsertOptions) (client.MutationResult, error) {
 	l.leak()
 	return l.kvAPI.Insert(ctx, key, value, opts)
 }
 
-func (l *leaky) Replace(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *leaky) Replace(ctx context.Context, key string, value []byte, opts *client.ReplaceOptions) (client.MutationResult, error) {
 	l.leak()
 	return l.kvAPI.Replace(ctx, key, value, opts)
 }
 
-func (l *leaky) Append(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *leaky) Append(ctx context.Context, key string, value []byte, opts *client.AppendOptions) (client.MutationResult, error) {
 	l.leak()
 	return l.kvAPI.Append(ctx, key, value, opts)
 }
 
-func (l *leaky) Prepend(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *leaky) Prepend(ctx context.Context, key string, value []byte, opts *client.PrependOptions) (client.MutationResult, error) {
 	l.leak()
 	return l.kvAPI.Prepend(ctx, key, value, opts)
 }
 
-func (l *leaky) Remove(ctx context.Context, key string, opts *client.MutateOptions) (client.MutationResult, error) {
+func (l *leaky) Remove(ctx context.Context, key string, opts *client.RemoveOptions) (client.MutationResult, error) {
 	l.leak()
 	return l.kvAPI.Remove(ctx, key, opts)
 }
 
-func (l *leaky) Increment(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error) {
+func (l *leaky) Increment(ctx context.Context, key string, opts *client.IncrementOptions) (client.CounterResult, error) {
 	l.leak()
 	return l.kvAPI.Increment(ctx, key, opts)
 }
 
-func (l *leaky) Decrement(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error) {
+func (l *leaky) Decrement(ctx context.Context, key string, opts *client.DecrementOptions) (client.CounterResult, error) {
 	l.leak()
 	return l.kvAPI.Decrement(ctx, key, opts)
 }
 
-func (l *leaky) Touch(ctx context.Context, key string, expiry time.Duration, opts *client.GetOptions) (client.MutationResult, error) {
+func (l *leaky) Touch(ctx context.Context, key string, expiry time.Duration, opts *client.TouchOptions) (client.MutationResult, error) {
 	l.leak()
 	return l.kvAPI.Touch(ctx, key, expiry, opts)
 }
 
-func (l *leaky) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *client.GetOptions) (client.GetResult, error) {
+func (l *leaky) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *client.GetAndLockOptions) (client.GetResult, error) {
 	l.leak()
 	return l.kvAPI.GetAndLock(ctx, key, lockTime, opts)
 }
 
-func (l *leaky) Unlock(ctx context.Context, key string, cas uint64, opts *client.GetOptions) error {
+func (l *leaky) Unlock(ctx context.Context, key string, cas uint64, opts *client.UnlockOptions) error {
 	l.leak()
 	return l.kvAPI.Unlock(ctx, key, cas, opts)
 }

@@ -14,17 +14,17 @@ import (
 // test wraps it in a client that lies.
 type kvAPI interface {
 	Get(ctx context.Context, key string, opts *client.GetOptions) (client.GetResult, error)
-	Upsert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
-	Insert(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
-	Replace(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
-	Append(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
-	Prepend(ctx context.Context, key string, value []byte, opts *client.MutateOptions) (client.MutationResult, error)
-	Remove(ctx context.Context, key string, opts *client.MutateOptions) (client.MutationResult, error)
-	Increment(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error)
-	Decrement(ctx context.Context, key string, opts *client.CounterOptions) (client.CounterResult, error)
-	Touch(ctx context.Context, key string, expiry time.Duration, opts *client.GetOptions) (client.MutationResult, error)
-	GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *client.GetOptions) (client.GetResult, error)
-	Unlock(ctx context.Context, key string, cas uint64, opts *client.GetOptions) error
+	Upsert(ctx context.Context, key string, value []byte, opts *client.UpsertOptions) (client.MutationResult, error)
+	Insert(ctx context.Context, key string, value []byte, opts *client.InsertOptions) (client.MutationResult, error)
+	Replace(ctx context.Context, key string, value []byte, opts *client.ReplaceOptions) (client.MutationResult, error)
+	Append(ctx context.Context, key string, value []byte, opts *client.AppendOptions) (client.MutationResult, error)
+	Prepend(ctx context.Context, key string, value []byte, opts *client.PrependOptions) (client.MutationResult, error)
+	Remove(ctx context.Context, key string, opts *client.RemoveOptions) (client.MutationResult, error)
+	Increment(ctx context.Context, key string, opts *client.IncrementOptions) (client.CounterResult, error)
+	Decrement(ctx context.Context, key string, opts *client.DecrementOptions) (client.CounterResult, error)
+	Touch(ctx context.Context, key string, expiry time.Duration, opts *client.TouchOptions) (client.MutationResult, error)
+	GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *client.GetAndLockOptions) (client.GetResult, error)
+	Unlock(ctx context.Context, key string, cas uint64, opts *client.UnlockOptions) error
 }
 
 var _ kvAPI = (*client.Collection)(nil)
@@ -305,15 +305,17 @@ func (w *worker) doStore(ks *keyState, op *opRec) {
 		// Long and repetitive: sent snappy-compressed.
 		op.value += ":" + strings.Repeat("z", 96)
 	}
-	f := ks.api.Upsert
-	switch op.kind {
-	case opInsert:
-		f = ks.api.Insert
-	case opReplace:
-		f = ks.api.Replace
-	}
 	w.exec(ks, op, func(ctx context.Context) error {
-		r, err := f(ctx, ks.name, []byte(op.value), &client.MutateOptions{Timeout: op.timeout, Cas: op.cas})
+		var r client.MutationResult
+		var err error
+		switch op.kind {
+		case opInsert:
+			r, err = ks.api.Insert(ctx, ks.name, []byte(op.value), &client.InsertOptions{Timeout: op.timeout})
+		case opReplace:
+			r, err = ks.api.Replace(ctx, ks.name, []byte(op.value), &client.ReplaceOptions{Timeout: op.timeout, Cas: op.cas})
+		default:
+			r, err = ks.api.Upsert(ctx, ks.name, []byte(op.value), &client.UpsertOptions{Timeout: op.timeout, Cas: op.cas})
+		}
 		op.resCas = r.Cas
 		return err
 	})
@@ -327,7 +329,7 @@ func (w *worker) remove(ks *keyState, withCas bool) {
 	op := w.newOp(ks, opRemove)
 	op.cas = cas
 	w.exec(ks, op, func(ctx context.Context) error {
-		r, err := ks.api.Remove(ctx, ks.name, &client.MutateOptions{Timeout: op.timeout, Cas: op.cas})
+		r, err := ks.api.Remove(ctx, ks.name, &client.RemoveOptions{Timeout: op.timeout, Cas: op.cas})
 		op.resCas = r.Cas
 		return err
 	})
@@ -345,12 +347,14 @@ func (w *worker) concat(ks *keyState, k opKind, withCas bool) {
 	op := w.newOp(ks, k)
 	op.cas = cas
 	op.value = "|" + tag(ks, op)
-	f := ks.api.Append
-	if k == opPrepend {
-		f = ks.api.Prepend
-	}
 	w.exec(ks, op, func(ctx context.Context) error {
-		r, err := f(ctx, ks.name, []byte(op.value), &client.MutateOptions{Timeout: op.timeout, Cas: op.cas})
+		var r client.MutationResult
+		var err error
+		if k == opPrepend {
+			r, err = ks.api.Prepend(ctx, ks.name, []byte(op.value), &client.PrependOptions{Timeout: op.timeout, Cas: op.cas})
+		} else {
+			r, err = ks.api.Append(ctx, ks.name, []byte(op.value), &client.AppendOptions{Timeout: op.timeout, Cas: op.cas})
+		}
 		op.resCas = r.Cas
 		return err
 	})
@@ -360,13 +364,15 @@ func (w *worker) counter(ks *keyState, k opKind) {
 	op := w.newOp(ks, k)
 	op.delta = op.seq // unique per key: the hook tells the requests apart by it
 	op.initial = 1000 + op.seq
-	f := ks.api.Increment
-	if k == opDecr {
-		f = ks.api.Decrement
-	}
 	w.exec(ks, op, func(ctx context.Context) error {
 		init := op.initial
-		r, err := f(ctx, ks.name, &client.CounterOptions{Timeout: op.timeout, Delta: op.delta, Initial: &init})
+		var r client.CounterResult
+		var err error
+		if k == opDecr {
+			r, err = ks.api.Decrement(ctx, ks.name, &client.DecrementOptions{Timeout: op.timeout, Delta: op.delta, Initial: &init})
+		} else {
+			r, err = ks.api.Increment(ctx, ks.name, &client.IncrementOptions{Timeout: op.timeout, Delta: op.delta, Initial: &init})
+		}
 		op.resCas, op.resCount = r.Cas, r.Value
 		return err
 	})
@@ -375,7 +381,7 @@ func (w *worker) counter(ks *keyState, k opKind) {
 func (w *worker) touch(ks *keyState) {
 	op := w.newOp(ks, opTouch)
 	w.exec(ks, op, func(ctx context.Context) error {
-		r, err := ks.api.Touch(ctx, ks.name, time.Hour, &client.GetOptions{Timeout: op.timeout})
+		r, err := ks.api.Touch(ctx, ks.name, time.Hour, &client.TouchOptions{Timeout: op.timeout})
 		op.resCas = r.Cas
 		return err
 	})
@@ -387,7 +393,7 @@ func (w *worker) touch(ks *keyState) {
 func (w *worker) lockSequence(ks *keyState) {
 	lk := w.newOp(ks, opLock)
 	w.exec(ks, lk, func(ctx context.Context) error {
-		r, err := ks.api.GetAndLock(ctx, ks.name, lockTime, &client.GetOptions{Timeout: lk.timeout})
+		r, err := ks.api.GetAndLock(ctx, ks.name, lockTime, &client.GetAndLockOptions{Timeout: lk.timeout})
 		lk.resValue, lk.resCas = string(r.Value), r.Cas
 		return err
 	})
@@ -404,7 +410,7 @@ func (w *worker) lockSequence(ks *keyState) {
 		op := w.newOp(ks, opUnlock)
 		op.cas = lk.resCas
 		w.exec(ks, op, func(ctx context.Context) error {
-			return ks.api.Unlock(ctx, ks.name, op.cas, &client.GetOptions{Timeout: op.timeout})
+			return ks.api.Unlock(ctx, ks.name, op.cas, &client.UnlockOptions{Timeout: op.timeout})
 		})
 	case 2, 3:
 		op := w.newOp(ks, opReplace)
@@ -414,7 +420,7 @@ func (w *worker) lockSequence(ks *keyState) {
 		op := w.newOp(ks, opRemove)
 		op.cas = lk.resCas
 		w.exec(ks, op, func(ctx context.Context) error {
-			r, err := ks.api.Remove(ctx, ks.name, &client.MutateOptions{Timeout: op.timeout, Cas: op.cas})
+			r, err := ks.api.Remove(ctx, ks.name, &client.RemoveOptions{Timeout: op.timeout, Cas: op.cas})
 			op.resCas = r.Cas
 			return err
 		})

@@ -45,9 +45,9 @@ func TestSyncWriteSendsDurabilityTimeoutWithinOperationTimeout(t *testing.T) {
 	defer h.Remove()
 
 	ctx := context.Background()
-	_, err := col.Upsert(ctx, "k", []byte("v"), &MutateOptions{Durability: DurabilityMajority, Timeout: time.Second})
+	_, err := col.Upsert(ctx, "k", []byte("v"), &UpsertOptions{Durability: DurabilityMajority, Timeout: time.Second})
 	require.NoError(t, err)
-	_, err = col.Upsert(ctx, "k", []byte("w"), &MutateOptions{Durability: DurabilityMajority, Timeout: time.Second,
+	_, err = col.Upsert(ctx, "k", []byte("w"), &UpsertOptions{Durability: DurabilityMajority, Timeout: time.Second,
 		DurabilityTimeout: 5 * time.Second})
 	require.NoError(t, err)
 

@@ -80,7 +80,7 @@ func TestLeavingNodeDrainsLongOperation(t *testing.T) {
 	go func() {
 		one := uint64(1)
 		var err error
-		res, err = col.Increment(context.Background(), key, &CounterOptions{Initial: &one, Timeout: 5 * time.Second})
+		res, err = col.Increment(context.Background(), key, &IncrementOptions{Initial: &one, Timeout: 5 * time.Second})
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return h.Hits() == 1 }, 5*time.Second, time.Millisecond, "the Increment never reached the node")
@@ -108,7 +108,7 @@ func TestUnencodableRequestFailsAtOnce(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, &Options{KVTimeout: 5 * time.Second})
 	_, err := c.DefaultCollection().Upsert(context.Background(), "k", []byte("v"),
-		&MutateOptions{Durability: DurabilityLevel(9)})
+		&UpsertOptions{Durability: DurabilityLevel(9)})
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.NotErrorIs(t, err, ErrTimeout)
 	assert.NotErrorIs(t, err, ErrAmbiguous)
@@ -158,7 +158,7 @@ func TestNoStrategyResendsMutationInDoubt(t *testing.T) {
 	require.NoError(t, err)
 	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "ctr", OpCodes: []memdx.OpCode{memdx.OpIncrement}},
 		Action: mockcluster.Action{Close: mockcluster.CloseAfterApply}, Times: 1})
-	_, err = col.Increment(ctx, "ctr", &CounterOptions{Delta: 5})
+	_, err = col.Increment(ctx, "ctr", &IncrementOptions{Delta: 5})
 	require.ErrorIs(t, err, ErrAmbiguous)
 	assert.Equal(t, int32(0), asked.Load(), "the strategy was asked about a request in doubt")
 	got, err := col.Get(ctx, "ctr", nil)
@@ -180,7 +180,7 @@ func TestAppliedButUndecodableIsAmbiguous(t *testing.T) {
 	require.ErrorIs(t, err, ErrServerFailure)
 	require.ErrorIs(t, err, ErrAmbiguous)
 	one := uint64(1)
-	_, err = col.Increment(ctx, "n", &CounterOptions{Initial: &one})
+	_, err = col.Increment(ctx, "n", &IncrementOptions{Initial: &one})
 	require.ErrorIs(t, err, ErrAmbiguous)
 	assert.Equal(t, int64(2), applied.Load(), "each mutation sent once")
 }

@@ -25,7 +25,7 @@ func TestMemcachedPlain(t *testing.T) {
 	col := c.DefaultCollection()
 	key := fmt.Sprintf("kvwire-client-%d", time.Now().UnixNano())
 
-	m, err := col.Upsert(ctx, key, []byte("hello"), &MutateOptions{Flags: 7, Expiry: time.Minute})
+	m, err := col.Upsert(ctx, key, []byte("hello"), &UpsertOptions{Flags: 7, Expiry: time.Minute})
 	require.NoError(t, err)
 	require.NotZero(t, m.Cas)
 	g, err := col.Get(ctx, key, nil)
@@ -36,7 +36,7 @@ func TestMemcachedPlain(t *testing.T) {
 
 	_, err = col.Insert(ctx, key, []byte("x"), nil)
 	assert.ErrorIs(t, err, ErrDocumentExists)
-	_, err = col.Replace(ctx, key, []byte("x"), &MutateOptions{Cas: g.Cas + 1})
+	_, err = col.Replace(ctx, key, []byte("x"), &ReplaceOptions{Cas: g.Cas + 1})
 	assert.ErrorIs(t, err, ErrCasMismatch)
 	_, err = col.Append(ctx, key, []byte(" world"), nil)
 	require.NoError(t, err)
@@ -56,10 +56,10 @@ func TestMemcachedPlain(t *testing.T) {
 	assert.ErrorIs(t, err, ErrDocumentNotFound)
 
 	zero := uint64(40)
-	r, err := col.Increment(ctx, key+"-n", &CounterOptions{Initial: &zero})
+	r, err := col.Increment(ctx, key+"-n", &IncrementOptions{Initial: &zero})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(40), r.Value)
-	r, err = col.Increment(ctx, key+"-n", &CounterOptions{Delta: 2})
+	r, err = col.Increment(ctx, key+"-n", &IncrementOptions{Delta: 2})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(42), r.Value)
 
@@ -74,12 +74,12 @@ func TestMemcachedPlain(t *testing.T) {
 	// (memcached would misread the stream).
 	for name, f := range map[string]func() error{
 		"GetAndLock": func() error {
-			_, err := col.GetAndLock(ctx, key, time.Second, &GetOptions{Timeout: atOnceTimeout})
+			_, err := col.GetAndLock(ctx, key, time.Second, &GetAndLockOptions{Timeout: atOnceTimeout})
 			return err
 		},
-		"Unlock": func() error { return col.Unlock(ctx, key, 1, &GetOptions{Timeout: atOnceTimeout}) },
+		"Unlock": func() error { return col.Unlock(ctx, key, 1, &UnlockOptions{Timeout: atOnceTimeout}) },
 		"Durability": func() error {
-			_, err := col.Upsert(ctx, key, []byte("v"), &MutateOptions{Durability: DurabilityMajority, Timeout: atOnceTimeout})
+			_, err := col.Upsert(ctx, key, []byte("v"), &UpsertOptions{Durability: DurabilityMajority, Timeout: atOnceTimeout})
 			return err
 		},
 	} {

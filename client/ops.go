@@ -14,35 +14,77 @@ import (
 // accept (in bytes, without the collection prefix).
 const MaxKeyLength = 250
 
-// GetOptions are the options of reads (Get, GetAndTouch, GetAndLock,
-// Exists, the replica reads), Touch and Unlock. nil means the defaults.
+// Options of the operations: one type per operation, holding only what that
+// operation uses. A nil pointer means every default. Timeout overrides the
+// client's KVTimeout (the context's deadline still wins when earlier);
+// RetryStrategy overrides the client's strategy for this operation.
+
+// GetOptions are the options of Get.
 type GetOptions struct {
-	// Timeout overrides the client's KVTimeout; the context's deadline
-	// still wins when earlier.
-	Timeout time.Duration
-	// RetryStrategy overrides the client's strategy for this operation.
+	Timeout       time.Duration
 	RetryStrategy RetryStrategy
 }
 
-// MutateOptions are the options of Upsert, Insert, Replace, Remove, Append
-// and Prepend. nil means the defaults.
-type MutateOptions struct {
+// GetAndTouchOptions are the options of GetAndTouch.
+type GetAndTouchOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
-	// Cas makes the write conditional on the document's current CAS
-	// (Replace, Remove, Append, Prepend, and Upsert); a mismatch fails with
-	// ErrCasMismatch. Insert refuses it.
+}
+
+// GetAndLockOptions are the options of GetAndLock.
+type GetAndLockOptions struct {
+	Timeout       time.Duration
+	RetryStrategy RetryStrategy
+}
+
+// UnlockOptions are the options of Unlock.
+type UnlockOptions struct {
+	Timeout       time.Duration
+	RetryStrategy RetryStrategy
+}
+
+// TouchOptions are the options of Touch.
+type TouchOptions struct {
+	Timeout       time.Duration
+	RetryStrategy RetryStrategy
+}
+
+// ExistsOptions are the options of Exists.
+type ExistsOptions struct {
+	Timeout       time.Duration
+	RetryStrategy RetryStrategy
+}
+
+// GetReplicaOptions are the options of GetAnyReplica and GetAllReplicas;
+// they apply to the read of each copy.
+type GetReplicaOptions struct {
+	Timeout       time.Duration
+	RetryStrategy RetryStrategy
+}
+
+// UpsertOptions are the options of Upsert (and of UpsertJSON, UpsertString
+// and UpsertValue, which set Flags and JSON from the value's format).
+type UpsertOptions struct {
+	Timeout       time.Duration
+	RetryStrategy RetryStrategy
+	// Cas, when not 0, makes the write conditional on the document's
+	// current CAS; a mismatch fails with ErrCasMismatch.
 	Cas uint64
 	// Expiry is the document's time to live (0: none). Durations over 30
-	// days are sent as an absolute time, as the server requires. Not used
-	// by Remove, Append and Prepend.
+	// days are sent as an absolute time, as the server requires.
 	Expiry time.Duration
-	// PreserveExpiry keeps the document's current expiry (Upsert, Replace).
+	// PreserveExpiry keeps the expiry of a document that already exists
+	// (the server needs PreserveTtl; Expiry then applies only to a
+	// document the write creates).
 	PreserveExpiry bool
 	// Flags are the document's flags, stored with it and returned by Get.
+	// 0 means the Couchbase common flags of the value's format (see
+	// CommonFlagsBinary) on couchbase:// and couchbases://, and 0 on
+	// memcached://; any other value is written as given.
 	Flags uint32
-	// JSON marks the value as JSON (the datatype bit), when the server
-	// negotiated JSON.
+	// JSON says the value is JSON: the JSON datatype bit (when the server
+	// negotiated JSON) and, when Flags is 0 on a Couchbase bucket,
+	// CommonFlagsJSON.
 	JSON bool
 	// Durability makes the write synchronous; DurabilityTimeout bounds it
 	// on the server (0: 90% of the time the operation has left, sent with
@@ -52,31 +94,145 @@ type MutateOptions struct {
 	DurabilityTimeout time.Duration
 }
 
-// CounterOptions are the options of Increment and Decrement.
-type CounterOptions struct {
+// InsertOptions are the options of Insert (and of InsertJSON and
+// InsertValue). The fields mean what UpsertOptions' do.
+type InsertOptions struct {
+	Timeout           time.Duration
+	RetryStrategy     RetryStrategy
+	Expiry            time.Duration
+	Flags             uint32
+	JSON              bool
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+}
+
+// ReplaceOptions are the options of Replace (and of ReplaceJSON and
+// ReplaceValue). The fields mean what UpsertOptions' do.
+type ReplaceOptions struct {
+	Timeout           time.Duration
+	RetryStrategy     RetryStrategy
+	Cas               uint64
+	Expiry            time.Duration
+	PreserveExpiry    bool
+	Flags             uint32
+	JSON              bool
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+}
+
+// RemoveOptions are the options of Remove. The fields mean what
+// UpsertOptions' do.
+type RemoveOptions struct {
+	Timeout           time.Duration
+	RetryStrategy     RetryStrategy
+	Cas               uint64
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+}
+
+// AppendOptions are the options of Append. The fields mean what
+// UpsertOptions' do; the document keeps its flags and expiry.
+type AppendOptions struct {
+	Timeout           time.Duration
+	RetryStrategy     RetryStrategy
+	Cas               uint64
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+}
+
+// PrependOptions are the options of Prepend. The fields mean what
+// UpsertOptions' do; the document keeps its flags and expiry.
+type PrependOptions struct {
+	Timeout           time.Duration
+	RetryStrategy     RetryStrategy
+	Cas               uint64
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+}
+
+// IncrementOptions are the options of Increment.
+type IncrementOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
-	// Delta is added (Increment) or subtracted (Decrement); 0 means 1.
+	// Delta is added to the counter. 0 adds nothing: the call reads the
+	// counter (or creates it, with Initial).
 	Delta uint64
 	// Initial, when not nil, is the value a missing document is created
 	// with (the delta is not applied to it). nil: a missing document fails
 	// with ErrDocumentNotFound.
 	Initial *uint64
-	// Expiry of a document the counter creates.
+	// Expiry is the time to live of a document Initial creates; setting it
+	// without Initial is ErrInvalidArgument (the server would ignore it).
 	Expiry            time.Duration
 	Durability        DurabilityLevel
 	DurabilityTimeout time.Duration
 }
 
-// GetResult is a document read. Value is the caller's own copy.
+// DecrementOptions are the options of Decrement. The fields mean what
+// IncrementOptions' do; Delta is subtracted (the counter stops at 0).
+type DecrementOptions struct {
+	Timeout           time.Duration
+	RetryStrategy     RetryStrategy
+	Delta             uint64
+	Initial           *uint64
+	Expiry            time.Duration
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+}
+
+// opParams are what every operation's options give it.
+type opParams struct {
+	timeout  time.Duration
+	strategy RetryStrategy
+	// invalid says why the operation refuses one of its arguments before
+	// sending anything; newOp makes it the operation's ErrInvalidArgument.
+	invalid error
+}
+
+// mutParams are what a mutation's options give it.
+type mutParams struct {
+	opParams
+	cas               uint64
+	durability        DurabilityLevel
+	durabilityTimeout time.Duration
+}
+
+// storeParams are what a whole-document write's options give it.
+type storeParams struct {
+	mutParams
+	expiry   time.Duration
+	preserve bool
+	flags    uint32
+	json     bool
+	// typed: flags are final (a Transcoder's, or the caller's), written
+	// as they are on memcached:// too.
+	typed bool
+}
+
+// counterParams are what a counter's options give it.
+type counterParams struct {
+	mutParams
+	delta   uint64
+	initial *uint64
+	expiry  time.Duration
+}
+
+// GetResult is a document read. Value is the caller's own copy; ContentAs
+// decodes it by its Flags (FormatOf).
 type GetResult struct {
-	Value    []byte
-	Cas      uint64
-	Flags    uint32
-	Datatype memdx.Datatype
+	Value []byte
+	Cas   uint64
+	// Flags are the flags stored with the document: Couchbase common
+	// flags when an SDK (or kvwire on a Couchbase bucket) wrote it.
+	Flags uint32
+	// Datatype is what the server knows of the value (DatatypeJSON when it
+	// is JSON and the server negotiated JSON).
+	Datatype Datatype
 	// Attempts is the number of retries; RetryReasons why they were made.
 	Attempts     int
 	RetryReasons RetryReasons
+
+	transcoder Transcoder // the client's, for ContentAs
 }
 
 // MutationToken identifies a mutation (when sequence numbers were
@@ -112,8 +268,8 @@ type ExistsResult struct {
 }
 
 func (o *op) getResult() GetResult {
-	return GetResult{Value: o.value, Cas: o.cas, Flags: o.flags, Datatype: o.datatype,
-		Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
+	return GetResult{Value: o.value, Cas: o.cas, Flags: o.flags, Datatype: Datatype(o.datatype),
+		Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()), transcoder: o.c.opts.Transcoder}
 }
 
 func (o *op) mutationResult() MutationResult {
@@ -124,13 +280,19 @@ func (o *op) mutationResult() MutationResult {
 	return r
 }
 
-func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Request, timeout time.Duration, strategy RetryStrategy) (*op, error) {
+// newOp builds an operation on key, or its error: a key or an argument it
+// refuses (p.invalid), or an operation memcached cannot do.
+func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Request, p opParams) (*op, error) {
 	o := col.c.getOp(name, kind, col, key)
-	o.req, o.timeout = req, timeout
-	o.strategy = internalStrategy(strategy, &o.userStrategy)
+	o.req, o.timeout = req, p.timeout
+	o.strategy = internalStrategy(p.strategy, &o.userStrategy)
 	o.req.Key = o.key
-	if err := checkKey(key); err != nil {
-		e := col.c.finalError(o, ErrInvalidArgument, err)
+	invalid := checkKey(key)
+	if invalid == nil {
+		invalid = p.invalid
+	}
+	if invalid != nil {
+		e := col.c.invalidArgument(o, invalid)
 		putOp(o)
 		return nil, e
 	}
@@ -151,6 +313,12 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 	return o, nil
 }
 
+// invalidArgument is the error of an operation that refused one of its
+// arguments (err says which and why) before sending anything.
+func (c *Client) invalidArgument(o *op, err error) error {
+	return c.finalError(o, ErrInvalidArgument, err)
+}
+
 // memcachedSupports reports whether plain memcached implements op. Others
 // must never be sent: memcached answers an unknown opcode only after
 // skipping its extras and key as if they were more bytes of the stream, which
@@ -165,6 +333,9 @@ func memcachedSupports(op memdx.OpCode) bool {
 	return false
 }
 
+// Argument checks. Each returns nil or an error naming the argument and its
+// value; newOp reports it as the operation's ErrInvalidArgument.
+
 func checkKey(key string) error {
 	if key == "" {
 		return errors.New("empty key")
@@ -175,18 +346,11 @@ func checkKey(key string) error {
 	return nil
 }
 
-func getOpts(o *GetOptions) (time.Duration, RetryStrategy) {
-	if o == nil {
-		return 0, nil
-	}
-	return o.Timeout, o.RetryStrategy
-}
-
 // expiryValue converts a time to live to the protocol's expiry: seconds up
-// to 30 days, an absolute Unix time beyond (the server reads values above
-// 30 days as absolute). Sub-second durations round up to one second, so that
-// a short TTL never means "never expires".
-func expiryValue(d time.Duration) (uint32, error) {
+// to 30 days, an absolute Unix time (read from now) beyond: the server reads
+// values above 30 days as absolute. Sub-second durations round up to one
+// second, so that a short TTL never means "never expires".
+func expiryValue(d time.Duration, now time.Time) (uint32, error) {
 	if d <= 0 {
 		return 0, nil
 	}
@@ -194,9 +358,9 @@ func expiryValue(d time.Duration) (uint32, error) {
 	if secs <= 30*24*3600 {
 		return uint32(secs), nil
 	}
-	abs := time.Now().Unix() + secs
+	abs := now.Unix() + secs
 	if abs > math.MaxUint32 {
-		return 0, fmt.Errorf("%w: expiry %v is beyond what the protocol can express", ErrInvalidArgument, d)
+		return 0, fmt.Errorf("expiry %v is beyond what the protocol can express", d)
 	}
 	return uint32(abs), nil
 }
@@ -207,9 +371,43 @@ func durabilityTimeout(d time.Duration) (uint16, error) {
 	}
 	ms := d.Milliseconds()
 	if ms < 1 || ms >= math.MaxUint16 {
-		return 0, fmt.Errorf("%w: durability timeout %v not in 1ms..65.534s", ErrInvalidArgument, d)
+		return 0, fmt.Errorf("durability timeout %v not in 1ms..65.534s", d)
 	}
 	return uint16(ms), nil
+}
+
+// lockSeconds converts GetAndLock's lock time to whole seconds, rounding
+// up. Anything over the server's maximum gets its default: a lock time past
+// uint32 seconds becomes the largest one rather than wrapping around to a
+// short lock.
+func lockSeconds(d time.Duration) (uint32, error) {
+	if d < 0 {
+		return 0, fmt.Errorf("negative lock time %v", d)
+	}
+	return uint32(min(math.Ceil(d.Seconds()), math.MaxUint32)), nil
+}
+
+// counterExpiry is the expiry sent with a counter: a document Initial
+// creates gets expiry; without Initial the server must not create one, and
+// an expiry would be ignored, so it is refused.
+func counterExpiry(expiry time.Duration, initial *uint64, now time.Time) (uint32, error) {
+	if initial == nil {
+		if expiry != 0 {
+			return memdx.NoCreate, fmt.Errorf("expiry %v without Initial: the expiry applies only to a counter Initial creates", expiry)
+		}
+		return memdx.NoCreate, nil
+	}
+	return expiryValue(expiry, now)
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
 }
 
 // run executes o and releases it; res is called on success to build the
@@ -225,8 +423,11 @@ func run[T any](ctx context.Context, o *op, res func(*op) T) (T, error) {
 
 // Get reads a document.
 func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (GetResult, error) {
-	t, s := getOpts(opts)
-	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), t, s)
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+	}
+	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
 	if err != nil {
 		return GetResult{}, err
 	}
@@ -234,13 +435,14 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 }
 
 // GetAndTouch reads a document and sets its expiry.
-func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.Duration, opts *GetOptions) (GetResult, error) {
-	exp, err := expiryValue(expiry)
-	if err != nil {
-		return GetResult{}, err
+func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.Duration, opts *GetAndTouchOptions) (GetResult, error) {
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
 	}
-	t, s := getOpts(opts)
-	o, err := col.newOp("GetAndTouch", kindGet, key, memdx.NewGAT(nil, exp), t, s)
+	exp, err := expiryValue(expiry, col.c.clock.Now())
+	p.invalid = err
+	o, err := col.newOp("GetAndTouch", kindGet, key, memdx.NewGAT(nil, exp), p)
 	if err != nil {
 		return GetResult{}, err
 	}
@@ -252,17 +454,16 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 // maximum (30 s by default, the bucket's getl_max_timeout), with its
 // default (15 s, getl_default_timeout): GetAndLock(ctx, key, time.Minute,
 // nil) locks for 15 s, not 30. The result's Cas unlocks it; writes with
-// any other CAS fail while it is locked.
-func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *GetOptions) (GetResult, error) {
-	if lockTime < 0 {
-		return GetResult{}, fmt.Errorf("%w: negative lock time", ErrInvalidArgument)
+// any other CAS fail while it is locked. A negative lockTime is
+// ErrInvalidArgument.
+func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *GetAndLockOptions) (GetResult, error) {
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
 	}
-	// Anything over the server's maximum gets its default: a lock time
-	// past uint32 seconds becomes the largest one rather than wrapping
-	// around to a short lock.
-	secs := uint32(min(math.Ceil(lockTime.Seconds()), math.MaxUint32))
-	t, s := getOpts(opts)
-	o, err := col.newOp("GetAndLock", kindGet, key, memdx.NewGetLocked(nil, secs), t, s)
+	secs, err := lockSeconds(lockTime)
+	p.invalid = err
+	o, err := col.newOp("GetAndLock", kindGet, key, memdx.NewGetLocked(nil, secs), p)
 	if err != nil {
 		return GetResult{}, err
 	}
@@ -272,9 +473,12 @@ func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time
 // Unlock releases a lock taken with GetAndLock. A CAS that is not the
 // lock's fails with ErrCasMismatch (never retried, RFC 0049); a document
 // that is not locked fails with ErrDocumentNotLocked.
-func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts *GetOptions) error {
-	t, s := getOpts(opts)
-	o, err := col.newOp("Unlock", kindCas, key, memdx.NewUnlock(nil, cas), t, s)
+func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts *UnlockOptions) error {
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+	}
+	o, err := col.newOp("Unlock", kindCas, key, memdx.NewUnlock(nil, cas), p)
 	if err != nil {
 		return err
 	}
@@ -284,13 +488,14 @@ func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts 
 }
 
 // Touch sets a document's expiry.
-func (col *Collection) Touch(ctx context.Context, key string, expiry time.Duration, opts *GetOptions) (MutationResult, error) {
-	exp, err := expiryValue(expiry)
-	if err != nil {
-		return MutationResult{}, err
+func (col *Collection) Touch(ctx context.Context, key string, expiry time.Duration, opts *TouchOptions) (MutationResult, error) {
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
 	}
-	t, s := getOpts(opts)
-	o, err := col.newOp("Touch", kindCas, key, memdx.NewTouch(nil, exp), t, s)
+	exp, err := expiryValue(expiry, col.c.clock.Now())
+	p.invalid = err
+	o, err := col.newOp("Touch", kindCas, key, memdx.NewTouch(nil, exp), p)
 	if err != nil {
 		return MutationResult{}, err
 	}
@@ -299,13 +504,16 @@ func (col *Collection) Touch(ctx context.Context, key string, expiry time.Durati
 
 // Exists reports whether a document exists (GET_META on Couchbase; a GET
 // on plain memcached, which has no GET_META).
-func (col *Collection) Exists(ctx context.Context, key string, opts *GetOptions) (ExistsResult, error) {
-	t, s := getOpts(opts)
+func (col *Collection) Exists(ctx context.Context, key string, opts *ExistsOptions) (ExistsResult, error) {
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+	}
 	req, kind := memdx.NewGetMeta(nil), kindMeta
 	if col.c.memcached {
 		req, kind = memdx.NewGet(nil), kindGet
 	}
-	o, err := col.newOp("Exists", kind, key, req, t, s)
+	o, err := col.newOp("Exists", kind, key, req, p)
 	if err != nil {
 		return ExistsResult{}, err
 	}
@@ -320,36 +528,74 @@ func (col *Collection) Exists(ctx context.Context, key string, opts *GetOptions)
 	return res, err
 }
 
-// Upsert writes a document, creating or replacing it.
-func (col *Collection) Upsert(ctx context.Context, key string, value []byte, opts *MutateOptions) (MutationResult, error) {
-	return col.store(ctx, "Upsert", memdx.OpSet, key, value, opts)
+func (o *UpsertOptions) params() storeParams {
+	if o == nil {
+		return storeParams{}
+	}
+	return storeParams{
+		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy},
+			cas: o.Cas, durability: o.Durability, durabilityTimeout: o.DurabilityTimeout},
+		expiry: o.Expiry, preserve: o.PreserveExpiry, flags: o.Flags, json: o.JSON,
+	}
+}
+
+func (o *InsertOptions) params() storeParams {
+	if o == nil {
+		return storeParams{}
+	}
+	return storeParams{
+		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy},
+			durability: o.Durability, durabilityTimeout: o.DurabilityTimeout},
+		expiry: o.Expiry, flags: o.Flags, json: o.JSON,
+	}
+}
+
+func (o *ReplaceOptions) params() storeParams {
+	if o == nil {
+		return storeParams{}
+	}
+	return storeParams{
+		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy},
+			cas: o.Cas, durability: o.Durability, durabilityTimeout: o.DurabilityTimeout},
+		expiry: o.Expiry, preserve: o.PreserveExpiry, flags: o.Flags, json: o.JSON,
+	}
+}
+
+// Upsert writes a document, creating or replacing it. value is stored as
+// given, with the flags opts says (by default, on a Couchbase bucket,
+// CommonFlagsBinary, or CommonFlagsJSON with opts.JSON).
+func (col *Collection) Upsert(ctx context.Context, key string, value []byte, opts *UpsertOptions) (MutationResult, error) {
+	return col.store(ctx, "Upsert", memdx.OpSet, key, value, opts.params())
 }
 
 // Insert creates a document; ErrDocumentExists when it is already there.
-func (col *Collection) Insert(ctx context.Context, key string, value []byte, opts *MutateOptions) (MutationResult, error) {
-	if opts != nil && opts.Cas != 0 {
-		return MutationResult{}, fmt.Errorf("%w: Insert takes no CAS", ErrInvalidArgument)
-	}
-	return col.store(ctx, "Insert", memdx.OpAdd, key, value, opts)
+// Flags as Upsert.
+func (col *Collection) Insert(ctx context.Context, key string, value []byte, opts *InsertOptions) (MutationResult, error) {
+	return col.store(ctx, "Insert", memdx.OpAdd, key, value, opts.params())
 }
 
 // Replace replaces an existing document; ErrDocumentNotFound when it is
-// missing, ErrCasMismatch when opts.Cas is set and does not match.
-func (col *Collection) Replace(ctx context.Context, key string, value []byte, opts *MutateOptions) (MutationResult, error) {
-	return col.store(ctx, "Replace", memdx.OpReplace, key, value, opts)
+// missing, ErrCasMismatch when opts.Cas is set and does not match. Flags as
+// Upsert.
+func (col *Collection) Replace(ctx context.Context, key string, value []byte, opts *ReplaceOptions) (MutationResult, error) {
+	return col.store(ctx, "Replace", memdx.OpReplace, key, value, opts.params())
 }
 
-func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode, key string, value []byte, opts *MutateOptions) (MutationResult, error) {
-	var mo MutateOptions
-	if opts != nil {
-		mo = *opts
+// store writes a whole document. The flags are p.flags when set or when a
+// typed write resolved them; else, on a Couchbase bucket, the common flags
+// of the value's format (JSON when p.json, binary otherwise); else 0.
+func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode, key string, value []byte, p storeParams) (MutationResult, error) {
+	exp, err := expiryValue(p.expiry, col.c.clock.Now())
+	p.invalid = firstErr(p.invalid, err)
+	flags := p.flags
+	if flags == 0 && !p.typed && !col.c.memcached {
+		flags = CommonFlagsBinary
+		if p.json {
+			flags = CommonFlagsJSON
+		}
 	}
-	exp, err := expiryValue(mo.Expiry)
-	if err != nil {
-		return MutationResult{}, err
-	}
-	req := memdx.NewStore(opc, nil, nil, mo.Flags, exp)
-	o, err := col.mutation(name, kindMutation, key, req, &mo)
+	req := memdx.NewStore(opc, nil, nil, flags, exp)
+	o, err := col.mutation(name, kindMutation, key, req, p.mutParams)
 	if err != nil {
 		return MutationResult{}, err
 	}
@@ -357,36 +603,35 @@ func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode,
 	if o.raw == nil {
 		o.raw = []byte{}
 	}
-	if mo.JSON {
+	if p.json {
 		o.baseType = memdx.DatatypeJSON
 	}
-	o.req.PreserveTTL = mo.PreserveExpiry && opc != memdx.OpAdd
+	o.req.PreserveTTL = p.preserve
 	return run(ctx, o, (*op).mutationResult)
 }
 
-func (col *Collection) mutation(name string, kind opKind, key string, req memdx.Request, mo *MutateOptions) (*op, error) {
-	dt, err := durabilityTimeout(mo.DurabilityTimeout)
+func (col *Collection) mutation(name string, kind opKind, key string, req memdx.Request, p mutParams) (*op, error) {
+	dt, err := durabilityTimeout(p.durabilityTimeout)
+	p.invalid = firstErr(p.invalid, err)
+	req.Cas = p.cas
+	req.Durability, req.DurabilityTimeout = p.durability.wire(), dt
+	o, err := col.newOp(name, kind, key, req, p.opParams)
 	if err != nil {
 		return nil, err
 	}
-	req.Cas = mo.Cas
-	req.Durability, req.DurabilityTimeout = mo.Durability.wire(), dt
-	o, err := col.newOp(name, kind, key, req, mo.Timeout, mo.RetryStrategy)
-	if err != nil {
-		return nil, err
-	}
-	o.casGiven = mo.Cas != 0
-	o.durDefault = mo.Durability != DurabilityNone && mo.DurabilityTimeout <= 0
+	o.casGiven = p.cas != 0
+	o.durDefault = p.durability != DurabilityNone && p.durabilityTimeout <= 0
 	return o, nil
 }
 
 // Remove deletes a document.
-func (col *Collection) Remove(ctx context.Context, key string, opts *MutateOptions) (MutationResult, error) {
-	var mo MutateOptions
+func (col *Collection) Remove(ctx context.Context, key string, opts *RemoveOptions) (MutationResult, error) {
+	var p mutParams
 	if opts != nil {
-		mo = *opts
+		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+			cas: opts.Cas, durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
 	}
-	o, err := col.mutation("Remove", kindMutation, key, memdx.NewDelete(nil), &mo)
+	o, err := col.mutation("Remove", kindMutation, key, memdx.NewDelete(nil), p)
 	if err != nil {
 		return MutationResult{}, err
 	}
@@ -394,21 +639,27 @@ func (col *Collection) Remove(ctx context.Context, key string, opts *MutateOptio
 }
 
 // Append adds value at the end of an existing document.
-func (col *Collection) Append(ctx context.Context, key string, value []byte, opts *MutateOptions) (MutationResult, error) {
-	return col.concat(ctx, "Append", memdx.OpAppend, key, value, opts)
+func (col *Collection) Append(ctx context.Context, key string, value []byte, opts *AppendOptions) (MutationResult, error) {
+	var p mutParams
+	if opts != nil {
+		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+			cas: opts.Cas, durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
+	}
+	return col.concat(ctx, "Append", memdx.OpAppend, key, value, p)
 }
 
 // Prepend adds value at the start of an existing document.
-func (col *Collection) Prepend(ctx context.Context, key string, value []byte, opts *MutateOptions) (MutationResult, error) {
-	return col.concat(ctx, "Prepend", memdx.OpPrepend, key, value, opts)
+func (col *Collection) Prepend(ctx context.Context, key string, value []byte, opts *PrependOptions) (MutationResult, error) {
+	var p mutParams
+	if opts != nil {
+		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+			cas: opts.Cas, durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
+	}
+	return col.concat(ctx, "Prepend", memdx.OpPrepend, key, value, p)
 }
 
-func (col *Collection) concat(ctx context.Context, name string, opc memdx.OpCode, key string, value []byte, opts *MutateOptions) (MutationResult, error) {
-	var mo MutateOptions
-	if opts != nil {
-		mo = *opts
-	}
-	o, err := col.mutation(name, kindMutation, key, memdx.NewConcat(opc, nil, nil), &mo)
+func (col *Collection) concat(ctx context.Context, name string, opc memdx.OpCode, key string, value []byte, p mutParams) (MutationResult, error) {
+	o, err := col.mutation(name, kindMutation, key, memdx.NewConcat(opc, nil, nil), p)
 	if err != nil {
 		return MutationResult{}, err
 	}
@@ -419,37 +670,39 @@ func (col *Collection) concat(ctx context.Context, name string, opc memdx.OpCode
 	return run(ctx, o, (*op).mutationResult)
 }
 
-// Increment adds to a counter document (a decimal number as its value).
-func (col *Collection) Increment(ctx context.Context, key string, opts *CounterOptions) (CounterResult, error) {
-	return col.counter(ctx, "Increment", memdx.OpIncrement, key, opts)
-}
-
-// Decrement subtracts from a counter document; it stops at 0.
-func (col *Collection) Decrement(ctx context.Context, key string, opts *CounterOptions) (CounterResult, error) {
-	return col.counter(ctx, "Decrement", memdx.OpDecrement, key, opts)
-}
-
-func (col *Collection) counter(ctx context.Context, name string, opc memdx.OpCode, key string, opts *CounterOptions) (CounterResult, error) {
-	var co CounterOptions
+// Increment adds opts.Delta to a counter document (a decimal number as its
+// value) and returns the new value. Delta 0 reads the counter, creating it
+// when opts.Initial is set.
+func (col *Collection) Increment(ctx context.Context, key string, opts *IncrementOptions) (CounterResult, error) {
+	var p counterParams
 	if opts != nil {
-		co = *opts
+		p = counterParams{mutParams: mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout},
+			delta: opts.Delta, initial: opts.Initial, expiry: opts.Expiry}
 	}
-	if co.Delta == 0 {
-		co.Delta = 1
+	return col.counter(ctx, "Increment", memdx.OpIncrement, key, p)
+}
+
+// Decrement subtracts opts.Delta from a counter document; it stops at 0.
+// Delta 0 reads the counter, creating it when opts.Initial is set.
+func (col *Collection) Decrement(ctx context.Context, key string, opts *DecrementOptions) (CounterResult, error) {
+	var p counterParams
+	if opts != nil {
+		p = counterParams{mutParams: mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout},
+			delta: opts.Delta, initial: opts.Initial, expiry: opts.Expiry}
 	}
-	exp, err := expiryValue(co.Expiry)
-	if err != nil {
-		return CounterResult{}, err
-	}
+	return col.counter(ctx, "Decrement", memdx.OpDecrement, key, p)
+}
+
+func (col *Collection) counter(ctx context.Context, name string, opc memdx.OpCode, key string, p counterParams) (CounterResult, error) {
+	exp, err := counterExpiry(p.expiry, p.initial, col.c.clock.Now())
+	p.invalid = firstErr(p.invalid, err)
 	var initial uint64
-	if co.Initial != nil {
-		initial = *co.Initial
-	} else {
-		exp = memdx.NoCreate
+	if p.initial != nil {
+		initial = *p.initial
 	}
-	mo := MutateOptions{Timeout: co.Timeout, RetryStrategy: co.RetryStrategy,
-		Durability: co.Durability, DurabilityTimeout: co.DurabilityTimeout}
-	o, err := col.mutation(name, kindCounter, key, memdx.NewCounter(opc, nil, co.Delta, initial, exp), &mo)
+	o, err := col.mutation(name, kindCounter, key, memdx.NewCounter(opc, nil, p.delta, initial, exp), p.mutParams)
 	if err != nil {
 		return CounterResult{}, err
 	}

@@ -23,7 +23,7 @@ func TestCRUD(t *testing.T) {
 	ctx := context.Background()
 	b := mc.Bucket("default")
 
-	up, err := col.Upsert(ctx, "doc", []byte(`{"a":1}`), &MutateOptions{Flags: 0x02000000, JSON: true})
+	up, err := col.Upsert(ctx, "doc", []byte(`{"a":1}`), &UpsertOptions{Flags: 0x02000000, JSON: true})
 	require.NoError(t, err)
 	require.NotZero(t, up.Cas)
 	assert.NotZero(t, up.Token.Seqno, "mutation tokens are negotiated by default")
@@ -37,14 +37,14 @@ func TestCRUD(t *testing.T) {
 	assert.Equal(t, `{"a":1}`, string(got.Value))
 	assert.Equal(t, uint32(0x02000000), got.Flags)
 	assert.Equal(t, up.Cas, got.Cas)
-	assert.True(t, got.Datatype.Has(memdx.DatatypeJSON))
+	assert.True(t, got.Datatype.Has(DatatypeJSON))
 
 	_, err = col.Insert(ctx, "doc", []byte("x"), nil)
 	assert.ErrorIs(t, err, ErrDocumentExists)
 
-	_, err = col.Replace(ctx, "doc", []byte("v2"), &MutateOptions{Cas: got.Cas + 1})
+	_, err = col.Replace(ctx, "doc", []byte("v2"), &ReplaceOptions{Cas: got.Cas + 1})
 	assert.ErrorIs(t, err, ErrCasMismatch)
-	rep, err := col.Replace(ctx, "doc", []byte("v2"), &MutateOptions{Cas: got.Cas})
+	rep, err := col.Replace(ctx, "doc", []byte("v2"), &ReplaceOptions{Cas: got.Cas})
 	require.NoError(t, err)
 	_, err = col.Replace(ctx, "missing", []byte("v"), nil)
 	assert.ErrorIs(t, err, ErrDocumentNotFound)
@@ -64,7 +64,7 @@ func TestCRUD(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ex.Exists)
 	assert.Equal(t, got.Cas, ex.Cas)
-	_, err = col.Remove(ctx, "doc", &MutateOptions{Cas: 1})
+	_, err = col.Remove(ctx, "doc", &RemoveOptions{Cas: 1})
 	assert.ErrorIs(t, err, ErrCasMismatch)
 	_, err = col.Remove(ctx, "doc", nil)
 	require.NoError(t, err)
@@ -92,13 +92,13 @@ func TestCounters(t *testing.T) {
 	_, err := col.Increment(ctx, "n", nil)
 	assert.ErrorIs(t, err, ErrDocumentNotFound, "no Initial: a missing counter is not created")
 	ten := uint64(10)
-	r, err := col.Increment(ctx, "n", &CounterOptions{Initial: &ten, Delta: 5})
+	r, err := col.Increment(ctx, "n", &IncrementOptions{Initial: &ten, Delta: 5})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(10), r.Value, "created with Initial, delta not applied")
-	r, err = col.Increment(ctx, "n", &CounterOptions{Delta: 5})
+	r, err = col.Increment(ctx, "n", &IncrementOptions{Delta: 5})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(15), r.Value)
-	r, err = col.Decrement(ctx, "n", &CounterOptions{Delta: 100})
+	r, err = col.Decrement(ctx, "n", &DecrementOptions{Delta: 100})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0), r.Value, "decrement stops at zero")
 	_, err = col.Upsert(ctx, "s", []byte("abc"), nil)
@@ -115,7 +115,7 @@ func TestExpiryAndTouch(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Clock: clock})
 	col := connect(t, mc, nil).DefaultCollection()
 	ctx := context.Background()
-	_, err := col.Upsert(ctx, "e", []byte("v"), &MutateOptions{Expiry: 10 * time.Second})
+	_, err := col.Upsert(ctx, "e", []byte("v"), &UpsertOptions{Expiry: 10 * time.Second})
 	require.NoError(t, err)
 	d, _ := mc.Bucket("default").Get("_default", "_default", "e")
 	assert.Equal(t, start.Add(10*time.Second).Unix(), d.Expiry.Unix())
@@ -129,7 +129,7 @@ func TestExpiryAndTouch(t *testing.T) {
 	assert.Equal(t, start.Add(200*time.Second).Unix(), d.Expiry.Unix())
 
 	// 40 days is past the 30-day relative limit: sent as an absolute time.
-	_, err = col.Upsert(ctx, "far", []byte("v"), &MutateOptions{Expiry: 40 * 24 * time.Hour})
+	_, err = col.Upsert(ctx, "far", []byte("v"), &UpsertOptions{Expiry: 40 * 24 * time.Hour})
 	require.NoError(t, err)
 	d, _ = mc.Bucket("default").Get("_default", "_default", "far")
 	assert.InDelta(t, time.Now().Add(40*24*time.Hour).Unix(), d.Expiry.Unix(), 5,
@@ -148,7 +148,7 @@ func TestLockUnlock(t *testing.T) {
 	// UNLOCK with a wrong CAS: a CAS mismatch, never retried (so it ends
 	// long before its timeout, however busy the machine).
 	start := time.Now()
-	err = col.Unlock(ctx, "l", locked.Cas+1, &GetOptions{Timeout: atOnceTimeout})
+	err = col.Unlock(ctx, "l", locked.Cas+1, &UnlockOptions{Timeout: atOnceTimeout})
 	assert.ErrorIs(t, err, ErrCasMismatch)
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
@@ -174,7 +174,7 @@ func TestLockedRetriedUntilReleased(t *testing.T) {
 	var res MutationResult
 	go func() {
 		var err error
-		res, err = col.Upsert(ctx, "l", []byte("v2"), &MutateOptions{Timeout: 5 * time.Second})
+		res, err = col.Upsert(ctx, "l", []byte("v2"), &UpsertOptions{Timeout: 5 * time.Second})
 		done <- err
 	}()
 	// The writer keeps meeting LOCKED until the lock is released.
@@ -564,7 +564,7 @@ func TestCompression(t *testing.T) {
 	g, err := col.Get(ctx, "z", nil)
 	require.NoError(t, err)
 	assert.Equal(t, big, g.Value)
-	assert.False(t, g.Datatype.Has(memdx.DatatypeSnappy), "the caller gets the value, not the snappy form")
+	assert.False(t, g.Datatype.Has(DatatypeSnappy), "the caller gets the value, not the snappy form")
 
 	// Incompressible values and small ones go as they are.
 	sawSnappy = true
@@ -617,8 +617,21 @@ func TestInvalidArguments(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 	_, err = col.Get(ctx, string(bytes.Repeat([]byte("k"), 251)), nil)
 	assert.ErrorIs(t, err, ErrInvalidArgument)
-	_, err = col.Insert(ctx, "k", nil, &MutateOptions{Cas: 5})
+	_, err = col.GetAndLock(ctx, "k", -time.Second, nil)
 	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = col.Upsert(ctx, "k", nil, &UpsertOptions{Durability: DurabilityMajority, DurabilityTimeout: time.Hour})
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = col.Touch(ctx, "k", 1<<62, nil)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = col.Increment(ctx, "k", &IncrementOptions{Expiry: time.Hour})
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv, "a refused argument is the operation's error")
+	assert.Equal(t, "Increment", kv.Op)
+	assert.Equal(t, "k", kv.Key)
+	assert.Contains(t, err.Error(), "without Initial", "the error says what was wrong")
+	assert.Zero(t, countOp(mc, memdx.OpIncrement)+countOp(mc, memdx.OpGetLocked)+countOp(mc, memdx.OpTouch)+countOp(mc, memdx.OpSet),
+		"nothing refused was sent")
 }
 
 func countOp(mc *mockcluster.Cluster, op memdx.OpCode) uint64 {

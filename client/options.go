@@ -108,6 +108,10 @@ type Options struct {
 	// MaxPendingPerConnection bounds requests in flight per connection;
 	// past it an attempt waits and retries. Default 4096.
 	MaxPendingPerConnection int
+	// Transcoder decodes values for GetResult.ContentAs and encodes them
+	// for UpsertValue, InsertValue and ReplaceValue. Default
+	// JSONTranscoder, which decodes by the Couchbase common flags.
+	Transcoder Transcoder
 
 	// clock, when set (by this package's tests), times retry waits, config
 	// polls, fetch intervals and recovery rounds instead of the real clock.
@@ -254,6 +258,9 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Transcoder == nil {
+		o.Transcoder = JSONTranscoder{}
 	}
 	if o.ClientName == "" {
 		o.ClientName = "kvwire"

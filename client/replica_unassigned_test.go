@@ -35,7 +35,7 @@ func TestReplicaReadsSkipUnassignedCopies(t *testing.T) {
 		require.Len(t, ri.Replicas, tc.replicas)
 		assert.Equal(t, "", ri.Replicas[tc.replicas-1], "the map has no server for the last replica")
 
-		opts := &GetOptions{Timeout: 20 * time.Second}
+		opts := &GetReplicaOptions{Timeout: 20 * time.Second}
 		start := time.Now()
 		all, err := col.GetAllReplicas(ctx, "k", opts)
 		require.NoError(t, err)

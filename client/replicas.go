@@ -47,13 +47,16 @@ func (c *Client) copiesOf(key string) []int {
 
 // readCopy reads copy i of key: 0 is the active copy (GET), i > 0 replica i
 // (GET_REPLICA).
-func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *GetOptions) (GetReplicaResult, error) {
-	t, s := getOpts(opts)
+func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *GetReplicaOptions) (GetReplicaResult, error) {
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+	}
 	req, name := memdx.NewGet(nil), "GetReplica(active)"
 	if i > 0 {
 		req, name = memdx.NewGetReplica(nil), "GetReplica"
 	}
-	o, err := col.newOp(name, kindGet, key, req, t, s)
+	o, err := col.newOp(name, kindGet, key, req, p)
 	if err != nil {
 		return GetReplicaResult{}, err
 	}
@@ -72,7 +75,7 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 // to a server are read: a replica the map has no server for (-1) is
 // skipped, not waited for. It is the one read that fans out: up to four
 // goroutines for one call, which end when it returns.
-func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetOptions) (GetReplicaResult, error) {
+func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetReplicaOptions) (GetReplicaResult, error) {
 	copies := col.c.copiesOf(key)
 	n := len(copies)
 	ctx, cancel := context.WithCancel(ctx)
@@ -109,7 +112,7 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetO
 // to a server are read (see GetAnyReplica), so a bucket whose replicas have
 // no node yet answers with the active copy alone, without waiting for the
 // timeout. It fails only when none answered.
-func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetOptions) ([]GetReplicaResult, error) {
+func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetReplicaOptions) ([]GetReplicaResult, error) {
 	copies := col.c.copiesOf(key)
 	n := len(copies)
 	res := make([]GetReplicaResult, n)

@@ -46,7 +46,7 @@ func workload(ctx context.Context, col *Collection, workers, keys int, stop <-ch
 					}
 				case 4:
 					one := uint64(1)
-					_, err = col.Increment(ctx, "ctr-"+key, &CounterOptions{Initial: &one})
+					_, err = col.Increment(ctx, "ctr-"+key, &IncrementOptions{Initial: &one})
 				case 5:
 					_, err = col.Touch(ctx, key, time.Hour, nil)
 					if err != nil && isNotFound(err) {

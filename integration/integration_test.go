@@ -38,7 +38,7 @@ func TestCRUD(t *testing.T) {
 	col := c.DefaultCollection()
 	ctx := context.Background()
 	k := key(t)
-	m, err := col.Insert(ctx, k, []byte(`{"n":1}`), &client.MutateOptions{JSON: true, Expiry: time.Hour})
+	m, err := col.Insert(ctx, k, []byte(`{"n":1}`), &client.InsertOptions{JSON: true, Expiry: time.Hour})
 	require.NoError(t, err)
 	assert.NotZero(t, m.Token.Seqno)
 	_, err = col.Insert(ctx, k, []byte(`{}`), nil)
@@ -47,9 +47,9 @@ func TestCRUD(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"n":1}`, string(g.Value))
 	assert.Equal(t, m.Cas, g.Cas)
-	_, err = col.Replace(ctx, k, []byte(`{"n":2}`), &client.MutateOptions{Cas: g.Cas + 1, JSON: true})
+	_, err = col.Replace(ctx, k, []byte(`{"n":2}`), &client.ReplaceOptions{Cas: g.Cas + 1, JSON: true})
 	assert.ErrorIs(t, err, client.ErrCasMismatch)
-	_, err = col.Replace(ctx, k, []byte(`{"n":2}`), &client.MutateOptions{Cas: g.Cas, JSON: true})
+	_, err = col.Replace(ctx, k, []byte(`{"n":2}`), &client.ReplaceOptions{Cas: g.Cas, JSON: true})
 	require.NoError(t, err)
 	ex, err := col.Exists(ctx, k, nil)
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestLockAndCounters(t *testing.T) {
 	require.NoError(t, err)
 	l, err := col.GetAndLock(ctx, k, 5*time.Second, nil)
 	require.NoError(t, err)
-	_, err = col.Upsert(ctx, k, []byte("w"), &client.MutateOptions{Timeout: 300 * time.Millisecond})
+	_, err = col.Upsert(ctx, k, []byte("w"), &client.UpsertOptions{Timeout: 300 * time.Millisecond})
 	assert.ErrorIs(t, err, client.ErrTimeout, "a locked document refuses other writers until the timeout")
 	assert.ErrorIs(t, col.Unlock(ctx, k, l.Cas+1, nil), client.ErrCasMismatch)
 	require.NoError(t, col.Unlock(ctx, k, l.Cas, nil))
@@ -77,9 +77,9 @@ func TestLockAndCounters(t *testing.T) {
 	require.NoError(t, err)
 
 	zero := uint64(0)
-	r, err := col.Increment(ctx, k+"-n", &client.CounterOptions{Initial: &zero})
+	r, err := col.Increment(ctx, k+"-n", &client.IncrementOptions{Initial: &zero})
 	require.NoError(t, err)
-	r, err = col.Increment(ctx, k+"-n", &client.CounterOptions{Delta: 41})
+	r, err = col.Increment(ctx, k+"-n", &client.IncrementOptions{Delta: 41})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(41), r.Value)
 }
@@ -104,7 +104,7 @@ func TestDurableWrite(t *testing.T) {
 	c := connect(t)
 	ctx := context.Background()
 	_, err := c.DefaultCollection().Upsert(ctx, key(t), []byte("durable"),
-		&client.MutateOptions{Durability: client.DurabilityMajority})
+		&client.UpsertOptions{Durability: client.DurabilityMajority})
 	if errors.Is(err, client.ErrDurabilityImpossible) {
 		t.Skip("the cluster cannot satisfy majority durability (too few data nodes)")
 	}

@@ -284,7 +284,7 @@ func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 	var firstKey string
 	var mu sync.Mutex
 	var stop atomic.Bool
-	opts := &client.MutateOptions{Timeout: inv.opTimeout}
+	opts := &client.UpsertOptions{Timeout: inv.opTimeout}
 	for w := range b.cfg.Concurrency {
 		wg.Add(1)
 		go func() {
@@ -320,7 +320,7 @@ func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 // work is one worker: operations one after another until told to stop.
 func (b *bench) work(ctx context.Context, w *benchWorker, rng *rand.Rand, stop *atomic.Bool, claimed *atomic.Int64) {
 	gopts := &client.GetOptions{Timeout: b.inv.opTimeout}
-	mopts := &client.MutateOptions{Timeout: b.inv.opTimeout}
+	mopts := &client.UpsertOptions{Timeout: b.inv.opTimeout}
 	for !stop.Load() {
 		if b.cfg.Ops > 0 && claimed.Add(1) > b.cfg.Ops {
 			return

@@ -27,7 +27,7 @@
 //	$ kvcli set hello world
 //	stored "hello" cas=0x18ea407c62300000
 //	$ kvcli get hello
-//	"hello" cas=0x18ea407c62300000 flags=0x00000000 datatype=raw size=5     (stderr)
+//	"hello" cas=0x18ea407c62300000 flags=0x03000000 datatype=raw size=5     (stderr)
 //	world                                                                   (stdout)
 //
 // Or run `kvcli demo` (what `make demo` runs): it starts a mock cluster and
@@ -46,8 +46,9 @@
 //	add KEY VALUE          create a document; exit 4 if it exists (insert)
 //	replace KEY VALUE      replace an existing document; exit 3 if missing
 //	    --expiry D         time to live (set, add, replace; 0: never expires)
-//	    --flags N          the document's 32-bit flags
-//	    --json-doc         mark the value as JSON
+//	    --flags N          the document's 32-bit flags (default: Couchbase common
+//	                       flags, binary or JSON; 0 on memcached://)
+//	    --json-doc         mark the value as JSON (JSON datatype and flags)
 //	    --cas CAS          write only if the document's CAS is still CAS (not add)
 //	append KEY VALUE       append bytes to an existing document (--cas)
 //	prepend KEY VALUE      prepend bytes to an existing document (--cas)
@@ -60,9 +61,10 @@
 //	                       maximum: on a bucket configured with a lower maximum, a
 //	                       longer --lock-time locks for 15s
 //	unlock KEY CAS         release the lock; CAS in hex (0x...) or decimal
-//	incr KEY, decr KEY     change a counter by --delta (default 1) and print its new
-//	                       value; --initial N creates a missing one with N (without
-//	                       the delta), --expiry D its expiry; decr stops at 0
+//	incr KEY, decr KEY     change a counter by --delta (default 1; 0 reads it) and print
+//	                       its new value; --initial N creates a missing one with N
+//	                       (without the delta), --expiry D (with --initial) its
+//	                       expiry; decr stops at 0
 //	exists KEY             print true or false; exit 0 if it exists, 3 if not
 //
 // Examples:

@@ -40,10 +40,6 @@ func (inv *invocation) withSession(ctx context.Context, fs *flag.FlagSet, args [
 	return op(s)
 }
 
-func (inv *invocation) getOpts() *client.GetOptions {
-	return &client.GetOptions{Timeout: inv.opTimeout}
-}
-
 // printMeta prints get's and lock's metadata line on stderr.
 func (inv *invocation) printMeta(key string, r client.GetResult, extra string) {
 	fmt.Fprintf(inv.diag(), "%s cas=%s flags=0x%08x datatype=%s size=%d%s\n",
@@ -69,9 +65,9 @@ func cmdGet(ctx context.Context, inv *invocation, args []string) int {
 			var r client.GetResult
 			var err error
 			if *touch > 0 {
-				r, err = s.col.GetAndTouch(ctx, key, *touch, inv.getOpts())
+				r, err = s.col.GetAndTouch(ctx, key, *touch, &client.GetAndTouchOptions{Timeout: inv.opTimeout})
 			} else {
-				r, err = s.col.Get(ctx, key, inv.getOpts())
+				r, err = s.col.Get(ctx, key, &client.GetOptions{Timeout: inv.opTimeout})
 			}
 			if err != nil {
 				return inv.fail(key, "get", err)
@@ -134,7 +130,9 @@ func cmdStore(name string) func(context.Context, *invocation, []string) int {
 		}
 		return inv.withSession(ctx, fs, args, 2, 2, func(pos []string) (func(*session) int, error) {
 			key := pos[0]
-			mo := &client.MutateOptions{Cas: uint64(cas)}
+			var exp time.Duration
+			var fl uint32
+			var isJSON bool
 			if expiry != nil {
 				if *expiry < 0 {
 					return nil, fmt.Errorf("--expiry %v: want a positive duration", *expiry)
@@ -142,29 +140,29 @@ func cmdStore(name string) func(context.Context, *invocation, []string) int {
 				if *flags > 0xffffffff {
 					return nil, fmt.Errorf("--flags %d does not fit 32 bits", *flags)
 				}
-				mo.Expiry, mo.Flags, mo.JSON = *expiry, uint32(*flags), *jsonDoc
+				exp, fl, isJSON = *expiry, uint32(*flags), *jsonDoc
 			}
 			value, err := inv.readValue(pos[1], *raw)
 			if err != nil {
 				return nil, err
 			}
 			return func(s *session) int {
-				mo.Timeout = inv.opTimeout
+				t, c := inv.opTimeout, uint64(cas)
 				var r client.MutationResult
 				var err error
 				verb := "stored"
 				switch name {
 				case "set":
-					r, err = s.col.Upsert(ctx, key, value, mo)
+					r, err = s.col.Upsert(ctx, key, value, &client.UpsertOptions{Timeout: t, Cas: c, Expiry: exp, Flags: fl, JSON: isJSON})
 				case "add":
-					r, err = s.col.Insert(ctx, key, value, mo)
+					r, err = s.col.Insert(ctx, key, value, &client.InsertOptions{Timeout: t, Expiry: exp, Flags: fl, JSON: isJSON})
 				case "replace":
-					r, err = s.col.Replace(ctx, key, value, mo)
+					r, err = s.col.Replace(ctx, key, value, &client.ReplaceOptions{Timeout: t, Cas: c, Expiry: exp, Flags: fl, JSON: isJSON})
 				case "append":
-					r, err = s.col.Append(ctx, key, value, mo)
+					r, err = s.col.Append(ctx, key, value, &client.AppendOptions{Timeout: t, Cas: c})
 					verb = "appended to"
 				case "prepend":
-					r, err = s.col.Prepend(ctx, key, value, mo)
+					r, err = s.col.Prepend(ctx, key, value, &client.PrependOptions{Timeout: t, Cas: c})
 					verb = "prepended to"
 				}
 				if err != nil {
@@ -199,7 +197,7 @@ func cmdDelete(ctx context.Context, inv *invocation, args []string) int {
 	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
 		return func(s *session) int {
-			r, err := s.col.Remove(ctx, key, &client.MutateOptions{Timeout: inv.opTimeout, Cas: uint64(cas)})
+			r, err := s.col.Remove(ctx, key, &client.RemoveOptions{Timeout: inv.opTimeout, Cas: uint64(cas)})
 			if err != nil {
 				return inv.fail(key, "delete", err)
 			}
@@ -224,7 +222,7 @@ func cmdTouch(ctx context.Context, inv *invocation, args []string) int {
 			return nil, err
 		}
 		return func(s *session) int {
-			r, err := s.col.Touch(ctx, key, exp, inv.getOpts())
+			r, err := s.col.Touch(ctx, key, exp, &client.TouchOptions{Timeout: inv.opTimeout})
 			if err != nil {
 				return inv.fail(key, "touch", err)
 			}
@@ -255,7 +253,7 @@ func cmdLock(ctx context.Context, inv *invocation, args []string) int {
 			return nil, fmt.Errorf("--lock-time %v: want 1s to 30s", *lockTime)
 		}
 		return func(s *session) int {
-			r, err := s.col.GetAndLock(ctx, key, *lockTime, inv.getOpts())
+			r, err := s.col.GetAndLock(ctx, key, *lockTime, &client.GetAndLockOptions{Timeout: inv.opTimeout})
 			if err != nil {
 				return inv.fail(key, "lock", err)
 			}
@@ -297,7 +295,7 @@ func cmdUnlock(ctx context.Context, inv *invocation, args []string) int {
 			return nil, err
 		}
 		return func(s *session) int {
-			if err := s.col.Unlock(ctx, key, cas, inv.getOpts()); err != nil {
+			if err := s.col.Unlock(ctx, key, cas, &client.UnlockOptions{Timeout: inv.opTimeout}); err != nil {
 				return inv.fail(key, "unlock", err)
 			}
 			if inv.g.json {
@@ -314,33 +312,31 @@ func cmdUnlock(ctx context.Context, inv *invocation, args []string) int {
 func cmdCounter(name string) func(context.Context, *invocation, []string) int {
 	return func(ctx context.Context, inv *invocation, args []string) int {
 		fs := inv.newFlagSet(name)
-		delta := fs.Uint64("delta", 1, "amount to add or subtract")
+		delta := fs.Uint64("delta", 1, "amount to add or subtract (0 reads the counter)")
 		initial := fs.String("initial", "", "create a missing document with this value (the delta is not applied)")
 		expiry := fs.Duration("expiry", 0, "time to live of a document the counter creates")
 		return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 			key := pos[0]
-			co := &client.CounterOptions{Delta: *delta, Expiry: *expiry}
-			if *delta == 0 {
-				return nil, errors.New("--delta must be at least 1")
-			}
 			if *expiry < 0 {
 				return nil, fmt.Errorf("--expiry %v: want a positive duration", *expiry)
 			}
+			var init *uint64
 			if *initial != "" {
 				v, err := strconv.ParseUint(*initial, 10, 64)
 				if err != nil {
 					return nil, fmt.Errorf("--initial %q: want a decimal uint64", *initial)
 				}
-				co.Initial = &v
+				init = &v
+			} else if *expiry != 0 {
+				return nil, errors.New("--expiry needs --initial: it is the time to live of a counter --initial creates")
 			}
 			return func(s *session) int {
-				co.Timeout = inv.opTimeout
 				var r client.CounterResult
 				var err error
 				if name == "incr" {
-					r, err = s.col.Increment(ctx, key, co)
+					r, err = s.col.Increment(ctx, key, &client.IncrementOptions{Timeout: inv.opTimeout, Delta: *delta, Initial: init, Expiry: *expiry})
 				} else {
-					r, err = s.col.Decrement(ctx, key, co)
+					r, err = s.col.Decrement(ctx, key, &client.DecrementOptions{Timeout: inv.opTimeout, Delta: *delta, Initial: init, Expiry: *expiry})
 				}
 				if err != nil {
 					return inv.fail(key, name, err)
@@ -363,7 +359,7 @@ func cmdExists(ctx context.Context, inv *invocation, args []string) int {
 	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
 		return func(s *session) int {
-			r, err := s.col.Exists(ctx, key, inv.getOpts())
+			r, err := s.col.Exists(ctx, key, &client.ExistsOptions{Timeout: inv.opTimeout})
 			if err != nil {
 				return inv.fail(key, "exists", err)
 			}

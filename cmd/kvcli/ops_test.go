@@ -45,7 +45,7 @@ func TestStoreGetDelete(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r)
 	assert.Equal(t, "v1", r.stdout, "the value exactly, no newline when stdout is not a terminal")
 	d, _ := doc(t, mc, "k")
-	assert.Contains(t, r.stderr, `"k" cas=`+fmtCas(d.Cas)+" flags=0x00000000")
+	assert.Contains(t, r.stderr, `"k" cas=`+fmtCas(d.Cas)+" flags=0x03000000", "a value set on a Couchbase bucket has the binary common flags")
 
 	r = runKV(t, env, "", "get", "missing")
 	assert.Equal(t, exitNotFound, r.code, r)

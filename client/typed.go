@@ -1,0 +1,101 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Typed reads and writes: values encoded by a Transcoder, with the common
+// flags other Couchbase SDKs read. The *JSON helpers always use
+// JSONTranscoder; ContentAs and the *Value helpers use the client's
+// (Options.Transcoder). A value that cannot be encoded fails with
+// ErrEncodingFailure before anything is sent; one that cannot be decoded
+// with ErrDecodingFailure.
+
+// UpsertJSON writes v encoded with encoding/json (json.RawMessage as given),
+// with CommonFlagsJSON (unless opts.Flags is set) and the JSON datatype.
+func UpsertJSON(ctx context.Context, col *Collection, key string, v any, opts *UpsertOptions) (MutationResult, error) {
+	return col.storeTyped(ctx, "Upsert", memdx.OpSet, key, v, JSONTranscoder{}, opts.params())
+}
+
+// InsertJSON is Insert of v encoded as UpsertJSON does.
+func InsertJSON(ctx context.Context, col *Collection, key string, v any, opts *InsertOptions) (MutationResult, error) {
+	return col.storeTyped(ctx, "Insert", memdx.OpAdd, key, v, JSONTranscoder{}, opts.params())
+}
+
+// ReplaceJSON is Replace of v encoded as UpsertJSON does.
+func ReplaceJSON(ctx context.Context, col *Collection, key string, v any, opts *ReplaceOptions) (MutationResult, error) {
+	return col.storeTyped(ctx, "Replace", memdx.OpReplace, key, v, JSONTranscoder{}, opts.params())
+}
+
+// UpsertString writes s as UTF-8 text, with CommonFlagsString (unless
+// opts.Flags is set).
+func UpsertString(ctx context.Context, col *Collection, key, s string, opts *UpsertOptions) (MutationResult, error) {
+	return col.storeTyped(ctx, "Upsert", memdx.OpSet, key, s, RawStringTranscoder{}, opts.params())
+}
+
+// UpsertValue writes v encoded with the client's Transcoder, with the flags
+// it gives (unless opts.Flags is set) and, for a JSON format, the JSON
+// datatype.
+func UpsertValue(ctx context.Context, col *Collection, key string, v any, opts *UpsertOptions) (MutationResult, error) {
+	return col.storeTyped(ctx, "Upsert", memdx.OpSet, key, v, col.c.opts.Transcoder, opts.params())
+}
+
+// InsertValue is Insert of v encoded as UpsertValue does.
+func InsertValue(ctx context.Context, col *Collection, key string, v any, opts *InsertOptions) (MutationResult, error) {
+	return col.storeTyped(ctx, "Insert", memdx.OpAdd, key, v, col.c.opts.Transcoder, opts.params())
+}
+
+// ReplaceValue is Replace of v encoded as UpsertValue does.
+func ReplaceValue(ctx context.Context, col *Collection, key string, v any, opts *ReplaceOptions) (MutationResult, error) {
+	return col.storeTyped(ctx, "Replace", memdx.OpReplace, key, v, col.c.opts.Transcoder, opts.params())
+}
+
+// GetJSON reads a document and decodes it into a T with JSONTranscoder: a
+// JSON document (or one with flags 0) with encoding/json; a binary or
+// string one only when T can hold it ([]byte, string, any), else
+// ErrDecodingFailure. The GetResult is returned whenever the read
+// succeeded, decoded or not.
+//
+//	type User struct{ Name string }
+//	u, _, err := client.GetJSON[User](ctx, users, "u:1", nil)
+func GetJSON[T any](ctx context.Context, col *Collection, key string, opts *GetOptions) (T, GetResult, error) {
+	var v T
+	r, err := col.Get(ctx, key, opts)
+	if err != nil {
+		return v, r, err
+	}
+	if err := (JSONTranscoder{}).Decode(r.Value, r.Flags, &v); err != nil {
+		return v, r, fmt.Errorf("Get %q: %w", key, err)
+	}
+	return v, r, nil
+}
+
+// ContentAs decodes the value into out (a non-nil pointer) with the
+// client's Transcoder (JSONTranscoder unless Options.Transcoder says
+// otherwise), by the value's flags. out may share Value's bytes.
+func (r GetResult) ContentAs(out any) error {
+	tc := r.transcoder
+	if tc == nil {
+		tc = JSONTranscoder{}
+	}
+	return tc.Decode(r.Value, r.Flags, out)
+}
+
+// storeTyped encodes v with tc and writes it. Flags the caller set win
+// over tc's; the JSON datatype is set when the flags written say JSON, or
+// the caller said so.
+func (col *Collection) storeTyped(ctx context.Context, name string, opc memdx.OpCode, key string, v any, tc Transcoder, p storeParams) (MutationResult, error) {
+	value, flags, err := tc.Encode(v)
+	if err != nil {
+		return MutationResult{}, fmt.Errorf("%s %q: %w", name, key, err)
+	}
+	if p.flags == 0 {
+		p.flags = flags
+	}
+	p.json = p.json || (p.flags != 0 && FormatOf(p.flags) == FormatJSON)
+	p.typed = true
+	return col.store(ctx, name, opc, key, value, p)
+}
