@@ -55,6 +55,29 @@ func TestMemcachedPlain(t *testing.T) {
 	_, err = col.Get(ctx, key, nil)
 	assert.ErrorIs(t, err, ErrDocumentNotFound)
 
+	// memcached:// stores flags 0 unless the caller sets them, as other
+	// memcached clients do; the typed helpers store their format's.
+	_, err = col.Upsert(ctx, key, []byte("raw"), nil)
+	require.NoError(t, err)
+	g, err = col.Get(ctx, key, nil)
+	require.NoError(t, err)
+	assert.Zero(t, g.Flags)
+	_, err = UpsertJSON(ctx, col, key, map[string]int{"n": 1}, nil)
+	require.NoError(t, err)
+	v, g, err := GetJSON[map[string]int](ctx, col, key, nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"n": 1}, v)
+	assert.Equal(t, CommonFlagsJSON, g.Flags)
+	_, err = UpsertString(ctx, col, key, "text", nil)
+	require.NoError(t, err)
+	g, err = col.Get(ctx, key, nil)
+	require.NoError(t, err)
+	var s string
+	require.NoError(t, g.ContentAs(&s))
+	assert.Equal(t, "text", s)
+	_, err = col.Remove(ctx, key, nil)
+	require.NoError(t, err)
+
 	zero := uint64(40)
 	r, err := col.Increment(ctx, key+"-n", &IncrementOptions{Initial: &zero})
 	require.NoError(t, err)
