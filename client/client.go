@@ -113,15 +113,18 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		known:       append([]string(nil), cs.Hosts...),
 		unreachable: make(chan struct{}, 1),
 		fetches:     map[*node]*fetchState{},
-		clock:       o.clock,
+		clock:       clockFor(o.Clock),
 		strategy:    internalStrategy(o.RetryStrategy, nil),
 	}
 	c.intake.ready = make(chan struct{}, 1)
-	if c.clock == nil {
-		c.clock = retry.RealClock()
-	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.orch = retry.Orchestrator{Clock: o.clock, Logger: o.Logger, NMVInterval: o.NMVRetryInterval}
+	// A nil Clock keeps the orchestrator on its real-clock path, which
+	// reuses one timer per operation.
+	var orchClock retry.Clock
+	if o.Clock != nil {
+		orchClock = c.clock
+	}
+	c.orch = retry.Orchestrator{Clock: orchClock, Logger: o.Logger, NMVInterval: o.NMVRetryInterval}
 	c.colls.init()
 	if c.memcached {
 		err = c.bootstrapMemcached(ctx)

@@ -20,7 +20,7 @@ import (
 func TestAnnouncedConfigFetchedDespiteFetchSpacing(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{clock: fc})
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	held := c.ConfigVersion()

@@ -29,7 +29,7 @@ import (
 func TestNMVWithoutBodyFetchesConfigFromNode(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{clock: fc})
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -97,7 +97,7 @@ func TestGetAfterVbucketMoveWithoutNMVBodySucceedsWithin100ms(t *testing.T) {
 func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{clock: fc})
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -273,7 +273,7 @@ func (h *logCapture) find(s string) []string {
 func TestFailoverConfigWakesOperationWaitingForNode(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{clock: fc})
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -223,7 +223,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	if strategy == nil {
 		strategy = c.strategy
 	}
-	o.st.Init(ctx, o.req.OpCode, strategy, time.Now().Add(timeout))
+	o.st.Init(ctx, o.req.OpCode, strategy, c.clock.Now().Add(timeout))
 	o.st.SetOperation(o.name)
 	// The earlier of the timeout and ctx's deadline; each attempt waits for
 	// its response until then (conn.DoDeadline: no context per operation).

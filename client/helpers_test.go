@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvwire/kvwire/internal/leakcheck"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
@@ -104,3 +105,8 @@ const (
 )
 
 func asKV(err error, kv **KeyValueError) bool { return errors.As(err, kv) }
+
+// fakeClock makes a *retry.FakeClock a client Clock.
+type fakeClock struct{ *retry.FakeClock }
+
+func (f fakeClock) NewTimer(d time.Duration) Timer { return f.FakeClock.NewTimer(d) }

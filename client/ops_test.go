@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
-	"sync"
+	"slices"
+
 	"testing"
 	"time"
 
@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 func TestCRUD(t *testing.T) {
@@ -191,17 +192,19 @@ func TestLockedRetriedUntilReleased(t *testing.T) {
 	assert.Equal(t, "v2", string(g.Value))
 }
 
-// A Get with a 100 ms timeout against a key that stays locked times out,
-// after waits capped to the deadline: no retry follows a wait planned to end
-// at or after the deadline, and a wait that would reach it ends the
-// operation (no attempt follows it). That is checked on the decisions (the
-// Debug records of the retry orchestrator, through the client's Logger),
-// not on the wall clock, which a busy machine stretches by any amount.
+// A Get against a key that stays locked times out at its deadline, on the
+// client's clock: each back-off ends before the deadline or is the last wait,
+// ending exactly at it; no attempt follows that wait; and the Get does not
+// give up before the clock reaches the deadline. The clock is fake and moves
+// only to the end of each wait, so the machine's load changes nothing.
 func TestLockedGetTimesOutOnTime(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
-	rec := &retryRecords{}
-	col := connect(t, mc, &Options{Logger: slog.New(rec), Observer: rec}).DefaultCollection()
-	ctx := context.Background()
+	// An hour ahead of real time: the socket's wait for a response ends at
+	// the operation's deadline read as a real time, so it never ends first.
+	fc := retry.NewFakeClock(time.Now().Add(time.Hour))
+	col := connect(t, mc, &Options{Clock: fakeClock{fc}}).DefaultCollection()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	_, err := col.Upsert(ctx, "l", []byte("v"), nil)
 	require.NoError(t, err)
 	// Make GET answer LOCKED for the key (a GET of a locked document
@@ -211,113 +214,48 @@ func TestLockedGetTimesOutOnTime(t *testing.T) {
 		Action: mockcluster.Action{Status: memdx.StatusLocked}})
 	defer ctl.Remove()
 
-	start := time.Now()
-	_, err = col.Get(context.WithValue(ctx, recordKey{}, true), "l", &GetOptions{Timeout: 100 * time.Millisecond})
-	elapsed := time.Since(start)
-	require.ErrorIs(t, err, ErrTimeout)
-	assert.ErrorIs(t, err, ErrUnambiguousTimeout, "a read is never ambiguous")
-	assert.GreaterOrEqual(t, elapsed, 95*time.Millisecond, "it did not give up early")
-	var kv *KeyValueError
-	require.ErrorAs(t, err, &kv)
-	assert.True(t, kv.RetryReasons.Has(retryKVLocked))
-	assert.GreaterOrEqual(t, ctl.Hits(), 2, "LOCKED was retried")
-
-	// Uncapped, the backoff would sleep past 100 ms and then send again.
-	// Each retry is decided after the attempt before it ended (its clock
-	// reading is no earlier), and the deadline is no later than the first
-	// attempt's start plus the timeout (the client read the clock for it
-	// before): a retry whose wait, counted from the end of the attempt
-	// before it, reaches that bound was planned past the deadline. The
-	// operation ends either on a decision to wait out the time left, or on
-	// an attempt that ran into the deadline while its answer was awaited.
-	recs := rec.list()
-	require.NotEmpty(t, recs)
-	require.Equal(t, "attempt start", recs[0].msg)
-	latest := recs[0].at.Add(100 * time.Millisecond)
-	var floor time.Time
-	for i, r := range recs {
-		switch r.msg {
-		case "attempt start":
-		case "attempt end":
-			floor = r.at
-		case "retrying operation":
-			assert.True(t, floor.Add(r.delay).Before(latest),
-				"record %d: a wait of %v decided after %v is planned past the deadline (by %v at the latest): %+v", i, r.delay, floor, latest, recs)
-		case "retry wait reaches the deadline; operation will time out":
-			assert.Equal(t, len(recs)-1, i, "nothing follows a timeout decision: %+v", recs)
-			assert.LessOrEqual(t, r.left, r.delay, "the wait was capped to the time left")
+	const timeout = 100 * time.Millisecond
+	deadline := fc.Now().Add(timeout)
+	done := make(chan error, 1)
+	go func() {
+		_, err := col.Get(context.Background(), "l", &GetOptions{Timeout: timeout})
+		done <- err
+	}()
+	waits := 0
+	for {
+		// The config poll's timer (due long after the deadline) and the
+		// Get's back-off.
+		require.NoError(t, fc.BlockUntilTimers(ctx, 2))
+		select {
+		case err := <-done:
+			t.Fatalf("the Get ended at %v, before the deadline: %v", fc.Now().Sub(deadline), err)
 		default:
-			t.Errorf("record %d: unexpected %q", i, r.msg)
+		}
+		end := slices.MinFunc(fc.Timers(), time.Time.Compare)
+		require.False(t, end.After(deadline), "wait %d ends %v past the deadline", waits, end.Sub(deadline))
+		waits++
+		hits := ctl.Hits()
+		fc.Set(end)
+		if end.Equal(deadline) {
+			err := <-done
+			require.ErrorIs(t, err, ErrTimeout)
+			assert.ErrorIs(t, err, ErrUnambiguousTimeout, "a read is never ambiguous")
+			var kv *KeyValueError
+			require.ErrorAs(t, err, &kv)
+			assert.True(t, kv.RetryReasons.Has(retryKVLocked))
+			assert.Equal(t, hits, ctl.Hits(), "no attempt after the wait that reached the deadline")
+			assert.Equal(t, waits, ctl.Hits(), "one wait after each LOCKED answer")
+			break
 		}
 	}
-	t.Logf("timed out after %v, %d LOCKED answers, decisions %+v", elapsed, ctl.Hits(), recs)
+	assert.GreaterOrEqual(t, waits, 3, "LOCKED was retried")
+	t.Logf("timed out after %d LOCKED answers", ctl.Hits())
 }
 
 // atOnceTimeout is the timeout of operations that must fail at once: they
 // end long before it unless they wait for something (retry until the
 // timeout), whatever the machine's load.
 const atOnceTimeout = 10 * time.Second
-
-// recordKey marks the context of an operation whose retry decisions a
-// retryRecords keeps.
-type recordKey struct{}
-
-type retryRecord struct {
-	msg         string
-	at          time.Time
-	delay, left time.Duration
-}
-
-// retryRecords is a slog.Handler keeping the retry orchestrator's records
-// of operations whose context carries recordKey.
-type retryRecords struct {
-	mu   sync.Mutex
-	recs []retryRecord
-}
-
-func (h *retryRecords) Enabled(ctx context.Context, _ slog.Level) bool {
-	return ctx.Value(recordKey{}) != nil
-}
-
-func (h *retryRecords) Handle(ctx context.Context, r slog.Record) error {
-	rr := retryRecord{msg: r.Message, at: r.Time}
-	r.Attrs(func(a slog.Attr) bool {
-		switch a.Key {
-		case "delay":
-			rr.delay = a.Value.Duration()
-		case "until_deadline":
-			rr.left = a.Value.Duration()
-		}
-		return true
-	})
-	h.mu.Lock()
-	h.recs = append(h.recs, rr)
-	h.mu.Unlock()
-	return nil
-}
-
-func (h *retryRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *retryRecords) WithGroup(string) slog.Handler      { return h }
-
-// AttemptStart and AttemptEnd make retryRecords a client.Observer, keeping
-// the attempts among the records.
-func (h *retryRecords) AttemptStart(info AttemptInfo) {
-	h.mu.Lock()
-	h.recs = append(h.recs, retryRecord{msg: "attempt start", at: info.Start})
-	h.mu.Unlock()
-}
-
-func (h *retryRecords) AttemptEnd(info AttemptInfo, _ error) {
-	h.mu.Lock()
-	h.recs = append(h.recs, retryRecord{msg: "attempt end", at: info.Start.Add(info.Duration)})
-	h.mu.Unlock()
-}
-
-func (h *retryRecords) list() []retryRecord {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]retryRecord(nil), h.recs...)
-}
 
 func TestTmpFailRetried(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})

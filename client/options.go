@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/kvwire/kvwire/retry"
 )
 
 // Defaults. Each is also documented on the Options field it fills.
@@ -112,10 +110,10 @@ type Options struct {
 	// for UpsertValue, InsertValue and ReplaceValue. Default
 	// JSONTranscoder, which decodes by the Couchbase common flags.
 	Transcoder Transcoder
-
-	// clock, when set (by this package's tests), times retry waits, config
-	// polls, fetch intervals and recovery rounds instead of the real clock.
-	clock retry.Clock
+	// Clock gives the time and the timers of deadlines, retry waits and
+	// config polling (see Clock); nil means the real clock. Tests set a
+	// fake one.
+	Clock Clock
 }
 
 // CompressionOptions configure snappy compression of values sent.

@@ -1,0 +1,45 @@
+package client
+
+import (
+	"time"
+
+	"github.com/kvwire/kvwire/retry"
+)
+
+// Clock is where a client reads the time and gets its timers: operation
+// deadlines, retry waits, config polls, config fetch spacing, recovery
+// rounds, and the absolute expiry sent for a time to live over 30 days.
+// Options.Clock sets it; the default is the real clock. A fake Clock lets a
+// test move time itself and check timing without sleeping. Sockets keep
+// real time: a dial's timeout, and the wait for a response, which ends at
+// the operation's deadline read as a real time.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a timer that fires once, d from now.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer of a Clock, with the semantics of *time.Timer
+// since Go 1.23: after Stop or Reset returns, no stale time is received
+// from C.
+type Timer interface {
+	C() <-chan time.Time
+	// Reset makes the timer fire d from now, whether or not it fired.
+	Reset(d time.Duration)
+	// Stop prevents the timer from firing; false if it already fired or
+	// was stopped.
+	Stop() bool
+}
+
+// retryClock gives a Clock to the retry orchestrator.
+type retryClock struct{ Clock }
+
+func (c retryClock) NewTimer(d time.Duration) retry.Timer { return c.Clock.NewTimer(d) }
+
+// clockFor returns the clock a client uses for c (nil: the real one).
+func clockFor(c Clock) retry.Clock {
+	if c == nil {
+		return retry.RealClock()
+	}
+	return retryClock{c}
+}
