@@ -7,9 +7,27 @@
 //	if err != nil { ... }            // errors.Is(err, client.ErrAuthenticationFailure) ...
 //	defer c.Close()
 //	users := c.Scope("app").Collection("users")
-//	res, err := users.Upsert(ctx, "u:1", []byte(`{"name":"Ada"}`), &client.MutateOptions{JSON: true})
-//	got, err := users.Get(ctx, "u:1", nil)
+//	_, err = client.UpsertJSON(ctx, users, "u:1", User{Name: "Ada"}, nil)
+//	u, res, err := client.GetJSON[User](ctx, users, "u:1", nil)
 //	if errors.Is(err, client.ErrDocumentNotFound) { ... }
+//	_, err = users.Upsert(ctx, "avatar:1", png, nil) // bytes, binary flags
+//
+// Each operation takes its own options type (GetOptions, UpsertOptions,
+// IncrementOptions, ...), holding only what it uses; nil means the
+// defaults.
+//
+// # Values
+//
+// Documents carry Couchbase's common flags, the format of the value in the
+// top byte of its flags, so that other SDKs read what kvwire writes and the
+// other way round: Upsert, Insert and Replace store bytes as given with
+// CommonFlagsBinary (CommonFlagsJSON with the JSON option, the caller's
+// Flags when set; flags 0 on memcached://); UpsertJSON, InsertJSON and
+// ReplaceJSON encode with encoding/json; UpsertString stores text. GetJSON
+// and GetResult.ContentAs decode by the flags (FormatOf): flags 0 read as
+// JSON, as gocbcore reads them, and a format the destination cannot hold
+// (a binary value into a struct) is ErrDecodingFailure. Options.Transcoder
+// replaces the JSONTranscoder that ContentAs and UpsertValue use.
 //
 // # Connection strings
 //
