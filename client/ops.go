@@ -292,7 +292,7 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 		invalid = p.invalid
 	}
 	if invalid != nil {
-		e := col.c.invalidArgument(o, invalid)
+		e := col.c.argumentRefused(o, invalid)
 		putOp(o)
 		return nil, e
 	}
@@ -313,9 +313,9 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 	return o, nil
 }
 
-// invalidArgument is the error of an operation that refused one of its
+// argumentRefused is the error of an operation that refused one of its
 // arguments (err says which and why) before sending anything.
-func (c *Client) invalidArgument(o *op, err error) error {
+func (c *Client) argumentRefused(o *op, err error) error {
 	return c.finalError(o, ErrInvalidArgument, err)
 }
 
