@@ -221,16 +221,27 @@ func TestLockedGetTimesOutOnTime(t *testing.T) {
 		_, err := col.Get(context.Background(), "l", &GetOptions{Timeout: timeout})
 		done <- err
 	}()
-	waits := 0
-	for {
-		// The config poll's timer (due long after the deadline) and the
-		// Get's back-off.
-		require.NoError(t, fc.BlockUntilTimers(ctx, 2))
+	// inBackoff waits until the Get sleeps in a back-off: two timers armed,
+	// the config poll's (due long after the deadline) and the Get's. It
+	// fails the test if the Get ends instead.
+	inBackoff := func() {
+		t.Helper()
+		wctx, wcancel := context.WithCancel(ctx)
+		armed := make(chan error, 1)
+		go func() { armed <- fc.BlockUntilTimers(wctx, 2) }()
 		select {
 		case err := <-done:
-			t.Fatalf("the Get ended at %v, before the deadline: %v", fc.Now().Sub(deadline), err)
-		default:
+			wcancel()
+			<-armed
+			t.Fatalf("the Get ended %v before the deadline: %v", deadline.Sub(fc.Now()), err)
+		case err := <-armed:
+			wcancel()
+			require.NoError(t, err)
 		}
+	}
+	waits := 0
+	for {
+		inBackoff()
 		end := slices.MinFunc(fc.Timers(), time.Time.Compare)
 		require.False(t, end.After(deadline), "wait %d ends %v past the deadline", waits, end.Sub(deadline))
 		waits++
