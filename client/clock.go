@@ -12,7 +12,10 @@ import (
 // Options.Clock sets it; the default is the real clock. A fake Clock lets a
 // test move time itself and check timing without sleeping. Sockets keep
 // real time: a dial's timeout, and the wait for a response, which ends at
-// the operation's deadline read as a real time.
+// the operation's deadline read as a real time. A context's deadline is a
+// real time too: an operation ends at the earlier of it and its timeout
+// counted on the Clock, so a fake Clock is used with contexts that have
+// none.
 type Clock interface {
 	Now() time.Time
 	// NewTimer returns a timer that fires once, d from now.
