@@ -199,6 +199,11 @@
 //	                                   sentinel of what failed)
 //	ErrErrorMapMaxDuration             FollowErrorMap: the error map's
 //	                                   max-duration left no time to retry
+//	ErrEncodingFailure                 a Transcoder could not encode a value;
+//	                                   nothing sent
+//	ErrDecodingFailure                 a Transcoder could not decode a value: its
+//	                                   flags' format does not fit the destination,
+//	                                   or the bytes do not parse
 //
 // # Observing
 //

@@ -292,7 +292,7 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 		invalid = p.invalid
 	}
 	if invalid != nil {
-		e := col.c.argumentRefused(o, invalid)
+		e := col.argumentRefused(o, invalid)
 		putOp(o)
 		return nil, e
 	}
@@ -313,10 +313,10 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 	return o, nil
 }
 
-// argumentRefused is the error of an operation that refused one of its
+// argumentRefused is the error of operation o, which refused one of its
 // arguments (err says which and why) before sending anything.
-func (c *Client) argumentRefused(o *op, err error) error {
-	return c.finalError(o, ErrInvalidArgument, err)
+func (col *Collection) argumentRefused(o *op, err error) error {
+	return col.invalidArgument(o.name, o.keyStr, "%w", err)
 }
 
 // memcachedSupports reports whether plain memcached implements op. Others

@@ -2,8 +2,9 @@ package client
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+
+	"github.com/kvwire/kvwire/internal/kverr"
 )
 
 // Couchbase common flags: the format of a document's value, in the top byte
@@ -139,11 +140,11 @@ func (d Datatype) String() string {
 var (
 	// ErrEncodingFailure: a Transcoder could not encode a value (a type it
 	// does not take, or a JSON encoding error). Nothing was sent.
-	ErrEncodingFailure = errors.New("encoding failure")
+	ErrEncodingFailure = kverr.ErrEncodingFailure
 	// ErrDecodingFailure: a Transcoder could not decode a value: its flags
 	// say a format the destination cannot hold (binary into a struct, say),
 	// or the bytes do not parse.
-	ErrDecodingFailure = errors.New("decoding failure")
+	ErrDecodingFailure = kverr.ErrDecodingFailure
 )
 
 // Transcoder turns values into the bytes and flags stored with a document,

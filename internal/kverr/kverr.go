@@ -119,3 +119,11 @@ var (
 	// leaves no time for the next retry.
 	ErrErrorMapMaxDuration = errors.New("the error map's max-duration for this status leaves no time for the next retry")
 )
+
+// Encoding and decoding of values (client's transcoders).
+var (
+	// ErrEncodingFailure: a value could not be encoded; nothing was sent.
+	ErrEncodingFailure = errors.New("encoding failure")
+	// ErrDecodingFailure: a value could not be decoded into the destination.
+	ErrDecodingFailure = errors.New("decoding failure")
+)
