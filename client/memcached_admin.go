@@ -136,7 +136,7 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 	}
 	var extras []byte
 	if o.Delay > 0 {
-		exp, err := expiryValue(o.Delay)
+		exp, err := expiryValue(o.Delay, c.clock.Now())
 		if err != nil {
 			return nil, &KeyValueError{Op: "Flush", OpCode: opCodeOf(memdx.OpFlush), Err: ErrInvalidArgument, Cause: err}
 		}

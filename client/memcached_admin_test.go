@@ -23,7 +23,7 @@ func TestMemcachedStatsAndVersion(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.DefaultCollection().Upsert(ctx, fmt.Sprintf("kvwire-stats-%d", time.Now().UnixNano()), []byte("x"),
-		&MutateOptions{Expiry: time.Minute})
+		&UpsertOptions{Expiry: time.Minute})
 	require.NoError(t, err)
 
 	v, err := c.Version(ctx, nil)

@@ -25,7 +25,7 @@ func scanDocs(t *testing.T, col *Collection, n int) []string {
 	keys := make([]string, n)
 	for i := range n {
 		keys[i] = fmt.Sprintf("doc-%03d", i)
-		_, err := col.Upsert(ctx, keys[i], []byte("v-"+keys[i]), &MutateOptions{Flags: uint32(i)})
+		_, err := col.Upsert(ctx, keys[i], []byte("v-"+keys[i]), &UpsertOptions{Flags: uint32(i)})
 		require.NoError(t, err)
 	}
 	for _, k := range []string{"a", "other-1", "zzz"} {
@@ -407,7 +407,7 @@ func TestScanContinueAnsweredInSeveralPackets(t *testing.T) {
 	for i := range 100 {
 		k := fmt.Sprintf("big-%03d", i)
 		keys = append(keys, k)
-		_, err := col.Upsert(ctx, k, val, &MutateOptions{})
+		_, err := col.Upsert(ctx, k, val, &UpsertOptions{})
 		require.NoError(t, err)
 	}
 	items := collect(t, col, PrefixScan{Prefix: "big-"}, &ScanOptions{BatchItemLimit: 1000, BatchByteLimit: 1 << 20})
