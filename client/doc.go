@@ -97,7 +97,7 @@
 // mutation only when the reason says it was not applied.
 // Options.RetryStrategy and the per-call RetryStrategy replace it: BestEffort,
 // FollowErrorMap, or your own RetryStrategy (see RetryStrategyFunc). Results
-// and errors say how often an operation was retried and why (Attempts,
+// and errors say how often an operation was retried and why (RetryAttempts,
 // RetryReasons).
 //
 // # Cluster configs

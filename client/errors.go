@@ -146,7 +146,7 @@ var (
 // An argument refused before anything was sent (an empty or too long key,
 // a negative lock time, an expiry the protocol cannot express, ...) is a
 // KeyValueError too: Err is ErrInvalidArgument, Cause says what was wrong,
-// Attempts is 0 and Node is "".
+// RetryAttempts is 0 and Node is "".
 type KeyValueError struct {
 	// Op is the operation ("Get", "Upsert", ...); OpCode its last opcode.
 	Op     string
@@ -166,13 +166,13 @@ type KeyValueError struct {
 	ErrorDescription string
 	ServerContext    string
 	ServerErrorRef   string
-	// Attempts is the number of retries: attempts after the first (0: the
+	// RetryAttempts (gocb's name) is the number of retries: attempts after the first (0: the
 	// operation was tried once, or ended before its first attempt), as in
-	// the results' Attempts, and the number Error reports ("after 2
+	// the results' RetryAttempts, and the number Error reports ("after 2
 	// retries"). RetryReasons says why they were made. A retry counts
 	// whether or not its request reached a connection (see Observer).
-	Attempts     int
-	RetryReasons RetryReasons
+	RetryAttempts int
+	RetryReasons  RetryReasons
 	// Ambiguous is true when the request may have been applied.
 	Ambiguous bool
 	// Err is the sentinel; Cause the underlying error.
@@ -207,11 +207,11 @@ func (e *KeyValueError) Error() string {
 	if e.Node != "" {
 		fmt.Fprintf(&b, " node=%s vb=%d", e.Node, e.Vbucket)
 	}
-	if e.Attempts > 0 {
-		if e.Attempts == 1 {
+	if e.RetryAttempts > 0 {
+		if e.RetryAttempts == 1 {
 			b.WriteString(" after 1 retry")
 		} else {
-			fmt.Fprintf(&b, " after %d retries", e.Attempts)
+			fmt.Fprintf(&b, " after %d retries", e.RetryAttempts)
 		}
 		if e.RetryReasons.Len() > 0 {
 			b.WriteString(" (for " + e.RetryReasons.String() + ")")

@@ -596,7 +596,7 @@ func (c *Client) newKVError(o *op, sentinel, cause error) *KeyValueError {
 		ErrorDescription: o.errDesc,
 		ServerContext:    o.errCtx.Context,
 		ServerErrorRef:   o.errCtx.Ref,
-		Attempts:         o.st.Attempts(),
+		RetryAttempts:    o.st.Attempts(),
 		RetryReasons:     retryReasonsOf(o.st.Reasons()),
 		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, ErrAmbiguous),
 		Err:              sentinel,

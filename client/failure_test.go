@@ -114,7 +114,7 @@ func TestUnencodableRequestFailsAtOnce(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrAmbiguous)
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
-	assert.Equal(t, 0, kv.Attempts)
+	assert.Equal(t, 0, kv.RetryAttempts)
 }
 
 // Canceling the context while an operation waits to be retried after a

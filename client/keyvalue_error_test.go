@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// KeyValueError.Attempts is the number of retries, and the message says
+// KeyValueError.RetryAttempts is the number of retries, and the message says
 // that number.
 func TestKeyValueErrorMessageCountsTheRetriesAttemptsCounts(t *testing.T) {
 	var reasons RetryReasons
@@ -19,7 +19,7 @@ func TestKeyValueErrorMessageCountsTheRetriesAttemptsCounts(t *testing.T) {
 		{1, " after 1 retry (for [KV_LOCKED])"},
 		{3, " after 3 retries (for [KV_LOCKED])"},
 	} {
-		e := &KeyValueError{Op: "Get", Key: "k", Err: ErrTimeout, Attempts: c.attempts, RetryReasons: reasons}
+		e := &KeyValueError{Op: "Get", Key: "k", Err: ErrTimeout, RetryAttempts: c.attempts, RetryReasons: reasons}
 		msg := e.Error()
 		if c.want == "" {
 			if strings.Contains(msg, "retr") || strings.Contains(msg, "attempt") {
@@ -43,7 +43,7 @@ func TestInvalidArgumentIsAKeyValueError(t *testing.T) {
 		t.Fatalf("%T %v; want a *KeyValueError matching ErrInvalidArgument", err, err)
 	}
 	if kv.Op != "GetAndLock" || kv.Key != "k" || kv.Bucket != "b" || kv.Scope != "s" || kv.Collection != "c" ||
-		kv.Attempts != 0 || kv.Node != "" || kv.Ambiguous {
+		kv.RetryAttempts != 0 || kv.Node != "" || kv.Ambiguous {
 		t.Errorf("%+v; want op, key, bucket, scope and collection, nothing sent", kv)
 	}
 	if want := `GetAndLock "k": invalid argument: negative lock time -1`; err.Error() != want {

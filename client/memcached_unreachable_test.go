@@ -41,7 +41,7 @@ func TestMemcachedDeadServerFailsItsKeysAtOnce(t *testing.T) {
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
 	assert.Equal(t, dead, kv.Node)
-	assert.Zero(t, kv.Attempts, "not retried")
+	assert.Zero(t, kv.RetryAttempts, "not retried")
 	assert.Contains(t, err.Error(), dead)
 
 	_, err = col.Upsert(ctx, key, []byte("v"), nil)

@@ -228,9 +228,9 @@ type GetResult struct {
 	// Datatype is what the server knows of the value (DatatypeJSON when it
 	// is JSON and the server negotiated JSON).
 	Datatype Datatype
-	// Attempts is the number of retries; RetryReasons why they were made.
-	Attempts     int
-	RetryReasons RetryReasons
+	// RetryAttempts is the number of retries; RetryReasons why they were made.
+	RetryAttempts int
+	RetryReasons  RetryReasons
 
 	transcoder Transcoder // the client's, for ContentAs
 }
@@ -248,9 +248,9 @@ type MutationToken struct {
 type MutationResult struct {
 	Cas uint64
 	// Token is the zero value when the server sent none.
-	Token        MutationToken
-	Attempts     int
-	RetryReasons RetryReasons
+	Token         MutationToken
+	RetryAttempts int
+	RetryReasons  RetryReasons
 }
 
 // CounterResult is the outcome of Increment or Decrement.
@@ -261,19 +261,19 @@ type CounterResult struct {
 
 // ExistsResult says whether a document exists.
 type ExistsResult struct {
-	Exists       bool
-	Cas          uint64
-	Attempts     int
-	RetryReasons RetryReasons
+	Exists        bool
+	Cas           uint64
+	RetryAttempts int
+	RetryReasons  RetryReasons
 }
 
 func (o *op) getResult() GetResult {
 	return GetResult{Value: o.value, Cas: o.cas, Flags: o.flags, Datatype: Datatype(o.datatype),
-		Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()), transcoder: o.c.opts.Transcoder}
+		RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()), transcoder: o.c.opts.Transcoder}
 }
 
 func (o *op) mutationResult() MutationResult {
-	r := MutationResult{Cas: o.cas, Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
+	r := MutationResult{Cas: o.cas, RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
 	if o.hasToken {
 		r.Token = MutationToken{Bucket: o.c.opts.Bucket, Vbucket: o.vb, VbUUID: o.token.VbUUID, Seqno: o.token.Seqno}
 	}
@@ -518,12 +518,12 @@ func (col *Collection) Exists(ctx context.Context, key string, opts *ExistsOptio
 		return ExistsResult{}, err
 	}
 	res, err := run(ctx, o, func(o *op) ExistsResult {
-		return ExistsResult{Exists: !o.deleted, Cas: o.cas, Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
+		return ExistsResult{Exists: !o.deleted, Cas: o.cas, RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
 	})
 	if errors.Is(err, ErrDocumentNotFound) {
 		var kv *KeyValueError
 		errors.As(err, &kv)
-		return ExistsResult{Exists: false, Attempts: kv.Attempts, RetryReasons: kv.RetryReasons}, nil
+		return ExistsResult{Exists: false, RetryAttempts: kv.RetryAttempts, RetryReasons: kv.RetryReasons}, nil
 	}
 	return res, err
 }

@@ -153,7 +153,7 @@ func TestLockUnlock(t *testing.T) {
 	assert.ErrorIs(t, err, ErrCasMismatch)
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
-	assert.Zero(t, kv.Attempts, "Unlock is not retried")
+	assert.Zero(t, kv.RetryAttempts, "Unlock is not retried")
 	assert.Less(t, time.Since(start), atOnceTimeout)
 
 	require.NoError(t, col.Unlock(ctx, "l", locked.Cas, nil))
@@ -186,7 +186,7 @@ func TestLockedRetriedUntilReleased(t *testing.T) {
 	require.NoError(t, col.Unlock(ctx, "l", locked.Cas, nil))
 	require.NoError(t, <-done)
 	assert.True(t, res.RetryReasons.Has(retryKVLocked), "retried for LOCKED: %v", res.RetryReasons)
-	assert.GreaterOrEqual(t, res.Attempts, 2)
+	assert.GreaterOrEqual(t, res.RetryAttempts, 2)
 	g, err := col.Get(ctx, "l", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "v2", string(g.Value))
@@ -279,7 +279,7 @@ func TestTmpFailRetried(t *testing.T) {
 	r, err := col.Get(ctx, "t", nil)
 	require.NoError(t, err)
 	assert.Equal(t, 3, ctl.Hits())
-	assert.Equal(t, 3, r.Attempts)
+	assert.Equal(t, 3, r.RetryAttempts)
 	assert.True(t, r.RetryReasons.Has(retryKVTemporaryFailure))
 
 	// Writes too: TMPFAIL says nothing was applied.
@@ -287,7 +287,7 @@ func TestTmpFailRetried(t *testing.T) {
 		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 2})
 	m, err := col.Upsert(ctx, "t", []byte("v2"), nil)
 	require.NoError(t, err)
-	assert.Equal(t, 2, m.Attempts)
+	assert.Equal(t, 2, m.RetryAttempts)
 	assert.Equal(t, uint64(2), mc.Bucket("default").MutationCount("_default", "_default", "t"))
 }
 
@@ -376,7 +376,7 @@ func TestConnectionDropAfterApply(t *testing.T) {
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
 	assert.True(t, kv.Ambiguous)
-	assert.Zero(t, kv.Attempts, "never sent twice")
+	assert.Zero(t, kv.RetryAttempts, "never sent twice")
 	assert.Equal(t, 1, ctl.Hits())
 	assert.Equal(t, uint64(1), b.MutationCount("_default", "_default", "w"), "applied exactly once")
 	d, ok := b.Get("_default", "_default", "w")

@@ -139,7 +139,7 @@ func TestCallerStrategySeesTheOperation(t *testing.T) {
 	tmpFail(1)
 	res, err := col.Upsert(ctx, "k", []byte("v"), nil)
 	require.NoError(t, err)
-	assert.Equal(t, 1, res.Attempts)
+	assert.Equal(t, 1, res.RetryAttempts)
 	assert.True(t, res.RetryReasons.Has(RetryReasonKVTemporaryFailure))
 
 	tmpFail(2)

@@ -300,7 +300,7 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 	if !isKV {
 		return line
 	}
-	if kv.Attempts == 0 || kv.RetryReasons.Len() == 0 {
+	if kv.RetryAttempts == 0 || kv.RetryReasons.Len() == 0 {
 		if kv.Node != "" {
 			line += " waiting for " + inv.redact(kv.Node) + " to answer (vbucket " + fmt.Sprint(kv.Vbucket) + ")"
 		}
@@ -313,10 +313,10 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 			}
 		}
 		times := "times"
-		if kv.Attempts == 1 {
+		if kv.RetryAttempts == 1 {
 			times = "time"
 		}
-		line += fmt.Sprintf("; retried %d %s for %s", kv.Attempts, times, strings.Join(names, ", "))
+		line += fmt.Sprintf("; retried %d %s for %s", kv.RetryAttempts, times, strings.Join(names, ", "))
 		if len(whys) > 0 {
 			line += ": " + strings.Join(whys, "; ")
 		}
@@ -340,7 +340,7 @@ func (inv *invocation) fail(key, op string, err error) int {
 			Ambiguous: errors.Is(err, client.ErrAmbiguous)}}
 		var kv *client.KeyValueError
 		if errors.As(err, &kv) {
-			res.Retries = kv.Attempts
+			res.Retries = kv.RetryAttempts
 			res.RetryReasons = reasonNames(kv.RetryReasons)
 			if kv.Status != 0 {
 				res.Error.Status = kv.Status.String()

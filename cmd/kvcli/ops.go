@@ -49,7 +49,7 @@ func (inv *invocation) printMeta(key string, r client.GetResult, extra string) {
 func (inv *invocation) getResult(op, key string, r client.GetResult) *jsonResult {
 	res := &jsonResult{Op: op, Key: key, OK: true, Cas: fmtCas(r.Cas), Flags: &r.Flags, Datatype: r.Datatype.String()}
 	res.setValue(r.Value)
-	res.setRetries(r.Attempts, r.RetryReasons)
+	res.setRetries(r.RetryAttempts, r.RetryReasons)
 	return res
 }
 
@@ -372,7 +372,7 @@ func cmdExists(ctx context.Context, inv *invocation, args []string) int {
 				if r.Exists {
 					res.Cas = fmtCas(r.Cas)
 				}
-				res.setRetries(r.Attempts, r.RetryReasons)
+				res.setRetries(r.RetryAttempts, r.RetryReasons)
 				inv.printJSON(res)
 				return code
 			}

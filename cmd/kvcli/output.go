@@ -109,7 +109,7 @@ func (r *jsonResult) setMutation(m client.MutationResult) {
 	if m.Token.VbUUID != 0 || m.Token.Seqno != 0 {
 		r.MutationToken = &jsonToken{Bucket: m.Token.Bucket, Vbucket: m.Token.Vbucket, VbUUID: fmt.Sprintf("0x%x", m.Token.VbUUID), Seqno: m.Token.Seqno}
 	}
-	r.setRetries(m.Attempts, m.RetryReasons)
+	r.setRetries(m.RetryAttempts, m.RetryReasons)
 }
 
 func fmtCas(cas uint64) string { return fmt.Sprintf("0x%016x", cas) }
