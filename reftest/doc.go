@@ -11,6 +11,12 @@
 // Couchbase Server (kv_engine's source and docs) does, never bent to a
 // client's quirk.
 //
+// Values cross between the SDKs and kvwire both ways
+// (cross_sdk_values_test.go): documents kvwire writes carry Couchbase's
+// common flags and are decoded by gocb's transcoders (gocb is imported for
+// them alone) and by the Node.js SDK's default transcoder; documents they
+// write are decoded by kvwire's GetJSON and GetResult.ContentAs.
+//
 // It also holds the benchmarks `make bench` runs (scripts/bench.sh):
 // cmd/benchcmp compares kvwire with gocbcore against the mock cluster and
 // with gomemcache and a raw pipelined loop against memcached, in one

@@ -61,6 +61,20 @@ type nodeConfig struct {
 	Writers  int `json:"writers,omitempty"`
 	MaxKeys  int `json:"maxKeys,omitempty"`
 	Progress int `json:"progress,omitempty"`
+	// values.js: the documents it reads, and those it writes.
+	ReadKeys []string    `json:"readKeys,omitempty"`
+	Write    []nodeValue `json:"write,omitempty"`
+}
+
+// nodeValue is a document values.js writes with the SDK's default
+// transcoder: Type "json" (JSON holds the value), "string" (String) or
+// "Buffer" (Base64 holds the bytes).
+type nodeValue struct {
+	Key    string `json:"key"`
+	Type   string `json:"type"`
+	JSON   string `json:"json,omitempty"`
+	String string `json:"string,omitempty"`
+	Base64 string `json:"base64,omitempty"`
 }
 
 // startNode starts a script with its config and returns the command, its
