@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -308,12 +309,7 @@ func TestKvwireReadsGocbValues(t *testing.T) {
 			t.Errorf("%s: ContentAs []byte gave %x, want %x", key, got, want)
 		}
 		// A binary document is no JSON document, whatever its bytes.
-		p, _, err := client.GetJSON[profile](ctx, col, key, nil)
-		if err == nil {
-			t.Errorf("GetJSON[profile] of the binary document %s gave %#v, no error", key, p)
-		} else if !strings.Contains(strings.ToLower(err.Error()), "binary") {
-			t.Errorf("GetJSON[profile] of the binary document %s: %q does not say the document is binary", key, err)
-		}
+		binaryIntoStruct(t, ctx, col, key)
 	}
 
 	for key, want := range map[string]string{"gocb-string": sampleText, "gocb-string-jsonlike": jsonLookingStr} {
@@ -327,6 +323,22 @@ func TestKvwireReadsGocbValues(t *testing.T) {
 		} else if got != want {
 			t.Errorf("%s: ContentAs string gave %q, want %q", key, got, want)
 		}
+	}
+}
+
+// binaryIntoStruct checks that GetJSON of the binary document key into a
+// struct fails with ErrDecodingFailure and an error that says the value is
+// binary.
+func binaryIntoStruct(t *testing.T, ctx context.Context, col *client.Collection, key string) {
+	t.Helper()
+	p, _, err := client.GetJSON[profile](ctx, col, key, nil)
+	switch {
+	case err == nil:
+		t.Errorf("GetJSON[profile] of the binary document %s gave %#v, no error", key, p)
+	case !errors.Is(err, client.ErrDecodingFailure):
+		t.Errorf("GetJSON[profile] of the binary document %s: %v, want ErrDecodingFailure", key, err)
+	case !strings.Contains(err.Error(), "binary"):
+		t.Errorf("GetJSON[profile] of the binary document %s: %q does not say the document is binary", key, err)
 	}
 }
 
@@ -462,9 +474,7 @@ func TestNodeSDKAndKvwireReadEachOthersValues(t *testing.T) {
 			} else if !bytes.Equal(got, want) {
 				t.Errorf("%s: ContentAs []byte gave %x, want %x", key, got, want)
 			}
-			if p, _, err := client.GetJSON[profile](ctx, col, key, nil); err == nil {
-				t.Errorf("GetJSON[profile] of the binary document %s gave %#v, no error", key, p)
-			}
+			binaryIntoStruct(t, ctx, col, key)
 		}
 	})
 }
