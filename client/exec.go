@@ -26,6 +26,8 @@ const (
 	kindMeta                     // GET_META: deleted flag
 	kindNoop                     // NOOP: nothing
 	kindScanCreate               // RANGE_SCAN_CREATE: the scan id
+	kindLookupIn                 // SUBDOC_MULTI_LOOKUP: per-path results (subdoc.go)
+	kindMutateIn                 // SUBDOC_MULTI_MUTATION: CAS + token + values (subdoc.go)
 )
 
 // op is one operation from the caller's call to its result. It is pooled;
@@ -98,6 +100,8 @@ type op struct {
 	hasToken bool
 	counter  uint64
 	deleted  bool
+	// sd: a LookupIn's or MutateIn's specs and results.
+	sd subdocState
 }
 
 var opPool = sync.Pool{New: func() any {
@@ -129,8 +133,9 @@ func putOp(o *op) {
 		z = nil
 	}
 	h := o.handle
+	sd := o.sd.keep()
 	*o = op{}
-	o.handle, o.nmvBody, o.z = h, nmv, z
+	o.handle, o.nmvBody, o.z, o.sd = h, nmv, z, sd
 	opPool.Put(o)
 }
 
@@ -140,6 +145,9 @@ func putOp(o *op) {
 func (o *op) onResponse(p *memdx.Packet) error {
 	o.status = p.Status
 	o.opaque = p.Opaque
+	if (o.kind == kindLookupIn || o.kind == kindMutateIn) && subdocDocAccessed(p.Status) {
+		return o.onSubdocResponse(p)
+	}
 	if p.Status != memdx.StatusSuccess {
 		switch p.Status {
 		case memdx.StatusNotMyVbucket:
@@ -295,7 +303,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 				// or a corrupt stream. Not retried. A success status means
 				// the server applied the request: for a mutation the
 				// error must say so (ambiguous), never "not applied".
-				if o.status == memdx.StatusSuccess {
+				if o.succeeded() {
 					o.st.MarkInDoubt()
 				}
 				return c.finalError(o, ErrServerFailure, err)
@@ -324,7 +332,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			lastReason, retried = reason, true
 			continue
 		}
-		if o.status == memdx.StatusSuccess {
+		if o.succeeded() {
 			return nil
 		}
 		reason, ok := c.classifyStatus(o, t, n, cn)
@@ -337,6 +345,11 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		lastReason, retried = reason, true
 	}
 }
+
+// succeeded reports whether the last attempt's response is the operation's
+// result: SUCCESS, or a sub-document status the operation takes as its
+// result (onSubdocResponse).
+func (o *op) succeeded() bool { return o.status == memdx.StatusSuccess || o.sd.accepted }
 
 // noteTimeout raises longestTimeout to d.
 func (c *Client) noteTimeout(d time.Duration) {
@@ -361,6 +374,7 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.nmvBody = o.nmvBody[:0]
 	o.errCtx = memdx.ErrorContext{}
 	o.errName, o.errDesc = "", ""
+	o.sd.accepted = false
 	if o.durDefault {
 		o.req.DurabilityTimeout = defaultDurabilityTimeout(o.st.Deadline().Sub(o.c.clock.Now()))
 	}

@@ -107,6 +107,34 @@ var statusTable = []statusRow{
 	{status: memdx.StatusSyncWriteInProgress, rule: statusRule{reason: retry.ReasonKVSyncWriteInProgress, sentinel: ErrDurableWriteInProgress}},
 	{status: memdx.StatusSyncWriteAmbiguous, rule: statusRule{sentinel: ErrDurabilityAmbiguous, ambiguous: true}},
 	{status: memdx.StatusSyncWriteReCommitInProgress, rule: statusRule{reason: retry.ReasonKVSyncWriteReCommitInProgress, sentinel: ErrDurableWriteReCommitInProgress}},
+	// Sub-document statuses: a path's status in a LookupIn result or a
+	// failed MutateIn, or the status of the whole command.
+	{status: memdx.StatusSubdocPathNotFound, rule: statusRule{sentinel: ErrPathNotFound}},
+	{status: memdx.StatusSubdocPathMismatch, rule: statusRule{sentinel: ErrPathMismatch}},
+	{status: memdx.StatusSubdocPathInvalid, rule: statusRule{sentinel: ErrPathInvalid}},
+	{status: memdx.StatusSubdocPathTooBig, rule: statusRule{sentinel: ErrPathTooBig}},
+	{status: memdx.StatusSubdocDocTooDeep, rule: statusRule{sentinel: ErrPathTooDeep}},
+	{status: memdx.StatusSubdocCantInsert, rule: statusRule{sentinel: ErrValueInvalid}},
+	{status: memdx.StatusSubdocNotJSON, rule: statusRule{sentinel: ErrDocumentNotJSON}},
+	{status: memdx.StatusSubdocBadRange, rule: statusRule{sentinel: ErrNumberTooBig}},
+	{status: memdx.StatusSubdocBadDelta, rule: statusRule{sentinel: ErrDeltaInvalid}},
+	{status: memdx.StatusSubdocPathExists, rule: statusRule{sentinel: ErrPathExists}},
+	{status: memdx.StatusSubdocValueTooDeep, rule: statusRule{sentinel: ErrValueTooDeep}},
+	{status: memdx.StatusSubdocInvalidCombo, rule: statusRule{sentinel: ErrInvalidArgument}},
+	// SUBDOC_MULTI_PATH_FAILURE ends a MutateIn (a lookup takes it as its
+	// result): never retried, and the failing path's status, whose row is
+	// above, gives the sentinel (subdocFailure).
+	{status: memdx.StatusSubdocMultiPathFailure, rule: statusRule{}},
+	{status: memdx.StatusSubdocMultiPathFailureDeleted, rule: statusRule{}},
+	{status: memdx.StatusSubdocXattrInvalidFlagCombo, rule: statusRule{sentinel: ErrXattrInvalidFlagCombo}},
+	{status: memdx.StatusSubdocXattrInvalidKeyCombo, rule: statusRule{sentinel: ErrXattrInvalidKeyCombo}},
+	{status: memdx.StatusSubdocXattrUnknownMacro, rule: statusRule{sentinel: ErrXattrUnknownMacro}},
+	{status: memdx.StatusSubdocXattrUnknownVattrMacro, rule: statusRule{sentinel: ErrXattrUnknownMacro}},
+	{status: memdx.StatusSubdocXattrUnknownVattr, rule: statusRule{sentinel: ErrXattrUnknownVirtualAttribute}},
+	{status: memdx.StatusSubdocXattrCantModifyVattr, rule: statusRule{sentinel: ErrXattrCannotModifyVirtualAttribute}},
+	{status: memdx.StatusSubdocInvalidXattrOrder, rule: statusRule{sentinel: ErrXattrInvalidOrder}},
+	{status: memdx.StatusSubdocCanOnlyReviveDeletedDocuments, rule: statusRule{sentinel: ErrDocumentAlreadyAlive}},
+	{status: memdx.StatusSubdocDeletedDocumentCantHaveValue, rule: statusRule{sentinel: ErrInvalidArgument}},
 }
 
 // statusIndex maps a status to its first row in statusTable.

@@ -1,0 +1,852 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// Sub-document operations (kv_engine docs/SubDocument.md): LookupIn reads
+// paths of a document, MutateIn changes them, atomically, in one
+// SUBDOC_MULTI_LOOKUP or SUBDOC_MULTI_MUTATION. A path is N1QL-style
+// ("a.b[2].c", backticks quote a component with dots or brackets); with the
+// xattr flag its first component names an extended attribute, and "$document"
+// is the virtual attribute holding the document's metadata (CAS, exptime,
+// seqno, value size, deleted, ...).
+//
+// Each operation takes 1 to MaxSubdocSpecs specs, extended-attribute specs
+// first, as the server requires: a longer list, an empty one, or an xattr
+// spec after a body spec is refused before anything is sent
+// (ErrInvalidArgument; a misordered list also matches ErrXattrInvalidOrder).
+
+// MaxSubdocSpecs is the number of specs a LookupIn or MutateIn may hold
+// (kv_engine's SUBDOC_MULTI_MAX_PATHS).
+const MaxSubdocSpecs = memdx.SubdocMultiMaxPaths
+
+// LookupInSpec is one path of a LookupIn, made by GetSpec, ExistsSpec or
+// CountSpec. The zero value is refused.
+type LookupInSpec struct {
+	op    memdx.OpCode
+	path  string
+	xattr bool
+}
+
+// GetSpecOptions are the options of GetSpec.
+type GetSpecOptions struct {
+	// IsXattr makes the path name an extended attribute.
+	IsXattr bool
+}
+
+// GetSpec reads the value at path, as JSON. An empty path (without
+// IsXattr) reads the whole document body.
+func GetSpec(path string, opts *GetSpecOptions) LookupInSpec {
+	x := opts != nil && opts.IsXattr
+	if path == "" && !x {
+		return LookupInSpec{op: memdx.OpGet}
+	}
+	return LookupInSpec{op: memdx.OpSubdocGet, path: path, xattr: x}
+}
+
+// ExistsSpecOptions are the options of ExistsSpec.
+type ExistsSpecOptions struct {
+	IsXattr bool
+}
+
+// ExistsSpec checks that path exists (LookupInResult.Exists).
+func ExistsSpec(path string, opts *ExistsSpecOptions) LookupInSpec {
+	return LookupInSpec{op: memdx.OpSubdocExists, path: path, xattr: opts != nil && opts.IsXattr}
+}
+
+// CountSpecOptions are the options of CountSpec.
+type CountSpecOptions struct {
+	IsXattr bool
+}
+
+// CountSpec counts the elements of the array or the keys of the object at
+// path (the result is a JSON number).
+func CountSpec(path string, opts *CountSpecOptions) LookupInSpec {
+	return LookupInSpec{op: memdx.OpSubdocGetCount, path: path, xattr: opts != nil && opts.IsXattr}
+}
+
+// MutateInSpec is one change of a MutateIn, made by InsertSpec,
+// UpsertSpec, ReplaceSpec, RemoveSpec, the Array*Spec functions,
+// IncrementSpec or DecrementSpec. The zero value is refused.
+//
+// Values are JSON text, sent as given (the server checks them): a string
+// is []byte(`"text"`), null is []byte("null"). The array specs take one
+// value or several separated by commas (`1,2,3`).
+type MutateInSpec struct {
+	op    memdx.OpCode
+	flags memdx.SubdocPathFlag
+	path  string
+	value []byte
+	// err is why the constructor refused its arguments; MutateIn reports it.
+	err string
+}
+
+// MutationMacro is a value the server replaces when it stores a mutation,
+// in an extended attribute written with ExpandMacros.
+type MutationMacro string
+
+// Mutation macros.
+const (
+	// MutationMacroCAS is the mutation's CAS, as a hex string.
+	MutationMacroCAS MutationMacro = `"${Mutation.CAS}"`
+	// MutationMacroSeqNo is the mutation's sequence number, as a hex string.
+	MutationMacroSeqNo MutationMacro = `"${Mutation.seqno}"`
+	// MutationMacroValueCRC32c is the CRC32-C of the new document body.
+	MutationMacroValueCRC32c MutationMacro = `"${Mutation.value_crc32c}"`
+)
+
+// Bytes returns the macro as a spec value.
+func (m MutationMacro) Bytes() []byte { return []byte(m) }
+
+// InsertSpecOptions are the options of InsertSpec.
+type InsertSpecOptions struct {
+	// CreatePath creates missing parent objects of the path.
+	CreatePath bool
+	IsXattr    bool
+	// ExpandMacros expands macros (MutationMacroCAS, ...) in the value;
+	// only with IsXattr.
+	ExpandMacros bool
+}
+
+// InsertSpec adds path with value; the path must not exist (else
+// ErrPathExists). The path must not be empty.
+func InsertSpec(path string, value []byte, opts *InsertSpecOptions) MutateInSpec {
+	var o InsertSpecOptions
+	if opts != nil {
+		o = *opts
+	}
+	s := newMutateSpec(memdx.OpSubdocDictAdd, path, value, o.IsXattr, o.CreatePath, o.ExpandMacros)
+	if path == "" && !o.IsXattr && s.err == "" {
+		s.err = "InsertSpec needs a path (the whole document is written by ReplaceSpec(\"\", ...))"
+	}
+	return s
+}
+
+// UpsertSpecOptions are the options of UpsertSpec.
+type UpsertSpecOptions struct {
+	CreatePath   bool
+	IsXattr      bool
+	ExpandMacros bool
+}
+
+// UpsertSpec sets path to value, adding it if missing. The path must not
+// be empty.
+func UpsertSpec(path string, value []byte, opts *UpsertSpecOptions) MutateInSpec {
+	var o UpsertSpecOptions
+	if opts != nil {
+		o = *opts
+	}
+	s := newMutateSpec(memdx.OpSubdocDictUpsert, path, value, o.IsXattr, o.CreatePath, o.ExpandMacros)
+	if path == "" && !o.IsXattr && s.err == "" {
+		s.err = "UpsertSpec needs a path (the whole document is written by ReplaceSpec(\"\", ...))"
+	}
+	return s
+}
+
+// ReplaceSpecOptions are the options of ReplaceSpec.
+type ReplaceSpecOptions struct {
+	IsXattr      bool
+	ExpandMacros bool
+}
+
+// ReplaceSpec replaces the value at path, which must exist (else
+// ErrPathNotFound). An empty path (without IsXattr) sets the whole
+// document body.
+func ReplaceSpec(path string, value []byte, opts *ReplaceSpecOptions) MutateInSpec {
+	var o ReplaceSpecOptions
+	if opts != nil {
+		o = *opts
+	}
+	op := memdx.OpSubdocReplace
+	if path == "" && !o.IsXattr {
+		op = memdx.OpSet
+	}
+	return newMutateSpec(op, path, value, o.IsXattr, false, o.ExpandMacros)
+}
+
+// RemoveSpecOptions are the options of RemoveSpec.
+type RemoveSpecOptions struct {
+	IsXattr bool
+}
+
+// RemoveSpec removes path. An empty path (without IsXattr) deletes the
+// whole document: its body and user xattrs; a document with system xattrs
+// ("_name") stays as a tombstone holding them.
+func RemoveSpec(path string, opts *RemoveSpecOptions) MutateInSpec {
+	x := opts != nil && opts.IsXattr
+	op := memdx.OpSubdocDelete
+	if path == "" && !x {
+		op = memdx.OpDelete
+	}
+	s := MutateInSpec{op: op, path: path}
+	if x {
+		s.flags |= memdx.SubdocPathXattr
+	}
+	return s
+}
+
+// ArrayAppendSpecOptions are the options of ArrayAppendSpec.
+type ArrayAppendSpecOptions struct {
+	// CreatePath creates the array (and its parents) when missing.
+	CreatePath   bool
+	IsXattr      bool
+	ExpandMacros bool
+}
+
+// ArrayAppendSpec adds values (one JSON value, or several separated by
+// commas) at the end of the array at path ("" is a document that is an
+// array).
+func ArrayAppendSpec(path string, values []byte, opts *ArrayAppendSpecOptions) MutateInSpec {
+	var o ArrayAppendSpecOptions
+	if opts != nil {
+		o = *opts
+	}
+	return newMutateSpec(memdx.OpSubdocArrayPushLast, path, values, o.IsXattr, o.CreatePath, o.ExpandMacros)
+}
+
+// ArrayPrependSpecOptions are the options of ArrayPrependSpec.
+type ArrayPrependSpecOptions struct {
+	CreatePath   bool
+	IsXattr      bool
+	ExpandMacros bool
+}
+
+// ArrayPrependSpec adds values at the start of the array at path.
+func ArrayPrependSpec(path string, values []byte, opts *ArrayPrependSpecOptions) MutateInSpec {
+	var o ArrayPrependSpecOptions
+	if opts != nil {
+		o = *opts
+	}
+	return newMutateSpec(memdx.OpSubdocArrayPushFirst, path, values, o.IsXattr, o.CreatePath, o.ExpandMacros)
+}
+
+// ArrayInsertSpecOptions are the options of ArrayInsertSpec.
+type ArrayInsertSpecOptions struct {
+	IsXattr      bool
+	ExpandMacros bool
+}
+
+// ArrayInsertSpec inserts values at the array position path names
+// ("list[2]"); the index may equal the array's length (append), no more.
+func ArrayInsertSpec(path string, values []byte, opts *ArrayInsertSpecOptions) MutateInSpec {
+	var o ArrayInsertSpecOptions
+	if opts != nil {
+		o = *opts
+	}
+	return newMutateSpec(memdx.OpSubdocArrayInsert, path, values, o.IsXattr, false, o.ExpandMacros)
+}
+
+// ArrayAddUniqueSpecOptions are the options of ArrayAddUniqueSpec.
+type ArrayAddUniqueSpecOptions struct {
+	CreatePath bool
+	IsXattr    bool
+}
+
+// ArrayAddUniqueSpec adds value, a JSON primitive, to the array at path
+// unless it is there already (ErrPathExists); the array must hold only
+// primitives (else ErrPathMismatch).
+func ArrayAddUniqueSpec(path string, value []byte, opts *ArrayAddUniqueSpecOptions) MutateInSpec {
+	var o ArrayAddUniqueSpecOptions
+	if opts != nil {
+		o = *opts
+	}
+	return newMutateSpec(memdx.OpSubdocArrayAddUnique, path, value, o.IsXattr, o.CreatePath, false)
+}
+
+// CounterSpecOptions are the options of IncrementSpec and DecrementSpec.
+type CounterSpecOptions struct {
+	CreatePath bool
+	IsXattr    bool
+}
+
+// IncrementSpec adds delta to the integer at path (a missing path starts
+// at 0); the new value is the spec's result (MutateInResult.ContentAt). A
+// delta of 0 fails with ErrDeltaInvalid.
+func IncrementSpec(path string, delta int64, opts *CounterSpecOptions) MutateInSpec {
+	var o CounterSpecOptions
+	if opts != nil {
+		o = *opts
+	}
+	return newMutateSpec(memdx.OpSubdocCounter, path, strconv.AppendInt(nil, delta, 10), o.IsXattr, o.CreatePath, false)
+}
+
+// DecrementSpec subtracts delta from the integer at path (see
+// IncrementSpec).
+func DecrementSpec(path string, delta int64, opts *CounterSpecOptions) MutateInSpec {
+	if delta == math.MinInt64 {
+		return MutateInSpec{op: memdx.OpSubdocCounter, path: path,
+			err: "DecrementSpec: delta " + strconv.FormatInt(delta, 10) + " cannot be negated"}
+	}
+	return IncrementSpec(path, -delta, opts)
+}
+
+func newMutateSpec(op memdx.OpCode, path string, value []byte, xattr, mkdir, macros bool) MutateInSpec {
+	s := MutateInSpec{op: op, path: path, value: value}
+	if xattr {
+		s.flags |= memdx.SubdocPathXattr
+	}
+	if mkdir {
+		s.flags |= memdx.SubdocPathMkdirP
+	}
+	if macros {
+		s.flags |= memdx.SubdocPathExpandMacros
+	}
+	switch {
+	case len(value) == 0:
+		s.err = "no value (JSON null is []byte(\"null\"))"
+	case macros && !xattr:
+		s.err = "ExpandMacros needs IsXattr: " + ErrXattrInvalidFlagCombo.Error()
+	}
+	return s
+}
+
+// LookupInOptions are the options of LookupIn. nil means the defaults.
+type LookupInOptions struct {
+	Timeout       time.Duration
+	RetryStrategy retry.Strategy
+	// AccessDeleted reads a deleted document's extended attributes (a
+	// tombstone); the result's IsDeleted says whether it was one.
+	AccessDeleted bool
+}
+
+// StoreSemantics says what MutateIn does about the document as a whole.
+type StoreSemantics uint8
+
+// Store semantics.
+const (
+	// StoreSemanticsReplace changes an existing document; a missing one
+	// fails with ErrDocumentNotFound. The default.
+	StoreSemanticsReplace StoreSemantics = iota
+	// StoreSemanticsUpsert creates the document when missing (starting
+	// from {} or [], whichever the first body spec needs), and creates
+	// missing parents of every path.
+	StoreSemanticsUpsert
+	// StoreSemanticsInsert creates the document and fails with
+	// ErrDocumentExists when it exists.
+	StoreSemanticsInsert
+)
+
+// MutateInOptions are the options of MutateIn. nil means the defaults.
+type MutateInOptions struct {
+	Timeout       time.Duration
+	RetryStrategy retry.Strategy
+	// StoreSemantic: replace (default), upsert or insert the document.
+	StoreSemantic StoreSemantics
+	// Cas makes the change conditional on the document's CAS
+	// (ErrCasMismatch); not with StoreSemanticsInsert.
+	Cas uint64
+	// Expiry sets the document's time to live (0: none, or the current
+	// one with PreserveExpiry).
+	Expiry time.Duration
+	// PreserveExpiry keeps the document's expiry; not with Expiry, nor
+	// with StoreSemanticsInsert.
+	PreserveExpiry bool
+	// Durability makes the write synchronous (see UpsertOptions).
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+	// AccessDeleted lets the mutation change a deleted document (a
+	// tombstone); it stays deleted unless ReviveDocument is set.
+	AccessDeleted bool
+	// CreateAsDeleted creates a missing document as a tombstone (with
+	// StoreSemanticsUpsert or StoreSemanticsInsert); its specs may write
+	// only extended attributes.
+	CreateAsDeleted bool
+	// ReviveDocument makes a deleted document live again (implies
+	// AccessDeleted); a live one fails with ErrDocumentAlreadyAlive.
+	ReviveDocument bool
+}
+
+// subdocField is the result of one spec: its status and value (aliasing
+// the operation's one copy of the response), with the spec's path for
+// errors.
+type subdocField struct {
+	status memdx.Status
+	value  []byte
+	path   string
+	xattr  bool
+	op     memdx.OpCode
+}
+
+// subdocState is a sub-document operation's part of op: the specs the
+// request encodes on every attempt, and the decoded response.
+type subdocState struct {
+	lookups   []memdx.SubdocLookupOp
+	mutations []memdx.SubdocMutateOp
+	// accepted: the response is the operation's result.
+	accepted bool
+	fields   []subdocField
+	// failed: a MutateIn's SUBDOC_MULTI_PATH_FAILURE named spec failIndex
+	// with failStatus.
+	failed     bool
+	failIndex  int
+	failStatus memdx.Status
+}
+
+// keep returns what a pooled op keeps: the spec buffers, emptied (so that
+// they hold no caller's path or value) unless they grew past MaxSubdocSpecs.
+func (s *subdocState) keep() subdocState {
+	var k subdocState
+	if cap(s.lookups) <= MaxSubdocSpecs {
+		k.lookups = s.lookups[:0]
+		clear(k.lookups[:cap(k.lookups)])
+	}
+	if cap(s.mutations) <= MaxSubdocSpecs {
+		k.mutations = s.mutations[:0]
+		clear(k.mutations[:cap(k.mutations)])
+	}
+	return k
+}
+
+// subdocDocAccessed reports whether a sub-document response status says
+// the document was reached: its body holds per-path results.
+func subdocDocAccessed(st memdx.Status) bool {
+	switch st {
+	case memdx.StatusSuccess, memdx.StatusSubdocSuccessDeleted,
+		memdx.StatusSubdocMultiPathFailure, memdx.StatusSubdocMultiPathFailureDeleted:
+		return true
+	}
+	return false
+}
+
+// bytesOf returns s's bytes without copying; they are never written.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// onSubdocResponse records a response whose status subdocDocAccessed
+// accepts. A lookup takes each of them as its result; a mutation takes
+// SUCCESS and SUCCESS_DELETED, and records the failing spec of
+// SUBDOC_MULTI_PATH_FAILURE, which ends it (classifyStatus). It runs on the
+// reader goroutine: the value is copied once, and the results alias the
+// copy.
+func (o *op) onSubdocResponse(p *memdx.Packet) error {
+	st := p.Status
+	deleted := st == memdx.StatusSubdocSuccessDeleted || st == memdx.StatusSubdocMultiPathFailureDeleted
+	failure := st == memdx.StatusSubdocMultiPathFailure || st == memdx.StatusSubdocMultiPathFailureDeleted
+	if o.kind == kindMutateIn && failure {
+		i, pst, err := decodeMutateInFailure(p.Value, len(o.sd.mutations))
+		if err != nil {
+			return err
+		}
+		o.sd.failed, o.sd.failIndex, o.sd.failStatus = true, i, pst
+		o.deleted = deleted
+		return nil
+	}
+	o.sd.accepted = true
+	o.cas = p.Cas
+	o.deleted = deleted
+	if o.kind == kindMutateIn {
+		tok, ok, err := memdx.DecodeMutationToken(p)
+		if err != nil {
+			return err
+		}
+		o.token, o.hasToken = tok, ok
+		if len(p.Value) == 0 {
+			return nil
+		}
+	}
+	var value []byte
+	if p.Datatype.Has(memdx.DatatypeSnappy) {
+		v, err := memdx.DecompressSnappy(nil, p.Value, 0)
+		if err != nil {
+			return err
+		}
+		value = v
+	} else {
+		value = append(make([]byte, 0, len(p.Value)), p.Value...)
+	}
+	var err error
+	if o.kind == kindLookupIn {
+		o.sd.fields, err = decodeLookupIn(value, len(o.sd.lookups))
+	} else {
+		o.sd.fields, err = decodeMutateIn(value, len(o.sd.mutations))
+	}
+	return err
+}
+
+// decodeLookupIn decodes a SUBDOC_MULTI_LOOKUP response value that must hold
+// one result per spec (n). Values alias value.
+func decodeLookupIn(value []byte, n int) ([]subdocField, error) {
+	fields := make([]subdocField, n)
+	for i := range n {
+		r, rest, err := memdx.NextSubdocLookupResult(value)
+		if err != nil {
+			return nil, fmt.Errorf("lookup result %d of %d: %w", i, n, err)
+		}
+		fields[i].status, fields[i].value = r.Status, r.Value
+		value = rest
+	}
+	if len(value) > 0 {
+		return nil, fmt.Errorf("%w: SUBDOC_MULTI_LOOKUP response: %d bytes after the %d results the request asked for",
+			memdx.ErrMalformed, len(value), n)
+	}
+	return fields, nil
+}
+
+// decodeMutateIn decodes a successful SUBDOC_MULTI_MUTATION response value:
+// results of specs that return one, each naming its spec (below n, in
+// increasing order, with status SUCCESS). The fields are one per spec;
+// values alias value.
+func decodeMutateIn(value []byte, n int) ([]subdocField, error) {
+	fields := make([]subdocField, n)
+	next := 0
+	for len(value) > 0 {
+		r, rest, err := memdx.NextSubdocMutateResult(value)
+		if err != nil {
+			return nil, err
+		}
+		i := int(r.Index)
+		switch {
+		case r.Status != memdx.StatusSuccess:
+			return nil, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION success response: result for spec %d has status %s",
+				memdx.ErrMalformed, i, r.Status)
+		case i >= n:
+			return nil, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION response: result for spec %d of %d",
+				memdx.ErrMalformed, i, n)
+		case i < next:
+			return nil, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION response: result for spec %d after spec %d",
+				memdx.ErrMalformed, i, next-1)
+		}
+		fields[i].value = r.Value
+		next = i + 1
+		value = rest
+	}
+	return fields, nil
+}
+
+// decodeMutateInFailure decodes a SUBDOC_MULTI_PATH_FAILURE response value
+// of a SUBDOC_MULTI_MUTATION: exactly one result, naming a spec below n
+// with a failure status.
+func decodeMutateInFailure(value []byte, n int) (int, memdx.Status, error) {
+	r, rest, err := memdx.NextSubdocMutateResult(value)
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case len(rest) > 0:
+		return 0, 0, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION failure response: %d bytes after its one result",
+			memdx.ErrMalformed, len(rest))
+	case int(r.Index) >= n:
+		return 0, 0, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION failure response: spec %d of %d failed",
+			memdx.ErrMalformed, r.Index, n)
+	case r.Status == memdx.StatusSuccess:
+		return 0, 0, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION failure response: the failed spec has status SUCCESS",
+			memdx.ErrMalformed)
+	}
+	return int(r.Index), r.Status, nil
+}
+
+// subdocError is the error of spec i whose status is st.
+func subdocError(op memdx.OpCode, i int, f *subdocField) *SubdocError {
+	return &SubdocError{Index: i, Path: f.path, Xattr: f.xattr, status: f.status,
+		Err: decideStatus(op, false, f.status, nil).sentinel}
+}
+
+// LookupInResult is the result of LookupIn: the document's CAS and one
+// result per spec, in the caller's order: a value, or the path's error.
+type LookupInResult struct {
+	Cas uint64
+	// IsDeleted: the document read is a tombstone (AccessDeleted).
+	IsDeleted    bool
+	Attempts     int
+	RetryReasons retry.ReasonSet
+	fields       []subdocField
+}
+
+// Len is the number of specs.
+func (r *LookupInResult) Len() int { return len(r.fields) }
+
+// ValueAt returns the JSON value spec i read (empty for ExistsSpec), or its
+// error: a *SubdocError matching the path's sentinel (ErrPathNotFound,
+// ErrPathMismatch, ...). The value is the result's own; it stays valid.
+func (r *LookupInResult) ValueAt(i int) ([]byte, error) {
+	if i < 0 || i >= len(r.fields) {
+		return nil, fmt.Errorf("%w: spec index %d out of range [0, %d)", ErrInvalidArgument, i, len(r.fields))
+	}
+	f := &r.fields[i]
+	if f.status != memdx.StatusSuccess {
+		return nil, subdocError(memdx.OpSubdocMultiLookup, i, f)
+	}
+	return f.value, nil
+}
+
+// ContentAt decodes spec i's value into out (encoding/json), or returns the
+// spec's error (see ValueAt).
+func (r *LookupInResult) ContentAt(i int, out any) error {
+	v, err := r.ValueAt(i)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(v, out)
+}
+
+// Exists reports whether spec i succeeded: for ExistsSpec, that the path
+// exists.
+func (r *LookupInResult) Exists(i int) bool {
+	return i >= 0 && i < len(r.fields) && r.fields[i].status == memdx.StatusSuccess
+}
+
+// MutateInResult is the result of MutateIn: the document's new CAS and
+// mutation token, and the values of the specs that return one (counters).
+type MutateInResult struct {
+	MutationResult
+	// IsDeleted: the document is a tombstone after the change
+	// (CreateAsDeleted, or AccessDeleted without ReviveDocument).
+	IsDeleted bool
+	fields    []subdocField
+}
+
+// ValueAt returns spec i's result: the new value of an IncrementSpec or
+// DecrementSpec, nil for specs that return none.
+func (r *MutateInResult) ValueAt(i int) ([]byte, error) {
+	if i < 0 || (r.fields != nil && i >= len(r.fields)) {
+		return nil, fmt.Errorf("%w: spec index %d out of range", ErrInvalidArgument, i)
+	}
+	if r.fields == nil {
+		return nil, nil
+	}
+	return r.fields[i].value, nil
+}
+
+// ContentAt decodes spec i's result into out (encoding/json); a spec that
+// returned nothing is an error.
+func (r *MutateInResult) ContentAt(i int, out any) error {
+	v, err := r.ValueAt(i)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return fmt.Errorf("%w: spec %d returned no value", ErrInvalidArgument, i)
+	}
+	return json.Unmarshal(v, out)
+}
+
+// checkSpecCount refuses an empty or too long spec list.
+func checkSpecCount(n int) error {
+	switch {
+	case n == 0:
+		return errors.New("no specs")
+	case n > MaxSubdocSpecs:
+		return fmt.Errorf("%d specs; at most %d per operation", n, MaxSubdocSpecs)
+	}
+	return nil
+}
+
+// xattrOrderError is the error of spec i, an xattr spec after body spec
+// body.
+func xattrOrderError(i int, path string, body int) error {
+	return fmt.Errorf("spec %d (xattr %q) follows body spec %d: %w", i, path, body, ErrXattrInvalidOrder)
+}
+
+// LookupIn reads the paths specs name from one version of the document
+// key. A path that fails (not found, mismatch, ...) fails only its own
+// result (LookupInResult.ValueAt); the operation fails when the document
+// cannot be read (ErrDocumentNotFound, ...). It is idempotent: retried as
+// reads are.
+func (col *Collection) LookupIn(ctx context.Context, key string, specs []LookupInSpec, opts *LookupInOptions) (LookupInResult, error) {
+	var lo LookupInOptions
+	if opts != nil {
+		lo = *opts
+	}
+	o, err := col.lookupInOp("LookupIn", key, specs, lo.Timeout, lo.RetryStrategy, lo.AccessDeleted, 0)
+	if err != nil {
+		return LookupInResult{}, err
+	}
+	return run(ctx, o, (*op).lookupInResult)
+}
+
+// lookupInOp builds a LookupIn of copy replica (0: the active copy).
+func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, timeout time.Duration, strategy retry.Strategy, accessDeleted bool, replica int) (*op, error) {
+	var df memdx.SubdocDocFlag
+	if accessDeleted {
+		df |= memdx.SubdocDocAccessDeleted
+	}
+	if replica > 0 {
+		df |= memdx.SubdocDocReplicaRead
+	}
+	o, err := col.newOp(name, kindLookupIn, key, memdx.NewSubdocMultiLookup(nil, df, nil), timeout, strategy)
+	if err != nil {
+		return nil, err
+	}
+	o.replica = replica
+	if err := o.setLookups(specs); err != nil {
+		e := col.c.finalError(o, ErrInvalidArgument, err)
+		putOp(o)
+		return nil, e
+	}
+	o.req = memdx.NewSubdocMultiLookup(o.key, df, o.sd.lookups)
+	return o, nil
+}
+
+// setLookups checks specs and makes them o's lookups.
+func (o *op) setLookups(specs []LookupInSpec) error {
+	if err := checkSpecCount(len(specs)); err != nil {
+		return err
+	}
+	ls := o.sd.lookups[:0]
+	body := -1
+	for i, s := range specs {
+		switch s.op {
+		case memdx.OpGet, memdx.OpSubdocGet, memdx.OpSubdocExists, memdx.OpSubdocGetCount:
+		default:
+			return fmt.Errorf("spec %d was not made by GetSpec, ExistsSpec or CountSpec", i)
+		}
+		flags := memdx.SubdocPathFlag(0)
+		if s.xattr {
+			flags = memdx.SubdocPathXattr
+			if body >= 0 {
+				return xattrOrderError(i, s.path, body)
+			}
+		} else if body < 0 {
+			body = i
+		}
+		ls = append(ls, memdx.SubdocLookupOp{Op: s.op, Flags: flags, Path: bytesOf(s.path)})
+	}
+	o.sd.lookups = ls
+	return nil
+}
+
+func (o *op) lookupInResult() LookupInResult {
+	for i := range o.sd.fields {
+		s := &o.sd.lookups[i]
+		f := &o.sd.fields[i]
+		f.path, f.xattr, f.op = unsafe.String(unsafe.SliceData(s.Path), len(s.Path)), s.Flags&memdx.SubdocPathXattr != 0, s.Op
+	}
+	return LookupInResult{Cas: o.cas, IsDeleted: o.deleted, Attempts: o.st.Attempts(), RetryReasons: o.st.Reasons(),
+		fields: o.sd.fields}
+}
+
+// MutateIn changes the paths specs name in the document key, atomically:
+// every spec applies or none does. A spec that fails fails the operation
+// with its path's sentinel (ErrPathExists, ErrPathNotFound, ...) and a
+// *SubdocError naming it; the document is unchanged. It follows the rules
+// of other mutations: a request that may have been applied is never resent
+// silently, and its error then matches ErrAmbiguous.
+func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateInSpec, opts *MutateInOptions) (MutateInResult, error) {
+	var mo MutateInOptions
+	if opts != nil {
+		mo = *opts
+	}
+	df, err := mo.docFlags()
+	if err != nil {
+		return MutateInResult{}, err
+	}
+	exp, err := expiryValue(mo.Expiry)
+	if err != nil {
+		return MutateInResult{}, err
+	}
+	req := memdx.NewSubdocMultiMutation(nil, df, exp, nil)
+	o, err := col.mutation("MutateIn", kindMutateIn, key, req, &MutateOptions{Timeout: mo.Timeout,
+		RetryStrategy: mo.RetryStrategy, Cas: mo.Cas, Durability: mo.Durability, DurabilityTimeout: mo.DurabilityTimeout})
+	if err != nil {
+		return MutateInResult{}, err
+	}
+	o.req.PreserveTTL = mo.PreserveExpiry
+	if err := o.setMutations(specs, df, exp); err != nil {
+		e := col.c.finalError(o, ErrInvalidArgument, err)
+		putOp(o)
+		return MutateInResult{}, e
+	}
+	defer putOp(o)
+	if err := o.c.execute(ctx, o); err != nil {
+		return MutateInResult{}, o.mutateInError(err)
+	}
+	return MutateInResult{MutationResult: o.mutationResult(), IsDeleted: o.deleted, fields: o.sd.fields}, nil
+}
+
+// docFlags checks the options' document-level settings and returns their
+// doc flags.
+func (mo *MutateInOptions) docFlags() (memdx.SubdocDocFlag, error) {
+	bad := func(why string) (memdx.SubdocDocFlag, error) {
+		return 0, fmt.Errorf("%w: MutateIn: %s", ErrInvalidArgument, why)
+	}
+	var df memdx.SubdocDocFlag
+	switch mo.StoreSemantic {
+	case StoreSemanticsReplace:
+		if mo.CreateAsDeleted {
+			return bad("CreateAsDeleted needs StoreSemanticsUpsert or StoreSemanticsInsert")
+		}
+	case StoreSemanticsUpsert:
+		df |= memdx.SubdocDocMkdoc
+	case StoreSemanticsInsert:
+		if mo.Cas != 0 {
+			return bad("StoreSemanticsInsert takes no CAS")
+		}
+		if mo.PreserveExpiry {
+			return bad("StoreSemanticsInsert has no expiry to preserve")
+		}
+		df |= memdx.SubdocDocAdd
+	default:
+		return bad("unknown StoreSemantic " + strconv.Itoa(int(mo.StoreSemantic)))
+	}
+	if mo.PreserveExpiry && mo.Expiry > 0 {
+		return bad("PreserveExpiry with an Expiry")
+	}
+	if mo.AccessDeleted || mo.ReviveDocument {
+		df |= memdx.SubdocDocAccessDeleted
+	}
+	if mo.CreateAsDeleted {
+		if mo.ReviveDocument {
+			return bad("CreateAsDeleted with ReviveDocument")
+		}
+		df |= memdx.SubdocDocCreateAsDeleted
+	}
+	if mo.ReviveDocument {
+		df |= memdx.SubdocDocReviveDocument
+	}
+	return df, nil
+}
+
+// setMutations checks specs and makes them the request's.
+func (o *op) setMutations(specs []MutateInSpec, df memdx.SubdocDocFlag, exp uint32) error {
+	if err := checkSpecCount(len(specs)); err != nil {
+		return err
+	}
+	ms := o.sd.mutations[:0]
+	body := -1
+	for i := range specs {
+		s := &specs[i]
+		if s.op == 0 {
+			return fmt.Errorf("spec %d was not made by a MutateInSpec constructor (UpsertSpec, ...)", i)
+		}
+		if s.err != "" {
+			return fmt.Errorf("spec %d (path %q): %s", i, s.path, s.err)
+		}
+		if s.flags&memdx.SubdocPathXattr != 0 {
+			if body >= 0 {
+				return xattrOrderError(i, s.path, body)
+			}
+		} else if body < 0 {
+			body = i
+		}
+		ms = append(ms, memdx.SubdocMutateOp{Op: s.op, Flags: s.flags, Path: bytesOf(s.path), Value: s.value})
+	}
+	o.sd.mutations = ms
+	r := memdx.NewSubdocMultiMutation(o.key, df, exp, ms)
+	r.Cas, r.Durability, r.DurabilityTimeout, r.PreserveTTL = o.req.Cas, o.req.Durability, o.req.DurabilityTimeout, o.req.PreserveTTL
+	o.req = r
+	return nil
+}
+
+// mutateInError is the error of a MutateIn that failed: one that ended on
+// SUBDOC_MULTI_PATH_FAILURE takes the failing spec's sentinel, with a
+// *SubdocError naming the spec as its cause.
+func (o *op) mutateInError(err error) error {
+	var kv *KeyValueError
+	if !o.sd.failed || !errors.As(err, &kv) {
+		return err
+	}
+	s := &o.sd.mutations[o.sd.failIndex]
+	se := subdocError(memdx.OpSubdocMultiMutation, o.sd.failIndex, &subdocField{status: o.sd.failStatus,
+		path: string(s.Path), xattr: s.Flags&memdx.SubdocPathXattr != 0})
+	kv.Err, kv.Cause = se.Err, se
+	return err
+}

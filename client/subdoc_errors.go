@@ -1,0 +1,104 @@
+package client
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Sub-document sentinels (names as gocb's). A LookupIn path fails with one
+// of them in its result (LookupInResult.ValueAt, ContentAt); a MutateIn fails
+// as a whole with the sentinel of the first path that failed, and its error
+// holds a *SubdocError naming that path. statusTable maps the statuses
+// behind them.
+var (
+	// ErrPathNotFound: the path does not exist in the document
+	// (SUBDOC_PATH_ENOENT).
+	ErrPathNotFound = errors.New("sub-document path not found")
+	// ErrPathMismatch: the path treats a value as the wrong type (an object
+	// as an array, a string as an object), or a counter or array operation
+	// found a value it cannot work on (SUBDOC_PATH_MISMATCH).
+	ErrPathMismatch = errors.New("sub-document path mismatch")
+	// ErrPathInvalid: the path does not parse, or does not suit the
+	// operation (SUBDOC_PATH_EINVAL).
+	ErrPathInvalid = errors.New("sub-document path invalid")
+	// ErrPathTooBig: the path has too many components (SUBDOC_PATH_E2BIG).
+	ErrPathTooBig = errors.New("sub-document path too big")
+	// ErrPathTooDeep: the document is nested deeper than the server
+	// handles (SUBDOC_PATH_E2DEEP).
+	ErrPathTooDeep = errors.New("sub-document path too deep")
+	// ErrPathExists: the path already exists (SUBDOC_PATH_EEXISTS): an
+	// Insert spec of an existing path, an ArrayAddUnique of a value already
+	// there.
+	ErrPathExists = errors.New("sub-document path exists")
+	// ErrValueInvalid: the value cannot be inserted there: not JSON, or
+	// not a primitive for ArrayAddUnique (SUBDOC_VALUE_CANTINSERT).
+	ErrValueInvalid = errors.New("sub-document value invalid")
+	// ErrValueTooDeep: inserting the value would nest the document too
+	// deep (SUBDOC_VALUE_ETOODEEP).
+	ErrValueTooDeep = errors.New("sub-document value too deep")
+	// ErrDocumentNotJSON: a path operation on a document that is not JSON
+	// (SUBDOC_DOC_NOTJSON).
+	ErrDocumentNotJSON = errors.New("document is not JSON")
+	// ErrNumberTooBig: a counter found a number outside int64
+	// (SUBDOC_NUM_ERANGE).
+	ErrNumberTooBig = errors.New("sub-document number too big")
+	// ErrXattrInvalidFlagCombo: a path flag that needs the xattr flag
+	// without it (SUBDOC_XATTR_INVALID_FLAG_COMBO).
+	ErrXattrInvalidFlagCombo = errors.New("invalid xattr flag combination")
+	// ErrXattrInvalidKeyCombo: specs that reach more than one extended
+	// attribute where the server allows one (SUBDOC_XATTR_INVALID_KEY_COMBO).
+	ErrXattrInvalidKeyCombo = errors.New("invalid xattr key combination")
+	// ErrXattrUnknownMacro: an expanded value that is no known macro
+	// (SUBDOC_XATTR_UNKNOWN_MACRO, SUBDOC_XATTR_UNKNOWN_VATTR_MACRO).
+	ErrXattrUnknownMacro = errors.New("unknown xattr macro")
+	// ErrXattrUnknownVirtualAttribute: a lookup of a virtual attribute
+	// ("$...") the server does not have (SUBDOC_XATTR_UNKNOWN_VATTR).
+	ErrXattrUnknownVirtualAttribute = errors.New("unknown virtual xattr")
+	// ErrXattrCannotModifyVirtualAttribute: a mutation of a virtual
+	// attribute (SUBDOC_XATTR_CANT_MODIFY_VATTR).
+	ErrXattrCannotModifyVirtualAttribute = errors.New("virtual xattrs cannot be modified")
+	// ErrXattrInvalidOrder: an xattr spec after a body spec
+	// (SUBDOC_INVALID_XATTR_ORDER). LookupIn and MutateIn refuse such a
+	// list before sending it (ErrInvalidArgument and this).
+	ErrXattrInvalidOrder = errors.New("xattr specs must come before body specs")
+	// ErrDocumentAlreadyAlive: ReviveDocument of a document that is not
+	// deleted (SUBDOC_CAN_ONLY_REVIVE_DELETED_DOCUMENTS).
+	ErrDocumentAlreadyAlive = errors.New("document is not deleted")
+)
+
+// SubdocError is the failure of one spec of a LookupIn or MutateIn: its
+// position in the caller's list, its path, and the sentinel (Err) for the
+// status the server gave it. errors.Is matches Err.
+type SubdocError struct {
+	// Index is the spec's position in the list passed to LookupIn or
+	// MutateIn.
+	Index int
+	Path  string
+	Xattr bool
+	Err   error
+	// status is the per-path status the server answered.
+	status memdx.Status
+}
+
+func (e *SubdocError) Error() string {
+	s := "sub-document spec " + strconv.Itoa(e.Index)
+	if e.Xattr {
+		s += " (xattr " + strconv.Quote(e.Path) + ")"
+	} else {
+		s += " (path " + strconv.Quote(e.Path) + ")"
+	}
+	// The status names the failure without repeating Err's text, which a
+	// *KeyValueError holding this as its cause prints already.
+	if e.status != 0 {
+		return s + ": " + e.status.String()
+	}
+	if e.Err != nil {
+		return s + ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the sentinel.
+func (e *SubdocError) Unwrap() error { return e.Err }
