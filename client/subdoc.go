@@ -37,6 +37,8 @@ type LookupInSpec struct {
 	op    memdx.OpCode
 	path  string
 	xattr bool
+	// made: built by a constructor (the zero op is GET, the whole document).
+	made bool
 }
 
 // GetSpecOptions are the options of GetSpec.
@@ -50,9 +52,9 @@ type GetSpecOptions struct {
 func GetSpec(path string, opts *GetSpecOptions) LookupInSpec {
 	x := opts != nil && opts.IsXattr
 	if path == "" && !x {
-		return LookupInSpec{op: memdx.OpGet}
+		return LookupInSpec{op: memdx.OpGet, made: true}
 	}
-	return LookupInSpec{op: memdx.OpSubdocGet, path: path, xattr: x}
+	return LookupInSpec{op: memdx.OpSubdocGet, path: path, xattr: x, made: true}
 }
 
 // ExistsSpecOptions are the options of ExistsSpec.
@@ -62,7 +64,7 @@ type ExistsSpecOptions struct {
 
 // ExistsSpec checks that path exists (LookupInResult.Exists).
 func ExistsSpec(path string, opts *ExistsSpecOptions) LookupInSpec {
-	return LookupInSpec{op: memdx.OpSubdocExists, path: path, xattr: opts != nil && opts.IsXattr}
+	return LookupInSpec{op: memdx.OpSubdocExists, path: path, xattr: opts != nil && opts.IsXattr, made: true}
 }
 
 // CountSpecOptions are the options of CountSpec.
@@ -73,7 +75,7 @@ type CountSpecOptions struct {
 // CountSpec counts the elements of the array or the keys of the object at
 // path (the result is a JSON number).
 func CountSpec(path string, opts *CountSpecOptions) LookupInSpec {
-	return LookupInSpec{op: memdx.OpSubdocGetCount, path: path, xattr: opts != nil && opts.IsXattr}
+	return LookupInSpec{op: memdx.OpSubdocGetCount, path: path, xattr: opts != nil && opts.IsXattr, made: true}
 }
 
 // MutateInSpec is one change of a MutateIn, made by InsertSpec,
@@ -694,9 +696,7 @@ func (o *op) setLookups(specs []LookupInSpec) error {
 	ls := o.sd.lookups[:0]
 	body := -1
 	for i, s := range specs {
-		switch s.op {
-		case memdx.OpGet, memdx.OpSubdocGet, memdx.OpSubdocExists, memdx.OpSubdocGetCount:
-		default:
+		if !s.made {
 			return fmt.Errorf("spec %d was not made by GetSpec, ExistsSpec or CountSpec", i)
 		}
 		flags := memdx.SubdocPathFlag(0)
