@@ -120,6 +120,8 @@ func init() {
 		{"append", "KEY VALUE", "append bytes to an existing document", cmdStore("append")},
 		{"prepend", "KEY VALUE", "prepend bytes to an existing document", cmdStore("prepend")},
 		{"exists", "KEY", "print true or false; exit 0 if it exists, 3 if not", cmdExists},
+		{"lookup", "KEY PATH...", "read paths of a JSON document (sub-document lookup)", cmdLookup},
+		{"mutate", "KEY OP PATH [VALUE]...", "change paths of a JSON document atomically (sub-document)", cmdMutate},
 		{"ping", "", "send NOOP to every node and print the latencies", cmdPing},
 		{"route", "KEY", "print the key's vbucket and nodes by the current and forward map", cmdRoute},
 		{"scan", "", "print the documents (or keys) of a key range, a prefix or a random sample", cmdScan},
@@ -337,6 +339,20 @@ var commandHelp = map[string]string{
 	"demo": "Starts a mock cluster and runs a workload through a rebalance (with a forward map),\n" +
 		"a held lock and injected TMPFAIL answers, then prints what was retried and why.\n" +
 		"Exit status 0 only when every operation succeeded and every write is on the cluster.",
+	"lookup": "Prints one line per path: the path and its JSON value, or its error. PATH is N1QL-style\n" +
+		"(a.b[0].c, backticks quote a key with dots); \"\" is the whole document. --xattr PATH reads an\n" +
+		"extended attribute ($document.CAS, ... are the document's metadata). At most 16 paths.\n" +
+		"Exit status 0 when every path was read, 3 when the document or a path is missing, 1 when a\n" +
+		"path failed otherwise (the other paths are still printed).",
+	"mutate": "Applies every OP PATH [VALUE] in one atomic change: all or nothing. OP is insert, upsert,\n" +
+		"replace, remove, append, prepend (arrays), array-insert (PATH ends in [i]), add-unique,\n" +
+		"incr or decr (VALUE a decimal delta); OP-xattr (upsert-xattr, ...) works on an extended\n" +
+		"attribute, and those come first. VALUE is JSON text ('\"Ada\"', 42, '{\"a\":1}'); an\n" +
+		"xattr VALUE of ${Mutation.CAS}, ${Mutation.seqno} or ${Mutation.value_crc32c} is expanded\n" +
+		"by the server. replace \"\" VALUE sets the whole document, remove \"\" deletes it.\n" +
+		"Prints the new CAS and the counters' new values. Exit status 3 when the document or a\n" +
+		"path is missing, 4 on a CAS mismatch, an existing document (--insert-doc) or an existing\n" +
+		"path (insert, add-unique).",
 }
 
 // printCommandUsage prints kvcli CMD -h: synopsis, help and the command's
@@ -431,8 +447,9 @@ exit status:
   0    success (exists: the document exists)
   1    the operation failed: could not connect, wrong credentials, timeout, server error
   2    usage: bad flags or arguments
-  3    document not found (exists: it does not exist)
-  4    conflict: CAS mismatch, document already exists (add), document not locked (unlock)
+  3    document not found (exists: it does not exist; lookup, mutate: or a path)
+  4    conflict: CAS mismatch, document already exists (add), document not locked (unlock),
+       path exists (mutate)
   130  interrupted (Ctrl-C) before the operation finished
 
 The password is never printed or logged by kvcli (serve prints the mock's own test credentials).

@@ -66,6 +66,26 @@
 //	                       (without the delta), --expiry D (with --initial) its
 //	                       expiry; decr stops at 0
 //	exists KEY             print true or false; exit 0 if it exists, 3 if not
+//	lookup KEY PATH...     read paths of a JSON document (sub-document), a line per path:
+//	                       the path and its JSON value, or its error. "" is the whole
+//	                       document; up to 16 paths
+//	    --xattr PATH       also read an extended attribute (repeatable; read first);
+//	                       $document.CAS, $document.exptime, ... are the metadata
+//	    --exists           check that each path exists instead (exit 3 if one does not)
+//	    --count            count each path's array elements or object keys
+//	    --access-deleted   read a deleted document's (a tombstone's) xattrs
+//	mutate KEY OP PATH [VALUE]...
+//	                       change paths atomically (all or nothing); OP is insert,
+//	                       upsert, replace, remove, append, prepend, array-insert,
+//	                       add-unique, incr, decr (VALUE: a delta); OP-xattr works on an
+//	                       extended attribute (those come first); VALUE is JSON text, and
+//	                       an xattr VALUE ${Mutation.CAS}, ${Mutation.seqno} or
+//	                       ${Mutation.value_crc32c} is expanded by the server;
+//	                       replace "" VALUE sets the whole document, remove "" deletes it
+//	    --upsert-doc       create the document when missing (--insert-doc: only then)
+//	    --xattr            every OP works on an extended attribute
+//	    --create-path      create missing parent objects
+//	    --cas, --expiry, --preserve-expiry, --access-deleted, --create-as-deleted, --revive
 //
 // Examples:
 //
@@ -79,6 +99,8 @@
 //	kvcli lock order:7 --lock-time 10s     # then: kvcli unlock order:7 0x...
 //	kvcli touch session:9 30m
 //	kvcli exists user:1 && echo present
+//	kvcli mutate user:1 upsert-xattr meta.by '"kvcli"' upsert name '"Ada"' incr logins 1
+//	kvcli lookup user:1 name logins --xattr meta.by --xattr '$document.CAS'
 //
 // Cluster commands:
 //
@@ -242,6 +264,8 @@
 //	unlock         unlocked "KEY"
 //	incr, decr     the new value
 //	exists         true or false
+//	lookup         a line per path: PATH<TAB>VALUE, or PATH<TAB>error: ...
+//	mutate         mutated "KEY" cas=0x..., then PATH<TAB>VALUE per counter
 //	ping, route    a line per node / per map
 //	errors         one line on stderr: kvcli: ...
 //
@@ -256,12 +280,15 @@
 // most decoders; unlock and --cas accept them as printed. Mutations add
 // "mutation_token" ({"bucket","vbucket","vbuuid","seqno"}) when the server
 // sent one; incr/decr add "counter", exists "exists", lock "lock_time_s",
-// route "route", ping "ping". "retries" is how many times the operation was
+// route "route", ping "ping"; lookup and mutate add "paths" (one
+// {"path","xattr","value","exists","error"} per path; mutate: per counter)
+// and "deleted" when the document is a tombstone. "retries" is how many times the operation was
 // retried and "retry_reasons" why. A failure prints "ok":false and
 // "error": {"kind","message","exit","status","ambiguous"}, where kind is one of
 // not_found, conflict, authentication, bucket, unreachable, tls, timeout,
 // interrupted, invalid_argument, collection, access, unsupported,
-// ambiguous (sent, no answer: it may have been applied), error;
+// ambiguous (sent, no answer: it may have been applied), path (a
+// sub-document path failed), error;
 // "ambiguous":true, whatever the kind (ambiguous, timeout, interrupted),
 // means the write may have been applied: read the key to see.
 // The human line still goes to stderr.
@@ -302,9 +329,11 @@
 //	     show what it should, or an operation failed
 //	2    usage: bad flags or arguments (found before anything connects)
 //	3    document not found (get, replace, delete, touch, lock, append, prepend,
-//	     incr/decr without --initial); exists: the document does not exist
+//	     incr/decr without --initial); exists: the document does not exist;
+//	     lookup, mutate: the document or a path is missing
 //	4    conflict: CAS mismatch (--cas, or unlock with a CAS that is not the lock's),
-//	     the document already exists (add), the document is not locked (unlock)
+//	     the document already exists (add), the document is not locked (unlock),
+//	     the path exists (mutate insert, add-unique)
 //	130  interrupted (Ctrl-C) before the operation finished; when a write was
 //	     already sent, the message says it may have been applied
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,7 @@ const (
 	kindAccess      = "access"
 	kindUnsupported = "unsupported"
 	kindAmbiguous   = "ambiguous"
+	kindPath        = "path"
 	kindOther       = "error"
 )
 
@@ -82,6 +84,8 @@ func (inv *invocation) explain(key string, err error) problem {
 		return problem{kindTimeout, inv.timeoutLine(kv, isKV), exitError}
 	case errors.Is(err, client.ErrDocumentNotFound):
 		return problem{kindNotFound, "document " + q(key) + " not found" + inv.where(), exitNotFound}
+	case errors.As(err, new(*client.SubdocError)):
+		return inv.explainPath(key, err)
 	case errors.Is(err, client.ErrCasMismatch):
 		if isKV && kv.Op == "Unlock" {
 			return problem{kindConflict, "CAS mismatch on " + q(key) + ": that CAS is not the lock's (the lock may have expired and been taken again)", exitConflict}
@@ -118,6 +122,24 @@ func (inv *invocation) explain(key string, err error) problem {
 		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied" + inv.readToSee(key) + ": " + inv.cause(err), exitError}
 	}
 	return problem{kindOther, msg, exitError}
+}
+
+// explainPath explains the failure of one sub-document path.
+func (inv *invocation) explainPath(key string, err error) problem {
+	var se *client.SubdocError
+	errors.As(err, &se)
+	what := "path " + strconv.Quote(se.Path)
+	if se.Xattr {
+		what = "extended attribute " + strconv.Quote(se.Path)
+	}
+	what = inv.redact(what) + " of " + strconv.Quote(inv.redact(key))
+	switch {
+	case errors.Is(err, client.ErrPathNotFound):
+		return problem{kindNotFound, what + " not found", exitNotFound}
+	case errors.Is(err, client.ErrPathExists):
+		return problem{kindConflict, what + " already exists", exitConflict}
+	}
+	return problem{kindPath, what + ": " + inv.redact(se.Err.Error()) + " (" + inv.redact(se.Error()) + ")", exitError}
 }
 
 // readToSee tells how to find out whether a write to key was applied.

@@ -30,6 +30,10 @@ type jsonResult struct {
 	// Counter is the new value of incr/decr; Exists the answer of exists.
 	Counter *uint64 `json:"counter,omitempty"`
 	Exists  *bool   `json:"exists,omitempty"`
+	// Deleted is true when lookup or mutate found the document deleted (a
+	// tombstone); Paths are their per-path results.
+	Deleted *bool      `json:"deleted,omitempty"`
+	Paths   []jsonPath `json:"paths,omitempty"`
 	// LockTime is the lock's duration in seconds (lock).
 	LockTime      float64    `json:"lock_time_s,omitempty"`
 	MutationToken *jsonToken `json:"mutation_token,omitempty"`
