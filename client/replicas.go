@@ -76,18 +76,37 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 // skipped, not waited for. It is the one read that fans out: up to four
 // goroutines for one call, which end when it returns.
 func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetReplicaOptions) (GetReplicaResult, error) {
-	copies := col.c.copiesOf(key)
+	return readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
+		return col.readCopy(ctx, key, i, opts)
+	})
+}
+
+// GetAllReplicas reads the active copy and every replica and returns every
+// copy that answered, active first. Only the copies the current map assigns
+// to a server are read (see GetAnyReplica), so a bucket whose replicas have
+// no node yet answers with the active copy alone, without waiting for the
+// timeout. It fails only when none answered.
+func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetReplicaOptions) ([]GetReplicaResult, error) {
+	return readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
+		return col.readCopy(ctx, key, i, opts)
+	})
+}
+
+// readAnyCopy reads copies of key at once, one goroutine each, and returns
+// the first answer; the others are canceled and waited for, so no
+// goroutine outlives the call.
+func readAnyCopy[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) (T, error) {
 	n := len(copies)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {
-		r   GetReplicaResult
+		r   T
 		err error
 	}
 	ch := make(chan answer, n)
 	for _, i := range copies {
 		go func(i int) {
-			r, err := col.readCopy(ctx, key, i, opts)
+			r, err := read(ctx, i)
 			ch <- answer{r, err}
 		}(i)
 	}
@@ -104,30 +123,27 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 		}
 		errs = append(errs, a.err)
 	}
-	return GetReplicaResult{}, replicaError(key, errs)
+	var zero T
+	return zero, replicaError(key, errs)
 }
 
-// GetAllReplicas reads the active copy and every replica and returns every
-// copy that answered, active first. Only the copies the current map assigns
-// to a server are read (see GetAnyReplica), so a bucket whose replicas have
-// no node yet answers with the active copy alone, without waiting for the
-// timeout. It fails only when none answered.
-func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetReplicaOptions) ([]GetReplicaResult, error) {
-	copies := col.c.copiesOf(key)
+// readAllCopies reads copies of key at once and returns every answer, in
+// the order of copies; it fails only when none answered.
+func readAllCopies[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) ([]T, error) {
 	n := len(copies)
-	res := make([]GetReplicaResult, n)
+	res := make([]T, n)
 	errs := make([]error, n)
 	done := make(chan int, n)
 	for j, i := range copies {
 		go func(j, i int) {
-			res[j], errs[j] = col.readCopy(ctx, key, i, opts)
+			res[j], errs[j] = read(ctx, i)
 			done <- j
 		}(j, i)
 	}
 	for i := 0; i < n; i++ {
 		<-done
 	}
-	var out []GetReplicaResult
+	var out []T
 	var failed []error
 	for i := range res {
 		if errs[i] == nil {

@@ -363,13 +363,14 @@ func TestGetClusterConfig(t *testing.T) {
 		}
 	}
 	for _, capab := range []string{"collections", "cbhello", "touch", "cccp", "durableWrite", "preserveExpiry", "nodesExt",
-		"xattr", "tombstonedUserXAttrs", "subdoc.ReplaceBodyWithXattr", "subdoc.DocumentMacroSupport", "subdoc.ReviveDocument", "rangeScan"} {
+		"xattr", "tombstonedUserXAttrs", "subdoc.ReplaceBodyWithXattr", "subdoc.DocumentMacroSupport", "subdoc.ReviveDocument",
+		"subdoc.ReplicaRead", "rangeScan"} {
 		if !contains(cfg.BucketCapabilities, capab) {
 			t.Errorf("bucketCapabilities lacks %q", capab)
 		}
 	}
-	// Only what the mock implements: no DCP or replica sub-document reads.
-	for _, capab := range []string{"dcp", "subdoc.ReplicaRead"} {
+	// Only what the mock implements: no DCP.
+	for _, capab := range []string{"dcp"} {
 		if contains(cfg.BucketCapabilities, capab) {
 			t.Errorf("bucketCapabilities lists %q, which the mock does not implement", capab)
 		}

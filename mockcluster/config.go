@@ -68,14 +68,14 @@ type globalConfigJSON struct {
 }
 
 // bucketCapabilities are the capabilities a 7.6 couchbase bucket advertises
-// that the mock implements. A 7.6 bucket also lists dcp and
-// subdoc.ReplicaRead, among others; the mock has no DCP and does not claim
-// replica sub-document reads, and a client that believed those capabilities
-// would try features that then fail, so they are left out.
+// that the mock implements (subdoc.ReplicaRead: a SUBDOC_MULTI_LOOKUP with
+// the ReplicaRead doc flag runs on a replica node). A 7.6 bucket also lists
+// dcp, among others; the mock has no DCP, and a client that believed it
+// would try a feature that then fails, so it is left out.
 var bucketCapabilities = []string{
 	"collections", "durableWrite", "preserveExpiry", "cbhello", "touch",
 	"cccp", "nodesExt", "xattr", "tombstonedUserXAttrs", "subdoc.ReplaceBodyWithXattr",
-	"subdoc.DocumentMacroSupport", "subdoc.ReviveDocument", "rangeScan",
+	"subdoc.DocumentMacroSupport", "subdoc.ReviveDocument", "subdoc.ReplicaRead", "rangeScan",
 }
 
 // bucketCapabilities are the capabilities the cluster's bucket configs

@@ -1,0 +1,105 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kvwire/kvwire/retry"
+)
+
+// bucketCapSubdocReplicaRead is the bucket capability of servers that run
+// sub-document lookups on replicas (the ReplicaRead doc flag).
+const bucketCapSubdocReplicaRead = "subdoc.ReplicaRead"
+
+// LookupInAnyReplicaOptions are the options of LookupInAnyReplica; they
+// apply to the lookup of each copy.
+type LookupInAnyReplicaOptions struct {
+	Timeout       time.Duration
+	RetryStrategy retry.Strategy
+}
+
+// LookupInAllReplicasOptions are the options of LookupInAllReplicas; they
+// apply to the lookup of each copy.
+type LookupInAllReplicasOptions struct {
+	Timeout       time.Duration
+	RetryStrategy retry.Strategy
+}
+
+// LookupInReplicaResult is a LookupIn of the active copy or of a replica.
+type LookupInReplicaResult struct {
+	LookupInResult
+	// IsReplica is false for the active copy.
+	IsReplica bool
+	Node      string
+}
+
+// checkSubdocReplicaRead refuses a replica lookup the bucket does not
+// advertise.
+func (c *Client) checkSubdocReplicaRead() error {
+	t := c.topo.Load()
+	if t == nil || t.cfg == nil || !t.cfg.HasBucketCapability(bucketCapSubdocReplicaRead) {
+		return errors.New("the bucket does not advertise " + bucketCapSubdocReplicaRead + ": its servers cannot run lookups on replicas")
+	}
+	return nil
+}
+
+// lookupInCopy runs a LookupIn on copy i of key (0: the active copy).
+func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []LookupInSpec, i int, timeout time.Duration, strategy retry.Strategy) (LookupInReplicaResult, error) {
+	name := "LookupInReplica(active)"
+	if i > 0 {
+		name = "LookupInReplica"
+	}
+	o, err := col.lookupInOp(name, key, specs, timeout, strategy, false, i)
+	if err != nil {
+		return LookupInReplicaResult{}, err
+	}
+	return run(ctx, o, func(o *op) LookupInReplicaResult {
+		r := LookupInReplicaResult{LookupInResult: o.lookupInResult(), IsReplica: i > 0}
+		if o.node != nil {
+			r.Node = o.node.addr
+		}
+		return r
+	})
+}
+
+// replicaLookupRefused is the error of a replica lookup the bucket cannot
+// run, built as LookupIn's own errors are.
+func (col *Collection) replicaLookupRefused(name, key string, err error) error {
+	o := col.c.getOp(name, kindLookupIn, col, key)
+	defer putOp(o)
+	return col.c.finalError(o, ErrFeatureNotAvailable, err)
+}
+
+// LookupInAnyReplica runs LookupIn on the active copy and every replica at
+// once and returns the first answer (see GetAnyReplica). The bucket must
+// advertise replica lookups (Couchbase Server 7.6 and later); otherwise it
+// fails with ErrFeatureNotAvailable, sending nothing.
+func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs []LookupInSpec, opts *LookupInAnyReplicaOptions) (LookupInReplicaResult, error) {
+	var lo LookupInAnyReplicaOptions
+	if opts != nil {
+		lo = *opts
+	}
+	if err := col.c.checkSubdocReplicaRead(); err != nil {
+		return LookupInReplicaResult{}, col.replicaLookupRefused("LookupInAnyReplica", key, err)
+	}
+	return readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
+		return col.lookupInCopy(ctx, key, specs, i, lo.Timeout, lo.RetryStrategy)
+	})
+}
+
+// LookupInAllReplicas runs LookupIn on the active copy and every replica
+// and returns every copy that answered, active first (see GetAllReplicas
+// and LookupInAnyReplica).
+func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, specs []LookupInSpec, opts *LookupInAllReplicasOptions) ([]LookupInReplicaResult, error) {
+	var lo LookupInAllReplicasOptions
+	if opts != nil {
+		lo = *opts
+	}
+	if err := col.c.checkSubdocReplicaRead(); err != nil {
+		return nil, col.replicaLookupRefused("LookupInAllReplicas", key, err)
+	}
+	return readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
+		return col.lookupInCopy(ctx, key, specs, i, lo.Timeout, lo.RetryStrategy)
+	})
+}
