@@ -23,6 +23,16 @@ const MaxKeyLength = 250
 type GetOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	// Project, for Get only, reads just these sub-document paths ("name",
+	// "address.city", "tags[0]") and returns them as one JSON object
+	// shaped like the document: {"address":{"city":"Paris"}} for
+	// "address.city" (Flags say JSON). It is built on LookupIn, as gocb's
+	// is: up to MaxSubdocSpecs paths are read as one GetSpec each, more
+	// by reading the whole body and picking the paths out. A path the
+	// document does not have is left out; any other path error fails the
+	// Get. An array index keeps the element, not its position:
+	// "tags[2]" gives {"tags":[<element 2>]}.
+	Project []string
 }
 
 // GetAndTouchOptions are the options of GetAndTouch.
@@ -426,6 +436,9 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 	var p opParams
 	if opts != nil {
 		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		if len(opts.Project) > 0 {
+			return col.getProjected(ctx, key, opts.Project, p)
+		}
 	}
 	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
 	if err != nil {

@@ -1,0 +1,80 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseProjectionPath(t *testing.T) {
+	k := func(s string) projComp { return projComp{key: s} }
+	ix := func(i int) projComp { return projComp{index: i, isIdx: true} }
+	good := []struct {
+		in   string
+		want []projComp
+	}{
+		{"a", []projComp{k("a")}},
+		{"a.b.c", []projComp{k("a"), k("b"), k("c")}},
+		{"a[1]", []projComp{k("a"), ix(1)}},
+		{"a[1][-1].b", []projComp{k("a"), ix(1), ix(-1), k("b")}},
+		{"`a.b[c]`.d", []projComp{k("a.b[c]"), k("d")}},
+		{"`x``y`", []projComp{k("x`y")}},
+		{"[0].a", []projComp{ix(0), k("a")}},
+	}
+	for _, g := range good {
+		got, err := parseProjectionPath(g.in)
+		require.NoError(t, err, g.in)
+		assert.Equal(t, g.want, got, g.in)
+	}
+	for _, bad := range []string{"", "a.", ".a", "a..b", "a[", "a[x]", "a[-2]", "a]b", "`a", "a`b`", "a[1]b"} {
+		_, err := parseProjectionPath(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+// Get with Project returns the paths as one object shaped like the
+// document, whether it reads them as specs (16 or fewer) or picks them out
+// of the whole body (more).
+func TestGetWithProjection(t *testing.T) {
+	e := newSubdocEnv(t)
+	ctx := context.Background()
+	up := e.seed(t, "p", `{"name":"Ada","address":{"city":"Paris","zip":"75001"},"tags":["a","b","c"],"n":1.50,"x.y":true}`)
+	want := `{"name":"Ada","address":{"city":"Paris"},"tags":["b"],"x.y":true}`
+	paths := []string{"name", "address.city", "tags[1]", "missing", "address.nope", "`x.y`"}
+
+	r, err := e.col.Get(ctx, "p", &GetOptions{Project: paths})
+	require.NoError(t, err)
+	assert.JSONEq(t, want, string(r.Value))
+	assert.Equal(t, `{"name":"Ada","address":{"city":"Paris"},"tags":["b"],"x.y":true}`, string(r.Value), "in the order asked")
+	assert.Equal(t, up.Cas, r.Cas)
+	assert.Equal(t, uint32(0x02000000), r.Flags)
+
+	many := append([]string{}, paths...)
+	for i := len(many); i <= MaxSubdocSpecs; i++ {
+		many = append(many, fmt.Sprintf("absent%d", i))
+	}
+	require.Greater(t, len(many), MaxSubdocSpecs)
+	sent := len(e.rec.attempts())
+	r, err = e.col.Get(ctx, "p", &GetOptions{Project: many})
+	require.NoError(t, err)
+	assert.Equal(t, want, string(r.Value), "more paths than a LookupIn holds: the same object")
+	assert.Equal(t, sent+1, len(e.rec.attempts()), "one request")
+
+	r, err = e.col.Get(ctx, "p", &GetOptions{Project: append(many, "n")})
+	require.NoError(t, err)
+	assert.Contains(t, string(r.Value), `"n":1.50`, "numbers as written")
+
+	_, err = e.col.Get(ctx, "p", &GetOptions{Project: []string{"name.first"}})
+	assert.ErrorIs(t, err, ErrPathMismatch)
+	_, err = e.col.Get(ctx, "p", &GetOptions{Project: append(many, "name.first")})
+	assert.ErrorIs(t, err, ErrPathMismatch)
+	_, err = e.col.Get(ctx, "missing", &GetOptions{Project: paths})
+	assert.ErrorIs(t, err, ErrDocumentNotFound)
+	_, err = e.col.Get(ctx, "p", &GetOptions{Project: []string{"a["}})
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	var kv *KeyValueError
+	assert.ErrorAs(t, err, &kv)
+}
