@@ -121,11 +121,12 @@ var statusTable = []statusRow{
 	{status: memdx.StatusSubdocPathExists, rule: statusRule{sentinel: ErrPathExists}},
 	{status: memdx.StatusSubdocValueTooDeep, rule: statusRule{sentinel: ErrValueTooDeep}},
 	{status: memdx.StatusSubdocInvalidCombo, rule: statusRule{sentinel: ErrInvalidArgument}},
-	// SUBDOC_MULTI_PATH_FAILURE ends a MutateIn (a lookup takes it as its
-	// result): never retried, and the failing path's status, whose row is
-	// above, gives the sentinel (subdocFailure).
-	{status: memdx.StatusSubdocMultiPathFailure, rule: statusRule{}},
-	{status: memdx.StatusSubdocMultiPathFailureDeleted, rule: statusRule{}},
+	// SUBDOC_MULTI_PATH_FAILURE ("special-handling" in kv_engine's error
+	// map) ends a MutateIn; a lookup takes it as its result. Never retried;
+	// MutateIn's error takes the sentinel of the failing path's status,
+	// whose row is above (mutateInError), in place of this one.
+	{status: memdx.StatusSubdocMultiPathFailure, rule: statusRule{sentinel: ErrServerFailure}},
+	{status: memdx.StatusSubdocMultiPathFailureDeleted, rule: statusRule{sentinel: ErrServerFailure}},
 	{status: memdx.StatusSubdocXattrInvalidFlagCombo, rule: statusRule{sentinel: ErrXattrInvalidFlagCombo}},
 	{status: memdx.StatusSubdocXattrInvalidKeyCombo, rule: statusRule{sentinel: ErrXattrInvalidKeyCombo}},
 	{status: memdx.StatusSubdocXattrUnknownMacro, rule: statusRule{sentinel: ErrXattrUnknownMacro}},

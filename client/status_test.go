@@ -115,11 +115,29 @@ func wantSentinel(r statusRequest, st memdx.Status) error {
 		memdx.StatusUnknownScope: ErrScopeNotFound, memdx.StatusDurabilityInvalidLevel: ErrDurabilityLevelNotAvailable,
 		memdx.StatusDurabilityImpossible: ErrDurabilityImpossible, memdx.StatusSyncWriteAmbiguous: ErrDurabilityAmbiguous,
 		memdx.StatusSyncWriteInProgress: ErrDurableWriteInProgress, memdx.StatusSyncWriteReCommitInProgress: ErrDurableWriteReCommitInProgress,
+		memdx.StatusSubdocPathNotFound: ErrPathNotFound, memdx.StatusSubdocPathMismatch: ErrPathMismatch,
+		memdx.StatusSubdocPathInvalid: ErrPathInvalid, memdx.StatusSubdocPathTooBig: ErrPathTooBig,
+		memdx.StatusSubdocDocTooDeep: ErrPathTooDeep, memdx.StatusSubdocCantInsert: ErrValueInvalid,
+		memdx.StatusSubdocNotJSON: ErrDocumentNotJSON, memdx.StatusSubdocBadRange: ErrNumberTooBig,
+		memdx.StatusSubdocBadDelta: ErrDeltaInvalid, memdx.StatusSubdocPathExists: ErrPathExists,
+		memdx.StatusSubdocValueTooDeep: ErrValueTooDeep, memdx.StatusSubdocInvalidCombo: ErrInvalidArgument,
+		memdx.StatusSubdocXattrInvalidFlagCombo: ErrXattrInvalidFlagCombo, memdx.StatusSubdocXattrInvalidKeyCombo: ErrXattrInvalidKeyCombo,
+		memdx.StatusSubdocXattrUnknownMacro: ErrXattrUnknownMacro, memdx.StatusSubdocXattrUnknownVattrMacro: ErrXattrUnknownMacro,
+		memdx.StatusSubdocXattrUnknownVattr: ErrXattrUnknownVirtualAttribute, memdx.StatusSubdocXattrCantModifyVattr: ErrXattrCannotModifyVirtualAttribute,
+		memdx.StatusSubdocInvalidXattrOrder: ErrXattrInvalidOrder, memdx.StatusSubdocCanOnlyReviveDeletedDocuments: ErrDocumentAlreadyAlive,
+		memdx.StatusSubdocDeletedDocumentCantHaveValue: ErrInvalidArgument,
 	}
 	if s, ok := own[st]; ok {
 		return s
 	}
 	return ErrServerFailure
+}
+
+// clientHandles reports whether st ends as ErrServerFailure by the client's
+// own rule, without the error map: SUBDOC_MULTI_PATH_FAILURE, whose
+// MutateIn error takes the failing path's sentinel.
+func clientHandles(st memdx.Status) bool {
+	return st == memdx.StatusSubdocMultiPathFailure || st == memdx.StatusSubdocMultiPathFailureDeleted
 }
 
 // mapOfEvery returns an error map with an entry for every status of
@@ -159,7 +177,7 @@ func TestStatusPolicy(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s", r, st), func(t *testing.T) {
 				reason, sentinel := wantReason(r, st), wantSentinel(r, st)
 				mapDecides := reason == retry.ReasonUnknown &&
-					(sentinel == ErrServerFailure || sentinel == ErrTemporaryFailure)
+					(sentinel == ErrServerFailure || sentinel == ErrTemporaryFailure) && !clientHandles(st)
 
 				got := decideStatus(r.op, r.casGiven, st, nil)
 				assert.Equal(t, reason, got.reason, "reason without a map")
@@ -220,7 +238,6 @@ func TestStatusPolicyKVEngineMap(t *testing.T) {
 		memdx.StatusWouldThrottle:         {true, true},   // temp, retry-later
 		memdx.StatusExpiryOverflow:        {false, false}, // no-retry
 		memdx.StatusBucketDiskSpaceTooLow: {false, false}, // no-retry
-		memdx.StatusSubdocPathNotFound:    {false, false},
 		memdx.StatusInternalError:         {false, false},
 	} {
 		got := decideStatus(memdx.OpGet, false, st, m)
@@ -228,8 +245,10 @@ func TestStatusPolicyKVEngineMap(t *testing.T) {
 		assert.Equal(t, want.retried, got.reason == retry.ReasonKVErrorMapRetryIndicated, "%s %s", st, got.entry.Attrs)
 		assert.Equal(t, want.temp, got.sentinel == ErrTemporaryFailure, "%s %s", st, got.entry.Attrs)
 	}
-	// KEY_ENOENT is the client's own: the map's item-only is not asked.
+	// KEY_ENOENT and SUBDOC_PATH_ENOENT are the client's own: the map's
+	// item-only is not asked.
 	assert.False(t, decideStatus(memdx.OpGet, false, memdx.StatusKeyNotFound, m).found)
+	assert.False(t, decideStatus(memdx.OpSubdocMultiLookup, false, memdx.StatusSubdocPathNotFound, m).found)
 }
 
 // readConformance reads a file of the shared conformance corpus (skipping,
