@@ -75,6 +75,26 @@
 //     A wait after NOT_MY_VBUCKET or an unavailable node ends when a newer
 //     config is installed, and the operation is routed by it at once.
 //
+// # Sub-documents
+//
+// LookupIn reads paths of a JSON document and its extended attributes
+// (GetSpec, ExistsSpec, CountSpec; "$document" is the virtual attribute of
+// its metadata); MutateIn changes them atomically (InsertSpec, UpsertSpec,
+// ReplaceSpec, RemoveSpec, the Array*Spec functions, IncrementSpec,
+// DecrementSpec; MutationMacroCAS and its kin expand on the server), with
+// store semantics, CAS, expiry, durability and tombstone access in
+// MutateInOptions. A lookup's path errors are per path
+// (LookupInResult.ValueAt: ErrPathNotFound, ErrPathMismatch, ...); a
+// mutation fails as a whole with the failing path's sentinel and a
+// *SubdocError naming it. LookupInAnyReplica and LookupInAllReplicas read
+// replicas where the bucket allows it, and GetOptions.Project shapes a Get
+// from chosen paths.
+//
+//	r, err := users.LookupIn(ctx, "u:1", []client.LookupInSpec{
+//		client.GetSpec("name", nil),
+//		client.GetSpec("$document.exptime", &client.GetSpecOptions{IsXattr: true}),
+//	}, nil)
+//
 // # Was it applied?
 //
 // A request whose bytes were never written is retried wherever it can go.
