@@ -164,11 +164,14 @@
 //	ErrDocumentNotLocked               NOT_LOCKED
 //	ErrNotStored                       NOT_STORED on other opcodes
 //	ErrValueTooLarge                   E2BIG
-//	ErrDeltaInvalid                    DELTA_BADVAL
-//	ErrInvalidArgument                 EINVAL, ERANGE, XATTR_EINVAL; KEY_ENOENT on
-//	                                   STAT (no such group); an argument refused
-//	                                   before sending (a *KeyValueError); a bad
-//	                                   option or connection string at Connect
+//	ErrDeltaInvalid                    DELTA_BADVAL; SUBDOC_DELTA_EINVAL (a path's)
+//	ErrInvalidArgument                 EINVAL, ERANGE, XATTR_EINVAL,
+//	                                   SUBDOC_INVALID_COMBO,
+//	                                   SUBDOC_DELETED_DOCUMENT_CANT_HAVE_VALUE;
+//	                                   KEY_ENOENT on STAT (no such group); an
+//	                                   argument refused before sending (a
+//	                                   *KeyValueError); a bad option or
+//	                                   connection string at Connect
 //	ErrTemporaryFailure                ETMPFAIL (retried), ENOMEM, EBUSY; any
 //	                                   status whose error-map entry has "temp"
 //	ErrNoAccess                        EACCESS
@@ -177,7 +180,32 @@
 //	                                   grant; an opcode or collection memcached lacks
 //	ErrServerFailure                   any other status (NOT_MY_VBUCKET once not
 //	                                   retried), unless its error-map entry says
-//	                                   "temp"
+//	                                   "temp"; SUBDOC_MULTI_PATH_FAILURE and
+//	                                   SUBDOC_MULTI_PATH_FAILURE_DELETED, whose
+//	                                   MutateIn error has the failing path's
+//	                                   sentinel instead (a lookup's result)
+//	ErrPathNotFound                    SUBDOC_PATH_ENOENT (a path's: in a LookupIn
+//	                                   result, or a MutateIn's error with a
+//	                                   *SubdocError; so are the rows below)
+//	ErrPathMismatch                    SUBDOC_PATH_MISMATCH
+//	ErrPathInvalid                     SUBDOC_PATH_EINVAL
+//	ErrPathTooBig                      SUBDOC_PATH_E2BIG
+//	ErrPathTooDeep                     SUBDOC_PATH_E2DEEP
+//	ErrPathExists                      SUBDOC_PATH_EEXISTS
+//	ErrValueInvalid                    SUBDOC_VALUE_CANTINSERT
+//	ErrValueTooDeep                    SUBDOC_VALUE_ETOODEEP
+//	ErrDocumentNotJSON                 SUBDOC_DOC_NOTJSON
+//	ErrNumberTooBig                    SUBDOC_NUM_ERANGE
+//	ErrXattrInvalidFlagCombo           SUBDOC_XATTR_INVALID_FLAG_COMBO
+//	ErrXattrInvalidKeyCombo            SUBDOC_XATTR_INVALID_KEY_COMBO
+//	ErrXattrUnknownMacro               SUBDOC_XATTR_UNKNOWN_MACRO,
+//	                                   SUBDOC_XATTR_UNKNOWN_VATTR_MACRO
+//	ErrXattrUnknownVirtualAttribute    SUBDOC_XATTR_UNKNOWN_VATTR
+//	ErrXattrCannotModifyVirtualAttribute SUBDOC_XATTR_CANT_MODIFY_VATTR
+//	ErrXattrInvalidOrder               SUBDOC_INVALID_XATTR_ORDER; a spec list with
+//	                                   an xattr spec after a body spec, refused
+//	                                   before sending (with ErrInvalidArgument)
+//	ErrDocumentAlreadyAlive            SUBDOC_CAN_ONLY_REVIVE_DELETED_DOCUMENTS
 //	ErrDurabilityAmbiguous             SYNC_WRITE_AMBIGUOUS (also ErrAmbiguous)
 //	ErrDurabilityImpossible            DURABILITY_IMPOSSIBLE
 //	ErrDurabilityLevelNotAvailable     DURABILITY_INVALID_LEVEL

@@ -34,7 +34,8 @@ var (
 	ErrNotStored = kverr.ErrNotStored
 	// ErrValueTooLarge: the value exceeds the server's limit (E2BIG).
 	ErrValueTooLarge = kverr.ErrValueTooLarge
-	// ErrDeltaInvalid: Increment/Decrement of a value that is not a number.
+	// ErrDeltaInvalid: Increment/Decrement of a value that is not a number,
+	// or a sub-document counter's delta that is 0 or no int64.
 	ErrDeltaInvalid = kverr.ErrDeltaInvalid
 	// ErrInvalidArgument: the request was refused as invalid (EINVAL), or
 	// the caller passed an argument kvwire refuses before sending (then

@@ -1,9 +1,9 @@
 package client
 
 import (
-	"errors"
 	"strconv"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -15,57 +15,57 @@ import (
 var (
 	// ErrPathNotFound: the path does not exist in the document
 	// (SUBDOC_PATH_ENOENT).
-	ErrPathNotFound = errors.New("sub-document path not found")
+	ErrPathNotFound = kverr.ErrPathNotFound
 	// ErrPathMismatch: the path treats a value as the wrong type (an object
 	// as an array, a string as an object), or a counter or array operation
 	// found a value it cannot work on (SUBDOC_PATH_MISMATCH).
-	ErrPathMismatch = errors.New("sub-document path mismatch")
+	ErrPathMismatch = kverr.ErrPathMismatch
 	// ErrPathInvalid: the path does not parse, or does not suit the
 	// operation (SUBDOC_PATH_EINVAL).
-	ErrPathInvalid = errors.New("sub-document path invalid")
+	ErrPathInvalid = kverr.ErrPathInvalid
 	// ErrPathTooBig: the path has too many components (SUBDOC_PATH_E2BIG).
-	ErrPathTooBig = errors.New("sub-document path too big")
+	ErrPathTooBig = kverr.ErrPathTooBig
 	// ErrPathTooDeep: the document is nested deeper than the server
 	// handles (SUBDOC_PATH_E2DEEP).
-	ErrPathTooDeep = errors.New("sub-document path too deep")
+	ErrPathTooDeep = kverr.ErrPathTooDeep
 	// ErrPathExists: the path already exists (SUBDOC_PATH_EEXISTS): an
 	// Insert spec of an existing path, an ArrayAddUnique of a value already
 	// there.
-	ErrPathExists = errors.New("sub-document path exists")
+	ErrPathExists = kverr.ErrPathExists
 	// ErrValueInvalid: the value cannot be inserted there: not JSON, or
 	// not a primitive for ArrayAddUnique (SUBDOC_VALUE_CANTINSERT).
-	ErrValueInvalid = errors.New("sub-document value invalid")
+	ErrValueInvalid = kverr.ErrValueInvalid
 	// ErrValueTooDeep: inserting the value would nest the document too
 	// deep (SUBDOC_VALUE_ETOODEEP).
-	ErrValueTooDeep = errors.New("sub-document value too deep")
+	ErrValueTooDeep = kverr.ErrValueTooDeep
 	// ErrDocumentNotJSON: a path operation on a document that is not JSON
 	// (SUBDOC_DOC_NOTJSON).
-	ErrDocumentNotJSON = errors.New("document is not JSON")
+	ErrDocumentNotJSON = kverr.ErrDocumentNotJSON
 	// ErrNumberTooBig: a counter found a number outside int64
 	// (SUBDOC_NUM_ERANGE).
-	ErrNumberTooBig = errors.New("sub-document number too big")
+	ErrNumberTooBig = kverr.ErrNumberTooBig
 	// ErrXattrInvalidFlagCombo: a path flag that needs the xattr flag
 	// without it (SUBDOC_XATTR_INVALID_FLAG_COMBO).
-	ErrXattrInvalidFlagCombo = errors.New("invalid xattr flag combination")
+	ErrXattrInvalidFlagCombo = kverr.ErrXattrInvalidFlagCombo
 	// ErrXattrInvalidKeyCombo: specs that reach more than one extended
 	// attribute where the server allows one (SUBDOC_XATTR_INVALID_KEY_COMBO).
-	ErrXattrInvalidKeyCombo = errors.New("invalid xattr key combination")
+	ErrXattrInvalidKeyCombo = kverr.ErrXattrInvalidKeyCombo
 	// ErrXattrUnknownMacro: an expanded value that is no known macro
 	// (SUBDOC_XATTR_UNKNOWN_MACRO, SUBDOC_XATTR_UNKNOWN_VATTR_MACRO).
-	ErrXattrUnknownMacro = errors.New("unknown xattr macro")
+	ErrXattrUnknownMacro = kverr.ErrXattrUnknownMacro
 	// ErrXattrUnknownVirtualAttribute: a lookup of a virtual attribute
 	// ("$...") the server does not have (SUBDOC_XATTR_UNKNOWN_VATTR).
-	ErrXattrUnknownVirtualAttribute = errors.New("unknown virtual xattr")
+	ErrXattrUnknownVirtualAttribute = kverr.ErrXattrUnknownVirtualAttribute
 	// ErrXattrCannotModifyVirtualAttribute: a mutation of a virtual
 	// attribute (SUBDOC_XATTR_CANT_MODIFY_VATTR).
-	ErrXattrCannotModifyVirtualAttribute = errors.New("virtual xattrs cannot be modified")
+	ErrXattrCannotModifyVirtualAttribute = kverr.ErrXattrCannotModifyVirtualAttribute
 	// ErrXattrInvalidOrder: an xattr spec after a body spec
 	// (SUBDOC_INVALID_XATTR_ORDER). LookupIn and MutateIn refuse such a
 	// list before sending it (ErrInvalidArgument and this).
-	ErrXattrInvalidOrder = errors.New("xattr specs must come before body specs")
+	ErrXattrInvalidOrder = kverr.ErrXattrInvalidOrder
 	// ErrDocumentAlreadyAlive: ReviveDocument of a document that is not
 	// deleted (SUBDOC_CAN_ONLY_REVIVE_DELETED_DOCUMENTS).
-	ErrDocumentAlreadyAlive = errors.New("document is not deleted")
+	ErrDocumentAlreadyAlive = kverr.ErrDocumentAlreadyAlive
 )
 
 // SubdocError is the failure of one spec of a LookupIn or MutateIn: its

@@ -29,8 +29,8 @@ var (
 	// ErrValueTooLarge: the value exceeds the server's limit.
 	ErrValueTooLarge = errors.New("value too large")
 	// ErrDeltaInvalid: increment or decrement of a value that is not a
-	// number.
-	ErrDeltaInvalid = errors.New("document value is not a number")
+	// number, or a sub-document counter's delta that is 0 or no int64.
+	ErrDeltaInvalid = errors.New("delta invalid")
 	// ErrInvalidArgument: the server refused the request as invalid, or
 	// the caller passed an argument refused before anything was sent.
 	ErrInvalidArgument = errors.New("invalid argument")
@@ -126,4 +126,49 @@ var (
 	ErrEncodingFailure = errors.New("encoding failure")
 	// ErrDecodingFailure: a value could not be decoded into the destination.
 	ErrDecodingFailure = errors.New("decoding failure")
+)
+
+// Sub-document paths: a path's status in a lookup's result, or the failing
+// path's in a mutation's error.
+var (
+	// ErrPathNotFound: the path does not exist in the document.
+	ErrPathNotFound = errors.New("sub-document path not found")
+	// ErrPathMismatch: the path and the document disagree on a value's
+	// type.
+	ErrPathMismatch = errors.New("sub-document path mismatch")
+	// ErrPathInvalid: the path does not parse or does not suit the
+	// operation.
+	ErrPathInvalid = errors.New("sub-document path invalid")
+	// ErrPathTooBig: the path has too many components.
+	ErrPathTooBig = errors.New("sub-document path too big")
+	// ErrPathTooDeep: the document is nested too deep for the server.
+	ErrPathTooDeep = errors.New("sub-document path too deep")
+	// ErrPathExists: the path already exists.
+	ErrPathExists = errors.New("sub-document path exists")
+	// ErrValueInvalid: the value cannot be inserted at the path.
+	ErrValueInvalid = errors.New("sub-document value invalid")
+	// ErrValueTooDeep: the value would nest the document too deep.
+	ErrValueTooDeep = errors.New("sub-document value too deep")
+	// ErrDocumentNotJSON: a path operation on a document that is not JSON.
+	ErrDocumentNotJSON = errors.New("document is not JSON")
+	// ErrNumberTooBig: a counter found a number outside int64.
+	ErrNumberTooBig = errors.New("sub-document number too big")
+	// ErrXattrInvalidFlagCombo: a path flag that needs the xattr flag
+	// without it.
+	ErrXattrInvalidFlagCombo = errors.New("invalid xattr flag combination")
+	// ErrXattrInvalidKeyCombo: specs reaching more extended attributes than
+	// the server allows in one command.
+	ErrXattrInvalidKeyCombo = errors.New("invalid xattr key combination")
+	// ErrXattrUnknownMacro: an expanded value that is no known macro.
+	ErrXattrUnknownMacro = errors.New("unknown xattr macro")
+	// ErrXattrUnknownVirtualAttribute: a virtual attribute the server does
+	// not have.
+	ErrXattrUnknownVirtualAttribute = errors.New("unknown virtual xattr")
+	// ErrXattrCannotModifyVirtualAttribute: a mutation of a virtual
+	// attribute.
+	ErrXattrCannotModifyVirtualAttribute = errors.New("virtual xattrs cannot be modified")
+	// ErrXattrInvalidOrder: an xattr spec after a body spec.
+	ErrXattrInvalidOrder = errors.New("xattr specs must come before body specs")
+	// ErrDocumentAlreadyAlive: revival of a document that is not deleted.
+	ErrDocumentAlreadyAlive = errors.New("document is not deleted")
 )
