@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -535,4 +536,65 @@ func TestSubdocErrorShape(t *testing.T) {
 	assert.Equal(t, "MutateIn", kv.Op)
 	assert.Contains(t, err.Error(), `sub-document spec 1 (path "a"): SUBDOC_PATH_EEXISTS`)
 	assert.True(t, errors.Is(err, ErrPathExists))
+}
+
+// A lookup whose connection dies after the server ran it is sent again (it
+// is idempotent); a MutateIn in the same spot is not, and its error says
+// it may have been applied, which it was.
+func TestSubdocRetriesAsReadsAndWrites(t *testing.T) {
+	e := newSubdocEnv(t)
+	ctx := context.Background()
+	e.seed(t, "r", `{"n":1}`)
+	lf := e.mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "r", OpCodes: []memdx.OpCode{memdx.OpSubdocMultiLookup}},
+		Action: mockcluster.Action{Close: mockcluster.CloseAfterApply},
+		Times:  1,
+	})
+	l, err := e.col.LookupIn(ctx, "r", []LookupInSpec{GetSpec("n", nil)}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, lf.Hits())
+	assert.True(t, l.RetryReasons.Has(retrySocketClosedWhileInFlight), "sent again after the connection closed in flight: %v", l.RetryReasons)
+	v, _ := l.ValueAt(0)
+	assert.Equal(t, "1", string(v))
+
+	mf := e.mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "r", OpCodes: []memdx.OpCode{memdx.OpSubdocMultiMutation}},
+		Action: mockcluster.Action{Close: mockcluster.CloseAfterApply},
+		Times:  1,
+	})
+	_, err = e.col.MutateIn(ctx, "r", []MutateInSpec{IncrementSpec("n", 1, nil)}, nil)
+	require.ErrorIs(t, err, ErrAmbiguous)
+	assert.Equal(t, 1, mf.Hits())
+	assert.JSONEq(t, `{"n":2}`, e.body(t, "r"), "applied once, not resent")
+
+	tf := e.mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "r", OpCodes: []memdx.OpCode{memdx.OpSubdocMultiMutation}},
+		Action: mockcluster.Action{Status: memdx.StatusTmpFail},
+		Times:  1,
+	})
+	m, err := e.col.MutateIn(ctx, "r", []MutateInSpec{IncrementSpec("n", 1, nil)}, nil)
+	require.NoError(t, err, "a refusal that applied nothing is retried")
+	assert.Equal(t, 1, tf.Hits())
+	assert.True(t, m.RetryReasons.Has(retryKVTemporaryFailure), "%v", m.RetryReasons)
+	assert.JSONEq(t, `{"n":3}`, e.body(t, "r"))
+}
+
+// A synchronous MutateIn reaches the server with its durability.
+func TestMutateInDurability(t *testing.T) {
+	e := newSubdocEnv(t)
+	ctx := context.Background()
+	e.seed(t, "d", `{}`)
+	_, err := e.col.MutateIn(ctx, "d", []MutateInSpec{UpsertSpec("a", []byte(`1`), nil)},
+		&MutateInOptions{Durability: DurabilityMajority})
+	require.NoError(t, err)
+	f := e.mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "d", OpCodes: []memdx.OpCode{memdx.OpSubdocMultiMutation}},
+		Action: mockcluster.Action{Status: memdx.StatusSyncWriteAmbiguous},
+		Times:  1,
+	})
+	_, err = e.col.MutateIn(ctx, "d", []MutateInSpec{UpsertSpec("a", []byte(`2`), nil)},
+		&MutateInOptions{Durability: DurabilityMajority})
+	assert.ErrorIs(t, err, ErrDurabilityAmbiguous)
+	assert.ErrorIs(t, err, ErrAmbiguous)
+	assert.Equal(t, 1, f.Hits())
 }
