@@ -377,7 +377,6 @@ type subdocField struct {
 	value  []byte
 	path   string
 	xattr  bool
-	op     memdx.OpCode
 }
 
 // subdocState is a sub-document operation's part of op: the specs the
@@ -603,14 +602,17 @@ type MutateInResult struct {
 	// IsDeleted: the document is a tombstone after the change
 	// (CreateAsDeleted, or AccessDeleted without ReviveDocument).
 	IsDeleted bool
-	fields    []subdocField
+	// n is the number of specs; fields holds their values when any spec
+	// returned one.
+	n      int
+	fields []subdocField
 }
 
 // ValueAt returns spec i's result: the new value of an IncrementSpec or
 // DecrementSpec, nil for specs that return none.
 func (r *MutateInResult) ValueAt(i int) ([]byte, error) {
-	if i < 0 || (r.fields != nil && i >= len(r.fields)) {
-		return nil, fmt.Errorf("%w: spec index %d out of range", ErrInvalidArgument, i)
+	if i < 0 || i >= r.n {
+		return nil, fmt.Errorf("%w: spec index %d out of range [0, %d)", ErrInvalidArgument, i, r.n)
 	}
 	if r.fields == nil {
 		return nil, nil
@@ -718,7 +720,7 @@ func (o *op) lookupInResult() LookupInResult {
 	for i := range o.sd.fields {
 		s := &o.sd.lookups[i]
 		f := &o.sd.fields[i]
-		f.path, f.xattr, f.op = unsafe.String(unsafe.SliceData(s.Path), len(s.Path)), s.Flags&memdx.SubdocPathXattr != 0, s.Op
+		f.path, f.xattr = unsafe.String(unsafe.SliceData(s.Path), len(s.Path)), s.Flags&memdx.SubdocPathXattr != 0
 	}
 	return LookupInResult{Cas: o.cas, IsDeleted: o.deleted, Attempts: o.st.Attempts(), RetryReasons: o.st.Reasons(),
 		fields: o.sd.fields}
@@ -759,7 +761,7 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 	if err := o.c.execute(ctx, o); err != nil {
 		return MutateInResult{}, o.mutateInError(err)
 	}
-	return MutateInResult{MutationResult: o.mutationResult(), IsDeleted: o.deleted, fields: o.sd.fields}, nil
+	return MutateInResult{MutationResult: o.mutationResult(), IsDeleted: o.deleted, n: len(specs), fields: o.sd.fields}, nil
 }
 
 // docFlags checks the options' document-level settings and returns their

@@ -598,3 +598,24 @@ func TestMutateInDurability(t *testing.T) {
 	assert.ErrorIs(t, err, ErrAmbiguous)
 	assert.Equal(t, 1, f.Hits())
 }
+
+// MutateInResult.ValueAt knows the spec count whether or not a spec
+// returned a value.
+func TestMutateInResultIndexes(t *testing.T) {
+	e := newSubdocEnv(t)
+	ctx := context.Background()
+	e.seed(t, "i", `{}`)
+	for _, specs := range [][]MutateInSpec{
+		{UpsertSpec("a", []byte(`1`), nil)},
+		{UpsertSpec("a", []byte(`1`), nil), IncrementSpec("n", 1, nil)},
+	} {
+		r, err := e.col.MutateIn(ctx, "i", specs, nil)
+		require.NoError(t, err)
+		_, err = r.ValueAt(0)
+		assert.NoError(t, err)
+		_, err = r.ValueAt(len(specs))
+		assert.ErrorIs(t, err, ErrInvalidArgument, "%d specs", len(specs))
+		_, err = r.ValueAt(-1)
+		assert.ErrorIs(t, err, ErrInvalidArgument)
+	}
+}
