@@ -281,7 +281,8 @@
 // "mutation_token" ({"bucket","vbucket","vbuuid","seqno"}) when the server
 // sent one; incr/decr add "counter", exists "exists", lock "lock_time_s",
 // route "route", ping "ping"; lookup and mutate add "paths" (one
-// {"path","xattr","value","exists","error"} per path; mutate: per counter)
+// {"path","xattr","value","exists","error"} per path, a value that is not
+// JSON as "raw" and "encoding"; mutate: per counter)
 // and "deleted" when the document is a tombstone. "retries" is how many times the operation was
 // retried and "retry_reasons" why. A failure prints "ok":false and
 // "error": {"kind","message","exit","status","ambiguous"}, where kind is one of

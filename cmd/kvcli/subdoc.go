@@ -15,11 +15,26 @@ import (
 type jsonPath struct {
 	Path  string `json:"path"`
 	Xattr bool   `json:"xattr,omitempty"`
-	// Value is the path's JSON value as the server returned it.
-	Value json.RawMessage `json:"value,omitempty"`
+	// Value is the path's JSON value as the server returned it; a value
+	// that is not JSON (the whole body of a binary document) is in Raw,
+	// as a UTF-8 string or base64 (Encoding), as get's value is.
+	Value    json.RawMessage `json:"value,omitempty"`
+	Raw      *string         `json:"raw,omitempty"`
+	Encoding string          `json:"encoding,omitempty"`
 	// Exists is lookup --exists's answer.
 	Exists *bool      `json:"exists,omitempty"`
 	Error  *jsonError `json:"error,omitempty"`
+}
+
+// setValue fills Value, or Raw and Encoding for a value that is not JSON.
+func (p *jsonPath) setValue(v []byte) {
+	if json.Valid(v) {
+		p.Value = json.RawMessage(v)
+		return
+	}
+	var r jsonResult
+	r.setValue(v)
+	p.Raw, p.Encoding = r.Value, r.Encoding
 }
 
 // stringList is a repeatable string flag.
@@ -107,7 +122,7 @@ func (inv *invocation) lookedUp(key string, paths []lookupPath, exists bool, r c
 				fmt.Fprintf(w, "%s\t%t\n", label, ok)
 			}
 		case err == nil:
-			jp.Value = json.RawMessage(v)
+			jp.setValue(v)
 			if !inv.g.json {
 				fmt.Fprintf(w, "%s\t%s\n", label, v)
 			}
@@ -330,7 +345,9 @@ func cmdMutate(ctx context.Context, inv *invocation, args []string) int {
 				if v == nil {
 					continue
 				}
-				res.Paths = append(res.Paths, jsonPath{Path: p.path, Xattr: p.xattr, Value: json.RawMessage(v)})
+				jp := jsonPath{Path: p.path, Xattr: p.xattr}
+				jp.setValue(v)
+				res.Paths = append(res.Paths, jp)
 				lines = append(lines, inv.pathLabel(p.path, p.xattr)+"\t"+string(v))
 			}
 			if inv.g.json {

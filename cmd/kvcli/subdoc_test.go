@@ -179,3 +179,21 @@ func TestSubdocUsage(t *testing.T) {
 		assert.False(t, strings.Contains(r.stderr, "nothing is listening"), "%v: refused before connecting", c.args)
 	}
 }
+
+// lookup --json of a body that is not JSON (a binary document's whole
+// body) prints it as get does, not an invalid object.
+func TestLookupJSONOfBinaryBody(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "set", "bin", "\xff\x00raw")
+	require.Equal(t, exitOK, r.code, r)
+	r = runKV(t, env, "", "--json", "lookup", "bin", "")
+	require.Equal(t, exitOK, r.code, r)
+	var out struct {
+		Paths []jsonPath `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.Len(t, out.Paths, 1)
+	require.NotNil(t, out.Paths[0].Raw)
+	assert.Equal(t, "base64", out.Paths[0].Encoding)
+	assert.Equal(t, "/wByYXc=", *out.Paths[0].Raw)
+}
