@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/kvwire/kvwire/memdx"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // Sub-document operations (kv_engine docs/SubDocument.md): LookupIn reads
@@ -29,7 +28,10 @@ import (
 
 // MaxSubdocSpecs is the number of specs a LookupIn or MutateIn may hold
 // (kv_engine's SUBDOC_MULTI_MAX_PATHS).
-const MaxSubdocSpecs = memdx.SubdocMultiMaxPaths
+const MaxSubdocSpecs = 16
+
+// The codec's limit is the server's; the client refuses longer lists first.
+var _ = [1]struct{}{}[MaxSubdocSpecs-memdx.SubdocMultiMaxPaths]
 
 // LookupInSpec is one path of a LookupIn, made by GetSpec, ExistsSpec or
 // CountSpec. The zero value is refused.
@@ -316,7 +318,7 @@ func newMutateSpec(op memdx.OpCode, path string, value []byte, xattr, mkdir, mac
 // LookupInOptions are the options of LookupIn. nil means the defaults.
 type LookupInOptions struct {
 	Timeout       time.Duration
-	RetryStrategy retry.Strategy
+	RetryStrategy RetryStrategy
 	// AccessDeleted reads a deleted document's extended attributes (a
 	// tombstone); the result's IsDeleted says whether it was one.
 	AccessDeleted bool
@@ -342,7 +344,7 @@ const (
 // MutateInOptions are the options of MutateIn. nil means the defaults.
 type MutateInOptions struct {
 	Timeout       time.Duration
-	RetryStrategy retry.Strategy
+	RetryStrategy RetryStrategy
 	// StoreSemantic: replace (default), upsert or insert the document.
 	StoreSemantic StoreSemantics
 	// Cas makes the change conditional on the document's CAS
@@ -558,7 +560,7 @@ type LookupInResult struct {
 	// IsDeleted: the document read is a tombstone (AccessDeleted).
 	IsDeleted    bool
 	Attempts     int
-	RetryReasons retry.ReasonSet
+	RetryReasons RetryReasons
 	fields       []subdocField
 }
 
@@ -668,7 +670,7 @@ func (col *Collection) LookupIn(ctx context.Context, key string, specs []LookupI
 }
 
 // lookupInOp builds a LookupIn of copy replica (0: the active copy).
-func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, timeout time.Duration, strategy retry.Strategy, accessDeleted bool, replica int) (*op, error) {
+func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, timeout time.Duration, strategy RetryStrategy, accessDeleted bool, replica int) (*op, error) {
 	var df memdx.SubdocDocFlag
 	if accessDeleted {
 		df |= memdx.SubdocDocAccessDeleted
@@ -722,7 +724,7 @@ func (o *op) lookupInResult() LookupInResult {
 		f := &o.sd.fields[i]
 		f.path, f.xattr = unsafe.String(unsafe.SliceData(s.Path), len(s.Path)), s.Flags&memdx.SubdocPathXattr != 0
 	}
-	return LookupInResult{Cas: o.cas, IsDeleted: o.deleted, Attempts: o.st.Attempts(), RetryReasons: o.st.Reasons(),
+	return LookupInResult{Cas: o.cas, IsDeleted: o.deleted, Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()),
 		fields: o.sd.fields}
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // Get with a projection: GetOptions.Project says what it does.
@@ -232,7 +231,7 @@ func (col *Collection) projectionError(key string, sentinel, cause error) error 
 }
 
 // getProjected is Get with opts.Project.
-func (col *Collection) getProjected(ctx context.Context, key string, project []string, timeout time.Duration, strategy retry.Strategy) (GetResult, error) {
+func (col *Collection) getProjected(ctx context.Context, key string, project []string, timeout time.Duration, strategy RetryStrategy) (GetResult, error) {
 	comps := make([][]projComp, len(project))
 	for i, p := range project {
 		c, err := parseProjectionPath(p)

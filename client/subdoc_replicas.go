@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/kvwire/kvwire/retry"
 )
 
 // bucketCapSubdocReplicaRead is the bucket capability of servers that run
@@ -16,14 +14,14 @@ const bucketCapSubdocReplicaRead = "subdoc.ReplicaRead"
 // apply to the lookup of each copy.
 type LookupInAnyReplicaOptions struct {
 	Timeout       time.Duration
-	RetryStrategy retry.Strategy
+	RetryStrategy RetryStrategy
 }
 
 // LookupInAllReplicasOptions are the options of LookupInAllReplicas; they
 // apply to the lookup of each copy.
 type LookupInAllReplicasOptions struct {
 	Timeout       time.Duration
-	RetryStrategy retry.Strategy
+	RetryStrategy RetryStrategy
 }
 
 // LookupInReplicaResult is a LookupIn of the active copy or of a replica.
@@ -45,7 +43,7 @@ func (c *Client) checkSubdocReplicaRead() error {
 }
 
 // lookupInCopy runs a LookupIn on copy i of key (0: the active copy).
-func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []LookupInSpec, i int, timeout time.Duration, strategy retry.Strategy) (LookupInReplicaResult, error) {
+func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []LookupInSpec, i int, timeout time.Duration, strategy RetryStrategy) (LookupInReplicaResult, error) {
 	name := "LookupInReplica(active)"
 	if i > 0 {
 		name = "LookupInReplica"
