@@ -662,7 +662,7 @@ func (col *Collection) LookupIn(ctx context.Context, key string, specs []LookupI
 	if opts != nil {
 		lo = *opts
 	}
-	o, err := col.lookupInOp("LookupIn", key, specs, lo.Timeout, lo.RetryStrategy, lo.AccessDeleted, 0)
+	o, err := col.lookupInOp("LookupIn", key, specs, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy}, lo.AccessDeleted, 0)
 	if err != nil {
 		return LookupInResult{}, err
 	}
@@ -670,7 +670,7 @@ func (col *Collection) LookupIn(ctx context.Context, key string, specs []LookupI
 }
 
 // lookupInOp builds a LookupIn of copy replica (0: the active copy).
-func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, timeout time.Duration, strategy RetryStrategy, accessDeleted bool, replica int) (*op, error) {
+func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, p opParams, accessDeleted bool, replica int) (*op, error) {
 	var df memdx.SubdocDocFlag
 	if accessDeleted {
 		df |= memdx.SubdocDocAccessDeleted
@@ -678,13 +678,13 @@ func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, timeou
 	if replica > 0 {
 		df |= memdx.SubdocDocReplicaRead
 	}
-	o, err := col.newOp(name, kindLookupIn, key, memdx.NewSubdocMultiLookup(nil, df, nil), timeout, strategy)
+	o, err := col.newOp(name, kindLookupIn, key, memdx.NewSubdocMultiLookup(nil, df, nil), p)
 	if err != nil {
 		return nil, err
 	}
 	o.replica = replica
 	if err := o.setLookups(specs); err != nil {
-		e := col.c.finalError(o, ErrInvalidArgument, err)
+		e := col.argumentRefused(o, err)
 		putOp(o)
 		return nil, e
 	}
@@ -739,23 +739,18 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 	if opts != nil {
 		mo = *opts
 	}
-	df, err := mo.docFlags()
-	if err != nil {
-		return MutateInResult{}, err
-	}
-	exp, err := expiryValue(mo.Expiry)
-	if err != nil {
-		return MutateInResult{}, err
-	}
+	df, dfErr := mo.docFlags()
+	exp, expErr := expiryValue(mo.Expiry, col.c.clock.Now())
 	req := memdx.NewSubdocMultiMutation(nil, df, exp, nil)
-	o, err := col.mutation("MutateIn", kindMutateIn, key, req, &MutateOptions{Timeout: mo.Timeout,
-		RetryStrategy: mo.RetryStrategy, Cas: mo.Cas, Durability: mo.Durability, DurabilityTimeout: mo.DurabilityTimeout})
+	o, err := col.mutation("MutateIn", kindMutateIn, key, req, mutParams{
+		opParams: opParams{timeout: mo.Timeout, strategy: mo.RetryStrategy, invalid: firstErr(dfErr, expErr)},
+		cas:      mo.Cas, durability: mo.Durability, durabilityTimeout: mo.DurabilityTimeout})
 	if err != nil {
 		return MutateInResult{}, err
 	}
 	o.req.PreserveTTL = mo.PreserveExpiry
 	if err := o.setMutations(specs, df, exp); err != nil {
-		e := col.c.finalError(o, ErrInvalidArgument, err)
+		e := col.argumentRefused(o, err)
 		putOp(o)
 		return MutateInResult{}, e
 	}
@@ -770,7 +765,7 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 // doc flags.
 func (mo *MutateInOptions) docFlags() (memdx.SubdocDocFlag, error) {
 	bad := func(why string) (memdx.SubdocDocFlag, error) {
-		return 0, fmt.Errorf("%w: MutateIn: %s", ErrInvalidArgument, why)
+		return 0, errors.New(why)
 	}
 	var df memdx.SubdocDocFlag
 	switch mo.StoreSemantic {

@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
-
-	"github.com/kvwire/kvwire/memdx"
 )
 
 // Get with a projection: GetOptions.Project says what it does.
@@ -225,13 +222,12 @@ func pickPath(doc any, comps []projComp) (json.RawMessage, bool, error) {
 // projectionError is the *KeyValueError of a projection that failed
 // outside the lookup itself.
 func (col *Collection) projectionError(key string, sentinel, cause error) error {
-	o := col.c.getOp("Get", kindLookupIn, col, key)
-	defer putOp(o)
-	return col.c.finalError(o, sentinel, cause)
+	return &KeyValueError{Op: "Get", Key: key, Bucket: col.c.opts.Bucket, Scope: col.scope, Collection: col.name,
+		Err: sentinel, Cause: cause}
 }
 
 // getProjected is Get with opts.Project.
-func (col *Collection) getProjected(ctx context.Context, key string, project []string, timeout time.Duration, strategy RetryStrategy) (GetResult, error) {
+func (col *Collection) getProjected(ctx context.Context, key string, project []string, p opParams) (GetResult, error) {
 	comps := make([][]projComp, len(project))
 	for i, p := range project {
 		c, err := parseProjectionPath(p)
@@ -250,7 +246,7 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 			specs[i] = GetSpec(p, nil)
 		}
 	}
-	o, err := col.lookupInOp("Get", key, specs, timeout, strategy, false, 0)
+	o, err := col.lookupInOp("Get", key, specs, p, false, 0)
 	if err != nil {
 		return GetResult{}, err
 	}
@@ -301,6 +297,6 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 	if err != nil {
 		return GetResult{}, err
 	}
-	return GetResult{Value: out, Cas: r.Cas, Flags: projectionFlags, Datatype: memdx.DatatypeJSON,
+	return GetResult{Value: out, Cas: r.Cas, Flags: projectionFlags, Datatype: DatatypeJSON,
 		Attempts: r.Attempts, RetryReasons: r.RetryReasons}, nil
 }

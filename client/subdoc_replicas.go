@@ -43,12 +43,12 @@ func (c *Client) checkSubdocReplicaRead() error {
 }
 
 // lookupInCopy runs a LookupIn on copy i of key (0: the active copy).
-func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []LookupInSpec, i int, timeout time.Duration, strategy RetryStrategy) (LookupInReplicaResult, error) {
+func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []LookupInSpec, i int, p opParams) (LookupInReplicaResult, error) {
 	name := "LookupInReplica(active)"
 	if i > 0 {
 		name = "LookupInReplica"
 	}
-	o, err := col.lookupInOp(name, key, specs, timeout, strategy, false, i)
+	o, err := col.lookupInOp(name, key, specs, p, false, i)
 	if err != nil {
 		return LookupInReplicaResult{}, err
 	}
@@ -64,9 +64,8 @@ func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []Loo
 // replicaLookupRefused is the error of a replica lookup the bucket cannot
 // run, built as LookupIn's own errors are.
 func (col *Collection) replicaLookupRefused(name, key string, err error) error {
-	o := col.c.getOp(name, kindLookupIn, col, key)
-	defer putOp(o)
-	return col.c.finalError(o, ErrFeatureNotAvailable, err)
+	return &KeyValueError{Op: name, Key: key, Bucket: col.c.opts.Bucket, Scope: col.scope, Collection: col.name,
+		Err: ErrFeatureNotAvailable, Cause: err}
 }
 
 // LookupInAnyReplica runs LookupIn on the active copy and every replica at
@@ -82,7 +81,7 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 		return LookupInReplicaResult{}, col.replicaLookupRefused("LookupInAnyReplica", key, err)
 	}
 	return readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
-		return col.lookupInCopy(ctx, key, specs, i, lo.Timeout, lo.RetryStrategy)
+		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy})
 	})
 }
 
@@ -98,6 +97,6 @@ func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, spec
 		return nil, col.replicaLookupRefused("LookupInAllReplicas", key, err)
 	}
 	return readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
-		return col.lookupInCopy(ctx, key, specs, i, lo.Timeout, lo.RetryStrategy)
+		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy})
 	})
 }

@@ -39,7 +39,7 @@ func newSubdocEnv(t *testing.T) *subdocEnv {
 // seed writes value as a JSON document under key.
 func (e *subdocEnv) seed(t *testing.T, key, value string) MutationResult {
 	t.Helper()
-	r, err := e.col.Upsert(context.Background(), key, []byte(value), &MutateOptions{JSON: true})
+	r, err := e.col.Upsert(context.Background(), key, []byte(value), &UpsertOptions{JSON: true})
 	require.NoError(t, err)
 	return r
 }

@@ -403,7 +403,7 @@ func TestSubdocSameAsGocbcore(t *testing.T) {
 			prevCas := []uint64{0, 0}
 			if sc.seed != "" {
 				for i, r := range runners {
-					res, err := col.Upsert(context.Background(), r.key, []byte(sc.seed), &client.MutateOptions{JSON: true})
+					res, err := col.Upsert(context.Background(), r.key, []byte(sc.seed), &client.UpsertOptions{JSON: true})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -210,7 +210,7 @@ func TestSubdocSameAsNodeSDK(t *testing.T) {
 		r := kvRunner{col, kvKey}
 		var prevCas uint64
 		if sc.seed != "" {
-			res, err := col.Upsert(context.Background(), kvKey, []byte(sc.seed), &client.MutateOptions{JSON: true})
+			res, err := col.Upsert(context.Background(), kvKey, []byte(sc.seed), &client.UpsertOptions{JSON: true})
 			if err != nil {
 				t.Fatal(err)
 			}
