@@ -558,10 +558,10 @@ func subdocError(op memdx.OpCode, i int, f *subdocField) *SubdocError {
 type LookupInResult struct {
 	Cas uint64
 	// IsDeleted: the document read is a tombstone (AccessDeleted).
-	IsDeleted    bool
-	Attempts     int
-	RetryReasons RetryReasons
-	fields       []subdocField
+	IsDeleted     bool
+	RetryAttempts int
+	RetryReasons  RetryReasons
+	fields        []subdocField
 }
 
 // Len is the number of specs.
@@ -724,7 +724,7 @@ func (o *op) lookupInResult() LookupInResult {
 		f := &o.sd.fields[i]
 		f.path, f.xattr = unsafe.String(unsafe.SliceData(s.Path), len(s.Path)), s.Flags&memdx.SubdocPathXattr != 0
 	}
-	return LookupInResult{Cas: o.cas, IsDeleted: o.deleted, Attempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()),
+	return LookupInResult{Cas: o.cas, IsDeleted: o.deleted, RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()),
 		fields: o.sd.fields}
 }
 

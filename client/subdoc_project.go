@@ -298,5 +298,5 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 		return GetResult{}, err
 	}
 	return GetResult{Value: out, Cas: r.Cas, Flags: projectionFlags, Datatype: DatatypeJSON,
-		Attempts: r.Attempts, RetryReasons: r.RetryReasons}, nil
+		RetryAttempts: r.RetryAttempts, RetryReasons: r.RetryReasons}, nil
 }

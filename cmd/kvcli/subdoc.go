@@ -105,7 +105,7 @@ func (inv *invocation) lookedUp(key string, paths []lookupPath, exists bool, r c
 	if r.IsDeleted {
 		res.Deleted = &r.IsDeleted
 	}
-	res.setRetries(r.Attempts, r.RetryReasons)
+	res.setRetries(r.RetryAttempts, r.RetryReasons)
 	w := inv.env.stdout
 	for i, p := range paths {
 		jp := jsonPath{Path: p.path, Xattr: p.xattr}
