@@ -365,6 +365,8 @@ func TestSubdocRefusedBeforeSending(t *testing.T) {
 		assert.ErrorIs(t, err, tc.is, tc.name)
 		assert.ErrorIs(t, err, ErrInvalidArgument, tc.name)
 		assert.ErrorContains(t, err, tc.text, tc.name)
+		var kv *KeyValueError
+		assert.ErrorAs(t, err, &kv, tc.name)
 	}
 	assert.Equal(t, sent, len(e.rec.attempts()), "nothing was sent")
 }
