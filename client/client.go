@@ -30,7 +30,7 @@ type Client struct {
 	wg     sync.WaitGroup
 
 	orch  retry.Orchestrator
-	clock retry.Clock // config polls, fetch intervals, recovery rounds
+	clock retry.Clock // Options.Clock: deadlines, retry waits, config polls, fetch spacing, recovery rounds, log rate limits
 	// strategy runs opts.RetryStrategy for operations that set none.
 	strategy retry.Strategy
 
@@ -392,6 +392,11 @@ func (c *Client) onNotification(n *node, nt memdx.ClustermapNotification) {
 	}
 }
 
+// testHookParse, when set by this package's tests (before any client
+// starts, and reset after the last one closed), runs on the config loop
+// before each config it parses.
+var testHookParse func()
+
 // applyConfig parses raw and installs it when it is newer than the held
 // config. It runs on the config loop. The error says why a config that
 // was not older than the held one was not installed.
@@ -403,6 +408,9 @@ func (c *Client) applyConfig(raw []byte, host string) error {
 		}
 	}
 	c.configParses.Add(1)
+	if testHookParse != nil {
+		testHookParse()
+	}
 	cfg, err := vbmap.Parse(raw, host)
 	if err != nil {
 		return err

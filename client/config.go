@@ -176,7 +176,7 @@ func (c *Client) recognise(raw []byte, host, from string) (res offerResult, ok b
 	}
 	in := &c.intake
 	if len(raw) > vbmap.MaxConfigSize {
-		now := time.Now().UnixNano()
+		now := c.clock.Now().UnixNano()
 		last := in.lastTooLarge.Load()
 		if now-last >= int64(tooLargeLogInterval) && in.lastTooLarge.CompareAndSwap(last, now) {
 			c.opts.Logger.Error("kvwire: ignoring a cluster config over the size limit", "from", host,

@@ -258,132 +258,207 @@ func indexOf(s []string, v string) int {
 	return -1
 }
 
-// overshoot is how far past its deadline an operation may end: a fixed
-// allowance for scheduling and for the size check and version scan an
-// operation does on a body it meets (under 1 ms without the race detector,
-// up to 150 ms with it on a loaded 2-core machine), below what parsing a
-// multi-megabyte config on the operation's goroutine costs (0.7 to 2.5 s
-// with the race detector).
-const overshoot = 400 * time.Millisecond
+// deadlineCtx is a context whose deadline passes when the test says so
+// (pass), not on the wall clock: Deadline reports at, and Done closes, with
+// Err context.DeadlineExceeded, when pass is called. An operation given it
+// plans its retries against at and ends when pass is called, however long
+// the machine takes to get there.
+type deadlineCtx struct {
+	context.Context
+	at   time.Time
+	done chan struct{}
+	once sync.Once
+}
 
-// getsByDeadline runs n Gets of key concurrently, each with timeout, and
-// returns their errors and the latest any of them ended past its deadline.
-func getsByDeadline(col *Collection, key string, n int, timeout time.Duration) ([]error, time.Duration) {
-	var mu sync.Mutex
-	var errs []error
-	var late time.Duration
-	var wg sync.WaitGroup
+func newDeadlineCtx(at time.Time) *deadlineCtx {
+	return &deadlineCtx{Context: context.Background(), at: at, done: make(chan struct{})}
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.at, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
+func (c *deadlineCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+func (c *deadlineCtx) pass() { c.once.Do(func() { close(c.done) }) }
+
+// nmvWatch is an Observer counting the attempts answered NOT_MY_VBUCKET.
+// AttemptEnd runs once the client has handled the response, its body
+// included (recognised on the reader, or copied for the operation to
+// offer).
+type nmvWatch struct {
+	n    atomic.Int64
+	more chan struct{} // capacity 1: n grew
+}
+
+func newNMVWatch() *nmvWatch { return &nmvWatch{more: make(chan struct{}, 1)} }
+
+func (w *nmvWatch) AttemptStart(AttemptInfo) {}
+func (w *nmvWatch) AttemptEnd(info AttemptInfo, _ error) {
+	if info.Status != StatusNotMyVbucket {
+		return
+	}
+	w.n.Add(1)
+	select {
+	case w.more <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns once n attempts were answered NOT_MY_VBUCKET.
+func (w *nmvWatch) wait(t *testing.T, ctx context.Context, n int64) {
+	t.Helper()
+	for w.n.Load() < n {
+		select {
+		case <-w.more:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d attempts were answered NOT_MY_VBUCKET", w.n.Load(), n)
+		}
+	}
+}
+
+// getsUntilDeadline starts n Gets of key with ctx dl and returns where their
+// errors arrive.
+func getsUntilDeadline(col *Collection, dl *deadlineCtx, key string, n int) <-chan error {
+	done := make(chan error, n)
 	for range n {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			defer cancel()
-			deadline, _ := ctx.Deadline()
-			_, err := col.Get(ctx, key, nil)
-			d := time.Since(deadline)
-			mu.Lock()
-			errs = append(errs, err)
-			late = max(late, d)
-			mu.Unlock()
+			_, err := col.Get(dl, key, nil)
+			done <- err
 		}()
 	}
-	wg.Wait()
-	return errs, late
+	return done
+}
+
+// requireTimedOut requires each of n Gets behind done to end with a
+// timeout; why says what they must not be waiting for.
+func requireTimedOut(t *testing.T, ctx context.Context, done <-chan error, n int, why string) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, ErrUnambiguousTimeout)
+		case <-ctx.Done():
+			t.Fatalf("a Get did not end when its deadline passed: it waits for %s", why)
+		}
+	}
 }
 
 // A server whose NOT_MY_VBUCKET bodies carry a valid-looking config padded
-// to 9 MiB (over vbmap.MaxConfigSize): operations meeting it end by their
-// deadline, the config is never parsed nor installed, and the client logs
-// one error for all the answers; once the server answers, Gets succeed.
+// to 9 MiB (over vbmap.MaxConfigSize): four Gets each meet one such answer
+// (on a client clock that never moves, their back-off never ends, so each
+// sends one request), the client logs one error for all the answers and
+// never parses nor installs the config, and the Gets end with a timeout when
+// their deadline passes; once the server answers, Gets succeed.
 func TestFaultnodeConfigOverSizeLimitEndsByDeadline(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	ps, ports := proxyEach(t, mc)
 	logs := &logCapture{}
-	c := connectVia(t, ps[0].Addr(), &Options{Logger: slog.New(logs)})
+	fc := retry.NewFakeClock(time.Now())
+	nmvs := newNMVWatch()
+	// The Gets' deadline is dl's; KVTimeout is longer so as not to cut it.
+	c := connectVia(t, ps[0].Addr(), &Options{Logger: slog.New(logs), Clock: fakeClock{fc}, Observer: nmvs, KVTimeout: time.Hour})
 	col := c.DefaultCollection()
-	_, err := col.Upsert(context.Background(), "k", []byte("v"), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
 	require.NoError(t, err)
 	b := mc.Bucket(mockcluster.DefaultBucket)
 	held := c.ConfigVersion()
 	cfg := faultnode.RewriteConfigPorts(paddedConfig(t, mc, b.Rev()+1, 0), ports)
 	huge := append(cfg, bytes.Repeat([]byte(" "), 9<<20-len(cfg))...)
 	require.Greater(t, len(huge), vbmap.MaxConfigSize)
-	var answers atomic.Int64
 	ps[0].OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
 		if resp.OpCode != memdx.OpGet {
 			return faultnode.Action{}
 		}
-		answers.Add(1)
 		return faultnode.Action{Send: []memdx.Packet{faultnode.NotMyVbucket(req, huge)}}
 	})
 	parses := c.configParses.Load()
 
-	errs, late := getsByDeadline(col, "k", 4, 300*time.Millisecond)
-	t.Logf("%d NOT_MY_VBUCKET answers with 9 MiB bodies; latest end %v past the deadline", answers.Load(), late)
-	for _, err := range errs {
-		assert.Error(t, err, "a Get succeeded against a node answering only NOT_MY_VBUCKET")
-	}
-	assert.Less(t, late, overshoot, "a Get ended that far past its deadline")
-	// Every Get's first request is answered, if after its deadline.
-	require.Eventually(t, func() bool { return answers.Load() >= 4 },
-		10*time.Second, time.Millisecond, "answers to the Gets' first requests")
+	const gets = 4
+	dl := newDeadlineCtx(time.Now().Add(30 * time.Minute))
+	done := getsUntilDeadline(col, dl, "k", gets)
+	nmvs.wait(t, ctx, gets)
+	assert.Len(t, logs.find("over the size limit"), 1, "one error for every answer")
+	dl.pass()
+	requireTimedOut(t, ctx, done, gets, "something the config over the limit started")
+	assert.Equal(t, int64(gets), nmvs.n.Load(), "attempts answered NOT_MY_VBUCKET: one per Get")
 	assert.Zero(t, c.configParses.Load()-parses, "a config over the limit was parsed")
 	assert.Equal(t, held, c.ConfigVersion(), "the config over the limit was installed")
-	require.Eventually(t, func() bool { return len(logs.find("over the size limit")) > 0 },
-		10*time.Second, time.Millisecond, "no error logged for the config over the limit")
 	assert.Len(t, logs.find("over the size limit"), 1, "one error for every answer")
 
 	ps[0].OnResponse(nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	_, err = col.Get(ctx, "k", nil)
 	require.NoError(t, err)
 }
 
 // A server whose NOT_MY_VBUCKET bodies carry a newer 3.5 MB config (it
-// answers every GET so): eight Gets with a 300 ms timeout each end by their
-// deadline, and the config is parsed once for all the answers and
-// installed; once the server answers, Gets succeed.
+// answers every GET so): eight Gets each meet one such answer, the config
+// is parsed once for all of them, off their goroutines (the parse is held
+// until the Gets have ended, and they end with a timeout when their
+// deadline passes, on a client clock that never moves), and installed once
+// let go; once the server answers, Gets succeed.
 func TestFaultnodeLargeNewerConfigParsedOnceWithinDeadline(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	ps, ports := proxyEach(t, mc)
-	c := connectVia(t, ps[0].Addr(), nil)
+	var hold atomic.Bool
+	parsing, release := make(chan struct{}, 1), make(chan struct{})
+	testHookParse = func() {
+		if hold.Load() {
+			select {
+			case parsing <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+	}
+	t.Cleanup(func() { testHookParse = nil }) // after the client's Close
+	fc := retry.NewFakeClock(time.Now())
+	nmvs := newNMVWatch()
+	c := connectVia(t, ps[0].Addr(), &Options{Clock: fakeClock{fc}, Observer: nmvs, KVTimeout: time.Hour})
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(let) // before the client's Close, which waits for the config loop
 	col := c.DefaultCollection()
-	_, err := col.Upsert(context.Background(), "k", []byte("v"), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
 	require.NoError(t, err)
 	b := mc.Bucket(mockcluster.DefaultBucket)
 	big := faultnode.RewriteConfigPorts(paddedConfig(t, mc, b.Rev()+1, 3500<<10), ports)
 	require.Less(t, len(big), vbmap.MaxConfigSize)
-	var answers atomic.Int64
 	ps[0].OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
 		if resp.OpCode != memdx.OpGet {
 			return faultnode.Action{}
 		}
-		answers.Add(1)
 		return faultnode.Action{Send: []memdx.Packet{faultnode.NotMyVbucket(req, big)}}
 	})
 	parses := c.configParses.Load()
+	hold.Store(true)
 
-	errs, late := getsByDeadline(col, "k", 8, 300*time.Millisecond)
-	var failed int
-	for _, err := range errs {
-		if err != nil {
-			failed++
-		}
+	const gets = 8
+	dl := newDeadlineCtx(time.Now().Add(30 * time.Minute))
+	done := getsUntilDeadline(col, dl, "k", gets)
+	nmvs.wait(t, ctx, gets)
+	select {
+	case <-parsing:
+	case <-ctx.Done():
+		t.Fatal("the config the NOT_MY_VBUCKET bodies carried was never parsed")
 	}
-	t.Logf("%d NOT_MY_VBUCKET answers with %d-byte bodies; %d of 8 Gets failed; latest end %v past the deadline",
-		answers.Load(), len(big), failed, late)
-	assert.Less(t, late, overshoot, "a Get ended that far past its deadline")
-	// Every Get's first request is answered, if after its deadline.
-	require.Eventually(t, func() bool { return answers.Load() >= 8 },
-		10*time.Second, time.Millisecond, "answers to the Gets' first requests")
+	dl.pass()
+	requireTimedOut(t, ctx, done, gets, "the config's parse")
+	assert.Equal(t, int64(gets), nmvs.n.Load(), "attempts answered NOT_MY_VBUCKET: one per Get")
+	assert.Equal(t, int64(1), c.configParses.Load()-parses, "parses started for the answers")
+	let()
 	require.Eventually(t, func() bool { return c.ConfigVersion().Rev == uint64(b.Rev()+1) },
-		10*time.Second, time.Millisecond, "the config was not installed")
+		time.Minute, time.Millisecond, "the config was not installed")
 	assert.Equal(t, int64(1), c.configParses.Load()-parses, "parses of the config the NMV bodies carried")
 	ps[0].OnResponse(nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	_, err = col.Get(ctx, "k", nil)
 	require.NoError(t, err)
 }
