@@ -15,7 +15,24 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+// TestMain runs the tests with a one-minute probe timeout (see
+// testProbeTimeout): the servers are in this process, so a busy machine
+// delays their answers as much as the client's, and the default second of
+// silence would close connections no test here means to close. The tests
+// of the health check call defaultProbe.
+func TestMain(m *testing.M) {
+	testProbeTimeout = time.Minute
+	leakcheck.Main(m)
+}
+
+// defaultProbe gives the clients the test starts (after this call) the
+// default probe timeout, until the test's cleanups have closed them.
+func defaultProbe(t *testing.T) {
+	t.Helper()
+	prev := testProbeTimeout
+	testProbeTimeout = time.Minute
+	t.Cleanup(func() { testProbeTimeout = prev })
+}
 
 // newMock starts a mock cluster that the test closes.
 func newMock(t *testing.T, o mockcluster.Options) *mockcluster.Cluster {

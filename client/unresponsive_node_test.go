@@ -13,10 +13,11 @@ import (
 )
 
 // proxiedClient starts a one-node mock cluster with a fault proxy in front
-// of it, and a client with default options (credentials aside) that
-// bootstraps through the proxy and stays on it.
+// of it, and a client with default options (credentials aside, and the
+// default probe timeout) that bootstraps through the proxy and stays on it.
 func proxiedClient(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy, *Client) {
 	t.Helper()
+	defaultProbe(t)
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	if err != nil {

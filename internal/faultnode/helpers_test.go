@@ -41,8 +41,13 @@ func proxied(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy) {
 	return mc, p
 }
 
+// opts are the options of a kvwire connection to the proxy or the server.
+// The probe timeout is a minute, not the default second: the node and the
+// proxy run in this process, so a busy machine delays their answers as much
+// as the client's, and no test here is about the connection's health check.
 func opts() conn.Options {
-	return conn.Options{Username: faultnode.DefaultUser, Password: faultnode.DefaultPassword, Bucket: mockcluster.DefaultBucket}
+	return conn.Options{Username: faultnode.DefaultUser, Password: faultnode.DefaultPassword, Bucket: mockcluster.DefaultBucket,
+		ProbeTimeout: time.Minute}
 }
 
 // dial bootstraps a kvwire connection to addr.
