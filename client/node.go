@@ -322,6 +322,9 @@ func (c *Client) requestedFeatures() []memdx.HelloFeature {
 		memdx.FeaturePreserveTTL,
 		memdx.FeatureGetClusterConfigWithKnownVersion,
 		memdx.FeatureDedupeNotMyVbucketClustermap,
+		// Informational (SDK RFC 0076): replica lookups are gated by the
+		// bucket's subdoc.ReplicaRead capability, not by this feature.
+		memdx.FeatureSubdocReplicaRead,
 	}
 	if !c.opts.DisableMutationTokens {
 		f = append(f, memdx.FeatureMutationSeqno)

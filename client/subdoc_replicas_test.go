@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +24,16 @@ func TestLookupInReplicas(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 3,
 		Buckets: []mockcluster.BucketOptions{{Name: mockcluster.DefaultBucket, NumReplicas: 2}}})
 	rec := &recorder{}
+	var hellos, withReplicaRead atomic.Int32
+	mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpHello}}, 0, func(r *mockcluster.Request) (mockcluster.Action, bool) {
+		hellos.Add(1)
+		for v := r.Packet.Value; len(v) >= 2; v = v[2:] {
+			if memdx.HelloFeature(binary.BigEndian.Uint16(v)) == memdx.FeatureSubdocReplicaRead {
+				withReplicaRead.Add(1)
+			}
+		}
+		return mockcluster.Action{}, false
+	})
 	c := connect(t, mc, &Options{Observer: rec})
 	col := c.DefaultCollection()
 	ctx := context.Background()
@@ -50,6 +62,8 @@ func TestLookupInReplicas(t *testing.T) {
 		assert.False(t, r.Exists(2))
 	}
 	assert.ElementsMatch(t, append([]string{ri.Active}, ri.Replicas...), nodes, "each copy read on its node")
+	assert.Positive(t, hellos.Load())
+	assert.Equal(t, hellos.Load(), withReplicaRead.Load(), "every HELLO asks for SubdocReplicaRead (0x1c), as SDK RFC 0076 says")
 	for _, a := range rec.attempts() {
 		assert.NotEqual(t, memdx.StatusNotMyVbucket, a.Status, "every copy went to its node with the flag it needs")
 	}

@@ -89,7 +89,7 @@ var supportedFeatures = map[memdx.HelloFeature]bool{
 	memdx.FeatureClustermapChangeNotificationBrief: true,
 	memdx.FeatureXattr: true, memdx.FeatureVAttr: true, memdx.FeatureSubdocCreateAsDeleted: true,
 	memdx.FeatureSubdocDocumentMacroSupport: true, memdx.FeatureSubdocReplaceBodyWithXattr: true,
-	memdx.FeatureSubdocAllowsAccessOnMultipleXattrKeys: true,
+	memdx.FeatureSubdocAllowsAccessOnMultipleXattrKeys: true, memdx.FeatureSubdocReplicaRead: true,
 }
 
 // hello grants the supported subset of the requested features and echoes

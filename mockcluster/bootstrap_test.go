@@ -21,11 +21,11 @@ func TestHelloEchoesSupportedSubsetInOrder(t *testing.T) {
 		memdx.FeatureSyncReplication, memdx.FeatureUnorderedExecution, memdx.FeatureDuplex,
 		memdx.FeatureClustermapChangeNotificationBrief, memdx.FeatureClustermapChangeNotification,
 		memdx.FeatureDedupeNotMyVbucketClustermap, memdx.FeatureGetClusterConfigWithKnownVersion,
-		memdx.FeatureTracing, memdx.HelloFeature(0x7777), memdx.FeatureXerror)
+		memdx.FeatureTracing, memdx.FeatureSubdocReplicaRead, memdx.HelloFeature(0x7777), memdx.FeatureXerror)
 	want := []memdx.HelloFeature{memdx.FeatureXattr, memdx.FeatureXerror, memdx.FeatureSelectBucket, memdx.FeatureSnappy,
 		memdx.FeatureJSON, memdx.FeatureDuplex, memdx.FeatureClustermapChangeNotification,
 		memdx.FeatureUnorderedExecution, memdx.FeatureAltRequests, memdx.FeatureSyncReplication,
-		memdx.FeatureCollections, memdx.FeatureGetClusterConfigWithKnownVersion,
+		memdx.FeatureCollections, memdx.FeatureSubdocReplicaRead, memdx.FeatureGetClusterConfigWithKnownVersion,
 		memdx.FeatureDedupeNotMyVbucketClustermap, memdx.FeatureClustermapChangeNotificationBrief}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("granted %v\nwant    %v", got, want)

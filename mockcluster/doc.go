@@ -89,9 +89,9 @@
 //     Collections, SnappyEverywhere (with Snappy), PreserveTtl,
 //     GetClusterConfigWithKnownVersion, DedupeNotMyVbucketClustermap, XATTR,
 //     VAttr and the subdoc features CreateAsDeleted, DocumentMacroSupport,
-//     ReplaceBodyWithXattr and AllowsAccessOnMultipleXattrKeys. Tracing and
-//     SubdocReplicaRead are not granted. A later HELLO replaces the earlier
-//     features.
+//     ReplaceBodyWithXattr, AllowsAccessOnMultipleXattrKeys and ReplicaRead
+//     (informational, as on 7.5+). Tracing is not granted. A later HELLO
+//     replaces the earlier features.
 //   - Before authentication only HELLO, NOOP, VERSION, GET_ERROR_MAP, SASL
 //     and QUIT are served; anything else answers EACCESS (0x24). After it,
 //     key commands without a selected bucket answer NO_BUCKET.
