@@ -101,7 +101,8 @@
 // A request that was written and got no answer (its connection died, or
 // the deadline passed while waiting) may have been applied: an idempotent
 // one (Get, replica reads, ...) is retried, a mutation is not, and its error
-// matches ErrAmbiguous (and, for timeouts, ErrAmbiguousTimeout). Errors
+// matches ErrAmbiguous (and, for timeouts, ErrAmbiguousTimeout); so does a
+// node's error of Client.Flush, which is never sent again. Errors
 // that match neither mean the request was not applied. KeyValueError.Ambiguous
 // says the same.
 //

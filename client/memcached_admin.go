@@ -121,7 +121,10 @@ func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersi
 // Flush drops every item of every memcached server (FLUSH), at once or
 // after opts.Delay. memcached:// only: a Couchbase bucket is flushed
 // through the cluster's management API, and Flush refuses it with
-// ErrFeatureNotAvailable without sending anything.
+// ErrFeatureNotAvailable without sending anything. A node's FLUSH that was
+// written and got no answer (its connection ended, or the timeout or ctx
+// ended the wait) may have been applied: its error matches ErrAmbiguous
+// (at the timeout, ErrAmbiguousTimeout) and is never sent again.
 func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, error) {
 	var o FlushOptions
 	if opts != nil {
@@ -199,10 +202,19 @@ func eachNode[R any](c *Client, ctx context.Context, op, only string, timeout ti
 	return out, errors.Join(errs...)
 }
 
+// changesData reports whether a request doOnNode sends may change what the
+// server holds, so that one written without an answer may have been
+// applied: FLUSH. The others are reads (STAT, VERSION) or belong to a
+// range scan, which a failed request restarts or leaves to the server.
+func changesData(op memdx.OpCode) bool { return op == memdx.OpFlush }
+
 // doOnNode sends req once to node n (no routing, no retry) and returns nil
 // when it ends on a success status (RANGE_SCAN_MORE and _COMPLETE
 // included), or a *KeyValueError naming the node. status reads the status
-// handle recorded; errCtx, if not nil, the error context it decoded.
+// handle recorded; errCtx, if not nil, the error context it decoded. It is
+// never sent again: a FLUSH written without an answer (its connection
+// ended, the deadline or ctx ended the wait) is reported as ambiguous
+// (KeyValueError.Ambiguous; ErrAmbiguousTimeout at the deadline).
 func (c *Client) doOnNode(ctx context.Context, n *node, op string, req *memdx.Request, timeout time.Duration,
 	handle func(*memdx.Packet) error, status func() memdx.Status, errCtx *memdx.ErrorContext) error {
 	e := &KeyValueError{Op: op, OpCode: opCodeOf(req.OpCode), Bucket: c.opts.Bucket, Vbucket: req.Vbucket, Node: n.addr}
@@ -216,13 +228,21 @@ func (c *Client) doOnNode(ctx context.Context, n *node, op string, req *memdx.Re
 	if err != nil {
 		e.Cause = err
 		var re *conn.RequestError
+		if errors.As(err, &re) && re.Written && changesData(req.OpCode) {
+			// Written without an answer: the server may have applied it.
+			e.Ambiguous = true
+		}
 		switch {
-		case !errors.As(err, &re):
+		case re == nil:
 			e.Err = ErrServerFailure // a response that did not decode
+			e.Ambiguous = changesData(req.OpCode) && status() == memdx.StatusSuccess
 		case errors.Is(err, context.Canceled):
 			e.Err = ErrRequestCanceled
 		case errors.Is(err, context.DeadlineExceeded):
-			e.Cause = &retry.TimeoutError{OpCode: req.OpCode, LastErr: err}
+			e.Cause = &retry.TimeoutError{OpCode: req.OpCode, Ambiguous: e.Ambiguous, LastErr: err}
+		case e.Ambiguous:
+			// The connection ended after the write: Cause matches
+			// ErrConnectionClosed, and the error ErrAmbiguous.
 		default:
 			e.Err = ErrNoNodeAvailable
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/internal/memcachedtest"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
@@ -159,4 +160,64 @@ func TestCouchbaseAdmin(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, failed)
+}
+
+// A FLUSH the server applied but whose answer never came back is reported
+// as possibly applied (ErrAmbiguous; at the deadline ErrAmbiguousTimeout),
+// never as a request that was not applied, and is sent once: the proxy
+// drops memcached's answer, then either the timeout passes or the
+// connection is reset.
+func TestMemcachedFlushWithoutAnswerIsAmbiguous(t *testing.T) {
+	for _, end := range []string{"timeout", "connection reset"} {
+		t.Run(end, func(t *testing.T) {
+			addr := memcachedtest.Start(t)
+			p := startProxy(t, addr)
+			answered := make(chan struct{}, 1)
+			p.OnResponse(func(req, _ *memdx.Packet) faultnode.Action {
+				if req.OpCode != memdx.OpFlush {
+					return faultnode.Action{}
+				}
+				answered <- struct{}{}
+				return faultnode.Action{Drop: true}
+			})
+			ctx := context.Background()
+			c, err := Connect(ctx, "memcached://"+p.addr, nil)
+			require.NoError(t, err)
+			defer c.Close()
+			col := c.DefaultCollection()
+			_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+			require.NoError(t, err)
+
+			opts := &FlushOptions{}
+			if end == "timeout" {
+				// The answer is dropped: this deadline always passes.
+				opts.Timeout = 200 * time.Millisecond
+			} else {
+				opts.Timeout = time.Minute
+				go func() {
+					<-answered
+					p.Reset()
+				}()
+			}
+			res, err := c.Flush(ctx, opts)
+			require.Error(t, err)
+			require.Len(t, res, 1)
+			for _, e := range []error{err, res[0].Err} {
+				assert.ErrorIs(t, e, ErrAmbiguous, "%v", e)
+				var kv *KeyValueError
+				require.ErrorAs(t, e, &kv)
+				assert.True(t, kv.Ambiguous)
+				assert.Equal(t, "Flush", kv.Op)
+				if end == "timeout" {
+					assert.ErrorIs(t, e, ErrAmbiguousTimeout)
+					assert.NotErrorIs(t, e, ErrUnambiguousTimeout)
+				} else {
+					assert.NotErrorIs(t, e, ErrNoNodeAvailable, "the request reached a connection")
+				}
+			}
+			assert.Equal(t, 1, p.Requests(memdx.OpFlush), "sent once")
+			_, err = col.Get(ctx, "k", nil)
+			assert.ErrorIs(t, err, ErrDocumentNotFound, "the flush was applied")
+		})
+	}
 }
