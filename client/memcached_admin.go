@@ -223,7 +223,8 @@ func (c *Client) doOnNode(ctx context.Context, n *node, op string, req *memdx.Re
 		e.Err, e.Cause = ErrNoNodeAvailable, err
 		return e
 	}
-	opaque, err := cn.DoDeadline(ctx, time.Now().Add(timeout), req, handle)
+	// The deadline is counted on the client's Clock, as an operation's is.
+	opaque, err := cn.DoDeadline(ctx, c.clock.Now().Add(timeout), req, handle)
 	e.Opaque = opaque
 	if err != nil {
 		e.Cause = err

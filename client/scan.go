@@ -605,17 +605,21 @@ func (r *scanRun) continueScan(n *node, vb uint16, id memdx.RangeScanID) ([]Scan
 }
 
 // cancelScan cancels vb's scan on n, even when the scan's context is done,
-// waiting (as the retry strategy says, within the request timeout) for n
-// to have a live connection when it has none. A scan the server no longer
-// has (KEY_ENOENT) is as good as cancelled; other failures leave it to the
-// server, which drops it after its lifetime.
+// waiting (as the retry strategy says, within the request timeout counted
+// on the client's Clock) for n to have a live connection when it has none.
+// Closing the client ends the cancel at once, waiting or in flight. A scan
+// the server no longer has (KEY_ENOENT) is as good as cancelled; other
+// failures leave it to the server, which drops it after its lifetime.
 func (r *scanRun) cancelScan(n *node, vb uint16, id memdx.RangeScanID) {
 	req := memdx.NewRangeScanCancel(id)
 	req.Vbucket = vb
 	var st memdx.Status
-	ctx := context.WithoutCancel(r.parent)
+	// The caller's values, not its cancellation; the client's Close ends it.
+	ctx, stop := context.WithCancel(context.WithoutCancel(r.parent))
+	defer stop()
+	defer context.AfterFunc(r.c.ctx, stop)()
 	var rs retry.State
-	rs.Init(ctx, memdx.OpRangeScanCancel, r.c.strategy, time.Now().Add(r.timeout))
+	rs.Init(ctx, memdx.OpRangeScanCancel, r.c.strategy, r.c.clock.Now().Add(r.timeout))
 	for {
 		err := r.doCtx(ctx, n, vb, &req, func(p *memdx.Packet) error { st = p.Status; return nil },
 			func() memdx.Status { return st }, nil)
