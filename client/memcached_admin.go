@@ -192,7 +192,7 @@ func eachNode[R any](c *Client, ctx context.Context, op, only string, timeout ti
 		go func() {
 			defer wg.Done()
 			req, handle, st := build(&out[i])
-			if err := c.doOnNode(ctx, n, op, req, timeout, handle, func() memdx.Status { return *st }, nil); err != nil {
+			if _, err := c.doOnNode(ctx, n, op, req, timeout, handle, func() memdx.Status { return *st }, nil); err != nil {
 				setErr(&out[i], err)
 				errs[i] = err
 			}
@@ -210,18 +210,19 @@ func changesData(op memdx.OpCode) bool { return op == memdx.OpFlush }
 
 // doOnNode sends req once to node n (no routing, no retry) and returns nil
 // when it ends on a success status (RANGE_SCAN_MORE and _COMPLETE
-// included), or a *KeyValueError naming the node. status reads the status
+// included), or a *KeyValueError naming the node, with the retry reason the
+// status policy gives the status it ended on (0: none, or no status). status reads the status
 // handle recorded; errCtx, if not nil, the error context it decoded. It is
 // never sent again: a FLUSH written without an answer (its connection
 // ended, the deadline or ctx ended the wait) is reported as ambiguous
 // (KeyValueError.Ambiguous; ErrAmbiguousTimeout at the deadline).
 func (c *Client) doOnNode(ctx context.Context, n *node, op string, req *memdx.Request, timeout time.Duration,
-	handle func(*memdx.Packet) error, status func() memdx.Status, errCtx *memdx.ErrorContext) error {
+	handle func(*memdx.Packet) error, status func() memdx.Status, errCtx *memdx.ErrorContext) (retry.Reason, error) {
 	e := &KeyValueError{Op: op, OpCode: opCodeOf(req.OpCode), Bucket: c.opts.Bucket, Vbucket: req.Vbucket, Node: n.addr}
 	cn, _, err := n.pick()
 	if err != nil {
 		e.Err, e.Cause = ErrNoNodeAvailable, err
-		return e
+		return 0, e
 	}
 	// The deadline is counted on the client's Clock, as an operation's is.
 	opaque, err := cn.DoDeadline(ctx, c.clock.Now().Add(timeout), req, handle)
@@ -247,12 +248,12 @@ func (c *Client) doOnNode(ctx context.Context, n *node, op string, req *memdx.Re
 		default:
 			e.Err = ErrNoNodeAvailable
 		}
-		return e
+		return 0, e
 	}
 	st := status()
 	switch st {
 	case memdx.StatusSuccess, memdx.StatusRangeScanMore, memdx.StatusRangeScanComplete:
-		return nil
+		return 0, nil
 	}
 	e.Status = statusOf(st)
 	out := decideStatus(req.OpCode, false, st, cn.ErrorMap())
@@ -264,5 +265,5 @@ func (c *Client) doOnNode(ctx context.Context, n *node, op string, req *memdx.Re
 		e.ServerContext, e.ServerErrorRef = errCtx.Context, errCtx.Ref
 	}
 	e.Cause = &memdx.StatusError{Status: st, OpCode: req.OpCode, Opaque: opaque, Context: e.ServerContext, Ref: e.ServerErrorRef}
-	return e
+	return out.reason, e
 }

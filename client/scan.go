@@ -107,6 +107,12 @@ type ScanOptions struct {
 	// items, and bytes of keys and values (defaults 50 and 15000).
 	BatchItemLimit uint32
 	BatchByteLimit uint32
+	// RetryStrategy overrides the client's strategy for the scan's
+	// requests: a create's retries (as any operation's), a continue the
+	// server refused for a while (a temporary failure, or a status the
+	// node's error map says to retry), sent again to the same scan, and a
+	// cancel's wait for its node.
+	RetryStrategy RetryStrategy
 }
 
 // ScanItem is one document a scan returned. Value is the caller's own
@@ -173,6 +179,9 @@ type scanRun struct {
 	ctx     context.Context // canceled (with a cause) when the scan stops
 	cancel  context.CancelCauseFunc
 	timeout time.Duration
+	// strategy decides the retries of the scan's requests (ScanOptions'
+	// or the client's).
+	strategy retry.Strategy
 
 	keyOnly   bool
 	rng       *memdx.RangeScanRange // nil for a sampling scan
@@ -230,6 +239,10 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 		itemLimit: o.BatchItemLimit, byteLimit: o.BatchByteLimit}
 	if r.timeout == 0 {
 		r.timeout = c.opts.KVTimeout
+	}
+	r.strategy = internalStrategy(o.RetryStrategy, nil)
+	if r.strategy == nil {
+		r.strategy = c.strategy
 	}
 	if r.itemLimit == 0 {
 		r.itemLimit = DefaultScanBatchItemLimit
@@ -420,6 +433,8 @@ func (r *scanRun) scanVbucket(vb uint16) (done bool, err error) {
 	var seen map[string]bool // sampling: the keys returned, skipped after a restart
 	var restartErr error     // why the last restart happened
 	restarts := 0            // restarts in a row that returned nothing new
+	var rs retry.State       // the retries of a continue the server refused
+	retrying := false        // rs holds a continue's retries
 	for {
 		if r.ctx.Err() != nil {
 			return false, nil
@@ -443,7 +458,7 @@ func (r *scanRun) scanVbucket(vb uint16) (done bool, err error) {
 		}
 		progress := false
 		for {
-			items, complete, err := r.continueScan(n, vb, id)
+			items, complete, reason, err := r.continueScan(n, vb, id)
 			if r.sampling != nil && len(items) > 0 {
 				if seen == nil {
 					seen = map[string]bool{}
@@ -484,11 +499,32 @@ func (r *scanRun) scanVbucket(vb uint16) (done bool, err error) {
 						// ended: the node may still hold the scan.
 						r.cancelScan(n, vb, id)
 					}
+					retrying = false
 					break
+				}
+				if reason != retry.ReasonUnknown {
+					// The server refused this continue (it applied
+					// nothing): the strategy says whether to send it
+					// again, within the request timeout.
+					if !retrying {
+						rs.Init(r.ctx, memdx.OpRangeScanContinue, r.strategy, r.c.clock.Now().Add(r.timeout))
+						rs.SetOperation("Scan")
+						retrying = true
+					}
+					werr := r.c.orch.Wait(&rs, reason, err)
+					if werr == nil {
+						continue
+					}
+					if r.ctx.Err() != nil {
+						r.cancelScan(n, vb, id)
+						return false, nil
+					}
+					err = continueRetryError(err, werr, &rs)
 				}
 				r.cancelScan(n, vb, id)
 				return false, err
 			}
+			retrying = false
 			if complete {
 				return true, nil
 			}
@@ -526,7 +562,7 @@ func (r *scanRun) create(vb uint16, after []byte) (memdx.RangeScanID, *node, err
 	cfg := r.createConfig(vb, after)
 	o.req = memdx.Request{OpCode: memdx.OpRangeScanCreate, Datatype: memdx.DatatypeJSON}
 	o.byVbucket, o.fixedVb, o.scanCfg = true, vb, cfg
-	o.timeout = r.timeout
+	o.timeout, o.strategy = r.timeout, r.strategy
 	if err := c.execute(context.WithoutCancel(r.parent), o); err != nil {
 		return memdx.RangeScanID{}, nil, err
 	}
@@ -595,13 +631,31 @@ func (cr *continueResult) handle(p *memdx.Packet) error {
 
 // continueScan asks vb's scan on n for its next batch: the items, whether
 // the scan is complete (and gone from the server), and the error that
-// ended the continue (with the items it returned before).
-func (r *scanRun) continueScan(n *node, vb uint16, id memdx.RangeScanID) ([]ScanItem, bool, error) {
+// ended the continue (with the items it returned before) with the retry
+// reason of the status it ended on (0: none).
+func (r *scanRun) continueScan(n *node, vb uint16, id memdx.RangeScanID) ([]ScanItem, bool, retry.Reason, error) {
 	req := memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id, ItemLimit: r.itemLimit, ByteLimit: r.byteLimit})
 	req.Vbucket = vb
 	var cr continueResult
-	err := r.do(n, vb, &req, cr.handle, func() memdx.Status { return cr.status }, &cr.errCtx)
-	return cr.items, err == nil && cr.status == memdx.StatusRangeScanComplete, err
+	reason, err := r.do(n, vb, &req, cr.handle, func() memdx.Status { return cr.status }, &cr.errCtx)
+	return cr.items, err == nil && cr.status == memdx.StatusRangeScanComplete, reason, err
+}
+
+// continueRetryError is the error of a continue that failed with err and
+// that the orchestrator did not send again (werr: the strategy refused, or
+// the timeout came): err with the retries made and werr as its cause.
+func continueRetryError(err, werr error, rs *retry.State) error {
+	var ke *KeyValueError
+	if !errors.As(err, &ke) {
+		return werr
+	}
+	e := *ke
+	e.RetryAttempts, e.RetryReasons = rs.Attempts(), retryReasonsOf(rs.Reasons())
+	e.Cause = werr
+	if errors.Is(werr, ErrTimeout) {
+		e.Err = nil // the timeout's own sentinels
+	}
+	return &e
 }
 
 // cancelScan cancels vb's scan on n, even when the scan's context is done,
@@ -619,9 +673,10 @@ func (r *scanRun) cancelScan(n *node, vb uint16, id memdx.RangeScanID) {
 	defer stop()
 	defer context.AfterFunc(r.c.ctx, stop)()
 	var rs retry.State
-	rs.Init(ctx, memdx.OpRangeScanCancel, r.c.strategy, r.c.clock.Now().Add(r.timeout))
+	rs.Init(ctx, memdx.OpRangeScanCancel, r.strategy, r.c.clock.Now().Add(r.timeout))
+	rs.SetOperation("Scan")
 	for {
-		err := r.doCtx(ctx, n, vb, &req, func(p *memdx.Packet) error { st = p.Status; return nil },
+		_, err := r.doCtx(ctx, n, vb, &req, func(p *memdx.Packet) error { st = p.Status; return nil },
 			func() memdx.Status { return st }, nil)
 		if err == nil {
 			return
@@ -646,15 +701,16 @@ func (r *scanRun) cancelScan(n *node, vb uint16, id memdx.RangeScanID) {
 }
 
 func (r *scanRun) do(n *node, vb uint16, req *memdx.Request, handle func(*memdx.Packet) error,
-	status func() memdx.Status, errCtx *memdx.ErrorContext) error {
+	status func() memdx.Status, errCtx *memdx.ErrorContext) (retry.Reason, error) {
 	return r.doCtx(r.ctx, n, vb, req, handle, status, errCtx)
 }
 
 // doCtx sends req once to node n, where the scan lives (never re-routed),
-// and returns nil when it ends on a success status, or a *KeyValueError.
+// and returns nil when it ends on a success status, or a *KeyValueError
+// and the status's retry reason (doOnNode).
 func (r *scanRun) doCtx(ctx context.Context, n *node, vb uint16, req *memdx.Request, handle func(*memdx.Packet) error,
-	status func() memdx.Status, errCtx *memdx.ErrorContext) error {
-	err := r.c.doOnNode(ctx, n, "Scan", req, r.timeout, handle, status, errCtx)
+	status func() memdx.Status, errCtx *memdx.ErrorContext) (retry.Reason, error) {
+	reason, err := r.c.doOnNode(ctx, n, "Scan", req, r.timeout, handle, status, errCtx)
 	var e *KeyValueError
 	if errors.As(err, &e) {
 		e.Scope, e.Collection = r.col.scope, r.col.name
@@ -662,7 +718,7 @@ func (r *scanRun) doCtx(ctx context.Context, n *node, vb uint16, req *memdx.Requ
 			e.Err = ErrRequestCanceled
 		}
 	}
-	return err
+	return reason, err
 }
 
 // Next advances to the next document, waiting for it; it returns false at
