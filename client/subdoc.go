@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -581,14 +580,24 @@ func (r *LookupInResult) ValueAt(i int) ([]byte, error) {
 	return f.value, nil
 }
 
-// ContentAt decodes spec i's value into out (encoding/json), or returns the
-// spec's error (see ValueAt).
+// ContentAt decodes spec i's value, a JSON value, into out as
+// JSONTranscoder decodes a JSON document (encoding/json; a *[]byte gets
+// the JSON text), or returns the spec's error (see ValueAt). A value out
+// cannot hold fails with ErrDecodingFailure.
 func (r *LookupInResult) ContentAt(i int, out any) error {
 	v, err := r.ValueAt(i)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(v, out)
+	return decodeSpecValue(i, r.fields[i].path, v, out)
+}
+
+// decodeSpecValue decodes spec i's JSON value v (of path) into out.
+func decodeSpecValue(i int, path string, v []byte, out any) error {
+	if err := (JSONTranscoder{}).Decode(v, CommonFlagsJSON, out); err != nil {
+		return fmt.Errorf("sub-document spec %d (path %q): %w", i, path, err)
+	}
+	return nil
 }
 
 // Exists reports whether spec i succeeded: for ExistsSpec, that the path
@@ -622,8 +631,9 @@ func (r *MutateInResult) ValueAt(i int) ([]byte, error) {
 	return r.fields[i].value, nil
 }
 
-// ContentAt decodes spec i's result into out (encoding/json); a spec that
-// returned nothing is an error.
+// ContentAt decodes spec i's result into out as LookupInResult.ContentAt
+// does (ErrDecodingFailure when out cannot hold it); a spec that returned
+// nothing is an error.
 func (r *MutateInResult) ContentAt(i int, out any) error {
 	v, err := r.ValueAt(i)
 	if err != nil {
@@ -632,7 +642,7 @@ func (r *MutateInResult) ContentAt(i int, out any) error {
 	if v == nil {
 		return fmt.Errorf("%w: spec %d returned no value", ErrInvalidArgument, i)
 	}
-	return json.Unmarshal(v, out)
+	return decodeSpecValue(i, r.fields[i].path, v, out)
 }
 
 // checkSpecCount refuses an empty or too long spec list.

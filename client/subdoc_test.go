@@ -621,3 +621,28 @@ func TestMutateInResultIndexes(t *testing.T) {
 		assert.ErrorIs(t, err, ErrInvalidArgument)
 	}
 }
+
+// A spec's value that does not decode into the destination fails with
+// ErrDecodingFailure, naming the spec, as GetResult.ContentAs does; a
+// *[]byte gets the JSON text itself.
+func TestSubdocContentAtDecodingFailure(t *testing.T) {
+	e := newSubdocEnv(t)
+	ctx := context.Background()
+	e.seed(t, "d", subdocDoc)
+	r, err := e.col.LookupIn(ctx, "d", []LookupInSpec{GetSpec("s", nil), GetSpec("obj", nil)}, nil)
+	require.NoError(t, err)
+	var n int
+	err = r.ContentAt(0, &n)
+	require.ErrorIs(t, err, ErrDecodingFailure)
+	assert.Contains(t, err.Error(), `"s"`, "names the path")
+	var raw []byte
+	require.NoError(t, r.ContentAt(1, &raw))
+	assert.JSONEq(t, `{"x":"y"}`, string(raw))
+
+	m, err := e.col.MutateIn(ctx, "d", []MutateInSpec{IncrementSpec("a", 2, nil)}, nil)
+	require.NoError(t, err)
+	var s string
+	require.ErrorIs(t, m.ContentAt(0, &s), ErrDecodingFailure)
+	require.NoError(t, m.ContentAt(0, &n))
+	assert.Equal(t, 3, n)
+}
