@@ -31,7 +31,10 @@ type GetOptions struct {
 	// by reading the whole body and picking the paths out. A path the
 	// document does not have is left out; any other path error fails the
 	// Get. An array index keeps the element, not its position:
-	// "tags[2]" gives {"tags":[<element 2>]}.
+	// "tags[2]" gives {"tags":[<element 2>]}. The object is JSON built by
+	// kvwire from the server's JSON values (a Transcoder cannot address
+	// paths); GetResult.ContentAs decodes it with the client's Transcoder,
+	// as for any Get.
 	Project []string
 }
 

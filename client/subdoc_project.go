@@ -12,7 +12,14 @@ import (
 // Get with a projection: GetOptions.Project says what it does.
 
 // projectionFlags are the common flags of a projection: JSON.
-const projectionFlags = 0x02000000
+const projectionFlags = CommonFlagsJSON
+
+// The projection is built and picked apart as JSON, not with the client's
+// Transcoder: the server's sub-document values are JSON text, and a path
+// names a place in a JSON document, which a Transcoder (whole values to
+// bytes and flags, and back) cannot address. The result says JSON
+// (projectionFlags, DatatypeJSON) and its ContentAs decodes it with the
+// client's Transcoder, as a plain Get's does.
 
 // projComp is one component of a projection path: an object key, or an
 // array index.
@@ -298,5 +305,5 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 		return GetResult{}, err
 	}
 	return GetResult{Value: out, Cas: r.Cas, Flags: projectionFlags, Datatype: DatatypeJSON,
-		RetryAttempts: r.RetryAttempts, RetryReasons: r.RetryReasons}, nil
+		RetryAttempts: r.RetryAttempts, RetryReasons: r.RetryReasons, transcoder: col.c.opts.Transcoder}, nil
 }

@@ -3,10 +3,13 @@ package client
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
 )
 
 func TestParseProjectionPath(t *testing.T) {
@@ -77,4 +80,44 @@ func TestGetWithProjection(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 	var kv *KeyValueError
 	assert.ErrorAs(t, err, &kv)
+}
+
+// countingTranscoder is JSONTranscoder counting its Decode calls.
+type countingTranscoder struct {
+	JSONTranscoder
+	decodes *atomic.Int32
+}
+
+func (c countingTranscoder) Decode(value []byte, flags uint32, out any) error {
+	c.decodes.Add(1)
+	return c.JSONTranscoder.Decode(value, flags, out)
+}
+
+// A projected Get's ContentAs decodes with the client's Transcoder, as a
+// plain Get's does, whether the paths were read as specs or picked out of
+// the whole body.
+func TestProjectionContentAsUsesTheClientTranscoder(t *testing.T) {
+	var decodes atomic.Int32
+	mc := newMock(t, mockcluster.Options{})
+	col := connect(t, mc, &Options{Transcoder: countingTranscoder{decodes: &decodes}}).DefaultCollection()
+	ctx := context.Background()
+	_, err := col.Upsert(ctx, "p", []byte(`{"name":"n","address":{"city":"Paris"}}`), &UpsertOptions{JSON: true})
+	require.NoError(t, err)
+	many := []string{"name", "address.city"}
+	for i := range MaxSubdocSpecs {
+		many = append(many, fmt.Sprintf("missing%d", i))
+	}
+	for i, project := range [][]string{{"name", "address.city"}, many} {
+		r, err := col.Get(ctx, "p", &GetOptions{Project: project})
+		require.NoError(t, err)
+		assert.Equal(t, CommonFlagsJSON, r.Flags)
+		var got struct {
+			Name    string
+			Address struct{ City string }
+		}
+		require.NoError(t, r.ContentAs(&got))
+		assert.Equal(t, "n", got.Name)
+		assert.Equal(t, "Paris", got.Address.City)
+		assert.Equal(t, int32(i+1), decodes.Load(), "ContentAs used the client's Transcoder")
+	}
 }
