@@ -259,3 +259,32 @@ func TestOptionsTranscoderEncodesValuesAndDecodesContentAs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{1}, v)
 }
+
+// A typed write whose value does not encode fails before anything is sent
+// with a *KeyValueError naming the operation and key, matching
+// ErrEncodingFailure.
+func TestTypedWriteEncodingFailureIsAKeyValueError(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	col := connect(t, mc, nil).DefaultCollection()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		op  string
+		run func() error
+	}{
+		{"Upsert", func() error { _, err := UpsertJSON(ctx, col, "u", make(chan int), nil); return err }},
+		{"Insert", func() error { _, err := InsertJSON(ctx, col, "u", []byte("x"), nil); return err }},
+		{"Replace", func() error { _, err := ReplaceValue(ctx, col, "u", func() {}, nil); return err }},
+	} {
+		err := tc.run()
+		require.ErrorIs(t, err, ErrEncodingFailure, tc.op)
+		var kv *KeyValueError
+		require.ErrorAs(t, err, &kv, tc.op)
+		assert.Equal(t, tc.op, kv.Op)
+		assert.Equal(t, "u", kv.Key)
+		assert.Equal(t, mockcluster.DefaultBucket, kv.Bucket)
+		assert.Empty(t, kv.Node, "nothing was sent")
+	}
+	for _, n := range mc.Nodes() {
+		assert.Zero(t, n.RequestCount(memdx.OpSet)+n.RequestCount(memdx.OpAdd)+n.RequestCount(memdx.OpReplace))
+	}
+}

@@ -249,7 +249,8 @@
 //	ErrErrorMapMaxDuration             FollowErrorMap: the error map's
 //	                                   max-duration left no time to retry
 //	ErrEncodingFailure                 a Transcoder could not encode a value;
-//	                                   nothing sent
+//	                                   nothing sent (a *KeyValueError naming
+//	                                   the operation and key)
 //	ErrDecodingFailure                 a Transcoder could not decode a value: its
 //	                                   flags' format does not fit the destination,
 //	                                   or the bytes do not parse

@@ -10,9 +10,9 @@ import (
 // Typed reads and writes: values encoded by a Transcoder, with the common
 // flags other Couchbase SDKs read. The *JSON helpers always use
 // JSONTranscoder; ContentAs and the *Value helpers use the client's
-// (Options.Transcoder). A value that cannot be encoded fails with
-// ErrEncodingFailure before anything is sent; one that cannot be decoded
-// with ErrDecodingFailure.
+// (Options.Transcoder). A value that cannot be encoded fails before
+// anything is sent with a *KeyValueError (Op, Key) matching
+// ErrEncodingFailure; one that cannot be decoded with ErrDecodingFailure.
 
 // UpsertJSON writes v encoded with encoding/json (json.RawMessage as given),
 // with CommonFlagsJSON (unless opts.Flags is set) and the JSON datatype.
@@ -90,7 +90,8 @@ func (r GetResult) ContentAs(out any) error {
 func (col *Collection) storeTyped(ctx context.Context, name string, opc memdx.OpCode, key string, v any, tc Transcoder, p storeParams) (MutationResult, error) {
 	value, flags, err := tc.Encode(v)
 	if err != nil {
-		return MutationResult{}, fmt.Errorf("%s %q: %w", name, key, err)
+		return MutationResult{}, &KeyValueError{Op: name, OpCode: opCodeOf(opc), Key: key, Bucket: col.c.opts.Bucket,
+			Scope: col.scope, Collection: col.name, Err: ErrEncodingFailure, Cause: err}
 	}
 	if p.flags == 0 {
 		p.flags = flags
