@@ -84,9 +84,10 @@
 // DecrementSpec; MutationMacroCAS and its kin expand on the server), with
 // store semantics, CAS, expiry, durability and tombstone access in
 // MutateInOptions. A lookup's path errors are per path
-// (LookupInResult.ValueAt: ErrPathNotFound, ErrPathMismatch, ...); a
-// mutation fails as a whole with the failing path's sentinel and a
-// *SubdocError naming it. LookupInAnyReplica and LookupInAllReplicas read
+// (LookupInResult.ValueAt: ErrPathNotFound, ErrPathMismatch, ...;
+// LookupInResult.Exists is false without an error only for a missing
+// path); a mutation fails as a whole with the failing path's sentinel and
+// a *SubdocError naming it and its Status. LookupInAnyReplica and LookupInAllReplicas read
 // replicas where the bucket allows it, and GetOptions.Project shapes a Get
 // from chosen paths.
 //

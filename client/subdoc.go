@@ -165,7 +165,10 @@ type ReplaceSpecOptions struct {
 
 // ReplaceSpec replaces the value at path, which must exist (else
 // ErrPathNotFound). An empty path (without IsXattr) sets the whole
-// document body.
+// document body. An empty value is refused before sending, as for every
+// spec that carries one: kv_engine refuses such a spec (EINVAL, "Request
+// must include value"), the whole-body set included, and an empty body is
+// no JSON document.
 func ReplaceSpec(path string, value []byte, opts *ReplaceSpecOptions) MutateInSpec {
 	var o ReplaceSpecOptions
 	if opts != nil {
@@ -548,7 +551,7 @@ func decodeMutateInFailure(value []byte, n int) (int, memdx.Status, error) {
 
 // subdocError is the error of spec i whose status is st.
 func subdocError(op memdx.OpCode, i int, f *subdocField) *SubdocError {
-	return &SubdocError{Index: i, Path: f.path, Xattr: f.xattr, status: f.status,
+	return &SubdocError{Index: i, Path: f.path, Xattr: f.xattr, Status: statusOf(f.status),
 		Err: decideStatus(op, false, f.status, nil).sentinel}
 }
 
@@ -600,10 +603,22 @@ func decodeSpecValue(i int, path string, v []byte, out any) error {
 	return nil
 }
 
-// Exists reports whether spec i succeeded: for ExistsSpec, that the path
-// exists.
-func (r *LookupInResult) Exists(i int) bool {
-	return i >= 0 && i < len(r.fields) && r.fields[i].status == memdx.StatusSuccess
+// Exists reports whether spec i's path exists (for any spec; ExistsSpec
+// asks only that): true when the spec succeeded, false with a nil error
+// when the document does not have the path (ErrPathNotFound). Any other
+// failure of the spec (a path mismatch, a document that is not JSON, an
+// unknown virtual attribute, ...) says nothing about the path and is
+// returned as the spec's error (see ValueAt), with false; so is an index
+// outside the list (ErrInvalidArgument).
+func (r *LookupInResult) Exists(i int) (bool, error) {
+	_, err := r.ValueAt(i)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrPathNotFound):
+		return false, nil
+	}
+	return false, err
 }
 
 // MutateInResult is the result of MutateIn: the document's new CAS and

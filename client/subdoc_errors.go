@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	"github.com/kvwire/kvwire/internal/kverr"
-	"github.com/kvwire/kvwire/memdx"
 )
 
 // Sub-document sentinels (names as gocb's). A LookupIn path fails with one
@@ -69,17 +68,17 @@ var (
 )
 
 // SubdocError is the failure of one spec of a LookupIn or MutateIn: its
-// position in the caller's list, its path, and the sentinel (Err) for the
-// status the server gave it. errors.Is matches Err.
+// position in the caller's list, its path, the status the server gave it
+// and that status's sentinel (Err). errors.Is matches Err.
 type SubdocError struct {
 	// Index is the spec's position in the list passed to LookupIn or
 	// MutateIn.
 	Index int
 	Path  string
 	Xattr bool
-	Err   error
-	// status is the per-path status the server answered.
-	status memdx.Status
+	// Status is the path's status (StatusSubdocPathNotFound, ...).
+	Status Status
+	Err    error
 }
 
 func (e *SubdocError) Error() string {
@@ -91,8 +90,8 @@ func (e *SubdocError) Error() string {
 	}
 	// The status names the failure without repeating Err's text, which a
 	// *KeyValueError holding this as its cause prints already.
-	if e.status != 0 {
-		return s + ": " + e.status.String()
+	if e.Status != 0 {
+		return s + ": " + e.Status.String()
 	}
 	if e.Err != nil {
 		return s + ": " + e.Err.Error()

@@ -59,7 +59,9 @@ func TestLookupInReplicas(t *testing.T) {
 		v, err = r.ValueAt(1)
 		require.NoError(t, err)
 		assert.Equal(t, `1`, string(v))
-		assert.False(t, r.Exists(2))
+		ok, err := r.Exists(2)
+		require.NoError(t, err)
+		assert.False(t, ok)
 	}
 	assert.ElementsMatch(t, append([]string{ri.Active}, ri.Replicas...), nodes, "each copy read on its node")
 	assert.Positive(t, hellos.Load())

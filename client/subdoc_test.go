@@ -119,7 +119,9 @@ func TestLookupInSpecStatuses(t *testing.T) {
 			if tc.err == nil {
 				require.NoError(t, err)
 				assert.Equal(t, tc.want, string(v))
-				assert.True(t, r.Exists(0))
+				ok, err := r.Exists(0)
+				require.NoError(t, err)
+				assert.True(t, ok)
 				return
 			}
 			require.ErrorIs(t, err, tc.err)
@@ -127,7 +129,14 @@ func TestLookupInSpecStatuses(t *testing.T) {
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, 0, se.Index)
 			assert.Equal(t, tc.spec.path, se.Path)
-			assert.False(t, r.Exists(0))
+			assert.NotZero(t, se.Status, "the path's status")
+			ok, existsErr := r.Exists(0)
+			assert.False(t, ok)
+			if errors.Is(tc.err, ErrPathNotFound) {
+				assert.NoError(t, existsErr, "a missing path is not an error")
+			} else {
+				assert.ErrorIs(t, existsErr, tc.err, "a failure that says nothing of the path's existence")
+			}
 			assert.Error(t, r.ContentAt(0, new(any)))
 		})
 	}
@@ -154,7 +163,9 @@ func TestLookupInResultsInSpecOrder(t *testing.T) {
 	var obj map[string]string
 	require.NoError(t, r.ContentAt(1, &obj))
 	assert.Equal(t, map[string]string{"x": "y"}, obj)
-	assert.False(t, r.Exists(2))
+	ok, err := r.Exists(2)
+	require.NoError(t, err)
+	assert.False(t, ok)
 	var n int
 	require.NoError(t, r.ContentAt(3, &n))
 	assert.Equal(t, 3, n)
@@ -349,6 +360,7 @@ func TestSubdocRefusedBeforeSending(t *testing.T) {
 		{"xattr after body", []MutateInSpec{up, xup}, nil, ErrXattrInvalidOrder, `spec 1 (xattr "x") follows body spec 0`},
 		{"zero spec", []MutateInSpec{{}}, nil, ErrInvalidArgument, "spec 0 was not made by"},
 		{"no value", []MutateInSpec{UpsertSpec("a", nil, nil)}, nil, ErrInvalidArgument, `spec 0 (path "a"): no value`},
+		{"whole body of no value", []MutateInSpec{ReplaceSpec("", []byte{}, nil)}, nil, ErrInvalidArgument, `spec 0 (path ""): no value`},
 		{"upsert of no path", []MutateInSpec{UpsertSpec("", []byte("1"), nil)}, nil, ErrInvalidArgument, "UpsertSpec needs a path"},
 		{"insert of no path", []MutateInSpec{InsertSpec("", []byte("1"), nil)}, nil, ErrInvalidArgument, "InsertSpec needs a path"},
 		{"macros on a body path", []MutateInSpec{UpsertSpec("a", MutationMacroCAS.Bytes(), &UpsertSpecOptions{ExpandMacros: true})}, nil, ErrInvalidArgument, "ExpandMacros needs IsXattr"},
@@ -645,4 +657,31 @@ func TestSubdocContentAtDecodingFailure(t *testing.T) {
 	require.ErrorIs(t, m.ContentAt(0, &s), ErrDecodingFailure)
 	require.NoError(t, m.ContentAt(0, &n))
 	assert.Equal(t, 3, n)
+}
+
+// Exists is false without an error only for a path the document does not
+// have; any other failure of the spec is its error, and an index outside
+// the list is ErrInvalidArgument. SubdocError.Status is the path's status.
+func TestLookupInExistsReportsFailuresOtherThanAMissingPath(t *testing.T) {
+	e := newSubdocEnv(t)
+	ctx := context.Background()
+	e.seed(t, "doc", subdocDoc)
+	r, err := e.col.LookupIn(ctx, "doc", []LookupInSpec{
+		ExistsSpec("a", nil), ExistsSpec("nope", nil), ExistsSpec("s.x", nil),
+	}, nil)
+	require.NoError(t, err)
+	ok, err := r.Exists(0)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = r.Exists(1)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	ok, err = r.Exists(2)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, ErrPathMismatch)
+	var se *SubdocError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, StatusSubdocPathMismatch, se.Status)
+	_, err = r.Exists(3)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
 }

@@ -43,6 +43,34 @@ const (
 	StatusSyncWriteReCommitInProgress Status = 0xa4 // SYNC_WRITE_RE_COMMIT_IN_PROGRESS
 	StatusRangeScanCancelled          Status = 0xa5 // RANGE_SCAN_CANCELLED
 	StatusVbUUIDNotEqual              Status = 0xa8 // VB_UUID_NOT_EQUAL: a scan's ConsistentWith names another vbucket history
+
+	// Sub-document statuses: a path's (SubdocError.Status) or a whole
+	// operation's.
+	StatusSubdocPathNotFound                  Status = 0xc0 // SUBDOC_PATH_ENOENT
+	StatusSubdocPathMismatch                  Status = 0xc1 // SUBDOC_PATH_MISMATCH
+	StatusSubdocPathInvalid                   Status = 0xc2 // SUBDOC_PATH_EINVAL
+	StatusSubdocPathTooBig                    Status = 0xc3 // SUBDOC_PATH_E2BIG
+	StatusSubdocDocTooDeep                    Status = 0xc4 // SUBDOC_PATH_E2DEEP
+	StatusSubdocCantInsert                    Status = 0xc5 // SUBDOC_VALUE_CANTINSERT
+	StatusSubdocNotJSON                       Status = 0xc6 // SUBDOC_DOC_NOTJSON
+	StatusSubdocBadRange                      Status = 0xc7 // SUBDOC_NUM_ERANGE
+	StatusSubdocBadDelta                      Status = 0xc8 // SUBDOC_DELTA_EINVAL
+	StatusSubdocPathExists                    Status = 0xc9 // SUBDOC_PATH_EEXISTS
+	StatusSubdocValueTooDeep                  Status = 0xca // SUBDOC_VALUE_ETOODEEP
+	StatusSubdocInvalidCombo                  Status = 0xcb // SUBDOC_INVALID_COMBO
+	StatusSubdocMultiPathFailure              Status = 0xcc // SUBDOC_MULTI_PATH_FAILURE
+	StatusSubdocSuccessDeleted                Status = 0xcd // SUBDOC_SUCCESS_DELETED
+	StatusSubdocXattrInvalidFlagCombo         Status = 0xce // SUBDOC_XATTR_INVALID_FLAG_COMBO
+	StatusSubdocXattrInvalidKeyCombo          Status = 0xcf // SUBDOC_XATTR_INVALID_KEY_COMBO
+	StatusSubdocXattrUnknownMacro             Status = 0xd0 // SUBDOC_XATTR_UNKNOWN_MACRO
+	StatusSubdocXattrUnknownVattr             Status = 0xd1 // SUBDOC_XATTR_UNKNOWN_VATTR
+	StatusSubdocXattrCantModifyVattr          Status = 0xd2 // SUBDOC_XATTR_CANT_MODIFY_VATTR
+	StatusSubdocMultiPathFailureDeleted       Status = 0xd3 // SUBDOC_MULTI_PATH_FAILURE_DELETED
+	StatusSubdocInvalidXattrOrder             Status = 0xd4 // SUBDOC_INVALID_XATTR_ORDER
+	StatusSubdocXattrUnknownVattrMacro        Status = 0xd5 // SUBDOC_XATTR_UNKNOWN_VATTR_MACRO
+	StatusSubdocCanOnlyReviveDeletedDocuments Status = 0xd6 // SUBDOC_CAN_ONLY_REVIVE_DELETED_DOCUMENTS
+	StatusSubdocDeletedDocumentCantHaveValue  Status = 0xd7 // SUBDOC_DELETED_DOCUMENT_CANT_HAVE_VALUE
+	StatusSubdocFieldNotBinaryValue           Status = 0xd8 // SUBDOC_FIELD_NOT_BINARY_VALUE
 )
 
 // String gives kv_engine's name of the status (KEY_ENOENT, ...), or
