@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,11 +24,21 @@ type benchConfig struct {
 	DurationS   float64       `json:"duration_s,omitempty"`
 	Ops         int64         `json:"ops_limit,omitempty"`
 	Ratio       float64       `json:"get_ratio"`
-	ValueSize   int           `json:"value_size"`
-	Keys        int           `json:"keys"`
-	Preload     bool          `json:"preload"`
-	KeyPrefix   string        `json:"key_prefix"`
-	Seed        uint64        `json:"seed"`
+	// Rate is the target of operations per second over all workers (0:
+	// as fast as they go).
+	Rate float64 `json:"rate"`
+	// Values set have ValueSizeMin to ValueSizeMax bytes (uniformly).
+	ValueSizeMin int    `json:"value_size_min"`
+	ValueSizeMax int    `json:"value_size_max"`
+	Keys         int    `json:"keys"`
+	KeyDist      string `json:"key_dist"`
+	// ZipfS is the zipfian distribution's exponent (with key_dist zipfian).
+	ZipfS float64 `json:"zipf_s,omitempty"`
+	// Durability is the level of the sets ("none": ordinary writes).
+	Durability string `json:"durability"`
+	Preload    bool   `json:"preload"`
+	KeyPrefix  string `json:"key_prefix"`
+	Seed       uint64 `json:"seed"`
 }
 
 // benchSummary is bench's result; --json prints it as one object.
@@ -37,20 +50,40 @@ type benchSummary struct {
 	// operations, and Preloaded says how far the preload got).
 	Stopped string `json:"stopped"`
 	// Preloaded is how many keys the preload set (0 with --preload=false).
-	Preloaded    int64             `json:"preloaded"`
-	ElapsedS     float64           `json:"elapsed_s"`
-	Ops          uint64            `json:"ops"`
-	OpsPerSec    float64           `json:"ops_per_sec"`
-	Gets         uint64            `json:"gets"`
-	Misses       uint64            `json:"misses"`
-	Sets         uint64            `json:"sets"`
+	Preloaded int64   `json:"preloaded"`
+	ElapsedS  float64 `json:"elapsed_s"`
+	Ops       uint64  `json:"ops"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	Gets      uint64  `json:"gets"`
+	Misses    uint64  `json:"misses"`
+	Sets      uint64  `json:"sets"`
+	// SetBytes is the value bytes the sets wrote.
+	SetBytes     uint64            `json:"set_bytes"`
 	Errors       uint64            `json:"errors"`
 	ErrorsByKind map[string]uint64 `json:"errors_by_kind"`
 	Retries      uint64            `json:"retries"`
 	RetryReasons map[string]uint64 `json:"retries_by_reason"`
 	LatencyUS    benchLatency      `json:"latency_us"`
+	// Rate is how well a run with --rate kept its schedule (absent
+	// without --rate).
+	Rate *benchRate `json:"rate,omitempty"`
 	// FirstError is the first failed operation's message, for a person.
 	FirstError string `json:"first_error,omitempty"`
+}
+
+// benchRate is how a paced run went: the achieved rate is ops_per_sec.
+type benchRate struct {
+	TargetOpsPerSec float64 `json:"target_ops_per_sec"`
+	// LateOps is how many operations started more than 1 ms after their
+	// scheduled time, and MaxLateUS the most any started behind it.
+	LateOps   uint64  `json:"late_ops"`
+	MaxLateUS float64 `json:"max_late_us"`
+	// FinalLagUS is how far behind its scheduled time the last operation
+	// started.
+	FinalLagUS float64 `json:"final_lag_us"`
+	// KeptUp is false when the run ended behind schedule by more than 1%
+	// of its time (and 1 ms): the workers could not keep up with the rate.
+	KeptUp bool `json:"kept_up"`
 }
 
 type benchLatency struct {
@@ -68,6 +101,8 @@ type benchLatency struct {
 // progress line; the histogram and error kinds only after the worker ended.
 type benchWorker struct {
 	ops, gets, sets, misses, errs atomic.Uint64
+	setBytes                      uint64
+	lateness                      lateness
 	hist                          histogram
 	errKinds                      map[string]uint64
 	firstErr                      string
@@ -115,14 +150,32 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to run (ignored with --ops)")
 	fs.Int64Var(&cfg.Ops, "ops", 0, "stop after this many operations instead of after --duration")
 	fs.Float64Var(&cfg.Ratio, "ratio", 0.5, "fraction of operations that are gets (the rest are sets)")
-	fs.IntVar(&cfg.ValueSize, "value-size", 32, "bytes per value set")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "target `ops/s` over all workers, on a fixed schedule (0: as fast as they go)")
+	valueSize := fs.String("value-size", "32", "bytes per value set: `N`, or MIN-MAX for sizes drawn uniformly in that range")
 	fs.IntVar(&cfg.Keys, "keys", 10000, "number of distinct keys")
+	fs.StringVar(&cfg.KeyDist, "key-dist", keyDistUniform, "how keys are chosen: uniform, or zipfian (key k with probability proportional to (1+k)^-s)")
+	fs.Float64Var(&cfg.ZipfS, "zipf-s", benchDefaultZipfS, "the zipfian exponent s (more than 1; larger is more skewed)")
+	durability := fs.String("durability", "none", "durability of the run's sets (not the preload's): none, majority, majorityAndPersistActive or persistToMajority (Couchbase only)")
 	fs.BoolVar(&cfg.Preload, "preload", true, "set every key once before the run, so gets find documents")
 	fs.StringVar(&cfg.KeyPrefix, "key-prefix", "kvcli-bench:", "prefix of the keys")
-	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the key and operation choice")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the choice of keys, operations and value sizes")
 	if _, code, ok := inv.parse(fs, args, 0, 0); !ok {
 		return code
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	cfg.ValueSizeMin, cfg.ValueSizeMax, err = parseValueSize(*valueSize)
+	if err != nil {
+		inv.usageError("%v", err)
+		return exitUsage
+	}
+	level, err := parseDurability(*durability)
+	if err != nil {
+		inv.usageError("%v", err)
+		return exitUsage
+	}
+	cfg.Durability = level.String()
 	switch {
 	case cfg.Concurrency < 1 || cfg.Concurrency > 10000:
 		inv.usageError("--concurrency %d: want 1 to 10000", cfg.Concurrency)
@@ -130,8 +183,17 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 	case cfg.Ratio < 0 || cfg.Ratio > 1:
 		inv.usageError("--ratio %v: want 0 to 1 (the fraction of gets)", cfg.Ratio)
 		return exitUsage
-	case cfg.ValueSize < 0 || cfg.ValueSize > 20<<20:
-		inv.usageError("--value-size %d: want 0 to 20 MiB", cfg.ValueSize)
+	case !validRate(cfg.Rate):
+		inv.usageError("--rate %v: want 0 (as fast as possible) or a positive number of operations per second", cfg.Rate)
+		return exitUsage
+	case cfg.KeyDist != keyDistUniform && cfg.KeyDist != keyDistZipfian:
+		inv.usageError("--key-dist %q: want uniform or zipfian", cfg.KeyDist)
+		return exitUsage
+	case given["zipf-s"] && cfg.KeyDist != keyDistZipfian:
+		inv.usageError("--zipf-s is the zipfian exponent: give it with --key-dist zipfian")
+		return exitUsage
+	case !(cfg.ZipfS > 1) || math.IsInf(cfg.ZipfS, 0):
+		inv.usageError("--zipf-s %v: want a finite number more than 1", cfg.ZipfS)
 		return exitUsage
 	case cfg.Keys < 1:
 		inv.usageError("--keys %d: want at least 1", cfg.Keys)
@@ -147,13 +209,22 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 		cfg.Duration = 0
 	}
 	cfg.DurationS = cfg.Duration.Seconds()
+	if cfg.KeyDist != keyDistZipfian {
+		cfg.ZipfS = 0
+	}
+	// memcached has no synchronous writes: refuse before connecting (a
+	// target that does not resolve is left for connect to report).
+	if t, err := inv.resolveTarget(); err == nil && t.cs.Scheme.IsMemcached() && level != client.DurabilityNone {
+		inv.usageError("--durability %s: %s:// has no durable writes (durability is Couchbase Server's); drop --durability", level, t.cs.Scheme)
+		return exitUsage
+	}
 	rc := &retryCounter{}
 	s, code := inv.connect(ctx, rc)
 	if s == nil {
 		return code
 	}
 	defer s.Close()
-	b := &bench{inv: inv, cfg: cfg, col: s.col, rc: rc, target: redactConnStr(s.t.connStr)}
+	b := &bench{inv: inv, cfg: cfg, col: s.col, rc: rc, target: redactConnStr(s.t.connStr), durability: level, clock: realClock{}}
 	return b.run(ctx)
 }
 
@@ -167,13 +238,19 @@ func redactConnStr(s string) string {
 }
 
 type bench struct {
-	inv     *invocation
-	cfg     benchConfig
-	col     *client.Collection
-	rc      *retryCounter
-	target  string
-	keys    []string
-	value   []byte
+	inv    *invocation
+	cfg    benchConfig
+	col    *client.Collection
+	rc     *retryCounter
+	target string
+	keys   []string
+	// value is --value-size's largest value; a set of n bytes sends
+	// value[:n].
+	value      []byte
+	durability client.DurabilityLevel
+	// clock paces a run with --rate.
+	clock   client.Clock
+	pace    *pacer
 	workers []*benchWorker
 	// preloaded counts the keys the preload set.
 	preloaded atomic.Int64
@@ -188,7 +265,7 @@ func (b *bench) run(ctx context.Context) int {
 	// Random letters: valid UTF-8, and incompressible enough that snappy
 	// does not turn the value size into a fiction.
 	rng := rand.New(rand.NewPCG(b.cfg.Seed, 0x6b76636c69))
-	b.value = make([]byte, b.cfg.ValueSize)
+	b.value = make([]byte, b.cfg.ValueSizeMax)
 	for i := range b.value {
 		b.value[i] = byte('a' + rng.IntN(26))
 	}
@@ -209,17 +286,22 @@ func (b *bench) run(ctx context.Context) int {
 
 	b.workers = make([]*benchWorker, b.cfg.Concurrency)
 	for i := range b.workers {
-		b.workers[i] = &benchWorker{errKinds: map[string]uint64{}}
+		b.workers[i] = &benchWorker{errKinds: map[string]uint64{}, lateness: newLateness()}
 	}
 	var stop atomic.Bool
+	stopCh := make(chan struct{})
+	halt := func() { stop.Store(true); close(stopCh) }
 	var claimed atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
+	if b.cfg.Rate > 0 {
+		b.pace = &pacer{clock: b.clock, start: b.clock.Now(), rate: b.cfg.Rate}
+	}
 	for i, w := range b.workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.work(opCtx, w, rand.New(rand.NewPCG(b.cfg.Seed, uint64(i)+1)), &stop, &claimed)
+			b.work(opCtx, w, rand.New(rand.NewPCG(b.cfg.Seed, uint64(i)+1)), &stop, stopCh, &claimed)
 		}()
 	}
 	done := make(chan struct{})
@@ -242,12 +324,12 @@ loop:
 			break loop
 		case <-deadline:
 			stopped = "duration"
-			stop.Store(true)
+			halt()
 			<-done
 			break loop
 		case <-ctx.Done():
 			stopped = "interrupted"
-			stop.Store(true)
+			halt()
 			<-done
 			break loop
 		case now := <-tick.C:
@@ -278,7 +360,7 @@ func (b *bench) report(stopped string, elapsed time.Duration) int {
 // false with the exit code when a set failed.
 func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 	inv := b.inv
-	fmt.Fprintf(inv.diag(), "kvcli bench: preloading %d keys (%d-byte values)...\n", len(b.keys), len(b.value))
+	fmt.Fprintf(inv.diag(), "kvcli bench: preloading %d keys (%s-byte values)...\n", len(b.keys), b.cfg.valueSizeText())
 	var wg sync.WaitGroup
 	var firstErr error
 	var firstKey string
@@ -289,11 +371,12 @@ func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			size := valueSizes(b.cfg.ValueSizeMin, b.cfg.ValueSizeMax, rand.New(rand.NewPCG(b.cfg.Seed, 1<<32+uint64(w))))
 			for i := w; i < len(b.keys); i += b.cfg.Concurrency {
 				if stop.Load() || ctx.Err() != nil {
 					return
 				}
-				if _, err := b.col.Upsert(opCtx, b.keys[i], b.value, opts); err != nil {
+				if _, err := b.col.Upsert(opCtx, b.keys[i], b.value[:size()], opts); err != nil {
 					mu.Lock()
 					if firstErr == nil {
 						firstErr, firstKey = err, b.keys[i]
@@ -317,22 +400,43 @@ func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 	return exitOK, true
 }
 
-// work is one worker: operations one after another until told to stop.
-func (b *bench) work(ctx context.Context, w *benchWorker, rng *rand.Rand, stop *atomic.Bool, claimed *atomic.Int64) {
+// work is one worker: operations one after another until told to stop
+// (stop, and stopCh closed, for a worker waiting for its scheduled time).
+// Operations are numbered over all workers by claimed: that number is
+// the operation's slot in --rate's schedule and bounds the run to --ops.
+func (b *bench) work(ctx context.Context, w *benchWorker, rng *rand.Rand, stop *atomic.Bool, stopCh <-chan struct{}, claimed *atomic.Int64) {
 	gopts := &client.GetOptions{Timeout: b.inv.opTimeout}
-	mopts := &client.UpsertOptions{Timeout: b.inv.opTimeout}
+	mopts := &client.UpsertOptions{Timeout: b.inv.opTimeout, Durability: b.durability}
+	nextKey := keyChooser(b.cfg.KeyDist, b.cfg.ZipfS, len(b.keys), rng)
+	nextSize := valueSizes(b.cfg.ValueSizeMin, b.cfg.ValueSizeMax, rng)
+	var timer client.Timer
+	if b.pace != nil {
+		timer = b.clock.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+	}
 	for !stop.Load() {
-		if b.cfg.Ops > 0 && claimed.Add(1) > b.cfg.Ops {
+		i := claimed.Add(1) - 1
+		if b.cfg.Ops > 0 && i >= b.cfg.Ops {
 			return
 		}
-		key := b.keys[rng.IntN(len(b.keys))]
+		if b.pace != nil {
+			late, ok := b.pace.wait(timer, i, stopCh)
+			if !ok {
+				return
+			}
+			w.lateness.note(i, late, 1)
+		}
 		get := rng.Float64() < b.cfg.Ratio
+		key := b.keys[nextKey()]
 		var err error
 		t0 := time.Now()
 		if get {
 			_, err = b.col.Get(ctx, key, gopts)
 		} else {
-			_, err = b.col.Upsert(ctx, key, b.value, mopts)
+			value := b.value[:nextSize()]
+			_, err = b.col.Upsert(ctx, key, value, mopts)
+			w.setBytes += uint64(len(value))
 		}
 		w.hist.record(time.Since(t0))
 		if get {
@@ -340,29 +444,41 @@ func (b *bench) work(ctx context.Context, w *benchWorker, rng *rand.Rand, stop *
 		} else {
 			w.sets.Add(1)
 		}
-		switch {
-		case err == nil:
-		case get && errors.Is(err, client.ErrDocumentNotFound):
-			w.misses.Add(1)
-		default:
-			p := b.inv.explain(key, err)
-			w.errKinds[p.kind]++
-			if w.firstErr == "" {
-				w.firstErr = p.line
-			}
-			w.errs.Add(1)
-		}
+		b.count(w, key, get, err)
 		w.ops.Add(1)
 	}
 }
 
-type benchTotals struct{ ops, errs, retries uint64 }
+// count records one operation's outcome: a get's miss is not an error.
+func (b *bench) count(w *benchWorker, key string, get bool, err error) {
+	switch {
+	case err == nil:
+	case get && errors.Is(err, client.ErrDocumentNotFound):
+		w.misses.Add(1)
+	default:
+		p := b.inv.explain(key, err)
+		w.errKinds[p.kind]++
+		if w.firstErr == "" {
+			w.firstErr = p.line
+		}
+		w.errs.Add(1)
+	}
+}
+
+type benchTotals struct {
+	ops, errs, retries uint64
+	// late is the operations started behind --rate's schedule; paced says
+	// whether there is a schedule.
+	late  uint64
+	paced bool
+}
 
 func (b *bench) totals() benchTotals {
-	var t benchTotals
+	t := benchTotals{paced: b.pace != nil}
 	for _, w := range b.workers {
 		t.ops += w.ops.Load()
 		t.errs += w.errs.Load()
+		t.late += w.lateness.late.Load()
 	}
 	t.retries = b.rc.total()
 	return t
@@ -388,6 +504,9 @@ func (p *progress) line(now time.Time, t benchTotals) {
 	p.last, p.lastOps = now, t.ops
 	s := fmt.Sprintf("[%5.1fs] %9.0f ops/s  ops %d  errors %d  retries %d",
 		now.Sub(p.start).Seconds(), rate, t.ops, t.errs, t.retries)
+	if t.paced {
+		s += fmt.Sprintf("  late %d", t.late)
+	}
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s", s)
 	} else {
@@ -404,6 +523,9 @@ func (p *progress) end() {
 
 func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 	var h histogram
+	var late uint64
+	var maxLate time.Duration
+	ls := make([]*lateness, 0, len(b.workers))
 	s := &benchSummary{Config: b.cfg, Target: b.target, Stopped: stopped, Preloaded: b.preloaded.Load(),
 		ElapsedS: elapsed.Seconds(), ErrorsByKind: map[string]uint64{}}
 	for _, w := range b.workers {
@@ -411,6 +533,10 @@ func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 		s.Ops += w.ops.Load()
 		s.Gets += w.gets.Load()
 		s.Sets += w.sets.Load()
+		s.SetBytes += w.setBytes
+		late += w.lateness.late.Load()
+		maxLate = max(maxLate, w.lateness.maxLate)
+		ls = append(ls, &w.lateness)
 		s.Misses += w.misses.Load()
 		s.Errors += w.errs.Load()
 		for k, n := range w.errKinds {
@@ -426,6 +552,11 @@ func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 	s.Retries = b.rc.total()
 	s.RetryReasons = b.rc.byName()
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	if b.cfg.Rate > 0 && stopped != "interrupted_preloading" {
+		lag := finalLag(ls)
+		s.Rate = &benchRate{TargetOpsPerSec: b.cfg.Rate, LateOps: late, MaxLateUS: us(maxLate),
+			FinalLagUS: us(lag), KeptUp: keptUp(lag, elapsed)}
+	}
 	s.LatencyUS = benchLatency{
 		Min: us(time.Duration(h.min)), Mean: us(h.mean()),
 		P50: us(h.percentile(0.50)), P90: us(h.percentile(0.90)), P99: us(h.percentile(0.99)),
@@ -437,8 +568,8 @@ func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 func printBenchSummary(inv *invocation, s *benchSummary) {
 	w := inv.env.stdout
 	c := s.Config
-	fmt.Fprintf(w, "kvcli bench: %s: %d workers, %.0f%% gets, %d-byte values, %d keys\n",
-		s.Target, c.Concurrency, c.Ratio*100, c.ValueSize, c.Keys)
+	fmt.Fprintf(w, "kvcli bench: %s: %d workers, %.0f%% gets, %s-byte values, %d keys (%s)%s\n",
+		s.Target, c.Concurrency, c.Ratio*100, c.valueSizeText(), c.Keys, c.keyDistText(), c.extraText())
 	if s.Stopped == "interrupted_preloading" {
 		fmt.Fprintf(w, "time       0s (interrupted while preloading: %d of %d keys set; no operations ran)\n", s.Preloaded, c.Keys)
 		return
@@ -446,6 +577,15 @@ func printBenchSummary(inv *invocation, s *benchSummary) {
 	how := map[string]string{"duration": "ran for --duration", "ops": "ran --ops", "interrupted": "interrupted"}[s.Stopped]
 	fmt.Fprintf(w, "time       %.2fs (%s)\n", s.ElapsedS, how)
 	fmt.Fprintf(w, "ops        %d (%.0f ops/s): %d gets (%d misses), %d sets\n", s.Ops, s.OpsPerSec, s.Gets, s.Misses, s.Sets)
+	if r := s.Rate; r != nil {
+		d := func(us float64) string { return fmtDuration(time.Duration(us * 1e3)) }
+		fmt.Fprintf(w, "rate       target %s ops/s, achieved %.0f ops/s; %d operations started over %s late (at most %s), the last %s late\n",
+			fmtRate(r.TargetOpsPerSec), s.OpsPerSec, r.LateOps, benchLateAfter, d(r.MaxLateUS), d(r.FinalLagUS))
+		if !r.KeptUp {
+			fmt.Fprintf(w, "           the client could not keep up with --rate (it ended %s behind schedule): raise --concurrency (each worker runs one operation at a time) or lower --rate\n",
+				d(r.FinalLagUS))
+		}
+	}
 	fmt.Fprintf(w, "errors     %d%s\n", s.Errors, countsSuffix(s.ErrorsByKind))
 	if s.FirstError != "" {
 		fmt.Fprintf(w, "           first: %s\n", s.FirstError)
@@ -456,6 +596,37 @@ func printBenchSummary(inv *invocation, s *benchSummary) {
 	fmt.Fprintf(w, "latency    min %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)\n",
 		d(l.Min), d(l.P50), d(l.P90), d(l.P99), d(l.P999), d(l.Max), d(l.Mean))
 }
+
+// valueSizeText is --value-size as bench read it: "32" or "64-4096".
+func (c benchConfig) valueSizeText() string {
+	if c.ValueSizeMin == c.ValueSizeMax {
+		return strconv.Itoa(c.ValueSizeMin)
+	}
+	return fmt.Sprintf("%d-%d", c.ValueSizeMin, c.ValueSizeMax)
+}
+
+// keyDistText is "uniform" or "zipfian s=1.01".
+func (c benchConfig) keyDistText() string {
+	if c.KeyDist == keyDistZipfian {
+		return fmt.Sprintf("zipfian s=%v", c.ZipfS)
+	}
+	return c.KeyDist
+}
+
+// extraText is the summary's header's note of --durability and --rate.
+func (c benchConfig) extraText() string {
+	var s string
+	if c.Durability != client.DurabilityNone.String() {
+		s += ", durability " + c.Durability
+	}
+	if c.Rate > 0 {
+		s += ", --rate " + fmtRate(c.Rate) + " ops/s"
+	}
+	return s
+}
+
+// fmtRate prints a rate without a fraction when it has none.
+func fmtRate(r float64) string { return strconv.FormatFloat(r, 'f', -1, 64) }
 
 // countsSuffix renders " (a 1, b 2)" sorted by name, or "".
 func countsSuffix(m map[string]uint64) string {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,5 +169,246 @@ func TestBenchInterruptPreload(t *testing.T) {
 		} else {
 			assert.Regexp(t, `time       0s \(interrupted while preloading: \d+ of 100 keys set; no operations ran\)`, stdout.String())
 		}
+	}
+}
+
+func TestBenchRefusesBadFlagsBeforeConnecting(t *testing.T) {
+	closed := "couchbase://" + closedAddr(t) + "/default"
+	cases := []struct {
+		connStr string
+		args    []string
+		want    string
+	}{
+		{closed, []string{"--rate", "-1"}, "--rate -1: want 0 (as fast as possible) or a positive number"},
+		{closed, []string{"--rate", "NaN"}, "--rate NaN: want 0"},
+		{closed, []string{"--rate", "+Inf"}, "--rate +Inf: want 0"},
+		{closed, []string{"--rate", "fast"}, `invalid value "fast" for flag -rate`},
+		{closed, []string{"--value-size", "abc"}, `--value-size "abc": want BYTES or MIN-MAX (e.g. 100 or 64-4096)`},
+		{closed, []string{"--value-size", "4096-64"}, "--value-size 4096-64: MIN 4096 is more than MAX 64"},
+		{closed, []string{"--value-size", "-1"}, `--value-size "-1": want BYTES or MIN-MAX`},
+		{closed, []string{"--value-size", "1-30000000"}, "--value-size 1-30000000: want 0 to 20 MiB"},
+		{closed, []string{"--key-dist", "gaussian"}, `--key-dist "gaussian": want uniform or zipfian`},
+		{closed, []string{"--key-dist", "zipfian", "--zipf-s", "1"}, "--zipf-s 1: want a finite number more than 1"},
+		{closed, []string{"--key-dist", "zipfian", "--zipf-s", "0.99"}, "--zipf-s 0.99: want a finite number more than 1"},
+		{closed, []string{"--key-dist", "zipfian", "--zipf-s", "Inf"}, "--zipf-s +Inf: want a finite number more than 1"},
+		{closed, []string{"--zipf-s", "1.5"}, "--zipf-s is the zipfian exponent: give it with --key-dist zipfian"},
+		{closed, []string{"--durability", "all"}, `--durability "all": want one of none, majority, majorityAndPersistActive, persistToMajority`},
+		{"memcached://" + closedAddr(t), []string{"--durability", "majority"},
+			"--durability majority: memcached:// has no durable writes (durability is Couchbase Server's); drop --durability"},
+		{"memcacheds://" + closedAddr(t), []string{"--durability", "persistToMajority"}, "memcacheds:// has no durable writes"},
+	}
+	for _, c := range cases {
+		args := append([]string{"bench", "--ops", "10"}, c.args...)
+		r := runKV(t, map[string]string{envConnStr: c.connStr}, "", args...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r)
+		assert.Contains(t, r.stderr, c.want, "%v", args)
+		assert.NotContains(t, r.stderr, "nothing is listening", "%v: refused before connecting", args)
+		assert.Empty(t, r.stdout, "%v", args)
+	}
+	// --durability none is no durability, and fine on memcached:// (which
+	// is then dialled: nothing listens there).
+	r := runKV(t, map[string]string{envConnStr: "memcached://" + closedAddr(t)}, "", "bench", "--ops", "1", "--durability", "none")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "nothing is listening")
+}
+
+// TestBenchRateSpacesOperations: operation i of a paced run starts no
+// earlier than i/rate after the start, so 120 operations at 400 ops/s
+// take at least 119/400 s; unpaced, the mock runs them in a few ms.
+func TestBenchRateSpacesOperations(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "bench", "--rate", "400", "--ops", "120", "--concurrency", "4", "--keys", "20", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	checkSane(t, &s)
+	assert.Equal(t, uint64(120), s.Ops)
+	assert.Equal(t, 400.0, s.Config.Rate)
+	assert.GreaterOrEqual(t, s.ElapsedS, 119.0/400, "the last operation waits for its time")
+	require.NotNil(t, s.Rate)
+	assert.Equal(t, 400.0, s.Rate.TargetOpsPerSec)
+	assert.LessOrEqual(t, s.Rate.FinalLagUS, s.Rate.MaxLateUS)
+
+	// The human summary names the target and the achieved rate, and the
+	// progress line counts late operations.
+	r = runKV(t, env, "", "bench", "--rate", "2000", "--ops", "50", "--keys", "20")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, ", --rate 2000 ops/s\n")
+	assert.Regexp(t, `rate       target 2000 ops/s, achieved \d+ ops/s; \d+ operations started over 1ms late \(at most .+\), the last .+ late\n`, r.stdout)
+
+	// Without --rate there is no rate report.
+	r = runKV(t, env, "", "bench", "--ops", "50", "--keys", "20", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	assert.NotContains(t, r.stdout, `"rate":{`)
+	assert.Contains(t, r.stdout, `"rate":0`)
+}
+
+// TestBenchRateSaysWhenTheClientCannotKeepUp: one worker whose every
+// operation takes at least 20ms cannot do 1000 ops/s; the summary says so.
+func TestBenchRateSaysWhenTheClientCannotKeepUp(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	h := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet, memdx.OpSet}},
+		Action: mockcluster.Action{Delay: 20 * time.Millisecond},
+	})
+	defer h.Remove()
+	args := []string{"bench", "--rate", "1000", "--ops", "10", "--concurrency", "1", "--keys", "5", "--preload=false"}
+	r := runKV(t, env, "", append(args, "--json")...)
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	require.NotNil(t, s.Rate)
+	assert.False(t, s.Rate.KeptUp)
+	assert.Equal(t, uint64(9), s.Rate.LateOps, "operation i starts at least 19ms*i behind its time")
+	assert.GreaterOrEqual(t, s.Rate.MaxLateUS, 9*19e3)
+	assert.GreaterOrEqual(t, s.Rate.FinalLagUS, 9*19e3, "the last operation was the latest")
+
+	r = runKV(t, env, "", args...)
+	require.Equal(t, exitOK, r.code, r)
+	assert.Regexp(t, `the client could not keep up with --rate \(it ended .+ behind schedule\): raise --concurrency \(each worker runs one operation at a time\) or lower --rate\n`, r.stdout)
+}
+
+func TestBenchValueSizeRange(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "bench", "--value-size", "10-20", "--ratio", "0", "--ops", "400", "--keys", "50",
+		"--concurrency", "2", "--key-prefix", "vs:", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	checkSane(t, &s)
+	assert.Equal(t, 10, s.Config.ValueSizeMin)
+	assert.Equal(t, 20, s.Config.ValueSizeMax)
+	assert.Equal(t, uint64(400), s.Sets)
+	assert.True(t, s.SetBytes >= 10*400 && s.SetBytes <= 20*400, "set_bytes %d", s.SetBytes)
+	assert.NotEqual(t, uint64(10*400), s.SetBytes, "not every value has the least size")
+	assert.NotEqual(t, uint64(20*400), s.SetBytes, "nor the largest")
+	assert.Contains(t, r.stderr, "preloading 50 keys (10-20-byte values)")
+	// Every document the preload and the sets wrote has 10 to 20 bytes.
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	sizes := map[int]bool{}
+	for i := range 50 {
+		d, ok := b.Get("_default", "_default", fmt.Sprintf("vs:%08d", i))
+		require.True(t, ok, i)
+		assert.True(t, len(d.Value) >= 10 && len(d.Value) <= 20, "key %d: %d bytes", i, len(d.Value))
+		sizes[len(d.Value)] = true
+	}
+	assert.Greater(t, len(sizes), 5, "sizes drawn from the range: %v", sizes)
+
+	r = runKV(t, env, "", "bench", "--value-size", "64-4096", "--ops", "20", "--keys", "5")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, "64-4096-byte values, 5 keys (uniform)\n")
+}
+
+// TestBenchZipfianKeys: with one worker and a seed the run is repeatable;
+// the sets per key follow (1+k)^-s within 5 standard deviations, where a
+// uniform run spreads them evenly.
+func TestBenchZipfianKeys(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	const keys, ops = 100, 3000
+	count := func(prefix string, k int) uint64 {
+		return b.MutationCount("_default", "_default", fmt.Sprintf("%s%08d", prefix, k))
+	}
+	for _, s := range []float64{1.01, 2} {
+		prefix := fmt.Sprintf("zipf-%v:", s)
+		r := runKV(t, env, "", "bench", "--key-dist", "zipfian", "--zipf-s", fmt.Sprint(s), "--ratio", "0",
+			"--preload=false", "--concurrency", "1", "--ops", fmt.Sprint(ops), "--keys", fmt.Sprint(keys),
+			"--key-prefix", prefix, "--seed", "3", "--json")
+		require.Equal(t, exitOK, r.code, r)
+		var sum benchSummary
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &sum), r.stdout)
+		assert.Equal(t, "zipfian", sum.Config.KeyDist)
+		assert.Equal(t, s, sum.Config.ZipfS)
+		var total uint64
+		for k := range keys {
+			total += count(prefix, k)
+		}
+		require.Equal(t, uint64(ops), total)
+		for _, k := range []int{0, 1, 5, 50} {
+			p := zipfP(k, keys, s)
+			sigma := math.Sqrt(ops * p * (1 - p))
+			assert.InDelta(t, ops*p, float64(count(prefix, k)), 5*sigma+1, "s=%v key %d", s, k)
+		}
+	}
+	r := runKV(t, env, "", "bench", "--ratio", "0", "--preload=false", "--concurrency", "1",
+		"--ops", fmt.Sprint(ops), "--keys", fmt.Sprint(keys), "--key-prefix", "unif:", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, `"key_dist":"uniform"`)
+	assert.NotContains(t, r.stdout, `"zipf_s"`)
+	assert.InDelta(t, ops/keys, float64(count("unif:", 0)), 5*math.Sqrt(ops/keys), "uniform: key 0 is not hot")
+
+	r = runKV(t, env, "", "bench", "--key-dist", "zipfian", "--ops", "20", "--keys", "5")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, "5 keys (zipfian s=1.01)\n")
+}
+
+// TestBenchDurability: the sets carry the durability level (seen in the
+// requests the mock receives) and the gets and the preload none; a
+// cluster that cannot meet it fails the sets.
+func TestBenchDurability(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	var durable, plain atomic.Int64
+	var levels sync.Map
+	h := mc.AddFault(mockcluster.Fault{
+		Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}, Key: "", Func: func(r *mockcluster.Request) bool {
+			found := false
+			_ = memdx.FrameInfos(r.Packet.FramingExtras, func(id uint16, data []byte) error {
+				if id == uint16(memdx.FrameDurability) {
+					if l, _, err := memdx.DecodeDurabilityFrame(data); err == nil {
+						levels.Store(l, true)
+					}
+					found = true
+				}
+				return nil
+			})
+			if found {
+				durable.Add(1)
+			} else {
+				plain.Add(1)
+			}
+			return false // observe only
+		}},
+	})
+	defer h.Remove()
+	r := runKV(t, env, "", "bench", "--durability", "majority", "--ratio", "0", "--ops", "60", "--keys", "10", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	checkSane(t, &s)
+	assert.Equal(t, "majority", s.Config.Durability)
+	assert.Equal(t, int64(60), durable.Load(), "every set of the run is durable")
+	assert.Equal(t, int64(10), plain.Load(), "the preload's sets are not")
+	var got []memdx.DurabilityLevel
+	levels.Range(func(k, _ any) bool { got = append(got, k.(memdx.DurabilityLevel)); return true })
+	assert.Equal(t, []memdx.DurabilityLevel{memdx.DurabilityMajority}, got)
+
+	r = runKV(t, env, "", "bench", "--durability", "PersistToMajority", "--ops", "20", "--keys", "5")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, "5 keys (uniform), durability persistToMajority\n")
+
+	r = runKV(t, env, "", "bench", "--ops", "20", "--keys", "5", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stdout, `"durability":"none"`)
+
+	// One node and one replica: no majority of two nodes, so every
+	// durable set fails with DURABILITY_IMPOSSIBLE; plain sets succeed.
+	_, env1 := newMock(t, mockcluster.Options{Nodes: 1})
+	r = runKV(t, env1, "", "bench", "--durability", "majority", "--ratio", "0", "--ops", "30", "--keys", "5", "--json")
+	assert.Equal(t, exitError, r.code, r)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	assert.Equal(t, uint64(30), s.Errors)
+	assert.NotEmpty(t, s.FirstError)
+	r = runKV(t, env1, "", "bench", "--ratio", "0", "--ops", "30", "--keys", "5")
+	assert.Equal(t, exitOK, r.code, r)
+}
+
+func TestBenchHelpListsTheLoadShapeFlags(t *testing.T) {
+	for _, args := range [][]string{{"bench", "-h"}, {"help", "bench"}} {
+		r := runKV(t, nil, "", args...)
+		require.Equal(t, exitOK, r.code, r)
+		for _, f := range []string{"--rate", "--value-size", "--key-dist", "--zipf-s", "--durability"} {
+			assert.Contains(t, r.stdout, "\n  "+f+" ", "%v lists %s", args, f)
+		}
+		assert.Contains(t, r.stdout, "MIN-MAX")
 	}
 }

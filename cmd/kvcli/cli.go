@@ -332,7 +332,10 @@ var commandHelp = map[string]string{
 		"does nothing and exits 2. --delay D drops the items after D instead of at once.",
 	"bench": "Runs --concurrency workers doing gets (--ratio of them) and sets of --value-size bytes over\n" +
 		"--keys keys for --duration (or --ops operations), prints a progress line every second on\n" +
-		"stderr and a summary with latency percentiles. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.",
+		"stderr and a summary with latency percentiles. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.\n" +
+		"--rate N starts operation i at i/N seconds (a fixed schedule: after a stall the workers catch\n" +
+		"up) and the summary says when the client could not keep up. --key-dist zipfian draws key k\n" +
+		"with probability proportional to (1+k)^-s (--zipf-s). --seed repeats a worker's choices.",
 	"serve": "Starts an in-process mock cluster and prints its connection string and credentials\n" +
 		"(the mock's own test credentials, printed on purpose) as shell exports, then runs until\n" +
 		"Ctrl-C or SIGTERM.",
