@@ -158,29 +158,84 @@
 // # bench
 //
 //	kvcli bench --concurrency 32 --ratio 0.8 --value-size 256 --duration 30s
+//	kvcli bench --rate 20000 --key-dist zipfian --value-size 64-4096 --durability majority
 //
 // Each of --concurrency workers (default 16) runs one operation after another:
-// a get with probability --ratio (default 0.5), else a set of --value-size
-// bytes (default 32), on a key chosen uniformly from --keys keys (default
-// 10000, named --key-prefix (default "kvcli-bench:") plus a number). It runs
-// for --duration (default 10s), or exactly --ops operations when given.
-// --preload (default true) sets every key once first, so gets find
-// documents; with --preload=false gets of missing keys count as misses, not
-// errors. --seed makes the key and operation choice repeatable.
+// a get with probability --ratio (default 0.5), else a set, on one of --keys
+// keys (default 10000, named --key-prefix (default "kvcli-bench:") plus a
+// number). It runs for --duration (default 10s), or exactly --ops operations
+// when given. --preload (default true) sets every key once first, so gets
+// find documents; with --preload=false gets of missing keys count as misses,
+// not errors. --seed (default 1) makes each worker's choices of keys,
+// operations and value sizes repeatable (with --concurrency 1, the whole
+// run's).
+//
+// The shape of the load:
+//
+//	--rate N           target N operations per second over all workers (0, the
+//	                   default: as fast as they go). Operation i is scheduled at
+//	                   i/N seconds from the start and a worker waits on a timer
+//	                   for its operation's time. The schedule is fixed: after a
+//	                   stall, operations whose time has passed start at once until
+//	                   the run is back on schedule, so the offered rate stays N.
+//	                   The summary gives the achieved rate, how many operations
+//	                   started over 1ms late and how late the last one started;
+//	                   when that is more than 1% of the run's time (plus 1ms),
+//	                   it says the client could not keep up: each worker runs
+//	                   one operation at a time, so N needs at least N x latency
+//	                   workers
+//	--value-size S     bytes per value set: N (default 32), or MIN-MAX for sizes
+//	                   drawn uniformly from MIN to MAX (both included); at most
+//	                   20 MiB. The preload draws its sizes the same way
+//	--key-dist D       uniform (default): every key equally likely; zipfian: key
+//	                   number k (0 to --keys - 1) with probability proportional to
+//	                   (1+k)^-s, so key 0 is the hottest (math/rand/v2's Zipf)
+//	--zipf-s s         zipfian's exponent, more than 1 (default 1.01, near YCSB's
+//	                   0.99: over 10000 keys the hottest 1% take about half the
+//	                   operations); larger is more skewed
+//	--durability L     the run's sets are synchronous writes at level L: none
+//	                   (default), majority, majorityAndPersistActive,
+//	                   persistToMajority (case ignored). The preload's sets are
+//	                   ordinary writes. memcached has no durability: with
+//	                   memcached:// it is a usage error (exit 2) before
+//	                   connecting. A cluster without enough replicas fails the
+//	                   sets (DURABILITY_IMPOSSIBLE), and bench exits 1
 //
 // Every second a progress line goes to stderr (ops/s over the last second,
-// operations, errors, retries), rewritten in place when stderr is a
-// terminal. At the end a summary goes to stdout: operations and ops/s, gets
-// (and misses) and sets, errors by kind with the first error's message,
-// retries by reason (KV_NOT_MY_VBUCKET, KV_LOCKED, ...), and latency: min,
-// p50, p90, p99, p99.9, max and mean, from per-worker log-linear histograms
-// (128 buckets per power of two: within 0.4% of the exact percentile).
-// --json prints the summary as one object (latencies in microseconds).
-// Ctrl-C stops the run early: operations in flight finish, and the summary
-// is printed as usual. Ctrl-C during the preload stops it the same way; the
-// summary then says how many keys were set and that no operations ran
+// operations, errors, retries, and with --rate the operations started late),
+// rewritten in place when stderr is a terminal. At the end a summary goes to
+// stdout: operations and ops/s, gets (and misses) and sets, with --rate the
+// target and how well it was kept, errors by kind with the first error's
+// message, retries by reason (KV_NOT_MY_VBUCKET, KV_LOCKED, ...), and
+// latency: min, p50, p90, p99, p99.9, max and mean, from per-worker
+// log-linear histograms (128 buckets per power of two: within 0.4% of the
+// exact percentile). Latency is measured from the operation's start, not
+// from its scheduled time.
+//
+//	$ kvcli bench --rate 3000 --duration 3s --concurrency 2 --key-dist zipfian --value-size 10-1000
+//	kvcli bench: couchbase://127.0.0.1:34295/default: 2 workers, 50% gets, 10-1000-byte values, 10000 keys (zipfian s=1.01), --rate 3000 ops/s
+//	time       3.00s (ran for --duration)
+//	ops        9000 (2999 ops/s): 4514 gets (0 misses), 4486 sets
+//	rate       target 3000 ops/s, achieved 2999 ops/s; 1907 operations started over 1ms late (at most 17.33ms), the last 742µs late
+//	errors     0
+//	retries    0
+//	latency    min 22µs  p50 87µs  p90 209µs  p99 1.17ms  p99.9 4.44ms  max 15.75ms  (mean 144µs)
+//
+// --json prints the summary as one object: "config" (the flags as read:
+// "rate", "value_size_min", "value_size_max", "key_dist", "zipf_s" with
+// zipfian, "durability", ...), "ops", "ops_per_sec", "gets", "misses",
+// "sets", "set_bytes" (value bytes the sets wrote), "errors",
+// "errors_by_kind", "retries", "retries_by_reason", "latency_us"
+// (microseconds), and with --rate "rate": {"target_ops_per_sec",
+// "late_ops", "max_late_us", "final_lag_us", "kept_up"}.
+// Ctrl-C stops the run early: operations in flight finish (workers waiting
+// for their scheduled time stop waiting), and the summary is printed as
+// usual. Ctrl-C during the preload stops it the same way; the summary then
+// says how many keys were set and that no operations ran
 // ("stopped":"interrupted_preloading" and "preloaded" with --json). bench
-// exits 1 when any operation (or a preload set) failed, else 0.
+// exits 1 when any operation (or a preload set) failed, else 0; 2 for a bad
+// flag (a range with MIN over MAX, an unknown distribution or durability
+// level, --zipf-s without --key-dist zipfian, ...), before connecting.
 //
 // # Global flags and environment
 //
