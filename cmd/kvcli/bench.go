@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -64,6 +65,11 @@ type benchSummary struct {
 	Retries      uint64            `json:"retries"`
 	RetryReasons map[string]uint64 `json:"retries_by_reason"`
 	LatencyUS    benchLatency      `json:"latency_us"`
+	// LatencyFromScheduleUS, with --rate, counts each operation's latency
+	// from its scheduled time instead of its start: it includes the wait
+	// of an operation that started late, which latency_us leaves out
+	// (coordinated omission).
+	LatencyFromScheduleUS *benchLatency `json:"latency_from_schedule_us,omitempty"`
 	// Rate is how well a run with --rate kept its schedule (absent
 	// without --rate).
 	Rate *benchRate `json:"rate,omitempty"`
@@ -104,6 +110,7 @@ type benchWorker struct {
 	setBytes                      uint64
 	lateness                      lateness
 	hist                          histogram
+	schedHist                     histogram // from the scheduled times (--rate)
 	errKinds                      map[string]uint64
 	firstErr                      string
 	_                             [64]byte // keep workers' counters on separate cache lines
@@ -439,6 +446,9 @@ func (b *bench) work(ctx context.Context, w *benchWorker, rng *rand.Rand, stop *
 			w.setBytes += uint64(len(value))
 		}
 		w.hist.record(time.Since(t0))
+		if b.pace != nil {
+			w.schedHist.record(b.clock.Now().Sub(b.pace.at(i)))
+		}
 		if get {
 			w.gets.Add(1)
 		} else {
@@ -522,7 +532,7 @@ func (p *progress) end() {
 }
 
 func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
-	var h histogram
+	var h, sh histogram
 	var late uint64
 	var maxLate time.Duration
 	ls := make([]*lateness, 0, len(b.workers))
@@ -530,6 +540,7 @@ func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 		ElapsedS: elapsed.Seconds(), ErrorsByKind: map[string]uint64{}}
 	for _, w := range b.workers {
 		h.merge(&w.hist)
+		sh.merge(&w.schedHist)
 		s.Ops += w.ops.Load()
 		s.Gets += w.gets.Load()
 		s.Sets += w.sets.Load()
@@ -551,18 +562,27 @@ func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 	}
 	s.Retries = b.rc.total()
 	s.RetryReasons = b.rc.byName()
-	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	if b.cfg.Rate > 0 && stopped != "interrupted_preloading" {
 		lag := finalLag(ls)
 		s.Rate = &benchRate{TargetOpsPerSec: b.cfg.Rate, LateOps: late, MaxLateUS: us(maxLate),
 			FinalLagUS: us(lag), KeptUp: keptUp(lag, elapsed)}
+		fs := latencyOf(&sh)
+		s.LatencyFromScheduleUS = &fs
 	}
-	s.LatencyUS = benchLatency{
+	s.LatencyUS = latencyOf(&h)
+	return s
+}
+
+// us is d in microseconds.
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// latencyOf summarises h in microseconds.
+func latencyOf(h *histogram) benchLatency {
+	return benchLatency{
 		Min: us(time.Duration(h.min)), Mean: us(h.mean()),
 		P50: us(h.percentile(0.50)), P90: us(h.percentile(0.90)), P99: us(h.percentile(0.99)),
 		P999: us(h.percentile(0.999)), Max: us(time.Duration(h.max)), Count: h.n,
 	}
-	return s
 }
 
 func printBenchSummary(inv *invocation, s *benchSummary) {
@@ -591,10 +611,18 @@ func printBenchSummary(inv *invocation, s *benchSummary) {
 		fmt.Fprintf(w, "           first: %s\n", s.FirstError)
 	}
 	fmt.Fprintf(w, "retries    %d%s\n", s.Retries, countsSuffix(s.RetryReasons))
-	l := s.LatencyUS
+	printLatency(w, "latency   ", s.LatencyUS, "")
+	if l := s.LatencyFromScheduleUS; l != nil {
+		printLatency(w, "scheduled ", *l, ", from each operation's scheduled time")
+	}
+}
+
+// printLatency prints a latency line: the label, the percentiles, and
+// the mean with what follows it in parentheses.
+func printLatency(w io.Writer, label string, l benchLatency, note string) {
 	d := func(us float64) string { return fmtDuration(time.Duration(us * 1e3)) }
-	fmt.Fprintf(w, "latency    min %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s)\n",
-		d(l.Min), d(l.P50), d(l.P90), d(l.P99), d(l.P999), d(l.Max), d(l.Mean))
+	fmt.Fprintf(w, "%s min %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  (mean %s%s)\n",
+		label, d(l.Min), d(l.P50), d(l.P90), d(l.P99), d(l.P999), d(l.Max), d(l.Mean), note)
 }
 
 // valueSizeText is --value-size as bench read it: "32" or "64-4096".

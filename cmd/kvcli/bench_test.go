@@ -228,6 +228,8 @@ func TestBenchRateSpacesOperations(t *testing.T) {
 	require.NotNil(t, s.Rate)
 	assert.Equal(t, 400.0, s.Rate.TargetOpsPerSec)
 	assert.LessOrEqual(t, s.Rate.FinalLagUS, s.Rate.MaxLateUS)
+	require.NotNil(t, s.LatencyFromScheduleUS)
+	assert.Equal(t, uint64(120), s.LatencyFromScheduleUS.Count)
 
 	// The human summary names the target and the achieved rate, and the
 	// progress line counts late operations.
@@ -240,6 +242,7 @@ func TestBenchRateSpacesOperations(t *testing.T) {
 	r = runKV(t, env, "", "bench", "--ops", "50", "--keys", "20", "--json")
 	require.Equal(t, exitOK, r.code, r)
 	assert.NotContains(t, r.stdout, `"rate":{`)
+	assert.NotContains(t, r.stdout, `latency_from_schedule_us`)
 	assert.Contains(t, r.stdout, `"rate":0`)
 }
 
@@ -262,9 +265,17 @@ func TestBenchRateSaysWhenTheClientCannotKeepUp(t *testing.T) {
 	assert.Equal(t, uint64(9), s.Rate.LateOps, "operation i starts at least 19ms*i behind its time")
 	assert.GreaterOrEqual(t, s.Rate.MaxLateUS, 9*19e3)
 	assert.GreaterOrEqual(t, s.Rate.FinalLagUS, 9*19e3, "the last operation was the latest")
+	// Operation 9 was due at 9ms and ended at least 200ms after the start:
+	// counted from its scheduled time its latency is at least 191ms, where
+	// its own service time is some 20ms.
+	require.NotNil(t, s.LatencyFromScheduleUS)
+	assert.Equal(t, uint64(10), s.LatencyFromScheduleUS.Count)
+	assert.GreaterOrEqual(t, s.LatencyFromScheduleUS.Max, 191e3)
+	assert.Less(t, s.LatencyUS.Max, s.LatencyFromScheduleUS.Max)
 
 	r = runKV(t, env, "", args...)
 	require.Equal(t, exitOK, r.code, r)
+	assert.Regexp(t, `\nscheduled  min .+ \(mean .+, from each operation's scheduled time\)\n`, r.stdout)
 	assert.Regexp(t, `the client could not keep up with --rate \(it ended .+ behind schedule\): raise --concurrency \(each worker runs one operation at a time\) or lower --rate\n`, r.stdout)
 }
 
