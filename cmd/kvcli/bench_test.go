@@ -425,3 +425,27 @@ func TestBenchHelpListsTheLoadShapeFlags(t *testing.T) {
 		assert.Contains(t, r.stdout, "MIN-MAX")
 	}
 }
+
+// TestBenchRateStopsWaitingWorkersAtTheDeadline: at 1 op/s four workers
+// wait for the operations due at 0s, 1s, 2s and 3s; the 1s deadline ends
+// the waits of those due later, which never run.
+func TestBenchRateStopsWaitingWorkersAtTheDeadline(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "bench", "--rate", "1", "--duration", "1s", "--concurrency", "4", "--keys", "5", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	assert.Equal(t, "duration", s.Stopped)
+	assert.True(t, s.Ops >= 1 && s.Ops <= 2, "the operations due at 0s and (racing the deadline) 1s: %d", s.Ops)
+	assert.GreaterOrEqual(t, s.ElapsedS, 1.0)
+}
+
+func TestBenchProgressLineCountsLateOperationsWithRate(t *testing.T) {
+	var buf strings.Builder
+	start := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	p := &progress{w: &buf, start: start}
+	p.line(start.Add(time.Second), benchTotals{ops: 1000, errs: 1, retries: 2, late: 17, paced: true})
+	p.line(start.Add(2*time.Second), benchTotals{ops: 3000, errs: 1, retries: 2})
+	assert.Equal(t, "[  1.0s]      1000 ops/s  ops 1000  errors 1  retries 2  late 17\n"+
+		"[  2.0s]      2000 ops/s  ops 3000  errors 1  retries 2\n", buf.String())
+}
