@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // scanDocs writes n documents "doc-000".."doc-(n-1)" (value "v-<key>") and
@@ -147,20 +148,42 @@ func TestScanOfAnEmptyRangeReturnsNothing(t *testing.T) {
 
 // The scan stops after a few items: Close cancels the scans open on the
 // server and returns only once the scan's goroutines have ended.
+//
+// The bucket has 4 vbuckets of about 75 documents each, and a batch is 2
+// items: when the caller has taken 5 items, the scan has fetched at most
+// the caller's 3 batches, the batches the channel buffers (one per worker)
+// and the one each worker is sending, far fewer than any vbucket holds. So
+// at Close no vbucket scan has completed by itself: each one created is
+// open on the server and only a RANGE_SCAN_CANCEL removes it, whatever the
+// timing of the workers.
 func TestScanClosedEarlyLeavesNoScanOpen(t *testing.T) {
-	mc, c := scanMock(t, mockcluster.Options{}, 0)
+	const vbs, docs, batch, taken = 4, 300, 2, 5
+	mc, c := scanMock(t, mockcluster.Options{}, vbs)
 	col := c.DefaultCollection()
-	scanDocs(t, col, 300)
-	for _, conc := range []int{1, 8} {
-		res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{Concurrency: conc, BatchItemLimit: 2})
+	keys := scanDocs(t, col, docs)
+	perVb := make([]int, vbs)
+	for _, k := range keys {
+		perVb[vbmap.VbucketForKey([]byte(k), vbs)]++
+	}
+	cancels := func() (n uint64) {
+		for _, nd := range mc.Nodes() {
+			n += nd.RequestCount(memdx.OpRangeScanCancel)
+		}
+		return n
+	}
+	for _, conc := range []int{1, vbs} {
+		fetched := (taken/batch + 1 + 2*conc) * batch // the caller's, buffered, being sent
+		require.Less(t, fetched, slices.Min(perVb), "documents per vbucket %v: a vbucket could complete before Close", perVb)
+		before := cancels()
+		res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{Concurrency: conc, BatchItemLimit: batch})
 		require.NoError(t, err)
-		for range 5 {
+		for range taken {
 			require.True(t, res.Next())
 		}
+		require.NotZero(t, mc.OpenRangeScans(), "concurrency %d: the scan that returned the items is open", conc)
 		require.NoError(t, res.Close())
 		assert.Zero(t, mc.OpenRangeScans(), "concurrency %d: Close cancelled the open scans", conc)
-		assert.NotZero(t, mc.Nodes()[0].RequestCount(memdx.OpRangeScanCancel)+mc.Nodes()[1].RequestCount(memdx.OpRangeScanCancel)+
-			mc.Nodes()[2].RequestCount(memdx.OpRangeScanCancel), "scans were cancelled")
+		assert.Greater(t, cancels(), before, "concurrency %d: Close sent RANGE_SCAN_CANCEL", conc)
 		assert.False(t, res.Next(), "nothing after Close")
 		require.NoError(t, res.Close(), "a second Close is harmless")
 	}
