@@ -203,19 +203,70 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 	n4, err := mc.AddNode()
 	require.NoError(t, err)
 	rebalance(mockcluster.RebalanceOptions{})
-	require.Eventually(t, func() bool { return len(c.Nodes()) == 4 }, 5*time.Second, 5*time.Millisecond)
+	awaitTopology(t, c, "the added node holds vbuckets", func(top *topology) bool {
+		return len(top.all) == 4 && topologyHas(top, n4.Addr())
+	})
 
-	// Take node 0 out gracefully: rebalance it out, then remove it.
-	rebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2, n4.ID()}})
+	// Take node 0 out gracefully: rebalance it out, wait for the client to
+	// route without it and to drain and close its connections to it (its
+	// maintainer has then exited), then remove it. Nothing of the workload
+	// is in flight on node 0 when it stops.
 	gone := mc.Node(0).Addr()
+	c.topoMu.Lock()
+	n0 := c.nodes[gone]
+	c.topoMu.Unlock()
+	require.NotNil(t, n0, "the client has a pool for node 0")
+	rebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2, n4.ID()}})
+	awaitTopology(t, c, "node 0 is rebalanced out", func(top *topology) bool {
+		return len(top.all) == 3 && !topologyHas(top, gone)
+	})
+	select {
+	case <-n0.stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("the client did not drain and close its connections to the node rebalanced out within a minute")
+	}
 	require.NoError(t, mc.RemoveNode(0))
-	require.Eventually(t, func() bool { return len(c.Nodes()) == 3 }, 5*time.Second, 5*time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	// The workload goes on over the remaining nodes; a few operations of
+	// the test's own, on keys of every node, show it.
+	for i := range 30 {
+		_, err := col.Upsert(ctx, fmt.Sprintf("after-%d", i), []byte("v"), nil)
+		require.NoError(t, err)
+	}
 	close(stop)
 	res := <-done
 	assert.Empty(t, res.errs, "no request fails while nodes join and leave")
 	assert.Greater(t, res.ops, 100)
 	assert.NotContains(t, c.Nodes(), gone)
+}
+
+// awaitTopology waits until the client's routing snapshot satisfies ok,
+// woken by each install of a new one (no polling); it fails the test after
+// a minute, a bound no healthy run comes near.
+func awaitTopology(t *testing.T, c *Client, what string, ok func(*topology) bool) {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		top := c.topo.Load()
+		if ok(top) {
+			return
+		}
+		select {
+		case <-top.changed:
+		case <-deadline.C:
+			t.Fatalf("the client's topology (nodes %v) did not reach %q within a minute", c.Nodes(), what)
+		}
+	}
+}
+
+// topologyHas reports whether top routes to addr.
+func topologyHas(top *topology, addr string) bool {
+	for _, n := range top.all {
+		if n.addr == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // A node that stops and restarts: reads are retried on the new connection.
