@@ -334,13 +334,6 @@ func (e *ConnectError) Error() string {
 
 func (e *ConnectError) Unwrap() []error { return []error{e.Err, e.Cause} }
 
-// testProbeTimeout, when positive, is the conn.Options.ProbeTimeout of
-// every connection: this package's tests, whose servers run in the test's
-// own process and share its CPU, set it so that a busy machine cannot make
-// a node look unresponsive; the tests of the health check itself run with
-// the default (0). Set before a client starts, changed after it closed.
-var testProbeTimeout time.Duration
-
 // connOptions are the conn.Options for a connection to n. With n nil they
 // are for a short connection that only fetches the config (recovery): no
 // close or notification callbacks.
@@ -352,13 +345,12 @@ func (c *Client) connOptions(n *node) conn.Options {
 		TLSConfig:                c.opts.TLSConfig,
 		ClientName:               c.opts.ClientName,
 		MaxPending:               c.opts.MaxPendingPerConnection,
+		ProbeAfter:               c.opts.HealthCheck.ProbeAfter,
+		ProbeTimeout:             c.opts.HealthCheck.ProbeTimeout,
 		Logger:                   c.opts.Logger,
 	}
 	if n != nil {
 		o.OnClose = func(error) { n.signal() }
-	}
-	if testProbeTimeout > 0 {
-		o.ProbeTimeout = testProbeTimeout
 	}
 	if c.memcached {
 		// memcached offers only SASL PLAIN: conn sends it over TLS

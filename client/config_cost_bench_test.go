@@ -64,8 +64,8 @@ func BenchmarkNMVLargeConfig(b *testing.B) {
 			require.NoError(b, err)
 			defer mc.Close()
 			ctx := context.Background()
-			c, err := Connect(ctx, mc.ConnString(), &Options{Username: mockcluster.DefaultUser,
-				Password: mockcluster.DefaultPassword, Bucket: mockcluster.DefaultBucket})
+			c, err := Connect(ctx, mc.ConnString(), testOptions(&Options{Username: mockcluster.DefaultUser,
+				Password: mockcluster.DefaultPassword, Bucket: mockcluster.DefaultBucket}))
 			require.NoError(b, err)
 			defer c.Close()
 			col := c.DefaultCollection()

@@ -217,8 +217,8 @@ func TestConnectFailsWhenNoBootstrapNodeIsUsable(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{ConfigHost: "127.0.0.2"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Connect(ctx, mc.ConnString(), &Options{Username: mockcluster.DefaultUser,
-		Password: mockcluster.DefaultPassword, Bucket: mockcluster.DefaultBucket, ConnectTimeout: 5 * time.Second})
+	c, err := Connect(ctx, mc.ConnString(), testOptions(&Options{Username: mockcluster.DefaultUser,
+		Password: mockcluster.DefaultPassword, Bucket: mockcluster.DefaultBucket, ConnectTimeout: 5 * time.Second}))
 	if err == nil {
 		_ = c.Close()
 		t.Fatal("Connect returned a client that can reach no node")

@@ -93,8 +93,8 @@ func TestTLSFollowsScheme(t *testing.T) {
 // addresses of every node.
 func TestPlainSchemeDialsPlain(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{TLS: true})
-	c, err := Connect(context.Background(), "couchbase://"+mc.Node(0).Addr()+"/default", &Options{Username: mockcluster.DefaultUser,
-		Password: mockcluster.DefaultPassword})
+	c, err := Connect(context.Background(), "couchbase://"+mc.Node(0).Addr()+"/default", testOptions(&Options{Username: mockcluster.DefaultUser,
+		Password: mockcluster.DefaultPassword}))
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.DefaultCollection().Upsert(context.Background(), "k", []byte("plain"), nil)

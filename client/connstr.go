@@ -98,6 +98,8 @@ var knownOptions = map[string]string{
 	"server_failure_limit":   "int >= 1: memcached:// only: consecutive failed connection attempts after which remove_failed_servers takes a server out (default 5)",
 	"bucket":                 "string: the bucket, when it is not in the path",
 	"nmv_retry_interval":     "duration >= 0: RFC 0005 fixed wait after NOT_MY_VBUCKET (default or 0: RFC 0049 backoff)",
+	"probe_after":            "duration > 0: how long a request given up after it was sent waits for its answer before the connection probes its node (default 1s)",
+	"probe_timeout":          "duration > 0: how long a connection hears nothing from its node, while a probe or its bootstrap waits, before it closes as unresponsive (default 1s)",
 }
 
 // ParseConnStr parses a connection string. A string with no scheme is taken

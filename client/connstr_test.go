@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/conn"
 )
 
 func TestParseConnStr(t *testing.T) {
@@ -159,17 +161,21 @@ func TestConnStrNumbersOutOfRange(t *testing.T) {
 		"connect_timeout=0s":                   "positive",      //
 		"config_poll_interval=1ns":             "at least 10ms", // a busy loop
 		"nmv_retry_interval=-1ms":              "negative",      //
-		"kv_pool_size=0":                       "1..256",        //
-		"kv_pool_size=-1":                      "non-negative",  //
-		"kv_pool_size=100000":                  "1..256",        //
-		"kv_pool_size=99999999999999999999999": "non-negative",  // beyond int
-		"compression_min_size=0":               "at least 1",    //
-		"compression_min_ratio=NaN":            "finite",        //
-		"compression_min_ratio=Inf":            "finite",        //
-		"compression_min_ratio=1e400":          "finite",        //
-		"compression_min_ratio=5":              "(0, 1]",        //
-		"compression_min_ratio=0":              "(0, 1]",        //
-		"compression_min_ratio=-0.5":           "non-negative",  //
+		"probe_after=0":                        "positive",      // 0 would mean the default
+		"probe_after=-1s":                      "negative",      //
+		"probe_timeout=0ms":                    "positive",      //
+		"probe_timeout=later":                  "not a duration",
+		"kv_pool_size=0":                       "1..256",       //
+		"kv_pool_size=-1":                      "non-negative", //
+		"kv_pool_size=100000":                  "1..256",       //
+		"kv_pool_size=99999999999999999999999": "non-negative", // beyond int
+		"compression_min_size=0":               "at least 1",   //
+		"compression_min_ratio=NaN":            "finite",       //
+		"compression_min_ratio=Inf":            "finite",       //
+		"compression_min_ratio=1e400":          "finite",       //
+		"compression_min_ratio=5":              "(0, 1]",       //
+		"compression_min_ratio=0":              "(0, 1]",       //
+		"compression_min_ratio=-0.5":           "non-negative", //
 		"kv_timeout=soon":                      "not a duration",
 		"kv_timeout=1.5.5s":                    "not a duration",
 	}
@@ -195,7 +201,8 @@ func TestConnStrNumbersOutOfRange(t *testing.T) {
 // TestConnStrNumbersInRange: the edges of each range are accepted and used.
 func TestConnStrNumbersInRange(t *testing.T) {
 	cs, err := ParseConnStr("couchbase://h/b?kv_timeout=9223372036854&config_poll_interval=10ms&nmv_retry_interval=0" +
-		"&kv_pool_size=256&compression_min_size=1&compression_min_ratio=1&connect_timeout=2562047h")
+		"&kv_pool_size=256&compression_min_size=1&compression_min_ratio=1&connect_timeout=2562047h" +
+		"&probe_after=1ns&probe_timeout=1ms")
 	require.NoError(t, err)
 	o, err := Options{}.resolved(cs)
 	require.NoError(t, err)
@@ -206,6 +213,34 @@ func TestConnStrNumbersInRange(t *testing.T) {
 	assert.Equal(t, 256, o.ConnectionsPerNode)
 	assert.Equal(t, 1, o.Compression.MinSize)
 	assert.Equal(t, 1.0, o.Compression.MinRatio)
+	assert.Equal(t, HealthCheckOptions{ProbeAfter: time.Nanosecond, ProbeTimeout: time.Millisecond}, o.HealthCheck)
+}
+
+// TestHealthCheckOptions: probe_after and probe_timeout (or
+// Options.HealthCheck) are what every connection of the client is dialed
+// with; the connection string wins over Options; zero means the defaults.
+func TestHealthCheckOptions(t *testing.T) {
+	for _, tc := range []struct {
+		connStr string
+		opts    HealthCheckOptions
+		want    HealthCheckOptions
+	}{
+		{"couchbase://h/b", HealthCheckOptions{}, HealthCheckOptions{ProbeAfter: DefaultProbeAfter, ProbeTimeout: DefaultProbeTimeout}},
+		{"couchbase://h/b", HealthCheckOptions{ProbeTimeout: 30 * time.Second}, HealthCheckOptions{ProbeAfter: DefaultProbeAfter, ProbeTimeout: 30 * time.Second}},
+		{"couchbase://h/b?probe_after=200ms&probe_timeout=5s", HealthCheckOptions{ProbeAfter: time.Minute}, HealthCheckOptions{ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 5 * time.Second}},
+		{"memcached://h?probe_timeout=1500", HealthCheckOptions{}, HealthCheckOptions{ProbeAfter: DefaultProbeAfter, ProbeTimeout: 1500 * time.Millisecond}},
+	} {
+		cs, err := ParseConnStr(tc.connStr)
+		require.NoError(t, err, tc.connStr)
+		o, err := Options{HealthCheck: tc.opts}.resolved(cs)
+		require.NoError(t, err, tc.connStr)
+		assert.Equal(t, tc.want, o.HealthCheck, "%s with %+v", tc.connStr, tc.opts)
+		c := &Client{opts: o, memcached: cs.Scheme.IsMemcached()}
+		for _, co := range []conn.Options{c.connOptions(nil), c.connOptions(&node{c: c, addr: "h:11210"})} {
+			assert.Equal(t, tc.want.ProbeAfter, co.ProbeAfter, tc.connStr)
+			assert.Equal(t, tc.want.ProbeTimeout, co.ProbeTimeout, tc.connStr)
+		}
+	}
 }
 
 // TestOptionsNumbersOutOfRange: Options fields out of range are refused
@@ -214,14 +249,16 @@ func TestOptionsNumbersOutOfRange(t *testing.T) {
 	cs, err := ParseConnStr("couchbase://h/b")
 	require.NoError(t, err)
 	for field, o := range map[string]Options{
-		"KVTimeout":               {KVTimeout: -time.Second},
-		"ConnectTimeout":          {ConnectTimeout: -1},
-		"NMVRetryInterval":        {NMVRetryInterval: -1},
-		"ConfigPollInterval":      {ConfigPollInterval: time.Microsecond},
-		"ConnectionsPerNode":      {ConnectionsPerNode: -1},
-		"Compression.MinSize":     {Compression: CompressionOptions{MinSize: -1}},
-		"Compression.MinRatio":    {Compression: CompressionOptions{MinRatio: 5}},
-		"MaxPendingPerConnection": {MaxPendingPerConnection: -1},
+		"KVTimeout":                {KVTimeout: -time.Second},
+		"ConnectTimeout":           {ConnectTimeout: -1},
+		"NMVRetryInterval":         {NMVRetryInterval: -1},
+		"ConfigPollInterval":       {ConfigPollInterval: time.Microsecond},
+		"ConnectionsPerNode":       {ConnectionsPerNode: -1},
+		"Compression.MinSize":      {Compression: CompressionOptions{MinSize: -1}},
+		"Compression.MinRatio":     {Compression: CompressionOptions{MinRatio: 5}},
+		"MaxPendingPerConnection":  {MaxPendingPerConnection: -1},
+		"HealthCheck.ProbeAfter":   {HealthCheck: HealthCheckOptions{ProbeAfter: -time.Second}},
+		"HealthCheck.ProbeTimeout": {HealthCheck: HealthCheckOptions{ProbeTimeout: -1}},
 	} {
 		_, err := o.resolved(cs)
 		assert.ErrorIs(t, err, ErrInvalidArgument, field)

@@ -122,6 +122,20 @@
 // and errors say how often an operation was retried and why (RetryAttempts,
 // RetryReasons).
 //
+// # Unresponsive nodes
+//
+// A node that accepts connections but stops answering (a paused process, a
+// black hole in the network) is found by the connection's health check
+// (Options.HealthCheck; connection string probe_after, probe_timeout). A
+// request whose caller gave up after it was sent and still unanswered
+// ProbeAfter (1 s) later makes the connection send a NOOP; when nothing at
+// all arrives from the node for ProbeTimeout (1 s) while the probe waits,
+// the connection closes with ErrUnresponsive, its requests fail as on any
+// dead connection (a mutation in flight is ambiguous), and the node
+// redials at once. A node that is only slow answers the probe and keeps its
+// connection. A connection being bootstrapped fails the same way after
+// ProbeTimeout of silence.
+//
 // # Cluster configs
 //
 // The first config comes with bootstrap (GET_CLUSTER_CONFIG); Connect fails

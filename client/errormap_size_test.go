@@ -38,7 +38,7 @@ func TestConnectSurvivesErrorMapOverMaxBodyLength(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c, err := Connect(ctx, "couchbase://"+p.Addr()+"/"+mockcluster.DefaultBucket,
-		&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, ConnectTimeout: 10 * time.Second})
+		testOptions(&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, ConnectTimeout: 10 * time.Second}))
 	require.NoError(t, err, "an oversized error map must not fail Connect")
 	t.Cleanup(func() { _ = c.Close() })
 	assert.Positive(t, p.Requests(memdx.OpGetErrorMap), "the map was asked for")

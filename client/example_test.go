@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/mockcluster"
@@ -28,6 +29,9 @@ func connectToMock() (*client.Client, func()) {
 		Username: mockcluster.DefaultUser,
 		Password: mockcluster.DefaultPassword,
 		Bucket:   mockcluster.DefaultBucket,
+		// The mock runs in this process: a busy machine delays its
+		// answers as much as the client's, past the default second.
+		HealthCheck: client.HealthCheckOptions{ProbeTimeout: time.Minute},
 	})
 	if err != nil {
 		mc.Close()

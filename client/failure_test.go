@@ -172,7 +172,7 @@ func TestAppliedButUndecodableIsAmbiguous(t *testing.T) {
 	var applied atomic.Int64
 	addr := malformedSuccessServer(t, &applied)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+addr, &Options{KVTimeout: 2 * time.Second})
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(&Options{KVTimeout: 2 * time.Second}))
 	require.NoError(t, err)
 	defer c.Close()
 	col := c.DefaultCollection()

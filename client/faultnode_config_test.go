@@ -51,9 +51,7 @@ func proxyEach(t *testing.T, mc *mockcluster.Cluster) (ps []*faultnode.Proxy, po
 // connectVia opens a client on the default bucket with seed addr.
 func connectVia(t *testing.T, addr string, o *Options) *Client {
 	t.Helper()
-	if o == nil {
-		o = &Options{}
-	}
+	o = testOptions(o)
 	o.Username, o.Password = mockcluster.DefaultUser, mockcluster.DefaultPassword
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -541,7 +539,7 @@ func TestFaultnodeConnectFailsWhenSeedConfigNamesOnlyUnreachableNodes(t *testing
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Connect(ctx, "couchbase://"+seed.Addr()+"/"+mockcluster.DefaultBucket,
-		&Options{Username: faultnode.DefaultUser, Password: faultnode.DefaultPassword, ConnectTimeout: connectTimeout})
+		testOptions(&Options{Username: faultnode.DefaultUser, Password: faultnode.DefaultPassword, ConnectTimeout: connectTimeout}))
 	if err == nil {
 		_ = c.Close()
 		t.Fatal("Connect returned a client that can reach no node")

@@ -15,23 +15,27 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// TestMain runs the tests with a one-minute probe timeout (see
-// testProbeTimeout): the servers are in this process, so a busy machine
-// delays their answers as much as the client's, and the default second of
-// silence would close connections no test here means to close. The tests
-// of the health check call defaultProbe.
-func TestMain(m *testing.M) {
-	testProbeTimeout = time.Minute
-	leakcheck.Main(m)
-}
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// defaultProbe gives the clients the test starts (after this call) the
-// default probe timeout, until the test's cleanups have closed them.
-func defaultProbe(t *testing.T) {
-	t.Helper()
-	prev := testProbeTimeout
-	testProbeTimeout = time.Minute
-	t.Cleanup(func() { testProbeTimeout = prev })
+// inProcessProbeTimeout is the HealthCheck.ProbeTimeout of the clients this
+// package's tests start (testOptions), except those of the health check
+// itself, which keep the default: the servers run in the test's own
+// process (or on the same machine), so a busy machine delays their answers
+// as much as the client's, and the default second of silence would close
+// connections, or fail bootstraps, that no test here means to.
+const inProcessProbeTimeout = time.Minute
+
+// testOptions returns o (new Options when nil) with
+// HealthCheck.ProbeTimeout set to inProcessProbeTimeout unless the test
+// set one.
+func testOptions(o *Options) *Options {
+	if o == nil {
+		o = &Options{}
+	}
+	if o.HealthCheck.ProbeTimeout == 0 {
+		o.HealthCheck.ProbeTimeout = inProcessProbeTimeout
+	}
+	return o
 }
 
 // newMock starts a mock cluster that the test closes.
@@ -46,9 +50,7 @@ func newMock(t *testing.T, o mockcluster.Options) *mockcluster.Cluster {
 // connect opens a client on the mock's default bucket.
 func connect(t *testing.T, mc *mockcluster.Cluster, o *Options) *Client {
 	t.Helper()
-	if o == nil {
-		o = &Options{}
-	}
+	o = testOptions(o)
 	if o.Username == "" {
 		o.Username, o.Password = mockcluster.DefaultUser, mockcluster.DefaultPassword
 	}

@@ -20,7 +20,7 @@ import (
 func TestMemcachedStatsAndVersion(t *testing.T) {
 	addr := memcachedAddr(t, false)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+addr, nil)
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(nil))
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.DefaultCollection().Upsert(ctx, fmt.Sprintf("kvwire-stats-%d", time.Now().UnixNano()), []byte("x"),
@@ -57,7 +57,7 @@ func TestMemcachedStatsAndVersion(t *testing.T) {
 func TestMemcachedFlush(t *testing.T) {
 	addr := memcachedtest.Start(t)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+addr, nil)
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(nil))
 	require.NoError(t, err)
 	defer c.Close()
 	col := c.DefaultCollection()
@@ -90,7 +90,7 @@ func TestMemcachedFlush(t *testing.T) {
 func TestMemcachedAdminPerServer(t *testing.T) {
 	a, b := memcachedtest.Start(t), memcachedtest.Start(t)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+a+","+b, nil)
+	c, err := Connect(ctx, "memcached://"+a+","+b, testOptions(nil))
 	require.NoError(t, err)
 	defer c.Close()
 	v, err := c.Version(ctx, nil)

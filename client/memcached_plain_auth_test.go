@@ -22,7 +22,7 @@ func TestMemcachedPlainAuthNeedsTLSOrOptIn(t *testing.T) {
 	ctx := context.Background()
 
 	w := startWireRecorder(t)
-	c, err := Connect(ctx, "memcached://"+w.addr, &Options{Username: user, Password: pass})
+	c, err := Connect(ctx, "memcached://"+w.addr, testOptions(&Options{Username: user, Password: pass}))
 	if c != nil {
 		_ = c.Close()
 	}
@@ -40,7 +40,7 @@ func TestMemcachedPlainAuthNeedsTLSOrOptIn(t *testing.T) {
 	assert.NotContains(t, err.Error(), pass)
 
 	w = startWireRecorder(t)
-	c, err = Connect(ctx, "memcached://"+w.addr+"?allow_plain_auth=true", &Options{Username: user, Password: pass})
+	c, err = Connect(ctx, "memcached://"+w.addr+"?allow_plain_auth=true", testOptions(&Options{Username: user, Password: pass}))
 	if c != nil {
 		_ = c.Close()
 	}

@@ -19,7 +19,7 @@ import (
 func TestMemcachedPlain(t *testing.T) {
 	addr := memcachedAddr(t, false)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+addr, nil)
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(nil))
 	require.NoError(t, err)
 	defer c.Close()
 	col := c.DefaultCollection()
@@ -123,7 +123,7 @@ func TestMemcachedKetamaRouting(t *testing.T) {
 	host, port := hostOf(addr), addr[len(hostOf(addr))+1:]
 	ctx := context.Background()
 	rec := &recorder{}
-	c, err := Connect(ctx, fmt.Sprintf("memcached://%s:%s,localhost:%s", host, port, port), &Options{Observer: rec})
+	c, err := Connect(ctx, fmt.Sprintf("memcached://%s:%s,localhost:%s", host, port, port), testOptions(&Options{Observer: rec}))
 	require.NoError(t, err)
 	defer c.Close()
 	seen := map[string]int{}
@@ -150,11 +150,11 @@ func TestMemcachedSASL(t *testing.T) {
 	addr := memcachedAddr(t, true)
 	user, pass := os.Getenv("KV_MEMCACHED_USER"), os.Getenv("KV_MEMCACHED_PASS")
 	ctx := context.Background()
-	_, err := Connect(ctx, "memcached://"+addr, &Options{Username: user, Password: pass})
+	_, err := Connect(ctx, "memcached://"+addr, testOptions(&Options{Username: user, Password: pass}))
 	require.ErrorIs(t, err, ErrPlainAuthRefused, "no opt-in, no TLS")
 	require.ErrorIs(t, err, ErrAuthenticationFailure)
 
-	c, err := Connect(ctx, "memcached://"+addr+"?allow_plain_auth=true", &Options{Username: user, Password: pass})
+	c, err := Connect(ctx, "memcached://"+addr+"?allow_plain_auth=true", testOptions(&Options{Username: user, Password: pass}))
 	require.NoError(t, err)
 	defer c.Close()
 	key := fmt.Sprintf("kvwire-sasl-%d", time.Now().UnixNano())
@@ -165,13 +165,13 @@ func TestMemcachedSASL(t *testing.T) {
 	assert.Equal(t, "v", string(g.Value))
 
 	start := time.Now()
-	_, err = Connect(ctx, "memcached://"+addr, &Options{Username: user, Password: pass + "-wrong", AllowPlainAuthWithoutTLS: true})
+	_, err = Connect(ctx, "memcached://"+addr, testOptions(&Options{Username: user, Password: pass + "-wrong", AllowPlainAuthWithoutTLS: true}))
 	assert.ErrorIs(t, err, ErrAuthenticationFailure)
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.NotContains(t, err.Error(), pass+"-wrong")
 
 	// Without credentials the SASL instance refuses everything.
-	_, err = Connect(ctx, "memcached://"+addr, nil)
+	_, err = Connect(ctx, "memcached://"+addr, testOptions(nil))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrAuthenticationFailure, "memcached answers AUTH_ERROR before SASL: %v", err)
 }
@@ -183,8 +183,8 @@ func TestMemcachedTLS(t *testing.T) {
 	addr, pool := memcachedTLS(t)
 	user, pass := os.Getenv("KV_MEMCACHED_USER"), os.Getenv("KV_MEMCACHED_PASS")
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcacheds://"+addr, &Options{Username: user, Password: pass,
-		TLSConfig: &tls.Config{RootCAs: pool}})
+	c, err := Connect(ctx, "memcacheds://"+addr, testOptions(&Options{Username: user, Password: pass,
+		TLSConfig: &tls.Config{RootCAs: pool}}))
 	require.NoError(t, err)
 	defer c.Close()
 	key := fmt.Sprintf("kvwire-tls-%d", time.Now().UnixNano())
@@ -196,13 +196,13 @@ func TestMemcachedTLS(t *testing.T) {
 
 	// Verification is on: without the test CA the certificate is refused,
 	// at once and before any password goes out.
-	_, err = Connect(ctx, "memcacheds://"+addr, &Options{Username: user, Password: pass})
+	_, err = Connect(ctx, "memcacheds://"+addr, testOptions(&Options{Username: user, Password: pass}))
 	require.ErrorIs(t, err, ErrTLS)
 	var unknownCA x509.UnknownAuthorityError
 	assert.ErrorAs(t, err, &unknownCA)
 
 	// tls_verify=none skips verification (insecure, and said to be).
-	c2, err := Connect(ctx, "memcacheds://"+addr+"?tls_verify=none", &Options{Username: user, Password: pass})
+	c2, err := Connect(ctx, "memcacheds://"+addr+"?tls_verify=none", testOptions(&Options{Username: user, Password: pass}))
 	require.NoError(t, err)
 	_, err = c2.DefaultCollection().Get(ctx, key, nil)
 	require.NoError(t, err)
@@ -210,13 +210,13 @@ func TestMemcachedTLS(t *testing.T) {
 
 	// localhost is in the certificate too; a name that is not fails.
 	_, port, _ := net.SplitHostPort(addr)
-	_, err = Connect(ctx, "memcacheds://localhost:"+port, &Options{Username: user, Password: pass,
-		TLSConfig: &tls.Config{RootCAs: pool, ServerName: "not-in-the-cert.example"}})
+	_, err = Connect(ctx, "memcacheds://localhost:"+port, testOptions(&Options{Username: user, Password: pass,
+		TLSConfig: &tls.Config{RootCAs: pool, ServerName: "not-in-the-cert.example"}}))
 	require.ErrorIs(t, err, ErrTLS)
 
 	// The wrong password over TLS is refused by the server.
-	_, err = Connect(ctx, "memcacheds://"+addr, &Options{Username: user, Password: pass + "-wrong",
-		TLSConfig: &tls.Config{RootCAs: pool}})
+	_, err = Connect(ctx, "memcacheds://"+addr, testOptions(&Options{Username: user, Password: pass + "-wrong",
+		TLSConfig: &tls.Config{RootCAs: pool}}))
 	assert.ErrorIs(t, err, ErrAuthenticationFailure)
 	assert.NotErrorIs(t, err, ErrPlainAuthRefused)
 }

@@ -25,7 +25,7 @@ func TestMemcachedDeadServerFailsItsKeysAtOnce(t *testing.T) {
 	live := memcachedAddr(t, false)
 	dead := closedAddr(t)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+live+","+dead, nil)
+	c, err := Connect(ctx, "memcached://"+live+","+dead, testOptions(nil))
 	require.NoError(t, err)
 	defer c.Close()
 	col := c.DefaultCollection()
@@ -64,7 +64,7 @@ func TestMemcachedServerThatGoesAwayFailsFastAndIsRedialed(t *testing.T) {
 	p := startProxy(t, memcachedAddr(t, false))
 	logs := newLogWatch()
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+memcachedAddr(t, false)+","+p.addr, &Options{Logger: logs.logger()})
+	c, err := Connect(ctx, "memcached://"+memcachedAddr(t, false)+","+p.addr, testOptions(&Options{Logger: logs.logger()}))
 	require.NoError(t, err)
 	defer c.Close()
 	col := c.DefaultCollection()
@@ -104,7 +104,7 @@ func TestMemcachedRemoveFailedServers(t *testing.T) {
 	rec := &recorder{}
 	ctx := context.Background()
 	c, err := Connect(ctx, "memcached://"+live+","+p.addr+"?remove_failed_servers=true&server_failure_limit=2",
-		&Options{Logger: logs.logger(), Observer: rec})
+		testOptions(&Options{Logger: logs.logger(), Observer: rec}))
 	require.NoError(t, err)
 	defer c.Close()
 	col := c.DefaultCollection()
@@ -138,7 +138,7 @@ func TestMemcachedRemoveFailedServersKeepsTheLastOnes(t *testing.T) {
 	logs := newLogWatch()
 	ctx := context.Background()
 	c, err := Connect(ctx, "memcached://"+p.addr+"?remove_failed_servers=true&server_failure_limit=1",
-		&Options{Logger: logs.logger()})
+		testOptions(&Options{Logger: logs.logger()}))
 	require.NoError(t, err)
 	defer c.Close()
 	mark := logs.mark()

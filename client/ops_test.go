@@ -406,7 +406,7 @@ func TestWrongPasswordAndBucketFailFast(t *testing.T) {
 	// comes from the server's refusal, long before any timeout could fire.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	long := &Options{ConnectTimeout: 30 * time.Second, KVTimeout: 30 * time.Second}
+	long := testOptions(&Options{ConnectTimeout: 30 * time.Second, KVTimeout: 30 * time.Second})
 
 	start := time.Now()
 	o := *long

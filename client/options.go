@@ -19,6 +19,10 @@ const (
 	// DefaultServerFailureLimit is MemcachedOptions.ServerFailureLimit's
 	// default, libmemcached's server_failure_limit.
 	DefaultServerFailureLimit = 5
+	// DefaultProbeAfter and DefaultProbeTimeout are HealthCheckOptions'
+	// defaults.
+	DefaultProbeAfter   = time.Second
+	DefaultProbeTimeout = time.Second
 )
 
 // Network names for Options.Network.
@@ -86,6 +90,9 @@ type Options struct {
 	// Compression configures snappy for values sent; received snappy
 	// values are always decompressed.
 	Compression CompressionOptions
+	// HealthCheck configures how a connection finds out that its node
+	// stopped answering.
+	HealthCheck HealthCheckOptions
 	// Network chooses between a node's default and alternate addresses:
 	// "auto" (default) picks "external" when the bootstrap host is an
 	// external alternate address, "default" otherwise.
@@ -125,6 +132,30 @@ type CompressionOptions struct {
 	// MinRatio: a compressed value is sent only when its size divided by
 	// the original's is at most this, in (0, 1]. Default 0.83.
 	MinRatio float64
+}
+
+// HealthCheckOptions configure how a connection finds out that its node
+// stopped answering (a paused process, a black hole in the network): what
+// it then does is close the connection with ErrUnresponsive, failing its
+// requests in flight as any dead connection does, and redial. A slow node
+// is not closed: only a node that answers nothing at all, not even a NOOP,
+// while the connection waits ProbeTimeout.
+type HealthCheckOptions struct {
+	// ProbeAfter: a request whose caller gave up after it was sent (its
+	// timeout or context ended) and still unanswered ProbeAfter later
+	// makes the connection probe the node with a NOOP; so does a pile of
+	// such requests. 0 means DefaultProbeAfter (1 s). Connection string:
+	// probe_after.
+	ProbeAfter time.Duration
+	// ProbeTimeout: a probe unanswered while nothing at all arrives from
+	// the node for ProbeTimeout closes the connection with
+	// ErrUnresponsive, and the node redials. A connection being
+	// bootstrapped (by Connect or a redial) that hears nothing for
+	// ProbeTimeout while it waits for an answer fails the same way. A node whose answers
+	// may be delayed longer than this by its own load, or by the machine's
+	// (a server in the same process, as in tests), needs a longer one. 0
+	// means DefaultProbeTimeout (1 s). Connection string: probe_timeout.
+	ProbeTimeout time.Duration
 }
 
 // MemcachedOptions configure what a memcached:// client does about servers
@@ -238,6 +269,12 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if o.Memcached.ServerFailureLimit <= 0 {
 		o.Memcached.ServerFailureLimit = DefaultServerFailureLimit
 	}
+	if o.HealthCheck.ProbeAfter <= 0 {
+		o.HealthCheck.ProbeAfter = DefaultProbeAfter
+	}
+	if o.HealthCheck.ProbeTimeout <= 0 {
+		o.HealthCheck.ProbeTimeout = DefaultProbeTimeout
+	}
 	if o.RetryStrategy == nil {
 		o.RetryStrategy = DefaultRetryStrategy()
 	}
@@ -304,6 +341,8 @@ func (o *Options) applyNumbers(cs *ConnStr) error {
 		{"connect_timeout", &o.ConnectTimeout, 1},
 		{"config_poll_interval", &o.ConfigPollInterval, minConfigPollInterval},
 		{"nmv_retry_interval", &o.NMVRetryInterval, 0},
+		{"probe_after", &o.HealthCheck.ProbeAfter, 1},
+		{"probe_timeout", &o.HealthCheck.ProbeTimeout, 1},
 	}
 	for _, d := range durations {
 		v, ok, err := cs.Duration(d.name)
@@ -371,6 +410,8 @@ func (o *Options) checkNumbers() error {
 		{"ConnectTimeout", o.ConnectTimeout},
 		{"ConfigPollInterval", o.ConfigPollInterval},
 		{"NMVRetryInterval", o.NMVRetryInterval},
+		{"HealthCheck.ProbeAfter", o.HealthCheck.ProbeAfter},
+		{"HealthCheck.ProbeTimeout", o.HealthCheck.ProbeTimeout},
 	} {
 		if d.v < 0 {
 			return bad(d.field, d.v, "negative")

@@ -182,4 +182,6 @@ func TestConfigVersionOrder(t *testing.T) {
 func TestDocumentedLimits(t *testing.T) {
 	assert.Equal(t, 4096, conn.DefaultMaxPending, "Options.MaxPendingPerConnection's doc says 4096")
 	assert.Equal(t, 8<<20, vbmap.MaxConfigSize, "the package doc says configs of at most 8 MiB")
+	assert.Equal(t, conn.DefaultProbeAfter, DefaultProbeAfter, "client's health-check defaults are conn's")
+	assert.Equal(t, conn.DefaultProbeTimeout, DefaultProbeTimeout)
 }

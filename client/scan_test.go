@@ -394,7 +394,7 @@ func TestScanNeedsTheRangeScanCapability(t *testing.T) {
 
 func TestScanOnMemcachedIsNotAvailable(t *testing.T) {
 	addr := memcachedAddr(t, false)
-	c, err := Connect(context.Background(), "memcached://"+addr, nil)
+	c, err := Connect(context.Background(), "memcached://"+addr, testOptions(nil))
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.DefaultCollection().Scan(context.Background(), RangeScan{}, nil)

@@ -48,7 +48,7 @@ func cannedNode(b *testing.B, responses map[memdx.OpCode][]byte) *Collection {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Connect(ctx, "couchbase://"+srv.Addr()+"/"+mockcluster.DefaultBucket,
-		&Options{Username: faultnode.DefaultUser, Password: faultnode.DefaultPassword, ConfigPollInterval: time.Hour})
+		testOptions(&Options{Username: faultnode.DefaultUser, Password: faultnode.DefaultPassword, ConfigPollInterval: time.Hour}))
 	if err != nil {
 		b.Fatal(err)
 	}

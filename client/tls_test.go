@@ -30,14 +30,14 @@ func TestTLS(t *testing.T) {
 	// A certificate the client does not trust: refused at once, not by
 	// timeout.
 	start := time.Now()
-	_, err = Connect(ctx, mc.ConnString()+"/default", &Options{Username: mockcluster.DefaultUser,
-		Password: mockcluster.DefaultPassword, ConnectTimeout: 30 * time.Second})
+	_, err = Connect(ctx, mc.ConnString()+"/default", testOptions(&Options{Username: mockcluster.DefaultUser,
+		Password: mockcluster.DefaultPassword, ConnectTimeout: 30 * time.Second}))
 	assert.ErrorIs(t, err, ErrTLS)
 	assert.Less(t, time.Since(start), 10*time.Second)
 
 	// tls_verify=none: insecure, but explicit.
-	c2, err := Connect(ctx, mc.ConnString()+"/default?tls_verify=none", &Options{Username: mockcluster.DefaultUser,
-		Password: mockcluster.DefaultPassword})
+	c2, err := Connect(ctx, mc.ConnString()+"/default?tls_verify=none", testOptions(&Options{Username: mockcluster.DefaultUser,
+		Password: mockcluster.DefaultPassword}))
 	require.NoError(t, err)
 	require.NoError(t, c2.Close())
 }

@@ -13,11 +13,11 @@ import (
 )
 
 // proxiedClient starts a one-node mock cluster with a fault proxy in front
-// of it, and a client with default options (credentials aside, and the
-// default probe timeout) that bootstraps through the proxy and stays on it.
+// of it, and a client with default options (credentials aside; the health
+// check's, DefaultProbeAfter and DefaultProbeTimeout, set explicitly) that
+// bootstraps through the proxy and stays on it.
 func proxiedClient(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy, *Client) {
 	t.Helper()
-	defaultProbe(t)
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	if err != nil {
@@ -28,7 +28,8 @@ func proxiedClient(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy, *Clien
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := Connect(ctx, "couchbase://"+p.Addr()+"/"+mockcluster.DefaultBucket,
-		&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword})
+		&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword,
+			HealthCheck: HealthCheckOptions{ProbeAfter: DefaultProbeAfter, ProbeTimeout: DefaultProbeTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
