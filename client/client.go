@@ -142,56 +142,171 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 	return c, nil
 }
 
-// bootstrapCouchbase dials seeds in order until one bootstraps and serves a
-// config, then builds the first topology around it. It fails when no node
-// of that config can be connected to within ConnectTimeout.
-func (c *Client) bootstrapCouchbase(ctx context.Context) error {
-	var errs []error
-	for _, seed := range c.cs.Hosts {
-		dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
-		seedNode := newNode(c, seed)
-		cn, err := conn.Dial(dctx, seed, c.connOptions(seedNode))
-		cancel()
-		if err != nil {
-			errs = append(errs, err)
-			if errors.Is(err, ErrAuthenticationFailure) || errors.Is(err, ErrBucketNotFound) {
-				break // every seed would answer the same
+// Bounds of the wait between two rounds of seed dials (dialRounds):
+// doubling from seedRetryMin to seedRetryMax.
+const (
+	seedRetryMin = 10 * time.Millisecond
+	seedRetryMax = 500 * time.Millisecond
+)
+
+// dialRounds runs Connect's dials of the n hosts of the connection string,
+// in rounds, until ctx (which ends at ConnectTimeout) ends. dial dials host
+// i with a context bounded by that dial's share of the time left: an equal
+// share of what ctx has left for the hosts the round has still to dial, so
+// that a host whose dial hangs (its packets dropped) leaves time for the
+// next. dial reports whether the bootstrap is over (stop) and, when it is
+// not, whether host i is to be dialed again in the next round. After a
+// round, enough (nil: never) says whether the bootstrap is over; if not,
+// the hosts to dial again are, after a wait of seedRetryMin doubling to
+// seedRetryMax. It returns when there is nothing left to dial.
+func dialRounds(ctx context.Context, n int, dial func(ctx context.Context, i int) (stop, again bool), enough func() bool) {
+	redial := make([]bool, n)
+	for i := range redial {
+		redial[i] = true
+	}
+	wait := seedRetryMin
+	for round := 0; ; round++ {
+		var left []int
+		for i, again := range redial {
+			if again {
+				left = append(left, i)
 			}
-			continue
+		}
+		if len(left) == 0 {
+			return
+		}
+		if round > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			wait = min(2*wait, seedRetryMax)
+		}
+		for j, i := range left {
+			dctx, dcancel := ctx, context.CancelFunc(func() {})
+			if dl, ok := ctx.Deadline(); ok {
+				dctx, dcancel = context.WithTimeout(ctx, time.Until(dl)/time.Duration(len(left)-j))
+			}
+			stop, again := dial(dctx, i)
+			dcancel()
+			if stop {
+				return
+			}
+			redial[i] = again
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		if enough != nil && enough() {
+			return
+		}
+	}
+}
+
+// redialable reports whether a host whose dial failed with err is worth
+// dialing again within ConnectTimeout: it did not answer in time (it
+// accepted the connection and then sent nothing for
+// HealthCheck.ProbeTimeout, or the dial's share of the time ran out), as a
+// paused or overloaded node does. Anything else is an answer that another
+// dial would likely meet again (a refused connection, an unknown host, a
+// hang-up, refused TLS, credentials or bucket), and Connect fails as soon
+// as no host is left to dial.
+func redialable(err error) bool {
+	if errors.Is(err, ErrUnresponsive) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// bootstrapCouchbase dials seeds in order until one bootstraps and serves a
+// config, then builds the first topology around it. A round that finds no
+// seed is followed by another (dialRounds) until ConnectTimeout (from the
+// start of Connect) or ctx ends: a seed that accepts connections and
+// answers nothing for HealthCheck.ProbeTimeout (a paused or overloaded
+// node) is dialed again (see redialable), so a node that starts answering
+// within ConnectTimeout is found. A seed that refuses the credentials or
+// the bucket ends the bootstrap at once; one that refuses the connection,
+// hangs up, fails TLS or serves no usable config is not dialed again.
+// It fails when no node of the config can be connected to within
+// ConnectTimeout.
+func (c *Client) bootstrapCouchbase(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+	defer cancel()
+	errs := make([]error, len(c.cs.Hosts)) // each seed's last error
+	var done bool
+	var err error // the bootstrap's outcome, once done
+	dialRounds(ctx, len(c.cs.Hosts), func(dctx context.Context, i int) (bool, bool) {
+		seed := c.cs.Hosts[i]
+		seedNode := newNode(c, seed)
+		cn, derr := conn.Dial(dctx, seed, c.connOptions(seedNode))
+		if derr != nil {
+			errs[i] = derr
+			if errors.Is(derr, ErrAuthenticationFailure) || errors.Is(derr, ErrBucketNotFound) {
+				return true, false // every seed would answer the same
+			}
+			c.opts.Logger.Warn("kvwire: bootstrap from a seed failed", "node", seed, "err", derr, "dial_again", redialable(derr))
+			return false, redialable(derr)
 		}
 		raw := cn.ClusterConfig()
 		if raw == nil {
 			_ = cn.Close()
-			errs = append(errs, fmt.Errorf("%s served no cluster config (is it a Couchbase node with the bucket %q?)", seed, c.opts.Bucket))
-			continue
+			errs[i] = fmt.Errorf("%s served no cluster config (is it a Couchbase node with the bucket %q?)", seed, c.opts.Bucket)
+			return false, false
 		}
-		cfg, err := vbmap.Parse(raw, seedNode.host)
-		if err != nil {
+		cfg, perr := vbmap.Parse(raw, seedNode.host)
+		if perr != nil {
 			_ = cn.Close()
-			errs = append(errs, fmt.Errorf("config from %s: %w", seed, err))
-			continue
+			errs[i] = fmt.Errorf("config from %s: %w", seed, perr)
+			return false, false
 		}
-		c.bootstrapHost = seedNode.host
-		c.network = c.opts.Network
-		if c.network == NetworkAuto {
-			c.network = cfg.DetectNetwork(seedNode.host)
-		}
-		c.topoMu.Lock()
-		c.nodes[seed] = seedNode
-		seedNode.start(cn)
-		c.installLocked(cfg)
-		c.topoMu.Unlock()
-		c.awaitFirstDials(ctx)
-		t := c.topo.Load()
-		if !usable(t) {
-			all, cause := c.unusableError(seed, t)
-			return &ConnectError{Hosts: c.cs.Hosts, Err: ErrNoNodeAvailable, Cause: cause, All: append(errs, all...)}
-		}
-		c.opts.Logger.Info("kvwire: connected", "seed", seed, "bucket", c.opts.Bucket,
-			"rev", cfg.Version().String(), "network", c.network, "mechanism", cn.Mechanism())
-		return nil
+		done, err = true, c.bootstrapFrom(ctx, seed, seedNode, cn, cfg, compact(errs))
+		return true, false
+	}, nil)
+	if done {
+		return err
 	}
-	return bootstrapError(c.cs, errs)
+	return bootstrapError(c.cs, compact(errs))
+}
+
+// compact returns the errors that are not nil.
+func compact(errs []error) []error {
+	var out []error
+	for _, e := range errs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// bootstrapFrom builds the first topology around the config a seed served
+// over cn, and waits for the first dials of its nodes (within ctx, which
+// ends at Connect's ConnectTimeout). errs are the errors of the seeds
+// tried before.
+func (c *Client) bootstrapFrom(ctx context.Context, seed string, seedNode *node, cn *conn.Conn, cfg *vbmap.Config, errs []error) error {
+	c.bootstrapHost = seedNode.host
+	c.network = c.opts.Network
+	if c.network == NetworkAuto {
+		c.network = cfg.DetectNetwork(seedNode.host)
+	}
+	c.topoMu.Lock()
+	c.nodes[seed] = seedNode
+	seedNode.start(cn)
+	c.installLocked(cfg)
+	c.topoMu.Unlock()
+	c.awaitFirstDials(ctx)
+	t := c.topo.Load()
+	if !usable(t) {
+		all, cause := c.unusableError(seed, t)
+		return &ConnectError{Hosts: c.cs.Hosts, Err: ErrNoNodeAvailable, Cause: cause, All: append(errs, all...)}
+	}
+	c.opts.Logger.Info("kvwire: connected", "seed", seed, "bucket", c.opts.Bucket,
+		"rev", cfg.Version().String(), "network", c.network, "mechanism", cn.Mechanism())
+	return nil
 }
 
 // awaitFirstDials waits until every node of the topology has made its first
@@ -220,44 +335,56 @@ func (c *Client) awaitFirstDials(ctx context.Context) {
 
 // bootstrapMemcached connects to every server of a memcached:// string. It
 // fails only when credentials are refused (or PLAIN is not allowed) or no
-// server answers; servers that are down are redialed in the background, and
-// their keys fail at once until they answer (see MemcachedOptions).
+// server answers: while none has, the servers that did not answer in time
+// (see redialable) are dialed again in rounds (dialRounds) until
+// ConnectTimeout. Servers that are down once one has answered are redialed
+// in the background, and their keys fail at once until they answer (see
+// MemcachedOptions).
 func (c *Client) bootstrapMemcached(ctx context.Context) error {
 	k, err := vbmap.NewKetama(c.cs.Hosts)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
-	var errs []error
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+	defer cancel()
+	errs := make([]error, len(c.cs.Hosts)) // each server's last error
 	nodes := make([]*node, len(c.cs.Hosts))
-	conns := make([]*conn.Conn, len(c.cs.Hosts))
-	up := 0
 	for i, h := range c.cs.Hosts {
 		nodes[i] = newNode(c, h)
-		dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
-		cn, err := conn.Dial(dctx, h, c.connOptions(nodes[i]))
-		cancel()
+	}
+	conns := make([]*conn.Conn, len(c.cs.Hosts))
+	up := 0
+	var refused error // credentials refused, or PLAIN not allowed
+	dialRounds(ctx, len(c.cs.Hosts), func(dctx context.Context, i int) (bool, bool) {
+		cn, err := conn.Dial(dctx, c.cs.Hosts[i], c.connOptions(nodes[i]))
 		if err != nil {
 			if errors.Is(err, ErrAuthenticationFailure) {
-				for _, cn := range conns {
-					if cn != nil {
-						_ = cn.Close()
-					}
-				}
-				if errors.Is(err, ErrPlainAuthRefused) {
-					err = fmt.Errorf("%w; to connect, use %s:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
-						err, SchemeMemcacheds)
-				}
-				return bootstrapError(c.cs, []error{err})
+				refused = err
+				return true, false
 			}
 			nodes[i].lastErr = err
-			errs = append(errs, err)
-			continue
+			errs[i] = err
+			return false, redialable(err)
 		}
+		nodes[i].lastErr = nil
 		conns[i] = cn
 		up++
+		return false, false
+	}, func() bool { return up > 0 })
+	if refused != nil {
+		for _, cn := range conns {
+			if cn != nil {
+				_ = cn.Close()
+			}
+		}
+		if errors.Is(refused, ErrPlainAuthRefused) {
+			refused = fmt.Errorf("%w; to connect, use %s:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
+				refused, SchemeMemcacheds)
+		}
+		return bootstrapError(c.cs, []error{refused})
 	}
 	if up == 0 {
-		return bootstrapError(c.cs, errs)
+		return bootstrapError(c.cs, compact(errs))
 	}
 	c.topoMu.Lock()
 	defer c.topoMu.Unlock()

@@ -84,7 +84,7 @@ type ConnStr struct {
 // are an error, so that a typo does not silently fall back to a default.
 var knownOptions = map[string]string{
 	"kv_timeout":             "duration > 0: default timeout of a KV operation",
-	"connect_timeout":        "duration > 0: timeout of bootstrapping one connection",
+	"connect_timeout":        "duration > 0: timeout of bootstrapping one connection, and of Connect's redials of the seeds",
 	"kv_pool_size":           "int in 1..256: connections per node",
 	"network":                "auto, default or external: which addresses of the config to use",
 	"compression":            "bool: snappy-compress values the server may receive compressed",

@@ -134,7 +134,13 @@
 // dead connection (a mutation in flight is ambiguous), and the node
 // redials at once. A node that is only slow answers the probe and keeps its
 // connection. A connection being bootstrapped fails the same way after
-// ProbeTimeout of silence.
+// ProbeTimeout of silence. Connect goes on to the next seed, and dials the
+// seeds that did not answer in time again, in rounds 10 ms to 500 ms
+// apart, until one bootstraps or ConnectTimeout has passed since Connect
+// began: a seed that answers late does not fail Connect while another
+// seed, or the same one a moment later, would answer. A refused
+// connection, a hang-up, refused credentials, bucket or TLS are answers:
+// those seeds are not dialed again.
 //
 // # Cluster configs
 //

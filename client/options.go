@@ -51,7 +51,10 @@ type Options struct {
 	// KVTimeout bounds every operation that has no earlier context
 	// deadline. Default 2.5 s (DefaultKVTimeout).
 	KVTimeout time.Duration
-	// ConnectTimeout bounds bootstrapping one connection. Default 10 s.
+	// ConnectTimeout bounds bootstrapping one connection, and Connect's
+	// search for a seed that bootstraps: a seed that accepted the
+	// connection but did not answer in time is dialed again until it has
+	// passed. Default 10 s.
 	ConnectTimeout time.Duration
 	// ConnectionsPerNode is the size of each node's connection pool,
 	// 1..256. Default 1: one pipelined connection carries a lot.
@@ -151,7 +154,8 @@ type HealthCheckOptions struct {
 	// the node for ProbeTimeout closes the connection with
 	// ErrUnresponsive, and the node redials. A connection being
 	// bootstrapped (by Connect or a redial) that hears nothing for
-	// ProbeTimeout while it waits for an answer fails the same way. A node whose answers
+	// ProbeTimeout while it waits for an answer fails the same way, and is
+	// dialed again (Connect: within ConnectTimeout). A node whose answers
 	// may be delayed longer than this by its own load, or by the machine's
 	// (a server in the same process, as in tests), needs a longer one. 0
 	// means DefaultProbeTimeout (1 s). Connection string: probe_timeout.

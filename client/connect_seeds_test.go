@@ -1,0 +1,234 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/internal/memcachedtest"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// mutedListener accepts TCP connections and never answers on them (a node
+// whose process is paused). Each accepted connection is reported on the
+// returned channel (capacity 16; further ones are not reported).
+func mutedListener(t *testing.T) (string, <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	accepted := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	return ln.Addr().String(), accepted
+}
+
+// A seed that accepts the connection and answers nothing costs Connect
+// that seed's bootstrap (HealthCheck.ProbeTimeout of silence), not the
+// connect: Connect goes on to the next seed and bootstraps from it.
+func TestConnectSkipsUnresponsiveSeed(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	muted, accepted := mutedListener(t)
+	logs := newLogWatch()
+	const connectTimeout = time.Minute // a bound no healthy run comes near
+	ctx, cancel := context.WithTimeout(context.Background(), 2*connectTimeout)
+	defer cancel()
+	c, err := Connect(ctx, "couchbase://"+muted+","+mc.Node(0).Addr()+"/"+mockcluster.DefaultBucket,
+		&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, Logger: logs.logger(),
+			ConnectTimeout: connectTimeout, HealthCheck: HealthCheckOptions{ProbeTimeout: 200 * time.Millisecond}})
+	require.NoError(t, err, "the second seed answers")
+	t.Cleanup(func() { _ = c.Close() })
+	select {
+	case <-accepted:
+	default:
+		t.Fatal("the unresponsive seed, first in the list, was not dialed")
+	}
+	logs.wait(t, 0, "kvwire: bootstrap from a seed failed", muted)
+	_, err = c.DefaultCollection().Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+}
+
+// The only seed accepts connections but answers nothing for a while (a
+// paused node), then answers: Connect dials it again after each bootstrap
+// that heard nothing for HealthCheck.ProbeTimeout, and connects once it
+// answers, within ConnectTimeout, instead of failing with the first
+// unanswered bootstrap.
+func TestConnectRedialsUnresponsiveSeed(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	p, err := faultnode.NewProxy(mc.Node(0).Addr())
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	p.RewritePorts(map[string]string{faultnode.Port(mc.Node(0).Addr()): faultnode.Port(p.Addr())})
+	p.Blackhole(true)
+	hello := p.NextRequest(memdx.OpHello)
+
+	const connectTimeout = time.Minute // a bound no healthy run comes near
+	type result struct {
+		c   *Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := Connect(context.Background(), "couchbase://"+p.Addr()+"/"+mockcluster.DefaultBucket,
+			&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword,
+				ConnectTimeout: connectTimeout, HealthCheck: HealthCheckOptions{ProbeTimeout: 100 * time.Millisecond}})
+		done <- result{c, err}
+	}()
+	// Two bootstraps into the silence: the first failed unanswered, and
+	// Connect dialed again.
+	for i := range 2 {
+		select {
+		case <-hello:
+		case r := <-done:
+			if r.c != nil {
+				_ = r.c.Close()
+			}
+			t.Fatalf("Connect returned (%v) before bootstrap %d reached the silent seed", r.err, i+1)
+		case <-time.After(connectTimeout):
+			t.Fatalf("bootstrap %d did not reach the seed", i+1)
+		}
+		hello = p.NextRequest(memdx.OpHello)
+	}
+	p.Blackhole(false)
+	r := <-done
+	require.NoError(t, r.err, "the seed answers again within ConnectTimeout")
+	t.Cleanup(func() { _ = r.c.Close() })
+	assert.GreaterOrEqual(t, p.Accepted(), 2, "the seed was dialed again")
+	_, err = r.c.DefaultCollection().Upsert(context.Background(), "k", []byte("v"), nil)
+	require.NoError(t, err)
+}
+
+// A seed that refuses the credentials ends Connect at once, without
+// dialing it, or the next seeds, again.
+func TestConnectDoesNotRedialRefusedCredentials(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	p, err := faultnode.NewProxy(mc.Node(0).Addr())
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	muted, accepted := mutedListener(t)
+	_, err = Connect(context.Background(), "couchbase://"+p.Addr()+","+muted+"/"+mockcluster.DefaultBucket,
+		testOptions(&Options{Username: mockcluster.DefaultUser, Password: "wrong", ConnectTimeout: time.Minute}))
+	require.ErrorIs(t, err, ErrAuthenticationFailure)
+	assert.Equal(t, 1, p.Accepted(), "the refusing seed was dialed once")
+	select {
+	case <-accepted:
+		t.Fatal("the seed after the one that refused the credentials was dialed")
+	default:
+	}
+}
+
+// A seed that refuses the connection (nothing listens there) is an
+// answer: Connect does not dial it again and fails at once, long before a
+// ConnectTimeout of a minute, with the refusal as the cause.
+func TestConnectDoesNotRedialRefusedSeed(t *testing.T) {
+	dead := closedPort(t)
+	start := time.Now()
+	_, err := Connect(context.Background(), "couchbase://"+dead+"/"+mockcluster.DefaultBucket,
+		testOptions(&Options{ConnectTimeout: time.Minute}))
+	require.ErrorIs(t, err, ErrNoNodeAvailable)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.Less(t, time.Since(start), 30*time.Second, "failed at once, not at the end of ConnectTimeout")
+}
+
+// The only memcached:// server accepts connections but answers nothing
+// for a while, then answers: Connect dials it again, as it does a
+// Couchbase seed, instead of failing with its first silent bootstrap.
+func TestConnectRedialsUnresponsiveMemcached(t *testing.T) {
+	p, err := faultnode.NewProxy(memcachedtest.Start(t))
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	p.Blackhole(true)
+	// A memcached:// bootstrap is one NOOP (memcached has no HELLO).
+	noop := p.NextRequest(memdx.OpNoop)
+	type result struct {
+		c   *Client
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := Connect(context.Background(), "memcached://"+p.Addr(),
+			&Options{ConnectTimeout: time.Minute, HealthCheck: HealthCheckOptions{ProbeTimeout: 100 * time.Millisecond}})
+		done <- result{c, err}
+	}()
+	for i := range 2 {
+		select {
+		case <-noop:
+		case r := <-done:
+			if r.c != nil {
+				_ = r.c.Close()
+			}
+			t.Fatalf("Connect returned (%v) before bootstrap %d reached the silent server", r.err, i+1)
+		case <-time.After(time.Minute):
+			t.Fatalf("bootstrap %d did not reach the server", i+1)
+		}
+		noop = p.NextRequest(memdx.OpNoop)
+	}
+	p.Blackhole(false)
+	r := <-done
+	require.NoError(t, r.err, "the server answers again within ConnectTimeout")
+	t.Cleanup(func() { _ = r.c.Close() })
+	_, err = r.c.DefaultCollection().Upsert(context.Background(), "k", []byte("v"), nil)
+	require.NoError(t, err)
+}
+
+// What Connect dials again: a host that did not answer in time, not one
+// that answered, be it with a refusal or a hang-up.
+func TestRedialable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("bootstrap HELLO: %w", ErrUnresponsive), true},
+		{fmt.Errorf("dial: %w", context.DeadlineExceeded), true},
+		{&net.OpError{Op: "dial", Err: timeoutError{}}, true},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
+		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, false},
+		{fmt.Errorf("bootstrap: %w", io.EOF), false},
+		{&net.DNSError{Err: "no such host", Name: "nowhere.example", IsNotFound: true}, false},
+		{fmt.Errorf("handshake: %w", ErrTLS), false},
+		{fmt.Errorf("sasl: %w", ErrAuthenticationFailure), false},
+		{fmt.Errorf("select: %w", ErrBucketNotFound), false},
+		{fmt.Errorf("%w: bad option", ErrInvalidArgument), false},
+		{errors.New("something else"), false},
+	} {
+		assert.Equal(t, tc.want, redialable(tc.err), "%v", tc.err)
+	}
+}
+
+// timeoutError is a net.Error that timed out.
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
