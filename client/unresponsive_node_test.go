@@ -42,7 +42,8 @@ func proxiedClient(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy, *Clien
 // succeed again within 2 s of the recovery, with default options. During
 // the black hole a burst of 4200 operations with a 4 s timeout (more than
 // MaxPending, all sent before the first times out) is abandoned, beside a steady workload of operations
-// with 10 ms and with default timeouts.
+// with 10 ms and with default timeouts. The node is healed only after the
+// health check's NOOP went into the black hole and the client redialed.
 func TestUnresponsiveNodeRecovers(t *testing.T) {
 	_, p, c := proxiedClient(t)
 	col := c.DefaultCollection()
@@ -93,12 +94,29 @@ func TestUnresponsiveNodeRecovers(t *testing.T) {
 
 	holeStart := time.Now()
 	p.Blackhole(true)
+	// The next NOOP is the health check's probe into the black hole (the
+	// client sends NOOP for nothing else on a Couchbase connection).
+	probe := p.NextRequest(memdx.OpNoop)
 	var burst sync.WaitGroup
 	for range 4200 {
 		burst.Add(1)
 		go func() { defer burst.Done(); get(4*time.Second, nil) }()
 	}
 	burst.Wait()
+	// The recovery below is the health check's doing only if the probe went
+	// unanswered and closed the silent connection: wait for the probe, then
+	// for a redial's HELLO (a bootstrap into the black hole), however long
+	// a busy machine makes them take.
+	awaitRequest := func(ch <-chan memdx.Packet, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+			t.Fatalf("no %s within a minute of the black hole", what)
+		}
+	}
+	awaitRequest(probe, "health probe (NOOP)")
+	awaitRequest(p.NextRequest(memdx.OpHello), "redial after the probe went unanswered")
 	time.Sleep(5*time.Second - time.Since(holeStart)) // the scenario: a node silent for 5 s
 	t.Logf("%d packets dropped in the black hole, %d connections accepted, %v long", p.Dropped(), p.Accepted(), time.Since(holeStart))
 	p.Blackhole(false)
