@@ -2,9 +2,10 @@ package reftest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,9 +78,23 @@ type nodeValue struct {
 	Base64 string `json:"base64,omitempty"`
 }
 
+// nodeRunLimit bounds a Node.js script's run. The scripts' slowest cases
+// (values of 20 MiB, over TLS too) have a minute each, which a healthy run
+// on a busy machine does not come near; the limit only ends a script stuck
+// on something the mock never answers, and says so.
+const nodeRunLimit = 4 * time.Minute
+
+// Bounds on what a script prints: the one JSON line a script reports with
+// (its largest, the values report, is a few KiB), and the end of its
+// stderr kept for a failure message.
+const (
+	maxNodeLine   = 16 << 20
+	maxNodeStderr = 1 << 20
+)
+
 // startNode starts a script with its config and returns the command, its
 // stdout lines and its stdin. stderr goes to the test log when it fails.
-func startNode(t *testing.T, ctx context.Context, script string, cfg nodeConfig) (*exec.Cmd, *bufio.Scanner, *os.File, *bytes.Buffer) {
+func startNode(t *testing.T, ctx context.Context, script string, cfg nodeConfig) (*exec.Cmd, *bufio.Scanner, *os.File, *tailBuffer) {
 	t.Helper()
 	arg, err := json.Marshal(cfg)
 	if err != nil {
@@ -90,8 +105,8 @@ func startNode(t *testing.T, ctx context.Context, script string, cfg nodeConfig)
 	// The SDK's own logging stays off; its telemetry and metrics reporting
 	// are off in the connection string.
 	cmd.Env = append(os.Environ(), "COUCHBASE_LOG_LEVEL=off")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &tailBuffer{max: maxNodeStderr}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +126,32 @@ func startNode(t *testing.T, ctx context.Context, script string, cfg nodeConfig)
 	// waits: no node process and no os/exec goroutine outlives the test.
 	t.Cleanup(func() { exited(cmd) })
 	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	return cmd, sc, inW, &stderr
+	sc.Buffer(make([]byte, 64<<10), maxNodeLine)
+	return cmd, sc, inW, stderr
+}
+
+// tailBuffer keeps the last max bytes written to it (os/exec writes a
+// command's stderr to it from one goroutine; it is read after Wait).
+type tailBuffer struct {
+	max     int
+	b       []byte
+	dropped int
+}
+
+func (w *tailBuffer) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	if over := len(w.b) - w.max; over > 0 {
+		w.dropped += over
+		w.b = append(w.b[:0], w.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailBuffer) String() string {
+	if w.dropped > 0 {
+		return fmt.Sprintf("[%d bytes before these dropped]\n%s", w.dropped, w.b)
+	}
+	return string(w.b)
 }
 
 // exited kills cmd's process unless it has been waited for, and waits for
@@ -124,23 +163,47 @@ func exited(cmd *exec.Cmd) {
 	}
 }
 
-// runNode runs a script to its end and decodes the one JSON line it prints.
-func runNode(t *testing.T, script string, cfg nodeConfig, out any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	start := time.Now()
-	cmd, sc, stdin, stderr := startNode(t, ctx, script, cfg)
-	stdin.Close()
+// lastLine reads sc to its end and returns its last line.
+func lastLine(sc *bufio.Scanner) ([]byte, error) {
 	var line []byte
 	for sc.Scan() {
 		line = append(line[:0], sc.Bytes()...)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("node %s: %v\nstderr:\n%s", filepath.Base(script), err, stderr.String())
+	return line, sc.Err()
+}
+
+// nodeEnded fails the test, with a message saying why, when a script that
+// was read to its end (readErr: the error reading its stdout) did not run
+// to a clean exit within ctx.
+func nodeEnded(t *testing.T, ctx context.Context, name string, cmd *exec.Cmd, readErr error, stderr *tailBuffer) {
+	t.Helper()
+	if errors.Is(readErr, bufio.ErrTooLong) {
+		exited(cmd)
+		t.Fatalf("node %s printed a line over %d MiB (a report is a few KiB): it printed something it should not\nstderr:\n%s",
+			name, maxNodeLine>>20, stderr)
 	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("node %s did not finish within %v and was killed: a case waits for something the mock never answers\nstderr:\n%s",
+			name, nodeRunLimit, stderr)
+	}
+	if err != nil {
+		t.Fatalf("node %s: %v\nstderr:\n%s", name, err, stderr)
+	}
+}
+
+// runNode runs a script to its end and decodes the one JSON line it prints.
+func runNode(t *testing.T, script string, cfg nodeConfig, out any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), nodeRunLimit)
+	defer cancel()
+	start := time.Now()
+	cmd, sc, stdin, stderr := startNode(t, ctx, script, cfg)
+	stdin.Close()
+	line, err := lastLine(sc)
+	nodeEnded(t, ctx, filepath.Base(script), cmd, err, stderr)
 	if err := json.Unmarshal(line, out); err != nil {
-		t.Fatalf("node %s printed %q: %v\nstderr:\n%s", filepath.Base(script), line, err, stderr.String())
+		t.Fatalf("node %s printed %q: %v\nstderr:\n%s", filepath.Base(script), line, err, stderr)
 	}
 	t.Logf("node %s (%s) ran in %v", filepath.Base(script), cfg.Mode, time.Since(start).Round(time.Millisecond))
 }
@@ -344,12 +407,12 @@ func TestNodeSDKDurabilityTimeout(t *testing.T) {
 // more writes, stop ends it and returns its report.
 type workload struct {
 	t      *testing.T
+	ctx    context.Context // bounds the script's run
 	cmd    *exec.Cmd
 	sc     *bufio.Scanner
 	stdin  *os.File
-	stderr *bytes.Buffer
+	stderr *tailBuffer
 	acked  int
-	final  []byte
 }
 
 type workloadReport struct {
@@ -390,13 +453,8 @@ func (w *workload) stop() workloadReport {
 		w.t.Fatal(err)
 	}
 	w.stdin.Close()
-	var last []byte
-	for w.sc.Scan() {
-		last = append(last[:0], w.sc.Bytes()...)
-	}
-	if err := w.cmd.Wait(); err != nil {
-		w.t.Fatalf("workload.js: %v\nstderr:\n%s", err, w.stderr)
-	}
+	last, err := lastLine(w.sc)
+	nodeEnded(w.t, w.ctx, "workload.js", w.cmd, err, w.stderr)
 	var rep workloadReport
 	if err := json.Unmarshal(last, &rep); err != nil {
 		w.t.Fatalf("workload.js printed %q: %v", last, err)
@@ -416,11 +474,11 @@ func TestNodeSDKWorkloadThroughTopologyChanges(t *testing.T) {
 	b := c.Bucket(mockcluster.DefaultBucket)
 	cfg := baseConfig(t, c, false)
 	cfg.Writers, cfg.MaxKeys, cfg.Progress = 8, 1_000_000, 25
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), nodeRunLimit)
 	defer cancel()
 	start := time.Now()
 	cmd, sc, stdin, stderr := startNode(t, ctx, script, cfg)
-	w := &workload{t: t, cmd: cmd, sc: sc, stdin: stdin, stderr: stderr}
+	w := &workload{t: t, ctx: ctx, cmd: cmd, sc: sc, stdin: stdin, stderr: stderr}
 	w.progress("start", 100)
 
 	// A rebalance onto a new node, with a forward map, one step at a time.
@@ -518,3 +576,17 @@ func TestNodeSDKWorkloadThroughTopologyChanges(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// tailBuffer keeps a script's last stderr bytes, and says how many it
+// dropped before them.
+func TestTailBufferKeepsTheEnd(t *testing.T) {
+	w := &tailBuffer{max: 8}
+	for _, s := range []string{"abc", "defgh", "ijklmn"} {
+		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	if got, want := w.String(), "[6 bytes before these dropped]\nghijklmn"; got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+}

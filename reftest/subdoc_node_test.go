@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/mockcluster"
@@ -177,20 +175,15 @@ func TestSubdocSameAsNodeSDK(t *testing.T) {
 
 	cfg := baseConfig(t, mc, false)
 	cfg.Scope, cfg.Collection = "_default", "_default"
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), nodeRunLimit)
 	defer cancel()
 	cmd, sc, stdin, stderr := startNode(t, ctx, script, cfg)
-	if _, err := io.WriteString(stdin, string(input)); err != nil {
+	if _, err := stdin.Write(input); err != nil {
 		t.Fatal(err)
 	}
 	stdin.Close()
-	var line []byte
-	for sc.Scan() {
-		line = append(line[:0], sc.Bytes()...)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("node subdoc.js: %v\nstderr:\n%s", err, stderr.String())
-	}
+	line, err := lastLine(sc)
+	nodeEnded(t, ctx, "subdoc.js", cmd, err, stderr)
 	var rep nodeSubdocReport
 	if err := json.Unmarshal(line, &rep); err != nil {
 		t.Fatalf("node subdoc.js printed %q: %v\nstderr:\n%s", line, err, stderr.String())

@@ -57,6 +57,12 @@ if [ -f reftest/go.mod ]; then
     echo "test.sh: the Node.js SDK could not be installed; its tests will skip" >&2
   fi
   echo "== reftest (gocbcore and the Node.js SDK against the mock cluster)"
-  (cd reftest && $GO vet ./... && $GO test -race -timeout 5m ./...)
+  # A nested module: ./... above stops at its go.mod, so it is vetted and
+  # linted here, with the root module's staticcheck. The timeout leaves
+  # room for the Node.js scripts' own limit (nodeRunLimit, 4 min) to
+  # report a stuck script before go test's panic would.
+  (cd reftest && $GO vet ./... &&
+    $GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... &&
+    $GO test -race -timeout 10m ./...)
 fi
 echo "== all tests passed"
