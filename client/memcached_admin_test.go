@@ -181,7 +181,7 @@ func TestMemcachedFlushWithoutAnswerIsAmbiguous(t *testing.T) {
 				return faultnode.Action{Drop: true}
 			})
 			ctx := context.Background()
-			c, err := Connect(ctx, "memcached://"+p.addr, nil)
+			c, err := Connect(ctx, "memcached://"+p.addr, testOptions(nil))
 			require.NoError(t, err)
 			defer c.Close()
 			col := c.DefaultCollection()
