@@ -213,10 +213,105 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	return nil
 }
 
+// An operation runs in steps, shared by execute (one operation, blocking)
+// and by batches (many operations driven from one goroutine, batch.go):
+//
+//   - begin: the deadline, the strategy and the retry state;
+//   - place: route the next attempt and pick its connection (or say why
+//     there is none), then prepare the request for it;
+//   - send the request (conn.DoDeadline, or conn.Start in a batch);
+//   - judge its outcome: the operation's result, its final error, or a
+//     retry for a reason;
+//   - wait as the orchestrator says (WaitOrWake, or Plan and Resume in a
+//     batch), then place again.
+//
+// Every rule (which statuses retry, what is ambiguous, how deadlines and
+// cancellations end an operation) lives in these steps, once.
+
+// next is what follows a step of an operation: done (its last response is
+// its result), err (its final error), or a retry for reason after a wait
+// (cause: the attempt's error; fromStatus: the reason came from o.status;
+// t: the topology the attempt was routed with, whose change ends a wait
+// for the reasons a new config resolves).
+type next struct {
+	done       bool
+	err        error
+	reason     retry.Reason
+	cause      error
+	fromStatus bool
+	t          *topology
+}
+
+// placed is where an attempt goes.
+type placed struct {
+	t   *topology
+	n   *node
+	cn  *conn.Conn
+	vb  uint16
+	cid uint32
+}
+
 // execute runs o to completion: route, dispatch, classify, and retry as the
 // orchestrator says. It returns nil on success (results are in o) or the
 // operation's final error.
 func (c *Client) execute(ctx context.Context, o *op) error {
+	if err := c.begin(ctx, o, c.clock.Now()); err != nil {
+		return err
+	}
+	var opID uint64
+	obs := c.opts.Observer
+	if obs != nil {
+		opID = c.opIDs.Add(1)
+	}
+	var lastReason retry.Reason
+	retried := false
+	for attempt := 0; ; attempt++ {
+		pl, nx := c.place(ctx, o, attempt)
+		if nx.err != nil {
+			return nx.err
+		}
+		if !nx.done {
+			if err := c.waitNext(o, nx); err != nil {
+				return err
+			}
+			lastReason, retried = nx.reason, true
+			continue
+		}
+		var start time.Time
+		if obs != nil {
+			start = time.Now()
+			info := o.attemptInfo(opID, attempt, start, pl.t, lastReason, retried)
+			obs.AttemptStart(info)
+		}
+		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle)
+		if obs != nil {
+			info := o.attemptInfo(opID, attempt, start, pl.t, lastReason, retried)
+			info.Duration = time.Since(start)
+			info.Status = statusOf(o.status)
+			info.Opaque = opaque
+			obs.AttemptEnd(info, err)
+		}
+		if o.opaque == 0 {
+			o.opaque = opaque
+		}
+		nx = c.judge(ctx, o, pl, err)
+		if nx.done {
+			return nil
+		}
+		if nx.err != nil {
+			return nx.err
+		}
+		if err := c.waitNext(o, nx); err != nil {
+			return err
+		}
+		lastReason, retried = nx.reason, true
+	}
+}
+
+// begin prepares o's first attempt at now: its deadline (the earlier of
+// its timeout and ctx's deadline), its strategy and its retry state. It
+// fails when the client is closed.
+func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	if c.ctx.Err() != nil {
 		return c.finalError(o, ErrClosed, nil)
 	}
@@ -231,119 +326,135 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	if strategy == nil {
 		strategy = c.strategy
 	}
-	o.st.Init(ctx, o.req.OpCode, strategy, c.clock.Now().Add(timeout))
+	o.st.Init(ctx, o.req.OpCode, strategy, now.Add(timeout))
 	o.st.SetOperation(o.name)
-	// The earlier of the timeout and ctx's deadline; each attempt waits for
-	// its response until then (conn.DoDeadline: no context per operation).
-	deadline := o.st.Deadline()
-	var opID uint64
-	obs := c.opts.Observer
-	if obs != nil {
-		opID = c.opIDs.Add(1)
+	return nil
+}
+
+// place finds where o's attempt number attempt goes and prepares the
+// request for it. next.done says it is placed; otherwise next is a retry
+// (no route, no connection, a collection id not known yet) or the final
+// error.
+func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
+	if attempt > 0 && c.ctx.Err() != nil {
+		// Closed while this operation was retrying: its connections
+		// are gone and will not come back.
+		return placed{}, next{err: c.finalError(o, ErrClosed, nil)}
 	}
-	var lastReason retry.Reason
-	retried := false
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && c.ctx.Err() != nil {
-			// Closed while this operation was retrying: its connections
-			// are gone and will not come back.
-			return c.finalError(o, ErrClosed, nil)
+	t := c.topo.Load()
+	n, vb, reason, err := c.routeOp(t, o)
+	var cn *conn.Conn
+	if err == nil {
+		cn, reason, err = n.pick()
+	}
+	var cid uint32
+	if err == nil && o.coll != nil && !o.coll.isDefault {
+		cid, reason, err = c.colls.resolve(ctx, o.st.Deadline(), cn, o.coll)
+	}
+	if err != nil {
+		if reason == retry.ReasonUnknown {
+			return placed{}, next{err: c.finalError(o, errSentinelFor(err), err)}
 		}
-		t := c.topo.Load()
-		n, vb, reason, err := c.routeOp(t, o)
-		var cn *conn.Conn
-		if err == nil {
-			cn, reason, err = n.pick()
+		var le *lookupError
+		if reason == retry.ReasonKVErrorMapRetryIndicated && errors.As(err, &le) {
+			o.st.SetErrorMapEntry(le.outcome.entry)
 		}
-		var cid uint32
-		if err == nil && o.coll != nil && !o.coll.isDefault {
-			cid, reason, err = c.colls.resolve(ctx, deadline, cn, o.coll)
-		}
-		if err != nil {
-			if reason == retry.ReasonUnknown {
-				return c.finalError(o, errSentinelFor(err), err)
-			}
-			var le *lookupError
-			if reason == retry.ReasonKVErrorMapRetryIndicated && errors.As(err, &le) {
-				o.st.SetErrorMapEntry(le.outcome.entry)
-			}
-			if werr := c.wait(o, t, reason, err); werr != nil {
-				return werr
-			}
-			lastReason, retried = reason, true
-			continue
-		}
-		o.node, o.vb = n, vb
-		if ferr := o.checkFeatures(cn); ferr != nil {
-			return c.finalError(o, ErrFeatureNotAvailable, ferr)
-		}
-		o.prepare(cn, vb, cid)
-		var start time.Time
-		if obs != nil {
-			start = time.Now()
-			info := o.attemptInfo(opID, attempt, start, t, lastReason, retried)
-			obs.AttemptStart(info)
-		}
-		var opaque uint32
-		opaque, err = cn.DoDeadline(ctx, deadline, &o.req, o.handle)
-		if obs != nil {
-			info := o.attemptInfo(opID, attempt, start, t, lastReason, retried)
-			info.Duration = time.Since(start)
-			info.Status = statusOf(o.status)
-			info.Opaque = opaque
-			obs.AttemptEnd(info, err)
-		}
-		if o.opaque == 0 {
-			o.opaque = opaque
-		}
-		if err != nil {
-			var re *conn.RequestError
-			if !errors.As(err, &re) {
-				// The response arrived but did not decode: a server bug
-				// or a corrupt stream. Not retried. A success status means
-				// the server applied the request: for a mutation the
-				// error must say so (ambiguous), never "not applied".
-				if o.succeeded() {
-					o.st.MarkInDoubt()
-				}
-				return c.finalError(o, ErrServerFailure, err)
-			}
-			if !re.Written && errors.Is(re.Err, memdx.ErrInvalidRequest) {
-				// The request cannot be encoded (a durability level
-				// out of range, a key too long): no retry can help.
-				return c.finalError(o, ErrInvalidArgument, err)
-			}
-			if re.Written {
+		return placed{}, next{reason: reason, cause: err, t: t}
+	}
+	o.node, o.vb = n, vb
+	if ferr := o.checkFeatures(cn); ferr != nil {
+		return placed{}, next{err: c.finalError(o, ErrFeatureNotAvailable, ferr)}
+	}
+	o.prepare(cn, vb, cid)
+	return placed{t: t, n: n, cn: cn, vb: vb, cid: cid}, next{done: true}
+}
+
+// judge decides what follows an attempt placed at pl that ended with err
+// (DoDeadline's, or a started request's Result): the result, the final
+// error, or a retry.
+func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
+	if err != nil {
+		var re *conn.RequestError
+		if !errors.As(err, &re) {
+			// The response arrived but did not decode: a server bug
+			// or a corrupt stream. Not retried. A success status means
+			// the server applied the request: for a mutation the
+			// error must say so (ambiguous), never "not applied".
+			if o.succeeded() {
 				o.st.MarkInDoubt()
 			}
-			if errors.Is(re.Err, context.DeadlineExceeded) || errors.Is(re.Err, context.Canceled) {
-				if ctx.Err() == context.Canceled {
-					return c.finalError(o, ErrRequestCanceled, err)
-				}
-				return c.finalError(o, nil, o.st.TimeoutError(err))
+			return next{err: c.finalError(o, ErrServerFailure, err)}
+		}
+		if !re.Written && errors.Is(re.Err, memdx.ErrInvalidRequest) {
+			// The request cannot be encoded (a durability level
+			// out of range, a key too long): no retry can help.
+			return next{err: c.finalError(o, ErrInvalidArgument, err)}
+		}
+		if re.Written {
+			o.st.MarkInDoubt()
+		}
+		if errors.Is(re.Err, context.DeadlineExceeded) || errors.Is(re.Err, context.Canceled) {
+			if ctx.Err() == context.Canceled {
+				return next{err: c.finalError(o, ErrRequestCanceled, err)}
 			}
-			reason = retry.ReasonSocketNotAvailable
-			if re.Written {
-				reason = retry.ReasonSocketClosedWhileInFlight
-			}
-			if werr := c.wait(o, t, reason, err); werr != nil {
-				return werr
-			}
-			lastReason, retried = reason, true
-			continue
+			return next{err: c.finalError(o, nil, o.st.TimeoutError(err))}
 		}
-		if o.succeeded() {
-			return nil
+		reason := retry.ReasonSocketNotAvailable
+		if re.Written {
+			reason = retry.ReasonSocketClosedWhileInFlight
 		}
-		reason, ok := c.classifyStatus(o, t, n, cn)
-		if !ok {
-			return c.statusError(o, nil)
-		}
-		if werr := c.waitStatus(o, t, reason); werr != nil {
-			return werr
-		}
-		lastReason, retried = reason, true
+		return next{reason: reason, cause: err, t: pl.t}
 	}
+	if o.succeeded() {
+		return next{done: true}
+	}
+	reason, ok := c.classifyStatus(o, pl.t, pl.n, pl.cn)
+	if !ok {
+		return next{err: c.statusError(o, nil)}
+	}
+	return next{reason: reason, fromStatus: true, t: pl.t}
+}
+
+// waitNext waits as the orchestrator decides for the retry nx and returns
+// nil to place the operation again, or its final error.
+func (c *Client) waitNext(o *op, nx next) error {
+	if nx.fromStatus {
+		return c.waitStatus(o, nx.t, nx.reason)
+	}
+	return c.wait(o, nx.t, nx.reason, nx.cause)
+}
+
+// planNext is waitNext's decision without the wait, for a caller that
+// waits itself (a batch); resumeNext ends that wait (woken: by a newer
+// config; ctxErr: by the operation's context) with what waitNext would have
+// returned.
+func (c *Client) planNext(o *op, nx next) retry.Plan {
+	cause := nx.cause
+	if nx.fromStatus {
+		cause = o.statusErr()
+	} else if nx.reason == retry.ReasonNodeNotAvailable {
+		c.noteUnreachable()
+	}
+	return c.orch.Plan(&o.st, nx.reason, cause)
+}
+
+func (c *Client) resumeNext(o *op, nx next, p retry.Plan, woken bool, ctxErr error) error {
+	err := c.orch.Resume(&o.st, p, woken, ctxErr)
+	if err == nil {
+		return nil
+	}
+	return c.waitError(o, nx.fromStatus, err)
+}
+
+// waitError is the final error of an operation whose retry the
+// orchestrator ended with err: a refusal after a status is that status's
+// error (LOCKED, say, when the strategy gives up); a timeout or a
+// cancellation is that.
+func (c *Client) waitError(o *op, fromStatus bool, err error) error {
+	if fromStatus && errors.Is(err, ErrNotRetried) {
+		return c.statusError(o, err)
+	}
+	return c.finalError(o, retrySentinel(err), err)
 }
 
 // succeeded reports whether the last attempt's response is the operation's
@@ -550,23 +661,18 @@ func (c *Client) wait(o *op, t *topology, reason retry.Reason, cause error) erro
 	if err == nil {
 		return nil
 	}
-	return c.finalError(o, retrySentinel(err), err)
+	return c.waitError(o, false, err)
 }
 
 // waitStatus is wait for an attempt, routed with t, that ended on
-// o.status. A refusal is that status's error (LOCKED, say, when the
-// strategy gives up); a timeout or a cancellation during the wait is that.
-// A wait after NOT_MY_VBUCKET ends when a newer config is installed
-// (wakeFor).
+// o.status. A wait after NOT_MY_VBUCKET ends when a newer config is
+// installed (wakeFor).
 func (c *Client) waitStatus(o *op, t *topology, reason retry.Reason) error {
 	err := c.orch.WaitOrWake(&o.st, reason, o.statusErr(), wakeFor(t, reason))
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, ErrNotRetried) {
-		return c.statusError(o, err)
-	}
-	return c.finalError(o, retrySentinel(err), err)
+	return c.waitError(o, true, err)
 }
 
 func (o *op) statusErr() error {

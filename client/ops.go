@@ -601,6 +601,15 @@ func (col *Collection) Replace(ctx context.Context, key string, value []byte, op
 // typed write resolved them; else, on a Couchbase bucket, the common flags
 // of the value's format (JSON when p.json, binary otherwise); else 0.
 func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode, key string, value []byte, p storeParams) (MutationResult, error) {
+	o, err := col.storeOp(name, opc, key, value, p)
+	if err != nil {
+		return MutationResult{}, err
+	}
+	return run(ctx, o, (*op).mutationResult)
+}
+
+// storeOp builds store's operation, or its error.
+func (col *Collection) storeOp(name string, opc memdx.OpCode, key string, value []byte, p storeParams) (*op, error) {
 	exp, err := expiryValue(p.expiry, col.c.clock.Now())
 	p.invalid = firstErr(p.invalid, err)
 	flags := p.flags
@@ -613,7 +622,7 @@ func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode,
 	req := memdx.NewStore(opc, nil, nil, flags, exp)
 	o, err := col.mutation(name, kindMutation, key, req, p.mutParams)
 	if err != nil {
-		return MutationResult{}, err
+		return nil, err
 	}
 	o.raw = value
 	if o.raw == nil {
@@ -623,7 +632,7 @@ func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode,
 		o.baseType = memdx.DatatypeJSON
 	}
 	o.req.PreserveTTL = p.preserve
-	return run(ctx, o, (*op).mutationResult)
+	return o, nil
 }
 
 func (col *Collection) mutation(name string, kind opKind, key string, req memdx.Request, p mutParams) (*op, error) {

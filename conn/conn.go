@@ -84,8 +84,13 @@ type Conn struct {
 	flushed uint64
 	writing uint64
 	written uint64
-	batched int  // requests in wbuf
-	corked  bool // bootstrap is queueing a batch: do not wake the writer
+	batched int // requests in wbuf
+	// corks counts the callers queueing a batch (Dial's bootstrap, Cork):
+	// while it is not 0, queueing does not wake the writer.
+	corks int
+	// qHead..qTail lists the quiet calls (Start with a quiet opcode) in
+	// stream order, until answered or settled by a NOOP's answer.
+	qHead, qTail *call
 	// The wire list holds the calls whose bytes the socket has not all
 	// accepted, in stream order; wQueued is its first call still queued.
 	wHead, wTail, wQueued *call
@@ -268,7 +273,7 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 	c.queued += uint64(len(b) - n0)
 	cl.end = c.queued
 	c.enqueue(cl)
-	return n0 == 0 && !c.corked, nil
+	return n0 == 0 && c.corks == 0, nil
 }
 
 func (c *Conn) wakeWriter() {
@@ -300,14 +305,14 @@ func (c *Conn) nextOpaque() uint32 {
 // so that the batch goes out in one write.
 func (c *Conn) cork() {
 	c.mu.Lock()
-	c.corked = true
+	c.corks++
 	c.mu.Unlock()
 }
 
 func (c *Conn) uncork() {
 	c.mu.Lock()
-	c.corked = false
-	wake := len(c.wbuf) > 0
+	c.corks--
+	wake := c.corks == 0 && len(c.wbuf) > 0
 	c.mu.Unlock()
 	if wake {
 		c.wakeWriter()
@@ -361,6 +366,13 @@ func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) erro
 // abandoned (written: the outcome is unknown). If the call has already
 // ended, its outcome is on done and is returned instead.
 func (c *Conn) cancel(cause error, cl *call) error {
+	_, err := c.cancelCall(cause, cl)
+	return err
+}
+
+// cancelCall is cancel, which also reports whether the call's outcome is
+// an answer (it had ended on one before the cancel).
+func (c *Conn) cancelCall(cause error, cl *call) (answered bool, err error) {
 	c.mu.Lock()
 	switch cl.state {
 	case reqEnded, reqAbandoned:
@@ -368,8 +380,9 @@ func (c *Conn) cancel(cause error, cl *call) error {
 		// outcome is on done (or about to be, after handle).
 		c.mu.Unlock()
 		err := <-cl.done
+		answered = cl.answered
 		c.leave(cl)
-		return err
+		return answered, err
 	case reqQueued:
 		if c.err != nil {
 			c.end(cl) // the connection is ending: its buffers are gone
@@ -379,12 +392,12 @@ func (c *Conn) cancel(cause error, cl *call) error {
 		err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Err: cause}
 		c.mu.Unlock()
 		putCall(cl)
-		return err
+		return false, err
 	}
 	// Sent: the server may answer. Keep the opaque as a tombstone until it
 	// does, and drop that answer.
 	c.abandon(cl, c.clock.Now())
-	err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true, Err: cause}
+	err = &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true, Err: cause}
 	if cl.busy {
 		// The reader is inside handle for this call: let it return first.
 		cl.waiter = true
@@ -395,7 +408,7 @@ func (c *Conn) cancel(cause error, cl *call) error {
 	cl.callerGone = true
 	c.release(cl)
 	c.mu.Unlock()
-	return err
+	return false, err
 }
 
 // fail ends the connection with err (the first error wins). It does not
@@ -653,6 +666,9 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	}
 	if kind != 0 {
 		if kind == strayLate && cl.final(p) {
+			if p.OpCode == memdx.OpNoop && c.qHead != nil {
+				c.settleQuiet(cl) // a NOOP settles what precedes it, abandoned or not
+			}
 			c.drop(cl) // the tombstone has its answer
 		}
 		c.mu.Unlock()
@@ -660,13 +676,17 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 		return
 	}
 	if cl.final(p) {
+		if p.OpCode == memdx.OpNoop && c.qHead != nil {
+			c.settleQuiet(cl)
+		}
 		c.end(cl)
+		cl.answered = true
 		c.mu.Unlock()
 		err := cl.call(p)
 		if cl.err != nil {
 			err = cl.err
 		}
-		cl.done <- err
+		cl.finish(err)
 		return
 	}
 	// A non-final packet of a multi answer: its caller may cancel while
@@ -798,8 +818,8 @@ func (c *Conn) teardown() {
 		}
 		written := cl.state == reqWritten
 		c.end(cl)
-		cl.done <- &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr,
-			Written: written, Err: cause, connEnded: true}
+		cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr,
+			Written: written, Err: cause, connEnded: true})
 	}
 	c.pending = nil
 	c.mu.Unlock()

@@ -95,6 +95,14 @@ type call struct {
 	// answer; waiter: a cancelling caller waits on done for it to return.
 	busy, waiter bool
 	err          error // first error handle returned (multi)
+	// notify, when set (Start), is told tag when the call ends by any
+	// means other than its caller's Cancel.
+	notify Notifier
+	tag    uint64
+	// quiet: a quiet opcode (Start), on the quiet list (qPrev/qNext)
+	// until answered or settled; answered: a response ended it.
+	quiet, answered bool
+	qPrev, qNext    *call
 	// timer bounds the wait of a multi-packet call with a deadline: such a
 	// call is not swept (its handle may be running when it expires). It
 	// stays with the pooled call so that it is reused.
@@ -127,6 +135,17 @@ func putCall(cl *call) {
 	callPool.Put(cl)
 }
 
+// finish delivers cl's outcome: on done, then to its Notifier. The
+// notifier and tag are read first: once the outcome is on done the caller
+// may take it and pool the call.
+func (cl *call) finish(err error) {
+	n, tag := cl.notify, cl.tag
+	cl.done <- err
+	if n != nil {
+		n.RequestEnded(tag)
+	}
+}
+
 // enqueue registers cl, just encoded at the end of wbuf: queued.
 func (c *Conn) enqueue(cl *call) {
 	cl.state = reqQueued
@@ -142,6 +161,15 @@ func (c *Conn) enqueue(cl *call) {
 	c.wTail = cl
 	if c.wQueued == nil {
 		c.wQueued = cl
+	}
+	if cl.quiet {
+		cl.qPrev = c.qTail
+		if c.qTail == nil {
+			c.qHead = cl
+		} else {
+			c.qTail.qNext = cl
+		}
+		c.qTail = cl
 	}
 	if !cl.deadline.IsZero() {
 		c.dlInsert(cl)
@@ -233,6 +261,9 @@ func (c *Conn) abandon(cl *call, now time.Time) {
 // is the caller's business (a response, or an error on done).
 func (c *Conn) end(cl *call) {
 	delete(c.pending, cl.opaque)
+	if cl.quiet {
+		c.qUnlink(cl)
+	}
 	if cl.list != listNone {
 		c.lUnlink(cl)
 	}
@@ -247,6 +278,9 @@ func (c *Conn) end(cl *call) {
 // caller has left and the reader is not inside its handle.
 func (c *Conn) drop(cl *call) {
 	delete(c.pending, cl.opaque)
+	if cl.quiet {
+		c.qUnlink(cl)
+	}
 	c.lUnlink(cl)
 	if c.onWire(cl) {
 		c.wUnlink(cl)
@@ -285,7 +319,42 @@ func (c *Conn) expire(cl *call, now time.Time) {
 	} else {
 		c.withdraw(cl)
 	}
-	cl.done <- &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: context.DeadlineExceeded}
+	cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: context.DeadlineExceeded})
+}
+
+// settleQuiet ends the quiet calls sent before noop, which is being
+// answered: the server has processed them (it answers a connection's
+// requests in order; Start refuses quiet opcodes under unordered
+// execution), so those still unanswered will never be: their success
+// (or miss, for a quiet get) was not sent. Each ends with no error and
+// answered false; a tombstone among them is dropped.
+func (c *Conn) settleQuiet(noop *call) {
+	for q := c.qHead; q != nil && q.end <= noop.start; q = c.qHead {
+		if q.state == reqAbandoned {
+			c.drop(q)
+			continue
+		}
+		c.end(q)
+		q.finish(nil)
+	}
+}
+
+// qUnlink takes cl off the quiet list.
+func (c *Conn) qUnlink(cl *call) {
+	if cl.qPrev == nil {
+		if c.qHead != cl {
+			return // not on the list
+		}
+		c.qHead = cl.qNext
+	} else {
+		cl.qPrev.qNext = cl.qNext
+	}
+	if cl.qNext == nil {
+		c.qTail = cl.qPrev
+	} else {
+		cl.qNext.qPrev = cl.qPrev
+	}
+	cl.qPrev, cl.qNext = nil, nil
 }
 
 // onWire reports whether cl is on the wire list.

@@ -172,22 +172,64 @@ func (o *Orchestrator) Wait(st *State, reason Reason, cause error) error {
 //
 // Waiting on wake allocates nothing.
 func (o *Orchestrator) WaitOrWake(st *State, reason Reason, cause error, wake <-chan struct{}) error {
-	d := o.decide(st, reason, cause)
-	ctx := st.Context()
+	p := o.Plan(st, reason, cause)
+	var woken bool
+	var ctxErr error
+	if p.d.Delay > 0 {
+		woken, ctxErr = o.sleep(st.Context(), st, p.d.Delay, wake)
+	}
+	return o.Resume(st, p, woken, ctxErr)
+}
+
+// Plan is a decision on a failed attempt that its caller carries out
+// itself: it waits Delay (or less, when woken) and then calls Resume. It
+// is how one goroutine drives the retries of many operations, each with
+// its own State and its own wait, without a goroutine or a timer per
+// operation (the client's batches keep one timer for all their waits).
+type Plan struct {
+	d      decision
+	reason Reason
+	cause  error
+}
+
+// Delay is how long the wait lasts: until the retry, or, when the
+// decision is to fail, until the failure is due (0 for a refusal, the time
+// left for a timeout).
+func (p Plan) Delay() time.Duration { return p.d.Delay }
+
+// Retry reports whether the request is to be sent again after the wait.
+func (p Plan) Retry() bool { return p.d.Retry }
+
+// Plan decides what follows a failed attempt, as WaitOrWake does, without
+// waiting. The caller waits p.Delay() on the orchestrator's clock (or
+// until it is woken, or the context ends) and then calls Resume.
+func (o *Orchestrator) Plan(st *State, reason Reason, cause error) Plan {
+	return Plan{d: o.decide(st, reason, cause), reason: reason, cause: cause}
+}
+
+// Resume ends the wait of p: woken says the wait was ended early by what
+// would close WaitOrWake's wake channel, ctxErr (non-nil) that st's
+// context ended it. It returns what WaitOrWake would have: nil to send the
+// request again now, or the operation's error. A wait ended by nothing
+// (woken false, ctxErr nil) is taken to have lasted p.Delay().
+func (o *Orchestrator) Resume(st *State, p Plan, woken bool, ctxErr error) error {
+	d := p.d
 	if d.Delay > 0 {
-		woken, err := o.sleep(ctx, st, d.Delay, wake)
-		if err != nil {
-			return o.contextError(st, d, err, cause)
+		if ctxErr != nil {
+			return o.contextError(st, d, ctxErr, p.cause)
 		}
 		if woken && !d.Retry {
 			// A timeout decision woken before the deadline: retry.
 			st.attempts++
-			o.logRetry(st, reason, 0)
+			o.logRetry(st, p.reason, 0)
 			return nil
 		}
 	} else if d.Retry {
-		if err := ctx.Err(); err != nil {
-			return o.contextError(st, d, err, cause)
+		if ctxErr == nil {
+			ctxErr = st.Context().Err()
+		}
+		if ctxErr != nil {
+			return o.contextError(st, d, ctxErr, p.cause)
 		}
 	}
 	if !d.Retry {

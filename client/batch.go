@@ -1,0 +1,651 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// GetManyOptions are the options of GetMany. The timeout is the whole
+// batch's: every key has the same deadline, as one Get would.
+type GetManyOptions struct {
+	Timeout       time.Duration
+	RetryStrategy RetryStrategy
+}
+
+// GetManyResult is one key's outcome of GetMany: Err is that key's own
+// error (ErrDocumentNotFound for a miss), a *KeyValueError as Get's; the
+// GetResult is set when Err is nil.
+type GetManyResult struct {
+	Key string
+	GetResult
+	Err error
+}
+
+// UpsertManyItem is one document of UpsertMany: its key, its value, and
+// what UpsertOptions' fields of the same names mean for it.
+type UpsertManyItem struct {
+	Key    string
+	Value  []byte
+	Flags  uint32
+	JSON   bool
+	Expiry time.Duration
+}
+
+// UpsertManyOptions are the options of UpsertMany, for every item. The
+// fields mean what UpsertOptions' do; the timeout is the whole batch's.
+type UpsertManyOptions struct {
+	Timeout           time.Duration
+	RetryStrategy     RetryStrategy
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+}
+
+// RemoveManyOptions are the options of RemoveMany, for every key. The
+// fields mean what RemoveOptions' do; the timeout is the whole batch's.
+type RemoveManyOptions struct {
+	Timeout           time.Duration
+	RetryStrategy     RetryStrategy
+	Durability        DurabilityLevel
+	DurabilityTimeout time.Duration
+}
+
+// MutateManyResult is one key's outcome of UpsertMany or RemoveMany: Err
+// is that key's own error, a *KeyValueError as Upsert's or Remove's (with
+// Ambiguous set when the write may have been applied); the
+// MutationResult is set when Err is nil.
+type MutateManyResult struct {
+	Key string
+	MutationResult
+	Err error
+}
+
+// GetMany reads many documents in one call. Results are in the order of
+// keys, one per key (a key given twice is read twice). Each key is an
+// operation of its own, with Get's routing, retries, deadline and errors:
+// a key that fails, is missing or waits to be retried does not hold back
+// or fail the others. The requests are grouped per connection and written
+// together, from the calling goroutine; no goroutine is started per key.
+// On memcached:// they are quiet gets followed by a NOOP, so that a miss
+// costs no response.
+func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetManyOptions) []GetManyResult {
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+	}
+	res := make([]GetManyResult, len(keys))
+	b := col.c.newBatch(ctx, len(keys))
+	b.quietGets = true
+	for i, key := range keys {
+		res[i].Key = key
+		o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
+		b.add(i, o, err)
+	}
+	b.run(func(i int, o *op, err error) {
+		if err != nil {
+			res[i].Err = err
+			return
+		}
+		res[i].GetResult = o.getResult()
+	})
+	return res
+}
+
+// UpsertMany writes many documents in one call, each as Upsert would
+// (flags, JSON and expiry from its item; durability for all). Results are
+// in the order of items. Each item is an operation of its own: an
+// ambiguous or failed write is that item's error alone, never retried
+// once it may have been applied.
+func (col *Collection) UpsertMany(ctx context.Context, items []UpsertManyItem, opts *UpsertManyOptions) []MutateManyResult {
+	var p storeParams
+	if opts != nil {
+		p.mutParams = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
+	}
+	res := make([]MutateManyResult, len(items))
+	b := col.c.newBatch(ctx, len(items))
+	for i := range items {
+		it := &items[i]
+		res[i].Key = it.Key
+		q := p
+		q.flags, q.json, q.expiry = it.Flags, it.JSON, it.Expiry
+		o, err := col.storeOp("Upsert", memdx.OpSet, it.Key, it.Value, q)
+		b.add(i, o, err)
+	}
+	b.run(mutateManyResult(res))
+	return res
+}
+
+// RemoveMany deletes many documents in one call, each as Remove would.
+// Results are in the order of keys.
+func (col *Collection) RemoveMany(ctx context.Context, keys []string, opts *RemoveManyOptions) []MutateManyResult {
+	var p mutParams
+	if opts != nil {
+		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
+	}
+	res := make([]MutateManyResult, len(keys))
+	b := col.c.newBatch(ctx, len(keys))
+	for i, key := range keys {
+		res[i].Key = key
+		o, err := col.mutation("Remove", kindMutation, key, memdx.NewDelete(nil), p)
+		b.add(i, o, err)
+	}
+	b.run(mutateManyResult(res))
+	return res
+}
+
+func mutateManyResult(res []MutateManyResult) func(int, *op, error) {
+	return func(i int, o *op, err error) {
+		if err != nil {
+			res[i].Err = err
+			return
+		}
+		res[i].MutationResult = o.mutationResult()
+	}
+}
+
+// batch runs many operations from one goroutine. Each goes through the
+// steps execute takes (place, send, judge, wait: exec.go), with the sends
+// started without waiting (conn.Start), grouped per connection and
+// written together (Cork/Uncork), and the waits kept in one heap on the
+// client's clock. The connections tell the batch (RequestEnded) which
+// requests ended; the batch goroutine collects and judges them.
+type batch struct {
+	c   *Client
+	ctx context.Context
+	now time.Time // when the batch began: every key's deadline counts from it
+	// quietGets: gets on a memcached connection go as GETQ, settled by a
+	// NOOP after each connection's group.
+	quietGets bool
+	keys      []bkey
+	left      int // keys and fences not ended
+	done      func(i int, o *op, err error)
+	obs       Observer
+
+	ready   []int32 // keys to place and send in the next round
+	sending []int32 // the round's keys (round swaps it with ready)
+	waiting waitHeap
+	timer   retry.Timer
+	timerAt time.Time
+	watch   <-chan struct{} // the wake of a waiting key (see wakeAll)
+	fences  []conn.Pending  // NOOPs in flight
+	groups  []sendGroup
+
+	mu    sync.Mutex
+	ended []uint64 // tags of the requests that ended, from RequestEnded
+	spare []uint64
+	kick  chan struct{} // capacity 1: ended is not empty
+}
+
+// bkey is one key's operation in a batch.
+type bkey struct {
+	o       *op
+	state   bkeyState
+	gen     uint32 // bumped at each send and each wait: tags and heap entries of older ones are stale
+	attempt int
+	pl      placed
+	pend    conn.Pending
+	nx      next
+	plan    retry.Plan
+	wake    <-chan struct{}
+	// Observer bookkeeping.
+	opID       uint64
+	start      time.Time
+	lastReason retry.Reason
+	retried    bool
+}
+
+type bkeyState uint8
+
+const (
+	bkDone     bkeyState = iota // has its result (or has none to get)
+	bkReady                     // to be placed and sent
+	bkInFlight                  // started on a connection
+	bkWaiting                   // waiting for a retry
+)
+
+// sendGroup is one connection's share of a round.
+type sendGroup struct {
+	cn    *conn.Conn
+	quiet bool
+}
+
+// fenceTag marks a NOOP's tag; the rest is its index in fences.
+const fenceTag = 1 << 63
+
+func (c *Client) newBatch(ctx context.Context, n int) *batch {
+	return &batch{c: c, ctx: ctx, now: c.clock.Now(), keys: make([]bkey, n),
+		ready: make([]int32, 0, n), kick: make(chan struct{}, 1), obs: c.opts.Observer}
+}
+
+// add sets key i's operation, or its error (a refused argument).
+func (b *batch) add(i int, o *op, err error) {
+	k := &b.keys[i]
+	if err != nil {
+		k.nx.err = err
+		return
+	}
+	k.o = o
+	k.state = bkReady
+}
+
+// RequestEnded implements conn.Notifier.
+func (b *batch) RequestEnded(tag uint64) {
+	b.mu.Lock()
+	b.ended = append(b.ended, tag)
+	b.mu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run drives every key to its outcome, reported to done (in no particular
+// order) before run returns.
+func (b *batch) run(done func(i int, o *op, err error)) {
+	b.done = done
+	for i := range b.keys {
+		k := &b.keys[i]
+		if k.state != bkReady {
+			done(i, nil, k.nx.err)
+			k.nx = next{}
+			continue
+		}
+		b.left++
+		if err := b.c.begin(b.ctx, k.o, b.now); err != nil {
+			b.finish(i, err)
+			continue
+		}
+		if b.obs != nil {
+			k.opID = b.c.opIDs.Add(1)
+		}
+		b.ready = append(b.ready, int32(i))
+	}
+	ctxDone := b.ctx.Done()
+	for b.left > 0 {
+		if len(b.ready) > 0 {
+			b.round()
+			continue
+		}
+		b.armTimer()
+		var timerC <-chan time.Time
+		if b.timer != nil && !b.timerAt.IsZero() {
+			timerC = b.timer.C()
+		}
+		select {
+		case <-b.kick:
+			b.collect()
+		case <-timerC:
+			b.timerAt = time.Time{}
+			b.due()
+		case <-b.watch:
+			b.wakeAll()
+		case <-ctxDone:
+			b.cancelAll()
+			ctxDone = nil
+		}
+	}
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+}
+
+// finish gives key i its outcome.
+func (b *batch) finish(i int, err error) {
+	k := &b.keys[i]
+	k.state = bkDone
+	k.gen++
+	b.left--
+	b.done(i, k.o, err)
+	putOp(k.o)
+	k.o = nil
+}
+
+// round places the ready keys and starts them, one group per connection.
+func (b *batch) round() {
+	ready := b.ready
+	b.ready, b.sending = b.sending[:0], ready // keys may become ready again below
+	b.groups = b.groups[:0]
+	for _, i := range ready {
+		k := &b.keys[i]
+		pl, nx := b.c.place(b.ctx, k.o, k.attempt)
+		k.attempt++
+		switch {
+		case nx.err != nil:
+			b.finish(int(i), nx.err)
+			continue
+		case !nx.done:
+			b.wait(int(i), nx)
+			continue
+		}
+		k.pl = pl
+		k.state = bkInFlight
+		found := false
+		for _, g := range b.groups {
+			if g.cn == pl.cn {
+				found = true
+				break
+			}
+		}
+		if !found {
+			b.groups = append(b.groups, sendGroup{cn: pl.cn})
+		}
+	}
+	for gi := range b.groups {
+		g := &b.groups[gi]
+		quiet := b.quietGets && g.cn.Memcached()
+		g.cn.Cork()
+		for _, i := range ready {
+			k := &b.keys[i]
+			if k.state != bkInFlight || k.pl.cn != g.cn || k.pend != (conn.Pending{}) {
+				continue
+			}
+			b.start(int(i), quiet)
+			if k.state == bkInFlight {
+				g.quiet = g.quiet || quiet
+			}
+		}
+		if g.quiet {
+			b.fence(g.cn, ready)
+		}
+		g.cn.Uncork()
+	}
+}
+
+// start sends key i's request on its connection.
+func (b *batch) start(i int, quiet bool) {
+	k := &b.keys[i]
+	o := k.o
+	if quiet && o.kind == kindGet {
+		o.req.OpCode = memdx.OpGetQ
+	}
+	k.gen++
+	if b.obs != nil {
+		k.start = time.Now()
+		b.obs.AttemptStart(o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.t, k.lastReason, k.retried))
+	}
+	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen))
+	if err != nil {
+		b.judge(i, false, err)
+		return
+	}
+	k.pend = p
+}
+
+// fence queues the NOOP that settles the quiet gets of ready before it on
+// cn, with their deadline. When it cannot be queued, the quiet gets
+// already started there would wait for one until their deadline: they
+// are taken back (a get is sent again elsewhere).
+func (b *batch) fence(cn *conn.Conn, ready []int32) {
+	var deadline time.Time
+	for _, i := range ready {
+		if k := &b.keys[i]; k.state == bkInFlight && k.pl.cn == cn {
+			deadline = k.o.st.Deadline()
+			break
+		}
+	}
+	req := memdx.Request{OpCode: memdx.OpNoop}
+	p, err := cn.Start(deadline, &req, nil, b, fenceTag|uint64(len(b.fences)))
+	if err == nil {
+		b.fences = append(b.fences, p)
+		b.left++
+		return
+	}
+	for _, i := range ready {
+		if k := &b.keys[i]; k.state == bkInFlight && k.pl.cn == cn && k.o.req.OpCode.IsQuiet() {
+			answered, cerr := k.pend.Cancel(err)
+			b.judge(int(i), answered, cerr)
+		}
+	}
+}
+
+// collect takes the outcomes of the requests that ended.
+func (b *batch) collect() {
+	b.mu.Lock()
+	ended := b.ended
+	b.ended = b.spare[:0]
+	b.mu.Unlock()
+	for _, tag := range ended {
+		if tag&fenceTag != 0 {
+			f := int(tag &^ fenceTag)
+			if b.fences[f] != (conn.Pending{}) {
+				_, _ = b.fences[f].Result()
+				b.fences[f] = conn.Pending{}
+				b.left--
+			}
+			continue
+		}
+		i, gen := int(tag>>32), uint32(tag)
+		k := &b.keys[i]
+		if k.state != bkInFlight || k.gen != gen {
+			continue // ended by Cancel
+		}
+		answered, err := k.pend.Result()
+		k.pend = conn.Pending{}
+		b.judge(i, answered, err)
+	}
+	b.spare = ended[:0]
+}
+
+// judge takes key i's attempt's outcome: answered false with no error is
+// a quiet get settled by a NOOP, a miss.
+func (b *batch) judge(i int, answered bool, err error) {
+	k := &b.keys[i]
+	o := k.o
+	k.pend = conn.Pending{}
+	if err == nil && !answered {
+		o.status = memdx.StatusKeyNotFound
+	}
+	if b.obs != nil {
+		info := o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.t, k.lastReason, k.retried)
+		info.Duration = time.Since(k.start)
+		info.Status = statusOf(o.status)
+		b.obs.AttemptEnd(info, err)
+	}
+	nx := b.c.judge(b.ctx, o, k.pl, err)
+	o.req.OpCode = o.st.OpCode() // a quiet get is a GET again when sent elsewhere
+	switch {
+	case nx.done:
+		b.finish(i, nil)
+	case nx.err != nil:
+		b.finish(i, nx.err)
+	default:
+		b.wait(i, nx)
+	}
+}
+
+// wait plans key i's retry and waits for it in the heap, or retries it
+// now (no delay, or woken already), or ends it.
+func (b *batch) wait(i int, nx next) {
+	k := &b.keys[i]
+	o := k.o
+	k.gen++
+	k.nx = nx
+	k.plan = b.c.planNext(o, nx)
+	k.lastReason, k.retried = nx.reason, true
+	k.wake = wakeFor(nx.t, nx.reason)
+	if k.wake != nil && closed(k.wake) {
+		b.resume(i, true, nil)
+		return
+	}
+	d := k.plan.Delay()
+	if d <= 0 {
+		b.resume(i, false, nil)
+		return
+	}
+	k.state = bkWaiting
+	b.waiting.push(waitEntry{at: b.c.clock.Now().Add(d), i: int32(i), gen: k.gen})
+	if k.wake != nil && b.watch == nil {
+		b.watch = k.wake
+	}
+}
+
+// resume ends key i's wait: a retry makes it ready, anything else ends it.
+func (b *batch) resume(i int, woken bool, ctxErr error) {
+	k := &b.keys[i]
+	k.gen++
+	if err := b.c.resumeNext(k.o, k.nx, k.plan, woken, ctxErr); err != nil {
+		b.finish(i, err)
+		return
+	}
+	k.state = bkReady
+	k.nx = next{}
+	b.ready = append(b.ready, int32(i))
+}
+
+// armTimer sets the timer for the earliest wait.
+func (b *batch) armTimer() {
+	for len(b.waiting) > 0 {
+		e := b.waiting[0]
+		if k := &b.keys[e.i]; k.state != bkWaiting || k.gen != e.gen {
+			b.waiting.pop()
+			continue
+		}
+		if e.at.Equal(b.timerAt) {
+			return
+		}
+		d := e.at.Sub(b.c.clock.Now())
+		if b.timer == nil {
+			b.timer = b.c.clock.NewTimer(d)
+		} else {
+			b.timer.Reset(d)
+		}
+		b.timerAt = e.at
+		return
+	}
+	if !b.timerAt.IsZero() {
+		b.timer.Stop()
+		b.timerAt = time.Time{}
+	}
+}
+
+// due resumes the keys whose wait is over.
+func (b *batch) due() {
+	now := b.c.clock.Now()
+	for len(b.waiting) > 0 && !b.waiting[0].at.After(now) {
+		e := b.waiting.pop()
+		if k := &b.keys[e.i]; k.state == bkWaiting && k.gen == e.gen {
+			b.resume(int(e.i), false, nil)
+		}
+	}
+}
+
+// wakeAll resumes the waiting keys whose wake is closed (a newer config
+// was installed). Only the current topology's wake is open, so every
+// waiting key with a wake is either woken now or waits on that one, which
+// becomes the one watched.
+func (b *batch) wakeAll() {
+	b.watch = nil
+	for i := range b.keys {
+		k := &b.keys[i]
+		if k.state != bkWaiting || k.wake == nil {
+			continue
+		}
+		if closed(k.wake) {
+			b.resume(i, true, nil)
+		} else if b.watch == nil {
+			b.watch = k.wake
+		}
+	}
+}
+
+// cancelAll ends every key when the batch's context ends: a request in
+// flight is withdrawn or abandoned (a written mutation is then
+// ambiguous), a wait ends, a key about to be sent is not.
+func (b *batch) cancelAll() {
+	cause := b.ctx.Err()
+	for f := range b.fences {
+		if b.fences[f] != (conn.Pending{}) {
+			_, _ = b.fences[f].Cancel(cause)
+			b.fences[f] = conn.Pending{}
+			b.left--
+		}
+	}
+	for i := range b.keys {
+		k := &b.keys[i]
+		switch k.state {
+		case bkInFlight:
+			answered, err := k.pend.Cancel(cause)
+			b.judge(i, answered, err)
+		case bkWaiting:
+			b.resume(i, false, cause)
+		}
+	}
+	// What a judge above made ready, and the keys about to be sent, end
+	// as a send under a cancelled context does: not written.
+	for _, i := range b.ready {
+		k := &b.keys[i]
+		if k.state == bkReady {
+			b.judge(int(i), false, &conn.RequestError{Op: k.o.req.OpCode, Err: cause})
+		}
+	}
+	b.ready = b.ready[:0]
+	for i := range b.keys {
+		if k := &b.keys[i]; k.state == bkWaiting {
+			b.resume(i, false, cause)
+		}
+	}
+	b.ready = b.ready[:0]
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitEntry is a key's wait in the heap; an entry whose gen is no longer
+// its key's is stale and skipped.
+type waitEntry struct {
+	at  time.Time
+	i   int32
+	gen uint32
+}
+
+// waitHeap is a binary min-heap of waits by their end.
+type waitHeap []waitEntry
+
+func (h *waitHeap) push(e waitEntry) {
+	*h = append(*h, e)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		p := (j - 1) / 2
+		if !s[j].at.Before(s[p].at) {
+			break
+		}
+		s[j], s[p] = s[p], s[j]
+		j = p
+	}
+}
+
+func (h *waitHeap) pop() waitEntry {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for j := 0; ; {
+		l, r, m := 2*j+1, 2*j+2, j
+		if l < len(s) && s[l].at.Before(s[m].at) {
+			m = l
+		}
+		if r < len(s) && s[r].at.Before(s[m].at) {
+			m = r
+		}
+		if m == j {
+			break
+		}
+		s[j], s[m] = s[m], s[j]
+		j = m
+	}
+	*h = s
+	return top
+}

@@ -1,0 +1,114 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Notifier is told when a request started with Start has ended: its
+// outcome is ready for Pending.Result. RequestEnded runs on whichever
+// goroutine ended the request (the reader, the deadline monitor, the
+// teardown of a dying connection), possibly with the connection's lock
+// held: it must not block and must not call the connection. It is called
+// once per request, and not at all for a request whose caller ended it
+// with Pending.Cancel.
+type Notifier interface {
+	RequestEnded(tag uint64)
+}
+
+// Pending is a request started with Start. Its caller collects its outcome
+// once, with Result after its Notifier was told, or with Cancel.
+type Pending struct {
+	c  *Conn
+	cl *call
+	// Opaque is the opaque the request was sent with.
+	Opaque uint32
+}
+
+// Start queues req with a fresh opaque and returns at once: the request's
+// outcome is reported to n (with tag) when it ends, and collected with
+// Result. It is DoDeadline without the wait, for a caller that drives many
+// requests from one goroutine (a batch): the outcomes are those of
+// DoDeadline, handle is called as for Do (on the reader, the packet valid
+// only during the call), and deadline (zero: none) bounds the request in
+// the same way.
+//
+// Quiet opcodes are accepted: the server answers a quiet request only when
+// it does not succeed (GETQ, GETKQ: only when the key is found). The
+// caller queues a NOOP after its quiet requests; when the NOOP is
+// answered, every quiet request sent before it that got no answer ends
+// with Result's answered false and no error. Quiet requests need a server
+// that answers in order: Start refuses them on a connection that
+// negotiated unordered execution. Multi-packet opcodes (STAT,
+// RANGE_SCAN_CONTINUE) are refused.
+//
+// Between Cork and Uncork, what Start queues is written in one go when
+// Uncork is called.
+func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.Packet) error, n Notifier, tag uint64) (Pending, error) {
+	if isMulti(req.OpCode) {
+		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
+			Err: fmt.Errorf("%s is answered with several packets, which Start does not take: %w", req.OpCode, memdx.ErrInvalidRequest)}
+	}
+	quiet := req.OpCode.IsQuiet()
+	if quiet && c.features.Has(memdx.FeatureUnorderedExecution) {
+		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
+			Err: fmt.Errorf("quiet opcode %s on a connection with unordered execution: a NOOP does not settle it: %w", req.OpCode, memdx.ErrInvalidRequest)}
+	}
+	if !deadline.IsZero() && !c.clock.Now().Before(deadline) {
+		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
+	}
+	cl := getCall()
+	cl.handle = handle
+	cl.op = req.OpCode
+	cl.deadline = deadline
+	cl.notify, cl.tag = n, tag
+	cl.quiet = quiet
+	c.mu.Lock()
+	wake, err := c.queue(cl, req, true)
+	opaque := cl.opaque
+	c.mu.Unlock()
+	if err != nil {
+		putCall(cl)
+		return Pending{}, err
+	}
+	if wake {
+		c.wakeWriter()
+	}
+	return Pending{c: c, cl: cl, Opaque: opaque}, nil
+}
+
+// Result takes the outcome of a request whose Notifier was told it ended.
+// err is what DoDeadline would have returned (handle's error, or a
+// *RequestError); answered is false when a response never came: the
+// request failed (err says how), or it was a quiet request settled by a
+// NOOP's answer (err nil). The Pending must not be used afterwards.
+func (p Pending) Result() (answered bool, err error) {
+	cl := p.cl
+	err = <-cl.done
+	answered = cl.answered
+	p.c.leave(cl)
+	return answered, err
+}
+
+// Cancel is the caller giving up on the request with cause (ctx.Err(),
+// say): one still queued is withdrawn (a *RequestError, not written), one
+// sent is abandoned (Written: its outcome is unknown; its late answer is
+// dropped), and one that has already ended gives its outcome as Result
+// would. The connection stays usable. The Notifier is not told of a
+// request withdrawn or abandoned here (it may already have been told of
+// one that ended first). The Pending must not be used afterwards.
+func (p Pending) Cancel(cause error) (answered bool, err error) {
+	return p.c.cancelCall(cause, p.cl)
+}
+
+// Cork holds back the writer: requests Start queues from now on wait in
+// the write buffer until Uncork, which hands them to the writer at once, so
+// that a batch goes out in as few writes as the socket takes. Every Cork
+// must be followed by one Uncork, soon: other callers' requests wait too.
+func (c *Conn) Cork() { c.cork() }
+
+// Uncork ends a Cork.
+func (c *Conn) Uncork() { c.uncork() }
