@@ -218,9 +218,39 @@ type sendGroup struct {
 // fenceTag marks a NOOP's tag; the rest is its index in fences.
 const fenceTag = 1 << 63
 
+// batchPool keeps batches for reuse: once a batch has every outcome, no
+// connection refers to it any more (conn.Notifier's rule).
+var batchPool = sync.Pool{New: func() any { return &batch{kick: make(chan struct{}, 1)} }}
+
+// maxPooledBatch bounds the keys of a batch kept for reuse.
+const maxPooledBatch = 4096
+
 func (c *Client) newBatch(ctx context.Context, n int) *batch {
-	return &batch{c: c, ctx: ctx, now: c.clock.Now(), keys: make([]bkey, n),
-		ready: make([]int32, 0, n), kick: make(chan struct{}, 1), obs: c.opts.Observer}
+	b := batchPool.Get().(*batch)
+	b.c, b.ctx, b.now, b.obs = c, ctx, c.clock.Now(), c.opts.Observer
+	if cap(b.keys) < n {
+		b.keys = make([]bkey, n)
+	}
+	b.keys = b.keys[:n]
+	if cap(b.ready) < n {
+		b.ready = make([]int32, 0, n)
+	}
+	return b
+}
+
+// release pools b, keeping its buffers.
+func (b *batch) release() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	if cap(b.keys) > maxPooledBatch {
+		return
+	}
+	clear(b.keys)
+	clear(b.fences)
+	*b = batch{keys: b.keys[:0], ready: b.ready[:0], sending: b.sending[:0], waiting: b.waiting[:0],
+		fences: b.fences[:0], groups: b.groups[:0], ended: b.ended[:0], spare: b.spare[:0], kick: b.kick}
+	batchPool.Put(b)
 }
 
 // add sets key i's operation, or its error (a refused argument).
@@ -246,7 +276,7 @@ func (b *batch) RequestEnded(tag uint64) {
 }
 
 // run drives every key to its outcome, reported to done (in no particular
-// order) before run returns.
+// order) before run returns, and releases b.
 func (b *batch) run(done func(i int, o *op, err error)) {
 	b.done = done
 	for i := range b.keys {
@@ -290,9 +320,7 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 			ctxDone = nil
 		}
 	}
-	if b.timer != nil {
-		b.timer.Stop()
-	}
+	b.release()
 }
 
 // finish gives key i its outcome.

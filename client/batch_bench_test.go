@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/kvwire/kvwire/internal/memcachedtest"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -46,4 +47,49 @@ func BenchmarkGet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkGetMany reads 256 documents of 100 bytes in one GetMany on the
+// mock, from one goroutine, and reports the cost per key.
+func BenchmarkGetMany(b *testing.B) {
+	col, keys := benchMock(b, 256)
+	benchGetMany(b, col, keys)
+}
+
+// BenchmarkGetManyMemcached is BenchmarkGetMany on a memcached of its own
+// (quiet gets).
+func BenchmarkGetManyMemcached(b *testing.B) {
+	addr := memcachedtest.Start(b)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	col := c.DefaultCollection()
+	keys := make([]string, 256)
+	val := make([]byte, 100)
+	for i := range keys {
+		keys[i] = "bench-" + strconv.Itoa(i)
+		if _, err := col.Upsert(ctx, keys[i], val, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchGetMany(b, col, keys)
+}
+
+func benchGetMany(b *testing.B, col *Collection, keys []string) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for _, r := range col.GetMany(ctx, keys, nil) {
+			if r.Err != nil || len(r.Value) != 100 {
+				b.Fatalf("%s: %d bytes, %v", r.Key, len(r.Value), r.Err)
+			}
+		}
+		n++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*len(keys)), "ns/key")
+	b.ReportMetric(float64(n*len(keys))/b.Elapsed().Seconds(), "keys/s")
 }

@@ -75,7 +75,12 @@ func TestGetManyMemcachedQuietGetsSettleMissesByNoop(t *testing.T) {
 		}
 	}
 	keys = append(keys, keys[0], keys[1])
+	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	before := cn.Stats()
 	res := col.GetMany(ctx, keys, nil)
+	after := cn.Stats()
+	// The whole batch (102 GETQ and a NOOP) goes out in one write.
+	assert.Equal(t, before.Writes+1, after.Writes)
 	require.Len(t, res, len(keys))
 	stored := func(k string) bool { var n int; fmt.Sscanf(k[len(prefix)+1:], "%d", &n); return n < 50 }
 	hits := 0

@@ -135,15 +135,14 @@ func putCall(cl *call) {
 	callPool.Put(cl)
 }
 
-// finish delivers cl's outcome: on done, then to its Notifier. The
-// notifier and tag are read first: once the outcome is on done the caller
-// may take it and pool the call.
+// finish delivers cl's outcome: to its Notifier, then on done. In that
+// order, a caller that has taken the outcomes of all its requests knows
+// that no Notifier call for them is still to come.
 func (cl *call) finish(err error) {
-	n, tag := cl.notify, cl.tag
-	cl.done <- err
-	if n != nil {
-		n.RequestEnded(tag)
+	if cl.notify != nil {
+		cl.notify.RequestEnded(cl.tag)
 	}
+	cl.done <- err
 }
 
 // enqueue registers cl, just encoded at the end of wbuf: queued.

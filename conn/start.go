@@ -14,7 +14,9 @@ import (
 // teardown of a dying connection), possibly with the connection's lock
 // held: it must not block and must not call the connection. It is called
 // once per request, and not at all for a request whose caller ended it
-// with Pending.Cancel.
+// with Pending.Cancel. It is called before the outcome is ready: Result
+// may wait for it a moment. Once a caller has taken the outcome of each of
+// its requests, no call of RequestEnded for them is still to come.
 type Notifier interface {
 	RequestEnded(tag uint64)
 }
