@@ -1,0 +1,170 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// tagNotifier sends every RequestEnded tag on a channel.
+type tagNotifier chan uint64
+
+func (n tagNotifier) RequestEnded(tag uint64) { n <- tag }
+
+func startGet(t *testing.T, c *Conn, op memdx.OpCode, key string, n Notifier, tag uint64, into *string) Pending {
+	t.Helper()
+	req := memdx.NewGet([]byte(key))
+	req.OpCode = op
+	p, err := c.Start(time.Time{}, &req, func(p *memdx.Packet) error { *into = string(p.Value); return nil }, n, tag)
+	if err != nil {
+		t.Fatalf("Start %s %s: %v", op, key, err)
+	}
+	return p
+}
+
+// Quiet gets sent before a NOOP and not answered by the time the NOOP is
+// answered end as unanswered (a miss) with no error; an answered one has
+// its response; a quiet get sent after the NOOP waits for a later one.
+// Corked, the whole batch reaches the server in one write.
+func TestStartQuietGetsAreSettledByTheNoopAnswer(t *testing.T) {
+	c, peer := dialPipe(t, Options{}, nil)
+	n := make(tagNotifier, 16)
+	var v [5]string
+	writes := c.Stats().Writes
+	c.Cork()
+	p1 := startGet(t, c, memdx.OpGetQ, "a", n, 1, &v[1])
+	p2 := startGet(t, c, memdx.OpGetQ, "b", n, 2, &v[2])
+	p3 := startGet(t, c, memdx.OpGetQ, "c", n, 3, &v[3])
+	noop := memdx.Request{OpCode: memdx.OpNoop}
+	pn, err := c.Start(time.Time{}, &noop, nil, n, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p4 := startGet(t, c, memdx.OpGetQ, "d", n, 4, &v[4])
+	c.Uncork()
+	var reqs []memdx.Packet
+	for range 5 {
+		reqs = append(reqs, clonePacket(peer.read()))
+	}
+	if got := c.Stats().Writes - writes; got != 1 {
+		t.Errorf("%d writes for the corked batch, want 1", got)
+	}
+	peer.write(ok(reqs[1], "B"), ok(reqs[3], ""))
+	got := map[uint64]bool{}
+	for range 4 {
+		got[recv(t, (<-chan uint64)(n))] = true
+	}
+	for _, tag := range []uint64{0, 1, 2, 3} {
+		if !got[tag] {
+			t.Errorf("request %d not ended by the NOOP's answer", tag)
+		}
+	}
+	for i, p := range []Pending{p1, p3} {
+		if answered, err := p.Result(); answered || err != nil {
+			t.Errorf("quiet get %d: answered %v, %v; want settled unanswered", i, answered, err)
+		}
+	}
+	if answered, err := p2.Result(); !answered || err != nil || v[2] != "B" {
+		t.Errorf("answered quiet get: %v, %v, %q", answered, err, v[2])
+	}
+	if answered, err := pn.Result(); !answered || err != nil {
+		t.Errorf("NOOP: %v, %v", answered, err)
+	}
+	select {
+	case tag := <-n:
+		t.Fatalf("request %d ended; the quiet get after the NOOP must wait for another", tag)
+	default:
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Do(context.Background(), &noop, nil) }()
+	peer.write(ok(peer.read(), ""))
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if tag := recv(t, (<-chan uint64)(n)); tag != 4 {
+		t.Fatalf("tag %d ended", tag)
+	}
+	if answered, err := p4.Result(); answered || err != nil {
+		t.Errorf("quiet get after the first NOOP: %v, %v", answered, err)
+	}
+	if c.Pending() != 0 {
+		t.Errorf("%d pending", c.Pending())
+	}
+}
+
+// Cancel withdraws a request still corked (never written), abandons a sent
+// one (written; its late answer is dropped), and a later NOOP's answer
+// drops the tombstone of an abandoned quiet get. The connection carries
+// on.
+func TestStartCancelWithdrawsOrAbandonsAndKeepsTheConnection(t *testing.T) {
+	c, peer := dialPipe(t, Options{}, nil)
+	n := make(tagNotifier, 16)
+	var v string
+	c.Cork()
+	pa := startGet(t, c, memdx.OpGet, "a", n, 1, &v)
+	answered, err := pa.Cancel(context.Canceled)
+	c.Uncork()
+	if re := requestError(t, err); answered || re.Written || !errors.Is(err, context.Canceled) {
+		t.Fatalf("corked request: %v, %v", answered, err)
+	}
+	pb := startGet(t, c, memdx.OpGet, "b", n, 2, &v)
+	rb := clonePacket(peer.read())
+	if rb.Opaque != pb.Opaque || string(rb.Key) != "b" {
+		t.Fatalf("server read %s %q: the withdrawn request reached it", rb.OpCode, rb.Key)
+	}
+	waitFor(t, "b written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[pb.Opaque].state == reqWritten })
+	answered, err = pb.Cancel(context.Canceled)
+	if re := requestError(t, err); answered || !re.Written {
+		t.Fatalf("sent request: %v, %v", answered, err)
+	}
+	pq := startGet(t, c, memdx.OpGetQ, "q", n, 3, &v)
+	peer.read()
+	waitFor(t, "q written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[pq.Opaque].state == reqWritten })
+	if _, err := pq.Cancel(context.Canceled); err == nil {
+		t.Fatal("cancelled quiet get: no error")
+	}
+	if s := c.Stats(); s.Abandoned != 2 {
+		t.Fatalf("%d tombstones, want 2", s.Abandoned)
+	}
+	peer.write(ok(rb, "late"))
+	res := make(chan result, 1)
+	go func() { res <- doGet(context.Background(), c, "c") }()
+	rc := peer.read()
+	peer.write(ok(rc, "C"))
+	if r := recv(t, res); r.err != nil || r.value != "C" {
+		t.Fatalf("Get after the cancels: %+v", r)
+	}
+	noop := memdx.Request{OpCode: memdx.OpNoop}
+	done := make(chan error, 1)
+	go func() { done <- c.Do(context.Background(), &noop, nil) }()
+	peer.write(ok(peer.read(), ""))
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Stats(); s.Abandoned != 0 || s.LateResponses != 1 {
+		t.Fatalf("after the NOOP: %d tombstones, %d late answers; want 0, 1", s.Abandoned, s.LateResponses)
+	}
+	select {
+	case tag := <-n:
+		t.Fatalf("Notifier told of request %d, which its caller cancelled", tag)
+	default:
+	}
+}
+
+// Start refuses multi-packet opcodes, and a deadline already passed
+// (not written).
+func TestStartRefusesWhatItCannotTrack(t *testing.T) {
+	c, _ := dialPipe(t, Options{}, nil)
+	req := memdx.Request{OpCode: memdx.OpStat}
+	if _, err := c.Start(time.Time{}, &req, nil, nil, 0); !errors.Is(err, memdx.ErrInvalidRequest) {
+		t.Fatalf("STAT: %v", err)
+	}
+	get := memdx.NewGet([]byte("k"))
+	_, err := c.Start(time.Now().Add(-time.Second), &get, nil, nil, 0)
+	if re := requestError(t, err); re.Written || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past deadline: %v", err)
+	}
+}
