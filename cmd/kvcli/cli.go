@@ -107,7 +107,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		{"get", "KEY", "print a document's value (metadata on stderr)", cmdGet},
+		{"get", "KEY...", "print a document's value (metadata on stderr); several keys in one batch", cmdGet},
 		{"set", "KEY VALUE", "write a document, creating or replacing it (upsert)", cmdStore("set")},
 		{"add", "KEY VALUE", "create a document; exit 4 if it exists (insert)", cmdStore("add")},
 		{"replace", "KEY VALUE", "replace an existing document; exit 3 if missing", cmdStore("replace")},
@@ -303,7 +303,11 @@ func cmdHelp(_ context.Context, inv *invocation, args []string) int {
 
 // commandHelp has the long help of commands, printed by kvcli CMD -h.
 var commandHelp = map[string]string{
-	"get":     "Prints the value on stdout exactly as stored (a newline is added only on a terminal)\nand `KEY cas=0x... flags=0x... datatype=... size=N` on stderr.",
+	"get": "Prints the value on stdout exactly as stored (a newline is added only on a terminal)\nand `KEY cas=0x... flags=0x... datatype=... size=N` on stderr.\n" +
+		"With several keys they are read in one batch (GetMany): each key found is one line\n" +
+		"KEY<TAB>VALUE (quoted when not one line of UTF-8; with --json one object per key), each\n" +
+		"failure is reported on stderr; exit 0 when every key was read, 3 when the only failures\n" +
+		"are missing documents, else the first other failure's code.",
 	"set":     "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
 	"add":     "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
 	"replace": "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",

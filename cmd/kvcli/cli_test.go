@@ -27,8 +27,9 @@ func TestUsage(t *testing.T) {
 	}{
 		{nil, "usage: kvcli"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"get"}, "get takes KEY, got 0 argument(s)"},
-		{[]string{"get", "a", "b"}, "get takes KEY, got 2 argument(s)"},
+		{[]string{"get"}, "get takes KEY..., got 0 argument(s)"},
+		{[]string{"get", "a", "b", "--touch", "1m"}, "--touch takes one KEY, got 2"},
+		{[]string{"get", "a", strings.Repeat("k", 251)}, "key of 251 bytes: a key has 1 to 250 bytes"},
 		{[]string{"set", "a"}, "set takes KEY VALUE"},
 		{[]string{"unlock", "a"}, "unlock takes KEY CAS"},
 		{[]string{"ping", "extra"}, "ping takes no arguments"},

@@ -42,6 +42,10 @@
 //
 //	get KEY                read a document: value on stdout, metadata on stderr
 //	    --touch D          also set its expiry (get-and-touch)
+//	get KEY KEY...         read several in one batch: a line KEY<TAB>VALUE per key
+//	                       found (the value quoted when not one line of UTF-8), or
+//	                       one --json object per key; failures on stderr; exit 3
+//	                       when the only failures are missing documents
 //	set KEY VALUE          write a document, creating or replacing it (upsert)
 //	add KEY VALUE          create a document; exit 4 if it exists (insert)
 //	replace KEY VALUE      replace an existing document; exit 3 if missing
@@ -93,6 +97,7 @@
 //	kvcli set blob @photo.jpg
 //	curl -s https://example.com/x.json | kvcli set x -
 //	kvcli get user:1 > user1.json
+//	kvcli get user:1 user:2 user:3 --json
 //	kvcli --collection app.users get u:1
 //	kvcli replace user:1 '{"name":"Ada L."}' --cas 0x18ea407c62300000
 //	kvcli incr visits --initial 1

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/client"
 )
@@ -55,11 +56,22 @@ func (inv *invocation) getResult(op, key string, r client.GetResult) *jsonResult
 
 func cmdGet(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("get")
-	touch := fs.Duration("touch", 0, "also set the document's expiry to this (get-and-touch)")
-	return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
+	touch := fs.Duration("touch", 0, "also set the document's expiry to this (get-and-touch; one KEY only)")
+	return inv.withSession(ctx, fs, args, 1, -1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
 		if *touch < 0 {
 			return nil, fmt.Errorf("--touch %v: want a positive duration", *touch)
+		}
+		if len(pos) > 1 {
+			if *touch > 0 {
+				return nil, fmt.Errorf("--touch takes one KEY, got %d", len(pos))
+			}
+			for _, k := range pos[1:] {
+				if k == "" || len(k) > client.MaxKeyLength {
+					return nil, fmt.Errorf("key of %d bytes: a key has 1 to %d bytes", len(k), client.MaxKeyLength)
+				}
+			}
+			return func(s *session) int { return inv.getMany(ctx, s, pos) }, nil
 		}
 		return func(s *session) int {
 			var r client.GetResult
@@ -81,6 +93,42 @@ func cmdGet(ctx context.Context, inv *invocation, args []string) int {
 			return exitOK
 		}, nil
 	})
+}
+
+// getMany reads several keys in one GetMany. Each key found is one line
+// on stdout, KEY<TAB>VALUE (the value quoted, as scan quotes it, when it
+// is not one line of UTF-8), or one JSON object per key with --json; each
+// failure is reported as get reports it. The exit code is 0 when every
+// key was read, exitNotFound when the only failures are missing
+// documents, and otherwise the code of the first other failure.
+func (inv *invocation) getMany(ctx context.Context, s *session, keys []string) int {
+	res := s.col.GetMany(ctx, keys, &client.GetManyOptions{Timeout: inv.opTimeout})
+	code := exitOK
+	for _, r := range res {
+		if r.Err != nil {
+			c := inv.fail(r.Key, "get", r.Err)
+			if code == exitOK || (code == exitNotFound && c != exitNotFound) {
+				code = c
+			}
+			continue
+		}
+		if inv.g.json {
+			inv.printJSON(inv.getResult("get", r.Key, r.GetResult))
+			continue
+		}
+		fmt.Fprintf(inv.env.stdout, "%s\t%s\n", lineField(r.Key), lineField(string(r.Value)))
+	}
+	return code
+}
+
+// lineField is s as one field of a tab-separated line: as it is, or
+// quoted (strconv.Quote) when it is not valid UTF-8, holds a tab or a line
+// break, or starts with a quote.
+func lineField(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsAny(s, "\t\n\r") || strings.HasPrefix(s, `"`) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // parseCas reads a CAS in hex (0x...) or decimal.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -386,4 +389,68 @@ func TestVerboseTrace(t *testing.T) {
 	assert.Regexp(t, `Upsert "k" attempt 2 \(retry: KV_LOCKED\) -> \S+ vb \d+ by current map \(rev \d+\): LOCKED`, r.stderr)
 	assert.Contains(t, r.stderr, "kvcli: detail: ", "-v adds the full error")
 
+}
+
+// get with several keys reads them in one batch: one line per key found,
+// each failure on stderr, and the exit code of get: 0 when every key was
+// read, 3 when only documents were missing, else the other failure's.
+func TestGetSeveralKeys(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	for _, kv := range [][2]string{{"a", "1"}, {"b", "two\tparts"}, {"c", `{"x":1}`}} {
+		require.Equal(t, exitOK, runKV(t, env, "", "set", kv[0], kv[1]).code)
+	}
+
+	r := runKV(t, env, "", "get", "a", "b", "c", "a")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "a\t1\nb\t\"two\\tparts\"\nc\t{\"x\":1}\na\t1\n", r.stdout)
+
+	r = runKV(t, env, "", "get", "a", "missing", "c")
+	assert.Equal(t, exitNotFound, r.code, r)
+	assert.Equal(t, "a\t1\nc\t{\"x\":1}\n", r.stdout)
+	assert.Equal(t, "kvcli: document \"missing\" not found\n", r.stderr)
+
+	r = runKV(t, env, "", "get", "--json", "missing", "a")
+	assert.Equal(t, exitNotFound, r.code, r)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Len(t, lines, 2, r.stdout)
+	assert.JSONEq(t, `{"op":"get","key":"missing","ok":false,"retries":0,
+		"error":{"kind":"not_found","message":"document \"missing\" not found","exit":3,"status":"KEY_ENOENT"}}`, lines[0])
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &got))
+	assert.Equal(t, "a", got["key"])
+	assert.Equal(t, "1", got["value"])
+	assert.Equal(t, true, got["ok"])
+
+	// A refusal other than a miss decides the exit code.
+	h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "c"},
+		Action: mockcluster.Action{Status: memdx.StatusNoAccess}})
+	t.Cleanup(h.Remove)
+	r = runKV(t, env, "", "get", "missing", "c", "a")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Equal(t, "a\t1\n", r.stdout)
+	assert.Contains(t, r.stderr, `"missing" not found`)
+	h.Remove()
+
+	// Interrupted while the server holds the answers: every key ends, 130.
+	held := make(chan struct{})
+	var once sync.Once
+	hold := mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "c"}, 0,
+		func(*mockcluster.Request) (mockcluster.Action, bool) {
+			once.Do(func() { close(held) })
+			return mockcluster.Action{Delay: time.Hour}, true
+		})
+	t.Cleanup(hold.Remove)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-held; cancel() }()
+	r = runKVCtx(ctx, env, "", "get", "a", "c", "-t", "1m")
+	assert.Equal(t, exitInterrupted, r.code, r)
+	assert.Contains(t, r.stderr, "kvcli: interrupted")
+	hold.Remove()
+
+	r = runKV(t, env, "", "get", "a", "", "c")
+	assert.Equal(t, exitUsage, r.code, r)
+	r = runKV(t, env, "", "get", "a", "c", "--touch", "1m")
+	assert.Equal(t, exitUsage, r.code, r)
+	assert.Contains(t, r.stderr, "--touch takes one KEY")
 }
