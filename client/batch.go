@@ -248,8 +248,13 @@ func (b *batch) release() {
 	}
 	clear(b.keys)
 	clear(b.fences)
-	*b = batch{keys: b.keys[:0], ready: b.ready[:0], sending: b.sending[:0], waiting: b.waiting[:0],
-		fences: b.fences[:0], groups: b.groups[:0], ended: b.ended[:0], spare: b.spare[:0], kick: b.kick}
+	clear(b.groups)
+	// Field by field: a late Wake may read kick meanwhile.
+	b.c, b.ctx, b.now, b.quietGets, b.left, b.done, b.obs = nil, nil, time.Time{}, false, 0, nil, nil
+	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]
+	b.timer, b.timerAt, b.watch = nil, time.Time{}, nil
+	b.fences, b.groups = b.fences[:0], b.groups[:0]
+	b.ended, b.spare = b.ended[:0], b.spare[:0]
 	batchPool.Put(b)
 }
 
@@ -264,11 +269,17 @@ func (b *batch) add(i int, o *op, err error) {
 	k.state = bkReady
 }
 
-// RequestEnded implements conn.Notifier.
+// RequestEnded implements conn.Notifier: it records the tag.
 func (b *batch) RequestEnded(tag uint64) {
 	b.mu.Lock()
 	b.ended = append(b.ended, tag)
 	b.mu.Unlock()
+}
+
+// Wake implements conn.Notifier: it wakes the batch's goroutine (a wake
+// left for a batch that has ended makes its next user look once at an
+// empty list).
+func (b *batch) Wake() {
 	select {
 	case b.kick <- struct{}{}:
 	default:
@@ -364,6 +375,7 @@ func (b *batch) round() {
 			b.groups = append(b.groups, sendGroup{cn: pl.cn})
 		}
 	}
+	now := b.c.clock.Now() // conn.Start reads no clock: the deadlines are checked here
 	for gi := range b.groups {
 		g := &b.groups[gi]
 		quiet := b.quietGets && g.cn.Memcached()
@@ -371,6 +383,10 @@ func (b *batch) round() {
 		for _, i := range ready {
 			k := &b.keys[i]
 			if k.state != bkInFlight || k.pl.cn != g.cn || k.pend != (conn.Pending{}) {
+				continue
+			}
+			if !now.Before(k.o.st.Deadline()) {
+				b.judge(int(i), false, &conn.RequestError{Op: k.o.req.OpCode, Addr: g.cn.Addr(), Err: context.DeadlineExceeded})
 				continue
 			}
 			b.start(int(i), quiet)

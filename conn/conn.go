@@ -88,6 +88,9 @@ type Conn struct {
 	// corks counts the callers queueing a batch (Dial's bootstrap, Cork):
 	// while it is not 0, queueing does not wake the writer.
 	corks int
+	// rwake and mwake are the reader's and the monitor's Notifiers to
+	// wake (wakeList).
+	rwake, mwake wakeList
 	// qHead..qTail lists the quiet calls (Start with a quiet opcode) in
 	// stream order, until answered or settled by a NOOP's answer.
 	qHead, qTail *call
@@ -617,6 +620,7 @@ func (c *Conn) readLoop() {
 			default:
 			}
 		}
+		c.rwake.flush() // before waiting for more bytes
 		var n int
 		n, rerr = c.nc.Read(buf[w:])
 		w += n
@@ -667,7 +671,7 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	if kind != 0 {
 		if kind == strayLate && cl.final(p) {
 			if p.OpCode == memdx.OpNoop && c.qHead != nil {
-				c.settleQuiet(cl) // a NOOP settles what precedes it, abandoned or not
+				c.settleQuiet(cl, &c.rwake) // a NOOP settles what precedes it, abandoned or not
 			}
 			c.drop(cl) // the tombstone has its answer
 		}
@@ -677,7 +681,7 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	}
 	if cl.final(p) {
 		if p.OpCode == memdx.OpNoop && c.qHead != nil {
-			c.settleQuiet(cl)
+			c.settleQuiet(cl, &c.rwake)
 		}
 		c.end(cl)
 		cl.answered = true
@@ -686,7 +690,7 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 		if cl.err != nil {
 			err = cl.err
 		}
-		cl.finish(err)
+		cl.finish(err, &c.rwake)
 		return
 	}
 	// A non-final packet of a multi answer: its caller may cancel while
@@ -819,8 +823,9 @@ func (c *Conn) teardown() {
 		written := cl.state == reqWritten
 		c.end(cl)
 		cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr,
-			Written: written, Err: cause, connEnded: true})
+			Written: written, Err: cause, connEnded: true}, &c.rwake)
 	}
+	c.rwake.flush()
 	c.pending = nil
 	c.mu.Unlock()
 	if live && c.opts.OnClose != nil {

@@ -127,8 +127,9 @@ func (c *Conn) sweep() {
 	}
 	now := c.clock.Now()
 	for c.dlHead != nil && !c.dlHead.deadline.After(now) {
-		c.expire(c.dlHead, now)
+		c.expire(c.dlHead, now, &c.mwake)
 	}
+	c.mwake.flush()
 	if c.dlHead != nil {
 		c.armSweeper(c.dlHead.deadline)
 	}

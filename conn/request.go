@@ -138,11 +138,36 @@ func putCall(cl *call) {
 // finish delivers cl's outcome: to its Notifier, then on done. In that
 // order, a caller that has taken the outcomes of all its requests knows
 // that no Notifier call for them is still to come.
-func (cl *call) finish(err error) {
+func (cl *call) finish(err error, w *wakeList) {
 	if cl.notify != nil {
 		cl.notify.RequestEnded(cl.tag)
+		w.note(cl.notify)
 	}
 	cl.done <- err
+}
+
+// wakeList holds the Notifiers told of ended requests and not yet woken:
+// each goroutine that ends requests (the reader, the monitor, the
+// teardown) has its own, and wakes them when it has no more outcomes in
+// hand.
+type wakeList []Notifier
+
+// note adds n, unless it is the last one added (the usual case: one batch
+// per burst of answers).
+func (w *wakeList) note(n Notifier) {
+	if l := len(*w); l > 0 && (*w)[l-1] == n {
+		return
+	}
+	*w = append(*w, n)
+}
+
+// flush wakes the Notifiers noted and empties the list.
+func (w *wakeList) flush() {
+	for i, n := range *w {
+		n.Wake()
+		(*w)[i] = nil
+	}
+	*w = (*w)[:0]
 }
 
 // enqueue registers cl, just encoded at the end of wbuf: queued.
@@ -310,7 +335,7 @@ func (c *Conn) leave(cl *call) {
 
 // expire ends a call whose deadline has passed (the monitor): a queued one
 // is withdrawn, a sent one abandoned. The outcome goes on done.
-func (c *Conn) expire(cl *call, now time.Time) {
+func (c *Conn) expire(cl *call, now time.Time, w *wakeList) {
 	written := cl.state != reqQueued
 	if written {
 		c.abandon(cl, now)
@@ -318,7 +343,7 @@ func (c *Conn) expire(cl *call, now time.Time) {
 	} else {
 		c.withdraw(cl)
 	}
-	cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: context.DeadlineExceeded})
+	cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: context.DeadlineExceeded}, w)
 }
 
 // settleQuiet ends the quiet calls sent before noop, which is being
@@ -327,14 +352,14 @@ func (c *Conn) expire(cl *call, now time.Time) {
 // execution), so those still unanswered will never be: their success
 // (or miss, for a quiet get) was not sent. Each ends with no error and
 // answered false; a tombstone among them is dropped.
-func (c *Conn) settleQuiet(noop *call) {
+func (c *Conn) settleQuiet(noop *call, w *wakeList) {
 	for q := c.qHead; q != nil && q.end <= noop.start; q = c.qHead {
 		if q.state == reqAbandoned {
 			c.drop(q)
 			continue
 		}
 		c.end(q)
-		q.finish(nil)
+		q.finish(nil, w)
 	}
 }
 

@@ -1,24 +1,30 @@
 package conn
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
 )
 
-// Notifier is told when a request started with Start has ended: its
-// outcome is ready for Pending.Result. RequestEnded runs on whichever
-// goroutine ended the request (the reader, the deadline monitor, the
-// teardown of a dying connection), possibly with the connection's lock
-// held: it must not block and must not call the connection. It is called
-// once per request, and not at all for a request whose caller ended it
-// with Pending.Cancel. It is called before the outcome is ready: Result
-// may wait for it a moment. Once a caller has taken the outcome of each of
-// its requests, no call of RequestEnded for them is still to come.
+// Notifier is told when requests started with Start have ended, so that
+// one goroutine can drive many requests. RequestEnded(tag) says that the
+// request started with tag has ended: its outcome is ready for
+// Pending.Result, or is about to be (Result may wait for it a moment).
+// Wake follows one or more RequestEnded calls, once the connection has no
+// more outcomes in hand (the reader before it waits for more bytes, the
+// deadline monitor after a sweep, the teardown of a dying connection): it
+// is where the caller is woken, so that a burst of answers wakes it once.
+//
+// Both run on the connection's goroutines, possibly with its lock held:
+// they must not block and must not call the connection. RequestEnded is
+// called once per request, and not at all for a request whose caller ended
+// it with Pending.Cancel; once a caller has taken the outcome of each of
+// its requests, no RequestEnded for them is still to come. A Wake may come
+// after that: it must then do no harm.
 type Notifier interface {
 	RequestEnded(tag uint64)
+	Wake()
 }
 
 // Pending is a request started with Start. Its caller collects its outcome
@@ -36,7 +42,10 @@ type Pending struct {
 // requests from one goroutine (a batch): the outcomes are those of
 // DoDeadline, handle is called as for Do (on the reader, the packet valid
 // only during the call), and deadline (zero: none) bounds the request in
-// the same way.
+// the same way, except that Start does not read the clock: a request whose
+// deadline has already passed is expired by the monitor at once, perhaps
+// after it was written. The caller checks the deadline first (once for a
+// batch that shares one).
 //
 // Quiet opcodes are accepted: the server answers a quiet request only when
 // it does not succeed (GETQ, GETKQ: only when the key is found). The
@@ -58,9 +67,6 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 	if quiet && c.features.Has(memdx.FeatureUnorderedExecution) {
 		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
 			Err: fmt.Errorf("quiet opcode %s on a connection with unordered execution: a NOOP does not settle it: %w", req.OpCode, memdx.ErrInvalidRequest)}
-	}
-	if !deadline.IsZero() && !c.clock.Now().Before(deadline) {
-		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 	}
 	cl := getCall()
 	cl.handle = handle

@@ -13,6 +13,7 @@ import (
 type tagNotifier chan uint64
 
 func (n tagNotifier) RequestEnded(tag uint64) { n <- tag }
+func (n tagNotifier) Wake()                   {}
 
 func startGet(t *testing.T, c *Conn, op memdx.OpCode, key string, n Notifier, tag uint64, into *string) Pending {
 	t.Helper()
@@ -154,17 +155,24 @@ func TestStartCancelWithdrawsOrAbandonsAndKeepsTheConnection(t *testing.T) {
 	}
 }
 
-// Start refuses multi-packet opcodes, and a deadline already passed
-// (not written).
-func TestStartRefusesWhatItCannotTrack(t *testing.T) {
+// Start refuses multi-packet opcodes; it reads no clock, so a request
+// whose deadline has passed is ended by the monitor (DeadlineExceeded).
+func TestStartRefusesMultiPacketOpcodesAndExpiresPassedDeadlines(t *testing.T) {
 	c, _ := dialPipe(t, Options{}, nil)
 	req := memdx.Request{OpCode: memdx.OpStat}
 	if _, err := c.Start(time.Time{}, &req, nil, nil, 0); !errors.Is(err, memdx.ErrInvalidRequest) {
 		t.Fatalf("STAT: %v", err)
 	}
+	n := make(tagNotifier, 1)
 	get := memdx.NewGet([]byte("k"))
-	_, err := c.Start(time.Now().Add(-time.Second), &get, nil, nil, 0)
-	if re := requestError(t, err); re.Written || !errors.Is(err, context.DeadlineExceeded) {
+	p, err := c.Start(time.Now().Add(-time.Second), &get, nil, n, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag := recv(t, (<-chan uint64)(n)); tag != 7 {
+		t.Fatalf("tag %d", tag)
+	}
+	if _, err := p.Result(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("past deadline: %v", err)
 	}
 }
