@@ -162,10 +162,12 @@ type batch struct {
 	// quietGets: gets on a memcached connection go as GETQ, settled by a
 	// NOOP after each connection's group.
 	quietGets bool
-	keys      []bkey
-	left      int // keys and fences not ended
-	done      func(i int, o *op, err error)
-	obs       Observer
+	// canceled: the context ended; no key is sent or waits any more.
+	canceled bool
+	keys     []bkey
+	left     int // keys and fences not ended
+	done     func(i int, o *op, err error)
+	obs      Observer
 
 	ready   []int32 // keys to place and send in the next round
 	sending []int32 // the round's keys (round swaps it with ready)
@@ -250,7 +252,7 @@ func (b *batch) release() {
 	clear(b.fences)
 	clear(b.groups)
 	// Field by field: a late Wake may read kick meanwhile.
-	b.c, b.ctx, b.now, b.quietGets, b.left, b.done, b.obs = nil, nil, time.Time{}, false, 0, nil, nil
+	b.c, b.ctx, b.now, b.quietGets, b.canceled, b.left, b.done, b.obs = nil, nil, time.Time{}, false, false, 0, nil, nil
 	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]
 	b.timer, b.timerAt, b.watch = nil, time.Time{}, nil
 	b.fences, b.groups = b.fences[:0], b.groups[:0]
@@ -347,6 +349,10 @@ func (b *batch) finish(i int, err error) {
 
 // round places the ready keys and starts them, one group per connection.
 func (b *batch) round() {
+	if b.canceled {
+		b.endReady()
+		return
+	}
 	ready := b.ready
 	b.ready, b.sending = b.sending[:0], ready // keys may become ready again below
 	b.groups = b.groups[:0]
@@ -442,8 +448,9 @@ func (b *batch) fence(cn *conn.Conn, ready []int32) {
 	}
 	for _, i := range ready {
 		if k := &b.keys[i]; k.state == bkInFlight && k.pl.cn == cn && k.o.req.OpCode.IsQuiet() {
-			answered, cerr := k.pend.Cancel(err)
-			b.judge(int(i), answered, cerr)
+			if cerr, ended := k.pend.Cancel(err); !ended {
+				b.judge(int(i), true, cerr)
+			}
 		}
 	}
 }
@@ -520,6 +527,10 @@ func (b *batch) wait(i int, nx next) {
 	d := k.plan.Delay()
 	if d <= 0 {
 		b.resume(i, false, nil)
+		return
+	}
+	if b.canceled {
+		b.resume(i, false, b.ctx.Err())
 		return
 	}
 	k.state = bkWaiting
@@ -603,38 +614,44 @@ func (b *batch) wakeAll() {
 // ambiguous), a wait ends, a key about to be sent is not.
 func (b *batch) cancelAll() {
 	cause := b.ctx.Err()
+	b.canceled = true
 	for f := range b.fences {
 		if b.fences[f] != (conn.Pending{}) {
-			_, _ = b.fences[f].Cancel(cause)
-			b.fences[f] = conn.Pending{}
-			b.left--
+			if _, ended := b.fences[f].Cancel(cause); !ended {
+				b.fences[f] = conn.Pending{}
+				b.left--
+			}
 		}
 	}
 	for i := range b.keys {
 		k := &b.keys[i]
 		switch k.state {
 		case bkInFlight:
-			answered, err := k.pend.Cancel(cause)
-			b.judge(i, answered, err)
+			// One that has ended already is collected as usual: its
+			// outcome stands.
+			if err, ended := k.pend.Cancel(cause); !ended {
+				b.judge(i, true, err)
+			}
 		case bkWaiting:
 			b.resume(i, false, cause)
 		}
 	}
-	// What a judge above made ready, and the keys about to be sent, end
-	// as a send under a cancelled context does: not written.
-	for _, i := range b.ready {
-		k := &b.keys[i]
-		if k.state == bkReady {
-			b.judge(int(i), false, &conn.RequestError{Op: k.o.req.OpCode, Err: cause})
+	b.endReady()
+}
+
+// endReady ends the keys about to be sent once the batch's context has
+// ended, as a send under that context ends: not written.
+func (b *batch) endReady() {
+	cause := b.ctx.Err()
+	for len(b.ready) > 0 {
+		ready := b.ready
+		b.ready, b.sending = b.sending[:0], ready
+		for _, i := range ready {
+			if k := &b.keys[i]; k.state == bkReady {
+				b.judge(int(i), true, &conn.RequestError{Op: k.o.req.OpCode, Err: cause})
+			}
 		}
 	}
-	b.ready = b.ready[:0]
-	for i := range b.keys {
-		if k := &b.keys[i]; k.state == bkWaiting {
-			b.resume(i, false, cause)
-		}
-	}
-	b.ready = b.ready[:0]
 }
 
 func closed(ch <-chan struct{}) bool {

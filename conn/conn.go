@@ -368,14 +368,7 @@ func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) erro
 // deadline): a queued call is withdrawn (not written), a sent one
 // abandoned (written: the outcome is unknown). If the call has already
 // ended, its outcome is on done and is returned instead.
-func (c *Conn) cancel(cause error, cl *call) error {
-	_, err := c.cancelCall(cause, cl)
-	return err
-}
-
-// cancelCall is cancel, which also reports whether the call's outcome is
-// an answer (it had ended on one before the cancel).
-func (c *Conn) cancelCall(cause error, cl *call) (answered bool, err error) {
+func (c *Conn) cancel(cause error, cl *call) (err error) {
 	c.mu.Lock()
 	switch cl.state {
 	case reqEnded, reqAbandoned:
@@ -383,9 +376,8 @@ func (c *Conn) cancelCall(cause error, cl *call) (answered bool, err error) {
 		// outcome is on done (or about to be, after handle).
 		c.mu.Unlock()
 		err := <-cl.done
-		answered = cl.answered
 		c.leave(cl)
-		return answered, err
+		return err
 	case reqQueued:
 		if c.err != nil {
 			c.end(cl) // the connection is ending: its buffers are gone
@@ -395,7 +387,7 @@ func (c *Conn) cancelCall(cause error, cl *call) (answered bool, err error) {
 		err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Err: cause}
 		c.mu.Unlock()
 		putCall(cl)
-		return false, err
+		return err
 	}
 	// Sent: the server may answer. Keep the opaque as a tombstone until it
 	// does, and drop that answer.
@@ -411,7 +403,7 @@ func (c *Conn) cancelCall(cause error, cl *call) (answered bool, err error) {
 	cl.callerGone = true
 	c.release(cl)
 	c.mu.Unlock()
-	return false, err
+	return err
 }
 
 // fail ends the connection with err (the first error wins). It does not

@@ -96,9 +96,11 @@ type call struct {
 	busy, waiter bool
 	err          error // first error handle returned (multi)
 	// notify, when set (Start), is told tag when the call ends by any
-	// means other than its caller's Cancel.
-	notify Notifier
-	tag    uint64
+	// means other than its caller's Cancel; the outcome is then in
+	// outcome rather than on done.
+	notify  Notifier
+	tag     uint64
+	outcome error
 	// quiet: a quiet opcode (Start), on the quiet list (qPrev/qNext)
 	// until answered or settled; answered: a response ended it.
 	quiet, answered bool
@@ -135,13 +137,18 @@ func putCall(cl *call) {
 	callPool.Put(cl)
 }
 
-// finish delivers cl's outcome: to its Notifier, then on done. In that
-// order, a caller that has taken the outcomes of all its requests knows
-// that no Notifier call for them is still to come.
+// finish delivers cl's outcome: on done, or, for a call started with a
+// Notifier, into the call and then to the Notifier (RequestEnded first,
+// Wake later, from w). A caller that has taken the outcomes of all its
+// requests knows that no RequestEnded for them is still to come.
 func (cl *call) finish(err error, w *wakeList) {
-	if cl.notify != nil {
-		cl.notify.RequestEnded(cl.tag)
-		w.note(cl.notify)
+	if n := cl.notify; n != nil {
+		// Started: the outcome is kept in the call; the Notifier's own
+		// synchronisation hands it over (Pending.Result), no channel.
+		cl.outcome = err
+		n.RequestEnded(cl.tag)
+		w.note(n)
+		return
 	}
 	cl.done <- err
 }

@@ -88,15 +88,16 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 	return Pending{c: c, cl: cl, Opaque: opaque}, nil
 }
 
-// Result takes the outcome of a request whose Notifier was told it ended.
-// err is what DoDeadline would have returned (handle's error, or a
-// *RequestError); answered is false when a response never came: the
-// request failed (err says how), or it was a quiet request settled by a
-// NOOP's answer (err nil). The Pending must not be used afterwards.
+// Result takes the outcome of a request whose Notifier was told it ended
+// (RequestEnded, with tag; the caller must have seen that call, through
+// its own synchronisation, before calling Result). err is what DoDeadline
+// would have returned (handle's error, or a *RequestError); answered is
+// false when a response never came: the request failed (err says how), or
+// it was a quiet request settled by a NOOP's answer (err nil). The Pending
+// must not be used afterwards.
 func (p Pending) Result() (answered bool, err error) {
 	cl := p.cl
-	err = <-cl.done
-	answered = cl.answered
+	err, answered = cl.outcome, cl.answered
 	p.c.leave(cl)
 	return answered, err
 }
@@ -104,12 +105,35 @@ func (p Pending) Result() (answered bool, err error) {
 // Cancel is the caller giving up on the request with cause (ctx.Err(),
 // say): one still queued is withdrawn (a *RequestError, not written), one
 // sent is abandoned (Written: its outcome is unknown; its late answer is
-// dropped), and one that has already ended gives its outcome as Result
-// would. The connection stays usable. The Notifier is not told of a
-// request withdrawn or abandoned here (it may already have been told of
-// one that ended first). The Pending must not be used afterwards.
-func (p Pending) Cancel(cause error) (answered bool, err error) {
-	return p.c.cancelCall(cause, p.cl)
+// dropped). The connection stays usable. ended reports that the request
+// had already ended: its Notifier has been or will be told, and its
+// outcome is then taken with Result as usual. Otherwise the Notifier is
+// not told, and the Pending must not be used afterwards.
+func (p Pending) Cancel(cause error) (err error, ended bool) {
+	c, cl := p.c, p.cl
+	c.mu.Lock()
+	switch cl.state {
+	case reqEnded, reqAbandoned:
+		// Answered, expired or failed by the connection first.
+		c.mu.Unlock()
+		return nil, true
+	case reqQueued:
+		if c.err != nil {
+			c.end(cl) // the connection is ending: its buffers are gone
+		} else {
+			c.withdraw(cl)
+		}
+		err = &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Err: cause}
+		c.mu.Unlock()
+		putCall(cl)
+		return err, false
+	}
+	c.abandon(cl, c.clock.Now())
+	err = &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true, Err: cause}
+	cl.callerGone = true
+	c.release(cl)
+	c.mu.Unlock()
+	return err, false
 }
 
 // Cork holds back the writer: requests Start queues from now on wait in

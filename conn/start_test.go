@@ -106,10 +106,10 @@ func TestStartCancelWithdrawsOrAbandonsAndKeepsTheConnection(t *testing.T) {
 	var v string
 	c.Cork()
 	pa := startGet(t, c, memdx.OpGet, "a", n, 1, &v)
-	answered, err := pa.Cancel(context.Canceled)
+	err, ended := pa.Cancel(context.Canceled)
 	c.Uncork()
-	if re := requestError(t, err); answered || re.Written || !errors.Is(err, context.Canceled) {
-		t.Fatalf("corked request: %v, %v", answered, err)
+	if re := requestError(t, err); ended || re.Written || !errors.Is(err, context.Canceled) {
+		t.Fatalf("corked request: %v, %v", ended, err)
 	}
 	pb := startGet(t, c, memdx.OpGet, "b", n, 2, &v)
 	rb := clonePacket(peer.read())
@@ -117,18 +117,29 @@ func TestStartCancelWithdrawsOrAbandonsAndKeepsTheConnection(t *testing.T) {
 		t.Fatalf("server read %s %q: the withdrawn request reached it", rb.OpCode, rb.Key)
 	}
 	waitFor(t, "b written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[pb.Opaque].state == reqWritten })
-	answered, err = pb.Cancel(context.Canceled)
-	if re := requestError(t, err); answered || !re.Written {
-		t.Fatalf("sent request: %v, %v", answered, err)
+	err, ended = pb.Cancel(context.Canceled)
+	if re := requestError(t, err); ended || !re.Written {
+		t.Fatalf("sent request: %v, %v", ended, err)
 	}
 	pq := startGet(t, c, memdx.OpGetQ, "q", n, 3, &v)
 	peer.read()
 	waitFor(t, "q written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[pq.Opaque].state == reqWritten })
-	if _, err := pq.Cancel(context.Canceled); err == nil {
+	if err, _ := pq.Cancel(context.Canceled); err == nil {
 		t.Fatal("cancelled quiet get: no error")
 	}
 	if s := c.Stats(); s.Abandoned != 2 {
 		t.Fatalf("%d tombstones, want 2", s.Abandoned)
+	}
+	pe := startGet(t, c, memdx.OpGet, "e", n, 5, &v)
+	peer.write(ok(peer.read(), "E"))
+	if tag := recv(t, (<-chan uint64)(n)); tag != 5 {
+		t.Fatalf("tag %d", tag)
+	}
+	if err, ended := pe.Cancel(context.Canceled); !ended || err != nil {
+		t.Fatalf("cancel after the answer: %v, %v; want ended", err, ended)
+	}
+	if answered, err := pe.Result(); !answered || err != nil || v != "E" {
+		t.Fatalf("answered before the cancel: %v, %v, %q", answered, err, v)
 	}
 	peer.write(ok(rb, "late"))
 	res := make(chan result, 1)
