@@ -75,6 +75,36 @@
 //     A wait after NOT_MY_VBUCKET or an unavailable node ends when a newer
 //     config is installed, and the operation is routed by it at once.
 //
+// # Batches
+//
+// GetMany, UpsertMany and RemoveMany take many keys in one call and
+// return one result per key, in the order given (a key given twice is
+// handled twice). Each key is an operation of its own, with exactly the
+// rules of the single operation: routing (NOT_MY_VBUCKET, the forward
+// map), retries, deadline (the batch's timeout is every key's), ambiguity
+// (a write in flight when its connection died or the context ended is
+// ambiguous, and never sent again) and errors (a *KeyValueError per key;
+// a key the client refuses fails alone with ErrInvalidArgument). One key's
+// failure or retry wait never fails or holds back another.
+//
+// The whole batch runs on the calling goroutine: no goroutine per key. Its
+// keys are routed and grouped per connection, and each group is queued
+// and written together (one write per node for up to 64 KiB); the
+// connections report which requests ended, and the calling goroutine
+// judges each as a single operation would and, for a retry, keeps its wait
+// in one timer heap on the client's clock. On memcached:// the gets are
+// quiet (GETQ) and a NOOP follows each group: a miss costs no response,
+// and the NOOP's answer says that every quiet get before it still
+// unanswered missed (ErrDocumentNotFound). On Couchbase they are ordinary
+// pipelined requests. Cancelling the context ends every key: one not sent
+// is not written, one in flight is abandoned (a written write is
+// ambiguous), and the connections carry on.
+//
+//	for _, r := range users.GetMany(ctx, []string{"u:1", "u:2", "u:3"}, nil) {
+//		if r.Err != nil { ... } // errors.Is(r.Err, client.ErrDocumentNotFound), ...
+//		use(r.Key, r.Value)
+//	}
+//
 // # Sub-documents
 //
 // LookupIn reads paths of a JSON document and its extended attributes
