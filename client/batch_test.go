@@ -388,3 +388,73 @@ func TestGetManyBadKeysFailAlone(t *testing.T) {
 	require.NoError(t, ures[0].Err)
 	require.ErrorIs(t, ures[1].Err, ErrInvalidArgument)
 }
+
+// memcached:// with two servers, one refusing connections: the keys of
+// the dead server fail at once with ErrNoNodeAvailable (not retried,
+// nothing sent), while the live server's keys are read as hits and misses
+// in the same batch.
+func TestGetManyMemcachedKeysOfADeadServerFailAlone(t *testing.T) {
+	live := memcachedtest.Start(t)
+	dead := closedAddr(t)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+live+","+dead, testOptions(nil))
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	keys := make([]string, 100)
+	onLive := map[string]bool{}
+	for i := range keys {
+		keys[i] = fmt.Sprintf("dead-%d-%03d", time.Now().UnixNano(), i)
+		if c.Route(keys[i]).Active == live {
+			onLive[keys[i]] = true
+			if i%2 == 0 {
+				_, err := col.Upsert(ctx, keys[i], []byte("v-"+keys[i]), nil)
+				require.NoError(t, err)
+			}
+		}
+	}
+	require.True(t, len(onLive) > 10 && len(onLive) < 90, "%d of 100 keys on the live server", len(onLive))
+	res := col.GetMany(ctx, keys, nil)
+	for i, r := range res {
+		switch {
+		case !onLive[r.Key]:
+			require.ErrorIs(t, r.Err, ErrNoNodeAvailable, r.Key)
+			var kv *KeyValueError
+			require.ErrorAs(t, r.Err, &kv)
+			assert.Equal(t, dead, kv.Node)
+			assert.Zero(t, kv.RetryAttempts)
+		case i%2 == 0:
+			require.NoError(t, r.Err, r.Key)
+			assert.Equal(t, "v-"+r.Key, string(r.Value))
+		default:
+			require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+		}
+	}
+}
+
+// The batch's timeout is every key's deadline: keys whose answers the
+// node holds past it time out (ErrTimeout, not cancelled), the others are
+// read.
+func TestGetManyKeysHeldPastTheDeadlineTimeOutAlone(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	keys := batchKeys(t, col, "late", 20, 20)
+	held := map[string]bool{keys[3]: true, keys[11]: true}
+	for k := range held {
+		h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: k},
+			Action: mockcluster.Action{Delay: time.Hour}})
+		t.Cleanup(h.Remove)
+	}
+	res := col.GetMany(context.Background(), keys, &GetManyOptions{Timeout: 2 * time.Second})
+	for _, r := range res {
+		if held[r.Key] {
+			require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
+			assert.NotErrorIs(t, r.Err, ErrRequestCanceled)
+			assert.NotErrorIs(t, r.Err, ErrAmbiguous, "a read is never ambiguous")
+			continue
+		}
+		require.NoError(t, r.Err, r.Key)
+		assert.Equal(t, "v-"+r.Key, string(r.Value))
+	}
+}
