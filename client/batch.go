@@ -180,8 +180,10 @@ type batch struct {
 
 	mu    sync.Mutex
 	ended []uint64 // tags of the requests that ended, from RequestEnded
-	spare []uint64
-	kick  chan struct{} // capacity 1: ended is not empty
+	// expect counts the started requests not yet told of (expectAdd).
+	expect int
+	spare  []uint64
+	kick   chan struct{} // capacity 1: ended is not empty
 }
 
 // bkey is one key's operation in a batch.
@@ -256,7 +258,7 @@ func (b *batch) release() {
 	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]
 	b.timer, b.timerAt, b.watch = nil, time.Time{}, nil
 	b.fences, b.groups = b.fences[:0], b.groups[:0]
-	b.ended, b.spare = b.ended[:0], b.spare[:0]
+	b.ended, b.spare, b.expect = b.ended[:0], b.spare[:0], 0
 	batchPool.Put(b)
 }
 
@@ -271,11 +273,38 @@ func (b *batch) add(i int, o *op, err error) {
 	k.state = bkReady
 }
 
-// RequestEnded implements conn.Notifier: it records the tag.
-func (b *batch) RequestEnded(tag uint64) {
+// RequestEnded implements conn.Notifier: it records the tag, and asks to
+// be woken for an outcome that needs judging at once (anything but an
+// answered success or a settled quiet get: a retry must not wait for the
+// other keys) or for the last request the batch expects. Successes wait
+// for the batch's goroutine to wake for another reason: they need nothing
+// before the batch returns. An answered key's status was set by its
+// handle, on this goroutine, just before.
+func (b *batch) RequestEnded(tag uint64, answered bool, err error) bool {
+	clean := err == nil
+	if clean && answered && tag&fenceTag == 0 {
+		clean = b.keys[tag>>32].o.status == memdx.StatusSuccess
+	}
 	b.mu.Lock()
 	b.ended = append(b.ended, tag)
+	b.expect--
+	wake := !clean || b.expect == 0
 	b.mu.Unlock()
+	return wake
+}
+
+// expectAdd changes the count of started requests whose end the batch has
+// not been told of; a request taken back (not started, cancelled) is
+// taken off, and when that leaves none expected with ends not collected,
+// the batch is woken for them.
+func (b *batch) expectAdd(d int) {
+	b.mu.Lock()
+	b.expect += d
+	kick := d < 0 && b.expect == 0 && len(b.ended) > 0
+	b.mu.Unlock()
+	if kick {
+		b.Wake()
+	}
 }
 
 // Wake implements conn.Notifier: it wakes the batch's goroutine (a wake
@@ -356,6 +385,7 @@ func (b *batch) round() {
 	ready := b.ready
 	b.ready, b.sending = b.sending[:0], ready // keys may become ready again below
 	b.groups = b.groups[:0]
+	placed := 0
 	for _, i := range ready {
 		k := &b.keys[i]
 		pl, nx := b.c.place(b.ctx, k.o, k.attempt)
@@ -370,6 +400,7 @@ func (b *batch) round() {
 		}
 		k.pl = pl
 		k.state = bkInFlight
+		placed++
 		found := false
 		for _, g := range b.groups {
 			if g.cn == pl.cn {
@@ -382,6 +413,10 @@ func (b *batch) round() {
 		}
 	}
 	now := b.c.clock.Now() // conn.Start reads no clock: the deadlines are checked here
+	// Expected before they start (they may end at once): every key placed
+	// and a NOOP per group, less those that do not start, after.
+	b.expectAdd(placed + len(b.groups))
+	started := 0
 	for gi := range b.groups {
 		g := &b.groups[gi]
 		quiet := b.quietGets && g.cn.Memcached()
@@ -395,20 +430,22 @@ func (b *batch) round() {
 				b.judge(int(i), false, &conn.RequestError{Op: k.o.req.OpCode, Addr: g.cn.Addr(), Err: context.DeadlineExceeded})
 				continue
 			}
-			b.start(int(i), quiet)
-			if k.state == bkInFlight {
+			if b.start(int(i), quiet) {
+				started++
 				g.quiet = g.quiet || quiet
 			}
 		}
-		if g.quiet {
-			b.fence(g.cn, ready)
+		if g.quiet && b.fence(g.cn, ready) {
+			started++
 		}
 		g.cn.Uncork()
 	}
+	b.expectAdd(started - placed - len(b.groups))
 }
 
-// start sends key i's request on its connection.
-func (b *batch) start(i int, quiet bool) {
+// start sends key i's request on its connection, and reports whether it
+// did.
+func (b *batch) start(i int, quiet bool) bool {
 	k := &b.keys[i]
 	o := k.o
 	if quiet && o.kind == kindGet {
@@ -422,16 +459,17 @@ func (b *batch) start(i int, quiet bool) {
 	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen))
 	if err != nil {
 		b.judge(i, false, err)
-		return
+		return false
 	}
 	k.pend = p
+	return true
 }
 
 // fence queues the NOOP that settles the quiet gets of ready before it on
 // cn, with their deadline. When it cannot be queued, the quiet gets
 // already started there would wait for one until their deadline: they
 // are taken back (a get is sent again elsewhere).
-func (b *batch) fence(cn *conn.Conn, ready []int32) {
+func (b *batch) fence(cn *conn.Conn, ready []int32) bool {
 	var deadline time.Time
 	for _, i := range ready {
 		if k := &b.keys[i]; k.state == bkInFlight && k.pl.cn == cn {
@@ -444,15 +482,17 @@ func (b *batch) fence(cn *conn.Conn, ready []int32) {
 	if err == nil {
 		b.fences = append(b.fences, p)
 		b.left++
-		return
+		return true
 	}
 	for _, i := range ready {
 		if k := &b.keys[i]; k.state == bkInFlight && k.pl.cn == cn && k.o.req.OpCode.IsQuiet() {
 			if cerr, ended := k.pend.Cancel(err); !ended {
+				b.expectAdd(-1)
 				b.judge(int(i), true, cerr)
 			}
 		}
 	}
+	return false
 }
 
 // collect takes the outcomes of the requests that ended.
@@ -620,6 +660,7 @@ func (b *batch) cancelAll() {
 			if _, ended := b.fences[f].Cancel(cause); !ended {
 				b.fences[f] = conn.Pending{}
 				b.left--
+				b.expectAdd(-1)
 			}
 		}
 	}
@@ -630,6 +671,7 @@ func (b *batch) cancelAll() {
 			// One that has ended already is collected as usual: its
 			// outcome stands.
 			if err, ended := k.pend.Cancel(cause); !ended {
+				b.expectAdd(-1)
 				b.judge(i, true, err)
 			}
 		case bkWaiting:

@@ -146,8 +146,9 @@ func (cl *call) finish(err error, w *wakeList) {
 		// Started: the outcome is kept in the call; the Notifier's own
 		// synchronisation hands it over (Pending.Result), no channel.
 		cl.outcome = err
-		n.RequestEnded(cl.tag)
-		w.note(n)
+		if n.RequestEnded(cl.tag, cl.answered, err) {
+			w.note(n)
+		}
 		return
 	}
 	cl.done <- err

@@ -8,13 +8,15 @@ import (
 )
 
 // Notifier is told when requests started with Start have ended, so that
-// one goroutine can drive many requests. RequestEnded(tag) says that the
-// request started with tag has ended: its outcome is ready for
-// Pending.Result, or is about to be (Result may wait for it a moment).
-// Wake follows one or more RequestEnded calls, once the connection has no
-// more outcomes in hand (the reader before it waits for more bytes, the
-// deadline monitor after a sweep, the teardown of a dying connection): it
-// is where the caller is woken, so that a burst of answers wakes it once.
+// one goroutine can drive many requests. RequestEnded(tag, answered, err)
+// says that the request started with tag has ended, and how (what Result
+// will return); its outcome is ready for Pending.Result. When it returns
+// true, Wake follows, once the connection has no more outcomes in hand
+// (the reader before it waits for more bytes, the deadline monitor after a
+// sweep, the teardown of a dying connection): Wake is where the caller is
+// woken, so that a burst of answers wakes it once, and a caller that needs
+// to see only some outcomes at once (failures, the last one) is woken only
+// for those.
 //
 // Both run on the connection's goroutines, possibly with its lock held:
 // they must not block and must not call the connection. RequestEnded is
@@ -23,7 +25,7 @@ import (
 // its requests, no RequestEnded for them is still to come. A Wake may come
 // after that: it must then do no harm.
 type Notifier interface {
-	RequestEnded(tag uint64)
+	RequestEnded(tag uint64, answered bool, err error) (wake bool)
 	Wake()
 }
 

@@ -12,8 +12,8 @@ import (
 // tagNotifier sends every RequestEnded tag on a channel.
 type tagNotifier chan uint64
 
-func (n tagNotifier) RequestEnded(tag uint64) { n <- tag }
-func (n tagNotifier) Wake()                   {}
+func (n tagNotifier) RequestEnded(tag uint64, _ bool, _ error) bool { n <- tag; return true }
+func (n tagNotifier) Wake()                                         {}
 
 func startGet(t *testing.T, c *Conn, op memdx.OpCode, key string, n Notifier, tag uint64, into *string) Pending {
 	t.Helper()
