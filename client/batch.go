@@ -359,6 +359,8 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 			b.wakeAll()
 		case <-ctxDone:
 			b.cancelAll()
+		}
+		if b.canceled {
 			ctxDone = nil
 		}
 	}
@@ -378,6 +380,9 @@ func (b *batch) finish(i int, err error) {
 
 // round places the ready keys and starts them, one group per connection.
 func (b *batch) round() {
+	if !b.canceled && b.ctx.Err() != nil {
+		b.cancelAll() // as a single operation checks its context before sending
+	}
 	if b.canceled {
 		b.endReady()
 		return

@@ -458,3 +458,42 @@ func TestGetManyKeysHeldPastTheDeadlineTimeOutAlone(t *testing.T) {
 		assert.Equal(t, "v-"+r.Key, string(r.Value))
 	}
 }
+
+// A batch on a named collection reads its documents (the collection's id
+// is looked up once); a context cancelled before the call ends every key
+// unsent.
+func TestGetManyOnACollectionAndUnderACancelledContext(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("app")
+	require.NoError(t, err)
+	_, err = b.AddCollection("app", "users")
+	require.NoError(t, err)
+	c := connect(t, mc, nil)
+	users := c.Scope("app").Collection("users")
+	keys := batchKeys(t, users, "u", 10, 7)
+	res := users.GetMany(context.Background(), keys, nil)
+	for i, r := range res {
+		if i < 7 {
+			require.NoError(t, r.Err, r.Key)
+			assert.Equal(t, "v-"+r.Key, string(r.Value))
+			continue
+		}
+		require.ErrorIs(t, r.Err, ErrDocumentNotFound)
+		var kv *KeyValueError
+		require.ErrorAs(t, r.Err, &kv)
+		assert.Equal(t, "users", kv.Collection)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	gets := mc.RequestCount(memdx.OpGet)
+	for _, r := range users.GetMany(ctx, keys, nil) {
+		require.ErrorIs(t, r.Err, ErrRequestCanceled, r.Key)
+		assert.NotErrorIs(t, r.Err, ErrAmbiguous)
+	}
+	for _, r := range users.UpsertMany(ctx, []UpsertManyItem{{Key: keys[0]}}, nil) {
+		require.ErrorIs(t, r.Err, ErrRequestCanceled)
+		assert.NotErrorIs(t, r.Err, ErrAmbiguous, "never sent")
+	}
+	assert.Equal(t, gets, mc.RequestCount(memdx.OpGet), "nothing sent")
+}
