@@ -166,6 +166,7 @@ type batch struct {
 	canceled bool
 	keys     []bkey
 	left     int // keys and fences not ended
+	inflight int // keys in bkInFlight (maxBatchInFlight)
 	done     func(i int, o *op, err error)
 	obs      Observer
 
@@ -183,7 +184,7 @@ type batch struct {
 	// expect counts the started requests not yet told of (expectAdd).
 	expect int
 	spare  []uint64
-	kick   chan struct{} // capacity 1: ended is not empty
+	kick   chan struct{} // capacity 1: Wake's signal
 }
 
 // bkey is one key's operation in a batch.
@@ -218,6 +219,12 @@ type sendGroup struct {
 	cn    *conn.Conn
 	quiet bool
 }
+
+// maxBatchInFlight bounds a batch's keys in flight at once; the others
+// wait for room. A connection refuses requests past its MaxPending (4096
+// by default) as overloaded, which a batch of more keys would meet as
+// retries.
+const maxBatchInFlight = 2048
 
 // fenceTag marks a NOOP's tag; the rest is its index in fences.
 const fenceTag = 1 << 63
@@ -254,7 +261,7 @@ func (b *batch) release() {
 	clear(b.fences)
 	clear(b.groups)
 	// Field by field: a late Wake may read kick meanwhile.
-	b.c, b.ctx, b.now, b.quietGets, b.canceled, b.left, b.done, b.obs = nil, nil, time.Time{}, false, false, 0, nil, nil
+	b.c, b.ctx, b.now, b.quietGets, b.canceled, b.left, b.inflight, b.done, b.obs = nil, nil, time.Time{}, false, false, 0, 0, nil, nil
 	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]
 	b.timer, b.timerAt, b.watch = nil, time.Time{}, nil
 	b.fences, b.groups = b.fences[:0], b.groups[:0]
@@ -340,7 +347,7 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 	}
 	ctxDone := b.ctx.Done()
 	for b.left > 0 {
-		if len(b.ready) > 0 {
+		if len(b.ready) > 0 && (b.inflight < maxBatchInFlight || b.canceled) {
 			b.round()
 			continue
 		}
@@ -389,6 +396,11 @@ func (b *batch) round() {
 	}
 	ready := b.ready
 	b.ready, b.sending = b.sending[:0], ready // keys may become ready again below
+	if room := maxBatchInFlight - b.inflight; len(ready) > room {
+		// The rest wait for room, ahead of what becomes ready below.
+		b.ready = append(b.ready, ready[room:]...)
+		ready = ready[:room]
+	}
 	b.groups = b.groups[:0]
 	placed := 0
 	for _, i := range ready {
@@ -405,6 +417,7 @@ func (b *batch) round() {
 		}
 		k.pl = pl
 		k.state = bkInFlight
+		b.inflight++
 		placed++
 		found := false
 		for _, g := range b.groups {
@@ -534,6 +547,9 @@ func (b *batch) judge(i int, answered bool, err error) {
 	k := &b.keys[i]
 	o := k.o
 	k.pend = conn.Pending{}
+	if k.state == bkInFlight {
+		b.inflight-- // judge is the way out of bkInFlight
+	}
 	if err == nil && !answered {
 		o.status = memdx.StatusKeyNotFound
 	}

@@ -497,3 +497,27 @@ func TestGetManyOnACollectionAndUnderACancelledContext(t *testing.T) {
 	}
 	assert.Equal(t, gets, mc.RequestCount(memdx.OpGet), "nothing sent")
 }
+
+// A batch of more keys than a connection takes in flight (MaxPending,
+// 4096) keeps at most maxBatchInFlight of them in flight: the others wait
+// for room instead of being refused as overloaded and retried.
+func TestGetManyLargerThanAConnectionTakesIsNotRetried(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	keys := make([]string, 3*maxBatchInFlight+7)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("big-%d", i)
+	}
+	_, err := col.Upsert(context.Background(), keys[len(keys)-1], []byte("last"), nil)
+	require.NoError(t, err)
+	res := col.GetMany(context.Background(), keys, &GetManyOptions{Timeout: time.Minute})
+	for _, r := range res[:len(res)-1] {
+		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+		var kv *KeyValueError
+		require.ErrorAs(t, r.Err, &kv)
+		require.Zero(t, kv.RetryAttempts, "%s: %v", r.Key, kv.RetryReasons)
+	}
+	require.NoError(t, res[len(res)-1].Err)
+	assert.Equal(t, "last", string(res[len(res)-1].Value))
+}
