@@ -535,7 +535,6 @@ func (b *batch) collect() {
 			continue // ended by Cancel
 		}
 		answered, err := k.pend.Result()
-		k.pend = conn.Pending{}
 		b.judge(i, answered, err)
 	}
 	b.spare = ended[:0]
@@ -546,6 +545,9 @@ func (b *batch) collect() {
 func (b *batch) judge(i int, answered bool, err error) {
 	k := &b.keys[i]
 	o := k.o
+	if o.opaque == 0 { // no answer: the error names the opaque sent
+		o.opaque = k.pend.Opaque
+	}
 	k.pend = conn.Pending{}
 	if k.state == bkInFlight {
 		b.inflight-- // judge is the way out of bkInFlight

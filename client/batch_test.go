@@ -451,6 +451,9 @@ func TestGetManyKeysHeldPastTheDeadlineTimeOutAlone(t *testing.T) {
 		if held[r.Key] {
 			require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
 			assert.NotErrorIs(t, r.Err, ErrRequestCanceled)
+			var kv *KeyValueError
+			require.ErrorAs(t, r.Err, &kv)
+			assert.NotZero(t, kv.Opaque, "the opaque it was sent with")
 			assert.NotErrorIs(t, r.Err, ErrAmbiguous, "a read is never ambiguous")
 			continue
 		}
