@@ -37,9 +37,12 @@ type benchConfig struct {
 	ZipfS float64 `json:"zipf_s,omitempty"`
 	// Durability is the level of the sets ("none": ordinary writes).
 	Durability string `json:"durability"`
-	Preload    bool   `json:"preload"`
-	KeyPrefix  string `json:"key_prefix"`
-	Seed       uint64 `json:"seed"`
+	// Batch is the keys per call: above 1, gets go as GetMany and sets as
+	// UpsertMany of Batch keys.
+	Batch     int    `json:"batch"`
+	Preload   bool   `json:"preload"`
+	KeyPrefix string `json:"key_prefix"`
+	Seed      uint64 `json:"seed"`
 }
 
 // benchSummary is bench's result; --json prints it as one object.
@@ -59,7 +62,10 @@ type benchSummary struct {
 	Misses    uint64  `json:"misses"`
 	Sets      uint64  `json:"sets"`
 	// SetBytes is the value bytes the sets wrote.
-	SetBytes     uint64            `json:"set_bytes"`
+	SetBytes uint64 `json:"set_bytes"`
+	// Calls is the calls made: one per operation, or per batch with
+	// --batch. The latencies are the calls'.
+	Calls        uint64            `json:"calls"`
 	Errors       uint64            `json:"errors"`
 	ErrorsByKind map[string]uint64 `json:"errors_by_kind"`
 	Retries      uint64            `json:"retries"`
@@ -107,7 +113,7 @@ type benchLatency struct {
 // progress line; the histogram and error kinds only after the worker ended.
 type benchWorker struct {
 	ops, gets, sets, misses, errs atomic.Uint64
-	setBytes                      uint64
+	setBytes, calls               uint64
 	lateness                      lateness
 	hist                          histogram
 	schedHist                     histogram // from the scheduled times (--rate)
@@ -147,6 +153,9 @@ func (r *retryCounter) byName() map[string]uint64 {
 	return out
 }
 
+// benchMaxBatch is the most keys --batch puts in one call.
+const benchMaxBatch = 10000
+
 // benchProgressEvery is how often bench prints its progress line.
 const benchProgressEvery = time.Second
 
@@ -162,6 +171,7 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 	fs.IntVar(&cfg.Keys, "keys", 10000, "number of distinct keys")
 	fs.StringVar(&cfg.KeyDist, "key-dist", keyDistUniform, "how keys are chosen: uniform, or zipfian (key k with probability proportional to (1+k)^-s)")
 	fs.Float64Var(&cfg.ZipfS, "zipf-s", benchDefaultZipfS, "the zipfian exponent s (more than 1; larger is more skewed)")
+	fs.IntVar(&cfg.Batch, "batch", 1, "keys per call: with N > 1 a worker's gets go as one GetMany of `N` keys and its sets as one UpsertMany")
 	durability := fs.String("durability", "none", "durability of the run's sets (not the preload's): none, majority, majorityAndPersistActive or persistToMajority (Couchbase only)")
 	fs.BoolVar(&cfg.Preload, "preload", true, "set every key once before the run, so gets find documents")
 	fs.StringVar(&cfg.KeyPrefix, "key-prefix", "kvcli-bench:", "prefix of the keys")
@@ -201,6 +211,9 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 		return exitUsage
 	case !(cfg.ZipfS > 1) || math.IsInf(cfg.ZipfS, 0):
 		inv.usageError("--zipf-s %v: want a finite number more than 1", cfg.ZipfS)
+		return exitUsage
+	case cfg.Batch < 1 || cfg.Batch > benchMaxBatch:
+		inv.usageError("--batch %d: want 1 to %d keys per call", cfg.Batch, benchMaxBatch)
 		return exitUsage
 	case cfg.Keys < 1:
 		inv.usageError("--keys %d: want at least 1", cfg.Keys)
@@ -411,11 +424,21 @@ func (b *bench) preload(ctx, opCtx context.Context) (int, bool) {
 // (stop, and stopCh closed, for a worker waiting for its scheduled time).
 // Operations are numbered over all workers by claimed: that number is
 // the operation's slot in --rate's schedule and bounds the run to --ops.
+// A batch of --batch operations takes as many numbers and starts at its
+// first one's time.
 func (b *bench) work(ctx context.Context, w *benchWorker, rng *rand.Rand, stop *atomic.Bool, stopCh <-chan struct{}, claimed *atomic.Int64) {
 	gopts := &client.GetOptions{Timeout: b.inv.opTimeout}
 	mopts := &client.UpsertOptions{Timeout: b.inv.opTimeout, Durability: b.durability}
+	gmopts := &client.GetManyOptions{Timeout: b.inv.opTimeout}
+	mmopts := &client.UpsertManyOptions{Timeout: b.inv.opTimeout, Durability: b.durability}
 	nextKey := keyChooser(b.cfg.KeyDist, b.cfg.ZipfS, len(b.keys), rng)
 	nextSize := valueSizes(b.cfg.ValueSizeMin, b.cfg.ValueSizeMax, rng)
+	var keys []string
+	var items []client.UpsertManyItem
+	if b.cfg.Batch > 1 {
+		keys = make([]string, b.cfg.Batch)
+		items = make([]client.UpsertManyItem, b.cfg.Batch)
+	}
 	var timer client.Timer
 	if b.pace != nil {
 		timer = b.clock.NewTimer(time.Hour)
@@ -423,39 +446,70 @@ func (b *bench) work(ctx context.Context, w *benchWorker, rng *rand.Rand, stop *
 		defer timer.Stop()
 	}
 	for !stop.Load() {
-		i := claimed.Add(1) - 1
-		if b.cfg.Ops > 0 && i >= b.cfg.Ops {
-			return
+		n := int64(b.cfg.Batch)
+		i := claimed.Add(n) - n
+		if b.cfg.Ops > 0 {
+			if i >= b.cfg.Ops {
+				return
+			}
+			n = min(n, b.cfg.Ops-i)
 		}
 		if b.pace != nil {
 			late, ok := b.pace.wait(timer, i, stopCh)
 			if !ok {
 				return
 			}
-			w.lateness.note(i, late, 1)
+			w.lateness.note(i, late, n)
 		}
 		get := rng.Float64() < b.cfg.Ratio
-		key := b.keys[nextKey()]
-		var err error
-		t0 := time.Now()
-		if get {
-			_, err = b.col.Get(ctx, key, gopts)
-		} else {
-			value := b.value[:nextSize()]
-			_, err = b.col.Upsert(ctx, key, value, mopts)
+		switch {
+		case b.cfg.Batch == 1 && get:
+			key := b.keys[nextKey()]
+			t0 := time.Now()
+			_, err := b.col.Get(ctx, key, gopts)
+			w.hist.record(time.Since(t0))
+			b.count(w, key, get, err)
+		case b.cfg.Batch == 1:
+			key, value := b.keys[nextKey()], b.value[:nextSize()]
+			t0 := time.Now()
+			_, err := b.col.Upsert(ctx, key, value, mopts)
+			w.hist.record(time.Since(t0))
 			w.setBytes += uint64(len(value))
+			b.count(w, key, get, err)
+		case get:
+			keys := keys[:n]
+			for j := range keys {
+				keys[j] = b.keys[nextKey()]
+			}
+			t0 := time.Now()
+			res := b.col.GetMany(ctx, keys, gmopts)
+			w.hist.record(time.Since(t0))
+			for _, r := range res {
+				b.count(w, r.Key, get, r.Err)
+			}
+		default:
+			items := items[:n]
+			for j := range items {
+				items[j] = client.UpsertManyItem{Key: b.keys[nextKey()], Value: b.value[:nextSize()]}
+				w.setBytes += uint64(len(items[j].Value))
+			}
+			t0 := time.Now()
+			res := b.col.UpsertMany(ctx, items, mmopts)
+			w.hist.record(time.Since(t0))
+			for _, r := range res {
+				b.count(w, r.Key, get, r.Err)
+			}
 		}
-		w.hist.record(time.Since(t0))
 		if b.pace != nil {
 			w.schedHist.record(b.clock.Now().Sub(b.pace.at(i)))
 		}
+		w.calls++
 		if get {
-			w.gets.Add(1)
+			w.gets.Add(uint64(n))
 		} else {
-			w.sets.Add(1)
+			w.sets.Add(uint64(n))
 		}
-		b.count(w, key, get, err)
-		w.ops.Add(1)
+		w.ops.Add(uint64(n))
 	}
 }
 
@@ -545,6 +599,7 @@ func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 		s.Gets += w.gets.Load()
 		s.Sets += w.sets.Load()
 		s.SetBytes += w.setBytes
+		s.Calls += w.calls
 		late += w.lateness.late.Load()
 		maxLate = max(maxLate, w.lateness.maxLate)
 		ls = append(ls, &w.lateness)
@@ -596,7 +651,11 @@ func printBenchSummary(inv *invocation, s *benchSummary) {
 	}
 	how := map[string]string{"duration": "ran for --duration", "ops": "ran --ops", "interrupted": "interrupted"}[s.Stopped]
 	fmt.Fprintf(w, "time       %.2fs (%s)\n", s.ElapsedS, how)
-	fmt.Fprintf(w, "ops        %d (%.0f ops/s): %d gets (%d misses), %d sets\n", s.Ops, s.OpsPerSec, s.Gets, s.Misses, s.Sets)
+	fmt.Fprintf(w, "ops        %d (%.0f ops/s): %d gets (%d misses), %d sets", s.Ops, s.OpsPerSec, s.Gets, s.Misses, s.Sets)
+	if c.Batch > 1 {
+		fmt.Fprintf(w, ", in %d batches (GetMany, UpsertMany) of up to %d", s.Calls, c.Batch)
+	}
+	fmt.Fprintf(w, "\n")
 	if r := s.Rate; r != nil {
 		d := func(us float64) string { return fmtDuration(time.Duration(us * 1e3)) }
 		fmt.Fprintf(w, "rate       target %s ops/s, achieved %.0f ops/s; %d operations started over %s late (at most %s), the last %s late\n",
@@ -611,9 +670,13 @@ func printBenchSummary(inv *invocation, s *benchSummary) {
 		fmt.Fprintf(w, "           first: %s\n", s.FirstError)
 	}
 	fmt.Fprintf(w, "retries    %d%s\n", s.Retries, countsSuffix(s.RetryReasons))
-	printLatency(w, "latency   ", s.LatencyUS, "")
+	per, from := "", ", from each operation's scheduled time"
+	if c.Batch > 1 {
+		per, from = ", per batch", ", per batch, from its scheduled time"
+	}
+	printLatency(w, "latency   ", s.LatencyUS, per)
 	if l := s.LatencyFromScheduleUS; l != nil {
-		printLatency(w, "scheduled ", *l, ", from each operation's scheduled time")
+		printLatency(w, "scheduled ", *l, from)
 	}
 }
 
@@ -649,6 +712,9 @@ func (c benchConfig) extraText() string {
 	}
 	if c.Rate > 0 {
 		s += ", --rate " + fmtRate(c.Rate) + " ops/s"
+	}
+	if c.Batch > 1 {
+		s += fmt.Sprintf(", --batch %d", c.Batch)
 	}
 	return s
 }

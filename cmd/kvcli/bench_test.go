@@ -449,3 +449,99 @@ func TestBenchProgressLineCountsLateOperationsWithRate(t *testing.T) {
 	assert.Equal(t, "[  1.0s]      1000 ops/s  ops 1000  errors 1  retries 2  late 17\n"+
 		"[  2.0s]      2000 ops/s  ops 3000  errors 1  retries 2\n", buf.String())
 }
+
+// TestBenchBatch: with --batch N each call carries N operations (the last
+// of an --ops run fewer); a key's miss or error is its own.
+func TestBenchBatch(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	for _, c := range []struct{ ops, batch, calls int }{{1000, 10, 100}, {25, 10, 3}, {7, 100, 1}} {
+		r := runKV(t, env, "", "bench", "--batch", fmt.Sprint(c.batch), "--ops", fmt.Sprint(c.ops), "--concurrency", "4",
+			"--keys", "100", "--value-size", "5-50", "--json")
+		require.Equal(t, exitOK, r.code, r)
+		var s benchSummary
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+		assert.Equal(t, c.batch, s.Config.Batch)
+		assert.Equal(t, uint64(c.ops), s.Ops, "%+v", c)
+		assert.Equal(t, uint64(c.calls), s.Calls, "%+v", c)
+		assert.Equal(t, s.Calls, s.LatencyUS.Count, "one latency per call")
+		assert.Equal(t, s.Ops, s.Gets+s.Sets)
+		assert.Zero(t, s.Errors, "%v %s", s.ErrorsByKind, s.FirstError)
+		assert.Zero(t, s.Misses)
+		assert.True(t, s.SetBytes >= 5*s.Sets && s.SetBytes <= 50*s.Sets, "set_bytes %d for %d sets", s.SetBytes, s.Sets)
+	}
+
+	// Without a preload every get misses, and a miss is not an error.
+	r := runKV(t, env, "", "bench", "--batch", "8", "--ops", "64", "--ratio", "1", "--preload=false", "--key-prefix", "nope:", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	assert.Equal(t, uint64(64), s.Misses)
+	assert.Zero(t, s.Errors)
+	assert.Equal(t, uint64(8), s.Calls)
+
+	// A key's failure fails that key only: five TOOBIG answers for key 0
+	// are five errors among 200 sets, and the exit status says so.
+	h := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "kvcli-bench:00000000", OpCodes: []memdx.OpCode{memdx.OpSet}},
+		Action: mockcluster.Action{Status: memdx.StatusTooBig},
+		Times:  5,
+	})
+	defer h.Remove()
+	r = runKV(t, env, "", "bench", "--batch", "10", "--ops", "200", "--ratio", "0", "--keys", "2", "--preload=false")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stdout, "ops        200 (")
+	assert.Contains(t, r.stdout, "0 gets (0 misses), 200 sets, in 20 batches (GetMany, UpsertMany) of up to 10\n")
+	assert.Contains(t, r.stdout, "errors     5 (invalid_argument 5)\n")
+	assert.Contains(t, r.stdout, "(mean ")
+	assert.Contains(t, r.stdout, ", per batch)\n")
+	assert.Contains(t, r.stdout, "2 keys (uniform), --batch 10\n")
+}
+
+func TestBenchBatchWithRateAndDurability(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	var durable atomic.Int64
+	h := mc.AddFault(mockcluster.Fault{
+		Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}, Func: func(r *mockcluster.Request) bool {
+			_ = memdx.FrameInfos(r.Packet.FramingExtras, func(id uint16, data []byte) error {
+				if id == uint16(memdx.FrameDurability) {
+					durable.Add(1)
+				}
+				return nil
+			})
+			return false // observe only
+		}},
+	})
+	defer h.Remove()
+	// Batch i (of 10 operations) starts at 10*i/400 s: the last of 12 at
+	// 110/400 s.
+	r := runKV(t, env, "", "bench", "--batch", "10", "--rate", "400", "--ops", "120", "--ratio", "0",
+		"--durability", "majority", "--keys", "30", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	assert.Equal(t, uint64(12), s.Calls)
+	assert.GreaterOrEqual(t, s.ElapsedS, 110.0/400)
+	require.NotNil(t, s.Rate)
+	require.NotNil(t, s.LatencyFromScheduleUS)
+	assert.Equal(t, uint64(12), s.LatencyFromScheduleUS.Count, "one per batch")
+	assert.Equal(t, int64(120), durable.Load(), "every set of every batch is durable")
+
+	// A cluster that cannot meet the level fails every key of every batch.
+	_, env1 := newMock(t, mockcluster.Options{Nodes: 1})
+	r = runKV(t, env1, "", "bench", "--batch", "10", "--durability", "majority", "--ratio", "0", "--ops", "30", "--keys", "5", "--json")
+	assert.Equal(t, exitError, r.code, r)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	assert.Equal(t, uint64(30), s.Errors)
+}
+
+func TestBenchBatchRefusesBadSizes(t *testing.T) {
+	closed := map[string]string{envConnStr: "couchbase://" + closedAddr(t) + "/default"}
+	for _, n := range []string{"0", "-3", "10001"} {
+		r := runKV(t, closed, "", "bench", "--batch", n)
+		assert.Equal(t, exitUsage, r.code, r)
+		assert.Contains(t, r.stderr, "--batch "+n+": want 1 to 10000 keys per call")
+		assert.NotContains(t, r.stderr, "nothing is listening")
+	}
+	r := runKV(t, nil, "", "bench", "-h")
+	assert.Contains(t, r.stdout, "\n  --batch N ")
+}

@@ -339,7 +339,8 @@ var commandHelp = map[string]string{
 		"stderr and a summary with latency percentiles. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.\n" +
 		"--rate N starts operation i at i/N seconds (a fixed schedule: after a stall the workers catch\n" +
 		"up) and the summary says when the client could not keep up. --key-dist zipfian draws key k\n" +
-		"with probability proportional to (1+k)^-s (--zipf-s). --seed repeats a worker's choices.",
+		"with probability proportional to (1+k)^-s (--zipf-s). --seed repeats a worker's choices.\n" +
+		"--batch N sends a worker's gets as one GetMany of N keys and its sets as one UpsertMany.",
 	"serve": "Starts an in-process mock cluster and prints its connection string and credentials\n" +
 		"(the mock's own test credentials, printed on purpose) as shell exports, then runs until\n" +
 		"Ctrl-C or SIGTERM.",

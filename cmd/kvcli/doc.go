@@ -205,6 +205,13 @@
 //	                   memcached:// it is a usage error (exit 2) before
 //	                   connecting. A cluster without enough replicas fails the
 //	                   sets (DURABILITY_IMPOSSIBLE), and bench exits 1
+//	--batch N          keys per call (default 1, at most 10000): with N > 1 a
+//	                   worker's gets go as one GetMany of N keys and its sets as
+//	                   one UpsertMany of N documents; each key is still an
+//	                   operation with its own outcome, counted as a miss or an
+//	                   error on its own. Latencies are then per batch. With
+//	                   --rate a batch takes N of the schedule's operations and
+//	                   starts at the first one's time
 //
 // Every second a progress line goes to stderr (ops/s over the last second,
 // operations, errors, retries, and with --rate the operations started late),
@@ -233,8 +240,9 @@
 //
 // --json prints the summary as one object: "config" (the flags as read:
 // "rate", "value_size_min", "value_size_max", "key_dist", "zipf_s" with
-// zipfian, "durability", ...), "ops", "ops_per_sec", "gets", "misses",
-// "sets", "set_bytes" (value bytes the sets wrote), "errors",
+// zipfian, "durability", "batch", ...), "ops", "ops_per_sec", "gets", "misses",
+// "sets", "set_bytes" (value bytes the sets wrote), "calls" (the calls
+// made: one per operation, or per batch with --batch), "errors",
 // "errors_by_kind", "retries", "retries_by_reason", "latency_us"
 // (microseconds), and with --rate "latency_from_schedule_us" and "rate":
 // {"target_ops_per_sec", "late_ops", "max_late_us", "final_lag_us",
