@@ -1,0 +1,34 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/memcachedtest"
+)
+
+// A memcached:// GetMany with as many keys as a connection may have in
+// flight (MaxPendingPerConnection) reads every key: the NOOP that settles
+// the quiet gets must find room on the connection, or the batch must send
+// them in parts. FAILS on w-batch: the NOOP's Start is refused
+// (ErrOverloaded), fence takes back every quiet get, and the next round
+// does the same, until the deadline: every key times out.
+func TestGetManyMemcachedAsManyKeysAsMaxPendingReadsEveryKey(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, &Options{MaxPendingPerConnection: 8})
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	prefix := fmt.Sprintf("kvwire-gmmax-%d", time.Now().UnixNano())
+	keys := batchKeys(t, col, prefix, 8, 8)
+	res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: 2 * time.Second})
+	for i, r := range res {
+		require.NoError(t, r.Err, keys[i])
+		require.Equal(t, "v-"+keys[i], string(r.Value))
+	}
+}
