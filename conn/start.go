@@ -51,9 +51,10 @@ type Pending struct {
 //
 // Quiet opcodes are accepted: the server answers a quiet request only when
 // it does not succeed (GETQ, GETKQ: only when the key is found). The
-// caller queues a NOOP after its quiet requests; when the NOOP is
-// answered, every quiet request sent before it that got no answer ends
-// with Result's answered false and no error. Quiet requests need a server
+// caller queues a NOOP after its quiet requests (that NOOP is admitted
+// even when the connection has Options.MaxPending requests in flight);
+// when the NOOP is answered, every quiet request sent before it that got
+// no answer ends with Result's answered false and no error. Quiet requests need a server
 // that answers in order: Start refuses them on a connection that
 // negotiated unordered execution. Multi-packet opcodes (STAT,
 // RANGE_SCAN_CONTINUE) are refused.
@@ -77,7 +78,11 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 	cl.notify, cl.tag = n, tag
 	cl.quiet = quiet
 	c.mu.Lock()
-	wake, err := c.queue(cl, req, true)
+	// A NOOP after quiet requests is what settles them: it is admitted
+	// past MaxPending, or quiet requests that filled the connection
+	// could only be taken back.
+	bounded := !(req.OpCode == memdx.OpNoop && c.qTail != nil)
+	wake, err := c.queue(cl, req, bounded)
 	opaque := cl.opaque
 	c.mu.Unlock()
 	if err != nil {

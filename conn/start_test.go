@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -185,5 +186,41 @@ func TestStartRefusesMultiPacketOpcodesAndExpiresPassedDeadlines(t *testing.T) {
 	}
 	if _, err := p.Result(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("past deadline: %v", err)
+	}
+}
+
+// A NOOP started after quiet gets that filled the connection
+// (MaxPending) is admitted: it is what settles them. Another request is
+// still refused (ErrOverloaded).
+func TestStartAdmitsTheSettlingNoopPastMaxPending(t *testing.T) {
+	c, peer := dialPipe(t, Options{MaxPending: 2}, nil)
+	n := make(tagNotifier, 16)
+	var v [3]string
+	c.Cork()
+	p1 := startGet(t, c, memdx.OpGetQ, "a", n, 1, &v[1])
+	p2 := startGet(t, c, memdx.OpGetQ, "b", n, 2, &v[2])
+	get := memdx.NewGet([]byte("c"))
+	if _, err := c.Start(time.Time{}, &get, nil, n, 3); !errors.Is(err, kverr.ErrOverloaded) {
+		c.Uncork()
+		t.Fatalf("third request on a full connection: %v, want ErrOverloaded", err)
+	}
+	noop := memdx.Request{OpCode: memdx.OpNoop}
+	pn, err := c.Start(time.Time{}, &noop, nil, n, 0)
+	c.Uncork()
+	if err != nil {
+		t.Fatalf("settling NOOP refused: %v", err)
+	}
+	var reqs []memdx.Packet
+	for range 3 {
+		reqs = append(reqs, clonePacket(peer.read()))
+	}
+	peer.write(ok(reqs[2], ""))
+	for range 3 {
+		recv(t, (<-chan uint64)(n))
+	}
+	for _, p := range []Pending{p1, p2, pn} {
+		if _, err := p.Result(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
