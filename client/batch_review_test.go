@@ -25,10 +25,12 @@ func TestGetManyMemcachedAsManyKeysAsMaxPendingReadsEveryKey(t *testing.T) {
 	defer c.Close()
 	col := c.DefaultCollection()
 	prefix := fmt.Sprintf("kvwire-gmmax-%d", time.Now().UnixNano())
-	keys := batchKeys(t, col, prefix, 8, 8)
-	res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: 2 * time.Second})
-	for i, r := range res {
-		require.NoError(t, r.Err, keys[i])
-		require.Equal(t, "v-"+keys[i], string(r.Value))
+	for _, n := range []int{8, 20} { // as many keys as fit, and more (sent in several rounds)
+		keys := batchKeys(t, col, fmt.Sprintf("%s-%d", prefix, n), n, n)
+		res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: 2 * time.Second})
+		for i, r := range res {
+			require.NoError(t, r.Err, keys[i])
+			require.Equal(t, "v-"+keys[i], string(r.Value))
+		}
 	}
 }
