@@ -34,3 +34,25 @@ func TestGetManyMemcachedAsManyKeysAsMaxPendingReadsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// A memcached:// GetMany miss is "a *KeyValueError as Get's": same Op and
+// OpCode (GET) as a single Get's miss, not the quiet opcode the batch sent.
+// FAILS on w-batch: judge builds the error while o.req.OpCode is still
+// GETQ and restores GET only afterwards (batch.go:501-502).
+func TestGetManyMemcachedMissIsTheErrorOfAGet(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	key := fmt.Sprintf("kvwire-gmmiss-%d", time.Now().UnixNano())
+	_, gerr := col.Get(ctx, key, nil)
+	var single, batched *KeyValueError
+	require.ErrorAs(t, gerr, &single)
+	res := col.GetMany(ctx, []string{key}, nil)
+	require.ErrorIs(t, res[0].Err, ErrDocumentNotFound)
+	require.ErrorAs(t, res[0].Err, &batched)
+	assert.Equal(t, single.Op, batched.Op)
+	assert.Equal(t, single.OpCode, batched.OpCode, "single %s, batch %s", single.OpCode, batched.OpCode)
+}
