@@ -224,3 +224,17 @@ func TestStartAdmitsTheSettlingNoopPastMaxPending(t *testing.T) {
 		}
 	}
 }
+
+// Start without a Notifier is refused, naming what is missing: its
+// outcome would go on a channel no one reads and Result would report a
+// nil error for whatever happened.
+func TestStartRefusesANilNotifier(t *testing.T) {
+	c, _ := dialPipe(t, Options{}, nil)
+	get := memdx.NewGet([]byte("k"))
+	if _, err := c.Start(time.Time{}, &get, nil, nil, 1); !errors.Is(err, memdx.ErrInvalidRequest) {
+		t.Fatalf("Start with a nil Notifier: %v, want ErrInvalidRequest", err)
+	}
+	if c.Pending() != 0 {
+		t.Fatalf("%d pending", c.Pending())
+	}
+}
