@@ -66,6 +66,10 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
 			Err: fmt.Errorf("%s is answered with several packets, which Start does not take: %w", req.OpCode, memdx.ErrInvalidRequest)}
 	}
+	if n == nil {
+		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
+			Err: fmt.Errorf("Start needs a Notifier to report the request's end to: %w", memdx.ErrInvalidRequest)}
+	}
 	quiet := req.OpCode.IsQuiet()
 	if quiet && c.features.Has(memdx.FeatureUnorderedExecution) {
 		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
