@@ -68,7 +68,7 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 	}
 	if n == nil {
 		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
-			Err: fmt.Errorf("Start needs a Notifier to report the request's end to: %w", memdx.ErrInvalidRequest)}
+			Err: fmt.Errorf("no Notifier to report the request's end to: %w", memdx.ErrInvalidRequest)}
 	}
 	quiet := req.OpCode.IsQuiet()
 	if quiet && c.features.Has(memdx.FeatureUnorderedExecution) {
