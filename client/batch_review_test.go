@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/internal/memcachedtest"
 )
 
@@ -55,4 +56,49 @@ func TestGetManyMemcachedMissIsTheErrorOfAGet(t *testing.T) {
 	require.ErrorAs(t, res[0].Err, &batched)
 	assert.Equal(t, single.Op, batched.Op)
 	assert.Equal(t, single.OpCode, batched.OpCode, "single %s, batch %s", single.OpCode, batched.OpCode)
+}
+
+// memcached:// drops the connection after the batch's quiet gets reached
+// it and before their NOOP did: no key may be left waiting for a NOOP that
+// never comes, nor be reported a miss it was not; each key is read again
+// on the new connection (gets are idempotent) and ends with its value or
+// ErrDocumentNotFound.
+func TestGetManyMemcachedConnectionLostBeforeTheNoopRetriesEveryKey(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	p, err := faultnode.NewProxy(addr)
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+p.Addr(), nil)
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	prefix := fmt.Sprintf("kvwire-gmdrop-%d", time.Now().UnixNano())
+	keys := batchKeys(t, col, prefix, 40, 20)
+	var once sync.Once
+	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
+		if req.OpCode == memdx.OpNoop {
+			dropped := false
+			once.Do(func() {
+				for _, cn := range p.Conns() {
+					cn.Reset()
+				}
+				dropped = true
+			})
+			if dropped {
+				return faultnode.Action{Drop: true}
+			}
+		}
+		return faultnode.Action{}
+	})
+	res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: 10 * time.Second})
+	for i, r := range res {
+		if i < 20 {
+			require.NoError(t, r.Err, r.Key)
+			assert.Equal(t, "v-"+r.Key, string(r.Value))
+			continue
+		}
+		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+	}
+	assert.GreaterOrEqual(t, p.Requests(memdx.OpGetQ), 60, "every miss sent again (hits answered before the drop need not be)")
 }
