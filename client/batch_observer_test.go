@@ -1,0 +1,89 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// pairingObserver records the Observer's calls and what is wrong with
+// their pairing: an AttemptEnd must end an attempt its AttemptStart began
+// (same operation id and attempt number) and not ended yet.
+type pairingObserver struct {
+	mu      sync.Mutex
+	running map[[2]uint64]bool
+	wrong   []string
+	ends    chan AttemptInfo
+}
+
+func (p *pairingObserver) AttemptStart(i AttemptInfo) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running[[2]uint64{i.OperationID, uint64(i.Attempt)}] = true
+}
+
+func (p *pairingObserver) AttemptEnd(i AttemptInfo, err error) {
+	p.mu.Lock()
+	k := [2]uint64{i.OperationID, uint64(i.Attempt)}
+	if !p.running[k] {
+		p.wrong = append(p.wrong, fmt.Sprintf("%s %s: AttemptEnd of attempt %d (duration %v, err %v) without its AttemptStart",
+			i.Op, i.Key, i.Attempt, i.Duration, err))
+	}
+	delete(p.running, k)
+	p.mu.Unlock()
+	p.ends <- i
+}
+
+// A key whose retry wait ends when its deadline has passed too (the clock
+// jumps over both) ends with a timeout, and the Observer sees every attempt
+// as a pair, AttemptStart then AttemptEnd, as for a single Get: never an
+// AttemptEnd alone for an attempt that was not reported as started.
+func TestGetManyObserverSeesNoAttemptEndWithoutItsStart(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	fc := retry.NewFakeClock(time.Now())
+	obs := &pairingObserver{running: map[[2]uint64]bool{}, ends: make(chan AttemptInfo, 100)}
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour, Observer: obs})
+	col := c.DefaultCollection()
+	key := "pairing"
+	tmp := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: key},
+		Action: mockcluster.Action{Status: memdx.StatusTmpFail}})
+	t.Cleanup(tmp.Remove)
+
+	for name, call := range map[string]func() error{
+		"Get": func() error {
+			_, err := col.Get(context.Background(), key, &GetOptions{Timeout: time.Second})
+			return err
+		},
+		"GetMany": func() error {
+			return col.GetMany(context.Background(), []string{key}, &GetManyOptions{Timeout: time.Second})[0].Err
+		},
+	} {
+		armed := len(fc.Timers())
+		done := make(chan error, 1)
+		go func() { done <- call() }()
+		a := <-obs.ends
+		require.Equal(t, StatusTmpFail, a.Status, name)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		require.NoError(t, fc.BlockUntilTimers(ctx, armed+1), "%s: the retry wait", name)
+		cancel()
+		// The wait ends before the deadline, but the clock jumps past both.
+		fc.Advance(2 * time.Second)
+		err := <-done
+		require.ErrorIs(t, err, ErrTimeout, name)
+		for len(obs.ends) > 0 {
+			<-obs.ends
+		}
+		obs.mu.Lock()
+		require.Empty(t, obs.wrong, name)
+		require.Empty(t, obs.running, "%s: attempts started and never ended", name)
+		obs.mu.Unlock()
+	}
+}
