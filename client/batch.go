@@ -198,11 +198,13 @@ type bkey struct {
 	nx      next
 	plan    retry.Plan
 	wake    <-chan struct{}
-	// Observer bookkeeping.
+	// Observer bookkeeping. reported: AttemptStart saw the attempt, so
+	// AttemptEnd is due (an attempt ended before its send is not reported).
 	opID       uint64
 	start      time.Time
 	lastReason retry.Reason
 	retried    bool
+	reported   bool
 }
 
 type bkeyState uint8
@@ -471,7 +473,7 @@ func (b *batch) start(i int, quiet bool) bool {
 	}
 	k.gen++
 	if b.obs != nil {
-		k.start = time.Now()
+		k.start, k.reported = time.Now(), true
 		b.obs.AttemptStart(o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.t, k.lastReason, k.retried))
 	}
 	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen))
@@ -555,7 +557,8 @@ func (b *batch) judge(i int, answered bool, err error) {
 	if err == nil && !answered {
 		o.status = memdx.StatusKeyNotFound
 	}
-	if b.obs != nil {
+	if b.obs != nil && k.reported {
+		k.reported = false
 		info := o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.t, k.lastReason, k.retried)
 		info.Duration = time.Since(k.start)
 		info.Status = statusOf(o.status)
