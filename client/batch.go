@@ -163,12 +163,13 @@ type batch struct {
 	// NOOP after each connection's group.
 	quietGets bool
 	// canceled: the context ended; no key is sent or waits any more.
-	canceled bool
-	keys     []bkey
-	left     int // keys and fences not ended
-	inflight int // keys in bkInFlight (maxBatchInFlight)
-	done     func(i int, o *op, err error)
-	obs      Observer
+	canceled    bool
+	keys        []bkey
+	left        int // keys and fences not ended
+	inflight    int // keys in bkInFlight (at most maxInFlight)
+	maxInFlight int
+	done        func(i int, o *op, err error)
+	obs         Observer
 
 	ready   []int32 // keys to place and send in the next round
 	sending []int32 // the round's keys (round swaps it with ready)
@@ -225,8 +226,18 @@ type sendGroup struct {
 // maxBatchInFlight bounds a batch's keys in flight at once; the others
 // wait for room. A connection refuses requests past its MaxPending (4096
 // by default) as overloaded, which a batch of more keys would meet as
-// retries.
+// retries, so a batch also keeps to half of MaxPendingPerConnection
+// (batchInFlight), leaving the other half to other callers.
 const maxBatchInFlight = 2048
+
+// batchInFlight is the bound on a batch's keys in flight for this client.
+func (c *Client) batchInFlight() int {
+	mp := c.opts.MaxPendingPerConnection
+	if mp <= 0 {
+		mp = conn.DefaultMaxPending
+	}
+	return max(1, min(maxBatchInFlight, mp/2))
+}
 
 // fenceTag marks a NOOP's tag; the rest is its index in fences.
 const fenceTag = 1 << 63
@@ -240,7 +251,7 @@ const maxPooledBatch = 4096
 
 func (c *Client) newBatch(ctx context.Context, n int) *batch {
 	b := batchPool.Get().(*batch)
-	b.c, b.ctx, b.now, b.obs = c, ctx, c.clock.Now(), c.opts.Observer
+	b.c, b.ctx, b.now, b.obs, b.maxInFlight = c, ctx, c.clock.Now(), c.opts.Observer, c.batchInFlight()
 	if cap(b.keys) < n {
 		b.keys = make([]bkey, n)
 	}
@@ -349,7 +360,7 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 	}
 	ctxDone := b.ctx.Done()
 	for b.left > 0 {
-		if len(b.ready) > 0 && (b.inflight < maxBatchInFlight || b.canceled) {
+		if len(b.ready) > 0 && (b.inflight < b.maxInFlight || b.canceled) {
 			b.round()
 			continue
 		}
@@ -398,7 +409,7 @@ func (b *batch) round() {
 	}
 	ready := b.ready
 	b.ready, b.sending = b.sending[:0], ready // keys may become ready again below
-	if room := maxBatchInFlight - b.inflight; len(ready) > room {
+	if room := b.maxInFlight - b.inflight; len(ready) > room {
 		// The rest wait for room, ahead of what becomes ready below.
 		b.ready = append(b.ready, ready[room:]...)
 		ready = ready[:room]
@@ -564,8 +575,10 @@ func (b *batch) judge(i int, answered bool, err error) {
 		info.Status = statusOf(o.status)
 		b.obs.AttemptEnd(info, err)
 	}
+	// A quiet get is judged as the GET it stands for (its error is a
+	// Get's), and is a GET again when sent elsewhere.
+	o.req.OpCode = o.st.OpCode()
 	nx := b.c.judge(b.ctx, o, k.pl, err)
-	o.req.OpCode = o.st.OpCode() // a quiet get is a GET again when sent elsewhere
 	switch {
 	case nx.done:
 		b.finish(i, nil)
