@@ -2,7 +2,7 @@
 # make bench: kvwire against what a user would pick instead, in one run on
 # this machine (reftest/cmd/benchcmp says how it measures).
 #
-#   scripts/bench.sh                 the full matrix (about 13 minutes)
+#   scripts/bench.sh                 the full matrix (about 15 minutes)
 #   BENCH_QUICK=1 scripts/bench.sh   3 short rounds, for development (about 1.5 minutes)
 #   BENCH_ARGS='-only memcached/get-32B/.*/kvwire$ -cpuprofile /tmp/kv.prof' scripts/bench.sh
 #                                    any benchcmp flags (see go run ./cmd/benchcmp -h in reftest/)

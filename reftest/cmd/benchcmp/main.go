@@ -6,12 +6,17 @@
 //
 //	benchcmp -memcached 127.0.0.1:21211 -mock couchbase://127.0.0.1:p1,.../default \
 //	    [-memcached-pid N] [-mock-pid N] [-duration 2s] [-warmup 500ms] [-rounds 5] \
-//	    [-only REGEXP] [-out results.md] [-cpuprofile f]
+//	    [-batch 256] [-only REGEXP] [-out results.md] [-cpuprofile f]
 //
 // Method. Every measurement runs a client's workers for -duration after a
 // warm-up of -warmup, with a garbage collection before it. The workloads
 // (Get of 32 B and 1 KiB values, Upsert of 1 KiB, a 50/50 mix of the two)
-// run at 1, 16 and 256 goroutines on preloaded keys. Measurements are
+// run at 1, 16 and 256 goroutines on preloaded keys. A batch workload
+// (-batch keys per call, 256 by default; batch.go) reads 32 B values from
+// one goroutine: kvwire's GetMany against a raw batch in one write (GETQ +
+// NOOP as GetMany sends, and plain GETs) and gomemcache's GetMulti on memcached, against
+// gocbcore with a goroutine per key (and its async Gets from one goroutine)
+// on the mock; its ops/s count keys. Measurements are
 // interleaved: each round measures every cell, and within a cell every
 // client in turn, starting with a different client each round; every figure
 // is the median of the rounds, and every ratio a ratio of those medians.
@@ -42,6 +47,7 @@ import (
 	"github.com/couchbase/gocbcore/v10"
 
 	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -56,16 +62,23 @@ type job interface {
 }
 
 type workload struct {
-	name string
-	ks   *keyset
-	mix  opMix
-	get  bool // Get only: the raw loop and the memcached targets apply
+	name  string
+	ks    *keyset
+	mix   opMix
+	get   bool // Get only: the raw loop and the memcached targets apply
+	batch int  // keys per batch (batch workloads; see batch.go)
 }
 
 type variant struct {
-	id   string // stable: "kvwire", "kvwire-4c", "gomemcache", "raw", "raw-best", "gocbcore"
+	// stable: "kvwire", "kvwire-4c", "gomemcache", "raw", "raw-best",
+	// "gocbcore"; in batch cells also "raw-get", "kvwire-fanout",
+	// "gocbcore-async"
+	id   string
 	name string // shown
 	job  func() (job, error)
+	// goroutines, when not 0, is the number shown instead of the cell's:
+	// a batch variant that fans out to a goroutine per key.
+	goroutines int
 }
 
 type cell struct {
@@ -103,6 +116,7 @@ type config struct {
 	keys                  int
 	concs                 []int
 	bestConns, bestWindow int
+	batch                 int
 	timeout               time.Duration
 	only                  *regexp.Regexp
 	out, readme           string
@@ -123,6 +137,7 @@ func main() {
 	flag.StringVar(&concs, "conc", "1,16,256", "goroutine counts")
 	flag.IntVar(&cfg.bestConns, "raw-conns", 4, "connections of the best raw loop")
 	flag.IntVar(&cfg.bestWindow, "raw-window", 64, "window depth of the best raw loop")
+	flag.IntVar(&cfg.batch, "batch", 256, "keys per batch of the batch workloads (0: none)")
 	flag.DurationVar(&cfg.timeout, "timeout", client.DefaultKVTimeout, "KV timeout of every client")
 	flag.StringVar(&only, "only", "", "run only measurements whose id (backend/workload/conc/client) matches this regexp")
 	flag.StringVar(&cfg.out, "out", "", "also write the report as markdown to this file")
@@ -167,6 +182,9 @@ func main() {
 	}
 	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.keys < 1 {
 		fatalf("-rounds, -duration and -keys must be positive")
+	}
+	if cfg.batch < 0 || cfg.batch > cfg.keys {
+		fatalf("-batch %d: want 0 (no batch workloads) up to -keys (%d)", cfg.batch, cfg.keys)
 	}
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
@@ -316,6 +334,35 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 				newWorker: func() worker { return &kvwireWorker{col: col, ks: wl.ks} }}, nil
 		}
 	}
+	// The batch workload: 32 B values, as get-32B.
+	var bw *workload
+	if cfg.batch > 0 {
+		bw = &workload{name: batchWorkload(cfg), ks: small, mix: mixGet, batch: cfg.batch}
+	}
+	kvBatch := func(get func() (*client.Client, error)) func() (job, error) {
+		return func() (job, error) {
+			c, err := get()
+			if err != nil {
+				return nil, err
+			}
+			col := c.DefaultCollection()
+			return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
+				return &kvwireBatch{col: col, ks: bw.ks}, nil
+			}}, nil
+		}
+	}
+	kvFanout := func(get func() (*client.Client, error)) func() (job, error) {
+		return func() (job, error) {
+			c, err := get()
+			if err != nil {
+				return nil, err
+			}
+			col := c.DefaultCollection()
+			return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
+				return newFanout(bw.batch, func() worker { return &kvwireWorker{col: col, ks: bw.ks} }), nil
+			}}, nil
+		}
+	}
 	if cfg.memcached != "" {
 		for _, wl := range wls {
 			for _, conc := range cfg.concs {
@@ -353,6 +400,33 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 				add(c)
 			}
 		}
+		if bw != nil {
+			c := &cell{backend: "memcached", wl: bw, conc: 1}
+			c.variants = append(c.variants, &variant{id: "kvwire", name: fmt.Sprintf("kvwire GetMany × %d", bw.batch),
+				job: kvBatch(func() (*client.Client, error) { return cs.kvwireMemcached(1) })})
+			c.variants = append(c.variants, &variant{id: "raw", name: fmt.Sprintf("raw, %d %s + NOOP in 1 write", bw.batch, rawBatchQuiet),
+				job: func() (job, error) {
+					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
+						return &rawBatch{addr: cfg.memcached, quiet: rawBatchQuiet, ks: bw.ks}, nil
+					}}, nil
+				}})
+			c.variants = append(c.variants, &variant{id: "raw-get", name: fmt.Sprintf("raw, %d GETs in 1 write", bw.batch),
+				job: func() (job, error) {
+					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
+						return &rawBatch{addr: cfg.memcached, ks: bw.ks}, nil
+					}}, nil
+				}})
+			c.variants = append(c.variants, &variant{id: "gomemcache", name: fmt.Sprintf("gomemcache GetMulti × %d", bw.batch),
+				job: func() (job, error) {
+					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
+						return &gomemcacheBatch{mc: cs.gomemcache(1), ks: bw.ks}, nil
+					}}, nil
+				}})
+			c.variants = append(c.variants, &variant{id: "kvwire-fanout", goroutines: bw.batch,
+				name: fmt.Sprintf("kvwire Get, a goroutine per key × %d", bw.batch),
+				job:  kvFanout(func() (*client.Client, error) { return cs.kvwireMemcached(1) })})
+			add(c)
+		}
 	}
 	if cfg.mock != "" {
 		for _, wl := range wls {
@@ -372,9 +446,48 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 				add(c)
 			}
 		}
+		if bw != nil {
+			c := &cell{backend: "mock", wl: bw, conc: 1}
+			c.variants = append(c.variants, &variant{id: "kvwire", name: fmt.Sprintf("kvwire GetMany × %d", bw.batch),
+				job: kvBatch(cs.kvwireMock)})
+			c.variants = append(c.variants, &variant{id: "gocbcore", goroutines: bw.batch,
+				name: fmt.Sprintf("gocbcore v10 Get, a goroutine per key × %d", bw.batch),
+				job: func() (job, error) {
+					agent, err := cs.gocbcore()
+					if err != nil {
+						return nil, err
+					}
+					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
+						return newFanout(bw.batch, func() worker { return newGocbcoreWorker(agent, bw.ks, cfg.timeout) }), nil
+					}}, nil
+				}})
+			c.variants = append(c.variants, &variant{id: "gocbcore-async",
+				name: fmt.Sprintf("gocbcore v10, %d async Gets, 1 wait", bw.batch),
+				job: func() (job, error) {
+					agent, err := cs.gocbcore()
+					if err != nil {
+						return nil, err
+					}
+					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
+						return newGocbcoreAsync(agent, bw.ks, cfg.timeout), nil
+					}}, nil
+				}})
+			c.variants = append(c.variants, &variant{id: "kvwire-fanout", goroutines: bw.batch,
+				name: fmt.Sprintf("kvwire Get, a goroutine per key × %d", bw.batch),
+				job:  kvFanout(cs.kvwireMock)})
+			add(c)
+		}
 	}
 	return cells
 }
+
+// rawBatchQuiet is the quiet get of the raw batch the memcached target
+// compares GetMany with: the one GetMany sends to memcached.
+const rawBatchQuiet = memdx.OpGetQ
+
+// batchWorkload is the batch workload's name: its keys per batch and value
+// size.
+func batchWorkload(cfg *config) string { return fmt.Sprintf("batch%d-get-32B", cfg.batch) }
 
 // preload writes every key of every keyset through kvwire, 64 at a time.
 func preload(c *client.Client, sets ...*keyset) error {

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/couchbase/gocbcore/v10"
+
+	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Batch workloads: one goroutine reads size keys per call, the same
+// consecutive keys of the keyset for every client (a batch never wraps: it
+// restarts at key 0 when the next one would run past the end). Every key
+// counts as one operation, so ops/s is keys per second and CPU, allocations
+// and system calls per op are per key; latency records every key of a batch
+// at the batch's time (the whole call).
+
+// batcher is one client's way of reading the keys [lo, lo+n) of its keyset
+// and checking every value's length.
+type batcher interface {
+	getBatch(lo, n int) error
+}
+
+// batchJob runs one goroutine that calls its batcher until stop.
+type batchJob struct {
+	ks   *keyset
+	size int
+	newB func() (batcher, error)
+	b    batcher
+}
+
+func (j *batchJob) prepare() error {
+	if j.b != nil {
+		return nil
+	}
+	b, err := j.newB()
+	if err != nil {
+		return err
+	}
+	if p, ok := b.(interface{ prepare() error }); ok {
+		if err := p.prepare(); err != nil {
+			return err
+		}
+	}
+	j.b = b
+	return nil
+}
+
+func (j *batchJob) close() {
+	if c, ok := j.b.(interface{ close() }); ok {
+		c.close()
+	}
+	j.b = nil
+}
+
+func (j *batchJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
+	n := len(j.ks.keys)
+	h := hists[0]
+	var ops int64
+	lo := 0
+	for !stop.Load() {
+		if lo+j.size > n {
+			lo = 0
+		}
+		t := time.Now()
+		err := j.b.getBatch(lo, j.size)
+		h.addN(time.Since(t), j.size)
+		if err != nil {
+			return ops, fmt.Errorf("batch of keys %s to %s: %w", j.ks.keys[lo], j.ks.keys[lo+j.size-1], err)
+		}
+		ops += int64(j.size)
+		lo += j.size
+	}
+	return ops, nil
+}
+
+// kvwire: Collection.GetMany, default options.
+
+type kvwireBatch struct {
+	col *client.Collection
+	ks  *keyset
+}
+
+func (b *kvwireBatch) getBatch(lo, n int) error {
+	keys := b.ks.keys[lo : lo+n]
+	rs := b.col.GetMany(context.Background(), keys, nil)
+	if len(rs) != n {
+		return fmt.Errorf("GetMany returned %d results for %d keys", len(rs), n)
+	}
+	for i := range rs {
+		r := &rs[i]
+		if r.Err != nil {
+			return fmt.Errorf("key %s: %w", keys[i], r.Err)
+		}
+		if r.Key != keys[i] {
+			return fmt.Errorf("result %d is key %s, want %s", i, r.Key, keys[i])
+		}
+		if len(r.Value) != len(b.ks.value) {
+			return fmt.Errorf("key %s: %w", keys[i], errShortValue)
+		}
+	}
+	return nil
+}
+
+// gomemcache: GetMulti (one "gets k1 k2 ..." per server).
+
+type gomemcacheBatch struct {
+	mc *memcache.Client
+	ks *keyset
+}
+
+func (b *gomemcacheBatch) getBatch(lo, n int) error {
+	keys := b.ks.keys[lo : lo+n]
+	m, err := b.mc.GetMulti(keys)
+	if err != nil {
+		return err
+	}
+	if len(m) != n {
+		return fmt.Errorf("GetMulti found %d of %d keys", len(m), n)
+	}
+	for _, k := range keys {
+		it := m[k]
+		if it == nil {
+			return fmt.Errorf("key %s: missing from GetMulti's answer", k)
+		}
+		if len(it.Value) != len(b.ks.value) {
+			return fmt.Errorf("key %s: %w", k, errShortValue)
+		}
+	}
+	return nil
+}
+
+// fanout is what a user without a batch API writes: a goroutine per key,
+// each doing one blocking Get, and a wait for all. The per-key workers (and
+// their channels) are made once and reused, the clients' best case.
+type fanout struct {
+	workers []worker
+}
+
+func newFanout(n int, newWorker func() worker) *fanout {
+	f := &fanout{workers: make([]worker, n)}
+	for i := range f.workers {
+		f.workers[i] = newWorker()
+	}
+	return f
+}
+
+func (f *fanout) getBatch(lo, n int) error {
+	if n > len(f.workers) {
+		return fmt.Errorf("batch of %d keys, %d workers", n, len(f.workers))
+	}
+	var (
+		wg    sync.WaitGroup
+		first atomic.Pointer[error]
+	)
+	wg.Add(n)
+	for i := range n {
+		go func() {
+			defer wg.Done()
+			if err := f.workers[i].get(lo + i); err != nil {
+				first.CompareAndSwap(nil, &err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := first.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// gocbcoreAsync is gocbcore's own way to a batch: its API is asynchronous,
+// so one goroutine issues every Get and waits for the last callback.
+type gocbcoreAsync struct {
+	agent   *gocbcore.Agent
+	ks      *keyset
+	timeout time.Duration
+	left    atomic.Int64
+	bad     atomic.Pointer[error]
+	done    chan struct{}
+	cb      func(*gocbcore.GetResult, error)
+}
+
+func newGocbcoreAsync(agent *gocbcore.Agent, ks *keyset, timeout time.Duration) *gocbcoreAsync {
+	b := &gocbcoreAsync{agent: agent, ks: ks, timeout: timeout, done: make(chan struct{}, 1)}
+	b.cb = func(r *gocbcore.GetResult, err error) {
+		if err == nil && len(r.Value) != len(b.ks.value) {
+			err = errShortValue
+		}
+		if err != nil {
+			b.bad.CompareAndSwap(nil, &err)
+		}
+		if b.left.Add(-1) == 0 {
+			b.done <- struct{}{}
+		}
+	}
+	return b
+}
+
+func (b *gocbcoreAsync) getBatch(lo, n int) error {
+	b.bad.Store(nil)
+	b.left.Store(int64(n))
+	deadline := time.Now().Add(b.timeout)
+	for i := range n {
+		if _, err := b.agent.Get(gocbcore.GetOptions{Key: b.ks.bkeys[lo+i], Deadline: deadline}, b.cb); err != nil {
+			// The Gets already issued still call back: wait for them
+			// so that the next batch starts from a clean count.
+			if b.left.Add(-int64(n-i)) == 0 {
+				b.done <- struct{}{}
+			}
+			<-b.done
+			return err
+		}
+	}
+	<-b.done
+	if p := b.bad.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// rawBatch is the wire limit for a batch on memcached: one connection, the
+// batch's requests encoded (memdx) into one buffer and sent in one Write,
+// then read until every answer is in. With quiet set (OpGetQ or OpGetKQ)
+// the requests are that quiet get followed by a NOOP (kvwire's GetMany
+// sends GETQ + NOOP to memcached: a miss costs no response, and the NOOP's
+// answer ends the batch); without it they are plain GETs, one answer each.
+// The checks are the least a client must do: each answer's status, its
+// opaque (answers come in request order on one connection), the value's
+// length, and for quiet gets that no key was missed.
+type rawBatch struct {
+	addr    string
+	quiet   memdx.OpCode // 0: plain GETs
+	ks      *keyset
+	nc      net.Conn
+	out, in []byte
+}
+
+func (b *rawBatch) prepare() error {
+	if b.nc != nil {
+		return nil
+	}
+	nc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		return err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	b.nc = nc
+	return nil
+}
+
+func (b *rawBatch) close() {
+	if b.nc != nil {
+		_ = b.nc.Close()
+		b.nc = nil
+	}
+}
+
+func (b *rawBatch) getBatch(lo, n int) error {
+	// A hung server must not hang the harness.
+	_ = b.nc.SetDeadline(time.Now().Add(time.Minute))
+	want := len(b.ks.value)
+	if b.in == nil {
+		b.in = make([]byte, max(256<<10, 2*n*(want+64)))
+	}
+	out := b.out[:0]
+	for i := range n {
+		req := memdx.NewGet(b.ks.bkeys[lo+i])
+		if b.quiet != 0 {
+			req.OpCode = b.quiet
+		}
+		var err error
+		if out, err = req.AppendTo(out, uint32(i+1)); err != nil {
+			return err
+		}
+	}
+	answers := n // GET: one answer per key
+	if b.quiet != 0 {
+		noop := memdx.NewNoop()
+		var err error
+		if out, err = noop.AppendTo(out, uint32(n+1)); err != nil {
+			return err
+		}
+		answers = n + 1 // quiet gets: one per hit, then the NOOP's
+	}
+	b.out = out
+	if _, err := b.nc.Write(out); err != nil {
+		return err
+	}
+	in := b.in
+	r, w := 0, 0
+	for got := 0; got < answers; {
+		if w-r >= memdx.HeaderSize {
+			size, err := memdx.PacketSize(in[r:w], 0)
+			if err != nil {
+				return err
+			}
+			if w-r >= size {
+				p := in[r : r+size]
+				r += size
+				opaque := binary.BigEndian.Uint32(p[12:16])
+				if memdx.OpCode(p[1]) == memdx.OpNoop {
+					if opaque != uint32(n+1) || got != n {
+						return fmt.Errorf("raw NOOP (opaque %d) after %d of %d hits", opaque, got, n)
+					}
+					got++
+					continue
+				}
+				if opaque != uint32(got+1) {
+					return fmt.Errorf("raw GET: answer %d has opaque %d (a key missed?)", got+1, opaque)
+				}
+				if st := binary.BigEndian.Uint16(p[6:8]); st != 0 {
+					return fmt.Errorf("raw GET: status 0x%04x", st)
+				}
+				extras, key := int(p[4]), int(binary.BigEndian.Uint16(p[2:4]))
+				if size-memdx.HeaderSize-extras-key != want {
+					return errShortValue
+				}
+				got++
+				continue
+			}
+		}
+		w = copy(in, in[r:w])
+		r = 0
+		m, err := b.nc.Read(in[w:])
+		if err != nil {
+			return err
+		}
+		w += m
+	}
+	return nil
+}
