@@ -92,6 +92,9 @@ type harness struct {
 	pmu      sync.Mutex
 	problems map[string]int
 	details  []string
+	// batchProblems counts, by category, the problems of keys of batch
+	// calls (also in problems).
+	batchProblems map[string]int
 }
 
 const maxDetails = 20
@@ -117,10 +120,12 @@ type report struct {
 	problems map[string]int
 	details  []string
 	infra    []string
-	heapst   heapStats
-	heap1    uint64 // largest sample in the first half after warm-up
-	heap2    uint64 // ... in the second half
-	summary  string
+	// batchProblems are the problems of keys of batch calls, by category.
+	batchProblems map[string]int
+	heapst        heapStats
+	heap1         uint64 // largest sample in the first half after warm-up
+	heap2         uint64 // ... in the second half
+	summary       string
 }
 
 func (r *report) failures() []string {
@@ -190,7 +195,7 @@ func run(t *testing.T, cfg config) *report {
 		t.Fatal(err)
 	}
 	// The keys exist before the hook does: it reads h.keys unlocked.
-	h := &harness{bucket: b, keys: map[string]*keyState{}, problems: map[string]int{}}
+	h := &harness{bucket: b, keys: map[string]*keyState{}, problems: map[string]int{}, batchProblems: map[string]int{}}
 	rng := rand.New(rand.NewSource(cfg.seed))
 	workers := make([]*worker, cfg.workers)
 	for i := range workers {
@@ -301,7 +306,7 @@ func run(t *testing.T, cfg config) *report {
 		}
 	}
 
-	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details,
+	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details, batchProblems: h.batchProblems,
 		heapst: heapst, heap1: heap1, heap2: heap2}
 	for _, w := range workers {
 		r.st.add(&w.st)
@@ -352,6 +357,24 @@ func (r *report) format() string {
 	fmt.Fprintf(&b, " heap-max=%.1fMiB (after warm-up %.1fMiB, at the end %.1fMiB after %d more operations: %.0f B/op; largest in the first half %.1fMiB, second half %.1fMiB; %d samples)",
 		mib(hs.max), mib(hs.base), mib(hs.end), hs.ops, float64(int64(hs.end)-int64(hs.base))/float64(max(hs.ops, 1)),
 		mib(r.heap1), mib(r.heap2), hs.samples)
+	var bs []string
+	for k := bGetMany; k < numBatchKinds; k++ {
+		bs = append(bs, fmt.Sprintf("%s:%d/%d", k, st.batches[k], st.batchKeys[k]))
+	}
+	var bo []string
+	for o, n := range st.batchOut {
+		bo = append(bo, fmt.Sprintf("%s:%d", outcome(o), n))
+	}
+	var bp []string
+	for c, n := range r.batchProblems {
+		bp = append(bp, fmt.Sprintf("%s:%d", c, n))
+	}
+	sort.Strings(bp)
+	fmt.Fprintf(&b, " batches={%s} (calls/keys) batch-keys={%s} batch-ambiguous=(applied %d, not applied %d) batch-late=%d batch-problems={%s}",
+		strings.Join(bs, ", "), strings.Join(bo, ", "), st.batchAmb[1], st.batchAmb[0], st.lateBatch, strings.Join(bp, ", "))
+	if st.unpaired > 0 {
+		fmt.Fprintf(&b, " unpaired-attempt-ends=%d", st.unpaired)
+	}
 	if st.spurious > 0 || st.overflows > 0 {
 		fmt.Fprintf(&b, " ambiguous-without-doubt=%d model-overflows=%d", st.spurious, st.overflows)
 	}

@@ -92,6 +92,8 @@ type receipt struct {
 
 // attempt is one attempt of an operation as the client's Observer saw it.
 type attempt struct {
+	id     uint64 // the Observer's OperationID and Attempt
+	n      int
 	start  time.Duration // after the operation started
 	took   time.Duration
 	node   string
@@ -137,19 +139,20 @@ type opRec struct {
 	inDoubt   bool // an attempt ended written without an answer
 	retriedIn bool // an attempt started after that
 
-	// The retry plan (timing_test.go), on the operation's goroutine only.
-	firstEv      time.Time // its first attempt or retry record
-	floor        time.Time // its goroutine ran at least until then
-	retries      int       // retry records seen
-	overrunSeen  bool      // a retry's wait was planned past the deadline
-	overrun      time.Duration
-	overrunDelay time.Duration
-	planErr      string
+	// The retry plan (timing_test.go), on the operation's goroutine only:
+	// the operation's own, or its batch's.
+	plan *retryPlan
+	// batch is the batch call the operation is one key of (bNone: a
+	// single operation).
+	batch batchKind
 }
 
 func (op *opRec) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#%d %s", op.seq, op.kind)
+	if op.batch != bNone {
+		fmt.Fprintf(&b, " (a key of %s)", op.plan.batch)
+	}
 	if op.value != "" {
 		fmt.Fprintf(&b, " value=%q", op.value)
 	}
@@ -381,8 +384,8 @@ func (h *harness) AttemptStart(info client.AttemptInfo) {
 	if op.inDoubt && !op.kind.idempotent() {
 		op.retriedIn = true
 	}
-	op.planEvent(info.Start)
-	op.attempts = append(op.attempts, attempt{start: info.Start.Sub(op.start), node: info.Node,
+	op.plan.planEvent(info.Start)
+	op.attempts = append(op.attempts, attempt{id: info.OperationID, n: info.Attempt, start: info.Start.Sub(op.start), node: info.Node,
 		retry: info.Retry, reason: info.RetryReason, fwd: info.ForwardMap})
 }
 
@@ -395,11 +398,26 @@ func (h *harness) AttemptEnd(info client.AttemptInfo, err error) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	op := ks.cur
-	if op == nil || len(op.attempts) == 0 {
+	if op == nil {
 		return
 	}
-	op.planEvent(info.Start.Add(info.Duration))
-	a := &op.attempts[len(op.attempts)-1]
+	// The attempt this ends: the latest one started with its operation id
+	// and number and not ended yet (a GetMany reading a key twice runs two
+	// operations on it at once).
+	var a *attempt
+	for i := len(op.attempts) - 1; i >= 0; i-- {
+		if x := &op.attempts[i]; x.id == info.OperationID && x.n == info.Attempt && x.end == endRunning {
+			a = x
+			break
+		}
+	}
+	if a == nil {
+		ks.owner.st.unpaired++
+		h.problemOp(op, "observer", "key %s: AttemptEnd of operation %d attempt %d (%v, status %s) without its AttemptStart: %s",
+			ks.name, info.OperationID, info.Attempt, err, info.Status, op)
+		return
+	}
+	op.plan.planEvent(info.Start.Add(info.Duration))
 	a.took = info.Duration
 	var re *conn.RequestError
 	switch {
@@ -424,7 +442,7 @@ func (h *harness) verify(ks *keyState, op *opRec) {
 		case outSuccess:
 			if op.applied == 0 {
 				st.lost++
-				h.problem("lost", "key %s: acknowledged, never applied: %s", ks.name, op)
+				h.problemOp(op, "lost", "key %s: acknowledged, never applied: %s", ks.name, op)
 			}
 		case outAmbiguous:
 			if op.applied == 0 {
@@ -432,18 +450,21 @@ func (h *harness) verify(ks *keyState, op *opRec) {
 			} else {
 				st.ambApplied++
 			}
+			if op.batch != bNone {
+				st.batchAmb[min(op.applied, 1)]++
+			}
 		default:
 			if op.applied > 0 {
 				st.phantom++
-				h.problem("applied-after-failure", "key %s: reported %s (not applied) but applied %d times: %s", ks.name, op.outcome, op.applied, op)
+				h.problemOp(op, "applied-after-failure", "key %s: reported %s (not applied) but applied %d times: %s", ks.name, op.outcome, op.applied, op)
 			}
 		}
 		if op.applied > 1 {
 			st.duplicated++
-			h.problem("duplicated", "key %s: applied %d times: %s", ks.name, op.applied, op)
+			h.problemOp(op, "duplicated", "key %s: applied %d times: %s", ks.name, op.applied, op)
 		}
 	} else if op.applied != 0 {
-		h.problem("attribution", "key %s: %d mutations counted for an operation that does not count: %s", ks.name, op.applied, op)
+		h.problemOp(op, "attribution", "key %s: %d mutations counted for an operation that does not count: %s", ks.name, op.applied, op)
 	}
 	if op.outcome == outAmbiguous {
 		st.ambiguous++
@@ -469,9 +490,9 @@ func (h *harness) verify(ks *keyState, op *opRec) {
 	}
 	if n := len(op.receipts); n > answered+written {
 		st.unwrittenSent++
-		h.problem("not-written-reached", "key %s: %d requests reached a node but only %d attempts were answered or written: %s", ks.name, n, answered+written, op)
+		h.problemOp(op, "not-written-reached", "key %s: %d requests reached a node but only %d attempts were answered or written: %s", ks.name, n, answered+written, op)
 	} else if exact && n < answered && op.kind != opGet {
-		h.problem("attribution", "key %s: %d attempts answered but the hook saw %d requests: %s", ks.name, answered, n, op)
+		h.problemOp(op, "attribution", "key %s: %d attempts answered but the hook saw %d requests: %s", ks.name, answered, n, op)
 	}
 	// Sent again after a request that got no definite "not applied"?
 	resent := op.retriedIn
@@ -483,11 +504,11 @@ func (h *harness) verify(ks *keyState, op *opRec) {
 	}
 	if resent && !op.kind.idempotent() {
 		st.resent++
-		h.problem("resent", "key %s: a non-idempotent request sent again after an attempt without a definite not-applied answer: %s", ks.name, op)
+		h.problemOp(op, "resent", "key %s: a non-idempotent request sent again after an attempt without a definite not-applied answer: %s", ks.name, op)
 	}
 	if op.inDoubt && op.outcome != outAmbiguous && op.outcome != outSuccess && !op.kind.idempotent() {
 		st.hiddenDoubt++
-		h.problem("unreported-ambiguity", "key %s: an attempt was written and never answered, yet the error is not ambiguous: %s", ks.name, op)
+		h.problemOp(op, "unreported-ambiguity", "key %s: an attempt was written and never answered, yet the error is not ambiguous: %s", ks.name, op)
 	}
 	if op.outcome == outAmbiguous && !op.inDoubt {
 		st.spurious++

@@ -140,10 +140,10 @@ func TestDeadlinePlan(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	for _, tc := range []struct {
 		name string
-		run  func(op *opRec)
+		run  func(op *retryPlan)
 		late bool
 	}{
-		{"waits ending before the deadline", func(op *opRec) {
+		{"waits ending before the deadline", func(op *retryPlan) {
 			op.planEvent(at(0))
 			op.planEvent(at(10))
 			op.planRetry(at(11), ms(100))
@@ -151,37 +151,37 @@ func TestDeadlinePlan(t *testing.T) {
 			op.planEvent(at(130))
 			op.planRetry(at(131), ms(360))
 		}, false},
-		{"a wait planned past the deadline", func(op *opRec) {
+		{"a wait planned past the deadline", func(op *retryPlan) {
 			op.planEvent(at(0))
 			op.planEvent(at(300))
 			op.planRetry(at(301), ms(250))
 		}, true},
-		{"a wait ending exactly at the deadline", func(op *opRec) {
+		{"a wait ending exactly at the deadline", func(op *retryPlan) {
 			op.planEvent(at(0))
 			op.planEvent(at(400))
 			op.planRetry(at(400), ms(100))
 		}, true},
-		{"a wait planned past the deadline with no attempt before it", func(op *opRec) {
+		{"a wait planned past the deadline with no attempt before it", func(op *retryPlan) {
 			op.planRetry(at(5), ms(200))
 			op.planRetry(at(320), ms(100))
 			op.planRetry(at(330), ms(200)) // decided after 320: ends after 520
 		}, true},
-		{"a wait woken early by a config: the next decision may come sooner", func(op *opRec) {
+		{"a wait woken early by a config: the next decision may come sooner", func(op *retryPlan) {
 			op.planRetry(at(5), ms(400))
 			op.planRetry(at(50), ms(400))
 		}, false},
-		{"a stall before the first event moves the deadline's bound", func(op *opRec) {
+		{"a stall before the first event moves the deadline's bound", func(op *retryPlan) {
 			op.planEvent(at(300)) // the deadline was read at most here
 			op.planEvent(at(500))
 			op.planRetry(at(900), ms(250)) // stalled 400 ms after the attempt
 		}, false},
-		{"a stall after the decision is not the client's", func(op *opRec) {
+		{"a stall after the decision is not the client's", func(op *retryPlan) {
 			op.planEvent(at(0))
 			op.planEvent(at(100))
 			op.planRetry(at(450), ms(100)) // the record came late, the decision did not
 		}, false},
 	} {
-		op := &opRec{start: t0, timeout: 500 * time.Millisecond}
+		op := &retryPlan{start: t0, timeout: 500 * time.Millisecond}
 		tc.run(op)
 		if op.overrunSeen != tc.late {
 			t.Errorf("%s: late=%v (overrun %v after a wait of %v), want %v", tc.name, op.overrunSeen, op.overrun, op.overrunDelay, tc.late)

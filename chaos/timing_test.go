@@ -44,11 +44,32 @@ import (
 const retryMessage = "retrying operation"
 
 // opCtxKey is the context key under which the worker passes the running
-// operation to the client (and so to planLog).
+// operation's retry plan to the client (and so to planLog).
 type opCtxKey struct{}
 
 func withOp(ctx context.Context, op *opRec) context.Context {
-	return context.WithValue(ctx, opCtxKey{}, op)
+	return context.WithValue(ctx, opCtxKey{}, op.plan)
+}
+
+// retryPlan is what the deadline rule follows of one call to the client:
+// a single operation, or a batch, whose keys share the batch's goroutine
+// and its deadline (every key's counts from the batch's start, with the
+// batch's timeout), so that the rule holds for the batch as a whole: a
+// retry of any of its keys is decided no earlier than the last thing the
+// batch's goroutine did for any key.
+type retryPlan struct {
+	start   time.Time
+	timeout time.Duration
+	batch   string // the batch's description; "" for a single operation
+
+	firstEv      time.Time // its first attempt or retry record
+	floor        time.Time // its goroutine ran at least until then
+	retries      int       // retry records seen
+	overrunSeen  bool      // a retry's wait was planned past the deadline
+	overrun      time.Duration
+	overrunDelay time.Duration
+	planErr      string
+	checked      bool // checkDeadline has taken it (a batch's is shared by its keys)
 }
 
 // planLog is the client's Logger: it follows the retry plans of the chaos
@@ -58,12 +79,12 @@ var planLog = slog.New(planHandler{})
 type planHandler struct{}
 
 func (planHandler) Enabled(ctx context.Context, _ slog.Level) bool {
-	_, ok := ctx.Value(opCtxKey{}).(*opRec)
+	_, ok := ctx.Value(opCtxKey{}).(*retryPlan)
 	return ok
 }
 
 func (planHandler) Handle(ctx context.Context, r slog.Record) error {
-	op, _ := ctx.Value(opCtxKey{}).(*opRec)
+	op, _ := ctx.Value(opCtxKey{}).(*retryPlan)
 	if op == nil || r.Message != retryMessage {
 		return nil
 	}
@@ -87,13 +108,13 @@ func (planHandler) Handle(ctx context.Context, r slog.Record) error {
 func (h planHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h planHandler) WithGroup(string) slog.Handler      { return h }
 
-// The plan fields of opRec are touched only on the operation's goroutine
-// (the Observer and the Logger run there) and, after it ended, by its
-// owner: that same goroutine.
+// A retryPlan is touched only on the operation's goroutine (the Observer
+// and the Logger run there; a batch's run on the goroutine that called it)
+// and, after it ended, by its owner: that same goroutine.
 
 // planEvent notes that the operation's goroutine was running at t: an
 // attempt started or ended.
-func (op *opRec) planEvent(t time.Time) {
+func (op *retryPlan) planEvent(t time.Time) {
 	if op.firstEv.IsZero() {
 		op.firstEv = t
 	}
@@ -103,7 +124,7 @@ func (op *opRec) planEvent(t time.Time) {
 }
 
 // planRetry applies the rule above to a retry recorded at t with delay d.
-func (op *opRec) planRetry(t time.Time, d time.Duration) {
+func (op *retryPlan) planRetry(t time.Time, d time.Duration) {
 	op.retries++
 	if op.firstEv.IsZero() {
 		op.firstEv = t
@@ -120,19 +141,32 @@ func (op *opRec) planRetry(t time.Time, d time.Duration) {
 	}
 }
 
-// check applies the deadline rule to a finished operation and records its
-// wall-clock overshoot for the summary.
+// checkDeadline applies the deadline rule to a finished operation and
+// records its wall-clock overshoot for the summary. The keys of a batch
+// share one plan, checked with the first of them to settle.
 func checkDeadline(h *harness, ks *keyState, op *opRec) {
 	st := &ks.owner.st
 	st.maxOver = max(st.maxOver, op.end.Sub(op.start)-op.timeout)
-	st.planned += int64(op.retries)
-	if op.planErr != "" {
-		h.problem("late", "key %s: %s: %s", ks.name, op.planErr, op)
+	p := op.plan
+	if p.checked {
+		return
 	}
-	if op.overrunSeen {
+	p.checked = true
+	st.planned += int64(p.retries)
+	what := "key " + ks.name
+	if p.batch != "" {
+		what = p.batch + ", with key " + ks.name
+	}
+	if p.planErr != "" {
+		h.problemOp(op, "late", "%s: %s: %s", what, p.planErr, op)
+	}
+	if p.overrunSeen {
 		st.late++
-		h.problem("late", "key %s: retried after a wait of %v planned to end at least %v past its %v deadline: %s",
-			ks.name, op.overrunDelay, op.overrun.Round(time.Microsecond), op.timeout, op)
+		if p.batch != "" {
+			st.lateBatch++
+		}
+		h.problemOp(op, "late", "%s: retried after a wait of %v planned to end at least %v past its %v deadline: %s",
+			what, p.overrunDelay, p.overrun.Round(time.Microsecond), p.timeout, op)
 	}
 }
 

@@ -25,6 +25,9 @@ type kvAPI interface {
 	Touch(ctx context.Context, key string, expiry time.Duration, opts *client.TouchOptions) (client.MutationResult, error)
 	GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *client.GetAndLockOptions) (client.GetResult, error)
 	Unlock(ctx context.Context, key string, cas uint64, opts *client.UnlockOptions) error
+	GetMany(ctx context.Context, keys []string, opts *client.GetManyOptions) []client.GetManyResult
+	UpsertMany(ctx context.Context, items []client.UpsertManyItem, opts *client.UpsertManyOptions) []client.MutateManyResult
+	RemoveMany(ctx context.Context, keys []string, opts *client.RemoveManyOptions) []client.MutateManyResult
 }
 
 var _ kvAPI = (*client.Collection)(nil)
@@ -54,6 +57,14 @@ type stats struct {
 	fwdAttempts   int64
 	retries       [64]int64
 	overflows     int64
+	// Batches: calls and keys by kind, the keys' outcomes, their ambiguous
+	// mutations not applied and applied, and late batches.
+	batches   [numBatchKinds]int64
+	batchKeys [numBatchKinds]int64
+	batchOut  [len(outcomeNames)]int64
+	batchAmb  [2]int64
+	lateBatch int64
+	unpaired  int64 // AttemptEnd without its AttemptStart
 }
 
 func (s *stats) add(o *stats) {
@@ -89,6 +100,17 @@ func (s *stats) add(o *stats) {
 	s.attempts += o.attempts
 	s.fwdAttempts += o.fwdAttempts
 	s.overflows += o.overflows
+	for i := range s.batches {
+		s.batches[i] += o.batches[i]
+		s.batchKeys[i] += o.batchKeys[i]
+	}
+	for i := range s.batchOut {
+		s.batchOut[i] += o.batchOut[i]
+	}
+	s.batchAmb[0] += o.batchAmb[0]
+	s.batchAmb[1] += o.batchAmb[1]
+	s.lateBatch += o.lateBatch
+	s.unpaired += o.unpaired
 }
 
 func (s *stats) total() int64 {
@@ -125,6 +147,12 @@ func (w *worker) loop(stop <-chan struct{}) {
 			return
 		default:
 		}
+		if w.rng.Intn(100) < batchShare {
+			for _, ks := range w.batchOp() {
+				w.h.settleQueue(ks, false)
+			}
+			continue
+		}
 		ks := w.keys[w.rng.Intn(len(w.keys))]
 		if ks.ctr {
 			w.counterOp(ks)
@@ -134,6 +162,10 @@ func (w *worker) loop(stop <-chan struct{}) {
 		w.h.settleQueue(ks, false)
 	}
 }
+
+// batchShare is the percentage of a worker's steps that are batch calls
+// (of 1 to 4 keys: about a third of the keys operated on).
+const batchShare = 15
 
 func (w *worker) newOp(ks *keyState, k opKind) *opRec {
 	ks.seq++
@@ -208,7 +240,22 @@ func (w *worker) casFor(ks *keyState) uint64 {
 // exec runs one operation: registers it where the hook and the Observer
 // find it, calls the client, and applies the outcome to the model.
 func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) error) {
+	op.plan = &retryPlan{timeout: op.timeout}
+	w.register(ks, op)
+	op.start = time.Now()
+	op.plan.start = op.start
+	err := call(withOp(context.Background(), op))
+	op.end = time.Now()
+	if w.conclude(ks, op, err) {
+		w.get(ks) // what an application would do: find out
+	}
+}
+
+// register makes op the key's running operation, where the hook and the
+// Observer find it.
+func (w *worker) register(ks *keyState, op *opRec) {
 	ks.mu.Lock()
+	defer ks.mu.Unlock()
 	ks.cur = op
 	switch op.kind {
 	case opIncr, opDecr:
@@ -218,10 +265,13 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 			ks.byValue[op.value] = op
 		}
 	}
-	ks.mu.Unlock()
-	op.start = time.Now()
-	err := call(withOp(context.Background(), op))
-	op.end = time.Now()
+}
+
+// conclude takes the outcome of op, which has ended with err: counts it,
+// checks it against the model and queues it for verification. It reports
+// whether the key should be read to find out what an ambiguous outcome
+// did.
+func (w *worker) conclude(ks *keyState, op *opRec, err error) bool {
 	ks.mu.Lock()
 	ks.cur = nil
 	ks.lastOf[op.kind] = op
@@ -234,6 +284,9 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	w.st.outcomes[op.outcome]++
 	w.h.outcomes[op.outcome].Add(1)
 	w.st.byKind[op.kind][op.outcome]++
+	if op.batch != bNone {
+		w.st.batchOut[op.outcome]++
+	}
 	if op.kind.counted() {
 		switch op.outcome {
 		case outSuccess:
@@ -244,10 +297,10 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 	}
 	if err != nil && !expectedErr(err) {
 		w.st.unexpected++
-		w.h.problem("unexpected-error", "key %s: %s", ks.name, ks.describe(op))
+		w.h.problemOp(op, "unexpected-error", "key %s: %s", ks.name, ks.describe(op))
 	}
 	if op.outcome == outAmbiguous && op.kind.idempotent() {
-		w.h.problem("ambiguous-read", "key %s: a read reported ambiguous: %s", ks.name, ks.describe(op))
+		w.h.problemOp(op, "ambiguous-read", "key %s: a read reported ambiguous: %s", ks.name, ks.describe(op))
 	}
 	var bad string
 	switch op.outcome {
@@ -267,16 +320,14 @@ func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) er
 			what = "lost" // a read showed a state no acknowledged write leaves
 			w.st.lost++
 		}
-		w.h.problem(what, "key %s: %s; before it the document was one of %s; recent operations:%s\n    %s",
+		w.h.problemOp(op, what, "key %s: %s; before it the document was one of %s; recent operations:%s\n    %s",
 			ks.name, bad, ks.model.describe(), ks.history(), ks.describe(op))
 		// Start over from what the next read or overwrite says, rather
 		// than report the same divergence at every later operation.
 		ks.model.overflow, ks.model.states = true, nil
 	}
 	ks.queue = append(ks.queue, op)
-	if op.outcome == outAmbiguous && op.kind != opUnlock {
-		w.get(ks) // what an application would do: find out
-	}
+	return op.outcome == outAmbiguous && op.kind != opUnlock
 }
 
 func (w *worker) get(ks *keyState) {
