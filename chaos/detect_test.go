@@ -18,7 +18,7 @@ import (
 // TestChaosDetects can show every check fails when its promise is broken.
 type liar struct {
 	kvAPI
-	gets atomic.Int64
+	gets, getManys atomic.Int64
 }
 
 // mutate runs a write the way a careless client would: an ambiguous write
@@ -70,9 +70,45 @@ func (l *liar) Get(ctx context.Context, key string, opts *client.GetOptions) (cl
 	return r, err
 }
 
+// UpsertMany lies as Upsert does, key by key: the items whose write was
+// ambiguous are sent again in a second UpsertMany, and those refused with a
+// status that is not retried are reported written.
+func (l *liar) UpsertMany(ctx context.Context, items []client.UpsertManyItem, opts *client.UpsertManyOptions) []client.MutateManyResult {
+	res := l.kvAPI.UpsertMany(ctx, items, opts)
+	var again []client.UpsertManyItem
+	var at []int
+	for i := range res {
+		switch {
+		case errors.Is(res[i].Err, client.ErrAmbiguous):
+			again, at = append(again, items[i]), append(at, i)
+		case errors.Is(res[i].Err, client.ErrServerFailure):
+			res[i].MutationResult, res[i].Err = fakeResult, nil
+		}
+	}
+	if len(again) > 0 {
+		for j, r := range l.kvAPI.UpsertMany(ctx, again, opts) {
+			res[at[j]] = r
+		}
+	}
+	return res
+}
+
+// GetMany lies as Get does: now and then the whole batch is read again
+// after a backoff as long as its timeout.
+func (l *liar) GetMany(ctx context.Context, keys []string, opts *client.GetManyOptions) []client.GetManyResult {
+	res := l.kvAPI.GetMany(ctx, keys, opts)
+	if l.getManys.Add(1)%10 == 1 {
+		planLog.LogAttrs(ctx, slog.LevelDebug, retryMessage, slog.Duration("delay", opts.Timeout))
+		time.Sleep(opts.Timeout)
+		return l.kvAPI.GetMany(ctx, keys, opts)
+	}
+	return res
+}
+
 // The checks are not vacuous: against a client that retries ambiguous
 // writes, acknowledges writes that failed and retries past deadlines, a short
-// run reports lost, duplicated, re-sent and late operations, naming the seed.
+// run reports lost, duplicated, re-sent and late operations, naming the seed,
+// among single operations and among the keys of batches alike.
 func TestChaosDetects(t *testing.T) {
 	cfg := config{name: "liar", seed: *flagSeed, duration: 1500 * time.Millisecond, short: true,
 		workers: 6, keys: 8, kinds: []faultKind{fkCloseAfter, fkErrmap}, prob: 0.3, heap: 1 << 30, logf: t.Logf,
@@ -80,7 +116,7 @@ func TestChaosDetects(t *testing.T) {
 		// Until every lie was caught: how many operations a busy machine
 		// gets through in 1.5 s must not decide whether one of each kind
 		// happened (a lie is checked when its operation settles, 5 s on).
-		until: func(h *harness) bool { return h.caught(detectedLies...) }}
+		until: func(h *harness) bool { return h.caught(detectedLies...) && h.caughtInBatches(detectedLies...) }}
 	cfg.rerun = "go test ./chaos -run TestChaosDetects"
 	r := run(t, cfg)
 	t.Log(r.summary)
@@ -94,6 +130,12 @@ func TestChaosDetects(t *testing.T) {
 		if r.problems[cat] == 0 {
 			t.Errorf("no %q problem recorded; problems: %v", cat, r.problems)
 		}
+		if r.batchProblems[cat] == 0 {
+			t.Errorf("no %q problem recorded for a key of a batch; batch problems: %v", cat, r.batchProblems)
+		}
+	}
+	if st.lateBatch == 0 {
+		t.Errorf("the lying client's late batches went unnoticed: %s", r.summary)
 	}
 	ft := &fakeT{}
 	checkReport(ft, r)
@@ -111,6 +153,19 @@ func (h *harness) caught(categories ...string) bool {
 	defer h.pmu.Unlock()
 	for _, c := range categories {
 		if h.problems[c] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// caughtInBatches reports whether a problem of every category was recorded
+// for a key of a batch.
+func (h *harness) caughtInBatches(categories ...string) bool {
+	h.pmu.Lock()
+	defer h.pmu.Unlock()
+	for _, c := range categories {
+		if h.batchProblems[c] == 0 {
 			return false
 		}
 	}
