@@ -87,7 +87,9 @@ type harness struct {
 	// config.until (the workers' stats are their own until the run ends).
 	outcomes [numOutcomes]atomic.Int64
 	retried  [64]atomic.Int64
-	heap     *heapSampler
+	// Keys of batches retried (for any reason) and ended ambiguous.
+	batchRetried, batchAmbiguous atomic.Int64
+	heap                         *heapSampler
 
 	pmu      sync.Mutex
 	problems map[string]int
@@ -370,8 +372,14 @@ func (r *report) format() string {
 		bp = append(bp, fmt.Sprintf("%s:%d", c, n))
 	}
 	sort.Strings(bp)
-	fmt.Fprintf(&b, " batches={%s} (calls/keys) batch-keys={%s} batch-ambiguous=(applied %d, not applied %d) batch-late=%d batch-problems={%s}",
-		strings.Join(bs, ", "), strings.Join(bo, ", "), st.batchAmb[1], st.batchAmb[0], st.lateBatch, strings.Join(bp, ", "))
+	var br []string
+	for _, reason := range client.AllRetryReasons() {
+		if n := st.batchRetries[reason]; n > 0 {
+			br = append(br, fmt.Sprintf("%s:%d", reason, n))
+		}
+	}
+	fmt.Fprintf(&b, " batches={%s} (calls/keys) batch-keys={%s} batch-retries={%s} batch-fwd-map-attempts=%d batch-ambiguous=(applied %d, not applied %d) batch-late=%d batch-problems={%s}",
+		strings.Join(bs, ", "), strings.Join(bo, ", "), strings.Join(br, ", "), st.batchFwd, st.batchAmb[1], st.batchAmb[0], st.lateBatch, strings.Join(bp, ", "))
 	if st.unpaired > 0 {
 		fmt.Fprintf(&b, " unpaired-attempt-ends=%d", st.unpaired)
 	}
@@ -487,8 +495,9 @@ func allKinds() []faultKind {
 
 // exercised reports whether the run has done what checkReport requires of
 // a short run with every fault kind (besides the kinds acting, which the
-// scheduler sees to): enough successes, definite failures and timeouts, and
-// retries for each reason the faults exist to cause.
+// scheduler sees to): enough successes, definite failures and timeouts,
+// retries for each reason the faults exist to cause, and keys of batches
+// retried and ended ambiguous.
 func (h *harness) exercised() bool {
 	if h.outcomes[outSuccess].Load() < 100 || h.outcomes[outDefinite].Load() == 0 || h.outcomes[outTimeout].Load() == 0 {
 		return false
@@ -498,7 +507,7 @@ func (h *harness) exercised() bool {
 			return false
 		}
 	}
-	return true
+	return h.batchRetried.Load() > 0 && h.batchAmbiguous.Load() > 0
 }
 
 // exercisedReasons are the retry reasons a short run with every fault kind
@@ -540,6 +549,19 @@ func checkReport(t testing.TB, r *report) {
 	}
 	if st.outcomes[outSuccess] < 100 || st.outcomes[outDefinite] == 0 || st.outcomes[outTimeout] == 0 {
 		t.Errorf("%s: outcomes %v: too few successes, definite failures or timeouts", prefix, st.outcomes)
+	}
+	for k := bGetMany; k < numBatchKinds; k++ {
+		if st.batches[k] == 0 {
+			t.Errorf("%s: no %s call", prefix, k)
+		}
+	}
+	var batchRetries int64
+	for _, n := range st.batchRetries {
+		batchRetries += n
+	}
+	if batchRetries == 0 || st.batchOut[outAmbiguous] == 0 {
+		t.Errorf("%s: keys of batches retried %d times, %d ended ambiguous: both must occur for the batch checks to mean anything",
+			prefix, batchRetries, st.batchOut[outAmbiguous])
 	}
 	if slices.Contains(r.cfg.kinds, fkRebalance) && st.fwdAttempts == 0 {
 		t.Logf("%s: no attempt used the forward map", prefix)

@@ -87,6 +87,22 @@
 // which, when no ambiguous operation followed the last success, means
 // exactly that success's value and CAS. A mismatch is a lost write.
 //
+// Batches: about one worker step in seven is a batch call (GetMany,
+// UpsertMany or RemoveMany) on one to four of the worker's keys in one
+// collection (GetMany sometimes names a key twice). Each key of a batch is
+// an operation of its own kind (Get, Upsert, Remove), registered and
+// checked exactly as a single one: its outcome goes through the key's
+// model (a success must be possible, a non-ambiguous error leaves the
+// document alone, an ambiguous write leaves either state and is read back,
+// in one GetMany), the hook attributes its requests, and the checks above
+// apply to it. The keys of a batch share its retry plan and deadline, so
+// the deadline rule below covers every retry of every key. The summary
+// counts batch calls and keys by kind, their keys' outcomes, retries and
+// ambiguous writes, and the problems found on them; a short run also fails
+// unless every kind of batch ran and some batch key was retried and some
+// ended ambiguous. The Observer's AttemptEnd must end an attempt its
+// AttemptStart began (single operations and batches alike).
+//
 // Every retry's plan is checked against the operation's deadline: no retry
 // may follow a wait planned to end at or after it (the client's Logger sees
 // the orchestrator's Debug record of each retry, with its delay, on the
@@ -110,9 +126,10 @@
 //
 // TestChaosDetects runs the same harness against a client that lies (it
 // sends an ambiguous write again, acknowledges a write the server refused
-// and retries after a backoff planned past its deadline) and requires lost,
-// duplicated, re-sent and late operations to be reported: the checks can
-// fail. TestChaosDetectsLeak does
+// and retries after a backoff planned past its deadline, in single
+// operations and in batches) and requires lost, duplicated, re-sent and
+// late operations to be reported, among single operations and keys of
+// batches alike: the checks can fail. TestChaosDetectsLeak does
 // the same for the memory check, with a client that retains 16 KiB per
 // operation.
 //

@@ -381,6 +381,15 @@ func (h *harness) AttemptStart(info client.AttemptInfo) {
 	if op == nil {
 		return
 	}
+	if op.batch != bNone {
+		if info.Retry {
+			st.batchRetries[info.RetryReason]++
+			h.batchRetried.Add(1)
+		}
+		if info.ForwardMap {
+			st.batchFwd++
+		}
+	}
 	if op.inDoubt && !op.kind.idempotent() {
 		op.retriedIn = true
 	}

@@ -64,7 +64,11 @@ type stats struct {
 	batchOut  [len(outcomeNames)]int64
 	batchAmb  [2]int64
 	lateBatch int64
-	unpaired  int64 // AttemptEnd without its AttemptStart
+	// Retries by reason and attempts routed by the forward map, of keys of
+	// batches.
+	batchRetries [64]int64
+	batchFwd     int64
+	unpaired     int64 // AttemptEnd without its AttemptStart
 }
 
 func (s *stats) add(o *stats) {
@@ -110,6 +114,10 @@ func (s *stats) add(o *stats) {
 	s.batchAmb[0] += o.batchAmb[0]
 	s.batchAmb[1] += o.batchAmb[1]
 	s.lateBatch += o.lateBatch
+	for i := range s.batchRetries {
+		s.batchRetries[i] += o.batchRetries[i]
+	}
+	s.batchFwd += o.batchFwd
 	s.unpaired += o.unpaired
 }
 
@@ -286,6 +294,9 @@ func (w *worker) conclude(ks *keyState, op *opRec, err error) bool {
 	w.st.byKind[op.kind][op.outcome]++
 	if op.batch != bNone {
 		w.st.batchOut[op.outcome]++
+		if op.outcome == outAmbiguous {
+			w.h.batchAmbiguous.Add(1)
+		}
 	}
 	if op.kind.counted() {
 		switch op.outcome {
