@@ -111,7 +111,7 @@ func (l *liar) GetMany(ctx context.Context, keys []string, opts *client.GetManyO
 // among single operations and among the keys of batches alike.
 func TestChaosDetects(t *testing.T) {
 	cfg := config{name: "liar", seed: *flagSeed, duration: 1500 * time.Millisecond, short: true,
-		workers: 6, keys: 8, kinds: []faultKind{fkCloseAfter, fkErrmap}, prob: 0.3, heap: 1 << 30, logf: t.Logf,
+		workers: 6, keys: 8, kinds: []faultKind{fkCloseAfter, fkErrmap}, prob: 0.3, heap: 1 << 30, logf: t.Logf, batches: defaultBatchShare,
 		wrap: func(k kvAPI) kvAPI { return &liar{kvAPI: k} },
 		// Until every lie was caught: how many operations a busy machine
 		// gets through in 1.5 s must not decide whether one of each kind
@@ -265,7 +265,7 @@ const leakOps = 500
 // absolute slack alone would need thousands more operations to notice).
 func TestChaosDetectsLeak(t *testing.T) {
 	cfg := config{name: "leaky", seed: *flagSeed, duration: 1500 * time.Millisecond, short: true,
-		workers: 4, keys: 8, kinds: []faultKind{}, heap: 1 << 30, heapPerOp: defaultHeapPerOp, logf: t.Logf,
+		workers: 4, keys: 8, kinds: []faultKind{}, heap: 1 << 30, heapPerOp: defaultHeapPerOp, logf: t.Logf, batches: defaultBatchShare,
 		wrap: func(k kvAPI) kvAPI { return &leaky{kvAPI: k} },
 		// Until enough operations followed the baseline for the leak to
 		// exceed the fixed allowance several times over (16 KiB minus the

@@ -15,7 +15,9 @@
 // over the configurations; 0 is the short run), -chaos.configs (default,
 // besteffort; also pool), -chaos.faults (all, none, or a list of kinds, to
 // narrow a failure down), -chaos.workers (16 short, 32 long), -chaos.keys
-// (per worker), -chaos.heapslack (MiB), -chaos.heapperop (bytes), -chaos.v.
+// (per worker), -chaos.batches (percentage of the workers' steps that are
+// batch calls, default 15), -chaos.heapslack (MiB), -chaos.heapperop
+// (bytes), -chaos.v.
 // Each configuration logs
 // one summary line (go test shows it with -v, or on failure):
 //
@@ -87,7 +89,7 @@
 // which, when no ambiguous operation followed the last success, means
 // exactly that success's value and CAS. A mismatch is a lost write.
 //
-// Batches: about one worker step in seven is a batch call (GetMany,
+// Batches: about one worker step in seven (-chaos.batches) is a batch call (GetMany,
 // UpsertMany or RemoveMany) on one to four of the worker's keys in one
 // collection (GetMany sometimes names a key twice). Each key of a batch is
 // an operation of its own kind (Get, Upsert, Remove), registered and

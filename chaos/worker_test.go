@@ -155,7 +155,7 @@ func (w *worker) loop(stop <-chan struct{}) {
 			return
 		default:
 		}
-		if w.rng.Intn(100) < batchShare {
+		if w.rng.Intn(100) < w.h.batchShare {
 			for _, ks := range w.batchOp() {
 				w.h.settleQueue(ks, false)
 			}
@@ -171,9 +171,9 @@ func (w *worker) loop(stop <-chan struct{}) {
 	}
 }
 
-// batchShare is the percentage of a worker's steps that are batch calls
-// (of 1 to 4 keys: about a third of the keys operated on).
-const batchShare = 15
+// defaultBatchShare is the percentage of a worker's steps that are batch
+// calls (of 1 to 4 keys: about a third of the keys operated on).
+const defaultBatchShare = 15
 
 func (w *worker) newOp(ks *keyState, k opKind) *opRec {
 	ks.seq++
