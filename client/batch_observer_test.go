@@ -87,3 +87,73 @@ func TestGetManyObserverSeesNoAttemptEndWithoutItsStart(t *testing.T) {
 		obs.mu.Unlock()
 	}
 }
+
+// holdObserver blocks the batch's goroutine in the first AttemptEnd of
+// key until release is closed, after closing held.
+type holdObserver struct {
+	key     string
+	once    sync.Once
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (h *holdObserver) AttemptStart(AttemptInfo) {}
+
+func (h *holdObserver) AttemptEnd(i AttemptInfo, _ error) {
+	if i.Key != h.key {
+		return
+	}
+	h.once.Do(func() {
+		close(h.held)
+		<-h.release
+	})
+}
+
+// A key waiting out the rest of its time after NOT_MY_VBUCKET (the retry
+// interval reaches past its deadline: a wait that ends in a timeout, which
+// a new config may still turn into a retry before the deadline) ends with
+// a timeout, with no retry, when its wait has ended by the time the batch
+// sees the new config: a wait that is over is not woken, as a single
+// operation's is not. The batch's goroutine is held (in the Observer) while
+// the clock passes the deadline and a new config is installed, so that
+// both are pending when it resumes; which of the two it takes first is up
+// to select, hence the rounds.
+func TestGetManyWaitEndedBeforeANewConfigIsATimeoutNotARetry(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	fc := retry.NewFakeClock(time.Now())
+	for round := 0; round < 8; round++ {
+		obs := &holdObserver{key: fmt.Sprintf("held-%d", round), held: make(chan struct{}), release: make(chan struct{})}
+		c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour, Observer: obs,
+			NMVRetryInterval: 10 * time.Second})
+		col := c.DefaultCollection()
+		waiting := []string{fmt.Sprintf("nmv-a-%d", round), fmt.Sprintf("nmv-b-%d", round)}
+		for _, k := range waiting {
+			f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: k},
+				Action: mockcluster.Action{Status: memdx.StatusNotMyVbucket}})
+			t.Cleanup(f.Remove)
+		}
+		t0 := c.topo.Load()
+		done := make(chan []GetManyResult, 1)
+		go func() {
+			done <- col.GetMany(context.Background(), append(waiting, obs.key), &GetManyOptions{Timeout: time.Second})
+		}()
+		<-obs.held // the NOT_MY_VBUCKET keys wait; the batch's goroutine is in the Observer
+		fc.Advance(2 * time.Second)
+		_, err := mc.Bucket(mockcluster.DefaultBucket).AddScope(fmt.Sprintf("s%d", round))
+		require.NoError(t, err)
+		select {
+		case <-t0.changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the client did not install the new config")
+		}
+		close(obs.release)
+		res := <-done
+		for _, r := range res[:2] {
+			require.ErrorIs(t, r.Err, ErrTimeout, "round %d %s", round, r.Key)
+			var kv *KeyValueError
+			require.ErrorAs(t, r.Err, &kv)
+			require.Zero(t, kv.RetryAttempts, "round %d %s: retried after its wait had ended with the deadline: %v", round, r.Key, r.Err)
+		}
+		require.NoError(t, c.Close())
+	}
+}
