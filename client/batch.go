@@ -672,8 +672,11 @@ func (b *batch) due() {
 // wakeAll resumes the waiting keys whose wake is closed (a newer config
 // was installed). Only the current topology's wake is open, so every
 // waiting key with a wake is either woken now or waits on that one, which
-// becomes the one watched.
+// becomes the one watched. A wait that is over by now is not woken but
+// ended (due), as its timer would have: a wait for the deadline ends in
+// a timeout, not a retry.
 func (b *batch) wakeAll() {
+	b.due()
 	b.watch = nil
 	for i := range b.keys {
 		k := &b.keys[i]
