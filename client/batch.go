@@ -99,7 +99,10 @@ func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetMany
 // (flags, JSON and expiry from its item; durability for all). Results are
 // in the order of items. Each item is an operation of its own: an
 // ambiguous or failed write is that item's error alone, never retried
-// once it may have been applied.
+// once it may have been applied. Items with the same key are separate
+// writes whose order on the server is not defined (a retry, or a node's
+// several connections, can reorder them); give a key once for a defined
+// result.
 func (col *Collection) UpsertMany(ctx context.Context, items []UpsertManyItem, opts *UpsertManyOptions) []MutateManyResult {
 	var p storeParams
 	if opts != nil {

@@ -89,9 +89,11 @@
 //
 // The whole batch runs on the calling goroutine: no goroutine per key. Its
 // keys are routed and grouped per connection, and each group is queued
-// and written together (one write per node for up to 64 KiB; at most 2048
-// keys of a batch are in flight at once, the others start as room frees,
-// so that no connection refuses them as overloaded); the
+// and written together (one write per connection for up to 64 KiB, so one
+// per node with the default ConnectionsPerNode of 1; at most 2048 keys of a
+// batch, and at most half of MaxPendingPerConnection, are in flight at
+// once, the others start as room frees, so that no connection refuses them
+// as overloaded); the
 // connections report which requests ended, and the calling goroutine
 // judges each as a single operation would and, for a retry, keeps its wait
 // in one timer heap on the client's clock. On memcached:// the gets are
