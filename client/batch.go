@@ -452,29 +452,38 @@ func (b *batch) round() {
 	b.expectAdd(placed + len(b.groups))
 	started := 0
 	for gi := range b.groups {
-		g := &b.groups[gi]
-		quiet := b.quietGets && g.cn.Memcached()
-		g.cn.Cork()
-		for _, i := range ready {
-			k := &b.keys[i]
-			if k.state != bkInFlight || k.pl.cn != g.cn || k.pend != (conn.Pending{}) {
-				continue
-			}
-			if !now.Before(k.o.st.Deadline()) {
-				b.judge(int(i), false, &conn.RequestError{Op: k.o.req.OpCode, Addr: g.cn.Addr(), Err: context.DeadlineExceeded})
-				continue
-			}
-			if b.start(int(i), quiet) {
-				started++
-				g.quiet = g.quiet || quiet
-			}
-		}
-		if g.quiet && b.fence(g.cn, ready) {
-			started++
-		}
-		g.cn.Uncork()
+		started += b.sendGroup(&b.groups[gi], ready, now)
 	}
 	b.expectAdd(started - placed - len(b.groups))
+}
+
+// sendGroup starts the ready keys placed on g's connection, corked so
+// that they go out together, and reports how many requests it started
+// (a NOOP included). The Uncork is deferred: the Observer and the retry
+// strategy run while the connection is corked, and a panic of theirs must
+// not leave the connection's writes held.
+func (b *batch) sendGroup(g *sendGroup, ready []int32, now time.Time) (started int) {
+	quiet := b.quietGets && g.cn.Memcached()
+	g.cn.Cork()
+	defer g.cn.Uncork()
+	for _, i := range ready {
+		k := &b.keys[i]
+		if k.state != bkInFlight || k.pl.cn != g.cn || k.pend != (conn.Pending{}) {
+			continue
+		}
+		if !now.Before(k.o.st.Deadline()) {
+			b.judge(int(i), false, &conn.RequestError{Op: k.o.req.OpCode, Addr: g.cn.Addr(), Err: context.DeadlineExceeded})
+			continue
+		}
+		if b.start(int(i), quiet) {
+			started++
+			g.quiet = g.quiet || quiet
+		}
+	}
+	if g.quiet && b.fence(g.cn, ready) {
+		started++
+	}
+	return started
 }
 
 // start sends key i's request on its connection, and reports whether it

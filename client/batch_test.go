@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -523,4 +524,37 @@ func TestGetManyLargerThanAConnectionTakesIsNotRetried(t *testing.T) {
 	}
 	require.NoError(t, res[len(res)-1].Err)
 	assert.Equal(t, "last", string(res[len(res)-1].Value))
+}
+
+// panicObserver panics in AttemptStart while armed.
+type panicObserver struct{ armed atomic.Bool }
+
+func (p *panicObserver) AttemptStart(AttemptInfo) {
+	if p.armed.Load() {
+		panic("observer")
+	}
+}
+func (p *panicObserver) AttemptEnd(AttemptInfo, error) {}
+
+// An Observer that panics while a batch has its connection corked does
+// not leave that connection's writes held: the panic reaches the caller,
+// and the next operation on the connection is written and answered.
+func TestGetManyObserverPanicLeavesTheConnectionUsable(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	obs := &panicObserver{}
+	c := connect(t, mc, &Options{Observer: obs})
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	_, err := col.Upsert(ctx, "after-panic", []byte("v"), nil)
+	require.NoError(t, err)
+	obs.armed.Store(true)
+	func() {
+		defer func() { assert.Equal(t, "observer", recover()) }()
+		col.GetMany(ctx, []string{"p-1", "p-2", "p-3"}, nil)
+	}()
+	obs.armed.Store(false)
+	// A failure bound only: a held connection never answers.
+	r, err := col.Get(ctx, "after-panic", &GetOptions{Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(r.Value))
 }
