@@ -416,12 +416,16 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 }
 
 // waitNext waits as the orchestrator decides for the retry nx and returns
-// nil to place the operation again, or its final error.
+// nil to place the operation again, or its final error: a refusal after a
+// status is that status's error, whatever the reason's. A wait after an
+// unavailable node or NOT_MY_VBUCKET ends when a newer config is installed
+// (wakeFor).
 func (c *Client) waitNext(o *op, nx next) error {
-	if nx.fromStatus {
-		return c.waitStatus(o, nx.t, nx.reason)
+	err := c.orch.WaitOrWake(&o.st, nx.reason, c.retryCause(o, nx), wakeFor(nx.t, nx.reason))
+	if err == nil {
+		return nil
 	}
-	return c.wait(o, nx.t, nx.reason, nx.cause)
+	return c.waitError(o, nx.fromStatus, err)
 }
 
 // planNext is waitNext's decision without the wait, for a caller that
@@ -429,13 +433,20 @@ func (c *Client) waitNext(o *op, nx next) error {
 // config; ctxErr: by the operation's context) with what waitNext would have
 // returned.
 func (c *Client) planNext(o *op, nx next) retry.Plan {
-	cause := nx.cause
+	return c.orch.Plan(&o.st, nx.reason, c.retryCause(o, nx))
+}
+
+// retryCause is the error the retry nx is decided on: the status's after a
+// status, else the attempt's. A retry for an unavailable node is noted
+// (noteUnreachable).
+func (c *Client) retryCause(o *op, nx next) error {
 	if nx.fromStatus {
-		cause = o.statusErr()
-	} else if nx.reason == retry.ReasonNodeNotAvailable {
+		return o.statusErr()
+	}
+	if nx.reason == retry.ReasonNodeNotAvailable {
 		c.noteUnreachable()
 	}
-	return c.orch.Plan(&o.st, nx.reason, cause)
+	return nx.cause
 }
 
 func (c *Client) resumeNext(o *op, nx next, p retry.Plan, woken bool, ctxErr error) error {
@@ -645,34 +656,6 @@ func (c *Client) routeOpPeek(t *topology, o *op) (*node, uint16, retry.Reason, e
 	saved := o.route
 	defer func() { o.route = saved }()
 	return c.routeOp(t, o)
-}
-
-// wait hands an attempt, routed with t, that failed without a status of
-// its own (no route, no connection, a failed collection-id lookup, a
-// connection that died) to the orchestrator; it returns nil to try again,
-// or the operation's final error: the reason's, whatever status an earlier
-// attempt got. A wait after an unavailable node ends when a newer config is
-// installed (wakeFor).
-func (c *Client) wait(o *op, t *topology, reason retry.Reason, cause error) error {
-	if reason == retry.ReasonNodeNotAvailable {
-		c.noteUnreachable()
-	}
-	err := c.orch.WaitOrWake(&o.st, reason, cause, wakeFor(t, reason))
-	if err == nil {
-		return nil
-	}
-	return c.waitError(o, false, err)
-}
-
-// waitStatus is wait for an attempt, routed with t, that ended on
-// o.status. A wait after NOT_MY_VBUCKET ends when a newer config is
-// installed (wakeFor).
-func (c *Client) waitStatus(o *op, t *topology, reason retry.Reason) error {
-	err := c.orch.WaitOrWake(&o.st, reason, o.statusErr(), wakeFor(t, reason))
-	if err == nil {
-		return nil
-	}
-	return c.waitError(o, true, err)
 }
 
 func (o *op) statusErr() error {
