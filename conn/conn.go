@@ -94,6 +94,9 @@ type Conn struct {
 	// qHead..qTail lists the quiet calls (Start with a quiet opcode) in
 	// stream order, until answered or settled by a NOOP's answer.
 	qHead, qTail *call
+	// groups are the groups of quiet gets (StartGets) in pending, live or
+	// abandoned: their gets' opaques are not in pending.
+	groups []*call
 	// The wire list holds the calls whose bytes the socket has not all
 	// accepted, in stream order; wQueued is its first call still queued.
 	wHead, wTail, wQueued *call
@@ -298,7 +301,7 @@ func (c *Conn) nextOpaque() uint32 {
 		if !c.wrapped {
 			return c.opaque
 		}
-		if _, used := c.pending[c.opaque]; !used {
+		if _, used := c.pending[c.opaque]; !used && c.groupOf(c.opaque) == nil {
 			return c.opaque
 		}
 	}
@@ -653,6 +656,17 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	switch {
 	case !ok:
 		kind = strayUnknownOpaque
+		if g := c.groupOf(p.Opaque); g != nil {
+			kind = c.groupAnswer(g, p)
+			if kind == 0 {
+				c.mu.Unlock()
+				return
+			}
+			// A stray: not the tombstone's own answer (its NOOP's).
+			c.mu.Unlock()
+			c.strayResponse(p, kind)
+			return
+		}
 	case cl.op != p.OpCode:
 		kind = strayWrongOpcode
 	case cl.state == reqAbandoned:

@@ -105,6 +105,13 @@ type call struct {
 	// until answered or settled; answered: a response ended it.
 	quiet, answered bool
 	qPrev, qNext    *call
+	// A group of quiet gets (StartGets) is one call, its NOOP: its bytes
+	// are the gets' and the NOOP's, gN gets take the opaques from gBase,
+	// each of opcode gOp, and their answers go to gSink.
+	gSink GetSink
+	gBase uint32
+	gN    uint32
+	gOp   memdx.OpCode
 	// timer bounds the wait of a multi-packet call with a deadline: such a
 	// call is not swept (its handle may be running when it expires). It
 	// stays with the pooled call so that it is reused.
@@ -296,6 +303,9 @@ func (c *Conn) end(cl *call) {
 	if cl.quiet {
 		c.qUnlink(cl)
 	}
+	if cl.gN != 0 {
+		c.unlinkGroup(cl)
+	}
 	if cl.list != listNone {
 		c.lUnlink(cl)
 	}
@@ -312,6 +322,9 @@ func (c *Conn) drop(cl *call) {
 	delete(c.pending, cl.opaque)
 	if cl.quiet {
 		c.qUnlink(cl)
+	}
+	if cl.gN != 0 {
+		c.unlinkGroup(cl)
 	}
 	c.lUnlink(cl)
 	if c.onWire(cl) {
