@@ -82,8 +82,14 @@ func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetMany
 	b.quietGets = true
 	for i, key := range keys {
 		res[i].Key = key
-		o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
-		b.add(i, o, err)
+	}
+	if b.groupGets(col) {
+		b.getGroups(col, keys, p, res)
+	} else {
+		for i, key := range keys {
+			o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
+			b.add(i, o, err)
+		}
 	}
 	b.run(func(i int, o *op, err error) {
 		if err != nil {
@@ -183,6 +189,15 @@ type batch struct {
 	fences  []conn.Pending  // NOOPs in flight
 	groups  []sendGroup
 
+	// A memcached GetMany's groups (batchget.go): a record per key, the
+	// groups, and scratch for routing and sending them.
+	frecs   []fastRec
+	fgroups []fastGroup
+	fserver []int32
+	fidx    []int32
+	fgkeys  []int32
+	fkeys   [][]byte
+
 	mu    sync.Mutex
 	ended []uint64 // tags of the requests that ended, from RequestEnded
 	// expect counts the started requests not yet told of (expectAdd).
@@ -209,6 +224,8 @@ type bkey struct {
 	lastReason retry.Reason
 	retried    bool
 	reported   bool
+	// grouped: its first attempt was a group's get (judgeGrouped).
+	grouped bool
 }
 
 type bkeyState uint8
@@ -218,6 +235,7 @@ const (
 	bkReady                     // to be placed and sent
 	bkInFlight                  // started on a connection
 	bkWaiting                   // waiting for a retry
+	bkGot                       // a hit read in a group: its result is given
 )
 
 // sendGroup is one connection's share of a round.
@@ -276,6 +294,12 @@ func (b *batch) release() {
 	clear(b.keys)
 	clear(b.fences)
 	clear(b.groups)
+	clear(b.frecs)
+	clear(b.fgroups)
+	if cap(b.frecs) > maxPooledBatch {
+		b.frecs = nil
+	}
+	b.frecs, b.fgroups, b.fidx = b.frecs[:0], b.fgroups[:0], b.fidx[:0]
 	// Field by field: a late Wake may read kick meanwhile.
 	b.c, b.ctx, b.now, b.quietGets, b.canceled, b.left, b.inflight, b.done, b.obs = nil, nil, time.Time{}, false, false, 0, 0, nil, nil
 	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]
@@ -305,7 +329,7 @@ func (b *batch) add(i int, o *op, err error) {
 // handle, on this goroutine, just before.
 func (b *batch) RequestEnded(tag uint64, answered bool, err error) bool {
 	clean := err == nil
-	if clean && answered && tag&fenceTag == 0 {
+	if clean && answered && tag&(fenceTag|groupTag) == 0 {
 		clean = b.keys[tag>>32].o.status == memdx.StatusSuccess
 	}
 	b.mu.Lock()
@@ -346,6 +370,9 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 	b.done = done
 	for i := range b.keys {
 		k := &b.keys[i]
+		if k.state == bkGot {
+			continue
+		}
 		if k.state != bkReady {
 			done(i, nil, k.nx.err)
 			k.nx = next{}
@@ -359,9 +386,16 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 		if b.obs != nil {
 			k.opID = b.c.opIDs.Add(1)
 		}
+		if k.grouped {
+			b.judgeGrouped(i)
+			continue
+		}
 		b.ready = append(b.ready, int32(i))
 	}
 	ctxDone := b.ctx.Done()
+	if b.canceled {
+		ctxDone = nil
+	}
 	for b.left > 0 {
 		if len(b.ready) > 0 && (b.inflight < b.maxInFlight || b.canceled) {
 			b.round()

@@ -169,21 +169,11 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	o.cas = p.Cas
 	switch o.kind {
 	case kindGet:
-		flags, err := memdx.DecodeGetFlags(p)
+		v, flags, dt, err := decodeGetValue(p)
 		if err != nil {
 			return err
 		}
-		o.flags = flags
-		o.datatype = p.Datatype &^ memdx.DatatypeSnappy
-		if p.Datatype.Has(memdx.DatatypeSnappy) {
-			v, err := memdx.DecompressSnappy(nil, p.Value, 0)
-			if err != nil {
-				return err
-			}
-			o.value = v
-		} else {
-			o.value = append(make([]byte, 0, len(p.Value)), p.Value...)
-		}
+		o.value, o.flags, o.datatype = v, flags, dt
 	case kindMutation, kindCounter:
 		tok, ok, err := memdx.DecodeMutationToken(p)
 		if err != nil {
@@ -211,6 +201,24 @@ func (o *op) onResponse(p *memdx.Packet) error {
 		o.scanID = id
 	}
 	return nil
+}
+
+// decodeGetValue decodes a get's success: a copy of its value (inflated
+// when compressed), its flags and its datatype (without Snappy).
+func decodeGetValue(p *memdx.Packet) (value []byte, flags uint32, dt memdx.Datatype, err error) {
+	flags, err = memdx.DecodeGetFlags(p)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	dt = p.Datatype &^ memdx.DatatypeSnappy
+	if p.Datatype.Has(memdx.DatatypeSnappy) {
+		value, err = memdx.DecompressSnappy(nil, p.Value, 0)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return value, flags, dt, nil
+	}
+	return append(make([]byte, 0, len(p.Value)), p.Value...), flags, dt, nil
 }
 
 // An operation runs in steps, shared by execute (one operation, blocking)

@@ -676,7 +676,7 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	}
 	if kind != 0 {
 		if kind == strayLate && cl.final(p) {
-			if p.OpCode == memdx.OpNoop && c.qHead != nil {
+			if p.OpCode == memdx.OpNoop && (c.qHead != nil || len(c.groups) > 0) {
 				c.settleQuiet(cl, &c.rwake) // a NOOP settles what precedes it, abandoned or not
 			}
 			c.drop(cl) // the tombstone has its answer
@@ -686,7 +686,7 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 		return
 	}
 	if cl.final(p) {
-		if p.OpCode == memdx.OpNoop && c.qHead != nil {
+		if p.OpCode == memdx.OpNoop && (c.qHead != nil || len(c.groups) > 0) {
 			c.settleQuiet(cl, &c.rwake)
 		}
 		c.end(cl)

@@ -382,6 +382,23 @@ func (c *Conn) settleQuiet(noop *call, w *wakeList) {
 		c.end(q)
 		q.finish(nil, w)
 	}
+	// So are the groups of quiet gets sent before it whose own NOOP's
+	// answer did not come: they end answered (their gets were processed).
+	for i := 0; i < len(c.groups); {
+		g := c.groups[i]
+		if g == noop || g.end > noop.start {
+			i++
+			continue
+		}
+		// Both take g off c.groups, moving another into its place.
+		if g.state == reqAbandoned {
+			c.drop(g)
+			continue
+		}
+		c.end(g)
+		g.answered = true
+		g.finish(nil, w)
+	}
 }
 
 // qUnlink takes cl off the quiet list.

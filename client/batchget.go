@@ -1,0 +1,300 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"time"
+	"unsafe"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// A memcached GetMany reads its keys in groups first: each server's keys
+// go as one conn.StartGets (quiet gets and a NOOP, one request on the
+// connection), and their answers are written into a record per key by
+// the connection's reader. A key that comes back a hit is done; every
+// other key (a miss, a failure status, a group that did not end with its
+// NOOP's answer) becomes an operation of the batch whose first attempt
+// ended that way, and is judged by the batch's usual steps (judge, wait,
+// place, ...), so that its error, retries and deadline are a Get's. So is
+// a key the group path does not take (a server without a connection, a
+// key refused): it is a batch operation from the start.
+
+// groupTag marks a group's tag; the rest is its index in fgroups.
+const groupTag = 1 << 62
+
+// fastRec is one key's answer in a group.
+type fastRec struct {
+	group    int32 // index in fgroups
+	got      bool
+	status   memdx.Status
+	datatype memdx.Datatype
+	flags    uint32
+	opaque   uint32
+	cas      uint64
+	value    []byte // a hit's value, or a failure's body
+	err      error  // the answer did not decode
+}
+
+// fastGroup is one server's share of a window of keys.
+type fastGroup struct {
+	pl       placed
+	n        int32   // keys in the group
+	keys     []int32 // batch key indexes, in the order sent (a get's index in the group)
+	pend     conn.Pending
+	done     bool
+	answered bool
+	err      error
+}
+
+// groupGets reports whether GetMany on col may read by groups: a memcached
+// client, the default collection, no Observer (whose attempts are per
+// key), and a context and a client still open.
+func (b *batch) groupGets(col *Collection) bool {
+	c := b.c
+	return c.memcached && col.isDefault && b.obs == nil && c.ctx.Err() == nil && b.ctx.Err() == nil
+}
+
+// getGroups reads keys by groups, a window of at most maxInFlight keys at
+// a time, and sets res for the hits; every other key is added to b as an
+// operation (add), to be judged or sent by run.
+func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetManyResult) {
+	c := b.c
+	timeout := p.timeout
+	if timeout <= 0 {
+		timeout = c.opts.KVTimeout
+	}
+	if int64(timeout) > c.longestTimeout.Load() {
+		c.noteTimeout(timeout)
+	}
+	deadline := b.now.Add(timeout)
+	if d, ok := b.ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if cap(b.frecs) < len(keys) {
+		b.frecs = make([]fastRec, len(keys))
+	}
+	b.frecs = b.frecs[:len(keys)]
+	for from := 0; from < len(keys); from += b.maxInFlight {
+		to := min(from+b.maxInFlight, len(keys))
+		b.getWindow(col, keys, from, to, deadline, p, res)
+	}
+}
+
+// getWindow reads keys[from:to] by groups and settles them.
+func (b *batch) getWindow(col *Collection, keys []string, from, to int, deadline time.Time, p opParams, res []GetManyResult) {
+	c := b.c
+	t := c.topo.Load()
+	g0 := len(b.fgroups)
+	for i := from; i < to; i++ {
+		b.frecs[i] = fastRec{group: -1}
+	}
+	if t != nil && t.ketama != nil && !b.canceled {
+		// Route: one group per server, on one of its connections.
+		if cap(b.fserver) < len(t.servers) {
+			b.fserver = make([]int32, len(t.servers))
+		}
+		srv := b.fserver[:len(t.servers)]
+		for i := range srv {
+			srv[i] = -1
+		}
+		b.fidx = b.fidx[:0]
+		for i := from; i < to; i++ {
+			if checkKey(keys[i]) != nil {
+				continue
+			}
+			s := 0
+			if len(t.servers) > 1 {
+				s = t.ketama.Server(unsafe.Slice(unsafe.StringData(keys[i]), len(keys[i])))
+			}
+			if s < 0 || s >= len(t.servers) {
+				continue
+			}
+			if srv[s] == -1 {
+				srv[s] = -2
+				if n := t.servers[s]; n != nil && n.downErr() == nil {
+					if cn, _, err := n.pick(); err == nil && cn.Memcached() {
+						srv[s] = int32(len(b.fgroups))
+						b.fgroups = append(b.fgroups, fastGroup{pl: placed{t: t, n: n, cn: cn}})
+					}
+				}
+			}
+			if srv[s] >= 0 {
+				b.frecs[i].group = srv[s]
+				b.fidx = append(b.fidx, int32(i))
+			}
+		}
+		// Each group's keys, in key order, in one shared slice.
+		groups := b.fgroups[g0:]
+		for _, i := range b.fidx {
+			groups[b.frecs[i].group-int32(g0)].n++
+		}
+		if cap(b.fgkeys) < len(b.fidx) {
+			b.fgkeys = make([]int32, len(b.fidx))
+		}
+		off := 0
+		for gi := range groups {
+			n := int(groups[gi].n)
+			groups[gi].keys = b.fgkeys[off : off : off+n]
+			off += n
+		}
+		for _, i := range b.fidx {
+			g := &groups[b.frecs[i].group-int32(g0)]
+			g.keys = append(g.keys, i)
+		}
+		b.sendGroups(g0, keys, deadline)
+		b.waitGroups(g0)
+	}
+	// Settle: hits are done; every other key is an operation.
+	for i := from; i < to; i++ {
+		r := &b.frecs[i]
+		if r.group >= 0 && r.got && r.status == memdx.StatusSuccess && r.err == nil {
+			res[i].GetResult = GetResult{Value: r.value, Cas: r.cas, Flags: r.flags, Datatype: Datatype(r.datatype),
+				transcoder: c.opts.Transcoder}
+			b.keys[i].state = bkGot
+			r.value = nil
+			continue
+		}
+		o, err := col.newOp("Get", kindGet, keys[i], memdx.NewGet(nil), p)
+		b.add(i, o, err)
+		b.keys[i].grouped = err == nil && r.group >= 0
+	}
+}
+
+// sendGroups starts the groups from g0 on, each as one StartGets.
+func (b *batch) sendGroups(g0 int, keys []string, deadline time.Time) {
+	tmpl := memdx.Request{OpCode: memdx.OpGetQ}
+	for gi := g0; gi < len(b.fgroups); gi++ {
+		g := &b.fgroups[gi]
+		if !b.c.clock.Now().Before(deadline) {
+			g.done = true
+			g.err = &conn.RequestError{Op: memdx.OpNoop, Addr: g.pl.cn.Addr(), Err: context.DeadlineExceeded}
+			continue
+		}
+		b.fkeys = b.fkeys[:0]
+		for _, i := range g.keys {
+			b.fkeys = append(b.fkeys, unsafe.Slice(unsafe.StringData(keys[i]), len(keys[i])))
+		}
+		b.expectAdd(1)
+		pend, err := g.pl.cn.StartGets(deadline, &tmpl, b.fkeys, b, b, groupTag|uint64(gi))
+		clear(b.fkeys) // keep no key alive
+		if err != nil {
+			b.expectAdd(-1)
+			g.done = true
+			g.err = err
+			continue
+		}
+		g.pend = pend
+		base := pend.Opaque - uint32(len(g.keys))
+		for j, i := range g.keys {
+			b.frecs[i].opaque = base + uint32(j)
+		}
+	}
+}
+
+// waitGroups waits until every group from g0 on has ended; the batch's
+// context ending cancels those still in flight.
+func (b *batch) waitGroups(g0 int) {
+	left := 0
+	for gi := g0; gi < len(b.fgroups); gi++ {
+		if !b.fgroups[gi].done {
+			left++
+		}
+	}
+	ctxDone := b.ctx.Done()
+	for left > 0 {
+		select {
+		case <-b.kick:
+			b.mu.Lock()
+			ended := b.ended
+			b.ended = b.spare[:0]
+			b.mu.Unlock()
+			for _, tag := range ended {
+				g := &b.fgroups[tag&^groupTag]
+				g.answered, g.err = g.pend.Result()
+				g.pend, g.done = conn.Pending{}, true
+				left--
+			}
+			b.spare = ended[:0]
+		case <-ctxDone:
+			ctxDone = nil
+			b.canceled = true
+			cause := b.ctx.Err()
+			for gi := g0; gi < len(b.fgroups); gi++ {
+				g := &b.fgroups[gi]
+				if g.done {
+					continue
+				}
+				// One that has ended already is collected as usual.
+				if err, ended := g.pend.Cancel(cause); !ended {
+					b.expectAdd(-1)
+					g.err, g.pend, g.done = err, conn.Pending{}, true
+					left--
+				}
+			}
+		}
+	}
+}
+
+// GetAnswer implements conn.GetSink: it records the answer to get j of
+// group tag. It runs on the connection's reader, with its lock held.
+func (b *batch) GetAnswer(tag uint64, j int, p *memdx.Packet) bool {
+	g := &b.fgroups[tag&^groupTag]
+	r := &b.frecs[g.keys[j]]
+	if r.got {
+		return false
+	}
+	r.got, r.status = true, p.Status
+	if p.Status == memdx.StatusSuccess {
+		r.value, r.flags, r.datatype, r.err = decodeGetValue(p)
+		r.cas = p.Cas
+		return true
+	}
+	r.datatype = p.Datatype
+	r.value = append([]byte(nil), p.Value...)
+	return true
+}
+
+// judgeGrouped judges the first attempt of key i, read in a group without
+// a hit, as the batch judges any attempt's outcome: a failure status as
+// answered, a miss as settled by the NOOP, a group that ended without its
+// NOOP's answer with the group's error.
+func (b *batch) judgeGrouped(i int) {
+	k := &b.keys[i]
+	r := &b.frecs[i]
+	g := &b.fgroups[r.group]
+	o := k.o
+	o.node = g.pl.n
+	o.prepare(g.pl.cn, 0, 0)
+	o.req.OpCode = memdx.OpGetQ
+	o.opaque = r.opaque
+	k.pl, k.attempt, k.state = g.pl, 1, bkInFlight
+	b.inflight++
+	switch {
+	case r.got && r.err != nil:
+		o.status = r.status
+		b.judge(i, true, r.err)
+	case r.got:
+		pkt := memdx.Packet{Magic: memdx.MagicRes, OpCode: memdx.OpGetQ, Status: r.status,
+			Datatype: r.datatype, Opaque: r.opaque, Value: r.value}
+		r.value = nil
+		if err := o.handle(&pkt); err != nil {
+			b.judge(i, true, err)
+			return
+		}
+		b.judge(i, true, nil)
+	case g.answered:
+		b.judge(i, false, nil)
+	default:
+		err := g.err
+		var re *conn.RequestError
+		if errors.As(err, &re) {
+			// The group's error is its NOOP's: this get's names the get.
+			e := *re
+			e.Op, e.Opaque = memdx.OpGetQ, r.opaque
+			err = &e
+		}
+		b.judge(i, false, err)
+	}
+}
