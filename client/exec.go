@@ -169,7 +169,7 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	o.cas = p.Cas
 	switch o.kind {
 	case kindGet:
-		v, flags, dt, err := decodeGetValue(p)
+		v, flags, dt, err := decodeGetValue(p, nil)
 		if err != nil {
 			return err
 		}
@@ -204,8 +204,10 @@ func (o *op) onResponse(p *memdx.Packet) error {
 }
 
 // decodeGetValue decodes a get's success: a copy of its value (inflated
-// when compressed), its flags and its datatype (without Snappy).
-func decodeGetValue(p *memdx.Packet) (value []byte, flags uint32, dt memdx.Datatype, err error) {
+// when compressed), its flags and its datatype (without Snappy). The copy
+// goes into into when it has room (the caller's block), else into a slice
+// of its own.
+func decodeGetValue(p *memdx.Packet, into []byte) (value []byte, flags uint32, dt memdx.Datatype, err error) {
 	flags, err = memdx.DecodeGetFlags(p)
 	if err != nil {
 		return nil, 0, 0, err
@@ -218,7 +220,10 @@ func decodeGetValue(p *memdx.Packet) (value []byte, flags uint32, dt memdx.Datat
 		}
 		return value, flags, dt, nil
 	}
-	return append(make([]byte, 0, len(p.Value)), p.Value...), flags, dt, nil
+	if cap(into) < len(p.Value) {
+		into = make([]byte, 0, len(p.Value))
+	}
+	return append(into[:0], p.Value...), flags, dt, nil
 }
 
 // An operation runs in steps, shared by execute (one operation, blocking)

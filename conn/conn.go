@@ -100,6 +100,10 @@ type Conn struct {
 	// The wire list holds the calls whose bytes the socket has not all
 	// accepted, in stream order; wQueued is its first call still queued.
 	wHead, wTail, wQueued *call
+	// inWrite: the writer goroutine or a caller is in flush (their
+	// exclusion); inWriteDone (on mu) is signalled when it leaves.
+	inWrite     bool
+	inWriteDone sync.Cond
 	// holding: the writer waits for the reader's next burst of answers;
 	// burst (capacity 1) tells it one was dispatched.
 	holding atomic.Bool
@@ -167,6 +171,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 	c.dlTimer = c.clock.NewTimer()
 	c.health.init(c)
 	c.heldBack.Store(true)
+	c.inWriteDone.L = &c.mu
 	go c.writeLoop()
 	go c.monitor()
 	go c.readLoop()
@@ -495,19 +500,13 @@ func (c *Conn) writeLoop() {
 			c.mu.Unlock()
 			continue
 		}
-		c.out, c.outBase = c.wbuf, c.flushed
-		c.flushed = c.queued
-		c.batched = 0
-		c.wbuf, c.spare = c.spare[:0], nil
-		err := c.writeOut()
-		if cap(c.out) <= maxRetainedWriteBuf {
-			c.spare = c.out[:0]
+		if c.inWrite {
+			// A caller is writing its own batch (writeInline); it wakes
+			// the writer again for what is queued behind it.
+			c.mu.Unlock()
+			continue
 		}
-		c.out = nil
-		// A failed write ends the connection before mu is released: the
-		// calls still queued in the batch just dropped must not be
-		// withdrawn from it by a cancel or an expiry in between.
-		first := err != nil && c.failLocked(fmt.Errorf("conn %s: write: %w", c.addr, err))
+		err, first := c.flush()
 		c.mu.Unlock()
 		if err != nil {
 			if first {
@@ -516,6 +515,48 @@ func (c *Conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// flush writes wbuf out (writeOut), as one batch. Its writer is the writer
+// goroutine, or a caller (writeInline): inWrite says one of them is in
+// flush, which the other then leaves to it. A failed write ends the
+// connection before mu is released (first: this error ended it): the calls
+// still queued in the batch just dropped must not be withdrawn from it by
+// a cancel or an expiry in between. Called with mu held.
+func (c *Conn) flush() (err error, first bool) {
+	c.inWrite = true
+	c.out, c.outBase = c.wbuf, c.flushed
+	c.flushed = c.queued
+	c.batched = 0
+	c.wbuf, c.spare = c.spare[:0], nil
+	err = c.writeOut()
+	if cap(c.out) <= maxRetainedWriteBuf {
+		c.spare = c.out[:0]
+	}
+	c.out = nil
+	c.inWrite = false
+	c.inWriteDone.Broadcast()
+	first = err != nil && c.failLocked(fmt.Errorf("conn %s: write: %w", c.addr, err))
+	return err, first
+}
+
+// writeInline writes what is queued from the caller's goroutine, when the
+// writer goroutine is not writing: a caller that queued a whole batch
+// into an empty buffer (StartGets) saves the hand-off to the writer. It
+// reports whether the writer must still be woken (it was busy, or more
+// was queued behind the batch meanwhile) and whether this write's error
+// ended the connection (the caller then calls closeFailed, without mu).
+// The caller's goroutine waits in Write until the socket takes the batch.
+// Called with mu held, which it releases around Write.
+func (c *Conn) writeInline() (wake, failed bool) {
+	if c.inWrite || c.err != nil {
+		return true, false
+	}
+	err, first := c.flush()
+	if err != nil {
+		return false, first
+	}
+	return len(c.wbuf) > 0, false
 }
 
 // writeOut writes the writer's batch in chunks of at most writeChunk bytes,
@@ -651,22 +692,20 @@ func (c *Conn) dispatch(p *memdx.Packet) *ProtocolError {
 // abandoned request.
 func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	c.mu.Lock()
+	// A group's gets' opaques are not in pending (only its NOOP's is).
+	if g := c.groupOf(p.Opaque); g != nil {
+		kind := c.groupAnswer(g, p)
+		c.mu.Unlock()
+		if kind != 0 {
+			c.strayResponse(p, kind)
+		}
+		return
+	}
 	cl, ok := c.pending[p.Opaque]
 	var kind strayKind
 	switch {
 	case !ok:
 		kind = strayUnknownOpaque
-		if g := c.groupOf(p.Opaque); g != nil {
-			kind = c.groupAnswer(g, p)
-			if kind == 0 {
-				c.mu.Unlock()
-				return
-			}
-			// A stray: not the tombstone's own answer (its NOOP's).
-			c.mu.Unlock()
-			c.strayResponse(p, kind)
-			return
-		}
 	case cl.op != p.OpCode:
 		kind = strayWrongOpcode
 	case cl.state == reqAbandoned:
@@ -819,6 +858,9 @@ func (c *Conn) teardown() {
 	<-c.writerDone
 	<-c.sweepDone
 	c.mu.Lock()
+	for c.inWrite { // a caller's writeInline: its count of written bytes
+		c.inWriteDone.Wait()
+	}
 	cause := c.err
 	live := c.live
 	for _, cl := range c.pending {

@@ -63,10 +63,18 @@ func (c *Conn) StartGets(deadline time.Time, tmpl *memdx.Request, keys [][]byte,
 	c.mu.Lock()
 	wake, err := c.queueGets(cl, tmpl, keys)
 	opaque := cl.opaque
+	failed := false
+	if err == nil && wake {
+		// The group is all there is to write: write it from here.
+		wake, failed = c.writeInline()
+	}
 	c.mu.Unlock()
 	if err != nil {
 		putCall(cl)
 		return Pending{}, err
+	}
+	if failed {
+		c.closeFailed()
 	}
 	if wake {
 		c.wakeWriter()
