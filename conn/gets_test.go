@@ -3,7 +3,9 @@ package conn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -721,4 +723,100 @@ func TestStartGetsAtTheTopOfTheOpaques(t *testing.T) {
 		t.Fatalf("group 2: %v, %v", answered, err)
 	}
 	s2.wantAnswers(t, 2, map[int]string{0: "X"})
+}
+
+// A group larger than one Write call (writeChunk) is answered while the
+// writer is still writing it: answers to gets the server has read are the
+// sink's, though the group's last bytes are not yet written.
+func TestStartGetsLargerThanOneWriteTakesAnswersWhileSending(t *testing.T) {
+	c, peer := dialPipe(t, Options{}, nil)
+	n := make(tagNotifier, 4)
+	s := newTestSink()
+	keys := make([]string, 400)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%0200d", i)
+	}
+	pg := startGets(t, c, memdx.OpGetQ, keys, s, n, 1)
+	first := peer.read()
+	if string(first.Key) != keys[0] {
+		t.Fatalf("first get %q", first.Key)
+	}
+	peer.write(ok(first, "V0"))
+	waitFor(t, "get 0 in the sink", func() bool { _, k := s.answers(); return k == 1 })
+	c.mu.Lock()
+	state := c.pending[pg.Opaque].state
+	c.mu.Unlock()
+	if state != reqSending {
+		t.Fatalf("group %s when its first answer was taken; the test needs it still sending", state)
+	}
+	var last memdx.Packet
+	for range keys {
+		last = peer.read()
+	}
+	if last.OpCode != memdx.OpNoop || last.Opaque != pg.Opaque {
+		t.Fatalf("last request %s opaque %d", last.OpCode, last.Opaque)
+	}
+	peer.write(ok(last, ""))
+	recv(t, (<-chan uint64)(n))
+	if answered, err := pg.Result(); !answered || err != nil {
+		t.Fatalf("group: %v, %v", answered, err)
+	}
+	s.wantAnswers(t, 1, map[int]string{0: "V0"})
+	if st := c.Stats(); st.StrayResponses != 0 || st.Writes < 2 {
+		t.Fatalf("stats %+v: want no stray, the group in more than one write", st)
+	}
+}
+
+// Against memcached: hits (GETKQ, with their keys) reach the sink, misses
+// do not, a key asked twice is answered twice, and the NOOP's answer ends
+// the group; a group of thousands of keys, spanning many writes, gets
+// every hit and no stray.
+func TestMemcachedStartGets(t *testing.T) {
+	c := dialMemcached(t, plainAddr(t), Options{Memcached: true})
+	k := func(i int) []byte { return uniqueKey(t, strconv.Itoa(i)) }
+	keys := make([][]byte, 3000)
+	want := map[int]string{}
+	for i := range keys {
+		keys[i] = k(i)
+		if i%3 == 1 {
+			continue // a miss
+		}
+		set := memdx.NewStore(memdx.OpSet, keys[i], []byte("v"+strconv.Itoa(i)), 0, 0)
+		if err := c.Do(testCtx(t), &set, nil); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = "v" + strconv.Itoa(i)
+	}
+	for _, tt := range []struct {
+		name string
+		keys [][]byte
+		want map[int]string
+	}{
+		{"small", [][]byte{keys[0], keys[1], keys[2], keys[0]}, map[int]string{0: want[0], 2: want[2], 3: want[0]}},
+		{"large", keys, want},
+	} {
+		n := make(tagNotifier, 1)
+		s := newTestSink()
+		tmpl := memdx.NewGet(nil)
+		tmpl.OpCode = memdx.OpGetKQ
+		strays := c.Stats().StrayResponses
+		pg, err := c.StartGets(time.Now().Add(testTimeout), &tmpl, tt.keys, s, n, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recv(t, (<-chan uint64)(n))
+		if answered, err := pg.Result(); !answered || err != nil {
+			t.Fatalf("%s: %v, %v", tt.name, answered, err)
+		}
+		s.wantAnswers(t, 1, tt.want)
+		got, _ := s.answers()
+		for i, a := range got {
+			if a.key != string(tt.keys[i]) {
+				t.Fatalf("%s: get %d answered with key %q, want %q", tt.name, i, a.key, tt.keys[i])
+			}
+		}
+		if st := c.Stats(); st.StrayResponses != strays {
+			t.Fatalf("%s: %d strays", tt.name, st.StrayResponses-strays)
+		}
+	}
 }
