@@ -117,7 +117,9 @@ func (c *Conn) queueGets(cl *call, tmpl *memdx.Request, keys [][]byte) (bool, er
 }
 
 // reserveOpaques returns the first of n consecutive opaques, none 0 and
-// none in use. Called with mu held.
+// none in use. A run that holds an opaque in use is tried again from just
+// past the highest one it holds, so that finding a run costs a pass over
+// it per obstacle, not per opaque. Called with mu held.
 func (c *Conn) reserveOpaques(n uint32) uint32 {
 	for {
 		base := c.opaque + 1
@@ -127,31 +129,40 @@ func (c *Conn) reserveOpaques(n uint32) uint32 {
 			c.wrapped = true
 			continue
 		}
-		if !c.wrapped || c.opaquesFree(base, last) {
+		if !c.wrapped {
 			c.opaque = last
 			return base
 		}
-		c.opaque = base
+		used, ok := c.lastUsed(base, last)
+		if !ok {
+			c.opaque = last
+			return base
+		}
+		c.opaque = used
 	}
 }
 
-// opaquesFree reports whether no request in flight (a group's gets
-// included) uses an opaque from first to last.
-func (c *Conn) opaquesFree(first, last uint32) bool {
-	for o := first; ; o++ {
-		if _, used := c.pending[o]; used {
-			return false
+// lastUsed returns the highest opaque from first to last that a request
+// in flight (a group's gets included) uses, if there is one.
+func (c *Conn) lastUsed(first, last uint32) (uint32, bool) {
+	var used uint32
+	found := false
+	for _, g := range c.groups {
+		if g.gBase <= last && first <= g.gBase+g.gN {
+			if o := min(last, g.gBase+g.gN); !found || o > used {
+				used, found = o, true
+			}
 		}
-		if o == last {
+	}
+	for o := last; !found || o > used; o-- {
+		if _, ok := c.pending[o]; ok {
+			return o, true
+		}
+		if o == first {
 			break
 		}
 	}
-	for _, g := range c.groups {
-		if g.gBase <= last && first < g.gBase+g.gN {
-			return false
-		}
-	}
-	return true
+	return used, found
 }
 
 // groupOf returns the group whose gets include opaque, or nil. Called with

@@ -820,3 +820,35 @@ func TestMemcachedStartGets(t *testing.T) {
 		}
 	}
 }
+
+// Once the opaques have wrapped, a group whose run would hold an opaque in
+// use starts past it: reserving a run of 1<<15 opaques whose first try
+// ends on a request in flight takes one pass over the run, not a pass per
+// opaque slid (which is about 5e8 map lookups under the connection's lock,
+// seconds).
+func TestStartGetsReservationSkipsPastAnOpaqueInUse(t *testing.T) {
+	c, peer := dialPipe(t, Options{}, nil)
+	const n = 1 << 15
+	setOpaque(c, n-1, true)
+	held := goGet(testCtx(t), c, "held")
+	rh := peer.read()
+	if rh.Opaque != n {
+		t.Fatalf("held GET has opaque %d, want %d", rh.Opaque, n)
+	}
+	c.mu.Lock()
+	c.opaque = 0
+	start := time.Now()
+	base := c.reserveOpaques(n + 1) // 1..n+1 holds the held GET's
+	took := time.Since(start)
+	c.mu.Unlock()
+	if base != n+1 {
+		t.Fatalf("run starts at %d, want %d (just past the opaque in use)", base, n+1)
+	}
+	if took > time.Second {
+		t.Fatalf("reserving %d opaques past one in use took %v", n+1, took)
+	}
+	peer.write(ok(rh, "H"))
+	if r := recv(t, held); r.err != nil {
+		t.Fatal(r.err)
+	}
+}
