@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -850,5 +853,167 @@ func TestStartGetsReservationSkipsPastAnOpaqueInUse(t *testing.T) {
 	peer.write(ok(rh, "H"))
 	if r := recv(t, held); r.err != nil {
 		t.Fatal(r.err)
+	}
+}
+
+// serveGroups answers, until the connection ends, as memcached does: a
+// GETQ or GETKQ whose key starts with "h" with the key as its value (a
+// miss: nothing), a GET and a NOOP always; all answers to one read in one
+// write.
+func serveGroups(p *peer) {
+	var out []memdx.Packet
+	for {
+		pkt, err := p.tryRead()
+		if err != nil {
+			return
+		}
+		switch pkt.OpCode {
+		case memdx.OpGetQ, memdx.OpGetKQ:
+			if len(pkt.Key) > 0 && pkt.Key[0] == 'h' {
+				r := ok(pkt, string(pkt.Key))
+				if pkt.OpCode == memdx.OpGetKQ {
+					r.Key = pkt.Key
+				}
+				out = append(out, r)
+			}
+		default:
+			out = append(out, ok(pkt, ""))
+		}
+		if len(p.buf) < memdx.HeaderSize && len(out) > 0 { // nothing more read: answer
+			var b []byte
+			for i := range out {
+				b, _ = memdx.AppendPacket(b, &out[i])
+			}
+			out = out[:0]
+			if _, err := p.nc.Write(b); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// raceSink is a testSink that records a call made after its group was
+// given up (closed).
+type raceSink struct {
+	testSink
+	closed atomic.Bool
+	late   atomic.Int32
+}
+
+func (s *raceSink) GetAnswer(tag uint64, i int, p *memdx.Packet) bool {
+	if s.closed.Load() {
+		s.late.Add(1)
+	}
+	return s.testSink.GetAnswer(tag, i, p)
+}
+
+// Groups started from several goroutines, some cancelled at once, some
+// with deadlines that race their answers: a group answered has exactly
+// its hits in its sink; no sink is called once Cancel has returned or its
+// group's failure has been reported; every group's outcome arrives once;
+// nothing is left pending.
+func TestStartGetsConcurrentCancelsAndExpiries(t *testing.T) {
+	c, peer := dialPipe(t, Options{ProbeAfter: -1}, nil)
+	go serveGroups(peer)
+	const workers, rounds = 4, 150
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var sinks []*raceSink
+	var nWithdrawn, nAbandoned, nExpired, nAnswered atomic.Int32
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			n := make(tagNotifier, 1)
+			for r := range rounds {
+				keys := make([]string, 1+rng.IntN(20))
+				hits := map[int]string{}
+				for i := range keys {
+					keys[i] = fmt.Sprintf("m%d-%d-%d", w, r, i)
+					if rng.IntN(2) == 0 {
+						keys[i] = "h" + keys[i][1:]
+						hits[i] = keys[i]
+					}
+				}
+				var deadline time.Time
+				if rng.IntN(3) == 0 {
+					deadline = time.Now().Add(time.Duration(rng.IntN(200)) * time.Microsecond)
+				}
+				s := &raceSink{testSink: testSink{got: map[int]getAnswer{}}}
+				mu.Lock()
+				sinks = append(sinks, s)
+				mu.Unlock()
+				tmpl := memdx.Request{OpCode: memdx.OpGetQ}
+				if rng.IntN(2) == 0 {
+					tmpl.OpCode = memdx.OpGetKQ
+				}
+				pg, err := c.StartGets(deadline, &tmpl, byteKeys(keys...), s, n, uint64(r))
+				if err != nil {
+					t.Errorf("StartGets: %v", err)
+					return
+				}
+				if rng.IntN(3) == 0 {
+					for range rng.IntN(40) { // let the writer and reader get on
+						runtime.Gosched()
+					}
+					if err, ended := pg.Cancel(context.Canceled); !ended {
+						s.closed.Store(true)
+						if requestError(t, err).Written {
+							nAbandoned.Add(1)
+						} else {
+							nWithdrawn.Add(1)
+						}
+						continue
+					}
+				}
+				select {
+				case tag := <-n:
+					if tag != uint64(r) {
+						t.Errorf("tag %d, want %d", tag, r)
+						return
+					}
+				case <-time.After(testTimeout):
+					t.Errorf("group %d of worker %d never ended", r, w)
+					return
+				}
+				answered, err := pg.Result()
+				if !answered {
+					s.closed.Store(true)
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("group unanswered: %v", err)
+					}
+					nExpired.Add(1)
+					continue
+				}
+				if err != nil {
+					t.Errorf("group answered with %v", err)
+				}
+				nAnswered.Add(1)
+				got, _ := s.answers()
+				if len(got) != len(hits) {
+					t.Errorf("sink has %d answers, want the %d hits", len(got), len(hits))
+				}
+				for i, v := range hits {
+					if got[i].value != v {
+						t.Errorf("get %d: %+v, want %q", i, got[i], v)
+					}
+				}
+				s.closed.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("groups: %d answered, %d expired, %d withdrawn, %d abandoned; %d strays",
+		nAnswered.Load(), nExpired.Load(), nWithdrawn.Load(), nAbandoned.Load(), c.Stats().StrayResponses)
+	// The server answers every NOOP it reads: the tombstones go.
+	waitFor(t, "no tombstone left", func() bool { return c.Pending() == 0 && groupsLive(c) == 0 })
+	for i, s := range sinks {
+		if k := s.late.Load(); k != 0 {
+			t.Errorf("sink %d was called %d times after its group was given up or ended", i, k)
+		}
+	}
+	if c.Err() != nil {
+		t.Fatal(c.Err())
 	}
 }
