@@ -920,12 +920,14 @@ func TestStartGetsConcurrentCancelsAndExpiries(t *testing.T) {
 	var mu sync.Mutex
 	var sinks []*raceSink
 	var nWithdrawn, nAbandoned, nExpired, nAnswered atomic.Int32
+	notifiers := make([]tagNotifier, workers)
 	for w := range workers {
+		notifiers[w] = make(tagNotifier, 1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			n := make(tagNotifier, 1)
+			n := notifiers[w]
 			for r := range rounds {
 				keys := make([]string, 1+rng.IntN(20))
 				hits := map[int]string{}
@@ -1008,6 +1010,9 @@ func TestStartGetsConcurrentCancelsAndExpiries(t *testing.T) {
 		nAnswered.Load(), nExpired.Load(), nWithdrawn.Load(), nAbandoned.Load(), c.Stats().StrayResponses)
 	// The server answers every NOOP it reads: the tombstones go.
 	waitFor(t, "no tombstone left", func() bool { return c.Pending() == 0 && groupsLive(c) == 0 })
+	for _, n := range notifiers {
+		noTag(t, n, "after every group's outcome was taken")
+	}
 	for i, s := range sinks {
 		if k := s.late.Load(); k != 0 {
 			t.Errorf("sink %d was called %d times after its group was given up or ended", i, k)
