@@ -100,10 +100,12 @@ type Conn struct {
 	// The wire list holds the calls whose bytes the socket has not all
 	// accepted, in stream order; wQueued is its first call still queued.
 	wHead, wTail, wQueued *call
-	// inWrite: the writer goroutine or a caller is in flush (their
-	// exclusion); inWriteDone (on mu) is signalled when it leaves.
+	// inWrite: the writer goroutine or a caller is in flushOut (their
+	// exclusion); inWriteDone (on mu) is signalled when it leaves. raw
+	// makes a caller's non-blocking write (nil: the socket has none).
 	inWrite     bool
 	inWriteDone sync.Cond
+	raw         rawWriter
 	// holding: the writer waits for the reader's next burst of answers;
 	// burst (capacity 1) tells it one was dispatched.
 	holding atomic.Bool
@@ -172,6 +174,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 	c.health.init(c)
 	c.heldBack.Store(true)
 	c.inWriteDone.L = &c.mu
+	c.raw = newRawWriter(nc)
 	go c.writeLoop()
 	go c.monitor()
 	go c.readLoop()
@@ -457,6 +460,18 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		c.mu.Lock()
+		if c.out != nil && !c.inWrite {
+			// The rest of a caller's batch, which the socket did not
+			// take at once (writeInline).
+			_, err, first := c.flushOut(false)
+			if err != nil {
+				c.mu.Unlock()
+				if first {
+					c.closeFailed()
+				}
+				return
+			}
+		}
 		// More requests in flight than in this batch: callers whose answers
 		// just came back are likely about to send again. Let them run
 		// first, so that they share this write instead of each causing
@@ -500,13 +515,14 @@ func (c *Conn) writeLoop() {
 			c.mu.Unlock()
 			continue
 		}
-		if c.inWrite {
-			// A caller is writing its own batch (writeInline); it wakes
-			// the writer again for what is queued behind it.
+		if c.inWrite || c.out != nil {
+			// A caller is writing its own batch, or left its rest to
+			// the writer (writeInline), which is woken again for it.
 			c.mu.Unlock()
 			continue
 		}
-		err, first := c.flush()
+		c.takeBatch()
+		_, err, first := c.flushOut(false)
 		c.mu.Unlock()
 		if err != nil {
 			if first {
@@ -517,59 +533,76 @@ func (c *Conn) writeLoop() {
 	}
 }
 
-// flush writes wbuf out (writeOut), as one batch. Its writer is the writer
-// goroutine, or a caller (writeInline): inWrite says one of them is in
-// flush, which the other then leaves to it. A failed write ends the
-// connection before mu is released (first: this error ended it): the calls
-// still queued in the batch just dropped must not be withdrawn from it by
-// a cancel or an expiry in between. Called with mu held.
-func (c *Conn) flush() (err error, first bool) {
-	c.inWrite = true
+// takeBatch makes wbuf the batch to write (out). Called with mu held.
+func (c *Conn) takeBatch() {
 	c.out, c.outBase = c.wbuf, c.flushed
 	c.flushed = c.queued
 	c.batched = 0
 	c.wbuf, c.spare = c.spare[:0], nil
-	err = c.writeOut()
+}
+
+// flushOut writes out (writeOut). Its writer is the writer goroutine, or a
+// caller (writeInline): inWrite says one of them is in flushOut, which the
+// other then leaves to it. A caller's write that the socket did not take
+// whole leaves out to the writer goroutine (blocked). A failed write ends
+// the connection before mu is released (first: this error ended it): the
+// calls still queued in the batch just dropped must not be withdrawn from
+// it by a cancel or an expiry in between. Called with mu held.
+func (c *Conn) flushOut(inline bool) (blocked bool, err error, first bool) {
+	c.inWrite = true
+	blocked, err = c.writeOut(inline)
+	c.inWrite = false
+	c.inWriteDone.Broadcast()
+	if blocked {
+		return true, nil, false
+	}
 	if cap(c.out) <= maxRetainedWriteBuf {
 		c.spare = c.out[:0]
 	}
 	c.out = nil
-	c.inWrite = false
-	c.inWriteDone.Broadcast()
 	first = err != nil && c.failLocked(fmt.Errorf("conn %s: write: %w", c.addr, err))
-	return err, first
+	return false, err, first
 }
 
 // writeInline writes what is queued from the caller's goroutine, when the
-// writer goroutine is not writing: a caller that queued a whole batch
-// into an empty buffer (StartGets) saves the hand-off to the writer. It
-// reports whether the writer must still be woken (it was busy, or more
-// was queued behind the batch meanwhile) and whether this write's error
-// ended the connection (the caller then calls closeFailed, without mu).
-// The caller's goroutine waits in Write until the socket takes the batch.
-// Called with mu held, which it releases around Write.
+// writer goroutine is not writing and the socket allows a non-blocking
+// attempt (a TCP connection without TLS): a caller that queued a whole
+// batch into an empty buffer (StartGets) saves the hand-off to the
+// writer. The caller never waits for the socket: what it does not take at
+// once is left to the writer. It reports whether the writer must be woken
+// (it was busy, the socket took part of the batch, or more was queued
+// behind the batch meanwhile) and whether this write's error ended the
+// connection (the caller then calls closeFailed, without mu). Called with
+// mu held, which it releases around the write.
 func (c *Conn) writeInline() (wake, failed bool) {
-	if c.inWrite || c.err != nil {
+	if c.raw == nil || c.inWrite || c.out != nil || c.err != nil {
 		return true, false
 	}
-	err, first := c.flush()
+	c.takeBatch()
+	blocked, err, first := c.flushOut(true)
+	if blocked {
+		return true, false
+	}
 	if err != nil {
 		return false, first
 	}
 	return len(c.wbuf) > 0, false
 }
 
-// writeOut writes the writer's batch in chunks of at most writeChunk bytes,
+// writeOut writes the batch in out in chunks of at most writeChunk bytes,
 // so that the socket's progress through a large batch (a large value
 // behind a slow reader) is known: after each Write the requests it carried
 // in full are written, and the requests after the Write in progress can
-// still be withdrawn. Called with mu held; it releases mu around each Write.
-func (c *Conn) writeOut() error {
+// still be withdrawn. A caller's write (inline) makes one non-blocking
+// attempt per chunk and stops at the first the socket does not take
+// whole (blocked): the rest of out is then the writer goroutine's. Called
+// with mu held; it releases mu around each Write.
+func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 	for c.err == nil {
 		pos := int(c.written - c.outBase)
 		n := min(len(c.out)-pos, writeChunk)
 		if n == 0 {
-			return nil
+			return false, nil
 		}
 		chunk := c.out[pos : pos+n]
 		c.writing = c.written + uint64(n)
@@ -577,18 +610,26 @@ func (c *Conn) writeOut() error {
 		c.mu.Unlock()
 
 		c.writes.Add(1) // before the call: its answer can arrive before Write returns
-		m, err := c.nc.Write(chunk)
+		var m int
+		if inline {
+			m, err = c.raw.tryWrite(chunk)
+		} else {
+			m, err = c.nc.Write(chunk)
+		}
 		c.bytesOut.Add(uint64(m))
 
 		c.mu.Lock()
 		c.written += uint64(m)
 		c.writing = c.written
 		c.accept()
+		if err == errWouldBlock || (err == nil && inline && m < n) {
+			return true, nil
+		}
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // readLoop is the reader goroutine: it decodes packets and dispatches them
