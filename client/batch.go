@@ -71,7 +71,11 @@ type MutateManyResult struct {
 // or fail the others. The requests are grouped per connection and written
 // together, from the calling goroutine; no goroutine is started per key.
 // On memcached:// they are quiet gets followed by a NOOP, so that a miss
-// costs no response.
+// costs no response, and each server's keys are one request on its
+// connection until they need more than one attempt. Small values read
+// together may share memory: each Value is a slice of its own length and
+// capacity (appending to one copies it), but keeping one keeps its block
+// of at most 4 KiB alive.
 func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetManyOptions) []GetManyResult {
 	var p opParams
 	if opts != nil {
