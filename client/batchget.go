@@ -61,11 +61,11 @@ const (
 )
 
 // block returns an empty slice with room for a value of n bytes, carved
-// from the group's block when n is small; nil otherwise (decodeGetValue
-// then allocates).
+// from the group's block when n is small but not 0; nil otherwise
+// (decodeGetValue then makes one of its own).
 func (g *fastGroup) block(n int) []byte {
-	if n > maxBlockValue {
-		return nil
+	if n == 0 || n > maxBlockValue {
+		return nil // an empty value needs no block, and keeps none alive
 	}
 	if cap(g.blk)-len(g.blk) < n {
 		g.blk = make([]byte, 0, valueBlock)

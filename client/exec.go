@@ -220,7 +220,9 @@ func decodeGetValue(p *memdx.Packet, into []byte) (value []byte, flags uint32, d
 		}
 		return value, flags, dt, nil
 	}
-	if cap(into) < len(p.Value) {
+	if into == nil || cap(into) < len(p.Value) {
+		// Never nil: an empty value is a value (make allocates
+		// nothing for 0 bytes).
 		into = make([]byte, 0, len(p.Value))
 	}
 	return append(into[:0], p.Value...), flags, dt, nil
