@@ -71,8 +71,9 @@ type MutateManyResult struct {
 // or fail the others. The requests are grouped per connection and written
 // together, from the calling goroutine; no goroutine is started per key.
 // On memcached:// they are quiet gets followed by a NOOP, so that a miss
-// costs no response, and each server's keys are one request on its
-// connection until they need more than one attempt. Small values read
+// costs no response, and (with no Observer, on the default collection)
+// each server's keys are one request on its connection, per window of the
+// batch's in-flight bound, until they need more than one attempt. Small values read
 // together may share memory: each Value is a slice of its own length and
 // capacity (appending to one copies it), but keeping one keeps its block
 // of at most 4 KiB alive.

@@ -958,7 +958,9 @@ func (c *Conn) Pending() int {
 // fates.
 type Stats struct {
 	// Writes is the number of Write calls: each carries what was queued
-	// since the one before, up to 64 KiB.
+	// since the one before, up to 64 KiB. A caller's non-blocking write
+	// of a group of gets (StartGets) counts too, even when the socket
+	// took nothing.
 	Writes uint64
 	// BytesWritten is what those calls accepted.
 	BytesWritten uint64

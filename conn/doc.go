@@ -90,9 +90,15 @@
 //
 // Do encodes the request with a fresh opaque straight into the connection's
 // write buffer, under a mutex, and registers it in a map of pending
-// requests. A single writer goroutine takes everything queued since its last
+// requests. A writer goroutine takes everything queued since its last
 // batch and writes it, in Write calls of at most 64 KiB: callers that
-// arrive while a write is in progress share the next one. When more requests are in flight than are queued, the
+// arrive while a write is in progress share the next one. The one
+// exception is a group of gets (StartGets) queued into an empty buffer
+// while nothing is being written: its caller writes it itself, on a plain
+// TCP socket only, with one non-blocking attempt per 64 KiB, and leaves
+// what the socket does not take at once to the writer goroutine, so that
+// it never waits for the socket; the caller and the writer goroutine never
+// write at the same time, and bytes go out in the order they were queued. When more requests are in flight than are queued, the
 // writer yields the processor once before taking the batch (callers whose
 // answers just arrived are about to send again, and so join it); a lone
 // caller's request is written at once. When more requests are written and
@@ -157,8 +163,9 @@
 // Not written means safe to send again, here or elsewhere; written (or
 // sending, when the caller gives up: its bytes may still reach the server)
 // means the outcome is unknown. When the connection fails, the reader waits
-// for the writer's last Write to return before failing the pending
-// requests, so the count is exact.
+// for the last Write (the writer goroutine's, or a caller's write of a
+// group) to return before failing the pending requests, so the count is
+// exact.
 //
 // # Cancellation, deadlines and overload
 //
@@ -215,8 +222,9 @@
 // an answer to a quiet opcode, an answer to a forgotten tombstone), an
 // opcode that differs from its request's, an answer to a request the
 // socket has not taken whole (queued, or sending with bytes after the
-// Write in progress: the server cannot have read it), and the late answer
-// to an abandoned request. Strays are dropped and counted per connection
+// Write in progress: the server cannot have read it; a group of gets
+// (StartGets) takes its gets' answers as soon as any of its bytes are in
+// a Write), and the late answer to an abandoned request. Strays are dropped and counted per connection
 // (Stats.StrayResponses, of which LateResponses), and logged at warn with
 // the node, opcode, opaque, status and why, at most once a second per
 // connection (the next line says how many were not logged). The connection

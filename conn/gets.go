@@ -25,7 +25,11 @@ type GetSink interface {
 
 // StartGets queues a group of quiet gets, one per key, each a copy of tmpl
 // (GETQ or GETKQ) with its key, followed by the NOOP that settles them, and
-// returns at once. It is Start for a batch of reads with no per-request
+// returns at once. When the group is all there is to write (nothing else
+// queued, nothing being written, not corked) and the socket is plain TCP,
+// StartGets writes it from the calling goroutine, with one non-blocking
+// attempt per 64 KiB: it never waits for the socket, and the writer
+// goroutine writes what the socket did not take. It is Start for a batch of reads with no per-request
 // bookkeeping: the group is one request on the connection (one opaque in
 // the pending table, one deadline, one outcome), its gets take the
 // opaques just before the NOOP's, and their answers go to sink as they

@@ -34,8 +34,11 @@ import (
 //
 // An answer is taken for a request only when the request is written, or
 // when its last byte is in the Write call in progress (the socket may have
-// taken it, the writer has not said so yet). Any other response is a stray
-// (see dispatchResponse).
+// taken it, the writer has not said so yet); an answer to one of a group's
+// gets (StartGets), once any of the group's bytes are in a Write. Any
+// other response is a stray (see dispatchResponse). The Write is the
+// writer goroutine's, or a caller's non-blocking write of a group
+// (writeInline): the two exclude each other (inWrite, out).
 //
 // Ownership: the connection holds a call while it is in pending (and the
 // reader while it runs handle for a multi-packet answer); the caller holds
