@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -453,4 +454,58 @@ func TestStartGetsInlineTeardownDoesNotHang(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writerParked reports whether c's writer goroutine is parked in a select
+// (waiting for a kick, or holding a batch).
+func writerParked(c *Conn) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	frame := fmt.Sprintf("(*Conn).writeLoop(%p", c)
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, frame) {
+			return strings.HasPrefix(g[strings.Index(g, "["):], "[select")
+		}
+	}
+	return false
+}
+
+// Requests queued under a Cork wait for Uncork even when the writer
+// goroutine, finishing a group a caller left to it, could take them in
+// the same turn: they go out together with what follows them before the
+// Uncork (here, a batch's quiet gets are not written without their NOOP).
+func TestStartGetsInlineRestDoesNotWriteACorkedBatch(t *testing.T) {
+	ln := listenSmall(t)
+	keys := bigKeys("cork", 5000)
+	release := make(chan struct{})
+	c := dialSmall(t, ln, func(p *peer) {
+		<-release
+		for {
+			if _, err := p.tryRead(); err != nil {
+				return
+			}
+		}
+	})
+	defer close(release)
+	n := make(tagNotifier, 4)
+	pg := startGets(t, c, memdx.OpGetQ, keys, newTestSink(), n, 1)
+	waitFor(t, "the writer writing the group's rest", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.inWrite
+	})
+	c.Cork()
+	var v string
+	pq := startGet(t, c, memdx.OpGetQ, "corked", n, 2, &v)
+	release <- struct{}{}
+	waitWritten(t, c, pg.Opaque)
+	waitFor(t, "the writer parked", func() bool { return writerParked(c) })
+	c.mu.Lock()
+	state := c.pending[pq.Opaque].state
+	c.mu.Unlock()
+	c.Uncork()
+	if state != reqQueued {
+		t.Fatalf("a quiet get queued under Cork is %s before Uncork", state)
+	}
+	waitWritten(t, c, pq.Opaque)
 }
