@@ -521,6 +521,12 @@ func (c *Conn) writeLoop() {
 			c.mu.Unlock()
 			continue
 		}
+		if c.corks > 0 {
+			// A batch is being queued (this turn may have been for the
+			// rest of a caller's write): its Uncork wakes the writer.
+			c.mu.Unlock()
+			continue
+		}
 		c.takeBatch()
 		_, err, first := c.flushOut(false)
 		c.mu.Unlock()
@@ -571,7 +577,7 @@ func (c *Conn) flushOut(inline bool) (blocked bool, err error, first bool) {
 // writer. The caller never waits for the socket: what it does not take at
 // once is left to the writer. It reports whether the writer must be woken
 // (it was busy, the socket took part of the batch, or more was queued
-// behind the batch meanwhile) and whether this write's error ended the
+// behind the batch meanwhile, and not under a Cork: Uncork wakes it then) and whether this write's error ended the
 // connection (the caller then calls closeFailed, without mu). Called with
 // mu held, which it releases around the write.
 func (c *Conn) writeInline() (wake, failed bool) {
@@ -586,7 +592,7 @@ func (c *Conn) writeInline() (wake, failed bool) {
 	if err != nil {
 		return false, first
 	}
-	return len(c.wbuf) > 0, false
+	return len(c.wbuf) > 0 && c.corks == 0, false
 }
 
 // writeOut writes the batch in out in chunks of at most writeChunk bytes,
