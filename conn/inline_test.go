@@ -85,6 +85,18 @@ func dialSmall(t *testing.T, ln net.Listener, serve func(p *peer)) *Conn {
 	return c
 }
 
+// waitWriterIdle waits until no Write is in progress (the bootstrap's may
+// still be, after Dial has its answers), so that the next StartGets on an
+// empty buffer writes inline.
+func waitWriterIdle(t *testing.T, c *Conn) {
+	t.Helper()
+	waitFor(t, "the writer idle", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !c.inWrite && c.out == nil
+	})
+}
+
 // bigKeys returns n keys of 200 bytes, "miss" ones every third.
 func bigKeys(prefix string, n int) []string {
 	keys := make([]string, n)
@@ -125,6 +137,7 @@ func TestStartGetsInlineLeavesTheRestToTheWriter(t *testing.T) {
 		}
 		p.tryRead() // until the client closes
 	})
+	waitWriterIdle(t, c)
 	n := make(tagNotifier, 1)
 	s := newTestSink()
 	started := make(chan Pending, 1)
@@ -146,9 +159,9 @@ func TestStartGetsInlineLeavesTheRestToTheWriter(t *testing.T) {
 	}
 	c.mu.Lock()
 	cl := c.pending[pg.Opaque]
-	state, written, end := cl.state, c.written, cl.end
+	state, written, start, end := cl.state, c.written, cl.start, cl.end
 	c.mu.Unlock()
-	if written == 0 || written >= end || state != reqSending {
+	if written <= start || written >= end || state != reqSending {
 		close(release)
 		t.Fatalf("after StartGets: %d of the group's %d bytes written, state %s; the test needs a part written and the rest left",
 			written, end, state)
@@ -488,7 +501,15 @@ func TestStartGetsInlineRestDoesNotWriteACorkedBatch(t *testing.T) {
 	})
 	defer close(release)
 	n := make(tagNotifier, 4)
+	waitWriterIdle(t, c)
 	pg := startGets(t, c, memdx.OpGetQ, keys, newTestSink(), n, 1)
+	c.mu.Lock()
+	start := c.pending[pg.Opaque].start
+	inline := c.written > start
+	c.mu.Unlock()
+	if !inline {
+		t.Fatal("StartGets wrote nothing of the group itself")
+	}
 	waitFor(t, "the writer writing the group's rest", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
