@@ -94,12 +94,13 @@
 // batch and writes it, in Write calls of at most 64 KiB: callers that
 // arrive while a write is in progress share the next one. The one
 // exception is a group of gets (StartGets) queued into an empty buffer
-// while nothing is being written: its caller writes it itself, on a plain
-// TCP socket only, with one non-blocking attempt per 64 KiB, and leaves
-// what the socket does not take at once to the writer goroutine, so that
-// it never waits for the socket; the caller and the writer goroutine never
-// write at the same time, and bytes go out in the order they were queued. When more requests are in flight than are queued, the
-// writer yields the processor once before taking the batch (callers whose
+// while nothing is being written and no Cork is held: its caller writes it
+// itself, on a plain TCP socket only, with one non-blocking attempt per 64
+// KiB, and leaves what the socket does not take at once to the writer
+// goroutine, so that it never waits for the socket; the caller and the
+// writer goroutine never write at the same time, and bytes go out in the
+// order they were queued. When more requests are in flight than are
+// queued, the writer yields the processor once before taking the batch (callers whose
 // answers just arrived are about to send again, and so join it); a lone
 // caller's request is written at once. When more requests are written and
 // unanswered than are queued, the writer also holds the batch until the
