@@ -51,8 +51,8 @@ var getManySentinels = []error{ErrDocumentNotFound, ErrTimeout, ErrUnambiguousTi
 
 // assertSameGetError checks that got, a GetMany key's error for key, is
 // the error single (a Get's, of a key that failed the same way) is: the
-// same *KeyValueError but for the key and the opaque, and the same
-// sentinels.
+// same *KeyValueError but for the key and the opaque (see opaqueOf), and
+// the same sentinels.
 func assertSameGetError(t *testing.T, single, got error, key string) {
 	t.Helper()
 	var s, g *KeyValueError
@@ -75,11 +75,19 @@ func assertSameGetError(t *testing.T, single, got error, key string) {
 	assert.Equal(t, s.RetryAttempts, g.RetryAttempts, "%s: retries", key)
 	assert.Equal(t, s.RetryReasons, g.RetryReasons, "%s: retry reasons", key)
 	assert.Equal(t, s.Ambiguous, g.Ambiguous, "%s: ambiguous", key)
-	assert.NotZero(t, g.Opaque, "%s: the opaque it was sent with", key)
 	for _, sentinel := range getManySentinels {
 		assert.Equal(t, errors.Is(single, sentinel), errors.Is(got, sentinel), "%s: errors.Is %v\nsingle:  %v\nbatched: %v",
 			key, sentinel, single, got)
 	}
+}
+
+// opaqueOf returns the opaque err names: that of the request sent, 0 for
+// a request never sent.
+func opaqueOf(t *testing.T, err error) uint32 {
+	t.Helper()
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	return kv.Opaque
 }
 
 // adjacent reports whether b starts where a ends in memory: two values
@@ -161,6 +169,7 @@ func TestGetManyMemcachedGroupMissIsAGetsError(t *testing.T) {
 		}
 		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 		assertSameGetError(t, single, r.Err, r.Key)
+		assert.NotZero(t, opaqueOf(t, r.Err), "%s: the opaque it was sent with", r.Key)
 	}
 }
 
@@ -213,6 +222,7 @@ func TestGetManyMemcachedGroupFailureStatusIsJudgedAsAGets(t *testing.T) {
 			require.Error(t, serr, "%s: single Get", name)
 			require.Error(t, r.Err, "%s: %s", name, r.Key)
 			assertSameGetError(t, serr, r.Err, r.Key)
+			assert.NotZero(t, opaqueOf(t, r.Err), "%s: %s: the opaque it was sent with", name, r.Key)
 			assert.Equal(t, 1, h.count(r.Key), "%s: %s not retried", name, r.Key)
 		}
 	}
@@ -256,6 +266,7 @@ func TestGetManyMemcachedGroupUndecodableHitIsAGetsError(t *testing.T) {
 		if i == 3 || i == 4 {
 			require.ErrorIs(t, r.Err, ErrServerFailure, r.Key)
 			assertSameGetError(t, single, r.Err, r.Key)
+			assert.NotZero(t, opaqueOf(t, r.Err), "%s: the opaque it was sent with", r.Key)
 			assert.Equal(t, 1, h.count(r.Key), "%s: not retried", r.Key)
 			continue
 		}
@@ -351,6 +362,7 @@ func TestGetManyMemcachedGroupSilentServerTimesOutAsAGet(t *testing.T) {
 	for _, r := range res {
 		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
 		assertSameGetError(t, single, r.Err, r.Key)
+		assert.NotZero(t, opaqueOf(t, r.Err), "%s: the opaque it was sent with", r.Key)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, single = col.Get(dctx, keys[0], &GetOptions{Timeout: time.Minute})
@@ -362,6 +374,7 @@ func TestGetManyMemcachedGroupSilentServerTimesOutAsAGet(t *testing.T) {
 	for _, r := range res {
 		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
 		assertSameGetError(t, single, r.Err, r.Key)
+		assert.NotZero(t, opaqueOf(t, r.Err), "%s: the opaque it was sent with", r.Key)
 	}
 	p.Blackhole(false)
 	for i, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: 10 * time.Second}) {
@@ -704,5 +717,147 @@ func TestGetManyMemcachedWithAnObserverReportsEveryKeysAttempt(t *testing.T) {
 	for k, n := range times {
 		assert.Equal(t, n, obs.starts[k], "%s: AttemptStart", k)
 		assert.Equal(t, n, obs.ends[k], "%s: AttemptEnd", k)
+	}
+}
+
+// The batch's context is cancelled while the first of several windows is
+// in flight: every key ends ErrRequestCanceled, and the later windows are
+// never sent.
+func TestGetManyMemcachedGroupCancelInTheFirstWindowSendsNoOther(t *testing.T) {
+	p := proxied(t)
+	c := memcachedClient(t, p.Addr(), &Options{MaxPendingPerConnection: 8}) // windows of 4
+	col := c.DefaultCollection()
+	keys := batchKeys(t, col, "gpcancelwin", 12, 6)
+	var armed atomic.Bool
+	armed.Store(true)
+	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
+		return faultnode.Action{Drop: armed.Load() && (req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetQ)}
+	})
+	noop := p.NextRequest(memdx.OpNoop)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-noop; cancel() }()
+	getqs := p.Requests(memdx.OpGetQ)
+	for _, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: time.Minute}) {
+		require.ErrorIs(t, r.Err, ErrRequestCanceled, r.Key)
+	}
+	armed.Store(false)
+	// The proxy has read everything sent before this Get's request.
+	_, err := col.Get(context.Background(), keys[0], &GetOptions{Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, 4, p.Requests(memdx.OpGetQ)-getqs, "gets sent: the first window's only")
+}
+
+// A server that answers nothing, with several windows: the first window
+// ends at the batch's deadline and the later ones, whose deadline has
+// passed, are not sent; every key ends with a single Get's timeout.
+func TestGetManyMemcachedGroupWindowsPastTheDeadlineAreNotSent(t *testing.T) {
+	p := proxied(t)
+	c := memcachedClient(t, p.Addr(), &Options{MaxPendingPerConnection: 8}) // windows of 4
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	keys := batchKeys(t, col, "gpdeadwin", 12, 6)
+	p.Blackhole(true)
+	_, single := col.Get(ctx, keys[0], &GetOptions{Timeout: 200 * time.Millisecond})
+	require.ErrorIs(t, single, ErrUnambiguousTimeout)
+	getqs := p.Requests(memdx.OpGetQ)
+	for i, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: 200 * time.Millisecond}) {
+		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
+		assertSameGetError(t, single, r.Err, r.Key)
+		assert.Equal(t, i < 4, opaqueOf(t, r.Err) != 0, "%s: an opaque only for a get sent", r.Key)
+	}
+	p.Blackhole(false)
+	_, err := col.Get(ctx, keys[0], &GetOptions{Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, 4, p.Requests(memdx.OpGetQ)-getqs, "gets sent: the first window's only")
+}
+
+// Closing the client while a group waits for its NOOP's answer ends every
+// key of the batch with ErrClosed (not a timeout, not a miss), at once.
+func TestGetManyMemcachedGroupClientCloseEndsEveryKey(t *testing.T) {
+	p := proxied(t)
+	c := memcachedClient(t, p.Addr(), nil)
+	col := c.DefaultCollection()
+	keys := batchKeys(t, col, "gpclose", 20, 10)
+	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
+		return faultnode.Action{Drop: req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetQ}
+	})
+	noop := p.NextRequest(memdx.OpNoop)
+	closed := make(chan error, 1)
+	go func() { <-noop; closed <- c.Close() }()
+	for _, r := range col.GetMany(context.Background(), keys, &GetManyOptions{Timeout: time.Minute}) {
+		require.ErrorIs(t, r.Err, ErrClosed, r.Key)
+		require.NotErrorIs(t, r.Err, ErrTimeout, r.Key)
+		require.NotErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+	}
+	require.NoError(t, <-closed)
+}
+
+// A connection full with other callers' requests refuses the batch's
+// group (ErrOverloaded, not sent): each key is retried as a Get refused
+// by its connection is (SOCKET_NOT_AVAILABLE) and read once there is
+// room; with a strategy that retries nothing, each key fails as such a
+// Get does.
+func TestGetManyMemcachedGroupRefusedByAFullConnectionIsRetriedAsAGet(t *testing.T) {
+	p := proxied(t)
+	c := memcachedClient(t, p.Addr(), &Options{MaxPendingPerConnection: 8})
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	keys := batchKeys(t, col, "gpfull", 6, 4)
+	held := make(chan struct{}, 8)
+	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
+		if req.OpCode == memdx.OpGet && strings.HasPrefix(string(req.Key), "held-") {
+			held <- struct{}{}
+			return faultnode.Action{Drop: true}
+		}
+		return faultnode.Action{}
+	})
+	hctx, release := context.WithCancel(ctx)
+	defer release()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = col.Get(hctx, fmt.Sprintf("held-%d", i), &GetOptions{Timeout: time.Minute})
+		}()
+	}
+	for range 8 {
+		<-held
+	}
+
+	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
+	_, single := col.Get(ctx, keys[0], &GetOptions{RetryStrategy: noRetry, Timeout: 10 * time.Second})
+	require.ErrorIs(t, single, ErrNotRetried)
+	for _, r := range col.GetMany(ctx, keys, &GetManyOptions{RetryStrategy: noRetry, Timeout: 10 * time.Second}) {
+		require.Error(t, r.Err, r.Key)
+		assertSameGetError(t, single, r.Err, r.Key)
+		assert.Zero(t, opaqueOf(t, r.Err), "%s: not sent", r.Key)
+	}
+
+	refused := make(chan struct{})
+	var once sync.Once
+	signal := RetryStrategyFunc(func(_ RetryRequest, reason RetryReason) RetryAction {
+		if reason == RetryReasonSocketNotAvailable {
+			once.Do(func() { close(refused) })
+		}
+		return RetryAfter(time.Millisecond)
+	})
+	go func() { <-refused; release() }()
+	res := col.GetMany(ctx, keys, &GetManyOptions{RetryStrategy: signal, Timeout: 10 * time.Second})
+	release() // (done already, unless the group was not refused)
+	wg.Wait()
+	for i, r := range res {
+		if i < 4 {
+			require.NoError(t, r.Err, r.Key)
+			assert.Equal(t, "v-"+r.Key, string(r.Value))
+			assert.GreaterOrEqual(t, r.RetryAttempts, 1, r.Key)
+			assert.True(t, r.RetryReasons.Has(RetryReasonSocketNotAvailable), "%s: %v", r.Key, r.RetryReasons)
+			continue
+		}
+		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+		var kv *KeyValueError
+		require.ErrorAs(t, r.Err, &kv)
+		assert.True(t, kv.RetryReasons.Has(RetryReasonSocketNotAvailable), "%s: %v", r.Key, kv.RetryReasons)
 	}
 }
