@@ -861,3 +861,80 @@ func TestGetManyMemcachedGroupRefusedByAFullConnectionIsRetriedAsAGet(t *testing
 		assert.True(t, kv.RetryReasons.Has(RetryReasonSocketNotAvailable), "%s: %v", r.Key, kv.RetryReasons)
 	}
 }
+
+// Several GetMany calls at once on a node's connections, many of them ended by
+// their context or deadline while their groups are in flight (the
+// batches are then pooled and reused): every key's result is its own,
+// never another group's answer: a value is the key's, a miss is a key not
+// stored, any other outcome is a timeout or a cancellation.
+func TestGetManyMemcachedGroupsOfConcurrentBatchesKeepTheirOwnAnswers(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	c := memcachedClient(t, addr, &Options{MaxPendingPerConnection: 64, ConnectionsPerNode: 2}) // windows of 32
+	col := c.DefaultCollection()
+	all := batchKeys(t, col, "gpconc", 300, 150) // 0..149 stored
+	stored := map[string]bool{}
+	for _, k := range all[:150] {
+		stored[k] = true
+	}
+	waits := []time.Duration{0, 50 * time.Microsecond, 200 * time.Microsecond, time.Millisecond}
+	var wg sync.WaitGroup
+	var ended, read atomic.Int64
+	errs := make(chan error, 1)
+	report := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range 40 {
+				keys := make([]string, 70)
+				for j := range keys {
+					keys[j] = all[(g*97+it*31+j*j)%len(all)]
+				}
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if w := waits[(g+it)%len(waits)]; w > 0 {
+					if it%2 == 0 {
+						ctx, cancel = context.WithTimeout(ctx, w)
+					} else {
+						ctx, cancel = context.WithCancel(ctx)
+						time.AfterFunc(w, cancel)
+					}
+				}
+				res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: 10 * time.Second})
+				cancel()
+				for j, r := range res {
+					switch {
+					case r.Key != keys[j]:
+						report(fmt.Errorf("result %d is %q's, not %q's", j, r.Key, keys[j]))
+					case r.Err == nil:
+						read.Add(1)
+						if !stored[r.Key] || string(r.Value) != "v-"+r.Key {
+							report(fmt.Errorf("%s: read %q (stored: %v)", r.Key, r.Value, stored[r.Key]))
+						}
+					case errors.Is(r.Err, ErrDocumentNotFound):
+						read.Add(1)
+						if stored[r.Key] {
+							report(fmt.Errorf("%s: stored, reported missing: %v", r.Key, r.Err))
+						}
+					case errors.Is(r.Err, ErrTimeout) || errors.Is(r.Err, ErrRequestCanceled):
+						ended.Add(1)
+					default:
+						report(fmt.Errorf("%s: %v", r.Key, r.Err))
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	t.Logf("%d keys read, %d ended by their context", read.Load(), ended.Load())
+	assert.Positive(t, read.Load())
+}
