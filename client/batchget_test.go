@@ -501,7 +501,8 @@ func TestGetManyMemcachedGroupWindowsKeepOrderAndDuplicates(t *testing.T) {
 // Values read in one GetMany are the caller's own: small ones are copied
 // into a shared block, but appending to one never changes another, nor
 // does a later batch; empty, large (past a block's share, past a block)
-// and 1 MiB-sized values read as stored, with a single Get's flags and CAS.
+// and 1 MiB-sized values read as stored, with a single Get's flags and CAS,
+// and typed documents decode (ContentAs) as a Get's.
 func TestGetManyMemcachedGroupValuesAreIsolated(t *testing.T) {
 	addr := memcachedtest.Start(t)
 	c := memcachedClient(t, addr, nil)
@@ -539,6 +540,28 @@ func TestGetManyMemcachedGroupValuesAreIsolated(t *testing.T) {
 		assert.Equal(t, g.Flags, res[i].Flags, keys[i])
 		assert.Equal(t, g.Datatype, res[i].Datatype, keys[i])
 	}
+	// Typed documents decode from a group's result as from a Get's.
+	type doc struct {
+		Name string `json:"name"`
+		N    int    `json:"n"`
+	}
+	_, err := UpsertJSON(ctx, col, "gpval-json", doc{Name: "grouped", N: 7}, nil)
+	require.NoError(t, err)
+	_, err = UpsertString(ctx, col, "gpval-string", "a string", nil)
+	require.NoError(t, err)
+	typed := col.GetMany(ctx, []string{"gpval-json", "gpval-string"}, nil)
+	require.NoError(t, typed[0].Err)
+	require.NoError(t, typed[1].Err)
+	single, err := col.Get(ctx, "gpval-json", nil)
+	require.NoError(t, err)
+	assert.Equal(t, single.Flags, typed[0].Flags)
+	var d doc
+	require.NoError(t, typed[0].ContentAs(&d))
+	assert.Equal(t, doc{Name: "grouped", N: 7}, d)
+	var str string
+	require.NoError(t, typed[1].ContentAs(&str))
+	assert.Equal(t, "a string", str)
+
 	for i := range res {
 		res[i].Value = append(res[i].Value, bytes.Repeat([]byte{0xee}, 1+i%40)...)
 	}
@@ -937,4 +960,27 @@ func TestGetManyMemcachedGroupsOfConcurrentBatchesKeepTheirOwnAnswers(t *testing
 	}
 	t.Logf("%d keys read, %d ended by their context", read.Load(), ended.Load())
 	assert.Positive(t, read.Load())
+}
+
+// taggingTranscoder decodes any value into a *string, tagged.
+type taggingTranscoder struct{ JSONTranscoder }
+
+func (taggingTranscoder) Decode(value []byte, _ uint32, out any) error {
+	*out.(*string) = "tagged:" + string(value)
+	return nil
+}
+
+// A group's hit decodes (ContentAs) with the client's Transcoder, as a
+// Get's result does.
+func TestGetManyMemcachedGroupHitsDecodeWithTheClientsTranscoder(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	c := memcachedClient(t, addr, &Options{Transcoder: taggingTranscoder{}})
+	col := c.DefaultCollection()
+	keys := batchKeys(t, col, "gptc", 3, 3)
+	for _, r := range col.GetMany(context.Background(), keys, nil) {
+		require.NoError(t, r.Err)
+		var s string
+		require.NoError(t, r.ContentAs(&s))
+		assert.Equal(t, "tagged:v-"+r.Key, s)
+	}
 }
