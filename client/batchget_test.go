@@ -3,8 +3,10 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -983,4 +985,59 @@ func TestGetManyMemcachedGroupHitsDecodeWithTheClientsTranscoder(t *testing.T) {
 		require.NoError(t, r.ContentAs(&s))
 		assert.Equal(t, "tagged:v-"+r.Key, s)
 	}
+}
+
+// Large groups (windows of 2048 gets, written in many chunks, over TLS
+// by the writer goroutine alone) read every key: values of many sizes,
+// from empty to past a TLS record, and misses. (The values fit in the
+// 16 MB of memcachedtest's server: nothing is evicted.)
+func TestGetManyMemcachedLargeGroupsReadEveryKey(t *testing.T) {
+	ctx := context.Background()
+	run := func(t *testing.T, c *Client) {
+		col := c.DefaultCollection()
+		prefix := fmt.Sprintf("kvwire-gplarge-%d", time.Now().UnixNano())
+		keys := make([]string, 5000)
+		want := map[string][]byte{}
+		for i := range keys {
+			keys[i] = fmt.Sprintf("%s-%04d", prefix, i)
+			if i%5 == 4 {
+				continue // a miss
+			}
+			n := (i * 37) % 700 // 0 to 700 bytes, and 20 KiB now and then
+			if i%50 == 7 {
+				n = 20 << 10
+			}
+			want[keys[i]] = bytes.Repeat([]byte{byte(i)}, n)
+			_, err := col.Upsert(ctx, keys[i], want[keys[i]], nil)
+			require.NoError(t, err)
+		}
+		t.Cleanup(func() {
+			for k := range want {
+				_, _ = col.Remove(ctx, k, nil)
+			}
+		})
+		res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: 10 * time.Second})
+		for i, r := range res {
+			require.Equal(t, keys[i], r.Key)
+			v, ok := want[r.Key]
+			if !ok {
+				require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+				continue
+			}
+			require.NoError(t, r.Err, r.Key)
+			require.True(t, bytes.Equal(v, r.Value), "%s: %d bytes, read %d", r.Key, len(v), len(r.Value))
+			assert.Zero(t, r.RetryAttempts, r.Key)
+		}
+	}
+	t.Run("tcp", func(t *testing.T) {
+		run(t, memcachedClient(t, memcachedtest.Start(t), nil))
+	})
+	t.Run("tls", func(t *testing.T) {
+		addr, pool := memcachedTLS(t)
+		c, err := Connect(ctx, "memcacheds://"+addr, testOptions(&Options{Username: os.Getenv("KV_MEMCACHED_USER"),
+			Password: os.Getenv("KV_MEMCACHED_PASS"), TLSConfig: &tls.Config{RootCAs: pool}}))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		run(t, c)
+	})
 }
