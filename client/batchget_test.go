@@ -600,7 +600,6 @@ func TestGetManyMemcachedGroupDeadServersKeysFailAlone(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	require.True(t, len(onLive) > 0)
 	nLive := 0
 	for _, l := range onLive {
 		if l {
