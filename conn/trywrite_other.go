@@ -2,16 +2,7 @@
 
 package conn
 
-import (
-	"errors"
-	"net"
-)
-
-var errWouldBlock = errors.New("write would block")
-
-type rawWriter interface {
-	tryWrite(b []byte) (int, error)
-}
+import "net"
 
 // newRawWriter: only the writer goroutine writes on this platform.
 func newRawWriter(net.Conn) rawWriter { return nil }
