@@ -197,6 +197,7 @@ type batch struct {
 	// A memcached GetMany's groups (batchget.go): a record per key, the
 	// groups, and scratch for routing and sending them.
 	frecs   []fastRec
+	fres    []GetManyResult // the caller's results, where GetAnswer writes a hit's
 	fgroups []fastGroup
 	fserver []int32
 	fidx    []int32
@@ -304,7 +305,7 @@ func (b *batch) release() {
 	if cap(b.frecs) > maxPooledBatch {
 		b.frecs = nil
 	}
-	b.frecs, b.fgroups, b.fidx = b.frecs[:0], b.fgroups[:0], b.fidx[:0]
+	b.frecs, b.fgroups, b.fidx, b.fres = b.frecs[:0], b.fgroups[:0], b.fidx[:0], nil
 	// Field by field: a late Wake may read kick meanwhile.
 	b.c, b.ctx, b.now, b.quietGets, b.canceled, b.left, b.inflight, b.done, b.obs = nil, nil, time.Time{}, false, false, 0, 0, nil, nil
 	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]

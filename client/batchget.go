@@ -24,16 +24,15 @@ import (
 // groupTag marks a group's tag; the rest is its index in fgroups.
 const groupTag = 1 << 62
 
-// fastRec is one key's answer in a group.
+// fastRec is one key's answer in a group (a hit's result is written
+// straight into the caller's result).
 type fastRec struct {
 	group    int32 // index in fgroups
 	got      bool
 	status   memdx.Status
 	datatype memdx.Datatype
-	flags    uint32
 	opaque   uint32
-	cas      uint64
-	value    []byte // a hit's value, or a failure's body
+	value    []byte // a failure's body
 	err      error  // the answer did not decode
 }
 
@@ -99,6 +98,7 @@ func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetM
 	if d, ok := b.ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	b.fres = res
 	if cap(b.frecs) < len(keys) {
 		b.frecs = make([]fastRec, len(keys))
 	}
@@ -177,10 +177,7 @@ func (b *batch) getWindow(col *Collection, keys []string, from, to int, deadline
 	for i := from; i < to; i++ {
 		r := &b.frecs[i]
 		if r.group >= 0 && r.got && r.status == memdx.StatusSuccess && r.err == nil {
-			res[i].GetResult = GetResult{Value: r.value, Cas: r.cas, Flags: r.flags, Datatype: Datatype(r.datatype),
-				transcoder: c.opts.Transcoder}
-			b.keys[i].state = bkGot
-			r.value = nil
+			b.keys[i].state = bkGot // GetAnswer wrote its result
 			continue
 		}
 		o, err := col.newOp("Get", kindGet, keys[i], memdx.NewGet(nil), p)
@@ -274,8 +271,15 @@ func (b *batch) GetAnswer(tag uint64, j int, p *memdx.Packet) bool {
 	}
 	r.got, r.status = true, p.Status
 	if p.Status == memdx.StatusSuccess {
-		r.value, r.flags, r.datatype, r.err = decodeGetValue(p, g.block(len(p.Value)))
-		r.cas = p.Cas
+		v, flags, dt, err := decodeGetValue(p, g.block(len(p.Value)))
+		if err != nil {
+			r.err = err
+			return true
+		}
+		// The result is the caller's until GetMany returns; the batch
+		// reads it only after the group has ended.
+		b.fres[g.keys[j]].GetResult = GetResult{Value: v, Cas: p.Cas, Flags: flags, Datatype: Datatype(dt),
+			transcoder: b.c.opts.Transcoder}
 		return true
 	}
 	r.datatype = p.Datatype

@@ -97,12 +97,10 @@ func (c *Conn) queueGets(cl *call, tmpl *memdx.Request, keys [][]byte) (bool, er
 	}
 	base := c.reserveOpaques(uint32(len(keys)) + 1)
 	n0 := len(c.wbuf)
-	req := *tmpl
 	b := c.wbuf
 	for i, k := range keys {
-		req.Key = k
 		var err error
-		if b, err = req.AppendTo(b, base+uint32(i)); err != nil {
+		if b, err = tmpl.AppendWithKey(b, k, base+uint32(i)); err != nil {
 			c.wbuf = c.wbuf[:n0]
 			return false, &RequestError{Op: tmpl.OpCode, Opaque: base + uint32(i), Addr: c.addr, Err: err}
 		}

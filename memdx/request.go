@@ -123,6 +123,39 @@ func (r *Request) frameInfosLen() int {
 	return n
 }
 
+// AppendWithKey appends r with key in place of r.Key and the given
+// opaque, as AppendTo would: one of a batch of requests that differ only in
+// their key (a group of quiet gets). When key is all of r's body (no frame
+// infos, extras, collection prefix, path or value) the header is written
+// directly, without AppendTo's general encoding.
+func (r *Request) AppendWithKey(dst []byte, key []byte, opaque uint32) ([]byte, error) {
+	if !r.keyOnly() || len(key) > math.MaxUint16 {
+		c := *r
+		c.Key = key
+		return c.AppendTo(dst, opaque)
+	}
+	n := len(dst)
+	dst = grow(dst, HeaderSize+len(key))[:n+HeaderSize]
+	h := dst[n:]
+	h[0] = byte(MagicReq)
+	h[1] = byte(r.OpCode)
+	binary.BigEndian.PutUint16(h[2:4], uint16(len(key)))
+	h[4] = 0
+	h[5] = byte(r.Datatype)
+	binary.BigEndian.PutUint16(h[6:8], r.Vbucket)
+	binary.BigEndian.PutUint32(h[8:12], uint32(len(key)))
+	binary.BigEndian.PutUint32(h[12:16], opaque)
+	binary.BigEndian.PutUint64(h[16:24], r.Cas)
+	return append(dst, key...), nil
+}
+
+// keyOnly reports whether r's body is its key alone.
+func (r *Request) keyOnly() bool {
+	return r.Durability == DurabilityNone && !r.PreserveTTL && len(r.FramingExtras) == 0 &&
+		len(r.ExtrasBytes()) == 0 && len(r.ValueBytes()) == 0 && !r.collectionPrefix() &&
+		r.subdocPath == nil && r.lookups == nil && r.mutations == nil
+}
+
 // AppendTo appends the encoded request with the given opaque to dst. It uses
 // magic 0x08 when there are frame infos and 0x80 otherwise. With enough
 // capacity in dst (EncodedLen more bytes) it allocates nothing. On error
