@@ -671,9 +671,7 @@ func (c *Conn) readLoop() {
 				}
 				break
 			}
-			var err2 error
-			*p, _, err2 = memdx.DecodePacket(buf[r:r+size], maxBody)
-			if err2 != nil {
+			if _, err2 := memdx.DecodePacketInto(p, buf[r:r+size], maxBody); err2 != nil {
 				c.failProtocol(&ProtocolError{Addr: c.addr, What: "bad packet", Err: err2})
 				return
 			}

@@ -119,15 +119,24 @@ type Packet struct {
 // frame infos themselves are not parsed here; see FrameInfos.
 func DecodePacket(b []byte, maxBody uint32) (Packet, int, error) {
 	var p Packet
+	n, err := DecodePacketInto(&p, b, maxBody)
+	return p, n, err
+}
+
+// DecodePacketInto is DecodePacket decoding into *p (every field is set, or
+// p is left as it was on an error): a reader that decodes packet after
+// packet into one Packet copies none.
+func DecodePacketInto(p *Packet, b []byte, maxBody uint32) (int, error) {
 	h, err := DecodeHeader(b, maxBody)
 	if err != nil {
-		return p, 0, err
+		return 0, err
 	}
 	n := h.PacketLen()
 	if len(b) < n {
-		return p, 0, &shortError{need: n, have: len(b)}
+		return 0, &shortError{need: n, have: len(b)}
 	}
 	p.Magic = h.Magic
+	p.ServerOpCode, p.OpCode, p.Vbucket, p.Status = 0, 0, 0, 0
 	if h.Magic.IsServerInitiated() {
 		p.ServerOpCode = ServerOpCode(h.Opcode)
 	} else {
@@ -148,7 +157,7 @@ func DecodePacket(b []byte, maxBody uint32) (Packet, int, error) {
 	p.Extras, off = section(b, off, int(h.ExtrasLen))
 	p.Key, off = section(b, off, int(h.KeyLen))
 	p.Value, _ = section(b, off, n-off)
-	return p, n, nil
+	return n, nil
 }
 
 // section returns b[off:off+l] with its capacity capped, or nil when l is 0,
