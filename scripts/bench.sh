@@ -11,6 +11,14 @@
 #   BENCH_README=1                   also replace README.md's section between
 #                                    <!-- bench:start --> and <!-- bench:end -->
 #                                    with this run's report
+#   BENCH_SIDE_R=N                   the side run's -R (default 256; empty: no
+#                                    side run; none either with BENCH_ARGS)
+#
+# After the main run, a side run measures the batch rows again against a
+# memcached of this script's own started with -R N (requests served per
+# connection per event-loop turn; memcached's default is 20, which splits a
+# batch of 256 binary gets into 13 turns while an ASCII multi-get is one
+# request). Its ratios are context, appended to the report (and README).
 #
 # Servers run in processes of their own, so that the harness's CPU time is
 # its client's: memcached through scripts/memcached.sh (stopped afterwards
@@ -28,7 +36,13 @@ log() { echo "bench.sh: $*" >&2; }
 tmp=$(mktemp -d)
 started_memcached=0
 mock_pid=
+side_pid=
 cleanup() {
+  if [ -n "$side_pid" ]; then
+    kill "$side_pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do kill -0 "$side_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$side_pid" 2>/dev/null || true
+  fi
   exec 3>&- 2>/dev/null || true # the mock server's stdin: EOF stops it
   if [ -n "$mock_pid" ]; then
     kill "$mock_pid" 2>/dev/null || true
@@ -90,6 +104,36 @@ if [ -n "${BENCH_README:-}" ]; then
 fi
 "$tmp/benchcmp" -memcached "$KV_MEMCACHED_ADDR" -memcached-pid "$memcached_pid" \
   -mock "$mock" -mock-pid "$mock_pid" -out "$OUT" -command "$cmd" -note "$note" "${args[@]}"
+side_r=${BENCH_SIDE_R-256}
+if [ -n "$side_r" ] && [ -z "${BENCH_ARGS:-}" ]; then
+  side_port=${BENCH_SIDE_PORT:-21219}
+  chmod 711 "$tmp" # memcached writes its pid file as the user it runs as
+  mkdir -m 1777 "$tmp/side"
+  as=()
+  if [ "$(id -u)" = 0 ]; then
+    as=(-u "$(id -un memcache 2>/dev/null || echo nobody)")
+  fi
+  memcached -d "${as[@]}" -l 127.0.0.1 -p "$side_port" -U 0 -m 64 -c 1024 -t 2 -R "$side_r" \
+    -P "$tmp/side/pid" >"$tmp/side/log" 2>&1 || { log "ERROR: the side run's memcached did not start"; exit 1; }
+  for ((i = 0; i < 100; i++)); do
+    [ -s "$tmp/side/pid" ] && (exec 9<>"/dev/tcp/127.0.0.1/$side_port") 2>/dev/null && break
+    sleep 0.1
+  done
+  side_pid=$(cat "$tmp/side/pid" 2>/dev/null || pgrep -f "memcached -d .*-p $side_port " || true)
+  [ -n "$side_pid" ] || { log "ERROR: the side run's memcached is not running: $(cat "$tmp/side/log")"; exit 1; }
+  log "side run: memcached -R $side_r at 127.0.0.1:$side_port (pid $side_pid)"
+  side_args=(-only '^memcached/batch' -label "memcached -R $side_r (side run, context)")
+  if [ -n "${BENCH_README:-}" ]; then
+    side_args+=(-readme "$tmp/side-readme.md")
+  fi
+  side_note="Side run after the main one: the batch rows against memcached $(memcached -V 2>/dev/null | cut -d' ' -f2) started by scripts/bench.sh with -t 2 -c 1024 -m 64 -R $side_r on 127.0.0.1:$side_port, the main run's clients and keys; targets do not apply to it"
+  "$tmp/benchcmp" -memcached "127.0.0.1:$side_port" -memcached-pid "$side_pid" -out "$tmp/side.md" \
+    -command "$cmd" -note "$side_note" "${args[@]}" "${side_args[@]}" >&2
+  { printf '\n# Side run: memcached -R %s\n\n' "$side_r"; sed 's/^#/##/' "$tmp/side.md"; } >>"$OUT"
+  if [ -n "${BENCH_README:-}" ]; then
+    { printf '\n#### Side run: memcached with -R %s (context)\n\n' "$side_r"; cat "$tmp/side-readme.md"; } >>"$tmp/readme.md"
+  fi
+fi
 log "report written to ${OUT#"$ROOT"/}"
 if [ -n "${BENCH_README:-}" ]; then
   awk -v f="$tmp/readme.md" '

@@ -121,6 +121,9 @@ type config struct {
 	only                  *regexp.Regexp
 	out, readme           string
 	command, note         string
+	// label names a side run (a server configured otherwise): its
+	// targets are shown as context, prefixed with it.
+	label string
 }
 
 func main() {
@@ -142,6 +145,7 @@ func main() {
 	flag.StringVar(&only, "only", "", "run only measurements whose id (backend/workload/conc/client) matches this regexp")
 	flag.StringVar(&cfg.out, "out", "", "also write the report as markdown to this file")
 	flag.StringVar(&cfg.readme, "readme", "", "also write the report as the README's section (between its bench markers) to this file")
+	flag.StringVar(&cfg.label, "label", "", "a side run's name: its targets become context figures prefixed with it")
 	flag.StringVar(&cfg.command, "command", "", "the command to name in the report (default: this one's arguments)")
 	flag.StringVar(&cfg.note, "note", "", "a line added to the report's header (server versions, ...)")
 	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run here")
