@@ -577,9 +577,10 @@ func (c *Conn) flushOut(inline bool) (blocked bool, err error, first bool) {
 // writer. The caller never waits for the socket: what it does not take at
 // once is left to the writer. It reports whether the writer must be woken
 // (it was busy, the socket took part of the batch, or more was queued
-// behind the batch meanwhile, and not under a Cork: Uncork wakes it then) and whether this write's error ended the
-// connection (the caller then calls closeFailed, without mu). Called with
-// mu held, which it releases around the write.
+// behind the batch meanwhile and no Cork is held: Uncork wakes it then)
+// and whether this write's error ended the connection (the caller then
+// calls closeFailed, without mu). Called with mu held, which it releases
+// around the write.
 func (c *Conn) writeInline() (wake, failed bool) {
 	if c.raw == nil || c.inWrite || c.out != nil || c.err != nil {
 		return true, false
