@@ -67,6 +67,9 @@ type Conn struct {
 	tombs   int              // abandoned calls in pending (MaxAbandoned)
 	opaque  uint32           // the last opaque handed out
 	wrapped bool             // opaque has wrapped: check for one still in use
+	// reserveProbes counts the pending lookups made to find free opaques
+	// after the wrap (reserveOpaques), so that tests can bound that work.
+	reserveProbes int
 	// Stream offsets count every byte ever queued on the connection (a
 	// withdrawn request's bytes are taken out of the count):
 	//
@@ -297,23 +300,9 @@ func (c *Conn) wakeWriter() {
 	}
 }
 
-// nextOpaque returns an opaque no request in flight uses. Opaque 0 is never
-// used. Called with mu held.
-func (c *Conn) nextOpaque() uint32 {
-	for {
-		c.opaque++
-		if c.opaque == 0 {
-			c.wrapped = true
-			continue
-		}
-		if !c.wrapped {
-			return c.opaque
-		}
-		if _, used := c.pending[c.opaque]; !used && c.groupOf(c.opaque) == nil {
-			return c.opaque
-		}
-	}
-}
+// nextOpaque returns an opaque no request in flight uses (a group's gets
+// included). Opaque 0 is never used. Called with mu held.
+func (c *Conn) nextOpaque() uint32 { return c.reserveOpaques(1) }
 
 // cork holds back the writer while a batch is queued; uncork releases it,
 // so that the batch goes out in one write.

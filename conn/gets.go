@@ -55,9 +55,9 @@ func (c *Conn) StartGets(deadline time.Time, tmpl *memdx.Request, keys [][]byte,
 	case len(keys) == 0 || n == nil || sink == nil:
 		return Pending{}, &RequestError{Op: op, Addr: c.addr,
 			Err: fmt.Errorf("a group of gets needs keys, a sink and a Notifier: %w", memdx.ErrInvalidRequest)}
-	case c.features.Has(memdx.FeatureUnorderedExecution):
-		return Pending{}, &RequestError{Op: op, Addr: c.addr,
-			Err: fmt.Errorf("quiet opcode %s on a connection with unordered execution: a NOOP does not settle it: %w", op, memdx.ErrInvalidRequest)}
+	}
+	if err := c.refuseUnorderedQuiet(true, op); err != nil {
+		return Pending{}, err
 	}
 	cl := getCall()
 	cl.op = memdx.OpNoop
@@ -157,6 +157,7 @@ func (c *Conn) lastUsed(first, last uint32) (uint32, bool) {
 		}
 	}
 	for o := last; !found || o > used; o-- {
+		c.reserveProbes++
 		if _, ok := c.pending[o]; ok {
 			return o, true
 		}

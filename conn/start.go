@@ -71,9 +71,8 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 			Err: fmt.Errorf("no Notifier to report the request's end to: %w", memdx.ErrInvalidRequest)}
 	}
 	quiet := req.OpCode.IsQuiet()
-	if quiet && c.features.Has(memdx.FeatureUnorderedExecution) {
-		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
-			Err: fmt.Errorf("quiet opcode %s on a connection with unordered execution: a NOOP does not settle it: %w", req.OpCode, memdx.ErrInvalidRequest)}
+	if err := c.refuseUnorderedQuiet(quiet, req.OpCode); err != nil {
+		return Pending{}, err
 	}
 	cl := getCall()
 	cl.handle = handle
@@ -155,3 +154,14 @@ func (c *Conn) Cork() { c.cork() }
 
 // Uncork ends a Cork.
 func (c *Conn) Uncork() { c.uncork() }
+
+// refuseUnorderedQuiet refuses a quiet opcode on a connection that
+// negotiated unordered execution: a NOOP's answer settles only the quiet
+// requests a server answered in order.
+func (c *Conn) refuseUnorderedQuiet(quiet bool, op memdx.OpCode) error {
+	if !quiet || !c.features.Has(memdx.FeatureUnorderedExecution) {
+		return nil
+	}
+	return &RequestError{Op: op, Addr: c.addr,
+		Err: fmt.Errorf("quiet opcode %s on a connection with unordered execution: a NOOP does not settle it: %w", op, memdx.ErrInvalidRequest)}
+}
