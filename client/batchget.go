@@ -86,18 +86,7 @@ func (b *batch) groupGets(col *Collection) bool {
 // a time, and sets res for the hits; every other key is added to b as an
 // operation (add), to be judged or sent by run.
 func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetManyResult) {
-	c := b.c
-	timeout := p.timeout
-	if timeout <= 0 {
-		timeout = c.opts.KVTimeout
-	}
-	if int64(timeout) > c.longestTimeout.Load() {
-		c.noteTimeout(timeout)
-	}
-	deadline := b.now.Add(timeout)
-	if d, ok := b.ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+	deadline := b.c.deadline(b.ctx, p.timeout, b.now) // each key's, as begin gives it
 	b.fres = res
 	if cap(b.frecs) < len(keys) {
 		b.frecs = make([]fastRec, len(keys))

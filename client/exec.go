@@ -330,20 +330,29 @@ func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	if c.ctx.Err() != nil {
 		return c.finalError(o, ErrClosed, nil)
 	}
-	timeout := o.timeout
+	strategy := o.strategy
+	if strategy == nil {
+		strategy = c.strategy
+	}
+	o.st.Init(ctx, o.req.OpCode, strategy, c.deadline(ctx, o.timeout, now))
+	o.st.SetOperation(o.name)
+	return nil
+}
+
+// deadline is the deadline of an operation begun at now with timeout (0:
+// Options.KVTimeout): the earlier of now + timeout and ctx's deadline.
+func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.Time) time.Time {
 	if timeout <= 0 {
 		timeout = c.opts.KVTimeout
 	}
 	if int64(timeout) > c.longestTimeout.Load() {
 		c.noteTimeout(timeout)
 	}
-	strategy := o.strategy
-	if strategy == nil {
-		strategy = c.strategy
+	d := now.Add(timeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
 	}
-	o.st.Init(ctx, o.req.OpCode, strategy, now.Add(timeout))
-	o.st.SetOperation(o.name)
-	return nil
+	return d
 }
 
 // place finds where o's attempt number attempt goes and prepares the
