@@ -53,9 +53,7 @@ func TestGetManyObserverSeesNoAttemptEndWithoutItsStart(t *testing.T) {
 	c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour, Observer: obs})
 	col := c.DefaultCollection()
 	key := "pairing"
-	tmp := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: key},
-		Action: mockcluster.Action{Status: memdx.StatusTmpFail}})
-	t.Cleanup(tmp.Remove)
+	faultGets(t, mc, key, mockcluster.Action{Status: memdx.StatusTmpFail}, 0)
 
 	for name, call := range map[string]func() error{
 		"Get": func() error {
@@ -128,9 +126,7 @@ func TestGetManyWaitEndedBeforeANewConfigIsATimeoutNotARetry(t *testing.T) {
 		col := c.DefaultCollection()
 		waiting := []string{fmt.Sprintf("nmv-a-%d", round), fmt.Sprintf("nmv-b-%d", round)}
 		for _, k := range waiting {
-			f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: k},
-				Action: mockcluster.Action{Status: memdx.StatusNotMyVbucket}})
-			t.Cleanup(f.Remove)
+			faultGets(t, mc, k, mockcluster.Action{Status: memdx.StatusNotMyVbucket}, 0)
 		}
 		t0 := c.topo.Load()
 		done := make(chan []GetManyResult, 1)

@@ -111,9 +111,7 @@ func TestGetManyObserverSeesAnAttemptEndOnlyAfterItsStart(t *testing.T) {
 		<-obs.ends
 	}
 	slow := keys[1]
-	tmp := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: slow},
-		Action: mockcluster.Action{Status: memdx.StatusTmpFail}})
-	t.Cleanup(tmp.Remove)
+	faultGets(t, mc, slow, mockcluster.Action{Status: memdx.StatusTmpFail}, 0)
 	armed := len(fc.Timers())
 	obs.mu.Lock()
 	clear(obs.starts)
@@ -258,9 +256,7 @@ func TestGetManyNotMyVbucketWithoutAConfigRetriesThoseKeys(t *testing.T) {
 	col := c.DefaultCollection()
 	keys := batchKeys(t, col, "nmvbare", 30, 30)
 	for _, k := range keys[5:10] {
-		h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: k},
-			Action: mockcluster.Action{Status: memdx.StatusNotMyVbucket}, Times: 2})
-		t.Cleanup(h.Remove)
+		faultGets(t, mc, k, mockcluster.Action{Status: memdx.StatusNotMyVbucket}, 2)
 	}
 	res := col.GetMany(context.Background(), keys, &GetManyOptions{Timeout: 10 * time.Second})
 	for i, r := range res {
@@ -322,9 +318,7 @@ func TestGetManyTimeoutErrorNamesTheOpaque(t *testing.T) {
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()
 	keys := batchKeys(t, col, "opq", 2, 2)
-	hold := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: keys[1]},
-		Action: mockcluster.Action{Delay: time.Hour}})
-	t.Cleanup(hold.Remove)
+	faultGets(t, mc, keys[1], mockcluster.Action{Delay: time.Hour}, 0)
 	_, err := col.Get(context.Background(), keys[1], &GetOptions{Timeout: 100 * time.Millisecond})
 	var single, batched *KeyValueError
 	require.ErrorAs(t, err, &single)

@@ -196,9 +196,7 @@ func TestGetManyPerKeyRetryWaitsDoNotHoldBackOtherKeys(t *testing.T) {
 		<-obs.ends
 	}
 	slow := keys[7]
-	tmp := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: slow},
-		Action: mockcluster.Action{Status: memdx.StatusTmpFail}})
-	t.Cleanup(tmp.Remove)
+	tmp := faultGets(t, mc, slow, mockcluster.Action{Status: memdx.StatusTmpFail}, 0)
 	armed := len(fc.Timers())
 
 	done := make(chan []GetManyResult)
@@ -443,9 +441,7 @@ func TestGetManyKeysHeldPastTheDeadlineTimeOutAlone(t *testing.T) {
 	keys := batchKeys(t, col, "late", 20, 20)
 	held := map[string]bool{keys[3]: true, keys[11]: true}
 	for k := range held {
-		h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: k},
-			Action: mockcluster.Action{Delay: time.Hour}})
-		t.Cleanup(h.Remove)
+		faultGets(t, mc, k, mockcluster.Action{Delay: time.Hour}, 0)
 	}
 	res := col.GetMany(context.Background(), keys, &GetManyOptions{Timeout: 2 * time.Second})
 	for _, r := range res {

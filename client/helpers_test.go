@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/internal/leakcheck"
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -129,3 +130,13 @@ func asKV(err error, kv **KeyValueError) bool { return errors.As(err, kv) }
 type fakeClock struct{ *retry.FakeClock }
 
 func (f fakeClock) NewTimer(d time.Duration) Timer { return f.FakeClock.NewTimer(d) }
+
+// faultGets makes mc answer GETs of key with a (at most times times when
+// times > 0) until the test ends; the Control removes it earlier.
+func faultGets(t *testing.T, mc *mockcluster.Cluster, key string, a mockcluster.Action, times int) *mockcluster.Control {
+	t.Helper()
+	f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: key},
+		Action: a, Times: times})
+	t.Cleanup(f.Remove)
+	return f
+}
