@@ -2,6 +2,8 @@ package conn
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
@@ -29,6 +31,11 @@ const (
 	// writeChunk bounds one Write call: the writer learns after each how
 	// far the socket got (see writeOut).
 	writeChunk = 64 << 10
+	// tlsRecordChunk bounds one Write call on a TLS connection: the most
+	// data one TLS record carries (RFC 8446 5.1, 2^14 bytes), so that
+	// each Write is one record (dial turns crypto/tls's dynamic record
+	// sizing off) and a record holds whole requests (see recordChunk).
+	tlsRecordChunk = 16 << 10
 	// maxHolds and holdMax bound how long the writer holds a batch for
 	// answers still to come.
 	maxHolds = 2
@@ -44,11 +51,12 @@ const (
 //
 // See the package doc for the threading model and the exact failure rules.
 type Conn struct {
-	nc   net.Conn
-	addr string
-	id   string
-	opts Options
-	log  *slog.Logger
+	nc      net.Conn
+	records bool // nc is TLS: each Write is whole requests in one record (recordChunk)
+	addr    string
+	id      string
+	opts    Options
+	log     *slog.Logger
 
 	// Bootstrap results: written by Dial before the Conn is returned,
 	// read-only afterwards.
@@ -178,6 +186,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 	c.heldBack.Store(true)
 	c.inWriteDone.L = &c.mu
 	c.raw = newRawWriter(nc)
+	_, c.records = nc.(*tls.Conn)
 	go c.writeLoop()
 	go c.monitor()
 	go c.readLoop()
@@ -585,8 +594,8 @@ func (c *Conn) writeInline() (wake, failed bool) {
 	return len(c.wbuf) > 0 && c.corks == 0, false
 }
 
-// writeOut writes the batch in out in chunks of at most writeChunk bytes,
-// so that the socket's progress through a large batch (a large value
+// writeOut writes the batch in out in chunks of at most writeChunk bytes
+// (on TLS, whole requests in one record each: recordChunk), so that the socket's progress through a large batch (a large value
 // behind a slow reader) is known: after each Write the requests it carried
 // in full are written, and the requests after the Write in progress can
 // still be withdrawn. A caller's write (inline) makes one non-blocking
@@ -597,6 +606,9 @@ func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 	for c.err == nil {
 		pos := int(c.written - c.outBase)
 		n := min(len(c.out)-pos, writeChunk)
+		if c.records {
+			n = recordChunk(c.out[pos:])
+		}
 		if n == 0 {
 			return false, nil
 		}
@@ -626,6 +638,44 @@ func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// recordChunk returns how much of b, which starts with a request, the next
+// Write on a TLS connection carries: the whole requests at its start that
+// fit in one record (tlsRecordChunk), or the first request alone when it
+// does not fit, which crypto/tls then cuts into full records and a last
+// one that ends with the request. So no record ends inside a request but
+// one too large for a record, and no record goes on past the end of a
+// large one.
+//
+// A server may read TLS the way memcached (1.6) does: one SSL_read into
+// the room left in its buffer, or into the rest of a value, then a wait
+// for the socket to be readable. What that read leaves of a record stays
+// decrypted inside the TLS library, where the wait cannot see it, and the
+// server sits on requests it already has until more bytes arrive, which
+// for the last requests of a batch is never. With records of whole
+// requests, a read into an emptied buffer (16 KiB in memcached) takes the
+// whole record, and a read of a value's rest takes whole records up to
+// the value's end.
+func recordChunk(b []byte) int {
+	n := 0
+	for n+memdx.HeaderSize <= len(b) {
+		size := memdx.HeaderSize + int(binary.BigEndian.Uint32(b[n+8:n+12]))
+		if n+size > len(b) {
+			break // not a request this connection queued; send the rest as is
+		}
+		if n+size > tlsRecordChunk {
+			if n == 0 {
+				return size
+			}
+			return n
+		}
+		n += size
+	}
+	if n == 0 {
+		return min(len(b), tlsRecordChunk)
+	}
+	return n
 }
 
 // readLoop is the reader goroutine: it decodes packets and dispatches them

@@ -190,6 +190,9 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		return nc, nil
 	}
 	cfg := o.TLSConfig.Clone()
+	// One Write, one record: the writer cuts its writes at request
+	// boundaries into records a server reads whole (recordChunk).
+	cfg.DynamicRecordSizingDisabled = true
 	if cfg.ServerName == "" {
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
