@@ -476,6 +476,9 @@ func (c *Client) connOptions(n *node) conn.Options {
 		ProbeTimeout:             c.opts.HealthCheck.ProbeTimeout,
 		Logger:                   c.opts.Logger,
 	}
+	if c.opts.HealthCheck.Disabled {
+		o.ProbeAfter = -1 // conn: no probes, nor the bootstrap's silence watch
+	}
 	if n != nil {
 		o.OnClose = func(error) { n.signal() }
 	}

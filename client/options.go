@@ -160,6 +160,15 @@ type HealthCheckOptions struct {
 	// (a server in the same process, as in tests), needs a longer one. 0
 	// means DefaultProbeTimeout (1 s). Connection string: probe_timeout.
 	ProbeTimeout time.Duration
+	// Disabled turns the probes off: a request given up after it was sent
+	// then never makes the connection check its node, and a node that
+	// stops answering without closing the connection holds its requests
+	// until each one's timeout, every time, instead of being redialed.
+	// It is for a server known to keep answers back longer than any
+	// ProbeTimeout would allow. A silent bootstrap then waits out
+	// ConnectTimeout instead of ProbeTimeout. Connection string:
+	// health_check=false.
+	Disabled bool
 }
 
 // MemcachedOptions configure what a memcached:// client does about servers
@@ -209,6 +218,11 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 		return o, err
 	} else if ok {
 		o.DisableMutationTokens = !b
+	}
+	if b, ok, err := cs.Bool("health_check"); err != nil {
+		return o, err
+	} else if ok {
+		o.HealthCheck.Disabled = !b
 	}
 	if b, ok, err := cs.Bool("allow_plain_auth"); err != nil {
 		return o, err

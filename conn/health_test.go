@@ -187,3 +187,35 @@ func TestBootstrapUnresponsiveNodeFailsDial(t *testing.T) {
 		t.Fatalf("Dial: %v; want kverr.ErrBootstrap and kverr.ErrUnresponsive", err)
 	}
 }
+
+// A negative ProbeAfter turns the health check off: neither an abandoned
+// request unanswered for an hour nor a pile of them makes the connection
+// send a probe, and it stays open; the next request the node reads is
+// the caller's.
+func TestNegativeProbeAfterSendsNoProbe(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc, ProbeAfter: -1, MaxAbandoned: 4}, nil)
+	abandonOne(t, c, p, fc, "a")
+	for _, k := range []string{"b", "c"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := goGet(ctx, c, k)
+		p.read()
+		cancel()
+		if r := recv(t, ch); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("%s: %v", k, r.err)
+		}
+	}
+	fc.Advance(time.Hour)
+	ch := goGet(testCtx(t), c, "after")
+	req := p.read()
+	if req.OpCode != memdx.OpGet || string(req.Key) != "after" {
+		t.Fatalf("the node read %s %q, want the caller's GET", req.OpCode, req.Key)
+	}
+	p.write(ok(req, "v"))
+	if r := recv(t, ch); r.err != nil {
+		t.Fatalf("GET after an hour of tombstones: %v", r.err)
+	}
+	if st := c.Stats(); st.Probes != 0 || c.Err() != nil {
+		t.Fatalf("stats %+v, err %v; want no probe and an open connection", st, c.Err())
+	}
+}
