@@ -78,6 +78,9 @@ type Conn struct {
 	// reserveProbes counts the pending lookups made to find free opaques
 	// after the wrap (reserveOpaques), so that tests can bound that work.
 	reserveProbes int
+	// groupProbes counts the groups groupOf compared past lastGroup, for
+	// the same reason.
+	groupProbes int
 	// Stream offsets count every byte ever queued on the connection (a
 	// withdrawn request's bytes are taken out of the count):
 	//
@@ -106,8 +109,11 @@ type Conn struct {
 	// stream order, until answered or settled by a NOOP's answer.
 	qHead, qTail *call
 	// groups are the groups of quiet gets (StartGets) in pending, live or
-	// abandoned: their gets' opaques are not in pending.
-	groups []*call
+	// abandoned: their gets' opaques are not in pending. lastGroup is the
+	// one groupOf found last (a group's answers come one after another),
+	// nil once it leaves groups.
+	groups    []*call
+	lastGroup *call
 	// The wire list holds the calls whose bytes the socket has not all
 	// accepted, in stream order; wQueued is its first call still queued.
 	wHead, wTail, wQueued *call

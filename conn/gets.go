@@ -171,8 +171,13 @@ func (c *Conn) lastUsed(first, last uint32) (uint32, bool) {
 // groupOf returns the group whose gets include opaque, or nil. Called with
 // mu held.
 func (c *Conn) groupOf(opaque uint32) *call {
+	if g := c.lastGroup; g != nil && opaque-g.gBase < g.gN {
+		return g
+	}
 	for _, g := range c.groups {
+		c.groupProbes++
 		if opaque-g.gBase < g.gN {
+			c.lastGroup = g
 			return g
 		}
 	}
@@ -181,6 +186,9 @@ func (c *Conn) groupOf(opaque uint32) *call {
 
 // unlinkGroup takes cl off the group list. Called with mu held.
 func (c *Conn) unlinkGroup(cl *call) {
+	if c.lastGroup == cl {
+		c.lastGroup = nil
+	}
 	for i, g := range c.groups {
 		if g == cl {
 			last := len(c.groups) - 1

@@ -1025,3 +1025,63 @@ func TestStartGetsConcurrentCancelsAndExpiries(t *testing.T) {
 		t.Fatal(c.Err())
 	}
 }
+
+// With many groups in flight, finding the group of each answer costs one
+// pass over the groups per group answered, not per answer: a group's
+// answers come one after another, and the group found last is tried
+// first. An answer for a group that has ended is a stray, though the
+// group was the last one found.
+func TestStartGetsFindsEachAnswersGroupWithoutScanningPerAnswer(t *testing.T) {
+	c, peer := dialPipe(t, Options{}, nil)
+	const groups, keysPer = 64, 32
+	n := make(tagNotifier, groups)
+	s := newTestSink()
+	keys := make([]string, keysPer)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	pgs := make([]Pending, groups)
+	reqs := make([][]memdx.Packet, groups)
+	for g := range groups {
+		pgs[g] = startGets(t, c, memdx.OpGetQ, keys, s, n, uint64(g))
+		reqs[g] = readGroup(t, peer, pgs[g], memdx.OpGetQ, keys)
+	}
+	c.mu.Lock()
+	probes := c.groupProbes
+	c.mu.Unlock()
+	// Answer the groups newest first: each is found at the far end of a
+	// scan the first time, and from the cache after.
+	for g := groups - 1; g >= 0; g-- {
+		var answers []memdx.Packet
+		for i := range keysPer {
+			answers = append(answers, ok(reqs[g][i], "v"))
+		}
+		peer.write(answers...)
+	}
+	waitFor(t, "every answer in the sink", func() bool { _, k := s.answers(); return k == groups*keysPer })
+	c.mu.Lock()
+	probes = c.groupProbes - probes
+	c.mu.Unlock()
+	if limit := groups * groups; probes > limit {
+		t.Fatalf("%d groups compared for %d answers in %d groups; want at most %d (a scan per group)", probes, groups*keysPer, groups, limit)
+	}
+
+	// Group 0 was found last. End it, then answer one of its gets again.
+	peer.write(ok(reqs[0][keysPer], ""))
+	if tag := recv(t, (<-chan uint64)(n)); tag != 0 {
+		t.Fatalf("tag %d ended, want 0", tag)
+	}
+	strays := c.Stats().StrayResponses
+	peer.write(ok(reqs[0][3], "after the end"))
+	waitFor(t, "the stray", func() bool { return c.Stats().StrayResponses == strays+1 })
+	if _, k := s.answers(); k != groups*keysPer {
+		t.Fatalf("the sink was offered %d answers, want %d: an answer after its group ended reached it", k, groups*keysPer)
+	}
+	for g := 1; g < groups; g++ {
+		peer.write(ok(reqs[g][keysPer], ""))
+	}
+	for range groups - 1 {
+		recv(t, (<-chan uint64)(n))
+	}
+	roundTrip(t, c, peer, "next")
+}
