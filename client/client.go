@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -501,6 +502,28 @@ func (c *Client) onConnUp(n *node, cn *conn.Conn) {
 	if raw := cn.ClusterConfig(); raw != nil && c.topo.Load() != nil {
 		c.offerConfig(raw, n.host, "connection")
 	}
+}
+
+// wakeForNode ends the retry waits of the operations routed with the
+// current topology when n, which had no live connection, has one again:
+// an operation that found n unavailable (or met NOT_MY_VBUCKET) retries at
+// once instead of at the end of its back-off, up to a second after a node
+// comes back. The topology is replaced by a copy with a fresh changed
+// channel, the one wakeFor hands out, so that, as after a config install,
+// only the current topology's channel is open. memcached topologies have
+// no such channel (their waits are back-off only). It takes topoMu: it is
+// called from a node's maintain goroutine, never under topoMu.
+func (c *Client) wakeForNode(n *node) {
+	c.topoMu.Lock()
+	defer c.topoMu.Unlock()
+	cur := c.topo.Load()
+	if cur == nil || cur.changed == nil || c.ctx.Err() != nil || !slices.Contains(cur.all, n) {
+		return
+	}
+	t := *cur
+	t.changed = make(chan struct{})
+	c.topo.Store(&t)
+	close(cur.changed)
 }
 
 // onNotification runs on a connection's reader goroutine: it must not

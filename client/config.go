@@ -34,7 +34,8 @@ import (
 //
 // Every install closes the replaced topology's changed channel, which
 // operations waiting in a back-off after NOT_MY_VBUCKET or an unavailable
-// node wait on (retry.Orchestrator.WaitOrWake): they re-route at once.
+// node wait on (retry.Orchestrator.WaitOrWake): they re-route at once. So
+// does a node of it regaining a connection (wakeForNode).
 //
 // A NOT_MY_VBUCKET that brings nothing newer (no body, or a body not newer
 // than the held config) makes the client fetch the config from the node

@@ -73,7 +73,8 @@
 //     error map decides is one table, for operations and the collection-id
 //     lookup alike.
 //     A wait after NOT_MY_VBUCKET or an unavailable node ends when a newer
-//     config is installed, and the operation is routed by it at once.
+//     config is installed, or when a node without a connection gets one
+//     again (Couchbase buckets), and the operation is routed at once.
 //
 // # Batches
 //

@@ -142,17 +142,28 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 func (e *NodeError) Is(target error) bool { return target == ErrNoNodeAvailable }
 
-func (n *node) adopt(cn *conn.Conn) {
+// adopt adds cn to the pool. It reports whether the node had no live
+// connection before it.
+func (n *node) adopt(cn *conn.Conn) (wasDown bool) {
 	n.mu.Lock()
 	n.lastErr = nil
 	var next []*conn.Conn
+	wasDown = true
 	if cs := n.conns.Load(); cs != nil {
 		next = append(next, *cs...)
+		for _, old := range *cs {
+			select {
+			case <-old.Done():
+			default:
+				wasDown = false
+			}
+		}
 	}
 	next = append(next, cn)
 	n.conns.Store(&next)
 	n.mu.Unlock()
 	n.c.onConnUp(n, cn)
+	return wasDown
 }
 
 // prune drops ended connections from the pool and returns how many are live.
@@ -216,9 +227,12 @@ func (n *node) maintain() {
 		cn, err := n.dial()
 		if err == nil {
 			backoff = reconnectMin
-			n.adopt(cn)
+			wasDown := n.adopt(cn)
 			n.markTried()
 			n.c.onDialResult(n, nil)
+			if wasDown {
+				n.c.wakeForNode(n)
+			}
 			continue
 		}
 		n.mu.Lock()
