@@ -93,9 +93,11 @@ func (w *worker) execBatch(bk batchKind, kss []*keyState, ops []*opRec, call fun
 		names[i] = ks.name
 	}
 	plan := &retryPlan{timeout: timeout, batch: fmt.Sprintf("%s of [%s]", bk, strings.Join(names, " "))}
+	cc := w.drawCancel(timeout)
+	ctx := cc.arm(context.WithValue(context.Background(), opCtxKey{}, plan))
 	for i, ks := range kss {
 		op := ops[i]
-		op.plan, op.batch, op.timeout = plan, bk, timeout
+		op.plan, op.batch, op.timeout, op.cc = plan, bk, timeout, cc
 		w.register(ks, op)
 	}
 	w.st.batches[bk]++
@@ -105,7 +107,9 @@ func (w *worker) execBatch(bk batchKind, kss []*keyState, ops []*opRec, call fun
 	for _, op := range ops {
 		op.start = start
 	}
-	errs := call(context.WithValue(context.Background(), opCtxKey{}, plan))
+	cc.start()
+	errs := call(ctx)
+	cc.done(ctx)
 	end := time.Now()
 	var doubt []*keyState
 	for i, ks := range kss {

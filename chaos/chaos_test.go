@@ -27,6 +27,7 @@ var (
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
 	flagHeapOp   = flag.Int("chaos.heapperop", defaultHeapPerOp, "bytes per operation the heap in use may grow by after warm-up, beyond "+strconv.Itoa(heapGrowthFixed>>20)+" MiB (0: no per-operation check)")
 	flagBatches  = flag.Int("chaos.batches", defaultBatchShare, "percentage of the workers' steps that are batch calls (GetMany, UpsertMany, RemoveMany)")
+	flagCancels  = flag.Int("chaos.cancels", defaultCancelShare, "percentage of the workers' steps (single operations and batch calls) whose context the harness cancels: before the call, after a drawn delay, or when a request reaches a node")
 	flagVerbose  = flag.Bool("chaos.v", false, "log every fault episode and the outcomes by operation")
 	flagFaults   = flag.String("chaos.faults", "all", "fault kinds to inject, comma-separated (all, none, or: "+strings.Join(faultNames[:], ", ")+")")
 )
@@ -73,6 +74,8 @@ type config struct {
 	logf  func(string, ...any)
 	// batches is the percentage of steps that are batch calls.
 	batches int
+	// cancels is the percentage of steps whose context is cancelled.
+	cancels int
 }
 
 // harness is the state of one run shared by workers, hook and Observer.
@@ -95,6 +98,12 @@ type harness struct {
 	batchShare int
 	// Keys of batches retried (for any reason) and ended ambiguous.
 	batchRetried, batchAmbiguous atomic.Int64
+	// cancelShare is the percentage of the workers' steps whose context
+	// the harness cancels; cancelClean and cancelAmbiguous count the
+	// operations cancelled before they returned that ended not written
+	// (outCanceled) and ambiguous.
+	cancelShare                  int
+	cancelClean, cancelAmbiguous atomic.Int64
 	heap                         *heapSampler
 
 	pmu      sync.Mutex
@@ -203,7 +212,8 @@ func run(t *testing.T, cfg config) *report {
 		t.Fatal(err)
 	}
 	// The keys exist before the hook does: it reads h.keys unlocked.
-	h := &harness{bucket: b, keys: map[string]*keyState{}, problems: map[string]int{}, batchProblems: map[string]int{}, batchShare: cfg.batches}
+	h := &harness{bucket: b, keys: map[string]*keyState{}, problems: map[string]int{}, batchProblems: map[string]int{}, batchShare: cfg.batches,
+		cancelShare: cfg.cancels}
 	rng := rand.New(rand.NewSource(cfg.seed))
 	workers := make([]*worker, cfg.workers)
 	for i := range workers {
@@ -356,8 +366,8 @@ func (r *report) format() string {
 	fmt.Fprintf(&b, " retries={%s} fwd-map-attempts=%d", strings.Join(rs, ", "), st.fwdAttempts)
 	fmt.Fprintf(&b, " ambiguous=%d (mutations applied %d, not applied %d; touch/lock/unlock %d)",
 		st.ambiguous, st.ambApplied, st.ambNotApplied, st.ambiguous-st.ambApplied-st.ambNotApplied)
-	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d (writes that never reached a node: %d), before-send:%d}",
-		st.outcomes[outDefinite], st.outcomes[outTimeout], st.timeoutUnsent, st.outcomes[outNotSent])
+	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d (writes that never reached a node: %d), before-send:%d, canceled:%d}",
+		st.outcomes[outDefinite], st.outcomes[outTimeout], st.timeoutUnsent, st.outcomes[outNotSent], st.outcomes[outCanceled])
 	fmt.Fprintf(&b, " lost=%d duplicated=%d resent=%d applied-after-failure=%d not-written-reached=%d",
 		st.lost, st.duplicated, st.resent, st.phantom, st.unwrittenSent)
 	fmt.Fprintf(&b, " late=%d (of %d retry plans; max over timeout %v)", st.late, st.planned, st.maxOver.Round(time.Millisecond))
@@ -386,6 +396,17 @@ func (r *report) format() string {
 	}
 	fmt.Fprintf(&b, " batches={%s} (calls/keys) batch-keys={%s} batch-retries={%s} batch-fwd-map-attempts=%d batch-ambiguous=(applied %d, not applied %d) batch-late=%d batch-problems={%s}",
 		strings.Join(bs, ", "), strings.Join(bo, ", "), strings.Join(br, ", "), st.batchFwd, st.batchAmb[1], st.batchAmb[0], st.lateBatch, strings.Join(bp, ", "))
+	var cm, co []string
+	for m := cancelMode(0); m < numCancelModes; m++ {
+		cm = append(cm, fmt.Sprintf("%s:%d/%d", m, st.canceled[m], st.cancels[m]))
+	}
+	for o, n := range st.cancelOut {
+		if n > 0 {
+			co = append(co, fmt.Sprintf("%s:%d", outcome(o), n))
+		}
+	}
+	fmt.Fprintf(&b, " cancels={%s} (cancelled before returning/drawn) cancelled-outcomes={%s} cancelled-ambiguous=(applied %d, not applied %d)",
+		strings.Join(cm, ", "), strings.Join(co, ", "), st.cancelAmb[1], st.cancelAmb[0])
 	if st.unpaired > 0 {
 		fmt.Fprintf(&b, " unpaired-attempt-ends=%d", st.unpaired)
 	}
@@ -454,12 +475,12 @@ func TestChaos(t *testing.T) {
 			}
 			cfg := config{name: name, opts: clientConfigs[name], seed: *flagSeed, duration: per, short: short,
 				workers: workers, keys: *flagKeys, kinds: parseFaults(t), heap: uint64(*flagHeap) << 20, heapPerOp: uint64(max(*flagHeapOp, 0)), logf: t.Logf,
-				batches: *flagBatches}
+				batches: *flagBatches, cancels: *flagCancels}
 			if len(cfg.kinds) == int(numFaultKinds) {
 				cfg.until = (*harness).exercised
 			}
-			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s -chaos.workers=%d -chaos.keys=%d -chaos.faults=%s -chaos.batches=%d",
-				name, cfg.seed, name, workers, cfg.keys, *flagFaults, cfg.batches)
+			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s -chaos.workers=%d -chaos.keys=%d -chaos.faults=%s -chaos.batches=%d -chaos.cancels=%d",
+				name, cfg.seed, name, workers, cfg.keys, *flagFaults, cfg.batches, cfg.cancels)
 			if !short {
 				cfg.rerun += fmt.Sprintf(" -chaos.duration=%v -timeout 0", per)
 			}
@@ -513,6 +534,9 @@ func (h *harness) exercised() bool {
 		if h.retried[reason].Load() == 0 {
 			return false
 		}
+	}
+	if h.cancelShare > 0 && (h.cancelClean.Load() == 0 || h.cancelAmbiguous.Load() == 0) {
+		return false
 	}
 	return h.batchShare <= 0 || (h.batchRetried.Load() > 0 && h.batchAmbiguous.Load() > 0)
 }
@@ -569,6 +593,10 @@ func checkReport(t testing.TB, r *report) {
 	if r.cfg.batches > 0 && (batchRetries == 0 || st.batchOut[outAmbiguous] == 0) {
 		t.Errorf("%s: keys of batches retried %d times, %d ended ambiguous: both must occur for the batch checks to mean anything",
 			prefix, batchRetries, st.batchOut[outAmbiguous])
+	}
+	if r.cfg.cancels > 0 && (st.cancelOut[outCanceled] == 0 || st.cancelOut[outAmbiguous] == 0) {
+		t.Errorf("%s: cancelled operations ended not written %d times, ambiguous %d times: both must occur for the cancellation checks to mean anything",
+			prefix, st.cancelOut[outCanceled], st.cancelOut[outAmbiguous])
 	}
 	if slices.Contains(r.cfg.kinds, fkRebalance) && st.fwdAttempts == 0 {
 		t.Logf("%s: no attempt used the forward map", prefix)

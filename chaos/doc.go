@@ -16,8 +16,9 @@
 // besteffort; also pool), -chaos.faults (all, none, or a list of kinds, to
 // narrow a failure down), -chaos.workers (16 short, 32 long), -chaos.keys
 // (per worker), -chaos.batches (percentage of the workers' steps that are
-// batch calls, default 15), -chaos.heapslack (MiB), -chaos.heapperop
-// (bytes), -chaos.v.
+// batch calls, default 15), -chaos.cancels (percentage of the steps whose
+// context is cancelled, default 8), -chaos.heapslack (MiB),
+// -chaos.heapperop (bytes), -chaos.v.
 // Each configuration logs
 // one summary line (go test shows it with -v, or on failure):
 //
@@ -104,6 +105,23 @@
 // unless every kind of batch ran and some batch key was retried and some
 // ended ambiguous. The Observer's AttemptEnd must end an attempt its
 // AttemptStart began (single operations and batches alike).
+//
+// Cancellation: about one worker step in twelve (-chaos.cancels, single
+// operations and batch calls alike) runs under a context the harness
+// cancels, at a moment drawn from the seed: before the call, after a drawn
+// delay (from microseconds, while the request is queued or being written,
+// to the timeout), or from the hook when a request of the operation reaches
+// a node (written, about to be applied). A cancelled read did nothing; a
+// cancelled mutation reported ambiguous is checked as any ambiguous one
+// (applied at most once, read back); one reported cancelled and not
+// ambiguous must not have been applied (the hook's count), and must not
+// have had an attempt written without an answer (the Observer). An
+// ErrRequestCanceled nobody caused is a failure. The summary counts the
+// cancels drawn and hit by mode and their outcomes; a short run also fails
+// unless cancelled operations ended both not written and ambiguous.
+// TestChaosDetectsHiddenCancel runs against a client that reports a
+// cancelled, written mutation as not written, and requires both checks to
+// catch it, in single operations and batches.
 //
 // Every retry's plan is checked against the operation's deadline: no retry
 // may follow a wait planned to end at or after it (the client's Logger sees

@@ -22,10 +22,11 @@ const (
 	outTimeout           // an unambiguous timeout: not applied
 	outNotSent           // failed before any request could apply: not applied
 	outAmbiguous         // may have been applied
+	outCanceled          // the caller's context was cancelled, no attempt in doubt: not applied
 	numOutcomes
 )
 
-var outcomeNames = [...]string{"success", "definite failure", "unambiguous timeout", "failed before sending", "ambiguous"}
+var outcomeNames = [...]string{"success", "definite failure", "unambiguous timeout", "failed before sending", "ambiguous", "canceled"}
 
 func (o outcome) String() string { return outcomeNames[o] }
 
@@ -35,6 +36,9 @@ func classify(err error) outcome {
 	}
 	if errors.Is(err, client.ErrAmbiguous) {
 		return outAmbiguous
+	}
+	if errors.Is(err, client.ErrRequestCanceled) {
+		return outCanceled
 	}
 	if errors.Is(err, client.ErrTimeout) {
 		return outTimeout
@@ -48,7 +52,8 @@ func classify(err error) outcome {
 
 // expectedErr reports whether err is one the chaos can legitimately cause.
 // Anything else (an invalid argument, a counter that is not a number, a
-// closed client...) is a failure of the test.
+// closed client...) is a failure of the test. (ErrRequestCanceled is
+// expected only of an operation the harness cancelled: conclude checks.)
 func expectedErr(err error) bool {
 	var kv *client.KeyValueError
 	if !errors.As(err, &kv) {
@@ -58,7 +63,8 @@ func expectedErr(err error) bool {
 	case errors.Is(err, client.ErrTimeout), errors.Is(err, client.ErrAmbiguous),
 		errors.Is(err, client.ErrDocumentNotFound), errors.Is(err, client.ErrDocumentExists),
 		errors.Is(err, client.ErrCasMismatch), errors.Is(err, client.ErrDocumentLocked),
-		errors.Is(err, client.ErrDocumentNotLocked), errors.Is(err, client.ErrTemporaryFailure):
+		errors.Is(err, client.ErrDocumentNotLocked), errors.Is(err, client.ErrTemporaryFailure),
+		errors.Is(err, client.ErrRequestCanceled):
 		return true
 	case errors.Is(err, client.ErrServerFailure):
 		return kv.Status == client.Status(mockcluster.StatusTestNoRetry) // injected: a status not retried
@@ -145,6 +151,9 @@ type opRec struct {
 	// batch is the batch call the operation is one key of (bNone: a
 	// single operation).
 	batch batchKind
+	// cc cancels the operation's context (nil: nobody does); a batch's
+	// keys share their call's.
+	cc *canceller
 }
 
 func (op *opRec) String() string {
@@ -295,6 +304,12 @@ func (h *harness) hook(r *mockcluster.Request) (mockcluster.Action, bool) {
 	}
 	k, tracked := kindOf(r.OpCode)
 	if !tracked {
+		// A read: the key's running operation, if it is one.
+		ks.mu.Lock()
+		if op := ks.cur; op != nil && op.kind == opGet {
+			op.cc.arrived()
+		}
+		ks.mu.Unlock()
 		return act, hit
 	}
 	rc := receipt{node: r.Node}
@@ -351,6 +366,7 @@ func (h *harness) hook(r *mockcluster.Request) (mockcluster.Action, bool) {
 	}
 	op.receipts = append(op.receipts, rc)
 	ks.lastOp, ks.lastIdx, ks.lastMC, ks.hasLast = op, len(op.receipts)-1, mc, true
+	op.cc.arrived()
 	return act, hit
 }
 
@@ -461,6 +477,9 @@ func (h *harness) verify(ks *keyState, op *opRec) {
 			}
 			if op.batch != bNone {
 				st.batchAmb[min(op.applied, 1)]++
+			}
+			if op.cc != nil && op.cc.canceled {
+				st.cancelAmb[min(op.applied, 1)]++
 			}
 		default:
 			if op.applied > 0 {

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -69,6 +70,14 @@ type stats struct {
 	batchRetries [64]int64
 	batchFwd     int64
 	unpaired     int64 // AttemptEnd without its AttemptStart
+	// Cancellation: operations (keys of batches included) under a context
+	// the harness cancels, by mode; those whose context was cancelled
+	// before the call returned; their outcomes; their ambiguous mutations
+	// not applied and applied.
+	cancels   [numCancelModes]int64
+	canceled  [numCancelModes]int64
+	cancelOut [len(outcomeNames)]int64
+	cancelAmb [2]int64
 }
 
 func (s *stats) add(o *stats) {
@@ -119,6 +128,15 @@ func (s *stats) add(o *stats) {
 	}
 	s.batchFwd += o.batchFwd
 	s.unpaired += o.unpaired
+	for i := range s.cancels {
+		s.cancels[i] += o.cancels[i]
+		s.canceled[i] += o.canceled[i]
+	}
+	for i := range s.cancelOut {
+		s.cancelOut[i] += o.cancelOut[i]
+	}
+	s.cancelAmb[0] += o.cancelAmb[0]
+	s.cancelAmb[1] += o.cancelAmb[1]
 }
 
 func (s *stats) total() int64 {
@@ -249,10 +267,14 @@ func (w *worker) casFor(ks *keyState) uint64 {
 // find it, calls the client, and applies the outcome to the model.
 func (w *worker) exec(ks *keyState, op *opRec, call func(ctx context.Context) error) {
 	op.plan = &retryPlan{timeout: op.timeout}
+	op.cc = w.drawCancel(op.timeout)
+	ctx := op.cc.arm(withOp(context.Background(), op))
 	w.register(ks, op)
 	op.start = time.Now()
 	op.plan.start = op.start
-	err := call(withOp(context.Background(), op))
+	op.cc.start()
+	err := call(ctx)
+	op.cc.done(ctx)
 	op.end = time.Now()
 	if w.conclude(ks, op, err) {
 		w.get(ks) // what an application would do: find out
@@ -309,6 +331,23 @@ func (w *worker) conclude(ks *keyState, op *opRec, err error) bool {
 	if err != nil && !expectedErr(err) {
 		w.st.unexpected++
 		w.h.problemOp(op, "unexpected-error", "key %s: %s", ks.name, ks.describe(op))
+	}
+	if op.cc != nil {
+		w.st.cancels[op.cc.mode]++
+		if op.cc.canceled {
+			w.st.canceled[op.cc.mode]++
+			w.st.cancelOut[op.outcome]++
+			switch op.outcome {
+			case outCanceled:
+				w.h.cancelClean.Add(1)
+			case outAmbiguous:
+				w.h.cancelAmbiguous.Add(1)
+			}
+		}
+	}
+	if errors.Is(err, client.ErrRequestCanceled) && (op.cc == nil || !op.cc.canceled) {
+		w.st.unexpected++
+		w.h.problemOp(op, "unexpected-error", "key %s: cancelled, but nobody cancelled its context: %s", ks.name, ks.describe(op))
 	}
 	if op.outcome == outAmbiguous && op.kind.idempotent() {
 		w.h.problemOp(op, "ambiguous-read", "key %s: a read reported ambiguous: %s", ks.name, ks.describe(op))
