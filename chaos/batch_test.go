@@ -173,10 +173,10 @@ func (w *worker) getMany(kss []*keyState) {
 		names[i] = ks.name
 	}
 	w.execBatch(bGetMany, kss, ops, func(ctx context.Context) []error {
-		res := kss[0].api.GetMany(ctx, names, &client.GetManyOptions{Timeout: ops[0].timeout})
+		res := kss[0].gets.GetMany(ctx, names, &client.GetManyOptions{Timeout: ops[0].timeout})
 		for i := range ops {
 			if i < len(res) {
-				ops[i].resValue, ops[i].resCas = string(res[i].Value), res[i].Cas
+				ops[i].resValue, ops[i].resCas = w.h.value(kss[i], res[i].Value), res[i].Cas
 			}
 		}
 		return w.checkBatch(bGetMany, names, len(res), func(i int) string { return res[i].Key }, func(i int) error { return res[i].Err })

@@ -20,8 +20,8 @@ import (
 
 var (
 	flagSeed     = flag.Int64("chaos.seed", 42, "seed of the fault schedule and the operation mix")
-	flagDuration = flag.Duration("chaos.duration", 0, "how long the chaos runs in all, split evenly over -chaos.configs (0: the short run of make test, "+shortDuration.String()+")")
-	flagConfigs  = flag.String("chaos.configs", "default,besteffort", "client configurations to run, comma-separated: default (client.DefaultRetryStrategy), besteffort (client.BestEffort), pool (3 connections per node, RFC 0005 NMV wait)")
+	flagDuration = flag.Duration("chaos.duration", 0, "how long the chaos runs in all, split evenly over -chaos.configs (0: the short run of make test, "+shortDuration.String()+" per configuration)")
+	flagConfigs  = flag.String("chaos.configs", "default,besteffort,memcached", "client configurations to run, comma-separated: default (client.DefaultRetryStrategy), besteffort (client.BestEffort), pool (3 connections per node, RFC 0005 NMV wait), memcached (memcached:// to two private memcached servers behind fault proxies)")
 	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 16 in the short run, 32 in a long one)")
 	flagKeys     = flag.Int("chaos.keys", 8, "keys per worker (a quarter of them counters)")
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
@@ -32,9 +32,9 @@ var (
 	flagFaults   = flag.String("chaos.faults", "all", "fault kinds to inject, comma-separated (all, none, or: "+strings.Join(faultNames[:], ", ")+")")
 )
 
-// shortDuration is the run of `make test` (both configurations together):
-// long enough for every fault kind to act in each.
-const shortDuration = 5 * time.Second
+// shortDuration is the run of `make test`, per configuration: long enough
+// for every fault kind to act in each (a run goes on until they have).
+const shortDuration = 2500 * time.Millisecond
 
 // The heap in use after a GC may grow, from its level after warm-up to the
 // end of the run, by heapGrowthFixed plus heapPerOp bytes per operation
@@ -76,6 +76,12 @@ type config struct {
 	batches int
 	// cancels is the percentage of steps whose context is cancelled.
 	cancels int
+	// memcached: the client talks memcached:// to private memcached
+	// servers behind fault proxies (memcached_test.go), not to the mock.
+	memcached bool
+	// allFaults: kinds holds every fault kind of the run's server (the
+	// short run's requirements apply).
+	allFaults bool
 }
 
 // harness is the state of one run shared by workers, hook and Observer.
@@ -104,7 +110,9 @@ type harness struct {
 	// (outCanceled) and ambiguous.
 	cancelShare                  int
 	cancelClean, cancelAmbiguous atomic.Int64
-	heap                         *heapSampler
+	// memcached: the run is against memcached (memcached_test.go).
+	memcached bool
+	heap      *heapSampler
 
 	pmu      sync.Mutex
 	problems map[string]int
@@ -140,9 +148,12 @@ type report struct {
 	// batchProblems are the problems of keys of batch calls, by category.
 	batchProblems map[string]int
 	heapst        heapStats
-	heap1         uint64 // largest sample in the first half after warm-up
-	heap2         uint64 // ... in the second half
-	summary       string
+	// getq and noop are the quiet gets and NOOPs the memcached proxies
+	// relayed: GetMany's groups (and the connections' health probes).
+	getq, noop uint64
+	heap1      uint64 // largest sample in the first half after warm-up
+	heap2      uint64 // ... in the second half
+	summary    string
 }
 
 func (r *report) failures() []string {
@@ -198,6 +209,9 @@ func (r *report) heapGrowthExceeded() (uint64, bool) {
 // stop the test here.
 func run(t *testing.T, cfg config) *report {
 	t.Helper()
+	if cfg.memcached {
+		return runMemcached(t, cfg)
+	}
 	mc, err := mockcluster.New(mockcluster.Options{Nodes: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -266,6 +280,7 @@ func run(t *testing.T, cfg config) *report {
 			if ks.coll != client.DefaultCollection {
 				ks.api = cols[1]
 			}
+			ks.gets = ks.api
 		}
 	}
 
@@ -344,14 +359,14 @@ func (r *report) format() string {
 	st := &r.st
 	total := 0
 	var fk []string
-	for k := faultKind(0); k < numFaultKinds; k++ {
+	for _, k := range kindsOf(r.cfg.memcached) {
 		total += r.started[k]
 		fk = append(fk, fmt.Sprintf("%s=%d", k, r.started[k]))
 	}
 	fmt.Fprintf(&b, "chaos: config=%s seed=%d duration=%v ops=%d faults=%d (%s)",
 		r.cfg.name, r.cfg.seed, r.elapsed.Round(100*time.Millisecond), st.total(), total, strings.Join(fk, ", "))
 	var inj []string
-	for k := faultKind(0); k < numFaultKinds; k++ {
+	for _, k := range kindsOf(r.cfg.memcached) {
 		if k.perRequest() {
 			inj = append(inj, fmt.Sprintf("%s=%d", k, r.hits[k]))
 		}
@@ -407,6 +422,9 @@ func (r *report) format() string {
 	}
 	fmt.Fprintf(&b, " cancels={%s} (cancelled before returning/drawn) cancelled-outcomes={%s} cancelled-ambiguous=(applied %d, not applied %d)",
 		strings.Join(cm, ", "), strings.Join(co, ", "), st.cancelAmb[1], st.cancelAmb[0])
+	if r.cfg.memcached {
+		fmt.Fprintf(&b, " mutations-with-an-unanswered-request=%d group-gets=(GETQ %d, NOOP %d)", st.unknownApplied, r.getq, r.noop)
+	}
 	if st.unpaired > 0 {
 		fmt.Fprintf(&b, " unpaired-attempt-ends=%d", st.unpaired)
 	}
@@ -438,7 +456,7 @@ func parseConfigs(t *testing.T) []string {
 			continue
 		}
 		if clientConfigs[n] == nil {
-			t.Fatalf("-chaos.configs: unknown configuration %q (want default, besteffort, pool)", n)
+			t.Fatalf("-chaos.configs: unknown configuration %q (want default, besteffort, pool, memcached)", n)
 		}
 		names = append(names, n)
 	}
@@ -455,7 +473,7 @@ func TestChaos(t *testing.T) {
 	names := parseConfigs(t)
 	total, short := *flagDuration, false
 	if total == 0 {
-		total, short = shortDuration, true
+		total, short = shortDuration*time.Duration(len(names)), true
 	}
 	per := total / time.Duration(len(names))
 	if dl, ok := t.Deadline(); ok && time.Until(dl) < total+2*time.Minute {
@@ -476,7 +494,9 @@ func TestChaos(t *testing.T) {
 			cfg := config{name: name, opts: clientConfigs[name], seed: *flagSeed, duration: per, short: short,
 				workers: workers, keys: *flagKeys, kinds: parseFaults(t), heap: uint64(*flagHeap) << 20, heapPerOp: uint64(max(*flagHeapOp, 0)), logf: t.Logf,
 				batches: *flagBatches, cancels: *flagCancels}
-			if len(cfg.kinds) == int(numFaultKinds) {
+			cfg.memcached = name == "memcached"
+			cfg.kinds, cfg.allFaults = kindsFor(cfg.kinds, cfg.memcached)
+			if cfg.allFaults {
 				cfg.until = (*harness).exercised
 			}
 			cfg.rerun = fmt.Sprintf("go test ./chaos -run 'TestChaos/%s$' -chaos.seed=%d -chaos.configs=%s -chaos.workers=%d -chaos.keys=%d -chaos.faults=%s -chaos.batches=%d -chaos.cancels=%d",
@@ -494,11 +514,11 @@ func TestChaos(t *testing.T) {
 	}
 }
 
-// parseFaults returns the fault kinds -chaos.faults names.
+// parseFaults returns the fault kinds -chaos.faults names (nil: all).
 func parseFaults(t *testing.T) []faultKind {
 	switch *flagFaults {
 	case "all", "":
-		return allKinds()
+		return nil
 	case "none":
 		return []faultKind{}
 	}
@@ -513,12 +533,34 @@ func parseFaults(t *testing.T) []faultKind {
 	return ks
 }
 
-func allKinds() []faultKind {
+// allKinds returns the fault kinds of the mock cluster.
+func allKinds() []faultKind { return kindsOf(false) }
+
+// kindsOf returns the fault kinds of the mock cluster, or of memcached.
+func kindsOf(memcached bool) []faultKind {
 	var ks []faultKind
 	for k := faultKind(0); k < numFaultKinds; k++ {
-		ks = append(ks, k)
+		if memcached && k.onMemcached() || !memcached && k.onMock() {
+			ks = append(ks, k)
+		}
 	}
 	return ks
+}
+
+// kindsFor returns the kinds of ks (from -chaos.faults, nil: all) that
+// apply to the run's server, and whether that is all of them.
+func kindsFor(ks []faultKind, memcached bool) ([]faultKind, bool) {
+	all := kindsOf(memcached)
+	if ks == nil {
+		return all, true
+	}
+	out := []faultKind{}
+	for _, k := range ks {
+		if slices.Contains(all, k) {
+			out = append(out, k)
+		}
+	}
+	return out, len(out) == len(all)
 }
 
 // exercised reports whether the run has done what checkReport requires of
@@ -530,7 +572,7 @@ func (h *harness) exercised() bool {
 	if h.outcomes[outSuccess].Load() < 100 || h.outcomes[outDefinite].Load() == 0 || h.outcomes[outTimeout].Load() == 0 {
 		return false
 	}
-	for _, reason := range exercisedReasons {
+	for _, reason := range exercisedReasons(h.memcached) {
 		if h.retried[reason].Load() == 0 {
 			return false
 		}
@@ -542,9 +584,17 @@ func (h *harness) exercised() bool {
 }
 
 // exercisedReasons are the retry reasons a short run with every fault kind
-// must have retried for.
-var exercisedReasons = []client.RetryReason{client.RetryReasonKVNotMyVbucket, client.RetryReasonKVLocked,
-	client.RetryReasonKVTemporaryFailure, client.RetryReasonKVErrorMapRetryIndicated}
+// must have retried for: the statuses the mock's faults answer; none
+// against memcached, whose faults end connections (retries for those are
+// not required: a read retried after one needs a read in flight at that
+// moment).
+func exercisedReasons(memcached bool) []client.RetryReason {
+	if memcached {
+		return nil
+	}
+	return []client.RetryReason{client.RetryReasonKVNotMyVbucket, client.RetryReasonKVLocked,
+		client.RetryReasonKVTemporaryFailure, client.RetryReasonKVErrorMapRetryIndicated}
+}
 
 // checkReport fails t on any problem the run found and, in short mode, on
 // a run that did not exercise what it claims to check.
@@ -554,7 +604,7 @@ func checkReport(t testing.TB, r *report) {
 	if f := r.failures(); len(f) > 0 {
 		t.Errorf("%s: %s\n  %s", prefix, strings.Join(f, "; "), strings.Join(r.details, "\n  "))
 	}
-	if !r.cfg.short || len(r.cfg.kinds) != int(numFaultKinds) {
+	if !r.cfg.short || !r.cfg.allFaults {
 		return
 	}
 	// Not vacuous: every fault acted, the retries and ambiguity the checks
@@ -569,7 +619,7 @@ func checkReport(t testing.TB, r *report) {
 		t.Errorf("%s: fault kinds that never acted: %s", prefix, strings.Join(missing, ", "))
 	}
 	st := &r.st
-	for _, reason := range exercisedReasons {
+	for _, reason := range exercisedReasons(r.cfg.memcached) {
 		if st.retries[reason] == 0 {
 			t.Errorf("%s: no retry for %s", prefix, reason)
 		}
@@ -593,6 +643,9 @@ func checkReport(t testing.TB, r *report) {
 	if r.cfg.batches > 0 && (batchRetries == 0 || st.batchOut[outAmbiguous] == 0) {
 		t.Errorf("%s: keys of batches retried %d times, %d ended ambiguous: both must occur for the batch checks to mean anything",
 			prefix, batchRetries, st.batchOut[outAmbiguous])
+	}
+	if r.cfg.memcached && r.cfg.batches > 0 && r.getq == 0 {
+		t.Errorf("%s: no GETQ reached a proxy: no GetMany read by groups, the group path went untested", prefix)
 	}
 	if r.cfg.cancels > 0 && (st.cancelOut[outCanceled] == 0 || st.cancelOut[outAmbiguous] == 0) {
 		t.Errorf("%s: cancelled operations ended not written %d times, ambiguous %d times: both must occur for the cancellation checks to mean anything",

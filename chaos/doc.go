@@ -7,13 +7,13 @@
 // documents, that nothing the client acknowledged was lost and nothing was
 // applied twice.
 //
-//	go test -race ./chaos                                           # short: ~15 s
+//	go test -race ./chaos                                           # short: ~25 s
 //	go test ./chaos -run 'TestChaos$' -v -timeout 0 -chaos.duration=10m  # long
 //	go test ./chaos -run 'TestChaos$' -v -chaos.seed=7 -chaos.v          # another schedule, every fault logged
 //
 // Flags: -chaos.seed (default 42), -chaos.duration (in all, split evenly
-// over the configurations; 0 is the short run), -chaos.configs (default,
-// besteffort; also pool), -chaos.faults (all, none, or a list of kinds, to
+// over the configurations; 0 is the short run, 2.5 s per configuration),
+// -chaos.configs (default, besteffort, memcached; also pool), -chaos.faults (all, none, or a list of kinds, to
 // narrow a failure down), -chaos.workers (16 short, 32 long), -chaos.keys
 // (per worker), -chaos.batches (percentage of the workers' steps that are
 // batch calls, default 15), -chaos.cancels (percentage of the steps whose
@@ -122,6 +122,16 @@
 // TestChaosDetectsHiddenCancel runs against a client that reports a
 // cancelled, written mutation as not written, and requires both checks to
 // catch it, in single operations and batches.
+//
+// memcached: the configuration of that name runs the workers and the
+// checks against two private memcached servers (internal/memcachedtest)
+// behind fault proxies (internal/faultnode), through memcached://, with
+// GetMany read by groups (GETQ... and a NOOP); the proxies attribute and
+// settle each request as the hook does. Its faults are those a memcached
+// server can suffer: close-before, close-after, slow, drop, restart (the
+// server refuses connections) and blackhole. memcached_test.go says what
+// is checked there and what cannot be. It is skipped without a memcached
+// binary.
 //
 // Every retry's plan is checked against the operation's deadline: no retry
 // may follow a wait planned to end at or after it (the client's Logger sees

@@ -26,17 +26,33 @@ const (
 	fkSlow                         // answers delayed, some beyond the operation's timeout
 	fkErrmap                       // statuses only the error map explains (retry, and not)
 	fkDrop                         // every connection of a node, or of the cluster, dropped at once
+	fkBlackhole                    // memcached: a proxy passes nothing on, either way, for a while
 	numFaultKinds
 )
 
 var faultNames = [numFaultKinds]string{"close-before", "close-after", "restart", "rebalance",
-	"nmv-storm", "locked", "tmpfail", "slow", "errmap", "drop"}
+	"nmv-storm", "locked", "tmpfail", "slow", "errmap", "drop", "blackhole"}
 
 func (k faultKind) String() string { return faultNames[k] }
 
 func (k faultKind) topology() bool { return k == fkRestart || k == fkRebalance }
 
-func (k faultKind) perRequest() bool { return !k.topology() && k != fkDrop }
+func (k faultKind) perRequest() bool { return !k.topology() && k != fkDrop && k != fkBlackhole }
+
+// onMock and onMemcached report whether k applies to the mock cluster and
+// to a memcached behind fault proxies (memcached.go): vbuckets, locks,
+// TMPFAIL answers and error maps are the mock's; a memcached server is
+// closed on, stopped (refusing connections), slowed, dropped or black-holed
+// by its proxy.
+func (k faultKind) onMock() bool { return k != fkBlackhole }
+
+func (k faultKind) onMemcached() bool {
+	switch k {
+	case fkCloseBefore, fkCloseAfter, fkRestart, fkSlow, fkDrop, fkBlackhole:
+		return true
+	}
+	return false
+}
 
 // opClass selects the requests a per-request fault applies to.
 type opClass uint8
@@ -184,6 +200,7 @@ type scheduler struct {
 	until   func() bool // short runs: what must hold before they end (config.until)
 	logf    func(string, ...any)
 
+	mcb   *mcBackend    // memcached: the proxies the episodes act through (mc is nil)
 	slots chan struct{} // one per concurrent episode
 	topo  chan struct{} // one topology change at a time
 	wg    sync.WaitGroup
@@ -232,7 +249,7 @@ func (s *scheduler) draw(k faultKind) *episode {
 			e.step = 16 + s.rng.Intn(112)
 			e.gap = s.between(5*time.Millisecond, 50*time.Millisecond)
 		}
-	case fkDrop:
+	case fkDrop, fkBlackhole:
 	default:
 		f := &hookFault{kind: k, rng: rand.New(rand.NewSource(s.rng.Int63()))}
 		if !e.all {
@@ -372,6 +389,9 @@ func (s *scheduler) dataNodes() []*mockcluster.Node {
 
 // runEpisode runs one fault to its end and reports whether it acted.
 func (s *scheduler) runEpisode(e *episode) bool {
+	if s.mcb != nil {
+		return s.mcb.episode(s, e)
+	}
 	switch e.kind {
 	case fkRestart:
 		return s.restart(e)

@@ -1,0 +1,419 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/internal/memcachedtest"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// The memcached configuration (-chaos.configs memcached) runs the same
+// workers and checks against two private memcached servers
+// (memcachedtest.Start: no persistence, 16 MiB, far more than the run's
+// few hundred documents of at most a few KiB, so nothing is evicted), each
+// behind a fault proxy (faultnode.Proxy), through memcached:// with both
+// proxies in its ketama ring. Two clients share the keys: one with the
+// Observer for single operations, UpsertMany and RemoveMany, and one
+// without, for GetMany, which reads by groups (conn.StartGets: quiet gets
+// and a NOOP, the hits written straight into the results) only without an
+// Observer. GetAndLock and Unlock do not exist on memcached; the workers
+// read instead.
+//
+// The proxies play the mock's hook: each request for a chaos key is
+// attributed to its operation as the hook does (values and deltas name
+// it), and each answer the proxy relays says whether it was applied (a
+// mutation answered SUCCESS was; any other status was not), so that an
+// operation whose every request was answered, or cut off by the proxy
+// before it was forwarded, is checked as on the mock (acknowledged:
+// applied once; failed: not applied; ambiguous: at most once; never sent
+// again after no answer). One whose request was forwarded and never
+// answered (its connection ended, a black hole swallowed the answer) has
+// an unknown count: the summary says how many; the model's checks (every
+// read and success possible, the stored documents at the end) hold for
+// all.
+//
+// The faults, through the proxies: close-before (a request dropped and
+// its server's connections reset), close-after (the answer to a mutation
+// dropped, the connections reset), slow (an answer held back; the
+// proxy's relay of that connection waits), drop (every connection of one
+// server, or both, reset), restart (a server refuses connections for a
+// while: memcached:// fails its keys at once meanwhile) and blackhole
+// (a proxy passes nothing on, either way, for a while: requests and
+// answers are lost, the connection's health probe gives up on it).
+
+// mcBackend is the memcached servers, their proxies and what the proxies
+// saw.
+type mcBackend struct {
+	h       *harness
+	proxies []*faultnode.Proxy
+
+	mu sync.Mutex
+	// pending maps a relayed request (by its signature) to its receipt,
+	// until its answer comes; a proxy's entries are dropped when it
+	// resets its connections (their answers will never come).
+	pending []map[string]mcPending
+}
+
+type mcPending struct {
+	ks         *keyState
+	op         *opRec // nil: an untracked read
+	idx        int    // the receipt's index in op.receipts
+	closeAfter bool
+	delay      time.Duration
+}
+
+// sig identifies a request among those in flight through one proxy: its
+// opaque, opcode and key, and for mutations the unique value or delta.
+func sig(p *memdx.Packet) string {
+	return strconv.FormatUint(uint64(p.Opaque), 10) + "/" + strconv.Itoa(int(p.OpCode)) + "/" + string(p.Key) + "/" +
+		string(p.Extras) + "/" + string(p.Value)
+}
+
+func startMemcached(t *testing.T, h *harness, n int) *mcBackend {
+	t.Helper()
+	b := &mcBackend{h: h}
+	for i := 0; i < n; i++ {
+		addr := memcachedtest.Start(t)
+		p, err := faultnode.NewProxy(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		b.proxies = append(b.proxies, p)
+		b.pending = append(b.pending, map[string]mcPending{})
+		p.OnRequest(b.onRequest(i))
+		p.OnResponse(b.onResponse(i))
+	}
+	return b
+}
+
+func (b *mcBackend) connStr() string {
+	s := "memcached://"
+	for i, p := range b.proxies {
+		if i > 0 {
+			s += ","
+		}
+		s += p.Addr()
+	}
+	return s
+}
+
+// reset resets proxy i's connections; their answers will not come.
+func (b *mcBackend) reset(i int) {
+	b.mu.Lock()
+	clear(b.pending[i])
+	b.mu.Unlock()
+	b.proxies[i].Reset()
+}
+
+// onRequest is proxy i's request hook: the per-request faults, and the
+// receipt of each tracked request.
+func (b *mcBackend) onRequest(i int) func(req *memdx.Packet) faultnode.Action {
+	h := b.h
+	return func(req *memdx.Packet) faultnode.Action {
+		ks := h.keys[string(req.Key)]
+		if ks == nil {
+			return faultnode.Action{}
+		}
+		act, kind, hit := h.faults.decide(&mockcluster.Request{Node: i, OpCode: req.OpCode, Key: req.Key, Packet: req})
+		k, tracked := kindOf(req.OpCode)
+		if hit && (act.Close == mockcluster.CloseAfterApply && !tracked || act.Delay > 0 && req.OpCode.IsQuiet()) {
+			// Acts on the answer, which only a tracked request is sure
+			// to have (a quiet get that misses has none).
+			hit, act = false, mockcluster.Action{}
+		}
+		if hit {
+			h.faults.count(kind)
+		}
+		pend := mcPending{ks: ks, closeAfter: act.Close == mockcluster.CloseAfterApply, delay: act.Delay}
+		ks.mu.Lock()
+		if !tracked {
+			if op := ks.cur; op != nil && op.kind == opGet {
+				op.cc.arrived()
+			}
+		} else if op, stale := h.attribute(ks, k, req, i); op != nil {
+			rc := receipt{node: i, stale: stale}
+			switch {
+			case act.Close == mockcluster.CloseBeforeApply:
+				rc.act, rc.known = actCloseBefore, true
+				if k.counted() {
+					h.doubtNotApplied.Add(1)
+				}
+			case pend.closeAfter:
+				rc.act = actCloseAfter
+			case act.Delay > 0:
+				rc.act, rc.delay = actDelay, act.Delay
+			}
+			op.receipts = append(op.receipts, rc)
+			pend.op, pend.idx = op, len(op.receipts)-1
+			op.cc.arrived()
+		}
+		ks.mu.Unlock()
+		if act.Close == mockcluster.CloseBeforeApply {
+			b.reset(i)
+			return faultnode.Action{Drop: true}
+		}
+		if pend.op != nil || pend.delay > 0 {
+			b.mu.Lock()
+			b.pending[i][sig(req)] = pend
+			b.mu.Unlock()
+		}
+		return faultnode.Action{}
+	}
+}
+
+// onResponse is proxy i's answer hook: it settles the receipt of the
+// request answered and applies the fault decided for it.
+func (b *mcBackend) onResponse(i int) func(req, resp *memdx.Packet) faultnode.Action {
+	h := b.h
+	return func(req, resp *memdx.Packet) faultnode.Action {
+		if req == nil {
+			return faultnode.Action{}
+		}
+		s := sig(req)
+		b.mu.Lock()
+		pend, ok := b.pending[i][s]
+		delete(b.pending[i], s)
+		b.mu.Unlock()
+		if !ok {
+			return faultnode.Action{}
+		}
+		if op := pend.op; op != nil {
+			pend.ks.mu.Lock()
+			r := &op.receipts[pend.idx]
+			r.known = true
+			if op.kind.counted() && resp.Status == memdx.StatusSuccess {
+				r.applied = 1
+				op.applied++
+				if pend.closeAfter {
+					h.doubtApplied.Add(1)
+				}
+			}
+			pend.ks.mu.Unlock()
+		}
+		if pend.closeAfter {
+			b.reset(i)
+			return faultnode.Action{Drop: true}
+		}
+		if pend.delay > 0 {
+			// Holds back this connection's answers: a slow server.
+			time.Sleep(pend.delay)
+		}
+		return faultnode.Action{}
+	}
+}
+
+// episode runs one fault of kind e.kind on the proxies and reports whether
+// it acted; per-request kinds go through the faultSet as on the mock.
+func (b *mcBackend) episode(s *scheduler, e *episode) bool {
+	pick := e.pick % len(b.proxies)
+	switch e.kind {
+	case fkDrop:
+		for i := range b.proxies {
+			if e.all || i == pick {
+				b.reset(i)
+			}
+		}
+		return true
+	case fkRestart:
+		p := b.proxies[pick]
+		p.RefuseNew(true)
+		b.reset(pick)
+		time.Sleep(e.dur)
+		p.RefuseNew(false)
+		return true
+	case fkBlackhole:
+		for i, p := range b.proxies {
+			if e.all || i == pick {
+				p.Blackhole(true)
+			}
+		}
+		time.Sleep(e.dur)
+		for i, p := range b.proxies {
+			if e.all || i == pick {
+				p.Blackhole(false)
+				b.mu.Lock()
+				clear(b.pending[i]) // what it swallowed is never answered
+				b.mu.Unlock()
+			}
+		}
+		return true
+	}
+	f := e.hf
+	if len(f.nodes) > 0 {
+		f.nodes[0] = pick
+	}
+	s.h.faults.add(f)
+	time.Sleep(e.dur)
+	if s.short {
+		s.untilActed(f)
+	}
+	s.h.faults.remove(f)
+	return f.hitCount(&s.h.faults) > 0
+}
+
+// runMemcached is run for the memcached configuration.
+func runMemcached(t *testing.T, cfg config) *report {
+	t.Helper()
+	h := &harness{keys: map[string]*keyState{}, problems: map[string]int{}, batchProblems: map[string]int{}, batchShare: cfg.batches,
+		cancelShare: cfg.cancels, memcached: true}
+	rng := rand.New(rand.NewSource(cfg.seed))
+	workers := make([]*worker, cfg.workers)
+	for i := range workers {
+		w := &worker{h: h, id: i, rng: rand.New(rand.NewSource(rng.Int63()))}
+		for j := 0; j < cfg.keys; j++ {
+			ks := &keyState{name: fmt.Sprintf("w%d-k%d", i, j), owner: w, ctr: j%4 == 3,
+				model: newModel(), byValue: map[string]*opRec{}, byDelta: map[uint64]*opRec{},
+				scope: client.DefaultScope, coll: client.DefaultCollection}
+			w.keys = append(w.keys, ks)
+			h.keys[ks.name] = ks
+		}
+		workers[i] = w
+	}
+	mb := startMemcached(t, h, 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	connect := func(obs client.Observer) *client.Client {
+		opts := &client.Options{KVTimeout: time.Second, Observer: obs, Logger: planLog}
+		cl, err := client.Connect(ctx, mb.connStr(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	cl, grp := connect(h), connect(nil)
+	closed := false
+	defer func() {
+		if !closed {
+			_ = cl.Close()
+			_ = grp.Close()
+		}
+	}()
+	api, gets := kvAPI(cl.DefaultCollection()), kvAPI(grp.DefaultCollection())
+	if cfg.wrap != nil {
+		api, gets = cfg.wrap(api), cfg.wrap(gets)
+	}
+	for _, w := range workers {
+		for _, ks := range w.keys {
+			ks.api, ks.gets = api, gets
+		}
+	}
+
+	period, warmup := 500*time.Millisecond, cfg.duration/4
+	if !cfg.short {
+		period, warmup = 5*time.Second, min(30*time.Second, cfg.duration/4)
+	}
+	heap := startHeap(period, warmup, h.opsDone.Load)
+	h.heap = heap
+	sched := newScheduler(h, nil, rng.Int63(), cfg.short, cfg.kinds, func(f string, a ...any) {
+		if *flagVerbose {
+			cfg.logf(f, a...)
+		}
+	})
+	sched.mcb = mb
+	sched.prob = cfg.prob
+	if cfg.until != nil {
+		sched.until = func() bool { return cfg.until(h) }
+	}
+
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.loop(stop) }()
+	}
+	sched.run(cfg.duration)
+	close(stop)
+	wg.Wait()
+	elapsed := time.Since(start)
+	heapst := heap.close()
+	heap1, heap2 := heap.halves()
+	h.faults.clear()
+
+	_ = cl.Close()
+	_ = grp.Close()
+	closed = true
+	// The proxies relay what they read until the clients' connections
+	// are gone; memcached answers in order, so once a fresh connection's
+	// read is answered, everything relayed before it has been run.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		open := 0
+		for _, p := range mb.proxies {
+			open += len(p.Conns())
+		}
+		if open == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chaos seed=%d: %d proxied memcached connections still open 10 s after the clients closed", cfg.seed, open)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	final := connect(nil)
+	defer final.Close()
+	col := final.DefaultCollection()
+	for _, w := range workers {
+		for _, ks := range w.keys {
+			r, err := col.Get(ctx, ks.name, nil)
+			exists := err == nil
+			if err != nil && !errors.Is(err, client.ErrDocumentNotFound) {
+				t.Fatalf("chaos seed=%d: reading %s at the end: %v", cfg.seed, ks.name, err)
+			}
+			h.finishMemcached(ks, exists, h.value(ks, r.Value), r.Cas)
+		}
+	}
+
+	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details, batchProblems: h.batchProblems,
+		heapst: heapst, heap1: heap1, heap2: heap2}
+	for _, w := range workers {
+		r.st.add(&w.st)
+	}
+	sched.mu.Lock()
+	r.started, r.fired, r.infra = sched.started, sched.fired, sched.infraErr
+	sched.mu.Unlock()
+	for k := range r.hits {
+		r.hits[k] = h.faults.hits[k].Load()
+	}
+	for _, p := range mb.proxies {
+		r.getq += uint64(p.Requests(memdx.OpGetQ))
+		r.noop += uint64(p.Requests(memdx.OpNoop))
+	}
+	r.summary = r.format()
+	return r
+}
+
+// value is a document's value as the model has it: memcached may leave a
+// counter decremented to fewer digits padded with spaces ("999 " after
+// 1002 - 3: its protocol documents the padding), which the model ignores.
+func (h *harness) value(ks *keyState, v []byte) string {
+	if h.memcached && ks.ctr {
+		return strings.TrimRight(string(v), " ")
+	}
+	return string(v)
+}
+
+// finishMemcached is finish for a memcached key: every operation is
+// verified and the stored document must be a state of the model.
+func (h *harness) finishMemcached(ks *keyState, exists bool, value string, cas uint64) {
+	hist := ks.history()
+	h.settleQueue(ks, true)
+	if !ks.model.allows(exists, value, cas) {
+		ks.owner.st.lost++
+		h.problem("lost", "key %s: stored document (exists=%v value=%q cas=%#x) is not a state the client's results allow %s; recent operations:%s",
+			ks.name, exists, value, cas, ks.model.describe(), hist)
+	}
+}
