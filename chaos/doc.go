@@ -7,7 +7,7 @@
 // documents, that nothing the client acknowledged was lost and nothing was
 // applied twice.
 //
-//	go test -race ./chaos                                           # short: ~25 s
+//	go test -race ./chaos                                           # short: ~35 s
 //	go test ./chaos -run 'TestChaos$' -v -timeout 0 -chaos.duration=10m  # long
 //	go test ./chaos -run 'TestChaos$' -v -chaos.seed=7 -chaos.v          # another schedule, every fault logged
 //
@@ -130,8 +130,10 @@
 // settle each request as the hook does. Its faults are those a memcached
 // server can suffer: close-before, close-after, slow, drop, restart (the
 // server refuses connections) and blackhole. memcached_test.go says what
-// is checked there and what cannot be. It is skipped without a memcached
-// binary.
+// is checked there and what cannot be (no Observer: the retries and the
+// attempt-based checks are the mock's). It is skipped without a memcached
+// binary. TestChaosDetectsOnMemcached shows the lying client caught there
+// too (re-sent and duplicated writes, in single operations and batches).
 //
 // Every retry's plan is checked against the operation's deadline: no retry
 // may follow a wait planned to end at or after it (the client's Logger sees

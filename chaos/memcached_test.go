@@ -23,12 +23,15 @@ import (
 // (memcachedtest.Start: no persistence, 16 MiB, far more than the run's
 // few hundred documents of at most a few KiB, so nothing is evicted), each
 // behind a fault proxy (faultnode.Proxy), through memcached:// with both
-// proxies in its ketama ring. Two clients share the keys: one with the
-// Observer for single operations, UpsertMany and RemoveMany, and one
-// without, for GetMany, which reads by groups (conn.StartGets: quiet gets
-// and a NOOP, the hits written straight into the results) only without an
-// Observer. GetAndLock and Unlock do not exist on memcached; the workers
-// read instead.
+// proxies in its ketama ring. The client has no Observer: GetMany reads by
+// groups (conn.StartGets: quiet gets and a NOOP, the hits written straight
+// into the results) only without one. One client, one connection per
+// server: a key's requests reach its server in the order the worker made
+// them, so a read after an ambiguous write cannot overtake it on another
+// connection (a second client for GetMany did, and the model, which takes
+// an operation's requests to be settled when the next one starts, then
+// saw writes applied after they were read back). GetAndLock and Unlock do
+// not exist on memcached; the workers read instead.
 //
 // The proxies play the mock's hook: each request for a chaos key is
 // attributed to its operation as the hook does (values and deltas name
@@ -37,20 +40,32 @@ import (
 // operation whose every request was answered, or cut off by the proxy
 // before it was forwarded, is checked as on the mock (acknowledged:
 // applied once; failed: not applied; ambiguous: at most once; never sent
-// again after no answer). One whose request was forwarded and never
+// again after no answer), and a request that reached a proxy whose answer
+// was never relayed must leave its mutation ambiguous (the Observer's
+// check on the mock). One whose request was forwarded and never
 // answered (its connection ended, a black hole swallowed the answer) has
 // an unknown count: the summary says how many; the model's checks (every
 // read and success possible, the stored documents at the end) hold for
 // all.
 //
 // The faults, through the proxies: close-before (a request dropped and
-// its server's connections reset), close-after (the answer to a mutation
-// dropped, the connections reset), slow (an answer held back; the
+// its server's connections closed), close-after (the answer to a mutation
+// dropped, the connections closed), slow (an answer held back; the
 // proxy's relay of that connection waits), drop (every connection of one
-// server, or both, reset), restart (a server refuses connections for a
+// server, or both, closed), restart (a server refuses connections for a
 // while: memcached:// fails its keys at once meanwhile) and blackhole
-// (a proxy passes nothing on, either way, for a while: requests and
-// answers are lost, the connection's health probe gives up on it).
+// (a proxy passes nothing on, either way, for a while; its connections are
+// reset before it relays again). A proxy closes its connections as a
+// server would: it stops forwarding (what it reads meanwhile is dropped,
+// a close-before), waits for the answers to what it forwarded, then
+// resets. Resetting with requests forwarded and unanswered would let the
+// server run them after the client's next connection had read the key
+// (the server reads each connection on its own), a reordering TCP and
+// memcached never make on one connection. A black hole that dropped
+// packets and then relayed the rest on the same connection would be one
+// too: a GETQ lost and its NOOP answered is a miss no server reports.
+// Cancels on arrival fire when the proxy sees the answer, just before it
+// relays it: the request was run, its answer is on its way.
 
 // mcBackend is the memcached servers, their proxies and what the proxies
 // saw.
@@ -63,7 +78,18 @@ type mcBackend struct {
 	// until its answer comes; a proxy's entries are dropped when it
 	// resets its connections (their answers will never come).
 	pending []map[string]mcPending
+	// closing[i]: proxy i is closing its connections: it forwards
+	// nothing more.
+	closing []bool
+	wg      sync.WaitGroup // closes started by the hooks
+	// unsettledResets counts resets made with forwarded requests still
+	// unanswered after closeWait (a black hole's, or a stuck server).
+	unsettledResets int
 }
+
+// closeWait bounds how long a closing proxy waits for the answers to
+// what it forwarded: more than the longest slow answer (1.5 s).
+const closeWait = 3 * time.Second
 
 type mcPending struct {
 	ks         *keyState
@@ -92,6 +118,7 @@ func startMemcached(t *testing.T, h *harness, n int) *mcBackend {
 		t.Cleanup(p.Close)
 		b.proxies = append(b.proxies, p)
 		b.pending = append(b.pending, map[string]mcPending{})
+		b.closing = append(b.closing, false)
 		p.OnRequest(b.onRequest(i))
 		p.OnResponse(b.onResponse(i))
 	}
@@ -109,12 +136,54 @@ func (b *mcBackend) connStr() string {
 	return s
 }
 
-// reset resets proxy i's connections; their answers will not come.
-func (b *mcBackend) reset(i int) {
+// close closes proxy i's connections as a server would (see above): no
+// more forwarding, the answers to what was forwarded, then a reset. then
+// runs once they are reset, before the proxy forwards again.
+func (b *mcBackend) close(i int, then func()) {
+	b.mu.Lock()
+	b.closing[i] = true
+	b.mu.Unlock()
+	limit := time.Now().Add(closeWait)
+	for {
+		b.mu.Lock()
+		n := len(b.pending[i])
+		b.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(limit) {
+			b.mu.Lock()
+			b.unsettledResets++
+			b.mu.Unlock()
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.proxies[i].Reset()
+	if then != nil {
+		then()
+	}
 	b.mu.Lock()
 	clear(b.pending[i])
+	b.closing[i] = false
 	b.mu.Unlock()
-	b.proxies[i].Reset()
+}
+
+// closeAsync is close from a hook, which must return for the answers it
+// waits for to be relayed.
+func (b *mcBackend) closeAsync(i int) {
+	b.mu.Lock()
+	already := b.closing[i]
+	b.closing[i] = true
+	b.mu.Unlock()
+	if already {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.close(i, nil)
+	}()
 }
 
 // onRequest is proxy i's request hook: the per-request faults, and the
@@ -122,11 +191,27 @@ func (b *mcBackend) reset(i int) {
 func (b *mcBackend) onRequest(i int) func(req *memdx.Packet) faultnode.Action {
 	h := b.h
 	return func(req *memdx.Packet) faultnode.Action {
+		b.mu.Lock()
+		closing := b.closing[i]
+		b.mu.Unlock()
 		ks := h.keys[string(req.Key)]
 		if ks == nil {
+			if closing {
+				// Every request is dropped while closing: a NOOP
+				// relayed after its group's GETQ was dropped would
+				// make a miss of a hit.
+				return faultnode.Action{Drop: true}
+			}
 			return faultnode.Action{}
 		}
-		act, kind, hit := h.faults.decide(&mockcluster.Request{Node: i, OpCode: req.OpCode, Key: req.Key, Packet: req})
+		var act mockcluster.Action
+		var kind faultKind
+		var hit bool
+		if closing {
+			act = mockcluster.Action{Close: mockcluster.CloseBeforeApply}
+		} else {
+			act, kind, hit = h.faults.decide(&mockcluster.Request{Node: i, OpCode: req.OpCode, Key: req.Key, Packet: req})
+		}
 		k, tracked := kindOf(req.OpCode)
 		if hit && (act.Close == mockcluster.CloseAfterApply && !tracked || act.Delay > 0 && req.OpCode.IsQuiet()) {
 			// Acts on the answer, which only a tracked request is sure
@@ -139,8 +224,8 @@ func (b *mcBackend) onRequest(i int) func(req *memdx.Packet) faultnode.Action {
 		pend := mcPending{ks: ks, closeAfter: act.Close == mockcluster.CloseAfterApply, delay: act.Delay}
 		ks.mu.Lock()
 		if !tracked {
-			if op := ks.cur; op != nil && op.kind == opGet {
-				op.cc.arrived()
+			if op := ks.cur; op != nil && op.kind == opGet && !closing && !req.OpCode.IsQuiet() {
+				pend.op, pend.idx = op, -1 // a read: cancelled on its answer
 			}
 		} else if op, stale := h.attribute(ks, k, req, i); op != nil {
 			rc := receipt{node: i, stale: stale}
@@ -157,14 +242,15 @@ func (b *mcBackend) onRequest(i int) func(req *memdx.Packet) faultnode.Action {
 			}
 			op.receipts = append(op.receipts, rc)
 			pend.op, pend.idx = op, len(op.receipts)-1
-			op.cc.arrived()
 		}
 		ks.mu.Unlock()
 		if act.Close == mockcluster.CloseBeforeApply {
-			b.reset(i)
+			b.closeAsync(i)
 			return faultnode.Action{Drop: true}
 		}
 		if pend.op != nil || pend.delay > 0 {
+			// Every request with an answer to act on or to cancel at:
+			// a close waits for those answers.
 			b.mu.Lock()
 			b.pending[i][sig(req)] = pend
 			b.mu.Unlock()
@@ -189,10 +275,11 @@ func (b *mcBackend) onResponse(i int) func(req, resp *memdx.Packet) faultnode.Ac
 		if !ok {
 			return faultnode.Action{}
 		}
-		if op := pend.op; op != nil {
+		if op := pend.op; op != nil && pend.idx >= 0 {
 			pend.ks.mu.Lock()
 			r := &op.receipts[pend.idx]
 			r.known = true
+			r.answered = !pend.closeAfter
 			if op.kind.counted() && resp.Status == memdx.StatusSuccess {
 				r.applied = 1
 				op.applied++
@@ -203,12 +290,16 @@ func (b *mcBackend) onResponse(i int) func(req, resp *memdx.Packet) faultnode.Ac
 			pend.ks.mu.Unlock()
 		}
 		if pend.closeAfter {
-			b.reset(i)
+			b.closeAsync(i)
 			return faultnode.Action{Drop: true}
 		}
 		if pend.delay > 0 {
 			// Holds back this connection's answers: a slow server.
 			time.Sleep(pend.delay)
+		}
+		if op := pend.op; op != nil {
+			// The request was run; its answer is about to be relayed.
+			op.cc.arrived()
 		}
 		return faultnode.Action{}
 	}
@@ -220,16 +311,19 @@ func (b *mcBackend) episode(s *scheduler, e *episode) bool {
 	pick := e.pick % len(b.proxies)
 	switch e.kind {
 	case fkDrop:
+		var wg sync.WaitGroup
 		for i := range b.proxies {
 			if e.all || i == pick {
-				b.reset(i)
+				wg.Add(1)
+				go func() { defer wg.Done(); b.close(i, nil) }()
 			}
 		}
+		wg.Wait()
 		return true
 	case fkRestart:
 		p := b.proxies[pick]
 		p.RefuseNew(true)
-		b.reset(pick)
+		b.close(pick, nil)
 		time.Sleep(e.dur)
 		p.RefuseNew(false)
 		return true
@@ -242,10 +336,13 @@ func (b *mcBackend) episode(s *scheduler, e *episode) bool {
 		time.Sleep(e.dur)
 		for i, p := range b.proxies {
 			if e.all || i == pick {
-				p.Blackhole(false)
+				// Reset before relaying again: no connection goes on
+				// after losing packets. What it swallowed is never
+				// answered (close does not wait for it).
 				b.mu.Lock()
-				clear(b.pending[i]) // what it swallowed is never answered
+				clear(b.pending[i])
 				b.mu.Unlock()
+				b.close(i, func() { p.Blackhole(false) })
 			}
 		}
 		return true
@@ -283,9 +380,9 @@ func runMemcached(t *testing.T, cfg config) *report {
 	}
 	mb := startMemcached(t, h, 2)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	connect := func(obs client.Observer) *client.Client {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		opts := &client.Options{KVTimeout: time.Second, Observer: obs, Logger: planLog}
 		cl, err := client.Connect(ctx, mb.connStr(), opts)
 		if err != nil {
@@ -293,21 +390,20 @@ func runMemcached(t *testing.T, cfg config) *report {
 		}
 		return cl
 	}
-	cl, grp := connect(h), connect(nil)
+	cl := connect(nil)
 	closed := false
 	defer func() {
 		if !closed {
 			_ = cl.Close()
-			_ = grp.Close()
 		}
 	}()
-	api, gets := kvAPI(cl.DefaultCollection()), kvAPI(grp.DefaultCollection())
+	api := kvAPI(cl.DefaultCollection())
 	if cfg.wrap != nil {
-		api, gets = cfg.wrap(api), cfg.wrap(gets)
+		api = cfg.wrap(api)
 	}
 	for _, w := range workers {
 		for _, ks := range w.keys {
-			ks.api, ks.gets = api, gets
+			ks.api, ks.gets = api, api
 		}
 	}
 
@@ -342,9 +438,9 @@ func runMemcached(t *testing.T, cfg config) *report {
 	heapst := heap.close()
 	heap1, heap2 := heap.halves()
 	h.faults.clear()
+	mb.wg.Wait()
 
 	_ = cl.Close()
-	_ = grp.Close()
 	closed = true
 	// The proxies relay what they read until the clients' connections
 	// are gone; memcached answers in order, so once a fresh connection's
@@ -366,6 +462,8 @@ func runMemcached(t *testing.T, cfg config) *report {
 	final := connect(nil)
 	defer final.Close()
 	col := final.DefaultCollection()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for _, w := range workers {
 		for _, ks := range w.keys {
 			r, err := col.Get(ctx, ks.name, nil)
@@ -392,6 +490,7 @@ func runMemcached(t *testing.T, cfg config) *report {
 		r.getq += uint64(p.Requests(memdx.OpGetQ))
 		r.noop += uint64(p.Requests(memdx.OpNoop))
 	}
+	r.unsettledResets = mb.unsettledResets
 	r.summary = r.format()
 	return r
 }
@@ -415,5 +514,29 @@ func (h *harness) finishMemcached(ks *keyState, exists bool, value string, cas u
 		ks.owner.st.lost++
 		h.problem("lost", "key %s: stored document (exists=%v value=%q cas=%#x) is not a state the client's results allow %s; recent operations:%s",
 			ks.name, exists, value, cas, ks.model.describe(), hist)
+	}
+}
+
+// The memcached checks are not vacuous: the lying client of
+// TestChaosDetects, against memcached behind the proxies (answers cut off
+// after a mutation was applied), sends ambiguous writes again and is
+// caught: the proxies' receipts show them re-sent and applied twice, in
+// single operations and in batches.
+func TestChaosDetectsOnMemcached(t *testing.T) {
+	lies := []string{"duplicated", "resent"}
+	cfg := config{name: "liar-memcached", seed: *flagSeed, duration: 1500 * time.Millisecond, short: true, memcached: true,
+		workers: 6, keys: 8, kinds: []faultKind{fkCloseAfter}, prob: 0.3, heap: 1 << 30, logf: t.Logf, batches: 50,
+		wrap:  func(k kvAPI) kvAPI { return &liar{kvAPI: k} },
+		until: func(h *harness) bool { return h.caught(lies...) && h.caughtInBatches(lies...) }}
+	cfg.rerun = "go test ./chaos -run TestChaosDetectsOnMemcached"
+	r := run(t, cfg)
+	t.Log(r.summary)
+	for _, cat := range lies {
+		if r.problems[cat] == 0 {
+			t.Errorf("no %q problem recorded; problems: %v", cat, r.problems)
+		}
+		if r.batchProblems[cat] == 0 {
+			t.Errorf("no %q problem recorded for a key of a batch; batch problems: %v", cat, r.batchProblems)
+		}
 	}
 }
