@@ -278,3 +278,17 @@ func (w *logWatch) wait(t *testing.T, from int, msg, node string) int {
 		}
 	}
 }
+
+// count returns how many records so far have msg about node, and a channel
+// closed at the next record.
+func (w *logWatch) count(msg, node string) (int, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, r := range w.recs {
+		if r.msg == msg && r.node == node {
+			n++
+		}
+	}
+	return n, w.changed
+}
