@@ -31,7 +31,7 @@ type Client struct {
 	wg     sync.WaitGroup
 
 	orch  retry.Orchestrator
-	clock retry.Clock // Options.Clock: deadlines, retry waits, config polls, fetch spacing, recovery rounds, log rate limits
+	clock retry.Clock // Options.Clock: deadlines, retry waits, redial waits, config polls, fetch spacing, recovery rounds, log rate limits
 	// strategy runs opts.RetryStrategy for operations that set none.
 	strategy retry.Strategy
 

@@ -252,9 +252,9 @@ func (n *node) maintain() {
 			backoff = min(2*backoff, reconnectMax)
 		}
 		n.c.opts.Logger.Warn("kvwire: connecting to node failed", "node", n.addr, "err", err, "retry_in", wait)
-		t := time.NewTimer(wait)
+		t := n.c.clock.NewTimer(wait)
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-n.ctx.Done():
 			t.Stop()
 		}

@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // proxiedClient starts a one-node mock cluster with a fault proxy in front
@@ -178,5 +181,82 @@ func TestDuplicateAnswerDoesNotFailUpsertInFlight(t *testing.T) {
 	mu.Unlock()
 	if !got || p.Requests(memdx.OpSet) != 1 {
 		t.Fatalf("the proxy saw a GET_COLLECTION_ID answer: %v, %d SETs; want one SET after it", got, p.Requests(memdx.OpSet))
+	}
+}
+
+// A node that stops answering (a black hole: what is sent is lost for
+// good) is redialed without back-off: each redial whose bootstrap hears
+// nothing for ProbeTimeout is followed by the next reconnectMin later on
+// the client's clock, however many went unanswered before it, so the first
+// redial after the node answers again connects (that operations then
+// succeed is TestUnresponsiveNodeRecovers's). The test moves the fake
+// clock by reconnectMin at a time and checks each wait the node arms when
+// it is armed: a longer one fails the test at once.
+func TestUnresponsiveNodeRedialedWithoutBackoff(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	p, err := faultnode.NewProxy(mc.Node(0).Addr())
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	p.RewritePorts(map[string]string{faultnode.Port(mc.Node(0).Addr()): faultnode.Port(p.Addr())})
+	fc := retry.NewFakeClock(time.Now())
+	logs := newLogWatch()
+	connectVia(t, p.Addr(), &Options{Clock: fakeClock{fc}, KVTimeout: time.Hour, ConfigPollInterval: time.Hour,
+		Logger: logs.logger(), HealthCheck: HealthCheckOptions{ProbeTimeout: 250 * time.Millisecond}})
+	// The config poll's timer is the one armed while the node is connected
+	// and idle; the node's wait between two redials is one more.
+	armCtx, armCancel := context.WithTimeout(context.Background(), time.Minute)
+	defer armCancel()
+	require.NoError(t, fc.BlockUntilTimers(armCtx, 1), "the config poll's timer")
+	const idle = 1
+	const ready = "connection ready" // logged by every connection that bootstraps
+	readyBefore, _ := logs.count(ready, "")
+
+	// dialEnded waits until the node's dial in flight ends: true when it
+	// connected, false when it failed and the node armed its wait. The
+	// minute bounds a broken client (a dial that neither connects nor
+	// makes the node wait on the client's clock), not a healthy one, whose
+	// dial ends within ProbeTimeout.
+	dialEnded := func() bool {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		armed := make(chan error, 1)
+		go func() { armed <- fc.BlockUntilTimers(ctx, idle+1) }()
+		defer func() { cancel(); <-armed }()
+		for {
+			n, next := logs.count(ready, "")
+			if n > readyBefore {
+				readyBefore = n
+				return true
+			}
+			select {
+			case err := <-armed:
+				armed <- err // for the deferred wait
+				require.NoError(t, err, "the node's dial neither connected nor armed a wait on the client's clock within a minute")
+				return false
+			case <-next:
+			}
+		}
+	}
+
+	const unanswered = 3 // redials into the black hole before the node answers again
+	p.Blackhole(true)
+	p.Reset() // the connection ends; the node redials at once, into the black hole
+	for i := 0; ; i++ {
+		if dialEnded() {
+			require.GreaterOrEqual(t, i, unanswered, "a redial connected through the black hole")
+			break
+		}
+		var waits []time.Duration
+		for _, due := range fc.Timers() {
+			if d := due.Sub(fc.Now()); d < time.Minute { // not the config poll's, an hour after the start
+				waits = append(waits, d)
+			}
+		}
+		require.Equal(t, []time.Duration{reconnectMin}, waits, "the node's wait after unanswered redial %d", i+1)
+		if i+1 == unanswered {
+			p.Blackhole(false)
+		}
+		fc.Advance(reconnectMin)
 	}
 }
