@@ -40,41 +40,45 @@ func proxiedClient(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy, *Clien
 	return mc, p, c
 }
 
-// A node that answers nothing for 5 s (a paused process, a black hole: what
-// is sent meanwhile is lost for good) and then recovers: operations on it
-// succeed again within 2 s of the recovery, with default options. During
-// the black hole a burst of 4200 operations with a 4 s timeout (more than
-// MaxPending, all sent before the first times out) is abandoned, beside a steady workload of operations
-// with 10 ms and with default timeouts. The node is healed only after the
-// health check's NOOP went into the black hole and the client redialed.
+// A node that answers nothing (a paused process, a black hole: what is
+// sent meanwhile is lost for good) through its health check's probe and
+// two redials, and then recovers: operations on it that start after the
+// recovery succeed again, with default options. During the black hole a
+// burst of 4200 operations with a 4 s timeout (more than MaxPending, all
+// sent before the first times out) is abandoned, beside a steady workload
+// of operations with 10 ms and with default timeouts. The node is healed
+// only after the health check's NOOP went into the black hole and at least
+// two redials' bootstraps followed it. How soon the node is redialed is
+// TestUnresponsiveNodeRedialedWithoutBackoff's, on a fake clock; this test
+// times nothing: its minute-long waits bound a broken client.
 func TestUnresponsiveNodeRecovers(t *testing.T) {
 	_, p, c := proxiedClient(t)
 	col := c.DefaultCollection()
 	if _, err := col.Upsert(context.Background(), "k", []byte(`"v"`), nil); err != nil {
 		t.Fatal(err)
 	}
-	var healed atomic.Int64 // UnixNano of the recovery; 0 before it
-	short, dflt := make(chan time.Time, 1), make(chan time.Time, 1)
+	var healed atomic.Bool
+	short, dflt := make(chan struct{}, 1), make(chan struct{}, 1)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	// get runs one Get and reports on first a success of an operation that
 	// started after the recovery.
-	get := func(timeout time.Duration, first chan time.Time) {
+	get := func(timeout time.Duration, first chan struct{}) {
 		ctx, cancel := context.Background(), context.CancelFunc(func() {})
 		if timeout > 0 {
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 		}
 		defer cancel()
-		start := time.Now()
+		after := healed.Load()
 		_, err := col.Get(ctx, "k", nil)
-		if h := healed.Load(); err == nil && h != 0 && start.UnixNano() >= h {
+		if err == nil && after {
 			select {
-			case first <- time.Now():
+			case first <- struct{}{}:
 			default:
 			}
 		}
 	}
-	worker := func(timeout time.Duration, first chan time.Time) {
+	worker := func(timeout time.Duration, first chan struct{}) {
 		defer wg.Done()
 		for {
 			select {
@@ -95,11 +99,12 @@ func TestUnresponsiveNodeRecovers(t *testing.T) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 
-	holeStart := time.Now()
 	p.Blackhole(true)
 	// The next NOOP is the health check's probe into the black hole (the
 	// client sends NOOP for nothing else on a Couchbase connection).
-	probe := p.NextRequest(memdx.OpNoop)
+	// The next HELLO is the first redial's, after the probe closed the
+	// connection.
+	probe, redial := p.NextRequest(memdx.OpNoop), p.NextRequest(memdx.OpHello)
 	var burst sync.WaitGroup
 	for range 4200 {
 		burst.Add(1)
@@ -108,32 +113,27 @@ func TestUnresponsiveNodeRecovers(t *testing.T) {
 	burst.Wait()
 	// The recovery below is the health check's doing only if the probe went
 	// unanswered and closed the silent connection: wait for the probe, then
-	// for a redial's HELLO (a bootstrap into the black hole), however long
-	// a busy machine makes them take.
+	// for the HELLOs of two redials (bootstraps into the black hole), however
+	// long a busy machine makes them take.
 	awaitRequest := func(ch <-chan memdx.Packet, what string) {
 		t.Helper()
 		select {
 		case <-ch:
 		case <-time.After(time.Minute):
-			t.Fatalf("no %s within a minute of the black hole", what)
+			t.Fatalf("no %s within a minute", what)
 		}
 	}
 	awaitRequest(probe, "health probe (NOOP)")
-	awaitRequest(p.NextRequest(memdx.OpHello), "redial after the probe went unanswered")
-	time.Sleep(5*time.Second - time.Since(holeStart)) // the scenario: a node silent for 5 s
-	t.Logf("%d packets dropped in the black hole, %d connections accepted, %v long", p.Dropped(), p.Accepted(), time.Since(holeStart))
+	awaitRequest(redial, "redial after the probe went unanswered")
+	awaitRequest(p.NextRequest(memdx.OpHello), "redial after a redial's bootstrap went unanswered")
+	t.Logf("%d packets dropped in the black hole, %d connections accepted", p.Dropped(), p.Accepted())
 	p.Blackhole(false)
-	t0 := time.Now()
-	healed.Store(t0.UnixNano())
-	for name, ch := range map[string]chan time.Time{"10 ms operations": short, "default-timeout operations": dflt} {
+	healed.Store(true)
+	for name, ch := range map[string]chan struct{}{"10 ms operations": short, "default-timeout operations": dflt} {
 		select {
-		case at := <-ch:
-			t.Logf("%s: first success %v after the recovery", name, at.Sub(t0))
-			if d := at.Sub(t0); d > 2*time.Second {
-				t.Errorf("%s succeeded again %v after the recovery; want within 2 s", name, d)
-			}
-		case <-time.After(2*time.Second - time.Since(t0)):
-			t.Fatalf("%s: no success within 2 s of the recovery", name)
+		case <-ch:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: none that started after the recovery succeeded within a minute", name)
 		}
 	}
 }
