@@ -146,15 +146,12 @@ func TestLockUnlock(t *testing.T) {
 	locked, err := col.GetAndLock(ctx, "l", 10*time.Second, nil)
 	require.NoError(t, err)
 
-	// UNLOCK with a wrong CAS: a CAS mismatch, never retried (so it ends
-	// long before its timeout, however busy the machine).
-	start := time.Now()
+	// UNLOCK with a wrong CAS: a CAS mismatch, never retried.
 	err = col.Unlock(ctx, "l", locked.Cas+1, &UnlockOptions{Timeout: atOnceTimeout})
 	assert.ErrorIs(t, err, ErrCasMismatch)
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
 	assert.Zero(t, kv.RetryAttempts, "Unlock is not retried")
-	assert.Less(t, time.Since(start), atOnceTimeout)
 
 	require.NoError(t, col.Unlock(ctx, "l", locked.Cas, nil))
 	err = col.Unlock(ctx, "l", locked.Cas, nil)
@@ -311,10 +308,8 @@ func TestUnknownStatusFollowsErrorMap(t *testing.T) {
 	// 0x7ff1 has none: failed at once, with the map's name and description.
 	ctl = mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "u"},
 		Action: mockcluster.Action{Status: 0x7ff1}, Times: 5})
-	start := time.Now()
 	_, err = col.Get(ctx, "u", &GetOptions{Timeout: atOnceTimeout})
 	require.Error(t, err)
-	assert.Less(t, time.Since(start), atOnceTimeout)
 	assert.Equal(t, 1, ctl.Hits(), "not retried")
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
@@ -474,10 +469,10 @@ func TestCollections(t *testing.T) {
 	assert.Equal(t, "alice", string(g.Value))
 	_ = cid
 
-	start := time.Now()
+	lookups := countOp(mc, memdx.OpCollectionsGetID)
 	_, err = c.Scope("app").Collection("nope").Get(ctx, "k", &GetOptions{Timeout: atOnceTimeout})
 	assert.ErrorIs(t, err, ErrCollectionNotFound)
-	assert.Less(t, time.Since(start), atOnceTimeout, "fail fast on a missing collection, not at the timeout")
+	assert.Equal(t, lookups+1, countOp(mc, memdx.OpCollectionsGetID), "fail on a missing collection at its lookup's answer, without looking it up again")
 	_, err = c.Scope("nope").Collection("x").Get(ctx, "k", nil)
 	assert.ErrorIs(t, err, ErrScopeNotFound)
 
