@@ -13,7 +13,8 @@ import (
 // written, DeadlineExceeded RequestError carrying the opaque; the late answer
 // is dropped and the connection carries on; an answer in time succeeds.
 func TestDoDeadline(t *testing.T) {
-	c, p := dialPipe(t, Options{}, nil)
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc, ProbeAfter: -1}, nil)
 	type out struct {
 		opaque uint32
 		err    error
@@ -32,13 +33,18 @@ func TestDoDeadline(t *testing.T) {
 		}()
 		return ch
 	}
-	start := time.Now()
-	held := do("held", time.Now().Add(50*time.Millisecond))
+	held := do("held", fc.Now().Add(50*time.Millisecond))
 	rh := p.read()
-	r := <-held
-	if elapsed := time.Since(start); elapsed < 50*time.Millisecond {
-		t.Fatalf("returned after %v, before the deadline", elapsed)
+	// The call ends at its deadline on the connection's clock, not before.
+	fc.Advance(50*time.Millisecond - time.Nanosecond)
+	waitFor(t, "the deadline's timer", func() bool { return fc.armedWithin(time.Nanosecond) })
+	select {
+	case r := <-held:
+		t.Fatalf("returned before the deadline: %+v", r)
+	default:
 	}
+	fc.Advance(time.Nanosecond)
+	r := recv(t, held)
 	var re *RequestError
 	if !errors.As(r.err, &re) || !re.Written || !errors.Is(r.err, context.DeadlineExceeded) {
 		t.Fatalf("held: %+v; want a written DeadlineExceeded RequestError", r)
@@ -46,7 +52,7 @@ func TestDoDeadline(t *testing.T) {
 	if r.opaque != rh.Opaque || re.Opaque != rh.Opaque {
 		t.Fatalf("opaque %d / %d, the request carried %d", r.opaque, re.Opaque, rh.Opaque)
 	}
-	quick := do("quick", time.Now().Add(10*time.Second))
+	quick := do("quick", fc.Now().Add(10*time.Second))
 	rq := p.read()
 	p.write(ok(rh, "late"), ok(rq, "Q"))
 	if r := <-quick; r.err != nil || r.value != "Q" || r.opaque != rq.Opaque {
@@ -57,7 +63,7 @@ func TestDoDeadline(t *testing.T) {
 	}
 	// A deadline already passed: refused without sending.
 	req := memdx.NewGet([]byte("x"))
-	op, err := c.DoDeadline(context.Background(), time.Now().Add(-time.Millisecond), &req, nil)
+	op, err := c.DoDeadline(context.Background(), fc.Now().Add(-time.Millisecond), &req, nil)
 	if !errors.As(err, &re) || re.Written || op != 0 || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("past deadline: opaque %d, %v", op, err)
 	}
@@ -89,49 +95,43 @@ func TestDoDeadlineAllocs(t *testing.T) {
 
 // Requests with different timeouts, none answered, expire in deadline order
 // (the list keeps the earliest first whatever the order they were sent in),
-// each no earlier than its deadline.
+// each at its deadline on the connection's clock, not before.
 func TestDoDeadlineMixedTimeouts(t *testing.T) {
-	c, p := dialPipe(t, Options{}, nil)
-	go func() { // read and never answer
-		for {
-			if _, err := p.tryRead(); err != nil {
-				return
-			}
-		}
-	}()
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc, ProbeAfter: -1}, nil)
 	type ended struct {
 		name string
-		at   time.Time
 		err  error
 	}
 	out := make(chan ended, 3)
-	start := time.Now()
-	timeouts := []struct {
+	start := fc.Now()
+	type timeout struct {
 		name string
 		d    time.Duration
-	}{{"long", 300 * time.Millisecond}, {"short", 50 * time.Millisecond}, {"mid", 150 * time.Millisecond}}
-	for _, tt := range timeouts {
+	}
+	for _, tt := range []timeout{{"long", 300 * time.Millisecond}, {"short", 50 * time.Millisecond}, {"mid", 150 * time.Millisecond}} {
 		go func() {
 			req := memdx.NewGet([]byte(tt.name))
 			_, err := c.DoDeadline(context.Background(), start.Add(tt.d), &req, nil)
-			out <- ended{tt.name, time.Now(), err}
+			out <- ended{tt.name, err}
 		}()
-		time.Sleep(5 * time.Millisecond) // send in this order
-	}
-	want := map[string]time.Duration{"short": 50 * time.Millisecond, "mid": 150 * time.Millisecond, "long": 300 * time.Millisecond}
-	var order []string
-	for range 3 {
-		e := <-out
-		order = append(order, e.name)
-		if !errors.Is(e.err, context.DeadlineExceeded) {
-			t.Fatalf("%s: %v", e.name, e.err)
-		}
-		if got := e.at.Sub(start); got < want[e.name] {
-			t.Fatalf("%s ended after %v, before its deadline %v", e.name, got, want[e.name])
+		if got := string(p.read().Key); got != tt.name { // written in this order, never answered
+			t.Fatalf("the peer read %q, want %q", got, tt.name)
 		}
 	}
-	if order[0] != "short" || order[1] != "mid" || order[2] != "long" {
-		t.Fatalf("expired in order %v, want short, mid, long", order)
+	for _, tt := range []timeout{{"short", 50 * time.Millisecond}, {"mid", 150 * time.Millisecond}, {"long", 300 * time.Millisecond}} {
+		fc.Advance(start.Add(tt.d - time.Nanosecond).Sub(fc.Now()))
+		waitFor(t, tt.name+"'s deadline timer", func() bool { return fc.armedWithin(time.Nanosecond) })
+		select {
+		case e := <-out:
+			t.Fatalf("%s ended before %s's deadline: %v", e.name, tt.name, e.err)
+		default:
+		}
+		fc.Advance(time.Nanosecond)
+		e := recv(t, out)
+		if e.name != tt.name || !errors.Is(e.err, context.DeadlineExceeded) {
+			t.Fatalf("%s ended (%v) at %s's deadline; want %s, DeadlineExceeded", e.name, e.err, tt.name, tt.name)
+		}
 	}
 	if c.Pending() != 3 {
 		t.Fatalf("pending %d: the written requests stay as tombstones until answered", c.Pending())
