@@ -402,6 +402,7 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 	if b.canceled {
 		ctxDone = nil
 	}
+	closing := b.c.ctx.Done()
 	for b.left > 0 {
 		if len(b.ready) > 0 && (b.inflight < b.maxInFlight || b.canceled) {
 			b.round()
@@ -420,6 +421,9 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 			b.due()
 		case <-b.watch:
 			b.wakeAll()
+		case <-closing:
+			closing = nil
+			b.wakeEvery()
 		case <-ctxDone:
 			b.cancelAll()
 		}
@@ -741,6 +745,17 @@ func (b *batch) wakeAll() {
 			b.watch = k.wake
 		}
 	}
+}
+
+// wakeEvery resumes every waiting key as woken: the client is closing, and
+// each key's next placement ends it with ErrClosed.
+func (b *batch) wakeEvery() {
+	for i := range b.keys {
+		if b.keys[i].state == bkWaiting {
+			b.resume(i, true, nil)
+		}
+	}
+	b.watch = nil
 }
 
 // cancelAll ends every key when the batch's context ends: a request in

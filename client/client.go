@@ -522,8 +522,18 @@ func (c *Client) wakeForNode(n *node) {
 	}
 	t := *cur
 	t.changed = make(chan struct{})
-	c.topo.Store(&t)
-	close(cur.changed)
+	c.swapTopoLocked(&t)
+}
+
+// swapTopoLocked makes t the current topology and closes the changed
+// channel of the one it replaces, which ends the retry waits routed with
+// that one (wakeFor). It returns the replaced topology. topoMu is held.
+func (c *Client) swapTopoLocked(t *topology) *topology {
+	old := c.topo.Swap(t)
+	if old != nil && old.changed != nil && !closed(old.changed) {
+		close(old.changed)
+	}
+	return old
 }
 
 // onNotification runs on a connection's reader goroutine: it must not
@@ -632,11 +642,7 @@ func (c *Client) installLocked(cfg *vbmap.Config) *topology {
 			t.all = append(t.all, n)
 		}
 	}
-	old := c.topo.Load()
-	c.topo.Store(t)
-	if old != nil && old.changed != nil {
-		close(old.changed)
-	}
+	old := c.swapTopoLocked(t)
 	c.fetchMu.Lock()
 	for addr, n := range c.nodes {
 		if !seen[n] {
@@ -660,6 +666,14 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.topoMu.Lock()
 		c.cancel()
+		if cur := c.topo.Load(); cur != nil && cur.changed != nil {
+			// End the retry waits routed with it; one begun after this
+			// is woken at once. Each then ends with ErrClosed (place).
+			t := *cur
+			t.changed = make(chan struct{})
+			close(t.changed)
+			c.swapTopoLocked(&t)
+		}
 		c.topoMu.Unlock()
 		c.fetchMu.Lock()
 		c.fetchClosed = true // no fetcher or recovery starts after wg.Wait begins

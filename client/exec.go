@@ -443,9 +443,15 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 // nil to place the operation again, or its final error: a refusal after a
 // status is that status's error, whatever the reason's. A wait after an
 // unavailable node or NOT_MY_VBUCKET ends when a newer config is installed
-// (wakeFor).
+// (wakeFor); every wait ends when the client closes.
 func (c *Client) waitNext(o *op, nx next) error {
-	err := c.orch.WaitOrWake(&o.st, nx.reason, c.retryCause(o, nx), wakeFor(nx.t, nx.reason))
+	wake := wakeFor(nx.t, nx.reason)
+	if wake == nil {
+		// Any other wait ends when the client closes (the topology's
+		// channel is closed then too).
+		wake = c.ctx.Done()
+	}
+	err := c.orch.WaitOrWake(&o.st, nx.reason, c.retryCause(o, nx), wake)
 	if err == nil {
 		return nil
 	}

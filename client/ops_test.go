@@ -587,8 +587,9 @@ func countOp(mc *mockcluster.Cluster, op memdx.OpCode) uint64 {
 	return n
 }
 
-// Close ends an operation that is retrying (here on LOCKED, for up to 10 s)
-// at once with ErrClosed, rather than at its timeout.
+// Close ends an operation that is waiting to retry (here on LOCKED, with a
+// strategy that asks for an hour's wait) at once with ErrClosed, rather
+// than at the end of its wait or at its timeout.
 func TestCloseEndsRetryingOperation(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, nil)
@@ -598,19 +599,18 @@ func TestCloseEndsRetryingOperation(t *testing.T) {
 	require.NoError(t, err)
 	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "l", OpCodes: []memdx.OpCode{memdx.OpGet}},
 		Action: mockcluster.Action{Status: memdx.StatusLocked}})
+	asked := make(chan RetryReason, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := col.Get(ctx, "l", &GetOptions{Timeout: 10 * time.Second})
+		_, err := col.Get(ctx, "l", &GetOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(asked)})
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return countOp(mc, memdx.OpGet) >= 3 }, 5*time.Second, time.Millisecond)
-	start := time.Now()
+	waitAsked(t, asked, RetryReasonKVLocked, done)
 	require.NoError(t, c.Close())
 	select {
 	case err := <-done:
 		assert.ErrorIs(t, err, ErrClosed)
-		assert.Less(t, time.Since(start), 5*time.Second)
-	case <-time.After(8 * time.Second):
-		t.Fatal("the operation did not end when the client closed")
+	case <-time.After(time.Minute):
+		t.Fatal("the operation still waits its hour's back-off a minute after the client closed")
 	}
 }

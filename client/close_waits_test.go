@@ -1,0 +1,129 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// hourStrategy retries everything after an hour, and tells asked (when
+// not nil, without blocking) each reason it is asked about.
+func hourStrategy(asked chan<- RetryReason) RetryStrategy {
+	return RetryStrategyFunc(func(_ RetryRequest, reason RetryReason) RetryAction {
+		if asked != nil {
+			select {
+			case asked <- reason:
+			default:
+			}
+		}
+		return RetryAfter(time.Hour)
+	})
+}
+
+// waitAsked waits until a strategy was asked about want (the operation is
+// then in its wait), failing if the operation ended first or a minute
+// passed.
+func waitAsked(t *testing.T, asked <-chan RetryReason, want RetryReason, done <-chan error) {
+	t.Helper()
+	select {
+	case r := <-asked:
+		if r != want {
+			t.Fatalf("the strategy was asked about %v, want %v", r, want)
+		}
+	case err := <-done:
+		t.Fatalf("the operation ended (%v) before its retry", err)
+	case <-time.After(time.Minute):
+		t.Fatalf("no retry for %v within a minute", want)
+	}
+}
+
+// Close ends every retry wait at once, whatever it waits for: a Get
+// waiting to retry on a node without a connection (a wait a config
+// change also ends), and a GetMany whose keys wait on LOCKED and on the
+// node. Each ends with ErrClosed, though its strategy asked for an hour.
+func TestCloseEndsEveryRetryWait(t *testing.T) {
+	t.Run("node not available", func(t *testing.T) {
+		_, p, c := proxiedClient(t)
+		col := c.DefaultCollection()
+		n := c.topo.Load().all[0]
+		p.RefuseNew(true)
+		p.Reset()
+		for deadline := time.Now().Add(time.Minute); ; {
+			if _, _, err := n.pick(); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the node still has a live connection a minute after the reset")
+			}
+			time.Sleep(time.Millisecond) // polls for the connection's end; no margin rides on it
+		}
+		asked := make(chan RetryReason, 1)
+		done := make(chan error, 2)
+		go func() {
+			_, err := col.Get(context.Background(), "k", &GetOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(asked)})
+			done <- err
+		}()
+		waitAsked(t, asked, RetryReasonNodeNotAvailable, done)
+		manyAsked := make(chan RetryReason, 1)
+		go func() {
+			done <- batchErr(col.GetMany(context.Background(), []string{"a", "b"},
+				&GetManyOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(manyAsked)}))
+		}()
+		waitAsked(t, manyAsked, RetryReasonNodeNotAvailable, done)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			expectClosed(t, done)
+		}
+	})
+	t.Run("locked, in a batch", func(t *testing.T) {
+		mc := newMock(t, mockcluster.Options{})
+		c := connect(t, mc, nil)
+		col := c.DefaultCollection()
+		for _, k := range []string{"l1", "l2"} {
+			if _, err := col.Upsert(context.Background(), k, []byte("v"), nil); err != nil {
+				t.Fatal(err)
+			}
+			faultGets(t, mc, k, mockcluster.Action{Status: memdx.StatusLocked}, 0)
+		}
+		asked := make(chan RetryReason, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- batchErr(col.GetMany(context.Background(), []string{"l1", "l2"},
+				&GetManyOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(asked)}))
+		}()
+		waitAsked(t, asked, RetryReasonKVLocked, done)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		expectClosed(t, done)
+	})
+}
+
+// batchErr is the first key's error of a batch whose keys must all fail
+// alike (nil if one succeeded).
+func batchErr(res []GetManyResult) error {
+	for _, r := range res {
+		if r.Err == nil {
+			return nil
+		}
+	}
+	return res[0].Err
+}
+
+func expectClosed(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("an operation still waits its hour a minute after Close")
+	}
+}
