@@ -655,7 +655,9 @@ func (b *batch) wait(i int, nx next) {
 	k.plan = b.c.planNext(o, nx)
 	k.lastReason, k.retried = nx.reason, true
 	k.wake = wakeFor(nx.t, nx.reason)
-	if k.wake != nil && closed(k.wake) {
+	if (k.wake != nil && closed(k.wake)) || b.c.ctx.Err() != nil {
+		// Woken already, or the client is closing (wakeEvery has woken
+		// the keys that were waiting then): its placement ends it.
 		b.resume(i, true, nil)
 		return
 	}

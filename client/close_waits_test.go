@@ -3,9 +3,11 @@ package client
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -43,8 +45,9 @@ func waitAsked(t *testing.T, asked <-chan RetryReason, want RetryReason, done <-
 
 // Close ends every retry wait at once, whatever it waits for: a Get
 // waiting to retry on a node without a connection (a wait a config
-// change also ends), and a GetMany whose keys wait on LOCKED and on the
-// node. Each ends with ErrClosed, though its strategy asked for an hour.
+// change also ends), a GetMany whose keys wait on LOCKED and on the node,
+// and a key whose wait begins only when Close fails its request. Each
+// ends with ErrClosed, though its strategy asked for an hour.
 func TestCloseEndsEveryRetryWait(t *testing.T) {
 	t.Run("node not available", func(t *testing.T) {
 		_, p, c := proxiedClient(t)
@@ -91,6 +94,33 @@ func TestCloseEndsEveryRetryWait(t *testing.T) {
 			}
 			faultGets(t, mc, k, mockcluster.Action{Status: memdx.StatusLocked}, 0)
 		}
+		asked := make(chan RetryReason, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- batchErr(col.GetMany(context.Background(), []string{"l1", "l2"},
+				&GetManyOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(asked)}))
+		}()
+		waitAsked(t, asked, RetryReasonKVLocked, done)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		expectClosed(t, done)
+	})
+	// A key still in flight when the client closes fails with its
+	// connection and comes to its retry wait after the others were woken:
+	// that wait ends at once too.
+	t.Run("in flight at Close, in a batch", func(t *testing.T) {
+		mc, p, c := proxiedClient(t)
+		col := c.DefaultCollection()
+		for _, k := range []string{"l1", "l2"} {
+			if _, err := col.Upsert(context.Background(), k, []byte("v"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		faultGets(t, mc, "l1", mockcluster.Action{Status: memdx.StatusLocked}, 0)
+		p.OnResponse(func(req, _ *memdx.Packet) faultnode.Action {
+			return faultnode.Action{Drop: req.OpCode == memdx.OpGet && strings.HasSuffix(string(req.Key), "l2")} // the key may carry a collection id
+		})
 		asked := make(chan RetryReason, 1)
 		done := make(chan error, 1)
 		go func() {
