@@ -31,10 +31,10 @@ const (
 	// writeChunk bounds one Write call: the writer learns after each how
 	// far the socket got (see writeOut).
 	writeChunk = 64 << 10
-	// tlsRecordChunk bounds one Write call on a TLS connection: the most
-	// data one TLS record carries (RFC 8446 5.1, 2^14 bytes), so that
-	// each Write is one record (dial turns crypto/tls's dynamic record
-	// sizing off) and a record holds whole requests (see recordChunk).
+	// tlsRecordChunk is the most data one TLS record carries (RFC 8446
+	// 5.1, 2^14 bytes): on a TLS connection a Write of whole requests is
+	// at most that, one record (dial turns crypto/tls's dynamic record
+	// sizing off); see recordChunk. writeChunk is a whole number of them.
 	tlsRecordChunk = 16 << 10
 	// maxHolds and holdMax bound how long the writer holds a batch for
 	// answers still to come.
@@ -52,7 +52,7 @@ const (
 // See the package doc for the threading model and the exact failure rules.
 type Conn struct {
 	nc      net.Conn
-	records bool // nc is TLS: each Write is whole requests in one record (recordChunk)
+	records bool // nc is TLS: Writes are cut where a record may end (recordChunk)
 	addr    string
 	id      string
 	opts    Options
@@ -108,6 +108,9 @@ type Conn struct {
 	// qHead..qTail lists the quiet calls (Start with a quiet opcode) in
 	// stream order, until answered or settled by a NOOP's answer.
 	qHead, qTail *call
+	// recLeft is what remains to write of a request too large for one
+	// TLS record (recordChunk). Written by writeOut only.
+	recLeft int
 	// groups are the groups of quiet gets (StartGets) in pending, live or
 	// abandoned: their gets' opaques are not in pending. lastGroup is the
 	// one groupOf found last (a group's answers come one after another),
@@ -601,8 +604,9 @@ func (c *Conn) writeInline() (wake, failed bool) {
 }
 
 // writeOut writes the batch in out in chunks of at most writeChunk bytes
-// (on TLS, whole requests in one record each: recordChunk), so that the socket's progress through a large batch (a large value
-// behind a slow reader) is known: after each Write the requests it carried
+// (on TLS, cut where records may end: recordChunk), so that the socket's
+// progress through a large batch (a large value behind a slow reader) is
+// known: after each Write the requests it carried
 // in full are written, and the requests after the Write in progress can
 // still be withdrawn. A caller's write (inline) makes one non-blocking
 // attempt per chunk and stops at the first the socket does not take
@@ -613,7 +617,7 @@ func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 		pos := int(c.written - c.outBase)
 		n := min(len(c.out)-pos, writeChunk)
 		if c.records {
-			n = recordChunk(c.out[pos:])
+			n, c.recLeft = recordChunk(c.out[pos:], c.recLeft)
 		}
 		if n == 0 {
 			return false, nil
@@ -646,13 +650,18 @@ func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 	return false, nil
 }
 
-// recordChunk returns how much of b, which starts with a request, the next
-// Write on a TLS connection carries: the whole requests at its start that
-// fit in one record (tlsRecordChunk), or the first request alone when it
-// does not fit, which crypto/tls then cuts into full records and a last
-// one that ends with the request. So no record ends inside a request but
-// one too large for a record, and no record goes on past the end of a
-// large one.
+// recordChunk returns how much of b the next Write on a TLS connection
+// carries, and how much of a request too large for one record remains
+// after it. b starts with a request, or, when left > 0, with the left
+// bytes that end one. The Write carries the whole requests at b's start
+// that fit in one record (tlsRecordChunk); or the start of a request that
+// does not fit, at most writeChunk bytes (a whole number of records); or
+// the next part of one, the last part ending with it. crypto/tls makes one
+// record of each Write that fits in one, and full records of a larger one
+// but for its last, so no record ends inside a request but one too large
+// for a record, and no record goes on past the end of a large one; and a
+// large value still goes out writeChunk at a time, so that the health
+// check sees the socket's progress through it.
 //
 // A server may read TLS the way memcached (1.6) does: one SSL_read into
 // the room left in its buffer, or into the rest of a value, then a wait
@@ -663,8 +672,11 @@ func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 // requests, a read into an emptied buffer (16 KiB in memcached) takes the
 // whole record, and a read of a value's rest takes whole records up to
 // the value's end.
-func recordChunk(b []byte) int {
-	n := 0
+func recordChunk(b []byte, left int) (n, rest int) {
+	if left > 0 {
+		n = min(left, writeChunk, len(b))
+		return n, left - n
+	}
 	for n+memdx.HeaderSize <= len(b) {
 		size := memdx.HeaderSize + int(binary.BigEndian.Uint32(b[n+8:n+12]))
 		if n+size > len(b) {
@@ -672,16 +684,17 @@ func recordChunk(b []byte) int {
 		}
 		if n+size > tlsRecordChunk {
 			if n == 0 {
-				return size
+				n = min(size, writeChunk)
+				return n, size - n
 			}
-			return n
+			return n, 0
 		}
 		n += size
 	}
 	if n == 0 {
-		return min(len(b), tlsRecordChunk)
+		return min(len(b), tlsRecordChunk), 0
 	}
-	return n
+	return n, 0
 }
 
 // readLoop is the reader goroutine: it decodes packets and dispatches them

@@ -71,7 +71,9 @@ type Options struct {
 	// TLSConfig enables TLS when non-nil. Verification follows the config:
 	// it is on unless InsecureSkipVerify is set; RootCAs adds custom roots.
 	// When ServerName is empty, the host of the address is used. Dial
-	// clones the config and does not modify it.
+	// clones the config and does not modify it; the clone has
+	// DynamicRecordSizingDisabled set (one Write, one record: see
+	// recordChunk).
 	TLSConfig *tls.Config
 
 	// ClientName is the agent HELLO reports to the server (it shows in the

@@ -37,31 +37,48 @@ func TestRecordChunkTakesWholeRequestsThatFitOneRecord(t *testing.T) {
 		name   string
 		bodies []int
 		want   int
+		rest   int
 	}{
-		{"one small", []int{100}, h + 100},
-		{"several that fit", []int{100, 200, 300}, 3*h + 600},
-		{"exactly a record", []int{tlsRecordChunk/2 - h, tlsRecordChunk/2 - h}, tlsRecordChunk},
-		{"stops before the one that does not fit", []int{8000, 8000, 8000}, 2 * (h + 8000)},
-		{"a large first one goes alone", []int{40 << 10, 100}, h + 40<<10},
-		{"small ones, then a large one: the small ones", []int{100, 40 << 10}, h + 100},
-		{"one a byte over a record", []int{tlsRecordChunk - h + 1, 100}, tlsRecordChunk + 1},
-		{"two a byte over a record: the first", []int{tlsRecordChunk/2 - h, tlsRecordChunk/2 - h + 1}, tlsRecordChunk / 2},
+		{"one small", []int{100}, h + 100, 0},
+		{"several that fit", []int{100, 200, 300}, 3*h + 600, 0},
+		{"exactly a record", []int{tlsRecordChunk/2 - h, tlsRecordChunk/2 - h}, tlsRecordChunk, 0},
+		{"stops before the one that does not fit", []int{8000, 8000, 8000}, 2 * (h + 8000), 0},
+		{"two a byte over a record: the first", []int{tlsRecordChunk/2 - h, tlsRecordChunk/2 - h + 1}, tlsRecordChunk / 2, 0},
+		{"a large first one goes alone", []int{40 << 10, 100}, h + 40<<10, 0},
+		{"small ones, then a large one: the small ones", []int{100, 40 << 10}, h + 100, 0},
+		{"one a byte over a record", []int{tlsRecordChunk - h + 1, 100}, tlsRecordChunk + 1, 0},
+		{"one larger than a Write: its first writeChunk", []int{100 << 10, 100}, writeChunk, h + 100<<10 - writeChunk},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := recordChunk(requests(t, tc.bodies...)); got != tc.want {
-				t.Fatalf("recordChunk = %d, want %d", got, tc.want)
+			if got, rest := recordChunk(requests(t, tc.bodies...), 0); got != tc.want || rest != tc.rest {
+				t.Fatalf("recordChunk = %d, %d; want %d, %d", got, rest, tc.want, tc.rest)
 			}
 		})
 	}
-	if got := recordChunk(nil); got != 0 {
-		t.Fatalf("recordChunk(nil) = %d", got)
+	// The rest of a large request goes writeChunk at a time, the last
+	// part ending with it; then whole requests again.
+	b := requests(t, 200<<10, 100)
+	size := memdx.HeaderSize + 200<<10
+	var parts []int
+	for left, pos := 0, 0; pos < len(b); {
+		var n int
+		n, left = recordChunk(b[pos:], left)
+		parts = append(parts, n)
+		pos += n
+	}
+	want := []int{writeChunk, writeChunk, writeChunk, size - 3*writeChunk, memdx.HeaderSize + 100}
+	if fmt.Sprint(parts) != fmt.Sprint(want) {
+		t.Fatalf("Writes %v, want %v", parts, want)
+	}
+	if got, rest := recordChunk(nil, 0); got != 0 || rest != 0 {
+		t.Fatalf("recordChunk(nil) = %d, %d", got, rest)
 	}
 	// Bytes that are not whole requests (never queued by the connection)
 	// are cut at a record's size and not lost.
-	if got := recordChunk(make([]byte, 10)); got != 10 {
+	if got, _ := recordChunk(make([]byte, 10), 0); got != 10 {
 		t.Fatalf("recordChunk(10 bytes) = %d", got)
 	}
-	if got := recordChunk(requests(t, 100)[:50]); got != 50 {
+	if got, _ := recordChunk(requests(t, 100)[:50], 0); got != 50 {
 		t.Fatalf("recordChunk(a cut request) = %d", got)
 	}
 }
@@ -119,9 +136,10 @@ func TestTLSRecordsHoldWholeRequests(t *testing.T) {
 	from := len(rec.bytes()) // Dial's records end here: nothing else is in flight
 
 	// One batch, corked: runs of small SETs worth more than a record, each
-	// run followed by a value larger than a record, so that the writer has
-	// small requests to cut at a record's size and large ones to send
-	// alone. A small request is 1,640 bytes: ten of them (16,400) are just
+	// run followed by a value larger than a record (every fifth one larger
+	// than a Write), so that the writer has small requests to cut at a
+	// record's size, large ones to send alone, and larger ones to send a
+	// Write at a time. A small request is 1,640 bytes: ten of them (16,400) are just
 	// over a record, nine (14,760) fit.
 	var sizes []int
 	n := make(tagNotifier, 1000)
@@ -130,7 +148,10 @@ func TestTLSRecordsHoldWholeRequests(t *testing.T) {
 	for i := range 600 {
 		key := uniqueKey(t, fmt.Sprint(i))
 		size := 1640 - memdx.HeaderSize - 8 - len(key)
-		if i%20 == 19 {
+		switch {
+		case i%100 == 99:
+			size = 150 << 10 // more than one Write
+		case i%20 == 19:
 			size = 40 << 10
 		}
 		req := memdx.NewStore(memdx.OpSet, key, make([]byte, size), 0, 0)
@@ -141,6 +162,7 @@ func TestTLSRecordsHoldWholeRequests(t *testing.T) {
 		pend = append(pend, p)
 		sizes = append(sizes, memdx.HeaderSize+8+len(key)+size)
 	}
+	writes := c.Stats().Writes
 	c.Uncork()
 	for range pend {
 		<-n
@@ -149,6 +171,32 @@ func TestTLSRecordsHoldWholeRequests(t *testing.T) {
 		if answered, err := p.Result(); !answered || err != nil {
 			t.Fatalf("SET %d (%d bytes): answered %v, %v", i, sizes[i], answered, err)
 		}
+	}
+
+	// The Writes were cut as recordChunk says: whole requests up to a
+	// record, a larger request alone, and one larger than a Write a Write
+	// at a time, so that the health check sees progress through it.
+	want, run := 0, 0
+	for _, n := range sizes {
+		switch {
+		case n > tlsRecordChunk:
+			if run > 0 {
+				want++
+			}
+			want += (n + writeChunk - 1) / writeChunk
+			run = 0
+		case run+n > tlsRecordChunk:
+			want++
+			run = n
+		default:
+			run += n
+		}
+	}
+	if run > 0 {
+		want++
+	}
+	if got := c.Stats().Writes - writes; got != uint64(want) {
+		t.Fatalf("%d Writes for the batch, want %d", got, want)
 	}
 
 	// Walk the records against the requests.
