@@ -504,15 +504,18 @@ func (c *Client) onConnUp(n *node, cn *conn.Conn) {
 	}
 }
 
-// wakeForNode ends the retry waits of the operations routed with the
-// current topology when n, which had no live connection, has one again:
-// an operation that found n unavailable (or met NOT_MY_VBUCKET) retries at
-// once instead of at the end of its back-off, up to a second after a node
-// comes back. The topology is replaced by a copy with a fresh changed
-// channel, the one wakeFor hands out, so that, as after a config install,
-// only the current topology's channel is open. memcached topologies have
-// no such channel (their waits are back-off only). It takes topoMu: it is
-// called from a node's maintain goroutine, never under topoMu.
+// wakeForNode ends the retry waits of every operation routed with the
+// current topology when n, one of its nodes, which had no live connection,
+// has one again (at most once per nodeWakeInterval per node): an operation
+// that found n unavailable retries at once instead of at the end of its
+// back-off, which the default strategy lets grow to a second. Waits for
+// other reasons the topology's channel ends (NOT_MY_VBUCKET, another node)
+// retry early too; a failed retry goes on with the next back-off. The
+// topology is replaced by a copy with a fresh changed channel, the one
+// wakeFor hands out, so that, as after a config install, only the current
+// topology's channel is open. memcached topologies have no such channel
+// (their waits are back-off only). It takes topoMu: it is called from a
+// node's maintain goroutine, never under topoMu.
 func (c *Client) wakeForNode(n *node) {
 	c.topoMu.Lock()
 	defer c.topoMu.Unlock()
@@ -661,7 +664,8 @@ func (c *Client) installLocked(cfg *vbmap.Config) *topology {
 
 // Close closes every connection and stops every goroutine the client
 // started. Operations in flight fail with errors that say whether they were
-// written. It is safe to call more than once.
+// written; operations waiting to retry end at once with ErrClosed. It is
+// safe to call more than once.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.topoMu.Lock()

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,12 +136,13 @@ func TestCloseEndsEveryRetryWait(t *testing.T) {
 	})
 }
 
-// batchErr is the first key's error of a batch whose keys must all fail
-// alike (nil if one succeeded).
+// batchErr is the first key's error when every key of the batch failed
+// with ErrClosed, else an error naming the first key that did not (a
+// success included).
 func batchErr(res []GetManyResult) error {
 	for _, r := range res {
-		if r.Err == nil {
-			return nil
+		if !errors.Is(r.Err, ErrClosed) {
+			return fmt.Errorf("key %q: %v, want ErrClosed", r.Key, r.Err)
 		}
 	}
 	return res[0].Err

@@ -293,7 +293,7 @@ func (c *Client) configLoop() {
 // no config newer than t's is held or on its way (o.nmvOffer: no body, or
 // a body not newer; the body was recognised when the response was read, or
 // is offered here), it asks n for its config. It returns the retry reason, KV_NOT_MY_VBUCKET; the wait that
-// follows ends when a newer config is installed (wakeFor).
+// follows ends when the topology is replaced (wakeFor).
 func (c *Client) onNotMyVbucket(o *op, t *topology, n *node) retry.Reason {
 	if len(o.nmvBody) > 0 {
 		o.nmvOffer = c.offerConfig(o.nmvBody, n.host, "not-my-vbucket")
@@ -594,9 +594,10 @@ func (c *Client) rememberLocked(addr string) {
 }
 
 // wakeFor is the channel that ends an operation's retry wait for reason,
-// routed with t: t's changed channel for the reasons a new config can
-// resolve (the vbucket moved, the node or its socket is unavailable), nil
-// for the others.
+// routed with t: t's changed channel (closed when t is replaced: a newer
+// config, a node of t with a connection again, Close) for the reasons
+// those can resolve (the vbucket moved, the node or its socket is
+// unavailable), nil for the others.
 func wakeFor(t *topology, reason retry.Reason) <-chan struct{} {
 	if t == nil {
 		return nil

@@ -143,27 +143,62 @@ func TestWorkloadThroughMapChangesWithoutNMVBodies(t *testing.T) {
 	assert.Empty(t, errs)
 }
 
-// getAsync runs a Get of key in the background; its outcome comes on the
-// channel.
-func getAsync(ctx context.Context, col *Collection, key string) <-chan error {
+// asyncGet is a Get running in the background: its outcome comes on done,
+// and each retry reason its strategy (the default one) is asked about on
+// asked.
+type asyncGet struct {
+	done  <-chan error
+	asked <-chan RetryReason
+}
+
+// getAsync runs a Get of key in the background.
+func getAsync(ctx context.Context, col *Collection, key string) asyncGet {
 	done := make(chan error, 1)
+	asked := make(chan RetryReason, 64)
+	strategy := RetryStrategyFunc(func(req RetryRequest, reason RetryReason) RetryAction {
+		select {
+		case asked <- reason:
+		default:
+		}
+		return DefaultRetryStrategy().RetryAfter(req, reason)
+	})
 	go func() {
-		_, err := col.Get(ctx, key, nil)
+		_, err := col.Get(ctx, key, &GetOptions{RetryStrategy: strategy})
 		done <- err
 	}()
-	return done
+	return asyncGet{done: done, asked: asked}
 }
 
 // requireInBackoff waits until fc has two timers armed (the config loop's
-// poll and the operation's back-off) and fails the test if the operation
-// behind done has already ended: ended names what it should have waited
-// for.
-func requireInBackoff(t *testing.T, ctx context.Context, fc *retry.FakeClock, done <-chan error, ended string) {
+// poll and the operation's back-off) and fails the test if g has already
+// ended: ended names what it should have waited for. It suits a test
+// whose nodes all stay up (a node's redial wait is a timer too) and a
+// retry the strategy is not asked about (NOT_MY_VBUCKET); requireAsked
+// suits the others.
+func requireInBackoff(t *testing.T, ctx context.Context, fc *retry.FakeClock, g asyncGet, ended string) {
 	t.Helper()
 	require.NoError(t, fc.BlockUntilTimers(ctx, 2))
 	select {
-	case err := <-done:
+	case err := <-g.done:
 		t.Fatalf("the Get ended %s: %v", ended, err)
 	default:
+	}
+}
+
+// requireAsked waits until g's strategy was asked about a retry for
+// reason (the Get is then in its back-off, which the test's fake clock
+// does not end) and fails the test if the Get ended first: ended names
+// what it should have waited for.
+func requireAsked(t *testing.T, ctx context.Context, g asyncGet, reason RetryReason, ended string) {
+	t.Helper()
+	select {
+	case r := <-g.asked:
+		if r != reason {
+			t.Fatalf("the Get retries for %v, want %v", r, reason)
+		}
+	case err := <-g.done:
+		t.Fatalf("the Get ended %s: %v", ended, err)
+	case <-ctx.Done():
+		t.Fatalf("the Get neither retried nor ended (%v)", ctx.Err())
 	}
 }

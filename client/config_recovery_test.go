@@ -115,8 +115,8 @@ func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 1})
 	defer fetch.Remove()
 
-	done := getAsync(ctx, col, "k")
-	requireInBackoff(t, ctx, fc, done, "before the config arrived")
+	g := getAsync(ctx, col, "k")
+	requireInBackoff(t, ctx, fc, g, "before the config arrived")
 	select {
 	case <-fetch.Done(): // the NMV asked for a fetch, which failed
 	case <-ctx.Done():
@@ -124,7 +124,7 @@ func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 	}
 	moveVbucket(t, mc, "k", (a+1)%3)
 	select {
-	case err := <-done:
+	case err := <-g.done:
 		require.NoError(t, err)
 	case <-ctx.Done():
 		t.Fatal("the Get still sleeps in its back-off after the new config was installed")
@@ -288,11 +288,11 @@ func TestFailoverConfigWakesOperationWaitingForNode(t *testing.T) {
 	mc.Node(a).Stop()
 	require.Eventually(t, func() bool { _, _, err := n.pick(); return err != nil },
 		10*time.Second, time.Millisecond, "the client never saw the node's connection close")
-	done := getAsync(ctx, col, "k")
-	requireInBackoff(t, ctx, fc, done, "while its node was down")
+	g := getAsync(ctx, col, "k")
+	requireAsked(t, ctx, g, RetryReasonNodeNotAvailable, "while its node was down")
 	require.NoError(t, mc.Failover(a))
 	select {
-	case err := <-done:
+	case err := <-g.done:
 		require.NoError(t, err)
 	case <-ctx.Done():
 		t.Fatal("the Get still waits for the failed node after the failover config was installed")

@@ -99,8 +99,8 @@ var knownOptions = map[string]string{
 	"bucket":                 "string: the bucket, when it is not in the path",
 	"nmv_retry_interval":     "duration >= 0: RFC 0005 fixed wait after NOT_MY_VBUCKET (default or 0: RFC 0049 backoff)",
 	"probe_after":            "duration > 0: how long a request given up after it was sent waits for its answer before the connection probes its node (default 1s)",
-	"health_check":           "bool: probe a node that leaves requests given up after they were sent unanswered (default true; see probe_after)",
 	"probe_timeout":          "duration > 0: how long a connection hears nothing from its node, while a probe or its bootstrap waits, before it closes as unresponsive (default 1s)",
+	"health_check":           "bool: probe a node that leaves requests given up after they were sent unanswered, and watch a bootstrap for silence (default true; false turns both off)",
 }
 
 // ParseConnStr parses a connection string. A string with no scheme is taken

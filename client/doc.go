@@ -74,7 +74,8 @@
 //     lookup alike.
 //     A wait after NOT_MY_VBUCKET or an unavailable node ends when a newer
 //     config is installed, or when a node without a connection gets one
-//     again (Couchbase buckets), and the operation is routed at once.
+//     again (couchbase://, not memcached://), and the operation is routed
+//     at once. Close ends every wait with ErrClosed.
 //
 // # Batches
 //

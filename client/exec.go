@@ -442,8 +442,9 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 // waitNext waits as the orchestrator decides for the retry nx and returns
 // nil to place the operation again, or its final error: a refusal after a
 // status is that status's error, whatever the reason's. A wait after an
-// unavailable node or NOT_MY_VBUCKET ends when a newer config is installed
-// (wakeFor); every wait ends when the client closes.
+// unavailable node or NOT_MY_VBUCKET ends when the topology is replaced (a
+// newer config, a node with a connection again: wakeFor); every wait ends
+// when the client closes.
 func (c *Client) waitNext(o *op, nx next) error {
 	wake := wakeFor(nx.t, nx.reason)
 	if wake == nil {
@@ -459,9 +460,9 @@ func (c *Client) waitNext(o *op, nx next) error {
 }
 
 // planNext is waitNext's decision without the wait, for a caller that
-// waits itself (a batch); resumeNext ends that wait (woken: by a newer
-// config; ctxErr: by the operation's context) with what waitNext would have
-// returned.
+// waits itself (a batch); resumeNext ends that wait (woken: by the
+// topology's replacement or the client closing; ctxErr: by the operation's
+// context) with what waitNext would have returned.
 func (c *Client) planNext(o *op, nx next) retry.Plan {
 	return c.orch.Plan(&o.st, nx.reason, c.retryCause(o, nx))
 }

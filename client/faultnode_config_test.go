@@ -213,13 +213,13 @@ func TestFaultnodeHeldConfigReleasedDuringBackoffWakesOperation(t *testing.T) {
 		return faultnode.Action{}
 	})
 
-	done := getAsync(ctx, col, "k")
+	g := getAsync(ctx, col, "k")
 	select {
 	case <-fetched:
 	case <-ctx.Done():
 		t.Fatal("the NMV without a body asked for no config fetch")
 	}
-	requireInBackoff(t, ctx, fc, done, "before the config arrived")
+	requireInBackoff(t, ctx, fc, g, "before the config arrived")
 	assert.Zero(t, ps[to].Requests(memdx.OpGet), "a GET reached the new owner before the config did")
 
 	moveVbucket(t, mc, "k", to)
@@ -233,7 +233,7 @@ func TestFaultnodeHeldConfigReleasedDuringBackoffWakesOperation(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, n)
 	select {
-	case err := <-done:
+	case err := <-g.done:
 		require.NoError(t, err)
 	case <-ctx.Done():
 		t.Fatal("the Get still sleeps in its back-off after the held config was let through")

@@ -19,6 +19,9 @@ import (
 const (
 	reconnectMin = 10 * time.Millisecond
 	reconnectMax = 2 * time.Second
+	// nodeWakeInterval is the least time between two wakeForNode of one
+	// node (its connections coming back after none was live).
+	nodeWakeInterval = 100 * time.Millisecond
 )
 
 // node is one server's connection pool. A single maintainer goroutine per
@@ -208,6 +211,7 @@ func (n *node) maintain() {
 	defer close(n.stopped)
 	defer n.markTried()
 	backoff := reconnectMin
+	var lastWake time.Time // the last wakeForNode of this node
 	for {
 		if n.ctx.Err() != nil {
 			if n.c.ctx.Err() != nil {
@@ -230,7 +234,10 @@ func (n *node) maintain() {
 			wasDown := n.adopt(cn)
 			n.markTried()
 			n.c.onDialResult(n, nil)
-			if wasDown {
+			if now := n.c.clock.Now(); wasDown && (lastWake.IsZero() || now.Sub(lastWake) >= nodeWakeInterval) {
+				// A node that keeps connecting and losing the
+				// connection wakes the waits at most this often.
+				lastWake = now
 				n.c.wakeForNode(n)
 			}
 			continue

@@ -11,8 +11,8 @@ import (
 // its back-off: with a strategy that asks for an hour's wait, a Get and a
 // GetMany's keys still succeed once the node is back. Before the node is
 // back, each must have been refused a connection and be waiting (its
-// strategy was asked, for NODE_NOT_AVAILABLE). What the test waits for in real time (the
-// connection to die, the redial) bounds a failure only.
+// strategy was asked, for NODE_NOT_AVAILABLE). What the test waits for in
+// real time (the connection to die, the redial) bounds a failure only.
 func TestNodeBackEndsRetryWaitsAtOnce(t *testing.T) {
 	_, p, c := proxiedClient(t)
 	col := c.DefaultCollection()
@@ -35,42 +35,23 @@ func TestNodeBackEndsRetryWaitsAtOnce(t *testing.T) {
 		}
 	}
 
-	hour := func(asked chan<- RetryReason) RetryStrategy {
-		return RetryStrategyFunc(func(_ RetryRequest, reason RetryReason) RetryAction {
-			select {
-			case asked <- reason:
-			default:
-			}
-			return RetryAfter(time.Hour)
-		})
-	}
 	getAsked, manyAsked := make(chan RetryReason, 1), make(chan RetryReason, 1)
 	done := make(chan error, 2)
 	go func() {
-		_, err := col.Get(ctx, "k", &GetOptions{Timeout: 2 * time.Hour, RetryStrategy: hour(getAsked)})
+		_, err := col.Get(ctx, "k", &GetOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(getAsked)})
 		done <- err
 	}()
 	go func() {
 		var err error
-		for _, r := range col.GetMany(ctx, []string{"k", "k", "k"}, &GetManyOptions{Timeout: 2 * time.Hour, RetryStrategy: hour(manyAsked)}) {
+		for _, r := range col.GetMany(ctx, []string{"k", "k", "k"}, &GetManyOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(manyAsked)}) {
 			if r.Err != nil {
 				err = r.Err
 			}
 		}
 		done <- err
 	}()
-	for name, asked := range map[string]chan RetryReason{"Get": getAsked, "GetMany": manyAsked} {
-		select {
-		case r := <-asked:
-			if r != RetryReasonNodeNotAvailable {
-				t.Fatalf("%s: the first retry is for %v, want NODE_NOT_AVAILABLE", name, r)
-			}
-		case err := <-done:
-			t.Fatalf("an operation ended (%v) before its node came back", err)
-		case <-guard:
-			t.Fatalf("%s did not retry within a minute", name)
-		}
-	}
+	waitAsked(t, getAsked, RetryReasonNodeNotAvailable, done)
+	waitAsked(t, manyAsked, RetryReasonNodeNotAvailable, done)
 	p.RefuseNew(false)
 	for range 2 {
 		select {

@@ -120,9 +120,10 @@ type Options struct {
 	// for UpsertValue, InsertValue and ReplaceValue. Default
 	// JSONTranscoder, which decodes by the Couchbase common flags.
 	Transcoder Transcoder
-	// Clock gives the time and the timers of deadlines, retry waits and
-	// config polling (see Clock); nil means the real clock. Tests set a
-	// fake one.
+	// Clock gives the time and the timers of deadlines, retry waits,
+	// config polling and a node's waits between redials (see Clock); nil
+	// means the real clock. Tests set a fake one; with a Clock nobody
+	// advances, a node whose dial failed is never dialed again.
 	Clock Clock
 }
 
@@ -165,8 +166,11 @@ type HealthCheckOptions struct {
 	// stops answering without closing the connection holds its requests
 	// until each one's timeout, every time, instead of being redialed.
 	// It is for a server known to keep answers back longer than any
-	// ProbeTimeout would allow. A silent bootstrap then waits out
-	// ConnectTimeout instead of ProbeTimeout. Connection string:
+	// ProbeTimeout would allow. It turns off the bootstrap's silence watch
+	// too: a node that accepts a connection and answers nothing then holds
+	// a dial for what is left of ConnectTimeout (Connect's share of it for
+	// a seed; a whole ConnectTimeout for each node the recovery asks for a
+	// config) instead of ProbeTimeout. Connection string:
 	// health_check=false.
 	Disabled bool
 }
