@@ -31,15 +31,16 @@ func TestMemcachedTLSPipelinedWritesAllAnswered(t *testing.T) {
 	col := c.DefaultCollection()
 	prefix := fmt.Sprintf("tls-stream-%d-", time.Now().UnixNano())
 
-	// Rounds: many small values; a mix with values larger than a record;
-	// a mix of small and mid-sized ones. Each stays well inside the
-	// server's memory (-m 64), so that nothing read back was evicted.
+	// Rounds: many small values; a mix with values larger than a record
+	// and than a Write (64 KiB); a mix of small and mid-sized ones. Each
+	// stays well inside the server's memory (-m 64, shared with the other
+	// tests: about 3 MiB here), so that nothing read back was evicted.
 	rounds := []struct {
 		n     int
 		sizes []int
 	}{
 		{4000, []int{10}},
-		{300, []int{10, 1000, 20 << 10, 100 << 10}},
+		{120, []int{10, 1000, 20 << 10, 70 << 10}},
 		{2000, []int{10, 700, 3000}},
 	}
 	for round, rd := range rounds {
@@ -49,7 +50,9 @@ func TestMemcachedTLSPipelinedWritesAllAnswered(t *testing.T) {
 		for i := range items {
 			size := rd.sizes[i%len(rd.sizes)]
 			keys[i] = fmt.Sprintf("%s%d-%d", prefix, round, i)
-			items[i] = UpsertManyItem{Key: keys[i], Value: make([]byte, size)}
+			// An expiry, so that a failed run leaves nothing for long in
+			// the memcached the other tests share.
+			items[i] = UpsertManyItem{Key: keys[i], Value: make([]byte, size), Expiry: time.Minute}
 		}
 		t.Cleanup(func() { col.RemoveMany(ctx, keys, nil) }) // whatever the test left
 		// The deadline is long for a loopback batch and short for a test:

@@ -154,7 +154,8 @@ func TestTLSRecordsHoldWholeRequests(t *testing.T) {
 		case i%20 == 19:
 			size = 40 << 10
 		}
-		req := memdx.NewStore(memdx.OpSet, key, make([]byte, size), 0, 0)
+		// An expiry: the memcached is shared with the other tests.
+		req := memdx.NewStore(memdx.OpSet, key, make([]byte, size), 0, 60)
 		p, err := c.Start(time.Now().Add(10*time.Second), &req, nil, n, uint64(i))
 		if err != nil {
 			t.Fatal(err)
