@@ -209,6 +209,47 @@ func (r *report) heapGrowthExceeded() (uint64, bool) {
 }
 
 // run performs one chaos run and returns what it found; only setup failures
+// drive runs the workers for cfg.duration under a fault schedule (for mc,
+// or nil; setup, when not nil, finishes the scheduler), sampling the heap,
+// and returns the scheduler, how long the workers ran and the heap's
+// record. The faults are cleared when it returns.
+func (h *harness) drive(cfg config, rng *rand.Rand, workers []*worker, mc *mockcluster.Cluster, setup func(*scheduler)) (sched *scheduler, elapsed time.Duration, heapst heapStats, heap1, heap2 uint64) {
+	period, warmup := 500*time.Millisecond, cfg.duration/4
+	if !cfg.short {
+		period, warmup = 5*time.Second, min(30*time.Second, cfg.duration/4)
+	}
+	heap := startHeap(period, warmup, h.opsDone.Load)
+	h.heap = heap
+	sched = newScheduler(h, mc, rng.Int63(), cfg.short, cfg.kinds, func(f string, a ...any) {
+		if *flagVerbose {
+			cfg.logf(f, a...)
+		}
+	})
+	if setup != nil {
+		setup(sched)
+	}
+	sched.prob = cfg.prob
+	if cfg.until != nil {
+		sched.until = func() bool { return cfg.until(h) }
+	}
+
+	start := time.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.loop(stop) }()
+	}
+	sched.run(cfg.duration)
+	close(stop)
+	wg.Wait()
+	elapsed = time.Since(start)
+	heapst = heap.close()
+	heap1, heap2 = heap.halves()
+	h.faults.clear()
+	return sched, elapsed, heapst, heap1, heap2
+}
+
 // stop the test here.
 func run(t *testing.T, cfg config) *report {
 	t.Helper()
@@ -287,36 +328,7 @@ func run(t *testing.T, cfg config) *report {
 		}
 	}
 
-	period, warmup := 500*time.Millisecond, cfg.duration/4
-	if !cfg.short {
-		period, warmup = 5*time.Second, min(30*time.Second, cfg.duration/4)
-	}
-	heap := startHeap(period, warmup, h.opsDone.Load)
-	h.heap = heap
-	sched := newScheduler(h, mc, rng.Int63(), cfg.short, cfg.kinds, func(f string, a ...any) {
-		if *flagVerbose {
-			cfg.logf(f, a...)
-		}
-	})
-	sched.prob = cfg.prob
-	if cfg.until != nil {
-		sched.until = func() bool { return cfg.until(h) }
-	}
-
-	start := time.Now()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.loop(stop) }()
-	}
-	sched.run(cfg.duration)
-	close(stop)
-	wg.Wait()
-	elapsed := time.Since(start)
-	heapst := heap.close()
-	heap1, heap2 := heap.halves()
-	h.faults.clear()
+	sched, elapsed, heapst, heap1, heap2 := h.drive(cfg, rng, workers, mc, nil)
 
 	// Every request the mock will ever see has been read once every client
 	// connection is gone: the client closes them, the mock reads to EOF.

@@ -407,37 +407,7 @@ func runMemcached(t *testing.T, cfg config) *report {
 		}
 	}
 
-	period, warmup := 500*time.Millisecond, cfg.duration/4
-	if !cfg.short {
-		period, warmup = 5*time.Second, min(30*time.Second, cfg.duration/4)
-	}
-	heap := startHeap(period, warmup, h.opsDone.Load)
-	h.heap = heap
-	sched := newScheduler(h, nil, rng.Int63(), cfg.short, cfg.kinds, func(f string, a ...any) {
-		if *flagVerbose {
-			cfg.logf(f, a...)
-		}
-	})
-	sched.mcb = mb
-	sched.prob = cfg.prob
-	if cfg.until != nil {
-		sched.until = func() bool { return cfg.until(h) }
-	}
-
-	start := time.Now()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.loop(stop) }()
-	}
-	sched.run(cfg.duration)
-	close(stop)
-	wg.Wait()
-	elapsed := time.Since(start)
-	heapst := heap.close()
-	heap1, heap2 := heap.halves()
-	h.faults.clear()
+	sched, elapsed, heapst, heap1, heap2 := h.drive(cfg, rng, workers, nil, func(s *scheduler) { s.mcb = mb })
 	mb.wg.Wait()
 
 	_ = cl.Close()

@@ -523,9 +523,17 @@ func (c *Client) wakeForNode(n *node) {
 	if cur == nil || cur.changed == nil || c.ctx.Err() != nil || !slices.Contains(cur.all, n) {
 		return
 	}
+	c.renewTopoLocked(cur)
+}
+
+// renewTopoLocked replaces cur, the current topology, by a copy with a
+// fresh changed channel, which it returns: the retry waits routed with cur
+// end, and later ones wait on the copy. topoMu is held.
+func (c *Client) renewTopoLocked(cur *topology) *topology {
 	t := *cur
 	t.changed = make(chan struct{})
 	c.swapTopoLocked(&t)
+	return &t
 }
 
 // swapTopoLocked makes t the current topology and closes the changed
@@ -671,12 +679,9 @@ func (c *Client) Close() error {
 		c.topoMu.Lock()
 		c.cancel()
 		if cur := c.topo.Load(); cur != nil && cur.changed != nil {
-			// End the retry waits routed with it; one begun after this
-			// is woken at once. Each then ends with ErrClosed (place).
-			t := *cur
-			t.changed = make(chan struct{})
-			close(t.changed)
-			c.swapTopoLocked(&t)
+			// End the retry waits routed with it, and those begun
+			// after this at once. Each then ends with ErrClosed (place).
+			close(c.renewTopoLocked(cur).changed)
 		}
 		c.topoMu.Unlock()
 		c.fetchMu.Lock()

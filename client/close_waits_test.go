@@ -53,18 +53,7 @@ func TestCloseEndsEveryRetryWait(t *testing.T) {
 	t.Run("node not available", func(t *testing.T) {
 		_, p, c := proxiedClient(t)
 		col := c.DefaultCollection()
-		n := c.topo.Load().all[0]
-		p.RefuseNew(true)
-		p.Reset()
-		for deadline := time.Now().Add(time.Minute); ; {
-			if _, _, err := n.pick(); err != nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the node still has a live connection a minute after the reset")
-			}
-			time.Sleep(time.Millisecond) // polls for the connection's end; no margin rides on it
-		}
+		takeDown(t, p, c)
 		asked := make(chan RetryReason, 1)
 		done := make(chan error, 2)
 		go func() {
@@ -95,17 +84,7 @@ func TestCloseEndsEveryRetryWait(t *testing.T) {
 			}
 			faultGets(t, mc, k, mockcluster.Action{Status: memdx.StatusLocked}, 0)
 		}
-		asked := make(chan RetryReason, 1)
-		done := make(chan error, 1)
-		go func() {
-			done <- batchErr(col.GetMany(context.Background(), []string{"l1", "l2"},
-				&GetManyOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(asked)}))
-		}()
-		waitAsked(t, asked, RetryReasonKVLocked, done)
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-		expectClosed(t, done)
+		closeDuringBatch(t, c, []string{"l1", "l2"}, RetryReasonKVLocked)
 	})
 	// A key still in flight when the client closes fails with its
 	// connection and comes to its retry wait after the others were woken:
@@ -122,18 +101,45 @@ func TestCloseEndsEveryRetryWait(t *testing.T) {
 		p.OnResponse(func(req, _ *memdx.Packet) faultnode.Action {
 			return faultnode.Action{Drop: req.OpCode == memdx.OpGet && strings.HasSuffix(string(req.Key), "l2")} // the key may carry a collection id
 		})
-		asked := make(chan RetryReason, 1)
-		done := make(chan error, 1)
-		go func() {
-			done <- batchErr(col.GetMany(context.Background(), []string{"l1", "l2"},
-				&GetManyOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(asked)}))
-		}()
-		waitAsked(t, asked, RetryReasonKVLocked, done)
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-		expectClosed(t, done)
+		closeDuringBatch(t, c, []string{"l1", "l2"}, RetryReasonKVLocked)
 	})
+}
+
+// takeDown makes the proxied client's node refuse connections, resets the
+// one it has, and waits until the client's node has no live connection
+// (polling: no margin rides on it; a minute bounds a failure).
+func takeDown(t *testing.T, p *faultnode.Proxy, c *Client) {
+	t.Helper()
+	n := c.topo.Load().all[0]
+	p.RefuseNew(true)
+	p.Reset()
+	for deadline := time.Now().Add(time.Minute); ; {
+		if _, _, err := n.pick(); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node still has a live connection a minute after the reset")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// closeDuringBatch runs a GetMany of keys whose strategy asks for an
+// hour's wait, closes c once the strategy was asked about reason, and
+// requires every key to end with ErrClosed.
+func closeDuringBatch(t *testing.T, c *Client, keys []string, reason RetryReason) {
+	t.Helper()
+	asked := make(chan RetryReason, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- batchErr(c.DefaultCollection().GetMany(context.Background(), keys,
+			&GetManyOptions{Timeout: 2 * time.Hour, RetryStrategy: hourStrategy(asked)}))
+	}()
+	waitAsked(t, asked, reason, done)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, done)
 }
 
 // batchErr is the first key's error when every key of the batch failed

@@ -307,16 +307,7 @@ func TestMemcachedSASLPlainNeedsOptIn(t *testing.T) {
 // Over TLS (the -Z instance of scripts/memcached.sh) PLAIN needs no opt-in,
 // and the certificate is verified against the CA given.
 func TestMemcachedSASLPlainOverTLS(t *testing.T) {
-	v := memcachedEnv(t, "KV_MEMCACHED_TLS_ADDR", "KV_MEMCACHED_TLS_CA", "KV_MEMCACHED_USER", "KV_MEMCACHED_PASS")
-	addr, caFile, user, pass := v[0], v[1], v[2], v[3]
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		t.Fatalf("no certificate in %s", caFile)
-	}
+	addr, user, pass, pool := tlsEnv(t)
 	c := dialMemcached(t, addr, Options{Memcached: true, Username: user, Password: pass,
 		TLSConfig: &tls.Config{RootCAs: pool}})
 	if c.Mechanism() != memdx.MechPlain {
@@ -325,10 +316,26 @@ func TestMemcachedSASLPlainOverTLS(t *testing.T) {
 	p := op(t, c, memdx.NewVersion())
 	wantStatus(t, p, memdx.StatusSuccess)
 
-	_, err = Dial(testCtx(t), addr, Options{Memcached: true, Username: user, Password: pass, TLSConfig: &tls.Config{}})
+	_, err := Dial(testCtx(t), addr, Options{Memcached: true, Username: user, Password: pass, TLSConfig: &tls.Config{}})
 	if !errors.Is(err, kverr.ErrTLS) {
 		t.Fatalf("Dial without the test CA: %v, want kverr.ErrTLS", err)
 	}
+}
+
+// tlsEnv returns the TLS memcached's address, its user and password, and
+// a pool holding its CA (or skips: memcachedEnv).
+func tlsEnv(t *testing.T) (addr, user, pass string, pool *x509.CertPool) {
+	t.Helper()
+	v := memcachedEnv(t, "KV_MEMCACHED_TLS_ADDR", "KV_MEMCACHED_TLS_CA", "KV_MEMCACHED_USER", "KV_MEMCACHED_PASS")
+	pem, err := os.ReadFile(v[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("no certificate in %s", v[1])
+	}
+	return v[0], v[2], v[3], pool
 }
 
 // Unauthenticated access to a SASL memcached: it refuses the first

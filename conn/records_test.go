@@ -3,11 +3,9 @@ package conn
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -111,16 +109,7 @@ func (r *recorder) bytes() []byte {
 // record's data is its length less the content type byte and the 16-byte
 // tag.
 func TestTLSRecordsHoldWholeRequests(t *testing.T) {
-	v := memcachedEnv(t, "KV_MEMCACHED_TLS_ADDR", "KV_MEMCACHED_TLS_CA", "KV_MEMCACHED_USER", "KV_MEMCACHED_PASS")
-	addr, caFile, user, pass := v[0], v[1], v[2], v[3]
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		t.Fatalf("no certificate in %s", caFile)
-	}
+	addr, user, pass, pool := tlsEnv(t)
 	var rec *recorder
 	c := dialMemcached(t, addr, Options{Memcached: true, Username: user, Password: pass,
 		TLSConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS13},
