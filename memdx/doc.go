@@ -2,10 +2,12 @@
 // Couchbase Server speaks it: framing for every magic (classic, flexible
 // framing and server-initiated), opcodes, status codes, HELLO features, frame
 // infos, datatypes, snappy, collection-id key prefixes, sub-document specs and
-// results, KV range scan requests and batches (rangescan.go), and the client
-// and server steps of SASL PLAIN and SCRAM. The authority for every number is
-// kv_engine's docs/BinaryProtocol.md, docs/SubDocument.md, docs/range_scans/
-// and include/mcbp/protocol/*.h.
+// results, KV range scan requests and batches (rangescan.go), the client
+// and server steps of SASL PLAIN and SCRAM, and memcached's text multi-get
+// (text.go). The authority for every number is kv_engine's
+// docs/BinaryProtocol.md, docs/SubDocument.md, docs/range_scans/ and
+// include/mcbp/protocol/*.h, and for the text protocol memcached's
+// doc/protocol.txt.
 //
 // memdx does no I/O, starts no goroutines and does not log. Encoders append to
 // a caller's []byte (AppendPacket, Request.AppendTo, AppendFrameInfo, ...)
@@ -66,6 +68,19 @@
 // a server signature that does not match or a server-final message
 // carrying e=...; on the server, a wrong client proof or an unknown user.
 // Malformed messages are *DecodeError.
+//
+// # Text protocol
+//
+// text.go speaks the one part of memcached's text protocol (memcached's
+// doc/protocol.txt) that kvwire sends: a multi-key "gets k1 k2 ...\r\n"
+// (AppendTextGets) and its answer, VALUE items then END or an error line
+// (ParseTextGet). It exists for plain memcached, which takes a text multi-get
+// as one request where it splits a run of binary GETQs across event-loop
+// turns (memcached's -R, 20 requests per turn by default). Keys are checked
+// with CheckTextKey (1 to 250 bytes, no space or control character); data
+// blocks are found by their length, never by searching, and the same
+// ownership and error rules as for binary packets hold; an error line is a
+// *TextError.
 //
 // # Errors
 //

@@ -81,6 +81,9 @@ func fuzzSeeds(tb testing.TB) map[string][][]any {
 	for k, v := range rangeScanFuzzSeeds() {
 		m[k] = v
 	}
+	for k, v := range textFuzzSeeds() {
+		m[k] = v
+	}
 	return m
 }
 
