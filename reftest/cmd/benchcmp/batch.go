@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -339,4 +340,165 @@ func (b *rawBatch) getBatch(lo, n int) error {
 		w += m
 	}
 	return nil
+}
+
+// rawTextBatch is the wire limit for a batch on memcached's text protocol:
+// one connection, one "gets k1 ... kn\r\n" sent in one Write (memcached
+// serves it as one request, in one event-loop turn, where a binary batch of
+// n gets is n requests spread over turns of -R each), then read until END.
+// The checks are the least a client must do: every key answered, in order,
+// by a VALUE line of the right length and its data, then END; any other
+// line (ERROR, CLIENT_ERROR, SERVER_ERROR) is an error.
+type rawTextBatch struct {
+	addr    string
+	ks      *keyset
+	nc      net.Conn
+	out, in []byte
+}
+
+func (b *rawTextBatch) prepare() error {
+	if b.nc != nil {
+		return nil
+	}
+	nc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		return err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	b.nc = nc
+	return nil
+}
+
+func (b *rawTextBatch) close() {
+	if b.nc != nil {
+		_ = b.nc.Close()
+		b.nc = nil
+	}
+}
+
+func (b *rawTextBatch) getBatch(lo, n int) error {
+	// A hung server must not hang the harness.
+	_ = b.nc.SetDeadline(time.Now().Add(time.Minute))
+	want := len(b.ks.value)
+	keys := b.ks.bkeys[lo : lo+n]
+	if b.in == nil {
+		b.in = make([]byte, max(256<<10, 2*n*(want+64)))
+	}
+	out := append(b.out[:0], "gets"...)
+	for _, k := range keys {
+		out = append(out, ' ')
+		out = append(out, k...)
+	}
+	out = append(out, "\r\n"...)
+	b.out = out
+	if _, err := b.nc.Write(out); err != nil {
+		return err
+	}
+	in := b.in
+	r, w, next := 0, 0, 0
+	for {
+		used, answered, end, err := parseTextGets(in[r:w], keys, next, want)
+		if err != nil {
+			return err
+		}
+		r += used
+		next = answered
+		if end {
+			if r != w {
+				return fmt.Errorf("raw gets: %d bytes after END", w-r)
+			}
+			return nil
+		}
+		if r == 0 && w == len(in) {
+			return fmt.Errorf("raw gets: an answer longer than the %d-byte buffer", len(in))
+		}
+		w = copy(in, in[r:w])
+		r = 0
+		m, err := b.nc.Read(in[w:])
+		if err != nil {
+			return err
+		}
+		w += m
+	}
+}
+
+// parseTextGets reads the complete items at the start of p, the answer to
+// "gets" of keys of which the first next are already answered: a VALUE
+// line ("VALUE <key> <flags> <bytes> [<cas>]\r\n") for keys[next] with its
+// want bytes of data and "\r\n", then one for keys[next+1], and so on, and
+// END once all are. It returns the bytes it used (whole items only: the
+// rest waits for more input), the keys now answered, and whether it read
+// END. A key out of order or missing, a value of another length, an
+// ill-formed item or any other line is an error.
+func parseTextGets(p []byte, keys [][]byte, next, want int) (used, answered int, end bool, err error) {
+	for {
+		nl := bytes.IndexByte(p[used:], '\n')
+		if nl < 0 {
+			return used, next, false, nil
+		}
+		lineEnd := used + nl + 1
+		if nl == 0 || p[lineEnd-2] != '\r' {
+			return used, next, false, fmt.Errorf("raw gets: a line not ended by CRLF: %q", clip(p[used:lineEnd]))
+		}
+		line := p[used : lineEnd-2]
+		if string(line) == "END" {
+			if next != len(keys) {
+				return used, next, false, fmt.Errorf("raw gets: END after %d of %d keys (key %s missed)", next, len(keys), keys[next])
+			}
+			return lineEnd, next, true, nil
+		}
+		rest, ok := bytes.CutPrefix(line, []byte("VALUE "))
+		if !ok {
+			return used, next, false, fmt.Errorf("raw gets: %q", clip(line))
+		}
+		key, rest, _ := bytes.Cut(rest, []byte{' '})
+		_, rest, _ = bytes.Cut(rest, []byte{' '})  // flags
+		size, _, _ := bytes.Cut(rest, []byte{' '}) // the cas follows
+		if next >= len(keys) {
+			return used, next, false, fmt.Errorf("raw gets: a VALUE for %s after all %d keys", clip(key), len(keys))
+		}
+		if !bytes.Equal(key, keys[next]) {
+			return used, next, false, fmt.Errorf("raw gets: VALUE %d is key %s, want %s (a key missed?)", next, clip(key), keys[next])
+		}
+		if n, ok := atoi(size); !ok || n != want {
+			if ok {
+				return used, next, false, errShortValue
+			}
+			return used, next, false, fmt.Errorf("raw gets: VALUE line %q has no byte count", clip(line))
+		}
+		itemEnd := lineEnd + want + 2
+		if itemEnd > len(p) {
+			return used, next, false, nil
+		}
+		if p[itemEnd-2] != '\r' || p[itemEnd-1] != '\n' {
+			return used, next, false, fmt.Errorf("raw gets: key %s's %d bytes of data not followed by CRLF", keys[next], want)
+		}
+		used = itemEnd
+		next++
+	}
+}
+
+// atoi reads a decimal count of at most 9 digits.
+func atoi(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// clip is at most the first 64 bytes of b, for an error message.
+func clip(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
 }

@@ -14,12 +14,13 @@
 // run at 1, 16 and 256 goroutines on preloaded keys. A batch workload
 // (-batch keys per call, 256 by default; batch.go) reads 32 B values from
 // one goroutine: kvwire's GetMany against a raw batch in one write (GETQ +
-// NOOP as GetMany sends, and plain GETs) and gomemcache's GetMulti on memcached, against
-// gocbcore with a goroutine per key (and its async Gets from one goroutine)
-// on the mock; its ops/s count keys. Measurements are
-// interleaved: each round measures every cell, and within a cell every
-// client in turn, starting with a different client each round; every figure
-// is the median of the rounds, and every ratio a ratio of those medians.
+// NOOP as GetMany sends, plain GETs, and one text "gets" of every key) and
+// gomemcache's GetMulti on memcached, against gocbcore with a goroutine per
+// key (and its async Gets from one goroutine) on the mock; its ops/s count
+// keys. Measurements are interleaved: each round measures every cell, and
+// within a cell every client in turn, starting with a different client each
+// round; every figure is the median of the rounds, and every ratio a ratio
+// of those medians.
 //
 // Figures: ops/s; p50 and p99 latency from two clock reads around every
 // operation (the same loop for every client, a log-linear histogram with
@@ -71,7 +72,7 @@ type workload struct {
 
 type variant struct {
 	// stable: "kvwire", "kvwire-4c", "gomemcache", "raw", "raw-best",
-	// "gocbcore"; in batch cells also "raw-get", "kvwire-fanout",
+	// "gocbcore"; in batch cells also "raw-get", "raw-text", "kvwire-fanout",
 	// "gocbcore-async"
 	id   string
 	name string // shown
@@ -418,6 +419,12 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 				job: func() (job, error) {
 					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
 						return &rawBatch{addr: cfg.memcached, ks: bw.ks}, nil
+					}}, nil
+				}})
+			c.variants = append(c.variants, &variant{id: "raw-text", name: fmt.Sprintf("raw, 1 text gets of %d keys in 1 write", bw.batch),
+				job: func() (job, error) {
+					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
+						return &rawTextBatch{addr: cfg.memcached, ks: bw.ks}, nil
 					}}, nil
 				}})
 			c.variants = append(c.variants, &variant{id: "gomemcache", name: fmt.Sprintf("gomemcache GetMulti × %d", bw.batch),
