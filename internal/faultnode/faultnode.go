@@ -28,6 +28,15 @@
 //     the node sends, so a client that bootstraps through the proxy stays
 //     on it (client.Connect included).
 //
+// A client connection whose first byte is not a binary magic is a text
+// connection (memcached's ASCII protocol; memcached decides the same way):
+// the proxy relays its bytes both ways as they come, without parsing them.
+// Blackhole drops its bytes (counted by TextDropped, not Dropped), a stall
+// holds part of the node's next read, and Reset, RefuseNew, Close, Inject
+// and Conn.Write apply to it as to a binary connection; the hooks,
+// DuplicateResponses, RewritePorts, NextRequest and the Requests and
+// Forwarded counts see binary connections only. Accepted counts both.
+//
 // Conns lists the open connections; each can be written to (Conn.Write) or
 // reset (Conn.Reset) on its own.
 //

@@ -1,9 +1,11 @@
 package faultnode
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"sync"
@@ -35,6 +37,7 @@ type Proxy struct {
 	requests  map[memdx.OpCode]int
 	forwarded int
 	dropped   int
+	textDrop  int
 	accepted  int
 	waiters   map[memdx.OpCode][]chan memdx.Packet
 }
@@ -88,8 +91,9 @@ func (p *Proxy) Conns() []*Conn {
 }
 
 // Blackhole turns the black hole on or off. While on, requests and
-// responses are read and dropped (counted by Dropped); nothing read during
-// the black hole is ever delivered.
+// responses are read and dropped (counted by Dropped; on text connections,
+// bytes counted by TextDropped); nothing read during the black hole is ever
+// delivered.
 func (p *Proxy) Blackhole(on bool) {
 	p.mu.Lock()
 	p.blackhole = on
@@ -116,7 +120,7 @@ func (p *Proxy) Reset() {
 // DuplicateResponses sends every response for which match returns true
 // twice: the copy follows at once when delay is 0, else after delay. req is
 // the request the response answers (nil when none is known). A nil match
-// turns duplication off.
+// turns duplication off. Text connections have no responses to match.
 func (p *Proxy) DuplicateResponses(match func(req, resp *memdx.Packet) bool, delay time.Duration) {
 	p.mu.Lock()
 	p.dupMatch, p.dupDelay = match, delay
@@ -127,7 +131,8 @@ func (p *Proxy) DuplicateResponses(match func(req, resp *memdx.Packet) bool, del
 // it). It runs on the connection's reader goroutine, without proxy locks:
 // it may call the proxy's methods, and while it runs that connection reads
 // nothing. The packet is valid only during the call. A request the black
-// hole swallows never reaches the hook.
+// hole swallows never reaches the hook, nor does anything on a text
+// connection.
 func (p *Proxy) OnRequest(h func(req *memdx.Packet) Action) {
 	p.mu.Lock()
 	p.onReq = h
@@ -225,7 +230,7 @@ func (p *Proxy) InjectResponse(pkt memdx.Packet) (int, error) {
 }
 
 // Requests returns how many client requests with opcode op the proxy has
-// read (forwarded, answered by a hook, or dropped).
+// read (forwarded, answered by a hook, or dropped) on binary connections.
 func (p *Proxy) Requests(op memdx.OpCode) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -233,18 +238,27 @@ func (p *Proxy) Requests(op memdx.OpCode) int {
 }
 
 // Forwarded returns how many responses (or hook replacements) reached the
-// clients, duplicates included.
+// binary clients, duplicates included.
 func (p *Proxy) Forwarded() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.forwarded
 }
 
-// Dropped returns how many packets the black hole or a hook dropped.
+// Dropped returns how many packets the black hole or a hook dropped on
+// binary connections.
 func (p *Proxy) Dropped() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.dropped
+}
+
+// TextDropped returns how many bytes, both ways, the black hole dropped on
+// text connections (which have no packets to count).
+func (p *Proxy) TextDropped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.textDrop
 }
 
 // Accepted returns how many client connections the proxy has accepted,
@@ -278,7 +292,9 @@ type Stall struct {
 // first, go out as its first n bytes only (at most all but its last byte);
 // the rest follows when Release is called (or the connection or the proxy
 // closes). Nothing else is written to that client meanwhile. A later call
-// replaces a stall that has not started yet.
+// replaces a stall that has not started yet. On a text connection the
+// response is the next bytes one read from the node returns, however the
+// node's writes cut them.
 func (p *Proxy) StallNextResponse(n int) *Stall {
 	s := &Stall{n: n, reached: make(chan struct{}), release: make(chan struct{})}
 	p.mu.Lock()
@@ -315,7 +331,8 @@ func (p *Proxy) accept() {
 			resetConn(nc)
 			continue
 		}
-		c := &Conn{p: p, client: nc, server: up, done: make(chan struct{}), inflight: map[uint32]memdx.Packet{}}
+		c := &Conn{p: p, client: nc, server: up, done: make(chan struct{}), decided: make(chan struct{}),
+			inflight: map[uint32]memdx.Packet{}}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -331,14 +348,19 @@ func (p *Proxy) accept() {
 	}
 }
 
-// Conn is one relayed client connection.
+// Conn is one relayed client connection. Its client's first byte decides
+// its protocol, as memcached decides on it: a binary magic (any of memdx's
+// six) makes it a binary connection, relayed packet by packet; anything
+// else a text connection, relayed byte for byte (see relayText).
 type Conn struct {
-	p      *Proxy
-	client net.Conn
-	server net.Conn
-	done   chan struct{}
-	once   sync.Once
-	wmu    sync.Mutex // serialises writes to the client
+	p       *Proxy
+	client  net.Conn
+	server  net.Conn
+	done    chan struct{}
+	once    sync.Once
+	wmu     sync.Mutex    // serialises writes to the client
+	decided chan struct{} // closed once text is set
+	text    bool
 
 	mu       sync.Mutex
 	inflight map[uint32]memdx.Packet // forwarded requests by opaque
@@ -368,7 +390,8 @@ func (c *Conn) end(rst bool) {
 	})
 }
 
-// Write writes b to the client, between two packets.
+// Write writes b to the client, between two packets (on a text connection,
+// between two relayed reads).
 func (c *Conn) Write(b []byte) error { return c.write(b, nil) }
 
 // write sends b to the client; with a stall, only its first bytes until
@@ -393,12 +416,24 @@ func (c *Conn) write(b []byte, s *Stall) error {
 	return err
 }
 
-// requests relays client → upstream.
+// requests relays client → upstream. It decides the connection's
+// protocol on the client's first byte.
 func (c *Conn) requests() {
 	p := c.p
 	defer p.wg.Done()
 	defer c.Close()
-	r := newPacketReader(c.client)
+	br := bufio.NewReader(c.client)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	c.text = !memdx.Magic(first[0]).Valid()
+	close(c.decided)
+	if c.text {
+		c.relayText(br, true)
+		return
+	}
+	r := newPacketReader(br)
 	for {
 		pkt, b, err := r.next()
 		if err != nil {
@@ -448,12 +483,26 @@ func (p *Proxy) count(n *int) {
 	p.mu.Unlock()
 }
 
-// responses relays upstream → client.
+// responses relays upstream → client, once requests has decided the
+// protocol. A node that closes first closes the client connection at once.
 func (c *Conn) responses() {
 	p := c.p
 	defer p.wg.Done()
 	defer c.Close()
-	r := newPacketReader(c.server)
+	br := bufio.NewReader(c.server)
+	if _, err := br.Peek(1); err != nil {
+		return
+	}
+	select {
+	case <-c.decided:
+	case <-c.done:
+		return
+	}
+	if c.text {
+		c.relayText(br, false)
+		return
+	}
+	r := newPacketReader(br)
 	for {
 		pkt, b, err := r.next()
 		if err != nil {
@@ -533,5 +582,44 @@ func (c *Conn) responses() {
 			case <-c.done:
 			}
 		}()
+	}
+}
+
+// relayText copies a text connection's bytes one way as they come: from
+// the client to the node (fromClient) or back. Of the faults, the black
+// hole drops what is read while it is on (counted by TextDropped), and a
+// stall holds the node's next read part-way; Reset, RefuseNew and Close
+// apply as to any connection. Hooks, request counts, duplicates and port
+// rewriting need packets: they do not apply.
+func (c *Conn) relayText(src io.Reader, fromClient bool) {
+	p := c.p
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			var s *Stall
+			p.mu.Lock()
+			blackhole := p.blackhole
+			if blackhole {
+				p.textDrop += n
+			} else if !fromClient {
+				s, p.stall = p.stall, nil
+			}
+			p.mu.Unlock()
+			if !blackhole {
+				var werr error
+				if fromClient {
+					_, werr = c.server.Write(buf[:n])
+				} else {
+					werr = c.write(buf[:n], s)
+				}
+				if werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
