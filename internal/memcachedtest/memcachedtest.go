@@ -24,6 +24,12 @@ const StartTimeout = 10 * time.Second
 // binary the test is skipped, or fails under KVWIRE_REQUIRE_MEMCACHED=1.
 func Start(t testing.TB) string {
 	t.Helper()
+	return StartArgs(t)
+}
+
+// StartArgs is Start with more memcached arguments (e.g. "-B", "binary").
+func StartArgs(t testing.TB, extra ...string) string {
+	t.Helper()
 	bin, err := exec.LookPath("memcached")
 	if err != nil {
 		if os.Getenv("KVWIRE_REQUIRE_MEMCACHED") == "1" {
@@ -38,7 +44,7 @@ func Start(t testing.TB) string {
 	addr := l.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 	_ = l.Close()
-	args := []string{"-l", "127.0.0.1", "-p", port, "-U", "0", "-m", "16", "-t", "1"}
+	args := append([]string{"-l", "127.0.0.1", "-p", port, "-U", "0", "-m", "16", "-t", "1"}, extra...)
 	if os.Geteuid() == 0 {
 		// memcached refuses to run as root without -u.
 		as := "nobody"
