@@ -70,10 +70,15 @@ type MutateManyResult struct {
 // a key that fails, is missing or waits to be retried does not hold back
 // or fail the others. The requests are grouped per connection and written
 // together, from the calling goroutine; no goroutine is started per key.
-// On memcached:// they are quiet gets followed by a NOOP, so that a miss
-// costs no response, and (with no Observer, on the default collection)
-// each server's keys are one request on its connection, per window of the
-// batch's in-flight bound, until they need more than one attempt. Small values read
+// On memcached:// the gets are quiet gets followed by a NOOP, so that a
+// miss costs no response. With no Observer, on the default collection,
+// each server's keys are read as one request, per window of the batch's
+// in-flight bound, until they need more than one attempt: one text
+// multi-get ("gets k1 k2 ...", whose misses cost no response either) on a
+// text connection the client keeps to that server, or, where that is not
+// taken (TLS, SASL, MemcachedOptions.BinaryMultiGet, a key the text
+// protocol cannot carry, no idle text connection yet), its quiet gets and
+// NOOP as one request on the server's connection. Small values read
 // together may share memory: each Value is a slice of its own length and
 // capacity (appending to one copies it), but keeping one keeps its block
 // of at most 4 KiB alive.

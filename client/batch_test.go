@@ -64,7 +64,7 @@ func TestGetManyReturnsEveryKeyInOrderWithHitsAndMisses(t *testing.T) {
 func TestGetManyMemcachedQuietGetsSettleMissesByNoop(t *testing.T) {
 	addr := memcachedtest.Start(t)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+addr, testOptions(nil))
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(&Options{Memcached: MemcachedOptions{BinaryMultiGet: true}}))
 	require.NoError(t, err)
 	defer c.Close()
 	col := c.DefaultCollection()

@@ -11,9 +11,18 @@ import (
 )
 
 // A memcached GetMany reads its keys in groups first: each server's keys
-// go as one conn.StartGets (quiet gets and a NOOP, one request on the
-// connection), and their answers are written into a record per key by
-// the connection's reader. A key that comes back a hit is done; every
+// go as one text multi-get on a text connection of that server's
+// (textconns.go), read by the batch's goroutine, or, where the text path
+// is not taken (MemcachedOptions.BinaryMultiGet, TLS, SASL, a key text
+// cannot carry, the path turned off), as one conn.StartGets (quiet gets
+// and a NOOP, one request on the connection) whose answers are written
+// into a record per key by the connection's reader. A text group that
+// fails the way a binary one can (its deadline, its context, its
+// connection) is judged as a binary group that failed so; one the server
+// refuses, or answers with what is not a multi-get's answer, gives its
+// unanswered keys to the binary path, as if it had not taken them, and
+// turns the server's text path off for a while. A key that comes back a
+// hit is done; every
 // other key (a miss, a failure status, a group that did not end with its
 // NOOP's answer) becomes an operation of the batch whose first attempt
 // ended that way, and is judged by the batch's usual steps (judge, wait,
@@ -45,6 +54,12 @@ type fastGroup struct {
 	done     bool
 	answered bool
 	err      error
+	// tc, when not nil, is the text connection the group is read on;
+	// text says it was one (tc is given back once read); fallback: the
+	// server refused it, its unanswered keys are not grouped.
+	tc       *conn.TextConn
+	text     bool
+	fallback bool
 	// blk is the block the group's small values are copied into
 	// (block), written by its connection's reader only.
 	blk []byte
@@ -131,10 +146,17 @@ func (b *batch) getWindow(col *Collection, keys []string, from, to int, deadline
 				srv[s] = -2
 				if n := t.servers[s]; n != nil && n.downErr() == nil {
 					if cn, _, err := n.pick(); err == nil && cn.Memcached() {
+						var tc *conn.TextConn
+						if c.textOK(cn) {
+							tc = n.takeText()
+						}
 						srv[s] = int32(len(b.fgroups))
-						b.fgroups = append(b.fgroups, fastGroup{pl: placed{t: t, n: n, cn: cn}})
+						b.fgroups = append(b.fgroups, fastGroup{pl: placed{t: t, n: n, cn: cn}, tc: tc, text: tc != nil})
 					}
 				}
+			}
+			if srv[s] >= 0 && b.fgroups[srv[s]].text && memdx.CheckTextKey(unsafe.Slice(unsafe.StringData(keys[i]), len(keys[i]))) != nil {
+				continue // a get of its own, in binary
 			}
 			if srv[s] >= 0 {
 				b.frecs[i].group = srv[s]
@@ -160,6 +182,7 @@ func (b *batch) getWindow(col *Collection, keys []string, from, to int, deadline
 			g.keys = append(g.keys, i)
 		}
 		b.sendGroups(g0, keys, deadline)
+		b.readTextGroups(g0, keys, deadline)
 		b.waitGroups(g0)
 	}
 	// Settle: hits are done; every other key is an operation.
@@ -171,23 +194,36 @@ func (b *batch) getWindow(col *Collection, keys []string, from, to int, deadline
 		}
 		o, err := col.newOp("Get", kindGet, keys[i], memdx.NewGet(nil), p)
 		b.add(i, o, err)
-		b.keys[i].grouped = err == nil && r.group >= 0
+		b.keys[i].grouped = err == nil && r.group >= 0 && !b.fgroups[r.group].fallback
 	}
 }
 
-// sendGroups starts the groups from g0 on, each as one StartGets.
+// sendGroups starts the groups from g0 on, each as one text multi-get
+// (SendGets: readTextGroups reads them) or one StartGets.
 func (b *batch) sendGroups(g0 int, keys []string, deadline time.Time) {
 	tmpl := memdx.Request{OpCode: memdx.OpGetQ}
 	for gi := g0; gi < len(b.fgroups); gi++ {
 		g := &b.fgroups[gi]
 		if !b.c.clock.Now().Before(deadline) {
+			b.textDone(g)
 			g.done = true
 			g.err = &conn.RequestError{Op: memdx.OpNoop, Addr: g.pl.cn.Addr(), Err: context.DeadlineExceeded}
 			continue
 		}
-		b.fkeys = b.fkeys[:0]
-		for _, i := range g.keys {
-			b.fkeys = append(b.fkeys, unsafe.Slice(unsafe.StringData(keys[i]), len(keys[i])))
+		if g.text && len(g.keys) == 0 {
+			// Every key of its server was one text cannot carry.
+			b.textDone(g)
+			g.done, g.answered = true, true
+			continue
+		}
+		b.groupKeys(g, keys)
+		if g.text {
+			err := g.tc.SendGets(b.realDeadline(deadline), b.fkeys)
+			clear(b.fkeys)
+			if err != nil {
+				b.textFailed(g, err)
+			}
+			continue
 		}
 		b.expectAdd(1)
 		pend, err := g.pl.cn.StartGets(deadline, &tmpl, b.fkeys, b, b, groupTag|uint64(gi))
@@ -203,6 +239,86 @@ func (b *batch) sendGroups(g0 int, keys []string, deadline time.Time) {
 		for j, i := range g.keys {
 			b.frecs[i].opaque = base + uint32(j)
 		}
+	}
+}
+
+// groupKeys sets b.fkeys to g's keys.
+func (b *batch) groupKeys(g *fastGroup, keys []string) {
+	b.fkeys = b.fkeys[:0]
+	for _, i := range g.keys {
+		b.fkeys = append(b.fkeys, unsafe.Slice(unsafe.StringData(keys[i]), len(keys[i])))
+	}
+}
+
+// realDeadline is deadline, read on the client's clock, on the system's:
+// what a socket's deadline is set to.
+func (b *batch) realDeadline(deadline time.Time) time.Time {
+	return time.Now().Add(deadline.Sub(b.c.clock.Now()))
+}
+
+// readTextGroups reads the answers of the text groups from g0 on, one
+// after another on this goroutine (every multi-get was sent first, so the
+// servers work meanwhile), writing each hit into the caller's result.
+func (b *batch) readTextGroups(g0 int, keys []string, deadline time.Time) {
+	rd := b.realDeadline(deadline)
+	for gi := g0; gi < len(b.fgroups); gi++ {
+		g := &b.fgroups[gi]
+		if !g.text || g.done {
+			continue
+		}
+		b.groupKeys(g, keys)
+		err := g.tc.ReadGets(b.ctx, rd, b.fkeys, func(j int, v *memdx.TextValue) {
+			r := &b.frecs[g.keys[j]]
+			if r.got {
+				return // a key asked twice, answered twice
+			}
+			r.got, r.status = true, memdx.StatusSuccess
+			into := g.block(len(v.Value))
+			if into == nil {
+				into = make([]byte, 0, len(v.Value)) // never nil: an empty value is a value
+			}
+			b.fres[g.keys[j]].GetResult = GetResult{Value: append(into, v.Value...), Cas: v.Cas, Flags: v.Flags,
+				transcoder: b.c.opts.Transcoder}
+		})
+		clear(b.fkeys)
+		if err != nil {
+			b.textFailed(g, err)
+			continue
+		}
+		b.textDone(g)
+		g.done, g.answered = true, true
+	}
+}
+
+// textFailed ends text group g with err. A refusal (an error line) or an
+// answer that is not one gives its unanswered keys to the binary path and
+// turns the server's text path off for a while; any other failure (the
+// deadline, the context, the connection) is the group's error, judged for
+// each unanswered key as a binary group's.
+func (b *batch) textFailed(g *fastGroup, err error) {
+	b.textDone(g)
+	g.done = true
+	var te *memdx.TextError
+	switch {
+	case errors.As(err, &te) || errors.Is(err, memdx.ErrMalformed):
+		g.pl.n.textRefused(err)
+		g.fallback = true
+		return
+	case errors.Is(err, memdx.ErrInvalidRequest):
+		g.fallback = true // not sent
+		return
+	}
+	if b.ctx.Err() != nil {
+		b.canceled = true
+	}
+	g.err = err
+}
+
+// textDone gives g's text connection back.
+func (b *batch) textDone(g *fastGroup) {
+	if g.tc != nil {
+		g.pl.n.putText(g.tc)
+		g.tc = nil
 	}
 }
 
@@ -287,7 +403,11 @@ func (b *batch) judgeGrouped(i int) {
 	o := k.o
 	o.node = g.pl.n
 	o.prepare(g.pl.cn, 0, 0)
-	o.req.OpCode = memdx.OpGetQ
+	op := memdx.OpGetQ
+	if g.text {
+		op = memdx.OpGet // one of a text multi-get's keys
+	}
+	o.req.OpCode = op
 	o.opaque = r.opaque
 	k.pl, k.attempt, k.state = g.pl, 1, bkInFlight
 	b.inflight++
@@ -312,7 +432,7 @@ func (b *batch) judgeGrouped(i int) {
 		if errors.As(err, &re) {
 			// The group's error is its NOOP's: this get's names the get.
 			e := *re
-			e.Op, e.Opaque = memdx.OpGetQ, r.opaque
+			e.Op, e.Opaque = op, r.opaque
 			err = &e
 		}
 		b.judge(i, false, err)

@@ -22,15 +22,19 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 )
 
-// Tests of a memcached:// GetMany's group path (batchget.go): each
+// Tests of a memcached:// GetMany's binary group path (batchget.go): each
 // server's keys go as one group of quiet gets and a NOOP, and every key
-// that is not a hit is judged as a Get's attempt would be.
+// that is not a hit is judged as a Get's attempt would be. The text path
+// has its own tests (batchtext_test.go).
 
 // memcachedClient connects to memcached:// addrs (comma-separated) with
-// testOptions(o); the test closes it.
+// testOptions(o) and MemcachedOptions.BinaryMultiGet set; the test closes
+// it.
 func memcachedClient(t *testing.T, addrs string, o *Options) *Client {
 	t.Helper()
-	c, err := Connect(context.Background(), "memcached://"+addrs, testOptions(o))
+	o = testOptions(o)
+	o.Memcached.BinaryMultiGet = true
+	c, err := Connect(context.Background(), "memcached://"+addrs, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c

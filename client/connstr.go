@@ -96,6 +96,7 @@ var knownOptions = map[string]string{
 	"allow_plain_auth":       "bool: allow SASL PLAIN, which sends the password in clear, over a connection without TLS",
 	"remove_failed_servers":  "bool: memcached:// only: take a server whose connection attempts keep failing out of the ketama ring until it answers again",
 	"server_failure_limit":   "int >= 1: memcached:// only: consecutive failed connection attempts after which remove_failed_servers takes a server out (default 5)",
+	"binary_multiget":        "bool: memcached:// only: GetMany sends binary quiet gets even where one text multi-get could carry a server's keys",
 	"bucket":                 "string: the bucket, when it is not in the path",
 	"nmv_retry_interval":     "duration >= 0: RFC 0005 fixed wait after NOT_MY_VBUCKET (default or 0: RFC 0049 backoff)",
 	"probe_after":            "duration > 0: how long a request given up after it was sent waits for its answer before the connection probes its node (default 1s)",
@@ -193,7 +194,7 @@ func ParseConnStr(s string) (*ConnStr, error) {
 		return fail("%s:// has no buckets (got %q)", cs.Scheme, cs.Bucket)
 	}
 	if !cs.Scheme.IsMemcached() {
-		for _, k := range []string{"remove_failed_servers", "server_failure_limit"} {
+		for _, k := range []string{"remove_failed_servers", "server_failure_limit", "binary_multiget"} {
 			if _, ok := cs.Options[k]; ok {
 				return fail("option %q is for memcached:// and memcacheds:// only", k)
 			}

@@ -51,6 +51,8 @@ type node struct {
 	// connection was adopted): Connect waits for it.
 	tried     chan struct{}
 	triedOnce sync.Once
+
+	text textConns // memcached: GetMany's text connections (textconns.go)
 }
 
 func newNode(c *Client, addr string) *node {
@@ -215,8 +217,10 @@ func (n *node) maintain() {
 	for {
 		if n.ctx.Err() != nil {
 			if n.c.ctx.Err() != nil {
+				n.closeText(true)
 				n.closeAll()
 			} else {
+				n.closeText(false)
 				n.drainAndClose()
 			}
 			return

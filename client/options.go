@@ -200,6 +200,18 @@ type MemcachedOptions struct {
 	// least 1; 0 means DefaultServerFailureLimit (5). Connection string:
 	// server_failure_limit.
 	ServerFailureLimit int
+	// BinaryMultiGet makes GetMany read every server's keys as binary
+	// quiet gets (GETQ ... NOOP on the client's connection). Otherwise,
+	// on a server reached without TLS and without SASL, GetMany reads
+	// them as one text multi-get ("gets k1 k2 ...") on a text connection
+	// of its own: memcached serves at most -R requests of a connection
+	// per event-loop turn (20 by default), and a multi-get is one request
+	// where 256 quiet gets are 256, so the text multi-get is about twice
+	// as fast on a default memcached (make bench). memcached 1.6 also
+	// deprecated the binary protocol. Keys the text protocol cannot carry
+	// (a space or control character) go as binary gets either way.
+	// Connection string: binary_multiget=true.
+	BinaryMultiGet bool
 }
 
 // resolved fills defaults and applies the connection string's options.
@@ -240,6 +252,11 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 		return o, err
 	} else if ok {
 		o.Memcached.RemoveFailedServers = b
+	}
+	if b, ok, err := cs.Bool("binary_multiget"); err != nil {
+		return o, err
+	} else if ok {
+		o.Memcached.BinaryMultiGet = b
 	}
 	if !cs.Scheme.IsTLS() {
 		// TLS follows the scheme: a TLS setting on a plaintext scheme is

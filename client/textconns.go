@@ -1,0 +1,161 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+)
+
+// A memcached server's text connections, which GetMany's groups read with
+// multi-gets (batchget.go; MemcachedOptions.BinaryMultiGet says why). One
+// is dialed in the background when a batch finds none idle (that batch
+// uses binary gets), kept for the batches that follow, and closed with
+// the node. Their health is the node's: the text path is taken only while
+// the node has a live binary connection, and a text connection that fails
+// is closed, its keys judged as a failed group's (and retried, as binary
+// gets). A server that does not take text (no answer to the version
+// request dialText sends, an error line, an answer that is not one), or
+// a dial that fails, turns the node's text path off for textRetryAfter.
+
+// maxTextConns bounds a node's text connections, idle and in use: a batch
+// that finds none free reads that server with binary gets.
+const maxTextConns = 16
+
+// textRetryAfter is how long a node's keys go as binary gets after its
+// server refused a text multi-get or a text connection could not be dialed.
+const textRetryAfter = 30 * time.Second
+
+type textConns struct {
+	mu       sync.Mutex
+	idle     []*conn.TextConn
+	busy     map[*conn.TextConn]struct{}
+	dialing  int
+	closed   bool
+	offUntil time.Time // on the client's clock
+}
+
+// textOK reports whether GetMany may read this node's keys by a text
+// multi-get: a plain-TCP, unauthenticated memcached connection (cn is the
+// one the group would use otherwise) and the option not set.
+func (c *Client) textOK(cn *conn.Conn) bool {
+	return !c.opts.Memcached.BinaryMultiGet && c.opts.TLSConfig == nil && cn.Memcached() && cn.Mechanism() == ""
+}
+
+// takeText returns an idle text connection to n for one multi-get, or nil
+// when there is none (the caller then uses binary gets). Finding none, it
+// starts dialing one in the background, for the batches that follow: no
+// batch waits for a dial, nor for the text handshake a server that takes
+// no text would never answer (dialText).
+func (n *node) takeText() *conn.TextConn {
+	p := &n.text
+	now := n.c.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || now.Before(p.offUntil) {
+		return nil
+	}
+	if k := len(p.idle); k > 0 {
+		tc := p.idle[k-1]
+		p.idle[k-1] = nil
+		p.idle = p.idle[:k-1]
+		if p.busy == nil {
+			p.busy = map[*conn.TextConn]struct{}{}
+		}
+		p.busy[tc] = struct{}{}
+		return tc
+	}
+	if p.dialing == 0 && len(p.busy) < maxTextConns {
+		// The node's maintainer holds a count of c.wg until it has
+		// closed p (closeText), so this Add cannot race Close's Wait.
+		p.dialing++
+		n.c.wg.Add(1)
+		go n.dialText()
+	}
+	return nil
+}
+
+// dialText dials a text connection to n and checks that the server takes
+// text (a version request answered within the connect timeout; memcached
+// started with -B binary, or requiring SASL, never answers it), then
+// leaves it idle for takeText. A failure turns n's text path off for
+// textRetryAfter.
+func (n *node) dialText() {
+	defer n.c.wg.Done()
+	ctx, cancel := context.WithTimeout(n.ctx, n.c.opts.ConnectTimeout)
+	tc, err := conn.DialText(ctx, n.addr, n.c.connOptions(n))
+	if err == nil {
+		if _, err = tc.Version(ctx); err != nil {
+			_ = tc.Close()
+		}
+	}
+	cancel()
+	p := &n.text
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dialing--
+	switch {
+	case err != nil:
+		if n.ctx.Err() == nil {
+			n.c.opts.Logger.Warn("kvwire: no text connection for multi-gets: binary gets for a while",
+				"node", n.addr, "err", err, "for", textRetryAfter)
+			p.offUntil = n.c.clock.Now().Add(textRetryAfter)
+		}
+	case p.closed:
+		_ = tc.Close()
+	default:
+		p.idle = append(p.idle, tc)
+	}
+}
+
+// putText gives back a text connection takeText returned; a broken one is
+// closed.
+func (n *node) putText(tc *conn.TextConn) {
+	p := &n.text
+	p.mu.Lock()
+	delete(p.busy, tc)
+	keep := !p.closed && tc.Err() == nil
+	if keep {
+		p.idle = append(p.idle, tc)
+	}
+	p.mu.Unlock()
+	if !keep {
+		_ = tc.Close()
+	}
+}
+
+// textRefused turns n's text path off for textRetryAfter: its server
+// answered a multi-get with an error line.
+func (n *node) textRefused(err error) {
+	n.c.opts.Logger.Warn("kvwire: server refused a text multi-get: binary gets for a while",
+		"node", n.addr, "err", err, "for", textRetryAfter)
+	p := &n.text
+	p.mu.Lock()
+	p.offUntil = n.c.clock.Now().Add(textRetryAfter)
+	p.mu.Unlock()
+}
+
+// closeText closes n's idle text connections and keeps any more from
+// being made; those in use are closed when given back, or at once with
+// now set (the client is closing: their reads end).
+func (n *node) closeText(now bool) {
+	p := &n.text
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	var busy []*conn.TextConn
+	if now {
+		for tc := range p.busy {
+			busy = append(busy, tc)
+		}
+	}
+	p.mu.Unlock()
+	for _, tc := range idle {
+		_ = tc.Close()
+	}
+	for _, tc := range busy {
+		_ = tc.Close()
+	}
+}
