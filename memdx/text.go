@@ -163,36 +163,11 @@ func ParseTextGet(b []byte, maxValue int, v *TextValue) (n int, end bool, err er
 // parseTextValue parses the fields after "VALUE " and the data block that
 // follows the line of lineLen bytes at the start of b.
 func parseTextValue(b, fields []byte, lineLen, maxValue int, v *TextValue) (int, bool, error) {
-	var f [4][]byte // key, flags, bytes, cas
-	nf := 0
-	for rest, more := fields, true; more; nf++ {
-		if nf == len(f) {
-			return 0, false, malformed("VALUE line", "line", "has fields after key, flags, bytes and cas")
-		}
-		f[nf], rest, more = bytes.Cut(rest, []byte{' '})
-	}
-	key := f[0]
-	if reason := textKeyReason(key); reason != "" {
-		return 0, false, malformed("VALUE line", "key", "%s", reason)
-	}
-	if nf < 2 {
-		return 0, false, malformed("VALUE line", "flags", "missing")
-	}
-	flags, problem := parseTextUint(f[1], math.MaxUint32)
-	if problem != "" {
-		return 0, false, malformed("VALUE line", "flags", "%q %s", clip(f[1]), problem)
-	}
-	if nf < 3 {
-		return 0, false, malformed("VALUE line", "bytes", "missing")
-	}
-	size, problem := parseTextUint(f[2], math.MaxUint64)
-	if problem != "" {
-		return 0, false, malformed("VALUE line", "bytes", "%q %s", clip(f[2]), problem)
-	}
-	var cas uint64
-	if nf == 4 {
-		if cas, problem = parseTextUint(f[3], math.MaxUint64); problem != "" {
-			return 0, false, malformed("VALUE line", "cas", "%q %s", clip(f[3]), problem)
+	key, flags, size, cas, ok := scanTextValue(fields)
+	if !ok {
+		var err error
+		if key, flags, size, cas, err = textValueFields(fields); err != nil {
+			return 0, false, err
 		}
 	}
 	if maxValue <= 0 {
@@ -218,6 +193,93 @@ func parseTextValue(b, fields []byte, lineLen, maxValue int, v *TextValue) (int,
 	v.Cas = cas
 	v.Value = b[lineLen:dataEnd:dataEnd]
 	return dataEnd + 2, false, nil
+}
+
+// scanTextValue reads the fields of a well-formed VALUE line in one pass:
+// key, flags, bytes and an optional cas, separated by single spaces. ok
+// false means the line is not that; textValueFields then says why.
+func scanTextValue(f []byte) (key []byte, flags uint32, size, cas uint64, ok bool) {
+	i := 0
+	for i < len(f) && f[i] != ' ' {
+		if c := f[i]; c <= ' ' || c == 0x7f {
+			return nil, 0, 0, 0, false
+		}
+		i++
+	}
+	if i == 0 || i > MaxTextKey || i == len(f) {
+		return nil, 0, 0, 0, false
+	}
+	key = f[:i]
+	n, i, good := scanTextUint(f, i+1, math.MaxUint32)
+	if !good || i == len(f) {
+		return nil, 0, 0, 0, false
+	}
+	flags = uint32(n)
+	if size, i, good = scanTextUint(f, i+1, math.MaxUint64); !good {
+		return nil, 0, 0, 0, false
+	}
+	if i == len(f) {
+		return key, flags, size, 0, true
+	}
+	if cas, i, good = scanTextUint(f, i+1, math.MaxUint64); !good || i != len(f) {
+		return nil, 0, 0, 0, false
+	}
+	return key, flags, size, cas, true
+}
+
+// scanTextUint reads the decimal digits of f from i up to a space or the
+// end, as a value of at most max; good is false for none, a non-digit or
+// an overflow.
+func scanTextUint(f []byte, i int, max uint64) (n uint64, end int, good bool) {
+	start := i
+	for ; i < len(f) && f[i] != ' '; i++ {
+		c := f[i]
+		if c < '0' || c > '9' {
+			return 0, i, false
+		}
+		d := uint64(c - '0')
+		if n > (max-d)/10 {
+			return 0, i, false
+		}
+		n = n*10 + d
+	}
+	return n, i, i > start
+}
+
+// textValueFields parses the fields of a VALUE line, naming what is wrong.
+func textValueFields(fields []byte) (key []byte, flags uint32, size, cas uint64, err error) {
+	var f [4][]byte // key, flags, bytes, cas
+	nf := 0
+	for rest, more := fields, true; more; nf++ {
+		if nf == len(f) {
+			return nil, 0, 0, 0, malformed("VALUE line", "line", "has fields after key, flags, bytes and cas")
+		}
+		f[nf], rest, more = bytes.Cut(rest, []byte{' '})
+	}
+	key = f[0]
+	if reason := textKeyReason(key); reason != "" {
+		return nil, 0, 0, 0, malformed("VALUE line", "key", "%s", reason)
+	}
+	if nf < 2 {
+		return nil, 0, 0, 0, malformed("VALUE line", "flags", "missing")
+	}
+	flags64, problem := parseTextUint(f[1], math.MaxUint32)
+	if problem != "" {
+		return nil, 0, 0, 0, malformed("VALUE line", "flags", "%q %s", clip(f[1]), problem)
+	}
+	if nf < 3 {
+		return nil, 0, 0, 0, malformed("VALUE line", "bytes", "missing")
+	}
+	size, problem = parseTextUint(f[2], math.MaxUint64)
+	if problem != "" {
+		return nil, 0, 0, 0, malformed("VALUE line", "bytes", "%q %s", clip(f[2]), problem)
+	}
+	if nf == 4 {
+		if cas, problem = parseTextUint(f[3], math.MaxUint64); problem != "" {
+			return nil, 0, 0, 0, malformed("VALUE line", "cas", "%q %s", clip(f[3]), problem)
+		}
+	}
+	return key, uint32(flags64), size, cas, nil
 }
 
 // parseTextUint parses unsigned decimal digits (no sign) as a value of at

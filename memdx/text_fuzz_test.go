@@ -1,6 +1,7 @@
 package memdx
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -12,6 +13,16 @@ import (
 // to the same item. Its seeds are textFuzzSeeds.
 func FuzzParseTextGet(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// The one-pass scan of a VALUE line's fields agrees with the
+		// field-by-field parse wherever it accepts a line.
+		if line, _, _ := bytes.Cut(b, []byte("\r\n")); bytes.HasPrefix(line, []byte("VALUE ")) {
+			fields := line[len("VALUE "):]
+			k1, f1, s1, c1, ok := scanTextValue(fields)
+			k2, f2, s2, c2, err := textValueFields(fields)
+			if ok && (err != nil || !bytes.Equal(k1, k2) || f1 != f2 || s1 != s2 || c1 != c2) {
+				t.Fatalf("%q: scan %q %d %d %d, fields %q %d %d %d %v", fields, k1, f1, s1, c1, k2, f2, s2, c2, err)
+			}
+		}
 		for _, max := range []int{0, 16} {
 			var v TextValue
 			n, end, err := ParseTextGet(b, max, &v)
