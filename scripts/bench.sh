@@ -11,14 +11,15 @@
 #   BENCH_README=1                   also replace README.md's section between
 #                                    <!-- bench:start --> and <!-- bench:end -->
 #                                    with this run's report
-#   BENCH_SIDE_R=N                   the side run's -R (default 256; empty: no
-#                                    side run; none either with BENCH_ARGS)
+#   BENCH_SIDE_R=N                   also a side run with -R N (default: none;
+#                                    never with BENCH_ARGS)
 #
-# After the main run, a side run measures the batch rows again against a
-# memcached of this script's own started with -R N (requests served per
-# connection per event-loop turn; memcached's default is 20, which splits a
-# batch of 256 binary gets into 13 turns while an ASCII multi-get is one
-# request). Its ratios are context, appended to the report (and README).
+# With BENCH_SIDE_R, after the main run a side run measures the batch rows
+# again against a memcached of this script's own started with -R N
+# (requests served per connection per event-loop turn; memcached's default
+# is 20, which splits a batch of 256 binary gets into 13 turns while a text
+# multi-get is one request: why kvwire's GetMany reads memcached with text
+# multi-gets). Its ratios are context, appended to the report (and README).
 #
 # Servers run in processes of their own, so that the harness's CPU time is
 # its client's: memcached through scripts/memcached.sh (stopped afterwards
@@ -104,7 +105,7 @@ if [ -n "${BENCH_README:-}" ]; then
 fi
 "$tmp/benchcmp" -memcached "$KV_MEMCACHED_ADDR" -memcached-pid "$memcached_pid" \
   -mock "$mock" -mock-pid "$mock_pid" -out "$OUT" -command "$cmd" -note "$note" "${args[@]}"
-side_r=${BENCH_SIDE_R-256}
+side_r=${BENCH_SIDE_R:-}
 if [ -n "$side_r" ] && [ -z "${BENCH_ARGS:-}" ]; then
   side_port=${BENCH_SIDE_PORT:-21219}
   chmod 711 "$tmp" # memcached writes its pid file as the user it runs as

@@ -221,7 +221,7 @@ func logf(format string, args ...any) {
 type clients struct {
 	cfg     *config
 	mu      sync.Mutex
-	kvMC    map[int]*client.Client // by connections per node
+	kvMC    map[int]*client.Client // by connections per node (negative: BinaryMultiGet)
 	kvMock  *client.Client
 	gomc    map[int]*memcache.Client // by MaxIdleConns
 	agent   *gocbcore.Agent
@@ -229,19 +229,30 @@ type clients struct {
 }
 
 func (cs *clients) kvwireMemcached(conns int) (*client.Client, error) {
+	return cs.kvwireMemcachedWith(conns, false)
+}
+
+// kvwireMemcachedWith is kvwireMemcached's client, or with binary set one
+// whose GetMany reads with binary quiet gets (MemcachedOptions.BinaryMultiGet).
+func (cs *clients) kvwireMemcachedWith(conns int, binary bool) (*client.Client, error) {
+	key := conns
+	if binary {
+		key = -conns
+	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if c := cs.kvMC[conns]; c != nil {
+	if c := cs.kvMC[key]; c != nil {
 		return c, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := client.Connect(ctx, "memcached://"+cs.cfg.memcached,
-		&client.Options{KVTimeout: cs.cfg.timeout, ConnectionsPerNode: conns})
+		&client.Options{KVTimeout: cs.cfg.timeout, ConnectionsPerNode: conns,
+			Memcached: client.MemcachedOptions{BinaryMultiGet: binary}})
 	if err != nil {
 		return nil, err
 	}
-	cs.kvMC[conns] = c
+	cs.kvMC[key] = c
 	cs.closers = append(cs.closers, func() { _ = c.Close() })
 	return c, nil
 }
@@ -409,6 +420,8 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 			c := &cell{backend: "memcached", wl: bw, conc: 1}
 			c.variants = append(c.variants, &variant{id: "kvwire", name: fmt.Sprintf("kvwire GetMany × %d", bw.batch),
 				job: kvBatch(func() (*client.Client, error) { return cs.kvwireMemcached(1) })})
+			c.variants = append(c.variants, &variant{id: "kvwire-binary", name: fmt.Sprintf("kvwire GetMany × %d, binary_multiget", bw.batch),
+				job: kvBatch(func() (*client.Client, error) { return cs.kvwireMemcachedWith(1, true) })})
 			c.variants = append(c.variants, &variant{id: "raw", name: fmt.Sprintf("raw, %d %s + NOOP in 1 write", bw.batch, rawBatchQuiet),
 				job: func() (job, error) {
 					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {

@@ -232,6 +232,10 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		rawText := get("memcached", bw, 1, "raw-text")
 		ratio(fmt.Sprintf("  same, ÷ raw text multi-get (1 gets of %d keys)", cfg.batch),
 			"", kv, rawText, ops, context)
+		kvBin := get("memcached", bw, 1, "kvwire-binary")
+		ratio(fmt.Sprintf("  kvwire GetMany with binary_multiget (%d GETQ + NOOP) ÷ the raw batch", cfg.batch),
+			"", kvBin, get("memcached", bw, 1, "raw"), ops, context)
+		ratio("  kvwire GetMany ÷ kvwire GetMany with binary_multiget", "", kv, kvBin, ops, context)
 		gm, raw := get("memcached", bw, 1, "gomemcache"), get("memcached", bw, 1, "raw")
 		ratio(pre+"gomemcache GetMulti", "> 1.00", kv, gm, ops, above(1))
 		ratio("  same, client CPU/key", "", kv, gm, cpu, context)
@@ -287,11 +291,14 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		r.notes = append(r.notes, fmt.Sprintf("Batch rows (%s): one goroutine reads %d consecutive preloaded keys (32 B values, all hits) per call, the same keys for every client; "+
 			"ops/s counts keys per second (a batch of %d is %d ops), and CPU, allocations and system calls per op are per key; "+
 			"latency records every key at its batch's time (the whole call). "+
-			"kvwire GetMany: default options, one connection per node. "+
+			"kvwire GetMany: default options, one connection per node; on memcached it reads each server's keys as one text multi-get "+
+			"(\"gets k1 k2 ...\") on a text connection of its own; with binary_multiget (MemcachedOptions.BinaryMultiGet) as %[5]s per key and a NOOP on its binary connection. "+
 			"raw: one connection, the batch's requests encoded into one buffer and sent in one write, read until every answer is in; "+
-			"the target's raw loop sends a quiet get (%s) per key and a NOOP, the requests kvwire's batch sends to memcached (a hit costs one answer, a miss none), "+
-			"so the ratio is the client's cost over the same server work; the plain-GET loop is shown for context, "+
-			"and so is raw text: one \"gets\" of all keys in one write, read until END, checking each VALUE's key, order and length (memcached serves it as one request). "+
+			"the target's raw loop (the issue's pipelined loop) sends a quiet get (%[5]s) per key and a NOOP: the requests of kvwire's binary path, "+
+			"so kvwire's binary_multiget row over it is the client's cost over the same server work; the plain-GET loop is shown for context, "+
+			"and so is raw text: one \"gets\" of all keys in one write, read until END, checking each VALUE's key, order and length "+
+			"(memcached serves it as one request, where it serves at most -R, 20 by default, binary requests of a connection per event-loop turn): "+
+			"the wire limit of kvwire's default path. "+
 			"gomemcache GetMulti: one \"gets\" command of all keys (ASCII). "+
 			"A goroutine per key: what a user without a batch API writes, a goroutine per key each doing one blocking Get, then a wait for all "+
 			"(the goroutines column counts them); gocbcore's async row issues every Get from one goroutine and waits once.",
