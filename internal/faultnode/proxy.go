@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ type Proxy struct {
 	forwarded int
 	dropped   int
 	textDrop  int
+	textGets  int
 	accepted  int
 	waiters   map[memdx.OpCode][]chan memdx.Packet
 }
@@ -251,6 +253,15 @@ func (p *Proxy) Dropped() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.dropped
+}
+
+// TextGets returns how many text multi-gets (lines starting "gets " or
+// "get ") clients sent to the node through the proxy; a line the black hole
+// swallowed is not counted.
+func (p *Proxy) TextGets() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.textGets
 }
 
 // TextDropped returns how many bytes, both ways, the black hole dropped on
@@ -594,6 +605,7 @@ func (c *Conn) responses() {
 func (c *Conn) relayText(src io.Reader, fromClient bool) {
 	p := c.p
 	buf := make([]byte, 64<<10)
+	var lines textLines
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
@@ -604,6 +616,8 @@ func (c *Conn) relayText(src io.Reader, fromClient bool) {
 				p.textDrop += n
 			} else if !fromClient {
 				s, p.stall = p.stall, nil
+			} else {
+				p.textGets += lines.gets(buf[:n])
 			}
 			p.mu.Unlock()
 			if !blackhole {
@@ -622,4 +636,29 @@ func (c *Conn) relayText(src io.Reader, fromClient bool) {
 			return
 		}
 	}
+}
+
+// textLines follows a client's text stream across reads to count the
+// lines that are multi-gets.
+type textLines struct {
+	head []byte // the current line's first bytes, up to 5
+}
+
+// gets reads b and returns how many lines that start "get " or "gets "
+// it ended.
+func (l *textLines) gets(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c == '\n' {
+			if h := string(l.head); strings.HasPrefix(h, "get ") || h == "gets " {
+				n++
+			}
+			l.head = l.head[:0]
+			continue
+		}
+		if len(l.head) < 5 {
+			l.head = append(l.head, c)
+		}
+	}
+	return n
 }

@@ -114,6 +114,13 @@ func TestProxyRelaysTextConnectionBothWays(t *testing.T) {
 	expect(t, up, "gets a b\r\n")
 	send(t, up, "VALUE a 0 1 7\r\nx\r\nEND\r\n")
 	expect(t, c, "VALUE a 0 1 7\r\nx\r\nEND\r\n")
+	// Multi-gets are counted by line, however the reads cut them.
+	send(t, c, "ge")
+	send(t, c, "ts b\r\nversion\r\nget c d\r\ngetx\r\n")
+	expect(t, up, "gets b\r\nversion\r\nget c d\r\ngetx\r\n")
+	if n := p.TextGets(); n != 3 {
+		t.Fatalf("TextGets %d, want 3", n)
+	}
 
 	// Large bytes both ways at once, cut however the reads fall.
 	big := make([]byte, 1<<20)
