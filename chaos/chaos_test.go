@@ -149,8 +149,9 @@ type report struct {
 	batchProblems map[string]int
 	heapst        heapStats
 	// getq and noop are the quiet gets and NOOPs the memcached proxies
-	// relayed: GetMany's groups (and the connections' health probes).
-	getq, noop uint64
+	// relayed: GetMany's binary groups (and the connections' health
+	// probes); textGets its text multi-gets.
+	getq, noop, textGets uint64
 	// unsettledResets: memcached proxies' resets made with forwarded
 	// requests still unanswered.
 	unsettledResets int
@@ -438,8 +439,8 @@ func (r *report) format() string {
 	fmt.Fprintf(&b, " cancels={%s} (cancelled before returning/drawn) cancelled-outcomes={%s} cancelled-ambiguous=(applied %d, not applied %d)",
 		strings.Join(cm, ", "), strings.Join(co, ", "), st.cancelAmb[1], st.cancelAmb[0])
 	if r.cfg.memcached {
-		fmt.Fprintf(&b, " mutations-with-an-unanswered-request=%d group-gets=(GETQ %d, NOOP %d) resets-with-requests-unanswered=%d",
-			st.unknownApplied, r.getq, r.noop, r.unsettledResets)
+		fmt.Fprintf(&b, " mutations-with-an-unanswered-request=%d group-gets=(text multi-gets %d, GETQ %d, NOOP %d) resets-with-requests-unanswered=%d",
+			st.unknownApplied, r.textGets, r.getq, r.noop, r.unsettledResets)
 	}
 	if st.unpaired > 0 {
 		fmt.Fprintf(&b, " unpaired-attempt-ends=%d", st.unpaired)
@@ -662,8 +663,9 @@ func checkReport(t testing.TB, r *report) {
 		t.Errorf("%s: keys of batches retried %d times, %d ended ambiguous: both must occur for the batch checks to mean anything",
 			prefix, batchRetries, st.batchOut[outAmbiguous])
 	}
-	if r.cfg.memcached && r.cfg.batches > 0 && r.getq == 0 {
-		t.Errorf("%s: no GETQ reached a proxy: no GetMany read by groups, the group path went untested", prefix)
+	if r.cfg.memcached && r.cfg.batches > 0 && (r.getq == 0 || r.textGets == 0) {
+		t.Errorf("%s: %d GETQ and %d text multi-gets reached a proxy: both GetMany paths (binary groups, text multi-gets) must be taken for the batch checks to cover them",
+			prefix, r.getq, r.textGets)
 	}
 	if r.cfg.cancels > 0 && (st.cancelOut[outCanceled] == 0 || st.cancelOut[outAmbiguous] == 0) {
 		t.Errorf("%s: cancelled operations ended not written %d times, ambiguous %d times: both must occur for the cancellation checks to mean anything",

@@ -126,8 +126,10 @@
 // memcached: the configuration of that name runs the workers and the
 // checks against two private memcached servers (internal/memcachedtest)
 // behind fault proxies (internal/faultnode), through memcached://, with
-// GetMany read by groups (GETQ... and a NOOP); the proxies attribute and
-// settle each request as the hook does. Its faults are those a memcached
+// GetMany read by groups: text multi-gets on the client's text connections
+// (relayed byte for byte) and, while a server has no idle text connection,
+// binary groups (GETQ... and a NOOP), which the proxies attribute and
+// settle as the hook does; both must occur. Its faults are those a memcached
 // server can suffer: close-before, close-after, slow, drop, restart (the
 // server refuses connections) and blackhole. memcached_test.go says what
 // is checked there and what cannot be (no Observer: the retries and the

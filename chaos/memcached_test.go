@@ -459,6 +459,7 @@ func runMemcached(t *testing.T, cfg config) *report {
 	for _, p := range mb.proxies {
 		r.getq += uint64(p.Requests(memdx.OpGetQ))
 		r.noop += uint64(p.Requests(memdx.OpNoop))
+		r.textGets += uint64(p.TextGets())
 	}
 	r.unsettledResets = mb.unsettledResets
 	r.summary = r.format()
