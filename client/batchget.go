@@ -221,7 +221,7 @@ func (b *batch) sendGroups(g0 int, keys []string, deadline time.Time) {
 			err := g.tc.SendGets(b.realDeadline(deadline), b.fkeys)
 			clear(b.fkeys)
 			if err != nil {
-				b.textFailed(g, err)
+				b.textFailed(g, err, 0)
 			}
 			continue
 		}
@@ -267,7 +267,9 @@ func (b *batch) readTextGroups(g0 int, keys []string, deadline time.Time) {
 			continue
 		}
 		b.groupKeys(g, keys)
+		hits := 0
 		err := g.tc.ReadGets(b.ctx, rd, b.fkeys, func(j int, v *memdx.TextValue) {
+			hits++
 			r := &b.frecs[g.keys[j]]
 			if r.got {
 				return // a key asked twice, answered twice
@@ -282,7 +284,7 @@ func (b *batch) readTextGroups(g0 int, keys []string, deadline time.Time) {
 		})
 		clear(b.fkeys)
 		if err != nil {
-			b.textFailed(g, err)
+			b.textFailed(g, err, hits)
 			continue
 		}
 		b.textDone(g)
@@ -290,22 +292,30 @@ func (b *batch) readTextGroups(g0 int, keys []string, deadline time.Time) {
 	}
 }
 
-// textFailed ends text group g with err. A refusal (an error line) or an
-// answer that is not one gives its unanswered keys to the binary path and
-// turns the server's text path off for a while; any other failure (the
-// deadline, the context, the connection) is the group's error, judged for
-// each unanswered key as a binary group's.
-func (b *batch) textFailed(g *fastGroup, err error) {
+// textFailed ends text group g with err, after hits answers. A refusal
+// (an error line) or an answer that is not one gives its unanswered keys
+// to the binary path and turns the server's text path off for a while; a
+// multi-get not written, or answered by the connection's end with no hit
+// before (an idle connection the server had closed), gives its keys to the
+// binary path; any other failure (the deadline, the context, the
+// connection) is the group's error, judged for each unanswered key as a
+// binary group's.
+func (b *batch) textFailed(g *fastGroup, err error, hits int) {
 	b.textDone(g)
 	g.done = true
 	var te *memdx.TextError
+	var re *conn.RequestError
 	switch {
 	case errors.As(err, &te) || errors.Is(err, memdx.ErrMalformed):
 		g.pl.n.textRefused(err)
 		g.fallback = true
 		return
-	case errors.Is(err, memdx.ErrInvalidRequest):
-		g.fallback = true // not sent
+	case b.ctx.Err() == nil && (errors.As(err, &re) && !re.Written || hits == 0 && errors.Is(err, ErrConnectionClosed)):
+		// Nothing reached the server (a refused key, an idle
+		// connection it had closed: the write failed, or the answer
+		// was the connection's end): the keys go as binary gets now.
+		// Gets change nothing, so sending them again is safe.
+		g.fallback = true
 		return
 	}
 	if b.ctx.Err() != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvwire/kvwire/internal/memcachedtest"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // Tests of a memcached:// GetMany's text path (batchget.go, textconns.go):
@@ -320,8 +321,8 @@ func TestGetManyMemcachedTextMultiGetReadsAsGetsDo(t *testing.T) {
 
 // A server that answers a multi-get with an error line, or with what is
 // not a multi-get's answer, does not fail a key: the keys go as binary
-// gets, and the server's text path stays off, with no more multi-gets nor
-// text connections.
+// gets, and the server's text path is off (for a second), with no more
+// multi-gets nor text connections meanwhile.
 func TestGetManyMemcachedTextRefusedFallsBackToBinary(t *testing.T) {
 	for name, reply := range map[string]string{
 		"error line":     "SERVER_ERROR out of memory storing object\r\n",
@@ -332,7 +333,9 @@ func TestGetManyMemcachedTextRefusedFallsBackToBinary(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newTextFront(t, memcachedtest.Start(t))
-			c := textClient(t, f.addr(), nil)
+			// On a fake clock: the text path stays off until it moves.
+			fc := retry.NewFakeClock(time.Now())
+			c := textClient(t, f.addr(), &Options{Clock: fakeClock{fc}})
 			col := c.DefaultCollection()
 			keys := batchKeys(t, col, "txref", 12, 8)
 			warmText(t, c, keys[0])
@@ -356,11 +359,13 @@ func TestGetManyMemcachedTextRefusedFallsBackToBinary(t *testing.T) {
 
 // A memcached that takes no text (started with -B binary) never answers
 // the version request a new text connection begins with: the node's text
-// path goes off once that check times out, and every batch, meanwhile
-// and after, reads its keys in binary.
+// path goes off once that check times out, for 1 s, then 2 s after the
+// next check fails (on the client's clock, a fake one here), and every
+// batch, meanwhile and after, reads its keys in binary.
 func TestGetManyMemcachedServerTakingNoTextReadsInBinary(t *testing.T) {
 	addr := memcachedtest.StartArgs(t, "-B", "binary")
-	c := textClient(t, addr, &Options{ConnectTimeout: 300 * time.Millisecond})
+	fc := retry.NewFakeClock(time.Now())
+	c := textClient(t, addr, &Options{Clock: fakeClock{fc}, ConnectTimeout: 200 * time.Millisecond})
 	col := c.DefaultCollection()
 	keys := batchKeys(t, col, "txbin", 20, 10)
 	readAll := func() {
@@ -374,17 +379,22 @@ func TestGetManyMemcachedServerTakingNoTextReadsInBinary(t *testing.T) {
 			require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 		}
 	}
-	readAll()
-	readAll() // while the check waits
-	waitFor(t, "the text check to end", func() bool { return textSettled(c) })
 	nd := c.topo.Load().all[0]
-	nd.text.mu.Lock()
-	off := c.clock.Now().Before(nd.text.offUntil)
-	nd.text.mu.Unlock()
-	require.True(t, off, "text path off")
-	readAll()
-	assert.Zero(t, textIdle(c))
-	assert.True(t, textSettled(c), "no new text dial while off")
+	offFor := func() time.Duration {
+		nd.text.mu.Lock()
+		defer nd.text.mu.Unlock()
+		return nd.text.offUntil.Sub(fc.Now())
+	}
+	for _, want := range []time.Duration{time.Second, 2 * time.Second} {
+		readAll() // starts a text dial and its check
+		readAll() // while the check waits
+		waitFor(t, "the text check to end", func() bool { return textSettled(c) })
+		require.Equal(t, want, offFor(), "text path off")
+		readAll()
+		assert.True(t, textSettled(c), "no text dial while off")
+		assert.Zero(t, textIdle(c))
+		fc.Advance(want)
+	}
 }
 
 // A text connection lost in the middle of an answer: the keys answered
@@ -412,6 +422,33 @@ func TestGetManyMemcachedTextConnectionLostRetriesTheUnansweredKeys(t *testing.T
 		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 	}
 	assert.Zero(t, textIdle(c), "the lost connection is closed")
+}
+
+// A text connection the server closed while it was idle: the multi-get
+// goes out (or its write fails) and the answer is the connection's end,
+// with no hit. Nothing was read, so the keys go as binary gets at once,
+// not as retries: a strategy that retries nothing still reads them all.
+func TestGetManyMemcachedTextStaleConnectionFallsBackAtOnce(t *testing.T) {
+	f := newTextFront(t, memcachedtest.Start(t))
+	c := textClient(t, f.addr(), nil)
+	col := c.DefaultCollection()
+	keys := batchKeys(t, col, "txstale", 10, 6)
+	warmText(t, c, keys[0])
+	f.setOnGets(func([]string) textAction { return textAction{close: true} })
+	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
+	for i, r := range col.GetMany(context.Background(), keys, &GetManyOptions{RetryStrategy: noRetry, Timeout: 10 * time.Second}) {
+		if i < 6 {
+			require.NoError(t, r.Err, r.Key)
+			assert.Equal(t, "v-"+r.Key, string(r.Value))
+			continue
+		}
+		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+		var kv *KeyValueError
+		require.ErrorAs(t, r.Err, &kv)
+		assert.Zero(t, kv.RetryAttempts, r.Key)
+	}
+	require.Equal(t, int32(1), f.multigets.Load())
+	assert.Zero(t, textIdle(c), "the closed connection is not kept")
 }
 
 // A server that never answers the multi-get: every key ends at the

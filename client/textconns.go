@@ -17,15 +17,22 @@ import (
 // is closed, its keys judged as a failed group's (and retried, as binary
 // gets). A server that does not take text (no answer to the version
 // request dialText sends, an error line, an answer that is not one), or
-// a dial that fails, turns the node's text path off for textRetryAfter.
+// a dial that fails, turns the node's text path off for a while (1 s,
+// doubling with each failure in a row, up to a minute).
 
 // maxTextConns bounds a node's text connections, idle and in use: a batch
 // that finds none free reads that server with binary gets.
 const maxTextConns = 16
 
-// textRetryAfter is how long a node's keys go as binary gets after its
-// server refused a text multi-get or a text connection could not be dialed.
-const textRetryAfter = 30 * time.Second
+// After a text connection could not be dialed or checked, or the server
+// refused a multi-get, a node's keys go as binary gets for textRetryMin,
+// doubling with each failure in a row up to textRetryMax: a server that
+// takes no text costs a background connection attempt that often, and one
+// that was only briefly unreachable soon gets its text path back.
+const (
+	textRetryMin = time.Second
+	textRetryMax = time.Minute
+)
 
 type textConns struct {
 	mu       sync.Mutex
@@ -34,6 +41,19 @@ type textConns struct {
 	dialing  int
 	closed   bool
 	offUntil time.Time // on the client's clock
+	failures int       // in a row, for the back-off
+}
+
+// offLocked turns the text path off after a failure, for the back-off's
+// next step, and returns for how long.
+func (p *textConns) offLocked(now time.Time) time.Duration {
+	d := textRetryMax
+	if p.failures < 16 {
+		d = min(textRetryMin<<p.failures, textRetryMax)
+	}
+	p.failures++
+	p.offUntil = now.Add(d)
+	return d
 }
 
 // textOK reports whether GetMany may read this node's keys by a text
@@ -79,8 +99,8 @@ func (n *node) takeText() *conn.TextConn {
 // dialText dials a text connection to n and checks that the server takes
 // text (a version request answered within the connect timeout; memcached
 // started with -B binary, or requiring SASL, never answers it), then
-// leaves it idle for takeText. A failure turns n's text path off for
-// textRetryAfter.
+// leaves it idle for takeText. A failure turns n's text path off for a
+// while (offLocked); a success ends the back-off.
 func (n *node) dialText() {
 	defer n.c.wg.Done()
 	ctx, cancel := context.WithTimeout(n.ctx, n.c.opts.ConnectTimeout)
@@ -98,13 +118,14 @@ func (n *node) dialText() {
 	switch {
 	case err != nil:
 		if n.ctx.Err() == nil {
+			d := p.offLocked(n.c.clock.Now())
 			n.c.opts.Logger.Warn("kvwire: no text connection for multi-gets: binary gets for a while",
-				"node", n.addr, "err", err, "for", textRetryAfter)
-			p.offUntil = n.c.clock.Now().Add(textRetryAfter)
+				"node", n.addr, "err", err, "for", d)
 		}
 	case p.closed:
 		_ = tc.Close()
 	default:
+		p.failures = 0
 		p.idle = append(p.idle, tc)
 	}
 }
@@ -125,15 +146,15 @@ func (n *node) putText(tc *conn.TextConn) {
 	}
 }
 
-// textRefused turns n's text path off for textRetryAfter: its server
-// answered a multi-get with an error line.
+// textRefused turns n's text path off for a while: its server answered a
+// multi-get with an error line, or with what is not an answer.
 func (n *node) textRefused(err error) {
-	n.c.opts.Logger.Warn("kvwire: server refused a text multi-get: binary gets for a while",
-		"node", n.addr, "err", err, "for", textRetryAfter)
 	p := &n.text
 	p.mu.Lock()
-	p.offUntil = n.c.clock.Now().Add(textRetryAfter)
+	d := p.offLocked(n.c.clock.Now())
 	p.mu.Unlock()
+	n.c.opts.Logger.Warn("kvwire: server refused a text multi-get: binary gets for a while",
+		"node", n.addr, "err", err, "for", d)
 }
 
 // closeText closes n's idle text connections and keeps any more from
