@@ -15,23 +15,28 @@ import (
 // the node. Their health is the node's: the text path is taken only while
 // the node has a live binary connection, and a text connection that fails
 // is closed, its keys judged as a failed group's (and retried, as binary
-// gets). A server that does not take text (no answer to the version
-// request dialText sends, an error line, an answer that is not one), or
-// a dial that fails, turns the node's text path off for a while (1 s,
-// doubling with each failure in a row, up to a minute).
+// gets), or, when it failed before any answer (a stale idle connection),
+// sent as binary gets at once. A server that does not take text (no answer to the version
+// request dialText sends, an error line, an answer that is not one) turns
+// the node's text path off for a while (1 s, doubling with each failure in
+// a row, up to a minute); a dial that fails, for 100 ms.
 
 // maxTextConns bounds a node's text connections, idle and in use: a batch
 // that finds none free reads that server with binary gets.
 const maxTextConns = 16
 
-// After a text connection could not be dialed or checked, or the server
+// After a text connection's check failed (no version answer: a server
+// that takes no text, or one that stopped answering), or the server
 // refused a multi-get, a node's keys go as binary gets for textRetryMin,
 // doubling with each failure in a row up to textRetryMax: a server that
-// takes no text costs a background connection attempt that often, and one
-// that was only briefly unreachable soon gets its text path back.
+// takes no text costs a background connection attempt that often. A dial
+// that fails (the server is unreachable, as the node's own connections
+// find too) only spaces the next by textRedialAfter, so that the text path
+// comes back with the server.
 const (
-	textRetryMin = time.Second
-	textRetryMax = time.Minute
+	textRetryMin    = time.Second
+	textRetryMax    = time.Minute
+	textRedialAfter = 100 * time.Millisecond
 )
 
 type textConns struct {
@@ -99,13 +104,15 @@ func (n *node) takeText() *conn.TextConn {
 // dialText dials a text connection to n and checks that the server takes
 // text (a version request answered within the connect timeout; memcached
 // started with -B binary, or requiring SASL, never answers it), then
-// leaves it idle for takeText. A failure turns n's text path off for a
-// while (offLocked); a success ends the back-off.
+// leaves it idle for takeText. A failed check turns n's text path off for
+// a while (offLocked), a failed dial for textRedialAfter; a success ends
+// the back-off.
 func (n *node) dialText() {
 	defer n.c.wg.Done()
 	ctx, cancel := context.WithTimeout(n.ctx, n.c.opts.ConnectTimeout)
 	tc, err := conn.DialText(ctx, n.addr, n.c.connOptions(n))
-	if err == nil {
+	dialed := err == nil
+	if dialed {
 		if _, err = tc.Version(ctx); err != nil {
 			_ = tc.Close()
 		}
@@ -116,10 +123,16 @@ func (n *node) dialText() {
 	defer p.mu.Unlock()
 	p.dialing--
 	switch {
+	case err != nil && !dialed:
+		// The server is unreachable: the node's own connections
+		// say so too, and the text path follows them back.
+		if n.ctx.Err() == nil {
+			p.offUntil = n.c.clock.Now().Add(textRedialAfter)
+		}
 	case err != nil:
 		if n.ctx.Err() == nil {
 			d := p.offLocked(n.c.clock.Now())
-			n.c.opts.Logger.Warn("kvwire: no text connection for multi-gets: binary gets for a while",
+			n.c.opts.Logger.Warn("kvwire: the server did not answer text: binary multi-gets for a while",
 				"node", n.addr, "err", err, "for", d)
 		}
 	case p.closed:
