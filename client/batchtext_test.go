@@ -47,6 +47,7 @@ type textFront struct {
 	wg        sync.WaitGroup
 	textConns atomic.Int32
 	multigets atomic.Int32
+	texts     []net.Conn    // the text connections accepted (closeTexts)
 	got       chan []string // each multi-get's keys, if the test reads them (buffered)
 }
 
@@ -77,6 +78,17 @@ func (f *textFront) close() {
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
+}
+
+// closeTexts closes the text connections accepted so far, as a server
+// closing idle connections (or restarting) does.
+func (f *textFront) closeTexts() {
+	f.mu.Lock()
+	for _, c := range f.texts {
+		_ = c.Close()
+	}
+	f.texts = nil
+	f.mu.Unlock()
 }
 
 func (f *textFront) track(c net.Conn) {
@@ -124,6 +136,9 @@ func (f *textFront) serve(c net.Conn) {
 		return
 	}
 	f.textConns.Add(1)
+	f.mu.Lock()
+	f.texts = append(f.texts, c)
+	f.mu.Unlock()
 	upr := bufio.NewReader(up)
 	for {
 		line, err := r.ReadString('\n')
