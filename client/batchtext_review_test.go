@@ -41,3 +41,58 @@ func TestGetManyMemcachedTextConnectionClosedWhileIdleReadsWithoutRetry(t *testi
 		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 	}
 }
+
+// Keys of two servers in windows of the batch's in-flight bound (10 keys
+// here), with keys given twice (also across windows), keys text cannot
+// carry and misses: each key reads what a Get reads, by text multi-gets.
+func TestGetManyMemcachedTextTwoServersInWindowsReadAsGets(t *testing.T) {
+	f1 := newTextFront(t, memcachedtest.Start(t))
+	f2 := newTextFront(t, memcachedtest.Start(t))
+	c, err := Connect(context.Background(), "memcached://"+f1.addr()+","+f2.addr(),
+		testOptions(&Options{MaxPendingPerConnection: 20}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	col := c.DefaultCollection()
+	require.Equal(t, 10, c.batchInFlight())
+	keys := batchKeys(t, col, "tx2", 60, 40)
+	for _, k := range []string{"tx2 sp1", "tx2 sp2"} {
+		_, err := col.Upsert(context.Background(), k, []byte("v-"+k), nil)
+		require.NoError(t, err)
+		keys = append(keys, k)
+	}
+	keys = append(keys, keys[1], keys[1], keys[50], keys[0], "tx2 sp1", keys[5])
+	check := func() {
+		t.Helper()
+		res := col.GetMany(context.Background(), keys, nil)
+		require.Len(t, res, len(keys))
+		for i, r := range res {
+			require.Equal(t, keys[i], r.Key)
+			single, serr := col.Get(context.Background(), r.Key, nil)
+			if serr != nil {
+				require.ErrorIs(t, serr, ErrDocumentNotFound)
+				require.ErrorIs(t, r.Err, ErrDocumentNotFound, "%d %s", i, r.Key)
+				continue
+			}
+			require.NoError(t, r.Err, "%d %s", i, r.Key)
+			require.Equal(t, string(single.Value), string(r.Value), "%d %s", i, r.Key)
+			require.Equal(t, single.Cas, r.Cas, "%d %s", i, r.Key)
+		}
+	}
+	check()
+	waitFor(t, "text connections to both servers", func() bool {
+		for _, nd := range c.topo.Load().all {
+			nd.text.mu.Lock()
+			k := len(nd.text.idle)
+			nd.text.mu.Unlock()
+			if k == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	before := f1.multigets.Load() + f2.multigets.Load()
+	check()
+	assert.Greater(t, f1.multigets.Load()+f2.multigets.Load()-before, int32(10), "multi-gets per window and server")
+	assert.NotZero(t, f1.multigets.Load())
+	assert.NotZero(t, f2.multigets.Load())
+}
