@@ -53,8 +53,11 @@ const textLineMax = 512
 // TCP_NODELAY) and returns a TextConn. Nothing is sent: the text protocol
 // has no handshake, so a server that does not take text (one requiring
 // SASL, or started with -B binary) shows it in the first ReadGets, as a
-// *memdx.TextError or the connection's end. Values longer than
-// Options.MaxBodyLength are refused as malformed answers.
+// *memdx.TextError, the connection's end, or silence until the deadline
+// (a binary-only memcached waits for a 24-byte header, and closes the
+// connection once it has one that is not binary): Version checks first.
+// Values longer than Options.MaxBodyLength are refused as malformed
+// answers.
 func DialText(ctx context.Context, addr string, opts Options) (*TextConn, error) {
 	o := opts.resolved()
 	nc, err := dialNet(ctx, addr, &o)
