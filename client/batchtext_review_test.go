@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -95,4 +96,50 @@ func TestGetManyMemcachedTextTwoServersInWindowsReadAsGets(t *testing.T) {
 	assert.Greater(t, f1.multigets.Load()+f2.multigets.Load()-before, int32(10), "multi-gets per window and server")
 	assert.NotZero(t, f1.multigets.Load())
 	assert.NotZero(t, f2.multigets.Load())
+}
+
+// One of two servers stops answering (paused, overloaded): its keys time
+// out, but the other server's keys, answered in time, read as Gets of
+// them do: a silent server does not fail the keys of the others.
+func TestGetManyMemcachedTextSilentServerDoesNotFailTheOthers(t *testing.T) {
+	f1 := newTextFront(t, memcachedtest.Start(t))
+	f2 := newTextFront(t, memcachedtest.Start(t))
+	c, err := Connect(context.Background(), "memcached://"+f1.addr()+","+f2.addr(), testOptions(nil))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	col := c.DefaultCollection()
+	keys := batchKeys(t, col, "txsil2", 40, 40)
+	top := c.topo.Load()
+	serverOf := func(k string) string { return top.servers[top.ketama.Server([]byte(k))].addr }
+	// The silent server is the one of the first key, whose group is sent
+	// and read first.
+	silent, other := f1, f2
+	if serverOf(keys[0]) != f1.addr() {
+		silent, other = f2, f1
+	}
+	col.GetMany(context.Background(), keys, nil)
+	waitFor(t, "text connections to both servers", func() bool {
+		for _, nd := range top.all {
+			nd.text.mu.Lock()
+			k := len(nd.text.idle)
+			nd.text.mu.Unlock()
+			if k == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	hold := make(chan struct{})
+	defer close(hold)
+	silent.setOnGets(func([]string) textAction { return textAction{hold: hold} })
+	res := col.GetMany(context.Background(), keys, &GetManyOptions{Timeout: 300 * time.Millisecond})
+	require.NotZero(t, other.multigets.Load())
+	for _, r := range res {
+		if serverOf(r.Key) == silent.addr() {
+			require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
+			continue
+		}
+		require.NoError(t, r.Err, r.Key)
+		assert.Equal(t, "v-"+r.Key, string(r.Value))
+	}
 }
