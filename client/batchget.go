@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -12,9 +13,10 @@ import (
 
 // A memcached GetMany reads its keys in groups first: each server's keys
 // go as one text multi-get on a text connection of that server's
-// (textconns.go), read by the batch's goroutine, or, where the text path
-// is not taken (MemcachedOptions.BinaryMultiGet, TLS, SASL, a key text
-// cannot carry, the path turned off), as one conn.StartGets (quiet gets
+// (textconns.go), sent by the batch's goroutine and read by it (every
+// server's after the first on a goroutine of its own), or, where the
+// text path is not taken (MemcachedOptions.BinaryMultiGet, TLS, SASL, a
+// key text cannot carry, the path turned off), as one conn.StartGets (quiet gets
 // and a NOOP, one request on the connection) whose answers are written
 // into a record per key by the connection's reader. A text group that
 // fails the way a binary one can (its deadline, its context, its
@@ -256,40 +258,91 @@ func (b *batch) realDeadline(deadline time.Time) time.Time {
 	return time.Now().Add(deadline.Sub(b.c.clock.Now()))
 }
 
-// readTextGroups reads the answers of the text groups from g0 on, one
-// after another on this goroutine (every multi-get was sent first, so the
-// servers work meanwhile), writing each hit into the caller's result.
+// readTextGroups reads the answers of the text groups from g0 on,
+// writing each hit into the caller's result. Every multi-get was sent
+// first, so the servers work meanwhile. The first group is read on this
+// goroutine and any other on a goroutine of its own, joined here: read
+// one after another, a silent server would hold back the reads of the
+// others until the deadline had passed, and a read past its deadline
+// fails even when the answer came in time.
 func (b *batch) readTextGroups(g0 int, keys []string, deadline time.Time) {
 	rd := b.realDeadline(deadline)
+	first := -1
+	var more []int
 	for gi := g0; gi < len(b.fgroups); gi++ {
-		g := &b.fgroups[gi]
-		if !g.text || g.done {
-			continue
-		}
-		b.groupKeys(g, keys)
-		hits := 0
-		err := g.tc.ReadGets(b.ctx, rd, b.fkeys, func(j int, v *memdx.TextValue) {
-			hits++
-			r := &b.frecs[g.keys[j]]
-			if r.got {
-				return // a key asked twice, answered twice
+		if g := &b.fgroups[gi]; g.text && !g.done {
+			if first < 0 {
+				first = gi
+			} else {
+				more = append(more, gi)
 			}
-			r.got, r.status = true, memdx.StatusSuccess
-			into := g.block(len(v.Value))
-			if into == nil {
-				into = make([]byte, 0, len(v.Value)) // never nil: an empty value is a value
-			}
-			b.fres[g.keys[j]].GetResult = GetResult{Value: append(into, v.Value...), Cas: v.Cas, Flags: v.Flags,
-				transcoder: b.c.opts.Transcoder}
-		})
-		clear(b.fkeys)
-		if err != nil {
-			b.textFailed(g, err, hits)
-			continue
 		}
-		b.textDone(g)
-		g.done, g.answered = true, true
 	}
+	if first < 0 {
+		return
+	}
+	type read struct {
+		hits int
+		err  error
+	}
+	var reads []read
+	var wg sync.WaitGroup
+	if len(more) > 0 {
+		reads = make([]read, len(more))
+		wg.Add(len(more))
+		for k, gi := range more {
+			go func() {
+				defer wg.Done()
+				g := &b.fgroups[gi]
+				fk := make([][]byte, len(g.keys))
+				for j, i := range g.keys {
+					fk[j] = unsafe.Slice(unsafe.StringData(keys[i]), len(keys[i]))
+				}
+				reads[k].hits, reads[k].err = b.readText(g, rd, fk)
+			}()
+		}
+	}
+	g := &b.fgroups[first]
+	b.groupKeys(g, keys)
+	hits, err := b.readText(g, rd, b.fkeys)
+	b.textRead(g, hits, err)
+	wg.Wait()
+	for k, gi := range more {
+		b.textRead(&b.fgroups[gi], reads[k].hits, reads[k].err)
+	}
+}
+
+// readText reads text group g's answer to the multi-get of keys fk,
+// writing each hit into its key's record and the caller's result, and
+// returns how many answers it read. It touches only g and its keys'
+// entries, so groups may be read concurrently.
+func (b *batch) readText(g *fastGroup, rd time.Time, fk [][]byte) (hits int, err error) {
+	err = g.tc.ReadGets(b.ctx, rd, fk, func(j int, v *memdx.TextValue) {
+		hits++
+		r := &b.frecs[g.keys[j]]
+		if r.got {
+			return // a key asked twice, answered twice
+		}
+		r.got, r.status = true, memdx.StatusSuccess
+		into := g.block(len(v.Value))
+		if into == nil {
+			into = make([]byte, 0, len(v.Value)) // never nil: an empty value is a value
+		}
+		b.fres[g.keys[j]].GetResult = GetResult{Value: append(into, v.Value...), Cas: v.Cas, Flags: v.Flags,
+			transcoder: b.c.opts.Transcoder}
+	})
+	clear(fk) // keep no key alive
+	return hits, err
+}
+
+// textRead ends text group g, read with err after hits answers.
+func (b *batch) textRead(g *fastGroup, hits int, err error) {
+	if err != nil {
+		b.textFailed(g, err, hits)
+		return
+	}
+	b.textDone(g)
+	g.done, g.answered = true, true
 }
 
 // textFailed ends text group g with err, after hits answers. A refusal
