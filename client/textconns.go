@@ -113,7 +113,11 @@ func (n *node) dialText() {
 	tc, err := conn.DialText(ctx, n.addr, n.c.connOptions(n))
 	dialed := err == nil
 	if dialed {
-		if _, err = tc.Version(ctx); err != nil {
+		if _, err = tc.Version(ctx); err == nil {
+			// The answer read as ctx ended still breaks the connection.
+			err = tc.Err()
+		}
+		if err != nil {
 			_ = tc.Close()
 		}
 	}
