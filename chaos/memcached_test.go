@@ -24,14 +24,18 @@ import (
 // few hundred documents of at most a few KiB, so nothing is evicted), each
 // behind a fault proxy (faultnode.Proxy), through memcached:// with both
 // proxies in its ketama ring. The client has no Observer: GetMany reads by
-// groups (conn.StartGets: quiet gets and a NOOP, the hits written straight
-// into the results) only without one. One client, one connection per
-// server: a key's requests reach its server in the order the worker made
-// them, so a read after an ambiguous write cannot overtake it on another
-// connection (a second client for GetMany did, and the model, which takes
-// an operation's requests to be settled when the next one starts, then
-// saw writes applied after they were read back). GetAndLock and Unlock do
-// not exist on memcached; the workers read instead.
+// groups (a text multi-get on a text connection, or conn.StartGets: quiet
+// gets and a NOOP, the hits written straight into the results) only
+// without one. One client, one binary connection per server: a key's
+// requests reach its server in the order the worker made them, so a read
+// after an ambiguous write cannot overtake it on another connection (a
+// second client for GetMany did, and the model, which takes an
+// operation's requests to be settled when the next one starts, then saw
+// writes applied after they were read back). The text multi-gets keep
+// that order too: the client takes the text path only while no write is
+// unanswered on the server's binary connection (Conn.WritesInFlight; the
+// first 3-minute run without that rule lost 5 writes this way). GetAndLock
+// and Unlock do not exist on memcached; the workers read instead.
 //
 // The proxies play the mock's hook: each request for a chaos key is
 // attributed to its operation as the hook does (values and deltas name

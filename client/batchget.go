@@ -149,7 +149,7 @@ func (b *batch) getWindow(col *Collection, keys []string, from, to int, deadline
 				if n := t.servers[s]; n != nil && n.downErr() == nil {
 					if cn, _, err := n.pick(); err == nil && cn.Memcached() {
 						var tc *conn.TextConn
-						if c.textOK(cn) {
+						if c.textOK(cn) && n.writesInFlight() == 0 {
 							tc = n.takeText()
 						}
 						srv[s] = int32(len(b.fgroups))

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/internal/memcachedtest"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
@@ -550,4 +551,51 @@ func TestGetManyMemcachedBinaryMultiGetOption(t *testing.T) {
 	}
 	assert.True(t, textSettled(c))
 	assert.Zero(t, f.textConns.Load())
+}
+
+// A write to a server that is unanswered on the client's connection (here
+// cancelled after it was written, its answer never to come: a tombstone)
+// keeps GetMany off the text path for that server: a multi-get on the text
+// connection could overtake the write, so that reading an ambiguous write
+// back would find it not applied and then see it applied. The keys go as
+// binary gets on the connection the write is on, behind it. Once the
+// connection is replaced, the text path is taken again.
+func TestGetManyMemcachedTextWaitsForWritesInFlight(t *testing.T) {
+	p := proxied(t)
+	c := textClient(t, p.Addr(), nil)
+	col := c.DefaultCollection()
+	keys := batchKeys(t, col, "txorder", 4, 4)
+	warmText(t, c, keys[0])
+	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
+		return faultnode.Action{Drop: req.OpCode == memdx.OpSet && string(req.Key) == keys[0]}
+	})
+	set := p.NextRequest(memdx.OpSet)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-set; cancel() }()
+	_, err := col.Upsert(ctx, keys[0], []byte("new"), &UpsertOptions{Timeout: time.Minute})
+	require.ErrorIs(t, err, ErrAmbiguous)
+	require.Equal(t, 1, c.topo.Load().all[0].writesInFlight(), "the cancelled write's tombstone")
+
+	getq, text := p.Requests(memdx.OpGetQ), p.TextGets()
+	for _, r := range col.GetMany(context.Background(), keys, nil) {
+		require.NoError(t, r.Err, r.Key)
+		assert.Equal(t, "v-"+r.Key, string(r.Value), "the dropped write was never applied")
+	}
+	assert.Equal(t, text, p.TextGets(), "no text multi-get while the write is unanswered")
+	assert.Equal(t, getq+len(keys), p.Requests(memdx.OpGetQ), "binary gets behind the write")
+
+	p.OnRequest(nil)
+	p.Reset() // the tombstone goes with its connection
+	waitFor(t, "a new connection", func() bool {
+		nd := c.topo.Load().all[0]
+		return nd.downErr() == nil && nd.writesInFlight() == 0
+	})
+	// The old text connection went too: the first batch finds it closed
+	// (its keys go binary) and a new one is dialed for the next.
+	waitFor(t, "the text path again", func() bool {
+		for _, r := range col.GetMany(context.Background(), keys, nil) {
+			require.NoError(t, r.Err, r.Key)
+		}
+		return p.TextGets() > text
+	})
 }

@@ -68,6 +68,23 @@ func (c *Client) textOK(cn *conn.Conn) bool {
 	return !c.opts.Memcached.BinaryMultiGet && c.opts.TLSConfig == nil && cn.Memcached() && cn.Mechanism() == ""
 }
 
+// writesInFlight is the number of requests that may change data and are
+// unanswered (tombstones too) on n's connections. A text multi-get is
+// taken only when there are none: a read on the text connection could
+// overtake them, so that reading back an ambiguous write (one that timed
+// out or was cancelled in flight) could find it not applied and see it
+// applied later. A read on the connection they are on cannot overtake
+// them.
+func (n *node) writesInFlight() int {
+	w := 0
+	if cs := n.conns.Load(); cs != nil {
+		for _, cn := range *cs {
+			w += cn.WritesInFlight()
+		}
+	}
+	return w
+}
+
 // takeText returns an idle text connection to n for one multi-get, or nil
 // when there is none (the caller then uses binary gets). Finding none, it
 // starts dialing one in the background, for the batches that follow: no

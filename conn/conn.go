@@ -69,12 +69,13 @@ type Conn struct {
 	mech      string
 	bucket    string
 
-	mu      sync.Mutex
-	pending map[uint32]*call // in flight and tombstones, keyed by opaque; nil once torn down
-	active  int              // calls in pending that are not tombstones (MaxPending)
-	tombs   int              // abandoned calls in pending (MaxAbandoned)
-	opaque  uint32           // the last opaque handed out
-	wrapped bool             // opaque has wrapped: check for one still in use
+	mu            sync.Mutex
+	pending       map[uint32]*call // in flight and tombstones, keyed by opaque; nil once torn down
+	active        int              // calls in pending that are not tombstones (MaxPending)
+	tombs         int              // abandoned calls in pending (MaxAbandoned)
+	writesPending int              // calls in pending, tombstones too, that may change data (readOnly false)
+	opaque        uint32           // the last opaque handed out
+	wrapped       bool             // opaque has wrapped: check for one still in use
 	// reserveProbes counts the pending lookups made to find free opaques
 	// after the wrap (reserveOpaques), so that tests can bound that work.
 	reserveProbes int
@@ -1015,6 +1016,32 @@ func (c *Conn) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pending)
+}
+
+// WritesInFlight is the number of requests on the connection that may
+// change data and have no answer yet: queued, written, or abandoned (a
+// tombstone: its request may still be applied). A read sent to the same
+// server on another connection can overtake them; one sent on this
+// connection cannot, since a server answers a connection's requests in
+// order.
+func (c *Conn) WritesInFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writesPending
+}
+
+// readOnly reports whether a request of op only reads: it cannot change
+// what a later read sees. Any other opcode counts as a write
+// (WritesInFlight).
+func readOnly(op memdx.OpCode) bool {
+	switch op {
+	case memdx.OpGet, memdx.OpGetQ, memdx.OpGetK, memdx.OpGetKQ, memdx.OpGetEx, memdx.OpGetReplica, memdx.OpGetExReplica,
+		memdx.OpNoop, memdx.OpVersion, memdx.OpStat, memdx.OpGetClusterConfig, memdx.OpGetErrorMap,
+		memdx.OpCollectionsGetID, memdx.OpCollectionsGetManifest, memdx.OpObserve, memdx.OpObserveSeqno,
+		memdx.OpSubdocGet, memdx.OpSubdocExists, memdx.OpSubdocGetCount, memdx.OpSubdocMultiLookup:
+		return true
+	}
+	return false
 }
 
 // Stats are counters of a connection's socket calls and of its requests'

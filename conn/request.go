@@ -192,6 +192,9 @@ func (w *wakeList) flush() {
 func (c *Conn) enqueue(cl *call) {
 	cl.state = reqQueued
 	c.pending[cl.opaque] = cl
+	if !readOnly(cl.op) {
+		c.writesPending++
+	}
 	c.active++
 	c.batched++
 	cl.wPrev = c.wTail
@@ -303,6 +306,9 @@ func (c *Conn) abandon(cl *call, now time.Time) {
 // is the caller's business (a response, or an error on done).
 func (c *Conn) end(cl *call) {
 	delete(c.pending, cl.opaque)
+	if !readOnly(cl.op) {
+		c.writesPending--
+	}
 	if cl.quiet {
 		c.qUnlink(cl)
 	}
@@ -323,6 +329,9 @@ func (c *Conn) end(cl *call) {
 // caller has left and the reader is not inside its handle.
 func (c *Conn) drop(cl *call) {
 	delete(c.pending, cl.opaque)
+	if !readOnly(cl.op) {
+		c.writesPending--
+	}
 	if cl.quiet {
 		c.qUnlink(cl)
 	}
