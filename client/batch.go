@@ -77,8 +77,9 @@ type MutateManyResult struct {
 // multi-get ("gets k1 k2 ...", whose misses cost no response either) on a
 // text connection the client keeps to that server, or, where that is not
 // taken (TLS, SASL, MemcachedOptions.BinaryMultiGet, a key the text
-// protocol cannot carry, no idle text connection yet), its quiet gets and
-// NOOP as one request on the server's connection. Small values read
+// protocol cannot carry, a write to that server still unanswered, no idle
+// text connection yet), its quiet gets and NOOP as one request on the
+// server's connection, behind any write on it. Small values read
 // together may share memory: each Value is a slice of its own length and
 // capacity (appending to one copies it), but keeping one keeps its block
 // of at most 4 KiB alive.
