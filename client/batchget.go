@@ -16,9 +16,10 @@ import (
 // (textconns.go), sent by the batch's goroutine and read by it (every
 // server's after the first on a goroutine of its own), or, where the
 // text path is not taken (MemcachedOptions.BinaryMultiGet, TLS, SASL, a
-// key text cannot carry, the path turned off), as one conn.StartGets (quiet gets
-// and a NOOP, one request on the connection) whose answers are written
-// into a record per key by the connection's reader. A text group that
+// key text cannot carry, a write to the server unanswered, no idle text
+// connection, the path turned off), as one conn.StartGets (quiet gets and
+// a NOOP, one request on the connection) whose answers are written into a
+// record per key by the connection's reader. A text group that
 // fails the way a binary one can (its deadline, its context, its
 // connection) is judged as a binary group that failed so; one the server
 // refuses, or answers with what is not a multi-get's answer, gives its
