@@ -599,3 +599,75 @@ func TestGetManyMemcachedTextWaitsForWritesInFlight(t *testing.T) {
 		return p.TextGets() > text
 	})
 }
+
+// kill makes the front's server die: no new connection is accepted and
+// every open one is closed. It does not wait, so an onGets hook may call
+// it.
+func (f *textFront) kill() {
+	_ = f.ln.Close()
+	f.mu.Lock()
+	for _, c := range f.conns {
+		_ = c.Close()
+	}
+	f.mu.Unlock()
+}
+
+// 100 keys over two memcached servers read by text multi-gets, one server
+// dying (every connection closed, new ones refused) while its multi-get is
+// in flight, then staying dead: only that server's keys fail, naming it;
+// the live server's keys are read as hits and misses in the same batch, by
+// a multi-get each time.
+func TestGetManyMemcachedTextDeadServersKeysFailAlone(t *testing.T) {
+	live := newTextFront(t, memcachedtest.Start(t))
+	dying := newTextFront(t, memcachedtest.Start(t))
+	c := textClient(t, live.addr()+","+dying.addr(), nil)
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	keys := make([]string, 100)
+	onLive := map[string]bool{}
+	nLive := 0
+	for i := range keys {
+		keys[i] = fmt.Sprintf("txdead-%03d", i)
+		if onLive[keys[i]] = c.Route(keys[i]).Active == live.addr(); onLive[keys[i]] {
+			nLive++
+		}
+		if i%2 == 0 {
+			_, err := col.Upsert(ctx, keys[i], []byte("v-"+keys[i]), nil)
+			require.NoError(t, err)
+		}
+	}
+	require.True(t, nLive > 10 && nLive < 90, "%d of 100 keys on the live server", nLive)
+	col.GetMany(ctx, keys, nil)
+	waitFor(t, "a text connection to each server", func() bool { return textIdle(c) == 2 })
+	check := func(name string, deadFails bool) {
+		t.Helper()
+		before := live.multigets.Load()
+		res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: 3 * time.Second})
+		for i, r := range res {
+			switch {
+			case !onLive[r.Key] && deadFails:
+				require.Error(t, r.Err, "%s: %s", name, r.Key)
+				require.NotErrorIs(t, r.Err, ErrDocumentNotFound, "%s: %s", name, r.Key)
+				var kv *KeyValueError
+				require.ErrorAs(t, r.Err, &kv)
+				assert.Equal(t, dying.addr(), kv.Node, "%s: %s", name, r.Key)
+			case i%2 == 0:
+				require.NoError(t, r.Err, "%s: %s", name, r.Key)
+				assert.Equal(t, "v-"+r.Key, string(r.Value), name)
+			default:
+				require.ErrorIs(t, r.Err, ErrDocumentNotFound, "%s: %s", name, r.Key)
+			}
+		}
+		assert.Equal(t, before+1, live.multigets.Load(), "%s: the live server's keys in one multi-get", name)
+	}
+	check("both up", false)
+	require.Equal(t, int32(1), dying.multigets.Load())
+
+	dying.setOnGets(func([]string) textAction {
+		dying.kill()
+		return textAction{close: true}
+	})
+	check("dies in flight", true)
+	require.Equal(t, int32(2), dying.multigets.Load(), "the dying server got its multi-get")
+	check("dead", true)
+}
