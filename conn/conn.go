@@ -74,8 +74,12 @@ type Conn struct {
 	active        int              // calls in pending that are not tombstones (MaxPending)
 	tombs         int              // abandoned calls in pending (MaxAbandoned)
 	writesPending int              // calls in pending, tombstones too, that may change data (readOnly false)
-	opaque        uint32           // the last opaque handed out
-	wrapped       bool             // opaque has wrapped: check for one still in use
+	// evictedWrite is the stream offset of the end of the last write whose
+	// tombstone was evicted (MaxAbandoned), until a response to a request
+	// sent after it shows the server has processed it; 0: none.
+	evictedWrite uint64
+	opaque       uint32 // the last opaque handed out
+	wrapped      bool   // opaque has wrapped: check for one still in use
 	// reserveProbes counts the pending lookups made to find free opaques
 	// after the wrap (reserveOpaques), so that tests can bound that work.
 	reserveProbes int
@@ -818,6 +822,9 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	case !c.answerable(cl):
 		kind = strayUnsent
 	}
+	if c.evictedWrite != 0 && (kind == 0 || kind == strayLate) && cl.start >= c.evictedWrite {
+		c.evictedWrite = 0 // answered in order: the evicted write was processed
+	}
 	if kind != 0 {
 		if kind == strayLate && cl.final(p) {
 			if p.OpCode == memdx.OpNoop && (c.qHead != nil || len(c.groups) > 0) {
@@ -980,6 +987,7 @@ func (c *Conn) teardown() {
 	}
 	c.rwake.flush()
 	c.pending = nil
+	c.evictedWrite = 0
 	c.mu.Unlock()
 	if live && c.opts.OnClose != nil {
 		<-c.held // Dial is done delivering held server requests: no callback overlaps
@@ -1020,13 +1028,18 @@ func (c *Conn) Pending() int {
 
 // WritesInFlight is the number of requests on the connection that may
 // change data and have no answer yet: queued, written, or abandoned (a
-// tombstone: its request may still be applied). A read sent to the same
+// tombstone: its request may still be applied; one evicted past
+// MaxAbandoned counts as one more until a request sent after it is
+// answered). A read sent to the same
 // server on another connection can overtake them; one sent on this
 // connection cannot, since a server answers a connection's requests in
 // order.
 func (c *Conn) WritesInFlight() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.evictedWrite != 0 {
+		return c.writesPending + 1
+	}
 	return c.writesPending
 }
 

@@ -297,6 +297,9 @@ func (c *Conn) abandon(cl *call, now time.Time) {
 	if c.tombs > c.opts.MaxAbandoned {
 		old := c.tombHead
 		c.evicted.Add(1)
+		if !readOnly(old.op) && old.end > c.evictedWrite {
+			c.evictedWrite = old.end // it may still be applied (WritesInFlight)
+		}
 		c.drop(old)
 	}
 	c.healthNoteTomb(cl)

@@ -101,3 +101,40 @@ func TestWritesInFlightCountsWritesUntilTheServerHasProcessedThem(t *testing.T) 
 	ended(8)
 	want(0, "after the connection ended")
 }
+
+// A write's tombstone evicted past MaxAbandoned still counts until a
+// later request is answered: the server, which answers a connection's
+// requests in order, may not have processed it yet, and a read on another
+// connection could overtake it.
+func TestWritesInFlightKeepsAnEvictedWriteUntilALaterAnswer(t *testing.T) {
+	c, peer := dialPipe(t, Options{MaxAbandoned: 1, ProbeAfter: -1}, nil) // no health probe: its NOOP would be the later answer
+	n := make(tagNotifier, 16)
+	abandon := func(req memdx.Request) memdx.Packet {
+		t.Helper()
+		p, err := c.Start(time.Time{}, &req, nil, n, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := peer.read()
+		waitFor(t, "written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[p.Opaque].state == reqWritten })
+		if err, done := p.Cancel(context.Canceled); err == nil || done {
+			t.Fatalf("abandoning %s: %v, %v", req.OpCode, err, done)
+		}
+		return r
+	}
+	abandon(memdx.NewStore(memdx.OpSet, []byte("a"), []byte("v"), 0, 0))
+	rg := abandon(memdx.NewGet([]byte("b"))) // evicts the set's tombstone
+	if s := c.Stats(); s.Abandoned != 1 {
+		t.Fatalf("%d tombstones, want 1 (MaxAbandoned)", s.Abandoned)
+	}
+	if got := c.WritesInFlight(); got != 1 {
+		t.Fatalf("%d writes in flight after the set's tombstone was evicted, want 1", got)
+	}
+	peer.write(ok(rg, "B")) // the set was processed before this
+	g := goGet(context.Background(), c, "c")
+	peer.write(ok(peer.read(), "C"))
+	recv(t, g)
+	if got := c.WritesInFlight(); got != 0 {
+		t.Fatalf("%d writes in flight after a later answer, want 0", got)
+	}
+}
