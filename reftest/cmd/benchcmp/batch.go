@@ -238,32 +238,37 @@ func (b *gocbcoreAsync) getBatch(lo, n int) error {
 // opaque (answers come in request order on one connection), the value's
 // length, and for quiet gets that no key was missed.
 type rawBatch struct {
-	addr    string
+	rawConn
 	quiet   memdx.OpCode // 0: plain GETs
 	ks      *keyset
-	nc      net.Conn
 	out, in []byte
 }
 
-func (b *rawBatch) prepare() error {
-	if b.nc != nil {
+// rawConn is a raw batch's one connection to addr, dialed by prepare.
+type rawConn struct {
+	addr string
+	nc   net.Conn
+}
+
+func (r *rawConn) prepare() error {
+	if r.nc != nil {
 		return nil
 	}
-	nc, err := net.Dial("tcp", b.addr)
+	nc, err := net.Dial("tcp", r.addr)
 	if err != nil {
 		return err
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	b.nc = nc
+	r.nc = nc
 	return nil
 }
 
-func (b *rawBatch) close() {
-	if b.nc != nil {
-		_ = b.nc.Close()
-		b.nc = nil
+func (r *rawConn) close() {
+	if r.nc != nil {
+		_ = r.nc.Close()
+		r.nc = nil
 	}
 }
 
@@ -350,32 +355,9 @@ func (b *rawBatch) getBatch(lo, n int) error {
 // by a VALUE line of the right length and its data, then END; any other
 // line (ERROR, CLIENT_ERROR, SERVER_ERROR) is an error.
 type rawTextBatch struct {
-	addr    string
+	rawConn
 	ks      *keyset
-	nc      net.Conn
 	out, in []byte
-}
-
-func (b *rawTextBatch) prepare() error {
-	if b.nc != nil {
-		return nil
-	}
-	nc, err := net.Dial("tcp", b.addr)
-	if err != nil {
-		return err
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
-	b.nc = nc
-	return nil
-}
-
-func (b *rawTextBatch) close() {
-	if b.nc != nil {
-		_ = b.nc.Close()
-		b.nc = nil
-	}
 }
 
 func (b *rawTextBatch) getBatch(lo, n int) error {

@@ -112,7 +112,7 @@ func serveFake(nc net.Conn, value []byte, miss map[string]bool) {
 func TestRawBatchReadsEveryAnswer(t *testing.T) {
 	ks := newKeyset("t:", 16, 32, 1)
 	for _, quiet := range []memdx.OpCode{memdx.OpGetQ, memdx.OpGetKQ, 0} {
-		b := &rawBatch{addr: fakeMemcached(t, ks.value, nil), quiet: quiet, ks: ks}
+		b := &rawBatch{rawConn: rawConn{addr: fakeMemcached(t, ks.value, nil)}, quiet: quiet, ks: ks}
 		if err := b.prepare(); err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestRawBatchFailsOnAMiss(t *testing.T) {
 		quiet memdx.OpCode
 		want  string
 	}{{memdx.OpGetQ, "opaque"}, {memdx.OpGetKQ, "opaque"}, {0, "status 0x0001"}} {
-		b := &rawBatch{addr: fakeMemcached(t, ks.value, miss), quiet: tc.quiet, ks: ks}
+		b := &rawBatch{rawConn: rawConn{addr: fakeMemcached(t, ks.value, miss)}, quiet: tc.quiet, ks: ks}
 		if err := b.prepare(); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestRawBatchFailsOnAMiss(t *testing.T) {
 func TestRawBatchFailsOnAQuietMissAtTheEnd(t *testing.T) {
 	// The last key's miss shows only as the NOOP arriving early.
 	ks := newKeyset("t:", 16, 32, 1)
-	b := &rawBatch{addr: fakeMemcached(t, ks.value, map[string]bool{ks.keys[7]: true}), quiet: memdx.OpGetQ, ks: ks}
+	b := &rawBatch{rawConn: rawConn{addr: fakeMemcached(t, ks.value, map[string]bool{ks.keys[7]: true})}, quiet: memdx.OpGetQ, ks: ks}
 	if err := b.prepare(); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestRawBatchFailsOnAQuietMissAtTheEnd(t *testing.T) {
 func TestRawBatchFailsOnAShortValue(t *testing.T) {
 	ks := newKeyset("t:", 16, 32, 1)
 	for _, quiet := range []memdx.OpCode{memdx.OpGetQ, memdx.OpGetKQ, 0} {
-		b := &rawBatch{addr: fakeMemcached(t, ks.value[:31], nil), quiet: quiet, ks: ks}
+		b := &rawBatch{rawConn: rawConn{addr: fakeMemcached(t, ks.value[:31], nil)}, quiet: quiet, ks: ks}
 		if err := b.prepare(); err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func fakeTextMemcached(t *testing.T, value []byte, miss map[string]bool, fail st
 
 func TestRawTextBatchReadsEveryAnswer(t *testing.T) {
 	ks := newKeyset("t:", 16, 32, 1)
-	b := &rawTextBatch{addr: fakeTextMemcached(t, ks.value, nil, ""), ks: ks}
+	b := &rawTextBatch{rawConn: rawConn{addr: fakeTextMemcached(t, ks.value, nil, "")}, ks: ks}
 	if err := b.prepare(); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestRawTextBatchFailsOnAMissAShortValueOrAnErrorLine(t *testing.T) {
 		{"31-byte values", ks.value[:31], nil, "", errShortValue.Error()},
 		{"SERVER_ERROR at key 3", ks.value, nil, ks.keys[3], `"SERVER_ERROR out of memory"`},
 	} {
-		b := &rawTextBatch{addr: fakeTextMemcached(t, tc.value, tc.miss, tc.fail), ks: ks}
+		b := &rawTextBatch{rawConn: rawConn{addr: fakeTextMemcached(t, tc.value, tc.miss, tc.fail)}, ks: ks}
 		if err := b.prepare(); err != nil {
 			t.Fatal(err)
 		}

@@ -425,19 +425,19 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 			c.variants = append(c.variants, &variant{id: "raw", name: fmt.Sprintf("raw, %d %s + NOOP in 1 write", bw.batch, rawBatchQuiet),
 				job: func() (job, error) {
 					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
-						return &rawBatch{addr: cfg.memcached, quiet: rawBatchQuiet, ks: bw.ks}, nil
+						return &rawBatch{rawConn: rawConn{addr: cfg.memcached}, quiet: rawBatchQuiet, ks: bw.ks}, nil
 					}}, nil
 				}})
 			c.variants = append(c.variants, &variant{id: "raw-get", name: fmt.Sprintf("raw, %d GETs in 1 write", bw.batch),
 				job: func() (job, error) {
 					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
-						return &rawBatch{addr: cfg.memcached, ks: bw.ks}, nil
+						return &rawBatch{rawConn: rawConn{addr: cfg.memcached}, ks: bw.ks}, nil
 					}}, nil
 				}})
 			c.variants = append(c.variants, &variant{id: "raw-text", name: fmt.Sprintf("raw, 1 text gets of %d keys in 1 write", bw.batch),
 				job: func() (job, error) {
 					return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
-						return &rawTextBatch{addr: cfg.memcached, ks: bw.ks}, nil
+						return &rawTextBatch{rawConn: rawConn{addr: cfg.memcached}, ks: bw.ks}, nil
 					}}, nil
 				}})
 			c.variants = append(c.variants, &variant{id: "gomemcache", name: fmt.Sprintf("gomemcache GetMulti × %d", bw.batch),
