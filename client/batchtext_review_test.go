@@ -33,14 +33,7 @@ func TestGetManyMemcachedTextConnectionClosedWhileIdleReadsWithoutRetry(t *testi
 			require.ErrorIs(t, err, ErrDocumentNotFound, k)
 		}
 	}
-	for i, r := range col.GetMany(context.Background(), keys, nil) {
-		if i < 6 {
-			require.NoError(t, r.Err, r.Key)
-			assert.Equal(t, "v-"+r.Key, string(r.Value))
-			continue
-		}
-		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
-	}
+	requireStored(t, col.GetMany(context.Background(), keys, nil), 6)
 }
 
 // Keys of two servers in windows of the batch's in-flight bound (10 keys

@@ -224,6 +224,20 @@ func relayTextGets(up net.Conn, upr *bufio.Reader, c net.Conn, line string) erro
 	}
 }
 
+// requireStored checks the results of a GetMany of keys made by batchKeys
+// with stored of them stored: those read "v-"+key, the others miss.
+func requireStored(t *testing.T, res []GetManyResult, stored int) {
+	t.Helper()
+	for i, r := range res {
+		if i < stored {
+			require.NoError(t, r.Err, r.Key)
+			assert.Equal(t, "v-"+r.Key, string(r.Value), r.Key)
+			continue
+		}
+		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+	}
+}
+
 // textClient connects to memcached://addr with the text path on.
 func textClient(t *testing.T, addr string, o *Options) *Client {
 	t.Helper()
@@ -356,15 +370,8 @@ func TestGetManyMemcachedTextRefusedFallsBackToBinary(t *testing.T) {
 			keys := batchKeys(t, col, "txref", 12, 8)
 			warmText(t, c, keys[0])
 			f.setOnGets(func([]string) textAction { return textAction{reply: reply} })
-			for round := range 3 {
-				for i, r := range col.GetMany(context.Background(), keys, nil) {
-					if i < 8 {
-						require.NoError(t, r.Err, "round %d: %s", round, r.Key)
-						assert.Equal(t, "v-"+r.Key, string(r.Value))
-						continue
-					}
-					require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
-				}
+			for range 3 {
+				requireStored(t, col.GetMany(context.Background(), keys, nil), 8)
 			}
 			assert.Equal(t, int32(1), f.multigets.Load(), "no multi-get after the refusal")
 			assert.Equal(t, int32(1), f.textConns.Load(), "no text connection after the refusal")
@@ -386,14 +393,7 @@ func TestGetManyMemcachedServerTakingNoTextReadsInBinary(t *testing.T) {
 	keys := batchKeys(t, col, "txbin", 20, 10)
 	readAll := func() {
 		t.Helper()
-		for i, r := range col.GetMany(context.Background(), keys, nil) {
-			if i < 10 {
-				require.NoError(t, r.Err, r.Key)
-				assert.Equal(t, "v-"+r.Key, string(r.Value))
-				continue
-			}
-			require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
-		}
+		requireStored(t, col.GetMany(context.Background(), keys, nil), 10)
 	}
 	nd := c.topo.Load().all[0]
 	offFor := func() time.Duration {
@@ -429,14 +429,7 @@ func TestGetManyMemcachedTextConnectionLostRetriesTheUnansweredKeys(t *testing.T
 	require.NoError(t, res[0].Err)
 	assert.Equal(t, "from-text", string(res[0].Value), "the answer read before the loss")
 	assert.Equal(t, uint32(7), res[0].Flags)
-	for i, r := range res[1:] {
-		if i+1 < 8 {
-			require.NoError(t, r.Err, r.Key)
-			assert.Equal(t, "v-"+r.Key, string(r.Value))
-			continue
-		}
-		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
-	}
+	requireStored(t, res[1:], 7)
 	assert.Zero(t, textIdle(c), "the lost connection is closed")
 }
 
