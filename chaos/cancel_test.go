@@ -191,12 +191,5 @@ func TestChaosDetectsHiddenCancel(t *testing.T) {
 	cfg.rerun = "go test ./chaos -run TestChaosDetectsHiddenCancel"
 	r := run(t, cfg)
 	t.Log(r.summary)
-	for _, cat := range cancelLies {
-		if r.problems[cat] == 0 {
-			t.Errorf("no %q problem recorded; problems: %v", cat, r.problems)
-		}
-		if r.batchProblems[cat] == 0 {
-			t.Errorf("no %q problem recorded for a key of a batch; batch problems: %v", cat, r.batchProblems)
-		}
-	}
+	requireCaught(t, r, cancelLies)
 }

@@ -210,18 +210,26 @@ func (r *report) heapGrowthExceeded() (uint64, bool) {
 }
 
 // run performs one chaos run and returns what it found; only setup failures
+// driven is what drive returns: the scheduler, how long the workers ran
+// and the heap's record.
+type driven struct {
+	sched        *scheduler
+	elapsed      time.Duration
+	heapst       heapStats
+	heap1, heap2 uint64
+}
+
 // drive runs the workers for cfg.duration under a fault schedule (for mc,
-// or nil; setup, when not nil, finishes the scheduler), sampling the heap,
-// and returns the scheduler, how long the workers ran and the heap's
-// record. The faults are cleared when it returns.
-func (h *harness) drive(cfg config, rng *rand.Rand, workers []*worker, mc *mockcluster.Cluster, setup func(*scheduler)) (sched *scheduler, elapsed time.Duration, heapst heapStats, heap1, heap2 uint64) {
+// or nil; setup, when not nil, finishes the scheduler), sampling the heap.
+// The faults are cleared when it returns.
+func (h *harness) drive(cfg config, rng *rand.Rand, workers []*worker, mc *mockcluster.Cluster, setup func(*scheduler)) (d driven) {
 	period, warmup := 500*time.Millisecond, cfg.duration/4
 	if !cfg.short {
 		period, warmup = 5*time.Second, min(30*time.Second, cfg.duration/4)
 	}
 	heap := startHeap(period, warmup, h.opsDone.Load)
 	h.heap = heap
-	sched = newScheduler(h, mc, rng.Int63(), cfg.short, cfg.kinds, func(f string, a ...any) {
+	sched := newScheduler(h, mc, rng.Int63(), cfg.short, cfg.kinds, func(f string, a ...any) {
 		if *flagVerbose {
 			cfg.logf(f, a...)
 		}
@@ -244,11 +252,28 @@ func (h *harness) drive(cfg config, rng *rand.Rand, workers []*worker, mc *mockc
 	sched.run(cfg.duration)
 	close(stop)
 	wg.Wait()
-	elapsed = time.Since(start)
-	heapst = heap.close()
-	heap1, heap2 = heap.halves()
+	d = driven{sched: sched, elapsed: time.Since(start), heapst: heap.close()}
+	d.heap1, d.heap2 = heap.halves()
 	h.faults.clear()
-	return sched, elapsed, heapst, heap1, heap2
+	return d
+}
+
+// report gathers what every configuration reports once its keys are
+// settled: the problems, the workers' counts, the schedule's faults and
+// the hooks' hits (summary not yet formatted).
+func (h *harness) report(cfg config, d driven, workers []*worker) *report {
+	r := &report{cfg: cfg, elapsed: d.elapsed, problems: h.problems, details: h.details, batchProblems: h.batchProblems,
+		heapst: d.heapst, heap1: d.heap1, heap2: d.heap2}
+	for _, w := range workers {
+		r.st.add(&w.st)
+	}
+	d.sched.mu.Lock()
+	r.started, r.fired, r.infra = d.sched.started, d.sched.fired, d.sched.infraErr
+	d.sched.mu.Unlock()
+	for k := range r.hits {
+		r.hits[k] = h.faults.hits[k].Load()
+	}
+	return r
 }
 
 // stop the test here.
@@ -329,7 +354,7 @@ func run(t *testing.T, cfg config) *report {
 		}
 	}
 
-	sched, elapsed, heapst, heap1, heap2 := h.drive(cfg, rng, workers, mc, nil)
+	d := h.drive(cfg, rng, workers, mc, nil)
 
 	// Every request the mock will ever see has been read once every client
 	// connection is gone: the client closes them, the mock reads to EOF.
@@ -355,17 +380,7 @@ func run(t *testing.T, cfg config) *report {
 		}
 	}
 
-	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details, batchProblems: h.batchProblems,
-		heapst: heapst, heap1: heap1, heap2: heap2}
-	for _, w := range workers {
-		r.st.add(&w.st)
-	}
-	sched.mu.Lock()
-	r.started, r.fired, r.infra = sched.started, sched.fired, sched.infraErr
-	sched.mu.Unlock()
-	for k := range r.hits {
-		r.hits[k] = h.faults.hits[k].Load()
-	}
+	r := h.report(cfg, d, workers)
 	r.summary = r.format()
 	return r
 }

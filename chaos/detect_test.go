@@ -129,14 +129,7 @@ func TestChaosDetects(t *testing.T) {
 			t.Errorf("the lying client's %s operations went unnoticed: %s", name, r.summary)
 		}
 	}
-	for _, cat := range detectedLies {
-		if r.problems[cat] == 0 {
-			t.Errorf("no %q problem recorded; problems: %v", cat, r.problems)
-		}
-		if r.batchProblems[cat] == 0 {
-			t.Errorf("no %q problem recorded for a key of a batch; batch problems: %v", cat, r.batchProblems)
-		}
-	}
+	requireCaught(t, r, detectedLies)
 	if st.lateBatch == 0 {
 		t.Errorf("the lying client's late batches went unnoticed: %s", r.summary)
 	}
@@ -283,5 +276,19 @@ func TestChaosDetectsLeak(t *testing.T) {
 	}
 	if f := strings.Join(r.failures(), "; "); !strings.Contains(f, "per operation") {
 		t.Errorf("the failures do not report the heap's growth per operation: %q", f)
+	}
+}
+
+// requireCaught fails t unless every category of lies was recorded as a
+// problem, both for a single operation and for a key of a batch.
+func requireCaught(t *testing.T, r *report, lies []string) {
+	t.Helper()
+	for _, cat := range lies {
+		if r.problems[cat] == 0 {
+			t.Errorf("no %q problem recorded; problems: %v", cat, r.problems)
+		}
+		if r.batchProblems[cat] == 0 {
+			t.Errorf("no %q problem recorded for a key of a batch; batch problems: %v", cat, r.batchProblems)
+		}
 	}
 }

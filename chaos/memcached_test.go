@@ -411,7 +411,7 @@ func runMemcached(t *testing.T, cfg config) *report {
 		}
 	}
 
-	sched, elapsed, heapst, heap1, heap2 := h.drive(cfg, rng, workers, nil, func(s *scheduler) { s.mcb = mb })
+	d := h.drive(cfg, rng, workers, nil, func(s *scheduler) { s.mcb = mb })
 	mb.wg.Wait()
 
 	_ = cl.Close()
@@ -449,17 +449,7 @@ func runMemcached(t *testing.T, cfg config) *report {
 		}
 	}
 
-	r := &report{cfg: cfg, elapsed: elapsed, problems: h.problems, details: h.details, batchProblems: h.batchProblems,
-		heapst: heapst, heap1: heap1, heap2: heap2}
-	for _, w := range workers {
-		r.st.add(&w.st)
-	}
-	sched.mu.Lock()
-	r.started, r.fired, r.infra = sched.started, sched.fired, sched.infraErr
-	sched.mu.Unlock()
-	for k := range r.hits {
-		r.hits[k] = h.faults.hits[k].Load()
-	}
+	r := h.report(cfg, d, workers)
 	for _, p := range mb.proxies {
 		r.getq += uint64(p.Requests(memdx.OpGetQ))
 		r.noop += uint64(p.Requests(memdx.OpNoop))
@@ -506,12 +496,5 @@ func TestChaosDetectsOnMemcached(t *testing.T) {
 	cfg.rerun = "go test ./chaos -run TestChaosDetectsOnMemcached"
 	r := run(t, cfg)
 	t.Log(r.summary)
-	for _, cat := range lies {
-		if r.problems[cat] == 0 {
-			t.Errorf("no %q problem recorded; problems: %v", cat, r.problems)
-		}
-		if r.batchProblems[cat] == 0 {
-			t.Errorf("no %q problem recorded for a key of a batch; batch problems: %v", cat, r.batchProblems)
-		}
-	}
+	requireCaught(t, r, lies)
 }
