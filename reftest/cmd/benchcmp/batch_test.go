@@ -18,6 +18,14 @@ import (
 // KEY_ENOENT, a quiet get's miss with nothing. Keys in miss are missing.
 func fakeMemcached(t *testing.T, value []byte, miss map[string]bool) string {
 	t.Helper()
+	return fakeServer(t, func(nc net.Conn) { serveFake(nc, value, miss) })
+}
+
+// fakeServer listens on a loopback port and runs serve for each connection
+// accepted, until the test ends (then every connection is closed and every
+// goroutine waited for). It returns the address.
+func fakeServer(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +56,7 @@ func fakeMemcached(t *testing.T, value []byte, miss map[string]bool) string {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				serveFake(nc, value, miss)
+				serve(nc)
 			}()
 		}
 	}()
@@ -176,70 +184,38 @@ func TestRawBatchFailsOnAShortValue(t *testing.T) {
 // not in miss, then END. A key in fail makes it answer SERVER_ERROR instead.
 func fakeTextMemcached(t *testing.T, value []byte, miss map[string]bool, fail string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var conns []net.Conn
-	var mu sync.Mutex
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return fakeServer(t, func(nc net.Conn) {
+		r := bufio.NewReader(nc)
 		for {
-			nc, err := ln.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, nc)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := bufio.NewReader(nc)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					var out []byte
-					keys := strings.Fields(line)[1:]
-					for i, k := range keys {
-						switch {
-						case k == fail:
-							out = []byte("SERVER_ERROR out of memory\r\n")
-						case !miss[k]:
-							out = fmt.Appendf(out, "VALUE %s 0 %d %d\r\n", k, len(value), 1000+i)
-							out = append(append(out, value...), "\r\n"...)
-						}
-						if k == fail {
-							break
-						}
-					}
-					if fail == "" || !strings.Contains(line, " "+fail) {
-						out = append(out, "END\r\n"...)
-					}
-					// Byte by byte: the client must wait for whole items.
-					for i := range out {
-						if _, err := nc.Write(out[i : i+1]); err != nil {
-							return
-						}
-					}
+			var out []byte
+			keys := strings.Fields(line)[1:]
+			for i, k := range keys {
+				switch {
+				case k == fail:
+					out = []byte("SERVER_ERROR out of memory\r\n")
+				case !miss[k]:
+					out = fmt.Appendf(out, "VALUE %s 0 %d %d\r\n", k, len(value), 1000+i)
+					out = append(append(out, value...), "\r\n"...)
 				}
-			}()
+				if k == fail {
+					break
+				}
+			}
+			if fail == "" || !strings.Contains(line, " "+fail) {
+				out = append(out, "END\r\n"...)
+			}
+			// Byte by byte: the client must wait for whole items.
+			for i := range out {
+				if _, err := nc.Write(out[i : i+1]); err != nil {
+					return
+				}
+			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func TestRawTextBatchReadsEveryAnswer(t *testing.T) {
