@@ -63,6 +63,19 @@ func textProxied(t *testing.T) (*faultnode.Proxy, <-chan net.Conn) {
 	return p, ups
 }
 
+// textRelayed starts a proxy with textProxied, dials it and sends first
+// from the client; it returns the proxy, its node's connections, the
+// client's connection and the node's end of it, which first reached.
+func textRelayed(t *testing.T, first string) (*faultnode.Proxy, <-chan net.Conn, net.Conn, net.Conn) {
+	t.Helper()
+	p, ups := textProxied(t)
+	c := textDial(t, p.Addr())
+	send(t, c, first)
+	up := recv(t, ups)
+	expect(t, up, first)
+	return p, ups, c, up
+}
+
 // textDial connects a plain TCP client to the proxy.
 func textDial(t *testing.T, addr string) net.Conn {
 	t.Helper()
@@ -107,11 +120,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestProxyRelaysTextConnectionBothWays(t *testing.T) {
-	p, ups := textProxied(t)
-	c := textDial(t, p.Addr())
-	send(t, c, "gets a b\r\n")
-	up := recv(t, ups)
-	expect(t, up, "gets a b\r\n")
+	p, _, c, up := textRelayed(t, "gets a b\r\n")
 	send(t, up, "VALUE a 0 1 7\r\nx\r\nEND\r\n")
 	expect(t, c, "VALUE a 0 1 7\r\nx\r\nEND\r\n")
 	// Multi-gets are counted by line, however the reads cut them.
@@ -168,11 +177,7 @@ func TestProxyClosesTextClientWhenNodeCloses(t *testing.T) {
 // The black hole drops text bytes both ways; after it, the relay resumes
 // with the next bytes and what was dropped never arrives.
 func TestProxyBlackholeDropsTextBytes(t *testing.T) {
-	p, ups := textProxied(t)
-	c := textDial(t, p.Addr())
-	send(t, c, "version\r\n")
-	up := recv(t, ups)
-	expect(t, up, "version\r\n")
+	p, _, c, up := textRelayed(t, "version\r\n")
 
 	p.Blackhole(true)
 	send(t, c, "get lost\r\n")
@@ -190,11 +195,7 @@ func TestProxyBlackholeDropsTextBytes(t *testing.T) {
 }
 
 func TestProxyResetAndRefuseNewApplyToTextConnections(t *testing.T) {
-	p, ups := textProxied(t)
-	c := textDial(t, p.Addr())
-	send(t, c, "version\r\n")
-	up := recv(t, ups)
-	expect(t, up, "version\r\n")
+	p, ups, c, up := textRelayed(t, "version\r\n")
 	p.Reset()
 	if _, err := c.Read(make([]byte, 1)); !isReset(err) {
 		t.Fatalf("client read after Reset: %v; want a connection reset", err)
@@ -228,11 +229,7 @@ func TestProxyResetAndRefuseNewApplyToTextConnections(t *testing.T) {
 func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
 func TestProxyStallHoldsTextBytesUntilRelease(t *testing.T) {
-	p, ups := textProxied(t)
-	c := textDial(t, p.Addr())
-	send(t, c, "gets a\r\n")
-	up := recv(t, ups)
-	expect(t, up, "gets a\r\n")
+	p, _, c, up := textRelayed(t, "gets a\r\n")
 	st := p.StallNextResponse(3)
 	send(t, up, "VALUE a 0 1 7\r\nx\r\nEND\r\n")
 	recv(t, st.Reached())
@@ -252,11 +249,7 @@ func TestProxyStallHoldsTextBytesUntilRelease(t *testing.T) {
 // held, one that has sent nothing yet); leakcheck (TestMain) proves their
 // goroutines ended.
 func TestProxyCloseEndsTextConnections(t *testing.T) {
-	p, ups := textProxied(t)
-	c := textDial(t, p.Addr())
-	send(t, c, "gets a\r\n")
-	up := recv(t, ups)
-	expect(t, up, "gets a\r\n")
+	p, ups, c, up := textRelayed(t, "gets a\r\n")
 	st := p.StallNextResponse(3)
 	send(t, up, "VALUE a 0 1 7\r\nx\r\nEND\r\n")
 	recv(t, st.Reached())
