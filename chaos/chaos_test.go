@@ -89,6 +89,10 @@ type harness struct {
 	bucket *mockcluster.Bucket
 	keys   map[string]*keyState // read-only once the run starts
 	faults faultSet
+	// bothGetPaths, on memcached, reports whether GetMany has read by a
+	// binary group and by a text multi-get: the short run goes on until
+	// it has (exercised).
+	bothGetPaths func() bool
 	// Writes closed on after they were applied, and before: the short run
 	// goes on until it has seen both (ambiguous outcomes of each kind).
 	doubtApplied, doubtNotApplied atomic.Int64
@@ -610,6 +614,9 @@ func (h *harness) exercised() bool {
 		}
 	}
 	if h.cancelShare > 0 && (h.cancelClean.Load() == 0 || h.cancelAmbiguous.Load() == 0) {
+		return false
+	}
+	if h.batchShare > 0 && h.bothGetPaths != nil && !h.bothGetPaths() {
 		return false
 	}
 	// Retries are seen by the Observer, which the memcached client has

@@ -129,7 +129,8 @@
 // GetMany read by groups: text multi-gets on the client's text connections
 // (relayed byte for byte) and, while a server has no idle text connection,
 // binary groups (GETQ... and a NOOP), which the proxies attribute and
-// settle as the hook does; both must occur. Its faults are those a memcached
+// settle as the hook does; both must occur (a short run goes on until
+// they have). Its faults are those a memcached
 // server can suffer: close-before, close-after, slow, drop, restart (the
 // server refuses connections) and blackhole. memcached_test.go says what
 // is checked there and what cannot be (no Observer: the retries and the

@@ -383,6 +383,14 @@ func runMemcached(t *testing.T, cfg config) *report {
 		workers[i] = w
 	}
 	mb := startMemcached(t, h, 2)
+	h.bothGetPaths = func() bool {
+		getq, text := 0, 0
+		for _, p := range mb.proxies {
+			getq += p.Requests(memdx.OpGetQ)
+			text += p.TextGets()
+		}
+		return getq > 0 && text > 0
+	}
 
 	connect := func(obs client.Observer) *client.Client {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
