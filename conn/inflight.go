@@ -16,10 +16,9 @@ import (
 // transitions in request.go are what change it.
 type inflight struct {
 	// byOpaque holds the calls in flight, tombstones included, by opaque
-	// (a group of gets by its NOOP's); nil once the connection is torn
-	// down. Only get, put, del, has, size and all touch it, so that a table
-	// of slots indexed by opaque can replace the map behind them.
-	byOpaque map[uint32]*call
+	// (a group of gets by its NOOP's): a ring of slots (slots.go). Only
+	// get, put, del, has, size and all touch it.
+	byOpaque slotTable
 	active   int // calls in the table that are not tombstones (MaxPending)
 	tombs    int // tombstones in the table (MaxAbandoned)
 	writes   int // calls in the table, tombstones too, that may change data (readOnly false)
@@ -55,7 +54,7 @@ type inflight struct {
 }
 
 func (t *inflight) init() {
-	t.byOpaque = make(map[uint32]*call, 64)
+	t.byOpaque.init()
 	t.quiet.slot = onQuiet
 	t.deadlines.slot = onDeadlines
 	t.tombstones.slot = onTombs
@@ -63,39 +62,31 @@ func (t *inflight) init() {
 
 // get returns the call in flight (or tombstone) with opaque.
 func (t *inflight) get(opaque uint32) (*call, bool) {
-	cl, ok := t.byOpaque[opaque]
-	return cl, ok
+	return t.byOpaque.get(opaque)
 }
 
 // has reports whether a call in the table has opaque (a group's gets'
 // opaques are not looked up here: see lastUsed).
 func (t *inflight) has(opaque uint32) bool {
-	_, ok := t.byOpaque[opaque]
+	_, ok := t.byOpaque.get(opaque)
 	return ok
 }
 
-func (t *inflight) put(cl *call) { t.byOpaque[cl.opaque] = cl }
+func (t *inflight) put(cl *call) { t.byOpaque.put(cl) }
 
-func (t *inflight) del(cl *call) { delete(t.byOpaque, cl.opaque) }
+func (t *inflight) del(cl *call) { t.byOpaque.del(cl) }
 
 // size is the number of calls in the table, tombstones included.
-func (t *inflight) size() int { return len(t.byOpaque) }
+func (t *inflight) size() int { return t.byOpaque.n }
 
 // all yields every call in the table; the loop may take the call it was
 // given out of the table.
 func (t *inflight) all() iter.Seq[*call] {
-	return func(yield func(*call) bool) {
-		for _, cl := range t.byOpaque {
-			if !yield(cl) {
-				return
-			}
-		}
-	}
+	return t.byOpaque.all()
 }
 
 // close empties the table for good (teardown): nothing is added after.
 func (t *inflight) close() {
-	t.byOpaque = nil
 	t.evictedWrite = 0
 }
 
