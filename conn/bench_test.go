@@ -182,3 +182,58 @@ func BenchmarkDoLoopback(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRequestBookkeeping is the connection's own work for one
+// request, with no I/O and no other goroutine involved: queue (opaque,
+// encode, the in-flight table, the wire list), hand-off and accept as a
+// Write of it would, the answer's lookup by opaque and end, the outcome on
+// done and the call back to the pool. It isolates the in-flight table and
+// the transitions from the socket and the scheduler, whose costs swamp
+// them in the other benchmarks.
+func BenchmarkRequestBookkeeping(b *testing.B) {
+	for _, withDeadline := range []bool{false, true} {
+		name := "no-deadline"
+		if withDeadline {
+			name = "deadline"
+		}
+		b.Run(name, func(b *testing.B) {
+			nc, peer := net.Pipe()
+			defer peer.Close()
+			c := newConn(nc, "pipe", ptr(Options{ProbeAfter: -1}.resolved()), "bench")
+			defer c.Close()
+			req := memdx.NewGet([]byte("some-key"))
+			var deadline time.Time
+			if withDeadline {
+				deadline = time.Now().Add(time.Hour)
+			}
+			w := &c.writer
+			b.ReportAllocs()
+			for b.Loop() {
+				cl := getCall()
+				cl.op, cl.deadline = req.OpCode, deadline
+				c.mu.Lock()
+				if _, err := c.queue(cl, &req, true); err != nil {
+					b.Fatal(err)
+				}
+				w.takeBatch() // the writer's part of a Write that takes it all
+				w.writing = w.queued
+				c.handOff()
+				w.written = w.writing
+				c.accept()
+				w.spare, w.out = w.out[:0], nil
+				got, ok := c.inflight.get(cl.opaque) // the reader's part
+				if !ok || got.state != reqWritten {
+					b.Fatalf("the request is not written in the table: %v", ok)
+				}
+				c.end(got)
+				got.answered = true
+				c.mu.Unlock()
+				got.finish(nil, &c.reader.wake)
+				if err := <-got.done; err != nil {
+					b.Fatal(err)
+				}
+				c.leave(got)
+			}
+		})
+	}
+}

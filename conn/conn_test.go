@@ -484,7 +484,7 @@ func TestResetTCPFullBuffer(t *testing.T) {
 	waitFor(t, "the writer blocked on the big request", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.flushed > c.written && c.queued == c.flushed
+		return c.writer.flushed > c.writer.written && c.writer.queued == c.writer.flushed
 	})
 	after := set("after", 10)
 	waitFor(t, "the request after it queued", func() bool { return c.Pending() == 3 })

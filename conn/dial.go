@@ -345,6 +345,11 @@ func (c *Conn) stepError(s *step, reason string) error {
 // redial after a corrupt map).
 // Every request after HELLO in the first write has neither key nor extras,
 // so plain memcached reads them in step (see helloKey).
+//
+// It is one function, longer than most, because it is one pipeline: each
+// step's request is sent before the answers of the steps before it are
+// read, and read in the order above; split into functions, that order would
+// have to be followed across them.
 func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 	o := &c.opts
 	features := slices.Clone(o.Features)

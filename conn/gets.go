@@ -31,7 +31,7 @@ type GetSink interface {
 // attempt per 64 KiB: it never waits for the socket, and the writer
 // goroutine writes what the socket did not take. It is Start for a batch of reads with no per-request
 // bookkeeping: the group is one request on the connection (one opaque in
-// the pending table, one deadline, one outcome), its gets take the
+// the in-flight table, one deadline, one outcome), its gets take the
 // opaques just before the NOOP's, and their answers go to sink as they
 // arrive. The group's outcome is the NOOP's, reported to n with tag and
 // taken with Pending.Result, as Start's: answered true means the server
@@ -61,6 +61,7 @@ func (c *Conn) StartGets(deadline time.Time, tmpl *memdx.Request, keys [][]byte,
 	}
 	cl := getCall()
 	cl.op = memdx.OpNoop
+	cl.kind = kindGroup
 	cl.deadline = deadline
 	cl.notify, cl.tag = n, tag
 	cl.gSink, cl.gOp, cl.gN = sink, op, uint32(len(keys))
@@ -81,123 +82,35 @@ func (c *Conn) StartGets(deadline time.Time, tmpl *memdx.Request, keys [][]byte,
 		c.closeFailed()
 	}
 	if wake {
-		c.wakeWriter()
+		c.writer.wake()
 	}
 	return Pending{c: c, cl: cl, Opaque: opaque}, nil
 }
 
-// queueGets encodes a group's gets and its NOOP into wbuf and enqueues cl
-// for them. Called with mu held.
+// queueGets encodes a group's gets and its NOOP into the write buffer and
+// enqueues cl for them. Called with mu held.
 func (c *Conn) queueGets(cl *call, tmpl *memdx.Request, keys [][]byte) (bool, error) {
 	if c.err != nil {
 		return false, &RequestError{Op: tmpl.OpCode, Addr: c.addr, Err: c.err, connEnded: true}
 	}
-	if c.active >= c.opts.MaxPending {
+	if c.inflight.active >= c.opts.MaxPending {
 		return false, &RequestError{Op: tmpl.OpCode, Addr: c.addr, Err: kverr.ErrOverloaded}
 	}
-	base := c.reserveOpaques(uint32(len(keys)) + 1)
-	n0 := len(c.wbuf)
-	b := c.wbuf
+	base := c.inflight.reserve(uint32(len(keys)) + 1)
+	b := c.writer.wbuf
 	for i, k := range keys {
 		var err error
 		if b, err = tmpl.AppendWithKey(b, k, base+uint32(i)); err != nil {
-			c.wbuf = c.wbuf[:n0]
 			return false, &RequestError{Op: tmpl.OpCode, Opaque: base + uint32(i), Addr: c.addr, Err: err}
 		}
 	}
 	noop := memdx.Request{OpCode: memdx.OpNoop}
 	b, _ = noop.AppendTo(b, base+uint32(len(keys)))
-	c.wbuf = b
 	cl.gBase = base
 	cl.opaque = base + uint32(len(keys))
-	cl.start = c.queued
-	c.queued += uint64(len(b) - n0)
-	cl.end = c.queued
+	wake := c.writer.commit(cl, b)
 	c.enqueue(cl)
-	c.groups = append(c.groups, cl)
-	return n0 == 0 && c.corks == 0, nil
-}
-
-// reserveOpaques returns the first of n consecutive opaques, none 0 and
-// none in use. A run that holds an opaque in use is tried again from just
-// past the highest one it holds, so that finding a run costs a pass over
-// it per obstacle, not per opaque. Called with mu held.
-func (c *Conn) reserveOpaques(n uint32) uint32 {
-	for {
-		base := c.opaque + 1
-		last := base + n - 1
-		if base == 0 || last < base {
-			c.opaque = 0 // the run would hold 0 or wrap: start again from 1
-			c.wrapped = true
-			continue
-		}
-		if !c.wrapped {
-			c.opaque = last
-			return base
-		}
-		used, ok := c.lastUsed(base, last)
-		if !ok {
-			c.opaque = last
-			return base
-		}
-		c.opaque = used
-	}
-}
-
-// lastUsed returns the highest opaque from first to last that a request
-// in flight (a group's gets included) uses, if there is one.
-func (c *Conn) lastUsed(first, last uint32) (uint32, bool) {
-	var used uint32
-	found := false
-	for _, g := range c.groups {
-		if g.gBase <= last && first <= g.gBase+g.gN {
-			if o := min(last, g.gBase+g.gN); !found || o > used {
-				used, found = o, true
-			}
-		}
-	}
-	for o := last; !found || o > used; o-- {
-		c.reserveProbes++
-		if _, ok := c.pending[o]; ok {
-			return o, true
-		}
-		if o == first {
-			break
-		}
-	}
-	return used, found
-}
-
-// groupOf returns the group whose gets include opaque, or nil. Called with
-// mu held.
-func (c *Conn) groupOf(opaque uint32) *call {
-	if g := c.lastGroup; g != nil && opaque-g.gBase < g.gN {
-		return g
-	}
-	for _, g := range c.groups {
-		c.groupProbes++
-		if opaque-g.gBase < g.gN {
-			c.lastGroup = g
-			return g
-		}
-	}
-	return nil
-}
-
-// unlinkGroup takes cl off the group list. Called with mu held.
-func (c *Conn) unlinkGroup(cl *call) {
-	if c.lastGroup == cl {
-		c.lastGroup = nil
-	}
-	for i, g := range c.groups {
-		if g == cl {
-			last := len(c.groups) - 1
-			c.groups[i] = c.groups[last]
-			c.groups[last] = nil
-			c.groups = c.groups[:last]
-			return
-		}
-	}
+	return wake, nil
 }
 
 // groupAnswer hands an answer to one of group g's gets to its sink, or

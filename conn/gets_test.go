@@ -135,7 +135,7 @@ func waitWritten(t *testing.T, c *Conn, opaque uint32) {
 	waitFor(t, "the group written", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		cl := c.pending[opaque]
+		cl := callOf(c, opaque)
 		return cl != nil && cl.state == reqWritten
 	})
 }
@@ -154,7 +154,7 @@ func noTag(t *testing.T, n tagNotifier, why string) {
 func groupsLive(c *Conn) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.groups)
+	return len(c.inflight.groups)
 }
 
 // roundTrip runs a GET through c and the peer, so that every response
@@ -598,7 +598,7 @@ func TestStartGetsRefusedUnderUnorderedExecution(t *testing.T) {
 // setOpaque makes c hand out opaques after o next, as if it had wrapped.
 func setOpaque(c *Conn, o uint32, wrapped bool) {
 	c.mu.Lock()
-	c.opaque, c.wrapped = o, wrapped
+	c.inflight.opaque, c.inflight.wrapped = o, wrapped
 	c.mu.Unlock()
 }
 
@@ -747,7 +747,7 @@ func TestStartGetsLargerThanOneWriteTakesAnswersWhileSending(t *testing.T) {
 	peer.write(ok(first, "V0"))
 	waitFor(t, "get 0 in the sink", func() bool { _, k := s.answers(); return k == 1 })
 	c.mu.Lock()
-	state := c.pending[pg.Opaque].state
+	state := callOf(c, pg.Opaque).state
 	c.mu.Unlock()
 	if state != reqSending {
 		t.Fatalf("group %s when its first answer was taken; the test needs it still sending", state)
@@ -839,10 +839,10 @@ func TestStartGetsReservationSkipsPastAnOpaqueInUse(t *testing.T) {
 		t.Fatalf("held GET has opaque %d, want %d", rh.Opaque, n)
 	}
 	c.mu.Lock()
-	c.opaque = 0
-	probes := c.reserveProbes
-	base := c.reserveOpaques(n + 1) // 1..n+1 holds the held GET's
-	probes = c.reserveProbes - probes
+	c.inflight.opaque = 0
+	probes := c.inflight.reserveProbes
+	base := c.inflight.reserve(n + 1) // 1..n+1 holds the held GET's
+	probes = c.inflight.reserveProbes - probes
 	c.mu.Unlock()
 	if base != n+1 {
 		t.Fatalf("run starts at %d, want %d (just past the opaque in use)", base, n+1)
@@ -1047,7 +1047,7 @@ func TestStartGetsFindsEachAnswersGroupWithoutScanningPerAnswer(t *testing.T) {
 		reqs[g] = readGroup(t, peer, pgs[g], memdx.OpGetQ, keys)
 	}
 	c.mu.Lock()
-	probes := c.groupProbes
+	probes := c.inflight.groupProbes
 	c.mu.Unlock()
 	// Answer the groups newest first: each is found at the far end of a
 	// scan the first time, and from the cache after.
@@ -1060,7 +1060,7 @@ func TestStartGetsFindsEachAnswersGroupWithoutScanningPerAnswer(t *testing.T) {
 	}
 	waitFor(t, "every answer in the sink", func() bool { _, k := s.answers(); return k == groups*keysPer })
 	c.mu.Lock()
-	probes = c.groupProbes - probes
+	probes = c.inflight.groupProbes - probes
 	c.mu.Unlock()
 	if limit := groups * groups; probes > limit {
 		t.Fatalf("%d groups compared for %d answers in %d groups; want at most %d (a scan per group)", probes, groups*keysPer, groups, limit)

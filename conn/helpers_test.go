@@ -355,3 +355,10 @@ func (l *logBuffer) String() string {
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// callOf returns the call in flight on c with opaque, nil if there is none.
+// Called with c.mu held.
+func callOf(c *Conn, opaque uint32) *call {
+	cl, _ := c.inflight.get(opaque)
+	return cl
+}

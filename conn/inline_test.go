@@ -79,7 +79,7 @@ func dialSmall(t *testing.T, ln net.Listener, serve func(p *peer)) *Conn {
 		c.Close()
 		wg.Wait()
 	})
-	if c.raw == nil {
+	if c.writer.raw == nil {
 		t.Fatal("no non-blocking writer on a TCP connection")
 	}
 	return c
@@ -93,7 +93,7 @@ func waitWriterIdle(t *testing.T, c *Conn) {
 	waitFor(t, "the writer idle", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return !c.inWrite && c.out == nil
+		return !c.writer.inWrite && c.writer.out == nil
 	})
 }
 
@@ -158,8 +158,8 @@ func TestStartGetsInlineLeavesTheRestToTheWriter(t *testing.T) {
 		t.Fatal("StartGets waited for a server that does not read")
 	}
 	c.mu.Lock()
-	cl := c.pending[pg.Opaque]
-	state, written, start, end := cl.state, c.written, cl.start, cl.end
+	cl := callOf(c, pg.Opaque)
+	state, written, start, end := cl.state, c.writer.written, cl.start, cl.end
 	c.mu.Unlock()
 	if written <= start || written >= end || state != reqSending {
 		close(release)
@@ -504,8 +504,8 @@ func TestStartGetsInlineRestDoesNotWriteACorkedBatch(t *testing.T) {
 	waitWriterIdle(t, c)
 	pg := startGets(t, c, memdx.OpGetQ, keys, newTestSink(), n, 1)
 	c.mu.Lock()
-	start := c.pending[pg.Opaque].start
-	inline := c.written > start
+	start := callOf(c, pg.Opaque).start
+	inline := c.writer.written > start
 	c.mu.Unlock()
 	if !inline {
 		t.Fatal("StartGets wrote nothing of the group itself")
@@ -513,7 +513,7 @@ func TestStartGetsInlineRestDoesNotWriteACorkedBatch(t *testing.T) {
 	waitFor(t, "the writer writing the group's rest", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.inWrite
+		return c.writer.inWrite
 	})
 	c.Cork()
 	var v string
@@ -522,7 +522,7 @@ func TestStartGetsInlineRestDoesNotWriteACorkedBatch(t *testing.T) {
 	waitWritten(t, c, pg.Opaque)
 	waitFor(t, "the writer parked", func() bool { return writerParked(c) })
 	c.mu.Lock()
-	state := c.pending[pq.Opaque].state
+	state := callOf(c, pq.Opaque).state
 	c.mu.Unlock()
 	c.Uncork()
 	if state != reqQueued {

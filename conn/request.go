@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -29,8 +30,8 @@ import (
 //     not count against MaxPending; at most MaxAbandoned are kept, the
 //     oldest is dropped past that (its answer, if it ever comes, is then a
 //     stray).
-//   - ended: off every list, out of pending; its outcome (answer or error)
-//     has been or is being delivered.
+//   - ended: off every list, out of the in-flight table; its outcome
+//     (answer or error) has been or is being delivered.
 //
 // An answer is taken for a request only when the request is written, or
 // when its last byte is in the Write call in progress (the socket may have
@@ -38,11 +39,13 @@ import (
 // gets (StartGets), once any of the group's bytes are in a Write. Any
 // other response is a stray (see dispatchResponse). The Write is the
 // writer goroutine's, or a caller's non-blocking write of a group
-// (writeInline): the two exclude each other (inWrite, out).
+// (writeInline): the two exclude each other (writer.inWrite, writer.out).
 //
-// Ownership: the connection holds a call while it is in pending (and the
-// reader while it runs handle for a multi-packet answer); the caller holds
-// it until it has its outcome. Whoever lets go last pools it (release).
+// Ownership is one value per call (owner), set only by the functions
+// below: the connection holds a call while it is in the in-flight table
+// (and the reader while it runs handle for a multi-packet answer); the
+// caller holds it until it has its outcome. Whoever lets go last pools it
+// (release, leave).
 
 // reqState is where a request is in its lifecycle.
 type reqState uint8
@@ -59,11 +62,52 @@ var reqStateNames = [...]string{"queued", "sending", "written", "abandoned", "en
 
 func (s reqState) String() string { return reqStateNames[s] }
 
-// Which intrusive list a call's lPrev/lNext links it into.
+// owner says who holds a call besides the table: the caller, the reader
+// inside handle, or no one but the connection. Whoever lets go last pools
+// the call (release, leave). The transitions below are the only places
+// that change it.
+type owner uint8
+
 const (
-	listNone     = iota
-	listDeadline // a live call with a deadline, earliest first
-	listTomb     // an abandoned call, oldest first
+	// ownCaller: the caller holds the call until it has its outcome (and
+	// the connection holds it while it is in the table). When the
+	// connection let go before sending the outcome, the caller pools it
+	// without taking the lock (leave).
+	ownCaller owner = iota
+	// ownHandle: as ownCaller, and the reader is inside handle for a
+	// non-final packet of a multi-packet answer (handleBegins).
+	ownHandle
+	// ownHandleWaited: as ownHandle, and a cancelling caller waits on done
+	// for handle to return (cancel).
+	ownHandleWaited
+	// ownKept: the call's outcome went on done while the connection still
+	// held it (an expired tombstone, or the wake-up of a caller that
+	// waited for handle): the caller lets go under the lock (leave).
+	ownKept
+	// ownConn: the caller has let go; the connection pools the call when
+	// it ends (release).
+	ownConn
+)
+
+var ownerNames = [...]string{"caller", "caller, reader in handle", "caller waiting for handle", "caller, outcome kept", "connection"}
+
+func (o owner) String() string { return ownerNames[o] }
+
+// callKind is what kind of request a call is, which says how it is
+// answered and which of the table's lists it joins.
+type callKind uint8
+
+const (
+	// kindSingle: answered with one packet.
+	kindSingle callKind = iota
+	// kindMulti: answered with several packets, the last of which ends it
+	// (STAT, RANGE_SCAN_CONTINUE: see final).
+	kindMulti
+	// kindQuiet: a quiet opcode (Start), answered only when it does not
+	// succeed; on the table's quiet list until answered or settled.
+	kindQuiet
+	// kindGroup: a group of quiet gets and their NOOP (StartGets).
+	kindGroup
 )
 
 // call is one request on the connection. Calls are pooled: a call goes back
@@ -72,42 +116,26 @@ type call struct {
 	handle func(*memdx.Packet) error
 	done   chan error // capacity 1: the request's single outcome
 	op     memdx.OpCode
-	opaque uint32
+	kind   callKind
 	state  reqState
-	// multi: the server answers with several packets, the last of which
-	// ends the request (STAT, RANGE_SCAN_CONTINUE: see final).
-	multi bool
+	owner  owner
+	// answered: a response ended it (Result's answered).
+	answered bool
+	opaque   uint32
 	// start and end are the stream offsets of its encoded bytes.
 	start, end uint64
-	// wPrev/wNext link it into the wire list (queued and sending calls, in
-	// stream order) until the socket has accepted all its bytes.
-	wPrev, wNext *call
-	// lPrev/lNext link it into the deadline list or the tombstone list.
-	lPrev, lNext *call
-	list         uint8
-	deadline     time.Time // zero: none (DoDeadline)
-	abandonedAt  time.Time // when it became a tombstone
-	// kept: its outcome was sent on done while the connection still held
-	// it (an expired tombstone, or the wake-up of a caller that waited for
-	// handle). The caller then releases it under mu instead of pooling it.
-	kept bool
-	// callerGone: the caller has left; the connection pools the call when
-	// it lets go of it.
-	callerGone bool
-	// busy: the reader is inside handle for a non-final packet of a multi
-	// answer; waiter: a cancelling caller waits on done for it to return.
-	busy, waiter bool
-	err          error // first error handle returned (multi)
+	// links place it on the writer's wire list and the table's lists
+	// (see linkSlot).
+	links       [numLinkSlots]link
+	deadline    time.Time // zero: none (DoDeadline)
+	abandonedAt time.Time // when it became a tombstone
+	err         error     // first error handle returned (multi)
 	// notify, when set (Start), is told tag when the call ends by any
 	// means other than its caller's Cancel; the outcome is then in
 	// outcome rather than on done.
 	notify  Notifier
 	tag     uint64
 	outcome error
-	// quiet: a quiet opcode (Start), on the quiet list (qPrev/qNext)
-	// until answered or settled; answered: a response ended it.
-	quiet, answered bool
-	qPrev, qNext    *call
 	// A group of quiet gets (StartGets) is one call, its NOOP: its bytes
 	// are the gets' and the NOOP's, gN gets take the opaques from gBase,
 	// each of opcode gOp, and their answers go to gSink.
@@ -133,11 +161,13 @@ func isMulti(op memdx.OpCode) bool {
 // final reports whether p ends cl: any packet of a single-packet call; for
 // a multi-packet one, a status other than SUCCESS, or (STAT) an empty key.
 func (cl *call) final(p *memdx.Packet) bool {
-	if !cl.multi || p.Status != memdx.StatusSuccess {
+	if cl.kind != kindMulti || p.Status != memdx.StatusSuccess {
 		return true
 	}
 	return cl.op == memdx.OpStat && len(p.Key) == 0
 }
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan error, 1)} }}
 
 func getCall() *call { return callPool.Get().(*call) }
 
@@ -188,58 +218,35 @@ func (w *wakeList) flush() {
 	*w = (*w)[:0]
 }
 
-// enqueue registers cl, just encoded at the end of wbuf: queued.
+// enqueue registers cl, just encoded at the end of the write buffer
+// (writer.commit): queued.
 func (c *Conn) enqueue(cl *call) {
 	cl.state = reqQueued
-	c.pending[cl.opaque] = cl
-	if !readOnly(cl.op) {
-		c.writesPending++
-	}
-	c.active++
-	c.batched++
-	cl.wPrev = c.wTail
-	if c.wTail == nil {
-		c.wHead = cl
-	} else {
-		c.wTail.wNext = cl
-	}
-	c.wTail = cl
-	if c.wQueued == nil {
-		c.wQueued = cl
-	}
-	if cl.quiet {
-		cl.qPrev = c.qTail
-		if c.qTail == nil {
-			c.qHead = cl
-		} else {
-			c.qTail.qNext = cl
-		}
-		c.qTail = cl
-	}
-	if !cl.deadline.IsZero() {
-		c.dlInsert(cl)
-		if c.dlAt.IsZero() || cl.deadline.Before(c.dlAt) {
-			c.armSweeper(cl.deadline)
-		}
+	c.inflight.add(cl)
+	c.writer.addToWire(cl)
+	if !cl.deadline.IsZero() && (c.monitor.dlAt.IsZero() || cl.deadline.Before(c.monitor.dlAt)) {
+		c.armSweeper(cl.deadline)
 	}
 }
 
-// handOff moves the queued calls that have a byte before c.writing (the end
-// of the Write call about to be made) to sending.
+// handOff moves the queued calls that have a byte before writer.writing
+// (the end of the Write call about to be made) to sending.
 func (c *Conn) handOff() {
-	for cl := c.wQueued; cl != nil && cl.start < c.writing; cl = cl.wNext {
+	w := &c.writer
+	for cl := w.sendNext; cl != nil && cl.start < w.writing; cl = w.wire.next(cl) {
 		if cl.state == reqQueued {
 			cl.state = reqSending
 		}
-		c.wQueued = cl.wNext
+		w.sendNext = w.wire.next(cl)
 	}
 }
 
 // accept moves the calls whose last byte the socket has accepted (before
-// c.written) from sending to written, and off the wire list.
+// writer.written) from sending to written, and off the wire list.
 func (c *Conn) accept() {
-	for cl := c.wHead; cl != nil && cl.end <= c.written; cl = c.wHead {
-		c.wUnlink(cl)
+	w := &c.writer
+	for cl := w.wire.head; cl != nil && cl.end <= w.written; cl = w.wire.head {
+		w.unlinkWire(cl)
 		if cl.state == reqSending {
 			cl.state = reqWritten
 		}
@@ -253,120 +260,107 @@ func (c *Conn) answerable(cl *call) bool {
 	case reqWritten:
 		return true
 	case reqSending:
-		return cl.end <= c.writing
+		return cl.end <= c.writer.writing
 	}
 	return false
 }
 
 // withdraw ends a queued call: its bytes are cut out of the buffer that
-// holds them and the offsets after them move back. The server never sees
-// it.
+// holds them (writer.cut). The server never sees it.
 func (c *Conn) withdraw(cl *call) {
-	size := cl.end - cl.start
-	if cl.start >= c.flushed { // in wbuf
-		from, to := int(cl.start-c.flushed), int(cl.end-c.flushed)
-		n := copy(c.wbuf[from:], c.wbuf[to:])
-		c.wbuf = c.wbuf[:from+n]
-		c.batched--
-	} else { // in the writer's batch, after the Write in progress
-		from, to := int(cl.start-c.outBase), int(cl.end-c.outBase)
-		n := copy(c.out[from:], c.out[to:])
-		c.out = c.out[:from+n]
-		c.flushed -= size
-	}
-	c.queued -= size
-	for o := cl.wNext; o != nil; o = o.wNext {
-		o.start -= size
-		o.end -= size
-	}
+	c.writer.cut(cl)
 	c.end(cl)
 }
 
 // abandon makes a call whose caller left after it was sent a tombstone: it
-// stays in pending until its late answer (dropped), and no longer counts as
-// live. Past MaxAbandoned tombstones the oldest is dropped.
+// stays in the table until its late answer (dropped), and no longer counts
+// as live. Past MaxAbandoned tombstones the oldest is dropped.
 func (c *Conn) abandon(cl *call, now time.Time) {
-	if cl.list == listDeadline {
-		c.lUnlink(cl)
-	}
+	t := &c.inflight
+	t.bury(cl)
 	cl.state = reqAbandoned
 	cl.abandonedAt = now
-	c.active--
-	c.tombs++
-	c.lAppendTomb(cl)
-	if c.tombs > c.opts.MaxAbandoned {
-		old := c.tombHead
-		c.evicted.Add(1)
-		if !readOnly(old.op) && old.end > c.evictedWrite {
-			c.evictedWrite = old.end // it may still be applied (WritesInFlight)
+	if t.tombs > c.opts.MaxAbandoned {
+		old := t.tombstones.head
+		t.evicted.Add(1)
+		if !readOnly(old.op) && old.end > t.evictedWrite {
+			t.evictedWrite = old.end // it may still be applied (WritesInFlight)
 		}
 		c.drop(old)
 	}
 	c.healthNoteTomb(cl)
 }
 
-// end takes a live call out of pending and its lists: ended. Its outcome
-// is the caller's business (a response, or an error on done).
+// end takes a live call out of the table and off every list: ended. Its
+// outcome is the caller's business (a response, or an error on done).
 func (c *Conn) end(cl *call) {
-	delete(c.pending, cl.opaque)
-	if !readOnly(cl.op) {
-		c.writesPending--
-	}
-	if cl.quiet {
-		c.qUnlink(cl)
-	}
-	if cl.gN != 0 {
-		c.unlinkGroup(cl)
-	}
-	if cl.list != listNone {
-		c.lUnlink(cl)
-	}
-	if c.onWire(cl) { // answered while its last Write was in progress
-		c.wUnlink(cl)
-	}
+	c.inflight.remove(cl)
+	c.writer.leaveWire(cl) // answered while its last Write was in progress
 	cl.state = reqEnded
-	c.active--
 }
 
-// drop takes a tombstone out of pending: ended. It pools the call when its
-// caller has left and the reader is not inside its handle.
+// drop takes a tombstone out of the table: ended. It pools the call when
+// its caller has let go (release).
 func (c *Conn) drop(cl *call) {
-	delete(c.pending, cl.opaque)
-	if !readOnly(cl.op) {
-		c.writesPending--
-	}
-	if cl.quiet {
-		c.qUnlink(cl)
-	}
-	if cl.gN != 0 {
-		c.unlinkGroup(cl)
-	}
-	c.lUnlink(cl)
-	if c.onWire(cl) {
-		c.wUnlink(cl)
-	}
+	c.inflight.remove(cl)
+	c.writer.leaveWire(cl)
 	cl.state = reqEnded
-	c.tombs--
 	c.release(cl)
 }
 
-// release pools cl if no one holds it any more. Called with mu held.
+// release pools cl if no one holds it any more: it has ended and its
+// caller has let go.
 func (c *Conn) release(cl *call) {
-	if cl.state == reqEnded && cl.callerGone && !cl.busy {
+	if cl.state == reqEnded && cl.owner == ownConn {
 		putCall(cl)
 	}
 }
 
+// letGo is the caller letting go of a call the connection may still hold
+// (a tombstone): the connection pools it when it ends.
+func (c *Conn) letGo(cl *call) {
+	cl.owner = ownConn
+	c.release(cl)
+}
+
 // leave is the caller letting go of cl after it received its outcome.
+// Called without mu.
 func (c *Conn) leave(cl *call) {
-	if !cl.kept {
+	if cl.owner != ownKept {
 		putCall(cl) // the connection let go before sending the outcome
 		return
 	}
 	c.mu.Lock()
-	cl.callerGone = true
-	c.release(cl)
+	c.letGo(cl)
 	c.mu.Unlock()
+}
+
+// handleBegins: the reader is about to run handle, without mu, for a
+// non-final packet of cl's multi-packet answer; a caller that cancels
+// meanwhile waits for it to return (awaitHandle).
+func (c *Conn) handleBegins(cl *call) { cl.owner = ownHandle }
+
+// handleReturns: that handle has returned. It reports whether a cancelling
+// caller waits for it: the reader then sends on done, and the call is kept
+// (the caller lets go of it under mu).
+func (c *Conn) handleReturns(cl *call) (wake bool) {
+	if cl.owner == ownHandleWaited {
+		cl.owner = ownKept
+		return true
+	}
+	cl.owner = ownCaller
+	return false
+}
+
+// awaitHandle is a cancelling caller asking whether the reader is inside
+// cl's handle: if so, the caller must wait on done for it to return before
+// letting go.
+func (c *Conn) awaitHandle(cl *call) bool {
+	if cl.owner != ownHandle {
+		return false
+	}
+	cl.owner = ownHandleWaited
+	return true
 }
 
 // expire ends a call whose deadline has passed (the monitor): a queued one
@@ -375,7 +369,7 @@ func (c *Conn) expire(cl *call, now time.Time, w *wakeList) {
 	written := cl.state != reqQueued
 	if written {
 		c.abandon(cl, now)
-		cl.kept = true
+		cl.owner = ownKept
 	} else {
 		c.withdraw(cl)
 	}
@@ -389,7 +383,8 @@ func (c *Conn) expire(cl *call, now time.Time, w *wakeList) {
 // (or miss, for a quiet get) was not sent. Each ends with no error and
 // answered false; a tombstone among them is dropped.
 func (c *Conn) settleQuiet(noop *call, w *wakeList) {
-	for q := c.qHead; q != nil && q.end <= noop.start; q = c.qHead {
+	t := &c.inflight
+	for q := t.quiet.head; q != nil && q.end <= noop.start; q = t.quiet.head {
 		if q.state == reqAbandoned {
 			c.drop(q)
 			continue
@@ -399,13 +394,13 @@ func (c *Conn) settleQuiet(noop *call, w *wakeList) {
 	}
 	// So are the groups of quiet gets sent before it whose own NOOP's
 	// answer did not come: they end answered (their gets were processed).
-	for i := 0; i < len(c.groups); {
-		g := c.groups[i]
+	for i := 0; i < len(t.groups); {
+		g := t.groups[i]
 		if g == noop || g.end > noop.start {
 			i++
 			continue
 		}
-		// Both take g off c.groups, moving another into its place.
+		// Both take g off t.groups, moving another into its place.
 		if g.state == reqAbandoned {
 			c.drop(g)
 			continue
@@ -414,97 +409,4 @@ func (c *Conn) settleQuiet(noop *call, w *wakeList) {
 		g.answered = true
 		g.finish(nil, w)
 	}
-}
-
-// qUnlink takes cl off the quiet list.
-func (c *Conn) qUnlink(cl *call) {
-	if cl.qPrev == nil {
-		if c.qHead != cl {
-			return // not on the list
-		}
-		c.qHead = cl.qNext
-	} else {
-		cl.qPrev.qNext = cl.qNext
-	}
-	if cl.qNext == nil {
-		c.qTail = cl.qPrev
-	} else {
-		cl.qNext.qPrev = cl.qPrev
-	}
-	cl.qPrev, cl.qNext = nil, nil
-}
-
-// onWire reports whether cl is on the wire list.
-func (c *Conn) onWire(cl *call) bool { return cl.wPrev != nil || c.wHead == cl }
-
-// wUnlink takes cl off the wire list.
-func (c *Conn) wUnlink(cl *call) {
-	if c.wQueued == cl {
-		c.wQueued = cl.wNext
-	}
-	if cl.wPrev == nil {
-		c.wHead = cl.wNext
-	} else {
-		cl.wPrev.wNext = cl.wNext
-	}
-	if cl.wNext == nil {
-		c.wTail = cl.wPrev
-	} else {
-		cl.wNext.wPrev = cl.wPrev
-	}
-	cl.wPrev, cl.wNext = nil, nil
-}
-
-// dlInsert links cl into the deadline list at its place: at the tail when
-// its deadline is the latest, which it nearly always is.
-func (c *Conn) dlInsert(cl *call) {
-	at := c.dlTail
-	for at != nil && at.deadline.After(cl.deadline) {
-		at = at.lPrev
-	}
-	cl.lPrev = at
-	if at == nil {
-		cl.lNext = c.dlHead
-		c.dlHead = cl
-	} else {
-		cl.lNext = at.lNext
-		at.lNext = cl
-	}
-	if cl.lNext == nil {
-		c.dlTail = cl
-	} else {
-		cl.lNext.lPrev = cl
-	}
-	cl.list = listDeadline
-}
-
-// lAppendTomb links cl at the tail of the tombstone list.
-func (c *Conn) lAppendTomb(cl *call) {
-	cl.lPrev, cl.lNext = c.tombTail, nil
-	if c.tombTail == nil {
-		c.tombHead = cl
-	} else {
-		c.tombTail.lNext = cl
-	}
-	c.tombTail = cl
-	cl.list = listTomb
-}
-
-// lUnlink takes cl out of the list it is in.
-func (c *Conn) lUnlink(cl *call) {
-	head, tail := &c.dlHead, &c.dlTail
-	if cl.list == listTomb {
-		head, tail = &c.tombHead, &c.tombTail
-	}
-	if cl.lPrev == nil {
-		*head = cl.lNext
-	} else {
-		cl.lPrev.lNext = cl.lNext
-	}
-	if cl.lNext == nil {
-		*tail = cl.lPrev
-	} else {
-		cl.lNext.lPrev = cl.lPrev
-	}
-	cl.lPrev, cl.lNext, cl.list = nil, nil, listNone
 }

@@ -79,12 +79,14 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 	cl.op = req.OpCode
 	cl.deadline = deadline
 	cl.notify, cl.tag = n, tag
-	cl.quiet = quiet
+	if quiet {
+		cl.kind = kindQuiet
+	}
 	c.mu.Lock()
 	// A NOOP after quiet requests is what settles them: it is admitted
 	// past MaxPending, or quiet requests that filled the connection
 	// could only be taken back.
-	bounded := !(req.OpCode == memdx.OpNoop && c.qTail != nil)
+	bounded := !(req.OpCode == memdx.OpNoop && c.inflight.quiet.tail != nil)
 	wake, err := c.queue(cl, req, bounded)
 	opaque := cl.opaque
 	c.mu.Unlock()
@@ -93,7 +95,7 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 		return Pending{}, err
 	}
 	if wake {
-		c.wakeWriter()
+		c.writer.wake()
 	}
 	return Pending{c: c, cl: cl, Opaque: opaque}, nil
 }
@@ -140,8 +142,7 @@ func (p Pending) Cancel(cause error) (err error, ended bool) {
 	}
 	c.abandon(cl, c.clock.Now())
 	err = &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true, Err: cause}
-	cl.callerGone = true
-	c.release(cl)
+	c.letGo(cl)
 	c.mu.Unlock()
 	return err, false
 }

@@ -117,14 +117,14 @@ func TestStartCancelWithdrawsOrAbandonsAndKeepsTheConnection(t *testing.T) {
 	if rb.Opaque != pb.Opaque || string(rb.Key) != "b" {
 		t.Fatalf("server read %s %q: the withdrawn request reached it", rb.OpCode, rb.Key)
 	}
-	waitFor(t, "b written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[pb.Opaque].state == reqWritten })
+	waitFor(t, "b written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return callOf(c, pb.Opaque).state == reqWritten })
 	err, ended = pb.Cancel(context.Canceled)
 	if re := requestError(t, err); ended || !re.Written {
 		t.Fatalf("sent request: %v, %v", ended, err)
 	}
 	pq := startGet(t, c, memdx.OpGetQ, "q", n, 3, &v)
 	peer.read()
-	waitFor(t, "q written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[pq.Opaque].state == reqWritten })
+	waitFor(t, "q written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return callOf(c, pq.Opaque).state == reqWritten })
 	if err, _ := pq.Cancel(context.Canceled); err == nil {
 		t.Fatal("cancelled quiet get: no error")
 	}

@@ -39,7 +39,7 @@ func TestWritesInFlightCountsWritesUntilTheServerHasProcessedThem(t *testing.T) 
 		}
 	}
 	written := func(p Pending) {
-		waitFor(t, "written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[p.Opaque].state == reqWritten })
+		waitFor(t, "written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return callOf(c, p.Opaque).state == reqWritten })
 	}
 	want(0, "after the bootstrap")
 
@@ -116,7 +116,7 @@ func TestWritesInFlightKeepsAnEvictedWriteUntilALaterAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := peer.read()
-		waitFor(t, "written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.pending[p.Opaque].state == reqWritten })
+		waitFor(t, "written", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return callOf(c, p.Opaque).state == reqWritten })
 		if err, done := p.Cancel(context.Canceled); err == nil || done {
 			t.Fatalf("abandoning %s: %v, %v", req.OpCode, err, done)
 		}

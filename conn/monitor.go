@@ -1,0 +1,286 @@
+package conn
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// The monitor goroutine expires requests at their deadlines and watches the
+// connection's health.
+//
+// Health: a node that stops answering (a paused process, a black hole in
+// the network) leaves requests abandoned after they were sent. When the
+// oldest tombstone not yet vouched for has waited ProbeAfter, or the
+// tombstones reach MaxAbandoned/2 (at most one such probe per ProbeAfter),
+// the monitor sends a NOOP. The probe decides: answered, the node is alive
+// (slow requests are the server's business, and the tombstones abandoned
+// before the probe was sent are vouched for: they trigger no further probe);
+// not answered while the connection makes no progress for ProbeTimeout
+// (nothing read, and, while the probe itself is not yet written, nothing
+// accepted by the socket), the connection is closed with kverr.ErrUnresponsive.
+// Its requests then fail by the written/not-written rule as on any dead
+// connection. A slow node that streams a large answer, or reads a large
+// value slowly, makes progress and is not closed.
+//
+// During the bootstrap (until Dial returns the connection) the bootstrap's
+// own requests play the probe: a node that sends nothing for ProbeTimeout
+// while one of them waits fails the Dial with kverr.ErrUnresponsive, so a node
+// that accepts connections but answers nothing costs a redial ProbeTimeout,
+// not the whole connect timeout.
+
+// monitor is the monitor goroutine's state: the deadline timer it sweeps
+// the table's deadline list by, and the health check's timer and probe.
+// Fields are guarded by Conn.mu except the timers' channels and kick,
+// which only the monitor goroutine receives from, wake, which only it
+// uses, and the atomic.
+type monitor struct {
+	// dlTimer wakes the monitor at dlAt, the earliest deadline in the
+	// table when it was armed (zero: disarmed); a new deadline re-arms it
+	// only when it is earlier than dlAt, so the usual request costs no
+	// timer operation.
+	dlTimer timer
+	dlAt    time.Time
+	// timer is the health check's, firing at at (zero: disarmed).
+	timer timer
+	at    time.Time
+	kick  chan struct{} // capacity 1: a pile of tombstones asks for a probe
+	// probe is the NOOP in flight (nil: none), queued at probeAt.
+	probe     *call
+	probeAt   time.Time
+	lastProbe time.Time
+	// vouched: tombstones abandoned before it were sent before a probe
+	// that was answered.
+	vouched time.Time
+	// in and out are the bytes read and written when progress was last
+	// seen.
+	in, out uint64
+	wake    wakeList      // the Notifiers of calls a sweep ended
+	probes  atomic.Uint64 // Stats.Probes
+	exited  chan struct{} // closed when the monitor goroutine has exited
+}
+
+func (c *Conn) initMonitor() {
+	m := &c.monitor
+	m.dlTimer = c.clock.NewTimer()
+	m.timer = c.clock.NewTimer()
+	m.kick = make(chan struct{}, 1)
+	m.exited = make(chan struct{})
+	if c.opts.ProbeAfter >= 0 {
+		c.healthArm(c.clock.Now().Add(c.opts.ProbeTimeout)) // the bootstrap's watch
+	}
+}
+
+// healthArm sets the health timer to fire at t. Called with mu held.
+func (c *Conn) healthArm(t time.Time) {
+	c.monitor.at = t
+	c.monitor.timer.Reset(t.Sub(c.clock.Now()))
+}
+
+// healthNoteTomb is told of every new tombstone (abandon). Called with mu
+// held.
+func (c *Conn) healthNoteTomb(cl *call) {
+	m := &c.monitor
+	if c.opts.ProbeAfter < 0 || m.probe != nil {
+		return
+	}
+	if c.inflight.tombs >= c.opts.MaxAbandoned/2 && cl.abandonedAt.Sub(m.lastProbe) >= c.opts.ProbeAfter {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if m.at.IsZero() {
+		c.healthArm(cl.abandonedAt.Add(c.opts.ProbeAfter))
+	}
+}
+
+// armSweeper sets the deadline timer to fire at t. Called with mu held.
+func (c *Conn) armSweeper(t time.Time) {
+	c.monitor.dlAt = t
+	c.monitor.dlTimer.Reset(t.Sub(c.clock.Now()))
+}
+
+// runMonitor is the monitor goroutine.
+func (c *Conn) runMonitor() {
+	m := &c.monitor
+	defer close(m.exited)
+	var probeDone chan error
+	for {
+		select {
+		case <-m.dlTimer.C():
+			c.sweep()
+		case <-m.timer.C():
+			probeDone = c.healthCheck(probeDone)
+		case <-m.kick:
+			c.mu.Lock()
+			if m.probe == nil && c.err == nil {
+				probeDone = c.startProbe()
+			}
+			c.mu.Unlock()
+		case <-probeDone:
+			probeDone = nil
+			c.probeAnswered()
+		case <-c.done:
+			m.dlTimer.Stop()
+			m.timer.Stop()
+			return
+		}
+	}
+}
+
+// sweep ends every call whose deadline has passed and re-arms the timer for
+// the next one (expire).
+func (c *Conn) sweep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := &c.monitor
+	m.dlAt = time.Time{}
+	if c.err != nil {
+		return // teardown fails everything in flight
+	}
+	now := c.clock.Now()
+	dl := &c.inflight.deadlines
+	for dl.head != nil && !dl.head.deadline.After(now) {
+		c.expire(dl.head, now, &m.wake)
+	}
+	m.wake.flush()
+	if next := c.inflight.nextDeadline(); !next.IsZero() {
+		c.armSweeper(next)
+	}
+}
+
+// healthCheck runs when the health timer fires: during the bootstrap it
+// watches for bytes read (bootstrapWatch), with a probe in flight it checks
+// for progress (probeWatch), and otherwise it probes if the oldest
+// tombstone not vouched for is ProbeAfter old. It returns the probe's done
+// channel.
+func (c *Conn) healthCheck(probeDone chan error) chan error {
+	c.mu.Lock()
+	m := &c.monitor
+	m.at = time.Time{}
+	if c.err != nil {
+		c.mu.Unlock()
+		return probeDone
+	}
+	now := c.clock.Now()
+	if c.callbacks.heldBack.Load() && m.probe == nil {
+		c.bootstrapWatch(now) // releases mu
+		return probeDone
+	}
+	if m.probe != nil {
+		c.probeWatch(now) // releases mu
+		return probeDone
+	}
+	for cl := c.inflight.tombstones.head; cl != nil; cl = c.inflight.tombstones.next(cl) {
+		if cl.abandonedAt.Before(m.vouched) {
+			continue
+		}
+		if due := cl.abandonedAt.Add(c.opts.ProbeAfter); due.After(now) {
+			c.healthArm(due)
+		} else {
+			probeDone = c.startProbe()
+		}
+		break
+	}
+	c.mu.Unlock()
+	return probeDone
+}
+
+// bootstrapWatch: while Dial bootstraps, its requests are the probe. A
+// node that sends nothing for ProbeTimeout while one of them waits is not
+// answering. Called with mu held, which it releases.
+func (c *Conn) bootstrapWatch(now time.Time) {
+	m := &c.monitor
+	if in := c.reader.bytesIn.Load(); in != m.in || c.inflight.active == 0 {
+		m.in = in
+		c.healthArm(now.Add(c.opts.ProbeTimeout))
+		c.mu.Unlock()
+		return
+	}
+	err := fmt.Errorf("conn %s: %w: nothing arrived for %v while the bootstrap waited for an answer",
+		c.addr, kverr.ErrUnresponsive, c.opts.ProbeTimeout)
+	c.mu.Unlock()
+	c.fail(err)
+}
+
+// probeWatch checks a probe in flight for progress: bytes read, or, while
+// the probe is not all written, bytes accepted by the socket. Without any
+// for ProbeTimeout, the connection is closed with kverr.ErrUnresponsive.
+// Called with mu held, which it releases.
+func (c *Conn) probeWatch(now time.Time) {
+	m := &c.monitor
+	in, out := c.reader.bytesIn.Load(), c.writer.bytesOut.Load()
+	unsent := m.probe.state == reqQueued || m.probe.state == reqSending
+	if in != m.in || (unsent && out != m.out) {
+		m.in, m.out = in, out
+		c.healthArm(now.Add(c.opts.ProbeTimeout))
+		c.mu.Unlock()
+		return
+	}
+	oldest := time.Duration(0)
+	if t := c.inflight.tombstones.head; t != nil {
+		oldest = now.Sub(t.abandonedAt)
+	}
+	tombs := c.inflight.tombs
+	err := fmt.Errorf("conn %s: %w: a NOOP probe sent %v ago is unanswered and nothing arrived for %v (%d requests abandoned, the oldest %v ago)",
+		c.addr, kverr.ErrUnresponsive, now.Sub(m.probeAt), c.opts.ProbeTimeout, tombs, oldest)
+	c.mu.Unlock()
+	c.log.Warn("kvwire: closing a connection whose node stopped answering", "node", c.addr,
+		"probe_sent", now.Sub(m.probeAt), "abandoned", tombs, "oldest_abandoned", oldest)
+	c.fail(err)
+}
+
+// startProbe queues a NOOP and arms the health timer for ProbeTimeout. It
+// returns the probe's done channel (nil if it could not be queued). Called
+// with mu held.
+func (c *Conn) startProbe() chan error {
+	m := &c.monitor
+	cl := getCall()
+	cl.op = memdx.OpNoop
+	req := memdx.Request{OpCode: memdx.OpNoop}
+	wake, err := c.queue(cl, &req, false)
+	if err != nil {
+		putCall(cl)
+		return nil
+	}
+	if wake {
+		c.writer.wake()
+	}
+	m.probes.Add(1)
+	now := c.clock.Now()
+	m.probe, m.probeAt, m.lastProbe = cl, now, now
+	m.in, m.out = c.reader.bytesIn.Load(), c.writer.bytesOut.Load()
+	c.healthArm(now.Add(c.opts.ProbeTimeout))
+	return cl.done
+}
+
+// probeAnswered runs when the probe's outcome arrived (on the monitor,
+// which received it from done): an answer, whatever its status, vouches for
+// the tombstones abandoned before the probe was sent. A failure means the
+// connection is ending.
+func (c *Conn) probeAnswered() {
+	c.mu.Lock()
+	m := &c.monitor
+	cl := m.probe
+	m.probe = nil
+	m.vouched = m.probeAt
+	m.at = time.Time{}
+	m.timer.Stop()
+	c.mu.Unlock()
+	c.leave(cl)
+	c.mu.Lock()
+	// Tombstones abandoned since the probe was sent are due in their turn.
+	tombs := &c.inflight.tombstones
+	for t := tombs.head; t != nil && c.err == nil; t = tombs.next(t) {
+		if !t.abandonedAt.Before(m.vouched) {
+			c.healthArm(t.abandonedAt.Add(c.opts.ProbeAfter))
+			break
+		}
+	}
+	c.mu.Unlock()
+}
