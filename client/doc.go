@@ -38,7 +38,10 @@
 // alone decides TLS: Options.TLSConfig or tls_verify with couchbase:// or
 // memcached:// is refused by Connect (ErrInvalidArgument), not applied.
 // memcached's only SASL mechanism, PLAIN, is sent over TLS, or in clear
-// only with Options.AllowPlainAuthWithoutTLS (allow_plain_auth=true).
+// only with Options.AllowPlainAuthWithoutTLS (allow_plain_auth=true). A
+// Username is used only with a server that has SASL: one without (it does
+// not know SASL_LIST_MECHS) is used unauthenticated and never sent the
+// password, as libmemcached does.
 // A memcached server that refuses connections fails its keys at once with
 // ErrNoNodeAvailable; see MemcachedOptions for taking it out of the ring.
 //

@@ -40,7 +40,8 @@ const (
 // string) rather than being replaced by the default.
 type Options struct {
 	// Username and Password are the RBAC credentials. Password is never
-	// logged.
+	// logged. On memcached:// they are used only where the server has SASL
+	// (see AllowPlainAuthWithoutTLS).
 	Username, Password string
 	// Bucket is the bucket to open. couchbase:// and couchbases:// need
 	// one, here or in the connection string's path (or ?bucket=); Connect
@@ -82,10 +83,11 @@ type Options struct {
 	// AllowPlainAuthWithoutTLS permits SASL PLAIN, which sends the password
 	// in clear, over a connection without TLS (connection string:
 	// allow_plain_auth=true). Off by default. Plain memcached with SASL
-	// offers nothing but PLAIN: memcached:// with a Username fails to
-	// connect (ErrAuthenticationFailure matching ErrPlainAuthRefused,
-	// nothing sent) unless this is set; memcacheds:// needs no opt-in.
-	// Couchbase uses SCRAM.
+	// offers nothing but PLAIN: memcached:// with a Username to a server
+	// with SASL fails to connect (ErrAuthenticationFailure matching
+	// ErrPlainAuthRefused, the password unsent) unless this is set;
+	// memcacheds:// needs no opt-in. A server without SASL is used
+	// unauthenticated either way. Couchbase uses SCRAM.
 	AllowPlainAuthWithoutTLS bool
 	// Memcached configures how memcached:// and memcacheds:// treat servers
 	// that cannot be reached; other schemes ignore it.

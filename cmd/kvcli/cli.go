@@ -152,8 +152,11 @@ type invocation struct {
 	// passwordFlag is set when -p was used on the command line;
 	// timeoutFlag when -t was; cacertFlag when --cacert was (rather than
 	// KVCLI_CACERT).
-	passwordFlag       bool
-	timeoutFlag        bool
+	passwordFlag bool
+	timeoutFlag  bool
+	// userFrom says where the user name came from: "" (none), envUser or
+	// "-u", so that an error about it can say.
+	userFrom           string
 	cacertFlag         bool
 	connectTimeoutFlag bool
 	// opTimeout is the timeout each operation gets and connectTimeout the
@@ -180,6 +183,9 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	if inv.g.connStr == "" {
 		inv.g.connStr = defaultConnStr
+	}
+	if inv.g.user != "" {
+		inv.userFrom = envUser
 	}
 	// Global flags before the command name.
 	fs := inv.newFlagSet("kvcli")
@@ -220,6 +226,8 @@ func (inv *invocation) noteFlags(fs *flag.FlagSet) {
 		switch f.Name {
 		case "p", "password":
 			inv.passwordFlag = true
+		case "u", "user":
+			inv.userFrom = "-u"
 		case "t", "timeout":
 			inv.timeoutFlag = true
 		case "cacert":
@@ -432,8 +440,9 @@ global flags (before or after the command):
   --collection S.C        scope.collection, or a collection of _default (default _default._default)
   --cacert FILE           CA certificates (PEM) to trust for couchbases:// and memcacheds:// (env
                           KVCLI_CACERT, which other schemes ignore; only those two use TLS)
-  --allow-plain-auth      memcached:// with a user: allow SASL PLAIN, which sends the password
-                          in clear (memcacheds:// sends it over TLS and needs no opt-in)
+  --allow-plain-auth      memcached:// with a user, to a memcached with SASL: allow SASL PLAIN,
+                          which sends the password in clear (memcacheds:// sends it over TLS
+                          and needs no opt-in; a memcached without SASL ignores the user)
   -t, --timeout D         timeout of each operation, retries included (default 2.5s)
   --connect-timeout D     timeout of connecting (default 10s, or the connection string's connect_timeout)
   --json                  print one JSON object per command on stdout

@@ -137,7 +137,7 @@ func TestConnectErrors(t *testing.T) {
 		} {
 			r := runKV(t, with(env, envPassword, secret), "", args...)
 			assert.Equal(t, exitError, r.code, "%v: %s", args, r)
-			assert.Contains(t, r.stderr, `kvcli: authentication failed for user "Administrator": check the user name and password (KVCLI_PASSWORD)`, "%v", args)
+			assert.Contains(t, r.stderr, `kvcli: authentication failed for user "Administrator" (from KVCLI_USER): check the user name and password (KVCLI_PASSWORD)`, "%v", args)
 			assert.NotContains(t, r.stderr+r.stdout, secret, "%v: the password is never printed", args)
 			if strings.Contains(strings.Join(args, " "), "--json") {
 				var jr jsonResult
@@ -159,7 +159,11 @@ func TestConnectErrors(t *testing.T) {
 	t.Run("wrong user", func(t *testing.T) {
 		r := runKV(t, with(env, envUser, "nobody"), "", "get", "k")
 		assert.Equal(t, exitError, r.code, r)
-		assert.Contains(t, r.stderr, `authentication failed for user "nobody"`)
+		assert.Contains(t, r.stderr, `authentication failed for user "nobody" (from KVCLI_USER)`)
+		// -u is the user's own choice: nothing to point at.
+		r = runKV(t, with(env, envUser, ""), "", "get", "k", "-u", "nobody")
+		assert.Equal(t, exitError, r.code, r)
+		assert.Contains(t, r.stderr, `authentication failed for user "nobody": check`)
 	})
 
 	t.Run("no user", func(t *testing.T) {

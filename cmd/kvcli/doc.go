@@ -277,9 +277,11 @@
 //	                       roots apply). Only those two use TLS: other schemes
 //	                       ignore KVCLI_CACERT, and --cacert with them is a usage
 //	                       error
-//	--allow-plain-auth     memcached:// with a user: log in with SASL PLAIN, which
-//	                       sends the password in clear; without it kvcli refuses
-//	                       before sending anything (memcacheds:// needs no opt-in)
+//	--allow-plain-auth     memcached:// with a user, to a memcached with SASL: log in
+//	                       with SASL PLAIN, which sends the password in clear;
+//	                       without it kvcli refuses before sending the password
+//	                       (memcacheds:// needs no opt-in; a memcached without SASL
+//	                       is used without logging in, whatever the user)
 //	-t, --timeout D        timeout of each operation, retries included (default 2.5s;
 //	                       when -t is not given the connection string's kv_timeout
 //	                       applies)
@@ -294,9 +296,11 @@
 // couchbase://h1,h2:11210/bucket?kv_timeout=5s (TCP, default port 11210),
 // couchbases://h1/bucket (TLS, 11207), memcached://h1:11211,h2 (plain
 // memcached servers, keys spread with ketama; with a user and password
-// kvcli logs in with SASL PLAIN, which needs --allow-plain-auth as it sends
-// the password in clear) and memcacheds://h1 (memcached over TLS, started
-// with -Z; PLAIN goes over TLS). A memcached server that refuses
+// kvcli logs in with SASL PLAIN to a server that has SASL, which needs
+// --allow-plain-auth as it sends the password in clear, and a server
+// without SASL is used without logging in, so a KVCLI_USER exported for
+// another server does not get in the way) and memcacheds://h1 (memcached
+// over TLS, started with -Z; PLAIN goes over TLS). A memcached server that refuses
 // connections fails its keys at once; ?remove_failed_servers=true takes it
 // out of the ring while it stays down. memcached has no buckets,
 // collections or locks: -b and --collection are usage errors there, and

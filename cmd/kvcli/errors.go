@@ -58,13 +58,13 @@ func (inv *invocation) explain(key string, err error) problem {
 	case errors.Is(err, client.ErrInvalidConnStr):
 		return problem{kindInvalid, msg, exitUsage}
 	case errors.Is(err, client.ErrPlainAuthRefused):
-		return problem{kindAuth, "memcached offers only SASL PLAIN, which would send the password in clear: " +
-			"connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear", exitError}
+		return problem{kindAuth, "the memcached server requires SASL, and its only mechanism, PLAIN, would send the password of user " +
+			q(user) + inv.userSource() + " in clear: connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear", exitError}
 	case errors.Is(err, client.ErrAuthenticationFailure):
 		if user == "" {
 			return problem{kindAuth, "the server requires a user: set -u (or " + envUser + ") and " + envPassword, exitError}
 		}
-		return problem{kindAuth, "authentication failed for user " + q(user) + ": check the user name and password (" + envPassword + ")", exitError}
+		return problem{kindAuth, "authentication failed for user " + q(user) + inv.userSource() + ": check the user name and password (" + envPassword + ")", exitError}
 	case errors.Is(err, client.ErrBucketNotFound):
 		b := inv.bucketName()
 		if user == "" {
@@ -122,6 +122,16 @@ func (inv *invocation) explain(key string, err error) problem {
 		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied" + inv.readToSee(key) + ": " + inv.cause(err), exitError}
 	}
 	return problem{kindOther, msg, exitError}
+}
+
+// userSource says, for a user name that came from the environment, where:
+// a KVCLI_USER exported for one server (kvcli serve's mock) is easily
+// still set when another is used.
+func (inv *invocation) userSource() string {
+	if inv.userFrom == envUser {
+		return " (from " + envUser + ")"
+	}
+	return ""
 }
 
 // explainPath explains the failure of one sub-document path.
