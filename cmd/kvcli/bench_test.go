@@ -184,7 +184,7 @@ func TestBenchRefusesBadFlagsBeforeConnecting(t *testing.T) {
 		{closed, []string{"--rate", "-1"}, "--rate -1: want 0 (as fast as possible) or a positive number"},
 		{closed, []string{"--rate", "NaN"}, "--rate NaN: want 0"},
 		{closed, []string{"--rate", "+Inf"}, "--rate +Inf: want 0"},
-		{closed, []string{"--rate", "fast"}, `invalid value "fast" for flag -rate`},
+		{closed, []string{"--rate", "fast"}, `--rate "fast": want a number, such as 0.5`},
 		{closed, []string{"--value-size", "abc"}, `--value-size "abc": want BYTES or MIN-MAX (e.g. 100 or 64-4096)`},
 		{closed, []string{"--value-size", "4096-64"}, "--value-size 4096-64: MIN 4096 is more than MAX 64"},
 		{closed, []string{"--value-size", "-1"}, `--value-size "-1": want BYTES or MIN-MAX`},

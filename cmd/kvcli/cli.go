@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -152,13 +153,15 @@ type invocation struct {
 	// passwordFlag is set when -p was used on the command line;
 	// timeoutFlag when -t was; cacertFlag when --cacert was (rather than
 	// KVCLI_CACERT).
-	passwordFlag bool
-	timeoutFlag  bool
-	// userFrom says where the user name came from: "" (none), envUser or
-	// "-u", so that an error about it can say.
-	userFrom           string
+	passwordFlag       bool
+	timeoutFlag        bool
 	cacertFlag         bool
 	connectTimeoutFlag bool
+	// userFrom and connStrFrom say where the user name and the
+	// connection string came from: "" (none, or the default), the
+	// environment variable, or the flag, so that an error can say.
+	userFrom    string
+	connStrFrom string
 	// opTimeout is the timeout each operation gets and connectTimeout the
 	// one connecting gets, with where it came from (set by connect).
 	opTimeout          time.Duration
@@ -183,6 +186,8 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	if inv.g.connStr == "" {
 		inv.g.connStr = defaultConnStr
+	} else {
+		inv.connStrFrom = envConnStr
 	}
 	if inv.g.user != "" {
 		inv.userFrom = envUser
@@ -194,7 +199,7 @@ func run(ctx context.Context, args []string, e *env) int {
 			printUsage(e.stdout)
 			return exitOK
 		}
-		inv.usageError("%v", err)
+		inv.usageError("%s", flagError(fs, err))
 		return exitUsage
 	}
 	inv.noteFlags(fs)
@@ -228,6 +233,8 @@ func (inv *invocation) noteFlags(fs *flag.FlagSet) {
 			inv.passwordFlag = true
 		case "u", "user":
 			inv.userFrom = "-u"
+		case "c", "connstr":
+			inv.connStrFrom = "-c"
 		case "t", "timeout":
 			inv.timeoutFlag = true
 		case "cacert":
@@ -250,7 +257,7 @@ func (inv *invocation) parse(fs *flag.FlagSet, args []string, min, max int) (pos
 				inv.printCommandUsage(inv.env.stdout, fs)
 				return nil, exitOK, false
 			}
-			inv.usageError("%s: %v", inv.cmd.name, err)
+			inv.usageError("%s: %s", inv.cmd.name, flagError(fs, err))
 			return nil, exitUsage, false
 		}
 		rest := fs.Args()
@@ -276,6 +283,57 @@ func (inv *invocation) parse(fs *flag.FlagSet, args []string, min, max int) (pos
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true
+}
+
+// Messages of the flag package, whose flags it names with one dash.
+var (
+	flagInvalidValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^\s:]+): (.*)$`)
+	flagName         = regexp.MustCompile(`(^|[\s(]|: )-([A-Za-z][A-Za-z0-9-]+)\b`)
+)
+
+// flagError rewrites a flag-parsing error of fs the way kvcli's help
+// writes flags (--timeout, -t) and, for a value that does not parse, says
+// what the flag wants, with an example.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag " + dashed(name) + " (-h lists the flags)"
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return dashed(name) + " needs a value"
+	}
+	m := flagInvalidValue.FindStringSubmatch(msg)
+	if m == nil {
+		return flagName.ReplaceAllString(msg, "$1--$2")
+	}
+	value, name, why := m[1], m[2], m[3]
+	shown := dashed(name)
+	if f := fs.Lookup(name); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			switch g.Get().(type) {
+			case time.Duration:
+				why = "want a duration such as 2.5s, 500ms, 1m or 1h30m (units ns, us, ms, s, m, h)"
+			case bool:
+				why = "want true or false (--" + name + " alone means true)"
+			case int, int64, uint, uint64:
+				why = "want a whole number, such as 16"
+			case float64:
+				why = "want a number, such as 0.5"
+			}
+		}
+		if why == "parse error" {
+			why = "not a valid value"
+		}
+	}
+	return fmt.Sprintf("%s %q: %s", shown, value, why)
+}
+
+// dashed is a flag name as kvcli's help writes it: -t, --timeout.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // usageError prints a usage error on stderr. format is kvcli's own text;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,7 +26,7 @@ type target struct {
 func (inv *invocation) resolveTarget() (*target, error) {
 	cs, err := client.ParseConnStr(inv.g.connStr)
 	if err != nil {
-		return nil, err
+		return nil, errors.New(inv.connStrLine(err))
 	}
 	if inv.g.bucket != "" {
 		cs.Bucket = inv.g.bucket

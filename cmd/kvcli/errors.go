@@ -53,10 +53,11 @@ func (inv *invocation) explain(key string, err error) problem {
 	// Every value put into a line goes through redact (q, msg); the line's
 	// own words do not (see redact).
 	q := func(s string) string { return fmt.Sprintf("%q", inv.redact(s)) }
-	msg := inv.redact(err.Error())
+	// kvcli's lines start "kvcli: "; the client's errors start "kvwire: ".
+	msg := strings.TrimPrefix(inv.redact(err.Error()), "kvwire: ")
 	switch {
 	case errors.Is(err, client.ErrInvalidConnStr):
-		return problem{kindInvalid, msg, exitUsage}
+		return problem{kindInvalid, inv.connStrLine(err), exitUsage}
 	case errors.Is(err, client.ErrPlainAuthRefused):
 		return problem{kindAuth, "the memcached server requires SASL, and its only mechanism, PLAIN, would send the password of user " +
 			q(user) + inv.userSource() + " in clear: connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear", exitError}
@@ -122,6 +123,24 @@ func (inv *invocation) explain(key string, err error) problem {
 		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied" + inv.readToSee(key) + ": " + inv.cause(err), exitError}
 	}
 	return problem{kindOther, msg, exitError}
+}
+
+// connStrLine says what is wrong with the connection string, and where
+// it came from when that was the environment.
+func (inv *invocation) connStrLine(err error) string {
+	var ce *client.ConnStrError
+	if !errors.As(err, &ce) {
+		return strings.TrimPrefix(inv.redact(err.Error()), "kvwire: ")
+	}
+	what := "connection string " + strconv.Quote(inv.redact(ce.Input))
+	if ce.Input != inv.g.connStr {
+		what = "connection string option " + strconv.Quote(inv.redact(ce.Input))
+	}
+	from := ""
+	if inv.connStrFrom == envConnStr {
+		from = " (from " + envConnStr + ")"
+	}
+	return "invalid " + what + from + ": " + inv.redact(ce.Reason)
 }
 
 // userSource says, for a user name that came from the environment, where:
