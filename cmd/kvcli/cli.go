@@ -90,7 +90,7 @@ func addGlobalFlags(fs *flag.FlagSet, g *globals) {
 		fs.DurationVar(&g.timeout, n, g.timeout, "timeout of each operation, retries included")
 	}
 	fs.DurationVar(&g.connectTimeout, "connect-timeout", g.connectTimeout, "timeout of connecting (without it the connection string's connect_timeout applies)")
-	fs.BoolVar(&g.json, "json", g.json, "print one JSON object per command on stdout")
+	fs.BoolVar(&g.json, "json", g.json, "print one JSON document per command on stdout")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "print every attempt (node, vbucket, map, retry reason, status) and the client's debug log on stderr")
 }
 
@@ -371,9 +371,10 @@ func cmdHelp(_ context.Context, inv *invocation, args []string) int {
 var commandHelp = map[string]string{
 	"get": "Prints the value on stdout exactly as stored (a newline is added only on a terminal)\nand `KEY cas=0x... flags=0x... datatype=... size=N` on stderr.\n" +
 		"With several keys they are read in one batch (GetMany): each key found is one line\n" +
-		"KEY<TAB>VALUE (quoted when not one line of UTF-8; with --json one object per key), each\n" +
-		"failure is reported on stderr; exit 0 when every key was read, 3 when the only failures\n" +
-		"are missing documents, else the first other failure's code.",
+		"KEY<TAB>VALUE (quoted when not one line of UTF-8; with --json one document whose\n" +
+		"\"results\" hold an object per key), each failure is reported on stderr; exit 0 when every\n" +
+		"key was read, 3 when the only failures are missing documents, else the first other\n" +
+		"failure's code.",
 	"set":     "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
 	"add":     "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
 	"replace": "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
@@ -393,7 +394,8 @@ var commandHelp = map[string]string{
 	"ping":   "Exit status 1 when any node did not answer.",
 	"scan": "Scans the collection (Couchbase Server 7.2+ range scans): the whole of it, --from/--to,\n" +
 		"--prefix, or --sample N. Prints KEY<TAB>VALUE per document (the value Go-quoted when it is\n" +
-		"not one line of UTF-8), the key alone with --keys-only, a JSON object per line with --json.\n" +
+		"not one line of UTF-8), the key alone with --keys-only; with --json one JSON document,\n" +
+		"{\"op\":\"scan\",\"items\":[...],\"count\":N,\"ok\":true}, an item per line, written as it goes.\n" +
 		"Documents come in key order within a vbucket, interleaved across vbuckets.",
 	"stats": "Prints NODE NAME VALUE per statistic of every node (--node: one). memcached's groups:\n" +
 		"settings, items, slabs, sizes; Couchbase Server needs the Stats privilege.\n" +
@@ -503,7 +505,7 @@ global flags (before or after the command):
                           and needs no opt-in; a memcached without SASL ignores the user)
   -t, --timeout D         timeout of each operation, retries included (default 2.5s)
   --connect-timeout D     timeout of connecting (default 10s, or the connection string's connect_timeout)
-  --json                  print one JSON object per command on stdout
+  --json                  print one JSON document per command on stdout
   -v                      trace every attempt and log the client's debug events on stderr
 
 values (set, add, replace, append, prepend):
@@ -514,9 +516,10 @@ values (set, add, replace, append, prepend):
 
 output:
   stdout carries the result (a value, a counter, true/false, "stored ..."), stderr everything
-  else (get's metadata, errors, warnings, -v traces). With --json stdout carries one object per
-  command; values are UTF-8 strings ("encoding":"utf8") or base64 ("encoding":"base64"), CAS
-  values are hex strings ("0x...").
+  else (get's metadata, errors, warnings, -v traces). With --json stdout carries one JSON
+  document per command (several keys' results, or a scan's items, in one array of it); values
+  are UTF-8 strings ("encoding":"utf8") or base64 ("encoding":"base64"), CAS values are hex
+  strings ("0x...").
 
 exit status:
   0    success (exists: the document exists)

@@ -43,9 +43,10 @@
 //	get KEY                read a document: value on stdout, metadata on stderr
 //	    --touch D          also set its expiry (get-and-touch)
 //	get KEY KEY...         read several in one batch: a line KEY<TAB>VALUE per key
-//	                       found (the value quoted when not one line of UTF-8), or
-//	                       one --json object per key; failures on stderr; exit 3
-//	                       when the only failures are missing documents
+//	                       found (the value quoted when not one line of UTF-8);
+//	                       --json: one object whose "results" hold one per key;
+//	                       failures on stderr; exit 3 when the only failures are
+//	                       missing documents
 //	set KEY VALUE          write a document, creating or replacing it (upsert)
 //	add KEY VALUE          create a document; exit 4 if it exists (insert)
 //	replace KEY VALUE      replace an existing document; exit 3 if missing
@@ -124,7 +125,8 @@
 //
 //	scan                   the collection's documents (Couchbase Server 7.2+ range
 //	                       scans): KEY<TAB>VALUE per document (the value Go-quoted when
-//	                       it is not one line of UTF-8), --json one object per line
+//	                       it is not one line of UTF-8); --json: one document whose
+//	                       "items" hold one object per document (see Output)
 //	    --prefix P         keys starting with P
 //	    --from K, --to K   a key range, both ends included (--from-exclusive,
 //	                       --to-exclusive leave them out); neither: the whole collection
@@ -288,7 +290,7 @@
 //	--connect-timeout D    timeout of connecting (default 10s; when --connect-timeout
 //	                       is not given the connection string's connect_timeout
 //	                       applies)
-//	--json                 one JSON object per command on stdout
+//	--json                 one JSON document per command on stdout (see Output)
 //	-v                     on stderr: one line per attempt of every operation, and the
 //	                       client's log/slog debug events
 //
@@ -347,10 +349,23 @@
 //	ping, route    a line per node / per map
 //	errors         one line on stderr: kvcli: ...
 //
-// With --json stdout carries exactly one JSON object per command, on one line:
+// With --json stdout carries exactly one JSON document per command, which
+// python3 -m json.tool and jq read as it is; for a single key it is one
+// object on one line:
 //
 //	{"op":"get","key":"k","ok":true,"value":"world","encoding":"utf8",
 //	 "cas":"0x18ea407c62300000","flags":0,"datatype":"raw","retries":0}
+//
+// Commands with many results keep them in one document too, rather than
+// printing JSON Lines, so that --json means the same everywhere: get of
+// several keys prints {"op":"get","ok":...,"results":[...]}, one object per
+// key as above; scan prints {"op":"scan","items":[...],"count":N,"ok":true},
+// written as the scan goes (an item per line, so a large scan is not held
+// in memory; jq -c '.items[]' gives one per line), and a scan that fails
+// midway still closes it, with "ok":false and "error". stats and flush print
+// one object with "nodes", bench and demo their summary, serve its
+// connection details. help prints text. A usage error (exit 2) prints
+// nothing on stdout.
 //
 // "value" is the value as a string when it is valid UTF-8 ("encoding":"utf8")
 // and base64 otherwise ("encoding":"base64"). CAS values are hex strings

@@ -381,25 +381,33 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 // fail reports err for op on key: one line on stderr and, with --json,
 // an object on stdout. It returns the exit code.
 func (inv *invocation) fail(key, op string, err error) int {
+	code, res := inv.failure(key, op, err)
+	if inv.g.json {
+		inv.printJSON(res)
+	}
+	return code
+}
+
+// failure reports err for op on key on stderr, and returns the exit code
+// and the failure as --json shows it, for the caller to print (alone, or
+// as part of one document).
+func (inv *invocation) failure(key, op string, err error) (int, *jsonResult) {
 	p := inv.explain(key, err)
 	fmt.Fprintf(inv.diag(), "kvcli: %s\n", p.line)
 	if detail := inv.redact(err.Error()); inv.g.verbose && p.line != detail {
 		fmt.Fprintf(inv.diag(), "kvcli: detail: %s\n", detail)
 	}
-	if inv.g.json {
-		res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redactLine(p.line), Exit: p.code,
-			Ambiguous: errors.Is(err, client.ErrAmbiguous)}}
-		var kv *client.KeyValueError
-		if errors.As(err, &kv) {
-			res.Retries = kv.RetryAttempts
-			res.RetryReasons = reasonNames(kv.RetryReasons)
-			if kv.Status != 0 {
-				res.Error.Status = kv.Status.String()
-			}
+	res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redactLine(p.line), Exit: p.code,
+		Ambiguous: errors.Is(err, client.ErrAmbiguous)}}
+	var kv *client.KeyValueError
+	if errors.As(err, &kv) {
+		res.Retries = kv.RetryAttempts
+		res.RetryReasons = reasonNames(kv.RetryReasons)
+		if kv.Status != 0 {
+			res.Error.Status = kv.Status.String()
 		}
-		inv.printJSON(res)
 	}
-	return p.code
+	return p.code, res
 }
 
 func reasonNames(s client.RetryReasons) []string {
