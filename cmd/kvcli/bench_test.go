@@ -101,7 +101,9 @@ func TestBenchErrorsAndRetries(t *testing.T) {
 	assert.Equal(t, exitError, r.code, r)
 	assert.Contains(t, r.stdout, "errors     5 (invalid_argument 5)\n")
 	assert.Contains(t, r.stdout, "first: the value is larger than the server accepts")
-	assert.Contains(t, r.stdout, "ops        100 (")
+	assert.Contains(t, r.stdout, "failed operations are not in ops, ops/s or latency\n")
+	assert.Contains(t, r.stdout, "ops        95 (", "the 95 that succeeded")
+	assert.Contains(t, r.stdout, "\nfailed     min ")
 }
 
 func TestBenchInterrupt(t *testing.T) {
@@ -264,7 +266,10 @@ func TestBenchRateSaysWhenTheClientCannotKeepUp(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
 	require.NotNil(t, s.Rate)
 	assert.False(t, s.Rate.KeptUp)
-	assert.Equal(t, uint64(9), s.Rate.LateOps, "operation i starts at least 19ms*i behind its time")
+	// Operations 1 to 9 start at least 19ms*i behind their times;
+	// operation 0, due at the start, only as late as the machine's load
+	// makes it.
+	assert.True(t, s.Rate.LateOps == 9 || s.Rate.LateOps == 10, "late operations: %d", s.Rate.LateOps)
 	assert.GreaterOrEqual(t, s.Rate.MaxLateUS, 9*19e3)
 	assert.GreaterOrEqual(t, s.Rate.FinalLagUS, 9*19e3, "the last operation was the latest")
 	// Operation 9 was due at 9ms and ended at least 200ms after the start:
@@ -440,14 +445,18 @@ func TestBenchRateStopsWaitingWorkersAtTheDeadline(t *testing.T) {
 	assert.GreaterOrEqual(t, s.ElapsedS, 1.0)
 }
 
-func TestBenchProgressLineCountsLateOperationsWithRate(t *testing.T) {
-	var buf strings.Builder
+// The progress line's ops/s counts the operations that succeeded in the
+// interval; errors are beside them, with their own rate.
+func TestBenchProgressLineCountsSuccessesAndLateOperations(t *testing.T) {
 	start := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
-	p := &progress{w: &buf, start: start}
-	p.line(start.Add(time.Second), benchTotals{ops: 1000, errs: 1, retries: 2, late: 17, paced: true})
-	p.line(start.Add(2*time.Second), benchTotals{ops: 3000, errs: 1, retries: 2})
-	assert.Equal(t, "[  1.0s]      1000 ops/s  ops 1000  errors 1  retries 2  late 17\n"+
-		"[  2.0s]      2000 ops/s  ops 3000  errors 1  retries 2\n", buf.String())
+	p := &benchProgress{start: start}
+	assert.Equal(t, "[  1.0s]      1000 ops/s  ops 1000  errors 1 (1/s)  retries 2  late 17",
+		p.line(start.Add(time.Second), benchTotals{ok: 1000, errs: 1, retries: 2, late: 17, paced: true}))
+	assert.Equal(t, "[  2.0s]      2000 ops/s  ops 3000  errors 1 (0/s)  retries 2",
+		p.line(start.Add(2*time.Second), benchTotals{ok: 3000, errs: 1, retries: 2}))
+	// A dead server: errors pile up, throughput does not.
+	assert.Equal(t, "[  2.5s]         0 ops/s  ops 3000  errors 50001 (100000/s)  retries 2",
+		p.line(start.Add(2500*time.Millisecond), benchTotals{ok: 3000, errs: 50001, retries: 2}))
 }
 
 // TestBenchBatch: with --batch N each call carries N operations (the last
@@ -489,8 +498,8 @@ func TestBenchBatch(t *testing.T) {
 	defer h.Remove()
 	r = runKV(t, env, "", "bench", "--batch", "10", "--ops", "200", "--ratio", "0", "--keys", "2", "--preload=false")
 	assert.Equal(t, exitError, r.code, r)
-	assert.Contains(t, r.stdout, "ops        200 (")
-	assert.Contains(t, r.stdout, "0 gets (0 misses), 200 sets, in 20 batches (GetMany, UpsertMany) of up to 10\n")
+	assert.Contains(t, r.stdout, "ops        195 (")
+	assert.Contains(t, r.stdout, "0 gets (0 misses), 195 sets, in 20 batches (GetMany, UpsertMany) of up to 10\n")
 	assert.Contains(t, r.stdout, "errors     5 (invalid_argument 5)\n")
 	assert.Contains(t, r.stdout, "(mean ")
 	assert.Contains(t, r.stdout, ", per batch)\n")

@@ -41,6 +41,10 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// newTicker and terminal, when set, replace time.NewTicker and the
+	// character-device check, so that tests drive progress lines.
+	newTicker func(d time.Duration) ticker
+	terminal  func(w io.Writer) bool
 }
 
 // globals are the flags every command accepts, before or after its name.
@@ -396,7 +400,8 @@ var commandHelp = map[string]string{
 		"--prefix, or --sample N. Prints KEY<TAB>VALUE per document (the value Go-quoted when it is\n" +
 		"not one line of UTF-8), the key alone with --keys-only; with --json one JSON document,\n" +
 		"{\"op\":\"scan\",\"items\":[...],\"count\":N,\"ok\":true}, an item per line, written as it goes.\n" +
-		"Documents come in key order within a vbucket, interleaved across vbuckets.",
+		"Documents come in key order within a vbucket, interleaved across vbuckets. When stdout is\n" +
+		"a file or a pipe and stderr a terminal, a progress line on stderr counts them (not with --json).",
 	"stats": "Prints NODE NAME VALUE per statistic of every node (--node: one). memcached's groups:\n" +
 		"settings, items, slabs, sizes; Couchbase Server needs the Stats privilege.\n" +
 		"Exit status 1 when any node failed.",
@@ -404,7 +409,8 @@ var commandHelp = map[string]string{
 		"does nothing and exits 2. --delay D drops the items after D instead of at once.",
 	"bench": "Runs --concurrency workers doing gets (--ratio of them) and sets of --value-size bytes over\n" +
 		"--keys keys for --duration (or --ops operations), prints a progress line every second on\n" +
-		"stderr and a summary with latency percentiles. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.\n" +
+		"stderr (the preload's too; none with --json) and a summary with latency percentiles. Only\n" +
+		"operations that succeeded count in ops/s and the percentiles; failed ones are errors by kind. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.\n" +
 		"--rate N starts operation i at i/N seconds (a fixed schedule: after a stall the workers catch\n" +
 		"up) and the summary says when the client could not keep up. --key-dist zipfian draws key k\n" +
 		"with probability proportional to (1+k)^-s (--zipf-s). --seed repeats a worker's choices.\n" +

@@ -133,6 +133,8 @@
 //	    --sample N         a random sample of about N documents (at most N); --seed S
 //	    --keys-only        keys only: the server sends no values
 //	    --concurrency N    vbuckets scanned at once (default 1)
+//	                       when stdout is a file or a pipe and stderr a terminal, a
+//	                       progress line there says how many so far (not with --json)
 //	stats [GROUP]          NODE NAME VALUE per statistic of every node (--node ADDR:
 //	                       one); memcached's groups: settings, items, slabs, sizes;
 //	                       exit 1 if any node failed
@@ -215,15 +217,25 @@
 //	                   --rate a batch takes N of the schedule's operations and
 //	                   starts at the first one's time
 //
-// Every second a progress line goes to stderr (ops/s over the last second,
-// operations, errors, retries, and with --rate the operations started late),
-// rewritten in place when stderr is a terminal. At the end a summary goes to
-// stdout: operations and ops/s, gets (and misses) and sets, with --rate the
-// target and how well it was kept, errors by kind with the first error's
-// message, retries by reason (KV_NOT_MY_VBUCKET, KV_LOCKED, ...), and
-// latency: min, p50, p90, p99, p99.9, max and mean, from per-worker
-// log-linear histograms (128 buckets per power of two: within 0.4% of the
-// exact percentile), counted from each operation's start. With --rate a
+// Only operations that succeeded count as throughput and latency (a get's
+// miss is a success: the server answered); an operation that failed is an
+// error of its kind, and its call's latency goes on a line of its own, so
+// that a server that died mid-run, whose refusals come back in
+// microseconds, does not read as a fast one.
+//
+// Every second a progress line goes to stderr, rewritten in place when
+// stderr is a terminal: during the preload the keys set so far (and keys/s),
+// then the run's successful ops/s over the last second, operations, errors
+// (and errors/s), retries, and with --rate the operations started late.
+// With --json there is none. At the end a summary goes to stdout: the
+// operations that succeeded and their ops/s, gets (and misses) and sets,
+// with --rate the target and how well it was kept, errors by kind with the
+// first error's message, retries by reason (KV_NOT_MY_VBUCKET, KV_LOCKED,
+// ...), and latency: min, p50, p90, p99, p99.9, max and mean, from
+// per-worker log-linear histograms (128 buckets per power of two: within
+// 0.4% of the exact percentile), counted from each operation's start, of
+// the calls that succeeded; a "failed" line gives the same for the calls
+// that failed. With --rate a
 // second line, "scheduled", counts them from each operation's scheduled
 // time: an operation that started late waited for a worker, and a
 // latency from its start alone would hide that wait (coordinated
@@ -242,13 +254,15 @@
 //
 // --json prints the summary as one object: "config" (the flags as read:
 // "rate", "value_size_min", "value_size_max", "key_dist", "zipf_s" with
-// zipfian, "durability", "batch", ...), "ops", "ops_per_sec", "gets", "misses",
-// "sets", "set_bytes" (value bytes the sets wrote), "calls" (the calls
-// made: one per operation, or per batch with --batch), "errors",
-// "errors_by_kind", "retries", "retries_by_reason", "latency_us"
-// (microseconds), and with --rate "latency_from_schedule_us" and "rate":
-// {"target_ops_per_sec", "late_ops", "max_late_us", "final_lag_us",
-// "kept_up"}.
+// zipfian, "durability", "batch", ...), "ops" and "ops_per_sec" (the
+// operations that succeeded), "gets", "misses", "sets", "set_bytes" (value
+// bytes the sets wrote), "calls" (the calls made: one per operation, or
+// per batch with --batch), "errors" (the operations that failed),
+// "errors_by_kind" (the kinds of --json's "error.kind"), "retries",
+// "retries_by_reason", "latency_us" (microseconds, of the calls that
+// succeeded), "error_latency_us" when some failed, and with --rate
+// "latency_from_schedule_us" and "rate": {"target_ops_per_sec", "late_ops",
+// "max_late_us", "final_lag_us", "kept_up"}.
 // Ctrl-C stops the run early: operations in flight finish (workers waiting
 // for their scheduled time stop waiting), and the summary is printed as
 // usual. Ctrl-C during the preload stops it the same way; the summary then

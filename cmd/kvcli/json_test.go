@@ -56,6 +56,8 @@ func TestEveryCommandJSONIsOneDocument(t *testing.T) {
 		args []string
 		code int
 	}{
+		// First, while the lock above holds (15 s).
+		{"unlock", env, []string{"unlock", "locked", lock.Cas}, exitOK},
 		{"get", env, []string{"get", "a"}, exitOK},
 		{"get", env, []string{"get", "missing"}, exitNotFound},
 		{"get", env, []string{"get", "a", "missing", "u:1"}, exitNotFound},
@@ -71,7 +73,6 @@ func TestEveryCommandJSONIsOneDocument(t *testing.T) {
 		{"incr", env, []string{"incr", "n"}, exitOK},
 		{"decr", env, []string{"decr", "n"}, exitOK},
 		{"lock", env, []string{"lock", "a"}, exitOK},
-		{"unlock", env, []string{"unlock", "locked", lock.Cas}, exitOK},
 		{"unlock", env, []string{"unlock", "b", "0x1"}, exitConflict},
 		{"delete", env, []string{"delete", "c"}, exitOK},
 		{"lookup", env, []string{"lookup", "u:1", "name", "nope", "--xattr", "$document.CAS"}, exitNotFound},

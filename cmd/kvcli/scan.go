@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -123,6 +124,8 @@ func (inv *invocation) printScan(res *client.ScanResult) int {
 	if inv.g.json {
 		_, _ = io.WriteString(w, `{"op":"scan","items":[`)
 	}
+	var count atomic.Uint64
+	stopProgress := inv.startProgress(inv.scanProgressWanted, scanProgress(&count))
 	var n uint64
 	for res.Next() {
 		if inv.g.json {
@@ -134,7 +137,9 @@ func (inv *invocation) printScan(res *client.ScanResult) int {
 		}
 		inv.printScanItem(res.Item())
 		n++
+		count.Store(n)
 	}
+	stopProgress()
 	code := exitOK
 	end := jsonScanEnd{Count: n, OK: true}
 	if err := res.Err(); err != nil {
@@ -153,6 +158,26 @@ func (inv *invocation) printScan(res *client.ScanResult) int {
 		fmt.Fprintf(inv.diag(), "kvcli: scan returned %d document(s)\n", n)
 	}
 	return code
+}
+
+// scanProgressWanted says whether scan shows a progress line: when
+// stderr is a terminal and stdout is not, so that a person who sent the
+// documents to a file or a pipe sees the scan advance; on a terminal the
+// documents themselves show it.
+func (inv *invocation) scanProgressWanted() bool {
+	return inv.env.isTerminal(inv.env.stderr) && !inv.env.isTerminal(inv.env.stdout)
+}
+
+// scanProgress is scan's progress line: the documents so far, and how many
+// a second since the last line.
+func scanProgress(count *atomic.Uint64) func(now time.Time) string {
+	last, lastN := time.Now(), uint64(0)
+	return func(now time.Time) string {
+		n := count.Load()
+		s := fmt.Sprintf("kvcli scan: %d documents (%.0f/s)", n, rate(n-lastN, last, now))
+		last, lastN = now, n
+		return s
+	}
 }
 
 // printScanItem prints one scanned document: its key alone (--keys-only),
