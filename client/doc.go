@@ -33,7 +33,11 @@
 //
 // couchbase://h1,h2:11210/bucket?opt=value, couchbases:// for TLS, and
 // memcached://h1:11211,h2 for plain memcached (keys spread with ketama),
-// memcacheds:// for memcached over TLS (memcached -Z).
+// memcacheds:// for memcached over TLS (memcached -Z). couchbases:// trusts
+// Couchbase Capella's root CA (CapellaRootCAPEM) besides the system roots
+// unless Options.TLSConfig names RootCAs of its own, and
+// profile=wan_development (Options.Profile) gives a client far from its
+// cluster, as a laptop is from Capella, 20 s KV and connect timeouts.
 // ParseConnStr documents the options; unknown ones are errors. The scheme
 // alone decides TLS: Options.TLSConfig or tls_verify with couchbase:// or
 // memcached:// is refused by Connect (ErrInvalidArgument), not applied.

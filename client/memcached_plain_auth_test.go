@@ -153,4 +153,3 @@ func (w *saslRecorder) stop() []byte {
 	defer w.mu.Unlock()
 	return append([]byte(nil), w.got...)
 }
-

@@ -431,3 +431,36 @@ func TestConnectTimeoutNamed(t *testing.T) {
 		assert.Less(t, elapsed, 10*time.Second, "%s %v: the timeout named is the one used", tc.connOpt, tc.args)
 	}
 }
+
+// profile=wan_development gives kvcli the profile's timeouts where -t,
+// --connect-timeout, kv_timeout and connect_timeout say nothing.
+func TestProfileTimeouts(t *testing.T) {
+	for _, c := range []struct {
+		connStr     string
+		flags       []string
+		op, connect time.Duration
+		from        string
+	}{
+		{"couchbases://h/b", nil, 2500 * time.Millisecond, 10 * time.Second, "the default --connect-timeout"},
+		{"couchbases://h/b?profile=wan_development", nil, 20 * time.Second, 20 * time.Second, "the connection string's profile"},
+		{"couchbases://h/b?profile=wan_development&kv_timeout=4s", nil, 4 * time.Second, 20 * time.Second, "the connection string's profile"},
+		{"couchbases://h/b?profile=wan_development&connect_timeout=7s", nil, 20 * time.Second, 7 * time.Second, "connect_timeout in the connection string"},
+		{"couchbases://h/b?profile=wan_development", []string{"-t", "1s", "--connect-timeout", "3s"}, time.Second, 3 * time.Second, "--connect-timeout"},
+	} {
+		inv := &invocation{env: &env_{getenv: func(string) string { return "" }}}
+		inv.g = globals{connStr: c.connStr, timeout: 2500 * time.Millisecond, connectTimeout: 10 * time.Second}
+		fs := inv.newFlagSet("get")
+		require.NoError(t, fs.Parse(c.flags))
+		inv.noteFlags(fs)
+		tg, err := inv.resolveTarget()
+		require.NoError(t, err)
+		inv.resolveTimeouts(tg)
+		assert.Equal(t, c.op, inv.opTimeout, "%s %v", c.connStr, c.flags)
+		assert.Equal(t, c.connect, inv.connectTimeout, "%s %v", c.connStr, c.flags)
+		assert.Equal(t, c.from, inv.connectTimeoutFrom, "%s %v", c.connStr, c.flags)
+	}
+	// An unknown profile is the client's to refuse, as a usage error.
+	r := runKV(t, map[string]string{envConnStr: "couchbase://127.0.0.1:1/b?profile=lan"}, "", "get", "k")
+	assert.Equal(t, exitUsage, r.code, r)
+	assert.Equal(t, `kvcli: invalid connection string option "profile=lan" (from KVCLI_CONNSTR): unknown configuration profile (known: wan_development)`+"\n", r.stderr)
+}

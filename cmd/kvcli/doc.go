@@ -290,7 +290,8 @@
 //	                       (default _default._default)
 //	--cacert FILE          PEM CA certificates to trust for couchbases:// and
 //	                       memcacheds://; env KVCLI_CACERT (without it the system
-//	                       roots apply). Only those two use TLS: other schemes
+//	                       roots apply, and for couchbases:// Couchbase Capella's
+//	                       root CA too). Only those two use TLS: other schemes
 //	                       ignore KVCLI_CACERT, and --cacert with them is a usage
 //	                       error
 //	--allow-plain-auth     memcached:// with a user, to a memcached with SASL: log in
@@ -310,8 +311,11 @@
 //
 // Connection strings are those of kvwire's client package:
 // couchbase://h1,h2:11210/bucket?kv_timeout=5s (TCP, default port 11210),
-// couchbases://h1/bucket (TLS, 11207), memcached://h1:11211,h2 (plain
-// memcached servers, keys spread with ketama; with a user and password
+// couchbases://h1/bucket (TLS, 11207; Couchbase Capella's root CA is
+// trusted besides the system roots unless --cacert is given, and
+// ?profile=wan_development sets 20 s timeouts for a cluster far away),
+// memcached://h1:11211,h2 (plain memcached servers, keys spread with
+// ketama; with a user and password
 // kvcli logs in with SASL PLAIN to a server that has SASL, which needs
 // --allow-plain-auth as it sends the password in clear, and a server
 // without SASL is used without logging in, so a KVCLI_USER exported for
