@@ -46,7 +46,8 @@ func readmeWalkthrough(t *testing.T) []string {
 // TestReadmeWalkthrough runs README.md's kvcli walkthrough as a new user
 // would: make build, then kvcli serve in the foreground, then every other
 // line in a shell of its own into which the exports serve printed are
-// pasted. Every line must succeed. The memcached lines run against the
+// pasted. Every line must succeed; so must the bench examples, run for 300
+// operations over 100 keys. The memcached lines run against the
 // memcached scripts/memcached.sh starts, its address put in place of the
 // README's 127.0.0.1:11211; the exports' KVCLI_USER is still set there, as
 // it would be in the user's shell.
@@ -102,6 +103,35 @@ func TestReadmeWalkthrough(t *testing.T) {
 			assert.Contains(t, out, "errors     0\n", l)
 		}
 	}
+
+	// The shapes of load "### kvcli bench" shows, shortened: the flags
+	// given later on a command line win.
+	benchLines := readmeBenchExamples(t)
+	require.GreaterOrEqual(t, len(benchLines), 5)
+	for _, l := range benchLines {
+		out, errOut, err := shell(t, dir, exports+"\n"+l+" --ops 300 --keys 100")
+		require.NoError(t, err, "README line %q\nstdout: %s\nstderr: %s", l, out, errOut)
+		assert.Contains(t, out, "errors     0\n", l)
+	}
+}
+
+// readmeBenchExamples returns the bench command lines under README.md's
+// "### kvcli bench".
+func readmeBenchExamples(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n### kvcli bench\n")
+	require.True(t, ok)
+	section, _, _ = strings.Cut(section, "\n## ")
+	var out []string
+	for _, l := range strings.Split(section, "\n") {
+		if code, ok := strings.CutPrefix(l, "    bin/kvcli bench "); ok {
+			code, _, _ = strings.Cut(code, "#")
+			out = append(out, "bin/kvcli bench "+strings.TrimSpace(code))
+		}
+	}
+	return out
 }
 
 // startServe runs the README's serve line in dir and returns the export
