@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"sync"
@@ -129,8 +130,11 @@ func TestBenchInterrupt(t *testing.T) {
 	assert.Contains(t, out, "latency    min ")
 }
 
-// TestBenchInterruptPreload: Ctrl-C while preloading is the normal way to
-// stop too: a summary that says how far the preload got, and exit 0.
+// TestBenchInterruptPreload: a long preload shows how far it got on every
+// tick of its ticker (every second; the test fires the ticks), on stderr
+// rewritten in place on a terminal, and nothing with --json. Ctrl-C while
+// preloading is the normal way to stop too: a summary that says how far
+// the preload got, and exit 0.
 func TestBenchInterruptPreload(t *testing.T) {
 	mc, env := newMock(t, mockcluster.Options{})
 	// Every set answered 200 ms late: with one worker, preloading 100 keys
@@ -149,11 +153,28 @@ func TestBenchInterruptPreload(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		bg := startKvcli(ctx, args, env)
+		ts := newTickers()
+		bg := startKvcliWith(ctx, args, env, func(e *env_) {
+			e.newTicker = ts.newTicker
+			e.terminal = func(w io.Writer) bool { return w == e.stderr }
+		})
 		done, stdout, stderr := bg.done, &bg.stdout, &bg.stderr
 		waitFor(t, 20*time.Second, "the preload under way", func() bool {
 			return b.MutationCount("_default", "_default", prefix+"00000001") > 0
 		})
+		if !jsonOut {
+			assert.Equal(t, progressEvery, <-ts.periods)
+			assert.LessOrEqual(t, progressEvery, time.Second, "at least a line a second")
+			tk := <-ts.made
+			now := time.Now()
+			for i := 1; i <= 2; i++ {
+				require.True(t, tk.tick(now.Add(time.Duration(i)*time.Second)))
+				waitFor(t, 20*time.Second, "a progress line", func() bool {
+					return strings.Count(stderr.String(), "\r\033[Kkvcli bench: preloading: ") == i
+				})
+			}
+			assert.Regexp(t, `\r\x1b\[Kkvcli bench: preloading: [1-9]\d* of 100 keys \(\d+ keys/s\)\r\x1b\[Kkvcli bench: preloading: [1-9]\d* of 100 keys`, stderr.String())
+		}
 		cancel()
 		var code int
 		select {
@@ -164,14 +185,17 @@ func TestBenchInterruptPreload(t *testing.T) {
 		assert.Equal(t, exitOK, code, "stderr: %s", stderr.String())
 		assert.Contains(t, stderr.String(), "kvcli bench: interrupted while preloading (")
 		if jsonOut {
+			assert.Empty(t, ts.made, "--json: no progress")
+			assert.NotContains(t, stderr.String(), "preloading:")
 			var sum benchSummary
-			require.NoError(t, json.Unmarshal([]byte(stdout.String()), &sum), stdout.String())
+			requireOneJSONDocument(t, stdout.String(), &sum)
 			assert.Equal(t, "interrupted_preloading", sum.Stopped)
 			assert.GreaterOrEqual(t, sum.Preloaded, int64(1))
 			assert.Less(t, sum.Preloaded, int64(100))
 			assert.Zero(t, sum.Ops)
 		} else {
 			assert.Regexp(t, `time       0s \(interrupted while preloading: \d+ of 100 keys set; no operations ran\)`, stdout.String())
+			assert.Contains(t, stderr.String(), " keys/s)\n", "the rewritten line is ended before what follows")
 		}
 	}
 }

@@ -56,58 +56,6 @@ func TestProgressLineEveryTick(t *testing.T) {
 	assert.Empty(t, stderr.String())
 }
 
-// A long preload shows how far it got on every tick (every second: the
-// ticker's period), and nothing with --json.
-func TestBenchPreloadShowsProgress(t *testing.T) {
-	mc, env := newMock(t, mockcluster.Options{})
-	// Every set answered 10 ms late: one worker preloading 1000 keys
-	// takes ten seconds, which the test interrupts long before.
-	h := mc.AddFault(mockcluster.Fault{
-		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}},
-		Action: mockcluster.Action{Delay: 10 * time.Millisecond},
-	})
-	defer h.Remove()
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	for _, jsonOut := range []bool{false, true} {
-		prefix := fmt.Sprintf("progress-%v:", jsonOut)
-		args := []string{"bench", "--concurrency", "1", "--keys", "1000", "--key-prefix", prefix}
-		if jsonOut {
-			args = append(args, "--json")
-		}
-		ts := newTickers()
-		ctx, cancel := context.WithCancel(context.Background())
-		bg := startKvcliWith(ctx, args, env, func(e *env_) {
-			e.newTicker = ts.newTicker
-			e.terminal = func(w io.Writer) bool { return w == e.stderr }
-		})
-		waitFor(t, 20*time.Second, "the preload under way", func() bool {
-			return b.MutationCount("_default", "_default", prefix+"00000001") > 0
-		})
-		if !jsonOut {
-			assert.Equal(t, time.Second, <-ts.periods)
-			tk := <-ts.made
-			now := time.Now()
-			for i := 1; i <= 2; i++ {
-				require.True(t, tk.tick(now.Add(time.Duration(i)*time.Second)))
-				waitFor(t, 20*time.Second, "a progress line", func() bool {
-					return strings.Count(bg.stderr.String(), "\r\033[Kkvcli bench: preloading: ") == i
-				})
-			}
-			assert.Regexp(t, `\r\x1b\[Kkvcli bench: preloading: \d+ of 1000 keys \(\d+ keys/s\)\r\x1b\[Kkvcli bench: preloading: \d+ of 1000 keys`, bg.stderr.String())
-		}
-		cancel()
-		require.Equal(t, exitOK, <-bg.done, bg.stderr.String())
-		if jsonOut {
-			assert.Empty(t, ts.made, "--json: no progress")
-			assert.NotContains(t, bg.stderr.String(), "preloading:")
-			var s benchSummary
-			requireOneJSONDocument(t, bg.stdout.String(), &s)
-		} else {
-			assert.Contains(t, bg.stderr.String(), " keys/s)\n", "the rewritten line is ended before what follows")
-		}
-	}
-}
-
 // A server killed in the middle of a run: the operations that failed
 // count as errors by kind, with their own latency, never as throughput or
 // in the percentiles.

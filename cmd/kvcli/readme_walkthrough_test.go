@@ -194,4 +194,3 @@ func walkthroughEnv() []string {
 	}
 	return env
 }
-
