@@ -509,8 +509,10 @@ global flags (before or after the command):
   --allow-plain-auth      memcached:// with a user, to a memcached with SASL: allow SASL PLAIN,
                           which sends the password in clear (memcacheds:// sends it over TLS
                           and needs no opt-in; a memcached without SASL ignores the user)
-  -t, --timeout D         timeout of each operation, retries included (default 2.5s)
-  --connect-timeout D     timeout of connecting (default 10s, or the connection string's connect_timeout)
+  -t, --timeout D         timeout of each operation, retries included (default 2.5s, or the
+                          connection string's kv_timeout, or 20s with ?profile=wan_development)
+  --connect-timeout D     timeout of connecting (default 10s, or the connection string's
+                          connect_timeout, or 20s with ?profile=wan_development)
   --json                  print one JSON document per command on stdout
   -v                      trace every attempt and log the client's debug events on stderr
 

@@ -301,10 +301,10 @@
 //	                       is used without logging in, whatever the user)
 //	-t, --timeout D        timeout of each operation, retries included (default 2.5s;
 //	                       when -t is not given the connection string's kv_timeout
-//	                       applies)
+//	                       applies, else its profile's: 20s for wan_development)
 //	--connect-timeout D    timeout of connecting (default 10s; when --connect-timeout
 //	                       is not given the connection string's connect_timeout
-//	                       applies)
+//	                       applies, else its profile's: 20s for wan_development)
 //	--json                 one JSON document per command on stdout (see Output)
 //	-v                     on stderr: one line per attempt of every operation, and the
 //	                       client's log/slog debug events
