@@ -92,6 +92,10 @@ type topology struct {
 //
 //	c, err := client.Connect(ctx, "couchbase://10.0.0.1,10.0.0.2/travel-sample",
 //		&client.Options{Username: "app", Password: os.Getenv("CB_PASSWORD")})
+//	if err != nil {
+//		return err
+//	}
+//	defer c.Close()
 func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error) {
 	cs, err := ParseConnStr(connStr)
 	if err != nil {

@@ -102,6 +102,7 @@ var knownOptions = map[string]string{
 	"probe_after":            "duration > 0: how long a request given up after it was sent waits for its answer before the connection probes its node (default 1s)",
 	"probe_timeout":          "duration > 0: how long a connection hears nothing from its node, while a probe or its bootstrap waits, before it closes as unresponsive (default 1s)",
 	"health_check":           "bool: probe a node that leaves requests given up after they were sent unanswered, and watch a bootstrap for silence (default true; false turns both off)",
+	"profile":                "wan_development: defaults for a client far from its cluster (20 s KV and connect timeouts); options given win over it",
 }
 
 // ParseConnStr parses a connection string. A string with no scheme is taken

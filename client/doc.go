@@ -4,13 +4,24 @@
 //
 //	c, err := client.Connect(ctx, "couchbase://10.0.0.1,10.0.0.2/travel-sample",
 //		&client.Options{Username: "app", Password: pw})
-//	if err != nil { ... }            // errors.Is(err, client.ErrAuthenticationFailure) ...
+//	if err != nil {
+//		return err // errors.Is(err, client.ErrAuthenticationFailure), ...
+//	}
 //	defer c.Close()
 //	users := c.Scope("app").Collection("users")
-//	_, err = client.UpsertJSON(ctx, users, "u:1", User{Name: "Ada"}, nil)
+//	if _, err := client.UpsertJSON(ctx, users, "u:1", User{Name: "Ada"}, nil); err != nil {
+//		return err
+//	}
 //	u, res, err := client.GetJSON[User](ctx, users, "u:1", nil)
-//	if errors.Is(err, client.ErrDocumentNotFound) { ... }
+//	if errors.Is(err, client.ErrDocumentNotFound) {
+//		return err // no such user
+//	}
+//	fmt.Println(u.Name, res.Cas)
 //	_, err = users.Upsert(ctx, "avatar:1", png, nil) // bytes, binary flags
+//
+// The code examples of this package's documentation, and README.md's, are
+// run against the mock cluster by TestDocExamplesRun; they return an
+// error where a function of yours would.
 //
 // Each operation takes its own options type (GetOptions, UpsertOptions,
 // IncrementOptions, ...), holding only what it uses; nil means the
@@ -33,12 +44,19 @@
 //
 // couchbase://h1,h2:11210/bucket?opt=value, couchbases:// for TLS, and
 // memcached://h1:11211,h2 for plain memcached (keys spread with ketama),
-// memcacheds:// for memcached over TLS (memcached -Z).
+// memcacheds:// for memcached over TLS (memcached -Z). couchbases:// trusts
+// Couchbase Capella's root CA (CapellaRootCAPEM) besides the system roots
+// unless Options.TLSConfig names RootCAs of its own, and
+// profile=wan_development (Options.Profile) gives a client far from its
+// cluster, as a laptop is from Capella, 20 s KV and connect timeouts.
 // ParseConnStr documents the options; unknown ones are errors. The scheme
 // alone decides TLS: Options.TLSConfig or tls_verify with couchbase:// or
 // memcached:// is refused by Connect (ErrInvalidArgument), not applied.
 // memcached's only SASL mechanism, PLAIN, is sent over TLS, or in clear
-// only with Options.AllowPlainAuthWithoutTLS (allow_plain_auth=true).
+// only with Options.AllowPlainAuthWithoutTLS (allow_plain_auth=true). A
+// Username is used only with a server that has SASL: one without (it does
+// not know SASL_LIST_MECHS) is used unauthenticated and never sent the
+// password, as libmemcached does.
 // A memcached server that refuses connections fails its keys at once with
 // ErrNoNodeAvailable; see MemcachedOptions for taking it out of the ring.
 //
@@ -107,8 +125,10 @@
 // ambiguous), and the connections carry on.
 //
 //	for _, r := range users.GetMany(ctx, []string{"u:1", "u:2", "u:3"}, nil) {
-//		if r.Err != nil { ... } // errors.Is(r.Err, client.ErrDocumentNotFound), ...
-//		use(r.Key, r.Value)
+//		if r.Err != nil {
+//			continue // errors.Is(r.Err, client.ErrDocumentNotFound), ...
+//		}
+//		fmt.Printf("%s: %s\n", r.Key, r.Value)
 //	}
 //
 // # Sub-documents
@@ -128,9 +148,17 @@
 // from chosen paths.
 //
 //	r, err := users.LookupIn(ctx, "u:1", []client.LookupInSpec{
-//		client.GetSpec("name", nil),
 //		client.GetSpec("$document.exptime", &client.GetSpecOptions{IsXattr: true}),
+//		client.GetSpec("name", nil), // body paths after xattrs, as kv_engine wants
 //	}, nil)
+//	if err != nil {
+//		return err // the document's: ErrDocumentNotFound, ...
+//	}
+//	name, err := r.ValueAt(1) // a path's own: ErrPathNotFound, ...
+//	if err != nil {
+//		return err
+//	}
+//	fmt.Printf("name %s\n", name)
 //
 // # Was it applied?
 //

@@ -79,10 +79,11 @@ var (
 	// the client refused them for a reason no retry gets past (no SASL
 	// mechanism both sides allow, PLAIN not allowed, a NUL in them).
 	ErrAuthenticationFailure = kverr.ErrAuthenticationFailure
-	// ErrPlainAuthRefused: memcached:// with a Username, whose servers offer
-	// only SASL PLAIN, which would send the password in clear, and no
-	// opt-in (AllowPlainAuthWithoutTLS, allow_plain_auth=true). Nothing was
-	// sent. Connect's error matches it and ErrAuthenticationFailure.
+	// ErrPlainAuthRefused: memcached:// with a Username, to a server with
+	// SASL, which offers only PLAIN, which would send the password in
+	// clear, and no opt-in (AllowPlainAuthWithoutTLS, allow_plain_auth=true).
+	// The password was not sent (only SASL_LIST_MECHS was). Connect's error
+	// matches it and ErrAuthenticationFailure.
 	ErrPlainAuthRefused = kverr.ErrPlainAuthRefused
 	// ErrBucketNotFound: SELECT_BUCKET was refused: the bucket does not
 	// exist or the user may not access it (the server does not say which).

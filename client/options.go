@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -40,7 +41,8 @@ const (
 // string) rather than being replaced by the default.
 type Options struct {
 	// Username and Password are the RBAC credentials. Password is never
-	// logged.
+	// logged. On memcached:// they are used only where the server has SASL
+	// (see AllowPlainAuthWithoutTLS).
 	Username, Password string
 	// Bucket is the bucket to open. couchbase:// and couchbases:// need
 	// one, here or in the connection string's path (or ?bucket=); Connect
@@ -48,13 +50,19 @@ type Options struct {
 	// given and differ. memcached:// has no buckets: setting it there is
 	// also ErrInvalidArgument.
 	Bucket string
+	// Profile fills the fields it names (see ConfigProfile) where they are
+	// left unset here and in the connection string; ProfileWANDevelopment
+	// gives a client far from its cluster longer timeouts. Connection
+	// string: profile=wan_development.
+	Profile ConfigProfile
 	// KVTimeout bounds every operation that has no earlier context
-	// deadline. Default 2.5 s (DefaultKVTimeout).
+	// deadline. Default 2.5 s (DefaultKVTimeout; 20 s with
+	// ProfileWANDevelopment).
 	KVTimeout time.Duration
 	// ConnectTimeout bounds bootstrapping one connection, and Connect's
 	// search for a seed that bootstraps: a seed that accepted the
 	// connection but did not answer in time is dialed again until it has
-	// passed. Default 10 s.
+	// passed. Default 10 s (20 s with ProfileWANDevelopment).
 	ConnectTimeout time.Duration
 	// ConnectionsPerNode is the size of each node's connection pool,
 	// 1..256. Default 1: one pipelined connection carries a lot.
@@ -73,7 +81,10 @@ type Options struct {
 	// TLSConfig configures TLS for couchbases:// and memcacheds://, the
 	// schemes that use TLS; nil there means the system roots with
 	// verification on. Verification is on unless the config says
-	// InsecureSkipVerify; RootCAs adds custom roots. The scheme alone
+	// InsecureSkipVerify; RootCAs replaces the roots. couchbases:// with
+	// no RootCAs trusts Couchbase Capella's root CA besides the system
+	// roots, as Couchbase's SDKs do (CapellaRootCAPEM); a config with
+	// RootCAs of its own trusts those only. The scheme alone
 	// decides whether TLS is used: a TLSConfig with couchbase:// or
 	// memcached:// is refused by Connect (ErrInvalidArgument) rather than
 	// ignored or used to handshake with a plaintext port; use couchbases://
@@ -82,10 +93,11 @@ type Options struct {
 	// AllowPlainAuthWithoutTLS permits SASL PLAIN, which sends the password
 	// in clear, over a connection without TLS (connection string:
 	// allow_plain_auth=true). Off by default. Plain memcached with SASL
-	// offers nothing but PLAIN: memcached:// with a Username fails to
-	// connect (ErrAuthenticationFailure matching ErrPlainAuthRefused,
-	// nothing sent) unless this is set; memcacheds:// needs no opt-in.
-	// Couchbase uses SCRAM.
+	// offers nothing but PLAIN: memcached:// with a Username to a server
+	// with SASL fails to connect (ErrAuthenticationFailure matching
+	// ErrPlainAuthRefused, the password unsent) unless this is set;
+	// memcacheds:// needs no opt-in. A server without SASL is used
+	// unauthenticated either way. Couchbase uses SCRAM.
 	AllowPlainAuthWithoutTLS bool
 	// Memcached configures how memcached:// and memcacheds:// treat servers
 	// that cannot be reached; other schemes ignore it.
@@ -222,6 +234,19 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 		}
 		o.Bucket = cs.Bucket
 	}
+	if v, ok := cs.Options["profile"]; ok {
+		o.Profile = ConfigProfile(v)
+	}
+	var profile Options
+	if o.Profile != "" {
+		var err error
+		if profile, err = o.Profile.Defaults(); err != nil {
+			if _, ok := cs.Options["profile"]; ok {
+				return o, &ConnStrError{Input: "profile=" + string(o.Profile), Reason: fmt.Sprintf("unknown configuration profile (known: %s)", ProfileWANDevelopment)}
+			}
+			return o, err
+		}
+	}
 	if err := o.applyNumbers(cs); err != nil {
 		return o, err
 	}
@@ -294,10 +319,10 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 		return o, err
 	}
 	if o.KVTimeout <= 0 {
-		o.KVTimeout = DefaultKVTimeout
+		o.KVTimeout = cmp.Or(profile.KVTimeout, DefaultKVTimeout)
 	}
 	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
+		o.ConnectTimeout = cmp.Or(profile.ConnectTimeout, DefaultConnectTimeout)
 	}
 	if o.ConfigPollInterval <= 0 {
 		o.ConfigPollInterval = DefaultConfigPollInterval
@@ -341,6 +366,12 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	}
 	if cs.Scheme.IsTLS() && o.TLSConfig == nil {
 		o.TLSConfig = &tls.Config{}
+	}
+	if cs.Scheme == SchemeCouchbases {
+		var err error
+		if o.TLSConfig, err = withCapellaRoots(o.TLSConfig); err != nil {
+			o.Logger.Warn("kvwire: couchbases:// without Capella's root CA: only the system roots are trusted", "err", err)
+		}
 	}
 	if cs.Scheme.IsMemcached() && o.Bucket != "" {
 		return o, fmt.Errorf("%w: %s:// has no buckets", ErrInvalidArgument, cs.Scheme)

@@ -183,6 +183,9 @@ func (s RetryReasons) String() string {
 //		}
 //		return base.RetryAfter(req, r)
 //	})
+//	if _, err := users.Get(ctx, "u:1", &client.GetOptions{RetryStrategy: s}); err != nil { // or Options.RetryStrategy
+//		return err
+//	}
 type RetryStrategy interface {
 	RetryAfter(req RetryRequest, reason RetryReason) RetryAction
 }

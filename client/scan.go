@@ -133,13 +133,17 @@ type ScanItem struct {
 // vbucket and interleaved across vbuckets:
 //
 //	res, err := col.Scan(ctx, client.PrefixScan{Prefix: "user:"}, nil)
-//	if err != nil { ... }
+//	if err != nil {
+//		return err
+//	}
 //	defer res.Close()
 //	for res.Next() {
 //		item := res.Item()
-//		...
+//		fmt.Println(item.ID, string(item.Value))
 //	}
-//	if err := res.Err(); err != nil { ... }
+//	if err := res.Err(); err != nil {
+//		return err
+//	}
 //
 // or, with All, a range-over-func loop that closes the result when it ends.
 // The scan runs ahead of the caller by at most two batches per vbucket
@@ -776,9 +780,15 @@ func (r *ScanResult) Close() error {
 // zero ScanItem) if it failed. Breaking out of the loop closes the scan,
 // and so does reaching its end.
 //
+//	res, err := col.Scan(ctx, client.RangeScan{}, nil) // the whole collection
+//	if err != nil {
+//		return err
+//	}
 //	for item, err := range res.All() {
-//		if err != nil { ... }
-//		...
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(item.ID)
 //	}
 func (r *ScanResult) All() iter.Seq2[ScanItem, error] {
 	return func(yield func(ScanItem, error) bool) {

@@ -61,6 +61,10 @@ func ReplaceValue(ctx context.Context, col *Collection, key string, v any, opts 
 //
 //	type User struct{ Name string }
 //	u, _, err := client.GetJSON[User](ctx, users, "u:1", nil)
+//	if err != nil {
+//		return err
+//	}
+//	fmt.Println(u.Name)
 func GetJSON[T any](ctx context.Context, col *Collection, key string, opts *GetOptions) (T, GetResult, error) {
 	var v T
 	r, err := col.Get(ctx, key, opts)

@@ -38,6 +38,7 @@ type fakeNode struct {
 	config       string       // "": GET_CLUSTER_CONFIG answers NO_BUCKET
 	silentKey    string       // a request with this key gets no answer
 	notify       bool         // a cluster-map notification after HELLO (revision: the connection's number)
+	noSASL       bool         // SASL commands answer UNKNOWN_COMMAND (memcached without -S)
 
 	mu    sync.Mutex
 	hello [][]memdx.HelloFeature // the features each connection asked for
@@ -63,6 +64,10 @@ func (f *fakeNode) serve(p *peer) {
 		f.ops = append(f.ops, req.OpCode)
 		f.mu.Unlock()
 		if f.silentKey != "" && string(req.Key) == f.silentKey {
+			continue
+		}
+		if f.noSASL && (req.OpCode == memdx.OpSASLListMechs || req.OpCode == memdx.OpSASLAuth || req.OpCode == memdx.OpSASLStep) {
+			reply(res(req, memdx.StatusUnknownCommand, ""))
 			continue
 		}
 		switch req.OpCode {
@@ -688,24 +693,61 @@ func TestPlainOnlyWhenAllowed(t *testing.T) {
 			t.Fatalf("Dial: %v; requests %v", err, f.ops)
 		}
 	})
+	// Memcached mode asks the server for its mechanisms first, which
+	// carries no secret; a server with SASL then gets the password only
+	// if PLAIN is allowed.
 	for name, o := range map[string]Options{
-		"memcached mode":          {Memcached: true, AllowPlainAuthWithoutTLS: true, SASLMechanisms: scramOnly},
-		"memcached mode over TLS": {Memcached: true, TLSConfig: &tls.Config{}, SASLMechanisms: scramOnly},
-		"memcached mode, no TLS":  {Memcached: true},
+		"memcached mode, PLAIN not listed": {Memcached: true, AllowPlainAuthWithoutTLS: true, SASLMechanisms: scramOnly},
+		"memcached mode, no TLS":           {Memcached: true},
 	} {
 		t.Run(name, func(t *testing.T) {
+			f := &fakeNode{mechs: "PLAIN", user: "u", pass: "secret"}
 			o.Username, o.Password = "u", "secret"
-			dialled := false
-			o.DialContext = func(context.Context, string, string) (net.Conn, error) {
-				dialled = true
-				return nil, errors.New("must not dial")
-			}
-			_, err := Dial(testCtx(t), "fake:11210", o)
+			_, err := dialFake(t, f, o)
 			var ae *AuthError
-			if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, kverr.ErrAuthenticationFailure) || dialled {
-				t.Fatalf("Dial: %v (dialled %v); want an *AuthError before dialling", err, dialled)
+			if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, kverr.ErrAuthenticationFailure) ||
+				!errors.Is(err, kverr.ErrPlainAuthRefused) || strings.Contains(err.Error(), "secret") {
+				t.Fatalf("Dial: %v; want an *AuthError matching kverr.ErrPlainAuthRefused", err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if !slices.Equal(f.ops, []memdx.OpCode{memdx.OpSASLListMechs}) {
+				t.Fatalf("requests %v; want SASL_LIST_MECHS alone", f.ops)
 			}
 		})
+	}
+}
+
+// A user configured for a memcached server without SASL (it does not know
+// SASL_LIST_MECHS) is not sent, even where PLAIN is allowed: the
+// connection goes on unauthenticated, as libmemcached's does. A server
+// with SASL gets PLAIN when it is allowed.
+func TestMemcachedModeLogsInOnlyWhereSASLIs(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		f := &fakeNode{noSASL: true, user: "u", pass: "secret"}
+		c, err := dialFake(t, f, Options{Memcached: true, Username: "u", Password: "secret", AllowPlainAuthWithoutTLS: allow})
+		if err != nil {
+			t.Fatalf("allow PLAIN %v: Dial: %v", allow, err)
+		}
+		if c.Mechanism() != "" {
+			t.Fatalf("allow PLAIN %v: mechanism %q on a server without SASL", allow, c.Mechanism())
+		}
+		f.mu.Lock()
+		ops := slices.Clone(f.ops)
+		f.mu.Unlock()
+		if want := []memdx.OpCode{memdx.OpSASLListMechs, memdx.OpVersion, memdx.OpNoop}; !slices.Equal(ops, want) {
+			t.Fatalf("allow PLAIN %v: requests %v, want %v", allow, ops, want)
+		}
+	}
+	f := &fakeNode{mechs: "PLAIN", user: "u", pass: "secret"}
+	c, err := dialFake(t, f, Options{Memcached: true, Username: "u", Password: "secret", AllowPlainAuthWithoutTLS: true})
+	if err != nil || c.Mechanism() != memdx.MechPlain {
+		t.Fatalf("Dial with SASL: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if want := []memdx.OpCode{memdx.OpSASLListMechs, memdx.OpSASLAuth, memdx.OpVersion, memdx.OpNoop}; !slices.Equal(f.ops, want) {
+		t.Fatalf("requests %v, want %v", f.ops, want)
 	}
 }
 

@@ -38,11 +38,6 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 		return nil, &BootstrapError{Addr: addr, Step: memdx.OpSelectBucket,
 			Reason: fmt.Sprintf("bucket %q requested, but plain memcached has no buckets", o.Bucket)}
 	}
-	if o.Memcached && o.Username != "" {
-		if err := plainRefused(&o, addr); err != nil {
-			return nil, err
-		}
-	}
 	memcached := o.Memcached
 	xerror := true
 	var dropped error
@@ -95,8 +90,8 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 // plainRefused returns an *AuthError wrapping kverr.ErrPlainAuthRefused when the
 // options do not allow SASL PLAIN, the only mechanism plain memcached has:
 // it is not among Options.SASLMechanisms, or there is neither TLS nor
-// AllowPlainAuthWithoutTLS. Dial asks before anything is written, so a
-// refused password never goes out.
+// AllowPlainAuthWithoutTLS. It is asked before the password would be
+// written, so a refused password never goes out.
 func plainRefused(o *Options, addr string) error {
 	var reason string
 	switch {
@@ -591,26 +586,44 @@ func (c *Conn) scramError(s *step, mech, msg string, err error) error {
 		Reason: fmt.Sprintf("malformed %s %s message", mech, msg), Err: err}
 }
 
-// bootMemcached runs the plain memcached bootstrap, one write:
+// bootMemcached runs the plain memcached bootstrap:
 //
+//	SASL_LIST_MECHS                       (only with a Username)
 //	[SASL_AUTH PLAIN], VERSION, NOOP
 //
-// VERSION needs no authentication in memcached; NOOP does, so a server that
-// requires SASL refuses it (and closes the connection) when no credentials
-// were given, which Dial reports as an *AuthError.
+// A Username is used only if the server has SASL. One that answers
+// SASL_LIST_MECHS with UNKNOWN_COMMAND (memcached started without -S) has
+// nothing to log in to: the connection goes on unauthenticated and the
+// password is never sent, as libmemcached treats a server without SASL
+// (libmemcached/sasl.cc, memcached_sasl_authenticate_connection). A
+// server that lists mechanisms gets the password with PLAIN only when
+// PLAIN is allowed (plainRefused); otherwise Dial fails with an *AuthError
+// and nothing but SASL_LIST_MECHS was sent. VERSION needs no
+// authentication in memcached; NOOP does, so a server that requires SASL
+// refuses it (and closes the connection) when no credentials were given,
+// which Dial reports as an *AuthError.
 func (c *Conn) bootMemcached(ctx context.Context) error {
 	o := &c.opts
 	c.memcached = true
-	var auth *step
+	login := false
 	if o.Username != "" {
-		// Dial checks this before dialling; checked again where the
-		// password would go out.
-		if err := plainRefused(o, c.addr); err != nil {
+		hasSASL, err := c.memcachedHasSASL(ctx)
+		if err != nil {
 			return err
 		}
+		if hasSASL {
+			if err := plainRefused(o, c.addr); err != nil {
+				return err
+			}
+			login = true
+		} else {
+			c.log.Info("server has no SASL (it does not know SASL_LIST_MECHS): going on unauthenticated; the password is not sent",
+				"user", o.Username)
+		}
 	}
+	var auth *step
 	c.cork()
-	if o.Username != "" {
+	if login {
 		auth = c.send(memdx.NewSASLAuth(memdx.MechPlain, memdx.PlainPayload(o.Username, o.Password)))
 	}
 	version := c.send(memdx.NewVersion())
@@ -626,8 +639,6 @@ func (c *Conn) bootMemcached(ctx context.Context) error {
 		case memdx.StatusAuthError:
 			return &AuthError{Addr: c.addr, User: o.Username, Mechanism: memdx.MechPlain, Status: auth.status,
 				Reason: "the server refused the credentials"}
-		case memdx.StatusUnknownCommand:
-			c.log.Info("server has no SASL support: going on unauthenticated")
 		default:
 			return c.stepError(auth, "SASL PLAIN failed")
 		}
@@ -649,4 +660,23 @@ func (c *Conn) bootMemcached(ctx context.Context) error {
 			Reason: "the server requires authentication and no credentials were given"}
 	}
 	return c.stepError(noop, "server refused NOOP")
+}
+
+// memcachedHasSASL asks a memcached server for its SASL mechanisms, which
+// carries no secret. UNKNOWN_COMMAND (and NOT_SUPPORTED) mean it has no
+// SASL; a list, or AUTH_ERROR, that it has.
+func (c *Conn) memcachedHasSASL(ctx context.Context) (bool, error) {
+	c.cork()
+	mechs := c.send(memdx.NewSASLListMechs())
+	c.uncork()
+	if err := c.await(ctx, mechs); err != nil {
+		return false, err
+	}
+	switch mechs.status {
+	case memdx.StatusSuccess, memdx.StatusAuthError:
+		return true, nil
+	case memdx.StatusUnknownCommand, memdx.StatusNotSupported:
+		return false, nil
+	}
+	return false, c.stepError(mechs, "server refused to list SASL mechanisms")
 }

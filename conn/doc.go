@@ -40,13 +40,18 @@
 // # Plain memcached
 //
 // Memcached mode (Options.Memcached, the memcached:// scheme) sends no
-// Couchbase-only opcode. Its one write is [SASL_AUTH PLAIN], VERSION, NOOP:
-// memcached answers VERSION without authentication and refuses NOOP with
-// AUTH_ERROR (then closes) when it requires SASL, so a missing login is an
-// *AuthError at Dial rather than on the first operation. A failed
-// SASL_AUTH leaves memcached's connection open; Dial closes it. PLAIN is
-// sent only when allowed, as in Couchbase mode; otherwise Dial fails with
-// an *AuthError before connecting.
+// Couchbase-only opcode. With a Username it first asks SASL_LIST_MECHS,
+// which carries no secret: a server that answers UNKNOWN_COMMAND has no
+// SASL (memcached without -S), and the connection goes on without logging
+// in, the password unsent, as libmemcached does; a server that lists
+// mechanisms gets SASL_AUTH PLAIN only when PLAIN is allowed, as in
+// Couchbase mode, and otherwise Dial fails with an *AuthError
+// (kverr.ErrPlainAuthRefused) having sent nothing else. Then one write:
+// [SASL_AUTH PLAIN], VERSION, NOOP. Memcached answers VERSION without
+// authentication and refuses NOOP with AUTH_ERROR (then closes) when it
+// requires SASL, so a missing login is an *AuthError at Dial rather than
+// on the first operation. A failed SASL_AUTH leaves memcached's connection
+// open; Dial closes it.
 //
 // Facts measured against memcached 1.6.18 shape the Couchbase-mode
 // bootstrap. Memcached answers an opcode it does not know (HELLO,

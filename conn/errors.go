@@ -41,8 +41,9 @@ import (
 //   - kverr.ErrPlainAuthRefused: the Err of the *AuthError Dial returns when
 //     the server needs SASL PLAIN (plain memcached offers nothing else) and
 //     the options do not allow it: PLAIN is not among SASLMechanisms, or
-//     there is neither TLS nor AllowPlainAuthWithoutTLS. Nothing was sent:
-//     the password never left the process.
+//     there is neither TLS nor AllowPlainAuthWithoutTLS. The password was
+//     not sent (in memcached mode only SASL_LIST_MECHS, which carries no
+//     secret, was).
 //   - kverr.ErrBucketNotFound: a *BucketAccessError.
 //   - kverr.ErrTLS: a *TLSError.
 //   - kverr.ErrBootstrap: every error Dial returns except a failure to

@@ -9,8 +9,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,20 +290,70 @@ func TestMemcachedSASLWrongPassword(t *testing.T) {
 	}
 }
 
-// PLAIN sends the password in clear: without TLS it needs the opt-in, and
-// Dial refuses before connecting.
+// PLAIN sends the password in clear: without TLS it needs the opt-in.
+// Without it Dial asks the server for its mechanisms (no secret), finds
+// SASL, and refuses: the password never reaches the socket.
 func TestMemcachedSASLPlainNeedsOptIn(t *testing.T) {
 	addr, user, pass := saslEnv(t)
-	dialled := false
-	_, err := Dial(testCtx(t), addr, Options{Memcached: true, Username: user, Password: pass,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dialled = true
-			return nil, errors.New("must not dial")
-		}})
+	var sent recordedWrites
+	_, err := Dial(testCtx(t), addr, Options{Memcached: true, Username: user, Password: pass, DialContext: sent.dial})
 	var ae *AuthError
-	if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, kverr.ErrPlainAuthRefused) || dialled {
-		t.Fatalf("Dial: %v (dialled: %v); want an *AuthError matching kverr.ErrPlainAuthRefused before dialling", err, dialled)
+	if !errors.As(err, &ae) || ae.Mechanism != memdx.MechPlain || !errors.Is(err, kverr.ErrPlainAuthRefused) {
+		t.Fatalf("Dial: %v; want an *AuthError matching kverr.ErrPlainAuthRefused", err)
 	}
+	if b := sent.bytes(); len(b) == 0 || strings.Contains(string(b), pass) {
+		t.Fatalf("sent %q: want SASL_LIST_MECHS and no password", b)
+	}
+}
+
+// A user given for a memcached without SASL is not sent: the connection
+// works unauthenticated (the user may come from an environment meant for
+// another server), as libmemcached's does.
+func TestMemcachedUserWithoutSASLNotSent(t *testing.T) {
+	const user, pass = "someone", "unused-secret-41c2"
+	var sent recordedWrites
+	c := dialMemcached(t, plainAddr(t), Options{Memcached: true, Username: user, Password: pass, DialContext: sent.dial})
+	if c.Mechanism() != "" {
+		t.Fatalf("mechanism %q on a server without SASL", c.Mechanism())
+	}
+	k := uniqueKey(t, "k")
+	wantStatus(t, op(t, c, memdx.NewStore(memdx.OpSet, k, []byte("v"), 0, 60)), memdx.StatusSuccess)
+	if strings.Contains(string(sent.bytes()), pass) {
+		t.Fatal("the password was sent to a server without SASL")
+	}
+}
+
+// recordedWrites records what connections dialed through dial write.
+type recordedWrites struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (r *recordedWrites) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingConn{Conn: nc, r: r}, nil
+}
+
+func (r *recordedWrites) bytes() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.b)
+}
+
+type recordingConn struct {
+	net.Conn
+	r *recordedWrites
+}
+
+func (c *recordingConn) Write(p []byte) (int, error) {
+	c.r.mu.Lock()
+	c.r.b = append(c.r.b, p...)
+	c.r.mu.Unlock()
+	return c.Conn.Write(p)
 }
 
 // Over TLS (the -Z instance of scripts/memcached.sh) PLAIN needs no opt-in,

@@ -48,8 +48,9 @@ type Options struct {
 	// lists is used. PLAIN is dropped unless TLSConfig is set or
 	// AllowPlainAuthWithoutTLS is true. Plain memcached offers only PLAIN:
 	// in memcached mode (asked for, or after a refused HELLO) with a
-	// Username, Dial fails with an *AuthError, without sending the
-	// password, unless PLAIN is allowed here.
+	// Username, a server with SASL makes Dial fail with an *AuthError,
+	// without sending the password, unless PLAIN is allowed here; a server
+	// without SASL is used unauthenticated (see the package doc).
 	SASLMechanisms []string
 
 	// AllowPlainAuthWithoutTLS permits SASL PLAIN, which sends the password
@@ -62,8 +63,8 @@ type Options struct {
 	Bucket string
 
 	// Memcached selects plain memcached mode: no HELLO, error map, bucket
-	// or cluster config; SASL PLAIN first when a Username is given (PLAIN
-	// must be allowed: see SASLMechanisms). A
+	// or cluster config; SASL PLAIN first when a Username is given and the
+	// server has SASL (PLAIN must be allowed: see SASLMechanisms). A
 	// Couchbase-mode Dial that finds plain memcached switches to this mode
 	// by itself (see the package doc).
 	Memcached bool

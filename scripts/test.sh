@@ -10,6 +10,10 @@
 # installed fails the run; otherwise the Node tests skip with a message
 # saying how to run them.
 #
+# The conformance tests read the shared corpus at ../shared/conformance
+# (README.md, "The conformance corpus"); without it they skip, and this
+# script says how many, loudly, at the end.
+#
 # memcached (Debian's package) is installed and started on loopback by
 # scripts/memcached.sh. When KVWIRE_REQUIRE_MEMCACHED=1 (CI sets it through
 # .ci/run) a memcached that cannot be started fails the run; otherwise the
@@ -33,8 +37,38 @@ elif [ "${KVWIRE_REQUIRE_MEMCACHED:-0}" = 1 ]; then
 else
   echo "test.sh: memcached could not be started; its tests will skip" >&2
 fi
+# The conformance tests read the shared corpus next to the repository
+# (internal/conformance; README.md, "The conformance corpus"). Without it
+# they skip; each skip is a line of $skips, and the summary below says how
+# many, loudly, whatever the outcome.
+corpus=${KVWIRE_CONFORMANCE_DIR:-../shared/conformance}
+skips=$(mktemp "${TMPDIR:-/tmp}/kvwire-conformance-skips.XXXXXX")
+export KVWIRE_CONFORMANCE_SKIPS=$skips
+if [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus" 2>/dev/null)" ]; then
+  echo "test.sh: WARNING: the conformance corpus $corpus is missing: the tests that read it will SKIP (see the summary at the end)" >&2
+fi
+conformance_summary() {
+  local n s
+  n=$(grep -c '^skip' "$skips" 2>/dev/null || true)
+  s=$(grep -c '^seeds' "$skips" 2>/dev/null || true)
+  if [ "${n:-0}" -gt 0 ] || [ "${s:-0}" -gt 0 ]; then
+    echo "=================================================================="
+    echo "== WARNING: ${n:-0} conformance tests SKIPPED (and ${s:-0} fuzz seed sets left out):"
+    echo "== the shared conformance corpus $corpus (from $(pwd)) is missing."
+    echo "== It holds real cluster configs, error maps, packets and SCRAM vectors from"
+    echo "== kv_engine, gocbcore, libcouchbase and other public projects, and lives next to"
+    echo "== the repository, not in it (README.md: \"The conformance corpus\")."
+    echo "== CI has it and fails without it (.ci/run sets KVWIRE_REQUIRE_CONFORMANCE=1)."
+    echo "== Skipped tests and seed sets, by package:"
+    cut -f2 "$skips" | sort | uniq -c | sed 's/^/==   /'
+    echo "=================================================================="
+  fi
+}
+
 # An if, not `[ ] &&`: the trap's last status would become the script's.
 cleanup() {
+  conformance_summary
+  rm -f "$skips"
   if [ "$started" = 1 ]; then scripts/memcached.sh down; fi
 }
 trap cleanup EXIT
@@ -65,4 +99,8 @@ if [ -f reftest/go.mod ]; then
     $GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... &&
     $GO test -race -timeout 10m ./...)
 fi
-echo "== all tests passed"
+if grep -q '^skip' "$skips" 2>/dev/null; then
+  echo "== all tests passed, but $(grep -c '^skip' "$skips") conformance tests were SKIPPED (see below)"
+else
+  echo "== all tests passed"
+fi

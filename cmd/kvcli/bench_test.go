@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"sync"
@@ -101,7 +102,9 @@ func TestBenchErrorsAndRetries(t *testing.T) {
 	assert.Equal(t, exitError, r.code, r)
 	assert.Contains(t, r.stdout, "errors     5 (invalid_argument 5)\n")
 	assert.Contains(t, r.stdout, "first: the value is larger than the server accepts")
-	assert.Contains(t, r.stdout, "ops        100 (")
+	assert.Contains(t, r.stdout, "failed operations are not in ops, ops/s or latency\n")
+	assert.Contains(t, r.stdout, "ops        95 (", "the 95 that succeeded")
+	assert.Contains(t, r.stdout, "\nfailed     min ")
 }
 
 func TestBenchInterrupt(t *testing.T) {
@@ -127,8 +130,11 @@ func TestBenchInterrupt(t *testing.T) {
 	assert.Contains(t, out, "latency    min ")
 }
 
-// TestBenchInterruptPreload: Ctrl-C while preloading is the normal way to
-// stop too: a summary that says how far the preload got, and exit 0.
+// TestBenchInterruptPreload: a long preload shows how far it got on every
+// tick of its ticker (every second; the test fires the ticks), on stderr
+// rewritten in place on a terminal, and nothing with --json. Ctrl-C while
+// preloading is the normal way to stop too: a summary that says how far
+// the preload got, and exit 0.
 func TestBenchInterruptPreload(t *testing.T) {
 	mc, env := newMock(t, mockcluster.Options{})
 	// Every set answered 200 ms late: with one worker, preloading 100 keys
@@ -147,11 +153,28 @@ func TestBenchInterruptPreload(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		bg := startKvcli(ctx, args, env)
+		ts := newTickers()
+		bg := startKvcliWith(ctx, args, env, func(e *env_) {
+			e.newTicker = ts.newTicker
+			e.terminal = func(w io.Writer) bool { return w == e.stderr }
+		})
 		done, stdout, stderr := bg.done, &bg.stdout, &bg.stderr
 		waitFor(t, 20*time.Second, "the preload under way", func() bool {
 			return b.MutationCount("_default", "_default", prefix+"00000001") > 0
 		})
+		if !jsonOut {
+			assert.Equal(t, progressEvery, <-ts.periods)
+			assert.LessOrEqual(t, progressEvery, time.Second, "at least a line a second")
+			tk := <-ts.made
+			now := time.Now()
+			for i := 1; i <= 2; i++ {
+				require.True(t, tk.tick(now.Add(time.Duration(i)*time.Second)))
+				waitFor(t, 20*time.Second, "a progress line", func() bool {
+					return strings.Count(stderr.String(), "\r\033[Kkvcli bench: preloading: ") == i
+				})
+			}
+			assert.Regexp(t, `\r\x1b\[Kkvcli bench: preloading: [1-9]\d* of 100 keys \(\d+ keys/s\)\r\x1b\[Kkvcli bench: preloading: [1-9]\d* of 100 keys`, stderr.String())
+		}
 		cancel()
 		var code int
 		select {
@@ -162,14 +185,17 @@ func TestBenchInterruptPreload(t *testing.T) {
 		assert.Equal(t, exitOK, code, "stderr: %s", stderr.String())
 		assert.Contains(t, stderr.String(), "kvcli bench: interrupted while preloading (")
 		if jsonOut {
+			assert.Empty(t, ts.made, "--json: no progress")
+			assert.NotContains(t, stderr.String(), "preloading:")
 			var sum benchSummary
-			require.NoError(t, json.Unmarshal([]byte(stdout.String()), &sum), stdout.String())
+			requireOneJSONDocument(t, stdout.String(), &sum)
 			assert.Equal(t, "interrupted_preloading", sum.Stopped)
 			assert.GreaterOrEqual(t, sum.Preloaded, int64(1))
 			assert.Less(t, sum.Preloaded, int64(100))
 			assert.Zero(t, sum.Ops)
 		} else {
 			assert.Regexp(t, `time       0s \(interrupted while preloading: \d+ of 100 keys set; no operations ran\)`, stdout.String())
+			assert.Contains(t, stderr.String(), " keys/s)\n", "the rewritten line is ended before what follows")
 		}
 	}
 }
@@ -184,7 +210,7 @@ func TestBenchRefusesBadFlagsBeforeConnecting(t *testing.T) {
 		{closed, []string{"--rate", "-1"}, "--rate -1: want 0 (as fast as possible) or a positive number"},
 		{closed, []string{"--rate", "NaN"}, "--rate NaN: want 0"},
 		{closed, []string{"--rate", "+Inf"}, "--rate +Inf: want 0"},
-		{closed, []string{"--rate", "fast"}, `invalid value "fast" for flag -rate`},
+		{closed, []string{"--rate", "fast"}, `--rate "fast": want a number, such as 0.5`},
 		{closed, []string{"--value-size", "abc"}, `--value-size "abc": want BYTES or MIN-MAX (e.g. 100 or 64-4096)`},
 		{closed, []string{"--value-size", "4096-64"}, "--value-size 4096-64: MIN 4096 is more than MAX 64"},
 		{closed, []string{"--value-size", "-1"}, `--value-size "-1": want BYTES or MIN-MAX`},
@@ -264,7 +290,10 @@ func TestBenchRateSaysWhenTheClientCannotKeepUp(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
 	require.NotNil(t, s.Rate)
 	assert.False(t, s.Rate.KeptUp)
-	assert.Equal(t, uint64(9), s.Rate.LateOps, "operation i starts at least 19ms*i behind its time")
+	// Operations 1 to 9 start at least 19ms*i behind their times;
+	// operation 0, due at the start, only as late as the machine's load
+	// makes it.
+	assert.True(t, s.Rate.LateOps == 9 || s.Rate.LateOps == 10, "late operations: %d", s.Rate.LateOps)
 	assert.GreaterOrEqual(t, s.Rate.MaxLateUS, 9*19e3)
 	assert.GreaterOrEqual(t, s.Rate.FinalLagUS, 9*19e3, "the last operation was the latest")
 	// Operation 9 was due at 9ms and ended at least 200ms after the start:
@@ -440,14 +469,18 @@ func TestBenchRateStopsWaitingWorkersAtTheDeadline(t *testing.T) {
 	assert.GreaterOrEqual(t, s.ElapsedS, 1.0)
 }
 
-func TestBenchProgressLineCountsLateOperationsWithRate(t *testing.T) {
-	var buf strings.Builder
+// The progress line's ops/s counts the operations that succeeded in the
+// interval; errors are beside them, with their own rate.
+func TestBenchProgressLineCountsSuccessesAndLateOperations(t *testing.T) {
 	start := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
-	p := &progress{w: &buf, start: start}
-	p.line(start.Add(time.Second), benchTotals{ops: 1000, errs: 1, retries: 2, late: 17, paced: true})
-	p.line(start.Add(2*time.Second), benchTotals{ops: 3000, errs: 1, retries: 2})
-	assert.Equal(t, "[  1.0s]      1000 ops/s  ops 1000  errors 1  retries 2  late 17\n"+
-		"[  2.0s]      2000 ops/s  ops 3000  errors 1  retries 2\n", buf.String())
+	p := &benchProgress{start: start}
+	assert.Equal(t, "[  1.0s]      1000 ops/s  ops 1000  errors 1 (1/s)  retries 2  late 17",
+		p.line(start.Add(time.Second), benchTotals{ok: 1000, errs: 1, retries: 2, late: 17, paced: true}))
+	assert.Equal(t, "[  2.0s]      2000 ops/s  ops 3000  errors 1 (0/s)  retries 2",
+		p.line(start.Add(2*time.Second), benchTotals{ok: 3000, errs: 1, retries: 2}))
+	// A dead server: errors pile up, throughput does not.
+	assert.Equal(t, "[  2.5s]         0 ops/s  ops 3000  errors 50001 (100000/s)  retries 2",
+		p.line(start.Add(2500*time.Millisecond), benchTotals{ok: 3000, errs: 50001, retries: 2}))
 }
 
 // TestBenchBatch: with --batch N each call carries N operations (the last
@@ -489,8 +522,8 @@ func TestBenchBatch(t *testing.T) {
 	defer h.Remove()
 	r = runKV(t, env, "", "bench", "--batch", "10", "--ops", "200", "--ratio", "0", "--keys", "2", "--preload=false")
 	assert.Equal(t, exitError, r.code, r)
-	assert.Contains(t, r.stdout, "ops        200 (")
-	assert.Contains(t, r.stdout, "0 gets (0 misses), 200 sets, in 20 batches (GetMany, UpsertMany) of up to 10\n")
+	assert.Contains(t, r.stdout, "ops        195 (")
+	assert.Contains(t, r.stdout, "0 gets (0 misses), 195 sets, in 20 batches (GetMany, UpsertMany) of up to 10\n")
 	assert.Contains(t, r.stdout, "errors     5 (invalid_argument 5)\n")
 	assert.Contains(t, r.stdout, "(mean ")
 	assert.Contains(t, r.stdout, ", per batch)\n")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -40,6 +41,10 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// newTicker and terminal, when set, replace time.NewTicker and the
+	// character-device check, so that tests drive progress lines.
+	newTicker func(d time.Duration) ticker
+	terminal  func(w io.Writer) bool
 }
 
 // globals are the flags every command accepts, before or after its name.
@@ -89,7 +94,7 @@ func addGlobalFlags(fs *flag.FlagSet, g *globals) {
 		fs.DurationVar(&g.timeout, n, g.timeout, "timeout of each operation, retries included")
 	}
 	fs.DurationVar(&g.connectTimeout, "connect-timeout", g.connectTimeout, "timeout of connecting (without it the connection string's connect_timeout applies)")
-	fs.BoolVar(&g.json, "json", g.json, "print one JSON object per command on stdout")
+	fs.BoolVar(&g.json, "json", g.json, "print one JSON document per command on stdout")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "print every attempt (node, vbucket, map, retry reason, status) and the client's debug log on stderr")
 }
 
@@ -156,6 +161,11 @@ type invocation struct {
 	timeoutFlag        bool
 	cacertFlag         bool
 	connectTimeoutFlag bool
+	// userFrom and connStrFrom say where the user name and the
+	// connection string came from: "" (none, or the default), the
+	// environment variable, or the flag, so that an error can say.
+	userFrom    string
+	connStrFrom string
 	// opTimeout is the timeout each operation gets and connectTimeout the
 	// one connecting gets, with where it came from (set by connect).
 	opTimeout          time.Duration
@@ -180,6 +190,11 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	if inv.g.connStr == "" {
 		inv.g.connStr = defaultConnStr
+	} else {
+		inv.connStrFrom = envConnStr
+	}
+	if inv.g.user != "" {
+		inv.userFrom = envUser
 	}
 	// Global flags before the command name.
 	fs := inv.newFlagSet("kvcli")
@@ -188,7 +203,7 @@ func run(ctx context.Context, args []string, e *env) int {
 			printUsage(e.stdout)
 			return exitOK
 		}
-		inv.usageError("%v", err)
+		inv.usageError("%s", flagError(fs, err))
 		return exitUsage
 	}
 	inv.noteFlags(fs)
@@ -220,6 +235,10 @@ func (inv *invocation) noteFlags(fs *flag.FlagSet) {
 		switch f.Name {
 		case "p", "password":
 			inv.passwordFlag = true
+		case "u", "user":
+			inv.userFrom = "-u"
+		case "c", "connstr":
+			inv.connStrFrom = "-c"
 		case "t", "timeout":
 			inv.timeoutFlag = true
 		case "cacert":
@@ -242,7 +261,7 @@ func (inv *invocation) parse(fs *flag.FlagSet, args []string, min, max int) (pos
 				inv.printCommandUsage(inv.env.stdout, fs)
 				return nil, exitOK, false
 			}
-			inv.usageError("%s: %v", inv.cmd.name, err)
+			inv.usageError("%s: %s", inv.cmd.name, flagError(fs, err))
 			return nil, exitUsage, false
 		}
 		rest := fs.Args()
@@ -268,6 +287,57 @@ func (inv *invocation) parse(fs *flag.FlagSet, args []string, min, max int) (pos
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true
+}
+
+// Messages of the flag package, whose flags it names with one dash.
+var (
+	flagInvalidValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^\s:]+): (.*)$`)
+	flagName         = regexp.MustCompile(`(^|[\s(]|: )-([A-Za-z][A-Za-z0-9-]+)\b`)
+)
+
+// flagError rewrites a flag-parsing error of fs the way kvcli's help
+// writes flags (--timeout, -t) and, for a value that does not parse, says
+// what the flag wants, with an example.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag " + dashed(name) + " (-h lists the flags)"
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return dashed(name) + " needs a value"
+	}
+	m := flagInvalidValue.FindStringSubmatch(msg)
+	if m == nil {
+		return flagName.ReplaceAllString(msg, "$1--$2")
+	}
+	value, name, why := m[1], m[2], m[3]
+	shown := dashed(name)
+	if f := fs.Lookup(name); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			switch g.Get().(type) {
+			case time.Duration:
+				why = "want a duration such as 2.5s, 500ms, 1m or 1h30m (units ns, us, ms, s, m, h)"
+			case bool:
+				why = "want true or false (--" + name + " alone means true)"
+			case int, int64, uint, uint64:
+				why = "want a whole number, such as 16"
+			case float64:
+				why = "want a number, such as 0.5"
+			}
+		}
+		if why == "parse error" {
+			why = "not a valid value"
+		}
+	}
+	return fmt.Sprintf("%s %q: %s", shown, value, why)
+}
+
+// dashed is a flag name as kvcli's help writes it: -t, --timeout.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // usageError prints a usage error on stderr. format is kvcli's own text;
@@ -305,9 +375,10 @@ func cmdHelp(_ context.Context, inv *invocation, args []string) int {
 var commandHelp = map[string]string{
 	"get": "Prints the value on stdout exactly as stored (a newline is added only on a terminal)\nand `KEY cas=0x... flags=0x... datatype=... size=N` on stderr.\n" +
 		"With several keys they are read in one batch (GetMany): each key found is one line\n" +
-		"KEY<TAB>VALUE (quoted when not one line of UTF-8; with --json one object per key), each\n" +
-		"failure is reported on stderr; exit 0 when every key was read, 3 when the only failures\n" +
-		"are missing documents, else the first other failure's code.",
+		"KEY<TAB>VALUE (quoted when not one line of UTF-8; with --json one document whose\n" +
+		"\"results\" hold an object per key), each failure is reported on stderr; exit 0 when every\n" +
+		"key was read, 3 when the only failures are missing documents, else the first other\n" +
+		"failure's code.",
 	"set":     "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
 	"add":     "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
 	"replace": "VALUE is the value itself, - for stdin, or @FILE for a file's contents (--raw: literally).",
@@ -327,8 +398,10 @@ var commandHelp = map[string]string{
 	"ping":   "Exit status 1 when any node did not answer.",
 	"scan": "Scans the collection (Couchbase Server 7.2+ range scans): the whole of it, --from/--to,\n" +
 		"--prefix, or --sample N. Prints KEY<TAB>VALUE per document (the value Go-quoted when it is\n" +
-		"not one line of UTF-8), the key alone with --keys-only, a JSON object per line with --json.\n" +
-		"Documents come in key order within a vbucket, interleaved across vbuckets.",
+		"not one line of UTF-8), the key alone with --keys-only; with --json one JSON document,\n" +
+		"{\"op\":\"scan\",\"items\":[...],\"count\":N,\"ok\":true}, an item per line, written as it goes.\n" +
+		"Documents come in key order within a vbucket, interleaved across vbuckets. When stdout is\n" +
+		"a file or a pipe and stderr a terminal, a progress line on stderr counts them (not with --json).",
 	"stats": "Prints NODE NAME VALUE per statistic of every node (--node: one). memcached's groups:\n" +
 		"settings, items, slabs, sizes; Couchbase Server needs the Stats privilege.\n" +
 		"Exit status 1 when any node failed.",
@@ -336,7 +409,8 @@ var commandHelp = map[string]string{
 		"does nothing and exits 2. --delay D drops the items after D instead of at once.",
 	"bench": "Runs --concurrency workers doing gets (--ratio of them) and sets of --value-size bytes over\n" +
 		"--keys keys for --duration (or --ops operations), prints a progress line every second on\n" +
-		"stderr and a summary with latency percentiles. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.\n" +
+		"stderr (the preload's too; none with --json) and a summary with latency percentiles. Only\n" +
+		"operations that succeeded count in ops/s and the percentiles; failed ones are errors by kind. Ctrl-C stops it early (in the preload too); the summary is still printed and the exit status is 0.\n" +
 		"--rate N starts operation i at i/N seconds (a fixed schedule: after a stall the workers catch\n" +
 		"up) and the summary says when the client could not keep up. --key-dist zipfian draws key k\n" +
 		"with probability proportional to (1+k)^-s (--zipf-s). --seed repeats a worker's choices.\n" +
@@ -432,11 +506,14 @@ global flags (before or after the command):
   --collection S.C        scope.collection, or a collection of _default (default _default._default)
   --cacert FILE           CA certificates (PEM) to trust for couchbases:// and memcacheds:// (env
                           KVCLI_CACERT, which other schemes ignore; only those two use TLS)
-  --allow-plain-auth      memcached:// with a user: allow SASL PLAIN, which sends the password
-                          in clear (memcacheds:// sends it over TLS and needs no opt-in)
-  -t, --timeout D         timeout of each operation, retries included (default 2.5s)
-  --connect-timeout D     timeout of connecting (default 10s, or the connection string's connect_timeout)
-  --json                  print one JSON object per command on stdout
+  --allow-plain-auth      memcached:// with a user, to a memcached with SASL: allow SASL PLAIN,
+                          which sends the password in clear (memcacheds:// sends it over TLS
+                          and needs no opt-in; a memcached without SASL ignores the user)
+  -t, --timeout D         timeout of each operation, retries included (default 2.5s, or the
+                          connection string's kv_timeout, or 20s with ?profile=wan_development)
+  --connect-timeout D     timeout of connecting (default 10s, or the connection string's
+                          connect_timeout, or 20s with ?profile=wan_development)
+  --json                  print one JSON document per command on stdout
   -v                      trace every attempt and log the client's debug events on stderr
 
 values (set, add, replace, append, prepend):
@@ -447,9 +524,10 @@ values (set, add, replace, append, prepend):
 
 output:
   stdout carries the result (a value, a counter, true/false, "stored ..."), stderr everything
-  else (get's metadata, errors, warnings, -v traces). With --json stdout carries one object per
-  command; values are UTF-8 strings ("encoding":"utf8") or base64 ("encoding":"base64"), CAS
-  values are hex strings ("0x...").
+  else (get's metadata, errors, warnings, -v traces). With --json stdout carries one JSON
+  document per command (several keys' results, or a scan's items, in one array of it); values
+  are UTF-8 strings ("encoding":"utf8") or base64 ("encoding":"base64"), CAS values are hex
+  strings ("0x...").
 
 exit status:
   0    success (exists: the document exists)

@@ -33,24 +33,30 @@ func TestUsage(t *testing.T) {
 		{[]string{"set", "a"}, "set takes KEY VALUE"},
 		{[]string{"unlock", "a"}, "unlock takes KEY CAS"},
 		{[]string{"ping", "extra"}, "ping takes no arguments"},
-		{[]string{"get", "--bogus", "a"}, "flag provided but not defined: -bogus"},
-		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
-		{[]string{"get", "a", "-t", "soon"}, `invalid value "soon" for flag -t`},
+		{[]string{"get", "--bogus", "a"}, "kvcli: get: unknown flag --bogus (-h lists the flags)\n"},
+		{[]string{"--bogus"}, "kvcli: unknown flag --bogus (-h lists the flags)\n"},
+		{[]string{"get", "a", "-t", "soon"}, `kvcli: get: -t "soon": want a duration such as 2.5s, 500ms, 1m or 1h30m (units ns, us, ms, s, m, h)` + "\n"},
+		{[]string{"get", "a", "--timeout", "1x"}, `kvcli: get: --timeout "1x": want a duration such as 2.5s, 500ms`},
+		{[]string{"--timeout=1x", "get", "a"}, `kvcli: --timeout "1x": want a duration such as 2.5s, 500ms`},
+		{[]string{"get", "a", "--touch"}, "kvcli: get: --touch needs a value\n"},
+		{[]string{"get", "a", "--json=maybe"}, `kvcli: get: --json "maybe": want true or false (--json alone means true)`},
+		{[]string{"bench", "--concurrency", "many"}, `kvcli: bench: --concurrency "many": want a whole number, such as 16`},
 		{[]string{"get", "a", "-t", "0s"}, "must be positive"},
-		{[]string{"get", "a", "-c", "ftp://x"}, "invalid connection string"},
-		{[]string{"get", "a", "-c", "couchbase://h/b?no_such_option=1"}, "invalid connection string"},
+		{[]string{"get", "a", "-c", "ftp://x"}, `kvcli: invalid connection string "ftp://x": unknown scheme "ftp"`},
+		{[]string{"get", "a", "-c", "couchbase://h/b?no_such_option=1"}, `kvcli: invalid connection string "couchbase://h/b?no_such_option=1": unknown option "no_such_option"`},
+		{[]string{"get", "a", "-c", "couchbase://h/b?kv_timeout=soon"}, `kvcli: invalid connection string option "kv_timeout=soon": not a duration`},
 		{[]string{"get", "a", "-c", "memcached://h", "-b", "x"}, "memcached:// has no buckets"},
 		{[]string{"get", "a", "-c", "memcached://h", "--collection", "s.c"}, "memcached:// has no collections"},
 		{[]string{"get", "a", "--collection", ".c"}, "want scope.collection"},
 		{[]string{"get", "a", "--cacert", "/no/such/file"}, "--cacert"},
 		{[]string{"set", "a", "b", "--cas", "zz"}, `CAS "zz"`},
 		{[]string{"set", "a", "b", "--flags", "4294967296"}, "does not fit 32 bits"},
-		{[]string{"add", "a", "b", "--cas", "1"}, "flag provided but not defined: -cas"},
+		{[]string{"add", "a", "b", "--cas", "1"}, "unknown flag --cas"},
 		{[]string{"bench", "--ratio", "2"}, "--ratio 2"},
 		{[]string{"bench", "--concurrency", "0"}, "--concurrency 0"},
 		{[]string{"serve", "--nodes", "0"}, "--nodes 0"},
 		{[]string{"serve", "--cacert-out", "x"}, "--cacert-out needs --tls"},
-		{[]string{"serve", "-c", "x"}, "flag provided but not defined: -c"},
+		{[]string{"serve", "-c", "x"}, "unknown flag -c"},
 		{[]string{"help", "nope"}, `unknown command "nope"`},
 		{[]string{"get", ""}, "key of 0 bytes"},
 		{[]string{"set", strings.Repeat("k", 251), "v"}, "key of 251 bytes: a key has 1 to 250 bytes"},
@@ -62,7 +68,12 @@ func TestUsage(t *testing.T) {
 		assert.Equal(t, exitUsage, r.code, "%v: %s", c.args, r)
 		assert.Contains(t, r.stderr, c.want, "%v", c.args)
 		assert.NotContains(t, r.stderr, "nothing is listening", "%v: usage errors are found before connecting", c.args)
+		assert.NotContains(t, r.stderr, "kvwire:", "%v: one prefix, kvcli's", c.args)
 	}
+	// A connection string from the environment says so.
+	r := runKV(t, with(none, envConnStr, "couchbase://h/b?kv_timeout=soon"), "", "get", "a")
+	assert.Equal(t, exitUsage, r.code, r)
+	assert.Equal(t, `kvcli: invalid connection string option "kv_timeout=soon" (from KVCLI_CONNSTR): not a duration (use e.g. 2500ms or 2500)`+"\n", r.stderr)
 }
 
 func TestHelp(t *testing.T) {
@@ -137,7 +148,7 @@ func TestConnectErrors(t *testing.T) {
 		} {
 			r := runKV(t, with(env, envPassword, secret), "", args...)
 			assert.Equal(t, exitError, r.code, "%v: %s", args, r)
-			assert.Contains(t, r.stderr, `kvcli: authentication failed for user "Administrator": check the user name and password (KVCLI_PASSWORD)`, "%v", args)
+			assert.Contains(t, r.stderr, `kvcli: authentication failed for user "Administrator" (from KVCLI_USER): check the user name and password (KVCLI_PASSWORD)`, "%v", args)
 			assert.NotContains(t, r.stderr+r.stdout, secret, "%v: the password is never printed", args)
 			if strings.Contains(strings.Join(args, " "), "--json") {
 				var jr jsonResult
@@ -159,7 +170,11 @@ func TestConnectErrors(t *testing.T) {
 	t.Run("wrong user", func(t *testing.T) {
 		r := runKV(t, with(env, envUser, "nobody"), "", "get", "k")
 		assert.Equal(t, exitError, r.code, r)
-		assert.Contains(t, r.stderr, `authentication failed for user "nobody"`)
+		assert.Contains(t, r.stderr, `authentication failed for user "nobody" (from KVCLI_USER)`)
+		// -u is the user's own choice: nothing to point at.
+		r = runKV(t, with(env, envUser, ""), "", "get", "k", "-u", "nobody")
+		assert.Equal(t, exitError, r.code, r)
+		assert.Contains(t, r.stderr, `authentication failed for user "nobody": check`)
 	})
 
 	t.Run("no user", func(t *testing.T) {
@@ -415,4 +430,37 @@ func TestConnectTimeoutNamed(t *testing.T) {
 		assert.Equal(t, "kvcli: no answer from "+addr+" "+tc.want+": firewall, wrong port, or a server that is not Couchbase/memcached?\n", r.stderr)
 		assert.Less(t, elapsed, 10*time.Second, "%s %v: the timeout named is the one used", tc.connOpt, tc.args)
 	}
+}
+
+// profile=wan_development gives kvcli the profile's timeouts where -t,
+// --connect-timeout, kv_timeout and connect_timeout say nothing.
+func TestProfileTimeouts(t *testing.T) {
+	for _, c := range []struct {
+		connStr     string
+		flags       []string
+		op, connect time.Duration
+		from        string
+	}{
+		{"couchbases://h/b", nil, 2500 * time.Millisecond, 10 * time.Second, "the default --connect-timeout"},
+		{"couchbases://h/b?profile=wan_development", nil, 20 * time.Second, 20 * time.Second, "the connection string's profile"},
+		{"couchbases://h/b?profile=wan_development&kv_timeout=4s", nil, 4 * time.Second, 20 * time.Second, "the connection string's profile"},
+		{"couchbases://h/b?profile=wan_development&connect_timeout=7s", nil, 20 * time.Second, 7 * time.Second, "connect_timeout in the connection string"},
+		{"couchbases://h/b?profile=wan_development", []string{"-t", "1s", "--connect-timeout", "3s"}, time.Second, 3 * time.Second, "--connect-timeout"},
+	} {
+		inv := &invocation{env: &env_{getenv: func(string) string { return "" }}}
+		inv.g = globals{connStr: c.connStr, timeout: 2500 * time.Millisecond, connectTimeout: 10 * time.Second}
+		fs := inv.newFlagSet("get")
+		require.NoError(t, fs.Parse(c.flags))
+		inv.noteFlags(fs)
+		tg, err := inv.resolveTarget()
+		require.NoError(t, err)
+		inv.resolveTimeouts(tg)
+		assert.Equal(t, c.op, inv.opTimeout, "%s %v", c.connStr, c.flags)
+		assert.Equal(t, c.connect, inv.connectTimeout, "%s %v", c.connStr, c.flags)
+		assert.Equal(t, c.from, inv.connectTimeoutFrom, "%s %v", c.connStr, c.flags)
+	}
+	// An unknown profile is the client's to refuse, as a usage error.
+	r := runKV(t, map[string]string{envConnStr: "couchbase://127.0.0.1:1/b?profile=lan"}, "", "get", "k")
+	assert.Equal(t, exitUsage, r.code, r)
+	assert.Equal(t, `kvcli: invalid connection string option "profile=lan" (from KVCLI_CONNSTR): unknown configuration profile (known: wan_development)`+"\n", r.stderr)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,7 +26,7 @@ type target struct {
 func (inv *invocation) resolveTarget() (*target, error) {
 	cs, err := client.ParseConnStr(inv.g.connStr)
 	if err != nil {
-		return nil, err
+		return nil, errors.New(inv.connStrLine(err))
 	}
 	if inv.g.bucket != "" {
 		cs.Bucket = inv.g.bucket
@@ -69,8 +70,8 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 	o := &client.Options{
 		Username:       inv.g.user,
 		Password:       inv.g.password,
-		KVTimeout:      inv.g.timeout,
-		ConnectTimeout: inv.g.connectTimeout, // connect_timeout, when connect keeps it, wins
+		KVTimeout:      inv.opTimeout,      // set by resolveTimeouts
+		ConnectTimeout: inv.connectTimeout, // connect_timeout, when kept in the connection string, wins
 		ClientName:     "kvcli",
 		Observer:       obs,
 		// memcached:// only (connect refuses it elsewhere): PLAIN in
@@ -102,6 +103,42 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 		o.TLSConfig = &tls.Config{RootCAs: pool}
 	}
 	return o, nil
+}
+
+// resolveTimeouts decides the timeout of each operation and of
+// connecting, which kvcli gives the client explicitly: -t wins over the
+// connection string's kv_timeout, which wins over its profile's
+// (profile=wan_development), which wins over the default.
+// --connect-timeout likewise wins over connect_timeout (which the client
+// would let win over Options.ConnectTimeout: it is dropped from the
+// connection string), and the error that reports a connect timeout names
+// the one used and where it came from. An invalid kv_timeout,
+// connect_timeout or profile is left for the client to reject.
+func (inv *invocation) resolveTimeouts(t *target) {
+	var profile client.Options
+	if p, ok := t.cs.Options["profile"]; ok {
+		profile, _ = client.ConfigProfile(p).Defaults()
+	}
+	inv.opTimeout = inv.g.timeout
+	if d, ok, err := t.cs.Duration("kv_timeout"); err == nil && ok && !inv.timeoutFlag && d > 0 {
+		inv.opTimeout = d
+	} else if !inv.timeoutFlag && profile.KVTimeout > 0 {
+		inv.opTimeout = profile.KVTimeout
+	}
+	inv.connectTimeout, inv.connectTimeoutFrom = inv.g.connectTimeout, "the default --connect-timeout"
+	if inv.connectTimeoutFlag {
+		inv.connectTimeoutFrom = "--connect-timeout"
+	} else if profile.ConnectTimeout > 0 {
+		inv.connectTimeout, inv.connectTimeoutFrom = profile.ConnectTimeout, "the connection string's profile"
+	}
+	if d, ok, err := t.cs.Duration("connect_timeout"); err == nil && ok && d > 0 {
+		if inv.connectTimeoutFlag {
+			delete(t.cs.Options, "connect_timeout")
+			t.connStr = t.cs.String()
+		} else {
+			inv.connectTimeout, inv.connectTimeoutFrom = d, "connect_timeout in the connection string"
+		}
+	}
 }
 
 // session is a connected client with the keyspace the command works on.
@@ -151,29 +188,7 @@ func (inv *invocation) connect(ctx context.Context, obs client.Observer) (*sessi
 		inv.usageError("--timeout and --connect-timeout must be positive")
 		return nil, exitUsage
 	}
-	// -t wins over the connection string's kv_timeout, which wins over the
-	// default; every operation is given it explicitly.
-	inv.opTimeout = inv.g.timeout
-	if d, ok, err := t.cs.Duration("kv_timeout"); err == nil && ok && !inv.timeoutFlag && d > 0 {
-		inv.opTimeout = d
-	}
-	// Likewise --connect-timeout wins over connect_timeout (which the client
-	// would let win over Options.ConnectTimeout: it is dropped from the
-	// connection string), and the error that reports a connect timeout
-	// names the one used and where it came from. An invalid
-	// connect_timeout is left for the client to reject.
-	inv.connectTimeout, inv.connectTimeoutFrom = inv.g.connectTimeout, "the default --connect-timeout"
-	if inv.connectTimeoutFlag {
-		inv.connectTimeoutFrom = "--connect-timeout"
-	}
-	if d, ok, err := t.cs.Duration("connect_timeout"); err == nil && ok && d > 0 {
-		if inv.connectTimeoutFlag {
-			delete(t.cs.Options, "connect_timeout")
-			t.connStr = t.cs.String()
-		} else {
-			inv.connectTimeout, inv.connectTimeoutFrom = d, "connect_timeout in the connection string"
-		}
-	}
+	inv.resolveTimeouts(t)
 	opts, err := inv.clientOptions(obs)
 	if err != nil {
 		inv.usageError("%s", err)

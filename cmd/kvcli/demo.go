@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,13 +105,21 @@ func (o *demoObserver) AttemptEnd(a client.AttemptInfo, err error) {
 
 // demo is one run of the demo.
 type demo struct {
-	inv  *invocation
-	out  io.Writer
-	mc   *mockcluster.Cluster
-	c    *client.Client
-	col  *client.Collection
-	obs  *demoObserver
-	keys []string
+	inv    *invocation
+	out    io.Writer
+	mc     *mockcluster.Cluster
+	bucket *mockcluster.Bucket
+	c      *client.Client
+	col    *client.Collection
+	obs    *demoObserver
+	keys   []string
+
+	// The workload: its workers, and each worker's last write per key.
+	workers sync.WaitGroup
+	stop    atomic.Bool
+	last    []map[string]string
+	// bad holds the data checks that failed.
+	bad []string
 
 	ops      atomic.Uint64
 	acked    atomic.Uint64 // successful writes
@@ -152,10 +160,14 @@ func cmdDemo(ctx context.Context, inv *invocation, args []string) int {
 	sum, err := d.run(ctx)
 	if err != nil {
 		fmt.Fprintf(inv.diag(), "kvcli demo: %s\n", inv.redact(err.Error()))
+		code, kind := exitError, kindOther
 		if ctx.Err() != nil {
-			return exitInterrupted
+			code, kind = exitInterrupted, kindInterrupted
 		}
-		return exitError
+		if inv.g.json {
+			inv.printJSON(&jsonResult{Op: "demo", Error: &jsonError{Kind: kind, Message: inv.redactLine(err.Error()), Exit: code}})
+		}
+		return code
 	}
 	sum.ElapsedS = time.Since(start).Seconds()
 	if inv.g.json {
@@ -169,24 +181,48 @@ func cmdDemo(ctx context.Context, inv *invocation, args []string) int {
 	return exitOK
 }
 
+// run is the demo, step by step: each step below says what it shows. It
+// returns what the demo found, or why it could not run.
 func (d *demo) run(ctx context.Context) (*demoSummary, error) {
-	// Push notifications off and polling rare: the client learns about
-	// every step of the rebalance from NOT_MY_VBUCKET answers, as it would
-	// from a server before 7.1, so the demo shows them.
+	if err := d.start(ctx); err != nil {
+		return nil, err
+	}
+	defer d.mc.Close()
+	defer d.c.Close()
+	d.introduce()
+	// Operations survive Ctrl-C; the phases stop early instead.
+	opCtx := context.WithoutCancel(ctx)
+	sum := &demoSummary{ConfigRevFrom: d.seed(opCtx)}
+	d.startWorkers(opCtx)
+	if err := d.rebalanceThroughFaults(ctx, opCtx, sum); err != nil {
+		d.stopWorkers()
+		return nil, err
+	}
+	d.stopWorkers()
+	d.checkData(sum)
+	d.tally(sum)
+	d.judge(sum)
+	return sum, nil
+}
+
+// start starts the mock cluster and connects to it. Push notifications
+// are off and polling rare: the client learns about every step of the
+// rebalance from NOT_MY_VBUCKET answers, as it would from a server before
+// 7.1, so the demo shows them.
+func (d *demo) start(ctx context.Context) error {
 	mc, err := mockcluster.New(mockcluster.Options{
 		Nodes:                     demoNodes,
 		NoClusterMapNotifications: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("starting the mock cluster: %w", err)
+		return fmt.Errorf("starting the mock cluster: %w", err)
 	}
-	defer mc.Close()
-	d.mc = mc
 	d.obs = &demoObserver{revs: map[uint64]bool{}}
 	if d.inv.g.verbose {
 		d.obs.trace = newTracer(d.inv.diag(), d.inv.redact)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	c, err := client.Connect(cctx, mc.ConnString()+"/"+mockcluster.DefaultBucket, &client.Options{
 		Username:           mockcluster.DefaultUser,
 		Password:           mockcluster.DefaultPassword,
@@ -195,115 +231,156 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 		Observer:           d.obs,
 		ClientName:         "kvcli-demo",
 	})
-	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the mock cluster: %w", err)
+		mc.Close()
+		return fmt.Errorf("connecting to the mock cluster: %w", err)
 	}
-	defer c.Close()
-	d.c, d.col = c, c.DefaultCollection()
-	bucket := mc.Bucket(mockcluster.DefaultBucket)
+	d.mc, d.c, d.col = mc, c, c.DefaultCollection()
+	d.bucket = mc.Bucket(mockcluster.DefaultBucket)
+	return nil
+}
 
+// introduce says what runs where.
+func (d *demo) introduce() {
 	d.step("kvcli demo: the kvwire client against a mock Couchbase cluster in this process\n")
 	d.step("cluster   %d nodes, bucket %q (%d vbuckets, %d replica); push notifications off,",
-		demoNodes, bucket.Name(), bucket.NumVbuckets(), bucket.NumReplicas())
+		demoNodes, d.bucket.Name(), d.bucket.NumVbuckets(), d.bucket.NumReplicas())
 	d.step("          so new configs reach the client in NOT_MY_VBUCKET answers")
 	d.step("workload  %d workers, half gets, half sets, over %d keys; %v timeout per operation\n",
 		demoWorkers, demoKeys, demoTimeout)
+}
 
-	// Operations survive Ctrl-C; the phases stop early instead.
-	opCtx := context.WithoutCancel(ctx)
-
-	// 1. Seed.
+// seed writes every key once (step 1) and returns the config revision the
+// client started from.
+func (d *demo) seed(opCtx context.Context) uint64 {
 	d.keys = make([]string, demoKeys)
 	for i := range d.keys {
 		d.keys[i] = fmt.Sprintf("demo:%03d", i)
-		_, err := d.col.Upsert(opCtx, d.keys[i], []byte("seed"), nil)
-		d.record("Upsert", d.keys[i], err)
+	}
+	for _, k := range append(slices.Clone(d.keys), demoLockedKey) {
+		_, err := d.col.Upsert(opCtx, k, []byte("seed"), nil)
+		d.record("Upsert", k, err)
 		if err == nil {
 			d.acked.Add(1)
 		}
 	}
-	_, err = d.col.Upsert(opCtx, demoLockedKey, []byte("seed"), nil)
-	d.record("Upsert", demoLockedKey, err)
-	if err == nil {
-		d.acked.Add(1)
-	}
-	revFrom := c.ConfigVersion().Rev
-	d.step("1. seeded %d documents (config rev %d)", demoKeys+1, revFrom)
+	rev := d.c.ConfigVersion().Rev
+	d.step("1. seeded %d documents (config rev %d)", demoKeys+1, rev)
+	return rev
+}
 
-	// Workers: each owns the keys i%demoWorkers == w for its writes (so the
-	// last value of every key is known) and reads any key.
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	last := make([]map[string]string, demoWorkers)
+// startWorkers starts the workload that runs through every step. Worker w
+// owns the keys i%demoWorkers == w for its writes (so the last value of
+// every key is known) and reads any key.
+func (d *demo) startWorkers(opCtx context.Context) {
+	d.last = make([]map[string]string, demoWorkers)
 	for w := range demoWorkers {
-		last[w] = map[string]string{}
-		wg.Add(1)
+		d.last[w] = map[string]string{}
+		d.workers.Add(1)
 		go func() {
-			defer wg.Done()
-			d.worker(opCtx, w, last[w], &stop)
+			defer d.workers.Done()
+			d.worker(opCtx, w, d.last[w], &d.stop)
 		}()
 	}
-	stopWorkers := func() {
-		stop.Store(true)
-		wg.Wait()
-	}
+}
 
-	sum := &demoSummary{}
-	fail := func(err error) (*demoSummary, error) {
-		stopWorkers()
-		return nil, err
-	}
+func (d *demo) stopWorkers() {
+	d.stop.Store(true)
+	d.workers.Wait()
+}
 
-	// 2. Rebalance onto a new node, in steps, with the lock and the
-	// TMPFAIL phases in between.
-	if _, err := mc.AddNode(); err != nil {
-		return fail(fmt.Errorf("adding a node: %w", err))
+// rebalanceThroughFaults moves the cluster onto a new node in steps
+// (step 2: the config carries vBucketMapForward, so NOT_MY_VBUCKET
+// retries go straight to the new owner), holding a lock on a key that
+// writers wait for (step 3) and answering sets with TMPFAIL (step 4)
+// between them, then finishes the rebalance (step 5).
+func (d *demo) rebalanceThroughFaults(ctx, opCtx context.Context, sum *demoSummary) error {
+	if _, err := d.mc.AddNode(); err != nil {
+		return fmt.Errorf("adding a node: %w", err)
 	}
-	rb, err := mc.StartRebalance(mockcluster.RebalanceOptions{})
+	rb, err := d.mc.StartRebalance(mockcluster.RebalanceOptions{})
 	if err != nil {
-		return fail(fmt.Errorf("starting the rebalance: %w", err))
+		return fmt.Errorf("starting the rebalance: %w", err)
 	}
-	toMove := rb.Remaining()
-	perStep := (toMove + demoSteps - 1) / demoSteps
+	r := &demoRebalance{rb: rb, sum: sum, perStep: (rb.Remaining() + demoSteps - 1) / demoSteps}
 	d.step("2. rebalance onto %d nodes: the config now carries vBucketMapForward; %d vbuckets move in %d steps",
-		demoNodes+1, toMove, demoSteps)
-	steps := 0
-	doSteps := func(n int) error {
-		for range n {
-			if err := sleepCtx(ctx, demoStepEvery); err != nil {
-				return err
-			}
-			moved, err := rb.Step(perStep)
-			if err != nil {
-				return fmt.Errorf("rebalance step: %w", err)
-			}
-			if moved > 0 {
-				steps++
-				sum.VbucketsMoved += moved
-			}
-		}
-		return nil
+		demoNodes+1, rb.Remaining(), demoSteps)
+	if err := r.steps(ctx, 3); err != nil {
+		return err
 	}
-	if err := doSteps(3); err != nil {
-		return fail(err)
-	}
-
-	// 3. Hold a lock while writers wait for it.
 	waiters, err := d.lockPhase(ctx, opCtx)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	sum.LockWaiters = waiters
 	d.step("3. locked %q for %v: %d writers retried on LOCKED and wrote once it was released",
 		demoLockedKey, demoLockHold, waiters)
-
-	if err := doSteps(3); err != nil {
-		return fail(err)
+	if err := r.steps(ctx, 3); err != nil {
+		return err
 	}
+	if sum.TmpFailsInjected, err = d.tmpFailPhase(ctx); err != nil {
+		return err
+	}
+	d.step("4. the cluster answered %d sets with TMPFAIL: each was retried and written", sum.TmpFailsInjected)
+	if err := r.steps(ctx, demoSteps-6); err != nil {
+		return err
+	}
+	if err := r.finish(); err != nil {
+		return err
+	}
+	// Let the workers meet the final config (no forward map) before they
+	// stop.
+	if err := sleepCtx(ctx, demoStepEvery); err != nil {
+		return err
+	}
+	d.step("5. rebalance finished: %d vbuckets moved in %d steps; the config has no forward map again",
+		sum.VbucketsMoved, sum.RebalanceSteps)
+	return nil
+}
 
-	// 4. Temporary failures.
-	h := mc.AddFault(mockcluster.Fault{
+// demoRebalance moves a rebalance's vbuckets a step at a time, counting
+// the steps and the vbuckets moved into the summary.
+type demoRebalance struct {
+	rb      *mockcluster.Rebalance
+	sum     *demoSummary
+	perStep int
+}
+
+// steps moves n steps, demoStepEvery apart.
+func (r *demoRebalance) steps(ctx context.Context, n int) error {
+	for range n {
+		if err := sleepCtx(ctx, demoStepEvery); err != nil {
+			return err
+		}
+		moved, err := r.rb.Step(r.perStep)
+		if err != nil {
+			return fmt.Errorf("rebalance step: %w", err)
+		}
+		if moved > 0 {
+			r.sum.RebalanceSteps++
+			r.sum.VbucketsMoved += moved
+		}
+	}
+	return nil
+}
+
+// finish moves what is left and ends the rebalance.
+func (r *demoRebalance) finish() error {
+	remaining := r.rb.Remaining()
+	if err := r.rb.Finish(); err != nil {
+		return fmt.Errorf("finishing the rebalance: %w", err)
+	}
+	if remaining > 0 {
+		r.sum.RebalanceSteps++
+		r.sum.VbucketsMoved += remaining
+	}
+	return nil
+}
+
+// tmpFailPhase makes the cluster answer demoTmpFails sets with TMPFAIL,
+// which the client retries, and returns how many it answered so.
+func (d *demo) tmpFailPhase(ctx context.Context) (int, error) {
+	h := d.mc.AddFault(mockcluster.Fault{
 		Match:  mockcluster.Match{Func: isSet, Bucket: mockcluster.DefaultBucket},
 		Action: mockcluster.Action{Status: statusTmpFail},
 		Times:  demoTmpFails,
@@ -314,60 +391,45 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 		h.Remove()
 	case <-ctx.Done():
 		h.Remove()
-		return fail(ctx.Err())
+		return 0, ctx.Err()
 	}
-	sum.TmpFailsInjected = h.Hits()
-	d.step("4. the cluster answered %d sets with TMPFAIL: each was retried and written", sum.TmpFailsInjected)
+	return h.Hits(), nil
+}
 
-	if err := doSteps(demoSteps - 6); err != nil {
-		return fail(err)
-	}
-	remaining := rb.Remaining()
-	if err := rb.Finish(); err != nil {
-		return fail(fmt.Errorf("finishing the rebalance: %w", err))
-	}
-	if remaining > 0 {
-		steps++
-		sum.VbucketsMoved += remaining
-	}
-	sum.RebalanceSteps = steps
-	// Let the workers meet the final config (no forward map) before
-	// stopping them.
-	if err := sleepCtx(ctx, demoStepEvery); err != nil {
-		return fail(err)
-	}
-	stopWorkers()
-	d.step("5. rebalance finished: %d vbuckets moved in %d steps; the config has no forward map again", sum.VbucketsMoved, steps)
-
-	// Check the data: every key holds its owner's last write, and the
-	// cluster applied exactly as many writes as were acknowledged.
+// checkData shows that no write was lost or applied twice: every key
+// holds its owner's last acknowledged write, and the cluster applied
+// exactly as many writes as the client acknowledged.
+func (d *demo) checkData(sum *demoSummary) {
 	sum.DataOK = true
-	var bad []string
 	for i, k := range d.keys {
-		want, ok := last[i%demoWorkers][k]
+		want, ok := d.last[i%demoWorkers][k]
 		if !ok {
 			want = "seed"
 		}
-		doc, found := bucket.Get(client.DefaultScope, client.DefaultCollection, k)
+		doc, found := d.bucket.Get(client.DefaultScope, client.DefaultCollection, k)
 		if !found || string(doc.Value) != want {
 			sum.DataOK = false
-			if len(bad) < 3 {
-				bad = append(bad, fmt.Sprintf("%s holds %q, want %q", k, doc.Value, want))
+			if len(d.bad) < 3 {
+				d.bad = append(d.bad, fmt.Sprintf("%s holds %q, want %q", k, doc.Value, want))
 			}
 		}
-		sum.WritesApplied += bucket.MutationCount(client.DefaultScope, client.DefaultCollection, k)
+		sum.WritesApplied += d.bucket.MutationCount(client.DefaultScope, client.DefaultCollection, k)
 	}
-	sum.WritesApplied += bucket.MutationCount(client.DefaultScope, client.DefaultCollection, demoLockedKey)
+	sum.WritesApplied += d.bucket.MutationCount(client.DefaultScope, client.DefaultCollection, demoLockedKey)
 	sum.WritesAcked = d.acked.Load()
 	sum.DocumentsChecked = len(d.keys)
 	if sum.WritesApplied != sum.WritesAcked {
 		sum.DataOK = false
-		bad = append(bad, fmt.Sprintf("the cluster applied %d writes, the client acknowledged %d", sum.WritesApplied, sum.WritesAcked))
+		d.bad = append(d.bad, fmt.Sprintf("the cluster applied %d writes, the client acknowledged %d", sum.WritesApplied, sum.WritesAcked))
 	}
+}
 
+// tally fills the summary's counts: operations, failures, retries by
+// reason, NOT_MY_VBUCKET answers and the configs routed with.
+func (d *demo) tally(sum *demoSummary) {
 	sum.Operations = d.ops.Load()
 	sum.Failed = d.failures.Load()
-	sum.Failures = append(d.failList, bad...)
+	sum.Failures = append(d.failList, d.bad...)
 	sum.RetriesByReason = map[string]uint64{}
 	for i := range d.obs.retries {
 		if n := d.obs.retries[i].Load(); n > 0 {
@@ -378,17 +440,13 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 	sum.NMVRetries = d.obs.retries[client.RetryReasonKVNotMyVbucket].Load()
 	sum.NMVToForwardMap = d.obs.nmvForward.Load()
 	d.obs.mu.Lock()
-	var revs []uint64
-	for r := range d.obs.revs {
-		revs = append(revs, r)
-	}
+	sum.ConfigRevs = len(d.obs.revs)
 	d.obs.mu.Unlock()
-	sort.Slice(revs, func(i, j int) bool { return revs[i] < revs[j] })
-	sum.ConfigRevs = len(revs)
-	sum.ConfigRevFrom = revFrom
-	sum.ConfigRevTo = c.ConfigVersion().Rev
+	sum.ConfigRevTo = d.c.ConfigVersion().Rev
+}
 
-	// What the demo set out to show, and whether it did.
+// judge says what the demo set out to show and whether it did.
+func (d *demo) judge(sum *demoSummary) {
 	check := func(ok bool, what string) {
 		if ok {
 			sum.Showed = append(sum.Showed, what)
@@ -400,7 +458,6 @@ func (d *demo) run(ctx context.Context) (*demoSummary, error) {
 	check(d.obs.retries[client.RetryReasonKVLocked].Load() > 0 && sum.LockWaiters == demoLockWriters, "writers waiting on LOCKED until the unlock")
 	check(d.obs.retries[client.RetryReasonKVTemporaryFailure].Load() >= uint64(sum.TmpFailsInjected) && sum.TmpFailsInjected == demoTmpFails, "TMPFAIL answers retried")
 	sum.OK = sum.Failed == 0 && sum.DataOK && len(sum.Missing) == 0
-	return sum, nil
 }
 
 // worker runs gets and sets until stop.

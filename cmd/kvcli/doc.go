@@ -43,9 +43,10 @@
 //	get KEY                read a document: value on stdout, metadata on stderr
 //	    --touch D          also set its expiry (get-and-touch)
 //	get KEY KEY...         read several in one batch: a line KEY<TAB>VALUE per key
-//	                       found (the value quoted when not one line of UTF-8), or
-//	                       one --json object per key; failures on stderr; exit 3
-//	                       when the only failures are missing documents
+//	                       found (the value quoted when not one line of UTF-8);
+//	                       --json: one object whose "results" hold one per key;
+//	                       failures on stderr; exit 3 when the only failures are
+//	                       missing documents
 //	set KEY VALUE          write a document, creating or replacing it (upsert)
 //	add KEY VALUE          create a document; exit 4 if it exists (insert)
 //	replace KEY VALUE      replace an existing document; exit 3 if missing
@@ -124,13 +125,16 @@
 //
 //	scan                   the collection's documents (Couchbase Server 7.2+ range
 //	                       scans): KEY<TAB>VALUE per document (the value Go-quoted when
-//	                       it is not one line of UTF-8), --json one object per line
+//	                       it is not one line of UTF-8); --json: one document whose
+//	                       "items" hold one object per document (see Output)
 //	    --prefix P         keys starting with P
 //	    --from K, --to K   a key range, both ends included (--from-exclusive,
 //	                       --to-exclusive leave them out); neither: the whole collection
 //	    --sample N         a random sample of about N documents (at most N); --seed S
 //	    --keys-only        keys only: the server sends no values
 //	    --concurrency N    vbuckets scanned at once (default 1)
+//	                       when stdout is a file or a pipe and stderr a terminal, a
+//	                       progress line there says how many so far (not with --json)
 //	stats [GROUP]          NODE NAME VALUE per statistic of every node (--node ADDR:
 //	                       one); memcached's groups: settings, items, slabs, sizes;
 //	                       exit 1 if any node failed
@@ -213,15 +217,25 @@
 //	                   --rate a batch takes N of the schedule's operations and
 //	                   starts at the first one's time
 //
-// Every second a progress line goes to stderr (ops/s over the last second,
-// operations, errors, retries, and with --rate the operations started late),
-// rewritten in place when stderr is a terminal. At the end a summary goes to
-// stdout: operations and ops/s, gets (and misses) and sets, with --rate the
-// target and how well it was kept, errors by kind with the first error's
-// message, retries by reason (KV_NOT_MY_VBUCKET, KV_LOCKED, ...), and
-// latency: min, p50, p90, p99, p99.9, max and mean, from per-worker
-// log-linear histograms (128 buckets per power of two: within 0.4% of the
-// exact percentile), counted from each operation's start. With --rate a
+// Only operations that succeeded count as throughput and latency (a get's
+// miss is a success: the server answered); an operation that failed is an
+// error of its kind, and its call's latency goes on a line of its own, so
+// that a server that died mid-run, whose refusals come back in
+// microseconds, does not read as a fast one.
+//
+// Every second a progress line goes to stderr, rewritten in place when
+// stderr is a terminal: during the preload the keys set so far (and keys/s),
+// then the run's successful ops/s over the last second, operations, errors
+// (and errors/s), retries, and with --rate the operations started late.
+// With --json there is none. At the end a summary goes to stdout: the
+// operations that succeeded and their ops/s, gets (and misses) and sets,
+// with --rate the target and how well it was kept, errors by kind with the
+// first error's message, retries by reason (KV_NOT_MY_VBUCKET, KV_LOCKED,
+// ...), and latency: min, p50, p90, p99, p99.9, max and mean, from
+// per-worker log-linear histograms (128 buckets per power of two: within
+// 0.4% of the exact percentile), counted from each operation's start, of
+// the calls that succeeded; a "failed" line gives the same for the calls
+// that failed. With --rate a
 // second line, "scheduled", counts them from each operation's scheduled
 // time: an operation that started late waited for a worker, and a
 // latency from its start alone would hide that wait (coordinated
@@ -240,13 +254,15 @@
 //
 // --json prints the summary as one object: "config" (the flags as read:
 // "rate", "value_size_min", "value_size_max", "key_dist", "zipf_s" with
-// zipfian, "durability", "batch", ...), "ops", "ops_per_sec", "gets", "misses",
-// "sets", "set_bytes" (value bytes the sets wrote), "calls" (the calls
-// made: one per operation, or per batch with --batch), "errors",
-// "errors_by_kind", "retries", "retries_by_reason", "latency_us"
-// (microseconds), and with --rate "latency_from_schedule_us" and "rate":
-// {"target_ops_per_sec", "late_ops", "max_late_us", "final_lag_us",
-// "kept_up"}.
+// zipfian, "durability", "batch", ...), "ops" and "ops_per_sec" (the
+// operations that succeeded), "gets", "misses", "sets", "set_bytes" (value
+// bytes the sets wrote), "calls" (the calls made: one per operation, or
+// per batch with --batch), "errors" (the operations that failed),
+// "errors_by_kind" (the kinds of --json's "error.kind"), "retries",
+// "retries_by_reason", "latency_us" (microseconds, of the calls that
+// succeeded), "error_latency_us" when some failed, and with --rate
+// "latency_from_schedule_us" and "rate": {"target_ops_per_sec", "late_ops",
+// "max_late_us", "final_lag_us", "kept_up"}.
 // Ctrl-C stops the run early: operations in flight finish (workers waiting
 // for their scheduled time stop waiting), and the summary is printed as
 // usual. Ctrl-C during the preload stops it the same way; the summary then
@@ -274,29 +290,37 @@
 //	                       (default _default._default)
 //	--cacert FILE          PEM CA certificates to trust for couchbases:// and
 //	                       memcacheds://; env KVCLI_CACERT (without it the system
-//	                       roots apply). Only those two use TLS: other schemes
+//	                       roots apply, and for couchbases:// Couchbase Capella's
+//	                       root CA too). Only those two use TLS: other schemes
 //	                       ignore KVCLI_CACERT, and --cacert with them is a usage
 //	                       error
-//	--allow-plain-auth     memcached:// with a user: log in with SASL PLAIN, which
-//	                       sends the password in clear; without it kvcli refuses
-//	                       before sending anything (memcacheds:// needs no opt-in)
+//	--allow-plain-auth     memcached:// with a user, to a memcached with SASL: log in
+//	                       with SASL PLAIN, which sends the password in clear;
+//	                       without it kvcli refuses before sending the password
+//	                       (memcacheds:// needs no opt-in; a memcached without SASL
+//	                       is used without logging in, whatever the user)
 //	-t, --timeout D        timeout of each operation, retries included (default 2.5s;
 //	                       when -t is not given the connection string's kv_timeout
-//	                       applies)
+//	                       applies, else its profile's: 20s for wan_development)
 //	--connect-timeout D    timeout of connecting (default 10s; when --connect-timeout
 //	                       is not given the connection string's connect_timeout
-//	                       applies)
-//	--json                 one JSON object per command on stdout
+//	                       applies, else its profile's: 20s for wan_development)
+//	--json                 one JSON document per command on stdout (see Output)
 //	-v                     on stderr: one line per attempt of every operation, and the
 //	                       client's log/slog debug events
 //
 // Connection strings are those of kvwire's client package:
 // couchbase://h1,h2:11210/bucket?kv_timeout=5s (TCP, default port 11210),
-// couchbases://h1/bucket (TLS, 11207), memcached://h1:11211,h2 (plain
-// memcached servers, keys spread with ketama; with a user and password
-// kvcli logs in with SASL PLAIN, which needs --allow-plain-auth as it sends
-// the password in clear) and memcacheds://h1 (memcached over TLS, started
-// with -Z; PLAIN goes over TLS). A memcached server that refuses
+// couchbases://h1/bucket (TLS, 11207; Couchbase Capella's root CA is
+// trusted besides the system roots unless --cacert is given, and
+// ?profile=wan_development sets 20 s timeouts for a cluster far away),
+// memcached://h1:11211,h2 (plain memcached servers, keys spread with
+// ketama; with a user and password
+// kvcli logs in with SASL PLAIN to a server that has SASL, which needs
+// --allow-plain-auth as it sends the password in clear, and a server
+// without SASL is used without logging in, so a KVCLI_USER exported for
+// another server does not get in the way) and memcacheds://h1 (memcached
+// over TLS, started with -Z; PLAIN goes over TLS). A memcached server that refuses
 // connections fails its keys at once; ?remove_failed_servers=true takes it
 // out of the ring while it stays down. memcached has no buckets,
 // collections or locks: -b and --collection are usage errors there, and
@@ -343,10 +367,23 @@
 //	ping, route    a line per node / per map
 //	errors         one line on stderr: kvcli: ...
 //
-// With --json stdout carries exactly one JSON object per command, on one line:
+// With --json stdout carries exactly one JSON document per command, which
+// python3 -m json.tool and jq read as it is; for a single key it is one
+// object on one line:
 //
 //	{"op":"get","key":"k","ok":true,"value":"world","encoding":"utf8",
 //	 "cas":"0x18ea407c62300000","flags":0,"datatype":"raw","retries":0}
+//
+// Commands with many results keep them in one document too, rather than
+// printing JSON Lines, so that --json means the same everywhere: get of
+// several keys prints {"op":"get","ok":...,"results":[...]}, one object per
+// key as above; scan prints {"op":"scan","items":[...],"count":N,"ok":true},
+// written as the scan goes (an item per line, so a large scan is not held
+// in memory; jq -c '.items[]' gives one per line), and a scan that fails
+// midway still closes it, with "ok":false and "error". stats and flush print
+// one object with "nodes", bench and demo their summary, serve its
+// connection details. help prints text. A usage error (exit 2) prints
+// nothing on stdout.
 //
 // "value" is the value as a string when it is valid UTF-8 ("encoding":"utf8")
 // and base64 otherwise ("encoding":"base64"). CAS values are hex strings

@@ -53,18 +53,19 @@ func (inv *invocation) explain(key string, err error) problem {
 	// Every value put into a line goes through redact (q, msg); the line's
 	// own words do not (see redact).
 	q := func(s string) string { return fmt.Sprintf("%q", inv.redact(s)) }
-	msg := inv.redact(err.Error())
+	// kvcli's lines start "kvcli: "; the client's errors start "kvwire: ".
+	msg := strings.TrimPrefix(inv.redact(err.Error()), "kvwire: ")
 	switch {
 	case errors.Is(err, client.ErrInvalidConnStr):
-		return problem{kindInvalid, msg, exitUsage}
+		return problem{kindInvalid, inv.connStrLine(err), exitUsage}
 	case errors.Is(err, client.ErrPlainAuthRefused):
-		return problem{kindAuth, "memcached offers only SASL PLAIN, which would send the password in clear: " +
-			"connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear", exitError}
+		return problem{kindAuth, "the memcached server requires SASL, and its only mechanism, PLAIN, would send the password of user " +
+			q(user) + inv.userSource() + " in clear: connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear", exitError}
 	case errors.Is(err, client.ErrAuthenticationFailure):
 		if user == "" {
 			return problem{kindAuth, "the server requires a user: set -u (or " + envUser + ") and " + envPassword, exitError}
 		}
-		return problem{kindAuth, "authentication failed for user " + q(user) + ": check the user name and password (" + envPassword + ")", exitError}
+		return problem{kindAuth, "authentication failed for user " + q(user) + inv.userSource() + ": check the user name and password (" + envPassword + ")", exitError}
 	case errors.Is(err, client.ErrBucketNotFound):
 		b := inv.bucketName()
 		if user == "" {
@@ -122,6 +123,34 @@ func (inv *invocation) explain(key string, err error) problem {
 		return problem{kindAmbiguous, "no answer from " + node + " after the request was sent: it may have been applied" + inv.readToSee(key) + ": " + inv.cause(err), exitError}
 	}
 	return problem{kindOther, msg, exitError}
+}
+
+// connStrLine says what is wrong with the connection string, and where
+// it came from when that was the environment.
+func (inv *invocation) connStrLine(err error) string {
+	var ce *client.ConnStrError
+	if !errors.As(err, &ce) {
+		return strings.TrimPrefix(inv.redact(err.Error()), "kvwire: ")
+	}
+	what := "connection string " + strconv.Quote(inv.redact(ce.Input))
+	if ce.Input != inv.g.connStr {
+		what = "connection string option " + strconv.Quote(inv.redact(ce.Input))
+	}
+	from := ""
+	if inv.connStrFrom == envConnStr {
+		from = " (from " + envConnStr + ")"
+	}
+	return "invalid " + what + from + ": " + inv.redact(ce.Reason)
+}
+
+// userSource says, for a user name that came from the environment, where:
+// a KVCLI_USER exported for one server (kvcli serve's mock) is easily
+// still set when another is used.
+func (inv *invocation) userSource() string {
+	if inv.userFrom == envUser {
+		return " (from " + envUser + ")"
+	}
+	return ""
 }
 
 // explainPath explains the failure of one sub-document path.
@@ -352,25 +381,33 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 // fail reports err for op on key: one line on stderr and, with --json,
 // an object on stdout. It returns the exit code.
 func (inv *invocation) fail(key, op string, err error) int {
+	code, res := inv.failure(key, op, err)
+	if inv.g.json {
+		inv.printJSON(res)
+	}
+	return code
+}
+
+// failure reports err for op on key on stderr, and returns the exit code
+// and the failure as --json shows it, for the caller to print (alone, or
+// as part of one document).
+func (inv *invocation) failure(key, op string, err error) (int, *jsonResult) {
 	p := inv.explain(key, err)
 	fmt.Fprintf(inv.diag(), "kvcli: %s\n", p.line)
 	if detail := inv.redact(err.Error()); inv.g.verbose && p.line != detail {
 		fmt.Fprintf(inv.diag(), "kvcli: detail: %s\n", detail)
 	}
-	if inv.g.json {
-		res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redactLine(p.line), Exit: p.code,
-			Ambiguous: errors.Is(err, client.ErrAmbiguous)}}
-		var kv *client.KeyValueError
-		if errors.As(err, &kv) {
-			res.Retries = kv.RetryAttempts
-			res.RetryReasons = reasonNames(kv.RetryReasons)
-			if kv.Status != 0 {
-				res.Error.Status = kv.Status.String()
-			}
+	res := &jsonResult{Op: op, Key: key, Error: &jsonError{Kind: p.kind, Message: inv.redactLine(p.line), Exit: p.code,
+		Ambiguous: errors.Is(err, client.ErrAmbiguous)}}
+	var kv *client.KeyValueError
+	if errors.As(err, &kv) {
+		res.Retries = kv.RetryAttempts
+		res.RetryReasons = reasonNames(kv.RetryReasons)
+		if kv.Status != 0 {
+			res.Error.Status = kv.Status.String()
 		}
-		inv.printJSON(res)
 	}
-	return p.code
+	return p.code, res
 }
 
 func reasonNames(s client.RetryReasons) []string {

@@ -96,14 +96,60 @@ type background struct {
 }
 
 func startKvcli(ctx context.Context, args []string, env map[string]string) *background {
+	return startKvcliWith(ctx, args, env, nil)
+}
+
+// startKvcliWith is startKvcli with hook changing kvcli's environment
+// (its ticker, what it takes for a terminal) before it runs.
+func startKvcliWith(ctx context.Context, args []string, env map[string]string, hook func(*env_)) *background {
 	bg := &background{done: make(chan int, 1)}
-	go func() {
-		bg.done <- run(ctx, args, &env_{
-			stdin: strings.NewReader(""), stdout: &bg.stdout, stderr: &bg.stderr,
-			getenv: func(k string) string { return env[k] },
-		})
-	}()
+	e := &env_{
+		stdin: strings.NewReader(""), stdout: &bg.stdout, stderr: &bg.stderr,
+		getenv: func(k string) string { return env[k] },
+	}
+	if hook != nil {
+		hook(e)
+	}
+	go func() { bg.done <- run(ctx, args, e) }()
 	return bg
+}
+
+// manualTicker is a ticker the test fires.
+type manualTicker struct {
+	c       chan time.Time
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func (m *manualTicker) C() <-chan time.Time { return m.c }
+func (m *manualTicker) Stop()               { m.once.Do(func() { close(m.stopped) }) }
+
+// tickers hands out manualTickers and records the period each was asked
+// for: a test receives them from made, in the order kvcli made them.
+type tickers struct {
+	made    chan *manualTicker
+	periods chan time.Duration
+}
+
+func newTickers() *tickers {
+	return &tickers{made: make(chan *manualTicker, 16), periods: make(chan time.Duration, 16)}
+}
+
+func (ts *tickers) newTicker(d time.Duration) ticker {
+	m := &manualTicker{c: make(chan time.Time), stopped: make(chan struct{})}
+	ts.periods <- d
+	ts.made <- m
+	return m
+}
+
+// tick fires m once at now; false when m was stopped first.
+func (m *manualTicker) tick(now time.Time) bool {
+	select {
+	case m.c <- now:
+		return true
+	case <-m.stopped:
+		return false
+	}
 }
 
 // newMock starts a mock cluster and returns it with the environment that

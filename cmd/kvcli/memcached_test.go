@@ -72,25 +72,45 @@ func TestMemcachedSASL(t *testing.T) {
 	for _, extra := range [][]string{nil, {"-v"}, {"--json"}} {
 		r = runKV(t, with(env, envPassword, secret), "", append([]string{"get", key}, extra...)...)
 		assert.Equal(t, exitError, r.code, r)
-		assert.Contains(t, r.stderr, `kvcli: authentication failed for user "`+env[envUser]+`": check the user name and password (KVCLI_PASSWORD)`)
+		assert.Contains(t, r.stderr, `kvcli: authentication failed for user "`+env[envUser]+`" (from KVCLI_USER): check the user name and password (KVCLI_PASSWORD)`)
 		assert.NotContains(t, r.stdout+r.stderr, secret)
 	}
 }
 
-// memcached:// offers only PLAIN, in clear: kvcli refuses it, before sending
-// anything, unless --allow-plain-auth is given, and says so.
+// memcached:// offers only PLAIN, in clear: against a memcached with SASL
+// kvcli refuses it, the password unsent, unless --allow-plain-auth is
+// given, and says so, and where the user came from.
 func TestMemcachedPlainAuthNeedsTheFlag(t *testing.T) {
 	env := memcachedSASL(t)
 	env[envConnStr] = strings.TrimSuffix(env[envConnStr], "?allow_plain_auth=true")
 	key := "kvcli-test:" + t.Name()
 	r := runKV(t, env, "", "set", key, "v")
 	assert.Equal(t, exitError, r.code, r)
-	assert.Contains(t, r.stderr, "kvcli: memcached offers only SASL PLAIN, which would send the password in clear: "+
-		"connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear")
+	assert.Contains(t, r.stderr, `kvcli: the memcached server requires SASL, and its only mechanism, PLAIN, would send the password of user "`+
+		env[envUser]+`" (from KVCLI_USER) in clear: connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear`)
 	assert.NotContains(t, r.stdout+r.stderr, env[envPassword])
 	r = runKV(t, env, "", "set", key, "v", "--allow-plain-auth")
 	require.Equal(t, exitOK, r.code, r)
 	r = runKV(t, env, "", "--allow-plain-auth", "delete", key)
+	require.Equal(t, exitOK, r.code, r)
+}
+
+// The exports kvcli serve prints set KVCLI_USER for the mock. A memcached
+// without SASL has no users: the user is not used, the password not sent,
+// and the commands work (README's walkthrough does this).
+func TestMemcachedWithoutSASLIgnoresTheUser(t *testing.T) {
+	addr := os.Getenv("KV_MEMCACHED_ADDR")
+	if addr == "" {
+		memcachedSASL(t) // skips, or fails in CI
+	}
+	env := map[string]string{envConnStr: "memcached://" + addr, envUser: "Administrator", envPassword: "password"}
+	key := "kvcli-test:" + t.Name()
+	r := runKV(t, env, "", "set", key, "hi")
+	require.Equal(t, exitOK, r.code, r)
+	r = runKV(t, env, "", "get", key)
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, "hi", r.stdout)
+	r = runKV(t, env, "", "-u", "someone", "delete", key)
 	require.Equal(t, exitOK, r.code, r)
 }
 

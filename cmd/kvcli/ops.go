@@ -97,26 +97,34 @@ func cmdGet(ctx context.Context, inv *invocation, args []string) int {
 
 // getMany reads several keys in one GetMany. Each key found is one line
 // on stdout, KEY<TAB>VALUE (the value quoted, as scan quotes it, when it
-// is not one line of UTF-8), or one JSON object per key with --json; each
-// failure is reported as get reports it. The exit code is 0 when every
-// key was read, exitNotFound when the only failures are missing
-// documents, and otherwise the code of the first other failure.
+// is not one line of UTF-8); each failure is reported on stderr as get
+// reports it. With --json stdout carries one document, {"op":"get",
+// "ok":...,"results":[...]}, a result per key in order, each as get
+// --json prints it. The exit code is 0 when every key was read,
+// exitNotFound when the only failures are missing documents, and
+// otherwise the code of the first other failure.
 func (inv *invocation) getMany(ctx context.Context, s *session, keys []string) int {
 	res := s.col.GetMany(ctx, keys, &client.GetManyOptions{Timeout: inv.opTimeout})
 	code := exitOK
+	doc := &jsonResult{Op: "get", OK: true}
 	for _, r := range res {
 		if r.Err != nil {
-			c := inv.fail(r.Key, "get", r.Err)
+			c, jr := inv.failure(r.Key, "get", r.Err)
 			if code == exitOK || (code == exitNotFound && c != exitNotFound) {
 				code = c
 			}
+			doc.OK = false
+			doc.Results = append(doc.Results, jr)
 			continue
 		}
 		if inv.g.json {
-			inv.printJSON(inv.getResult("get", r.Key, r.GetResult))
+			doc.Results = append(doc.Results, inv.getResult("get", r.Key, r.GetResult))
 			continue
 		}
 		fmt.Fprintf(inv.env.stdout, "%s\t%s\n", lineField(r.Key), lineField(string(r.Value)))
+	}
+	if inv.g.json {
+		inv.printJSON(doc)
 	}
 	return code
 }

@@ -411,12 +411,19 @@ func TestGetSeveralKeys(t *testing.T) {
 
 	r = runKV(t, env, "", "get", "--json", "missing", "a")
 	assert.Equal(t, exitNotFound, r.code, r)
-	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-	require.Len(t, lines, 2, r.stdout)
+	var doc struct {
+		Op      string            `json:"op"`
+		OK      bool              `json:"ok"`
+		Results []json.RawMessage `json:"results"`
+	}
+	requireOneJSONDocument(t, r.stdout, &doc)
+	assert.Equal(t, "get", doc.Op)
+	assert.False(t, doc.OK)
+	require.Len(t, doc.Results, 2, r.stdout)
 	assert.JSONEq(t, `{"op":"get","key":"missing","ok":false,"retries":0,
-		"error":{"kind":"not_found","message":"document \"missing\" not found","exit":3,"status":"KEY_ENOENT"}}`, lines[0])
+		"error":{"kind":"not_found","message":"document \"missing\" not found","exit":3,"status":"KEY_ENOENT"}}`, string(doc.Results[0]))
 	var got map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[1]), &got))
+	require.NoError(t, json.Unmarshal(doc.Results[1], &got))
 	assert.Equal(t, "a", got["key"])
 	assert.Equal(t, "1", got["value"])
 	assert.Equal(t, true, got["ok"])

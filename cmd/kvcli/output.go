@@ -39,9 +39,11 @@ type jsonResult struct {
 	MutationToken *jsonToken `json:"mutation_token,omitempty"`
 	Route         *jsonRoute `json:"route,omitempty"`
 	Ping          []jsonPing `json:"ping,omitempty"`
-	Retries       int        `json:"retries"`
-	RetryReasons  []string   `json:"retry_reasons,omitempty"`
-	Error         *jsonError `json:"error,omitempty"`
+	// Results are get's, one per key, when it read several.
+	Results      []*jsonResult `json:"results,omitempty"`
+	Retries      int           `json:"retries"`
+	RetryReasons []string      `json:"retry_reasons,omitempty"`
+	Error        *jsonError    `json:"error,omitempty"`
 }
 
 type jsonError struct {

@@ -52,7 +52,7 @@ func TestPasswordNeverPrinted(t *testing.T) {
 		require.Equal(t, mockcluster.DefaultPassword, "password", "this test is about a password that is a word of kvcli's text")
 		r := runKV(t, with(env, envUser, "nobody"), "", "get", "k", "--json")
 		assert.Equal(t, exitError, r.code, r)
-		want := `authentication failed for user "nobody": check the user name and password (KVCLI_PASSWORD)`
+		want := `authentication failed for user "nobody" (from KVCLI_USER): check the user name and password (KVCLI_PASSWORD)`
 		assert.Equal(t, "kvcli: "+want+"\n", r.stderr, "kvcli's own words are not masked")
 		var jr jsonResult
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr), r.stdout)

@@ -2,19 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/client"
 )
 
-// jsonScanItem is one line of scan --json.
+// jsonScanItem is one item of scan --json.
 type jsonScanItem struct {
 	Key      string  `json:"key"`
 	Value    *string `json:"value,omitempty"`
@@ -93,26 +96,94 @@ func cmdScan(ctx context.Context, inv *invocation, args []string) int {
 				return inv.fail("", "scan", err)
 			}
 			defer res.Close()
-			n := 0
-			for res.Next() {
-				inv.printScanItem(res.Item())
-				n++
-			}
-			if err := res.Err(); err != nil {
-				return inv.fail("", "scan", err)
-			}
-			if inv.g.verbose {
-				fmt.Fprintf(inv.diag(), "kvcli: scan returned %d document(s)\n", n)
-			}
-			return exitOK
+			return inv.printScan(res)
 		}, nil
 	})
 }
 
+// jsonScanEnd closes scan --json's document: what follows the items.
+type jsonScanEnd struct {
+	Count uint64     `json:"count"`
+	OK    bool       `json:"ok"`
+	Error *jsonError `json:"error,omitempty"`
+}
+
+// printScan prints the scan's documents as they come and returns the exit
+// code. With --json stdout carries one JSON document, written as the scan
+// goes so that a large scan is not held in memory:
+//
+//	{"op":"scan","items":[
+//	{"key":"k1",...},
+//	{"key":"k2",...}
+//	],"count":2,"ok":true}
+//
+// A scan that fails midway still closes the document, with "ok":false and
+// the "error" get --json would give.
+func (inv *invocation) printScan(res *client.ScanResult) int {
+	w := inv.env.stdout
+	if inv.g.json {
+		_, _ = io.WriteString(w, `{"op":"scan","items":[`)
+	}
+	var count atomic.Uint64
+	stopProgress := inv.startProgress(inv.scanProgressWanted, scanProgress(&count))
+	var n uint64
+	for res.Next() {
+		if inv.g.json {
+			sep := ",\n"
+			if n == 0 {
+				sep = "\n"
+			}
+			_, _ = io.WriteString(w, sep)
+		}
+		inv.printScanItem(res.Item())
+		n++
+		count.Store(n)
+	}
+	stopProgress()
+	code := exitOK
+	end := jsonScanEnd{Count: n, OK: true}
+	if err := res.Err(); err != nil {
+		var jr *jsonResult
+		code, jr = inv.failure("", "scan", err)
+		end.OK, end.Error = false, jr.Error
+	}
+	if inv.g.json {
+		b, err := json.Marshal(end)
+		if err != nil { // a jsonScanEnd always marshals
+			b = []byte(`{}`)
+		}
+		_, _ = fmt.Fprintf(w, "\n],%s\n", b[1:])
+	}
+	if inv.g.verbose && code == exitOK {
+		fmt.Fprintf(inv.diag(), "kvcli: scan returned %d document(s)\n", n)
+	}
+	return code
+}
+
+// scanProgressWanted says whether scan shows a progress line: when
+// stderr is a terminal and stdout is not, so that a person who sent the
+// documents to a file or a pipe sees the scan advance; on a terminal the
+// documents themselves show it.
+func (inv *invocation) scanProgressWanted() bool {
+	return inv.env.isTerminal(inv.env.stderr) && !inv.env.isTerminal(inv.env.stdout)
+}
+
+// scanProgress is scan's progress line: the documents so far, and how many
+// a second since the last line.
+func scanProgress(count *atomic.Uint64) func(now time.Time) string {
+	last, lastN := time.Now(), uint64(0)
+	return func(now time.Time) string {
+		n := count.Load()
+		s := fmt.Sprintf("kvcli scan: %d documents (%.0f/s)", n, rate(n-lastN, last, now))
+		last, lastN = now, n
+		return s
+	}
+}
+
 // printScanItem prints one scanned document: its key alone (--keys-only),
 // or the key, a tab and the value, the value as stored when it is valid
-// UTF-8 without tabs or newlines and Go-quoted otherwise; with --json one
-// object per line.
+// UTF-8 without tabs or newlines and Go-quoted otherwise; with --json an
+// object, without a line break (printScan separates them).
 func (inv *invocation) printScanItem(it client.ScanItem) {
 	w := inv.env.stdout
 	if inv.g.json {
@@ -127,7 +198,11 @@ func (inv *invocation) printScanItem(it client.ScanItem) {
 				j.Expiry = it.Expiry.UTC().Format(time.RFC3339)
 			}
 		}
-		inv.printJSON(j)
+		b, err := json.Marshal(j)
+		if err != nil { // a jsonScanItem always marshals
+			b = []byte(`{}`)
+		}
+		_, _ = w.Write(b)
 		return
 	}
 	if it.IDOnly {

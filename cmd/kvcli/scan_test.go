@@ -55,10 +55,17 @@ func TestScanCommand(t *testing.T) {
 
 	r = runKV(t, env, "", "scan", "--prefix", "user:0", "--json")
 	require.Equal(t, exitOK, r.code, r)
+	var doc struct {
+		Op    string         `json:"op"`
+		Items []jsonScanItem `json:"items"`
+		jsonScanEnd
+	}
+	requireOneJSONDocument(t, r.stdout, &doc)
+	assert.Equal(t, "scan", doc.Op)
+	assert.True(t, doc.OK)
+	assert.Equal(t, uint64(10), doc.Count)
 	var got []string
-	for _, l := range lines(r.stdout) {
-		var j jsonScanItem
-		require.NoError(t, json.Unmarshal([]byte(l), &j), l)
+	for _, j := range doc.Items {
 		require.NotNil(t, j.Value)
 		assert.Equal(t, "v"+j.Key, *j.Value)
 		assert.NotEmpty(t, j.Cas)
@@ -66,6 +73,11 @@ func TestScanCommand(t *testing.T) {
 	}
 	slices.Sort(got)
 	assert.Equal(t, want[:10], got)
+	assert.Len(t, lines(r.stdout), 10+2, "an item per line, between the document's first and last lines")
+
+	r = runKV(t, env, "", "scan", "--prefix", "nothing", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	assert.JSONEq(t, `{"op":"scan","items":[],"count":0,"ok":true}`, r.stdout)
 
 	r = runKV(t, env, "", "scan", "--sample", "3", "--seed", "9", "--keys-only")
 	require.Equal(t, exitOK, r.code, r)
@@ -181,5 +193,22 @@ func TestScanCommandInterrupted(t *testing.T) {
 	r := runKVCtx(ctx, env, "", "scan", "--keys-only")
 	assert.Equal(t, exitInterrupted, r.code, r)
 	assert.Contains(t, r.stderr, "kvcli: interrupted")
+	assert.Zero(t, mc.OpenRangeScans())
+
+	// With --json the document started is closed, saying why it ended.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	continues.Store(0)
+	r = runKVCtx(ctx, env, "", "scan", "--keys-only", "--json")
+	assert.Equal(t, exitInterrupted, r.code, r)
+	var doc struct {
+		Items []jsonScanItem `json:"items"`
+		jsonScanEnd
+	}
+	requireOneJSONDocument(t, r.stdout, &doc)
+	assert.False(t, doc.OK)
+	require.NotNil(t, doc.Error)
+	assert.Equal(t, kindInterrupted, doc.Error.Kind)
+	assert.Equal(t, uint64(len(doc.Items)), doc.Count)
 	assert.Zero(t, mc.OpenRangeScans())
 }

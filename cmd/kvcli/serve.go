@@ -21,6 +21,10 @@ type serveInfo struct {
 	CACert   string   `json:"cacert,omitempty"`
 }
 
+// cmdServe runs a mock cluster until interrupted. It is long because it
+// is one sequence read top to bottom, each part used once: the mock's
+// flags and their checks, the cluster started, its details printed as
+// shell exports or JSON, the wait for Ctrl-C.
 func cmdServe(ctx context.Context, inv *invocation, args []string) int {
 	// serve connects to nothing: it has its own --user, --password and
 	// --bucket (the mock's), so it does not take the global flags.

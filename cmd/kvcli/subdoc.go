@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kvwire/kvwire/client"
 )
@@ -281,50 +282,40 @@ func (s *mutateSpec) clientSpec(createPath bool) (client.MutateInSpec, error) {
 	return client.DecrementSpec(s.path, d, o), nil
 }
 
+// mutateFlags are mutate's own flags.
+type mutateFlags struct {
+	allXattr, upsertDoc, insertDoc, createPath *bool
+	cas                                        casFlag
+	expiry                                     *time.Duration
+	preserve, deleted, asDeleted, revive       *bool
+}
+
 func cmdMutate(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("mutate")
-	allXattr := fs.Bool("xattr", false, "every operation works on an extended attribute")
-	upsertDoc := fs.Bool("upsert-doc", false, "create the document when missing")
-	insertDoc := fs.Bool("insert-doc", false, "create the document; exit 4 if it exists")
-	createPath := fs.Bool("create-path", false, "create missing parent objects of each path")
-	var cas casFlag
-	fs.Var(&cas, "cas", "change the document only if its CAS is still this (hex or decimal)")
-	expiry := fs.Duration("expiry", 0, "the document's time to live (0: none)")
-	preserve := fs.Bool("preserve-expiry", false, "keep the document's expiry")
-	deleted := fs.Bool("access-deleted", false, "change a deleted document (a tombstone), which stays deleted")
-	asDeleted := fs.Bool("create-as-deleted", false, "create the document as a tombstone (with --upsert-doc or --insert-doc)")
-	revive := fs.Bool("revive", false, "make a deleted document live again")
+	f := &mutateFlags{}
+	f.allXattr = fs.Bool("xattr", false, "every operation works on an extended attribute")
+	f.upsertDoc = fs.Bool("upsert-doc", false, "create the document when missing")
+	f.insertDoc = fs.Bool("insert-doc", false, "create the document; exit 4 if it exists")
+	f.createPath = fs.Bool("create-path", false, "create missing parent objects of each path")
+	fs.Var(&f.cas, "cas", "change the document only if its CAS is still this (hex or decimal)")
+	f.expiry = fs.Duration("expiry", 0, "the document's time to live (0: none)")
+	f.preserve = fs.Bool("preserve-expiry", false, "keep the document's expiry")
+	f.deleted = fs.Bool("access-deleted", false, "change a deleted document (a tombstone), which stays deleted")
+	f.asDeleted = fs.Bool("create-as-deleted", false, "create the document as a tombstone (with --upsert-doc or --insert-doc)")
+	f.revive = fs.Bool("revive", false, "make a deleted document live again")
 	return inv.withSession(ctx, fs, args, 1, -1, func(pos []string) (func(*session) int, error) {
 		key := pos[0]
-		parsed, err := parseMutateSpecs(pos[1:], *allXattr)
+		parsed, err := parseMutateSpecs(pos[1:], *f.allXattr)
 		if err != nil {
 			return nil, err
 		}
-		mo := &client.MutateInOptions{Cas: uint64(cas), Expiry: *expiry, PreserveExpiry: *preserve,
-			AccessDeleted: *deleted, CreateAsDeleted: *asDeleted, ReviveDocument: *revive}
-		switch {
-		case *upsertDoc && *insertDoc:
-			return nil, errors.New("--upsert-doc and --insert-doc exclude each other")
-		case *upsertDoc:
-			mo.StoreSemantic = client.StoreSemanticsUpsert
-		case *insertDoc:
-			mo.StoreSemantic = client.StoreSemanticsInsert
-		}
-		switch {
-		case *expiry < 0:
-			return nil, fmt.Errorf("--expiry %v: want a positive duration", *expiry)
-		case *expiry > 0 && *preserve:
-			return nil, errors.New("--expiry and --preserve-expiry exclude each other")
-		case *insertDoc && cas != 0:
-			return nil, errors.New("--insert-doc takes no --cas")
-		case *asDeleted && !*upsertDoc && !*insertDoc:
-			return nil, errors.New("--create-as-deleted needs --upsert-doc or --insert-doc")
-		case *asDeleted && *revive:
-			return nil, errors.New("--create-as-deleted and --revive exclude each other")
+		mo, err := f.options()
+		if err != nil {
+			return nil, err
 		}
 		specs := make([]client.MutateInSpec, len(parsed))
 		for i := range parsed {
-			if specs[i], err = parsed[i].clientSpec(*createPath); err != nil {
+			if specs[i], err = parsed[i].clientSpec(*f.createPath); err != nil {
 				return nil, err
 			}
 		}
@@ -334,35 +325,69 @@ func cmdMutate(ctx context.Context, inv *invocation, args []string) int {
 			if err != nil {
 				return inv.fail(key, "mutate", err)
 			}
-			res := &jsonResult{Op: "mutate", Key: key, OK: true}
-			res.setMutation(r.MutationResult)
-			if r.IsDeleted {
-				res.Deleted = &r.IsDeleted
-			}
-			var lines []string
-			for i, p := range parsed {
-				v, _ := r.ValueAt(i)
-				if v == nil {
-					continue
-				}
-				jp := jsonPath{Path: p.path, Xattr: p.xattr}
-				jp.setValue(v)
-				res.Paths = append(res.Paths, jp)
-				lines = append(lines, inv.pathLabel(p.path, p.xattr)+"\t"+string(v))
-			}
-			if inv.g.json {
-				inv.printJSON(res)
-				return exitOK
-			}
-			state := ""
-			if r.IsDeleted {
-				state = " (deleted)"
-			}
-			fmt.Fprintf(inv.env.stdout, "mutated %q cas=%s%s\n", key, fmtCas(r.Cas), state)
-			for _, l := range lines {
-				fmt.Fprintln(inv.env.stdout, l)
-			}
+			inv.mutatedIn(key, parsed, r)
 			return exitOK
 		}, nil
 	})
+}
+
+// options checks mutate's flags against each other and builds the
+// client's options from them.
+func (f *mutateFlags) options() (*client.MutateInOptions, error) {
+	mo := &client.MutateInOptions{Cas: uint64(f.cas), Expiry: *f.expiry, PreserveExpiry: *f.preserve,
+		AccessDeleted: *f.deleted, CreateAsDeleted: *f.asDeleted, ReviveDocument: *f.revive}
+	switch {
+	case *f.upsertDoc && *f.insertDoc:
+		return nil, errors.New("--upsert-doc and --insert-doc exclude each other")
+	case *f.upsertDoc:
+		mo.StoreSemantic = client.StoreSemanticsUpsert
+	case *f.insertDoc:
+		mo.StoreSemantic = client.StoreSemanticsInsert
+	}
+	switch {
+	case *f.expiry < 0:
+		return nil, fmt.Errorf("--expiry %v: want a positive duration", *f.expiry)
+	case *f.expiry > 0 && *f.preserve:
+		return nil, errors.New("--expiry and --preserve-expiry exclude each other")
+	case *f.insertDoc && f.cas != 0:
+		return nil, errors.New("--insert-doc takes no --cas")
+	case *f.asDeleted && !*f.upsertDoc && !*f.insertDoc:
+		return nil, errors.New("--create-as-deleted needs --upsert-doc or --insert-doc")
+	case *f.asDeleted && *f.revive:
+		return nil, errors.New("--create-as-deleted and --revive exclude each other")
+	}
+	return mo, nil
+}
+
+// mutatedIn prints mutate's result: the new CAS, and the counters' new
+// values.
+func (inv *invocation) mutatedIn(key string, parsed []mutateSpec, r client.MutateInResult) {
+	res := &jsonResult{Op: "mutate", Key: key, OK: true}
+	res.setMutation(r.MutationResult)
+	if r.IsDeleted {
+		res.Deleted = &r.IsDeleted
+	}
+	var lines []string
+	for i, p := range parsed {
+		v, _ := r.ValueAt(i)
+		if v == nil {
+			continue
+		}
+		jp := jsonPath{Path: p.path, Xattr: p.xattr}
+		jp.setValue(v)
+		res.Paths = append(res.Paths, jp)
+		lines = append(lines, inv.pathLabel(p.path, p.xattr)+"\t"+string(v))
+	}
+	if inv.g.json {
+		inv.printJSON(res)
+		return
+	}
+	state := ""
+	if r.IsDeleted {
+		state = " (deleted)"
+	}
+	fmt.Fprintf(inv.env.stdout, "mutated %q cas=%s%s\n", key, fmtCas(r.Cas), state)
+	for _, l := range lines {
+		fmt.Fprintln(inv.env.stdout, l)
+	}
 }

@@ -3,13 +3,17 @@
 // read it, and decides what a missing corpus means.
 //
 // On a developer's machine the corpus may be absent: the tests that need it
-// skip, saying where they looked. With KVWIRE_REQUIRE_CONFORMANCE=1 (.ci/run
-// sets it: CI always has the corpus) a missing corpus fails those tests
-// instead, so that a run cannot pass by checking nothing.
+// skip, saying where they looked, and when KVWIRE_CONFORMANCE_SKIPS names a
+// file each skip is added to it as a line, so that scripts/test.sh can say
+// how many were skipped and why (go test shows skips only with -v). With
+// KVWIRE_REQUIRE_CONFORMANCE=1 (.ci/run sets it: CI always has the corpus)
+// a missing corpus fails those tests instead, so that a run cannot pass by
+// checking nothing.
 package conformance
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,9 +24,28 @@ import (
 // corpus from a skip into a failure.
 const EnvRequire = "KVWIRE_REQUIRE_CONFORMANCE"
 
+// EnvSkips names the environment variable holding the file that every
+// skip for a missing corpus is appended to, a line each: "skip", the
+// package (the directory the test runs in), the test and the path,
+// tab-separated ("seeds" instead of "skip" for a fuzz target that ran
+// without the corpus's seeds).
+const EnvSkips = "KVWIRE_CONFORMANCE_SKIPS"
+
+// EnvDir names the environment variable that puts the corpus elsewhere
+// (an absolute path), for a clone that is not next to it.
+const EnvDir = "KVWIRE_CONFORMANCE_DIR"
+
 // Dir is the corpus as seen from a package directory of the root module
-// (the tests run there): ../shared/conformance next to the repository.
-var Dir = filepath.Join("..", "..", "shared", "conformance")
+// (the tests run there): ../shared/conformance next to the repository, or
+// $KVWIRE_CONFORMANCE_DIR.
+var Dir = dir()
+
+func dir() string {
+	if d := os.Getenv(EnvDir); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "shared", "conformance")
+}
 
 // Required reports whether a missing corpus fails the tests.
 func Required() bool { return os.Getenv(EnvRequire) == "1" }
@@ -37,7 +60,28 @@ func Missing(tb testing.TB, path string, err error) {
 	if Required() {
 		tb.Fatalf("conformance data %s is missing (%v); %s=1 requires the shared corpus at %s", path, err, EnvRequire, Dir)
 	}
-	tb.Skipf("conformance data %s is absent (%v); these checks need the shared corpus at %s", path, err, Dir)
+	record("skip", tb.Name(), path)
+	tb.Skipf("conformance data %s is absent (%v); these checks need the shared corpus at %s (README.md: The conformance corpus)", path, err, Dir)
+}
+
+// record adds a line to the file EnvSkips names, if any. Test processes
+// of several packages append to it at once: each line is one write to a
+// file opened with O_APPEND, which the kernel does not interleave.
+func record(kind, test, path string) {
+	name := os.Getenv(EnvSkips)
+	if name == "" {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return // the skip itself still says why
+	}
+	defer f.Close()
+	pkg := "?"
+	if wd, err := os.Getwd(); err == nil {
+		pkg = filepath.Base(wd)
+	}
+	_, _ = fmt.Fprintf(f, "%s\t%s\t%s\t%s\n", kind, pkg, test, path)
 }
 
 // Read returns the corpus file rel. An absent file ends tb through Missing;
@@ -81,8 +125,11 @@ func Seeds(tb testing.TB, pattern string) [][]byte {
 	if err != nil {
 		tb.Fatalf("conformance pattern %s: %v", p, err)
 	}
-	if len(files) == 0 && Required() {
-		Missing(tb, p, fs.ErrNotExist)
+	if len(files) == 0 {
+		if Required() {
+			Missing(tb, p, fs.ErrNotExist)
+		}
+		record("seeds", tb.Name(), p)
 	}
 	var out [][]byte
 	for _, f := range files {
