@@ -13,6 +13,19 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 )
 
+// rangeScan runs RANGE_SCAN_CREATE, _CONTINUE or _CANCEL.
+func (cn *conn) rangeScan(p *memdx.Packet) outcome {
+	switch p.OpCode {
+	case memdx.OpRangeScanCreate:
+		return cn.rangeScanCreate(p)
+	case memdx.OpRangeScanContinue:
+		cn.rangeScanContinue(p)
+	case memdx.OpRangeScanCancel:
+		cn.rangeScanCancel(p)
+	}
+	return outcome{}
+}
+
 // KV range scans: RANGE_SCAN_CREATE, RANGE_SCAN_CONTINUE and
 // RANGE_SCAN_CANCEL as kv_engine serves them (docs/range_scans/*.md,
 // daemon/protocol/mcbp/range_scan_*_executor.cc, engines/ep/src/ep_bucket.cc
