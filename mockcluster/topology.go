@@ -51,24 +51,9 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 	if c.rebalance != nil {
 		return nil, ErrRebalancing
 	}
-	nodes := o.Nodes
-	if nodes == nil {
-		for _, n := range c.clusterNodesLocked() {
-			nodes = append(nodes, n.id)
-		}
-	}
-	if len(nodes) == 0 {
-		return nil, invalidf("a rebalance needs at least one node")
-	}
-	seen := make(map[int]bool)
-	for _, id := range nodes {
-		if id < 0 || id >= len(c.nodes) || c.nodes[id] == nil {
-			return nil, fmt.Errorf("%w: node %d", ErrNotFound, id)
-		}
-		if seen[id] {
-			return nil, invalidf("node %d is listed twice", id)
-		}
-		seen[id] = true
+	nodes, err := c.rebalanceNodesLocked(o.Nodes)
+	if err != nil {
+		return nil, err
 	}
 	r := &Rebalance{c: c, targets: make(map[*Bucket][][]int), done: make(chan struct{}), pacerStop: make(chan struct{})}
 	for name := range o.Targets {
@@ -123,6 +108,30 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 		go r.pace(o.Pace)
 	}
 	return r, nil
+}
+
+// rebalanceNodesLocked checks the nodes a rebalance names (nil: every
+// cluster member) and returns them. c.mu must be held.
+func (c *Cluster) rebalanceNodesLocked(nodes []int) ([]int, error) {
+	if nodes == nil {
+		for _, n := range c.clusterNodesLocked() {
+			nodes = append(nodes, n.id)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil, invalidf("a rebalance needs at least one node")
+	}
+	seen := make(map[int]bool)
+	for _, id := range nodes {
+		if id < 0 || id >= len(c.nodes) || c.nodes[id] == nil {
+			return nil, fmt.Errorf("%w: node %d", ErrNotFound, id)
+		}
+		if seen[id] {
+			return nil, invalidf("node %d is listed twice", id)
+		}
+		seen[id] = true
+	}
+	return nodes, nil
 }
 
 // checkMap checks an explicit target map. c.mu must be held.
