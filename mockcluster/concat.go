@@ -18,11 +18,11 @@ func (cn *conn) concat(p *memdx.Packet) outcome {
 	if !ok {
 		return outcome{}
 	}
-	t, ok := cn.locate(p, false)
+	t, ok := cn.locateMutation(p, f)
 	if !ok {
 		return outcome{}
 	}
-	value, _, _, ok := cn.inValue(p)
+	value, _, _, ok := cn.inValue(p, t)
 	if !ok {
 		return outcome{}
 	}
@@ -36,7 +36,7 @@ func (cn *conn) concat(p *memdx.Packet) outcome {
 	if d != nil {
 		st = casCheck(d, p.Cas, now)
 	}
-	if st == memdx.StatusSuccess && len(d.value)+len(value) > maxValue {
+	if st == memdx.StatusSuccess && len(d.value)+len(value) > t.b.valueLimit() {
 		st = memdx.StatusTooBig
 	}
 	if st != memdx.StatusSuccess {

@@ -17,7 +17,7 @@ func (cn *conn) del(p *memdx.Packet) outcome {
 	if !ok {
 		return outcome{}
 	}
-	t, ok := cn.locate(p, false)
+	t, ok := cn.locateMutation(p, f)
 	if !ok {
 		return outcome{}
 	}

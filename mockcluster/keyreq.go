@@ -17,6 +17,9 @@ import (
 const relativeExpiryLimit = 30 * 24 * 60 * 60
 
 func (cn *conn) handleKV(p *memdx.Packet) outcome {
+	if cn.refuseOnMemcached(p) {
+		return outcome{}
+	}
 	switch p.OpCode {
 	case memdx.OpGet, memdx.OpGetQ, memdx.OpGetK, memdx.OpGetKQ, memdx.OpGetReplica:
 		cn.get(p)
@@ -159,6 +162,9 @@ func (cn *conn) locate(p *memdx.Packet, replica bool) (target, bool) {
 		cn.fail(p, memdx.StatusInvalidArgs, "Key length exceeds 250")
 		return t, false
 	}
+	if t.b.memcached() {
+		return cn.locateMemcached(p, t, replica)
+	}
 	t.s = t.b.snap.Load()
 	if int(p.Vbucket) >= t.b.numVbs {
 		cn.nmv(p, t.s)
@@ -205,6 +211,17 @@ func (cn *conn) docValue(d *document) ([]byte, memdx.Datatype) {
 	return d.value, cn.outDatatype(d.datatype)
 }
 
+// locateMutation is locate for a mutation whose frame infos are f: it
+// also refuses a durable write where the bucket cannot make one. It
+// reports false after answering.
+func (cn *conn) locateMutation(p *memdx.Packet, f frames) (target, bool) {
+	t, ok := cn.locate(p, false)
+	if !ok || cn.refuseDurable(p, t, f) {
+		return t, false
+	}
+	return t, true
+}
+
 // locateChecked is locate for a request that is not a mutation: it parses
 // its frame infos as a read's (no durability, no preserve-TTL) first. It
 // reports false after answering the error.
@@ -215,10 +232,13 @@ func (cn *conn) locateChecked(p *memdx.Packet, replica bool) (target, bool) {
 	return cn.locate(p, replica)
 }
 
-// inValue reads a mutation's value: it checks the datatype against what was
-// negotiated, inflates a snappy value, copies it out of the read buffer and
-// detects JSON as the server does. It reports false after answering.
-func (cn *conn) inValue(p *memdx.Packet) (value, snappyRaw []byte, dt memdx.Datatype, ok bool) {
+// inValue reads a mutation's value for t's bucket: it checks the datatype
+// against what was negotiated, inflates a snappy value, copies it out of
+// the read buffer, checks its size and detects JSON as the server does. It
+// reports false after answering. A memcached bucket keeps values inflated
+// only (default_engine's compression mode is off), so it gets no
+// snappyRaw.
+func (cn *conn) inValue(p *memdx.Packet, t target) (value, snappyRaw []byte, dt memdx.Datatype, ok bool) {
 	in := p.Datatype
 	switch {
 	case !in.Valid() || in.Has(memdx.DatatypeXattr):
@@ -243,9 +263,12 @@ func (cn *conn) inValue(p *memdx.Packet) (value, snappyRaw []byte, dt memdx.Data
 	} else {
 		value = append([]byte(nil), p.Value...)
 	}
-	if len(value) > maxValue {
-		cn.fail(p, memdx.StatusTooBig, "Value exceeds 20 MiB")
+	if limit := t.b.valueLimit(); len(value) > limit {
+		cn.fail(p, memdx.StatusTooBig, "Value exceeds "+strconv.Itoa(limit>>20)+" MiB")
 		return nil, nil, 0, false
+	}
+	if t.b.memcached() {
+		snappyRaw = nil
 	}
 	if json.Valid(value) {
 		dt = memdx.DatatypeJSON

@@ -3,6 +3,7 @@ package mockcluster
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -88,14 +89,43 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// BucketOptions configure one couchbase bucket.
+// BucketType is the kind of a bucket.
+type BucketType int
+
+const (
+	// CouchbaseBucket is a couchbase ("membase") bucket: vbuckets,
+	// replicas, collections, durability, range scans. The default.
+	CouchbaseBucket BucketType = iota
+	// MemcachedBucket is a memcached bucket, as Couchbase Server serves one
+	// with its default_engine: no vbuckets (clients place keys on the
+	// nodes with the config's ketama ring), no replicas, the default
+	// collection only, no cluster config over KV (clients bootstrap over
+	// HTTP). See the package doc for what it refuses.
+	MemcachedBucket
+)
+
+func (t BucketType) String() string {
+	switch t {
+	case CouchbaseBucket:
+		return "couchbase"
+	case MemcachedBucket:
+		return "memcached"
+	}
+	return "BucketType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// BucketOptions configure one bucket.
 type BucketOptions struct {
 	// Name of the bucket (required).
 	Name string
+	// Type is the bucket's type (CouchbaseBucket when zero).
+	Type BucketType
 	// NumVbuckets is the number of vbuckets (DefaultNumVbuckets when 0).
+	// A memcached bucket has none: leave it 0.
 	NumVbuckets int
 	// NumReplicas is the number of replicas (DefaultNumReplicas when 0; pass
-	// NoReplicas for none).
+	// NoReplicas for none). A memcached bucket has none: leave it 0 (or
+	// NoReplicas).
 	NumReplicas int
 }
 
@@ -146,6 +176,20 @@ func (b BucketOptions) withDefaults() (BucketOptions, error) {
 	}
 	if len(b.Name) > 100 {
 		return b, fmt.Errorf("mockcluster: bucket name %q is longer than 100 bytes", b.Name[:20]+"...")
+	}
+	switch b.Type {
+	case CouchbaseBucket:
+	case MemcachedBucket:
+		if b.NumVbuckets != 0 {
+			return b, fmt.Errorf("mockcluster: bucket %q: a memcached bucket has no vbuckets (NumVbuckets %d)", b.Name, b.NumVbuckets)
+		}
+		if b.NumReplicas != 0 && b.NumReplicas != NoReplicas {
+			return b, fmt.Errorf("mockcluster: bucket %q: a memcached bucket has no replicas (NumReplicas %d)", b.Name, b.NumReplicas)
+		}
+		b.NumReplicas = 0
+		return b, nil
+	default:
+		return b, fmt.Errorf("mockcluster: bucket %q: unknown bucket type %d", b.Name, int(b.Type))
 	}
 	if b.NumVbuckets == 0 {
 		b.NumVbuckets = DefaultNumVbuckets

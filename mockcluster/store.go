@@ -24,11 +24,11 @@ func (cn *conn) store(p *memdx.Packet) outcome {
 	if !ok {
 		return outcome{}
 	}
-	t, ok := cn.locate(p, false)
+	t, ok := cn.locateMutation(p, f)
 	if !ok {
 		return outcome{}
 	}
-	value, raw, dt, ok := cn.inValue(p)
+	value, raw, dt, ok := cn.inValue(p, t)
 	if !ok {
 		return outcome{}
 	}

@@ -50,7 +50,7 @@ func (cn *conn) subdocMutate(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	if !ok {
 		return outcome{}
 	}
-	t, ok := cn.locate(p, false)
+	t, ok := cn.locateMutation(p, f)
 	if !ok {
 		return outcome{}
 	}
@@ -72,7 +72,7 @@ func (cn *conn) subdocMutate(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 		cn.failSpec(p, m, i, st)
 		return outcome{}
 	}
-	if st := m.finish(); st != memdx.StatusSuccess {
+	if st := m.finish(t.b.valueLimit()); st != memdx.StatusSuccess {
 		t.vb.mu.Unlock()
 		cn.fail(p, st, "")
 		return outcome{}
@@ -230,8 +230,8 @@ func (m *sdMutation) applyBody(s *sdSpec) memdx.Status {
 }
 
 // finish settles the new document's body and xattrs once every spec ran,
-// and checks its size.
-func (m *sdMutation) finish() memdx.Status {
+// and checks its size against the bucket's limit.
+func (m *sdMutation) finish(limit int) memdx.Status {
 	if m.blob != nil {
 		m.xs = xattrsFromBlob(m.blob)
 	}
@@ -247,7 +247,7 @@ func (m *sdMutation) finish() memdx.Status {
 		m.body = m.base.value
 	}
 	user, system := xattrsSize(m.xs)
-	if len(m.body)+user > maxValue || system > maxSystemXattrSize {
+	if len(m.body)+user > limit || system > maxSystemXattrSize {
 		return memdx.StatusTooBig
 	}
 	return memdx.StatusSuccess
@@ -365,8 +365,7 @@ func expandMacros(d *document, macros []pendingMacro) {
 // into d. vb.mu must be held.
 func (vb *vbucket) drop(mk string, d *document, now time.Time) {
 	d.cas = vb.nextCas(now)
-	vb.seqno++
-	d.seqno = vb.seqno
+	d.seqno = vb.nextSeqno()
 	delete(vb.docs, mk)
 	delete(vb.tombs, mk)
 	vb.mutations[mk]++

@@ -60,9 +60,21 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 		if c.buckets[name] == nil {
 			return nil, fmt.Errorf("%w: bucket %q", ErrNotFound, name)
 		}
+		if c.buckets[name].memcached() {
+			return nil, invalidf("bucket %q is a memcached bucket: it has no vbucket map", name)
+		}
 	}
+	finalSet := make(map[int]bool)
 	for _, name := range c.order {
 		b := c.buckets[name]
+		if b.memcached() {
+			// A memcached bucket has no map to move: it ends on every
+			// node of the rebalance (it has no entry in targets).
+			for _, id := range nodes {
+				finalSet[id] = true
+			}
+			continue
+		}
 		t := o.Targets[name]
 		if t == nil {
 			t = balancedMap(nodes, b.numVbs, b.numReplicas)
@@ -74,7 +86,6 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 		}
 		r.targets[b] = t
 	}
-	finalSet := make(map[int]bool)
 	for _, t := range r.targets {
 		for _, ch := range t {
 			for _, id := range ch {
@@ -95,6 +106,15 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 		b := c.buckets[name]
 		t := r.targets[b]
 		s := b.snap.Load()
+		if b.memcached() {
+			// The nodes being added serve a memcached bucket once the
+			// rebalance is over: until then its nodes (and ring) stay as
+			// they were, while nodesExt lists every cluster member (a
+			// 7.x memcached config mid-rebalance has more nodesExt than
+			// nodes entries).
+			c.publishLocked(b, s.servers, nil, nil, s.manifest)
+			continue
+		}
 		servers := append([]int(nil), s.servers...)
 		for _, id := range r.final {
 			if !contains(servers, id) {
@@ -261,7 +281,7 @@ func (r *Rebalance) Finish() error {
 	for _, name := range c.order {
 		b := c.buckets[name]
 		t := r.targets[b]
-		if t == nil {
+		if t == nil && !b.memcached() {
 			continue
 		}
 		c.publishLocked(b, append([]int(nil), r.final...), copyChains(t), nil, b.snap.Load().manifest)
