@@ -40,8 +40,10 @@ type Rebalance struct {
 }
 
 // StartRebalance starts a rebalance towards o and publishes, for every
-// bucket, a config whose serverList holds the old and the new nodes and
-// whose vBucketMapForward is the target. Only one rebalance runs at a time.
+// couchbase bucket, a config whose serverList holds the old and the new
+// nodes and whose vBucketMapForward is the target; a memcached bucket
+// keeps its nodes until Finish gives it the rebalance's nodes. Only one
+// rebalance runs at a time.
 func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 	c.mu.Lock()
 	defer c.unlock()
@@ -55,51 +57,13 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Rebalance{c: c, targets: make(map[*Bucket][][]int), done: make(chan struct{}), pacerStop: make(chan struct{})}
-	for name := range o.Targets {
-		if c.buckets[name] == nil {
-			return nil, fmt.Errorf("%w: bucket %q", ErrNotFound, name)
-		}
-		if c.buckets[name].memcached() {
-			return nil, invalidf("bucket %q is a memcached bucket: it has no vbucket map", name)
-		}
+	r := &Rebalance{c: c, done: make(chan struct{}), pacerStop: make(chan struct{})}
+	if r.targets, r.final, err = c.rebalanceTargetsLocked(o.Targets, nodes); err != nil {
+		return nil, err
 	}
-	finalSet := make(map[int]bool)
-	for _, name := range c.order {
-		b := c.buckets[name]
-		if b.memcached() {
-			// A memcached bucket has no map to move: it ends on every
-			// node of the rebalance (it has no entry in targets).
-			for _, id := range nodes {
-				finalSet[id] = true
-			}
-			continue
-		}
-		t := o.Targets[name]
-		if t == nil {
-			t = balancedMap(nodes, b.numVbs, b.numReplicas)
-		} else {
-			if err := c.checkMap(b, t); err != nil {
-				return nil, err
-			}
-			t = copyChains(t)
-		}
-		r.targets[b] = t
-	}
-	for _, t := range r.targets {
-		for _, ch := range t {
-			for _, id := range ch {
-				if id >= 0 {
-					finalSet[id] = true
-				}
-			}
-		}
-	}
-	for id := range finalSet {
-		r.final = append(r.final, id)
+	for _, id := range r.final {
 		c.nodes[id].failedOver = false
 	}
-	sort.Ints(r.final)
 	c.rebalance = r
 	c.publishGlobalLocked()
 	for _, name := range c.order {
@@ -128,6 +92,56 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 		go r.pace(o.Pace)
 	}
 	return r, nil
+}
+
+// rebalanceTargetsLocked computes a rebalance's target map per couchbase
+// bucket (explicit ones checked, balanced over nodes otherwise) and the
+// nodes that hold data at its end, sorted. c.mu must be held.
+func (c *Cluster) rebalanceTargetsLocked(explicit map[string][][]int, nodes []int) (map[*Bucket][][]int, []int, error) {
+	for name := range explicit {
+		if c.buckets[name] == nil {
+			return nil, nil, fmt.Errorf("%w: bucket %q", ErrNotFound, name)
+		}
+		if c.buckets[name].memcached() {
+			return nil, nil, invalidf("bucket %q is a memcached bucket: it has no vbucket map", name)
+		}
+	}
+	targets := make(map[*Bucket][][]int)
+	finalSet := make(map[int]bool)
+	for _, name := range c.order {
+		b := c.buckets[name]
+		if b.memcached() {
+			// A memcached bucket has no map to move: it ends on every
+			// node of the rebalance (it has no entry in targets).
+			for _, id := range nodes {
+				finalSet[id] = true
+			}
+			continue
+		}
+		t := explicit[name]
+		if t == nil {
+			t = balancedMap(nodes, b.numVbs, b.numReplicas)
+		} else {
+			if err := c.checkMap(b, t); err != nil {
+				return nil, nil, err
+			}
+			t = copyChains(t)
+		}
+		targets[b] = t
+		for _, ch := range t {
+			for _, id := range ch {
+				if id >= 0 {
+					finalSet[id] = true
+				}
+			}
+		}
+	}
+	final := make([]int, 0, len(finalSet))
+	for id := range finalSet {
+		final = append(final, id)
+	}
+	sort.Ints(final)
+	return targets, final, nil
 }
 
 // rebalanceNodesLocked checks the nodes a rebalance names (nil: every
