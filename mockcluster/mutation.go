@@ -28,13 +28,19 @@ func (cn *conn) mutated(h *memdx.Packet, r mutResult, value []byte) {
 		return
 	}
 	var ext [16]byte
-	var extras []byte
-	if cn.has(memdx.FeatureMutationSeqno) {
-		putUint64(ext[0:8], r.vbUUID)
-		putUint64(ext[8:16], r.seqno)
-		extras = ext[:]
+	cn.reply(h, memdx.StatusSuccess, r.cas, 0, cn.tokenExtras(&ext, r), nil, value)
+}
+
+// tokenExtras are a mutation's response extras: its mutation token
+// (vbucket UUID, seqno) in buf when MutationSeqno was negotiated, else
+// none.
+func (cn *conn) tokenExtras(buf *[16]byte, r mutResult) []byte {
+	if !cn.has(memdx.FeatureMutationSeqno) {
+		return nil
 	}
-	cn.reply(h, memdx.StatusSuccess, r.cas, 0, extras, nil, value)
+	putUint64(buf[0:8], r.vbUUID)
+	putUint64(buf[8:16], r.seqno)
+	return buf[:]
 }
 
 // commitMutation finishes a mutation whose checks passed, with t.vb.mu held

@@ -296,12 +296,7 @@ func (cn *conn) replyMutation(h *memdx.Packet, m *sdMutation, r mutResult) {
 		st = memdx.StatusSubdocSuccessDeleted
 	}
 	var ext [16]byte
-	var extras []byte
-	if cn.has(memdx.FeatureMutationSeqno) {
-		putUint64(ext[0:8], r.vbUUID)
-		putUint64(ext[8:16], r.seqno)
-		extras = ext[:]
-	}
+	extras := cn.tokenExtras(&ext, r)
 	value, dt := m.values, memdx.Datatype(0)
 	if !m.multi {
 		value = nil

@@ -155,17 +155,13 @@ func TestServeEndToEnd(t *testing.T) {
 // TestServeTLS runs serve in-process with --tls and --json and connects
 // over couchbases:// with the CA it wrote.
 func TestServeTLS(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--tls", "--json", "--nodes", "1", "--user", "app", "--password", "pw-123", "--bucket", "travel"},
-			&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	info, stop := startServe(t, "--tls", "--json", "--nodes", "1", "--user", "app", "--password", "pw-123", "--bucket", "travel")
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
 	}()
-	waitFor(t, 20*time.Second, "serve's JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
-	var info serveInfo
-	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &info), stdout.String())
 	assert.Regexp(t, `^couchbases://127\.0\.0\.1:\d+/travel$`, info.ConnStr)
 	assert.Equal(t, "app", info.User)
 	assert.Equal(t, "pw-123", info.Password, "serve prints the mock's own credentials on purpose")
@@ -184,13 +180,8 @@ func TestServeTLS(t *testing.T) {
 	assert.Contains(t, r.stderr, "TLS handshake failed")
 	assert.Contains(t, r.stderr, "--cacert FILE")
 
-	cancel()
-	select {
-	case code := <-done:
-		assert.Equal(t, exitOK, code, stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stop()
+	stopped = true
 	assert.NoFileExists(t, info.CACert, "the temporary CA file is removed at exit")
 }
 
@@ -200,17 +191,8 @@ func TestServeTLS(t *testing.T) {
 // buckets' configs (the memcached bucket's a ketama one) and the
 // streaming endpoint.
 func TestServeHTTPPortsAndMemcachedBucket(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--json", "--nodes", "2", "--vbuckets", "16", "--memcached-bucket", "cache"},
-			&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
-	}()
-	waitFor(t, 20*time.Second, "serve's JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
-	var info serveInfo
-	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &info), stdout.String())
+	info, stop := startServe(t, "--json", "--nodes", "2", "--vbuckets", "16", "--memcached-bucket", "cache")
+	defer stop()
 	require.Len(t, info.HTTP, 2)
 	assert.Empty(t, info.HTTPS)
 	assert.Equal(t, "couchbase://"+info.HTTP[0]+"=http,"+info.HTTP[1]+"=http/default", info.HTTPConnStr)
@@ -246,40 +228,16 @@ func TestServeHTTPPortsAndMemcachedBucket(t *testing.T) {
 	assert.True(t, strings.HasPrefix(first, `{"rev":`), first)
 	resp.Body.Close()
 	http.DefaultClient.CloseIdleConnections()
-
-	cancel()
-	select {
-	case code := <-done:
-		assert.Equal(t, exitOK, code, stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
 }
 
 // TestServeTLSPrintsHTTPSPorts: with --tls the JSON also names each node's
 // HTTPS port, and the HTTP bootstrap string uses them.
 func TestServeTLSPrintsHTTPSPorts(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--tls", "--json", "--nodes", "2", "--vbuckets", "16"},
-			&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
-	}()
-	waitFor(t, 20*time.Second, "serve's JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
-	var info serveInfo
-	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &info), stdout.String())
+	info, stop := startServe(t, "--tls", "--json", "--nodes", "2", "--vbuckets", "16")
+	defer stop()
 	require.Len(t, info.HTTPS, 2)
 	assert.Equal(t, "couchbases://"+info.HTTPS[0]+"=http,"+info.HTTPS[1]+"=http/default", info.HTTPConnStr)
 	assert.Empty(t, info.MemcachedBucket)
-	cancel()
-	select {
-	case code := <-done:
-		assert.Equal(t, exitOK, code, stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
 }
 
 func TestServeMemcachedBucketNameClash(t *testing.T) {
@@ -288,4 +246,32 @@ func TestServeMemcachedBucketNameClash(t *testing.T) {
 		&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr.String(), "--memcached-bucket")
+}
+
+// startServe runs serve in-process with args (--json among them) and
+// returns what it printed; stop cancels it and checks it exits 0.
+func startServe(t *testing.T, args ...string) (info serveInfo, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve"}, args...),
+			&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	}()
+	stop = func() {
+		cancel()
+		select {
+		case code := <-done:
+			assert.Equal(t, exitOK, code, stderr.String())
+		case <-time.After(20 * time.Second):
+			t.Fatal("serve did not stop")
+		}
+	}
+	waitFor(t, 20*time.Second, "serve's JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
+	if err := json.Unmarshal([]byte(stdout.String()), &info); err != nil {
+		stop()
+		t.Fatalf("serve's JSON: %v: %s", err, stdout.String())
+	}
+	return info, stop
 }
