@@ -42,8 +42,10 @@
 //     form, SDK RFC 26's; the Java SDK hashes IPv6 hosts without
 //     brackets). gocbcore v10.8 hashes "couchbase://host:port" instead
 //     (with TLS, "couchbases://" and the TLS port), which places 754 of the
-//     corpus's 1024 keys elsewhere; the corpus's gocbcore expectations
-//     predate that form. Two nodes with the same "host:port" are rejected:
+//     corpus's 1024 keys elsewhere, and takes the ring's server index (into
+//     the names sorted) as an index into the servers in config order (the
+//     reftest module checks both against gocbcore); the corpus's gocbcore
+//     expectations predate that form. Two nodes with the same "host:port" are rejected:
 //     the ring would place no key on one of them.
 //   - A global (bucketless) config has no vBucketServerMap: it parses, lists
 //     the nodes and routes nothing (ErrNoVbucketMap).
