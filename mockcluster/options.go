@@ -42,10 +42,11 @@ type Options struct {
 	// a network namespace of its own passes an address that exists there
 	// (chaos/netchaos does).
 	Host string
-	// TLS adds a TLS listener (kvSSL) to every node, with a certificate for
-	// Host, 127.0.0.1 and localhost signed by a CA generated at start (see
-	// Cluster.RootCAs and Cluster.CACertPEM). ConnString then names the TLS
-	// ports with "couchbases://".
+	// TLS adds a TLS KV listener (kvSSL) and an HTTPS REST listener
+	// (mgmtSSL) to every node, with a certificate for Host, 127.0.0.1 and
+	// localhost signed by a CA generated at start (see Cluster.RootCAs and
+	// Cluster.CACertPEM). ConnString then names the TLS ports with
+	// "couchbases://", HTTPConnString the HTTPS ones.
 	TLS bool
 	// Clock is the source of the cluster's time (time.Now when nil); nodes
 	// call it from their connection goroutines, so it must be safe for
