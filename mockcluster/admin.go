@@ -296,7 +296,15 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) {
 	}
 	var ver memdx.ClusterConfigVersion
 	var body, snappyBody []byte
-	if b := cn.bucket.Load(); b != nil {
+	if b := cn.bucket.Load(); b != nil && b.memcached() {
+		// kv_engine answers KEY_ENOENT when it holds no config for the
+		// bucket (daemon/protocol/mcbp/cluster_config_executor.cc), and
+		// ns_server gives it none for a memcached bucket (its
+		// terse_bucket_info_uploader.erl starts only for couchbase
+		// buckets): clients bootstrap a memcached bucket over HTTP.
+		cn.fail(p, memdx.StatusKeyNotFound, "")
+		return
+	} else if b != nil {
 		s := b.snap.Load()
 		ver, body, snappyBody = s.version(), s.json[cn.n.id], s.snappy[cn.n.id]
 	} else {
@@ -344,21 +352,34 @@ func (cn *conn) stat(p *memdx.Packet) {
 	cn.ok(p)
 }
 
-// itemCount counts the live documents in the vbuckets node owns.
+// itemCount counts the live documents in the vbuckets node owns (in its
+// store, for a memcached bucket).
 func (b *Bucket) itemCount(node int, now time.Time) int {
+	if b.memcached() {
+		if v, ok := b.stores.Load(node); ok {
+			return v.(*vbucket).liveCount(now)
+		}
+		return 0
+	}
 	s := b.snap.Load()
 	n := 0
 	for i, vb := range b.vbs {
-		if s.chains[i][0] != node {
-			continue
+		if s.chains[i][0] == node {
+			n += vb.liveCount(now)
 		}
-		vb.mu.Lock()
-		for _, d := range vb.docs {
-			if !d.expired(now) {
-				n++
-			}
+	}
+	return n
+}
+
+// liveCount counts the vbucket's documents that have not expired.
+func (vb *vbucket) liveCount(now time.Time) int {
+	vb.mu.Lock()
+	defer vb.mu.Unlock()
+	n := 0
+	for _, d := range vb.docs {
+		if !d.expired(now) {
+			n++
 		}
-		vb.mu.Unlock()
 	}
 	return n
 }

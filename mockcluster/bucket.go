@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // Errors returned by the management API.
@@ -37,17 +38,21 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("mockcluster: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// Bucket is a couchbase bucket of the cluster. Its methods are safe for
-// concurrent use.
+// Bucket is a bucket of the cluster: a couchbase bucket or a memcached
+// bucket (Type). Its methods are safe for concurrent use.
 type Bucket struct {
 	c           *Cluster
 	name        string
 	uuid        string
+	typ         BucketType
 	numVbs      int
 	numReplicas int
 	vbs         []*vbucket
-	snap        atomic.Pointer[bucketSnap]
-	removed     atomic.Bool
+	// stores are a memcached bucket's documents, one store per node (node
+	// id -> *vbucket): each node keeps what clients sent it.
+	stores  sync.Map
+	snap    atomic.Pointer[bucketSnap]
+	removed atomic.Bool
 
 	// guarded by c.mu
 	nextScopeID      uint32
@@ -69,6 +74,10 @@ type bucketSnap struct {
 	// otherwise.
 	fwd      [][]int
 	manifest *manifest
+	// ring places a memcached bucket's keys on servers (nil for a
+	// couchbase bucket, or when the bucket has no server): its server
+	// index is an index into servers.
+	ring *vbmap.Ketama
 	// json is the config as each node serves it (thisNode differs); snappy
 	// is the same config snappy-compressed, for SnappyEverywhere clients.
 	json, snappy map[int][]byte
@@ -93,6 +102,9 @@ type vbucket struct {
 	tombs     map[string]*document // deleted documents that kept xattrs
 	mutations map[string]uint64
 	pending   map[string]*syncWrite
+	// memcached marks a memcached bucket's store: default_engine keeps no
+	// seqnos and no tombstones.
+	memcached bool
 }
 
 // failoverEntry is an earlier branch of a vbucket's history: its UUID and
@@ -134,7 +146,7 @@ func (d *document) locked(now time.Time) bool {
 func newBucket(c *Cluster, o BucketOptions) *Bucket {
 	var u [16]byte
 	_, _ = rand.Read(u[:])
-	b := &Bucket{c: c, name: o.Name, uuid: hex.EncodeToString(u[:]), numVbs: o.NumVbuckets,
+	b := &Bucket{c: c, name: o.Name, uuid: hex.EncodeToString(u[:]), typ: o.Type, numVbs: o.NumVbuckets,
 		numReplicas: o.NumReplicas, nextScopeID: 8, nextCollectionID: 8}
 	b.vbs = make([]*vbucket, o.NumVbuckets)
 	for i := range b.vbs {
@@ -156,7 +168,13 @@ func (b *Bucket) Name() string { return b.name }
 // UUID returns the bucket's uuid as it appears in its config.
 func (b *Bucket) UUID() string { return b.uuid }
 
-// NumVbuckets returns the number of vbuckets.
+// Type returns the bucket's type.
+func (b *Bucket) Type() BucketType { return b.typ }
+
+// memcached reports whether b is a memcached bucket.
+func (b *Bucket) memcached() bool { return b.typ == MemcachedBucket }
+
+// NumVbuckets returns the number of vbuckets (0 for a memcached bucket).
 func (b *Bucket) NumVbuckets() int { return b.numVbs }
 
 // NumReplicas returns the number of replicas.
@@ -201,8 +219,28 @@ func copyChains(in [][]int) [][]int {
 }
 
 // VbucketForKey returns the vbucket a key maps to (CRC32 as Couchbase
-// defines it).
-func (b *Bucket) VbucketForKey(key []byte) uint16 { return vbucketForKey(key, b.numVbs) }
+// defines it); 0 in a memcached bucket, which has no vbuckets (clients
+// send 0).
+func (b *Bucket) VbucketForKey(key []byte) uint16 {
+	if b.memcached() {
+		return 0
+	}
+	return vbucketForKey(key, b.numVbs)
+}
+
+// storeFor returns the store of key: its vbucket in a couchbase bucket,
+// the store of the node the ketama ring gives it in a memcached bucket
+// (nil when the bucket has no server).
+func (b *Bucket) storeFor(key string) *vbucket {
+	if !b.memcached() {
+		return b.vbs[vbucketForKey([]byte(key), b.numVbs)]
+	}
+	id := b.NodeForKey([]byte(key))
+	if id < 0 {
+		return nil
+	}
+	return b.nodeStore(id)
+}
 
 // vbucketForKey hashes a key the way Couchbase clients do: CRC32 (IEEE),
 // bits 16..30, modulo the vbucket count.
@@ -229,13 +267,18 @@ type Document struct {
 
 // Get returns the committed document at scope.collection/key. It reports
 // false when there is none (or it expired, or the collection is unknown).
+// In a memcached bucket it looks on the node NodeForKey names, where a
+// client that routes by the config's ketama ring stores the key.
 func (b *Bucket) Get(scope, collection, key string) (Document, bool) {
 	cid, ok := b.snap.Load().manifest.lookup(scope, collection)
 	if !ok {
 		return Document{}, false
 	}
-	vbid := vbucketForKey([]byte(key), b.numVbs)
-	vb := b.vbs[vbid]
+	vbid := b.VbucketForKey([]byte(key))
+	vb := b.storeFor(key)
+	if vb == nil {
+		return Document{}, false
+	}
 	mk := mapKey(cid, key)
 	now := b.c.clock.Now()
 	vb.mu.Lock()
@@ -254,7 +297,8 @@ func (b *Bucket) Get(scope, collection, key string) (Document, bool) {
 
 // Set stores a document directly (as an unconditional SET would, keeping
 // its xattrs), for seeding test data. It returns the new CAS. It is counted
-// in MutationCount.
+// in MutationCount. In a memcached bucket it stores on the node
+// NodeForKey names.
 func (b *Bucket) Set(scope, collection, key string, value []byte, flags uint32, expiry time.Duration) (uint64, error) {
 	cid, ok := b.snap.Load().manifest.lookup(scope, collection)
 	if !ok {
@@ -263,7 +307,10 @@ func (b *Bucket) Set(scope, collection, key string, value []byte, flags uint32, 
 	if key == "" || len(key) > maxKeyLen {
 		return 0, invalidf("key length %d is not in 1..%d", len(key), maxKeyLen)
 	}
-	vb := b.vbs[vbucketForKey([]byte(key), b.numVbs)]
+	vb := b.storeFor(key)
+	if vb == nil {
+		return 0, fmt.Errorf("%w: memcached bucket %q has no server", ErrNotFound, b.name)
+	}
 	now := b.c.clock.Now()
 	var exp uint32
 	if expiry > 0 {
@@ -293,15 +340,22 @@ func (b *Bucket) MutationCount(scope, collection, key string) uint64 {
 	if !ok {
 		return 0
 	}
-	vb := b.vbs[vbucketForKey([]byte(key), b.numVbs)]
+	vb := b.storeFor(key)
+	if vb == nil {
+		return 0
+	}
 	vb.mu.Lock()
 	defer vb.mu.Unlock()
 	return vb.mutations[mapKey(cid, key)]
 }
 
 // VbucketUUID returns the current UUID of a vbucket (it changes on
-// failover).
+// failover). A memcached bucket answers the constant its mutation tokens
+// carry (0xdeadbeef, as default_engine does).
 func (b *Bucket) VbucketUUID(vb uint16) uint64 {
+	if b.memcached() {
+		return memcachedVbucketUUID
+	}
 	v := b.vbs[vb]
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -329,12 +383,23 @@ func (vb *vbucket) nextCas(now time.Time) uint64 {
 	return cas
 }
 
+// nextSeqno gives a mutation its seqno: the vbucket's next. A memcached
+// bucket's store has none: default_engine reports seqno 0 for every
+// mutation and item (engines/default_engine/default_engine.cc,
+// get_item_info and remove).
+func (vb *vbucket) nextSeqno() uint64 {
+	if vb.memcached {
+		return 0
+	}
+	vb.seqno++
+	return vb.seqno
+}
+
 // store installs d as the new version of mk: it takes a new CAS and seqno
 // and counts the mutation. vb.mu must be held.
 func (vb *vbucket) store(mk string, d *document, now time.Time) {
 	d.cas = vb.nextCas(now)
-	vb.seqno++
-	d.seqno = vb.seqno
+	d.seqno = vb.nextSeqno()
 	vb.docs[mk] = d
 	delete(vb.tombs, mk)
 	vb.mutations[mk]++
@@ -344,9 +409,14 @@ func (vb *vbucket) store(mk string, d *document, now time.Time) {
 // goes): it takes a new CAS and seqno and counts the mutation. vb.mu must
 // be held.
 func (vb *vbucket) storeTomb(mk string, d *document, now time.Time) {
+	if vb.memcached {
+		// default_engine keeps no deleted documents (keep_deleted is off):
+		// storing one unlinks the key (default_engine.cc, store).
+		vb.drop(mk, d, now)
+		return
+	}
 	d.cas = vb.nextCas(now)
-	vb.seqno++
-	d.seqno = vb.seqno
+	d.seqno = vb.nextSeqno()
 	d.deleted = true
 	d.value, d.snappy, d.datatype, d.lockedUntil = nil, nil, 0, time.Time{}
 	delete(vb.docs, mk)
@@ -369,11 +439,11 @@ func (vb *vbucket) remove(mk string, now time.Time) (cas, seqno uint64) {
 		}
 	}
 	cas = vb.nextCas(now)
-	vb.seqno++
+	seqno = vb.nextSeqno()
 	delete(vb.docs, mk)
 	delete(vb.tombs, mk)
 	vb.mutations[mk]++
-	return cas, vb.seqno
+	return cas, seqno
 }
 
 // lockedCas is the CAS a GET of a locked document returns.

@@ -38,6 +38,9 @@ type Cluster struct {
 	// syncFired, when set (tests only), runs in a sync-write timer's
 	// callback after the timer fired and before it takes mu.
 	syncFired func()
+	// changed is closed, and replaced, whenever a config is published: the
+	// HTTP config streams wait on it.
+	changed chan struct{}
 
 	disabled       map[memdx.HelloFeature]bool
 	syncWriteDelay atomic.Int64
@@ -80,7 +83,7 @@ func New(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{opts: o, clock: newClock(o.Clock), buckets: make(map[string]*Bucket),
-		users: make(map[string]*user), epoch: 1, name: "mockcluster",
+		users: make(map[string]*user), epoch: 1, name: "mockcluster", changed: make(chan struct{}),
 		disabled: make(map[memdx.HelloFeature]bool), timers: make(map[*time.Timer]func())}
 	c.uuid = fmt.Sprintf("%016x%016x", randUint64(), randUint64())
 	c.syncWriteDelay.Store(int64(o.SyncWriteDelay))
@@ -194,6 +197,38 @@ func (c *Cluster) TLSAddrs() []string {
 	return c.addrs(func(n *Node) int { return n.tlsPort })
 }
 
+// MgmtAddrs returns the cluster manager (REST, HTTP) addresses of the
+// running nodes, in node order.
+func (c *Cluster) MgmtAddrs() []string {
+	return c.addrs(func(n *Node) int { return n.mgmtPort })
+}
+
+// MgmtTLSAddrs returns the cluster manager HTTPS addresses (mgmtSSL) of
+// the running nodes (nil without Options.TLS).
+func (c *Cluster) MgmtTLSAddrs() []string {
+	if c.tls == nil {
+		return nil
+	}
+	return c.addrs(func(n *Node) int { return n.mgmtTLSPort })
+}
+
+// HTTPConnString returns a connection string that bootstraps over HTTP
+// only, naming every running node's REST port with RFC 0011's "=http"
+// type: "couchbase://127.0.0.1:p1=http,127.0.0.1:p2=http" (Options.Host
+// in place of 127.0.0.1 when set), or with Options.TLS "couchbases://"
+// and the HTTPS (mgmtSSL) ports, each still "=http" (libcouchbase's form:
+// the scheme says TLS, the type says the port speaks HTTP).
+func (c *Cluster) HTTPConnString() string {
+	scheme, addrs := "couchbase://", c.MgmtAddrs()
+	if c.tls != nil {
+		scheme, addrs = "couchbases://", c.MgmtTLSAddrs()
+	}
+	for i := range addrs {
+		addrs[i] += "=http"
+	}
+	return scheme + strings.Join(addrs, ",")
+}
+
 func (c *Cluster) addrs(port func(*Node) int) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -268,9 +303,9 @@ func (c *Cluster) Buckets() []*Bucket {
 	return out
 }
 
-// AddBucket creates a couchbase bucket spread over the nodes that hold
-// data (balanced map, replicas on the following nodes) and publishes its
-// config.
+// AddBucket creates a bucket and publishes its config: a couchbase bucket
+// spread over the nodes that hold data (balanced map, replicas on the
+// following nodes), or a memcached bucket served by those nodes.
 func (c *Cluster) AddBucket(o BucketOptions) (*Bucket, error) {
 	c.mu.Lock()
 	defer c.unlock()
@@ -336,6 +371,7 @@ func (c *Cluster) RemoveBucket(name string) error {
 		}
 	}
 	b.removed.Store(true)
+	c.configChangedLocked() // its HTTP config streams end
 	nodes := append([]*Node(nil), c.nodes...)
 	c.mu.Unlock()
 	for _, n := range nodes {
@@ -379,9 +415,33 @@ func (c *Cluster) publishLocked(b *Bucket, servers []int, chains, fwd [][]int, m
 			s.snappy[n.id] = memdx.CompressSnappy(nil, s.json[n.id])
 		}
 	}
+	if b.memcached() {
+		s.ring = c.ketamaRingLocked(servers)
+		b.dropStores(servers)
+	}
 	b.snap.Store(s)
-	c.notifyBucket(b, s)
+	if !b.memcached() {
+		// ns_server gives kv_engine no config for a memcached bucket, so
+		// no notification carries one (see getClusterConfig).
+		c.notifyBucket(b, s)
+	}
+	c.configChangedLocked()
 	return s
+}
+
+// configChangedLocked wakes whoever waits for the next published config
+// (the HTTP config streams). c.mu must be held.
+func (c *Cluster) configChangedLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// configChanged returns a channel closed when the next config is
+// published.
+func (c *Cluster) configChanged() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
 }
 
 // publishGlobalLocked publishes a new cluster (bucketless) config. c.mu must
@@ -397,6 +457,7 @@ func (c *Cluster) publishGlobalLocked() {
 	}
 	c.global.Store(g)
 	c.notifyGlobal(g)
+	c.configChangedLocked()
 }
 
 // republishAllLocked publishes every bucket again (after a node list
@@ -418,6 +479,9 @@ func (c *Cluster) updateManifest(b *Bucket, edit func(*manifest) error) error {
 	}
 	if b.removed.Load() {
 		return fmt.Errorf("%w: bucket %q", ErrNotFound, b.name)
+	}
+	if b.memcached() {
+		return invalidf("bucket %q is a memcached bucket: it has only the default scope and collection", b.name)
 	}
 	s := b.snap.Load()
 	m := s.manifest.clone()

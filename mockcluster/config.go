@@ -57,6 +57,31 @@ type bucketConfigJSON struct {
 	ClusterName            string              `json:"clusterName"`
 }
 
+// memcachedConfigJSON is a memcached bucket's terse config, field for
+// field in the order a 7.6 server writes one: no vBucketServerMap, no
+// collections manifest, nodeLocator "ketama".
+type memcachedConfigJSON struct {
+	Rev                    int64               `json:"rev"`
+	RevEpoch               int64               `json:"revEpoch"`
+	Name                   string              `json:"name"`
+	NodeLocator            string              `json:"nodeLocator"`
+	BucketType             string              `json:"bucketType"`
+	UUID                   string              `json:"uuid"`
+	URI                    string              `json:"uri"`
+	StreamingURI           string              `json:"streamingUri"`
+	BucketCapabilitiesVer  string              `json:"bucketCapabilitiesVer"`
+	BucketCapabilities     []string            `json:"bucketCapabilities"`
+	Nodes                  []cfgNodeJSON       `json:"nodes"`
+	NodesExt               []cfgNodeExtJSON    `json:"nodesExt"`
+	ClusterCapabilitiesVer []int               `json:"clusterCapabilitiesVer"`
+	ClusterCapabilities    map[string][]string `json:"clusterCapabilities"`
+	ClusterUUID            string              `json:"clusterUUID"`
+	ClusterName            string              `json:"clusterName"`
+}
+
+// memcachedBucketCapabilities are what a 7.6 memcached bucket advertises.
+var memcachedBucketCapabilities = []string{"cbhello", "nodesExt"}
+
 type globalConfigJSON struct {
 	Rev                    int64               `json:"rev"`
 	RevEpoch               int64               `json:"revEpoch"`
@@ -110,6 +135,9 @@ func (c *Cluster) nodeExt(n *Node, thisNode int) cfgNodeExtJSON {
 	if n.tlsPort != 0 {
 		svc["kvSSL"] = n.tlsPort
 	}
+	if n.mgmtTLSPort != 0 {
+		svc["mgmtSSL"] = n.mgmtTLSPort
+	}
 	e := cfgNodeExtJSON{Services: svc, ThisNode: n.id == thisNode}
 	// With the placeholder, the server writes no hostname in nodesExt: the
 	// client uses the host it fetched the config from.
@@ -134,6 +162,9 @@ func (c *Cluster) clusterNodesLocked() []*Node {
 // renderBucketConfig renders the bucket's config as node thisNode serves it.
 // c.mu must be held.
 func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []byte {
+	if b.memcached() {
+		return c.renderMemcachedConfig(b, s, thisNode)
+	}
 	idx := make(map[int]int, len(s.servers))
 	cfg := bucketConfigJSON{
 		Rev: s.rev, RevEpoch: s.epoch, Name: b.name, NodeLocator: "vbucket", BucketType: "membase",
@@ -151,23 +182,14 @@ func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []b
 	}
 	cfg.VBucketServerMap = vbServerMapJSON{HashAlgorithm: "CRC", NumReplicas: b.numReplicas,
 		ServerList: make([]string, 0, len(s.servers))}
-	inBucket := make(map[int]bool, len(s.servers))
 	for i, id := range s.servers {
-		n := c.nodes[id]
 		idx[id] = i
-		inBucket[id] = true
-		cfg.VBucketServerMap.ServerList = append(cfg.VBucketServerMap.ServerList, c.hostPort(n.kvPort))
-		cfg.Nodes = append(cfg.Nodes, cfgNodeJSON{Hostname: c.hostPort(n.mgmtPort),
-			Ports: map[string]int{"direct": n.kvPort}})
-		cfg.NodesExt = append(cfg.NodesExt, c.nodeExt(n, thisNode))
+		cfg.VBucketServerMap.ServerList = append(cfg.VBucketServerMap.ServerList, c.hostPort(c.nodes[id].kvPort))
 	}
 	// Cluster members that hold no part of the bucket follow the bucket's
-	// servers, so that nodesExt[i] and serverList[i] name the same node.
-	for _, n := range c.clusterNodesLocked() {
-		if !inBucket[n.id] {
-			cfg.NodesExt = append(cfg.NodesExt, c.nodeExt(n, thisNode))
-		}
-	}
+	// servers in nodesExt, so that nodesExt[i] and serverList[i] name the
+	// same node.
+	cfg.Nodes, cfg.NodesExt = c.renderNodesLocked(s.servers, thisNode)
 	toIdx := func(chains [][]int) [][]int {
 		out := make([][]int, len(chains))
 		flat := make([]int, 0, len(chains)*(b.numReplicas+1))
@@ -193,6 +215,49 @@ func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []b
 		panic("mockcluster: bucket config does not marshal: " + err.Error())
 	}
 	return out
+}
+
+// renderMemcachedConfig renders a memcached bucket's config as node
+// thisNode serves it: nodes lists the bucket's servers, nodesExt those
+// first (in the same order) and then the other cluster members. c.mu must
+// be held.
+func (c *Cluster) renderMemcachedConfig(b *Bucket, s *bucketSnap, thisNode int) []byte {
+	cfg := memcachedConfigJSON{
+		Rev: s.rev, RevEpoch: s.epoch, Name: b.name, NodeLocator: "ketama", BucketType: "memcached",
+		UUID:                   b.uuid,
+		URI:                    "/pools/default/buckets/" + b.name + "?bucket_uuid=" + b.uuid,
+		StreamingURI:           "/pools/default/bucketsStreaming/" + b.name + "?bucket_uuid=" + b.uuid,
+		BucketCapabilities:     memcachedBucketCapabilities,
+		ClusterCapabilitiesVer: []int{1, 0},
+		ClusterCapabilities:    map[string][]string{},
+		ClusterUUID:            c.uuid,
+		ClusterName:            c.name,
+	}
+	cfg.Nodes, cfg.NodesExt = c.renderNodesLocked(s.servers, thisNode)
+	out, err := json.Marshal(&cfg)
+	if err != nil {
+		panic("mockcluster: memcached bucket config does not marshal: " + err.Error())
+	}
+	return out
+}
+
+// renderNodesLocked renders nodes (the bucket's servers) and nodesExt (the
+// servers first, in the same order, so that nodesExt[i] and nodes[i] name
+// the same node, then the other cluster members). c.mu must be held.
+func (c *Cluster) renderNodesLocked(servers []int, thisNode int) ([]cfgNodeJSON, []cfgNodeExtJSON) {
+	nodes := make([]cfgNodeJSON, 0, len(servers))
+	ext := make([]cfgNodeExtJSON, 0, len(servers))
+	for _, id := range servers {
+		n := c.nodes[id]
+		nodes = append(nodes, cfgNodeJSON{Hostname: c.hostPort(n.mgmtPort), Ports: map[string]int{"direct": n.kvPort}})
+		ext = append(ext, c.nodeExt(n, thisNode))
+	}
+	for _, n := range c.clusterNodesLocked() {
+		if !slices.Contains(servers, n.id) {
+			ext = append(ext, c.nodeExt(n, thisNode))
+		}
+	}
+	return nodes, ext
 }
 
 // renderGlobalConfig renders the cluster (bucketless) config. c.mu must be

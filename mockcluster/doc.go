@@ -20,6 +20,73 @@
 // Cluster.CACertPEM); ConnString then says "couchbases://". Buckets, users,
 // scopes and collections can be added and removed while the cluster runs.
 //
+// A bucket is a couchbase bucket unless BucketOptions.Type says
+// MemcachedBucket (see "Memcached buckets" below).
+//
+// # The cluster manager's REST endpoints
+//
+// Every node also serves the config endpoints of the cluster manager on its
+// mgmt port (Node.MgmtAddr, Cluster.MgmtAddrs) and, with Options.TLS, over
+// HTTPS on its mgmtSSL port (Node.MgmtTLSAddr, Cluster.MgmtTLSAddrs), the
+// ports the configs list as mgmt and mgmtSSL. Cluster.HTTPConnString names
+// them in a connection string that bootstraps over HTTP only
+// ("couchbase://h:p=http,..."). What they serve, as libcouchbase's and
+// gocbcore's HTTP bootstrap ask for it:
+//
+//	GET /pools                                   the pools list, uuid, version
+//	GET /pools/default                           the nodes and the buckets' URI
+//	GET /pools/default/nodeServices              the cluster (bucketless) config
+//	GET /pools/default/nodeServicesStreaming     the same, streamed
+//	GET /pools/default/b/<bucket>                the bucket's terse config ("$HOST")
+//	GET /pools/default/bs/<bucket>               the same, streamed
+//	GET /pools/default/buckets/<bucket>          the bucket's config, host filled in
+//	GET /pools/default/bucketsStreaming/<bucket> the same, streamed
+//
+// Requests authenticate with HTTP Basic auth as the cluster's users (401
+// otherwise); a bucket endpoint needs a user that may use the bucket (403,
+// naming the missing permission, as ns_server answers; checked before the
+// bucket's existence, 404). A streamed endpoint answers with chunked
+// transfer encoding: the node's current config, then every newer one as
+// soon as it is published (each rebalance start, step and end, failover,
+// node added or removed, collection change), each followed by
+// "\n\n\n\n", until the client leaves, the node stops or the bucket is
+// removed. The verbose endpoints serve the same fields as the terse ones,
+// with "$HOST" replaced by the host the request came to (what a server
+// writes for nodes known by a loopback address), not the verbose
+// statistics.
+//
+// # Memcached buckets
+//
+// A bucket with Type MemcachedBucket is served as Couchbase Server serves
+// one, whose engine is kv_engine's default_engine (memcached.go names the
+// file behind each answer):
+//
+//   - Its config has nodeLocator "ketama", bucketType "memcached",
+//     bucketCapabilities cbhello and nodesExt, nodes (the nodes that serve
+//     it) and nodesExt, and no vBucketServerMap. It is served over REST
+//     only: GET_CLUSTER_CONFIG on it answers KEY_ENOENT and no cluster-map
+//     notification carries it, since ns_server gives kv_engine configs for
+//     couchbase buckets only. Clients bootstrap a memcached bucket over
+//     HTTP.
+//   - Each node keeps the documents clients send it; clients place keys
+//     with the config's ketama ring, and so does Bucket.NodeForKey (which
+//     Bucket.Get and Bucket.Set use), hashing each node's
+//     "Options.Host:kvport" (Options.ConfigHost when set) as libcouchbase
+//     does. A node failed over or removed takes its keys with it; a node
+//     rebalanced in starts empty. During a rebalance the bucket keeps its
+//     nodes (nodesExt lists the new ones); the rebalance's end adds them.
+//   - Requests use vbucket 0 (another answers NOT_MY_VBUCKET, as does a
+//     node that does not serve the bucket, with no config in the body) and
+//     the default collection (another answers UNKNOWN_COLLECTION against
+//     manifest uid 0; scopes and collections cannot be added).
+//   - GET, SET, ADD, REPLACE, DELETE, APPEND, PREPEND, INCREMENT,
+//     DECREMENT, TOUCH, GAT, GET_LOCKED, UNLOCK_KEY, GET_META and
+//     sub-document commands are served. Mutation tokens carry vbucket UUID
+//     0xdeadbeef and seqno 0; values over 1 MiB answer E2BIG; values are
+//     kept and returned inflated; a delete leaves no tombstone.
+//   - Durable writes, GET_REPLICA and replica lookups, and range scans
+//     answer NOT_SUPPORTED; OBSERVE and OBSERVE_SEQNO UNKNOWN_COMMAND.
+//
 // # What a test can do
 //
 //   - Data: Bucket.Get reads a stored document (value, flags, CAS, expiry,
@@ -131,9 +198,8 @@
 //     node is on the same host (Options.Host), so a client that substitutes the host it
 //     connected to reaches every node. Options.ConfigHost writes a literal
 //     host instead. nodesExt lists the bucket's servers first, in serverList
-//     order, then the other cluster members. Each node's mgmt port serves
-//     /pools/default/b/<bucket> and /pools/default/nodeServices with basic
-//     auth, nothing else.
+//     order, then the other cluster members. With TLS nodesExt also lists
+//     kvSSL and mgmtSSL. The REST endpoints are described above.
 //   - Cluster-map change notifications (magic 0x82, opcode 0x01, key the
 //     bucket name or empty for the cluster config, 16 bytes of extras:
 //     epoch then revision, value the config or nothing for Brief) go to
@@ -230,7 +296,8 @@
 //     deleted=1; a removed document without one answers KEY_ENOENT.
 //   - Sub-document commands (the single-path opcodes 0xc5-0xcf, 0xd2, 0xd3
 //     and SUBDOC_MULTI_LOOKUP / SUBDOC_MULTI_MUTATION) follow kv_engine's
-//     docs/SubDocument.md and its validators and executors: subdoc.go,
+//     docs/SubDocument.md and its validators and executors: subdoc.go
+//     (opcodes and validation), subdoc_lookup.go, subdoc_mutate.go,
 //     subdoc_path.go (paths), subdoc_json.go (the JSON edits, which splice
 //     text as subjson does) and xattr.go say what is followed and where the
 //     mock approximates. A document keeps its xattrs apart from its body;
@@ -244,11 +311,16 @@
 //   - Malformed input never crashes a node: a header the codec rejects
 //     (unknown magic, body over the 20 MiB + 64 KiB limit, lengths that do
 //     not fit) or a response magic from the client closes the connection;
-//     malformed requests answer EINVAL.
+//     malformed requests answer EINVAL. memcached's text protocol is not
+//     spoken: once 24 bytes of it arrived, their magic closes the
+//     connection (a shorter text request waits for the rest of a header,
+//     as kv_engine's does).
+//   - A client that connects as memcached:// would (no SELECT_BUCKET) gets
+//     NO_BUCKET for data commands once authenticated, EACCESS before.
 //
 // # What the mock does not do
 //
-// Memcached (ketama) buckets, DCP and the other commands not listed above
+// DCP and the other commands not listed above
 // (they answer UNKNOWN_COMMAND); tombstones other than those that keep
 // xattrs (an expired document with system xattrs is removed outright);
 // binary xattr values; system-xattr privileges (every user may touch them);

@@ -13,28 +13,35 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 )
 
-// Node is one node of the cluster: a KV listener (plus a TLS one with
-// Options.TLS) on Options.Host (127.0.0.1 by default) and a minimal management (HTTP) listener that
-// serves the terse bucket configs. Its methods are safe for concurrent use.
+// Node is one node of the cluster: a KV listener and a cluster manager
+// (REST) listener, plus a TLS one of each with Options.TLS, on
+// Options.Host (127.0.0.1 by default). The REST listener serves the config
+// endpoints (see mgmt.go). Its methods are safe for concurrent use.
 type Node struct {
 	c  *Cluster
 	id int
 
 	// Ports are chosen by the OS at first start and kept across restarts.
-	kvPort, tlsPort, mgmtPort int
+	kvPort, tlsPort, mgmtPort, mgmtTLSPort int
 
 	// guarded by c.mu
 	failedOver bool
 
-	mu      sync.Mutex
-	running bool
-	ln      *net.TCPListener
-	tlsRaw  *net.TCPListener
-	tlsLn   net.Listener
-	mgmt    *http.Server
-	mgmtLn  *net.TCPListener
-	conns   map[*conn]struct{}
-	serving bool
+	mu         sync.Mutex
+	running    bool
+	ln         *net.TCPListener
+	tlsRaw     *net.TCPListener
+	tlsLn      net.Listener
+	mgmt       *http.Server
+	mgmtLn     *net.TCPListener
+	mgmtTLSRaw *net.TCPListener
+	conns      map[*conn]struct{}
+	serving    bool
+	// down is closed when the node stops serving: REST handlers (config
+	// streams) end. handlers counts the running ones; a handler starts
+	// only while serving, and stop waits for them.
+	down     chan struct{}
+	handlers sync.WaitGroup
 
 	reqs [256]atomic.Uint64
 
@@ -61,8 +68,17 @@ func (n *Node) TLSAddr() string {
 	return n.hostPort(n.tlsPort)
 }
 
-// MgmtAddr returns the node's management (HTTP) address.
+// MgmtAddr returns the node's cluster manager (REST, HTTP) address.
 func (n *Node) MgmtAddr() string { return n.hostPort(n.mgmtPort) }
+
+// MgmtTLSAddr returns the node's cluster manager HTTPS address (mgmtSSL),
+// or "" without Options.TLS.
+func (n *Node) MgmtTLSAddr() string {
+	if n.mgmtTLSPort == 0 {
+		return ""
+	}
+	return n.hostPort(n.mgmtTLSPort)
+}
 
 // Running reports whether the node is listening.
 func (n *Node) Running() bool { return n.isRunning() }
@@ -179,6 +195,10 @@ func (n *Node) listen() error {
 			return err
 		}
 		n.tlsLn = tls.NewListener(n.tlsRaw, n.c.tls.serverConfig)
+		if err := open(&n.mgmtTLSRaw, &n.mgmtTLSPort); err != nil {
+			n.pauseOrClose(true)
+			return err
+		}
 	}
 	n.running = true
 	return nil
@@ -187,7 +207,7 @@ func (n *Node) listen() error {
 // pauseOrClose stops the listeners accepting: paused (port kept) unless
 // final or the platform cannot; closed otherwise. n.mu must be held.
 func (n *Node) pauseOrClose(final bool) {
-	for _, l := range []**net.TCPListener{&n.ln, &n.mgmtLn, &n.tlsRaw} {
+	for _, l := range []**net.TCPListener{&n.ln, &n.mgmtLn, &n.tlsRaw, &n.mgmtTLSRaw} {
 		if *l == nil {
 			continue
 		}
@@ -212,14 +232,20 @@ func (n *Node) serve() {
 		n.c.wg.Add(1)
 		go n.accept(n.tlsLn)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(n.serveMgmt)}
+	n.down = make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(n.serveMgmt), ErrorLog: n.c.httpErrorLog()}
 	n.mgmt = srv
-	ln := keepOpen{n.mgmtLn}
-	n.c.wg.Add(1)
-	go func() {
-		defer n.c.wg.Done()
-		_ = srv.Serve(ln)
-	}()
+	lns := []net.Listener{keepOpen{n.mgmtLn}}
+	if n.mgmtTLSRaw != nil {
+		lns = append(lns, tls.NewListener(keepOpen{n.mgmtTLSRaw}, n.c.tls.serverConfig))
+	}
+	for _, ln := range lns {
+		n.c.wg.Add(1)
+		go func() {
+			defer n.c.wg.Done()
+			_ = srv.Serve(ln)
+		}()
+	}
 }
 
 // keepOpen lets http.Server.Close stop serving without closing the
@@ -276,6 +302,9 @@ func (n *Node) stop(final bool) {
 	n.running, n.serving = false, false
 	srv := n.mgmt
 	n.mgmt = nil
+	if n.down != nil {
+		close(n.down)
+	}
 	// Pausing or closing the listeners ends the accept loops (and the HTTP
 	// server's), which srv.Close waits for.
 	n.pauseOrClose(final)
@@ -287,6 +316,7 @@ func (n *Node) stop(final bool) {
 	if srv != nil {
 		srv.Close()
 	}
+	n.handlers.Wait()
 	closeConns(conns)
 }
 
@@ -347,39 +377,4 @@ func (n *Node) forget(cn *conn) {
 	n.mu.Lock()
 	delete(n.conns, cn)
 	n.mu.Unlock()
-}
-
-// serveMgmt answers the terse config endpoints of the management service:
-// GET /pools/default/b/<bucket> and /pools/default/nodeServices, with HTTP
-// basic authentication. Everything else is 404.
-func (n *Node) serveMgmt(w http.ResponseWriter, r *http.Request) {
-	name, pass, ok := r.BasicAuth()
-	u := n.c.lookupUser(name)
-	if !ok || u == nil || u.password != pass {
-		w.Header().Set("WWW-Authenticate", `Basic realm="Couchbase Server Admin / REST"`)
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
-		return
-	}
-	const prefix = "/pools/default/b/"
-	var body []byte
-	switch {
-	case r.URL.Path == "/pools/default/nodeServices":
-		if g := n.c.global.Load(); g != nil {
-			body = g.json[n.id]
-		}
-	case len(r.URL.Path) > len(prefix) && r.URL.Path[:len(prefix)] == prefix:
-		bn := r.URL.Path[len(prefix):]
-		b := n.c.Bucket(bn)
-		if b == nil || !u.mayUse(bn) {
-			http.NotFound(w, r)
-			return
-		}
-		body = b.snap.Load().json[n.id]
-	}
-	if body == nil {
-		http.NotFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(body)
 }

@@ -3,6 +3,7 @@ package mockcluster
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -41,10 +42,11 @@ type Options struct {
 	// a network namespace of its own passes an address that exists there
 	// (chaos/netchaos does).
 	Host string
-	// TLS adds a TLS listener (kvSSL) to every node, with a certificate for
-	// Host, 127.0.0.1 and localhost signed by a CA generated at start (see
-	// Cluster.RootCAs and Cluster.CACertPEM). ConnString then names the TLS
-	// ports with "couchbases://".
+	// TLS adds a TLS KV listener (kvSSL) and an HTTPS REST listener
+	// (mgmtSSL) to every node, with a certificate for Host, 127.0.0.1 and
+	// localhost signed by a CA generated at start (see Cluster.RootCAs and
+	// Cluster.CACertPEM). ConnString then names the TLS ports with
+	// "couchbases://", HTTPConnString the HTTPS ones.
 	TLS bool
 	// Clock is the source of the cluster's time (time.Now when nil); nodes
 	// call it from their connection goroutines, so it must be safe for
@@ -88,14 +90,43 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// BucketOptions configure one couchbase bucket.
+// BucketType is the kind of a bucket.
+type BucketType int
+
+const (
+	// CouchbaseBucket is a couchbase ("membase") bucket: vbuckets,
+	// replicas, collections, durability, range scans. The default.
+	CouchbaseBucket BucketType = iota
+	// MemcachedBucket is a memcached bucket, as Couchbase Server serves one
+	// with its default_engine: no vbuckets (clients place keys on the
+	// nodes with the config's ketama ring), no replicas, the default
+	// collection only, no cluster config over KV (clients bootstrap over
+	// HTTP). See the package doc for what it refuses.
+	MemcachedBucket
+)
+
+func (t BucketType) String() string {
+	switch t {
+	case CouchbaseBucket:
+		return "couchbase"
+	case MemcachedBucket:
+		return "memcached"
+	}
+	return "BucketType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// BucketOptions configure one bucket.
 type BucketOptions struct {
 	// Name of the bucket (required).
 	Name string
+	// Type is the bucket's type (CouchbaseBucket when zero).
+	Type BucketType
 	// NumVbuckets is the number of vbuckets (DefaultNumVbuckets when 0).
+	// A memcached bucket has none: leave it 0.
 	NumVbuckets int
 	// NumReplicas is the number of replicas (DefaultNumReplicas when 0; pass
-	// NoReplicas for none).
+	// NoReplicas for none). A memcached bucket has none: leave it 0 (or
+	// NoReplicas).
 	NumReplicas int
 }
 
@@ -146,6 +177,20 @@ func (b BucketOptions) withDefaults() (BucketOptions, error) {
 	}
 	if len(b.Name) > 100 {
 		return b, fmt.Errorf("mockcluster: bucket name %q is longer than 100 bytes", b.Name[:20]+"...")
+	}
+	switch b.Type {
+	case CouchbaseBucket:
+	case MemcachedBucket:
+		if b.NumVbuckets != 0 {
+			return b, fmt.Errorf("mockcluster: bucket %q: a memcached bucket has no vbuckets (NumVbuckets %d)", b.Name, b.NumVbuckets)
+		}
+		if b.NumReplicas != 0 && b.NumReplicas != NoReplicas {
+			return b, fmt.Errorf("mockcluster: bucket %q: a memcached bucket has no replicas (NumReplicas %d)", b.Name, b.NumReplicas)
+		}
+		b.NumReplicas = 0
+		return b, nil
+	default:
+		return b, fmt.Errorf("mockcluster: bucket %q: unknown bucket type %d", b.Name, int(b.Type))
 	}
 	if b.NumVbuckets == 0 {
 		b.NumVbuckets = DefaultNumVbuckets

@@ -13,6 +13,19 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 )
 
+// rangeScan runs RANGE_SCAN_CREATE, _CONTINUE or _CANCEL.
+func (cn *conn) rangeScan(p *memdx.Packet) outcome {
+	switch p.OpCode {
+	case memdx.OpRangeScanCreate:
+		return cn.rangeScanCreate(p)
+	case memdx.OpRangeScanContinue:
+		cn.rangeScanContinue(p)
+	case memdx.OpRangeScanCancel:
+		cn.rangeScanCancel(p)
+	}
+	return outcome{}
+}
+
 // KV range scans: RANGE_SCAN_CREATE, RANGE_SCAN_CONTINUE and
 // RANGE_SCAN_CANCEL as kv_engine serves them (docs/range_scans/*.md,
 // daemon/protocol/mcbp/range_scan_*_executor.cc, engines/ep/src/ep_bucket.cc
@@ -457,6 +470,32 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 	if req.TimeLimitMs > 0 {
 		deadline = now.Add(time.Duration(req.TimeLimitMs) * time.Millisecond)
 	}
+	batch := cn.streamScan(p, sc, req, deadline, extras)
+	rs.mu.Lock()
+	sc.busy = false
+	cancelled := rs.byID[sc.id] != sc
+	done := sc.next >= len(sc.items)
+	if done && !cancelled {
+		delete(rs.byID, sc.id)
+	}
+	rs.mu.Unlock()
+	switch {
+	case cancelled:
+		// Cancelled (or expired) while this continue ran: kv_engine ends
+		// the continue with RANGE_SCAN_CANCELLED.
+		cn.scanResponse(p, memdx.StatusRangeScanCancelled, extras, batch)
+	case done:
+		cn.scanResponse(p, memdx.StatusRangeScanComplete, extras, batch)
+	default:
+		cn.scanResponse(p, memdx.StatusRangeScanMore, extras, batch)
+	}
+}
+
+// streamScan sends the continue's items from where the scan stopped until
+// its item, byte or time limit, in SUCCESS packets of about
+// rangeScanSendSize; it returns the last batch, which goes with the
+// continue's final status. The scan is busy: no other continue touches it.
+func (cn *conn) streamScan(p *memdx.Packet, sc *rangeScan, req memdx.RangeScanContinue, deadline time.Time, extras []byte) []byte {
 	var batch []byte
 	items, sent := uint32(0), uint64(0)
 	// kv_engine counts a key's bytes with its collection prefix, and a
@@ -487,24 +526,7 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 			batch = batch[:0]
 		}
 	}
-	rs.mu.Lock()
-	sc.busy = false
-	cancelled := rs.byID[sc.id] != sc
-	done := sc.next >= len(sc.items)
-	if done && !cancelled {
-		delete(rs.byID, sc.id)
-	}
-	rs.mu.Unlock()
-	switch {
-	case cancelled:
-		// Cancelled (or expired) while this continue ran: kv_engine ends
-		// the continue with RANGE_SCAN_CANCELLED.
-		cn.scanResponse(p, memdx.StatusRangeScanCancelled, extras, batch)
-	case done:
-		cn.scanResponse(p, memdx.StatusRangeScanComplete, extras, batch)
-	default:
-		cn.scanResponse(p, memdx.StatusRangeScanMore, extras, batch)
-	}
+	return batch
 }
 
 // scanResponse appends one continue response. RANGE_SCAN_MORE and

@@ -40,8 +40,10 @@ type Rebalance struct {
 }
 
 // StartRebalance starts a rebalance towards o and publishes, for every
-// bucket, a config whose serverList holds the old and the new nodes and
-// whose vBucketMapForward is the target. Only one rebalance runs at a time.
+// couchbase bucket, a config whose serverList holds the old and the new
+// nodes and whose vBucketMapForward is the target; a memcached bucket
+// keeps its nodes until Finish gives it the rebalance's nodes. Only one
+// rebalance runs at a time.
 func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 	c.mu.Lock()
 	defer c.unlock()
@@ -51,7 +53,100 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 	if c.rebalance != nil {
 		return nil, ErrRebalancing
 	}
-	nodes := o.Nodes
+	nodes, err := c.rebalanceNodesLocked(o.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	r := &Rebalance{c: c, done: make(chan struct{}), pacerStop: make(chan struct{})}
+	if r.targets, r.final, err = c.rebalanceTargetsLocked(o.Targets, nodes); err != nil {
+		return nil, err
+	}
+	for _, id := range r.final {
+		c.nodes[id].failedOver = false
+	}
+	c.rebalance = r
+	c.publishGlobalLocked()
+	for _, name := range c.order {
+		b := c.buckets[name]
+		t := r.targets[b]
+		s := b.snap.Load()
+		if b.memcached() {
+			// The nodes being added serve a memcached bucket once the
+			// rebalance is over: until then its nodes (and ring) stay as
+			// they were, while nodesExt lists every cluster member (a
+			// 7.x memcached config mid-rebalance has more nodesExt than
+			// nodes entries).
+			c.publishLocked(b, s.servers, nil, nil, s.manifest)
+			continue
+		}
+		servers := append([]int(nil), s.servers...)
+		for _, id := range r.final {
+			if !contains(servers, id) {
+				servers = append(servers, id)
+			}
+		}
+		c.publishLocked(b, servers, s.chains, t, s.manifest)
+	}
+	if o.Pace > 0 {
+		c.wg.Add(1)
+		go r.pace(o.Pace)
+	}
+	return r, nil
+}
+
+// rebalanceTargetsLocked computes a rebalance's target map per couchbase
+// bucket (explicit ones checked, balanced over nodes otherwise) and the
+// nodes that hold data at its end, sorted. c.mu must be held.
+func (c *Cluster) rebalanceTargetsLocked(explicit map[string][][]int, nodes []int) (map[*Bucket][][]int, []int, error) {
+	for name := range explicit {
+		if c.buckets[name] == nil {
+			return nil, nil, fmt.Errorf("%w: bucket %q", ErrNotFound, name)
+		}
+		if c.buckets[name].memcached() {
+			return nil, nil, invalidf("bucket %q is a memcached bucket: it has no vbucket map", name)
+		}
+	}
+	targets := make(map[*Bucket][][]int)
+	finalSet := make(map[int]bool)
+	for _, name := range c.order {
+		b := c.buckets[name]
+		if b.memcached() {
+			// A memcached bucket has no map to move: it ends on every
+			// node of the rebalance (it has no entry in targets).
+			for _, id := range nodes {
+				finalSet[id] = true
+			}
+			continue
+		}
+		t := explicit[name]
+		if t == nil {
+			t = balancedMap(nodes, b.numVbs, b.numReplicas)
+		} else {
+			if err := c.checkMap(b, t); err != nil {
+				return nil, nil, err
+			}
+			t = copyChains(t)
+		}
+		targets[b] = t
+		for _, ch := range t {
+			for _, id := range ch {
+				if id >= 0 {
+					finalSet[id] = true
+				}
+			}
+		}
+	}
+	final := make([]int, 0, len(finalSet))
+	for id := range finalSet {
+		final = append(final, id)
+	}
+	sort.Ints(final)
+	return targets, final, nil
+}
+
+// rebalanceNodesLocked checks the nodes a rebalance names (nil: every
+// cluster member) and returns them. c.mu must be held.
+func (c *Cluster) rebalanceNodesLocked(nodes []int) ([]int, error) {
 	if nodes == nil {
 		for _, n := range c.clusterNodesLocked() {
 			nodes = append(nodes, n.id)
@@ -70,59 +165,7 @@ func (c *Cluster) StartRebalance(o RebalanceOptions) (*Rebalance, error) {
 		}
 		seen[id] = true
 	}
-	r := &Rebalance{c: c, targets: make(map[*Bucket][][]int), done: make(chan struct{}), pacerStop: make(chan struct{})}
-	for name := range o.Targets {
-		if c.buckets[name] == nil {
-			return nil, fmt.Errorf("%w: bucket %q", ErrNotFound, name)
-		}
-	}
-	for _, name := range c.order {
-		b := c.buckets[name]
-		t := o.Targets[name]
-		if t == nil {
-			t = balancedMap(nodes, b.numVbs, b.numReplicas)
-		} else {
-			if err := c.checkMap(b, t); err != nil {
-				return nil, err
-			}
-			t = copyChains(t)
-		}
-		r.targets[b] = t
-	}
-	finalSet := make(map[int]bool)
-	for _, t := range r.targets {
-		for _, ch := range t {
-			for _, id := range ch {
-				if id >= 0 {
-					finalSet[id] = true
-				}
-			}
-		}
-	}
-	for id := range finalSet {
-		r.final = append(r.final, id)
-		c.nodes[id].failedOver = false
-	}
-	sort.Ints(r.final)
-	c.rebalance = r
-	c.publishGlobalLocked()
-	for _, name := range c.order {
-		b := c.buckets[name]
-		t := r.targets[b]
-		s := b.snap.Load()
-		servers := append([]int(nil), s.servers...)
-		for _, id := range r.final {
-			if !contains(servers, id) {
-				servers = append(servers, id)
-			}
-		}
-		c.publishLocked(b, servers, s.chains, t, s.manifest)
-	}
-	if o.Pace > 0 {
-		c.wg.Add(1)
-		go r.pace(o.Pace)
-	}
-	return r, nil
+	return nodes, nil
 }
 
 // checkMap checks an explicit target map. c.mu must be held.
@@ -252,7 +295,7 @@ func (r *Rebalance) Finish() error {
 	for _, name := range c.order {
 		b := c.buckets[name]
 		t := r.targets[b]
-		if t == nil {
+		if t == nil && !b.memcached() {
 			continue
 		}
 		c.publishLocked(b, append([]int(nil), r.final...), copyChains(t), nil, b.snap.Load().manifest)

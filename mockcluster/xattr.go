@@ -261,7 +261,10 @@ func (b *Bucket) Xattrs(scope, collection, key string) (xattrs []byte, deleted, 
 	if !found {
 		return nil, false, false
 	}
-	vb := b.vbs[vbucketForKey([]byte(key), b.numVbs)]
+	vb := b.storeFor(key)
+	if vb == nil {
+		return nil, false, false
+	}
 	mk := mapKey(cid, key)
 	now := b.c.clock.Now()
 	vb.mu.Lock()

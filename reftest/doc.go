@@ -2,7 +2,10 @@
 // client, gocbcore v10: gocbcore bootstraps against mockcluster (SCRAM-SHA512,
 // collections, mutation tokens, TLS) and runs its KV operations, including
 // through a rebalance in which it learns the new vbucket owners from
-// NOT_MY_VBUCKET bodies. It checks the mock the same way against a second
+// NOT_MY_VBUCKET bodies; it also bootstraps from the mock's REST ports alone
+// (gocbcore_http_test.go), on a couchbase bucket and on a memcached bucket,
+// whose rebalance it learns from the HTTP config stream. It checks the mock
+// the same way against a second
 // official client, the Couchbase Node.js SDK, whose native part is the C++
 // SDK core that the Python, Ruby, PHP and C++ SDKs share (node_test.go,
 // scripts in node/, the SDK pinned in node/package-lock.json and installed

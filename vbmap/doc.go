@@ -39,7 +39,14 @@
 //     do), those with a non-TLS KV port on the default network. The ring
 //     hashes "host:port" of that port, whatever network or TLS setting the
 //     client connects with, with IPv6 hosts in brackets (libcouchbase's
-//     form; the Java SDK hashes them without brackets).
+//     form, SDK RFC 26's; the Java SDK hashes IPv6 hosts without
+//     brackets). gocbcore v10.8 hashes "couchbase://host:port" instead
+//     (with TLS, "couchbases://" and the TLS port), which places 754 of the
+//     corpus's 1024 keys elsewhere, and takes the ring's server index (into
+//     the names sorted) as an index into the servers in config order (the
+//     reftest module checks both against gocbcore); the corpus's gocbcore
+//     expectations predate that form. Two nodes with the same "host:port" are rejected:
+//     the ring would place no key on one of them.
 //   - A global (bucketless) config has no vBucketServerMap: it parses, lists
 //     the nodes and routes nothing (ErrNoVbucketMap).
 //
@@ -60,6 +67,7 @@
 //     replicas); an entry below -1 or not below len(serverList); a
 //     non-empty vBucketMapForward whose length differs from vBucketMap's;
 //     numVBuckets disagreeing with the map;
+//   - a memcached bucket whose ring would list one "host:port" twice;
 //   - a port outside 0..65535; "$HOST" or a missing nodesExt hostname when
 //     no sourceHost was given; an alternate address without a hostname or
 //     named "default"; a collectionsManifestUid that is not hex.

@@ -290,14 +290,24 @@ func (p *parser) ketama(c *Config, raw *rawConfig, fromExt bool) error {
 		candidates = len(raw.Nodes)
 	}
 	var auth []string
+	seen := make(map[string]int, candidates)
 	for i := 0; i < candidates; i++ {
 		n := &c.nodes[i]
 		if n.Ports.KV <= 0 {
 			continue
 		}
+		a := net.JoinHostPort(n.Hostname, strconv.Itoa(n.Ports.KV))
+		if j, dup := seen[a]; dup {
+			field := "nodes[" + strconv.Itoa(i) + "].ports.direct"
+			if fromExt {
+				field = "nodesExt[" + strconv.Itoa(i) + "].services.kv"
+			}
+			return invalid(field, "ketama server %s is node %d's too: the ring would place no key on one of them", a, j)
+		}
+		seen[a] = i
 		c.servers = append(c.servers, n.clone())
 		c.serverNode = append(c.serverNode, i)
-		auth = append(auth, net.JoinHostPort(n.Hostname, strconv.Itoa(n.Ports.KV)))
+		auth = append(auth, a)
 	}
 	if len(auth) > 0 {
 		k, err := NewKetama(auth)
@@ -329,29 +339,8 @@ func (p *parser) vbuckets(c *Config, raw *rawConfig, fromExt bool) error {
 		}
 	}
 
-	// Servers: each serverList entry resolved to a node.
-	c.servers = make([]Node, len(vs.ServerList))
-	c.serverNode = make([]int, len(vs.ServerList))
-	for i, s := range vs.ServerList {
-		field := f + ".serverList[" + strconv.Itoa(i) + "]"
-		h, ps, err := net.SplitHostPort(s)
-		if err != nil {
-			return &ParseError{Field: field, Reason: strconv.Quote(s) + " is not host:port", Err: err}
-		}
-		port, err := strconv.Atoi(ps)
-		if err != nil || port < 0 || port > 65535 {
-			return invalid(field, "bad port in %q", s)
-		}
-		if h, err = p.host(h, field, false); err != nil {
-			return err
-		}
-		j := matchServer(c.nodes, i, h, port, fromExt)
-		c.serverNode[i] = j
-		if j >= 0 {
-			c.servers[i] = c.nodes[j].clone()
-		} else {
-			c.servers[i] = Node{Hostname: h, Ports: Ports{KV: port}}
-		}
+	if err := p.serverList(c, vs.ServerList, fromExt); err != nil {
+		return err
 	}
 
 	n := len(vs.VBucketMap)
@@ -398,6 +387,35 @@ func (p *parser) vbuckets(c *Config, raw *rawConfig, fromExt bool) error {
 	if len(vs.VBucketMapForward) > 0 {
 		if c.fwd, err = flatten(vs.VBucketMapForward, stride, len(vs.ServerList), f+".vBucketMapForward"); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// serverList resolves each vBucketServerMap.serverList entry to a node
+// (matchServer), making the config's server index space.
+func (p *parser) serverList(c *Config, list []string, fromExt bool) error {
+	c.servers = make([]Node, len(list))
+	c.serverNode = make([]int, len(list))
+	for i, s := range list {
+		field := "vBucketServerMap.serverList[" + strconv.Itoa(i) + "]"
+		h, ps, err := net.SplitHostPort(s)
+		if err != nil {
+			return &ParseError{Field: field, Reason: strconv.Quote(s) + " is not host:port", Err: err}
+		}
+		port, err := strconv.Atoi(ps)
+		if err != nil || port < 0 || port > 65535 {
+			return invalid(field, "bad port in %q", s)
+		}
+		if h, err = p.host(h, field, false); err != nil {
+			return err
+		}
+		j := matchServer(c.nodes, i, h, port, fromExt)
+		c.serverNode[i] = j
+		if j >= 0 {
+			c.servers[i] = c.nodes[j].clone()
+		} else {
+			c.servers[i] = Node{Hostname: h, Ports: Ports{KV: port}}
 		}
 	}
 	return nil

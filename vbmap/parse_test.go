@@ -50,6 +50,8 @@ func TestParseRejects(t *testing.T) {
 		{"verbose hostname bad port", `{"nodes":[{"hostname":"h:99999","ports":{"direct":1}}]}`, "nodes[0].hostname"},
 		{"verbose empty hostname", `{"nodes":[{"hostname":"","ports":{"direct":1}}]}`, "nodes[0].hostname"},
 		{"manifest uid not hex", `{"collectionsManifestUid":"xyz","nodesExt":[{"hostname":"h"}]}`, "collectionsManifestUid"},
+		{"ketama server twice", `{"name":"m","nodeLocator":"ketama","nodesExt":[{"hostname":"h","services":{"kv":11210}},{"hostname":"h","services":{"kv":11210}}]}`, "nodesExt[1].services.kv"},
+		{"verbose ketama server twice", `{"name":"m","nodeLocator":"ketama","nodes":[{"hostname":"h:8091","ports":{"direct":11210}},{"hostname":"h:9000","ports":{"direct":11210}}]}`, "nodes[1].ports.direct"},
 		{"$HOST in serverList without source", `{"name":"b","nodeLocator":"vbucket","nodesExt":[{"hostname":"h","services":{"kv":1}}],"vBucketServerMap":{"serverList":["$HOST:1"],"vBucketMap":[[0]]}}`, "vBucketServerMap.serverList[0]"},
 	}
 	for _, tc := range cases {

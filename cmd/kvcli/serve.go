@@ -18,7 +18,26 @@ type serveInfo struct {
 	Password string   `json:"password"`
 	Bucket   string   `json:"bucket"`
 	Nodes    []string `json:"nodes"`
-	CACert   string   `json:"cacert,omitempty"`
+	// HTTP are the nodes' cluster manager (REST) addresses, one per node,
+	// and HTTPS their HTTPS ones with --tls.
+	HTTP  []string `json:"http"`
+	HTTPS []string `json:"https,omitempty"`
+	// HTTPConnStr bootstraps over HTTP only (RFC 0011's host:port=http).
+	HTTPConnStr string `json:"http_connstr"`
+	// MemcachedBucket is --memcached-bucket's bucket; MemcachedConnStr
+	// reaches it over HTTP, as memcached buckets are bootstrapped.
+	MemcachedBucket  string `json:"memcached_bucket,omitempty"`
+	MemcachedConnStr string `json:"memcached_connstr,omitempty"`
+	CACert           string `json:"cacert,omitempty"`
+}
+
+// serveFlags are serve's settings.
+type serveFlags struct {
+	nodes, vbuckets, replicas int
+	tls                       bool
+	caOut                     string
+	user, password, bucket    string
+	memcachedBucket           string
 }
 
 // cmdServe runs a mock cluster until interrupted. It is long because it
@@ -26,112 +45,168 @@ type serveInfo struct {
 // flags and their checks, the cluster started, its details printed as
 // shell exports or JSON, the wait for Ctrl-C.
 func cmdServe(ctx context.Context, inv *invocation, args []string) int {
-	// serve connects to nothing: it has its own --user, --password and
-	// --bucket (the mock's), so it does not take the global flags.
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	nodes := fs.Int("nodes", mockcluster.DefaultNodes, "number of nodes")
-	vbuckets := fs.Int("vbuckets", mockcluster.DefaultNumVbuckets, "vbuckets of the bucket")
-	replicas := fs.Int("replicas", mockcluster.DefaultNumReplicas, "replicas of the bucket (0 for none, at most 3)")
-	useTLS := fs.Bool("tls", false, "listen with TLS (couchbases://) with a CA generated at start")
-	caOut := fs.String("cacert-out", "", "with --tls: write the CA certificate here (default: a temporary file removed at exit)")
-	user := fs.String("user", mockcluster.DefaultUser, "the mock's user")
-	password := fs.String("password", mockcluster.DefaultPassword, "the mock's password")
-	bucket := fs.String("bucket", mockcluster.DefaultBucket, "the mock's bucket")
-	fs.BoolVar(&inv.g.json, "json", inv.g.json, "print the connection details as one JSON object")
-	fs.BoolVar(&inv.g.verbose, "v", inv.g.verbose, "log the mock's connection errors on stderr")
-	if _, code, ok := inv.parse(fs, args, 0, 0); !ok {
+	sf, code, ok := parseServeFlags(inv, args)
+	if !ok {
 		return code
 	}
-	switch {
-	case *nodes < 1 || *nodes > 64:
-		inv.usageError("--nodes %d: want 1 to 64", *nodes)
-		return exitUsage
-	case *vbuckets < 1 || *vbuckets > 1024:
-		inv.usageError("--vbuckets %d: want 1 to 1024", *vbuckets)
-		return exitUsage
-	case *replicas < 0 || *replicas > 3:
-		inv.usageError("--replicas %d: want 0 to 3", *replicas)
-		return exitUsage
-	case *user == "" || *bucket == "":
-		inv.usageError("--user and --bucket must not be empty")
-		return exitUsage
-	case *caOut != "" && !*useTLS:
-		inv.usageError("--cacert-out needs --tls")
-		return exitUsage
-	}
-	nr := *replicas
-	if nr == 0 {
-		nr = mockcluster.NoReplicas
-	}
-	opts := mockcluster.Options{
-		Nodes:   *nodes,
-		Buckets: []mockcluster.BucketOptions{{Name: *bucket, NumVbuckets: *vbuckets, NumReplicas: nr}},
-		Users:   []mockcluster.User{{Name: *user, Password: *password, Buckets: []string{"*"}}},
-		TLS:     *useTLS,
-	}
-	if inv.g.verbose {
-		opts.Logf = func(format string, args ...any) {
-			fmt.Fprintf(inv.env.stderr, "mockcluster: "+format+"\n", args...)
-		}
-	}
-	mc, err := mockcluster.New(opts)
+	mc, err := mockcluster.New(sf.options(inv))
 	if err != nil {
 		fmt.Fprintf(inv.env.stderr, "kvcli: starting the mock cluster: %v\n", err)
 		return exitError
 	}
 	defer mc.Close()
 
-	info := serveInfo{
-		ConnStr:  mc.ConnString() + "/" + *bucket,
-		User:     *user,
-		Password: *password,
-		Bucket:   *bucket,
-		Nodes:    mc.Addrs(),
-	}
-	if *useTLS {
-		info.Nodes = mc.TLSAddrs()
-		path := *caOut
-		if path == "" {
-			f, err := os.CreateTemp("", "kvcli-serve-ca-*.pem")
-			if err != nil {
-				fmt.Fprintf(inv.env.stderr, "kvcli: writing the CA certificate: %v\n", err)
-				return exitError
-			}
-			path = f.Name()
-			_ = f.Close()
-			defer os.Remove(path)
-		}
-		if err := os.WriteFile(path, mc.CACertPEM(), 0o644); err != nil {
+	info := sf.info(mc)
+	if sf.tls {
+		path, cleanup, err := writeCACert(mc, sf.caOut)
+		if err != nil {
 			fmt.Fprintf(inv.env.stderr, "kvcli: writing the CA certificate: %v\n", err)
 			return exitError
 		}
+		defer cleanup()
 		info.CACert = path
 	}
-
 	if inv.g.json {
 		inv.printJSON(info)
 	} else {
-		w := inv.env.stdout
-		rep := fmt.Sprintf("%d replica", *replicas)
-		if *replicas != 1 {
-			rep += "s"
-		}
-		fmt.Fprintf(w, "# kvcli serve: mock Couchbase cluster, %d node(s), bucket %q (%d vbuckets, %s)\n", *nodes, *bucket, *vbuckets, rep)
-		fmt.Fprintf(w, "# These are the mock's own test credentials, printed on purpose.\n")
-		fmt.Fprintf(w, "export %s=%s\n", envConnStr, shellQuote(info.ConnStr))
-		fmt.Fprintf(w, "export %s=%s\n", envUser, shellQuote(info.User))
-		fmt.Fprintf(w, "export %s=%s\n", envPassword, shellQuote(info.Password))
-		if info.CACert != "" {
-			fmt.Fprintf(w, "export %s=%s\n", envCACert, shellQuote(info.CACert))
-		}
-		fmt.Fprintf(w, "# Paste the lines above into another shell, then: kvcli set hello world; kvcli get hello\n")
-		fmt.Fprintf(w, "# Ctrl-C stops the cluster.\n")
+		printServeInfo(inv.env.stdout, sf, info)
 	}
 	<-ctx.Done()
 	mc.Close()
 	fmt.Fprintf(inv.env.stderr, "kvcli serve: stopped\n")
 	return exitOK
+}
+
+// parseServeFlags reads serve's flags; ok is false when serve must exit
+// with code (usage printed, or a usage error).
+func parseServeFlags(inv *invocation, args []string) (sf serveFlags, code int, ok bool) {
+	// serve connects to nothing: it has its own --user, --password and
+	// --bucket (the mock's), so it does not take the global flags.
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&sf.nodes, "nodes", mockcluster.DefaultNodes, "number of nodes")
+	fs.IntVar(&sf.vbuckets, "vbuckets", mockcluster.DefaultNumVbuckets, "vbuckets of the bucket")
+	fs.IntVar(&sf.replicas, "replicas", mockcluster.DefaultNumReplicas, "replicas of the bucket (0 for none, at most 3)")
+	fs.BoolVar(&sf.tls, "tls", false, "listen with TLS (couchbases://, and HTTPS for the REST endpoints) with a CA generated at start")
+	fs.StringVar(&sf.caOut, "cacert-out", "", "with --tls: write the CA certificate here (default: a temporary file removed at exit)")
+	fs.StringVar(&sf.user, "user", mockcluster.DefaultUser, "the mock's user")
+	fs.StringVar(&sf.password, "password", mockcluster.DefaultPassword, "the mock's password")
+	fs.StringVar(&sf.bucket, "bucket", mockcluster.DefaultBucket, "the mock's bucket")
+	fs.StringVar(&sf.memcachedBucket, "memcached-bucket", "", "also create a memcached bucket of this name (clients bootstrap it over HTTP)")
+	fs.BoolVar(&inv.g.json, "json", inv.g.json, "print the connection details, the nodes' HTTP ports among them, as one JSON object")
+	fs.BoolVar(&inv.g.verbose, "v", inv.g.verbose, "log the mock's connection errors on stderr")
+	if _, code, ok := inv.parse(fs, args, 0, 0); !ok {
+		return sf, code, false
+	}
+	switch {
+	case sf.nodes < 1 || sf.nodes > 64:
+		inv.usageError("--nodes %d: want 1 to 64", sf.nodes)
+	case sf.vbuckets < 1 || sf.vbuckets > 1024:
+		inv.usageError("--vbuckets %d: want 1 to 1024", sf.vbuckets)
+	case sf.replicas < 0 || sf.replicas > 3:
+		inv.usageError("--replicas %d: want 0 to 3", sf.replicas)
+	case sf.user == "" || sf.bucket == "":
+		inv.usageError("--user and --bucket must not be empty")
+	case sf.caOut != "" && !sf.tls:
+		inv.usageError("--cacert-out needs --tls")
+	case sf.memcachedBucket == sf.bucket:
+		inv.usageError("--memcached-bucket %q: the couchbase bucket has that name", sf.memcachedBucket)
+	default:
+		return sf, exitOK, true
+	}
+	return sf, exitUsage, false
+}
+
+// options are the mock cluster's options for these flags.
+func (sf serveFlags) options(inv *invocation) mockcluster.Options {
+	nr := sf.replicas
+	if nr == 0 {
+		nr = mockcluster.NoReplicas
+	}
+	opts := mockcluster.Options{
+		Nodes:   sf.nodes,
+		Buckets: []mockcluster.BucketOptions{{Name: sf.bucket, NumVbuckets: sf.vbuckets, NumReplicas: nr}},
+		Users:   []mockcluster.User{{Name: sf.user, Password: sf.password, Buckets: []string{"*"}}},
+		TLS:     sf.tls,
+	}
+	if sf.memcachedBucket != "" {
+		opts.Buckets = append(opts.Buckets, mockcluster.BucketOptions{Name: sf.memcachedBucket, Type: mockcluster.MemcachedBucket})
+	}
+	if inv.g.verbose {
+		opts.Logf = func(format string, args ...any) {
+			fmt.Fprintf(inv.env.stderr, "mockcluster: "+format+"\n", args...)
+		}
+	}
+	return opts
+}
+
+// info is what serve prints about the running cluster mc.
+func (sf serveFlags) info(mc *mockcluster.Cluster) serveInfo {
+	info := serveInfo{
+		ConnStr:     mc.ConnString() + "/" + sf.bucket,
+		User:        sf.user,
+		Password:    sf.password,
+		Bucket:      sf.bucket,
+		Nodes:       mc.Addrs(),
+		HTTP:        mc.MgmtAddrs(),
+		HTTPConnStr: mc.HTTPConnString() + "/" + sf.bucket,
+	}
+	if sf.tls {
+		info.Nodes = mc.TLSAddrs()
+		info.HTTPS = mc.MgmtTLSAddrs()
+	}
+	if sf.memcachedBucket != "" {
+		info.MemcachedBucket = sf.memcachedBucket
+		info.MemcachedConnStr = mc.HTTPConnString() + "/" + sf.memcachedBucket
+	}
+	return info
+}
+
+// writeCACert writes the cluster's CA certificate to path, or to a
+// temporary file when path is "" (removed by cleanup).
+func writeCACert(mc *mockcluster.Cluster, path string) (written string, cleanup func(), err error) {
+	cleanup = func() {}
+	if path == "" {
+		f, err := os.CreateTemp("", "kvcli-serve-ca-*.pem")
+		if err != nil {
+			return "", cleanup, err
+		}
+		path = f.Name()
+		_ = f.Close()
+		cleanup = func() { os.Remove(path) }
+	}
+	if err := os.WriteFile(path, mc.CACertPEM(), 0o644); err != nil {
+		cleanup()
+		return "", func() {}, err
+	}
+	return path, cleanup, nil
+}
+
+// printServeInfo prints the connection details as shell exports, with
+// comments for the rest.
+func printServeInfo(w io.Writer, sf serveFlags, info serveInfo) {
+	rep := fmt.Sprintf("%d replica", sf.replicas)
+	if sf.replicas != 1 {
+		rep += "s"
+	}
+	fmt.Fprintf(w, "# kvcli serve: mock Couchbase cluster, %d node(s), bucket %q (%d vbuckets, %s)\n", sf.nodes, sf.bucket, sf.vbuckets, rep)
+	fmt.Fprintf(w, "# These are the mock's own test credentials, printed on purpose.\n")
+	fmt.Fprintf(w, "export %s=%s\n", envConnStr, shellQuote(info.ConnStr))
+	fmt.Fprintf(w, "export %s=%s\n", envUser, shellQuote(info.User))
+	fmt.Fprintf(w, "export %s=%s\n", envPassword, shellQuote(info.Password))
+	if info.CACert != "" {
+		fmt.Fprintf(w, "export %s=%s\n", envCACert, shellQuote(info.CACert))
+	}
+	fmt.Fprintf(w, "# REST (cluster manager) ports: %s\n", strings.Join(info.HTTP, " "))
+	if len(info.HTTPS) > 0 {
+		fmt.Fprintf(w, "# REST over HTTPS: %s\n", strings.Join(info.HTTPS, " "))
+	}
+	fmt.Fprintf(w, "# HTTP bootstrap: %s\n", info.HTTPConnStr)
+	if info.MemcachedBucket != "" {
+		fmt.Fprintf(w, "# memcached bucket %q (bootstrapped over HTTP): %s\n", info.MemcachedBucket, info.MemcachedConnStr)
+	}
+	fmt.Fprintf(w, "# Paste the lines above into another shell, then: kvcli set hello world; kvcli get hello\n")
+	fmt.Fprintf(w, "# Ctrl-C stops the cluster.\n")
 }
 
 // shellQuote quotes s for a POSIX shell.

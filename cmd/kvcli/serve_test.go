@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -154,17 +155,13 @@ func TestServeEndToEnd(t *testing.T) {
 // TestServeTLS runs serve in-process with --tls and --json and connects
 // over couchbases:// with the CA it wrote.
 func TestServeTLS(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--tls", "--json", "--nodes", "1", "--user", "app", "--password", "pw-123", "--bucket", "travel"},
-			&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	info, stop := startServe(t, "--tls", "--json", "--nodes", "1", "--user", "app", "--password", "pw-123", "--bucket", "travel")
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
 	}()
-	waitFor(t, 20*time.Second, "serve's JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
-	var info serveInfo
-	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &info), stdout.String())
 	assert.Regexp(t, `^couchbases://127\.0\.0\.1:\d+/travel$`, info.ConnStr)
 	assert.Equal(t, "app", info.User)
 	assert.Equal(t, "pw-123", info.Password, "serve prints the mock's own credentials on purpose")
@@ -183,12 +180,98 @@ func TestServeTLS(t *testing.T) {
 	assert.Contains(t, r.stderr, "TLS handshake failed")
 	assert.Contains(t, r.stderr, "--cacert FILE")
 
-	cancel()
-	select {
-	case code := <-done:
-		assert.Equal(t, exitOK, code, stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stop()
+	stopped = true
 	assert.NoFileExists(t, info.CACert, "the temporary CA file is removed at exit")
+}
+
+// TestServeHTTPPortsAndMemcachedBucket runs serve with --json and
+// --memcached-bucket: the JSON names each node's REST port and a
+// connection string for HTTP bootstrap, and those ports serve both
+// buckets' configs (the memcached bucket's a ketama one) and the
+// streaming endpoint.
+func TestServeHTTPPortsAndMemcachedBucket(t *testing.T) {
+	info, stop := startServe(t, "--json", "--nodes", "2", "--vbuckets", "16", "--memcached-bucket", "cache")
+	defer stop()
+	require.Len(t, info.HTTP, 2)
+	assert.Empty(t, info.HTTPS)
+	assert.Equal(t, "couchbase://"+info.HTTP[0]+"=http,"+info.HTTP[1]+"=http/default", info.HTTPConnStr)
+	assert.Equal(t, "cache", info.MemcachedBucket)
+	assert.Equal(t, "couchbase://"+info.HTTP[0]+"=http,"+info.HTTP[1]+"=http/cache", info.MemcachedConnStr)
+
+	get := func(addr, path string) (*http.Response, []byte) {
+		req, err := http.NewRequest("GET", "http://"+addr+path, nil)
+		require.NoError(t, err)
+		req.SetBasicAuth(info.User, info.Password)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		if strings.Contains(path, "/bs/") {
+			return resp, nil // a stream: the caller reads it
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, body
+	}
+	for _, addr := range info.HTTP {
+		resp, body := get(addr, "/pools/default/b/cache")
+		require.Equal(t, 200, resp.StatusCode, string(body))
+		assert.Contains(t, string(body), `"nodeLocator":"ketama"`)
+		resp, body = get(addr, "/pools/default/b/default")
+		require.Equal(t, 200, resp.StatusCode, string(body))
+		assert.Contains(t, string(body), `"nodeLocator":"vbucket"`)
+	}
+	resp, _ := get(info.HTTP[1], "/pools/default/bs/default")
+	require.Equal(t, 200, resp.StatusCode)
+	first, err := bufio.NewReader(resp.Body).ReadString('}')
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(first, `{"rev":`), first)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestServeTLSPrintsHTTPSPorts: with --tls the JSON also names each node's
+// HTTPS port, and the HTTP bootstrap string uses them.
+func TestServeTLSPrintsHTTPSPorts(t *testing.T) {
+	info, stop := startServe(t, "--tls", "--json", "--nodes", "2", "--vbuckets", "16")
+	defer stop()
+	require.Len(t, info.HTTPS, 2)
+	assert.Equal(t, "couchbases://"+info.HTTPS[0]+"=http,"+info.HTTPS[1]+"=http/default", info.HTTPConnStr)
+	assert.Empty(t, info.MemcachedBucket)
+}
+
+func TestServeMemcachedBucketNameClash(t *testing.T) {
+	var stdout, stderr syncBuffer
+	code := run(context.Background(), []string{"serve", "--memcached-bucket", "default"},
+		&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr.String(), "--memcached-bucket")
+}
+
+// startServe runs serve in-process with args (--json among them) and
+// returns what it printed; stop cancels it and checks it exits 0.
+func startServe(t *testing.T, args ...string) (info serveInfo, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve"}, args...),
+			&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	}()
+	stop = func() {
+		cancel()
+		select {
+		case code := <-done:
+			assert.Equal(t, exitOK, code, stderr.String())
+		case <-time.After(20 * time.Second):
+			t.Fatal("serve did not stop")
+		}
+	}
+	waitFor(t, 20*time.Second, "serve's JSON line", func() bool { return strings.Contains(stdout.String(), "\n") })
+	if err := json.Unmarshal([]byte(stdout.String()), &info); err != nil {
+		stop()
+		t.Fatalf("serve's JSON: %v: %s", err, stdout.String())
+	}
+	return info, stop
 }

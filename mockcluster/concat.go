@@ -1,0 +1,62 @@
+package mockcluster
+
+// APPEND and PREPEND (and their quiet forms).
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+func (cn *conn) concat(p *memdx.Packet) outcome {
+	if len(p.Extras) != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "APPEND/PREPEND take no extras")
+		return outcome{}
+	}
+	f, ok := cn.parseFrames(p, true, false)
+	if !ok {
+		return outcome{}
+	}
+	t, ok := cn.locateMutation(p, f)
+	if !ok {
+		return outcome{}
+	}
+	value, _, _, ok := cn.inValue(p, t)
+	if !ok {
+		return outcome{}
+	}
+	now := cn.c.clock.Now()
+	t.vb.mu.Lock()
+	if !cn.pendingCheck(p, t) {
+		return outcome{}
+	}
+	d := t.vb.live(t.mk, now)
+	st := memdx.StatusNotStored
+	if d != nil {
+		st = casCheck(d, p.Cas, now)
+	}
+	if st == memdx.StatusSuccess && len(d.value)+len(value) > t.b.valueLimit() {
+		st = memdx.StatusTooBig
+	}
+	if st != memdx.StatusSuccess {
+		t.vb.mu.Unlock()
+		cn.fail(p, st, "")
+		return outcome{}
+	}
+	nv := make([]byte, 0, len(d.value)+len(value))
+	if p.OpCode == memdx.OpAppend || p.OpCode == memdx.OpAppendQ {
+		nv = append(append(nv, d.value...), value...)
+	} else {
+		nv = append(append(nv, value...), d.value...)
+	}
+	nd := &document{value: nv, flags: d.flags, expiry: d.expiry, xattrs: d.xattrs}
+	if json.Valid(nv) {
+		nd.datatype = memdx.DatatypeJSON
+	}
+	mk, vb := string(t.mk), t.vb
+	return cn.commitMutation(p, t, f, func(now time.Time) mutResult {
+		vb.store(mk, nd, now)
+		return mutResult{cas: nd.cas, seqno: nd.seqno, vbUUID: vb.uuid}
+	}, func(h *memdx.Packet, r mutResult) { cn.mutated(h, r, nil) })
+}

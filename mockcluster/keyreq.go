@@ -1,0 +1,308 @@
+package mockcluster
+
+// What every document (key) request shares: the opcode table that sends each
+// to its family's file, frame infos, the key's target (vbucket, owner,
+// collection), the value a mutation brings and the CAS and expiry rules.
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// relativeExpiryLimit is the largest expiry read as seconds from now (30
+// days); larger values are absolute Unix times.
+const relativeExpiryLimit = 30 * 24 * 60 * 60
+
+func (cn *conn) handleKV(p *memdx.Packet) outcome {
+	if cn.refuseOnMemcached(p) {
+		return outcome{}
+	}
+	switch p.OpCode {
+	case memdx.OpGet, memdx.OpGetQ, memdx.OpGetK, memdx.OpGetKQ, memdx.OpGetReplica:
+		cn.get(p)
+	case memdx.OpSet, memdx.OpSetQ, memdx.OpAdd, memdx.OpAddQ, memdx.OpReplace, memdx.OpReplaceQ:
+		return cn.store(p)
+	case memdx.OpDelete, memdx.OpDeleteQ:
+		return cn.del(p)
+	case memdx.OpAppend, memdx.OpAppendQ, memdx.OpPrepend, memdx.OpPrependQ:
+		return cn.concat(p)
+	case memdx.OpIncrement, memdx.OpIncrementQ, memdx.OpDecrement, memdx.OpDecrementQ:
+		return cn.counter(p)
+	case memdx.OpTouch, memdx.OpGAT, memdx.OpGATQ:
+		cn.touch(p)
+	case memdx.OpGetLocked:
+		cn.getLocked(p)
+	case memdx.OpUnlockKey:
+		cn.unlock(p)
+	case memdx.OpGetMeta:
+		cn.getMeta(p)
+	case memdx.OpObserveSeqno:
+		cn.observeSeqno(p)
+	case memdx.OpObserve:
+		cn.observe(p)
+	case memdx.OpSubdocGet, memdx.OpSubdocExists, memdx.OpSubdocGetCount, memdx.OpSubdocMultiLookup,
+		memdx.OpSubdocDictAdd, memdx.OpSubdocDictUpsert, memdx.OpSubdocDelete, memdx.OpSubdocReplace,
+		memdx.OpSubdocArrayPushLast, memdx.OpSubdocArrayPushFirst, memdx.OpSubdocArrayInsert,
+		memdx.OpSubdocArrayAddUnique, memdx.OpSubdocCounter, memdx.OpSubdocMultiMutation,
+		memdx.OpSubdocReplaceBodyWithXattr:
+		return cn.subdoc(p)
+	case memdx.OpRangeScanCreate, memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
+		if cn.c.opts.NoRangeScans {
+			cn.fail(p, memdx.StatusUnknownCommand, "")
+			return outcome{}
+		}
+		return cn.rangeScan(p)
+	default:
+		cn.fail(p, memdx.StatusUnknownCommand, "")
+	}
+	return outcome{}
+}
+
+// frames are the frame infos of a request that the mock acts on.
+type frames struct {
+	durable bool
+	level   memdx.DurabilityLevel
+	// timeout is the durability timeout the request gave (0: none given).
+	timeout     time.Duration
+	preserveTTL bool
+}
+
+// parseFrames reads the framing extras. Durability is allowed when
+// mutation, preserve-TTL when ttl; anything else answers EINVAL, unknown
+// ids UNKNOWN_FRAME_INFO. It reports false after answering.
+func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) {
+	var f frames
+	if len(p.FramingExtras) == 0 {
+		return f, true
+	}
+	st := memdx.StatusSuccess
+	var ctx string
+	err := memdx.FrameInfos(p.FramingExtras, func(id uint16, data []byte) error {
+		switch memdx.RequestFrameID(id) {
+		case memdx.FrameBarrier, memdx.FrameOpenTracingContext:
+		case memdx.FrameDurability:
+			if !mutation {
+				st, ctx = memdx.StatusInvalidArgs, "Durability is only valid on mutations"
+				return errStop
+			}
+			level, timeout, err := memdx.DecodeDurabilityFrame(data)
+			if err != nil {
+				st, ctx = memdx.StatusInvalidArgs, err.Error()
+				if len(data) >= 1 && (data[0] == 0 || data[0] > byte(memdx.DurabilityPersistToMajority)) {
+					st = memdx.StatusDurabilityInvalidLevel
+				}
+				return errStop
+			}
+			f.durable, f.level, f.timeout = true, level, time.Duration(timeout)*time.Millisecond
+		case memdx.FramePreserveTTL:
+			if !ttl || len(data) != 0 {
+				st, ctx = memdx.StatusInvalidArgs, "PreserveTTL is not valid here"
+				return errStop
+			}
+			f.preserveTTL = true
+		default:
+			st, ctx = memdx.StatusUnknownFrameInfo, "Unknown frame info id "+strconv.Itoa(int(id))
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && st == memdx.StatusSuccess {
+		st, ctx = memdx.StatusInvalidArgs, err.Error()
+	}
+	if st != memdx.StatusSuccess {
+		cn.fail(p, st, ctx)
+		return f, false
+	}
+	return f, true
+}
+
+type stopErr struct{}
+
+func (stopErr) Error() string { return "stop" }
+
+var errStop error = stopErr{}
+
+// target is where a key request goes: its bucket state, vbucket and the
+// document's key in the vbucket map.
+type target struct {
+	b   *Bucket
+	s   *bucketSnap
+	vb  *vbucket
+	cid uint32
+	// mk aliases the request or the connection's scratch buffer: use it for
+	// lookups only (string(mk) copies it for an insert).
+	mk []byte
+}
+
+// locate checks the key, the vbucket's owner (the active node, or a replica
+// for GET_REPLICA) and the collection. It reports false after answering.
+func (cn *conn) locate(p *memdx.Packet, replica bool) (target, bool) {
+	var t target
+	t.b = cn.bucket.Load()
+	key := p.Key
+	if cn.has(memdx.FeatureCollections) {
+		cid, k, err := memdx.SplitCollectionKey(p.Key)
+		if err != nil {
+			cn.fail(p, memdx.StatusInvalidArgs, "Invalid collection id prefix: "+err.Error())
+			return t, false
+		}
+		t.cid, key, t.mk = cid, k, p.Key
+	} else {
+		cn.scratch = append(append(cn.scratch[:0], 0), p.Key...)
+		t.mk = cn.scratch
+	}
+	if len(key) == 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "Request must include key")
+		return t, false
+	}
+	if len(key) > maxKeyLen {
+		cn.fail(p, memdx.StatusInvalidArgs, "Key length exceeds 250")
+		return t, false
+	}
+	if t.b.memcached() {
+		return cn.locateMemcached(p, t, replica)
+	}
+	t.s = t.b.snap.Load()
+	if int(p.Vbucket) >= t.b.numVbs {
+		cn.nmv(p, t.s)
+		return t, false
+	}
+	chain := t.s.chains[p.Vbucket]
+	owns := false
+	if replica {
+		for _, id := range chain[1:] {
+			owns = owns || id == cn.n.id
+		}
+	} else {
+		owns = chain[0] == cn.n.id
+	}
+	if !owns {
+		cn.nmv(p, t.s)
+		return t, false
+	}
+	if !t.s.manifest.has(t.cid) {
+		cn.failManifest(p, memdx.StatusUnknownCollection, t.s.manifest.uid,
+			"Unknown collection id 0x"+strconv.FormatUint(uint64(t.cid), 16))
+		return t, false
+	}
+	t.vb = t.b.vbs[p.Vbucket]
+	return t, true
+}
+
+// live returns the live document at mk, nil when missing or expired.
+// vb.mu must be held.
+func (vb *vbucket) live(mk []byte, now time.Time) *document {
+	d := vb.docs[string(mk)]
+	if d == nil || d.expired(now) {
+		return nil
+	}
+	return d
+}
+
+// docValue is a document's value as this connection gets it: compressed
+// when it arrived compressed and the client negotiated Snappy.
+func (cn *conn) docValue(d *document) ([]byte, memdx.Datatype) {
+	if d.snappy != nil && cn.has(memdx.FeatureSnappy) {
+		return d.snappy, cn.outDatatype(d.datatype | memdx.DatatypeSnappy)
+	}
+	return d.value, cn.outDatatype(d.datatype)
+}
+
+// locateMutation is locate for a mutation whose frame infos are f: it
+// also refuses a durable write where the bucket cannot make one. It
+// reports false after answering.
+func (cn *conn) locateMutation(p *memdx.Packet, f frames) (target, bool) {
+	t, ok := cn.locate(p, false)
+	if !ok || cn.refuseDurable(p, t, f) {
+		return t, false
+	}
+	return t, true
+}
+
+// locateChecked is locate for a request that is not a mutation: it parses
+// its frame infos as a read's (no durability, no preserve-TTL) first. It
+// reports false after answering the error.
+func (cn *conn) locateChecked(p *memdx.Packet, replica bool) (target, bool) {
+	if _, ok := cn.parseFrames(p, false, false); !ok {
+		return target{}, false
+	}
+	return cn.locate(p, replica)
+}
+
+// inValue reads a mutation's value for t's bucket: it checks the datatype
+// against what was negotiated, inflates a snappy value, copies it out of
+// the read buffer, checks its size and detects JSON as the server does. It
+// reports false after answering. A memcached bucket keeps values inflated
+// only (default_engine's compression mode is off), so it gets no
+// snappyRaw.
+func (cn *conn) inValue(p *memdx.Packet, t target) (value, snappyRaw []byte, dt memdx.Datatype, ok bool) {
+	in := p.Datatype
+	switch {
+	case !in.Valid() || in.Has(memdx.DatatypeXattr):
+		cn.fail(p, memdx.StatusInvalidArgs, "Invalid datatype "+in.String())
+		return nil, nil, 0, false
+	case in.Has(memdx.DatatypeJSON) && !cn.has(memdx.FeatureJSON):
+		cn.fail(p, memdx.StatusInvalidArgs, "Datatype JSON was not negotiated")
+		return nil, nil, 0, false
+	case in.Has(memdx.DatatypeSnappy) && !cn.has(memdx.FeatureSnappy):
+		cn.fail(p, memdx.StatusInvalidArgs, "Datatype Snappy was not negotiated")
+		return nil, nil, 0, false
+	}
+	if in.Has(memdx.DatatypeSnappy) {
+		// Inflating up to the server's limit (not maxValue) lets a value
+		// that is merely too big get E2BIG below, as the server answers.
+		v, err := memdx.DecompressSnappy(nil, p.Value, maxSnappyInflated)
+		if err != nil {
+			cn.fail(p, memdx.StatusInvalidArgs, "Failed to inflate the snappy value: "+err.Error())
+			return nil, nil, 0, false
+		}
+		value, snappyRaw = v, append([]byte(nil), p.Value...)
+	} else {
+		value = append([]byte(nil), p.Value...)
+	}
+	if limit := t.b.valueLimit(); len(value) > limit {
+		cn.fail(p, memdx.StatusTooBig, "Value exceeds "+strconv.Itoa(limit>>20)+" MiB")
+		return nil, nil, 0, false
+	}
+	if t.b.memcached() {
+		snappyRaw = nil
+	}
+	if json.Valid(value) {
+		dt = memdx.DatatypeJSON
+	}
+	return value, snappyRaw, dt, true
+}
+
+// expiry converts a wire expiry to absolute Unix seconds: 0 is never,
+// values up to 30 days are relative, larger ones absolute (one in the past
+// expires at once).
+func expiry(exp uint32, now time.Time) uint32 {
+	switch {
+	case exp == 0:
+		return 0
+	case exp <= relativeExpiryLimit:
+		return uint32(now.Unix()) + exp
+	case int64(exp) <= now.Unix():
+		return uint32(now.Unix())
+	}
+	return exp
+}
+
+// casCheck applies the server's rules for mutating an existing document: a
+// locked document accepts only its lock CAS (LOCKED otherwise); an unlocked
+// one accepts CAS 0 or its current CAS (KEY_EEXISTS otherwise).
+func casCheck(d *document, cas uint64, now time.Time) memdx.Status {
+	if d.locked(now) {
+		if cas != d.cas {
+			return memdx.StatusLocked
+		}
+		return memdx.StatusSuccess
+	}
+	if cas != 0 && cas != d.cas {
+		return memdx.StatusKeyExists
+	}
+	return memdx.StatusSuccess
+}

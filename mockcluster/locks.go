@@ -1,0 +1,97 @@
+package mockcluster
+
+// GET_LOCKED and UNLOCK_KEY.
+
+import (
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Lock times of GET_LOCKED, in seconds (kv_engine's getl_default_timeout
+// and getl_max_timeout).
+const (
+	DefaultLockTime = 15
+	MaxLockTime     = 30
+)
+
+func (cn *conn) getLocked(p *memdx.Packet) {
+	if (len(p.Extras) != 0 && len(p.Extras) != 4) || len(p.Value) != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "GET_LOCKED extras must be empty or the lock time (4 bytes)")
+		return
+	}
+	t, ok := cn.locateChecked(p, false)
+	if !ok {
+		return
+	}
+	lock := uint32(0)
+	if len(p.Extras) == 4 {
+		lock = getUint32(p.Extras)
+	}
+	if lock == 0 || lock > MaxLockTime {
+		lock = DefaultLockTime
+	}
+	now := cn.c.clock.Now()
+	t.vb.mu.Lock()
+	// A lock taken on the committed version would vanish when the pending
+	// sync write commits; kv_engine answers SYNC_WRITE_IN_PROGRESS.
+	if !cn.pendingCheck(p, t) {
+		return
+	}
+	d := t.vb.live(t.mk, now)
+	if d == nil {
+		t.vb.mu.Unlock()
+		cn.fail(p, memdx.StatusKeyNotFound, "")
+		return
+	}
+	if d.locked(now) {
+		t.vb.mu.Unlock()
+		cn.fail(p, memdx.StatusLocked, "The document is already locked")
+		return
+	}
+	nd := *d
+	nd.cas = t.vb.nextCas(now)
+	nd.lockedUntil = now.Add(time.Duration(lock) * time.Second)
+	t.vb.docs[string(t.mk)] = &nd
+	value, dt := cn.docValue(&nd)
+	t.vb.mu.Unlock()
+	var ext [4]byte
+	putUint32(ext[:], nd.flags)
+	cn.reply(p, memdx.StatusSuccess, nd.cas, dt, ext[:], nil, value)
+}
+
+func (cn *conn) unlock(p *memdx.Packet) {
+	if len(p.Extras) != 0 || len(p.Value) != 0 {
+		cn.fail(p, memdx.StatusInvalidArgs, "UNLOCK_KEY takes no extras and no value")
+		return
+	}
+	t, ok := cn.locateChecked(p, false)
+	if !ok {
+		return
+	}
+	now := cn.c.clock.Now()
+	t.vb.mu.Lock()
+	if !cn.pendingCheck(p, t) {
+		return
+	}
+	d := t.vb.live(t.mk, now)
+	st := memdx.StatusSuccess
+	switch {
+	case d == nil:
+		st = memdx.StatusKeyNotFound
+	case !d.locked(now):
+		st = memdx.StatusNotLocked
+	case p.Cas != d.cas:
+		st = memdx.StatusLocked
+	}
+	if st != memdx.StatusSuccess {
+		t.vb.mu.Unlock()
+		cn.fail(p, st, "")
+		return
+	}
+	nd := *d
+	nd.lockedUntil = time.Time{}
+	t.vb.docs[string(t.mk)] = &nd
+	t.vb.mu.Unlock()
+	cn.reply(p, memdx.StatusSuccess, nd.cas, 0, nil, nil, nil)
+}
