@@ -335,11 +335,14 @@ func TestLcbObserveSeqno(t *testing.T) {
 	})
 }
 
-// Durable writes (cbc create -d majority) to keys on every node are
-// stored. libcouchbase sends them in alternative framing on its bootstrap
+// Durable writes: cbc create -d majority to keys on every node is stored.
+// libcouchbase sends these in alternative framing on its bootstrap
 // connection too, whose HELLO does not ask for AltRequestSupport; kv_engine
 // serves them (the feature is informative there), and so does the mock.
-func TestLcbDurableWritesOnEveryNode(t *testing.T) {
+// The other levels and the legacy --persist-to/--replicate-to (polled with
+// OBSERVE_SEQNO) are stored as well; asking for more replicas than the
+// bucket has is refused before anything is sent.
+func TestLcbDurableWrites(t *testing.T) {
 	lcbTransports(t, mockcluster.Options{}, func(t *testing.T, lcb lcbTools, tg lcbTarget, cl *client.Client) {
 		// One key per node; the tools bootstrap from node 0 (the first
 		// host, randomize_nodes=false), so node 0's key goes over the
@@ -353,9 +356,34 @@ func TestLcbDurableWritesOnEveryNode(t *testing.T) {
 				t.Fatalf("node %d: the mock holds %q for %s", node, d.Value, k)
 			}
 		}
+		for _, level := range []string{"majority_and_persist_to_active", "persist_to_majority"} {
+			lcb.cbc(t, tg, "create", "-d", level, "-V", level, level).requireKeyOK(t, level)
+			if d := mockDoc(t, tg.b, level); string(d.Value) != level {
+				t.Fatalf("-d %s: the mock holds %q", level, d.Value)
+			}
+		}
 		if n := mockErrorCount(tg.c, memdx.StatusInvalidArgs); n != 0 {
 			t.Fatalf("the mock answered EINVAL %d times", n)
 		}
+
+		observes := tg.c.RequestCount(memdx.OpObserveSeqno)
+		out := lcb.cbc(t, tg, "create", "--persist-to", "1", "--replicate-to", "1", "-V", "legacy", "legacy")
+		if line := out.keyLine("legacy"); !strings.Contains(line, "Stored. Persisted(2). Replicated(1)") {
+			t.Fatalf("cbc create --persist-to 1 --replicate-to 1 printed %q", line)
+		}
+		if string(mockDoc(t, tg.b, "legacy").Value) != "legacy" {
+			t.Fatal("the legacy durable write is not in the mock")
+		}
+		if tg.c.RequestCount(memdx.OpObserveSeqno) == observes {
+			t.Fatal("the legacy durability sent no OBSERVE_SEQNO")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), lcbRunLimit)
+		defer cancel()
+		b, _ := lcb.command(ctx, tg, "cbc", "create", "--replicate-to", "2", "-V", "v", "too-many").CombinedOutput()
+		if !strings.Contains(string(b), "LCB_ERR_DURABILITY_TOO_MANY") {
+			t.Fatalf("--replicate-to 2 with 1 replica printed:\n%s", b)
+		}
+		requireNoMockDoc(t, tg.b, "too-many")
 	})
 }
 
