@@ -90,7 +90,8 @@ func (o lcbOut) syncToken(t *testing.T, key string) (vb uint16, uuid, seqno uint
 
 // cbc create, cat and rm: what cbc stores the mock holds and kvwire reads
 // (value, flags, datatype, expiry, CAS, mutation token), what kvwire stores
-// cbc reads, and the store modes' failures are the server's statuses.
+// cbc reads, replica reads return the document, and the store modes'
+// failures are the server's statuses.
 func TestLcbCreateCatRemove(t *testing.T) {
 	lcbTransports(t, mockcluster.Options{}, func(t *testing.T, lcb lcbTools, tg lcbTarget, cl *client.Client) {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
@@ -151,6 +152,19 @@ func TestLcbCreateCatRemove(t *testing.T) {
 		if d := mockDoc(t, b, "lcb-doc"); string(d.Value) != `{"a":2}` || !d.Expiry.IsZero() {
 			t.Fatalf("after the replace the mock holds %q, expiry %v", d.Value, d.Expiry)
 		}
+
+		// Replica reads: -r 0 reads the replica, -r all the active copy
+		// and every replica.
+		replicaReads := tg.c.RequestCount(memdx.OpGetReplica)
+		out = lcb.cbc(t, tg, "cat", "-r", "0", "lcb-doc")
+		if out.stdout != `{"a":2}` || tg.c.RequestCount(memdx.OpGetReplica) != replicaReads+1 {
+			t.Fatalf("cbc cat -r 0 printed %q after %d GET_REPLICA", out.stdout, tg.c.RequestCount(memdx.OpGetReplica)-replicaReads)
+		}
+		out = lcb.cbc(t, tg, "cat", "-r", "all", "lcb-doc")
+		if out.stdout != `{"a":2}{"a":2}` || strings.Count(out.stderr, fmt.Sprintf("CAS=%#x", mockDoc(t, b, "lcb-doc").Cas)) != 2 {
+			t.Fatalf("cbc cat -r all printed %q\n%s", out.stdout, out.stderr)
+		}
+		lcb.cbc(t, tg, "cat", "-r", "0", "lcb-missing").requireKeyErr(t, "lcb-missing", "LCB_ERR_DOCUMENT_NOT_FOUND")
 
 		// A named collection.
 		lcb.cbc(t, tg, "create", "--scope", "app", "--collection", "items", "-V", "in app.items", "coll-doc").requireKeyOK(t, "coll-doc")
