@@ -450,14 +450,15 @@ func (cn *conn) configBody(json, snappyJSON []byte) ([]byte, memdx.Datatype) {
 // dispatch handles one request with wmu held.
 func (cn *conn) dispatch(p *memdx.Packet) outcome {
 	switch p.Magic {
-	case memdx.MagicReq:
-	case memdx.MagicReqExt:
-		cn.n.reqs[p.OpCode].Add(1)
-		if !cn.has(memdx.FeatureAltRequests) {
-			cn.fail(p, memdx.StatusInvalidArgs, "Flexible framing (magic 0x08) was not negotiated with HELLO AltRequestSupport")
-			return outcome{}
-		}
-		return cn.control(p)
+	// A request in alternative framing (magic 0x08) is served whatever the
+	// connection's HELLO said: kv_engine's HELLO records AltRequestSupport
+	// as "only informative" (daemon/protocol/mcbp/hello_packet_executor.cc),
+	// Cookie::validate (daemon/cookie.cc) checks only that the magic is a
+	// known one, and McbpValidator::verify_header (daemon/mcbp_validators.cc)
+	// judges the frame infos themselves, never the HELLO. libcouchbase sends
+	// durable writes so on its bootstrap connection, which does not ask for
+	// AltRequestSupport.
+	case memdx.MagicReq, memdx.MagicReqExt:
 	case memdx.MagicServerRes:
 		return outcome{} // the client's reply to a server request: nothing to do
 	default:

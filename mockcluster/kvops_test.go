@@ -724,14 +724,6 @@ func TestMalformedInput(t *testing.T) {
 		cl.write(hdr)
 		cl.expectClosed()
 	})
-	t.Run("alt request without HELLO", func(t *testing.T) {
-		cl := bootstrap(t, addr, DefaultBucket, []memdx.HelloFeature{memdx.FeatureXerror})
-		r := memdx.NewGet([]byte("k"))
-		r.FramingExtras = []byte{0x00}
-		if p := cl.do(r); p.Status != memdx.StatusInvalidArgs {
-			t.Fatalf("%s", p.Status)
-		}
-	})
 	t.Run("answers after earlier requests", func(t *testing.T) {
 		cl := bootstrap(t, addr, "", nil)
 		nr := memdx.NewNoop()

@@ -60,6 +60,15 @@ func (cn *conn) getLocked(p *memdx.Packet) {
 	cn.reply(p, memdx.StatusSuccess, nd.cas, dt, ext[:], nil, value)
 }
 
+// unlock runs UNLOCK_KEY as kv_engine 7.6 does (KVBucket::unlockKey,
+// engines/ep/src/kv_bucket.cc): the lock CAS unlocks a locked document,
+// another CAS answers LOCKED (locked_tmpfail), and a document that exists
+// but is not locked answers NOT_LOCKED (0x0e; the engine gives TMPFAIL
+// instead only when the cluster setting not_locked_returns_tmpfail is on,
+// and it is off by default, daemon/settings.h). What a client sees depends
+// on its HELLO alone, not on the error map version it fetched:
+// Connection::remapErrorCode (daemon/connection.cc) turns both into TMPFAIL
+// for a connection without XERROR (mapStatus).
 func (cn *conn) unlock(p *memdx.Packet) {
 	if len(p.Extras) != 0 || len(p.Value) != 0 {
 		cn.fail(p, memdx.StatusInvalidArgs, "UNLOCK_KEY takes no extras and no value")

@@ -9,10 +9,14 @@
 // official client, the Couchbase Node.js SDK, whose native part is the C++
 // SDK core that the Python, Ruby, PHP and C++ SDKs share (node_test.go,
 // scripts in node/, the SDK pinned in node/package-lock.json and installed
-// by scripts/node-sdk.sh). When a client and the mock disagree, or the two
-// clients expect different things of it, the mock is fixed to do what
-// Couchbase Server (kv_engine's source and docs) does, never bent to a
-// client's quirk.
+// by scripts/node-sdk.sh), and against a third, libcouchbase, the C
+// library of the older Node.js, Python and PHP SDKs, through its cbc,
+// cbc-subdoc and cbc-pillowfight tools run as subprocesses (lcb_*_test.go;
+// built by scripts/libcouchbase.sh from the source in the npm registry's
+// couchbase 3.2.7 package, into a cache outside the repository). When a
+// client and the mock disagree, or the clients expect different things of
+// it, the mock is fixed to do what Couchbase Server (kv_engine's source and
+// docs) does, never bent to a client's quirk.
 //
 // Values cross between the SDKs and kvwire both ways
 // (cross_sdk_values_test.go): documents kvwire writes carry Couchbase's

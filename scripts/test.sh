@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test kvwire has: vet, the race-enabled unit and integration tests
 # of the root module (memdx, errmap, vbmap, retry, conn, client, mockcluster,
-# kvcli), and the reference tests in reftest/: gocbcore and the Couchbase
-# Node.js SDK (its C++ core) against the mock cluster.
+# kvcli), and the reference tests in reftest/: gocbcore, the Couchbase
+# Node.js SDK (its C++ core) and libcouchbase's cbc tools against the mock
+# cluster.
 #
 # The Node.js SDK is installed into reftest/node/node_modules by
 # scripts/node-sdk.sh (npm ci, at the version package-lock.json pins). When
@@ -13,6 +14,15 @@
 # The conformance tests read the shared corpus at ../shared/conformance
 # (README.md, "The conformance corpus"); without it they skip, and this
 # script says how many, loudly, at the end.
+# libcouchbase's cbc, cbc-subdoc and cbc-pillowfight are built from the C
+# source in the npm registry's couchbase 3.2.7 package by
+# scripts/libcouchbase.sh, cached outside the repository (a second run only
+# checks the cache). From an empty cache the build takes minutes: it starts
+# in the background at the lowest CPU priority while the root module is
+# tested, and the reftest step waits for it. When KVWIRE_REQUIRE_LCB=1 (CI
+# sets it through .ci/run) tools that cannot be built fail the run;
+# otherwise the libcouchbase tests skip with a message saying how to run
+# them.
 #
 # memcached (Debian's package) is installed and started on loopback by
 # scripts/memcached.sh. When KVWIRE_REQUIRE_MEMCACHED=1 (CI sets it through
@@ -65,8 +75,22 @@ conformance_summary() {
   fi
 }
 
+# The libcouchbase build, in a session of its own so that a run ending
+# early can stop the whole build (cmake, make, the compilers) with it.
+lcb_dir=$(mktemp -d)
+lcb_pid=
+if [ -f reftest/go.mod ]; then
+  setsid nice -n 19 scripts/libcouchbase.sh >"$lcb_dir/out" 2>"$lcb_dir/log" &
+  lcb_pid=$!
+fi
+
 # An if, not `[ ] &&`: the trap's last status would become the script's.
 cleanup() {
+  if [ -n "$lcb_pid" ] && kill -0 "$lcb_pid" 2>/dev/null; then
+    kill -TERM -- "-$lcb_pid" 2>/dev/null
+    wait "$lcb_pid" 2>/dev/null
+  fi
+  rm -rf "$lcb_dir"
   conformance_summary
   rm -f "$skips"
   if [ "$started" = 1 ]; then scripts/memcached.sh down; fi
@@ -90,7 +114,25 @@ if [ -f reftest/go.mod ]; then
   else
     echo "test.sh: the Node.js SDK could not be installed; its tests will skip" >&2
   fi
-  echo "== reftest (gocbcore and the Node.js SDK against the mock cluster)"
+  echo "== libcouchbase's cbc tools for reftest (scripts/libcouchbase.sh)"
+  lcb_start=$(date +%s)
+  lcb_ok=1
+  wait "$lcb_pid" || lcb_ok=0
+  lcb_pid=
+  if [ "$lcb_ok" = 1 ]; then
+    KVWIRE_LCB_BIN=$(cat "$lcb_dir/out")
+    export KVWIRE_LCB_BIN
+    cat "$lcb_dir/log"
+    echo "libcouchbase's tools in $KVWIRE_LCB_BIN (waited $(($(date +%s) - lcb_start)) s for the build here)"
+  elif [ "${KVWIRE_REQUIRE_LCB:-0}" = 1 ]; then
+    cat "$lcb_dir/log" >&2
+    echo "test.sh: libcouchbase's tools could not be built and KVWIRE_REQUIRE_LCB=1" >&2
+    exit 1
+  else
+    cat "$lcb_dir/log" >&2
+    echo "test.sh: libcouchbase's tools could not be built; their tests will skip" >&2
+  fi
+  echo "== reftest (gocbcore, the Node.js SDK and libcouchbase against the mock cluster)"
   # A nested module: ./... above stops at its go.mod, so it is vetted and
   # linted here, with the root module's staticcheck. The timeout leaves
   # room for the Node.js scripts' own limit (nodeRunLimit, 4 min) to

@@ -1,0 +1,36 @@
+package mockcluster
+
+import (
+	"testing"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// UNLOCK of a document that exists but is not locked answers NOT_LOCKED to
+// every connection that negotiated XERROR, whichever error map version it
+// fetched (or none), as kv_engine 7.6 does; only a connection without
+// XERROR sees TMPFAIL instead (TestLocking).
+func TestUnlockNotLockedWhateverErrorMapVersion(t *testing.T) {
+	c := newCluster(t, Options{})
+	b := c.Bucket(DefaultBucket)
+	k := "never-locked"
+	cas, err := b.Set("", "", k, []byte("v"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := c.Node(ownerOf(b, k)).Addr()
+	for _, version := range []uint16{0, 1, 2} {
+		cl := bootstrap(t, addr, DefaultBucket, []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket})
+		if version > 0 {
+			if p := cl.do(memdx.NewGetErrorMap(version)); p.Status != memdx.StatusSuccess {
+				t.Fatalf("GET_ERROR_MAP %d: %s", version, p.Status)
+			}
+		}
+		if p := cl.do(keyReq(cl, b, memdx.NewUnlock([]byte(k), cas))); p.Status != memdx.StatusNotLocked {
+			t.Errorf("error map version %d: UNLOCK of an unlocked document answered %s, want NOT_LOCKED", version, p.Status)
+		}
+	}
+	if d, _ := b.Get("", "", k); d.Locked || d.Cas != cas {
+		t.Fatalf("the document changed: locked %v, CAS %x (was %x)", d.Locked, d.Cas, cas)
+	}
+}
