@@ -97,35 +97,32 @@ func (g *hookGuard) endSpan(s RequestSpan, at time.Time) {
 
 // valueRecorder asks m for a recorder; an error is logged like a panic and
 // gives a recorder that records nothing.
-func (g *hookGuard) valueRecorder(m Meter, name string, attrs map[string]string) (r ValueRecorder) {
-	r = noopInstrument{}
-	defer g.recovered("Meter.ValueRecorder")
-	got, err := m.ValueRecorder(name, attrs)
-	if err != nil {
-		g.logger.Error("kvwire: a meter refused an instrument; nothing is recorded on it",
-			"metric", name, "err", err)
-		return r
-	}
-	if got != nil {
-		r = got
-	}
-	return r
+func (g *hookGuard) valueRecorder(m Meter, name string, attrs map[string]string) ValueRecorder {
+	return guardedInstrument(g, "Meter.ValueRecorder", name, ValueRecorder(noopInstrument{}),
+		func() (ValueRecorder, error) { return m.ValueRecorder(name, attrs) })
 }
 
 // counter asks m for a counter, as valueRecorder does.
-func (g *hookGuard) counter(m Meter, name string, attrs map[string]string) (c Counter) {
-	c = noopInstrument{}
-	defer g.recovered("Meter.Counter")
-	got, err := m.Counter(name, attrs)
+func (g *hookGuard) counter(m Meter, name string, attrs map[string]string) Counter {
+	return guardedInstrument(g, "Meter.Counter", name, Counter(noopInstrument{}),
+		func() (Counter, error) { return m.Counter(name, attrs) })
+}
+
+// guardedInstrument makes an instrument with mk, giving none when mk fails
+// (logged), panics (recovered) or returns nil.
+func guardedInstrument[I any](g *hookGuard, hook, metric string, none I, mk func() (I, error)) (inst I) {
+	inst = none
+	defer g.recovered(hook)
+	got, err := mk()
 	if err != nil {
 		g.logger.Error("kvwire: a meter refused an instrument; nothing is recorded on it",
-			"metric", name, "err", err)
-		return c
+			"metric", metric, "err", err)
+		return inst
 	}
-	if got != nil {
-		c = got
+	if any(got) != nil {
+		inst = got
 	}
-	return c
+	return inst
 }
 
 func (g *hookGuard) recordValue(r ValueRecorder, v uint64) {

@@ -241,6 +241,44 @@ func (r *reporter) close() {
 	})
 }
 
+// sampledReport is a report of sampled operation records (the
+// slow-operation and the orphan report): every interval it logs, at warn
+// with msg, the count and slowest records of each service since the last
+// one, and nothing for an interval without any.
+type sampledReport struct {
+	msg      string
+	logger   *slog.Logger
+	samples  *sampler
+	reporter *reporter
+}
+
+// newSampledReport starts a report on clock (a non-positive interval or
+// size takes the default given); close stops it.
+func newSampledReport(msg string, interval, defInterval time.Duration, size, defSize int,
+	clock retry.Clock, logger *slog.Logger) *sampledReport {
+	if interval <= 0 {
+		interval = defInterval
+	}
+	if size <= 0 {
+		size = defSize
+	}
+	r := &sampledReport{msg: msg, logger: logger, samples: newSampler(size)}
+	r.reporter = startReporter(clock, interval, r.emit)
+	return r
+}
+
+// add records one operation.
+func (r *sampledReport) add(rec *opRecord) { r.samples.add(rec) }
+
+// report returns the report of the records since the last one, and starts
+// the next; nil when there were none.
+func (r *sampledReport) report() []byte { return r.samples.drain() }
+
+func (r *sampledReport) emit() { logReport(r.logger, slog.LevelWarn, r.msg, r.report()) }
+
+// close stops the report, logging what was recorded since the last one.
+func (r *sampledReport) close() { r.reporter.close() }
+
 // logReport logs a report at level with msg, when there is one.
 func logReport(logger *slog.Logger, level slog.Level, msg string, report []byte) {
 	if report == nil || !logger.Enabled(context.Background(), level) {

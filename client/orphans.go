@@ -32,46 +32,18 @@ type orphanConfig struct {
 	sampleSize int
 }
 
-func (c orphanConfig) withDefaults() orphanConfig {
-	if c.interval <= 0 {
-		c.interval = defaultOrphanInterval
-	}
-	if c.sampleSize <= 0 {
-		c.sampleSize = defaultOrphanSampleSize
-	}
-	return c
-}
-
 // orphanReporter counts and samples orphaned responses and logs the report
 // every interval. orphan is called by a connection's reader for each late
 // answer: it takes a lock for an insertion into a slice of sample size,
 // allocates nothing, calls no code of the caller's, and never blocks on
 // the report's logging, which happens on the reporter's own goroutine.
-type orphanReporter struct {
-	cfg      orphanConfig
-	logger   *slog.Logger
-	samples  *sampler
-	reporter *reporter
-}
+type orphanReporter struct{ *sampledReport }
 
 // newOrphanReporter starts an orphan report on clock; close stops it.
 func newOrphanReporter(cfg orphanConfig, clock retry.Clock, logger *slog.Logger) *orphanReporter {
-	o := &orphanReporter{cfg: cfg.withDefaults(), logger: logger}
-	o.samples = newSampler(o.cfg.sampleSize)
-	o.reporter = startReporter(clock, o.cfg.interval, o.emit)
-	return o
+	return &orphanReporter{newSampledReport("kvwire: orphan responses observed",
+		cfg.interval, defaultOrphanInterval, cfg.sampleSize, defaultOrphanSampleSize, clock, logger)}
 }
 
 // orphan records one orphaned response.
-func (o *orphanReporter) orphan(r *opRecord) { o.samples.add(r) }
-
-// report returns the report of the orphans since the last one, and starts
-// the next; nil when there were none.
-func (o *orphanReporter) report() []byte { return o.samples.drain() }
-
-func (o *orphanReporter) emit() {
-	logReport(o.logger, slog.LevelWarn, "kvwire: orphan responses observed", o.report())
-}
-
-// close stops the report, logging the orphans since the last one.
-func (o *orphanReporter) close() { o.reporter.close() }
+func (o *orphanReporter) orphan(r *opRecord) { o.add(r) }

@@ -12,7 +12,13 @@ import (
 
 // RFC 0067's defaults: every 10 s, the 10 slowest.
 func TestOrphanDefaults(t *testing.T) {
-	require.Equal(t, orphanConfig{interval: 10 * time.Second, sampleSize: 10}, orphanConfig{}.withDefaults())
+	clock := retry.NewFakeClock(reportEpoch)
+	logger, _ := newCapture()
+	o := newOrphanReporter(orphanConfig{}, clock, logger)
+	defer o.close()
+	require.Equal(t, 10, o.samples.size)
+	tick(t, clock, 0)
+	require.Equal(t, []time.Time{reportEpoch.Add(10 * time.Second)}, clock.Timers(), "the first report is due one interval on")
 }
 
 // Every orphan is counted, the slowest are sampled, and the report is

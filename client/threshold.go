@@ -36,43 +36,30 @@ type thresholdConfig struct {
 	sampleSize int
 }
 
-func (c thresholdConfig) withDefaults() thresholdConfig {
-	if c.interval <= 0 {
-		c.interval = defaultThresholdInterval
-	}
-	if c.kv <= 0 {
-		c.kv = defaultThresholdKV
-	}
-	if c.sampleSize <= 0 {
-		c.sampleSize = defaultThresholdSampleSize
-	}
-	return c
-}
-
 // thresholdLogger collects the operations over their service's threshold
 // and logs the report every interval. record may be called from any
 // goroutine; it takes a lock only for an operation over the threshold.
 type thresholdLogger struct {
-	cfg      thresholdConfig
-	logger   *slog.Logger
-	samples  *sampler
-	reporter *reporter
+	kv time.Duration
+	*sampledReport
 }
 
 // newThresholdLogger starts a slow-operation report on clock; close stops
 // it.
 func newThresholdLogger(cfg thresholdConfig, clock retry.Clock, logger *slog.Logger) *thresholdLogger {
-	t := &thresholdLogger{cfg: cfg.withDefaults(), logger: logger}
-	t.samples = newSampler(t.cfg.sampleSize)
-	t.reporter = startReporter(clock, t.cfg.interval, t.emit)
-	return t
+	kv := cfg.kv
+	if kv <= 0 {
+		kv = defaultThresholdKV
+	}
+	return &thresholdLogger{kv: kv, sampledReport: newSampledReport("kvwire: operations over threshold",
+		cfg.interval, defaultThresholdInterval, cfg.sampleSize, defaultThresholdSampleSize, clock, logger)}
 }
 
 // threshold is the threshold of service (a non-KV service has none yet:
 // kvwire has no other).
 func (t *thresholdLogger) threshold(service string) (time.Duration, bool) {
 	if service == ServiceKV {
-		return t.cfg.kv, true
+		return t.kv, true
 	}
 	return 0, false
 }
@@ -81,17 +68,6 @@ func (t *thresholdLogger) threshold(service string) (time.Duration, bool) {
 // service's threshold.
 func (t *thresholdLogger) record(r *opRecord) {
 	if th, ok := t.threshold(r.service); ok && r.total > th {
-		t.samples.add(r)
+		t.add(r)
 	}
 }
-
-// report returns the report of the operations recorded since the last
-// one, and starts the next; nil when there were none.
-func (t *thresholdLogger) report() []byte { return t.samples.drain() }
-
-func (t *thresholdLogger) emit() {
-	logReport(t.logger, slog.LevelWarn, "kvwire: operations over threshold", t.report())
-}
-
-// close stops the report, logging what was recorded since the last one.
-func (t *thresholdLogger) close() { t.reporter.close() }

@@ -32,12 +32,12 @@ func parseKVReport(t *testing.T, l logged) kvReport {
 
 // RFC 0067's defaults: every 10 s, over 500 ms for KV, the 10 slowest.
 func TestThresholdDefaults(t *testing.T) {
-	require.Equal(t, thresholdConfig{interval: 10 * time.Second, kv: 500 * time.Millisecond, sampleSize: 10},
-		thresholdConfig{}.withDefaults())
 	clock := retry.NewFakeClock(reportEpoch)
 	logger, _ := newCapture()
 	th := newThresholdLogger(thresholdConfig{}, clock, logger)
 	defer th.close()
+	require.Equal(t, 500*time.Millisecond, th.kv)
+	require.Equal(t, 10, th.samples.size)
 	tick(t, clock, 0)
 	require.Equal(t, []time.Time{reportEpoch.Add(10 * time.Second)}, clock.Timers(), "the first report is due one interval on")
 }

@@ -72,69 +72,62 @@ func TestTracingFramesEveryResponse(t *testing.T) {
 // the client measured around it.
 func TestTracingDurationIncludesInjectedDelay(t *testing.T) {
 	const delay = 150 * time.Millisecond
-	for _, unordered := range []bool{false, true} {
-		name := "ordered"
-		var extra []memdx.HelloFeature
-		if unordered {
-			name, extra = "unordered", []memdx.HelloFeature{memdx.FeatureUnorderedExecution}
+	forEachOrdering(t, func(t *testing.T, extra []memdx.HelloFeature) {
+		c := newCluster(t, Options{Nodes: 1})
+		b := c.Bucket(DefaultBucket)
+		cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, tracedFeatures(extra...))
+		if _, err := b.Set("", "", "slow", []byte("v"), 0, 0); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, Options{Nodes: 1})
-			b := c.Bucket(DefaultBucket)
-			cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, tracedFeatures(extra...))
-			if _, err := b.Set("", "", "slow", []byte("v"), 0, 0); err != nil {
-				t.Fatal(err)
-			}
-			h := c.AddFault(Fault{Match: Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "slow"},
-				Action: Action{Delay: delay}, Times: 1})
-			defer h.Remove()
-			start := time.Now()
-			p := cl.do(keyReq(cl, b, memdx.NewGet([]byte("slow"))))
-			rtt := time.Since(start)
-			if p.Status != memdx.StatusSuccess {
-				t.Fatalf("GET: %s", p.Status)
-			}
-			d := serverDuration(t, p)
-			if float64(d) < float64(delay)*(1-precision) || float64(d) > float64(rtt)*(1+precision) {
-				t.Errorf("server duration %v, want at least the %v delay and at most the %v round trip", d, delay, rtt)
-			}
-			// The next request is timed on its own.
-			if d2 := serverDuration(t, cl.do(memdx.NewNoop())); d2 >= delay {
-				t.Errorf("the NOOP after the delayed GET reports %v", d2)
-			}
-		})
-	}
+		h := c.AddFault(Fault{Match: Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "slow"},
+			Action: Action{Delay: delay}, Times: 1})
+		defer h.Remove()
+		start := time.Now()
+		p := cl.do(keyReq(cl, b, memdx.NewGet([]byte("slow"))))
+		rtt := time.Since(start)
+		if p.Status != memdx.StatusSuccess {
+			t.Fatalf("GET: %s", p.Status)
+		}
+		d := serverDuration(t, p)
+		if float64(d) < float64(delay)*(1-precision) || float64(d) > float64(rtt)*(1+precision) {
+			t.Errorf("server duration %v, want at least the %v delay and at most the %v round trip", d, delay, rtt)
+		}
+		// The next request is timed on its own.
+		if d2 := serverDuration(t, cl.do(memdx.NewNoop())); d2 >= delay {
+			t.Errorf("the NOOP after the delayed GET reports %v", d2)
+		}
+	})
+}
+
+// forEachOrdering runs f as a subtest on an ordered connection and on one
+// that negotiated UnorderedExecution (extra is the feature to add).
+func forEachOrdering(t *testing.T, f func(t *testing.T, extra []memdx.HelloFeature)) {
+	t.Run("ordered", func(t *testing.T) { f(t, nil) })
+	t.Run("unordered", func(t *testing.T) { f(t, []memdx.HelloFeature{memdx.FeatureUnorderedExecution}) })
 }
 
 // A synchronous write answered when the mock commits it carries the time
 // it was pending, on both kinds of connection.
 func TestTracingDurationOfLateAnswer(t *testing.T) {
 	const hold = 120 * time.Millisecond
-	for _, unordered := range []bool{false, true} {
-		name := "ordered"
-		var extra []memdx.HelloFeature
-		if unordered {
-			name, extra = "unordered", []memdx.HelloFeature{memdx.FeatureUnorderedExecution}
+	forEachOrdering(t, func(t *testing.T, extra []memdx.HelloFeature) {
+		c := newCluster(t, Options{})
+		b := c.Bucket(DefaultBucket)
+		c.SetSyncWriteDelay(hold)
+		key := "durable"
+		cl := bootstrap(t, c.Node(ownerOf(b, key)).Addr(), DefaultBucket, tracedFeatures(extra...))
+		r := keyReq(cl, b, memdx.NewStore(memdx.OpSet, []byte(key), []byte("v"), 0, 0))
+		r.Durability = memdx.DurabilityMajority
+		start := time.Now()
+		p := cl.do(r)
+		rtt := time.Since(start)
+		if p.Status != memdx.StatusSuccess {
+			t.Fatalf("durable SET: %s", p.Status)
 		}
-		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, Options{})
-			b := c.Bucket(DefaultBucket)
-			c.SetSyncWriteDelay(hold)
-			key := "durable"
-			cl := bootstrap(t, c.Node(ownerOf(b, key)).Addr(), DefaultBucket, tracedFeatures(extra...))
-			r := keyReq(cl, b, memdx.NewStore(memdx.OpSet, []byte(key), []byte("v"), 0, 0))
-			r.Durability = memdx.DurabilityMajority
-			start := time.Now()
-			p := cl.do(r)
-			rtt := time.Since(start)
-			if p.Status != memdx.StatusSuccess {
-				t.Fatalf("durable SET: %s", p.Status)
-			}
-			if d := serverDuration(t, p); float64(d) < float64(hold)*(1-precision) || float64(d) > float64(rtt)*(1+precision) {
-				t.Errorf("server duration %v, want at least the %v the write was pending and at most the %v round trip", d, hold, rtt)
-			}
-		})
-	}
+		if d := serverDuration(t, p); float64(d) < float64(hold)*(1-precision) || float64(d) > float64(rtt)*(1+precision) {
+			t.Errorf("server duration %v, want at least the %v the write was pending and at most the %v round trip", d, hold, rtt)
+		}
+	})
 }
 
 // Disabling Tracing (Options.DisabledFeatures) keeps responses classic.
