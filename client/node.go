@@ -341,6 +341,9 @@ func (c *Client) requestedFeatures() []memdx.HelloFeature {
 		memdx.FeatureDuplex,
 		memdx.FeatureClustermapChangeNotificationBrief,
 		memdx.FeatureUnorderedExecution,
+		// Every response then carries the server's time on it
+		// (memdx.Packet.ServerDuration), for tracing and reports.
+		memdx.FeatureTracing,
 		memdx.FeatureAltRequests,
 		memdx.FeatureSyncReplication,
 		memdx.FeatureCollections,

@@ -84,8 +84,8 @@ func TestZeroAllocs(t *testing.T) {
 			if _, err := DecodeGetFlags(&p); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := ServerDuration(p.FramingExtras); err != nil {
-				t.Fatal(err)
+			if _, ok := p.ServerDuration(); !ok {
+				t.Fatal("no server duration")
 			}
 		}},
 		{"decode SUBDOC_MULTI_LOOKUP results", func() { results, _ = DecodeSubdocMultiLookup(lookupBody, results[:0]) }},

@@ -38,6 +38,12 @@
 // flexible twin magic; Request.AppendTo chooses 0x08 exactly when there are
 // frame infos.
 //
+// A connection that negotiated HELLO Tracing gets every response with a
+// server-duration frame info (id 0, 2 bytes, kv_engine's variable-precision
+// encoding, up to 2 minutes): Packet.ServerDuration reads it without
+// allocating; EncodeServerDuration, DecodeServerDuration and
+// AppendServerDurationFrame are kv_engine's encodeMicros/decodeMicros.
+//
 // # Names
 //
 // Status.String, OpCode.String and HelloFeature.String give the names logs

@@ -192,31 +192,53 @@ func DecodeDurabilityFrame(data []byte) (DurabilityLevel, uint16, error) {
 	return level, timeout, nil
 }
 
-// EncodeServerDuration encodes a duration the way the server's duration frame
-// info does: encoded = (micros*2)^(1/1.74), saturating at 0xffff.
+// maxServerDurationMicros is the longest duration the server-duration
+// frame info carries: kv_engine's Tracer::encodeMicros clamps to it
+// (2 minutes 125042 microseconds), which encodes as 0xffff.
+const maxServerDurationMicros = 120125042
+
+// EncodeServerDuration encodes a duration the way kv_engine's
+// Tracer::encodeMicros does (docs/BinaryProtocol.md, "ID:0 - Server
+// Recv->Send duration"): whole microseconds, clamped to 120125042, then
+// encoded = round((micros*2)^(1/1.74)). A negative duration encodes as 0.
 func EncodeServerDuration(d time.Duration) uint16 {
-	micros := float64(d) / float64(time.Microsecond)
+	micros := d.Microseconds()
 	if micros <= 0 {
 		return 0
 	}
-	enc := math.Round(math.Pow(micros*2, 1/1.74))
-	if enc >= math.MaxUint16 {
-		return math.MaxUint16
-	}
-	return uint16(enc)
+	micros = min(micros, maxServerDurationMicros)
+	return uint16(math.Round(math.Pow(float64(micros*2), 1/1.74)))
 }
 
-// DecodeServerDuration decodes the server duration frame info's value:
-// micros = encoded^1.74 / 2.
+// DecodeServerDuration decodes the server duration frame info's value as
+// kv_engine's Tracer::decodeMicros does: micros = encoded^1.74 / 2,
+// truncated to whole microseconds.
 func DecodeServerDuration(encoded uint16) time.Duration {
-	micros := math.Pow(float64(encoded), 1.74) / 2
-	return time.Duration(micros * float64(time.Microsecond))
+	micros := uint64(math.Pow(float64(encoded), 1.74) / 2)
+	return time.Duration(micros) * time.Microsecond
+}
+
+// serverDurationFrameLen is the size of a server-duration frame info: its
+// header byte (id 0, length 2) and the 2-byte value.
+const serverDurationFrameLen = 3
+
+// AppendServerDurationFrame appends a server-duration frame info (id 0,
+// 2 bytes) carrying d, as the server puts it first in a response's framing
+// extras when the connection negotiated HELLO Tracing.
+func AppendServerDurationFrame(dst []byte, d time.Duration) []byte {
+	v := EncodeServerDuration(d)
+	return append(dst, byte(FrameServerDuration)<<4|2, byte(v>>8), byte(v))
 }
 
 // ServerDuration finds the first server-duration frame info in a response's
 // framing extras. It reports false when there is none; frame infos after it
 // are not checked.
 func ServerDuration(framing []byte) (time.Duration, bool, error) {
+	// The server writes the duration first (kv_engine's
+	// formatResponseHeaders): read it without walking the list.
+	if len(framing) >= serverDurationFrameLen && framing[0] == byte(FrameServerDuration)<<4|2 {
+		return DecodeServerDuration(binary.BigEndian.Uint16(framing[1:])), true, nil
+	}
 	for len(framing) > 0 {
 		id, data, rest, err := NextFrameInfo(framing)
 		if err != nil {
@@ -231,4 +253,18 @@ func ServerDuration(framing []byte) (time.Duration, bool, error) {
 		framing = rest
 	}
 	return 0, false, nil
+}
+
+// ServerDuration returns the time the server spent on the request this
+// response answers, from its server-duration frame info (kv_engine sends
+// one in every response on a connection that negotiated HELLO Tracing). It
+// reports false for a request, a response without one, or framing extras
+// that do not decode (the function ServerDuration says what was wrong). It
+// allocates nothing.
+func (p *Packet) ServerDuration() (time.Duration, bool) {
+	if p.Magic != MagicResExt || len(p.FramingExtras) == 0 {
+		return 0, false
+	}
+	d, ok, err := ServerDuration(p.FramingExtras)
+	return d, ok && err == nil
 }

@@ -3,6 +3,7 @@ package memdx
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"math"
 	"strings"
@@ -184,40 +185,66 @@ func TestDurabilityFrame(t *testing.T) {
 	}
 }
 
-func TestServerDuration(t *testing.T) {
-	// decoded = encoded^1.74 / 2 microseconds: 9^1.74/2 = 22.8758 us (the
-	// value in couchbase-jvm-clients' compressed_get_response capture).
-	d := DecodeServerDuration(9)
-	if d < 22870*time.Nanosecond || d > 22880*time.Nanosecond {
-		t.Errorf("DecodeServerDuration(9) = %v, want 22.876us", d)
+// The golden values are kv_engine's Tracer::encodeMicros and decodeMicros
+// (daemon/tracing/tracer.cc) computed independently: encoded =
+// round((micros*2)^(1/1.74)) with micros clamped to 120125042, decoded =
+// floor(encoded^1.74 / 2) microseconds.
+func TestServerDurationGolden(t *testing.T) {
+	for _, tc := range []struct {
+		micros int64
+		enc    uint16
+	}{
+		{0, 0}, {1, 1}, {2, 2}, {10, 6}, {22, 9}, {100, 21}, {1000, 79},
+		{500_000, 2807}, {700_000, 3406}, {120_125_042, 0xffff}, {1_000_000_000, 0xffff},
+	} {
+		if got := EncodeServerDuration(time.Duration(tc.micros) * time.Microsecond); got != tc.enc {
+			t.Errorf("EncodeServerDuration(%dus) = %d, want %d", tc.micros, got, tc.enc)
+		}
 	}
-	if DecodeServerDuration(0) != 0 {
-		t.Error("DecodeServerDuration(0) != 0")
+	// Sub-microsecond parts are dropped before encoding, as the server
+	// counts whole microseconds; a negative duration encodes as 0.
+	if got := EncodeServerDuration(1999 * time.Nanosecond); got != 1 {
+		t.Errorf("EncodeServerDuration(1.999us) = %d, want 1 (1us)", got)
 	}
-	// encoded = (micros*2)^(1/1.74): 1 ms -> 2000^(0.5747) = 78.9 -> 79.
-	if e := EncodeServerDuration(time.Millisecond); e != 79 {
-		t.Errorf("EncodeServerDuration(1ms) = %d, want 79", e)
+	if EncodeServerDuration(-time.Second) != 0 {
+		t.Error("a negative duration must encode as 0")
 	}
-	if EncodeServerDuration(0) != 0 || EncodeServerDuration(-time.Second) != 0 {
-		t.Error("non-positive durations must encode as 0")
+	for _, tc := range []struct {
+		enc    uint16
+		micros int64
+	}{
+		{0, 0}, {1, 0}, {2, 1}, {3, 3}, {8, 18}, {9, 22}, {0x12, 76}, {0x4c, 936}, {79, 1001},
+		{0x58, 1208}, {100, 1509}, {1000, 82979}, {0xffff, 120_125_042},
+	} {
+		if got := DecodeServerDuration(tc.enc); got != time.Duration(tc.micros)*time.Microsecond {
+			t.Errorf("DecodeServerDuration(%d) = %v, want %dus", tc.enc, got, tc.micros)
+		}
 	}
-	if EncodeServerDuration(time.Hour) != math.MaxUint16 {
-		t.Error("an hour must saturate")
-	}
-	// Round trip within the encoding's precision (each step is ~1.74/enc).
-	for _, us := range []int64{1, 10, 100, 1000, 12345, 1_000_000, 100_000_000} {
+	// Round trip within the encoding's precision: each step of the
+	// encoded value is about 1.74/enc of the duration.
+	for _, us := range []int64{100, 1000, 12345, 700_000, 1_000_000, 100_000_000} {
 		in := time.Duration(us) * time.Microsecond
 		out := DecodeServerDuration(EncodeServerDuration(in))
-		if diff := math.Abs(float64(out-in)) / float64(in); diff > 0.05 && us > 10 {
-			t.Errorf("%v round-tripped to %v", in, out)
+		if diff := math.Abs(float64(out-in)) / float64(in); diff > 0.01 {
+			t.Errorf("%v round-tripped to %v (%.2f%%)", in, out, 100*diff)
 		}
+	}
+}
+
+func TestServerDurationFrame(t *testing.T) {
+	frame := AppendServerDurationFrame(nil, time.Millisecond)
+	if want := []byte{0x02, 0x00, 79}; !bytes.Equal(frame, want) {
+		t.Fatalf("AppendServerDurationFrame(1ms) = % x, want % x", frame, want)
+	}
+	if got, found, err := ServerDuration(frame); err != nil || !found || got != 1001*time.Microsecond {
+		t.Errorf("ServerDuration(% x) = %v %v %v", frame, got, found, err)
 	}
 
 	framing := []byte{0x50} // a frame ServerDuration must skip: id 5, no data
 	framing = append(framing, 0x02, 0x00, 0x09)
 	got, found, err := ServerDuration(framing)
-	if err != nil || !found || got != DecodeServerDuration(9) {
-		t.Errorf("ServerDuration = %v %v %v", got, found, err)
+	if err != nil || !found || got != 22*time.Microsecond {
+		t.Errorf("ServerDuration after another frame = %v %v %v", got, found, err)
 	}
 	if _, found, err := ServerDuration([]byte{0x50}); found || err != nil {
 		t.Errorf("no duration frame: found %v err %v", found, err)
@@ -225,8 +252,77 @@ func TestServerDuration(t *testing.T) {
 	if _, _, err := ServerDuration([]byte{0x01, 0x09}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("1-byte duration frame: %v", err)
 	}
+	if _, _, err := ServerDuration([]byte{0x02, 0x00}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("truncated duration frame: %v", err)
+	}
 	b := binary.BigEndian.AppendUint16([]byte{0x02}, 0xffff)
-	if d, _, _ := ServerDuration(b); d < 120*time.Second {
+	if d, _, _ := ServerDuration(b); d != 120125042*time.Microsecond {
 		t.Errorf("largest duration %v", d)
+	}
+}
+
+func TestPacketServerDuration(t *testing.T) {
+	resp := Packet{Magic: MagicResExt, OpCode: OpGet, FramingExtras: AppendServerDurationFrame(nil, 700*time.Millisecond)}
+	b, err := AppendPacket(nil, &resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := DecodePacket(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := p.ServerDuration()
+	if !ok || d < 699*time.Millisecond || d > 701*time.Millisecond {
+		t.Errorf("ServerDuration() of a 700ms frame = %v %v", d, ok)
+	}
+	for name, p := range map[string]Packet{
+		"classic response": {Magic: MagicRes, OpCode: OpGet},
+		"other frame only": {Magic: MagicResExt, FramingExtras: []byte{0x12, 0x00, 0x01}},
+		"malformed frame":  {Magic: MagicResExt, FramingExtras: []byte{0x05}},
+		"request barrier":  {Magic: MagicReqExt, FramingExtras: []byte{0x00}},
+	} {
+		if d, ok := p.ServerDuration(); ok {
+			t.Errorf("%s: ServerDuration() = %v, true", name, d)
+		}
+	}
+}
+
+// The server durations in real captures (couchbase-jvm-clients' core-io
+// test packets, all from Couchbase Server with HELLO Tracing) decode to
+// kv_engine's values.
+func TestServerDurationConformance(t *testing.T) {
+	want := map[string]time.Duration{
+		"compressed_get_response.txt":           22 * time.Microsecond,
+		"compressed_get_and_lock_response.txt":  18 * time.Microsecond,
+		"compressed_get_and_touch_response.txt": 936 * time.Microsecond,
+		"response_extras_and_value.txt":         76 * time.Microsecond,
+	}
+	seen := 0
+	for _, jp := range loadJVMPackets(t) {
+		if jp.FramingExtrasLen == 0 {
+			continue
+		}
+		raw, err := hex.DecodeString(jp.Hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _, err := DecodePacket(raw, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", jp.File, err)
+		}
+		d, ok := p.ServerDuration()
+		if !ok {
+			t.Errorf("%s: no server duration in framing extras % x", jp.File, p.FramingExtras)
+			continue
+		}
+		if w, listed := want[jp.File]; listed {
+			seen++
+			if d != w {
+				t.Errorf("%s: server duration %v, want %v", jp.File, d, w)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("checked %d of the %d listed captures", seen, len(want))
 	}
 }

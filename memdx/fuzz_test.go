@@ -8,6 +8,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/internal/kverr"
@@ -414,8 +415,15 @@ func FuzzResponseDecoders(f *testing.F) {
 		DecodeSASLMechanisms(p.Value)
 		DecodeStat(&p)
 		if len(p.FramingExtras) > 0 {
-			_, _, err = ServerDuration(p.FramingExtras)
+			var d time.Duration
+			var found bool
+			d, found, err = ServerDuration(p.FramingExtras)
 			ok(err)
+			// The accessor agrees with the function on responses.
+			pd, pok := p.ServerDuration()
+			if want := p.Magic == MagicResExt && found && err == nil; pok != want || (pok && pd != d) {
+				t.Fatalf("Packet.ServerDuration() = %v %v, ServerDuration = %v %v %v", pd, pok, d, found, err)
+			}
 		}
 	})
 }

@@ -90,6 +90,7 @@ var supportedFeatures = map[memdx.HelloFeature]bool{
 	memdx.FeatureXattr: true, memdx.FeatureVAttr: true, memdx.FeatureSubdocCreateAsDeleted: true,
 	memdx.FeatureSubdocDocumentMacroSupport: true, memdx.FeatureSubdocReplaceBodyWithXattr: true,
 	memdx.FeatureSubdocAllowsAccessOnMultipleXattrKeys: true, memdx.FeatureSubdocReplicaRead: true,
+	memdx.FeatureTracing: true,
 }
 
 // hello grants the supported subset of the requested features and echoes

@@ -24,7 +24,7 @@ func TestHelloEchoesSupportedSubsetInOrder(t *testing.T) {
 		memdx.FeatureTracing, memdx.FeatureSubdocReplicaRead, memdx.HelloFeature(0x7777), memdx.FeatureXerror)
 	want := []memdx.HelloFeature{memdx.FeatureXattr, memdx.FeatureXerror, memdx.FeatureSelectBucket, memdx.FeatureSnappy,
 		memdx.FeatureJSON, memdx.FeatureDuplex, memdx.FeatureClustermapChangeNotification,
-		memdx.FeatureUnorderedExecution, memdx.FeatureAltRequests, memdx.FeatureSyncReplication,
+		memdx.FeatureUnorderedExecution, memdx.FeatureTracing, memdx.FeatureAltRequests, memdx.FeatureSyncReplication,
 		memdx.FeatureCollections, memdx.FeatureSubdocReplicaRead, memdx.FeatureGetClusterConfigWithKnownVersion,
 		memdx.FeatureDedupeNotMyVbucketClustermap, memdx.FeatureClustermapChangeNotificationBrief}
 	if !reflect.DeepEqual(got, want) {

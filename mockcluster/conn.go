@@ -58,6 +58,8 @@ type conn struct {
 	scram     *memdx.ScramServer
 	scramMech string
 	scratch   []byte
+
+	timing reqTiming // server durations (tracing.go); guarded by wmu
 }
 
 func newConn(n *Node, nc net.Conn) *conn {
@@ -119,7 +121,7 @@ func (cn *conn) serve() {
 				cn.wmu.Unlock()
 				return
 			}
-			out := cn.dispatch(&cn.pkt)
+			out := cn.dispatchTimed(&cn.pkt)
 			cn.wmu.Unlock()
 			if out.close {
 				_ = cn.flush()
@@ -345,7 +347,7 @@ func (cn *conn) reply(p *memdx.Packet, st memdx.Status, cas uint64, dt memdx.Dat
 	}
 	rp := memdx.Packet{Magic: memdx.MagicRes, OpCode: p.OpCode, Datatype: dt, Status: st,
 		Opaque: p.Opaque, Cas: cas, Extras: extras, Key: key, Value: value}
-	cn.wbuf, _ = memdx.AppendPacket(cn.wbuf, &rp)
+	cn.appendResponse(p, &rp)
 }
 
 func (cn *conn) ok(p *memdx.Packet) { cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, nil) }

@@ -157,8 +157,14 @@
 //     GetClusterConfigWithKnownVersion, DedupeNotMyVbucketClustermap, XATTR,
 //     VAttr and the subdoc features CreateAsDeleted, DocumentMacroSupport,
 //     ReplaceBodyWithXattr, AllowsAccessOnMultipleXattrKeys and ReplicaRead
-//     (informational, as on 7.5+). Tracing is not granted. A later HELLO
-//     replaces the earlier features.
+//     (informational, as on 7.5+), and Tracing. A later HELLO replaces the
+//     earlier features.
+//   - With Tracing, every response to a command taken up after the HELLO
+//     that granted it carries the server duration (kv_engine's
+//     variable-precision frame info id 0, magic 0x18): real time from when
+//     the node took the request up to when its answer was released, so a
+//     fault's Delay and a synchronous write's pending time are part of it
+//     (tracing.go).
 //   - Before authentication only HELLO, NOOP, VERSION, GET_ERROR_MAP, SASL
 //     and QUIT are served; anything else answers EACCESS (0x24). After it,
 //     key commands without a selected bucket answer NO_BUCKET.

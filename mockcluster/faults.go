@@ -264,7 +264,13 @@ func (cn *conn) applyFaults(p *memdx.Packet) outcome {
 	if act.Delay > 0 && out.wait == nil {
 		resp := append([]byte(nil), cn.wbuf[mark:]...)
 		cn.wbuf = cn.wbuf[:mark]
-		emit := func() { cn.wbuf = append(cn.wbuf, resp...) }
+		start, timed := cn.timing.start, cn.timing.traced
+		emit := func() {
+			if timed {
+				restampDurations(resp, start)
+			}
+			cn.wbuf = append(cn.wbuf, resp...)
+		}
 		if cn.has(memdx.FeatureUnorderedExecution) {
 			cn.later(act.Delay, emit)
 			return out

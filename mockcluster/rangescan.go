@@ -534,7 +534,7 @@ func (cn *conn) streamScan(p *memdx.Packet, sc *rangeScan, req memdx.RangeScanCo
 func (cn *conn) scanResponse(p *memdx.Packet, st memdx.Status, extras, value []byte) {
 	rp := memdx.Packet{Magic: memdx.MagicRes, OpCode: p.OpCode, Status: st, Opaque: p.Opaque,
 		Extras: extras, Value: value}
-	cn.wbuf, _ = memdx.AppendPacket(cn.wbuf, &rp)
+	cn.appendResponse(p, &rp)
 }
 
 func (cn *conn) rangeScanCancel(p *memdx.Packet) {

@@ -24,6 +24,12 @@
 // them alone) and by the Node.js SDK's default transcoder; documents they
 // write are decoded by kvwire's GetJSON and GetResult.ContentAs.
 //
+// Both negotiate HELLO Tracing and report the server durations the mock
+// sends (server_duration_test.go): gocbcore on its dispatch spans and in its
+// orphan report, the Node.js SDK in its threshold report (node/observe.js);
+// the C++ core's orphan report is checked too, though it records an orphan
+// when the timeout fires and so shows no server duration.
+//
 // It also holds the benchmarks `make bench` runs (scripts/bench.sh):
 // cmd/benchcmp compares kvwire with gocbcore against the mock cluster and
 // with gomemcache and a raw pipelined loop against memcached, in one

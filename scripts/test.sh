@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test kvwire has: vet, the race-enabled unit and integration tests
 # of the root module (memdx, errmap, vbmap, retry, conn, client, mockcluster,
-# kvcli), and the reference tests in reftest/: gocbcore, the Couchbase
-# Node.js SDK (its C++ core) and libcouchbase's cbc tools against the mock
-# cluster.
+# kvcli), the OpenTelemetry adapters in kvotel/, and the reference tests in
+# reftest/: gocbcore, the Couchbase Node.js SDK (its C++ core) and
+# libcouchbase's cbc tools against the mock cluster.
 #
 # The Node.js SDK is installed into reftest/node/node_modules by
 # scripts/node-sdk.sh (npm ci, at the version package-lock.json pins). When
@@ -104,6 +104,13 @@ echo "== staticcheck"
 $GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go test -race (root module)"
 $GO test -race -timeout 8m ./...
+if [ -f kvotel/go.mod ]; then
+  echo "== kvotel (the OpenTelemetry adapters, a nested module)"
+  # Like reftest below, a module of its own that ./... does not reach.
+  (cd kvotel && $GO vet ./... &&
+    $GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... &&
+    $GO test -race -timeout 5m ./...)
+fi
 if [ -f reftest/go.mod ]; then
   echo "== Couchbase Node.js SDK for reftest (scripts/node-sdk.sh)"
   if scripts/node-sdk.sh; then

@@ -1,0 +1,95 @@
+package client
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/retry"
+)
+
+// What the observability hooks cost an operation when nothing is set up:
+// the spans an operation makes through the guard with the NoopTracer
+// (operation span, one dispatch span, their attributes) and its latency on
+// the NoopMeter. Run with -benchmem: 0 allocs/op is the requirement.
+func BenchmarkNoopTracerOperation(b *testing.B) {
+	g := newHookGuard(nil, nil)
+	ctx := context.Background()
+	var tracer RequestTracer = NoopTracer{}
+	rec := g.valueRecorder(NoopMeter{}, MetricOperationDuration, nil)
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		op := g.startSpan(tracer, ctx, "get", nil, now)
+		g.setAttribute(op, AttributeSystemName, slog.StringValue(SystemCouchbase))
+		g.setAttribute(op, AttributeService, slog.StringValue(ServiceKV))
+		d := g.startSpan(tracer, ctx, SpanDispatchToServer, op, now)
+		g.setAttribute(d, AttributeServerDuration, slog.Int64Value(12))
+		g.setAttribute(d, AttributeOperationID, slog.Int64Value(42))
+		g.endSpan(d, now)
+		g.setAttribute(op, AttributeRetries, slog.IntValue(0))
+		g.setStatus(op, SpanStatusOK)
+		g.endSpan(op, now)
+		g.recordValue(rec, 25)
+	}
+}
+
+// What the default tracer costs an operation as the client uses it: one
+// check, and no span call.
+func BenchmarkNoopTracerSkipped(b *testing.B) {
+	var tracer RequestTracer = NoopTracer{}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if tracerOn(tracer) {
+			n++
+		}
+	}
+	if n != 0 {
+		b.Fatal("the NoopTracer is on")
+	}
+}
+
+// The default meter's cost per operation: one histogram record.
+func BenchmarkLoggingMeterRecord(b *testing.B) {
+	m := newLoggingMeter(0, retry.NewFakeClock(reportEpoch), slog.New(slog.DiscardHandler))
+	defer m.close()
+	r, _ := m.ValueRecorder(MetricOperationDuration, map[string]string{AttributeService: ServiceKV, AttributeOperationName: "get"})
+	b.ReportAllocs()
+	v := uint64(0)
+	for b.Loop() {
+		v++
+		r.RecordValue(v & 0xffff)
+	}
+}
+
+// The slow-operation report's cost for an operation under the threshold
+// (every operation pays it) and over it.
+func BenchmarkThresholdRecord(b *testing.B) {
+	th := newThresholdLogger(thresholdConfig{}, retry.NewFakeClock(reportEpoch), slog.New(slog.DiscardHandler))
+	defer th.close()
+	for _, tc := range []struct {
+		name  string
+		total time.Duration
+	}{{"under", time.Millisecond}, {"over", time.Second}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := fullRecord(tc.total)
+			b.ReportAllocs()
+			for b.Loop() {
+				th.record(&r)
+			}
+		})
+	}
+}
+
+// An orphan, as a connection's reader reports it.
+func BenchmarkOrphan(b *testing.B) {
+	o := newOrphanReporter(orphanConfig{}, retry.NewFakeClock(reportEpoch), slog.New(slog.DiscardHandler))
+	defer o.close()
+	r := fullRecord(time.Second)
+	b.ReportAllocs()
+	for b.Loop() {
+		o.orphan(&r)
+	}
+}
