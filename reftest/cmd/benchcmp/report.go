@@ -25,12 +25,13 @@ type env struct {
 	rounds         int
 	duration, warm time.Duration
 	keys           int
+	sample         int
 }
 
 func captureEnv(cfg *config) *env {
 	e := &env{start: time.Now(), goVersion: runtime.Version(), gomaxprocs: runtime.GOMAXPROCS(0),
 		numCPU: runtime.NumCPU(), command: cfg.command, note: cfg.note, rounds: cfg.rounds,
-		duration: cfg.duration, warm: cfg.warmup, keys: cfg.keys}
+		duration: cfg.duration, warm: cfg.warmup, keys: cfg.keys, sample: cfg.sample}
 	e.cpuModel = "unknown"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -157,7 +158,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 				srv = fmt.Sprintf("%.2f", fg.srv)
 			}
 			row = append(row, fmtOps(fg.ops), ratio, fmt.Sprintf("%.0f%%", fg.spread),
-				fmt.Sprintf("%.1f", fg.p50), fmt.Sprintf("%.1f", fg.p99),
+				latency(fg.p50), latency(fg.p99),
 				fmt.Sprintf("%.2f", fg.cpu), fmt.Sprintf("%.2f", fg.allocs), perOp(fg.writes), perOp(fg.reads), srv)
 			if err := c.failed[v.id]; err != nil {
 				row[3] += " (failed in a later round)"
@@ -175,7 +176,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			what, req = cfg.label+": "+strings.TrimLeft(what, " "), ""
 		}
 		t := target{what: what, required: req}
-		if a.ok && b.ok && f(b) > 0 {
+		if a.ok && b.ok && f(a) >= 0 && f(b) > 0 {
 			t.ok = true
 			t.measured = f(a) / f(b)
 			t.pass = pass(t.measured)
@@ -280,8 +281,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		"client CPU: getrusage(RUSAGE_SELF) user+sys of the harness, which hosts only the client (servers run in their own processes); " +
 			"server CPU: the server process's utime+stime from /proc (10 ms ticks).",
 		"writes/op and reads/op: the harness's write and read system calls (/proc/self/io) per operation.",
-		"Latency: two clock reads around each operation in the same loop for every client; the raw loop times whole windows " +
-			"(one write, then every answer) and counts each request at the window's time.",
+		latencyNote(cfg.sample),
 		"gomemcache: ASCII protocol, MaxIdleConns = goroutines, Timeout = the KV timeout, one reused Item per goroutine. " +
 			"gocbcore v10.8.1: one connection per node (its default), mutation tokens and snappy on (as kvwire; gocb's defaults), " +
 			"SCRAM-SHA512, default collection, a deadline of the KV timeout per op, a channel per goroutine to wait for callbacks (as gocb's synchronous API).",
@@ -290,7 +290,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 	if cfg.batch > 0 {
 		r.notes = append(r.notes, fmt.Sprintf("Batch rows (%s): one goroutine reads %d consecutive preloaded keys (32 B values, all hits) per call, the same keys for every client; "+
 			"ops/s counts keys per second (a batch of %d is %d ops), and CPU, allocations and system calls per op are per key; "+
-			"latency records every key at its batch's time (the whole call). "+
+			"a timed key is recorded at its batch's time (the whole call). "+
 			"kvwire GetMany: default options, one connection per node; on memcached it reads each server's keys as one text multi-get "+
 			"(\"gets k1 k2 ...\") on a text connection of its own; with binary_multiget (MemcachedOptions.BinaryMultiGet) as %[5]s per key and a NOOP on its binary connection. "+
 			"raw: one connection, the batch's requests encoded into one buffer and sent in one write, read until every answer is in; "+
@@ -305,6 +305,44 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			bw, cfg.batch, cfg.batch, cfg.batch, rawBatchQuiet))
 	}
 	return r
+}
+
+// sampleMethod says in a few words which operations the loops time.
+func sampleMethod(every int) string {
+	switch every {
+	case 0:
+		return "latency not measured (-sample 0)"
+	case 1:
+		return "latency of every operation (-sample 1)"
+	}
+	return fmt.Sprintf("latency of one operation in %d, drawn at random, in every loop alike (-sample %d)", every, every)
+}
+
+// latencyNote is the report's note on how latency is recorded, and why
+// that is fair to every client.
+func latencyNote(every int) string {
+	if every == 0 {
+		return "Latency: not measured (-sample 0): no loop reads the clock per operation; p50 and p99 are n/a and so is the 1-goroutine target."
+	}
+	drawn := fmt.Sprintf("draws the operations it times at random, one in %d on average (-sample %d; gaps uniform in [1, %d]", every, every, 2*every-1)
+	if every == 1 {
+		drawn = "times every operation (-sample 1"
+	}
+	return "Latency, recorded alike by every loop: each measuring goroutine (a client's, a raw loop's, a batch's) " + drawn +
+		", the same operation numbers for goroutine g of every client). A timed operation costs two reads of the monotonic clock around its call " +
+		"and one update of the goroutine's own histogram; any other costs a decrement and a compare. A raw window or a batch is one call carrying " +
+		"W operations: it is timed whole when it carries a drawn one, and each drawn one is recorded at the call's time (its requests are in flight together). " +
+		"So every one-operation-per-call loop (kvwire, gomemcache, gocbcore, the raw round trip) pays the same recording cost inside the measured CPU, " +
+		"and a window or batch pays no more than that (one timed call per W operations at most). " +
+		"p50 and p99 are quantiles of the timed operations, which are drawn before they run, whatever their latency."
+}
+
+// latency shows a latency in µs, "n/a" when none was recorded (-sample 0).
+func latency(us float64) string {
+	if us < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", us)
 }
 
 func perOp(v float64) string {
@@ -384,7 +422,8 @@ func (r *report) envLines() []string {
 		fmt.Sprintf("Date: %s (run took %s)", e.start.UTC().Format("2006-01-02 15:04 MST"), e.end.Sub(e.start).Round(time.Second)),
 		fmt.Sprintf("Go: %s, GOMAXPROCS %d; CPU: %s × %d; kernel %s", e.goVersion, e.gomaxprocs, e.cpuModel, e.numCPU, e.kernel),
 		fmt.Sprintf("Load average: %s at start, %s at end; CPU steal during the run: %s", e.loadStart, e.loadEnd, steal),
-		fmt.Sprintf("Method: %d interleaved rounds; each measurement %v after a %v warm-up; %d preloaded keys per value size", e.rounds, e.duration, e.warm, e.keys),
+		fmt.Sprintf("Method: %d interleaved rounds; each measurement %v after a %v warm-up; %d preloaded keys per value size; %s",
+			e.rounds, e.duration, e.warm, e.keys, sampleMethod(e.sample)),
 	}
 	if e.note != "" {
 		lines = append(lines, e.note)
