@@ -167,24 +167,33 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		}
 	}
 
-	// ratio adds the target f(a) ÷ f(b), passed when pass says so (a
-	// context figure when req is "").
-	ratio := func(what, req string, a, b figures, f func(figures) float64, pass func(float64) bool) {
+	// value adds the target m (measured when ok), passed when pass says
+	// so of m as shown, to two decimals (a context figure when req is "").
+	value := func(what, req string, m float64, ok bool, pass func(float64) bool) {
 		if cfg.label != "" {
-			// A side run: its ratios are context for the main run's
+			// A side run: its figures are context for the main run's
 			// targets, named after what the side run changed.
 			what, req = cfg.label+": "+strings.TrimLeft(what, " "), ""
 		}
 		t := target{what: what, required: req}
-		if a.ok && b.ok && f(a) >= 0 && f(b) > 0 {
+		if ok {
 			t.ok = true
-			t.measured = f(a) / f(b)
-			t.pass = pass(t.measured)
+			t.measured = m
+			t.pass = pass(math.Round(m*100) / 100)
 		}
 		if !t.ok && cfg.label != "" {
 			return // a side run shows what it measured
 		}
 		r.targets = append(r.targets, t)
+	}
+	// ratio adds the target f(a) ÷ f(b).
+	ratio := func(what, req string, a, b figures, f func(figures) float64, pass func(float64) bool) {
+		ok := a.ok && b.ok && f(a) >= 0 && f(b) > 0
+		m := 0.0
+		if ok {
+			m = f(a) / f(b)
+		}
+		value(what, req, m, ok, pass)
 	}
 	atLeast := func(limit float64) func(float64) bool { return func(m float64) bool { return m >= limit } }
 	atMost := func(limit float64) func(float64) bool { return func(m float64) bool { return m <= limit } }
@@ -194,7 +203,6 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 	p50 := func(f figures) float64 { return f.p50 }
 	cpu := func(f figures) float64 { return f.cpu }
 	srv := func(f figures) float64 { return f.srv }
-	allocs := func(f figures) float64 { return f.allocs }
 	top := cfg.bestConns * cfg.bestWindow
 	for _, wl := range []string{"get-32B", "get-1KiB"} {
 		if has(cfg.concs, top) {
@@ -207,19 +215,22 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 				best, name = multi, fmt.Sprintf("%d conns × %d", cfg.bestConns, cfg.bestWindow)
 			}
 			ratio(fmt.Sprintf("memcached %s, %d goroutines: kvwire ops/s ÷ best raw loop (here %s)", wl, top, name),
-				"≥ 0.70", kv, best, ops, atLeast(0.70))
+				"≥ 0.60", kv, best, ops, atLeast(0.60))
 			ratio(fmt.Sprintf("  same, ÷ raw loop on kvwire's connections (1 conn × %d)", top),
 				"", kv, same, ops, context)
 			ratio(fmt.Sprintf("  kvwire with %d conns per node ÷ best raw loop", cfg.bestConns),
 				"", get("memcached", wl, top, fmt.Sprintf("kvwire-%dc", cfg.bestConns)), best, ops, context)
 		}
 		if has(cfg.concs, 16) {
-			ratio(fmt.Sprintf("memcached %s, 16 goroutines: kvwire ops/s ÷ gomemcache", wl),
-				"≥ 3.00", get("memcached", wl, 16, "kvwire"), get("memcached", wl, 16, "gomemcache"), ops, atLeast(3))
+			kv := get("memcached", wl, 16, "kvwire")
+			ratio(fmt.Sprintf("memcached %s, 16 goroutines: kvwire ops/s ÷ raw 1 conn × 16 window", wl),
+				"≥ 0.80", kv, get("memcached", wl, 16, "raw"), ops, atLeast(0.80))
+			ratio("  same, kvwire ÷ gomemcache (a connection per goroutine)",
+				"", kv, get("memcached", wl, 16, "gomemcache"), ops, context)
 		}
 		if has(cfg.concs, 1) {
 			ratio(fmt.Sprintf("memcached %s, 1 goroutine: kvwire p50 ÷ raw round trip p50", wl),
-				"≤ 1.15", get("memcached", wl, 1, "kvwire"), get("memcached", wl, 1, "raw"), p50, atMost(1.15))
+				"≤ 1.05", get("memcached", wl, 1, "kvwire"), get("memcached", wl, 1, "raw"), p50, atMost(1.05))
 		}
 	}
 	bw := batchWorkload(cfg)
@@ -261,7 +272,6 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 				ratio(pre+" ops/s (latency-bound: context)", "", kv, cb, ops, context)
 			}
 			ratio(pre+" client CPU/op", "≤ 0.50", kv, cb, cpu, atMost(0.5))
-			ratio(pre+" allocs/op", "≤ 0.50", kv, cb, allocs, atMost(0.5))
 		}
 	}
 	if cfg.batch > 0 {
@@ -274,6 +284,26 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		ratio(fmt.Sprintf("  same, ÷ kvwire Get with a goroutine per key (%d)", cfg.batch),
 			"", kv, get("mock", bw, 1, "kvwire-fanout"), ops, context)
 	}
+	// Allocations: kvwire's own, per operation, at its worst concurrency
+	// (a Get allocates its result's value, an Upsert nothing).
+	for _, backend := range []string{"memcached", "mock"} {
+		for _, a := range []struct {
+			wl    string
+			limit float64
+		}{{"get-32B", 1}, {"get-1KiB", 1}, {"upsert-1KiB", 0}, {"mix-1KiB", 0.5}} {
+			most, ok := 0.0, false
+			for _, conc := range cfg.concs {
+				if kv := get(backend, a.wl, conc, "kvwire"); kv.ok {
+					most, ok = max(most, kv.allocs), true
+				}
+			}
+			if !ok {
+				continue
+			}
+			value(fmt.Sprintf("%s %s: kvwire allocs/op, the most at %s goroutines", backend, a.wl, joinInts(cfg.concs)),
+				fmt.Sprintf("≤ %.2f", a.limit), most, ok, atMost(a.limit))
+		}
+	}
 	r.notes = []string{
 		"ops/s, latency, CPU and allocations are medians over the rounds; every ratio is a ratio of those medians. " +
 			"spread: (max − min) ÷ median of the rounds' ops/s.",
@@ -282,6 +312,12 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			"server CPU: the server process's utime+stime from /proc (10 ms ticks).",
 		"writes/op and reads/op: the harness's write and read system calls (/proc/self/io) per operation.",
 		latencyNote(cfg.sample),
+		"raw, 1 conn × N: one connection, N GETs encoded into one buffer and sent in one write, then every answer read (status and value length checked) " +
+			"before the next N (a lockstep window); at 1 goroutine the round trip; raw, 4 conns × 64: four such loops. " +
+			"The 16-goroutine target divides by the 16-window on one connection, as kvwire uses one connection per node; " +
+			"its ratio to gomemcache, which opens a connection per goroutine, is context.",
+		"A target is judged on its figure as shown, to two decimals (allocs/op of 1.004 is 1.00: the harness starts its goroutines and timer " +
+			"inside the interval, a few allocations that are not the client's). kvwire allocs/op: the most of its rows at any goroutine count.",
 		"gomemcache: ASCII protocol, MaxIdleConns = goroutines, Timeout = the KV timeout, one reused Item per goroutine. " +
 			"gocbcore v10.8.1: one connection per node (its default), mutation tokens and snappy on (as kvwire; gocb's defaults), " +
 			"SCRAM-SHA512, default collection, a deadline of the KV timeout per op, a channel per goroutine to wait for callbacks (as gocb's synchronous API).",
@@ -343,6 +379,14 @@ func latency(us float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f", us)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
 }
 
 func perOp(v float64) string {
