@@ -6,7 +6,8 @@
 //
 //	benchcmp -memcached 127.0.0.1:21211 -mock couchbase://127.0.0.1:p1,.../default \
 //	    [-memcached-pid N] [-mock-pid N] [-duration 2s] [-warmup 500ms] [-rounds 5] \
-//	    [-batch 256] [-sample 16] [-only REGEXP] [-out results.md] [-cpuprofile f]
+//	    [-batch 256] [-sample 16] [-only REGEXP] [-out results.md] \
+//	    [-profile REGEXP [-profile-dir DIR] [-profile-duration 5s]]
 //
 // Method. Every measurement runs a client's workers for -duration after a
 // warm-up of -warmup, with a garbage collection before it. The workloads
@@ -49,13 +50,24 @@
 // advantage from recording is at most those ~15 ns per operation, where it
 // was ~200. -sample 1 times every operation; -sample 0 none (no latency
 // figures, no clock reads per operation).
+//
+// Profiles: -profile REGEXP measures each matching measurement (ids are
+// backend/workload/goroutines/client, e.g. memcached/get-32B/256/kvwire)
+// once more after the rounds, for -profile-duration with Go's CPU profiler
+// on in this process, and writes the profile to -profile-dir as
+// memcached_get-32B_256_kvwire.pprof (read it with go tool pprof). That
+// interval's figures are logged and listed in the report but kept out of the
+// medians. Without -only, a profiling run measures only the cells holding a
+// profiled measurement (every client of them, so their ratios are there).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -178,8 +190,13 @@ type config struct {
 	timeout               time.Duration
 	only                  *regexp.Regexp
 	sample                int // -sample: one operation in sample timed; 0 none
-	out, readme           string
-	command, note         string
+	// profile selects the measurements profiled (-profile); profileDir
+	// and profileDuration say where and how long.
+	profile         *regexp.Regexp
+	profileDir      string
+	profileDuration time.Duration
+	out, readme     string
+	command, note   string
 	// label names a side run (a server configured otherwise): its
 	// targets are shown as context, prefixed with it.
 	label string
@@ -187,7 +204,7 @@ type config struct {
 
 func main() {
 	var cfg config
-	var concs, only, cpuprofile string
+	var concs, only, profile string
 	flag.StringVar(&cfg.memcached, "memcached", os.Getenv("KV_MEMCACHED_ADDR"), "memcached address (host:port); empty skips memcached")
 	flag.StringVar(&cfg.mock, "mock", "", "mock cluster connection string with bucket (mockserver prints it); empty skips the mock")
 	flag.IntVar(&cfg.memcachedPid, "memcached-pid", 0, "memcached's pid, for server CPU per op")
@@ -203,12 +220,14 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", client.DefaultKVTimeout, "KV timeout of every client")
 	flag.StringVar(&only, "only", "", "run only measurements whose id (backend/workload/conc/client) matches this regexp")
 	flag.IntVar(&cfg.sample, "sample", defaultSample, "time one operation in this many, drawn at random, in every loop alike (1: every one; 0: none, no latency figures)")
+	flag.StringVar(&profile, "profile", "", "after the rounds, write a CPU profile of this process during one more measured interval of each measurement whose id matches this regexp; without -only, only the cells holding such a measurement are run")
+	flag.StringVar(&cfg.profileDir, "profile-dir", ".", "directory for -profile's files (ID with / as _, .pprof)")
+	flag.DurationVar(&cfg.profileDuration, "profile-duration", 5*time.Second, "measured interval of each -profile run (also in -quick)")
 	flag.StringVar(&cfg.out, "out", "", "also write the report as markdown to this file")
 	flag.StringVar(&cfg.readme, "readme", "", "also write the report as the README's section (between its bench markers) to this file")
 	flag.StringVar(&cfg.label, "label", "", "a side run's name: its targets become context figures prefixed with it")
 	flag.StringVar(&cfg.command, "command", "", "the command to name in the report (default: this one's arguments)")
 	flag.StringVar(&cfg.note, "note", "", "a line added to the report's header (server versions, ...)")
-	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run here")
 	quick := flag.Bool("quick", false, "a quick run for development: 3 rounds of 300 ms after 100 ms warm-ups (unless those flags are given)")
 	flag.Parse()
 	if *quick { // explicit flags still win
@@ -253,18 +272,20 @@ func main() {
 	if cfg.sample < 0 {
 		fatalf("-sample %d: want 0 (no latency) or more", cfg.sample)
 	}
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
+	if profile != "" {
+		re, err := regexp.Compile(profile)
 		if err != nil {
-			fatalf("%v", err)
+			fatalf("-profile: %v", err)
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fatalf("%v", err)
+		cfg.profile = re
+		if cfg.profileDuration <= 0 {
+			fatalf("-profile-duration must be positive")
 		}
-		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
+			fatalf("-profile-dir: %v", err)
+		}
 	}
 	if err := run(&cfg); err != nil {
-		pprof.StopCPUProfile()
 		fatalf("%v", err)
 	}
 }
@@ -388,10 +409,15 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 	var cells []*cell
 	add := func(c *cell) {
 		var kept []*variant
+		profiled := false
 		for _, v := range c.variants {
 			if cfg.only == nil || cfg.only.MatchString(c.id(v)) {
 				kept = append(kept, v)
 			}
+			profiled = profiled || cfg.profiled(c, v)
+		}
+		if cfg.only == nil && cfg.profile != nil && !profiled {
+			return // a profiling run measures the profiled rows' cells
 		}
 		if len(kept) > 0 {
 			c.variants = kept
@@ -649,9 +675,18 @@ func run(cfg *config) error {
 	for _, c := range cells {
 		n += len(c.variants)
 	}
-	logf("benchcmp: %d measurements per round, %d rounds, %v + %v warm-up each (about %v)",
-		n, cfg.rounds, cfg.duration, cfg.warmup,
-		(time.Duration(n*cfg.rounds) * (cfg.duration + cfg.warmup + 150*time.Millisecond)).Round(time.Second))
+	nprof := 0
+	for _, c := range cells {
+		for _, v := range c.variants {
+			if cfg.profiled(c, v) {
+				nprof++
+			}
+		}
+	}
+	logf("benchcmp: %d measurements per round, %d rounds, %v + %v warm-up each, %d profiled for %v after them (about %v)",
+		n, cfg.rounds, cfg.duration, cfg.warmup, nprof, cfg.profileDuration,
+		(time.Duration(n*cfg.rounds)*(cfg.duration+cfg.warmup+150*time.Millisecond) +
+			time.Duration(nprof)*(cfg.profileDuration+cfg.warmup+150*time.Millisecond)).Round(time.Second))
 	for r := range cfg.rounds {
 		for _, c := range cells {
 			for k := range c.variants {
@@ -659,7 +694,7 @@ func run(cfg *config) error {
 				if c.failed[v.id] != nil {
 					continue
 				}
-				s, err := measureOne(cfg, c, v, recs)
+				s, err := measureOne(cfg, c, v, recs, cfg.duration, nil)
 				if err != nil {
 					c.failed[v.id] = err
 					logf("round %d/%d %-40s FAILED: %v", r+1, cfg.rounds, c.id(v), err)
@@ -669,6 +704,18 @@ func run(cfg *config) error {
 				logf("round %d/%d %-40s %10.0f ops/s  p50 %7.1fµs  cpu %6.2fµs/op  %5.2f allocs/op  %5.3f writes/op %5.3f reads/op",
 					r+1, cfg.rounds, c.id(v), s.opsPerSec, s.p50, s.cpuPerOp, s.allocsPerOp, s.writesPerOp, s.readsPerOp)
 			}
+		}
+	}
+	for _, c := range cells {
+		for _, v := range c.variants {
+			if !cfg.profiled(c, v) || c.failed[v.id] != nil {
+				continue
+			}
+			p, err := profileOne(cfg, c, v, recs)
+			if err != nil {
+				return fmt.Errorf("profiling %s: %w", c.id(v), err)
+			}
+			env.profiles = append(env.profiles, p)
 		}
 	}
 	for _, c := range cells {
@@ -693,8 +740,41 @@ func run(cfg *config) error {
 	return nil
 }
 
-// measureOne runs v's warm-up, then its measured interval.
-func measureOne(cfg *config, c *cell, v *variant, recs []*recorder) (sample, error) {
+// profiled says whether -profile selects v in c.
+func (cfg *config) profiled(c *cell, v *variant) bool {
+	return cfg.profile != nil && cfg.profile.MatchString(c.id(v))
+}
+
+// profile is one -profile file: the measurement, where its profile is,
+// and the figures of the profiled interval (not in the report's medians:
+// the profiler's own cost is in them).
+type profile struct {
+	id, path string
+	s        sample
+}
+
+// profileOne measures v once more for -profile-duration with the CPU
+// profiler on, writing the profile to -profile-dir.
+func profileOne(cfg *config, c *cell, v *variant, recs []*recorder) (profile, error) {
+	p := profile{id: c.id(v), path: filepath.Join(cfg.profileDir, strings.ReplaceAll(c.id(v), "/", "_")+".pprof")}
+	f, err := os.Create(p.path)
+	if err != nil {
+		return p, err
+	}
+	p.s, err = measureOne(cfg, c, v, recs, cfg.profileDuration, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return p, err
+	}
+	logf("profile %-40s %10.0f ops/s  cpu %6.2fµs/op (profiler on) -> %s", p.id, p.s.opsPerSec, p.s.cpuPerOp, p.path)
+	return p, nil
+}
+
+// measureOne runs v's warm-up, then a measured interval of d; with prof
+// set, the CPU profile of the measured interval goes there.
+func measureOne(cfg *config, c *cell, v *variant, recs []*recorder, d time.Duration, prof io.Writer) (sample, error) {
 	j := c.jobs[v.id]
 	if j == nil {
 		var err error
@@ -731,8 +811,12 @@ func measureOne(cfg *config, c *cell, v *variant, recs []*recorder) (sample, err
 		ms0, ms1 runtime.MemStats
 		cpu0     time.Duration
 		t0       time.Time
+		profErr  error
 	)
-	g := newGate(cfg.duration, func() {
+	g := newGate(d, func() {
+		if prof != nil {
+			profErr = pprof.StartCPUProfile(prof)
+		}
 		runtime.ReadMemStats(&ms0)
 		cpu0 = cpuSelf()
 		t0 = time.Now()
@@ -741,10 +825,16 @@ func measureOne(cfg *config, c *cell, v *variant, recs []*recorder) (sample, err
 	elapsed := time.Since(t0)
 	cpu1 := cpuSelf()
 	runtime.ReadMemStats(&ms1)
+	if prof != nil && profErr == nil {
+		pprof.StopCPUProfile()
+	}
 	io1, ioOK1 := readIOCounts()
 	ct1, _ := readCPUTimes()
 	srv1, srvOK1 := cpuOf(srvPid)
 	g.end()
+	if err == nil {
+		err = profErr
+	}
 	if err != nil {
 		return sample{}, err
 	}

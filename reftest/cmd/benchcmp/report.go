@@ -11,27 +11,29 @@ import (
 
 // env is what the report says about the machine and the run.
 type env struct {
-	start, end     time.Time
-	cpuModel       string
-	kernel         string
-	loadStart      string
-	loadEnd        string
-	ct0, ct1       cpuTimes
-	ctOK0, ctOK1   bool
-	goVersion      string
-	gomaxprocs     int
-	numCPU         int
-	command, note  string
-	rounds         int
-	duration, warm time.Duration
-	keys           int
-	sample         int
+	start, end      time.Time
+	cpuModel        string
+	kernel          string
+	loadStart       string
+	loadEnd         string
+	ct0, ct1        cpuTimes
+	ctOK0, ctOK1    bool
+	goVersion       string
+	gomaxprocs      int
+	numCPU          int
+	command, note   string
+	rounds          int
+	duration, warm  time.Duration
+	keys            int
+	sample          int
+	profiles        []profile // -profile's files, in the order taken
+	profileDuration time.Duration
 }
 
 func captureEnv(cfg *config) *env {
 	e := &env{start: time.Now(), goVersion: runtime.Version(), gomaxprocs: runtime.GOMAXPROCS(0),
 		numCPU: runtime.NumCPU(), command: cfg.command, note: cfg.note, rounds: cfg.rounds,
-		duration: cfg.duration, warm: cfg.warmup, keys: cfg.keys, sample: cfg.sample}
+		duration: cfg.duration, warm: cfg.warmup, keys: cfg.keys, sample: cfg.sample, profileDuration: cfg.profileDuration}
 	e.cpuModel = "unknown"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -322,6 +324,14 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			"gocbcore v10.8.1: one connection per node (its default), mutation tokens and snappy on (as kvwire; gocb's defaults), " +
 			"SCRAM-SHA512, default collection, a deadline of the KV timeout per op, a channel per goroutine to wait for callbacks (as gocb's synchronous API).",
 		"Values are random bytes (incompressible): kvwire and gocbcore try snappy on the 1 KiB writes and send them uncompressed.",
+	}
+	if len(e.profiles) > 0 {
+		var ps []string
+		for _, p := range e.profiles {
+			ps = append(ps, fmt.Sprintf("%s: %s (%s ops/s, %.2f µs/op client CPU under the profiler)", p.id, p.path, fmtOps(p.s.opsPerSec), p.s.cpuPerOp))
+		}
+		r.notes = append(r.notes, fmt.Sprintf("CPU profiles (-profile): after the rounds, one more measured interval of %v per profiled measurement, "+
+			"with Go's CPU profiler on in this process (the client's; its figures are not in the medians): %s.", e.profileDuration, strings.Join(ps, "; ")))
 	}
 	if cfg.batch > 0 {
 		r.notes = append(r.notes, fmt.Sprintf("Batch rows (%s): one goroutine reads %d consecutive preloaded keys (32 B values, all hits) per call, the same keys for every client; "+

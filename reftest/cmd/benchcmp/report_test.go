@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,5 +112,35 @@ func TestReportShowsNoLatencyWhenNoneWasTimed(t *testing.T) {
 	row := targetRow(t, r, "memcached get-32B, 1 goroutine: kvwire p50")
 	if row[2] != "n/a" {
 		t.Fatalf("p50 target measured %s with no latency recorded", row[2])
+	}
+}
+
+func TestProfilingRunMeasuresTheProfiledCellsOnly(t *testing.T) {
+	ids := func(cfg *config) []string {
+		var out []string
+		for _, c := range plan(cfg, &clients{cfg: cfg}, nil, nil) {
+			for _, v := range c.variants {
+				out = append(out, c.id(v))
+			}
+		}
+		return out
+	}
+	cfg := &config{memcached: "127.0.0.1:1", mock: "couchbase://127.0.0.1/default", concs: []int{1, 16, 256},
+		bestConns: 4, bestWindow: 64, batch: 256, profile: regexp.MustCompile(`/get-32B/(1|256)/kvwire$`)}
+	got := ids(cfg)
+	want := []string{
+		"memcached/get-32B/1/kvwire", "memcached/get-32B/1/gomemcache", "memcached/get-32B/1/raw",
+		"memcached/get-32B/256/kvwire", "memcached/get-32B/256/kvwire-4c", "memcached/get-32B/256/gomemcache",
+		"memcached/get-32B/256/raw", "memcached/get-32B/256/raw-best",
+		"mock/get-32B/1/kvwire", "mock/get-32B/1/gocbcore",
+		"mock/get-32B/256/kvwire", "mock/get-32B/256/gocbcore",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("a run profiling %s measures\n%v\nwant\n%v", cfg.profile, got, want)
+	}
+	// With -only, -only alone chooses what is measured.
+	cfg.only = regexp.MustCompile(`^mock/upsert-1KiB/16/`)
+	if got := ids(cfg); !slices.Equal(got, []string{"mock/upsert-1KiB/16/kvwire", "mock/upsert-1KiB/16/gocbcore"}) {
+		t.Fatalf("with -only, a profiling run measures %v", got)
 	}
 }
