@@ -168,7 +168,7 @@ func (f *fanout) getBatch(lo, n int) error {
 		go func() {
 			defer wg.Done()
 			if err := f.workers[i].get(lo + i); err != nil {
-				first.CompareAndSwap(nil, &err)
+				keepFirst(&first, err)
 			}
 		}()
 	}
@@ -198,7 +198,7 @@ func newGocbcoreAsync(agent *gocbcore.Agent, ks *keyset, timeout time.Duration) 
 			err = errShortValue
 		}
 		if err != nil {
-			b.bad.CompareAndSwap(nil, &err)
+			keepFirst(&b.bad, err)
 		}
 		if b.left.Add(-1) == 0 {
 			b.done <- struct{}{}

@@ -56,6 +56,12 @@ const (
 
 var errShortValue = errors.New("value of the wrong length")
 
+// keepFirst stores err in p unless p holds an error already. Taking err's
+// address here moves only this copy to the heap, when there is an error: a
+// caller's own err, taken by address, would be allocated on every call,
+// inside the measured interval.
+func keepFirst(p *atomic.Pointer[error], err error) { p.CompareAndSwap(nil, &err) }
+
 // kvwire
 
 type kvwireWorker struct {
@@ -227,7 +233,7 @@ func (j *clientJob) run(gt *gate, recs []*recorder) (int64, error) {
 			ops, err := j.loop(j.workers[g], g*n/j.conc, recs[g], &gt.stop)
 			total.Add(ops)
 			if err != nil {
-				first.CompareAndSwap(nil, &err)
+				keepFirst(&first, err)
 			}
 		}()
 	}

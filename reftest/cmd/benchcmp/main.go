@@ -614,7 +614,7 @@ func preload(c *client.Client, sets ...*keyset) error {
 				defer wg.Done()
 				for i := g; i < len(ks.keys); i += par {
 					if _, err := col.Upsert(context.Background(), ks.keys[i], ks.value, nil); err != nil {
-						first.CompareAndSwap(nil, &err)
+						keepFirst(&first, err)
 						return
 					}
 				}

@@ -69,7 +69,7 @@ func (j *rawJob) run(gt *gate, recs []*recorder) (int64, error) {
 			ops, err := j.loop(nc, g*n/len(j.ncs), recs[g], &gt.stop)
 			total.Add(ops)
 			if err != nil {
-				first.CompareAndSwap(nil, &err)
+				keepFirst(&first, err)
 			}
 		}()
 	}
