@@ -22,18 +22,23 @@ import (
 // Which operations are timed does not depend on their latency, so the
 // quantiles are those of all operations, from fewer values.
 
-// defaultSample is -sample's default: at 16 the recording costs about 15 ns
-// per operation (BenchmarkRecorder), under 1% of kvwire's CPU at 256
-// goroutines, and a 300 ms quick-mode interval at one goroutine still times
-// a few hundred operations for its p50.
+// defaultSample is -sample's default: at 16 the recording is a few tenths
+// of a percent of kvwire's CPU at 256 goroutines (package doc), and a 300
+// ms quick-mode interval at one goroutine still times a few hundred
+// operations for its p50.
 const defaultSample = 16
 
 // recorder is one measuring goroutine's latency record: it picks the
 // operations to time and keeps their latencies. Each goroutine owns one; they
 // are preallocated and merged after the interval, so recording allocates
-// nothing. What every operation touches (left) sits in a 64-byte object of
-// its own, apart from the histogram (35 KB) that only timed operations touch
-// and from other goroutines' recorders (no false sharing).
+// nothing. What an operation touches sits in a 128-byte object of its own
+// (two cache lines: Go's 128-byte size class is aligned, so no false
+// sharing with other goroutines' recorders): the counter every operation
+// decrements, and a buffer of the last latencies, which go to the
+// histogram (35 KB, out of the cache when 256 goroutines take turns) 16 at
+// a time: written one by one into the histogram, the recording took about
+// three times as much of kvwire's CPU at 256 goroutines (package doc), most
+// of it in the histogram's cache and TLB misses.
 type recorder struct {
 	left  int // operations until the next timed one, this one included
 	every int // mean gap between timed operations; 0: none is timed
@@ -41,7 +46,8 @@ type recorder struct {
 	rng   rand.PCG
 	t0    time.Duration // when the timed call began
 	h     *hist
-	_     [8]byte // to 64 bytes: a cache line (Go's 64-byte size class is aligned)
+	n     int        // latencies in buf
+	buf   [16]uint32 // ns, not yet in h
 }
 
 func newRecorder(every int, seed uint64) *recorder {
@@ -54,6 +60,7 @@ func newRecorder(every int, seed uint64) *recorder {
 // recorder's seed from their start.
 func (r *recorder) reset() {
 	r.h.reset()
+	r.n = 0
 	r.rng.Seed(r.seed, r.seed^0x9e3779b97f4a7c15)
 	r.left = math.MaxInt
 	if r.every > 0 {
@@ -103,7 +110,31 @@ func (r *recorder) end(k int) {
 
 //go:noinline
 func (r *recorder) stop(k int) {
-	r.h.addN(monotonic()-r.t0, k)
+	d := monotonic() - r.t0
+	if k > 1 || d < 0 || d > math.MaxUint32 {
+		// A window or a batch (at most one per call of many operations),
+		// or a latency beyond 4 s: straight to the histogram.
+		r.h.addN(d, k)
+		return
+	}
+	r.buf[r.n] = uint32(d)
+	if r.n++; r.n == len(r.buf) {
+		r.flush()
+	}
+}
+
+// flush moves the buffered latencies to the histogram.
+func (r *recorder) flush() {
+	for _, v := range r.buf[:r.n] {
+		r.h.addN(time.Duration(v), 1)
+	}
+	r.n = 0
+}
+
+// latencies returns every latency recorded since reset.
+func (r *recorder) latencies() *hist {
+	r.flush()
+	return r.h
 }
 
 // epoch is the origin of monotonic.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestHistBucketsRoundTrip(t *testing.T) {
@@ -82,8 +83,8 @@ func TestRecorderTimesNothingWithSample0(t *testing.T) {
 		}
 		r.end(0)
 	}
-	if r.h.count() != 0 {
-		t.Fatalf("%d latencies recorded, want none", r.h.count())
+	if r.latencies().count() != 0 {
+		t.Fatalf("%d latencies recorded, want none", r.latencies().count())
 	}
 }
 
@@ -147,8 +148,8 @@ func TestRecordersOfOneSeedTimeTheSameOperations(t *testing.T) {
 	first := seq(r)
 	r.end(r.begin(1))
 	r.reset()
-	if r.h.count() != 0 {
-		t.Fatalf("reset left %d latencies", r.h.count())
+	if r.latencies().count() != 0 {
+		t.Fatalf("reset left %d latencies", r.latencies().count())
 	}
 	if again := seq(r); !slices.Equal(again, first) {
 		t.Fatalf("after reset the timed operations are %v..., before %v...", again[:5], first[:5])
@@ -166,11 +167,33 @@ func TestRecorderRecordsTheCallsTimeForEachTimedOperation(t *testing.T) {
 	k := r.begin(8)
 	r.t0 -= time.Millisecond // a call that took 1 ms (and a bit)
 	r.end(k)
-	if r.h.count() != 8 {
-		t.Fatalf("%d latencies recorded for a window of 8 timed operations, want 8", r.h.count())
+	if r.latencies().count() != 8 {
+		t.Fatalf("%d latencies recorded for a window of 8 timed operations, want 8", r.latencies().count())
 	}
-	if p := r.h.quantile(0.5); p < time.Millisecond || p > 2*time.Millisecond {
+	if p := r.latencies().quantile(0.5); p < time.Millisecond || p > 2*time.Millisecond {
 		t.Fatalf("recorded %v for a 1 ms call", p)
+	}
+}
+
+func TestRecorderKeepsEveryLatencyItBuffers(t *testing.T) {
+	r := newRecorder(1, 1)
+	for range 40 { // two buffers' worth and a part of a third
+		r.end(r.begin(1))
+	}
+	if n := r.latencies().count(); n != 40 {
+		t.Fatalf("%d latencies recorded for 40 timed operations", n)
+	}
+	r.reset()
+	if n := r.latencies().count(); n != 0 {
+		t.Fatalf("%d latencies after reset", n)
+	}
+}
+
+func TestRecorderIsTwoCacheLines(t *testing.T) {
+	// Its size class (128) is aligned: no line shared with another
+	// goroutine's recorder.
+	if n := unsafe.Sizeof(recorder{}); n != 128 {
+		t.Fatalf("a recorder is %d bytes, want 128", n)
 	}
 }
 
