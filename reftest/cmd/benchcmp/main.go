@@ -42,15 +42,15 @@
 // of the process. Now each goroutine times one operation in -sample (16)
 // drawn at random, the same operation numbers in every client's loop, and a
 // raw window or a batch is timed whole when it carries a drawn operation
-// (latency.go). In CPU profiles of mock/get-32B/256/kvwire (12 s each, two
-// A/B pairs on a loaded machine) the recording took 0.1–0.4% of the
-// process, against 0.9–1.3% with each latency written straight to the
-// histogram; BenchmarkRecorder measures the loop's part alone. Every
-// one-operation-per-call loop pays it alike; a window of W ≥ 16 requests
-// pays less (one timed call per W requests), so the raw loops' advantage
-// from recording is at most those few tenths of a percent of the client's
-// CPU, where it was about 10%. -sample 1 times every operation; -sample 0
-// none (no latency figures, no clock reads per operation).
+// (latency.go). In 15 s CPU profiles of kvwire at 256 goroutines on
+// memcached and on the mock (a loaded machine, a few to a dozen samples
+// each) the recording is 0.5–1.5% of the process, most of it the two
+// clock reads of the timed operations, where it was about 10%;
+// BenchmarkRecorder measures it alone. Every one-operation-per-call loop
+// pays it alike; a window of W ≥ 16 requests pays less (one timed call per
+// W requests), so the raw loops' advantage from recording is at most about
+// 1% of the client's CPU. -sample 1 times every operation; -sample 0 none
+// (no latency figures, no clock reads per operation).
 //
 // Profiles: -profile REGEXP measures each matching measurement (ids are
 // backend/workload/goroutines/client, e.g. memcached/get-32B/256/kvwire)
