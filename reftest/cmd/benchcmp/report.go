@@ -319,8 +319,8 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			"The 16-goroutine target divides by the 16-window on one connection, as kvwire uses one connection per node; " +
 			"its ratio to gomemcache, which opens a connection per goroutine, is context.",
 		"A target is judged on its figure as shown, to two decimals: allocs/op of 1.004 is 1.00. The harness allocates nothing inside the interval " +
-			"(its goroutines start before it); the runtime's own allocations for the client's goroutines, such as caches emptied by the collection " +
-			"before each interval, count as the client's, a few hundred per interval. kvwire allocs/op: the most of its rows at any goroutine count.",
+			"(its goroutines start before it); the runtime's own allocations for the client's goroutines count as the client's: " +
+			"a few hundred per interval, mostly refilling what the collection before each interval empties (sudogs of blocked channel operations, sync.Pool). kvwire allocs/op: the most of its rows at any goroutine count.",
 		"gomemcache: ASCII protocol, MaxIdleConns = goroutines, Timeout = the KV timeout, one reused Item per goroutine. " +
 			"gocbcore v10.8.1: one connection per node (its default), mutation tokens and snappy on (as kvwire; gocb's defaults), " +
 			"SCRAM-SHA512, default collection, a deadline of the KV timeout per op, a channel per goroutine to wait for callbacks (as gocb's synchronous API).",
