@@ -4,15 +4,30 @@
 #
 #   scripts/bench.sh                 the full matrix (about 15 minutes)
 #   BENCH_QUICK=1 scripts/bench.sh   3 short rounds, for development (about 1.5 minutes)
-#   BENCH_ARGS='-only memcached/get-32B/.*/kvwire$ -cpuprofile /tmp/kv.prof' scripts/bench.sh
+#   BENCH_ARGS='-only memcached/get-32B/.*/kvwire$' scripts/bench.sh
 #                                    any benchcmp flags (see go run ./cmd/benchcmp -h in reftest/)
+#   BENCH_PROFILE='/get-32B/(1|16|256)/kvwire$' scripts/bench.sh
+#                                    CPU profiles of the harness process (the client)
+#                                    for the measurements whose id
+#                                    (backend/workload/goroutines/client, e.g.
+#                                    memcached/get-32B/256/kvwire; the leading / keeps
+#                                    batch256-get-32B out) matches:
+#                                    only the cells holding them are measured (unless
+#                                    BENCH_ARGS has -only), then each profiled one runs
+#                                    once more for BENCH_PROFILE_DURATION (default 5s)
+#                                    with the profiler on; the files
+#                                    (memcached_get-32B_256_kvwire.pprof, ...) go to
+#                                    BENCH_PROFILE_DIR (default $TMPDIR/kvwire-bench-profiles)
+#                                    and so does the report, unless BENCH_OUT says
+#                                    otherwise. With BENCH_QUICK=1 the example takes
+#                                    about a minute and a half.
 #   BENCH_OUT=path                   where the markdown report goes
 #                                    (default reftest/bench-results.md)
 #   BENCH_README=1                   also replace README.md's section between
 #                                    <!-- bench:start --> and <!-- bench:end -->
 #                                    with this run's report
 #   BENCH_SIDE_R=N                   also a side run with -R N (default: none;
-#                                    never with BENCH_ARGS)
+#                                    never with BENCH_ARGS or BENCH_PROFILE)
 #
 # With BENCH_SIDE_R, after the main run a side run measures the batch rows
 # again against a memcached of this script's own started with -R N
@@ -31,6 +46,15 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 GO=${GO:-go}
 OUT=${BENCH_OUT:-$ROOT/reftest/bench-results.md}
+PROFILE_DIR=
+if [ -n "${BENCH_PROFILE:-}" ]; then
+  # A profiling run measures a few cells: its report goes beside the
+  # profiles, not over the committed one.
+  PROFILE_DIR=${BENCH_PROFILE_DIR:-${TMPDIR:-/tmp}/kvwire-bench-profiles}
+  mkdir -p "$PROFILE_DIR"
+  PROFILE_DIR=$(cd "$PROFILE_DIR" && pwd)
+  OUT=${BENCH_OUT:-$PROFILE_DIR/bench-results.md}
+fi
 
 log() { echo "bench.sh: $*" >&2; }
 
@@ -96,9 +120,14 @@ if [ -n "${BENCH_ARGS:-}" ]; then
   # shellcheck disable=SC2206 # flags are split on spaces on purpose
   args+=($BENCH_ARGS)
 fi
+if [ -n "$PROFILE_DIR" ]; then
+  cmd="BENCH_PROFILE='$BENCH_PROFILE' $cmd"
+  args+=(-profile "$BENCH_PROFILE" -profile-dir "$PROFILE_DIR" -profile-duration "${BENCH_PROFILE_DURATION:-5s}")
+fi
 note="Servers: $(memcached -V 2>/dev/null || echo memcached) (Debian package, scripts/memcached.sh: -t 2 -c 1024 -m 64) on $KV_MEMCACHED_ADDR; mockcluster (3 nodes, bucket default) in its own process; clients: kvwire $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- client conn memdx vbmap retry 2>/dev/null || echo '+uncommitted'), gomemcache $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/bradfitz/gomemcache), gocbcore $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/couchbase/gocbcore/v10)"
 
 if [ -n "${BENCH_README:-}" ]; then
+  [ -z "$PROFILE_DIR" ] || { log "ERROR: BENCH_README with BENCH_PROFILE: a profiling run measures a few cells, not the README's report"; exit 1; }
   grep -q '^<!-- bench:start -->$' README.md && grep -q '^<!-- bench:end -->$' README.md ||
     { log "ERROR: README.md has no <!-- bench:start --> / <!-- bench:end --> markers"; exit 1; }
   args+=(-readme "$tmp/readme.md")
@@ -106,7 +135,7 @@ fi
 "$tmp/benchcmp" -memcached "$KV_MEMCACHED_ADDR" -memcached-pid "$memcached_pid" \
   -mock "$mock" -mock-pid "$mock_pid" -out "$OUT" -command "$cmd" -note "$note" "${args[@]}"
 side_r=${BENCH_SIDE_R:-}
-if [ -n "$side_r" ] && [ -z "${BENCH_ARGS:-}" ]; then
+if [ -n "$side_r" ] && [ -z "${BENCH_ARGS:-}" ] && [ -z "$PROFILE_DIR" ]; then
   side_port=${BENCH_SIDE_PORT:-21219}
   chmod 711 "$tmp" # memcached writes its pid file as the user it runs as
   mkdir -m 1777 "$tmp/side"
@@ -136,6 +165,9 @@ if [ -n "$side_r" ] && [ -z "${BENCH_ARGS:-}" ]; then
   fi
 fi
 log "report written to ${OUT#"$ROOT"/}"
+if [ -n "$PROFILE_DIR" ]; then
+  log "CPU profiles in $PROFILE_DIR (go tool pprof -top FILE; the report lists them)"
+fi
 if [ -n "${BENCH_README:-}" ]; then
   awk -v f="$tmp/readme.md" '
     /^<!-- bench:start -->$/ { print; print ""; while ((getline line < f) > 0) print line; print ""; skip = 1; next }

@@ -21,8 +21,8 @@ import (
 // consecutive keys of the keyset for every client (a batch never wraps: it
 // restarts at key 0 when the next one would run past the end). Every key
 // counts as one operation, so ops/s is keys per second and CPU, allocations
-// and system calls per op are per key; latency records every key of a batch
-// at the batch's time (the whole call).
+// and system calls per op are per key; a timed key (latency.go) is recorded
+// at its batch's time (the whole call).
 
 // batcher is one client's way of reading the keys [lo, lo+n) of its keyset
 // and checking every value's length.
@@ -30,7 +30,7 @@ type batcher interface {
 	getBatch(lo, n int) error
 }
 
-// batchJob runs one goroutine that calls its batcher until stop.
+// batchJob calls its batcher from one goroutine (run's) until stop.
 type batchJob struct {
 	ks   *keyset
 	size int
@@ -62,18 +62,19 @@ func (j *batchJob) close() {
 	j.b = nil
 }
 
-func (j *batchJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
+func (j *batchJob) run(gt *gate, recs []*recorder) (int64, error) {
 	n := len(j.ks.keys)
-	h := hists[0]
+	rec := recs[0]
 	var ops int64
 	lo := 0
-	for !stop.Load() {
+	gt.open()
+	for !gt.stop.Load() {
 		if lo+j.size > n {
 			lo = 0
 		}
-		t := time.Now()
+		k := rec.begin(j.size)
 		err := j.b.getBatch(lo, j.size)
-		h.addN(time.Since(t), j.size)
+		rec.end(k)
 		if err != nil {
 			return ops, fmt.Errorf("batch of keys %s to %s: %w", j.ks.keys[lo], j.ks.keys[lo+j.size-1], err)
 		}
@@ -167,7 +168,7 @@ func (f *fanout) getBatch(lo, n int) error {
 		go func() {
 			defer wg.Done()
 			if err := f.workers[i].get(lo + i); err != nil {
-				first.CompareAndSwap(nil, &err)
+				keepFirst(&first, err)
 			}
 		}()
 	}
@@ -197,7 +198,7 @@ func newGocbcoreAsync(agent *gocbcore.Agent, ks *keyset, timeout time.Duration) 
 			err = errShortValue
 		}
 		if err != nil {
-			b.bad.CompareAndSwap(nil, &err)
+			keepFirst(&b.bad, err)
 		}
 		if b.left.Add(-1) == 0 {
 			b.done <- struct{}{}

@@ -56,6 +56,12 @@ const (
 
 var errShortValue = errors.New("value of the wrong length")
 
+// keepFirst stores err in p unless p holds an error already. Taking err's
+// address here moves only this copy to the heap, when there is an error: a
+// caller's own err, taken by address, would be allocated on every call,
+// inside the measured interval.
+func keepFirst(p *atomic.Pointer[error], err error) { p.CompareAndSwap(nil, &err) }
+
 // kvwire
 
 type kvwireWorker struct {
@@ -212,7 +218,7 @@ func (j *clientJob) prepare() error {
 
 func (j *clientJob) close() {}
 
-func (j *clientJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
+func (j *clientJob) run(gt *gate, recs []*recorder) (int64, error) {
 	var (
 		wg    sync.WaitGroup
 		total atomic.Int64
@@ -223,13 +229,15 @@ func (j *clientJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ops, err := j.loop(j.workers[g], g*n/j.conc, hists[g], stop)
+			gt.wait()
+			ops, err := j.loop(j.workers[g], g*n/j.conc, recs[g], &gt.stop)
 			total.Add(ops)
 			if err != nil {
-				first.CompareAndSwap(nil, &err)
+				keepFirst(&first, err)
 			}
 		}()
 	}
+	gt.open()
 	wg.Wait()
 	if p := first.Load(); p != nil {
 		return total.Load(), *p
@@ -237,21 +245,21 @@ func (j *clientJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
 	return total.Load(), nil
 }
 
-// loop is every client's measuring loop: the same key walk, the same two
-// clock reads around each operation, the same histogram.
-func (j *clientJob) loop(w worker, idx int, h *hist, stop *atomic.Bool) (int64, error) {
+// loop is every client's measuring loop: the same key walk, the same
+// recorder (latency.go) around each operation.
+func (j *clientJob) loop(w worker, idx int, rec *recorder, stop *atomic.Bool) (int64, error) {
 	n := len(j.ks.keys)
 	var ops int64
 	for !stop.Load() {
 		get := j.mix == mixGet || (j.mix == mixAlternate && ops&1 == 0)
-		t := time.Now()
+		k := rec.begin(1)
 		var err error
 		if get {
 			err = w.get(idx)
 		} else {
 			err = w.upsert(idx)
 		}
-		h.add(time.Since(t))
+		rec.end(k)
 		if err != nil {
 			return ops, fmt.Errorf("key %s: %w", j.ks.keys[idx], err)
 		}

@@ -6,7 +6,8 @@
 //
 //	benchcmp -memcached 127.0.0.1:21211 -mock couchbase://127.0.0.1:p1,.../default \
 //	    [-memcached-pid N] [-mock-pid N] [-duration 2s] [-warmup 500ms] [-rounds 5] \
-//	    [-batch 256] [-only REGEXP] [-out results.md] [-cpuprofile f]
+//	    [-batch 256] [-sample 16] [-only REGEXP] [-out results.md] \
+//	    [-profile REGEXP [-profile-dir DIR] [-profile-duration 5s]]
 //
 // Method. Every measurement runs a client's workers for -duration after a
 // warm-up of -warmup, with a garbage collection before it. The workloads
@@ -22,20 +23,52 @@
 // round; every figure is the median of the rounds, and every ratio a ratio
 // of those medians.
 //
-// Figures: ops/s; p50 and p99 latency from two clock reads around every
-// operation (the same loop for every client, a log-linear histogram with
-// under 1% bucket error); client CPU per op from getrusage(RUSAGE_SELF)
-// before and after the interval, which is the client alone because every
-// server runs in another process; allocations per op from
-// runtime.MemStats.Mallocs; server CPU per op from /proc/<pid>/stat when
-// the servers' pids are given.
+// Figures: ops/s; p50 and p99 latency of the timed operations (below); client
+// CPU per op from getrusage(RUSAGE_SELF) before and after the interval, which
+// is the client alone because every server runs in another process;
+// allocations per op from runtime.MemStats.Mallocs; server CPU per op from
+// /proc/<pid>/stat when the servers' pids are given.
+//
+// Fairness: every client runs in the same loop (clients.go; raw.go and
+// batch.go for the raw loops and batches) and pays the same harness cost
+// per operation inside the measured CPU, and the harness allocates nothing
+// inside it (each job starts its goroutines before the interval: see
+// gate). The one cost that differed was latency recording. Timed around
+// every operation (time.Now, time.Since and a per-goroutine histogram of
+// 35 KB, out of the cache at 256 goroutines), the clients paid about 200
+// ns per operation on this machine, where a clock read alone costs 55–75
+// ns, while a raw loop timing a window of 256 requests paid it once per
+// 256; in a CPU profile of memcached/get-32B/256/kvwire it was about 10%
+// of the process. Now each goroutine times one operation in -sample (16)
+// drawn at random, the same operation numbers in every client's loop, and a
+// raw window or a batch is timed whole when it carries a drawn operation
+// (latency.go). In 15 s CPU profiles of kvwire at 256 goroutines on
+// memcached and on the mock (a loaded machine, a few to a dozen samples
+// each) the recording is 0.5–1.5% of the process, most of it the two
+// clock reads of the timed operations, where it was about 10%;
+// BenchmarkRecorder measures it alone. Every one-operation-per-call loop
+// pays it alike; a window of W ≥ 16 requests pays less (one timed call per
+// W requests), so the raw loops' advantage from recording is at most about
+// 1% of the client's CPU. -sample 1 times every operation; -sample 0 none
+// (no latency figures, no clock reads per operation).
+//
+// Profiles: -profile REGEXP measures each matching measurement (ids are
+// backend/workload/goroutines/client, e.g. memcached/get-32B/256/kvwire)
+// once more after the rounds, for -profile-duration with Go's CPU profiler
+// on in this process, and writes the profile to -profile-dir as
+// memcached_get-32B_256_kvwire.pprof (read it with go tool pprof). That
+// interval's figures are logged and listed in the report but kept out of the
+// medians. Without -only, a profiling run measures only the cells holding a
+// profiled measurement (every client of them, so their ratios are there).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -55,11 +88,48 @@ import (
 // job is one client at one concurrency on one workload.
 type job interface {
 	prepare() error
-	// run starts the job's goroutines, which work until stop is set, and
-	// returns once all have ended: the operations done, and the first
+	// run starts the job's goroutines, each waiting at the gate, opens
+	// the gate once all are started, and returns once all have ended
+	// (when the gate's stop is set): the operations done, and the first
 	// error (which invalidates the measurement).
-	run(stop *atomic.Bool, hists []*hist) (int64, error)
+	run(g *gate, recs []*recorder) (int64, error)
 	close()
+}
+
+// gate starts and stops one interval of a job. Starting the goroutines
+// allocates (their closures), so the job starts them all first, each
+// waiting at the gate, and then opens it: the interval's figures are taken
+// in between (onOpen), and the harness allocates nothing inside them.
+type gate struct {
+	d      time.Duration
+	onOpen func() // called as the gate opens, after the interval's timer is set
+	opened chan struct{}
+	stop   atomic.Bool // set d after the gate opened
+	timer  *time.Timer
+}
+
+func newGate(d time.Duration, onOpen func()) *gate {
+	return &gate{d: d, onOpen: onOpen, opened: make(chan struct{})}
+}
+
+// open starts the interval: the job's run calls it once, after starting
+// its goroutines.
+func (g *gate) open() {
+	g.timer = time.AfterFunc(g.d, func() { g.stop.Store(true) })
+	if g.onOpen != nil {
+		g.onOpen()
+	}
+	close(g.opened)
+}
+
+// wait blocks a job's goroutine until the gate opens.
+func (g *gate) wait() { <-g.opened }
+
+// end releases the timer once the job has ended.
+func (g *gate) end() {
+	if g.timer != nil {
+		g.timer.Stop()
+	}
 }
 
 type workload struct {
@@ -120,8 +190,14 @@ type config struct {
 	batch                 int
 	timeout               time.Duration
 	only                  *regexp.Regexp
-	out, readme           string
-	command, note         string
+	sample                int // -sample: one operation in sample timed; 0 none
+	// profile selects the measurements profiled (-profile); profileDir
+	// and profileDuration say where and how long.
+	profile         *regexp.Regexp
+	profileDir      string
+	profileDuration time.Duration
+	out, readme     string
+	command, note   string
 	// label names a side run (a server configured otherwise): its
 	// targets are shown as context, prefixed with it.
 	label string
@@ -129,7 +205,7 @@ type config struct {
 
 func main() {
 	var cfg config
-	var concs, only, cpuprofile string
+	var concs, only, profile string
 	flag.StringVar(&cfg.memcached, "memcached", os.Getenv("KV_MEMCACHED_ADDR"), "memcached address (host:port); empty skips memcached")
 	flag.StringVar(&cfg.mock, "mock", "", "mock cluster connection string with bucket (mockserver prints it); empty skips the mock")
 	flag.IntVar(&cfg.memcachedPid, "memcached-pid", 0, "memcached's pid, for server CPU per op")
@@ -144,12 +220,15 @@ func main() {
 	flag.IntVar(&cfg.batch, "batch", 256, "keys per batch of the batch workloads (0: none)")
 	flag.DurationVar(&cfg.timeout, "timeout", client.DefaultKVTimeout, "KV timeout of every client")
 	flag.StringVar(&only, "only", "", "run only measurements whose id (backend/workload/conc/client) matches this regexp")
+	flag.IntVar(&cfg.sample, "sample", defaultSample, "time one operation in this many, drawn at random, in every loop alike (1: every one; 0: none, no latency figures)")
+	flag.StringVar(&profile, "profile", "", "after the rounds, write a CPU profile of this process during one more measured interval of each measurement whose id matches this regexp; without -only, only the cells holding such a measurement are run")
+	flag.StringVar(&cfg.profileDir, "profile-dir", ".", "directory for -profile's files (ID with / as _, .pprof)")
+	flag.DurationVar(&cfg.profileDuration, "profile-duration", 5*time.Second, "measured interval of each -profile run (also in -quick)")
 	flag.StringVar(&cfg.out, "out", "", "also write the report as markdown to this file")
 	flag.StringVar(&cfg.readme, "readme", "", "also write the report as the README's section (between its bench markers) to this file")
 	flag.StringVar(&cfg.label, "label", "", "a side run's name: its targets become context figures prefixed with it")
 	flag.StringVar(&cfg.command, "command", "", "the command to name in the report (default: this one's arguments)")
 	flag.StringVar(&cfg.note, "note", "", "a line added to the report's header (server versions, ...)")
-	flag.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run here")
 	quick := flag.Bool("quick", false, "a quick run for development: 3 rounds of 300 ms after 100 ms warm-ups (unless those flags are given)")
 	flag.Parse()
 	if *quick { // explicit flags still win
@@ -191,18 +270,23 @@ func main() {
 	if cfg.batch < 0 || cfg.batch > cfg.keys {
 		fatalf("-batch %d: want 0 (no batch workloads) up to -keys (%d)", cfg.batch, cfg.keys)
 	}
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
+	if cfg.sample < 0 {
+		fatalf("-sample %d: want 0 (no latency) or more", cfg.sample)
+	}
+	if profile != "" {
+		re, err := regexp.Compile(profile)
 		if err != nil {
-			fatalf("%v", err)
+			fatalf("-profile: %v", err)
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fatalf("%v", err)
+		cfg.profile = re
+		if cfg.profileDuration <= 0 {
+			fatalf("-profile-duration must be positive")
 		}
-		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
+			fatalf("-profile-dir: %v", err)
+		}
 	}
 	if err := run(&cfg); err != nil {
-		pprof.StopCPUProfile()
 		fatalf("%v", err)
 	}
 }
@@ -326,10 +410,15 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 	var cells []*cell
 	add := func(c *cell) {
 		var kept []*variant
+		profiled := false
 		for _, v := range c.variants {
 			if cfg.only == nil || cfg.only.MatchString(c.id(v)) {
 				kept = append(kept, v)
 			}
+			profiled = profiled || cfg.profiled(c, v)
+		}
+		if cfg.only == nil && cfg.profile != nil && !profiled {
+			return // a profiling run measures the profiled rows' cells
 		}
 		if len(kept) > 0 {
 			c.variants = kept
@@ -526,7 +615,7 @@ func preload(c *client.Client, sets ...*keyset) error {
 				defer wg.Done()
 				for i := g; i < len(ks.keys); i += par {
 					if _, err := col.Upsert(context.Background(), ks.keys[i], ks.value, nil); err != nil {
-						first.CompareAndSwap(nil, &err)
+						keepFirst(&first, err)
 						return
 					}
 				}
@@ -577,17 +666,28 @@ func run(cfg *config) error {
 	for _, c := range cfg.concs {
 		maxConc = max(maxConc, c)
 	}
-	hists := make([]*hist, maxConc)
-	for i := range hists {
-		hists[i] = new(hist)
+	// One recorder per measuring goroutine, seeded by its index: goroutine
+	// g of every client times the same operation numbers.
+	recs := make([]*recorder, maxConc)
+	for i := range recs {
+		recs[i] = newRecorder(cfg.sample, uint64(i+1))
 	}
 	n := 0
 	for _, c := range cells {
 		n += len(c.variants)
 	}
-	logf("benchcmp: %d measurements per round, %d rounds, %v + %v warm-up each (about %v)",
-		n, cfg.rounds, cfg.duration, cfg.warmup,
-		(time.Duration(n*cfg.rounds) * (cfg.duration + cfg.warmup + 150*time.Millisecond)).Round(time.Second))
+	nprof := 0
+	for _, c := range cells {
+		for _, v := range c.variants {
+			if cfg.profiled(c, v) {
+				nprof++
+			}
+		}
+	}
+	logf("benchcmp: %d measurements per round, %d rounds, %v + %v warm-up each, %d profiled for %v after them (about %v)",
+		n, cfg.rounds, cfg.duration, cfg.warmup, nprof, cfg.profileDuration,
+		(time.Duration(n*cfg.rounds)*(cfg.duration+cfg.warmup+150*time.Millisecond) +
+			time.Duration(nprof)*(cfg.profileDuration+cfg.warmup+150*time.Millisecond)).Round(time.Second))
 	for r := range cfg.rounds {
 		for _, c := range cells {
 			for k := range c.variants {
@@ -595,7 +695,7 @@ func run(cfg *config) error {
 				if c.failed[v.id] != nil {
 					continue
 				}
-				s, err := measureOne(cfg, c, v, hists)
+				s, err := measureOne(cfg, c, v, recs, cfg.duration, nil)
 				if err != nil {
 					c.failed[v.id] = err
 					logf("round %d/%d %-40s FAILED: %v", r+1, cfg.rounds, c.id(v), err)
@@ -605,6 +705,18 @@ func run(cfg *config) error {
 				logf("round %d/%d %-40s %10.0f ops/s  p50 %7.1fµs  cpu %6.2fµs/op  %5.2f allocs/op  %5.3f writes/op %5.3f reads/op",
 					r+1, cfg.rounds, c.id(v), s.opsPerSec, s.p50, s.cpuPerOp, s.allocsPerOp, s.writesPerOp, s.readsPerOp)
 			}
+		}
+	}
+	for _, c := range cells {
+		for _, v := range c.variants {
+			if !cfg.profiled(c, v) || c.failed[v.id] != nil {
+				continue
+			}
+			p, err := profileOne(cfg, c, v, recs)
+			if err != nil {
+				return fmt.Errorf("profiling %s: %w", c.id(v), err)
+			}
+			env.profiles = append(env.profiles, p)
 		}
 	}
 	for _, c := range cells {
@@ -629,8 +741,41 @@ func run(cfg *config) error {
 	return nil
 }
 
-// measureOne runs v's warm-up, then its measured interval.
-func measureOne(cfg *config, c *cell, v *variant, hists []*hist) (sample, error) {
+// profiled says whether -profile selects v in c.
+func (cfg *config) profiled(c *cell, v *variant) bool {
+	return cfg.profile != nil && cfg.profile.MatchString(c.id(v))
+}
+
+// profile is one -profile file: the measurement, where its profile is,
+// and the figures of the profiled interval (not in the report's medians:
+// the profiler's own cost is in them).
+type profile struct {
+	id, path string
+	s        sample
+}
+
+// profileOne measures v once more for -profile-duration with the CPU
+// profiler on, writing the profile to -profile-dir.
+func profileOne(cfg *config, c *cell, v *variant, recs []*recorder) (profile, error) {
+	p := profile{id: c.id(v), path: filepath.Join(cfg.profileDir, strings.ReplaceAll(c.id(v), "/", "_")+".pprof")}
+	f, err := os.Create(p.path)
+	if err != nil {
+		return p, err
+	}
+	p.s, err = measureOne(cfg, c, v, recs, cfg.profileDuration, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return p, err
+	}
+	logf("profile %-40s %10.0f ops/s  cpu %6.2fµs/op (profiler on) -> %s", p.id, p.s.opsPerSec, p.s.cpuPerOp, p.path)
+	return p, nil
+}
+
+// measureOne runs v's warm-up, then a measured interval of d; with prof
+// set, the CPU profile of the measured interval goes there.
+func measureOne(cfg *config, c *cell, v *variant, recs []*recorder, d time.Duration, prof io.Writer) (sample, error) {
 	j := c.jobs[v.id]
 	if j == nil {
 		var err error
@@ -643,34 +788,54 @@ func measureOne(cfg *config, c *cell, v *variant, hists []*hist) (sample, error)
 		c.jobs[v.id] = j
 	}
 	// Warm-up: connections, pools, caches and the runtime's own state.
-	if _, err := interval(j, cfg.warmup, hists); err != nil {
+	for _, r := range recs {
+		r.reset()
+	}
+	if _, err := interval(j, cfg.warmup, recs); err != nil {
 		return sample{}, err
 	}
-	for _, h := range hists {
-		h.reset()
+	for _, r := range recs {
+		r.reset()
 	}
 	srvPid := cfg.memcachedPid
 	if c.backend == "mock" {
 		srvPid = cfg.mockPid
 	}
 	runtime.GC()
-	var ms0, ms1 runtime.MemStats
-	stop := new(atomic.Bool)
-	timer := time.AfterFunc(cfg.duration, func() { stop.Store(true) })
-	runtime.ReadMemStats(&ms0)
 	srv0, srvOK0 := cpuOf(srvPid)
 	ct0, _ := readCPUTimes()
 	io0, ioOK0 := readIOCounts()
-	cpu0 := cpuSelf()
-	t0 := time.Now()
-	ops, err := j.run(stop, hists)
+	// Innermost, the figures of this process: CPU time, and around it the
+	// allocation count (outside the reads of /proc, which allocate), taken
+	// as the job's goroutines, all started, are let go.
+	var (
+		ms0, ms1 runtime.MemStats
+		cpu0     time.Duration
+		t0       time.Time
+		profErr  error
+	)
+	g := newGate(d, func() {
+		if prof != nil {
+			profErr = pprof.StartCPUProfile(prof)
+		}
+		runtime.ReadMemStats(&ms0)
+		cpu0 = cpuSelf()
+		t0 = time.Now()
+	})
+	ops, err := j.run(g, recs)
 	elapsed := time.Since(t0)
 	cpu1 := cpuSelf()
+	runtime.ReadMemStats(&ms1)
+	if prof != nil && profErr == nil {
+		pprof.StopCPUProfile()
+	}
 	io1, ioOK1 := readIOCounts()
 	ct1, _ := readCPUTimes()
 	srv1, srvOK1 := cpuOf(srvPid)
-	runtime.ReadMemStats(&ms1)
-	timer.Stop()
+	g.end()
+	if err == nil {
+		err = profErr
+	}
 	if err != nil {
 		return sample{}, err
 	}
@@ -678,17 +843,21 @@ func measureOne(cfg *config, c *cell, v *variant, hists []*hist) (sample, error)
 		return sample{}, fmt.Errorf("no operation completed")
 	}
 	var all hist
-	for _, h := range hists {
-		all.merge(h)
+	for _, r := range recs {
+		all.merge(r.latencies())
 	}
 	s := sample{
 		opsPerSec:   float64(ops) / elapsed.Seconds(),
-		p50:         float64(all.quantile(0.50)) / 1e3,
-		p99:         float64(all.quantile(0.99)) / 1e3,
+		p50:         -1,
+		p99:         -1,
 		cpuPerOp:    float64(cpu1-cpu0) / 1e3 / float64(ops),
 		allocsPerOp: float64(ms1.Mallocs-ms0.Mallocs) / float64(ops),
 		srvPerOp:    -1,
 		steal:       stealPercent(ct0, ct1),
+	}
+	if all.count() > 0 {
+		s.p50 = float64(all.quantile(0.50)) / 1e3
+		s.p99 = float64(all.quantile(0.99)) / 1e3
 	}
 	s.readsPerOp, s.writesPerOp = -1, -1
 	if ioOK0 && ioOK1 {
@@ -704,12 +873,11 @@ func measureOne(cfg *config, c *cell, v *variant, hists []*hist) (sample, error)
 }
 
 // interval runs j for d, unmeasured.
-func interval(j job, d time.Duration, hists []*hist) (int64, error) {
+func interval(j job, d time.Duration, recs []*recorder) (int64, error) {
 	if d <= 0 {
 		return 0, nil
 	}
-	stop := new(atomic.Bool)
-	timer := time.AfterFunc(d, func() { stop.Store(true) })
-	defer timer.Stop()
-	return j.run(stop, hists)
+	g := newGate(d, nil)
+	defer g.end()
+	return j.run(g, recs)
 }

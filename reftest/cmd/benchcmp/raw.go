@@ -18,9 +18,10 @@ import (
 // multiplexing, no opaque table, no result copies, no timeouts per request.
 // With window 1 on one connection it is the unpipelined round trip.
 //
-// Latency: one pair of clock reads per window, every request of the window
-// recorded with the window's time (for window 1, exactly as the clients'
-// loops).
+// Latency: the recorder (latency.go) is asked once per window for its
+// window requests; a window that carries timed requests is timed whole, and
+// each of them is recorded with the window's time (for window 1, exactly
+// as the clients' loops).
 type rawJob struct {
 	addr          string
 	conns, window int
@@ -53,7 +54,7 @@ func (j *rawJob) close() {
 	j.ncs = nil
 }
 
-func (j *rawJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
+func (j *rawJob) run(gt *gate, recs []*recorder) (int64, error) {
 	var (
 		wg    sync.WaitGroup
 		total atomic.Int64
@@ -64,13 +65,15 @@ func (j *rawJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ops, err := j.loop(nc, g*n/len(j.ncs), hists[g], stop)
+			gt.wait()
+			ops, err := j.loop(nc, g*n/len(j.ncs), recs[g], &gt.stop)
 			total.Add(ops)
 			if err != nil {
-				first.CompareAndSwap(nil, &err)
+				keepFirst(&first, err)
 			}
 		}()
 	}
+	gt.open()
 	wg.Wait()
 	if p := first.Load(); p != nil {
 		return total.Load(), *p
@@ -78,7 +81,7 @@ func (j *rawJob) run(stop *atomic.Bool, hists []*hist) (int64, error) {
 	return total.Load(), nil
 }
 
-func (j *rawJob) loop(nc net.Conn, idx int, h *hist, stop *atomic.Bool) (int64, error) {
+func (j *rawJob) loop(nc net.Conn, idx int, rec *recorder, stop *atomic.Bool) (int64, error) {
 	// A hung server must not hang the harness: one deadline for the run.
 	_ = nc.SetDeadline(time.Now().Add(time.Minute))
 	defer func() { _ = nc.SetDeadline(time.Time{}) }()
@@ -99,7 +102,7 @@ func (j *rawJob) loop(nc net.Conn, idx int, h *hist, stop *atomic.Bool) (int64, 
 				idx = 0
 			}
 		}
-		t := time.Now()
+		k := rec.begin(j.window)
 		if _, err := nc.Write(out); err != nil {
 			return ops, err
 		}
@@ -132,7 +135,7 @@ func (j *rawJob) loop(nc net.Conn, idx int, h *hist, stop *atomic.Bool) (int64, 
 			}
 			w += m
 		}
-		h.addN(time.Since(t), j.window)
+		rec.end(k)
 		ops += int64(j.window)
 	}
 	return ops, nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math/bits"
 	"os"
 	"sort"
 	"strconv"
@@ -9,96 +8,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// hist is a log-linear latency histogram in nanoseconds: exact below 256 ns,
-// then 128 buckets per power of two, so a recorded value is off by less than
-// 0.8%. Each measuring goroutine owns one (no sharing, no atomics); they are
-// preallocated and merged after the interval, so recording allocates
-// nothing.
-type hist struct {
-	counts [histBuckets]uint64
-	n      uint64
-}
-
-const (
-	histSubBits = 7
-	histSub     = 1 << histSubBits
-	// Values up to 2^40 ns (18 minutes) have a bucket; longer ones are
-	// counted in the last.
-	histBuckets = (40-histSubBits)*histSub + 2*histSub
-)
-
-func histIndex(v uint64) int {
-	if v < 2*histSub {
-		return int(v)
-	}
-	s := bits.Len64(v) - histSubBits - 1
-	i := s*histSub + int(v>>uint(s))
-	if i >= histBuckets {
-		return histBuckets - 1
-	}
-	return i
-}
-
-// histValue is the midpoint of bucket i.
-func histValue(i int) uint64 {
-	if i < 2*histSub {
-		return uint64(i)
-	}
-	s := i/histSub - 1
-	m := uint64(i - s*histSub)
-	return m<<uint(s) + (uint64(1)<<uint(s))/2
-}
-
-func (h *hist) add(d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
-	h.counts[histIndex(uint64(d))]++
-	h.n++
-}
-
-// addN records n operations that each took d (a raw window's requests).
-func (h *hist) addN(d time.Duration, n int) {
-	if d < 0 {
-		d = 0
-	}
-	h.counts[histIndex(uint64(d))] += uint64(n)
-	h.n += uint64(n)
-}
-
-func (h *hist) reset() { *h = hist{} }
-
-func (h *hist) merge(o *hist) {
-	if o.n == 0 {
-		return
-	}
-	for i, c := range o.counts {
-		h.counts[i] += c
-	}
-	h.n += o.n
-}
-
-// quantile returns the q-quantile (0 < q <= 1): the smallest recorded
-// value with at least q of the values at or below it.
-func (h *hist) quantile(q float64) time.Duration {
-	if h.n == 0 {
-		return 0
-	}
-	rank := uint64(q * float64(h.n))
-	if float64(rank) < q*float64(h.n) {
-		rank++
-	}
-	rank = max(rank, 1)
-	var seen uint64
-	for i, c := range h.counts {
-		seen += c
-		if seen >= rank {
-			return time.Duration(histValue(i))
-		}
-	}
-	return time.Duration(histValue(histBuckets - 1))
-}
 
 // median returns the median of xs (the mean of the middle two for an even
 // count); 0 for none. xs is not modified.

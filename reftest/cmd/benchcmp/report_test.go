@@ -1,0 +1,146 @@
+package main
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// reportOf builds the report of a run whose cells hold one sample per
+// client, as given: figures[backend/workload/goroutines/client].
+func reportOf(t *testing.T, figures map[string]sample) *report {
+	t.Helper()
+	cfg := &config{concs: []int{1, 16, 256}, bestConns: 4, bestWindow: 64}
+	cells := map[string]*cell{}
+	var order []*cell
+	for id, s := range figures {
+		parts := strings.Split(id, "/")
+		if len(parts) != 4 {
+			t.Fatalf("id %q: want backend/workload/goroutines/client", id)
+		}
+		key := strings.Join(parts[:3], "/")
+		c := cells[key]
+		if c == nil {
+			conc, err := strconv.Atoi(parts[2])
+			if err != nil {
+				t.Fatalf("id %q: %v", id, err)
+			}
+			c = &cell{backend: parts[0], wl: &workload{name: parts[1]}, conc: conc,
+				samples: map[string][]sample{}, failed: map[string]error{}}
+			cells[key] = c
+			order = append(order, c)
+		}
+		c.variants = append(c.variants, &variant{id: parts[3], name: parts[3]})
+		c.samples[parts[3]] = append(c.samples[parts[3]], s)
+	}
+	return buildReport(cfg, &env{}, order)
+}
+
+// wantTarget is a target row as a test expects it: the row whose text
+// starts with prefix, and its required, measured and result columns.
+type wantTarget struct{ prefix, required, measured, result string }
+
+func wantTargets(t *testing.T, r *report, want []wantTarget) {
+	t.Helper()
+	for _, w := range want {
+		row := targetRow(t, r, w.prefix)
+		if row[1] != w.required || row[2] != w.measured || row[3] != w.result {
+			t.Errorf("%s: %v, want required %s, measured %s, %s", w.prefix, row[1:], w.required, w.measured, w.result)
+		}
+	}
+}
+
+// targetRow finds the target row whose text starts with prefix.
+func targetRow(t *testing.T, r *report, prefix string) []string {
+	t.Helper()
+	for _, row := range r.targetRows() {
+		if strings.HasPrefix(row[0], prefix) {
+			return row
+		}
+	}
+	t.Fatalf("no target row %q in %v", prefix, r.targetRows())
+	return nil
+}
+
+func TestReportJudgesTheWireTargets(t *testing.T) {
+	r := reportOf(t, map[string]sample{
+		"memcached/get-32B/256/kvwire":    {opsPerSec: 600},
+		"memcached/get-32B/256/raw":       {opsPerSec: 900},
+		"memcached/get-32B/256/raw-best":  {opsPerSec: 1000},
+		"memcached/get-32B/16/kvwire":     {opsPerSec: 79},
+		"memcached/get-32B/16/raw":        {opsPerSec: 100},
+		"memcached/get-32B/16/gomemcache": {opsPerSec: 40},
+		"memcached/get-32B/1/kvwire":      {opsPerSec: 1, p50: 52.4},
+		"memcached/get-32B/1/raw":         {opsPerSec: 1, p50: 50},
+	})
+	wantTargets(t, r, []wantTarget{
+		{"memcached get-32B, 256 goroutines: kvwire ops/s ÷ best raw loop (here 4 conns × 64)", "≥ 0.60", "0.60", "PASS"},
+		{"memcached get-32B, 16 goroutines: kvwire ops/s ÷ raw 1 conn × 16 window", "≥ 0.80", "0.79", "MISS"},
+		{"  same, kvwire ÷ gomemcache", "—", "1.98", "context"},
+		{"memcached get-32B, 1 goroutine: kvwire p50 ÷ raw round trip p50", "≤ 1.05", "1.05", "PASS"},
+		{"memcached get-1KiB, 16 goroutines", "≥ 0.80", "n/a", "not run"},
+	})
+}
+
+func TestReportJudgesAllocationsAsShownAtTheWorstConcurrency(t *testing.T) {
+	r := reportOf(t, map[string]sample{
+		"mock/get-32B/1/kvwire":       {opsPerSec: 1, allocsPerOp: 1},
+		"mock/get-32B/256/kvwire":     {opsPerSec: 1, allocsPerOp: 1.004}, // shown as 1.00
+		"mock/get-1KiB/16/kvwire":     {opsPerSec: 1, allocsPerOp: 1.006}, // shown as 1.01
+		"mock/upsert-1KiB/1/kvwire":   {opsPerSec: 1, allocsPerOp: 0},
+		"mock/upsert-1KiB/256/kvwire": {opsPerSec: 1, allocsPerOp: 0.02},
+	})
+	wantTargets(t, r, []wantTarget{
+		{"mock get-32B: kvwire allocs/op", "≤ 1.00", "1.00", "PASS"},
+		{"mock get-1KiB: kvwire allocs/op", "≤ 1.00", "1.01", "MISS"},
+		{"mock upsert-1KiB: kvwire allocs/op", "≤ 0.00", "0.02", "MISS"},
+	})
+}
+
+func TestReportShowsNoLatencyWhenNoneWasTimed(t *testing.T) {
+	r := reportOf(t, map[string]sample{
+		"memcached/get-32B/1/kvwire": {opsPerSec: 1, p50: -1, p99: -1},
+		"memcached/get-32B/1/raw":    {opsPerSec: 1, p50: -1, p99: -1},
+	})
+	for _, row := range r.rows {
+		if row[7] != "n/a" || row[8] != "n/a" {
+			t.Fatalf("row %v shows latency %s/%s, want n/a", row[:4], row[7], row[8])
+		}
+	}
+	row := targetRow(t, r, "memcached get-32B, 1 goroutine: kvwire p50")
+	if row[2] != "n/a" {
+		t.Fatalf("p50 target measured %s with no latency recorded", row[2])
+	}
+}
+
+func TestProfilingRunMeasuresTheProfiledCellsOnly(t *testing.T) {
+	ids := func(cfg *config) []string {
+		var out []string
+		for _, c := range plan(cfg, &clients{cfg: cfg}, nil, nil) {
+			for _, v := range c.variants {
+				out = append(out, c.id(v))
+			}
+		}
+		return out
+	}
+	cfg := &config{memcached: "127.0.0.1:1", mock: "couchbase://127.0.0.1/default", concs: []int{1, 16, 256},
+		bestConns: 4, bestWindow: 64, batch: 256, profile: regexp.MustCompile(`/get-32B/(1|256)/kvwire$`)}
+	got := ids(cfg)
+	want := []string{
+		"memcached/get-32B/1/kvwire", "memcached/get-32B/1/gomemcache", "memcached/get-32B/1/raw",
+		"memcached/get-32B/256/kvwire", "memcached/get-32B/256/kvwire-4c", "memcached/get-32B/256/gomemcache",
+		"memcached/get-32B/256/raw", "memcached/get-32B/256/raw-best",
+		"mock/get-32B/1/kvwire", "mock/get-32B/1/gocbcore",
+		"mock/get-32B/256/kvwire", "mock/get-32B/256/gocbcore",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("a run profiling %s measures\n%v\nwant\n%v", cfg.profile, got, want)
+	}
+	// With -only, -only alone chooses what is measured.
+	cfg.only = regexp.MustCompile(`^mock/upsert-1KiB/16/`)
+	if got := ids(cfg); !slices.Equal(got, []string{"mock/upsert-1KiB/16/kvwire", "mock/upsert-1KiB/16/gocbcore"}) {
+		t.Fatalf("with -only, a profiling run measures %v", got)
+	}
+}
