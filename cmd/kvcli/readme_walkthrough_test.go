@@ -76,7 +76,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, serve, "the walkthrough starts kvcli serve")
-	exports := startServe(t, dir, serve)
+	exports := startReadmeServe(t, dir, serve)
 
 	memcachedAddr := os.Getenv("KV_MEMCACHED_ADDR")
 	for _, l := range rest {
@@ -134,9 +134,9 @@ func readmeBenchExamples(t *testing.T) []string {
 	return out
 }
 
-// startServe runs the README's serve line in dir and returns the export
+// startReadmeServe runs the README's serve line in dir and returns the export
 // lines it printed; the server is interrupted (Ctrl-C) when the test ends.
-func startServe(t *testing.T, dir, line string) string {
+func startReadmeServe(t *testing.T, dir, line string) string {
 	t.Helper()
 	cmd := exec.Command("bash", "-c", "exec "+line)
 	cmd.Dir, cmd.Env = dir, walkthroughEnv()
