@@ -68,6 +68,11 @@ func (c *Conn) readLoop() {
 				return
 			}
 			r += size
+			if perr := checkFollowing(buf[r:w], maxBody); perr != nil {
+				perr.Addr = c.addr
+				c.failProtocol(perr)
+				return
+			}
 			if perr := c.dispatch(p); perr != nil {
 				c.failProtocol(perr)
 				return
