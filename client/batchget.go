@@ -204,7 +204,7 @@ func (b *batch) getWindow(col *Collection, keys []string, from, to int, deadline
 // sendGroups starts the groups from g0 on, each as one text multi-get
 // (SendGets: readTextGroups reads them) or one StartGets.
 func (b *batch) sendGroups(g0 int, keys []string, deadline time.Time) {
-	tmpl := memdx.Request{OpCode: memdx.OpGetQ}
+	tmpl := memdx.Request{OpCode: memdx.OpGetKQ} // answers name their keys: GetAnswer checks them
 	for gi := g0; gi < len(b.fgroups); gi++ {
 		g := &b.fgroups[gi]
 		if !b.c.clock.Now().Before(deadline) {
@@ -431,29 +431,38 @@ func (b *batch) waitGroups(g0 int) {
 }
 
 // GetAnswer implements conn.GetSink: it records the answer to get j of
-// group tag. It runs on the connection's reader, with its lock held.
-func (b *batch) GetAnswer(tag uint64, j int, p *memdx.Packet) bool {
+// group tag. It runs on the connection's reader, with its lock held. The
+// gets are GETKQ: an answer that names another key than get j's (a server
+// that mixed up its answers, or their opaques) is refused as a protocol
+// violation, which closes the connection before the NOOP after the gets
+// can settle the others as misses; the group then ends with the
+// connection's error, and its keys without a hit are retried.
+func (b *batch) GetAnswer(tag uint64, j int, p *memdx.Packet) (bool, error) {
 	g := &b.fgroups[tag&^groupTag]
-	r := &b.frecs[g.keys[j]]
+	i := g.keys[j]
+	if key := b.fres[i].Key; (len(p.Key) > 0 || p.Status == memdx.StatusSuccess) && string(p.Key) != key {
+		return false, foreignKey(p, key)
+	}
+	r := &b.frecs[i]
 	if r.got {
-		return false
+		return false, nil
 	}
 	r.got, r.status = true, p.Status
 	if p.Status == memdx.StatusSuccess {
 		v, flags, dt, err := decodeGetValue(p, g.block(len(p.Value)))
 		if err != nil {
 			r.err = err
-			return true
+			return true, nil
 		}
 		// The result is the caller's until GetMany returns; the batch
 		// reads it only after the group has ended.
-		b.fres[g.keys[j]].GetResult = GetResult{Value: v, Cas: p.Cas, Flags: flags, Datatype: Datatype(dt),
+		b.fres[i].GetResult = GetResult{Value: v, Cas: p.Cas, Flags: flags, Datatype: Datatype(dt),
 			transcoder: b.c.opts.Transcoder}
-		return true
+		return true, nil
 	}
 	r.datatype = p.Datatype
 	r.value = append([]byte(nil), p.Value...)
-	return true
+	return true, nil
 }
 
 // judgeGrouped judges the first attempt of key i, read in a group without
@@ -467,7 +476,7 @@ func (b *batch) judgeGrouped(i int) {
 	o := k.o
 	o.node = g.pl.n
 	o.prepare(g.pl.cn, 0, 0)
-	op := memdx.OpGetQ
+	op := memdx.OpGetKQ
 	if g.text {
 		op = memdx.OpGet // one of a text multi-get's keys
 	}
@@ -480,7 +489,7 @@ func (b *batch) judgeGrouped(i int) {
 		o.status = r.status
 		b.judge(i, true, r.err)
 	case r.got:
-		pkt := memdx.Packet{Magic: memdx.MagicRes, OpCode: memdx.OpGetQ, Status: r.status,
+		pkt := memdx.Packet{Magic: memdx.MagicRes, OpCode: memdx.OpGetKQ, Status: r.status,
 			Datatype: r.datatype, Opaque: r.opaque, Value: r.value}
 		r.value = nil
 		if err := o.handle(&pkt); err != nil {

@@ -569,13 +569,13 @@ func TestGetManyMemcachedTextWaitsForWritesInFlight(t *testing.T) {
 	require.ErrorIs(t, err, ErrAmbiguous)
 	require.Equal(t, 1, c.topo.Load().all[0].writesInFlight(), "the cancelled write's tombstone")
 
-	getq, text := p.Requests(memdx.OpGetQ), p.TextGets()
+	getq, text := p.Requests(memdx.OpGetKQ), p.TextGets()
 	for _, r := range col.GetMany(context.Background(), keys, nil) {
 		require.NoError(t, r.Err, r.Key)
 		assert.Equal(t, "v-"+r.Key, string(r.Value), "the dropped write was never applied")
 	}
 	assert.Equal(t, text, p.TextGets(), "no text multi-get while the write is unanswered")
-	assert.Equal(t, getq+len(keys), p.Requests(memdx.OpGetQ), "binary gets behind the write")
+	assert.Equal(t, getq+len(keys), p.Requests(memdx.OpGetKQ), "binary gets behind the write")
 
 	p.OnRequest(nil)
 	p.Reset() // the tombstone goes with its connection

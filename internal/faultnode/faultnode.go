@@ -87,9 +87,16 @@ type Action struct {
 	Send []memdx.Packet
 }
 
-// Reply builds a response to req with the given status and value.
+// Reply builds a response to req with the given status and value. An
+// answer to GETK or GETKQ with SUCCESS or KEY_ENOENT names req's key, as
+// servers answer them.
 func Reply(req *memdx.Packet, status memdx.Status, value []byte) memdx.Packet {
-	return memdx.Packet{Magic: memdx.MagicRes, OpCode: req.OpCode, Status: status, Opaque: req.Opaque, Value: value}
+	p := memdx.Packet{Magic: memdx.MagicRes, OpCode: req.OpCode, Status: status, Opaque: req.Opaque, Value: value}
+	if (req.OpCode == memdx.OpGetK || req.OpCode == memdx.OpGetKQ) &&
+		(status == memdx.StatusSuccess || status == memdx.StatusKeyNotFound) {
+		p.Key = req.Key
+	}
+	return p
 }
 
 // NotMyVbucket builds the NOT_MY_VBUCKET answer to req, carrying config as
