@@ -208,14 +208,14 @@ func (b *batch) sendGroups(g0 int, keys []string, deadline time.Time) {
 	for gi := g0; gi < len(b.fgroups); gi++ {
 		g := &b.fgroups[gi]
 		if !b.c.clock.Now().Before(deadline) {
-			b.textDone(g)
+			b.textDone(g, false)
 			g.done = true
 			g.err = &conn.RequestError{Op: memdx.OpNoop, Addr: g.pl.cn.Addr(), Err: context.DeadlineExceeded}
 			continue
 		}
 		if g.text && len(g.keys) == 0 {
 			// Every key of its server was one text cannot carry.
-			b.textDone(g)
+			b.textDone(g, false)
 			g.done, g.answered = true, true
 			continue
 		}
@@ -315,9 +315,23 @@ func (b *batch) readTextGroups(g0 int, keys []string, deadline time.Time) {
 
 // readText reads text group g's answer to the multi-get of keys fk,
 // writing each hit into its key's record and the caller's result, and
-// returns how many answers it read. It touches only g and its keys'
-// entries, so groups may be read concurrently.
+// returns how many answers it read. An answer that ends in an error line
+// or malformed gives no hit at all: what came before the fault may be as
+// foreign as the fault (a late answer to another multi-get, read as this
+// one's), so its hits are taken back and the keys read again another way.
+// It touches only g and its keys' entries, so groups may be read
+// concurrently.
 func (b *batch) readText(g *fastGroup, rd time.Time, fk [][]byte) (hits int, err error) {
+	defer func() {
+		var te *memdx.TextError
+		if err != nil && hits > 0 && (errors.As(err, &te) || errors.Is(err, memdx.ErrMalformed)) {
+			for _, i := range g.keys {
+				b.frecs[i].got, b.frecs[i].status = false, 0
+				b.fres[i].GetResult = GetResult{}
+			}
+			hits = 0
+		}
+	}()
 	err = g.tc.ReadGets(b.ctx, rd, fk, func(j int, v *memdx.TextValue) {
 		hits++
 		r := &b.frecs[g.keys[j]]
@@ -342,7 +356,7 @@ func (b *batch) textRead(g *fastGroup, hits int, err error) {
 		b.textFailed(g, err, hits)
 		return
 	}
-	b.textDone(g)
+	b.textDone(g, true)
 	g.done, g.answered = true, true
 }
 
@@ -355,7 +369,7 @@ func (b *batch) textRead(g *fastGroup, hits int, err error) {
 // connection) is the group's error, judged for each unanswered key as a
 // binary group's.
 func (b *batch) textFailed(g *fastGroup, err error, hits int) {
-	b.textDone(g)
+	b.textDone(g, false)
 	g.done = true
 	var te *memdx.TextError
 	var re *conn.RequestError
@@ -365,10 +379,18 @@ func (b *batch) textFailed(g *fastGroup, err error, hits int) {
 		g.fallback = true
 		return
 	case b.ctx.Err() == nil && (errors.As(err, &re) && !re.Written || hits == 0 && errors.Is(err, ErrConnectionClosed)):
-		// Nothing reached the server (a refused key, an idle
-		// connection it had closed: the write failed, or the answer
-		// was the connection's end): the keys go as binary gets now.
-		// Gets change nothing, so sending them again is safe.
+		// Nothing was read (a refused key; the write failed, or the
+		// answer was the connection's end): the keys go as binary
+		// gets now. Gets change nothing, so sending them again is
+		// safe. A connection the server closed while idle was dropped
+		// when the batch took it (CheckIdle): one that ends at the
+		// multi-get was closed by the server for it, which turns the
+		// text path off for a while, so that a server closing every
+		// text connection at its multi-get does not cost a new one per
+		// batch.
+		if errors.Is(err, ErrConnectionClosed) {
+			g.pl.n.textRefused(err)
+		}
 		g.fallback = true
 		return
 	}
@@ -378,10 +400,11 @@ func (b *batch) textFailed(g *fastGroup, err error, hits int) {
 	g.err = err
 }
 
-// textDone gives g's text connection back.
-func (b *batch) textDone(g *fastGroup) {
+// textDone gives g's text connection back; answered: its multi-get was
+// answered.
+func (b *batch) textDone(g *fastGroup, answered bool) {
 	if g.tc != nil {
-		g.pl.n.putText(g.tc)
+		g.pl.n.putText(g.tc, answered)
 		g.tc = nil
 	}
 }

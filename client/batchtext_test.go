@@ -32,6 +32,11 @@ type textAction struct {
 	reply string        // sent instead of relaying the request, when not ""
 	hold  chan struct{} // when not nil: nothing more is sent until it is closed
 	close bool          // then the connection is closed
+	// later, when not "", is sent once hold is closed, without a request
+	// (the connection idle in the client's pool); late is then given the
+	// connection, once the write has returned.
+	later string
+	late  chan net.Conn
 }
 
 // textFront listens for memcached connections: a binary one (first byte
@@ -178,6 +183,12 @@ func (f *textFront) serve(c net.Conn) {
 			}
 			if a.hold != nil {
 				<-a.hold
+			}
+			if a.later != "" {
+				if _, err := io.WriteString(c, a.later); err != nil {
+					return
+				}
+				a.late <- c
 			}
 			if a.close {
 				return
