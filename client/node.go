@@ -252,12 +252,14 @@ func (n *node) maintain() {
 		n.markTried()
 		n.c.onDialResult(n, err)
 		wait := backoff
-		if errors.Is(err, ErrUnresponsive) {
-			// The attempt itself waited the connection's probe timeout for
-			// a node that accepts connections and answers nothing (paused,
-			// or behind a black hole): the next one starts without more
-			// delay, so that the node is found within that timeout once it
-			// answers again.
+		if redialable(err) {
+			// The attempt itself waited: the connection's probe timeout
+			// for a node that accepts connections and answers nothing
+			// (paused, or behind a black hole), or ConnectTimeout for one
+			// whose SYNs are lost (a partition; conn began a fresh
+			// connection attempt every ConnectAttempt meanwhile). The
+			// next one starts without more delay, so that the node is
+			// found within that much once it answers again.
 			wait = reconnectMin
 		} else {
 			backoff = min(2*backoff, reconnectMax)
