@@ -44,10 +44,12 @@ import (
 // the starts of two fetches from one node, on a fetcher goroutine that
 // exists only while fetches are due.
 //
-// When no node of the current config can be reached, the client dials the
-// seeds and every node it has known (up to maxKnownAddrs) for their config,
-// as the official SDKs do, so that a config naming unreachable nodes does
-// not strand it once a reachable node serves a newer one.
+// When no node of the current config can be reached (each failed its dial,
+// or has been dialing for a probe timeout: one whose SYNs are lost would
+// hold its dial for ConnectTimeout), the client dials the seeds and every
+// node it has known (up to maxKnownAddrs) for their config, as the
+// official SDKs do, so that a config naming unreachable nodes does not
+// strand it once a reachable node serves a newer one.
 
 const (
 	// configFetchInterval is the least time between the starts of two
@@ -263,6 +265,22 @@ func (c *Client) configLoop() {
 	defer c.wg.Done()
 	poll := c.clock.NewTimer(c.opts.ConfigPollInterval)
 	defer poll.Stop()
+	// strand: when a node of the config still in its first dial would
+	// leave maybeRecover's grace (armed while one is; strandAt zero: not).
+	strand := c.clock.NewTimer(time.Hour)
+	strand.Stop()
+	defer strand.Stop()
+	var strandAt time.Time
+	lookAgain := func() {
+		wait := c.maybeRecover()
+		if wait <= 0 {
+			return
+		}
+		if at := c.clock.Now().Add(wait); strandAt.IsZero() || at.Before(strandAt) {
+			strandAt = at
+			strand.Reset(wait)
+		}
+	}
 	var rr int
 	for {
 		select {
@@ -270,15 +288,19 @@ func (c *Client) configLoop() {
 			return
 		case <-c.intake.ready:
 			c.installOffered()
+			lookAgain() // a config of new nodes: look again once their grace ends
 		case <-c.unreachable:
-			c.maybeRecover()
+			lookAgain()
+		case <-strand.C():
+			strandAt = time.Time{}
+			lookAgain()
 		case <-poll.C():
 			poll.Reset(c.opts.ConfigPollInterval)
 			t := c.topo.Load()
 			if t == nil || len(t.all) == 0 {
 				continue
 			}
-			c.maybeRecover()
+			lookAgain()
 			rr++
 			c.requestFetch(t.all[rr%len(t.all)], vbmap.Version{})
 		}
@@ -490,37 +512,56 @@ func (c *Client) noteUnreachable() {
 	}
 }
 
-// stranded reports whether no node of t can carry a request: each has
-// made its first connection attempt and has no live connection.
-func stranded(t *topology) bool {
+// stranded reports whether no node of t can carry a request: each has no
+// live connection, and has either made its first connection attempt or
+// been making it for longer than grace (a node whose SYNs are lost neither
+// connects nor fails until its dial times out, ConnectTimeout later). When
+// t is not stranded only because of nodes still within grace of their
+// first attempt, wait is how long until the first of them leaves it.
+func stranded(t *topology, now time.Time, grace time.Duration) (ok bool, wait time.Duration) {
 	if t == nil || t.cfg == nil || len(t.all) == 0 {
-		return false
+		return false, 0
 	}
+	young := false
 	for _, n := range t.all {
+		if _, _, err := n.pick(); err == nil {
+			return false, 0
+		}
 		select {
 		case <-n.tried:
 		default:
-			return false
-		}
-		if _, _, err := n.pick(); err == nil {
-			return false
+			if d := n.since.Add(grace).Sub(now); d > 0 {
+				if !young || d < wait {
+					wait = d
+				}
+				young = true
+			}
 		}
 	}
-	return true
+	if young {
+		return false, wait
+	}
+	return true, 0
 }
 
 // maybeRecover starts a recovery round when the client is stranded and
-// none ran in the last recoveryInterval. It runs on the config loop.
-func (c *Client) maybeRecover() {
+// none ran in the last recoveryInterval. No node of a config has connected
+// within about the probe timeout (HealthCheck.ProbeTimeout) of being made
+// counts as stranding it: the round then starts without waiting for the
+// dials to time out. It runs on the config loop, and returns how long
+// until a node still within that time leaves it (0: none is), for the
+// loop to look again then.
+func (c *Client) maybeRecover() time.Duration {
 	t := c.topo.Load()
-	if !stranded(t) {
-		return
-	}
 	now := c.clock.Now()
+	ok, wait := stranded(t, now, c.opts.HealthCheck.ProbeTimeout)
+	if !ok {
+		return wait
+	}
 	c.fetchMu.Lock()
 	if c.fetchClosed || c.recovery.running || now.Sub(c.recovery.last) < recoveryInterval {
 		c.fetchMu.Unlock()
-		return
+		return 0
 	}
 	c.recovery.running = true
 	c.recovery.last = now
@@ -536,6 +577,7 @@ func (c *Client) maybeRecover() {
 	}
 	c.topoMu.Unlock()
 	go c.recoverConfig(t, cands)
+	return 0
 }
 
 // recoverConfig asks each of cands (seeds first) for its config until one

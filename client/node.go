@@ -51,6 +51,10 @@ type node struct {
 	// connection was adopted): Connect waits for it.
 	tried     chan struct{}
 	triedOnce sync.Once
+	// since is when the node was made, on the client's clock: a node
+	// still in its first dial a probe timeout later counts as unreachable
+	// (stranded).
+	since time.Time
 
 	text textConns // memcached: GetMany's text connections (textconns.go)
 }
@@ -67,6 +71,7 @@ func newNode(c *Client, addr string) *node {
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		tried:   make(chan struct{}),
+		since:   c.clock.Now(),
 	}
 	n.ctx, n.cancel = context.WithCancel(c.ctx)
 	return n

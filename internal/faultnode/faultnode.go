@@ -51,6 +51,10 @@
 // request to a Handler first, which may answer it any way it likes, or not
 // at all.
 //
+// A SynHole (NewSynHole, Linux) is an address on 127.0.0.1 whose SYNs are
+// dropped: a dial to it neither connects nor is refused, as across a
+// partition or behind a firewall that drops packets.
+//
 // Close stops every goroutine the Proxy or Server started and closes every
 // connection. faultnode imports only the standard library and memdx, so
 // tests of conn, client and mockcluster can all use it.
