@@ -91,3 +91,44 @@ func TestHandleRefusingItsAnswerClosesTheConnection(t *testing.T) {
 		t.Fatalf("GET beside them: %+v", r)
 	}
 }
+
+// A quiet get's answer sent with the opaque of the NOOP behind it (a
+// server answering each get with the next request's opaque) is a
+// protocol violation, not a stray: dropped, it would leave the NOOP to
+// settle the get as a miss. The connection closes before the NOOP's own
+// answer is read; the get ends with the connection's error.
+func TestQuietAnswerWithTheNoopsOpaqueClosesTheConnection(t *testing.T) {
+	for _, group := range []bool{false, true} {
+		t.Run(fmt.Sprintf("group=%v", group), func(t *testing.T) {
+			c, peer := dialPipe(t, Options{}, nil)
+			n := make(tagNotifier, 4)
+			var pg Pending
+			var rq, rn memdx.Packet
+			if group {
+				pg = startGets(t, c, memdx.OpGetKQ, []string{"k0"}, newTestSink(), n, 1)
+				reqs := readGroup(t, peer, pg, memdx.OpGetKQ, []string{"k0"})
+				rq, rn = reqs[0], reqs[1]
+			} else {
+				var v string
+				c.Cork()
+				pg = startGet(t, c, memdx.OpGetKQ, "k0", n, 1, &v)
+				noop := memdx.Request{OpCode: memdx.OpNoop}
+				if _, err := c.Start(time.Time{}, &noop, nil, n, 2); err != nil {
+					t.Fatal(err)
+				}
+				c.Uncork()
+				rq, rn = peer.read(), peer.read()
+			}
+			go drain(peer.nc)
+			lie := ok(rq, "v-k0")
+			lie.Key, lie.Opaque = rq.Key, rn.Opaque
+			peer.write(lie, ok(rn, ""))
+			for recv(t, (<-chan uint64)(n)) != 1 {
+			}
+			answered, err := pg.Result()
+			if answered || !errors.Is(err, kverr.ErrConnectionClosed) || !errors.Is(err, kverr.ErrProtocol) {
+				t.Fatalf("get: answered %v, %v; want the connection's end by a protocol violation, not a miss", answered, err)
+			}
+		})
+	}
+}

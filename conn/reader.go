@@ -134,7 +134,10 @@ func (c *Conn) dispatch(p *memdx.Packet) *ProtocolError {
 // GETK answer naming another key): the server has mixed up its answers.
 // That is a protocol violation, returned to the read loop, which closes
 // the connection before dispatching anything read after it; the request
-// ends with the connection's error, as every other request in flight.
+// ends with the connection's error, as every other request in flight. So
+// is a quiet call's answer (GETKQ, ...) with the opaque of a NOOP in
+// flight: dropped as a stray, it would leave the NOOP to settle the call
+// it was meant for as unanswered (a quiet get as a miss).
 func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 	c.mu.Lock()
 	t := &c.inflight
@@ -153,6 +156,13 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 	case !ok:
 		kind = strayUnknownOpaque
 	case cl.op != p.OpCode:
+		if cl.op == memdx.OpNoop && p.OpCode.IsQuiet() {
+			// A quiet call's answer with a NOOP's opaque: the NOOP would
+			// settle the call it was meant for (a quiet get as a miss).
+			c.mu.Unlock()
+			return &ProtocolError{Addr: c.addr, What: fmt.Sprintf(
+				"a %s answer has the opaque %d of a NOOP in flight, which would settle the quiet request it answers unanswered", p.OpCode, p.Opaque)}
+		}
 		kind = strayWrongOpcode
 	case cl.state == reqAbandoned:
 		kind = strayLate
