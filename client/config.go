@@ -42,7 +42,10 @@ import (
 // that answered (GET_CLUSTER_CONFIG, with the known version when granted):
 // at most one fetch per node in flight, at least configFetchInterval between
 // the starts of two fetches from one node, on a fetcher goroutine that
-// exists only while fetches are due.
+// exists only while fetches are due. A node's cluster-map notification that
+// announces a newer version without its config is fetched on the same
+// terms (announceFetch): a node announcing what it never serves costs no
+// more than one answering NOT_MY_VBUCKET to everything.
 //
 // When no node of the current config can be reached (each failed its dial,
 // or has been dialing for a probe timeout: one whose SYNs are lost would
@@ -122,17 +125,20 @@ type fetchState struct {
 	again    bool
 	againFor vbmap.Version
 	// announced: the node announced (a cluster-map notification without
-	// a config) a config at least as new as announcedVer; fetches go on
-	// until one that new is installed or on its way, at most
-	// maxAnnouncedFetches times (a node may announce what it then fails to
-	// serve: the poll catches up). urgent: the next fetch is not spaced,
-	// and kick (capacity 1) cuts a spacing wait short, since the node
-	// itself asked for it.
+	// a config) a config at least as new as announcedVer; fetches go on,
+	// spaced as every fetch from the node is, until one that new is
+	// installed or on its way, at most maxAnnouncedFetches times for one
+	// version (a node may announce what it then fails to serve: the poll
+	// catches up). gaveUp: the newest announced version given up on so;
+	// an announcement not newer than it is ignored, so that a node that
+	// keeps announcing what it never serves costs at most
+	// maxAnnouncedFetches fetches per version, none closer together than
+	// configFetchInterval.
 	announced      bool
 	announcedVer   vbmap.Version
 	announcedTries int
-	urgent         bool
-	kick           chan struct{}
+	gaveUp         bool
+	gaveUpVer      vbmap.Version
 	last           time.Time // start of the last fetch
 }
 
@@ -358,10 +364,12 @@ func (c *Client) requestFetch(n *node, routedWith vbmap.Version) {
 }
 
 // announceFetch asks n's fetcher for the config of version v, which n
-// announced in a cluster-map notification: fetched at once (not spaced, a
-// spacing wait in progress is cut short), and again after a fetch that
-// did not bring a config that new (the announcement can overtake the
-// install of the fetch before it).
+// announced in a cluster-map notification: fetched as an NMV's fetch is
+// (one in flight per node, at least configFetchInterval after the last
+// one's start), and again after a fetch that did not bring a config that
+// new (the announcement can overtake the install of the fetch before it),
+// up to maxAnnouncedFetches times. A version not newer than one given up
+// on so is not fetched again.
 func (c *Client) announceFetch(n *node, v vbmap.Version) {
 	c.fetchMu.Lock()
 	defer c.fetchMu.Unlock()
@@ -369,25 +377,23 @@ func (c *Client) announceFetch(n *node, v vbmap.Version) {
 		return
 	}
 	fs := c.fetchStateLocked(n)
-	if !fs.announced || v.Newer(fs.announcedVer) {
-		fs.announcedVer = v
+	switch {
+	case fs.gaveUp && !v.Newer(fs.gaveUpVer):
+		return // announced before, and never served
+	case !fs.announced || v.Newer(fs.announcedVer):
+		fs.announcedVer, fs.announcedTries = v, 0
 	}
-	fs.announced, fs.announcedTries, fs.urgent = true, 0, true
-	if fs.running {
-		select {
-		case fs.kick <- struct{}{}:
-		default:
-		}
-		return
+	fs.announced = true
+	if !fs.running {
+		c.startFetcherLocked(n, fs)
 	}
-	c.startFetcherLocked(n, fs)
 }
 
 // fetchStateLocked returns n's fetch state. fetchMu is held.
 func (c *Client) fetchStateLocked(n *node) *fetchState {
 	fs := c.fetches[n]
 	if fs == nil {
-		fs = &fetchState{kick: make(chan struct{}, 1)}
+		fs = &fetchState{}
 		c.fetches[n] = fs
 	}
 	return fs
@@ -406,16 +412,11 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 	for {
 		c.fetchMu.Lock()
 		wait := fs.last.Add(configFetchInterval).Sub(c.clock.Now())
-		if fs.urgent {
-			wait = 0
-		}
 		c.fetchMu.Unlock()
 		if wait > 0 {
 			tm := c.clock.NewTimer(wait)
 			select {
 			case <-tm.C():
-			case <-fs.kick:
-				tm.Stop()
 			case <-n.ctx.Done():
 				tm.Stop()
 				c.fetchMu.Lock()
@@ -425,12 +426,8 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 			}
 		}
 		c.fetchMu.Lock()
-		select { // this fetch serves any announcement made so far
-		case <-fs.kick:
-		default:
-		}
 		fs.last = c.clock.Now()
-		fs.again, fs.urgent = false, false
+		fs.again = false
 		if fs.announced {
 			fs.announcedTries++
 		}
@@ -451,10 +448,17 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 		if fs.announced {
 			// Served once a config as new as announced is installed or
 			// on its way; given up after maxAnnouncedFetches.
-			if t != nil && t.cfg != nil && !fs.announcedVer.Newer(t.cfg.Version()) ||
-				got == offerNewer && gotPeeked && !fs.announcedVer.Newer(gotVer) ||
-				fs.announcedTries >= maxAnnouncedFetches {
+			switch {
+			case t != nil && t.cfg != nil && !fs.announcedVer.Newer(t.cfg.Version()),
+				got == offerNewer && gotPeeked && !fs.announcedVer.Newer(gotVer):
 				fs.announced = false
+			case fs.announcedTries >= maxAnnouncedFetches:
+				fs.announced = false
+				if !fs.gaveUp || fs.announcedVer.Newer(fs.gaveUpVer) {
+					fs.gaveUp, fs.gaveUpVer = true, fs.announcedVer
+				}
+				c.opts.Logger.Warn("kvwire: a node announced a config it does not serve; not fetching that version again",
+					"node", n.addr, "announced", fs.announcedVer.String(), "fetches", fs.announcedTries)
 			}
 		}
 		if !fs.again && !fs.announced || n.ctx.Err() != nil {
