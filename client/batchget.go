@@ -322,16 +322,6 @@ func (b *batch) readTextGroups(g0 int, keys []string, deadline time.Time) {
 // It touches only g and its keys' entries, so groups may be read
 // concurrently.
 func (b *batch) readText(g *fastGroup, rd time.Time, fk [][]byte) (hits int, err error) {
-	defer func() {
-		var te *memdx.TextError
-		if err != nil && hits > 0 && (errors.As(err, &te) || errors.Is(err, memdx.ErrMalformed)) {
-			for _, i := range g.keys {
-				b.frecs[i].got, b.frecs[i].status = false, 0
-				b.fres[i].GetResult = GetResult{}
-			}
-			hits = 0
-		}
-	}()
 	err = g.tc.ReadGets(b.ctx, rd, fk, func(j int, v *memdx.TextValue) {
 		hits++
 		r := &b.frecs[g.keys[j]]
@@ -347,7 +337,21 @@ func (b *batch) readText(g *fastGroup, rd time.Time, fk [][]byte) (hits int, err
 			transcoder: b.c.opts.Transcoder}
 	})
 	clear(fk) // keep no key alive
+	if err != nil && hits > 0 && refusedText(err) {
+		for _, i := range g.keys {
+			b.frecs[i].got, b.frecs[i].status = false, 0
+			b.fres[i].GetResult = GetResult{}
+		}
+		hits = 0
+	}
 	return hits, err
+}
+
+// refusedText reports whether a text read ended in an error line or an
+// answer that is not one.
+func refusedText(err error) bool {
+	var te *memdx.TextError
+	return errors.As(err, &te) || errors.Is(err, memdx.ErrMalformed)
 }
 
 // textRead ends text group g, read with err after hits answers.
@@ -371,10 +375,9 @@ func (b *batch) textRead(g *fastGroup, hits int, err error) {
 func (b *batch) textFailed(g *fastGroup, err error, hits int) {
 	b.textDone(g, false)
 	g.done = true
-	var te *memdx.TextError
 	var re *conn.RequestError
 	switch {
-	case errors.As(err, &te) || errors.Is(err, memdx.ErrMalformed):
+	case refusedText(err):
 		g.pl.n.textRefused(err)
 		g.fallback = true
 		return
