@@ -136,23 +136,3 @@ func TestSamplingScanRefusesKeysAServerMustNotSend(t *testing.T) {
 		})
 	}
 }
-
-// A scan whose context ends at its deadline fails with a timeout that
-// names the scan's request, not a GET (opcode 0).
-func TestScanDeadlineNamesTheScansRequest(t *testing.T) {
-	_, c := scanMock(t, mockcluster.Options{}, 4)
-	col := c.DefaultCollection()
-	scanDocs(t, col, 10)
-	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-	defer cancel()
-	res, err := col.Scan(ctx, RangeScan{}, nil)
-	require.NoError(t, err)
-	assert.False(t, res.Next())
-	require.ErrorIs(t, res.Err(), ErrTimeout)
-	var kv *KeyValueError
-	require.ErrorAs(t, res.Err(), &kv)
-	assert.Equal(t, "Scan", kv.Op)
-	assert.Contains(t, []OpCode{OpCode(memdx.OpRangeScanCreate), OpCode(memdx.OpRangeScanContinue)}, kv.OpCode)
-	assert.NotContains(t, res.Err().Error(), "[GET")
-	assert.Contains(t, res.Err().Error(), "[RANGE_SCAN_")
-}
