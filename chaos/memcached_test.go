@@ -386,7 +386,7 @@ func runMemcached(t *testing.T, cfg config) *report {
 	h.bothGetPaths = func() bool {
 		getq, text := 0, 0
 		for _, p := range mb.proxies {
-			getq += p.Requests(memdx.OpGetQ)
+			getq += p.Requests(memdx.OpGetKQ)
 			text += p.TextGets()
 		}
 		return getq > 0 && text > 0
@@ -459,7 +459,7 @@ func runMemcached(t *testing.T, cfg config) *report {
 
 	r := h.report(cfg, d, workers)
 	for _, p := range mb.proxies {
-		r.getq += uint64(p.Requests(memdx.OpGetQ))
+		r.getq += uint64(p.Requests(memdx.OpGetKQ))
 		r.noop += uint64(p.Requests(memdx.OpNoop))
 		r.textGets += uint64(p.TextGets())
 	}

@@ -542,7 +542,10 @@ func (b *batch) start(i int, quiet bool) bool {
 	k := &b.keys[i]
 	o := k.o
 	if quiet && o.kind == kindGet {
-		o.req.OpCode = memdx.OpGetQ
+		// The answer names its key (onResponse checks it): a server
+		// that gave this get another's answer could otherwise make
+		// the NOOP after it settle this key as a miss.
+		o.req.OpCode = memdx.OpGetKQ
 	}
 	k.gen++
 	if b.obs != nil {

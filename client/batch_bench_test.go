@@ -62,11 +62,21 @@ func BenchmarkGetMany(b *testing.B) {
 }
 
 // BenchmarkGetManyMemcached is BenchmarkGetMany on a memcached of its own
-// (quiet gets).
+// (one text multi-get per batch, after the first).
 func BenchmarkGetManyMemcached(b *testing.B) {
+	benchGetManyMemcached(b, "")
+}
+
+// BenchmarkGetManyMemcachedBinary is BenchmarkGetManyMemcached with binary
+// quiet gets (GETKQ, a NOOP after them) instead of the text multi-get.
+func BenchmarkGetManyMemcachedBinary(b *testing.B) {
+	benchGetManyMemcached(b, "?binary_multiget=true")
+}
+
+func benchGetManyMemcached(b *testing.B, query string) {
 	addr := memcachedtest.Start(b)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+addr, nil)
+	c, err := Connect(ctx, "memcached://"+addr+query, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func TestGetManyMemcachedConnectionLostBeforeTheNoopRetriesEveryKey(t *testing.T
 		}
 		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 	}
-	assert.GreaterOrEqual(t, p.Requests(memdx.OpGetQ), 60, "every miss sent again (hits answered before the drop need not be)")
+	assert.GreaterOrEqual(t, p.Requests(memdx.OpGetKQ), 60, "every miss sent again (hits answered before the drop need not be)")
 }
 
 // Closing the client while a batch waits for answers the node holds ends

@@ -204,18 +204,18 @@ func (b *batch) getWindow(col *Collection, keys []string, from, to int, deadline
 // sendGroups starts the groups from g0 on, each as one text multi-get
 // (SendGets: readTextGroups reads them) or one StartGets.
 func (b *batch) sendGroups(g0 int, keys []string, deadline time.Time) {
-	tmpl := memdx.Request{OpCode: memdx.OpGetQ}
+	tmpl := memdx.Request{OpCode: memdx.OpGetKQ} // answers name their keys: GetAnswer checks them
 	for gi := g0; gi < len(b.fgroups); gi++ {
 		g := &b.fgroups[gi]
 		if !b.c.clock.Now().Before(deadline) {
-			b.textDone(g)
+			b.textDone(g, false)
 			g.done = true
 			g.err = &conn.RequestError{Op: memdx.OpNoop, Addr: g.pl.cn.Addr(), Err: context.DeadlineExceeded}
 			continue
 		}
 		if g.text && len(g.keys) == 0 {
 			// Every key of its server was one text cannot carry.
-			b.textDone(g)
+			b.textDone(g, false)
 			g.done, g.answered = true, true
 			continue
 		}
@@ -315,8 +315,12 @@ func (b *batch) readTextGroups(g0 int, keys []string, deadline time.Time) {
 
 // readText reads text group g's answer to the multi-get of keys fk,
 // writing each hit into its key's record and the caller's result, and
-// returns how many answers it read. It touches only g and its keys'
-// entries, so groups may be read concurrently.
+// returns how many answers it read. An answer that ends in an error line
+// or malformed gives no hit at all: what came before the fault may be as
+// foreign as the fault (a late answer to another multi-get, read as this
+// one's), so its hits are taken back and the keys read again another way.
+// It touches only g and its keys' entries, so groups may be read
+// concurrently.
 func (b *batch) readText(g *fastGroup, rd time.Time, fk [][]byte) (hits int, err error) {
 	err = g.tc.ReadGets(b.ctx, rd, fk, func(j int, v *memdx.TextValue) {
 		hits++
@@ -333,7 +337,21 @@ func (b *batch) readText(g *fastGroup, rd time.Time, fk [][]byte) (hits int, err
 			transcoder: b.c.opts.Transcoder}
 	})
 	clear(fk) // keep no key alive
+	if err != nil && hits > 0 && refusedText(err) {
+		for _, i := range g.keys {
+			b.frecs[i].got, b.frecs[i].status = false, 0
+			b.fres[i].GetResult = GetResult{}
+		}
+		hits = 0
+	}
 	return hits, err
+}
+
+// refusedText reports whether a text read ended in an error line or an
+// answer that is not one.
+func refusedText(err error) bool {
+	var te *memdx.TextError
+	return errors.As(err, &te) || errors.Is(err, memdx.ErrMalformed)
 }
 
 // textRead ends text group g, read with err after hits answers.
@@ -342,7 +360,7 @@ func (b *batch) textRead(g *fastGroup, hits int, err error) {
 		b.textFailed(g, err, hits)
 		return
 	}
-	b.textDone(g)
+	b.textDone(g, true)
 	g.done, g.answered = true, true
 }
 
@@ -355,20 +373,27 @@ func (b *batch) textRead(g *fastGroup, hits int, err error) {
 // connection) is the group's error, judged for each unanswered key as a
 // binary group's.
 func (b *batch) textFailed(g *fastGroup, err error, hits int) {
-	b.textDone(g)
+	b.textDone(g, false)
 	g.done = true
-	var te *memdx.TextError
 	var re *conn.RequestError
 	switch {
-	case errors.As(err, &te) || errors.Is(err, memdx.ErrMalformed):
+	case refusedText(err):
 		g.pl.n.textRefused(err)
 		g.fallback = true
 		return
 	case b.ctx.Err() == nil && (errors.As(err, &re) && !re.Written || hits == 0 && errors.Is(err, ErrConnectionClosed)):
-		// Nothing reached the server (a refused key, an idle
-		// connection it had closed: the write failed, or the answer
-		// was the connection's end): the keys go as binary gets now.
-		// Gets change nothing, so sending them again is safe.
+		// Nothing was read (a refused key; the write failed, or the
+		// answer was the connection's end): the keys go as binary
+		// gets now. Gets change nothing, so sending them again is
+		// safe. A connection the server closed while idle was dropped
+		// when the batch took it (CheckIdle): one that ends at the
+		// multi-get was closed by the server for it, which turns the
+		// text path off for a while, so that a server closing every
+		// text connection at its multi-get does not cost a new one per
+		// batch.
+		if errors.Is(err, ErrConnectionClosed) {
+			g.pl.n.textRefused(err)
+		}
 		g.fallback = true
 		return
 	}
@@ -378,10 +403,11 @@ func (b *batch) textFailed(g *fastGroup, err error, hits int) {
 	g.err = err
 }
 
-// textDone gives g's text connection back.
-func (b *batch) textDone(g *fastGroup) {
+// textDone gives g's text connection back; answered: its multi-get was
+// answered.
+func (b *batch) textDone(g *fastGroup, answered bool) {
 	if g.tc != nil {
-		g.pl.n.putText(g.tc)
+		g.pl.n.putText(g.tc, answered)
 		g.tc = nil
 	}
 }
@@ -431,29 +457,38 @@ func (b *batch) waitGroups(g0 int) {
 }
 
 // GetAnswer implements conn.GetSink: it records the answer to get j of
-// group tag. It runs on the connection's reader, with its lock held.
-func (b *batch) GetAnswer(tag uint64, j int, p *memdx.Packet) bool {
+// group tag. It runs on the connection's reader, with its lock held. The
+// gets are GETKQ: an answer that names another key than get j's (a server
+// that mixed up its answers, or their opaques) is refused as a protocol
+// violation, which closes the connection before the NOOP after the gets
+// can settle the others as misses; the group then ends with the
+// connection's error, and its keys without a hit are retried.
+func (b *batch) GetAnswer(tag uint64, j int, p *memdx.Packet) (bool, error) {
 	g := &b.fgroups[tag&^groupTag]
-	r := &b.frecs[g.keys[j]]
+	i := g.keys[j]
+	if key := b.fres[i].Key; (len(p.Key) > 0 || p.Status == memdx.StatusSuccess) && string(p.Key) != key {
+		return false, foreignKey(p, key)
+	}
+	r := &b.frecs[i]
 	if r.got {
-		return false
+		return false, nil
 	}
 	r.got, r.status = true, p.Status
 	if p.Status == memdx.StatusSuccess {
 		v, flags, dt, err := decodeGetValue(p, g.block(len(p.Value)))
 		if err != nil {
 			r.err = err
-			return true
+			return true, nil
 		}
 		// The result is the caller's until GetMany returns; the batch
 		// reads it only after the group has ended.
-		b.fres[g.keys[j]].GetResult = GetResult{Value: v, Cas: p.Cas, Flags: flags, Datatype: Datatype(dt),
+		b.fres[i].GetResult = GetResult{Value: v, Cas: p.Cas, Flags: flags, Datatype: Datatype(dt),
 			transcoder: b.c.opts.Transcoder}
-		return true
+		return true, nil
 	}
 	r.datatype = p.Datatype
 	r.value = append([]byte(nil), p.Value...)
-	return true
+	return true, nil
 }
 
 // judgeGrouped judges the first attempt of key i, read in a group without
@@ -467,7 +502,7 @@ func (b *batch) judgeGrouped(i int) {
 	o := k.o
 	o.node = g.pl.n
 	o.prepare(g.pl.cn, 0, 0)
-	op := memdx.OpGetQ
+	op := memdx.OpGetKQ
 	if g.text {
 		op = memdx.OpGet // one of a text multi-get's keys
 	}
@@ -480,7 +515,7 @@ func (b *batch) judgeGrouped(i int) {
 		o.status = r.status
 		b.judge(i, true, r.err)
 	case r.got:
-		pkt := memdx.Packet{Magic: memdx.MagicRes, OpCode: memdx.OpGetQ, Status: r.status,
+		pkt := memdx.Packet{Magic: memdx.MagicRes, OpCode: memdx.OpGetKQ, Status: r.status,
 			Datatype: r.datatype, Opaque: r.opaque, Value: r.value}
 		r.value = nil
 		if err := o.handle(&pkt); err != nil {

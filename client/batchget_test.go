@@ -119,7 +119,7 @@ func newKeyHook(status memdx.Status) *keyHook {
 }
 
 func (h *keyHook) onRequest(req *memdx.Packet) faultnode.Action {
-	if req.OpCode != memdx.OpGet && req.OpCode != memdx.OpGetQ {
+	if req.OpCode != memdx.OpGet && req.OpCode != memdx.OpGetKQ {
 		return faultnode.Action{}
 	}
 	h.mu.Lock()
@@ -304,7 +304,7 @@ func TestGetManyMemcachedGroupConnectionLostRetriesOnlyTheUnansweredKeys(t *test
 			return faultnode.Action{}
 		}
 		switch {
-		case req.OpCode == memdx.OpGetQ && lost[string(req.Key)]:
+		case req.OpCode == memdx.OpGetKQ && lost[string(req.Key)]:
 			return faultnode.Action{Drop: true}
 		case req.OpCode == memdx.OpNoop:
 			// Upstream answers in order: every answer to the group's
@@ -411,7 +411,7 @@ func TestGetManyMemcachedGroupCancelKeepsTheAnsweredKeys(t *testing.T) {
 	var armed atomic.Bool
 	armed.Store(true)
 	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
-		drop := armed.Load() && (req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetQ && unsent[string(req.Key)])
+		drop := armed.Load() && (req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetKQ && unsent[string(req.Key)])
 		return faultnode.Action{Drop: drop}
 	})
 	noop := p.NextRequest(memdx.OpNoop)
@@ -461,7 +461,7 @@ func TestGetManyMemcachedGroupWindowsKeepOrderAndDuplicates(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch req.OpCode {
-		case memdx.OpGetQ:
+		case memdx.OpGetKQ:
 			gets++
 		case memdx.OpNoop:
 			largest = max(largest, gets)
@@ -759,13 +759,13 @@ func TestGetManyMemcachedGroupCancelInTheFirstWindowSendsNoOther(t *testing.T) {
 	var armed atomic.Bool
 	armed.Store(true)
 	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
-		return faultnode.Action{Drop: armed.Load() && (req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetQ)}
+		return faultnode.Action{Drop: armed.Load() && (req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetKQ)}
 	})
 	noop := p.NextRequest(memdx.OpNoop)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-noop; cancel() }()
-	getqs := p.Requests(memdx.OpGetQ)
+	getqs := p.Requests(memdx.OpGetKQ)
 	for _, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: time.Minute}) {
 		require.ErrorIs(t, r.Err, ErrRequestCanceled, r.Key)
 	}
@@ -773,7 +773,7 @@ func TestGetManyMemcachedGroupCancelInTheFirstWindowSendsNoOther(t *testing.T) {
 	// The proxy has read everything sent before this Get's request.
 	_, err := col.Get(context.Background(), keys[0], &GetOptions{Timeout: 10 * time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, 4, p.Requests(memdx.OpGetQ)-getqs, "gets sent: the first window's only")
+	assert.Equal(t, 4, p.Requests(memdx.OpGetKQ)-getqs, "gets sent: the first window's only")
 }
 
 // A server that answers nothing, with several windows: the first window
@@ -788,7 +788,7 @@ func TestGetManyMemcachedGroupWindowsPastTheDeadlineAreNotSent(t *testing.T) {
 	p.Blackhole(true)
 	_, single := col.Get(ctx, keys[0], &GetOptions{Timeout: 200 * time.Millisecond})
 	require.ErrorIs(t, single, ErrUnambiguousTimeout)
-	getqs := p.Requests(memdx.OpGetQ)
+	getqs := p.Requests(memdx.OpGetKQ)
 	for i, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: 200 * time.Millisecond}) {
 		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
 		assertSameGetError(t, single, r.Err, r.Key)
@@ -797,7 +797,7 @@ func TestGetManyMemcachedGroupWindowsPastTheDeadlineAreNotSent(t *testing.T) {
 	p.Blackhole(false)
 	_, err := col.Get(ctx, keys[0], &GetOptions{Timeout: 10 * time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, 4, p.Requests(memdx.OpGetQ)-getqs, "gets sent: the first window's only")
+	assert.Equal(t, 4, p.Requests(memdx.OpGetKQ)-getqs, "gets sent: the first window's only")
 }
 
 // Closing the client while a group waits for its NOOP's answer ends every
@@ -808,7 +808,7 @@ func TestGetManyMemcachedGroupClientCloseEndsEveryKey(t *testing.T) {
 	col := c.DefaultCollection()
 	keys := batchKeys(t, col, "gpclose", 20, 10)
 	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
-		return faultnode.Action{Drop: req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetQ}
+		return faultnode.Action{Drop: req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetKQ}
 	})
 	noop := p.NextRequest(memdx.OpNoop)
 	closed := make(chan error, 1)

@@ -32,6 +32,11 @@ type textAction struct {
 	reply string        // sent instead of relaying the request, when not ""
 	hold  chan struct{} // when not nil: nothing more is sent until it is closed
 	close bool          // then the connection is closed
+	// later, when not "", is sent once hold is closed, without a request
+	// (the connection idle in the client's pool); late is then given the
+	// connection, once the write has returned.
+	later string
+	late  chan net.Conn
 }
 
 // textFront listens for memcached connections: a binary one (first byte
@@ -178,6 +183,12 @@ func (f *textFront) serve(c net.Conn) {
 			}
 			if a.hold != nil {
 				<-a.hold
+			}
+			if a.later != "" {
+				if _, err := io.WriteString(c, a.later); err != nil {
+					return
+				}
+				a.late <- c
 			}
 			if a.close {
 				return
@@ -569,13 +580,13 @@ func TestGetManyMemcachedTextWaitsForWritesInFlight(t *testing.T) {
 	require.ErrorIs(t, err, ErrAmbiguous)
 	require.Equal(t, 1, c.topo.Load().all[0].writesInFlight(), "the cancelled write's tombstone")
 
-	getq, text := p.Requests(memdx.OpGetQ), p.TextGets()
+	getq, text := p.Requests(memdx.OpGetKQ), p.TextGets()
 	for _, r := range col.GetMany(context.Background(), keys, nil) {
 		require.NoError(t, r.Err, r.Key)
 		assert.Equal(t, "v-"+r.Key, string(r.Value), "the dropped write was never applied")
 	}
 	assert.Equal(t, text, p.TextGets(), "no text multi-get while the write is unanswered")
-	assert.Equal(t, getq+len(keys), p.Requests(memdx.OpGetQ), "binary gets behind the write")
+	assert.Equal(t, getq+len(keys), p.Requests(memdx.OpGetKQ), "binary gets behind the write")
 
 	p.OnRequest(nil)
 	p.Reset() // the tombstone goes with its connection

@@ -42,12 +42,17 @@ import (
 // that answered (GET_CLUSTER_CONFIG, with the known version when granted):
 // at most one fetch per node in flight, at least configFetchInterval between
 // the starts of two fetches from one node, on a fetcher goroutine that
-// exists only while fetches are due.
+// exists only while fetches are due. A node's cluster-map notification that
+// announces a newer version without its config is fetched on the same
+// terms (announceFetch): a node announcing what it never serves costs no
+// more than one answering NOT_MY_VBUCKET to everything.
 //
-// When no node of the current config can be reached, the client dials the
-// seeds and every node it has known (up to maxKnownAddrs) for their config,
-// as the official SDKs do, so that a config naming unreachable nodes does
-// not strand it once a reachable node serves a newer one.
+// When no node of the current config can be reached (each failed its dial,
+// or has been dialing for a probe timeout: one whose SYNs are lost would
+// hold its dial for ConnectTimeout), the client dials the seeds and every
+// node it has known (up to maxKnownAddrs) for their config, as the
+// official SDKs do, so that a config naming unreachable nodes does not
+// strand it once a reachable node serves a newer one.
 
 const (
 	// configFetchInterval is the least time between the starts of two
@@ -120,17 +125,20 @@ type fetchState struct {
 	again    bool
 	againFor vbmap.Version
 	// announced: the node announced (a cluster-map notification without
-	// a config) a config at least as new as announcedVer; fetches go on
-	// until one that new is installed or on its way, at most
-	// maxAnnouncedFetches times (a node may announce what it then fails to
-	// serve: the poll catches up). urgent: the next fetch is not spaced,
-	// and kick (capacity 1) cuts a spacing wait short, since the node
-	// itself asked for it.
+	// a config) a config at least as new as announcedVer; fetches go on,
+	// spaced as every fetch from the node is, until one that new is
+	// installed or on its way, at most maxAnnouncedFetches times for one
+	// version (a node may announce what it then fails to serve: the poll
+	// catches up). gaveUp: the newest announced version given up on so;
+	// an announcement not newer than it is ignored, so that a node that
+	// keeps announcing what it never serves costs at most
+	// maxAnnouncedFetches fetches per version, none closer together than
+	// configFetchInterval.
 	announced      bool
 	announcedVer   vbmap.Version
 	announcedTries int
-	urgent         bool
-	kick           chan struct{}
+	gaveUp         bool
+	gaveUpVer      vbmap.Version
 	last           time.Time // start of the last fetch
 }
 
@@ -263,6 +271,22 @@ func (c *Client) configLoop() {
 	defer c.wg.Done()
 	poll := c.clock.NewTimer(c.opts.ConfigPollInterval)
 	defer poll.Stop()
+	// strand: when a node of the config still in its first dial would
+	// leave maybeRecover's grace (armed while one is; strandAt zero: not).
+	strand := c.clock.NewTimer(time.Hour)
+	strand.Stop()
+	defer strand.Stop()
+	var strandAt time.Time
+	lookAgain := func() {
+		wait := c.maybeRecover()
+		if wait <= 0 {
+			return
+		}
+		if at := c.clock.Now().Add(wait); strandAt.IsZero() || at.Before(strandAt) {
+			strandAt = at
+			strand.Reset(wait)
+		}
+	}
 	var rr int
 	for {
 		select {
@@ -270,15 +294,19 @@ func (c *Client) configLoop() {
 			return
 		case <-c.intake.ready:
 			c.installOffered()
+			lookAgain() // a config of new nodes: look again once their grace ends
 		case <-c.unreachable:
-			c.maybeRecover()
+			lookAgain()
+		case <-strand.C():
+			strandAt = time.Time{}
+			lookAgain()
 		case <-poll.C():
 			poll.Reset(c.opts.ConfigPollInterval)
 			t := c.topo.Load()
 			if t == nil || len(t.all) == 0 {
 				continue
 			}
-			c.maybeRecover()
+			lookAgain()
 			rr++
 			c.requestFetch(t.all[rr%len(t.all)], vbmap.Version{})
 		}
@@ -336,10 +364,12 @@ func (c *Client) requestFetch(n *node, routedWith vbmap.Version) {
 }
 
 // announceFetch asks n's fetcher for the config of version v, which n
-// announced in a cluster-map notification: fetched at once (not spaced, a
-// spacing wait in progress is cut short), and again after a fetch that
-// did not bring a config that new (the announcement can overtake the
-// install of the fetch before it).
+// announced in a cluster-map notification: fetched as an NMV's fetch is
+// (one in flight per node, at least configFetchInterval after the last
+// one's start), and again after a fetch that did not bring a config that
+// new (the announcement can overtake the install of the fetch before it),
+// up to maxAnnouncedFetches times. A version not newer than one given up
+// on so is not fetched again.
 func (c *Client) announceFetch(n *node, v vbmap.Version) {
 	c.fetchMu.Lock()
 	defer c.fetchMu.Unlock()
@@ -347,25 +377,23 @@ func (c *Client) announceFetch(n *node, v vbmap.Version) {
 		return
 	}
 	fs := c.fetchStateLocked(n)
-	if !fs.announced || v.Newer(fs.announcedVer) {
-		fs.announcedVer = v
+	switch {
+	case fs.gaveUp && !v.Newer(fs.gaveUpVer):
+		return // announced before, and never served
+	case !fs.announced || v.Newer(fs.announcedVer):
+		fs.announcedVer, fs.announcedTries = v, 0
 	}
-	fs.announced, fs.announcedTries, fs.urgent = true, 0, true
-	if fs.running {
-		select {
-		case fs.kick <- struct{}{}:
-		default:
-		}
-		return
+	fs.announced = true
+	if !fs.running {
+		c.startFetcherLocked(n, fs)
 	}
-	c.startFetcherLocked(n, fs)
 }
 
 // fetchStateLocked returns n's fetch state. fetchMu is held.
 func (c *Client) fetchStateLocked(n *node) *fetchState {
 	fs := c.fetches[n]
 	if fs == nil {
-		fs = &fetchState{kick: make(chan struct{}, 1)}
+		fs = &fetchState{}
 		c.fetches[n] = fs
 	}
 	return fs
@@ -384,16 +412,11 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 	for {
 		c.fetchMu.Lock()
 		wait := fs.last.Add(configFetchInterval).Sub(c.clock.Now())
-		if fs.urgent {
-			wait = 0
-		}
 		c.fetchMu.Unlock()
 		if wait > 0 {
 			tm := c.clock.NewTimer(wait)
 			select {
 			case <-tm.C():
-			case <-fs.kick:
-				tm.Stop()
 			case <-n.ctx.Done():
 				tm.Stop()
 				c.fetchMu.Lock()
@@ -403,12 +426,8 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 			}
 		}
 		c.fetchMu.Lock()
-		select { // this fetch serves any announcement made so far
-		case <-fs.kick:
-		default:
-		}
 		fs.last = c.clock.Now()
-		fs.again, fs.urgent = false, false
+		fs.again = false
 		if fs.announced {
 			fs.announcedTries++
 		}
@@ -429,10 +448,17 @@ func (c *Client) fetcher(n *node, fs *fetchState) {
 		if fs.announced {
 			// Served once a config as new as announced is installed or
 			// on its way; given up after maxAnnouncedFetches.
-			if t != nil && t.cfg != nil && !fs.announcedVer.Newer(t.cfg.Version()) ||
-				got == offerNewer && gotPeeked && !fs.announcedVer.Newer(gotVer) ||
-				fs.announcedTries >= maxAnnouncedFetches {
+			switch {
+			case t != nil && t.cfg != nil && !fs.announcedVer.Newer(t.cfg.Version()),
+				got == offerNewer && gotPeeked && !fs.announcedVer.Newer(gotVer):
 				fs.announced = false
+			case fs.announcedTries >= maxAnnouncedFetches:
+				fs.announced = false
+				if !fs.gaveUp || fs.announcedVer.Newer(fs.gaveUpVer) {
+					fs.gaveUp, fs.gaveUpVer = true, fs.announcedVer
+				}
+				c.opts.Logger.Warn("kvwire: a node announced a config it does not serve; not fetching that version again",
+					"node", n.addr, "announced", fs.announcedVer.String(), "fetches", fs.announcedTries)
 			}
 		}
 		if !fs.again && !fs.announced || n.ctx.Err() != nil {
@@ -490,37 +516,56 @@ func (c *Client) noteUnreachable() {
 	}
 }
 
-// stranded reports whether no node of t can carry a request: each has
-// made its first connection attempt and has no live connection.
-func stranded(t *topology) bool {
+// stranded reports whether no node of t can carry a request: each has no
+// live connection, and has either made its first connection attempt or
+// been making it for longer than grace (a node whose SYNs are lost neither
+// connects nor fails until its dial times out, ConnectTimeout later). When
+// t is not stranded only because of nodes still within grace of their
+// first attempt, wait is how long until the first of them leaves it.
+func stranded(t *topology, now time.Time, grace time.Duration) (ok bool, wait time.Duration) {
 	if t == nil || t.cfg == nil || len(t.all) == 0 {
-		return false
+		return false, 0
 	}
+	young := false
 	for _, n := range t.all {
+		if _, _, err := n.pick(); err == nil {
+			return false, 0
+		}
 		select {
 		case <-n.tried:
 		default:
-			return false
-		}
-		if _, _, err := n.pick(); err == nil {
-			return false
+			if d := n.since.Add(grace).Sub(now); d > 0 {
+				if !young || d < wait {
+					wait = d
+				}
+				young = true
+			}
 		}
 	}
-	return true
+	if young {
+		return false, wait
+	}
+	return true, 0
 }
 
 // maybeRecover starts a recovery round when the client is stranded and
-// none ran in the last recoveryInterval. It runs on the config loop.
-func (c *Client) maybeRecover() {
+// none ran in the last recoveryInterval. No node of a config has connected
+// within about the probe timeout (HealthCheck.ProbeTimeout) of being made
+// counts as stranding it: the round then starts without waiting for the
+// dials to time out. It runs on the config loop, and returns how long
+// until a node still within that time leaves it (0: none is), for the
+// loop to look again then.
+func (c *Client) maybeRecover() time.Duration {
 	t := c.topo.Load()
-	if !stranded(t) {
-		return
-	}
 	now := c.clock.Now()
+	ok, wait := stranded(t, now, c.opts.HealthCheck.ProbeTimeout)
+	if !ok {
+		return wait
+	}
 	c.fetchMu.Lock()
 	if c.fetchClosed || c.recovery.running || now.Sub(c.recovery.last) < recoveryInterval {
 		c.fetchMu.Unlock()
-		return
+		return 0
 	}
 	c.recovery.running = true
 	c.recovery.last = now
@@ -536,6 +581,7 @@ func (c *Client) maybeRecover() {
 	}
 	c.topoMu.Unlock()
 	go c.recoverConfig(t, cands)
+	return 0
 }
 
 // recoverConfig asks each of cands (seeds first) for its config until one

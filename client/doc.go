@@ -224,8 +224,10 @@
 // swap of an immutable snapshot: routing takes no lock. Nodes the new
 // config adds get a pool; nodes it drops stop receiving requests and close
 // once their requests in flight have drained. When no node of the config
-// can be reached, the seeds and every node known before (up to 64) are
-// asked for a newer config, at most every 500 ms.
+// can be reached (each failed its dial, or has not connected within
+// HealthCheck.ProbeTimeout of joining: a node whose SYNs are lost would
+// hold its dial for ConnectTimeout), the seeds and every node known
+// before (up to 64) are asked for a newer config, at most every 500 ms.
 //
 // # Errors
 //

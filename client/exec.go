@@ -143,6 +143,11 @@ func putOp(o *op) {
 // goroutine; the packet is valid only during the call, so everything kept is
 // copied, and the value is copied exactly once, into the caller's result.
 func (o *op) onResponse(p *memdx.Packet) error {
+	if (p.OpCode == memdx.OpGetK || p.OpCode == memdx.OpGetKQ) && (len(p.Key) > 0 || p.Status == memdx.StatusSuccess) &&
+		!o.req.SendsKey(p.Key) {
+		// Another request's answer: conn closes the connection.
+		return foreignKey(p, o.keyStr)
+	}
 	o.status = p.Status
 	o.opaque = p.Opaque
 	if (o.kind == kindLookupIn || o.kind == kindMutateIn) && subdocDocAccessed(p.Status) {
@@ -207,6 +212,14 @@ func (o *op) onResponse(p *memdx.Packet) error {
 // when compressed), its flags and its datatype (without Snappy). The copy
 // goes into into when it has room (the caller's block), else into a slice
 // of its own.
+// foreignKey is the error of a GETK or GETKQ answer that names another
+// key than want, its request's: the server mixed up its answers. It
+// matches ErrProtocol, on which conn closes the connection (the request
+// then ends with the connection's error, and a read is retried).
+func foreignKey(p *memdx.Packet, want string) error {
+	return fmt.Errorf("a %s answer names key %q, not its request's %q: %w", p.OpCode, p.Key, want, ErrProtocol)
+}
+
 func decodeGetValue(p *memdx.Packet, into []byte) (value []byte, flags uint32, dt memdx.Datatype, err error) {
 	flags, err = memdx.DecodeGetFlags(p)
 	if err != nil {

@@ -51,6 +51,10 @@ type node struct {
 	// connection was adopted): Connect waits for it.
 	tried     chan struct{}
 	triedOnce sync.Once
+	// since is when the node was made, on the client's clock: a node
+	// still in its first dial a probe timeout later counts as unreachable
+	// (stranded).
+	since time.Time
 
 	text textConns // memcached: GetMany's text connections (textconns.go)
 }
@@ -67,6 +71,7 @@ func newNode(c *Client, addr string) *node {
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		tried:   make(chan struct{}),
+		since:   c.clock.Now(),
 	}
 	n.ctx, n.cancel = context.WithCancel(c.ctx)
 	return n
@@ -252,12 +257,14 @@ func (n *node) maintain() {
 		n.markTried()
 		n.c.onDialResult(n, err)
 		wait := backoff
-		if errors.Is(err, ErrUnresponsive) {
-			// The attempt itself waited the connection's probe timeout for
-			// a node that accepts connections and answers nothing (paused,
-			// or behind a black hole): the next one starts without more
-			// delay, so that the node is found within that timeout once it
-			// answers again.
+		if redialable(err) {
+			// The attempt itself waited: the connection's probe timeout
+			// for a node that accepts connections and answers nothing
+			// (paused, or behind a black hole), or ConnectTimeout for one
+			// whose SYNs are lost (a partition; conn began a fresh
+			// connection attempt every ConnectAttempt meanwhile). The
+			// next one starts without more delay, so that the node is
+			// found within that much once it answers again.
 			wait = reconnectMin
 		} else {
 			backoff = min(2*backoff, reconnectMax)

@@ -197,6 +197,9 @@ type scanRun struct {
 
 	out  chan []ScanItem // closed by the last worker to end
 	live atomic.Int32
+	// lastOp is 1<<8 | the opcode of the scan's last request sent (0:
+	// none yet), which a timeout of the whole scan names.
+	lastOp atomic.Uint32
 	// unwatch stops the watch that fails the scan when the client closes.
 	unwatch func() bool
 
@@ -447,6 +450,8 @@ func (r *scanRun) scanVbucket(vb uint16) (done bool, err error) {
 			return false, fmt.Errorf("scan of vbucket %d restarted %d times without progress: %w", vb, restarts, restartErr)
 		}
 		id, n, err := r.create(vb, last)
+		var inCreate map[string]bool // sampling: the keys this create's scan returned
+		sampled := uint64(0)         // sampling: how many
 		if err != nil {
 			if errors.Is(err, ErrDocumentNotFound) {
 				return true, nil // nothing in the range
@@ -463,6 +468,10 @@ func (r *scanRun) scanVbucket(vb uint16) (done bool, err error) {
 		progress := false
 		for {
 			items, complete, reason, err := r.continueScan(n, vb, id)
+			if cerr := r.checkItems(vb, n, items, last, &inCreate, &sampled); cerr != nil {
+				r.cancelScan(n, vb, id) // one the server no longer has answers KEY_ENOENT
+				return false, cerr
+			}
 			if r.sampling != nil && len(items) > 0 {
 				if seen == nil {
 					seen = map[string]bool{}
@@ -540,6 +549,72 @@ func (r *scanRun) scanVbucket(vb uint16) (done bool, err error) {
 	}
 }
 
+// checkItems checks the keys a continue of vb's scan on n returned, before
+// any is given to the caller: a range scan's keys are in its range and
+// each is after the one before it in the vbucket's stream (last: the last
+// key returned before them, by this scan or the one a restart replaced);
+// a sampling scan returns no key twice and no more keys than its Samples
+// (inCreate and sampled count this create's keys). A server that breaks
+// that (repeating keys forever, or keys of another range) would otherwise
+// pass them all through.
+func (r *scanRun) checkItems(vb uint16, n *node, items []ScanItem, last []byte, inCreate *map[string]bool, sampled *uint64) error {
+	fail := func(format string, args ...any) error {
+		return &KeyValueError{Op: "Scan", OpCode: OpCode(memdx.OpRangeScanContinue), Bucket: r.c.opts.Bucket,
+			Scope: r.col.scope, Collection: r.col.name, Vbucket: vb, Node: n.addr, Err: ErrServerFailure,
+			Cause: fmt.Errorf("range scan of vbucket %d: %s: %w", vb, fmt.Sprintf(format, args...), memdx.ErrMalformed)}
+	}
+	if r.sampling != nil {
+		for _, it := range items {
+			if *inCreate == nil {
+				*inCreate = map[string]bool{}
+			}
+			if (*inCreate)[it.ID] {
+				return fail("the sampling scan returned key %q twice", it.ID)
+			}
+			(*inCreate)[it.ID] = true
+			if *sampled++; *sampled > r.sampling.Samples {
+				return fail("the sampling scan returned more than the %d keys asked for", r.sampling.Samples)
+			}
+		}
+		return nil
+	}
+	prev := string(last)
+	have := last != nil
+	for _, it := range items {
+		switch {
+		case have && it.ID <= prev:
+			return fail("key %q is not after the key before it, %q", it.ID, prev)
+		case !r.inRange(it.ID):
+			return fail("key %q is outside the range scanned, %s", it.ID, r.rangeString())
+		}
+		prev, have = it.ID, true
+	}
+	return nil
+}
+
+// inRange reports whether key is in the range scanned.
+func (r *scanRun) inRange(key string) bool {
+	g := r.rng
+	if c := strings.Compare(key, string(g.Start)); c < 0 || c == 0 && g.ExclusiveStart {
+		return false
+	}
+	c := strings.Compare(key, string(g.End))
+	return c < 0 || c == 0 && !g.ExclusiveEnd
+}
+
+// rangeString is the range scanned, for errors: [start, end] with ( or )
+// for an exclusive end.
+func (r *scanRun) rangeString() string {
+	open, closing := "[", "]"
+	if r.rng.ExclusiveStart {
+		open = "("
+	}
+	if r.rng.ExclusiveEnd {
+		closing = ")"
+	}
+	return fmt.Sprintf("%s%q, %q%s", open, r.rng.Start, r.rng.End, closing)
+}
+
 // restartable reports whether a continue's error means the vbucket's scan
 // is to be created again: the vbucket moved (NOT_MY_VBUCKET), the scan is
 // gone from the node (KEY_ENOENT: it expired, or the vbucket changed
@@ -567,6 +642,7 @@ func (r *scanRun) create(vb uint16, after []byte) (memdx.RangeScanID, *node, err
 	o.req = memdx.Request{OpCode: memdx.OpRangeScanCreate, Datatype: memdx.DatatypeJSON}
 	o.byVbucket, o.fixedVb, o.scanCfg = true, vb, cfg
 	o.timeout, o.strategy = r.timeout, r.strategy
+	r.lastOp.Store(1<<8 | uint32(memdx.OpRangeScanCreate))
 	if err := c.execute(context.WithoutCancel(r.parent), o); err != nil {
 		return memdx.RangeScanID{}, nil, err
 	}
@@ -574,12 +650,18 @@ func (r *scanRun) create(vb uint16, after []byte) (memdx.RangeScanID, *node, err
 }
 
 // continueResult collects one continue's answer on the connection's reader.
+// It keeps at most max items (the continue's item limit, which the server
+// never exceeds: kv_engine ends a continue once it has sent that many):
+// past it the continue fails and nothing more is kept, so that a server
+// streaming packets to one continue without end does not fill memory.
 type continueResult struct {
 	items    []ScanItem
+	max      int
 	status   memdx.Status
 	errCtx   memdx.ErrorContext
 	decodeTo []memdx.RangeScanDocument
 	keys     [][]byte
+	over     error // the continue returned more than max items
 }
 
 func (cr *continueResult) handle(p *memdx.Packet) error {
@@ -592,6 +674,9 @@ func (cr *continueResult) handle(p *memdx.Packet) error {
 		}
 		return nil
 	}
+	if cr.over != nil {
+		return cr.over
+	}
 	content, err := memdx.DecodeRangeScanContent(p)
 	if err != nil {
 		return err
@@ -601,6 +686,9 @@ func (cr *continueResult) handle(p *memdx.Packet) error {
 		if err != nil {
 			return err
 		}
+		if err := cr.room(len(cr.keys)); err != nil {
+			return err
+		}
 		for _, k := range cr.keys {
 			cr.items = append(cr.items, ScanItem{ID: string(k), IDOnly: true})
 		}
@@ -608,6 +696,9 @@ func (cr *continueResult) handle(p *memdx.Packet) error {
 	}
 	cr.decodeTo, err = memdx.DecodeRangeScanDocuments(cr.decodeTo[:0], p.Value)
 	if err != nil {
+		return err
+	}
+	if err := cr.room(len(cr.decodeTo)); err != nil {
 		return err
 	}
 	for i := range cr.decodeTo {
@@ -633,6 +724,16 @@ func (cr *continueResult) handle(p *memdx.Packet) error {
 	return nil
 }
 
+// room checks that n more items keep the continue within its item limit.
+func (cr *continueResult) room(n int) error {
+	if len(cr.items)+n > cr.max {
+		cr.over = fmt.Errorf("a range scan continue returned more than the %d items asked for: %w", cr.max, memdx.ErrMalformed)
+		cr.items = nil
+		return cr.over
+	}
+	return nil
+}
+
 // continueScan asks vb's scan on n for its next batch: the items, whether
 // the scan is complete (and gone from the server), and the error that
 // ended the continue (with the items it returned before) with the retry
@@ -640,7 +741,8 @@ func (cr *continueResult) handle(p *memdx.Packet) error {
 func (r *scanRun) continueScan(n *node, vb uint16, id memdx.RangeScanID) ([]ScanItem, bool, retry.Reason, error) {
 	req := memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id, ItemLimit: r.itemLimit, ByteLimit: r.byteLimit})
 	req.Vbucket = vb
-	var cr continueResult
+	cr := continueResult{max: int(r.itemLimit)}
+	r.lastOp.Store(1<<8 | uint32(memdx.OpRangeScanContinue))
 	reason, err := r.do(n, vb, &req, cr.handle, func() memdx.Status { return cr.status }, &cr.errCtx)
 	return cr.items, err == nil && cr.status == memdx.StatusRangeScanComplete, reason, err
 }
@@ -838,10 +940,17 @@ func (r *ScanResult) end() {
 	run.mu.Unlock()
 	if err == nil && !finished {
 		cause := context.Cause(run.ctx)
-		e := &KeyValueError{Op: "Scan", Bucket: run.c.opts.Bucket, Scope: run.col.scope, Collection: run.col.name, Cause: cause}
+		// The scan as a whole ended: its error names the request it sent
+		// last (a GET's opcode, 0, would be a lie).
+		op := memdx.OpRangeScanCreate
+		if v := run.lastOp.Load(); v != 0 {
+			op = memdx.OpCode(v & 0xff)
+		}
+		e := &KeyValueError{Op: "Scan", OpCode: OpCode(op), Bucket: run.c.opts.Bucket, Scope: run.col.scope,
+			Collection: run.col.name, Cause: cause}
 		switch {
 		case errors.Is(cause, context.DeadlineExceeded):
-			e.Cause = &retry.TimeoutError{LastErr: cause}
+			e.Cause = &retry.TimeoutError{OpCode: op, LastErr: cause}
 		case errors.Is(cause, context.Canceled):
 			e.Err = ErrRequestCanceled
 		default:

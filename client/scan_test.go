@@ -256,7 +256,8 @@ func TestScanContextCancelLeavesNoScanOpen(t *testing.T) {
 	assert.Zero(t, mc.OpenRangeScans())
 }
 
-// A context deadline ends the scan with a timeout.
+// A context deadline ends the scan with a timeout, which names the
+// scan's request, not a GET (opcode 0).
 func TestScanContextDeadlineIsATimeout(t *testing.T) {
 	_, c := scanMock(t, mockcluster.Options{}, 0)
 	col := c.DefaultCollection()
@@ -268,6 +269,12 @@ func TestScanContextDeadlineIsATimeout(t *testing.T) {
 	assert.False(t, res.Next())
 	assert.ErrorIs(t, res.Err(), ErrTimeout)
 	assert.ErrorIs(t, res.Err(), ErrUnambiguousTimeout)
+	var kv *KeyValueError
+	require.ErrorAs(t, res.Err(), &kv)
+	assert.Equal(t, "Scan", kv.Op)
+	assert.Contains(t, []OpCode{OpCode(memdx.OpRangeScanCreate), OpCode(memdx.OpRangeScanContinue)}, kv.OpCode)
+	assert.NotContains(t, res.Err().Error(), "[GET")
+	assert.Contains(t, res.Err().Error(), "[RANGE_SCAN_")
 }
 
 // Every vbucket moves to another node while the scan runs: the scans of

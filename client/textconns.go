@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
 )
 
 // A memcached server's text connections, which GetMany's groups read with
@@ -13,13 +15,19 @@ import (
 // is dialed in the background when a batch finds none idle (that batch
 // uses binary gets), kept for the batches that follow, and closed with
 // the node. Their health is the node's: the text path is taken only while
-// the node has a live binary connection, and a text connection that fails
+// the node has a live binary connection. An idle connection is checked
+// when a batch takes it (conn.TextConn.CheckIdle: one non-blocking peek at
+// the socket): one the server closed meanwhile is dropped, and one on
+// which bytes arrived (a late answer, which would pass for the next
+// multi-get's) is closed as a refusal, below. A text connection that fails
 // is closed, its keys judged as a failed group's (and retried, as binary
-// gets), or, when it failed before any answer (a stale idle connection),
-// sent as binary gets at once. A server that does not take text (no answer to the version
-// request dialText sends, an error line, an answer that is not one) turns
+// gets), or, when it failed before any answer, sent as binary gets at
+// once. A server that does not take text (no answer to the version request
+// dialText sends, an error line, an answer that is not one, bytes on an
+// idle connection), or that closes a text connection at a multi-get, turns
 // the node's text path off for a while (1 s, doubling with each failure in
-// a row, up to a minute); a dial that fails, for 100 ms.
+// a row, up to a minute, until a multi-get is answered); a dial that
+// fails, for 100 ms.
 
 // maxTextConns bounds a node's text connections, idle and in use: a batch
 // that finds none free reads that server with binary gets.
@@ -86,10 +94,12 @@ func (n *node) writesInFlight() int {
 }
 
 // takeText returns an idle text connection to n for one multi-get, or nil
-// when there is none (the caller then uses binary gets). Finding none, it
-// starts dialing one in the background, for the batches that follow: no
-// batch waits for a dial, nor for the text handshake a server that takes
-// no text would never answer (dialText).
+// when there is none (the caller then uses binary gets). Each idle one is
+// checked first (CheckIdle): one the server closed is dropped, and one
+// bytes arrived on is closed and turns the text path off (textRefused).
+// Finding none, it starts dialing one in the background, for the batches
+// that follow: no batch waits for a dial, nor for the text handshake a
+// server that takes no text would never answer (dialText).
 func (n *node) takeText() *conn.TextConn {
 	p := &n.text
 	now := n.c.clock.Now()
@@ -98,10 +108,20 @@ func (n *node) takeText() *conn.TextConn {
 	if p.closed || now.Before(p.offUntil) {
 		return nil
 	}
-	if k := len(p.idle); k > 0 {
+	for k := len(p.idle); k > 0; k = len(p.idle) {
 		tc := p.idle[k-1]
 		p.idle[k-1] = nil
 		p.idle = p.idle[:k-1]
+		if err := tc.CheckIdle(); err != nil {
+			_ = tc.Close()
+			if errors.Is(err, memdx.ErrMalformed) {
+				d := p.offLocked(now)
+				n.c.opts.Logger.Warn("kvwire: the server sent bytes on an idle text connection, answering no request: "+
+					"closed; binary gets for a while", "node", n.addr, "err", err, "for", d)
+				return nil
+			}
+			continue // closed by the server while idle
+		}
 		if p.busy == nil {
 			p.busy = map[*conn.TextConn]struct{}{}
 		}
@@ -159,20 +179,24 @@ func (n *node) dialText() {
 	case p.closed:
 		_ = tc.Close()
 	default:
-		p.failures = 0
 		p.idle = append(p.idle, tc)
 	}
 }
 
 // putText gives back a text connection takeText returned; a broken one is
-// closed.
-func (n *node) putText(tc *conn.TextConn) {
+// closed. answered: a multi-get was answered on it, which ends the
+// back-off (a server that answers the version request and then closes
+// every connection at its multi-get keeps it growing).
+func (n *node) putText(tc *conn.TextConn, answered bool) {
 	p := &n.text
 	p.mu.Lock()
 	delete(p.busy, tc)
 	keep := !p.closed && tc.Err() == nil
 	if keep {
 		p.idle = append(p.idle, tc)
+	}
+	if answered {
+		p.failures = 0
 	}
 	p.mu.Unlock()
 	if !keep {
@@ -181,7 +205,8 @@ func (n *node) putText(tc *conn.TextConn) {
 }
 
 // textRefused turns n's text path off for a while: its server answered a
-// multi-get with an error line, or with what is not an answer.
+// multi-get with an error line, or with what is not an answer, or closed
+// the connection at it.
 func (n *node) textRefused(err error) {
 	p := &n.text
 	p.mu.Lock()

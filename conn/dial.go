@@ -166,12 +166,7 @@ func dialOnce(ctx context.Context, addr string, o *Options, memcached, xerror bo
 }
 
 func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
-	dial := o.DialContext
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
-	}
-	nc, err := dial(ctx, "tcp", addr)
+	nc, err := connect(ctx, addr, o)
 	if err != nil {
 		return nil, fmt.Errorf("conn %s: dial: %w", addr, err)
 	}

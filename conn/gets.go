@@ -17,10 +17,15 @@ import (
 // the call: it must only record the answer (copying what it keeps), never
 // block, and never call the connection. It reports false for an answer it
 // does not take (a second answer to the same get), which is then counted as
-// a stray. It is never called once the group has ended (answered, expired,
-// cancelled, or failed with the connection).
+// a stray. An error wrapping kverr.ErrProtocol says the answer is not the
+// get's at all (a GETKQ answer naming another key than the get's): the
+// server has mixed up its answers, and the connection closes with a
+// *ProtocolError wrapping it before anything read after the answer is
+// dispatched (the NOOP after the gets settles nothing), so the group ends
+// with the connection's error. It is never called once the group has ended
+// (answered, expired, cancelled, or failed with the connection).
 type GetSink interface {
-	GetAnswer(tag uint64, i int, p *memdx.Packet) bool
+	GetAnswer(tag uint64, i int, p *memdx.Packet) (taken bool, err error)
 }
 
 // StartGets queues a group of quiet gets, one per key, each a copy of tmpl
@@ -114,21 +119,34 @@ func (c *Conn) queueGets(cl *call, tmpl *memdx.Request, keys [][]byte) (bool, er
 }
 
 // groupAnswer hands an answer to one of group g's gets to its sink, or
-// says why it is a stray. Called with mu held.
-func (c *Conn) groupAnswer(g *call, p *memdx.Packet) strayKind {
+// says why it is a stray, or that it is a protocol violation (the sink
+// found it is another get's). Called with mu held.
+func (c *Conn) groupAnswer(g *call, p *memdx.Packet) (strayKind, *ProtocolError) {
 	switch {
 	case p.OpCode != g.gOp:
-		return strayWrongOpcode
+		return strayWrongOpcode, nil
 	case g.state == reqAbandoned:
-		return strayLate
+		return strayLate, nil
 	case g.state == reqQueued:
 		// The gets' bytes are not in a Write yet. (Once the group's
 		// first bytes are, an answer to any of its gets is taken: the
 		// group may span several Write calls.)
-		return strayUnsent
+		return strayUnsent, nil
 	}
-	if !g.gSink.GetAnswer(g.tag, int(p.Opaque-g.gBase), p) {
-		return strayUnknownOpaque
+	taken, err := g.gSink.GetAnswer(g.tag, int(p.Opaque-g.gBase), p)
+	if err != nil {
+		return 0, c.foreignAnswer(p, err)
 	}
-	return 0
+	if !taken {
+		return strayUnknownOpaque, nil
+	}
+	return 0, nil
+}
+
+// foreignAnswer is the violation of a response that its request's handle
+// (or a group's sink) found is not its request's: err wraps
+// kverr.ErrProtocol and says why.
+func (c *Conn) foreignAnswer(p *memdx.Packet, err error) *ProtocolError {
+	return &ProtocolError{Addr: c.addr, Err: err,
+		What: fmt.Sprintf("the %s answer with opaque %d answers another request", p.OpCode, p.Opaque)}
 }

@@ -31,24 +31,30 @@ type getAnswer struct {
 
 // testSink records the answers a group's gets receive, keyed by index. As
 // the client's sink does, it refuses a second answer to the same get
-// (false); offered counts every call, refused ones included.
+// (false), and, when keys is set, an answer naming another key than get
+// i's (a protocol violation); offered counts every call, refused ones
+// included.
 type testSink struct {
 	mu      sync.Mutex
 	got     map[int]getAnswer
 	offered int
+	keys    []string
 }
 
 func newTestSink() *testSink { return &testSink{got: map[int]getAnswer{}} }
 
-func (s *testSink) GetAnswer(tag uint64, i int, p *memdx.Packet) bool {
+func (s *testSink) GetAnswer(tag uint64, i int, p *memdx.Packet) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.offered++
+	if s.keys != nil && string(p.Key) != s.keys[i] {
+		return false, fmt.Errorf("answer for key %q to the get of %q: %w", p.Key, s.keys[i], kverr.ErrProtocol)
+	}
 	if _, dup := s.got[i]; dup {
-		return false
+		return false, nil
 	}
 	s.got[i] = getAnswer{tag: tag, op: p.OpCode, status: p.Status, opaque: p.Opaque, key: string(p.Key), value: string(p.Value)}
-	return true
+	return true, nil
 }
 
 // answers returns a copy of what was recorded, and the number of calls.
@@ -903,7 +909,7 @@ type raceSink struct {
 	late   atomic.Int32
 }
 
-func (s *raceSink) GetAnswer(tag uint64, i int, p *memdx.Packet) bool {
+func (s *raceSink) GetAnswer(tag uint64, i int, p *memdx.Packet) (bool, error) {
 	if s.closed.Load() {
 		s.late.Add(1)
 	}

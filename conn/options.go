@@ -23,6 +23,10 @@ const (
 	DefaultMaxAbandoned = 4096
 )
 
+// DefaultConnectAttempt is how long a connection attempt goes unanswered
+// before another begins beside it (Options.ConnectAttempt).
+const DefaultConnectAttempt = 500 * time.Millisecond
+
 // DefaultClientName is the agent HELLO sends when Options.ClientName is
 // empty.
 const DefaultClientName = "kvwire"
@@ -150,6 +154,19 @@ type Options struct {
 	// TLS, when configured, is layered on what it returns.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// ConnectAttempt is how long one connection attempt (a DialContext
+	// call) may go unanswered before another begins beside it. A SYN
+	// lost to a network fault is sent again by the kernel only 1, 3, 7 s
+	// after the first, so a dial that waits on it finds a healed network
+	// seconds late; a fresh attempt sends a fresh SYN. At most
+	// maxConnectAttempts (4) are in flight, the oldest given up to start
+	// the next, so a server whose answer takes up to four times this long
+	// is still reached. The first attempt to connect wins; one that fails
+	// (refused, unreachable) ends the dial with its error. 0 means
+	// DefaultConnectAttempt (500 ms); negative: a single attempt, as long
+	// as the context allows.
+	ConnectAttempt time.Duration
+
 	// Logger receives bootstrap steps (debug) and failures (warn); nil
 	// logs nothing.
 	Logger *slog.Logger
@@ -175,6 +192,9 @@ func (o Options) resolved() Options {
 	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.ConnectAttempt == 0 {
+		o.ConnectAttempt = DefaultConnectAttempt
 	}
 	if o.clock == nil {
 		o.clock = systemClock{}

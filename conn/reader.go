@@ -2,12 +2,14 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync/atomic"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -68,6 +70,11 @@ func (c *Conn) readLoop() {
 				return
 			}
 			r += size
+			if perr := checkFollowing(buf[r:w], maxBody); perr != nil {
+				perr.Addr = c.addr
+				c.failProtocol(perr)
+				return
+			}
 			if perr := c.dispatch(p); perr != nil {
 				c.failProtocol(perr)
 				return
@@ -104,8 +111,7 @@ func (c *Conn) readLoop() {
 func (c *Conn) dispatch(p *memdx.Packet) *ProtocolError {
 	switch p.Magic {
 	case memdx.MagicRes, memdx.MagicResExt:
-		c.dispatchResponse(p)
-		return nil
+		return c.dispatchResponse(p)
 	case memdx.MagicServerReq:
 		c.serverRequest(p)
 		return nil
@@ -122,17 +128,27 @@ func (c *Conn) dispatch(p *memdx.Packet) *ProtocolError {
 // request's, an answer to a request whose bytes the socket has not all
 // taken (the server cannot have read it whole), and a late answer to an
 // abandoned request.
-func (c *Conn) dispatchResponse(p *memdx.Packet) {
+//
+// A handle (or a group's sink) that returns an error wrapping
+// kverr.ErrProtocol has found that the response is not its request's (a
+// GETK answer naming another key): the server has mixed up its answers.
+// That is a protocol violation, returned to the read loop, which closes
+// the connection before dispatching anything read after it; the request
+// ends with the connection's error, as every other request in flight. So
+// is a quiet call's answer (GETKQ, ...) with the opaque of a NOOP in
+// flight: dropped as a stray, it would leave the NOOP to settle the call
+// it was meant for as unanswered (a quiet get as a miss).
+func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 	c.mu.Lock()
 	t := &c.inflight
 	// A group's gets' opaques are not in the table (only its NOOP's is).
 	if g := t.groupOf(p.Opaque); g != nil {
-		kind := c.groupAnswer(g, p)
+		kind, perr := c.groupAnswer(g, p)
 		c.mu.Unlock()
 		if kind != 0 {
 			c.strayResponse(p, kind)
 		}
-		return
+		return perr
 	}
 	cl, ok := t.get(p.Opaque)
 	var kind strayKind
@@ -140,6 +156,13 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	case !ok:
 		kind = strayUnknownOpaque
 	case cl.op != p.OpCode:
+		if cl.op == memdx.OpNoop && p.OpCode.IsQuiet() {
+			// A quiet call's answer with a NOOP's opaque: the NOOP would
+			// settle the call it was meant for (a quiet get as a miss).
+			c.mu.Unlock()
+			return &ProtocolError{Addr: c.addr, What: fmt.Sprintf(
+				"a %s answer has the opaque %d of a NOOP in flight, which would settle the quiet request it answers unanswered", p.OpCode, p.Opaque)}
+		}
 		kind = strayWrongOpcode
 	case cl.state == reqAbandoned:
 		kind = strayLate
@@ -156,11 +179,11 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 		}
 		c.mu.Unlock()
 		c.strayResponse(p, kind)
-		return
+		return nil
 	}
 	if !cl.final(p) {
 		c.dispatchPart(cl, p)
-		return
+		return nil
 	}
 	c.settleBefore(cl, p)
 	c.end(cl)
@@ -170,7 +193,15 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) {
 	if cl.err != nil {
 		err = cl.err
 	}
+	if err != nil && errors.Is(err, kverr.ErrProtocol) {
+		perr := c.foreignAnswer(p, err)
+		cl.answered = false
+		cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true,
+			Err: perr, connEnded: true}, &c.reader.wake)
+		return perr
+	}
 	cl.finish(err, &c.reader.wake)
+	return nil
 }
 
 // settleBefore settles the quiet calls and groups sent before cl when p,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -39,6 +40,7 @@ type TextConn struct {
 	op       memdx.OpCode // the request in progress, as errors name it
 	stop     func() bool  // ends the context watch of a read in progress
 	err      error        // why it broke
+	idle     *idlePeeker  // nil: the socket cannot be peeked at (CheckIdle)
 }
 
 // textReadBuffer is a TextConn's first read buffer; it grows to hold the
@@ -64,7 +66,7 @@ func DialText(ctx context.Context, addr string, opts Options) (*TextConn, error)
 	if err != nil {
 		return nil, err
 	}
-	return &TextConn{nc: nc, addr: addr, maxValue: int(o.MaxBodyLength)}, nil
+	return &TextConn{nc: nc, addr: addr, maxValue: int(o.MaxBodyLength), idle: newIdlePeeker(nc)}, nil
 }
 
 // Addr is the address dialed.
@@ -76,6 +78,40 @@ func (t *TextConn) Err() error { return t.err }
 // Close closes the connection; a ReadGets in progress on another goroutine
 // ends with an error.
 func (t *TextConn) Close() error { return t.nc.Close() }
+
+// CheckIdle checks a connection that sat idle, before a multi-get is sent
+// on it. The server owes an idle connection nothing: bytes waiting to be
+// read are a protocol violation (a late answer to an earlier multi-get,
+// which read now would pass for the next one's answer, with the values of
+// then), and a connection the server closed cannot carry a multi-get.
+// Either breaks it: the error (a *RequestError, not written: nothing was
+// sent) matches memdx.ErrMalformed for bytes that arrived, and
+// kverr.ErrConnectionClosed for a connection that ended. It makes one
+// non-blocking peek at the socket (a recv with MSG_PEEK: nothing is taken
+// from it); on a connection that is not plain TCP, or off Unix, it checks
+// only what an earlier read left unread.
+func (t *TextConn) CheckIdle() error {
+	if t.err != nil {
+		return t.err
+	}
+	t.op = memdx.OpGet
+	if t.r != t.w {
+		return t.broke(false, fmt.Errorf("%d bytes left unread on the idle text connection: %w", t.w-t.r, memdx.ErrMalformed))
+	}
+	if t.idle == nil {
+		return nil
+	}
+	data, ended, err := t.idle.waiting()
+	switch {
+	case data:
+		return t.broke(false, fmt.Errorf("bytes arrived on the idle text connection, answering no request: %w", memdx.ErrMalformed))
+	case ended && err == nil:
+		return t.broke(false, io.EOF)
+	case ended:
+		return t.broke(false, err)
+	}
+	return nil
+}
 
 // SendGets writes the multi-get "gets k1 k2 ...\r\n" for keys, with
 // deadline bounding the write. A key the text protocol cannot carry

@@ -149,6 +149,24 @@ func (r *Request) AppendWithKey(dst []byte, key []byte, opaque uint32) ([]byte, 
 	return append(dst, key...), nil
 }
 
+// SendsKey reports whether key is the key AppendTo sends for r: its
+// collection prefix, when it has one, then Key. A GETK or GETKQ response
+// names the key of the request it answers (kv_engine with the prefix on a
+// connection that negotiated collections, as the request carried it):
+// comparing the two tells an answer to this request from one to another.
+// It allocates nothing.
+func (r *Request) SendsKey(key []byte) bool {
+	if r.collectionPrefix() {
+		var prefix [MaxLEB128Len]byte
+		np := putULEB128(&prefix, r.CollectionID)
+		if len(key) != np+len(r.Key) || string(key[:np]) != string(prefix[:np]) {
+			return false
+		}
+		key = key[np:]
+	}
+	return string(key) == string(r.Key)
+}
+
 // keyOnly reports whether r's body is its key alone.
 func (r *Request) keyOnly() bool {
 	return r.Durability == DurabilityNone && !r.PreserveTTL && len(r.FramingExtras) == 0 &&

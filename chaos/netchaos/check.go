@@ -43,7 +43,7 @@ const (
 	checkUnreported = "ambiguous outcome not reported as such"
 	checkForeign    = "document holds a token no write sent"
 	checkDeadline   = "operation ended past its deadline plus margin"
-	checkRecovery   = "no recovery within 2 s of the partition healing"
+	checkRecovery   = "no recovery within -recovery-limit of the heal"
 	checkUnverified = "key could not be read back"
 	checkVacuous    = "phase did not test what it should"
 )

@@ -51,6 +51,10 @@
 // request to a Handler first, which may answer it any way it likes, or not
 // at all.
 //
+// A SynHole (NewSynHole, Linux) is an address on 127.0.0.1 whose SYNs are
+// dropped: a dial to it neither connects nor is refused, as across a
+// partition or behind a firewall that drops packets.
+//
 // Close stops every goroutine the Proxy or Server started and closes every
 // connection. faultnode imports only the standard library and memdx, so
 // tests of conn, client and mockcluster can all use it.
@@ -87,9 +91,16 @@ type Action struct {
 	Send []memdx.Packet
 }
 
-// Reply builds a response to req with the given status and value.
+// Reply builds a response to req with the given status and value. An
+// answer to GETK or GETKQ with SUCCESS or KEY_ENOENT names req's key, as
+// servers answer them.
 func Reply(req *memdx.Packet, status memdx.Status, value []byte) memdx.Packet {
-	return memdx.Packet{Magic: memdx.MagicRes, OpCode: req.OpCode, Status: status, Opaque: req.Opaque, Value: value}
+	p := memdx.Packet{Magic: memdx.MagicRes, OpCode: req.OpCode, Status: status, Opaque: req.Opaque, Value: value}
+	if (req.OpCode == memdx.OpGetK || req.OpCode == memdx.OpGetKQ) &&
+		(status == memdx.StatusSuccess || status == memdx.StatusKeyNotFound) {
+		p.Key = req.Key
+	}
+	return p
 }
 
 // NotMyVbucket builds the NOT_MY_VBUCKET answer to req, carrying config as

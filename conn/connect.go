@@ -1,0 +1,110 @@
+package conn
+
+import (
+	"context"
+	"net"
+)
+
+// maxConnectAttempts bounds the connection attempts in flight at once
+// (Options.ConnectAttempt).
+const maxConnectAttempts = 4
+
+// connectAttempt is one connection attempt of connect.
+type connectAttempt struct {
+	cancel context.CancelFunc
+	gaveUp bool // given up for a newer one: its outcome is dropped
+}
+
+// attemptResult is a connection attempt's outcome.
+type attemptResult struct {
+	n   int // which attempt
+	nc  net.Conn
+	err error
+}
+
+// connect opens the network connection to addr: one attempt
+// (Options.DialContext, or a net.Dialer), then another beside those in
+// flight each time Options.ConnectAttempt passes with none ended, at most
+// maxConnectAttempts at once (the oldest is given up to start the next).
+// The first attempt that connects wins; the others are given up, and any
+// of them that connected meanwhile is closed. An attempt that fails ends
+// the dial with its error (a refusal, an unreachable network: what another
+// attempt now would meet too), and so does ctx, with the error of an
+// attempt it cut short. Every attempt's goroutine has returned when
+// connect does.
+func connect(ctx context.Context, addr string, o *Options) (net.Conn, error) {
+	dial := o.DialContext
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	if o.ConnectAttempt < 0 {
+		return dial(ctx, "tcp", addr)
+	}
+	results := make(chan attemptResult, maxConnectAttempts+1)
+	var attempts []connectAttempt
+	running, active := 0, 0 // goroutines not returned; of them, not given up
+	start := func() {
+		actx, cancel := context.WithCancel(ctx)
+		n := len(attempts)
+		attempts = append(attempts, connectAttempt{cancel: cancel})
+		running++
+		active++
+		go func() {
+			nc, err := dial(actx, "tcp", addr)
+			results <- attemptResult{n: n, nc: nc, err: err}
+		}()
+	}
+	start()
+	tm := o.clock.NewTimer()
+	tm.Reset(o.ConnectAttempt)
+	defer tm.Stop()
+	var won net.Conn
+	var err error
+	for won == nil && err == nil {
+		select {
+		case r := <-results:
+			running--
+			a := &attempts[r.n]
+			a.cancel()
+			switch {
+			case a.gaveUp:
+				if r.nc != nil {
+					_ = r.nc.Close() // connected as it was given up
+				}
+				continue
+			case r.err == nil:
+				won = r.nc
+			default:
+				err = r.err
+			}
+			a.gaveUp = true // ended
+			active--
+		case <-tm.C():
+			if active == maxConnectAttempts {
+				for i := range attempts {
+					if a := &attempts[i]; !a.gaveUp {
+						a.gaveUp = true
+						a.cancel()
+						active--
+						break
+					}
+				}
+			}
+			start()
+			tm.Reset(o.ConnectAttempt)
+		}
+	}
+	for i := range attempts {
+		if a := &attempts[i]; !a.gaveUp {
+			a.gaveUp = true
+			a.cancel()
+		}
+	}
+	for ; running > 0; running-- {
+		if r := <-results; r.nc != nil {
+			_ = r.nc.Close() // connected as it was given up
+		}
+	}
+	return won, err
+}
