@@ -429,14 +429,13 @@ func usable(t *topology) bool {
 }
 
 // bootstrapError turns the seeds' errors into one, with the most specific
-// sentinel first: credentials, then bucket, then TLS, then anything.
+// sentinel first (sentinelOf's order): credentials, then bucket, then TLS,
+// then no node.
 func bootstrapError(cs *ConnStr, errs []error) error {
-	for _, want := range []error{ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS} {
-		for _, e := range errs {
-			if errors.Is(e, want) {
-				return &ConnectError{Hosts: cs.Hosts, Err: want, Cause: e, All: errs}
-			}
-		}
+	switch want := sentinelOf(errors.Join(errs...)); want {
+	case ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS:
+		i := slices.IndexFunc(errs, func(e error) bool { return errors.Is(e, want) })
+		return &ConnectError{Hosts: cs.Hosts, Err: want, Cause: errs[i], All: errs}
 	}
 	var last error
 	if len(errs) > 0 {

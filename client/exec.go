@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,15 +42,25 @@ type op struct {
 	coll   *Collection
 	key    []byte // aliases the caller's string; never written
 	keyStr string
-	// replica: 0 routes to the active copy; n > 0 to replica n.
-	replica int
-	// byVbucket: routed to fixedVb's node rather than by key (a range
-	// scan's create); scanCfg is then the scan's configuration, encoded
-	// into the value per attempt with the collection id resolved for it.
+	// Where the op goes: by key, to the active copy (replica 0) or replica
+	// n, unless byVbucket or onNode is set. byVbucket: to fixedVb's active
+	// node (a range scan's create); scanCfg is then the scan's
+	// configuration, encoded into the value per attempt with the
+	// collection id resolved for it. onNode: to that node, whatever the
+	// topology (a node's statistics, version, flush or ping; a range
+	// scan's continue and cancel, to the node holding the scan, with
+	// fixedVb the scan's vbucket).
+	replica   int
 	byVbucket bool
+	onNode    *node
 	fixedVb   uint16
 	scanCfg   *memdx.RangeScanCreate
 	scanID    memdx.RangeScanID
+	// handler, when set, takes every packet of the op's answer (STAT and
+	// RANGE_SCAN_CONTINUE answer with several) on the connection's reader
+	// and says whether its status is a result (accepted) rather than a
+	// failure to judge.
+	handler func(*memdx.Packet) (accepted bool, err error)
 
 	casGiven bool
 	// durDefault: a synchronous write whose caller gave no durability
@@ -90,6 +101,10 @@ type op struct {
 	nmvBody  []byte
 	errName  string
 	errDesc  string
+	// accepted: the last response is the operation's result although its
+	// status is not SUCCESS (a sub-document status the op takes, or one its
+	// handler accepted).
+	accepted bool
 
 	// Result of a success.
 	value    []byte
@@ -150,25 +165,17 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	}
 	o.status = p.Status
 	o.opaque = p.Opaque
+	if o.handler != nil {
+		accepted, err := o.handler(p)
+		if o.accepted = accepted; accepted || err != nil {
+			return err
+		}
+	}
 	if (o.kind == kindLookupIn || o.kind == kindMutateIn) && subdocDocAccessed(p.Status) {
 		return o.onSubdocResponse(p)
 	}
 	if p.Status != memdx.StatusSuccess {
-		switch p.Status {
-		case memdx.StatusNotMyVbucket:
-			// The body (the node's config, if any) goes to the config
-			// loop; the operation never parses it.
-			if res, ok := o.c.recognise(p.Value, o.node.host, "not-my-vbucket"); ok {
-				o.nmvOffer = res
-			} else {
-				o.nmvBody = append(o.nmvBody[:0], p.Value...)
-			}
-		case memdx.StatusSubdocSuccessDeleted:
-		default:
-			if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); ok {
-				o.errCtx = ec
-			}
-		}
+		o.onFailure(p)
 		return nil
 	}
 	o.cas = p.Cas
@@ -206,6 +213,25 @@ func (o *op) onResponse(p *memdx.Packet) error {
 		o.scanID = id
 	}
 	return nil
+}
+
+// onFailure records what a response whose status is a failure says beside
+// its status: a NOT_MY_VBUCKET's config (handed to the config loop; the
+// operation never parses it), or the error context of any other.
+func (o *op) onFailure(p *memdx.Packet) {
+	switch p.Status {
+	case memdx.StatusNotMyVbucket:
+		if res, ok := o.c.recognise(p.Value, o.node.host, "not-my-vbucket"); ok {
+			o.nmvOffer = res
+		} else {
+			o.nmvBody = append(o.nmvBody[:0], p.Value...)
+		}
+	case memdx.StatusSubdocSuccessDeleted:
+	default:
+		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); ok {
+			o.errCtx = ec
+		}
+	}
 }
 
 // decodeGetValue decodes a get's success: a copy of its value (inflated
@@ -341,7 +367,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 // fails when the client is closed.
 func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	if c.ctx.Err() != nil {
-		return c.finalError(o, ErrClosed, nil)
+		return newKVError(o, ErrClosed, nil)
 	}
 	strategy := o.strategy
 	if strategy == nil {
@@ -349,8 +375,29 @@ func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	}
 	o.st.Init(ctx, o.req.OpCode, strategy, c.deadline(ctx, o.timeout, now))
 	o.st.SetOperation(o.name)
+	if o.onNode != nil && repeatable(o.req.OpCode) {
+		o.st.SetIdempotent(true)
+	}
 	return nil
 }
+
+// repeatable reports whether a request RFC 0049's idempotent list leaves
+// out may be sent again after it was written without an answer: STAT and
+// VERSION read and change nothing, and a second RANGE_SCAN_CANCEL of a
+// scan answers KEY_ENOENT, which the scan takes as cancelled. FLUSH and a
+// scan's continue (which moves the scan on) may not.
+func repeatable(op memdx.OpCode) bool {
+	return op == memdx.OpStat || op == memdx.OpVersion || op == memdx.OpRangeScanCancel
+}
+
+// sendOnce is the strategy of the requests a caller asks of each node
+// (Stats, Version, Flush, Ping): they are sent once and never retried, so
+// that each node's outcome, failure included, is what it answered.
+var sendOnce retry.Strategy = onceStrategy{}
+
+type onceStrategy struct{}
+
+func (onceStrategy) RetryAfter(retry.Request, retry.Reason) retry.Action { return retry.NoRetry() }
 
 // deadline is the deadline of an operation begun at now with timeout (0:
 // Options.KVTimeout): the earlier of now + timeout and ctx's deadline.
@@ -376,7 +423,7 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	if attempt > 0 && c.ctx.Err() != nil {
 		// Closed while this operation was retrying: its connections
 		// are gone and will not come back.
-		return placed{}, next{err: c.finalError(o, ErrClosed, nil)}
+		return placed{}, next{err: newKVError(o, ErrClosed, nil)}
 	}
 	t := c.topo.Load()
 	n, vb, reason, err := c.routeOp(t, o)
@@ -385,12 +432,12 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 		cn, reason, err = n.pick()
 	}
 	var cid uint32
-	if err == nil && o.coll != nil && !o.coll.isDefault {
+	if err == nil && o.onNode == nil && o.coll != nil && !o.coll.isDefault {
 		cid, reason, err = c.colls.resolve(ctx, o.st.Deadline(), cn, o.coll)
 	}
 	if err != nil {
 		if reason == retry.ReasonUnknown {
-			return placed{}, next{err: c.finalError(o, errSentinelFor(err), err)}
+			return placed{}, next{err: newKVError(o, cmp.Or(sentinelOf(err), ErrServerFailure), err)}
 		}
 		var le *lookupError
 		if reason == retry.ReasonKVErrorMapRetryIndicated && errors.As(err, &le) {
@@ -400,7 +447,7 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	}
 	o.node, o.vb = n, vb
 	if ferr := o.checkFeatures(cn); ferr != nil {
-		return placed{}, next{err: c.finalError(o, ErrFeatureNotAvailable, ferr)}
+		return placed{}, next{err: newKVError(o, ErrFeatureNotAvailable, ferr)}
 	}
 	o.prepare(cn, vb, cid)
 	return placed{t: t, n: n, cn: cn, vb: vb, cid: cid}, next{done: true}
@@ -420,21 +467,21 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 			if o.succeeded() {
 				o.st.MarkInDoubt()
 			}
-			return next{err: c.finalError(o, ErrServerFailure, err)}
+			return next{err: newKVError(o, ErrServerFailure, err)}
 		}
 		if !re.Written && errors.Is(re.Err, memdx.ErrInvalidRequest) {
 			// The request cannot be encoded (a durability level
 			// out of range, a key too long): no retry can help.
-			return next{err: c.finalError(o, ErrInvalidArgument, err)}
+			return next{err: newKVError(o, ErrInvalidArgument, err)}
 		}
 		if re.Written {
 			o.st.MarkInDoubt()
 		}
 		if errors.Is(re.Err, context.DeadlineExceeded) || errors.Is(re.Err, context.Canceled) {
 			if ctx.Err() == context.Canceled {
-				return next{err: c.finalError(o, ErrRequestCanceled, err)}
+				return next{err: newKVError(o, ErrRequestCanceled, err)}
 			}
-			return next{err: c.finalError(o, nil, o.st.TimeoutError(err))}
+			return next{err: newKVError(o, nil, o.st.TimeoutError(err))}
 		}
 		reason := retry.ReasonSocketNotAvailable
 		if re.Written {
@@ -509,13 +556,13 @@ func (c *Client) waitError(o *op, fromStatus bool, err error) error {
 	if fromStatus && errors.Is(err, ErrNotRetried) {
 		return c.statusError(o, err)
 	}
-	return c.finalError(o, retrySentinel(err), err)
+	return newKVError(o, nil, err)
 }
 
 // succeeded reports whether the last attempt's response is the operation's
 // result: SUCCESS, or a sub-document status the operation takes as its
 // result (onSubdocResponse).
-func (o *op) succeeded() bool { return o.status == memdx.StatusSuccess || o.sd.accepted }
+func (o *op) succeeded() bool { return o.status == memdx.StatusSuccess || o.accepted }
 
 // noteTimeout raises longestTimeout to d.
 func (c *Client) noteTimeout(d time.Duration) {
@@ -540,7 +587,7 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.nmvBody = o.nmvBody[:0]
 	o.errCtx = memdx.ErrorContext{}
 	o.errName, o.errDesc = "", ""
-	o.sd.accepted = false
+	o.accepted = false
 	if o.durDefault {
 		o.req.DurabilityTimeout = defaultDurabilityTimeout(o.st.Deadline().Sub(o.c.clock.Now()))
 	}
@@ -612,7 +659,10 @@ func (c *Client) routeOp(t *topology, o *op) (*node, uint16, retry.Reason, error
 	if t == nil {
 		return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
 	}
-	if o.byVbucket {
+	switch {
+	case o.onNode != nil:
+		return o.onNode, o.fixedVb, 0, nil
+	case o.byVbucket:
 		return c.routeVbucket(t, o)
 	}
 	if t.ketama != nil {
@@ -676,7 +726,16 @@ func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (ret
 	st := o.status
 	o.outcome = decideStatus(o.req.OpCode, o.casGiven, st, cn.ErrorMap())
 	if st == memdx.StatusNotMyVbucket && t.cfg != nil {
-		return c.onNotMyVbucket(o, t, n), true
+		if o.onNode == nil {
+			return c.onNotMyVbucket(o, t, n), true
+		}
+		// A request addressed to a node cannot go elsewhere: it ends
+		// (a scan then creates its vbucket's scan again where the
+		// vbucket went). The node's config is news all the same.
+		if len(o.nmvBody) > 0 {
+			c.offerConfig(o.nmvBody, n.host, "not-my-vbucket")
+		}
+		return 0, false
 	}
 	out := o.outcome
 	if out.found {
@@ -712,70 +771,11 @@ func (c *Client) statusError(o *op, cause error) error {
 	if cause == nil {
 		cause = o.statusErr()
 	}
-	e := c.newKVError(o, o.outcome.sentinel, cause)
+	e := newKVError(o, o.outcome.sentinel, cause)
 	if o.outcome.ambiguous {
 		e.Ambiguous = true
 	}
 	return e
-}
-
-func (c *Client) finalError(o *op, sentinel, cause error) error {
-	if sentinel == nil && cause != nil {
-		if errors.Is(cause, ErrTimeout) {
-			sentinel = nil
-		} else if errors.Is(cause, context.Canceled) {
-			sentinel = ErrRequestCanceled
-		}
-	}
-	return c.newKVError(o, sentinel, cause)
-}
-
-func (c *Client) newKVError(o *op, sentinel, cause error) *KeyValueError {
-	e := &KeyValueError{
-		Op:               o.name,
-		OpCode:           opCodeOf(o.req.OpCode),
-		Key:              o.keyStr,
-		Bucket:           c.opts.Bucket,
-		Vbucket:          o.vb,
-		Opaque:           o.opaque,
-		Status:           statusOf(o.status),
-		ErrorName:        o.errName,
-		ErrorDescription: o.errDesc,
-		ServerContext:    o.errCtx.Context,
-		ServerErrorRef:   o.errCtx.Ref,
-		RetryAttempts:    o.st.Attempts(),
-		RetryReasons:     retryReasonsOf(o.st.Reasons()),
-		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, ErrAmbiguous),
-		Err:              sentinel,
-		Cause:            cause,
-	}
-	if o.node != nil {
-		e.Node = o.node.addr
-	}
-	if o.coll != nil {
-		e.Scope, e.Collection = o.coll.scope, o.coll.name
-	}
-	return e
-}
-
-// errSentinelFor maps an error that ended an operation before any attempt
-// (a bad replica index, say) to a sentinel.
-func errSentinelFor(err error) error {
-	var le *lookupError
-	if errors.As(err, &le) {
-		return le.outcome.sentinel
-	}
-	switch {
-	case errors.Is(err, vbmap.ErrReplicaOutOfRange):
-		return ErrInvalidArgument
-	case errors.Is(err, ErrFeatureNotAvailable):
-		return ErrFeatureNotAvailable
-	case errors.Is(err, ErrInvalidArgument):
-		return ErrInvalidArgument
-	case errors.Is(err, ErrNoNodeAvailable):
-		return ErrNoNodeAvailable
-	}
-	return ErrServerFailure
 }
 
 func itoa(i int) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"unsafe"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -170,38 +169,4 @@ func replicaError(key string, errs []error) error {
 		return errs[0]
 	}
 	return fmt.Errorf("%w: no copy of %q answered", ErrNoNodeAvailable, key)
-}
-
-// PingResult is one connection's answer to a ping.
-type PingResult struct {
-	Node    string
-	Latency time.Duration
-	Err     error
-}
-
-// Ping sends NOOP on one connection of every node in the topology and
-// reports each answer and its latency. It never retries.
-func (c *Client) Ping(ctx context.Context) []PingResult {
-	t := c.topo.Load()
-	if t == nil {
-		return nil
-	}
-	out := make([]PingResult, 0, len(t.all))
-	for _, n := range t.all {
-		r := PingResult{Node: n.addr}
-		cn, _, err := n.pick()
-		if err != nil {
-			r.Err = err
-			out = append(out, r)
-			continue
-		}
-		pctx, cancel := context.WithTimeout(ctx, c.opts.KVTimeout)
-		req := memdx.NewNoop()
-		start := time.Now()
-		r.Err = cn.Do(pctx, &req, func(p *memdx.Packet) error { return memdx.NewStatusError(p) })
-		r.Latency = time.Since(start)
-		cancel()
-		out = append(out, r)
-	}
-	return out
 }

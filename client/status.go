@@ -107,6 +107,10 @@ var statusTable = []statusRow{
 	{status: memdx.StatusSyncWriteInProgress, rule: statusRule{reason: retry.ReasonKVSyncWriteInProgress, sentinel: ErrDurableWriteInProgress}},
 	{status: memdx.StatusSyncWriteAmbiguous, rule: statusRule{sentinel: ErrDurabilityAmbiguous, ambiguous: true}},
 	{status: memdx.StatusSyncWriteReCommitInProgress, rule: statusRule{reason: retry.ReasonKVSyncWriteReCommitInProgress, sentinel: ErrDurableWriteReCommitInProgress}},
+	// RANGE_SCAN_CANCELLED: the server cancelled the scan a continue asked
+	// for. Any other request has no outcome of its own for it.
+	{status: memdx.StatusRangeScanCancelled, ops: ops(memdx.OpRangeScanContinue), rule: statusRule{sentinel: ErrRequestCanceled}},
+	{status: memdx.StatusRangeScanCancelled, rule: defaultRule},
 	// Sub-document statuses: a path's status in a LookupIn result or a
 	// failed MutateIn, or the status of the whole command.
 	{status: memdx.StatusSubdocPathNotFound, rule: statusRule{sentinel: ErrPathNotFound}},

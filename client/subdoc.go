@@ -388,9 +388,7 @@ type subdocField struct {
 type subdocState struct {
 	lookups   []memdx.SubdocLookupOp
 	mutations []memdx.SubdocMutateOp
-	// accepted: the response is the operation's result.
-	accepted bool
-	fields   []subdocField
+	fields    []subdocField
 	// failed: a MutateIn's SUBDOC_MULTI_PATH_FAILURE named spec failIndex
 	// with failStatus.
 	failed     bool
@@ -446,7 +444,7 @@ func (o *op) onSubdocResponse(p *memdx.Packet) error {
 		o.deleted = deleted
 		return nil
 	}
-	o.sd.accepted = true
+	o.accepted = true
 	o.cas = p.Cas
 	o.deleted = deleted
 	if o.kind == kindMutateIn {

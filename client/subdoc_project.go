@@ -229,8 +229,7 @@ func pickPath(doc any, comps []projComp) (json.RawMessage, bool, error) {
 // projectionError is the *KeyValueError of a projection that failed
 // outside the lookup itself.
 func (col *Collection) projectionError(key string, sentinel, cause error) error {
-	return &KeyValueError{Op: "Get", Key: key, Bucket: col.c.opts.Bucket, Scope: col.scope, Collection: col.name,
-		Err: sentinel, Cause: cause}
+	return col.c.refused("Get", 0, col, key, sentinel, cause)
 }
 
 // getProjected is Get with opts.Project.

@@ -64,8 +64,7 @@ func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []Loo
 // replicaLookupRefused is the error of a replica lookup the bucket cannot
 // run, built as LookupIn's own errors are.
 func (col *Collection) replicaLookupRefused(name, key string, err error) error {
-	return &KeyValueError{Op: name, Key: key, Bucket: col.c.opts.Bucket, Scope: col.scope, Collection: col.name,
-		Err: ErrFeatureNotAvailable, Cause: err}
+	return col.c.refused(name, 0, col, key, ErrFeatureNotAvailable, err)
 }
 
 // LookupInAnyReplica runs LookupIn on the active copy and every replica at

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,12 +14,13 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// Server administration, one request per server: Stats (STAT), Version
-// (VERSION) and, for memcached://, Flush (FLUSH). Each goes to every node
-// of the current topology at once (or the one node its options name),
-// once, without retries: a node that fails has its own error in its
-// result, and the call's error joins those errors (nil when every node
-// answered).
+// Requests to each node rather than for a key: Stats (STAT), Version
+// (VERSION), Ping (NOOP) and, for memcached://, Flush (FLUSH). Each goes to
+// every node of the current topology at once (or the one node its options
+// name) as an operation addressed to that node (op.onNode), through the
+// same execute as any operation, sent once (sendOnce): a node that fails
+// has its own error in its result, and the call's error joins those errors
+// (nil when every node answered).
 
 // StatsOptions are the options of Stats.
 type StatsOptions struct {
@@ -75,26 +77,23 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 	if opts != nil {
 		o = *opts
 	}
-	out, err := eachNode(c, ctx, "Stats", o.Node, o.Timeout, func(n *node) NodeStats { return NodeStats{Node: n.addr} },
-		func(r *NodeStats, e error) { r.Err = e },
-		func(r *NodeStats) (*memdx.Request, func(*memdx.Packet) error, *memdx.Status) {
-			req := memdx.NewStat([]byte(group))
-			st := new(memdx.Status)
-			r.Stats = map[string]string{}
-			return &req, func(p *memdx.Packet) error {
-				*st = p.Status
-				if p.Status == memdx.StatusSuccess && len(p.Key) > 0 {
-					r.Stats[string(p.Key)] = string(p.Value)
-				}
-				return nil
-			}, st
-		})
-	for i := range out {
-		if out[i].Err != nil {
-			out[i].Stats = nil
+	return eachNode(c, ctx, "Stats", o.Node, func(ctx context.Context, n *node) (NodeStats, error) {
+		stats := map[string]string{}
+		op := c.nodeOp("Stats", n, memdx.NewStat([]byte(group)), o.Timeout)
+		op.handler = func(p *memdx.Packet) (bool, error) {
+			if p.Status != memdx.StatusSuccess {
+				return false, nil
+			}
+			if len(p.Key) > 0 { // the last packet has none
+				stats[string(p.Key)] = string(p.Value)
+			}
+			return true, nil
 		}
-	}
-	return out, err
+		if err := runNode(ctx, op); err != nil {
+			return NodeStats{Node: n.addr, Err: err}, err
+		}
+		return NodeStats{Node: n.addr, Stats: stats}, nil
+	})
 }
 
 // Version asks every node for its version.
@@ -103,19 +102,21 @@ func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersi
 	if opts != nil {
 		o = *opts
 	}
-	return eachNode(c, ctx, "Version", o.Node, o.Timeout, func(n *node) NodeVersion { return NodeVersion{Node: n.addr} },
-		func(r *NodeVersion, e error) { r.Err = e },
-		func(r *NodeVersion) (*memdx.Request, func(*memdx.Packet) error, *memdx.Status) {
-			req := memdx.NewVersion()
-			st := new(memdx.Status)
-			return &req, func(p *memdx.Packet) error {
-				*st = p.Status
-				if p.Status == memdx.StatusSuccess {
-					r.Version = string(p.Value)
-				}
-				return nil
-			}, st
-		})
+	return eachNode(c, ctx, "Version", o.Node, func(ctx context.Context, n *node) (NodeVersion, error) {
+		var version string
+		op := c.nodeOp("Version", n, memdx.NewVersion(), o.Timeout)
+		op.handler = func(p *memdx.Packet) (bool, error) {
+			if p.Status != memdx.StatusSuccess {
+				return false, nil
+			}
+			version = string(p.Value)
+			return true, nil
+		}
+		if err := runNode(ctx, op); err != nil {
+			return NodeVersion{Node: n.addr, Err: err}, err
+		}
+		return NodeVersion{Node: n.addr, Version: version}, nil
+	})
 }
 
 // Flush drops every item of every memcached server (FLUSH), at once or
@@ -130,72 +131,87 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 	if opts != nil {
 		o = *opts
 	}
+	refuse := func(sentinel, cause error) ([]NodeResult, error) {
+		return nil, c.refused("Flush", memdx.OpFlush, nil, "", sentinel, cause)
+	}
 	if !c.memcached {
-		return nil, &KeyValueError{Op: "Flush", OpCode: opCodeOf(memdx.OpFlush), Bucket: c.opts.Bucket, Err: ErrFeatureNotAvailable,
-			Cause: errors.New("a Couchbase bucket is flushed through the management REST API, not the KV protocol")}
+		return refuse(ErrFeatureNotAvailable, errors.New("a Couchbase bucket is flushed through the management REST API, not the KV protocol"))
 	}
 	if o.Delay < 0 {
-		return nil, &KeyValueError{Op: "Flush", OpCode: opCodeOf(memdx.OpFlush), Err: ErrInvalidArgument, Cause: errors.New("negative Delay")}
+		return refuse(ErrInvalidArgument, errors.New("negative Delay"))
 	}
 	var extras []byte
 	if o.Delay > 0 {
 		exp, err := expiryValue(o.Delay, c.clock.Now())
 		if err != nil {
-			return nil, &KeyValueError{Op: "Flush", OpCode: opCodeOf(memdx.OpFlush), Err: ErrInvalidArgument, Cause: err}
+			return refuse(ErrInvalidArgument, err)
 		}
-		extras = []byte{byte(exp >> 24), byte(exp >> 16), byte(exp >> 8), byte(exp)}
+		extras = binary.BigEndian.AppendUint32(nil, exp)
 	}
-	return eachNode(c, ctx, "Flush", o.Node, o.Timeout, func(n *node) NodeResult { return NodeResult{Node: n.addr} },
-		func(r *NodeResult, e error) { r.Err = e },
-		func(*NodeResult) (*memdx.Request, func(*memdx.Packet) error, *memdx.Status) {
-			req := memdx.NewFlush()
-			req.Extras = extras
-			st := new(memdx.Status)
-			return &req, func(p *memdx.Packet) error { *st = p.Status; return nil }, st
-		})
+	return eachNode(c, ctx, "Flush", o.Node, func(ctx context.Context, n *node) (NodeResult, error) {
+		req := memdx.NewFlush()
+		req.Extras = extras
+		err := runNode(ctx, c.nodeOp("Flush", n, req, o.Timeout))
+		return NodeResult{Node: n.addr, Err: err}, err
+	})
 }
 
-// eachNode sends one request to each node of the current topology (only
-// the one addressed when only is set), all at once, and waits for every
-// answer. newResult makes a node's result, setErr records its error, and
-// build gives its request, the handler of its answer (called on the
-// connection's reader) and where the handler records the status. It
-// returns the results in the topology's order and their errors joined.
-func eachNode[R any](c *Client, ctx context.Context, op, only string, timeout time.Duration,
-	newResult func(*node) R, setErr func(*R, error),
-	build func(*R) (*memdx.Request, func(*memdx.Packet) error, *memdx.Status)) ([]R, error) {
-	if c.ctx.Err() != nil {
-		return nil, &KeyValueError{Op: op, Err: ErrClosed}
-	}
+// PingResult is one connection's answer to a ping.
+type PingResult struct {
+	Node    string
+	Latency time.Duration
+	Err     error
+}
+
+// Ping sends NOOP on one connection of every node in the topology, all at
+// once, and reports each answer and its latency. It never retries.
+func (c *Client) Ping(ctx context.Context) []PingResult {
+	out, _ := eachNode(c, ctx, "Ping", "", func(ctx context.Context, n *node) (PingResult, error) {
+		start := time.Now()
+		err := runNode(ctx, c.nodeOp("Ping", n, memdx.NewNoop(), 0))
+		return PingResult{Node: n.addr, Latency: time.Since(start), Err: err}, err
+	})
+	return out
+}
+
+// nodeOp is the operation name addressed to node n: req, sent once within
+// timeout (0: the client's KVTimeout).
+func (c *Client) nodeOp(name string, n *node, req memdx.Request, timeout time.Duration) *op {
+	o := c.getOp(name, kindNoop, nil, "")
+	o.req, o.timeout, o.strategy, o.onNode = req, timeout, sendOnce, n
+	return o
+}
+
+// runNode executes a node's operation and releases it.
+func runNode(ctx context.Context, o *op) error {
+	_, err := run(ctx, o, func(*op) struct{} { return struct{}{} })
+	return err
+}
+
+// eachNode runs do for each node of the current topology (only the one
+// addressed when only is set), all at once, and waits for every one. It
+// returns their results in the topology's order and their errors joined.
+func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(context.Context, *node) (R, error)) ([]R, error) {
 	t := c.topo.Load()
 	if t == nil {
-		return nil, &KeyValueError{Op: op, Err: ErrNoNodeAvailable, Cause: errors.New("no topology yet")}
+		return nil, c.refused(name, 0, nil, "", ErrNoNodeAvailable, errors.New("no topology yet"))
 	}
 	nodes := t.all
 	if only != "" {
 		i := slices.IndexFunc(nodes, func(n *node) bool { return n.addr == only })
 		if i < 0 {
-			return nil, &KeyValueError{Op: op, Err: ErrInvalidArgument,
-				Cause: fmt.Errorf("node %q is not one of %v", only, c.Nodes())}
+			return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, fmt.Errorf("node %q is not one of %v", only, c.Nodes()))
 		}
 		nodes = nodes[i : i+1]
-	}
-	if timeout <= 0 {
-		timeout = c.opts.KVTimeout
 	}
 	out := make([]R, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		out[i] = newResult(n)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, handle, st := build(&out[i])
-			if _, err := c.doOnNode(ctx, n, op, req, timeout, handle, func() memdx.Status { return *st }, nil); err != nil {
-				setErr(&out[i], err)
-				errs[i] = err
-			}
+			out[i], errs[i] = do(ctx, n)
 		}()
 	}
 	wg.Wait()
@@ -218,7 +234,8 @@ func changesData(op memdx.OpCode) bool { return op == memdx.OpFlush }
 // (KeyValueError.Ambiguous; ErrAmbiguousTimeout at the deadline).
 func (c *Client) doOnNode(ctx context.Context, n *node, op string, req *memdx.Request, timeout time.Duration,
 	handle func(*memdx.Packet) error, status func() memdx.Status, errCtx *memdx.ErrorContext) (retry.Reason, error) {
-	e := &KeyValueError{Op: op, OpCode: opCodeOf(req.OpCode), Bucket: c.opts.Bucket, Vbucket: req.Vbucket, Node: n.addr}
+	e := c.refused(op, req.OpCode, nil, "", nil, nil)
+	e.Vbucket, e.Node = req.Vbucket, n.addr
 	cn, _, err := n.pick()
 	if err != nil {
 		e.Err, e.Cause = ErrNoNodeAvailable, err
