@@ -275,6 +275,7 @@ func TestGetManyNotMyVbucketWithoutAConfigRetriesThoseKeys(t *testing.T) {
 // answers again, the next batch on the same connection reads every key
 // (its NOOP's answer also drops the earlier batch's quiet tombstones).
 func TestGetManyMemcachedSilentServerTimesOutEveryKeyThenRecovers(t *testing.T) {
+	t.Parallel()
 	addr := memcachedtest.Start(t)
 	p, err := faultnode.NewProxy(addr)
 	require.NoError(t, err)
@@ -311,6 +312,7 @@ func TestGetManyMemcachedSilentServerTimesOutEveryKeyThenRecovers(t *testing.T) 
 // it in the server's logs): a batch has no response to take it from, so
 // it takes the one its Start returned.
 func TestGetManyTimeoutErrorNamesTheOpaque(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()

@@ -117,6 +117,7 @@ func (h *holdObserver) AttemptEnd(i AttemptInfo, _ error) {
 // both are pending when it resumes; which of the two it takes first is up
 // to select, hence the rounds.
 func TestGetManyWaitEndedBeforeANewConfigIsATimeoutNotARetry(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	fc := retry.NewFakeClock(time.Now())
 	for round := 0; round < 8; round++ {

@@ -95,6 +95,7 @@ func TestGetManyMemcachedTextTwoServersInWindowsReadAsGets(t *testing.T) {
 // out, but the other server's keys, answered in time, read as Gets of
 // them do: a silent server does not fail the keys of the others.
 func TestGetManyMemcachedTextSilentServerDoesNotFailTheOthers(t *testing.T) {
+	t.Parallel()
 	f1 := newTextFront(t, memcachedtest.Start(t))
 	f2 := newTextFront(t, memcachedtest.Start(t))
 	c, err := Connect(context.Background(), "memcached://"+f1.addr()+","+f2.addr(), testOptions(nil))

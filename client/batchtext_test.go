@@ -397,6 +397,7 @@ func TestGetManyMemcachedTextRefusedFallsBackToBinary(t *testing.T) {
 // next check fails (on the client's clock, a fake one here), and every
 // batch, meanwhile and after, reads its keys in binary.
 func TestGetManyMemcachedServerTakingNoTextReadsInBinary(t *testing.T) {
+	t.Parallel()
 	addr := memcachedtest.StartArgs(t, "-B", "binary")
 	fc := retry.NewFakeClock(time.Now())
 	c := textClient(t, addr, &Options{Clock: fakeClock{fc}, ConnectTimeout: 200 * time.Millisecond})
@@ -474,6 +475,7 @@ func TestGetManyMemcachedTextStaleConnectionFallsBackAtOnce(t *testing.T) {
 // A server that never answers the multi-get: every key ends at the
 // batch's deadline as a Get that timed out does, naming the request.
 func TestGetManyMemcachedTextSilentServerTimesOut(t *testing.T) {
+	t.Parallel()
 	f := newTextFront(t, memcachedtest.Start(t))
 	c := textClient(t, f.addr(), nil)
 	col := c.DefaultCollection()

@@ -21,6 +21,7 @@ import (
 // (256 KB) config, again and again: the config is parsed once, not once per
 // operation or per answer, and every operation succeeds.
 func TestConfigInNMVBodiesParsedOnce(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()
@@ -60,6 +61,7 @@ func TestConfigInNMVBodiesParsedOnce(t *testing.T) {
 // parsed nor installed; the client logs one error saying so (not one per
 // answer) and the operation succeeds once the node answers.
 func TestConfigOverSizeLimitIsRejectedUnparsed(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	logs := &logCapture{}
 	c := connect(t, mc, &Options{Logger: slog.New(logs)})

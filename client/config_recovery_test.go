@@ -166,6 +166,7 @@ func unreachableConfig(t *testing.T, mc *mockcluster.Cluster, rev int64, host st
 // knew are asked when no node of its config can be reached) and serves
 // operations again.
 func TestConfigNamingUnreachableNodesRecoversFromSeeds(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()

@@ -58,6 +58,7 @@ func mutedListener(t *testing.T) (string, <-chan struct{}) {
 // that seed's bootstrap (HealthCheck.ProbeTimeout of silence), not the
 // connect: Connect goes on to the next seed and bootstraps from it.
 func TestConnectSkipsUnresponsiveSeed(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	muted, accepted := mutedListener(t)
 	logs := newLogWatch()
@@ -85,6 +86,7 @@ func TestConnectSkipsUnresponsiveSeed(t *testing.T) {
 // answers, within ConnectTimeout, instead of failing with the first
 // unanswered bootstrap.
 func TestConnectRedialsUnresponsiveSeed(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	require.NoError(t, err)
@@ -190,6 +192,7 @@ func TestConnectDoesNotRedialRefusedSeed(t *testing.T) {
 // for a while, then answers: Connect dials it again, as it does a
 // Couchbase seed, instead of failing with its first silent bootstrap.
 func TestConnectRedialsUnresponsiveMemcached(t *testing.T) {
+	t.Parallel()
 	p, err := faultnode.NewProxy(memcachedtest.Start(t))
 	require.NoError(t, err)
 	t.Cleanup(p.Close)

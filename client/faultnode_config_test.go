@@ -353,6 +353,7 @@ func requireTimedOut(t *testing.T, ctx context.Context, done <-chan error, n int
 // never parses nor installs the config, and the Gets end with a timeout when
 // their deadline passes; once the server answers, Gets succeed.
 func TestFaultnodeConfigOverSizeLimitEndsByDeadline(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	ps, ports := proxyEach(t, mc)
 	logs := &logCapture{}

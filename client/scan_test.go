@@ -77,6 +77,7 @@ func scanMock(t *testing.T, o mockcluster.Options, vbs int) (*mockcluster.Cluste
 }
 
 func TestScanReturnsEveryDocumentOnce(t *testing.T) {
+	t.Parallel()
 	mc, c := scanMock(t, mockcluster.Options{}, 0)
 	col := c.DefaultCollection()
 	keys := scanDocs(t, col, 200)
@@ -331,6 +332,7 @@ func TestScanResumesWhenVbucketsMove(t *testing.T) {
 }
 
 func TestScanConsistentWithMutationTokens(t *testing.T) {
+	t.Parallel()
 	_, c := scanMock(t, mockcluster.Options{}, 0)
 	col := c.DefaultCollection()
 	scanDocs(t, col, 20)

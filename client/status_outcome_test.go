@@ -35,6 +35,7 @@ func collectionsMock(t *testing.T, o *Options) (*mockcluster.Cluster, *Client, *
 // the entry's max-duration (500 ms for the mock's 0x7ff0) ends its retries,
 // on an operation and on the collection-id lookup.
 func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
+	t.Parallel()
 	mc, c, col := collectionsMock(t, &Options{RetryStrategy: FollowErrorMap(nil)})
 	ctx := context.Background()
 	opts := &GetOptions{Timeout: 20 * time.Second}
@@ -72,6 +73,7 @@ func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
 // the lookup's retries long before the operation's 20 s timeout, where the
 // fallback strategy would retry until it.
 func TestCollectionLookupFollowsErrorMapSpec(t *testing.T) {
+	t.Parallel()
 	mc, c, col := collectionsMock(t, &Options{RetryStrategy: FollowErrorMap(nil)})
 	c.colls.invalidate(col)
 	ctl := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},

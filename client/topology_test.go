@@ -77,6 +77,7 @@ func isNotFound(err error) bool {
 // goes by the current map, after an NMV it goes by the forward map, and it
 // stays there for its later attempts.
 func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 3})
 	rec := &recorder{}
 	// Polling slower than the test: configs must come from notifications
@@ -174,6 +175,7 @@ func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
 
 // Nodes join and leave without failing requests in flight.
 func TestNodesAddedAndRemoved(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 3})
 	c := connect(t, mc, &Options{ConfigPollInterval: 50 * time.Millisecond})
 	col := c.DefaultCollection()
@@ -271,6 +273,7 @@ func topologyHas(top *topology, addr string) bool {
 
 // A node that stops and restarts: reads are retried on the new connection.
 func TestNodeRestart(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 2})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()

@@ -52,6 +52,7 @@ func proxiedClient(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy, *Clien
 // TestUnresponsiveNodeRedialedWithoutBackoff's, on a fake clock; this test
 // times nothing: its minute-long waits bound a broken client.
 func TestUnresponsiveNodeRecovers(t *testing.T) {
+	t.Parallel()
 	_, p, c := proxiedClient(t)
 	col := c.DefaultCollection()
 	if _, err := col.Upsert(context.Background(), "k", []byte(`"v"`), nil); err != nil {
@@ -193,6 +194,7 @@ func TestDuplicateAnswerDoesNotFailUpsertInFlight(t *testing.T) {
 // clock by reconnectMin at a time and checks each wait the node arms when
 // it is armed: a longer one fails the test at once.
 func TestUnresponsiveNodeRedialedWithoutBackoff(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	require.NoError(t, err)
