@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
-	"github.com/kvwire/kvwire/retry"
 )
 
 // Requests to each node rather than for a key: Stats (STAT), Version
@@ -77,7 +76,7 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 	if opts != nil {
 		o = *opts
 	}
-	return eachNode(c, ctx, "Stats", o.Node, func(ctx context.Context, n *node) (NodeStats, error) {
+	return eachNode(c, ctx, "Stats", o.Node, func(ctx context.Context, n *cluster.Node) (NodeStats, error) {
 		stats := map[string]string{}
 		op := c.nodeOp("Stats", n, memdx.NewStat([]byte(group)), o.Timeout)
 		op.handler = func(p *memdx.Packet) (bool, error) {
@@ -90,9 +89,9 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 			return true, nil
 		}
 		if err := runNode(ctx, op); err != nil {
-			return NodeStats{Node: n.addr, Err: err}, err
+			return NodeStats{Node: n.Addr(), Err: err}, err
 		}
-		return NodeStats{Node: n.addr, Stats: stats}, nil
+		return NodeStats{Node: n.Addr(), Stats: stats}, nil
 	})
 }
 
@@ -102,7 +101,7 @@ func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersi
 	if opts != nil {
 		o = *opts
 	}
-	return eachNode(c, ctx, "Version", o.Node, func(ctx context.Context, n *node) (NodeVersion, error) {
+	return eachNode(c, ctx, "Version", o.Node, func(ctx context.Context, n *cluster.Node) (NodeVersion, error) {
 		var version string
 		op := c.nodeOp("Version", n, memdx.NewVersion(), o.Timeout)
 		op.handler = func(p *memdx.Packet) (bool, error) {
@@ -113,9 +112,9 @@ func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersi
 			return true, nil
 		}
 		if err := runNode(ctx, op); err != nil {
-			return NodeVersion{Node: n.addr, Err: err}, err
+			return NodeVersion{Node: n.Addr(), Err: err}, err
 		}
-		return NodeVersion{Node: n.addr, Version: version}, nil
+		return NodeVersion{Node: n.Addr(), Version: version}, nil
 	})
 }
 
@@ -148,11 +147,11 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 		}
 		extras = binary.BigEndian.AppendUint32(nil, exp)
 	}
-	return eachNode(c, ctx, "Flush", o.Node, func(ctx context.Context, n *node) (NodeResult, error) {
+	return eachNode(c, ctx, "Flush", o.Node, func(ctx context.Context, n *cluster.Node) (NodeResult, error) {
 		req := memdx.NewFlush()
 		req.Extras = extras
 		err := runNode(ctx, c.nodeOp("Flush", n, req, o.Timeout))
-		return NodeResult{Node: n.addr, Err: err}, err
+		return NodeResult{Node: n.Addr(), Err: err}, err
 	})
 }
 
@@ -166,19 +165,19 @@ type PingResult struct {
 // Ping sends NOOP on one connection of every node in the topology, all at
 // once, and reports each answer and its latency. It never retries.
 func (c *Client) Ping(ctx context.Context) []PingResult {
-	out, _ := eachNode(c, ctx, "Ping", "", func(ctx context.Context, n *node) (PingResult, error) {
+	out, _ := eachNode(c, ctx, "Ping", "", func(ctx context.Context, n *cluster.Node) (PingResult, error) {
 		start := time.Now()
 		err := runNode(ctx, c.nodeOp("Ping", n, memdx.NewNoop(), 0))
-		return PingResult{Node: n.addr, Latency: time.Since(start), Err: err}, err
+		return PingResult{Node: n.Addr(), Latency: time.Since(start), Err: err}, err
 	})
 	return out
 }
 
 // nodeOp is the operation name addressed to node n: req, sent once within
 // timeout (0: the client's KVTimeout).
-func (c *Client) nodeOp(name string, n *node, req memdx.Request, timeout time.Duration) *op {
+func (c *Client) nodeOp(name string, n *cluster.Node, req memdx.Request, timeout time.Duration) *op {
 	o := c.getOp(name, kindNoop, nil, "")
-	o.req, o.timeout, o.strategy, o.onNode = req, timeout, sendOnce, n
+	o.req, o.timeout, o.strategy, o.target.Node = req, timeout, sendOnce, n
 	return o
 }
 
@@ -191,14 +190,14 @@ func runNode(ctx context.Context, o *op) error {
 // eachNode runs do for each node of the current topology (only the one
 // addressed when only is set), all at once, and waits for every one. It
 // returns their results in the topology's order and their errors joined.
-func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(context.Context, *node) (R, error)) ([]R, error) {
-	t := c.topo.Load()
+func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
+	t := c.cl.Topology()
 	if t == nil {
 		return nil, c.refused(name, 0, nil, "", ErrNoNodeAvailable, errors.New("no topology yet"))
 	}
-	nodes := t.all
+	nodes := t.Nodes()
 	if only != "" {
-		i := slices.IndexFunc(nodes, func(n *node) bool { return n.addr == only })
+		i := slices.IndexFunc(nodes, func(n *cluster.Node) bool { return n.Addr() == only })
 		if i < 0 {
 			return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, fmt.Errorf("node %q is not one of %v", only, c.Nodes()))
 		}
@@ -216,71 +215,4 @@ func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
-}
-
-// changesData reports whether a request doOnNode sends may change what the
-// server holds, so that one written without an answer may have been
-// applied: FLUSH. The others are reads (STAT, VERSION) or belong to a
-// range scan, which a failed request restarts or leaves to the server.
-func changesData(op memdx.OpCode) bool { return op == memdx.OpFlush }
-
-// doOnNode sends req once to node n (no routing, no retry) and returns nil
-// when it ends on a success status (RANGE_SCAN_MORE and _COMPLETE
-// included), or a *KeyValueError naming the node, with the retry reason the
-// status policy gives the status it ended on (0: none, or no status). status reads the status
-// handle recorded; errCtx, if not nil, the error context it decoded. It is
-// never sent again: a FLUSH written without an answer (its connection
-// ended, the deadline or ctx ended the wait) is reported as ambiguous
-// (KeyValueError.Ambiguous; ErrAmbiguousTimeout at the deadline).
-func (c *Client) doOnNode(ctx context.Context, n *node, op string, req *memdx.Request, timeout time.Duration,
-	handle func(*memdx.Packet) error, status func() memdx.Status, errCtx *memdx.ErrorContext) (retry.Reason, error) {
-	e := c.refused(op, req.OpCode, nil, "", nil, nil)
-	e.Vbucket, e.Node = req.Vbucket, n.addr
-	cn, _, err := n.pick()
-	if err != nil {
-		e.Err, e.Cause = ErrNoNodeAvailable, err
-		return 0, e
-	}
-	// The deadline is counted on the client's Clock, as an operation's is.
-	opaque, err := cn.DoDeadline(ctx, c.clock.Now().Add(timeout), req, handle)
-	e.Opaque = opaque
-	if err != nil {
-		e.Cause = err
-		var re *conn.RequestError
-		if errors.As(err, &re) && re.Written && changesData(req.OpCode) {
-			// Written without an answer: the server may have applied it.
-			e.Ambiguous = true
-		}
-		switch {
-		case re == nil:
-			e.Err = ErrServerFailure // a response that did not decode
-			e.Ambiguous = changesData(req.OpCode) && status() == memdx.StatusSuccess
-		case errors.Is(err, context.Canceled):
-			e.Err = ErrRequestCanceled
-		case errors.Is(err, context.DeadlineExceeded):
-			e.Cause = &retry.TimeoutError{OpCode: req.OpCode, Ambiguous: e.Ambiguous, LastErr: err}
-		case e.Ambiguous:
-			// The connection ended after the write: Cause matches
-			// ErrConnectionClosed, and the error ErrAmbiguous.
-		default:
-			e.Err = ErrNoNodeAvailable
-		}
-		return 0, e
-	}
-	st := status()
-	switch st {
-	case memdx.StatusSuccess, memdx.StatusRangeScanMore, memdx.StatusRangeScanComplete:
-		return 0, nil
-	}
-	e.Status = statusOf(st)
-	out := decideStatus(req.OpCode, false, st, cn.ErrorMap())
-	e.Err = out.sentinel
-	if out.found {
-		e.ErrorName, e.ErrorDescription = out.entry.Name, out.entry.Desc
-	}
-	if errCtx != nil {
-		e.ServerContext, e.ServerErrorRef = errCtx.Context, errCtx.Ref
-	}
-	e.Cause = &memdx.StatusError{Status: st, OpCode: req.OpCode, Opaque: opaque, Context: e.ServerContext, Ref: e.ServerErrorRef}
-	return out.reason, e
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/multiget"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -200,15 +201,8 @@ type batch struct {
 	fences  []conn.Pending  // NOOPs in flight
 	groups  []sendGroup
 
-	// A memcached GetMany's groups (batchget.go): a record per key, the
-	// groups, and scratch for routing and sending them.
-	frecs   []fastRec
-	fres    []GetManyResult // the caller's results, where GetAnswer writes a hit's
-	fgroups []fastGroup
-	fserver []int32
-	fidx    []int32
-	fgkeys  []int32
-	fkeys   [][]byte
+	// mg is a memcached GetMany's group reads (batchget.go).
+	mg multiget.Window
 
 	mu    sync.Mutex
 	ended []uint64 // tags of the requests that ended, from RequestEnded
@@ -306,12 +300,7 @@ func (b *batch) release() {
 	clear(b.keys)
 	clear(b.fences)
 	clear(b.groups)
-	clear(b.frecs)
-	clear(b.fgroups)
-	if cap(b.frecs) > maxPooledBatch {
-		b.frecs = nil
-	}
-	b.frecs, b.fgroups, b.fidx, b.fres = b.frecs[:0], b.fgroups[:0], b.fidx[:0], nil
+	b.mg.Reset()
 	// Field by field: a late Wake may read kick meanwhile.
 	b.c, b.ctx, b.now, b.quietGets, b.canceled, b.left, b.inflight, b.done, b.obs = nil, nil, time.Time{}, false, false, 0, 0, nil, nil
 	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]
@@ -341,7 +330,7 @@ func (b *batch) add(i int, o *op, err error) {
 // handle, on this goroutine, just before.
 func (b *batch) RequestEnded(tag uint64, answered bool, err error) bool {
 	clean := err == nil
-	if clean && answered && tag&(fenceTag|groupTag) == 0 {
+	if clean && answered && tag&fenceTag == 0 {
 		clean = b.keys[tag>>32].o.status == memdx.StatusSuccess
 	}
 	b.mu.Lock()
@@ -550,7 +539,7 @@ func (b *batch) start(i int, quiet bool) bool {
 	k.gen++
 	if b.obs != nil {
 		k.start, k.reported = time.Now(), true
-		b.obs.AttemptStart(o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.t, k.lastReason, k.retried))
+		b.obs.AttemptStart(o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.Topo, k.lastReason, k.retried))
 	}
 	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen))
 	if err != nil {
@@ -635,7 +624,7 @@ func (b *batch) judge(i int, answered bool, err error) {
 	}
 	if b.obs != nil && k.reported {
 		k.reported = false
-		info := o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.t, k.lastReason, k.retried)
+		info := o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.Topo, k.lastReason, k.retried)
 		info.Duration = time.Since(k.start)
 		info.Status = statusOf(o.status)
 		b.obs.AttemptEnd(info, err)
@@ -663,7 +652,7 @@ func (b *batch) wait(i int, nx next) {
 	k.nx = nx
 	k.plan = b.c.planNext(o, nx)
 	k.lastReason, k.retried = nx.reason, true
-	k.wake = wakeFor(nx.t, nx.reason)
+	k.wake = nx.t.Wake(nx.reason)
 	if (k.wake != nil && closed(k.wake)) || b.c.ctx.Err() != nil {
 		// Woken already, or the client is closing (wakeEvery has woken
 		// the keys that were waiting then): its placement ends it.

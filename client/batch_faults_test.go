@@ -287,7 +287,7 @@ func TestGetManyMemcachedSilentServerTimesOutEveryKeyThenRecovers(t *testing.T) 
 	col := c.DefaultCollection()
 	prefix := fmt.Sprintf("kvwire-gmsilent-%d", time.Now().UnixNano())
 	keys := batchKeys(t, col, prefix, 20, 10)
-	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	p.Blackhole(true)
 	for _, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: 300 * time.Millisecond}) {
 		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
@@ -300,7 +300,7 @@ func TestGetManyMemcachedSilentServerTimesOutEveryKeyThenRecovers(t *testing.T) 
 		}
 		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 	}
-	require.Same(t, cn, (*c.topo.Load().all[0].conns.Load())[0], "the same connection")
+	require.Same(t, cn, c.cl.Topology().Nodes()[0].Conns()[0], "the same connection")
 	// The swallowed GETQs are dropped by the later NOOP's answer; the
 	// swallowed NOOP itself is not quiet and stays a tombstone (bounded by
 	// MaxAbandoned, vouched for by the answered NOOP).
@@ -367,7 +367,7 @@ func TestGetManyMemcachedCancelAbandonsQuietGetsThenANoopDropsThem(t *testing.T)
 	col := c.DefaultCollection()
 	prefix := fmt.Sprintf("kvwire-gmcancel-%d", time.Now().UnixNano())
 	keys := batchKeys(t, col, prefix, 20, 10)
-	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	var swallow atomic.Bool
 	swallow.Store(true)
 	p.OnRequest(func(*memdx.Packet) faultnode.Action { return faultnode.Action{Drop: swallow.Load()} })

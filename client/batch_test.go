@@ -76,7 +76,7 @@ func TestGetManyMemcachedQuietGetsSettleMissesByNoop(t *testing.T) {
 		}
 	}
 	keys = append(keys, keys[0], keys[1])
-	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	before := cn.Stats()
 	res := col.GetMany(ctx, keys, nil)
 	after := cn.Stats()

@@ -361,7 +361,7 @@ func TestGetManyMemcachedGroupSilentServerTimesOutAsAGet(t *testing.T) {
 	col := c.DefaultCollection()
 	ctx := context.Background()
 	keys := batchKeys(t, col, "gpsilent", 12, 6)
-	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	p.Blackhole(true)
 	_, single := col.Get(ctx, keys[0], &GetOptions{Timeout: 200 * time.Millisecond})
 	require.ErrorIs(t, single, ErrUnambiguousTimeout)
@@ -392,7 +392,7 @@ func TestGetManyMemcachedGroupSilentServerTimesOutAsAGet(t *testing.T) {
 		}
 		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 	}
-	require.Same(t, cn, (*c.topo.Load().all[0].conns.Load())[0], "the same connection")
+	require.Same(t, cn, c.cl.Topology().Nodes()[0].Conns()[0], "the same connection")
 }
 
 // The batch's context is cancelled while its group waits for the NOOP's

@@ -74,11 +74,8 @@ func TestGetManyMemcachedTextTwoServersInWindowsReadAsGets(t *testing.T) {
 	}
 	check()
 	waitFor(t, "text connections to both servers", func() bool {
-		for _, nd := range c.topo.Load().all {
-			nd.text.mu.Lock()
-			k := len(nd.text.idle)
-			nd.text.mu.Unlock()
-			if k == 0 {
+		for _, nd := range c.cl.Topology().Nodes() {
+			if k, _, _ := nd.TextState(); k == 0 {
 				return false
 			}
 		}
@@ -103,8 +100,8 @@ func TestGetManyMemcachedTextSilentServerDoesNotFailTheOthers(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	col := c.DefaultCollection()
 	keys := batchKeys(t, col, "txsil2", 40, 40)
-	top := c.topo.Load()
-	serverOf := func(k string) string { return top.servers[top.ketama.Server([]byte(k))].addr }
+	top := c.cl.Topology()
+	serverOf := func(k string) string { _, n := top.KetamaServer([]byte(k)); return n.Addr() }
 	// The silent server is the one of the first key, whose group is sent
 	// and read first.
 	silent, other := f1, f2
@@ -113,11 +110,8 @@ func TestGetManyMemcachedTextSilentServerDoesNotFailTheOthers(t *testing.T) {
 	}
 	col.GetMany(context.Background(), keys, nil)
 	waitFor(t, "text connections to both servers", func() bool {
-		for _, nd := range top.all {
-			nd.text.mu.Lock()
-			k := len(nd.text.idle)
-			nd.text.mu.Unlock()
-			if k == 0 {
+		for _, nd := range top.Nodes() {
+			if k, _, _ := nd.TextState(); k == 0 {
 				return false
 			}
 		}

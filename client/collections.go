@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/memdx"
@@ -58,42 +55,25 @@ func (c *Client) DefaultCollection() *Collection {
 func (col *Collection) Name() string      { return col.name }
 func (col *Collection) ScopeName() string { return col.scope }
 
-// collectionCache maps "scope.collection" to its id, for the whole client
-// (ids are per bucket, the same on every node).
-type collectionCache struct {
-	mu  sync.RWMutex
-	ids map[string]uint32
-	sf  singleflight.Group
-}
-
-func (cc *collectionCache) init() { cc.ids = map[string]uint32{} }
-
-func (cc *collectionCache) invalidate(col *Collection) {
-	cc.mu.Lock()
-	delete(cc.ids, col.path)
-	cc.mu.Unlock()
-}
-
-// resolve returns col's id, asking cn when it is not cached. A status other
-// than success is decided by the status policy (decideStatus for
-// COLLECTIONS_GET_ID): a missing scope or collection gives the terminal
-// reasons of RFC 0049 revision 16 (the default strategy fails at once, best
-// effort waits for it to appear); TMPFAIL and the statuses the node's error
-// map marks for retry are retried (the map's entry goes with the error, for
-// FollowErrorMap); the rest end the operation (retry.ReasonUnknown) with an
-// error matching the status's sentinel. A lookup that got no answer is
-// retried as SOCKET_NOT_AVAILABLE.
-func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *conn.Conn, col *Collection) (uint32, retry.Reason, error) {
+// resolveCollection returns col's id, from the cluster's cache, or asking
+// cn when it is not cached. A status other than success is decided by the
+// status policy (decideStatus for COLLECTIONS_GET_ID): a missing scope or
+// collection gives the terminal reasons of RFC 0049 revision 16 (the
+// default strategy fails at once, best effort waits for it to appear);
+// TMPFAIL and the statuses the node's error map marks for retry are
+// retried (the map's entry goes with the error, for FollowErrorMap); the
+// rest end the operation (retry.ReasonUnknown) with an error matching the
+// status's sentinel. A lookup that got no answer is retried as
+// SOCKET_NOT_AVAILABLE.
+func (c *Client) resolveCollection(ctx context.Context, deadline time.Time, cn *conn.Conn, col *Collection) (uint32, retry.Reason, error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", ErrFeatureNotAvailable, col.path)
 	}
-	cc.mu.RLock()
-	id, ok := cc.ids[col.path]
-	cc.mu.RUnlock()
-	if ok {
+	ids := c.cl.Collections()
+	if id, ok := ids.Lookup(col.path); ok {
 		return id, 0, nil
 	}
-	v, err, _ := cc.sf.Do(col.path, func() (any, error) {
+	id, err := ids.Resolve(col.path, func() (uint32, error) {
 		req := memdx.NewCollectionsGetID(col.scope, col.name)
 		var cid uint32
 		var status memdx.Status
@@ -106,20 +86,14 @@ func (cc *collectionCache) resolve(ctx context.Context, deadline time.Time, cn *
 			cid = id
 			return err
 		})
-		if err != nil {
-			return nil, err
-		}
-		if status != memdx.StatusSuccess {
-			return nil, &lookupError{path: col.path, status: status,
+		if err == nil && status != memdx.StatusSuccess {
+			err = &lookupError{path: col.path, status: status,
 				outcome: decideStatus(memdx.OpCollectionsGetID, false, status, cn.ErrorMap())}
 		}
-		cc.mu.Lock()
-		cc.ids[col.path] = cid
-		cc.mu.Unlock()
-		return cid, nil
+		return cid, err
 	})
 	if err == nil {
-		return v.(uint32), 0, nil
+		return id, 0, nil
 	}
 	var le *lookupError
 	var re *conn.RequestError

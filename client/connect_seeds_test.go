@@ -2,9 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -229,34 +226,3 @@ func TestConnectRedialsUnresponsiveMemcached(t *testing.T) {
 	_, err = r.c.DefaultCollection().Upsert(context.Background(), "k", []byte("v"), nil)
 	require.NoError(t, err)
 }
-
-// What Connect dials again: a host that did not answer in time, not one
-// that answered, be it with a refusal or a hang-up.
-func TestRedialable(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{fmt.Errorf("bootstrap HELLO: %w", ErrUnresponsive), true},
-		{fmt.Errorf("dial: %w", context.DeadlineExceeded), true},
-		{&net.OpError{Op: "dial", Err: timeoutError{}}, true},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
-		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, false},
-		{fmt.Errorf("bootstrap: %w", io.EOF), false},
-		{&net.DNSError{Err: "no such host", Name: "nowhere.example", IsNotFound: true}, false},
-		{fmt.Errorf("handshake: %w", ErrTLS), false},
-		{fmt.Errorf("sasl: %w", ErrAuthenticationFailure), false},
-		{fmt.Errorf("select: %w", ErrBucketNotFound), false},
-		{fmt.Errorf("%w: bad option", ErrInvalidArgument), false},
-		{errors.New("something else"), false},
-	} {
-		assert.Equal(t, tc.want, redialable(tc.err), "%v", tc.err)
-	}
-}
-
-// timeoutError is a net.Error that timed out.
-type timeoutError struct{}
-
-func (timeoutError) Error() string   { return "i/o timeout" }
-func (timeoutError) Timeout() bool   { return true }
-func (timeoutError) Temporary() bool { return true }

@@ -328,7 +328,7 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 		e.Bucket = o.c.opts.Bucket
 	}
 	if o.node != nil {
-		e.Node = o.node.addr
+		e.Node = o.node.Addr()
 	}
 	if o.coll != nil {
 		e.Scope, e.Collection = o.coll.scope, o.coll.name

@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
@@ -42,20 +42,16 @@ type op struct {
 	coll   *Collection
 	key    []byte // aliases the caller's string; never written
 	keyStr string
-	// Where the op goes: by key, to the active copy (replica 0) or replica
-	// n, unless byVbucket or onNode is set. byVbucket: to fixedVb's active
-	// node (a range scan's create); scanCfg is then the scan's
-	// configuration, encoded into the value per attempt with the
-	// collection id resolved for it. onNode: to that node, whatever the
-	// topology (a node's statistics, version, flush or ping; a range
-	// scan's continue and cancel, to the node holding the scan, with
-	// fixedVb the scan's vbucket).
-	replica   int
-	byVbucket bool
-	onNode    *node
-	fixedVb   uint16
-	scanCfg   *memdx.RangeScanCreate
-	scanID    memdx.RangeScanID
+	// target is where the op goes: by key (target.Key is key), to the
+	// active copy (Replica 0) or a replica; to a vbucket's active node (a
+	// range scan's create: scanCfg is then the scan's configuration,
+	// encoded into the value per attempt with the collection id resolved
+	// for it); or to a node, whatever the topology (a node's statistics,
+	// version, flush or ping; a range scan's continue and cancel, to the
+	// node holding the scan, with Vbucket the scan's).
+	target  cluster.Target
+	scanCfg *memdx.RangeScanCreate
+	scanID  memdx.RangeScanID
 	// handler, when set, takes every packet of the op's answer (STAT and
 	// RANGE_SCAN_CONTINUE answer with several) on the connection's reader
 	// and says whether its status is a result (accepted) rather than a
@@ -87,17 +83,18 @@ type op struct {
 	handle func(*memdx.Packet) error
 
 	// Last attempt.
-	node    *node
+	node    *cluster.Node
 	vb      uint16
 	opaque  uint32
 	status  memdx.Status
 	outcome statusOutcome // decideStatus's, for status
 	errCtx  memdx.ErrorContext
 	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body. The
-	// reader recognises a body it can without scanning it (recognise);
-	// any other body is copied to nmvBody and offered by the operation
-	// (onNotMyVbucket), so that no scan holds up the connection's reader.
-	nmvOffer offerResult
+	// reader recognises a body it can without scanning it
+	// (cluster.Recognise); any other body is copied to nmvBody and offered
+	// when the operation judges the answer (cluster.NotMyVbucket), so that
+	// no scan holds up the connection's reader.
+	nmvOffer cluster.Offer
 	nmvBody  []byte
 	errName  string
 	errDesc  string
@@ -130,6 +127,7 @@ func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *
 	o.c, o.name, o.kind, o.coll = c, name, kind, coll
 	o.keyStr = key
 	o.key = unsafe.Slice(unsafe.StringData(key), len(key))
+	o.target.Key = o.key
 	return o
 }
 
@@ -161,7 +159,7 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	if (p.OpCode == memdx.OpGetK || p.OpCode == memdx.OpGetKQ) && (len(p.Key) > 0 || p.Status == memdx.StatusSuccess) &&
 		!o.req.SendsKey(p.Key) {
 		// Another request's answer: conn closes the connection.
-		return foreignKey(p, o.keyStr)
+		return memdx.ForeignKey(p, o.keyStr)
 	}
 	o.status = p.Status
 	o.opaque = p.Opaque
@@ -181,7 +179,7 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	o.cas = p.Cas
 	switch o.kind {
 	case kindGet:
-		v, flags, dt, err := decodeGetValue(p, nil)
+		v, flags, dt, err := memdx.CopyGetValue(p, nil)
 		if err != nil {
 			return err
 		}
@@ -216,55 +214,27 @@ func (o *op) onResponse(p *memdx.Packet) error {
 }
 
 // onFailure records what a response whose status is a failure says beside
-// its status: a NOT_MY_VBUCKET's config (handed to the config loop; the
-// operation never parses it), or the error context of any other.
-func (o *op) onFailure(p *memdx.Packet) {
-	switch p.Status {
+// its status.
+func (o *op) onFailure(p *memdx.Packet) { o.recordFailure(p.Status, p.Datatype, p.Value) }
+
+// recordFailure records what an answer with failure status st says beside
+// it, in its body (value, of datatype dt): a NOT_MY_VBUCKET's config
+// (handed to the config loop; the operation never parses it), or the
+// error context of any other.
+func (o *op) recordFailure(st memdx.Status, dt memdx.Datatype, value []byte) {
+	switch st {
 	case memdx.StatusNotMyVbucket:
-		if res, ok := o.c.recognise(p.Value, o.node.host, "not-my-vbucket"); ok {
+		if res, ok := o.c.cl.Recognise(value, o.node.Host(), "not-my-vbucket"); ok {
 			o.nmvOffer = res
 		} else {
-			o.nmvBody = append(o.nmvBody[:0], p.Value...)
+			o.nmvBody = append(o.nmvBody[:0], value...)
 		}
 	case memdx.StatusSubdocSuccessDeleted:
 	default:
-		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); ok {
+		if ec, ok := memdx.DecodeErrorContext(dt, value); ok {
 			o.errCtx = ec
 		}
 	}
-}
-
-// decodeGetValue decodes a get's success: a copy of its value (inflated
-// when compressed), its flags and its datatype (without Snappy). The copy
-// goes into into when it has room (the caller's block), else into a slice
-// of its own.
-// foreignKey is the error of a GETK or GETKQ answer that names another
-// key than want, its request's: the server mixed up its answers. It
-// matches ErrProtocol, on which conn closes the connection (the request
-// then ends with the connection's error, and a read is retried).
-func foreignKey(p *memdx.Packet, want string) error {
-	return fmt.Errorf("a %s answer names key %q, not its request's %q: %w", p.OpCode, p.Key, want, ErrProtocol)
-}
-
-func decodeGetValue(p *memdx.Packet, into []byte) (value []byte, flags uint32, dt memdx.Datatype, err error) {
-	flags, err = memdx.DecodeGetFlags(p)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	dt = p.Datatype &^ memdx.DatatypeSnappy
-	if p.Datatype.Has(memdx.DatatypeSnappy) {
-		value, err = memdx.DecompressSnappy(nil, p.Value, 0)
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		return value, flags, dt, nil
-	}
-	if into == nil || cap(into) < len(p.Value) {
-		// Never nil: an empty value is a value (make allocates
-		// nothing for 0 bytes).
-		into = make([]byte, 0, len(p.Value))
-	}
-	return append(into[:0], p.Value...), flags, dt, nil
 }
 
 // An operation runs in steps, shared by execute (one operation, blocking)
@@ -293,15 +263,14 @@ type next struct {
 	reason     retry.Reason
 	cause      error
 	fromStatus bool
-	t          *topology
+	t          *cluster.Topology
 }
 
-// placed is where an attempt goes.
+// placed is where an attempt goes: its route, connection and collection
+// id.
 type placed struct {
-	t   *topology
-	n   *node
+	cluster.Route
 	cn  *conn.Conn
-	vb  uint16
 	cid uint32
 }
 
@@ -334,12 +303,12 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		var start time.Time
 		if obs != nil {
 			start = time.Now()
-			info := o.attemptInfo(opID, attempt, start, pl.t, lastReason, retried)
+			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			obs.AttemptStart(info)
 		}
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle)
 		if obs != nil {
-			info := o.attemptInfo(opID, attempt, start, pl.t, lastReason, retried)
+			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
 			info.Status = statusOf(o.status)
 			info.Opaque = opaque
@@ -375,7 +344,7 @@ func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	}
 	o.st.Init(ctx, o.req.OpCode, strategy, c.deadline(ctx, o.timeout, now))
 	o.st.SetOperation(o.name)
-	if o.onNode != nil && repeatable(o.req.OpCode) {
+	if o.target.Node != nil && repeatable(o.req.OpCode) {
 		o.st.SetIdempotent(true)
 	}
 	return nil
@@ -405,8 +374,8 @@ func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.T
 	if timeout <= 0 {
 		timeout = c.opts.KVTimeout
 	}
-	if int64(timeout) > c.longestTimeout.Load() {
-		c.noteTimeout(timeout)
+	if timeout > c.cl.LongestTimeout() {
+		c.cl.NoteTimeout(timeout)
 	}
 	d := now.Add(timeout)
 	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
@@ -425,15 +394,15 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 		// are gone and will not come back.
 		return placed{}, next{err: newKVError(o, ErrClosed, nil)}
 	}
-	t := c.topo.Load()
-	n, vb, reason, err := c.routeOp(t, o)
+	r, reason, err := c.cl.Route(&o.route, &o.target)
+	o.node = r.Node // named by the error when it has no connection
 	var cn *conn.Conn
 	if err == nil {
-		cn, reason, err = n.pick()
+		cn, reason, err = r.Node.Pick()
 	}
 	var cid uint32
-	if err == nil && o.onNode == nil && o.coll != nil && !o.coll.isDefault {
-		cid, reason, err = c.colls.resolve(ctx, o.st.Deadline(), cn, o.coll)
+	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
+		cid, reason, err = c.resolveCollection(ctx, o.st.Deadline(), cn, o.coll)
 	}
 	if err != nil {
 		if reason == retry.ReasonUnknown {
@@ -443,14 +412,14 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 		if reason == retry.ReasonKVErrorMapRetryIndicated && errors.As(err, &le) {
 			o.st.SetErrorMapEntry(le.outcome.entry)
 		}
-		return placed{}, next{reason: reason, cause: err, t: t}
+		return placed{}, next{reason: reason, cause: err, t: r.Topo}
 	}
-	o.node, o.vb = n, vb
+	o.vb = r.Vbucket
 	if ferr := o.checkFeatures(cn); ferr != nil {
 		return placed{}, next{err: newKVError(o, ErrFeatureNotAvailable, ferr)}
 	}
-	o.prepare(cn, vb, cid)
-	return placed{t: t, n: n, cn: cn, vb: vb, cid: cid}, next{done: true}
+	o.prepare(cn, r.Vbucket, cid)
+	return placed{Route: r, cn: cn, cid: cid}, next{done: true}
 }
 
 // judge decides what follows an attempt placed at pl that ended with err
@@ -487,16 +456,16 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 		if re.Written {
 			reason = retry.ReasonSocketClosedWhileInFlight
 		}
-		return next{reason: reason, cause: err, t: pl.t}
+		return next{reason: reason, cause: err, t: pl.Topo}
 	}
 	if o.succeeded() {
 		return next{done: true}
 	}
-	reason, ok := c.classifyStatus(o, pl.t, pl.n, pl.cn)
+	reason, ok := c.classifyStatus(o, pl)
 	if !ok {
 		return next{err: c.statusError(o, nil)}
 	}
-	return next{reason: reason, fromStatus: true, t: pl.t}
+	return next{reason: reason, fromStatus: true, t: pl.Topo}
 }
 
 // waitNext waits as the orchestrator decides for the retry nx and returns
@@ -506,7 +475,7 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 // newer config, a node with a connection again: wakeFor); every wait ends
 // when the client closes.
 func (c *Client) waitNext(o *op, nx next) error {
-	wake := wakeFor(nx.t, nx.reason)
+	wake := nx.t.Wake(nx.reason)
 	if wake == nil {
 		// Any other wait ends when the client closes (the topology's
 		// channel is closed then too).
@@ -535,7 +504,7 @@ func (c *Client) retryCause(o *op, nx next) error {
 		return o.statusErr()
 	}
 	if nx.reason == retry.ReasonNodeNotAvailable {
-		c.noteUnreachable()
+		c.cl.NodeUnavailable()
 	}
 	return nx.cause
 }
@@ -564,16 +533,6 @@ func (c *Client) waitError(o *op, fromStatus bool, err error) error {
 // result (onSubdocResponse).
 func (o *op) succeeded() bool { return o.status == memdx.StatusSuccess || o.accepted }
 
-// noteTimeout raises longestTimeout to d.
-func (c *Client) noteTimeout(d time.Duration) {
-	for {
-		cur := c.longestTimeout.Load()
-		if int64(d) <= cur || c.longestTimeout.CompareAndSwap(cur, int64(d)) {
-			return
-		}
-	}
-}
-
 // prepare sets the per-attempt fields of the request.
 func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	f := cn.Features()
@@ -583,7 +542,7 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.status = 0
 	o.outcome = statusOutcome{}
 	o.opaque = 0
-	o.nmvOffer = offerStale
+	o.nmvOffer = cluster.OfferStale
 	o.nmvBody = o.nmvBody[:0]
 	o.errCtx = memdx.ErrorContext{}
 	o.errName, o.errDesc = "", ""
@@ -654,88 +613,30 @@ func (o *op) compress() bool {
 	return o.zWorth
 }
 
-// routeOp finds the node and vbucket of o's next attempt.
-func (c *Client) routeOp(t *topology, o *op) (*node, uint16, retry.Reason, error) {
-	if t == nil {
-		return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
-	}
-	switch {
-	case o.onNode != nil:
-		return o.onNode, o.fixedVb, 0, nil
-	case o.byVbucket:
-		return c.routeVbucket(t, o)
-	}
-	if t.ketama != nil {
-		// One server takes every key: skip the ring's MD5 (measured 9% of
-		// the client's CPU per Get on one memcached).
-		i := 0
-		if len(t.servers) > 1 {
-			i = t.ketama.Server(o.key)
-		}
-		if i < 0 || i >= len(t.servers) || t.servers[i] == nil {
-			return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
-		}
-		n := t.servers[i]
-		if c.memcached {
-			// A memcached server that refuses connections fails its
-			// keys at once, as other memcached clients do, rather than
-			// retrying until the timeout; its node redials meanwhile.
-			if err := n.downErr(); err != nil {
-				o.node = n
-				return n, 0, retry.ReasonUnknown, err
-			}
-		}
-		return n, 0, 0, nil
-	}
-	server, vb, err := o.route.Route(t.cfg, o.key, o.replica)
-	if err != nil {
-		if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
-			return nil, 0, retry.ReasonUnknown, err
-		}
-		return nil, vb, retry.ReasonNodeNotAvailable, err
-	}
-	n := t.servers[server]
-	if n == nil {
-		return nil, vb, retry.ReasonNodeNotAvailable, &NodeError{Addr: "server index " + itoa(server), Err: errors.New("no address on network " + c.network)}
-	}
-	return n, vb, 0, nil
-}
-
-// routeVbucket routes an operation addressed to a vbucket (o.fixedVb).
-func (c *Client) routeVbucket(t *topology, o *op) (*node, uint16, retry.Reason, error) {
-	vb := o.fixedVb
-	if t.cfg == nil || t.ketama != nil {
-		return nil, vb, retry.ReasonUnknown, fmt.Errorf("%w: %s needs a bucket with vbuckets", ErrFeatureNotAvailable, o.req.OpCode)
-	}
-	server, err := o.route.RouteVbucket(t.cfg, vb, 0)
-	if err != nil {
-		return nil, vb, retry.ReasonNodeNotAvailable, err
-	}
-	n := t.servers[server]
-	if n == nil {
-		return nil, vb, retry.ReasonNodeNotAvailable, &NodeError{Addr: "server index " + itoa(server), Err: errors.New("no address on network " + c.network)}
-	}
-	return n, vb, 0, nil
-}
-
-// classifyStatus gives the retry reason for a non-success status, as the
-// status policy decides (decideStatus), updating the config from a
-// NOT_MY_VBUCKET body and the collection cache from UNKNOWN_COLLECTION on
-// the way. ok is false when the status is final.
-func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (retry.Reason, bool) {
+// classifyStatus gives the retry reason for a non-success status of an
+// attempt placed at pl, as the status policy decides (decideStatus),
+// handing a NOT_MY_VBUCKET to the cluster and updating the collection
+// cache from UNKNOWN_COLLECTION on the way. ok is false when the status is
+// final.
+func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	st := o.status
-	o.outcome = decideStatus(o.req.OpCode, o.casGiven, st, cn.ErrorMap())
-	if st == memdx.StatusNotMyVbucket && t.cfg != nil {
-		if o.onNode == nil {
-			return c.onNotMyVbucket(o, t, n), true
+	o.outcome = decideStatus(o.req.OpCode, o.casGiven, st, pl.cn.ErrorMap())
+	if st == memdx.StatusNotMyVbucket && pl.Topo.Config() != nil {
+		nmv := cluster.NMV{Offer: o.nmvOffer, Body: o.nmvBody}
+		o.nmvBody = o.nmvBody[:0]
+		if o.target.Node != nil {
+			// A request addressed to a node cannot go elsewhere: it
+			// ends (a scan then creates its vbucket's scan again where
+			// the vbucket went). The node's config is news all the same.
+			if len(nmv.Body) > 0 {
+				c.cl.Offer(nmv.Body, pl.Node.Host(), "not-my-vbucket")
+			}
+			return 0, false
 		}
-		// A request addressed to a node cannot go elsewhere: it ends
-		// (a scan then creates its vbucket's scan again where the
-		// vbucket went). The node's config is news all the same.
-		if len(o.nmvBody) > 0 {
-			c.offerConfig(o.nmvBody, n.host, "not-my-vbucket")
+		if c.cl.NotMyVbucket(pl.Route, nmv, &o.route, &o.target) {
+			o.st.MarkRouteChanged()
 		}
-		return 0, false
+		return retry.ReasonKVNotMyVbucket, true
 	}
 	out := o.outcome
 	if out.found {
@@ -746,19 +647,12 @@ func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (ret
 		return 0, false
 	case retry.ReasonKVCollectionOutdated:
 		if o.coll != nil {
-			c.colls.invalidate(o.coll)
+			c.cl.Collections().Invalidate(o.coll.path)
 		}
 	case retry.ReasonKVErrorMapRetryIndicated:
 		o.st.SetErrorMapEntry(out.entry)
 	}
 	return out.reason, true
-}
-
-// routeOpPeek routes without changing o's route state.
-func (c *Client) routeOpPeek(t *topology, o *op) (*node, uint16, retry.Reason, error) {
-	saved := o.route
-	defer func() { o.route = saved }()
-	return c.routeOp(t, o)
 }
 
 func (o *op) statusErr() error {
@@ -776,26 +670,4 @@ func (c *Client) statusError(o *op, cause error) error {
 		e.Ambiguous = true
 	}
 	return e
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
 }

@@ -26,11 +26,11 @@ type GetReplicaResult struct {
 // waits for a config that assigns it, as Get does. Memcached mode and
 // memcached buckets have only the active copy.
 func (c *Client) copiesOf(key string) []int {
-	t := c.topo.Load()
-	if t == nil || t.cfg == nil || t.ketama != nil || !t.cfg.HasVbucketMap() {
+	t := c.cl.Topology()
+	if t == nil || t.Config() == nil || t.Ketama() || !t.Config().HasVbucketMap() {
 		return []int{0}
 	}
-	cfg := t.cfg
+	cfg := t.Config()
 	vb := cfg.VbucketForKey(unsafe.Slice(unsafe.StringData(key), len(key)))
 	out := make([]int, 0, cfg.NumReplicas()+1)
 	for i := 0; i <= cfg.NumReplicas(); i++ {
@@ -59,11 +59,11 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 	if err != nil {
 		return GetReplicaResult{}, err
 	}
-	o.replica = i
+	o.target.Replica = i
 	return run(ctx, o, func(o *op) GetReplicaResult {
 		r := GetReplicaResult{GetResult: o.getResult(), IsReplica: i > 0}
 		if o.node != nil {
-			r.Node = o.node.addr
+			r.Node = o.node.Addr()
 		}
 		return r
 	})

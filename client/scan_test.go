@@ -471,10 +471,10 @@ func TestScanEndsWhenTheClientCloses(t *testing.T) {
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return continues() >= 3 && len(res.run.out) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return continues() >= 3 && res.run.Queued() == 1 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Close())
 	// The workers end by themselves, though nobody takes their batches.
-	require.Eventually(t, func() bool { return res.run.live.Load() == 0 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return res.run.Workers() == 0 }, 10*time.Second, time.Millisecond,
 		"the scan's goroutines ended")
 	for res.Next() {
 	}

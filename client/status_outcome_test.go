@@ -55,7 +55,7 @@ func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
 	assert.Equal(t, "MOCK_TEST_RETRY", kv.ErrorName)
 	assert.Greater(t, ctl.Hits(), 1, "retried first")
 
-	c.colls.invalidate(col)
+	c.cl.Collections().Invalidate(col.path)
 	ctl = mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: mockcluster.StatusTestRetry}})
 	_, err = col.Get(ctx, "u", opts)
@@ -75,7 +75,7 @@ func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
 func TestCollectionLookupFollowsErrorMapSpec(t *testing.T) {
 	t.Parallel()
 	mc, c, col := collectionsMock(t, &Options{RetryStrategy: FollowErrorMap(nil)})
-	c.colls.invalidate(col)
+	c.cl.Collections().Invalidate(col.path)
 	ctl := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: mockcluster.StatusTestRetry}})
 	defer ctl.Remove()
@@ -116,7 +116,7 @@ func TestLookupRefusalAfterStatusHasLookupsError(t *testing.T) {
 // status's sentinel as the error's Err, as an operation's own status does.
 func TestLookupRetryRefusedHasStatusSentinel(t *testing.T) {
 	mc, c, col := collectionsMock(t, nil)
-	c.colls.invalidate(col)
+	c.cl.Collections().Invalidate(col.path)
 	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 1})
 	never := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })

@@ -705,7 +705,7 @@ func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, p opPa
 	if err != nil {
 		return nil, err
 	}
-	o.replica = replica
+	o.target.Replica = replica
 	if err := o.setLookups(specs); err != nil {
 		e := col.argumentRefused(o, err)
 		putOp(o)
