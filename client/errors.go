@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
@@ -285,9 +286,9 @@ func sentinelOf(err error) error {
 	case errors.Is(err, ErrRequestCanceled), errors.Is(err, context.Canceled):
 		return ErrRequestCanceled
 	}
-	var le *lookupError
+	var le *cluster.LookupError
 	if errors.As(err, &le) {
-		return le.outcome.sentinel
+		return le.Outcome.Sentinel
 	}
 	if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
 		return ErrInvalidArgument

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
@@ -87,7 +88,7 @@ type op struct {
 	vb      uint16
 	opaque  uint32
 	status  memdx.Status
-	outcome statusOutcome // decideStatus's, for status
+	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
 	errCtx  memdx.ErrorContext
 	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body. The
 	// reader recognises a body it can without scanning it
@@ -402,15 +403,15 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	}
 	var cid uint32
 	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
-		cid, reason, err = c.resolveCollection(ctx, o.st.Deadline(), cn, o.coll)
+		cid, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
 	}
 	if err != nil {
 		if reason == retry.ReasonUnknown {
 			return placed{}, next{err: newKVError(o, cmp.Or(sentinelOf(err), ErrServerFailure), err)}
 		}
-		var le *lookupError
+		var le *cluster.LookupError
 		if reason == retry.ReasonKVErrorMapRetryIndicated && errors.As(err, &le) {
-			o.st.SetErrorMapEntry(le.outcome.entry)
+			o.st.SetErrorMapEntry(le.Outcome.Entry)
 		}
 		return placed{}, next{reason: reason, cause: err, t: r.Topo}
 	}
@@ -540,7 +541,7 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.req.Collections = f.Has(memdx.FeatureCollections) && o.req.OpCode.HasCollectionKey()
 	o.req.CollectionID = cid
 	o.status = 0
-	o.outcome = statusOutcome{}
+	o.outcome = statuspolicy.Outcome{}
 	o.opaque = 0
 	o.nmvOffer = cluster.OfferStale
 	o.nmvBody = o.nmvBody[:0]
@@ -614,13 +615,13 @@ func (o *op) compress() bool {
 }
 
 // classifyStatus gives the retry reason for a non-success status of an
-// attempt placed at pl, as the status policy decides (decideStatus),
+// attempt placed at pl, as the status policy decides (statuspolicy.Decide),
 // handing a NOT_MY_VBUCKET to the cluster and updating the collection
 // cache from UNKNOWN_COLLECTION on the way. ok is false when the status is
 // final.
 func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	st := o.status
-	o.outcome = decideStatus(o.req.OpCode, o.casGiven, st, pl.cn.ErrorMap())
+	o.outcome = statuspolicy.Decide(o.req.OpCode, o.casGiven, st, pl.cn.ErrorMap())
 	if st == memdx.StatusNotMyVbucket && pl.Topo.Config() != nil {
 		nmv := cluster.NMV{Offer: o.nmvOffer, Body: o.nmvBody}
 		o.nmvBody = o.nmvBody[:0]
@@ -639,10 +640,10 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 		return retry.ReasonKVNotMyVbucket, true
 	}
 	out := o.outcome
-	if out.found {
-		o.errName, o.errDesc = out.entry.Name, out.entry.Desc
+	if out.Found {
+		o.errName, o.errDesc = out.Entry.Name, out.Entry.Desc
 	}
-	switch out.reason {
+	switch out.Reason {
 	case retry.ReasonUnknown:
 		return 0, false
 	case retry.ReasonKVCollectionOutdated:
@@ -650,9 +651,9 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 			c.cl.Collections().Invalidate(o.coll.path)
 		}
 	case retry.ReasonKVErrorMapRetryIndicated:
-		o.st.SetErrorMapEntry(out.entry)
+		o.st.SetErrorMapEntry(out.Entry)
 	}
-	return out.reason, true
+	return out.Reason, true
 }
 
 func (o *op) statusErr() error {
@@ -665,8 +666,8 @@ func (c *Client) statusError(o *op, cause error) error {
 	if cause == nil {
 		cause = o.statusErr()
 	}
-	e := newKVError(o, o.outcome.sentinel, cause)
-	if o.outcome.ambiguous {
+	e := newKVError(o, o.outcome.Sentinel, cause)
+	if o.outcome.Ambiguous {
 		e.Ambiguous = true
 	}
 	return e

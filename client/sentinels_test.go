@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -168,14 +169,14 @@ func TestDocErrorTableAgreesWithStatusPolicy(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range statusTable {
-		name := byText[r.rule.sentinel.Error()]
-		if !strings.Contains(rows[name], r.status.String()) {
+	for _, r := range statuspolicy.Table() {
+		name := byText[r.Rule.Sentinel.Error()]
+		if !strings.Contains(rows[name], r.Status.String()) {
 			t.Errorf("statusTable gives %s for %s (ops %v), but the doc's row for %s does not name it: %q",
-				name, r.status, r.ops, name, rows[name])
+				name, r.Status, r.Ops, name, rows[name])
 		}
 	}
-	if name := byText[defaultRule.sentinel.Error()]; !strings.Contains(rows[name], "any other status") {
+	if name := byText[statuspolicy.Default.Sentinel.Error()]; !strings.Contains(rows[name], "any other status") {
 		t.Errorf("statusTable's default is %s, whose doc row does not say \"any other status\"", name)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -550,7 +551,7 @@ func decodeMutateInFailure(value []byte, n int) (int, memdx.Status, error) {
 // subdocError is the error of spec i whose status is st.
 func subdocError(op memdx.OpCode, i int, f *subdocField) *SubdocError {
 	return &SubdocError{Index: i, Path: f.path, Xattr: f.xattr, Status: statusOf(f.status),
-		Err: decideStatus(op, false, f.status, nil).sentinel}
+		Err: statuspolicy.Decide(op, false, f.status, nil).Sentinel}
 }
 
 // LookupInResult is the result of LookupIn: the document's CAS and one
