@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/multiget"
+	"github.com/kvwire/kvwire/internal/timeheap"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -192,9 +193,9 @@ type batch struct {
 	done        func(i int, o *op, err error)
 	obs         Observer
 
-	ready   []int32 // keys to place and send in the next round
-	sending []int32 // the round's keys (round swaps it with ready)
-	waiting waitHeap
+	ready   []int32       // keys to place and send in the next round
+	sending []int32       // the round's keys (round swaps it with ready)
+	waiting timeheap.Heap // the waiting keys, by the end of their wait
 	timer   retry.Timer
 	timerAt time.Time
 	watch   <-chan struct{} // the wake of a waiting key (see wakeAll)
@@ -669,7 +670,7 @@ func (b *batch) wait(i int, nx next) {
 		return
 	}
 	k.state = bkWaiting
-	b.waiting.push(waitEntry{at: b.c.clock.Now().Add(d), i: int32(i), gen: k.gen})
+	b.waiting.Push(timeheap.Entry{At: b.c.clock.Now().Add(d), I: int32(i), Gen: k.gen})
 	if k.wake != nil && b.watch == nil {
 		b.watch = k.wake
 	}
@@ -692,20 +693,20 @@ func (b *batch) resume(i int, woken bool, ctxErr error) {
 func (b *batch) armTimer() {
 	for len(b.waiting) > 0 {
 		e := b.waiting[0]
-		if k := &b.keys[e.i]; k.state != bkWaiting || k.gen != e.gen {
-			b.waiting.pop()
+		if k := &b.keys[e.I]; k.state != bkWaiting || k.gen != e.Gen {
+			b.waiting.Pop()
 			continue
 		}
-		if e.at.Equal(b.timerAt) {
+		if e.At.Equal(b.timerAt) {
 			return
 		}
-		d := e.at.Sub(b.c.clock.Now())
+		d := e.At.Sub(b.c.clock.Now())
 		if b.timer == nil {
 			b.timer = b.c.clock.NewTimer(d)
 		} else {
 			b.timer.Reset(d)
 		}
-		b.timerAt = e.at
+		b.timerAt = e.At
 		return
 	}
 	if !b.timerAt.IsZero() {
@@ -717,10 +718,10 @@ func (b *batch) armTimer() {
 // due resumes the keys whose wait is over.
 func (b *batch) due() {
 	now := b.c.clock.Now()
-	for len(b.waiting) > 0 && !b.waiting[0].at.After(now) {
-		e := b.waiting.pop()
-		if k := &b.keys[e.i]; k.state == bkWaiting && k.gen == e.gen {
-			b.resume(int(e.i), false, nil)
+	for len(b.waiting) > 0 && !b.waiting[0].At.After(now) {
+		e := b.waiting.Pop()
+		if k := &b.keys[e.I]; k.state == bkWaiting && k.gen == e.Gen {
+			b.resume(int(e.I), false, nil)
 		}
 	}
 }
@@ -813,52 +814,4 @@ func closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// waitEntry is a key's wait in the heap; an entry whose gen is no longer
-// its key's is stale and skipped.
-type waitEntry struct {
-	at  time.Time
-	i   int32
-	gen uint32
-}
-
-// waitHeap is a binary min-heap of waits by their end.
-type waitHeap []waitEntry
-
-func (h *waitHeap) push(e waitEntry) {
-	*h = append(*h, e)
-	s := *h
-	for j := len(s) - 1; j > 0; {
-		p := (j - 1) / 2
-		if !s[j].at.Before(s[p].at) {
-			break
-		}
-		s[j], s[p] = s[p], s[j]
-		j = p
-	}
-}
-
-func (h *waitHeap) pop() waitEntry {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	for j := 0; ; {
-		l, r, m := 2*j+1, 2*j+2, j
-		if l < len(s) && s[l].at.Before(s[m].at) {
-			m = l
-		}
-		if r < len(s) && s[r].at.Before(s[m].at) {
-			m = r
-		}
-		if m == j {
-			break
-		}
-		s[j], s[m] = s[m], s[j]
-		j = m
-	}
-	*h = s
-	return top
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/kvwire/kvwire/internal/fanout"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -91,68 +92,22 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 	})
 }
 
-// readAnyCopy reads copies of key at once, one goroutine each, and returns
-// the first answer; the others are canceled and waited for, so no
-// goroutine outlives the call.
+// readAnyCopy reads copies of key at once and returns the first answer
+// (fanout.First), or replicaError's choice of the errors.
 func readAnyCopy[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) (T, error) {
-	n := len(copies)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type answer struct {
-		r   T
-		err error
+	r, errs := fanout.First(ctx, copies, read)
+	if errs != nil {
+		return r, replicaError(key, errs)
 	}
-	ch := make(chan answer, n)
-	for _, i := range copies {
-		go func(i int) {
-			r, err := read(ctx, i)
-			ch <- answer{r, err}
-		}(i)
-	}
-	var errs []error
-	for i := 0; i < n; i++ {
-		a := <-ch
-		if a.err == nil {
-			cancel()
-			// Drain the rest so no goroutine outlives the call.
-			for j := i + 1; j < n; j++ {
-				<-ch
-			}
-			return a.r, nil
-		}
-		errs = append(errs, a.err)
-	}
-	var zero T
-	return zero, replicaError(key, errs)
+	return r, nil
 }
 
 // readAllCopies reads copies of key at once and returns every answer, in
-// the order of copies; it fails only when none answered.
+// the order of copies (fanout.All); it fails only when none answered.
 func readAllCopies[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) ([]T, error) {
-	n := len(copies)
-	res := make([]T, n)
-	errs := make([]error, n)
-	done := make(chan int, n)
-	for j, i := range copies {
-		go func(j, i int) {
-			res[j], errs[j] = read(ctx, i)
-			done <- j
-		}(j, i)
-	}
-	for i := 0; i < n; i++ {
-		<-done
-	}
-	var out []T
-	var failed []error
-	for i := range res {
-		if errs[i] == nil {
-			out = append(out, res[i])
-		} else {
-			failed = append(failed, errs[i])
-		}
-	}
+	out, errs := fanout.All(ctx, copies, read)
 	if len(out) == 0 {
-		return nil, replicaError(key, failed)
+		return nil, replicaError(key, errs)
 	}
 	return out, nil
 }
