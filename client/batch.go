@@ -728,7 +728,7 @@ func (b *batch) due() {
 
 // wakeAll resumes the waiting keys whose wake is closed (the topology was
 // replaced: a newer config, or a node that has a connection again; see
-// wakeFor). Only the current topology's wake is open, so every
+// Topology.Wake). Only the current topology's wake is open, so every
 // waiting key with a wake is either woken now or waits on that one, which
 // becomes the one watched. A wait that is over by now is not woken but
 // ended (due), as its timer would have: a wait for the deadline ends in

@@ -22,7 +22,7 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// Tests of a memcached:// GetMany's text path (batchget.go, textconns.go):
+// Tests of a memcached:// GetMany's text path (internal/multiget, internal/cluster's text.go):
 // a server's keys go as one text multi-get on a text connection of its
 // own. Most go through textFront, which relays both protocols to a real
 // memcached and lets a test answer the multi-gets itself.

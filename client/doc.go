@@ -236,7 +236,7 @@
 // went, the status, the error-map entry and the retries. The sentinels are
 // the module's one set: the connection and retry layers wrap the same
 // values, so a cause matches the same sentinel as the error. Statuses are
-// kv_engine's names; the status policy (status.go) is the one place that
+// kv_engine's names; the status policy (one table) is the one place that
 // decides which status gives which sentinel, and which are retried first
 // (LOCKED, TMPFAIL, SYNC_WRITE_IN_PROGRESS, ...: the sentinel is then that
 // of the last status when the strategy stops retrying, or a timeout).

@@ -473,7 +473,7 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 // nil to place the operation again, or its final error: a refusal after a
 // status is that status's error, whatever the reason's. A wait after an
 // unavailable node or NOT_MY_VBUCKET ends when the topology is replaced (a
-// newer config, a node with a connection again: wakeFor); every wait ends
+// newer config, a node with a connection again: Topology.Wake); every wait ends
 // when the client closes.
 func (c *Client) waitNext(o *op, nx next) error {
 	wake := nx.t.Wake(nx.reason)
@@ -499,7 +499,7 @@ func (c *Client) planNext(o *op, nx next) retry.Plan {
 
 // retryCause is the error the retry nx is decided on: the status's after a
 // status, else the attempt's. A retry for an unavailable node is noted
-// (noteUnreachable).
+// (cluster.NodeUnavailable).
 func (c *Client) retryCause(o *op, nx next) error {
 	if nx.fromStatus {
 		return o.statusErr()
