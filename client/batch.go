@@ -6,168 +6,11 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/multiget"
+	"github.com/kvwire/kvwire/internal/timeheap"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
-
-// GetManyOptions are the options of GetMany. The timeout is the whole
-// batch's: every key has the same deadline, as one Get would.
-type GetManyOptions struct {
-	Timeout       time.Duration
-	RetryStrategy RetryStrategy
-}
-
-// GetManyResult is one key's outcome of GetMany: Err is that key's own
-// error (ErrDocumentNotFound for a miss), a *KeyValueError as Get's; the
-// GetResult is set when Err is nil.
-type GetManyResult struct {
-	Key string
-	GetResult
-	Err error
-}
-
-// UpsertManyItem is one document of UpsertMany: its key, its value, and
-// what UpsertOptions' fields of the same names mean for it.
-type UpsertManyItem struct {
-	Key    string
-	Value  []byte
-	Flags  uint32
-	JSON   bool
-	Expiry time.Duration
-}
-
-// UpsertManyOptions are the options of UpsertMany, for every item. The
-// fields mean what UpsertOptions' do; the timeout is the whole batch's.
-type UpsertManyOptions struct {
-	Timeout           time.Duration
-	RetryStrategy     RetryStrategy
-	Durability        DurabilityLevel
-	DurabilityTimeout time.Duration
-}
-
-// RemoveManyOptions are the options of RemoveMany, for every key. The
-// fields mean what RemoveOptions' do; the timeout is the whole batch's.
-type RemoveManyOptions struct {
-	Timeout           time.Duration
-	RetryStrategy     RetryStrategy
-	Durability        DurabilityLevel
-	DurabilityTimeout time.Duration
-}
-
-// MutateManyResult is one key's outcome of UpsertMany or RemoveMany: Err
-// is that key's own error, a *KeyValueError as Upsert's or Remove's (with
-// Ambiguous set when the write may have been applied); the
-// MutationResult is set when Err is nil.
-type MutateManyResult struct {
-	Key string
-	MutationResult
-	Err error
-}
-
-// GetMany reads many documents in one call. Results are in the order of
-// keys, one per key (a key given twice is read twice). Each key is an
-// operation of its own, with Get's routing, retries, deadline and errors:
-// a key that fails, is missing or waits to be retried does not hold back
-// or fail the others. The requests are grouped per connection and written
-// together, from the calling goroutine; no goroutine is started per key.
-// On memcached:// the gets are quiet gets followed by a NOOP, so that a
-// miss costs no response. With no Observer, on the default collection,
-// each server's keys are read as one request, per window of the batch's
-// in-flight bound, until they need more than one attempt: one text
-// multi-get ("gets k1 k2 ...", whose misses cost no response either) on a
-// text connection the client keeps to that server, or, where that is not
-// taken (TLS, SASL, MemcachedOptions.BinaryMultiGet, a key the text
-// protocol cannot carry, a write to that server still unanswered, no idle
-// text connection yet), its quiet gets and NOOP as one request on the
-// server's connection, behind any write on it. Small values read
-// together may share memory: each Value is a slice of its own length and
-// capacity (appending to one copies it), but keeping one keeps its block
-// of at most 4 KiB alive.
-func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetManyOptions) []GetManyResult {
-	var p opParams
-	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
-	}
-	res := make([]GetManyResult, len(keys))
-	b := col.c.newBatch(ctx, len(keys))
-	b.quietGets = true
-	for i, key := range keys {
-		res[i].Key = key
-	}
-	if b.groupGets(col) {
-		b.getGroups(col, keys, p, res)
-	} else {
-		for i, key := range keys {
-			o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
-			b.add(i, o, err)
-		}
-	}
-	b.run(func(i int, o *op, err error) {
-		if err != nil {
-			res[i].Err = err
-			return
-		}
-		res[i].GetResult = o.getResult()
-	})
-	return res
-}
-
-// UpsertMany writes many documents in one call, each as Upsert would
-// (flags, JSON and expiry from its item; durability for all). Results are
-// in the order of items. Each item is an operation of its own: an
-// ambiguous or failed write is that item's error alone, never retried
-// once it may have been applied. Items with the same key are separate
-// writes whose order on the server is not defined (a retry, or a node's
-// several connections, can reorder them); give a key once for a defined
-// result.
-func (col *Collection) UpsertMany(ctx context.Context, items []UpsertManyItem, opts *UpsertManyOptions) []MutateManyResult {
-	var p storeParams
-	if opts != nil {
-		p.mutParams = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
-			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
-	}
-	res := make([]MutateManyResult, len(items))
-	b := col.c.newBatch(ctx, len(items))
-	for i := range items {
-		it := &items[i]
-		res[i].Key = it.Key
-		q := p
-		q.flags, q.json, q.expiry = it.Flags, it.JSON, it.Expiry
-		o, err := col.storeOp("Upsert", memdx.OpSet, it.Key, it.Value, q)
-		b.add(i, o, err)
-	}
-	b.run(mutateManyResult(res))
-	return res
-}
-
-// RemoveMany deletes many documents in one call, each as Remove would.
-// Results are in the order of keys.
-func (col *Collection) RemoveMany(ctx context.Context, keys []string, opts *RemoveManyOptions) []MutateManyResult {
-	var p mutParams
-	if opts != nil {
-		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
-			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
-	}
-	res := make([]MutateManyResult, len(keys))
-	b := col.c.newBatch(ctx, len(keys))
-	for i, key := range keys {
-		res[i].Key = key
-		o, err := col.mutation("Remove", kindMutation, key, memdx.NewDelete(nil), p)
-		b.add(i, o, err)
-	}
-	b.run(mutateManyResult(res))
-	return res
-}
-
-func mutateManyResult(res []MutateManyResult) func(int, *op, error) {
-	return func(i int, o *op, err error) {
-		if err != nil {
-			res[i].Err = err
-			return
-		}
-		res[i].MutationResult = o.mutationResult()
-	}
-}
 
 // batch runs many operations from one goroutine. Each goes through the
 // steps execute takes (place, send, judge, wait: exec.go), with the sends
@@ -191,24 +34,17 @@ type batch struct {
 	done        func(i int, o *op, err error)
 	obs         Observer
 
-	ready   []int32 // keys to place and send in the next round
-	sending []int32 // the round's keys (round swaps it with ready)
-	waiting waitHeap
+	ready   []int32       // keys to place and send in the next round
+	sending []int32       // the round's keys (round swaps it with ready)
+	waiting timeheap.Heap // the waiting keys, by the end of their wait
 	timer   retry.Timer
 	timerAt time.Time
 	watch   <-chan struct{} // the wake of a waiting key (see wakeAll)
 	fences  []conn.Pending  // NOOPs in flight
 	groups  []sendGroup
 
-	// A memcached GetMany's groups (batchget.go): a record per key, the
-	// groups, and scratch for routing and sending them.
-	frecs   []fastRec
-	fres    []GetManyResult // the caller's results, where GetAnswer writes a hit's
-	fgroups []fastGroup
-	fserver []int32
-	fidx    []int32
-	fgkeys  []int32
-	fkeys   [][]byte
+	// mg is a memcached GetMany's group reads (batchget.go).
+	mg multiget.Window
 
 	mu    sync.Mutex
 	ended []uint64 // tags of the requests that ended, from RequestEnded
@@ -306,12 +142,7 @@ func (b *batch) release() {
 	clear(b.keys)
 	clear(b.fences)
 	clear(b.groups)
-	clear(b.frecs)
-	clear(b.fgroups)
-	if cap(b.frecs) > maxPooledBatch {
-		b.frecs = nil
-	}
-	b.frecs, b.fgroups, b.fidx, b.fres = b.frecs[:0], b.fgroups[:0], b.fidx[:0], nil
+	b.mg.Reset()
 	// Field by field: a late Wake may read kick meanwhile.
 	b.c, b.ctx, b.now, b.quietGets, b.canceled, b.left, b.inflight, b.done, b.obs = nil, nil, time.Time{}, false, false, 0, 0, nil, nil
 	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]
@@ -341,7 +172,7 @@ func (b *batch) add(i int, o *op, err error) {
 // handle, on this goroutine, just before.
 func (b *batch) RequestEnded(tag uint64, answered bool, err error) bool {
 	clean := err == nil
-	if clean && answered && tag&(fenceTag|groupTag) == 0 {
+	if clean && answered && tag&fenceTag == 0 {
 		clean = b.keys[tag>>32].o.status == memdx.StatusSuccess
 	}
 	b.mu.Lock()
@@ -550,7 +381,7 @@ func (b *batch) start(i int, quiet bool) bool {
 	k.gen++
 	if b.obs != nil {
 		k.start, k.reported = time.Now(), true
-		b.obs.AttemptStart(o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.t, k.lastReason, k.retried))
+		b.obs.AttemptStart(o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.Topo, k.lastReason, k.retried))
 	}
 	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen))
 	if err != nil {
@@ -635,7 +466,7 @@ func (b *batch) judge(i int, answered bool, err error) {
 	}
 	if b.obs != nil && k.reported {
 		k.reported = false
-		info := o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.t, k.lastReason, k.retried)
+		info := o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.Topo, k.lastReason, k.retried)
 		info.Duration = time.Since(k.start)
 		info.Status = statusOf(o.status)
 		b.obs.AttemptEnd(info, err)
@@ -663,7 +494,7 @@ func (b *batch) wait(i int, nx next) {
 	k.nx = nx
 	k.plan = b.c.planNext(o, nx)
 	k.lastReason, k.retried = nx.reason, true
-	k.wake = wakeFor(nx.t, nx.reason)
+	k.wake = nx.t.Wake(nx.reason)
 	if (k.wake != nil && closed(k.wake)) || b.c.ctx.Err() != nil {
 		// Woken already, or the client is closing (wakeEvery has woken
 		// the keys that were waiting then): its placement ends it.
@@ -680,7 +511,7 @@ func (b *batch) wait(i int, nx next) {
 		return
 	}
 	k.state = bkWaiting
-	b.waiting.push(waitEntry{at: b.c.clock.Now().Add(d), i: int32(i), gen: k.gen})
+	b.waiting.Push(timeheap.Entry{At: b.c.clock.Now().Add(d), I: int32(i), Gen: k.gen})
 	if k.wake != nil && b.watch == nil {
 		b.watch = k.wake
 	}
@@ -703,20 +534,20 @@ func (b *batch) resume(i int, woken bool, ctxErr error) {
 func (b *batch) armTimer() {
 	for len(b.waiting) > 0 {
 		e := b.waiting[0]
-		if k := &b.keys[e.i]; k.state != bkWaiting || k.gen != e.gen {
-			b.waiting.pop()
+		if k := &b.keys[e.I]; k.state != bkWaiting || k.gen != e.Gen {
+			b.waiting.Pop()
 			continue
 		}
-		if e.at.Equal(b.timerAt) {
+		if e.At.Equal(b.timerAt) {
 			return
 		}
-		d := e.at.Sub(b.c.clock.Now())
+		d := e.At.Sub(b.c.clock.Now())
 		if b.timer == nil {
 			b.timer = b.c.clock.NewTimer(d)
 		} else {
 			b.timer.Reset(d)
 		}
-		b.timerAt = e.at
+		b.timerAt = e.At
 		return
 	}
 	if !b.timerAt.IsZero() {
@@ -728,17 +559,17 @@ func (b *batch) armTimer() {
 // due resumes the keys whose wait is over.
 func (b *batch) due() {
 	now := b.c.clock.Now()
-	for len(b.waiting) > 0 && !b.waiting[0].at.After(now) {
-		e := b.waiting.pop()
-		if k := &b.keys[e.i]; k.state == bkWaiting && k.gen == e.gen {
-			b.resume(int(e.i), false, nil)
+	for len(b.waiting) > 0 && !b.waiting[0].At.After(now) {
+		e := b.waiting.Pop()
+		if k := &b.keys[e.I]; k.state == bkWaiting && k.gen == e.Gen {
+			b.resume(int(e.I), false, nil)
 		}
 	}
 }
 
 // wakeAll resumes the waiting keys whose wake is closed (the topology was
 // replaced: a newer config, or a node that has a connection again; see
-// wakeFor). Only the current topology's wake is open, so every
+// Topology.Wake). Only the current topology's wake is open, so every
 // waiting key with a wake is either woken now or waits on that one, which
 // becomes the one watched. A wait that is over by now is not woken but
 // ended (due), as its timer would have: a wait for the deadline ends in
@@ -824,52 +655,4 @@ func closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// waitEntry is a key's wait in the heap; an entry whose gen is no longer
-// its key's is stale and skipped.
-type waitEntry struct {
-	at  time.Time
-	i   int32
-	gen uint32
-}
-
-// waitHeap is a binary min-heap of waits by their end.
-type waitHeap []waitEntry
-
-func (h *waitHeap) push(e waitEntry) {
-	*h = append(*h, e)
-	s := *h
-	for j := len(s) - 1; j > 0; {
-		p := (j - 1) / 2
-		if !s[j].at.Before(s[p].at) {
-			break
-		}
-		s[j], s[p] = s[p], s[j]
-		j = p
-	}
-}
-
-func (h *waitHeap) pop() waitEntry {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	for j := 0; ; {
-		l, r, m := 2*j+1, 2*j+2, j
-		if l < len(s) && s[l].at.Before(s[m].at) {
-			m = l
-		}
-		if r < len(s) && s[r].at.Before(s[m].at) {
-			m = r
-		}
-		if m == j {
-			break
-		}
-		s[j], s[m] = s[m], s[j]
-		j = m
-	}
-	*h = s
-	return top
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/kvwire/kvwire/retry"
@@ -117,6 +118,7 @@ func (h *holdObserver) AttemptEnd(i AttemptInfo, _ error) {
 // both are pending when it resumes; which of the two it takes first is up
 // to select, hence the rounds.
 func TestGetManyWaitEndedBeforeANewConfigIsATimeoutNotARetry(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	fc := retry.NewFakeClock(time.Now())
 	for round := 0; round < 8; round++ {
@@ -128,7 +130,7 @@ func TestGetManyWaitEndedBeforeANewConfigIsATimeoutNotARetry(t *testing.T) {
 		for _, k := range waiting {
 			faultGets(t, mc, k, mockcluster.Action{Status: memdx.StatusNotMyVbucket}, 0)
 		}
-		t0 := c.topo.Load()
+		t0 := c.cl.Topology()
 		done := make(chan []GetManyResult, 1)
 		go func() {
 			done <- col.GetMany(context.Background(), append(waiting, obs.key), &GetManyOptions{Timeout: time.Second})
@@ -141,11 +143,11 @@ func TestGetManyWaitEndedBeforeANewConfigIsATimeoutNotARetry(t *testing.T) {
 		// this very instant of the fake clock (the NMV's, on the
 		// Advance), so the announcement's waits for the spacing.
 		guard := time.Now().Add(10 * time.Second)
-		for !closed(t0.changed) {
+		for !closed(t0.Changed()) {
 			require.True(t, time.Now().Before(guard), "the client did not install the new config")
-			fc.Advance(configFetchInterval)
+			fc.Advance(cluster.ConfigFetchInterval)
 			select {
-			case <-t0.changed:
+			case <-t0.Changed():
 			case <-time.After(time.Millisecond):
 			}
 		}

@@ -76,7 +76,7 @@ func TestGetManyMemcachedQuietGetsSettleMissesByNoop(t *testing.T) {
 		}
 	}
 	keys = append(keys, keys[0], keys[1])
-	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	before := cn.Stats()
 	res := col.GetMany(ctx, keys, nil)
 	after := cn.Stats()
@@ -110,6 +110,7 @@ func TestGetManyMemcachedQuietGetsSettleMissesByNoop(t *testing.T) {
 // it learns from the NOT_MY_VBUCKET answers): every key ends with its own
 // outcome.
 func TestGetManyEveryKeyGetsItsOwnOutcomeUnderFaultsAndMoves(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{NoClusterMapNotifications: true})
 	c := connect(t, mc, &Options{ConfigPollInterval: time.Hour})
 	col := c.DefaultCollection()
@@ -435,6 +436,7 @@ func TestGetManyMemcachedKeysOfADeadServerFailAlone(t *testing.T) {
 // node holds past it time out (ErrTimeout, not cancelled), the others are
 // read.
 func TestGetManyKeysHeldPastTheDeadlineTimeOutAlone(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()
@@ -502,6 +504,7 @@ func TestGetManyOnACollectionAndUnderACancelledContext(t *testing.T) {
 // 4096) keeps at most maxBatchInFlight of them in flight: the others wait
 // for room instead of being refused as overloaded and retried.
 func TestGetManyLargerThanAConnectionTakesIsNotRetried(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()

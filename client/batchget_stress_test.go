@@ -21,6 +21,7 @@ import (
 // batch returned (which share blocks) are unchanged after later batches
 // reused the pooled batch.
 func TestGetManyMemcachedGroupsConcurrentWithCancelsKeepEveryValue(t *testing.T) {
+	t.Parallel()
 	a, b := memcachedtest.Start(t), memcachedtest.Start(t)
 	c, err := Connect(context.Background(), "memcached://"+a+","+b, testOptions(&Options{MaxPendingPerConnection: 64}))
 	require.NoError(t, err)

@@ -355,12 +355,13 @@ func TestGetManyMemcachedGroupConnectionLostRetriesOnlyTheUnansweredKeys(t *test
 // sooner) with the timeout a single Get gets (not a miss, not ambiguous),
 // and the same connection reads every key once the server answers again.
 func TestGetManyMemcachedGroupSilentServerTimesOutAsAGet(t *testing.T) {
+	t.Parallel()
 	p := proxied(t)
 	c := memcachedClient(t, p.Addr(), nil)
 	col := c.DefaultCollection()
 	ctx := context.Background()
 	keys := batchKeys(t, col, "gpsilent", 12, 6)
-	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	p.Blackhole(true)
 	_, single := col.Get(ctx, keys[0], &GetOptions{Timeout: 200 * time.Millisecond})
 	require.ErrorIs(t, single, ErrUnambiguousTimeout)
@@ -391,7 +392,7 @@ func TestGetManyMemcachedGroupSilentServerTimesOutAsAGet(t *testing.T) {
 		}
 		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 	}
-	require.Same(t, cn, (*c.topo.Load().all[0].conns.Load())[0], "the same connection")
+	require.Same(t, cn, c.cl.Topology().Nodes()[0].Conns()[0], "the same connection")
 }
 
 // The batch's context is cancelled while its group waits for the NOOP's
@@ -780,6 +781,7 @@ func TestGetManyMemcachedGroupCancelInTheFirstWindowSendsNoOther(t *testing.T) {
 // ends at the batch's deadline and the later ones, whose deadline has
 // passed, are not sent; every key ends with a single Get's timeout.
 func TestGetManyMemcachedGroupWindowsPastTheDeadlineAreNotSent(t *testing.T) {
+	t.Parallel()
 	p := proxied(t)
 	c := memcachedClient(t, p.Addr(), &Options{MaxPendingPerConnection: 8}) // windows of 4
 	col := c.DefaultCollection()
@@ -896,6 +898,7 @@ func TestGetManyMemcachedGroupRefusedByAFullConnectionIsRetriedAsAGet(t *testing
 // never another group's answer: a value is the key's, a miss is a key not
 // stored, any other outcome is a timeout or a cancellation.
 func TestGetManyMemcachedGroupsOfConcurrentBatchesKeepTheirOwnAnswers(t *testing.T) {
+	t.Parallel()
 	addr := memcachedtest.Start(t)
 	c := memcachedClient(t, addr, &Options{MaxPendingPerConnection: 64, ConnectionsPerNode: 2}) // windows of 32
 	col := c.DefaultCollection()
@@ -995,6 +998,7 @@ func TestGetManyMemcachedGroupHitsDecodeWithTheClientsTranscoder(t *testing.T) {
 // from empty to past a TLS record, and misses. (The values fit in the
 // 16 MB of memcachedtest's server: nothing is evicted.)
 func TestGetManyMemcachedLargeGroupsReadEveryKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	run := func(t *testing.T, c *Client) {
 		col := c.DefaultCollection()

@@ -23,11 +23,10 @@ func TestGetManyMemcachedTextClosedAtEveryMultiGetBacksOff(t *testing.T) {
 	c := textClient(t, f.addr(), &Options{Clock: fakeClock{fc}})
 	col := c.DefaultCollection()
 	keys := batchKeys(t, col, "txclose", 8, 5)
-	nd := c.topo.Load().all[0]
+	nd := c.cl.Topology().Nodes()[0]
 	offFor := func() time.Duration {
-		nd.text.mu.Lock()
-		defer nd.text.mu.Unlock()
-		return nd.text.offUntil.Sub(fc.Now())
+		_, _, offUntil := nd.TextState()
+		return offUntil.Sub(fc.Now())
 	}
 	f.setOnGets(func([]string) textAction { return textAction{close: true} })
 	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {

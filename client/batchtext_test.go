@@ -22,7 +22,7 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// Tests of a memcached:// GetMany's text path (batchget.go, textconns.go):
+// Tests of a memcached:// GetMany's text path (internal/multiget, internal/cluster's text.go):
 // a server's keys go as one text multi-get on a text connection of its
 // own. Most go through textFront, which relays both protocols to a real
 // memcached and lets a test answer the multi-gets itself.
@@ -261,21 +261,17 @@ func textClient(t *testing.T, addr string, o *Options) *Client {
 // textIdle is the text connections idle on c's nodes.
 func textIdle(c *Client) int {
 	n := 0
-	for _, nd := range c.topo.Load().all {
-		nd.text.mu.Lock()
-		n += len(nd.text.idle)
-		nd.text.mu.Unlock()
+	for _, nd := range c.cl.Topology().Nodes() {
+		idle, _, _ := nd.TextState()
+		n += idle
 	}
 	return n
 }
 
 // textSettled reports whether no node of c is dialing a text connection.
 func textSettled(c *Client) bool {
-	for _, nd := range c.topo.Load().all {
-		nd.text.mu.Lock()
-		d := nd.text.dialing
-		nd.text.mu.Unlock()
-		if d > 0 {
+	for _, nd := range c.cl.Topology().Nodes() {
+		if _, d, _ := nd.TextState(); d > 0 {
 			return false
 		}
 	}
@@ -397,6 +393,7 @@ func TestGetManyMemcachedTextRefusedFallsBackToBinary(t *testing.T) {
 // next check fails (on the client's clock, a fake one here), and every
 // batch, meanwhile and after, reads its keys in binary.
 func TestGetManyMemcachedServerTakingNoTextReadsInBinary(t *testing.T) {
+	t.Parallel()
 	addr := memcachedtest.StartArgs(t, "-B", "binary")
 	fc := retry.NewFakeClock(time.Now())
 	c := textClient(t, addr, &Options{Clock: fakeClock{fc}, ConnectTimeout: 200 * time.Millisecond})
@@ -406,11 +403,10 @@ func TestGetManyMemcachedServerTakingNoTextReadsInBinary(t *testing.T) {
 		t.Helper()
 		requireStored(t, col.GetMany(context.Background(), keys, nil), 10)
 	}
-	nd := c.topo.Load().all[0]
+	nd := c.cl.Topology().Nodes()[0]
 	offFor := func() time.Duration {
-		nd.text.mu.Lock()
-		defer nd.text.mu.Unlock()
-		return nd.text.offUntil.Sub(fc.Now())
+		_, _, offUntil := nd.TextState()
+		return offUntil.Sub(fc.Now())
 	}
 	for _, want := range []time.Duration{time.Second, 2 * time.Second} {
 		readAll() // starts a text dial and its check
@@ -474,6 +470,7 @@ func TestGetManyMemcachedTextStaleConnectionFallsBackAtOnce(t *testing.T) {
 // A server that never answers the multi-get: every key ends at the
 // batch's deadline as a Get that timed out does, naming the request.
 func TestGetManyMemcachedTextSilentServerTimesOut(t *testing.T) {
+	t.Parallel()
 	f := newTextFront(t, memcachedtest.Start(t))
 	c := textClient(t, f.addr(), nil)
 	col := c.DefaultCollection()
@@ -578,7 +575,7 @@ func TestGetManyMemcachedTextWaitsForWritesInFlight(t *testing.T) {
 	go func() { <-set; cancel() }()
 	_, err := col.Upsert(ctx, keys[0], []byte("new"), &UpsertOptions{Timeout: time.Minute})
 	require.ErrorIs(t, err, ErrAmbiguous)
-	require.Equal(t, 1, c.topo.Load().all[0].writesInFlight(), "the cancelled write's tombstone")
+	require.Equal(t, 1, c.cl.Topology().Nodes()[0].WritesInFlight(), "the cancelled write's tombstone")
 
 	getq, text := p.Requests(memdx.OpGetKQ), p.TextGets()
 	for _, r := range col.GetMany(context.Background(), keys, nil) {
@@ -591,8 +588,8 @@ func TestGetManyMemcachedTextWaitsForWritesInFlight(t *testing.T) {
 	p.OnRequest(nil)
 	p.Reset() // the tombstone goes with its connection
 	waitFor(t, "a new connection", func() bool {
-		nd := c.topo.Load().all[0]
-		return nd.downErr() == nil && nd.writesInFlight() == 0
+		nd := c.cl.Topology().Nodes()[0]
+		return nd.Down() == nil && nd.WritesInFlight() == 0
 	})
 	// The old text connection went too: the first batch finds it closed
 	// (its keys go binary) and a new one is dialed for the next.

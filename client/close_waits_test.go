@@ -110,11 +110,11 @@ func TestCloseEndsEveryRetryWait(t *testing.T) {
 // (polling: no margin rides on it; a minute bounds a failure).
 func takeDown(t *testing.T, p *faultnode.Proxy, c *Client) {
 	t.Helper()
-	n := c.topo.Load().all[0]
+	n := c.cl.Topology().Nodes()[0]
 	p.RefuseNew(true)
 	p.Reset()
 	for deadline := time.Now().Add(time.Minute); ; {
-		if _, _, err := n.pick(); err != nil {
+		if _, _, err := n.Pick(); err != nil {
 			return
 		}
 		if time.Now().After(deadline) {

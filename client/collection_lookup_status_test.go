@@ -71,7 +71,7 @@ func TestCollectionLookupFinalStatuses(t *testing.T) {
 	_, err = c.Scope("app").Collection("orders").Upsert(ctx, "o1", []byte("v"), nil)
 	require.NoError(t, err)
 	for _, st := range []memdx.Status{memdx.StatusTmpFail, memdx.StatusBusy, mockcluster.StatusTestRetry} {
-		c.colls.invalidate(c.Scope("app").Collection("orders"))
+		c.cl.Collections().Invalidate(c.Scope("app").Collection("orders").path)
 		mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 			Action: mockcluster.Action{Status: st}, Times: 2})
 		g, err := c.Scope("app").Collection("orders").Get(ctx, "o1", opts)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
@@ -78,8 +79,8 @@ func TestAnnouncedConfigFetchedAfterFetchSpacing(t *testing.T) {
 	require.NoError(t, err)
 	want := uint64(mc.Bucket(mockcluster.DefaultBucket).Rev())
 	require.Greater(t, want, held.Rev)
-	requireTimerAt(t, ctx, fc, fetched.Add(configFetchInterval), nil, "")
-	fc.Advance(configFetchInterval)
+	requireTimerAt(t, ctx, fc, fetched.Add(cluster.ConfigFetchInterval), nil, "")
+	fc.Advance(cluster.ConfigFetchInterval)
 	for c.ConfigVersion().Rev < want {
 		select {
 		case <-ctx.Done():
@@ -104,9 +105,9 @@ func briefNotification(t *testing.T, epoch, rev int64) []byte {
 
 // A node that keeps announcing config revisions it never serves costs the
 // spacing of NOT_MY_VBUCKET's fetches, not a fetch per announcement: one
-// fetch in flight, the next no sooner than configFetchInterval after the
+// fetch in flight, the next no sooner than cluster.ConfigFetchInterval after the
 // last began (on the client's fake clock, which moves only when the test
-// says), at most maxAnnouncedFetches for one version, and none for a
+// says), at most cluster.MaxAnnouncedFetches for one version, and none for a
 // version announced again after it was given up on.
 func TestAnnouncementsOfAConfigNeverServedAreSpaced(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
@@ -129,14 +130,7 @@ func TestAnnouncementsOfAConfigNeverServedAreSpaced(t *testing.T) {
 		}
 		return faultnode.Action{}
 	})
-	fs := func() (announced bool, ver uint64) {
-		c.fetchMu.Lock()
-		defer c.fetchMu.Unlock()
-		for _, f := range c.fetches {
-			return f.announced, f.announcedVer.Rev
-		}
-		return false, 0
-	}
+	fs := c.cl.Announced
 	announce := func(rev uint64) {
 		t.Helper()
 		require.Equal(t, 1, p.Inject(briefNotification(t, int64(held.Epoch), int64(rev))))
@@ -159,14 +153,14 @@ func TestAnnouncementsOfAConfigNeverServedAreSpaced(t *testing.T) {
 	announce(held.Rev + 3)
 	waitFor(t, "the announcements noted", func() bool { _, v := fs(); return v == held.Rev+3 })
 	close(hold)
-	requireTimerAt(t, ctx, fc, start.Add(configFetchInterval), fetches, "began at once after the last, not spaced")
+	requireTimerAt(t, ctx, fc, start.Add(cluster.ConfigFetchInterval), fetches, "began at once after the last, not spaced")
 	// The fetch in flight began before rev+3 was announced: the version
-	// gets maxAnnouncedFetches of its own.
-	for i := 1; i <= maxAnnouncedFetches; i++ {
-		fc.Advance(configFetchInterval)
+	// gets cluster.MaxAnnouncedFetches of its own.
+	for i := 1; i <= cluster.MaxAnnouncedFetches; i++ {
+		fc.Advance(cluster.ConfigFetchInterval)
 		recv("once the spacing passed")
-		if i < maxAnnouncedFetches {
-			requireTimerAt(t, ctx, fc, fc.Now().Add(configFetchInterval), fetches, "began at once after the last, not spaced")
+		if i < cluster.MaxAnnouncedFetches {
+			requireTimerAt(t, ctx, fc, fc.Now().Add(cluster.ConfigFetchInterval), fetches, "began at once after the last, not spaced")
 		}
 	}
 	waitFor(t, "the announcement given up", func() bool { a, _ := fs(); return !a })
@@ -174,7 +168,7 @@ func TestAnnouncementsOfAConfigNeverServedAreSpaced(t *testing.T) {
 	announce(held.Rev + 3)
 	announce(held.Rev + 4)
 	waitFor(t, "the newer announcement noted", func() bool { a, v := fs(); return a && v == held.Rev+4 })
-	fc.Advance(configFetchInterval)
+	fc.Advance(cluster.ConfigFetchInterval)
 	recv("for a newer version")
 	select {
 	case <-fetches:

@@ -21,6 +21,7 @@ import (
 // (256 KB) config, again and again: the config is parsed once, not once per
 // operation or per answer, and every operation succeeds.
 func TestConfigInNMVBodiesParsedOnce(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()
@@ -33,7 +34,7 @@ func TestConfigInNMVBodiesParsedOnce(t *testing.T) {
 	h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "k"},
 		Action: mockcluster.Action{Status: memdx.StatusNotMyVbucket, Value: big}, Times: 24})
 	defer h.Remove()
-	parses := c.configParses.Load()
+	parses := c.cl.ConfigParses()
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -53,13 +54,14 @@ func TestConfigInNMVBodiesParsedOnce(t *testing.T) {
 	assert.Equal(t, 24, h.Hits())
 	require.Eventually(t, func() bool { return c.ConfigVersion().Rev == uint64(b.Rev()+1) },
 		10*time.Second, time.Millisecond, "the config was not installed")
-	assert.Equal(t, int64(1), c.configParses.Load()-parses, "parses of the config the NMV bodies carried")
+	assert.Equal(t, int64(1), c.cl.ConfigParses()-parses, "parses of the config the NMV bodies carried")
 }
 
 // A config over vbmap.MaxConfigSize in NOT_MY_VBUCKET bodies is never
 // parsed nor installed; the client logs one error saying so (not one per
 // answer) and the operation succeeds once the node answers.
 func TestConfigOverSizeLimitIsRejectedUnparsed(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	logs := &logCapture{}
 	c := connect(t, mc, &Options{Logger: slog.New(logs)})
@@ -75,12 +77,12 @@ func TestConfigOverSizeLimitIsRejectedUnparsed(t *testing.T) {
 	h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "k"},
 		Action: mockcluster.Action{Status: memdx.StatusNotMyVbucket, Value: huge}, Times: 3})
 	defer h.Remove()
-	parses := c.configParses.Load()
+	parses := c.cl.ConfigParses()
 
 	_, err = col.Get(ctx, "k", nil)
 	require.NoError(t, err)
 	assert.Equal(t, 3, h.Hits())
-	assert.Zero(t, c.configParses.Load()-parses, "a config over the limit was parsed")
+	assert.Zero(t, c.cl.ConfigParses()-parses, "a config over the limit was parsed")
 	assert.Equal(t, held, c.ConfigVersion())
 	errs := logs.find("over the size limit")
 	require.Len(t, errs, 1, "one error for three answers")

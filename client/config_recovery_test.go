@@ -166,6 +166,7 @@ func unreachableConfig(t *testing.T, mc *mockcluster.Cluster, rev int64, host st
 // knew are asked when no node of its config can be reached) and serves
 // operations again.
 func TestConfigNamingUnreachableNodesRecoversFromSeeds(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()
@@ -280,13 +281,11 @@ func TestFailoverConfigWakesOperationWaitingForNode(t *testing.T) {
 	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
 	require.NoError(t, err)
 	a := owner(mc, "k")
-	c.topoMu.Lock()
-	n := c.nodes[mc.Node(a).Addr()]
-	c.topoMu.Unlock()
+	n := c.cl.Node(mc.Node(a).Addr())
 	require.NotNil(t, n)
 
 	mc.Node(a).Stop()
-	require.Eventually(t, func() bool { _, _, err := n.pick(); return err != nil },
+	require.Eventually(t, func() bool { _, _, err := n.Pick(); return err != nil },
 		10*time.Second, time.Millisecond, "the client never saw the node's connection close")
 	g := getAsync(ctx, col, "k")
 	requireAsked(t, ctx, g, RetryReasonNodeNotAvailable, "while its node was down")

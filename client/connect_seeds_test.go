@@ -2,9 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -58,6 +55,7 @@ func mutedListener(t *testing.T) (string, <-chan struct{}) {
 // that seed's bootstrap (HealthCheck.ProbeTimeout of silence), not the
 // connect: Connect goes on to the next seed and bootstraps from it.
 func TestConnectSkipsUnresponsiveSeed(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	muted, accepted := mutedListener(t)
 	logs := newLogWatch()
@@ -85,6 +83,7 @@ func TestConnectSkipsUnresponsiveSeed(t *testing.T) {
 // answers, within ConnectTimeout, instead of failing with the first
 // unanswered bootstrap.
 func TestConnectRedialsUnresponsiveSeed(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	require.NoError(t, err)
@@ -190,6 +189,7 @@ func TestConnectDoesNotRedialRefusedSeed(t *testing.T) {
 // for a while, then answers: Connect dials it again, as it does a
 // Couchbase seed, instead of failing with its first silent bootstrap.
 func TestConnectRedialsUnresponsiveMemcached(t *testing.T) {
+	t.Parallel()
 	p, err := faultnode.NewProxy(memcachedtest.Start(t))
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
@@ -226,34 +226,3 @@ func TestConnectRedialsUnresponsiveMemcached(t *testing.T) {
 	_, err = r.c.DefaultCollection().Upsert(context.Background(), "k", []byte("v"), nil)
 	require.NoError(t, err)
 }
-
-// What Connect dials again: a host that did not answer in time, not one
-// that answered, be it with a refusal or a hang-up.
-func TestRedialable(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{fmt.Errorf("bootstrap HELLO: %w", ErrUnresponsive), true},
-		{fmt.Errorf("dial: %w", context.DeadlineExceeded), true},
-		{&net.OpError{Op: "dial", Err: timeoutError{}}, true},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
-		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, false},
-		{fmt.Errorf("bootstrap: %w", io.EOF), false},
-		{&net.DNSError{Err: "no such host", Name: "nowhere.example", IsNotFound: true}, false},
-		{fmt.Errorf("handshake: %w", ErrTLS), false},
-		{fmt.Errorf("sasl: %w", ErrAuthenticationFailure), false},
-		{fmt.Errorf("select: %w", ErrBucketNotFound), false},
-		{fmt.Errorf("%w: bad option", ErrInvalidArgument), false},
-		{errors.New("something else"), false},
-	} {
-		assert.Equal(t, tc.want, redialable(tc.err), "%v", tc.err)
-	}
-}
-
-// timeoutError is a net.Error that timed out.
-type timeoutError struct{}
-
-func (timeoutError) Error() string   { return "i/o timeout" }
-func (timeoutError) Timeout() bool   { return true }
-func (timeoutError) Temporary() bool { return true }

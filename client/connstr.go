@@ -166,10 +166,19 @@ func ParseConnStr(s string) (*ConnStr, error) {
 		}
 		cs.Bucket = b
 	}
+	if reason := cs.setOptions(query); reason != "" {
+		return fail("%s", reason)
+	}
+	return cs, nil
+}
+
+// setOptions sets cs's options from query (a bucket option is the
+// bucket), and says what is wrong with them ("": nothing).
+func (cs *ConnStr) setOptions(query string) string {
 	if query != "" {
 		vals, err := url.ParseQuery(query)
 		if err != nil {
-			return fail("options: %v", err)
+			return fmt.Sprintf("options: %v", err)
 		}
 		names := make([]string, 0, len(vals))
 		for k := range vals {
@@ -178,7 +187,7 @@ func ParseConnStr(s string) (*ConnStr, error) {
 		sort.Strings(names)
 		for _, k := range names {
 			if _, ok := knownOptions[k]; !ok {
-				return fail("unknown option %q (known: %s)", k, strings.Join(KnownConnStrOptions(), ", "))
+				return fmt.Sprintf("unknown option %q (known: %s)", k, strings.Join(KnownConnStrOptions(), ", "))
 			}
 			v := vals[k]
 			cs.Options[k] = v[len(v)-1]
@@ -186,22 +195,22 @@ func ParseConnStr(s string) (*ConnStr, error) {
 	}
 	if b, ok := cs.Options["bucket"]; ok {
 		if cs.Bucket != "" && cs.Bucket != b {
-			return fail("bucket given twice: %q in the path and %q as an option", cs.Bucket, b)
+			return fmt.Sprintf("bucket given twice: %q in the path and %q as an option", cs.Bucket, b)
 		}
 		cs.Bucket = b
 		delete(cs.Options, "bucket")
 	}
 	if cs.Scheme.IsMemcached() && cs.Bucket != "" {
-		return fail("%s:// has no buckets (got %q)", cs.Scheme, cs.Bucket)
+		return fmt.Sprintf("%s:// has no buckets (got %q)", cs.Scheme, cs.Bucket)
 	}
 	if !cs.Scheme.IsMemcached() {
 		for _, k := range []string{"remove_failed_servers", "server_failure_limit", "binary_multiget"} {
 			if _, ok := cs.Options[k]; ok {
-				return fail("option %q is for memcached:// and memcacheds:// only", k)
+				return fmt.Sprintf("option %q is for memcached:// and memcacheds:// only", k)
 			}
 		}
 	}
-	return cs, nil
+	return ""
 }
 
 // KnownConnStrOptions lists the option names ParseConnStr accepts.

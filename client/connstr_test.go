@@ -236,7 +236,7 @@ func TestHealthCheckOptions(t *testing.T) {
 		require.NoError(t, err, tc.connStr)
 		assert.Equal(t, tc.want, o.HealthCheck, "%s with %+v", tc.connStr, tc.opts)
 		c := &Client{opts: o, memcached: cs.Scheme.IsMemcached()}
-		for _, co := range []conn.Options{c.connOptions(nil), c.connOptions(&node{c: c, addr: "h:11210"})} {
+		for _, co := range []conn.Options{c.connOptions()} {
 			assert.Equal(t, tc.want.ProbeAfter, co.ProbeAfter, tc.connStr)
 			assert.Equal(t, tc.want.ProbeTimeout, co.ProbeTimeout, tc.connStr)
 		}

@@ -236,7 +236,7 @@
 // went, the status, the error-map entry and the retries. The sentinels are
 // the module's one set: the connection and retry layers wrap the same
 // values, so a cause matches the same sentinel as the error. Statuses are
-// kv_engine's names; the status policy (status.go) is the one place that
+// kv_engine's names; the status policy (one table) is the one place that
 // decides which status gives which sentinel, and which are retried first
 // (LOCKED, TMPFAIL, SYNC_WRITE_IN_PROGRESS, ...: the sentinel is then that
 // of the last status when the strategy stops retrying, or a timeout).
@@ -267,7 +267,8 @@
 //	                                   UNKNOWN_FRAME_INFO; a feature HELLO did not
 //	                                   grant; an opcode or collection memcached lacks
 //	ErrServerFailure                   any other status (NOT_MY_VBUCKET once not
-//	                                   retried), unless its error-map entry says
+//	                                   retried; RANGE_SCAN_CANCELLED but on a
+//	                                   scan's continue), unless its error-map entry says
 //	                                   "temp"; SUBDOC_MULTI_PATH_FAILURE and
 //	                                   SUBDOC_MULTI_PATH_FAILURE_DELETED, whose
 //	                                   MutateIn error has the failing path's
@@ -330,7 +331,8 @@
 //	ErrAmbiguous                       a mutation written with no definite answer:
 //	                                   ambiguous timeouts, a connection lost in
 //	                                   flight, SYNC_WRITE_AMBIGUOUS
-//	ErrRequestCanceled                 the caller's context was canceled
+//	ErrRequestCanceled                 the caller's context was canceled;
+//	                                   RANGE_SCAN_CANCELLED (a scan's continue)
 //	ErrNotRetried                      the strategy refused a retry (with the
 //	                                   sentinel of what failed)
 //	ErrErrorMapMaxDuration             FollowErrorMap: the error map's

@@ -20,6 +20,7 @@ import (
 // without XERROR), instead of failing Connect: the proxy pads the mock's map
 // with JSON whitespace past the limit.
 func TestConnectSurvivesErrorMapOverMaxBodyLength(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	require.NoError(t, err)

@@ -1,12 +1,15 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // The sentinels: every error kvwire returns matches one or more of these
@@ -248,20 +251,31 @@ func (e *KeyValueError) Unwrap() []error {
 // its cause does not say so itself.
 func (e *KeyValueError) Is(target error) bool { return target == ErrAmbiguous && e.Ambiguous }
 
-// retrySentinels are the sentinels an error of the retry orchestrator may
-// carry that say what failed, in the order retrySentinel looks for them.
-var retrySentinels = []error{
-	ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS, ErrScopeNotFound, ErrCollectionNotFound,
-}
+// sentinelOrder is the order in which sentinelOf looks for what an error
+// names: first what no retry gets past, then what ended the wait, then what
+// refused the operation before it was sent.
+var (
+	terminalSentinels = []error{
+		ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS, ErrScopeNotFound, ErrCollectionNotFound,
+	}
+	refusalSentinels = []error{ErrFeatureNotAvailable, ErrInvalidArgument, ErrNoNodeAvailable}
+)
 
-// retrySentinel gives the Err of the KeyValueError of an operation the
-// orchestrator ended with err: the sentinel of what failed, when err
-// carries one (a terminal reason the strategy failed with, or a node's
-// refused login, bucket or TLS handshake; a collection-id lookup's
-// outcome), ErrRequestCanceled for a cancellation, and nil for a timeout,
-// whose own sentinels (ErrTimeout and its variant) err already matches.
-func retrySentinel(err error) error {
-	for _, s := range retrySentinels {
+// sentinelOf is the one place that finds the sentinel an error ending an
+// operation names: the Err of its *KeyValueError. In this order: what no
+// retry gets past (refused credentials, bucket or TLS, a missing scope or
+// collection, whether the strategy failed on it or a timeout came while it
+// lasted); a timeout (nil: err matches the timeout's own sentinels,
+// ErrTimeout and its variant, already); a cancellation
+// (ErrRequestCanceled); a collection-id lookup's outcome (its status's
+// sentinel); an argument or a feature refused (a replica the bucket does
+// not have is an argument), or no node to carry the request. nil when err
+// names none of them.
+func sentinelOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, s := range terminalSentinels {
 		if errors.Is(err, s) {
 			return s
 		}
@@ -269,28 +283,66 @@ func retrySentinel(err error) error {
 	switch {
 	case errors.Is(err, ErrTimeout):
 		return nil
-	case errors.Is(err, ErrRequestCanceled):
+	case errors.Is(err, ErrRequestCanceled), errors.Is(err, context.Canceled):
 		return ErrRequestCanceled
 	}
-	var le *lookupError
+	var le *cluster.LookupError
 	if errors.As(err, &le) {
-		return le.outcome.sentinel
+		return le.Outcome.Sentinel
+	}
+	if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
+		return ErrInvalidArgument
+	}
+	for _, s := range refusalSentinels {
+		if errors.Is(err, s) {
+			return s
+		}
 	}
 	return nil
 }
 
-// invalidArgument returns the error of operation opName on key refused
-// before anything was sent because an argument is wrong: a *KeyValueError
-// whose Err is ErrInvalidArgument and whose Cause, formatted from format
-// and args as fmt.Errorf does, says what was wrong ("negative lock time").
-func (col *Collection) invalidArgument(opName, key, format string, args ...any) error {
-	return &KeyValueError{
-		Op:         opName,
-		Key:        key,
-		Bucket:     col.c.opts.Bucket,
-		Scope:      col.scope,
-		Collection: col.name,
-		Err:        ErrInvalidArgument,
-		Cause:      fmt.Errorf(format, args...),
+// newKVError is the one constructor of *KeyValueError: the error of
+// operation o (its last attempt, when it made one) with sentinel (nil: the
+// one cause names, sentinelOf) and cause.
+func newKVError(o *op, sentinel, cause error) *KeyValueError {
+	if sentinel == nil {
+		sentinel = sentinelOf(cause)
 	}
+	e := &KeyValueError{
+		Op:               o.name,
+		OpCode:           opCodeOf(o.req.OpCode),
+		Key:              o.keyStr,
+		Vbucket:          o.vb,
+		Opaque:           o.opaque,
+		Status:           statusOf(o.status),
+		ErrorName:        o.errName,
+		ErrorDescription: o.errDesc,
+		ServerContext:    o.errCtx.Context,
+		ServerErrorRef:   o.errCtx.Ref,
+		RetryAttempts:    o.st.Attempts(),
+		RetryReasons:     retryReasonsOf(o.st.Reasons()),
+		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, ErrAmbiguous),
+		Err:              sentinel,
+		Cause:            cause,
+	}
+	if o.c != nil {
+		e.Bucket = o.c.opts.Bucket
+	}
+	if o.node != nil {
+		e.Node = o.node.Addr()
+	}
+	if o.coll != nil {
+		e.Scope, e.Collection = o.coll.scope, o.coll.name
+	}
+	return e
+}
+
+// refused is the error of operation name (opc: its opcode, 0 when it has
+// none of its own; col and key: what it addressed, when anything) that
+// ended before its operation record existed: an argument or a feature
+// refused, the client closed, a scan that stopped.
+func (c *Client) refused(name string, opc memdx.OpCode, col *Collection, key string, sentinel, cause error) *KeyValueError {
+	o := op{c: c, name: name, coll: col, keyStr: key}
+	o.req.OpCode = opc
+	return newKVError(&o, sentinel, cause)
 }

@@ -1,15 +1,17 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
@@ -41,15 +43,21 @@ type op struct {
 	coll   *Collection
 	key    []byte // aliases the caller's string; never written
 	keyStr string
-	// replica: 0 routes to the active copy; n > 0 to replica n.
-	replica int
-	// byVbucket: routed to fixedVb's node rather than by key (a range
-	// scan's create); scanCfg is then the scan's configuration, encoded
-	// into the value per attempt with the collection id resolved for it.
-	byVbucket bool
-	fixedVb   uint16
-	scanCfg   *memdx.RangeScanCreate
-	scanID    memdx.RangeScanID
+	// target is where the op goes: by key (target.Key is key), to the
+	// active copy (Replica 0) or a replica; to a vbucket's active node (a
+	// range scan's create: scanCfg is then the scan's configuration,
+	// encoded into the value per attempt with the collection id resolved
+	// for it); or to a node, whatever the topology (a node's statistics,
+	// version, flush or ping; a range scan's continue and cancel, to the
+	// node holding the scan, with Vbucket the scan's).
+	target  cluster.Target
+	scanCfg *memdx.RangeScanCreate
+	scanID  memdx.RangeScanID
+	// handler, when set, takes every packet of the op's answer (STAT and
+	// RANGE_SCAN_CONTINUE answer with several) on the connection's reader
+	// and says whether its status is a result (accepted) rather than a
+	// failure to judge.
+	handler func(*memdx.Packet) (accepted bool, err error)
 
 	casGiven bool
 	// durDefault: a synchronous write whose caller gave no durability
@@ -76,20 +84,25 @@ type op struct {
 	handle func(*memdx.Packet) error
 
 	// Last attempt.
-	node    *node
+	node    *cluster.Node
 	vb      uint16
 	opaque  uint32
 	status  memdx.Status
-	outcome statusOutcome // decideStatus's, for status
+	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
 	errCtx  memdx.ErrorContext
 	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body. The
-	// reader recognises a body it can without scanning it (recognise);
-	// any other body is copied to nmvBody and offered by the operation
-	// (onNotMyVbucket), so that no scan holds up the connection's reader.
-	nmvOffer offerResult
+	// reader recognises a body it can without scanning it
+	// (cluster.Recognise); any other body is copied to nmvBody and offered
+	// when the operation judges the answer (cluster.NotMyVbucket), so that
+	// no scan holds up the connection's reader.
+	nmvOffer cluster.Offer
 	nmvBody  []byte
 	errName  string
 	errDesc  string
+	// accepted: the last response is the operation's result although its
+	// status is not SUCCESS (a sub-document status the op takes, or one its
+	// handler accepted).
+	accepted bool
 
 	// Result of a success.
 	value    []byte
@@ -115,6 +128,7 @@ func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *
 	o.c, o.name, o.kind, o.coll = c, name, kind, coll
 	o.keyStr = key
 	o.key = unsafe.Slice(unsafe.StringData(key), len(key))
+	o.target.Key = o.key
 	return o
 }
 
@@ -146,35 +160,27 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	if (p.OpCode == memdx.OpGetK || p.OpCode == memdx.OpGetKQ) && (len(p.Key) > 0 || p.Status == memdx.StatusSuccess) &&
 		!o.req.SendsKey(p.Key) {
 		// Another request's answer: conn closes the connection.
-		return foreignKey(p, o.keyStr)
+		return memdx.ForeignKey(p, o.keyStr)
 	}
 	o.status = p.Status
 	o.opaque = p.Opaque
+	if o.handler != nil {
+		accepted, err := o.handler(p)
+		if o.accepted = accepted; accepted || err != nil {
+			return err
+		}
+	}
 	if (o.kind == kindLookupIn || o.kind == kindMutateIn) && subdocDocAccessed(p.Status) {
 		return o.onSubdocResponse(p)
 	}
 	if p.Status != memdx.StatusSuccess {
-		switch p.Status {
-		case memdx.StatusNotMyVbucket:
-			// The body (the node's config, if any) goes to the config
-			// loop; the operation never parses it.
-			if res, ok := o.c.recognise(p.Value, o.node.host, "not-my-vbucket"); ok {
-				o.nmvOffer = res
-			} else {
-				o.nmvBody = append(o.nmvBody[:0], p.Value...)
-			}
-		case memdx.StatusSubdocSuccessDeleted:
-		default:
-			if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); ok {
-				o.errCtx = ec
-			}
-		}
+		o.onFailure(p)
 		return nil
 	}
 	o.cas = p.Cas
 	switch o.kind {
 	case kindGet:
-		v, flags, dt, err := decodeGetValue(p, nil)
+		v, flags, dt, err := memdx.CopyGetValue(p, nil)
 		if err != nil {
 			return err
 		}
@@ -208,37 +214,28 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	return nil
 }
 
-// decodeGetValue decodes a get's success: a copy of its value (inflated
-// when compressed), its flags and its datatype (without Snappy). The copy
-// goes into into when it has room (the caller's block), else into a slice
-// of its own.
-// foreignKey is the error of a GETK or GETKQ answer that names another
-// key than want, its request's: the server mixed up its answers. It
-// matches ErrProtocol, on which conn closes the connection (the request
-// then ends with the connection's error, and a read is retried).
-func foreignKey(p *memdx.Packet, want string) error {
-	return fmt.Errorf("a %s answer names key %q, not its request's %q: %w", p.OpCode, p.Key, want, ErrProtocol)
-}
+// onFailure records what a response whose status is a failure says beside
+// its status.
+func (o *op) onFailure(p *memdx.Packet) { o.recordFailure(p.Status, p.Datatype, p.Value) }
 
-func decodeGetValue(p *memdx.Packet, into []byte) (value []byte, flags uint32, dt memdx.Datatype, err error) {
-	flags, err = memdx.DecodeGetFlags(p)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	dt = p.Datatype &^ memdx.DatatypeSnappy
-	if p.Datatype.Has(memdx.DatatypeSnappy) {
-		value, err = memdx.DecompressSnappy(nil, p.Value, 0)
-		if err != nil {
-			return nil, 0, 0, err
+// recordFailure records what an answer with failure status st says beside
+// it, in its body (value, of datatype dt): a NOT_MY_VBUCKET's config
+// (handed to the config loop; the operation never parses it), or the
+// error context of any other.
+func (o *op) recordFailure(st memdx.Status, dt memdx.Datatype, value []byte) {
+	switch st {
+	case memdx.StatusNotMyVbucket:
+		if res, ok := o.c.cl.Recognise(value, o.node.Host(), "not-my-vbucket"); ok {
+			o.nmvOffer = res
+		} else {
+			o.nmvBody = append(o.nmvBody[:0], value...)
 		}
-		return value, flags, dt, nil
+	case memdx.StatusSubdocSuccessDeleted:
+	default:
+		if ec, ok := memdx.DecodeErrorContext(dt, value); ok {
+			o.errCtx = ec
+		}
 	}
-	if into == nil || cap(into) < len(p.Value) {
-		// Never nil: an empty value is a value (make allocates
-		// nothing for 0 bytes).
-		into = make([]byte, 0, len(p.Value))
-	}
-	return append(into[:0], p.Value...), flags, dt, nil
 }
 
 // An operation runs in steps, shared by execute (one operation, blocking)
@@ -267,15 +264,14 @@ type next struct {
 	reason     retry.Reason
 	cause      error
 	fromStatus bool
-	t          *topology
+	t          *cluster.Topology
 }
 
-// placed is where an attempt goes.
+// placed is where an attempt goes: its route, connection and collection
+// id.
 type placed struct {
-	t   *topology
-	n   *node
+	cluster.Route
 	cn  *conn.Conn
-	vb  uint16
 	cid uint32
 }
 
@@ -308,12 +304,12 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		var start time.Time
 		if obs != nil {
 			start = time.Now()
-			info := o.attemptInfo(opID, attempt, start, pl.t, lastReason, retried)
+			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			obs.AttemptStart(info)
 		}
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle)
 		if obs != nil {
-			info := o.attemptInfo(opID, attempt, start, pl.t, lastReason, retried)
+			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
 			info.Status = statusOf(o.status)
 			info.Opaque = opaque
@@ -341,7 +337,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 // fails when the client is closed.
 func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	if c.ctx.Err() != nil {
-		return c.finalError(o, ErrClosed, nil)
+		return newKVError(o, ErrClosed, nil)
 	}
 	strategy := o.strategy
 	if strategy == nil {
@@ -349,8 +345,29 @@ func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	}
 	o.st.Init(ctx, o.req.OpCode, strategy, c.deadline(ctx, o.timeout, now))
 	o.st.SetOperation(o.name)
+	if o.target.Node != nil && repeatable(o.req.OpCode) {
+		o.st.SetIdempotent(true)
+	}
 	return nil
 }
+
+// repeatable reports whether a request RFC 0049's idempotent list leaves
+// out may be sent again after it was written without an answer: STAT and
+// VERSION read and change nothing, and a second RANGE_SCAN_CANCEL of a
+// scan answers KEY_ENOENT, which the scan takes as cancelled. FLUSH and a
+// scan's continue (which moves the scan on) may not.
+func repeatable(op memdx.OpCode) bool {
+	return op == memdx.OpStat || op == memdx.OpVersion || op == memdx.OpRangeScanCancel
+}
+
+// sendOnce is the strategy of the requests a caller asks of each node
+// (Stats, Version, Flush, Ping): they are sent once and never retried, so
+// that each node's outcome, failure included, is what it answered.
+var sendOnce retry.Strategy = onceStrategy{}
+
+type onceStrategy struct{}
+
+func (onceStrategy) RetryAfter(retry.Request, retry.Reason) retry.Action { return retry.NoRetry() }
 
 // deadline is the deadline of an operation begun at now with timeout (0:
 // Options.KVTimeout): the earlier of now + timeout and ctx's deadline.
@@ -358,8 +375,8 @@ func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.T
 	if timeout <= 0 {
 		timeout = c.opts.KVTimeout
 	}
-	if int64(timeout) > c.longestTimeout.Load() {
-		c.noteTimeout(timeout)
+	if timeout > c.cl.LongestTimeout() {
+		c.cl.NoteTimeout(timeout)
 	}
 	d := now.Add(timeout)
 	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
@@ -376,34 +393,34 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	if attempt > 0 && c.ctx.Err() != nil {
 		// Closed while this operation was retrying: its connections
 		// are gone and will not come back.
-		return placed{}, next{err: c.finalError(o, ErrClosed, nil)}
+		return placed{}, next{err: newKVError(o, ErrClosed, nil)}
 	}
-	t := c.topo.Load()
-	n, vb, reason, err := c.routeOp(t, o)
+	r, reason, err := c.cl.Route(&o.route, &o.target)
+	o.node = r.Node // named by the error when it has no connection
 	var cn *conn.Conn
 	if err == nil {
-		cn, reason, err = n.pick()
+		cn, reason, err = r.Node.Pick()
 	}
 	var cid uint32
-	if err == nil && o.coll != nil && !o.coll.isDefault {
-		cid, reason, err = c.colls.resolve(ctx, o.st.Deadline(), cn, o.coll)
+	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
+		cid, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
 	}
 	if err != nil {
 		if reason == retry.ReasonUnknown {
-			return placed{}, next{err: c.finalError(o, errSentinelFor(err), err)}
+			return placed{}, next{err: newKVError(o, cmp.Or(sentinelOf(err), ErrServerFailure), err)}
 		}
-		var le *lookupError
+		var le *cluster.LookupError
 		if reason == retry.ReasonKVErrorMapRetryIndicated && errors.As(err, &le) {
-			o.st.SetErrorMapEntry(le.outcome.entry)
+			o.st.SetErrorMapEntry(le.Outcome.Entry)
 		}
-		return placed{}, next{reason: reason, cause: err, t: t}
+		return placed{}, next{reason: reason, cause: err, t: r.Topo}
 	}
-	o.node, o.vb = n, vb
+	o.vb = r.Vbucket
 	if ferr := o.checkFeatures(cn); ferr != nil {
-		return placed{}, next{err: c.finalError(o, ErrFeatureNotAvailable, ferr)}
+		return placed{}, next{err: newKVError(o, ErrFeatureNotAvailable, ferr)}
 	}
-	o.prepare(cn, vb, cid)
-	return placed{t: t, n: n, cn: cn, vb: vb, cid: cid}, next{done: true}
+	o.prepare(cn, r.Vbucket, cid)
+	return placed{Route: r, cn: cn, cid: cid}, next{done: true}
 }
 
 // judge decides what follows an attempt placed at pl that ended with err
@@ -420,46 +437,46 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 			if o.succeeded() {
 				o.st.MarkInDoubt()
 			}
-			return next{err: c.finalError(o, ErrServerFailure, err)}
+			return next{err: newKVError(o, ErrServerFailure, err)}
 		}
 		if !re.Written && errors.Is(re.Err, memdx.ErrInvalidRequest) {
 			// The request cannot be encoded (a durability level
 			// out of range, a key too long): no retry can help.
-			return next{err: c.finalError(o, ErrInvalidArgument, err)}
+			return next{err: newKVError(o, ErrInvalidArgument, err)}
 		}
 		if re.Written {
 			o.st.MarkInDoubt()
 		}
 		if errors.Is(re.Err, context.DeadlineExceeded) || errors.Is(re.Err, context.Canceled) {
 			if ctx.Err() == context.Canceled {
-				return next{err: c.finalError(o, ErrRequestCanceled, err)}
+				return next{err: newKVError(o, ErrRequestCanceled, err)}
 			}
-			return next{err: c.finalError(o, nil, o.st.TimeoutError(err))}
+			return next{err: newKVError(o, nil, o.st.TimeoutError(err))}
 		}
 		reason := retry.ReasonSocketNotAvailable
 		if re.Written {
 			reason = retry.ReasonSocketClosedWhileInFlight
 		}
-		return next{reason: reason, cause: err, t: pl.t}
+		return next{reason: reason, cause: err, t: pl.Topo}
 	}
 	if o.succeeded() {
 		return next{done: true}
 	}
-	reason, ok := c.classifyStatus(o, pl.t, pl.n, pl.cn)
+	reason, ok := c.classifyStatus(o, pl)
 	if !ok {
 		return next{err: c.statusError(o, nil)}
 	}
-	return next{reason: reason, fromStatus: true, t: pl.t}
+	return next{reason: reason, fromStatus: true, t: pl.Topo}
 }
 
 // waitNext waits as the orchestrator decides for the retry nx and returns
 // nil to place the operation again, or its final error: a refusal after a
 // status is that status's error, whatever the reason's. A wait after an
 // unavailable node or NOT_MY_VBUCKET ends when the topology is replaced (a
-// newer config, a node with a connection again: wakeFor); every wait ends
+// newer config, a node with a connection again: Topology.Wake); every wait ends
 // when the client closes.
 func (c *Client) waitNext(o *op, nx next) error {
-	wake := wakeFor(nx.t, nx.reason)
+	wake := nx.t.Wake(nx.reason)
 	if wake == nil {
 		// Any other wait ends when the client closes (the topology's
 		// channel is closed then too).
@@ -482,13 +499,13 @@ func (c *Client) planNext(o *op, nx next) retry.Plan {
 
 // retryCause is the error the retry nx is decided on: the status's after a
 // status, else the attempt's. A retry for an unavailable node is noted
-// (noteUnreachable).
+// (cluster.NodeUnavailable).
 func (c *Client) retryCause(o *op, nx next) error {
 	if nx.fromStatus {
 		return o.statusErr()
 	}
 	if nx.reason == retry.ReasonNodeNotAvailable {
-		c.noteUnreachable()
+		c.cl.NodeUnavailable()
 	}
 	return nx.cause
 }
@@ -509,23 +526,13 @@ func (c *Client) waitError(o *op, fromStatus bool, err error) error {
 	if fromStatus && errors.Is(err, ErrNotRetried) {
 		return c.statusError(o, err)
 	}
-	return c.finalError(o, retrySentinel(err), err)
+	return newKVError(o, nil, err)
 }
 
 // succeeded reports whether the last attempt's response is the operation's
 // result: SUCCESS, or a sub-document status the operation takes as its
 // result (onSubdocResponse).
-func (o *op) succeeded() bool { return o.status == memdx.StatusSuccess || o.sd.accepted }
-
-// noteTimeout raises longestTimeout to d.
-func (c *Client) noteTimeout(d time.Duration) {
-	for {
-		cur := c.longestTimeout.Load()
-		if int64(d) <= cur || c.longestTimeout.CompareAndSwap(cur, int64(d)) {
-			return
-		}
-	}
-}
+func (o *op) succeeded() bool { return o.status == memdx.StatusSuccess || o.accepted }
 
 // prepare sets the per-attempt fields of the request.
 func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
@@ -534,13 +541,13 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.req.Collections = f.Has(memdx.FeatureCollections) && o.req.OpCode.HasCollectionKey()
 	o.req.CollectionID = cid
 	o.status = 0
-	o.outcome = statusOutcome{}
+	o.outcome = statuspolicy.Outcome{}
 	o.opaque = 0
-	o.nmvOffer = offerStale
+	o.nmvOffer = cluster.OfferStale
 	o.nmvBody = o.nmvBody[:0]
 	o.errCtx = memdx.ErrorContext{}
 	o.errName, o.errDesc = "", ""
-	o.sd.accepted = false
+	o.accepted = false
 	if o.durDefault {
 		o.req.DurabilityTimeout = defaultDurabilityTimeout(o.st.Deadline().Sub(o.c.clock.Now()))
 	}
@@ -607,99 +614,46 @@ func (o *op) compress() bool {
 	return o.zWorth
 }
 
-// routeOp finds the node and vbucket of o's next attempt.
-func (c *Client) routeOp(t *topology, o *op) (*node, uint16, retry.Reason, error) {
-	if t == nil {
-		return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
-	}
-	if o.byVbucket {
-		return c.routeVbucket(t, o)
-	}
-	if t.ketama != nil {
-		// One server takes every key: skip the ring's MD5 (measured 9% of
-		// the client's CPU per Get on one memcached).
-		i := 0
-		if len(t.servers) > 1 {
-			i = t.ketama.Server(o.key)
-		}
-		if i < 0 || i >= len(t.servers) || t.servers[i] == nil {
-			return nil, 0, retry.ReasonNodeNotAvailable, ErrNoNodeAvailable
-		}
-		n := t.servers[i]
-		if c.memcached {
-			// A memcached server that refuses connections fails its
-			// keys at once, as other memcached clients do, rather than
-			// retrying until the timeout; its node redials meanwhile.
-			if err := n.downErr(); err != nil {
-				o.node = n
-				return n, 0, retry.ReasonUnknown, err
-			}
-		}
-		return n, 0, 0, nil
-	}
-	server, vb, err := o.route.Route(t.cfg, o.key, o.replica)
-	if err != nil {
-		if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
-			return nil, 0, retry.ReasonUnknown, err
-		}
-		return nil, vb, retry.ReasonNodeNotAvailable, err
-	}
-	n := t.servers[server]
-	if n == nil {
-		return nil, vb, retry.ReasonNodeNotAvailable, &NodeError{Addr: "server index " + itoa(server), Err: errors.New("no address on network " + c.network)}
-	}
-	return n, vb, 0, nil
-}
-
-// routeVbucket routes an operation addressed to a vbucket (o.fixedVb).
-func (c *Client) routeVbucket(t *topology, o *op) (*node, uint16, retry.Reason, error) {
-	vb := o.fixedVb
-	if t.cfg == nil || t.ketama != nil {
-		return nil, vb, retry.ReasonUnknown, fmt.Errorf("%w: %s needs a bucket with vbuckets", ErrFeatureNotAvailable, o.req.OpCode)
-	}
-	server, err := o.route.RouteVbucket(t.cfg, vb, 0)
-	if err != nil {
-		return nil, vb, retry.ReasonNodeNotAvailable, err
-	}
-	n := t.servers[server]
-	if n == nil {
-		return nil, vb, retry.ReasonNodeNotAvailable, &NodeError{Addr: "server index " + itoa(server), Err: errors.New("no address on network " + c.network)}
-	}
-	return n, vb, 0, nil
-}
-
-// classifyStatus gives the retry reason for a non-success status, as the
-// status policy decides (decideStatus), updating the config from a
-// NOT_MY_VBUCKET body and the collection cache from UNKNOWN_COLLECTION on
-// the way. ok is false when the status is final.
-func (c *Client) classifyStatus(o *op, t *topology, n *node, cn *conn.Conn) (retry.Reason, bool) {
+// classifyStatus gives the retry reason for a non-success status of an
+// attempt placed at pl, as the status policy decides (statuspolicy.Decide),
+// handing a NOT_MY_VBUCKET to the cluster and updating the collection
+// cache from UNKNOWN_COLLECTION on the way. ok is false when the status is
+// final.
+func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	st := o.status
-	o.outcome = decideStatus(o.req.OpCode, o.casGiven, st, cn.ErrorMap())
-	if st == memdx.StatusNotMyVbucket && t.cfg != nil {
-		return c.onNotMyVbucket(o, t, n), true
+	o.outcome = statuspolicy.Decide(o.req.OpCode, o.casGiven, st, pl.cn.ErrorMap())
+	if st == memdx.StatusNotMyVbucket && pl.Topo.Config() != nil {
+		nmv := cluster.NMV{Offer: o.nmvOffer, Body: o.nmvBody}
+		o.nmvBody = o.nmvBody[:0]
+		if o.target.Node != nil {
+			// A request addressed to a node cannot go elsewhere: it
+			// ends (a scan then creates its vbucket's scan again where
+			// the vbucket went). The node's config is news all the same.
+			if len(nmv.Body) > 0 {
+				c.cl.Offer(nmv.Body, pl.Node.Host(), "not-my-vbucket")
+			}
+			return 0, false
+		}
+		if c.cl.NotMyVbucket(pl.Route, nmv, &o.route, &o.target) {
+			o.st.MarkRouteChanged()
+		}
+		return retry.ReasonKVNotMyVbucket, true
 	}
 	out := o.outcome
-	if out.found {
-		o.errName, o.errDesc = out.entry.Name, out.entry.Desc
+	if out.Found {
+		o.errName, o.errDesc = out.Entry.Name, out.Entry.Desc
 	}
-	switch out.reason {
+	switch out.Reason {
 	case retry.ReasonUnknown:
 		return 0, false
 	case retry.ReasonKVCollectionOutdated:
 		if o.coll != nil {
-			c.colls.invalidate(o.coll)
+			c.cl.Collections().Invalidate(o.coll.path)
 		}
 	case retry.ReasonKVErrorMapRetryIndicated:
-		o.st.SetErrorMapEntry(out.entry)
+		o.st.SetErrorMapEntry(out.Entry)
 	}
-	return out.reason, true
-}
-
-// routeOpPeek routes without changing o's route state.
-func (c *Client) routeOpPeek(t *topology, o *op) (*node, uint16, retry.Reason, error) {
-	saved := o.route
-	defer func() { o.route = saved }()
-	return c.routeOp(t, o)
+	return out.Reason, true
 }
 
 func (o *op) statusErr() error {
@@ -712,90 +666,9 @@ func (c *Client) statusError(o *op, cause error) error {
 	if cause == nil {
 		cause = o.statusErr()
 	}
-	e := c.newKVError(o, o.outcome.sentinel, cause)
-	if o.outcome.ambiguous {
+	e := newKVError(o, o.outcome.Sentinel, cause)
+	if o.outcome.Ambiguous {
 		e.Ambiguous = true
 	}
 	return e
-}
-
-func (c *Client) finalError(o *op, sentinel, cause error) error {
-	if sentinel == nil && cause != nil {
-		if errors.Is(cause, ErrTimeout) {
-			sentinel = nil
-		} else if errors.Is(cause, context.Canceled) {
-			sentinel = ErrRequestCanceled
-		}
-	}
-	return c.newKVError(o, sentinel, cause)
-}
-
-func (c *Client) newKVError(o *op, sentinel, cause error) *KeyValueError {
-	e := &KeyValueError{
-		Op:               o.name,
-		OpCode:           opCodeOf(o.req.OpCode),
-		Key:              o.keyStr,
-		Bucket:           c.opts.Bucket,
-		Vbucket:          o.vb,
-		Opaque:           o.opaque,
-		Status:           statusOf(o.status),
-		ErrorName:        o.errName,
-		ErrorDescription: o.errDesc,
-		ServerContext:    o.errCtx.Context,
-		ServerErrorRef:   o.errCtx.Ref,
-		RetryAttempts:    o.st.Attempts(),
-		RetryReasons:     retryReasonsOf(o.st.Reasons()),
-		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, ErrAmbiguous),
-		Err:              sentinel,
-		Cause:            cause,
-	}
-	if o.node != nil {
-		e.Node = o.node.addr
-	}
-	if o.coll != nil {
-		e.Scope, e.Collection = o.coll.scope, o.coll.name
-	}
-	return e
-}
-
-// errSentinelFor maps an error that ended an operation before any attempt
-// (a bad replica index, say) to a sentinel.
-func errSentinelFor(err error) error {
-	var le *lookupError
-	if errors.As(err, &le) {
-		return le.outcome.sentinel
-	}
-	switch {
-	case errors.Is(err, vbmap.ErrReplicaOutOfRange):
-		return ErrInvalidArgument
-	case errors.Is(err, ErrFeatureNotAvailable):
-		return ErrFeatureNotAvailable
-	case errors.Is(err, ErrInvalidArgument):
-		return ErrInvalidArgument
-	case errors.Is(err, ErrNoNodeAvailable):
-		return ErrNoNodeAvailable
-	}
-	return ErrServerFailure
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b [20]byte
-	n := len(b)
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
 }

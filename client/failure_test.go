@@ -62,6 +62,7 @@ func TestConfigWithoutMapIsNotInstalled(t *testing.T) {
 // closing after the client's default timeout and making the write
 // ambiguous.
 func TestLeavingNodeDrainsLongOperation(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, &Options{KVTimeout: 300 * time.Millisecond, ConfigPollInterval: 50 * time.Millisecond})
 	col := c.DefaultCollection()
@@ -122,6 +123,7 @@ func TestUnencodableRequestFailsAtOnce(t *testing.T) {
 // must never reach the caller (RFC 0005), nor LOCKED as if the strategy had
 // given up, nor UNKNOWN_COLLECTION for a collection that exists.
 func TestCancelDuringRetryWait(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()

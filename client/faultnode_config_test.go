@@ -353,6 +353,7 @@ func requireTimedOut(t *testing.T, ctx context.Context, done <-chan error, n int
 // never parses nor installs the config, and the Gets end with a timeout when
 // their deadline passes; once the server answers, Gets succeed.
 func TestFaultnodeConfigOverSizeLimitEndsByDeadline(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	ps, ports := proxyEach(t, mc)
 	logs := &logCapture{}
@@ -376,7 +377,7 @@ func TestFaultnodeConfigOverSizeLimitEndsByDeadline(t *testing.T) {
 		}
 		return faultnode.Action{Send: []memdx.Packet{faultnode.NotMyVbucket(req, huge)}}
 	})
-	parses := c.configParses.Load()
+	parses := c.cl.ConfigParses()
 
 	const gets = 4
 	dl := newDeadlineCtx(time.Now().Add(30 * time.Minute))
@@ -386,7 +387,7 @@ func TestFaultnodeConfigOverSizeLimitEndsByDeadline(t *testing.T) {
 	dl.pass()
 	requireTimedOut(t, ctx, done, gets, "something the config over the limit started")
 	assert.Equal(t, int64(gets), nmvs.n.Load(), "attempts answered NOT_MY_VBUCKET: one per Get")
-	assert.Zero(t, c.configParses.Load()-parses, "a config over the limit was parsed")
+	assert.Zero(t, c.cl.ConfigParses()-parses, "a config over the limit was parsed")
 	assert.Equal(t, held, c.ConfigVersion(), "the config over the limit was installed")
 	assert.Len(t, logs.find("over the size limit"), 1, "one error for every answer")
 
@@ -436,7 +437,7 @@ func TestFaultnodeLargeNewerConfigParsedOnceWithinDeadline(t *testing.T) {
 		}
 		return faultnode.Action{Send: []memdx.Packet{faultnode.NotMyVbucket(req, big)}}
 	})
-	parses := c.configParses.Load()
+	parses := c.cl.ConfigParses()
 	hold.Store(true)
 
 	const gets = 8
@@ -451,11 +452,11 @@ func TestFaultnodeLargeNewerConfigParsedOnceWithinDeadline(t *testing.T) {
 	dl.pass()
 	requireTimedOut(t, ctx, done, gets, "the config's parse")
 	assert.Equal(t, int64(gets), nmvs.n.Load(), "attempts answered NOT_MY_VBUCKET: one per Get")
-	assert.Equal(t, int64(1), c.configParses.Load()-parses, "parses started for the answers")
+	assert.Equal(t, int64(1), c.cl.ConfigParses()-parses, "parses started for the answers")
 	let()
 	require.Eventually(t, func() bool { return c.ConfigVersion().Rev == uint64(b.Rev()+1) },
 		time.Minute, time.Millisecond, "the config was not installed")
-	assert.Equal(t, int64(1), c.configParses.Load()-parses, "parses of the config the NMV bodies carried")
+	assert.Equal(t, int64(1), c.cl.ConfigParses()-parses, "parses of the config the NMV bodies carried")
 	ps[0].OnResponse(nil)
 	_, err = col.Get(ctx, "k", nil)
 	require.NoError(t, err)

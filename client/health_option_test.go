@@ -29,7 +29,7 @@ func TestHealthCheckDisabledReachesConnections(t *testing.T) {
 		require.NoError(t, err, tc.connstr)
 		assert.Equal(t, tc.off, o.HealthCheck.Disabled, tc.connstr)
 		c := &Client{opts: o, memcached: cs.Scheme == SchemeMemcached}
-		pa := c.connOptions(nil).ProbeAfter
+		pa := c.connOptions().ProbeAfter
 		if tc.off {
 			assert.Negative(t, pa, "%s: conn's ProbeAfter", tc.connstr)
 		} else {

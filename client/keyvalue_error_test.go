@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestKeyValueErrorMessageCountsTheRetriesAttemptsCounts(t *testing.T) {
 // ErrInvalidArgument, naming the operation, key and collection.
 func TestInvalidArgumentIsAKeyValueError(t *testing.T) {
 	col := (&Client{opts: Options{Bucket: "b"}}).Scope("s").Collection("c")
-	err := col.invalidArgument("GetAndLock", "k", "negative lock time %v", -1)
+	err := error(col.c.refused("GetAndLock", 0, col, "k", ErrInvalidArgument, fmt.Errorf("negative lock time %v", -1)))
 	var kv *KeyValueError
 	if !errors.As(err, &kv) || !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("%T %v; want a *KeyValueError matching ErrInvalidArgument", err, err)

@@ -124,7 +124,8 @@ func TestMemcachedPlain(t *testing.T) {
 // ketama; every key lands on one of them and round-trips.
 func TestMemcachedKetamaRouting(t *testing.T) {
 	addr := memcachedAddr(t, false)
-	host, port := hostOf(addr), addr[len(hostOf(addr))+1:]
+	host, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
 	ctx := context.Background()
 	rec := &recorder{}
 	c, err := Connect(ctx, fmt.Sprintf("memcached://%s:%s,localhost:%s", host, port, port), testOptions(&Options{Observer: rec}))

@@ -22,6 +22,7 @@ import (
 // and wants every answer before the deadline: a stall runs out the whole
 // of it. (conn's TestTLSRecordsHoldWholeRequests checks the records.)
 func TestMemcachedTLSPipelinedWritesAllAnswered(t *testing.T) {
+	t.Parallel()
 	addr, pool := memcachedTLS(t)
 	ctx := context.Background()
 	c, err := Connect(ctx, "memcacheds://"+addr, testOptions(&Options{Username: os.Getenv("KV_MEMCACHED_USER"),

@@ -3,6 +3,7 @@ package client
 import (
 	"time"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -54,7 +55,7 @@ type AttemptInfo struct {
 	Status   Status
 }
 
-func (o *op) attemptInfo(id uint64, attempt int, start time.Time, t *topology, reason retry.Reason, retried bool) AttemptInfo {
+func (o *op) attemptInfo(id uint64, attempt int, start time.Time, t *cluster.Topology, reason retry.Reason, retried bool) AttemptInfo {
 	info := AttemptInfo{
 		OperationID: id,
 		Op:          o.name,
@@ -69,12 +70,12 @@ func (o *op) attemptInfo(id uint64, attempt int, start time.Time, t *topology, r
 		Opaque:      o.opaque,
 	}
 	if o.node != nil {
-		info.Node = o.node.addr
+		info.Node = o.node.Addr()
 	}
 	if t != nil {
-		info.Ketama = t.ketama != nil
-		if t.cfg != nil {
-			info.ConfigRev = t.cfg.Version().Rev
+		info.Ketama = t.Ketama()
+		if cfg := t.Config(); cfg != nil {
+			info.ConfigRev = cfg.Version().Rev
 		}
 	}
 	return info

@@ -318,7 +318,7 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 			why = "memcached has no " + req.OpCode.String()
 		}
 		if why != "" {
-			e := col.c.finalError(o, ErrFeatureNotAvailable, errors.New(why))
+			e := newKVError(o, ErrFeatureNotAvailable, errors.New(why))
 			putOp(o)
 			return nil, e
 		}
@@ -329,7 +329,7 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 // argumentRefused is the error of operation o, which refused one of its
 // arguments (err says which and why) before sending anything.
 func (col *Collection) argumentRefused(o *op, err error) error {
-	return col.invalidArgument(o.name, o.keyStr, "%w", err)
+	return newKVError(o, ErrInvalidArgument, err)
 }
 
 // memcachedSupports reports whether plain memcached implements op. Others

@@ -430,6 +430,7 @@ func TestWrongPasswordAndBucketFailFast(t *testing.T) {
 // it fail at once with the default strategy (RFC 0049 rev 16 terminal
 // reasons), not after the timeout.
 func TestFailFastAfterPasswordChange(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Users: []mockcluster.User{{Name: "app", Password: "pw1", Buckets: []string{"*"}}}})
 	c := connect(t, mc, &Options{Username: "app", Password: "pw1"})
 	col := c.DefaultCollection()

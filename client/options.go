@@ -250,39 +250,67 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if err := o.applyNumbers(cs); err != nil {
 		return o, err
 	}
-	if b, ok, err := cs.Bool("compression"); err != nil {
+	if err := o.applyBools(cs); err != nil {
 		return o, err
-	} else if ok {
-		o.Compression.Disabled = !b
-	}
-	if b, ok, err := cs.Bool("enable_mutation_tokens"); err != nil {
-		return o, err
-	} else if ok {
-		o.DisableMutationTokens = !b
-	}
-	if b, ok, err := cs.Bool("health_check"); err != nil {
-		return o, err
-	} else if ok {
-		o.HealthCheck.Disabled = !b
-	}
-	if b, ok, err := cs.Bool("allow_plain_auth"); err != nil {
-		return o, err
-	} else if ok {
-		o.AllowPlainAuthWithoutTLS = b
 	}
 	if v, ok := cs.Options["network"]; ok {
 		o.Network = v
 	}
-	if b, ok, err := cs.Bool("remove_failed_servers"); err != nil {
+	if err := o.applyTLS(cs); err != nil {
 		return o, err
-	} else if ok {
-		o.Memcached.RemoveFailedServers = b
 	}
-	if b, ok, err := cs.Bool("binary_multiget"); err != nil {
+	if err := o.checkNumbers(); err != nil {
 		return o, err
-	} else if ok {
-		o.Memcached.BinaryMultiGet = b
 	}
+	o.fillDefaults(profile)
+	if cs.Scheme.IsTLS() && o.TLSConfig == nil {
+		o.TLSConfig = &tls.Config{}
+	}
+	if cs.Scheme == SchemeCouchbases {
+		var err error
+		if o.TLSConfig, err = withCapellaRoots(o.TLSConfig); err != nil {
+			o.Logger.Warn("kvwire: couchbases:// without Capella's root CA: only the system roots are trusted", "err", err)
+		}
+	}
+	if cs.Scheme.IsMemcached() && o.Bucket != "" {
+		return o, fmt.Errorf("%w: %s:// has no buckets", ErrInvalidArgument, cs.Scheme)
+	}
+	if !cs.Scheme.IsMemcached() && o.Bucket == "" {
+		// Without a bucket the node serves no vbucket map: every operation
+		// would wait for one until its timeout.
+		return o, fmt.Errorf("%w: no bucket: put it in the connection string's path (%s://host/bucket) or in Options.Bucket", ErrInvalidArgument, cs.Scheme)
+	}
+	return o, nil
+}
+
+// applyBools reads the boolean connection-string options into o.
+func (o *Options) applyBools(cs *ConnStr) error {
+	for _, b := range []struct {
+		name   string
+		dst    *bool
+		invert bool // the option says the opposite of the field
+	}{
+		{"compression", &o.Compression.Disabled, true},
+		{"enable_mutation_tokens", &o.DisableMutationTokens, true},
+		{"health_check", &o.HealthCheck.Disabled, true},
+		{"allow_plain_auth", &o.AllowPlainAuthWithoutTLS, false},
+		{"remove_failed_servers", &o.Memcached.RemoveFailedServers, false},
+		{"binary_multiget", &o.Memcached.BinaryMultiGet, false},
+	} {
+		v, ok, err := cs.Bool(b.name)
+		if err != nil {
+			return err
+		}
+		if ok {
+			*b.dst = v != b.invert
+		}
+	}
+	return nil
+}
+
+// applyTLS checks the TLS settings against the scheme and applies the
+// connection string's tls_verify.
+func (o *Options) applyTLS(cs *ConnStr) error {
 	if !cs.Scheme.IsTLS() {
 		// TLS follows the scheme: a TLS setting on a plaintext scheme is
 		// a mistake that would otherwise surface as a handshake failure
@@ -293,10 +321,10 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 			use = SchemeMemcacheds
 		}
 		if o.TLSConfig != nil {
-			return o, fmt.Errorf("%w: Options.TLSConfig is set but %s:// does not use TLS; use %s:// for TLS", ErrInvalidArgument, cs.Scheme, use)
+			return fmt.Errorf("%w: Options.TLSConfig is set but %s:// does not use TLS; use %s:// for TLS", ErrInvalidArgument, cs.Scheme, use)
 		}
 		if v, ok := cs.Options["tls_verify"]; ok {
-			return o, fmt.Errorf("%w: %w", ErrInvalidArgument, &ConnStrError{Input: "tls_verify=" + v,
+			return fmt.Errorf("%w: %w", ErrInvalidArgument, &ConnStrError{Input: "tls_verify=" + v,
 				Reason: fmt.Sprintf("%s:// does not use TLS; use %s:// for TLS", cs.Scheme, use)})
 		}
 	}
@@ -311,13 +339,15 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 			}
 			o.TLSConfig.InsecureSkipVerify = true
 		default:
-			return o, &ConnStrError{Input: "tls_verify=" + v, Reason: "want peer or none"}
+			return &ConnStrError{Input: "tls_verify=" + v, Reason: "want peer or none"}
 		}
 	}
+	return nil
+}
 
-	if err := o.checkNumbers(); err != nil {
-		return o, err
-	}
+// fillDefaults gives every field left zero its default: the profile's
+// where it has one, else the package's.
+func (o *Options) fillDefaults(profile Options) {
 	if o.KVTimeout <= 0 {
 		o.KVTimeout = cmp.Or(profile.KVTimeout, DefaultKVTimeout)
 	}
@@ -348,12 +378,10 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if o.Compression.MinRatio <= 0 || o.Compression.MinRatio > 1 {
 		o.Compression.MinRatio = DefaultCompressionMinRatio
 	}
-	switch o.Network {
-	case "":
+	if o.Network == "" {
+		// Configs may name other alternate networks than auto, default
+		// and external: any is taken as given.
 		o.Network = NetworkAuto
-	case NetworkAuto, NetworkDefault, NetworkExternal:
-	default:
-		// Configs may name other alternate networks; take it as given.
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -364,24 +392,6 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if o.ClientName == "" {
 		o.ClientName = "kvwire"
 	}
-	if cs.Scheme.IsTLS() && o.TLSConfig == nil {
-		o.TLSConfig = &tls.Config{}
-	}
-	if cs.Scheme == SchemeCouchbases {
-		var err error
-		if o.TLSConfig, err = withCapellaRoots(o.TLSConfig); err != nil {
-			o.Logger.Warn("kvwire: couchbases:// without Capella's root CA: only the system roots are trusted", "err", err)
-		}
-	}
-	if cs.Scheme.IsMemcached() && o.Bucket != "" {
-		return o, fmt.Errorf("%w: %s:// has no buckets", ErrInvalidArgument, cs.Scheme)
-	}
-	if !cs.Scheme.IsMemcached() && o.Bucket == "" {
-		// Without a bucket the node serves no vbucket map: every operation
-		// would wait for one until its timeout.
-		return o, fmt.Errorf("%w: no bucket: put it in the connection string's path (%s://host/bucket) or in Options.Bucket", ErrInvalidArgument, cs.Scheme)
-	}
-	return o, nil
 }
 
 // Ranges of numeric settings, for connection-string options and the

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"unsafe"
 
+	"github.com/kvwire/kvwire/internal/fanout"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -27,11 +27,11 @@ type GetReplicaResult struct {
 // waits for a config that assigns it, as Get does. Memcached mode and
 // memcached buckets have only the active copy.
 func (c *Client) copiesOf(key string) []int {
-	t := c.topo.Load()
-	if t == nil || t.cfg == nil || t.ketama != nil || !t.cfg.HasVbucketMap() {
+	t := c.cl.Topology()
+	if t == nil || t.Config() == nil || t.Ketama() || !t.Config().HasVbucketMap() {
 		return []int{0}
 	}
-	cfg := t.cfg
+	cfg := t.Config()
 	vb := cfg.VbucketForKey(unsafe.Slice(unsafe.StringData(key), len(key)))
 	out := make([]int, 0, cfg.NumReplicas()+1)
 	for i := 0; i <= cfg.NumReplicas(); i++ {
@@ -60,11 +60,11 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 	if err != nil {
 		return GetReplicaResult{}, err
 	}
-	o.replica = i
+	o.target.Replica = i
 	return run(ctx, o, func(o *op) GetReplicaResult {
 		r := GetReplicaResult{GetResult: o.getResult(), IsReplica: i > 0}
 		if o.node != nil {
-			r.Node = o.node.addr
+			r.Node = o.node.Addr()
 		}
 		return r
 	})
@@ -92,68 +92,22 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 	})
 }
 
-// readAnyCopy reads copies of key at once, one goroutine each, and returns
-// the first answer; the others are canceled and waited for, so no
-// goroutine outlives the call.
+// readAnyCopy reads copies of key at once and returns the first answer
+// (fanout.First), or replicaError's choice of the errors.
 func readAnyCopy[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) (T, error) {
-	n := len(copies)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type answer struct {
-		r   T
-		err error
+	r, errs := fanout.First(ctx, copies, read)
+	if errs != nil {
+		return r, replicaError(key, errs)
 	}
-	ch := make(chan answer, n)
-	for _, i := range copies {
-		go func(i int) {
-			r, err := read(ctx, i)
-			ch <- answer{r, err}
-		}(i)
-	}
-	var errs []error
-	for i := 0; i < n; i++ {
-		a := <-ch
-		if a.err == nil {
-			cancel()
-			// Drain the rest so no goroutine outlives the call.
-			for j := i + 1; j < n; j++ {
-				<-ch
-			}
-			return a.r, nil
-		}
-		errs = append(errs, a.err)
-	}
-	var zero T
-	return zero, replicaError(key, errs)
+	return r, nil
 }
 
 // readAllCopies reads copies of key at once and returns every answer, in
-// the order of copies; it fails only when none answered.
+// the order of copies (fanout.All); it fails only when none answered.
 func readAllCopies[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) ([]T, error) {
-	n := len(copies)
-	res := make([]T, n)
-	errs := make([]error, n)
-	done := make(chan int, n)
-	for j, i := range copies {
-		go func(j, i int) {
-			res[j], errs[j] = read(ctx, i)
-			done <- j
-		}(j, i)
-	}
-	for i := 0; i < n; i++ {
-		<-done
-	}
-	var out []T
-	var failed []error
-	for i := range res {
-		if errs[i] == nil {
-			out = append(out, res[i])
-		} else {
-			failed = append(failed, errs[i])
-		}
-	}
+	out, errs := fanout.All(ctx, copies, read)
 	if len(out) == 0 {
-		return nil, replicaError(key, failed)
+		return nil, replicaError(key, errs)
 	}
 	return out, nil
 }
@@ -170,38 +124,4 @@ func replicaError(key string, errs []error) error {
 		return errs[0]
 	}
 	return fmt.Errorf("%w: no copy of %q answered", ErrNoNodeAvailable, key)
-}
-
-// PingResult is one connection's answer to a ping.
-type PingResult struct {
-	Node    string
-	Latency time.Duration
-	Err     error
-}
-
-// Ping sends NOOP on one connection of every node in the topology and
-// reports each answer and its latency. It never retries.
-func (c *Client) Ping(ctx context.Context) []PingResult {
-	t := c.topo.Load()
-	if t == nil {
-		return nil
-	}
-	out := make([]PingResult, 0, len(t.all))
-	for _, n := range t.all {
-		r := PingResult{Node: n.addr}
-		cn, _, err := n.pick()
-		if err != nil {
-			r.Err = err
-			out = append(out, r)
-			continue
-		}
-		pctx, cancel := context.WithTimeout(ctx, c.opts.KVTimeout)
-		req := memdx.NewNoop()
-		start := time.Now()
-		r.Err = cn.Do(pctx, &req, func(p *memdx.Packet) error { return memdx.NewStatusError(p) })
-		r.Latency = time.Since(start)
-		cancel()
-		out = append(out, r)
-	}
-	return out
 }

@@ -25,31 +25,30 @@ type RouteInfo struct {
 // the vbucket and nodes by the current and, during a rebalance, the forward
 // map. The key is the document key, without collection prefix.
 func (c *Client) Route(key string) RouteInfo {
-	t := c.topo.Load()
+	t := c.cl.Topology()
 	var ri RouteInfo
 	if t == nil {
 		return ri
 	}
 	k := unsafe.Slice(unsafe.StringData(key), len(key))
-	if t.ketama != nil {
+	cfg := t.Config()
+	if cfg != nil {
+		ri.ConfigRev = configVersionOf(cfg.Version())
+	}
+	if t.Ketama() {
 		ri.Ketama = true
-		if i := t.ketama.Server(k); i >= 0 && i < len(t.servers) && t.servers[i] != nil {
-			ri.Active = t.servers[i].addr
-		}
-		if t.cfg != nil {
-			ri.ConfigRev = configVersionOf(t.cfg.Version())
+		if _, n := t.KetamaServer(k); n != nil {
+			ri.Active = n.Addr()
 		}
 		return ri
 	}
-	cfg := t.cfg
-	ri.ConfigRev = configVersionOf(cfg.Version())
 	ri.Vbucket = cfg.VbucketForKey(k)
 	addr := func(forward bool, replica int) string {
 		i, err := cfg.VbucketServer(ri.Vbucket, replica, forward)
-		if err != nil || i < 0 || i >= len(t.servers) || t.servers[i] == nil {
-			return ""
+		if n := t.Server(i); err == nil && n != nil {
+			return n.Addr()
 		}
-		return t.servers[i].addr
+		return ""
 	}
 	ri.Active = addr(false, 0)
 	for r := 1; r <= cfg.NumReplicas(); r++ {

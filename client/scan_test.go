@@ -77,6 +77,7 @@ func scanMock(t *testing.T, o mockcluster.Options, vbs int) (*mockcluster.Cluste
 }
 
 func TestScanReturnsEveryDocumentOnce(t *testing.T) {
+	t.Parallel()
 	mc, c := scanMock(t, mockcluster.Options{}, 0)
 	col := c.DefaultCollection()
 	keys := scanDocs(t, col, 200)
@@ -331,6 +332,7 @@ func TestScanResumesWhenVbucketsMove(t *testing.T) {
 }
 
 func TestScanConsistentWithMutationTokens(t *testing.T) {
+	t.Parallel()
 	_, c := scanMock(t, mockcluster.Options{}, 0)
 	col := c.DefaultCollection()
 	scanDocs(t, col, 20)
@@ -469,10 +471,10 @@ func TestScanEndsWhenTheClientCloses(t *testing.T) {
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return continues() >= 3 && len(res.run.out) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return continues() >= 3 && res.run.Queued() == 1 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Close())
 	// The workers end by themselves, though nobody takes their batches.
-	require.Eventually(t, func() bool { return res.run.live.Load() == 0 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return res.run.Workers() == 0 }, 10*time.Second, time.Millisecond,
 		"the scan's goroutines ended")
 	for res.Next() {
 	}

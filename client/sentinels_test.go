@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -150,7 +151,7 @@ func docErrorTable(t *testing.T) map[string]string {
 }
 
 // The package doc's error table names, for each sentinel, every status the
-// status policy (statusTable) ends an operation with it for.
+// status policy (statuspolicy.Table()) ends an operation with it for.
 func TestDocErrorTableAgreesWithStatusPolicy(t *testing.T) {
 	rows := docErrorTable(t)
 	mine := packageVars(t, ".", "Err")
@@ -168,14 +169,14 @@ func TestDocErrorTableAgreesWithStatusPolicy(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range statusTable {
-		name := byText[r.rule.sentinel.Error()]
-		if !strings.Contains(rows[name], r.status.String()) {
-			t.Errorf("statusTable gives %s for %s (ops %v), but the doc's row for %s does not name it: %q",
-				name, r.status, r.ops, name, rows[name])
+	for _, r := range statuspolicy.Table() {
+		name := byText[r.Rule.Sentinel.Error()]
+		if !strings.Contains(rows[name], r.Status.String()) {
+			t.Errorf("the status policy gives %s for %s (ops %v), but the doc's row for %s does not name it: %q",
+				name, r.Status, r.Ops, name, rows[name])
 		}
 	}
-	if name := byText[defaultRule.sentinel.Error()]; !strings.Contains(rows[name], "any other status") {
-		t.Errorf("statusTable's default is %s, whose doc row does not say \"any other status\"", name)
+	if name := byText[statuspolicy.Default.Sentinel.Error()]; !strings.Contains(rows[name], "any other status") {
+		t.Errorf("the status policy's default is %s, whose doc row does not say \"any other status\"", name)
 	}
 }

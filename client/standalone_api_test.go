@@ -33,6 +33,7 @@ var docLeaksOwnedElsewhere = []string{}
 // them may come from another kvwire package (internal/ ones excepted: a user
 // cannot name them, and client re-exports what they define).
 func TestExportedAPIUsesNoInternalType(t *testing.T) {
+	t.Parallel()
 	pkg := typeCheckClient(t)
 	leaks := map[string]string{}
 	var w apiWalker
@@ -65,6 +66,7 @@ func TestExportedAPIUsesNoInternalType(t *testing.T) {
 // text (package doc, declarations, comments) names no internal package, so
 // that the documentation describes behaviour a user can rely on.
 func TestDocNamesNoInternalPackage(t *testing.T) {
+	t.Parallel()
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command on PATH to run go doc")

@@ -35,6 +35,7 @@ func collectionsMock(t *testing.T, o *Options) (*mockcluster.Cluster, *Client, *
 // the entry's max-duration (500 ms for the mock's 0x7ff0) ends its retries,
 // on an operation and on the collection-id lookup.
 func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
+	t.Parallel()
 	mc, c, col := collectionsMock(t, &Options{RetryStrategy: FollowErrorMap(nil)})
 	ctx := context.Background()
 	opts := &GetOptions{Timeout: 20 * time.Second}
@@ -54,7 +55,7 @@ func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
 	assert.Equal(t, "MOCK_TEST_RETRY", kv.ErrorName)
 	assert.Greater(t, ctl.Hits(), 1, "retried first")
 
-	c.colls.invalidate(col)
+	c.cl.Collections().Invalidate(col.path)
 	ctl = mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: mockcluster.StatusTestRetry}})
 	_, err = col.Get(ctx, "u", opts)
@@ -72,8 +73,9 @@ func TestTempErrorMapStatusIsTemporaryFailure(t *testing.T) {
 // the lookup's retries long before the operation's 20 s timeout, where the
 // fallback strategy would retry until it.
 func TestCollectionLookupFollowsErrorMapSpec(t *testing.T) {
+	t.Parallel()
 	mc, c, col := collectionsMock(t, &Options{RetryStrategy: FollowErrorMap(nil)})
-	c.colls.invalidate(col)
+	c.cl.Collections().Invalidate(col.path)
 	ctl := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: mockcluster.StatusTestRetry}})
 	defer ctl.Remove()
@@ -114,7 +116,7 @@ func TestLookupRefusalAfterStatusHasLookupsError(t *testing.T) {
 // status's sentinel as the error's Err, as an operation's own status does.
 func TestLookupRetryRefusedHasStatusSentinel(t *testing.T) {
 	mc, c, col := collectionsMock(t, nil)
-	c.colls.invalidate(col)
+	c.cl.Collections().Invalidate(col.path)
 	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}},
 		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 1})
 	never := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 	"unsafe"
 
+	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -31,291 +31,6 @@ const MaxSubdocSpecs = 16
 
 // The codec's limit is the server's; the client refuses longer lists first.
 var _ = [1]struct{}{}[MaxSubdocSpecs-memdx.SubdocMultiMaxPaths]
-
-// LookupInSpec is one path of a LookupIn, made by GetSpec, ExistsSpec or
-// CountSpec. The zero value is refused.
-type LookupInSpec struct {
-	op    memdx.OpCode
-	path  string
-	xattr bool
-	// made: built by a constructor (the zero op is GET, the whole document).
-	made bool
-}
-
-// GetSpecOptions are the options of GetSpec.
-type GetSpecOptions struct {
-	// IsXattr makes the path name an extended attribute.
-	IsXattr bool
-}
-
-// GetSpec reads the value at path, as JSON. An empty path (without
-// IsXattr) reads the whole document body.
-func GetSpec(path string, opts *GetSpecOptions) LookupInSpec {
-	x := opts != nil && opts.IsXattr
-	if path == "" && !x {
-		return LookupInSpec{op: memdx.OpGet, made: true}
-	}
-	return LookupInSpec{op: memdx.OpSubdocGet, path: path, xattr: x, made: true}
-}
-
-// ExistsSpecOptions are the options of ExistsSpec.
-type ExistsSpecOptions struct {
-	IsXattr bool
-}
-
-// ExistsSpec checks that path exists (LookupInResult.Exists).
-func ExistsSpec(path string, opts *ExistsSpecOptions) LookupInSpec {
-	return LookupInSpec{op: memdx.OpSubdocExists, path: path, xattr: opts != nil && opts.IsXattr, made: true}
-}
-
-// CountSpecOptions are the options of CountSpec.
-type CountSpecOptions struct {
-	IsXattr bool
-}
-
-// CountSpec counts the elements of the array or the keys of the object at
-// path (the result is a JSON number).
-func CountSpec(path string, opts *CountSpecOptions) LookupInSpec {
-	return LookupInSpec{op: memdx.OpSubdocGetCount, path: path, xattr: opts != nil && opts.IsXattr, made: true}
-}
-
-// MutateInSpec is one change of a MutateIn, made by InsertSpec,
-// UpsertSpec, ReplaceSpec, RemoveSpec, the Array*Spec functions,
-// IncrementSpec or DecrementSpec. The zero value is refused.
-//
-// Values are JSON text, sent as given (the server checks them): a string
-// is []byte(`"text"`), null is []byte("null"). The array specs take one
-// value or several separated by commas (`1,2,3`).
-type MutateInSpec struct {
-	op    memdx.OpCode
-	flags memdx.SubdocPathFlag
-	path  string
-	value []byte
-	// err is why the constructor refused its arguments; MutateIn reports it.
-	err string
-}
-
-// MutationMacro is a value the server replaces when it stores a mutation,
-// in an extended attribute written with ExpandMacros.
-type MutationMacro string
-
-// Mutation macros.
-const (
-	// MutationMacroCAS is the mutation's CAS, as a hex string.
-	MutationMacroCAS MutationMacro = `"${Mutation.CAS}"`
-	// MutationMacroSeqNo is the mutation's sequence number, as a hex string.
-	MutationMacroSeqNo MutationMacro = `"${Mutation.seqno}"`
-	// MutationMacroValueCRC32c is the CRC32-C of the new document body.
-	MutationMacroValueCRC32c MutationMacro = `"${Mutation.value_crc32c}"`
-)
-
-// Bytes returns the macro as a spec value.
-func (m MutationMacro) Bytes() []byte { return []byte(m) }
-
-// InsertSpecOptions are the options of InsertSpec.
-type InsertSpecOptions struct {
-	// CreatePath creates missing parent objects of the path.
-	CreatePath bool
-	IsXattr    bool
-	// ExpandMacros expands macros (MutationMacroCAS, ...) in the value;
-	// only with IsXattr.
-	ExpandMacros bool
-}
-
-// InsertSpec adds path with value; the path must not exist (else
-// ErrPathExists). The path must not be empty.
-func InsertSpec(path string, value []byte, opts *InsertSpecOptions) MutateInSpec {
-	var o InsertSpecOptions
-	if opts != nil {
-		o = *opts
-	}
-	s := newMutateSpec(memdx.OpSubdocDictAdd, path, value, o.IsXattr, o.CreatePath, o.ExpandMacros)
-	if path == "" && !o.IsXattr && s.err == "" {
-		s.err = "InsertSpec needs a path (the whole document is written by ReplaceSpec(\"\", ...))"
-	}
-	return s
-}
-
-// UpsertSpecOptions are the options of UpsertSpec.
-type UpsertSpecOptions struct {
-	CreatePath   bool
-	IsXattr      bool
-	ExpandMacros bool
-}
-
-// UpsertSpec sets path to value, adding it if missing. The path must not
-// be empty.
-func UpsertSpec(path string, value []byte, opts *UpsertSpecOptions) MutateInSpec {
-	var o UpsertSpecOptions
-	if opts != nil {
-		o = *opts
-	}
-	s := newMutateSpec(memdx.OpSubdocDictUpsert, path, value, o.IsXattr, o.CreatePath, o.ExpandMacros)
-	if path == "" && !o.IsXattr && s.err == "" {
-		s.err = "UpsertSpec needs a path (the whole document is written by ReplaceSpec(\"\", ...))"
-	}
-	return s
-}
-
-// ReplaceSpecOptions are the options of ReplaceSpec.
-type ReplaceSpecOptions struct {
-	IsXattr      bool
-	ExpandMacros bool
-}
-
-// ReplaceSpec replaces the value at path, which must exist (else
-// ErrPathNotFound). An empty path (without IsXattr) sets the whole
-// document body. An empty value is refused before sending, as for every
-// spec that carries one: kv_engine refuses such a spec (EINVAL, "Request
-// must include value"), the whole-body set included, and an empty body is
-// no JSON document.
-func ReplaceSpec(path string, value []byte, opts *ReplaceSpecOptions) MutateInSpec {
-	var o ReplaceSpecOptions
-	if opts != nil {
-		o = *opts
-	}
-	op := memdx.OpSubdocReplace
-	if path == "" && !o.IsXattr {
-		op = memdx.OpSet
-	}
-	return newMutateSpec(op, path, value, o.IsXattr, false, o.ExpandMacros)
-}
-
-// RemoveSpecOptions are the options of RemoveSpec.
-type RemoveSpecOptions struct {
-	IsXattr bool
-}
-
-// RemoveSpec removes path. An empty path (without IsXattr) deletes the
-// whole document: its body and user xattrs; a document with system xattrs
-// ("_name") stays as a tombstone holding them.
-func RemoveSpec(path string, opts *RemoveSpecOptions) MutateInSpec {
-	x := opts != nil && opts.IsXattr
-	op := memdx.OpSubdocDelete
-	if path == "" && !x {
-		op = memdx.OpDelete
-	}
-	s := MutateInSpec{op: op, path: path}
-	if x {
-		s.flags |= memdx.SubdocPathXattr
-	}
-	return s
-}
-
-// ArrayAppendSpecOptions are the options of ArrayAppendSpec.
-type ArrayAppendSpecOptions struct {
-	// CreatePath creates the array (and its parents) when missing.
-	CreatePath   bool
-	IsXattr      bool
-	ExpandMacros bool
-}
-
-// ArrayAppendSpec adds values (one JSON value, or several separated by
-// commas) at the end of the array at path ("" is a document that is an
-// array).
-func ArrayAppendSpec(path string, values []byte, opts *ArrayAppendSpecOptions) MutateInSpec {
-	var o ArrayAppendSpecOptions
-	if opts != nil {
-		o = *opts
-	}
-	return newMutateSpec(memdx.OpSubdocArrayPushLast, path, values, o.IsXattr, o.CreatePath, o.ExpandMacros)
-}
-
-// ArrayPrependSpecOptions are the options of ArrayPrependSpec.
-type ArrayPrependSpecOptions struct {
-	CreatePath   bool
-	IsXattr      bool
-	ExpandMacros bool
-}
-
-// ArrayPrependSpec adds values at the start of the array at path.
-func ArrayPrependSpec(path string, values []byte, opts *ArrayPrependSpecOptions) MutateInSpec {
-	var o ArrayPrependSpecOptions
-	if opts != nil {
-		o = *opts
-	}
-	return newMutateSpec(memdx.OpSubdocArrayPushFirst, path, values, o.IsXattr, o.CreatePath, o.ExpandMacros)
-}
-
-// ArrayInsertSpecOptions are the options of ArrayInsertSpec.
-type ArrayInsertSpecOptions struct {
-	IsXattr      bool
-	ExpandMacros bool
-}
-
-// ArrayInsertSpec inserts values at the array position path names
-// ("list[2]"); the index may equal the array's length (append), no more.
-func ArrayInsertSpec(path string, values []byte, opts *ArrayInsertSpecOptions) MutateInSpec {
-	var o ArrayInsertSpecOptions
-	if opts != nil {
-		o = *opts
-	}
-	return newMutateSpec(memdx.OpSubdocArrayInsert, path, values, o.IsXattr, false, o.ExpandMacros)
-}
-
-// ArrayAddUniqueSpecOptions are the options of ArrayAddUniqueSpec.
-type ArrayAddUniqueSpecOptions struct {
-	CreatePath bool
-	IsXattr    bool
-}
-
-// ArrayAddUniqueSpec adds value, a JSON primitive, to the array at path
-// unless it is there already (ErrPathExists); the array must hold only
-// primitives (else ErrPathMismatch).
-func ArrayAddUniqueSpec(path string, value []byte, opts *ArrayAddUniqueSpecOptions) MutateInSpec {
-	var o ArrayAddUniqueSpecOptions
-	if opts != nil {
-		o = *opts
-	}
-	return newMutateSpec(memdx.OpSubdocArrayAddUnique, path, value, o.IsXattr, o.CreatePath, false)
-}
-
-// CounterSpecOptions are the options of IncrementSpec and DecrementSpec.
-type CounterSpecOptions struct {
-	CreatePath bool
-	IsXattr    bool
-}
-
-// IncrementSpec adds delta to the integer at path (a missing path starts
-// at 0); the new value is the spec's result (MutateInResult.ContentAt). A
-// delta of 0 fails with ErrDeltaInvalid.
-func IncrementSpec(path string, delta int64, opts *CounterSpecOptions) MutateInSpec {
-	var o CounterSpecOptions
-	if opts != nil {
-		o = *opts
-	}
-	return newMutateSpec(memdx.OpSubdocCounter, path, strconv.AppendInt(nil, delta, 10), o.IsXattr, o.CreatePath, false)
-}
-
-// DecrementSpec subtracts delta from the integer at path (see
-// IncrementSpec).
-func DecrementSpec(path string, delta int64, opts *CounterSpecOptions) MutateInSpec {
-	if delta == math.MinInt64 {
-		return MutateInSpec{op: memdx.OpSubdocCounter, path: path,
-			err: "DecrementSpec: delta " + strconv.FormatInt(delta, 10) + " cannot be negated"}
-	}
-	return IncrementSpec(path, -delta, opts)
-}
-
-func newMutateSpec(op memdx.OpCode, path string, value []byte, xattr, mkdir, macros bool) MutateInSpec {
-	s := MutateInSpec{op: op, path: path, value: value}
-	if xattr {
-		s.flags |= memdx.SubdocPathXattr
-	}
-	if mkdir {
-		s.flags |= memdx.SubdocPathMkdirP
-	}
-	if macros {
-		s.flags |= memdx.SubdocPathExpandMacros
-	}
-	switch {
-	case len(value) == 0:
-		s.err = "no value (JSON null is []byte(\"null\"))"
-	case macros && !xattr:
-		s.err = "ExpandMacros needs IsXattr: " + ErrXattrInvalidFlagCombo.Error()
-	}
-	return s
-}
 
 // LookupInOptions are the options of LookupIn. nil means the defaults.
 type LookupInOptions struct {
@@ -388,9 +103,7 @@ type subdocField struct {
 type subdocState struct {
 	lookups   []memdx.SubdocLookupOp
 	mutations []memdx.SubdocMutateOp
-	// accepted: the response is the operation's result.
-	accepted bool
-	fields   []subdocField
+	fields    []subdocField
 	// failed: a MutateIn's SUBDOC_MULTI_PATH_FAILURE named spec failIndex
 	// with failStatus.
 	failed     bool
@@ -446,7 +159,7 @@ func (o *op) onSubdocResponse(p *memdx.Packet) error {
 		o.deleted = deleted
 		return nil
 	}
-	o.sd.accepted = true
+	o.accepted = true
 	o.cas = p.Cas
 	o.deleted = deleted
 	if o.kind == kindMutateIn {
@@ -552,7 +265,7 @@ func decodeMutateInFailure(value []byte, n int) (int, memdx.Status, error) {
 // subdocError is the error of spec i whose status is st.
 func subdocError(op memdx.OpCode, i int, f *subdocField) *SubdocError {
 	return &SubdocError{Index: i, Path: f.path, Xattr: f.xattr, Status: statusOf(f.status),
-		Err: decideStatus(op, false, f.status, nil).sentinel}
+		Err: statuspolicy.Decide(op, false, f.status, nil).Sentinel}
 }
 
 // LookupInResult is the result of LookupIn: the document's CAS and one
@@ -707,7 +420,7 @@ func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, p opPa
 	if err != nil {
 		return nil, err
 	}
-	o.replica = replica
+	o.target.Replica = replica
 	if err := o.setLookups(specs); err != nil {
 		e := col.argumentRefused(o, err)
 		putOp(o)

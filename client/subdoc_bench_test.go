@@ -69,7 +69,7 @@ func cannedResponse(b *testing.B, op memdx.OpCode, extras, value []byte) []byte 
 }
 
 // BenchmarkLookupInVsGet: a LookupIn of three 100-byte paths against a Get
-// of a 300-byte document. The target (issue 14): LookupIn allocates no more
+// of a 300-byte document. The target: LookupIn allocates no more
 // than Get plus one per returned path.
 func BenchmarkLookupInVsGet(b *testing.B) {
 	part := []byte(`"` + string(bytes.Repeat([]byte("x"), 98)) + `"`)

@@ -9,7 +9,7 @@ import (
 // Sub-document sentinels (names as gocb's). A LookupIn path fails with one
 // of them in its result (LookupInResult.ValueAt, ContentAt); a MutateIn fails
 // as a whole with the sentinel of the first path that failed, and its error
-// holds a *SubdocError naming that path. statusTable maps the statuses
+// holds a *SubdocError naming that path. The status policy maps the statuses
 // behind them.
 var (
 	// ErrPathNotFound: the path does not exist in the document

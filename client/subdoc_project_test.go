@@ -12,32 +12,6 @@ import (
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
-func TestParseProjectionPath(t *testing.T) {
-	k := func(s string) projComp { return projComp{key: s} }
-	ix := func(i int) projComp { return projComp{index: i, isIdx: true} }
-	good := []struct {
-		in   string
-		want []projComp
-	}{
-		{"a", []projComp{k("a")}},
-		{"a.b.c", []projComp{k("a"), k("b"), k("c")}},
-		{"a[1]", []projComp{k("a"), ix(1)}},
-		{"a[1][-1].b", []projComp{k("a"), ix(1), ix(-1), k("b")}},
-		{"`a.b[c]`.d", []projComp{k("a.b[c]"), k("d")}},
-		{"`x``y`", []projComp{k("x`y")}},
-		{"[0].a", []projComp{ix(0), k("a")}},
-	}
-	for _, g := range good {
-		got, err := parseProjectionPath(g.in)
-		require.NoError(t, err, g.in)
-		assert.Equal(t, g.want, got, g.in)
-	}
-	for _, bad := range []string{"", "a.", ".a", "a..b", "a[", "a[x]", "a[-2]", "a]b", "`a", "a`b`", "a[1]b"} {
-		_, err := parseProjectionPath(bad)
-		assert.Error(t, err, "%q", bad)
-	}
-}
-
 // Get with Project returns the paths as one object shaped like the
 // document, whether it reads them as specs (16 or fewer) or picks them out
 // of the whole body (more).

@@ -35,8 +35,8 @@ type LookupInReplicaResult struct {
 // checkSubdocReplicaRead refuses a replica lookup the bucket does not
 // advertise.
 func (c *Client) checkSubdocReplicaRead() error {
-	t := c.topo.Load()
-	if t == nil || t.cfg == nil || !t.cfg.HasBucketCapability(bucketCapSubdocReplicaRead) {
+	t := c.cl.Topology()
+	if t == nil || t.Config() == nil || !t.Config().HasBucketCapability(bucketCapSubdocReplicaRead) {
 		return errors.New("the bucket does not advertise " + bucketCapSubdocReplicaRead + ": its servers cannot run lookups on replicas")
 	}
 	return nil
@@ -55,7 +55,7 @@ func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []Loo
 	return run(ctx, o, func(o *op) LookupInReplicaResult {
 		r := LookupInReplicaResult{LookupInResult: o.lookupInResult(), IsReplica: i > 0}
 		if o.node != nil {
-			r.Node = o.node.addr
+			r.Node = o.node.Addr()
 		}
 		return r
 	})
@@ -64,8 +64,7 @@ func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []Loo
 // replicaLookupRefused is the error of a replica lookup the bucket cannot
 // run, built as LookupIn's own errors are.
 func (col *Collection) replicaLookupRefused(name, key string, err error) error {
-	return &KeyValueError{Op: name, Key: key, Bucket: col.c.opts.Bucket, Scope: col.scope, Collection: col.name,
-		Err: ErrFeatureNotAvailable, Cause: err}
+	return col.c.refused(name, 0, col, key, ErrFeatureNotAvailable, err)
 }
 
 // LookupInAnyReplica runs LookupIn on the active copy and every replica at

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -77,6 +78,7 @@ func isNotFound(err error) bool {
 // goes by the current map, after an NMV it goes by the forward map, and it
 // stays there for its later attempts.
 func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 3})
 	rec := &recorder{}
 	// Polling slower than the test: configs must come from notifications
@@ -174,6 +176,7 @@ func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
 
 // Nodes join and leave without failing requests in flight.
 func TestNodesAddedAndRemoved(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 3})
 	c := connect(t, mc, &Options{ConfigPollInterval: 50 * time.Millisecond})
 	col := c.DefaultCollection()
@@ -203,8 +206,8 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 	n4, err := mc.AddNode()
 	require.NoError(t, err)
 	rebalance(mockcluster.RebalanceOptions{})
-	awaitTopology(t, c, "the added node holds vbuckets", func(top *topology) bool {
-		return len(top.all) == 4 && topologyHas(top, n4.Addr())
+	awaitTopology(t, c, "the added node holds vbuckets", func(top *cluster.Topology) bool {
+		return len(top.Nodes()) == 4 && topologyHas(top, n4.Addr())
 	})
 
 	// Take node 0 out gracefully: rebalance it out, wait for the client to
@@ -212,16 +215,14 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 	// maintainer has then exited), then remove it. Nothing of the workload
 	// is in flight on node 0 when it stops.
 	gone := mc.Node(0).Addr()
-	c.topoMu.Lock()
-	n0 := c.nodes[gone]
-	c.topoMu.Unlock()
+	n0 := c.cl.Node(gone)
 	require.NotNil(t, n0, "the client has a pool for node 0")
 	rebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2, n4.ID()}})
-	awaitTopology(t, c, "node 0 is rebalanced out", func(top *topology) bool {
-		return len(top.all) == 3 && !topologyHas(top, gone)
+	awaitTopology(t, c, "node 0 is rebalanced out", func(top *cluster.Topology) bool {
+		return len(top.Nodes()) == 3 && !topologyHas(top, gone)
 	})
 	select {
-	case <-n0.stopped:
+	case <-n0.Stopped():
 	case <-time.After(time.Minute):
 		t.Fatal("the client did not drain and close its connections to the node rebalanced out within a minute")
 	}
@@ -242,17 +243,17 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 // awaitTopology waits until the client's routing snapshot satisfies ok,
 // woken by each install of a new one (no polling); it fails the test after
 // a minute, a bound no healthy run comes near.
-func awaitTopology(t *testing.T, c *Client, what string, ok func(*topology) bool) {
+func awaitTopology(t *testing.T, c *Client, what string, ok func(*cluster.Topology) bool) {
 	t.Helper()
 	deadline := time.NewTimer(time.Minute)
 	defer deadline.Stop()
 	for {
-		top := c.topo.Load()
+		top := c.cl.Topology()
 		if ok(top) {
 			return
 		}
 		select {
-		case <-top.changed:
+		case <-top.Changed():
 		case <-deadline.C:
 			t.Fatalf("the client's topology (nodes %v) did not reach %q within a minute", c.Nodes(), what)
 		}
@@ -260,9 +261,9 @@ func awaitTopology(t *testing.T, c *Client, what string, ok func(*topology) bool
 }
 
 // topologyHas reports whether top routes to addr.
-func topologyHas(top *topology, addr string) bool {
-	for _, n := range top.all {
-		if n.addr == addr {
+func topologyHas(top *cluster.Topology, addr string) bool {
+	for _, n := range top.Nodes() {
+		if n.Addr() == addr {
 			return true
 		}
 	}
@@ -271,6 +272,7 @@ func topologyHas(top *topology, addr string) bool {
 
 // A node that stops and restarts: reads are retried on the new connection.
 func TestNodeRestart(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 2})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()

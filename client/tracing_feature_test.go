@@ -17,8 +17,8 @@ func TestConnectionsNegotiateTracing(t *testing.T) {
 	_, err := c.DefaultCollection().Upsert(context.Background(), "k", []byte("v"), nil)
 	require.NoError(t, err)
 	seen := 0
-	for _, n := range c.topo.Load().all {
-		for _, cn := range *n.conns.Load() {
+	for _, n := range c.cl.Topology().Nodes() {
+		for _, cn := range n.Conns() {
 			require.True(t, cn.Features().Has(memdx.FeatureTracing), "%s: granted %v", n, cn.Features())
 			seen++
 		}

@@ -94,8 +94,7 @@ func (r GetResult) ContentAs(out any) error {
 func (col *Collection) storeTyped(ctx context.Context, name string, opc memdx.OpCode, key string, v any, tc Transcoder, p storeParams) (MutationResult, error) {
 	value, flags, err := tc.Encode(v)
 	if err != nil {
-		return MutationResult{}, &KeyValueError{Op: name, OpCode: opCodeOf(opc), Key: key, Bucket: col.c.opts.Bucket,
-			Scope: col.scope, Collection: col.name, Err: ErrEncodingFailure, Cause: err}
+		return MutationResult{}, col.c.refused(name, opc, col, key, ErrEncodingFailure, err)
 	}
 	if p.flags == 0 {
 		p.flags = flags

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
@@ -52,6 +53,7 @@ func proxiedClient(t *testing.T) (*mockcluster.Cluster, *faultnode.Proxy, *Clien
 // TestUnresponsiveNodeRedialedWithoutBackoff's, on a fake clock; this test
 // times nothing: its minute-long waits bound a broken client.
 func TestUnresponsiveNodeRecovers(t *testing.T) {
+	t.Parallel()
 	_, p, c := proxiedClient(t)
 	col := c.DefaultCollection()
 	if _, err := col.Upsert(context.Background(), "k", []byte(`"v"`), nil); err != nil {
@@ -186,13 +188,14 @@ func TestDuplicateAnswerDoesNotFailUpsertInFlight(t *testing.T) {
 
 // A node that stops answering (a black hole: what is sent is lost for
 // good) is redialed without back-off: each redial whose bootstrap hears
-// nothing for ProbeTimeout is followed by the next reconnectMin later on
+// nothing for ProbeTimeout is followed by the next cluster.ReconnectMin later on
 // the client's clock, however many went unanswered before it, so the first
 // redial after the node answers again connects (that operations then
 // succeed is TestUnresponsiveNodeRecovers's). The test moves the fake
-// clock by reconnectMin at a time and checks each wait the node arms when
+// clock by cluster.ReconnectMin at a time and checks each wait the node arms when
 // it is armed: a longer one fails the test at once.
 func TestUnresponsiveNodeRedialedWithoutBackoff(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	require.NoError(t, err)
@@ -253,10 +256,10 @@ func TestUnresponsiveNodeRedialedWithoutBackoff(t *testing.T) {
 				waits = append(waits, d)
 			}
 		}
-		require.Equal(t, []time.Duration{reconnectMin}, waits, "the node's wait after unanswered redial %d", i+1)
+		require.Equal(t, []time.Duration{cluster.ReconnectMin}, waits, "the node's wait after unanswered redial %d", i+1)
 		if i+1 == unanswered {
 			p.Blackhole(false)
 		}
-		fc.Advance(reconnectMin)
+		fc.Advance(cluster.ReconnectMin)
 	}
 }

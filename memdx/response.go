@@ -3,7 +3,10 @@ package memdx
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strings"
+
+	"github.com/kvwire/kvwire/internal/kverr"
 )
 
 // Response decoders read the op-specific parts of a decoded response Packet.
@@ -17,6 +20,38 @@ func DecodeGetFlags(p *Packet) (uint32, error) {
 		return 0, malformed(p.OpCode.String()+" response", "extras", "%d bytes, want 4 (flags)", len(p.Extras))
 	}
 	return binary.BigEndian.Uint32(p.Extras), nil
+}
+
+// CopyGetValue decodes a successful get's flags, datatype (without
+// Snappy) and value, and copies the value, inflated when compressed: the
+// one copy its reader owns. The copy goes into into when it has room (a
+// block the caller carves values from), else into a slice of its own,
+// never nil (an empty value is a value).
+func CopyGetValue(p *Packet, into []byte) (value []byte, flags uint32, dt Datatype, err error) {
+	flags, err = DecodeGetFlags(p)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	dt = p.Datatype &^ DatatypeSnappy
+	if p.Datatype.Has(DatatypeSnappy) {
+		value, err = DecompressSnappy(nil, p.Value, 0)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return value, flags, dt, nil
+	}
+	if into == nil || cap(into) < len(p.Value) {
+		into = make([]byte, 0, len(p.Value)) // make allocates nothing for 0 bytes
+	}
+	return append(into[:0], p.Value...), flags, dt, nil
+}
+
+// ForeignKey is the error of a GETK or GETKQ answer p that names another
+// key than want, its request's: the server mixed up its answers. It
+// matches kverr.ErrProtocol, on which conn closes the connection (the
+// request then ends with the connection's error, and a read is retried).
+func ForeignKey(p *Packet, want string) error {
+	return fmt.Errorf("a %s answer names key %q, not its request's %q: %w", p.OpCode, p.Key, want, kverr.ErrProtocol)
 }
 
 // MutationToken identifies a mutation: the vbucket's UUID and the sequence

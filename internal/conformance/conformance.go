@@ -36,15 +36,25 @@ const EnvSkips = "KVWIRE_CONFORMANCE_SKIPS"
 const EnvDir = "KVWIRE_CONFORMANCE_DIR"
 
 // Dir is the corpus as seen from a package directory of the root module
-// (the tests run there): ../shared/conformance next to the repository, or
-// $KVWIRE_CONFORMANCE_DIR.
+// (the tests run there, at any depth: client, internal/statuspolicy):
+// ../shared/conformance next to the repository, or $KVWIRE_CONFORMANCE_DIR.
 var Dir = dir()
 
 func dir() string {
 	if d := os.Getenv(EnvDir); d != "" {
 		return d
 	}
-	return filepath.Join("..", "..", "shared", "conformance")
+	up := ".."
+	if wd, err := os.Getwd(); err == nil {
+		// The repository's root is the nearest directory with a go.mod.
+		for rel, d := ".", wd; filepath.Dir(d) != d; rel, d = filepath.Join(rel, ".."), filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				up = rel
+				break
+			}
+		}
+	}
+	return filepath.Join(up, "..", "shared", "conformance")
 }
 
 // Required reports whether a missing corpus fails the tests.

@@ -1,4 +1,4 @@
-package client
+package cluster
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // A memcached server's text connections, which GetMany's groups read with
-// multi-gets (batchget.go; MemcachedOptions.BinaryMultiGet says why). One
+// multi-gets (client's batchget.go; MemcachedOptions.BinaryMultiGet says why). One
 // is dialed in the background when a batch finds none idle (that batch
 // uses binary gets), kept for the batches that follow, and closed with
 // the node. Their health is the node's: the text path is taken only while
@@ -69,21 +69,14 @@ func (p *textConns) offLocked(now time.Time) time.Duration {
 	return d
 }
 
-// textOK reports whether GetMany may read this node's keys by a text
-// multi-get: a plain-TCP, unauthenticated memcached connection (cn is the
-// one the group would use otherwise) and the option not set.
-func (c *Client) textOK(cn *conn.Conn) bool {
-	return !c.opts.Memcached.BinaryMultiGet && c.opts.TLSConfig == nil && cn.Memcached() && cn.Mechanism() == ""
-}
-
-// writesInFlight is the number of requests that may change data and are
+// WritesInFlight is the number of requests that may change data and are
 // unanswered (tombstones too) on n's connections. A text multi-get is
 // taken only when there are none: a read on the text connection could
 // overtake them, so that reading back an ambiguous write (one that timed
 // out or was cancelled in flight) could find it not applied and see it
 // applied later. A read on the connection they are on cannot overtake
 // them.
-func (n *node) writesInFlight() int {
+func (n *Node) WritesInFlight() int {
 	w := 0
 	if cs := n.conns.Load(); cs != nil {
 		for _, cn := range *cs {
@@ -93,16 +86,16 @@ func (n *node) writesInFlight() int {
 	return w
 }
 
-// takeText returns an idle text connection to n for one multi-get, or nil
+// TakeText returns an idle text connection to n for one multi-get, or nil
 // when there is none (the caller then uses binary gets). Each idle one is
 // checked first (CheckIdle): one the server closed is dropped, and one
-// bytes arrived on is closed and turns the text path off (textRefused).
+// bytes arrived on is closed and turns the text path off (TextRefused).
 // Finding none, it starts dialing one in the background, for the batches
 // that follow: no batch waits for a dial, nor for the text handshake a
 // server that takes no text would never answer (dialText).
-func (n *node) takeText() *conn.TextConn {
+func (n *Node) TakeText() *conn.TextConn {
 	p := &n.text
-	now := n.c.clock.Now()
+	now := n.cl.cfg.Clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || now.Before(p.offUntil) {
@@ -116,7 +109,7 @@ func (n *node) takeText() *conn.TextConn {
 			_ = tc.Close()
 			if errors.Is(err, memdx.ErrMalformed) {
 				d := p.offLocked(now)
-				n.c.opts.Logger.Warn("kvwire: the server sent bytes on an idle text connection, answering no request: "+
+				n.cl.cfg.Logger.Warn("kvwire: the server sent bytes on an idle text connection, answering no request: "+
 					"closed; binary gets for a while", "node", n.addr, "err", err, "for", d)
 				return nil
 			}
@@ -132,7 +125,7 @@ func (n *node) takeText() *conn.TextConn {
 		// The node's maintainer holds a count of c.wg until it has
 		// closed p (closeText), so this Add cannot race Close's Wait.
 		p.dialing++
-		n.c.wg.Add(1)
+		n.cl.wg.Add(1)
 		go n.dialText()
 	}
 	return nil
@@ -141,13 +134,13 @@ func (n *node) takeText() *conn.TextConn {
 // dialText dials a text connection to n and checks that the server takes
 // text (a version request answered within the connect timeout; memcached
 // started with -B binary, or requiring SASL, never answers it), then
-// leaves it idle for takeText. A failed check turns n's text path off for
+// leaves it idle for TakeText. A failed check turns n's text path off for
 // a while (offLocked), a failed dial for textRedialAfter; a success ends
 // the back-off.
-func (n *node) dialText() {
-	defer n.c.wg.Done()
-	ctx, cancel := context.WithTimeout(n.ctx, n.c.opts.ConnectTimeout)
-	tc, err := conn.DialText(ctx, n.addr, n.c.connOptions(n))
+func (n *Node) dialText() {
+	defer n.cl.wg.Done()
+	ctx, cancel := context.WithTimeout(n.ctx, n.cl.cfg.ConnectTimeout)
+	tc, err := conn.DialText(ctx, n.addr, n.cl.connOptions(n))
 	dialed := err == nil
 	if dialed {
 		if _, err = tc.Version(ctx); err == nil {
@@ -168,12 +161,12 @@ func (n *node) dialText() {
 		// The server is unreachable: the node's own connections
 		// say so too, and the text path follows them back.
 		if n.ctx.Err() == nil {
-			p.offUntil = n.c.clock.Now().Add(textRedialAfter)
+			p.offUntil = n.cl.cfg.Clock.Now().Add(textRedialAfter)
 		}
 	case err != nil:
 		if n.ctx.Err() == nil {
-			d := p.offLocked(n.c.clock.Now())
-			n.c.opts.Logger.Warn("kvwire: the server did not answer text: binary multi-gets for a while",
+			d := p.offLocked(n.cl.cfg.Clock.Now())
+			n.cl.cfg.Logger.Warn("kvwire: the server did not answer text: binary multi-gets for a while",
 				"node", n.addr, "err", err, "for", d)
 		}
 	case p.closed:
@@ -183,11 +176,11 @@ func (n *node) dialText() {
 	}
 }
 
-// putText gives back a text connection takeText returned; a broken one is
+// PutText gives back a text connection TakeText returned; a broken one is
 // closed. answered: a multi-get was answered on it, which ends the
 // back-off (a server that answers the version request and then closes
 // every connection at its multi-get keeps it growing).
-func (n *node) putText(tc *conn.TextConn, answered bool) {
+func (n *Node) PutText(tc *conn.TextConn, answered bool) {
 	p := &n.text
 	p.mu.Lock()
 	delete(p.busy, tc)
@@ -204,22 +197,22 @@ func (n *node) putText(tc *conn.TextConn, answered bool) {
 	}
 }
 
-// textRefused turns n's text path off for a while: its server answered a
+// TextRefused turns n's text path off for a while: its server answered a
 // multi-get with an error line, or with what is not an answer, or closed
 // the connection at it.
-func (n *node) textRefused(err error) {
+func (n *Node) TextRefused(err error) {
 	p := &n.text
 	p.mu.Lock()
-	d := p.offLocked(n.c.clock.Now())
+	d := p.offLocked(n.cl.cfg.Clock.Now())
 	p.mu.Unlock()
-	n.c.opts.Logger.Warn("kvwire: server refused a text multi-get: binary gets for a while",
+	n.cl.cfg.Logger.Warn("kvwire: server refused a text multi-get: binary gets for a while",
 		"node", n.addr, "err", err, "for", d)
 }
 
 // closeText closes n's idle text connections and keeps any more from
 // being made; those in use are closed when given back, or at once with
 // now set (the client is closing: their reads end).
-func (n *node) closeText(now bool) {
+func (n *Node) closeText(now bool) {
 	p := &n.text
 	p.mu.Lock()
 	p.closed = true
@@ -238,4 +231,13 @@ func (n *node) closeText(now bool) {
 	for _, tc := range busy {
 		_ = tc.Close()
 	}
+}
+
+// TextState is n's text connections: how many are idle, how many are
+// being dialed, and until when (on the cluster's clock) the text path is
+// off (tests).
+func (n *Node) TextState() (idle, dialing int, offUntil time.Time) {
+	n.text.mu.Lock()
+	defer n.text.mu.Unlock()
+	return len(n.text.idle), n.text.dialing, n.text.offUntil
 }

@@ -22,9 +22,9 @@ import (
 // A memcached:// GetMany with as many keys as a connection may have in
 // flight (MaxPendingPerConnection) reads every key: the NOOP that settles
 // the quiet gets must find room on the connection, or the batch must send
-// them in parts. FAILS on w-batch: the NOOP's Start is refused
-// (ErrOverloaded), fence takes back every quiet get, and the next round
-// does the same, until the deadline: every key times out.
+// them in parts: were the NOOP's Start refused (ErrOverloaded), fence
+// would take back every quiet get, and every round would do the same
+// until the deadline.
 func TestGetManyMemcachedAsManyKeysAsMaxPendingReadsEveryKey(t *testing.T) {
 	addr := memcachedtest.Start(t)
 	ctx := context.Background()
@@ -46,9 +46,9 @@ func TestGetManyMemcachedAsManyKeysAsMaxPendingReadsEveryKey(t *testing.T) {
 // A batch whose context has already ended sends nothing, as a single
 // Upsert under that context sends nothing (conn.DoDeadline checks ctx
 // first): every item ends canceled, not written, so not ambiguous, and the
-// node sees no SET. FAILS on w-batch: run starts every key before it looks
-// at the context (round, batch.go:351), the writer sends them, and
-// cancelAll then abandons the written ones (ambiguous, and applied).
+// node sees no SET: a batch that started its keys before looking at the
+// context would have the writer send them, and cancelling them then would
+// abandon written ones (ambiguous, and applied).
 func TestUpsertManyUnderAnEndedContextSendsNothing(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	c := connect(t, mc, nil)
@@ -96,10 +96,9 @@ func (p *pairObserver) AttemptEnd(i AttemptInfo, _ error) {
 
 // The Observer sees one AttemptStart and one AttemptEnd per attempt, in a
 // batch as in a single Get. Here a key's retry wait (TMPFAIL) ends when the
-// clock has jumped past the batch's deadline: the retry is refused unsent.
-// FAILS on w-batch: round (batch.go:394) judges the key without
-// AttemptStart and judge reports an AttemptEnd for it (Duration measured
-// from the first attempt's start); endReady (batch.go:651) does the same.
+// clock has jumped past the batch's deadline: the retry is refused unsent,
+// and no AttemptEnd is reported for the attempt that never started (in
+// round or in endReady).
 func TestGetManyObserverSeesAnAttemptEndOnlyAfterItsStart(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	fc := retry.NewFakeClock(time.Now())
@@ -226,9 +225,8 @@ func TestManyClientCloseDuringABatchEndsEveryKey(t *testing.T) {
 }
 
 // A memcached:// GetMany miss is "a *KeyValueError as Get's": same Op and
-// OpCode (GET) as a single Get's miss, not the quiet opcode the batch sent.
-// FAILS on w-batch: judge builds the error while o.req.OpCode is still
-// GETQ and restores GET only afterwards (batch.go:501-502).
+// OpCode (GET) as a single Get's miss, not the quiet opcode the batch sent:
+// the batch's judge restores GET before the error is built.
 func TestGetManyMemcachedMissIsTheErrorOfAGet(t *testing.T) {
 	addr := memcachedtest.Start(t)
 	ctx := context.Background()
@@ -277,6 +275,7 @@ func TestGetManyNotMyVbucketWithoutAConfigRetriesThoseKeys(t *testing.T) {
 // answers again, the next batch on the same connection reads every key
 // (its NOOP's answer also drops the earlier batch's quiet tombstones).
 func TestGetManyMemcachedSilentServerTimesOutEveryKeyThenRecovers(t *testing.T) {
+	t.Parallel()
 	addr := memcachedtest.Start(t)
 	p, err := faultnode.NewProxy(addr)
 	require.NoError(t, err)
@@ -288,7 +287,7 @@ func TestGetManyMemcachedSilentServerTimesOutEveryKeyThenRecovers(t *testing.T) 
 	col := c.DefaultCollection()
 	prefix := fmt.Sprintf("kvwire-gmsilent-%d", time.Now().UnixNano())
 	keys := batchKeys(t, col, prefix, 20, 10)
-	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	p.Blackhole(true)
 	for _, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: 300 * time.Millisecond}) {
 		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
@@ -301,7 +300,7 @@ func TestGetManyMemcachedSilentServerTimesOutEveryKeyThenRecovers(t *testing.T) 
 		}
 		require.ErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
 	}
-	require.Same(t, cn, (*c.topo.Load().all[0].conns.Load())[0], "the same connection")
+	require.Same(t, cn, c.cl.Topology().Nodes()[0].Conns()[0], "the same connection")
 	// The swallowed GETQs are dropped by the later NOOP's answer; the
 	// swallowed NOOP itself is not quiet and stays a tombstone (bounded by
 	// MaxAbandoned, vouched for by the answered NOOP).
@@ -310,10 +309,10 @@ func TestGetManyMemcachedSilentServerTimesOutEveryKeyThenRecovers(t *testing.T) 
 
 // A key of a batch that times out waiting for its answer names the
 // request's opaque in its error, as a single Get's timeout does (to find
-// it in the server's logs). FAILS on w-batch: execute takes the opaque
-// DoDeadline returns (exec.go:294); a batch only has the one a response
-// set, so the error says opaque 0.
+// it in the server's logs): a batch has no response to take it from, so
+// it takes the one its Start returned.
 func TestGetManyTimeoutErrorNamesTheOpaque(t *testing.T) {
+	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()
@@ -335,10 +334,9 @@ func TestGetManyTimeoutErrorNamesTheOpaque(t *testing.T) {
 // rest as answers free room) rather than failing the overflow with
 // ErrOverloaded or sending it through the retry strategy. With a strategy
 // that retries nothing, every key is still read, none with a retry.
-// FAILS on w-batch: the keys past MaxPending get ErrOverloaded from
-// conn.Start (not written, SOCKET_NOT_AVAILABLE), which this strategy
-// refuses; with the default strategy they are retried on backoff instead
-// and report SOCKET_NOT_AVAILABLE retries (12000 keys on one memcached:
+// Keys past MaxPending that got ErrOverloaded from conn.Start (not
+// written, SOCKET_NOT_AVAILABLE) would fail with this strategy, and with
+// the default one be retried on back-off (12000 keys on one memcached:
 // 7904 keys retried, ~3x the time per key of a 4000-key batch).
 func TestGetManyLargerThanMaxPendingPacesItselfWithoutRetries(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
@@ -369,7 +367,7 @@ func TestGetManyMemcachedCancelAbandonsQuietGetsThenANoopDropsThem(t *testing.T)
 	col := c.DefaultCollection()
 	prefix := fmt.Sprintf("kvwire-gmcancel-%d", time.Now().UnixNano())
 	keys := batchKeys(t, col, prefix, 20, 10)
-	cn := (*c.topo.Load().all[0].conns.Load())[0]
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	var swallow atomic.Bool
 	swallow.Store(true)
 	p.OnRequest(func(*memdx.Packet) faultnode.Action { return faultnode.Action{Drop: swallow.Load()} })

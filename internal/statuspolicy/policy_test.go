@@ -1,4 +1,4 @@
-package client
+package statuspolicy
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/internal/conformance"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -91,49 +92,49 @@ func wantReason(r statusRequest, st memdx.Status) retry.Reason {
 func wantSentinel(r statusRequest, st memdx.Status) error {
 	switch {
 	case st == memdx.StatusKeyExists && r.op == memdx.OpAdd:
-		return ErrDocumentExists
+		return kverr.ErrDocumentExists
 	case st == memdx.StatusKeyExists && (r.casGiven || r.op == memdx.OpUnlockKey):
-		return ErrCasMismatch
+		return kverr.ErrCasMismatch
 	case st == memdx.StatusNotStored && r.op == memdx.OpAdd:
-		return ErrDocumentExists
+		return kverr.ErrDocumentExists
 	case st == memdx.StatusNotStored && (r.op == memdx.OpAppend || r.op == memdx.OpPrepend):
-		return ErrDocumentNotFound
+		return kverr.ErrDocumentNotFound
 	case st == memdx.StatusLocked && r.op == memdx.OpUnlockKey:
-		return ErrCasMismatch // RFC 0049: a CAS mismatch, never retried
+		return kverr.ErrCasMismatch // RFC 0049: a CAS mismatch, never retried
 	}
 	own := map[memdx.Status]error{
-		memdx.StatusKeyNotFound: ErrDocumentNotFound, memdx.StatusKeyExists: ErrDocumentExists,
-		memdx.StatusTooBig: ErrValueTooLarge, memdx.StatusInvalidArgs: ErrInvalidArgument,
-		memdx.StatusNotStored: ErrNotStored, memdx.StatusBadDelta: ErrDeltaInvalid,
-		memdx.StatusLocked: ErrDocumentLocked, memdx.StatusNotLocked: ErrDocumentNotLocked,
-		memdx.StatusAuthStale: ErrAuthenticationFailure, memdx.StatusAuthError: ErrAuthenticationFailure,
-		memdx.StatusRangeError: ErrInvalidArgument, memdx.StatusNoAccess: ErrNoAccess,
-		memdx.StatusUnknownFrameInfo: ErrFeatureNotAvailable, memdx.StatusUnknownCommand: ErrFeatureNotAvailable,
-		memdx.StatusNotSupported: ErrFeatureNotAvailable, memdx.StatusXattrInvalid: ErrInvalidArgument,
-		memdx.StatusOutOfMemory: ErrTemporaryFailure, memdx.StatusBusy: ErrTemporaryFailure,
-		memdx.StatusTmpFail: ErrTemporaryFailure, memdx.StatusUnknownCollection: ErrCollectionNotFound,
-		memdx.StatusUnknownScope: ErrScopeNotFound, memdx.StatusDurabilityInvalidLevel: ErrDurabilityLevelNotAvailable,
-		memdx.StatusDurabilityImpossible: ErrDurabilityImpossible, memdx.StatusSyncWriteAmbiguous: ErrDurabilityAmbiguous,
-		memdx.StatusSyncWriteInProgress: ErrDurableWriteInProgress, memdx.StatusSyncWriteReCommitInProgress: ErrDurableWriteReCommitInProgress,
-		memdx.StatusSubdocPathNotFound: ErrPathNotFound, memdx.StatusSubdocPathMismatch: ErrPathMismatch,
-		memdx.StatusSubdocPathInvalid: ErrPathInvalid, memdx.StatusSubdocPathTooBig: ErrPathTooBig,
-		memdx.StatusSubdocDocTooDeep: ErrPathTooDeep, memdx.StatusSubdocCantInsert: ErrValueInvalid,
-		memdx.StatusSubdocNotJSON: ErrDocumentNotJSON, memdx.StatusSubdocBadRange: ErrNumberTooBig,
-		memdx.StatusSubdocBadDelta: ErrDeltaInvalid, memdx.StatusSubdocPathExists: ErrPathExists,
-		memdx.StatusSubdocValueTooDeep: ErrValueTooDeep, memdx.StatusSubdocInvalidCombo: ErrInvalidArgument,
-		memdx.StatusSubdocXattrInvalidFlagCombo: ErrXattrInvalidFlagCombo, memdx.StatusSubdocXattrInvalidKeyCombo: ErrXattrInvalidKeyCombo,
-		memdx.StatusSubdocXattrUnknownMacro: ErrXattrUnknownMacro, memdx.StatusSubdocXattrUnknownVattrMacro: ErrXattrUnknownMacro,
-		memdx.StatusSubdocXattrUnknownVattr: ErrXattrUnknownVirtualAttribute, memdx.StatusSubdocXattrCantModifyVattr: ErrXattrCannotModifyVirtualAttribute,
-		memdx.StatusSubdocInvalidXattrOrder: ErrXattrInvalidOrder, memdx.StatusSubdocCanOnlyReviveDeletedDocuments: ErrDocumentAlreadyAlive,
-		memdx.StatusSubdocDeletedDocumentCantHaveValue: ErrInvalidArgument,
+		memdx.StatusKeyNotFound: kverr.ErrDocumentNotFound, memdx.StatusKeyExists: kverr.ErrDocumentExists,
+		memdx.StatusTooBig: kverr.ErrValueTooLarge, memdx.StatusInvalidArgs: kverr.ErrInvalidArgument,
+		memdx.StatusNotStored: kverr.ErrNotStored, memdx.StatusBadDelta: kverr.ErrDeltaInvalid,
+		memdx.StatusLocked: kverr.ErrDocumentLocked, memdx.StatusNotLocked: kverr.ErrDocumentNotLocked,
+		memdx.StatusAuthStale: kverr.ErrAuthenticationFailure, memdx.StatusAuthError: kverr.ErrAuthenticationFailure,
+		memdx.StatusRangeError: kverr.ErrInvalidArgument, memdx.StatusNoAccess: kverr.ErrNoAccess,
+		memdx.StatusUnknownFrameInfo: kverr.ErrFeatureNotAvailable, memdx.StatusUnknownCommand: kverr.ErrFeatureNotAvailable,
+		memdx.StatusNotSupported: kverr.ErrFeatureNotAvailable, memdx.StatusXattrInvalid: kverr.ErrInvalidArgument,
+		memdx.StatusOutOfMemory: kverr.ErrTemporaryFailure, memdx.StatusBusy: kverr.ErrTemporaryFailure,
+		memdx.StatusTmpFail: kverr.ErrTemporaryFailure, memdx.StatusUnknownCollection: kverr.ErrCollectionNotFound,
+		memdx.StatusUnknownScope: kverr.ErrScopeNotFound, memdx.StatusDurabilityInvalidLevel: kverr.ErrDurabilityLevelNotAvailable,
+		memdx.StatusDurabilityImpossible: kverr.ErrDurabilityImpossible, memdx.StatusSyncWriteAmbiguous: kverr.ErrDurabilityAmbiguous,
+		memdx.StatusSyncWriteInProgress: kverr.ErrDurableWriteInProgress, memdx.StatusSyncWriteReCommitInProgress: kverr.ErrDurableWriteReCommitInProgress,
+		memdx.StatusSubdocPathNotFound: kverr.ErrPathNotFound, memdx.StatusSubdocPathMismatch: kverr.ErrPathMismatch,
+		memdx.StatusSubdocPathInvalid: kverr.ErrPathInvalid, memdx.StatusSubdocPathTooBig: kverr.ErrPathTooBig,
+		memdx.StatusSubdocDocTooDeep: kverr.ErrPathTooDeep, memdx.StatusSubdocCantInsert: kverr.ErrValueInvalid,
+		memdx.StatusSubdocNotJSON: kverr.ErrDocumentNotJSON, memdx.StatusSubdocBadRange: kverr.ErrNumberTooBig,
+		memdx.StatusSubdocBadDelta: kverr.ErrDeltaInvalid, memdx.StatusSubdocPathExists: kverr.ErrPathExists,
+		memdx.StatusSubdocValueTooDeep: kverr.ErrValueTooDeep, memdx.StatusSubdocInvalidCombo: kverr.ErrInvalidArgument,
+		memdx.StatusSubdocXattrInvalidFlagCombo: kverr.ErrXattrInvalidFlagCombo, memdx.StatusSubdocXattrInvalidKeyCombo: kverr.ErrXattrInvalidKeyCombo,
+		memdx.StatusSubdocXattrUnknownMacro: kverr.ErrXattrUnknownMacro, memdx.StatusSubdocXattrUnknownVattrMacro: kverr.ErrXattrUnknownMacro,
+		memdx.StatusSubdocXattrUnknownVattr: kverr.ErrXattrUnknownVirtualAttribute, memdx.StatusSubdocXattrCantModifyVattr: kverr.ErrXattrCannotModifyVirtualAttribute,
+		memdx.StatusSubdocInvalidXattrOrder: kverr.ErrXattrInvalidOrder, memdx.StatusSubdocCanOnlyReviveDeletedDocuments: kverr.ErrDocumentAlreadyAlive,
+		memdx.StatusSubdocDeletedDocumentCantHaveValue: kverr.ErrInvalidArgument,
 	}
 	if s, ok := own[st]; ok {
 		return s
 	}
-	return ErrServerFailure
+	return kverr.ErrServerFailure
 }
 
-// clientHandles reports whether st ends as ErrServerFailure by the client's
+// clientHandles reports whether st ends as kverr.ErrServerFailure by the client's
 // own rule, without the error map: SUBDOC_MULTI_PATH_FAILURE, whose
 // MutateIn error takes the failing path's sentinel.
 func clientHandles(st memdx.Status) bool {
@@ -166,8 +167,8 @@ func mapOfEvery(t *testing.T, statuses []memdx.Status, attrs ...string) *errmap.
 // rules come first and never ask the map (a map saying retry-now for LOCKED
 // must not turn UNLOCK's CAS mismatch into retries); the map decides exactly
 // the statuses the client has no outcome of its own for (those that would
-// end as ErrServerFailure or ErrTemporaryFailure), retrying them when it
-// says so and reporting them as ErrTemporaryFailure when it says "temp".
+// end as kverr.ErrServerFailure or kverr.ErrTemporaryFailure), retrying them when it
+// says so and reporting them as kverr.ErrTemporaryFailure when it says "temp".
 func TestStatusPolicy(t *testing.T) {
 	statuses := policyStatuses()
 	retryTemp := mapOfEvery(t, statuses, "temp", "retry-now")
@@ -177,29 +178,29 @@ func TestStatusPolicy(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s", r, st), func(t *testing.T) {
 				reason, sentinel := wantReason(r, st), wantSentinel(r, st)
 				mapDecides := reason == retry.ReasonUnknown &&
-					(sentinel == ErrServerFailure || sentinel == ErrTemporaryFailure) && !clientHandles(st)
+					(sentinel == kverr.ErrServerFailure || sentinel == kverr.ErrTemporaryFailure) && !clientHandles(st)
 
-				got := decideStatus(r.op, r.casGiven, st, nil)
-				assert.Equal(t, reason, got.reason, "reason without a map")
-				assert.Equal(t, sentinel, got.sentinel, "sentinel without a map")
-				assert.False(t, got.found)
-				assert.Equal(t, st == memdx.StatusSyncWriteAmbiguous, got.ambiguous)
+				got := Decide(r.op, r.casGiven, st, nil)
+				assert.Equal(t, reason, got.Reason, "reason without a map")
+				assert.Equal(t, sentinel, got.Sentinel, "sentinel without a map")
+				assert.False(t, got.Found)
+				assert.Equal(t, st == memdx.StatusSyncWriteAmbiguous, got.Ambiguous)
 
-				got = decideStatus(r.op, r.casGiven, st, retryTemp)
-				assert.Equal(t, mapDecides, got.found, "map consulted")
+				got = Decide(r.op, r.casGiven, st, retryTemp)
+				assert.Equal(t, mapDecides, got.Found, "map consulted")
 				if mapDecides {
-					assert.Equal(t, retry.ReasonKVErrorMapRetryIndicated, got.reason)
-					assert.Equal(t, ErrTemporaryFailure, got.sentinel, "a temp entry")
-					assert.Equal(t, st, got.entry.Status)
+					assert.Equal(t, retry.ReasonKVErrorMapRetryIndicated, got.Reason)
+					assert.Equal(t, kverr.ErrTemporaryFailure, got.Sentinel, "a temp entry")
+					assert.Equal(t, st, got.Entry.Status)
 				} else {
-					assert.Equal(t, reason, got.reason, "the client's rule, not the map's")
-					assert.Equal(t, sentinel, got.sentinel)
+					assert.Equal(t, reason, got.Reason, "the client's rule, not the map's")
+					assert.Equal(t, sentinel, got.Sentinel)
 				}
 
-				got = decideStatus(r.op, r.casGiven, st, internal)
-				assert.Equal(t, mapDecides, got.found, "map consulted")
-				assert.Equal(t, reason, got.reason, "no retry indicated")
-				assert.Equal(t, sentinel, got.sentinel)
+				got = Decide(r.op, r.casGiven, st, internal)
+				assert.Equal(t, mapDecides, got.Found, "map consulted")
+				assert.Equal(t, reason, got.Reason, "no retry indicated")
+				assert.Equal(t, sentinel, got.Sentinel)
 			})
 		}
 	}
@@ -210,15 +211,15 @@ func TestStatusPolicy(t *testing.T) {
 // rows of one status are consecutive.
 func TestStatusTableRows(t *testing.T) {
 	seen := map[memdx.Status]bool{}
-	for i, r := range statusTable {
-		if i > 0 && statusTable[i-1].status != r.status {
-			require.False(t, seen[r.status], "rows of %s are not consecutive", r.status)
+	for i, r := range table {
+		if i > 0 && table[i-1].Status != r.Status {
+			require.False(t, seen[r.Status], "rows of %s are not consecutive", r.Status)
 		}
-		seen[r.status] = true
-		last := i == len(statusTable)-1 || statusTable[i+1].status != r.status
-		general := r.ops == nil && !r.casGiven
-		assert.Equal(t, last, general, "%s: row %d; the general row must come last", r.status, i)
-		assert.NotNil(t, r.rule.sentinel, "%s has a sentinel", r.status)
+		seen[r.Status] = true
+		last := i == len(table)-1 || table[i+1].Status != r.Status
+		general := r.Ops == nil && !r.CasGiven
+		assert.Equal(t, last, general, "%s: row %d; the general row must come last", r.Status, i)
+		assert.NotNil(t, r.Rule.Sentinel, "%s has a sentinel", r.Status)
 	}
 }
 
@@ -240,15 +241,15 @@ func TestStatusPolicyKVEngineMap(t *testing.T) {
 		memdx.StatusBucketDiskSpaceTooLow: {false, false}, // no-retry
 		memdx.StatusInternalError:         {false, false},
 	} {
-		got := decideStatus(memdx.OpGet, false, st, m)
-		require.True(t, got.found, "%s is in the map", st)
-		assert.Equal(t, want.retried, got.reason == retry.ReasonKVErrorMapRetryIndicated, "%s %s", st, got.entry.Attrs)
-		assert.Equal(t, want.temp, got.sentinel == ErrTemporaryFailure, "%s %s", st, got.entry.Attrs)
+		got := Decide(memdx.OpGet, false, st, m)
+		require.True(t, got.Found, "%s is in the map", st)
+		assert.Equal(t, want.retried, got.Reason == retry.ReasonKVErrorMapRetryIndicated, "%s %s", st, got.Entry.Attrs)
+		assert.Equal(t, want.temp, got.Sentinel == kverr.ErrTemporaryFailure, "%s %s", st, got.Entry.Attrs)
 	}
 	// KEY_ENOENT and SUBDOC_PATH_ENOENT are the client's own: the map's
 	// item-only is not asked.
-	assert.False(t, decideStatus(memdx.OpGet, false, memdx.StatusKeyNotFound, m).found)
-	assert.False(t, decideStatus(memdx.OpSubdocMultiLookup, false, memdx.StatusSubdocPathNotFound, m).found)
+	assert.False(t, Decide(memdx.OpGet, false, memdx.StatusKeyNotFound, m).Found)
+	assert.False(t, Decide(memdx.OpSubdocMultiLookup, false, memdx.StatusSubdocPathNotFound, m).Found)
 }
 
 // readConformance reads a file of the shared conformance corpus (skipping,

@@ -168,6 +168,7 @@ func TestCouchbaseAdmin(t *testing.T) {
 // drops memcached's answer, then either the timeout passes or the
 // connection is reset.
 func TestMemcachedFlushWithoutAnswerIsAmbiguous(t *testing.T) {
+	t.Parallel()
 	for _, end := range []string{"timeout", "connection reset"} {
 		t.Run(end, func(t *testing.T) {
 			addr := memcachedtest.Start(t)

@@ -1,4 +1,4 @@
-package client
+package cluster
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
-	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/retry"
 )
 
-// Reconnect backoff of a node's pool: doubling from reconnectMin to
+// Reconnect backoff of a node's pool: doubling from ReconnectMin to
 // reconnectMax.
 const (
-	reconnectMin = 10 * time.Millisecond
+	ReconnectMin = 10 * time.Millisecond
 	reconnectMax = 2 * time.Second
 	// nodeWakeInterval is the least time between two wakeForNode of one
 	// node (its connections coming back after none was live).
@@ -27,11 +27,11 @@ const (
 // node is one server's connection pool. A single maintainer goroutine per
 // node dials, redials with backoff when a connection ends, and closes the
 // pool when the node leaves the cluster (after its requests in flight have
-// drained) or the client closes. Operations never block on it: pick returns
+// drained) or the cluster closes. Operations never block on it: Pick returns
 // a live connection or says why there is none, and the retry orchestrator
 // decides what happens next.
-type node struct {
-	c    *Client
+type Node struct {
+	cl   *Cluster
 	addr string // host:port dialed
 	host string // host part, for $HOST in the configs it serves
 
@@ -56,22 +56,22 @@ type node struct {
 	// (stranded).
 	since time.Time
 
-	text textConns // memcached: GetMany's text connections (textconns.go)
+	text textConns // memcached: GetMany's text connections (text.go)
 }
 
-func newNode(c *Client, addr string) *node {
+func newNode(c *Cluster, addr string) *Node {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		host = addr
 	}
-	n := &node{
-		c:       c,
+	n := &Node{
+		cl:      c,
 		addr:    addr,
 		host:    host,
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		tried:   make(chan struct{}),
-		since:   c.clock.Now(),
+		since:   c.cfg.Clock.Now(),
 	}
 	n.ctx, n.cancel = context.WithCancel(c.ctx)
 	return n
@@ -79,23 +79,23 @@ func newNode(c *Client, addr string) *node {
 
 // start runs the maintainer. seed, if not nil, is an already bootstrapped
 // connection to adopt.
-func (n *node) start(seed *conn.Conn) {
+func (n *Node) start(seed *conn.Conn) {
 	if seed != nil {
 		n.adopt(seed)
 		n.markTried()
 	}
-	n.c.wg.Add(1)
+	n.cl.wg.Add(1)
 	go n.maintain()
 }
 
 // pick returns a live connection, round robin. With none it returns the
 // retry reason to hand to the orchestrator and an error saying why.
-func (n *node) pick() (*conn.Conn, retry.Reason, error) {
+func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	select {
 	case <-n.ctx.Done():
 		// Leaving (or the client is closing): its connections only drain.
 		// The operation is routed again by the newer topology.
-		return nil, retry.ReasonNodeNotAvailable, &NodeError{Addr: n.addr, Err: errNodeLeft}
+		return nil, retry.ReasonNodeNotAvailable, n.cl.nodeError(n.addr, errNodeLeft)
 	default:
 	}
 	if cs := n.conns.Load(); cs != nil {
@@ -113,7 +113,7 @@ func (n *node) pick() (*conn.Conn, retry.Reason, error) {
 	n.mu.Lock()
 	err := n.lastErr
 	n.mu.Unlock()
-	return nil, reasonForDialError(err), &NodeError{Addr: n.addr, Err: err}
+	return nil, reasonForDialError(err), n.cl.nodeError(n.addr, err)
 }
 
 // reasonForDialError gives the retry reason for a node without a live
@@ -121,40 +121,23 @@ func (n *node) pick() (*conn.Conn, retry.Reason, error) {
 // credentials, bucket and TLS, NODE_NOT_AVAILABLE otherwise.
 func reasonForDialError(err error) retry.Reason {
 	switch {
-	case errors.Is(err, ErrAuthenticationFailure):
+	case errors.Is(err, kverr.ErrAuthenticationFailure):
 		return retry.ReasonAuthenticationError
-	case errors.Is(err, ErrBucketNotFound):
+	case errors.Is(err, kverr.ErrBucketNotFound):
 		return retry.ReasonBucketAccessError
-	case errors.Is(err, ErrTLS):
+	case errors.Is(err, kverr.ErrTLS):
 		return retry.ReasonTLSError
 	}
 	return retry.ReasonNodeNotAvailable
 }
 
-// errNodeLeft is a NodeError's Err when the node left the cluster's config.
+// errNodeLeft is a node error's cause when the node left the cluster's
+// config.
 var errNodeLeft = errors.New("the node is no longer in the cluster config")
-
-// NodeError says that a node had no connection to carry a request, and why
-// its last connection attempt failed (nil Err: it is still connecting).
-type NodeError struct {
-	Addr string
-	Err  error
-}
-
-func (e *NodeError) Error() string {
-	if e.Err == nil {
-		return "node " + e.Addr + " has no connection yet"
-	}
-	return "node " + e.Addr + " is not available: " + e.Err.Error()
-}
-
-func (e *NodeError) Unwrap() error { return e.Err }
-
-func (e *NodeError) Is(target error) bool { return target == ErrNoNodeAvailable }
 
 // adopt adds cn to the pool. It reports whether the node had no live
 // connection before it.
-func (n *node) adopt(cn *conn.Conn) (wasDown bool) {
+func (n *Node) adopt(cn *conn.Conn) (wasDown bool) {
 	n.mu.Lock()
 	n.lastErr = nil
 	var next []*conn.Conn
@@ -172,12 +155,12 @@ func (n *node) adopt(cn *conn.Conn) (wasDown bool) {
 	next = append(next, cn)
 	n.conns.Store(&next)
 	n.mu.Unlock()
-	n.c.onConnUp(n, cn)
+	n.cl.onConnUp(n, cn)
 	return wasDown
 }
 
 // prune drops ended connections from the pool and returns how many are live.
-func (n *node) prune() int {
+func (n *Node) prune() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cs := n.conns.Load()
@@ -198,9 +181,9 @@ func (n *node) prune() int {
 	return len(live)
 }
 
-func (n *node) markTried() { n.triedOnce.Do(func() { close(n.tried) }) }
+func (n *Node) markTried() { n.triedOnce.Do(func() { close(n.tried) }) }
 
-func (n *node) signal() {
+func (n *Node) signal() {
 	select {
 	case n.wake <- struct{}{}:
 	default:
@@ -211,17 +194,17 @@ func (n *node) signal() {
 // longer lists it, and pick refuses) and its connections close once their
 // requests in flight have drained, which takes at most the longest
 // operation timeout the client has used (every request has a deadline).
-func (n *node) leave() { n.cancel() }
+func (n *Node) leave() { n.cancel() }
 
-func (n *node) maintain() {
-	defer n.c.wg.Done()
+func (n *Node) maintain() {
+	defer n.cl.wg.Done()
 	defer close(n.stopped)
 	defer n.markTried()
-	backoff := reconnectMin
+	backoff := ReconnectMin
 	var lastWake time.Time // the last wakeForNode of this node
 	for {
 		if n.ctx.Err() != nil {
-			if n.c.ctx.Err() != nil {
+			if n.cl.ctx.Err() != nil {
 				n.closeText(true)
 				n.closeAll()
 			} else {
@@ -230,7 +213,7 @@ func (n *node) maintain() {
 			}
 			return
 		}
-		if n.prune() >= n.c.opts.ConnectionsPerNode {
+		if n.prune() >= n.cl.cfg.ConnectionsPerNode {
 			select {
 			case <-n.wake:
 			case <-n.ctx.Done():
@@ -239,15 +222,15 @@ func (n *node) maintain() {
 		}
 		cn, err := n.dial()
 		if err == nil {
-			backoff = reconnectMin
+			backoff = ReconnectMin
 			wasDown := n.adopt(cn)
 			n.markTried()
-			n.c.onDialResult(n, nil)
-			if now := n.c.clock.Now(); wasDown && (lastWake.IsZero() || now.Sub(lastWake) >= nodeWakeInterval) {
+			n.cl.onDialResult(n, nil)
+			if now := n.cl.cfg.Clock.Now(); wasDown && (lastWake.IsZero() || now.Sub(lastWake) >= nodeWakeInterval) {
 				// A node that keeps connecting and losing the
 				// connection wakes the waits at most this often.
 				lastWake = now
-				n.c.wakeForNode(n)
+				n.cl.wakeForNode(n)
 			}
 			continue
 		}
@@ -255,7 +238,7 @@ func (n *node) maintain() {
 		n.lastErr = err
 		n.mu.Unlock()
 		n.markTried()
-		n.c.onDialResult(n, err)
+		n.cl.onDialResult(n, err)
 		wait := backoff
 		if redialable(err) {
 			// The attempt itself waited: the connection's probe timeout
@@ -265,12 +248,12 @@ func (n *node) maintain() {
 			// connection attempt every ConnectAttempt meanwhile). The
 			// next one starts without more delay, so that the node is
 			// found within that much once it answers again.
-			wait = reconnectMin
+			wait = ReconnectMin
 		} else {
 			backoff = min(2*backoff, reconnectMax)
 		}
-		n.c.opts.Logger.Warn("kvwire: connecting to node failed", "node", n.addr, "err", err, "retry_in", wait)
-		t := n.c.clock.NewTimer(wait)
+		n.cl.cfg.Logger.Warn("kvwire: connecting to node failed", "node", n.addr, "err", err, "retry_in", wait)
+		t := n.cl.cfg.Clock.NewTimer(wait)
 		select {
 		case <-t.C():
 		case <-n.ctx.Done():
@@ -279,10 +262,10 @@ func (n *node) maintain() {
 	}
 }
 
-func (n *node) dial() (*conn.Conn, error) {
-	ctx, cancel := context.WithTimeout(n.ctx, n.c.opts.ConnectTimeout)
+func (n *Node) dial() (*conn.Conn, error) {
+	ctx, cancel := context.WithTimeout(n.ctx, n.cl.cfg.ConnectTimeout)
 	defer cancel()
-	return conn.Dial(ctx, n.addr, n.c.connOptions(n))
+	return conn.Dial(ctx, n.addr, n.cl.connOptions(n))
 }
 
 // drainAndClose waits until the connections have no request in flight (or
@@ -295,8 +278,8 @@ func (n *node) dial() (*conn.Conn, error) {
 // out, in flight (a mutation is then ambiguous, never sent twice). A
 // per-node count of attempts between pick and send would close the window
 // at two contended atomic operations per request; it is not worth it.
-func (n *node) drainAndClose() {
-	deadline := time.Now().Add(max(n.c.opts.KVTimeout, time.Duration(n.c.longestTimeout.Load())) + time.Second)
+func (n *Node) drainAndClose() {
+	deadline := time.Now().Add(max(n.cl.cfg.KVTimeout, time.Duration(n.cl.longestTimeout.Load())) + time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
@@ -313,7 +296,7 @@ func (n *node) drainAndClose() {
 		}
 		select {
 		case <-tick.C:
-		case <-n.c.ctx.Done():
+		case <-n.cl.ctx.Done():
 			n.closeAll()
 			return
 		}
@@ -321,7 +304,7 @@ func (n *node) drainAndClose() {
 	n.closeAll()
 }
 
-func (n *node) closeAll() {
+func (n *Node) closeAll() {
 	n.mu.Lock()
 	cs := n.conns.Load()
 	empty := []*conn.Conn{}
@@ -334,35 +317,38 @@ func (n *node) closeAll() {
 	}
 }
 
-func (n *node) String() string { return fmt.Sprintf("node(%s)", n.addr) }
+func (n *Node) String() string { return fmt.Sprintf("node(%s)", n.addr) }
 
-// requestedFeatures are the HELLO features kvwire asks a Couchbase node for.
-func (c *Client) requestedFeatures() []memdx.HelloFeature {
-	f := []memdx.HelloFeature{
-		memdx.FeatureTCPNoDelay,
-		memdx.FeatureXattr,
-		memdx.FeatureXerror,
-		memdx.FeatureSelectBucket,
-		memdx.FeatureSnappy,
-		memdx.FeatureJSON,
-		memdx.FeatureDuplex,
-		memdx.FeatureClustermapChangeNotificationBrief,
-		memdx.FeatureUnorderedExecution,
-		// Every response then carries the server's time on it
-		// (memdx.Packet.ServerDuration), for tracing and reports.
-		memdx.FeatureTracing,
-		memdx.FeatureAltRequests,
-		memdx.FeatureSyncReplication,
-		memdx.FeatureCollections,
-		memdx.FeaturePreserveTTL,
-		memdx.FeatureGetClusterConfigWithKnownVersion,
-		memdx.FeatureDedupeNotMyVbucketClustermap,
-		// Informational (SDK RFC 0076): replica lookups are gated by the
-		// bucket's subdoc.ReplicaRead capability, not by this feature.
-		memdx.FeatureSubdocReplicaRead,
+// Stopped is closed once the node's maintainer has exited: it left the
+// topology (or the cluster closed) and its connections are closed.
+func (n *Node) Stopped() <-chan struct{} { return n.stopped }
+
+// Addr is the node's address ("host:port").
+func (n *Node) Addr() string { return n.addr }
+
+// Host is the host part of Addr: what $HOST stands for in its configs.
+func (n *Node) Host() string { return n.host }
+
+// Conns are the node's connections (tests).
+func (n *Node) Conns() []*conn.Conn {
+	if cs := n.conns.Load(); cs != nil {
+		return *cs
 	}
-	if !c.opts.DisableMutationTokens {
-		f = append(f, memdx.FeatureMutationSeqno)
+	return nil
+}
+
+// lastDialErr is why the last dial failed (nil: none has, or the last one
+// succeeded).
+func (n *Node) lastDialErr() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.lastErr
+}
+
+// onConnUp is told about every new connection of a node: the config it
+// served at bootstrap is offered.
+func (c *Cluster) onConnUp(n *Node, cn *conn.Conn) {
+	if raw := cn.ClusterConfig(); raw != nil && c.topo.Load() != nil {
+		c.Offer(raw, n.host, "connection")
 	}
-	return f
 }

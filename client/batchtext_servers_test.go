@@ -74,11 +74,8 @@ func TestGetManyMemcachedTextTwoServersInWindowsReadAsGets(t *testing.T) {
 	}
 	check()
 	waitFor(t, "text connections to both servers", func() bool {
-		for _, nd := range c.topo.Load().all {
-			nd.text.mu.Lock()
-			k := len(nd.text.idle)
-			nd.text.mu.Unlock()
-			if k == 0 {
+		for _, nd := range c.cl.Topology().Nodes() {
+			if k, _, _ := nd.TextState(); k == 0 {
 				return false
 			}
 		}
@@ -95,6 +92,7 @@ func TestGetManyMemcachedTextTwoServersInWindowsReadAsGets(t *testing.T) {
 // out, but the other server's keys, answered in time, read as Gets of
 // them do: a silent server does not fail the keys of the others.
 func TestGetManyMemcachedTextSilentServerDoesNotFailTheOthers(t *testing.T) {
+	t.Parallel()
 	f1 := newTextFront(t, memcachedtest.Start(t))
 	f2 := newTextFront(t, memcachedtest.Start(t))
 	c, err := Connect(context.Background(), "memcached://"+f1.addr()+","+f2.addr(), testOptions(nil))
@@ -102,8 +100,8 @@ func TestGetManyMemcachedTextSilentServerDoesNotFailTheOthers(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	col := c.DefaultCollection()
 	keys := batchKeys(t, col, "txsil2", 40, 40)
-	top := c.topo.Load()
-	serverOf := func(k string) string { return top.servers[top.ketama.Server([]byte(k))].addr }
+	top := c.cl.Topology()
+	serverOf := func(k string) string { _, n := top.KetamaServer([]byte(k)); return n.Addr() }
 	// The silent server is the one of the first key, whose group is sent
 	// and read first.
 	silent, other := f1, f2
@@ -112,11 +110,8 @@ func TestGetManyMemcachedTextSilentServerDoesNotFailTheOthers(t *testing.T) {
 	}
 	col.GetMany(context.Background(), keys, nil)
 	waitFor(t, "text connections to both servers", func() bool {
-		for _, nd := range top.all {
-			nd.text.mu.Lock()
-			k := len(nd.text.idle)
-			nd.text.mu.Unlock()
-			if k == 0 {
+		for _, nd := range top.Nodes() {
+			if k, _, _ := nd.TextState(); k == 0 {
 				return false
 			}
 		}

@@ -1,28 +1,28 @@
-package client
+package cluster
 
 import (
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
 )
 
-// memcachedRing is a memcached:// client's view of its servers: the hosts
+// ring is a memcached:// client's view of its servers: the hosts
 // of the connection string, the node behind each, how many connection
 // attempts to each have failed in a row, and which are out of the ketama
-// ring (MemcachedOptions.RemoveFailedServers). Guarded by Client.topoMu.
-type memcachedRing struct {
+// ring (MemcachedOptions.RemoveFailedServers). Guarded by Cluster.mu.
+type ring struct {
 	hosts    []string
-	servers  []*node // by host index; duplicate hosts share a node
-	all      []*node // distinct nodes, kept in every topology (Ping, Nodes)
-	failures map[*node]int
-	out      map[*node]bool
+	servers  []*Node // by host index; duplicate hosts share a node
+	all      []*Node // distinct nodes, kept in every topology (Ping, Nodes)
+	failures map[*Node]int
+	out      map[*Node]bool
 }
 
-// newMemcachedRing starts from the bootstrap topology t: every server in
+// newRing starts from the bootstrap topology t: every server in
 // the ring, and one failed attempt for each server whose bootstrap dial
 // failed.
-func newMemcachedRing(hosts []string, t *topology) *memcachedRing {
-	r := &memcachedRing{hosts: hosts, servers: t.servers, all: t.all,
-		failures: map[*node]int{}, out: map[*node]bool{}}
+func newRing(hosts []string, t *Topology) *ring {
+	r := &ring{hosts: hosts, servers: t.servers, all: t.all,
+		failures: map[*Node]int{}, out: map[*Node]bool{}}
 	for _, n := range t.all {
 		if n.lastErr != nil {
 			r.failures[n] = 1
@@ -36,12 +36,12 @@ func newMemcachedRing(hosts []string, t *topology) *memcachedRing {
 // takes a server out of the ring once they reach ServerFailureLimit (when
 // RemoveFailedServers is on) and puts it back on the first attempt that
 // succeeds. Other schemes ignore it.
-func (c *Client) onDialResult(n *node, err error) {
-	if !c.memcached {
+func (c *Cluster) onDialResult(n *Node, err error) {
+	if !c.cfg.Memcached {
 		return
 	}
-	c.topoMu.Lock()
-	defer c.topoMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	r := c.ring
 	if r == nil || c.ctx.Err() != nil {
 		return
@@ -52,28 +52,28 @@ func (c *Client) onDialResult(n *node, err error) {
 		if r.out[n] {
 			delete(r.out, n)
 			c.storeRingLocked()
-			c.opts.Logger.Info("kvwire: memcached server back in the ketama ring", "node", n.addr, "failed_attempts", failed)
+			c.cfg.Logger.Info("kvwire: memcached server back in the ketama ring", "node", n.addr, "failed_attempts", failed)
 		} else if failed > 0 {
-			c.opts.Logger.Info("kvwire: memcached server reachable again", "node", n.addr, "failed_attempts", failed)
+			c.cfg.Logger.Info("kvwire: memcached server reachable again", "node", n.addr, "failed_attempts", failed)
 		}
 		return
 	}
 	r.failures[n]++
-	if c.opts.Memcached.RemoveFailedServers && !r.out[n] && r.failures[n] >= c.opts.Memcached.ServerFailureLimit {
+	if c.cfg.RemoveFailedServers && !r.out[n] && r.failures[n] >= c.cfg.ServerFailureLimit {
 		r.out[n] = true
 		c.storeRingLocked()
-		c.opts.Logger.Warn("kvwire: memcached server removed from the ketama ring", "node", n.addr,
+		c.cfg.Logger.Warn("kvwire: memcached server removed from the ketama ring", "node", n.addr,
 			"failed_attempts", r.failures[n], "err", err)
 	}
 }
 
 // storeRingLocked installs a topology whose ring holds the servers not out.
 // With every server out it holds them all: their keys then fail at once
-// (see node.downErr) rather than having nowhere to go. topoMu is held.
-func (c *Client) storeRingLocked() {
+// (see Node.Down) rather than having nowhere to go. mu is held.
+func (c *Cluster) storeRingLocked() {
 	r := c.ring
 	var hosts []string
-	var servers []*node
+	var servers []*Node
 	for i, h := range r.hosts {
 		if !r.out[r.servers[i]] {
 			hosts = append(hosts, h)
@@ -85,19 +85,19 @@ func (c *Client) storeRingLocked() {
 	}
 	k, err := vbmap.NewKetama(hosts)
 	if err != nil { // hosts is never empty
-		c.opts.Logger.Error("kvwire: cannot build the ketama ring", "err", err)
+		c.cfg.Logger.Error("kvwire: cannot build the ketama ring", "err", err)
 		return
 	}
-	c.topo.Store(&topology{ketama: k, servers: servers, all: r.all})
+	c.topo.Store(&Topology{ketama: k, servers: servers, all: r.all})
 }
 
-// downErr says why n cannot take a memcached request now, when that is
+// Down says why n cannot take a memcached request now, when that is
 // known to last: it has no live connection and its last connection attempt
 // failed for a network reason (refused, unreachable, timed out). It is nil
 // while a connection is live, before the first attempt has ended, while
 // the redial after a connection ended is under way, and for refused
 // credentials or TLS, which fail through their own retry reasons.
-func (n *node) downErr() error {
+func (n *Node) Down() error {
 	if cs := n.conns.Load(); cs != nil {
 		for _, cn := range *cs {
 			select {
@@ -113,5 +113,5 @@ func (n *node) downErr() error {
 	if err == nil || reasonForDialError(err) != retry.ReasonNodeNotAvailable {
 		return nil
 	}
-	return &NodeError{Addr: n.addr, Err: err}
+	return n.cl.nodeError(n.addr, err)
 }

@@ -1,0 +1,218 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Requests to each node rather than for a key: Stats (STAT), Version
+// (VERSION), Ping (NOOP) and, for memcached://, Flush (FLUSH). Each goes to
+// every node of the current topology at once (or the one node its options
+// name) as an operation addressed to that node (op.onNode), through the
+// same execute as any operation, sent once (sendOnce): a node that fails
+// has its own error in its result, and the call's error joins those errors
+// (nil when every node answered).
+
+// StatsOptions are the options of Stats.
+type StatsOptions struct {
+	// Timeout bounds each node's answer (the client's KVTimeout by
+	// default).
+	Timeout time.Duration
+	// Node, when set, asks only this node (an address as Nodes returns).
+	Node string
+}
+
+// NodeStats is one node's statistics.
+type NodeStats struct {
+	Node string
+	// Stats are the statistics by name, as the server sent them.
+	Stats map[string]string
+	Err   error
+}
+
+// VersionOptions are the options of Version.
+type VersionOptions struct {
+	Timeout time.Duration
+	Node    string
+}
+
+// NodeVersion is one node's version string.
+type NodeVersion struct {
+	Node    string
+	Version string
+	Err     error
+}
+
+// FlushOptions are the options of Flush.
+type FlushOptions struct {
+	Timeout time.Duration
+	Node    string
+	// Delay makes the servers drop their items after this long rather than
+	// at once (whole seconds, rounded up; past 30 days an absolute time, as
+	// expiries are).
+	Delay time.Duration
+}
+
+// NodeResult is one node's outcome of an operation without a result.
+type NodeResult struct {
+	Node string
+	Err  error
+}
+
+// Stats asks every node for a group of statistics: "" for the default
+// group, or one the server knows ("settings", "items", "slabs", "conns" on
+// memcached; Couchbase Server needs the Stats privilege). A group the
+// server does not know fails with ErrInvalidArgument.
+func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([]NodeStats, error) {
+	var o StatsOptions
+	if opts != nil {
+		o = *opts
+	}
+	return eachNode(c, ctx, "Stats", o.Node, func(ctx context.Context, n *cluster.Node) (NodeStats, error) {
+		stats := map[string]string{}
+		op := c.nodeOp("Stats", n, memdx.NewStat([]byte(group)), o.Timeout)
+		op.handler = func(p *memdx.Packet) (bool, error) {
+			if p.Status != memdx.StatusSuccess {
+				return false, nil
+			}
+			if len(p.Key) > 0 { // the last packet has none
+				stats[string(p.Key)] = string(p.Value)
+			}
+			return true, nil
+		}
+		if err := runNode(ctx, op); err != nil {
+			return NodeStats{Node: n.Addr(), Err: err}, err
+		}
+		return NodeStats{Node: n.Addr(), Stats: stats}, nil
+	})
+}
+
+// Version asks every node for its version.
+func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersion, error) {
+	var o VersionOptions
+	if opts != nil {
+		o = *opts
+	}
+	return eachNode(c, ctx, "Version", o.Node, func(ctx context.Context, n *cluster.Node) (NodeVersion, error) {
+		var version string
+		op := c.nodeOp("Version", n, memdx.NewVersion(), o.Timeout)
+		op.handler = func(p *memdx.Packet) (bool, error) {
+			if p.Status != memdx.StatusSuccess {
+				return false, nil
+			}
+			version = string(p.Value)
+			return true, nil
+		}
+		if err := runNode(ctx, op); err != nil {
+			return NodeVersion{Node: n.Addr(), Err: err}, err
+		}
+		return NodeVersion{Node: n.Addr(), Version: version}, nil
+	})
+}
+
+// Flush drops every item of every memcached server (FLUSH), at once or
+// after opts.Delay. memcached:// only: a Couchbase bucket is flushed
+// through the cluster's management API, and Flush refuses it with
+// ErrFeatureNotAvailable without sending anything. A node's FLUSH that was
+// written and got no answer (its connection ended, or the timeout or ctx
+// ended the wait) may have been applied: its error matches ErrAmbiguous
+// (at the timeout, ErrAmbiguousTimeout) and is never sent again.
+func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, error) {
+	var o FlushOptions
+	if opts != nil {
+		o = *opts
+	}
+	refuse := func(sentinel, cause error) ([]NodeResult, error) {
+		return nil, c.refused("Flush", memdx.OpFlush, nil, "", sentinel, cause)
+	}
+	if !c.memcached {
+		return refuse(ErrFeatureNotAvailable, errors.New("a Couchbase bucket is flushed through the management REST API, not the KV protocol"))
+	}
+	if o.Delay < 0 {
+		return refuse(ErrInvalidArgument, errors.New("negative Delay"))
+	}
+	var extras []byte
+	if o.Delay > 0 {
+		exp, err := expiryValue(o.Delay, c.clock.Now())
+		if err != nil {
+			return refuse(ErrInvalidArgument, err)
+		}
+		extras = binary.BigEndian.AppendUint32(nil, exp)
+	}
+	return eachNode(c, ctx, "Flush", o.Node, func(ctx context.Context, n *cluster.Node) (NodeResult, error) {
+		req := memdx.NewFlush()
+		req.Extras = extras
+		err := runNode(ctx, c.nodeOp("Flush", n, req, o.Timeout))
+		return NodeResult{Node: n.Addr(), Err: err}, err
+	})
+}
+
+// PingResult is one connection's answer to a ping.
+type PingResult struct {
+	Node    string
+	Latency time.Duration
+	Err     error
+}
+
+// Ping sends NOOP on one connection of every node in the topology, all at
+// once, and reports each answer and its latency. It never retries.
+func (c *Client) Ping(ctx context.Context) []PingResult {
+	out, _ := eachNode(c, ctx, "Ping", "", func(ctx context.Context, n *cluster.Node) (PingResult, error) {
+		start := time.Now()
+		err := runNode(ctx, c.nodeOp("Ping", n, memdx.NewNoop(), 0))
+		return PingResult{Node: n.Addr(), Latency: time.Since(start), Err: err}, err
+	})
+	return out
+}
+
+// nodeOp is the operation name addressed to node n: req, sent once within
+// timeout (0: the client's KVTimeout).
+func (c *Client) nodeOp(name string, n *cluster.Node, req memdx.Request, timeout time.Duration) *op {
+	o := c.getOp(name, kindNoop, nil, "")
+	o.req, o.timeout, o.strategy, o.target.Node = req, timeout, sendOnce, n
+	return o
+}
+
+// runNode executes a node's operation and releases it.
+func runNode(ctx context.Context, o *op) error {
+	_, err := run(ctx, o, func(*op) struct{} { return struct{}{} })
+	return err
+}
+
+// eachNode runs do for each node of the current topology (only the one
+// addressed when only is set), all at once, and waits for every one. It
+// returns their results in the topology's order and their errors joined.
+func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
+	t := c.cl.Topology()
+	if t == nil {
+		return nil, c.refused(name, 0, nil, "", ErrNoNodeAvailable, errors.New("no topology yet"))
+	}
+	nodes := t.Nodes()
+	if only != "" {
+		i := slices.IndexFunc(nodes, func(n *cluster.Node) bool { return n.Addr() == only })
+		if i < 0 {
+			return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, fmt.Errorf("node %q is not one of %v", only, c.Nodes()))
+		}
+		nodes = nodes[i : i+1]
+	}
+	out := make([]R, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = do(ctx, n)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}

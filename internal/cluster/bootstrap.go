@@ -1,0 +1,364 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// Bounds of the wait between two rounds of seed dials (dialRounds):
+// doubling from seedRetryMin to seedRetryMax.
+const (
+	seedRetryMin = 10 * time.Millisecond
+	seedRetryMax = 500 * time.Millisecond
+)
+
+// BootstrapError is Connect's failure to bootstrap: every seed's error
+// (All), and, when a seed served a config none of whose nodes could be
+// used, Unusable with a Cause describing each node.
+type BootstrapError struct {
+	All      []error
+	Unusable bool
+	Cause    error
+}
+
+func (e *BootstrapError) Error() string {
+	if e.Cause != nil {
+		return e.Cause.Error()
+	}
+	return errors.Join(e.All...).Error()
+}
+
+func (e *BootstrapError) Unwrap() []error { return e.All }
+
+// dialRounds runs Connect's dials of n hosts in rounds until ctx (which
+// ends at ConnectTimeout) ends. dial dials host i with a context bounded by
+// that dial's share of the time left: an equal share of what ctx has left
+// for the hosts the round has still to dial, so that a host whose dial
+// hangs (its packets dropped) leaves time for the next. dial reports
+// whether the bootstrap is over (stop) and, when it is not, whether host i
+// is to be dialed again in the next round. After a round, enough (nil:
+// never) says whether the bootstrap is over; if not, the hosts to dial
+// again are, after a wait of seedRetryMin doubling to seedRetryMax. It
+// returns when there is nothing left to dial.
+func dialRounds(ctx context.Context, n int, dial func(ctx context.Context, i int) (stop, again bool), enough func() bool) {
+	redial := make([]bool, n)
+	for i := range redial {
+		redial[i] = true
+	}
+	wait := seedRetryMin
+	for round := 0; ; round++ {
+		var left []int
+		for i, again := range redial {
+			if again {
+				left = append(left, i)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if round > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			wait = min(2*wait, seedRetryMax)
+		}
+		for j, i := range left {
+			dctx, dcancel := ctx, context.CancelFunc(func() {})
+			if dl, ok := ctx.Deadline(); ok {
+				dctx, dcancel = context.WithTimeout(ctx, time.Until(dl)/time.Duration(len(left)-j))
+			}
+			stop, again := dial(dctx, i)
+			dcancel()
+			if stop {
+				return
+			}
+			redial[i] = again
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		if enough != nil && enough() {
+			return
+		}
+	}
+}
+
+// redialable reports whether a host whose dial failed with err is worth
+// dialing again within ConnectTimeout: it did not answer in time (it
+// accepted the connection and then sent nothing for the probe timeout, or
+// the dial's share of the time ran out), as a paused or overloaded node
+// does. Anything else is an answer that another dial would likely meet
+// again (a refused connection, an unknown host, a hang-up, refused TLS,
+// credentials or bucket), and Connect fails as soon as no host is left to
+// dial.
+func redialable(err error) bool {
+	if errors.Is(err, kverr.ErrUnresponsive) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// resolveSeeds runs the SeedResolver, if any.
+func (c *Cluster) resolveSeeds(ctx context.Context) error {
+	if c.cfg.Resolver == nil {
+		c.known = append([]string(nil), c.seeds...)
+		return nil
+	}
+	seeds, err := c.cfg.Resolver.Resolve(ctx, c.cfg.Seeds)
+	if err != nil {
+		return &BootstrapError{All: []error{err}}
+	}
+	c.seeds = seeds
+	c.known = append([]string(nil), seeds...)
+	return nil
+}
+
+// bootstrapCouchbase dials seeds in order until one bootstraps and serves a
+// config, then builds the first topology around it. A round that finds no
+// seed is followed by another (dialRounds) until ConnectTimeout (from the
+// start of Connect) or ctx ends: a seed that accepts connections and
+// answers nothing for the probe timeout (a paused or overloaded node) is
+// dialed again (see redialable), so a node that starts answering within
+// ConnectTimeout is found. A seed that refuses the credentials or the
+// bucket ends the bootstrap at once; one that refuses the connection,
+// hangs up, fails TLS or serves no usable config is not dialed again. It
+// fails when no node of the config can be connected to within
+// ConnectTimeout.
+func (c *Cluster) bootstrapCouchbase(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	if err := c.resolveSeeds(ctx); err != nil {
+		return err
+	}
+	errs := make([]error, len(c.seeds)) // each seed's last error
+	var done bool
+	var err error // the bootstrap's outcome, once done
+	dialRounds(ctx, len(c.seeds), func(dctx context.Context, i int) (bool, bool) {
+		seed := c.seeds[i]
+		seedNode := newNode(c, seed)
+		cn, derr := conn.Dial(dctx, seed, c.connOptions(seedNode))
+		if derr != nil {
+			errs[i] = derr
+			if errors.Is(derr, kverr.ErrAuthenticationFailure) || errors.Is(derr, kverr.ErrBucketNotFound) {
+				return true, false // every seed would answer the same
+			}
+			c.cfg.Logger.Warn("kvwire: bootstrap from a seed failed", "node", seed, "err", derr, "dial_again", redialable(derr))
+			return false, redialable(derr)
+		}
+		raw, host, ferr := c.firstConfig(dctx, seed, seedNode.host, cn)
+		if ferr != nil {
+			_ = cn.Close()
+			errs[i] = ferr
+			return false, false
+		}
+		cfg, perr := vbmap.Parse(raw, host)
+		if perr != nil {
+			_ = cn.Close()
+			errs[i] = fmt.Errorf("config from %s: %w", seed, perr)
+			return false, false
+		}
+		done, err = true, c.bootstrapFrom(ctx, seed, seedNode, cn, cfg, compact(errs))
+		return true, false
+	}, nil)
+	if done {
+		return err
+	}
+	return &BootstrapError{All: compact(errs)}
+}
+
+// firstConfig is the config seed's connection cn served, or, when it served
+// none, the one a FirstConfigSource serves for seed, with what $HOST in it
+// stands for.
+func (c *Cluster) firstConfig(ctx context.Context, seed, host string, cn *conn.Conn) ([]byte, string, error) {
+	if raw := cn.ClusterConfig(); raw != nil {
+		return raw, host, nil
+	}
+	for _, src := range c.cfg.Sources {
+		if fs, ok := src.(FirstConfigSource); ok {
+			raw, h, err := fs.FirstConfig(ctx, seed)
+			if err == nil {
+				return raw, h, nil
+			}
+			c.cfg.Logger.Debug("kvwire: no first config from a config source", "node", seed, "err", err)
+		}
+	}
+	return nil, "", fmt.Errorf("%s served no cluster config (is it a Couchbase node with the bucket %q?)", seed, c.cfg.Bucket)
+}
+
+// compact returns the errors that are not nil.
+func compact(errs []error) []error {
+	var out []error
+	for _, e := range errs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// bootstrapFrom builds the first topology around the config a seed served
+// over cn, and waits for the first dials of its nodes (within ctx, which
+// ends at ConnectTimeout). errs are the errors of the seeds tried before.
+func (c *Cluster) bootstrapFrom(ctx context.Context, seed string, seedNode *Node, cn *conn.Conn, cfg *vbmap.Config, errs []error) error {
+	c.network = c.cfg.Network
+	if c.network == "auto" {
+		c.network = cfg.DetectNetwork(seedNode.host)
+	}
+	c.mu.Lock()
+	c.nodes[seed] = seedNode
+	seedNode.start(cn)
+	c.installLocked(cfg)
+	c.mu.Unlock()
+	c.awaitFirstDials(ctx)
+	t := c.topo.Load()
+	if !usable(t) {
+		all, cause := c.unusableError(seed, t)
+		return &BootstrapError{All: append(errs, all...), Unusable: true, Cause: cause}
+	}
+	c.cfg.Logger.Info("kvwire: connected", "seed", seed, "bucket", c.cfg.Bucket,
+		"rev", cfg.Version().String(), "network", c.network, "mechanism", cn.Mechanism())
+	return nil
+}
+
+// awaitFirstDials waits until every node of the topology has made its first
+// connection attempt (or ctx or ConnectTimeout ends), so that a client fresh
+// from Connect does not send its first requests into pools still dialing.
+// Nodes that failed keep redialing in the background; their requests go
+// through the retry strategy. Connect fails when no node is usable
+// afterwards.
+func (c *Cluster) awaitFirstDials(ctx context.Context) {
+	t := c.topo.Load()
+	if t == nil {
+		return
+	}
+	timer := time.NewTimer(c.cfg.ConnectTimeout)
+	defer timer.Stop()
+	for _, n := range t.all {
+		select {
+		case <-n.tried:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// unusableError is the cause of a Connect whose bootstrap config (from
+// seed) names no node the client could connect to within ConnectTimeout,
+// with each node's error.
+func (c *Cluster) unusableError(seed string, t *Topology) (all []error, cause error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the config (rev %s) from %s names no node this client can use on network %q:",
+		t.cfg.Version(), seed, c.network)
+	for _, n := range t.all {
+		_, _, err := n.Pick()
+		if n.lastDialErr() == nil && n.ctx.Err() == nil {
+			err = c.nodeError(n.addr, fmt.Errorf("still connecting after %v", c.cfg.ConnectTimeout))
+		}
+		fmt.Fprintf(&b, " %v;", err)
+		all = append(all, err)
+	}
+	return all, errors.New(strings.TrimSuffix(b.String(), ";"))
+}
+
+// usable reports whether some node of t has a live connection.
+func usable(t *Topology) bool {
+	if t == nil {
+		return false
+	}
+	for _, n := range t.all {
+		if _, _, err := n.Pick(); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// bootstrapMemcached connects to every server of a memcached:// string. It
+// fails only when credentials are refused (or PLAIN is not allowed) or no
+// server answers: while none has, the servers that did not answer in time
+// (see redialable) are dialed again in rounds (dialRounds) until
+// ConnectTimeout. Servers that are down once one has answered are redialed
+// in the background, and their keys fail at once until they answer.
+func (c *Cluster) bootstrapMemcached(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	if err := c.resolveSeeds(ctx); err != nil {
+		return err
+	}
+	k, err := vbmap.NewKetama(c.seeds)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kverr.ErrInvalidArgument, err)
+	}
+	errs := make([]error, len(c.seeds)) // each server's last error
+	nodes := make([]*Node, len(c.seeds))
+	for i, h := range c.seeds {
+		nodes[i] = newNode(c, h)
+	}
+	conns := make([]*conn.Conn, len(c.seeds))
+	up := 0
+	var refused error // credentials refused, or PLAIN not allowed
+	dialRounds(ctx, len(c.seeds), func(dctx context.Context, i int) (bool, bool) {
+		cn, err := conn.Dial(dctx, c.seeds[i], c.connOptions(nodes[i]))
+		if err != nil {
+			if errors.Is(err, kverr.ErrAuthenticationFailure) {
+				refused = err
+				return true, false
+			}
+			nodes[i].lastErr = err
+			errs[i] = err
+			return false, redialable(err)
+		}
+		nodes[i].lastErr = nil
+		conns[i] = cn
+		up++
+		return false, false
+	}, func() bool { return up > 0 })
+	if refused != nil {
+		for _, cn := range conns {
+			if cn != nil {
+				_ = cn.Close()
+			}
+		}
+		return &BootstrapError{All: []error{refused}}
+	}
+	if up == 0 {
+		return &BootstrapError{All: compact(errs)}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &Topology{ketama: k, servers: nodes}
+	for i, n := range nodes {
+		if _, dup := c.nodes[n.addr]; dup {
+			t.servers[i] = c.nodes[n.addr]
+			if conns[i] != nil {
+				_ = conns[i].Close()
+			}
+			continue
+		}
+		c.nodes[n.addr] = n
+		t.all = append(t.all, n)
+	}
+	c.ring = newRing(c.seeds, t)
+	c.topo.Store(t)
+	for i, n := range nodes {
+		if c.nodes[n.addr] == n {
+			n.start(conns[i])
+		}
+	}
+	return nil
+}

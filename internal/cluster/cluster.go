@@ -1,0 +1,288 @@
+// Package cluster owns what a client knows of the cluster it talks to: the
+// seeds and the bootstrap, the topology (the config in use and the node
+// behind each of its server indexes), each node's connection pool, the
+// intake of configs from every source, the fetches and recovery rounds that
+// keep the config current, and the collection-id cache. It answers the
+// request engine's one question, "where does this go", and hears back what
+// the nodes said about it (NOT_MY_VBUCKET, a node that could not be
+// reached), through a narrow API:
+//
+//	cl, err := cluster.Connect(ctx, cfg)     // bootstrap from the seeds
+//	r, reason, err := cl.Route(&rs, &target) // by key, vbucket or node
+//	cn, reason, err := r.Node.Pick()         // a live connection
+//	moved := cl.NotMyVbucket(r, nmv, &rs, &target)
+//	cl.NodeUnavailable()
+//	<-r.Topo.Wake(reason)                    // ends a retry wait
+//
+// Routing is a pure function of an immutable Topology snapshot, taken with
+// no lock. Configs arrive from the bootstrap, each new connection, push
+// notifications, NOT_MY_VBUCKET bodies, polls, fetches, recovery rounds and
+// any other ConfigSource (the cluster manager's HTTP streaming, say); every
+// one goes through the same intake (intake.go), judged by the same revision
+// rules, and is parsed at most once per version, off the operations'
+// goroutines.
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// Config is what a Cluster needs from the client that owns it.
+type Config struct {
+	// Seeds are the connection string's hosts ("host:port").
+	Seeds []string
+	// Memcached: the seeds are plain memcached servers (memcached://),
+	// routed by a ketama ring over them; there are no cluster configs.
+	Memcached bool
+	// TLS: the connections use TLS, and so the configs' TLS ports.
+	TLS bool
+	// Bucket is the bucket whose configs are taken (none for Memcached).
+	Bucket string
+	// Network chooses the configs' addresses: "auto" picks by the seed
+	// that served the first config (vbmap.Config.DetectNetwork).
+	Network string
+	// ConnectTimeout bounds Connect, and each dial.
+	ConnectTimeout time.Duration
+	// KVTimeout bounds a config fetch; with the longest operation timeout
+	// seen (NoteTimeout), it bounds how long a leaving node drains.
+	KVTimeout time.Duration
+	// PollInterval is how often a node is asked for its config.
+	PollInterval time.Duration
+	// StrandGrace: a node of the config still in its first dial this long
+	// after it was made counts as unreachable when the cluster looks for
+	// a reachable node (the connections' probe timeout).
+	StrandGrace time.Duration
+	// ConnectionsPerNode is the size of each node's pool.
+	ConnectionsPerNode int
+	// Conn are the options of every connection; the cluster adds the
+	// per-node callbacks (OnClose, OnClustermapNotification).
+	Conn conn.Options
+	// RemoveFailedServers and ServerFailureLimit: memcached:// takes a
+	// server out of the ketama ring after that many failed dials in a row
+	// (MemcachedOptions).
+	RemoveFailedServers bool
+	ServerFailureLimit  int
+	// Clock times the polls, fetch spacing, recovery rounds, redial
+	// back-off and the text path's back-off.
+	Clock  retry.Clock
+	Logger *slog.Logger
+	// NodeError builds the error that says node addr has no connection to
+	// carry a request (err: why its last dial failed; nil: still
+	// connecting): the client's public *NodeError. It must match
+	// kverr.ErrNoNodeAvailable and unwrap to err.
+	NodeError func(addr string, err error) error
+	// Resolver, when set, turns the seeds into the addresses dialed (DNS
+	// SRV, SDK RFC 0011) before Connect dials them, within ConnectTimeout.
+	Resolver SeedResolver
+	// Sources are config sources besides the KV connections' own, started
+	// once Connect has a topology and run until Close.
+	Sources []ConfigSource
+	// BeforeParse, when set (tests), runs on the config loop before each
+	// config it parses.
+	BeforeParse func()
+}
+
+// SeedResolver turns the connection string's hosts into the addresses to
+// dial: a DNS SRV lookup of a single host, say. It runs once, in Connect.
+type SeedResolver interface {
+	Resolve(ctx context.Context, seeds []string) ([]string, error)
+}
+
+// ConfigSource is a source of cluster configs besides the KV connections'
+// own (GET_CLUSTER_CONFIG, notifications, NOT_MY_VBUCKET bodies): the
+// cluster manager's streaming REST config, say. Run offers every config it
+// receives to sink, which judges it by the same revision rules as any
+// other, until ctx ends (Close). A source that can also serve a seed's
+// first config, when the seed's KV connection served none, implements
+// FirstConfigSource.
+type ConfigSource interface {
+	Run(ctx context.Context, sink Sink)
+}
+
+// FirstConfigSource is a ConfigSource that serves a bootstrap config:
+// Connect asks it for the config of seed (an address dialed) when the
+// seed's KV connection served none. host is what $HOST in it stands for.
+type FirstConfigSource interface {
+	ConfigSource
+	FirstConfig(ctx context.Context, seed string) (raw []byte, host string, err error)
+}
+
+// Sink is what a ConfigSource feeds: the cluster's config intake, and the
+// topology in use (where to stream from).
+type Sink interface {
+	Offer(raw []byte, host, source string) Offer
+	Topology() *Topology
+}
+
+// Cluster is the state of one client's cluster. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	cfg   Config
+	seeds []string // the addresses dialed (cfg.Seeds, resolved)
+
+	ctx    context.Context // ended by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// topo is the routing snapshot, replaced whole under mu.
+	topo atomic.Pointer[Topology]
+	mu   sync.Mutex
+	// nodes by address, ring (memcached:// only) and known (the seeds,
+	// then every node a config named, at most maxKnownAddrs: where
+	// recovery asks) are guarded by mu.
+	nodes   map[string]*Node
+	ring    *ring
+	known   []string
+	network string // resolved at bootstrap
+
+	intake      intake
+	unreachable chan struct{} // capacity 1: an operation found its node unavailable
+	fetchMu     sync.Mutex
+	fetches     map[*Node]*fetchState // guarded by fetchMu
+	recovery    recoveryState         // guarded by fetchMu
+	fetchClosed bool                  // Close has begun; guarded by fetchMu
+
+	colls CollectionIDs
+	// parses counts the configs parsed after bootstrap.
+	parses atomic.Int64
+	// longestTimeout is the longest operation timeout seen (ns).
+	longestTimeout atomic.Int64
+
+	closeOnce sync.Once
+}
+
+// Connect bootstraps: it resolves and dials the seeds until one serves a
+// config (Couchbase), or connects to the servers (memcached://), and
+// returns once the first topology's nodes have been dialed once. A failure
+// is a *BootstrapError with every seed's error, or an error matching
+// kverr.ErrInvalidArgument for seeds that cannot form a ring.
+func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
+	c := &Cluster{
+		cfg:         cfg,
+		seeds:       cfg.Seeds,
+		nodes:       map[string]*Node{},
+		unreachable: make(chan struct{}, 1),
+		fetches:     map[*Node]*fetchState{},
+	}
+	c.intake.ready = make(chan struct{}, 1)
+	c.colls.ids = map[string]uint32{}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	var err error
+	if cfg.Memcached {
+		err = c.bootstrapMemcached(ctx)
+	} else {
+		err = c.bootstrapCouchbase(ctx)
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if !cfg.Memcached {
+		c.wg.Add(1)
+		go c.configLoop()
+		for _, src := range cfg.Sources {
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				src.Run(c.ctx, c)
+			}()
+		}
+	}
+	return c, nil
+}
+
+// Close closes every connection and stops every goroutine the cluster
+// started. Retry waits routed with the current topology end at once (its
+// Wake channels close), and so do those begun after. Safe to call more
+// than once.
+func (c *Cluster) Close() {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.cancel()
+		if cur := c.topo.Load(); cur != nil && cur.changed != nil {
+			close(c.renewLocked(cur).changed)
+		}
+		c.mu.Unlock()
+		c.fetchMu.Lock()
+		c.fetchClosed = true // no fetcher or recovery starts after wg.Wait begins
+		c.fetchMu.Unlock()
+		c.wg.Wait()
+		c.mu.Lock()
+		for _, n := range c.nodes {
+			n.closeAll()
+		}
+		c.mu.Unlock()
+	})
+}
+
+// Context is ended by Close.
+func (c *Cluster) Context() context.Context { return c.ctx }
+
+// Topology is the routing snapshot in use (nil only before Connect
+// returned).
+func (c *Cluster) Topology() *Topology { return c.topo.Load() }
+
+// Network is the configs' network in use ("default", "external", ...).
+func (c *Cluster) Network() string { return c.network }
+
+// Collections is the collection-id cache.
+func (c *Cluster) Collections() *CollectionIDs { return &c.colls }
+
+// ConfigParses is how many configs were parsed after the bootstrap one.
+func (c *Cluster) ConfigParses() int64 { return c.parses.Load() }
+
+// NoteTimeout tells the cluster an operation timeout in use: a node that
+// leaves drains its connections for at least the longest one.
+func (c *Cluster) NoteTimeout(d time.Duration) {
+	for {
+		cur := c.longestTimeout.Load()
+		if int64(d) <= cur || c.longestTimeout.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
+}
+
+// LongestTimeout is the longest operation timeout NoteTimeout was told.
+func (c *Cluster) LongestTimeout() time.Duration { return time.Duration(c.longestTimeout.Load()) }
+
+// nodeError is Config.NodeError's error for n.
+func (c *Cluster) nodeError(addr string, err error) error { return c.cfg.NodeError(addr, err) }
+
+// connOptions are the options of a connection to n; with n nil, of a short
+// connection that only reads the config (recovery): no callbacks.
+func (c *Cluster) connOptions(n *Node) conn.Options {
+	o := c.cfg.Conn
+	if n == nil {
+		return o
+	}
+	o.OnClose = func(error) { n.signal() }
+	if !c.cfg.Memcached {
+		o.OnClustermapNotification = func(nt memdx.ClustermapNotification) { c.onNotification(n, nt) }
+	}
+	return o
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
+}
+
+// Node is the node of addr the cluster keeps (in its topology, or still
+// draining), nil if none.
+func (c *Cluster) Node(addr string) *Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[addr]
+}

@@ -1,0 +1,439 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/leakcheck"
+	"github.com/kvwire/kvwire/internal/memcachedtest"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// The cluster on its own: bootstrap, config intake, NOT_MY_VBUCKET
+// handling, seeds and nodes, against the mock cluster's nodes, with no
+// client operation. The requests the tests send are the cluster's own
+// (bootstrap, config fetches, polls), counted on the mock.
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// nodeError is the test's Config.NodeError.
+type nodeError struct {
+	addr string
+	err  error
+}
+
+func (e *nodeError) Error() string        { return "node " + e.addr + ": " + errString(e.err) }
+func (e *nodeError) Unwrap() error        { return e.err }
+func (e *nodeError) Is(target error) bool { return target == kverr.ErrNoNodeAvailable }
+
+func errString(err error) string {
+	if err == nil {
+		return "connecting"
+	}
+	return err.Error()
+}
+
+// noPushes are the HELLO features a mock refuses so that it never pushes a
+// config: the cluster learns of a new one only when the test lets it.
+var noPushes = []memdx.HelloFeature{
+	memdx.FeatureClustermapChangeNotification,
+	memdx.FeatureClustermapChangeNotificationBrief,
+}
+
+func newMock(t *testing.T, o mockcluster.Options) *mockcluster.Cluster {
+	t.Helper()
+	mc, err := mockcluster.New(o)
+	require.NoError(t, err)
+	t.Cleanup(mc.Close)
+	return mc
+}
+
+// testConfig is a Config for mc's default bucket: every node a seed, no
+// polls (an hour), the features a client asks for.
+func testConfig(mc *mockcluster.Cluster) Config {
+	return Config{
+		Seeds:              mc.Addrs(),
+		Bucket:             mockcluster.DefaultBucket,
+		Network:            "auto",
+		ConnectTimeout:     10 * time.Second,
+		KVTimeout:          2500 * time.Millisecond,
+		PollInterval:       time.Hour,
+		ConnectionsPerNode: 1,
+		Conn: conn.Options{
+			Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword,
+			Bucket:       mockcluster.DefaultBucket,
+			ProbeTimeout: time.Minute, // servers in the test's process
+			Features: []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket, memdx.FeatureJSON,
+				memdx.FeatureDuplex, memdx.FeatureClustermapChangeNotificationBrief, memdx.FeatureUnorderedExecution,
+				memdx.FeatureGetClusterConfigWithKnownVersion, memdx.FeatureDedupeNotMyVbucketClustermap},
+		},
+		Clock:     retry.RealClock(),
+		Logger:    slog.New(slog.DiscardHandler),
+		NodeError: func(addr string, err error) error { return &nodeError{addr, err} },
+	}
+}
+
+func connectCluster(t *testing.T, cfg Config) *Cluster {
+	t.Helper()
+	c, err := Connect(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// awaitTopology waits (woken by each install, no polling) until ok holds
+// for the cluster's topology; a minute is a bound no healthy run nears.
+func awaitTopology(t *testing.T, c *Cluster, what string, ok func(*Topology) bool) *Topology {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		top := c.Topology()
+		if ok(top) {
+			return top
+		}
+		select {
+		case <-top.Changed():
+		case <-deadline.C:
+			t.Fatalf("the topology did not reach %q within a minute", what)
+		}
+	}
+}
+
+// moveVbucket rebalances key's vbucket to node to (the old owner keeps a
+// replica) and returns the old owner.
+func moveVbucket(t *testing.T, mc *mockcluster.Cluster, key string, to int) int {
+	t.Helper()
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	vb := b.VbucketForKey([]byte(key))
+	target := b.VbucketMap()
+	from := target[vb][0]
+	require.NotEqual(t, from, to)
+	target[vb] = []int{to, from}
+	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{Targets: map[string][][]int{b.Name(): target}})
+	require.NoError(t, err)
+	require.NoError(t, r.Finish())
+	return from
+}
+
+// A config arriving by any path is judged by its revision: a newer one is
+// installed (the old topology's Changed closes), an older or equal one is
+// dropped unparsed, one over the size limit is rejected unread, and a
+// config offered many times is parsed once.
+func TestConfigArrival(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	var parses atomic.Int32
+	cfg := testConfig(mc)
+	cfg.BeforeParse = func() { parses.Add(1) }
+	c := connectCluster(t, cfg)
+	t0 := c.Topology()
+	require.NotNil(t, t0.Config())
+	require.Len(t, t0.Nodes(), 3)
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	held := b.ConfigJSON(0)
+
+	assert.Equal(t, OfferStale, c.Offer(held, "127.0.0.1", "test"), "the config held")
+	assert.Equal(t, OfferStale, c.Offer(nil, "127.0.0.1", "test"), "no config")
+	assert.Equal(t, OfferRejected, c.Offer(bytes.Repeat([]byte(" "), vbmap.MaxConfigSize+1), "127.0.0.1", "test"),
+		"over the size limit")
+
+	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
+	newer := b.ConfigJSON(0)
+	require.Equal(t, OfferNewer, c.Offer(newer, "127.0.0.1", "test"))
+	for range 19 {
+		// On its way (waiting or being parsed), or installed already.
+		assert.NotEqual(t, OfferRejected, c.Offer(newer, "127.0.0.1", "test"))
+	}
+	select {
+	case <-t0.Changed():
+	case <-time.After(time.Minute):
+		t.Fatal("the newer config was not installed")
+	}
+	awaitTopology(t, c, "the newer config", func(top *Topology) bool {
+		v, _ := vbmap.PeekVersion(newer)
+		return top.Config().Version() == v
+	})
+	assert.Equal(t, int32(1), parses.Load(), "parses of the newer config offered 20 times")
+	assert.Equal(t, int64(1), c.ConfigParses())
+	assert.Equal(t, OfferStale, c.Offer(held, "127.0.0.1", "test"), "the older config, after")
+}
+
+// fakeSource is a second ConfigSource (the shape of HTTP streaming): it
+// offers the configs sent on configs, and serves a first config for
+// Connect when asked.
+type fakeSource struct {
+	configs chan []byte
+	first   []byte
+	asked   atomic.Int32
+	offers  chan Offer
+}
+
+func (s *fakeSource) Run(ctx context.Context, sink Sink) {
+	for {
+		select {
+		case raw := <-s.configs:
+			s.offers <- sink.Offer(raw, "127.0.0.1", "fake")
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *fakeSource) FirstConfig(ctx context.Context, seed string) ([]byte, string, error) {
+	s.asked.Add(1)
+	if s.first == nil {
+		return nil, "", errors.New("no config here")
+	}
+	return s.first, hostOf(seed), nil
+}
+
+// A second config source feeds the same intake: its newer config is
+// installed, an older one dropped; and it serves the bootstrap config when
+// the seeds' KV connections serve none.
+func TestSecondConfigSource(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	src := &fakeSource{configs: make(chan []byte), offers: make(chan Offer, 1)}
+	cfg := testConfig(mc)
+	cfg.Sources = []ConfigSource{src}
+	c := connectCluster(t, cfg)
+	assert.Zero(t, src.asked.Load(), "the seed served a config itself")
+	held := b.ConfigJSON(0)
+	t0 := c.Topology()
+	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
+	src.configs <- b.ConfigJSON(1)
+	require.Equal(t, OfferNewer, <-src.offers)
+	<-t0.Changed()
+	src.configs <- held
+	assert.Equal(t, OfferStale, <-src.offers)
+
+	// Seeds whose KV connections serve no config: the source's first
+	// config bootstraps.
+	f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGetClusterConfig}},
+		Action: mockcluster.Action{Status: memdx.StatusNotSupported}})
+	defer f.Remove()
+	src2 := &fakeSource{configs: make(chan []byte), offers: make(chan Offer, 1), first: b.ConfigJSON(0)}
+	cfg.Sources = []ConfigSource{src2}
+	c2 := connectCluster(t, cfg)
+	assert.Equal(t, int32(1), src2.asked.Load())
+	assert.Len(t, c2.Topology().Nodes(), 3)
+	src3 := &fakeSource{configs: make(chan []byte), offers: make(chan Offer, 1)}
+	cfg.Sources = []ConfigSource{src3}
+	_, err := Connect(context.Background(), cfg)
+	var be *BootstrapError
+	require.ErrorAs(t, err, &be)
+	assert.Len(t, be.All, 3, "every seed's error")
+	assert.Contains(t, err.Error(), "served no cluster config")
+}
+
+// NOT_MY_VBUCKET: a body with a newer config is offered (nothing fetched);
+// without a body the node is asked for its config, once however many
+// requests met it; once the newer config is installed, the request's
+// route state takes it and the route moves.
+func TestNotMyVbucket(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	c := connectCluster(t, testConfig(mc))
+	const key = "nmv-key"
+	tg := &Target{Key: []byte(key)}
+	var rs vbmap.RouteState
+	r, _, err := c.Route(&rs, tg)
+	require.NoError(t, err)
+	from := b.VbucketMap()[b.VbucketForKey([]byte(key))][0]
+	require.Equal(t, mc.Node(from).Addr(), r.Node.Addr())
+	to := (from + 1) % 3
+	moveVbucket(t, mc, key, to)
+
+	// No body: the node that answered is asked for its config.
+	fetches := mc.Node(from).RequestCount(memdx.OpGetClusterConfig)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rs := rs
+			c.NotMyVbucket(r, NMV{}, &rs, tg)
+		}()
+	}
+	wg.Wait()
+	top := awaitTopology(t, c, "the fetched config", func(top *Topology) bool { return top.Config().Newer(r.Topo.Config()) })
+	got := mc.Node(from).RequestCount(memdx.OpGetClusterConfig) - fetches
+	assert.GreaterOrEqual(t, got, uint64(1))
+	assert.LessOrEqual(t, got, uint64(2), "fetches for 10 NOT_MY_VBUCKETs (one in flight, one after)")
+	assert.True(t, c.NotMyVbucket(r, NMV{}, &rs, tg), "a config held moves the route")
+	r2, _, err := c.Route(&rs, tg)
+	require.NoError(t, err)
+	assert.Same(t, top, r2.Topo)
+	assert.Equal(t, mc.Node(to).Addr(), r2.Node.Addr())
+	assert.Equal(t, got, mc.Node(from).RequestCount(memdx.OpGetClusterConfig)-fetches, "no fetch with a newer config held")
+
+	// A body with a newer config: offered, not fetched.
+	back := moveVbucket(t, mc, key, from)
+	require.Equal(t, to, back)
+	fetches = mc.Node(to).RequestCount(memdx.OpGetClusterConfig)
+	var rs2 vbmap.RouteState
+	r3, _, err := c.Route(&rs2, tg)
+	require.NoError(t, err)
+	c.NotMyVbucket(r3, NMV{Body: b.ConfigJSON(to)}, &rs2, tg)
+	awaitTopology(t, c, "the config in the body", func(top *Topology) bool { return top.Config().Newer(r3.Topo.Config()) })
+	assert.Equal(t, fetches, mc.Node(to).RequestCount(memdx.OpGetClusterConfig), "nothing fetched")
+	r4, _, err := c.Route(&rs2, tg)
+	require.NoError(t, err)
+	assert.Equal(t, mc.Node(from).Addr(), r4.Node.Addr())
+}
+
+// closedPort is a loopback address that refuses connections.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// resolver maps names to addresses, as a DNS SRV lookup would.
+type resolver map[string][]string
+
+func (r resolver) Resolve(_ context.Context, seeds []string) ([]string, error) {
+	var out []string
+	for _, s := range seeds {
+		addrs, ok := r[s]
+		if !ok {
+			return nil, errors.New("no SRV record for " + s)
+		}
+		out = append(out, addrs...)
+	}
+	return out, nil
+}
+
+// Seeds are tried in order: one that refuses the connection is passed
+// over; a resolver turns a name into the addresses dialed; refused
+// credentials end the bootstrap at once; no seed answering is every
+// seed's error.
+func TestSeedFallback(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	cfg := testConfig(mc)
+	cfg.Seeds = []string{closedPort(t), mc.Node(1).Addr()}
+	c := connectCluster(t, cfg)
+	assert.Len(t, c.Topology().Nodes(), 3)
+
+	cfg.Seeds = []string{"cluster.test:11210"}
+	cfg.Resolver = resolver{"cluster.test:11210": {closedPort(t), mc.Node(2).Addr()}}
+	c = connectCluster(t, cfg)
+	assert.Len(t, c.Topology().Nodes(), 3)
+	cfg.Seeds = []string{"other.test:11210"}
+	_, err := Connect(context.Background(), cfg)
+	assert.ErrorContains(t, err, "no SRV record for other.test:11210")
+	cfg.Resolver = nil
+
+	cfg.Seeds = mc.Addrs()
+	cfg.Conn.Password = "wrong"
+	start := time.Now()
+	_, err = Connect(context.Background(), cfg)
+	assert.ErrorIs(t, err, kverr.ErrAuthenticationFailure)
+	assert.Less(t, time.Since(start), cfg.ConnectTimeout, "a refusal ends the bootstrap at once")
+
+	cfg.Seeds = []string{closedPort(t), closedPort(t)}
+	_, err = Connect(context.Background(), cfg)
+	var be *BootstrapError
+	require.ErrorAs(t, err, &be)
+	assert.Len(t, be.All, 2)
+}
+
+// Nodes join and leave with the configs: a node added to the cluster gets
+// a pool; a node rebalanced out leaves the topology, refuses requests
+// (no route to it), and drains and closes its connections.
+func TestNodeAddAndRemove(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	cfg := testConfig(mc)
+	cfg.PollInterval = 50 * time.Millisecond // the mock pushes configs too; polls are a backstop
+	c := connectCluster(t, cfg)
+	n4, err := mc.AddNode()
+	require.NoError(t, err)
+	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{})
+	require.NoError(t, err)
+	require.NoError(t, r.Finish())
+	awaitTopology(t, c, "four nodes", func(top *Topology) bool { return len(top.Nodes()) == 4 })
+	n := c.Node(n4.Addr())
+	require.NotNil(t, n)
+	require.Eventually(t, func() bool { _, _, err := n.Pick(); return err == nil }, time.Minute, time.Millisecond,
+		"the new node's pool connects")
+
+	gone := c.Node(mc.Node(0).Addr())
+	r, err = mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2, n4.ID()}})
+	require.NoError(t, err)
+	require.NoError(t, r.Finish())
+	top := awaitTopology(t, c, "node 0 out", func(top *Topology) bool { return len(top.Nodes()) == 3 })
+	for _, nd := range top.Nodes() {
+		assert.NotEqual(t, mc.Node(0).Addr(), nd.Addr())
+	}
+	select {
+	case <-gone.Stopped():
+	case <-time.After(time.Minute):
+		t.Fatal("the node rebalanced out did not drain and close within a minute")
+	}
+	_, _, err = gone.Pick()
+	assert.ErrorIs(t, err, kverr.ErrNoNodeAvailable)
+	assert.ErrorContains(t, err, "no longer in the cluster config")
+	assert.Nil(t, c.Node(mc.Node(0).Addr()))
+}
+
+// A memcached:// cluster routes by a ketama ring over its seeds, and a
+// server whose dial failed is known down: its keys fail at once.
+func TestMemcachedRing(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	cfg := testConfig(mc)
+	cfg.Memcached = true
+	down := closedPort(t)
+	cfg.Seeds = []string{memcachedtest.Start(t), down}
+	cfg.Conn = conn.Options{Memcached: true, ProbeTimeout: time.Minute}
+	c := connectCluster(t, cfg)
+	top := c.Topology()
+	require.True(t, top.Ketama())
+	require.Equal(t, 2, top.NumServers())
+	var rs vbmap.RouteState
+	for i := range 64 {
+		key := []byte{byte('a' + i%26), byte(i)}
+		_, want := top.KetamaServer(key)
+		r, reason, err := c.Route(&rs, &Target{Key: key})
+		assert.Same(t, want, r.Node)
+		if want.Addr() == down {
+			assert.Equal(t, retry.ReasonUnknown, reason, "a known-down server's key fails at once")
+			assert.ErrorIs(t, err, kverr.ErrNoNodeAvailable)
+		} else {
+			assert.NoError(t, err)
+		}
+	}
+}
+
+// A node's connections take the client's options as they are, with the
+// node's callbacks added; a recovery dial's take them without.
+func TestConnOptionsKeepTheClientsOptions(t *testing.T) {
+	c := &Cluster{cfg: Config{Conn: conn.Options{ProbeAfter: 200 * time.Millisecond, ProbeTimeout: 5 * time.Second,
+		Username: "u", MaxPending: 7}}}
+	n := &Node{cl: c, addr: "h:11210", wake: make(chan struct{}, 1)}
+	for _, o := range []conn.Options{c.connOptions(nil), c.connOptions(n)} {
+		assert.Equal(t, 200*time.Millisecond, o.ProbeAfter)
+		assert.Equal(t, 5*time.Second, o.ProbeTimeout)
+		assert.Equal(t, "u", o.Username)
+		assert.Equal(t, 7, o.MaxPending)
+	}
+	assert.Nil(t, c.connOptions(nil).OnClose)
+	assert.NotNil(t, c.connOptions(n).OnClose)
+	assert.NotNil(t, c.connOptions(n).OnClustermapNotification)
+}

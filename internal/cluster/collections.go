@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/statuspolicy"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// CollectionIDs caches collection ids by "scope.collection", for the whole
+// bucket (ids are per bucket, the same on every node), and looks them up
+// (COLLECTIONS_GET_ID) on a miss, once however many requests meet it at
+// the same time.
+type CollectionIDs struct {
+	mu  sync.RWMutex
+	ids map[string]uint32
+	sf  singleflight.Group
+}
+
+// ID returns the id of collection name of scope (path: "scope.name") from
+// the cache, or asks cn when it is not cached (one lookup at a time per
+// collection: concurrent callers share its answer). A status other than
+// success is decided by the status policy (statuspolicy.Decide for
+// COLLECTIONS_GET_ID): a missing scope or
+// collection gives the terminal reasons of RFC 0049 revision 16 (the
+// default strategy fails at once, best effort waits for it to appear);
+// TMPFAIL and the statuses the node's error map marks for retry are
+// retried (the map's entry goes with the error, for FollowErrorMap); the
+// rest end the operation (retry.ReasonUnknown) with an error matching the
+// status's sentinel. A lookup that got no answer is retried as
+// SOCKET_NOT_AVAILABLE.
+func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (uint32, retry.Reason, error) {
+	if !cn.Features().Has(memdx.FeatureCollections) {
+		return 0, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
+	}
+	cc.mu.RLock()
+	id, ok := cc.ids[path]
+	cc.mu.RUnlock()
+	if ok {
+		return id, 0, nil
+	}
+	v, err, _ := cc.sf.Do(path, func() (any, error) {
+		req := memdx.NewCollectionsGetID(scope, name)
+		var cid uint32
+		var status memdx.Status
+		_, err := cn.DoDeadline(ctx, deadline, &req, func(p *memdx.Packet) error {
+			status = p.Status
+			if p.Status != memdx.StatusSuccess {
+				return nil
+			}
+			_, id, err := memdx.DecodeCollectionsGetID(p)
+			cid = id
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if status != memdx.StatusSuccess {
+			return nil, &LookupError{path: path, status: status,
+				Outcome: statuspolicy.Decide(memdx.OpCollectionsGetID, false, status, cn.ErrorMap())}
+		}
+		cc.mu.Lock()
+		cc.ids[path] = cid
+		cc.mu.Unlock()
+		return cid, nil
+	})
+	if err == nil {
+		return v.(uint32), 0, nil
+	}
+	var le *LookupError
+	var re *conn.RequestError
+	switch {
+	case errors.As(err, &le):
+		return 0, le.Outcome.Reason, err
+	case errors.As(err, &re):
+		// The lookup's request did not get an answer (connection,
+		// overload, deadline): nothing of the operation was sent, so it
+		// may be retried.
+		return 0, retry.ReasonSocketNotAvailable, err
+	}
+	// An answer that did not decode: a server bug, not retried.
+	return 0, retry.ReasonUnknown, fmt.Errorf("%w: COLLECTIONS_GET_ID for %s: %w", kverr.ErrServerFailure, path, err)
+}
+
+// LookupError is a COLLECTIONS_GET_ID answered with a status other than
+// success, with the status policy's outcome for it. errors.Is matches the
+// outcome's sentinel (ErrCollectionNotFound, ErrScopeNotFound,
+// ErrInvalidArgument for EINVAL, ErrNoAccess for EACCESS,
+// ErrTemporaryFailure for TMPFAIL or a "temp" error-map entry,
+// ErrServerFailure otherwise) and errors.As finds the *memdx.StatusError.
+type LookupError struct {
+	path    string
+	status  memdx.Status
+	Outcome statuspolicy.Outcome
+}
+
+func (e *LookupError) Error() string {
+	switch e.Outcome.Sentinel {
+	case kverr.ErrCollectionNotFound:
+		return "collection " + e.path + " not found"
+	case kverr.ErrScopeNotFound:
+		return "scope of " + e.path + " not found"
+	}
+	return "looking up the id of collection " + e.path + ": " + e.Unwrap().Error()
+}
+
+func (e *LookupError) Is(target error) bool { return target == e.Outcome.Sentinel }
+
+func (e *LookupError) Unwrap() error {
+	return &memdx.StatusError{Status: e.status, OpCode: memdx.OpCollectionsGetID}
+}
+
+// Invalidate drops path's id: a node answered UNKNOWN_COLLECTION (the
+// manifest changed), and the next request resolves it again.
+func (cc *CollectionIDs) Invalidate(path string) {
+	cc.mu.Lock()
+	delete(cc.ids, path)
+	cc.mu.Unlock()
+}

@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// fetchState is one node's config fetcher.
+type fetchState struct {
+	running bool
+	// again: a fetch was asked for while one ran; againFor is the newest
+	// config version those requests were routed with.
+	again    bool
+	againFor vbmap.Version
+	// announced: the node announced (a cluster-map notification without
+	// a config) a config at least as new as announcedVer; fetches go on,
+	// spaced as every fetch from the node is, until one that new is
+	// installed or on its way, at most MaxAnnouncedFetches times for one
+	// version (a node may announce what it then fails to serve: the poll
+	// catches up). gaveUp: the newest announced version given up on so;
+	// an announcement not newer than it is ignored, so that a node that
+	// keeps announcing what it never serves costs at most
+	// MaxAnnouncedFetches fetches per version, none closer together than
+	// ConfigFetchInterval.
+	announced      bool
+	announcedVer   vbmap.Version
+	announcedTries int
+	gaveUp         bool
+	gaveUpVer      vbmap.Version
+	last           time.Time // start of the last fetch
+}
+
+// MaxAnnouncedFetches bounds the fetches one announcement causes.
+const MaxAnnouncedFetches = 3
+
+// NMV is what a NOT_MY_VBUCKET answer carried: what became of its body
+// when the connection's reader met it (Recognise), or, when the reader
+// could not tell without a scan, a copy of the body, to be offered now.
+type NMV struct {
+	Offer Offer
+	Body  []byte
+}
+
+// NotMyVbucket is told that r.Node answered NOT_MY_VBUCKET to a request to
+// tg routed as r (whose topology has a config). The body, if still to be
+// offered, is offered. The NOT_MY_VBUCKET is recorded in rs, the request's
+// route state, with the newest config held (RFC 0005: the forward map of a
+// config that has one). When no config newer than the one routed with is
+// held or on its way (no body, or one not newer), r.Node is asked for its
+// config (one fetch per node in flight, spaced by ConfigFetchInterval). It
+// reports whether that config sends the request to another node (moved):
+// the retry need not wait. The wait that follows ends when the topology is
+// replaced (Topology.Wake).
+func (c *Cluster) NotMyVbucket(r Route, nmv NMV, rs *vbmap.RouteState, tg *Target) (moved bool) {
+	t, n := r.Topo, r.Node
+	if len(nmv.Body) > 0 {
+		nmv.Offer = c.Offer(nmv.Body, n.host, "not-my-vbucket")
+	}
+	cur := c.topo.Load()
+	if cur == nil || cur.cfg == nil || !cur.cfg.Newer(t.cfg) {
+		cur = t
+	}
+	rs.OnNotMyVbucket(cur.cfg)
+	peek := *rs // routing again must not change the request's state
+	if next, _, _, err := c.route(cur, &peek, tg); err == nil && next != n {
+		moved = true
+	}
+	if cur == t && nmv.Offer != OfferNewer {
+		c.requestFetch(n, t.cfg.Version())
+	}
+	return moved
+}
+
+// requestFetch asks for a GET_CLUSTER_CONFIG from n, on n's fetcher: now if
+// none ran in the last ConfigFetchInterval, else when it has passed; a
+// request made while a fetch runs is served by one more fetch after it,
+// unless by then a config newer than routedWith (the version the requester
+// routed with) is installed.
+func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	if c.fetchClosed {
+		return
+	}
+	fs := c.fetchStateLocked(n)
+	if fs.running {
+		if !fs.again || routedWith.Newer(fs.againFor) {
+			fs.againFor = routedWith
+		}
+		fs.again = true
+		return
+	}
+	c.startFetcherLocked(n, fs)
+}
+
+// announceFetch asks n's fetcher for the config of version v, which n
+// announced in a cluster-map notification: fetched as an NMV's fetch is
+// (one in flight per node, at least ConfigFetchInterval after the last
+// one's start), and again after a fetch that did not bring a config that
+// new (the announcement can overtake the install of the fetch before it),
+// up to MaxAnnouncedFetches times. A version not newer than one given up
+// on so is not fetched again.
+func (c *Cluster) announceFetch(n *Node, v vbmap.Version) {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	if c.fetchClosed {
+		return
+	}
+	fs := c.fetchStateLocked(n)
+	switch {
+	case fs.gaveUp && !v.Newer(fs.gaveUpVer):
+		return // announced before, and never served
+	case !fs.announced || v.Newer(fs.announcedVer):
+		fs.announcedVer, fs.announcedTries = v, 0
+	}
+	fs.announced = true
+	if !fs.running {
+		c.startFetcherLocked(n, fs)
+	}
+}
+
+// fetchStateLocked returns n's fetch state. fetchMu is held.
+func (c *Cluster) fetchStateLocked(n *Node) *fetchState {
+	fs := c.fetches[n]
+	if fs == nil {
+		fs = &fetchState{}
+		c.fetches[n] = fs
+	}
+	return fs
+}
+
+// startFetcherLocked starts n's fetcher. fetchMu is held.
+func (c *Cluster) startFetcherLocked(n *Node, fs *fetchState) {
+	fs.running = true
+	c.wg.Add(1)
+	go c.fetcher(n, fs)
+}
+
+// fetcher runs n's fetches until none is due, then exits.
+func (c *Cluster) fetcher(n *Node, fs *fetchState) {
+	defer c.wg.Done()
+	for {
+		c.fetchMu.Lock()
+		wait := fs.last.Add(ConfigFetchInterval).Sub(c.cfg.Clock.Now())
+		c.fetchMu.Unlock()
+		if wait > 0 {
+			tm := c.cfg.Clock.NewTimer(wait)
+			select {
+			case <-tm.C():
+			case <-n.ctx.Done():
+				tm.Stop()
+				c.fetchMu.Lock()
+				fs.running = false
+				c.fetchMu.Unlock()
+				return
+			}
+		}
+		c.fetchMu.Lock()
+		fs.last = c.cfg.Clock.Now()
+		fs.again = false
+		if fs.announced {
+			fs.announcedTries++
+		}
+		c.fetchMu.Unlock()
+
+		got, gotVer, gotPeeked := c.fetchConfig(n)
+
+		c.fetchMu.Lock()
+		t := c.topo.Load()
+		if fs.again {
+			// Requests made before a newer config was installed, or
+			// before this fetch found one on its way (its install wakes
+			// their operations), are answered.
+			if got == OfferNewer || t != nil && t.cfg != nil && t.cfg.Version().Newer(fs.againFor) {
+				fs.again = false
+			}
+		}
+		if fs.announced {
+			// Served once a config as new as announced is installed or
+			// on its way; given up after MaxAnnouncedFetches.
+			switch {
+			case t != nil && t.cfg != nil && !fs.announcedVer.Newer(t.cfg.Version()),
+				got == OfferNewer && gotPeeked && !fs.announcedVer.Newer(gotVer):
+				fs.announced = false
+			case fs.announcedTries >= MaxAnnouncedFetches:
+				fs.announced = false
+				if !fs.gaveUp || fs.announcedVer.Newer(fs.gaveUpVer) {
+					fs.gaveUp, fs.gaveUpVer = true, fs.announcedVer
+				}
+				c.cfg.Logger.Warn("kvwire: a node announced a config it does not serve; not fetching that version again",
+					"node", n.addr, "announced", fs.announcedVer.String(), "fetches", fs.announcedTries)
+			}
+		}
+		if !fs.again && !fs.announced || n.ctx.Err() != nil {
+			fs.running = false
+			c.fetchMu.Unlock()
+			return
+		}
+		c.fetchMu.Unlock()
+	}
+}
+
+// fetchConfig asks n for a config newer than the one held and offers what
+// it answers; it returns what became of the offer and, when it could be
+// read, the answered config's version.
+func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool) {
+	cn, _, err := n.Pick()
+	if err != nil {
+		return OfferStale, v, false
+	}
+	var req memdx.Request
+	t := c.topo.Load()
+	if t != nil && t.cfg != nil && cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion) {
+		held := t.cfg.Version()
+		req = memdx.NewGetClusterConfigKnown(held.Epoch, int64(held.Rev))
+	} else {
+		req = memdx.NewGetClusterConfig()
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, c.cfg.KVTimeout)
+	defer cancel()
+	got = OfferStale
+	err = cn.Do(ctx, &req, func(p *memdx.Packet) error {
+		if p.Status != memdx.StatusSuccess {
+			return memdx.NewStatusError(p)
+		}
+		got = c.Offer(p.Value, n.host, "fetch")
+		if got == OfferNewer {
+			// Read here, while the packet is valid; Offer kept
+			// only a copy.
+			v, peeked = vbmap.PeekVersion(p.Value)
+		}
+		return nil
+	})
+	if err != nil {
+		c.cfg.Logger.Debug("kvwire: config fetch failed", "node", n.addr, "err", err)
+	}
+	return got, v, peeked
+}
+
+// onNotification runs on a connection's reader goroutine: it must not
+// block. A config is offered to the config loop; a brief notification of a
+// newer version makes the node's fetcher fetch it.
+func (c *Cluster) onNotification(n *Node, nt memdx.ClustermapNotification) {
+	if len(nt.Config) > 0 {
+		c.Offer(nt.Config, n.host, "notification")
+		return
+	}
+	t := c.topo.Load()
+	if t == nil || t.cfg == nil {
+		return
+	}
+	v := vbmap.Version{Epoch: nt.Version.Epoch, Rev: uint64(nt.Version.Revision)}
+	if !nt.HasEpoch {
+		v.Epoch = t.cfg.Version().Epoch
+	}
+	if v.Newer(t.cfg.Version()) {
+		c.announceFetch(n, v)
+	}
+}
+
+// Announced reports whether a node's fetcher is fetching an announced
+// config, and the newest version announced (tests; the first node with a
+// fetcher).
+func (c *Cluster) Announced() (bool, uint64) {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	for _, f := range c.fetches {
+		return f.announced, f.announcedVer.Rev
+	}
+	return false, 0
+}

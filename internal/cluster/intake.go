@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// How the cluster keeps its config current.
+//
+// Configs arrive from bootstrap, from each new connection, in push
+// notifications, in NOT_MY_VBUCKET bodies, from polls, from fetches, from
+// recovery rounds and from any ConfigSource. All but the bootstrap one go
+// through Offer, which runs on whatever goroutine met the config (a
+// fetcher, an operation, a source) and costs at most a size check and a
+// byte scan (vbmap.PeekVersion; a memory compare for a config identical to
+// the one waiting or the one the loop took last): a config over
+// vbmap.MaxConfigSize is dropped and logged, one that is not newer than the
+// held config is dropped, and a newer one is copied once into a one-slot
+// mailbox (a newer one replaces it there) unless that version is already
+// waiting, being parsed, or was rejected. The config loop parses the
+// mailbox's config and installs it: each version is parsed at most once,
+// however many operations meet it, and never on an operation's goroutine.
+//
+// Every install closes the replaced topology's changed channel, which
+// operations waiting in a back-off after NOT_MY_VBUCKET or an unavailable
+// node wait on (Topology.Wake): they re-route at once. So does a node of
+// it regaining a connection (wakeForNode).
+//
+// A NOT_MY_VBUCKET that brings nothing newer (no body, or a body not newer
+// than the held config) makes the cluster fetch the config from the node
+// that answered (GET_CLUSTER_CONFIG, with the known version when granted):
+// at most one fetch per node in flight, at least ConfigFetchInterval between
+// the starts of two fetches from one node, on a fetcher goroutine that
+// exists only while fetches are due. A node's cluster-map notification that
+// announces a newer version without its config is fetched on the same
+// terms (announceFetch): a node announcing what it never serves costs no
+// more than one answering NOT_MY_VBUCKET to everything.
+//
+// When no node of the current config can be reached (each failed its dial,
+// or has been dialing for a probe timeout: one whose SYNs are lost would
+// hold its dial for ConnectTimeout), the cluster dials the seeds and every
+// node it has known (up to maxKnownAddrs) for their config, as the
+// official SDKs do, so that a config naming unreachable nodes does not
+// strand it once a reachable node serves a newer one.
+
+const (
+	// ConfigFetchInterval is the least time between the starts of two
+	// config fetches from one node. It bounds what a node answering
+	// NOT_MY_VBUCKET to every request costs (at most 50 fetches a second
+	// per node, each an empty answer when the node's config is not newer
+	// and it granted GetClusterConfigWithKnownVersion) while keeping the
+	// wait for a moved vbucket's new owner far below the 2.5 s poll.
+	ConfigFetchInterval = 20 * time.Millisecond
+	// recoveryInterval is the least time between two rounds of asking the
+	// seeds and known nodes for a config while no node of the current one
+	// can be reached.
+	recoveryInterval = 500 * time.Millisecond
+	// maxKnownAddrs bounds the addresses remembered for recovery: the seeds
+	// and the most recently seen nodes.
+	maxKnownAddrs = 64
+	// tooLargeLogInterval rate-limits the error logged for configs over
+	// vbmap.MaxConfigSize.
+	tooLargeLogInterval = 10 * time.Second
+)
+
+// Offer says what became of an offered config.
+type Offer uint8
+
+const (
+	// OfferStale: empty, or not newer than the held config.
+	OfferStale Offer = iota
+	// OfferNewer: a config newer than the held one is on its way to
+	// being installed (it waits in the mailbox or is being parsed).
+	OfferNewer
+	// OfferRejected: over vbmap.MaxConfigSize, or a version the loop
+	// already rejected.
+	OfferRejected
+)
+
+// intake is the mailbox between Offer and the config loop.
+type intake struct {
+	mu sync.Mutex
+	// The newest config offered and not yet taken by the loop (raw nil:
+	// none). ver is valid when peeked.
+	raw    []byte
+	host   string
+	from   string
+	ver    vbmap.Version
+	peeked bool
+	// parsing: the version the loop is parsing, when parsingSet.
+	parsing    vbmap.Version
+	parsingSet bool
+	// rejected: the newest version that failed to parse or install.
+	rejected    vbmap.Version
+	rejectedSet bool
+	// seen: the last config the loop took, never modified, with its
+	// version: a byte-identical config offered again (the same NMV body,
+	// answer after answer) is recognised by a memory compare instead of a
+	// PeekVersion scan, which costs about 40 times more.
+	seen       []byte
+	seenVer    vbmap.Version
+	seenPeeked bool
+
+	ready chan struct{} // capacity 1: the mailbox has a config
+
+	lastTooLarge atomic.Int64 // unix ns of the last too-large log
+}
+
+// Offer hands a config met by any goroutine (host: what $HOST in it
+// stands for; from: where it came from, for the logs) to the config loop;
+// see the top of this file. raw is not retained (it is copied when kept).
+func (c *Cluster) Offer(raw []byte, host, from string) Offer {
+	if res, ok := c.Recognise(raw, host, from); ok {
+		return res
+	}
+	v, peeked := vbmap.PeekVersion(raw)
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if res, ok := c.judgeLocked(v, peeked); ok {
+		return res
+	}
+	in.raw = bytes.Clone(raw)
+	in.host, in.from, in.ver, in.peeked = host, from, v, peeked
+	select {
+	case in.ready <- struct{}{}:
+	default:
+	}
+	return OfferNewer
+}
+
+// Recognise answers for a config without scanning it, when it can: an
+// empty one, one over vbmap.MaxConfigSize (logged, at most once per
+// tooLargeLogInterval), and one byte-identical to the config in the mailbox
+// or to the one the loop took last (a memory compare). It is cheap enough
+// for a connection's reader goroutine; ok false means the config must be
+// scanned (Offer): the engine keeps a copy of it for NotMyVbucket.
+func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) {
+	if len(raw) == 0 {
+		return OfferStale, true
+	}
+	in := &c.intake
+	if len(raw) > vbmap.MaxConfigSize {
+		now := c.cfg.Clock.Now().UnixNano()
+		last := in.lastTooLarge.Load()
+		if now-last >= int64(tooLargeLogInterval) && in.lastTooLarge.CompareAndSwap(last, now) {
+			c.cfg.Logger.Error("kvwire: ignoring a cluster config over the size limit", "from", host,
+				"source", from, "bytes", len(raw), "limit", vbmap.MaxConfigSize)
+		}
+		return OfferRejected, true
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.raw) == len(raw) && bytes.Equal(in.raw, raw) {
+		return OfferNewer, true
+	}
+	if in.seenPeeked && len(in.seen) == len(raw) && bytes.Equal(in.seen, raw) {
+		return c.judgeLocked(in.seenVer, true)
+	}
+	return 0, false
+}
+
+// judgeLocked decides for a config of version v (peeked: v was read) that
+// is not yet kept: ok false means it is to be kept in the mailbox. in.mu is
+// held.
+func (c *Cluster) judgeLocked(v vbmap.Version, peeked bool) (Offer, bool) {
+	if !peeked {
+		return 0, false
+	}
+	in := &c.intake
+	switch t := c.topo.Load(); {
+	case t != nil && t.cfg != nil && !v.Newer(t.cfg.Version()):
+		return OfferStale, true
+	case in.rejectedSet && v == in.rejected:
+		return OfferRejected, true
+	case in.parsingSet && !v.Newer(in.parsing):
+		return OfferNewer, true
+	case in.raw != nil && in.peeked && !v.Newer(in.ver):
+		return OfferNewer, true
+	}
+	return 0, false
+}
+
+// takeOffered moves the mailbox's config to the loop and marks its version
+// as being parsed.
+func (c *Cluster) takeOffered() (raw []byte, host, from string) {
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	raw, host, from = in.raw, in.host, in.from
+	in.raw = nil
+	in.parsing, in.parsingSet = in.ver, in.peeked
+	if raw != nil {
+		in.seen, in.seenVer, in.seenPeeked = raw, in.ver, in.peeked
+	}
+	return raw, host, from
+}
+
+// doneParsing records the outcome of the config takeOffered gave.
+func (c *Cluster) doneParsing(rejected bool) {
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if rejected && in.parsingSet {
+		in.rejected, in.rejectedSet = in.parsing, true
+	}
+	in.parsingSet = false
+}
+
+// installOffered parses and installs the mailbox's config, if any.
+func (c *Cluster) installOffered() {
+	raw, host, from := c.takeOffered()
+	if raw == nil {
+		c.doneParsing(false)
+		return
+	}
+	err := c.applyConfig(raw, host)
+	if err != nil {
+		c.cfg.Logger.Warn("kvwire: ignoring a cluster config", "from", host, "source", from, "err", err)
+	}
+	c.doneParsing(err != nil)
+}
+
+// configLoop installs offered configs, polls for new ones and starts a
+// recovery round when no node of the current config can be reached.
+func (c *Cluster) configLoop() {
+	defer c.wg.Done()
+	poll := c.cfg.Clock.NewTimer(c.cfg.PollInterval)
+	defer poll.Stop()
+	// strand: when a node of the config still in its first dial would
+	// leave maybeRecover's grace (armed while one is; strandAt zero: not).
+	strand := c.cfg.Clock.NewTimer(time.Hour)
+	strand.Stop()
+	defer strand.Stop()
+	var strandAt time.Time
+	lookAgain := func() {
+		wait := c.maybeRecover()
+		if wait <= 0 {
+			return
+		}
+		if at := c.cfg.Clock.Now().Add(wait); strandAt.IsZero() || at.Before(strandAt) {
+			strandAt = at
+			strand.Reset(wait)
+		}
+	}
+	var rr int
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.intake.ready:
+			c.installOffered()
+			lookAgain() // a config of new nodes: look again once their grace ends
+		case <-c.unreachable:
+			lookAgain()
+		case <-strand.C():
+			strandAt = time.Time{}
+			lookAgain()
+		case <-poll.C():
+			poll.Reset(c.cfg.PollInterval)
+			t := c.topo.Load()
+			if t == nil || len(t.all) == 0 {
+				continue
+			}
+			lookAgain()
+			rr++
+			c.requestFetch(t.all[rr%len(t.all)], vbmap.Version{})
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+)
+
+// recoveryState is the single recovery round in flight.
+type recoveryState struct {
+	running bool
+	last    time.Time
+}
+
+// NodeUnavailable tells the cluster that a request found its node
+// unavailable: the config loop checks whether any node of the config is
+// reachable, and asks the seeds and known nodes for a config if none is.
+func (c *Cluster) NodeUnavailable() {
+	select {
+	case c.unreachable <- struct{}{}:
+	default:
+	}
+}
+
+// stranded reports whether no node of t can carry a request: each has no
+// live connection, and has either made its first connection attempt or
+// been making it for longer than grace (a node whose SYNs are lost neither
+// connects nor fails until its dial times out, ConnectTimeout later). When
+// t is not stranded only because of nodes still within grace of their
+// first attempt, wait is how long until the first of them leaves it.
+func stranded(t *Topology, now time.Time, grace time.Duration) (ok bool, wait time.Duration) {
+	if t == nil || t.cfg == nil || len(t.all) == 0 {
+		return false, 0
+	}
+	young := false
+	for _, n := range t.all {
+		if _, _, err := n.Pick(); err == nil {
+			return false, 0
+		}
+		select {
+		case <-n.tried:
+		default:
+			if d := n.since.Add(grace).Sub(now); d > 0 {
+				if !young || d < wait {
+					wait = d
+				}
+				young = true
+			}
+		}
+	}
+	if young {
+		return false, wait
+	}
+	return true, 0
+}
+
+// maybeRecover starts a recovery round when the cluster is stranded and
+// none ran in the last recoveryInterval. No node of a config has connected
+// within about the probe timeout (Config.StrandGrace) of being made
+// counts as stranding it: the round then starts without waiting for the
+// dials to time out. It runs on the config loop, and returns how long
+// until a node still within that time leaves it (0: none is), for the
+// loop to look again then.
+func (c *Cluster) maybeRecover() time.Duration {
+	t := c.topo.Load()
+	now := c.cfg.Clock.Now()
+	ok, wait := stranded(t, now, c.cfg.StrandGrace)
+	if !ok {
+		return wait
+	}
+	c.fetchMu.Lock()
+	if c.fetchClosed || c.recovery.running || now.Sub(c.recovery.last) < recoveryInterval {
+		c.fetchMu.Unlock()
+		return 0
+	}
+	c.recovery.running = true
+	c.recovery.last = now
+	c.wg.Add(1)
+	c.fetchMu.Unlock()
+
+	c.mu.Lock()
+	cands := make([]string, 0, len(c.known))
+	for _, addr := range c.known {
+		if c.nodes[addr] == nil {
+			cands = append(cands, addr)
+		}
+	}
+	c.mu.Unlock()
+	go c.recoverConfig(t, cands)
+	return 0
+}
+
+// recoverConfig asks each of cands (seeds first) for its config until one
+// serves a config newer than the one held.
+func (c *Cluster) recoverConfig(t *Topology, cands []string) {
+	defer c.wg.Done()
+	defer func() {
+		c.fetchMu.Lock()
+		c.recovery.running = false
+		c.fetchMu.Unlock()
+	}()
+	held := t.cfg.Version().String()
+	c.cfg.Logger.Warn("kvwire: no node of the cluster config can be reached; asking the seeds and known nodes",
+		"rev", held, "nodes", len(t.all), "candidates", len(cands))
+	for _, addr := range cands {
+		if c.ctx.Err() != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
+		cn, err := conn.Dial(ctx, addr, c.connOptions(nil))
+		cancel()
+		if err != nil {
+			c.cfg.Logger.Debug("kvwire: recovery: connecting failed", "node", addr, "err", err)
+			continue
+		}
+		raw := cn.ClusterConfig()
+		_ = cn.Close()
+		switch c.Offer(raw, hostOf(addr), "recovery") {
+		case OfferNewer:
+			c.cfg.Logger.Info("kvwire: recovery: a node outside the current config served a newer config",
+				"node", addr, "held", held)
+			return
+		default:
+			c.cfg.Logger.Debug("kvwire: recovery: the node serves no newer config", "node", addr)
+		}
+	}
+	c.cfg.Logger.Warn("kvwire: recovery: no seed or known node serves a config newer than the one held",
+		"rev", held, "tried", len(cands))
+}
+
+// rememberLocked adds addr to the addresses recovery asks, dropping the
+// oldest non-seed one beyond maxKnownAddrs. topoMu is held.
+func (c *Cluster) rememberLocked(addr string) {
+	for _, a := range c.known {
+		if a == addr {
+			return
+		}
+	}
+	c.known = append(c.known, addr)
+	if len(c.known) > maxKnownAddrs {
+		seeds := len(c.seeds)
+		if seeds < len(c.known) {
+			c.known = append(c.known[:seeds], c.known[seeds+1:]...)
+		}
+	}
+}
