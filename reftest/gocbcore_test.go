@@ -13,7 +13,10 @@ import (
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+func TestMain(m *testing.M) {
+	gocbcore.SetLogger(&gocbcoreLogs)
+	leakcheck.Main(m)
+}
 
 const opTimeout = 10 * time.Second
 

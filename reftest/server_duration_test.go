@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,6 +106,29 @@ func (l logCapture) Log(level gocbcore.LogLevel, _ int, format string, v ...any)
 	return nil
 }
 
+// gocbcoreLogs is the one gocbcore.Logger of the test binary, installed by
+// TestMain before any agent runs: gocbcore.SetLogger writes a global its
+// goroutines read without synchronisation, and an agent's goroutines may
+// still log after Close returns, so a test swaps this logger's sink
+// (capture) instead of calling SetLogger.
+var gocbcoreLogs logSwitch
+
+// logSwitch forwards gocbcore's log lines to the sink a test set, if any.
+type logSwitch struct{ sink atomic.Pointer[logCapture] }
+
+func (l *logSwitch) Log(level gocbcore.LogLevel, offset int, format string, v ...any) error {
+	if s := l.sink.Load(); s != nil {
+		return s.Log(level, offset, format, v...)
+	}
+	return nil
+}
+
+// capture sends gocbcore's warnings to logs until the test ends.
+func (l *logSwitch) capture(t *testing.T, logs logCapture) {
+	l.sink.Store(&logs)
+	t.Cleanup(func() { l.sink.Store(nil) })
+}
+
 // orphanReport is the JSON both SDKs log for orphaned responses (RFC 0067).
 type orphanReport struct {
 	KV struct {
@@ -132,8 +156,7 @@ func TestGocbcoreSeesServerDurations(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	logs := logCapture{lines: make(chan string, 64)}
-	gocbcore.SetLogger(logs)
-	t.Cleanup(func() { gocbcore.SetLogger(nil) })
+	gocbcoreLogs.capture(t, logs)
 	tracer := &spanRecorder{}
 	agent := newAgent(t, c, func(cfg *gocbcore.AgentConfig) {
 		cfg.IoConfig.UseDurations = true
