@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
 )
 
@@ -233,9 +234,15 @@ func (c *Cluster) configLoop() {
 	defer poll.Stop()
 	// strand: when a node of the config still in its first dial would
 	// leave maybeRecover's grace (armed while one is; strandAt zero: not).
-	strand := c.cfg.Clock.NewTimer(time.Hour)
-	strand.Stop()
-	defer strand.Stop()
+	// Made when first needed, so that no timer is armed on the clock
+	// before one is due (tests count the armed timers).
+	var strand retry.Timer
+	var strandC <-chan time.Time // strand's channel; nil until it is made
+	defer func() {
+		if strand != nil {
+			strand.Stop()
+		}
+	}()
 	var strandAt time.Time
 	lookAgain := func() {
 		wait := c.maybeRecover()
@@ -244,7 +251,12 @@ func (c *Cluster) configLoop() {
 		}
 		if at := c.cfg.Clock.Now().Add(wait); strandAt.IsZero() || at.Before(strandAt) {
 			strandAt = at
-			strand.Reset(wait)
+			if strand == nil {
+				strand = c.cfg.Clock.NewTimer(wait)
+				strandC = strand.C()
+			} else {
+				strand.Reset(wait)
+			}
 		}
 	}
 	var rr int
@@ -257,7 +269,7 @@ func (c *Cluster) configLoop() {
 			lookAgain() // a config of new nodes: look again once their grace ends
 		case <-c.unreachable:
 			lookAgain()
-		case <-strand.C():
+		case <-strandC:
 			strandAt = time.Time{}
 			lookAgain()
 		case <-poll.C():
