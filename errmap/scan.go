@@ -233,50 +233,10 @@ func (s *scanner) rawStr(field string) ([]byte, error) {
 		case c < 0x20:
 			return nil, s.syntax(i, field, "in string literal")
 		case c == '\\':
-			if i+1 >= len(s.b) {
-				return nil, s.eof(field)
+			var err error
+			if buf, i, err = s.escape(buf, i, field); err != nil {
+				return nil, err
 			}
-			switch e := s.b[i+1]; e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, err := s.hex4(i+2, field)
-				if err != nil {
-					return nil, err
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					// A high surrogate pairs with an escaped low one that
-					// follows; anything else is U+FFFD, as in encoding/json.
-					r2 := rune(-1)
-					if i+1 < len(s.b) && s.b[i] == '\\' && s.b[i+1] == 'u' {
-						if v, err := s.hex4(i+2, field); err == nil {
-							r2 = v
-						}
-					}
-					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						r = d
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				buf = utf8.AppendRune(buf, r)
-				continue
-			default:
-				return nil, s.syntax(i+1, field, "in string escape code")
-			}
-			i += 2
 		case c < utf8.RuneSelf:
 			buf = append(buf, c)
 			i++
@@ -290,6 +250,54 @@ func (s *scanner) rawStr(field string) ([]byte, error) {
 			i += size
 		}
 	}
+}
+
+// escape appends what the escape sequence at i (a backslash) stands for to
+// buf, and returns the index after the sequence.
+func (s *scanner) escape(buf []byte, i int, field string) ([]byte, int, error) {
+	if i+1 >= len(s.b) {
+		return nil, 0, s.eof(field)
+	}
+	switch e := s.b[i+1]; e {
+	case '"', '\\', '/':
+		buf = append(buf, e)
+	case 'b':
+		buf = append(buf, '\b')
+	case 'f':
+		buf = append(buf, '\f')
+	case 'n':
+		buf = append(buf, '\n')
+	case 'r':
+		buf = append(buf, '\r')
+	case 't':
+		buf = append(buf, '\t')
+	case 'u':
+		r, err := s.hex4(i+2, field)
+		if err != nil {
+			return nil, 0, err
+		}
+		i += 6
+		if utf16.IsSurrogate(r) {
+			// A high surrogate pairs with an escaped low one that
+			// follows; anything else is U+FFFD, as in encoding/json.
+			r2 := rune(-1)
+			if i+1 < len(s.b) && s.b[i] == '\\' && s.b[i+1] == 'u' {
+				if v, err := s.hex4(i+2, field); err == nil {
+					r2 = v
+				}
+			}
+			if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+				r = d
+				i += 6
+			} else {
+				r = utf8.RuneError
+			}
+		}
+		return utf8.AppendRune(buf, r), i, nil
+	default:
+		return nil, 0, s.syntax(i+1, field, "in string escape code")
+	}
+	return buf, i + 2, nil
 }
 
 // hex4 decodes the four hex digits of a \u escape that start at i.

@@ -252,63 +252,16 @@ func DecodeRangeScanCreateValue(value []byte) (RangeScanCreate, error) {
 		}
 	}
 	if hasSampling {
-		var obj map[string]json.RawMessage
-		_ = json.Unmarshal(rawSampling, &obj)
-		raw, ok := obj["samples"]
-		if !ok {
-			return c, malformed(what, "sampling.samples", "missing")
-		}
-		n, err := jsonUnsigned(raw)
-		if err != nil {
-			return c, malformed(what, "sampling.samples", "%v", err)
-		}
-		c.Sampling = &RangeScanSampling{Samples: n}
-		if raw, ok := obj["seed"]; ok {
-			seed, err := jsonUnsigned(raw)
-			if err != nil {
-				return c, malformed(what, "sampling.seed", "%v", err)
-			}
-			c.Sampling.Seed = uint32(seed)
+		var err error
+		if c.Sampling, err = decodeRangeScanSampling(rawSampling); err != nil {
+			return c, err
 		}
 	}
 	if raw, ok := root["snapshot_requirements"]; ok {
-		if !isJSONObject(raw) {
-			return c, malformed(what, "snapshot_requirements", "not an object")
+		var err error
+		if c.Snapshot, err = decodeRangeScanSnapshot(raw); err != nil {
+			return c, err
 		}
-		var obj map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &obj)
-		s := &RangeScanSnapshot{}
-		rawUUID, ok := obj["vb_uuid"]
-		if !ok {
-			return c, malformed(what, "snapshot_requirements.vb_uuid", "missing")
-		}
-		str, err := jsonString(rawUUID)
-		if err != nil {
-			return c, malformed(what, "snapshot_requirements.vb_uuid", "%v", err)
-		}
-		if s.VbUUID, err = parseDecimal(str); err != nil {
-			return c, malformed(what, "snapshot_requirements.vb_uuid", "%q is not a decimal uint64", str)
-		}
-		rawSeqno, ok := obj["seqno"]
-		if !ok {
-			return c, malformed(what, "snapshot_requirements.seqno", "missing")
-		}
-		if s.Seqno, err = jsonUnsigned(rawSeqno); err != nil {
-			return c, malformed(what, "snapshot_requirements.seqno", "%v", err)
-		}
-		if raw, ok := obj["seqno_exists"]; ok {
-			if s.SeqnoExists, err = jsonBool(raw); err != nil {
-				return c, malformed(what, "snapshot_requirements.seqno_exists", "%v", err)
-			}
-		}
-		if raw, ok := obj["timeout_ms"]; ok {
-			t, err := jsonUnsigned(raw)
-			if err != nil {
-				return c, malformed(what, "snapshot_requirements.timeout_ms", "%v", err)
-			}
-			s.TimeoutMs = uint32(t)
-		}
-		c.Snapshot = s
 	}
 	if raw, ok := root["name"]; ok {
 		s, err := jsonString(raw)
@@ -321,6 +274,74 @@ func DecodeRangeScanCreateValue(value []byte) (RangeScanCreate, error) {
 		c.Name = s
 	}
 	return c, nil
+}
+
+// decodeRangeScanSampling reads the "sampling" object (checked to be one) of
+// a RANGE_SCAN_CREATE value.
+func decodeRangeScanSampling(raw json.RawMessage) (*RangeScanSampling, error) {
+	const what = "RANGE_SCAN_CREATE value"
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &obj)
+	rawSamples, ok := obj["samples"]
+	if !ok {
+		return nil, malformed(what, "sampling.samples", "missing")
+	}
+	n, err := jsonUnsigned(rawSamples)
+	if err != nil {
+		return nil, malformed(what, "sampling.samples", "%v", err)
+	}
+	sm := &RangeScanSampling{Samples: n}
+	if rawSeed, ok := obj["seed"]; ok {
+		seed, err := jsonUnsigned(rawSeed)
+		if err != nil {
+			return nil, malformed(what, "sampling.seed", "%v", err)
+		}
+		sm.Seed = uint32(seed)
+	}
+	return sm, nil
+}
+
+// decodeRangeScanSnapshot reads the "snapshot_requirements" object of a
+// RANGE_SCAN_CREATE value.
+func decodeRangeScanSnapshot(raw json.RawMessage) (*RangeScanSnapshot, error) {
+	const what = "RANGE_SCAN_CREATE value"
+	if !isJSONObject(raw) {
+		return nil, malformed(what, "snapshot_requirements", "not an object")
+	}
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &obj)
+	s := &RangeScanSnapshot{}
+	rawUUID, ok := obj["vb_uuid"]
+	if !ok {
+		return nil, malformed(what, "snapshot_requirements.vb_uuid", "missing")
+	}
+	str, err := jsonString(rawUUID)
+	if err != nil {
+		return nil, malformed(what, "snapshot_requirements.vb_uuid", "%v", err)
+	}
+	if s.VbUUID, err = parseDecimal(str); err != nil {
+		return nil, malformed(what, "snapshot_requirements.vb_uuid", "%q is not a decimal uint64", str)
+	}
+	rawSeqno, ok := obj["seqno"]
+	if !ok {
+		return nil, malformed(what, "snapshot_requirements.seqno", "missing")
+	}
+	if s.Seqno, err = jsonUnsigned(rawSeqno); err != nil {
+		return nil, malformed(what, "snapshot_requirements.seqno", "%v", err)
+	}
+	if rawExists, ok := obj["seqno_exists"]; ok {
+		if s.SeqnoExists, err = jsonBool(rawExists); err != nil {
+			return nil, malformed(what, "snapshot_requirements.seqno_exists", "%v", err)
+		}
+	}
+	if rawTimeout, ok := obj["timeout_ms"]; ok {
+		t, err := jsonUnsigned(rawTimeout)
+		if err != nil {
+			return nil, malformed(what, "snapshot_requirements.timeout_ms", "%v", err)
+		}
+		s.TimeoutMs = uint32(t)
+	}
+	return s, nil
 }
 
 // rangeKey reads "<name>" or "excl_<name>" (exactly one) of a range object.
