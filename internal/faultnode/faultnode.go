@@ -49,7 +49,9 @@
 // SASL_LIST_MECHS, SASL_AUTH and SASL_STEP with PLAIN or SCRAM, SELECT_BUCKET,
 // GET_CLUSTER_CONFIG with a scripted config, VERSION, NOOP) and hands every
 // request to a Handler first, which may answer it any way it likes, or not
-// at all.
+// at all. A connection to it whose first byte is not a binary magic is a
+// text connection: it hands each line to a TextHandler first, and answers
+// "version" itself.
 //
 // A SynHole (NewSynHole, Linux) is an address on 127.0.0.1 whose SYNs are
 // dropped: a dial to it neither connects nor is refused, as across a

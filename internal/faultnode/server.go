@@ -1,9 +1,11 @@
 package faultnode
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -24,11 +26,19 @@ const (
 // blocks must return once c.Done() is closed, or Close waits for it.
 type Handler func(c *ServerConn, req *memdx.Packet) bool
 
+// TextHandler is called for every line a text connection to a Server
+// sends (without its CRLF), on the connection's goroutine, as a Handler is
+// for a binary request. It answers with c.Write, or not at all, and
+// returns true; returning false lets the Server answer: "version" with
+// VERSION, anything else with ERROR.
+type TextHandler func(c *ServerConn, line string) bool
+
 // Server impersonates a node on 127.0.0.1. Every method is safe for
 // concurrent use.
 type Server struct {
 	ln      net.Listener
 	handler Handler
+	text    TextHandler
 	wg      sync.WaitGroup
 
 	mu       sync.Mutex
@@ -84,6 +94,16 @@ func (s *Server) SetErrorMap(m []byte) {
 func (s *Server) SetConfig(cfg []byte) {
 	s.mu.Lock()
 	s.config = slices.Clone(cfg)
+	s.mu.Unlock()
+}
+
+// SetTextHandler sets the handler of the text connections' lines (nil:
+// the built-in answers only). A connection whose first byte is not a
+// binary magic is a text connection (memcached's ASCII protocol, as
+// memcached decides on the same port).
+func (s *Server) SetTextHandler(h TextHandler) {
+	s.mu.Lock()
+	s.text = h
 	s.mu.Unlock()
 }
 
@@ -200,7 +220,12 @@ func (c *ServerConn) end(rst bool) {
 func (c *ServerConn) serve() {
 	defer c.s.wg.Done()
 	defer c.Close()
-	r := newPacketReader(c.nc)
+	br := bufio.NewReader(c.nc)
+	if first, err := br.Peek(1); err != nil || !memdx.Magic(first[0]).Valid() {
+		c.serveText(br)
+		return
+	}
+	r := &packetReader{br}
 	for {
 		req, _, err := r.next()
 		if err != nil {
@@ -289,4 +314,28 @@ func (c *ServerConn) builtin(req *memdx.Packet) memdx.Packet {
 		return Reply(req, memdx.StatusSuccess, final)
 	}
 	return Reply(req, memdx.StatusUnknownCommand, nil)
+}
+
+// serveText serves a text connection line by line.
+func (c *ServerConn) serveText(br *bufio.Reader) {
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		c.s.mu.Lock()
+		h := c.s.text
+		c.s.mu.Unlock()
+		if h != nil && h(c, line) {
+			continue
+		}
+		answer := "ERROR\r\n"
+		if line == "version" {
+			answer = "VERSION 1.6.18-faultnode\r\n"
+		}
+		if c.Write([]byte(answer)) != nil {
+			return
+		}
+	}
 }

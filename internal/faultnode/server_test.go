@@ -3,7 +3,9 @@ package faultnode_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/faultnode"
@@ -102,4 +104,50 @@ func TestServerSilentHandlerAndReset(t *testing.T) {
 		t.Fatal("GET succeeded on a reset connection")
 	}
 	recv(t, c.Done())
+}
+
+// A connection whose first byte is not a binary magic is served as text:
+// the text handler answers its lines, the Server answers "version" and,
+// with ERROR, what the handler leaves; binary connections to the same
+// port are served as before.
+func TestServerServesTextConnections(t *testing.T) {
+	s := newServer(t, nil)
+	s.SetTextHandler(func(c *faultnode.ServerConn, line string) bool {
+		if line != "gets a b" {
+			return false
+		}
+		_ = c.Write([]byte("VALUE b 5 2 9\r\nhi\r\nEND\r\n"))
+		return true
+	})
+	tc, err := conn.DialText(testCtx(t), s.Addr(), conn.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	if v, err := tc.Version(testCtx(t)); err != nil || v != "1.6.18-faultnode" {
+		t.Fatalf("Version: %q, %v", v, err)
+	}
+	keys := [][]byte{[]byte("a"), []byte("b")}
+	if err := tc.SendGets(time.Now().Add(testTimeout), keys); err != nil {
+		t.Fatal(err)
+	}
+	var hits []string
+	err = tc.ReadGets(testCtx(t), time.Now().Add(testTimeout), keys, func(i int, v *memdx.TextValue) {
+		hits = append(hits, fmt.Sprintf("%d %s %d %d", i, v.Value, v.Flags, v.Cas))
+	})
+	if err != nil || len(hits) != 1 || hits[0] != "1 hi 5 9" {
+		t.Fatalf("ReadGets: %q, %v", hits, err)
+	}
+	keys = [][]byte{[]byte("c")}
+	if err := tc.SendGets(time.Now().Add(testTimeout), keys); err != nil {
+		t.Fatal(err)
+	}
+	var te *memdx.TextError
+	if err := tc.ReadGets(testCtx(t), time.Now().Add(testTimeout), keys, func(int, *memdx.TextValue) {}); !errors.As(err, &te) {
+		t.Fatalf("a line the handler left: %v, want the ERROR line", err)
+	}
+	c := dial(t, s.Addr(), opts())
+	if _, _, err := get(testCtx(t), c, 0, "k"); err != nil {
+		t.Fatalf("a binary connection: %v", err)
+	}
 }

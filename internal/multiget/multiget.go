@@ -63,7 +63,9 @@ type Group struct {
 	Node *cluster.Node
 	Conn *conn.Conn // the server's binary connection
 	Topo *cluster.Topology
-	Keys []int32 // the keys' indexes, in the order sent (a get's index in the group)
+	// Keys are the keys' indexes, in the order sent (a get's index in the
+	// group), until the next Route, which reuses their array.
+	Keys []int32
 	// The outcome: Done, with the request Answered or Err; Fallback: the
 	// reader gave the group back (its unanswered keys are not grouped).
 	Done     bool

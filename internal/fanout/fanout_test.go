@@ -1,0 +1,156 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// The tests run in a synctest bubble: synctest.Wait returns once every
+// read is blocked, which shows they all run at once without a sleep.
+
+// First returns the first answer without an error while the other reads
+// are still running; it cancels them and waits for every one to end
+// before it returns.
+func TestFirstReturnsFirstAnswerAndWaitsForTheCanceledReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		answer := make(chan struct{})
+		var ended atomic.Int32
+		var got string
+		var errs []error
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			got, errs = First(t.Context(), []int{0, 1, 2}, func(ctx context.Context, i int) (string, error) {
+				defer ended.Add(1)
+				if i == 1 {
+					<-answer
+					return "copy 1", nil
+				}
+				<-ctx.Done() // the slow copies end only when First cancels them
+				return "", ctx.Err()
+			})
+		}()
+		synctest.Wait()
+		require.Zero(t, ended.Load(), "every read runs at once, each blocked in its own goroutine")
+		close(answer)
+		<-returned
+		assert.Equal(t, "copy 1", got)
+		assert.Nil(t, errs)
+		assert.EqualValues(t, 3, ended.Load(), "First waits for the canceled reads before it returns")
+	})
+}
+
+// With no answer, First returns every read's error and the zero value.
+func TestFirstWithNoAnswerReturnsEveryError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		got, errs := First(t.Context(), []int{0, 1, 2}, func(_ context.Context, i int) (*int, error) {
+			return &i, fmt.Errorf("copy %d: %w", i, errNotFound)
+		})
+		assert.Nil(t, got, "a failed read's value is not returned")
+		require.Len(t, errs, 3)
+		var msgs []string
+		for _, err := range errs {
+			assert.ErrorIs(t, err, errNotFound)
+			msgs = append(msgs, err.Error())
+		}
+		assert.ElementsMatch(t, []string{"copy 0: not found", "copy 1: not found", "copy 2: not found"}, msgs)
+	})
+}
+
+// The caller's context reaches every read, and its end ends them.
+func TestFirstPassesTheCallersContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		returned := make(chan []error)
+		go func() {
+			_, errs := First(ctx, []int{0, 1}, func(ctx context.Context, _ int) (int, error) {
+				<-ctx.Done()
+				return 0, ctx.Err()
+			})
+			returned <- errs
+		}()
+		synctest.Wait()
+		cancel()
+		errs := <-returned
+		require.Len(t, errs, 2)
+		for _, err := range errs {
+			assert.ErrorIs(t, err, context.Canceled)
+		}
+	})
+}
+
+// All waits for every read, running at once, and returns the answers in
+// the order of copies (not the order they came in), and the errors of the
+// reads that failed.
+func TestAllReturnsAnswersInTheOrderOfCopies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		copies := []int{3, 1, 2, 0}
+		release := map[int]chan struct{}{}
+		for _, i := range copies {
+			release[i] = make(chan struct{})
+		}
+		var started atomic.Int32
+		var out []string
+		var errs []error
+		returned := make(chan struct{})
+		go func() {
+			defer close(returned)
+			out, errs = All(t.Context(), copies, func(_ context.Context, i int) (string, error) {
+				started.Add(1)
+				<-release[i]
+				if i == 2 {
+					return "ignored", fmt.Errorf("copy 2: %w", errNotFound)
+				}
+				return fmt.Sprint("copy ", i), nil
+			})
+		}()
+		// Answers come in the reverse of the order asked; each read is
+		// blocked, all at once, until the test lets it answer.
+		synctest.Wait()
+		require.EqualValues(t, len(copies), started.Load(), "every read runs at once")
+		for _, i := range []int{0, 2, 1, 3} {
+			synctest.Wait()
+			select {
+			case <-returned:
+				t.Fatalf("All returned before copy %d answered", i)
+			default:
+			}
+			close(release[i])
+		}
+		<-returned
+		assert.Equal(t, []string{"copy 3", "copy 1", "copy 0"}, out)
+		require.Len(t, errs, 1)
+		assert.ErrorIs(t, errs[0], errNotFound)
+	})
+}
+
+// A read that fails does not cancel the others: All is for every copy
+// that answers.
+func TestAllDoesNotCancelOnAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failed := make(chan struct{})
+		out, errs := All(t.Context(), []int{0, 1}, func(ctx context.Context, i int) (int, error) {
+			if i == 0 {
+				defer close(failed)
+				return 0, errNotFound
+			}
+			<-failed
+			return i, ctx.Err()
+		})
+		assert.Equal(t, []int{1}, out)
+		assert.Equal(t, []error{errNotFound}, errs)
+	})
+}
+
+var errNotFound = errors.New("not found")
