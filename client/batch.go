@@ -50,8 +50,11 @@ type batch struct {
 	ended []uint64 // tags of the requests that ended, from RequestEnded
 	// expect counts the started requests not yet told of (expectAdd).
 	expect int
-	spare  []uint64
-	kick   chan struct{} // capacity 1: Wake's signal
+	// wantRoom: keys wait for room in flight (maxInFlight), so the next
+	// request that ends, even a success, wakes the batch (awaitRoom).
+	wantRoom bool
+	spare    []uint64
+	kick     chan struct{} // capacity 1: Wake's signal
 }
 
 // bkey is one key's operation in a batch.
@@ -148,7 +151,7 @@ func (b *batch) release() {
 	b.keys, b.ready, b.sending, b.waiting = b.keys[:0], b.ready[:0], b.sending[:0], b.waiting[:0]
 	b.timer, b.timerAt, b.watch = nil, time.Time{}, nil
 	b.fences, b.groups = b.fences[:0], b.groups[:0]
-	b.ended, b.spare, b.expect = b.ended[:0], b.spare[:0], 0
+	b.ended, b.spare, b.expect, b.wantRoom = b.ended[:0], b.spare[:0], 0, false
 	batchPool.Put(b)
 }
 
@@ -166,10 +169,11 @@ func (b *batch) add(i int, o *op, err error) {
 // RequestEnded implements conn.Notifier: it records the tag, and asks to
 // be woken for an outcome that needs judging at once (anything but an
 // answered success or a settled quiet get: a retry must not wait for the
-// other keys) or for the last request the batch expects. Successes wait
-// for the batch's goroutine to wake for another reason: they need nothing
-// before the batch returns. An answered key's status was set by its
-// handle, on this goroutine, just before.
+// other keys), for the last request the batch expects, or for the first
+// request to end while keys wait for room in flight (awaitRoom). Other
+// successes wait for the batch's goroutine to wake for another reason:
+// they need nothing before the batch returns. An answered key's status
+// was set by its handle, on this goroutine, just before.
 func (b *batch) RequestEnded(tag uint64, answered bool, err error) bool {
 	clean := err == nil
 	if clean && answered && tag&fenceTag == 0 {
@@ -178,9 +182,26 @@ func (b *batch) RequestEnded(tag uint64, answered bool, err error) bool {
 	b.mu.Lock()
 	b.ended = append(b.ended, tag)
 	b.expect--
-	wake := !clean || b.expect == 0
+	wake := !clean || b.expect == 0 || b.wantRoom
+	b.wantRoom = false
 	b.mu.Unlock()
 	return wake
+}
+
+// awaitRoom is the batch about to wait with keys ready that have no room
+// in flight: the next request to end makes room, so it wakes the batch,
+// even a success that would not otherwise (a key held by a node that
+// stopped answering must not hold back the keys waiting behind it until
+// its deadline, when they could only time out unsent). A request that has
+// ended already and was not collected wakes it at once.
+func (b *batch) awaitRoom() {
+	b.mu.Lock()
+	ended := len(b.ended) > 0
+	b.wantRoom = !ended
+	b.mu.Unlock()
+	if ended {
+		b.Wake()
+	}
 }
 
 // expectAdd changes the count of started requests whose end the batch has
@@ -244,6 +265,9 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 		if len(b.ready) > 0 && (b.inflight < b.maxInFlight || b.canceled) {
 			b.round()
 			continue
+		}
+		if len(b.ready) > 0 {
+			b.awaitRoom()
 		}
 		b.armTimer()
 		var timerC <-chan time.Time

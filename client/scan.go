@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -348,7 +349,8 @@ func (cs continueStrategy) RetryAfter(req retry.Request, reason retry.Reason) re
 
 // Cancel cancels vb's scan on n, even when the scan's context is done,
 // waiting (as the retry strategy says, within the request timeout counted
-// on the client's Clock) for n to have a live connection when it has none.
+// on the client's Clock) for n to have a live connection when it has none,
+// unless n has left the cluster (cancelStrategy).
 // Closing the client ends the cancel at once, waiting or in flight. A scan
 // the server no longer has (KEY_ENOENT) is as good as cancelled; other
 // failures leave it to the server, which drops it after its lifetime.
@@ -357,13 +359,33 @@ func (sr *scanRequests) Cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID)
 	ctx, stop := context.WithCancel(context.WithoutCancel(sr.parent))
 	defer stop()
 	defer context.AfterFunc(sr.c.ctx, stop)()
-	err := runNode(ctx, sr.nodeOp(n, vb, memdx.NewRangeScanCancel(id)))
+	o := sr.nodeOp(n, vb, memdx.NewRangeScanCancel(id))
+	o.strategy = cancelStrategy{s: sr.strategy, c: sr.c, n: n}
+	err := runNode(ctx, o)
 	var ke *KeyValueError
 	if err == nil || errors.As(err, &ke) && ke.Status == StatusKeyNotFound {
 		return
 	}
 	sr.c.opts.Logger.Debug("kvwire: range scan cancel failed; the server drops the scan after its lifetime",
 		"node", n.Addr(), "vbucket", vb, "err", err)
+}
+
+// cancelStrategy decides the retries of a cancel: the scan's strategy's,
+// while n is a node of the topology. A node that left the cluster is never
+// waited for: it has no connection again (a node that comes back is a new
+// one), so the wait could only end at the request's timeout, holding the
+// vbucket's scan back that long before it is created again elsewhere.
+type cancelStrategy struct {
+	s retry.Strategy
+	c *Client
+	n *cluster.Node
+}
+
+func (cs cancelStrategy) RetryAfter(req retry.Request, reason retry.Reason) retry.Action {
+	if t := cs.c.cl.Topology(); t != nil && !slices.Contains(t.Nodes(), cs.n) {
+		return retry.NoRetry()
+	}
+	return cs.s.RetryAfter(req, reason)
 }
 
 // nodeOp is the scan's request req to node n, where vb's scan lives, with
