@@ -407,7 +407,7 @@ func (b *batch) start(i int, quiet bool) bool {
 		k.start, k.reported = time.Now(), true
 		b.obs.AttemptStart(o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.Topo, k.lastReason, k.retried))
 	}
-	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen))
+	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen), nil)
 	if err != nil {
 		b.judge(i, false, err)
 		return false
@@ -429,7 +429,7 @@ func (b *batch) fence(cn *conn.Conn, ready []int32) bool {
 		}
 	}
 	req := memdx.Request{OpCode: memdx.OpNoop}
-	p, err := cn.Start(deadline, &req, nil, b, fenceTag|uint64(len(b.fences)))
+	p, err := cn.Start(deadline, &req, nil, b, fenceTag|uint64(len(b.fences)), nil)
 	if err == nil {
 		b.fences = append(b.fences, p)
 		b.left++

@@ -307,7 +307,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			obs.AttemptStart(info)
 		}
-		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle)
+		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, nil)
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
