@@ -173,6 +173,9 @@ type invocation struct {
 	connectTimeoutFrom string
 	// errMu serializes writes to stderr (see diag).
 	errMu sync.Mutex
+	// reports, when set (bench), keeps the client's slow-operation and
+	// orphan reports.
+	reports *reports
 }
 
 // run is kvcli: it parses args (without the program name) and returns the
