@@ -36,10 +36,13 @@ type observers struct {
 	clientID string
 }
 
-// newObservers sets up o's observers on clock and starts the reports. o
-// has its defaults filled in.
-func newObservers(o *Options, clock retry.Clock, clientID string) *observers {
-	ob := &observers{hooks: newHookGuard(o.Logger, clock), clock: clock, bucket: o.Bucket, clientID: clientID}
+// newObservers sets up o's observers and starts the reports. o has its
+// defaults filled in. Operations are timed on clock (the client's, as
+// their deadlines are); the reports' intervals are kept on every, so that
+// a test's fake Clock holds no timer of theirs (a report is logged on
+// Close too).
+func newObservers(o *Options, clock, every retry.Clock, clientID string) *observers {
+	ob := &observers{hooks: newHookGuard(o.Logger, every), clock: clock, bucket: o.Bucket, clientID: clientID}
 	if tracerOn(o.Tracer) {
 		ob.tracer = o.Tracer
 	}
@@ -49,17 +52,17 @@ func newObservers(o *Options, clock retry.Clock, clientID string) *observers {
 			ob.meter = o.Meter
 		}
 	case !o.LoggingMeter.Disabled:
-		ob.logMeter = newLoggingMeter(o.LoggingMeter.Interval, clock, o.Logger)
+		ob.logMeter = newLoggingMeter(o.LoggingMeter.Interval, every, o.Logger)
 		ob.meter, ob.builtin = ob.logMeter, true
 	}
 	ob.meters.init(ob)
 	if !o.ThresholdLogging.Disabled {
 		ob.threshold = newThresholdLogger(thresholdConfig{interval: o.ThresholdLogging.Interval,
-			kv: o.ThresholdLogging.KVThreshold, sampleSize: o.ThresholdLogging.SampleSize}, clock, o.Logger)
+			kv: o.ThresholdLogging.KVThreshold, sampleSize: o.ThresholdLogging.SampleSize}, every, o.Logger)
 	}
 	if !o.OrphanReporting.Disabled {
 		ob.orphans = newOrphanReporter(orphanConfig{interval: o.OrphanReporting.Interval,
-			sampleSize: o.OrphanReporting.SampleSize}, clock, o.Logger)
+			sampleSize: o.OrphanReporting.SampleSize}, every, o.Logger)
 	}
 	return ob
 }

@@ -83,13 +83,13 @@ func (r countingRecorder) RecordValue(v uint64) {
 func TestOperationMetricRecorders(t *testing.T) {
 	m := &countingMeter{}
 	ob := newObservers(&Options{Meter: m, Bucket: "b", ThresholdLogging: ThresholdLoggingOptions{Disabled: true},
-		OrphanReporting: OrphanReportingOptions{Disabled: true}}, retry.NewFakeClock(reportEpoch), "")
+		OrphanReporting: OrphanReportingOptions{Disabled: true}}, retry.NewFakeClock(reportEpoch), retry.NewFakeClock(reportEpoch), "")
 	defer ob.close()
 	col := &Collection{scope: "s", name: "c"}
 	for i, err := range []error{nil, nil, &KeyValueError{Err: ErrDocumentNotFound}, nil} {
 		var tr opTrace
-		ob.begin(context.Background(), &tr, "Get", memdx.OpGet, col, nil, reportEpoch)
-		ob.end(&tr, col, err, 0, time.Second, reportEpoch.Add(time.Duration(i+1)*time.Millisecond))
+		ob.begin(context.Background(), &tr, "Get", memdx.OpGet, col, nil, reportEpoch, time.Second)
+		ob.end(&tr, col, err, 0, reportEpoch.Add(time.Duration(i+1)*time.Millisecond))
 	}
 	require.Len(t, m.asked, 2)
 	require.Equal(t, map[string]string{AttributeSystemName: "couchbase", AttributeService: "kv", AttributeOperationName: "get",
@@ -106,7 +106,7 @@ func TestOrphanRecordFromConnection(t *testing.T) {
 	clock := retry.NewFakeClock(reportEpoch)
 	logger, logs := newCapture()
 	ob := newObservers(&Options{Logger: logger, LoggingMeter: LoggingMeterOptions{Disabled: true},
-		ThresholdLogging: ThresholdLoggingOptions{Disabled: true}}, clock, "")
+		ThresholdLogging: ThresholdLoggingOptions{Disabled: true}}, clock, clock, "")
 	ob.onOrphan(conn.Orphan{Origin: conn.Origin{Operation: "get", Sent: reportEpoch, Timeout: 50 * time.Millisecond},
 		OpCode: memdx.OpGet, Opaque: 42, ConnID: "a/b", LocalAddr: "127.0.0.1:5000", RemoteAddr: "127.0.0.1:11210",
 		Abandoned: reportEpoch.Add(50 * time.Millisecond), Arrived: reportEpoch.Add(750 * time.Millisecond),

@@ -25,19 +25,24 @@ import (
 // attempt's request ends, and, only while tracing or when an attempt
 // follows a wait, one when an attempt is sent.
 type opTrace struct {
-	name  string // RFC 0067's name of the operation ("get")
-	start time.Time
-	now   time.Time // the latest clock reading; stale after a wait
-	fresh bool      // now is still the time (no wait since it was read)
+	name    string // RFC 0067's name of the operation ("get")
+	start   time.Time
+	timeout time.Duration // from start to its deadline
+	now     time.Time     // the latest clock reading; stale after a wait
+	fresh   bool          // now is still the time (no wait since it was read)
+	// encStart and encEnd bound the encoding of a typed write's value,
+	// done before the operation began (its start is then encStart).
+	encStart, encEnd time.Time
 
 	span     RequestSpan // nil: not traced
 	dispatch RequestSpan // the attempt's dispatch span, while it is out
 	parent   RequestSpan // the caller's span (options, else the context)
 	event    [1]slog.Attr
 
-	sent   time.Time   // when the attempt in flight was sent
-	origin conn.Origin // what its request tells its connection
-	rec    opRecord
+	sent    time.Time   // when the attempt in flight was sent
+	decided time.Time   // when the retry being waited for was decided
+	origin  conn.Origin // what its request tells its connection
+	rec     opRecord
 	// The server duration of the last response (HELLO Tracing), encoded:
 	// decoding costs a power, done only when someone reads it.
 	serverEnc   uint16
@@ -52,12 +57,15 @@ func (t *opTrace) setServer(p *memdx.Packet) {
 }
 
 // begin starts observing an operation named name (the client's:
-// "GetAndLock") whose opcode is opc, at start. parent is its options'
-// ParentSpan (nil: the context's).
-func (ob *observers) begin(ctx context.Context, t *opTrace, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, start time.Time) {
+// "GetAndLock") whose opcode is opc, at start, with timeout to its
+// deadline. parent is its options' ParentSpan (nil: the context's).
+func (ob *observers) begin(ctx context.Context, t *opTrace, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, start time.Time, timeout time.Duration) {
 	t.name = spanName(name, opc)
-	t.start, t.now, t.fresh = start, start, true
+	t.start, t.now, t.fresh, t.timeout = start, start, true, timeout
 	t.rec.service, t.rec.operation = ServiceKV, t.name
+	if !t.encStart.IsZero() {
+		defer ob.encoded(t, t.encStart, t.encEnd) // under the span, once it exists
+	}
 	if ob.tracer == nil {
 		return
 	}
@@ -108,12 +116,12 @@ func (ob *observers) encoded(t *opTrace, start, end time.Time) {
 	g.endSpan(s, end)
 }
 
-// send is an attempt handed to connection cn at at, with timeout the
-// operation's: it fills the Origin its request carries and, when
+// send is an attempt handed to connection cn (to node, the node's
+// address) at at: it fills the Origin its request carries and, when
 // tracing, starts its dispatch span.
-func (ob *observers) send(t *opTrace, cn *conn.Conn, node string, at time.Time, timeout time.Duration) *conn.Origin {
+func (ob *observers) send(t *opTrace, cn *conn.Conn, node string, at time.Time) *conn.Origin {
 	t.sent = at
-	t.origin = conn.Origin{Operation: t.name, Sent: at, Timeout: timeout}
+	t.origin = conn.Origin{Operation: t.name, Sent: at, Timeout: t.timeout}
 	if t.span == nil {
 		return &t.origin
 	}
@@ -182,14 +190,25 @@ func (t *opTrace) foldServer() {
 	t.hasServer = false
 }
 
-// retried is a retry for reason decided at at: an event on the span.
-func (ob *observers) retried(t *opTrace, reason RetryReason, at time.Time) {
+// retryDecided notes when a retry is decided: the end of the attempt it
+// follows (the latest reading, while fresh); after a wait, a new reading
+// only while tracing (the event needs it; nothing else does).
+func (ob *observers) retryDecided(t *opTrace) {
+	if !t.fresh && t.span != nil {
+		t.now, t.fresh = ob.clock.Now(), true
+	}
+	t.decided = t.now
+}
+
+// retried is a retry for reason, decided when retryDecided noted: an
+// event on the span.
+func (ob *observers) retried(t *opTrace, reason RetryReason) {
 	t.foldServer()
 	if t.span == nil {
 		return
 	}
 	t.event[0] = slog.String(AttributeRetryReason, reason.String())
-	ob.hooks.addEvent(t.span, EventRetry, at, t.event[:]...)
+	ob.hooks.addEvent(t.span, EventRetry, t.decided, t.event[:]...)
 }
 
 // waited marks the latest clock reading stale: the operation waited.
@@ -198,7 +217,10 @@ func (t *opTrace) waited() { t.fresh = false }
 // end ends the operation at at with err (nil: success), after retries
 // retries: the span gets its last attributes and ends, the latency goes
 // to the meter, and the record to the slow-operation report.
-func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, timeout time.Duration, at time.Time) {
+func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, at time.Time) {
+	if t.name == "" {
+		return // never begun: refused before its first step (the client was closed)
+	}
 	total := at.Sub(t.start)
 	var errType string
 	if err != nil {
@@ -206,7 +228,7 @@ func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, t
 	}
 	if ob.threshold != nil && total > ob.threshold.kv {
 		t.foldServer()
-		t.rec.total, t.rec.timeout = total, timeout
+		t.rec.total, t.rec.timeout = total, t.timeout
 		ob.threshold.add(&t.rec)
 	}
 	if ob.meter != nil {
@@ -235,6 +257,18 @@ func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, t
 	g.setStatus(t.span, status)
 	g.endSpan(t.span, at)
 	t.span = nil
+}
+
+// done shows its observers an operation that had no operation of its own
+// (a get a memcached GetMany's group read hit): begun at start, ended at
+// end, in one attempt.
+func (ob *observers) done(ctx context.Context, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, start, end time.Time) {
+	if ob.tracer == nil && ob.meter == nil && (ob.threshold == nil || end.Sub(start) <= ob.threshold.kv) {
+		return
+	}
+	var t opTrace
+	ob.begin(ctx, &t, name, opc, coll, parent, start, 0)
+	ob.end(&t, coll, nil, 0, end)
 }
 
 // splitHostPort splits "host:port" without allocating.
