@@ -1,7 +1,9 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -275,4 +277,76 @@ func notReady(d *DiagnosticsResult, desired ClusterState, waited time.Duration, 
 		}
 	}
 	return e
+}
+
+// Diagnostics reports every endpoint of the client (each place of each
+// node's connection pool, connected or not) and the cluster's state, from
+// what the client knows: it does no I/O (Ping does). json.Marshal of the
+// result is RFC 0061's report.
+func (c *Client) Diagnostics(opts *DiagnosticsOptions) *DiagnosticsResult {
+	id := ""
+	if opts != nil {
+		id = opts.ReportID
+	}
+	if id == "" {
+		id = newClientID()
+	}
+	return c.diagnostics(id)
+}
+
+func (c *Client) diagnostics(id string) *DiagnosticsResult {
+	eps := c.cl.Endpoints()
+	r := &DiagnosticsResult{ID: id, SDK: c.opts.ClientName, At: c.clock.Now(), Endpoints: make([]EndpointDiagnostics, len(eps))}
+	for i, e := range eps {
+		d := &r.Endpoints[i]
+		*d = EndpointDiagnostics{Service: ServiceKV, ID: e.Node + "/" + strconv.Itoa(e.Slot), Node: e.Node,
+			State: endpointStateOf(e.State), Bucket: c.opts.Bucket, Err: e.Err}
+		if cn := e.Conn; cn != nil {
+			d.Local, d.Remote, d.LocalID, d.LastActivity = cn.LocalAddr(), cn.RemoteAddr(), cn.ID(), cn.LastActivity()
+		}
+	}
+	r.State = clusterState(r.Endpoints)
+	return r
+}
+
+// WaitUntilReady waits until the cluster is in opts.DesiredState (online:
+// every endpoint connected, the default; degraded: at least one), and
+// returns as soon as it is: the connections tell it of each change, no
+// polling. It fails with a *NotReadyError (a timeout) when opts.Timeout
+// (Options.ConnectTimeout by default, counted on the client's Clock) or
+// ctx's deadline passes first, naming the first node that stayed out and
+// why, and with ErrClosed when the client closes.
+func (c *Client) WaitUntilReady(ctx context.Context, opts *WaitUntilReadyOptions) error {
+	desired, timeout := ClusterOnline, c.opts.ConnectTimeout
+	if opts != nil {
+		desired = opts.DesiredState
+		if opts.Timeout > 0 {
+			timeout = opts.Timeout
+		}
+		if opts.Timeout < 0 {
+			return fmt.Errorf("%w: WaitUntilReadyOptions.Timeout %v is negative", ErrInvalidArgument, opts.Timeout)
+		}
+	}
+	if desired == ClusterOffline || desired > ClusterOffline {
+		return errOfflineNotWaitable
+	}
+	start := c.clock.Now()
+	timer := c.clock.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		changed := c.cl.HealthChanged()
+		d := c.diagnostics("")
+		if reached(d.State, desired) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C():
+			return notReady(c.diagnostics(""), desired, c.clock.Now().Sub(start), false)
+		case <-ctx.Done():
+			return notReady(c.diagnostics(""), desired, c.clock.Now().Sub(start), !errors.Is(ctx.Err(), context.DeadlineExceeded))
+		case <-c.ctx.Done():
+			return fmt.Errorf("kvwire: WaitUntilReady: %w", ErrClosed)
+		}
+	}
 }
