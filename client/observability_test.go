@@ -453,4 +453,3 @@ func TestLoggingMeterIsTheDefaultMeter(t *testing.T) {
 		return
 	}
 }
-
