@@ -11,7 +11,6 @@ import (
 	"github.com/kvwire/kvwire/mockcluster"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -71,19 +70,7 @@ func TestClientSpanTreeOfRetriedGet(t *testing.T) {
 		t.Fatalf("Get: %q, %v", r.Value, err)
 	}
 
-	var get sdktrace.ReadOnlySpan
-	var disp []sdktrace.ReadOnlySpan
-	for _, s := range sr.Ended() {
-		switch s.Name() {
-		case "get":
-			get = s
-		case client.SpanDispatchToServer:
-			disp = append(disp, s)
-		}
-	}
-	if get == nil || len(disp) != 3 {
-		t.Fatalf("spans %v: want a get span and 3 dispatches", names(sr.Ended()))
-	}
+	get, disp := getAndDispatches(t, sr.Ended())
 	if get.Parent().SpanID() != caller.SpanContext().SpanID() || get.SpanKind() != trace.SpanKindClient {
 		t.Errorf("the get span's parent is %v, want the caller's %v", get.Parent().SpanID(), caller.SpanContext().SpanID())
 	}
@@ -179,12 +166,4 @@ func TestClientSpanTreeOfRetriedGet(t *testing.T) {
 	if total := get.EndTime().Sub(get.StartTime()).Seconds(); p.Sum < 0.09 || p.Sum > total+1e-6 {
 		t.Errorf("latency %vs, want at least the 90ms the answers were held and at most the span's %vs", p.Sum, total)
 	}
-}
-
-func names(spans []sdktrace.ReadOnlySpan) []string {
-	var out []string
-	for _, s := range spans {
-		out = append(out, s.Name())
-	}
-	return out
 }
