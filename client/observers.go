@@ -121,22 +121,34 @@ func opcodeSpanName(op memdx.OpCode) string {
 }
 
 // opMeters makes and keeps the recorders of MetricOperationDuration, one
-// per operation, scope, collection and outcome: asked of the Meter once
-// each, then found without a lock (a map replaced, never changed, when a
-// recorder is added).
+// per operation, scope, collection and outcome, each asked of the Meter
+// once. A successful operation of a listed name finds its recorder
+// through its Collection (collMeters: an index, an atomic load), without
+// hashing; any other through a map replaced, never changed, when a
+// recorder is added (found without a lock).
 type opMeters struct {
 	ob *observers
 	m  atomic.Pointer[map[meterKey4]ValueRecorder]
-	mu sync.Mutex // serialises additions
+	// colls are the collections' recorders of successes, by
+	// "scope.collection" (guarded by mu), for a Collection made again.
+	colls map[string]*collMeters
+	mu    sync.Mutex // serialises additions
 }
 
 // meterKey4 identifies a recorder (the bucket is the client's).
 type meterKey4 struct{ op, scope, collection, errType string }
 
+// collMeters are one collection's recorders of successes, by the index of
+// the operation's name in opNames.
+type collMeters struct {
+	ok [len(opNames)]atomic.Pointer[ValueRecorder]
+}
+
 func (m *opMeters) init(ob *observers) {
 	m.ob = ob
 	empty := map[meterKey4]ValueRecorder{}
 	m.m.Store(&empty)
+	m.colls = map[string]*collMeters{}
 }
 
 // recorder returns k's recorder, asking the Meter for it the first time.
@@ -172,9 +184,40 @@ func (m *opMeters) recorder(k meterKey4) ValueRecorder {
 	return r
 }
 
-// record records an operation's latency on k's recorder, in microseconds.
-func (m *opMeters) record(k meterKey4, d time.Duration) {
-	r := m.recorder(k)
+// succeeded returns the recorder of coll's successful operations of
+// opNames[op].
+func (m *opMeters) succeeded(coll *Collection, op int) ValueRecorder {
+	cm := coll.meters.Load()
+	if cm == nil {
+		m.mu.Lock()
+		if cm = m.colls[coll.path]; cm == nil {
+			cm = &collMeters{}
+			m.colls[coll.path] = cm
+		}
+		m.mu.Unlock()
+		coll.meters.Store(cm)
+	}
+	if p := cm.ok[op].Load(); p != nil {
+		return *p
+	}
+	r := m.recorder(meterKey4{op: opNames[op], scope: coll.scope, collection: coll.name})
+	cm.ok[op].Store(&r)
+	return r
+}
+
+// record records an operation's latency in microseconds: name (opNames[op]
+// when listed) on coll (nil: none), with errType ("" for a success).
+func (m *opMeters) record(coll *Collection, name string, op int, errType string, d time.Duration) {
+	var r ValueRecorder
+	if coll != nil && op != opUnlisted && errType == "" {
+		r = m.succeeded(coll, op)
+	} else {
+		k := meterKey4{op: name, errType: errType}
+		if coll != nil {
+			k.scope, k.collection = coll.scope, coll.name
+		}
+		r = m.recorder(k)
+	}
 	v := uint64(max(d, 0) / time.Microsecond)
 	if m.ob.builtin {
 		r.RecordValue(v)

@@ -22,11 +22,20 @@ func TestSpanNames(t *testing.T) {
 		"MutateIn": "mutate_in", "Upsert": "upsert", "Remove": "remove", "Increment": "increment", "Ping": "ping",
 		"SomethingNew": "something_new",
 	} {
-		assert.Equal(t, want, spanName(name, 0), name)
+		got, i := spanName(name, 0)
+		assert.Equal(t, want, got, name)
+		if i != opUnlisted {
+			assert.Equal(t, want, opNames[i], name)
+		}
 	}
-	assert.Equal(t, "range_scan_create", spanName("Scan", memdx.OpRangeScanCreate))
-	assert.Equal(t, "range_scan_continue", spanName("Scan", memdx.OpRangeScanContinue))
-	assert.Equal(t, "range_scan_cancel", spanName("Scan", memdx.OpRangeScanCancel))
+	for op, want := range map[memdx.OpCode]string{memdx.OpRangeScanCreate: "range_scan_create",
+		memdx.OpRangeScanContinue: "range_scan_continue", memdx.OpRangeScanCancel: "range_scan_cancel"} {
+		got, i := spanName("Scan", op)
+		assert.Equal(t, want, got)
+		assert.Equal(t, want, opNames[i])
+	}
+	_, i := spanName("SomethingNew", 0)
+	assert.Equal(t, opUnlisted, i)
 }
 
 // error.type is RFC 0058's name of the error's sentinel, the timeout's

@@ -25,11 +25,14 @@ import (
 // attempt's request ends, and, only while tracing or when an attempt
 // follows a wait, one when an attempt is sent.
 type opTrace struct {
-	name    string // RFC 0067's name of the operation ("get")
-	start   time.Time
-	timeout time.Duration // from start to its deadline
-	now     time.Time     // the latest clock reading; stale after a wait
-	fresh   bool          // now is still the time (no wait since it was read)
+	// origin is what the attempt in flight tells its connection: RFC
+	// 0067's name of the operation ("get"), when the attempt was sent,
+	// the timeout from start to the operation's deadline.
+	origin conn.Origin
+	op     int // origin.Operation's index in opNames (opUnlisted: none)
+	start  time.Time
+	now    time.Time // the latest clock reading; stale after a wait
+	fresh  bool      // now is still the time (no wait since it was read)
 	// encStart and encEnd bound the encoding of a typed write's value,
 	// done before the operation began (its start is then encStart).
 	encStart, encEnd time.Time
@@ -39,10 +42,7 @@ type opTrace struct {
 	parent   RequestSpan // the caller's span (options, else the context)
 	event    [1]slog.Attr
 
-	sent    time.Time   // when the attempt in flight was sent
-	decided time.Time   // when the retry being waited for was decided
-	origin  conn.Origin // what its request tells its connection
-	rec     opRecord
+	rec opRecord
 	// The server duration of the last response (HELLO Tracing), encoded:
 	// decoding costs a power, done only when someone reads it.
 	serverEnc   uint16
@@ -60,9 +60,10 @@ func (t *opTrace) setServer(p *memdx.Packet) {
 // "GetAndLock") whose opcode is opc, at start, with timeout to its
 // deadline. parent is its options' ParentSpan (nil: the context's).
 func (ob *observers) begin(ctx context.Context, t *opTrace, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, start time.Time, timeout time.Duration) {
-	t.name = spanName(name, opc)
-	t.start, t.now, t.fresh, t.timeout = start, start, true, timeout
-	t.rec.service, t.rec.operation = ServiceKV, t.name
+	t.origin.Operation, t.op = spanName(name, opc)
+	t.origin.Timeout = timeout
+	t.start, t.now, t.fresh = start, start, true
+	t.rec.service, t.rec.operation = ServiceKV, t.origin.Operation
 	if !t.encStart.IsZero() {
 		defer ob.encoded(t, t.encStart, t.encEnd) // under the span, once it exists
 	}
@@ -71,10 +72,10 @@ func (ob *observers) begin(ctx context.Context, t *opTrace, name string, opc mem
 	}
 	t.parent = parentSpan(ctx, parent)
 	g := ob.hooks
-	t.span = g.startSpan(ob.tracer, ctx, t.name, t.parent, start)
+	t.span = g.startSpan(ob.tracer, ctx, t.origin.Operation, t.parent, start)
 	g.setAttribute(t.span, AttributeSystemName, slog.StringValue(SystemCouchbase))
 	g.setAttribute(t.span, AttributeService, slog.StringValue(ServiceKV))
-	g.setAttribute(t.span, AttributeOperationName, slog.StringValue(t.name))
+	g.setAttribute(t.span, AttributeOperationName, slog.StringValue(t.origin.Operation))
 	if ob.bucket != "" {
 		g.setAttribute(t.span, AttributeBucketName, slog.StringValue(ob.bucket))
 	}
@@ -120,8 +121,7 @@ func (ob *observers) encoded(t *opTrace, start, end time.Time) {
 // address) at at: it fills the Origin its request carries and, when
 // tracing, starts its dispatch span.
 func (ob *observers) send(t *opTrace, cn *conn.Conn, node string, at time.Time) *conn.Origin {
-	t.sent = at
-	t.origin = conn.Origin{Operation: t.name, Sent: at, Timeout: t.timeout}
+	t.origin.Sent = at
 	if t.span == nil {
 		return &t.origin
 	}
@@ -151,7 +151,7 @@ func (ob *observers) send(t *opTrace, cn *conn.Conn, node string, at time.Time) 
 // record, and its dispatch span ends.
 func (ob *observers) ended(t *opTrace, cn *conn.Conn, opaque uint32, at time.Time) {
 	t.now, t.fresh = at, true
-	d := at.Sub(t.sent)
+	d := at.Sub(t.origin.Sent)
 	r := &t.rec
 	r.dispatched = true
 	r.lastDispatch = d
@@ -197,7 +197,6 @@ func (ob *observers) retryDecided(t *opTrace) {
 	if !t.fresh && t.span != nil {
 		t.now, t.fresh = ob.clock.Now(), true
 	}
-	t.decided = t.now
 }
 
 // retried is a retry for reason, decided when retryDecided noted: an
@@ -208,7 +207,7 @@ func (ob *observers) retried(t *opTrace, reason RetryReason) {
 		return
 	}
 	t.event[0] = slog.String(AttributeRetryReason, reason.String())
-	ob.hooks.addEvent(t.span, EventRetry, t.decided, t.event[:]...)
+	ob.hooks.addEvent(t.span, EventRetry, t.now, t.event[:]...)
 }
 
 // waited marks the latest clock reading stale: the operation waited.
@@ -218,7 +217,7 @@ func (t *opTrace) waited() { t.fresh = false }
 // retries: the span gets its last attributes and ends, the latency goes
 // to the meter, and the record to the slow-operation report.
 func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, at time.Time) {
-	if t.name == "" {
+	if t.origin.Operation == "" {
 		return // never begun: refused before its first step (the client was closed)
 	}
 	total := at.Sub(t.start)
@@ -228,15 +227,11 @@ func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, a
 	}
 	if ob.threshold != nil && total > ob.threshold.kv {
 		t.foldServer()
-		t.rec.total, t.rec.timeout = total, t.timeout
+		t.rec.total, t.rec.timeout = total, t.origin.Timeout
 		ob.threshold.add(&t.rec)
 	}
 	if ob.meter != nil {
-		k := meterKey4{op: t.name, errType: errType}
-		if coll != nil {
-			k.scope, k.collection = coll.scope, coll.name
-		}
-		ob.meters.record(k, total)
+		ob.meters.record(coll, t.origin.Operation, t.op, errType, total)
 	}
 	if t.span == nil {
 		return
@@ -288,66 +283,88 @@ func splitHostPort(addr string) (string, int, bool) {
 	return host, port, true
 }
 
-// spanName is RFC 0067's name of the client's operation name (with its
-// opcode where one name covers several requests).
-func spanName(name string, opc memdx.OpCode) string {
+// opNames are RFC 0067's names of the client's operations; an opTrace
+// holds its operation's index here (opUnlisted for a name not listed), by
+// which the operation's metric recorder is found without hashing.
+var opNames = [...]string{
+	"get", "get_and_touch", "get_and_lock", "get_replica", "unlock", "touch", "exists",
+	"upsert", "insert", "replace", "remove", "append", "prepend", "increment", "decrement",
+	"lookup_in", "lookup_in_replica", "mutate_in", "ping", "stats", "version", "flush",
+	"range_scan_create", "range_scan_continue", "range_scan_cancel", "scan",
+}
+
+const opUnlisted = -1
+
+// opIndex is the index in opNames of the client's operation name (with
+// its opcode where one name covers several requests), opUnlisted for one
+// not listed.
+func opIndex(name string, opc memdx.OpCode) int {
 	switch name {
 	case "Get", "GetReplica(active)":
-		return "get"
+		return 0
 	case "GetAndTouch":
-		return "get_and_touch"
+		return 1
 	case "GetAndLock":
-		return "get_and_lock"
+		return 2
 	case "GetReplica":
-		return "get_replica"
+		return 3
 	case "Unlock":
-		return "unlock"
+		return 4
 	case "Touch":
-		return "touch"
+		return 5
 	case "Exists":
-		return "exists"
+		return 6
 	case "Upsert":
-		return "upsert"
+		return 7
 	case "Insert":
-		return "insert"
+		return 8
 	case "Replace":
-		return "replace"
+		return 9
 	case "Remove":
-		return "remove"
+		return 10
 	case "Append":
-		return "append"
+		return 11
 	case "Prepend":
-		return "prepend"
+		return 12
 	case "Increment":
-		return "increment"
+		return 13
 	case "Decrement":
-		return "decrement"
+		return 14
 	case "LookupIn", "LookupInReplica(active)":
-		return "lookup_in"
+		return 15
 	case "LookupInReplica":
-		return "lookup_in_replica"
+		return 16
 	case "MutateIn":
-		return "mutate_in"
+		return 17
 	case "Ping":
-		return "ping"
+		return 18
 	case "Stats":
-		return "stats"
+		return 19
 	case "Version":
-		return "version"
+		return 20
 	case "Flush":
-		return "flush"
+		return 21
 	case "Scan":
 		switch opc {
 		case memdx.OpRangeScanCreate:
-			return "range_scan_create"
+			return 22
 		case memdx.OpRangeScanContinue:
-			return "range_scan_continue"
+			return 23
 		case memdx.OpRangeScanCancel:
-			return "range_scan_cancel"
+			return 24
 		}
-		return "scan"
+		return 25
 	}
-	return snakeCase(name)
+	return opUnlisted
+}
+
+// spanName is RFC 0067's name of the client's operation name, and its
+// index in opNames.
+func spanName(name string, opc memdx.OpCode) (string, int) {
+	if i := opIndex(name, opc); i != opUnlisted {
+		return opNames[i], i
+	}
+	return snakeCase(name), opUnlisted
 }
 
 // snakeCase turns "GetAndLock" into "get_and_lock", for names spanName
