@@ -534,37 +534,8 @@ func (o *Options) applyNumbers(cs *ConnStr) error {
 	bad := func(name, reason string) error {
 		return &ConnStrError{Input: name + "=" + cs.Options[name], Reason: reason}
 	}
-	durations := []struct {
-		name string
-		dst  *time.Duration
-		min  time.Duration // smallest value accepted
-	}{
-		{"kv_timeout", &o.KVTimeout, 1},
-		{"connect_timeout", &o.ConnectTimeout, 1},
-		{"config_poll_interval", &o.ConfigPollInterval, minConfigPollInterval},
-		{"nmv_retry_interval", &o.NMVRetryInterval, 0},
-		{"probe_after", &o.HealthCheck.ProbeAfter, 1},
-		{"probe_timeout", &o.HealthCheck.ProbeTimeout, 1},
-		{"tracing_threshold_kv", &o.ThresholdLogging.KVThreshold, 1},
-		{"tracing_threshold_queue_flush_interval", &o.ThresholdLogging.Interval, minReportInterval},
-		{"tracing_orphaned_queue_flush_interval", &o.OrphanReporting.Interval, minReportInterval},
-		{"metrics_emit_interval", &o.LoggingMeter.Interval, minReportInterval},
-	}
-	for _, d := range durations {
-		v, ok, err := cs.Duration(d.name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		if v < d.min {
-			if d.min == 1 {
-				return bad(d.name, "must be positive")
-			}
-			return bad(d.name, "must be at least "+d.min.String())
-		}
-		*d.dst = v
+	if err := o.applyDurations(cs, bad); err != nil {
+		return err
 	}
 	if n, ok, err := cs.Int("kv_pool_size"); err != nil {
 		return err
@@ -613,6 +584,44 @@ func (o *Options) applyNumbers(cs *ConnStr) error {
 			return bad("compression_min_ratio", "must be in (0, 1]: the largest compressed/original size ratio worth sending")
 		}
 		o.Compression.MinRatio = f
+	}
+	return nil
+}
+
+// applyDurations reads the connection-string options that are durations
+// into o (applyNumbers; bad makes its error).
+func (o *Options) applyDurations(cs *ConnStr, bad func(name, reason string) error) error {
+	durations := []struct {
+		name string
+		dst  *time.Duration
+		min  time.Duration // smallest value accepted
+	}{
+		{"kv_timeout", &o.KVTimeout, 1},
+		{"connect_timeout", &o.ConnectTimeout, 1},
+		{"config_poll_interval", &o.ConfigPollInterval, minConfigPollInterval},
+		{"nmv_retry_interval", &o.NMVRetryInterval, 0},
+		{"probe_after", &o.HealthCheck.ProbeAfter, 1},
+		{"probe_timeout", &o.HealthCheck.ProbeTimeout, 1},
+		{"tracing_threshold_kv", &o.ThresholdLogging.KVThreshold, 1},
+		{"tracing_threshold_queue_flush_interval", &o.ThresholdLogging.Interval, minReportInterval},
+		{"tracing_orphaned_queue_flush_interval", &o.OrphanReporting.Interval, minReportInterval},
+		{"metrics_emit_interval", &o.LoggingMeter.Interval, minReportInterval},
+	}
+	for _, d := range durations {
+		v, ok, err := cs.Duration(d.name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if v < d.min {
+			if d.min == 1 {
+				return bad(d.name, "must be positive")
+			}
+			return bad(d.name, "must be at least "+d.min.String())
+		}
+		*d.dst = v
 	}
 	return nil
 }
