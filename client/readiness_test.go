@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/stretchr/testify/assert"
@@ -144,6 +145,39 @@ func TestReadinessFollowsANodeThatStopsAndRestarts(t *testing.T) {
 	assert.Contains(t, err.Error(), "node "+down+" is reconnecting")
 
 	assert.ErrorIs(t, c.WaitUntilReady(ctx, &WaitUntilReadyOptions{DesiredState: ClusterOffline}), ErrInvalidArgument)
+}
+
+// Diagnostics shows a connection the node resets, while it keeps
+// listening, as reconnecting, then connected once the redial succeeds. The
+// first redial's HELLO is refused (the mock closes the connection), so
+// that the endpoint stays reconnecting, with why, until the back-off on
+// the client's fake clock is over: nothing depends on how fast the redial
+// would otherwise have been.
+func TestDiagnosticsShowsAResetConnectionReconnecting(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	fc := retry.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour})
+	require.NoError(t, c.WaitUntilReady(context.Background(), nil))
+	node := mc.Node(0).Addr()
+	before := awaitDiagnostics(t, c, node, EndpointConnected, nil).Endpoints[0].LocalID
+
+	hello := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpHello}},
+		Action: mockcluster.Action{Close: mockcluster.CloseBeforeApply}, Times: 1})
+	t.Cleanup(hello.Remove)
+	mc.DropConnections()
+	d := awaitDiagnostics(t, c, node, EndpointReconnecting, nil)
+	assert.Equal(t, ClusterOffline, d.State)
+	<-hello.Done() // the redial's HELLO was refused: a back-off follows
+	d = awaitDiagnostics(t, c, node, EndpointReconnecting, nil)
+	require.Error(t, d.Endpoints[0].Err, "why it has no connection")
+	assert.Empty(t, d.Endpoints[0].Local)
+
+	fc.Advance(redialWait(t, fc))
+	d = awaitDiagnostics(t, c, node, EndpointConnected, nil)
+	assert.Equal(t, ClusterOnline, d.State)
+	assert.NoError(t, d.Endpoints[0].Err)
+	assert.NotEqual(t, before, d.Endpoints[0].LocalID, "a new connection")
 }
 
 // timerIn waits until a timer of fc is due d from now.
