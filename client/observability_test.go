@@ -99,23 +99,28 @@ var localID = regexp.MustCompile(`^[0-9A-F]{16}/[0-9a-f]{16}$`)
 // 10% of the delay (the mock counts its real processing time and the
 // delay; the 2-byte encoding is within 0.2%), and RFC 0067's fields: its
 // total, dispatch and server times, the request's opaque, the connection's
-// local id and sockets, its timeout.
+// local id and sockets, its timeout; never the value or the password.
 func TestSlowOperationReportShowsServerDuration(t *testing.T) {
 	t.Parallel()
 	const delay = 700 * time.Millisecond
+	const user, password, value = "reporter", "pw-never-in-a-report", "value-never-in-a-report"
 	mc := newMock(t, mockcluster.Options{})
+	require.NoError(t, mc.AddUser(mockcluster.User{Name: user, Password: password, Buckets: []string{"*"}}))
 	logger, logs := newReportLog()
-	c := connect(t, mc, &Options{Logger: logger})
+	c := connect(t, mc, &Options{Logger: logger, Username: user, Password: password})
 	col := c.DefaultCollection()
 	ctx := context.Background()
-	_, err := col.Upsert(ctx, "slow", []byte("v"), nil)
+	_, err := col.Upsert(ctx, "slow", []byte(value), nil)
 	require.NoError(t, err)
 	faultGets(t, mc, "slow", mockcluster.Action{Delay: delay}, 1)
 	_, err = col.Get(ctx, "slow", &GetOptions{Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, c.Close()) // the report logs what it holds
 
-	e := logs.next(t, ThresholdReportMessage).entry(t, "get")
+	rep := logs.next(t, ThresholdReportMessage)
+	assert.NotContains(t, rep.raw, value, "a report never holds a document's value")
+	assert.NotContains(t, rep.raw, password, "nor the password")
+	e := rep.entry(t, "get")
 	server := us(e, "last_server_duration_us")
 	assert.InDelta(t, float64(delay), float64(server), float64(delay)/10, "server duration %v", server)
 	assert.GreaterOrEqual(t, float64(server), 0.998*float64(delay), "the node held it at least the delay")
