@@ -200,11 +200,8 @@ func timerIn(t *testing.T, fc *retry.FakeClock, d time.Duration) {
 // naming it, and a closed client's endpoints are disconnected.
 func TestReadinessOnMemcached(t *testing.T) {
 	live := memcachedAddr(t, false)
-	dead := closedAddr(t)
+	c, dead := connectWithDeadServer(t, live)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+live+","+dead, testOptions(nil))
-	require.NoError(t, err)
-	defer c.Close()
 	d := awaitDiagnostics(t, c, dead, EndpointReconnecting, syscall.ECONNREFUSED)
 	assert.Equal(t, ClusterDegraded, d.State)
 	for _, e := range d.Endpoints {
@@ -214,7 +211,7 @@ func TestReadinessOnMemcached(t *testing.T) {
 		}
 	}
 	require.NoError(t, c.WaitUntilReady(ctx, &WaitUntilReadyOptions{DesiredState: ClusterDegraded}))
-	err = c.WaitUntilReady(ctx, &WaitUntilReadyOptions{Timeout: 100 * time.Millisecond})
+	err := c.WaitUntilReady(ctx, &WaitUntilReadyOptions{Timeout: 100 * time.Millisecond})
 	var nr *NotReadyError
 	require.ErrorAs(t, err, &nr)
 	assert.Equal(t, dead, nr.Node)
