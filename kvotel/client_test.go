@@ -10,7 +10,9 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -71,6 +73,16 @@ func TestClientSpanTreeOfRetriedGet(t *testing.T) {
 	}
 
 	get, disp := getAndDispatches(t, sr.Ended())
+	checkRetriedGetSpans(t, caller, get, disp, holds)
+	checkGetLatency(t, reader, get)
+}
+
+// checkRetriedGetSpans checks the span tree of the Get of
+// TestClientSpanTreeOfRetriedGet: get under the caller's span, its
+// attributes and retry events, and a dispatch span per request, each with
+// the server duration the mock held its answer (holds).
+func checkRetriedGetSpans(t *testing.T, caller trace.Span, get sdktrace.ReadOnlySpan, disp []sdktrace.ReadOnlySpan, holds []time.Duration) {
+	t.Helper()
 	if get.Parent().SpanID() != caller.SpanContext().SpanID() || get.SpanKind() != trace.SpanKindClient {
 		t.Errorf("the get span's parent is %v, want the caller's %v", get.Parent().SpanID(), caller.SpanContext().SpanID())
 	}
@@ -128,8 +140,14 @@ func TestClientSpanTreeOfRetriedGet(t *testing.T) {
 		}
 	}
 
+}
+
+// checkGetLatency checks the one latency point of the get span's
+// operation that reader collects, and its attributes.
+func checkGetLatency(t *testing.T, reader *sdkmetric.ManualReader, get sdktrace.ReadOnlySpan) {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
+	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	var points []metricdata.HistogramDataPoint[float64] // the get's (the upsert has one too)
