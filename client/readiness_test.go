@@ -82,25 +82,7 @@ func TestReadinessFollowsANodeThatStopsAndRestarts(t *testing.T) {
 		assert.Equal(t, mockcluster.DefaultBucket, e.Bucket)
 		assert.False(t, e.LastActivity.IsZero())
 	}
-	var js struct {
-		Version  int    `json:"version"`
-		ID       string `json:"id"`
-		SDK      string `json:"sdk"`
-		State    string `json:"state"`
-		Services map[string][]struct {
-			ID, Remote, Local, State, Namespace string
-		} `json:"services"`
-	}
-	b, err := json.Marshal(d)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &js))
-	assert.Equal(t, 2, js.Version)
-	assert.Equal(t, "r1", js.ID)
-	assert.Equal(t, "kvwire", js.SDK)
-	assert.Equal(t, "online", js.State)
-	require.Len(t, js.Services["kv"], 2)
-	assert.Equal(t, "connected", js.Services["kv"][1].State)
-	assert.Equal(t, down+"/0", js.Services["kv"][1].ID)
+	checkDiagnosticsJSON(t, d, "r1", down)
 
 	mc.Node(1).Stop()
 	d = awaitDiagnostics(t, c, down, EndpointReconnecting, syscall.ECONNREFUSED)
@@ -133,7 +115,7 @@ func TestReadinessFollowsANodeThatStopsAndRestarts(t *testing.T) {
 	for range 5 {
 		fc.Advance(time.Second) // the node keeps refusing: each redial fails
 	}
-	err = <-ready
+	err := <-ready
 	var nr *NotReadyError
 	require.ErrorAs(t, err, &nr)
 	assert.ErrorIs(t, err, ErrUnambiguousTimeout)
@@ -178,6 +160,31 @@ func TestDiagnosticsShowsAResetConnectionReconnecting(t *testing.T) {
 	assert.Equal(t, ClusterOnline, d.State)
 	assert.NoError(t, d.Endpoints[0].Err)
 	assert.NotEqual(t, before, d.Endpoints[0].LocalID, "a new connection")
+}
+
+// checkDiagnosticsJSON checks d's JSON (RFC 0061's report) for a cluster
+// of two connected nodes, the second being second.
+func checkDiagnosticsJSON(t *testing.T, d *DiagnosticsResult, id, second string) {
+	t.Helper()
+	var js struct {
+		Version  int    `json:"version"`
+		ID       string `json:"id"`
+		SDK      string `json:"sdk"`
+		State    string `json:"state"`
+		Services map[string][]struct {
+			ID, Remote, Local, State, Namespace string
+		} `json:"services"`
+	}
+	b, err := json.Marshal(d)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &js))
+	assert.Equal(t, 2, js.Version)
+	assert.Equal(t, id, js.ID)
+	assert.Equal(t, "kvwire", js.SDK)
+	assert.Equal(t, "online", js.State)
+	require.Len(t, js.Services["kv"], 2)
+	assert.Equal(t, "connected", js.Services["kv"][1].State)
+	assert.Equal(t, second+"/0", js.Services["kv"][1].ID)
 }
 
 // timerIn waits until a timer of fc is due d from now.
