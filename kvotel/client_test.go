@@ -50,7 +50,7 @@ func TestClientSpanTreeOfRetriedGet(t *testing.T) {
 
 	// The three answers, each held so long that the server duration the
 	// mock reports is its own and not noise.
-	holds := []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond}
+	holds := []time.Duration{50 * time.Millisecond, 60 * time.Millisecond, 70 * time.Millisecond}
 	var n atomic.Int32
 	ctl := mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "k"}, 0, func(*mockcluster.Request) (mockcluster.Action, bool) {
 		switch i := n.Add(1); i {
@@ -133,9 +133,10 @@ func checkRetriedGetSpans(t *testing.T, caller trace.Span, get sdktrace.ReadOnly
 		}
 		opaques[op] = true
 		// The server held the answer holds[i]; it cannot have taken longer
-		// than the round trip. The 2-byte encoding is within 0.2% here.
+		// than the round trip. From 50 ms up the 2-byte encoding is within
+		// 0.2%, either way (coarser below: the holds are no shorter).
 		server := time.Duration(a["couchbase.server_duration"].(int64)) * time.Microsecond
-		if rtt := s.EndTime().Sub(s.StartTime()); float64(server) < 0.998*float64(holds[i]) || server > rtt {
+		if rtt := s.EndTime().Sub(s.StartTime()); float64(server) < 0.998*float64(holds[i]) || 0.998*float64(server) > float64(rtt) {
 			t.Errorf("dispatch %d: server duration %v, want at least %v and at most the round trip %v", i, server, holds[i], rtt)
 		}
 	}
@@ -181,7 +182,7 @@ func checkGetLatency(t *testing.T, reader *sdkmetric.ManualReader, get sdktrace.
 			t.Errorf("latency attribute %s = %q, want %q", k, attrs[k], v)
 		}
 	}
-	if total := get.EndTime().Sub(get.StartTime()).Seconds(); p.Sum < 0.09 || p.Sum > total+1e-6 {
-		t.Errorf("latency %vs, want at least the 90ms the answers were held and at most the span's %vs", p.Sum, total)
+	if total := get.EndTime().Sub(get.StartTime()).Seconds(); p.Sum < 0.18 || p.Sum > total+1e-6 {
+		t.Errorf("latency %vs, want at least the 180ms the answers were held and at most the span's %vs", p.Sum, total)
 	}
 }
