@@ -160,15 +160,25 @@ type PingResult struct {
 	Node    string
 	Latency time.Duration
 	Err     error
+	// Local and Remote are the sockets of the connection the NOOP went
+	// on, and LocalID its id (RFC 0067's local id); empty when the node
+	// had no connection.
+	Local, Remote, LocalID string
 }
 
 // Ping sends NOOP on one connection of every node in the topology, all at
 // once, and reports each answer and its latency. It never retries.
 func (c *Client) Ping(ctx context.Context) []PingResult {
 	out, _ := eachNode(c, ctx, "Ping", "", func(ctx context.Context, n *cluster.Node) (PingResult, error) {
+		o := c.nodeOp("Ping", n, memdx.NewNoop(), 0)
+		defer putOp(o)
 		start := time.Now()
-		err := runNode(ctx, c.nodeOp("Ping", n, memdx.NewNoop(), 0))
-		return PingResult{Node: n.Addr(), Latency: time.Since(start), Err: err}, err
+		err := c.execute(ctx, o)
+		r := PingResult{Node: n.Addr(), Latency: time.Since(start), Err: err}
+		if rec := &o.trace.rec; rec.dispatched {
+			r.Local, r.Remote, r.LocalID = rec.localSocket, rec.remoteSocket, rec.localID
+		}
+		return r, err
 	})
 	return out
 }

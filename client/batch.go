@@ -75,8 +75,10 @@ type bkey struct {
 	lastReason retry.Reason
 	retried    bool
 	reported   bool
-	// grouped: its first attempt was a group's get (judgeGrouped).
+	// grouped: its first attempt was a group's get (judgeGrouped), read
+	// by gotAt.
 	grouped bool
+	gotAt   time.Time
 }
 
 type bkeyState uint8
@@ -247,6 +249,8 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 			b.finish(i, err)
 			continue
 		}
+		o := k.o
+		b.c.obs.begin(b.ctx, &o.trace, o.name, o.req.OpCode, o.coll, o.parentSpan, b.now, o.st.Deadline().Sub(b.now))
 		if b.obs != nil {
 			k.opID = b.c.opIDs.Add(1)
 		}
@@ -295,12 +299,15 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 	b.release()
 }
 
-// finish gives key i its outcome.
+// finish gives key i its outcome, and tells its observers.
 func (b *batch) finish(i int, err error) {
 	k := &b.keys[i]
 	k.state = bkDone
 	k.gen++
 	b.left--
+	if o, ob := k.o, b.c.obs; o != nil {
+		ob.end(&o.trace, o.coll, err, o.st.Attempts(), ob.endAt(&o.trace))
+	}
 	b.done(i, k.o, err)
 	putOp(k.o)
 	k.o = nil
@@ -377,10 +384,10 @@ func (b *batch) sendGroup(g *sendGroup, ready []int32, now time.Time) (started i
 			continue
 		}
 		if !now.Before(k.o.st.Deadline()) {
-			b.judge(int(i), false, &conn.RequestError{Op: k.o.req.OpCode, Addr: g.cn.Addr(), Err: context.DeadlineExceeded})
+			b.judge(int(i), false, &conn.RequestError{Op: k.o.req.OpCode, Addr: g.cn.Addr(), Err: context.DeadlineExceeded}, time.Time{})
 			continue
 		}
-		if b.start(int(i), quiet) {
+		if b.start(int(i), quiet, now) {
 			started++
 			g.quiet = g.quiet || quiet
 		}
@@ -391,9 +398,9 @@ func (b *batch) sendGroup(g *sendGroup, ready []int32, now time.Time) (started i
 	return started
 }
 
-// start sends key i's request on its connection, and reports whether it
-// did.
-func (b *batch) start(i int, quiet bool) bool {
+// start sends key i's request on its connection at now (the round's
+// clock reading), and reports whether it did.
+func (b *batch) start(i int, quiet bool, now time.Time) bool {
 	k := &b.keys[i]
 	o := k.o
 	if quiet && o.kind == kindGet {
@@ -407,9 +414,10 @@ func (b *batch) start(i int, quiet bool) bool {
 		k.start, k.reported = time.Now(), true
 		b.obs.AttemptStart(o.attemptInfo(k.opID, k.attempt-1, k.start, k.pl.Topo, k.lastReason, k.retried))
 	}
-	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen))
+	from := b.c.obs.send(&o.trace, k.pl.cn, k.pl.Node.Addr(), now)
+	p, err := k.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, uint64(i)<<32|uint64(k.gen), from)
 	if err != nil {
-		b.judge(i, false, err)
+		b.judge(i, false, err, now)
 		return false
 	}
 	k.pend = p
@@ -429,7 +437,7 @@ func (b *batch) fence(cn *conn.Conn, ready []int32) bool {
 		}
 	}
 	req := memdx.Request{OpCode: memdx.OpNoop}
-	p, err := cn.Start(deadline, &req, nil, b, fenceTag|uint64(len(b.fences)))
+	p, err := cn.Start(deadline, &req, nil, b, fenceTag|uint64(len(b.fences)), nil)
 	if err == nil {
 		b.fences = append(b.fences, p)
 		b.left++
@@ -439,19 +447,24 @@ func (b *batch) fence(cn *conn.Conn, ready []int32) bool {
 		if k := &b.keys[i]; k.state == bkInFlight && k.pl.cn == cn && k.o.req.OpCode.IsQuiet() {
 			if cerr, ended := k.pend.Cancel(err); !ended {
 				b.expectAdd(-1)
-				b.judge(int(i), true, cerr)
+				b.judge(int(i), true, cerr, b.c.clock.Now())
 			}
 		}
 	}
 	return false
 }
 
-// collect takes the outcomes of the requests that ended.
+// collect takes the outcomes of the requests that ended (one clock
+// reading is their end).
 func (b *batch) collect() {
 	b.mu.Lock()
 	ended := b.ended
 	b.ended = b.spare[:0]
 	b.mu.Unlock()
+	var now time.Time
+	if len(ended) > 0 {
+		now = b.c.clock.Now()
+	}
 	for _, tag := range ended {
 		if tag&fenceTag != 0 {
 			f := int(tag &^ fenceTag)
@@ -468,18 +481,22 @@ func (b *batch) collect() {
 			continue // ended by Cancel
 		}
 		answered, err := k.pend.Result()
-		b.judge(i, answered, err)
+		b.judge(i, answered, err, now)
 	}
 	b.spare = ended[:0]
 }
 
-// judge takes key i's attempt's outcome: answered false with no error is
-// a quiet get settled by a NOOP, a miss.
-func (b *batch) judge(i int, answered bool, err error) {
+// judge takes key i's attempt's outcome, which came at at (zero: the
+// request was not sent): answered false with no error is a quiet get
+// settled by a NOOP, a miss.
+func (b *batch) judge(i int, answered bool, err error, at time.Time) {
 	k := &b.keys[i]
 	o := k.o
 	if o.opaque == 0 { // no answer: the error names the opaque sent
 		o.opaque = k.pend.Opaque
+	}
+	if !at.IsZero() {
+		b.c.obs.ended(&o.trace, k.pl.cn, k.pend.Opaque, at)
 	}
 	k.pend = conn.Pending{}
 	if k.state == bkInFlight {
@@ -516,6 +533,7 @@ func (b *batch) wait(i int, nx next) {
 	o := k.o
 	k.gen++
 	k.nx = nx
+	b.c.obs.retryDecided(&o.trace)
 	k.plan = b.c.planNext(o, nx)
 	k.lastReason, k.retried = nx.reason, true
 	k.wake = nx.t.Wake(nx.reason)
@@ -545,10 +563,12 @@ func (b *batch) wait(i int, nx next) {
 func (b *batch) resume(i int, woken bool, ctxErr error) {
 	k := &b.keys[i]
 	k.gen++
+	k.o.trace.waited()
 	if err := b.c.resumeNext(k.o, k.nx, k.plan, woken, ctxErr); err != nil {
 		b.finish(i, err)
 		return
 	}
+	b.c.obs.retried(&k.o.trace, retryReasonOf(k.nx.reason))
 	k.state = bkReady
 	k.nx = next{}
 	b.ready = append(b.ready, int32(i))
@@ -630,6 +650,7 @@ func (b *batch) wakeEvery() {
 // ambiguous), a wait ends, a key about to be sent is not.
 func (b *batch) cancelAll() {
 	cause := b.ctx.Err()
+	now := b.c.clock.Now()
 	b.canceled = true
 	for f := range b.fences {
 		if b.fences[f] != (conn.Pending{}) {
@@ -648,7 +669,7 @@ func (b *batch) cancelAll() {
 			// outcome stands.
 			if err, ended := k.pend.Cancel(cause); !ended {
 				b.expectAdd(-1)
-				b.judge(i, true, err)
+				b.judge(i, true, err, now)
 			}
 		case bkWaiting:
 			b.resume(i, false, cause)
@@ -666,7 +687,7 @@ func (b *batch) endReady() {
 		b.ready, b.sending = b.sending[:0], ready
 		for _, i := range ready {
 			if k := &b.keys[i]; k.state == bkReady {
-				b.judge(int(i), true, &conn.RequestError{Op: k.o.req.OpCode, Err: cause})
+				b.judge(int(i), true, &conn.RequestError{Op: k.o.req.OpCode, Err: cause}, time.Time{})
 			}
 		}
 	}

@@ -395,11 +395,8 @@ func TestGetManyBadKeysFailAlone(t *testing.T) {
 // in the same batch.
 func TestGetManyMemcachedKeysOfADeadServerFailAlone(t *testing.T) {
 	live := memcachedtest.Start(t)
-	dead := closedAddr(t)
+	c, dead := connectWithDeadServer(t, live)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+live+","+dead, testOptions(nil))
-	require.NoError(t, err)
-	defer c.Close()
 	col := c.DefaultCollection()
 	keys := make([]string, 100)
 	onLive := map[string]bool{}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"time"
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/memdx"
@@ -40,27 +41,31 @@ func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetM
 			w.Read(g0, deadline)
 			b.canceled = b.canceled || w.Canceled
 		}
+		at := b.c.clock.Now() // when the window's groups were read
 		for i := from; i < to; i++ {
-			b.settle(col, i, keys[i], p, res)
+			b.settle(col, i, keys[i], p, res, at)
 		}
 	}
 }
 
 func validKey(key string) bool { return checkKey(key) == nil }
 
-// settle gives key i of a window read by groups its outcome: a hit is
-// done (its result set now); any other key is an operation.
-func (b *batch) settle(col *Collection, i int, key string, p opParams, res []GetManyResult) {
+// settle gives key i of a window read by groups, at at, its outcome: a
+// hit is done (its result set now, and shown to the observers as a get
+// from the batch's start to at); any other key is an operation.
+func (b *batch) settle(col *Collection, i int, key string, p opParams, res []GetManyResult, at time.Time) {
 	r := &b.mg.Recs[i]
 	if r.Hit() {
 		res[i].GetResult = GetResult{Value: r.Value, Cas: r.Cas, Flags: r.Flags, Datatype: Datatype(r.Datatype),
 			transcoder: b.c.opts.Transcoder}
 		b.keys[i].state = bkGot
+		b.c.obs.done(b.ctx, "Get", memdx.OpGet, col, p.parent, b.now, at)
 		return
 	}
 	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
 	b.add(i, o, err)
 	b.keys[i].grouped = err == nil && r.Group >= 0 && !b.mg.Groups[r.Group].Fallback
+	b.keys[i].gotAt = at
 }
 
 // textOK reports whether GetMany may read this node's keys by a text
@@ -88,6 +93,8 @@ func (b *batch) judgeGrouped(i int) {
 	k.pl.Topo, k.pl.Node = g.Topo, g.Node
 	k.attempt, k.state = 1, bkInFlight
 	b.inflight++
+	// Its request went out with the group's, from the batch's start.
+	b.c.obs.send(&o.trace, g.Conn, g.Node.Addr(), b.now)
 	switch {
 	case r.Got:
 		o.status = r.Status
@@ -95,9 +102,9 @@ func (b *batch) judgeGrouped(i int) {
 			o.recordFailure(r.Status, r.Datatype, r.Value)
 		}
 		r.Value = nil
-		b.judge(i, true, r.Err)
+		b.judge(i, true, r.Err, k.gotAt)
 	case g.Answered:
-		b.judge(i, false, nil)
+		b.judge(i, false, nil, k.gotAt)
 	default:
 		err := g.Err
 		var re *conn.RequestError
@@ -107,6 +114,6 @@ func (b *batch) judgeGrouped(i int) {
 			e.Op, e.Opaque = op, r.Opaque
 			err = &e
 		}
-		b.judge(i, false, err)
+		b.judge(i, false, err, k.gotAt)
 	}
 }

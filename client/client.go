@@ -2,9 +2,12 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/kvwire/kvwire/conn"
@@ -32,6 +35,8 @@ type Client struct {
 	// strategy runs opts.RetryStrategy for operations that set none.
 	strategy retry.Strategy
 	opIDs    atomic.Uint64
+	// obs are the tracer, the meter and the reports (observers.go).
+	obs *observers
 }
 
 // testHookParse, when set by this package's tests (before any client
@@ -77,6 +82,7 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		orchClock = c.clock
 	}
 	c.orch = retry.Orchestrator{Clock: orchClock, Logger: o.Logger, NMVInterval: o.NMVRetryInterval}
+	c.obs = newObservers(&c.opts, c.clock, retry.RealClock(), newClientID())
 	c.cl, err = cluster.Connect(ctx, cluster.Config{
 		Seeds:               cs.Hosts,
 		Memcached:           c.memcached,
@@ -97,10 +103,19 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		BeforeParse:         testHookParse,
 	})
 	if err != nil {
+		c.obs.close()
 		return nil, connectError(cs, err)
 	}
 	c.ctx = c.cl.Context()
 	return c, nil
+}
+
+// newClientID returns a client id: 16 random hex digits, the first half of
+// each of the client's connection ids (RFC 0067's local id).
+func newClientID() string {
+	var b [8]byte
+	rand.Read(b[:]) // crypto/rand.Read never fails
+	return strings.ToUpper(hex.EncodeToString(b[:]))
 }
 
 // connectError is Connect's error for a bootstrap that failed with err.
@@ -188,6 +203,10 @@ func (c *Client) connOptions() conn.Options {
 		ProbeAfter:               c.opts.HealthCheck.ProbeAfter,
 		ProbeTimeout:             c.opts.HealthCheck.ProbeTimeout,
 		Logger:                   c.opts.Logger,
+		ClientID:                 c.obs.clientID,
+	}
+	if c.obs.orphans != nil {
+		o.OnOrphan = c.obs.onOrphan
 	}
 	if c.opts.HealthCheck.Disabled {
 		o.ProbeAfter = -1 // conn: no probes, nor the bootstrap's silence watch
@@ -240,6 +259,7 @@ func (c *Client) requestedFeatures() []memdx.HelloFeature {
 // safe to call more than once.
 func (c *Client) Close() error {
 	c.cl.Close()
+	c.obs.close() // after the connections: no orphan comes after it
 	return nil
 }
 

@@ -1,5 +1,7 @@
 package client
 
+import "sync/atomic"
+
 // Names of the default scope and collection.
 const (
 	DefaultScope      = "_default"
@@ -23,6 +25,9 @@ type Collection struct {
 	name      string
 	path      string // "scope.collection"
 	isDefault bool
+	// meters are its recorders of successful operations' latencies,
+	// found once (observers.go).
+	meters atomic.Pointer[collMeters]
 }
 
 // Scope returns the named scope.

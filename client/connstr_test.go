@@ -235,7 +235,7 @@ func TestHealthCheckOptions(t *testing.T) {
 		o, err := Options{HealthCheck: tc.opts}.resolved(cs)
 		require.NoError(t, err, tc.connStr)
 		assert.Equal(t, tc.want, o.HealthCheck, "%s with %+v", tc.connStr, tc.opts)
-		c := &Client{opts: o, memcached: cs.Scheme.IsMemcached()}
+		c := &Client{opts: o, memcached: cs.Scheme.IsMemcached(), obs: &observers{}}
 		for _, co := range []conn.Options{c.connOptions()} {
 			assert.Equal(t, tc.want.ProbeAfter, co.ProbeAfter, tc.connStr)
 			assert.Equal(t, tc.want.ProbeTimeout, co.ProbeTimeout, tc.connStr)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/errmap"
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
@@ -14,17 +15,18 @@ import (
 // The numeric types share their values with the codec's and retry's
 // (types_test.go checks every constant), so each conversion is a cast.
 
-func (s Status) wire() memdx.Status                   { return memdx.Status(s) }
-func statusOf(s memdx.Status) Status                  { return Status(s) }
-func (o OpCode) wire() memdx.OpCode                   { return memdx.OpCode(o) }
-func opCodeOf(o memdx.OpCode) OpCode                  { return OpCode(o) }
-func (l DurabilityLevel) wire() memdx.DurabilityLevel { return memdx.DurabilityLevel(l) }
-func (v ConfigVersion) wire() vbmap.Version           { return vbmap.Version{Epoch: v.Epoch, Rev: v.Rev} }
-func configVersionOf(v vbmap.Version) ConfigVersion   { return ConfigVersion{Epoch: v.Epoch, Rev: v.Rev} }
-func (r RetryReason) internal() retry.Reason          { return retry.Reason(r) }
-func retryReasonOf(r retry.Reason) RetryReason        { return RetryReason(r) }
-func (s RetryReasons) internal() retry.ReasonSet      { return retry.ReasonSet(s) }
-func retryReasonsOf(s retry.ReasonSet) RetryReasons   { return RetryReasons(s) }
+func (s Status) wire() memdx.Status                         { return memdx.Status(s) }
+func statusOf(s memdx.Status) Status                        { return Status(s) }
+func (o OpCode) wire() memdx.OpCode                         { return memdx.OpCode(o) }
+func opCodeOf(o memdx.OpCode) OpCode                        { return OpCode(o) }
+func (l DurabilityLevel) wire() memdx.DurabilityLevel       { return memdx.DurabilityLevel(l) }
+func (v ConfigVersion) wire() vbmap.Version                 { return vbmap.Version{Epoch: v.Epoch, Rev: v.Rev} }
+func configVersionOf(v vbmap.Version) ConfigVersion         { return ConfigVersion{Epoch: v.Epoch, Rev: v.Rev} }
+func (r RetryReason) internal() retry.Reason                { return retry.Reason(r) }
+func retryReasonOf(r retry.Reason) RetryReason              { return RetryReason(r) }
+func (s RetryReasons) internal() retry.ReasonSet            { return retry.ReasonSet(s) }
+func retryReasonsOf(s retry.ReasonSet) RetryReasons         { return RetryReasons(s) }
+func endpointStateOf(s cluster.EndpointState) EndpointState { return EndpointState(s) }
 
 func (a RetryAction) internal() retry.Action {
 	switch {

@@ -353,4 +353,30 @@
 // lookup that failed) are not reported but still take an attempt number. Options.Logger receives
 // connection, config and retry events through log/slog; the password is
 // never logged.
+//
+// Couchbase SDK RFC 0067's observability, each part an option:
+//
+//   - Options.Tracer gets a span per operation ("get", "upsert", ...)
+//     under its options' ParentSpan or the context's (ContextWithParentSpan;
+//     the kvotel module's tracer also takes the OpenTelemetry span the
+//     context carries), a child span per request sent (dispatch_to_server:
+//     the node, the connection's sockets and local id, the request's opaque,
+//     the server's duration) and for value encoding, an event per retry
+//     with its reason, RFC 0067's attributes (bucket, scope, collection,
+//     retries, error.type). The default records nothing and costs nothing.
+//   - Options.Meter records each operation's latency by operation, bucket,
+//     scope, collection and outcome (MetricOperationDuration); the default
+//     is the logging meter, which logs percentiles every 10 minutes.
+//   - The slow-operation report (ThresholdLoggingOptions) logs, every 10 s,
+//     the operations over 500 ms with their total, dispatch and server
+//     times; the orphan report (OrphanReportingOptions) the answers that came
+//     after their operation gave up. Both are on by default, at warn.
+//   - Client.Diagnostics reports every connection's state without I/O
+//     (RFC 0034; its JSON is RFC 0061's), Client.WaitUntilReady waits until
+//     every node (or one: ClusterDegraded) is connected, Client.Ping sends a
+//     NOOP to each node.
+//
+// Tracers and meters are called on the operation's goroutine only, never
+// on a connection's reader or writer nor under a lock: one that blocks
+// holds its own operation, one that panics loses its call (logged).
 package client

@@ -83,6 +83,11 @@ type op struct {
 
 	handle func(*memdx.Packet) error
 
+	// trace is what the operation shows its observers (optrace.go);
+	// parentSpan its options' ParentSpan.
+	trace      opTrace
+	parentSpan RequestSpan
+
 	// Last attempt.
 	node    *cluster.Node
 	vb      uint16
@@ -164,6 +169,7 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	}
 	o.status = p.Status
 	o.opaque = p.Opaque
+	o.trace.setServer(p)
 	if o.handler != nil {
 		accepted, err := o.handler(p)
 		if o.accepted = accepted; accepted || err != nil {
@@ -277,11 +283,27 @@ type placed struct {
 
 // execute runs o to completion: route, dispatch, classify, and retry as the
 // orchestrator says. It returns nil on success (results are in o) or the
-// operation's final error.
+// operation's final error. Its observers (Options.Tracer, Meter, the
+// reports) see it begin, each attempt sent and ended, each retry, and its
+// end, on this goroutine.
 func (c *Client) execute(ctx context.Context, o *op) error {
-	if err := c.begin(ctx, o, c.clock.Now()); err != nil {
+	now := o.trace.encStart
+	if now.IsZero() {
+		now = c.clock.Now()
+	}
+	if err := c.begin(ctx, o, now); err != nil {
 		return err
 	}
+	ob, t := c.obs, &o.trace
+	ob.begin(ctx, t, o.name, o.req.OpCode, o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
+	err := c.attempts(ctx, o)
+	ob.end(t, o.coll, err, o.st.Attempts(), ob.endAt(t))
+	return err
+}
+
+// attempts runs o's attempts until its result or its final error.
+func (c *Client) attempts(ctx context.Context, o *op) error {
+	ob, t := c.obs, &o.trace
 	var opID uint64
 	obs := c.opts.Observer
 	if obs != nil {
@@ -295,7 +317,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			return nx.err
 		}
 		if !nx.done {
-			if err := c.waitNext(o, nx); err != nil {
+			if err := c.retry(o, nx); err != nil {
 				return err
 			}
 			lastReason, retried = nx.reason, true
@@ -307,7 +329,9 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			obs.AttemptStart(info)
 		}
-		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle)
+		from := ob.send(t, pl.cn, pl.Node.Addr(), ob.sendAt(t))
+		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
+		ob.ended(t, pl.cn, opaque, c.clock.Now())
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
@@ -325,11 +349,23 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		if nx.err != nil {
 			return nx.err
 		}
-		if err := c.waitNext(o, nx); err != nil {
+		if err := c.retry(o, nx); err != nil {
 			return err
 		}
 		lastReason, retried = nx.reason, true
 	}
+}
+
+// retry waits for the retry nx (waitNext), telling the operation's
+// observers of it: an event on its span when the orchestrator retries.
+func (c *Client) retry(o *op, nx next) error {
+	c.obs.retryDecided(&o.trace)
+	err := c.waitNext(o, nx)
+	if err == nil {
+		c.obs.retried(&o.trace, retryReasonOf(nx.reason))
+	}
+	o.trace.waited()
+	return err
 }
 
 // begin prepares o's first attempt at now: its deadline (the earlier of
@@ -608,8 +644,10 @@ func (o *op) compress() bool {
 	}
 	if !o.zTried {
 		o.zTried = true
+		start := o.c.clock.Now()
 		o.z = memdx.CompressSnappy(o.z[:0], o.raw)
 		o.zWorth = float64(len(o.z)) <= co.MinRatio*float64(len(o.raw))
+		o.c.obs.encoded(&o.trace, start, o.c.clock.Now())
 	}
 	return o.zWorth
 }

@@ -28,7 +28,7 @@ func TestHealthCheckDisabledReachesConnections(t *testing.T) {
 		o, err := tc.opts.resolved(cs)
 		require.NoError(t, err, tc.connstr)
 		assert.Equal(t, tc.off, o.HealthCheck.Disabled, tc.connstr)
-		c := &Client{opts: o, memcached: cs.Scheme == SchemeMemcached}
+		c := &Client{opts: o, memcached: cs.Scheme == SchemeMemcached, obs: &observers{}}
 		pa := c.connOptions().ProbeAfter
 		if tc.off {
 			assert.Negative(t, pa, "%s: conn's ProbeAfter", tc.connstr)

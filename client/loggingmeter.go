@@ -31,9 +31,6 @@ import (
 // each is at most 1/16 (6.25%) above the true value and never above the
 // maximum, which is exact.
 
-// defaultLoggingMeterInterval is RFC 0067's emit interval.
-const defaultLoggingMeterInterval = 600 * time.Second
-
 // loggingMeter is the logging meter. Its recorders may be used from any
 // goroutine.
 type loggingMeter struct {
@@ -51,7 +48,7 @@ type meterKey struct{ service, operation string }
 // default); close stops it.
 func newLoggingMeter(interval time.Duration, clock retry.Clock, logger *slog.Logger) *loggingMeter {
 	if interval <= 0 {
-		interval = defaultLoggingMeterInterval
+		interval = DefaultLoggingMeterInterval
 	}
 	m := &loggingMeter{interval: interval, logger: logger, ops: make(map[meterKey]*histogram)}
 	m.reporter = startReporter(clock, interval, m.emit)
@@ -133,7 +130,7 @@ func (m *loggingMeter) report() []byte {
 }
 
 func (m *loggingMeter) emit() {
-	logReport(m.logger, slog.LevelInfo, "kvwire: operation latencies", m.report())
+	logReport(m.logger, slog.LevelInfo, LoggingMeterMessage, m.report())
 }
 
 // close stops the meter, logging what was recorded since the last report.

@@ -15,6 +15,7 @@ import (
 type GetManyOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // GetManyResult is one key's outcome of GetMany: Err is that key's own
@@ -41,6 +42,7 @@ type UpsertManyItem struct {
 type UpsertManyOptions struct {
 	Timeout           time.Duration
 	RetryStrategy     RetryStrategy
+	ParentSpan        RequestSpan
 	Durability        DurabilityLevel
 	DurabilityTimeout time.Duration
 }
@@ -50,6 +52,7 @@ type UpsertManyOptions struct {
 type RemoveManyOptions struct {
 	Timeout           time.Duration
 	RetryStrategy     RetryStrategy
+	ParentSpan        RequestSpan
 	Durability        DurabilityLevel
 	DurabilityTimeout time.Duration
 }
@@ -86,7 +89,7 @@ type MutateManyResult struct {
 func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetManyOptions) []GetManyResult {
 	var p opParams
 	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
 	res := make([]GetManyResult, len(keys))
 	b := col.c.newBatch(ctx, len(keys))
@@ -123,7 +126,7 @@ func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetMany
 func (col *Collection) UpsertMany(ctx context.Context, items []UpsertManyItem, opts *UpsertManyOptions) []MutateManyResult {
 	var p storeParams
 	if opts != nil {
-		p.mutParams = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+		p.mutParams = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan},
 			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
 	}
 	res := make([]MutateManyResult, len(items))
@@ -145,7 +148,7 @@ func (col *Collection) UpsertMany(ctx context.Context, items []UpsertManyItem, o
 func (col *Collection) RemoveMany(ctx context.Context, keys []string, opts *RemoveManyOptions) []MutateManyResult {
 	var p mutParams
 	if opts != nil {
-		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan},
 			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
 	}
 	res := make([]MutateManyResult, len(keys))

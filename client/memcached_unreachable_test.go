@@ -23,16 +23,13 @@ import (
 // of truth.
 func TestMemcachedDeadServerFailsItsKeysAtOnce(t *testing.T) {
 	live := memcachedAddr(t, false)
-	dead := closedAddr(t)
+	c, dead := connectWithDeadServer(t, live)
 	ctx := context.Background()
-	c, err := Connect(ctx, "memcached://"+live+","+dead, testOptions(nil))
-	require.NoError(t, err)
-	defer c.Close()
 	col := c.DefaultCollection()
 
 	key := keyOn(t, c, dead)
 	start := time.Now()
-	_, err = col.Get(ctx, key, nil)
+	_, err := col.Get(ctx, key, nil)
 	took := time.Since(start)
 	t.Logf("Get of a key on a server that refuses connections: %v after %v", err, took)
 	require.ErrorIs(t, err, ErrNoNodeAvailable)
@@ -163,6 +160,17 @@ func TestMemcachedFailureOptionsAreChecked(t *testing.T) {
 	}
 	_, err := Connect(context.Background(), "memcached://h", &Options{Memcached: MemcachedOptions{ServerFailureLimit: -1}})
 	assert.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// connectWithDeadServer connects to memcached://live,dead, dead being an
+// address nothing listens on, and closes the client when the test ends.
+func connectWithDeadServer(t *testing.T, live string) (*Client, string) {
+	t.Helper()
+	dead := closedAddr(t)
+	c, err := Connect(context.Background(), "memcached://"+live+","+dead, testOptions(nil))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, dead
 }
 
 // closedAddr returns a loopback address nothing listens on.

@@ -22,9 +22,8 @@ package client
 // instrument, is logged, and the client records nothing on that
 // instrument; the operation goes on.
 //
-// Not connected yet: Options takes no Meter, and no operation records a
-// metric, until the operations are wired to it (docs/ARCHITECTURE.md,
-// "Observability").
+// Options.Meter sets it; nil means the logging meter (LoggingMeterOptions),
+// on by default as RFC 0067 has it.
 type Meter interface {
 	// Counter returns a counter for name with the given attributes.
 	Counter(name string, attributes map[string]string) (Counter, error)

@@ -12,6 +12,19 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
+// The messages the reports are logged with, each with one attribute,
+// "report", holding the report's JSON (a JSON handler embeds it as an
+// object, a text handler prints it as one line of JSON). A program that
+// wants the reports themselves (kvcli bench prints them) can pick them out
+// of its Logger's records by these.
+const (
+	ThresholdReportMessage = "kvwire: operations over threshold"
+	OrphanReportMessage    = "kvwire: orphan responses observed"
+	LoggingMeterMessage    = "kvwire: operation latencies"
+	// ReportAttribute is the key of the attribute holding a report.
+	ReportAttribute = "report"
+)
+
 // opRecord is what the slow-operation report (threshold.go) and the
 // orphan report (orphans.go) say about one operation: RFC 0067's entry
 // fields. It holds no document key or value and no credential, so no
@@ -284,5 +297,5 @@ func logReport(logger *slog.Logger, level slog.Level, msg string, report []byte)
 	if report == nil || !logger.Enabled(context.Background(), level) {
 		return
 	}
-	logger.LogAttrs(context.Background(), level, msg, slog.Any("report", rawJSON(report)))
+	logger.LogAttrs(context.Background(), level, msg, slog.Any(ReportAttribute, rawJSON(report)))
 }

@@ -17,12 +17,15 @@ const MaxKeyLength = 250
 // Options of the operations: one type per operation, holding only what that
 // operation uses. A nil pointer means every default. Timeout overrides the
 // client's KVTimeout (the context's deadline still wins when earlier);
-// RetryStrategy overrides the client's strategy for this operation.
+// RetryStrategy overrides the client's strategy for this operation;
+// ParentSpan is the span the operation's span goes under when
+// Options.Tracer records (else the context's, ContextWithParentSpan).
 
 // GetOptions are the options of Get.
 type GetOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 	// Project, for Get only, reads just these sub-document paths ("name",
 	// "address.city", "tags[0]") and returns them as one JSON object
 	// shaped like the document: {"address":{"city":"Paris"}} for
@@ -42,30 +45,35 @@ type GetOptions struct {
 type GetAndTouchOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // GetAndLockOptions are the options of GetAndLock.
 type GetAndLockOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // UnlockOptions are the options of Unlock.
 type UnlockOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // TouchOptions are the options of Touch.
 type TouchOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // ExistsOptions are the options of Exists.
 type ExistsOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // GetReplicaOptions are the options of GetAnyReplica and GetAllReplicas;
@@ -73,6 +81,7 @@ type ExistsOptions struct {
 type GetReplicaOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // UpsertOptions are the options of Upsert (and of UpsertJSON, UpsertString
@@ -80,6 +89,7 @@ type GetReplicaOptions struct {
 type UpsertOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 	// Cas, when not 0, makes the write conditional on the document's
 	// current CAS; a mismatch fails with ErrCasMismatch.
 	Cas uint64
@@ -112,6 +122,7 @@ type UpsertOptions struct {
 type InsertOptions struct {
 	Timeout           time.Duration
 	RetryStrategy     RetryStrategy
+	ParentSpan        RequestSpan
 	Expiry            time.Duration
 	Flags             uint32
 	JSON              bool
@@ -124,6 +135,7 @@ type InsertOptions struct {
 type ReplaceOptions struct {
 	Timeout           time.Duration
 	RetryStrategy     RetryStrategy
+	ParentSpan        RequestSpan
 	Cas               uint64
 	Expiry            time.Duration
 	PreserveExpiry    bool
@@ -138,6 +150,7 @@ type ReplaceOptions struct {
 type RemoveOptions struct {
 	Timeout           time.Duration
 	RetryStrategy     RetryStrategy
+	ParentSpan        RequestSpan
 	Cas               uint64
 	Durability        DurabilityLevel
 	DurabilityTimeout time.Duration
@@ -148,6 +161,7 @@ type RemoveOptions struct {
 type AppendOptions struct {
 	Timeout           time.Duration
 	RetryStrategy     RetryStrategy
+	ParentSpan        RequestSpan
 	Cas               uint64
 	Durability        DurabilityLevel
 	DurabilityTimeout time.Duration
@@ -158,6 +172,7 @@ type AppendOptions struct {
 type PrependOptions struct {
 	Timeout           time.Duration
 	RetryStrategy     RetryStrategy
+	ParentSpan        RequestSpan
 	Cas               uint64
 	Durability        DurabilityLevel
 	DurabilityTimeout time.Duration
@@ -167,6 +182,7 @@ type PrependOptions struct {
 type IncrementOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 	// Delta is added to the counter. 0 adds nothing: the call reads the
 	// counter (or creates it, with Initial).
 	Delta uint64
@@ -186,6 +202,7 @@ type IncrementOptions struct {
 type DecrementOptions struct {
 	Timeout           time.Duration
 	RetryStrategy     RetryStrategy
+	ParentSpan        RequestSpan
 	Delta             uint64
 	Initial           *uint64
 	Expiry            time.Duration
@@ -197,6 +214,7 @@ type DecrementOptions struct {
 type opParams struct {
 	timeout  time.Duration
 	strategy RetryStrategy
+	parent   RequestSpan
 	// invalid says why the operation refuses one of its arguments before
 	// sending anything; newOp makes it the operation's ErrInvalidArgument.
 	invalid error
@@ -220,6 +238,9 @@ type storeParams struct {
 	// typed: flags are final (a Transcoder's, or the caller's), written
 	// as they are on memcached:// too.
 	typed bool
+	// encStart and encEnd bound a typed write's encoding of its value
+	// (zero: none), the operation's first step.
+	encStart, encEnd time.Time
 }
 
 // counterParams are what a counter's options give it.
@@ -297,7 +318,7 @@ func (o *op) mutationResult() MutationResult {
 // refuses (p.invalid), or an operation memcached cannot do.
 func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Request, p opParams) (*op, error) {
 	o := col.c.getOp(name, kind, col, key)
-	o.req, o.timeout = req, p.timeout
+	o.req, o.timeout, o.parentSpan = req, p.timeout, p.parent
 	o.strategy = internalStrategy(p.strategy, &o.userStrategy)
 	o.req.Key = o.key
 	invalid := checkKey(key)
@@ -438,7 +459,7 @@ func run[T any](ctx context.Context, o *op, res func(*op) T) (T, error) {
 func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (GetResult, error) {
 	var p opParams
 	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 		if len(opts.Project) > 0 {
 			return col.getProjected(ctx, key, opts.Project, p)
 		}
@@ -454,7 +475,7 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.Duration, opts *GetAndTouchOptions) (GetResult, error) {
 	var p opParams
 	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
 	exp, err := expiryValue(expiry, col.c.clock.Now())
 	p.invalid = err
@@ -475,7 +496,7 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *GetAndLockOptions) (GetResult, error) {
 	var p opParams
 	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
 	secs, err := lockSeconds(lockTime)
 	p.invalid = err
@@ -492,7 +513,7 @@ func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time
 func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts *UnlockOptions) error {
 	var p opParams
 	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
 	o, err := col.newOp("Unlock", kindCas, key, memdx.NewUnlock(nil, cas), p)
 	if err != nil {
@@ -507,7 +528,7 @@ func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts 
 func (col *Collection) Touch(ctx context.Context, key string, expiry time.Duration, opts *TouchOptions) (MutationResult, error) {
 	var p opParams
 	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
 	exp, err := expiryValue(expiry, col.c.clock.Now())
 	p.invalid = err
@@ -523,7 +544,7 @@ func (col *Collection) Touch(ctx context.Context, key string, expiry time.Durati
 func (col *Collection) Exists(ctx context.Context, key string, opts *ExistsOptions) (ExistsResult, error) {
 	var p opParams
 	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
 	req, kind := memdx.NewGetMeta(nil), kindMeta
 	if col.c.memcached {
@@ -549,7 +570,7 @@ func (o *UpsertOptions) params() storeParams {
 		return storeParams{}
 	}
 	return storeParams{
-		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy},
+		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy, parent: o.ParentSpan},
 			cas: o.Cas, durability: o.Durability, durabilityTimeout: o.DurabilityTimeout},
 		expiry: o.Expiry, preserve: o.PreserveExpiry, flags: o.Flags, json: o.JSON,
 	}
@@ -560,7 +581,7 @@ func (o *InsertOptions) params() storeParams {
 		return storeParams{}
 	}
 	return storeParams{
-		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy},
+		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy, parent: o.ParentSpan},
 			durability: o.Durability, durabilityTimeout: o.DurabilityTimeout},
 		expiry: o.Expiry, flags: o.Flags, json: o.JSON,
 	}
@@ -571,7 +592,7 @@ func (o *ReplaceOptions) params() storeParams {
 		return storeParams{}
 	}
 	return storeParams{
-		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy},
+		mutParams: mutParams{opParams: opParams{timeout: o.Timeout, strategy: o.RetryStrategy, parent: o.ParentSpan},
 			cas: o.Cas, durability: o.Durability, durabilityTimeout: o.DurabilityTimeout},
 		expiry: o.Expiry, preserve: o.PreserveExpiry, flags: o.Flags, json: o.JSON,
 	}
@@ -625,6 +646,7 @@ func (col *Collection) storeOp(name string, opc memdx.OpCode, key string, value 
 		return nil, err
 	}
 	o.raw = value
+	o.trace.encStart, o.trace.encEnd = p.encStart, p.encEnd
 	if o.raw == nil {
 		o.raw = []byte{}
 	}
@@ -653,7 +675,7 @@ func (col *Collection) mutation(name string, kind opKind, key string, req memdx.
 func (col *Collection) Remove(ctx context.Context, key string, opts *RemoveOptions) (MutationResult, error) {
 	var p mutParams
 	if opts != nil {
-		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan},
 			cas: opts.Cas, durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
 	}
 	o, err := col.mutation("Remove", kindMutation, key, memdx.NewDelete(nil), p)
@@ -667,7 +689,7 @@ func (col *Collection) Remove(ctx context.Context, key string, opts *RemoveOptio
 func (col *Collection) Append(ctx context.Context, key string, value []byte, opts *AppendOptions) (MutationResult, error) {
 	var p mutParams
 	if opts != nil {
-		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan},
 			cas: opts.Cas, durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
 	}
 	return col.concat(ctx, "Append", memdx.OpAppend, key, value, p)
@@ -677,7 +699,7 @@ func (col *Collection) Append(ctx context.Context, key string, value []byte, opt
 func (col *Collection) Prepend(ctx context.Context, key string, value []byte, opts *PrependOptions) (MutationResult, error) {
 	var p mutParams
 	if opts != nil {
-		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan},
 			cas: opts.Cas, durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
 	}
 	return col.concat(ctx, "Prepend", memdx.OpPrepend, key, value, p)
@@ -701,7 +723,7 @@ func (col *Collection) concat(ctx context.Context, name string, opc memdx.OpCode
 func (col *Collection) Increment(ctx context.Context, key string, opts *IncrementOptions) (CounterResult, error) {
 	var p counterParams
 	if opts != nil {
-		p = counterParams{mutParams: mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+		p = counterParams{mutParams: mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan},
 			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout},
 			delta: opts.Delta, initial: opts.Initial, expiry: opts.Expiry}
 	}
@@ -713,7 +735,7 @@ func (col *Collection) Increment(ctx context.Context, key string, opts *Incremen
 func (col *Collection) Decrement(ctx context.Context, key string, opts *DecrementOptions) (CounterResult, error) {
 	var p counterParams
 	if opts != nil {
-		p = counterParams{mutParams: mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy},
+		p = counterParams{mutParams: mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan},
 			durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout},
 			delta: opts.Delta, initial: opts.Initial, expiry: opts.Expiry}
 	}

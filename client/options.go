@@ -26,6 +26,18 @@ const (
 	DefaultProbeTimeout = time.Second
 )
 
+// Defaults of the reports (RFC 0067), documented on the options that set
+// them: ThresholdLoggingOptions, OrphanReportingOptions,
+// LoggingMeterOptions.
+const (
+	DefaultThresholdInterval    = 10 * time.Second
+	DefaultKVThreshold          = 500 * time.Millisecond
+	DefaultThresholdSampleSize  = 10
+	DefaultOrphanInterval       = 10 * time.Second
+	DefaultOrphanSampleSize     = 10
+	DefaultLoggingMeterInterval = 600 * time.Second
+)
+
 // Network names for Options.Network.
 const (
 	NetworkAuto     = "auto"
@@ -132,6 +144,30 @@ type Options struct {
 	// for UpsertValue, InsertValue and ReplaceValue. Default
 	// JSONTranscoder, which decodes by the Couchbase common flags.
 	Transcoder Transcoder
+	// Tracer receives a span for every operation, with a child span for
+	// each request sent and for encoding, RFC 0067's attributes and an
+	// event per retry (see RequestTracer; the module
+	// github.com/kvwire/kvwire/kvotel adapts OpenTelemetry). nil means
+	// NoopTracer, which costs an operation nothing. An operation's parent
+	// span is its options' ParentSpan, else ContextWithParentSpan's.
+	Tracer RequestTracer
+	// Meter records each operation's latency by service, operation,
+	// bucket, scope, collection and outcome (MetricOperationDuration; see
+	// Meter; kvotel adapts OpenTelemetry). nil means the logging meter
+	// (LoggingMeter), or nothing when LoggingMeter.Disabled.
+	Meter Meter
+	// ThresholdLogging configures the slow-operation report, on by
+	// default: every 10 s, the operations that took over 500 ms, logged
+	// at warn.
+	ThresholdLogging ThresholdLoggingOptions
+	// OrphanReporting configures the orphan report, on by default: every
+	// 10 s, the answers that arrived after their operation had given up,
+	// logged at warn.
+	OrphanReporting OrphanReportingOptions
+	// LoggingMeter configures the logging meter, the Meter used when
+	// Meter is nil: every 10 minutes, each operation's latency
+	// percentiles, logged at info.
+	LoggingMeter LoggingMeterOptions
 	// Clock gives the time and the timers of deadlines, retry waits,
 	// config polling and a node's waits between redials (see Clock); nil
 	// means the real clock. Tests set a fake one; with a Clock nobody
@@ -185,6 +221,77 @@ type HealthCheckOptions struct {
 	// config) instead of ProbeTimeout. Connection string:
 	// health_check=false.
 	Disabled bool
+}
+
+// ThresholdLoggingOptions configure the slow-operation report (RFC 0067's
+// threshold logging): every Interval, the operations of each service that
+// took longer than its threshold are counted, and the SampleSize slowest
+// logged through Options.Logger at warn, with their total, encoding,
+// dispatch and server durations, the last connection's local id and
+// sockets and the request's opaque (never a key, a value or a password):
+//
+//	kvwire: operations over threshold report={"kv":{"total_count":3,"top_requests":[{...},...]}}
+//
+// (ThresholdReportMessage). An interval without one logs nothing; Close
+// logs what is left. It reads each operation's own timings, so it works
+// under any Tracer, NoopTracer included, and costs an operation under the
+// threshold a comparison.
+type ThresholdLoggingOptions struct {
+	// Disabled turns the report off. Connection string:
+	// enable_tracing=false.
+	Disabled bool
+	// Interval between reports. 0 means DefaultThresholdInterval (10 s);
+	// at least 10 ms. Connection string:
+	// tracing_threshold_queue_flush_interval.
+	Interval time.Duration
+	// KVThreshold is the key-value service's threshold. 0 means
+	// DefaultKVThreshold (500 ms). Connection string:
+	// tracing_threshold_kv.
+	KVThreshold time.Duration
+	// SampleSize is how many operations of each service a report shows,
+	// 1..1024. 0 means DefaultThresholdSampleSize (10). Connection
+	// string: tracing_threshold_queue_size.
+	SampleSize int
+}
+
+// OrphanReportingOptions configure the orphan report (RFC 0067's orphaned
+// response reporting): an answer that arrives after its operation gave up
+// (a timeout or a cancelled context after the request was written; a
+// batch's and a ping's requests included) is an orphan. Every Interval the
+// orphans are counted and the SampleSize slowest logged at warn with the
+// slow-operation report's fields, their total running from the request's
+// dispatch to the late answer (OrphanReportMessage). The connection's
+// reader records an orphan in a sample under a lock (no allocation, no
+// code of the caller's); the report is logged from a goroutine of its
+// own.
+type OrphanReportingOptions struct {
+	// Disabled turns the report off. Connection string:
+	// orphaned_response_logging=false.
+	Disabled bool
+	// Interval between reports. 0 means DefaultOrphanInterval (10 s); at
+	// least 10 ms. Connection string:
+	// tracing_orphaned_queue_flush_interval.
+	Interval time.Duration
+	// SampleSize is how many orphans a report shows, 1..1024. 0 means
+	// DefaultOrphanSampleSize (10). Connection string:
+	// tracing_orphaned_queue_size.
+	SampleSize int
+}
+
+// LoggingMeterOptions configure the logging meter (RFC 0067's
+// LoggingMeter), the Meter a client uses when Options.Meter is nil: it
+// keeps a latency histogram per service and operation and logs, at info
+// every Interval, each one's count and 50th, 90th, 99th, 99.9th and 100th
+// percentiles in microseconds (LoggingMeterMessage). It is on by default,
+// as RFC 0067 and the official SDKs have it: recording costs an operation
+// two atomic additions, and the log is one line per Interval.
+type LoggingMeterOptions struct {
+	// Disabled turns the logging meter off (with Options.Meter nil, no
+	// metric is then recorded). Connection string: enable_metrics=false.
+	Disabled bool
+	// Interval between reports. 0 means DefaultLoggingMeterInterval (10
+	// minutes); at least 10 ms. Connection string: metrics_emit_interval.
+	Interval time.Duration
 }
 
 // MemcachedOptions configure what a memcached:// client does about servers
@@ -296,6 +403,9 @@ func (o *Options) applyBools(cs *ConnStr) error {
 		{"allow_plain_auth", &o.AllowPlainAuthWithoutTLS, false},
 		{"remove_failed_servers", &o.Memcached.RemoveFailedServers, false},
 		{"binary_multiget", &o.Memcached.BinaryMultiGet, false},
+		{"enable_tracing", &o.ThresholdLogging.Disabled, true},
+		{"orphaned_response_logging", &o.OrphanReporting.Disabled, true},
+		{"enable_metrics", &o.LoggingMeter.Disabled, true},
 	} {
 		v, ok, err := cs.Bool(b.name)
 		if err != nil {
@@ -372,6 +482,12 @@ func (o *Options) fillDefaults(profile Options) {
 	if o.RetryStrategy == nil {
 		o.RetryStrategy = DefaultRetryStrategy()
 	}
+	o.ThresholdLogging.Interval = cmp.Or(o.ThresholdLogging.Interval, DefaultThresholdInterval)
+	o.ThresholdLogging.KVThreshold = cmp.Or(o.ThresholdLogging.KVThreshold, DefaultKVThreshold)
+	o.ThresholdLogging.SampleSize = cmp.Or(o.ThresholdLogging.SampleSize, DefaultThresholdSampleSize)
+	o.OrphanReporting.Interval = cmp.Or(o.OrphanReporting.Interval, DefaultOrphanInterval)
+	o.OrphanReporting.SampleSize = cmp.Or(o.OrphanReporting.SampleSize, DefaultOrphanSampleSize)
+	o.LoggingMeter.Interval = cmp.Or(o.LoggingMeter.Interval, DefaultLoggingMeterInterval)
 	if o.Compression.MinSize <= 0 {
 		o.Compression.MinSize = DefaultCompressionMinSize
 	}
@@ -403,6 +519,12 @@ const (
 	// maxConnectionsPerNode bounds a pool: one pipelined connection
 	// carries a lot, and a typo should not open thousands of sockets.
 	maxConnectionsPerNode = 256
+	// minReportInterval keeps a mistyped report interval from logging in
+	// a busy loop.
+	minReportInterval = 10 * time.Millisecond
+	// maxReportSampleSize bounds a report's sample, which is allocated
+	// whole when the report starts.
+	maxReportSampleSize = 1024
 )
 
 // applyNumbers reads the numeric connection-string options into o. A value
@@ -412,33 +534,8 @@ func (o *Options) applyNumbers(cs *ConnStr) error {
 	bad := func(name, reason string) error {
 		return &ConnStrError{Input: name + "=" + cs.Options[name], Reason: reason}
 	}
-	durations := []struct {
-		name string
-		dst  *time.Duration
-		min  time.Duration // smallest value accepted
-	}{
-		{"kv_timeout", &o.KVTimeout, 1},
-		{"connect_timeout", &o.ConnectTimeout, 1},
-		{"config_poll_interval", &o.ConfigPollInterval, minConfigPollInterval},
-		{"nmv_retry_interval", &o.NMVRetryInterval, 0},
-		{"probe_after", &o.HealthCheck.ProbeAfter, 1},
-		{"probe_timeout", &o.HealthCheck.ProbeTimeout, 1},
-	}
-	for _, d := range durations {
-		v, ok, err := cs.Duration(d.name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		if v < d.min {
-			if d.min == 1 {
-				return bad(d.name, "must be positive")
-			}
-			return bad(d.name, "must be at least "+d.min.String())
-		}
-		*d.dst = v
+	if err := o.applyDurations(cs, bad); err != nil {
+		return err
 	}
 	if n, ok, err := cs.Int("kv_pool_size"); err != nil {
 		return err
@@ -464,6 +561,22 @@ func (o *Options) applyNumbers(cs *ConnStr) error {
 		}
 		o.Memcached.ServerFailureLimit = n
 	}
+	for _, q := range []struct {
+		name string
+		dst  *int
+	}{
+		{"tracing_threshold_queue_size", &o.ThresholdLogging.SampleSize},
+		{"tracing_orphaned_queue_size", &o.OrphanReporting.SampleSize},
+	} {
+		if n, ok, err := cs.Int(q.name); err != nil {
+			return err
+		} else if ok {
+			if n < 1 || n > maxReportSampleSize {
+				return bad(q.name, fmt.Sprintf("a report's sample size must be in 1..%d", maxReportSampleSize))
+			}
+			*q.dst = n
+		}
+	}
 	if f, ok, err := cs.Float("compression_min_ratio"); err != nil {
 		return err
 	} else if ok {
@@ -471,6 +584,44 @@ func (o *Options) applyNumbers(cs *ConnStr) error {
 			return bad("compression_min_ratio", "must be in (0, 1]: the largest compressed/original size ratio worth sending")
 		}
 		o.Compression.MinRatio = f
+	}
+	return nil
+}
+
+// applyDurations reads the connection-string options that are durations
+// into o (applyNumbers; bad makes its error).
+func (o *Options) applyDurations(cs *ConnStr, bad func(name, reason string) error) error {
+	durations := []struct {
+		name string
+		dst  *time.Duration
+		min  time.Duration // smallest value accepted
+	}{
+		{"kv_timeout", &o.KVTimeout, 1},
+		{"connect_timeout", &o.ConnectTimeout, 1},
+		{"config_poll_interval", &o.ConfigPollInterval, minConfigPollInterval},
+		{"nmv_retry_interval", &o.NMVRetryInterval, 0},
+		{"probe_after", &o.HealthCheck.ProbeAfter, 1},
+		{"probe_timeout", &o.HealthCheck.ProbeTimeout, 1},
+		{"tracing_threshold_kv", &o.ThresholdLogging.KVThreshold, 1},
+		{"tracing_threshold_queue_flush_interval", &o.ThresholdLogging.Interval, minReportInterval},
+		{"tracing_orphaned_queue_flush_interval", &o.OrphanReporting.Interval, minReportInterval},
+		{"metrics_emit_interval", &o.LoggingMeter.Interval, minReportInterval},
+	}
+	for _, d := range durations {
+		v, ok, err := cs.Duration(d.name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if v < d.min {
+			if d.min == 1 {
+				return bad(d.name, "must be positive")
+			}
+			return bad(d.name, "must be at least "+d.min.String())
+		}
+		*d.dst = v
 	}
 	return nil
 }
@@ -492,9 +643,33 @@ func (o *Options) checkNumbers() error {
 		{"NMVRetryInterval", o.NMVRetryInterval},
 		{"HealthCheck.ProbeAfter", o.HealthCheck.ProbeAfter},
 		{"HealthCheck.ProbeTimeout", o.HealthCheck.ProbeTimeout},
+		{"ThresholdLogging.KVThreshold", o.ThresholdLogging.KVThreshold},
 	} {
 		if d.v < 0 {
 			return bad(d.field, d.v, "negative")
+		}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"ThresholdLogging.Interval", o.ThresholdLogging.Interval},
+		{"OrphanReporting.Interval", o.OrphanReporting.Interval},
+		{"LoggingMeter.Interval", o.LoggingMeter.Interval},
+	} {
+		if d.v < 0 || (d.v > 0 && d.v < minReportInterval) {
+			return bad(d.field, d.v, "must be at least "+minReportInterval.String()+" (0: the default)")
+		}
+	}
+	for _, q := range []struct {
+		field string
+		v     int
+	}{
+		{"ThresholdLogging.SampleSize", o.ThresholdLogging.SampleSize},
+		{"OrphanReporting.SampleSize", o.OrphanReporting.SampleSize},
+	} {
+		if q.v < 0 || q.v > maxReportSampleSize {
+			return bad(q.field, q.v, fmt.Sprintf("must be in 1..%d (0: the default, 10)", maxReportSampleSize))
 		}
 	}
 	if o.ConfigPollInterval > 0 && o.ConfigPollInterval < minConfigPollInterval {

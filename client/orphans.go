@@ -19,12 +19,6 @@ import (
 //
 // An interval without orphans logs nothing.
 
-// Defaults of the orphan report (RFC 0067).
-const (
-	defaultOrphanInterval   = 10 * time.Second
-	defaultOrphanSampleSize = 10
-)
-
 // orphanConfig configures an orphanReporter; zero fields take the
 // defaults.
 type orphanConfig struct {
@@ -41,8 +35,8 @@ type orphanReporter struct{ *sampledReport }
 
 // newOrphanReporter starts an orphan report on clock; close stops it.
 func newOrphanReporter(cfg orphanConfig, clock retry.Clock, logger *slog.Logger) *orphanReporter {
-	return &orphanReporter{newSampledReport("kvwire: orphan responses observed",
-		cfg.interval, defaultOrphanInterval, cfg.sampleSize, defaultOrphanSampleSize, clock, logger)}
+	return &orphanReporter{newSampledReport(OrphanReportMessage,
+		cfg.interval, DefaultOrphanInterval, cfg.sampleSize, DefaultOrphanSampleSize, clock, logger)}
 }
 
 // orphan records one orphaned response.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
@@ -184,4 +185,17 @@ func TestDocumentedLimits(t *testing.T) {
 	assert.Equal(t, 8<<20, vbmap.MaxConfigSize, "the package doc says configs of at most 8 MiB")
 	assert.Equal(t, conn.DefaultProbeAfter, DefaultProbeAfter, "client's health-check defaults are conn's")
 	assert.Equal(t, conn.DefaultProbeTimeout, DefaultProbeTimeout)
+}
+
+// The endpoint states are the cluster's, value for value.
+func TestEndpointStatesMatchTheCluster(t *testing.T) {
+	for c, want := range map[cluster.EndpointState]EndpointState{
+		cluster.EndpointConnecting: EndpointConnecting, cluster.EndpointConnected: EndpointConnected,
+		cluster.EndpointReconnecting: EndpointReconnecting, cluster.EndpointDisconnecting: EndpointDisconnecting,
+		cluster.EndpointDisconnected: EndpointDisconnected,
+	} {
+		if got := endpointStateOf(c); got != want {
+			t.Errorf("cluster state %d is %v, want %v", c, got, want)
+		}
+	}
 }

@@ -50,7 +50,7 @@ func (c *Client) copiesOf(key string) []int {
 func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *GetReplicaOptions) (GetReplicaResult, error) {
 	var p opParams
 	if opts != nil {
-		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy}
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
 	req, name := memdx.NewGet(nil), "GetReplica(active)"
 	if i > 0 {

@@ -116,6 +116,11 @@ type ScanOptions struct {
 	// node's error map says to retry), sent again to the same scan, and a
 	// cancel's wait for its node.
 	RetryStrategy RetryStrategy
+	// ParentSpan is the span each of the scan's requests
+	// (range_scan_create, range_scan_continue, range_scan_cancel) goes
+	// under when Options.Tracer records (else the context's,
+	// ContextWithParentSpan).
+	ParentSpan RequestSpan
 }
 
 // ScanItem is one document a scan returned. Value is the caller's own
@@ -211,7 +216,7 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 		return fail(ErrInvalidArgument, errors.New("negative Concurrency or Timeout"))
 	}
 	reqs := &scanRequests{c: c, col: col, parent: ctx, timeout: cmp.Or(o.Timeout, c.opts.KVTimeout),
-		strategy: cmp.Or(internalStrategy(o.RetryStrategy, nil), c.strategy)}
+		strategy: cmp.Or(internalStrategy(o.RetryStrategy, nil), c.strategy), parentSpan: o.ParentSpan}
 	sc, err := scanConfig(st, &o, cfg, reqs.timeout)
 	if err != nil {
 		return fail(ErrInvalidArgument, err)
@@ -299,6 +304,8 @@ type scanRequests struct {
 	// strategy decides the retries of the scan's requests (ScanOptions'
 	// or the client's).
 	strategy retry.Strategy
+	// parentSpan is ScanOptions.ParentSpan.
+	parentSpan RequestSpan
 	// lastOp is the opcode of the scan's last request sent (0: none yet),
 	// which a timeout of the whole scan names.
 	lastOp atomic.Uint32
@@ -314,7 +321,7 @@ func (sr *scanRequests) Create(vb uint16, cfg *memdx.RangeScanCreate) (memdx.Ran
 	defer putOp(o)
 	o.req = memdx.Request{OpCode: memdx.OpRangeScanCreate, Datatype: memdx.DatatypeJSON}
 	o.target.ByVbucket, o.target.Vbucket, o.scanCfg = true, vb, cfg
-	o.timeout, o.strategy = sr.timeout, sr.strategy
+	o.timeout, o.strategy, o.parentSpan = sr.timeout, sr.strategy, sr.parentSpan
 	sr.lastOp.Store(uint32(memdx.OpRangeScanCreate))
 	if err := sr.c.execute(context.WithoutCancel(sr.parent), o); err != nil {
 		return memdx.RangeScanID{}, nil, err
@@ -393,7 +400,7 @@ func (cs cancelStrategy) RetryAfter(req retry.Request, reason retry.Reason) retr
 func (sr *scanRequests) nodeOp(n *cluster.Node, vb uint16, req memdx.Request) *op {
 	o := sr.c.getOp("Scan", kindNoop, sr.col, "")
 	req.Vbucket = vb
-	o.req, o.timeout, o.strategy = req, sr.timeout, sr.strategy
+	o.req, o.timeout, o.strategy, o.parentSpan = req, sr.timeout, sr.strategy, sr.parentSpan
 	o.target.Node, o.target.Vbucket = n, vb
 	return o
 }

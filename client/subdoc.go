@@ -36,6 +36,7 @@ var _ = [1]struct{}{}[MaxSubdocSpecs-memdx.SubdocMultiMaxPaths]
 type LookupInOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 	// AccessDeleted reads a deleted document's extended attributes (a
 	// tombstone); the result's IsDeleted says whether it was one.
 	AccessDeleted bool
@@ -62,6 +63,7 @@ const (
 type MutateInOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 	// StoreSemantic: replace (default), upsert or insert the document.
 	StoreSemantic StoreSemantics
 	// Cas makes the change conditional on the document's CAS
@@ -400,7 +402,7 @@ func (col *Collection) LookupIn(ctx context.Context, key string, specs []LookupI
 	if opts != nil {
 		lo = *opts
 	}
-	o, err := col.lookupInOp("LookupIn", key, specs, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy}, lo.AccessDeleted, 0)
+	o, err := col.lookupInOp("LookupIn", key, specs, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan}, lo.AccessDeleted, 0)
 	if err != nil {
 		return LookupInResult{}, err
 	}
@@ -481,7 +483,7 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 	exp, expErr := expiryValue(mo.Expiry, col.c.clock.Now())
 	req := memdx.NewSubdocMultiMutation(nil, df, exp, nil)
 	o, err := col.mutation("MutateIn", kindMutateIn, key, req, mutParams{
-		opParams: opParams{timeout: mo.Timeout, strategy: mo.RetryStrategy, invalid: firstErr(dfErr, expErr)},
+		opParams: opParams{timeout: mo.Timeout, strategy: mo.RetryStrategy, parent: mo.ParentSpan, invalid: firstErr(dfErr, expErr)},
 		cas:      mo.Cas, durability: mo.Durability, durabilityTimeout: mo.DurabilityTimeout})
 	if err != nil {
 		return MutateInResult{}, err

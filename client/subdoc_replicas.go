@@ -15,6 +15,7 @@ const bucketCapSubdocReplicaRead = "subdoc.ReplicaRead"
 type LookupInAnyReplicaOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // LookupInAllReplicasOptions are the options of LookupInAllReplicas; they
@@ -22,6 +23,7 @@ type LookupInAnyReplicaOptions struct {
 type LookupInAllReplicasOptions struct {
 	Timeout       time.Duration
 	RetryStrategy RetryStrategy
+	ParentSpan    RequestSpan
 }
 
 // LookupInReplicaResult is a LookupIn of the active copy or of a replica.
@@ -80,7 +82,7 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 		return LookupInReplicaResult{}, col.replicaLookupRefused("LookupInAnyReplica", key, err)
 	}
 	return readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
-		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy})
+		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
 	})
 }
 
@@ -96,6 +98,6 @@ func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, spec
 		return nil, col.replicaLookupRefused("LookupInAllReplicas", key, err)
 	}
 	return readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
-		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy})
+		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
 	})
 }

@@ -21,13 +21,6 @@ import (
 // NoopTracer included, and costs an operation under the threshold one
 // comparison.
 
-// Defaults of the slow-operation report (RFC 0067).
-const (
-	defaultThresholdInterval   = 10 * time.Second
-	defaultThresholdKV         = 500 * time.Millisecond
-	defaultThresholdSampleSize = 10
-)
-
 // thresholdConfig configures a thresholdLogger; zero fields take the
 // defaults.
 type thresholdConfig struct {
@@ -49,10 +42,10 @@ type thresholdLogger struct {
 func newThresholdLogger(cfg thresholdConfig, clock retry.Clock, logger *slog.Logger) *thresholdLogger {
 	kv := cfg.kv
 	if kv <= 0 {
-		kv = defaultThresholdKV
+		kv = DefaultKVThreshold
 	}
-	return &thresholdLogger{kv: kv, sampledReport: newSampledReport("kvwire: operations over threshold",
-		cfg.interval, defaultThresholdInterval, cfg.sampleSize, defaultThresholdSampleSize, clock, logger)}
+	return &thresholdLogger{kv: kv, sampledReport: newSampledReport(ThresholdReportMessage,
+		cfg.interval, DefaultThresholdInterval, cfg.sampleSize, DefaultThresholdSampleSize, clock, logger)}
 }
 
 // threshold is the threshold of service (a non-KV service has none yet:

@@ -20,6 +20,7 @@ type kvReport struct {
 		TotalCount  uint64           `json:"total_count"`
 		TopRequests []map[string]any `json:"top_requests"`
 	} `json:"kv"`
+	raw string // the report's JSON
 }
 
 func parseKVReport(t *testing.T, l logged) kvReport {
@@ -27,6 +28,7 @@ func parseKVReport(t *testing.T, l logged) kvReport {
 	require.NotNil(t, l.report, "%q has no report", l.msg)
 	var r kvReport
 	require.NoError(t, json.Unmarshal(l.report, &r), "%s", l.report)
+	r.raw = string(l.report)
 	return r
 }
 

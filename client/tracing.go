@@ -22,12 +22,10 @@ import (
 // client's: a slow tracer slows only the operations it traces. A panic in
 // a tracer or a span is recovered and logged, and the operation goes on.
 //
-// NoopTracer is the default. The built-in slow-operation and orphan
-// reports do not need spans: they read the operation's own timings.
-//
-// Not connected yet: Options takes no RequestTracer, and no operation
-// makes spans, until the operations are wired to it (docs/ARCHITECTURE.md,
-// "Observability").
+// NoopTracer is the default (Options.Tracer nil), recognised so that an
+// operation makes no tracer call at all. The built-in slow-operation and
+// orphan reports do not need spans: they read the operation's own
+// timings.
 type RequestTracer interface {
 	// RequestSpan starts a span named name at start. parent is the span
 	// it belongs under: the operation's span for a dispatch or encoding

@@ -92,10 +92,12 @@ func (r GetResult) ContentAs(out any) error {
 // over tc's; the JSON datatype is set when the flags written say JSON, or
 // the caller said so.
 func (col *Collection) storeTyped(ctx context.Context, name string, opc memdx.OpCode, key string, v any, tc Transcoder, p storeParams) (MutationResult, error) {
+	start := col.c.clock.Now()
 	value, flags, err := tc.Encode(v)
 	if err != nil {
 		return MutationResult{}, col.c.refused(name, opc, col, key, ErrEncodingFailure, err)
 	}
+	p.encStart, p.encEnd = start, col.c.clock.Now()
 	if p.flags == 0 {
 		p.flags = flags
 	}

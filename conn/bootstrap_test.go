@@ -40,9 +40,10 @@ type fakeNode struct {
 	notify       bool         // a cluster-map notification after HELLO (revision: the connection's number)
 	noSASL       bool         // SASL commands answer UNKNOWN_COMMAND (memcached without -S)
 
-	mu    sync.Mutex
-	hello [][]memdx.HelloFeature // the features each connection asked for
-	ops   []memdx.OpCode         // every request, in order
+	mu       sync.Mutex
+	hello    [][]memdx.HelloFeature // the features each connection asked for
+	helloIDs []string               // the connection id each HELLO carried
+	ops      []memdx.OpCode         // every request, in order
 }
 
 func (f *fakeNode) serve(p *peer) {
@@ -73,8 +74,10 @@ func (f *fakeNode) serve(p *peer) {
 		switch req.OpCode {
 		case memdx.OpHello:
 			asked, _ := memdx.DecodeHelloFeatures(req.Value)
+			_, id := memdx.DecodeHelloKey(req.Key)
 			f.mu.Lock()
 			f.hello = append(f.hello, asked)
+			f.helloIDs = append(f.helloIDs, id)
 			f.mu.Unlock()
 			if f.helloStatus != 0 {
 				reply(res(req, f.helloStatus, ""))

@@ -33,6 +33,10 @@ type Conn struct {
 	clock clock
 	bootResults
 
+	// localAddr and remoteAddr are the socket's, as text (diagnostics,
+	// orphans).
+	localAddr, remoteAddr string
+
 	mu        sync.Mutex
 	err       error // why the connection ended; nil while it is open
 	inflight  inflight
@@ -40,6 +44,10 @@ type Conn struct {
 	reader    reader
 	monitor   monitor
 	callbacks callbacks
+
+	// lastActive is the last activity seen, in Unix nanoseconds
+	// (noteActivity). Guarded by mu.
+	lastActive int64
 
 	done   chan struct{} // closed when err is set
 	exited chan struct{} // closed at the end of teardown: every request has failed, OnClose has returned
@@ -71,6 +79,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
+	c.localAddr, c.remoteAddr = addrString(nc.LocalAddr()), addrString(nc.RemoteAddr())
 	c.inflight.init()
 	c.writer.init(nc, &c.mu)
 	c.reader.nc = nc
@@ -107,7 +116,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 // req is encoded before Do returns, or before it blocks: the caller may
 // reuse it afterwards. No goroutine is started per call.
 func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Packet) error) error {
-	_, err := c.DoDeadline(ctx, time.Time{}, req, handle)
+	_, err := c.DoDeadline(ctx, time.Time{}, req, handle, nil)
 	return err
 }
 
@@ -122,7 +131,11 @@ func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Pa
 // clock reading beyond checking that the deadline has not already passed (a
 // request whose deadline has passed is refused unsent: not written). It also
 // returns the opaque the request was sent with (0 when it was never queued).
-func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Request, handle func(*memdx.Packet) error) (uint32, error) {
+//
+// from, when not nil, says what the request was sent for: a tombstone
+// keeps it for the orphan report (Options.OnOrphan); see Origin for how
+// long it must stay unchanged.
+func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Request, handle func(*memdx.Packet) error, from *Origin) (uint32, error) {
 	if req.OpCode.IsQuiet() {
 		return 0, &RequestError{Op: req.OpCode, Addr: c.addr,
 			Err: fmt.Errorf("quiet opcode %s sends no response on success, which Do needs: %w", req.OpCode, memdx.ErrInvalidRequest)}
@@ -133,7 +146,7 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 	if !deadline.IsZero() && !c.clock.Now().Before(deadline) {
 		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 	}
-	cl, err := c.start(req, handle, deadline, true)
+	cl, err := c.start(req, handle, deadline, from, true)
 	if err != nil {
 		return 0, err
 	}
@@ -145,10 +158,11 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 // Options.MaxPending; the bootstrap's requests are not bounded (Dial must
 // work whatever MaxPending is, and it sends at most one pipeline of them
 // before anyone else can use the connection).
-func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline time.Time, bounded bool) (*call, error) {
+func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline time.Time, from *Origin, bounded bool) (*call, error) {
 	cl := getCall()
 	cl.handle = handle
 	cl.op = req.OpCode
+	cl.from = from
 	if isMulti(req.OpCode) {
 		cl.kind = kindMulti // bounded by a timer of its own (waitTimer), not swept
 	} else {
@@ -186,6 +200,9 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 	cl.opaque = opaque
 	wake := c.writer.commit(cl, b)
 	c.enqueue(cl)
+	if cl.from != nil {
+		c.noteActivity(cl.from.Sent)
+	}
 	return wake, nil
 }
 

@@ -28,7 +28,7 @@ func TestDoDeadline(t *testing.T) {
 			op, err := c.DoDeadline(context.Background(), deadline, &req, func(p *memdx.Packet) error {
 				v = string(p.Value)
 				return nil
-			})
+			}, nil)
 			ch <- out{op, err, v}
 		}()
 		return ch
@@ -63,7 +63,7 @@ func TestDoDeadline(t *testing.T) {
 	}
 	// A deadline already passed: refused without sending.
 	req := memdx.NewGet([]byte("x"))
-	op, err := c.DoDeadline(context.Background(), fc.Now().Add(-time.Millisecond), &req, nil)
+	op, err := c.DoDeadline(context.Background(), fc.Now().Add(-time.Millisecond), &req, nil, nil)
 	if !errors.As(err, &re) || re.Written || op != 0 || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("past deadline: opaque %d, %v", op, err)
 	}
@@ -76,7 +76,7 @@ func TestDoDeadlineAllocs(t *testing.T) {
 	handle := func(p *memdx.Packet) error { return nil }
 	ctx := context.Background()
 	do := func() {
-		if _, err := c.DoDeadline(ctx, time.Now().Add(time.Minute), &req, handle); err != nil {
+		if _, err := c.DoDeadline(ctx, time.Now().Add(time.Minute), &req, handle, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,7 +112,7 @@ func TestDoDeadlineMixedTimeouts(t *testing.T) {
 	for _, tt := range []timeout{{"long", 300 * time.Millisecond}, {"short", 50 * time.Millisecond}, {"mid", 150 * time.Millisecond}} {
 		go func() {
 			req := memdx.NewGet([]byte(tt.name))
-			_, err := c.DoDeadline(context.Background(), start.Add(tt.d), &req, nil)
+			_, err := c.DoDeadline(context.Background(), start.Add(tt.d), &req, nil, nil)
 			out <- ended{tt.name, err}
 		}()
 		if got := string(p.read().Key); got != tt.name { // written in this order, never answered

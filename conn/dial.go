@@ -142,7 +142,7 @@ func dialOnce(ctx context.Context, addr string, o *Options, memcached, xerror bo
 	if err != nil {
 		return nil, err
 	}
-	c := newConn(nc, addr, o, newConnID())
+	c := newConn(nc, addr, o, newConnID(o.ClientID))
 	if memcached {
 		err = c.bootMemcached(ctx)
 	} else {
@@ -244,10 +244,16 @@ func isTLSFailure(err error) bool {
 	return true
 }
 
-func newConnID() string {
+// newConnID returns a connection id: 16 random hex digits, after
+// "clientID/" when there is a client id (Options.ClientID).
+func newConnID(clientID string) string {
 	var b [8]byte
 	rand.Read(b[:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
+	id := hex.EncodeToString(b[:])
+	if clientID != "" {
+		return clientID + "/" + id
+	}
+	return id
 }
 
 // helloPad is the size of a NOOP request: the HELLO key is padded to a
@@ -299,7 +305,7 @@ func (s *step) handle(p *memdx.Packet) error {
 // all the padding.
 func (c *Conn) send(req memdx.Request) *step {
 	s := &step{op: req.OpCode}
-	s.cl, s.err = c.start(&req, s.handle, time.Time{}, false)
+	s.cl, s.err = c.start(&req, s.handle, time.Time{}, nil, false)
 	return s
 }
 

@@ -61,12 +61,12 @@ func TestHandleRefusingItsAnswerClosesTheConnection(t *testing.T) {
 			return fmt.Errorf("answer for %q: %w", p.Key, kverr.ErrProtocol)
 		}
 		return nil
-	}, n, 1)
+	}, n, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	noop := memdx.Request{OpCode: memdx.OpNoop}
-	pn, err := c.Start(time.Time{}, &noop, nil, n, 2)
+	pn, err := c.Start(time.Time{}, &noop, nil, n, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestQuietAnswerWithTheNoopsOpaqueClosesTheConnection(t *testing.T) {
 				c.Cork()
 				pg = startGet(t, c, memdx.OpGetKQ, "k0", n, 1, &v)
 				noop := memdx.Request{OpCode: memdx.OpNoop}
-				if _, err := c.Start(time.Time{}, &noop, nil, n, 2); err != nil {
+				if _, err := c.Start(time.Time{}, &noop, nil, n, 2, nil); err != nil {
 					t.Fatal(err)
 				}
 				c.Uncork()

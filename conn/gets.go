@@ -50,8 +50,9 @@ type GetSink interface {
 // bounds the gets it puts in one. Quiet gets need a server that answers in
 // order: StartGets refuses them on a connection that negotiated unordered
 // execution. A key the codec refuses fails the group before anything is
-// queued.
-func (c *Conn) StartGets(deadline time.Time, tmpl *memdx.Request, keys [][]byte, sink GetSink, n Notifier, tag uint64) (Pending, error) {
+// queued. from is as DoDeadline's: an abandoned group whose NOOP is
+// answered late is one orphan.
+func (c *Conn) StartGets(deadline time.Time, tmpl *memdx.Request, keys [][]byte, sink GetSink, n Notifier, tag uint64, from *Origin) (Pending, error) {
 	op := tmpl.OpCode
 	switch {
 	case op != memdx.OpGetQ && op != memdx.OpGetKQ:
@@ -69,6 +70,7 @@ func (c *Conn) StartGets(deadline time.Time, tmpl *memdx.Request, keys [][]byte,
 	cl.kind = kindGroup
 	cl.deadline = deadline
 	cl.notify, cl.tag = n, tag
+	cl.from = from
 	cl.gSink, cl.gOp, cl.gN = sink, op, uint32(len(keys))
 	c.mu.Lock()
 	wake, err := c.queueGets(cl, tmpl, keys)
@@ -115,6 +117,9 @@ func (c *Conn) queueGets(cl *call, tmpl *memdx.Request, keys [][]byte) (bool, er
 	cl.opaque = base + uint32(len(keys))
 	wake := c.writer.commit(cl, b)
 	c.enqueue(cl)
+	if cl.from != nil {
+		c.noteActivity(cl.from.Sent)
+	}
 	return wake, nil
 }
 

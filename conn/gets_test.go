@@ -106,7 +106,7 @@ func startGetsBy(t *testing.T, c *Conn, deadline time.Time, op memdx.OpCode, key
 	t.Helper()
 	tmpl := memdx.NewGet(nil)
 	tmpl.OpCode = op
-	p, err := c.StartGets(deadline, &tmpl, byteKeys(keys...), s, n, tag)
+	p, err := c.StartGets(deadline, &tmpl, byteKeys(keys...), s, n, tag, nil)
 	if err != nil {
 		t.Fatalf("StartGets %s %v: %v", op, keys, err)
 	}
@@ -461,7 +461,7 @@ func TestStartGetsConnectionEndFailsTheGroup(t *testing.T) {
 		t.Fatalf("pending %d, groups %d", c.Pending(), groupsLive(c))
 	}
 	tmpl := memdx.Request{OpCode: memdx.OpGetQ}
-	if _, err := c.StartGets(time.Time{}, &tmpl, byteKeys("a"), s, n, 4); !errors.Is(err, kverr.ErrConnectionClosed) {
+	if _, err := c.StartGets(time.Time{}, &tmpl, byteKeys("a"), s, n, 4, nil); !errors.Is(err, kverr.ErrConnectionClosed) {
 		t.Fatalf("StartGets on an ended connection: %v, want ErrConnectionClosed", err)
 	}
 }
@@ -530,7 +530,7 @@ func TestStartGetsRefusesBadInputQueueingNothing(t *testing.T) {
 	} {
 		tmpl := memdx.NewGet(nil)
 		tmpl.OpCode = tt.op
-		_, err := c.StartGets(time.Time{}, &tmpl, tt.keys, tt.s, tt.n, 1)
+		_, err := c.StartGets(time.Time{}, &tmpl, tt.keys, tt.s, tt.n, 1, nil)
 		re := requestError(t, err)
 		if !errors.Is(err, memdx.ErrInvalidRequest) || re.Written || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v; want a not-written ErrInvalidRequest naming %q", tt.name, err, tt.want)
@@ -560,7 +560,7 @@ func TestStartGetsCountsAsOneRequestAgainstMaxPending(t *testing.T) {
 	pn := startGet(t, c, memdx.OpGet, "x", n, 2, &v) // the second place
 	rx := peer.read()
 	tmpl := memdx.Request{OpCode: memdx.OpGetQ}
-	_, err := c.StartGets(time.Time{}, &tmpl, byteKeys("e"), s, n, 3)
+	_, err := c.StartGets(time.Time{}, &tmpl, byteKeys("e"), s, n, 3, nil)
 	if re := requestError(t, err); !errors.Is(err, kverr.ErrOverloaded) || re.Written {
 		t.Fatalf("StartGets on a full connection: %v, want a not-written ErrOverloaded", err)
 	}
@@ -592,7 +592,7 @@ func TestStartGetsRefusedUnderUnorderedExecution(t *testing.T) {
 		t.Fatalf("features %v: unordered execution not negotiated", c.Features())
 	}
 	tmpl := memdx.Request{OpCode: memdx.OpGetQ}
-	_, err := c.StartGets(time.Time{}, &tmpl, byteKeys("a"), newTestSink(), make(tagNotifier, 1), 1)
+	_, err := c.StartGets(time.Time{}, &tmpl, byteKeys("a"), newTestSink(), make(tagNotifier, 1), 1, nil)
 	if re := requestError(t, err); !errors.Is(err, memdx.ErrInvalidRequest) || re.Written || !strings.Contains(err.Error(), "unordered") {
 		t.Fatalf("StartGets under unordered execution: %v", err)
 	}
@@ -809,7 +809,7 @@ func TestMemcachedStartGets(t *testing.T) {
 		tmpl := memdx.NewGet(nil)
 		tmpl.OpCode = memdx.OpGetKQ
 		strays := c.Stats().StrayResponses
-		pg, err := c.StartGets(time.Now().Add(testTimeout), &tmpl, tt.keys, s, n, 1)
+		pg, err := c.StartGets(time.Now().Add(testTimeout), &tmpl, tt.keys, s, n, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -959,7 +959,7 @@ func TestStartGetsConcurrentCancelsAndExpiries(t *testing.T) {
 				if rng.IntN(2) == 0 {
 					tmpl.OpCode = memdx.OpGetKQ
 				}
-				pg, err := c.StartGets(deadline, &tmpl, byteKeys(keys...), s, n, uint64(r))
+				pg, err := c.StartGets(deadline, &tmpl, byteKeys(keys...), s, n, uint64(r), nil)
 				if err != nil {
 					t.Errorf("StartGets: %v", err)
 					return

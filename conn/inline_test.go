@@ -144,7 +144,7 @@ func TestStartGetsInlineLeavesTheRestToTheWriter(t *testing.T) {
 	go func() {
 		tmpl := memdx.NewGet(nil)
 		tmpl.OpCode = memdx.OpGetQ
-		pg, err := c.StartGets(time.Time{}, &tmpl, byteKeys(keys...), s, n, 7)
+		pg, err := c.StartGets(time.Time{}, &tmpl, byteKeys(keys...), s, n, 7, nil)
 		if err != nil {
 			t.Errorf("StartGets: %v", err)
 		}
@@ -318,7 +318,7 @@ func TestStartGetsInlineWithConcurrentCallersOnTCP(t *testing.T) {
 				tag := uint64(g)<<32 | uint64(i)
 				tmpl := memdx.NewGet(nil)
 				tmpl.OpCode = memdx.OpGetQ
-				pg, err := c.StartGets(time.Now().Add(testTimeout), &tmpl, byteKeys(keys...), s, n, tag)
+				pg, err := c.StartGets(time.Now().Add(testTimeout), &tmpl, byteKeys(keys...), s, n, tag, nil)
 				if err != nil {
 					t.Errorf("StartGets: %v", err)
 					return
@@ -358,7 +358,7 @@ func TestStartGetsInlineWithConcurrentCallersOnTCP(t *testing.T) {
 				ps = append(ps, startGet(t, c, memdx.OpGetQ, key, n, uint64(j), &vals[j]))
 			}
 			noop := memdx.Request{OpCode: memdx.OpNoop}
-			pn, err := c.Start(time.Time{}, &noop, nil, n, 100)
+			pn, err := c.Start(time.Time{}, &noop, nil, n, 100, nil)
 			c.Uncork()
 			if err != nil {
 				t.Errorf("NOOP: %v", err)
@@ -424,7 +424,7 @@ func TestStartGetsInlineTeardownDoesNotHang(t *testing.T) {
 						tag := uint64(g)<<32 | uint64(i)
 						tmpl := memdx.NewGet(nil)
 						tmpl.OpCode = memdx.OpGetQ
-						pg, err := c.StartGets(time.Time{}, &tmpl, byteKeys(keys...), newTestSink(), n, tag)
+						pg, err := c.StartGets(time.Time{}, &tmpl, byteKeys(keys...), newTestSink(), n, tag, nil)
 						if i == 3 {
 							once.Do(func() { close(firstDone) })
 						}

@@ -21,7 +21,7 @@ func doDeadline(c *Conn, key string, deadline time.Time) <-chan result {
 			r.calls++
 			r.value = string(p.Value)
 			return nil
-		})
+		}, nil)
 		ch <- r
 	}()
 	return ch

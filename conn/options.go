@@ -31,6 +31,10 @@ const DefaultConnectAttempt = 500 * time.Millisecond
 // empty.
 const DefaultClientName = "kvwire"
 
+// maxClientID bounds Options.ClientID: with "/" and a connection's own 16
+// hex digits it fills memdx.MaxHelloConnectionIDLen.
+const maxClientID = memdx.MaxHelloConnectionIDLen - 17
+
 // maxClientName bounds the agent sent in HELLO so that the padded HELLO key
 // stays within the 250 bytes a key may have (see helloKey).
 const maxClientName = 160
@@ -150,6 +154,22 @@ type Options struct {
 	// Close.
 	OnClose func(error)
 
+	// OnOrphan, if set, is told of each late answer: the final response
+	// to a request whose caller left after it was sent (a tombstone; for
+	// a group of gets, its NOOP's answer), with what the request's Origin
+	// said. It runs on the reader goroutine, after the connection's lock
+	// is released: it must be quick, must not block and must not call
+	// the connection. It is meant for a counter or a sample (the client's
+	// orphan report), not for a caller's code.
+	OnOrphan func(Orphan)
+
+	// ClientID, when set, prefixes the connection's id: ID (sent in
+	// HELLO, shown in the server's logs) is then "ClientID/<the
+	// connection's own id>", the local id RFC 0067 reports
+	// (couchbase.local_id). It is cut to 16 bytes, so that the whole id
+	// fits the 33 bytes HELLO carries.
+	ClientID string
+
 	// DialContext opens the network connection; nil uses a net.Dialer.
 	// TLS, when configured, is layered on what it returns.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -204,6 +224,9 @@ func (o Options) resolved() Options {
 	}
 	if o.ClientName == "" {
 		o.ClientName = DefaultClientName
+	}
+	if len(o.ClientID) > maxClientID {
+		o.ClientID = o.ClientID[:maxClientID]
 	}
 	if len(o.ClientName) > maxClientName {
 		o.ClientName = o.ClientName[:maxClientName]

@@ -173,12 +173,22 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 		t.evictedWrite = 0 // answered in order: the evicted write was processed
 	}
 	if kind != 0 {
+		var orphan Orphan
+		report := false
 		if kind == strayLate && cl.final(p) {
+			if c.opts.OnOrphan != nil {
+				now := c.clock.Now()
+				orphan, report = c.orphanOf(cl, p, now), true
+				c.noteActivity(now)
+			}
 			c.settleBefore(cl, p) // a NOOP settles what precedes it, abandoned or not
 			c.drop(cl)            // the tombstone has its answer
 		}
 		c.mu.Unlock()
 		c.strayResponse(p, kind)
+		if report {
+			c.opts.OnOrphan(orphan)
+		}
 		return nil
 	}
 	if !cl.final(p) {

@@ -145,7 +145,7 @@ func TestTLSRecordsHoldWholeRequests(t *testing.T) {
 		}
 		// An expiry: the memcached is shared with the other tests.
 		req := memdx.NewStore(memdx.OpSet, key, make([]byte, size), 0, 60)
-		p, err := c.Start(time.Now().Add(10*time.Second), &req, nil, n, uint64(i))
+		p, err := c.Start(time.Now().Add(10*time.Second), &req, nil, n, uint64(i), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

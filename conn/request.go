@@ -130,6 +130,10 @@ type call struct {
 	deadline    time.Time // zero: none (DoDeadline)
 	abandonedAt time.Time // when it became a tombstone
 	err         error     // first error handle returned (multi)
+	// from is the caller's Origin (nil: none), valid while the caller
+	// waits for the outcome; orphan is the copy a tombstone keeps of it.
+	from   *Origin
+	orphan Origin
 	// notify, when set (Start), is told tag when the call ends by any
 	// means other than its caller's Cancel; the outcome is then in
 	// outcome rather than on done.
@@ -280,6 +284,10 @@ func (c *Conn) abandon(cl *call, now time.Time) {
 	t.bury(cl)
 	cl.state = reqAbandoned
 	cl.abandonedAt = now
+	if cl.from != nil {
+		cl.orphan = *cl.from // the caller may reuse it once it has left
+		cl.from = nil
+	}
 	if t.tombs > c.opts.MaxAbandoned {
 		old := t.tombstones.head
 		t.evicted.Add(1)

@@ -60,8 +60,8 @@ type Pending struct {
 // RANGE_SCAN_CONTINUE) are refused.
 //
 // Between Cork and Uncork, what Start queues is written in one go when
-// Uncork is called.
-func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.Packet) error, n Notifier, tag uint64) (Pending, error) {
+// Uncork is called. from is as DoDeadline's.
+func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.Packet) error, n Notifier, tag uint64, from *Origin) (Pending, error) {
 	if isMulti(req.OpCode) {
 		return Pending{}, &RequestError{Op: req.OpCode, Addr: c.addr,
 			Err: fmt.Errorf("%s is answered with several packets, which Start does not take: %w", req.OpCode, memdx.ErrInvalidRequest)}
@@ -79,6 +79,7 @@ func (c *Conn) Start(deadline time.Time, req *memdx.Request, handle func(*memdx.
 	cl.op = req.OpCode
 	cl.deadline = deadline
 	cl.notify, cl.tag = n, tag
+	cl.from = from
 	if quiet {
 		cl.kind = kindQuiet
 	}

@@ -20,7 +20,7 @@ func startGet(t *testing.T, c *Conn, op memdx.OpCode, key string, n Notifier, ta
 	t.Helper()
 	req := memdx.NewGet([]byte(key))
 	req.OpCode = op
-	p, err := c.Start(time.Time{}, &req, func(p *memdx.Packet) error { *into = string(p.Value); return nil }, n, tag)
+	p, err := c.Start(time.Time{}, &req, func(p *memdx.Packet) error { *into = string(p.Value); return nil }, n, tag, nil)
 	if err != nil {
 		t.Fatalf("Start %s %s: %v", op, key, err)
 	}
@@ -41,7 +41,7 @@ func TestStartQuietGetsAreSettledByTheNoopAnswer(t *testing.T) {
 	p2 := startGet(t, c, memdx.OpGetQ, "b", n, 2, &v[2])
 	p3 := startGet(t, c, memdx.OpGetQ, "c", n, 3, &v[3])
 	noop := memdx.Request{OpCode: memdx.OpNoop}
-	pn, err := c.Start(time.Time{}, &noop, nil, n, 0)
+	pn, err := c.Start(time.Time{}, &noop, nil, n, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,12 +172,12 @@ func TestStartCancelWithdrawsOrAbandonsAndKeepsTheConnection(t *testing.T) {
 func TestStartRefusesMultiPacketOpcodesAndExpiresPassedDeadlines(t *testing.T) {
 	c, _ := dialPipe(t, Options{}, nil)
 	req := memdx.Request{OpCode: memdx.OpStat}
-	if _, err := c.Start(time.Time{}, &req, nil, nil, 0); !errors.Is(err, memdx.ErrInvalidRequest) {
+	if _, err := c.Start(time.Time{}, &req, nil, nil, 0, nil); !errors.Is(err, memdx.ErrInvalidRequest) {
 		t.Fatalf("STAT: %v", err)
 	}
 	n := make(tagNotifier, 1)
 	get := memdx.NewGet([]byte("k"))
-	p, err := c.Start(time.Now().Add(-time.Second), &get, nil, n, 7)
+	p, err := c.Start(time.Now().Add(-time.Second), &get, nil, n, 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,12 +200,12 @@ func TestStartAdmitsTheSettlingNoopPastMaxPending(t *testing.T) {
 	p1 := startGet(t, c, memdx.OpGetQ, "a", n, 1, &v[1])
 	p2 := startGet(t, c, memdx.OpGetQ, "b", n, 2, &v[2])
 	get := memdx.NewGet([]byte("c"))
-	if _, err := c.Start(time.Time{}, &get, nil, n, 3); !errors.Is(err, kverr.ErrOverloaded) {
+	if _, err := c.Start(time.Time{}, &get, nil, n, 3, nil); !errors.Is(err, kverr.ErrOverloaded) {
 		c.Uncork()
 		t.Fatalf("third request on a full connection: %v, want ErrOverloaded", err)
 	}
 	noop := memdx.Request{OpCode: memdx.OpNoop}
-	pn, err := c.Start(time.Time{}, &noop, nil, n, 0)
+	pn, err := c.Start(time.Time{}, &noop, nil, n, 0, nil)
 	c.Uncork()
 	if err != nil {
 		t.Fatalf("settling NOOP refused: %v", err)
@@ -231,7 +231,7 @@ func TestStartAdmitsTheSettlingNoopPastMaxPending(t *testing.T) {
 func TestStartRefusesANilNotifier(t *testing.T) {
 	c, _ := dialPipe(t, Options{}, nil)
 	get := memdx.NewGet([]byte("k"))
-	if _, err := c.Start(time.Time{}, &get, nil, nil, 1); !errors.Is(err, memdx.ErrInvalidRequest) {
+	if _, err := c.Start(time.Time{}, &get, nil, nil, 1, nil); !errors.Is(err, memdx.ErrInvalidRequest) {
 		t.Fatalf("Start with a nil Notifier: %v, want ErrInvalidRequest", err)
 	}
 	if c.Pending() != 0 {

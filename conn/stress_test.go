@@ -165,7 +165,7 @@ func TestExactlyOnceUnderChaos(t *testing.T) {
 						calls.Add(1)
 						o.value = string(p.Value)
 						return nil
-					})
+					}, nil)
 					cancel()
 					o.calls = calls.Load()
 					var re *RequestError

@@ -26,7 +26,7 @@ func TestWritesInFlightCountsWritesUntilTheServerHasProcessedThem(t *testing.T) 
 	set := func(op memdx.OpCode, key string, tag uint64) Pending {
 		t.Helper()
 		req := memdx.NewStore(op, []byte(key), []byte("v"), 0, 0)
-		p, err := c.Start(time.Time{}, &req, nil, n, tag)
+		p, err := c.Start(time.Time{}, &req, nil, n, tag, nil)
 		if err != nil {
 			t.Fatalf("Start %s %s: %v", op, key, err)
 		}
@@ -68,7 +68,7 @@ func TestWritesInFlightCountsWritesUntilTheServerHasProcessedThem(t *testing.T) 
 	set(memdx.OpSetQ, "c", 4)
 	set(memdx.OpSetQ, "d", 5)
 	noop := memdx.NewNoop()
-	if _, err := c.Start(time.Time{}, &noop, nil, n, 6); err != nil {
+	if _, err := c.Start(time.Time{}, &noop, nil, n, 6, nil); err != nil {
 		t.Fatal(err)
 	}
 	peer.read()
@@ -111,7 +111,7 @@ func TestWritesInFlightKeepsAnEvictedWriteUntilALaterAnswer(t *testing.T) {
 	n := make(tagNotifier, 16)
 	abandon := func(req memdx.Request) memdx.Packet {
 		t.Helper()
-		p, err := c.Start(time.Time{}, &req, nil, n, 1)
+		p, err := c.Start(time.Time{}, &req, nil, n, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

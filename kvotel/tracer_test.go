@@ -23,6 +23,28 @@ func newRecorder(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvide
 	return sr, tp
 }
 
+// getAndDispatches returns the "get" span of spans and its three
+// dispatch spans, failing the test when they are not there.
+func getAndDispatches(t *testing.T, spans []sdktrace.ReadOnlySpan) (sdktrace.ReadOnlySpan, []sdktrace.ReadOnlySpan) {
+	t.Helper()
+	var get sdktrace.ReadOnlySpan
+	var disp []sdktrace.ReadOnlySpan
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.Name())
+		switch s.Name() {
+		case "get":
+			get = s
+		case client.SpanDispatchToServer:
+			disp = append(disp, s)
+		}
+	}
+	if get == nil || len(disp) != 3 {
+		t.Fatalf("spans %v: want a get span and 3 dispatches", names)
+	}
+	return get, disp
+}
+
 func attrMap(kvs []attribute.KeyValue) map[string]any {
 	m := make(map[string]any, len(kvs))
 	for _, kv := range kvs {
@@ -84,19 +106,7 @@ func TestTracerSpanTreeOfRetriedGet(t *testing.T) {
 	if len(ended) != 5 {
 		t.Fatalf("%d spans ended, want the caller's, the get and 3 dispatches", len(ended))
 	}
-	var get sdktrace.ReadOnlySpan
-	var disp []sdktrace.ReadOnlySpan
-	for _, s := range ended {
-		switch s.Name() {
-		case "get":
-			get = s
-		case client.SpanDispatchToServer:
-			disp = append(disp, s)
-		}
-	}
-	if get == nil || len(disp) != 3 {
-		t.Fatalf("spans %v", ended)
-	}
+	get, disp := getAndDispatches(t, ended)
 	if get.Parent().SpanID() != caller.SpanContext().SpanID() || get.SpanContext().TraceID() != caller.SpanContext().TraceID() {
 		t.Errorf("the get span's parent is %v, want the caller's span %v", get.Parent().SpanID(), caller.SpanContext().SpanID())
 	}

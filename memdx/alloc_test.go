@@ -87,6 +87,9 @@ func TestZeroAllocs(t *testing.T) {
 			if _, ok := p.ServerDuration(); !ok {
 				t.Fatal("no server duration")
 			}
+			if _, ok := p.ServerDurationEncoded(); !ok {
+				t.Fatal("no server duration")
+			}
 		}},
 		{"decode SUBDOC_MULTI_LOOKUP results", func() { results, _ = DecodeSubdocMultiLookup(lookupBody, results[:0]) }},
 		{"split collection key", func() { _, _, _ = SplitCollectionKey([]byte{0x88, 0x01, 'k'}) }},

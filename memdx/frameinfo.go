@@ -234,10 +234,20 @@ func AppendServerDurationFrame(dst []byte, d time.Duration) []byte {
 // framing extras. It reports false when there is none; frame infos after it
 // are not checked.
 func ServerDuration(framing []byte) (time.Duration, bool, error) {
+	v, ok, err := serverDurationEncoded(framing)
+	if !ok {
+		return 0, false, err
+	}
+	return DecodeServerDuration(v), true, nil
+}
+
+// serverDurationEncoded is ServerDuration without the decoding: the frame
+// info's 2-byte value.
+func serverDurationEncoded(framing []byte) (uint16, bool, error) {
 	// The server writes the duration first (kv_engine's
 	// formatResponseHeaders): read it without walking the list.
 	if len(framing) >= serverDurationFrameLen && framing[0] == byte(FrameServerDuration)<<4|2 {
-		return DecodeServerDuration(binary.BigEndian.Uint16(framing[1:])), true, nil
+		return binary.BigEndian.Uint16(framing[1:]), true, nil
 	}
 	for len(framing) > 0 {
 		id, data, rest, err := NextFrameInfo(framing)
@@ -248,7 +258,7 @@ func ServerDuration(framing []byte) (time.Duration, bool, error) {
 			if len(data) != 2 {
 				return 0, false, malformed("server duration frame info", "length", "%d bytes, want 2", len(data))
 			}
-			return DecodeServerDuration(binary.BigEndian.Uint16(data)), true, nil
+			return binary.BigEndian.Uint16(data), true, nil
 		}
 		framing = rest
 	}
@@ -262,9 +272,22 @@ func ServerDuration(framing []byte) (time.Duration, bool, error) {
 // that do not decode (the function ServerDuration says what was wrong). It
 // allocates nothing.
 func (p *Packet) ServerDuration() (time.Duration, bool) {
+	v, ok := p.ServerDurationEncoded()
+	if !ok {
+		return 0, false
+	}
+	return DecodeServerDuration(v), true
+}
+
+// ServerDurationEncoded is ServerDuration without the decoding: the frame
+// info's 2-byte value, which DecodeServerDuration turns into the duration.
+// Decoding costs a floating-point power (tens of nanoseconds); a response
+// handler on a connection's reader keeps the value and leaves the decoding
+// to whoever wants the duration. It allocates nothing.
+func (p *Packet) ServerDurationEncoded() (uint16, bool) {
 	if p.Magic != MagicResExt || len(p.FramingExtras) == 0 {
 		return 0, false
 	}
-	d, ok, err := ServerDuration(p.FramingExtras)
-	return d, ok && err == nil
+	v, ok, err := serverDurationEncoded(p.FramingExtras)
+	return v, ok && err == nil
 }

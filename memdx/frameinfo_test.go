@@ -275,6 +275,9 @@ func TestPacketServerDuration(t *testing.T) {
 	if !ok || d < 699*time.Millisecond || d > 701*time.Millisecond {
 		t.Errorf("ServerDuration() of a 700ms frame = %v %v", d, ok)
 	}
+	if v, ok := p.ServerDurationEncoded(); !ok || v != EncodeServerDuration(700*time.Millisecond) || DecodeServerDuration(v) != d {
+		t.Errorf("ServerDurationEncoded() = %d %v, want %d, which decodes to %v", v, ok, EncodeServerDuration(700*time.Millisecond), d)
+	}
 	for name, p := range map[string]Packet{
 		"classic response": {Magic: MagicRes, OpCode: OpGet},
 		"other frame only": {Magic: MagicResExt, FramingExtras: []byte{0x12, 0x00, 0x01}},
@@ -283,6 +286,9 @@ func TestPacketServerDuration(t *testing.T) {
 	} {
 		if d, ok := p.ServerDuration(); ok {
 			t.Errorf("%s: ServerDuration() = %v, true", name, d)
+		}
+		if v, ok := p.ServerDurationEncoded(); ok {
+			t.Errorf("%s: ServerDurationEncoded() = %d, true", name, v)
 		}
 	}
 }

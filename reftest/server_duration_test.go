@@ -138,6 +138,7 @@ type orphanReport struct {
 			LastServerMicros  uint64 `json:"last_server_duration_us"`
 			TotalMicros       uint64 `json:"total_duration_us"`
 			LastRemoteSocket  string `json:"last_remote_socket"`
+			LastLocalSocket   string `json:"last_local_socket"`
 			LastLocalID       string `json:"last_local_id"`
 			OperationIDString any    `json:"operation_id"`
 		} `json:"top_requests"`
@@ -289,7 +290,9 @@ const reportLimit = time.Minute
 // time as its last_server_duration_us. The orphan reporter (the C++
 // core's) reports the Get that timed out; it records an orphan when the
 // timeout fires, before any answer, so that entry's server duration is 0
-// in the SDK itself, and the test checks only that the orphan is there.
+// in the SDK itself: the test checks its other fields (the slow get's
+// remote socket and local id, an operation id of its own, a loopback local
+// socket, a total of at least the timeout).
 func TestNodeSDKSeesServerDurations(t *testing.T) {
 	script := nodeScript(t, "observe.js")
 	const delay = 300 * time.Millisecond
@@ -309,7 +312,11 @@ func TestNodeSDKSeesServerDurations(t *testing.T) {
 	// report of the slow get may be emitted before the second get times
 	// out.
 	var rtt time.Duration
-	type entry struct{ total, server time.Duration }
+	type entry struct {
+		total, server   time.Duration
+		remote, localID string
+		operationID     string
+	}
 	var slow *entry
 	run.await(t, run.stdout, "result line and threshold report with the delayed get", func(l string) bool {
 		var line observeLine
@@ -326,7 +333,8 @@ func TestNodeSDKSeesServerDurations(t *testing.T) {
 			for _, e := range line.Threshold.KV.Top {
 				total := time.Duration(e.TotalMicros * float64(time.Microsecond))
 				if e.Operation == "get" && total >= delay {
-					slow = &entry{total, time.Duration(e.LastServerMicros * float64(time.Microsecond))}
+					slow = &entry{total, time.Duration(e.LastServerMicros * float64(time.Microsecond)),
+						e.LastRemoteSocket, e.LastLocalID, e.OperationID}
 					t.Logf("SDK's threshold report: %+v", e)
 				}
 			}
@@ -349,7 +357,16 @@ func TestNodeSDKSeesServerDurations(t *testing.T) {
 		if rep.KV.Count != 1 || len(rep.KV.Top) != 1 || rep.KV.Top[0].Operation != "get" {
 			t.Fatalf("orphan report %q, want the one timed-out get", l)
 		}
-		t.Logf("C++ core's orphan report: %+v", rep.KV.Top[0])
+		// The same key on the same connection as the slow get, a request
+		// of its own, from the dispatch to the timeout at least.
+		o := rep.KV.Top[0]
+		opID, _ := o.OperationIDString.(string)
+		if o.LastRemoteSocket != slow.remote || o.LastLocalID != slow.localID || !strings.HasPrefix(opID, "0x") || opID == slow.operationID ||
+			!strings.HasPrefix(o.LastLocalSocket, "127.0.0.1:") || time.Duration(o.TotalMicros)*time.Microsecond < time.Duration(cfg.ShortTimeoutMs)*time.Millisecond {
+			t.Fatalf("orphan report %q: want the slow get's remote socket %s and local id %s, an operation id of its own (not %s), a loopback local socket, a total of at least the %d ms timeout",
+				l, slow.remote, slow.localID, slow.operationID, cfg.ShortTimeoutMs)
+		}
+		t.Logf("C++ core's orphan report: %s", l[i+len(prefix):])
 		return true
 	})
 	run.finish(t)

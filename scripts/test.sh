@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test kvwire has: vet, the race-enabled unit and integration tests
 # of the root module (memdx, errmap, vbmap, retry, conn, client, mockcluster,
-# kvcli), the OpenTelemetry adapters in kvotel/, and the reference tests in
+# kvcli), the OpenTelemetry adapters in kvotel/ and README's OTLP example in
+# kvotel/example/, and the reference tests in
 # reftest/: gocbcore, the Couchbase Node.js SDK (its C++ core) and
 # libcouchbase's cbc tools against the mock cluster.
 #
@@ -108,6 +109,13 @@ if [ -f kvotel/go.mod ]; then
   echo "== kvotel (the OpenTelemetry adapters, a nested module)"
   # Like reftest below, a module of its own that ./... does not reach.
   (cd kvotel && $GO vet ./... &&
+    $GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... &&
+    $GO test -race -timeout 5m ./...)
+  # README.md's OpenTelemetry program, run against the mock and an OTLP
+  # collector of the test's own: a module of its own for the exporters'
+  # dependencies (kvotel/example/doc.go).
+  echo "== kvotel/example (README.md's OTLP export)"
+  (cd kvotel/example && $GO vet ./... &&
     $GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... &&
     $GO test -race -timeout 5m ./...)
 fi

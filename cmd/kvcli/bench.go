@@ -112,12 +112,14 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 		return exitUsage
 	}
 	rc := &retryCounter{}
+	inv.reports = &reports{}
 	s, code := inv.connect(ctx, rc)
 	if s == nil {
 		return code
 	}
 	defer s.Close()
-	b := &bench{inv: inv, cfg: cfg, col: s.col, rc: rc, target: redactConnStr(s.t.connStr), durability: level, clock: realClock{}}
+	b := &bench{inv: inv, cfg: cfg, col: s.col, rc: rc, target: redactConnStr(s.t.connStr), durability: level, clock: realClock{},
+		close: s.Close}
 	return b.run(ctx)
 }
 

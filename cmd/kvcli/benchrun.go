@@ -35,6 +35,8 @@ type bench struct {
 	workers []*benchWorker
 	// preloaded counts the keys the preload set.
 	preloaded atomic.Int64
+	// close closes the client: its reports log what they hold.
+	close func()
 }
 
 // benchWorker is one worker's counters. The atomics are read by the
@@ -135,8 +137,12 @@ func (b *bench) load(ctx, opCtx context.Context) (stopped string, elapsed time.D
 	return stopped, elapsed
 }
 
-// report prints the summary and returns bench's exit code.
+// report prints the summary and returns bench's exit code. It closes
+// the client first, so that its reports log what they hold.
 func (b *bench) report(stopped string, elapsed time.Duration) int {
+	if b.close != nil {
+		b.close()
+	}
 	sum := b.summary(stopped, elapsed)
 	if b.inv.g.json {
 		b.inv.printJSON(sum)

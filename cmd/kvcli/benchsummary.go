@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -59,6 +60,11 @@ type benchSummary struct {
 	Rate *benchRate `json:"rate,omitempty"`
 	// FirstError is the first failed operation's message, for a person.
 	FirstError string `json:"first_error,omitempty"`
+	// ThresholdReports and OrphanReports are the client's slow-operation
+	// and orphan reports (RFC 0067's JSON) logged during the run, the
+	// last at its end.
+	ThresholdReports []json.RawMessage `json:"threshold_reports"`
+	OrphanReports    []json.RawMessage `json:"orphan_reports"`
 }
 
 // benchRate is how a paced run went: the achieved rate is ops_per_sec.
@@ -132,6 +138,10 @@ func (b *bench) summary(stopped string, elapsed time.Duration) *benchSummary {
 		el := latencyOf(&eh)
 		s.ErrorLatencyUS = &el
 	}
+	s.ThresholdReports, s.OrphanReports = []json.RawMessage{}, []json.RawMessage{}
+	if b.inv.reports != nil {
+		s.ThresholdReports, s.OrphanReports = b.inv.reports.taken()
+	}
 	return s
 }
 
@@ -154,6 +164,7 @@ func printBenchSummary(inv *invocation, s *benchSummary) {
 		s.Target, c.Concurrency, c.Ratio*100, c.valueSizeText(), c.Keys, c.keyDistText(), c.extraText())
 	if s.Stopped == "interrupted_preloading" {
 		fmt.Fprintf(w, "time       0s (interrupted while preloading: %d of %d keys set; no operations ran)\n", s.Preloaded, c.Keys)
+		printReports(w, s.ThresholdReports, s.OrphanReports)
 		return
 	}
 	how := map[string]string{"duration": "ran for --duration", "ops": "ran --ops", "interrupted": "interrupted"}[s.Stopped]
@@ -191,6 +202,7 @@ func printBenchSummary(inv *invocation, s *benchSummary) {
 	if l := s.ErrorLatencyUS; l != nil {
 		printLatency(w, "failed    ", *l, per+", of the calls that failed")
 	}
+	printReports(w, s.ThresholdReports, s.OrphanReports)
 }
 
 // printLatency prints a latency line: the label, the percentiles, and

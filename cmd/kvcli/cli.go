@@ -128,6 +128,7 @@ func init() {
 		{"lookup", "KEY PATH...", "read paths of a JSON document (sub-document lookup)", cmdLookup},
 		{"mutate", "KEY OP PATH [VALUE]...", "change paths of a JSON document atomically (sub-document)", cmdMutate},
 		{"ping", "", "send NOOP to every node and print the latencies", cmdPing},
+		{"diag", "", "print every connection's state, sockets and last activity (no I/O); --wait for readiness", cmdDiag},
 		{"route", "KEY", "print the key's vbucket and nodes by the current and forward map", cmdRoute},
 		{"scan", "", "print the documents (or keys) of a key range, a prefix or a random sample", cmdScan},
 		{"stats", "[GROUP]", "print every node's statistics (a group: settings, items, slabs...)", cmdStats},
@@ -173,6 +174,9 @@ type invocation struct {
 	connectTimeoutFrom string
 	// errMu serializes writes to stderr (see diag).
 	errMu sync.Mutex
+	// reports, when set (bench), keeps the client's slow-operation and
+	// orphan reports.
+	reports *reports
 }
 
 // run is kvcli: it parses args (without the program name) and returns the
@@ -396,6 +400,13 @@ var commandHelp = map[string]string{
 	"decr":   "Prints the counter's new value. Without --initial a missing document is an error (exit 3).",
 	"route":  "Sends nothing: shows where the client would send KEY under the config it fetched.",
 	"ping":   "Exit status 1 when any node did not answer.",
+	"diag": "Sends nothing: prints each node's connections as the client sees them (SDK RFC 0034):\n" +
+		"ID (node/place in its pool), state (connecting, connected, reconnecting, disconnecting,\n" +
+		"disconnected), local socket and id, time since the last request, and why one is not\n" +
+		"connected; then the cluster's state (online, degraded, offline). --wait D first waits up to\n" +
+		"D for every connection (--degraded: one per service) to be up. --json prints RFC 0061's\n" +
+		"report under \"diagnostics\". Exit status 1 when the cluster is not online (or --wait\n" +
+		"ran out).",
 	"scan": "Scans the collection (Couchbase Server 7.2+ range scans): the whole of it, --from/--to,\n" +
 		"--prefix, or --sample N. Prints KEY<TAB>VALUE per document (the value Go-quoted when it is\n" +
 		"not one line of UTF-8), the key alone with --keys-only; with --json one JSON document,\n" +

@@ -91,6 +91,13 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 			},
 		}))
 	}
+	if inv.reports != nil {
+		var next slog.Handler
+		if o.Logger != nil {
+			next = o.Logger.Handler()
+		}
+		o.Logger = slog.New(inv.reports.handler(next))
+	}
 	if inv.g.cacert != "" { // couchbases:// and memcacheds:// only (see connect)
 		pem, err := os.ReadFile(inv.g.cacert)
 		if err != nil {

@@ -112,6 +112,13 @@
 //
 //	ping                   NOOP to every node; prints each node's latency; exit 1 if
 //	                       any did not answer
+//	diag                   send nothing: each node's connections as the client sees
+//	                       them (SDK RFC 0034: id, state, local socket and local id,
+//	                       time since the last request, why one is down) and the
+//	                       cluster's state (online, degraded, offline); exit 1 if
+//	                       not online
+//	    --wait D           first wait up to D for every connection to be up
+//	    --degraded         with --wait: one connection per service is enough
 //	route KEY              send nothing; print the key's vbucket and its nodes by the
 //	                       current map and, during a rebalance, by the forward map
 //	                       (vBucketMapForward); for memcached://, the ketama server
@@ -251,6 +258,14 @@
 //	retries    0
 //	latency    min 23µs  p50 119µs  p90 255µs  p99 3.24ms  p99.9 25.76ms  max 28.46ms  (mean 293µs)
 //	scheduled  min 35µs  p50 834µs  p90 16.68ms  p99 73.14ms  p99.9 92.54ms  max 94.94ms  (mean 5.45ms, from each operation's scheduled time)
+//	slow ops   none: no operations over the threshold (the slowest of each interval)
+//	orphans    none: no answers that came after their operation had given up
+//
+// The last two lines are the client's slow-operation and orphan reports
+// (RFC 0067) logged during the run, each as its JSON on a line of its own:
+// operations over 500 ms (tracing_threshold_kv in the connection string
+// sets the threshold), and answers that came after their operation timed
+// out.
 //
 // --json prints the summary as one object: "config" (the flags as read:
 // "rate", "value_size_min", "value_size_max", "key_dist", "zipf_s" with
@@ -262,7 +277,8 @@
 // "retries_by_reason", "latency_us" (microseconds, of the calls that
 // succeeded), "error_latency_us" when some failed, and with --rate
 // "latency_from_schedule_us" and "rate": {"target_ops_per_sec", "late_ops",
-// "max_late_us", "final_lag_us", "kept_up"}.
+// "max_late_us", "final_lag_us", "kept_up"}, and "threshold_reports" and
+// "orphan_reports" (the reports' JSON, empty lists when there were none).
 // Ctrl-C stops the run early: operations in flight finish (workers waiting
 // for their scheduled time stop waiting), and the summary is printed as
 // usual. Ctrl-C during the preload stops it the same way; the summary then
@@ -365,6 +381,7 @@
 //	lookup         a line per path: PATH<TAB>VALUE, or PATH<TAB>error: ...
 //	mutate         mutated "KEY" cas=0x..., then PATH<TAB>VALUE per counter
 //	ping, route    a line per node / per map
+//	diag           a line per connection, then the cluster's state
 //	errors         one line on stderr: kvcli: ...
 //
 // With --json stdout carries exactly one JSON document per command, which
@@ -391,7 +408,11 @@
 // most decoders; unlock and --cas accept them as printed. Mutations add
 // "mutation_token" ({"bucket","vbucket","vbuuid","seqno"}) when the server
 // sent one; incr/decr add "counter", exists "exists", lock "lock_time_s",
-// route "route", ping "ping"; lookup and mutate add "paths" (one
+// route "route", ping "ping" (one {"node","ok","state","latency_us","local",
+// "remote","local_id","error"} per node, state being RFC 0034's ok, timeout
+// or error), diag "diagnostics" (RFC 0061's report: "version":2, "state",
+// "services":{"kv":[{"id","state","remote","local","last_activity_us",
+// "namespace","details"}]}); lookup and mutate add "paths" (one
 // {"path","xattr","value","exists","error"} per path, a value that is not
 // JSON as "raw" and "encoding"; mutate: per counter)
 // and "deleted" when the document is a tombstone. "retries" is how many times the operation was

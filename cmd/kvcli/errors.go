@@ -81,6 +81,8 @@ func (inv *invocation) explain(key string, err error) problem {
 			return problem{kindInterrupted, "interrupted after the request was sent: it may have been applied" + inv.readToSee(key), exitInterrupted}
 		}
 		return problem{kindInterrupted, "interrupted", exitInterrupted}
+	case errors.As(err, new(*client.NotReadyError)): // diag --wait: it names the node out and why
+		return problem{kindTimeout, msg, exitError}
 	case errors.Is(err, client.ErrTimeout):
 		return problem{kindTimeout, inv.timeoutLine(kv, isKV), exitError}
 	case errors.Is(err, client.ErrDocumentNotFound):

@@ -78,6 +78,8 @@ func TestEveryCommandJSONIsOneDocument(t *testing.T) {
 		{"lookup", env, []string{"lookup", "u:1", "name", "nope", "--xattr", "$document.CAS"}, exitNotFound},
 		{"mutate", env, []string{"mutate", "u:1", "upsert", "age", "36", "incr", "logins", "1"}, exitOK},
 		{"ping", env, []string{"ping"}, exitOK},
+		{"diag", env, []string{"diag"}, exitOK},
+		{"diag", env, []string{"diag", "--wait", "10s"}, exitOK},
 		{"route", env, []string{"route", "a"}, exitOK},
 		{"scan", env, []string{"scan"}, exitOK},
 		{"scan", env, []string{"scan", "--keys-only", "--prefix", "u:"}, exitOK},

@@ -446,10 +446,14 @@ func cmdPing(ctx context.Context, inv *invocation, args []string) int {
 			code := exitOK
 			res := &jsonResult{Op: "ping", OK: true}
 			for _, p := range results {
-				jp := jsonPing{Node: p.Node, OK: p.Err == nil}
+				jp := jsonPing{Node: p.Node, OK: p.Err == nil, State: "ok", Local: p.Local, Remote: p.Remote, LocalID: p.LocalID}
 				if p.Err != nil {
 					code = exitError
 					res.OK = false
+					jp.State = "error"
+					if errors.Is(p.Err, client.ErrTimeout) {
+						jp.State = "timeout"
+					}
 					jp.Error = inv.redact(p.Err.Error())
 					if !inv.g.json {
 						fmt.Fprintf(inv.env.stdout, "%-22s FAILED  %s\n", p.Node, jp.Error)

@@ -39,6 +39,8 @@ type jsonResult struct {
 	MutationToken *jsonToken `json:"mutation_token,omitempty"`
 	Route         *jsonRoute `json:"route,omitempty"`
 	Ping          []jsonPing `json:"ping,omitempty"`
+	// Diagnostics is diag's report: RFC 0061's JSON (version 2).
+	Diagnostics json.RawMessage `json:"diagnostics,omitempty"`
 	// Results are get's, one per key, when it read several.
 	Results      []*jsonResult `json:"results,omitempty"`
 	Retries      int           `json:"retries"`
@@ -77,10 +79,17 @@ type jsonRoute struct {
 }
 
 type jsonPing struct {
-	Node      string  `json:"node"`
-	OK        bool    `json:"ok"`
+	Node string `json:"node"`
+	OK   bool   `json:"ok"`
+	// State is RFC 0034's: ok, timeout or error.
+	State     string  `json:"state"`
 	LatencyUS float64 `json:"latency_us,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	// Local and Remote are the sockets of the connection pinged, LocalID
+	// its id (RFC 0067's local id).
+	Local   string `json:"local,omitempty"`
+	Remote  string `json:"remote,omitempty"`
+	LocalID string `json:"local_id,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 func (inv *invocation) printJSON(v any) {

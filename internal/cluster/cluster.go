@@ -152,6 +152,8 @@ type Cluster struct {
 	fetchClosed bool                  // Close has begun; guarded by fetchMu
 
 	colls CollectionIDs
+	// health signals each change of an endpoint's state (health.go).
+	health healthSignal
 	// parses counts the configs parsed after bootstrap.
 	parses atomic.Int64
 	// longestTimeout is the longest operation timeout seen (ns).
@@ -212,6 +214,7 @@ func (c *Cluster) Close() {
 			close(c.renewLocked(cur).changed)
 		}
 		c.mu.Unlock()
+		c.health.notify()
 		c.fetchMu.Lock()
 		c.fetchClosed = true // no fetcher or recovery starts after wg.Wait begins
 		c.fetchMu.Unlock()
@@ -264,7 +267,7 @@ func (c *Cluster) connOptions(n *Node) conn.Options {
 	if n == nil {
 		return o
 	}
-	o.OnClose = func(error) { n.signal() }
+	o.OnClose = n.connEnded
 	if !c.cfg.Memcached {
 		o.OnClustermapNotification = func(nt memdx.ClustermapNotification) { c.onNotification(n, nt) }
 	}

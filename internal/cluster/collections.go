@@ -60,7 +60,7 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 			_, id, err := memdx.DecodeCollectionsGetID(p)
 			cid = id
 			return err
-		})
+		}, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -40,6 +40,7 @@ type Node struct {
 
 	mu      sync.Mutex
 	lastErr error // why the last dial failed; nil once one succeeded
+	endErr  error // why the last connection that ended did (health.go)
 
 	// ctx is a child of the client's: canceled when the node leaves the
 	// config (leave) or the client closes. It bounds dials.
@@ -155,6 +156,7 @@ func (n *Node) adopt(cn *conn.Conn) (wasDown bool) {
 	next = append(next, cn)
 	n.conns.Store(&next)
 	n.mu.Unlock()
+	n.cl.health.notify()
 	n.cl.onConnUp(n, cn)
 	return wasDown
 }
@@ -194,7 +196,10 @@ func (n *Node) signal() {
 // longer lists it, and pick refuses) and its connections close once their
 // requests in flight have drained, which takes at most the longest
 // operation timeout the client has used (every request has a deadline).
-func (n *Node) leave() { n.cancel() }
+func (n *Node) leave() {
+	n.cancel()
+	n.cl.health.notify()
+}
 
 func (n *Node) maintain() {
 	defer n.cl.wg.Done()
@@ -238,6 +243,7 @@ func (n *Node) maintain() {
 		n.lastErr = err
 		n.mu.Unlock()
 		n.markTried()
+		n.cl.health.notify()
 		n.cl.onDialResult(n, err)
 		wait := backoff
 		if redialable(err) {

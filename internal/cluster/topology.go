@@ -194,6 +194,9 @@ func (c *Cluster) swapLocked(t *Topology) *Topology {
 	if old != nil && old.changed != nil && !closed(old.changed) {
 		close(old.changed)
 	}
+	if old == nil || !slices.Equal(old.all, t.all) {
+		c.health.notify() // nodes came or went (health.go)
+	}
 	return old
 }
 

@@ -42,7 +42,7 @@ func (q *quietGets) send(w *Window, g *Group, keys [][]byte, deadline time.Time)
 	}
 	tmpl := memdx.Request{OpCode: memdx.OpGetKQ} // answers name their keys: GetAnswer checks them
 	w.expectAdd(1)
-	pend, err := g.Conn.StartGets(deadline, &tmpl, keys, (*quietSink)(w), w, uint64(g.slot))
+	pend, err := g.Conn.StartGets(deadline, &tmpl, keys, (*quietSink)(w), w, uint64(g.slot), nil)
 	if err != nil {
 		w.expectAdd(-1)
 		g.end(false, err)

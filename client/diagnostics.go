@@ -1,0 +1,352 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Diagnostics and readiness (Couchbase SDK RFC 0034, "Health Check", in its
+// SDK 3 form, RFC 0061): Client.Diagnostics reports every connection the
+// client keeps or is trying to make, without any I/O; Client.WaitUntilReady
+// waits until enough of them are connected.
+
+// EndpointState is a connection's state in a diagnostics report (RFC 0034's
+// service states).
+type EndpointState uint8
+
+// Endpoint states.
+const (
+	// EndpointConnecting: the endpoint's first connection is being made
+	// (dialed, authenticated, bootstrapped).
+	EndpointConnecting EndpointState = iota
+	// EndpointConnected: its connection is up.
+	EndpointConnected
+	// EndpointReconnecting: it had a connection, or a first attempt that
+	// failed, and is being connected again (or waits out its backoff to
+	// do so). Details says why its last connection or attempt ended.
+	EndpointReconnecting
+	// EndpointDisconnecting: its node left the cluster's config; the
+	// connection is drained and closed.
+	EndpointDisconnecting
+	// EndpointDisconnected: no connection and none will be made (the
+	// client is closed).
+	EndpointDisconnected
+)
+
+var endpointStateNames = [...]string{"connecting", "connected", "reconnecting", "disconnecting", "disconnected"}
+
+// String is the state's name in RFC 0034's JSON.
+func (s EndpointState) String() string {
+	if int(s) < len(endpointStateNames) {
+		return endpointStateNames[s]
+	}
+	return "EndpointState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ClusterState sums up the endpoints of a diagnostics report (RFC 0061).
+type ClusterState uint8
+
+// Cluster states.
+const (
+	// ClusterOnline: every endpoint is connected.
+	ClusterOnline ClusterState = iota
+	// ClusterDegraded: at least one endpoint of each service is
+	// connected, not all.
+	ClusterDegraded
+	// ClusterOffline: a service has no endpoint connected.
+	ClusterOffline
+)
+
+var clusterStateNames = [...]string{"online", "degraded", "offline"}
+
+// String is the state's name in RFC 0061's JSON.
+func (s ClusterState) String() string {
+	if int(s) < len(clusterStateNames) {
+		return clusterStateNames[s]
+	}
+	return "ClusterState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// EndpointDiagnostics is one endpoint of a diagnostics report: one
+// connection of a node's pool, whether or not it is up.
+type EndpointDiagnostics struct {
+	// Service is the service it serves: ServiceKV.
+	Service string
+	// ID names the endpoint, the same across its reconnections: the
+	// node's address and the connection's place in the node's pool
+	// ("10.0.0.1:11210/0").
+	ID string
+	// Node is the node's address, as the cluster's config gives it
+	// (Remote while connected).
+	Node string
+	// Local and Remote are the connection's sockets ("ip:port"), empty
+	// while it has none.
+	Local, Remote string
+	// LocalID is the connection's id, RFC 0067's local id
+	// ("<client id>/<connection id>", as the slow-operation and orphan
+	// reports show it), empty while it has no connection.
+	LocalID string
+	State   EndpointState
+	// LastActivity is when a request was last sent on its connection, or
+	// the connection was made (zero: never).
+	LastActivity time.Time
+	// Bucket is the bucket the connection selected ("" on memcached://).
+	Bucket string
+	// Err is why its last connection ended or its last attempt failed,
+	// while it is not connected.
+	Err error
+}
+
+// DiagnosticsOptions are the options of Client.Diagnostics.
+type DiagnosticsOptions struct {
+	// ReportID is the report's id; a random one when empty.
+	ReportID string
+}
+
+// DiagnosticsResult is what Client.Diagnostics found: every endpoint,
+// ordered by node as the config lists them, then by place in the pool.
+// MarshalJSON writes RFC 0061's JSON (RFC 0034's shape, version 2).
+type DiagnosticsResult struct {
+	ID string
+	// SDK is the client's agent, as HELLO sends it.
+	SDK       string
+	State     ClusterState
+	Endpoints []EndpointDiagnostics
+	// At is when the report was made: last_activity_us counts from it.
+	At time.Time
+}
+
+// diagnosticsVersion is RFC 0061's report version.
+const diagnosticsVersion = 2
+
+type jsonDiagnostics struct {
+	Version  int                             `json:"version"`
+	ID       string                          `json:"id"`
+	SDK      string                          `json:"sdk"`
+	State    string                          `json:"state"`
+	Services map[string][]jsonEndpointReport `json:"services"`
+}
+
+type jsonEndpointReport struct {
+	ID             string  `json:"id"`
+	LastActivityUs *uint64 `json:"last_activity_us,omitempty"`
+	Remote         string  `json:"remote"`
+	Local          string  `json:"local,omitempty"`
+	State          string  `json:"state"`
+	Namespace      string  `json:"namespace,omitempty"`
+	Details        string  `json:"details,omitempty"`
+}
+
+// MarshalJSON writes the report as RFC 0061 has it:
+//
+//	{"version":2,"id":"...","sdk":"kvwire","state":"online","services":{"kv":[
+//	  {"id":"10.0.0.1:11210/0","last_activity_us":1182,"remote":"10.0.0.1:11210",
+//	   "local":"10.0.0.9:54670","state":"connected","namespace":"travel-sample",
+//	   "details":"local id 66388CF5BFCF7522/18CC8791579B567C"}]}}
+//
+// last_activity_us is the time from the last activity to the report
+// (absent when there was none); remote is the node's address as the
+// config gives it; details hold the local id of a connected endpoint, and
+// the error of one that is not.
+func (r *DiagnosticsResult) MarshalJSON() ([]byte, error) {
+	out := jsonDiagnostics{Version: diagnosticsVersion, ID: r.ID, SDK: r.SDK, State: r.State.String(),
+		Services: make(map[string][]jsonEndpointReport)}
+	for _, e := range r.Endpoints {
+		je := jsonEndpointReport{ID: e.ID, Remote: e.Node, Local: e.Local, State: e.State.String(), Namespace: e.Bucket}
+		if !e.LastActivity.IsZero() {
+			je.LastActivityUs = micros(r.At.Sub(e.LastActivity))
+		}
+		switch {
+		case e.Err != nil:
+			je.Details = e.Err.Error()
+		case e.LocalID != "":
+			je.Details = "local id " + e.LocalID
+		}
+		out.Services[e.Service] = append(out.Services[e.Service], je)
+	}
+	return json.Marshal(out)
+}
+
+// clusterState sums up endpoints: online when every one is connected,
+// offline when a service has none connected (or there is no endpoint at
+// all), degraded otherwise.
+func clusterState(endpoints []EndpointDiagnostics) ClusterState {
+	if len(endpoints) == 0 {
+		return ClusterOffline
+	}
+	up := make(map[string]bool)
+	all := true
+	for _, e := range endpoints {
+		connected := e.State == EndpointConnected
+		up[e.Service] = up[e.Service] || connected
+		all = all && connected
+	}
+	for _, ok := range up {
+		if !ok {
+			return ClusterOffline
+		}
+	}
+	if all {
+		return ClusterOnline
+	}
+	return ClusterDegraded
+}
+
+// WaitUntilReadyOptions are the options of Client.WaitUntilReady.
+type WaitUntilReadyOptions struct {
+	// DesiredState is the state to wait for: ClusterOnline (the default)
+	// or ClusterDegraded; ClusterOffline is refused (ErrInvalidArgument).
+	DesiredState ClusterState
+	// Timeout bounds the wait (with ctx's deadline, whichever is
+	// earlier). 0 means Options.ConnectTimeout.
+	Timeout time.Duration
+}
+
+// NotReadyError is WaitUntilReady's error when the cluster did not reach
+// the desired state in time: it names the first node that stayed out, its
+// state and why. It matches ErrTimeout and ErrUnambiguousTimeout (or
+// ErrRequestCanceled when ctx was cancelled) and unwraps to the node's
+// error, so that errors.Is(err, ErrAuthenticationFailure) tells a refused
+// login from an unreachable node.
+type NotReadyError struct {
+	Desired, State ClusterState
+	// Waited is how long WaitUntilReady waited.
+	Waited time.Duration
+	// Node is the first node, in the config's order, with an endpoint
+	// that was not connected; NodeState that endpoint's state and Err
+	// why (nil when none was known: a first connection still being
+	// made).
+	Node      string
+	NodeState EndpointState
+	Err       error
+	canceled  bool
+}
+
+func (e *NotReadyError) Error() string {
+	why := "timed out"
+	if e.canceled {
+		why = "canceled"
+	}
+	s := fmt.Sprintf("kvwire: cluster not %s after %v (%s, it is %s)", e.Desired, e.Waited.Round(time.Millisecond), why, e.State)
+	if e.Node != "" {
+		s += fmt.Sprintf(": node %s is %s", e.Node, e.NodeState)
+		if e.Err != nil {
+			s += ": " + e.Err.Error()
+		}
+	}
+	return s
+}
+
+// Is matches the timeout sentinels (ErrRequestCanceled when ctx was
+// cancelled).
+func (e *NotReadyError) Is(target error) bool {
+	if e.canceled {
+		return target == ErrRequestCanceled
+	}
+	return target == ErrTimeout || target == ErrUnambiguousTimeout
+}
+
+// Unwrap returns the node's error.
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
+// errOfflineNotWaitable refuses ClusterOffline as a state to wait for.
+var errOfflineNotWaitable = fmt.Errorf("%w: WaitUntilReady waits for ClusterOnline or ClusterDegraded, not ClusterOffline", ErrInvalidArgument)
+
+// reached reports whether state satisfies desired.
+func reached(state, desired ClusterState) bool {
+	switch desired {
+	case ClusterOnline:
+		return state == ClusterOnline
+	case ClusterDegraded:
+		return state == ClusterOnline || state == ClusterDegraded
+	}
+	return false
+}
+
+// notReady builds the error of a wait that ended with d the last report.
+func notReady(d *DiagnosticsResult, desired ClusterState, waited time.Duration, canceled bool) *NotReadyError {
+	e := &NotReadyError{Desired: desired, State: d.State, Waited: waited, canceled: canceled}
+	for _, ep := range d.Endpoints {
+		if ep.State != EndpointConnected {
+			e.Node, e.NodeState, e.Err = ep.Node, ep.State, ep.Err
+			break
+		}
+	}
+	return e
+}
+
+// Diagnostics reports every endpoint of the client (each place of each
+// node's connection pool, connected or not) and the cluster's state, from
+// what the client knows: it does no I/O (Ping does). json.Marshal of the
+// result is RFC 0061's report.
+func (c *Client) Diagnostics(opts *DiagnosticsOptions) *DiagnosticsResult {
+	id := ""
+	if opts != nil {
+		id = opts.ReportID
+	}
+	if id == "" {
+		id = newClientID()
+	}
+	return c.diagnostics(id)
+}
+
+func (c *Client) diagnostics(id string) *DiagnosticsResult {
+	eps := c.cl.Endpoints()
+	r := &DiagnosticsResult{ID: id, SDK: c.opts.ClientName, At: c.clock.Now(), Endpoints: make([]EndpointDiagnostics, len(eps))}
+	for i, e := range eps {
+		d := &r.Endpoints[i]
+		*d = EndpointDiagnostics{Service: ServiceKV, ID: e.Node + "/" + strconv.Itoa(e.Slot), Node: e.Node,
+			State: endpointStateOf(e.State), Bucket: c.opts.Bucket, Err: e.Err}
+		if cn := e.Conn; cn != nil {
+			d.Local, d.Remote, d.LocalID, d.LastActivity = cn.LocalAddr(), cn.RemoteAddr(), cn.ID(), cn.LastActivity()
+		}
+	}
+	r.State = clusterState(r.Endpoints)
+	return r
+}
+
+// WaitUntilReady waits until the cluster is in opts.DesiredState (online:
+// every endpoint connected, the default; degraded: at least one), and
+// returns as soon as it is: the connections tell it of each change, no
+// polling. It fails with a *NotReadyError (a timeout) when opts.Timeout
+// (Options.ConnectTimeout by default, counted on the client's Clock) or
+// ctx's deadline passes first, naming the first node that stayed out and
+// why, and with ErrClosed when the client closes.
+func (c *Client) WaitUntilReady(ctx context.Context, opts *WaitUntilReadyOptions) error {
+	desired, timeout := ClusterOnline, c.opts.ConnectTimeout
+	if opts != nil {
+		desired = opts.DesiredState
+		if opts.Timeout > 0 {
+			timeout = opts.Timeout
+		}
+		if opts.Timeout < 0 {
+			return fmt.Errorf("%w: WaitUntilReadyOptions.Timeout %v is negative", ErrInvalidArgument, opts.Timeout)
+		}
+	}
+	if desired == ClusterOffline || desired > ClusterOffline {
+		return errOfflineNotWaitable
+	}
+	start := c.clock.Now()
+	timer := c.clock.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		changed := c.cl.HealthChanged()
+		d := c.diagnostics("")
+		if reached(d.State, desired) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C():
+			return notReady(c.diagnostics(""), desired, c.clock.Now().Sub(start), false)
+		case <-ctx.Done():
+			return notReady(c.diagnostics(""), desired, c.clock.Now().Sub(start), !errors.Is(ctx.Err(), context.DeadlineExceeded))
+		case <-c.ctx.Done():
+			return fmt.Errorf("kvwire: WaitUntilReady: %w", ErrClosed)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Operations carry RFC 0067's names, in snake case.
+func TestSpanNames(t *testing.T) {
+	for name, want := range map[string]string{
+		"Get": "get", "GetAndLock": "get_and_lock", "GetAndTouch": "get_and_touch", "GetReplica": "get_replica",
+		"GetReplica(active)": "get", "LookupIn": "lookup_in", "LookupInReplica": "lookup_in_replica",
+		"MutateIn": "mutate_in", "Upsert": "upsert", "Remove": "remove", "Increment": "increment", "Ping": "ping",
+		"SomethingNew": "something_new",
+	} {
+		got, i := spanName(name, 0)
+		assert.Equal(t, want, got, name)
+		if i != opUnlisted {
+			assert.Equal(t, want, opNames[i], name)
+		}
+	}
+	for op, want := range map[memdx.OpCode]string{memdx.OpRangeScanCreate: "range_scan_create",
+		memdx.OpRangeScanContinue: "range_scan_continue", memdx.OpRangeScanCancel: "range_scan_cancel"} {
+		got, i := spanName("Scan", op)
+		assert.Equal(t, want, got)
+		assert.Equal(t, want, opNames[i])
+	}
+	_, i := spanName("SomethingNew", 0)
+	assert.Equal(t, opUnlisted, i)
+}
+
+// error.type is RFC 0058's name of the error's sentinel, the timeout's
+// kind before whatever caused it, _OTHER without one.
+func TestErrorTypes(t *testing.T) {
+	for err, want := range map[error]string{
+		&KeyValueError{Err: ErrDocumentNotFound}:                           "DocumentNotFound",
+		fmt.Errorf("x: %w", ErrCasMismatch):                                "CasMismatch",
+		fmt.Errorf("%w: %w", ErrUnambiguousTimeout, ErrTemporaryFailure):   "UnambiguousTimeout",
+		&KeyValueError{Err: ErrAmbiguousTimeout, Cause: ErrDocumentLocked}: "AmbiguousTimeout",
+		&KeyValueError{Err: ErrServerFailure}:                              "InternalServerFailure",
+		&KeyValueError{Err: ErrRequestCanceled}:                            "RequestCanceled",
+		fmt.Errorf("no"):                                                   ErrorTypeOther,
+		&KeyValueError{Err: ErrDocumentNotJSON}:                            "DocumentNotJson",
+		&KeyValueError{Err: ErrNoNodeAvailable}:                            "ServiceNotAvailable",
+	} {
+		assert.Equal(t, want, errorType(err), "%v", err)
+	}
+}
+
+// countingMeter counts the recorders it is asked for and what they record.
+type countingMeter struct {
+	mu     sync.Mutex
+	asked  []map[string]string
+	values map[string][]uint64 // by operation and error type
+}
+
+func (m *countingMeter) Counter(string, map[string]string) (Counter, error) {
+	return noopInstrument{}, nil
+}
+func (m *countingMeter) ValueRecorder(name string, attrs map[string]string) (ValueRecorder, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked = append(m.asked, attrs)
+	return countingRecorder{m, attrs[AttributeOperationName] + "/" + attrs[AttributeErrorType]}, nil
+}
+
+type countingRecorder struct {
+	m *countingMeter
+	k string
+}
+
+func (r countingRecorder) RecordValue(v uint64) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	if r.m.values == nil {
+		r.m.values = map[string][]uint64{}
+	}
+	r.m.values[r.k] = append(r.m.values[r.k], v)
+}
+
+// A Meter is asked once for each recorder, with RFC 0067's attributes;
+// the latency is recorded in microseconds on it.
+func TestOperationMetricRecorders(t *testing.T) {
+	m := &countingMeter{}
+	ob := newObservers(&Options{Meter: m, Bucket: "b", ThresholdLogging: ThresholdLoggingOptions{Disabled: true},
+		OrphanReporting: OrphanReportingOptions{Disabled: true}}, retry.NewFakeClock(reportEpoch), retry.NewFakeClock(reportEpoch), "")
+	defer ob.close()
+	col := &Collection{scope: "s", name: "c"}
+	for i, err := range []error{nil, nil, &KeyValueError{Err: ErrDocumentNotFound}, nil} {
+		var tr opTrace
+		ob.begin(context.Background(), &tr, "Get", memdx.OpGet, col, nil, reportEpoch, time.Second)
+		ob.end(&tr, col, err, 0, reportEpoch.Add(time.Duration(i+1)*time.Millisecond))
+	}
+	require.Len(t, m.asked, 2)
+	require.Equal(t, map[string]string{AttributeSystemName: "couchbase", AttributeService: "kv", AttributeOperationName: "get",
+		AttributeBucketName: "b", AttributeScopeName: "s", AttributeCollectionName: "c"}, m.asked[0])
+	require.Equal(t, "DocumentNotFound", m.asked[1][AttributeErrorType])
+	require.Equal(t, map[string][]uint64{"get/": {1000, 2000, 4000}, "get/DocumentNotFound": {3000}}, m.values)
+}
+
+// An orphan from a connection becomes a record of the orphan report:
+// its total from the request's dispatch to the late answer (from when it
+// was abandoned when the request said nothing), the connection's id and
+// sockets, the opaque and the server's duration.
+func TestOrphanRecordFromConnection(t *testing.T) {
+	clock := retry.NewFakeClock(reportEpoch)
+	logger, logs := newCapture()
+	ob := newObservers(&Options{Logger: logger, LoggingMeter: LoggingMeterOptions{Disabled: true},
+		ThresholdLogging: ThresholdLoggingOptions{Disabled: true}}, clock, clock, "")
+	ob.onOrphan(conn.Orphan{Origin: conn.Origin{Operation: "get", Sent: reportEpoch, Timeout: 50 * time.Millisecond},
+		OpCode: memdx.OpGet, Opaque: 42, ConnID: "a/b", LocalAddr: "127.0.0.1:5000", RemoteAddr: "127.0.0.1:11210",
+		Abandoned: reportEpoch.Add(50 * time.Millisecond), Arrived: reportEpoch.Add(750 * time.Millisecond),
+		ServerDuration: 700 * time.Millisecond, HasServerDuration: true})
+	ob.onOrphan(conn.Orphan{OpCode: memdx.OpNoop, Opaque: 7, Abandoned: reportEpoch, Arrived: reportEpoch.Add(time.Second)})
+	ob.close()
+	l := nextLog(t, logs)
+	require.Equal(t, OrphanReportMessage, l.msg)
+	rep := parseKVReport(t, l)
+	require.EqualValues(t, 2, rep.KV.TotalCount)
+	require.Equal(t, map[string]any{"operation_name": "ping", "total_duration_us": 1e6, "last_dispatch_duration_us": 1e6,
+		"total_dispatch_duration_us": 1e6, "operation_id": "0x7"}, rep.KV.TopRequests[0])
+	require.Equal(t, map[string]any{"operation_name": "get", "total_duration_us": 750000.0, "last_dispatch_duration_us": 750000.0,
+		"total_dispatch_duration_us": 750000.0, "last_server_duration_us": 700000.0, "total_server_duration_us": 700000.0,
+		"operation_id": "0x2a", "last_local_id": "a/b", "last_local_socket": "127.0.0.1:5000",
+		"last_remote_socket": "127.0.0.1:11210", "timeout_ms": 50.0}, rep.KV.TopRequests[1])
+}

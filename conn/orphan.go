@@ -1,0 +1,99 @@
+package conn
+
+import (
+	"net"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// Origin says what a request was sent for, for the orphan report (Couchbase
+// SDK RFC 0067): the operation, when its caller sent it and with what
+// timeout. A caller that has one passes it to DoDeadline, Start or
+// StartGets. The connection keeps only the pointer while the request is in
+// flight and copies what it points to when the request is abandoned (a
+// tombstone keeps the copy for Options.OnOrphan), so the caller must leave
+// it unchanged until DoDeadline returns, or until it has taken the
+// request's Result or cancelled it. A nil Origin is allowed: an orphan of
+// that request says only its opcode.
+//
+// Sent is also the connection's last activity (LastActivity): the caller
+// reads the clock for its own reasons (a deadline, a latency), and the
+// connection, which reads no clock per request, takes that reading.
+type Origin struct {
+	// Operation is the caller's name for the operation ("get"); "" for
+	// none.
+	Operation string
+	// Sent is when the caller sent the request, on its own clock; zero
+	// when unknown.
+	Sent time.Time
+	// Timeout is the timeout the caller gave the request; 0 for none.
+	Timeout time.Duration
+}
+
+// Orphan is a late answer: the response to a request whose caller left
+// after it was sent (its context ended or its deadline passed; it was a
+// tombstone), as Options.OnOrphan receives it. It holds no key or value.
+type Orphan struct {
+	// Origin is the request's, as its caller gave it (zero when it gave
+	// none).
+	Origin
+	OpCode memdx.OpCode
+	Opaque uint32
+	Status memdx.Status
+	// ConnID, LocalAddr and RemoteAddr are the connection's (ID,
+	// LocalAddr, RemoteAddr).
+	ConnID                string
+	LocalAddr, RemoteAddr string
+	// Abandoned is when the caller left; Arrived when the answer was
+	// read. Both are the connection's clock.
+	Abandoned, Arrived time.Time
+	// ServerDuration is the time the server says it spent on the request
+	// (the answer's server-duration frame info, on a connection that
+	// negotiated HELLO Tracing), when HasServerDuration.
+	ServerDuration    time.Duration
+	HasServerDuration bool
+}
+
+// orphanOf describes tombstone cl's final answer p, which arrived now.
+// Called with mu held; p is valid only during the reader's dispatch of it.
+func (c *Conn) orphanOf(cl *call, p *memdx.Packet, now time.Time) Orphan {
+	o := Orphan{Origin: cl.orphan, OpCode: cl.op, Opaque: cl.opaque, Status: p.Status,
+		ConnID: c.id, LocalAddr: c.localAddr, RemoteAddr: c.remoteAddr, Abandoned: cl.abandonedAt, Arrived: now}
+	o.ServerDuration, o.HasServerDuration = p.ServerDuration()
+	return o
+}
+
+// noteActivity records t as the connection's last activity when it is the
+// latest seen. Called with mu held.
+func (c *Conn) noteActivity(t time.Time) {
+	if n := t.UnixNano(); n > c.lastActive {
+		c.lastActive = n
+	}
+}
+
+// LastActivity returns the time of the connection's last activity as far
+// as it knows without reading a clock per request: the latest of its
+// bootstrap's end, the Sent time of each request's Origin, and the arrival
+// of late answers (orphans). It is what diagnostics report.
+func (c *Conn) LastActivity() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Unix(0, c.lastActive)
+}
+
+// LocalAddr returns the socket's local address ("ip:port").
+func (c *Conn) LocalAddr() string { return c.localAddr }
+
+// RemoteAddr returns the socket's remote address ("ip:port"): the address
+// the connection reached, which may differ from Addr (a host name, a
+// proxy).
+func (c *Conn) RemoteAddr() string { return c.remoteAddr }
+
+// addrString is a's text, "" for none.
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"sync"
+
+	"github.com/kvwire/kvwire/conn"
+)
+
+// What the cluster knows of its connections' health, for diagnostics and
+// readiness (SDK RFC 0034): each endpoint (a place in a node's pool) and
+// its state, read without I/O, and a signal at each change of any of them.
+
+// EndpointState is where an endpoint is.
+type EndpointState uint8
+
+// Endpoint states.
+const (
+	// EndpointConnecting: its node's first dial has not ended yet.
+	EndpointConnecting EndpointState = iota
+	// EndpointConnected: it has a live connection.
+	EndpointConnected
+	// EndpointReconnecting: it has no live connection, and its node has
+	// dialed before (a connection that ended, or a dial that failed) and
+	// dials again (or waits its back-off to).
+	EndpointReconnecting
+	// EndpointDisconnecting: its node left the config; its connections
+	// drain and close.
+	EndpointDisconnecting
+	// EndpointDisconnected: the cluster is closed.
+	EndpointDisconnected
+)
+
+// Endpoint is one place of a node's pool.
+type Endpoint struct {
+	// Node is the node's address; Slot the place in its pool
+	// (0..ConnectionsPerNode-1).
+	Node string
+	Slot int
+	// State is where it is; Conn its connection while connected.
+	State EndpointState
+	Conn  *conn.Conn
+	// Err is why it has no connection: its node's last dial error, or the
+	// error its last connection ended with (nil: none known yet).
+	Err error
+}
+
+// healthSignal is closed and replaced at each change of an endpoint's
+// state.
+type healthSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (h *healthSignal) wait() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ch == nil {
+		h.ch = make(chan struct{})
+	}
+	return h.ch
+}
+
+func (h *healthSignal) notify() {
+	h.mu.Lock()
+	if h.ch != nil {
+		close(h.ch)
+		h.ch = nil
+	}
+	h.mu.Unlock()
+}
+
+// HealthChanged returns a channel closed at the next change of any
+// endpoint's state: a connection made or ended, a dial failed, a node
+// added or left, the cluster closed. Take it before reading Endpoints,
+// then wait on it: no change between the two is missed.
+func (c *Cluster) HealthChanged() <-chan struct{} { return c.health.wait() }
+
+// Endpoints returns the endpoints of the current topology's nodes, in the
+// topology's order, each node's pool in order: its live connections
+// first, then the places it is dialing for.
+func (c *Cluster) Endpoints() []Endpoint {
+	t := c.topo.Load()
+	if t == nil {
+		return nil
+	}
+	closed := c.ctx.Err() != nil
+	out := make([]Endpoint, 0, len(t.all)*c.cfg.ConnectionsPerNode)
+	for _, n := range t.all {
+		out = n.endpoints(out, c.cfg.ConnectionsPerNode, closed)
+	}
+	return out
+}
+
+// endpoints appends n's size endpoints to out.
+func (n *Node) endpoints(out []Endpoint, size int, closed bool) []Endpoint {
+	var live []*conn.Conn
+	if cs := n.conns.Load(); cs != nil {
+		for _, cn := range *cs {
+			select {
+			case <-cn.Done():
+			default:
+				live = append(live, cn)
+			}
+		}
+	}
+	n.mu.Lock()
+	err := n.lastErr
+	if err == nil {
+		err = n.endErr
+	}
+	n.mu.Unlock()
+	down := EndpointReconnecting
+	select {
+	case <-n.tried:
+	default:
+		down = EndpointConnecting
+	}
+	switch {
+	case closed:
+		down = EndpointDisconnected
+	case n.ctx.Err() != nil:
+		down = EndpointDisconnecting
+	}
+	for i := range max(size, len(live)) {
+		e := Endpoint{Node: n.addr, Slot: i, State: down, Err: err}
+		if i < len(live) && !closed {
+			e.State, e.Conn, e.Err = EndpointConnected, live[i], nil
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// connEnded is told of each of n's connections that ended (OnClose), with
+// why.
+func (n *Node) connEnded(err error) {
+	n.mu.Lock()
+	n.endErr = err
+	n.mu.Unlock()
+	n.cl.health.notify()
+	n.signal()
+}
