@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
@@ -91,8 +92,11 @@ func (c *Cluster) maybeRecover() time.Duration {
 	return 0
 }
 
-// recoverConfig asks each of cands (seeds first) for its config until one
-// serves a config newer than the one held.
+// recoverConfig asks every one of cands (the seeds and known nodes) for
+// its config at once, each dial bounded by ConnectTimeout, and offers each
+// config served; the first newer than the one held, or one installed
+// meanwhile by any other path, ends the round and the dials still under way. Dialed in turn, a candidate whose SYNs are dropped
+// would hold back the next by a whole ConnectTimeout.
 func (c *Cluster) recoverConfig(t *Topology, cands []string) {
 	defer c.wg.Done()
 	defer func() {
@@ -103,30 +107,60 @@ func (c *Cluster) recoverConfig(t *Topology, cands []string) {
 	held := t.cfg.Version().String()
 	c.cfg.Logger.Warn("kvwire: no node of the cluster config can be reached; asking the seeds and known nodes",
 		"rev", held, "nodes", len(t.all), "candidates", len(cands))
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
+	served := make(chan servedConfig, len(cands))
+	var dials sync.WaitGroup
+	defer func() {
+		cancel() // the dials still under way end
+		dials.Wait()
+	}()
 	for _, addr := range cands {
-		if c.ctx.Err() != nil {
+		dials.Add(1)
+		go func() {
+			defer dials.Done()
+			served <- c.askForConfig(ctx, addr)
+		}()
+	}
+	for range cands {
+		var s servedConfig
+		select {
+		case s = <-served:
+		case <-t.Changed(): // a newer config came another way
 			return
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
-		cn, err := conn.Dial(ctx, addr, c.connOptions(nil))
-		cancel()
-		if err != nil {
-			c.cfg.Logger.Debug("kvwire: recovery: connecting failed", "node", addr, "err", err)
+		if s.raw == nil {
 			continue
 		}
-		raw := cn.ClusterConfig()
-		_ = cn.Close()
-		switch c.Offer(raw, hostOf(addr), "recovery") {
-		case OfferNewer:
+		if c.Offer(s.raw, hostOf(s.addr), "recovery") == OfferNewer {
 			c.cfg.Logger.Info("kvwire: recovery: a node outside the current config served a newer config",
-				"node", addr, "held", held)
+				"node", s.addr, "held", held)
 			return
-		default:
-			c.cfg.Logger.Debug("kvwire: recovery: the node serves no newer config", "node", addr)
 		}
+		c.cfg.Logger.Debug("kvwire: recovery: the node serves no newer config", "node", s.addr)
+	}
+	if c.ctx.Err() != nil {
+		return
 	}
 	c.cfg.Logger.Warn("kvwire: recovery: no seed or known node serves a config newer than the one held",
 		"rev", held, "tried", len(cands))
+}
+
+// servedConfig is what a recovery dial of addr got: its config, or nil.
+type servedConfig struct {
+	addr string
+	raw  []byte
+}
+
+// askForConfig connects to addr for the config it serves at bootstrap.
+func (c *Cluster) askForConfig(ctx context.Context, addr string) servedConfig {
+	cn, err := conn.Dial(ctx, addr, c.connOptions(nil))
+	if err != nil {
+		c.cfg.Logger.Debug("kvwire: recovery: connecting failed", "node", addr, "err", err)
+		return servedConfig{addr: addr}
+	}
+	raw := cn.ClusterConfig()
+	_ = cn.Close()
+	return servedConfig{addr: addr, raw: raw}
 }
 
 // rememberLocked adds addr to the addresses recovery asks, dropping the
