@@ -196,7 +196,7 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, ctx.Err())
 		}
-		if !isTLSFailure(err) {
+		if !IsTLSFailure(err) {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, err)
 		}
 		return nil, &TLSError{Addr: addr, Err: err}
@@ -204,9 +204,11 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 	return tc, nil
 }
 
-// isTLSFailure reports whether a handshake error is TLS's own (RFC 0049
+// IsTLSFailure reports whether a handshake error is TLS's own (RFC 0049
 // TLS_ERROR, which fails fast) rather than the network's (the node went
-// away, which a retry may get past):
+// away, which a retry may get past); Dial returns the former as a
+// *TLSError, and so does the cluster manager's HTTPS client
+// (internal/httpconfig):
 //
 //   - TLS: an alert from the server or one crypto/tls sent about the
 //     server's messages (a *net.OpError whose Op is "remote error" or
@@ -217,7 +219,7 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 //     message), which are plain errors.
 //   - Network: EOF, a closed pipe or connection, a timeout, and any other
 //     net.Error from the socket (a reset is a *net.OpError).
-func isTLSFailure(err error) bool {
+func IsTLSFailure(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && (op.Op == "remote error" || op.Op == "local error") {
 		// An alert from the server, or one crypto/tls sent it: a
