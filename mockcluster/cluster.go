@@ -101,7 +101,7 @@ func New(opts Options) (*Cluster, error) {
 	}
 	c.mu.Lock()
 	for i := 0; i < o.Nodes; i++ {
-		n := &Node{c: c, id: i, conns: make(map[*conn]struct{})}
+		n := c.newNodeLocked()
 		c.nodes = append(c.nodes, n)
 		if err := n.listen(); err != nil {
 			c.mu.Unlock()

@@ -164,7 +164,11 @@
 //	    --tls              listen with TLS (couchbases://) with a CA generated at start,
 //	                       written to --cacert-out FILE (default a temporary file removed
 //	                       at exit) and exported as KVCLI_CACERT
-//	    --json             print the connection details as one JSON object
+//	    --kv-port N        the first node's KV port, the next node's N+1, ... (default:
+//	                       ports the system chooses); 11210 lets couchbase://host omit them
+//	    --memcached-bucket NAME  also create a memcached bucket (bootstrapped over HTTP)
+//	    --json             print the connection details, the REST ports among them,
+//	                       as one JSON object
 //	    -v                 log the mock's connection errors on stderr
 //	                       serve runs until SIGINT or SIGTERM, then stops the cluster
 //	                       and exits 0

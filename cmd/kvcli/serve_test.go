@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -238,6 +240,25 @@ func TestServeTLSPrintsHTTPSPorts(t *testing.T) {
 	require.Len(t, info.HTTPS, 2)
 	assert.Equal(t, "couchbases://"+info.HTTPS[0]+"=http,"+info.HTTPS[1]+"=http/default", info.HTTPConnStr)
 	assert.Empty(t, info.MemcachedBucket)
+}
+
+// TestServeKVPort: --kv-port puts the nodes' KV listeners on the ports
+// asked for.
+func TestServeKVPort(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	info, stop := startServe(t, "--json", "--nodes", "1", "--vbuckets", "16", "--kv-port", strconv.Itoa(port))
+	defer stop()
+	assert.Equal(t, []string{"127.0.0.1:" + strconv.Itoa(port)}, info.Nodes)
+	assert.Equal(t, "couchbase://127.0.0.1:"+strconv.Itoa(port)+"/default", info.ConnStr)
+
+	var stdout, stderr syncBuffer
+	code := run(context.Background(), []string{"serve", "--nodes", "2", "--kv-port", "65535"},
+		&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr.String(), "--kv-port 65535")
 }
 
 func TestServeMemcachedBucketNameClash(t *testing.T) {
