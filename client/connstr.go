@@ -155,14 +155,8 @@ func ParseConnStr(s string) (*ConnStr, error) {
 		cs.Scheme = Scheme(strings.ToLower(rest[:i]))
 		rest = rest[i+3:]
 	}
-	defPort, httpPort := 0, DefaultHTTPPort
 	switch cs.Scheme {
-	case SchemeCouchbase:
-		defPort = DefaultKVPort
-	case SchemeCouchbases:
-		defPort, httpPort = DefaultKVTLSPort, DefaultHTTPSPort
-	case SchemeMemcached, SchemeMemcacheds:
-		defPort = DefaultMemcachedPort
+	case SchemeCouchbase, SchemeCouchbases, SchemeMemcached, SchemeMemcacheds:
 	default:
 		return fail("unknown scheme %q (want couchbase, couchbases, memcached or memcacheds)", string(cs.Scheme))
 	}
@@ -174,47 +168,8 @@ func ParseConnStr(s string) (*ConnStr, error) {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		hostPart, path = rest[:i], rest[i+1:]
 	}
-	if hostPart == "" {
-		return fail("no host")
-	}
-	hosts := strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' })
-	for _, h := range hosts {
-		h, typ, typed := strings.Cut(h, "=")
-		typ = strings.ToLower(typ)
-		isHTTP := false
-		switch {
-		case typed && cs.Scheme.IsMemcached():
-			return fail("host %q: %s:// hosts take no type (=%s)", h, cs.Scheme, typ)
-		case !typed || typ == "mcd":
-		case typ == "http", typ == "https" && cs.Scheme.IsTLS():
-			isHTTP = true
-		case typ == "https":
-			return fail("host %q: =https needs couchbases:// (TLS follows the scheme; with it, =http also means HTTPS)", h)
-		default:
-			return fail("host %q: unknown type =%s (want =mcd for a KV port or =http for the cluster manager's)", h, typ)
-		}
-		port := defPort
-		if isHTTP {
-			port = httpPort
-		}
-		addr, portGiven, err := parseHost(h, port)
-		if err != nil {
-			return fail("host %q: %v", h, err)
-		}
-		if isHTTP {
-			cs.HTTPHosts = append(cs.HTTPHosts, addr)
-			continue
-		}
-		if _, p, _ := net.SplitHostPort(addr); !cs.Scheme.IsMemcached() && !typed && (p == "8091" || p == "18091") {
-			return fail("%s is the cluster manager's HTTP port: write %s=http to bootstrap over HTTP, or give the KV port (11210, or 11207 with TLS)", addr, addr)
-		}
-		cs.Hosts = append(cs.Hosts, addr)
-		if len(hosts) == 1 && !typed && !portGiven && !cs.Scheme.IsMemcached() && net.ParseIP(strings.Trim(h, "[] ")) == nil {
-			cs.SRVHost = strings.TrimSpace(h)
-		}
-	}
-	if len(cs.Hosts)+len(cs.HTTPHosts) == 0 {
-		return fail("no host")
+	if reason := cs.setHosts(hostPart); reason != "" {
+		return fail("%s", reason)
 	}
 	if path != "" {
 		b, err := url.PathUnescape(strings.TrimSuffix(path, "/"))
@@ -266,6 +221,58 @@ func (cs *ConnStr) setOptions(query string) string {
 				return fmt.Sprintf("option %q is for memcached:// and memcacheds:// only", k)
 			}
 		}
+	}
+	return ""
+}
+
+// setHosts sets cs's seeds from the connection string's host list (its
+// scheme set), and says what is wrong with them ("": nothing).
+func (cs *ConnStr) setHosts(hostPart string) string {
+	defPort, httpPort := DefaultKVPort, DefaultHTTPPort
+	switch cs.Scheme {
+	case SchemeCouchbases:
+		defPort, httpPort = DefaultKVTLSPort, DefaultHTTPSPort
+	case SchemeMemcached, SchemeMemcacheds:
+		defPort = DefaultMemcachedPort
+	}
+	hosts := strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' })
+	for _, h := range hosts {
+		h, typ, typed := strings.Cut(h, "=")
+		typ = strings.ToLower(typ)
+		isHTTP := false
+		switch {
+		case typed && cs.Scheme.IsMemcached():
+			return fmt.Sprintf("host %q: %s:// hosts take no type (=%s)", h, cs.Scheme, typ)
+		case !typed || typ == "mcd":
+		case typ == "http", typ == "https" && cs.Scheme.IsTLS():
+			isHTTP = true
+		case typ == "https":
+			return fmt.Sprintf("host %q: =https needs couchbases:// (TLS follows the scheme; with it, =http also means HTTPS)", h)
+		default:
+			return fmt.Sprintf("host %q: unknown type =%s (want =mcd for a KV port or =http for the cluster manager's)", h, typ)
+		}
+		port := defPort
+		if isHTTP {
+			port = httpPort
+		}
+		addr, portGiven, err := parseHost(h, port)
+		if err != nil {
+			return fmt.Sprintf("host %q: %v", h, err)
+		}
+		if isHTTP {
+			cs.HTTPHosts = append(cs.HTTPHosts, addr)
+			continue
+		}
+		if _, p, _ := net.SplitHostPort(addr); !cs.Scheme.IsMemcached() && !typed && (p == "8091" || p == "18091") {
+			return fmt.Sprintf("%s is the cluster manager's HTTP port: write %s=http to bootstrap over HTTP, or give the KV port (11210, or 11207 with TLS)", addr, addr)
+		}
+		cs.Hosts = append(cs.Hosts, addr)
+		if len(hosts) == 1 && !typed && !portGiven && !cs.Scheme.IsMemcached() && net.ParseIP(strings.Trim(h, "[] ")) == nil {
+			cs.SRVHost = strings.TrimSpace(h)
+		}
+	}
+	if len(cs.Hosts)+len(cs.HTTPHosts) == 0 {
+		return "no host"
 	}
 	return ""
 }
