@@ -336,9 +336,10 @@ func (c *Conn) stepError(s *step, reason string) error {
 //
 //	write 1: HELLO, NOOP padding, [GET_ERROR_MAP], VERSION, [SASL_LIST_MECHS]
 //	write 2: SASL_AUTH (SCRAM first message)                        (SCRAM only)
-//	write 3: SASL_AUTH PLAIN or SASL_STEP, [SELECT_BUCKET], GET_CLUSTER_CONFIG
+//	write 3: SASL_AUTH PLAIN or SASL_STEP, [SELECT_BUCKET], [GET_CLUSTER_CONFIG]
 //
 // Without credentials the last write is SELECT_BUCKET and GET_CLUSTER_CONFIG.
+// GET_CLUSTER_CONFIG is left out with Options.NoClusterConfig.
 // GET_ERROR_MAP is sent only when XERROR is asked for (xerror false: the
 // redial after a corrupt map).
 // Every request after HELLO in the first write has neither key nor extras,
@@ -432,7 +433,9 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 		if o.Bucket != "" {
 			sel = c.send(memdx.NewSelectBucket(o.Bucket))
 		}
-		cfg = c.send(memdx.NewGetClusterConfig())
+		if !o.NoClusterConfig {
+			cfg = c.send(memdx.NewGetClusterConfig())
+		}
 	}
 	if auth {
 		if err := c.await(ctx, mechs); err != nil {
@@ -467,9 +470,13 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 			return c.stepError(sel, fmt.Sprintf("server refused to select bucket %q", o.Bucket))
 		}
 	}
+	if cfg == nil {
+		return nil
+	}
 	if err := c.await(ctx, cfg); err != nil {
 		return err
 	}
+	c.configStatus = cfg.status
 	if cfg.status == memdx.StatusSuccess {
 		conf := cfg.value
 		if cfg.dt.Has(memdx.DatatypeSnappy) {

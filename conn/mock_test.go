@@ -293,3 +293,37 @@ func TestMemcachedModeRefusesACouchbaseNode(t *testing.T) {
 		})
 	}
 }
+
+// GET_CLUSTER_CONFIG's answer at bootstrap: a config, or the status that
+// says why there is none (KEY_ENOENT on a memcached bucket, whose config
+// the cluster manager serves over HTTP); NoClusterConfig leaves it out.
+func TestBootstrapClusterConfigStatus(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Buckets: []mockcluster.BucketOptions{
+		{Name: mockcluster.DefaultBucket, NumVbuckets: 16}, {Name: "cache", Type: mockcluster.MemcachedBucket}}})
+	addr := mc.Node(0).Addr()
+	for _, tc := range []struct {
+		bucket   string
+		noConfig bool
+		status   memdx.Status
+		config   bool
+	}{
+		{mockcluster.DefaultBucket, false, memdx.StatusSuccess, true},
+		{"cache", false, memdx.StatusKeyNotFound, false},
+		{mockcluster.DefaultBucket, true, 0, false},
+	} {
+		asked := mc.RequestCount(memdx.OpGetClusterConfig)
+		o := adminOpts(tc.bucket)
+		o.NoClusterConfig = tc.noConfig
+		c, err := Dial(testCtx(t), addr, o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.bucket, err)
+		}
+		if c.ClusterConfigStatus() != tc.status || (c.ClusterConfig() != nil) != tc.config {
+			t.Errorf("%s (NoClusterConfig %v): status %s, config %d bytes", tc.bucket, tc.noConfig, c.ClusterConfigStatus(), len(c.ClusterConfig()))
+		}
+		if n := mc.RequestCount(memdx.OpGetClusterConfig) - asked; (n == 0) != tc.noConfig {
+			t.Errorf("%s (NoClusterConfig %v): %d GET_CLUSTER_CONFIG sent", tc.bucket, tc.noConfig, n)
+		}
+		c.Close()
+	}
+}
