@@ -672,8 +672,11 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 			}
 			return 0, false
 		}
-		if c.cl.NotMyVbucket(pl.Route, nmv, &o.route, &o.target) {
+		switch c.cl.NotMyVbucket(pl.Route, nmv, &o.route, &o.target) {
+		case cluster.NMVMoved:
 			o.st.MarkRouteChanged()
+		case cluster.NMVAwaitConfig:
+			o.st.MarkAwaitWake()
 		}
 		return retry.ReasonKVNotMyVbucket, true
 	}
