@@ -277,6 +277,16 @@ func (cs *ConnStr) setHosts(hostPart string) string {
 	return ""
 }
 
+// seeds are the hosts given, as a ConnectError names them: the KV seeds,
+// then the =http ones with their type.
+func (cs *ConnStr) seeds() []string {
+	out := slices.Clone(cs.Hosts)
+	for _, h := range cs.HTTPHosts {
+		out = append(out, h+"=http")
+	}
+	return out
+}
+
 // KnownConnStrOptions lists the option names ParseConnStr accepts.
 func KnownConnStrOptions() []string {
 	out := make([]string, 0, len(knownOptions))

@@ -372,11 +372,14 @@ func (c *Cluster) bootstrapMemcached(ctx context.Context) error {
 	}
 	conns := make([]*conn.Conn, len(c.seeds))
 	up := 0
-	var refused error // credentials refused, or PLAIN not allowed
+	var refused error // credentials refused, PLAIN not allowed, or not memcached
 	dialRounds(ctx, len(c.seeds), func(dctx context.Context, i int) (bool, bool) {
 		cn, err := conn.Dial(dctx, c.seeds[i], c.connOptions(nodes[i]))
 		if err != nil {
-			if errors.Is(err, kverr.ErrAuthenticationFailure) {
+			var nm *conn.NotMemcachedError
+			if errors.Is(err, kverr.ErrAuthenticationFailure) || errors.As(err, &nm) {
+				// Credentials refused, or a Couchbase node's KV port,
+				// which memcached:// cannot use: said at Connect.
 				refused = err
 				return true, false
 			}
