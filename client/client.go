@@ -189,7 +189,15 @@ func (e *ConnectError) Error() string {
 	return msg
 }
 
-func (e *ConnectError) Unwrap() []error { return []error{e.Err, e.Cause, e.SRV} }
+func (e *ConnectError) Unwrap() []error {
+	out := []error{e.Err}
+	for _, err := range []error{e.Cause, e.SRV} {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
 
 // NodeError says that a node had no connection to carry a request, and why
 // its last connection attempt failed (nil Err: it is still connecting).

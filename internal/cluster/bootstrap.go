@@ -144,7 +144,7 @@ func (c *Cluster) bootstrapCouchbase(ctx context.Context) error {
 	}
 	var fs FirstConfigSource
 	for _, src := range c.cfg.Sources {
-		if f, ok := src.(FirstConfigSource); ok {
+		if f, ok := src.(FirstConfigSource); ok && (c.cfg.NoKVConfigs || f.CanServe(c.seeds)) {
 			fs = f
 			break
 		}

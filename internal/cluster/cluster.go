@@ -123,9 +123,15 @@ type ConfigSource interface {
 // seeds (resolved), from which it may find its own. A config it serves
 // makes it the cluster's config source for the session: it is run, and
 // the nodes' KV service is no longer asked for configs.
+//
+// CanServe reports whether it has anywhere to ask for a config, given the
+// KV seeds: a source that has not is not asked (nor does it take half of
+// ConnectTimeout from the KV seeds), unless with NoKVConfigs, where its
+// error says what is missing.
 type FirstConfigSource interface {
 	ConfigSource
 	FirstConfig(ctx context.Context, seeds []string) (SourcedConfig, error)
+	CanServe(seeds []string) bool
 }
 
 // SourcedConfig is a config a source served: Raw, what $HOST in it stands

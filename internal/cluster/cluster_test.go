@@ -206,6 +206,8 @@ func (s *fakeSource) FirstConfig(ctx context.Context, seeds []string) (SourcedCo
 	return SourcedConfig{Raw: s.first, Host: "127.0.0.1", From: "fake"}, nil
 }
 
+func (s *fakeSource) CanServe([]string) bool { return true }
+
 // streamOnly is a ConfigSource that serves no bootstrap config: it runs
 // whatever the bootstrap.
 type streamOnly struct{ src *fakeSource }

@@ -50,6 +50,10 @@ func (s *Source) addrs(kvSeeds []string) []string {
 	return out
 }
 
+// CanServe reports whether there is a REST address to ask: an =http seed,
+// or a KV seed at the default KV port.
+func (s *Source) CanServe(kvSeeds []string) bool { return len(s.addrs(kvSeeds)) > 0 }
+
 // FirstConfig fetches the bucket's config from the REST seeds in turn,
 // each within an equal share of the time ctx has left for those still to
 // ask, and returns the first one served. Refused credentials or bucket end
