@@ -20,7 +20,12 @@
 #   3. couchbase://plain.test/default (no SRV record) falls back to the
 #      name's A record and the default port 11210: set and get work;
 #   4. couchbase://nosuch.test/default fails within its connect timeout
-#      (3 s) with an error naming the name and the record looked up.
+#      (3 s) with an error naming the name and the record looked up;
+#   5. couchbase://silent.test/default, whose lookups dnsmasq forwards to a
+#      server that never answers (its queries dropped by iptables inside
+#      the namespace; the resolver waits 5 s a try, twice), fails within
+#      its connect timeout, naming the name: the lookups are bounded by
+#      the client's timeout, not the resolver's.
 #
 # The namespace has only its loopback: no packet leaves it, and dnsmasq
 # forwards nothing (--no-resolv, no upstream server).
@@ -52,14 +57,17 @@ die() {
 [ "$(uname -s)" = Linux ] || skip "network namespaces need Linux"
 [ "$(id -u)" = 0 ] || skip "not root: creating a network namespace needs root (run it as root: sudo scripts/dns-srv-test.sh)"
 command -v ip >/dev/null 2>&1 || skip "no ip(8) (Debian's iproute2)"
-if ! command -v dnsmasq >/dev/null 2>&1; then
-  command -v apt-get >/dev/null 2>&1 || skip "dnsmasq missing and no apt-get to install it"
-  echo "dns-srv: installing dnsmasq-base"
+missing=()
+command -v dnsmasq >/dev/null 2>&1 || missing+=(dnsmasq-base)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+if [ "${#missing[@]}" -gt 0 ]; then
+  command -v apt-get >/dev/null 2>&1 || skip "${missing[*]} missing and no apt-get to install them"
+  echo "dns-srv: installing ${missing[*]}"
   # One apt-get at a time on this machine: dpkg's lock would fail a second.
-  if ! flock /tmp/kvwire-apt.lock sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dnsmasq-base ||
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dnsmasq-base; }' >/tmp/kvwire-dns-srv-apt.log 2>&1; then
+  if ! flock /tmp/kvwire-apt.lock sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing[*]} ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing[*]}; }" >/tmp/kvwire-dns-srv-apt.log 2>&1; then
     tail -5 /tmp/kvwire-dns-srv-apt.log >&2
-    skip "could not install dnsmasq-base (apt-get failed, log in /tmp/kvwire-dns-srv-apt.log)"
+    skip "could not install ${missing[*]} (apt-get failed, log in /tmp/kvwire-dns-srv-apt.log)"
   fi
 fi
 ip netns list >/dev/null 2>&1 || skip "\`ip netns\` does not work here"
@@ -96,7 +104,7 @@ $GO build -o "$tmp/kvcli" ./cmd/kvcli || die "building kvcli failed"
 err=$(ip netns add "$NS" 2>&1) || skip "cannot create a network namespace: $err"
 ip -n "$NS" link set lo up || die "cannot bring lo up in $NS"
 mkdir -p "/etc/netns/$NS" || die "cannot create /etc/netns/$NS"
-printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"/etc/netns/$NS/resolv.conf"
+printf 'nameserver 127.0.0.1\noptions timeout:5 attempts:2\n' >"/etc/netns/$NS/resolv.conf"
 # An empty hosts file: every name comes from the namespace's DNS server.
 printf '127.0.0.1 localhost\n' >"/etc/netns/$NS/hosts"
 
@@ -126,6 +134,7 @@ in_ns dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts 
   --host-record=node1.cluster.test,127.0.0.1 \
   --host-record=node2.cluster.test,127.0.0.1 \
   --host-record=plain.test,127.0.0.1 \
+  --server=/silent.test/127.0.0.1#5353 \
   --log-queries --log-facility="$tmp/dnsmasq.log" 2>"$tmp/dnsmasq.err" &
 # dnsmasq is up once it answers: a lookup of the A record it serves
 # (gethostbyname: getaddrinfo's AI_ADDRCONFIG asks nothing in a namespace
@@ -139,6 +148,8 @@ for _ in $(seq 1 100); do
   sleep 0.05
 done
 [ "$up" = 1 ] || { cat "$tmp/dnsmasq.err" >&2; die "dnsmasq did not answer in $NS"; }
+# silent.test's server: its queries are dropped (no ICMP unreachable).
+in_ns iptables -A INPUT -p udp --dport 5353 -j DROP || die "iptables in $NS failed"
 echo "dns-srv: namespace $NS: mock cluster on 127.0.0.1:11210-11212, dnsmasq on 127.0.0.1:53"
 
 failed=0
@@ -192,6 +203,18 @@ else
   # default is 10 s), not a slow machine.
   [ "$ms" -lt $((CONNECT_TIMEOUT_MS + 5000)) ] || fail "took $ms ms, past the ${CONNECT_TIMEOUT_MS} ms connect timeout"
 fi
+
+check "5. couchbase://silent.test/default: a DNS server that never answers; fails within connect_timeout (${CONNECT_TIMEOUT_MS} ms)"
+t0=$(date +%s%N)
+if kv "couchbase://silent.test/default?connect_timeout=${CONNECT_TIMEOUT_MS}ms" get srv-key; then
+  fail "connected to silent.test"
+else
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  echo "dns-srv:    failed after $ms ms (kvcli's whole run; the resolver alone would wait 10 s a lookup): $(head -c 400 "$tmp/err")"
+  grep -q 'silent.test' "$tmp/err" || fail "the error does not name silent.test"
+  [ "$ms" -lt $((CONNECT_TIMEOUT_MS + 5000)) ] || fail "took $ms ms, past the ${CONNECT_TIMEOUT_MS} ms connect timeout"
+fi
+grep -q 'query\[SRV\] _couchbase._tcp.silent.test' "$tmp/dnsmasq.log" || fail "dnsmasq saw no SRV query for _couchbase._tcp.silent.test"
 
 echo "dns-srv: took $(($(date +%s) - start)) s"
 if [ "$failed" = 1 ]; then
