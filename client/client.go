@@ -122,26 +122,13 @@ func connectError(cs *ConnStr, srv *dnssrv.Seeds, err error) error {
 }
 
 // memcachedAdvice adds to a memcached:// bootstrap's errors what to do
-// instead: TLS or an opt-in where PLAIN was refused in clear, couchbase://
-// where a seed is a Couchbase Server KV port.
+// instead where PLAIN was refused in clear: TLS, or an opt-in. (A seed that
+// is a Couchbase KV port says itself to use couchbase://:
+// conn.NotMemcachedError.)
 func memcachedAdvice(cs *ConnStr, errs []error) []error {
-	if !cs.Scheme.IsMemcached() {
-		return errs
-	}
-	if len(errs) == 1 && errors.Is(errs[0], ErrPlainAuthRefused) {
+	if cs.Scheme.IsMemcached() && len(errs) == 1 && errors.Is(errs[0], ErrPlainAuthRefused) {
 		return []error{fmt.Errorf("%w; to connect, use %s:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
 			errs[0], SchemeMemcacheds)}
-	}
-	var nm *conn.NotMemcachedError
-	if i := slices.IndexFunc(errs, func(e error) bool { return errors.As(e, &nm) }); i >= 0 {
-		scheme := SchemeCouchbase
-		if cs.Scheme.IsTLS() {
-			scheme = SchemeCouchbases
-		}
-		out := slices.Clone(errs)
-		out[i] = fmt.Errorf("%w; %s:// speaks to plain memcached servers: to use a bucket on a Couchbase node, connect with %s://%s/BUCKET",
-			errs[i], cs.Scheme, scheme, nm.Addr)
-		return out
 	}
 	return errs
 }

@@ -722,7 +722,8 @@ type NotMemcachedError struct {
 }
 
 func (e *NotMemcachedError) Error() string {
-	return fmt.Sprintf("conn %s: a Couchbase Server KV port, not memcached: %s", e.Addr, e.Evidence)
+	return fmt.Sprintf("conn %s: a Couchbase Server KV port, not memcached: %s; connect with couchbase://%s/BUCKET to use its buckets",
+		e.Addr, e.Evidence, e.Addr)
 }
 
 // Is makes errors.Is(err, kverr.ErrBootstrap) true.
