@@ -10,7 +10,7 @@
 //	cl, err := cluster.Connect(ctx, cfg)     // bootstrap from the seeds
 //	r, reason, err := cl.Route(&rs, &target) // by key, vbucket or node
 //	cn, reason, err := r.Node.Pick()         // a live connection
-//	moved := cl.NotMyVbucket(r, nmv, &rs, &target)
+//	out := cl.NotMyVbucket(r, nmv, &rs, &target) // moved, await a config, or wait
 //	cl.NodeUnavailable()
 //	<-r.Topo.Wake(reason)                    // ends a retry wait
 //
