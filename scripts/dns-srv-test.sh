@@ -165,13 +165,38 @@ fail() {
   failed=1
 }
 
+# set_get NAME KEY VALUE: kvcli set then get through couchbase://NAME/default
+# works, and dnsmasq was asked for NAME's SRV record.
+set_get() {
+  local name=$1 key=$2 value=$3
+  if kv "couchbase://$name/default" set "$key" "$value" && kv "couchbase://$name/default" get "$key"; then
+    [ "$(cat "$tmp/out")" = "$value" ] || fail "get $key through $name printed $(cat "$tmp/out")"
+  else
+    fail "set/get through $name"
+  fi
+  grep -q "query\[SRV\] _couchbase._tcp.$name" "$tmp/dnsmasq.log" || fail "dnsmasq saw no SRV query for _couchbase._tcp.$name"
+}
+# fails_in_time NAME NOTE: a get through couchbase://NAME/default fails
+# within CONNECT_TIMEOUT_MS, its error naming NAME. The client's bound is the
+# connect timeout; kvcli's own start and exit come on top of it in this
+# whole-process figure, hence 5 s of slack: what this catches is a hang, or
+# a timeout other than the one given (the default is 10 s), not a slow
+# machine.
+fails_in_time() {
+  local name=$1 note=$2 t0 ms
+  t0=$(date +%s%N)
+  if kv "couchbase://$name/default?connect_timeout=${CONNECT_TIMEOUT_MS}ms" get srv-key; then
+    fail "connected to $name"
+    return
+  fi
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  echo "dns-srv:    failed after $ms ms ($note): $(head -c 400 "$tmp/err")"
+  grep -q "$name" "$tmp/err" || fail "the error does not name $name"
+  [ "$ms" -lt $((CONNECT_TIMEOUT_MS + 5000)) ] || fail "took $ms ms, past the ${CONNECT_TIMEOUT_MS} ms connect timeout"
+}
+
 check "1. couchbase://cluster.test/default: seeds from _couchbase._tcp.cluster.test"
-if kv couchbase://cluster.test/default set srv-key via-srv && kv couchbase://cluster.test/default get srv-key; then
-  [ "$(cat "$tmp/out")" = via-srv ] || fail "get srv-key printed $(cat "$tmp/out")"
-else
-  fail "set/get through cluster.test"
-fi
-grep -q '_couchbase._tcp.cluster.test' "$tmp/dnsmasq.log" || fail "dnsmasq saw no SRV query for _couchbase._tcp.cluster.test"
+set_get cluster.test srv-key via-srv
 
 check "2. couchbase://cluster.test/default?enable_dns_srv=false: no SRV lookup, and cluster.test has no address"
 if kv "couchbase://cluster.test/default?enable_dns_srv=false&connect_timeout=${CONNECT_TIMEOUT_MS}ms" get srv-key; then
@@ -181,39 +206,14 @@ elif ! grep -q 'cluster.test' "$tmp/err"; then
 fi
 
 check "3. couchbase://plain.test/default: no SRV record, so its A record and port 11210"
-if kv couchbase://plain.test/default set a-key via-a && kv couchbase://plain.test/default get a-key; then
-  [ "$(cat "$tmp/out")" = via-a ] || fail "get a-key through plain.test printed $(cat "$tmp/out")"
-else
-  fail "set/get through plain.test"
-fi
-grep -q '_couchbase._tcp.plain.test' "$tmp/dnsmasq.log" || fail "dnsmasq saw no SRV query for _couchbase._tcp.plain.test"
+set_get plain.test a-key via-a
 
 check "4. couchbase://nosuch.test/default: fails within connect_timeout (${CONNECT_TIMEOUT_MS} ms), naming the name and the record"
-t0=$(date +%s%N)
-if kv "couchbase://nosuch.test/default?connect_timeout=${CONNECT_TIMEOUT_MS}ms" get srv-key; then
-  fail "connected to nosuch.test"
-else
-  ms=$((($(date +%s%N) - t0) / 1000000))
-  echo "dns-srv:    failed after $ms ms (kvcli's whole run): $(head -c 400 "$tmp/err")"
-  grep -q 'nosuch.test' "$tmp/err" || fail "the error does not name nosuch.test"
-  grep -q '_couchbase._tcp.nosuch.test' "$tmp/err" || fail "the error does not name the record _couchbase._tcp.nosuch.test"
-  # The client's bound is the connect timeout; kvcli's own start and exit
-  # come on top of it in this whole-process figure, hence 5 s of slack: what
-  # this catches is a hang, or a timeout other than the one given (the
-  # default is 10 s), not a slow machine.
-  [ "$ms" -lt $((CONNECT_TIMEOUT_MS + 5000)) ] || fail "took $ms ms, past the ${CONNECT_TIMEOUT_MS} ms connect timeout"
-fi
+fails_in_time nosuch.test "kvcli's whole run"
+grep -q '_couchbase._tcp.nosuch.test' "$tmp/err" || fail "the error does not name the record _couchbase._tcp.nosuch.test"
 
 check "5. couchbase://silent.test/default: a DNS server that never answers; fails within connect_timeout (${CONNECT_TIMEOUT_MS} ms)"
-t0=$(date +%s%N)
-if kv "couchbase://silent.test/default?connect_timeout=${CONNECT_TIMEOUT_MS}ms" get srv-key; then
-  fail "connected to silent.test"
-else
-  ms=$((($(date +%s%N) - t0) / 1000000))
-  echo "dns-srv:    failed after $ms ms (kvcli's whole run; the resolver alone would wait 10 s a lookup): $(head -c 400 "$tmp/err")"
-  grep -q 'silent.test' "$tmp/err" || fail "the error does not name silent.test"
-  [ "$ms" -lt $((CONNECT_TIMEOUT_MS + 5000)) ] || fail "took $ms ms, past the ${CONNECT_TIMEOUT_MS} ms connect timeout"
-fi
+fails_in_time silent.test "kvcli's whole run; the resolver alone would wait 10 s a lookup"
 grep -q 'query\[SRV\] _couchbase._tcp.silent.test' "$tmp/dnsmasq.log" || fail "dnsmasq saw no SRV query for _couchbase._tcp.silent.test"
 
 echo "dns-srv: took $(($(date +%s) - start)) s"
