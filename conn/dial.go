@@ -617,24 +617,9 @@ func (c *Conn) scramError(s *step, mech, msg string, err error) error {
 func (c *Conn) bootMemcached(ctx context.Context) error {
 	o := &c.opts
 	c.memcached = true
-	login := false
-	if o.Username != "" {
-		hasSASL, mechs, err := c.memcachedHasSASL(ctx)
-		if err != nil {
-			return err
-		}
-		if m := couchbaseMechanism(mechs); m != "" {
-			return &NotMemcachedError{Addr: c.addr, Evidence: "it offers SASL " + m + ", as Couchbase Server does and memcached does not"}
-		}
-		if hasSASL {
-			if err := plainRefused(o, c.addr); err != nil {
-				return err
-			}
-			login = true
-		} else {
-			c.log.Info("server has no SASL (it does not know SASL_LIST_MECHS): going on unauthenticated; the password is not sent",
-				"user", o.Username)
-		}
+	login, err := c.memcachedLogin(ctx)
+	if err != nil {
+		return err
 	}
 	var auth *step
 	c.cork()
@@ -695,6 +680,32 @@ func (c *Conn) bootMemcached(ctx context.Context) error {
 		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers EACCESS to a get, as Couchbase Server's KV service does on a connection that has not logged in"}
 	}
 	return nil
+}
+
+// memcachedLogin decides whether a memcached-mode bootstrap logs in: only
+// with a Username, and only to a server that has SASL (PLAIN allowed). A
+// server that lists kv_engine's mechanisms is not memcached.
+func (c *Conn) memcachedLogin(ctx context.Context) (bool, error) {
+	o := &c.opts
+	if o.Username == "" {
+		return false, nil
+	}
+	hasSASL, mechs, err := c.memcachedHasSASL(ctx)
+	if err != nil {
+		return false, err
+	}
+	if m := couchbaseMechanism(mechs); m != "" {
+		return false, &NotMemcachedError{Addr: c.addr, Evidence: "it offers SASL " + m + ", as Couchbase Server does and memcached does not"}
+	}
+	if !hasSASL {
+		c.log.Info("server has no SASL (it does not know SASL_LIST_MECHS): going on unauthenticated; the password is not sent",
+			"user", o.Username)
+		return false, nil
+	}
+	if err := plainRefused(o, c.addr); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // memcachedProbeKey is the key of the get a memcached-mode bootstrap sends
