@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,4 +103,26 @@ func TestHTTPSeedRefusesCredentials(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrAuthenticationFailure), "%v", err)
 	assert.Contains(t, err.Error(), "401")
 	assert.Less(t, time.Since(start), o.ConnectTimeout+DefaultConnectTimeout, "not after the timeout")
+}
+
+// couchbases:// with =http seeds reads the config over HTTPS, with the KV
+// connections' TLS settings: the mock's CA trusted, the HTTPS REST ports
+// (the configs' mgmtSSL) streamed from, the KV connections over TLS. A
+// client that does not trust the CA fails with ErrTLS, as over KV.
+func TestHTTPSeedsOverHTTPS(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, TLS: true})
+	cs := mc.HTTPConnString() + "/default"
+	require.True(t, strings.HasPrefix(cs, "couchbases://"), cs)
+	c, err := connectString(t, cs+"?bootstrap_on=http", &Options{TLSConfig: &tls.Config{RootCAs: mc.RootCAs()}})
+	require.NoError(t, err)
+	col := c.DefaultCollection()
+	_, err = col.Upsert(context.Background(), "tls-key", []byte("v"), nil)
+	require.NoError(t, err)
+	moveEveryVbucket(t, mc)
+	awaitConfig(t, c, mc.Bucket(mockcluster.DefaultBucket).Rev(), 10*time.Second)
+	assert.Equal(t, uint64(0), mc.RequestCount(memdx.OpGetClusterConfig))
+
+	_, err = connectString(t, cs, &Options{TLSConfig: &tls.Config{RootCAs: x509.NewCertPool()}})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrTLS), "%v", err)
 }
