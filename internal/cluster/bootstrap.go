@@ -157,7 +157,7 @@ func (c *Cluster) bootstrapCouchbase(ctx context.Context) error {
 			kctx, kcancel = context.WithDeadline(ctx, dl.Add(-time.Until(dl)/2))
 			defer kcancel()
 		}
-		done, err, kvErrs := c.bootstrapKV(kctx, ctx)
+		done, kvErrs, err := c.bootstrapKV(kctx, ctx)
 		if done {
 			return err
 		}
@@ -191,7 +191,7 @@ func (c *Cluster) bootstrapCouchbase(ctx context.Context) error {
 // credentials or the bucket ends the rounds at once; one that refuses the
 // connection, hangs up, fails TLS or serves no usable config is not dialed
 // again. errs are the seeds' errors when none served a config.
-func (c *Cluster) bootstrapKV(kctx, ctx context.Context) (done bool, err error, errs []error) {
+func (c *Cluster) bootstrapKV(kctx, ctx context.Context) (done bool, errs []error, err error) {
 	last := make([]error, len(c.seeds)) // each seed's last error
 	dialRounds(kctx, len(c.seeds), func(dctx context.Context, i int) (bool, bool) {
 		seed := c.seeds[i]
@@ -221,7 +221,7 @@ func (c *Cluster) bootstrapKV(kctx, ctx context.Context) (done bool, err error, 
 		done, err = true, c.bootstrapFrom(ctx, seed, seedNode.host, seedNode, cn, cfg, compact(last))
 		return true, false
 	}, nil)
-	return done, err, compact(last)
+	return done, compact(last), err
 }
 
 // refusedEverywhere reports whether errs hold an answer every seed would
