@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -224,11 +225,10 @@ func TestSecondConfigSource(t *testing.T) {
 	cfg.Sources = []ConfigSource{streamOnly{src}}
 	c := connectCluster(t, cfg)
 	held := b.ConfigJSON(0)
-	t0 := c.Topology()
 	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
 	src.configs <- b.ConfigJSON(1)
 	require.Equal(t, OfferNewer, <-src.offers)
-	<-t0.Changed()
+	awaitRev(t, c, b.Rev())
 	src.configs <- held
 	assert.Equal(t, OfferStale, <-src.offers)
 }
@@ -260,11 +260,10 @@ func TestFirstConfigSource(t *testing.T) {
 	assert.Equal(t, int32(1), src.asked.Load())
 	assert.Len(t, c2.Topology().Nodes(), 3)
 	assert.False(t, c2.kvConfigs.Load(), "the source serves the configs now")
-	t0 := c2.Topology()
 	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
 	src.configs <- b.ConfigJSON(1)
 	require.Equal(t, OfferNewer, <-src.offers, "the source runs")
-	<-t0.Changed()
+	awaitRev(t, c2, b.Rev())
 	requireNoKVConfigRequests(t, c2)
 
 	none := newFakeSource(nil)
@@ -290,13 +289,20 @@ func TestNoKVConfigs(t *testing.T) {
 	cfg.Sources = []ConfigSource{src}
 	c := connectCluster(t, cfg)
 	assert.Equal(t, int32(1), src.asked.Load())
-	t0 := c.Topology()
 	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
 	src.configs <- b.ConfigJSON(1)
 	require.Equal(t, OfferNewer, <-src.offers, "the source runs")
-	<-t0.Changed()
+	awaitRev(t, c, b.Rev())
 	requireNoKVConfigRequests(t, c)
 	assert.Zero(t, mc.RequestCount(memdx.OpGetClusterConfig), "GET_CLUSTER_CONFIG sent with NoKVConfigs")
+}
+
+// awaitRev waits until c has installed config revision rev.
+func awaitRev(t *testing.T, c *Cluster, rev int64) {
+	t.Helper()
+	awaitTopology(t, c, fmt.Sprintf("config rev %d", rev), func(top *Topology) bool {
+		return top.Config() != nil && int64(top.Config().Version().Rev) >= rev
+	})
 }
 
 // requireNoKVConfigRequests checks that c, whose configs come from a
