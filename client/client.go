@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/dnssrv"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -83,28 +84,11 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 	}
 	c.orch = retry.Orchestrator{Clock: orchClock, Logger: o.Logger, NMVInterval: o.NMVRetryInterval}
 	c.obs = newObservers(&c.opts, c.clock, retry.RealClock(), newClientID())
-	c.cl, err = cluster.Connect(ctx, cluster.Config{
-		Seeds:               cs.Hosts,
-		Memcached:           c.memcached,
-		TLS:                 cs.Scheme.IsTLS(), // resolved refused TLS settings elsewhere
-		Bucket:              o.Bucket,
-		Network:             o.Network,
-		ConnectTimeout:      o.ConnectTimeout,
-		KVTimeout:           o.KVTimeout,
-		PollInterval:        o.ConfigPollInterval,
-		StrandGrace:         o.HealthCheck.ProbeTimeout,
-		ConnectionsPerNode:  o.ConnectionsPerNode,
-		Conn:                c.connOptions(),
-		RemoveFailedServers: o.Memcached.RemoveFailedServers,
-		ServerFailureLimit:  o.Memcached.ServerFailureLimit,
-		Clock:               c.clock,
-		Logger:              o.Logger,
-		NodeError:           func(addr string, err error) error { return &NodeError{Addr: addr, Err: err} },
-		BeforeParse:         testHookParse,
-	})
+	srv := c.seedResolver(cs)
+	c.cl, err = cluster.Connect(ctx, c.clusterConfig(cs, srv))
 	if err != nil {
 		c.obs.close()
-		return nil, connectError(cs, err)
+		return nil, connectError(cs, srv, err)
 	}
 	c.ctx = c.cl.Context()
 	return c, nil
@@ -118,37 +102,51 @@ func newClientID() string {
 	return strings.ToUpper(hex.EncodeToString(b[:]))
 }
 
-// connectError is Connect's error for a bootstrap that failed with err.
-func connectError(cs *ConnStr, err error) error {
+// connectError is Connect's error for a bootstrap that failed with err;
+// srv is the DNS SRV lookup (nil: none was made).
+func connectError(cs *ConnStr, srv *dnssrv.Seeds, err error) error {
 	var be *cluster.BootstrapError
 	if !errors.As(err, &be) {
 		return err
 	}
+	var ce *ConnectError
 	if be.Unusable {
-		return &ConnectError{Hosts: cs.Hosts, Err: ErrNoNodeAvailable, Cause: be.Cause, All: be.All}
+		ce = &ConnectError{Hosts: cs.seeds(), Err: ErrNoNodeAvailable, Cause: be.Cause, All: be.All}
+	} else {
+		ce = bootstrapError(cs, memcachedAdvice(cs, be.All))
 	}
-	errs := be.All
+	if srv != nil && srv.Err != nil {
+		ce.SRV = srv.Err
+	}
+	return ce
+}
+
+// memcachedAdvice adds to a memcached:// bootstrap's errors what to do
+// instead where PLAIN was refused in clear: TLS, or an opt-in. (A seed that
+// is a Couchbase KV port says itself to use couchbase://:
+// conn.NotMemcachedError.)
+func memcachedAdvice(cs *ConnStr, errs []error) []error {
 	if cs.Scheme.IsMemcached() && len(errs) == 1 && errors.Is(errs[0], ErrPlainAuthRefused) {
-		errs = []error{fmt.Errorf("%w; to connect, use %s:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
+		return []error{fmt.Errorf("%w; to connect, use %s:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
 			errs[0], SchemeMemcacheds)}
 	}
-	return bootstrapError(cs, errs)
+	return errs
 }
 
 // bootstrapError turns the seeds' errors into one, with the most specific
 // sentinel first (sentinelOf's order): credentials, then bucket, then TLS,
 // then no node.
-func bootstrapError(cs *ConnStr, errs []error) error {
+func bootstrapError(cs *ConnStr, errs []error) *ConnectError {
 	switch want := sentinelOf(errors.Join(errs...)); want {
 	case ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS:
 		i := slices.IndexFunc(errs, func(e error) bool { return errors.Is(e, want) })
-		return &ConnectError{Hosts: cs.Hosts, Err: want, Cause: errs[i], All: errs}
+		return &ConnectError{Hosts: cs.seeds(), Err: want, Cause: errs[i], All: errs}
 	}
 	var last error
 	if len(errs) > 0 {
 		last = errs[len(errs)-1]
 	}
-	return &ConnectError{Hosts: cs.Hosts, Err: ErrNoNodeAvailable, Cause: last, All: errs}
+	return &ConnectError{Hosts: cs.seeds(), Err: ErrNoNodeAvailable, Cause: last, All: errs}
 }
 
 // ConnectError is the error of a Connect that could not bootstrap.
@@ -160,6 +158,11 @@ type ConnectError struct {
 	// Cause is the most telling seed error; All has every seed's.
 	Cause error
 	All   []error
+	// SRV is why the DNS SRV lookup of the connection string's one host
+	// gave no seeds, so that the host was dialed as written (a
+	// *net.DNSError inside when the resolver answered so); nil when no
+	// lookup was made or it gave the seeds.
+	SRV error
 }
 
 func (e *ConnectError) Error() string {
@@ -167,10 +170,21 @@ func (e *ConnectError) Error() string {
 	if e.Cause != nil {
 		msg += ": " + e.Cause.Error()
 	}
+	if e.SRV != nil {
+		msg += " (dialed as written: " + e.SRV.Error() + ")"
+	}
 	return msg
 }
 
-func (e *ConnectError) Unwrap() []error { return []error{e.Err, e.Cause} }
+func (e *ConnectError) Unwrap() []error {
+	out := []error{e.Err}
+	for _, err := range []error{e.Cause, e.SRV} {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
 
 // NodeError says that a node had no connection to carry a request, and why
 // its last connection attempt failed (nil Err: it is still connecting).

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/kvwire/kvwire/retry"
@@ -90,14 +91,18 @@ func TestGetAfterVbucketMoveWithoutNMVBodySucceedsWithin100ms(t *testing.T) {
 }
 
 // A config that arrives while an operation sleeps in its NOT_MY_VBUCKET
-// back-off ends the sleep: on a client clock that never moves, the Get
-// succeeds once the vbucket's move is announced (the fetch its NMV asked
-// for fails, so the config arrives only through the nodes' change
-// notifications).
+// back-off ends the sleep: with a back-off of an hour on the client's fake
+// clock, the Get succeeds once the vbucket's move is announced (the fetch
+// its NMV asked for fails, so the config arrives only through the nodes'
+// change notifications). The rebalance publishes its configs one after
+// another, so a notification's fetch may bring one before the last, and
+// the fetches that follow are spaced by ConfigFetchInterval on the same
+// clock: the test moves it on in those steps, never near the hour (nor
+// the poll interval, nor retry.MaxAwaitWake).
 func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, NMVRetryInterval: time.Hour})
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -123,11 +128,19 @@ func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 		t.Fatal("the NMV without a body asked for no config fetch")
 	}
 	moveVbucket(t, mc, "k", (a+1)%3)
-	select {
-	case err := <-g.done:
-		require.NoError(t, err)
-	case <-ctx.Done():
-		t.Fatal("the Get still sleeps in its back-off after the new config was installed")
+	for moved := time.Duration(0); ; {
+		select {
+		case err := <-g.done:
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatal("the Get still sleeps in its back-off after the new config was installed")
+		case <-time.After(5 * time.Millisecond): // pacing the fake clock's steps
+			require.Less(t, moved, 900*time.Millisecond, "the config did not come within the fetches' spacing")
+			fc.Advance(cluster.ConfigFetchInterval)
+			moved += cluster.ConfigFetchInterval
+			continue
+		}
+		break
 	}
 	assert.Positive(t, nmv.Hits())
 	assert.Greater(t, c.ConfigVersion().Rev, held.Rev, "a newer config was installed")

@@ -163,3 +163,23 @@ func TestConnectWithoutBucket(t *testing.T) {
 		})
 	}
 }
+
+// memcached:// pointed at Couchbase KV ports is refused at Connect, at once
+// and whatever the credentials, with an error that says to use
+// couchbase://: its connections would have no bucket, and every operation
+// would fail with NO_BUCKET.
+func TestMemcachedSchemeAtCouchbasePortsRefused(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	hosts := strings.TrimSuffix(strings.TrimPrefix(mc.ConnString(), "couchbase://"), "/")
+	for _, user := range []string{"", mockcluster.DefaultUser} {
+		o := testOptions(&Options{Username: user, Password: mockcluster.DefaultPassword,
+			AllowPlainAuthWithoutTLS: true, ConnectTimeout: time.Hour})
+		c, err := Connect(context.Background(), "memcached://"+hosts, o)
+		if c != nil {
+			_ = c.Close()
+		}
+		require.Error(t, err, "user %q", user)
+		assert.Contains(t, err.Error(), "connect with couchbase://", "user %q", user)
+		assert.NotContains(t, err.Error(), "NO_BUCKET", "user %q", user)
+	}
+}

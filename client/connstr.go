@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,12 @@ const (
 	DefaultKVPort        = 11210
 	DefaultKVTLSPort     = 11207
 	DefaultMemcachedPort = 11211
+	// DefaultHTTPPort and DefaultHTTPSPort are the cluster manager's REST
+	// ports (mgmt, mgmtSSL): a host:port=http seed without a port, and
+	// where a host given without a port is asked for the bucket's config
+	// over HTTP (see BootstrapOn).
+	DefaultHTTPPort  = 8091
+	DefaultHTTPSPort = 18091
 )
 
 // ConnStrError says what is wrong with a connection string.
@@ -66,14 +73,31 @@ func (e *ConnStrError) Is(target error) bool {
 // ConnStr is a parsed connection string:
 //
 //	couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external
-//	couchbases://h1
+//	couchbases://cb.example.cloud                (a DNS SRV name: see SRVHost)
+//	couchbase://h1:8091=http,h2:8091=http/bucket (the cluster manager's REST ports)
+//	couchbase://h1:11210=mcd,h1:8091=http/bucket
 //	memcached://h1:11211,h2?remove_failed_servers=true
 //	memcacheds://h1
+//
+// A host of a couchbase:// or couchbases:// string may carry RFC 0011's
+// type: "=mcd" (the default) names a KV port, "=http" a cluster manager
+// REST port, where the bucket's config is read over HTTP (over HTTPS with
+// couchbases://, which also accepts "=https").
 type ConnStr struct {
 	Scheme Scheme
-	// Hosts are "host:port" addresses, ports defaulted per scheme, IPv6
-	// literals in brackets.
+	// Hosts are the KV (or memcached) seeds: "host:port" addresses, ports
+	// defaulted per scheme, IPv6 literals in brackets.
 	Hosts []string
+	// HTTPHosts are the "=http" seeds: the cluster manager's REST
+	// addresses, ports defaulted to DefaultHTTPPort (DefaultHTTPSPort for
+	// couchbases://).
+	HTTPHosts []string
+	// SRVHost is the host of a couchbase:// or couchbases:// string that
+	// names one host, without a port or a type, and not an IP address:
+	// Connect looks up its DNS SRV record (_couchbase._tcp.SRVHost, or
+	// _couchbases._tcp.SRVHost) for the seeds, as SDK RFC 0011 says, unless
+	// enable_dns_srv=false (Options.DisableDNSSRV). "" otherwise.
+	SRVHost string
 	// Bucket is the path, if any.
 	Bucket string
 	// Options are the query parameters, by name, last value wins.
@@ -112,6 +136,8 @@ var knownOptions = map[string]string{
 	"tracing_orphaned_queue_size":            "int in 1..1024: orphans the orphan report shows (default 10)",
 	"enable_metrics":                         "bool: the logging meter, the default meter of operation latencies (default true; false turns it off)",
 	"metrics_emit_interval":                  "duration >= 10ms: how often the logging meter logs its percentiles (default 10m)",
+	"bootstrap_on":                           "both, cccp or http: where the first config comes from: the KV service (GET_CLUSTER_CONFIG, CCCP), the cluster manager over HTTP, or the KV service first and HTTP where it serves none (default both)",
+	"enable_dns_srv":                         "bool: look up the DNS SRV record of a single host given without a port (default true)",
 }
 
 // ParseConnStr parses a connection string. A string with no scheme is taken
@@ -129,14 +155,8 @@ func ParseConnStr(s string) (*ConnStr, error) {
 		cs.Scheme = Scheme(strings.ToLower(rest[:i]))
 		rest = rest[i+3:]
 	}
-	defPort := 0
 	switch cs.Scheme {
-	case SchemeCouchbase:
-		defPort = DefaultKVPort
-	case SchemeCouchbases:
-		defPort = DefaultKVTLSPort
-	case SchemeMemcached, SchemeMemcacheds:
-		defPort = DefaultMemcachedPort
+	case SchemeCouchbase, SchemeCouchbases, SchemeMemcached, SchemeMemcacheds:
 	default:
 		return fail("unknown scheme %q (want couchbase, couchbases, memcached or memcacheds)", string(cs.Scheme))
 	}
@@ -148,25 +168,8 @@ func ParseConnStr(s string) (*ConnStr, error) {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		hostPart, path = rest[:i], rest[i+1:]
 	}
-	if hostPart == "" {
-		return fail("no host")
-	}
-	for _, h := range strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' }) {
-		addr, err := parseHost(h, defPort)
-		if err != nil {
-			return fail("host %q: %v", h, err)
-		}
-		cs.Hosts = append(cs.Hosts, addr)
-	}
-	if len(cs.Hosts) == 0 {
-		return fail("no host")
-	}
-	if !cs.Scheme.IsMemcached() {
-		for _, h := range cs.Hosts {
-			if _, p, _ := net.SplitHostPort(h); p == "8091" || p == "18091" {
-				return fail("%s is the cluster manager's HTTP port; kvwire bootstraps over the KV port (11210, or 11207 with TLS)", h)
-			}
-		}
+	if reason := cs.setHosts(hostPart); reason != "" {
+		return fail("%s", reason)
 	}
 	if path != "" {
 		b, err := url.PathUnescape(strings.TrimSuffix(path, "/"))
@@ -222,6 +225,68 @@ func (cs *ConnStr) setOptions(query string) string {
 	return ""
 }
 
+// setHosts sets cs's seeds from the connection string's host list (its
+// scheme set), and says what is wrong with them ("": nothing).
+func (cs *ConnStr) setHosts(hostPart string) string {
+	defPort, httpPort := DefaultKVPort, DefaultHTTPPort
+	switch cs.Scheme {
+	case SchemeCouchbases:
+		defPort, httpPort = DefaultKVTLSPort, DefaultHTTPSPort
+	case SchemeMemcached, SchemeMemcacheds:
+		defPort = DefaultMemcachedPort
+	}
+	hosts := strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' })
+	for _, h := range hosts {
+		h, typ, typed := strings.Cut(h, "=")
+		typ = strings.ToLower(typ)
+		isHTTP := false
+		switch {
+		case typed && cs.Scheme.IsMemcached():
+			return fmt.Sprintf("host %q: %s:// hosts take no type (=%s)", h, cs.Scheme, typ)
+		case !typed || typ == "mcd":
+		case typ == "http", typ == "https" && cs.Scheme.IsTLS():
+			isHTTP = true
+		case typ == "https":
+			return fmt.Sprintf("host %q: =https needs couchbases:// (TLS follows the scheme; with it, =http also means HTTPS)", h)
+		default:
+			return fmt.Sprintf("host %q: unknown type =%s (want =mcd for a KV port or =http for the cluster manager's)", h, typ)
+		}
+		port := defPort
+		if isHTTP {
+			port = httpPort
+		}
+		addr, portGiven, err := parseHost(h, port)
+		if err != nil {
+			return fmt.Sprintf("host %q: %v", h, err)
+		}
+		if isHTTP {
+			cs.HTTPHosts = append(cs.HTTPHosts, addr)
+			continue
+		}
+		if _, p, _ := net.SplitHostPort(addr); !cs.Scheme.IsMemcached() && !typed && (p == "8091" || p == "18091") {
+			return fmt.Sprintf("%s is the cluster manager's HTTP port: write %s=http to bootstrap over HTTP, or give the KV port (11210, or 11207 with TLS)", addr, addr)
+		}
+		cs.Hosts = append(cs.Hosts, addr)
+		if len(hosts) == 1 && !typed && !portGiven && !cs.Scheme.IsMemcached() && net.ParseIP(strings.Trim(h, "[] ")) == nil {
+			cs.SRVHost = strings.TrimSpace(h)
+		}
+	}
+	if len(cs.Hosts)+len(cs.HTTPHosts) == 0 {
+		return "no host"
+	}
+	return ""
+}
+
+// seeds are the hosts given, as a ConnectError names them: the KV seeds,
+// then the =http ones with their type.
+func (cs *ConnStr) seeds() []string {
+	out := slices.Clone(cs.Hosts)
+	for _, h := range cs.HTTPHosts {
+		out = append(out, h+"=http")
+	}
+	return out
+}
+
 // KnownConnStrOptions lists the option names ParseConnStr accepts.
 func KnownConnStrOptions() []string {
 	out := make([]string, 0, len(knownOptions))
@@ -232,33 +297,35 @@ func KnownConnStrOptions() []string {
 	return out
 }
 
-func parseHost(h string, defPort int) (string, error) {
+// parseHost returns h as "host:port", with defPort when h has no port
+// (portGiven false).
+func parseHost(h string, defPort int) (addr string, portGiven bool, err error) {
 	h = strings.TrimSpace(h)
 	if h == "" {
-		return "", errors.New("empty host")
+		return "", false, errors.New("empty host")
 	}
 	host, port := h, ""
 	switch {
 	case strings.HasPrefix(h, "["):
 		end := strings.IndexByte(h, ']')
 		if end < 0 {
-			return "", errors.New("IPv6 literal without closing ']'")
+			return "", false, errors.New("IPv6 literal without closing ']'")
 		}
 		host = h[1:end]
 		after := h[end+1:]
 		if after != "" {
 			if !strings.HasPrefix(after, ":") {
-				return "", fmt.Errorf("unexpected %q after the IPv6 literal", after)
+				return "", false, fmt.Errorf("unexpected %q after the IPv6 literal", after)
 			}
 			port = after[1:]
 		}
 		if net.ParseIP(host) == nil {
-			return "", fmt.Errorf("%q is not an IPv6 address", host)
+			return "", false, fmt.Errorf("%q is not an IPv6 address", host)
 		}
 	case strings.Count(h, ":") > 1:
 		// A bare IPv6 literal without a port.
 		if net.ParseIP(h) == nil {
-			return "", errors.New("several ':' but not an IPv6 address (put IPv6 literals in brackets)")
+			return "", false, errors.New("several ':' but not an IPv6 address (put IPv6 literals in brackets)")
 		}
 		host = h
 	case strings.Contains(h, ":"):
@@ -266,20 +333,20 @@ func parseHost(h string, defPort int) (string, error) {
 		host, port = h[:i], h[i+1:]
 	}
 	if host == "" {
-		return "", errors.New("empty host name")
+		return "", false, errors.New("empty host name")
 	}
 	if strings.ContainsAny(host, " /?#@") {
-		return "", errors.New("host name contains a character hosts cannot have")
+		return "", false, errors.New("host name contains a character hosts cannot have")
 	}
 	p := defPort
 	if port != "" {
 		n, err := strconv.Atoi(port)
 		if err != nil || n < 1 || n > 65535 {
-			return "", fmt.Errorf("port %q is not in 1..65535", port)
+			return "", false, fmt.Errorf("port %q is not in 1..65535", port)
 		}
 		p = n
 	}
-	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+	return net.JoinHostPort(host, strconv.Itoa(p)), port != "", nil
 }
 
 // Duration reads a duration option: a Go duration ("2.5s", "2500ms") or a
@@ -393,7 +460,14 @@ func (cs *ConnStr) String() string {
 	var b strings.Builder
 	b.WriteString(string(cs.Scheme))
 	b.WriteString("://")
-	b.WriteString(strings.Join(cs.Hosts, ","))
+	hosts := cs.Hosts
+	if cs.SRVHost != "" && len(hosts) == 1 {
+		hosts = []string{cs.SRVHost} // without its port, a DNS SRV name still
+	}
+	for _, h := range cs.HTTPHosts {
+		hosts = append(slices.Clip(hosts), h+"=http")
+	}
+	b.WriteString(strings.Join(hosts, ","))
 	if cs.Bucket != "" {
 		b.WriteByte('/')
 		b.WriteString(url.PathEscape(cs.Bucket))

@@ -50,6 +50,47 @@ func TestParseConnStr(t *testing.T) {
 	}
 }
 
+// RFC 0011's host types, and which strings name a DNS SRV record.
+func TestParseConnStrSeedTypesAndSRV(t *testing.T) {
+	cases := []struct {
+		in        string
+		hosts     []string
+		httpHosts []string
+		srvHost   string
+		canonical string
+	}{
+		{"couchbase://cb.example.com/b", []string{"cb.example.com:11210"}, nil, "cb.example.com", "couchbase://cb.example.com/b"},
+		{"couchbases://cb.example.cloud", []string{"cb.example.cloud:11207"}, nil, "cb.example.cloud", "couchbases://cb.example.cloud"},
+		// A port, a second host, a type or an IP address: no SRV lookup.
+		{"couchbase://cb.example.com:11210", []string{"cb.example.com:11210"}, nil, "", ""},
+		{"couchbase://a.example.com,b.example.com", []string{"a.example.com:11210", "b.example.com:11210"}, nil, "", ""},
+		{"couchbase://cb.example.com=mcd", []string{"cb.example.com:11210"}, nil, "", "couchbase://cb.example.com:11210"},
+		{"couchbase://10.0.0.1", []string{"10.0.0.1:11210"}, nil, "", ""},
+		{"couchbase://[::1]", []string{"[::1]:11210"}, nil, "", ""},
+		{"memcached://cache.example.com", []string{"cache.example.com:11211"}, nil, "", ""},
+		// The cluster manager's ports.
+		{"couchbase://h1:9000=http,h2=HTTP/b", nil, []string{"h1:9000", "h2:8091"}, "", "couchbase://h1:9000=http,h2:8091=http/b"},
+		{"couchbases://h1=http,h2:19000=https", nil, []string{"h1:18091", "h2:19000"}, "", "couchbases://h1:18091=http,h2:19000=http"},
+		{"couchbase://h:12000=mcd,h:9000=http", []string{"h:12000"}, []string{"h:9000"}, "", "couchbase://h:12000,h:9000=http"},
+		{"couchbase://h:8091=http", nil, []string{"h:8091"}, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			cs, err := ParseConnStr(c.in)
+			require.NoError(t, err)
+			assert.Equal(t, c.hosts, cs.Hosts)
+			assert.Equal(t, c.httpHosts, cs.HTTPHosts)
+			assert.Equal(t, c.srvHost, cs.SRVHost)
+			if c.canonical != "" {
+				assert.Equal(t, c.canonical, cs.String())
+			}
+			again, err := ParseConnStr(cs.String())
+			require.NoError(t, err, "canonical form %q must parse", cs.String())
+			assert.Equal(t, cs, again)
+		})
+	}
+}
+
 func TestParseConnStrErrors(t *testing.T) {
 	cases := map[string]string{
 		"":                                      "empty",
@@ -68,7 +109,12 @@ func TestParseConnStrErrors(t *testing.T) {
 		"memcached://h/b":                       "memcached:// has no buckets",
 		"memcacheds://h/b":                      "memcacheds:// has no buckets",
 		"couchbase://h?remove_failed_servers=1": "for memcached:// and memcacheds:// only",
-		"couchbase://h:8091":                    "cluster manager's HTTP port",
+		"couchbase://h:8091":                    "write h:8091=http to bootstrap over HTTP",
+		"couchbase://h:18091":                   "cluster manager's HTTP port",
+		"couchbase://h=https":                   "=https needs couchbases://",
+		"couchbase://h=dcp":                     "unknown type =dcp",
+		"memcached://h=mcd":                     "memcached:// hosts take no type",
+		"couchbase://h:x=http":                  "not in 1..65535",
 		"couchbase://h?kv_timeout=%zz":          "options",
 		"couchbase://,;,":                       "no host", // separators only
 	}
@@ -123,6 +169,7 @@ func FuzzParseConnStr(f *testing.F) {
 	for _, s := range []string{
 		"couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external",
 		"couchbases://[::1]:11207", "memcached://a,b:1", "h", "couchbase://h/%41", "couchbase://h?bucket=x",
+		"couchbase://h:9000=http,h2=mcd/b?bootstrap_on=http", "couchbases://cb.example.cloud?enable_dns_srv=false",
 	} {
 		f.Add(s)
 	}
@@ -134,7 +181,7 @@ func FuzzParseConnStr(f *testing.F) {
 			}
 			return
 		}
-		if len(cs.Hosts) == 0 {
+		if len(cs.Hosts)+len(cs.HTTPHosts) == 0 {
 			t.Fatalf("parsed %q with no hosts", s)
 		}
 		again, err := ParseConnStr(cs.String())
@@ -274,4 +321,50 @@ func TestOptionsNumbersOutOfRange(t *testing.T) {
 	assert.Equal(t, DefaultKVTimeout, o.KVTimeout)
 	assert.Equal(t, 1, o.ConnectionsPerNode)
 	assert.Equal(t, DefaultCompressionMinRatio, o.Compression.MinRatio)
+}
+
+// TestBootstrapOnAndDNSSRVOptions: bootstrap_on and enable_dns_srv fill
+// Options.BootstrapOn and DisableDNSSRV, the connection string winning;
+// settings that could not bootstrap, or would leave hosts unused, are
+// refused before anything is dialed.
+func TestBootstrapOnAndDNSSRVOptions(t *testing.T) {
+	for _, tc := range []struct {
+		connStr string
+		opts    Options
+		on      BootstrapOn
+		noSRV   bool
+	}{
+		{"couchbase://h/b", Options{}, BootstrapOnBoth, false},
+		{"couchbase://h/b?bootstrap_on=HTTP", Options{BootstrapOn: BootstrapOnCCCP}, BootstrapOnHTTP, false},
+		{"couchbase://h/b", Options{BootstrapOn: BootstrapOnCCCP, DisableDNSSRV: true}, BootstrapOnCCCP, true},
+		{"couchbase://h/b?enable_dns_srv=false", Options{}, BootstrapOnBoth, true},
+		{"couchbase://h/b?enable_dns_srv=true", Options{DisableDNSSRV: true}, BootstrapOnBoth, false},
+		{"couchbase://h:9000=http/b?bootstrap_on=both", Options{}, BootstrapOnBoth, false},
+	} {
+		cs, err := ParseConnStr(tc.connStr)
+		require.NoError(t, err, tc.connStr)
+		o, err := tc.opts.resolved(cs)
+		require.NoError(t, err, tc.connStr)
+		assert.Equal(t, tc.on, o.BootstrapOn, tc.connStr)
+		assert.Equal(t, tc.noSRV, o.DisableDNSSRV, tc.connStr)
+	}
+	for connStr, want := range map[string]string{
+		"couchbase://h/b?bootstrap_on=dcp":               "want both, cccp or http",
+		"couchbase://h/b?enable_dns_srv=perhaps":         "not a boolean",
+		"memcached://h?bootstrap_on=http":                "memcached:// has no cluster configs",
+		"couchbase://h:9000=http/b?bootstrap_on=cccp":    "the =http hosts [h:9000] would not be used",
+		"couchbase://h,h2:9000=http/b?bootstrap_on=cccp": "would not be used",
+	} {
+		cs, err := ParseConnStr(connStr)
+		require.NoError(t, err, connStr)
+		_, err = Options{}.resolved(cs)
+		require.Error(t, err, connStr)
+		assert.ErrorIs(t, err, ErrInvalidArgument, connStr)
+		assert.Contains(t, err.Error(), want, connStr)
+	}
+	cs, err := ParseConnStr("couchbase://h/b")
+	require.NoError(t, err)
+	_, err = Options{BootstrapOn: "carrier pigeon"}.resolved(cs)
+	assert.ErrorIs(t, err, ErrInvalidArgument)
+	assert.ErrorContains(t, err, "Options.BootstrapOn")
 }

@@ -59,6 +59,21 @@
 // password, as libmemcached does.
 // A memcached server that refuses connections fails its keys at once with
 // ErrNoNodeAvailable; see MemcachedOptions for taking it out of the ring.
+// memcached:// pointed at a Couchbase node's KV port fails at Connect,
+// saying to use couchbase://.
+//
+// As SDK RFC 0011 says: a couchbase:// or couchbases:// string naming one
+// host without a port (couchbases://cb.example.cloud) is looked up as the
+// DNS SRV record _couchbases._tcp.cb.example.cloud, whose targets become
+// the seeds (ConnStr.SRVHost; Options.DisableDNSSRV, Options.Resolver;
+// ConnectError.SRV says why a lookup gave none). A host written
+// host:port=http is a cluster manager REST port: the bucket's config is
+// read over HTTP (/pools/default/b/BUCKET) and kept current by its stream
+// (/pools/default/bs/BUCKET), which is how a memcached bucket, whose KV
+// service serves no config, is reached (see BootstrapOn). A memcached
+// bucket routes keys by its config's ketama continuum; what it has not
+// (sub-documents, synchronous durability, observe, range scans, replica
+// reads, named collections) fails at once with ErrFeatureNotAvailable.
 //
 // # The request path
 //

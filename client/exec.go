@@ -433,6 +433,9 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	}
 	r, reason, err := c.cl.Route(&o.route, &o.target)
 	o.node = r.Node // named by the error when it has no connection
+	if merr := c.memcachedBucketRefusal(o, r.Topo); merr != nil {
+		return placed{}, next{err: newKVError(o, ErrFeatureNotAvailable, merr)}
+	}
 	var cn *conn.Conn
 	if err == nil {
 		cn, reason, err = r.Node.Pick()
@@ -672,8 +675,11 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 			}
 			return 0, false
 		}
-		if c.cl.NotMyVbucket(pl.Route, nmv, &o.route, &o.target) {
+		switch c.cl.NotMyVbucket(pl.Route, nmv, &o.route, &o.target) {
+		case cluster.NMVMoved:
 			o.st.MarkRouteChanged()
+		case cluster.NMVAwaitConfig:
+			o.st.MarkAwaitWake()
 		}
 		return retry.ReasonKVNotMyVbucket, true
 	}

@@ -2,9 +2,12 @@ package client
 
 import (
 	"cmp"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 	"time"
 )
 
@@ -44,6 +47,35 @@ const (
 	NetworkDefault  = "default"
 	NetworkExternal = "external"
 )
+
+// BootstrapOn says where a client reads its cluster configs from
+// (connection string bootstrap_on, libcouchbase's name): the KV service
+// (CCCP: GET_CLUSTER_CONFIG, notifications and NOT_MY_VBUCKET bodies) or
+// the cluster manager's REST API over HTTP.
+type BootstrapOn string
+
+const (
+	// BootstrapOnBoth (the default): the KV service first; where no KV
+	// seed serves a config (a memcached bucket answers GET_CLUSTER_CONFIG
+	// with KEY_ENOENT, an older server does not know it, only =http seeds
+	// were given), the cluster manager over HTTP, whose config stream then
+	// keeps the client's config current.
+	BootstrapOnBoth BootstrapOn = "both"
+	// BootstrapOnCCCP: the KV service only.
+	BootstrapOnCCCP BootstrapOn = "cccp"
+	// BootstrapOnHTTP: the cluster manager only: the first config from
+	// /pools/default/b/<bucket>, every newer one from its stream
+	// (/pools/default/bs/<bucket>, and NOT_MY_VBUCKET bodies); the KV
+	// connections are never asked for a config.
+	BootstrapOnHTTP BootstrapOn = "http"
+)
+
+// Resolver looks up DNS SRV records (Options.Resolver). *net.Resolver
+// satisfies it; LookupSRV is called with service and proto empty and the
+// record's whole name ("_couchbase._tcp.cluster.example.com").
+type Resolver interface {
+	LookupSRV(ctx context.Context, service, proto, name string) (cname string, addrs []*net.SRV, err error)
+}
 
 // Options configure Connect. The zero value is usable: every field has a
 // default, and a zero field means its default. Connection-string options
@@ -111,6 +143,26 @@ type Options struct {
 	// memcacheds:// needs no opt-in. A server without SASL is used
 	// unauthenticated either way. Couchbase uses SCRAM.
 	AllowPlainAuthWithoutTLS bool
+	// BootstrapOn says where the cluster configs come from: the KV
+	// service, the cluster manager's REST API over HTTP, or the KV service
+	// first and HTTP where it serves none (the default, BootstrapOnBoth).
+	// HTTP requests go to the connection string's =http hosts and, for a
+	// host at the scheme's default KV port (or given without one), to the
+	// same host's default REST port (8091, 18091 with couchbases://), with
+	// HTTP Basic auth and, on couchbases://, over HTTPS with TLSConfig.
+	// Connection string: bootstrap_on=both|cccp|http. couchbase:// and
+	// couchbases:// only.
+	BootstrapOn BootstrapOn
+	// DisableDNSSRV turns off the DNS SRV lookup of a connection string's
+	// single host given without a port (see ConnStr.SRVHost): the host is
+	// then dialed as written. Connection string: enable_dns_srv=false.
+	DisableDNSSRV bool
+	// Resolver answers the DNS SRV lookup; nil means net.DefaultResolver,
+	// which follows the machine's resolver configuration. The lookup takes
+	// at most half of ConnectTimeout; a name without the record (or whose
+	// lookup fails) is dialed as written, and Connect's error then names
+	// the record looked up and why it gave no seeds (ConnectError.SRV).
+	Resolver Resolver
 	// Memcached configures how memcached:// and memcacheds:// treat servers
 	// that cannot be reached; other schemes ignore it.
 	Memcached MemcachedOptions
@@ -363,6 +415,9 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	if v, ok := cs.Options["network"]; ok {
 		o.Network = v
 	}
+	if err := o.applyBootstrapOn(cs); err != nil {
+		return o, err
+	}
 	if err := o.applyTLS(cs); err != nil {
 		return o, err
 	}
@@ -406,6 +461,7 @@ func (o *Options) applyBools(cs *ConnStr) error {
 		{"enable_tracing", &o.ThresholdLogging.Disabled, true},
 		{"orphaned_response_logging", &o.OrphanReporting.Disabled, true},
 		{"enable_metrics", &o.LoggingMeter.Disabled, true},
+		{"enable_dns_srv", &o.DisableDNSSRV, true},
 	} {
 		v, ok, err := cs.Bool(b.name)
 		if err != nil {
@@ -508,6 +564,40 @@ func (o *Options) fillDefaults(profile Options) {
 	if o.ClientName == "" {
 		o.ClientName = "kvwire"
 	}
+}
+
+func (b BootstrapOn) valid() bool {
+	switch b {
+	case BootstrapOnBoth, BootstrapOnCCCP, BootstrapOnHTTP:
+		return true
+	}
+	return false
+}
+
+// applyBootstrapOn reads bootstrap_on into o, fills BootstrapOn's default
+// and refuses settings that could not bootstrap: HTTP with memcached://,
+// and =http hosts that the setting would leave unused.
+func (o *Options) applyBootstrapOn(cs *ConnStr) error {
+	if v, ok := cs.Options["bootstrap_on"]; ok {
+		o.BootstrapOn = BootstrapOn(strings.ToLower(v))
+		if !o.BootstrapOn.valid() {
+			return &ConnStrError{Input: "bootstrap_on=" + v, Reason: "want both, cccp or http"}
+		}
+	}
+	if o.BootstrapOn == "" {
+		o.BootstrapOn = BootstrapOnBoth
+	}
+	if !o.BootstrapOn.valid() {
+		return fmt.Errorf("%w: Options.BootstrapOn = %q: want %q, %q or %q", ErrInvalidArgument, o.BootstrapOn,
+			BootstrapOnBoth, BootstrapOnCCCP, BootstrapOnHTTP)
+	}
+	switch {
+	case cs.Scheme.IsMemcached() && o.BootstrapOn != BootstrapOnBoth:
+		return fmt.Errorf("%w: bootstrap_on=%s: %s:// has no cluster configs", ErrInvalidArgument, o.BootstrapOn, cs.Scheme)
+	case o.BootstrapOn == BootstrapOnCCCP && len(cs.HTTPHosts) > 0:
+		return fmt.Errorf("%w: bootstrap_on=cccp reads no config over HTTP, so the =http hosts %v would not be used", ErrInvalidArgument, cs.HTTPHosts)
+	}
+	return nil
 }
 
 // Ranges of numeric settings, for connection-string options and the

@@ -24,8 +24,9 @@ type GetReplicaResult struct {
 // exist now; reading it would only retry NODE_NOT_AVAILABLE until the
 // timeout, so replica reads skip it. When the map assigns no copy at all
 // (a failover in progress), the active copy is returned anyway: its read
-// waits for a config that assigns it, as Get does. Memcached mode and
-// memcached buckets have only the active copy.
+// waits for a config that assigns it, as Get does. Memcached mode has
+// only the active copy (a memcached bucket refuses replica reads:
+// replicasRefused).
 func (c *Client) copiesOf(key string) []int {
 	t := c.cl.Topology()
 	if t == nil || t.Config() == nil || t.Ketama() || !t.Config().HasVbucketMap() {
@@ -76,6 +77,9 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 // skipped, not waited for. It is the one read that fans out: up to four
 // goroutines for one call, which end when it returns.
 func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetReplicaOptions) (GetReplicaResult, error) {
+	if err := col.replicasRefused("GetAnyReplica", key); err != nil {
+		return GetReplicaResult{}, err
+	}
 	return readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, opts)
 	})
@@ -87,6 +91,9 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 // no node yet answers with the active copy alone, without waiting for the
 // timeout. It fails only when none answered.
 func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetReplicaOptions) ([]GetReplicaResult, error) {
+	if err := col.replicasRefused("GetAllReplicas", key); err != nil {
+		return nil, err
+	}
 	return readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, opts)
 	})

@@ -205,6 +205,9 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	var cfg *vbmap.Config
 	if t := c.cl.Topology(); t != nil {
 		cfg = t.Config()
+		if t.Ketama() {
+			return fail(ErrFeatureNotAvailable, fmt.Errorf("bucket %q is a memcached bucket, which has no range scans", c.opts.Bucket))
+		}
 	}
 	if cfg == nil || !cfg.HasVbucketMap() {
 		return fail(ErrFeatureNotAvailable, errors.New("range scans need a bucket with vbuckets"))

@@ -101,6 +101,8 @@ func (f *fakeNode) serve(p *peer) {
 			}
 		case memdx.OpNoop:
 			reply(ok(req, ""))
+		case memdx.OpGet: // memcached mode's probe: a miss, as memcached answers
+			reply(res(req, memdx.StatusKeyNotFound, ""))
 		case memdx.OpGetErrorMap:
 			if f.errMap == nil {
 				reply(res(req, memdx.StatusUnknownCommand, ""))
@@ -738,7 +740,7 @@ func TestMemcachedModeLogsInOnlyWhereSASLIs(t *testing.T) {
 		f.mu.Lock()
 		ops := slices.Clone(f.ops)
 		f.mu.Unlock()
-		if want := []memdx.OpCode{memdx.OpSASLListMechs, memdx.OpVersion, memdx.OpNoop}; !slices.Equal(ops, want) {
+		if want := []memdx.OpCode{memdx.OpSASLListMechs, memdx.OpVersion, memdx.OpGet, memdx.OpNoop}; !slices.Equal(ops, want) {
 			t.Fatalf("allow PLAIN %v: requests %v, want %v", allow, ops, want)
 		}
 	}
@@ -749,7 +751,7 @@ func TestMemcachedModeLogsInOnlyWhereSASLIs(t *testing.T) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if want := []memdx.OpCode{memdx.OpSASLListMechs, memdx.OpSASLAuth, memdx.OpVersion, memdx.OpNoop}; !slices.Equal(f.ops, want) {
+	if want := []memdx.OpCode{memdx.OpSASLListMechs, memdx.OpSASLAuth, memdx.OpVersion, memdx.OpGet, memdx.OpNoop}; !slices.Equal(f.ops, want) {
 		t.Fatalf("requests %v, want %v", f.ops, want)
 	}
 }

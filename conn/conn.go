@@ -61,9 +61,11 @@ type bootResults struct {
 	errMap    *errmap.Map
 	errMapErr error // why a map was dropped (logged; read by tests)
 	config    []byte
-	version   string
-	mech      string
-	bucket    string
+	// configStatus is GET_CLUSTER_CONFIG's status (0: not sent).
+	configStatus memdx.Status
+	version      string
+	mech         string
+	bucket       string
 }
 
 // newConn wraps a connected socket and starts its reader, writer and
@@ -473,6 +475,15 @@ func (c *Conn) ClusterConfig() []byte {
 	}
 	return append([]byte(nil), c.config...)
 }
+
+// ClusterConfigStatus returns the status GET_CLUSTER_CONFIG answered during
+// bootstrap: success with a config (ClusterConfig), or why there is none:
+// KEY_ENOENT from a node that holds no config for the bucket (a memcached
+// bucket, whose config the cluster manager serves over HTTP only),
+// UNKNOWN_COMMAND or NOT_SUPPORTED from a server without it, NO_BUCKET
+// without a bucket on a server that has no global config. 0 when it was
+// not sent (memcached mode, Options.NoClusterConfig).
+func (c *Conn) ClusterConfigStatus() memdx.Status { return c.configStatus }
 
 // ServerVersion returns what VERSION answered during bootstrap ("" when it
 // failed).

@@ -196,7 +196,7 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, ctx.Err())
 		}
-		if !isTLSFailure(err) {
+		if !IsTLSFailure(err) {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, err)
 		}
 		return nil, &TLSError{Addr: addr, Err: err}
@@ -204,9 +204,11 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 	return tc, nil
 }
 
-// isTLSFailure reports whether a handshake error is TLS's own (RFC 0049
+// IsTLSFailure reports whether a handshake error is TLS's own (RFC 0049
 // TLS_ERROR, which fails fast) rather than the network's (the node went
-// away, which a retry may get past):
+// away, which a retry may get past); Dial returns the former as a
+// *TLSError, and so does the cluster manager's HTTPS client
+// (internal/httpconfig):
 //
 //   - TLS: an alert from the server or one crypto/tls sent about the
 //     server's messages (a *net.OpError whose Op is "remote error" or
@@ -217,7 +219,7 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 //     message), which are plain errors.
 //   - Network: EOF, a closed pipe or connection, a timeout, and any other
 //     net.Error from the socket (a reset is a *net.OpError).
-func isTLSFailure(err error) bool {
+func IsTLSFailure(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && (op.Op == "remote error" || op.Op == "local error") {
 		// An alert from the server, or one crypto/tls sent it: a
@@ -334,9 +336,10 @@ func (c *Conn) stepError(s *step, reason string) error {
 //
 //	write 1: HELLO, NOOP padding, [GET_ERROR_MAP], VERSION, [SASL_LIST_MECHS]
 //	write 2: SASL_AUTH (SCRAM first message)                        (SCRAM only)
-//	write 3: SASL_AUTH PLAIN or SASL_STEP, [SELECT_BUCKET], GET_CLUSTER_CONFIG
+//	write 3: SASL_AUTH PLAIN or SASL_STEP, [SELECT_BUCKET], [GET_CLUSTER_CONFIG]
 //
 // Without credentials the last write is SELECT_BUCKET and GET_CLUSTER_CONFIG.
+// GET_CLUSTER_CONFIG is left out with Options.NoClusterConfig.
 // GET_ERROR_MAP is sent only when XERROR is asked for (xerror false: the
 // redial after a corrupt map).
 // Every request after HELLO in the first write has neither key nor extras,
@@ -430,7 +433,9 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 		if o.Bucket != "" {
 			sel = c.send(memdx.NewSelectBucket(o.Bucket))
 		}
-		cfg = c.send(memdx.NewGetClusterConfig())
+		if !o.NoClusterConfig {
+			cfg = c.send(memdx.NewGetClusterConfig())
+		}
 	}
 	if auth {
 		if err := c.await(ctx, mechs); err != nil {
@@ -465,9 +470,13 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 			return c.stepError(sel, fmt.Sprintf("server refused to select bucket %q", o.Bucket))
 		}
 	}
+	if cfg == nil {
+		return nil
+	}
 	if err := c.await(ctx, cfg); err != nil {
 		return err
 	}
+	c.configStatus = cfg.status
 	if cfg.status == memdx.StatusSuccess {
 		conf := cfg.value
 		if cfg.dt.Has(memdx.DatatypeSnappy) {
@@ -590,7 +599,7 @@ func (c *Conn) scramError(s *step, mech, msg string, err error) error {
 // bootMemcached runs the plain memcached bootstrap:
 //
 //	SASL_LIST_MECHS                       (only with a Username)
-//	[SASL_AUTH PLAIN], VERSION, NOOP
+//	[SASL_AUTH PLAIN], VERSION, GET, NOOP
 //
 // A Username is used only if the server has SASL. One that answers
 // SASL_LIST_MECHS with UNKNOWN_COMMAND (memcached started without -S) has
@@ -600,27 +609,17 @@ func (c *Conn) scramError(s *step, mech, msg string, err error) error {
 // server that lists mechanisms gets the password with PLAIN only when
 // PLAIN is allowed (plainRefused); otherwise Dial fails with an *AuthError
 // and nothing but SASL_LIST_MECHS was sent. VERSION needs no
-// authentication in memcached; NOOP does, so a server that requires SASL
-// refuses it (and closes the connection) when no credentials were given,
-// which Dial reports as an *AuthError.
+// authentication in memcached; GET and NOOP do, so a server that requires
+// SASL refuses the GET (and closes the connection) when no credentials were
+// given, which Dial reports as an *AuthError. The GET of memcachedProbeKey, and
+// the mechanisms listed, tell memcached from Couchbase Server's KV service
+// (a *NotMemcachedError).
 func (c *Conn) bootMemcached(ctx context.Context) error {
 	o := &c.opts
 	c.memcached = true
-	login := false
-	if o.Username != "" {
-		hasSASL, err := c.memcachedHasSASL(ctx)
-		if err != nil {
-			return err
-		}
-		if hasSASL {
-			if err := plainRefused(o, c.addr); err != nil {
-				return err
-			}
-			login = true
-		} else {
-			c.log.Info("server has no SASL (it does not know SASL_LIST_MECHS): going on unauthenticated; the password is not sent",
-				"user", o.Username)
-		}
+	login, err := c.memcachedLogin(ctx)
+	if err != nil {
+		return err
 	}
 	var auth *step
 	c.cork()
@@ -628,6 +627,10 @@ func (c *Conn) bootMemcached(ctx context.Context) error {
 		auth = c.send(memdx.NewSASLAuth(memdx.MechPlain, memdx.PlainPayload(o.Username, o.Password)))
 	}
 	version := c.send(memdx.NewVersion())
+	// A get without a bucket: memcached answers it (a miss, most likely),
+	// Couchbase Server's KV service refuses it (NO_BUCKET, or EACCESS
+	// before a login).
+	probe := c.send(memdx.NewGet([]byte(memcachedProbeKey)))
 	noop := c.send(memdx.NewNoop())
 	c.uncork()
 	if auth != nil {
@@ -650,34 +653,110 @@ func (c *Conn) bootMemcached(ctx context.Context) error {
 	if version.status == memdx.StatusSuccess {
 		c.version = string(version.value)
 	}
+	if err := c.await(ctx, probe); err != nil {
+		return err
+	}
+	if probe.status == memdx.StatusAuthError {
+		// memcached closes the connection after refusing it.
+		return &AuthError{Addr: c.addr, Status: probe.status,
+			Reason: "the server requires authentication and no credentials were given"}
+	}
 	if err := c.await(ctx, noop); err != nil {
 		return err
 	}
 	switch noop.status {
 	case memdx.StatusSuccess:
-		return nil
 	case memdx.StatusAuthError:
 		return &AuthError{Addr: c.addr, Status: noop.status,
 			Reason: "the server requires authentication and no credentials were given"}
+	default:
+		return c.stepError(noop, "server refused NOOP")
 	}
-	return c.stepError(noop, "server refused NOOP")
+	switch probe.status {
+	case memdx.StatusNoBucket:
+		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers NO_BUCKET to a get, as Couchbase Server's KV service does on a connection that selected no bucket"}
+	case memdx.StatusNoAccess:
+		// memcached has no EACCESS (0x24): it answers AUTH_ERROR.
+		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers EACCESS to a get, as Couchbase Server's KV service does on a connection that has not logged in"}
+	}
+	return nil
 }
 
-// memcachedHasSASL asks a memcached server for its SASL mechanisms, which
-// carries no secret. UNKNOWN_COMMAND (and NOT_SUPPORTED) mean it has no
-// SASL; a list, or AUTH_ERROR, that it has.
-func (c *Conn) memcachedHasSASL(ctx context.Context) (bool, error) {
+// memcachedLogin decides whether a memcached-mode bootstrap logs in: only
+// with a Username, and only to a server that has SASL (PLAIN allowed). A
+// server that lists kv_engine's mechanisms is not memcached.
+func (c *Conn) memcachedLogin(ctx context.Context) (bool, error) {
+	o := &c.opts
+	if o.Username == "" {
+		return false, nil
+	}
+	hasSASL, mechs, err := c.memcachedHasSASL(ctx)
+	if err != nil {
+		return false, err
+	}
+	if m := couchbaseMechanism(mechs); m != "" {
+		return false, &NotMemcachedError{Addr: c.addr, Evidence: "it offers SASL " + m + ", as Couchbase Server does and memcached does not"}
+	}
+	if !hasSASL {
+		c.log.Info("server has no SASL (it does not know SASL_LIST_MECHS): going on unauthenticated; the password is not sent",
+			"user", o.Username)
+		return false, nil
+	}
+	if err := plainRefused(o, c.addr); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// memcachedProbeKey is the key of the get a memcached-mode bootstrap sends
+// to tell memcached from Couchbase Server's KV service.
+const memcachedProbeKey = "kvwire:memcached-probe"
+
+// couchbaseMechanism returns the first of mechs that only Couchbase
+// Server's KV service names so (kv_engine's SCRAM-SHA512, SCRAM-SHA256,
+// SCRAM-SHA1; Cyrus SASL, which memcached uses, writes SCRAM-SHA-1), or "".
+func couchbaseMechanism(mechs []string) string {
+	for _, m := range mechs {
+		if memdx.ScramHash(m) != nil {
+			return m
+		}
+	}
+	return ""
+}
+
+// NotMemcachedError is a memcached-mode Dial (memcached://) that reached a
+// Couchbase Server node's KV port: it would refuse every data request
+// (NO_BUCKET), having no bucket selected. Evidence says what gave it away.
+type NotMemcachedError struct {
+	Addr     string
+	Evidence string
+}
+
+func (e *NotMemcachedError) Error() string {
+	return fmt.Sprintf("conn %s: a Couchbase Server KV port, not memcached: %s; connect with couchbase://%s/BUCKET to use its buckets",
+		e.Addr, e.Evidence, e.Addr)
+}
+
+// Is makes errors.Is(err, kverr.ErrBootstrap) true.
+func (e *NotMemcachedError) Is(target error) bool { return target == kverr.ErrBootstrap }
+
+// memcachedHasSASL asks a memcached server for its SASL mechanisms (the
+// list, when it gave one), which carries no secret. UNKNOWN_COMMAND (and
+// NOT_SUPPORTED) mean it has no SASL; a list, or AUTH_ERROR, that it has.
+func (c *Conn) memcachedHasSASL(ctx context.Context) (bool, []string, error) {
 	c.cork()
 	mechs := c.send(memdx.NewSASLListMechs())
 	c.uncork()
 	if err := c.await(ctx, mechs); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	switch mechs.status {
-	case memdx.StatusSuccess, memdx.StatusAuthError:
-		return true, nil
+	case memdx.StatusSuccess:
+		return true, memdx.DecodeSASLMechanisms(mechs.value), nil
+	case memdx.StatusAuthError:
+		return true, nil, nil
 	case memdx.StatusUnknownCommand, memdx.StatusNotSupported:
-		return false, nil
+		return false, nil, nil
 	}
-	return false, c.stepError(mechs, "server refused to list SASL mechanisms")
+	return false, nil, c.stepError(mechs, "server refused to list SASL mechanisms")
 }

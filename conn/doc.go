@@ -47,11 +47,17 @@
 // mechanisms gets SASL_AUTH PLAIN only when PLAIN is allowed, as in
 // Couchbase mode, and otherwise Dial fails with an *AuthError
 // (kverr.ErrPlainAuthRefused) having sent nothing else. Then one write:
-// [SASL_AUTH PLAIN], VERSION, NOOP. Memcached answers VERSION without
-// authentication and refuses NOOP with AUTH_ERROR (then closes) when it
+// [SASL_AUTH PLAIN], VERSION, GET, NOOP. Memcached answers VERSION without
+// authentication and refuses the GET with AUTH_ERROR (then closes) when it
 // requires SASL, so a missing login is an *AuthError at Dial rather than
 // on the first operation. A failed SASL_AUTH leaves memcached's connection
-// open; Dial closes it.
+// open; Dial closes it. The GET (of "kvwire:memcached-probe") tells
+// memcached from a Couchbase Server KV port, which a memcached-mode
+// connection could not use (no bucket selected): Couchbase answers it
+// NO_BUCKET (EACCESS before a login, a status memcached does not have), and
+// Dial fails with a *NotMemcachedError; so it does, before
+// any password is sent, when the server lists kv_engine's SCRAM-SHA*
+// mechanisms.
 //
 // Facts measured against memcached 1.6.18 shape the Couchbase-mode
 // bootstrap. Memcached answers an opcode it does not know (HELLO,

@@ -154,14 +154,15 @@ func pipeDialer(wrap func(net.Conn) net.Conn) (func(context.Context, string, str
 }
 
 // serveMemcachedBoot answers a memcached-mode bootstrap without
-// credentials: VERSION then NOOP.
+// credentials as memcached does: VERSION, the probe's GET (a miss), NOOP.
 func serveMemcachedBoot(p *peer) {
 	v := p.read()
+	g := p.read()
 	n := p.read()
-	if v.OpCode != memdx.OpVersion || n.OpCode != memdx.OpNoop {
-		p.t.Errorf("memcached bootstrap: got %s, %s; want VERSION, NOOP", v.OpCode, n.OpCode)
+	if v.OpCode != memdx.OpVersion || g.OpCode != memdx.OpGet || n.OpCode != memdx.OpNoop {
+		p.t.Errorf("memcached bootstrap: got %s, %s, %s; want VERSION, GET, NOOP", v.OpCode, g.OpCode, n.OpCode)
 	}
-	p.write(ok(v, "1.6.18"), ok(n, ""))
+	p.write(ok(v, "1.6.18"), res(g, memdx.StatusKeyNotFound, "Not found"), ok(n, ""))
 }
 
 // dialPipe dials a memcached-mode Conn over net.Pipe (the bootstrap is

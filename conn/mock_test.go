@@ -3,6 +3,7 @@ package conn
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,5 +254,76 @@ func TestMockCloseAfterApply(t *testing.T) {
 	}
 	if _, ok := b.Get("_default", "_default", "doomed"); !ok {
 		t.Fatal("the mock did not apply the SET")
+	}
+}
+
+// A memcached-mode Dial (memcached://) to a Couchbase Server KV port fails
+// with a *NotMemcachedError saying what gave it away: without credentials
+// the EACCESS answer to its get, with them the SCRAM mechanisms the node
+// lists (before any password is sent, PLAIN allowed or not).
+func TestMemcachedModeRefusesACouchbaseNode(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	addr := mc.Node(0).Addr()
+	for name, o := range map[string]Options{
+		"no credentials":             {Memcached: true},
+		"credentials":                {Memcached: true, Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword},
+		"credentials, PLAIN allowed": {Memcached: true, Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, AllowPlainAuthWithoutTLS: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			auths := mc.RequestCount(memdx.OpSASLAuth)
+			c, err := Dial(testCtx(t), addr, o)
+			if err == nil {
+				c.Close()
+				t.Fatal("Dial succeeded")
+			}
+			var nm *NotMemcachedError
+			if !errors.As(err, &nm) || nm.Addr != addr || !errors.Is(err, kverr.ErrBootstrap) {
+				t.Fatalf("err %v (%T), want a *NotMemcachedError for %s", err, err, addr)
+			}
+			want := "EACCESS"
+			if o.Username != "" {
+				want = "SCRAM-SHA512"
+				if n := mc.RequestCount(memdx.OpSASLAuth) - auths; n != 0 {
+					t.Errorf("%d SASL_AUTH sent to a Couchbase node in memcached mode", n)
+				}
+			}
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Couchbase Server KV port, not memcached") {
+				t.Errorf("error %q does not say %s gave it away", err, want)
+			}
+		})
+	}
+}
+
+// GET_CLUSTER_CONFIG's answer at bootstrap: a config, or the status that
+// says why there is none (KEY_ENOENT on a memcached bucket, whose config
+// the cluster manager serves over HTTP); NoClusterConfig leaves it out.
+func TestBootstrapClusterConfigStatus(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Buckets: []mockcluster.BucketOptions{
+		{Name: mockcluster.DefaultBucket, NumVbuckets: 16}, {Name: "cache", Type: mockcluster.MemcachedBucket}}})
+	addr := mc.Node(0).Addr()
+	for _, tc := range []struct {
+		bucket   string
+		noConfig bool
+		status   memdx.Status
+		config   bool
+	}{
+		{mockcluster.DefaultBucket, false, memdx.StatusSuccess, true},
+		{"cache", false, memdx.StatusKeyNotFound, false},
+		{mockcluster.DefaultBucket, true, 0, false},
+	} {
+		asked := mc.RequestCount(memdx.OpGetClusterConfig)
+		o := adminOpts(tc.bucket)
+		o.NoClusterConfig = tc.noConfig
+		c, err := Dial(testCtx(t), addr, o)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.bucket, err)
+		}
+		if c.ClusterConfigStatus() != tc.status || (c.ClusterConfig() != nil) != tc.config {
+			t.Errorf("%s (NoClusterConfig %v): status %s, config %d bytes", tc.bucket, tc.noConfig, c.ClusterConfigStatus(), len(c.ClusterConfig()))
+		}
+		if n := mc.RequestCount(memdx.OpGetClusterConfig) - asked; (n == 0) != tc.noConfig {
+			t.Errorf("%s (NoClusterConfig %v): %d GET_CLUSTER_CONFIG sent", tc.bucket, tc.noConfig, n)
+		}
+		c.Close()
 	}
 }

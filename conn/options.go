@@ -70,6 +70,11 @@ type Options struct {
 	// mode only; Dial rejects it in memcached mode).
 	Bucket string
 
+	// NoClusterConfig leaves GET_CLUSTER_CONFIG out of the Couchbase
+	// bootstrap, for a client that reads its configs elsewhere (the
+	// cluster manager over HTTP).
+	NoClusterConfig bool
+
 	// Memcached selects plain memcached mode: no HELLO, error map, bucket
 	// or cluster config; SASL PLAIN first when a Username is given and the
 	// server has SASL (PLAIN must be allowed: see SASLMechanisms). A

@@ -48,6 +48,10 @@ type Cluster struct {
 	faults faultRegistry
 	scans  rangeScans
 	wg     sync.WaitGroup
+
+	// restCounts counts the REST requests that passed authentication, by
+	// path (string -> *atomic.Uint64).
+	restCounts sync.Map
 }
 
 // note is a cluster-map change notification waiting to be sent.
@@ -101,7 +105,7 @@ func New(opts Options) (*Cluster, error) {
 	}
 	c.mu.Lock()
 	for i := 0; i < o.Nodes; i++ {
-		n := &Node{c: c, id: i, conns: make(map[*conn]struct{})}
+		n := c.newNodeLocked()
 		c.nodes = append(c.nodes, n)
 		if err := n.listen(); err != nil {
 			c.mu.Unlock()
@@ -634,6 +638,24 @@ func (c *Cluster) RequestCount(op memdx.OpCode) uint64 {
 		n += nd.RequestCount(op)
 	}
 	return n
+}
+
+// RESTRequestCount returns how many requests for path (without the query,
+// "/pools/default/bs/default" say) the nodes' REST endpoints received with
+// credentials they accepted, whatever the answer.
+func (c *Cluster) RESTRequestCount(path string) uint64 {
+	if v, ok := c.restCounts.Load(path); ok {
+		return v.(*atomic.Uint64).Load()
+	}
+	return 0
+}
+
+func (c *Cluster) countREST(path string) {
+	v, ok := c.restCounts.Load(path)
+	if !ok {
+		v, _ = c.restCounts.LoadOrStore(path, new(atomic.Uint64))
+	}
+	v.(*atomic.Uint64).Add(1)
 }
 
 // DropConnections closes every client connection on every node; the nodes

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kvwire/kvwire/memdx"
 )
@@ -44,5 +45,46 @@ func TestHostMustBeAnIPv4Address(t *testing.T) {
 		} else if !strings.Contains(err.Error(), h) {
 			t.Fatalf("Host %q: error %q does not name it", h, err)
 		}
+	}
+}
+
+// TestKVPortNumbersTheNodes: with Options.KVPort the nodes listen for KV on
+// it and the ports after it, the configs say so, and a node added later
+// takes the next one.
+func TestKVPortNumbersTheNodes(t *testing.T) {
+	// Two ports free now (on 127.0.0.3, so that no other test's ephemeral
+	// port takes them in between).
+	var base int
+	for p := 20000 + (time.Now().Nanosecond()/1000)%20000; ; p += 2 {
+		a, errA := net.Listen("tcp4", "127.0.0.3:"+strconv.Itoa(p))
+		b, errB := net.Listen("tcp4", "127.0.0.3:"+strconv.Itoa(p+1))
+		if errA == nil {
+			a.Close()
+		}
+		if errB == nil {
+			b.Close()
+		}
+		if errA == nil && errB == nil {
+			base = p
+			break
+		}
+	}
+	c := newCluster(t, Options{Host: "127.0.0.3", Nodes: 1, KVPort: base})
+	if got := c.Node(0).Addr(); got != "127.0.0.3:"+strconv.Itoa(base) {
+		t.Fatalf("node 0 at %s, want port %d", got, base)
+	}
+	n, err := c.AddNode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Addr(); got != "127.0.0.3:"+strconv.Itoa(base+1) {
+		t.Fatalf("added node at %s, want port %d", got, base+1)
+	}
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	if r := cl.do(memdx.NewGetClusterConfig()); !strings.Contains(string(r.Value), `"kv":`+strconv.Itoa(base+1)) {
+		t.Errorf("config does not list the added node's port %d: %s", base+1, r.Value)
+	}
+	if _, err := New(Options{KVPort: 65535, Nodes: 2}); err == nil || !strings.Contains(err.Error(), "KVPort 65535") {
+		t.Errorf("KVPort past 65535 for the second node: %v", err)
 	}
 }

@@ -192,6 +192,14 @@ func TestRESTAuth(t *testing.T) {
 	if code, _, _ := rc.do("POST", "/pools/default/b/default", DefaultUser, DefaultPassword); code != 405 {
 		t.Fatalf("POST: %d", code)
 	}
+	// RESTRequestCount counts what passed authentication, by path: the
+	// 401s above are not counted; app's 403 and the POST's 405 are.
+	if n := c.RESTRequestCount("/pools/default/b/default"); n != 2 {
+		t.Fatalf("RESTRequestCount(/pools/default/b/default) = %d, want 2 (app's 403, the POST)", n)
+	}
+	if n := c.RESTRequestCount("/pools/default/bs/default"); n != 0 {
+		t.Fatalf("RESTRequestCount(/pools/default/bs/default) = %d, want 0 (only refused credentials)", n)
+	}
 	// A user removed is refused at once.
 	if err := c.RemoveUser("app"); err != nil {
 		t.Fatal(err)

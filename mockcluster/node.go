@@ -130,6 +130,16 @@ func (n *Node) NumConnections() int {
 	return len(n.conns)
 }
 
+// newNodeLocked returns the next node, not yet listening: its KV port is
+// Options.KVPort's share when set. c.mu must be held.
+func (c *Cluster) newNodeLocked() *Node {
+	n := &Node{c: c, id: len(c.nodes), conns: make(map[*conn]struct{})}
+	if c.opts.KVPort != 0 {
+		n.kvPort = c.opts.KVPort + n.id
+	}
+	return n
+}
+
 // bindPort listens on host:*port; with *port 0 it lets the OS choose a
 // port, then binds that port again explicitly, so that the kernel keeps the
 // port with the socket when a stop pauses it (see pauseListener).

@@ -42,6 +42,13 @@ type Options struct {
 	// a network namespace of its own passes an address that exists there
 	// (chaos/netchaos does).
 	Host string
+	// KVPort, when set, is the KV port of the first node, KVPort+1 of the
+	// second, and so on (nodes added later too): a cluster on the
+	// standard port 11210 is reached by a connection string that names
+	// its hosts without ports, as a DNS SRV test's fallback to a name's
+	// address does. 0: ports the system chooses (the other listeners'
+	// always are).
+	KVPort int
 	// TLS adds a TLS KV listener (kvSSL) and an HTTPS REST listener
 	// (mgmtSSL) to every node, with a certificate for Host, 127.0.0.1 and
 	// localhost signed by a CA generated at start (see Cluster.RootCAs and
@@ -155,6 +162,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if out.Nodes < 1 || out.Nodes > 64 {
 		return out, fmt.Errorf("mockcluster: %d nodes is not in 1..64", out.Nodes)
+	}
+	if out.KVPort < 0 || out.KVPort+out.Nodes-1 > 65535 {
+		return out, fmt.Errorf("mockcluster: KVPort %d for %d nodes is not in 1..65535", out.KVPort, out.Nodes)
 	}
 	if out.Buckets == nil {
 		out.Buckets = []BucketOptions{{Name: DefaultBucket}}

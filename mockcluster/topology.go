@@ -313,7 +313,7 @@ func (c *Cluster) AddNode() (*Node, error) {
 	if c.closed {
 		return nil, ErrClosed
 	}
-	n := &Node{c: c, id: len(c.nodes), conns: make(map[*conn]struct{})}
+	n := c.newNodeLocked()
 	if err := n.listen(); err != nil {
 		return nil, err
 	}

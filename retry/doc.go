@@ -26,7 +26,8 @@
 //
 // The client also tells the State what only it knows: MarkInDoubt when an
 // attempt was written and no definite answer came, MarkRouteChanged when a
-// NOT_MY_VBUCKET carried a config that moves the vbucket, SetErrorMapEntry
+// NOT_MY_VBUCKET carried a config that moves the vbucket, MarkAwaitWake
+// when it carried a newer config not yet installed, SetErrorMapEntry
 // before an error-map retry. State.TimeoutError builds the error when the
 // deadline passes while an attempt is in flight.
 //
@@ -156,6 +157,10 @@
 // step 3), the client calls State.MarkRouteChanged and the next attempt goes
 // at once; it still counts as a retry, is logged and is bounded by the
 // deadline. A config that arrives during the wait ends it (WaitOrWake).
+// When the newer config is still on its way (parsed off the operation's
+// goroutine), the client calls State.MarkAwaitWake instead: the wait is
+// for its install (up to MaxAwaitWake), not the backoff's first 1 ms, which
+// would send the retry by the old map into another NOT_MY_VBUCKET.
 //
 // # Was it applied?
 //

@@ -29,6 +29,10 @@ type Orchestrator struct {
 	NMVInterval time.Duration
 }
 
+// MaxAwaitWake bounds the wait for a wake after MarkAwaitWake: the longest
+// step of ControlledBackoff, should the news never come.
+const MaxAwaitWake = time.Second
+
 // decision is the orchestrator's verdict on a failed attempt: wait Delay,
 // then send the request again if Retry is true, or fail with Err if it is
 // false. Delay is 0 for a refusal and, for a wait that reaches the deadline,
@@ -64,9 +68,10 @@ func (o *Orchestrator) logger() *slog.Logger {
 //     UNKNOWN, and any reason once st is Ambiguous (a non-idempotent
 //     request in doubt), are refused whatever the strategy says.
 //  2. A reason that is always retried (reason.AlwaysRetry()) is retried
-//     without asking the strategy: at once after MarkRouteChanged; else, for
-//     NOT_MY_VBUCKET with NMVInterval > 0, after NMVInterval; else after
-//     ControlledBackoff(st.Attempts()).
+//     without asking the strategy: at once after MarkRouteChanged; after
+//     MaxAwaitWake after MarkAwaitWake (a wait the wake ends early); else,
+//     for NOT_MY_VBUCKET with NMVInterval > 0, after NMVInterval; else
+//     after ControlledBackoff(st.Attempts()).
 //  3. Any other reason goes to st's strategy. NoRetry or FailWith refuse:
 //     the decision is to fail now with a *NotRetriedError (logged).
 //  4. The delay is capped by the deadline: if now+delay is at or after the
@@ -84,8 +89,8 @@ func (o *Orchestrator) decide(st *State, reason Reason, cause error) decision {
 	if reason == ReasonSocketClosedWhileInFlight {
 		st.inDoubt = true
 	}
-	rerouted := st.routeChanged
-	st.routeChanged = false
+	rerouted, awaitWake := st.routeChanged, st.awaitWake
+	st.routeChanged, st.awaitWake = false, false
 	clk := o.clock()
 
 	if reason == ReasonKVErrorMapRetryIndicated && st.emSet {
@@ -111,6 +116,8 @@ func (o *Orchestrator) decide(st *State, reason Reason, cause error) decision {
 	switch {
 	case reason.AlwaysRetry() && rerouted:
 		delay = 0
+	case reason.AlwaysRetry() && awaitWake:
+		delay = MaxAwaitWake
 	case reason.AlwaysRetry() && reason == ReasonKVNotMyVbucket && o.NMVInterval > 0:
 		delay = o.NMVInterval
 	case reason.AlwaysRetry():

@@ -395,6 +395,47 @@ func TestWaitCanceled(t *testing.T) {
 	assert.ErrorIs(t, err, kverr.ErrScopeNotFound)
 }
 
+// TestAwaitWake: an NMV whose newer config is still on its way waits for
+// the wake, up to MaxAwaitWake, rather than the backoff's first 1 ms:
+// woken, it retries at once; not woken, after MaxAwaitWake; the mark is
+// used once, MarkRouteChanged wins over it, and the deadline bounds it.
+func TestAwaitWake(t *testing.T) {
+	for _, interval := range []time.Duration{0, 100 * ms} {
+		o, fc, st := fakeSetup(memdx.OpGet, nil, 10*time.Second)
+		o.NMVInterval = interval
+		st.MarkAwaitWake()
+		d := o.decide(st, ReasonKVNotMyVbucket, nil)
+		assert.True(t, d.Retry)
+		assert.Equal(t, MaxAwaitWake, d.Delay)
+		d = o.decide(st, ReasonKVNotMyVbucket, nil)
+		assert.Less(t, d.Delay, MaxAwaitWake, "used once")
+
+		st.MarkAwaitWake()
+		st.MarkRouteChanged()
+		assert.Equal(t, time.Duration(0), o.decide(st, ReasonKVNotMyVbucket, nil).Delay, "a route that changed goes at once")
+
+		// Woken before MaxAwaitWake: retried at once, counted.
+		wake := make(chan struct{})
+		done := make(chan error, 1)
+		st.MarkAwaitWake()
+		before := st.Attempts()
+		go func() { done <- o.WaitOrWake(st, ReasonKVNotMyVbucket, nil, wake) }()
+		require.NoError(t, fc.BlockUntilTimers(context.Background(), 1))
+		assert.Equal(t, []time.Time{fc.Now().Add(MaxAwaitWake)}, fc.Timers())
+		close(wake)
+		require.NoError(t, <-done)
+		assert.Equal(t, before+1, st.Attempts())
+
+		// Bounded by the deadline.
+		fc.Set(st.Deadline().Add(-MaxAwaitWake / 2))
+		st.MarkAwaitWake()
+		d = o.decide(st, ReasonKVNotMyVbucket, nil)
+		assert.False(t, d.Retry)
+		assert.Equal(t, MaxAwaitWake/2, d.Delay)
+		assert.ErrorIs(t, d.Err, kverr.ErrTimeout)
+	}
+}
+
 // TestWaitZeroDelay: a retry at once returns nil without a timer.
 func TestWaitZeroDelay(t *testing.T) {
 	o, fc, st := fakeSetup(memdx.OpGet, nil, time.Second)

@@ -81,6 +81,7 @@ type State struct {
 	reasons      ReasonSet
 	inDoubt      bool
 	routeChanged bool
+	awaitWake    bool
 
 	em    ErrorMapRetry
 	emSet bool
@@ -160,6 +161,17 @@ func (s *State) MarkInDoubt() { s.inDoubt = true }
 // counted, logged and bounded by the deadline. The mark is consumed by that
 // decision; for other reasons it is ignored (the strategy's delay stands).
 func (s *State) MarkRouteChanged() { s.routeChanged = true }
+
+// MarkAwaitWake records that the failed attempt brought information that is
+// still on its way to where the next attempt is routed (a NOT_MY_VBUCKET
+// body with a config newer than the one the attempt was routed by, not yet
+// installed). The next decision on a reason that is always retried then
+// waits for the wake (WaitOrWake's channel: the config's install) rather
+// than the controlled backoff, whose first steps are shorter than a
+// config's parse: up to MaxAwaitWake, and never past the deadline, then it
+// retries as after any wait. MarkRouteChanged wins over it. The mark is
+// consumed by that decision.
+func (s *State) MarkAwaitWake() { s.awaitWake = true }
 
 // SetErrorMapEntry records the error-map entry of the status the current
 // attempt failed with, before the client hands KV_ERROR_MAP_RETRY_INDICATED

@@ -80,6 +80,28 @@ type Node struct {
 // when the node has no address on that network or does not offer KV there
 // (with or without TLS, as asked).
 func (n *Node) KVAddr(network string, tls bool) (addr string, ok bool) {
+	return n.addr(network, func(p Ports) int {
+		if tls {
+			return p.KVTLS
+		}
+		return p.KV
+	})
+}
+
+// MgmtAddr returns the node's cluster manager (REST) address ("host:port",
+// IPv6 in brackets) on a network ("" means "default"), the HTTPS port
+// (mgmtSSL) when tls is set, under the same rules as KVAddr.
+func (n *Node) MgmtAddr(network string, tls bool) (addr string, ok bool) {
+	return n.addr(network, func(p Ports) int {
+		if tls {
+			return p.MgmtTLS
+		}
+		return p.Mgmt
+	})
+}
+
+// addr is the node's address on network for the port port picks.
+func (n *Node) addr(network string, port func(Ports) int) (string, bool) {
 	host, ports := n.Hostname, n.Ports
 	if network != "" && network != NetworkDefault {
 		i := slices.IndexFunc(n.Alternates, func(a Alternate) bool { return a.Network == network })
@@ -88,14 +110,11 @@ func (n *Node) KVAddr(network string, tls bool) (addr string, ok bool) {
 		}
 		host, ports = n.Alternates[i].Hostname, n.Alternates[i].Ports
 	}
-	port := ports.KV
-	if tls {
-		port = ports.KVTLS
-	}
-	if host == "" || port <= 0 {
+	p := port(ports)
+	if host == "" || p <= 0 {
 		return "", false
 	}
-	return net.JoinHostPort(host, strconv.Itoa(port)), true
+	return net.JoinHostPort(host, strconv.Itoa(p)), true
 }
 
 func (n Node) clone() Node {

@@ -309,6 +309,26 @@ var conformanceCases = []confCase{
 			if ns[1].Alternates[0].Ports.Mgmt != 9092 {
 				t.Errorf("cb2 external mgmt %d", ns[1].Alternates[0].Ports.Mgmt)
 			}
+			// The cluster manager's addresses, where an HTTP config
+			// stream is opened: per network, TLS or not.
+			for _, m := range []struct {
+				node     int
+				network  string
+				tls      bool
+				want     string
+				wantSome bool
+			}{
+				{0, "", false, "cb1.lan:8091", true},
+				{0, "default", true, "cb1.lan:18091", true},
+				{0, "external", false, "mbp.local:9091", true},
+				{1, "external", false, "mbp.local:9092", true},
+				{1, "external", true, "", false}, // no mgmtSSL listed there
+				{1, "nosuch", false, "", false},
+			} {
+				if a, ok := ns[m.node].MgmtAddr(m.network, m.tls); a != m.want || ok != m.wantSome {
+					t.Errorf("node %d MgmtAddr(%q, %v) = %q, %v; want %q", m.node, m.network, m.tls, a, ok, m.want)
+				}
+			}
 		}},
 	{file: "global_rev_epoch_4node.json", src: "svc-dqis-node-003.2e0tvnn48fxnokjq.cloud.couchbase.com",
 		locator: LocatorNone, version: Version{1, 18318}, nodes: 4, check: checkGlobal},

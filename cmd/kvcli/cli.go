@@ -510,7 +510,8 @@ commands:
 global flags (before or after the command):
   -c, --connstr URL       connection string (env KVCLI_CONNSTR; default couchbase://127.0.0.1/default)
                           couchbase://h1,h2:11210/bucket, couchbases://h1/bucket, memcached://h1:11211,h2,
-                          memcacheds://h1 (memcached over TLS)
+                          memcacheds://h1 (memcached over TLS); couchbase://name/bucket looks up the DNS SRV
+                          record _couchbase._tcp.name; h1:8091=http reads the config over HTTP
   -u, --user NAME         user name (env KVCLI_USER)
   -p, --password PW       password: shows in the process list; prefer env KVCLI_PASSWORD
   -b, --bucket NAME       bucket, instead of the connection string's path (default "default")

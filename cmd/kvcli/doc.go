@@ -164,7 +164,11 @@
 //	    --tls              listen with TLS (couchbases://) with a CA generated at start,
 //	                       written to --cacert-out FILE (default a temporary file removed
 //	                       at exit) and exported as KVCLI_CACERT
-//	    --json             print the connection details as one JSON object
+//	    --kv-port N        the first node's KV port, the next node's N+1, ... (default:
+//	                       ports the system chooses); 11210 lets couchbase://host omit them
+//	    --memcached-bucket NAME  also create a memcached bucket (bootstrapped over HTTP)
+//	    --json             print the connection details, the REST ports among them,
+//	                       as one JSON object
 //	    -v                 log the mock's connection errors on stderr
 //	                       serve runs until SIGINT or SIGTERM, then stops the cluster
 //	                       and exits 0
@@ -327,6 +331,11 @@
 //
 // Connection strings are those of kvwire's client package:
 // couchbase://h1,h2:11210/bucket?kv_timeout=5s (TCP, default port 11210),
+// couchbase://cluster.example.com/bucket (one name without a port: the
+// nodes of its DNS SRV record _couchbase._tcp.cluster.example.com, or the
+// name itself when it has none; ?enable_dns_srv=false skips the lookup),
+// couchbase://h1:8091=http/bucket (a node's REST port: the config is read
+// over HTTP, as a memcached bucket's must be; ?bootstrap_on=cccp|http|both),
 // couchbases://h1/bucket (TLS, 11207; Couchbase Capella's root CA is
 // trusted besides the system roots unless --cacert is given, and
 // ?profile=wan_development sets 20 s timeouts for a cluster far away),

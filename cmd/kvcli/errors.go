@@ -253,8 +253,21 @@ func (inv *invocation) where() string {
 	return " in " + inv.redact(s+"."+c)
 }
 
-// unreachableLine explains a connect failure that reached no server.
+// unreachableLine explains a connect failure that reached no server, and,
+// when the connection string's host was looked up as a DNS SRV name that
+// gave no seeds, the record looked up and why.
 func (inv *invocation) unreachableLine(err error) string {
+	var ce *client.ConnectError
+	if !errors.As(err, &ce) || ce.SRV == nil {
+		return inv.unreachableReason(err)
+	}
+	dialed := *ce
+	dialed.SRV = nil // the reason is the dials'; the lookup is said after it
+	return inv.unreachableReason(&dialed) + "; dialed as written: " + inv.redact(ce.SRV.Error())
+}
+
+// unreachableReason is unreachableLine's first part.
+func (inv *invocation) unreachableReason(err error) string {
 	var ce *client.ConnectError
 	var kv *client.KeyValueError
 	hosts := ""

@@ -34,6 +34,7 @@ type serveInfo struct {
 // serveFlags are serve's settings.
 type serveFlags struct {
 	nodes, vbuckets, replicas int
+	kvPort                    int
 	tls                       bool
 	caOut                     string
 	user, password, bucket    string
@@ -87,6 +88,7 @@ func parseServeFlags(inv *invocation, args []string) (sf serveFlags, code int, o
 	fs.IntVar(&sf.nodes, "nodes", mockcluster.DefaultNodes, "number of nodes")
 	fs.IntVar(&sf.vbuckets, "vbuckets", mockcluster.DefaultNumVbuckets, "vbuckets of the bucket")
 	fs.IntVar(&sf.replicas, "replicas", mockcluster.DefaultNumReplicas, "replicas of the bucket (0 for none, at most 3)")
+	fs.IntVar(&sf.kvPort, "kv-port", 0, "the first node's KV port, the next one's the port after, and so on (default: ports the system chooses); 11210 lets couchbase://host name the nodes without ports")
 	fs.BoolVar(&sf.tls, "tls", false, "listen with TLS (couchbases://, and HTTPS for the REST endpoints) with a CA generated at start")
 	fs.StringVar(&sf.caOut, "cacert-out", "", "with --tls: write the CA certificate here (default: a temporary file removed at exit)")
 	fs.StringVar(&sf.user, "user", mockcluster.DefaultUser, "the mock's user")
@@ -105,6 +107,8 @@ func parseServeFlags(inv *invocation, args []string) (sf serveFlags, code int, o
 		inv.usageError("--vbuckets %d: want 1 to 1024", sf.vbuckets)
 	case sf.replicas < 0 || sf.replicas > 3:
 		inv.usageError("--replicas %d: want 0 to 3", sf.replicas)
+	case sf.kvPort < 0 || sf.kvPort+sf.nodes-1 > 65535:
+		inv.usageError("--kv-port %d: want 1 to %d for %d node(s)", sf.kvPort, 65536-sf.nodes, sf.nodes)
 	case sf.user == "" || sf.bucket == "":
 		inv.usageError("--user and --bucket must not be empty")
 	case sf.caOut != "" && !sf.tls:
@@ -128,6 +132,7 @@ func (sf serveFlags) options(inv *invocation) mockcluster.Options {
 		Buckets: []mockcluster.BucketOptions{{Name: sf.bucket, NumVbuckets: sf.vbuckets, NumReplicas: nr}},
 		Users:   []mockcluster.User{{Name: sf.user, Password: sf.password, Buckets: []string{"*"}}},
 		TLS:     sf.tls,
+		KVPort:  sf.kvPort,
 	}
 	if sf.memcachedBucket != "" {
 		opts.Buckets = append(opts.Buckets, mockcluster.BucketOptions{Name: sf.memcachedBucket, Type: mockcluster.MemcachedBucket})

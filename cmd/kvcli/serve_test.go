@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,6 +232,36 @@ func TestServeHTTPPortsAndMemcachedBucket(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
+// TestServeMemcachedBucketOverCouchbase: the memcached bucket of `kvcli
+// serve` serves kvcli's set, get (one key and a batch) and stats over
+// couchbase:// (its connection string names the REST ports: a memcached
+// bucket's config comes over HTTP), and refuses a sub-document lookup at
+// once, naming the bucket type.
+func TestServeMemcachedBucketOverCouchbase(t *testing.T) {
+	info, stop := startServe(t, "--json", "--nodes", "3", "--vbuckets", "16", "--memcached-bucket", "cache")
+	defer stop()
+	env := map[string]string{"KVCLI_CONNSTR": info.MemcachedConnStr, "KVCLI_USER": info.User, "KVCLI_PASSWORD": info.Password}
+	for _, k := range []string{"m1", "m2", "m3"} {
+		r := runBin(t, env, "", "set", k, "v-"+k)
+		require.Equal(t, 0, r.code, r.String())
+	}
+	r := runBin(t, env, "", "get", "m2")
+	require.Equal(t, 0, r.code, r.String())
+	assert.Equal(t, "v-m2", r.stdout)
+	r = runBin(t, env, "", "get", "m1", "m2", "m3")
+	require.Equal(t, 0, r.code, r.String())
+	assert.Equal(t, "m1\tv-m1\nm2\tv-m2\nm3\tv-m3\n", r.stdout)
+	r = runBin(t, env, "", "stats")
+	require.Equal(t, 0, r.code, r.String())
+	for _, n := range info.Nodes {
+		assert.Contains(t, r.stdout, n+" curr_items ")
+	}
+	r = runBin(t, env, "", "lookup", "m1", "a")
+	assert.NotEqual(t, 0, r.code, r.String())
+	assert.Contains(t, r.stderr, "does not support this operation")
+	assert.Contains(t, r.stderr, `bucket "cache" is a memcached bucket, which has no sub-document operations`)
+}
+
 // TestServeTLSPrintsHTTPSPorts: with --tls the JSON also names each node's
 // HTTPS port, and the HTTP bootstrap string uses them.
 func TestServeTLSPrintsHTTPSPorts(t *testing.T) {
@@ -238,6 +270,25 @@ func TestServeTLSPrintsHTTPSPorts(t *testing.T) {
 	require.Len(t, info.HTTPS, 2)
 	assert.Equal(t, "couchbases://"+info.HTTPS[0]+"=http,"+info.HTTPS[1]+"=http/default", info.HTTPConnStr)
 	assert.Empty(t, info.MemcachedBucket)
+}
+
+// TestServeKVPort: --kv-port puts the nodes' KV listeners on the ports
+// asked for.
+func TestServeKVPort(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	info, stop := startServe(t, "--json", "--nodes", "1", "--vbuckets", "16", "--kv-port", strconv.Itoa(port))
+	defer stop()
+	assert.Equal(t, []string{"127.0.0.1:" + strconv.Itoa(port)}, info.Nodes)
+	assert.Equal(t, "couchbase://127.0.0.1:"+strconv.Itoa(port)+"/default", info.ConnStr)
+
+	var stdout, stderr syncBuffer
+	code := run(context.Background(), []string{"serve", "--nodes", "2", "--kv-port", "65535"},
+		&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr.String(), "--kv-port 65535")
 }
 
 func TestServeMemcachedBucketNameClash(t *testing.T) {

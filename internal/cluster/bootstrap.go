@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
 )
 
@@ -126,15 +127,13 @@ func (c *Cluster) resolveSeeds(ctx context.Context) error {
 	return nil
 }
 
-// bootstrapCouchbase dials seeds in order until one bootstraps and serves a
-// config, then builds the first topology around it. A round that finds no
-// seed is followed by another (dialRounds) until ConnectTimeout (from the
-// start of Connect) or ctx ends: a seed that accepts connections and
-// answers nothing for the probe timeout (a paused or overloaded node) is
-// dialed again (see redialable), so a node that starts answering within
-// ConnectTimeout is found. A seed that refuses the credentials or the
-// bucket ends the bootstrap at once; one that refuses the connection,
-// hangs up, fails TLS or serves no usable config is not dialed again. It
+// bootstrapCouchbase finds the first config and builds the first topology
+// around it, within ConnectTimeout (from the start of Connect) or ctx:
+// from the seeds' KV service (bootstrapKV), then, when none served one,
+// from a FirstConfigSource (the cluster manager over HTTP), which then
+// serves the configs for the session. With a source to fall back on, the
+// KV seeds get half of the time; with NoKVConfigs, none. A seed that
+// refuses the credentials or the bucket ends the bootstrap at once. It
 // fails when no node of the config can be connected to within
 // ConnectTimeout.
 func (c *Cluster) bootstrapCouchbase(ctx context.Context) error {
@@ -143,59 +142,113 @@ func (c *Cluster) bootstrapCouchbase(ctx context.Context) error {
 	if err := c.resolveSeeds(ctx); err != nil {
 		return err
 	}
-	errs := make([]error, len(c.seeds)) // each seed's last error
-	var done bool
-	var err error // the bootstrap's outcome, once done
-	dialRounds(ctx, len(c.seeds), func(dctx context.Context, i int) (bool, bool) {
+	var fs FirstConfigSource
+	for _, src := range c.cfg.Sources {
+		if f, ok := src.(FirstConfigSource); ok && (c.cfg.NoKVConfigs || f.CanServe(c.seeds)) {
+			fs = f
+			break
+		}
+	}
+	var errs []error
+	if !c.cfg.NoKVConfigs && len(c.seeds) > 0 {
+		kctx := ctx
+		if dl, ok := ctx.Deadline(); ok && fs != nil {
+			var kcancel context.CancelFunc
+			kctx, kcancel = context.WithDeadline(ctx, dl.Add(-time.Until(dl)/2))
+			defer kcancel()
+		}
+		done, kvErrs, err := c.bootstrapKV(kctx, ctx)
+		if done {
+			return err
+		}
+		errs = kvErrs
+		if fs == nil || refusedEverywhere(errs) {
+			return &BootstrapError{All: errs}
+		}
+	}
+	if fs == nil {
+		return &BootstrapError{All: append(errs, errors.New("no seed to bootstrap from"))}
+	}
+	sc, err := fs.FirstConfig(ctx, c.seeds)
+	if err != nil {
+		return &BootstrapError{All: append(errs, err)}
+	}
+	cfg, err := vbmap.Parse(sc.Raw, sc.Host)
+	if err != nil {
+		return &BootstrapError{All: append(errs, fmt.Errorf("config from %s: %w", sc.From, err))}
+	}
+	c.source = fs
+	return c.bootstrapFrom(ctx, sc.From, sc.Host, nil, nil, cfg, errs)
+}
+
+// bootstrapKV dials the seeds in order until one bootstraps and its KV
+// service serves a config (done, with the bootstrap's outcome err), within
+// kctx; the topology it then builds has until ctx ends. A round that
+// finds no seed is followed by another (dialRounds) until kctx ends: a
+// seed that accepts connections and answers nothing for the probe timeout
+// (a paused or overloaded node) is dialed again (see redialable), so a
+// node that starts answering in time is found. A seed that refuses the
+// credentials or the bucket ends the rounds at once; one that refuses the
+// connection, hangs up, fails TLS or serves no usable config is not dialed
+// again. errs are the seeds' errors when none served a config.
+func (c *Cluster) bootstrapKV(kctx, ctx context.Context) (done bool, errs []error, err error) {
+	last := make([]error, len(c.seeds)) // each seed's last error
+	dialRounds(kctx, len(c.seeds), func(dctx context.Context, i int) (bool, bool) {
 		seed := c.seeds[i]
 		seedNode := newNode(c, seed)
 		cn, derr := conn.Dial(dctx, seed, c.connOptions(seedNode))
 		if derr != nil {
-			errs[i] = derr
-			if errors.Is(derr, kverr.ErrAuthenticationFailure) || errors.Is(derr, kverr.ErrBucketNotFound) {
+			last[i] = derr
+			if refusedEverywhere([]error{derr}) {
 				return true, false // every seed would answer the same
 			}
 			c.cfg.Logger.Warn("kvwire: bootstrap from a seed failed", "node", seed, "err", derr, "dial_again", redialable(derr))
 			return false, redialable(derr)
 		}
-		raw, host, ferr := c.firstConfig(dctx, seed, seedNode.host, cn)
-		if ferr != nil {
+		raw := cn.ClusterConfig()
+		if raw == nil {
 			_ = cn.Close()
-			errs[i] = ferr
+			last[i] = c.noConfigError(seed, cn)
 			return false, false
 		}
-		cfg, perr := vbmap.Parse(raw, host)
+		cfg, perr := vbmap.Parse(raw, seedNode.host)
 		if perr != nil {
 			_ = cn.Close()
-			errs[i] = fmt.Errorf("config from %s: %w", seed, perr)
+			last[i] = fmt.Errorf("config from %s: %w", seed, perr)
 			return false, false
 		}
-		done, err = true, c.bootstrapFrom(ctx, seed, seedNode, cn, cfg, compact(errs))
+		c.kvConfigs.Store(true)
+		done, err = true, c.bootstrapFrom(ctx, seed, seedNode.host, seedNode, cn, cfg, compact(last))
 		return true, false
 	}, nil)
-	if done {
-		return err
-	}
-	return &BootstrapError{All: compact(errs)}
+	return done, compact(last), err
 }
 
-// firstConfig is the config seed's connection cn served, or, when it served
-// none, the one a FirstConfigSource serves for seed, with what $HOST in it
-// stands for.
-func (c *Cluster) firstConfig(ctx context.Context, seed, host string, cn *conn.Conn) ([]byte, string, error) {
-	if raw := cn.ClusterConfig(); raw != nil {
-		return raw, host, nil
-	}
-	for _, src := range c.cfg.Sources {
-		if fs, ok := src.(FirstConfigSource); ok {
-			raw, h, err := fs.FirstConfig(ctx, seed)
-			if err == nil {
-				return raw, h, nil
-			}
-			c.cfg.Logger.Debug("kvwire: no first config from a config source", "node", seed, "err", err)
+// refusedEverywhere reports whether errs hold an answer every seed would
+// give alike: credentials or bucket refused.
+func refusedEverywhere(errs []error) bool {
+	for _, err := range errs {
+		if errors.Is(err, kverr.ErrAuthenticationFailure) || errors.Is(err, kverr.ErrBucketNotFound) {
+			return true
 		}
 	}
-	return nil, "", fmt.Errorf("%s served no cluster config (is it a Couchbase node with the bucket %q?)", seed, c.cfg.Bucket)
+	return false
+}
+
+// noConfigError says why seed's KV connection cn served no config, by the
+// status GET_CLUSTER_CONFIG answered.
+func (c *Cluster) noConfigError(seed string, cn *conn.Conn) error {
+	switch st := cn.ClusterConfigStatus(); st {
+	case memdx.StatusKeyNotFound:
+		return fmt.Errorf("%s: GET_CLUSTER_CONFIG answered %s: the KV service holds no config for bucket %q, as for a memcached bucket, whose config the cluster manager serves over HTTP only",
+			seed, st, c.cfg.Bucket)
+	case memdx.StatusUnknownCommand, memdx.StatusNotSupported:
+		return fmt.Errorf("%s: GET_CLUSTER_CONFIG answered %s: a server without it (before Couchbase Server 5.0) serves its config over HTTP only", seed, st)
+	case 0:
+		return fmt.Errorf("%s served no cluster config", seed)
+	default:
+		return fmt.Errorf("%s: GET_CLUSTER_CONFIG answered %s: no config for bucket %q", seed, st, c.cfg.Bucket)
+	}
 }
 
 // compact returns the errors that are not nil.
@@ -209,17 +262,21 @@ func compact(errs []error) []error {
 	return out
 }
 
-// bootstrapFrom builds the first topology around the config a seed served
-// over cn, and waits for the first dials of its nodes (within ctx, which
-// ends at ConnectTimeout). errs are the errors of the seeds tried before.
-func (c *Cluster) bootstrapFrom(ctx context.Context, seed string, seedNode *Node, cn *conn.Conn, cfg *vbmap.Config, errs []error) error {
+// bootstrapFrom builds the first topology around the config seed served
+// (host: the seed's host), over cn when it is seedNode's KV connection
+// (nil when a source served it), and waits for the first dials of its
+// nodes (within ctx, which ends at ConnectTimeout). errs are the errors of
+// the seeds tried before.
+func (c *Cluster) bootstrapFrom(ctx context.Context, seed, host string, seedNode *Node, cn *conn.Conn, cfg *vbmap.Config, errs []error) error {
 	c.network = c.cfg.Network
 	if c.network == "auto" {
-		c.network = cfg.DetectNetwork(seedNode.host)
+		c.network = cfg.DetectNetwork(host)
 	}
 	c.mu.Lock()
-	c.nodes[seed] = seedNode
-	seedNode.start(cn)
+	if seedNode != nil {
+		c.nodes[seed] = seedNode
+		seedNode.start(cn)
+	}
 	c.installLocked(cfg)
 	c.mu.Unlock()
 	c.awaitFirstDials(ctx)
@@ -228,8 +285,12 @@ func (c *Cluster) bootstrapFrom(ctx context.Context, seed string, seedNode *Node
 		all, cause := c.unusableError(seed, t)
 		return &BootstrapError{All: append(errs, all...), Unusable: true, Cause: cause}
 	}
-	c.cfg.Logger.Info("kvwire: connected", "seed", seed, "bucket", c.cfg.Bucket,
-		"rev", cfg.Version().String(), "network", c.network, "mechanism", cn.Mechanism())
+	via := "kv"
+	if c.source != nil {
+		via = "source"
+	}
+	c.cfg.Logger.Info("kvwire: connected", "seed", seed, "via", via, "bucket", c.cfg.Bucket,
+		"rev", cfg.Version().String(), "network", c.network, "locator", cfg.Locator().String())
 	return nil
 }
 
@@ -311,11 +372,14 @@ func (c *Cluster) bootstrapMemcached(ctx context.Context) error {
 	}
 	conns := make([]*conn.Conn, len(c.seeds))
 	up := 0
-	var refused error // credentials refused, or PLAIN not allowed
+	var refused error // credentials refused, PLAIN not allowed, or not memcached
 	dialRounds(ctx, len(c.seeds), func(dctx context.Context, i int) (bool, bool) {
 		cn, err := conn.Dial(dctx, c.seeds[i], c.connOptions(nodes[i]))
 		if err != nil {
-			if errors.Is(err, kverr.ErrAuthenticationFailure) {
+			var nm *conn.NotMemcachedError
+			if errors.Is(err, kverr.ErrAuthenticationFailure) || errors.As(err, &nm) {
+				// Credentials refused, or a Couchbase node's KV port,
+				// which memcached:// cannot use: said at Connect.
 				refused = err
 				return true, false
 			}

@@ -10,7 +10,7 @@
 //	cl, err := cluster.Connect(ctx, cfg)     // bootstrap from the seeds
 //	r, reason, err := cl.Route(&rs, &target) // by key, vbucket or node
 //	cn, reason, err := r.Node.Pick()         // a live connection
-//	moved := cl.NotMyVbucket(r, nmv, &rs, &target)
+//	out := cl.NotMyVbucket(r, nmv, &rs, &target) // moved, await a config, or wait
 //	cl.NodeUnavailable()
 //	<-r.Topo.Wake(reason)                    // ends a retry wait
 //
@@ -83,9 +83,18 @@ type Config struct {
 	// Resolver, when set, turns the seeds into the addresses dialed (DNS
 	// SRV, SDK RFC 0011) before Connect dials them, within ConnectTimeout.
 	Resolver SeedResolver
-	// Sources are config sources besides the KV connections' own, started
-	// once Connect has a topology and run until Close.
+	// Sources are config sources besides the KV connections' own (the
+	// cluster manager over HTTP), started once Connect has a topology and
+	// run until Close; a FirstConfigSource among them is run only when
+	// the bootstrap config came from it, or with NoKVConfigs.
 	Sources []ConfigSource
+	// NoKVConfigs: configs come from Sources only (bootstrap_on=http): the
+	// seeds' KV service is not asked for one, and neither are the nodes
+	// afterwards (no poll, fetch or recovery round; the connections are to
+	// be dialed with Conn.NoClusterConfig). Configs the nodes send
+	// unasked (in NOT_MY_VBUCKET bodies and notifications) are still
+	// taken.
+	NoKVConfigs bool
 	// BeforeParse, when set (tests), runs on the config loop before each
 	// config it parses.
 	BeforeParse func()
@@ -109,18 +118,35 @@ type ConfigSource interface {
 }
 
 // FirstConfigSource is a ConfigSource that serves a bootstrap config:
-// Connect asks it for the config of seed (an address dialed) when the
-// seed's KV connection served none. host is what $HOST in it stands for.
+// Connect asks it for one when no seed's KV service served one (or with
+// NoKVConfigs), within what is left of ConnectTimeout. seeds are the KV
+// seeds (resolved), from which it may find its own. A config it serves
+// makes it the cluster's config source for the session: it is run, and
+// the nodes' KV service is no longer asked for configs.
+//
+// CanServe reports whether it has anywhere to ask for a config, given the
+// KV seeds: a source that has not is not asked (nor does it take half of
+// ConnectTimeout from the KV seeds), unless with NoKVConfigs, where its
+// error says what is missing.
 type FirstConfigSource interface {
 	ConfigSource
-	FirstConfig(ctx context.Context, seed string) (raw []byte, host string, err error)
+	FirstConfig(ctx context.Context, seeds []string) (SourcedConfig, error)
+	CanServe(seeds []string) bool
+}
+
+// SourcedConfig is a config a source served: Raw, what $HOST in it stands
+// for (Host), and the address it came from (From).
+type SourcedConfig struct {
+	Raw        []byte
+	Host, From string
 }
 
 // Sink is what a ConfigSource feeds: the cluster's config intake, and the
-// topology in use (where to stream from).
+// topology in use and its network (where to stream from).
 type Sink interface {
 	Offer(raw []byte, host, source string) Offer
 	Topology() *Topology
+	Network() string
 }
 
 // Cluster is the state of one client's cluster. Its methods are safe for
@@ -143,6 +169,14 @@ type Cluster struct {
 	ring    *ring
 	known   []string
 	network string // resolved at bootstrap
+	// kvConfigs: the nodes' KV service is asked for configs (polls,
+	// fetches, recovery rounds): not with NoKVConfigs, nor once a
+	// FirstConfigSource served the bootstrap config. Set at bootstrap,
+	// once a seed's KV service served the config.
+	kvConfigs atomic.Bool
+	// source is the FirstConfigSource that served the bootstrap config
+	// (nil: a seed's KV service did).
+	source FirstConfigSource
 
 	intake      intake
 	unreachable chan struct{} // capacity 1: an operation found its node unavailable
@@ -192,6 +226,9 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		c.wg.Add(1)
 		go c.configLoop()
 		for _, src := range cfg.Sources {
+			if fs, ok := src.(FirstConfigSource); ok && fs != c.source && !cfg.NoKVConfigs {
+				continue // the KV service serves the configs
+			}
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()

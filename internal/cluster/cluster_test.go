@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -183,6 +184,10 @@ type fakeSource struct {
 	offers  chan Offer
 }
 
+func newFakeSource(first []byte) *fakeSource {
+	return &fakeSource{configs: make(chan []byte), offers: make(chan Offer, 1), first: first}
+}
+
 func (s *fakeSource) Run(ctx context.Context, sink Sink) {
 	for {
 		select {
@@ -194,51 +199,129 @@ func (s *fakeSource) Run(ctx context.Context, sink Sink) {
 	}
 }
 
-func (s *fakeSource) FirstConfig(ctx context.Context, seed string) ([]byte, string, error) {
+func (s *fakeSource) FirstConfig(ctx context.Context, seeds []string) (SourcedConfig, error) {
 	s.asked.Add(1)
 	if s.first == nil {
-		return nil, "", errors.New("no config here")
+		return SourcedConfig{}, errors.New("fake source: no config here")
 	}
-	return s.first, hostOf(seed), nil
+	return SourcedConfig{Raw: s.first, Host: "127.0.0.1", From: "fake"}, nil
 }
 
+func (s *fakeSource) CanServe([]string) bool { return true }
+
+// streamOnly is a ConfigSource that serves no bootstrap config: it runs
+// whatever the bootstrap.
+type streamOnly struct{ src *fakeSource }
+
+func (s streamOnly) Run(ctx context.Context, sink Sink) { s.src.Run(ctx, sink) }
+
 // A second config source feeds the same intake: its newer config is
-// installed, an older one dropped; and it serves the bootstrap config when
-// the seeds' KV connections serve none.
+// installed, an older one dropped.
 func TestSecondConfigSource(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
 	b := mc.Bucket(mockcluster.DefaultBucket)
-	src := &fakeSource{configs: make(chan []byte), offers: make(chan Offer, 1)}
+	src := newFakeSource(nil)
 	cfg := testConfig(mc)
-	cfg.Sources = []ConfigSource{src}
+	cfg.Sources = []ConfigSource{streamOnly{src}}
 	c := connectCluster(t, cfg)
-	assert.Zero(t, src.asked.Load(), "the seed served a config itself")
 	held := b.ConfigJSON(0)
-	t0 := c.Topology()
 	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
 	src.configs <- b.ConfigJSON(1)
 	require.Equal(t, OfferNewer, <-src.offers)
-	<-t0.Changed()
+	awaitRev(t, c, b.Rev())
 	src.configs <- held
 	assert.Equal(t, OfferStale, <-src.offers)
+}
 
-	// Seeds whose KV connections serve no config: the source's first
-	// config bootstraps.
+// A FirstConfigSource serves the bootstrap config when no seed's KV
+// service serves one (here they answer NOT_SUPPORTED), and then the
+// session's configs: it runs, and the nodes are no longer asked for
+// theirs. When a seed's KV service serves the config the source is not
+// asked, nor run. When neither serves one, Connect's error has every
+// seed's reason and the source's.
+func TestFirstConfigSource(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	cfg := testConfig(mc)
+
+	unused := newFakeSource(b.ConfigJSON(0))
+	cfg.Sources = []ConfigSource{unused}
+	c := connectCluster(t, cfg)
+	assert.Zero(t, unused.asked.Load(), "the seed served a config itself")
+	assert.True(t, c.kvConfigs.Load())
+	c.Close()
+
 	f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGetClusterConfig}},
 		Action: mockcluster.Action{Status: memdx.StatusNotSupported}})
 	defer f.Remove()
-	src2 := &fakeSource{configs: make(chan []byte), offers: make(chan Offer, 1), first: b.ConfigJSON(0)}
-	cfg.Sources = []ConfigSource{src2}
+	src := newFakeSource(b.ConfigJSON(0))
+	cfg.Sources = []ConfigSource{src}
 	c2 := connectCluster(t, cfg)
-	assert.Equal(t, int32(1), src2.asked.Load())
+	assert.Equal(t, int32(1), src.asked.Load())
 	assert.Len(t, c2.Topology().Nodes(), 3)
-	src3 := &fakeSource{configs: make(chan []byte), offers: make(chan Offer, 1)}
-	cfg.Sources = []ConfigSource{src3}
+	assert.False(t, c2.kvConfigs.Load(), "the source serves the configs now")
+	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
+	src.configs <- b.ConfigJSON(1)
+	require.Equal(t, OfferNewer, <-src.offers, "the source runs")
+	awaitRev(t, c2, b.Rev())
+	requireNoKVConfigRequests(t, c2)
+
+	none := newFakeSource(nil)
+	cfg.Sources = []ConfigSource{none}
 	_, err := Connect(context.Background(), cfg)
 	var be *BootstrapError
 	require.ErrorAs(t, err, &be)
-	assert.Len(t, be.All, 3, "every seed's error")
-	assert.Contains(t, err.Error(), "served no cluster config")
+	assert.Len(t, be.All, 4, "every seed's error and the source's")
+	assert.Contains(t, err.Error(), "GET_CLUSTER_CONFIG answered NOT_SUPPORTED")
+	assert.Contains(t, err.Error(), "fake source: no config here")
+}
+
+// With NoKVConfigs the seeds' KV service is never asked for a config: the
+// source serves the bootstrap one and runs.
+func TestNoKVConfigs(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	cfg := testConfig(mc)
+	cfg.NoKVConfigs = true
+	cfg.Conn.NoClusterConfig = true
+	cfg.PollInterval = 10 * time.Millisecond
+	src := newFakeSource(b.ConfigJSON(0))
+	cfg.Sources = []ConfigSource{src}
+	c := connectCluster(t, cfg)
+	assert.Equal(t, int32(1), src.asked.Load())
+	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
+	src.configs <- b.ConfigJSON(1)
+	require.Equal(t, OfferNewer, <-src.offers, "the source runs")
+	awaitRev(t, c, b.Rev())
+	requireNoKVConfigRequests(t, c)
+	assert.Zero(t, mc.RequestCount(memdx.OpGetClusterConfig), "GET_CLUSTER_CONFIG sent with NoKVConfigs")
+}
+
+// awaitRev waits until c has installed config revision rev.
+func awaitRev(t *testing.T, c *Cluster, rev int64) {
+	t.Helper()
+	awaitTopology(t, c, fmt.Sprintf("config rev %d", rev), func(top *Topology) bool {
+		return top.Config() != nil && int64(top.Config().Version().Rev) >= rev
+	})
+}
+
+// requireNoKVConfigRequests checks that c, whose configs come from a
+// source, asks no node for one: the poll's, a NOT_MY_VBUCKET's and a
+// notification's fetch start no fetcher, and no recovery round starts.
+func requireNoKVConfigRequests(t *testing.T, c *Cluster) {
+	t.Helper()
+	n := c.Topology().Nodes()[0]
+	c.requestFetch(n, vbmap.Version{}) // the poll's
+	tg := &Target{Key: []byte("k")}
+	r, _, err := c.Route(&vbmap.RouteState{}, tg)
+	require.NoError(t, err)
+	assert.Equal(t, NMVWait, c.NotMyVbucket(r, NMV{}, &vbmap.RouteState{}, tg))
+	c.announceFetch(n, vbmap.Version{Epoch: 1 << 40})
+	assert.Zero(t, c.maybeRecover())
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	assert.Empty(t, c.fetches, "config fetchers started")
+	assert.False(t, c.recovery.running, "a recovery round started")
 }
 
 // NOT_MY_VBUCKET: a body with a newer config is offered (nothing fetched);
@@ -275,7 +358,7 @@ func TestNotMyVbucket(t *testing.T) {
 	got := mc.Node(from).RequestCount(memdx.OpGetClusterConfig) - fetches
 	assert.GreaterOrEqual(t, got, uint64(1))
 	assert.LessOrEqual(t, got, uint64(2), "fetches for 10 NOT_MY_VBUCKETs (one in flight, one after)")
-	assert.True(t, c.NotMyVbucket(r, NMV{}, &rs, tg), "a config held moves the route")
+	assert.Equal(t, NMVMoved, c.NotMyVbucket(r, NMV{}, &rs, tg), "a config held moves the route")
 	r2, _, err := c.Route(&rs, tg)
 	require.NoError(t, err)
 	assert.Same(t, top, r2.Topo)
@@ -289,7 +372,10 @@ func TestNotMyVbucket(t *testing.T) {
 	var rs2 vbmap.RouteState
 	r3, _, err := c.Route(&rs2, tg)
 	require.NoError(t, err)
-	c.NotMyVbucket(r3, NMV{Body: b.ConfigJSON(to)}, &rs2, tg)
+	// The retry waits for that config (unless the loop installed it
+	// already, and the route moved).
+	got3 := c.NotMyVbucket(r3, NMV{Body: b.ConfigJSON(to)}, &rs2, tg)
+	assert.Contains(t, []NMVOutcome{NMVAwaitConfig, NMVMoved}, got3)
 	awaitTopology(t, c, "the config in the body", func(top *Topology) bool { return top.Config().Newer(r3.Topo.Config()) })
 	assert.Equal(t, fetches, mc.Node(to).RequestCount(memdx.OpGetClusterConfig), "nothing fetched")
 	r4, _, err := c.Route(&rs2, tg)
@@ -436,4 +522,23 @@ func TestConnOptionsKeepTheClientsOptions(t *testing.T) {
 	assert.Nil(t, c.connOptions(nil).OnClose)
 	assert.NotNil(t, c.connOptions(n).OnClose)
 	assert.NotNil(t, c.connOptions(n).OnClustermapNotification)
+}
+
+// A retry waiting for a config on its way (NMVAwaitConfig) is not left
+// waiting when the config loop refuses it: a newer config for another
+// bucket is offered, and the topology's Wake channel closes all the same.
+func TestRejectedConfigWakesTheWaits(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes, Buckets: []mockcluster.BucketOptions{
+		{Name: mockcluster.DefaultBucket, NumVbuckets: 16}, {Name: "other", NumVbuckets: 16}}})
+	c := connectCluster(t, testConfig(mc))
+	t0 := c.Topology()
+	// "other" was created after the default bucket: its config's
+	// revision is the newer.
+	require.Equal(t, OfferNewer, c.Offer(mc.Bucket("other").ConfigJSON(0), "127.0.0.1", "test"))
+	select {
+	case <-t0.Wake(retry.ReasonKVNotMyVbucket):
+	case <-time.After(time.Minute):
+		t.Fatal("the wait for a refused config was not ended")
+	}
+	assert.Same(t, t0.Config(), c.Topology().Config(), "the refused config is not installed")
 }

@@ -44,6 +44,26 @@ type NMV struct {
 	Body  []byte
 }
 
+// NMVOutcome is what a NOT_MY_VBUCKET means for the request's retry.
+type NMVOutcome uint8
+
+const (
+	// NMVWait: nothing newer than the config routed with is held or on
+	// its way: the retry waits as the strategy says (the node was asked
+	// for its config), or until the topology is replaced.
+	NMVWait NMVOutcome = iota
+	// NMVMoved: the config held sends the request to another node: the
+	// retry need not wait (retry.State.MarkRouteChanged).
+	NMVMoved
+	// NMVAwaitConfig: a config newer than the one routed with is on its
+	// way to being installed (this body, or another's): the retry waits
+	// for its install, which replaces the topology (Topology.Wake), rather
+	// than retrying by the old map (retry.State.MarkAwaitWake). A batch
+	// whose keys all met the same move is re-routed by the config the
+	// first answer brought.
+	NMVAwaitConfig
+)
+
 // NotMyVbucket is told that r.Node answered NOT_MY_VBUCKET to a request to
 // tg routed as r (whose topology has a config). The body, if still to be
 // offered, is offered. The NOT_MY_VBUCKET is recorded in rs, the request's
@@ -51,10 +71,10 @@ type NMV struct {
 // config that has one). When no config newer than the one routed with is
 // held or on its way (no body, or one not newer), r.Node is asked for its
 // config (one fetch per node in flight, spaced by ConfigFetchInterval). It
-// reports whether that config sends the request to another node (moved):
-// the retry need not wait. The wait that follows ends when the topology is
-// replaced (Topology.Wake).
-func (c *Cluster) NotMyVbucket(r Route, nmv NMV, rs *vbmap.RouteState, tg *Target) (moved bool) {
+// says whether the retry goes at once (the config held moves the request),
+// waits for a config on its way, or waits as the strategy says; every such
+// wait ends when the topology is replaced (Topology.Wake).
+func (c *Cluster) NotMyVbucket(r Route, nmv NMV, rs *vbmap.RouteState, tg *Target) NMVOutcome {
 	t, n := r.Topo, r.Node
 	if len(nmv.Body) > 0 {
 		nmv.Offer = c.Offer(nmv.Body, n.host, "not-my-vbucket")
@@ -66,20 +86,30 @@ func (c *Cluster) NotMyVbucket(r Route, nmv NMV, rs *vbmap.RouteState, tg *Targe
 	rs.OnNotMyVbucket(cur.cfg)
 	peek := *rs // routing again must not change the request's state
 	if next, _, _, err := c.route(cur, &peek, tg); err == nil && next != n {
-		moved = true
+		return NMVMoved
 	}
-	if cur == t && nmv.Offer != OfferNewer {
+	switch {
+	case cur != t:
+		// A newer config is installed and still sends the request to
+		// n: n has not caught up yet.
+	case nmv.Offer == OfferNewer || c.newerOnItsWay(t.cfg.Version()):
+		return NMVAwaitConfig
+	default:
 		c.requestFetch(n, t.cfg.Version())
 	}
-	return moved
+	return NMVWait
 }
 
-// requestFetch asks for a GET_CLUSTER_CONFIG from n, on n's fetcher: now if
+// requestFetch asks for a GET_CLUSTER_CONFIG from n (unless the configs come
+// from a source: kvConfigs), on n's fetcher: now if
 // none ran in the last ConfigFetchInterval, else when it has passed; a
 // request made while a fetch runs is served by one more fetch after it,
 // unless by then a config newer than routedWith (the version the requester
 // routed with) is installed.
 func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
+	if !c.kvConfigs.Load() {
+		return // the configs come from a source (Config.NoKVConfigs)
+	}
 	c.fetchMu.Lock()
 	defer c.fetchMu.Unlock()
 	if c.fetchClosed {
@@ -104,6 +134,9 @@ func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
 // up to MaxAnnouncedFetches times. A version not newer than one given up
 // on so is not fetched again.
 func (c *Cluster) announceFetch(n *Node, v vbmap.Version) {
+	if !c.kvConfigs.Load() {
+		return
+	}
 	c.fetchMu.Lock()
 	defer c.fetchMu.Unlock()
 	if c.fetchClosed {

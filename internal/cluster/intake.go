@@ -186,6 +186,15 @@ func (c *Cluster) judgeLocked(v vbmap.Version, peeked bool) (Offer, bool) {
 	return 0, false
 }
 
+// newerOnItsWay reports whether a config newer than v waits in the mailbox
+// or is being parsed.
+func (c *Cluster) newerOnItsWay(v vbmap.Version) bool {
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.parsingSet && in.parsing.Newer(v) || in.raw != nil && in.peeked && in.ver.Newer(v)
+}
+
 // takeOffered moves the mailbox's config to the loop and marks its version
 // as being parsed.
 func (c *Cluster) takeOffered() (raw []byte, host, from string) {
@@ -224,6 +233,15 @@ func (c *Cluster) installOffered() {
 		c.cfg.Logger.Warn("kvwire: ignoring a cluster config", "from", host, "source", from, "err", err)
 	}
 	c.doneParsing(err != nil)
+	if err != nil {
+		// Retries waiting for this config (NMVAwaitConfig) route again
+		// by the one held.
+		c.mu.Lock()
+		if cur := c.topo.Load(); cur != nil && cur.changed != nil && c.ctx.Err() == nil {
+			c.renewLocked(cur)
+		}
+		c.mu.Unlock()
+	}
 }
 
 // configLoop installs offered configs, polls for new ones and starts a

@@ -57,13 +57,17 @@ func stranded(t *Topology, now time.Time, grace time.Duration) (ok bool, wait ti
 }
 
 // maybeRecover starts a recovery round when the cluster is stranded and
-// none ran in the last recoveryInterval. No node of a config has connected
+// none ran in the last recoveryInterval, unless the configs come from a
+// source (kvConfigs false), which finds its own way back. No node of a config has connected
 // within about the probe timeout (Config.StrandGrace) of being made
 // counts as stranding it: the round then starts without waiting for the
 // dials to time out. It runs on the config loop, and returns how long
 // until a node still within that time leaves it (0: none is), for the
 // loop to look again then.
 func (c *Cluster) maybeRecover() time.Duration {
+	if !c.kvConfigs.Load() {
+		return 0 // a source finds its own way back (the HTTP stream's rounds)
+	}
 	t := c.topo.Load()
 	now := c.cfg.Clock.Now()
 	ok, wait := stranded(t, now, c.cfg.StrandGrace)

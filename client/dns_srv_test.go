@@ -1,0 +1,94 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// srvResolver answers SRV lookups from a table (Options.Resolver), and
+// records each name asked and the deadline it was given.
+type srvResolver struct {
+	records map[string][]*net.SRV
+	mu      sync.Mutex
+	asked   []string
+	dl      []time.Time
+}
+
+func (r *srvResolver) LookupSRV(ctx context.Context, service, proto, name string) (string, []*net.SRV, error) {
+	dl, _ := ctx.Deadline()
+	r.mu.Lock()
+	r.asked, r.dl = append(r.asked, name), append(r.dl, dl)
+	r.mu.Unlock()
+	if srv, ok := r.records[name]; ok && service == "" && proto == "" {
+		return name, srv, nil
+	}
+	return "", nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+}
+
+// srvOf is the SRV record listing addrs ("host:port").
+func srvOf(t *testing.T, addrs []string) []*net.SRV {
+	var out []*net.SRV
+	for _, a := range addrs {
+		h, p, err := net.SplitHostPort(a)
+		require.NoError(t, err)
+		port, err := strconv.Atoi(p)
+		require.NoError(t, err)
+		out = append(out, &net.SRV{Target: h + ".", Port: uint16(port)})
+	}
+	return out
+}
+
+// couchbase://NAME with one host and no port: the seeds are the targets of
+// _couchbase._tcp.NAME (couchbases:// looks up _couchbases._tcp.NAME),
+// looked up once, within half of the connect timeout.
+func TestDNSSRVSeeds(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	r := &srvResolver{records: map[string][]*net.SRV{"_couchbase._tcp.cluster.test": srvOf(t, []string{mc.Node(1).Addr()})}}
+	start := time.Now()
+	c, err := connectString(t, "couchbase://cluster.test/default", &Options{Resolver: r, ConnectTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	_, err = c.DefaultCollection().Upsert(context.Background(), "srv", []byte("v"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"_couchbase._tcp.cluster.test"}, r.asked)
+	assert.False(t, r.dl[0].After(start.Add(5*time.Second+time.Second)), "the lookup's deadline %v is past half of the connect timeout", r.dl[0].Sub(start))
+	assert.Len(t, c.Nodes(), 2, "the other node found from the config")
+}
+
+// A name without the record is dialed as written; when that fails too, the
+// error names the record and why it gave no seeds (ConnectError.SRV).
+// enable_dns_srv=false looks nothing up.
+func TestDNSSRVFallbackAndOff(t *testing.T) {
+	r := &srvResolver{}
+	dead := closedPort(t)
+	_, port, _ := net.SplitHostPort(dead)
+	_, err := connectString(t, "couchbase://localhost/default", &Options{Resolver: r, ConnectTimeout: time.Hour})
+	require.Error(t, err)
+	var ce *ConnectError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, []string{"localhost:11210"}, ce.Hosts)
+	require.Error(t, ce.SRV)
+	assert.Contains(t, err.Error(), "_couchbase._tcp.localhost")
+	assert.Contains(t, err.Error(), "no such host")
+
+	r.asked = nil
+	_, err = connectString(t, "couchbases://localhost/default?enable_dns_srv=false", &Options{Resolver: r, ConnectTimeout: time.Hour})
+	require.Error(t, err)
+	assert.Empty(t, r.asked, "enable_dns_srv=false")
+	require.True(t, errors.As(err, &ce))
+	assert.NoError(t, ce.SRV)
+
+	// A port, or a second host, is no SRV name.
+	_, err = connectString(t, "couchbase://localhost:"+port+"/default", &Options{Resolver: r, ConnectTimeout: time.Hour})
+	require.Error(t, err)
+	assert.Empty(t, r.asked)
+}

@@ -1,0 +1,453 @@
+// Package httpconfig reads a bucket's cluster config from the cluster
+// manager's REST API, as Couchbase's SDKs do where the KV service does not
+// serve it (a memcached bucket, a KV port a firewall blocks, RFC 0011's
+// host:port=http seeds, bootstrap_on=http):
+//
+//	GET /pools/default/b/<bucket>     the bucket's terse config (Fetch)
+//	GET /pools/default/bs/<bucket>    the same, then every newer one, each
+//	                                  followed by "\n\n\n\n" (Stream)
+//
+// with HTTP Basic auth, over HTTP or HTTPS with the KV connections' TLS
+// settings. A config is delivered raw, with the host it came from (what
+// "$HOST" in it stands for): judging and parsing it is the caller's, by
+// the same rules as a config from any other source. A config over
+// vbmap.MaxConfigSize is never read into memory: Fetch fails, Stream skips
+// it. Stream keeps one stream open, on one node at a time, and reopens it
+// on the next node when it ends.
+package httpconfig
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// Bounds of the wait between two rounds of stream attempts in which no
+// node served a config: doubling from minRoundWait to maxRoundWait.
+const (
+	minRoundWait = 100 * time.Millisecond
+	maxRoundWait = 10 * time.Second
+)
+
+// separator ends each config of a streamed endpoint.
+var separator = []byte("\n\n\n\n")
+
+// Config configures a Client.
+type Config struct {
+	// Bucket is the bucket whose config is read.
+	Bucket string
+	// Username and Password are sent with HTTP Basic auth (none when
+	// Username is empty).
+	Username, Password string
+	// TLS, when set, makes the requests HTTPS with (a clone of) this
+	// config; ServerName defaults to each node's host. nil: HTTP.
+	TLS *tls.Config
+	// ConnectTimeout bounds connecting to a node and the wait for its
+	// answer's headers; a Fetch also ends at its context's deadline.
+	// Default 10 s.
+	ConnectTimeout time.Duration
+	// MaxConfigSize bounds one config (default vbmap.MaxConfigSize).
+	MaxConfigSize int
+	// UserAgent is the User-Agent header (default "kvwire").
+	UserAgent string
+	// DialContext opens TCP connections (nil: a net.Dialer).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Clock times the waits between rounds of stream attempts (nil: the
+	// real clock). Sockets keep real time.
+	Clock  retry.Clock
+	Logger *slog.Logger
+}
+
+// Client reads configs from cluster manager nodes. Its methods are safe
+// for concurrent use; Close releases its idle connections.
+type Client struct {
+	cfg  Config
+	http *http.Client
+	tr   *http.Transport
+}
+
+// New returns a Client.
+func New(cfg Config) *Client {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	if cfg.MaxConfigSize <= 0 {
+		cfg.MaxConfigSize = vbmap.MaxConfigSize
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "kvwire"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = retry.RealClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DialContext == nil {
+		cfg.DialContext = (&net.Dialer{}).DialContext
+	}
+	c := &Client{cfg: cfg}
+	c.tr = &http.Transport{
+		// Never a proxy from the environment: the cluster manager is
+		// reached where the KV service is.
+		Proxy:               nil,
+		DialContext:         cfg.DialContext,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	if cfg.TLS != nil {
+		c.tr.DialTLSContext = c.dialTLS
+	}
+	c.http = &http.Client{Transport: c.tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse // ns_server does not redirect these
+	}}
+	return c
+}
+
+// Close closes the idle connections. Requests in flight end with their
+// contexts.
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
+
+// dialTLS dials addr and runs the TLS handshake with the KV connections'
+// settings, so that a certificate refused here is the same *conn.TLSError
+// (kverr.ErrTLS) a KV dial gives.
+func (c *Client) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	nc, err := c.cfg.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.cfg.TLS.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = hostOf(addr)
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	tc := tls.Client(nc, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		if ctx.Err() == nil && conn.IsTLSFailure(err) {
+			return nil, &conn.TLSError{Addr: addr, Err: err}
+		}
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
+}
+
+// Error is a request to a cluster manager node that did not give a config:
+// the node's answer (Status, with the start of its body), or the failure
+// to get one (Err).
+type Error struct {
+	Addr, Path string
+	// Status is the HTTP status (0 when there was no answer).
+	Status int
+	// Body is the start of an error answer's body (ns_server's message).
+	Body string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster manager %s: GET %s: ", e.Addr, e.Path)
+	switch {
+	case e.Status == http.StatusUnauthorized:
+		b.WriteString("401 Unauthorized: the credentials were refused")
+	case e.Status == http.StatusForbidden:
+		b.WriteString("403 Forbidden: the user may not read the bucket's config")
+	case e.Status == http.StatusNotFound:
+		b.WriteString("404 Not Found: no such bucket")
+	case e.Status != 0:
+		fmt.Fprintf(&b, "HTTP %d", e.Status)
+	default:
+		b.WriteString(e.Err.Error())
+		return b.String()
+	}
+	if e.Body != "" {
+		fmt.Fprintf(&b, " (%q)", e.Body)
+	}
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches the answers that end a bootstrap at once as the KV service's
+// do: 401 kverr.ErrAuthenticationFailure, 403 and 404
+// kverr.ErrBucketNotFound (SELECT_BUCKET's EACCESS and KEY_ENOENT).
+func (e *Error) Is(target error) bool {
+	switch e.Status {
+	case http.StatusUnauthorized:
+		return target == kverr.ErrAuthenticationFailure
+	case http.StatusForbidden, http.StatusNotFound:
+		return target == kverr.ErrBucketNotFound
+	}
+	return false
+}
+
+// bucketPath is the path of the bucket's terse config, streamed or not.
+func (c *Client) bucketPath(stream bool) string {
+	p := "/pools/default/b/"
+	if stream {
+		p = "/pools/default/bs/"
+	}
+	return p + url.PathEscape(c.cfg.Bucket)
+}
+
+// get sends GET path to addr and returns the answer when it is 200 OK. The
+// dial and the wait for the headers end after ConnectTimeout (real time)
+// or when ctx ends; the body is read under ctx alone. The caller closes the
+// body.
+func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, error) {
+	scheme := "http"
+	if c.cfg.TLS != nil {
+		scheme = "https"
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(c.cfg.ConnectTimeout, func() {
+		cancel(fmt.Errorf("no answer within the connect timeout (%v)", c.cfg.ConnectTimeout))
+	})
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, scheme+"://"+addr+path, nil)
+	if err != nil {
+		timer.Stop()
+		cancel(nil)
+		return nil, &Error{Addr: addr, Path: path, Err: err}
+	}
+	if c.cfg.Username != "" {
+		req.SetBasicAuth(c.cfg.Username, c.cfg.Password)
+	}
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	resp, err := c.http.Do(req)
+	stopped := timer.Stop()
+	if err != nil {
+		if cause := context.Cause(rctx); !stopped && cause != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+		cancel(nil)
+		return nil, &Error{Addr: addr, Path: path, Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		resp.Body.Close()
+		cancel(nil)
+		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody ends the request's context when its body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// Fetch reads the bucket's config from the node at addr ("host:port" of
+// its REST port): raw is the config, host what "$HOST" in it stands for.
+// It fails with an *Error (or one naming the size limit) when the node
+// gives none.
+func (c *Client) Fetch(ctx context.Context, addr string) (raw []byte, host string, err error) {
+	path := c.bucketPath(false)
+	resp, err := c.get(ctx, addr, path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	raw, err = io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxConfigSize)+1))
+	if err != nil {
+		return nil, "", &Error{Addr: addr, Path: path, Status: resp.StatusCode, Err: fmt.Errorf("reading the config: %w", err)}
+	}
+	if len(raw) > c.cfg.MaxConfigSize {
+		return nil, "", &Error{Addr: addr, Path: path, Status: resp.StatusCode,
+			Err: fmt.Errorf("the config is over the size limit (%d bytes)", c.cfg.MaxConfigSize)}
+	}
+	return bytes.TrimSpace(raw), hostOf(addr), nil
+}
+
+// Sink receives the configs a stream delivers: raw (valid only during the
+// call: copy what you keep), host (what "$HOST" in it stands for) and the
+// address of the node it came from.
+type Sink func(raw []byte, host, addr string)
+
+// Stream keeps the bucket's config stream open and delivers every config
+// it carries to sink, until ctx ends. nodes gives the REST addresses to
+// stream from (the config in use's nodes; it is asked again each time a
+// stream ends). A stream that ends after it delivered is reopened at once
+// on the next node; when every node of a round failed to serve one, the
+// next round waits 100 ms, doubling to 10 s (on the Clock), and a stream
+// that delivers resets the wait. It returns when ctx ends, having closed
+// its connection.
+func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
+	defer c.Close()
+	wait := minRoundWait
+	last := "" // the node whose stream ended last
+	for ctx.Err() == nil {
+		addrs := nodes()
+		if len(addrs) == 0 {
+			c.cfg.Logger.Warn("kvwire: no cluster manager address to stream configs from")
+		}
+		// Start after the node whose stream ended last.
+		start := 0
+		if i := slices.Index(addrs, last); i >= 0 {
+			start = i + 1
+		}
+		delivered := false
+		for j := range addrs {
+			addr := addrs[(start+j)%len(addrs)]
+			n, err := c.streamFrom(ctx, addr, sink)
+			if ctx.Err() != nil {
+				return
+			}
+			last = addr
+			if n > 0 {
+				c.cfg.Logger.Info("kvwire: config stream ended; reopening it on the next node", "node", addr, "configs", n, "err", err)
+				delivered = true
+				break
+			}
+			c.cfg.Logger.Warn("kvwire: no config stream from a node", "node", addr, "err", err)
+		}
+		if delivered {
+			wait = minRoundWait
+			continue
+		}
+		t := c.cfg.Clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		wait = min(2*wait, maxRoundWait)
+	}
+}
+
+// streamFrom opens the stream on addr and delivers its configs until it
+// ends: n is how many it delivered, err why it ended.
+func (c *Client) streamFrom(ctx context.Context, addr string, sink Sink) (n int, err error) {
+	resp, err := c.get(ctx, addr, c.bucketPath(true))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	c.cfg.Logger.Debug("kvwire: streaming cluster configs", "node", addr)
+	host := hostOf(addr)
+	r := newConfigReader(resp.Body, c.cfg.MaxConfigSize)
+	for {
+		raw, skipped, err := r.next()
+		if skipped > 0 {
+			c.cfg.Logger.Error("kvwire: ignoring a streamed cluster config over the size limit",
+				"node", addr, "bytes", skipped, "limit", c.cfg.MaxConfigSize)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the node closed the stream")
+			}
+			return n, err
+		}
+		if raw != nil {
+			sink(raw, host, addr)
+			n++
+		}
+	}
+}
+
+// configReader splits a stream into the configs between separators,
+// holding at most max bytes of one: a longer one is skipped up to its
+// separator.
+type configReader struct {
+	r   io.Reader
+	max int
+	buf []byte // read, not yet returned: buf[off:]
+	off int
+	// skipping: the config being read is over max; skipped counts its
+	// bytes dropped so far.
+	skipping bool
+	skipped  int
+}
+
+func newConfigReader(r io.Reader, max int) *configReader {
+	return &configReader{r: r, max: max}
+}
+
+// next returns the next config (nil for an empty one, such as a
+// separator alone), or, with skipped > 0, the size of a config it dropped
+// for its size. The config is valid until the next call. err ends the
+// stream (io.EOF when it ended cleanly; a config cut short by the end is
+// dropped).
+func (cr *configReader) next() (cfg []byte, skipped int, err error) {
+	scanFrom := cr.off
+	for {
+		if i := bytes.Index(cr.buf[scanFrom:], separator); i >= 0 {
+			end := scanFrom + i
+			tok := cr.buf[cr.off:end]
+			cr.off = end + len(separator)
+			if cr.skipping || len(tok) > cr.max {
+				skipped = cr.skipped + len(tok)
+				cr.skipping, cr.skipped = false, 0
+				return nil, skipped, nil
+			}
+			if tok = bytes.TrimSpace(tok); len(tok) == 0 {
+				return nil, 0, nil
+			}
+			return tok, 0, nil
+		}
+		// The separator may start in the last len(separator)-1 bytes.
+		scanFrom = max(cr.off, len(cr.buf)-(len(separator)-1))
+		if pending := len(cr.buf) - cr.off; pending > cr.max+len(separator) {
+			// Over the limit: drop what cannot hold a separator's start.
+			drop := pending - (len(separator) - 1)
+			cr.skipping = true
+			cr.skipped += drop
+			cr.off += drop
+			scanFrom = cr.off
+		}
+		if cr.off == len(cr.buf) {
+			cr.buf, cr.off, scanFrom = cr.buf[:0], 0, 0
+		}
+		if len(cr.buf) == cap(cr.buf) && cr.off > 0 {
+			// Move the unread bytes to the front rather than grow.
+			n := copy(cr.buf, cr.buf[cr.off:])
+			scanFrom -= cr.off
+			cr.buf, cr.off = cr.buf[:n], 0
+		}
+		if len(cr.buf) == cap(cr.buf) {
+			// At most a config, a separator and a read's worth: the
+			// unread bytes never exceed max+len(separator) here.
+			cr.buf = slices.Grow(cr.buf, min(max(4096, len(cr.buf)), cr.max+len(separator)+4096-len(cr.buf)))
+		}
+		k, rerr := cr.r.Read(cr.buf[len(cr.buf):cap(cr.buf)])
+		cr.buf = cr.buf[:len(cr.buf)+k]
+		if rerr != nil && k == 0 {
+			return nil, 0, rerr
+		}
+	}
+}
+
+// hostOf is addr's host, without brackets.
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return h
+}

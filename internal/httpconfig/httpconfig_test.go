@@ -1,0 +1,362 @@
+package httpconfig
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/conformance"
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/leakcheck"
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// guard bounds every wait for an event in these tests: it is how long a
+// broken implementation takes to fail, not a margin anything is timed by.
+const guard = 20 * time.Second
+
+func readAll(t *testing.T, cr *configReader) (cfgs []string, skipped []int) {
+	t.Helper()
+	for {
+		c, s, err := cr.next()
+		if s > 0 {
+			skipped = append(skipped, s)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("next: %v", err)
+			}
+			return cfgs, skipped
+		}
+		if c != nil {
+			cfgs = append(cfgs, string(c))
+		}
+	}
+}
+
+// A real streamed body (couchbase-jvm-clients' test data: two configs of
+// /pools/default/bucketsStreaming) splits into its two configs, whatever
+// the reads' sizes.
+func TestConfigReaderSplitsARealStream(t *testing.T) {
+	body := conformance.Read(t, "configs/http_terse_streaming_two_configs.txt")
+	for _, r := range []struct {
+		name string
+		r    io.Reader
+	}{
+		{"whole", bytes.NewReader(body)},
+		{"one byte at a time", iotest.OneByteReader(bytes.NewReader(body))},
+		{"half", iotest.HalfReader(bytes.NewReader(body))},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			cfgs, skipped := readAll(t, newConfigReader(r.r, vbmap.MaxConfigSize))
+			if len(cfgs) != 2 || len(skipped) != 0 {
+				t.Fatalf("%d configs, %d skipped; want 2, 0", len(cfgs), len(skipped))
+			}
+			for i, want := range []vbmap.Version{{Rev: 18815}, {Rev: 18820}} {
+				c, err := vbmap.Parse([]byte(cfgs[i]), "localhost")
+				if err != nil {
+					t.Fatalf("config %d: %v", i, err)
+				}
+				if c.Version() != want {
+					t.Errorf("config %d: version %v, want %v", i, c.Version(), want)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigReaderSkipsWhatIsOverTheLimit(t *testing.T) {
+	big := strings.Repeat("x", 100)
+	in := "{\"rev\":1}\n\n\n\n" + // a config
+		"\n\n\n\n" + // an empty one (a separator alone)
+		big + "\n\n\n\n" + // over the limit of 50: skipped whole
+		"  {\"rev\":2}  \n\n\n\n" + // whitespace around it
+		"{\"rev\":3}" // cut short by the end: dropped
+	for _, r := range []io.Reader{strings.NewReader(in), iotest.OneByteReader(strings.NewReader(in))} {
+		cr := newConfigReader(r, 50)
+		cfgs, skipped := readAll(t, cr)
+		if strings.Join(cfgs, "|") != `{"rev":1}|{"rev":2}` {
+			t.Errorf("configs %q", cfgs)
+		}
+		if len(skipped) != 1 || skipped[0] != len(big) {
+			t.Errorf("skipped %v, want [%d]", skipped, len(big))
+		}
+		if cap(cr.buf) > 50+len(separator)+8192 {
+			t.Errorf("buffer grew to %d bytes for a limit of 50", cap(cr.buf))
+		}
+	}
+}
+
+// newMock starts a mock cluster with a couchbase bucket, a memcached
+// bucket and a user who may use only the couchbase one.
+func newMock(t *testing.T, o mockcluster.Options) *mockcluster.Cluster {
+	t.Helper()
+	o.Buckets = []mockcluster.BucketOptions{{Name: "default", NumVbuckets: 64}, {Name: "mc", Type: mockcluster.MemcachedBucket}}
+	o.Users = []mockcluster.User{
+		{Name: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, Buckets: []string{"*"}},
+		{Name: "app", Password: "secret", Buckets: []string{"default"}},
+	}
+	mc, err := mockcluster.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mc.Close)
+	return mc
+}
+
+func TestFetchReadsTheBucketConfig(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	for _, bucket := range []string{"default", "mc"} {
+		c := New(Config{Bucket: bucket, Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword})
+		raw, host, err := c.Fetch(context.Background(), mc.MgmtAddrs()[1])
+		c.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", bucket, err)
+		}
+		if host != "127.0.0.1" {
+			t.Errorf("%s: host %q", bucket, host)
+		}
+		cfg, err := vbmap.Parse(raw, host)
+		if err != nil {
+			t.Fatalf("%s: %v", bucket, err)
+		}
+		if cfg.BucketName() != bucket || cfg.NumServers() != 2 {
+			t.Errorf("%s: config of %q with %d servers", bucket, cfg.BucketName(), cfg.NumServers())
+		}
+		if addr, _ := cfg.Nodes()[0].MgmtAddr("", false); addr != mc.MgmtAddrs()[0] {
+			t.Errorf("%s: node 0's REST address %q, want %q", bucket, addr, mc.MgmtAddrs()[0])
+		}
+	}
+}
+
+func TestFetchRefusalsMatchTheKVSentinels(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	addr := mc.MgmtAddrs()[0]
+	for _, tc := range []struct {
+		name, bucket, user, pass string
+		want                     error
+		status                   int
+		says                     string
+	}{
+		{"wrong password", "default", "app", "nope", kverr.ErrAuthenticationFailure, 401, "credentials were refused"},
+		{"no such bucket", "nosuch", "app", "secret", kverr.ErrBucketNotFound, 403, "may not read"},
+		{"no such bucket, admin", "nosuch", mockcluster.DefaultUser, mockcluster.DefaultPassword, kverr.ErrBucketNotFound, 404, "no such bucket"},
+		{"bucket of another user", "mc", "app", "secret", kverr.ErrBucketNotFound, 403, "may not read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{Bucket: tc.bucket, Username: tc.user, Password: tc.pass})
+			defer c.Close()
+			_, _, err := c.Fetch(context.Background(), addr)
+			var he *Error
+			if !errors.As(err, &he) || he.Status != tc.status || !errors.Is(err, tc.want) {
+				t.Fatalf("err %v; want HTTP %d matching %v", err, tc.status, tc.want)
+			}
+			if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "/pools/default/b/"+tc.bucket) ||
+				!strings.Contains(err.Error(), tc.says) {
+				t.Errorf("error %q does not name the node, the path and %q", err, tc.says)
+			}
+		})
+	}
+}
+
+func TestFetchOverHTTPS(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1, TLS: true})
+	addr := mc.MgmtTLSAddrs()[0]
+	c := New(Config{Bucket: "default", Username: "app", Password: "secret", TLS: &tls.Config{RootCAs: mc.RootCAs()}})
+	raw, _, err := c.Fetch(context.Background(), addr)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vbmap.Parse(raw, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	// A CA the client does not trust: the KV dial's TLS error.
+	c = New(Config{Bucket: "default", Username: "app", Password: "secret", TLS: &tls.Config{RootCAs: x509.NewCertPool()}})
+	_, _, err = c.Fetch(context.Background(), addr)
+	c.Close()
+	if !errors.Is(err, kverr.ErrTLS) {
+		t.Fatalf("err %v, want ErrTLS", err)
+	}
+	// HTTPS to the plain HTTP port.
+	c = New(Config{Bucket: "default", Username: "app", Password: "secret", TLS: &tls.Config{RootCAs: mc.RootCAs()}})
+	_, _, err = c.Fetch(context.Background(), mc.MgmtAddrs()[0])
+	c.Close()
+	if !errors.Is(err, kverr.ErrTLS) {
+		t.Fatalf("err %v, want ErrTLS", err)
+	}
+}
+
+func TestFetchRefusesAConfigOverTheLimit(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := New(Config{Bucket: "default", Username: "app", Password: "secret", MaxConfigSize: 100})
+	defer c.Close()
+	_, _, err := c.Fetch(context.Background(), mc.MgmtAddrs()[0])
+	if err == nil || !strings.Contains(err.Error(), "over the size limit (100 bytes)") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// A node that accepts the connection and never answers fails the fetch
+// after ConnectTimeout, saying so.
+func TestFetchGivesUpOnASilentNode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, nc)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, nc := range held {
+			nc.Close()
+		}
+		mu.Unlock()
+	}()
+	c := New(Config{Bucket: "default", ConnectTimeout: 50 * time.Millisecond})
+	defer c.Close()
+	_, _, err = c.Fetch(context.Background(), ln.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "no answer within the connect timeout (50ms)") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// delivery is one config a stream delivered.
+type delivery struct {
+	ver        vbmap.Version
+	host, addr string
+}
+
+// collect is a Sink that parses what it receives and sends it on.
+func collect(t *testing.T) (Sink, <-chan delivery) {
+	ch := make(chan delivery, 64)
+	return func(raw []byte, host, addr string) {
+		c, err := vbmap.Parse(raw, host)
+		if err != nil {
+			t.Errorf("streamed config from %s: %v", addr, err)
+			return
+		}
+		ch <- delivery{c.Version(), host, addr}
+	}, ch
+}
+
+func next(t *testing.T, ch <-chan delivery) delivery {
+	t.Helper()
+	select {
+	case d := <-ch:
+		return d
+	case <-time.After(guard):
+		t.Fatal("no config streamed")
+		return delivery{}
+	}
+}
+
+// The stream delivers the current config, then every config the cluster
+// publishes; when its node stops, it is reopened on the next node, which
+// delivers the current config and the next ones.
+func TestStreamFollowsConfigsAndMovesOnWhenItsNodeStops(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 3})
+	addrs := mc.MgmtAddrs()
+	c := New(Config{Bucket: "default", Username: "app", Password: "secret"})
+	sink, ch := collect(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stream(ctx, func() []string { return addrs }, sink)
+	}()
+	defer func() { cancel(); <-done }()
+
+	first := next(t, ch)
+	if first.addr != addrs[0] || first.host != "127.0.0.1" {
+		t.Fatalf("first config from %s (host %s), want %s", first.addr, first.host, addrs[0])
+	}
+	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: []int{0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := next(t, ch); !d.ver.Newer(first.ver) || d.addr != addrs[0] {
+		t.Fatalf("after the rebalance started: %+v, want a config newer than %v from %s", d, first.ver, addrs[0])
+	}
+	mc.Node(0).Stop()
+	moved := next(t, ch)
+	if moved.addr != addrs[1] {
+		t.Fatalf("after node 0 stopped: config from %s, want %s", moved.addr, addrs[1])
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if d := next(t, ch); !d.ver.Newer(moved.ver) || d.addr != addrs[1] {
+		t.Fatalf("after the rebalance finished: %+v, want a config newer than %v from %s", d, moved.ver, addrs[1])
+	}
+}
+
+// When no node serves a stream, the rounds of attempts wait 100 ms,
+// doubling, on the Clock.
+func TestStreamWaitsBetweenFailedRounds(t *testing.T) {
+	// A server that refuses every request: 401.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	clock := retry.NewFakeClock(time.Unix(1e9, 0))
+	var mu sync.Mutex
+	asked := 0
+	c := New(Config{Bucket: "default", Clock: clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stream(ctx, func() []string {
+			mu.Lock()
+			asked++
+			mu.Unlock()
+			return []string{addr, addr}
+		}, func([]byte, string, string) { t.Error("delivered a config") })
+	}()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), guard)
+	defer wcancel()
+	for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		if err := clock.BlockUntilTimers(wctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := clock.Timers()[0].Sub(clock.Now()); got != want {
+			t.Fatalf("round wait %v, want %v", got, want)
+		}
+		clock.Advance(want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked < 3 {
+		t.Errorf("nodes asked %d times, want one per round", asked)
+	}
+}

@@ -1,0 +1,109 @@
+package httpconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/kverr"
+)
+
+// Source is the cluster manager as the cluster's config source
+// (cluster.FirstConfigSource): it serves the bootstrap config from the
+// first REST seed that has it, and then streams the configs from the
+// config's nodes.
+type Source struct {
+	c *Client
+	// seeds are the REST addresses given (host:port=http); a KV seed at
+	// kvPort is also asked on its host's restPort.
+	seeds            []string
+	kvPort, restPort int
+	tls              bool
+}
+
+// NewSource returns the source of c: seeds are the REST addresses given,
+// kvPort and restPort the scheme's default KV and REST ports (a KV seed at
+// kvPort, the cluster's usual layout, is asked on its host's restPort),
+// tls whether the REST ports to stream from are the HTTPS ones.
+func NewSource(c *Client, seeds []string, kvPort, restPort int, tls bool) *Source {
+	return &Source{c: c, seeds: seeds, kvPort: kvPort, restPort: restPort, tls: tls}
+}
+
+// addrs are the REST addresses to bootstrap from: the seeds given, then
+// those of the KV seeds at the default KV port.
+func (s *Source) addrs(kvSeeds []string) []string {
+	out := slices.Clone(s.seeds)
+	for _, kv := range kvSeeds {
+		host, port, err := net.SplitHostPort(kv)
+		if err != nil || port != strconv.Itoa(s.kvPort) {
+			continue
+		}
+		if a := net.JoinHostPort(host, strconv.Itoa(s.restPort)); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// CanServe reports whether there is a REST address to ask: an =http seed,
+// or a KV seed at the default KV port.
+func (s *Source) CanServe(kvSeeds []string) bool { return len(s.addrs(kvSeeds)) > 0 }
+
+// FirstConfig fetches the bucket's config from the REST seeds in turn,
+// each within an equal share of the time ctx has left for those still to
+// ask, and returns the first one served. Refused credentials or bucket end
+// it at once (every node would answer the same). Its error names every
+// address asked and why each gave none. Idle connections are closed when
+// it returns.
+func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.SourcedConfig, error) {
+	defer s.c.Close()
+	addrs := s.addrs(kvSeeds)
+	if len(addrs) == 0 {
+		return cluster.SourcedConfig{}, errors.New("no cluster manager address to read the config from: give its REST port as host:port=http")
+	}
+	var errs []error
+	for i, addr := range addrs {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok {
+			actx, cancel = context.WithTimeout(ctx, time.Until(dl)/time.Duration(len(addrs)-i))
+		}
+		raw, host, err := s.c.Fetch(actx, addr)
+		cancel()
+		if err == nil {
+			return cluster.SourcedConfig{Raw: raw, Host: host, From: addr}, nil
+		}
+		errs = append(errs, err)
+		if errors.Is(err, kverr.ErrAuthenticationFailure) || errors.Is(err, kverr.ErrBucketNotFound) || ctx.Err() != nil {
+			break
+		}
+	}
+	return cluster.SourcedConfig{}, fmt.Errorf("no config from the cluster manager: %w", errors.Join(errs...))
+}
+
+// Run streams the configs into sink until ctx ends, from the REST
+// addresses of the nodes of the config in use on the cluster's network
+// (the REST seeds while it names none).
+func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
+	nodes := func() []string {
+		var out []string
+		if t := sink.Topology(); t != nil && t.Config() != nil {
+			for _, n := range t.Config().Nodes() {
+				if a, ok := n.MgmtAddr(sink.Network(), s.tls); ok {
+					out = append(out, a)
+				}
+			}
+		}
+		if len(out) == 0 {
+			out = s.addrs(nil)
+		}
+		return out
+	}
+	s.c.Stream(ctx, nodes, func(raw []byte, host, addr string) {
+		sink.Offer(raw, host, "http stream "+addr)
+	})
+}
