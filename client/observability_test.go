@@ -129,10 +129,14 @@ func TestSlowOperationReportShowsServerDuration(t *testing.T) {
 	e := rep.entry(t, "get")
 	t.Logf("slow-operation report's get: %v", e)
 	server := us(e, "last_server_duration_us")
-	assert.InDelta(t, float64(delay), float64(server), float64(delay)/10, "server duration %v", server)
+	total, dispatch := us(e, "total_duration_us"), us(e, "last_dispatch_duration_us")
+	// Within 10% of the delay; a machine so loaded that the mock's timer
+	// fired late shows the node's longer time in the round trip too, which
+	// then bounds it instead.
+	assert.LessOrEqual(t, float64(server), max(1.1*float64(delay), float64(dispatch)/lowEncoded),
+		"server duration %v (round trip %v)", server, dispatch)
 	assert.GreaterOrEqual(t, float64(server), lowEncoded*float64(delay), "the node held it at least the delay")
 	assert.Equal(t, e["total_server_duration_us"], e["last_server_duration_us"])
-	total, dispatch := us(e, "total_duration_us"), us(e, "last_dispatch_duration_us")
 	assert.GreaterOrEqual(t, float64(dispatch), lowEncoded*float64(server), "the round trip holds the server's time")
 	assert.GreaterOrEqual(t, total, dispatch)
 	assert.Equal(t, float64(10000), e["timeout_ms"])
