@@ -98,6 +98,9 @@ func (c *Conn) readLoop() {
 		c.reader.wake.flush() // before waiting for more bytes
 		var n int
 		n, rerr = c.reader.nc.Read(buf[w:])
+		if n > 0 {
+			c.writer.answersArriving()
+		}
 		w += n
 		c.reader.reads.Add(1)
 		c.reader.bytesIn.Add(uint64(n))
@@ -209,6 +212,9 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 		cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true,
 			Err: perr, connEnded: true}, &c.reader.wake)
 		return perr
+	}
+	if cl.notify == nil {
+		c.writer.expect.Add(1) // a caller in Do, who will likely send again
 	}
 	cl.finish(err, &c.reader.wake)
 	return nil
