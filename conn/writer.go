@@ -326,16 +326,31 @@ func (c *Conn) awaitCallers(hold *time.Timer) *time.Timer {
 // releases while it waits.
 func (c *Conn) holdForBurst(hold *time.Timer) *time.Timer {
 	w := &c.writer
-	select { // drop a signal left from an earlier hold
-	case <-w.burst:
-	default:
-	}
-	w.holding.Store(true)
+	w.startHold()
 	if !w.dispatching.Load() { // it finished before it could see holding
 		w.holding.Store(false)
 		return hold
 	}
 	c.mu.Unlock()
+	hold = w.awaitBurst(hold, c.done)
+	c.mu.Lock()
+	return hold
+}
+
+// startHold drops a signal left from an earlier hold and says the writer
+// holds, so that the reader signals the end of its next burst.
+func (w *writer) startHold() {
+	select {
+	case <-w.burst:
+	default:
+	}
+	w.holding.Store(true)
+}
+
+// awaitBurst waits, at most holdMax, for the reader to signal the end of a
+// burst (or for done), on hold (made on first use), and ends the hold. It
+// returns the timer, for the next hold. Called without mu.
+func (w *writer) awaitBurst(hold *time.Timer, done <-chan struct{}) *time.Timer {
 	if hold == nil {
 		hold = time.NewTimer(holdMax)
 	} else {
@@ -344,11 +359,10 @@ func (c *Conn) holdForBurst(hold *time.Timer) *time.Timer {
 	select {
 	case <-w.burst:
 	case <-hold.C:
-	case <-c.done:
+	case <-done:
 	}
 	hold.Stop()
 	w.holding.Store(false)
-	c.mu.Lock()
 	return hold
 }
 
@@ -361,24 +375,9 @@ func (c *Conn) holdForBurst(hold *time.Timer) *time.Timer {
 func (c *Conn) holdForAnswers(hold *time.Timer) *time.Timer {
 	w := &c.writer
 	for holds := 0; holds < maxHolds && c.err == nil && c.inflight.active-w.batched > w.batched; holds++ {
-		select { // drop a signal left from an earlier hold
-		case <-w.burst:
-		default:
-		}
-		w.holding.Store(true)
+		w.startHold()
 		c.mu.Unlock()
-		if hold == nil {
-			hold = time.NewTimer(holdMax)
-		} else {
-			hold.Reset(holdMax)
-		}
-		select {
-		case <-w.burst:
-		case <-hold.C:
-		case <-c.done:
-		}
-		hold.Stop()
-		w.holding.Store(false)
+		hold = w.awaitBurst(hold, c.done)
 		runtime.Gosched() // the callers just answered enqueue first
 		c.mu.Lock()
 	}
