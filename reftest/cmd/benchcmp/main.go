@@ -112,12 +112,17 @@ type job interface {
 // goroutine).
 type gate struct {
 	d       time.Duration
-	onOpen  func() // called as the gate opens, after the interval's timer is set
+	onOpen  func() // called as the gate opens, before the interval's timer is set
 	arrived atomic.Int64
 	opened  atomic.Bool
 	stop    atomic.Bool // set d after the gate opened
 	timer   *time.Timer
 }
+
+// idleTimer is how long the interval's timer is first set for, before the
+// gate opens: it is made then (making it allocates) and reset to d once
+// the interval's figures are taken.
+const idleTimer = 24 * time.Hour
 
 func newGate(d time.Duration, onOpen func()) *gate {
 	return &gate{d: d, onOpen: onOpen}
@@ -129,10 +134,15 @@ func (g *gate) open(n int) {
 	for g.arrived.Load() < int64(n) {
 		runtime.Gosched()
 	}
-	g.timer = time.AfterFunc(g.d, func() { g.stop.Store(true) })
+	// The timer is made before the figures are taken (it allocates) and
+	// set after them: onOpen reads MemStats, which stops the world and, on
+	// a loaded machine, can take longer than a short d, which must not
+	// elapse before the goroutines are let go.
+	g.timer = time.AfterFunc(idleTimer, func() { g.stop.Store(true) })
 	if g.onOpen != nil {
 		g.onOpen()
 	}
+	g.timer.Reset(g.d)
 	g.opened.Store(true)
 }
 
