@@ -92,8 +92,9 @@
 //  3. resolves the collection id (cached; COLLECTIONS_GET_ID once);
 //  4. sends the request on that connection, encoded straight into the
 //     connection's coalesced write buffer; the response is decoded on
-//     the connection's reader goroutine and its value copied once, into the
-//     result the caller owns;
+//     the goroutine reading the connection (its reader goroutine, or the
+//     caller itself when it reads its own answer) and its value copied
+//     once, into the result the caller owns;
 //  5. retries what can be retried, as RFC 0049 revision 16 says (see Retry
 //     strategies): NOT_MY_VBUCKET (its body, if newer, goes to the config
 //     loop; without one the node is asked for its config),

@@ -34,8 +34,8 @@ const (
 
 // op is one operation from the caller's call to its result. It is pooled;
 // handle is bound once per op object so that dispatching allocates no
-// closure. The response fields are written by handle on the connection's
-// reader goroutine during Do and read by the caller after Do returns.
+// closure. The response fields are written by handle on the goroutine
+// reading the connection during Do and read by the caller after Do returns.
 type op struct {
 	c      *Client
 	name   string
@@ -158,9 +158,10 @@ func putOp(o *op) {
 	opPool.Put(o)
 }
 
-// onResponse records the response of an attempt. It runs on the reader
-// goroutine; the packet is valid only during the call, so everything kept is
-// copied, and the value is copied exactly once, into the caller's result.
+// onResponse records the response of an attempt. It runs on the goroutine
+// reading the connection; the packet is valid only during the call, so
+// everything kept is copied, and the value is copied exactly once, into the
+// caller's result.
 func (o *op) onResponse(p *memdx.Packet) error {
 	if (p.OpCode == memdx.OpGetK || p.OpCode == memdx.OpGetKQ) && (len(p.Key) > 0 || p.Status == memdx.StatusSuccess) &&
 		!o.req.SendsKey(p.Key) {

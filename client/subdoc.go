@@ -146,8 +146,8 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // accepts. A lookup takes each of them as its result; a mutation takes
 // SUCCESS and SUCCESS_DELETED, and records the failing spec of
 // SUBDOC_MULTI_PATH_FAILURE, which ends it (classifyStatus). It runs on the
-// reader goroutine: the value is copied once, and the results alias the
-// copy.
+// goroutine reading the connection: the value is copied once, and the
+// results alias the copy.
 func (o *op) onSubdocResponse(p *memdx.Packet) error {
 	st := p.Status
 	deleted := st == memdx.StatusSubdocSuccessDeleted || st == memdx.StatusSubdocMultiPathFailureDeleted

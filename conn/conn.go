@@ -84,7 +84,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 	c.localAddr, c.remoteAddr = addrString(nc.LocalAddr()), addrString(nc.RemoteAddr())
 	c.inflight.init()
 	c.writer.init(nc, &c.mu)
-	c.reader.nc = nc
+	c.reader.init(nc)
 	c.callbacks.init()
 	c.initMonitor()
 	go c.writeLoop()
@@ -95,8 +95,10 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 
 // Do sends req with a fresh opaque and waits for its response or for ctx.
 //
-// On a response, handle is called exactly once with it, on the connection's
-// reader goroutine, and Do returns what handle returned. The packet and its
+// On a response, handle is called exactly once with it, on the goroutine
+// reading the connection (its reader goroutine, or this caller when it
+// borrowed the read role: see the package doc), and Do returns what handle
+// returned. The packet and its
 // slices alias the read buffer and are valid only during the call: copy what
 // you keep. handle must not block: no other response is read while it runs,
 // so it must not call Do on the same connection, nor Close. Every status,
@@ -145,10 +147,13 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 	if err := ctx.Err(); err != nil {
 		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
 	}
-	if !deadline.IsZero() && !c.clock.Now().Before(deadline) {
-		return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
+	var now time.Time
+	if !deadline.IsZero() {
+		if now = c.clock.Now(); !now.Before(deadline) {
+			return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
+		}
 	}
-	cl, err := c.start(req, handle, deadline, from, true)
+	cl, err := c.start(req, handle, deadline, now, from, true, ctx.Done() == nil)
 	if err != nil {
 		return 0, err
 	}
@@ -160,7 +165,10 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 // Options.MaxPending; the bootstrap's requests are not bounded (Dial must
 // work whatever MaxPending is, and it sends at most one pipeline of them
 // before anyone else can use the connection).
-func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline time.Time, from *Origin, bounded bool) (*call, error) {
+// now is the time DoDeadline read, zero when it read none; uncancellable:
+// nothing but the answer, the deadline or the connection's end can end the
+// caller's wait (its ctx has no Done), so it may borrow the read role.
+func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline, now time.Time, from *Origin, bounded, uncancellable bool) (*call, error) {
 	cl := getCall()
 	cl.handle = handle
 	cl.op = req.OpCode
@@ -170,13 +178,35 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadl
 	} else {
 		cl.kind = kindSingle
 		cl.deadline = deadline
+		// Nothing but the answer, the deadline or the connection's end
+		// can end its wait: its caller may read for it (readrole.go).
+		cl.reads = uncancellable
 	}
 	c.mu.Lock()
+	if cl.reads && c.reader.role == roleLent {
+		if c.borrowRole(cl, now) {
+			c.mu.Unlock()
+			c.catchUp()
+			c.mu.Lock()
+		}
+	}
 	wake, err := c.queue(cl, req, bounded)
+	failed := false
+	if err == nil && wake && c.inflight.active == 1 && c.writer.expect.Load() == 0 {
+		// A lone request, and no caller answered just now who could
+		// join it: write it from here, sparing the writer's wake-up.
+		wake, failed = c.writeInline()
+	}
 	c.mu.Unlock()
 	if err != nil {
+		if cl.borrowed {
+			c.returnRole()
+		}
 		putCall(cl)
 		return nil, err
+	}
+	if failed {
+		c.closeFailed()
 	}
 	if wake {
 		c.writer.wake()
@@ -217,6 +247,9 @@ func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
 	}
 	ctxDone := ctx.Done()
 	if ctxDone == nil {
+		if cl.borrowed {
+			c.readFor(cl)
+		}
 		err := <-cl.done
 		c.leave(cl)
 		return err
@@ -421,7 +454,9 @@ type Stats struct {
 	Writes uint64
 	// BytesWritten is what those calls accepted.
 	BytesWritten uint64
-	// Reads and BytesRead count the reader's Read calls and their bytes.
+	// Reads and BytesRead count the reads of the socket (the reader
+	// goroutine's, and those of callers that borrowed the read role) and
+	// their bytes.
 	Reads     uint64
 	BytesRead uint64
 	// StrayResponses counts the responses dropped because they answered

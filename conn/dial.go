@@ -307,7 +307,7 @@ func (s *step) handle(p *memdx.Packet) error {
 // all the padding.
 func (c *Conn) send(req memdx.Request) *step {
 	s := &step{op: req.OpCode}
-	s.cl, s.err = c.start(&req, s.handle, time.Time{}, nil, false)
+	s.cl, s.err = c.start(&req, s.handle, time.Time{}, time.Time{}, nil, false, false)
 	return s
 }
 

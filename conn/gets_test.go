@@ -738,6 +738,9 @@ func TestStartGetsAtTheTopOfTheOpaques(t *testing.T) {
 // writer is still writing it: answers to gets the server has read are the
 // sink's, though the group's last bytes are not yet written.
 func TestStartGetsLargerThanOneWriteTakesAnswersWhileSending(t *testing.T) {
+	if pipeOverTCP {
+		t.Skip("needs net.Pipe, whose writes wait for the reader: a socket buffer takes the group at once")
+	}
 	c, peer := dialPipe(t, Options{}, nil)
 	n := make(tagNotifier, 4)
 	s := newTestSink()

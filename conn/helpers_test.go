@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -139,12 +140,36 @@ func res(req memdx.Packet, status memdx.Status, value string) memdx.Packet {
 // ok is a success response to req with value.
 func ok(req memdx.Packet, value string) memdx.Packet { return res(req, memdx.StatusSuccess, value) }
 
+// pipeOverTCP (KVWIRE_CONN_TCP=1, which scripts/test.sh sets for a second
+// run of this package) has pipeDialer hand out loopback TCP pairs instead of
+// net.Pipe when it wraps nothing: the same scripted tests then run where the
+// reader goroutine lends the read role to lone callers (readrole.go), which
+// it cannot do on a pipe.
+var pipeOverTCP = os.Getenv("KVWIRE_CONN_TCP") != ""
+
 // pipeDialer returns a DialContext that hands out the client ends of
-// net.Pipe pairs; the server ends arrive on the returned channel.
+// net.Pipe pairs (or loopback TCP pairs: pipeOverTCP); the server ends
+// arrive on the returned channel.
 func pipeDialer(wrap func(net.Conn) net.Conn) (func(context.Context, string, string) (net.Conn, error), chan net.Conn) {
 	servers := make(chan net.Conn, 4)
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, s := net.Pipe()
+		var c, s net.Conn
+		if pipeOverTCP && wrap == nil {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return nil, err
+			}
+			defer ln.Close()
+			if c, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+				return nil, err
+			}
+			if s, err = ln.Accept(); err != nil {
+				c.Close()
+				return nil, err
+			}
+		} else {
+			c, s = net.Pipe()
+		}
 		servers <- s
 		if wrap != nil {
 			return wrap(c), nil

@@ -133,10 +133,12 @@ type Options struct {
 	MaxBodyLength uint32
 
 	// OnClustermapNotification receives server-initiated cluster-map change
-	// notifications. It runs on the connection's reader goroutine: it must
-	// not block (no other response is read meanwhile) and must not call
-	// Close. The notification's slices alias the read buffer and are valid
-	// only during the call: copy what you keep.
+	// notifications. It runs on the goroutine reading the connection (its
+	// reader goroutine, or a caller in Do that borrowed the read role: see
+	// the package doc): it must not block (no other response is read
+	// meanwhile) and must not call Close or Do. The notification's slices
+	// alias the read buffer and are valid only during the call: copy what
+	// you keep.
 	//
 	// Callbacks fire only for the connection Dial returns, never for one it
 	// discards (a failed bootstrap, or the first connection of a redial).
@@ -162,9 +164,9 @@ type Options struct {
 	// OnOrphan, if set, is told of each late answer: the final response
 	// to a request whose caller left after it was sent (a tombstone; for
 	// a group of gets, its NOOP's answer), with what the request's Origin
-	// said. It runs on the reader goroutine, after the connection's lock
-	// is released: it must be quick, must not block and must not call
-	// the connection. It is meant for a counter or a sample (the client's
+	// said. It runs on the goroutine reading the connection (see
+	// OnClustermapNotification), after the connection's lock is released:
+	// it must be quick, must not block and must not call the connection. It is meant for a counter or a sample (the client's
 	// orphan report), not for a caller's code.
 	OnOrphan func(Orphan)
 

@@ -116,7 +116,7 @@ func TestLateAnswerToAnExpiredRequestIsAnOrphan(t *testing.T) {
 	x := o.next(t)
 	want := Orphan{Origin: Origin{Operation: "get", Sent: sent, Timeout: 50 * time.Millisecond},
 		OpCode: memdx.OpGet, Opaque: r.Opaque, Status: memdx.StatusSuccess, ConnID: c.ID(),
-		LocalAddr: "pipe", RemoteAddr: "pipe", Abandoned: abandoned, Arrived: fc.Now(), HasServerDuration: true}
+		LocalAddr: c.nc.LocalAddr().String(), RemoteAddr: c.nc.RemoteAddr().String(), Abandoned: abandoned, Arrived: fc.Now(), HasServerDuration: true}
 	got := x
 	got.ServerDuration = 0
 	if got != want {

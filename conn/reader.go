@@ -18,92 +18,143 @@ import (
 // being read.
 const readBufSize = 64 << 10
 
-// reader is the reader goroutine's own state: the socket it reads, the
-// Notifiers it has told of ended requests and not yet woken, its rate
-// limit on logging strays, and its counters. Only the reader goroutine
-// touches wake and stray (the teardown runs on it); the counters are
-// atomics. Its read buffer lives in readLoop.
+// reader is what reads the socket: the buffer of bytes read and not yet
+// dispatched, the Notifiers told of ended requests and not yet woken, the
+// rate limit on logging strays, the read role (readrole.go) and the
+// counters. Whoever holds the read role (the reader goroutine, or a
+// caller it was lent to) alone touches buf, p, wake and stray; the role's
+// fields are guarded by Conn.mu; the counters are atomics.
 type reader struct {
-	nc    net.Conn
+	nc  net.Conn
+	raw *rawReader // a borrower's reads (nil: the socket has none, and the role is never lent)
+	// buf[r:w] holds bytes read but not yet dispatched. buf is small, or
+	// for as long as a packet larger than small is being read, a buffer
+	// of that packet's size.
+	small, buf []byte
+	r, w       int
+	// p is the one packet the dispatch decodes into: it escapes to the
+	// handles, and a fresh one per response would be an allocation per
+	// response.
+	p     *memdx.Packet
 	wake  wakeList
 	stray strayLog
+	// answered counts the callers in Do the burst being dispatched has
+	// handed an outcome (lendRole).
+	answered int
+	readRole
 
 	reads, bytesIn atomic.Uint64 // Stats.Reads, BytesRead
 	strays, late   atomic.Uint64 // Stats.StrayResponses, LateResponses
 }
 
-// readLoop is the reader goroutine: it decodes packets and dispatches them
-// until the connection ends, then tears it down.
+func (rd *reader) init(nc net.Conn) {
+	rd.nc = nc
+	rd.raw = newRawReader(nc)
+	rd.small = make([]byte, readBufSize)
+	rd.buf = rd.small
+	rd.p = new(memdx.Packet)
+	rd.back = make(chan struct{}, 1)
+}
+
+// readLoop is the reader goroutine: it reads and dispatches until the
+// connection ends, then tears it down. It lends the read role to a lone
+// caller when it can (readrole.go), and waits meanwhile.
 func (c *Conn) readLoop() {
 	defer c.teardown()
-	maxBody := c.opts.MaxBodyLength
-	small := make([]byte, readBufSize)
-	buf := small
-	r, w := 0, 0 // buf[r:w] holds bytes read but not yet dispatched
+	rd := &c.reader
 	var rerr error
-	// One packet for the whole loop: it escapes to the handles, and a
-	// fresh one per response would be an allocation per response.
-	p := new(memdx.Packet)
 	for {
-		for w-r >= memdx.HeaderSize {
-			size, err := memdx.PacketSize(buf[r:w], maxBody)
-			if err != nil {
-				c.failProtocol(&ProtocolError{Addr: c.addr, What: "bad packet header", Err: err})
-				return
-			}
-			if w-r < size {
-				if size > len(buf)-r { // make room for the whole packet
-					if size > len(buf) {
-						nb := make([]byte, size)
-						copy(nb, buf[r:w])
-						buf = nb
-					} else {
-						copy(buf, buf[r:w])
-					}
-					w -= r
-					r = 0
-				}
-				break
-			}
-			if _, err2 := memdx.DecodePacketInto(p, buf[r:r+size], maxBody); err2 != nil {
-				c.failProtocol(&ProtocolError{Addr: c.addr, What: "bad packet", Err: err2})
-				return
-			}
-			r += size
-			if perr := checkFollowing(buf[r:w], maxBody); perr != nil {
-				perr.Addr = c.addr
-				c.failProtocol(perr)
-				return
-			}
-			if perr := c.dispatch(p); perr != nil {
-				c.failProtocol(perr)
-				return
-			}
-		}
-		if r == w {
-			r, w = 0, 0
-			if len(buf) != len(small) {
-				buf = small // the large packet is done with
-			}
-		} else if w == len(buf) {
-			copy(buf, buf[r:w])
-			w -= r
-			r = 0
+		if perr := c.consume(); perr != nil {
+			c.failProtocol(perr)
+			return
 		}
 		if rerr != nil {
 			c.fail(fmt.Errorf("conn %s: read: %w", c.addr, rerr))
 			return
 		}
-		c.writer.answersDispatched()
-		c.reader.wake.flush() // before waiting for more bytes
+		if c.burstDispatched() == 1 && c.lendRole() && !c.awaitRole() {
+			return // the connection ended while the role was lent
+		}
 		var n int
-		n, rerr = c.reader.nc.Read(buf[w:])
-		w += n
-		c.reader.reads.Add(1)
-		c.reader.bytesIn.Add(uint64(n))
+		n, rerr = rd.nc.Read(rd.buf[rd.w:])
+		c.noteRead(n)
 		// On an error, first dispatch what came with it (a last response
 		// before the server closed), then end.
 	}
+}
+
+// noteRead counts a read of n bytes into buf, and tells the writer that
+// answers are about to be dispatched (awaitCallers).
+func (c *Conn) noteRead(n int) {
+	rd := &c.reader
+	if n > 0 {
+		c.writer.answersArriving()
+	}
+	rd.w += n
+	rd.reads.Add(1)
+	rd.bytesIn.Add(uint64(n))
+}
+
+// burstDispatched ends a burst of answers (what one read brought): a
+// holding writer is told, and the Notifiers of the requests it ended are
+// woken, before anything more is read. It returns how many callers in Do
+// the burst handed their outcome.
+func (c *Conn) burstDispatched() (answered int) {
+	rd := &c.reader
+	c.writer.answersDispatched()
+	rd.wake.flush()
+	answered, rd.answered = rd.answered, 0
+	return answered
+}
+
+// consume dispatches every whole packet in buf, checking each as the
+// framing rules say, and keeps what is left of a packet for the next read.
+// A non-nil error is a protocol violation that ends the connection.
+func (c *Conn) consume() *ProtocolError {
+	rd := &c.reader
+	maxBody := c.opts.MaxBodyLength
+	for rd.w-rd.r >= memdx.HeaderSize {
+		size, err := memdx.PacketSize(rd.buf[rd.r:rd.w], maxBody)
+		if err != nil {
+			return &ProtocolError{Addr: c.addr, What: "bad packet header", Err: err}
+		}
+		if rd.w-rd.r < size {
+			if size > len(rd.buf)-rd.r { // make room for the whole packet
+				if size > len(rd.buf) {
+					nb := make([]byte, size)
+					copy(nb, rd.buf[rd.r:rd.w])
+					rd.buf = nb
+				} else {
+					copy(rd.buf, rd.buf[rd.r:rd.w])
+				}
+				rd.w -= rd.r
+				rd.r = 0
+			}
+			break
+		}
+		if _, err := memdx.DecodePacketInto(rd.p, rd.buf[rd.r:rd.r+size], maxBody); err != nil {
+			return &ProtocolError{Addr: c.addr, What: "bad packet", Err: err}
+		}
+		rd.r += size
+		if perr := checkFollowing(rd.buf[rd.r:rd.w], maxBody); perr != nil {
+			perr.Addr = c.addr
+			return perr
+		}
+		if perr := c.dispatch(rd.p); perr != nil {
+			return perr
+		}
+	}
+	if rd.r == rd.w {
+		rd.r, rd.w = 0, 0
+		if len(rd.buf) != len(rd.small) {
+			rd.buf = rd.small // the large packet is done with
+		}
+	} else if rd.w == len(rd.buf) {
+		copy(rd.buf, rd.buf[rd.r:rd.w])
+		rd.w -= rd.r
+		rd.r = 0
+	}
+	return nil
 }
 
 // dispatch hands one packet to its request or callback. A non-nil error is
@@ -209,6 +260,10 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 		cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true,
 			Err: perr, connEnded: true}, &c.reader.wake)
 		return perr
+	}
+	if cl.notify == nil {
+		c.writer.expect.Add(1) // a caller in Do, who will likely send again
+		c.reader.answered++
 	}
 	cl.finish(err, &c.reader.wake)
 	return nil

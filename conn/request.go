@@ -140,6 +140,9 @@ type call struct {
 	notify  Notifier
 	tag     uint64
 	outcome error
+	// reads: its caller reads the socket for it if the read role is lent
+	// (Do without a cancellable context: readrole.go); borrowed: it did.
+	reads, borrowed bool
 	// A group of quiet gets (StartGets) is one call, its NOOP: its bytes
 	// are the gets' and the NOOP's, gN gets take the opaques from gBase,
 	// each of opcode gOp, and their answers go to gSink.
@@ -228,6 +231,7 @@ func (c *Conn) enqueue(cl *call) {
 	cl.state = reqQueued
 	c.inflight.add(cl)
 	c.writer.addToWire(cl)
+	c.takeRole(cl)
 	if !cl.deadline.IsZero() && (c.monitor.dlAt.IsZero() || cl.deadline.Before(c.monitor.dlAt)) {
 		c.armSweeper(cl.deadline)
 	}
@@ -382,6 +386,7 @@ func (c *Conn) expire(cl *call, now time.Time, w *wakeList) {
 		c.withdraw(cl)
 	}
 	cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: written, Err: context.DeadlineExceeded}, w)
+	c.interruptBorrower(cl)
 }
 
 // settleQuiet ends the quiet calls sent before noop, which is being

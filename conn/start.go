@@ -42,11 +42,11 @@ type Pending struct {
 // outcome is reported to n (with tag) when it ends, and collected with
 // Result. It is DoDeadline without the wait, for a caller that drives many
 // requests from one goroutine (a batch): the outcomes are those of
-// DoDeadline, handle is called as for Do (on the reader, the packet valid
-// only during the call), and deadline (zero: none) bounds the request in
-// the same way, except that Start does not read the clock: a request whose
-// deadline has already passed is expired by the monitor at once, perhaps
-// after it was written. The caller checks the deadline first (once for a
+// DoDeadline, handle is called as for Do (on the goroutine reading the
+// connection, the packet valid only during the call), and deadline (zero:
+// none) bounds the request in the same way, except that Start does not
+// read the clock: a request whose deadline has already passed is expired
+// by the monitor at once, perhaps after it was written. The caller checks the deadline first (once for a
 // batch that shares one).
 //
 // Quiet opcodes are accepted: the server answers a quiet request only when

@@ -21,12 +21,8 @@ type idlePeeker struct {
 // else (TLS, whose records the socket holds are not the server's answer;
 // a pipe).
 func newIdlePeeker(nc net.Conn) *idlePeeker {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return nil
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
+	rc := tcpRawConn(nc)
+	if rc == nil {
 		return nil
 	}
 	p := &idlePeeker{rc: rc}

@@ -7,31 +7,43 @@ import (
 	"syscall"
 )
 
-type sysWriter struct{ rc syscall.RawConn }
+// sysWriter makes non-blocking writes through the socket's RawConn. Its
+// callback is bound once: a closure per write would be an allocation per
+// write. The writer goroutine and a caller's inline write exclude each
+// other (writer.inWrite), so one sysWriter serves both.
+type sysWriter struct {
+	rc  syscall.RawConn
+	fn  func(fd uintptr) bool
+	b   []byte
+	n   int
+	err error // the write's own error (EAGAIN: the socket took nothing)
+}
 
 // newRawWriter returns a rawWriter for a TCP connection, nil for anything
-// else (TLS, a pipe), whose writes only the writer goroutine makes.
+// else (TLS, a pipe).
 func newRawWriter(nc net.Conn) rawWriter {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
+	rc := tcpRawConn(nc)
+	if rc == nil {
 		return nil
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return sysWriter{rc}
+	w := &sysWriter{rc: rc}
+	w.fn = w.write
+	return w
+}
+
+func (w *sysWriter) write(fd uintptr) bool {
+	w.n, w.err = syscall.Write(int(fd), w.b)
+	return true // one attempt: never wait for the socket
 }
 
 // tryWrite writes what the socket takes of b at once: errWouldBlock when
 // it takes nothing.
-func (w sysWriter) tryWrite(b []byte) (int, error) {
-	var n int
-	var werr error
-	if err := w.rc.Write(func(fd uintptr) bool {
-		n, werr = syscall.Write(int(fd), b)
-		return true // one attempt: never wait for the socket
-	}); err != nil {
+func (w *sysWriter) tryWrite(b []byte) (int, error) {
+	w.b = b
+	err := w.rc.Write(w.fn)
+	n, werr := w.n, w.err
+	w.b, w.err = nil, nil
+	if err != nil {
 		return 0, err
 	}
 	switch {
@@ -41,4 +53,18 @@ func (w sysWriter) tryWrite(b []byte) (int, error) {
 		return 0, werr
 	}
 	return n, nil
+}
+
+// tcpRawConn is a TCP connection's RawConn, nil for anything else (TLS, a
+// pipe): the raw reads, writes and peeks are for plain TCP only.
+func tcpRawConn(nc net.Conn) syscall.RawConn {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }

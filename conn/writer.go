@@ -32,6 +32,9 @@ const (
 	// answers still to come.
 	maxHolds = 2
 	holdMax  = 50 * time.Microsecond
+	// maxYields bounds the writer's yields to callers it expects to queue
+	// (awaitCallers).
+	maxYields = 8
 )
 
 // writer is a connection's outgoing byte stream: the buffers requests are
@@ -77,11 +80,19 @@ type writer struct {
 	inWrite     bool
 	inWriteDone sync.Cond
 	// holding: the writer goroutine waits for the reader's next burst of
-	// answers; burst (capacity 1) tells it one was dispatched.
+	// answers, or for the end of the one it is dispatching; burst
+	// (capacity 1) tells it one was dispatched.
 	holding atomic.Bool
 	burst   chan struct{}
-	kick    chan struct{} // capacity 1: wbuf has bytes for the writer goroutine
-	exited  chan struct{} // closed when the writer goroutine has exited
+	// dispatching: the reader is dispatching what its last Read brought.
+	dispatching atomic.Bool
+	// expect counts the callers the reader has handed an outcome (Do) since
+	// the writer last took a batch, less the requests queued since: each
+	// such caller is likely to queue its next request at once
+	// (awaitCallers).
+	expect atomic.Int32
+	kick   chan struct{} // capacity 1: wbuf has bytes for the writer goroutine
+	exited chan struct{} // closed when the writer goroutine has exited
 
 	writes, bytesOut atomic.Uint64 // Stats.Writes, BytesWritten
 }
@@ -114,6 +125,11 @@ func (w *writer) commit(cl *call, b []byte) (wake bool) {
 // addToWire puts cl, just committed, at the end of the wire list.
 func (w *writer) addToWire(cl *call) {
 	w.batched++
+	for v := w.expect.Load(); v > 0; v = w.expect.Load() {
+		if w.expect.CompareAndSwap(v, v-1) {
+			break
+		}
+	}
 	w.wire.pushBack(cl)
 	if w.sendNext == nil {
 		w.sendNext = cl
@@ -173,9 +189,14 @@ func (w *writer) wake() {
 	}
 }
 
+// answersArriving is the reader telling the writer that it is about to
+// dispatch a burst of answers.
+func (w *writer) answersArriving() { w.dispatching.Store(true) }
+
 // answersDispatched is the reader telling a holding writer that it has
 // dispatched a burst of answers.
 func (w *writer) answersDispatched() {
+	w.dispatching.Store(false)
 	if w.holding.Load() {
 		select {
 		case w.burst <- struct{}{}:
@@ -228,10 +249,11 @@ func (c *Conn) writeLoop() {
 				return
 			}
 		}
-		// More requests in flight than in this batch: callers whose answers
-		// just came back are likely about to send again. Let them run
-		// first, so that they share this write instead of each causing
-		// one. (A lone caller does not wait for this.)
+		hold = c.awaitCallers(hold)
+		// More requests in flight than in this batch: callers other than
+		// those the reader just answered (the other processor's, say)
+		// may be about to send too. One more yield lets them join. (A
+		// lone caller does not wait for this.)
 		if c.inflight.active > w.batched {
 			c.mu.Unlock()
 			runtime.Gosched()
@@ -268,6 +290,82 @@ func (c *Conn) writeLoop() {
 	}
 }
 
+// awaitCallers lets the callers that are about to queue join the batch
+// before it is written. Callers blocked in Do send their next request as
+// soon as they have their answer: in a burst of answers the first of them
+// queues (and wakes the writer) while the reader still hands out the rest,
+// and a write then would carry that one request alone, the others
+// following in writes of their own, and the fragments would circulate.
+// So the writer first waits for the reader to finish dispatching (at most
+// holdMax), then yields while callers handed an outcome since its last
+// batch have not queued yet (writer.expect), as long as each yield brings
+// more requests (at most maxYields): a caller that does not come back, or
+// one that runs on the other processor and is slower, costs a yield, not
+// a timer. Called with mu held, which it releases while it waits; it
+// returns the hold timer for the next turn.
+func (c *Conn) awaitCallers(hold *time.Timer) *time.Timer {
+	w := &c.writer
+	if w.dispatching.Load() {
+		hold = c.holdForBurst(hold)
+	}
+	for yields := 0; yields < maxYields && w.expect.Load() > 0 && c.err == nil; yields++ {
+		n := w.batched
+		c.mu.Unlock()
+		runtime.Gosched()
+		c.mu.Lock()
+		if w.batched <= n {
+			break // no one came: those still expected are busy elsewhere
+		}
+	}
+	w.expect.Store(0)
+	return hold
+}
+
+// holdForBurst waits, at most holdMax, for the reader to finish
+// dispatching the burst of answers in hand. Called with mu held, which it
+// releases while it waits.
+func (c *Conn) holdForBurst(hold *time.Timer) *time.Timer {
+	w := &c.writer
+	w.startHold()
+	if !w.dispatching.Load() { // it finished before it could see holding
+		w.holding.Store(false)
+		return hold
+	}
+	c.mu.Unlock()
+	hold = w.awaitBurst(hold, c.done)
+	c.mu.Lock()
+	return hold
+}
+
+// startHold drops a signal left from an earlier hold and says the writer
+// holds, so that the reader signals the end of its next burst.
+func (w *writer) startHold() {
+	select {
+	case <-w.burst:
+	default:
+	}
+	w.holding.Store(true)
+}
+
+// awaitBurst waits, at most holdMax, for the reader to signal the end of a
+// burst (or for done), on hold (made on first use), and ends the hold. It
+// returns the timer, for the next hold. Called without mu.
+func (w *writer) awaitBurst(hold *time.Timer, done <-chan struct{}) *time.Timer {
+	if hold == nil {
+		hold = time.NewTimer(holdMax)
+	} else {
+		hold.Reset(holdMax)
+	}
+	select {
+	case <-w.burst:
+	case <-hold.C:
+	case <-done:
+	}
+	hold.Stop()
+	w.holding.Store(false)
+	return hold
+}
+
 // holdForAnswers holds the batch while more requests are written and
 // unanswered than queued: their callers will likely send again when the
 // answers come, so the writer waits until the reader dispatches more
@@ -277,24 +375,9 @@ func (c *Conn) writeLoop() {
 func (c *Conn) holdForAnswers(hold *time.Timer) *time.Timer {
 	w := &c.writer
 	for holds := 0; holds < maxHolds && c.err == nil && c.inflight.active-w.batched > w.batched; holds++ {
-		select { // drop a signal left from an earlier hold
-		case <-w.burst:
-		default:
-		}
-		w.holding.Store(true)
+		w.startHold()
 		c.mu.Unlock()
-		if hold == nil {
-			hold = time.NewTimer(holdMax)
-		} else {
-			hold.Reset(holdMax)
-		}
-		select {
-		case <-w.burst:
-		case <-hold.C:
-		case <-c.done:
-		}
-		hold.Stop()
-		w.holding.Store(false)
+		hold = w.awaitBurst(hold, c.done)
 		runtime.Gosched() // the callers just answered enqueue first
 		c.mu.Lock()
 	}

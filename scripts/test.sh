@@ -110,6 +110,8 @@ echo "== staticcheck"
 $GO run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo "== go test -race (root module)"
 $GO test -race -timeout 8m ./...
+echo "== conn's scripted tests again over loopback TCP (where the read role is lent)"
+KVWIRE_CONN_TCP=1 $GO test -race -timeout 5m ./conn
 echo "== DNS SRV against a real resolver in a network namespace (scripts/dns-srv-test.sh)"
 # Needs root (CI runs as root and sets KVWIRE_REQUIRE_DNS_SRV=1, which makes
 # a skip a failure); elsewhere it says SKIPPED, and the summary repeats it.

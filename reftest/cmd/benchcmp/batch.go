@@ -67,7 +67,7 @@ func (j *batchJob) run(gt *gate, recs []*recorder) (int64, error) {
 	rec := recs[0]
 	var ops int64
 	lo := 0
-	gt.open()
+	gt.open(0)
 	for !gt.stop.Load() {
 		if lo+j.size > n {
 			lo = 0

@@ -237,7 +237,7 @@ func (j *clientJob) run(gt *gate, recs []*recorder) (int64, error) {
 			}
 		}()
 	}
-	gt.open()
+	gt.open(j.conc)
 	wg.Wait()
 	if p := first.Load(); p != nil {
 		return total.Load(), *p

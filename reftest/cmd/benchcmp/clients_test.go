@@ -2,22 +2,24 @@ package main
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// nopWorker is a client that does nothing.
-type nopWorker struct{}
+// nopWorker is a client that does nothing but count its operations.
+type nopWorker struct{ ops *atomic.Int64 }
 
-func (nopWorker) get(int) error    { return nil }
-func (nopWorker) upsert(int) error { return nil }
+func (w nopWorker) get(int) error    { w.ops.Add(1); return nil }
+func (w nopWorker) upsert(int) error { w.ops.Add(1); return nil }
 
 func TestClientJobAllocatesNothingInTheInterval(t *testing.T) {
 	// The harness's allocations (goroutines, closures, the timer) happen
 	// before the gate opens, so that allocs/op is the client's alone.
 	const conc = 64
+	var done atomic.Int64
 	ks := newKeyset("k", 100, 1, 1)
-	j := &clientJob{conc: conc, mix: mixAlternate, ks: ks, newWorker: func() worker { return nopWorker{} }}
+	j := &clientJob{conc: conc, mix: mixAlternate, ks: ks, newWorker: func() worker { return nopWorker{&done} }}
 	if err := j.prepare(); err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +28,17 @@ func TestClientJobAllocatesNothingInTheInterval(t *testing.T) {
 		recs[i] = newRecorder(1, uint64(i+1))
 	}
 	var ms0, ms1 runtime.MemStats
-	g := newGate(20*time.Millisecond, func() { runtime.ReadMemStats(&ms0) })
+	// The interval ends once the goroutines have done conc*100
+	// operations, not after a time that a loaded machine may spend
+	// elsewhere: the stopper, started before the gate opens, yields
+	// until then. The gate's own timer is set past the test's end.
+	g := newGate(time.Hour, func() { runtime.ReadMemStats(&ms0) })
+	go func() {
+		for done.Load() < conc*100 {
+			runtime.Gosched()
+		}
+		g.stop.Store(true)
+	}()
 	ops, err := j.run(g, recs)
 	runtime.ReadMemStats(&ms1)
 	g.end()

@@ -89,7 +89,7 @@ import (
 type job interface {
 	prepare() error
 	// run starts the job's goroutines, each waiting at the gate, opens
-	// the gate once all are started, and returns once all have ended
+	// the gate once all have reached it, and returns once all have ended
 	// (when the gate's stop is set): the operations done, and the first
 	// error (which invalidates the measurement).
 	run(g *gate, recs []*recorder) (int64, error)
@@ -97,33 +97,63 @@ type job interface {
 }
 
 // gate starts and stops one interval of a job. Starting the goroutines
-// allocates (their closures), so the job starts them all first, each
-// waiting at the gate, and then opens it: the interval's figures are taken
-// in between (onOpen), and the harness allocates nothing inside them.
+// allocates (their closures), so the job starts them all first, waits
+// until each has reached the gate, and then opens it: the interval's
+// figures are taken in between (onOpen), and the harness allocates nothing
+// inside them.
+//
+// A goroutine waits at the gate by yielding (runtime.Gosched) until it
+// opens, not by blocking on a channel: a goroutine that parks takes a
+// sudog from its P's cache, and allocates one when that cache is empty,
+// as it is in a fresh process or after a collection. The goroutines the
+// other P ran only after the figures were taken then allocated one each
+// inside the interval (about one run in five of
+// TestClientJobAllocatesNothingInTheInterval, one allocation per
+// goroutine).
 type gate struct {
-	d      time.Duration
-	onOpen func() // called as the gate opens, after the interval's timer is set
-	opened chan struct{}
-	stop   atomic.Bool // set d after the gate opened
-	timer  *time.Timer
+	d       time.Duration
+	onOpen  func() // called as the gate opens, before the interval's timer is set
+	arrived atomic.Int64
+	opened  atomic.Bool
+	stop    atomic.Bool // set d after the gate opened
+	timer   *time.Timer
 }
 
+// idleTimer is how long the interval's timer is first set for, before the
+// gate opens: it is made then (making it allocates) and reset to d once
+// the interval's figures are taken.
+const idleTimer = 24 * time.Hour
+
 func newGate(d time.Duration, onOpen func()) *gate {
-	return &gate{d: d, onOpen: onOpen, opened: make(chan struct{})}
+	return &gate{d: d, onOpen: onOpen}
 }
 
 // open starts the interval: the job's run calls it once, after starting
-// its goroutines.
-func (g *gate) open() {
-	g.timer = time.AfterFunc(g.d, func() { g.stop.Store(true) })
+// its n goroutines that wait at the gate; it returns when they are let go.
+func (g *gate) open(n int) {
+	for g.arrived.Load() < int64(n) {
+		runtime.Gosched()
+	}
+	// The timer is made before the figures are taken (it allocates) and
+	// set after them: onOpen reads MemStats, which stops the world and, on
+	// a loaded machine, can take longer than a short d, which must not
+	// elapse before the goroutines are let go.
+	g.timer = time.AfterFunc(idleTimer, func() { g.stop.Store(true) })
 	if g.onOpen != nil {
 		g.onOpen()
 	}
-	close(g.opened)
+	g.timer.Reset(g.d)
+	g.opened.Store(true)
 }
 
-// wait blocks a job's goroutine until the gate opens.
-func (g *gate) wait() { <-g.opened }
+// wait holds a job's goroutine at the gate until it opens, yielding its P
+// meanwhile.
+func (g *gate) wait() {
+	g.arrived.Add(1)
+	for !g.opened.Load() {
+		runtime.Gosched()
+	}
+}
 
 // end releases the timer once the job has ended.
 func (g *gate) end() {

@@ -73,7 +73,7 @@ func (j *rawJob) run(gt *gate, recs []*recorder) (int64, error) {
 			}
 		}()
 	}
-	gt.open()
+	gt.open(len(j.ncs))
 	wg.Wait()
 	if p := first.Load(); p != nil {
 		return total.Load(), *p

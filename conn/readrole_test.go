@@ -1,0 +1,346 @@
+//go:build unix
+
+package conn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// These tests run over loopback TCP, where the reader goroutine lends the
+// read role to a lone caller (readrole.go); net.Pipe has no raw reads, so
+// the tests on it never lend.
+
+// dialTCP dials a memcached-mode Conn over loopback TCP; serve runs the
+// server's side of the one connection after its bootstrap.
+func dialTCP(t *testing.T, opts Options, serve func(p *peer)) *Conn {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		nc, err := ln.Accept()
+		if err != nil {
+			t.Errorf("accept: %v", err)
+			return
+		}
+		defer nc.Close()
+		p := newPeer(t, nc)
+		serveMemcachedBoot(p)
+		serve(p)
+	}()
+	opts.Memcached = true
+	c, err := Dial(testCtx(t), ln.Addr().String(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		wg.Wait()
+	})
+	if c.reader.raw == nil {
+		t.Fatal("no raw reads on a TCP connection")
+	}
+	return c
+}
+
+func (c *Conn) roleState() (roleState, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reader.role, c.reader.lends
+}
+
+// waitLent waits until the reader goroutine has lent the read role.
+func waitLent(t *testing.T, c *Conn) {
+	t.Helper()
+	waitFor(t, "the read role lent", func() bool {
+		r, _ := c.roleState()
+		return r == roleLent
+	})
+}
+
+// answerAll answers every GET with its key as the value, until the
+// connection ends.
+func answerAll(p *peer) {
+	for {
+		r, err := p.tryRead()
+		if err != nil {
+			return
+		}
+		p.write(ok(r, string(r.Key)))
+	}
+}
+
+// A caller alone on the connection, with a context that cannot be
+// cancelled, reads its own answer (the role is lent and borrowed, and lent
+// again afterwards), and gets it right; a caller whose context can be
+// cancelled, or a Start, gives the role back to the reader goroutine,
+// which reads their answers.
+func TestLoneCallerReadsItsOwnAnswer(t *testing.T) {
+	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, answerAll)
+	ctx := context.Background()
+	if r := doGet(ctx, c, "first"); r.err != nil || r.value != "first" {
+		t.Fatalf("first: %+v", r)
+	}
+	for i, key := range []string{"a", "b", "c"} {
+		waitLent(t, c)
+		_, before := c.roleState()
+		if r := doGet(ctx, c, key); r.err != nil || r.value != key || r.calls != 1 {
+			t.Fatalf("%s: %+v", key, r)
+		}
+		if role, lends := c.roleState(); lends != before+1 || role != roleLent {
+			t.Fatalf("after Get %d: role %d, %d lends (%d before); want it borrowed once and lent again", i, role, lends, before)
+		}
+	}
+	// A cancellable context: the reader goroutine reads for it.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, before := c.roleState()
+	if r := doGet(cctx, c, "cancellable"); r.err != nil || r.value != "cancellable" {
+		t.Fatalf("cancellable: %+v", r)
+	}
+	if _, lends := c.roleState(); lends != before {
+		t.Fatalf("a caller with a cancellable context borrowed the role")
+	}
+	// A Start while the role is lent takes it back at once.
+	waitLent(t, c)
+	n := make(tagNotifier, 1)
+	var v string
+	pd := startGet(t, c, memdx.OpGet, "started", n, 1, &v)
+	if role, _ := c.roleState(); role == roleLent {
+		t.Fatal("the role is still lent after a Start")
+	}
+	recv(t, (<-chan uint64)(n))
+	if answered, err := pd.Result(); !answered || err != nil || v != "started" {
+		t.Fatalf("started: answered %v, %v, %q", answered, err, v)
+	}
+}
+
+// A borrower whose request expires is woken at its deadline (its read is
+// interrupted): the request ends as written and DeadlineExceeded, the role
+// goes back to the reader goroutine (a tombstone waits for its answer),
+// the late answer is dropped, and the connection carries on.
+func TestBorrowerExpiresAtItsDeadline(t *testing.T) {
+	fc := newFakeClock()
+	got := make(chan memdx.Packet)
+	answer := make(chan memdx.Packet)
+	c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, func(p *peer) {
+		for {
+			r, err := p.tryRead()
+			if err != nil {
+				return
+			}
+			if string(r.Key) != "held" {
+				p.write(ok(r, string(r.Key)))
+				continue
+			}
+			got <- r
+			p.write(<-answer)
+		}
+	})
+	ctx := context.Background()
+	if r := doGet(ctx, c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	out := make(chan error, 1)
+	go func() {
+		req := memdx.NewGet([]byte("held"))
+		_, err := c.DoDeadline(ctx, fc.Now().Add(50*time.Millisecond), &req, nil, nil)
+		out <- err
+	}()
+	held := recv(t, got)
+	if role, _ := c.roleState(); role != roleBorrowed {
+		t.Fatalf("role %d while the held request waits; want it borrowed", role)
+	}
+	waitFor(t, "the deadline's timer", func() bool { return fc.armedWithin(50 * time.Millisecond) })
+	fc.Advance(50 * time.Millisecond)
+	err := recv(t, out)
+	var re *RequestError
+	if !errors.As(err, &re) || !re.Written || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("held: %v; want a written DeadlineExceeded RequestError", err)
+	}
+	if role, _ := c.roleState(); role != roleReader {
+		t.Fatalf("role %d with a tombstone; want it back with the reader goroutine", role)
+	}
+	answer <- ok(held, "late")
+	waitFor(t, "the late answer dropped", func() bool { return c.Stats().LateResponses == 1 })
+	if r := doGet(ctx, c, "after"); r.err != nil || r.value != "after" {
+		t.Fatalf("after: %+v", r)
+	}
+	if c.Err() != nil || c.Pending() != 0 {
+		t.Fatalf("err %v, %d pending", c.Err(), c.Pending())
+	}
+}
+
+// A borrower whose connection ends while it waits (the server closes it)
+// gets the connection's error, written; the connection is torn down as
+// usual (Done, no goroutine left: TestMain checks).
+func TestBorrowerSeesTheConnectionEnd(t *testing.T) {
+	got := make(chan struct{})
+	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, func(p *peer) {
+		r := p.read()
+		p.write(ok(r, "first"))
+		p.read()
+		close(got)
+		p.nc.Close()
+	})
+	ctx := context.Background()
+	if r := doGet(ctx, c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	r := doGet(ctx, c, "second")
+	<-got
+	var re *RequestError
+	if !errors.As(r.err, &re) || !re.Written || !errors.Is(r.err, kverr.ErrConnectionClosed) && !errors.Is(r.err, io.EOF) {
+		t.Fatalf("second: %+v; want a written RequestError for the connection's end", r)
+	}
+	recv(t, c.Done())
+}
+
+// A Close from another goroutine while a borrower waits ends its request
+// with ErrConnectionClosed, written.
+func TestCloseWhileBorrowed(t *testing.T) {
+	got := make(chan struct{})
+	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, func(p *peer) {
+		r := p.read()
+		p.write(ok(r, "first"))
+		p.read()
+		close(got)
+		p.tryRead() // until the client closes
+	})
+	ctx := context.Background()
+	if r := doGet(ctx, c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	out := make(chan result, 1)
+	go func() { out <- doGet(ctx, c, "second") }()
+	<-got
+	waitFor(t, "the role borrowed", func() bool { r, _ := c.roleState(); return r == roleBorrowed })
+	c.Close()
+	r := recv(t, out)
+	var re *RequestError
+	if !errors.As(r.err, &re) || !re.Written || !errors.Is(r.err, kverr.ErrConnectionClosed) {
+		t.Fatalf("second: %+v; want a written ErrConnectionClosed", r)
+	}
+}
+
+// A caller that takes a role lent catchUpAfter ago or longer reads first:
+// a connection the server closed meanwhile ends before the request is
+// written (not written: safe to send elsewhere).
+func TestBorrowerCatchesUpOnAClose(t *testing.T) {
+	fc := newFakeClock()
+	closed := make(chan struct{})
+	c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, func(p *peer) {
+		r := p.read()
+		p.write(ok(r, "first"))
+		p.nc.Close()
+		close(closed)
+	})
+	ctx := context.Background()
+	if r := doGet(ctx, c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	<-closed
+	waitFor(t, "the close to reach the client's socket", func() bool { return peekEOF(t, c.nc) })
+	fc.Advance(catchUpAfter)
+	r := doGet(ctx, c, "second")
+	var re *RequestError
+	if !errors.As(r.err, &re) || re.Written || !errors.Is(r.err, io.EOF) {
+		t.Fatalf("second: %+v; want a RequestError, not written, for the connection's end", r)
+	}
+}
+
+// peekEOF reports whether the socket has reached its end, without reading.
+func peekEOF(t *testing.T, nc net.Conn) bool {
+	rc, err := nc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eof := false
+	var b [1]byte
+	if err := rc.Control(func(fd uintptr) {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		eof = n == 0 && err == nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return eof
+}
+
+// A server's request that arrives while the role is lent and no caller
+// comes is read by the reader goroutine once it takes the role back, after
+// lendFor without a borrow.
+func TestServerRequestWhileLent(t *testing.T) {
+	fc := newFakeClock()
+	notified := make(chan memdx.ClustermapNotification, 1)
+	sent := make(chan struct{})
+	c := dialTCP(t, Options{clock: fc, ProbeAfter: -1,
+		OnClustermapNotification: func(n memdx.ClustermapNotification) { notified <- n }}, func(p *peer) {
+		r := p.read()
+		p.write(ok(r, "first"))
+		<-sent
+		p.write(notification(7, "b", `{"rev":7}`))
+		p.tryRead()
+	})
+	if r := doGet(context.Background(), c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	close(sent)
+	waitFor(t, "the lend timer", func() bool { return fc.armedWithin(lendFor) })
+	select {
+	case n := <-notified:
+		t.Fatalf("notification %+v delivered while the role was lent", n)
+	default:
+	}
+	fc.Advance(lendFor)
+	if n := recv(t, notified); n.Version.Revision != 7 {
+		t.Fatalf("notification %+v", n)
+	}
+	if role, _ := c.roleState(); role != roleReader {
+		t.Fatalf("role %d after the lend timed out; want the reader goroutine's", role)
+	}
+}
+
+// A protocol violation read by a borrower closes the connection, and the
+// borrower's request ends with it; nothing read after it is dispatched.
+func TestBorrowerReadsAProtocolViolation(t *testing.T) {
+	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, func(p *peer) {
+		r := p.read()
+		p.write(ok(r, "first"))
+		r = p.read()
+		bad := encode(t, ok(r, "x"))
+		bad[0] = 0x42 // no magic
+		p.writeRaw(bad)
+		p.tryRead()
+	})
+	ctx := context.Background()
+	if r := doGet(ctx, c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	r := doGet(ctx, c, "second")
+	var pe *ProtocolError
+	if !errors.As(r.err, &pe) || r.calls != 0 {
+		t.Fatalf("second: %+v; want the connection's ProtocolError", r)
+	}
+	recv(t, c.Done())
+}
