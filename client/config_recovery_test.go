@@ -30,7 +30,7 @@ import (
 func TestNMVWithoutBodyFetchesConfigFromNode(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
+	c := connect(t, mc, fakeClockOptions(fc))
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -102,7 +102,9 @@ func TestGetAfterVbucketMoveWithoutNMVBodySucceedsWithin100ms(t *testing.T) {
 func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{Clock: fakeClock{fc}, NMVRetryInterval: time.Hour})
+	o := fakeClockOptions(fc)
+	o.NMVRetryInterval = time.Hour
+	c := connect(t, mc, o)
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -287,7 +289,7 @@ func (h *logCapture) find(s string) []string {
 func TestFailoverConfigWakesOperationWaitingForNode(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
+	c := connect(t, mc, fakeClockOptions(fc))
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
