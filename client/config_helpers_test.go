@@ -143,6 +143,16 @@ func TestWorkloadThroughMapChangesWithoutNMVBodies(t *testing.T) {
 	assert.Empty(t, errs)
 }
 
+// fakeClockOptions are the options of a client on fc whose operations end
+// only by the test's context. A socket waits for a response until the
+// operation's deadline read as a real time (see Clock), and fc's time stays
+// where the test made it: with the default KVTimeout, an attempt sent more
+// than 2.5 s (real) after fc was made (a loaded machine's connect can take
+// that) would end at once as timed out.
+func fakeClockOptions(fc *retry.FakeClock) *Options {
+	return &Options{Clock: fakeClock{fc}, KVTimeout: time.Hour}
+}
+
 // asyncGet is a Get running in the background: its outcome comes on done,
 // and each retry reason its strategy (the default one) is asked about on
 // asked.

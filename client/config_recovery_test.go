@@ -30,7 +30,7 @@ import (
 func TestNMVWithoutBodyFetchesConfigFromNode(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
+	c := connect(t, mc, fakeClockOptions(fc))
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -97,12 +97,17 @@ func TestGetAfterVbucketMoveWithoutNMVBodySucceedsWithin100ms(t *testing.T) {
 // change notifications). The rebalance publishes its configs one after
 // another, so a notification's fetch may bring one before the last, and
 // the fetches that follow are spaced by ConfigFetchInterval on the same
-// clock: the test moves it on in those steps, never near the hour (nor
-// the poll interval, nor retry.MaxAwaitWake).
+// clock: the test moves it on by that step whenever a timer is due within
+// it (a fetch waiting for its spacing), at most 10 times, never near the
+// hour (nor the poll interval, nor retry.MaxAwaitWake). It moves the clock
+// for what the client waits for, not by the real time the config takes to
+// come, which a loaded machine stretches.
 func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{Clock: fakeClock{fc}, NMVRetryInterval: time.Hour})
+	o := fakeClockOptions(fc)
+	o.NMVRetryInterval = time.Hour
+	c := connect(t, mc, o)
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -128,16 +133,20 @@ func TestConfigArrivingDuringBackoffWakesOperation(t *testing.T) {
 		t.Fatal("the NMV without a body asked for no config fetch")
 	}
 	moveVbucket(t, mc, "k", (a+1)%3)
-	for moved := time.Duration(0); ; {
+	for steps := 0; ; {
 		select {
 		case err := <-g.done:
 			require.NoError(t, err)
 		case <-ctx.Done():
-			t.Fatal("the Get still sleeps in its back-off after the new config was installed")
-		case <-time.After(5 * time.Millisecond): // pacing the fake clock's steps
-			require.Less(t, moved, 900*time.Millisecond, "the config did not come within the fetches' spacing")
-			fc.Advance(cluster.ConfigFetchInterval)
-			moved += cluster.ConfigFetchInterval
+			t.Fatalf("the Get still sleeps in its back-off after the new config was announced (config rev %d, the cluster's %d; the clock moved %d fetch spacings)",
+				c.ConfigVersion().Rev, mc.Bucket(mockcluster.DefaultBucket).Rev(), steps)
+		case <-time.After(time.Millisecond): // looking for a fetch waiting for its spacing
+			now := fc.Now()
+			if slices.ContainsFunc(fc.Timers(), func(due time.Time) bool { return !due.After(now.Add(cluster.ConfigFetchInterval)) }) {
+				require.Less(t, steps, 10, "fetches keep waiting for their spacing")
+				steps++
+				fc.Advance(cluster.ConfigFetchInterval)
+			}
 			continue
 		}
 		break
@@ -287,7 +296,7 @@ func (h *logCapture) find(s string) []string {
 func TestFailoverConfigWakesOperationWaitingForNode(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
+	c := connect(t, mc, fakeClockOptions(fc))
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

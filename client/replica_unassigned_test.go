@@ -29,7 +29,7 @@ func TestReplicaReadsSkipUnassignedCopies(t *testing.T) {
 		mc := newMock(t, mockcluster.Options{Nodes: tc.nodes,
 			Buckets: []mockcluster.BucketOptions{{Name: mockcluster.DefaultBucket, NumReplicas: tc.replicas}}})
 		fc := retry.NewFakeClock(time.Now())
-		c := connect(t, mc, &Options{Clock: fakeClock{fc}})
+		c := connect(t, mc, fakeClockOptions(fc))
 		col := c.DefaultCollection()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
 )
 
@@ -357,18 +358,61 @@ func TestScanConsistentWithMutationTokens(t *testing.T) {
 
 	_, err = col.Scan(context.Background(), RangeScan{}, &ScanOptions{ConsistentWith: []MutationToken{m.Token, bad}})
 	assert.ErrorIs(t, err, ErrInvalidArgument, "two UUIDs for one vbucket")
+}
 
-	// A seqno the vbucket never reaches: the server waits, answers
-	// TMPFAIL, and the create is retried until the request times out.
+// A seqno the vbucket never reaches: the server waits (90% of the
+// request's timeout), answers TMPFAIL, and the create is retried until the
+// request times out. The timeout is on a fake client clock, moved to it
+// once the create sleeps in its back-off after the TMPFAIL: on the real
+// clock the answer is due 10% of the timeout (30 ms) before the deadline,
+// and a loaded machine can deliver it later, so that the create times out
+// with no retry. The fake clock is an hour ahead of real time: a socket
+// waits for a response until the request's deadline read as a real time
+// (see Clock), which then never comes first.
+func TestScanForAnUnreachedSeqnoRetriesUntilItTimesOut(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Buckets: []mockcluster.BucketOptions{{Name: mockcluster.DefaultBucket, NumVbuckets: 64}}})
+	fc := retry.NewFakeClock(time.Now().Add(time.Hour))
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}})
+	col := c.DefaultCollection()
+	m, err := col.Upsert(context.Background(), "doc-new", []byte("x"), nil)
+	require.NoError(t, err)
+
 	ahead := m.Token
 	ahead.Seqno += 1000
-	res, err = col.Scan(context.Background(), PrefixScan{Prefix: "doc-"}, &ScanOptions{ConsistentWith: []MutationToken{ahead},
-		Timeout: 300 * time.Millisecond})
+	asked := make(chan RetryReason, 64)
+	strategy := RetryStrategyFunc(func(req RetryRequest, reason RetryReason) RetryAction {
+		select {
+		case asked <- reason:
+		default:
+		}
+		return DefaultRetryStrategy().RetryAfter(req, reason)
+	})
+	const timeout = 300 * time.Millisecond
+	deadline := fc.Now().Add(timeout) // the create's: fc stays until Advance
+	res, err := col.Scan(context.Background(), PrefixScan{Prefix: "doc-"}, &ScanOptions{ConsistentWith: []MutationToken{ahead},
+		Timeout: timeout, RetryStrategy: strategy})
 	require.NoError(t, err)
+	stuck := time.NewTimer(30 * time.Second)
+	defer stuck.Stop()
+	select {
+	case r := <-asked:
+		require.Equal(t, RetryReasonKVTemporaryFailure, r)
+	case <-stuck.C:
+		t.Fatal("the create was not retried")
+	}
+	// The back-off's timer is the one due by the deadline (the config
+	// poll's is due later).
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(fc.Timers(), func(due time.Time) bool { return !due.After(deadline) })
+	}, 30*time.Second, time.Millisecond, "the create did not sleep in a back-off")
+	fc.Advance(timeout)
 	for res.Next() {
 	}
 	require.ErrorIs(t, res.Err(), ErrTimeout)
+	var ke *KeyValueError
 	require.ErrorAs(t, res.Err(), &ke)
+	assert.Equal(t, OpCode(memdx.OpRangeScanCreate), ke.OpCode)
 	assert.True(t, ke.RetryReasons.Len() > 0, "retried: %v", res.Err())
 }
 
