@@ -593,6 +593,9 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	}
 	if o.scanCfg != nil {
 		o.scanCfg.CollectionID = cid
+		if s := o.scanCfg.Snapshot; s != nil { // a copy of the scan's, this create's own
+			s.TimeoutMs = snapshotWait(o.st.Deadline().Sub(o.c.clock.Now()))
+		}
 		// Checked by Scan before the first attempt: it encodes.
 		o.req.Value, _ = memdx.AppendRangeScanCreateValue(o.req.Value[:0], o.scanCfg)
 	}

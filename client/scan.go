@@ -280,10 +280,9 @@ func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, timeout time.Dur
 				return sc, fmt.Errorf("two mutation tokens of vbucket %d with different UUIDs (%d, %d)", tok.Vbucket, cur.VbUUID, tok.VbUUID)
 			}
 			if !ok || tok.Seqno > cur.Seqno {
-				// The server waits for the seqno 90% of the request's
-				// timeout, so that it answers before the client gives up.
+				// Each attempt of a create sets the wait anew (prepare).
 				sc.Snapshots[tok.Vbucket] = memdx.RangeScanSnapshot{VbUUID: tok.VbUUID, Seqno: tok.Seqno,
-					TimeoutMs: uint32(min(max((timeout*9/10).Milliseconds(), 1), 1<<31))}
+					TimeoutMs: snapshotWait(timeout)}
 			}
 		}
 	}
@@ -293,6 +292,15 @@ func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, timeout time.Dur
 	}
 	sc.Vbuckets = rangescan.Order(cfg)
 	return sc, nil
+}
+
+// snapshotWait is how long a range-scan create asks the server to wait for
+// its snapshot's seqno when left is what the request has left: 90% of it
+// (at least 1 ms), so that the server answers before the client gives up,
+// on a retried create too (the same wait again would outlive the client's
+// deadline, leaving the create ambiguous and perhaps a scan no one reads).
+func snapshotWait(left time.Duration) uint32 {
+	return uint32(min(max((left*9/10).Milliseconds(), 1), 1<<31))
 }
 
 // scanRequests are a scan's requests, run by execute (rangescan.Requests):

@@ -388,6 +388,14 @@ func TestScanForAnUnreachedSeqnoRetriesUntilItTimesOut(t *testing.T) {
 		}
 		return DefaultRetryStrategy().RetryAfter(req, reason)
 	})
+	waits := make(chan uint32, 64) // each create's seqno wait (timeout_ms)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpRangeScanCreate},
+		Func: func(r *mockcluster.Request) bool {
+			if cfg, err := memdx.DecodeRangeScanCreateValue(r.Packet.Value); err == nil && cfg.Snapshot != nil {
+				waits <- cfg.Snapshot.TimeoutMs
+			}
+			return false // a witness, not a fault
+		}}})
 	const timeout = 300 * time.Millisecond
 	deadline := fc.Now().Add(timeout) // the create's: fc stays until Advance
 	res, err := col.Scan(context.Background(), PrefixScan{Prefix: "doc-"}, &ScanOptions{ConsistentWith: []MutationToken{ahead},
@@ -401,12 +409,27 @@ func TestScanForAnUnreachedSeqnoRetriesUntilItTimesOut(t *testing.T) {
 	case <-stuck.C:
 		t.Fatal("the create was not retried")
 	}
+	assert.EqualValues(t, 270, <-waits, "the first create's wait: 90% of its timeout")
 	// The back-off's timer is the one due by the deadline (the config
 	// poll's is due later).
+	var backoff time.Time
 	require.Eventually(t, func() bool {
-		return slices.ContainsFunc(fc.Timers(), func(due time.Time) bool { return !due.After(deadline) })
+		timers := fc.Timers()
+		i := slices.IndexFunc(timers, func(due time.Time) bool { return !due.After(deadline) })
+		if i >= 0 {
+			backoff = timers[i]
+		}
+		return i >= 0
 	}, 30*time.Second, time.Millisecond, "the create did not sleep in a back-off")
-	fc.Advance(timeout)
+	fc.Advance(backoff.Sub(fc.Now())) // the retried create goes out
+	left := deadline.Sub(backoff)
+	select {
+	case w := <-waits:
+		assert.EqualValues(t, snapshotWait(left), w, "the retried create's wait: 90%% of the %v left", left)
+	case <-stuck.C:
+		t.Fatal("the retried create was not sent")
+	}
+	fc.Advance(deadline.Sub(fc.Now()))
 	for res.Next() {
 	}
 	require.ErrorIs(t, res.Err(), ErrTimeout)
