@@ -96,10 +96,11 @@ func (c *Cluster) maybeRecover() time.Duration {
 	return 0
 }
 
-// recoverConfig asks every one of cands (the seeds and known nodes) for
-// its config at once, each dial bounded by ConnectTimeout, and offers each
-// config served; the first newer than the one held, or one installed
-// meanwhile by any other path, ends the round and the dials still under way. Dialed in turn, a candidate whose SYNs are dropped
+// recoverConfig asks every one of cands (the seeds and known nodes, at
+// most 64) for its config at once, each dial bounded by ConnectTimeout,
+// and offers each config served; the first newer than the one held, or
+// one installed meanwhile by any other path, ends the round and the dials
+// still under way. Dialed in turn, a candidate whose SYNs are dropped
 // would hold back the next by a whole ConnectTimeout.
 func (c *Cluster) recoverConfig(t *Topology, cands []string) {
 	defer c.wg.Done()
