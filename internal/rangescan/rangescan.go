@@ -295,7 +295,14 @@ func (r *Run) continues(s *vbucketScan, n *cluster.Node, id memdx.RangeScanID) (
 	for {
 		dec := Decoder{Max: int(r.cfg.ItemLimit)}
 		err := r.reqs.Continue(r.ctx, n, s.vb, req, &dec)
-		if cerr := r.check(&c, s.last, dec.Items); cerr != nil {
+		cerr := r.check(&c, s.last, dec.Items)
+		if cerr == nil && err == nil && len(dec.Items) == 0 && dec.Status != memdx.StatusRangeScanComplete {
+			// kv_engine's continue returns at least one item unless the
+			// scan ended or failed: an empty "more" would be asked again
+			// forever.
+			cerr = fmt.Errorf("a continue answered %v with no item: %w", dec.Status, memdx.ErrMalformed)
+		}
+		if cerr != nil {
 			r.reqs.Cancel(n, s.vb, id) // one the server no longer has answers KEY_ENOENT
 			return progress, false, r.reqs.Invalid(s.vb, n, cerr)
 		}

@@ -258,6 +258,24 @@ func TestScanRefusesAKeyOutsideTheRange(t *testing.T) {
 	}
 }
 
+// A continue answers at least one item unless the scan ended or failed
+// (kv_engine's range-scan docs): an empty "more" fails the scan as
+// malformed and cancels it on the server, rather than being asked again
+// forever.
+func TestScanRefusesAnEmptyContinueThatIsNotTheEnd(t *testing.T) {
+	f := &fakeRequests{answers: map[uint16][]answer{7: {more("a"), more(), complete("b")}}}
+	r := Start(t.Context(), rangeConfig("a", "z", 7), f)
+	got := drain(r)
+	err, done, _ := r.Result()
+	assert.Equal(t, [][]string{{"a"}}, got)
+	var ie *invalidError
+	require.ErrorAs(t, err, &ie)
+	assert.ErrorIs(t, err, memdx.ErrMalformed)
+	assert.ErrorContains(t, err, "with no item")
+	assert.False(t, done)
+	assert.Equal(t, "cancel 7#1", f.Log()[len(f.Log())-1], "the scan is cancelled on the server")
+}
+
 // Within a vbucket's stream each key is after the one before it: in one
 // batch, across batches, and across a restart (the new scan starts after
 // the last key returned). A key that is not fails the scan; what came in
