@@ -56,6 +56,19 @@ func listenSmall(t *testing.T) net.Listener {
 // the test waits for it to return.
 func dialSmall(t *testing.T, ln net.Listener, serve func(p *peer)) *Conn {
 	t.Helper()
+	d := net.Dialer{Control: setBuf(syscall.SO_SNDBUF)}
+	c := dialServed(t, ln, Options{DialContext: d.DialContext}, serve)
+	if c.writer.raw == nil {
+		t.Fatal("no non-blocking writer on a TCP connection")
+	}
+	return c
+}
+
+// dialServed dials ln in memcached mode with opts; the one connection it
+// accepts is served its bootstrap, then serve. Cleanup closes the Conn and
+// waits for serve to return.
+func dialServed(t *testing.T, ln net.Listener, opts Options, serve func(p *peer)) *Conn {
+	t.Helper()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -70,8 +83,8 @@ func dialSmall(t *testing.T, ln net.Listener, serve func(p *peer)) *Conn {
 		serveMemcachedBoot(p)
 		serve(p)
 	}()
-	d := net.Dialer{Control: setBuf(syscall.SO_SNDBUF)}
-	c, err := Dial(testCtx(t), ln.Addr().String(), Options{Memcached: true, DialContext: d.DialContext})
+	opts.Memcached = true
+	c, err := Dial(testCtx(t), ln.Addr().String(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +92,6 @@ func dialSmall(t *testing.T, ln net.Listener, serve func(p *peer)) *Conn {
 		c.Close()
 		wg.Wait()
 	})
-	if c.writer.raw == nil {
-		t.Fatal("no non-blocking writer on a TCP connection")
-	}
 	return c
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,29 +28,7 @@ func dialTCP(t *testing.T, opts Options, serve func(p *peer)) *Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		nc, err := ln.Accept()
-		if err != nil {
-			t.Errorf("accept: %v", err)
-			return
-		}
-		defer nc.Close()
-		p := newPeer(t, nc)
-		serveMemcachedBoot(p)
-		serve(p)
-	}()
-	opts.Memcached = true
-	c, err := Dial(testCtx(t), ln.Addr().String(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		wg.Wait()
-	})
+	c := dialServed(t, ln, opts, serve)
 	if c.reader.raw == nil {
 		t.Fatal("no raw reads on a TCP connection")
 	}
