@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/subdoc"
 	"github.com/kvwire/kvwire/internal/transcode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
@@ -104,6 +105,15 @@ func TestValueTypesMatchTranscodeAndTheCodec(t *testing.T) {
 	}
 	assert.Equal(t, "raw", Datatype(0).String())
 	assert.Equal(t, "json|xattr|0x08", (DatatypeJSON | DatatypeXattr | 0x08).String())
+}
+
+// StoreSemantics are package subdoc's, value for value: MutateIn converts
+// by casting.
+func TestStoreSemanticsMatchSubdoc(t *testing.T) {
+	assert.Equal(t, uint8(subdoc.StoreReplace), uint8(StoreSemanticsReplace))
+	assert.Equal(t, uint8(subdoc.StoreUpsert), uint8(StoreSemanticsUpsert))
+	assert.Equal(t, uint8(subdoc.StoreInsert), uint8(StoreSemanticsInsert))
+	assert.Equal(t, subdoc.MaxSpecs, MaxSubdocSpecs)
 }
 
 func TestDurabilityLevelsMatchTheCodec(t *testing.T) {
