@@ -38,19 +38,14 @@ const (
 // Format is the format of a value as its flags give it.
 type Format uint8
 
-// Formats, with client.Format's values.
+// Formats, with client.Format's values (its documentation says what each
+// is): unknown flags, an SDK's private format, JSON (flags 0 too), binary,
+// UTF-8 text.
 const (
-	// FormatUnknown: flags that are not common flags (a legacy value other
-	// than 0, an undefined format, or compression bits).
 	FormatUnknown Format = iota
-	// FormatPrivate: a value an SDK wrote in its own private format.
 	FormatPrivate
-	// FormatJSON: a JSON document; flags 0 (no common flags) also read as
-	// JSON, as gocbcore and the other SDKs read them.
 	FormatJSON
-	// FormatBinary: raw bytes.
 	FormatBinary
-	// FormatString: UTF-8 text.
 	FormatString
 )
 
@@ -152,13 +147,8 @@ func DecodeJSON(value []byte, flags uint32, out any) error {
 // EncodeBinary is client.RawBinaryTranscoder's Encode: []byte as given,
 // with FlagsBinary.
 func EncodeBinary(v any) ([]byte, uint32, error) {
-	switch v := v.(type) {
-	case []byte:
-		return v, FlagsBinary, nil
-	case *[]byte:
-		if v != nil {
-			return *v, FlagsBinary, nil
-		}
+	if b, ok := given[[]byte](v); ok {
+		return b, FlagsBinary, nil
 	}
 	return nil, 0, fmt.Errorf("%w: RawBinaryTranscoder encodes []byte, not %T", kverr.ErrEncodingFailure, v)
 }
@@ -175,13 +165,8 @@ func DecodeBinary(value []byte, flags uint32, out any) error {
 // EncodeString is client.RawStringTranscoder's Encode: a string as given,
 // with FlagsString.
 func EncodeString(v any) ([]byte, uint32, error) {
-	switch v := v.(type) {
-	case string:
-		return []byte(v), FlagsString, nil
-	case *string:
-		if v != nil {
-			return []byte(*v), FlagsString, nil
-		}
+	if str, ok := given[string](v); ok {
+		return []byte(str), FlagsString, nil
 	}
 	return nil, 0, fmt.Errorf("%w: RawStringTranscoder encodes string, not %T", kverr.ErrEncodingFailure, v)
 }
@@ -198,27 +183,31 @@ func DecodeString(value []byte, flags uint32, out any) error {
 // EncodeRawJSON is client.RawJSONTranscoder's Encode: JSON text ([]byte,
 // string, json.RawMessage) as given, unparsed, with FlagsJSON.
 func EncodeRawJSON(v any) ([]byte, uint32, error) {
-	switch v := v.(type) {
-	case []byte:
-		return v, FlagsJSON, nil
-	case json.RawMessage:
-		return v, FlagsJSON, nil
-	case string:
-		return []byte(v), FlagsJSON, nil
-	case *[]byte:
-		if v != nil {
-			return *v, FlagsJSON, nil
-		}
-	case *json.RawMessage:
-		if v != nil {
-			return *v, FlagsJSON, nil
-		}
-	case *string:
-		if v != nil {
-			return []byte(*v), FlagsJSON, nil
-		}
+	if b, ok := given[[]byte](v); ok {
+		return b, FlagsJSON, nil
+	}
+	if b, ok := given[json.RawMessage](v); ok {
+		return b, FlagsJSON, nil
+	}
+	if str, ok := given[string](v); ok {
+		return []byte(str), FlagsJSON, nil
 	}
 	return nil, 0, fmt.Errorf("%w: RawJSONTranscoder encodes []byte, string or json.RawMessage, not %T", kverr.ErrEncodingFailure, v)
+}
+
+// given returns v when it is a T, or what it points to when it is a
+// non-nil *T.
+func given[T any](v any) (T, bool) {
+	switch v := v.(type) {
+	case T:
+		return v, true
+	case *T:
+		if v != nil {
+			return *v, true
+		}
+	}
+	var zero T
+	return zero, false
 }
 
 // DecodeRawJSON is client.RawJSONTranscoder's Decode: JSON values (and

@@ -1,6 +1,7 @@
 package transcode
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -54,5 +55,53 @@ func TestMismatchNamesTheFormat(t *testing.T) {
 	err = DecodeBinary([]byte("abc"), 7, new([]byte))
 	if !errors.Is(err, kverr.ErrDecodingFailure) || err.Error() != "decoding failure: RawBinaryTranscoder: flags 0x00000007 are not Couchbase common flags of a known format (3-byte value)" {
 		t.Errorf("unknown flags: %v", err)
+	}
+}
+
+// Each encoder takes its types, as values or non-nil pointers, and
+// refuses the rest (a nil pointer included) with ErrEncodingFailure.
+func TestEncoders(t *testing.T) {
+	b, str, raw := []byte("b"), "s", json.RawMessage(`{}`)
+	var nilBytes *[]byte
+	var nilString *string
+	for _, c := range []struct {
+		name  string
+		enc   func(any) ([]byte, uint32, error)
+		v     any
+		want  string
+		flags uint32
+	}{
+		{"binary []byte", EncodeBinary, b, "b", FlagsBinary},
+		{"binary *[]byte", EncodeBinary, &b, "b", FlagsBinary},
+		{"binary nil *[]byte", EncodeBinary, nilBytes, "", 0},
+		{"binary string", EncodeBinary, str, "", 0},
+		{"binary RawMessage", EncodeBinary, raw, "", 0},
+		{"string string", EncodeString, str, "s", FlagsString},
+		{"string *string", EncodeString, &str, "s", FlagsString},
+		{"string nil *string", EncodeString, nilString, "", 0},
+		{"string []byte", EncodeString, b, "", 0},
+		{"raw []byte", EncodeRawJSON, b, "b", FlagsJSON},
+		{"raw *[]byte", EncodeRawJSON, &b, "b", FlagsJSON},
+		{"raw RawMessage", EncodeRawJSON, raw, "{}", FlagsJSON},
+		{"raw *RawMessage", EncodeRawJSON, &raw, "{}", FlagsJSON},
+		{"raw string", EncodeRawJSON, str, "s", FlagsJSON},
+		{"raw *string", EncodeRawJSON, &str, "s", FlagsJSON},
+		{"raw nil *string", EncodeRawJSON, nilString, "", 0},
+		{"raw int", EncodeRawJSON, 1, "", 0},
+		{"json RawMessage", EncodeJSON, raw, "{}", FlagsJSON},
+		{"json int", EncodeJSON, 1, "1", FlagsJSON},
+		{"json []byte", EncodeJSON, b, "", 0},
+		{"json chan", EncodeJSON, make(chan int), "", 0},
+	} {
+		got, flags, err := c.enc(c.v)
+		if c.flags == 0 {
+			if !errors.Is(err, kverr.ErrEncodingFailure) {
+				t.Errorf("%s: %q, %v; want ErrEncodingFailure", c.name, got, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != c.want || flags != c.flags {
+			t.Errorf("%s: %q, 0x%08x, %v; want %q, 0x%08x", c.name, got, flags, err, c.want, c.flags)
+		}
 	}
 }
