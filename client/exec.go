@@ -152,7 +152,7 @@ func putOp(o *op) {
 		z = nil
 	}
 	h := o.handle
-	sd := o.sd.keep()
+	sd := o.sd.Keep()
 	*o = op{}
 	o.handle, o.nmvBody, o.z, o.sd = h, nmv, z, sd
 	opPool.Put(o)

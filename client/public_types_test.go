@@ -5,6 +5,8 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/subdoc"
+	"github.com/kvwire/kvwire/internal/transcode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
@@ -80,6 +82,38 @@ func TestStatusesMatchTheCodec(t *testing.T) {
 	assert.Equal(t, "KEY_ENOENT", StatusKeyNotFound.String())
 	assert.Equal(t, "STATUS(0x7ff1)", Status(0x7ff1).String(), "a status with no name")
 	assert.Equal(t, "GET_META", opCodeOf(memdx.OpGetMeta).String())
+}
+
+// Formats, common flags and datatype bits are package transcode's and the
+// codec's, value for value: FormatOf, Format.String and Datatype.String
+// convert by casting.
+func TestValueTypesMatchTranscodeAndTheCodec(t *testing.T) {
+	for public, internal := range map[Format]transcode.Format{
+		FormatUnknown: transcode.FormatUnknown, FormatPrivate: transcode.FormatPrivate,
+		FormatJSON: transcode.FormatJSON, FormatBinary: transcode.FormatBinary, FormatString: transcode.FormatString,
+	} {
+		assert.Equal(t, uint8(internal), uint8(public))
+		assert.Equal(t, internal.String(), public.String())
+	}
+	assert.Equal(t, transcode.FlagsJSON, CommonFlagsJSON)
+	assert.Equal(t, transcode.FlagsBinary, CommonFlagsBinary)
+	assert.Equal(t, transcode.FlagsString, CommonFlagsString)
+	for public, wire := range map[Datatype]memdx.Datatype{
+		DatatypeJSON: memdx.DatatypeJSON, DatatypeSnappy: memdx.DatatypeSnappy, DatatypeXattr: memdx.DatatypeXattr,
+	} {
+		assert.Equal(t, uint8(wire), uint8(public))
+	}
+	assert.Equal(t, "raw", Datatype(0).String())
+	assert.Equal(t, "json|xattr|0x08", (DatatypeJSON | DatatypeXattr | 0x08).String())
+}
+
+// StoreSemantics are package subdoc's, value for value: MutateIn converts
+// by casting.
+func TestStoreSemanticsMatchSubdoc(t *testing.T) {
+	assert.Equal(t, uint8(subdoc.StoreReplace), uint8(StoreSemanticsReplace))
+	assert.Equal(t, uint8(subdoc.StoreUpsert), uint8(StoreSemanticsUpsert))
+	assert.Equal(t, uint8(subdoc.StoreInsert), uint8(StoreSemanticsInsert))
+	assert.Equal(t, subdoc.MaxSpecs, MaxSubdocSpecs)
 }
 
 func TestDurabilityLevelsMatchTheCodec(t *testing.T) {

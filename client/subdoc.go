@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/kvwire/kvwire/internal/statuspolicy"
+	"github.com/kvwire/kvwire/internal/subdoc"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -90,57 +89,12 @@ type MutateInOptions struct {
 	ReviveDocument bool
 }
 
-// subdocField is the result of one spec: its status and value (aliasing
-// the operation's one copy of the response), with the spec's path for
-// errors.
-type subdocField struct {
-	status memdx.Status
-	value  []byte
-	path   string
-	xattr  bool
-}
+// subdocState is op's sub-document part (package subdoc's State).
+type subdocState = subdoc.State
 
-// subdocState is a sub-document operation's part of op: the specs the
-// request encodes on every attempt, and the decoded response.
-type subdocState struct {
-	lookups   []memdx.SubdocLookupOp
-	mutations []memdx.SubdocMutateOp
-	fields    []subdocField
-	// failed: a MutateIn's SUBDOC_MULTI_PATH_FAILURE named spec failIndex
-	// with failStatus.
-	failed     bool
-	failIndex  int
-	failStatus memdx.Status
-}
-
-// keep returns what a pooled op keeps: the spec buffers, emptied (so that
-// they hold no caller's path or value) unless they grew past MaxSubdocSpecs.
-func (s *subdocState) keep() subdocState {
-	var k subdocState
-	if cap(s.lookups) <= MaxSubdocSpecs {
-		k.lookups = s.lookups[:0]
-		clear(k.lookups[:cap(k.lookups)])
-	}
-	if cap(s.mutations) <= MaxSubdocSpecs {
-		k.mutations = s.mutations[:0]
-		clear(k.mutations[:cap(k.mutations)])
-	}
-	return k
-}
-
-// subdocDocAccessed reports whether a sub-document response status says
-// the document was reached: its body holds per-path results.
-func subdocDocAccessed(st memdx.Status) bool {
-	switch st {
-	case memdx.StatusSuccess, memdx.StatusSubdocSuccessDeleted,
-		memdx.StatusSubdocMultiPathFailure, memdx.StatusSubdocMultiPathFailureDeleted:
-		return true
-	}
-	return false
-}
-
-// bytesOf returns s's bytes without copying; they are never written.
-func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+// subdocDocAccessed reports whether a sub-document response holds per-path
+// results (subdoc.DocAccessed).
+func subdocDocAccessed(st memdx.Status) bool { return subdoc.DocAccessed(st) }
 
 // onSubdocResponse records a response whose status subdocDocAccessed
 // accepts. A lookup takes each of them as its result; a mutation takes
@@ -149,15 +103,11 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // goroutine reading the connection: the value is copied once, and the
 // results alias the copy.
 func (o *op) onSubdocResponse(p *memdx.Packet) error {
-	st := p.Status
-	deleted := st == memdx.StatusSubdocSuccessDeleted || st == memdx.StatusSubdocMultiPathFailureDeleted
-	failure := st == memdx.StatusSubdocMultiPathFailure || st == memdx.StatusSubdocMultiPathFailureDeleted
-	if o.kind == kindMutateIn && failure {
-		i, pst, err := decodeMutateInFailure(p.Value, len(o.sd.mutations))
-		if err != nil {
+	deleted := subdoc.Deleted(p.Status)
+	if o.kind == kindMutateIn && subdoc.PathFailure(p.Status) {
+		if err := o.sd.OnMutateFailure(p.Value); err != nil {
 			return err
 		}
-		o.sd.failed, o.sd.failIndex, o.sd.failStatus = true, i, pst
 		o.deleted = deleted
 		return nil
 	}
@@ -170,104 +120,14 @@ func (o *op) onSubdocResponse(p *memdx.Packet) error {
 			return err
 		}
 		o.token, o.hasToken = tok, ok
-		if len(p.Value) == 0 {
-			return nil
-		}
 	}
-	var value []byte
-	if p.Datatype.Has(memdx.DatatypeSnappy) {
-		v, err := memdx.DecompressSnappy(nil, p.Value, 0)
-		if err != nil {
-			return err
-		}
-		value = v
-	} else {
-		value = append(make([]byte, 0, len(p.Value)), p.Value...)
-	}
-	var err error
-	if o.kind == kindLookupIn {
-		o.sd.fields, err = decodeLookupIn(value, len(o.sd.lookups))
-	} else {
-		o.sd.fields, err = decodeMutateIn(value, len(o.sd.mutations))
-	}
-	return err
-}
-
-// decodeLookupIn decodes a SUBDOC_MULTI_LOOKUP response value that must hold
-// one result per spec (n). Values alias value.
-func decodeLookupIn(value []byte, n int) ([]subdocField, error) {
-	fields := make([]subdocField, n)
-	for i := range n {
-		r, rest, err := memdx.NextSubdocLookupResult(value)
-		if err != nil {
-			return nil, fmt.Errorf("lookup result %d of %d: %w", i, n, err)
-		}
-		fields[i].status, fields[i].value = r.Status, r.Value
-		value = rest
-	}
-	if len(value) > 0 {
-		return nil, fmt.Errorf("%w: SUBDOC_MULTI_LOOKUP response: %d bytes after the %d results the request asked for",
-			memdx.ErrMalformed, len(value), n)
-	}
-	return fields, nil
-}
-
-// decodeMutateIn decodes a successful SUBDOC_MULTI_MUTATION response value:
-// results of specs that return one, each naming its spec (below n, in
-// increasing order, with status SUCCESS). The fields are one per spec;
-// values alias value.
-func decodeMutateIn(value []byte, n int) ([]subdocField, error) {
-	fields := make([]subdocField, n)
-	next := 0
-	for len(value) > 0 {
-		r, rest, err := memdx.NextSubdocMutateResult(value)
-		if err != nil {
-			return nil, err
-		}
-		i := int(r.Index)
-		switch {
-		case r.Status != memdx.StatusSuccess:
-			return nil, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION success response: result for spec %d has status %s",
-				memdx.ErrMalformed, i, r.Status)
-		case i >= n:
-			return nil, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION response: result for spec %d of %d",
-				memdx.ErrMalformed, i, n)
-		case i < next:
-			return nil, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION response: result for spec %d after spec %d",
-				memdx.ErrMalformed, i, next-1)
-		}
-		fields[i].value = r.Value
-		next = i + 1
-		value = rest
-	}
-	return fields, nil
-}
-
-// decodeMutateInFailure decodes a SUBDOC_MULTI_PATH_FAILURE response value
-// of a SUBDOC_MULTI_MUTATION: exactly one result, naming a spec below n
-// with a failure status.
-func decodeMutateInFailure(value []byte, n int) (int, memdx.Status, error) {
-	r, rest, err := memdx.NextSubdocMutateResult(value)
-	switch {
-	case err != nil:
-		return 0, 0, err
-	case len(rest) > 0:
-		return 0, 0, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION failure response: %d bytes after its one result",
-			memdx.ErrMalformed, len(rest))
-	case int(r.Index) >= n:
-		return 0, 0, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION failure response: spec %d of %d failed",
-			memdx.ErrMalformed, r.Index, n)
-	case r.Status == memdx.StatusSuccess:
-		return 0, 0, fmt.Errorf("%w: SUBDOC_MULTI_MUTATION failure response: the failed spec has status SUCCESS",
-			memdx.ErrMalformed)
-	}
-	return int(r.Index), r.Status, nil
+	return o.sd.OnResults(p, o.kind == kindMutateIn)
 }
 
 // subdocError is the error of spec i whose status is st.
-func subdocError(op memdx.OpCode, i int, f *subdocField) *SubdocError {
-	return &SubdocError{Index: i, Path: f.path, Xattr: f.xattr, Status: statusOf(f.status),
-		Err: statuspolicy.Decide(op, false, f.status, nil).Sentinel}
+func subdocError(op memdx.OpCode, i int, f *subdoc.Field) *SubdocError {
+	return &SubdocError{Index: i, Path: f.Path, Xattr: f.Xattr, Status: statusOf(f.Status),
+		Err: statuspolicy.Decide(op, false, f.Status, nil).Sentinel}
 }
 
 // LookupInResult is the result of LookupIn: the document's CAS and one
@@ -278,7 +138,7 @@ type LookupInResult struct {
 	IsDeleted     bool
 	RetryAttempts int
 	RetryReasons  RetryReasons
-	fields        []subdocField
+	fields        []subdoc.Field
 }
 
 // Len is the number of specs.
@@ -289,13 +149,13 @@ func (r *LookupInResult) Len() int { return len(r.fields) }
 // ErrPathMismatch, ...). The value is the result's own; it stays valid.
 func (r *LookupInResult) ValueAt(i int) ([]byte, error) {
 	if i < 0 || i >= len(r.fields) {
-		return nil, fmt.Errorf("%w: spec index %d out of range [0, %d)", ErrInvalidArgument, i, len(r.fields))
+		return nil, subdoc.IndexError(i, len(r.fields))
 	}
 	f := &r.fields[i]
-	if f.status != memdx.StatusSuccess {
+	if f.Status != memdx.StatusSuccess {
 		return nil, subdocError(memdx.OpSubdocMultiLookup, i, f)
 	}
-	return f.value, nil
+	return f.Value, nil
 }
 
 // ContentAt decodes spec i's value, a JSON value, into out as
@@ -307,15 +167,7 @@ func (r *LookupInResult) ContentAt(i int, out any) error {
 	if err != nil {
 		return err
 	}
-	return decodeSpecValue(i, r.fields[i].path, v, out)
-}
-
-// decodeSpecValue decodes spec i's JSON value v (of path) into out.
-func decodeSpecValue(i int, path string, v []byte, out any) error {
-	if err := (JSONTranscoder{}).Decode(v, CommonFlagsJSON, out); err != nil {
-		return fmt.Errorf("sub-document spec %d (path %q): %w", i, path, err)
-	}
-	return nil
+	return subdoc.DecodeValue(i, r.fields[i].Path, v, out)
 }
 
 // Exists reports whether spec i's path exists (for any spec; ExistsSpec
@@ -346,19 +198,19 @@ type MutateInResult struct {
 	// n is the number of specs; fields holds their values when any spec
 	// returned one.
 	n      int
-	fields []subdocField
+	fields []subdoc.Field
 }
 
 // ValueAt returns spec i's result: the new value of an IncrementSpec or
 // DecrementSpec, nil for specs that return none.
 func (r *MutateInResult) ValueAt(i int) ([]byte, error) {
 	if i < 0 || i >= r.n {
-		return nil, fmt.Errorf("%w: spec index %d out of range [0, %d)", ErrInvalidArgument, i, r.n)
+		return nil, subdoc.IndexError(i, r.n)
 	}
 	if r.fields == nil {
 		return nil, nil
 	}
-	return r.fields[i].value, nil
+	return r.fields[i].Value, nil
 }
 
 // ContentAt decodes spec i's result into out as LookupInResult.ContentAt
@@ -372,24 +224,7 @@ func (r *MutateInResult) ContentAt(i int, out any) error {
 	if v == nil {
 		return fmt.Errorf("%w: spec %d returned no value", ErrInvalidArgument, i)
 	}
-	return decodeSpecValue(i, r.fields[i].path, v, out)
-}
-
-// checkSpecCount refuses an empty or too long spec list.
-func checkSpecCount(n int) error {
-	switch {
-	case n == 0:
-		return errors.New("no specs")
-	case n > MaxSubdocSpecs:
-		return fmt.Errorf("%d specs; at most %d per operation", n, MaxSubdocSpecs)
-	}
-	return nil
-}
-
-// xattrOrderError is the error of spec i, an xattr spec after body spec
-// body.
-func xattrOrderError(i int, path string, body int) error {
-	return fmt.Errorf("spec %d (xattr %q) follows body spec %d: %w", i, path, body, ErrXattrInvalidOrder)
+	return subdoc.DecodeValue(i, r.fields[i].Path, v, out)
 }
 
 // LookupIn reads the paths specs name from one version of the document
@@ -411,13 +246,7 @@ func (col *Collection) LookupIn(ctx context.Context, key string, specs []LookupI
 
 // lookupInOp builds a LookupIn of copy replica (0: the active copy).
 func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, p opParams, accessDeleted bool, replica int) (*op, error) {
-	var df memdx.SubdocDocFlag
-	if accessDeleted {
-		df |= memdx.SubdocDocAccessDeleted
-	}
-	if replica > 0 {
-		df |= memdx.SubdocDocReplicaRead
-	}
+	df := subdoc.LookupDocFlags(accessDeleted, replica > 0)
 	o, err := col.newOp(name, kindLookupIn, key, memdx.NewSubdocMultiLookup(nil, df, nil), p)
 	if err != nil {
 		return nil, err
@@ -428,44 +257,26 @@ func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, p opPa
 		putOp(o)
 		return nil, e
 	}
-	o.req = memdx.NewSubdocMultiLookup(o.key, df, o.sd.lookups)
+	o.req = memdx.NewSubdocMultiLookup(o.key, df, o.sd.Lookups)
 	return o, nil
 }
 
 // setLookups checks specs and makes them o's lookups.
 func (o *op) setLookups(specs []LookupInSpec) error {
-	if err := checkSpecCount(len(specs)); err != nil {
+	if err := o.sd.StartLookups(len(specs)); err != nil {
 		return err
 	}
-	ls := o.sd.lookups[:0]
-	body := -1
-	for i, s := range specs {
-		if !s.made {
-			return fmt.Errorf("spec %d was not made by GetSpec, ExistsSpec or CountSpec", i)
+	for i := range specs {
+		if err := o.sd.AddLookup(i, &specs[i].s); err != nil {
+			return err
 		}
-		flags := memdx.SubdocPathFlag(0)
-		if s.xattr {
-			flags = memdx.SubdocPathXattr
-			if body >= 0 {
-				return xattrOrderError(i, s.path, body)
-			}
-		} else if body < 0 {
-			body = i
-		}
-		ls = append(ls, memdx.SubdocLookupOp{Op: s.op, Flags: flags, Path: bytesOf(s.path)})
 	}
-	o.sd.lookups = ls
 	return nil
 }
 
 func (o *op) lookupInResult() LookupInResult {
-	for i := range o.sd.fields {
-		s := &o.sd.lookups[i]
-		f := &o.sd.fields[i]
-		f.path, f.xattr = unsafe.String(unsafe.SliceData(s.Path), len(s.Path)), s.Flags&memdx.SubdocPathXattr != 0
-	}
 	return LookupInResult{Cas: o.cas, IsDeleted: o.deleted, RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()),
-		fields: o.sd.fields}
+		fields: o.sd.LookupFields()}
 }
 
 // MutateIn changes the paths specs name in the document key, atomically:
@@ -498,77 +309,28 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 	if err := o.c.execute(ctx, o); err != nil {
 		return MutateInResult{}, o.mutateInError(err)
 	}
-	return MutateInResult{MutationResult: o.mutationResult(), IsDeleted: o.deleted, n: len(specs), fields: o.sd.fields}, nil
+	return MutateInResult{MutationResult: o.mutationResult(), IsDeleted: o.deleted, n: len(specs), fields: o.sd.Fields}, nil
 }
 
 // docFlags checks the options' document-level settings and returns their
 // doc flags.
 func (mo *MutateInOptions) docFlags() (memdx.SubdocDocFlag, error) {
-	bad := func(why string) (memdx.SubdocDocFlag, error) {
-		return 0, errors.New(why)
-	}
-	var df memdx.SubdocDocFlag
-	switch mo.StoreSemantic {
-	case StoreSemanticsReplace:
-		if mo.CreateAsDeleted {
-			return bad("CreateAsDeleted needs StoreSemanticsUpsert or StoreSemanticsInsert")
-		}
-	case StoreSemanticsUpsert:
-		df |= memdx.SubdocDocMkdoc
-	case StoreSemanticsInsert:
-		if mo.Cas != 0 {
-			return bad("StoreSemanticsInsert takes no CAS")
-		}
-		if mo.PreserveExpiry {
-			return bad("StoreSemanticsInsert has no expiry to preserve")
-		}
-		df |= memdx.SubdocDocAdd
-	default:
-		return bad("unknown StoreSemantic " + strconv.Itoa(int(mo.StoreSemantic)))
-	}
-	if mo.PreserveExpiry && mo.Expiry > 0 {
-		return bad("PreserveExpiry with an Expiry")
-	}
-	if mo.AccessDeleted || mo.ReviveDocument {
-		df |= memdx.SubdocDocAccessDeleted
-	}
-	if mo.CreateAsDeleted {
-		if mo.ReviveDocument {
-			return bad("CreateAsDeleted with ReviveDocument")
-		}
-		df |= memdx.SubdocDocCreateAsDeleted
-	}
-	if mo.ReviveDocument {
-		df |= memdx.SubdocDocReviveDocument
-	}
-	return df, nil
+	return subdoc.Doc{Store: subdoc.StoreSemantics(mo.StoreSemantic), Cas: mo.Cas != 0, Expiry: mo.Expiry > 0,
+		PreserveExpiry: mo.PreserveExpiry, AccessDeleted: mo.AccessDeleted, CreateAsDeleted: mo.CreateAsDeleted,
+		ReviveDocument: mo.ReviveDocument}.Flags()
 }
 
 // setMutations checks specs and makes them the request's.
 func (o *op) setMutations(specs []MutateInSpec, df memdx.SubdocDocFlag, exp uint32) error {
-	if err := checkSpecCount(len(specs)); err != nil {
+	if err := o.sd.StartMutations(len(specs)); err != nil {
 		return err
 	}
-	ms := o.sd.mutations[:0]
-	body := -1
 	for i := range specs {
-		s := &specs[i]
-		if s.op == 0 {
-			return fmt.Errorf("spec %d was not made by a MutateInSpec constructor (UpsertSpec, ...)", i)
+		if err := o.sd.AddMutation(i, &specs[i].s); err != nil {
+			return err
 		}
-		if s.err != "" {
-			return fmt.Errorf("spec %d (path %q): %s", i, s.path, s.err)
-		}
-		if s.flags&memdx.SubdocPathXattr != 0 {
-			if body >= 0 {
-				return xattrOrderError(i, s.path, body)
-			}
-		} else if body < 0 {
-			body = i
-		}
-		ms = append(ms, memdx.SubdocMutateOp{Op: s.op, Flags: s.flags, Path: bytesOf(s.path), Value: s.value})
 	}
-	o.sd.mutations = ms
+	ms := o.sd.Mutations
 	r := memdx.NewSubdocMultiMutation(o.key, df, exp, ms)
 	r.Cas, r.Durability, r.DurabilityTimeout, r.PreserveTTL = o.req.Cas, o.req.Durability, o.req.DurabilityTimeout, o.req.PreserveTTL
 	o.req = r
@@ -580,12 +342,11 @@ func (o *op) setMutations(specs []MutateInSpec, df memdx.SubdocDocFlag, exp uint
 // *SubdocError naming the spec as its cause.
 func (o *op) mutateInError(err error) error {
 	var kv *KeyValueError
-	if !o.sd.failed || !errors.As(err, &kv) {
+	if !o.sd.Failed || !errors.As(err, &kv) {
 		return err
 	}
-	s := &o.sd.mutations[o.sd.failIndex]
-	se := subdocError(memdx.OpSubdocMultiMutation, o.sd.failIndex, &subdocField{status: o.sd.failStatus,
-		path: string(s.Path), xattr: s.Flags&memdx.SubdocPathXattr != 0})
+	i, f := o.sd.Failure()
+	se := subdocError(memdx.OpSubdocMultiMutation, i, f)
 	kv.Err, kv.Cause = se.Err, se
 	return err
 }

@@ -25,23 +25,14 @@ func (col *Collection) projectionError(key string, sentinel, cause error) error 
 
 // getProjected is Get with opts.Project.
 func (col *Collection) getProjected(ctx context.Context, key string, project []string, p opParams) (GetResult, error) {
-	comps := make([]projection.Path, len(project))
-	for i, p := range project {
-		c, err := projection.Parse(p)
-		if err != nil {
-			return GetResult{}, col.projectionError(key, ErrInvalidArgument, err)
-		}
-		comps[i] = c
+	plan, err := projection.NewPlan(project, MaxSubdocSpecs)
+	if err != nil {
+		return GetResult{}, col.projectionError(key, ErrInvalidArgument, err)
 	}
-	whole := len(project) > MaxSubdocSpecs
-	var specs []LookupInSpec
-	if whole {
-		specs = []LookupInSpec{GetSpec("", nil)}
-	} else {
-		specs = make([]LookupInSpec, len(project))
-		for i, p := range project {
-			specs[i] = GetSpec(p, nil)
-		}
+	paths := plan.Specs()
+	specs := make([]LookupInSpec, len(paths))
+	for i, path := range paths {
+		specs[i] = GetSpec(path, nil)
 	}
 	o, err := col.lookupInOp("Get", key, specs, p, false, 0)
 	if err != nil {
@@ -52,21 +43,13 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 		return GetResult{}, err
 	}
 	values := make([]json.RawMessage, len(project))
-	if whole {
+	if plan.Whole() {
 		body, err := r.ValueAt(0)
 		if err != nil {
 			return GetResult{}, err
 		}
-		doc, err := projection.Decode(body)
-		if err != nil {
-			return GetResult{}, col.projectionError(key, ErrDocumentNotJSON, err)
-		}
-		values, err = projection.PickAll(doc, comps, project)
-		if err != nil {
-			sentinel := ErrPathMismatch
-			if !errors.Is(err, ErrPathMismatch) {
-				sentinel = ErrServerFailure
-			}
+		var sentinel error
+		if values, sentinel, err = plan.FromDocument(body); err != nil {
 			return GetResult{}, col.projectionError(key, sentinel, err)
 		}
 	} else {
@@ -83,7 +66,7 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 			}
 		}
 	}
-	out, err := projection.Build(comps, values)
+	out, err := plan.Build(values)
 	if err != nil {
 		return GetResult{}, err
 	}

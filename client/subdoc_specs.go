@@ -1,9 +1,7 @@
 package client
 
 import (
-	"math"
-	"strconv"
-
+	"github.com/kvwire/kvwire/internal/subdoc"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -12,13 +10,7 @@ import (
 
 // LookupInSpec is one path of a LookupIn, made by GetSpec, ExistsSpec or
 // CountSpec. The zero value is refused.
-type LookupInSpec struct {
-	op    memdx.OpCode
-	path  string
-	xattr bool
-	// made: built by a constructor (the zero op is GET, the whole document).
-	made bool
-}
+type LookupInSpec struct{ s subdoc.LookupSpec }
 
 // GetSpecOptions are the options of GetSpec.
 type GetSpecOptions struct {
@@ -29,11 +21,7 @@ type GetSpecOptions struct {
 // GetSpec reads the value at path, as JSON. An empty path (without
 // IsXattr) reads the whole document body.
 func GetSpec(path string, opts *GetSpecOptions) LookupInSpec {
-	x := opts != nil && opts.IsXattr
-	if path == "" && !x {
-		return LookupInSpec{op: memdx.OpGet, made: true}
-	}
-	return LookupInSpec{op: memdx.OpSubdocGet, path: path, xattr: x, made: true}
+	return LookupInSpec{subdoc.Get(path, opts != nil && opts.IsXattr)}
 }
 
 // ExistsSpecOptions are the options of ExistsSpec.
@@ -43,7 +31,7 @@ type ExistsSpecOptions struct {
 
 // ExistsSpec checks that path exists (LookupInResult.Exists).
 func ExistsSpec(path string, opts *ExistsSpecOptions) LookupInSpec {
-	return LookupInSpec{op: memdx.OpSubdocExists, path: path, xattr: opts != nil && opts.IsXattr, made: true}
+	return LookupInSpec{subdoc.Lookup(memdx.OpSubdocExists, path, opts != nil && opts.IsXattr)}
 }
 
 // CountSpecOptions are the options of CountSpec.
@@ -54,7 +42,7 @@ type CountSpecOptions struct {
 // CountSpec counts the elements of the array or the keys of the object at
 // path (the result is a JSON number).
 func CountSpec(path string, opts *CountSpecOptions) LookupInSpec {
-	return LookupInSpec{op: memdx.OpSubdocGetCount, path: path, xattr: opts != nil && opts.IsXattr, made: true}
+	return LookupInSpec{subdoc.Lookup(memdx.OpSubdocGetCount, path, opts != nil && opts.IsXattr)}
 }
 
 // MutateInSpec is one change of a MutateIn, made by InsertSpec,
@@ -64,14 +52,7 @@ func CountSpec(path string, opts *CountSpecOptions) LookupInSpec {
 // Values are JSON text, sent as given (the server checks them): a string
 // is []byte(`"text"`), null is []byte("null"). The array specs take one
 // value or several separated by commas (`1,2,3`).
-type MutateInSpec struct {
-	op    memdx.OpCode
-	flags memdx.SubdocPathFlag
-	path  string
-	value []byte
-	// err is why the constructor refused its arguments; MutateIn reports it.
-	err string
-}
+type MutateInSpec struct{ s subdoc.MutateSpec }
 
 // MutationMacro is a value the server replaces when it stores a mutation,
 // in an extended attribute written with ExpandMacros.
@@ -107,11 +88,7 @@ func InsertSpec(path string, value []byte, opts *InsertSpecOptions) MutateInSpec
 	if opts != nil {
 		o = *opts
 	}
-	s := newMutateSpec(memdx.OpSubdocDictAdd, path, value, o.IsXattr, o.CreatePath, o.ExpandMacros)
-	if path == "" && !o.IsXattr && s.err == "" {
-		s.err = "InsertSpec needs a path (the whole document is written by ReplaceSpec(\"\", ...))"
-	}
-	return s
+	return MutateInSpec{subdoc.AddPath("InsertSpec", memdx.OpSubdocDictAdd, path, value, o.IsXattr, o.CreatePath, o.ExpandMacros)}
 }
 
 // UpsertSpecOptions are the options of UpsertSpec.
@@ -128,11 +105,7 @@ func UpsertSpec(path string, value []byte, opts *UpsertSpecOptions) MutateInSpec
 	if opts != nil {
 		o = *opts
 	}
-	s := newMutateSpec(memdx.OpSubdocDictUpsert, path, value, o.IsXattr, o.CreatePath, o.ExpandMacros)
-	if path == "" && !o.IsXattr && s.err == "" {
-		s.err = "UpsertSpec needs a path (the whole document is written by ReplaceSpec(\"\", ...))"
-	}
-	return s
+	return MutateInSpec{subdoc.AddPath("UpsertSpec", memdx.OpSubdocDictUpsert, path, value, o.IsXattr, o.CreatePath, o.ExpandMacros)}
 }
 
 // ReplaceSpecOptions are the options of ReplaceSpec.
@@ -152,11 +125,7 @@ func ReplaceSpec(path string, value []byte, opts *ReplaceSpecOptions) MutateInSp
 	if opts != nil {
 		o = *opts
 	}
-	op := memdx.OpSubdocReplace
-	if path == "" && !o.IsXattr {
-		op = memdx.OpSet
-	}
-	return newMutateSpec(op, path, value, o.IsXattr, false, o.ExpandMacros)
+	return MutateInSpec{subdoc.Replace(path, value, o.IsXattr, o.ExpandMacros)}
 }
 
 // RemoveSpecOptions are the options of RemoveSpec.
@@ -168,16 +137,7 @@ type RemoveSpecOptions struct {
 // whole document: its body and user xattrs; a document with system xattrs
 // ("_name") stays as a tombstone holding them.
 func RemoveSpec(path string, opts *RemoveSpecOptions) MutateInSpec {
-	x := opts != nil && opts.IsXattr
-	op := memdx.OpSubdocDelete
-	if path == "" && !x {
-		op = memdx.OpDelete
-	}
-	s := MutateInSpec{op: op, path: path}
-	if x {
-		s.flags |= memdx.SubdocPathXattr
-	}
-	return s
+	return MutateInSpec{subdoc.Remove(path, opts != nil && opts.IsXattr)}
 }
 
 // ArrayAppendSpecOptions are the options of ArrayAppendSpec.
@@ -196,7 +156,7 @@ func ArrayAppendSpec(path string, values []byte, opts *ArrayAppendSpecOptions) M
 	if opts != nil {
 		o = *opts
 	}
-	return newMutateSpec(memdx.OpSubdocArrayPushLast, path, values, o.IsXattr, o.CreatePath, o.ExpandMacros)
+	return MutateInSpec{subdoc.Mutate(memdx.OpSubdocArrayPushLast, path, values, o.IsXattr, o.CreatePath, o.ExpandMacros)}
 }
 
 // ArrayPrependSpecOptions are the options of ArrayPrependSpec.
@@ -212,7 +172,7 @@ func ArrayPrependSpec(path string, values []byte, opts *ArrayPrependSpecOptions)
 	if opts != nil {
 		o = *opts
 	}
-	return newMutateSpec(memdx.OpSubdocArrayPushFirst, path, values, o.IsXattr, o.CreatePath, o.ExpandMacros)
+	return MutateInSpec{subdoc.Mutate(memdx.OpSubdocArrayPushFirst, path, values, o.IsXattr, o.CreatePath, o.ExpandMacros)}
 }
 
 // ArrayInsertSpecOptions are the options of ArrayInsertSpec.
@@ -228,7 +188,7 @@ func ArrayInsertSpec(path string, values []byte, opts *ArrayInsertSpecOptions) M
 	if opts != nil {
 		o = *opts
 	}
-	return newMutateSpec(memdx.OpSubdocArrayInsert, path, values, o.IsXattr, false, o.ExpandMacros)
+	return MutateInSpec{subdoc.Mutate(memdx.OpSubdocArrayInsert, path, values, o.IsXattr, false, o.ExpandMacros)}
 }
 
 // ArrayAddUniqueSpecOptions are the options of ArrayAddUniqueSpec.
@@ -245,7 +205,7 @@ func ArrayAddUniqueSpec(path string, value []byte, opts *ArrayAddUniqueSpecOptio
 	if opts != nil {
 		o = *opts
 	}
-	return newMutateSpec(memdx.OpSubdocArrayAddUnique, path, value, o.IsXattr, o.CreatePath, false)
+	return MutateInSpec{subdoc.Mutate(memdx.OpSubdocArrayAddUnique, path, value, o.IsXattr, o.CreatePath, false)}
 }
 
 // CounterSpecOptions are the options of IncrementSpec and DecrementSpec.
@@ -262,35 +222,15 @@ func IncrementSpec(path string, delta int64, opts *CounterSpecOptions) MutateInS
 	if opts != nil {
 		o = *opts
 	}
-	return newMutateSpec(memdx.OpSubdocCounter, path, strconv.AppendInt(nil, delta, 10), o.IsXattr, o.CreatePath, false)
+	return MutateInSpec{subdoc.Counter(path, delta, o.IsXattr, o.CreatePath)}
 }
 
 // DecrementSpec subtracts delta from the integer at path (see
 // IncrementSpec).
 func DecrementSpec(path string, delta int64, opts *CounterSpecOptions) MutateInSpec {
-	if delta == math.MinInt64 {
-		return MutateInSpec{op: memdx.OpSubdocCounter, path: path,
-			err: "DecrementSpec: delta " + strconv.FormatInt(delta, 10) + " cannot be negated"}
+	var o CounterSpecOptions
+	if opts != nil {
+		o = *opts
 	}
-	return IncrementSpec(path, -delta, opts)
-}
-
-func newMutateSpec(op memdx.OpCode, path string, value []byte, xattr, mkdir, macros bool) MutateInSpec {
-	s := MutateInSpec{op: op, path: path, value: value}
-	if xattr {
-		s.flags |= memdx.SubdocPathXattr
-	}
-	if mkdir {
-		s.flags |= memdx.SubdocPathMkdirP
-	}
-	if macros {
-		s.flags |= memdx.SubdocPathExpandMacros
-	}
-	switch {
-	case len(value) == 0:
-		s.err = "no value (JSON null is []byte(\"null\"))"
-	case macros && !xattr:
-		s.err = "ExpandMacros needs IsXattr: " + ErrXattrInvalidFlagCombo.Error()
-	}
-	return s
+	return MutateInSpec{subdoc.Decrement(path, delta, o.IsXattr, o.CreatePath)}
 }

@@ -128,7 +128,7 @@ func TestLookupInSpecStatuses(t *testing.T) {
 			var se *SubdocError
 			require.ErrorAs(t, err, &se)
 			assert.Equal(t, 0, se.Index)
-			assert.Equal(t, tc.spec.path, se.Path)
+			assert.Equal(t, tc.spec.s.Path(), se.Path)
 			assert.NotZero(t, se.Status, "the path's status")
 			ok, existsErr := r.Exists(0)
 			assert.False(t, ok)
@@ -239,7 +239,7 @@ func TestMutateInSpecStatuses(t *testing.T) {
 				var se *SubdocError
 				require.ErrorAs(t, err, &se)
 				assert.Equal(t, 1, se.Index, "the failing spec's index in the caller's list")
-				assert.Equal(t, tc.spec.path, se.Path)
+				assert.Equal(t, tc.spec.s.Path(), se.Path)
 				var kv *KeyValueError
 				require.ErrorAs(t, err, &kv)
 				assert.Equal(t, tc.err, kv.Err)
@@ -252,7 +252,7 @@ func TestMutateInSpecStatuses(t *testing.T) {
 			require.NoError(t, err)
 			assert.NotEqual(t, before.Cas, r.Cas)
 			assert.NotZero(t, r.Token.Seqno)
-			if tc.spec.op == RemoveSpec("", nil).op {
+			if tc.spec.s.Op() == memdx.OpDelete {
 				_, err := e.col.Get(ctx, key, nil)
 				assert.ErrorIs(t, err, ErrDocumentNotFound)
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kvwire/kvwire/internal/transcode"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -98,10 +99,7 @@ func (col *Collection) storeTyped(ctx context.Context, name string, opc memdx.Op
 		return MutationResult{}, col.c.refused(name, opc, col, key, ErrEncodingFailure, err)
 	}
 	p.encStart, p.encEnd = start, col.c.clock.Now()
-	if p.flags == 0 {
-		p.flags = flags
-	}
-	p.json = p.json || (p.flags != 0 && FormatOf(p.flags) == FormatJSON)
+	p.flags, p.json = transcode.StoreFlags(p.flags, flags, p.json)
 	p.typed = true
 	return col.store(ctx, name, opc, key, value, p)
 }

@@ -1,10 +1,9 @@
 package client
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/transcode"
+	"github.com/kvwire/kvwire/memdx"
 )
 
 // Couchbase common flags: the format of a document's value, in the top byte
@@ -23,16 +22,6 @@ const (
 	CommonFlagsJSON   uint32 = 0x02000000
 	CommonFlagsBinary uint32 = 0x03000000
 	CommonFlagsString uint32 = 0x04000000
-)
-
-const (
-	commonFlagsMask       = 0xff000000
-	commonFlagsFormatMask = 0x0f000000
-	// commonFlagsCompressionMask: bits the specification reserves for a
-	// compression of the value; none is defined, so set bits make the
-	// flags unreadable.
-	commonFlagsCompressionMask = 0xe0000000
-	commonFlagsPrivate         = 0x01000000
 )
 
 // Format is the format of a value as its flags give it.
@@ -56,42 +45,9 @@ const (
 )
 
 // FormatOf returns the format flags say.
-func FormatOf(flags uint32) Format {
-	if flags&commonFlagsMask == 0 {
-		if flags == 0 {
-			return FormatJSON
-		}
-		return FormatUnknown
-	}
-	if flags&commonFlagsCompressionMask != 0 {
-		return FormatUnknown
-	}
-	switch flags & commonFlagsFormatMask {
-	case commonFlagsPrivate:
-		return FormatPrivate
-	case CommonFlagsJSON:
-		return FormatJSON
-	case CommonFlagsBinary:
-		return FormatBinary
-	case CommonFlagsString:
-		return FormatString
-	}
-	return FormatUnknown
-}
+func FormatOf(flags uint32) Format { return Format(transcode.FormatOf(flags)) }
 
-func (f Format) String() string {
-	switch f {
-	case FormatPrivate:
-		return "private"
-	case FormatJSON:
-		return "JSON"
-	case FormatBinary:
-		return "binary"
-	case FormatString:
-		return "string"
-	}
-	return "unknown"
-}
+func (f Format) String() string { return transcode.Format(f).String() }
 
 // Datatype is the datatype of a value read: bits the server keeps with the
 // document. GetResult.Datatype never has DatatypeSnappy: compressed values
@@ -110,31 +66,7 @@ func (d Datatype) Has(f Datatype) bool { return d&f == f }
 
 // String names the bits: "raw" for none, else "json", "snappy", "xattr"
 // joined with |.
-func (d Datatype) String() string {
-	if d == 0 {
-		return "raw"
-	}
-	s := ""
-	add := func(n string) {
-		if s != "" {
-			s += "|"
-		}
-		s += n
-	}
-	if d.Has(DatatypeJSON) {
-		add("json")
-	}
-	if d.Has(DatatypeSnappy) {
-		add("snappy")
-	}
-	if d.Has(DatatypeXattr) {
-		add("xattr")
-	}
-	if rest := d &^ (DatatypeJSON | DatatypeSnappy | DatatypeXattr); rest != 0 {
-		add(fmt.Sprintf("0x%02x", uint8(rest)))
-	}
-	return s
-}
+func (d Datatype) String() string { return memdx.Datatype(d).String() }
 
 // Encoding and decoding errors.
 var (
@@ -185,46 +117,11 @@ type Transcoder interface {
 type JSONTranscoder struct{}
 
 // Encode implements Transcoder.
-func (JSONTranscoder) Encode(v any) ([]byte, uint32, error) {
-	switch v := v.(type) {
-	case json.RawMessage:
-		return v, CommonFlagsJSON, nil
-	case *json.RawMessage:
-		if v != nil {
-			return *v, CommonFlagsJSON, nil
-		}
-	case []byte, *[]byte:
-		return nil, 0, fmt.Errorf("%w: JSONTranscoder does not encode %T (encoding/json would store base64): use json.RawMessage for JSON text, Collection.Upsert or RawBinaryTranscoder for bytes", ErrEncodingFailure, v)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", ErrEncodingFailure, err)
-	}
-	return b, CommonFlagsJSON, nil
-}
+func (JSONTranscoder) Encode(v any) ([]byte, uint32, error) { return transcode.EncodeJSON(v) }
 
 // Decode implements Transcoder.
 func (JSONTranscoder) Decode(value []byte, flags uint32, out any) error {
-	switch f := FormatOf(flags); f {
-	case FormatJSON:
-		if p, ok := out.(*[]byte); ok && p != nil {
-			*p = value
-			return nil
-		}
-		if err := json.Unmarshal(value, out); err != nil {
-			return fmt.Errorf("%w: JSON value (flags 0x%08x) into %T: %w", ErrDecodingFailure, flags, out, err)
-		}
-		return nil
-	case FormatBinary:
-		if decodeBytes(value, out) {
-			return nil
-		}
-	case FormatString:
-		if decodeString(value, out) || decodeBytes(value, out) {
-			return nil
-		}
-	}
-	return mismatch("JSONTranscoder", value, flags, out)
+	return transcode.DecodeJSON(value, flags, out)
 }
 
 // RawBinaryTranscoder stores []byte as given with CommonFlagsBinary and
@@ -232,24 +129,11 @@ func (JSONTranscoder) Decode(value []byte, flags uint32, out any) error {
 type RawBinaryTranscoder struct{}
 
 // Encode implements Transcoder.
-func (RawBinaryTranscoder) Encode(v any) ([]byte, uint32, error) {
-	switch v := v.(type) {
-	case []byte:
-		return v, CommonFlagsBinary, nil
-	case *[]byte:
-		if v != nil {
-			return *v, CommonFlagsBinary, nil
-		}
-	}
-	return nil, 0, fmt.Errorf("%w: RawBinaryTranscoder encodes []byte, not %T", ErrEncodingFailure, v)
-}
+func (RawBinaryTranscoder) Encode(v any) ([]byte, uint32, error) { return transcode.EncodeBinary(v) }
 
 // Decode implements Transcoder.
 func (RawBinaryTranscoder) Decode(value []byte, flags uint32, out any) error {
-	if FormatOf(flags) == FormatBinary && decodeBytes(value, out) {
-		return nil
-	}
-	return mismatch("RawBinaryTranscoder", value, flags, out)
+	return transcode.DecodeBinary(value, flags, out)
 }
 
 // RawStringTranscoder stores strings as given with CommonFlagsString and
@@ -257,24 +141,11 @@ func (RawBinaryTranscoder) Decode(value []byte, flags uint32, out any) error {
 type RawStringTranscoder struct{}
 
 // Encode implements Transcoder.
-func (RawStringTranscoder) Encode(v any) ([]byte, uint32, error) {
-	switch v := v.(type) {
-	case string:
-		return []byte(v), CommonFlagsString, nil
-	case *string:
-		if v != nil {
-			return []byte(*v), CommonFlagsString, nil
-		}
-	}
-	return nil, 0, fmt.Errorf("%w: RawStringTranscoder encodes string, not %T", ErrEncodingFailure, v)
-}
+func (RawStringTranscoder) Encode(v any) ([]byte, uint32, error) { return transcode.EncodeString(v) }
 
 // Decode implements Transcoder.
 func (RawStringTranscoder) Decode(value []byte, flags uint32, out any) error {
-	if FormatOf(flags) == FormatString && decodeString(value, out) {
-		return nil
-	}
-	return mismatch("RawStringTranscoder", value, flags, out)
+	return transcode.DecodeString(value, flags, out)
 }
 
 // RawJSONTranscoder stores JSON text ([]byte, string, json.RawMessage) as
@@ -283,95 +154,9 @@ func (RawStringTranscoder) Decode(value []byte, flags uint32, out any) error {
 type RawJSONTranscoder struct{}
 
 // Encode implements Transcoder.
-func (RawJSONTranscoder) Encode(v any) ([]byte, uint32, error) {
-	switch v := v.(type) {
-	case []byte:
-		return v, CommonFlagsJSON, nil
-	case json.RawMessage:
-		return v, CommonFlagsJSON, nil
-	case string:
-		return []byte(v), CommonFlagsJSON, nil
-	case *[]byte:
-		if v != nil {
-			return *v, CommonFlagsJSON, nil
-		}
-	case *json.RawMessage:
-		if v != nil {
-			return *v, CommonFlagsJSON, nil
-		}
-	case *string:
-		if v != nil {
-			return []byte(*v), CommonFlagsJSON, nil
-		}
-	}
-	return nil, 0, fmt.Errorf("%w: RawJSONTranscoder encodes []byte, string or json.RawMessage, not %T", ErrEncodingFailure, v)
-}
+func (RawJSONTranscoder) Encode(v any) ([]byte, uint32, error) { return transcode.EncodeRawJSON(v) }
 
 // Decode implements Transcoder.
 func (RawJSONTranscoder) Decode(value []byte, flags uint32, out any) error {
-	if FormatOf(flags) == FormatJSON {
-		switch p := out.(type) {
-		case *[]byte:
-			if p != nil {
-				*p = value
-				return nil
-			}
-		case *json.RawMessage:
-			if p != nil {
-				*p = value
-				return nil
-			}
-		case *string:
-			if p != nil {
-				*p = string(value)
-				return nil
-			}
-		}
-	}
-	return mismatch("RawJSONTranscoder", value, flags, out)
-}
-
-// decodeBytes stores value in out when out is a *[]byte or an *any.
-func decodeBytes(value []byte, out any) bool {
-	switch p := out.(type) {
-	case *[]byte:
-		if p != nil {
-			*p = value
-			return true
-		}
-	case *any:
-		if p != nil {
-			*p = value
-			return true
-		}
-	}
-	return false
-}
-
-// decodeString stores value as a string in out when out is a *string or
-// an *any.
-func decodeString(value []byte, out any) bool {
-	switch p := out.(type) {
-	case *string:
-		if p != nil {
-			*p = string(value)
-			return true
-		}
-	case *any:
-		if p != nil {
-			*p = string(value)
-			return true
-		}
-	}
-	return false
-}
-
-// mismatch is the error of a transcoder that cannot decode a value with
-// flags into out.
-func mismatch(tc string, value []byte, flags uint32, out any) error {
-	f := FormatOf(flags)
-	if f == FormatUnknown {
-		return fmt.Errorf("%w: %s: flags 0x%08x are not Couchbase common flags of a known format (%d-byte value)", ErrDecodingFailure, tc, flags, len(value))
-	}
-	return fmt.Errorf("%w: %s cannot decode a %s value (flags 0x%08x) into %T", ErrDecodingFailure, tc, f, flags, out)
+	return transcode.DecodeRawJSON(value, flags, out)
 }

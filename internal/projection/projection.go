@@ -12,6 +12,7 @@ package projection
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -258,3 +259,68 @@ func PickAll(doc any, paths []Path, names []string) ([]json.RawMessage, error) {
 	}
 	return values, nil
 }
+
+// Plan is a projection's paths, parsed, and how they are read: one
+// sub-document get each, or, when there are more than the specs one
+// lookup may hold, the whole document, picked apart here.
+type Plan struct {
+	names []string
+	paths []Path
+	whole bool
+}
+
+// wholeDocument is the one spec path of a plan that reads the whole
+// document: the empty path (shared, never written).
+var wholeDocument = []string{""}
+
+// NewPlan parses names, to be read with at most maxSpecs sub-document
+// specs. A name that does not parse is an error.
+func NewPlan(names []string, maxSpecs int) (Plan, error) {
+	paths := make([]Path, len(names))
+	for i, n := range names {
+		c, err := Parse(n)
+		if err != nil {
+			return Plan{}, err
+		}
+		paths[i] = c
+	}
+	return Plan{names: names, paths: paths, whole: len(names) > maxSpecs}, nil
+}
+
+// Whole reports whether the plan reads the whole document (FromDocument)
+// rather than one spec per path (Build).
+func (p *Plan) Whole() bool { return p.whole }
+
+// Specs are the paths to read, one sub-document get each: the names, or
+// the empty path (the whole body) when Whole.
+func (p *Plan) Specs() []string {
+	if p.whole {
+		return wholeDocument
+	}
+	return p.names
+}
+
+// FromDocument picks the plan's paths out of body, the whole document,
+// for Build. A failure comes with the sentinel it is:
+// kverr.ErrDocumentNotJSON for a body that is not JSON,
+// kverr.ErrPathMismatch for a path that treats a value as the wrong type,
+// kverr.ErrServerFailure otherwise.
+func (p *Plan) FromDocument(body []byte) (values []json.RawMessage, sentinel, err error) {
+	doc, err := Decode(body)
+	if err != nil {
+		return nil, kverr.ErrDocumentNotJSON, err
+	}
+	values, err = PickAll(doc, p.paths, p.names)
+	if err != nil {
+		sentinel := kverr.ErrPathMismatch
+		if !errors.Is(err, kverr.ErrPathMismatch) {
+			sentinel = kverr.ErrServerFailure
+		}
+		return nil, sentinel, err
+	}
+	return values, nil, nil
+}
+
+// Build shapes values (values[i] read at the plan's path i; nil: the
+// document has no such path) into one object like the document (Build).
+func (p *Plan) Build(values []json.RawMessage) ([]byte, error) { return Build(p.paths, values) }

@@ -1,7 +1,10 @@
 package projection
 
 import (
+	"encoding/json"
 	"testing"
+
+	"github.com/kvwire/kvwire/internal/kverr"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,4 +34,38 @@ func TestParse(t *testing.T) {
 		_, err := Parse(bad)
 		assert.Error(t, err, "%q", bad)
 	}
+}
+
+// A plan reads one spec per path up to the limit, and the whole document
+// past it; picking paths from the document fails with the sentinel the
+// server would have given.
+func TestPlan(t *testing.T) {
+	_, err := NewPlan([]string{"a", "b["}, 2)
+	require.Error(t, err, "a path that does not parse")
+
+	p, err := NewPlan([]string{"a", "b.c"}, 2)
+	require.NoError(t, err)
+	assert.False(t, p.Whole())
+	assert.Equal(t, []string{"a", "b.c"}, p.Specs())
+	out, err := p.Build([]json.RawMessage{json.RawMessage(`1`), nil})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"a":1}`, string(out))
+
+	p, err = NewPlan([]string{"a", "b.c", "d"}, 2)
+	require.NoError(t, err)
+	assert.True(t, p.Whole())
+	assert.Equal(t, []string{""}, p.Specs())
+	values, sentinel, err := p.FromDocument([]byte(`{"a":1,"b":{"c":[2]}}`))
+	require.NoError(t, err)
+	assert.Nil(t, sentinel)
+	out, err = p.Build(values)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"a":1,"b":{"c":[2]}}`, string(out))
+
+	_, sentinel, err = p.FromDocument([]byte(`not json`))
+	require.Error(t, err)
+	assert.Equal(t, kverr.ErrDocumentNotJSON, sentinel)
+	_, sentinel, err = p.FromDocument([]byte(`{"b":"text"}`))
+	require.Error(t, err)
+	assert.Equal(t, kverr.ErrPathMismatch, sentinel)
 }

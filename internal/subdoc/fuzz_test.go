@@ -1,4 +1,4 @@
-package client
+package subdoc
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 )
 
-// FuzzSubdocResponseDecoding feeds the client's sub-document response
+// FuzzSubdocResponseDecoding feeds the sub-document response
 // decoding (on top of memdx's) arbitrary values for a request of n specs:
 // it never panics, and what it accepts is exactly what a server could have
 // sent for that request (the lookup results re-encode to the input; the
@@ -28,14 +28,14 @@ func FuzzSubdocResponseDecoding(f *testing.F) {
 	f.Add([]byte{0, 0, 0xff, 0xff, 0xff, 0xff}, uint8(1))
 
 	f.Fuzz(func(t *testing.T, value []byte, n uint8) {
-		specs := int(n % (MaxSubdocSpecs + 2))
+		specs := int(n % (MaxSpecs + 2))
 		if fields, err := decodeLookupIn(value, specs); err == nil {
 			if len(fields) != specs {
 				t.Fatalf("%d lookup results for %d specs", len(fields), specs)
 			}
 			var re []byte
 			for _, f := range fields {
-				re = memdx.AppendSubdocLookupResult(re, f.status, f.value)
+				re = memdx.AppendSubdocLookupResult(re, f.Status, f.Value)
 			}
 			if !bytes.Equal(re, value) {
 				t.Fatalf("lookup results re-encode to %x, not %x", re, value)
@@ -47,8 +47,8 @@ func FuzzSubdocResponseDecoding(f *testing.F) {
 			}
 			var re []byte
 			for i, f := range fields {
-				if f.value != nil {
-					re = memdx.AppendSubdocMutateResult(re, uint8(i), memdx.StatusSuccess, f.value)
+				if f.Value != nil {
+					re = memdx.AppendSubdocMutateResult(re, uint8(i), memdx.StatusSuccess, f.Value)
 				}
 			}
 			if !bytes.Equal(re, value) {

@@ -1,0 +1,126 @@
+package subdoc
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// LookupSpec is one path of a LookupIn (client.LookupInSpec's).
+type LookupSpec struct {
+	op    memdx.OpCode
+	path  string
+	xattr bool
+	// made: built by a constructor (the zero op is GET, the whole document).
+	made bool
+}
+
+// Op is the spec's opcode.
+func (s *LookupSpec) Op() memdx.OpCode { return s.op }
+
+// Path is the spec's path.
+func (s *LookupSpec) Path() string { return s.path }
+
+// Get reads path (client.GetSpec): the whole document body for an empty
+// path without xattr.
+func Get(path string, xattr bool) LookupSpec {
+	if path == "" && !xattr {
+		return LookupSpec{op: memdx.OpGet, made: true}
+	}
+	return LookupSpec{op: memdx.OpSubdocGet, path: path, xattr: xattr, made: true}
+}
+
+// Lookup is a spec of op on path (client.ExistsSpec, CountSpec).
+func Lookup(op memdx.OpCode, path string, xattr bool) LookupSpec {
+	return LookupSpec{op: op, path: path, xattr: xattr, made: true}
+}
+
+// MutateSpec is one change of a MutateIn (client.MutateInSpec's).
+type MutateSpec struct {
+	op    memdx.OpCode
+	flags memdx.SubdocPathFlag
+	path  string
+	value []byte
+	// err is why the constructor refused its arguments; MutateIn reports it.
+	err string
+}
+
+// Op is the spec's opcode.
+func (s *MutateSpec) Op() memdx.OpCode { return s.op }
+
+// Path is the spec's path.
+func (s *MutateSpec) Path() string { return s.path }
+
+// Mutate is a spec of op setting path to value, with the path flags
+// xattr, mkdir (create missing parents) and macros (expand macros) say; a
+// spec with no value, or with macros on a body path, is refused.
+func Mutate(op memdx.OpCode, path string, value []byte, xattr, mkdir, macros bool) MutateSpec {
+	s := MutateSpec{op: op, path: path, value: value}
+	if xattr {
+		s.flags |= memdx.SubdocPathXattr
+	}
+	if mkdir {
+		s.flags |= memdx.SubdocPathMkdirP
+	}
+	if macros {
+		s.flags |= memdx.SubdocPathExpandMacros
+	}
+	switch {
+	case len(value) == 0:
+		s.err = "no value (JSON null is []byte(\"null\"))"
+	case macros && !xattr:
+		s.err = "ExpandMacros needs IsXattr: " + kverr.ErrXattrInvalidFlagCombo.Error()
+	}
+	return s
+}
+
+// AddPath is Mutate of a dictionary add or upsert (op), which needs a path
+// unless xattr (name: the constructor, for the error).
+func AddPath(name string, op memdx.OpCode, path string, value []byte, xattr, mkdir, macros bool) MutateSpec {
+	s := Mutate(op, path, value, xattr, mkdir, macros)
+	if path == "" && !xattr && s.err == "" {
+		s.err = name + " needs a path (the whole document is written by ReplaceSpec(\"\", ...))"
+	}
+	return s
+}
+
+// Replace replaces the value at path, or sets the whole document body for
+// an empty path without xattr.
+func Replace(path string, value []byte, xattr, macros bool) MutateSpec {
+	op := memdx.OpSubdocReplace
+	if path == "" && !xattr {
+		op = memdx.OpSet
+	}
+	return Mutate(op, path, value, xattr, false, macros)
+}
+
+// Remove removes path, or deletes the whole document for an empty path
+// without xattr.
+func Remove(path string, xattr bool) MutateSpec {
+	op := memdx.OpSubdocDelete
+	if path == "" && !xattr {
+		op = memdx.OpDelete
+	}
+	s := MutateSpec{op: op, path: path}
+	if xattr {
+		s.flags |= memdx.SubdocPathXattr
+	}
+	return s
+}
+
+// Counter adds delta to the integer at path.
+func Counter(path string, delta int64, xattr, mkdir bool) MutateSpec {
+	return Mutate(memdx.OpSubdocCounter, path, strconv.AppendInt(nil, delta, 10), xattr, mkdir, false)
+}
+
+// Decrement subtracts delta from the integer at path; math.MinInt64,
+// which has no negation, is refused.
+func Decrement(path string, delta int64, xattr, mkdir bool) MutateSpec {
+	if delta == math.MinInt64 {
+		return MutateSpec{op: memdx.OpSubdocCounter, path: path,
+			err: "DecrementSpec: delta " + strconv.FormatInt(delta, 10) + " cannot be negated"}
+	}
+	return Counter(path, -delta, xattr, mkdir)
+}
