@@ -9,6 +9,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/kvwire/kvwire/internal/capella"
 )
 
 // Defaults. Each is also documented on the Options field it fills.
@@ -430,7 +432,7 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 	}
 	if cs.Scheme == SchemeCouchbases {
 		var err error
-		if o.TLSConfig, err = withCapellaRoots(o.TLSConfig); err != nil {
+		if o.TLSConfig, err = capella.WithRoots(o.TLSConfig); err != nil {
 			o.Logger.Warn("kvwire: couchbases:// without Capella's root CA: only the system roots are trusted", "err", err)
 		}
 	}
