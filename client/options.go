@@ -388,11 +388,9 @@ type MemcachedOptions struct {
 
 // resolved fills defaults and applies the connection string's options.
 func (o Options) resolved(cs *ConnStr) (Options, error) {
-	if cs.Bucket != "" {
-		if o.Bucket != "" && o.Bucket != cs.Bucket {
-			return o, fmt.Errorf("%w: bucket %q in the connection string and %q in Options", ErrInvalidArgument, cs.Bucket, o.Bucket)
-		}
-		o.Bucket = cs.Bucket
+	s := o.settings()
+	if err := s.MergeBucket(cs.Bucket, settingsErrors); err != nil {
+		return o, err
 	}
 	if v, ok := cs.Options["profile"]; ok {
 		o.Profile = ConfigProfile(v)
@@ -407,7 +405,6 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 			return o, err
 		}
 	}
-	s := o.settings()
 	if err := s.Resolve(cs.internal(), defaults(profile), settingsErrors); err != nil {
 		return o, err
 	}

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"iter"
-	"math/bits"
 	"time"
 
 	"github.com/kvwire/kvwire/retry"
@@ -138,8 +137,8 @@ func (s RetryReasons) Len() int { return retry.ReasonSet(s).Len() }
 // All yields the reasons in the set, in the order of their values.
 func (s RetryReasons) All() iter.Seq[RetryReason] {
 	return func(yield func(RetryReason) bool) {
-		for v := uint64(s); v != 0; v &= v - 1 {
-			if !yield(RetryReason(bits.TrailingZeros64(v))) {
+		for r := range retry.ReasonSet(s).All() {
+			if !yield(RetryReason(r)) {
 				return
 			}
 		}
@@ -251,8 +250,7 @@ type ErrorMapRetrySpec struct {
 // min(Interval*r, Ceil) (linear) or min(Interval^r in milliseconds, Ceil)
 // (exponential), r being the retries already made.
 func (s ErrorMapRetrySpec) Delay(retry int) time.Duration {
-	spec := s.internal()
-	return spec.Delay(retry)
+	return s.internal().Delay(retry)
 }
 
 // RetryAction is a strategy's answer: retry after a delay, or do not retry

@@ -47,6 +47,26 @@ const (
 	HTTPSPort     = 18091
 )
 
+// KVPort is the port of a KV (or memcached) host given without one.
+func (s Scheme) KVPort() int {
+	switch s {
+	case Couchbases:
+		return KVTLSPort
+	case Memcached, Memcacheds:
+		return MemcachedPort
+	}
+	return KVPort
+}
+
+// HTTPPort is the port of an =http host given without one: the cluster
+// manager's REST port, over HTTPS with couchbases://.
+func (s Scheme) HTTPPort() int {
+	if s == Couchbases {
+		return HTTPSPort
+	}
+	return HTTPPort
+}
+
 // Error says what is wrong with a connection string, or with one of its
 // options (Input is then "name=value").
 type Error struct {
@@ -196,13 +216,6 @@ func (cs *ConnStr) setOptions(query string) string {
 // setHosts sets cs's seeds from the connection string's host list (its
 // scheme set), and says what is wrong with them ("": nothing).
 func (cs *ConnStr) setHosts(hostPart string) string {
-	defPort, httpPort := KVPort, HTTPPort
-	switch cs.Scheme {
-	case Couchbases:
-		defPort, httpPort = KVTLSPort, HTTPSPort
-	case Memcached, Memcacheds:
-		defPort = MemcachedPort
-	}
 	hosts := strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' })
 	for _, h := range hosts {
 		h, typ, typed := strings.Cut(h, "=")
@@ -219,9 +232,9 @@ func (cs *ConnStr) setHosts(hostPart string) string {
 		default:
 			return fmt.Sprintf("host %q: unknown type =%s (want =mcd for a KV port or =http for the cluster manager's)", h, typ)
 		}
-		port := defPort
+		port := cs.Scheme.KVPort()
 		if isHTTP {
-			port = httpPort
+			port = cs.Scheme.HTTPPort()
 		}
 		addr, portGiven, err := parseHost(h, port)
 		if err != nil {

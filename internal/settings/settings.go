@@ -130,8 +130,20 @@ const (
 	BootstrapOnHTTP = "http"
 )
 
+// MergeBucket takes the connection string's bucket (csBucket, "" for
+// none) into s, refusing one that differs from s.Bucket.
+func (s *Settings) MergeBucket(csBucket string, e Errors) error {
+	if csBucket != "" {
+		if s.Bucket != "" && s.Bucket != csBucket {
+			return fmt.Errorf("%w: bucket %q in the connection string and %q in Options", e.Invalid, csBucket, s.Bucket)
+		}
+		s.Bucket = csBucket
+	}
+	return nil
+}
+
 // Resolve applies cs's options to s (cs's bucket already merged into
-// s.Bucket), checks every setting against its range and the scheme, and
+// s.Bucket by MergeBucket), checks every setting against its range and the scheme, and
 // fills those left zero from d. Its errors are made by e.
 func (s *Settings) Resolve(cs *connstr.ConnStr, d Defaults, e Errors) error {
 	if err := s.applyNumbers(cs, e); err != nil {

@@ -71,3 +71,17 @@ func TestResolve(t *testing.T) {
 	assert.ErrorIs(t, err, errInvalid)
 	assert.ErrorContains(t, err, "Options.KVTimeout")
 }
+
+// MergeBucket takes the connection string's bucket, and refuses two that
+// differ.
+func TestMergeBucket(t *testing.T) {
+	s := Settings{}
+	require.NoError(t, s.MergeBucket("b", testErrors))
+	assert.Equal(t, "b", s.Bucket)
+	require.NoError(t, s.MergeBucket("", testErrors))
+	require.NoError(t, s.MergeBucket("b", testErrors))
+	assert.Equal(t, "b", s.Bucket)
+	err := s.MergeBucket("c", testErrors)
+	assert.ErrorIs(t, err, errInvalid)
+	assert.ErrorContains(t, err, `bucket "c" in the connection string and "b" in Options`)
+}
