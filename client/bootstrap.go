@@ -2,6 +2,7 @@ package client
 
 import (
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/connstr"
 	"github.com/kvwire/kvwire/internal/dnssrv"
 	"github.com/kvwire/kvwire/internal/httpconfig"
 )
@@ -9,18 +10,10 @@ import (
 // seedResolver is the DNS SRV lookup of the connection string's host (SDK
 // RFC 0011), nil when the string names none or Options.DisableDNSSRV.
 func (c *Client) seedResolver(cs *ConnStr) *dnssrv.Seeds {
-	if cs.SRVHost == "" || c.opts.DisableDNSSRV || c.memcached {
+	if c.opts.DisableDNSSRV || c.memcached {
 		return nil
 	}
-	port := DefaultKVPort
-	if cs.Scheme.IsTLS() {
-		port = DefaultKVTLSPort
-	}
-	s := &dnssrv.Seeds{Service: string(cs.Scheme), Host: cs.SRVHost, DefaultPort: port, Logger: c.opts.Logger}
-	if c.opts.Resolver != nil {
-		s.Resolver = c.opts.Resolver
-	}
-	return s
+	return dnssrv.ForConnStr(cs.internal(), c.opts.Resolver, c.opts.Logger)
 }
 
 // configSources are the cluster's config sources besides the KV service:
@@ -30,7 +23,7 @@ func (c *Client) configSources(cs *ConnStr) []cluster.ConfigSource {
 	if c.memcached || c.opts.BootstrapOn == BootstrapOnCCCP {
 		return nil
 	}
-	kvPort, restPort := DefaultKVPort, DefaultHTTPPort
+	scheme := connstr.Scheme(cs.Scheme)
 	hc := httpconfig.Config{
 		Bucket:         c.opts.Bucket,
 		Username:       c.opts.Username,
@@ -41,10 +34,9 @@ func (c *Client) configSources(cs *ConnStr) []cluster.ConfigSource {
 		Logger:         c.opts.Logger,
 	}
 	if cs.Scheme.IsTLS() {
-		kvPort, restPort = DefaultKVTLSPort, DefaultHTTPSPort
 		hc.TLS = c.opts.TLSConfig
 	}
-	return []cluster.ConfigSource{httpconfig.NewSource(httpconfig.New(hc), cs.HTTPHosts, kvPort, restPort, cs.Scheme.IsTLS())}
+	return []cluster.ConfigSource{httpconfig.NewSource(httpconfig.New(hc), cs.HTTPHosts, scheme.KVPort(), scheme.HTTPPort(), scheme.IsTLS())}
 }
 
 // clusterConfig is what the cluster is given: the seeds, the client's

@@ -11,84 +11,41 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/connstr"
 )
 
-func TestParseConnStr(t *testing.T) {
-	cases := []struct {
-		in      string
-		scheme  Scheme
-		hosts   []string
-		bucket  string
-		options map[string]string
-	}{
-		{"couchbase://h1", SchemeCouchbase, []string{"h1:11210"}, "", map[string]string{}},
-		{"h1", SchemeCouchbase, []string{"h1:11210"}, "", map[string]string{}},
-		{"couchbases://h1,h2:12000", SchemeCouchbases, []string{"h1:11207", "h2:12000"}, "", map[string]string{}},
-		{"COUCHBASE://h1;h2/travel-sample", SchemeCouchbase, []string{"h1:11210", "h2:11210"}, "travel-sample", map[string]string{}},
-		{"memcached://m1:11211,m2", SchemeMemcached, []string{"m1:11211", "m2:11211"}, "", map[string]string{}},
-		{"memcacheds://m1,m2:11300?remove_failed_servers=true&server_failure_limit=2", SchemeMemcacheds,
-			[]string{"m1:11211", "m2:11300"}, "", map[string]string{"remove_failed_servers": "true", "server_failure_limit": "2"}},
-		{"couchbase://[::1]:9000,[fe80::1]", SchemeCouchbase, []string{"[::1]:9000", "[fe80::1]:11210"}, "", map[string]string{}},
-		{"couchbase://::1", SchemeCouchbase, []string{"[::1]:11210"}, "", map[string]string{}},
-		{"couchbase://h/b%20x/", SchemeCouchbase, []string{"h:11210"}, "b x", map[string]string{}},
-		{"couchbase://h?kv_timeout=100ms&network=external&kv_timeout=200", SchemeCouchbase, []string{"h:11210"}, "",
-			map[string]string{"kv_timeout": "200", "network": "external"}},
-		{"couchbase://h?bucket=default", SchemeCouchbase, []string{"h:11210"}, "default", map[string]string{}},
-	}
-	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			cs, err := ParseConnStr(c.in)
-			require.NoError(t, err)
-			assert.Equal(t, c.scheme, cs.Scheme)
-			assert.Equal(t, c.hosts, cs.Hosts)
-			assert.Equal(t, c.bucket, cs.Bucket)
-			assert.Equal(t, c.options, cs.Options)
-			again, err := ParseConnStr(cs.String())
-			require.NoError(t, err, "canonical form %q must parse", cs.String())
-			assert.Equal(t, cs, again)
-		})
-	}
+// TestParseConnStrFields: ParseConnStr gives every field internal/connstr
+// parsed (whose tests cover the grammar), and String and the typed readers
+// read the public struct, changes included.
+func TestParseConnStrFields(t *testing.T) {
+	cs, err := ParseConnStr("couchbases://h:12000=mcd,h2:19000=http/b%20x?kv_timeout=1500")
+	require.NoError(t, err)
+	assert.Equal(t, &ConnStr{Scheme: SchemeCouchbases, Hosts: []string{"h:12000"}, HTTPHosts: []string{"h2:19000"},
+		Bucket: "b x", Options: map[string]string{"kv_timeout": "1500"}}, cs)
+	assert.Equal(t, "couchbases://h:12000,h2:19000=http/b%20x?kv_timeout=1500", cs.String())
+	srv, err := ParseConnStr("couchbase://cb.example.com")
+	require.NoError(t, err)
+	assert.Equal(t, "cb.example.com", srv.SRVHost)
+	assert.Equal(t, []string{"h:12000", "h2:19000=http"}, cs.seeds())
+
+	cs.Scheme, cs.Bucket, cs.Options["kv_timeout"] = SchemeMemcached, "", "2s"
+	assert.Equal(t, "memcached://h:12000,h2:19000=http?kv_timeout=2s", cs.String())
+	d, ok, err := cs.Duration("kv_timeout")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, 2*time.Second, d)
+	assert.Equal(t, []string{"allow_plain_auth", "binary_multiget"}, KnownConnStrOptions()[:2])
 }
 
-// RFC 0011's host types, and which strings name a DNS SRV record.
-func TestParseConnStrSeedTypesAndSRV(t *testing.T) {
-	cases := []struct {
-		in        string
-		hosts     []string
-		httpHosts []string
-		srvHost   string
-		canonical string
-	}{
-		{"couchbase://cb.example.com/b", []string{"cb.example.com:11210"}, nil, "cb.example.com", "couchbase://cb.example.com/b"},
-		{"couchbases://cb.example.cloud", []string{"cb.example.cloud:11207"}, nil, "cb.example.cloud", "couchbases://cb.example.cloud"},
-		// A port, a second host, a type or an IP address: no SRV lookup.
-		{"couchbase://cb.example.com:11210", []string{"cb.example.com:11210"}, nil, "", ""},
-		{"couchbase://a.example.com,b.example.com", []string{"a.example.com:11210", "b.example.com:11210"}, nil, "", ""},
-		{"couchbase://cb.example.com=mcd", []string{"cb.example.com:11210"}, nil, "", "couchbase://cb.example.com:11210"},
-		{"couchbase://10.0.0.1", []string{"10.0.0.1:11210"}, nil, "", ""},
-		{"couchbase://[::1]", []string{"[::1]:11210"}, nil, "", ""},
-		{"memcached://cache.example.com", []string{"cache.example.com:11211"}, nil, "", ""},
-		// The cluster manager's ports.
-		{"couchbase://h1:9000=http,h2=HTTP/b", nil, []string{"h1:9000", "h2:8091"}, "", "couchbase://h1:9000=http,h2:8091=http/b"},
-		{"couchbases://h1=http,h2:19000=https", nil, []string{"h1:18091", "h2:19000"}, "", "couchbases://h1:18091=http,h2:19000=http"},
-		{"couchbase://h:12000=mcd,h:9000=http", []string{"h:12000"}, []string{"h:9000"}, "", "couchbase://h:12000,h:9000=http"},
-		{"couchbase://h:8091=http", nil, []string{"h:8091"}, "", ""},
+// TestConnStrConstants: the schemes and default ports internal/connstr
+// parses with are the ones client documents.
+func TestConnStrConstants(t *testing.T) {
+	for s, want := range map[Scheme]connstr.Scheme{SchemeCouchbase: connstr.Couchbase, SchemeCouchbases: connstr.Couchbases,
+		SchemeMemcached: connstr.Memcached, SchemeMemcacheds: connstr.Memcacheds} {
+		assert.Equal(t, string(want), string(s))
 	}
-	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			cs, err := ParseConnStr(c.in)
-			require.NoError(t, err)
-			assert.Equal(t, c.hosts, cs.Hosts)
-			assert.Equal(t, c.httpHosts, cs.HTTPHosts)
-			assert.Equal(t, c.srvHost, cs.SRVHost)
-			if c.canonical != "" {
-				assert.Equal(t, c.canonical, cs.String())
-			}
-			again, err := ParseConnStr(cs.String())
-			require.NoError(t, err, "canonical form %q must parse", cs.String())
-			assert.Equal(t, cs, again)
-		})
-	}
+	assert.Equal(t, []int{connstr.KVPort, connstr.KVTLSPort, connstr.MemcachedPort, connstr.HTTPPort, connstr.HTTPSPort},
+		[]int{DefaultKVPort, DefaultKVTLSPort, DefaultMemcachedPort, DefaultHTTPPort, DefaultHTTPSPort})
 }
 
 func TestParseConnStrErrors(t *testing.T) {
@@ -129,30 +86,9 @@ func TestParseConnStrErrors(t *testing.T) {
 	}
 }
 
-func TestConnStrTypedOptions(t *testing.T) {
-	cs, err := ParseConnStr("couchbase://h?kv_timeout=2500&connect_timeout=1.5s&kv_pool_size=4&compression=off&compression_min_ratio=0.83")
-	require.NoError(t, err)
-	d, ok, err := cs.Duration("kv_timeout")
-	require.NoError(t, err)
-	assert.True(t, ok)
-	assert.Equal(t, 2500*time.Millisecond, d)
-	d, _, err = cs.Duration("connect_timeout")
-	require.NoError(t, err)
-	assert.Equal(t, 1500*time.Millisecond, d)
-	n, _, err := cs.Int("kv_pool_size")
-	require.NoError(t, err)
-	assert.Equal(t, 4, n)
-	b, ok, err := cs.Bool("compression")
-	require.NoError(t, err)
-	assert.True(t, ok)
-	assert.False(t, b)
-	f, _, err := cs.Float("compression_min_ratio")
-	require.NoError(t, err)
-	assert.InDelta(t, 0.83, f, 1e-9)
-	_, ok, err = cs.Duration("config_poll_interval")
-	assert.False(t, ok)
-	assert.NoError(t, err)
-
+// TestConnStrTypedOptionErrors: ConnStr's typed readers fail with a
+// *ConnStrError matching ErrInvalidConnStr.
+func TestConnStrTypedOptionErrors(t *testing.T) {
 	bad, err := ParseConnStr("couchbase://h?kv_timeout=soon&kv_pool_size=-1&compression=maybe")
 	require.NoError(t, err)
 	_, _, err = bad.Duration("kv_timeout")
@@ -161,37 +97,8 @@ func TestConnStrTypedOptions(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidConnStr)
 	_, _, err = bad.Bool("compression")
 	assert.ErrorIs(t, err, ErrInvalidConnStr)
-}
-
-// FuzzParseConnStr: never panics; whatever parses has a canonical form that
-// parses to the same thing.
-func FuzzParseConnStr(f *testing.F) {
-	for _, s := range []string{
-		"couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external",
-		"couchbases://[::1]:11207", "memcached://a,b:1", "h", "couchbase://h/%41", "couchbase://h?bucket=x",
-		"couchbase://h:9000=http,h2=mcd/b?bootstrap_on=http", "couchbases://cb.example.cloud?enable_dns_srv=false",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		cs, err := ParseConnStr(s)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidConnStr) {
-				t.Fatalf("error %v does not match ErrInvalidConnStr", err)
-			}
-			return
-		}
-		if len(cs.Hosts)+len(cs.HTTPHosts) == 0 {
-			t.Fatalf("parsed %q with no hosts", s)
-		}
-		again, err := ParseConnStr(cs.String())
-		if err != nil {
-			t.Fatalf("canonical form %q of %q does not parse: %v", cs.String(), s, err)
-		}
-		if again.String() != cs.String() {
-			t.Fatalf("canonical form not stable: %q -> %q", cs.String(), again.String())
-		}
-	})
+	var cse *ConnStrError
+	assert.ErrorAs(t, err, &cse)
 }
 
 // TestConnStrNumbersOutOfRange: every numeric option out of its range is

@@ -9,33 +9,19 @@ import (
 
 // memcachedBucketRefusal says why a memcached bucket (over couchbase://:
 // a config routed by ketama, with no vbuckets) cannot serve o, or returns
-// nil. What it refuses, kv_engine's default_engine does not do:
-// sub-documents, synchronous durability, OBSERVE and OBSERVE_SEQNO, range
-// scans, collections other than the default, replica reads. Refusing
-// them here fails them at once, with the bucket type named, instead of
-// after a server's refusal or a retry until the timeout.
+// nil (cluster.MemcachedBucketLacks says what it lacks).
 func (c *Client) memcachedBucketRefusal(o *op, t *cluster.Topology) error {
 	if c.memcached || t == nil || !t.Ketama() || o.target.Node != nil {
 		return nil
 	}
-	var what string
-	switch op := o.req.OpCode; {
-	case op >= memdx.OpSubdocGet && op <= memdx.OpSubdocReplaceBodyWithXattr:
-		what = "sub-document operations"
-	case o.req.Durability != memdx.DurabilityNone:
-		what = "synchronous durability"
-	case op == memdx.OpObserve || op == memdx.OpObserveSeqno:
-		what = "observe (legacy durability)"
-	case op == memdx.OpRangeScanCreate || op == memdx.OpRangeScanContinue || op == memdx.OpRangeScanCancel:
-		what = "range scans"
-	case op == memdx.OpGetReplica || op == memdx.OpGetExReplica || o.target.Replica > 0:
-		what = "replicas"
-	case o.coll != nil && !o.coll.isDefault:
-		what = "collections other than the default (" + o.coll.path + ")"
-	default:
-		return nil
+	var coll string
+	if o.coll != nil && !o.coll.isDefault {
+		coll = o.coll.path
 	}
-	return fmt.Errorf("bucket %q is a memcached bucket, which has no %s", c.opts.Bucket, what)
+	if what := cluster.MemcachedBucketLacks(&o.req, o.target.Replica, coll); what != "" {
+		return fmt.Errorf("bucket %q is a memcached bucket, which has no %s", c.opts.Bucket, what)
+	}
+	return nil
 }
 
 // replicasRefused is the error of replica read name of key on a memcached

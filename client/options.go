@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"time"
+
+	"github.com/kvwire/kvwire/internal/settings"
 )
 
 // Defaults. Each is also documented on the Options field it fills.
@@ -387,11 +388,9 @@ type MemcachedOptions struct {
 
 // resolved fills defaults and applies the connection string's options.
 func (o Options) resolved(cs *ConnStr) (Options, error) {
-	if cs.Bucket != "" {
-		if o.Bucket != "" && o.Bucket != cs.Bucket {
-			return o, fmt.Errorf("%w: bucket %q in the connection string and %q in Options", ErrInvalidArgument, cs.Bucket, o.Bucket)
-		}
-		o.Bucket = cs.Bucket
+	s := o.settings()
+	if err := s.MergeBucket(cs.Bucket, settingsErrors); err != nil {
+		return o, err
 	}
 	if v, ok := cs.Options["profile"]; ok {
 		o.Profile = ConfigProfile(v)
@@ -406,379 +405,95 @@ func (o Options) resolved(cs *ConnStr) (Options, error) {
 			return o, err
 		}
 	}
-	if err := o.applyNumbers(cs); err != nil {
+	if err := s.Resolve(cs.internal(), defaults(profile), settingsErrors); err != nil {
 		return o, err
 	}
-	if err := o.applyBools(cs); err != nil {
-		return o, err
-	}
-	if v, ok := cs.Options["network"]; ok {
-		o.Network = v
-	}
-	if err := o.applyBootstrapOn(cs); err != nil {
-		return o, err
-	}
-	if err := o.applyTLS(cs); err != nil {
-		return o, err
-	}
-	if err := o.checkNumbers(); err != nil {
-		return o, err
-	}
-	o.fillDefaults(profile)
-	if cs.Scheme.IsTLS() && o.TLSConfig == nil {
-		o.TLSConfig = &tls.Config{}
-	}
-	if cs.Scheme == SchemeCouchbases {
-		var err error
-		if o.TLSConfig, err = withCapellaRoots(o.TLSConfig); err != nil {
-			o.Logger.Warn("kvwire: couchbases:// without Capella's root CA: only the system roots are trusted", "err", err)
-		}
-	}
-	if cs.Scheme.IsMemcached() && o.Bucket != "" {
-		return o, fmt.Errorf("%w: %s:// has no buckets", ErrInvalidArgument, cs.Scheme)
-	}
-	if !cs.Scheme.IsMemcached() && o.Bucket == "" {
-		// Without a bucket the node serves no vbucket map: every operation
-		// would wait for one until its timeout.
-		return o, fmt.Errorf("%w: no bucket: put it in the connection string's path (%s://host/bucket) or in Options.Bucket", ErrInvalidArgument, cs.Scheme)
-	}
-	return o, nil
-}
-
-// applyBools reads the boolean connection-string options into o.
-func (o *Options) applyBools(cs *ConnStr) error {
-	for _, b := range []struct {
-		name   string
-		dst    *bool
-		invert bool // the option says the opposite of the field
-	}{
-		{"compression", &o.Compression.Disabled, true},
-		{"enable_mutation_tokens", &o.DisableMutationTokens, true},
-		{"health_check", &o.HealthCheck.Disabled, true},
-		{"allow_plain_auth", &o.AllowPlainAuthWithoutTLS, false},
-		{"remove_failed_servers", &o.Memcached.RemoveFailedServers, false},
-		{"binary_multiget", &o.Memcached.BinaryMultiGet, false},
-		{"enable_tracing", &o.ThresholdLogging.Disabled, true},
-		{"orphaned_response_logging", &o.OrphanReporting.Disabled, true},
-		{"enable_metrics", &o.LoggingMeter.Disabled, true},
-		{"enable_dns_srv", &o.DisableDNSSRV, true},
-	} {
-		v, ok, err := cs.Bool(b.name)
-		if err != nil {
-			return err
-		}
-		if ok {
-			*b.dst = v != b.invert
-		}
-	}
-	return nil
-}
-
-// applyTLS checks the TLS settings against the scheme and applies the
-// connection string's tls_verify.
-func (o *Options) applyTLS(cs *ConnStr) error {
-	if !cs.Scheme.IsTLS() {
-		// TLS follows the scheme: a TLS setting on a plaintext scheme is
-		// a mistake that would otherwise surface as a handshake failure
-		// against a plaintext port, or as a connection the caller believes
-		// is encrypted.
-		use := SchemeCouchbases
-		if cs.Scheme.IsMemcached() {
-			use = SchemeMemcacheds
-		}
-		if o.TLSConfig != nil {
-			return fmt.Errorf("%w: Options.TLSConfig is set but %s:// does not use TLS; use %s:// for TLS", ErrInvalidArgument, cs.Scheme, use)
-		}
-		if v, ok := cs.Options["tls_verify"]; ok {
-			return fmt.Errorf("%w: %w", ErrInvalidArgument, &ConnStrError{Input: "tls_verify=" + v,
-				Reason: fmt.Sprintf("%s:// does not use TLS; use %s:// for TLS", cs.Scheme, use)})
-		}
-	}
-	if v, ok := cs.Options["tls_verify"]; ok {
-		switch v {
-		case "peer":
-		case "none":
-			if o.TLSConfig == nil {
-				o.TLSConfig = &tls.Config{}
-			} else {
-				o.TLSConfig = o.TLSConfig.Clone()
-			}
-			o.TLSConfig.InsecureSkipVerify = true
-		default:
-			return &ConnStrError{Input: "tls_verify=" + v, Reason: "want peer or none"}
-		}
-	}
-	return nil
-}
-
-// fillDefaults gives every field left zero its default: the profile's
-// where it has one, else the package's.
-func (o *Options) fillDefaults(profile Options) {
-	if o.KVTimeout <= 0 {
-		o.KVTimeout = cmp.Or(profile.KVTimeout, DefaultKVTimeout)
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = cmp.Or(profile.ConnectTimeout, DefaultConnectTimeout)
-	}
-	if o.ConfigPollInterval <= 0 {
-		o.ConfigPollInterval = DefaultConfigPollInterval
-	}
-	if o.ConnectionsPerNode <= 0 {
-		o.ConnectionsPerNode = 1
-	}
-	if o.Memcached.ServerFailureLimit <= 0 {
-		o.Memcached.ServerFailureLimit = DefaultServerFailureLimit
-	}
-	if o.HealthCheck.ProbeAfter <= 0 {
-		o.HealthCheck.ProbeAfter = DefaultProbeAfter
-	}
-	if o.HealthCheck.ProbeTimeout <= 0 {
-		o.HealthCheck.ProbeTimeout = DefaultProbeTimeout
-	}
+	o.setSettings(&s)
 	if o.RetryStrategy == nil {
 		o.RetryStrategy = DefaultRetryStrategy()
-	}
-	o.ThresholdLogging.Interval = cmp.Or(o.ThresholdLogging.Interval, DefaultThresholdInterval)
-	o.ThresholdLogging.KVThreshold = cmp.Or(o.ThresholdLogging.KVThreshold, DefaultKVThreshold)
-	o.ThresholdLogging.SampleSize = cmp.Or(o.ThresholdLogging.SampleSize, DefaultThresholdSampleSize)
-	o.OrphanReporting.Interval = cmp.Or(o.OrphanReporting.Interval, DefaultOrphanInterval)
-	o.OrphanReporting.SampleSize = cmp.Or(o.OrphanReporting.SampleSize, DefaultOrphanSampleSize)
-	o.LoggingMeter.Interval = cmp.Or(o.LoggingMeter.Interval, DefaultLoggingMeterInterval)
-	if o.Compression.MinSize <= 0 {
-		o.Compression.MinSize = DefaultCompressionMinSize
-	}
-	if o.Compression.MinRatio <= 0 || o.Compression.MinRatio > 1 {
-		o.Compression.MinRatio = DefaultCompressionMinRatio
-	}
-	if o.Network == "" {
-		// Configs may name other alternate networks than auto, default
-		// and external: any is taken as given.
-		o.Network = NetworkAuto
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Transcoder == nil {
 		o.Transcoder = JSONTranscoder{}
 	}
-	if o.ClientName == "" {
-		o.ClientName = "kvwire"
+	return o, nil
+}
+
+// settingsErrors make internal/settings' errors this package's.
+var settingsErrors = settings.Errors{
+	Invalid: ErrInvalidArgument,
+	ConnStr: func(input, reason string) error { return &ConnStrError{Input: input, Reason: reason} },
+}
+
+// defaults are the defaults of the settings left zero: profile's where it
+// has one, else the package's.
+func defaults(profile Options) settings.Defaults {
+	return settings.Defaults{
+		KVTimeout:            cmp.Or(profile.KVTimeout, DefaultKVTimeout),
+		ConnectTimeout:       cmp.Or(profile.ConnectTimeout, DefaultConnectTimeout),
+		ConfigPollInterval:   DefaultConfigPollInterval,
+		CompressionMinSize:   DefaultCompressionMinSize,
+		CompressionMinRatio:  DefaultCompressionMinRatio,
+		ServerFailureLimit:   DefaultServerFailureLimit,
+		ProbeAfter:           DefaultProbeAfter,
+		ProbeTimeout:         DefaultProbeTimeout,
+		ThresholdInterval:    DefaultThresholdInterval,
+		KVThreshold:          DefaultKVThreshold,
+		ThresholdSampleSize:  DefaultThresholdSampleSize,
+		OrphanInterval:       DefaultOrphanInterval,
+		OrphanSampleSize:     DefaultOrphanSampleSize,
+		LoggingMeterInterval: DefaultLoggingMeterInterval,
+		Network:              NetworkAuto,
 	}
 }
 
-func (b BootstrapOn) valid() bool {
-	switch b {
-	case BootstrapOnBoth, BootstrapOnCCCP, BootstrapOnHTTP:
-		return true
+// settings are o's plain values, as internal/settings resolves them.
+func (o *Options) settings() settings.Settings {
+	return settings.Settings{
+		Bucket:                   o.Bucket,
+		KVTimeout:                o.KVTimeout,
+		ConnectTimeout:           o.ConnectTimeout,
+		ConnectionsPerNode:       o.ConnectionsPerNode,
+		NMVRetryInterval:         o.NMVRetryInterval,
+		Logger:                   o.Logger,
+		TLSConfig:                o.TLSConfig,
+		AllowPlainAuthWithoutTLS: o.AllowPlainAuthWithoutTLS,
+		BootstrapOn:              string(o.BootstrapOn),
+		DisableDNSSRV:            o.DisableDNSSRV,
+		Memcached:                settings.Memcached(o.Memcached),
+		Compression:              settings.Compression(o.Compression),
+		HealthCheck:              settings.HealthCheck(o.HealthCheck),
+		Network:                  o.Network,
+		ConfigPollInterval:       o.ConfigPollInterval,
+		DisableMutationTokens:    o.DisableMutationTokens,
+		ClientName:               o.ClientName,
+		MaxPendingPerConnection:  o.MaxPendingPerConnection,
+		ThresholdLogging:         settings.ThresholdLogging(o.ThresholdLogging),
+		OrphanReporting:          settings.OrphanReporting(o.OrphanReporting),
+		LoggingMeter:             settings.LoggingMeter(o.LoggingMeter),
 	}
-	return false
 }
 
-// applyBootstrapOn reads bootstrap_on into o, fills BootstrapOn's default
-// and refuses settings that could not bootstrap: HTTP with memcached://,
-// and =http hosts that the setting would leave unused.
-func (o *Options) applyBootstrapOn(cs *ConnStr) error {
-	if v, ok := cs.Options["bootstrap_on"]; ok {
-		o.BootstrapOn = BootstrapOn(strings.ToLower(v))
-		if !o.BootstrapOn.valid() {
-			return &ConnStrError{Input: "bootstrap_on=" + v, Reason: "want both, cccp or http"}
-		}
-	}
-	if o.BootstrapOn == "" {
-		o.BootstrapOn = BootstrapOnBoth
-	}
-	if !o.BootstrapOn.valid() {
-		return fmt.Errorf("%w: Options.BootstrapOn = %q: want %q, %q or %q", ErrInvalidArgument, o.BootstrapOn,
-			BootstrapOnBoth, BootstrapOnCCCP, BootstrapOnHTTP)
-	}
-	switch {
-	case cs.Scheme.IsMemcached() && o.BootstrapOn != BootstrapOnBoth:
-		return fmt.Errorf("%w: bootstrap_on=%s: %s:// has no cluster configs", ErrInvalidArgument, o.BootstrapOn, cs.Scheme)
-	case o.BootstrapOn == BootstrapOnCCCP && len(cs.HTTPHosts) > 0:
-		return fmt.Errorf("%w: bootstrap_on=cccp reads no config over HTTP, so the =http hosts %v would not be used", ErrInvalidArgument, cs.HTTPHosts)
-	}
-	return nil
-}
-
-// Ranges of numeric settings, for connection-string options and the
-// Options fields they fill alike.
-const (
-	// minConfigPollInterval keeps a mistyped poll interval from turning
-	// the config loop into a busy loop against the cluster.
-	minConfigPollInterval = 10 * time.Millisecond
-	// maxConnectionsPerNode bounds a pool: one pipelined connection
-	// carries a lot, and a typo should not open thousands of sockets.
-	maxConnectionsPerNode = 256
-	// minReportInterval keeps a mistyped report interval from logging in
-	// a busy loop.
-	minReportInterval = 10 * time.Millisecond
-	// maxReportSampleSize bounds a report's sample, which is allocated
-	// whole when the report starts.
-	maxReportSampleSize = 1024
-)
-
-// applyNumbers reads the numeric connection-string options into o. A value
-// out of its option's range is a *ConnStrError naming the option and the
-// value, never silently replaced by a default.
-func (o *Options) applyNumbers(cs *ConnStr) error {
-	bad := func(name, reason string) error {
-		return &ConnStrError{Input: name + "=" + cs.Options[name], Reason: reason}
-	}
-	if err := o.applyDurations(cs, bad); err != nil {
-		return err
-	}
-	if n, ok, err := cs.Int("kv_pool_size"); err != nil {
-		return err
-	} else if ok {
-		if n < 1 || n > maxConnectionsPerNode {
-			return bad("kv_pool_size", fmt.Sprintf("connections per node must be in 1..%d", maxConnectionsPerNode))
-		}
-		o.ConnectionsPerNode = n
-	}
-	if n, ok, err := cs.Int("compression_min_size"); err != nil {
-		return err
-	} else if ok {
-		if n < 1 {
-			return bad("compression_min_size", "must be at least 1 byte (1 compresses every value worth it)")
-		}
-		o.Compression.MinSize = n
-	}
-	if n, ok, err := cs.Int("server_failure_limit"); err != nil {
-		return err
-	} else if ok {
-		if n < 1 {
-			return bad("server_failure_limit", "must be at least 1 failed connection attempt")
-		}
-		o.Memcached.ServerFailureLimit = n
-	}
-	for _, q := range []struct {
-		name string
-		dst  *int
-	}{
-		{"tracing_threshold_queue_size", &o.ThresholdLogging.SampleSize},
-		{"tracing_orphaned_queue_size", &o.OrphanReporting.SampleSize},
-	} {
-		if n, ok, err := cs.Int(q.name); err != nil {
-			return err
-		} else if ok {
-			if n < 1 || n > maxReportSampleSize {
-				return bad(q.name, fmt.Sprintf("a report's sample size must be in 1..%d", maxReportSampleSize))
-			}
-			*q.dst = n
-		}
-	}
-	if f, ok, err := cs.Float("compression_min_ratio"); err != nil {
-		return err
-	} else if ok {
-		if !(f > 0 && f <= 1) {
-			return bad("compression_min_ratio", "must be in (0, 1]: the largest compressed/original size ratio worth sending")
-		}
-		o.Compression.MinRatio = f
-	}
-	return nil
-}
-
-// applyDurations reads the connection-string options that are durations
-// into o (applyNumbers; bad makes its error).
-func (o *Options) applyDurations(cs *ConnStr, bad func(name, reason string) error) error {
-	durations := []struct {
-		name string
-		dst  *time.Duration
-		min  time.Duration // smallest value accepted
-	}{
-		{"kv_timeout", &o.KVTimeout, 1},
-		{"connect_timeout", &o.ConnectTimeout, 1},
-		{"config_poll_interval", &o.ConfigPollInterval, minConfigPollInterval},
-		{"nmv_retry_interval", &o.NMVRetryInterval, 0},
-		{"probe_after", &o.HealthCheck.ProbeAfter, 1},
-		{"probe_timeout", &o.HealthCheck.ProbeTimeout, 1},
-		{"tracing_threshold_kv", &o.ThresholdLogging.KVThreshold, 1},
-		{"tracing_threshold_queue_flush_interval", &o.ThresholdLogging.Interval, minReportInterval},
-		{"tracing_orphaned_queue_flush_interval", &o.OrphanReporting.Interval, minReportInterval},
-		{"metrics_emit_interval", &o.LoggingMeter.Interval, minReportInterval},
-	}
-	for _, d := range durations {
-		v, ok, err := cs.Duration(d.name)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		if v < d.min {
-			if d.min == 1 {
-				return bad(d.name, "must be positive")
-			}
-			return bad(d.name, "must be at least "+d.min.String())
-		}
-		*d.dst = v
-	}
-	return nil
-}
-
-// checkNumbers refuses Options fields out of range. Zero means the
-// default everywhere; other values are taken as given or refused, never
-// replaced.
-func (o *Options) checkNumbers() error {
-	bad := func(field string, v any, reason string) error {
-		return fmt.Errorf("%w: Options.%s = %v: %s", ErrInvalidArgument, field, v, reason)
-	}
-	for _, d := range []struct {
-		field string
-		v     time.Duration
-	}{
-		{"KVTimeout", o.KVTimeout},
-		{"ConnectTimeout", o.ConnectTimeout},
-		{"ConfigPollInterval", o.ConfigPollInterval},
-		{"NMVRetryInterval", o.NMVRetryInterval},
-		{"HealthCheck.ProbeAfter", o.HealthCheck.ProbeAfter},
-		{"HealthCheck.ProbeTimeout", o.HealthCheck.ProbeTimeout},
-		{"ThresholdLogging.KVThreshold", o.ThresholdLogging.KVThreshold},
-	} {
-		if d.v < 0 {
-			return bad(d.field, d.v, "negative")
-		}
-	}
-	for _, d := range []struct {
-		field string
-		v     time.Duration
-	}{
-		{"ThresholdLogging.Interval", o.ThresholdLogging.Interval},
-		{"OrphanReporting.Interval", o.OrphanReporting.Interval},
-		{"LoggingMeter.Interval", o.LoggingMeter.Interval},
-	} {
-		if d.v < 0 || (d.v > 0 && d.v < minReportInterval) {
-			return bad(d.field, d.v, "must be at least "+minReportInterval.String()+" (0: the default)")
-		}
-	}
-	for _, q := range []struct {
-		field string
-		v     int
-	}{
-		{"ThresholdLogging.SampleSize", o.ThresholdLogging.SampleSize},
-		{"OrphanReporting.SampleSize", o.OrphanReporting.SampleSize},
-	} {
-		if q.v < 0 || q.v > maxReportSampleSize {
-			return bad(q.field, q.v, fmt.Sprintf("must be in 1..%d (0: the default, 10)", maxReportSampleSize))
-		}
-	}
-	if o.ConfigPollInterval > 0 && o.ConfigPollInterval < minConfigPollInterval {
-		return bad("ConfigPollInterval", o.ConfigPollInterval, "must be at least "+minConfigPollInterval.String())
-	}
-	if o.ConnectionsPerNode < 0 || o.ConnectionsPerNode > maxConnectionsPerNode {
-		return bad("ConnectionsPerNode", o.ConnectionsPerNode, fmt.Sprintf("must be in 1..%d (0: the default, 1)", maxConnectionsPerNode))
-	}
-	if o.Compression.MinSize < 0 {
-		return bad("Compression.MinSize", o.Compression.MinSize, "negative")
-	}
-	if r := o.Compression.MinRatio; r != 0 && !(r > 0 && r <= 1) {
-		return bad("Compression.MinRatio", r, "must be in (0, 1] (0: the default, 0.83)")
-	}
-	if o.Memcached.ServerFailureLimit < 0 {
-		return bad("Memcached.ServerFailureLimit", o.Memcached.ServerFailureLimit, "negative (0: the default, 5)")
-	}
-	if o.MaxPendingPerConnection < 0 {
-		return bad("MaxPendingPerConnection", o.MaxPendingPerConnection, "negative")
-	}
-	return nil
+// setSettings sets o's plain values to s's.
+func (o *Options) setSettings(s *settings.Settings) {
+	o.Bucket = s.Bucket
+	o.KVTimeout = s.KVTimeout
+	o.ConnectTimeout = s.ConnectTimeout
+	o.ConnectionsPerNode = s.ConnectionsPerNode
+	o.NMVRetryInterval = s.NMVRetryInterval
+	o.Logger = s.Logger
+	o.TLSConfig = s.TLSConfig
+	o.AllowPlainAuthWithoutTLS = s.AllowPlainAuthWithoutTLS
+	o.BootstrapOn = BootstrapOn(s.BootstrapOn)
+	o.DisableDNSSRV = s.DisableDNSSRV
+	o.Memcached = MemcachedOptions(s.Memcached)
+	o.Compression = CompressionOptions(s.Compression)
+	o.HealthCheck = HealthCheckOptions(s.HealthCheck)
+	o.Network = s.Network
+	o.ConfigPollInterval = s.ConfigPollInterval
+	o.DisableMutationTokens = s.DisableMutationTokens
+	o.ClientName = s.ClientName
+	o.MaxPendingPerConnection = s.MaxPendingPerConnection
+	o.ThresholdLogging = ThresholdLoggingOptions(s.ThresholdLogging)
+	o.OrphanReporting = OrphanReportingOptions(s.OrphanReporting)
+	o.LoggingMeter = LoggingMeterOptions(s.LoggingMeter)
 }

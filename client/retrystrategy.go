@@ -3,9 +3,9 @@ package client
 import (
 	"context"
 	"iter"
-	"math/bits"
-	"strings"
 	"time"
+
+	"github.com/kvwire/kvwire/retry"
 )
 
 // RetryReason says why an operation is retried: the RetryReason of RFC
@@ -123,25 +123,22 @@ func (r RetryReason) Terminal() bool { return r.internal().Terminal() }
 type RetryReasons uint64
 
 // Has reports whether r is in the set.
-func (s RetryReasons) Has(r RetryReason) bool { return r < numRetryReasons && s&(1<<r) != 0 }
+func (s RetryReasons) Has(r RetryReason) bool { return retry.ReasonSet(s).Has(retry.Reason(r)) }
 
 // With returns the set with r added; a value that is not a reason is not
 // added.
 func (s RetryReasons) With(r RetryReason) RetryReasons {
-	if r >= numRetryReasons {
-		return s
-	}
-	return s | 1<<r
+	return RetryReasons(retry.ReasonSet(s).With(retry.Reason(r)))
 }
 
 // Len is the number of reasons in the set.
-func (s RetryReasons) Len() int { return bits.OnesCount64(uint64(s)) }
+func (s RetryReasons) Len() int { return retry.ReasonSet(s).Len() }
 
 // All yields the reasons in the set, in the order of their values.
 func (s RetryReasons) All() iter.Seq[RetryReason] {
 	return func(yield func(RetryReason) bool) {
-		for v := uint64(s); v != 0; v &= v - 1 {
-			if !yield(RetryReason(bits.TrailingZeros64(v))) {
+		for r := range retry.ReasonSet(s).All() {
+			if !yield(RetryReason(r)) {
 				return
 			}
 		}
@@ -149,18 +146,7 @@ func (s RetryReasons) All() iter.Seq[RetryReason] {
 }
 
 // String lists the set like "[KV_NOT_MY_VBUCKET KV_LOCKED]".
-func (s RetryReasons) String() string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for r := range s.All() {
-		if b.Len() > 1 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(r.String())
-	}
-	b.WriteByte(']')
-	return b.String()
-}
+func (s RetryReasons) String() string { return retry.ReasonSet(s).String() }
 
 // RetryStrategy decides whether, and after how long, an operation is
 // retried: RFC 0049's RetryStrategy. The client asks it for every reason
@@ -264,8 +250,7 @@ type ErrorMapRetrySpec struct {
 // min(Interval*r, Ceil) (linear) or min(Interval^r in milliseconds, Ceil)
 // (exponential), r being the retries already made.
 func (s ErrorMapRetrySpec) Delay(retry int) time.Duration {
-	spec := s.internal()
-	return spec.Delay(retry)
+	return s.internal().Delay(retry)
 }
 
 // RetryAction is a strategy's answer: retry after a delay, or do not retry

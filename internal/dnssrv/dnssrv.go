@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kvwire/kvwire/internal/connstr"
 )
 
 // Resolver looks up SRV records. *net.Resolver satisfies it.
@@ -98,6 +100,16 @@ func Lookup(ctx context.Context, r Resolver, service, host string, defaultPort i
 		return nil, &LookupError{Host: host, Record: rec}
 	}
 	return out, nil
+}
+
+// ForConnStr is the lookup of cs's SRVHost (Seeds, with the scheme's KV
+// port for a record's port 0), nil when cs names none. r is the resolver
+// (nil: net.DefaultResolver).
+func ForConnStr(cs *connstr.ConnStr, r Resolver, logger *slog.Logger) *Seeds {
+	if cs.SRVHost == "" {
+		return nil
+	}
+	return &Seeds{Resolver: r, Service: string(cs.Scheme), Host: cs.SRVHost, DefaultPort: cs.Scheme.KVPort(), Logger: logger}
 }
 
 // Seeds resolves the seeds of a connection string whose one host may name

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kvwire/kvwire/internal/connstr"
 )
 
 // fakeResolver answers LookupSRV from a table keyed by the record's name.
@@ -124,5 +126,28 @@ func TestSeedsResolveTakesHalfTheTimeLeft(t *testing.T) {
 	}
 	if r.deadline.IsZero() || r.deadline.After(outer.Add(-4*time.Second)) {
 		t.Errorf("lookup deadline %v, want about 5 s before the bootstrap's %v", r.deadline, outer)
+	}
+}
+
+// ForConnStr looks up a connection string's SRV host with its scheme's KV
+// port, and nothing for a string that names none.
+func TestForConnStr(t *testing.T) {
+	for in, port := range map[string]int{"couchbase://cb.example.com": 11210, "couchbases://cb.example.cloud/b": 11207} {
+		cs, err := connstr.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &fakeResolver{}
+		s := ForConnStr(cs, r, nil)
+		if s == nil || s.Host != cs.SRVHost || s.Service != string(cs.Scheme) || s.DefaultPort != port || s.Resolver != r {
+			t.Errorf("%s: %+v", in, s)
+		}
+	}
+	cs, err := connstr.Parse("couchbase://h1,h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := ForConnStr(cs, nil, nil); s != nil {
+		t.Errorf("two hosts: %+v", s)
 	}
 }

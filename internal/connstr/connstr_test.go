@@ -1,0 +1,154 @@
+package connstr
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		in      string
+		scheme  Scheme
+		hosts   []string
+		bucket  string
+		options Options
+	}{
+		{"couchbase://h1", Couchbase, []string{"h1:11210"}, "", Options{}},
+		{"h1", Couchbase, []string{"h1:11210"}, "", Options{}},
+		{"couchbases://h1,h2:12000", Couchbases, []string{"h1:11207", "h2:12000"}, "", Options{}},
+		{"COUCHBASE://h1;h2/travel-sample", Couchbase, []string{"h1:11210", "h2:11210"}, "travel-sample", Options{}},
+		{"memcached://m1:11211,m2", Memcached, []string{"m1:11211", "m2:11211"}, "", Options{}},
+		{"memcacheds://m1,m2:11300?remove_failed_servers=true&server_failure_limit=2", Memcacheds,
+			[]string{"m1:11211", "m2:11300"}, "", Options{"remove_failed_servers": "true", "server_failure_limit": "2"}},
+		{"couchbase://[::1]:9000,[fe80::1]", Couchbase, []string{"[::1]:9000", "[fe80::1]:11210"}, "", Options{}},
+		{"couchbase://::1", Couchbase, []string{"[::1]:11210"}, "", Options{}},
+		{"couchbase://h/b%20x/", Couchbase, []string{"h:11210"}, "b x", Options{}},
+		{"couchbase://h?kv_timeout=100ms&network=external&kv_timeout=200", Couchbase, []string{"h:11210"}, "",
+			Options{"kv_timeout": "200", "network": "external"}},
+		{"couchbase://h?bucket=default", Couchbase, []string{"h:11210"}, "default", Options{}},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			cs, err := Parse(c.in)
+			require.NoError(t, err)
+			assert.Equal(t, c.scheme, cs.Scheme)
+			assert.Equal(t, c.hosts, cs.Hosts)
+			assert.Equal(t, c.bucket, cs.Bucket)
+			assert.Equal(t, c.options, cs.Options)
+			again, err := Parse(cs.String())
+			require.NoError(t, err, "canonical form %q must parse", cs.String())
+			assert.Equal(t, cs, again)
+		})
+	}
+}
+
+// RFC 0011's host types, and which strings name a DNS SRV record.
+func TestParseSeedTypesAndSRV(t *testing.T) {
+	cases := []struct {
+		in        string
+		hosts     []string
+		httpHosts []string
+		srvHost   string
+		canonical string
+	}{
+		{"couchbase://cb.example.com/b", []string{"cb.example.com:11210"}, nil, "cb.example.com", "couchbase://cb.example.com/b"},
+		{"couchbases://cb.example.cloud", []string{"cb.example.cloud:11207"}, nil, "cb.example.cloud", "couchbases://cb.example.cloud"},
+		// A port, a second host, a type or an IP address: no SRV lookup.
+		{"couchbase://cb.example.com:11210", []string{"cb.example.com:11210"}, nil, "", ""},
+		{"couchbase://a.example.com,b.example.com", []string{"a.example.com:11210", "b.example.com:11210"}, nil, "", ""},
+		{"couchbase://cb.example.com=mcd", []string{"cb.example.com:11210"}, nil, "", "couchbase://cb.example.com:11210"},
+		{"couchbase://10.0.0.1", []string{"10.0.0.1:11210"}, nil, "", ""},
+		{"couchbase://[::1]", []string{"[::1]:11210"}, nil, "", ""},
+		{"memcached://cache.example.com", []string{"cache.example.com:11211"}, nil, "", ""},
+		// The cluster manager's ports.
+		{"couchbase://h1:9000=http,h2=HTTP/b", nil, []string{"h1:9000", "h2:8091"}, "", "couchbase://h1:9000=http,h2:8091=http/b"},
+		{"couchbases://h1=http,h2:19000=https", nil, []string{"h1:18091", "h2:19000"}, "", "couchbases://h1:18091=http,h2:19000=http"},
+		{"couchbase://h:12000=mcd,h:9000=http", []string{"h:12000"}, []string{"h:9000"}, "", "couchbase://h:12000,h:9000=http"},
+		{"couchbase://h:8091=http", nil, []string{"h:8091"}, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			cs, err := Parse(c.in)
+			require.NoError(t, err)
+			assert.Equal(t, c.hosts, cs.Hosts)
+			assert.Equal(t, c.httpHosts, cs.HTTPHosts)
+			assert.Equal(t, c.srvHost, cs.SRVHost)
+			if c.canonical != "" {
+				assert.Equal(t, c.canonical, cs.String())
+			}
+			again, err := Parse(cs.String())
+			require.NoError(t, err, "canonical form %q must parse", cs.String())
+			assert.Equal(t, cs, again)
+		})
+	}
+}
+
+func TestTypedOptions(t *testing.T) {
+	cs, err := Parse("couchbase://h?kv_timeout=2500&connect_timeout=1.5s&kv_pool_size=4&compression=off&compression_min_ratio=0.83")
+	require.NoError(t, err)
+	d, ok, err := cs.Options.Duration("kv_timeout")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, 2500*time.Millisecond, d)
+	d, _, err = cs.Options.Duration("connect_timeout")
+	require.NoError(t, err)
+	assert.Equal(t, 1500*time.Millisecond, d)
+	n, _, err := cs.Options.Int("kv_pool_size")
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+	b, ok, err := cs.Options.Bool("compression")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.False(t, b)
+	f, _, err := cs.Options.Float("compression_min_ratio")
+	require.NoError(t, err)
+	assert.InDelta(t, 0.83, f, 1e-9)
+	_, ok, err = cs.Options.Duration("config_poll_interval")
+	assert.False(t, ok)
+	assert.NoError(t, err)
+
+	bad, err := Parse("couchbase://h?kv_timeout=soon&kv_pool_size=-1&compression=maybe")
+	require.NoError(t, err)
+	_, _, err = bad.Options.Duration("kv_timeout")
+	assert.IsType(t, &Error{}, err)
+	_, _, err = bad.Options.Int("kv_pool_size")
+	assert.IsType(t, &Error{}, err)
+	_, _, err = bad.Options.Bool("compression")
+	assert.IsType(t, &Error{}, err)
+}
+
+// FuzzParse: never panics; whatever parses has a canonical form that
+// parses to the same thing.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external",
+		"couchbases://[::1]:11207", "memcached://a,b:1", "h", "couchbase://h/%41", "couchbase://h?bucket=x",
+		"couchbase://h:9000=http,h2=mcd/b?bootstrap_on=http", "couchbases://cb.example.cloud?enable_dns_srv=false",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cs, err := Parse(s)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v is not an *Error", err)
+			}
+			return
+		}
+		if len(cs.Hosts)+len(cs.HTTPHosts) == 0 {
+			t.Fatalf("parsed %q with no hosts", s)
+		}
+		again, err := Parse(cs.String())
+		if err != nil {
+			t.Fatalf("canonical form %q of %q does not parse: %v", cs.String(), s, err)
+		}
+		if again.String() != cs.String() {
+			t.Fatalf("canonical form not stable: %q -> %q", cs.String(), again.String())
+		}
+	})
+}
