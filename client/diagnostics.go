@@ -158,7 +158,8 @@ func (r *DiagnosticsResult) MarshalJSON() ([]byte, error) {
 	for _, e := range r.Endpoints {
 		je := jsonEndpointReport{ID: e.ID, Remote: e.Node, Local: e.Local, State: e.State.String(), Namespace: e.Bucket}
 		if !e.LastActivity.IsZero() {
-			je.LastActivityUs = micros(r.At.Sub(e.LastActivity))
+			us := uint64(max(r.At.Sub(e.LastActivity), 0) / time.Microsecond)
+			je.LastActivityUs = &us
 		}
 		switch {
 		case e.Err != nil:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/logcapture"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/stretchr/testify/require"
 )
@@ -51,7 +52,6 @@ func TestNoopDefaultsAreRecognised(t *testing.T) {
 	require.False(t, meterOn(NoopMeter{}))
 	require.False(t, meterOn(&NoopMeter{}))
 	require.True(t, meterOn(panicky{}))
-	require.True(t, meterOn(&loggingMeter{}))
 }
 
 // An operation's parent span is the one its options name, else the one
@@ -121,15 +121,15 @@ func (panicky) RecordValue(uint64) { panic("recorder bug") }
 // hook's panic is logged at error, then at most once a minute.
 func TestHookPanicsAreContained(t *testing.T) {
 	clock := retry.NewFakeClock(reportEpoch)
-	logger, logs := newCapture()
+	logger, logs := logcapture.New()
 	g := newHookGuard(logger, clock)
 	ctx, now := context.Background(), clock.Now()
 
 	s := g.startSpan(panicky{}, ctx, "get", nil, now)
 	require.Equal(t, noopSpan{}, s, "a tracer that panicked gives a span that records nothing")
-	l := nextLog(t, logs)
-	require.Equal(t, slog.LevelError, l.level)
-	require.Contains(t, l.msg, "panicked")
+	l := logcapture.Next(t, logs)
+	require.Equal(t, slog.LevelError, l.Level)
+	require.Contains(t, l.Msg, "panicked")
 
 	var sp RequestSpan = panicky{}
 	for range 3 {
@@ -147,15 +147,15 @@ func TestHookPanicsAreContained(t *testing.T) {
 	// RecordValue, IncrementBy, Counter (panics) and ValueRecorder (an
 	// error).
 	for range 8 {
-		nextLog(t, logs)
+		logcapture.Next(t, logs)
 	}
-	requireNoLog(t, logs)
-	require.EqualValues(t, 1+4*3+3, g.panics.Load())
+	logcapture.RequireNone(t, logs)
+	require.EqualValues(t, 1+4*3+3, g.Panics())
 
 	clock.Advance(59 * time.Second)
 	g.endSpan(sp, now)
-	requireNoLog(t, logs)
+	logcapture.RequireNone(t, logs)
 	clock.Advance(time.Second)
 	g.endSpan(sp, now)
-	require.Contains(t, nextLog(t, logs).msg, "panicked", "a minute on, the hook's panic is logged again")
+	require.Contains(t, logcapture.Next(t, logs).Msg, "panicked", "a minute on, the hook's panic is logged again")
 }
