@@ -30,24 +30,9 @@ func (g *hookGuard) startSpan(t RequestTracer, ctx context.Context, name string,
 	return s
 }
 
-func (g *hookGuard) setAttribute(s RequestSpan, key string, v slog.Value) {
-	defer g.Recovered("RequestSpan.SetAttribute")
-	s.SetAttribute(key, v)
-}
-
-func (g *hookGuard) addEvent(s RequestSpan, name string, at time.Time, attrs ...slog.Attr) {
-	defer g.Recovered("RequestSpan.AddEvent")
-	s.AddEvent(name, at, attrs...)
-}
-
 func (g *hookGuard) setStatus(s RequestSpan, status SpanStatus) {
 	defer g.Recovered("RequestSpan.SetStatus")
 	s.SetStatus(status)
-}
-
-func (g *hookGuard) endSpan(s RequestSpan, at time.Time) {
-	defer g.Recovered("RequestSpan.End")
-	s.End(at)
 }
 
 // valueRecorder asks m for a recorder; an error is logged like a panic and

@@ -17,21 +17,21 @@ import (
 func BenchmarkNoopTracerOperation(b *testing.B) {
 	g := newHookGuard(nil, nil)
 	ctx := context.Background()
-	var tracer RequestTracer = NoopTracer{}
+	st := spanStarter{g, NoopTracer{}} // as the engine starts spans
 	rec := g.valueRecorder(NoopMeter{}, MetricOperationDuration, nil)
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		op := g.startSpan(tracer, ctx, "get", nil, now)
-		g.setAttribute(op, AttributeSystemName, slog.StringValue(SystemCouchbase))
-		g.setAttribute(op, AttributeService, slog.StringValue(ServiceKV))
-		d := g.startSpan(tracer, ctx, SpanDispatchToServer, op, now)
-		g.setAttribute(d, AttributeServerDuration, slog.Int64Value(12))
-		g.setAttribute(d, AttributeOperationID, slog.Int64Value(42))
-		g.endSpan(d, now)
-		g.setAttribute(op, AttributeRetries, slog.IntValue(0))
-		g.setStatus(op, SpanStatusOK)
-		g.endSpan(op, now)
+		op := st.Start(ctx, "get", nil, now)
+		g.SetAttribute(op, AttributeSystemName, slog.StringValue(SystemCouchbase))
+		g.SetAttribute(op, AttributeService, slog.StringValue(ServiceKV))
+		d := st.Start(ctx, SpanDispatchToServer, op, now)
+		g.SetAttribute(d, AttributeServerDuration, slog.Int64Value(12))
+		g.SetAttribute(d, AttributeOperationID, slog.Int64Value(42))
+		g.EndSpan(d, now)
+		g.SetAttribute(op, AttributeRetries, slog.IntValue(0))
+		st.SetStatus(op, false)
+		g.EndSpan(op, now)
 		g.recordValue(rec, 25)
 	}
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"cmp"
+	"context"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
@@ -13,16 +14,14 @@ import (
 )
 
 // observers are a client's observability components, as Options set them
-// up: the operations' timings, records and latencies (internal/optrace,
-// with the meter and the slow-operation report), the tracer (nil when it
-// records nothing, so that an operation makes no call for it), the guard
-// that calls the tracer and the meter, and the orphan report (nil when
-// off). newObservers starts the reports' goroutines; close stops them.
+// up: the operations' spans, timings, records and latencies
+// (internal/optrace, with the tracer, the meter and the slow-operation
+// report), the guard that calls the tracer and the meter, and the orphan
+// report (nil when off). newObservers starts the reports' goroutines;
+// close stops them.
 type observers struct {
 	*optrace.Observers
-	hooks *hookGuard
-	// tracer is nil for NoopTracer: no span is made.
-	tracer  RequestTracer
+	hooks   *hookGuard
 	orphans *opreport.Orphans // nil: off
 
 	bucket string
@@ -31,9 +30,10 @@ type observers struct {
 	clientID string
 }
 
-// collMeters are a Collection's recorders of successful operations'
-// latencies (internal/optrace), kept in the Collection and found once.
-type collMeters = optrace.CollMeters
+// collMeters are a Collection as its operations' observers see it, with
+// the recorders of its successful operations' latencies (optrace.Coll),
+// kept in the Collection and found once.
+type collMeters = optrace.Coll
 
 // newObservers sets up o's observers and starts the reports. o has its
 // defaults filled in. Operations are timed on clock (the client's, as
@@ -42,10 +42,10 @@ type collMeters = optrace.CollMeters
 // Close too).
 func newObservers(o *Options, clock, every retry.Clock, clientID string) *observers {
 	ob := &observers{hooks: newHookGuard(o.Logger, every), bucket: o.Bucket, clientID: clientID}
-	if tracerOn(o.Tracer) {
-		ob.tracer = o.Tracer
+	cfg := optrace.Config{Clock: clock, Service: ServiceKV, Bucket: o.Bucket, ErrorTypeOther: ErrorTypeOther, Guard: ob.hooks.Guard}
+	if tracerOn(o.Tracer) { // NoopTracer: no span is made
+		cfg.Tracer = spanStarter{ob.hooks, o.Tracer}
 	}
-	cfg := optrace.Config{Clock: clock, Service: ServiceKV, ErrorTypeOther: ErrorTypeOther, Guard: ob.hooks.Guard}
 	switch {
 	case o.Meter != nil:
 		if meterOn(o.Meter) {
@@ -93,18 +93,40 @@ func (ob *observers) recorder(m Meter, k optrace.MeterKey) hookguard.ValueRecord
 	return ob.hooks.valueRecorder(m, MetricOperationDuration, attrs)
 }
 
-// collMeters returns coll's recorders when a meter records (nil
-// otherwise, or for no collection), made the first time.
-func (ob *observers) collMeters(coll *Collection) *optrace.CollMeters {
-	if coll == nil || !ob.Metered() {
+// coll is coll as its operations' observers see it (nil for none), made
+// the first time.
+func (ob *observers) coll(coll *Collection) *optrace.Coll {
+	if coll == nil {
 		return nil
 	}
-	cm := coll.meters.Load()
-	if cm == nil {
-		cm = ob.CollMeters(coll.scope, coll.name, coll.path)
-		coll.meters.Store(cm)
+	c := coll.meters.Load()
+	if c == nil {
+		c = ob.Coll(coll.scope, coll.name, coll.path)
+		coll.meters.Store(c)
 	}
-	return cm
+	return c
+}
+
+// spanStarter is the tracer as internal/optrace calls it: through the
+// guard, with the client's span types.
+type spanStarter struct {
+	g *hookGuard
+	t RequestTracer
+}
+
+func (s spanStarter) Start(ctx context.Context, name string, parent hookguard.Span, start time.Time) hookguard.Span {
+	p, _ := parent.(RequestSpan) // every span is one the tracer made
+	return s.g.startSpan(s.t, ctx, name, p, start)
+}
+
+func (s spanStarter) SetStatus(span hookguard.Span, failed bool) {
+	status := SpanStatusOK
+	if failed {
+		status = SpanStatusError
+	}
+	if rs, ok := span.(RequestSpan); ok {
+		s.g.setStatus(rs, status)
+	}
 }
 
 // close stops the reports and the logging meter, each logging what it

@@ -9,10 +9,11 @@
 // at most once a minute. A hook that blocks blocks the operation calling
 // it and nothing else.
 //
-// A guarded call defers Recovered. The calls that take the client's own
-// types (a span's, a Meter's) are the client's; the recorders the
-// operation engine keeps are called here, through ValueRecorder, which
-// the client's ValueRecorder satisfies.
+// A guarded call defers Recovered. The spans and recorders the operation
+// engine keeps are called here, through Span and ValueRecorder, which the
+// client's RequestSpan and ValueRecorder satisfy; the calls that take the
+// client's own types (starting a span, setting its status, asking a Meter
+// for an instrument) are the client's.
 package hookguard
 
 import (
@@ -25,6 +26,14 @@ import (
 
 	"github.com/kvwire/kvwire/retry"
 )
+
+// Span is a span as the guard calls it: the client's RequestSpan without
+// SetStatus (whose argument is the client's type).
+type Span interface {
+	SetAttribute(key string, value slog.Value)
+	AddEvent(name string, at time.Time, attrs ...slog.Attr)
+	End(at time.Time)
+}
 
 // ValueRecorder records values into a distribution.
 type ValueRecorder interface {
@@ -79,6 +88,24 @@ func (g *Guard) Recovered(hook string) {
 		g.logger.Error("kvwire: a tracer or meter panicked; the call was dropped and the operation goes on",
 			"hook", hook, "panic", fmt.Sprint(r), "panics", n, "stack", string(debug.Stack()))
 	}
+}
+
+// SetAttribute sets an attribute of s.
+func (g *Guard) SetAttribute(s Span, key string, v slog.Value) {
+	defer g.Recovered("RequestSpan.SetAttribute")
+	s.SetAttribute(key, v)
+}
+
+// AddEvent adds an event to s.
+func (g *Guard) AddEvent(s Span, name string, at time.Time, attrs ...slog.Attr) {
+	defer g.Recovered("RequestSpan.AddEvent")
+	s.AddEvent(name, at, attrs...)
+}
+
+// EndSpan ends s.
+func (g *Guard) EndSpan(s Span, at time.Time) {
+	defer g.Recovered("RequestSpan.End")
+	s.End(at)
 }
 
 // Instrument makes an instrument with mk, giving none when mk fails

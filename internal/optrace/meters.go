@@ -11,7 +11,7 @@ import (
 // opMeters makes and keeps the recorders of operation latencies, one per
 // operation, scope, collection and outcome, each asked of the Meter once.
 // A successful operation of a listed name finds its recorder through its
-// collection's CollMeters (an index, an atomic load), without hashing;
+// collection's Coll (an index, an atomic load), without hashing;
 // any other through a map replaced, never changed, when a recorder is
 // added (found without a lock).
 type opMeters struct {
@@ -19,7 +19,7 @@ type opMeters struct {
 	m  atomic.Pointer[map[MeterKey]hookguard.ValueRecorder]
 	// colls are the collections' recorders of successes, by
 	// "scope.collection" (guarded by mu), for a Collection made again.
-	colls map[string]*CollMeters
+	colls map[string]*Coll
 	mu    sync.Mutex // serialises additions
 }
 
@@ -28,10 +28,11 @@ type opMeters struct {
 // its error type ("" for a success).
 type MeterKey struct{ Op, Scope, Collection, ErrType string }
 
-// CollMeters are one collection's recorders of successes, by the index of
-// the operation's name in opNames. The client keeps them in its
-// Collection, found once (Observers.CollMeters).
-type CollMeters struct {
+// Coll is a collection as its operations' observers see it: its names,
+// and its recorders of successes, by the index of the operation's name in
+// opNames. The client keeps it in its Collection, found once
+// (Observers.Coll).
+type Coll struct {
 	scope, name string
 	ok          [len(opNames)]atomic.Pointer[hookguard.ValueRecorder]
 }
@@ -40,18 +41,18 @@ func (m *opMeters) init(ob *Observers) {
 	m.ob = ob
 	empty := map[MeterKey]hookguard.ValueRecorder{}
 	m.m.Store(&empty)
-	m.colls = map[string]*CollMeters{}
+	m.colls = map[string]*Coll{}
 }
 
-// CollMeters returns the recorders of the collection scope.name (path is
-// "scope.name"), made the first time.
-func (ob *Observers) CollMeters(scope, name, path string) *CollMeters {
+// Coll returns the collection scope.name (path is "scope.name"), made the
+// first time.
+func (ob *Observers) Coll(scope, name, path string) *Coll {
 	m := &ob.meters
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cm := m.colls[path]
 	if cm == nil {
-		cm = &CollMeters{scope: scope, name: name}
+		cm = &Coll{scope: scope, name: name}
 		m.colls[path] = cm
 	}
 	return cm
@@ -85,7 +86,7 @@ func (m *opMeters) recorder(k MeterKey) hookguard.ValueRecorder {
 
 // succeeded returns the recorder of cm's successful operations of
 // opNames[op].
-func (m *opMeters) succeeded(cm *CollMeters, op int) hookguard.ValueRecorder {
+func (m *opMeters) succeeded(cm *Coll, op int) hookguard.ValueRecorder {
 	if p := cm.ok[op].Load(); p != nil {
 		return *p
 	}
@@ -97,7 +98,7 @@ func (m *opMeters) succeeded(cm *CollMeters, op int) hookguard.ValueRecorder {
 // record records an operation's latency in microseconds: name (opNames[op]
 // when listed) on the collection of cm (nil: none), with errType ("" for a
 // success).
-func (m *opMeters) record(cm *CollMeters, name string, op int, errType string, d time.Duration) {
+func (m *opMeters) record(cm *Coll, name string, op int, errType string, d time.Duration) {
 	var r hookguard.ValueRecorder
 	if cm != nil && op != opUnlisted && errType == "" {
 		r = m.succeeded(cm, op)

@@ -1,10 +1,15 @@
 package optrace
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/hookguard"
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/meter"
 	"github.com/kvwire/kvwire/internal/opreport"
 	"github.com/kvwire/kvwire/memdx"
@@ -15,26 +20,29 @@ import (
 type Config struct {
 	// Clock times the operations (the client's, as their deadlines are).
 	Clock retry.Clock
-	// Service is the service every record and metric names (the client's
-	// ServiceKV).
-	Service string
+	// Service is the service every span, record and metric names (the
+	// client's ServiceKV); Bucket the bucket the spans name.
+	Service, Bucket string
 	// ErrorTypeOther is the error type of an error without an RFC 0058
 	// name (the client's ErrorTypeOther).
 	ErrorTypeOther string
 
+	// Tracer starts the spans (nil: no span is made).
+	Tracer Tracer
+	// Guard calls the spans and the caller's Meter's recorders.
+	Guard *hookguard.Guard
 	// Meter: the logging meter, called without the guard, or else
 	// Recorder, which asks the caller's Meter (through Guard) for the
 	// recorder of an operation's latencies with RFC 0067's attributes;
 	// neither: no metric.
 	LoggingMeter *meter.Logging
 	Recorder     func(k MeterKey) hookguard.ValueRecorder
-	Guard        *hookguard.Guard
 
 	Threshold *opreport.Threshold // nil: off
 }
 
-// Observers are a client's observers of its operations but the tracer:
-// the meter and the slow-operation report. Close stops the report and the
+// Observers are a client's observers of its operations: the tracer, the
+// meter and the slow-operation report. Close stops the report and the
 // logging meter.
 type Observers struct {
 	cfg Config
@@ -53,8 +61,10 @@ func New(cfg Config) *Observers {
 	return ob
 }
 
-// Metered reports whether a meter records latencies.
+// Metered reports whether a meter records latencies; Tracing whether a
+// tracer records spans.
 func (ob *Observers) Metered() bool { return ob.metered }
+func (ob *Observers) Tracing() bool { return ob.cfg.Tracer != nil }
 
 // Close stops the slow-operation report and the logging meter, each
 // logging what it holds, and waits for their goroutines.
@@ -68,21 +78,25 @@ func (ob *Observers) Close() {
 }
 
 // Begin starts observing an operation named name (the client's:
-// "GetAndLock") whose opcode is opc, at start, with timeout to its
-// deadline.
-func (ob *Observers) Begin(t *Trace, name string, opc memdx.OpCode, start time.Time, timeout time.Duration) {
+// "GetAndLock") whose opcode is opc, on coll (nil: none), at start, with
+// timeout to its deadline. parent is the span it belongs under, when
+// tracing (nil: none given).
+func (ob *Observers) Begin(ctx context.Context, t *Trace, name string, opc memdx.OpCode, coll *Coll, parent hookguard.Span, start time.Time, timeout time.Duration) {
 	t.Origin.Operation, t.op = SpanName(name, opc)
 	t.Origin.Timeout = timeout
 	t.start, t.now, t.fresh = start, start, true
 	t.Rec.Service, t.Rec.Operation = ob.cfg.Service, t.Origin.Operation
+	if ob.cfg.Tracer != nil {
+		ob.startOperation(ctx, t, coll, parent, start)
+	}
 }
 
 // SendAt is when an attempt is sent: the latest clock reading while no
 // wait came between (for a first attempt, the operation's begin: routing
 // takes microseconds), a new one after a wait or while tracing (a span's
 // start is then exact).
-func (ob *Observers) SendAt(t *Trace, tracing bool) time.Time {
-	if !t.fresh || tracing {
+func (ob *Observers) SendAt(t *Trace) time.Time {
+	if !t.fresh || t.span != nil {
 		t.now, t.fresh = ob.cfg.Clock.Now(), true
 	}
 	return t.now
@@ -98,19 +112,30 @@ func (ob *Observers) EndAt(t *Trace) time.Time {
 }
 
 // Encoded records value encoding (transcoding, compression) that ran from
-// start to end.
-func (ob *Observers) Encoded(t *Trace, start, end time.Time) { t.Rec.Encode += end.Sub(start) }
+// start to end: its time in the record, and a child span when tracing.
+func (ob *Observers) Encoded(t *Trace, start, end time.Time) {
+	t.Rec.Encode += end.Sub(start)
+	if t.span == nil {
+		return
+	}
+	s := ob.cfg.Tracer.Start(context.Background(), SpanRequestEncoding, t.span, start)
+	ob.cfg.Guard.EndSpan(s, end)
+}
 
-// Send is an attempt handed to a connection at at: the Origin its request
-// carries.
-func (ob *Observers) Send(t *Trace, at time.Time) *conn.Origin {
+// Send is an attempt handed to connection cn (to node, the node's
+// address) at at: it fills the Origin its request carries and, when
+// tracing, starts its dispatch span.
+func (ob *Observers) Send(t *Trace, cn *conn.Conn, node string, at time.Time) *conn.Origin {
 	t.Origin.Sent = at
+	if t.span != nil {
+		ob.startDispatch(t, cn, node, at)
+	}
 	return &t.Origin
 }
 
 // Ended is the attempt sent on cn with opaque ending at at (answered or
 // not): its dispatch time, connection and server duration go into the
-// record.
+// record, and its dispatch span ends.
 func (ob *Observers) Ended(t *Trace, cn *conn.Conn, opaque uint32, at time.Time) {
 	t.now, t.fresh = at, true
 	d := at.Sub(t.Origin.Sent)
@@ -125,30 +150,41 @@ func (ob *Observers) Ended(t *Trace, cn *conn.Conn, opaque uint32, at time.Time)
 		t.pendingLast = true
 		r.HasServer = true
 	}
+	if t.dispatch != nil {
+		ob.endDispatch(t, opaque, at)
+	}
 }
 
 // RetryDecided notes when a retry is decided: the end of the attempt it
 // follows (the latest reading, while fresh); after a wait, a new reading
 // only while tracing (the span's event needs it; nothing else does).
-func (ob *Observers) RetryDecided(t *Trace, tracing bool) {
-	if !t.fresh && tracing {
+func (ob *Observers) RetryDecided(t *Trace) {
+	if !t.fresh && t.span != nil {
 		t.now, t.fresh = ob.cfg.Clock.Now(), true
 	}
 }
 
-// Retried is a retry, decided when RetryDecided noted (Now).
-func (ob *Observers) Retried(t *Trace) { t.foldServer() }
+// Retried is a retry for reason (RetryReason.String(), read only when
+// tracing), decided when RetryDecided noted: an event on the span.
+func (ob *Observers) Retried(t *Trace, reason fmt.Stringer) {
+	t.foldServer()
+	if t.span == nil {
+		return
+	}
+	t.event[0] = slog.String(AttrRetryReason, reason.String())
+	ob.cfg.Guard.AddEvent(t.span, EventRetry, t.now, t.event[:]...)
+}
 
-// End ends the operation at at with err (nil: success) on the collection
-// whose recorders are cm (nil: none, or no meter): the latency goes to the
-// meter, and the record to the slow-operation report. It returns err's
-// error type ("" for a success), and false for an operation never begun
-// (refused before its first step: the client was closed).
-func (ob *Observers) End(t *Trace, cm *CollMeters, err error, at time.Time) (errType string, begun bool) {
+// End ends the operation at at with err (nil: success) on coll (nil:
+// none), after retries retries: the span gets its last attributes and
+// ends, the latency goes to the meter, and the record to the
+// slow-operation report.
+func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.Time) {
 	if t.Origin.Operation == "" {
-		return "", false
+		return // never begun: refused before its first step (the client was closed)
 	}
 	total := at.Sub(t.start)
+	var errType string
 	if err != nil {
 		errType = ErrorType(err, ob.cfg.ErrorTypeOther)
 	}
@@ -158,17 +194,19 @@ func (ob *Observers) End(t *Trace, cm *CollMeters, err error, at time.Time) (err
 		th.Add(&t.Rec)
 	}
 	if ob.metered {
-		ob.meters.record(cm, t.Origin.Operation, t.op, errType, total)
+		ob.meters.record(coll, t.Origin.Operation, t.op, errType, total)
 	}
-	return errType, true
+	if t.span != nil {
+		ob.endOperation(t, err, errType, err != nil && !errors.Is(err, kverr.ErrDocumentNotFound), retries, at)
+	}
 }
 
 // Wants reports whether an operation of duration d that ran without an
 // operation of its own (a get a memcached GetMany's group read hit) is
-// shown to the observers but the tracer: when a meter records, or the
+// shown to the observers: when a tracer or a meter records, or the
 // slow-operation report would keep it.
 func (ob *Observers) Wants(d time.Duration) bool {
-	return ob.metered || (ob.cfg.Threshold != nil && d > ob.cfg.Threshold.KV)
+	return ob.cfg.Tracer != nil || ob.metered || (ob.cfg.Threshold != nil && d > ob.cfg.Threshold.KV)
 }
 
 // OrphanRecord is the orphan report's record of x, a response of service

@@ -1,10 +1,9 @@
-// Package optrace is what one operation shows the client's observers
-// besides its spans: its timings and record for the slow-operation report,
-// its latency for the meter, the Origin its requests carry for the orphan
+// Package optrace is what one operation shows the client's observers: its
+// span and dispatch spans when a tracer records (RFC 0067's names and
+// attributes), its timings and record for the slow-operation report, its
+// latency for the meter, the Origin its requests carry for the orphan
 // report, each read off the clock as few times as the operation allows;
 // with RFC 0067's names of the operations and RFC 0058's of the errors.
-// The spans themselves (RequestTracer's, with their attributes) are the
-// client's, made beside the calls here.
 //
 // Every call happens on the operation's goroutine; the response handler,
 // on a connection's reader, only copies the response's encoded server
@@ -15,9 +14,11 @@
 package optrace
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/hookguard"
 	"github.com/kvwire/kvwire/internal/opreport"
 	"github.com/kvwire/kvwire/memdx"
 )
@@ -33,6 +34,10 @@ type Trace struct {
 	start  time.Time
 	now    time.Time // the latest clock reading; stale after a wait
 	fresh  bool      // now is still the time (no wait since it was read)
+
+	span     hookguard.Span // nil: not traced
+	dispatch hookguard.Span // the attempt's dispatch span, while it is out
+	event    [1]slog.Attr
 
 	// Rec is the operation's record for the reports.
 	Rec opreport.Record
@@ -58,8 +63,8 @@ func (t *Trace) ServerDuration() (time.Duration, bool) {
 	return memdx.DecodeServerDuration(t.serverEnc), true
 }
 
-// Now is the latest clock reading.
-func (t *Trace) Now() time.Time { return t.now }
+// Traced reports whether the operation has a span.
+func (t *Trace) Traced() bool { return t.span != nil }
 
 // Waited marks the latest clock reading stale: the operation waited.
 func (t *Trace) Waited() { t.fresh = false }
