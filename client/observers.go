@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/hookguard"
+	"github.com/kvwire/kvwire/internal/logreport"
 	"github.com/kvwire/kvwire/internal/meter"
 	"github.com/kvwire/kvwire/internal/opreport"
 	"github.com/kvwire/kvwire/internal/optrace"
@@ -53,31 +54,33 @@ func newObservers(o *Options, clock, every retry.Clock, clientID string) *observ
 			cfg.Recorder = func(k optrace.MeterKey) hookguard.ValueRecorder { return ob.recorder(m, k) }
 		}
 	case !o.LoggingMeter.Disabled:
-		cfg.LoggingMeter = meter.NewLogging(meter.Config{Message: LoggingMeterMessage, Key: ReportAttribute,
+		cfg.LoggingMeter = meter.NewLogging(logreport.Config{Message: LoggingMeterMessage, Key: ReportAttribute,
 			Interval: cmp.Or(o.LoggingMeter.Interval, DefaultLoggingMeterInterval), Clock: every, Logger: o.Logger})
 	}
 	if th := o.ThresholdLogging; !th.Disabled {
 		cfg.Threshold = opreport.NewThreshold(ServiceKV, cmp.Or(th.KVThreshold, DefaultKVThreshold),
-			reportConfig(ThresholdReportMessage, th.Interval, DefaultThresholdInterval, th.SampleSize, DefaultThresholdSampleSize, every, o))
+			reportConfig(ThresholdReportMessage, th.Interval, DefaultThresholdInterval, every, o), positiveOr(th.SampleSize, DefaultThresholdSampleSize))
 	}
 	if or := o.OrphanReporting; !or.Disabled {
-		ob.orphans = opreport.NewOrphans(
-			reportConfig(OrphanReportMessage, or.Interval, DefaultOrphanInterval, or.SampleSize, DefaultOrphanSampleSize, every, o))
+		ob.orphans = opreport.NewOrphans(reportConfig(OrphanReportMessage, or.Interval, DefaultOrphanInterval, every, o),
+			positiveOr(or.SampleSize, DefaultOrphanSampleSize))
 	}
 	ob.Observers = optrace.New(cfg)
 	return ob
 }
 
-// reportConfig configures a report logged with msg on clock (a
-// non-positive interval or size takes the default given).
-func reportConfig(msg string, interval, defInterval time.Duration, size, defSize int, clock retry.Clock, o *Options) opreport.Config {
-	if interval <= 0 {
-		interval = defInterval
+// reportConfig is how a report is logged: with msg, on clock (a
+// non-positive interval takes the default given).
+func reportConfig(msg string, interval, defInterval time.Duration, clock retry.Clock, o *Options) logreport.Config {
+	return logreport.Config{Message: msg, Key: ReportAttribute, Interval: positiveOr(interval, defInterval), Clock: clock, Logger: o.Logger}
+}
+
+// positiveOr is v, or def when v is not positive.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
 	}
-	if size <= 0 {
-		size = defSize
-	}
-	return opreport.Config{Message: msg, Key: ReportAttribute, Interval: interval, SampleSize: size, Clock: clock, Logger: o.Logger}
+	return v
 }
 
 // recorder asks m for the recorder of MetricOperationDuration with k's

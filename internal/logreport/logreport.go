@@ -31,25 +31,35 @@ func Log(logger *slog.Logger, level slog.Level, msg, key string, report []byte) 
 	logger.LogAttrs(context.Background(), level, msg, slog.Any(key, RawJSON(report)))
 }
 
-// Reporter calls an emit function every interval of a clock, from a
-// goroutine of its own, and once more when it stops. An emit that panics
-// (a logger's handler is the caller's code) loses its report; the next one
-// is tried as usual.
+// Config is how a report is logged: with Message, its JSON as the
+// attribute Key, every Interval of Clock, through Logger.
+type Config struct {
+	Message, Key string
+	Interval     time.Duration
+	Clock        retry.Clock
+	Logger       *slog.Logger
+}
+
+// Reporter logs a report every interval of a clock, from a goroutine of
+// its own, and once more when it stops. A report whose logging panics (a
+// logger's handler is the caller's code) is lost; the next one is tried
+// as usual.
 type Reporter struct {
-	clock    retry.Clock
-	interval time.Duration
-	emit     func()
+	cfg    Config
+	level  slog.Level
+	report func() []byte // the report since the last one; nil: none
 
 	stop    chan struct{}
 	done    chan struct{}
 	stopped sync.Once
 }
 
-// Start starts calling emit every interval (a non-positive interval
-// starts nothing: emit runs only at Close).
-func Start(clock retry.Clock, interval time.Duration, emit func()) *Reporter {
-	r := &Reporter{clock: clock, interval: interval, emit: emit, stop: make(chan struct{}), done: make(chan struct{})}
-	if interval <= 0 {
+// Start starts logging report's result at level every cfg.Interval (a
+// non-positive interval starts nothing: the report is logged only at
+// Close).
+func Start(cfg Config, level slog.Level, report func() []byte) *Reporter {
+	r := &Reporter{cfg: cfg, level: level, report: report, stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.Interval <= 0 {
 		close(r.done)
 		return r
 	}
@@ -59,13 +69,13 @@ func Start(clock retry.Clock, interval time.Duration, emit func()) *Reporter {
 
 func (r *Reporter) run() {
 	defer close(r.done)
-	t := r.clock.NewTimer(r.interval)
+	t := r.cfg.Clock.NewTimer(r.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C():
 			r.safeEmit()
-			t.Reset(r.interval)
+			t.Reset(r.cfg.Interval)
 		case <-r.stop:
 			return
 		}
@@ -74,10 +84,10 @@ func (r *Reporter) run() {
 
 func (r *Reporter) safeEmit() {
 	defer func() { _ = recover() }()
-	r.emit()
+	Log(r.cfg.Logger, r.level, r.cfg.Message, r.cfg.Key, r.report())
 }
 
-// Close stops the reporter, waits for its goroutine, and emits what was
+// Close stops the reporter, waits for its goroutine, and logs what was
 // recorded since the last report. A second Close does nothing.
 func (r *Reporter) Close() {
 	r.stopped.Do(func() {

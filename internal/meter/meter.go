@@ -27,25 +27,12 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/internal/logreport"
-	"github.com/kvwire/kvwire/retry"
 )
-
-// Config configures a logging meter. Every field is needed: the client
-// fills in its defaults.
-type Config struct {
-	// Message and Key are the log message and the attribute holding the
-	// report's JSON (the client's LoggingMeterMessage and
-	// ReportAttribute).
-	Message, Key string
-	Interval     time.Duration
-	Clock        retry.Clock
-	Logger       *slog.Logger
-}
 
 // Logging is the logging meter. Its histograms may be used from any
 // goroutine.
 type Logging struct {
-	cfg      Config
+	interval time.Duration
 	reporter *logreport.Reporter
 
 	mu  sync.Mutex
@@ -54,10 +41,11 @@ type Logging struct {
 
 type key struct{ service, operation string }
 
-// NewLogging starts a logging meter on cfg.Clock; Close stops it.
-func NewLogging(cfg Config) *Logging {
-	m := &Logging{cfg: cfg, ops: make(map[key]*Histogram)}
-	m.reporter = logreport.Start(cfg.Clock, cfg.Interval, m.emit)
+// NewLogging starts a logging meter, logging as cfg says (the client's
+// LoggingMeterMessage); Close stops it.
+func NewLogging(cfg logreport.Config) *Logging {
+	m := &Logging{interval: cfg.Interval, ops: make(map[key]*Histogram)}
+	m.reporter = logreport.Start(cfg, slog.LevelInfo, m.Report)
 	return m
 }
 
@@ -101,7 +89,7 @@ type percentiles struct {
 // out; the report is made even when none has any.
 func (m *Logging) Report() []byte {
 	var rep report
-	rep.Meta.EmitIntervalS = uint64(m.cfg.Interval / time.Second)
+	rep.Meta.EmitIntervalS = uint64(m.interval / time.Second)
 	rep.Operations = make(map[string]map[string]operationLatency)
 	m.mu.Lock()
 	for k, h := range m.ops {
@@ -124,10 +112,6 @@ func (m *Logging) Report() []byte {
 		return nil // unreachable: plain strings and numbers
 	}
 	return b
-}
-
-func (m *Logging) emit() {
-	logreport.Log(m.cfg.Logger, slog.LevelInfo, m.cfg.Message, m.cfg.Key, m.Report())
 }
 
 // Close stops the meter, logging what was recorded since the last report.

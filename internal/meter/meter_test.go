@@ -9,17 +9,16 @@ import (
 
 	"github.com/kvwire/kvwire/internal/leakcheck"
 	"github.com/kvwire/kvwire/internal/logcapture"
+	"github.com/kvwire/kvwire/internal/logreport"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-var reportEpoch = logcapture.Epoch
-
-// testConfig is a logging meter's configuration on clock and logger.
-func testConfig(clock retry.Clock, logger *slog.Logger, interval time.Duration) Config {
-	return Config{Message: "kvwire: operation latencies", Key: "report", Interval: interval, Clock: clock, Logger: logger}
+// testConfig is a logging meter's logging on clock and logger.
+func testConfig(clock retry.Clock, logger *slog.Logger, interval time.Duration) logreport.Config {
+	return logreport.Config{Message: "kvwire: operation latencies", Key: "report", Interval: interval, Clock: clock, Logger: logger}
 }
 
 // Every bucket holds the values from its bottom to its top, the next
@@ -72,12 +71,12 @@ func TestHistogramPercentiles(t *testing.T) {
 // interval, operations without values left out; an interval without any
 // still logs (the RFC's meter always reports).
 func TestLoggingMeterReport(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
+	clock := retry.NewFakeClock(logcapture.Epoch)
 	logger, logs := logcapture.New()
 	m := NewLogging(testConfig(clock, logger, 600*time.Second))
 	defer m.Close()
 	logcapture.Tick(t, clock, 0)
-	require.Equal(t, []time.Time{reportEpoch.Add(600 * time.Second)}, clock.Timers(), "RFC 0067's 10 minutes")
+	require.Equal(t, []time.Time{logcapture.Epoch.Add(600 * time.Second)}, clock.Timers(), "RFC 0067's 10 minutes")
 
 	// The client asks for the histogram of get once per outcome (a
 	// success, a DocumentNotFound): both are the one histogram of get.
@@ -121,7 +120,7 @@ func TestLoggingMeterReport(t *testing.T) {
 }
 
 func TestLoggingMeterRecordAllocatesNothing(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
+	clock := retry.NewFakeClock(logcapture.Epoch)
 	m := NewLogging(testConfig(clock, slog.New(slog.DiscardHandler), 600*time.Second))
 	defer m.Close()
 	r := m.Histogram("kv", "get")
@@ -132,7 +131,7 @@ func TestLoggingMeterRecordAllocatesNothing(t *testing.T) {
 // Recorders are used from many goroutines while the meter reports: no
 // value is lost or counted twice.
 func TestLoggingMeterConcurrent(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
+	clock := retry.NewFakeClock(logcapture.Epoch)
 	logger, logs := logcapture.New()
 	m := NewLogging(testConfig(clock, logger, time.Second))
 	r := m.Histogram("kv", "get")
@@ -168,7 +167,7 @@ func countGets(t *testing.T, l logcapture.Logged) int {
 
 // The default meter's cost per operation: one histogram record.
 func BenchmarkLoggingMeterRecord(b *testing.B) {
-	m := NewLogging(testConfig(retry.NewFakeClock(reportEpoch), slog.New(slog.DiscardHandler), 600*time.Second))
+	m := NewLogging(testConfig(retry.NewFakeClock(logcapture.Epoch), slog.New(slog.DiscardHandler), 600*time.Second))
 	defer m.Close()
 	r := m.Histogram("kv", "get")
 	b.ReportAllocs()

@@ -1,5 +1,7 @@
 package opreport
 
+import "github.com/kvwire/kvwire/internal/logreport"
+
 // The orphan report (RFC 0067's orphaned response reporting): a response
 // that arrives after its caller left (the operation timed out or was
 // cancelled after its request was written; the connection kept a
@@ -19,8 +21,10 @@ package opreport
 // the report's logging, which happens on the reporter's own goroutine.
 type Orphans struct{ *Report }
 
-// NewOrphans starts an orphan report on cfg.Clock; Close stops it.
-func NewOrphans(cfg Config) *Orphans { return &Orphans{NewReport(cfg)} }
+// NewOrphans starts an orphan report; Close stops it.
+func NewOrphans(cfg logreport.Config, sampleSize int) *Orphans {
+	return &Orphans{NewReport(cfg, sampleSize)}
+}
 
 // Orphan records one orphaned response.
 func (o *Orphans) Orphan(r *Record) { o.Add(r) }

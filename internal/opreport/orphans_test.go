@@ -15,9 +15,9 @@ import (
 // logged at warn each interval that had any, with the fields of the
 // slow-operation report.
 func TestOrphanReportCountsAndSamples(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
+	clock := retry.NewFakeClock(logcapture.Epoch)
 	logger, logs := logcapture.New()
-	o := NewOrphans(testConfig(clock, logger, orphanMessage, time.Second, 2))
+	o := NewOrphans(testConfig(clock, logger, orphanMessage, time.Second), 2)
 	defer o.Close()
 	logcapture.Tick(t, clock, time.Second)
 	logcapture.RequireNone(t, logs) // nothing yet
@@ -54,8 +54,8 @@ func TestOrphanReportCountsAndSamples(t *testing.T) {
 
 // A connection's reader calls orphan: it allocates nothing.
 func TestOrphanAllocatesNothing(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
-	o := NewOrphans(testConfig(clock, slog.New(slog.DiscardHandler), orphanMessage, 10*time.Second, 10))
+	clock := retry.NewFakeClock(logcapture.Epoch)
+	o := NewOrphans(testConfig(clock, slog.New(slog.DiscardHandler), orphanMessage, 10*time.Second), 10)
 	defer o.Close()
 	r := fullRecord(time.Second)
 	o.Orphan(&r)

@@ -1,6 +1,10 @@
 package opreport
 
-import "time"
+import (
+	"time"
+
+	"github.com/kvwire/kvwire/internal/logreport"
+)
 
 // The slow-operation report (RFC 0067's threshold logging): every
 // interval, the operations of each service that took longer than the
@@ -28,9 +32,9 @@ type Threshold struct {
 }
 
 // NewThreshold starts a slow-operation report of service's operations
-// over kv on cfg.Clock; Close stops it.
-func NewThreshold(service string, kv time.Duration, cfg Config) *Threshold {
-	return &Threshold{Service: service, KV: kv, Report: NewReport(cfg)}
+// over kv; Close stops it.
+func NewThreshold(service string, kv time.Duration, cfg logreport.Config, sampleSize int) *Threshold {
+	return &Threshold{Service: service, KV: kv, Report: NewReport(cfg, sampleSize)}
 }
 
 // Threshold is the threshold of service (a non-KV service has none yet:

@@ -8,22 +8,21 @@ import (
 
 	"github.com/kvwire/kvwire/internal/leakcheck"
 	"github.com/kvwire/kvwire/internal/logcapture"
+	"github.com/kvwire/kvwire/internal/logreport"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-var reportEpoch = logcapture.Epoch
-
 const (
 	thresholdMessage = "kvwire: operations over threshold"
 	orphanMessage    = "kvwire: orphan responses observed"
 )
 
-// testConfig is a report's configuration on clock and logger.
-func testConfig(clock retry.Clock, logger *slog.Logger, msg string, interval time.Duration, size int) Config {
-	return Config{Message: msg, Key: "report", Interval: interval, SampleSize: size, Clock: clock, Logger: logger}
+// testConfig is a report's logging on clock and logger.
+func testConfig(clock retry.Clock, logger *slog.Logger, msg string, interval time.Duration) logreport.Config {
+	return logreport.Config{Message: msg, Key: "report", Interval: interval, Clock: clock, Logger: logger}
 }
 
 // Every interval the operations over the threshold are counted and the
@@ -31,9 +30,9 @@ func testConfig(clock retry.Clock, logger *slog.Logger, msg string, interval tim
 // operation at or under the threshold is not; an interval with none logs
 // nothing.
 func TestThresholdReportsSlowestOverThreshold(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
+	clock := retry.NewFakeClock(logcapture.Epoch)
 	logger, logs := logcapture.New()
-	th := NewThreshold("kv", 500*time.Millisecond, testConfig(clock, logger, thresholdMessage, 10*time.Second, 3))
+	th := NewThreshold("kv", 500*time.Millisecond, testConfig(clock, logger, thresholdMessage, 10*time.Second), 3)
 	defer th.Close()
 	for _, d := range []time.Duration{600, 100, 1000, 500, 700, 900, 800} {
 		r := fullRecord(d * time.Millisecond)
@@ -68,9 +67,9 @@ func TestThresholdReportsSlowestOverThreshold(t *testing.T) {
 // close logs what was recorded since the last report, and stops the
 // reporter's goroutine (TestMain fails on a leaked one).
 func TestThresholdCloseFlushes(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
+	clock := retry.NewFakeClock(logcapture.Epoch)
 	logger, logs := logcapture.New()
-	th := NewThreshold("kv", time.Millisecond, testConfig(clock, logger, thresholdMessage, 10*time.Second, 10))
+	th := NewThreshold("kv", time.Millisecond, testConfig(clock, logger, thresholdMessage, 10*time.Second), 10)
 	r := fullRecord(2 * time.Millisecond)
 	th.Record(&r)
 	th.Close()
@@ -82,7 +81,7 @@ func TestThresholdCloseFlushes(t *testing.T) {
 // A handler that panics loses its report, not the reporter; one that
 // blocks holds only the reporter's goroutine: operations still record.
 func TestThresholdSurvivesBadHandler(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
+	clock := retry.NewFakeClock(logcapture.Epoch)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
 	logger := slog.New(logcapture.Func(func(l logcapture.Logged) {
@@ -94,7 +93,7 @@ func TestThresholdSurvivesBadHandler(t *testing.T) {
 			<-release
 		}
 	}))
-	th := NewThreshold("kv", time.Millisecond, testConfig(clock, logger, thresholdMessage, 10*time.Second, 10))
+	th := NewThreshold("kv", time.Millisecond, testConfig(clock, logger, thresholdMessage, 10*time.Second), 10)
 	defer th.Close()
 	r := fullRecord(time.Second)
 	th.Record(&r)
@@ -113,8 +112,8 @@ func TestThresholdSurvivesBadHandler(t *testing.T) {
 }
 
 func TestThresholdRecordAllocatesNothing(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
-	th := NewThreshold("kv", 500*time.Millisecond, testConfig(clock, slog.New(slog.DiscardHandler), thresholdMessage, 10*time.Second, 10))
+	clock := retry.NewFakeClock(logcapture.Epoch)
+	th := NewThreshold("kv", 500*time.Millisecond, testConfig(clock, slog.New(slog.DiscardHandler), thresholdMessage, 10*time.Second), 10)
 	defer th.Close()
 	under, over := fullRecord(time.Millisecond), fullRecord(time.Second)
 	th.Record(&over)
