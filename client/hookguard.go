@@ -47,10 +47,3 @@ func (g *hookGuard) counter(m Meter, name string, attrs map[string]string) Count
 	return hookguard.Instrument(g.Guard, "Meter.Counter", name, Counter(noopInstrument{}),
 		func() (Counter, error) { return m.Counter(name, attrs) })
 }
-
-func (g *hookGuard) recordValue(r ValueRecorder, v uint64) { g.RecordValue(r, v) }
-
-func (g *hookGuard) incrementBy(c Counter, n uint64) {
-	defer g.Recovered("Counter.IncrementBy")
-	c.IncrementBy(n)
-}

@@ -32,7 +32,7 @@ func BenchmarkNoopTracerOperation(b *testing.B) {
 		g.SetAttribute(op, AttributeRetries, slog.IntValue(0))
 		st.SetStatus(op, false)
 		g.EndSpan(op, now)
-		g.recordValue(rec, 25)
+		g.RecordValue(rec, 25)
 	}
 }
 

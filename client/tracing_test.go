@@ -37,8 +37,8 @@ func TestNoopTracerAndMeterAllocateNothing(t *testing.T) {
 		g.AddEvent(op, EventRetry, now, reason...)
 		st.SetStatus(op, false)
 		g.EndSpan(op, now)
-		g.recordValue(rec, 1234)
-		g.incrementBy(cnt, 1)
+		g.RecordValue(rec, 1234)
+		g.IncrementBy(cnt, 1)
 	})
 	require.Zero(t, allocs)
 }
@@ -140,8 +140,8 @@ func TestHookPanicsAreContained(t *testing.T) {
 		g.EndSpan(sp, now)
 	}
 	var inst panicky
-	g.recordValue(inst, 1)
-	g.incrementBy(inst, 1)
+	g.RecordValue(inst, 1)
+	g.IncrementBy(inst, 1)
 	require.Equal(t, noopInstrument{}, g.counter(panicky{}, "c", nil))
 	require.Equal(t, noopInstrument{}, g.valueRecorder(panicky{}, MetricOperationDuration, nil))
 	// One log per hook: SetAttribute, AddEvent, SetStatus, End,

@@ -9,11 +9,11 @@
 // at most once a minute. A hook that blocks blocks the operation calling
 // it and nothing else.
 //
-// A guarded call defers Recovered. The spans and recorders the operation
-// engine keeps are called here, through Span and ValueRecorder, which the
-// client's RequestSpan and ValueRecorder satisfy; the calls that take the
-// client's own types (starting a span, setting its status, asking a Meter
-// for an instrument) are the client's.
+// A guarded call defers Recovered. Spans and instruments are called here,
+// through Span, ValueRecorder and Counter, which the client's RequestSpan,
+// ValueRecorder and Counter satisfy; the calls that take the client's own
+// types (starting a span, setting its status, asking a Meter for an
+// instrument) are the client's.
 package hookguard
 
 import (
@@ -38,6 +38,11 @@ type Span interface {
 // ValueRecorder records values into a distribution.
 type ValueRecorder interface {
 	RecordValue(v uint64)
+}
+
+// Counter counts up.
+type Counter interface {
+	IncrementBy(n uint64)
 }
 
 // Guard recovers the panics of the hooks it calls, and logs them.
@@ -130,4 +135,10 @@ func Instrument[I any](g *Guard, hook, metric string, none I, mk func() (I, erro
 func (g *Guard) RecordValue(r ValueRecorder, v uint64) {
 	defer g.Recovered("ValueRecorder.RecordValue")
 	r.RecordValue(v)
+}
+
+// IncrementBy counts n on c.
+func (g *Guard) IncrementBy(c Counter, n uint64) {
+	defer g.Recovered("Counter.IncrementBy")
+	c.IncrementBy(n)
 }
