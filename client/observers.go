@@ -21,7 +21,7 @@ import (
 // report (nil when off). newObservers starts the reports' goroutines;
 // close stops them.
 type observers struct {
-	*optrace.Observers
+	optrace.Observers
 	hooks   *hookGuard
 	orphans *opreport.Orphans // nil: off
 
@@ -65,7 +65,7 @@ func newObservers(o *Options, clock, every retry.Clock, clientID string) *observ
 		ob.orphans = opreport.NewOrphans(reportConfig(OrphanReportMessage, or.Interval, DefaultOrphanInterval, every, o),
 			positiveOr(or.SampleSize, DefaultOrphanSampleSize))
 	}
-	ob.Observers = optrace.New(cfg)
+	ob.Init(cfg)
 	return ob
 }
 
@@ -97,16 +97,20 @@ func (ob *observers) recorder(m Meter, k optrace.MeterKey) hookguard.ValueRecord
 }
 
 // coll is coll as its operations' observers see it (nil for none), made
-// the first time.
+// the first time (newColl).
 func (ob *observers) coll(coll *Collection) *optrace.Coll {
 	if coll == nil {
 		return nil
 	}
-	c := coll.meters.Load()
-	if c == nil {
-		c = ob.Coll(coll.scope, coll.name, coll.path)
-		coll.meters.Store(c)
+	if c := coll.meters.Load(); c != nil {
+		return c
 	}
+	return ob.newColl(coll)
+}
+
+func (ob *observers) newColl(coll *Collection) *optrace.Coll {
+	c := ob.Coll(coll.scope, coll.name, coll.path)
+	coll.meters.Store(c)
 	return c
 }
 

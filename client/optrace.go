@@ -44,9 +44,6 @@ func (ob *observers) begin(ctx context.Context, t *opTrace, name string, opc mem
 	}
 }
 
-// sendAt is when an attempt is sent (optrace's SendAt).
-func (ob *observers) sendAt(t *opTrace) time.Time { return ob.SendAt(&t.Trace) }
-
 // endAt is when the operation ends (optrace's EndAt).
 func (ob *observers) endAt(t *opTrace) time.Time { return ob.EndAt(&t.Trace) }
 
@@ -76,8 +73,10 @@ func (ob *observers) retried(t *opTrace, reason RetryReason) { ob.Retried(&t.Tra
 // retries (optrace's End).
 func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, at time.Time) {
 	var c *optrace.Coll
-	if ob.Metered() {
-		c = ob.coll(coll)
+	if coll != nil && ob.Metered() {
+		if c = coll.meters.Load(); c == nil {
+			c = ob.newColl(coll)
+		}
 	}
 	ob.End(&t.Trace, c, err, retries, at)
 }

@@ -52,13 +52,13 @@ type Observers struct {
 	meters           opMeters
 }
 
-// New sets up observers; the reports and the logging meter in cfg are
-// started already.
-func New(cfg Config) *Observers {
-	ob := &Observers{cfg: cfg, builtin: cfg.LoggingMeter != nil}
+// Init sets up ob, which is not copied afterwards; the report and the
+// logging meter in cfg are started already. A zero Observers observes
+// nothing.
+func (ob *Observers) Init(cfg Config) {
+	ob.cfg, ob.builtin = cfg, cfg.LoggingMeter != nil
 	ob.metered = ob.builtin || cfg.Recorder != nil
 	ob.meters.init(ob)
-	return ob
 }
 
 // Metered reports whether a meter records latencies; Tracing whether a
