@@ -61,6 +61,12 @@ func BenchmarkDefaultObserversOperation(b *testing.B) {
 	o := Options{Logger: logger, Bucket: "b"}
 	cs, _ := ParseConnStr("couchbase://h/b")
 	o, _ = o.resolved(cs)
+	benchObserversOperation(b, o)
+}
+
+// benchObserversOperation runs one operation's begin and end (its send's
+// Origin filled between) on the observers o sets up.
+func benchObserversOperation(b *testing.B, o Options) {
 	clock := retry.NewFakeClock(reportEpoch)
 	ob := newObservers(&o, clock, clock, "ABCDEF0123456789")
 	defer ob.close()
@@ -96,19 +102,6 @@ func (t benchTracer) RequestSpan(context.Context, string, RequestSpan, time.Time
 // guard; no meter, no reports), begin and end: the tracer's own cost is
 // a counter's.
 func BenchmarkTracedObserversOperation(b *testing.B) {
-	o := Options{Logger: slog.New(slog.DiscardHandler), Bucket: "b", Tracer: benchTracer{&benchSpan{}}, Meter: NoopMeter{},
-		ThresholdLogging: ThresholdLoggingOptions{Disabled: true}, OrphanReporting: OrphanReportingOptions{Disabled: true}}
-	clock := retry.NewFakeClock(reportEpoch)
-	ob := newObservers(&o, clock, clock, "ABCDEF0123456789")
-	defer ob.close()
-	col := &Collection{scope: DefaultScope, name: DefaultCollection, isDefault: true}
-	ctx := context.Background()
-	start := reportEpoch
-	end := start.Add(30 * time.Microsecond)
-	b.ReportAllocs()
-	for b.Loop() {
-		var t opTrace
-		ob.begin(ctx, &t, "Get", memdx.OpGet, col, nil, start, 2500*time.Millisecond)
-		ob.end(&t, col, nil, 0, end)
-	}
+	benchObserversOperation(b, Options{Logger: slog.New(slog.DiscardHandler), Bucket: "b", Tracer: benchTracer{&benchSpan{}},
+		Meter: NoopMeter{}, ThresholdLogging: ThresholdLoggingOptions{Disabled: true}, OrphanReporting: OrphanReportingOptions{Disabled: true}})
 }

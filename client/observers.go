@@ -1,7 +1,6 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"time"
 
@@ -55,10 +54,10 @@ func newObservers(o *Options, clock, every retry.Clock, clientID string) *observ
 		}
 	case !o.LoggingMeter.Disabled:
 		cfg.LoggingMeter = meter.NewLogging(logreport.Config{Message: LoggingMeterMessage, Key: ReportAttribute,
-			Interval: cmp.Or(o.LoggingMeter.Interval, DefaultLoggingMeterInterval), Clock: every, Logger: o.Logger})
+			Interval: positiveOr(o.LoggingMeter.Interval, DefaultLoggingMeterInterval), Clock: every, Logger: o.Logger})
 	}
 	if th := o.ThresholdLogging; !th.Disabled {
-		cfg.Threshold = opreport.NewThreshold(ServiceKV, cmp.Or(th.KVThreshold, DefaultKVThreshold),
+		cfg.Threshold = opreport.NewThreshold(ServiceKV, positiveOr(th.KVThreshold, DefaultKVThreshold),
 			reportConfig(ThresholdReportMessage, th.Interval, DefaultThresholdInterval, every, o), positiveOr(th.SampleSize, DefaultThresholdSampleSize))
 	}
 	if or := o.OrphanReporting; !or.Disabled {
