@@ -63,6 +63,7 @@ func newObservers(o *Options, clock, every retry.Clock, clientID string) *observ
 	if or := o.OrphanReporting; !or.Disabled {
 		ob.orphans = opreport.NewOrphans(reportConfig(OrphanReportMessage, or.Interval, DefaultOrphanInterval, every, o),
 			positiveOr(or.SampleSize, DefaultOrphanSampleSize))
+		cfg.Orphans = ob.orphans
 	}
 	ob.Init(cfg)
 	return ob
@@ -137,12 +138,7 @@ func (s spanStarter) SetStatus(span hookguard.Span, failed bool) {
 
 // close stops the reports and the logging meter, each logging what it
 // holds, and waits for their goroutines.
-func (ob *observers) close() {
-	ob.Close()
-	if ob.orphans != nil {
-		ob.orphans.Close()
-	}
-}
+func (ob *observers) close() { ob.Close() }
 
 // onOrphan is conn.Options.OnOrphan when the orphan report is on: it runs
 // on a connection's reader, after the connection released its lock, and

@@ -39,10 +39,13 @@ type Config struct {
 	Recorder     func(k MeterKey) hookguard.ValueRecorder
 
 	Threshold *opreport.Threshold // nil: off
+	// Orphans is the orphan report (nil: off): the client feeds it from
+	// its connections; Close closes it with the others.
+	Orphans *opreport.Orphans
 }
 
 // Observers are a client's observers of its operations: the tracer, the
-// meter and the slow-operation report. Close stops the report and the
+// meter and the slow-operation report. Close stops the reports and the
 // logging meter.
 type Observers struct {
 	cfg Config
@@ -66,11 +69,15 @@ func (ob *Observers) Init(cfg Config) {
 func (ob *Observers) Metered() bool { return ob.metered }
 func (ob *Observers) Tracing() bool { return ob.cfg.Tracer != nil }
 
-// Close stops the slow-operation report and the logging meter, each
-// logging what it holds, and waits for their goroutines.
+// Close stops the slow-operation report, the orphan report and the
+// logging meter, each logging what it holds, and waits for their
+// goroutines.
 func (ob *Observers) Close() {
 	if ob.cfg.Threshold != nil {
 		ob.cfg.Threshold.Close()
+	}
+	if ob.cfg.Orphans != nil {
+		ob.cfg.Orphans.Close()
 	}
 	if ob.cfg.LoggingMeter != nil {
 		ob.cfg.LoggingMeter.Close()
