@@ -175,8 +175,8 @@ func (c *Client) Ping(ctx context.Context) []PingResult {
 		start := time.Now()
 		err := c.execute(ctx, o)
 		r := PingResult{Node: n.Addr(), Latency: time.Since(start), Err: err}
-		if rec := &o.trace.rec; rec.dispatched {
-			r.Local, r.Remote, r.LocalID = rec.localSocket, rec.remoteSocket, rec.localID
+		if rec := &o.trace.Rec; rec.Dispatched {
+			r.Local, r.Remote, r.LocalID = rec.LocalSocket, rec.RemoteSocket, rec.LocalID
 		}
 		return r, err
 	})

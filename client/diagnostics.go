@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/kvwire/kvwire/internal/diagnostics"
 )
 
 // Diagnostics and readiness (Couchbase SDK RFC 0034, "Health Check", in its
@@ -120,27 +122,6 @@ type DiagnosticsResult struct {
 	At time.Time
 }
 
-// diagnosticsVersion is RFC 0061's report version.
-const diagnosticsVersion = 2
-
-type jsonDiagnostics struct {
-	Version  int                             `json:"version"`
-	ID       string                          `json:"id"`
-	SDK      string                          `json:"sdk"`
-	State    string                          `json:"state"`
-	Services map[string][]jsonEndpointReport `json:"services"`
-}
-
-type jsonEndpointReport struct {
-	ID             string  `json:"id"`
-	LastActivityUs *uint64 `json:"last_activity_us,omitempty"`
-	Remote         string  `json:"remote"`
-	Local          string  `json:"local,omitempty"`
-	State          string  `json:"state"`
-	Namespace      string  `json:"namespace,omitempty"`
-	Details        string  `json:"details,omitempty"`
-}
-
 // MarshalJSON writes the report as RFC 0061 has it:
 //
 //	{"version":2,"id":"...","sdk":"kvwire","state":"online","services":{"kv":[
@@ -153,47 +134,21 @@ type jsonEndpointReport struct {
 // config gives it; details hold the local id of a connected endpoint, and
 // the error of one that is not.
 func (r *DiagnosticsResult) MarshalJSON() ([]byte, error) {
-	out := jsonDiagnostics{Version: diagnosticsVersion, ID: r.ID, SDK: r.SDK, State: r.State.String(),
-		Services: make(map[string][]jsonEndpointReport)}
+	out := diagnostics.NewReport(r.ID, r.SDK, r.State.String(), r.At)
 	for _, e := range r.Endpoints {
-		je := jsonEndpointReport{ID: e.ID, Remote: e.Node, Local: e.Local, State: e.State.String(), Namespace: e.Bucket}
-		if !e.LastActivity.IsZero() {
-			je.LastActivityUs = micros(r.At.Sub(e.LastActivity))
-		}
-		switch {
-		case e.Err != nil:
-			je.Details = e.Err.Error()
-		case e.LocalID != "":
-			je.Details = "local id " + e.LocalID
-		}
-		out.Services[e.Service] = append(out.Services[e.Service], je)
+		out.Add(diagnostics.Endpoint{Service: e.Service, ID: e.ID, Remote: e.Node, Local: e.Local, State: e.State.String(),
+			Namespace: e.Bucket, LocalID: e.LocalID, LastActivity: e.LastActivity, Err: e.Err})
 	}
 	return json.Marshal(out)
 }
 
-// clusterState sums up endpoints: online when every one is connected,
-// offline when a service has none connected (or there is no endpoint at
-// all), degraded otherwise.
+// clusterState sums up endpoints (diagnostics.Summary).
 func clusterState(endpoints []EndpointDiagnostics) ClusterState {
-	if len(endpoints) == 0 {
-		return ClusterOffline
-	}
-	up := make(map[string]bool)
-	all := true
+	var s diagnostics.Summary
 	for _, e := range endpoints {
-		connected := e.State == EndpointConnected
-		up[e.Service] = up[e.Service] || connected
-		all = all && connected
+		s.Add(e.Service, e.State == EndpointConnected)
 	}
-	for _, ok := range up {
-		if !ok {
-			return ClusterOffline
-		}
-	}
-	if all {
-		return ClusterOnline
-	}
-	return ClusterDegraded
+	return ClusterState(s.State())
 }
 
 // WaitUntilReadyOptions are the options of Client.WaitUntilReady.
@@ -258,13 +213,7 @@ var errOfflineNotWaitable = fmt.Errorf("%w: WaitUntilReady waits for ClusterOnli
 
 // reached reports whether state satisfies desired.
 func reached(state, desired ClusterState) bool {
-	switch desired {
-	case ClusterOnline:
-		return state == ClusterOnline
-	case ClusterDegraded:
-		return state == ClusterOnline || state == ClusterDegraded
-	}
-	return false
+	return diagnostics.Reached(diagnostics.State(state), diagnostics.State(desired))
 }
 
 // notReady builds the error of a wait that ended with d the last report.

@@ -330,7 +330,7 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			obs.AttemptStart(info)
 		}
-		from := ob.send(t, pl.cn, pl.Node.Addr(), ob.sendAt(t))
+		from := ob.Send(&t.Trace, pl.cn, pl.Node.Addr(), ob.SendAt(&t.Trace)) // both inlined
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
 		ob.ended(t, pl.cn, opaque, c.clock.Now())
 		if obs != nil {

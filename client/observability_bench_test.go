@@ -17,22 +17,22 @@ import (
 func BenchmarkNoopTracerOperation(b *testing.B) {
 	g := newHookGuard(nil, nil)
 	ctx := context.Background()
-	var tracer RequestTracer = NoopTracer{}
+	st := spanStarter{g, NoopTracer{}} // as the engine starts spans
 	rec := g.valueRecorder(NoopMeter{}, MetricOperationDuration, nil)
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		op := g.startSpan(tracer, ctx, "get", nil, now)
-		g.setAttribute(op, AttributeSystemName, slog.StringValue(SystemCouchbase))
-		g.setAttribute(op, AttributeService, slog.StringValue(ServiceKV))
-		d := g.startSpan(tracer, ctx, SpanDispatchToServer, op, now)
-		g.setAttribute(d, AttributeServerDuration, slog.Int64Value(12))
-		g.setAttribute(d, AttributeOperationID, slog.Int64Value(42))
-		g.endSpan(d, now)
-		g.setAttribute(op, AttributeRetries, slog.IntValue(0))
-		g.setStatus(op, SpanStatusOK)
-		g.endSpan(op, now)
-		g.recordValue(rec, 25)
+		op := st.Start(ctx, "get", nil, now)
+		g.SetAttribute(op, AttributeSystemName, slog.StringValue(SystemCouchbase))
+		g.SetAttribute(op, AttributeService, slog.StringValue(ServiceKV))
+		d := st.Start(ctx, SpanDispatchToServer, op, now)
+		g.SetAttribute(d, AttributeServerDuration, slog.Int64Value(12))
+		g.SetAttribute(d, AttributeOperationID, slog.Int64Value(42))
+		g.EndSpan(d, now)
+		g.SetAttribute(op, AttributeRetries, slog.IntValue(0))
+		st.SetStatus(op, false)
+		g.EndSpan(op, now)
+		g.RecordValue(rec, 25)
 	}
 }
 
@@ -52,49 +52,6 @@ func BenchmarkNoopTracerSkipped(b *testing.B) {
 	}
 }
 
-// The default meter's cost per operation: one histogram record.
-func BenchmarkLoggingMeterRecord(b *testing.B) {
-	m := newLoggingMeter(0, retry.NewFakeClock(reportEpoch), slog.New(slog.DiscardHandler))
-	defer m.close()
-	r, _ := m.ValueRecorder(MetricOperationDuration, map[string]string{AttributeService: ServiceKV, AttributeOperationName: "get"})
-	b.ReportAllocs()
-	v := uint64(0)
-	for b.Loop() {
-		v++
-		r.RecordValue(v & 0xffff)
-	}
-}
-
-// The slow-operation report's cost for an operation under the threshold
-// (every operation pays it) and over it.
-func BenchmarkThresholdRecord(b *testing.B) {
-	th := newThresholdLogger(thresholdConfig{}, retry.NewFakeClock(reportEpoch), slog.New(slog.DiscardHandler))
-	defer th.close()
-	for _, tc := range []struct {
-		name  string
-		total time.Duration
-	}{{"under", time.Millisecond}, {"over", time.Second}} {
-		b.Run(tc.name, func(b *testing.B) {
-			r := fullRecord(tc.total)
-			b.ReportAllocs()
-			for b.Loop() {
-				th.record(&r)
-			}
-		})
-	}
-}
-
-// An orphan, as a connection's reader reports it.
-func BenchmarkOrphan(b *testing.B) {
-	o := newOrphanReporter(orphanConfig{}, retry.NewFakeClock(reportEpoch), slog.New(slog.DiscardHandler))
-	defer o.close()
-	r := fullRecord(time.Second)
-	b.ReportAllocs()
-	for b.Loop() {
-		o.orphan(&r)
-	}
-}
-
 // What the observers cost one operation with the defaults (no tracer, the
 // logging meter, the slow-operation and orphan reports on), as execute
 // calls them for a Get answered at once: begin, send, ended, end. The
@@ -104,6 +61,12 @@ func BenchmarkDefaultObserversOperation(b *testing.B) {
 	o := Options{Logger: logger, Bucket: "b"}
 	cs, _ := ParseConnStr("couchbase://h/b")
 	o, _ = o.resolved(cs)
+	benchObserversOperation(b, o)
+}
+
+// benchObserversOperation runs one operation's begin and end (its send's
+// Origin filled between) on the observers o sets up.
+func benchObserversOperation(b *testing.B, o Options) {
 	clock := retry.NewFakeClock(reportEpoch)
 	ob := newObservers(&o, clock, clock, "ABCDEF0123456789")
 	defer ob.close()
@@ -115,8 +78,30 @@ func BenchmarkDefaultObserversOperation(b *testing.B) {
 	for b.Loop() {
 		var t opTrace
 		ob.begin(ctx, &t, "Get", memdx.OpGet, col, nil, start, 2500*time.Millisecond)
-		t.origin.Sent = start
-		t.now, t.fresh = end, true
+		t.Origin.Sent = start
 		ob.end(&t, col, nil, 0, end)
 	}
+}
+
+// benchSpan is a span that counts the calls it gets.
+type benchSpan struct{ n int }
+
+func (s *benchSpan) SetAttribute(string, slog.Value)          { s.n++ }
+func (s *benchSpan) AddEvent(string, time.Time, ...slog.Attr) { s.n++ }
+func (s *benchSpan) SetStatus(SpanStatus)                     { s.n++ }
+func (s *benchSpan) End(time.Time)                            { s.n++ }
+
+// benchTracer starts its one span, again and again.
+type benchTracer struct{ s *benchSpan }
+
+func (t benchTracer) RequestSpan(context.Context, string, RequestSpan, time.Time) RequestSpan {
+	return t.s
+}
+
+// What the observers cost one traced operation (its span through the
+// guard; no meter, no reports), begin and end: the tracer's own cost is
+// a counter's.
+func BenchmarkTracedObserversOperation(b *testing.B) {
+	benchObserversOperation(b, Options{Logger: slog.New(slog.DiscardHandler), Bucket: "b", Tracer: benchTracer{&benchSpan{}},
+		Meter: NoopMeter{}, ThresholdLogging: ThresholdLoggingOptions{Disabled: true}, OrphanReporting: OrphanReportingOptions{Disabled: true}})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/logcapture"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/stretchr/testify/assert"
@@ -21,12 +22,12 @@ import (
 // drops every other record): a test waits on it for a report, which comes
 // on Close or at the end of the report's interval.
 type reportLog struct {
-	ch     chan logged
+	ch     chan logcapture.Logged
 	errors chan string // messages logged at error
 }
 
 func newReportLog() (*slog.Logger, *reportLog) {
-	r := &reportLog{ch: make(chan logged, 256), errors: make(chan string, 256)}
+	r := &reportLog{ch: make(chan logcapture.Logged, 256), errors: make(chan string, 256)}
 	return slog.New(r), r
 }
 
@@ -45,15 +46,7 @@ func (r *reportLog) Handle(_ context.Context, rec slog.Record) error {
 		}
 		return nil
 	}
-	l := logged{level: rec.Level, msg: rec.Message}
-	rec.Attrs(func(a slog.Attr) bool {
-		if a.Key == ReportAttribute {
-			if m, ok := a.Value.Any().(json.Marshaler); ok {
-				l.report, _ = m.MarshalJSON()
-			}
-		}
-		return true
-	})
+	l := logcapture.Of(rec, ReportAttribute)
 	select {
 	case r.ch <- l:
 	default:
@@ -62,19 +55,19 @@ func (r *reportLog) Handle(_ context.Context, rec slog.Record) error {
 }
 
 // next returns the next report logged with msg (others are skipped).
-func (r *reportLog) next(t *testing.T, msg string) kvReport {
+func (r *reportLog) next(t *testing.T, msg string) logcapture.KVReport {
 	t.Helper()
 	for {
-		l := nextLog(t, r.ch)
-		if l.msg == msg {
-			return parseKVReport(t, l)
+		l := logcapture.Next(t, r.ch)
+		if l.Msg == msg {
+			return logcapture.ParseKV(t, l)
 		}
 	}
 }
 
 // entry returns the report's entry of operation name, failing when there
 // is none.
-func (k kvReport) entry(t *testing.T, name string) map[string]any {
+func kvEntry(t *testing.T, k logcapture.KVReport, name string) map[string]any {
 	t.Helper()
 	for _, e := range k.KV.TopRequests {
 		if e["operation_name"] == name {
@@ -124,9 +117,9 @@ func TestSlowOperationReportShowsServerDuration(t *testing.T) {
 	require.NoError(t, c.Close()) // the report logs what it holds
 
 	rep := logs.next(t, ThresholdReportMessage)
-	assert.NotContains(t, rep.raw, value, "a report never holds a document's value")
-	assert.NotContains(t, rep.raw, password, "nor the password")
-	e := rep.entry(t, "get")
+	assert.NotContains(t, rep.Raw, value, "a report never holds a document's value")
+	assert.NotContains(t, rep.Raw, password, "nor the password")
+	e := kvEntry(t, rep, "get")
 	t.Logf("slow-operation report's get: %v", e)
 	server := us(e, "last_server_duration_us")
 	total, dispatch := us(e, "total_duration_us"), us(e, "last_dispatch_duration_us")
@@ -171,7 +164,7 @@ func TestOrphanReportCountsLateAnswers(t *testing.T) {
 	require.ErrorIs(t, err, ErrTimeout)
 	rep := logs.next(t, OrphanReportMessage) // the late answer came: its report
 	require.EqualValues(t, 1, rep.KV.TotalCount)
-	e := rep.entry(t, "get")
+	e := kvEntry(t, rep, "get")
 	t.Logf("orphan report's get: %v", e)
 	assert.Equal(t, float64(50), e["timeout_ms"])
 	assert.Equal(t, "0x"+strconv.FormatUint(uint64(kv.Opaque), 16), e["operation_id"])
@@ -184,7 +177,7 @@ func TestOrphanReportCountsLateAnswers(t *testing.T) {
 	require.ErrorIs(t, res[0].Err, ErrTimeout)
 	rep = logs.next(t, OrphanReportMessage)
 	require.EqualValues(t, 1, rep.KV.TotalCount)
-	assert.Equal(t, float64(50), rep.entry(t, "get")["timeout_ms"])
+	assert.Equal(t, float64(50), kvEntry(t, rep, "get")["timeout_ms"])
 
 	h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpNoop}},
 		Action: mockcluster.Action{Delay: delay}, Times: 1})
@@ -199,7 +192,7 @@ func TestOrphanReportCountsLateAnswers(t *testing.T) {
 	require.Equal(t, 1, timedOut, "the node whose NOOP was held")
 	rep = logs.next(t, OrphanReportMessage)
 	require.EqualValues(t, 1, rep.KV.TotalCount)
-	assert.Equal(t, float64(100), rep.entry(t, "ping")["timeout_ms"])
+	assert.Equal(t, float64(100), kvEntry(t, rep, "ping")["timeout_ms"])
 }
 
 // treeTracer records spans with their parents, times, attributes,
@@ -455,8 +448,8 @@ func TestLoggingMeterIsTheDefaultMeter(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	for {
-		l := nextLog(t, logs.ch)
-		if l.msg != LoggingMeterMessage {
+		l := logcapture.Next(t, logs.ch)
+		if l.Msg != LoggingMeterMessage {
 			continue
 		}
 		var rep struct {
@@ -464,9 +457,9 @@ func TestLoggingMeterIsTheDefaultMeter(t *testing.T) {
 				TotalCount uint64 `json:"total_count"`
 			} `json:"operations"`
 		}
-		require.NoError(t, json.Unmarshal(l.report, &rep), "%s", l.report)
-		require.EqualValues(t, 3, rep.Operations["kv"]["upsert"].TotalCount, "%s", l.report)
-		require.EqualValues(t, 1, rep.Operations["kv"]["get"].TotalCount, "%s", l.report)
+		require.NoError(t, json.Unmarshal(l.Report, &rep), "%s", l.Report)
+		require.EqualValues(t, 3, rep.Operations["kv"]["upsert"].TotalCount, "%s", l.Report)
+		require.EqualValues(t, 1, rep.Operations["kv"]["get"].TotalCount, "%s", l.Report)
 		return
 	}
 }

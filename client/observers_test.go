@@ -8,35 +8,13 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/logcapture"
+	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// Operations carry RFC 0067's names, in snake case.
-func TestSpanNames(t *testing.T) {
-	for name, want := range map[string]string{
-		"Get": "get", "GetAndLock": "get_and_lock", "GetAndTouch": "get_and_touch", "GetReplica": "get_replica",
-		"GetReplica(active)": "get", "LookupIn": "lookup_in", "LookupInReplica": "lookup_in_replica",
-		"MutateIn": "mutate_in", "Upsert": "upsert", "Remove": "remove", "Increment": "increment", "Ping": "ping",
-		"SomethingNew": "something_new",
-	} {
-		got, i := spanName(name, 0)
-		assert.Equal(t, want, got, name)
-		if i != opUnlisted {
-			assert.Equal(t, want, opNames[i], name)
-		}
-	}
-	for op, want := range map[memdx.OpCode]string{memdx.OpRangeScanCreate: "range_scan_create",
-		memdx.OpRangeScanContinue: "range_scan_continue", memdx.OpRangeScanCancel: "range_scan_cancel"} {
-		got, i := spanName("Scan", op)
-		assert.Equal(t, want, got)
-		assert.Equal(t, want, opNames[i])
-	}
-	_, i := spanName("SomethingNew", 0)
-	assert.Equal(t, opUnlisted, i)
-}
 
 // error.type is RFC 0058's name of the error's sentinel, the timeout's
 // kind before whatever caused it, _OTHER without one.
@@ -52,7 +30,7 @@ func TestErrorTypes(t *testing.T) {
 		&KeyValueError{Err: ErrDocumentNotJSON}:                            "DocumentNotJson",
 		&KeyValueError{Err: ErrNoNodeAvailable}:                            "ServiceNotAvailable",
 	} {
-		assert.Equal(t, want, errorType(err), "%v", err)
+		assert.Equal(t, want, optrace.ErrorType(err, ErrorTypeOther), "%v", err)
 	}
 }
 
@@ -113,7 +91,7 @@ func TestOperationMetricRecorders(t *testing.T) {
 // sockets, the opaque and the server's duration.
 func TestOrphanRecordFromConnection(t *testing.T) {
 	clock := retry.NewFakeClock(reportEpoch)
-	logger, logs := newCapture()
+	logger, logs := logcapture.New()
 	ob := newObservers(&Options{Logger: logger, LoggingMeter: LoggingMeterOptions{Disabled: true},
 		ThresholdLogging: ThresholdLoggingOptions{Disabled: true}}, clock, clock, "")
 	ob.onOrphan(conn.Orphan{Origin: conn.Origin{Operation: "get", Sent: reportEpoch, Timeout: 50 * time.Millisecond},
@@ -122,9 +100,9 @@ func TestOrphanRecordFromConnection(t *testing.T) {
 		ServerDuration: 700 * time.Millisecond, HasServerDuration: true})
 	ob.onOrphan(conn.Orphan{OpCode: memdx.OpNoop, Opaque: 7, Abandoned: reportEpoch, Arrived: reportEpoch.Add(time.Second)})
 	ob.close()
-	l := nextLog(t, logs)
-	require.Equal(t, OrphanReportMessage, l.msg)
-	rep := parseKVReport(t, l)
+	l := logcapture.Next(t, logs)
+	require.Equal(t, OrphanReportMessage, l.Msg)
+	rep := logcapture.ParseKV(t, l)
 	require.EqualValues(t, 2, rep.KV.TotalCount)
 	require.Equal(t, map[string]any{"operation_name": "ping", "total_duration_us": 1e6, "last_dispatch_duration_us": 1e6,
 		"total_dispatch_duration_us": 1e6, "operation_id": "0x7"}, rep.KV.TopRequests[0])
@@ -132,4 +110,39 @@ func TestOrphanRecordFromConnection(t *testing.T) {
 		"total_dispatch_duration_us": 750000.0, "last_server_duration_us": 700000.0, "total_server_duration_us": 700000.0,
 		"operation_id": "0x2a", "last_local_id": "a/b", "last_local_socket": "127.0.0.1:5000",
 		"last_remote_socket": "127.0.0.1:11210", "timeout_ms": 50.0}, rep.KV.TopRequests[1])
+}
+
+var reportEpoch = logcapture.Epoch
+
+// RFC 0067's defaults, with Options that set nothing: the slow-operation
+// report every 10 s, over 500 ms for KV, the 10 slowest; the orphan
+// report every 10 s, the 10 slowest; the logging meter on, every 10
+// minutes.
+func TestReportDefaults(t *testing.T) {
+	clock := retry.NewFakeClock(reportEpoch)
+	logger, logs := logcapture.New()
+	ob := newObservers(&Options{Logger: logger}, clock, clock, "")
+	require.True(t, ob.Metered(), "the logging meter records")
+	require.Equal(t, 10, ob.orphans.SampleSize())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, clock.BlockUntilTimers(ctx, 3))
+	require.ElementsMatch(t, []time.Time{reportEpoch.Add(10 * time.Second), reportEpoch.Add(10 * time.Second),
+		reportEpoch.Add(600 * time.Second)}, clock.Timers(), "the first reports are due one interval on")
+	for i := range 12 { // 500 ms is not over the threshold; 501 ms to 511 ms are
+		var tr opTrace
+		ob.begin(ctx, &tr, "Get", memdx.OpGet, nil, nil, reportEpoch, time.Second)
+		ob.end(&tr, nil, nil, 0, reportEpoch.Add(500*time.Millisecond+time.Duration(i)*time.Millisecond))
+	}
+	ob.close()
+	for {
+		l := logcapture.Next(t, logs)
+		if l.Msg != ThresholdReportMessage {
+			continue
+		}
+		rep := logcapture.ParseKV(t, l)
+		require.EqualValues(t, 11, rep.KV.TotalCount)
+		require.Len(t, rep.KV.TopRequests, 10)
+		return
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/logcapture"
+	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +19,7 @@ import (
 func TestNoopTracerAndMeterAllocateNothing(t *testing.T) {
 	g := newHookGuard(nil, nil)
 	ctx := context.Background()
-	var tracer RequestTracer = NoopTracer{}
+	st := spanStarter{g, NoopTracer{}} // as the engine starts spans
 	var meter Meter = NoopMeter{}
 	rec := g.valueRecorder(meter, MetricOperationDuration, nil)
 	cnt := g.counter(meter, "c", nil)
@@ -26,17 +28,17 @@ func TestNoopTracerAndMeterAllocateNothing(t *testing.T) {
 	// variadic list built at the call would escape to the heap.
 	reason := []slog.Attr{slog.String(AttributeRetryReason, "KV_LOCKED")}
 	allocs := testing.AllocsPerRun(1000, func() {
-		op := g.startSpan(tracer, ctx, "get", nil, now)
-		g.setAttribute(op, AttributeSystemName, slog.StringValue(SystemCouchbase))
-		g.setAttribute(op, AttributeRetries, slog.IntValue(2))
-		d := g.startSpan(tracer, ctx, SpanDispatchToServer, op, now)
-		g.setAttribute(d, AttributeServerDuration, slog.Int64Value(700000))
-		g.endSpan(d, now)
-		g.addEvent(op, EventRetry, now, reason...)
-		g.setStatus(op, SpanStatusOK)
-		g.endSpan(op, now)
-		g.recordValue(rec, 1234)
-		g.incrementBy(cnt, 1)
+		op := st.Start(ctx, "get", nil, now)
+		g.SetAttribute(op, AttributeSystemName, slog.StringValue(SystemCouchbase))
+		g.SetAttribute(op, AttributeRetries, slog.IntValue(2))
+		d := st.Start(ctx, SpanDispatchToServer, op, now)
+		g.SetAttribute(d, AttributeServerDuration, slog.Int64Value(700000))
+		g.EndSpan(d, now)
+		g.AddEvent(op, EventRetry, now, reason...)
+		st.SetStatus(op, false)
+		g.EndSpan(op, now)
+		g.RecordValue(rec, 1234)
+		g.IncrementBy(cnt, 1)
 	})
 	require.Zero(t, allocs)
 }
@@ -51,7 +53,6 @@ func TestNoopDefaultsAreRecognised(t *testing.T) {
 	require.False(t, meterOn(NoopMeter{}))
 	require.False(t, meterOn(&NoopMeter{}))
 	require.True(t, meterOn(panicky{}))
-	require.True(t, meterOn(&loggingMeter{}))
 }
 
 // An operation's parent span is the one its options name, else the one
@@ -121,41 +122,62 @@ func (panicky) RecordValue(uint64) { panic("recorder bug") }
 // hook's panic is logged at error, then at most once a minute.
 func TestHookPanicsAreContained(t *testing.T) {
 	clock := retry.NewFakeClock(reportEpoch)
-	logger, logs := newCapture()
+	logger, logs := logcapture.New()
 	g := newHookGuard(logger, clock)
 	ctx, now := context.Background(), clock.Now()
 
 	s := g.startSpan(panicky{}, ctx, "get", nil, now)
 	require.Equal(t, noopSpan{}, s, "a tracer that panicked gives a span that records nothing")
-	l := nextLog(t, logs)
-	require.Equal(t, slog.LevelError, l.level)
-	require.Contains(t, l.msg, "panicked")
+	l := logcapture.Next(t, logs)
+	require.Equal(t, slog.LevelError, l.Level)
+	require.Contains(t, l.Msg, "panicked")
 
 	var sp RequestSpan = panicky{}
 	for range 3 {
-		g.setAttribute(sp, "k", slog.StringValue("v"))
-		g.addEvent(sp, EventRetry, now)
+		g.SetAttribute(sp, "k", slog.StringValue("v"))
+		g.AddEvent(sp, EventRetry, now)
 		g.setStatus(sp, SpanStatusError)
-		g.endSpan(sp, now)
+		g.EndSpan(sp, now)
 	}
 	var inst panicky
-	g.recordValue(inst, 1)
-	g.incrementBy(inst, 1)
+	g.RecordValue(inst, 1)
+	g.IncrementBy(inst, 1)
 	require.Equal(t, noopInstrument{}, g.counter(panicky{}, "c", nil))
 	require.Equal(t, noopInstrument{}, g.valueRecorder(panicky{}, MetricOperationDuration, nil))
 	// One log per hook: SetAttribute, AddEvent, SetStatus, End,
 	// RecordValue, IncrementBy, Counter (panics) and ValueRecorder (an
 	// error).
 	for range 8 {
-		nextLog(t, logs)
+		logcapture.Next(t, logs)
 	}
-	requireNoLog(t, logs)
-	require.EqualValues(t, 1+4*3+3, g.panics.Load())
+	logcapture.RequireNone(t, logs)
+	require.EqualValues(t, 1+4*3+3, g.Panics())
 
 	clock.Advance(59 * time.Second)
-	g.endSpan(sp, now)
-	requireNoLog(t, logs)
+	g.EndSpan(sp, now)
+	logcapture.RequireNone(t, logs)
 	clock.Advance(time.Second)
-	g.endSpan(sp, now)
-	require.Contains(t, nextLog(t, logs).msg, "panicked", "a minute on, the hook's panic is logged again")
+	g.EndSpan(sp, now)
+	require.Contains(t, logcapture.Next(t, logs).Msg, "panicked", "a minute on, the hook's panic is logged again")
+}
+
+// The spans carry the names the client publishes: internal/optrace, which
+// makes them, declares the same text.
+func TestSpanNamesAreTheClients(t *testing.T) {
+	for public, engine := range map[string]string{
+		SpanDispatchToServer: optrace.SpanDispatchToServer, SpanRequestEncoding: optrace.SpanRequestEncoding,
+		EventRetry: optrace.EventRetry, SystemCouchbase: optrace.SystemCouchbase, TransportTCP: optrace.TransportTCP,
+		AttributeSystemName: optrace.AttrSystemName, AttributeService: optrace.AttrService,
+		AttributeOperationName: optrace.AttrOperationName, AttributeBucketName: optrace.AttrBucketName,
+		AttributeScopeName: optrace.AttrScopeName, AttributeCollectionName: optrace.AttrCollectionName,
+		AttributeRetries: optrace.AttrRetries, AttributeErrorType: optrace.AttrErrorType,
+		AttributeNetworkTransport: optrace.AttrNetworkTransport, AttributeServerDuration: optrace.AttrServerDuration,
+		AttributeLocalID: optrace.AttrLocalID, AttributeOperationID: optrace.AttrOperationID,
+		AttributeServerAddress: optrace.AttrServerAddress, AttributeServerPort: optrace.AttrServerPort,
+		AttributePeerAddress: optrace.AttrPeerAddress, AttributePeerPort: optrace.AttrPeerPort,
+		AttributeLocalAddress: optrace.AttrLocalAddress, AttributeLocalPort: optrace.AttrLocalPort,
+		AttributeRetryReason: optrace.AttrRetryReason,
+	} {
+		require.Equal(t, public, engine)
+	}
 }

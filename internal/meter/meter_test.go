@@ -1,4 +1,4 @@
-package client
+package meter
 
 import (
 	"encoding/json"
@@ -7,9 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/leakcheck"
+	"github.com/kvwire/kvwire/internal/logcapture"
+	"github.com/kvwire/kvwire/internal/logreport"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/stretchr/testify/require"
 )
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// testConfig is a logging meter's logging on clock and logger.
+func testConfig(clock retry.Clock, logger *slog.Logger, interval time.Duration) logreport.Config {
+	return logreport.Config{Message: "kvwire: operation latencies", Key: "report", Interval: interval, Clock: clock, Logger: logger}
+}
 
 // Every bucket holds the values from its bottom to its top, the next
 // starts right after, and no bucket is wider than a sixteenth of its
@@ -33,7 +43,7 @@ func TestHistogramBuckets(t *testing.T) {
 // Percentiles of 1..1000 microseconds are within 6.25% above the truth,
 // and the maximum is exact.
 func TestHistogramPercentiles(t *testing.T) {
-	var h histogram
+	var h Histogram
 	for v := uint64(1000); v >= 1; v-- {
 		h.RecordValue(v)
 	}
@@ -57,41 +67,32 @@ func TestHistogramPercentiles(t *testing.T) {
 	require.Zero(t, (&histSnapshot{}).percentile(50))
 }
 
-// The meter keeps a histogram per service and operation for the
-// operation duration only, and logs RFC 0067's report at info every
+// The meter keeps a histogram per service and operation, and logs RFC 0067's report at info every
 // interval, operations without values left out; an interval without any
 // still logs (the RFC's meter always reports).
 func TestLoggingMeterReport(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
-	logger, logs := newCapture()
-	m := newLoggingMeter(0, clock, logger)
-	defer m.close()
-	tick(t, clock, 0)
-	require.Equal(t, []time.Time{reportEpoch.Add(600 * time.Second)}, clock.Timers(), "RFC 0067's 10 minutes")
+	clock := retry.NewFakeClock(logcapture.Epoch)
+	logger, logs := logcapture.New()
+	m := NewLogging(testConfig(clock, logger, 600*time.Second))
+	defer m.Close()
+	logcapture.Tick(t, clock, 0)
+	require.Equal(t, []time.Time{logcapture.Epoch.Add(600 * time.Second)}, clock.Timers(), "RFC 0067's 10 minutes")
 
-	get := map[string]string{AttributeService: ServiceKV, AttributeOperationName: "get", AttributeBucketName: "default"}
-	getFailed := map[string]string{AttributeService: ServiceKV, AttributeOperationName: "get", AttributeErrorType: "DocumentNotFound"}
-	upsert := map[string]string{AttributeService: ServiceKV, AttributeOperationName: "upsert"}
-	for _, attrs := range []map[string]string{get, getFailed} {
-		r, err := m.ValueRecorder(MetricOperationDuration, attrs)
-		require.NoError(t, err)
+	// The client asks for the histogram of get once per outcome (a
+	// success, a DocumentNotFound): both are the one histogram of get.
+	get, getFailed := m.Histogram("kv", "get"), m.Histogram("kv", "get")
+	require.Same(t, get, getFailed)
+	for _, r := range []*Histogram{get, getFailed} {
 		for v := uint64(1); v <= 100; v++ {
 			r.RecordValue(v)
 		}
 	}
-	_, err := m.ValueRecorder(MetricOperationDuration, upsert) // never records
-	require.NoError(t, err)
-	other, err := m.ValueRecorder("some.other.metric", get)
-	require.NoError(t, err)
-	other.RecordValue(1 << 30)
-	c, err := m.Counter("some.counter", get)
-	require.NoError(t, err)
-	c.IncrementBy(5)
+	m.Histogram("kv", "upsert") // never records
 
-	tick(t, clock, 600*time.Second)
-	l := nextLog(t, logs)
-	require.Equal(t, slog.LevelInfo, l.level)
-	require.Equal(t, "kvwire: operation latencies", l.msg)
+	logcapture.Tick(t, clock, 600*time.Second)
+	l := logcapture.Next(t, logs)
+	require.Equal(t, slog.LevelInfo, l.Level)
+	require.Equal(t, "kvwire: operation latencies", l.Msg)
 	var rep struct {
 		Meta struct {
 			EmitIntervalS int `json:"emit_interval_s"`
@@ -101,11 +102,11 @@ func TestLoggingMeterReport(t *testing.T) {
 			PercentilesUs map[string]int `json:"percentiles_us"`
 		} `json:"operations"`
 	}
-	require.NoError(t, json.Unmarshal(l.report, &rep), "%s", l.report)
+	require.NoError(t, json.Unmarshal(l.Report, &rep), "%s", l.Report)
 	require.Equal(t, 600, rep.Meta.EmitIntervalS)
 	require.Len(t, rep.Operations, 1)
-	require.Len(t, rep.Operations[ServiceKV], 1, "upsert recorded nothing: left out")
-	g := rep.Operations[ServiceKV]["get"]
+	require.Len(t, rep.Operations["kv"], 1, "upsert recorded nothing: left out")
+	g := rep.Operations["kv"]["get"]
 	require.Equal(t, 200, g.TotalCount, "both outcomes of get in one histogram")
 	require.Equal(t, 100, g.PercentilesUs["100.0"])
 	require.Len(t, g.PercentilesUs, 5)
@@ -113,17 +114,16 @@ func TestLoggingMeterReport(t *testing.T) {
 		require.Contains(t, g.PercentilesUs, p)
 	}
 
-	tick(t, clock, 600*time.Second)
-	l = nextLog(t, logs)
-	require.JSONEq(t, `{"meta":{"emit_interval_s":600},"operations":{}}`, string(l.report))
+	logcapture.Tick(t, clock, 600*time.Second)
+	l = logcapture.Next(t, logs)
+	require.JSONEq(t, `{"meta":{"emit_interval_s":600},"operations":{}}`, string(l.Report))
 }
 
 func TestLoggingMeterRecordAllocatesNothing(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
-	m := newLoggingMeter(0, clock, slog.New(slog.DiscardHandler))
-	defer m.close()
-	r, err := m.ValueRecorder(MetricOperationDuration, map[string]string{AttributeService: ServiceKV, AttributeOperationName: "get"})
-	require.NoError(t, err)
+	clock := retry.NewFakeClock(logcapture.Epoch)
+	m := NewLogging(testConfig(clock, slog.New(slog.DiscardHandler), 600*time.Second))
+	defer m.Close()
+	r := m.Histogram("kv", "get")
 	v := uint64(0)
 	require.Zero(t, testing.AllocsPerRun(1000, func() { v += 37; r.RecordValue(v) }))
 }
@@ -131,11 +131,10 @@ func TestLoggingMeterRecordAllocatesNothing(t *testing.T) {
 // Recorders are used from many goroutines while the meter reports: no
 // value is lost or counted twice.
 func TestLoggingMeterConcurrent(t *testing.T) {
-	clock := retry.NewFakeClock(reportEpoch)
-	logger, logs := newCapture()
-	m := newLoggingMeter(time.Second, clock, logger)
-	r, err := m.ValueRecorder(MetricOperationDuration, map[string]string{AttributeService: ServiceKV, AttributeOperationName: "get"})
-	require.NoError(t, err)
+	clock := retry.NewFakeClock(logcapture.Epoch)
+	logger, logs := logcapture.New()
+	m := NewLogging(testConfig(clock, logger, time.Second))
+	r := m.Histogram("kv", "get")
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -146,22 +145,35 @@ func TestLoggingMeterConcurrent(t *testing.T) {
 	}
 	total := 0
 	for range 3 {
-		tick(t, clock, time.Second)
-		total += countGets(t, nextLog(t, logs))
+		logcapture.Tick(t, clock, time.Second)
+		total += countGets(t, logcapture.Next(t, logs))
 	}
 	wg.Wait()
-	m.close()
-	total += countGets(t, nextLog(t, logs))
+	m.Close()
+	total += countGets(t, logcapture.Next(t, logs))
 	require.Equal(t, 8000, total)
 }
 
-func countGets(t *testing.T, l logged) int {
+func countGets(t *testing.T, l logcapture.Logged) int {
 	t.Helper()
 	var rep struct {
 		Operations map[string]map[string]struct {
 			TotalCount int `json:"total_count"`
 		} `json:"operations"`
 	}
-	require.NoError(t, json.Unmarshal(l.report, &rep))
-	return rep.Operations[ServiceKV]["get"].TotalCount
+	require.NoError(t, json.Unmarshal(l.Report, &rep))
+	return rep.Operations["kv"]["get"].TotalCount
+}
+
+// The default meter's cost per operation: one histogram record.
+func BenchmarkLoggingMeterRecord(b *testing.B) {
+	m := NewLogging(testConfig(retry.NewFakeClock(logcapture.Epoch), slog.New(slog.DiscardHandler), 600*time.Second))
+	defer m.Close()
+	r := m.Histogram("kv", "get")
+	b.ReportAllocs()
+	v := uint64(0)
+	for b.Loop() {
+		v++
+		r.RecordValue(v & 0xffff)
+	}
 }

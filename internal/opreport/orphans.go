@@ -1,11 +1,6 @@
-package client
+package opreport
 
-import (
-	"log/slog"
-	"time"
-
-	"github.com/kvwire/kvwire/retry"
-)
+import "github.com/kvwire/kvwire/internal/logreport"
 
 // The orphan report (RFC 0067's orphaned response reporting): a response
 // that arrives after its caller left (the operation timed out or was
@@ -19,25 +14,17 @@ import (
 //
 // An interval without orphans logs nothing.
 
-// orphanConfig configures an orphanReporter; zero fields take the
-// defaults.
-type orphanConfig struct {
-	interval   time.Duration
-	sampleSize int
-}
-
-// orphanReporter counts and samples orphaned responses and logs the report
-// every interval. orphan is called by a connection's reader for each late
+// Orphans counts and samples orphaned responses and logs the report every
+// interval. Orphan is called by a connection's reader for each late
 // answer: it takes a lock for an insertion into a slice of sample size,
 // allocates nothing, calls no code of the caller's, and never blocks on
 // the report's logging, which happens on the reporter's own goroutine.
-type orphanReporter struct{ *sampledReport }
+type Orphans struct{ *Report }
 
-// newOrphanReporter starts an orphan report on clock; close stops it.
-func newOrphanReporter(cfg orphanConfig, clock retry.Clock, logger *slog.Logger) *orphanReporter {
-	return &orphanReporter{newSampledReport(OrphanReportMessage,
-		cfg.interval, DefaultOrphanInterval, cfg.sampleSize, DefaultOrphanSampleSize, clock, logger)}
+// NewOrphans starts an orphan report; Close stops it.
+func NewOrphans(cfg logreport.Config, sampleSize int) *Orphans {
+	return &Orphans{NewReport(cfg, sampleSize)}
 }
 
-// orphan records one orphaned response.
-func (o *orphanReporter) orphan(r *opRecord) { o.add(r) }
+// Orphan records one orphaned response.
+func (o *Orphans) Orphan(r *Record) { o.Add(r) }

@@ -1,0 +1,118 @@
+package optrace
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/hookguard"
+)
+
+// opMeters makes and keeps the recorders of operation latencies, one per
+// operation, scope, collection and outcome, each asked of the Meter once.
+// A successful operation of a listed name finds its recorder through its
+// collection's Coll (an index, an atomic load), without hashing;
+// any other through a map replaced, never changed, when a recorder is
+// added (found without a lock).
+type opMeters struct {
+	ob *Observers
+	m  atomic.Pointer[map[MeterKey]hookguard.ValueRecorder]
+	// colls are the collections' recorders of successes, by
+	// "scope.collection" (guarded by mu), for a Collection made again.
+	colls map[string]*Coll
+	mu    sync.Mutex // serialises additions
+}
+
+// MeterKey identifies a recorder (the bucket is the client's): the
+// operation's name, its scope and collection ("" when it has none), and
+// its error type ("" for a success).
+type MeterKey struct{ Op, Scope, Collection, ErrType string }
+
+// Coll is a collection as its operations' observers see it: its names,
+// and its recorders of successes, by the index of the operation's name in
+// opNames. The client keeps it in its Collection, found once
+// (Observers.Coll).
+type Coll struct {
+	scope, name string
+	ok          [len(opNames)]atomic.Pointer[hookguard.ValueRecorder]
+}
+
+func (m *opMeters) init(ob *Observers) {
+	m.ob = ob
+	empty := map[MeterKey]hookguard.ValueRecorder{}
+	m.m.Store(&empty)
+	m.colls = map[string]*Coll{}
+}
+
+// Coll returns the collection scope.name (path is "scope.name"), made the
+// first time.
+func (ob *Observers) Coll(scope, name, path string) *Coll {
+	m := &ob.meters
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cm := m.colls[path]
+	if cm == nil {
+		cm = &Coll{scope: scope, name: name}
+		m.colls[path] = cm
+	}
+	return cm
+}
+
+// recorder returns k's recorder, asking the Meter for it the first time.
+func (m *opMeters) recorder(k MeterKey) hookguard.ValueRecorder {
+	if r, ok := (*m.m.Load())[k]; ok {
+		return r
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.m.Load()
+	if r, ok := old[k]; ok {
+		return r
+	}
+	var r hookguard.ValueRecorder
+	if m.ob.builtin {
+		r = m.ob.cfg.LoggingMeter.Histogram(m.ob.cfg.Service, k.Op)
+	} else {
+		r = m.ob.cfg.Recorder(k)
+	}
+	next := make(map[MeterKey]hookguard.ValueRecorder, len(old)+1)
+	for kk, v := range old {
+		next[kk] = v
+	}
+	next[k] = r
+	m.m.Store(&next)
+	return r
+}
+
+// succeeded returns the recorder of cm's successful operations of
+// opNames[op].
+func (m *opMeters) succeeded(cm *Coll, op int) hookguard.ValueRecorder {
+	if p := cm.ok[op].Load(); p != nil {
+		return *p
+	}
+	r := m.recorder(MeterKey{Op: opNames[op], Scope: cm.scope, Collection: cm.name})
+	cm.ok[op].Store(&r)
+	return r
+}
+
+// record records an operation's latency in microseconds: name (opNames[op]
+// when listed) on the collection of cm (nil: none), with errType ("" for a
+// success).
+func (m *opMeters) record(cm *Coll, name string, op int, errType string, d time.Duration) {
+	var r hookguard.ValueRecorder
+	if cm != nil && op != opUnlisted && errType == "" {
+		r = m.succeeded(cm, op)
+	} else {
+		k := MeterKey{Op: name, ErrType: errType}
+		if cm != nil {
+			k.Scope, k.Collection = cm.scope, cm.name
+		}
+		r = m.recorder(k)
+	}
+	v := uint64(max(d, 0) / time.Microsecond)
+	if m.ob.builtin {
+		r.RecordValue(v)
+		return
+	}
+	m.ob.cfg.Guard.RecordValue(r, v)
+}

@@ -1,0 +1,240 @@
+package optrace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/hookguard"
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/meter"
+	"github.com/kvwire/kvwire/internal/opreport"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// Config sets up Observers.
+type Config struct {
+	// Clock times the operations (the client's, as their deadlines are).
+	Clock retry.Clock
+	// Service is the service every span, record and metric names (the
+	// client's ServiceKV); Bucket the bucket the spans name.
+	Service, Bucket string
+	// ErrorTypeOther is the error type of an error without an RFC 0058
+	// name (the client's ErrorTypeOther).
+	ErrorTypeOther string
+
+	// Tracer starts the spans (nil: no span is made).
+	Tracer Tracer
+	// Guard calls the spans and the caller's Meter's recorders.
+	Guard *hookguard.Guard
+	// Meter: the logging meter, called without the guard, or else
+	// Recorder, which asks the caller's Meter (through Guard) for the
+	// recorder of an operation's latencies with RFC 0067's attributes;
+	// neither: no metric.
+	LoggingMeter *meter.Logging
+	Recorder     func(k MeterKey) hookguard.ValueRecorder
+
+	Threshold *opreport.Threshold // nil: off
+	// Orphans is the orphan report (nil: off): the client feeds it from
+	// its connections; Close closes it with the others.
+	Orphans *opreport.Orphans
+}
+
+// Observers are a client's observers of its operations: the tracer, the
+// meter and the slow-operation report. Close stops the reports and the
+// logging meter.
+type Observers struct {
+	cfg Config
+	// metered: a meter records latencies; builtin: it is the logging
+	// meter, whose recorders are called without the guard.
+	metered, builtin bool
+	meters           opMeters
+}
+
+// Init sets up ob, which is not copied afterwards; the report and the
+// logging meter in cfg are started already. A zero Observers observes
+// nothing.
+func (ob *Observers) Init(cfg Config) {
+	ob.cfg, ob.builtin = cfg, cfg.LoggingMeter != nil
+	ob.metered = ob.builtin || cfg.Recorder != nil
+	ob.meters.init(ob)
+}
+
+// Metered reports whether a meter records latencies; Tracing whether a
+// tracer records spans.
+func (ob *Observers) Metered() bool { return ob.metered }
+func (ob *Observers) Tracing() bool { return ob.cfg.Tracer != nil }
+
+// Close stops the slow-operation report, the orphan report and the
+// logging meter, each logging what it holds, and waits for their
+// goroutines.
+func (ob *Observers) Close() {
+	if ob.cfg.Threshold != nil {
+		ob.cfg.Threshold.Close()
+	}
+	if ob.cfg.Orphans != nil {
+		ob.cfg.Orphans.Close()
+	}
+	if ob.cfg.LoggingMeter != nil {
+		ob.cfg.LoggingMeter.Close()
+	}
+}
+
+// Begin starts observing an operation named name (the client's:
+// "GetAndLock") whose opcode is opc, on coll (nil: none), at start, with
+// timeout to its deadline. parent is the span it belongs under, when
+// tracing (nil: none given).
+func (ob *Observers) Begin(ctx context.Context, t *Trace, name string, opc memdx.OpCode, coll *Coll, parent hookguard.Span, start time.Time, timeout time.Duration) {
+	t.Origin.Operation, t.op = SpanName(name, opc)
+	t.Origin.Timeout = timeout
+	t.start, t.now, t.fresh = start, start, true
+	t.Rec.Service, t.Rec.Operation = ob.cfg.Service, t.Origin.Operation
+	if ob.cfg.Tracer != nil {
+		ob.startOperation(ctx, t, coll, parent, start)
+	}
+}
+
+// SendAt is when an attempt is sent: the latest clock reading while no
+// wait came between (for a first attempt, the operation's begin: routing
+// takes microseconds), a new one after a wait or while tracing (a span's
+// start is then exact).
+func (ob *Observers) SendAt(t *Trace) time.Time {
+	if !t.fresh || t.span != nil {
+		t.now, t.fresh = ob.cfg.Clock.Now(), true
+	}
+	return t.now
+}
+
+// EndAt is when the operation ends: the reading its last attempt's end
+// made, unless it waited since.
+func (ob *Observers) EndAt(t *Trace) time.Time {
+	if !t.fresh {
+		t.now, t.fresh = ob.cfg.Clock.Now(), true
+	}
+	return t.now
+}
+
+// Encoded records value encoding (transcoding, compression) that ran from
+// start to end: its time in the record, and a child span when tracing.
+func (ob *Observers) Encoded(t *Trace, start, end time.Time) {
+	t.Rec.Encode += end.Sub(start)
+	if t.span == nil {
+		return
+	}
+	s := ob.cfg.Tracer.Start(context.Background(), SpanRequestEncoding, t.span, start)
+	ob.cfg.Guard.EndSpan(s, end)
+}
+
+// Send is an attempt handed to connection cn (to node, the node's
+// address) at at: it fills the Origin its request carries and, when
+// tracing, starts its dispatch span.
+func (ob *Observers) Send(t *Trace, cn *conn.Conn, node string, at time.Time) *conn.Origin {
+	t.Origin.Sent = at
+	if t.span != nil {
+		ob.startDispatch(t, cn, node, at)
+	}
+	return &t.Origin
+}
+
+// Ended is the attempt sent on cn with opaque ending at at (answered or
+// not): its dispatch time, connection and server duration go into the
+// record, and its dispatch span ends.
+func (ob *Observers) Ended(t *Trace, cn *conn.Conn, opaque uint32, at time.Time) {
+	t.now, t.fresh = at, true
+	d := at.Sub(t.Origin.Sent)
+	r := &t.Rec
+	r.Dispatched = true
+	r.LastDispatch = d
+	r.TotalDispatch += d
+	r.OperationID = opaque
+	r.LocalID, r.LocalSocket, r.RemoteSocket = cn.ID(), cn.LocalAddr(), cn.RemoteAddr()
+	t.foldServer()
+	if t.hasServer {
+		t.pendingLast = true
+		r.HasServer = true
+	}
+	if t.dispatch != nil {
+		ob.endDispatch(t, opaque, at)
+	}
+}
+
+// RetryDecided notes when a retry is decided: the end of the attempt it
+// follows (the latest reading, while fresh); after a wait, a new reading
+// only while tracing (the span's event needs it; nothing else does).
+func (ob *Observers) RetryDecided(t *Trace) {
+	if !t.fresh && t.span != nil {
+		t.now, t.fresh = ob.cfg.Clock.Now(), true
+	}
+}
+
+// Retried is a retry for reason (RetryReason.String(), read only when
+// tracing), decided when RetryDecided noted: an event on the span.
+func (ob *Observers) Retried(t *Trace, reason fmt.Stringer) {
+	t.foldServer()
+	if t.span == nil {
+		return
+	}
+	t.event[0] = slog.String(AttrRetryReason, reason.String())
+	ob.cfg.Guard.AddEvent(t.span, EventRetry, t.now, t.event[:]...)
+}
+
+// End ends the operation at at with err (nil: success) on coll (nil:
+// none), after retries retries: the span gets its last attributes and
+// ends, the latency goes to the meter, and the record to the
+// slow-operation report.
+func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.Time) {
+	if t.Origin.Operation == "" {
+		return // never begun: refused before its first step (the client was closed)
+	}
+	total := at.Sub(t.start)
+	var errType string
+	if err != nil {
+		errType = ErrorType(err, ob.cfg.ErrorTypeOther)
+	}
+	if th := ob.cfg.Threshold; th != nil && total > th.KV {
+		t.foldServer()
+		t.Rec.Total, t.Rec.Timeout = total, t.Origin.Timeout
+		th.Add(&t.Rec)
+	}
+	if ob.metered {
+		ob.meters.record(coll, t.Origin.Operation, t.op, errType, total)
+	}
+	if t.span != nil {
+		ob.endOperation(t, err, errType, err != nil && !errors.Is(err, kverr.ErrDocumentNotFound), retries, at)
+	}
+}
+
+// Wants reports whether an operation of duration d that ran without an
+// operation of its own (a get a memcached GetMany's group read hit) is
+// shown to the observers: when a tracer or a meter records, or the
+// slow-operation report would keep it.
+func (ob *Observers) Wants(d time.Duration) bool {
+	return ob.cfg.Tracer != nil || ob.metered || (ob.cfg.Threshold != nil && d > ob.cfg.Threshold.KV)
+}
+
+// OrphanRecord is the orphan report's record of x, a response of service
+// that came after its caller left: its total from the request's dispatch
+// to the late answer (from when it was abandoned when the request carried
+// no Origin). It runs on a connection's reader and allocates nothing.
+func OrphanRecord(service string, x conn.Orphan) opreport.Record {
+	r := opreport.Record{Service: service, Operation: x.Operation, Timeout: x.Timeout,
+		Dispatched: true, OperationID: x.Opaque, LocalID: x.ConnID, LocalSocket: x.LocalAddr, RemoteSocket: x.RemoteAddr}
+	if r.Operation == "" {
+		r.Operation = OpcodeSpanName(x.OpCode)
+	}
+	sent := x.Sent
+	if sent.IsZero() {
+		sent = x.Abandoned // its caller said nothing: from when it left
+	}
+	r.Total = x.Arrived.Sub(sent)
+	r.LastDispatch, r.TotalDispatch = r.Total, r.Total
+	if x.HasServerDuration {
+		r.HasServer = true
+		r.LastServer, r.TotalServer = x.ServerDuration, x.ServerDuration
+	}
+	return r
+}

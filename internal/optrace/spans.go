@@ -1,0 +1,145 @@
+package optrace
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/hookguard"
+)
+
+// Tracer starts the spans of operations: the client's RequestTracer,
+// called through the client's guard. Its spans are the client's
+// RequestSpans, whose status it sets too (the status is the client's
+// type).
+type Tracer interface {
+	// Start starts a span named name at start under parent (nil: none
+	// given; the tracer may find one in ctx).
+	Start(ctx context.Context, name string, parent hookguard.Span, start time.Time) hookguard.Span
+	// SetStatus sets the status of an operation's span: failed or not.
+	SetStatus(s hookguard.Span, failed bool)
+}
+
+// RFC 0067's names the spans carry: span and event names, attribute keys
+// and values. The client publishes each under its own name
+// (SpanDispatchToServer, EventRetry, AttributeSystemName, ...), the same
+// text; a test of the client's checks that they agree.
+const (
+	SpanDispatchToServer = "dispatch_to_server"
+	SpanRequestEncoding  = "request_encoding"
+	EventRetry           = "retry"
+
+	AttrSystemName       = "db.system.name"
+	AttrService          = "couchbase.service"
+	AttrOperationName    = "db.operation.name"
+	AttrBucketName       = "db.namespace"
+	AttrScopeName        = "couchbase.scope.name"
+	AttrCollectionName   = "couchbase.collection.name"
+	AttrRetries          = "couchbase.retries"
+	AttrErrorType        = "error.type"
+	AttrNetworkTransport = "network.transport"
+	AttrServerDuration   = "couchbase.server_duration"
+	AttrLocalID          = "couchbase.local_id"
+	AttrOperationID      = "couchbase.operation_id"
+	AttrServerAddress    = "server.address"
+	AttrServerPort       = "server.port"
+	AttrPeerAddress      = "network.peer.address"
+	AttrPeerPort         = "network.peer.port"
+	AttrLocalAddress     = "network.local.address"
+	AttrLocalPort        = "network.local.port"
+	AttrRetryReason      = "couchbase.retry.reason"
+
+	SystemCouchbase = "couchbase"
+	TransportTCP    = "tcp"
+)
+
+// startOperation starts t's span under parent, with the operation's
+// attributes; coll is its collection (nil: none).
+func (ob *Observers) startOperation(ctx context.Context, t *Trace, coll *Coll, parent hookguard.Span, start time.Time) {
+	g := ob.cfg.Guard
+	t.span = ob.cfg.Tracer.Start(ctx, t.Origin.Operation, parent, start)
+	g.SetAttribute(t.span, AttrSystemName, slog.StringValue(SystemCouchbase))
+	g.SetAttribute(t.span, AttrService, slog.StringValue(ob.cfg.Service))
+	g.SetAttribute(t.span, AttrOperationName, slog.StringValue(t.Origin.Operation))
+	if ob.cfg.Bucket != "" {
+		g.SetAttribute(t.span, AttrBucketName, slog.StringValue(ob.cfg.Bucket))
+	}
+	if coll != nil {
+		g.SetAttribute(t.span, AttrScopeName, slog.StringValue(coll.scope))
+		g.SetAttribute(t.span, AttrCollectionName, slog.StringValue(coll.name))
+	}
+}
+
+// startDispatch starts the dispatch span of t's attempt handed to cn (to
+// node, the node's address) at at.
+func (ob *Observers) startDispatch(t *Trace, cn *conn.Conn, node string, at time.Time) {
+	g := ob.cfg.Guard
+	s := ob.cfg.Tracer.Start(context.Background(), SpanDispatchToServer, t.span, at)
+	t.dispatch = s
+	g.SetAttribute(s, AttrSystemName, slog.StringValue(SystemCouchbase))
+	g.SetAttribute(s, AttrNetworkTransport, slog.StringValue(TransportTCP))
+	g.SetAttribute(s, AttrLocalID, slog.StringValue(cn.ID()))
+	if host, port, ok := splitHostPort(node); ok {
+		g.SetAttribute(s, AttrServerAddress, slog.StringValue(host))
+		g.SetAttribute(s, AttrServerPort, slog.IntValue(port))
+	}
+	if host, port, ok := splitHostPort(cn.RemoteAddr()); ok {
+		g.SetAttribute(s, AttrPeerAddress, slog.StringValue(host))
+		g.SetAttribute(s, AttrPeerPort, slog.IntValue(port))
+	}
+	if host, port, ok := splitHostPort(cn.LocalAddr()); ok {
+		g.SetAttribute(s, AttrLocalAddress, slog.StringValue(host))
+		g.SetAttribute(s, AttrLocalPort, slog.IntValue(port))
+	}
+}
+
+// endDispatch ends the dispatch span of t's attempt sent with opaque, at
+// at.
+func (ob *Observers) endDispatch(t *Trace, opaque uint32, at time.Time) {
+	g := ob.cfg.Guard
+	if d, ok := t.ServerDuration(); ok {
+		g.SetAttribute(t.dispatch, AttrServerDuration, slog.Int64Value(d.Microseconds()))
+	}
+	if opaque != 0 {
+		g.SetAttribute(t.dispatch, AttrOperationID, slog.Int64Value(int64(opaque)))
+	}
+	g.EndSpan(t.dispatch, at)
+	t.dispatch = nil
+}
+
+// endOperation ends t's span at at, after retries retries, with err's
+// error type (err nil: success); failed is its status.
+func (ob *Observers) endOperation(t *Trace, err error, errType string, failed bool, retries int, at time.Time) {
+	g := ob.cfg.Guard
+	if t.dispatch != nil { // an attempt that ended without Ended: abandoned
+		g.EndSpan(t.dispatch, at)
+		t.dispatch = nil
+	}
+	g.SetAttribute(t.span, AttrRetries, slog.IntValue(retries))
+	if err != nil {
+		g.SetAttribute(t.span, AttrErrorType, slog.StringValue(errType))
+	}
+	ob.cfg.Tracer.SetStatus(t.span, failed)
+	g.EndSpan(t.span, at)
+	t.span = nil
+}
+
+// splitHostPort splits "host:port" without allocating.
+func splitHostPort(addr string) (string, int, bool) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return "", 0, false
+	}
+	port, err := strconv.Atoi(addr[i+1:])
+	if err != nil {
+		return "", 0, false
+	}
+	host := addr[:i]
+	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+		host = host[1 : len(host)-1]
+	}
+	return host, port, true
+}
