@@ -77,7 +77,7 @@ func TestSleepReportsTheEarliestDueWait(t *testing.T) {
 		s.WaitUntil(i, now.Add(d*time.Millisecond))
 	}
 	s.Keys[1].Gen++ // key 1 left its wait: its entry is stale
-	s.armTimer() // as Sleep does first: the timer is set before the clock moves
+	s.armTimer()    // as Sleep does first: the timer is set before the clock moves
 	done := make(chan Event)
 	go func() { done <- s.Sleep() }()
 	clk.Advance(2 * time.Millisecond)
