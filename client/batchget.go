@@ -1,7 +1,6 @@
 package client
 
 import (
-	"errors"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
@@ -79,7 +78,7 @@ func (c *Client) textOK(cn *conn.Conn) bool {
 // judgeGrouped judges the first attempt of key i, read in a group without
 // a hit, as the batch judges any attempt's outcome: a failure status as
 // answered, a miss as settled by the group's end, a group that ended
-// without its answer with the group's error.
+// without its answer with the group's error (multiget's FirstAttempt).
 func (b *batch) judgeGrouped(i int) {
 	k := &b.s.Keys[i]
 	r := &b.mg.Recs[i]
@@ -87,7 +86,7 @@ func (b *batch) judgeGrouped(i int) {
 	o := k.Op.o
 	o.node = g.Node
 	o.prepare(g.Conn, 0, 0)
-	op := g.Opcode()
+	op, answered, err := b.mg.FirstAttempt(i)
 	o.req.OpCode = op
 	o.opaque = r.Opaque
 	k.Op.pl = placed{cn: g.Conn}
@@ -96,25 +95,12 @@ func (b *batch) judgeGrouped(i int) {
 	b.s.InFlight++
 	// Its request went out with the group's, from the batch's start.
 	b.c.obs.send(&o.trace, g.Conn, g.Node.Addr(), b.now)
-	switch {
-	case r.Got:
+	if r.Got {
 		o.status = r.Status
 		if r.Err == nil {
 			o.recordFailure(r.Status, r.Datatype, r.Value)
 		}
 		r.Value = nil
-		b.judge(i, true, r.Err, k.Op.gotAt)
-	case g.Answered:
-		b.judge(i, false, nil, k.Op.gotAt)
-	default:
-		err := g.Err
-		var re *conn.RequestError
-		if errors.As(err, &re) {
-			// The group's error is its request's: this get's names the get.
-			e := *re
-			e.Op, e.Opaque = op, r.Opaque
-			err = &e
-		}
-		b.judge(i, false, err, k.Op.gotAt)
 	}
+	b.judge(i, answered, err, k.Op.gotAt)
 }

@@ -184,21 +184,9 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	if c.ctx.Err() != nil {
 		return fail(ErrClosed, errors.New("the client is closed"))
 	}
-	if c.memcached {
-		return fail(ErrFeatureNotAvailable, errors.New("memcached has no range scans"))
-	}
-	var cfg *vbmap.Config
-	if t := c.cl.Topology(); t != nil {
-		cfg = t.Config()
-		if t.Ketama() {
-			return fail(ErrFeatureNotAvailable, fmt.Errorf("bucket %q is a memcached bucket, which has no range scans", c.opts.Bucket))
-		}
-	}
-	if cfg == nil || !cfg.HasVbucketMap() {
-		return fail(ErrFeatureNotAvailable, errors.New("range scans need a bucket with vbuckets"))
-	}
-	if !cfg.HasBucketCapability("rangeScan") {
-		return fail(ErrFeatureNotAvailable, errors.New("the bucket does not offer range scans (capability rangeScan, Couchbase Server 7.2+)"))
+	cfg, err := rangescan.Offered(c.memcached, c.cl.Topology(), c.opts.Bucket)
+	if err != nil {
+		return fail(ErrFeatureNotAvailable, err)
 	}
 	if o.Concurrency < 0 || o.Timeout < 0 {
 		return fail(ErrInvalidArgument, errors.New("negative Concurrency or Timeout"))

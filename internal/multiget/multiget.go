@@ -14,6 +14,7 @@ package multiget
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 	"unsafe"
@@ -90,6 +91,31 @@ func (g *Group) end(answered bool, err error) { g.Done, g.Answered, g.Err = true
 // deadlinePassed ends g, not sent: its keys' deadline has passed.
 func (g *Group) deadlinePassed() {
 	g.end(false, &conn.RequestError{Op: memdx.OpNoop, Addr: g.Conn.Addr(), Err: context.DeadlineExceeded})
+}
+
+// FirstAttempt is how key i's first attempt (its get in its group, sent
+// as op) ended when it had no hit: answered with a failure status (its
+// record says which; err: the answer did not decode), settled as a miss
+// by the group's end (answered false, no error), or with the group's
+// error, which names the get (its opcode and opaque) rather than the
+// group's request.
+func (w *Window) FirstAttempt(i int) (op memdx.OpCode, answered bool, err error) {
+	r := &w.Recs[i]
+	g := &w.Groups[r.Group]
+	op = g.Opcode()
+	switch {
+	case r.Got:
+		return op, true, r.Err
+	case g.Answered:
+		return op, false, nil
+	}
+	var re *conn.RequestError
+	if errors.As(g.Err, &re) {
+		e := *re
+		e.Op, e.Opaque = op, r.Opaque
+		return op, false, &e
+	}
+	return op, false, g.Err
 }
 
 // Small values read in a group share blocks of valueBlock bytes, capped

@@ -6,9 +6,34 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
 )
+
+// Offered returns the config a scan of the bucket routed by t reads, or
+// why that bucket offers no range scans: memcached (a memcached://
+// client), a memcached bucket, a bucket without vbuckets or without the
+// rangeScan capability (Couchbase Server 7.2+).
+func Offered(memcached bool, t *cluster.Topology, bucket string) (*vbmap.Config, error) {
+	if memcached {
+		return nil, errors.New("memcached has no range scans")
+	}
+	var cfg *vbmap.Config
+	if t != nil {
+		cfg = t.Config()
+		if t.Ketama() {
+			return nil, fmt.Errorf("bucket %q is a memcached bucket, which has no range scans", bucket)
+		}
+	}
+	if cfg == nil || !cfg.HasVbucketMap() {
+		return nil, errors.New("range scans need a bucket with vbuckets")
+	}
+	if !cfg.HasBucketCapability("rangeScan") {
+		return nil, errors.New("the bucket does not offer range scans (capability rangeScan, Couchbase Server 7.2+)")
+	}
+	return cfg, nil
+}
 
 // Spec is a scan as its caller asks for it, before it is checked.
 type Spec struct {
