@@ -184,13 +184,7 @@ func (b *batch) round() {
 		b.endReady()
 		return
 	}
-	ready := b.s.TakeReady() // keys may become ready again below
-	if room := b.s.MaxInFlight - b.s.InFlight; len(ready) > room {
-		// The rest wait for room, ahead of what becomes ready below.
-		b.s.Ready = append(b.s.Ready, ready[room:]...)
-		ready = ready[:room]
-	}
-	b.s.Groups = b.s.Groups[:0]
+	ready := b.s.TakeRound() // keys may become ready again below
 	placed := 0
 	for _, i := range ready {
 		k := &b.s.Keys[i]

@@ -278,6 +278,20 @@ func (s *Schedule[T]) TakeReady() []int32 {
 	return ready
 }
 
+// TakeRound begins a round: it returns the ready keys that have room in
+// flight, the others left ready ahead of those that become ready during
+// the round (TakeReady), and empties the round's Groups.
+func (s *Schedule[T]) TakeRound() []int32 {
+	ready := s.TakeReady()
+	if room := s.MaxInFlight - s.InFlight; len(ready) > room {
+		// The rest wait for room, ahead of what becomes ready meanwhile.
+		s.Ready = append(s.Ready, ready[room:]...)
+		ready = ready[:room]
+	}
+	s.Groups = s.Groups[:0]
+	return ready
+}
+
 // Group adds cn to the round's Groups unless it is there already.
 func (s *Schedule[T]) Group(cn *conn.Conn) {
 	for _, g := range s.Groups {

@@ -131,3 +131,16 @@ func TestResetKeepsNoKeysAndRefusesLargeSchedules(t *testing.T) {
 	big.Start(retry.NewFakeClock(time.Now()), maxPooled+1, 1)
 	assert.False(t, big.Reset())
 }
+
+// A round takes only the ready keys that have room in flight; the rest
+// stay ready ahead of the keys that become ready during the round.
+func TestTakeRoundKeepsTheKeysWithoutRoomFirst(t *testing.T) {
+	s, _ := newSchedule(t, 8) // at most 4 in flight
+	s.InFlight = 1
+	s.Ready = append(s.Ready, 0, 1, 2, 3, 4)
+	s.Groups = append(s.Groups, Group{})
+	assert.Equal(t, []int32{0, 1, 2}, s.TakeRound())
+	assert.Empty(t, s.Groups, "a round's groups start empty")
+	s.Ready = append(s.Ready, 7) // ready again during the round
+	assert.Equal(t, []int32{3, 4, 7}, s.Ready)
+}
