@@ -14,7 +14,6 @@
 package batch
 
 import (
-	"sync"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
@@ -104,15 +103,9 @@ type Schedule[T any] struct {
 	ctxDone <-chan struct{} // the batch's context's
 	closing <-chan struct{} // the client's: closed when it closes
 
-	mu    sync.Mutex
-	ended []uint64 // tags of the requests that ended, from Ended
-	// expect counts the started requests not yet told of (ExpectAdd).
-	expect int
-	// wantRoom: keys wait for room in flight (MaxInFlight), so the next
-	// request that ends, even a success, wakes the batch (awaitRoom).
-	wantRoom bool
-	spare    []uint64
-	kick     chan struct{} // capacity 1: Wake's signal
+	// Ends is what the batch's conn.Notifier was told: the requests that
+	// ended and those still expected.
+	Ends
 }
 
 // Group is one connection's share of a round.
@@ -125,9 +118,7 @@ type Group struct {
 // in flight at once.
 func (s *Schedule[T]) Start(clock retry.Clock, n, maxInFlight int) {
 	s.clock, s.MaxInFlight = clock, maxInFlight
-	if s.kick == nil {
-		s.kick = make(chan struct{}, 1)
-	}
+	s.Ends.Init()
 	if cap(s.Keys) < n {
 		s.Keys = make([]Key[T], n)
 	}
@@ -154,72 +145,15 @@ func (s *Schedule[T]) Reset() bool {
 	s.Keys, s.Ready, s.sending, s.waiting = s.Keys[:0], s.Ready[:0], s.sending[:0], s.waiting[:0]
 	s.timer, s.timerAt, s.watch, s.ctxDone, s.closing = nil, time.Time{}, nil, nil, nil
 	s.fences, s.Groups = s.fences[:0], s.Groups[:0]
-	s.ended, s.spare, s.expect, s.wantRoom = s.ended[:0], s.spare[:0], 0, false
+	s.Ends.Reset()
 	return true
-}
-
-// Ended is the conn.Notifier's RequestEnded once the caller has judged
-// whether the outcome is clean (an answered success or a settled quiet
-// get, which need nothing before the batch returns): it records the tag,
-// and asks to be woken for an outcome that is not clean (a retry must not
-// wait for the other keys), for the last request the batch expects, or
-// for the first request to end while keys wait for room in flight
-// (awaitRoom).
-func (s *Schedule[T]) Ended(tag uint64, clean bool) bool {
-	s.mu.Lock()
-	s.ended = append(s.ended, tag)
-	s.expect--
-	wake := !clean || s.expect == 0 || s.wantRoom
-	s.wantRoom = false
-	s.mu.Unlock()
-	return wake
-}
-
-// awaitRoom is the batch about to wait with keys ready that have no room
-// in flight: the next request to end makes room, so it wakes the batch,
-// even a success that would not otherwise (a key held by a node that
-// stopped answering must not hold back the keys waiting behind it until
-// its deadline, when they could only time out unsent). A request that has
-// ended already and was not collected wakes it at once.
-func (s *Schedule[T]) awaitRoom() {
-	s.mu.Lock()
-	ended := len(s.ended) > 0
-	s.wantRoom = !ended
-	s.mu.Unlock()
-	if ended {
-		s.Wake()
-	}
-}
-
-// ExpectAdd changes the count of started requests whose end the batch has
-// not been told of; a request taken back (not started, cancelled) is
-// taken off, and when that leaves none expected with ends not collected,
-// the batch is woken for them.
-func (s *Schedule[T]) ExpectAdd(d int) {
-	s.mu.Lock()
-	s.expect += d
-	kick := d < 0 && s.expect == 0 && len(s.ended) > 0
-	s.mu.Unlock()
-	if kick {
-		s.Wake()
-	}
-}
-
-// Wake is the conn.Notifier's Wake: it wakes the batch's goroutine (a
-// wake left for a batch that has ended makes its next user look once at
-// an empty list).
-func (s *Schedule[T]) Wake() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
 }
 
 // Event is what ended a Sleep.
 type Event uint8
 
 const (
-	EventEnded    Event = iota // requests ended: Collect them
+	EventEnded    Event = iota // requests ended: TakeEnded
 	EventDue                   // the earliest wait is over: PopDue
 	EventWoken                 // a waiting key's wake closed: NextWoken
 	EventClosing               // the client is closing: NextWaiting
@@ -243,7 +177,12 @@ func (s *Schedule[T]) CanSend() bool {
 // context ending (once; not after the batch was canceled).
 func (s *Schedule[T]) Sleep() Event {
 	if len(s.Ready) > 0 {
-		s.awaitRoom()
+		// The next request to end makes room, so it wakes the batch,
+		// even a success that would not otherwise (a key held by a
+		// node that stopped answering must not hold back the keys
+		// waiting behind it until its deadline, when they could only
+		// time out unsent).
+		s.AwaitRoom()
 	}
 	s.armTimer()
 	var timerC <-chan time.Time
@@ -255,7 +194,7 @@ func (s *Schedule[T]) Sleep() Event {
 		ctxDone = nil
 	}
 	select {
-	case <-s.kick:
+	case <-s.Kick():
 		return EventEnded
 	case <-timerC:
 		s.timerAt = time.Time{}
@@ -315,19 +254,6 @@ func (s *Schedule[T]) Fence(cn *conn.Conn, deadline time.Time, n conn.Notifier) 
 	s.Left++
 	return nil
 }
-
-// TakeEnded returns the tags of the requests that ended since the last
-// call; the caller gives the slice back (GiveBack) once through it.
-func (s *Schedule[T]) TakeEnded() []uint64 {
-	s.mu.Lock()
-	ended := s.ended
-	s.ended = s.spare[:0]
-	s.mu.Unlock()
-	return ended
-}
-
-// GiveBack takes back the slice TakeEnded returned, for reuse.
-func (s *Schedule[T]) GiveBack(ended []uint64) { s.spare = ended[:0] }
 
 // Live reports which key an ended request's tag is of, when it is a live
 // key's, still in flight with that request: a fence's ends the fence, and

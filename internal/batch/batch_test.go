@@ -52,7 +52,7 @@ func TestEndedWakesForFailuresTheLastRequestAndRoom(t *testing.T) {
 
 	s.ExpectAdd(3)
 	s.Ready = append(s.Ready, 3)
-	s.awaitRoom()
+	s.AwaitRoom()
 	assert.True(t, s.Ended(Tag(0, 2), true), "keys waiting for room: a clean end wakes")
 	assert.False(t, s.Ended(Tag(1, 2), true), "once")
 }
