@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/fanout"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -198,8 +198,9 @@ func runNode(ctx context.Context, o *op) error {
 }
 
 // eachNode runs do for each node of the current topology (only the one
-// addressed when only is set), all at once, and waits for every one. It
-// returns their results in the topology's order and their errors joined.
+// addressed when only is set), all at once, and waits for every one
+// (fanout.Each). It returns their results in the topology's order and
+// their errors joined.
 func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
 	t := c.cl.Topology()
 	if t == nil {
@@ -213,16 +214,5 @@ func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(
 		}
 		nodes = nodes[i : i+1]
 	}
-	out := make([]R, len(nodes))
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errs[i] = do(ctx, n)
-		}()
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	return fanout.Each(ctx, nodes, do)
 }

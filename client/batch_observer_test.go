@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	sched "github.com/kvwire/kvwire/internal/batch"
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
@@ -143,7 +144,7 @@ func TestGetManyWaitEndedBeforeANewConfigIsATimeoutNotARetry(t *testing.T) {
 		// this very instant of the fake clock (the NMV's, on the
 		// Advance), so the announcement's waits for the spacing.
 		guard := time.Now().Add(10 * time.Second)
-		for !closed(t0.Changed()) {
+		for !sched.Closed(t0.Changed()) {
 			require.True(t, time.Now().Before(guard), "the client did not install the new config")
 			fc.Advance(cluster.ConfigFetchInterval)
 			select {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	sched "github.com/kvwire/kvwire/internal/batch"
 	"github.com/kvwire/kvwire/internal/memcachedtest"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
@@ -498,14 +499,14 @@ func TestGetManyOnACollectionAndUnderACancelledContext(t *testing.T) {
 }
 
 // A batch of more keys than a connection takes in flight (MaxPending,
-// 4096) keeps at most maxBatchInFlight of them in flight: the others wait
+// 4096) keeps at most sched.MaxInFlight of them in flight: the others wait
 // for room instead of being refused as overloaded and retried.
 func TestGetManyLargerThanAConnectionTakesIsNotRetried(t *testing.T) {
 	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	c := connect(t, mc, nil)
 	col := c.DefaultCollection()
-	keys := make([]string, 3*maxBatchInFlight+7)
+	keys := make([]string, 3*sched.MaxInFlight+7)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("big-%d", i)
 	}

@@ -1,10 +1,10 @@
 package client
 
 import (
-	"errors"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	sched "github.com/kvwire/kvwire/internal/batch"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -33,13 +33,13 @@ func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetM
 	w := &b.mg
 	deadline := b.c.deadline(b.ctx, p.timeout, b.now) // each key's, as begin gives it
 	w.Start(b.ctx, b.c.clock, keys)
-	for from := 0; from < len(keys); from += b.maxInFlight {
-		to := min(from+b.maxInFlight, len(keys))
-		if t := b.c.cl.Topology(); t != nil && t.Ketama() && !b.canceled {
+	for from := 0; from < len(keys); from += b.s.MaxInFlight {
+		to := min(from+b.s.MaxInFlight, len(keys))
+		if t := b.c.cl.Topology(); t != nil && t.Ketama() && !b.s.Canceled {
 			g0 := len(w.Groups)
 			w.Route(t, from, to, validKey, b.c.textOK)
 			w.Read(g0, deadline)
-			b.canceled = b.canceled || w.Canceled
+			b.s.Canceled = b.s.Canceled || w.Canceled
 		}
 		at := b.c.clock.Now() // when the window's groups were read
 		for i := from; i < to; i++ {
@@ -58,14 +58,14 @@ func (b *batch) settle(col *Collection, i int, key string, p opParams, res []Get
 	if r.Hit() {
 		res[i].GetResult = GetResult{Value: r.Value, Cas: r.Cas, Flags: r.Flags, Datatype: Datatype(r.Datatype),
 			transcoder: b.c.opts.Transcoder}
-		b.keys[i].state = bkGot
+		b.s.Keys[i].State = sched.Got
 		b.c.obs.done(b.ctx, "Get", memdx.OpGet, col, p.parent, b.now, at)
 		return
 	}
 	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
 	b.add(i, o, err)
-	b.keys[i].grouped = err == nil && r.Group >= 0 && !b.mg.Groups[r.Group].Fallback
-	b.keys[i].gotAt = at
+	b.s.Keys[i].Op.grouped = err == nil && r.Group >= 0 && !b.mg.Groups[r.Group].Fallback
+	b.s.Keys[i].Op.gotAt = at
 }
 
 // textOK reports whether GetMany may read this node's keys by a text
@@ -78,42 +78,29 @@ func (c *Client) textOK(cn *conn.Conn) bool {
 // judgeGrouped judges the first attempt of key i, read in a group without
 // a hit, as the batch judges any attempt's outcome: a failure status as
 // answered, a miss as settled by the group's end, a group that ended
-// without its answer with the group's error.
+// without its answer with the group's error (multiget's FirstAttempt).
 func (b *batch) judgeGrouped(i int) {
-	k := &b.keys[i]
+	k := &b.s.Keys[i]
 	r := &b.mg.Recs[i]
 	g := &b.mg.Groups[r.Group]
-	o := k.o
+	o := k.Op.o
 	o.node = g.Node
 	o.prepare(g.Conn, 0, 0)
-	op := g.Opcode()
+	op, answered, err := b.mg.FirstAttempt(i)
 	o.req.OpCode = op
 	o.opaque = r.Opaque
-	k.pl = placed{cn: g.Conn}
-	k.pl.Topo, k.pl.Node = g.Topo, g.Node
-	k.attempt, k.state = 1, bkInFlight
-	b.inflight++
+	k.Op.pl = placed{cn: g.Conn}
+	k.Op.pl.Topo, k.Op.pl.Node = g.Topo, g.Node
+	k.Attempt, k.State = 1, sched.InFlight
+	b.s.InFlight++
 	// Its request went out with the group's, from the batch's start.
 	b.c.obs.send(&o.trace, g.Conn, g.Node.Addr(), b.now)
-	switch {
-	case r.Got:
+	if r.Got {
 		o.status = r.Status
 		if r.Err == nil {
 			o.recordFailure(r.Status, r.Datatype, r.Value)
 		}
 		r.Value = nil
-		b.judge(i, true, r.Err, k.gotAt)
-	case g.Answered:
-		b.judge(i, false, nil, k.gotAt)
-	default:
-		err := g.Err
-		var re *conn.RequestError
-		if errors.As(err, &re) {
-			// The group's error is its request's: this get's names the get.
-			e := *re
-			e.Op, e.Opaque = op, r.Opaque
-			err = &e
-		}
-		b.judge(i, false, err, k.gotAt)
 	}
+	b.judge(i, answered, err, k.Op.gotAt)
 }

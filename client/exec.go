@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/rangescan"
 	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
@@ -594,7 +595,7 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	if o.scanCfg != nil {
 		o.scanCfg.CollectionID = cid
 		if s := o.scanCfg.Snapshot; s != nil { // a copy of the scan's, this create's own
-			s.TimeoutMs = snapshotWait(o.st.Deadline().Sub(o.c.clock.Now()))
+			s.TimeoutMs = rangescan.SnapshotWait(o.st.Deadline().Sub(o.c.clock.Now()))
 		}
 		// Checked by Scan before the first attempt: it encodes.
 		o.req.Value, _ = memdx.AppendRangeScanCreateValue(o.req.Value[:0], o.scanCfg)

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"unsafe"
 
 	"github.com/kvwire/kvwire/internal/fanout"
@@ -19,31 +17,11 @@ type GetReplicaResult struct {
 }
 
 // copiesOf returns the copies of key that the current map assigns to a
-// server: 0 for the active copy, i for replica i. A copy whose map entry is
-// -1 (a 1-replica bucket on one node, a cluster short of nodes) does not
-// exist now; reading it would only retry NODE_NOT_AVAILABLE until the
-// timeout, so replica reads skip it. When the map assigns no copy at all
-// (a failover in progress), the active copy is returned anyway: its read
-// waits for a config that assigns it, as Get does. Memcached mode has
-// only the active copy (a memcached bucket refuses replica reads:
-// replicasRefused).
+// server (cluster.Topology.Copies): 0 for the active copy, i for replica
+// i. Memcached mode has only the active copy (a memcached bucket refuses
+// replica reads: replicasRefused).
 func (c *Client) copiesOf(key string) []int {
-	t := c.cl.Topology()
-	if t == nil || t.Config() == nil || t.Ketama() || !t.Config().HasVbucketMap() {
-		return []int{0}
-	}
-	cfg := t.Config()
-	vb := cfg.VbucketForKey(unsafe.Slice(unsafe.StringData(key), len(key)))
-	out := make([]int, 0, cfg.NumReplicas()+1)
-	for i := 0; i <= cfg.NumReplicas(); i++ {
-		if s, err := cfg.VbucketServer(vb, i, false); err == nil && s >= 0 {
-			out = append(out, i)
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, 0)
-	}
-	return out
+	return c.cl.Topology().Copies(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
 // readCopy reads copy i of key: 0 is the active copy (GET), i > 0 replica i
@@ -100,11 +78,11 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 }
 
 // readAnyCopy reads copies of key at once and returns the first answer
-// (fanout.First), or replicaError's choice of the errors.
+// (fanout.First), or fanout.Error's choice of the errors.
 func readAnyCopy[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) (T, error) {
 	r, errs := fanout.First(ctx, copies, read)
 	if errs != nil {
-		return r, replicaError(key, errs)
+		return r, fanout.Error(key, errs)
 	}
 	return r, nil
 }
@@ -114,21 +92,7 @@ func readAnyCopy[T any](ctx context.Context, copies []int, key string, read func
 func readAllCopies[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) ([]T, error) {
 	out, errs := fanout.All(ctx, copies, read)
 	if len(out) == 0 {
-		return nil, replicaError(key, errs)
+		return nil, fanout.Error(key, errs)
 	}
 	return out, nil
-}
-
-// replicaError picks the error of a replica read that found nothing:
-// document not found when any copy said so, else the first error.
-func replicaError(key string, errs []error) error {
-	for _, e := range errs {
-		if errors.Is(e, ErrDocumentNotFound) {
-			return e
-		}
-	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return fmt.Errorf("%w: no copy of %q answered", ErrNoNodeAvailable, key)
 }

@@ -26,40 +26,14 @@ type RouteInfo struct {
 // map. The key is the document key, without collection prefix.
 func (c *Client) Route(key string) RouteInfo {
 	t := c.cl.Topology()
-	var ri RouteInfo
 	if t == nil {
-		return ri
+		return RouteInfo{}
 	}
-	k := unsafe.Slice(unsafe.StringData(key), len(key))
-	cfg := t.Config()
-	if cfg != nil {
+	w := t.Where(unsafe.Slice(unsafe.StringData(key), len(key)))
+	ri := RouteInfo{Vbucket: w.Vbucket, Active: w.Active, Replicas: w.Replicas, HasForwardMap: w.HasForwardMap,
+		ForwardActive: w.ForwardActive, ForwardReplicas: w.ForwardReplicas, Ketama: w.Ketama}
+	if cfg := t.Config(); cfg != nil {
 		ri.ConfigRev = configVersionOf(cfg.Version())
-	}
-	if t.Ketama() {
-		ri.Ketama = true
-		if _, n := t.KetamaServer(k); n != nil {
-			ri.Active = n.Addr()
-		}
-		return ri
-	}
-	ri.Vbucket = cfg.VbucketForKey(k)
-	addr := func(forward bool, replica int) string {
-		i, err := cfg.VbucketServer(ri.Vbucket, replica, forward)
-		if n := t.Server(i); err == nil && n != nil {
-			return n.Addr()
-		}
-		return ""
-	}
-	ri.Active = addr(false, 0)
-	for r := 1; r <= cfg.NumReplicas(); r++ {
-		ri.Replicas = append(ri.Replicas, addr(false, r))
-	}
-	if cfg.HasForwardMap() {
-		ri.HasForwardMap = true
-		ri.ForwardActive = addr(true, 0)
-		for r := 1; r <= cfg.NumReplicas(); r++ {
-			ri.ForwardReplicas = append(ri.ForwardReplicas, addr(true, r))
-		}
 	}
 	return ri
 }

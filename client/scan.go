@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -162,20 +160,7 @@ type ScanItem struct {
 // ErrRequestCanceled (or a timeout at its deadline); closing the client
 // ends it with ErrClosed. A ScanResult is for one goroutine.
 type ScanResult struct {
-	run   *rangescan.Run
-	reqs  *scanRequests
-	limit uint64 // a sampling scan's items returned at most
-	// unwatch stops the watch that fails the scan when the client closes.
-	unwatch func() bool
-	batch   []rangescan.Item
-	pos     int
-	count   uint64
-	// halted: the scan's goroutines have ended (and its server-side scans
-	// with them) while the current item is still the caller's; ended: the
-	// iteration is over.
-	halted bool
-	ended  bool
-	err    error
+	cur rangescan.Cursor
 }
 
 // Scan starts a scan of the collection: a RangeScan, PrefixScan or
@@ -199,21 +184,9 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	if c.ctx.Err() != nil {
 		return fail(ErrClosed, errors.New("the client is closed"))
 	}
-	if c.memcached {
-		return fail(ErrFeatureNotAvailable, errors.New("memcached has no range scans"))
-	}
-	var cfg *vbmap.Config
-	if t := c.cl.Topology(); t != nil {
-		cfg = t.Config()
-		if t.Ketama() {
-			return fail(ErrFeatureNotAvailable, fmt.Errorf("bucket %q is a memcached bucket, which has no range scans", c.opts.Bucket))
-		}
-	}
-	if cfg == nil || !cfg.HasVbucketMap() {
-		return fail(ErrFeatureNotAvailable, errors.New("range scans need a bucket with vbuckets"))
-	}
-	if !cfg.HasBucketCapability("rangeScan") {
-		return fail(ErrFeatureNotAvailable, errors.New("the bucket does not offer range scans (capability rangeScan, Couchbase Server 7.2+)"))
+	cfg, err := rangescan.Offered(c.memcached, c.cl.Topology(), c.opts.Bucket)
+	if err != nil {
+		return fail(ErrFeatureNotAvailable, err)
 	}
 	if o.Concurrency < 0 || o.Timeout < 0 {
 		return fail(ErrInvalidArgument, errors.New("negative Concurrency or Timeout"))
@@ -224,83 +197,41 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	if err != nil {
 		return fail(ErrInvalidArgument, err)
 	}
-	r := &ScanResult{reqs: reqs, limit: sc.Limit}
-	r.run = rangescan.Start(ctx, sc, reqs)
-	r.unwatch = context.AfterFunc(c.ctx, func() {
-		r.run.Fail(c.refused("Scan", 0, col, "", ErrClosed, nil))
+	run := rangescan.Start(ctx, sc, reqs)
+	// The watch fails the scan when the client closes.
+	unwatch := context.AfterFunc(c.ctx, func() {
+		run.Fail(c.refused("Scan", 0, col, "", ErrClosed, nil))
 	})
-	return r, nil
+	return &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete)}, nil
 }
 
 // scanConfig is what scan type st with options o reads on a bucket of
 // config cfg (timeout: each request's), or why it is refused.
 func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, timeout time.Duration) (rangescan.Config, error) {
-	sc := rangescan.Config{KeyOnly: o.IDsOnly, Concurrency: cmp.Or(o.Concurrency, DefaultScanConcurrency),
-		ItemLimit: cmp.Or(o.BatchItemLimit, DefaultScanBatchItemLimit), ByteLimit: cmp.Or(o.BatchByteLimit, DefaultScanBatchByteLimit)}
+	sp := rangescan.Spec{KeyOnly: o.IDsOnly, Concurrency: cmp.Or(o.Concurrency, DefaultScanConcurrency),
+		ItemLimit: cmp.Or(o.BatchItemLimit, DefaultScanBatchItemLimit), ByteLimit: cmp.Or(o.BatchByteLimit, DefaultScanBatchByteLimit),
+		MaxKeyLength: MaxKeyLength, Timeout: timeout}
 	switch s := st.(type) {
 	case RangeScan:
 		from, to := cmp.Or(s.From, ScanTermMinimum()), cmp.Or(s.To, ScanTermMaximum())
-		sc.Range = &memdx.RangeScanRange{Start: []byte(from.Term), ExclusiveStart: from.Exclusive,
+		sp.Range = &memdx.RangeScanRange{Start: []byte(from.Term), ExclusiveStart: from.Exclusive,
 			End: []byte(to.Term), ExclusiveEnd: to.Exclusive}
 	case PrefixScan:
 		if len(s.Prefix) > MaxKeyLength {
-			return sc, fmt.Errorf("prefix of %d bytes, at most %d", len(s.Prefix), MaxKeyLength)
+			return rangescan.Config{}, fmt.Errorf("prefix of %d bytes, at most %d", len(s.Prefix), MaxKeyLength)
 		}
-		sc.Range = &memdx.RangeScanRange{Start: []byte(cmp.Or(s.Prefix, "\x00")), End: []byte(s.Prefix + scanTermMax[len(s.Prefix):])}
+		sp.Range = &memdx.RangeScanRange{Start: []byte(cmp.Or(s.Prefix, "\x00")), End: []byte(s.Prefix + scanTermMax[len(s.Prefix):])}
 	case SamplingScan:
-		if s.Limit == 0 {
-			return sc, errors.New("a sampling scan needs a Limit above 0")
-		}
-		seed := s.Seed
-		for seed == 0 {
-			seed = rand.Uint32()
-		}
-		sc.Sampling = &memdx.RangeScanSampling{Samples: s.Limit, Seed: seed}
-		sc.Limit = s.Limit
+		sp.Samples, sp.Seed = s.Limit, s.Seed
 	case *RangeScan:
-		return sc, errors.New("nil *RangeScan")
+		return rangescan.Config{}, errors.New("nil *RangeScan")
 	default:
-		return sc, fmt.Errorf("scan type %T is not RangeScan, PrefixScan or SamplingScan", st)
+		return rangescan.Config{}, fmt.Errorf("scan type %T is not RangeScan, PrefixScan or SamplingScan", st)
 	}
-	if sc.Range != nil {
-		for _, k := range [][]byte{sc.Range.Start, sc.Range.End} {
-			if len(k) == 0 || len(k) > MaxKeyLength {
-				return sc, fmt.Errorf("range term of %d bytes: 1 to %d", len(k), MaxKeyLength)
-			}
-		}
+	for _, tok := range o.ConsistentWith {
+		sp.Tokens = append(sp.Tokens, rangescan.Token{Vbucket: tok.Vbucket, VbUUID: tok.VbUUID, Seqno: tok.Seqno})
 	}
-	if len(o.ConsistentWith) > 0 {
-		sc.Snapshots = make(map[uint16]memdx.RangeScanSnapshot, len(o.ConsistentWith))
-		for _, tok := range o.ConsistentWith {
-			if int(tok.Vbucket) >= cfg.NumVbuckets() {
-				return sc, fmt.Errorf("mutation token of vbucket %d; the bucket has %d", tok.Vbucket, cfg.NumVbuckets())
-			}
-			cur, ok := sc.Snapshots[tok.Vbucket]
-			if ok && cur.VbUUID != tok.VbUUID {
-				return sc, fmt.Errorf("two mutation tokens of vbucket %d with different UUIDs (%d, %d)", tok.Vbucket, cur.VbUUID, tok.VbUUID)
-			}
-			if !ok || tok.Seqno > cur.Seqno {
-				// Each attempt of a create sets the wait anew (prepare).
-				sc.Snapshots[tok.Vbucket] = memdx.RangeScanSnapshot{VbUUID: tok.VbUUID, Seqno: tok.Seqno,
-					TimeoutMs: snapshotWait(timeout)}
-			}
-		}
-	}
-	// Encoding checks what the server would refuse as invalid.
-	if _, err := memdx.AppendRangeScanCreateValue(nil, sc.CreateConfig(0, nil)); err != nil {
-		return sc, err
-	}
-	sc.Vbuckets = rangescan.Order(cfg)
-	return sc, nil
-}
-
-// snapshotWait is how long a range-scan create asks the server to wait for
-// its snapshot's seqno when left is what the request has left: 90% of it
-// (at least 1 ms), so that the server answers before the client gives up,
-// on a retried create too (the same wait again would outlive the client's
-// deadline, leaving the create ambiguous and perhaps a scan no one reads).
-func snapshotWait(left time.Duration) uint32 {
-	return uint32(min(max((left*9/10).Milliseconds(), 1), 1<<31))
+	return sp.Config(cfg)
 }
 
 // scanRequests are a scan's requests, run by execute (rangescan.Requests):
@@ -342,33 +273,19 @@ func (sr *scanRequests) Create(vb uint16, cfg *memdx.RangeScanCreate) (memdx.Ran
 
 // Continue asks vb's scan on n for its next batch. A continue the server
 // refused for a while (TMPFAIL, an error-map retry) is sent again to the
-// same scan as the scan's strategy says (continueStrategy).
+// same scan as the scan's strategy says (rangescan.ContinueStrategy).
 func (sr *scanRequests) Continue(ctx context.Context, n *cluster.Node, vb uint16, req memdx.RangeScanContinue, dec *rangescan.Decoder) error {
 	o := sr.nodeOp(n, vb, memdx.NewRangeScanContinue(req))
-	o.strategy = continueStrategy{sr.strategy}
+	o.strategy = rangescan.ContinueStrategy{S: sr.strategy}
 	o.handler = dec.Handle
 	sr.lastOp.Store(uint32(memdx.OpRangeScanContinue))
 	return runNode(ctx, o)
 }
 
-// continueStrategy decides the retries of a continue: the scan's strategy
-// those of a status the server refused it with; none after its node or
-// connection was lost, when the scan creates the vbucket's scan again
-// instead (Restart).
-type continueStrategy struct{ s retry.Strategy }
-
-func (cs continueStrategy) RetryAfter(req retry.Request, reason retry.Reason) retry.Action {
-	switch reason {
-	case retry.ReasonNodeNotAvailable, retry.ReasonSocketNotAvailable, retry.ReasonSocketClosedWhileInFlight:
-		return retry.NoRetry()
-	}
-	return cs.s.RetryAfter(req, reason)
-}
-
 // Cancel cancels vb's scan on n, even when the scan's context is done,
 // waiting (as the retry strategy says, within the request timeout counted
 // on the client's Clock) for n to have a live connection when it has none,
-// unless n has left the cluster (cancelStrategy).
+// unless n has left the cluster (rangescan.CancelStrategy).
 // Closing the client ends the cancel at once, waiting or in flight. A scan
 // the server no longer has (KEY_ENOENT) is as good as cancelled; other
 // failures leave it to the server, which drops it after its lifetime.
@@ -378,7 +295,7 @@ func (sr *scanRequests) Cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID)
 	defer stop()
 	defer context.AfterFunc(sr.c.ctx, stop)()
 	o := sr.nodeOp(n, vb, memdx.NewRangeScanCancel(id))
-	o.strategy = cancelStrategy{s: sr.strategy, c: sr.c, n: n}
+	o.strategy = rangescan.CancelStrategy{S: sr.strategy, Cl: sr.c.cl, N: n}
 	err := runNode(ctx, o)
 	var ke *KeyValueError
 	if err == nil || errors.As(err, &ke) && ke.Status == StatusKeyNotFound {
@@ -386,24 +303,6 @@ func (sr *scanRequests) Cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID)
 	}
 	sr.c.opts.Logger.Debug("kvwire: range scan cancel failed; the server drops the scan after its lifetime",
 		"node", n.Addr(), "vbucket", vb, "err", err)
-}
-
-// cancelStrategy decides the retries of a cancel: the scan's strategy's,
-// while n is a node of the topology. A node that left the cluster is never
-// waited for: it has no connection again (a node that comes back is a new
-// one), so the wait could only end at the request's timeout, holding the
-// vbucket's scan back that long before it is created again elsewhere.
-type cancelStrategy struct {
-	s retry.Strategy
-	c *Client
-	n *cluster.Node
-}
-
-func (cs cancelStrategy) RetryAfter(req retry.Request, reason retry.Reason) retry.Action {
-	if t := cs.c.cl.Topology(); t != nil && !slices.Contains(t.Nodes(), cs.n) {
-		return retry.NoRetry()
-	}
-	return cs.s.RetryAfter(req, reason)
 }
 
 // nodeOp is the scan's request req to node n, where vb's scan lives, with
@@ -445,53 +344,24 @@ func (sr *scanRequests) Restart(err error) (restart, cancel bool) {
 
 // Next advances to the next document, waiting for it; it returns false at
 // the end of the scan, on an error (Err), or after Close.
-func (r *ScanResult) Next() bool {
-	if r.ended {
-		return false
-	}
-	if r.halted {
-		r.stop()
-		return false
-	}
-	r.pos++
-	for r.pos >= len(r.batch) {
-		b, ok := <-r.run.Out()
-		if !ok {
-			r.end()
-			return false
-		}
-		r.batch, r.pos = b, 0
-	}
-	r.count++
-	if r.limit > 0 && r.count >= r.limit {
-		// The sample is complete: stop the other vbuckets' scans now,
-		// not when the caller next calls Next or Close.
-		r.halt()
-	}
-	return true
-}
+func (r *ScanResult) Next() bool { return r.cur.Next() }
 
 // Item returns the document Next moved to.
 func (r *ScanResult) Item() ScanItem {
-	if r.pos < len(r.batch) {
-		return ScanItem(r.batch[r.pos])
+	if it := r.cur.Item(); it != nil {
+		return ScanItem(*it)
 	}
 	return ScanItem{}
 }
 
 // Err returns the error that ended the scan, nil when it ended normally
 // or was closed.
-func (r *ScanResult) Err() error { return r.err }
+func (r *ScanResult) Err() error { return r.cur.Err() }
 
 // Close stops the scan if it is still running: it cancels the server-side
 // scans still open and waits for the scan's goroutines. It returns Err.
 // Calling it more than once is harmless.
-func (r *ScanResult) Close() error {
-	if !r.ended {
-		r.stop()
-	}
-	return r.err
-}
+func (r *ScanResult) Close() error { return r.cur.Close() }
 
 // All iterates over the documents, then yields the scan's error (with a
 // zero ScanItem) if it failed. Breaking out of the loop closes the scan,
@@ -521,43 +391,20 @@ func (r *ScanResult) All() iter.Seq2[ScanItem, error] {
 	}
 }
 
-// stop ends the iteration early (see halt).
-func (r *ScanResult) stop() {
-	if !r.halted {
-		r.halt()
+// incomplete is the error of a scan that ended before every vbucket was
+// scanned, without an error of its own: the scan as a whole ended by
+// cause. Its error names the request it sent last (a GET's opcode, 0,
+// would be a lie).
+func (sr *scanRequests) incomplete(cause error) error {
+	op := memdx.OpCode(cmp.Or(sr.lastOp.Load(), uint32(memdx.OpRangeScanCreate)))
+	var sentinel error
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
+		cause = &retry.TimeoutError{OpCode: op, LastErr: cause}
+	case errors.Is(cause, context.Canceled):
+		sentinel = ErrRequestCanceled
+	default:
+		sentinel = ErrServerFailure
 	}
-	r.ended = true
-	r.batch, r.pos = nil, 0
-}
-
-// halt stops the scan's goroutines, which cancel their server-side scans,
-// and waits for them; the batches they had queued are dropped.
-func (r *ScanResult) halt() {
-	r.unwatch()
-	r.err = r.run.Stop()
-	r.halted = true
-}
-
-// end records how the scan ended once every worker has.
-func (r *ScanResult) end() {
-	r.unwatch()
-	r.ended = true
-	r.batch, r.pos = nil, 0
-	err, complete, cause := r.run.Result()
-	if err == nil && !complete {
-		// The scan as a whole ended: its error names the request it sent
-		// last (a GET's opcode, 0, would be a lie).
-		op := memdx.OpCode(cmp.Or(r.reqs.lastOp.Load(), uint32(memdx.OpRangeScanCreate)))
-		var sentinel error
-		switch {
-		case errors.Is(cause, context.DeadlineExceeded):
-			cause = &retry.TimeoutError{OpCode: op, LastErr: cause}
-		case errors.Is(cause, context.Canceled):
-			sentinel = ErrRequestCanceled
-		default:
-			sentinel = ErrServerFailure
-		}
-		err = r.reqs.c.refused("Scan", op, r.reqs.col, "", sentinel, cause)
-	}
-	r.err = err
+	return sr.c.refused("Scan", op, sr.col, "", sentinel, cause)
 }

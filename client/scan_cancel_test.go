@@ -65,7 +65,7 @@ func pendingCancel(t *testing.T, fc *retry.FakeClock) (*Client, <-chan error, ti
 	case <-time.After(10 * time.Second):
 		t.Fatal("no cancel waited for its node")
 	}
-	require.Eventually(t, func() bool { return res.run.Stopped() }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return res.cur.Run().Stopped() }, 10*time.Second, time.Millisecond,
 		"Close stopped the scan")
 	return c, closed, timeout
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/rangescan"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/kvwire/kvwire/retry"
@@ -425,7 +426,7 @@ func TestScanForAnUnreachedSeqnoRetriesUntilItTimesOut(t *testing.T) {
 	left := deadline.Sub(backoff)
 	select {
 	case w := <-waits:
-		assert.EqualValues(t, snapshotWait(left), w, "the retried create's wait: 90%% of the %v left", left)
+		assert.EqualValues(t, rangescan.SnapshotWait(left), w, "the retried create's wait: 90%% of the %v left", left)
 	case <-stuck.C:
 		t.Fatal("the retried create was not sent")
 	}
@@ -538,10 +539,10 @@ func TestScanEndsWhenTheClientCloses(t *testing.T) {
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return continues() >= 3 && res.run.Queued() == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return continues() >= 3 && res.cur.Run().Queued() == 1 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.Close())
 	// The workers end by themselves, though nobody takes their batches.
-	require.Eventually(t, func() bool { return res.run.Workers() == 0 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return res.cur.Run().Workers() == 0 }, 10*time.Second, time.Millisecond,
 		"the scan's goroutines ended")
 	for res.Next() {
 	}

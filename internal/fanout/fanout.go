@@ -1,10 +1,18 @@
-// Package fanout runs one read per copy of a document at once, one
-// goroutine each, and waits for every one before it returns, so that no
-// goroutine outlives the call: the replica reads (GetAnyReplica,
-// GetAllReplicas and their sub-document forms).
+// Package fanout runs one call per target at once, one goroutine each, and
+// waits for every one before it returns, so that no goroutine outlives the
+// call: the replica reads, one read per copy of a document (GetAnyReplica,
+// GetAllReplicas and their sub-document forms), and the requests to every
+// node (Stats, Version, Flush, Ping: Each).
 package fanout
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/kvwire/kvwire/internal/kverr"
+)
 
 // First runs read for each of copies at once and returns the first answer
 // without an error; the others are canceled and waited for. With none it
@@ -67,4 +75,35 @@ func All[T any](ctx context.Context, copies []int, read func(context.Context, in
 		}
 	}
 	return out, failed
+}
+
+// Error picks the error of a read of key's copies that found nothing:
+// document not found when any copy said so, else the first error.
+func Error(key string, errs []error) error {
+	for _, e := range errs {
+		if errors.Is(e, kverr.ErrDocumentNotFound) {
+			return e
+		}
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return fmt.Errorf("%w: no copy of %q answered", kverr.ErrNoNodeAvailable, key)
+}
+
+// Each runs do for each of targets at once and waits for every one. It
+// returns their results in the order of targets and their errors joined.
+func Each[T, R any](ctx context.Context, targets []T, do func(context.Context, T) (R, error)) ([]R, error) {
+	out := make([]R, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, n := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = do(ctx, n)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/leakcheck"
 )
 
@@ -154,3 +155,47 @@ func TestAllDoesNotCancelOnAnError(t *testing.T) {
 }
 
 var errNotFound = errors.New("not found")
+
+// Each runs every call at once, and returns every result in the order of
+// the targets with the errors joined.
+func TestEachRunsEveryCallAtOnceAndJoinsTheErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var started atomic.Int32
+		type res struct {
+			out []string
+			err error
+		}
+		done := make(chan res)
+		go func() {
+			out, err := Each(t.Context(), []string{"a", "b", "c"}, func(_ context.Context, n string) (string, error) {
+				started.Add(1)
+				<-release
+				if n == "b" {
+					return "b failed", fmt.Errorf("node %s: %w", n, errNotFound)
+				}
+				return n + " ok", nil
+			})
+			done <- res{out, err}
+		}()
+		synctest.Wait()
+		require.EqualValues(t, 3, started.Load(), "every call runs at once")
+		close(release)
+		r := <-done
+		assert.Equal(t, []string{"a ok", "b failed", "c ok"}, r.out, "every result, a failed call's too, in order")
+		assert.ErrorIs(t, r.err, errNotFound)
+		assert.EqualError(t, r.err, "node b: not found")
+	})
+}
+
+// Error prefers a copy's document-not-found to the first error, and names
+// the key when no copy answered at all.
+func TestErrorPrefersDocumentNotFound(t *testing.T) {
+	other := errors.New("timeout")
+	notFound := fmt.Errorf("copy 1: %w", kverr.ErrDocumentNotFound)
+	assert.Same(t, notFound, Error("k", []error{other, notFound}))
+	assert.Same(t, other, Error("k", []error{other, errors.New("second")}))
+	err := Error("k", nil)
+	assert.ErrorIs(t, err, kverr.ErrNoNodeAvailable)
+	assert.Contains(t, err.Error(), `"k"`)
+}

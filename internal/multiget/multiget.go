@@ -14,11 +14,12 @@ package multiget
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"time"
 	"unsafe"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/batch"
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
@@ -92,6 +93,31 @@ func (g *Group) deadlinePassed() {
 	g.end(false, &conn.RequestError{Op: memdx.OpNoop, Addr: g.Conn.Addr(), Err: context.DeadlineExceeded})
 }
 
+// FirstAttempt is how key i's first attempt (its get in its group, sent
+// as op) ended when it had no hit: answered with a failure status (its
+// record says which; err: the answer did not decode), settled as a miss
+// by the group's end (answered false, no error), or with the group's
+// error, which names the get (its opcode and opaque) rather than the
+// group's request.
+func (w *Window) FirstAttempt(i int) (op memdx.OpCode, answered bool, err error) {
+	r := &w.Recs[i]
+	g := &w.Groups[r.Group]
+	op = g.Opcode()
+	switch {
+	case r.Got:
+		return op, true, r.Err
+	case g.Answered:
+		return op, false, nil
+	}
+	var re *conn.RequestError
+	if errors.As(g.Err, &re) {
+		e := *re
+		e.Op, e.Opaque = op, r.Opaque
+		return op, false, &e
+	}
+	return op, false, g.Err
+}
+
 // Small values read in a group share blocks of valueBlock bytes, capped
 // so that appending to one never writes into another: a block per few
 // dozen hits instead of an allocation per hit. A value kept by the caller
@@ -135,13 +161,9 @@ type Window struct {
 	quiet  quietGets
 	text   textGets
 
-	// The quiet groups' conn.Notifier: the tags of the requests that
-	// ended, the started ones not told of yet, and the wake signal.
-	mu     sync.Mutex
-	ended  []uint64
-	spare  []uint64
-	expect int
-	kick   chan struct{}
+	// ends is what the quiet groups' conn.Notifier was told: the
+	// requests that ended and those still expected.
+	ends batch.Ends
 }
 
 // maxPooled bounds the records a Window keeps for reuse.
@@ -157,9 +179,7 @@ func (w *Window) Start(ctx context.Context, clock retry.Clock, keys []string) {
 	for i := range w.Recs {
 		w.Recs[i] = Record{Group: -1}
 	}
-	if w.kick == nil {
-		w.kick = make(chan struct{}, 1)
-	}
+	w.ends.Init()
 }
 
 // Reset drops what a reused Window must not keep.
@@ -171,7 +191,7 @@ func (w *Window) Reset() {
 		w.Recs = nil
 	}
 	w.Recs, w.Groups, w.idx, w.keys, w.ctx, w.Canceled = w.Recs[:0], w.Groups[:0], w.idx[:0], nil, nil, false
-	w.ended, w.spare, w.expect = w.ended[:0], w.spare[:0], 0
+	w.ends.Reset()
 	w.quiet.reset()
 	w.text.reset()
 }
@@ -275,45 +295,18 @@ func (w *Window) realDeadline(deadline time.Time) time.Time {
 // RequestEnded implements conn.Notifier for the quiet groups: it records
 // the tag, and asks to be woken for a failure or for the last request.
 func (w *Window) RequestEnded(tag uint64, answered bool, err error) bool {
-	w.mu.Lock()
-	w.ended = append(w.ended, tag)
-	w.expect--
-	wake := err != nil || w.expect == 0
-	w.mu.Unlock()
-	return wake
+	return w.ends.Ended(tag, err == nil)
 }
 
 // Wake implements conn.Notifier (a wake left over for a reused Window
 // makes its next await look once at an empty list).
-func (w *Window) Wake() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
+func (w *Window) Wake() { w.ends.Wake() }
 
 // collect takes the tags of the requests that ended since the last call.
 func (w *Window) collect() []uint64 {
-	w.mu.Lock()
-	ended := w.ended
-	w.ended = w.spare[:0]
-	w.mu.Unlock()
-	w.spare = ended[:0]
+	ended := w.ends.TakeEnded()
+	w.ends.GiveBack(ended)
 	return ended
-}
-
-// expectAdd changes the count of started requests whose end the window
-// has not been told of; a request taken back (not started, cancelled) is
-// taken off, and when that leaves none expected with ends not collected,
-// the window is woken for them.
-func (w *Window) expectAdd(d int) {
-	w.mu.Lock()
-	w.expect += d
-	kick := d < 0 && w.expect == 0 && len(w.ended) > 0
-	w.mu.Unlock()
-	if kick {
-		w.Wake()
-	}
 }
 
 // bytesOf returns s's bytes without copying; they are never written.

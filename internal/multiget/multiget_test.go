@@ -346,6 +346,17 @@ func TestQuietGroupRecordsHitsMissesAndFailures(t *testing.T) {
 	assert.NotNil(t, w.Recs[3].Value, "an empty value is a value")
 	assert.Error(t, w.Recs[5].Err, "an answer that does not decode")
 	assert.Equal(t, []string{"a", "miss", "busy", "empty", "a", "bad"}, s.seen())
+	// The first attempts of the keys without a hit, as the batch judges them.
+	op, answered, err := w.FirstAttempt(1)
+	assert.Equal(t, memdx.OpGetKQ, op)
+	assert.False(t, answered, "a miss is settled by the group's end")
+	assert.NoError(t, err)
+	_, answered, err = w.FirstAttempt(2)
+	assert.True(t, answered, "a failure status is an answer")
+	assert.NoError(t, err)
+	_, answered, err = w.FirstAttempt(5)
+	assert.True(t, answered)
+	assert.Equal(t, w.Recs[5].Err, err, "an answer that does not decode is its error")
 }
 
 // A GETKQ answer that names another key than its get's (or a hit that
@@ -427,6 +438,15 @@ func TestQuietGroupConnectionLostAfterWrite(t *testing.T) {
 	assert.True(t, re.Written, "the gets were written")
 	assert.True(t, w.Recs[0].Hit())
 	assert.False(t, w.Recs[1].Got)
+	op, answered, err := w.FirstAttempt(1)
+	assert.False(t, answered)
+	assert.ErrorIs(t, err, kverr.ErrConnectionClosed)
+	kre := requestError(t, err)
+	assert.Equal(t, memdx.OpGetKQ, op)
+	assert.Equal(t, op, kre.Op, "the key's error names its get, not the group's request")
+	assert.Equal(t, w.Recs[1].Opaque, kre.Opaque)
+	assert.True(t, kre.Written)
+	assert.NotSame(t, re, kre, "the group's error is not changed")
 }
 
 // A connection that ended after the window was routed onto it: the group

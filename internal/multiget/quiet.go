@@ -41,10 +41,10 @@ func (q *quietGets) send(w *Window, g *Group, keys [][]byte, deadline time.Time)
 		return
 	}
 	tmpl := memdx.Request{OpCode: memdx.OpGetKQ} // answers name their keys: GetAnswer checks them
-	w.expectAdd(1)
+	w.ends.ExpectAdd(1)
 	pend, err := g.Conn.StartGets(deadline, &tmpl, keys, (*quietSink)(w), w, uint64(g.slot), nil)
 	if err != nil {
-		w.expectAdd(-1)
+		w.ends.ExpectAdd(-1)
 		g.end(false, err)
 		return
 	}
@@ -68,7 +68,7 @@ func (q *quietGets) await(w *Window, _ time.Time) {
 	ctxDone := w.ctx.Done()
 	for left > 0 {
 		select {
-		case <-w.kick:
+		case <-w.ends.Kick():
 			for _, tag := range w.collect() {
 				answered, err := q.pends[tag].Result()
 				w.Groups[q.groups[tag]].end(answered, err)
@@ -86,7 +86,7 @@ func (q *quietGets) await(w *Window, _ time.Time) {
 				}
 				// One that has ended already is collected as usual.
 				if err, ended := q.pends[k].Cancel(cause); !ended {
-					w.expectAdd(-1)
+					w.ends.ExpectAdd(-1)
 					g.end(false, err)
 					q.pends[k] = conn.Pending{}
 					left--

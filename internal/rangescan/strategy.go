@@ -1,0 +1,41 @@
+package rangescan
+
+import (
+	"slices"
+
+	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// ContinueStrategy decides the retries of a continue: S (the scan's
+// strategy) those of a status the server refused it with; none after its
+// node or connection was lost, when the scan creates the vbucket's scan
+// again instead (Requests.Restart).
+type ContinueStrategy struct{ S retry.Strategy }
+
+func (cs ContinueStrategy) RetryAfter(req retry.Request, reason retry.Reason) retry.Action {
+	switch reason {
+	case retry.ReasonNodeNotAvailable, retry.ReasonSocketNotAvailable, retry.ReasonSocketClosedWhileInFlight:
+		return retry.NoRetry()
+	}
+	return cs.S.RetryAfter(req, reason)
+}
+
+// CancelStrategy decides the retries of a cancel of a scan on node N: S's
+// (the scan's strategy), while N is a node of Cl's topology. A node that
+// left the cluster is never waited for: it has no connection again (a
+// node that comes back is a new one), so the wait could only end at the
+// request's timeout, holding the vbucket's scan back that long before it
+// is created again elsewhere.
+type CancelStrategy struct {
+	S  retry.Strategy
+	Cl *cluster.Cluster
+	N  *cluster.Node
+}
+
+func (cs CancelStrategy) RetryAfter(req retry.Request, reason retry.Reason) retry.Action {
+	if t := cs.Cl.Topology(); t != nil && !slices.Contains(t.Nodes(), cs.N) {
+		return retry.NoRetry()
+	}
+	return cs.S.RetryAfter(req, reason)
+}
