@@ -31,12 +31,6 @@ func endpointStateOf(s cluster.EndpointState) EndpointState { return EndpointSta
 func (a RetryAction) internal() retry.Action   { return a.a }
 func retryActionOf(a retry.Action) RetryAction { return RetryAction{a} }
 
-var (
-	exponentialBackoff = retry.ExponentialBackoff
-	defaultBackoff     = retry.DefaultBackoff
-	controlledBackoff  = retry.ControlledBackoff
-)
-
 // builtinStrategy is a RetryStrategy implemented by package retry. The
 // client hands its retry.Strategy to the operation as it is, so a built-in
 // strategy costs nothing per decision.

@@ -287,18 +287,18 @@ type Backoff func(retries int) time.Duration
 // first*factor, first*factor², ..., never more than limit. A factor below 1
 // counts as 1; first and limit below 0 count as 0. There is no jitter.
 func ExponentialBackoff(first, limit time.Duration, factor float64) Backoff {
-	return Backoff(exponentialBackoff(first, limit, factor))
+	return Backoff(retry.ExponentialBackoff(first, limit, factor))
 }
 
 // DefaultBackoff is the backoff of BestEffort and FailFastOnTerminalErrors
 // when given none, RFC 0049's: 1, 2, 4, ... 256 ms, then 500 ms for every
 // further retry.
-func DefaultBackoff(retries int) time.Duration { return defaultBackoff(retries) }
+func DefaultBackoff(retries int) time.Duration { return retry.DefaultBackoff(retries) }
 
 // ControlledBackoff is RFC 0049's delay for the reasons that are always
 // retried, by the number of retries already made: 1, 10, 50, 100, 500 ms,
 // then 1000 ms.
-func ControlledBackoff(retries int) time.Duration { return controlledBackoff(retries) }
+func ControlledBackoff(retries int) time.Duration { return retry.ControlledBackoff(retries) }
 
 // BestEffort returns RFC 0049's BestEffortRetryStrategy: it retries every
 // operation it safely can, until the deadline: reads whatever the reason,
