@@ -321,19 +321,15 @@ func (sr *scanRequests) Invalid(vb uint16, n *cluster.Node, cause error) error {
 // Empty: a create answered KEY_ENOENT has nothing in its range.
 func (sr *scanRequests) Empty(err error) bool { return errors.Is(err, ErrDocumentNotFound) }
 
-// Restart: a continue that met NOT_MY_VBUCKET (the vbucket moved),
-// KEY_ENOENT (the scan is gone: it expired, or the vbucket changed state)
-// or an unreachable node is created again; the node may still hold the
-// scan when no status came (the node was not reached, or the connection
-// ended).
+// Restart: a continue that failed with a KeyValueError restarts as
+// rangescan.Restart says of its status; the node was not reached, or the
+// connection ended, when no node was available or conn reported the error.
 func (sr *scanRequests) Restart(err error) (restart, cancel bool) {
 	var ke *KeyValueError
 	if !errors.As(err, &ke) {
 		return false, false
 	}
-	restart = ke.Status == StatusNotMyVbucket || ke.Status == StatusKeyNotFound ||
-		errors.Is(err, ErrNoNodeAvailable) || errors.As(err, new(*conn.RequestError))
-	return restart, restart && ke.Status == 0
+	return rangescan.Restart(ke.Status.wire(), errors.Is(err, ErrNoNodeAvailable) || errors.As(err, new(*conn.RequestError)))
 }
 
 // Next advances to the next document, waiting for it; it returns false at

@@ -58,3 +58,23 @@ func TestPrefixRange(t *testing.T) {
 	_, err = PrefixRange("0123456789a", 10)
 	assert.EqualError(t, err, "prefix of 11 bytes, at most 10")
 }
+
+func TestRestart(t *testing.T) {
+	for _, tc := range []struct {
+		st                   memdx.Status
+		unreachable          bool
+		wantRestart, wantCnl bool
+	}{
+		{memdx.StatusNotMyVbucket, false, true, false},
+		{memdx.StatusKeyNotFound, false, true, false},
+		{0, true, true, true},                         // no status: the node may still hold the scan
+		{memdx.StatusNotMyVbucket, true, true, false}, // a status came: the node answered
+		{0, false, false, false},                      // a KV error without status, node reached
+		{memdx.StatusTmpFail, false, false, false},    // retried by ContinueStrategy, not restarted
+		{memdx.StatusNoAccess, false, false, false},
+	} {
+		restart, cancel := Restart(tc.st, tc.unreachable)
+		assert.Equal(t, tc.wantRestart, restart, "%v unreachable=%v", tc.st, tc.unreachable)
+		assert.Equal(t, tc.wantCnl, cancel, "%v unreachable=%v", tc.st, tc.unreachable)
+	}
+}
