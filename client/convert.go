@@ -28,26 +28,8 @@ func (s RetryReasons) internal() retry.ReasonSet            { return retry.Reaso
 func retryReasonsOf(s retry.ReasonSet) RetryReasons         { return RetryReasons(s) }
 func endpointStateOf(s cluster.EndpointState) EndpointState { return EndpointState(s) }
 
-func (a RetryAction) internal() retry.Action {
-	switch {
-	case a.retry:
-		return retry.RetryAfter(a.delay)
-	case a.err != nil:
-		return retry.FailWith(a.err)
-	}
-	return retry.NoRetry()
-}
-
-func retryActionOf(a retry.Action) RetryAction {
-	d, ok := a.Duration()
-	return RetryAction{delay: d, retry: ok, err: a.Err()}
-}
-
-var (
-	exponentialBackoff = retry.ExponentialBackoff
-	defaultBackoff     = retry.DefaultBackoff
-	controlledBackoff  = retry.ControlledBackoff
-)
+func (a RetryAction) internal() retry.Action   { return a.a }
+func retryActionOf(a retry.Action) RetryAction { return RetryAction{a} }
 
 // builtinStrategy is a RetryStrategy implemented by package retry. The
 // client hands its retry.Strategy to the operation as it is, so a built-in
@@ -207,11 +189,6 @@ func errorMapRetryOf(em retry.ErrorMapRetry) ErrorMapRetry {
 }
 
 func (s ErrorMapRetrySpec) internal() errmap.RetrySpec {
-	var st errmap.Strategy
-	for _, c := range []errmap.Strategy{errmap.Constant, errmap.Linear, errmap.Exponential} {
-		if c.String() == s.Strategy {
-			st = c
-		}
-	}
+	st, _ := errmap.ParseStrategy(s.Strategy)
 	return errmap.RetrySpec{Strategy: st, After: s.After, Interval: s.Interval, Ceil: s.Ceil, MaxDuration: s.MaxDuration}
 }

@@ -256,15 +256,11 @@ func (s ErrorMapRetrySpec) Delay(retry int) time.Duration {
 // RetryAction is a strategy's answer: retry after a delay, or do not retry
 // (optionally failing with a given error). The zero RetryAction is
 // NoRetry().
-type RetryAction struct {
-	delay time.Duration
-	retry bool
-	err   error
-}
+type RetryAction struct{ a retry.Action }
 
 // RetryAfter returns the action "retry after d"; a negative d counts as 0.
 // The client caps d to the operation's deadline.
-func RetryAfter(d time.Duration) RetryAction { return RetryAction{delay: max(d, 0), retry: true} }
+func RetryAfter(d time.Duration) RetryAction { return RetryAction{retry.RetryAfter(d)} }
 
 // NoRetry returns the action "do not retry": the operation fails with the
 // error of its last attempt.
@@ -273,14 +269,14 @@ func NoRetry() RetryAction { return RetryAction{} }
 // FailWith returns the action "do not retry, and fail with err": the
 // operation's error matches err (errors.Is) as well as the last attempt's
 // error.
-func FailWith(err error) RetryAction { return RetryAction{err: err} }
+func FailWith(err error) RetryAction { return RetryAction{retry.FailWith(err)} }
 
 // Duration returns the delay and true when the action is a retry; 0 and
 // false otherwise.
-func (a RetryAction) Duration() (time.Duration, bool) { return a.delay, a.retry }
+func (a RetryAction) Duration() (time.Duration, bool) { return a.a.Duration() }
 
 // Err returns the error of a FailWith action, nil otherwise.
-func (a RetryAction) Err() error { return a.err }
+func (a RetryAction) Err() error { return a.a.Err() }
 
 // Backoff gives the delay before a retry from the number of retries the
 // operation already had (0 before the first retry). It must be safe for
@@ -291,18 +287,18 @@ type Backoff func(retries int) time.Duration
 // first*factor, first*factor², ..., never more than limit. A factor below 1
 // counts as 1; first and limit below 0 count as 0. There is no jitter.
 func ExponentialBackoff(first, limit time.Duration, factor float64) Backoff {
-	return Backoff(exponentialBackoff(first, limit, factor))
+	return Backoff(retry.ExponentialBackoff(first, limit, factor))
 }
 
 // DefaultBackoff is the backoff of BestEffort and FailFastOnTerminalErrors
 // when given none, RFC 0049's: 1, 2, 4, ... 256 ms, then 500 ms for every
 // further retry.
-func DefaultBackoff(retries int) time.Duration { return defaultBackoff(retries) }
+func DefaultBackoff(retries int) time.Duration { return retry.DefaultBackoff(retries) }
 
 // ControlledBackoff is RFC 0049's delay for the reasons that are always
 // retried, by the number of retries already made: 1, 10, 50, 100, 500 ms,
 // then 1000 ms.
-func ControlledBackoff(retries int) time.Duration { return controlledBackoff(retries) }
+func ControlledBackoff(retries int) time.Duration { return retry.ControlledBackoff(retries) }
 
 // BestEffort returns RFC 0049's BestEffortRetryStrategy: it retries every
 // operation it safely can, until the deadline: reads whatever the reason,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
@@ -217,10 +216,10 @@ func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, timeout time.Dur
 		sp.Range = &memdx.RangeScanRange{Start: []byte(from.Term), ExclusiveStart: from.Exclusive,
 			End: []byte(to.Term), ExclusiveEnd: to.Exclusive}
 	case PrefixScan:
-		if len(s.Prefix) > MaxKeyLength {
-			return rangescan.Config{}, fmt.Errorf("prefix of %d bytes, at most %d", len(s.Prefix), MaxKeyLength)
+		var err error
+		if sp.Range, err = rangescan.PrefixRange(s.Prefix, MaxKeyLength); err != nil {
+			return rangescan.Config{}, err
 		}
-		sp.Range = &memdx.RangeScanRange{Start: []byte(cmp.Or(s.Prefix, "\x00")), End: []byte(s.Prefix + scanTermMax[len(s.Prefix):])}
 	case SamplingScan:
 		sp.Samples, sp.Seed = s.Limit, s.Seed
 	case *RangeScan:
@@ -248,9 +247,6 @@ type scanRequests struct {
 	strategy retry.Strategy
 	// parentSpan is ScanOptions.ParentSpan.
 	parentSpan RequestSpan
-	// lastOp is the opcode of the scan's last request sent (0: none yet),
-	// which a timeout of the whole scan names.
-	lastOp atomic.Uint32
 }
 
 // Create creates vb's scan. A scan that stops meanwhile, even by its
@@ -264,7 +260,6 @@ func (sr *scanRequests) Create(vb uint16, cfg *memdx.RangeScanCreate) (memdx.Ran
 	o.req = memdx.Request{OpCode: memdx.OpRangeScanCreate, Datatype: memdx.DatatypeJSON}
 	o.target.ByVbucket, o.target.Vbucket, o.scanCfg = true, vb, cfg
 	o.timeout, o.strategy, o.parentSpan = sr.timeout, sr.strategy, sr.parentSpan
-	sr.lastOp.Store(uint32(memdx.OpRangeScanCreate))
 	if err := sr.c.execute(context.WithoutCancel(sr.parent), o); err != nil {
 		return memdx.RangeScanID{}, nil, err
 	}
@@ -278,7 +273,6 @@ func (sr *scanRequests) Continue(ctx context.Context, n *cluster.Node, vb uint16
 	o := sr.nodeOp(n, vb, memdx.NewRangeScanContinue(req))
 	o.strategy = rangescan.ContinueStrategy{S: sr.strategy}
 	o.handler = dec.Handle
-	sr.lastOp.Store(uint32(memdx.OpRangeScanContinue))
 	return runNode(ctx, o)
 }
 
@@ -327,19 +321,15 @@ func (sr *scanRequests) Invalid(vb uint16, n *cluster.Node, cause error) error {
 // Empty: a create answered KEY_ENOENT has nothing in its range.
 func (sr *scanRequests) Empty(err error) bool { return errors.Is(err, ErrDocumentNotFound) }
 
-// Restart: a continue that met NOT_MY_VBUCKET (the vbucket moved),
-// KEY_ENOENT (the scan is gone: it expired, or the vbucket changed state)
-// or an unreachable node is created again; the node may still hold the
-// scan when no status came (the node was not reached, or the connection
-// ended).
+// Restart: a continue that failed with a KeyValueError restarts as
+// rangescan.Restart says of its status; the node was not reached, or the
+// connection ended, when no node was available or conn reported the error.
 func (sr *scanRequests) Restart(err error) (restart, cancel bool) {
 	var ke *KeyValueError
 	if !errors.As(err, &ke) {
 		return false, false
 	}
-	restart = ke.Status == StatusNotMyVbucket || ke.Status == StatusKeyNotFound ||
-		errors.Is(err, ErrNoNodeAvailable) || errors.As(err, new(*conn.RequestError))
-	return restart, restart && ke.Status == 0
+	return rangescan.Restart(ke.Status.wire(), errors.Is(err, ErrNoNodeAvailable) || errors.As(err, new(*conn.RequestError)))
 }
 
 // Next advances to the next document, waiting for it; it returns false at
@@ -392,19 +382,7 @@ func (r *ScanResult) All() iter.Seq2[ScanItem, error] {
 }
 
 // incomplete is the error of a scan that ended before every vbucket was
-// scanned, without an error of its own: the scan as a whole ended by
-// cause. Its error names the request it sent last (a GET's opcode, 0,
-// would be a lie).
-func (sr *scanRequests) incomplete(cause error) error {
-	op := memdx.OpCode(cmp.Or(sr.lastOp.Load(), uint32(memdx.OpRangeScanCreate)))
-	var sentinel error
-	switch {
-	case errors.Is(cause, context.DeadlineExceeded):
-		cause = &retry.TimeoutError{OpCode: op, LastErr: cause}
-	case errors.Is(cause, context.Canceled):
-		sentinel = ErrRequestCanceled
-	default:
-		sentinel = ErrServerFailure
-	}
+// scanned, without an error of its own (rangescan.Run.Incomplete).
+func (sr *scanRequests) incomplete(op memdx.OpCode, sentinel, cause error) error {
 	return sr.c.refused("Scan", op, sr.col, "", sentinel, cause)
 }

@@ -328,7 +328,7 @@ func (p *parser) retry() (*RetrySpec, error) {
 				return err
 			}
 			var ok bool
-			if r.Strategy, ok = parseStrategy(name); !ok {
+			if r.Strategy, ok = ParseStrategy(name); !ok {
 				return p.fail(vat, field, "unknown strategy %q (want constant, linear or exponential)", name)
 			}
 			return nil

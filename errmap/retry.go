@@ -31,7 +31,9 @@ func (s Strategy) String() string {
 	return "Strategy(" + strconv.Itoa(int(s)) + ")"
 }
 
-func parseStrategy(name string) (Strategy, bool) {
+// ParseStrategy returns the strategy named name in the map (String's
+// inverse), or false when name is none of them.
+func ParseStrategy(name string) (Strategy, bool) {
 	switch name {
 	case "constant":
 		return Constant, true

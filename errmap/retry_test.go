@@ -148,8 +148,8 @@ func TestStrategyString(t *testing.T) {
 		if got := s.String(); got != want {
 			t.Errorf("Strategy(%d).String() = %q, want %q", s, got, want)
 		}
-		if st, ok := parseStrategy(want); ok != (s != 0 && s < 4) || (ok && st != s) {
-			t.Errorf("parseStrategy(%q) = %v, %v", want, st, ok)
+		if st, ok := ParseStrategy(want); ok != (s != 0 && s < 4) || (ok && st != s) {
+			t.Errorf("ParseStrategy(%q) = %v, %v", want, st, ok)
 		}
 	}
 }

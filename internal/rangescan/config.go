@@ -1,9 +1,11 @@
 package rangescan
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/kvwire/kvwire/internal/cluster"
@@ -33,6 +35,17 @@ func Offered(memcached bool, t *cluster.Topology, bucket string) (*vbmap.Config,
 		return nil, errors.New("the bucket does not offer range scans (capability rangeScan, Couchbase Server 7.2+)")
 	}
 	return cfg, nil
+}
+
+// PrefixRange is the range of the keys that start with prefix, keys being
+// at most maxKeyLength bytes: from prefix ("\x00" for none) to prefix
+// followed by 0xff up to maxKeyLength bytes, or why there is none.
+func PrefixRange(prefix string, maxKeyLength int) (*memdx.RangeScanRange, error) {
+	if len(prefix) > maxKeyLength {
+		return nil, fmt.Errorf("prefix of %d bytes, at most %d", len(prefix), maxKeyLength)
+	}
+	return &memdx.RangeScanRange{Start: []byte(cmp.Or(prefix, "\x00")),
+		End: []byte(prefix + strings.Repeat("\xff", maxKeyLength-len(prefix)))}, nil
 }
 
 // Spec is a scan as its caller asks for it, before it is checked.

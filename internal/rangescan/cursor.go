@@ -1,5 +1,15 @@
 package rangescan
 
+import (
+	"cmp"
+	"context"
+	"errors"
+
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
 // Cursor reads a Run's items one at a time, for one goroutine (client's
 // ScanResult): it runs ahead of its reader by the batches the Run has
 // queued, stops the Run when a sampling scan has its Limit of items, and
@@ -9,9 +19,9 @@ type Cursor struct {
 	limit uint64 // a sampling scan's items returned at most
 	// unwatch stops the caller's watch that fails the Run (the client
 	// closing); fail is the error of a scan that ended incomplete without
-	// one of its own, from the cause of its context's end.
+	// one of its own, from what Incomplete makes of its context's end.
 	unwatch func() bool
-	fail    func(cause error) error
+	fail    func(op memdx.OpCode, sentinel, cause error) error
 	batch   []Item
 	pos     int
 	count   uint64
@@ -25,7 +35,7 @@ type Cursor struct {
 
 // NewCursor reads run, which reads cfg; unwatch and fail are as Cursor's
 // fields say.
-func NewCursor(run *Run, cfg *Config, unwatch func() bool, fail func(cause error) error) Cursor {
+func NewCursor(run *Run, cfg *Config, unwatch func() bool, fail func(op memdx.OpCode, sentinel, cause error) error) Cursor {
 	return Cursor{run: run, limit: cfg.Limit, unwatch: unwatch, fail: fail}
 }
 
@@ -104,7 +114,25 @@ func (c *Cursor) end() {
 	c.batch, c.pos = nil, 0
 	err, complete, cause := c.run.Result()
 	if err == nil && !complete {
-		err = c.fail(cause)
+		err = c.fail(c.run.Incomplete(cause))
 	}
 	c.err = err
+}
+
+// Incomplete says how a scan that ended before every vbucket was scanned,
+// without an error of its own, ended by cause (its context's): op is the
+// request it sent last (a GET's opcode, 0, would be a lie), sentinel the
+// kverr sentinel its error matches (nil for a timeout, whose cause becomes
+// a *retry.TimeoutError naming op).
+func (r *Run) Incomplete(cause error) (op memdx.OpCode, sentinel, err error) {
+	op = memdx.OpCode(cmp.Or(r.lastOp.Load(), uint32(memdx.OpRangeScanCreate)))
+	switch {
+	case errors.Is(cause, context.DeadlineExceeded):
+		cause = &retry.TimeoutError{OpCode: op, LastErr: cause}
+	case errors.Is(cause, context.Canceled):
+		sentinel = kverr.ErrRequestCanceled
+	default:
+		sentinel = kverr.ErrServerFailure
+	}
+	return op, sentinel, cause
 }

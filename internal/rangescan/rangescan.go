@@ -100,6 +100,9 @@ type Run struct {
 
 	out  chan []Item // closed by the last worker to end
 	live atomic.Int32
+	// lastOp is the opcode of the scan's last create or continue sent (0:
+	// none yet), which a timeout of the whole scan names (Incomplete).
+	lastOp atomic.Uint32
 
 	mu       sync.Mutex
 	vbs      []uint16 // vbuckets not started yet
@@ -261,6 +264,7 @@ func (r *Run) scanVbucket(vb uint16) (done bool, err error) {
 		if restarts > maxRestarts {
 			return false, fmt.Errorf("scan of vbucket %d restarted %d times without progress: %w", vb, restarts, s.restartErr)
 		}
+		r.lastOp.Store(uint32(memdx.OpRangeScanCreate))
 		id, n, err := r.reqs.Create(vb, r.cfg.CreateConfig(vb, s.last))
 		if err != nil {
 			if r.reqs.Empty(err) {
@@ -294,6 +298,7 @@ func (r *Run) continues(s *vbucketScan, n *cluster.Node, id memdx.RangeScanID) (
 	var c created
 	for {
 		dec := Decoder{Max: int(r.cfg.ItemLimit)}
+		r.lastOp.Store(uint32(memdx.OpRangeScanContinue))
 		err := r.reqs.Continue(r.ctx, n, s.vb, req, &dec)
 		cerr := r.check(&c, s.last, dec.Items)
 		if cerr == nil && err == nil && len(dec.Items) == 0 && dec.Status != memdx.StatusRangeScanComplete {

@@ -4,8 +4,20 @@ import (
 	"slices"
 
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
+
+// Restart is Requests.Restart's rule for a continue that failed with a
+// KV error of status st (0: no status came), unreachable saying whether
+// the node could not be reached or its connection ended: one that met
+// NOT_MY_VBUCKET (the vbucket moved), KEY_ENOENT (the scan is gone: it
+// expired, or the vbucket changed state) or an unreachable node is
+// created again; the node may still hold the scan when no status came.
+func Restart(st memdx.Status, unreachable bool) (restart, cancel bool) {
+	restart = st == memdx.StatusNotMyVbucket || st == memdx.StatusKeyNotFound || unreachable
+	return restart, restart && st == 0
+}
 
 // ContinueStrategy decides the retries of a continue: S (the scan's
 // strategy) those of a status the server refused it with; none after its
