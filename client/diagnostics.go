@@ -182,9 +182,6 @@ func (e *NotReadyError) Is(target error) bool {
 // Unwrap returns the node's error.
 func (e *NotReadyError) Unwrap() error { return e.Err }
 
-// errOfflineNotWaitable refuses ClusterOffline as a state to wait for.
-var errOfflineNotWaitable = fmt.Errorf("%w: WaitUntilReady waits for ClusterOnline or ClusterDegraded, not ClusterOffline", ErrInvalidArgument)
-
 // notReady builds the error of a wait that ended with d the last report.
 func notReady(d *DiagnosticsResult, desired ClusterState, waited time.Duration, canceled bool) *NotReadyError {
 	e := &NotReadyError{Desired: desired, State: d.State, Waited: waited, canceled: canceled}
@@ -235,18 +232,14 @@ func (c *Client) diagnostics(id string) *DiagnosticsResult {
 // ctx's deadline passes first, naming the first node that stayed out and
 // why, and with ErrClosed when the client closes.
 func (c *Client) WaitUntilReady(ctx context.Context, opts *WaitUntilReadyOptions) error {
-	desired, timeout := ClusterOnline, c.opts.ConnectTimeout
+	var o WaitUntilReadyOptions
 	if opts != nil {
-		desired = opts.DesiredState
-		if opts.Timeout > 0 {
-			timeout = opts.Timeout
-		}
-		if opts.Timeout < 0 {
-			return fmt.Errorf("%w: WaitUntilReadyOptions.Timeout %v is negative", ErrInvalidArgument, opts.Timeout)
-		}
+		o = *opts
 	}
-	if desired == ClusterOffline || desired > ClusterOffline {
-		return errOfflineNotWaitable
+	desired := o.DesiredState
+	timeout, err := diagnostics.WaitFor(diagnostics.State(desired), o.Timeout, c.opts.ConnectTimeout)
+	if err != nil {
+		return err
 	}
 	state := func() diagnostics.State { return diagnostics.State(c.diagnostics("").State) }
 	end, waited := diagnostics.Wait(ctx, c.clock, timeout, c.ctx.Done(), c.cl.HealthChanged, state, diagnostics.State(desired))

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -89,6 +90,25 @@ func Reached(state, desired State) bool {
 		return state == Online || state == Degraded
 	}
 	return false
+}
+
+// errOfflineNotWaitable refuses Offline as a state to wait for.
+var errOfflineNotWaitable = fmt.Errorf("%w: WaitUntilReady waits for ClusterOnline or ClusterDegraded, not ClusterOffline", kverr.ErrInvalidArgument)
+
+// WaitFor checks a wait's options and returns its timeout (def when
+// timeout is 0): a negative timeout is refused, and so is a desired state
+// other than Online and Degraded (kverr.ErrInvalidArgument).
+func WaitFor(desired State, timeout, def time.Duration) (time.Duration, error) {
+	if timeout < 0 {
+		return 0, fmt.Errorf("%w: WaitUntilReadyOptions.Timeout %v is negative", kverr.ErrInvalidArgument, timeout)
+	}
+	if desired == Offline || desired > Offline {
+		return 0, errOfflineNotWaitable
+	}
+	if timeout == 0 {
+		timeout = def
+	}
+	return timeout, nil
 }
 
 // End is how a wait for a cluster state ended.
