@@ -2,24 +2,19 @@ package client
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/fanout"
+	"github.com/kvwire/kvwire/internal/nodereq"
 	"github.com/kvwire/kvwire/memdx"
 )
 
-// Requests to each node rather than for a key: Stats (STAT), Version
-// (VERSION), Ping (NOOP) and, for memcached://, Flush (FLUSH). Each goes to
-// every node of the current topology at once (or the one node its options
-// name) as an operation addressed to that node (op.onNode), through the
-// same execute as any operation, sent once (sendOnce): a node that fails
-// has its own error in its result, and the call's error joins those errors
-// (nil when every node answered).
+// Requests to each node rather than for a key (internal/nodereq): each is
+// an operation addressed to its node (op.target.Node), through the same
+// execute as any operation, sent once (sendOnce).
 
 // StatsOptions are the options of Stats.
 type StatsOptions struct {
@@ -77,17 +72,9 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 		o = *opts
 	}
 	return eachNode(c, ctx, "Stats", o.Node, func(ctx context.Context, n *cluster.Node) (NodeStats, error) {
-		stats := map[string]string{}
+		stats := nodereq.Stats{}
 		op := c.nodeOp("Stats", n, memdx.NewStat([]byte(group)), o.Timeout)
-		op.handler = func(p *memdx.Packet) (bool, error) {
-			if p.Status != memdx.StatusSuccess {
-				return false, nil
-			}
-			if len(p.Key) > 0 { // the last packet has none
-				stats[string(p.Key)] = string(p.Value)
-			}
-			return true, nil
-		}
+		op.handler = stats.Handle
 		if err := runNode(ctx, op); err != nil {
 			return NodeStats{Node: n.Addr(), Err: err}, err
 		}
@@ -102,19 +89,13 @@ func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersi
 		o = *opts
 	}
 	return eachNode(c, ctx, "Version", o.Node, func(ctx context.Context, n *cluster.Node) (NodeVersion, error) {
-		var version string
+		var v nodereq.Version
 		op := c.nodeOp("Version", n, memdx.NewVersion(), o.Timeout)
-		op.handler = func(p *memdx.Packet) (bool, error) {
-			if p.Status != memdx.StatusSuccess {
-				return false, nil
-			}
-			version = string(p.Value)
-			return true, nil
-		}
+		op.handler = v.Handle
 		if err := runNode(ctx, op); err != nil {
 			return NodeVersion{Node: n.Addr(), Err: err}, err
 		}
-		return NodeVersion{Node: n.Addr(), Version: version}, nil
+		return NodeVersion{Node: n.Addr(), Version: v.Version}, nil
 	})
 }
 
@@ -145,12 +126,10 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 		if err != nil {
 			return refuse(ErrInvalidArgument, err)
 		}
-		extras = binary.BigEndian.AppendUint32(nil, exp)
+		extras = nodereq.FlushExtras(exp)
 	}
 	return eachNode(c, ctx, "Flush", o.Node, func(ctx context.Context, n *cluster.Node) (NodeResult, error) {
-		req := memdx.NewFlush()
-		req.Extras = extras
-		err := runNode(ctx, c.nodeOp("Flush", n, req, o.Timeout))
+		err := runNode(ctx, c.nodeOp("Flush", n, nodereq.Flush(extras), o.Timeout))
 		return NodeResult{Node: n.Addr(), Err: err}, err
 	})
 }
@@ -206,13 +185,9 @@ func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(
 	if t == nil {
 		return nil, c.refused(name, 0, nil, "", ErrNoNodeAvailable, errors.New("no topology yet"))
 	}
-	nodes := t.Nodes()
-	if only != "" {
-		i := slices.IndexFunc(nodes, func(n *cluster.Node) bool { return n.Addr() == only })
-		if i < 0 {
-			return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, fmt.Errorf("node %q is not one of %v", only, c.Nodes()))
-		}
-		nodes = nodes[i : i+1]
+	nodes, ok := nodereq.Select(t.Nodes(), only)
+	if !ok {
+		return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, fmt.Errorf("node %q is not one of %v", only, c.Nodes()))
 	}
 	return fanout.Each(ctx, nodes, do)
 }

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -39,15 +38,8 @@ const (
 	EndpointDisconnected
 )
 
-var endpointStateNames = [...]string{"connecting", "connected", "reconnecting", "disconnecting", "disconnected"}
-
 // String is the state's name in RFC 0034's JSON.
-func (s EndpointState) String() string {
-	if int(s) < len(endpointStateNames) {
-		return endpointStateNames[s]
-	}
-	return "EndpointState(" + strconv.Itoa(int(s)) + ")"
-}
+func (s EndpointState) String() string { return diagnostics.EndpointStateName(uint8(s)) }
 
 // ClusterState sums up the endpoints of a diagnostics report (RFC 0061).
 type ClusterState uint8
@@ -63,15 +55,8 @@ const (
 	ClusterOffline
 )
 
-var clusterStateNames = [...]string{"online", "degraded", "offline"}
-
 // String is the state's name in RFC 0061's JSON.
-func (s ClusterState) String() string {
-	if int(s) < len(clusterStateNames) {
-		return clusterStateNames[s]
-	}
-	return "ClusterState(" + strconv.Itoa(int(s)) + ")"
-}
+func (s ClusterState) String() string { return diagnostics.State(s).String() }
 
 // EndpointDiagnostics is one endpoint of a diagnostics report: one
 // connection of a node's pool, whether or not it is up.
@@ -182,18 +167,7 @@ type NotReadyError struct {
 }
 
 func (e *NotReadyError) Error() string {
-	why := "timed out"
-	if e.canceled {
-		why = "canceled"
-	}
-	s := fmt.Sprintf("kvwire: cluster not %s after %v (%s, it is %s)", e.Desired, e.Waited.Round(time.Millisecond), why, e.State)
-	if e.Node != "" {
-		s += fmt.Sprintf(": node %s is %s", e.Node, e.NodeState)
-		if e.Err != nil {
-			s += ": " + e.Err.Error()
-		}
-	}
-	return s
+	return diagnostics.NotReadyMessage(diagnostics.State(e.Desired), diagnostics.State(e.State), e.Waited, e.canceled, e.Node, e.NodeState.String(), e.Err)
 }
 
 // Is matches the timeout sentinels (ErrRequestCanceled when ctx was
@@ -207,14 +181,6 @@ func (e *NotReadyError) Is(target error) bool {
 
 // Unwrap returns the node's error.
 func (e *NotReadyError) Unwrap() error { return e.Err }
-
-// errOfflineNotWaitable refuses ClusterOffline as a state to wait for.
-var errOfflineNotWaitable = fmt.Errorf("%w: WaitUntilReady waits for ClusterOnline or ClusterDegraded, not ClusterOffline", ErrInvalidArgument)
-
-// reached reports whether state satisfies desired.
-func reached(state, desired ClusterState) bool {
-	return diagnostics.Reached(diagnostics.State(state), diagnostics.State(desired))
-}
 
 // notReady builds the error of a wait that ended with d the last report.
 func notReady(d *DiagnosticsResult, desired ClusterState, waited time.Duration, canceled bool) *NotReadyError {
@@ -266,36 +232,22 @@ func (c *Client) diagnostics(id string) *DiagnosticsResult {
 // ctx's deadline passes first, naming the first node that stayed out and
 // why, and with ErrClosed when the client closes.
 func (c *Client) WaitUntilReady(ctx context.Context, opts *WaitUntilReadyOptions) error {
-	desired, timeout := ClusterOnline, c.opts.ConnectTimeout
+	var o WaitUntilReadyOptions
 	if opts != nil {
-		desired = opts.DesiredState
-		if opts.Timeout > 0 {
-			timeout = opts.Timeout
-		}
-		if opts.Timeout < 0 {
-			return fmt.Errorf("%w: WaitUntilReadyOptions.Timeout %v is negative", ErrInvalidArgument, opts.Timeout)
-		}
+		o = *opts
 	}
-	if desired == ClusterOffline || desired > ClusterOffline {
-		return errOfflineNotWaitable
+	desired := o.DesiredState
+	timeout, err := diagnostics.WaitFor(diagnostics.State(desired), o.Timeout, c.opts.ConnectTimeout)
+	if err != nil {
+		return err
 	}
-	start := c.clock.Now()
-	timer := c.clock.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		changed := c.cl.HealthChanged()
-		d := c.diagnostics("")
-		if reached(d.State, desired) {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-timer.C():
-			return notReady(c.diagnostics(""), desired, c.clock.Now().Sub(start), false)
-		case <-ctx.Done():
-			return notReady(c.diagnostics(""), desired, c.clock.Now().Sub(start), !errors.Is(ctx.Err(), context.DeadlineExceeded))
-		case <-c.ctx.Done():
-			return fmt.Errorf("kvwire: WaitUntilReady: %w", ErrClosed)
-		}
+	state := func() diagnostics.State { return diagnostics.State(c.diagnostics("").State) }
+	end, waited := diagnostics.Wait(ctx, c.clock, timeout, c.ctx.Done(), c.cl.HealthChanged, state, diagnostics.State(desired))
+	switch end {
+	case diagnostics.Ready:
+		return nil
+	case diagnostics.Closed:
+		return fmt.Errorf("kvwire: WaitUntilReady: %w", ErrClosed)
 	}
+	return notReady(c.diagnostics(""), desired, waited, end == diagnostics.Canceled)
 }

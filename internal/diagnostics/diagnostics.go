@@ -1,11 +1,21 @@
 // Package diagnostics is the logic of the client's health check reports
 // (Couchbase SDK RFC 0034, "Health Check", in its SDK 3 form, RFC 0061):
 // the cluster state a report's endpoints sum up to, whether a state is the
-// one a wait asks for, and the report's JSON (version 2). The report's
-// types are the client's; it hands its endpoints here one by one.
+// one a wait asks for, the wait itself and the error it ends with, and the
+// report's JSON (version 2). The report's types are the client's; it hands
+// its endpoints here one by one.
 package diagnostics
 
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/retry"
+)
 
 // State is a cluster state; the client's ClusterState has its values.
 type State uint8
@@ -16,6 +26,27 @@ const (
 	Degraded              // at least one endpoint of each service is connected, not all
 	Offline               // a service has no endpoint connected
 )
+
+var stateNames = [...]string{"online", "degraded", "offline"}
+
+// String is the state's name in RFC 0061's JSON.
+func (s State) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "ClusterState(" + strconv.Itoa(int(s)) + ")"
+}
+
+var endpointStateNames = [...]string{"connecting", "connected", "reconnecting", "disconnecting", "disconnected"}
+
+// EndpointStateName is the name of endpoint state s (the client's
+// EndpointState, internal/cluster's values) in RFC 0034's JSON.
+func EndpointStateName(s uint8) string {
+	if int(s) < len(endpointStateNames) {
+		return endpointStateNames[s]
+	}
+	return "EndpointState(" + strconv.Itoa(int(s)) + ")"
+}
 
 // Summary sums up endpoints into a cluster state.
 type Summary struct {
@@ -59,6 +90,85 @@ func Reached(state, desired State) bool {
 		return state == Online || state == Degraded
 	}
 	return false
+}
+
+// errOfflineNotWaitable refuses Offline as a state to wait for.
+var errOfflineNotWaitable = fmt.Errorf("%w: WaitUntilReady waits for ClusterOnline or ClusterDegraded, not ClusterOffline", kverr.ErrInvalidArgument)
+
+// WaitFor checks a wait's options and returns its timeout (def when
+// timeout is 0): a negative timeout is refused, and so is a desired state
+// other than Online and Degraded (kverr.ErrInvalidArgument).
+func WaitFor(desired State, timeout, def time.Duration) (time.Duration, error) {
+	if timeout < 0 {
+		return 0, fmt.Errorf("%w: WaitUntilReadyOptions.Timeout %v is negative", kverr.ErrInvalidArgument, timeout)
+	}
+	if desired == Offline || desired > Offline {
+		return 0, errOfflineNotWaitable
+	}
+	if timeout == 0 {
+		timeout = def
+	}
+	return timeout, nil
+}
+
+// End is how a wait for a cluster state ended.
+type End uint8
+
+// Ends of a wait.
+const (
+	Ready    End = iota // the state was reached
+	TimedOut            // the timeout or ctx's deadline passed first
+	Canceled            // ctx was cancelled
+	Closed              // the client closed
+)
+
+// Wait waits until state() satisfies desired, and returns as soon as it
+// does: changed (taken before each reading of state, so that no change
+// between the two is missed) tells it of each change, no polling. It ends
+// short when timeout (counted on clock) or ctx's deadline passes, ctx is
+// cancelled, or closed is closed, and returns how it ended and how long it
+// waited.
+func Wait(ctx context.Context, clock retry.Clock, timeout time.Duration, closed <-chan struct{}, changed func() <-chan struct{}, state func() State, desired State) (End, time.Duration) {
+	start := clock.Now()
+	timer := clock.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		ch := changed()
+		if Reached(state(), desired) {
+			return Ready, 0
+		}
+		select {
+		case <-ch:
+		case <-timer.C():
+			return TimedOut, clock.Now().Sub(start)
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return TimedOut, clock.Now().Sub(start)
+			}
+			return Canceled, clock.Now().Sub(start)
+		case <-closed:
+			return Closed, clock.Now().Sub(start)
+		}
+	}
+}
+
+// NotReadyMessage is the message of a wait for desired that ended short
+// (canceled, or timed out) after waited with the cluster in state: node
+// (none: "") is the first node out, in nodeState, and err why (nil: not
+// known).
+func NotReadyMessage(desired, state State, waited time.Duration, canceled bool, node, nodeState string, err error) string {
+	why := "timed out"
+	if canceled {
+		why = "canceled"
+	}
+	s := fmt.Sprintf("kvwire: cluster not %s after %v (%s, it is %s)", desired, waited.Round(time.Millisecond), why, state)
+	if node != "" {
+		s += fmt.Sprintf(": node %s is %s", node, nodeState)
+		if err != nil {
+			s += ": " + err.Error()
+		}
+	}
+	return s
 }
 
 // version is RFC 0061's report version.
