@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/kverr"
@@ -186,52 +184,29 @@ type KeyValueError struct {
 }
 
 func (e *KeyValueError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Op)
-	if e.Key != "" { // Scan and the per-node operations have none
-		fmt.Fprintf(&b, " %q", e.Key)
+	m := kverr.Message{
+		Op:               e.Op,
+		Key:              e.Key,
+		Err:              e.Err,
+		Status:           uint16(e.Status),
+		StatusName:       e.ErrorName,
+		ErrorDescription: e.ErrorDescription,
+		ServerContext:    e.ServerContext,
+		Node:             e.Node,
+		Vbucket:          e.Vbucket,
+		RetryAttempts:    e.RetryAttempts,
+		Ambiguous:        e.Ambiguous,
+		Cause:            e.Cause,
 	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+	if e.Status != 0 && m.StatusName == "" {
+		m.StatusName = e.Status.String()
 	}
-	if e.Status != 0 {
-		name := e.ErrorName
-		if name == "" {
-			name = e.Status.String()
-		}
-		fmt.Fprintf(&b, " (status 0x%02x %s", uint16(e.Status), name)
-		if e.ErrorDescription != "" {
-			b.WriteString(": " + e.ErrorDescription)
-		}
-		b.WriteByte(')')
-	}
-	if e.ServerContext != "" {
-		b.WriteString(" [server: " + e.ServerContext + "]")
-	}
-	if e.Node != "" {
-		fmt.Fprintf(&b, " node=%s vb=%d", e.Node, e.Vbucket)
-	}
-	if e.RetryAttempts > 0 {
-		if e.RetryAttempts == 1 {
-			b.WriteString(" after 1 retry")
-		} else {
-			fmt.Fprintf(&b, " after %d retries", e.RetryAttempts)
-		}
-		if e.RetryReasons.Len() > 0 {
-			b.WriteString(" (for " + e.RetryReasons.String() + ")")
-		}
-	}
-	if e.Ambiguous {
-		b.WriteString("; the request may have been applied")
+	if e.RetryAttempts > 0 && e.RetryReasons.Len() > 0 {
+		m.RetryReasons = e.RetryReasons.String()
 	}
 	var se *memdx.StatusError
-	if e.Cause != nil && !(errors.As(e.Cause, &se) && se.Status == e.Status.wire() && e.Cause == error(se)) &&
-		(e.Err == nil || !strings.Contains(e.Cause.Error(), e.Err.Error())) {
-		b.WriteString(": ")
-		b.WriteString(e.Cause.Error())
-	}
-	return b.String()
+	m.CauseIsStatus = e.Cause != nil && errors.As(e.Cause, &se) && se.Status == e.Status.wire() && e.Cause == error(se)
+	return m.String()
 }
 
 // Unwrap returns the sentinel and the cause, so errors.Is and errors.As see
