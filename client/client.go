@@ -13,7 +13,6 @@ import (
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/dnssrv"
-	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -232,39 +231,8 @@ func (c *Client) connOptions() conn.Options {
 		return o
 	}
 	o.Bucket = c.opts.Bucket
-	o.Features = c.requestedFeatures()
+	o.Features = cluster.HelloFeatures(!c.opts.DisableMutationTokens)
 	return o
-}
-
-// requestedFeatures are the HELLO features kvwire asks a Couchbase node for.
-func (c *Client) requestedFeatures() []memdx.HelloFeature {
-	f := []memdx.HelloFeature{
-		memdx.FeatureTCPNoDelay,
-		memdx.FeatureXattr,
-		memdx.FeatureXerror,
-		memdx.FeatureSelectBucket,
-		memdx.FeatureSnappy,
-		memdx.FeatureJSON,
-		memdx.FeatureDuplex,
-		memdx.FeatureClustermapChangeNotificationBrief,
-		memdx.FeatureUnorderedExecution,
-		// Every response then carries the server's time on it
-		// (memdx.Packet.ServerDuration), for tracing and reports.
-		memdx.FeatureTracing,
-		memdx.FeatureAltRequests,
-		memdx.FeatureSyncReplication,
-		memdx.FeatureCollections,
-		memdx.FeaturePreserveTTL,
-		memdx.FeatureGetClusterConfigWithKnownVersion,
-		memdx.FeatureDedupeNotMyVbucketClustermap,
-		// Informational (SDK RFC 0076): replica lookups are gated by the
-		// bucket's subdoc.ReplicaRead capability, not by this feature.
-		memdx.FeatureSubdocReplicaRead,
-	}
-	if !c.opts.DisableMutationTokens {
-		f = append(f, memdx.FeatureMutationSeqno)
-	}
-	return f
 }
 
 // Close closes every connection and stops every goroutine the client
