@@ -1,10 +1,8 @@
 package client
 
 import (
-	"context"
 	"errors"
 
-	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
@@ -226,55 +224,9 @@ func (e *KeyValueError) Unwrap() []error {
 // its cause does not say so itself.
 func (e *KeyValueError) Is(target error) bool { return target == ErrAmbiguous && e.Ambiguous }
 
-// sentinelOrder is the order in which sentinelOf looks for what an error
-// names: first what no retry gets past, then what ended the wait, then what
-// refused the operation before it was sent.
-var (
-	terminalSentinels = []error{
-		ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS, ErrScopeNotFound, ErrCollectionNotFound,
-	}
-	refusalSentinels = []error{ErrFeatureNotAvailable, ErrInvalidArgument, ErrNoNodeAvailable}
-)
-
-// sentinelOf is the one place that finds the sentinel an error ending an
-// operation names: the Err of its *KeyValueError. In this order: what no
-// retry gets past (refused credentials, bucket or TLS, a missing scope or
-// collection, whether the strategy failed on it or a timeout came while it
-// lasted); a timeout (nil: err matches the timeout's own sentinels,
-// ErrTimeout and its variant, already); a cancellation
-// (ErrRequestCanceled); a collection-id lookup's outcome (its status's
-// sentinel); an argument or a feature refused (a replica the bucket does
-// not have is an argument), or no node to carry the request. nil when err
-// names none of them.
-func sentinelOf(err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, s := range terminalSentinels {
-		if errors.Is(err, s) {
-			return s
-		}
-	}
-	switch {
-	case errors.Is(err, ErrTimeout):
-		return nil
-	case errors.Is(err, ErrRequestCanceled), errors.Is(err, context.Canceled):
-		return ErrRequestCanceled
-	}
-	var le *cluster.LookupError
-	if errors.As(err, &le) {
-		return le.Outcome.Sentinel
-	}
-	if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
-		return ErrInvalidArgument
-	}
-	for _, s := range refusalSentinels {
-		if errors.Is(err, s) {
-			return s
-		}
-	}
-	return nil
-}
+// sentinelOf is kverr.SentinelOf, a replica the bucket does not have
+// being an argument refused.
+func sentinelOf(err error) error { return kverr.SentinelOf(err, vbmap.ErrReplicaOutOfRange) }
 
 // newKVError is the one constructor of *KeyValueError: the error of
 // operation o (its last attempt, when it made one) with sentinel (nil: the
