@@ -6,14 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/dnssrv"
-	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -109,44 +107,12 @@ func connectError(cs *ConnStr, srv *dnssrv.Seeds, err error) error {
 	if !errors.As(err, &be) {
 		return err
 	}
-	var ce *ConnectError
-	if be.Unusable {
-		ce = &ConnectError{Hosts: cs.seeds(), Err: ErrNoNodeAvailable, Cause: be.Cause, All: be.All}
-	} else {
-		ce = bootstrapError(cs, memcachedAdvice(cs, be.All))
-	}
+	sentinel, cause, all := be.Failure(cs.Scheme.IsMemcached())
+	ce := &ConnectError{Hosts: cs.seeds(), Err: sentinel, Cause: cause, All: all}
 	if srv != nil && srv.Err != nil {
 		ce.SRV = srv.Err
 	}
 	return ce
-}
-
-// memcachedAdvice adds to a memcached:// bootstrap's errors what to do
-// instead where PLAIN was refused in clear: TLS, or an opt-in. (A seed that
-// is a Couchbase KV port says itself to use couchbase://:
-// conn.NotMemcachedError.)
-func memcachedAdvice(cs *ConnStr, errs []error) []error {
-	if cs.Scheme.IsMemcached() && len(errs) == 1 && errors.Is(errs[0], ErrPlainAuthRefused) {
-		return []error{fmt.Errorf("%w; to connect, use %s:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
-			errs[0], SchemeMemcacheds)}
-	}
-	return errs
-}
-
-// bootstrapError turns the seeds' errors into one, with the most specific
-// sentinel first (sentinelOf's order): credentials, then bucket, then TLS,
-// then no node.
-func bootstrapError(cs *ConnStr, errs []error) *ConnectError {
-	switch want := sentinelOf(errors.Join(errs...)); want {
-	case ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS:
-		i := slices.IndexFunc(errs, func(e error) bool { return errors.Is(e, want) })
-		return &ConnectError{Hosts: cs.seeds(), Err: want, Cause: errs[i], All: errs}
-	}
-	var last error
-	if len(errs) > 0 {
-		last = errs[len(errs)-1]
-	}
-	return &ConnectError{Hosts: cs.seeds(), Err: ErrNoNodeAvailable, Cause: last, All: errs}
 }
 
 // ConnectError is the error of a Connect that could not bootstrap.
@@ -232,39 +198,8 @@ func (c *Client) connOptions() conn.Options {
 		return o
 	}
 	o.Bucket = c.opts.Bucket
-	o.Features = c.requestedFeatures()
+	o.Features = cluster.HelloFeatures(!c.opts.DisableMutationTokens)
 	return o
-}
-
-// requestedFeatures are the HELLO features kvwire asks a Couchbase node for.
-func (c *Client) requestedFeatures() []memdx.HelloFeature {
-	f := []memdx.HelloFeature{
-		memdx.FeatureTCPNoDelay,
-		memdx.FeatureXattr,
-		memdx.FeatureXerror,
-		memdx.FeatureSelectBucket,
-		memdx.FeatureSnappy,
-		memdx.FeatureJSON,
-		memdx.FeatureDuplex,
-		memdx.FeatureClustermapChangeNotificationBrief,
-		memdx.FeatureUnorderedExecution,
-		// Every response then carries the server's time on it
-		// (memdx.Packet.ServerDuration), for tracing and reports.
-		memdx.FeatureTracing,
-		memdx.FeatureAltRequests,
-		memdx.FeatureSyncReplication,
-		memdx.FeatureCollections,
-		memdx.FeaturePreserveTTL,
-		memdx.FeatureGetClusterConfigWithKnownVersion,
-		memdx.FeatureDedupeNotMyVbucketClustermap,
-		// Informational (SDK RFC 0076): replica lookups are gated by the
-		// bucket's subdoc.ReplicaRead capability, not by this feature.
-		memdx.FeatureSubdocReplicaRead,
-	}
-	if !c.opts.DisableMutationTokens {
-		f = append(f, memdx.FeatureMutationSeqno)
-	}
-	return f
 }
 
 // Close closes every connection and stops every goroutine the client

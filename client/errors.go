@@ -1,12 +1,8 @@
 package client
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"strings"
 
-	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
@@ -186,52 +182,29 @@ type KeyValueError struct {
 }
 
 func (e *KeyValueError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Op)
-	if e.Key != "" { // Scan and the per-node operations have none
-		fmt.Fprintf(&b, " %q", e.Key)
+	m := kverr.Message{
+		Op:               e.Op,
+		Key:              e.Key,
+		Err:              e.Err,
+		Status:           uint16(e.Status),
+		StatusName:       e.ErrorName,
+		ErrorDescription: e.ErrorDescription,
+		ServerContext:    e.ServerContext,
+		Node:             e.Node,
+		Vbucket:          e.Vbucket,
+		RetryAttempts:    e.RetryAttempts,
+		Ambiguous:        e.Ambiguous,
+		Cause:            e.Cause,
 	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+	if e.Status != 0 && m.StatusName == "" {
+		m.StatusName = e.Status.String()
 	}
-	if e.Status != 0 {
-		name := e.ErrorName
-		if name == "" {
-			name = e.Status.String()
-		}
-		fmt.Fprintf(&b, " (status 0x%02x %s", uint16(e.Status), name)
-		if e.ErrorDescription != "" {
-			b.WriteString(": " + e.ErrorDescription)
-		}
-		b.WriteByte(')')
-	}
-	if e.ServerContext != "" {
-		b.WriteString(" [server: " + e.ServerContext + "]")
-	}
-	if e.Node != "" {
-		fmt.Fprintf(&b, " node=%s vb=%d", e.Node, e.Vbucket)
-	}
-	if e.RetryAttempts > 0 {
-		if e.RetryAttempts == 1 {
-			b.WriteString(" after 1 retry")
-		} else {
-			fmt.Fprintf(&b, " after %d retries", e.RetryAttempts)
-		}
-		if e.RetryReasons.Len() > 0 {
-			b.WriteString(" (for " + e.RetryReasons.String() + ")")
-		}
-	}
-	if e.Ambiguous {
-		b.WriteString("; the request may have been applied")
+	if e.RetryAttempts > 0 && e.RetryReasons.Len() > 0 {
+		m.RetryReasons = e.RetryReasons.String()
 	}
 	var se *memdx.StatusError
-	if e.Cause != nil && !(errors.As(e.Cause, &se) && se.Status == e.Status.wire() && e.Cause == error(se)) &&
-		(e.Err == nil || !strings.Contains(e.Cause.Error(), e.Err.Error())) {
-		b.WriteString(": ")
-		b.WriteString(e.Cause.Error())
-	}
-	return b.String()
+	m.CauseIsStatus = e.Cause != nil && errors.As(e.Cause, &se) && se.Status == e.Status.wire() && e.Cause == error(se)
+	return m.String()
 }
 
 // Unwrap returns the sentinel and the cause, so errors.Is and errors.As see
@@ -251,55 +224,9 @@ func (e *KeyValueError) Unwrap() []error {
 // its cause does not say so itself.
 func (e *KeyValueError) Is(target error) bool { return target == ErrAmbiguous && e.Ambiguous }
 
-// sentinelOrder is the order in which sentinelOf looks for what an error
-// names: first what no retry gets past, then what ended the wait, then what
-// refused the operation before it was sent.
-var (
-	terminalSentinels = []error{
-		ErrAuthenticationFailure, ErrBucketNotFound, ErrTLS, ErrScopeNotFound, ErrCollectionNotFound,
-	}
-	refusalSentinels = []error{ErrFeatureNotAvailable, ErrInvalidArgument, ErrNoNodeAvailable}
-)
-
-// sentinelOf is the one place that finds the sentinel an error ending an
-// operation names: the Err of its *KeyValueError. In this order: what no
-// retry gets past (refused credentials, bucket or TLS, a missing scope or
-// collection, whether the strategy failed on it or a timeout came while it
-// lasted); a timeout (nil: err matches the timeout's own sentinels,
-// ErrTimeout and its variant, already); a cancellation
-// (ErrRequestCanceled); a collection-id lookup's outcome (its status's
-// sentinel); an argument or a feature refused (a replica the bucket does
-// not have is an argument), or no node to carry the request. nil when err
-// names none of them.
-func sentinelOf(err error) error {
-	if err == nil {
-		return nil
-	}
-	for _, s := range terminalSentinels {
-		if errors.Is(err, s) {
-			return s
-		}
-	}
-	switch {
-	case errors.Is(err, ErrTimeout):
-		return nil
-	case errors.Is(err, ErrRequestCanceled), errors.Is(err, context.Canceled):
-		return ErrRequestCanceled
-	}
-	var le *cluster.LookupError
-	if errors.As(err, &le) {
-		return le.Outcome.Sentinel
-	}
-	if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
-		return ErrInvalidArgument
-	}
-	for _, s := range refusalSentinels {
-		if errors.Is(err, s) {
-			return s
-		}
-	}
-	return nil
-}
+// sentinelOf is kverr.SentinelOf, a replica the bucket does not have
+// being an argument refused.
+func sentinelOf(err error) error { return kverr.SentinelOf(err, vbmap.ErrReplicaOutOfRange) }
 
 // newKVError is the one constructor of *KeyValueError: the error of
 // operation o (its last attempt, when it made one) with sentinel (nil: the

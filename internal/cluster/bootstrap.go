@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,50 @@ func (e *BootstrapError) Error() string {
 }
 
 func (e *BootstrapError) Unwrap() []error { return e.All }
+
+// Failure is what Connect reports for e: its sentinel, the most telling
+// seed error and every seed's error (memcached: a memcached:// bootstrap).
+// A config none of whose nodes could be used is ErrNoNodeAvailable with
+// e's Cause.
+func (e *BootstrapError) Failure(memcached bool) (sentinel, cause error, all []error) {
+	if e.Unusable {
+		return kverr.ErrNoNodeAvailable, e.Cause, e.All
+	}
+	errs := e.All
+	if memcached {
+		errs = memcachedAdvice(errs)
+	}
+	sentinel, cause = bootstrapFailure(errs)
+	return sentinel, cause, errs
+}
+
+// memcachedAdvice adds to a memcached:// bootstrap's errors what to do
+// instead where PLAIN was refused in clear: TLS, or an opt-in. (A seed that
+// is a Couchbase KV port says itself to use couchbase://:
+// conn.NotMemcachedError.)
+func memcachedAdvice(errs []error) []error {
+	if len(errs) == 1 && errors.Is(errs[0], kverr.ErrPlainAuthRefused) {
+		return []error{fmt.Errorf("%w; to connect, use memcacheds:// (TLS), or opt in to sending the password in clear with allow_plain_auth=true (Options.AllowPlainAuthWithoutTLS)",
+			errs[0])}
+	}
+	return errs
+}
+
+// bootstrapFailure turns the seeds' errors into one, with the most
+// specific sentinel first (kverr.SentinelOf's order): credentials, then
+// bucket, then TLS, then no node.
+func bootstrapFailure(errs []error) (sentinel, cause error) {
+	switch want := kverr.SentinelOf(errors.Join(errs...), vbmap.ErrReplicaOutOfRange); want {
+	case kverr.ErrAuthenticationFailure, kverr.ErrBucketNotFound, kverr.ErrTLS:
+		i := slices.IndexFunc(errs, func(e error) bool { return errors.Is(e, want) })
+		return want, errs[i]
+	}
+	var last error
+	if len(errs) > 0 {
+		last = errs[len(errs)-1]
+	}
+	return kverr.ErrNoNodeAvailable, last
+}
 
 // dialRounds runs Connect's dials of n hosts in rounds until ctx (which
 // ends at ConnectTimeout) ends. dial dials host i with a context bounded by

@@ -115,6 +115,10 @@ func (e *LookupError) Error() string {
 
 func (e *LookupError) Is(target error) bool { return target == e.Outcome.Sentinel }
 
+// OutcomeSentinel makes a LookupError a kverr.OutcomeError: the operation
+// that needed the id ends with the lookup's outcome.
+func (e *LookupError) OutcomeSentinel() error { return e.Outcome.Sentinel }
+
 func (e *LookupError) Unwrap() error {
 	return &memdx.StatusError{Status: e.status, OpCode: memdx.OpCollectionsGetID}
 }

@@ -1,0 +1,74 @@
+package kverr
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Message is what the error of a failed key-value operation says, in plain
+// values: client's KeyValueError fills one and renders itself through
+// String.
+type Message struct {
+	Op  string
+	Key string // "" for Scan and the per-node operations
+	Err error  // the sentinel
+	// Status is the server's last status (0 when none); StatusName its
+	// error-map name, or else the status's own name.
+	Status           uint16
+	StatusName       string
+	ErrorDescription string
+	ServerContext    string
+	Node             string
+	Vbucket          uint16
+	RetryAttempts    int
+	RetryReasons     string // "" when there were none
+	Ambiguous        bool
+	Cause            error
+	// CauseIsStatus: Cause is no more than the bare status error of
+	// Status, which the message already says.
+	CauseIsStatus bool
+}
+
+func (e *Message) String() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Key != "" { // Scan and the per-node operations have none
+		fmt.Fprintf(&b, " %q", e.Key)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " (status 0x%02x %s", e.Status, e.StatusName)
+		if e.ErrorDescription != "" {
+			b.WriteString(": " + e.ErrorDescription)
+		}
+		b.WriteByte(')')
+	}
+	if e.ServerContext != "" {
+		b.WriteString(" [server: " + e.ServerContext + "]")
+	}
+	if e.Node != "" {
+		fmt.Fprintf(&b, " node=%s vb=%d", e.Node, e.Vbucket)
+	}
+	if e.RetryAttempts > 0 {
+		if e.RetryAttempts == 1 {
+			b.WriteString(" after 1 retry")
+		} else {
+			fmt.Fprintf(&b, " after %d retries", e.RetryAttempts)
+		}
+		if e.RetryReasons != "" {
+			b.WriteString(" (for " + e.RetryReasons + ")")
+		}
+	}
+	if e.Ambiguous {
+		b.WriteString("; the request may have been applied")
+	}
+	if e.Cause != nil && !e.CauseIsStatus &&
+		(e.Err == nil || !strings.Contains(e.Cause.Error(), e.Err.Error())) {
+		b.WriteString(": ")
+		b.WriteString(e.Cause.Error())
+	}
+	return b.String()
+}

@@ -1,0 +1,26 @@
+package kverr
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestMessageString(t *testing.T) {
+	cause := errors.New("conn: closed")
+	m := Message{Op: "Get", Key: "k", Err: ErrTemporaryFailure, Status: 0x86, StatusName: "TMPFAIL",
+		ErrorDescription: "try later", ServerContext: "busy", Node: "n1:11210", Vbucket: 7,
+		RetryAttempts: 2, RetryReasons: "KV_TEMPORARY_FAILURE", Ambiguous: true, Cause: cause}
+	want := `Get "k": temporary failure (status 0x86 TMPFAIL: try later) [server: busy] node=n1:11210 vb=7` +
+		` after 2 retries (for KV_TEMPORARY_FAILURE); the request may have been applied: conn: closed`
+	if got := m.String(); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	m = Message{Op: "Scan", Err: ErrTimeout, RetryAttempts: 1, Cause: ErrTimeout}
+	if got, want := m.String(), "Scan: "+ErrTimeout.Error()+" after 1 retry"; got != want {
+		t.Fatalf("got %q, want %q (a cause the sentinel already says is left out)", got, want)
+	}
+	m = Message{Op: "Get", Key: "k", Err: ErrDocumentNotFound, Status: 1, StatusName: "KEY_ENOENT", Cause: cause, CauseIsStatus: true}
+	if got, want := m.String(), `Get "k": document not found (status 0x01 KEY_ENOENT)`; got != want {
+		t.Fatalf("got %q, want %q (a bare status cause is left out)", got, want)
+	}
+}
