@@ -332,6 +332,12 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 			obs.AttemptStart(info)
 		}
 		from := ob.Send(&t.Trace, pl.cn, pl.Node.Addr(), ob.SendAt(&t.Trace)) // both inlined
+		// A first attempt's send time is the operation's begin, read just
+		// now (unless a typed write's encoding, earlier, began it); a
+		// later one's is a reading sendAt made after the wait. Read from
+		// the real clock, it is the time the connection's deadline check
+		// needs: it reads none of its own.
+		from.SentIsNow = c.opts.Clock == nil && (attempt > 0 || o.trace.encStart.IsZero())
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
 		ob.ended(t, pl.cn, opaque, c.clock.Now())
 		if obs != nil {

@@ -31,6 +31,9 @@ type Conn struct {
 	opts  Options
 	log   *slog.Logger
 	clock clock
+	// sysClock: clock is the system clock, whose readings a caller may
+	// hand over (Origin.SentIsNow).
+	sysClock bool
 	bootResults
 
 	// localAddr and remoteAddr are the socket's, as text (diagnostics,
@@ -81,6 +84,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
+	_, c.sysClock = opts.clock.(systemClock)
 	c.localAddr, c.remoteAddr = addrString(nc.LocalAddr()), addrString(nc.RemoteAddr())
 	c.inflight.init()
 	c.writer.init(nc, &c.mu)
@@ -133,7 +137,9 @@ func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Pa
 // O(1); an earlier one walks back to its place), and expired by one
 // monitor goroutine, so a request with a deadline costs no timer and no
 // clock reading beyond checking that the deadline has not already passed (a
-// request whose deadline has passed is refused unsent: not written). It also
+// request whose deadline has passed is refused unsent: not written), and
+// not that one when from hands over a reading of its own
+// (Origin.SentIsNow). It also
 // returns the opaque the request was sent with (0 when it was never queued).
 //
 // from, when not nil, says what the request was sent for: a tombstone
@@ -149,7 +155,12 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 	}
 	var now time.Time
 	if !deadline.IsZero() {
-		if now = c.clock.Now(); !now.Before(deadline) {
+		if from != nil && from.SentIsNow && c.sysClock {
+			now = from.Sent // the caller's reading, made just now
+		} else {
+			now = c.clock.Now()
+		}
+		if !now.Before(deadline) {
 			return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 		}
 	}

@@ -137,3 +137,38 @@ func TestDoDeadlineMixedTimeouts(t *testing.T) {
 		t.Fatalf("pending %d: the written requests stay as tombstones until answered", c.Pending())
 	}
 }
+
+// Origin.SentIsNow hands DoDeadline the caller's reading of the system
+// clock for its deadline check: a deadline that reading has passed is
+// refused unsent, though the clock read now would not have passed it; a
+// connection on a clock of its own ignores it.
+func TestDoDeadlineSentIsNow(t *testing.T) {
+	c := dialEchoGets(t)
+	deadline := time.Now().Add(time.Hour)
+	late := &Origin{Operation: "get", Sent: deadline, SentIsNow: true}
+	req := memdx.NewGet([]byte("k"))
+	op, err := c.DoDeadline(context.Background(), deadline, &req, nil, late)
+	var re *RequestError
+	if !errors.As(err, &re) || re.Written || op != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Sent at the deadline: opaque %d, %v; want it refused unsent", op, err)
+	}
+	// Without SentIsNow, Sent is only recorded: the clock says an hour is left.
+	late.SentIsNow = false
+	if _, err := c.DoDeadline(context.Background(), deadline, &req, func(*memdx.Packet) error { return nil }, late); err != nil {
+		t.Fatalf("Sent recorded only: %v", err)
+	}
+
+	fc := newFakeClock()
+	cf, p := dialPipe(t, Options{clock: fc, ProbeAfter: -1}, nil)
+	fdl := fc.Now().Add(time.Minute)
+	ch := make(chan error, 1)
+	go func() {
+		_, err := cf.DoDeadline(context.Background(), fdl, &req, func(*memdx.Packet) error { return nil },
+			&Origin{Sent: fdl, SentIsNow: true})
+		ch <- err
+	}()
+	p.write(ok(p.read(), "v"))
+	if err := <-ch; err != nil {
+		t.Fatalf("fake clock: %v; want SentIsNow ignored", err)
+	}
+}

@@ -29,6 +29,16 @@ type Origin struct {
 	Sent time.Time
 	// Timeout is the timeout the caller gave the request; 0 for none.
 	Timeout time.Duration
+	// SentIsNow says that Sent is a reading of the system clock made just
+	// before DoDeadline was called (nothing but routing and encoding
+	// between, microseconds): DoDeadline then takes Sent as the current
+	// time for its check that the deadline has not passed, rather than
+	// reading the clock a second time for the same request. A request
+	// whose deadline falls in those microseconds is then written and
+	// expires as soon as it is swept, as one whose deadline falls just
+	// after the check always could. Leave it false when Sent comes from
+	// another clock (a fake one) or is older.
+	SentIsNow bool
 }
 
 // Orphan is a late answer: the response to a request whose caller left
