@@ -334,7 +334,7 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 		from := ob.Send(&t.Trace, pl.cn, pl.Node.Addr(), ob.SendAt(&t.Trace)) // both inlined
 		// A first attempt's send time is the operation's begin, read just
 		// now (unless a typed write's encoding, earlier, began it); a
-		// later one's is a reading sendAt made after the wait. Read from
+		// later one's is a reading SendAt made after the wait. Read from
 		// the real clock, it is the time the connection's deadline check
 		// needs: it reads none of its own.
 		from.SentIsNow = c.opts.Clock == nil && (attempt > 0 || o.trace.encStart.IsZero())
