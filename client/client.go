@@ -107,7 +107,7 @@ func connectError(cs *ConnStr, srv *dnssrv.Seeds, err error) error {
 	if !errors.As(err, &be) {
 		return err
 	}
-	sentinel, cause, all := be.Failure(cs.Scheme.IsMemcached())
+	all, sentinel, cause := be.Failure(cs.Scheme.IsMemcached())
 	ce := &ConnectError{Hosts: cs.seeds(), Err: sentinel, Cause: cause, All: all}
 	if srv != nil && srv.Err != nil {
 		ce.SRV = srv.Err

@@ -40,20 +40,20 @@ func (e *BootstrapError) Error() string {
 
 func (e *BootstrapError) Unwrap() []error { return e.All }
 
-// Failure is what Connect reports for e: its sentinel, the most telling
-// seed error and every seed's error (memcached: a memcached:// bootstrap).
+// Failure is what Connect reports for e: every seed's error, its sentinel
+// and the most telling seed error (memcached: a memcached:// bootstrap).
 // A config none of whose nodes could be used is ErrNoNodeAvailable with
 // e's Cause.
-func (e *BootstrapError) Failure(memcached bool) (sentinel, cause error, all []error) {
+func (e *BootstrapError) Failure(memcached bool) (all []error, sentinel, cause error) {
 	if e.Unusable {
-		return kverr.ErrNoNodeAvailable, e.Cause, e.All
+		return e.All, kverr.ErrNoNodeAvailable, e.Cause
 	}
 	errs := e.All
 	if memcached {
 		errs = memcachedAdvice(errs)
 	}
 	sentinel, cause = bootstrapFailure(errs)
-	return sentinel, cause, errs
+	return errs, sentinel, cause
 }
 
 // memcachedAdvice adds to a memcached:// bootstrap's errors what to do

@@ -49,25 +49,25 @@ func (timeoutError) Temporary() bool { return true }
 func TestBootstrapErrorFailure(t *testing.T) {
 	dial := errors.New("dial: refused")
 	auth := fmt.Errorf("seed b: %w", kverr.ErrAuthenticationFailure)
-	s, cause, all := (&BootstrapError{All: []error{dial, auth}}).Failure(false)
+	all, s, cause := (&BootstrapError{All: []error{dial, auth}}).Failure(false)
 	if s != kverr.ErrAuthenticationFailure || cause != auth || len(all) != 2 {
 		t.Fatalf("credentials first: got %v, %v, %v", s, cause, all)
 	}
-	s, cause, _ = (&BootstrapError{All: []error{auth, dial}, Unusable: true, Cause: dial}).Failure(false)
+	_, s, cause = (&BootstrapError{All: []error{auth, dial}, Unusable: true, Cause: dial}).Failure(false)
 	if s != kverr.ErrNoNodeAvailable || cause != dial {
 		t.Fatalf("unusable config: got %v, %v", s, cause)
 	}
-	s, cause, _ = (&BootstrapError{All: []error{dial}}).Failure(false)
+	_, s, cause = (&BootstrapError{All: []error{dial}}).Failure(false)
 	if s != kverr.ErrNoNodeAvailable || cause != dial {
 		t.Fatalf("no node: got %v, %v", s, cause)
 	}
 	plain := fmt.Errorf("seed a: %w", kverr.ErrPlainAuthRefused)
-	s, cause, all = (&BootstrapError{All: []error{plain}}).Failure(true)
+	all, s, cause = (&BootstrapError{All: []error{plain}}).Failure(true)
 	if !errors.Is(cause, kverr.ErrPlainAuthRefused) || !strings.Contains(cause.Error(), "use memcacheds:// (TLS)") ||
 		all[0] != cause {
 		t.Fatalf("memcached advice: got %v, %v, %v", s, cause, all)
 	}
-	if _, cause, _ = (&BootstrapError{All: []error{plain}}).Failure(false); cause != plain {
+	if _, _, cause = (&BootstrapError{All: []error{plain}}).Failure(false); cause != plain {
 		t.Fatalf("advice given outside memcached://: %v", cause)
 	}
 }
