@@ -275,3 +275,41 @@ func TestBootstrapOnAndDNSSRVOptions(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 	assert.ErrorContains(t, err, "Options.BootstrapOn")
 }
+
+// FuzzParseConnStr: ParseConnStr never panics; every error it returns
+// matches ErrInvalidConnStr (internal/connstr's FuzzParse holds the
+// grammar's own errors to *connstr.Error; this holds the public mapping of
+// them); whatever parses has a stable canonical form.
+func FuzzParseConnStr(f *testing.F) {
+	for _, s := range []string{
+		"couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external",
+		"couchbases://[::1]:11207", "memcached://a,b:1", "h", "couchbase://h/%41", "couchbase://h?bucket=x",
+		"couchbase://h:9000=http,h2=mcd/b?bootstrap_on=http", "couchbases://cb.example.cloud?enable_dns_srv=false",
+		"", "couchbase://", "ftp://h", "couchbase://h?nope=1", "couchbase://h:8091", "memcached://h/b",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cs, err := ParseConnStr(s)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidConnStr) {
+				t.Fatalf("error %v does not match ErrInvalidConnStr", err)
+			}
+			var ce *ConnStrError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a *ConnStrError", err)
+			}
+			return
+		}
+		if len(cs.Hosts)+len(cs.HTTPHosts) == 0 {
+			t.Fatalf("parsed %q with no hosts", s)
+		}
+		again, err := ParseConnStr(cs.String())
+		if err != nil {
+			t.Fatalf("canonical form %q of %q does not parse: %v", cs.String(), s, err)
+		}
+		if again.String() != cs.String() {
+			t.Fatalf("canonical form not stable: %q -> %q", cs.String(), again.String())
+		}
+	})
+}

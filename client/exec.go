@@ -450,7 +450,15 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	}
 	var cid uint32
 	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
-		cid, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
+		var waited bool
+		cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
+		if waited {
+			// A lookup, perhaps another operation's that this one
+			// waited for past its own deadline: the send time is read
+			// anew (SendAt), for the connection's deadline check too
+			// (conn.Origin.SentIsNow).
+			o.trace.waited()
+		}
 	}
 	if err != nil {
 		if reason == retry.ReasonUnknown {

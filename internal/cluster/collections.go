@@ -37,17 +37,25 @@ type CollectionIDs struct {
 // retried (the map's entry goes with the error, for FollowErrorMap); the
 // rest end the operation (retry.ReasonUnknown) with an error matching the
 // status's sentinel. A lookup that got no answer is retried as
-// SOCKET_NOT_AVAILABLE.
-func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (uint32, retry.Reason, error) {
+// SOCKET_NOT_AVAILABLE. waited reports that the id was not cached: the
+// caller waited for a lookup, its own or a concurrent caller's (which
+// its deadline does not bound), so a clock reading it made before is stale.
+func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, waited bool, reason retry.Reason, err error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
-		return 0, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
+		return 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
 	}
 	cc.mu.RLock()
 	id, ok := cc.ids[path]
 	cc.mu.RUnlock()
 	if ok {
-		return id, 0, nil
+		return id, false, 0, nil
 	}
+	id, reason, err = cc.lookup(ctx, deadline, cn, scope, name, path)
+	return id, true, reason, err
+}
+
+// lookup asks cn for the id of collection name of scope (ID).
+func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (uint32, retry.Reason, error) {
 	v, err, _ := cc.sf.Do(path, func() (any, error) {
 		req := memdx.NewCollectionsGetID(scope, name)
 		var cid uint32
