@@ -168,7 +168,7 @@ func (b *batch) finish(i int, err error) {
 	k.Gen++
 	b.s.Left--
 	if o, ob := k.Op.o, b.c.obs; o != nil {
-		ob.end(&o.trace, o.coll, err, o.st.Attempts(), ob.endAt(&o.trace))
+		ob.end(&o.trace, o.coll, err, o.st.Attempts(), ob.EndAt(&o.trace.Trace))
 	}
 	b.done(i, k.Op.o, err)
 	putOp(k.Op.o)
@@ -260,7 +260,7 @@ func (b *batch) start(i int, quiet bool, now time.Time) bool {
 		k.Op.start, k.Op.reported = time.Now(), true
 		b.obs.AttemptStart(o.attemptInfo(k.Op.opID, k.Attempt-1, k.Op.start, k.Op.pl.Topo, k.Op.lastReason, k.Op.retried))
 	}
-	from := b.c.obs.send(&o.trace, k.Op.pl.cn, k.Op.pl.Node.Addr(), now)
+	from := b.c.obs.Send(&o.trace.Trace, k.Op.pl.cn, k.Op.pl.Node.Addr(), now)
 	p, err := k.Op.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, sched.Tag(i, k.Gen), from)
 	if err != nil {
 		b.judge(i, false, err, now)
@@ -324,7 +324,7 @@ func (b *batch) judge(i int, answered bool, err error, at time.Time) {
 		o.opaque = k.Pend.Opaque
 	}
 	if !at.IsZero() {
-		b.c.obs.ended(&o.trace, k.Op.pl.cn, k.Pend.Opaque, at)
+		b.c.obs.Ended(&o.trace.Trace, k.Op.pl.cn, k.Pend.Opaque, at)
 	}
 	k.Pend = conn.Pending{}
 	if k.State == sched.InFlight {
@@ -361,7 +361,7 @@ func (b *batch) wait(i int, nx next) {
 	o := k.Op.o
 	k.Gen++
 	k.Op.nx = nx
-	b.c.obs.retryDecided(&o.trace)
+	b.c.obs.RetryDecided(&o.trace.Trace)
 	k.Plan = b.c.planNext(o, nx)
 	k.Op.lastReason, k.Op.retried = nx.reason, true
 	k.Wake = nx.t.Wake(nx.reason)
@@ -387,12 +387,12 @@ func (b *batch) wait(i int, nx next) {
 func (b *batch) resume(i int, woken bool, ctxErr error) {
 	k := &b.s.Keys[i]
 	k.Gen++
-	k.Op.o.trace.waited()
+	k.Op.o.trace.Waited()
 	if err := b.c.resumeNext(k.Op.o, k.Op.nx, k.Plan, woken, ctxErr); err != nil {
 		b.finish(i, err)
 		return
 	}
-	b.c.obs.retried(&k.Op.o.trace, retryReasonOf(k.Op.nx.reason))
+	b.c.obs.Retried(&k.Op.o.trace.Trace, retryReasonOf(k.Op.nx.reason))
 	k.State = sched.Ready
 	k.Op.nx = next{}
 	b.s.Ready = append(b.s.Ready, int32(i))

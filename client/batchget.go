@@ -94,7 +94,7 @@ func (b *batch) judgeGrouped(i int) {
 	k.Attempt, k.State = 1, sched.InFlight
 	b.s.InFlight++
 	// Its request went out with the group's, from the batch's start.
-	b.c.obs.send(&o.trace, g.Conn, g.Node.Addr(), b.now)
+	b.c.obs.Send(&o.trace.Trace, g.Conn, g.Node.Addr(), b.now)
 	if r.Got {
 		o.status = r.Status
 		if r.Err == nil {

@@ -171,7 +171,7 @@ func (o *op) onResponse(p *memdx.Packet) error {
 	}
 	o.status = p.Status
 	o.opaque = p.Opaque
-	o.trace.setServer(p)
+	o.trace.SetServer(p)
 	if o.handler != nil {
 		accepted, err := o.handler(p)
 		if o.accepted = accepted; accepted || err != nil {
@@ -299,7 +299,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	ob, t := c.obs, &o.trace
 	ob.begin(ctx, t, o.name, o.req.OpCode, o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
 	err := c.attempts(ctx, o)
-	ob.end(t, o.coll, err, o.st.Attempts(), ob.endAt(t))
+	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
 	return err
 }
 
@@ -339,7 +339,7 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 		// needs: it reads none of its own.
 		from.SentIsNow = c.opts.Clock == nil && (attempt > 0 || o.trace.encStart.IsZero())
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
-		ob.ended(t, pl.cn, opaque, c.clock.Now())
+		ob.Ended(&t.Trace, pl.cn, opaque, c.clock.Now())
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
@@ -367,12 +367,12 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 // retry waits for the retry nx (waitNext), telling the operation's
 // observers of it: an event on its span when the orchestrator retries.
 func (c *Client) retry(o *op, nx next) error {
-	c.obs.retryDecided(&o.trace)
+	c.obs.RetryDecided(&o.trace.Trace)
 	err := c.waitNext(o, nx)
 	if err == nil {
-		c.obs.retried(&o.trace, retryReasonOf(nx.reason))
+		c.obs.Retried(&o.trace.Trace, retryReasonOf(nx.reason))
 	}
-	o.trace.waited()
+	o.trace.Waited()
 	return err
 }
 
@@ -457,7 +457,7 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 			// waited for past its own deadline: the send time is read
 			// anew (SendAt), for the connection's deadline check too
 			// (conn.Origin.SentIsNow).
-			o.trace.waited()
+			o.trace.Waited()
 		}
 	}
 	if err != nil {
@@ -669,7 +669,7 @@ func (o *op) compress() bool {
 		start := o.c.clock.Now()
 		o.z = memdx.CompressSnappy(o.z[:0], o.raw)
 		o.zWorth = float64(len(o.z)) <= co.MinRatio*float64(len(o.raw))
-		o.c.obs.encoded(&o.trace, start, o.c.clock.Now())
+		o.c.obs.Encoded(&o.trace.Trace, start, o.c.clock.Now())
 	}
 	return o.zWorth
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/hookguard"
 	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/memdx"
@@ -15,19 +14,13 @@ import (
 // lives in the pooled op and is reset with it. Every hook call happens on
 // the operation's goroutine; the response handler, on a connection's
 // reader, only copies the response's encoded server duration
-// (setServer).
+// (SetServer).
 type opTrace struct {
 	optrace.Trace
 	// encStart and encEnd bound the encoding of a typed write's value,
 	// done before the operation began (its start is then encStart).
 	encStart, encEnd time.Time
 }
-
-// setServer records the server duration p carries: a copy of two bytes.
-func (t *opTrace) setServer(p *memdx.Packet) { t.SetServer(p) }
-
-// waited marks the latest clock reading stale: the operation waited.
-func (t *opTrace) waited() { t.Waited() }
 
 // begin starts observing an operation named name (the client's:
 // "GetAndLock") whose opcode is opc, at start, with timeout to its
@@ -43,31 +36,6 @@ func (ob *observers) begin(ctx context.Context, t *opTrace, name string, opc mem
 		ob.Encoded(&t.Trace, t.encStart, t.encEnd) // under the span, once it exists
 	}
 }
-
-// endAt is when the operation ends (optrace's EndAt).
-func (ob *observers) endAt(t *opTrace) time.Time { return ob.EndAt(&t.Trace) }
-
-// encoded records value encoding that ran from start to end (optrace's
-// Encoded).
-func (ob *observers) encoded(t *opTrace, start, end time.Time) { ob.Encoded(&t.Trace, start, end) }
-
-// send is an attempt handed to connection cn (to node, the node's
-// address) at at: the Origin its request carries (optrace's Send).
-func (ob *observers) send(t *opTrace, cn *conn.Conn, node string, at time.Time) *conn.Origin {
-	return ob.Send(&t.Trace, cn, node, at)
-}
-
-// ended is the attempt sent on cn with opaque ending at at, answered or
-// not (optrace's Ended).
-func (ob *observers) ended(t *opTrace, cn *conn.Conn, opaque uint32, at time.Time) {
-	ob.Ended(&t.Trace, cn, opaque, at)
-}
-
-// retryDecided notes when a retry is decided (optrace's RetryDecided).
-func (ob *observers) retryDecided(t *opTrace) { ob.RetryDecided(&t.Trace) }
-
-// retried is a retry for reason (optrace's Retried).
-func (ob *observers) retried(t *opTrace, reason RetryReason) { ob.Retried(&t.Trace, reason) }
 
 // end ends the operation at at with err (nil: success), after retries
 // retries (optrace's End).
