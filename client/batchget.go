@@ -42,30 +42,35 @@ func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetM
 			b.s.Canceled = b.s.Canceled || w.Canceled
 		}
 		at := b.c.clock.Now() // when the window's groups were read
+		hits := 0
 		for i := from; i < to; i++ {
-			b.settle(col, i, keys[i], p, res, at)
+			if b.settle(col, i, keys[i], p, res, at) {
+				hits++
+			}
 		}
+		b.c.obs.done(b.ctx, "Get", memdx.OpGet, col, p.parent, b.now, at, hits)
 	}
 }
 
 func validKey(key string) bool { return checkKey(key) == nil }
 
 // settle gives key i of a window read by groups, at at, its outcome: a
-// hit is done (its result set now, and shown to the observers as a get
-// from the batch's start to at); any other key is an operation.
-func (b *batch) settle(col *Collection, i int, key string, p opParams, res []GetManyResult, at time.Time) {
+// hit is done (its result set now; getGroups shows the window's hits to
+// the observers as gets from the batch's start to at) and settle reports
+// it; any other key is an operation.
+func (b *batch) settle(col *Collection, i int, key string, p opParams, res []GetManyResult, at time.Time) (hit bool) {
 	r := &b.mg.Recs[i]
 	if r.Hit() {
 		res[i].GetResult = GetResult{Value: r.Value, Cas: r.Cas, Flags: r.Flags, Datatype: Datatype(r.Datatype),
 			transcoder: b.c.opts.Transcoder}
 		b.s.Keys[i].State = sched.Got
-		b.c.obs.done(b.ctx, "Get", memdx.OpGet, col, p.parent, b.now, at)
-		return
+		return true
 	}
 	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
 	b.add(i, o, err)
 	b.s.Keys[i].Op.grouped = err == nil && r.Group >= 0 && !b.mg.Groups[r.Group].Fallback
 	b.s.Keys[i].Op.gotAt = at
+	return false
 }
 
 // textOK reports whether GetMany may read this node's keys by a text

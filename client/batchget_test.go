@@ -1048,3 +1048,36 @@ func TestGetManyMemcachedLargeGroupsReadEveryKey(t *testing.T) {
 		run(t, c)
 	})
 }
+
+// A memcached GetMany's group hits are shown to the observers one get
+// each, as their own operations are: the meter records a latency per hit
+// (in one step when nothing else observes them, by the caller's Meter
+// once per key all the same), the tracer gets a span per key, and the
+// misses are operations of their own, recorded as not found.
+func TestGetManyMemcachedGroupHitsReachTheObservers(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	plain := memcachedClient(t, addr, nil)
+	keys := batchKeys(t, plain.DefaultCollection(), "gmobs", 20, 12)
+	ctx := context.Background()
+
+	m := &countingMeter{}
+	metered := memcachedClient(t, addr, &Options{Meter: m})
+	res := metered.DefaultCollection().GetMany(ctx, keys, &GetManyOptions{Timeout: 10 * time.Second})
+	require.Len(t, res, 20)
+	m.mu.Lock()
+	assert.Len(t, m.values["get/"], 12, "a latency per hit")
+	assert.Len(t, m.values["get/DocumentNotFound"], 8, "a latency per miss")
+	m.mu.Unlock()
+
+	tr := &treeTracer{}
+	traced := memcachedClient(t, addr, &Options{Tracer: tr})
+	res = traced.DefaultCollection().GetMany(ctx, keys, &GetManyOptions{Timeout: 10 * time.Second})
+	require.Len(t, res, 20)
+	gets := 0
+	for _, s := range tr.take() {
+		if s.name == "get" {
+			gets++
+		}
+	}
+	assert.Equal(t, 20, gets, "a span per key")
+}

@@ -49,14 +49,23 @@ func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, a
 	ob.End(&t.Trace, c, err, retries, at)
 }
 
-// done shows its observers an operation that had no operation of its own
-// (a get a memcached GetMany's group read hit): begun at start, ended at
-// end, in one attempt.
-func (ob *observers) done(ctx context.Context, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, start, end time.Time) {
-	if !ob.Wants(end.Sub(start)) {
+// done shows its observers n operations that had no operation of their
+// own (the gets a memcached GetMany's group read hit in one window): each
+// begun at start, ended at end, in one attempt. When only the meter sees
+// them (no tracer, none slow enough for the slow-operation report), it
+// records the n alike in one step.
+func (ob *observers) done(ctx context.Context, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, start, end time.Time, n int) {
+	d := end.Sub(start)
+	if n <= 0 || !ob.Wants(d) {
 		return
 	}
-	var t opTrace
-	ob.begin(ctx, &t, name, opc, coll, parent, start, 0)
-	ob.end(&t, coll, nil, 0, end)
+	if ob.MeterOnly(d) {
+		ob.RecordN(ob.coll(coll), name, opc, d, n)
+		return
+	}
+	for range n {
+		var t opTrace
+		ob.begin(ctx, &t, name, opc, coll, parent, start, 0)
+		ob.end(&t, coll, nil, 0, end)
+	}
 }

@@ -2,6 +2,7 @@ package memdx
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -46,12 +47,40 @@ func textKeyReason(key []byte) string {
 	if len(key) > MaxTextKey {
 		return strconv.Itoa(len(key)) + " bytes is longer than the text protocol's " + strconv.Itoa(MaxTextKey)
 	}
+	if textKeyBytesOK(key) {
+		return ""
+	}
 	for i, c := range key {
 		if c <= ' ' || c == 0x7f {
 			return fmt.Sprintf("byte %d is 0x%02x, a space or control character", i, c)
 		}
 	}
 	return ""
+}
+
+// textKeyBytesOK reports whether key has no byte <= 0x20 and no 0x7f,
+// eight bytes at a time: a GetMany checks every key of its text
+// multi-gets twice (when it groups them, and when the command is
+// encoded). For a word x, (x - 0x21 in each byte) &^ x has a byte's top
+// bit set exactly when some byte of x is below 0x21 (exact for any bound
+// up to 0x80), and x ^ 0x7f in each byte has a zero byte exactly where x
+// has 0x7f.
+func textKeyBytesOK(key []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(key) >= 8 {
+		x := binary.LittleEndian.Uint64(key)
+		y := x ^ (0x7f * ones)
+		if ((x-0x21*ones)&^x|(y-ones)&^y)&highs != 0 {
+			return false
+		}
+		key = key[8:]
+	}
+	for _, c := range key {
+		if c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // AppendTextGets appends the text command "gets <key> <key> ...\r\n" to

@@ -90,6 +90,36 @@ func TestCheckTextKeyAcceptsPrintableAndHighBytes(t *testing.T) {
 	}
 }
 
+// The word-at-a-time check of a text key's bytes agrees with the rule
+// byte by byte: every byte value at every position of keys of 1 to 17
+// bytes, among neighbours at the rule's edges (0x21, 0x7e, 0x80, 0xff).
+func TestTextKeyBytesOKAgreesWithTheRule(t *testing.T) {
+	rule := func(k []byte) bool {
+		for _, c := range k {
+			if c <= ' ' || c == 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	for _, fill := range []byte{0x21, 0x7e, 0x80, 0xff, 'a'} {
+		for n := 1; n <= 17; n++ {
+			for pos := range n {
+				for c := range 256 {
+					k := bytes.Repeat([]byte{fill}, n)
+					k[pos] = byte(c)
+					if got, want := textKeyBytesOK(k), rule(k); got != want {
+						t.Fatalf("%x: %v, want %v", k, got, want)
+					}
+					if got, want := CheckTextKey(k) == nil, rule(k); got != want {
+						t.Fatalf("CheckTextKey(%x): %v, want %v", k, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // textAnswer is a gets answer with three hits and END, the first value
 // binary with \r\nEND\r\n inside, the third empty and without cas.
 const textAnswer = "VALUE k1 0 13 77\r\nab\r\nEND\r\n\x00\xffcd\r\n" +
@@ -393,6 +423,15 @@ func TestTextCodecAllocatesNothing(t *testing.T) {
 	} {
 		if n := testingAllocs(tc.f); n != 0 {
 			t.Errorf("%s: %v allocations per run, want 0", tc.name, n)
+		}
+	}
+}
+
+func BenchmarkCheckTextKey(b *testing.B) {
+	k := []byte("gmbench-key-000123")
+	for b.Loop() {
+		if CheckTextKey(k) != nil {
+			b.Fatal("refused")
 		}
 	}
 }

@@ -51,8 +51,15 @@ func histUpper(i int) uint64 {
 }
 
 // RecordValue records one value, in microseconds.
-func (h *Histogram) RecordValue(v uint64) {
-	h.buckets[histBucket(v)].Add(1)
+func (h *Histogram) RecordValue(v uint64) { h.RecordValues(v, 1) }
+
+// RecordValues records n values alike, v microseconds each, as n calls of
+// RecordValue would.
+func (h *Histogram) RecordValues(v, n uint64) {
+	if n == 0 {
+		return
+	}
+	h.buckets[histBucket(v)].Add(n)
 	for {
 		m := h.max.Load()
 		if v <= m || h.max.CompareAndSwap(m, v) {

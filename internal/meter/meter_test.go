@@ -67,6 +67,22 @@ func TestHistogramPercentiles(t *testing.T) {
 	require.Zero(t, (&histSnapshot{}).percentile(50))
 }
 
+// RecordValues(v, n) leaves the histogram as n calls of RecordValue(v)
+// do; n = 0 records nothing, not even a maximum.
+func TestHistogramRecordValues(t *testing.T) {
+	var one, bulk Histogram
+	for _, v := range []uint64{3, 700, 12345} {
+		for range 37 {
+			one.RecordValue(v)
+		}
+		bulk.RecordValues(v, 37)
+	}
+	bulk.RecordValues(1<<30, 0)
+	a, b := one.drain(), bulk.drain()
+	require.EqualValues(t, 3*37, b.count)
+	require.Equal(t, a, b)
+}
+
 // The meter keeps a histogram per service and operation, and logs RFC 0067's report at info every
 // interval, operations without values left out; an interval without any
 // still logs (the RFC's meter always reports).

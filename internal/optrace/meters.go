@@ -99,6 +99,37 @@ func (m *opMeters) succeeded(cm *Coll, op int) hookguard.ValueRecorder {
 // when listed) on the collection of cm (nil: none), with errType ("" for a
 // success).
 func (m *opMeters) record(cm *Coll, name string, op int, errType string, d time.Duration) {
+	r, v := m.resolve(cm, name, op, errType, d)
+	if m.ob.builtin {
+		r.RecordValue(v)
+		return
+	}
+	m.ob.cfg.Guard.RecordValue(r, v)
+}
+
+// recordN records n successful operations alike, each of latency d, as n
+// calls of record would: the logging meter's histogram counts them in one
+// step, a caller's Meter is called n times.
+func (m *opMeters) recordN(cm *Coll, name string, op int, d time.Duration, n int) {
+	r, v := m.resolve(cm, name, op, "", d)
+	if !m.ob.builtin {
+		for range n {
+			m.ob.cfg.Guard.RecordValue(r, v)
+		}
+		return
+	}
+	if h, ok := r.(interface{ RecordValues(v, n uint64) }); ok {
+		h.RecordValues(v, uint64(n))
+		return
+	}
+	for range n {
+		r.RecordValue(v)
+	}
+}
+
+// resolve returns the recorder of record's arguments, and d in
+// microseconds, the value it records.
+func (m *opMeters) resolve(cm *Coll, name string, op int, errType string, d time.Duration) (hookguard.ValueRecorder, uint64) {
 	var r hookguard.ValueRecorder
 	if cm != nil && op != opUnlisted && errType == "" {
 		r = m.succeeded(cm, op)
@@ -109,10 +140,5 @@ func (m *opMeters) record(cm *Coll, name string, op int, errType string, d time.
 		}
 		r = m.recorder(k)
 	}
-	v := uint64(max(d, 0) / time.Microsecond)
-	if m.ob.builtin {
-		r.RecordValue(v)
-		return
-	}
-	m.ob.cfg.Guard.RecordValue(r, v)
+	return r, uint64(max(d, 0) / time.Microsecond)
 }

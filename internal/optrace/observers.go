@@ -216,6 +216,24 @@ func (ob *Observers) Wants(d time.Duration) bool {
 	return ob.cfg.Tracer != nil || ob.metered || (ob.cfg.Threshold != nil && d > ob.cfg.Threshold.KV)
 }
 
+// MeterOnly reports whether operations of duration d that ran without an
+// operation of their own are seen by the meter alone (Wants, less the
+// tracer and the slow-operation report): RecordN then shows them all.
+func (ob *Observers) MeterOnly(d time.Duration) bool {
+	return ob.cfg.Tracer == nil && (ob.cfg.Threshold == nil || d <= ob.cfg.Threshold.KV)
+}
+
+// RecordN shows the meter n successful operations named name (opcode opc)
+// on coll (nil: none), each of latency d, as n Begin/End pairs would when
+// MeterOnly(d) holds.
+func (ob *Observers) RecordN(coll *Coll, name string, opc memdx.OpCode, d time.Duration, n int) {
+	if !ob.metered || n <= 0 {
+		return
+	}
+	operation, op := SpanName(name, opc)
+	ob.meters.recordN(coll, operation, op, d, n)
+}
+
 // OrphanRecord is the orphan report's record of x, a response of service
 // that came after its caller left: its total from the request's dispatch
 // to the late answer (from when it was abandoned when the request carried
