@@ -338,6 +338,10 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 		// the real clock, it is the time the connection's deadline check
 		// needs: it reads none of its own.
 		from.SentIsNow = c.opts.Clock == nil && (attempt > 0 || o.trace.encStart.IsZero())
+		// An idempotent request is sent again if its connection ends
+		// after it was written: the connection need not check first
+		// that it is still open (conn.Origin.Resendable).
+		from.Resendable = o.st.Idempotent()
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
 		ob.Ended(&t.Trace, pl.cn, opaque, c.clock.Now())
 		if obs != nil {

@@ -195,7 +195,7 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadl
 	}
 	c.mu.Lock()
 	if cl.reads && c.reader.role == roleLent {
-		if c.borrowRole(cl, now) {
+		if c.borrowRole(cl, now) && (from == nil || !from.Resendable) {
 			c.mu.Unlock()
 			c.catchUp()
 			c.mu.Lock()

@@ -39,6 +39,17 @@ type Origin struct {
 	// after the check always could. Leave it false when Sent comes from
 	// another clock (a fake one) or is older.
 	SentIsNow bool
+	// Resendable says that the caller sends the request again should its
+	// connection end after it was written (an idempotent read, RFC 0049):
+	// a borrower of the read role then writes it without first reading
+	// what came while the role was lent (catchUp, readrole.go). The
+	// catch-up is there to fail a request on a connection the server
+	// closed meanwhile as not written, so that even a mutation can be
+	// sent again; for a request its caller resends anyway, it is a system
+	// call per request for nothing (a connection used every few dozen
+	// microseconds, as each of a cluster's by one goroutine, borrows a
+	// role lent 20 µs ago or more every time).
+	Resendable bool
 }
 
 // Orphan is a late answer: the response to a request whose caller left

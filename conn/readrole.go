@@ -81,7 +81,9 @@ const lendFor = time.Millisecond
 // connection the server closed while no one read ends before a request is
 // written on it. A caller that comes back sooner writes at once: the reader
 // goroutine, reading, would not have noticed the close much sooner either
-// (a wake-up takes a few to tens of microseconds).
+// (a wake-up takes a few to tens of microseconds). So does a caller whose
+// request is sent again anyway if the connection ends after writing it
+// (Origin.Resendable: an idempotent read).
 const catchUpAfter = 20 * time.Microsecond
 
 // lendRole is the reader goroutine, having dispatched a burst that handed

@@ -245,6 +245,40 @@ func TestBorrowerCatchesUpOnAClose(t *testing.T) {
 	}
 }
 
+// A request its caller resends anyway (Origin.Resendable) is written
+// without the catch-up read, however long the role was lent: on a
+// connection the server closed meanwhile it is written and ends with the
+// connection, as a request written just before a close always could, and
+// the borrower makes one read system call fewer.
+func TestResendableBorrowerSkipsTheCatchUp(t *testing.T) {
+	fc := newFakeClock()
+	closed := make(chan struct{})
+	c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, func(p *peer) {
+		r := p.read()
+		p.write(ok(r, "first"))
+		p.nc.Close()
+		close(closed)
+	})
+	ctx := context.Background()
+	if r := doGet(ctx, c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	<-closed
+	waitFor(t, "the close to reach the client's socket", func() bool { return peekEOF(t, c.nc) })
+	fc.Advance(catchUpAfter)
+	reads := c.Stats().Reads
+	req := memdx.NewGet([]byte("second"))
+	_, err := c.DoDeadline(ctx, time.Time{}, &req, func(*memdx.Packet) error { return nil }, &Origin{Resendable: true})
+	var re *RequestError
+	if !errors.As(err, &re) || !re.Written {
+		t.Fatalf("second: %v; want a written RequestError for the connection's end", err)
+	}
+	if n := c.Stats().Reads - reads; n != 1 {
+		t.Fatalf("%d reads for the second request; want 1 (its answer's, which found the end)", n)
+	}
+}
+
 // peekEOF reports whether the socket has reached its end, without reading.
 func peekEOF(t *testing.T, nc net.Conn) bool {
 	rc, err := nc.(*net.TCPConn).SyscallConn()
