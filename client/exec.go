@@ -338,10 +338,7 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 		// the real clock, it is the time the connection's deadline check
 		// needs: it reads none of its own.
 		from.SentIsNow = c.opts.Clock == nil && (attempt > 0 || o.trace.encStart.IsZero())
-		// An idempotent request is sent again if its connection ends
-		// after it was written: the connection need not check first
-		// that it is still open (conn.Origin.Resendable).
-		from.Resendable = o.st.Idempotent()
+		from.Resendable = o.resendable()
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
 		ob.Ended(&t.Trace, pl.cn, opaque, c.clock.Now())
 		if obs != nil {
@@ -397,6 +394,18 @@ func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 		o.st.SetIdempotent(true)
 	}
 	return nil
+}
+
+// resendable reports whether o's request is sent again, should its
+// connection end after it is written, just as it would be were the
+// connection found ended before (conn.Origin.Resendable: the connection
+// then need not check first that it is still open): an idempotent request
+// to whichever node holds its key, under a strategy of the package's that
+// retries such a request for either reason (retry.ResendsIdempotent). A
+// request to a chosen node (Ping, Stats: sent once) or under a caller's
+// strategy, which may tell the two apart, keeps the check.
+func (o *op) resendable() bool {
+	return o.st.Idempotent() && o.target.Node == nil && retry.ResendsIdempotent(o.st.Strategy())
 }
 
 // repeatable reports whether a request RFC 0049's idempotent list leaves

@@ -40,15 +40,19 @@ type Origin struct {
 	// another clock (a fake one) or is older.
 	SentIsNow bool
 	// Resendable says that the caller sends the request again should its
-	// connection end after it was written (an idempotent read, RFC 0049):
-	// a borrower of the read role then writes it without first reading
-	// what came while the role was lent (catchUp, readrole.go). The
-	// catch-up is there to fail a request on a connection the server
-	// closed meanwhile as not written, so that even a mutation can be
-	// sent again; for a request its caller resends anyway, it is a system
-	// call per request for nothing (a connection used every few dozen
-	// microseconds, as each of a cluster's by one goroutine, borrows a
-	// role lent 20 µs ago or more every time).
+	// connection end after it was written, as it would were the request
+	// refused for a connection found ended before (the client: an
+	// idempotent request to its key's node, under one of its own retry
+	// strategies): a borrower of the read role then writes it without
+	// first reading what came while the role was lent (catchUp,
+	// readrole.go). The catch-up is there to fail a request on a
+	// connection the server closed meanwhile as not written, so that even
+	// a mutation can be sent again; for a request its caller resends
+	// either way, it is a system call per request for nothing (a
+	// connection used every few dozen microseconds, as each of a
+	// cluster's by one goroutine, borrows a role lent 20 µs ago or more
+	// every time). The request's end then reads as a close in flight, not
+	// as a refusal, in its retry reasons.
 	Resendable bool
 }
 

@@ -83,7 +83,7 @@ const lendFor = time.Millisecond
 // goroutine, reading, would not have noticed the close much sooner either
 // (a wake-up takes a few to tens of microseconds). So does a caller whose
 // request is sent again anyway if the connection ends after writing it
-// (Origin.Resendable: an idempotent read).
+// (Origin.Resendable).
 const catchUpAfter = 20 * time.Microsecond
 
 // lendRole is the reader goroutine, having dispatched a burst that handed

@@ -246,36 +246,51 @@ func TestBorrowerCatchesUpOnAClose(t *testing.T) {
 }
 
 // A request its caller resends anyway (Origin.Resendable) is written
-// without the catch-up read, however long the role was lent: on a
-// connection the server closed meanwhile it is written and ends with the
-// connection, as a request written just before a close always could, and
-// the borrower makes one read system call fewer.
+// without the catch-up read, however long the role was lent; any other
+// borrower of a role lent catchUpAfter ago reads first. Counted when the
+// server has the request, which it never answers: the borrower's read
+// for it has not returned then (it returns at the deadline), so the reads
+// made by then are the catch-up's.
 func TestResendableBorrowerSkipsTheCatchUp(t *testing.T) {
-	fc := newFakeClock()
-	closed := make(chan struct{})
-	c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, func(p *peer) {
-		r := p.read()
-		p.write(ok(r, "first"))
-		p.nc.Close()
-		close(closed)
-	})
-	ctx := context.Background()
-	if r := doGet(ctx, c, "first"); r.err != nil {
-		t.Fatal(r.err)
-	}
-	waitLent(t, c)
-	<-closed
-	waitFor(t, "the close to reach the client's socket", func() bool { return peekEOF(t, c.nc) })
-	fc.Advance(catchUpAfter)
-	reads := c.Stats().Reads
-	req := memdx.NewGet([]byte("second"))
-	_, err := c.DoDeadline(ctx, time.Time{}, &req, func(*memdx.Packet) error { return nil }, &Origin{Resendable: true})
-	var re *RequestError
-	if !errors.As(err, &re) || !re.Written {
-		t.Fatalf("second: %v; want a written RequestError for the connection's end", err)
-	}
-	if n := c.Stats().Reads - reads; n != 1 {
-		t.Fatalf("%d reads for the second request; want 1 (its answer's, which found the end)", n)
+	for _, resendable := range []bool{false, true} {
+		fc := newFakeClock()
+		got := make(chan struct{})
+		c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, func(p *peer) {
+			r := p.read()
+			p.write(ok(r, "first"))
+			p.read() // held: never answered
+			close(got)
+			p.tryRead() // until the client closes
+		})
+		ctx := context.Background()
+		if r := doGet(ctx, c, "first"); r.err != nil {
+			t.Fatal(r.err)
+		}
+		waitLent(t, c)
+		fc.Advance(catchUpAfter)
+		reads := c.Stats().Reads
+		out := make(chan error, 1)
+		go func() {
+			req := memdx.NewGet([]byte("held"))
+			_, err := c.DoDeadline(ctx, fc.Now().Add(50*time.Millisecond), &req, nil, &Origin{Resendable: resendable})
+			out <- err
+		}()
+		<-got
+		want := uint64(1) // the catch-up
+		if resendable {
+			want = 0
+		}
+		if n := c.Stats().Reads - reads; n != want {
+			t.Fatalf("resendable %v: %d reads before the request reached the server; want %d", resendable, n, want)
+		}
+		waitFor(t, "the deadline's timer", func() bool { return fc.armedWithin(50 * time.Millisecond) })
+		fc.Advance(50 * time.Millisecond)
+		err := recv(t, out)
+		var re *RequestError
+		if !errors.As(err, &re) || !re.Written || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("resendable %v: %v; want a written DeadlineExceeded RequestError", resendable, err)
+		}
+		c.Close()
 	}
 }
 

@@ -188,3 +188,19 @@ var defaultStrategy = FailFastOnTerminalErrors(nil)
 // FailFastOnTerminalErrors with DefaultBackoff. Strategies are immutable, so
 // sharing it is safe.
 func DefaultStrategy() Strategy { return defaultStrategy }
+
+// ResendsIdempotent reports whether s sends an idempotent request again
+// whatever its connection did to it: refused it before it was written
+// (SOCKET_NOT_AVAILABLE) or ended after (SOCKET_CLOSED_WHILE_IN_FLIGHT).
+// The package's BestEffort and FailFastOnTerminalErrors do, and so does
+// FollowErrorMap over one of them; any other strategy may tell the two
+// apart, and s is then reported not to.
+func ResendsIdempotent(s Strategy) bool {
+	switch s := s.(type) {
+	case *BestEffortStrategy, *FailFastOnTerminalErrorsStrategy:
+		return true
+	case *FollowErrorMapStrategy:
+		return s.fallback == nil || ResendsIdempotent(s.fallback)
+	}
+	return false
+}

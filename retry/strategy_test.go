@@ -198,3 +198,31 @@ func TestDefaultStrategy(t *testing.T) {
 	var zero State
 	assert.Same(t, DefaultStrategy(), zero.Strategy())
 }
+
+// ResendsIdempotent holds for the package's strategies that retry an
+// idempotent request alike whether its connection refused it or ended
+// after writing it, and for no other: a strategy of its own may tell the
+// two apart.
+func TestResendsIdempotent(t *testing.T) {
+	other := StrategyFunc(func(Request, Reason) Action { return NoRetry() })
+	for _, tc := range []struct {
+		s    Strategy
+		want bool
+	}{
+		{BestEffort(nil), true}, {FailFastOnTerminalErrors(nil), true}, {DefaultStrategy(), true},
+		{FollowErrorMap(nil), true}, {FollowErrorMap(BestEffort(nil)), true}, {&FollowErrorMapStrategy{}, true},
+		{FollowErrorMap(other), false}, {other, false}, {nil, false},
+	} {
+		assert.Equal(t, tc.want, ResendsIdempotent(tc.s), "%T", tc.s)
+	}
+	// What "alike" means for the ones it holds for: an idempotent request
+	// is retried for both reasons.
+	var st State
+	st.Init(context.Background(), memdx.OpGet, nil, time.Now().Add(time.Second))
+	for _, s := range []Strategy{BestEffort(nil), FailFastOnTerminalErrors(nil), FollowErrorMap(nil)} {
+		for _, r := range []Reason{ReasonSocketNotAvailable, ReasonSocketClosedWhileInFlight} {
+			_, retried := s.RetryAfter(&st, r).Duration()
+			assert.True(t, retried, "%T %v", s, r)
+		}
+	}
+}
