@@ -88,3 +88,27 @@ func textFuzzSeeds() map[string][][]any {
 	}
 	return map[string][][]any{"FuzzParseTextGet": seeds}
 }
+
+// FuzzCheckTextKey: the word-at-a-time check of a key's bytes agrees with
+// the byte rule (no byte <= 0x20, none 0x7f) on any input, and CheckTextKey
+// accepts exactly the keys of 1 to MaxTextKey bytes that pass it.
+func FuzzCheckTextKey(f *testing.F) {
+	for _, s := range []string{"a", "key-000123", "k\x20y", "abcdefg\x7f", "\x80\xff\x21\x7e\x21\x21\x21\x21\x00", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, k []byte) {
+		rule := true
+		for _, c := range k {
+			if c <= ' ' || c == 0x7f {
+				rule = false
+			}
+		}
+		if got := textKeyBytesOK(k); got != rule {
+			t.Fatalf("%x: %v, want %v", k, got, rule)
+		}
+		want := rule && len(k) >= 1 && len(k) <= MaxTextKey
+		if got := CheckTextKey(k) == nil; got != want {
+			t.Fatalf("CheckTextKey(%x): %v, want %v", k, got, want)
+		}
+	})
+}
