@@ -64,8 +64,10 @@ func FuzzParseTextGet(f *testing.F) {
 	})
 }
 
-// textFuzzSeeds are the seeds of FuzzParseTextGet: a whole answer, each
-// kind of line, and inputs at the edges of the grammar.
+// textFuzzSeeds are the seeds of FuzzParseTextGet (a whole answer, each
+// kind of line, and inputs at the edges of the grammar) and of
+// FuzzCheckTextKey (keys with a refused byte in a word and in the tail,
+// the edges of the rule, no key).
 func textFuzzSeeds() map[string][][]any {
 	var seeds [][]any
 	for _, s := range []string{
@@ -86,16 +88,18 @@ func textFuzzSeeds() map[string][][]any {
 	} {
 		seeds = append(seeds, []any{[]byte(s)})
 	}
-	return map[string][][]any{"FuzzParseTextGet": seeds}
+	var keys [][]any
+	for _, k := range []string{"a", "key-000123", "k\x20y", "abcdefg\x7f", "\x80\xff\x21\x7e\x21\x21\x21\x21\x00", ""} {
+		keys = append(keys, []any{[]byte(k)})
+	}
+	return map[string][][]any{"FuzzParseTextGet": seeds, "FuzzCheckTextKey": keys}
 }
 
 // FuzzCheckTextKey: the word-at-a-time check of a key's bytes agrees with
 // the byte rule (no byte <= 0x20, none 0x7f) on any input, and CheckTextKey
-// accepts exactly the keys of 1 to MaxTextKey bytes that pass it.
+// accepts exactly the keys of 1 to MaxTextKey bytes that pass it. Its
+// seeds are textFuzzSeeds.
 func FuzzCheckTextKey(f *testing.F) {
-	for _, s := range []string{"a", "key-000123", "k\x20y", "abcdefg\x7f", "\x80\xff\x21\x7e\x21\x21\x21\x21\x00", ""} {
-		f.Add([]byte(s))
-	}
 	f.Fuzz(func(t *testing.T, k []byte) {
 		rule := true
 		for _, c := range k {
