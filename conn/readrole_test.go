@@ -50,6 +50,18 @@ func waitLent(t *testing.T, c *Conn) {
 	})
 }
 
+// answerFirstHoldSecond answers the first request, reads the second and
+// closes got without answering it, then reads until the client closes.
+func answerFirstHoldSecond(got chan<- struct{}) func(p *peer) {
+	return func(p *peer) {
+		r := p.read()
+		p.write(ok(r, "first"))
+		p.read() // held: never answered
+		close(got)
+		p.tryRead() // until the client closes
+	}
+}
+
 // answerAll answers every GET with its key as the value, until the
 // connection ends.
 func answerAll(p *peer) {
@@ -194,13 +206,7 @@ func TestBorrowerSeesTheConnectionEnd(t *testing.T) {
 // with ErrConnectionClosed, written.
 func TestCloseWhileBorrowed(t *testing.T) {
 	got := make(chan struct{})
-	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, func(p *peer) {
-		r := p.read()
-		p.write(ok(r, "first"))
-		p.read()
-		close(got)
-		p.tryRead() // until the client closes
-	})
+	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, answerFirstHoldSecond(got))
 	ctx := context.Background()
 	if r := doGet(ctx, c, "first"); r.err != nil {
 		t.Fatal(r.err)
@@ -255,13 +261,7 @@ func TestResendableBorrowerSkipsTheCatchUp(t *testing.T) {
 	for _, resendable := range []bool{false, true} {
 		fc := newFakeClock()
 		got := make(chan struct{})
-		c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, func(p *peer) {
-			r := p.read()
-			p.write(ok(r, "first"))
-			p.read() // held: never answered
-			close(got)
-			p.tryRead() // until the client closes
-		})
+		c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, answerFirstHoldSecond(got))
 		ctx := context.Background()
 		if r := doGet(ctx, c, "first"); r.err != nil {
 			t.Fatal(r.err)
