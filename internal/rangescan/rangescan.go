@@ -436,14 +436,21 @@ func (s *vbucketScan) fresh(items []Item, sampling bool) []Item {
 
 // Decoder takes a continue's answer, packet by packet, on the connection's
 // reader: the items of its successes, and the status it ended on. It keeps
-// at most Max items (the continue's item limit, which the server never
-// exceeds: kv_engine ends a continue once it has sent that many): past it
-// the continue fails and nothing more is kept, so that a server streaming
-// packets to one continue without end does not fill memory.
+// at most Max items per attempt (the continue's item limit, which the
+// server never exceeds: kv_engine ends a continue once it has sent that
+// many): past it the continue fails and nothing more is kept, so that a
+// server streaming packets to one continue without end does not fill
+// memory. A continue sent again (its strategy retried a refusal) is a new
+// attempt with a new opaque, answered with up to Max items of its own; the
+// items an earlier attempt delivered are kept, the scan having moved past
+// them.
 type Decoder struct {
-	Items    []Item
-	Status   memdx.Status
-	Max      int
+	Items  []Item
+	Status memdx.Status
+	Max    int
+	// opaque is the attempt being answered, base the items before it.
+	opaque   uint32
+	base     int
 	over     error // the continue returned more than Max items
 	decodeTo []memdx.RangeScanDocument
 	keys     [][]byte
@@ -452,6 +459,9 @@ type Decoder struct {
 // Handle takes a packet of the answer: a success's keys or documents, or
 // the failure status the continue ends on (false: the caller judges it).
 func (d *Decoder) Handle(p *memdx.Packet) (bool, error) {
+	if p.Opaque != d.opaque {
+		d.opaque, d.base = p.Opaque, len(d.Items)
+	}
 	d.Status = p.Status
 	switch p.Status {
 	case memdx.StatusSuccess, memdx.StatusRangeScanMore, memdx.StatusRangeScanComplete:
@@ -466,7 +476,7 @@ func (d *Decoder) Handle(p *memdx.Packet) (bool, error) {
 
 // room checks that n more items keep the continue within its item limit.
 func (d *Decoder) room(n int) error {
-	if len(d.Items)+n > d.Max {
+	if len(d.Items)-d.base+n > d.Max {
 		d.over = fmt.Errorf("a range scan continue returned more than the %d items asked for: %w", d.Max, memdx.ErrMalformed)
 		d.Items = nil
 		return d.over

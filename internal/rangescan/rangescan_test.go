@@ -560,6 +560,31 @@ func TestDecoderKeepsAtMostTheItemLimit(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// The item limit is an attempt's: a continue sent again (a new opaque)
+// may bring Max items of its own, and the earlier attempt's stay.
+func TestDecoderLimitsEachAttempt(t *testing.T) {
+	d := Decoder{Max: 3}
+	first := keysPacket(memdx.StatusSuccess, "a", "b")
+	first.Opaque = 7
+	handled, err := d.Handle(first)
+	require.True(t, handled)
+	require.NoError(t, err)
+	refused := keysPacket(memdx.StatusTmpFail)
+	refused.Opaque = 7
+	handled, _ = d.Handle(refused)
+	require.False(t, handled)
+	again := keysPacket(memdx.StatusRangeScanMore, "c", "d", "e")
+	again.Opaque = 8
+	handled, err = d.Handle(again)
+	require.True(t, handled)
+	require.NoError(t, err, "three items are the second attempt's limit, whatever the first brought")
+	require.Len(t, d.Items, 5)
+	over := keysPacket(memdx.StatusRangeScanMore, "f")
+	over.Opaque = 8
+	_, err = d.Handle(over)
+	assert.ErrorIs(t, err, memdx.ErrMalformed, "a fourth item of the second attempt")
+}
+
 // A continue's documents are decoded into items the caller owns: a copy
 // of each value (the packet's buffer is the connection's), decompressed
 // when snappy, an empty value as an empty slice, flags, CAS and expiry.
