@@ -464,11 +464,7 @@ func TestGetManyKeysHeldPastTheDeadlineTimeOutAlone(t *testing.T) {
 // unsent.
 func TestGetManyOnACollectionAndUnderACancelledContext(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	_, err := b.AddScope("app")
-	require.NoError(t, err)
-	_, err = b.AddCollection("app", "users")
-	require.NoError(t, err)
+	addCollections(t, mc, "app", "users")
 	c := connect(t, mc, nil)
 	users := c.Scope("app").Collection("users")
 	keys := batchKeys(t, users, "u", 10, 7)

@@ -20,20 +20,14 @@ import (
 // handling (TestCollections).
 func TestCollectionLookupFinalStatuses(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	_, err := b.AddScope("app")
-	require.NoError(t, err)
-	_, err = b.AddCollection("app", "users")
-	require.NoError(t, err)
-	_, err = b.AddCollection("app", "orders")
-	require.NoError(t, err)
+	addCollections(t, mc, "app", "users", "orders")
 	c := connect(t, mc, nil)
 	ctx := context.Background()
 	opts := &GetOptions{Timeout: 20 * time.Second}
 
 	// EINVAL from the server itself: "x.y" is not a valid collection name.
 	lookups := countOp(mc, memdx.OpCollectionsGetID)
-	_, err = c.Scope(DefaultScope).Collection("x.y").Get(ctx, "k", opts)
+	_, err := c.Scope(DefaultScope).Collection("x.y").Get(ctx, "k", opts)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 	var se *memdx.StatusError

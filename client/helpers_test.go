@@ -48,6 +48,19 @@ func newMock(t *testing.T, o mockcluster.Options) *mockcluster.Cluster {
 	return mc
 }
 
+// addCollections adds scope and its collections to the mock's default
+// bucket.
+func addCollections(t *testing.T, mc *mockcluster.Cluster, scope string, collections ...string) {
+	t.Helper()
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope(scope)
+	require.NoError(t, err)
+	for _, name := range collections {
+		_, err = b.AddCollection(scope, name)
+		require.NoError(t, err)
+	}
+}
+
 // connect opens a client on the mock's default bucket.
 func connect(t *testing.T, mc *mockcluster.Cluster, o *Options) *Client {
 	t.Helper()

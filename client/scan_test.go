@@ -126,11 +126,7 @@ func TestScanReturnsEveryDocumentOnce(t *testing.T) {
 
 func TestScanOfANamedCollection(t *testing.T) {
 	mc, c := scanMock(t, mockcluster.Options{}, 0)
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	_, err := b.AddScope("app")
-	require.NoError(t, err)
-	_, err = b.AddCollection("app", "users")
-	require.NoError(t, err)
+	addCollections(t, mc, "app", "users")
 	users := c.Scope("app").Collection("users")
 	keys := scanDocs(t, users, 30)
 	_ = scanDocs(t, c.DefaultCollection(), 40) // other documents with the same keys

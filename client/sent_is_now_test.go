@@ -23,11 +23,7 @@ import (
 // written would be an ambiguous timeout the server may still apply.
 func TestDeadlinePassedDuringSharedLookupIsNotSent(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{})
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	_, err := b.AddScope("app")
-	require.NoError(t, err)
-	_, err = b.AddCollection("app", "users")
-	require.NoError(t, err)
+	addCollections(t, mc, "app", "users")
 	c := connect(t, mc, nil) // the real clock: SentIsNow applies
 	require.Nil(t, c.opts.Clock)
 	col := c.Scope("app").Collection("users")
@@ -50,7 +46,7 @@ func TestDeadlinePassedDuringSharedLookupIsNotSent(t *testing.T) {
 	<-hit
 	deletes := countOp(mc, memdx.OpDelete)
 	start := time.Now()
-	_, err = col.Remove(ctx, "b", &RemoveOptions{Timeout: 50 * time.Millisecond})
+	_, err := col.Remove(ctx, "b", &RemoveOptions{Timeout: 50 * time.Millisecond})
 	require.Greater(t, time.Since(start), 50*time.Millisecond, "the remove waited on the shared lookup")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrUnambiguousTimeout, "its deadline passed before it was sent: %v", err)

@@ -17,14 +17,10 @@ import (
 func collectionsMock(t *testing.T, o *Options) (*mockcluster.Cluster, *Client, *Collection) {
 	t.Helper()
 	mc := newMock(t, mockcluster.Options{})
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	_, err := b.AddScope("app")
-	require.NoError(t, err)
-	_, err = b.AddCollection("app", "users")
-	require.NoError(t, err)
+	addCollections(t, mc, "app", "users")
 	c := connect(t, mc, o)
 	col := c.Scope("app").Collection("users")
-	_, err = col.Upsert(context.Background(), "u", []byte("v"), nil)
+	_, err := col.Upsert(context.Background(), "u", []byte("v"), nil)
 	require.NoError(t, err)
 	return mc, c, col
 }
