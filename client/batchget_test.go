@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,8 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/internal/logcapture"
 	"github.com/kvwire/kvwire/internal/memcachedtest"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // Tests of a memcached:// GetMany's binary group path (batchget.go): each
@@ -1080,4 +1083,104 @@ func TestGetManyMemcachedGroupHitsReachTheObservers(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 20, gets, "a span per key")
+}
+
+// A memcached GetMany window's group hits reach the logging meter (the
+// default Meter) together (optrace's RecordN): the window's count, each at
+// the window's latency, from the batch's start to the window's read: D
+// here, exactly, as the client's fake clock moves by D while the group's
+// NOOP answer passes the proxy. Over the slow-operation threshold (a
+// latency above KVThreshold, as for an operation of its own), or with a
+// tracer, each hit is an operation of its own: the threshold report holds
+// each at D, the tracer has a span each of D; the meter records them
+// alike.
+func TestGetManyMemcachedGroupHitsReachTheLoggingMeter(t *testing.T) {
+	const hits, d = 12, 3 * time.Millisecond
+	p := proxied(t)
+	keys := batchKeys(t, memcachedClient(t, p.Addr(), nil).DefaultCollection(), "gmmeter", hits, hits)
+	for _, tc := range []struct {
+		name      string
+		threshold time.Duration
+		traced    bool
+		slow      bool // each hit in the threshold report
+	}{
+		{"meter only: at the threshold", d, false, false},
+		{"over the threshold", d - time.Microsecond, false, true},
+		{"traced", time.Second, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := retry.NewFakeClock(time.Now())
+			p.OnResponse(func(_, resp *memdx.Packet) faultnode.Action {
+				if resp.OpCode == memdx.OpNoop {
+					fc.Advance(d) // the group's end: before the client reads it
+				}
+				return faultnode.Action{}
+			})
+			defer p.OnResponse(nil)
+			logger, logs := newReportLog()
+			tr := &treeTracer{}
+			o := &Options{Logger: logger, Clock: fakeClock{fc},
+				ThresholdLogging: ThresholdLoggingOptions{KVThreshold: tc.threshold, SampleSize: 2 * hits}}
+			if tc.traced {
+				o.Tracer = tr
+			}
+			c := memcachedClient(t, p.Addr(), o)
+			noops := p.Requests(memdx.OpNoop)
+			res := c.DefaultCollection().GetMany(context.Background(), keys, &GetManyOptions{Timeout: 10 * time.Second})
+			for i, r := range res {
+				require.NoError(t, r.Err, keys[i])
+			}
+			require.Equal(t, 1, p.Requests(memdx.OpNoop)-noops, "one window, one group")
+			require.NoError(t, c.Close()) // logs the reports
+
+			var latencies, slow []byte
+			for len(logs.ch) > 0 {
+				switch l := <-logs.ch; l.Msg {
+				case LoggingMeterMessage:
+					latencies = l.Report
+				case ThresholdReportMessage:
+					slow = l.Report
+				}
+			}
+			var rep struct {
+				Operations map[string]map[string]struct {
+					TotalCount    uint64            `json:"total_count"`
+					PercentilesUs map[string]uint64 `json:"percentiles_us"`
+				} `json:"operations"`
+			}
+			require.NoError(t, json.Unmarshal(latencies, &rep), "%s", latencies)
+			get := rep.Operations["kv"]["get"]
+			assert.EqualValues(t, hits, get.TotalCount, "a latency per hit: %s", latencies)
+			require.Len(t, get.PercentilesUs, 5, "%s", latencies)
+			for pc, v := range get.PercentilesUs {
+				assert.EqualValues(t, d/time.Microsecond, v, "percentile %s: the window's latency: %s", pc, latencies)
+			}
+
+			if tc.slow {
+				require.NotNil(t, slow, "no threshold report")
+				k := logcapture.ParseKV(t, logcapture.Logged{Msg: ThresholdReportMessage, Report: slow})
+				assert.EqualValues(t, hits, k.KV.TotalCount, "each hit its own slow operation: %s", slow)
+				require.Len(t, k.KV.TopRequests, hits, slow)
+				for _, e := range k.KV.TopRequests {
+					assert.Equal(t, "get", e["operation_name"])
+					assert.Equal(t, d, us(e, "total_duration_us"))
+				}
+			} else {
+				assert.Nil(t, slow, "a threshold report: %s", slow)
+			}
+
+			gets := 0
+			for _, s := range tr.take() {
+				if s.name == "get" {
+					gets++
+					assert.Equal(t, d, s.end.Sub(s.start), "a hit's span: the window's latency")
+				}
+			}
+			if tc.traced {
+				assert.Equal(t, hits, gets, "a span per hit")
+			} else {
+				assert.Zero(t, gets)
+			}
+		})
+	}
 }

@@ -154,9 +154,17 @@ func (c *Conn) awaitRole() bool {
 
 // borrowRole gives the lent role to cl's caller, who reads for cl (cl.reads)
 // until it ends (readFor). It reports whether the role has been lent for
-// catchUpAfter or longer at now (zero: the clock is read): the caller then
-// reads what came meanwhile before it writes (catchUp). Called with mu
-// held, before cl is queued.
+// catchUpAfter or longer at now: the caller then reads what came meanwhile
+// before it writes (catchUp). Called with mu held, before cl is queued.
+//
+// now is the reading DoDeadline made for the deadline. A caller without a
+// deadline (Do) made none, and the clock is read here, for it alone (the
+// client always has a deadline). The reading stays: without it such a
+// borrower would have to catch up every time (a system call, costing many
+// times a clock reading, on each request of the lone caller in a loop that
+// lending serves) or never (a request written on a connection the server
+// closed meanwhile ends as written, where it could have been refused
+// unwritten and sent again, a mutation included).
 func (c *Conn) borrowRole(cl *call, now time.Time) (catchUp bool) {
 	rd := &c.reader
 	rd.role, rd.borrower = roleBorrowed, cl

@@ -251,36 +251,47 @@ func TestBorrowerCatchesUpOnAClose(t *testing.T) {
 	}
 }
 
+// catchUpReads dials a connection whose server answers a first GET and
+// holds the next request unanswered, waits for the reader goroutine to
+// lend the role, moves the clock on by lent, and calls send, which starts
+// the borrower's request on a goroutine of its own. It returns how many
+// reads the connection made before the server had that request: the
+// borrower's read for it has not returned by then (nothing answers it), so
+// those are the catch-up's.
+func catchUpReads(t *testing.T, lent time.Duration, send func(c *Conn, fc *fakeClock)) (*Conn, *fakeClock, uint64) {
+	t.Helper()
+	fc := newFakeClock()
+	got := make(chan struct{})
+	c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, answerFirstHoldSecond(got))
+	if r := doGet(context.Background(), c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	fc.Advance(lent)
+	reads := c.Stats().Reads
+	send(c, fc)
+	<-got
+	return c, fc, c.Stats().Reads - reads
+}
+
 // A request its caller resends anyway (Origin.Resendable) is written
 // without the catch-up read, however long the role was lent; any other
-// borrower of a role lent catchUpAfter ago reads first. Counted when the
-// server has the request, which it never answers: the borrower's read
-// for it has not returned then (it returns at the deadline), so the reads
-// made by then are the catch-up's.
+// borrower of a role lent catchUpAfter ago reads first (catchUpReads).
 func TestResendableBorrowerSkipsTheCatchUp(t *testing.T) {
 	for _, resendable := range []bool{false, true} {
-		fc := newFakeClock()
-		got := make(chan struct{})
-		c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, answerFirstHoldSecond(got))
-		ctx := context.Background()
-		if r := doGet(ctx, c, "first"); r.err != nil {
-			t.Fatal(r.err)
-		}
-		waitLent(t, c)
-		fc.Advance(catchUpAfter)
-		reads := c.Stats().Reads
 		out := make(chan error, 1)
-		go func() {
-			req := memdx.NewGet([]byte("held"))
-			_, err := c.DoDeadline(ctx, fc.Now().Add(50*time.Millisecond), &req, nil, &Origin{Resendable: resendable})
-			out <- err
-		}()
-		<-got
+		c, fc, n := catchUpReads(t, catchUpAfter, func(c *Conn, fc *fakeClock) {
+			go func() {
+				req := memdx.NewGet([]byte("held"))
+				_, err := c.DoDeadline(context.Background(), fc.Now().Add(50*time.Millisecond), &req, nil, &Origin{Resendable: resendable})
+				out <- err
+			}()
+		})
 		want := uint64(1) // the catch-up
 		if resendable {
 			want = 0
 		}
-		if n := c.Stats().Reads - reads; n != want {
+		if n != want {
 			t.Fatalf("resendable %v: %d reads before the request reached the server; want %d", resendable, n, want)
 		}
 		waitFor(t, "the deadline's timer", func() bool { return fc.armedWithin(50 * time.Millisecond) })
@@ -291,6 +302,31 @@ func TestResendableBorrowerSkipsTheCatchUp(t *testing.T) {
 			t.Fatalf("resendable %v: %v; want a written DeadlineExceeded RequestError", resendable, err)
 		}
 		c.Close()
+	}
+}
+
+// A borrower without a deadline (Do) has no reading of the clock from
+// DoDeadline: the role's lend is timed all the same, so that one that comes
+// back sooner than catchUpAfter writes at once and one that comes later
+// reads first (catchUpReads). The request, never answered, ends with the
+// connection.
+func TestBorrowerWithoutDeadlineCatchesUpOnlyAfterTheLend(t *testing.T) {
+	for _, lent := range []time.Duration{catchUpAfter - time.Microsecond, catchUpAfter} {
+		var out <-chan result
+		c, _, n := catchUpReads(t, lent, func(c *Conn, _ *fakeClock) {
+			out = goGet(context.Background(), c, "held")
+		})
+		want := uint64(0)
+		if lent >= catchUpAfter {
+			want = 1 // the catch-up
+		}
+		if n != want {
+			t.Fatalf("lent %v: %d reads before the request reached the server; want %d", lent, n, want)
+		}
+		c.Close()
+		if r := recv(t, out); !errors.Is(r.err, kverr.ErrConnectionClosed) {
+			t.Fatalf("lent %v: %+v; want the connection's end", lent, r)
+		}
 	}
 }
 
