@@ -314,7 +314,7 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 	var lastReason retry.Reason
 	retried := false
 	for attempt := 0; ; attempt++ {
-		pl, nx := c.place(ctx, o, attempt)
+		pl, nx := c.place(ctx, o, attempt, nil)
 		if nx.err != nil {
 			return nx.err
 		}
@@ -453,8 +453,11 @@ func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.T
 // place finds where o's attempt number attempt goes and prepares the
 // request for it. next.done says it is placed; otherwise next is a retry
 // (no route, no connection, a collection id not known yet) or the final
-// error.
-func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
+// error. shared, when not nil, is the collection-id lookup failure of the
+// operations placed with it (a batch's round, all of o's collection):
+// the first lookup that fails is recorded there, and the others take its
+// outcome instead of sending a lookup each.
+func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFailure) (placed, next) {
 	if attempt > 0 && c.ctx.Err() != nil {
 		// Closed while this operation was retrying: its connections
 		// are gone and will not come back.
@@ -471,14 +474,21 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	}
 	var cid uint32
 	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
-		var waited bool
-		cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
-		if waited {
-			// A lookup, perhaps another operation's that this one
-			// waited for past its own deadline: the send time is read
-			// anew (SendAt), for the connection's deadline check too
-			// (conn.Origin.SentIsNow).
-			o.trace.Waited()
+		if shared != nil && shared.err != nil {
+			reason, err = shared.reason, shared.err
+		} else {
+			var waited bool
+			cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
+			if waited {
+				// A lookup, perhaps another operation's that this
+				// one waited for: the send time is read anew
+				// (SendAt), for the connection's deadline check
+				// too (conn.Origin.SentIsNow).
+				o.trace.Waited()
+			}
+			if err != nil && shared != nil {
+				*shared = lookupFailure{reason: reason, err: err}
+			}
 		}
 	}
 	if err != nil {
@@ -497,6 +507,13 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	}
 	o.prepare(cn, r.Vbucket, cid)
 	return placed{Route: r, cn: cn, cid: cid}, next{done: true}
+}
+
+// lookupFailure is a collection-id lookup's failure (reason, err: ID's)
+// that the operations placed after it share (place).
+type lookupFailure struct {
+	reason retry.Reason
+	err    error
 }
 
 // judge decides what follows an attempt placed at pl that ended with err
