@@ -1,14 +1,19 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // A batch over a named collection needs the collection's id before it
@@ -52,4 +57,110 @@ func TestBatchLooksUpItsCollectionOncePerRound(t *testing.T) {
 	}
 	assert.Equal(t, lookups+1, countOp(mc, memdx.OpCollectionsGetID))
 	assert.Equal(t, sets, countOp(mc, memdx.OpSet), "nothing written")
+}
+
+// heldLookups makes p hold the answers to COLLECTIONS_GET_ID until the
+// returned release is called, which sends them (each to the connection
+// whose request it answers; the others drop it as a stray). held receives
+// once per answer held.
+func heldLookups(t *testing.T, p *faultnode.Proxy) (held <-chan struct{}, release func()) {
+	ch := make(chan struct{}, 16)
+	var mu sync.Mutex
+	var answers []memdx.Packet
+	p.OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
+		if req == nil || req.OpCode != memdx.OpCollectionsGetID {
+			return faultnode.Action{}
+		}
+		a := *resp
+		a.Key, a.Extras, a.Value = bytes.Clone(resp.Key), bytes.Clone(resp.Extras), bytes.Clone(resp.Value)
+		mu.Lock()
+		answers = append(answers, a)
+		mu.Unlock()
+		ch <- struct{}{}
+		return faultnode.Action{Drop: true}
+	})
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			p.OnResponse(nil)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range answers {
+				_, err := p.InjectResponse(a)
+				assert.NoError(t, err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return ch, release
+}
+
+// A batch whose collection's id is being looked up by another operation
+// (a Get with an hour's timeout, whose lookup the server holds) waits for
+// that lookup within its own deadline, not the Get's: on the client's
+// clock it ends at its timeout, every key a timeout and nothing written,
+// while the Get still waits; once the server answers, the Get reads its
+// document.
+func TestBatchWaitingForAnotherCallersLookupEndsAtItsOwnDeadline(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	addCollections(t, mc, "app", "users")
+	ps, _ := proxyEach(t, mc)
+	fc := retry.NewFakeClock(time.Now())
+	c := connectVia(t, ps[0].Addr(), &Options{Clock: fakeClock{fc}})
+	users := c.Scope("app").Collection("users")
+	_, err := users.Upsert(context.Background(), "u1", []byte("v1"), nil)
+	require.NoError(t, err)
+	c.cl.Collections().Invalidate(users.path)
+	held, release := heldLookups(t, ps[0])
+
+	got := make(chan error, 1)
+	go func() {
+		g, err := users.Get(context.Background(), "u1", &GetOptions{Timeout: time.Hour})
+		if err == nil && string(g.Value) != "v1" {
+			err = assert.AnError
+		}
+		got <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Get's lookup never reached the node")
+	}
+
+	start := fc.Now()
+	sets := countOp(mc, memdx.OpSet)
+	upserted := make(chan []MutateManyResult, 1)
+	go func() {
+		upserted <- users.UpsertMany(context.Background(), []UpsertManyItem{{Key: "u2", Value: []byte("x")}, {Key: "u3", Value: []byte("y")}},
+			&UpsertManyOptions{Timeout: time.Second})
+	}()
+	var res []MutateManyResult
+	require.Eventually(t, func() bool {
+		select {
+		case res = <-upserted:
+			return true
+		default:
+			fc.Advance(100 * time.Millisecond)
+			return false
+		}
+	}, 10*time.Second, time.Millisecond, "the batch ended at its own deadline")
+	assert.Less(t, fc.Now().Sub(start), time.Minute, "well before the Get's deadline")
+	for _, r := range res {
+		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
+		assert.NotErrorIs(t, r.Err, ErrAmbiguous, "never written")
+	}
+	assert.Equal(t, sets, countOp(mc, memdx.OpSet), "nothing written")
+	select {
+	case err := <-got:
+		t.Fatalf("the Get ended (%v) before its lookup was answered", err)
+	default:
+	}
+
+	release()
+	select {
+	case err := <-got:
+		require.NoError(t, err, "the Get reads its document once the lookup is answered")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Get did not end once its lookup was answered")
+	}
 }
