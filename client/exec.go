@@ -453,11 +453,13 @@ func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.T
 // place finds where o's attempt number attempt goes and prepares the
 // request for it. next.done says it is placed; otherwise next is a retry
 // (no route, no connection, a collection id not known yet) or the final
-// error. shared, when not nil, is the collection-id lookup failure of the
-// operations placed with it (a batch's round, all of o's collection):
-// the first lookup that fails is recorded there, and the others take its
-// outcome instead of sending a lookup each.
-func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFailure) (placed, next) {
+// error. shared, when not nil, holds the collection-id lookup failures of
+// the operations placed with it (a batch's round, all of o's collection):
+// the first lookup that fails on a connection is recorded there, and the
+// others that would look up on that connection take its outcome instead
+// of sending a lookup each (those routed to another node look up there: a
+// node's failure is not another's).
+func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFailures) (placed, next) {
 	if attempt > 0 && c.ctx.Err() != nil {
 		// Closed while this operation was retrying: its connections
 		// are gone and will not come back.
@@ -474,8 +476,8 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 	}
 	var cid uint32
 	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
-		if shared != nil && shared.err != nil {
-			reason, err = shared.reason, shared.err
+		if f := shared.on(cn); f != nil {
+			reason, err = f.reason, f.err
 		} else {
 			var waited bool
 			cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
@@ -487,7 +489,7 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 				o.trace.Waited()
 			}
 			if err != nil && shared != nil {
-				*shared = lookupFailure{reason: reason, err: err}
+				*shared = append(*shared, lookupFailure{cn: cn, reason: reason, err: err})
 			}
 		}
 	}
@@ -509,11 +511,29 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 	return placed{Route: r, cn: cn, cid: cid}, next{done: true}
 }
 
-// lookupFailure is a collection-id lookup's failure (reason, err: ID's)
-// that the operations placed after it share (place).
+// lookupFailure is a collection-id lookup's failure on cn (reason, err:
+// ID's) that the operations placed after it on cn share (place).
 type lookupFailure struct {
+	cn     *conn.Conn
 	reason retry.Reason
 	err    error
+}
+
+// lookupFailures are a batch round's lookup failures, one per connection
+// at most (a round's keys go to a few nodes).
+type lookupFailures []lookupFailure
+
+// on returns the failure recorded for cn, nil when none is (or fs is nil).
+func (fs *lookupFailures) on(cn *conn.Conn) *lookupFailure {
+	if fs == nil {
+		return nil
+	}
+	for i := range *fs {
+		if (*fs)[i].cn == cn {
+			return &(*fs)[i]
+		}
+	}
+	return nil
 }
 
 // judge decides what follows an attempt placed at pl that ended with err
