@@ -186,9 +186,15 @@ func (b *batch) round() {
 	}
 	ready := b.s.TakeRound() // keys may become ready again below
 	placed := 0
+	// The round's keys are of one collection: when its id is not cached,
+	// the first key's lookup runs (this goroutine waits for it, as each
+	// key would need it before it is sent) and, when it fails, the
+	// others routed to the same connection take its outcome rather than
+	// each sending a lookup of its own, one after the other.
+	var lookup lookupFailures
 	for _, i := range ready {
 		k := &b.s.Keys[i]
-		pl, nx := b.c.place(b.ctx, k.Op.o, k.Attempt)
+		pl, nx := b.c.place(b.ctx, k.Op.o, k.Attempt, &lookup)
 		k.Attempt++
 		switch {
 		case nx.err != nil:

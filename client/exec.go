@@ -314,7 +314,7 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 	var lastReason retry.Reason
 	retried := false
 	for attempt := 0; ; attempt++ {
-		pl, nx := c.place(ctx, o, attempt)
+		pl, nx := c.place(ctx, o, attempt, nil)
 		if nx.err != nil {
 			return nx.err
 		}
@@ -453,8 +453,13 @@ func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.T
 // place finds where o's attempt number attempt goes and prepares the
 // request for it. next.done says it is placed; otherwise next is a retry
 // (no route, no connection, a collection id not known yet) or the final
-// error.
-func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
+// error. shared, when not nil, holds the collection-id lookup failures of
+// the operations placed with it (a batch's round, all of o's collection):
+// the first lookup that fails on a connection is recorded there, and the
+// others that would look up on that connection take its outcome instead
+// of sending a lookup each (those routed to another node look up there: a
+// node's failure is not another's).
+func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFailures) (placed, next) {
 	if attempt > 0 && c.ctx.Err() != nil {
 		// Closed while this operation was retrying: its connections
 		// are gone and will not come back.
@@ -471,14 +476,21 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	}
 	var cid uint32
 	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
-		var waited bool
-		cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
-		if waited {
-			// A lookup, perhaps another operation's that this one
-			// waited for past its own deadline: the send time is read
-			// anew (SendAt), for the connection's deadline check too
-			// (conn.Origin.SentIsNow).
-			o.trace.Waited()
+		if f := shared.on(cn); f != nil {
+			reason, err = f.reason, f.err
+		} else {
+			var waited bool
+			cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
+			if waited {
+				// A lookup, perhaps another operation's that this
+				// one waited for: the send time is read anew
+				// (SendAt), for the connection's deadline check
+				// too (conn.Origin.SentIsNow).
+				o.trace.Waited()
+			}
+			if err != nil && shared != nil {
+				*shared = append(*shared, lookupFailure{cn: cn, reason: reason, err: err})
+			}
 		}
 	}
 	if err != nil {
@@ -497,6 +509,31 @@ func (c *Client) place(ctx context.Context, o *op, attempt int) (placed, next) {
 	}
 	o.prepare(cn, r.Vbucket, cid)
 	return placed{Route: r, cn: cn, cid: cid}, next{done: true}
+}
+
+// lookupFailure is a collection-id lookup's failure on cn (reason, err:
+// ID's) that the operations placed after it on cn share (place).
+type lookupFailure struct {
+	cn     *conn.Conn
+	reason retry.Reason
+	err    error
+}
+
+// lookupFailures are a batch round's lookup failures, one per connection
+// at most (a round's keys go to a few nodes).
+type lookupFailures []lookupFailure
+
+// on returns the failure recorded for cn, nil when none is (or fs is nil).
+func (fs *lookupFailures) on(cn *conn.Conn) *lookupFailure {
+	if fs == nil {
+		return nil
+	}
+	for i := range *fs {
+		if (*fs)[i].cn == cn {
+			return &(*fs)[i]
+		}
+	}
+	return nil
 }
 
 // judge decides what follows an attempt placed at pl that ended with err

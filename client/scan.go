@@ -29,10 +29,13 @@ import (
 // is scanned by one of that many goroutines, which end when the scan ends
 // (ScanResult.Close waits for them). When a vbucket moves during its scan
 // (NOT_MY_VBUCKET on a continue, the node's connection lost, the scan gone
-// from the node), its scan is created again on the vbucket's node from the
-// key after the last one returned (a sampling scan: again whole, without
-// the keys already returned), as gocb does; the create follows the usual
-// routing and retry rules.
+// from the node) or the server drops its scan while a continue runs
+// (RANGE_SCAN_CANCELLED: the scan's lifetime on the server ended, its
+// vbucket or bucket went), its scan is created again on the vbucket's node
+// from the key after the last one returned (a sampling scan: again whole,
+// without the keys already returned), as gocb does for NOT_MY_VBUCKET; the
+// create follows the usual routing and retry rules. A scan stopped by its
+// caller (Close, its context) never restarts: it ends as stopped.
 
 // ScanType is what a scan reads: RangeScan, PrefixScan or SamplingScan.
 type ScanType interface{ scanType() }

@@ -24,11 +24,16 @@ type CollectionIDs struct {
 	mu  sync.RWMutex
 	ids map[string]uint32
 	sf  singleflight.Group
+	// clock times a caller's wait for a lookup another caller started
+	// (the cluster's, the client's Clock).
+	clock retry.Clock
 }
 
 // ID returns the id of collection name of scope (path: "scope.name") from
 // the cache, or asks cn when it is not cached (one lookup at a time per
-// collection: concurrent callers share its answer). A status other than
+// collection: concurrent callers share its answer, each waiting for it
+// within its own ctx and deadline, like a lookup of its own; the lookup
+// runs within its first caller's). A status other than
 // success is decided by the status policy (statuspolicy.Decide for
 // COLLECTIONS_GET_ID): a missing scope or
 // collection gives the terminal reasons of RFC 0049 revision 16 (the
@@ -37,9 +42,11 @@ type CollectionIDs struct {
 // retried (the map's entry goes with the error, for FollowErrorMap); the
 // rest end the operation (retry.ReasonUnknown) with an error matching the
 // status's sentinel. A lookup that got no answer is retried as
-// SOCKET_NOT_AVAILABLE. waited reports that the id was not cached: the
-// caller waited for a lookup, its own or a concurrent caller's (which
-// its deadline does not bound), so a clock reading it made before is stale.
+// SOCKET_NOT_AVAILABLE, and so is a caller whose ctx or deadline ended
+// while it waited for a lookup (a *conn.RequestError with the context's
+// error, as its own lookup would have ended). waited reports that the id
+// was not cached: the caller waited for a lookup, so a clock reading it
+// made before is stale.
 func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, waited bool, reason retry.Reason, err error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
@@ -56,7 +63,7 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 
 // lookup asks cn for the id of collection name of scope (ID).
 func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (uint32, retry.Reason, error) {
-	v, err, _ := cc.sf.Do(path, func() (any, error) {
+	flight := cc.sf.DoChan(path, func() (any, error) {
 		req := memdx.NewCollectionsGetID(scope, name)
 		var cid uint32
 		var status memdx.Status
@@ -81,6 +88,7 @@ func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *con
 		cc.mu.Unlock()
 		return cid, nil
 	})
+	v, err := cc.await(ctx, deadline, flight, cn.Addr())
 	if err == nil {
 		return v.(uint32), 0, nil
 	}
@@ -97,6 +105,32 @@ func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *con
 	}
 	// An answer that did not decode: a server bug, not retried.
 	return 0, retry.ReasonUnknown, fmt.Errorf("%w: COLLECTIONS_GET_ID for %s: %w", kverr.ErrServerFailure, path, err)
+}
+
+// await waits for a lookup's result, until ctx ends or the deadline (on
+// the clock) passes: a lookup another caller started runs within that
+// caller's context and deadline, which must not hold this one past its
+// own. Leaving it early leaves the lookup to its other callers.
+func (cc *CollectionIDs) await(ctx context.Context, deadline time.Time, flight <-chan singleflight.Result, addr string) (any, error) {
+	select {
+	case r := <-flight:
+		return r.Val, r.Err
+	default:
+	}
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		t := cc.clock.NewTimer(deadline.Sub(cc.clock.Now()))
+		defer t.Stop()
+		expired = t.C()
+	}
+	select {
+	case r := <-flight:
+		return r.Val, r.Err
+	case <-ctx.Done():
+		return nil, &conn.RequestError{Op: memdx.OpCollectionsGetID, Addr: addr, Err: ctx.Err()}
+	case <-expired:
+		return nil, &conn.RequestError{Op: memdx.OpCollectionsGetID, Addr: addr, Err: context.DeadlineExceeded}
+	}
 }
 
 // LookupError is a COLLECTIONS_GET_ID answered with a status other than

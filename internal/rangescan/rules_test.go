@@ -67,10 +67,11 @@ func TestRestart(t *testing.T) {
 	}{
 		{memdx.StatusNotMyVbucket, false, true, false},
 		{memdx.StatusKeyNotFound, false, true, false},
-		{0, true, true, true},                         // no status: the node may still hold the scan
-		{memdx.StatusNotMyVbucket, true, true, false}, // a status came: the node answered
-		{0, false, false, false},                      // a KV error without status, node reached
-		{memdx.StatusTmpFail, false, false, false},    // retried by ContinueStrategy, not restarted
+		{memdx.StatusRangeScanCancelled, false, true, false}, // the server dropped the scan
+		{0, true, true, true},                                // no status: the node may still hold the scan
+		{memdx.StatusNotMyVbucket, true, true, false},        // a status came: the node answered
+		{0, false, false, false},                             // a KV error without status, node reached
+		{memdx.StatusTmpFail, false, false, false},           // retried by ContinueStrategy, not restarted
 		{memdx.StatusNoAccess, false, false, false},
 	} {
 		restart, cancel := Restart(tc.st, tc.unreachable)

@@ -12,10 +12,24 @@ import (
 // KV error of status st (0: no status came), unreachable saying whether
 // the node could not be reached or its connection ended: one that met
 // NOT_MY_VBUCKET (the vbucket moved), KEY_ENOENT (the scan is gone: it
-// expired, or the vbucket changed state) or an unreachable node is
-// created again; the node may still hold the scan when no status came.
+// expired, or the vbucket changed state), RANGE_SCAN_CANCELLED or an
+// unreachable node is created again; the node may still hold the scan
+// when no status came.
+//
+// RANGE_SCAN_CANCELLED is KEY_ENOENT met by a continue already running:
+// kv_engine removes a scan cancelled by a RANGE_SCAN_CANCEL, by its
+// lifetime (range_scan_max_lifetime, RangeScanTimeoutTask), or with its
+// vbucket or bucket, and a continue running then ends with it, one that
+// comes after finds no scan (VB::RangeScanOwner::continueScan,
+// EPVBucket::continueRangeScan). The scan never cancels a scan while a
+// continue of it is in flight, so the status says the server dropped the
+// scan; the keys sent before it (SUCCESS packets) are the scan's, the
+// batch the server still held is dropped, and a scan created after the
+// last key returned reads it again. A scan whose caller stopped it ends
+// as stopped whatever the continue met.
 func Restart(st memdx.Status, unreachable bool) (restart, cancel bool) {
-	restart = st == memdx.StatusNotMyVbucket || st == memdx.StatusKeyNotFound || unreachable
+	restart = st == memdx.StatusNotMyVbucket || st == memdx.StatusKeyNotFound ||
+		st == memdx.StatusRangeScanCancelled || unreachable
 	return restart, restart && st == 0
 }
 

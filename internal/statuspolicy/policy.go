@@ -109,9 +109,13 @@ var table = []Row{
 	{Status: memdx.StatusSyncWriteInProgress, Rule: Rule{Reason: retry.ReasonKVSyncWriteInProgress, Sentinel: kverr.ErrDurableWriteInProgress}},
 	{Status: memdx.StatusSyncWriteAmbiguous, Rule: Rule{Sentinel: kverr.ErrDurabilityAmbiguous, Ambiguous: true}},
 	{Status: memdx.StatusSyncWriteReCommitInProgress, Rule: Rule{Reason: retry.ReasonKVSyncWriteReCommitInProgress, Sentinel: kverr.ErrDurableWriteReCommitInProgress}},
-	// RANGE_SCAN_CANCELLED: the server cancelled the scan a continue asked
-	// for. Any other request has no outcome of its own for it.
-	{Status: memdx.StatusRangeScanCancelled, Ops: ops(memdx.OpRangeScanContinue), Rule: Rule{Sentinel: kverr.ErrRequestCanceled}},
+	// RANGE_SCAN_CANCELLED: the server dropped the scan a continue asked
+	// for while the continue ran (its lifetime ended, its vbucket or bucket
+	// went); the scan creates it again (internal/rangescan.Restart) and
+	// ends with this only after restarts without progress: a server
+	// failure, never ErrRequestCanceled, which is the caller's own
+	// cancellation. Any other request has no outcome of its own for it.
+	{Status: memdx.StatusRangeScanCancelled, Ops: ops(memdx.OpRangeScanContinue), Rule: Rule{Sentinel: kverr.ErrServerFailure}},
 	{Status: memdx.StatusRangeScanCancelled, Rule: Default},
 	// Sub-document statuses: a path's status in a LookupIn result or a
 	// failed MutateIn, or the status of the whole command.
