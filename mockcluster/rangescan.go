@@ -482,8 +482,10 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 	switch {
 	case cancelled:
 		// Cancelled (or expired) while this continue ran: kv_engine ends
-		// the continue with RANGE_SCAN_CANCELLED.
-		cn.scanResponse(p, memdx.StatusRangeScanCancelled, extras, batch)
+		// the continue with RANGE_SCAN_CANCELLED alone, dropping the batch
+		// it still held (RangeScanContinueResultCancelled sends nothing;
+		// range_scan_continue_executor.cc sends the status).
+		cn.scanResponse(p, memdx.StatusRangeScanCancelled, nil, nil)
 	case done:
 		cn.scanResponse(p, memdx.StatusRangeScanComplete, extras, batch)
 	default:

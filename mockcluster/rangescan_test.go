@@ -98,8 +98,8 @@ func (e *scanEnv) cont(cl *rawClient, vb uint16, c memdx.RangeScanContinue) batc
 		out.responses++
 		out.status = p.Status
 		switch p.Status {
-		case memdx.StatusSuccess, memdx.StatusRangeScanMore, memdx.StatusRangeScanComplete, memdx.StatusRangeScanCancelled:
-		default:
+		case memdx.StatusSuccess, memdx.StatusRangeScanMore, memdx.StatusRangeScanComplete:
+		default: // RANGE_SCAN_CANCELLED included: the status alone, as kv_engine's
 			return out
 		}
 		content, err := memdx.DecodeRangeScanContent(&p)
