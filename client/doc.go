@@ -283,8 +283,9 @@
 //	                                   UNKNOWN_FRAME_INFO; a feature HELLO did not
 //	                                   grant; an opcode or collection memcached lacks
 //	ErrServerFailure                   any other status (NOT_MY_VBUCKET once not
-//	                                   retried; RANGE_SCAN_CANCELLED but on a
-//	                                   scan's continue), unless its error-map entry says
+//	                                   retried; RANGE_SCAN_CANCELLED, on a scan's
+//	                                   continue once its vbucket's scan was created
+//	                                   again 16 times without progress), unless its error-map entry says
 //	                                   "temp"; SUBDOC_MULTI_PATH_FAILURE and
 //	                                   SUBDOC_MULTI_PATH_FAILURE_DELETED, whose
 //	                                   MutateIn error has the failing path's
@@ -347,8 +348,7 @@
 //	ErrAmbiguous                       a mutation written with no definite answer:
 //	                                   ambiguous timeouts, a connection lost in
 //	                                   flight, SYNC_WRITE_AMBIGUOUS
-//	ErrRequestCanceled                 the caller's context was canceled;
-//	                                   RANGE_SCAN_CANCELLED (a scan's continue)
+//	ErrRequestCanceled                 the caller's context was canceled
 //	ErrNotRetried                      the strategy refused a retry (with the
 //	                                   sentinel of what failed)
 //	ErrErrorMapMaxDuration             FollowErrorMap: the error map's

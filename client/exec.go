@@ -458,7 +458,8 @@ func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.T
 // the first lookup that fails on a connection is recorded there, and the
 // others that would look up on that connection take its outcome instead
 // of sending a lookup each (those routed to another node look up there: a
-// node's failure is not another's).
+// node's failure is not another's), until a lookup succeeds: the id is
+// cached then, for every connection.
 func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFailures) (placed, next) {
 	if attempt > 0 && c.ctx.Err() != nil {
 		// Closed while this operation was retrying: its connections
@@ -488,8 +489,14 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 				// too (conn.Origin.SentIsNow).
 				o.trace.Waited()
 			}
-			if err != nil && shared != nil {
+			switch {
+			case shared == nil:
+			case err != nil:
 				*shared = append(*shared, lookupFailure{cn: cn, reason: reason, err: err})
+			case waited && len(*shared) > 0:
+				// The id is cached now, for every connection:
+				// the round's failures no longer hold its keys.
+				*shared = (*shared)[:0]
 			}
 		}
 	}

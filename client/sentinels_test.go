@@ -8,6 +8,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -151,7 +152,9 @@ func docErrorTable(t *testing.T) map[string]string {
 }
 
 // The package doc's error table names, for each sentinel, every status the
-// status policy (statuspolicy.Table()) ends an operation with it for.
+// status policy (statuspolicy.Table()) ends an operation with it for, and
+// no status the policy gives another sentinel (the default's row, "any
+// other status", aside; and those named below, which are not the policy's).
 func TestDocErrorTableAgreesWithStatusPolicy(t *testing.T) {
 	rows := docErrorTable(t)
 	mine := packageVars(t, ".", "Err")
@@ -176,7 +179,37 @@ func TestDocErrorTableAgreesWithStatusPolicy(t *testing.T) {
 				name, r.Status, r.Ops, name, rows[name])
 		}
 	}
-	if name := byText[statuspolicy.Default.Sentinel.Error()]; !strings.Contains(rows[name], "any other status") {
-		t.Errorf("the status policy's default is %s, whose doc row does not say \"any other status\"", name)
+	def := byText[statuspolicy.Default.Sentinel.Error()]
+	if !strings.Contains(rows[def], "any other status") {
+		t.Errorf("the status policy's default is %s, whose doc row does not say \"any other status\"", def)
+	}
+
+	gives := map[string]map[memdx.Status]bool{
+		// SELECT_BUCKET's refusal at bootstrap, not an operation's status.
+		"ErrBucketNotFound": {memdx.StatusKeyNotFound: true, memdx.StatusNoAccess: true},
+	}
+	give := func(name string, st memdx.Status) {
+		if gives[name] == nil {
+			gives[name] = map[memdx.Status]bool{}
+		}
+		gives[name][st] = true
+	}
+	for _, r := range statuspolicy.Table() {
+		give(byText[r.Rule.Sentinel.Error()], r.Status)
+		if r.Rule.Ambiguous {
+			give("ErrAmbiguous", r.Status)
+		}
+	}
+	for name, row := range rows {
+		if name == def {
+			continue
+		}
+		for _, st := range memdx.KnownStatuses() {
+			named := regexp.MustCompile(`\b` + regexp.QuoteMeta(st.String()) + `\b`).MatchString(row)
+			if named && !gives[name][st] {
+				t.Errorf("the doc's row for %s names %s, which the status policy never ends an operation with %s for: %q",
+					name, st, name, row)
+			}
+		}
 	}
 }

@@ -72,7 +72,8 @@ type Config struct {
 	RemoveFailedServers bool
 	ServerFailureLimit  int
 	// Clock times the polls, fetch spacing, recovery rounds, redial
-	// back-off and the text path's back-off.
+	// back-off, the text path's back-off and a caller's wait for a
+	// collection-id lookup another caller runs.
 	Clock  retry.Clock
 	Logger *slog.Logger
 	// NodeError builds the error that says node addr has no connection to

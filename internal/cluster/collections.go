@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/statuspolicy"
@@ -23,17 +21,34 @@ import (
 type CollectionIDs struct {
 	mu  sync.RWMutex
 	ids map[string]uint32
-	sf  singleflight.Group
-	// clock times a caller's wait for a lookup another caller started
-	// (the cluster's, the client's Clock).
+	// flights are the lookups running, by path: each on the goroutine of
+	// its first caller, the others waiting for it (guarded by mu).
+	flights map[string]*idFlight
+	// clock times a caller's wait for a lookup another caller runs (the
+	// cluster's, the client's Clock).
 	clock retry.Clock
+}
+
+// idFlight is a lookup that its first caller runs and the callers that
+// meet the same miss meanwhile wait for: its outcome (ID's) is set before
+// done is closed.
+type idFlight struct {
+	done   chan struct{}
+	id     uint32
+	reason retry.Reason
+	err    error
+	// callerEnded says the lookup ended with its caller's context or
+	// deadline, before an answer: that caller's end, not the others'.
+	callerEnded bool
 }
 
 // ID returns the id of collection name of scope (path: "scope.name") from
 // the cache, or asks cn when it is not cached (one lookup at a time per
-// collection: concurrent callers share its answer, each waiting for it
-// within its own ctx and deadline, like a lookup of its own; the lookup
-// runs within its first caller's). A status other than
+// collection, on its first caller's goroutine and within that caller's ctx
+// and deadline: concurrent callers share its answer, each waiting for it
+// within its own ctx and deadline, and look up again themselves when it
+// ended with its caller's context or deadline rather than with an answer).
+// A status other than
 // success is decided by the status policy (statuspolicy.Decide for
 // COLLECTIONS_GET_ID): a missing scope or
 // collection gives the terminal reasons of RFC 0049 revision 16 (the
@@ -43,10 +58,10 @@ type CollectionIDs struct {
 // rest end the operation (retry.ReasonUnknown) with an error matching the
 // status's sentinel. A lookup that got no answer is retried as
 // SOCKET_NOT_AVAILABLE, and so is a caller whose ctx or deadline ended
-// while it waited for a lookup (a *conn.RequestError with the context's
-// error, as its own lookup would have ended). waited reports that the id
-// was not cached: the caller waited for a lookup, so a clock reading it
-// made before is stale.
+// while it waited for another's lookup (a *conn.RequestError with the
+// context's error, as its own lookup would have ended). waited reports
+// that the id was not cached: the caller waited for a lookup, so a clock
+// reading it made before is stale.
 func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, waited bool, reason retry.Reason, err error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
@@ -61,60 +76,98 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 	return id, true, reason, err
 }
 
-// lookup asks cn for the id of collection name of scope (ID).
+// lookup runs a lookup of path's id or waits for the one running (ID).
 func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (uint32, retry.Reason, error) {
-	flight := cc.sf.DoChan(path, func() (any, error) {
-		req := memdx.NewCollectionsGetID(scope, name)
-		var cid uint32
-		var status memdx.Status
-		_, err := cn.DoDeadline(ctx, deadline, &req, func(p *memdx.Packet) error {
-			status = p.Status
-			if p.Status != memdx.StatusSuccess {
-				return nil
-			}
-			_, id, err := memdx.DecodeCollectionsGetID(p)
-			cid = id
-			return err
-		}, nil)
-		if err != nil {
-			return nil, err
+	for {
+		cc.mu.Lock()
+		if id, ok := cc.ids[path]; ok {
+			cc.mu.Unlock()
+			return id, 0, nil
 		}
-		if status != memdx.StatusSuccess {
-			return nil, &LookupError{path: path, status: status,
-				Outcome: statuspolicy.Decide(memdx.OpCollectionsGetID, false, status, cn.ErrorMap())}
+		f := cc.flights[path]
+		if f == nil {
+			f = &idFlight{done: make(chan struct{})}
+			if cc.flights == nil {
+				cc.flights = map[string]*idFlight{}
+			}
+			cc.flights[path] = f
+			cc.mu.Unlock()
+			cc.fly(ctx, deadline, cn, scope, name, path, f)
+			return f.id, f.reason, f.err
+		}
+		cc.mu.Unlock()
+		if err := cc.await(ctx, deadline, f.done, cn.Addr()); err != nil {
+			return 0, retry.ReasonSocketNotAvailable, err
+		}
+		if !f.callerEnded {
+			return f.id, f.reason, f.err
+		}
+		// The lookup ended with the context or deadline of the caller
+		// that ran it, not this one's: look up again (or wait for
+		// another's lookup begun since).
+	}
+}
+
+// fly runs f, the lookup of path's id on cn within ctx and deadline, caches
+// the id it gets, and ends f, which its waiters then read; it ends f even
+// when the lookup panics, so that no waiter waits for it past its own
+// deadline and no later caller joins it.
+func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string, f *idFlight) {
+	ended := false
+	defer func() {
+		if !ended { // a panic
+			f.reason, f.err = retry.ReasonUnknown, fmt.Errorf("%w: COLLECTIONS_GET_ID for %s: the lookup panicked", kverr.ErrServerFailure, path)
 		}
 		cc.mu.Lock()
-		cc.ids[path] = cid
+		if f.err == nil {
+			cc.ids[path] = f.id
+		}
+		delete(cc.flights, path)
 		cc.mu.Unlock()
-		return cid, nil
-	})
-	v, err := cc.await(ctx, deadline, flight, cn.Addr())
-	if err == nil {
-		return v.(uint32), 0, nil
-	}
-	var le *LookupError
+		close(f.done)
+	}()
+	req := memdx.NewCollectionsGetID(scope, name)
+	var cid uint32
+	var status memdx.Status
+	_, err := cn.DoDeadline(ctx, deadline, &req, func(p *memdx.Packet) error {
+		status = p.Status
+		if p.Status != memdx.StatusSuccess {
+			return nil
+		}
+		_, id, err := memdx.DecodeCollectionsGetID(p)
+		cid = id
+		return err
+	}, nil)
+	ended = true
 	var re *conn.RequestError
 	switch {
-	case errors.As(err, &le):
-		return 0, le.Outcome.Reason, err
+	case err == nil && status == memdx.StatusSuccess:
+		f.id, f.reason, f.err = cid, 0, nil
+	case err == nil:
+		le := &LookupError{path: path, status: status,
+			Outcome: statuspolicy.Decide(memdx.OpCollectionsGetID, false, status, cn.ErrorMap())}
+		f.reason, f.err = le.Outcome.Reason, le
 	case errors.As(err, &re):
 		// The lookup's request did not get an answer (connection,
 		// overload, deadline): nothing of the operation was sent, so it
 		// may be retried.
-		return 0, retry.ReasonSocketNotAvailable, err
+		f.reason, f.err = retry.ReasonSocketNotAvailable, err
+		f.callerEnded = errors.Is(re.Err, context.Canceled) || errors.Is(re.Err, context.DeadlineExceeded)
+	default:
+		// An answer that did not decode: a server bug, not retried.
+		f.reason, f.err = retry.ReasonUnknown, fmt.Errorf("%w: COLLECTIONS_GET_ID for %s: %w", kverr.ErrServerFailure, path, err)
 	}
-	// An answer that did not decode: a server bug, not retried.
-	return 0, retry.ReasonUnknown, fmt.Errorf("%w: COLLECTIONS_GET_ID for %s: %w", kverr.ErrServerFailure, path, err)
 }
 
-// await waits for a lookup's result, until ctx ends or the deadline (on
-// the clock) passes: a lookup another caller started runs within that
-// caller's context and deadline, which must not hold this one past its
-// own. Leaving it early leaves the lookup to its other callers.
-func (cc *CollectionIDs) await(ctx context.Context, deadline time.Time, flight <-chan singleflight.Result, addr string) (any, error) {
+// await waits for a lookup another caller runs to end (done closed), until
+// ctx ends or the deadline (on the clock) passes: that lookup runs within
+// its caller's context and deadline, which must not hold this one past its
+// own. Leaving it early leaves the lookup to its caller and its other
+// waiters.
+func (cc *CollectionIDs) await(ctx context.Context, deadline time.Time, done <-chan struct{}, addr string) error {
 	select {
-	case r := <-flight:
-		return r.Val, r.Err
+	case <-done:
+		return nil
 	default:
 	}
 	var expired <-chan time.Time
@@ -124,12 +177,12 @@ func (cc *CollectionIDs) await(ctx context.Context, deadline time.Time, flight <
 		expired = t.C()
 	}
 	select {
-	case r := <-flight:
-		return r.Val, r.Err
+	case <-done:
+		return nil
 	case <-ctx.Done():
-		return nil, &conn.RequestError{Op: memdx.OpCollectionsGetID, Addr: addr, Err: ctx.Err()}
+		return &conn.RequestError{Op: memdx.OpCollectionsGetID, Addr: addr, Err: ctx.Err()}
 	case <-expired:
-		return nil, &conn.RequestError{Op: memdx.OpCollectionsGetID, Addr: addr, Err: context.DeadlineExceeded}
+		return &conn.RequestError{Op: memdx.OpCollectionsGetID, Addr: addr, Err: context.DeadlineExceeded}
 	}
 }
 

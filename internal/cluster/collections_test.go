@@ -3,15 +3,18 @@ package cluster
 import (
 	"context"
 	"errors"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -24,12 +27,11 @@ import (
 func TestCollectionLookupWaitEndsWithItsCaller(t *testing.T) {
 	fc := retry.NewFakeClock(time.Now())
 	cc := CollectionIDs{clock: fc}
-	flight := make(chan singleflight.Result, 1) // a lookup not answered yet
+	flight := make(chan struct{}) // a lookup not answered yet
 	wait := func(ctx context.Context, deadline time.Time) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			_, err := cc.await(ctx, deadline, flight, "node:11210")
-			done <- err
+			done <- cc.await(ctx, deadline, flight, "node:11210")
 		}()
 		return done
 	}
@@ -64,8 +66,110 @@ func TestCollectionLookupWaitEndsWithItsCaller(t *testing.T) {
 	fc.Advance(time.Second)
 	isRequestError(ended(done), context.DeadlineExceeded)
 
-	flight <- singleflight.Result{Val: uint32(8)}
-	v, err := cc.await(context.Background(), fc.Now().Add(-time.Second), flight, "node:11210")
+	close(flight)
+	require.NoError(t, cc.await(context.Background(), fc.Now().Add(-time.Second), flight, "node:11210"))
+}
+
+// A caller waiting for a collection-id lookup another caller runs is not
+// ended by that caller's end: the lookup is its first caller's request
+// (within that caller's context and deadline), so when that context ends
+// before the server answers the lookup ends with it, and the caller waiting
+// for it, whose own context and deadline have not ended, looks the id up
+// itself rather than taking the other's cancellation as its own failure.
+func TestCollectionLookupJoinerOutlivesTheFirstCallersCancel(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("app")
 	require.NoError(t, err)
-	assert.Equal(t, uint32(8), v)
+	want, err := b.AddCollection("app", "users")
+	require.NoError(t, err)
+	cfg := testConfig(mc)
+	cfg.Conn.Features = append(slices.Clone(cfg.Conn.Features), memdx.FeatureCollections)
+	c := connectCluster(t, cfg)
+	n := c.Node(mc.Node(0).Addr())
+	require.NotNil(t, n)
+	cn, _, err := n.Pick()
+	require.NoError(t, err)
+
+	// The first lookup reaches the node, which holds its answer; the
+	// others are answered at once (unordered execution).
+	reached := make(chan struct{}, 1)
+	mc.AddFault(mockcluster.Fault{
+		Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}, Func: func(*mockcluster.Request) bool {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			return true
+		}},
+		Action: mockcluster.Action{Delay: time.Hour}, Times: 1,
+	})
+	cc := c.Collections()
+	deadline := time.Now().Add(time.Minute)
+	firstCtx, cancelFirst := context.WithCancel(context.Background())
+	defer cancelFirst()
+	first := make(chan error, 1)
+	go func() {
+		_, _, _, err := cc.ID(firstCtx, deadline, cn, "app", "users", "app.users")
+		first <- err
+	}()
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the first lookup did not reach the node")
+	}
+	joined := make(chan joinedLookup, 1)
+	go joinLookup(cc, deadline, cn, joined)
+	waitForStack(t, "the second caller waiting for the first's lookup", "cluster.joinLookup", "(*CollectionIDs).await")
+
+	cancelFirst()
+	select {
+	case err := <-first:
+		require.ErrorIs(t, err, context.Canceled, "the first caller's own cancellation")
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled first caller did not return")
+	}
+	select {
+	case j := <-joined:
+		require.NoError(t, j.err, "not the first caller's cancellation")
+		assert.Equal(t, want, j.id)
+	case <-time.After(time.Minute):
+		t.Fatal("the second caller did not return")
+	}
+}
+
+type joinedLookup struct {
+	id  uint32
+	err error
+}
+
+// joinLookup looks app.users up with a background context and sends what
+// it got to out; its name marks its goroutine's stack (waitForStack).
+func joinLookup(cc *CollectionIDs, deadline time.Time, cn *conn.Conn, out chan<- joinedLookup) {
+	id, _, _, err := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+	out <- joinedLookup{id, err}
+}
+
+// waitForStack waits (a minute at most: a bound no healthy run nears)
+// until a goroutine's stack holds every one of frames.
+func waitForStack(t *testing.T, what string, frames ...string) {
+	t.Helper()
+	end := time.Now().Add(time.Minute)
+	buf := make([]byte, 1<<20)
+	for {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(stacks, "\n\n") {
+			all := true
+			for _, f := range frames {
+				all = all && strings.Contains(g, f)
+			}
+			if all {
+				return
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: no goroutine reached it within a minute", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

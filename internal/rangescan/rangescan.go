@@ -262,7 +262,9 @@ func (r *Run) scanVbucket(vb uint16) (done bool, err error) {
 			return false, nil
 		}
 		if restarts > maxRestarts {
-			return false, fmt.Errorf("scan of vbucket %d restarted %d times without progress: %w", vb, restarts, s.restartErr)
+			// restarts counts the continues that asked for one: the
+			// last is not carried out.
+			return false, fmt.Errorf("scan of vbucket %d restarted %d times in a row without progress, then ended again: %w", vb, maxRestarts, s.restartErr)
 		}
 		r.lastOp.Store(uint32(memdx.OpRangeScanCreate))
 		id, n, err := r.reqs.Create(vb, r.cfg.CreateConfig(vb, s.last))
