@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -339,8 +340,8 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 		// needs: it reads none of its own.
 		from.SentIsNow = c.opts.Clock == nil && (attempt > 0 || o.trace.encStart.IsZero())
 		from.Resendable = o.resendable()
-		if testHookSend != nil {
-			testHookSend(from)
+		if hook := testHookSend.Load(); hook != nil {
+			(*hook)(from)
 		}
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
 		ob.Ended(&t.Trace, pl.cn, opaque, c.clock.Now())
@@ -399,10 +400,11 @@ func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	return nil
 }
 
-// testHookSend, when set by this package's tests (before any client
-// starts, and reset after the last one closed), sees each attempt's
-// Origin as it is handed to its connection (conn.Conn.DoDeadline).
-var testHookSend func(*conn.Origin)
+// testHookSend, when set by this package's tests, sees each attempt's
+// Origin as it is handed to its connection (conn.Conn.DoDeadline). It is
+// atomic: an operation of an earlier test still retrying may read it while
+// a test sets it.
+var testHookSend atomic.Pointer[func(*conn.Origin)]
 
 // resendable reports whether o's request is sent again, should its
 // connection end after it is written, just as it would be were the

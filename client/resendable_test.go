@@ -64,12 +64,13 @@ func TestResendable(t *testing.T) {
 func TestResendableReachesTheConnection(t *testing.T) {
 	var mu sync.Mutex
 	var seen []conn.Origin
-	testHookSend = func(from *conn.Origin) {
+	hook := func(from *conn.Origin) {
 		mu.Lock()
 		seen = append(seen, *from)
 		mu.Unlock()
 	}
-	t.Cleanup(func() { testHookSend = nil }) // after the clients' Close
+	testHookSend.Store(&hook)
+	t.Cleanup(func() { testHookSend.Store(nil) }) // after the clients' Close
 	mc := newMock(t, mockcluster.Options{})
 	mine := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
 	c := connect(t, mc, nil)
