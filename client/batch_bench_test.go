@@ -64,16 +64,31 @@ func BenchmarkGetMany(b *testing.B) {
 // BenchmarkGetManyMemcached is BenchmarkGetMany on a memcached of its own
 // (one text multi-get per batch, after the first).
 func BenchmarkGetManyMemcached(b *testing.B) {
-	benchGetManyMemcached(b, "")
+	benchGetManyMemcached(b, "", 256)
 }
 
 // BenchmarkGetManyMemcachedBinary is BenchmarkGetManyMemcached with binary
 // quiet gets (GETKQ, a NOOP after them) instead of the text multi-get.
 func BenchmarkGetManyMemcachedBinary(b *testing.B) {
-	benchGetManyMemcached(b, "?binary_multiget=true")
+	benchGetManyMemcached(b, "?binary_multiget=true", 256)
 }
 
-func benchGetManyMemcached(b *testing.B, query string) {
+// BenchmarkGetManyMemcachedBig is BenchmarkGetManyMemcached with 8192 keys
+// per GetMany: more than the batch's in-flight bound (2048 by default),
+// so that the keys are read in several windows.
+func BenchmarkGetManyMemcachedBig(b *testing.B) {
+	benchGetManyMemcached(b, "", 8192)
+}
+
+// BenchmarkGetManyMemcachedBigBinary is BenchmarkGetManyMemcachedBig with
+// binary quiet gets.
+func BenchmarkGetManyMemcachedBigBinary(b *testing.B) {
+	benchGetManyMemcached(b, "?binary_multiget=true", 8192)
+}
+
+// benchGetManyMemcached reads n documents of 100 bytes per GetMany from a
+// memcached of its own.
+func benchGetManyMemcached(b *testing.B, query string, n int) {
 	addr := memcachedtest.Start(b)
 	ctx := context.Background()
 	c, err := Connect(ctx, "memcached://"+addr+query, nil)
@@ -82,7 +97,7 @@ func benchGetManyMemcached(b *testing.B, query string) {
 	}
 	b.Cleanup(func() { _ = c.Close() })
 	col := c.DefaultCollection()
-	keys := make([]string, 256)
+	keys := make([]string, n)
 	val := make([]byte, 100)
 	for i := range keys {
 		keys[i] = "bench-" + strconv.Itoa(i)
