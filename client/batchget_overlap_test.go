@@ -290,3 +290,63 @@ func TestGetManyMemcachedQuietForeignAnswerWhileTheNextWindowIsInFlight(t *testi
 		assert.Equal(t, 2, gets(keys[i]), "%s: read again once", keys[i])
 	}
 }
+
+// Two windows in flight, neither answered: the batch's context ending or
+// the client closing (once both windows' requests came), or the batch's
+// deadline, ends every key (both windows', and those of the windows never
+// sent) as it ends a Get, and nothing is left behind (TestMain's leak
+// check).
+func TestGetManyMemcachedWindowsInFlightEndWithTheBatch(t *testing.T) {
+	for _, path := range []string{"text", "quiet"} {
+		for _, how := range []string{"cancel", "close", "deadline"} {
+			t.Run(path+"/"+how, func(t *testing.T) {
+				var col *Collection
+				var keys []string
+				both := make(chan struct{}) // closed once both windows' requests came
+				hold := make(chan struct{})
+				defer close(hold)
+				if path == "text" {
+					var f *textFront
+					f, col, keys, _ = textWindows(t, "txwinend", textAction{})
+					var n atomic.Int32
+					f.setOnGets(func([]string) textAction {
+						if n.Add(1) == 2 {
+							close(both)
+						}
+						return textAction{hold: hold}
+					})
+				} else {
+					var p *faultnode.Proxy
+					p, col, keys, _, _ = binaryWindows(t, "qwinend", false, nil)
+					var n atomic.Int32
+					p.OnRequest(func(req *memdx.Packet) faultnode.Action {
+						if req.OpCode == memdx.OpNoop && n.Add(1) == 2 {
+							close(both)
+						}
+						return faultnode.Action{Drop: req.OpCode == memdx.OpGetKQ || req.OpCode == memdx.OpNoop}
+					})
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				timeout, want := time.Minute, ErrRequestCanceled
+				ended := make(chan error, 1)
+				switch how {
+				case "cancel":
+					go func() { <-both; cancel(); ended <- nil }()
+				case "close":
+					want = ErrClosed
+					go func() { <-both; ended <- col.c.Close() }()
+				case "deadline":
+					timeout, want = 300*time.Millisecond, ErrTimeout
+					ended <- nil
+				}
+				res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: timeout})
+				require.NoError(t, <-ended)
+				for _, r := range res {
+					require.ErrorIs(t, r.Err, want, r.Key)
+					require.NotErrorIs(t, r.Err, ErrDocumentNotFound, r.Key)
+				}
+			})
+		}
+	}
+}

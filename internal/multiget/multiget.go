@@ -79,8 +79,8 @@ type Group struct {
 	Err      error
 
 	rd reader
-	w  *Window
-	n  int32 // keys in the group
+	w  *Window // the reads it is one of (the quiet sink's keys and records)
+	n  int32   // keys in the group
 	// A text group's connection (nil once given back); a quiet group's
 	// request.
 	tc   *conn.TextConn
