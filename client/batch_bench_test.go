@@ -89,17 +89,17 @@ func BenchmarkGetManyMemcachedBigBinary(b *testing.B) {
 }
 
 // BenchmarkGetManyMemcachedBigDelayed is BenchmarkGetManyMemcachedBig
-// through a proxy that delays every byte by 250µs each way (loopback has
-// almost no round trip, and tc netem is not in this kernel): what windows
-// that wait for each other cost on a network.
+// through a proxy that delays every byte by 1 ms each way, a round trip
+// of 2 ms (loopback has almost none, and tc netem is not in this kernel):
+// what windows that wait for each other cost on a network.
 func BenchmarkGetManyMemcachedBigDelayed(b *testing.B) {
-	benchGetManyMemcachedVia(b, delayProxy(b, memcachedtest.Start(b), 250*time.Microsecond), "", 8192)
+	benchGetManyMemcachedVia(b, delayProxy(b, memcachedtest.Start(b), time.Millisecond), "", 8192)
 }
 
 // BenchmarkGetManyMemcachedBigBinaryDelayed is
 // BenchmarkGetManyMemcachedBigDelayed with binary quiet gets.
 func BenchmarkGetManyMemcachedBigBinaryDelayed(b *testing.B) {
-	benchGetManyMemcachedVia(b, delayProxy(b, memcachedtest.Start(b), 250*time.Microsecond), "?binary_multiget=true", 8192)
+	benchGetManyMemcachedVia(b, delayProxy(b, memcachedtest.Start(b), time.Millisecond), "?binary_multiget=true", 8192)
 }
 
 // delayProxy relays TCP connections to upstream, each chunk read passed on

@@ -26,11 +26,11 @@ func (b *batch) groupGets(col *Collection) bool {
 	return c.memcached && col.isDefault && b.obs == nil && c.ctx.Err() == nil && b.ctx.Err() == nil
 }
 
-// getGroups reads keys by groups, in windows of at most the batch's
-// in-flight bound (multiget's Read: a batch larger than it is read in
-// windows of half of it, two in flight), and sets res for the hits as
-// each window's groups end; every other key is added to b as an operation
-// (add), to be judged or sent by run.
+// getGroups reads keys by groups, in windows of the batch's in-flight
+// bound (multiget's Read: a batch larger than it has two windows in
+// flight), and sets res for the hits as each window's groups end; every
+// other key is added to b as an operation (add), to be judged or sent by
+// run.
 func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetManyResult) {
 	w := &b.mg
 	deadline := b.c.deadline(b.ctx, p.timeout, b.now) // each key's, as begin gives it

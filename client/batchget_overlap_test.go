@@ -17,10 +17,10 @@ import (
 )
 
 // Tests of a memcached GetMany larger than the batch's in-flight bound: its
-// keys go in windows of half the bound, and the next window's requests are
-// sent before the last window's answers are read. Each test's client keeps
-// 4 keys in flight (MaxPendingPerConnection 8), so that its 8 keys go in
-// 4 windows of 2: [0,2) [2,4) [4,6) [6,8). Its server holds window 1's
+// keys go in windows of the bound, and the next window's requests are sent
+// before the last window's answers are read. Each test's client keeps 2
+// keys in flight (MaxPendingPerConnection 4), so that its 8 keys go in 4
+// windows of 2: [0,2) [2,4) [4,6) [6,8). Its server holds window 1's
 // answer until window 2's whole request has come (windowGate): a client
 // that waits for window 1's answer before sending window 2 would wait for
 // ever, and the gate's guard lets it go on, failing the test.
@@ -30,7 +30,7 @@ import (
 const windowGuard = 10 * time.Second
 
 // windowOptions are the options of a windows test's client.
-func windowOptions() *Options { return &Options{MaxPendingPerConnection: 8} }
+func windowOptions() *Options { return &Options{MaxPendingPerConnection: 4} }
 
 // windowGate holds window 1's answer until window 2's request arrived.
 type windowGate struct {

@@ -75,11 +75,10 @@ type MutateManyResult struct {
 // together, from the calling goroutine; no goroutine is started per key.
 // On memcached:// the gets are quiet gets followed by a NOOP, so that a
 // miss costs no response. With no Observer, on the default collection,
-// each server's keys are read as one request per window, until they need
-// more than one attempt (a window is the whole batch when it has at most
-// the batch's in-flight bound of keys; a larger batch goes in windows of
-// half the bound, the next window's requests sent while the last one's
-// answers are read, so that at most the bound are in flight): one text
+// each server's keys are read as one request per window of the batch's
+// in-flight bound, until they need more than one attempt (a larger batch
+// has two windows in flight: the next window's requests are sent while
+// the last one's answers are read): one text
 // multi-get ("gets k1 k2 ...", whose misses cost no response either) on a
 // text connection the client keeps to that server, or, where that is not
 // taken (TLS, SASL, MemcachedOptions.BinaryMultiGet, a key the text

@@ -216,21 +216,26 @@ func (w *Window) Reset() {
 	w.text.reset()
 }
 
-// Windows: a GetMany of at most maxInFlight keys (the batch's in-flight
-// bound) is one window, read by one request per server. A larger one is
-// read in windows of maxInFlight/2 keys, two in flight: the next window's
-// requests are sent before the last one's answers are read, so that the
-// servers work on one while the client reads the other, and at most
-// maxInFlight keys are in flight at once. (A text connection carries one
-// multi-get at a time: the window in flight beside it takes another of the
-// server's idle ones, or goes as quiet gets; quiet gets follow each other
-// on the server's connection, whose reader and writer are goroutines of
-// their own.)
+// Windows: a GetMany's keys are read in windows of maxInFlight keys (the
+// batch's in-flight bound), each window one request per server. A GetMany
+// of more has two windows in flight: the next window's requests are sent
+// before the last one's answers are read, so that the servers work on one
+// while the client reads the other, and a round trip carries two windows.
+// So a GetMany's group reads have at most 2*maxInFlight keys in flight:
+// the bound that keeps a batch's own gets from overloading a connection
+// (MaxPending) counts requests, and a window is one request per server.
+// Windows of half the bound, two in flight, would keep maxInFlight true
+// but carry no more keys per round trip than one window at a time. (A text
+// connection carries one multi-get at a time: the window in flight beside
+// it takes another of the server's idle ones, or goes as quiet gets; quiet
+// gets follow each other on the server's connection, whose reader and
+// writer are goroutines of their own.)
 func windows(n, maxInFlight int) (size, depth int) {
-	if n <= maxInFlight || maxInFlight < 2 {
-		return max(1, maxInFlight), 1
+	size = max(1, maxInFlight)
+	if n <= size {
+		return size, 1
 	}
-	return maxInFlight / 2, 2
+	return size, 2
 }
 
 // span is a window: its keys [from, to) and its groups [g0, g1).
