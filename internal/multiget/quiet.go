@@ -52,11 +52,14 @@ func (*quietGets) await(w *Window, g0, g1 int, _ time.Time) {
 		}
 	}
 	ctxDone := w.ctx.Done()
+	// Ends wake the goroutine only for the last request expected (or a
+	// failure): with the next window's groups in flight, this window's
+	// clean ends would stay uncollected until theirs. Then any end wakes.
+	later := g1 < len(w.Groups)
 	for left > 0 {
-		// The ends told only of the last request expected (or a
-		// failure) would leave this window's clean ends uncollected
-		// while the next window's are in flight: any end wakes.
-		w.ends.AwaitRoom()
+		if later {
+			w.ends.AwaitRoom()
+		}
 		select {
 		case <-w.ends.Kick():
 			for _, tag := range w.collect() {
