@@ -255,6 +255,12 @@ func (w *Window) Read(top func() *cluster.Topology, maxInFlight int, valid func(
 	head, n := 0, 0
 	for from := 0; from < len(w.keys) || n > 0; {
 		if from < len(w.keys) && n < depth {
+			// A context that ended is seen here too, not only by an await
+			// (one whose groups had all ended looks at no context): no
+			// window is sent after it.
+			if !w.Canceled && w.ctx.Err() != nil {
+				w.Canceled = true
+			}
 			t := top()
 			routed := t != nil && t.Ketama() && !w.Canceled
 			// The window's groups are appended to Groups: while others

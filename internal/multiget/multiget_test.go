@@ -832,3 +832,28 @@ func TestReadSendsTheNextTextWindowBeforeTheLastIsAnswered(t *testing.T) {
 	idle, _, _ := cl.Topology().Nodes()[0].TextState()
 	assert.Equal(t, 2, idle, "both text connections given back")
 }
+
+// The context ends between two windows (here while window 1 is settled,
+// with window 2 in flight): no window is sent after it, though no await
+// saw it end; window 2 is read as sent, and the later windows' keys are in
+// no group, for the batch to end as a cancelled context ends a key.
+func TestReadSendsNoWindowAfterTheContextEnded(t *testing.T) {
+	keys, docs := windowedDocs()
+	s := newServer(t, docs)
+	cl := connect(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := &Window{}
+	w.Start(ctx, retry.RealClock(), keys)
+	w.Read(cl.Topology, 2, func(string) bool { return true }, func(*conn.Conn) bool { return false },
+		time.Now().Add(bound), func(from, to int) {
+			if from == 0 {
+				cancel()
+			}
+		})
+	assert.True(t, w.Canceled)
+	for i := range keys {
+		assert.Equal(t, i < 4, w.Recs[i].Group >= 0, "key %d: grouped only in the windows sent before", i)
+	}
+	assert.Subset(t, keys[:4], s.seen(), "the server was asked for windows 1 and 2's keys only")
+}
