@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"net"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,17 +66,130 @@ func BenchmarkGetMany(b *testing.B) {
 // BenchmarkGetManyMemcached is BenchmarkGetMany on a memcached of its own
 // (one text multi-get per batch, after the first).
 func BenchmarkGetManyMemcached(b *testing.B) {
-	benchGetManyMemcached(b, "")
+	benchGetManyMemcached(b, "", 256)
 }
 
 // BenchmarkGetManyMemcachedBinary is BenchmarkGetManyMemcached with binary
 // quiet gets (GETKQ, a NOOP after them) instead of the text multi-get.
 func BenchmarkGetManyMemcachedBinary(b *testing.B) {
-	benchGetManyMemcached(b, "?binary_multiget=true")
+	benchGetManyMemcached(b, "?binary_multiget=true", 256)
 }
 
-func benchGetManyMemcached(b *testing.B, query string) {
-	addr := memcachedtest.Start(b)
+// BenchmarkGetManyMemcachedBig is BenchmarkGetManyMemcached with 8192 keys
+// per GetMany: more than the batch's in-flight bound (2048 by default),
+// so that the keys are read in several windows.
+func BenchmarkGetManyMemcachedBig(b *testing.B) {
+	benchGetManyMemcached(b, "", 8192)
+}
+
+// BenchmarkGetManyMemcachedBigBinary is BenchmarkGetManyMemcachedBig with
+// binary quiet gets.
+func BenchmarkGetManyMemcachedBigBinary(b *testing.B) {
+	benchGetManyMemcached(b, "?binary_multiget=true", 8192)
+}
+
+// BenchmarkGetManyMemcachedBigDelayed is BenchmarkGetManyMemcachedBig
+// through a proxy that delays every byte by 1 ms each way, a round trip
+// of 2 ms (loopback has almost none, and tc netem is not in this kernel):
+// what windows that wait for each other cost on a network.
+func BenchmarkGetManyMemcachedBigDelayed(b *testing.B) {
+	benchGetManyMemcachedVia(b, delayProxy(b, memcachedtest.Start(b), time.Millisecond), "", 8192)
+}
+
+// BenchmarkGetManyMemcachedBigBinaryDelayed is
+// BenchmarkGetManyMemcachedBigDelayed with binary quiet gets.
+func BenchmarkGetManyMemcachedBigBinaryDelayed(b *testing.B) {
+	benchGetManyMemcachedVia(b, delayProxy(b, memcachedtest.Start(b), time.Millisecond), "?binary_multiget=true", 8192)
+}
+
+// delayProxy relays TCP connections to upstream, each chunk read passed on
+// after delay in both directions, in order: a link with a round trip of
+// twice delay.
+func delayProxy(b *testing.B, upstream string, delay time.Duration) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	b.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	type chunk struct {
+		due  time.Time
+		data []byte
+	}
+	pipe := func(dst, src net.Conn) {
+		chunks := make(chan chunk, 1024)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			defer close(chunks)
+			for {
+				buf := make([]byte, 64<<10)
+				n, err := src.Read(buf)
+				if n > 0 {
+					chunks <- chunk{time.Now().Add(delay), buf[:n]}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			defer dst.Close()
+			for c := range chunks {
+				time.Sleep(time.Until(c.due))
+				if _, err := dst.Write(c.data); err != nil {
+					_ = src.Close()
+					for range chunks {
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", upstream)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			pipe(up, c)
+			pipe(c, up)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// benchGetManyMemcached reads n documents of 100 bytes per GetMany from a
+// memcached of its own.
+func benchGetManyMemcached(b *testing.B, query string, n int) {
+	benchGetManyMemcachedVia(b, memcachedtest.Start(b), query, n)
+}
+
+// benchGetManyMemcachedVia is benchGetManyMemcached on the memcached at
+// addr.
+func benchGetManyMemcachedVia(b *testing.B, addr, query string, n int) {
 	ctx := context.Background()
 	c, err := Connect(ctx, "memcached://"+addr+query, nil)
 	if err != nil {
@@ -82,12 +197,16 @@ func benchGetManyMemcached(b *testing.B, query string) {
 	}
 	b.Cleanup(func() { _ = c.Close() })
 	col := c.DefaultCollection()
-	keys := make([]string, 256)
+	keys := make([]string, n)
+	items := make([]UpsertManyItem, n)
 	val := make([]byte, 100)
 	for i := range keys {
 		keys[i] = "bench-" + strconv.Itoa(i)
-		if _, err := col.Upsert(ctx, keys[i], val, nil); err != nil {
-			b.Fatal(err)
+		items[i] = UpsertManyItem{Key: keys[i], Value: val}
+	}
+	for _, r := range col.UpsertMany(ctx, items, nil) {
+		if r.Err != nil {
+			b.Fatal(r.Err)
 		}
 	}
 	benchGetMany(b, col, keys)

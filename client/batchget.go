@@ -26,21 +26,17 @@ func (b *batch) groupGets(col *Collection) bool {
 	return c.memcached && col.isDefault && b.obs == nil && c.ctx.Err() == nil && b.ctx.Err() == nil
 }
 
-// getGroups reads keys by groups, a window of at most maxInFlight keys at
-// a time, and sets res for the hits; every other key is added to b as an
-// operation (add), to be judged or sent by run.
+// getGroups reads keys by groups, in windows of the batch's in-flight
+// bound (multiget's Read: a batch larger than it has two windows in
+// flight), and sets res for the hits as each window's groups end; every
+// other key is added to b as an operation (add), to be judged or sent by
+// run.
 func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetManyResult) {
 	w := &b.mg
 	deadline := b.c.deadline(b.ctx, p.timeout, b.now) // each key's, as begin gives it
 	w.Start(b.ctx, b.c.clock, keys)
-	for from := 0; from < len(keys); from += b.s.MaxInFlight {
-		to := min(from+b.s.MaxInFlight, len(keys))
-		if t := b.c.cl.Topology(); t != nil && t.Ketama() && !b.s.Canceled {
-			g0 := len(w.Groups)
-			w.Route(t, from, to, validKey, b.c.textOK)
-			w.Read(g0, deadline)
-			b.s.Canceled = b.s.Canceled || w.Canceled
-		}
+	w.Read(b.c.cl.Topology, b.s.MaxInFlight, validKey, b.c.textOK, deadline, func(from, to int) {
+		b.s.Canceled = b.s.Canceled || w.Canceled
 		at := b.c.clock.Now() // when the window's groups were read
 		hits := 0
 		for i := from; i < to; i++ {
@@ -49,7 +45,7 @@ func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetM
 			}
 		}
 		b.c.obs.done(b.ctx, "Get", memdx.OpGet, col, p.parent, b.now, at, hits)
-	}
+	})
 }
 
 func validKey(key string) bool { return checkKey(key) == nil }

@@ -455,8 +455,9 @@ func TestGetManyMemcachedGroupCancelKeepsTheAnsweredKeys(t *testing.T) {
 }
 
 // More keys than the batch may have in flight (MaxPendingPerConnection 8:
-// 4): they go as groups of at most 4 gets, one after the other, and every
-// key has its own result in input order, a key given twice included.
+// 4): they go as groups of at most 4 gets, a window after the other (two
+// in flight), and every key has its own result in input order, a key given
+// twice included.
 func TestGetManyMemcachedGroupWindowsKeepOrderAndDuplicates(t *testing.T) {
 	p := proxied(t)
 	var mu sync.Mutex
@@ -752,23 +753,28 @@ func TestGetManyMemcachedWithAnObserverReportsEveryKeysAttempt(t *testing.T) {
 	}
 }
 
-// The batch's context is cancelled while the first of several windows is
-// in flight: every key ends ErrRequestCanceled, and the later windows are
-// never sent.
-func TestGetManyMemcachedGroupCancelInTheFirstWindowSendsNoOther(t *testing.T) {
+// The batch's context is cancelled while the first two of several windows
+// are in flight: every key ends ErrRequestCanceled, and the later windows
+// are never sent.
+func TestGetManyMemcachedGroupCancelInTheFirstWindowsSendsNoOther(t *testing.T) {
 	p := proxied(t)
 	c := memcachedClient(t, p.Addr(), &Options{MaxPendingPerConnection: 8}) // windows of 4
 	col := c.DefaultCollection()
 	keys := batchKeys(t, col, "gpcancelwin", 12, 6)
-	var armed atomic.Bool
-	armed.Store(true)
-	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
-		return faultnode.Action{Drop: armed.Load() && (req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpGetKQ)}
-	})
-	noop := p.NextRequest(memdx.OpNoop)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { <-noop; cancel() }()
+	var armed atomic.Bool
+	var noops atomic.Int32
+	armed.Store(true)
+	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
+		if !armed.Load() || req.OpCode != memdx.OpNoop && req.OpCode != memdx.OpGetKQ {
+			return faultnode.Action{}
+		}
+		if req.OpCode == memdx.OpNoop && noops.Add(1) == 2 {
+			cancel() // window 2's NOOP: both windows in flight came
+		}
+		return faultnode.Action{Drop: true}
+	})
 	getqs := p.Requests(memdx.OpGetKQ)
 	for _, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: time.Minute}) {
 		require.ErrorIs(t, r.Err, ErrRequestCanceled, r.Key)
@@ -777,12 +783,13 @@ func TestGetManyMemcachedGroupCancelInTheFirstWindowSendsNoOther(t *testing.T) {
 	// The proxy has read everything sent before this Get's request.
 	_, err := col.Get(context.Background(), keys[0], &GetOptions{Timeout: 10 * time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, 4, p.Requests(memdx.OpGetKQ)-getqs, "gets sent: the first window's only")
+	assert.Equal(t, 8, p.Requests(memdx.OpGetKQ)-getqs, "gets sent: the first two windows' only")
 }
 
-// A server that answers nothing, with several windows: the first window
-// ends at the batch's deadline and the later ones, whose deadline has
-// passed, are not sent; every key ends with a single Get's timeout.
+// A server that answers nothing, with several windows: the first two
+// windows (in flight together) end at the batch's deadline and the later
+// ones, whose deadline has passed, are not sent; every key ends with a
+// single Get's timeout.
 func TestGetManyMemcachedGroupWindowsPastTheDeadlineAreNotSent(t *testing.T) {
 	t.Parallel()
 	p := proxied(t)
@@ -797,12 +804,12 @@ func TestGetManyMemcachedGroupWindowsPastTheDeadlineAreNotSent(t *testing.T) {
 	for i, r := range col.GetMany(ctx, keys, &GetManyOptions{Timeout: 200 * time.Millisecond}) {
 		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
 		assertSameGetError(t, single, r.Err, r.Key)
-		assert.Equal(t, i < 4, opaqueOf(t, r.Err) != 0, "%s: an opaque only for a get sent", r.Key)
+		assert.Equal(t, i < 8, opaqueOf(t, r.Err) != 0, "%s: an opaque only for a get sent", r.Key)
 	}
 	p.Blackhole(false)
 	_, err := col.Get(ctx, keys[0], &GetOptions{Timeout: 10 * time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, 4, p.Requests(memdx.OpGetKQ)-getqs, "gets sent: the first window's only")
+	assert.Equal(t, 8, p.Requests(memdx.OpGetKQ)-getqs, "gets sent: the first two windows' only")
 }
 
 // Closing the client while a group waits for its NOOP's answer ends every

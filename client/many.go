@@ -75,8 +75,10 @@ type MutateManyResult struct {
 // together, from the calling goroutine; no goroutine is started per key.
 // On memcached:// the gets are quiet gets followed by a NOOP, so that a
 // miss costs no response. With no Observer, on the default collection,
-// each server's keys are read as one request, per window of the batch's
-// in-flight bound, until they need more than one attempt: one text
+// each server's keys are read as one request per window of the batch's
+// in-flight bound, until they need more than one attempt (a larger batch
+// has two windows in flight: the next window's requests are sent while
+// the last one's answers are read): one text
 // multi-get ("gets k1 k2 ...", whose misses cost no response either) on a
 // text connection the client keeps to that server, or, where that is not
 // taken (TLS, SASL, MemcachedOptions.BinaryMultiGet, a key the text

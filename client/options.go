@@ -376,10 +376,12 @@ type MemcachedOptions struct {
 	// quiet gets (GETQ ... NOOP on the client's connection). Otherwise,
 	// on a server reached without TLS and without SASL, GetMany reads
 	// them as one text multi-get ("gets k1 k2 ...") on a text connection
-	// of its own: memcached serves at most -R requests of a connection
-	// per event-loop turn (20 by default), and a multi-get is one request
-	// where 256 quiet gets are 256, so the text multi-get is about twice
-	// as fast on a default memcached (make bench). memcached 1.6 also
+	// of its own (two at once for a GetMany of more keys than it keeps in
+	// flight, whose windows overlap; see GetMany): memcached serves at
+	// most -R requests of a connection per event-loop turn (20 by
+	// default), and a multi-get is one request where 256 quiet gets are
+	// 256, so the text multi-get is about twice as fast on a default
+	// memcached (make bench). memcached 1.6 also
 	// deprecated the binary protocol. Keys the text protocol cannot carry
 	// (a space or control character) go as binary gets either way.
 	// Connection string: binary_multiget=true.

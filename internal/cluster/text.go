@@ -30,7 +30,8 @@ import (
 // fails, for 100 ms.
 
 // maxTextConns bounds a node's text connections, idle and in use: a batch
-// that finds none free reads that server with binary gets.
+// that finds none free reads that server with binary gets. (A batch larger
+// than its in-flight bound has two windows in flight, each taking one.)
 const maxTextConns = 16
 
 // After a text connection's check failed (no version answer: a server

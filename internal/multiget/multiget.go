@@ -2,9 +2,11 @@
 // server's share of a window of keys as one request, read by a reader: a
 // text multi-get on one of the server's text connections (text.go), or its
 // quiet gets and a NOOP as one conn.StartGets on the server's binary
-// connection (quiet.go). The caller (client's GetMany) routes the keys
-// into groups (Route), reads them (Read), and settles each key from its
-// record: a hit is done; every other key (a miss, a failure status, a
+// connection (quiet.go). The caller (client's GetMany) has the keys read
+// (Read): each window is routed into groups and sent, the next window's
+// requests going out before the last one's answers are read, and the
+// caller settles each window's keys from their records once its groups
+// have ended: a hit is done; every other key (a miss, a failure status, a
 // group that ended without its answer) becomes an operation of the batch
 // whose first attempt ended that way, judged by the client's usual steps.
 // A key no group took (a key refused, one text cannot carry, a server
@@ -25,14 +27,16 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// reader reads the groups of a window that Route gave it and writes each
-// key's answer into its record and each group's outcome into the group.
+// reader reads the groups that route gave it and writes each key's answer
+// into its record and each group's outcome into the group.
 type reader interface {
-	// send starts group g's request: keys are its keys' bytes, in the
-	// group's order, valid only during the call; deadline is every key's.
-	send(w *Window, g *Group, keys [][]byte, deadline time.Time)
-	// await ends every group sent: each has its answers, or its error.
-	await(w *Window, deadline time.Time)
+	// send starts the request of group gi (its index in Window.Groups):
+	// keys are its keys' bytes, in the group's order, valid only during
+	// the call; deadline is every key's.
+	send(w *Window, gi int, keys [][]byte, deadline time.Time)
+	// await ends every group of its own among the groups [g0, g1) (one
+	// window's, all sent): each has its answers, or its error.
+	await(w *Window, g0, g1 int, deadline time.Time)
 	// takes reports whether the reader can carry key.
 	takes(key []byte) bool
 	// opcode is what a key's first attempt counts as in its error.
@@ -65,7 +69,7 @@ type Group struct {
 	Conn *conn.Conn // the server's binary connection
 	Topo *cluster.Topology
 	// Keys are the keys' indexes, in the order sent (a get's index in the
-	// group), until the next Route, which reuses their array.
+	// group), until the route after next, which reuses their array.
 	Keys []int32
 	// The outcome: Done, with the request Answered or Err; Fallback: the
 	// reader gave the group back (its unanswered keys are not grouped).
@@ -74,9 +78,13 @@ type Group struct {
 	Fallback bool
 	Err      error
 
-	rd   reader
-	slot int32 // the group's place in its reader's groups
-	n    int32 // keys in the group
+	rd reader
+	w  *Window // the reads it is one of (the quiet sink's keys and records)
+	n  int32   // keys in the group
+	// A text group's connection (nil once given back); a quiet group's
+	// request.
+	tc   *conn.TextConn
+	pend conn.Pending
 	// blk is the block the group's small values are copied into
 	// (block), written by its reader only.
 	blk []byte
@@ -145,10 +153,13 @@ func (g *Group) block(n int) []byte {
 // Window is a GetMany's group reads: a record per key and the groups of
 // every window read so far. It is reused (Reset), with its buffers.
 type Window struct {
-	Recs   []Record
+	Recs []Record
+	// Groups are every window's groups, in the order routed. A group does
+	// not move while it is in flight: its connection's reader writes into
+	// it (Read grows the slice only when no group is).
 	Groups []Group
 	// Canceled: the context ended while the groups were read; no more
-	// should be sent.
+	// are sent.
 	Canceled bool
 
 	ctx    context.Context
@@ -156,18 +167,25 @@ type Window struct {
 	keys   []string // the GetMany's keys
 	server []int32  // a window's group per server index (-1: none yet, -2: none)
 	idx    []int32  // the keys grouped
-	gkeys  []int32  // every group's keys, one slice
-	bkeys  [][]byte
-	quiet  quietGets
-	text   textGets
+	// gkeys are the groups' keys, one slice per window, the two windows
+	// in flight alternating (lane: the next route's).
+	gkeys [2][]int32
+	lane  int
+	bkeys [][]byte
+	quiet quietGets
+	text  textGets
 
 	// ends is what the quiet groups' conn.Notifier was told: the
 	// requests that ended and those still expected.
 	ends batch.Ends
 }
 
-// maxPooled bounds the records a Window keeps for reuse.
-const maxPooled = 4096
+// maxPooled bounds the records a Window keeps for reuse, and
+// maxPooledGroups its groups.
+const (
+	maxPooled       = 4096
+	maxPooledGroups = 256
+)
 
 // Start prepares w for a GetMany of keys under ctx, timed on clock.
 func (w *Window) Start(ctx context.Context, clock retry.Clock, keys []string) {
@@ -190,21 +208,107 @@ func (w *Window) Reset() {
 	if cap(w.Recs) > maxPooled {
 		w.Recs = nil
 	}
+	if cap(w.Groups) > maxPooledGroups {
+		w.Groups = nil
+	}
 	w.Recs, w.Groups, w.idx, w.keys, w.ctx, w.Canceled = w.Recs[:0], w.Groups[:0], w.idx[:0], nil, nil, false
 	w.ends.Reset()
-	w.quiet.reset()
 	w.text.reset()
 }
 
-// Route makes keys[from:to] into groups: one per server of t (a ketama
+// Windows: a GetMany's keys are read in windows of maxInFlight keys (the
+// batch's in-flight bound), each window one request per server. A GetMany
+// of more has two windows in flight: the next window's requests are sent
+// before the last one's answers are read, so that the servers work on one
+// while the client reads the other, and a round trip carries two windows.
+// So a GetMany's group reads have at most 2*maxInFlight keys in flight:
+// the bound that keeps a batch's own gets from overloading a connection
+// (MaxPending) counts requests, and a window is one request per server.
+// Windows of half the bound, two in flight, would keep maxInFlight true
+// but carry no more keys per round trip than one window at a time. (A text
+// connection carries one multi-get at a time: the window in flight beside
+// it takes another of the server's idle ones, or goes as quiet gets; quiet
+// gets follow each other on the server's connection, whose reader and
+// writer are goroutines of their own.)
+func windows(n, maxInFlight int) (size, depth int) {
+	size = max(1, maxInFlight)
+	if n <= size {
+		return size, 1
+	}
+	return size, 2
+}
+
+// span is a window: its keys [from, to) and its groups [g0, g1).
+type span struct{ from, to, g0, g1 int }
+
+// Read reads the keys of w's GetMany (Start) by groups, a window at a time
+// (windows), each routed on the topology top returns then (a key of a
+// window with no ketama topology, or sent after the context ended, is in
+// no group), with every key's deadline; valid and text are route's. Once
+// a window's groups have all ended, settled is called with its keys: their
+// records hold their answers, and their groups their outcomes. Every group
+// sent has ended when Read returns.
+func (w *Window) Read(top func() *cluster.Topology, maxInFlight int, valid func(string) bool,
+	text func(*conn.Conn) bool, deadline time.Time, settled func(from, to int)) {
+	size, depth := windows(len(w.keys), maxInFlight)
+	var ring [2]span // the windows in flight, oldest first from head
+	head, n := 0, 0
+	for from := 0; from < len(w.keys) || n > 0; {
+		if from < len(w.keys) && n < depth {
+			// A context that ended is seen here too, not only by an await
+			// (one whose groups had all ended looks at no context): no
+			// window is sent after it.
+			if !w.Canceled && w.ctx.Err() != nil {
+				w.Canceled = true
+			}
+			t := top()
+			routed := t != nil && t.Ketama() && !w.Canceled
+			// The window's groups are appended to Groups: while others
+			// are in flight, only into room it has (a topology grown
+			// since the last window can need more: it waits for them).
+			if !routed || n == 0 || cap(w.Groups)-len(w.Groups) >= t.NumServers() {
+				to := min(from+size, len(w.keys))
+				s := span{from: from, to: to, g0: len(w.Groups)}
+				if routed {
+					if n == 0 {
+						w.reserve((len(w.keys) - from + size - 1) / size * t.NumServers())
+					}
+					w.route(t, from, to, valid, text)
+					w.send(s.g0, deadline)
+				}
+				s.g1 = len(w.Groups)
+				ring[(head+n)%2] = s
+				n++
+				from = to
+				continue
+			}
+		}
+		s := ring[head]
+		head, n = (head+1)%2, n-1
+		w.await(s.g0, s.g1, deadline)
+		settled(s.from, s.to)
+	}
+}
+
+// reserve makes room in Groups for n more groups. Called only when no
+// group is in flight: it may move them.
+func (w *Window) reserve(n int) {
+	if cap(w.Groups)-len(w.Groups) < n {
+		w.Groups = append(make([]Group, 0, len(w.Groups)+n), w.Groups...)
+	}
+}
+
+// route makes keys[from:to] into groups: one per server of t (a ketama
 // topology), on one of its connections; valid refuses keys no request may
 // carry. A server's group is read by a text multi-get when text allows it
 // for its connection, no write to the server is unanswered on its
 // connections (a read on the text connection could overtake it: reading
 // back an ambiguous write must see its outcome) and it has an idle text
 // connection; by quiet gets otherwise. Each group's keys are in key
-// order, in one shared slice.
-func (w *Window) Route(t *cluster.Topology, from, to int, valid func(string) bool, text func(*conn.Conn) bool) {
+// order, in one slice the window's groups share, which the route after
+// next reuses: at most two windows are in flight. Groups must have room
+// for a group per server of t if a group is in flight.
+func (w *Window) route(t *cluster.Topology, from, to int, valid func(string) bool, text func(*conn.Conn) bool) {
 	g0 := len(w.Groups)
 	if cap(w.server) < t.NumServers() {
 		w.server = make([]int32, t.NumServers())
@@ -228,7 +332,7 @@ func (w *Window) Route(t *cluster.Topology, from, to int, valid func(string) boo
 			if n != nil && n.Down() == nil {
 				if cn, _, err := n.Pick(); err == nil && cn.Memcached() {
 					srv[s] = int32(len(w.Groups))
-					w.Groups = append(w.Groups, Group{Node: n, Conn: cn, Topo: t})
+					w.Groups = append(w.Groups, Group{Node: n, Conn: cn, Topo: t, w: w})
 					w.pickReader(srv[s], text(cn))
 				}
 			}
@@ -242,13 +346,16 @@ func (w *Window) Route(t *cluster.Topology, from, to int, valid func(string) boo
 	for _, i := range w.idx {
 		groups[w.Recs[i].Group-int32(g0)].n++
 	}
-	if cap(w.gkeys) < len(w.idx) {
-		w.gkeys = make([]int32, len(w.idx))
+	gkeys := w.gkeys[w.lane]
+	if cap(gkeys) < len(w.idx) {
+		gkeys = make([]int32, len(w.idx))
+		w.gkeys[w.lane] = gkeys
 	}
+	w.lane ^= 1
 	off := 0
 	for gi := range groups {
 		n := int(groups[gi].n)
-		groups[gi].Keys = w.gkeys[off : off : off+n]
+		groups[gi].Keys = gkeys[off : off : off+n]
 		off += n
 	}
 	for _, i := range w.idx {
@@ -257,32 +364,38 @@ func (w *Window) Route(t *cluster.Topology, from, to int, valid func(string) boo
 	}
 }
 
-// pickReader gives group gi to its reader (see Route).
+// pickReader gives group gi to its reader (see route).
 func (w *Window) pickReader(gi int32, text bool) {
 	g := &w.Groups[gi]
 	if text && g.Node.WritesInFlight() == 0 {
 		if tc := g.Node.TakeText(); tc != nil {
-			g.rd, g.slot = &w.text, w.text.add(gi, tc)
+			g.rd, g.tc = &w.text, tc
 			return
 		}
 	}
-	g.rd, g.slot = &w.quiet, w.quiet.add(gi)
+	g.rd = &w.quiet
 }
 
-// Read sends every group from g0 on, then has each reader await its own
-// (the servers work meanwhile), with every key's deadline.
-func (w *Window) Read(g0 int, deadline time.Time) {
+// send sends every group from g0 on (a window's, just routed), with every
+// key's deadline.
+func (w *Window) send(g0 int, deadline time.Time) {
 	for gi := g0; gi < len(w.Groups); gi++ {
 		g := &w.Groups[gi]
 		w.bkeys = w.bkeys[:0]
 		for _, i := range g.Keys {
 			w.bkeys = append(w.bkeys, bytesOf(w.keys[i]))
 		}
-		g.rd.send(w, g, w.bkeys, deadline)
+		g.rd.send(w, gi, w.bkeys, deadline)
 		clear(w.bkeys) // keep no key alive
 	}
+}
+
+// await has each reader end its own of the groups [g0, g1), a window's,
+// all sent (the servers work on them, and on a window sent after them,
+// meanwhile).
+func (w *Window) await(g0, g1 int, deadline time.Time) {
 	for _, rd := range [...]reader{&w.text, &w.quiet} {
-		rd.await(w, deadline)
+		rd.await(w, g0, g1, deadline)
 	}
 }
 
@@ -292,8 +405,10 @@ func (w *Window) realDeadline(deadline time.Time) time.Time {
 	return time.Now().Add(deadline.Sub(w.clock.Now()))
 }
 
-// RequestEnded implements conn.Notifier for the quiet groups: it records
-// the tag, and asks to be woken for a failure or for the last request.
+// RequestEnded implements conn.Notifier for the quiet groups (a group's
+// tag is its index in Groups): it records the tag, and asks to be woken
+// for a failure, for the last request, or for any while a window's
+// groups are awaited with another's in flight (quietGets.await).
 func (w *Window) RequestEnded(tag uint64, answered bool, err error) bool {
 	return w.ends.Ended(tag, err == nil)
 }

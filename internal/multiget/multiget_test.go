@@ -46,6 +46,8 @@ type server struct {
 	// purpose); onGets a text multi-get, given its keys.
 	onGet  func(c *faultnode.ServerConn, req *memdx.Packet) bool
 	onGets func(c *faultnode.ServerConn, keys []string) bool
+	// onNoop answers a NOOP (true: answered, or left unanswered).
+	onNoop func(c *faultnode.ServerConn, req *memdx.Packet) bool
 	// silent: NOOPs are not answered (set once connected); each one read
 	// then, and each multi-get, is signalled on asked.
 	silent bool
@@ -79,7 +81,7 @@ func (s *server) seen() []string {
 
 func (s *server) binary(c *faultnode.ServerConn, req *memdx.Packet) bool {
 	s.mu.Lock()
-	onGet, silent := s.onGet, s.silent
+	onGet, onNoop, silent := s.onGet, s.onNoop, s.silent
 	switch req.OpCode {
 	case memdx.OpGetKQ:
 		s.gets = append(s.gets, string(req.Key))
@@ -88,7 +90,7 @@ func (s *server) binary(c *faultnode.ServerConn, req *memdx.Packet) bool {
 		if silent {
 			s.asked <- struct{}{}
 		}
-		return silent
+		return silent || onNoop != nil && onNoop(c, req)
 	default:
 		s.mu.Unlock()
 		return false
@@ -163,10 +165,16 @@ func connect(t *testing.T, servers ...*server) *cluster.Cluster {
 func read(ctx context.Context, cl *cluster.Cluster, clock retry.Clock, deadline time.Time, text bool, keys ...string) *Window {
 	w := &Window{}
 	w.Start(ctx, clock, keys)
-	w.Route(cl.Topology(), 0, len(keys), func(k string) bool { return k != "refused" },
+	w.route(cl.Topology(), 0, len(keys), func(k string) bool { return k != "refused" },
 		func(*conn.Conn) bool { return text })
-	w.Read(0, deadline)
+	readWindow(w, 0, deadline)
 	return w
+}
+
+// readWindow sends the groups routed from g0 on and awaits them.
+func readWindow(w *Window, g0 int, deadline time.Time) {
+	w.send(g0, deadline)
+	w.await(g0, len(w.Groups), deadline)
 }
 
 // readQuiet reads keys by quiet gets, with every key's deadline the bound.
@@ -238,7 +246,7 @@ func TestRouteMakesOneGroupPerServer(t *testing.T) {
 	keys = append(keys, "refused")
 	w := &Window{}
 	w.Start(t.Context(), retry.RealClock(), keys)
-	w.Route(top, 0, len(keys), func(k string) bool { return k != "refused" }, func(*conn.Conn) bool { return false })
+	w.route(top, 0, len(keys), func(k string) bool { return k != "refused" }, func(*conn.Conn) bool { return false })
 	require.Len(t, w.Groups, 2, "one group per server")
 	want := map[*cluster.Node][]int32{}
 	for i, k := range keys[:40] {
@@ -253,7 +261,7 @@ func TestRouteMakesOneGroupPerServer(t *testing.T) {
 		assert.Equal(t, memdx.OpGetKQ, g.Opcode())
 	}
 	assert.Equal(t, int32(-1), w.Recs[40].Group, "a refused key is in no group")
-	w.Read(0, time.Now().Add(bound))
+	readWindow(w, 0, time.Now().Add(bound))
 	for _, g := range w.Groups {
 		assert.True(t, g.Done && g.Answered)
 	}
@@ -288,8 +296,8 @@ func TestWindowsReadInTurnAndAWindowIsReused(t *testing.T) {
 	w.Start(t.Context(), retry.RealClock(), keys)
 	for from := 0; from < len(keys); from += 5 {
 		g0 := len(w.Groups)
-		w.Route(cl.Topology(), from, min(from+5, len(keys)), func(string) bool { return true }, func(*conn.Conn) bool { return false })
-		w.Read(g0, time.Now().Add(bound))
+		w.route(cl.Topology(), from, min(from+5, len(keys)), func(string) bool { return true }, func(*conn.Conn) bool { return false })
+		readWindow(w, g0, time.Now().Add(bound))
 		for i := from; i < min(from+5, len(keys)); i++ {
 			assert.GreaterOrEqual(t, w.Recs[i].Group, int32(g0), "key %d is in a group of its window", i)
 		}
@@ -302,8 +310,8 @@ func TestWindowsReadInTurnAndAWindowIsReused(t *testing.T) {
 	w.Reset()
 	again := []string{"key-4", "key-3", "other"}
 	w.Start(t.Context(), retry.RealClock(), again)
-	w.Route(cl.Topology(), 0, len(again), func(string) bool { return true }, func(*conn.Conn) bool { return false })
-	w.Read(0, time.Now().Add(bound))
+	w.route(cl.Topology(), 0, len(again), func(string) bool { return true }, func(*conn.Conn) bool { return false })
+	readWindow(w, 0, time.Now().Add(bound))
 	assert.Equal(t, want(again), records(w))
 	assert.LessOrEqual(t, len(w.Groups), 2, "no group of the last GetMany is left")
 }
@@ -456,13 +464,13 @@ func TestQuietGroupConnectionLostBeforeWrite(t *testing.T) {
 	cl := connect(t, s)
 	w := &Window{}
 	w.Start(t.Context(), retry.RealClock(), []string{"a"})
-	w.Route(cl.Topology(), 0, 1, func(string) bool { return true }, func(*conn.Conn) bool { return false })
+	w.route(cl.Topology(), 0, 1, func(string) bool { return true }, func(*conn.Conn) bool { return false })
 	require.Len(t, w.Groups, 1)
 	for _, c := range s.Conns() {
 		c.Reset()
 	}
 	<-w.Groups[0].Conn.Done()
-	w.Read(0, time.Now().Add(bound))
+	readWindow(w, 0, time.Now().Add(bound))
 	g := &w.Groups[0]
 	assert.True(t, g.Done)
 	assert.False(t, g.Answered)
@@ -675,4 +683,177 @@ func TestGroupOfASilentServerTimesOut(t *testing.T) {
 		assert.True(t, re.Written)
 		assert.Equal(t, op, re.Op)
 	}
+}
+
+// A GetMany's windows are of the in-flight bound; one of more keys than
+// that has two in flight.
+func TestWindowsOfTheInFlightBoundTwoInFlight(t *testing.T) {
+	for _, tc := range []struct{ n, max, size, depth int }{
+		{256, 2048, 2048, 1},
+		{2048, 2048, 2048, 1},
+		{2049, 2048, 2048, 2},
+		{8192, 2048, 2048, 2},
+		{5, 4, 4, 2},
+		{5, 1, 1, 2},
+		{1, 1, 1, 1},
+		{0, 0, 1, 1},
+	} {
+		size, depth := windows(tc.n, tc.max)
+		assert.Equal(t, []int{tc.size, tc.depth}, []int{size, depth}, "%d keys, at most %d in flight", tc.n, tc.max)
+	}
+}
+
+// twoTextConns has the node of cl (one) keep two idle text connections,
+// for two windows read at once.
+func twoTextConns(t *testing.T, cl *cluster.Cluster) {
+	t.Helper()
+	textReady(t, cl)
+	n := cl.Topology().Nodes()[0]
+	first := n.TakeText()
+	require.NotNil(t, first)
+	require.Nil(t, n.TakeText(), "none idle: a second is dialed")
+	for end := time.Now().Add(bound); ; time.Sleep(time.Millisecond) {
+		if idle, _, _ := n.TextState(); idle == 1 {
+			break
+		}
+		require.False(t, time.Now().After(end), "no second text connection within %v", bound)
+	}
+	n.PutText(first, true)
+}
+
+// windowedDocs are the keys of windowed and their documents: every key
+// but key-1 is stored.
+func windowedDocs() ([]string, map[string]doc) {
+	docs := map[string]doc{}
+	keys := make([]string, 8)
+	for i := range keys {
+		keys[i] = fmt.Sprint("key-", i)
+		if i != 1 {
+			docs[keys[i]] = doc{value: "v" + keys[i], cas: uint64(i + 1)}
+		}
+	}
+	return keys, docs
+}
+
+// windowed reads windowedDocs' keys by Read with an in-flight bound of 2:
+// windows of 2, [0,2) [2,4) [4,6) [6,8), two in flight. It checks that the windows
+// are settled in order, each once its keys' groups have ended, and that
+// every key was read: a hit but key-1's, every group answered.
+func windowed(t *testing.T, cl *cluster.Cluster, text bool, keys []string) *Window {
+	t.Helper()
+	w := &Window{}
+	w.Start(t.Context(), retry.RealClock(), keys)
+	var settled [][2]int
+	w.Read(cl.Topology, 2, func(string) bool { return true }, func(*conn.Conn) bool { return text },
+		time.Now().Add(bound), func(from, to int) {
+			for i := from; i < to; i++ {
+				if gi := w.Recs[i].Group; gi >= 0 {
+					assert.True(t, w.Groups[gi].Done, "key %d: its group has ended when it is settled", i)
+				}
+			}
+			settled = append(settled, [2]int{from, to})
+		})
+	assert.Equal(t, [][2]int{{0, 2}, {2, 4}, {4, 6}, {6, 8}}, settled)
+	for i := range keys {
+		r := &w.Recs[i]
+		assert.Equal(t, i != 1, r.Hit(), keys[i])
+		if i != 1 {
+			assert.Equal(t, "v"+keys[i], string(r.Value))
+		}
+	}
+	for _, g := range w.Groups {
+		assert.True(t, g.Done && g.Answered)
+	}
+	return w
+}
+
+// Read sends window 2's quiet gets behind window 1's, on the same
+// connection, before window 1's NOOP is answered: here the server answers
+// window 1's NOOP (and holds window 2's answers) only once window 2's NOOP
+// has come. Every window is settled in order, with its answers.
+func TestReadSendsTheNextQuietWindowBeforeTheLastIsAnswered(t *testing.T) {
+	keys, docs := windowedDocs()
+	s := newServer(t, docs)
+	cl := connect(t, s)     // before the hooks: connecting sends a NOOP
+	var held []memdx.Packet // window 1's NOOP, then window 2's answers
+	noops := 0
+	s.set(func(s *server) {
+		s.onGet = func(c *faultnode.ServerConn, req *memdx.Packet) bool {
+			if noops == 1 {
+				if d, ok := docs[string(req.Key)]; ok {
+					held = append(held, hit(req, d)) // behind window 1's NOOP
+				}
+				return true
+			}
+			return false
+		}
+		s.onNoop = func(c *faultnode.ServerConn, req *memdx.Packet) bool {
+			noops++
+			switch noops {
+			case 1:
+				held = append(held, faultnode.Reply(req, memdx.StatusSuccess, nil))
+				return true
+			case 2:
+				_ = c.Send(held...)
+			}
+			return false
+		}
+	})
+	w := windowed(t, cl, false, keys)
+	assert.Len(t, w.Groups, 4)
+}
+
+// Read sends window 2's multi-get, on a second text connection, before
+// window 1's answer is read: here the server answers window 1 only once
+// window 2's multi-get has come.
+func TestReadSendsTheNextTextWindowBeforeTheLastIsAnswered(t *testing.T) {
+	keys, docs := windowedDocs()
+	s := newServer(t, docs)
+	cl := connect(t, s)
+	twoTextConns(t, cl)
+	first := make(chan *faultnode.ServerConn, 1) // window 1's, unanswered until window 2 comes
+	s.set(func(s *server) {
+		s.onGets = func(c *faultnode.ServerConn, ks []string) bool {
+			switch ks[0] {
+			case keys[0]:
+				first <- c
+				return true
+			case keys[2]:
+				_ = (<-first).Write([]byte(fmt.Sprintf("VALUE %s 0 %d %d\r\n%s\r\nEND\r\n",
+					keys[0], len(docs[keys[0]].value), docs[keys[0]].cas, docs[keys[0]].value)))
+			}
+			return false
+		}
+	})
+	w := windowed(t, cl, true, keys)
+	for _, g := range w.Groups {
+		assert.Equal(t, memdx.OpGet, g.Opcode(), "every window by text")
+	}
+	idle, _, _ := cl.Topology().Nodes()[0].TextState()
+	assert.Equal(t, 2, idle, "both text connections given back")
+}
+
+// The context ends between two windows (here while window 1 is settled,
+// with window 2 in flight): no window is sent after it, though no await
+// saw it end; window 2 is read as sent, and the later windows' keys are in
+// no group, for the batch to end as a cancelled context ends a key.
+func TestReadSendsNoWindowAfterTheContextEnded(t *testing.T) {
+	keys, docs := windowedDocs()
+	s := newServer(t, docs)
+	cl := connect(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w := &Window{}
+	w.Start(ctx, retry.RealClock(), keys)
+	w.Read(cl.Topology, 2, func(string) bool { return true }, func(*conn.Conn) bool { return false },
+		time.Now().Add(bound), func(from, to int) {
+			if from == 0 {
+				cancel()
+			}
+		})
+	assert.True(t, w.Canceled)
+	for i := range keys {
+		assert.Equal(t, i < 4, w.Recs[i].Group >= 0, "key %d: grouped only in the windows sent before", i)
+	}
+	assert.Subset(t, keys[:4], s.seen(), "the server was asked for windows 1 and 2's keys only")
 }

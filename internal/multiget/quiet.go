@@ -9,86 +9,82 @@ import (
 
 // quietGets reads a group as its quiet gets and the NOOP that settles them,
 // one conn.StartGets on the server's binary connection, behind any write
-// on it: the connection's reader writes each answer into the key's record
-// (GetAnswer) while the group is live; a get not answered when the NOOP is
-// is a miss.
-type quietGets struct {
-	// The window's groups (their indexes in Window.Groups) and the request
-	// of each; a group's tag is its slot here.
-	groups []int32
-	pends  []conn.Pending
-}
+// on it (a window's group behind the window's before it, whose answers
+// may still be coming): the connection's reader writes each answer into
+// the key's record (GetAnswer) while the group is live; a get not answered
+// when the NOOP is is a miss. A group's request is its Pending, its tag
+// its index in Window.Groups. quietGets keeps no state of its own.
+type quietGets struct{}
 
-func (q *quietGets) reset() {
-	clear(q.groups)
-	clear(q.pends)
-	q.groups, q.pends = q.groups[:0], q.pends[:0]
-}
+func (quietGets) takes([]byte) bool    { return true }
+func (quietGets) opcode() memdx.OpCode { return memdx.OpGetKQ }
 
-// add gives the reader group gi, and returns its slot.
-func (q *quietGets) add(gi int32) int32 {
-	q.groups = append(q.groups, gi)
-	q.pends = append(q.pends, conn.Pending{})
-	return int32(len(q.groups) - 1)
-}
-
-func (q *quietGets) takes([]byte) bool    { return true }
-func (q *quietGets) opcode() memdx.OpCode { return memdx.OpGetKQ }
-
-func (q *quietGets) send(w *Window, g *Group, keys [][]byte, deadline time.Time) {
+func (*quietGets) send(w *Window, gi int, keys [][]byte, deadline time.Time) {
+	g := &w.Groups[gi]
 	if !w.clock.Now().Before(deadline) {
 		g.deadlinePassed()
 		return
 	}
 	tmpl := memdx.Request{OpCode: memdx.OpGetKQ} // answers name their keys: GetAnswer checks them
 	w.ends.ExpectAdd(1)
-	pend, err := g.Conn.StartGets(deadline, &tmpl, keys, (*quietSink)(w), w, uint64(g.slot), nil)
+	pend, err := g.Conn.StartGets(deadline, &tmpl, keys, (*quietSink)(g), w, uint64(gi), nil)
 	if err != nil {
 		w.ends.ExpectAdd(-1)
 		g.end(false, err)
 		return
 	}
-	q.pends[g.slot] = pend
+	g.pend = pend
 	base := pend.Opaque - uint32(len(g.Keys))
 	for j, i := range g.Keys {
 		w.Recs[i].Opaque = base + uint32(j)
 	}
 }
 
-// await waits until every group has ended; the window's context ending
-// cancels those still in flight.
-func (q *quietGets) await(w *Window, _ time.Time) {
-	defer q.reset()
+// await waits until every quiet group of [g0, g1) has ended, ending too
+// any group of the window in flight after them whose end it collects; the
+// window's context ending cancels those of [g0, g1) still in flight.
+func (*quietGets) await(w *Window, g0, g1 int, _ time.Time) {
+	groups := w.Groups[g0:g1]
 	left := 0
-	for _, gi := range q.groups {
-		if !w.Groups[gi].Done {
+	for k := range groups {
+		if g := &groups[k]; isQuiet(g) && !g.Done {
 			left++
 		}
 	}
 	ctxDone := w.ctx.Done()
+	// Ends wake the goroutine only for the last request expected (or a
+	// failure): with the next window's groups in flight, this window's
+	// clean ends would stay uncollected until theirs. Then any end wakes.
+	later := g1 < len(w.Groups)
 	for left > 0 {
+		if later {
+			w.ends.AwaitRoom()
+		}
 		select {
 		case <-w.ends.Kick():
 			for _, tag := range w.collect() {
-				answered, err := q.pends[tag].Result()
-				w.Groups[q.groups[tag]].end(answered, err)
-				q.pends[tag] = conn.Pending{}
-				left--
+				g := &w.Groups[tag]
+				answered, err := g.pend.Result()
+				g.end(answered, err)
+				g.pend = conn.Pending{}
+				if int(tag) >= g0 && int(tag) < g1 {
+					left--
+				}
 			}
 		case <-ctxDone:
 			ctxDone = nil
 			w.Canceled = true
 			cause := w.ctx.Err()
-			for k, gi := range q.groups {
-				g := &w.Groups[gi]
-				if g.Done {
+			for k := range groups {
+				g := &groups[k]
+				if !isQuiet(g) || g.Done {
 					continue
 				}
 				// One that has ended already is collected as usual.
-				if err, ended := q.pends[k].Cancel(cause); !ended {
+				if err, ended := g.pend.Cancel(cause); !ended {
 					w.ends.ExpectAdd(-1)
 					g.end(false, err)
-					q.pends[k] = conn.Pending{}
+					g.pend = conn.Pending{}
 					left--
 				}
 			}
@@ -96,19 +92,26 @@ func (q *quietGets) await(w *Window, _ time.Time) {
 	}
 }
 
-// quietSink is the Window as the quiet groups' conn.GetSink.
-type quietSink Window
+func isQuiet(g *Group) bool {
+	_, ok := g.rd.(*quietGets)
+	return ok
+}
 
-// GetAnswer implements conn.GetSink: it records the answer to get j of
-// the group of tag. It runs on the connection's reader, with its lock held.
-// The gets are GETKQ: an answer that names another key than get j's (a
-// server that mixed up its answers, or their opaques) is refused as a
-// protocol violation, which closes the connection before the NOOP after
+// quietSink is a quiet group as its conn.GetSink.
+type quietSink Group
+
+// GetAnswer implements conn.GetSink: it records the answer to get j of the
+// group. It runs on the connection's reader, with its lock held, while the
+// group's window is sent or awaited and the next one routed: it touches
+// only the group (which does not move while in flight) and its keys'
+// records. The gets are GETKQ: an answer that names another key than get
+// j's (a server that mixed up its answers, or their opaques) is refused as
+// a protocol violation, which closes the connection before the NOOP after
 // the gets can settle the others as misses; the group then ends with the
 // connection's error, and its keys without a hit are retried.
-func (s *quietSink) GetAnswer(tag uint64, j int, p *memdx.Packet) (bool, error) {
-	w := (*Window)(s)
-	g := &w.Groups[w.quiet.groups[tag]]
+func (s *quietSink) GetAnswer(_ uint64, j int, p *memdx.Packet) (bool, error) {
+	g := (*Group)(s)
+	w := g.w
 	i := g.Keys[j]
 	if key := w.keys[i]; (len(p.Key) > 0 || p.Status == memdx.StatusSuccess) && string(p.Key) != key {
 		return false, memdx.ForeignKey(p, key)

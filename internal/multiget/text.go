@@ -13,19 +13,19 @@ import (
 // textGets reads a group as one text multi-get ("gets k1 k2 ...") on an
 // idle text connection of the server's (internal/cluster's text.go),
 // written by the caller's goroutine and read by it: every group's
-// multi-get is sent before any is read, the first group's answer is read
-// on the caller's goroutine and every other on a goroutine of its own, so
-// that a silent server holds back no other's read past the deadline (a
-// read past its deadline fails even when the answer came in time). A group
-// that fails the way a quiet one can (its deadline, its context, its
-// connection) ends with that error; one the server refuses (an error line,
-// an answer that is not one) falls back: its unanswered keys are sent as
-// binary gets, and the server's text path is turned off for a while.
+// multi-get of a window is sent before any is read (and the next window's
+// before this one's are read: each on a text connection of its own, as a
+// TextConn carries one multi-get at a time), the first group's answer is
+// read on the caller's goroutine and every other on a goroutine of its
+// own, so that a silent server holds back no other's read past the
+// deadline (a read past its deadline fails even when the answer came in
+// time). A group that fails the way a quiet one can (its deadline, its
+// context, its connection) ends with that error; one the server refuses
+// (an error line, an answer that is not one) falls back: its unanswered
+// keys are sent as binary gets, and the server's text path is turned off
+// for a while. A group's text connection is its tc, nil once given back;
+// textGets keeps only await's scratch.
 type textGets struct {
-	// The window's groups (their indexes in Window.Groups) and the text
-	// connection each is read on (nil once given back).
-	groups []int32
-	conns  []*conn.TextConn
 	// Scratch of await: the groups to read and their outcomes.
 	live  []*Group
 	reads []textRead
@@ -38,18 +38,9 @@ type textRead struct {
 }
 
 func (x *textGets) reset() {
-	clear(x.groups)
-	clear(x.conns)
 	clear(x.live)
 	clear(x.reads)
-	x.groups, x.conns, x.live, x.reads = x.groups[:0], x.conns[:0], x.live[:0], x.reads[:0]
-}
-
-// add gives the reader group gi, read on tc, and returns its slot.
-func (x *textGets) add(gi int32, tc *conn.TextConn) int32 {
-	x.groups = append(x.groups, gi)
-	x.conns = append(x.conns, tc)
-	return int32(len(x.groups) - 1)
+	x.live, x.reads = x.live[:0], x.reads[:0]
 }
 
 // takes refuses a key with a space or a control character: text cannot
@@ -59,7 +50,8 @@ func (x *textGets) takes(key []byte) bool { return memdx.CheckTextKey(key) == ni
 // opcode: a key of a text multi-get counts as the GET a single Get sends.
 func (x *textGets) opcode() memdx.OpCode { return memdx.OpGet }
 
-func (x *textGets) send(w *Window, g *Group, keys [][]byte, deadline time.Time) {
+func (x *textGets) send(w *Window, gi int, keys [][]byte, deadline time.Time) {
+	g := &w.Groups[gi]
 	switch {
 	case !w.clock.Now().Before(deadline):
 		x.done(g, false)
@@ -69,20 +61,20 @@ func (x *textGets) send(w *Window, g *Group, keys [][]byte, deadline time.Time) 
 		x.done(g, false)
 		g.end(true, nil)
 	default:
-		if err := x.conns[g.slot].SendGets(w.realDeadline(deadline), keys); err != nil {
+		if err := g.tc.SendGets(w.realDeadline(deadline), keys); err != nil {
 			x.failed(w, g, err, 0)
 		}
 	}
 }
 
-// await reads the answers of the groups sent, each hit into its key's
-// record.
-func (x *textGets) await(w *Window, deadline time.Time) {
+// await reads the answers of the text groups of [g0, g1), all sent, each
+// hit into its key's record.
+func (x *textGets) await(w *Window, g0, g1 int, deadline time.Time) {
 	defer x.reset()
 	rd := w.realDeadline(deadline)
 	live := x.live[:0]
-	for _, gi := range x.groups {
-		if g := &w.Groups[gi]; !g.Done {
+	for gi := g0; gi < g1; gi++ {
+		if g := &w.Groups[gi]; g.rd == reader(x) && !g.Done {
 			live = append(live, g)
 		}
 	}
@@ -123,7 +115,7 @@ func (x *textGets) read(w *Window, g *Group, rd time.Time, fk [][]byte) (hits in
 	for _, i := range g.Keys {
 		fk = append(fk, bytesOf(w.keys[i]))
 	}
-	err = x.conns[g.slot].ReadGets(w.ctx, rd, fk, func(j int, v *memdx.TextValue) {
+	err = g.tc.ReadGets(w.ctx, rd, fk, func(j int, v *memdx.TextValue) {
 		hits++
 		r := &w.Recs[g.Keys[j]]
 		if r.Got {
@@ -191,8 +183,8 @@ func (x *textGets) failed(w *Window, g *Group, err error, hits int) {
 // done gives g's text connection back; answered: its multi-get was
 // answered.
 func (x *textGets) done(g *Group, answered bool) {
-	if tc := x.conns[g.slot]; tc != nil {
-		g.Node.PutText(tc, answered)
-		x.conns[g.slot] = nil
+	if g.tc != nil {
+		g.Node.PutText(g.tc, answered)
+		g.tc = nil
 	}
 }
