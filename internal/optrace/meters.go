@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/internal/hookguard"
+	"github.com/kvwire/kvwire/internal/meter"
 )
 
 // opMeters makes and keeps the recorders of operation latencies, one per
@@ -112,18 +113,13 @@ func (m *opMeters) record(cm *Coll, name string, op int, errType string, d time.
 // step, a caller's Meter is called n times.
 func (m *opMeters) recordN(cm *Coll, name string, op int, d time.Duration, n int) {
 	r, v := m.resolve(cm, name, op, "", d)
-	if !m.ob.builtin {
-		for range n {
-			m.ob.cfg.Guard.RecordValue(r, v)
-		}
-		return
-	}
-	if h, ok := r.(interface{ RecordValues(v, n uint64) }); ok {
-		h.RecordValues(v, uint64(n))
+	if m.ob.builtin {
+		// The logging meter's recorders are its histograms (recorder).
+		r.(*meter.Histogram).RecordValues(v, uint64(n))
 		return
 	}
 	for range n {
-		r.RecordValue(v)
+		m.ob.cfg.Guard.RecordValue(r, v)
 	}
 }
 
