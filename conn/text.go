@@ -25,7 +25,8 @@ import (
 //
 // A TextConn has no goroutine: its user sends a multi-get (SendGets) and
 // reads the answer (ReadGets) on its own goroutine, one multi-get at a
-// time. It is not safe for concurrent use, except Close, which may be
+// time. The text protocol has no opaque, so each multi-get follows a
+// sentinel request whose answer must come first (SendGets says why). It is not safe for concurrent use, except Close, which may be
 // called at any time and ends a read in progress. An error from SendGets
 // or ReadGets other than a refused key breaks it for good (Err says why):
 // close it.
@@ -113,8 +114,18 @@ func (t *TextConn) CheckIdle() error {
 	return nil
 }
 
-// SendGets writes the multi-get "gets k1 k2 ...\r\n" for keys, with
-// deadline bounding the write. A key the text protocol cannot carry
+// SendGets writes the multi-get "gets k1 k2 ...\r\n" for keys, after a
+// sentinel "version\r\n" in the same write, with deadline bounding the
+// write. The text protocol has no opaque: an answer carries nothing that
+// ties it to its request, so bytes the server sent before it read this
+// request (a late or duplicated answer to an earlier one) would pass for
+// this one's answer, with the values of then. The server answers its
+// requests in order and TCP keeps its bytes in order, so whatever it sent
+// before it handled the sentinel arrives before the sentinel's VERSION
+// line: ReadGets requires that line first. (version is the request the
+// connection's check already relies on, Version: every text server kvwire
+// reads answers it, where memcached 1.6's meta no-op "mn" is not older
+// servers' or proxies'.) A key the text protocol cannot carry
 // (memdx.CheckTextKey) fails it before anything is written, and leaves the
 // connection usable. Another SendGets before the answer was read is
 // refused.
@@ -127,7 +138,7 @@ func (t *TextConn) SendGets(deadline time.Time, keys [][]byte) error {
 			Err: fmt.Errorf("a multi-get's answer is still unread: %w", memdx.ErrInvalidRequest)}
 	}
 	t.op = memdx.OpGet
-	out, err := memdx.AppendTextGets(t.out[:0], keys)
+	out, err := memdx.AppendTextGets(memdx.AppendTextVersion(t.out[:0]), keys)
 	if err != nil {
 		return &RequestError{Op: memdx.OpGet, Addr: t.addr, Err: err}
 	}
@@ -145,16 +156,20 @@ func (t *TextConn) SendGets(deadline time.Time, keys [][]byte) error {
 
 // ReadGets reads the answer to the last SendGets, whose keys it is given
 // again, and calls hit with the index in keys of each key answered (a
-// hit), in order; a key it does not call hit for is a miss. v and its
+// hit), in order; a key it does not call hit for is a miss. The answer
+// must begin with the sentinel's VERSION line (SendGets): anything else
+// first is a foreign answer, sent before the server read the request.
+// v and its
 // slices are valid only during the call. ReadGets returns nil once the
 // answer has ended. It ends early, with the connection broken, when ctx
 // ends (Err is ctx's error), when deadline passes (Err is
 // context.DeadlineExceeded), when the connection ends (errors.Is
 // kverr.ErrConnectionClosed), on an error line (Err is a *memdx.TextError:
 // the server refused the request, e.g. it takes no text or requires SASL)
-// or on an answer that is malformed or names a key not asked for, or not
-// in order (memdx.ErrMalformed). Every such error is a *RequestError with
-// Written set.
+// or on an answer that is malformed, does not begin with the sentinel's
+// line, or names a key not asked for, or not in order
+// (memdx.ErrMalformed). Every such error is a *RequestError with Written
+// set.
 func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]byte, hit func(i int, v *memdx.TextValue)) error {
 	if t.err != nil {
 		return t.err
@@ -168,8 +183,27 @@ func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]by
 	}
 	defer t.unwatch(ctx)
 	var v memdx.TextValue
-	next := 0 // the first key not yet passed
+	next := 0        // the first key not yet passed
+	sentinel := true // the sentinel's line is still to come
 	for {
+		if sentinel {
+			n, _, err := memdx.ParseTextVersion(t.in[t.r:t.w])
+			var te *memdx.TextError
+			switch {
+			case errors.As(err, &te):
+				return t.broke(true, err)
+			case err != nil:
+				return t.broke(true, fmt.Errorf("multi-get answer: bytes the server sent before it read the multi-get "+
+					"(a late answer to another request?), where the sentinel's VERSION line should be: %w", err))
+			case n == 0:
+				if err := t.fill(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			t.r += n
+			sentinel = false
+		}
 		n, end, err := memdx.ParseTextGet(t.in[t.r:t.w], t.maxValue, &v)
 		switch {
 		case err != nil:
