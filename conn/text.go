@@ -82,12 +82,16 @@ func (t *TextConn) Close() error { return t.nc.Close() }
 
 // CheckIdle checks a connection that sat idle, before a multi-get is sent
 // on it. The server owes an idle connection nothing: bytes waiting to be
-// read are a protocol violation (a late answer to an earlier multi-get,
-// which read now would pass for the next one's answer, with the values of
-// then), and a connection the server closed cannot carry a multi-get.
+// read are a protocol violation (a late or repeated answer to an earlier
+// request), and a connection the server closed cannot carry a multi-get.
 // Either breaks it: the error (a *RequestError, not written: nothing was
 // sent) matches memdx.ErrMalformed for bytes that arrived, and
-// kverr.ErrConnectionClosed for a connection that ended. It makes one
+// kverr.ErrConnectionClosed for a connection that ended. ReadGets'
+// sentinel refuses such bytes too, at the cost of the multi-get (written),
+// except bytes that begin as the sentinel's answer does (an earlier
+// multi-get's whole answer, repeated), which only CheckIdle finds, if they
+// arrived before it looked; and it tells a connection that ended while
+// idle from one the server closed at the multi-get. It makes one
 // non-blocking peek at the socket (a recv with MSG_PEEK: nothing is taken
 // from it); on a connection that is not plain TCP, or off Unix, it checks
 // only what an earlier read left unread.
