@@ -37,11 +37,12 @@ type TextConn struct {
 	out      []byte
 	in       []byte
 	r, w     int
-	sent     int          // keys of the multi-get awaiting ReadGets (0: none)
-	op       memdx.OpCode // the request in progress, as errors name it
-	stop     func() bool  // ends the context watch of a read in progress
-	err      error        // why it broke
-	idle     *idlePeeker  // nil: the socket cannot be peeked at (CheckIdle)
+	sent     int             // keys of the multi-get awaiting ReadGets (0: none)
+	op       memdx.OpCode    // the request in progress, as errors name it
+	stop     func() bool     // ends the context watch of a read in progress
+	err      error           // why it broke
+	idle     *idlePeeker     // nil: the socket cannot be peeked at (CheckIdle)
+	v        memdx.TextValue // ReadGets' item (a local escapes to hit: an allocation per call)
 }
 
 // textReadBuffer is a TextConn's first read buffer; it grows to hold the
@@ -186,19 +187,15 @@ func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]by
 		return err
 	}
 	defer t.unwatch(ctx)
-	var v memdx.TextValue
+	v := &t.v
 	next := 0        // the first key not yet passed
 	sentinel := true // the sentinel's line is still to come
 	for {
 		if sentinel {
 			n, _, err := memdx.ParseTextVersion(t.in[t.r:t.w])
-			var te *memdx.TextError
 			switch {
-			case errors.As(err, &te):
-				return t.broke(true, err)
 			case err != nil:
-				return t.broke(true, fmt.Errorf("multi-get answer: bytes the server sent before it read the multi-get "+
-					"(a late answer to another request?), where the sentinel's VERSION line should be: %w", err))
+				return t.broke(true, foreignBeforeSentinel(err))
 			case n == 0:
 				if err := t.fill(ctx); err != nil {
 					return err
@@ -208,7 +205,7 @@ func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]by
 			t.r += n
 			sentinel = false
 		}
-		n, end, err := memdx.ParseTextGet(t.in[t.r:t.w], t.maxValue, &v)
+		n, end, err := memdx.ParseTextGet(t.in[t.r:t.w], t.maxValue, v)
 		switch {
 		case err != nil:
 			var te *memdx.TextError
@@ -234,7 +231,7 @@ func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]by
 				return t.broke(true, fmt.Errorf("multi-get answer for key %q, not asked for after key %d of %d: %w",
 					v.Key, next, len(keys), memdx.ErrMalformed))
 			}
-			hit(j, &v)
+			hit(j, v)
 			next = j + 1
 			continue
 		}
@@ -242,6 +239,20 @@ func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]by
 			return err
 		}
 	}
+}
+
+// foreignBeforeSentinel is the error of a multi-get's answer that does not
+// begin with its sentinel's VERSION line (ParseTextVersion's err): an
+// error line is the server's (a *memdx.TextError, as one answering the
+// multi-get is), anything else is bytes it sent before it read the
+// request.
+func foreignBeforeSentinel(err error) error {
+	var te *memdx.TextError
+	if errors.As(err, &te) {
+		return err
+	}
+	return fmt.Errorf("multi-get answer: bytes the server sent before it read the multi-get "+
+		"(a late answer to another request?), where the sentinel's VERSION line should be: %w", err)
 }
 
 // Version asks the server for its version in the text protocol and

@@ -1,6 +1,9 @@
 package conn
 
 import (
+	"context"
+	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -66,4 +69,74 @@ func TestTextConnErrorLineBeforeTheSentinel(t *testing.T) {
 	assert.Equal(t, "SERVER_ERROR", te.Kind)
 	assert.Empty(t, hits)
 	require.Equal(t, err, c.Err(), "broken")
+}
+
+// A multi-get and its answer, sentinel included, allocate nothing on the
+// client once its buffers are grown (the server here allocates nothing
+// either: the count is the process's). Not under -race, whose
+// instrumentation allocates.
+func TestTextConnMultiGetAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	answer := []byte(sentinelOK + "VALUE k1 0 3 7\r\nabc\r\nEND\r\n")
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 4096)
+		lines := 0
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			for _, b := range buf[:n] {
+				if b != '\n' {
+					continue
+				}
+				if lines++; lines%2 == 0 { // the sentinel, then the multi-get
+					if _, err := c.Write(answer); err != nil {
+						return
+					}
+				}
+			}
+		}
+	}()
+	c, err := DialText(testCtx(t), ln.Addr().String(), Options{})
+	require.NoError(t, err)
+	defer func() { _ = c.Close(); <-served }()
+	keys := textKeys("k1")
+	got := 0
+	hit := func(int, *memdx.TextValue) { got++ }
+	ctx := context.Background()
+	do := func() {
+		if err := c.SendGets(time.Now().Add(testTimeout), keys); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ReadGets(ctx, time.Time{}, keys, hit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		do()
+	}
+	const runs = 1000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range runs {
+		do()
+	}
+	runtime.ReadMemStats(&after)
+	require.Equal(t, runs+10, got)
+	perOp := float64(after.Mallocs-before.Mallocs) / runs
+	assert.LessOrEqual(t, perOp, 0.01, "%.4f allocations per multi-get", perOp)
 }
