@@ -3,7 +3,6 @@ package conn
 import (
 	"context"
 	"net"
-	"runtime"
 	"testing"
 	"time"
 
@@ -74,7 +73,8 @@ func TestTextConnErrorLineBeforeTheSentinel(t *testing.T) {
 // A multi-get and its answer, sentinel included, allocate nothing on the
 // client once its buffers are grown (the server here allocates nothing
 // either: the count is the process's). Not under -race, whose
-// instrumentation allocates.
+// instrumentation allocates. (main's ReadGets allocated its item once per
+// multi-get: 1.0 here.)
 func TestTextConnMultiGetAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -129,14 +129,10 @@ func TestTextConnMultiGetAllocatesNothing(t *testing.T) {
 		do()
 	}
 	const runs = 1000
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for range runs {
-		do()
-	}
-	runtime.ReadMemStats(&after)
+	perOp := mallocsPer(runs, do)
 	require.Equal(t, runs+10, got)
-	perOp := float64(after.Mallocs-before.Mallocs) / runs
-	assert.LessOrEqual(t, perOp, 0.01, "%.4f allocations per multi-get", perOp)
+	// An allocation on the path is one per multi-get at least; the bound
+	// leaves room for the few the runtime's own goroutines may make
+	// meanwhile.
+	assert.Less(t, perOp, 0.5, "%.4f allocations per multi-get", perOp)
 }
