@@ -82,3 +82,37 @@ func TestGetManyMemcachedTextMalformedAnswerGivesNoHit(t *testing.T) {
 	requireStored(t, col.GetMany(context.Background(), keys, nil), 6)
 	assert.Equal(t, int32(1), f.multigets.Load())
 }
+
+// A memcached sends, just as a multi-get arrives and before it answers it,
+// bytes that look like that multi-get's answer (here: every key with the
+// value "old", as a late answer to an earlier multi-get of the same keys
+// would carry), and holds the real answer back. They arrived after the
+// text connection was taken from the pool, so no idle check saw them: a
+// multi-get's answer must begin with the answer to the sentinel sent just
+// before it, so they are a foreign answer, the text connection is closed,
+// and the batch reads its keys again as binary gets. Every key has its
+// value, none "old".
+func TestGetManyMemcachedTextStrayAnswerAtTheMultiGetIsNotRead(t *testing.T) {
+	f := newTextFront(t, memcachedtest.Start(t))
+	c := textClient(t, f.addr(), nil)
+	col := c.DefaultCollection()
+	keys := batchKeys(t, col, "stray", 10, 10)
+	warmText(t, c, keys[0])
+	release := make(chan struct{})
+	f.setOnGets(func(ks []string) textAction {
+		var b strings.Builder
+		for _, k := range ks {
+			fmt.Fprintf(&b, "VALUE %s 0 3 1\r\nold\r\n", k)
+		}
+		b.WriteString("END\r\n")
+		return textAction{stray: b.String(), strayHold: release}
+	})
+	res := col.GetMany(context.Background(), keys, nil)
+	f.setOnGets(nil)
+	close(release)
+	require.Equal(t, int32(1), f.multigets.Load(), "the keys were asked as a text multi-get")
+	for _, r := range res {
+		require.NoError(t, r.Err, r.Key)
+		assert.Equal(t, "v-"+r.Key, string(r.Value), "%s: a value the server sent before it read the multi-get", r.Key)
+	}
+}

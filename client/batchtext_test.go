@@ -37,12 +37,20 @@ type textAction struct {
 	// connection, once the write has returned.
 	later string
 	late  chan net.Conn
+	// stray, when not "", is sent as soon as the multi-get arrives, before
+	// anything answers it (before its sentinel's VERSION): bytes the
+	// server sent before it read the request. strayHold, when not nil,
+	// then holds back the rest until it is closed.
+	stray     string
+	strayHold chan struct{}
 }
 
 // textFront listens for memcached connections: a binary one (first byte
 // 0x80) is relayed to upstream as it is; a text one is read line by line,
 // its version requests answered, and its multi-gets relayed (or answered
-// as onGets says). It counts text connections and multi-gets.
+// as onGets says); a version request after the connection's first (its
+// check) is a multi-get's sentinel, read with the multi-get that follows
+// it. It counts text connections and multi-gets.
 type textFront struct {
 	t         *testing.T
 	ln        net.Listener
@@ -146,10 +154,21 @@ func (f *textFront) serve(c net.Conn) {
 	f.texts = append(f.texts, c)
 	f.mu.Unlock()
 	upr := bufio.NewReader(up)
+	versions := 0
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
 			return
+		}
+		sentinel := false
+		if line == "version\r\n" {
+			if versions++; versions > 1 {
+				// A multi-get's sentinel: the multi-get follows.
+				sentinel = true
+				if line, err = r.ReadString('\n'); err != nil {
+					return
+				}
+			}
 		}
 		switch {
 		case line == "version\r\n":
@@ -169,6 +188,19 @@ func (f *textFront) serve(c net.Conn) {
 			var a textAction
 			if h != nil {
 				a = h(keys)
+			}
+			if a.stray != "" {
+				if _, err := io.WriteString(c, a.stray); err != nil {
+					return
+				}
+				if a.strayHold != nil {
+					<-a.strayHold
+				}
+			}
+			if sentinel {
+				if _, err := io.WriteString(c, "VERSION front\r\n"); err != nil {
+					return
+				}
 			}
 			if a.reply == "" && a.hold == nil && !a.close {
 				if err := relayTextGets(up, upr, c, line); err != nil {

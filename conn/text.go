@@ -25,7 +25,8 @@ import (
 //
 // A TextConn has no goroutine: its user sends a multi-get (SendGets) and
 // reads the answer (ReadGets) on its own goroutine, one multi-get at a
-// time. It is not safe for concurrent use, except Close, which may be
+// time. The text protocol has no opaque, so each multi-get follows a
+// sentinel request whose answer must come first (SendGets says why). It is not safe for concurrent use, except Close, which may be
 // called at any time and ends a read in progress. An error from SendGets
 // or ReadGets other than a refused key breaks it for good (Err says why):
 // close it.
@@ -36,11 +37,12 @@ type TextConn struct {
 	out      []byte
 	in       []byte
 	r, w     int
-	sent     int          // keys of the multi-get awaiting ReadGets (0: none)
-	op       memdx.OpCode // the request in progress, as errors name it
-	stop     func() bool  // ends the context watch of a read in progress
-	err      error        // why it broke
-	idle     *idlePeeker  // nil: the socket cannot be peeked at (CheckIdle)
+	sent     int             // keys of the multi-get awaiting ReadGets (0: none)
+	op       memdx.OpCode    // the request in progress, as errors name it
+	stop     func() bool     // ends the context watch of a read in progress
+	err      error           // why it broke
+	idle     *idlePeeker     // nil: the socket cannot be peeked at (CheckIdle)
+	v        memdx.TextValue // ReadGets' item (a local escapes to hit: an allocation per call)
 }
 
 // textReadBuffer is a TextConn's first read buffer; it grows to hold the
@@ -81,12 +83,16 @@ func (t *TextConn) Close() error { return t.nc.Close() }
 
 // CheckIdle checks a connection that sat idle, before a multi-get is sent
 // on it. The server owes an idle connection nothing: bytes waiting to be
-// read are a protocol violation (a late answer to an earlier multi-get,
-// which read now would pass for the next one's answer, with the values of
-// then), and a connection the server closed cannot carry a multi-get.
+// read are a protocol violation (a late or repeated answer to an earlier
+// request), and a connection the server closed cannot carry a multi-get.
 // Either breaks it: the error (a *RequestError, not written: nothing was
 // sent) matches memdx.ErrMalformed for bytes that arrived, and
-// kverr.ErrConnectionClosed for a connection that ended. It makes one
+// kverr.ErrConnectionClosed for a connection that ended. ReadGets'
+// sentinel refuses such bytes too, at the cost of the multi-get (written),
+// except bytes that begin as the sentinel's answer does (an earlier
+// multi-get's whole answer, repeated), which only CheckIdle finds, if they
+// arrived before it looked; and it tells a connection that ended while
+// idle from one the server closed at the multi-get. It makes one
 // non-blocking peek at the socket (a recv with MSG_PEEK: nothing is taken
 // from it); on a connection that is not plain TCP, or off Unix, it checks
 // only what an earlier read left unread.
@@ -113,8 +119,18 @@ func (t *TextConn) CheckIdle() error {
 	return nil
 }
 
-// SendGets writes the multi-get "gets k1 k2 ...\r\n" for keys, with
-// deadline bounding the write. A key the text protocol cannot carry
+// SendGets writes the multi-get "gets k1 k2 ...\r\n" for keys, after a
+// sentinel "version\r\n" in the same write, with deadline bounding the
+// write. The text protocol has no opaque: an answer carries nothing that
+// ties it to its request, so bytes the server sent before it read this
+// request (a late or duplicated answer to an earlier one) would pass for
+// this one's answer, with the values of then. The server answers its
+// requests in order and TCP keeps its bytes in order, so whatever it sent
+// before it handled the sentinel arrives before the sentinel's VERSION
+// line: ReadGets requires that line first. (version is the request the
+// connection's check already relies on, Version: every text server kvwire
+// reads answers it, where memcached 1.6's meta no-op "mn" is not older
+// servers' or proxies'.) A key the text protocol cannot carry
 // (memdx.CheckTextKey) fails it before anything is written, and leaves the
 // connection usable. Another SendGets before the answer was read is
 // refused.
@@ -127,7 +143,7 @@ func (t *TextConn) SendGets(deadline time.Time, keys [][]byte) error {
 			Err: fmt.Errorf("a multi-get's answer is still unread: %w", memdx.ErrInvalidRequest)}
 	}
 	t.op = memdx.OpGet
-	out, err := memdx.AppendTextGets(t.out[:0], keys)
+	out, err := memdx.AppendTextGets(memdx.AppendTextVersion(t.out[:0]), keys)
 	if err != nil {
 		return &RequestError{Op: memdx.OpGet, Addr: t.addr, Err: err}
 	}
@@ -145,16 +161,20 @@ func (t *TextConn) SendGets(deadline time.Time, keys [][]byte) error {
 
 // ReadGets reads the answer to the last SendGets, whose keys it is given
 // again, and calls hit with the index in keys of each key answered (a
-// hit), in order; a key it does not call hit for is a miss. v and its
+// hit), in order; a key it does not call hit for is a miss. The answer
+// must begin with the sentinel's VERSION line (SendGets): anything else
+// first is a foreign answer, sent before the server read the request.
+// v and its
 // slices are valid only during the call. ReadGets returns nil once the
 // answer has ended. It ends early, with the connection broken, when ctx
 // ends (Err is ctx's error), when deadline passes (Err is
 // context.DeadlineExceeded), when the connection ends (errors.Is
 // kverr.ErrConnectionClosed), on an error line (Err is a *memdx.TextError:
 // the server refused the request, e.g. it takes no text or requires SASL)
-// or on an answer that is malformed or names a key not asked for, or not
-// in order (memdx.ErrMalformed). Every such error is a *RequestError with
-// Written set.
+// or on an answer that is malformed, does not begin with the sentinel's
+// line, or names a key not asked for, or not in order
+// (memdx.ErrMalformed). Every such error is a *RequestError with Written
+// set.
 func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]byte, hit func(i int, v *memdx.TextValue)) error {
 	if t.err != nil {
 		return t.err
@@ -167,10 +187,25 @@ func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]by
 		return err
 	}
 	defer t.unwatch(ctx)
-	var v memdx.TextValue
-	next := 0 // the first key not yet passed
+	v := &t.v
+	next := 0        // the first key not yet passed
+	sentinel := true // the sentinel's line is still to come
 	for {
-		n, end, err := memdx.ParseTextGet(t.in[t.r:t.w], t.maxValue, &v)
+		if sentinel {
+			n, _, err := memdx.ParseTextVersion(t.in[t.r:t.w])
+			switch {
+			case err != nil:
+				return t.broke(true, foreignBeforeSentinel(err))
+			case n == 0:
+				if err := t.fill(ctx); err != nil {
+					return err
+				}
+				continue
+			}
+			t.r += n
+			sentinel = false
+		}
+		n, end, err := memdx.ParseTextGet(t.in[t.r:t.w], t.maxValue, v)
 		switch {
 		case err != nil:
 			var te *memdx.TextError
@@ -196,7 +231,7 @@ func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]by
 				return t.broke(true, fmt.Errorf("multi-get answer for key %q, not asked for after key %d of %d: %w",
 					v.Key, next, len(keys), memdx.ErrMalformed))
 			}
-			hit(j, &v)
+			hit(j, v)
 			next = j + 1
 			continue
 		}
@@ -204,6 +239,20 @@ func (t *TextConn) ReadGets(ctx context.Context, deadline time.Time, keys [][]by
 			return err
 		}
 	}
+}
+
+// foreignBeforeSentinel is the error of a multi-get's answer that does not
+// begin with its sentinel's VERSION line (ParseTextVersion's err): an
+// error line is the server's (a *memdx.TextError, as one answering the
+// multi-get is), anything else is bytes it sent before it read the
+// request.
+func foreignBeforeSentinel(err error) error {
+	var te *memdx.TextError
+	if errors.As(err, &te) {
+		return err
+	}
+	return fmt.Errorf("multi-get answer: bytes the server sent before it read the multi-get "+
+		"(a late answer to another request?), where the sentinel's VERSION line should be: %w", err)
 }
 
 // Version asks the server for its version in the text protocol and

@@ -38,8 +38,8 @@ func TestTextConnCheckIdle(t *testing.T) {
 			c := f.dial(t, Options{})
 			require.NotNil(t, c.idle, "a TCP connection is peeked at")
 			require.NoError(t, c.SendGets(time.Now().Add(testTimeout), keys))
-			<-f.lines
-			f.answers <- answer
+			f.request(t)
+			f.answers <- sentinelOK + answer
 			hits, err := textHits(t, c, testCtx(t), keys)
 			require.NoError(t, err)
 			require.Len(t, hits, 1)

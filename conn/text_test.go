@@ -120,6 +120,18 @@ func newFakeText(t *testing.T) *fakeText {
 	return f
 }
 
+// sentinelOK is the fake server's answer to a multi-get's sentinel
+// (SendGets), which a multi-get's answer begins with.
+const sentinelOK = "VERSION fake\r\n"
+
+// request reads the lines of one multi-get: its sentinel, then the
+// multi-get, which it returns.
+func (f *fakeText) request(t *testing.T) string {
+	t.Helper()
+	require.Equal(t, "version\r\n", <-f.lines, "the sentinel first")
+	return <-f.lines
+}
+
 func (f *fakeText) dial(t *testing.T, o Options) *TextConn {
 	t.Helper()
 	tc, err := DialText(testCtx(t), f.ln.Addr().String(), o)
@@ -148,8 +160,8 @@ func TestTextConnRefusesAnswersThatDoNotFit(t *testing.T) {
 			c := f.dial(t, Options{MaxBodyLength: 1000})
 			keys := textKeys("k1", "k2")
 			require.NoError(t, c.SendGets(time.Now().Add(testTimeout), keys))
-			assert.Equal(t, "gets k1 k2\r\n", <-f.lines)
-			f.answers <- tc.answer
+			assert.Equal(t, "gets k1 k2\r\n", f.request(t))
+			f.answers <- sentinelOK + tc.answer
 			_, err := textHits(t, c, testCtx(t), keys)
 			var re *RequestError
 			require.ErrorAs(t, err, &re)
@@ -179,7 +191,7 @@ func TestTextConnReadEndsWithContextDeadlineCloseAndEOF(t *testing.T) {
 		f := newFakeText(t)
 		c := f.dial(t, Options{})
 		require.NoError(t, c.SendGets(time.Now().Add(testTimeout), keys))
-		<-f.lines
+		f.request(t)
 		return f, c
 	}
 	t.Run("context", func(t *testing.T) {
@@ -204,7 +216,7 @@ func TestTextConnReadEndsWithContextDeadlineCloseAndEOF(t *testing.T) {
 	})
 	t.Run("EOF mid-answer", func(t *testing.T) {
 		f, c := send(t)
-		f.answers <- "VALUE k1 0 5\r\nab"
+		f.answers <- sentinelOK + "VALUE k1 0 5\r\nab"
 		f.answers <- ""
 		hit := false
 		err := c.ReadGets(context.Background(), time.Now().Add(testTimeout), keys, func(int, *memdx.TextValue) { hit = true })
@@ -229,14 +241,14 @@ func TestTextConnRefusesMisuse(t *testing.T) {
 	require.ErrorIs(t, err, memdx.ErrInvalidRequest, "nothing sent")
 	keys := textKeys("k1")
 	require.NoError(t, c.SendGets(time.Now().Add(testTimeout), keys))
-	assert.Equal(t, "gets k1\r\n", <-f.lines, "the refused request wrote nothing")
+	assert.Equal(t, "gets k1\r\n", f.request(t), "the refused request wrote nothing")
 	require.ErrorIs(t, c.SendGets(time.Now().Add(testTimeout), keys), memdx.ErrInvalidRequest)
 	_, err = c.Version(testCtx(t))
 	require.ErrorIs(t, err, memdx.ErrInvalidRequest)
 	err = c.ReadGets(context.Background(), time.Now().Add(testTimeout), textKeys("k1", "k2"), func(int, *memdx.TextValue) {})
 	require.ErrorIs(t, err, memdx.ErrInvalidRequest)
 	require.NoError(t, c.Err())
-	f.answers <- "VALUE k1 3 2\r\nhi\r\nEND\r\n"
+	f.answers <- sentinelOK + "VALUE k1 3 2\r\nhi\r\nEND\r\n"
 	hits, err := textHits(t, c, testCtx(t), keys)
 	require.NoError(t, err)
 	assert.Equal(t, map[int]string{0: "hi/3/false"}, hits)

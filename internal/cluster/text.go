@@ -18,11 +18,12 @@ import (
 // the node has a live binary connection. An idle connection is checked
 // when a batch takes it (conn.TextConn.CheckIdle: one non-blocking peek at
 // the socket): one the server closed meanwhile is dropped, and one on
-// which bytes arrived (a late answer, which would pass for the next
-// multi-get's) is closed as a refusal, below. A text connection that fails
-// is closed, its keys judged as a failed group's (and retried, as binary
-// gets), or, when it failed before any answer, sent as binary gets at
-// once. A server that does not take text (no answer to the version request
+// which bytes arrived (a late answer) is closed as a refusal, below; bytes
+// that arrive after that check are refused by the sentinel each multi-get
+// follows (conn.TextConn.SendGets), as a malformed answer. A text
+// connection that fails is closed, its keys judged as a failed group's
+// (and retried, as binary gets), or, when it failed before any answer,
+// sent as binary gets at once. A server that does not take text (no answer to the version request
 // dialText sends, an error line, an answer that is not one, bytes on an
 // idle connection), or that closes a text connection at a multi-get, turns
 // the node's text path off for a while (1 s, doubling with each failure in
