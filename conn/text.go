@@ -26,8 +26,9 @@ import (
 // A TextConn has no goroutine: its user sends a multi-get (SendGets) and
 // reads the answer (ReadGets) on its own goroutine, one multi-get at a
 // time. The text protocol has no opaque, so each multi-get follows a
-// sentinel request whose answer must come first (SendGets says why). It is not safe for concurrent use, except Close, which may be
-// called at any time and ends a read in progress. An error from SendGets
+// sentinel request whose answer must come first (SendGets says why). It
+// is not safe for concurrent use, except Close, which may be called at any
+// time and ends a read in progress. An error from SendGets
 // or ReadGets other than a refused key breaks it for good (Err says why):
 // close it.
 type TextConn struct {
@@ -164,8 +165,7 @@ func (t *TextConn) SendGets(deadline time.Time, keys [][]byte) error {
 // hit), in order; a key it does not call hit for is a miss. The answer
 // must begin with the sentinel's VERSION line (SendGets): anything else
 // first is a foreign answer, sent before the server read the request.
-// v and its
-// slices are valid only during the call. ReadGets returns nil once the
+// v and its slices are valid only during the call. ReadGets returns nil once the
 // answer has ended. It ends early, with the connection broken, when ctx
 // ends (Err is ctx's error), when deadline passes (Err is
 // context.DeadlineExceeded), when the connection ends (errors.Is
