@@ -17,6 +17,9 @@ type sysWriter struct {
 	b   []byte
 	n   int
 	err error // the write's own error (EAGAIN: the socket took nothing)
+	// direct: the socket is non-blocking, so a write of at most
+	// directMax bytes is made directly (sysio_linux.go).
+	direct bool
 }
 
 // newRawWriter returns a rawWriter for a TCP connection, nil for anything
@@ -26,13 +29,17 @@ func newRawWriter(nc net.Conn) rawWriter {
 	if rc == nil {
 		return nil
 	}
-	w := &sysWriter{rc: rc}
+	w := &sysWriter{rc: rc, direct: directIO && nonBlocking(rc)}
 	w.fn = w.write
 	return w
 }
 
 func (w *sysWriter) write(fd uintptr) bool {
-	w.n, w.err = syscall.Write(int(fd), w.b)
+	if w.direct && len(w.b) <= directMax {
+		w.n, w.err = directWrite(fd, w.b)
+	} else {
+		w.n, w.err = syscall.Write(int(fd), w.b)
+	}
 	return true // one attempt: never wait for the socket
 }
 
