@@ -7,17 +7,20 @@ import (
 	"unsafe"
 )
 
-// The plain TCP socket's reads and writes (rawReader, sysWriter) are made
-// with syscall.RawSyscall, without telling the runtime, when the socket is
-// non-blocking (as every socket of package net is) and the buffer at most
-// directMax: such a call returns at once (EAGAIN when there is nothing to
-// read or no room to write), so the runtime need not hand the processor to
-// another thread meanwhile, which is what syscall.Read and syscall.Write
-// prepare for. That preparation (entersyscall, exitsyscall) also wakes
-// sysmon from its idle sleep and keeps it polling every 20 µs while a
-// lone caller's reads and writes come and go: about a fifth of the
-// process's CPU per request at one goroutine, with 0.8 more context
-// switches per request (measured with perf stat, see the commit message).
+// A borrower's reads (rawReader) and its inline write (sysWriter, through
+// writeInline) are made with syscall.RawSyscall, without telling the
+// runtime, when the socket is non-blocking (as every socket of package net
+// is) and the buffer at most directMax: such a call returns at once
+// (EAGAIN when there is nothing to read or no room to write), so the
+// runtime need not hand the processor to another thread meanwhile, which
+// is what syscall.Read and syscall.Write prepare for. That preparation
+// (entersyscall, exitsyscall) also woke sysmon from its idle sleep and kept
+// it polling every 20 µs while a lone caller's reads and writes came and
+// went: 15-20% of the process's CPU per request at one goroutine, with 0.8
+// more context switches per request. A borrower is a lone caller on its
+// connection; any other write (the writer goroutine's, or an inline one
+// among other callers, who may be runnable) keeps the usual call, which
+// lets the runtime hand the processor over during a long one.
 //
 // Under the race detector the calls stay syscall.Read and syscall.Write,
 // which tell the detector what the kernel read and wrote (and order a

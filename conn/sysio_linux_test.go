@@ -48,7 +48,7 @@ func TestDirectReadsAndWrites(t *testing.T) {
 	if n, err := rd.tryRead(buf[:64]); !errors.Is(err, errWouldBlock) {
 		t.Fatalf("tryRead of an empty socket: %d, %v", n, err)
 	}
-	if n, err := wr.tryWrite([]byte("hello")); n != 5 || err != nil {
+	if n, err := wr.tryWrite([]byte("hello"), true); n != 5 || err != nil {
 		t.Fatalf("tryWrite: %d, %v", n, err)
 	}
 	if n, err := rd.read(buf[:64]); err != nil || string(buf[:n]) != "hello" {
@@ -59,7 +59,7 @@ func TestDirectReadsAndWrites(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for b := want; len(b) > 0; {
-			n, err := wr.tryWrite(b)
+			n, err := wr.tryWrite(b, true)
 			if err != nil && !errors.Is(err, errWouldBlock) {
 				done <- err
 				return

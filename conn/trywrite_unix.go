@@ -20,6 +20,7 @@ type sysWriter struct {
 	// direct: the socket is non-blocking, so a write of at most
 	// directMax bytes is made directly (sysio_linux.go).
 	direct bool
+	now    bool // the write in progress may be direct
 }
 
 // newRawWriter returns a rawWriter for a TCP connection, nil for anything
@@ -35,7 +36,7 @@ func newRawWriter(nc net.Conn) rawWriter {
 }
 
 func (w *sysWriter) write(fd uintptr) bool {
-	if w.direct && len(w.b) <= directMax {
+	if w.now && len(w.b) <= directMax {
 		w.n, w.err = directWrite(fd, w.b)
 	} else {
 		w.n, w.err = syscall.Write(int(fd), w.b)
@@ -45,8 +46,8 @@ func (w *sysWriter) write(fd uintptr) bool {
 
 // tryWrite writes what the socket takes of b at once: errWouldBlock when
 // it takes nothing.
-func (w *sysWriter) tryWrite(b []byte) (int, error) {
-	w.b = b
+func (w *sysWriter) tryWrite(b []byte, direct bool) (int, error) {
+	w.b, w.now = b, direct && w.direct
 	err := w.rc.Write(w.fn)
 	n, werr := w.n, w.err
 	w.b, w.err = nil, nil
