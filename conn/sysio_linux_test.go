@@ -54,6 +54,14 @@ func TestDirectReadsAndWrites(t *testing.T) {
 	if n, err := rd.read(buf[:64]); err != nil || string(buf[:n]) != "hello" {
 		t.Fatalf("read: %q, %v", buf[:n], err)
 	}
+	// A write that may not be direct (an inline write by a caller that
+	// did not borrow the read role) writes as well, the usual way.
+	if n, err := wr.tryWrite([]byte("world"), false); n != 5 || err != nil || wr.now {
+		t.Fatalf("tryWrite, not direct: %d, %v, direct %v", n, err, wr.now)
+	}
+	if n, err := rd.read(buf[:64]); err != nil || string(buf[:n]) != "world" {
+		t.Fatalf("read: %q, %v", buf[:n], err)
+	}
 	// More than directMax each way, the writer on another goroutine.
 	want := bytes.Repeat([]byte("0123456789abcdef"), (96<<10)/16)
 	done := make(chan error, 1)
