@@ -420,8 +420,9 @@ func (c *Conn) flushOut(inline bool) (blocked bool, err error, first bool) {
 // (it was busy, the socket took part of the batch, or more was queued
 // behind the batch meanwhile and no Cork is held: Uncork wakes it then)
 // and whether this write's error ended the connection (the caller then
-// calls closeFailed, without mu). Called with mu held, which it releases
-// around the write.
+// calls closeFailed, without mu). direct: the caller borrowed the read
+// role, so its write may be a direct system call (sysio_linux.go). Called
+// with mu held, which it releases around the write.
 func (c *Conn) writeInline(direct bool) (wake, failed bool) {
 	w := &c.writer
 	if w.raw == nil || w.inWrite || w.out != nil || c.err != nil {
