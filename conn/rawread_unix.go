@@ -21,6 +21,9 @@ type rawReader struct {
 	n    int
 	err  error
 	once bool // tryRead: one attempt, no wait
+	// direct: the socket is non-blocking, so a read of at most
+	// directMax bytes is made directly (sysio_linux.go).
+	direct bool
 }
 
 // newRawReader returns a rawReader for a TCP connection, nil for anything
@@ -30,7 +33,7 @@ func newRawReader(nc net.Conn) *rawReader {
 	if rc == nil {
 		return nil
 	}
-	r := &rawReader{rc: rc}
+	r := &rawReader{rc: rc, direct: directIO && nonBlocking(rc)}
 	r.fn = r.readFD
 	return r
 }
@@ -39,7 +42,11 @@ func newRawReader(nc net.Conn) *rawReader {
 // to be readable, and call it again.
 func (r *rawReader) readFD(fd uintptr) bool {
 	for {
-		r.n, r.err = syscall.Read(int(fd), r.b)
+		if r.direct && len(r.b) <= directMax {
+			r.n, r.err = directRead(fd, r.b)
+		} else {
+			r.n, r.err = syscall.Read(int(fd), r.b)
+		}
 		if r.err != syscall.EINTR {
 			return r.once || r.err != syscall.EAGAIN
 		}

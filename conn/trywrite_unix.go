@@ -17,6 +17,10 @@ type sysWriter struct {
 	b   []byte
 	n   int
 	err error // the write's own error (EAGAIN: the socket took nothing)
+	// direct: the socket is non-blocking, so a write of at most
+	// directMax bytes is made directly (sysio_linux.go).
+	direct bool
+	now    bool // the write in progress may be direct
 }
 
 // newRawWriter returns a rawWriter for a TCP connection, nil for anything
@@ -26,20 +30,24 @@ func newRawWriter(nc net.Conn) rawWriter {
 	if rc == nil {
 		return nil
 	}
-	w := &sysWriter{rc: rc}
+	w := &sysWriter{rc: rc, direct: directIO && nonBlocking(rc)}
 	w.fn = w.write
 	return w
 }
 
 func (w *sysWriter) write(fd uintptr) bool {
-	w.n, w.err = syscall.Write(int(fd), w.b)
+	if w.now && len(w.b) <= directMax {
+		w.n, w.err = directWrite(fd, w.b)
+	} else {
+		w.n, w.err = syscall.Write(int(fd), w.b)
+	}
 	return true // one attempt: never wait for the socket
 }
 
 // tryWrite writes what the socket takes of b at once: errWouldBlock when
 // it takes nothing.
-func (w *sysWriter) tryWrite(b []byte) (int, error) {
-	w.b = b
+func (w *sysWriter) tryWrite(b []byte, direct bool) (int, error) {
+	w.b, w.now = b, direct && w.direct
 	err := w.rc.Write(w.fn)
 	n, werr := w.n, w.err
 	w.b, w.err = nil, nil

@@ -112,6 +112,11 @@ echo "== go test -race (root module)"
 $GO test -race -timeout 8m ./...
 echo "== conn's scripted tests again over loopback TCP (where the read role is lent)"
 KVWIRE_CONN_TCP=1 $GO test -race -timeout 5m ./conn
+# Race builds read and write the usual way; only these runs make a lone
+# caller's reads and writes direct system calls (conn/sysio_linux.go).
+echo "== conn's tests over loopback TCP and client's, without the race detector (direct system calls)"
+KVWIRE_CONN_TCP=1 $GO test -timeout 5m ./conn
+$GO test -timeout 5m ./client
 echo "== DNS SRV against a real resolver in a network namespace (scripts/dns-srv-test.sh)"
 # Needs root (CI runs as root and sets KVWIRE_REQUIRE_DNS_SRV=1, which makes
 # a skip a failure); elsewhere it says SKIPPED, and the summary repeats it.
