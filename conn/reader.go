@@ -76,7 +76,11 @@ func (c *Conn) readLoop() {
 			return // the connection ended while the role was lent
 		}
 		var n int
-		n, rerr = rd.nc.Read(rd.buf[rd.w:])
+		if rd.raw != nil { // direct where it can be (sysio_linux.go)
+			n, rerr = rd.raw.readNet(rd.buf[rd.w:])
+		} else {
+			n, rerr = rd.nc.Read(rd.buf[rd.w:])
+		}
 		c.noteRead(n)
 		// On an error, first dispatch what came with it (a last response
 		// before the server closed), then end.

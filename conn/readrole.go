@@ -225,7 +225,7 @@ func (c *Conn) catchUp() {
 func (c *Conn) readFor(cl *call) {
 	rd := &c.reader
 	for len(cl.done) == 0 {
-		n, err := rd.raw.read(rd.buf[rd.w:])
+		n, err := rd.raw.readNet(rd.buf[rd.w:])
 		c.noteRead(n)
 		if perr := c.consume(); perr != nil {
 			c.failProtocol(perr)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -122,4 +124,106 @@ func TestNoDirectCallsOnABlockingSocket(t *testing.T) {
 	if n, err := newRawReader(cl).read(b); n != 1 || err != nil {
 		t.Fatalf("read: %d, %v", n, err)
 	}
+}
+
+// resetBy makes the peer's close a reset (SO_LINGER 0) and closes it.
+func resetBy(t *testing.T, sc *net.TCPConn) {
+	t.Helper()
+	if err := sc.SetLinger(0); err != nil {
+		t.Fatal(err)
+	}
+	sc.Close()
+}
+
+// The reader goroutine's reads (readNet) and the writer goroutine's writes
+// (writeNet) go through the socket's RawConn, yet fail with the errors
+// net.Conn's Read and Write return, which the connection's error wraps:
+// the same text, the same *net.OpError and system call error beneath.
+func TestNetErrorsOfRawReadsAndWrites(t *testing.T) {
+	// A reset: each way, on a pair read by net.Conn and one read raw.
+	viaNet, viaRaw := make([]error, 2), make([]error, 2)
+	for _, raw := range []bool{false, true} {
+		errs := viaNet
+		if raw {
+			errs = viaRaw
+		}
+		cl, sv := tcpPair(t)
+		resetBy(t, sv)
+		b := make([]byte, 16)
+		var err error
+		if raw {
+			_, err = newRawReader(cl).readNet(b)
+		} else {
+			_, err = cl.Read(b)
+		}
+		errs[0] = err
+		cl2, sv2 := tcpPair(t)
+		resetBy(t, sv2)
+		// The first write after a reset may be taken (and answered by
+		// another reset); write until the socket fails.
+		for range 100 {
+			if raw {
+				_, err = newRawWriter(cl2).writeNet(b)
+			} else {
+				_, err = cl2.Write(b)
+			}
+			if err != nil {
+				break
+			}
+		}
+		errs[1] = err
+	}
+	for i, what := range []string{"read", "write"} {
+		want, got := viaNet[i], viaRaw[i]
+		if want == nil || got == nil {
+			t.Fatalf("%s after a reset: net.Conn %v, raw %v", what, want, got)
+		}
+		wantText := strings.NewReplacer(addrsOf(want)...).Replace(want.Error())
+		gotText := strings.NewReplacer(addrsOf(got)...).Replace(got.Error())
+		if gotText != wantText {
+			t.Errorf("%s after a reset: raw %q, net.Conn %q", what, gotText, wantText)
+		}
+		var oe *net.OpError
+		var se *os.SyscallError
+		if !errors.As(got, &oe) || oe.Op != what || !errors.As(got, &se) || se.Syscall != what {
+			t.Errorf("%s after a reset: %#v is not an *net.OpError %q around the system call's error", what, got, what)
+		}
+	}
+	// A closed socket: the poller's error, as net.Conn says it.
+	cl, _ := tcpPair(t)
+	rd, wr := newRawReader(cl), newRawWriter(cl)
+	cl.Close()
+	_, rerr := rd.readNet(make([]byte, 16))
+	_, werr := wr.writeNet([]byte("x"))
+	_, nerr := cl.Read(make([]byte, 16))
+	_, nwerr := cl.Write([]byte("x"))
+	if rerr == nil || werr == nil || rerr.Error() != nerr.Error() || werr.Error() != nwerr.Error() {
+		t.Errorf("a closed socket: raw read %v, write %v; net.Conn read %v, write %v", rerr, werr, nerr, nwerr)
+	}
+	if !errors.Is(rerr, net.ErrClosed) || !errors.Is(werr, net.ErrClosed) {
+		t.Errorf("a closed socket's errors are not net.ErrClosed: %v, %v", rerr, werr)
+	}
+	// The peer's close is io.EOF, unwrapped, as net.Conn's.
+	cl, sv := tcpPair(t)
+	sv.Close()
+	if _, err := newRawReader(cl).readNet(make([]byte, 16)); err != io.EOF {
+		t.Errorf("read after the peer's close: %v, want io.EOF", err)
+	}
+}
+
+// addrsOf returns replacements of an error's addresses by placeholders,
+// so that two pairs' errors compare.
+func addrsOf(err error) []string {
+	var oe *net.OpError
+	if !errors.As(err, &oe) {
+		return nil
+	}
+	var r []string
+	if oe.Source != nil {
+		r = append(r, oe.Source.String(), "LOCAL")
+	}
+	if oe.Addr != nil {
+		r = append(r, oe.Addr.String(), "REMOTE")
+	}
+	return r
 }

@@ -470,6 +470,8 @@ func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 		var m int
 		if inline {
 			m, err = w.raw.tryWrite(chunk, w.inlineDirect)
+		} else if w.raw != nil { // direct where it can be (sysio_linux.go)
+			m, err = w.raw.writeNet(chunk)
 		} else {
 			m, err = w.nc.Write(chunk)
 		}
