@@ -22,9 +22,9 @@ import (
 // goroutine, with 0.8 more context switches per request. At 16 goroutines
 // the reader and writer goroutines' direct calls took the client's CPU per
 // request to 0.84-0.95x (four interleaved A/Bs, s6-busy; at 256 no
-// change beyond the controls'). An inline write by a
-// caller that did not borrow the role (a group's, or one among other
-// callers) keeps the usual call: made direct, it measured no better.
+// change beyond the controls'). An inline write by a caller that did not
+// borrow the role (a group's, or one among other callers) keeps the usual
+// call: made direct, it measured no better.
 //
 // Under the race detector the calls stay syscall.Read and syscall.Write,
 // which tell the detector what the kernel read and wrote (and order a
