@@ -339,7 +339,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			"ops/s counts keys per second (a batch of %d is %d ops), and CPU, allocations and system calls per op are per key; "+
 			"a timed key is recorded at its batch's time (the whole call). "+
 			"kvwire GetMany: default options, one connection per node; on memcached it reads each server's keys as one text multi-get "+
-			"(\"gets k1 k2 ...\") on a text connection of its own; with binary_multiget (MemcachedOptions.BinaryMultiGet) as %[5]s per key and a NOOP on its binary connection. "+
+			"(\"gets k1 k2 ...\", after a \"version\" request whose answer must come first) on a text connection of its own; with binary_multiget (MemcachedOptions.BinaryMultiGet) as %[5]s per key and a NOOP on its binary connection. "+
 			"raw: one connection, the batch's requests encoded into one buffer and sent in one write, read until every answer is in; "+
 			"the target's raw loop (the issue's pipelined loop) sends a quiet get (%[5]s) per key and a NOOP: the requests of kvwire's binary path, "+
 			"so kvwire's binary_multiget row over it is the client's cost over the same server work; the plain-GET loop is shown for context, "+
