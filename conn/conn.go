@@ -206,7 +206,7 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadl
 	if err == nil && wake && c.inflight.active == 1 && c.writer.expect.Load() == 0 {
 		// A lone request, and no caller answered just now who could
 		// join it: write it from here, sparing the writer's wake-up.
-		wake, failed = c.writeInline(cl.borrowed)
+		wake, failed = c.writeInline()
 	}
 	c.mu.Unlock()
 	if err != nil {

@@ -78,7 +78,7 @@ func (c *Conn) StartGets(deadline time.Time, tmpl *memdx.Request, keys [][]byte,
 	failed := false
 	if err == nil && wake {
 		// The group is all there is to write: write it from here.
-		wake, failed = c.writeInline(false)
+		wake, failed = c.writeInline()
 	}
 	c.mu.Unlock()
 	if err != nil {

@@ -5,11 +5,10 @@ import "errors"
 // errWouldBlock: the socket took nothing without blocking.
 var errWouldBlock = errors.New("write would block")
 
-// rawWriter makes one non-blocking write on a socket (writeInline);
-// direct: the write may be a direct system call (sysio_linux.go).
-// writeNet: the writer goroutine's write, which waits for the socket to
+// rawWriter makes one non-blocking write on a socket (writeInline), a
+// direct system call where it can be (sysio_linux.go). writeNet: the writer goroutine's write, which waits for the socket to
 // take some of b.
 type rawWriter interface {
-	tryWrite(b []byte, direct bool) (int, error)
+	tryWrite(b []byte) (int, error)
 	writeNet(b []byte) (int, error)
 }

@@ -23,7 +23,6 @@ type sysWriter struct {
 	// direct: the socket is non-blocking, so a write of at most
 	// directMax bytes is made directly (sysio_linux.go).
 	direct bool
-	now    bool // the write in progress may be direct
 	wait   bool // the write in progress waits for room (writeNet)
 	// laddr, raddr: the socket's ends, for writeNet's errors.
 	laddr, raddr net.Addr
@@ -46,7 +45,7 @@ func newRawWriter(nc net.Conn) rawWriter {
 // do not.
 func (w *sysWriter) write(fd uintptr) bool {
 	for {
-		if w.now && len(w.b) <= directMax {
+		if w.direct && len(w.b) <= directMax {
 			w.n, w.err = directWrite(fd, w.b)
 		} else {
 			w.n, w.err = syscall.Write(int(fd), w.b)
@@ -65,7 +64,7 @@ func (w *sysWriter) write(fd uintptr) bool {
 // errors net.Conn's Write returns (an *net.OpError "write" around the
 // system call's error or the poller's: a closed socket).
 func (w *sysWriter) writeNet(b []byte) (int, error) {
-	w.b, w.now, w.wait = b, w.direct, true
+	w.b, w.wait = b, true
 	err := w.rc.Write(w.fn)
 	n, werr := w.n, w.err
 	w.b, w.n, w.err, w.wait = nil, 0, nil, false
@@ -80,8 +79,8 @@ func (w *sysWriter) writeNet(b []byte) (int, error) {
 
 // tryWrite writes what the socket takes of b at once: errWouldBlock when
 // it takes nothing.
-func (w *sysWriter) tryWrite(b []byte, direct bool) (int, error) {
-	w.b, w.now = b, direct && w.direct
+func (w *sysWriter) tryWrite(b []byte) (int, error) {
+	w.b = b
 	err := w.rc.Write(w.fn)
 	n, werr := w.n, w.err
 	w.b, w.err = nil, nil

@@ -77,11 +77,8 @@ type writer struct {
 	sendNext *call
 	// inWrite: the writer goroutine or a caller is in flushOut (their
 	// exclusion); inWriteDone (on Conn.mu) is signalled when it leaves.
-	inWrite bool
-	// inlineDirect: the inline write in progress is a borrower's, which
-	// may be a direct system call (sysio_linux.go).
-	inlineDirect bool
-	inWriteDone  sync.Cond
+	inWrite     bool
+	inWriteDone sync.Cond
 	// holding: the writer goroutine waits for the reader's next burst of
 	// answers, or for the end of the one it is dispatching; burst
 	// (capacity 1) tells it one was dispatched.
@@ -420,18 +417,15 @@ func (c *Conn) flushOut(inline bool) (blocked bool, err error, first bool) {
 // (it was busy, the socket took part of the batch, or more was queued
 // behind the batch meanwhile and no Cork is held: Uncork wakes it then)
 // and whether this write's error ended the connection (the caller then
-// calls closeFailed, without mu). direct: the caller borrowed the read
-// role, so its write may be a direct system call (sysio_linux.go). Called
-// with mu held, which it releases around the write.
-func (c *Conn) writeInline(direct bool) (wake, failed bool) {
+// calls closeFailed, without mu). Called with mu held, which it releases
+// around the write.
+func (c *Conn) writeInline() (wake, failed bool) {
 	w := &c.writer
 	if w.raw == nil || w.inWrite || w.out != nil || c.err != nil {
 		return true, false
 	}
 	w.takeBatch()
-	w.inlineDirect = direct
 	blocked, err, first := c.flushOut(true)
-	w.inlineDirect = false
 	if blocked {
 		return true, false
 	}
@@ -469,7 +463,7 @@ func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 		w.writes.Add(1) // before the call: its answer can arrive before Write returns
 		var m int
 		if inline {
-			m, err = w.raw.tryWrite(chunk, w.inlineDirect)
+			m, err = w.raw.tryWrite(chunk)
 		} else if w.raw != nil { // direct where it can be (sysio_linux.go)
 			m, err = w.raw.writeNet(chunk)
 		} else {
