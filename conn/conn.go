@@ -362,6 +362,7 @@ func (c *Conn) failLocked(err error) bool {
 // closeFailed is fail's second half, run once, without mu.
 func (c *Conn) closeFailed() {
 	close(c.done)
+	c.writer.wake() // the writer goroutine waits on kick alone
 	c.nc.Close()
 }
 

@@ -479,15 +479,16 @@ func TestStartGetsInlineTeardownDoesNotHang(t *testing.T) {
 	}
 }
 
-// writerParked reports whether c's writer goroutine is parked in a select
-// (waiting for a kick, or holding a batch).
+// writerParked reports whether c's writer goroutine is parked: waiting
+// for a kick (a channel receive), or holding a batch (a select).
 func writerParked(c *Conn) bool {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	frame := fmt.Sprintf("(*Conn).writeLoop(%p", c)
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		if strings.Contains(g, frame) {
-			return strings.HasPrefix(g[strings.Index(g, "["):], "[select")
+			state := g[strings.Index(g, "["):]
+			return strings.HasPrefix(state, "[select") || strings.HasPrefix(state, "[chan receive")
 		}
 	}
 	return false

@@ -231,12 +231,14 @@ func (c *Conn) writeLoop() {
 	defer close(w.exited)
 	var hold *time.Timer
 	for {
-		select {
-		case <-w.kick:
-		case <-c.done:
+		// One channel, not a select with done: the connection's end
+		// kicks it too (closeFailed), and a receive costs less.
+		<-w.kick
+		c.mu.Lock()
+		if c.err != nil {
+			c.mu.Unlock()
 			return
 		}
-		c.mu.Lock()
 		if w.out != nil && !w.inWrite {
 			// The rest of a caller's batch, which the socket did not
 			// take at once (writeInline).
