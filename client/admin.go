@@ -122,7 +122,7 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 	}
 	var extras []byte
 	if o.Delay > 0 {
-		exp, err := expiryValue(o.Delay, c.clock.Now())
+		exp, err := expiryValue(o.Delay, c.clock)
 		if err != nil {
 			return refuse(ErrInvalidArgument, err)
 		}

@@ -381,10 +381,12 @@ func checkKey(key string) error {
 }
 
 // expiryValue converts a time to live to the protocol's expiry: seconds up
-// to 30 days, an absolute Unix time (read from now) beyond: the server reads
-// values above 30 days as absolute. Sub-second durations round up to one
-// second, so that a short TTL never means "never expires".
-func expiryValue(d time.Duration, now time.Time) (uint32, error) {
+// to 30 days, an absolute Unix time (read from clock) beyond: the server
+// reads values above 30 days as absolute. Sub-second durations round up to
+// one second, so that a short TTL never means "never expires". The clock
+// is read only for an absolute expiry: most writes set none, and a reading
+// costs more than the rest of this.
+func expiryValue(d time.Duration, clock nower) (uint32, error) {
 	if d <= 0 {
 		return 0, nil
 	}
@@ -392,7 +394,7 @@ func expiryValue(d time.Duration, now time.Time) (uint32, error) {
 	if secs <= 30*24*3600 {
 		return uint32(secs), nil
 	}
-	abs := now.Unix() + secs
+	abs := clock.Now().Unix() + secs
 	if abs > math.MaxUint32 {
 		return 0, fmt.Errorf("expiry %v is beyond what the protocol can express", d)
 	}
@@ -424,15 +426,18 @@ func lockSeconds(d time.Duration) (uint32, error) {
 // counterExpiry is the expiry sent with a counter: a document Initial
 // creates gets expiry; without Initial the server must not create one, and
 // an expiry would be ignored, so it is refused.
-func counterExpiry(expiry time.Duration, initial *uint64, now time.Time) (uint32, error) {
+func counterExpiry(expiry time.Duration, initial *uint64, clock nower) (uint32, error) {
 	if initial == nil {
 		if expiry != 0 {
 			return memdx.NoCreate, fmt.Errorf("expiry %v without Initial: the expiry applies only to a counter Initial creates", expiry)
 		}
 		return memdx.NoCreate, nil
 	}
-	return expiryValue(expiry, now)
+	return expiryValue(expiry, clock)
 }
+
+// nower is what expiryValue reads the time from: the client's clock.
+type nower interface{ Now() time.Time }
 
 // firstErr returns the first non-nil error.
 func firstErr(errs ...error) error {
@@ -477,7 +482,7 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 	if opts != nil {
 		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
-	exp, err := expiryValue(expiry, col.c.clock.Now())
+	exp, err := expiryValue(expiry, col.c.clock)
 	p.invalid = err
 	o, err := col.newOp("GetAndTouch", kindGet, key, memdx.NewGAT(nil, exp), p)
 	if err != nil {
@@ -530,7 +535,7 @@ func (col *Collection) Touch(ctx context.Context, key string, expiry time.Durati
 	if opts != nil {
 		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
-	exp, err := expiryValue(expiry, col.c.clock.Now())
+	exp, err := expiryValue(expiry, col.c.clock)
 	p.invalid = err
 	o, err := col.newOp("Touch", kindCas, key, memdx.NewTouch(nil, exp), p)
 	if err != nil {
@@ -631,7 +636,7 @@ func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode,
 
 // storeOp builds store's operation, or its error.
 func (col *Collection) storeOp(name string, opc memdx.OpCode, key string, value []byte, p storeParams) (*op, error) {
-	exp, err := expiryValue(p.expiry, col.c.clock.Now())
+	exp, err := expiryValue(p.expiry, col.c.clock)
 	p.invalid = firstErr(p.invalid, err)
 	flags := p.flags
 	if flags == 0 && !p.typed && !col.c.memcached {
@@ -743,7 +748,7 @@ func (col *Collection) Decrement(ctx context.Context, key string, opts *Decremen
 }
 
 func (col *Collection) counter(ctx context.Context, name string, opc memdx.OpCode, key string, p counterParams) (CounterResult, error) {
-	exp, err := counterExpiry(p.expiry, p.initial, col.c.clock.Now())
+	exp, err := counterExpiry(p.expiry, p.initial, col.c.clock)
 	p.invalid = firstErr(p.invalid, err)
 	var initial uint64
 	if p.initial != nil {
