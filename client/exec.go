@@ -344,7 +344,7 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 			(*hook)(from)
 		}
 		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
-		ob.Ended(&t.Trace, pl.cn, opaque, c.clock.Now())
+		ob.Ended(&t.Trace, pl.cn, opaque, c.after(from.Sent))
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
