@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/internal/rangescan"
 	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
@@ -89,6 +90,12 @@ type op struct {
 	// parentSpan its options' ParentSpan.
 	trace      opTrace
 	parentSpan RequestSpan
+	// span is optrace.NameOf(spanFor, spanOpc), kept by the pool: an op
+	// object serves operations of one name in a row more often than not,
+	// and then finds it without a lookup (spanName).
+	span    optrace.Name
+	spanFor string
+	spanOpc memdx.OpCode
 
 	// Last attempt.
 	node    *cluster.Node
@@ -155,9 +162,20 @@ func putOp(o *op) {
 	}
 	h := o.handle
 	sd := o.sd.Keep()
+	span, spanFor, spanOpc := o.span, o.spanFor, o.spanOpc
 	*o = op{}
 	o.handle, o.nmvBody, o.z, o.sd = h, nmv, z, sd
+	o.span, o.spanFor, o.spanOpc = span, spanFor, spanOpc
 	opPool.Put(o)
+}
+
+// spanName is the operation's optrace.Name, found again only when the
+// pooled op last served an operation of another name or opcode.
+func (o *op) spanName() optrace.Name {
+	if o.spanFor != o.name || o.spanOpc != o.req.OpCode {
+		o.span, o.spanFor, o.spanOpc = optrace.NameOf(o.name, o.req.OpCode), o.name, o.req.OpCode
+	}
+	return o.span
 }
 
 // onResponse records the response of an attempt. It runs on the goroutine
@@ -298,7 +316,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		return err
 	}
 	ob, t := c.obs, &o.trace
-	ob.begin(ctx, t, o.name, o.req.OpCode, o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
+	ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
 	err := c.attempts(ctx, o)
 	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
 	return err

@@ -84,12 +84,12 @@ func (ob *Observers) Close() {
 	}
 }
 
-// Begin starts observing an operation named name (the client's:
-// "GetAndLock") whose opcode is opc, on coll (nil: none), at start, with
+// Begin starts observing an operation named name (NameOf the client's
+// name, "GetAndLock", and opcode), on coll (nil: none), at start, with
 // timeout to its deadline. parent is the span it belongs under, when
 // tracing (nil: none given).
-func (ob *Observers) Begin(ctx context.Context, t *Trace, name string, opc memdx.OpCode, coll *Coll, parent hookguard.Span, start time.Time, timeout time.Duration) {
-	t.Origin.Operation, t.op = SpanName(name, opc)
+func (ob *Observers) Begin(ctx context.Context, t *Trace, name Name, coll *Coll, parent hookguard.Span, start time.Time, timeout time.Duration) {
+	t.Origin.Operation, t.op = name.Span, name.op
 	t.Origin.Timeout = timeout
 	t.start, t.now, t.fresh = start, start, true
 	if ob.cfg.Tracer != nil {
