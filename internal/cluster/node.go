@@ -97,8 +97,7 @@ func (n *Node) start(seed *conn.Conn) {
 // redials meanwhile. That check is made here, on the one look at the
 // connections a request's attempt makes, not in a second one before it.
 func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
-	select {
-	case <-n.ctx.Done():
+	if n.ctx.Err() != nil { // an atomic load, where a select on Done calls the runtime
 		if n.cl.cfg.Memcached {
 			if err := n.Down(); err != nil {
 				return nil, retry.ReasonUnknown, err
@@ -107,7 +106,6 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 		// Leaving (or the client is closing): its connections only drain.
 		// The operation is routed again by the newer topology.
 		return nil, retry.ReasonNodeNotAvailable, n.cl.nodeError(n.addr, errNodeLeft)
-	default:
 	}
 	if cs := n.conns.Load(); cs != nil {
 		l := len(*cs)
