@@ -306,7 +306,10 @@ type placed struct {
 // orchestrator says. It returns nil on success (results are in o) or the
 // operation's final error. Its observers (Options.Tracer, Meter, the
 // reports) see it begin, each attempt sent and ended, each retry, and its
-// end, on this goroutine.
+// end, on this goroutine. The attempts' loop is written here rather than in
+// a function of its own: each call between the caller and DoDeadline
+// costs a return after the system calls there, which the processor's
+// return predictions do not survive (run).
 func (c *Client) execute(ctx context.Context, o *op) error {
 	now := o.trace.encStart
 	if now.IsZero() {
@@ -317,14 +320,6 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	}
 	ob, t := c.obs, &o.trace
 	ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
-	err := c.attempts(ctx, o)
-	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
-	return err
-}
-
-// attempts runs o's attempts until its result or its final error.
-func (c *Client) attempts(ctx context.Context, o *op) error {
-	ob, t := c.obs, &o.trace
 	var opID uint64
 	obs := c.opts.Observer
 	if obs != nil {
@@ -332,14 +327,17 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 	}
 	var lastReason retry.Reason
 	retried := false
+	var err error
+	// Each way out of the loop sets err (nil: o's result is in o).
 	for attempt := 0; ; attempt++ {
 		pl, nx := c.place(ctx, o, attempt, nil)
 		if nx.err != nil {
-			return nx.err
+			err = nx.err
+			break
 		}
 		if !nx.done {
-			if err := c.retry(o, nx); err != nil {
-				return err
+			if err = c.retry(o, nx); err != nil {
+				break
 			}
 			lastReason, retried = nx.reason, true
 			continue
@@ -361,30 +359,33 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 		if hook := testHookSend.Load(); hook != nil {
 			(*hook)(from)
 		}
-		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
+		opaque, derr := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
 		ob.Ended(&t.Trace, pl.cn, opaque, c.after(from.Sent))
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
 			info.Status = statusOf(o.status)
 			info.Opaque = opaque
-			obs.AttemptEnd(info, err)
+			obs.AttemptEnd(info, derr)
 		}
 		if o.opaque == 0 {
 			o.opaque = opaque
 		}
-		nx = c.judge(ctx, o, pl, err)
+		nx = c.judge(ctx, o, pl, derr)
 		if nx.done {
-			return nil
+			break // err is nil
 		}
 		if nx.err != nil {
-			return nx.err
+			err = nx.err
+			break
 		}
-		if err := c.retry(o, nx); err != nil {
-			return err
+		if err = c.retry(o, nx); err != nil {
+			break
 		}
 		lastReason, retried = nx.reason, true
 	}
+	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
+	return err
 }
 
 // retry waits for the retry nx (waitNext), telling the operation's

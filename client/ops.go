@@ -450,14 +450,20 @@ func firstErr(errs ...error) error {
 }
 
 // run executes o and releases it; res is called on success to build the
-// result while o is still valid.
+// result while o is still valid. A panic in execute (a bug) leaves o to
+// the garbage collector rather than the pool: no defer. Get and the
+// stores write it out: a shape-generic call is not inlined, and each call
+// between the caller and its connection's DoDeadline costs a return after
+// the system calls there, which the processor's return predictions do not
+// survive.
 func run[T any](ctx context.Context, o *op, res func(*op) T) (T, error) {
-	defer putOp(o)
-	if err := o.c.execute(ctx, o); err != nil {
-		var zero T
-		return zero, err
+	err := o.c.execute(ctx, o)
+	var r T
+	if err == nil {
+		r = res(o)
 	}
-	return res(o), nil
+	putOp(o)
+	return r, err
 }
 
 // Get reads a document.
@@ -473,7 +479,13 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 	if err != nil {
 		return GetResult{}, err
 	}
-	return run(ctx, o, (*op).getResult)
+	err = o.c.execute(ctx, o) // run, written out (run says why)
+	var r GetResult
+	if err == nil {
+		r = o.getResult()
+	}
+	putOp(o)
+	return r, err
 }
 
 // GetAndTouch reads a document and sets its expiry.
@@ -631,7 +643,13 @@ func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode,
 	if err != nil {
 		return MutationResult{}, err
 	}
-	return run(ctx, o, (*op).mutationResult)
+	err = o.c.execute(ctx, o) // run, written out (run says why)
+	var r MutationResult
+	if err == nil {
+		r = o.mutationResult()
+	}
+	putOp(o)
+	return r, err
 }
 
 // storeOp builds store's operation, or its error.
