@@ -64,7 +64,7 @@ var batchPool = sync.Pool{New: func() any { return new(batch) }}
 
 func (c *Client) newBatch(ctx context.Context, n int) *batch {
 	b := batchPool.Get().(*batch)
-	b.c, b.ctx, b.now, b.obs = c, ctx, c.clock.Now(), c.opts.Observer
+	b.c, b.ctx, b.now, b.obs = c, ctx, c.clock.Now(), c.observer
 	b.s.Start(c.clock, n, c.batchInFlight())
 	return b
 }

@@ -57,7 +57,7 @@ func clockFor(c Clock) retry.Clock {
 // wall clock only if that was stepped meanwhile; durations and deadline
 // checks use the monotonic reading. On a caller's Clock it is its Now.
 func (c *Client) after(start time.Time) time.Time {
-	if c.opts.Clock == nil {
+	if c.realClock {
 		return start.Add(time.Since(start))
 	}
 	return c.clock.Now()

@@ -321,7 +321,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	ob, t := c.obs, &o.trace
 	ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
 	var opID uint64
-	obs := c.opts.Observer
+	obs := c.observer
 	if obs != nil {
 		opID = c.opIDs.Add(1)
 	}
@@ -354,7 +354,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		// later one's is a reading SendAt made after the wait. Read from
 		// the real clock, it is the time the connection's deadline check
 		// needs: it reads none of its own.
-		from.SentIsNow = c.opts.Clock == nil && (attempt > 0 || o.trace.encStart.IsZero())
+		from.SentIsNow = c.realClock && (attempt > 0 || o.trace.encStart.IsZero())
 		from.Resendable = o.resendable()
 		if hook := testHookSend.Load(); hook != nil {
 			(*hook)(from)
@@ -459,7 +459,7 @@ func (onceStrategy) RetryAfter(retry.Request, retry.Reason) retry.Action { retur
 // Options.KVTimeout): the earlier of now + timeout and ctx's deadline.
 func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.Time) time.Time {
 	if timeout <= 0 {
-		timeout = c.opts.KVTimeout
+		timeout = c.kvTimeout
 	}
 	if timeout > c.cl.LongestTimeout() {
 		c.cl.NoteTimeout(timeout)

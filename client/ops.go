@@ -303,7 +303,7 @@ type ExistsResult struct {
 
 func (o *op) getResult() GetResult {
 	return GetResult{Value: o.value, Cas: o.cas, Flags: o.flags, Datatype: Datatype(o.datatype),
-		RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()), transcoder: o.c.opts.Transcoder}
+		RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()), transcoder: o.c.transcoder}
 }
 
 func (o *op) mutationResult() MutationResult {
