@@ -460,8 +460,10 @@ func (onceStrategy) RetryAfter(retry.Request, retry.Reason) retry.Action { retur
 func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.Time) time.Time {
 	if timeout <= 0 {
 		timeout = c.kvTimeout
-	}
-	if timeout > c.cl.LongestTimeout() {
+	} else if timeout > c.kvTimeout && timeout > c.cl.LongestTimeout() {
+		// The cluster knows KVTimeout (its Config's); only a longer
+		// timeout is news, and the common case reads none of the
+		// cluster's memory for it.
 		c.cl.NoteTimeout(timeout)
 	}
 	d := now.Add(timeout)
