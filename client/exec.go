@@ -170,9 +170,11 @@ func putOp(o *op) {
 }
 
 // spanName is the operation's optrace.Name, found again only when the
-// pooled op last served an operation of another name or opcode.
+// pooled op last served an operation of another name or opcode. The names
+// are the client's constants: the same name is the same bytes, compared
+// by address (a name equal in other bytes is only looked up again).
 func (o *op) spanName() optrace.Name {
-	if o.spanFor != o.name || o.spanOpc != o.req.OpCode {
+	if unsafe.StringData(o.spanFor) != unsafe.StringData(o.name) || len(o.spanFor) != len(o.name) || o.spanOpc != o.req.OpCode {
 		o.span, o.spanFor, o.spanOpc = optrace.NameOf(o.name, o.req.OpCode), o.name, o.req.OpCode
 	}
 	return o.span
