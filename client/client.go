@@ -32,8 +32,10 @@ type Client struct {
 	cl    *cluster.Cluster
 	ctx   context.Context
 	clock retry.Clock // Options.Clock: deadlines, retry waits, and the cluster's timers
-	// strategy runs opts.RetryStrategy for operations that set none.
+	// strategy runs opts.RetryStrategy for operations that set none;
+	// resends is retry.ResendsIdempotent of it (of the default when nil).
 	strategy retry.Strategy
+	resends  bool
 	// obs are the tracer, the meter and the reports (observers.go).
 	obs *observers
 	// Copies of opts' Observer, Transcoder and KVTimeout; realClock:
@@ -89,6 +91,7 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		kvTimeout:  o.KVTimeout,
 		realClock:  o.Clock == nil,
 	}
+	c.resends = resendsIdempotent(c.strategy)
 	// A nil Clock keeps the orchestrator on its real-clock path, which
 	// reuses one timer per operation.
 	var orchClock retry.Clock

@@ -436,7 +436,22 @@ var testHookSend atomic.Pointer[func(*conn.Origin)]
 // request to a chosen node (Ping, Stats: sent once) or under a caller's
 // strategy, which may tell the two apart, keeps the check.
 func (o *op) resendable() bool {
-	return o.st.Idempotent() && o.target.Node == nil && retry.ResendsIdempotent(o.st.Strategy())
+	if !o.st.Idempotent() || o.target.Node != nil {
+		return false
+	}
+	if o.strategy == nil { // the client's, asked once (Client.resends)
+		return o.c.resends
+	}
+	return retry.ResendsIdempotent(o.strategy)
+}
+
+// resendsIdempotent is retry.ResendsIdempotent of the strategy an
+// operation given s runs under (a State given none runs the default).
+func resendsIdempotent(s retry.Strategy) bool {
+	if s == nil {
+		s = retry.DefaultStrategy()
+	}
+	return retry.ResendsIdempotent(s)
 }
 
 // repeatable reports whether a request RFC 0049's idempotent list leaves
