@@ -122,7 +122,7 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 	}
 	var extras []byte
 	if o.Delay > 0 {
-		exp, err := expiryValue(o.Delay, c.clock.Now())
+		exp, err := expiryValue(o.Delay, c.clock)
 		if err != nil {
 			return refuse(ErrInvalidArgument, err)
 		}
@@ -154,8 +154,8 @@ func (c *Client) Ping(ctx context.Context) []PingResult {
 		start := time.Now()
 		err := c.execute(ctx, o)
 		r := PingResult{Node: n.Addr(), Latency: time.Since(start), Err: err}
-		if rec := &o.trace.Rec; rec.Dispatched {
-			r.Local, r.Remote, r.LocalID = rec.LocalSocket, rec.RemoteSocket, rec.LocalID
+		if cn := o.trace.Conn(); cn != nil {
+			r.Local, r.Remote, r.LocalID = cn.LocalAddr(), cn.RemoteAddr(), cn.ID()
 		}
 		return r, err
 	})

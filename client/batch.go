@@ -64,7 +64,7 @@ var batchPool = sync.Pool{New: func() any { return new(batch) }}
 
 func (c *Client) newBatch(ctx context.Context, n int) *batch {
 	b := batchPool.Get().(*batch)
-	b.c, b.ctx, b.now, b.obs = c, ctx, c.clock.Now(), c.opts.Observer
+	b.c, b.ctx, b.now, b.obs = c, ctx, c.clock.Now(), c.observer
 	b.s.Start(c.clock, n, c.batchInFlight())
 	return b
 }
@@ -129,7 +129,7 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 			continue
 		}
 		o := k.Op.o
-		b.c.obs.begin(b.ctx, &o.trace, o.name, o.req.OpCode, o.coll, o.parentSpan, b.now, o.st.Deadline().Sub(b.now))
+		b.c.obs.begin(b.ctx, &o.trace, o.spanName(), o.coll, o.parentSpan, b.now, o.st.Deadline().Sub(b.now))
 		if b.obs != nil {
 			k.Op.opID = b.c.opIDs.Add(1)
 		}

@@ -58,7 +58,7 @@ func (b *batch) settle(col *Collection, i int, key string, p opParams, res []Get
 	r := &b.mg.Recs[i]
 	if r.Hit() {
 		res[i].GetResult = GetResult{Value: r.Value, Cas: r.Cas, Flags: r.Flags, Datatype: Datatype(r.Datatype),
-			transcoder: b.c.opts.Transcoder}
+			transcoder: b.c.transcoder}
 		b.s.Keys[i].State = sched.Got
 		return true
 	}

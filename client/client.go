@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
@@ -20,22 +21,34 @@ import (
 // caller's goroutine (no goroutine per operation). Close releases
 // everything.
 type Client struct {
-	opts      Options
-	memcached bool
+	// What every operation reads comes first, together (two cache lines
+	// rather than six or seven of Options and the rest): an operation
+	// finds none of it in the nearest cache after the system calls of its
+	// round trip.
 
 	// cl owns the cluster's state: seeds, topology, nodes and their
 	// pools, configs, collection ids (package internal/cluster). ctx is
 	// its context, ended by Close.
-	cl  *cluster.Cluster
-	ctx context.Context
-
-	orch  retry.Orchestrator
+	cl    *cluster.Cluster
+	ctx   context.Context
 	clock retry.Clock // Options.Clock: deadlines, retry waits, and the cluster's timers
-	// strategy runs opts.RetryStrategy for operations that set none.
+	// strategy runs opts.RetryStrategy for operations that set none;
+	// resends is retry.ResendsIdempotent of it (of the default when nil).
 	strategy retry.Strategy
-	opIDs    atomic.Uint64
+	resends  bool
 	// obs are the tracer, the meter and the reports (observers.go).
 	obs *observers
+	// Copies of opts' Observer, Transcoder and KVTimeout; realClock:
+	// opts.Clock is nil.
+	observer   Observer
+	transcoder Transcoder
+	kvTimeout  time.Duration
+	realClock  bool
+	memcached  bool
+
+	opts  Options
+	orch  retry.Orchestrator
+	opIDs atomic.Uint64
 }
 
 // testHookParse, when set by this package's tests (before any client
@@ -69,11 +82,16 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		return nil, err
 	}
 	c := &Client{
-		opts:      o,
-		memcached: cs.Scheme.IsMemcached(),
-		clock:     clockFor(o.Clock),
-		strategy:  internalStrategy(o.RetryStrategy, nil),
+		opts:       o,
+		memcached:  cs.Scheme.IsMemcached(),
+		clock:      clockFor(o.Clock),
+		strategy:   internalStrategy(o.RetryStrategy, nil),
+		observer:   o.Observer,
+		transcoder: o.Transcoder,
+		kvTimeout:  o.KVTimeout,
+		realClock:  o.Clock == nil,
 	}
+	c.resends = resendsIdempotent(c.strategy)
 	// A nil Clock keeps the orchestrator on its real-clock path, which
 	// reuses one timer per operation.
 	var orchClock retry.Clock

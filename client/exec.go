@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/internal/rangescan"
 	"github.com/kvwire/kvwire/internal/statuspolicy"
 	"github.com/kvwire/kvwire/memdx"
@@ -89,6 +90,12 @@ type op struct {
 	// parentSpan its options' ParentSpan.
 	trace      opTrace
 	parentSpan RequestSpan
+	// span is optrace.NameOf(spanFor, spanOpc), kept by the pool: an op
+	// object serves operations of one name in a row more often than not,
+	// and then finds it without a lookup (spanName).
+	span    optrace.Name
+	spanFor string
+	spanOpc memdx.OpCode
 
 	// Last attempt.
 	node    *cluster.Node
@@ -155,9 +162,22 @@ func putOp(o *op) {
 	}
 	h := o.handle
 	sd := o.sd.Keep()
+	span, spanFor, spanOpc := o.span, o.spanFor, o.spanOpc
 	*o = op{}
 	o.handle, o.nmvBody, o.z, o.sd = h, nmv, z, sd
+	o.span, o.spanFor, o.spanOpc = span, spanFor, spanOpc
 	opPool.Put(o)
+}
+
+// spanName is the operation's optrace.Name, found again only when the
+// pooled op last served an operation of another name or opcode. The names
+// are the client's constants: the same name is the same bytes, compared
+// by address (a name equal in other bytes is only looked up again).
+func (o *op) spanName() optrace.Name {
+	if unsafe.StringData(o.spanFor) != unsafe.StringData(o.name) || len(o.spanFor) != len(o.name) || o.spanOpc != o.req.OpCode {
+		o.span, o.spanFor, o.spanOpc = optrace.NameOf(o.name, o.req.OpCode), o.name, o.req.OpCode
+	}
+	return o.span
 }
 
 // onResponse records the response of an attempt. It runs on the goroutine
@@ -288,7 +308,10 @@ type placed struct {
 // orchestrator says. It returns nil on success (results are in o) or the
 // operation's final error. Its observers (Options.Tracer, Meter, the
 // reports) see it begin, each attempt sent and ended, each retry, and its
-// end, on this goroutine.
+// end, on this goroutine. The attempts' loop is written here rather than in
+// a function of its own: each call between the caller and DoDeadline
+// costs a return after the system calls there, which the processor's
+// return predictions do not survive (run).
 func (c *Client) execute(ctx context.Context, o *op) error {
 	now := o.trace.encStart
 	if now.IsZero() {
@@ -298,30 +321,25 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		return err
 	}
 	ob, t := c.obs, &o.trace
-	ob.begin(ctx, t, o.name, o.req.OpCode, o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
-	err := c.attempts(ctx, o)
-	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
-	return err
-}
-
-// attempts runs o's attempts until its result or its final error.
-func (c *Client) attempts(ctx context.Context, o *op) error {
-	ob, t := c.obs, &o.trace
+	ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
 	var opID uint64
-	obs := c.opts.Observer
+	obs := c.observer
 	if obs != nil {
 		opID = c.opIDs.Add(1)
 	}
 	var lastReason retry.Reason
 	retried := false
+	var err error
+	// Each way out of the loop sets err (nil: o's result is in o).
 	for attempt := 0; ; attempt++ {
 		pl, nx := c.place(ctx, o, attempt, nil)
 		if nx.err != nil {
-			return nx.err
+			err = nx.err
+			break
 		}
 		if !nx.done {
-			if err := c.retry(o, nx); err != nil {
-				return err
+			if err = c.retry(o, nx); err != nil {
+				break
 			}
 			lastReason, retried = nx.reason, true
 			continue
@@ -338,35 +356,38 @@ func (c *Client) attempts(ctx context.Context, o *op) error {
 		// later one's is a reading SendAt made after the wait. Read from
 		// the real clock, it is the time the connection's deadline check
 		// needs: it reads none of its own.
-		from.SentIsNow = c.opts.Clock == nil && (attempt > 0 || o.trace.encStart.IsZero())
+		from.SentIsNow = c.realClock && (attempt > 0 || o.trace.encStart.IsZero())
 		from.Resendable = o.resendable()
 		if hook := testHookSend.Load(); hook != nil {
 			(*hook)(from)
 		}
-		opaque, err := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
-		ob.Ended(&t.Trace, pl.cn, opaque, c.clock.Now())
+		opaque, derr := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
+		ob.Ended(&t.Trace, pl.cn, opaque, c.after(from.Sent))
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
 			info.Status = statusOf(o.status)
 			info.Opaque = opaque
-			obs.AttemptEnd(info, err)
+			obs.AttemptEnd(info, derr)
 		}
 		if o.opaque == 0 {
 			o.opaque = opaque
 		}
-		nx = c.judge(ctx, o, pl, err)
+		nx = c.judge(ctx, o, pl, derr)
 		if nx.done {
-			return nil
+			break // err is nil
 		}
 		if nx.err != nil {
-			return nx.err
+			err = nx.err
+			break
 		}
-		if err := c.retry(o, nx); err != nil {
-			return err
+		if err = c.retry(o, nx); err != nil {
+			break
 		}
 		lastReason, retried = nx.reason, true
 	}
+	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
+	return err
 }
 
 // retry waits for the retry nx (waitNext), telling the operation's
@@ -415,7 +436,22 @@ var testHookSend atomic.Pointer[func(*conn.Origin)]
 // request to a chosen node (Ping, Stats: sent once) or under a caller's
 // strategy, which may tell the two apart, keeps the check.
 func (o *op) resendable() bool {
-	return o.st.Idempotent() && o.target.Node == nil && retry.ResendsIdempotent(o.st.Strategy())
+	if !o.st.Idempotent() || o.target.Node != nil {
+		return false
+	}
+	if o.strategy == nil { // the client's, asked once (Client.resends)
+		return o.c.resends
+	}
+	return retry.ResendsIdempotent(o.strategy)
+}
+
+// resendsIdempotent is retry.ResendsIdempotent of the strategy an
+// operation given s runs under (a State given none runs the default).
+func resendsIdempotent(s retry.Strategy) bool {
+	if s == nil {
+		s = retry.DefaultStrategy()
+	}
+	return retry.ResendsIdempotent(s)
 }
 
 // repeatable reports whether a request RFC 0049's idempotent list leaves
@@ -440,9 +476,11 @@ func (onceStrategy) RetryAfter(retry.Request, retry.Reason) retry.Action { retur
 // Options.KVTimeout): the earlier of now + timeout and ctx's deadline.
 func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.Time) time.Time {
 	if timeout <= 0 {
-		timeout = c.opts.KVTimeout
-	}
-	if timeout > c.cl.LongestTimeout() {
+		timeout = c.kvTimeout
+	} else if timeout > c.kvTimeout && timeout > c.cl.LongestTimeout() {
+		// The cluster knows KVTimeout (its Config's); only a longer
+		// timeout is news, and the common case reads none of the
+		// cluster's memory for it.
 		c.cl.NoteTimeout(timeout)
 	}
 	d := now.Add(timeout)

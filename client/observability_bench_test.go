@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -77,7 +78,7 @@ func benchObserversOperation(b *testing.B, o Options) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var t opTrace
-		ob.begin(ctx, &t, "Get", memdx.OpGet, col, nil, start, 2500*time.Millisecond)
+		ob.begin(ctx, &t, optrace.NameOf("Get", memdx.OpGet), col, nil, start, 2500*time.Millisecond)
 		t.Origin.Sent = start
 		ob.end(&t, col, nil, 0, end)
 	}

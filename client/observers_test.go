@@ -75,7 +75,7 @@ func TestOperationMetricRecorders(t *testing.T) {
 	col := &Collection{scope: "s", name: "c"}
 	for i, err := range []error{nil, nil, &KeyValueError{Err: ErrDocumentNotFound}, nil} {
 		var tr opTrace
-		ob.begin(context.Background(), &tr, "Get", memdx.OpGet, col, nil, reportEpoch, time.Second)
+		ob.begin(context.Background(), &tr, optrace.NameOf("Get", memdx.OpGet), col, nil, reportEpoch, time.Second)
 		ob.end(&tr, col, err, 0, reportEpoch.Add(time.Duration(i+1)*time.Millisecond))
 	}
 	require.Len(t, m.asked, 2)
@@ -131,7 +131,7 @@ func TestReportDefaults(t *testing.T) {
 		reportEpoch.Add(600 * time.Second)}, clock.Timers(), "the first reports are due one interval on")
 	for i := range 12 { // 500 ms is not over the threshold; 501 ms to 511 ms are
 		var tr opTrace
-		ob.begin(ctx, &tr, "Get", memdx.OpGet, nil, nil, reportEpoch, time.Second)
+		ob.begin(ctx, &tr, optrace.NameOf("Get", memdx.OpGet), nil, nil, reportEpoch, time.Second)
 		ob.end(&tr, nil, nil, 0, reportEpoch.Add(500*time.Millisecond+time.Duration(i)*time.Millisecond))
 	}
 	ob.close()

@@ -303,7 +303,7 @@ type ExistsResult struct {
 
 func (o *op) getResult() GetResult {
 	return GetResult{Value: o.value, Cas: o.cas, Flags: o.flags, Datatype: Datatype(o.datatype),
-		RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()), transcoder: o.c.opts.Transcoder}
+		RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons()), transcoder: o.c.transcoder}
 }
 
 func (o *op) mutationResult() MutationResult {
@@ -381,10 +381,12 @@ func checkKey(key string) error {
 }
 
 // expiryValue converts a time to live to the protocol's expiry: seconds up
-// to 30 days, an absolute Unix time (read from now) beyond: the server reads
-// values above 30 days as absolute. Sub-second durations round up to one
-// second, so that a short TTL never means "never expires".
-func expiryValue(d time.Duration, now time.Time) (uint32, error) {
+// to 30 days, an absolute Unix time (read from clock) beyond: the server
+// reads values above 30 days as absolute. Sub-second durations round up to
+// one second, so that a short TTL never means "never expires". The clock
+// is read only for an absolute expiry: most writes set none, and a reading
+// costs more than the rest of this.
+func expiryValue(d time.Duration, clock nower) (uint32, error) {
 	if d <= 0 {
 		return 0, nil
 	}
@@ -392,7 +394,7 @@ func expiryValue(d time.Duration, now time.Time) (uint32, error) {
 	if secs <= 30*24*3600 {
 		return uint32(secs), nil
 	}
-	abs := now.Unix() + secs
+	abs := clock.Now().Unix() + secs
 	if abs > math.MaxUint32 {
 		return 0, fmt.Errorf("expiry %v is beyond what the protocol can express", d)
 	}
@@ -424,15 +426,18 @@ func lockSeconds(d time.Duration) (uint32, error) {
 // counterExpiry is the expiry sent with a counter: a document Initial
 // creates gets expiry; without Initial the server must not create one, and
 // an expiry would be ignored, so it is refused.
-func counterExpiry(expiry time.Duration, initial *uint64, now time.Time) (uint32, error) {
+func counterExpiry(expiry time.Duration, initial *uint64, clock nower) (uint32, error) {
 	if initial == nil {
 		if expiry != 0 {
 			return memdx.NoCreate, fmt.Errorf("expiry %v without Initial: the expiry applies only to a counter Initial creates", expiry)
 		}
 		return memdx.NoCreate, nil
 	}
-	return expiryValue(expiry, now)
+	return expiryValue(expiry, clock)
 }
+
+// nower is what expiryValue reads the time from: the client's clock.
+type nower interface{ Now() time.Time }
 
 // firstErr returns the first non-nil error.
 func firstErr(errs ...error) error {
@@ -445,14 +450,20 @@ func firstErr(errs ...error) error {
 }
 
 // run executes o and releases it; res is called on success to build the
-// result while o is still valid.
+// result while o is still valid. A panic in execute (a bug) leaves o to
+// the garbage collector rather than the pool: no defer. Get and the
+// stores write it out: a shape-generic call is not inlined, and each call
+// between the caller and its connection's DoDeadline costs a return after
+// the system calls there, which the processor's return predictions do not
+// survive.
 func run[T any](ctx context.Context, o *op, res func(*op) T) (T, error) {
-	defer putOp(o)
-	if err := o.c.execute(ctx, o); err != nil {
-		var zero T
-		return zero, err
+	err := o.c.execute(ctx, o)
+	var r T
+	if err == nil {
+		r = res(o)
 	}
-	return res(o), nil
+	putOp(o)
+	return r, err
 }
 
 // Get reads a document.
@@ -468,7 +479,13 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 	if err != nil {
 		return GetResult{}, err
 	}
-	return run(ctx, o, (*op).getResult)
+	err = o.c.execute(ctx, o) // run, written out (run says why)
+	var r GetResult
+	if err == nil {
+		r = o.getResult()
+	}
+	putOp(o)
+	return r, err
 }
 
 // GetAndTouch reads a document and sets its expiry.
@@ -477,7 +494,7 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 	if opts != nil {
 		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
-	exp, err := expiryValue(expiry, col.c.clock.Now())
+	exp, err := expiryValue(expiry, col.c.clock)
 	p.invalid = err
 	o, err := col.newOp("GetAndTouch", kindGet, key, memdx.NewGAT(nil, exp), p)
 	if err != nil {
@@ -530,7 +547,7 @@ func (col *Collection) Touch(ctx context.Context, key string, expiry time.Durati
 	if opts != nil {
 		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 	}
-	exp, err := expiryValue(expiry, col.c.clock.Now())
+	exp, err := expiryValue(expiry, col.c.clock)
 	p.invalid = err
 	o, err := col.newOp("Touch", kindCas, key, memdx.NewTouch(nil, exp), p)
 	if err != nil {
@@ -626,12 +643,18 @@ func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode,
 	if err != nil {
 		return MutationResult{}, err
 	}
-	return run(ctx, o, (*op).mutationResult)
+	err = o.c.execute(ctx, o) // run, written out (run says why)
+	var r MutationResult
+	if err == nil {
+		r = o.mutationResult()
+	}
+	putOp(o)
+	return r, err
 }
 
 // storeOp builds store's operation, or its error.
 func (col *Collection) storeOp(name string, opc memdx.OpCode, key string, value []byte, p storeParams) (*op, error) {
-	exp, err := expiryValue(p.expiry, col.c.clock.Now())
+	exp, err := expiryValue(p.expiry, col.c.clock)
 	p.invalid = firstErr(p.invalid, err)
 	flags := p.flags
 	if flags == 0 && !p.typed && !col.c.memcached {
@@ -743,7 +766,7 @@ func (col *Collection) Decrement(ctx context.Context, key string, opts *Decremen
 }
 
 func (col *Collection) counter(ctx context.Context, name string, opc memdx.OpCode, key string, p counterParams) (CounterResult, error) {
-	exp, err := counterExpiry(p.expiry, p.initial, col.c.clock.Now())
+	exp, err := counterExpiry(p.expiry, p.initial, col.c.clock)
 	p.invalid = firstErr(p.invalid, err)
 	var initial uint64
 	if p.initial != nil {

@@ -22,16 +22,17 @@ type opTrace struct {
 	encStart, encEnd time.Time
 }
 
-// begin starts observing an operation named name (the client's:
-// "GetAndLock") whose opcode is opc, at start, with timeout to its
-// deadline. parent is its options' ParentSpan (nil: the context's).
-func (ob *observers) begin(ctx context.Context, t *opTrace, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, start time.Time, timeout time.Duration) {
+// begin starts observing an operation named name (optrace.NameOf the
+// client's name, "GetAndLock", and opcode: op.spanName), at start, with
+// timeout to its deadline. parent is its options' ParentSpan (nil: the
+// context's).
+func (ob *observers) begin(ctx context.Context, t *opTrace, name optrace.Name, coll *Collection, parent RequestSpan, start time.Time, timeout time.Duration) {
 	var c *optrace.Coll
 	var p hookguard.Span
 	if ob.Tracing() {
 		c, p = ob.coll(coll), parentSpan(ctx, parent)
 	}
-	ob.Begin(ctx, &t.Trace, name, opc, c, p, start, timeout)
+	ob.Begin(ctx, &t.Trace, name, c, p, start, timeout)
 	if !t.encStart.IsZero() {
 		ob.Encoded(&t.Trace, t.encStart, t.encEnd) // under the span, once it exists
 	}
@@ -63,9 +64,10 @@ func (ob *observers) done(ctx context.Context, name string, opc memdx.OpCode, co
 		ob.RecordN(ob.coll(coll), name, opc, d, n)
 		return
 	}
+	on := optrace.NameOf(name, opc)
 	for range n {
 		var t opTrace
-		ob.begin(ctx, &t, name, opc, coll, parent, start, 0)
+		ob.begin(ctx, &t, on, coll, parent, start, 0)
 		ob.end(&t, coll, nil, 0, end)
 	}
 }

@@ -291,7 +291,7 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 		mo = *opts
 	}
 	df, dfErr := mo.docFlags()
-	exp, expErr := expiryValue(mo.Expiry, col.c.clock.Now())
+	exp, expErr := expiryValue(mo.Expiry, col.c.clock)
 	req := memdx.NewSubdocMultiMutation(nil, df, exp, nil)
 	o, err := col.mutation("MutateIn", kindMutateIn, key, req, mutParams{
 		opParams: opParams{timeout: mo.Timeout, strategy: mo.RetryStrategy, parent: mo.ParentSpan, invalid: firstErr(dfErr, expErr)},

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
@@ -656,6 +658,29 @@ func TestStateInit(t *testing.T) {
 	assert.Nil(t, st.ctx)
 	assert.Nil(t, st.strategy)
 	assert.Equal(t, context.Background(), st.Context())
+}
+
+// TestStateInitClearsEveryField: Init, which sets a State's fields one by
+// one, leaves a State that ran an operation (every field set) as it
+// leaves a new one. A field added to State must be added here, and to
+// Init: the count below fails until it is.
+func TestStateInitClearsEveryField(t *testing.T) {
+	require.Equal(t, 14, reflect.TypeFor[State]().NumField(), "a new State field: set it below and clear it in Init")
+	type key struct{}
+	dirty := State{ctx: context.WithValue(context.Background(), key{}, "v"), strategy: neverRetry{}, deadline: t0,
+		op: memdx.OpSet, name: "Upsert", idempotent: true, attempts: 3, reasons: ReasonSet(0).With(ReasonKVLocked),
+		inDoubt: true, routeChanged: true, awaitWake: true,
+		em:    ErrorMapRetry{Entry: errmap.Entry{Status: 0x7ff0, Name: "X"}, Retry: 2, Since: t0, Elapsed: time.Second},
+		emSet: true, timer: time.NewTimer(time.Hour)}
+	defer dirty.timer.Stop()
+	timer := dirty.timer
+	var fresh State
+	ctx := context.Background()
+	dirty.Init(ctx, memdx.OpGet, nil, t0.Add(time.Minute))
+	fresh.Init(ctx, memdx.OpGet, nil, t0.Add(time.Minute))
+	assert.Same(t, timer, dirty.timer, "Init keeps the timer")
+	dirty.timer = nil
+	assert.Equal(t, fresh, dirty)
 }
 
 func TestErrorStrings(t *testing.T) {

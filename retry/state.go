@@ -111,14 +111,15 @@ func (s *State) Init(ctx context.Context, op memdx.OpCode, strategy Strategy, de
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
 	}
-	timer := s.timer
-	*s = State{
-		ctx:        ctx,
-		strategy:   strategy,
-		deadline:   deadline,
-		op:         op,
-		idempotent: IsIdempotent(op),
-		timer:      timer,
+	// Field by field rather than *s = State{...}: a client inits a State
+	// per operation, and the error-map entry, most of the State's size,
+	// is cleared only when an operation set it.
+	s.ctx, s.strategy, s.deadline, s.op, s.name = ctx, strategy, deadline, op, ""
+	s.idempotent = IsIdempotent(op)
+	s.attempts, s.reasons = 0, 0
+	s.inDoubt, s.routeChanged, s.awaitWake = false, false, false
+	if s.emSet {
+		s.em, s.emSet = ErrorMapRetry{}, false
 	}
 }
 

@@ -496,8 +496,10 @@ func TestMemcachedRing(t *testing.T) {
 	for i := range 64 {
 		key := []byte{byte('a' + i%26), byte(i)}
 		_, want := top.KetamaServer(key)
-		r, reason, err := c.Route(&rs, &Target{Key: key})
+		r, _, err := c.Route(&rs, &Target{Key: key})
+		require.NoError(t, err)
 		assert.Same(t, want, r.Node)
+		_, reason, err := r.Node.Pick()
 		if want.Addr() == down {
 			assert.Equal(t, retry.ReasonUnknown, reason, "a known-down server's key fails at once")
 			assert.ErrorIs(t, err, kverr.ErrNoNodeAvailable)

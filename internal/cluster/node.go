@@ -89,15 +89,23 @@ func (n *Node) start(seed *conn.Conn) {
 	go n.maintain()
 }
 
-// pick returns a live connection, round robin. With none it returns the
-// retry reason to hand to the orchestrator and an error saying why.
+// Pick returns a live connection, round robin. With none it returns the
+// retry reason to hand to the orchestrator and an error saying why. A
+// memcached server that refuses connections (Down) fails its requests at
+// once, as other memcached clients do, rather than retrying until the
+// timeout: the reason is then retry.ReasonUnknown (final); its node
+// redials meanwhile. That check is made here, on the one look at the
+// connections a request's attempt makes, not in a second one before it.
 func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
-	select {
-	case <-n.ctx.Done():
+	if n.ctx.Err() != nil { // an atomic load, where a select on Done calls the runtime
+		if n.cl.cfg.Memcached {
+			if err := n.Down(); err != nil {
+				return nil, retry.ReasonUnknown, err
+			}
+		}
 		// Leaving (or the client is closing): its connections only drain.
 		// The operation is routed again by the newer topology.
 		return nil, retry.ReasonNodeNotAvailable, n.cl.nodeError(n.addr, errNodeLeft)
-	default:
 	}
 	if cs := n.conns.Load(); cs != nil {
 		l := len(*cs)
@@ -114,7 +122,11 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	n.mu.Lock()
 	err := n.lastErr
 	n.mu.Unlock()
-	return nil, reasonForDialError(err), n.cl.nodeError(n.addr, err)
+	reason := reasonForDialError(err)
+	if n.cl.cfg.Memcached && err != nil && reason == retry.ReasonNodeNotAvailable {
+		reason = retry.ReasonUnknown // Down
+	}
+	return nil, reason, n.cl.nodeError(n.addr, err)
 }
 
 // reasonForDialError gives the retry reason for a node without a live

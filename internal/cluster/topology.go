@@ -126,14 +126,8 @@ func (c *Cluster) route(t *Topology, rs *vbmap.RouteState, tg *Target) (*Node, u
 		if n == nil {
 			return nil, 0, retry.ReasonNodeNotAvailable, kverr.ErrNoNodeAvailable
 		}
-		if c.cfg.Memcached {
-			// A memcached server that refuses connections fails its
-			// keys at once, as other memcached clients do, rather than
-			// retrying until the timeout; its node redials meanwhile.
-			if err := n.Down(); err != nil {
-				return n, 0, retry.ReasonUnknown, err
-			}
-		}
+		// A memcached server that refuses connections fails its keys at
+		// once (Node.Pick, which looks at its connections anyway).
 		return n, 0, 0, nil
 	}
 	server, vb, err := rs.Route(t.cfg, tg.Key, tg.Replica)

@@ -81,6 +81,21 @@ func opIndex(name string, opc memdx.OpCode) int {
 	return opUnlisted
 }
 
+// Name is an operation's RFC 0067 name (Span: "get_and_lock") and its
+// index in opNames, as NameOf finds them for the client's name of it; the
+// client keeps it for the operations of a name, so that it is found once
+// rather than per operation.
+type Name struct {
+	Span string
+	op   int
+}
+
+// NameOf is the Name of the client's operation name with opcode opc.
+func NameOf(name string, opc memdx.OpCode) Name {
+	span, op := SpanName(name, opc)
+	return Name{Span: span, op: op}
+}
+
 // SpanName is RFC 0067's name of the client's operation name, and its
 // index in opNames.
 func SpanName(name string, opc memdx.OpCode) (string, int) {

@@ -84,15 +84,14 @@ func (ob *Observers) Close() {
 	}
 }
 
-// Begin starts observing an operation named name (the client's:
-// "GetAndLock") whose opcode is opc, on coll (nil: none), at start, with
+// Begin starts observing an operation named name (NameOf the client's
+// name, "GetAndLock", and opcode), on coll (nil: none), at start, with
 // timeout to its deadline. parent is the span it belongs under, when
 // tracing (nil: none given).
-func (ob *Observers) Begin(ctx context.Context, t *Trace, name string, opc memdx.OpCode, coll *Coll, parent hookguard.Span, start time.Time, timeout time.Duration) {
-	t.Origin.Operation, t.op = SpanName(name, opc)
+func (ob *Observers) Begin(ctx context.Context, t *Trace, name Name, coll *Coll, parent hookguard.Span, start time.Time, timeout time.Duration) {
+	t.Origin.Operation, t.op = name.Span, name.op
 	t.Origin.Timeout = timeout
 	t.start, t.now, t.fresh = start, start, true
-	t.Rec.Service, t.Rec.Operation = ob.cfg.Service, t.Origin.Operation
 	if ob.cfg.Tracer != nil {
 		ob.startOperation(ctx, t, coll, parent, start)
 	}
@@ -151,7 +150,7 @@ func (ob *Observers) Ended(t *Trace, cn *conn.Conn, opaque uint32, at time.Time)
 	r.LastDispatch = d
 	r.TotalDispatch += d
 	r.OperationID = opaque
-	r.LocalID, r.LocalSocket, r.RemoteSocket = cn.ID(), cn.LocalAddr(), cn.RemoteAddr()
+	t.cn = cn // its identity goes into the record when a report takes it
 	t.foldServer()
 	if t.hasServer {
 		t.pendingLast = true
@@ -197,8 +196,9 @@ func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.T
 	}
 	if th := ob.cfg.Threshold; th != nil && total > th.KV {
 		t.foldServer()
-		t.Rec.Total, t.Rec.Timeout = total, t.Origin.Timeout
-		th.Add(&t.Rec)
+		r := t.record(ob.cfg.Service)
+		r.Total, r.Timeout = total, t.Origin.Timeout
+		th.Add(r)
 	}
 	if ob.metered {
 		ob.meters.record(coll, t.Origin.Operation, t.op, errType, total)

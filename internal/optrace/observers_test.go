@@ -31,7 +31,7 @@ func TestRecordNInTheLoggingMeter(t *testing.T) {
 	ob.RecordN(nil, "Get", memdx.OpGet, 1500*time.Microsecond, 256)
 	for range 2 {
 		var tr Trace
-		ob.Begin(t.Context(), &tr, "Get", memdx.OpGet, nil, nil, logcapture.Epoch, time.Second)
+		ob.Begin(t.Context(), &tr, NameOf("Get", memdx.OpGet), nil, nil, logcapture.Epoch, time.Second)
 		ob.End(&tr, nil, nil, 0, logcapture.Epoch.Add(1500*time.Microsecond))
 	}
 	var rep struct {

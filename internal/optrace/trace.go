@@ -39,8 +39,11 @@ type Trace struct {
 	dispatch hookguard.Span // the attempt's dispatch span, while it is out
 	event    [1]slog.Attr
 
-	// Rec is the operation's record for the reports.
+	// Rec is the operation's record for the reports. Its names and its
+	// connection's identity are filled in only when a report takes it
+	// (record): most operations are never reported.
 	Rec opreport.Record
+	cn  *conn.Conn // the last attempt's connection (nil: none sent)
 	// The server duration of the last response (HELLO Tracing), encoded:
 	// decoding costs a power, done only when someone reads it.
 	serverEnc   uint16
@@ -61,6 +64,21 @@ func (t *Trace) ServerDuration() (time.Duration, bool) {
 		return 0, false
 	}
 	return memdx.DecodeServerDuration(t.serverEnc), true
+}
+
+// Conn is the connection the operation's last attempt went on, nil when
+// none was sent.
+func (t *Trace) Conn() *conn.Conn { return t.cn }
+
+// record fills in the parts of Rec kept elsewhere until a report takes it:
+// the service, the operation's name, and its last connection's identity.
+func (t *Trace) record(service string) *opreport.Record {
+	r := &t.Rec
+	r.Service, r.Operation = service, t.Origin.Operation
+	if cn := t.cn; cn != nil {
+		r.LocalID, r.LocalSocket, r.RemoteSocket = cn.ID(), cn.LocalAddr(), cn.RemoteAddr()
+	}
+	return r
 }
 
 // Traced reports whether the operation has a span.
