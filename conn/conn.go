@@ -178,7 +178,9 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 // work whatever MaxPending is, and it sends at most one pipeline of them
 // before anyone else can use the connection).
 // now is the time DoDeadline read, zero when it read none; reads: the
-// caller waits in wait, so it may borrow the read role (readrole.go).
+// caller may borrow the read role (readrole.go), whatever its context (Do;
+// the bootstrap's requests are read by the reader goroutine, which lends
+// the role only once Dial has returned).
 func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline, now time.Time, from *Origin, bounded, reads bool) (*call, error) {
 	cl := getCall()
 	cl.handle = handle
