@@ -213,12 +213,20 @@ func (rd *reader) giveBack() {
 // its request is queued: what arrived while the role was lent (a server's
 // request, a late packet, the connection's end) is dispatched first, and a
 // connection that ended meanwhile fails before the request is written.
-// Called without mu.
+// A read refused because the borrower's read was interrupted reads
+// nothing: the interrupt is a cancel's meant for an earlier borrower (its
+// AfterFunc ran after readFor had stopped watching), or for this caller's
+// context, which readFor's watch, on a context already done, interrupts
+// again. Called without mu.
 func (c *Conn) catchUp() {
 	rd := &c.reader
 	n, err := rd.raw.tryRead(rd.buf[rd.w:])
 	c.noteRead(n)
 	if n == 0 && err == errWouldBlock {
+		return
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.clearInterrupt()
 		return
 	}
 	if perr := c.consume(); perr != nil {

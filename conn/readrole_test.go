@@ -342,7 +342,7 @@ func TestBorrowersCancelledAtAnyMoment(t *testing.T) {
 		// reader goroutine after a cancel left a tombstone, has the role
 		// lent again.
 		if r := doGet(bg, c, "warm"); r.err != nil {
-			t.Fatalf("warm: %+v", r)
+			t.Fatalf("warm: %+v: %v", r, r.err)
 		}
 		ctx, cancel := context.WithCancel(bg)
 		key := fmt.Sprint(i)
