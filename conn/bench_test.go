@@ -151,10 +151,25 @@ func benchRaw(b *testing.B, addr string, key []byte, window int) {
 }
 
 // BenchmarkDoLoopback measures Do against the in-process echo server of
-// the allocation tests (no memcached needed): 64 goroutines and 1.
+// the allocation tests (no memcached needed): 64 goroutines and 1, and 1
+// whose context can be cancelled (a lone caller's path depends on it:
+// readrole.go).
 func BenchmarkDoLoopback(b *testing.B) {
-	for _, g := range []int{64, 1} {
-		b.Run(fmt.Sprintf("goroutines-%d", g), func(b *testing.B) {
+	for _, bc := range []struct {
+		g           int
+		cancellable bool
+	}{{64, false}, {1, false}, {1, true}} {
+		g := bc.g
+		name := fmt.Sprintf("goroutines-%d", g)
+		if bc.cancellable {
+			name += "-cancellable"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			if bc.cancellable {
+				ctx, cancel = context.WithCancel(ctx)
+			}
+			defer cancel()
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				b.Fatal(err)
@@ -173,7 +188,7 @@ func BenchmarkDoLoopback(b *testing.B) {
 				req := memdx.NewGet([]byte("some-key"))
 				handle := func(p *memdx.Packet) error { return nil }
 				for pb.Next() {
-					if err := c.Do(context.Background(), &req, handle); err != nil {
+					if err := c.Do(ctx, &req, handle); err != nil {
 						b.Error(err)
 						return
 					}

@@ -89,6 +89,7 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 	c.inflight.init()
 	c.writer.init(nc, &c.mu)
 	c.reader.init(nc)
+	c.reader.onCancel = c.borrowerCancelled
 	c.callbacks.init()
 	c.initMonitor()
 	go c.writeLoop()
@@ -164,7 +165,7 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 			return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 		}
 	}
-	cl, err := c.start(req, handle, deadline, now, from, true, ctx.Done() == nil)
+	cl, err := c.start(req, handle, deadline, now, from, true, true)
 	if err != nil {
 		return 0, err
 	}
@@ -176,10 +177,11 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 // Options.MaxPending; the bootstrap's requests are not bounded (Dial must
 // work whatever MaxPending is, and it sends at most one pipeline of them
 // before anyone else can use the connection).
-// now is the time DoDeadline read, zero when it read none; uncancellable:
-// nothing but the answer, the deadline or the connection's end can end the
-// caller's wait (its ctx has no Done), so it may borrow the read role.
-func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline, now time.Time, from *Origin, bounded, uncancellable bool) (*call, error) {
+// now is the time DoDeadline read, zero when it read none; reads: the
+// caller may borrow the read role (readrole.go), whatever its context (Do;
+// the bootstrap's requests are read by the reader goroutine, which lends
+// the role only once Dial has returned).
+func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadline, now time.Time, from *Origin, bounded, reads bool) (*call, error) {
 	cl := getCall()
 	cl.handle = handle
 	cl.op = req.OpCode
@@ -189,9 +191,7 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadl
 	} else {
 		cl.kind = kindSingle
 		cl.deadline = deadline
-		// Nothing but the answer, the deadline or the connection's end
-		// can end its wait: its caller may read for it (readrole.go).
-		cl.reads = uncancellable
+		cl.reads = reads
 	}
 	c.mu.Lock()
 	if cl.reads && c.reader.role == roleLent {
@@ -251,16 +251,17 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 
 // wait blocks until cl ends or ctx is done. A call with a deadline is
 // ended by the monitor, through cl.done like a response: without a
-// cancellable ctx, waiting is one channel receive.
+// cancellable ctx, waiting is one channel receive. A caller that borrowed
+// the read role first reads until cl ends or ctx is done (readFor).
 func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
 	if !deadline.IsZero() && cl.kind == kindMulti {
 		return c.waitTimer(ctx, deadline, cl)
 	}
 	ctxDone := ctx.Done()
+	if cl.borrowed {
+		c.readFor(ctx, cl)
+	}
 	if ctxDone == nil {
-		if cl.borrowed {
-			c.readFor(cl)
-		}
 		err := <-cl.done
 		c.leave(cl)
 		return err

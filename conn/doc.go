@@ -135,9 +135,11 @@
 // that role to a lone caller when it can (readrole.go). When a burst of
 // answers handed one caller in Do its outcome and left nothing in flight,
 // the reader goroutine stops reading; if that caller's next request comes
-// alone, with a context that cannot be cancelled, on a plain TCP socket, the
-// caller writes it, reads its own answer and dispatches whatever else comes
-// meanwhile, as a request-response loop on a socket of its own would
+// alone, on a plain TCP socket, the caller writes it, reads its own answer
+// and dispatches whatever else comes meanwhile (until its context is done,
+// if it can be: a cancel interrupts the read, and the caller gives the
+// role back and cancels as any other caller does), as a request-response
+// loop on a socket of its own would
 // (against memcached at one goroutine that halves the client's CPU per
 // request: the reader goroutine's hand-off woke a second thread per
 // request). Any other request queued meanwhile gives the role back to the
@@ -146,8 +148,10 @@
 // came meanwhile (a server's request, the connection's end) before it
 // writes. Server-initiated packets (magic 0x82) go to
 // OnClustermapNotification or OnServerRequest. The caller's goroutine waits
-// in Do: no goroutine is started per request, and the request records and
-// their wait channels are pooled.
+// in Do: no goroutine is started per request (a lone caller's context that
+// can be cancelled is watched with context.AfterFunc, whose goroutine runs
+// only on a cancel), and the request records and their wait channels are
+// pooled.
 //
 // Handles and callbacks run on the goroutine reading the connection: the
 // reader goroutine, or a caller in Do that borrowed the read role (for its

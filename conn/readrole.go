@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -34,19 +35,27 @@ import (
 //     dispatching every packet that comes, others' answers included.
 //
 // A lent role goes to the next caller in Do whose request is a
-// single-packet one and whose context cannot be cancelled (nothing but
-// the answer, its deadline or the connection's end can end its wait), and
-// back to the reader goroutine when any other request is queued (takeRole:
+// single-packet one, and back to the reader goroutine when any other
+// request is queued (takeRole:
 // the reader goroutine reads its answer), when it stayed lent for lendFor
 // without a borrow (a caller that did not come back), or when the
 // connection ends. A borrower that has its outcome keeps the role lent
 // when nothing is in flight, and gives it back otherwise. Every transition
 // is under Conn.mu.
 //
-// A borrower's request that expires (the monitor) interrupts its read
-// (interruptBorrower): the borrower then has its outcome. The connection's
-// end closes the socket, which fails the borrower's read; the teardown
-// runs on the reader goroutine once the role is back.
+// A borrower's read ends when its request does, or when its context is
+// done; both interrupt the read the same way (interruptBorrower: the
+// socket's read deadline set in the past). A request that expires (the
+// monitor) has its outcome when the borrower wakes. A context that is
+// done wakes the borrower through context.AfterFunc, registered for the
+// read only (readFor): the borrower stops reading, gives the role back
+// (its request is still in flight, so to the reader goroutine, which
+// keeps whatever part of a packet was read and reads on for the others'
+// answers and the late one), and cancels as any caller does (cancel:
+// withdrawn if not written, a tombstone otherwise). A caller whose context
+// cannot be cancelled registers nothing. The connection's end closes the
+// socket, which fails the borrower's read; the teardown runs on the reader
+// goroutine once the role is back.
 type readRole struct {
 	role     roleState // guarded by Conn.mu, as the fields below
 	borrower *call     // the call whose caller reads, while borrowed
@@ -61,6 +70,9 @@ type readRole struct {
 	lentAt time.Time
 	back   chan struct{} // capacity 1: the role came back to the reader goroutine
 	timer  timer         // the reader goroutine's lendFor timer, on the connection's clock
+	// onCancel is borrowerCancelled, bound once: a method value made per
+	// read would be an allocation per read.
+	onCancel func()
 }
 
 type roleState uint8
@@ -201,12 +213,20 @@ func (rd *reader) giveBack() {
 // its request is queued: what arrived while the role was lent (a server's
 // request, a late packet, the connection's end) is dispatched first, and a
 // connection that ended meanwhile fails before the request is written.
-// Called without mu.
+// A read refused because the borrower's read was interrupted reads
+// nothing: the interrupt is a cancel's meant for an earlier borrower (its
+// AfterFunc ran after readFor had stopped watching), or for this caller's
+// context, which readFor's watch, on a context already done, interrupts
+// again. Called without mu.
 func (c *Conn) catchUp() {
 	rd := &c.reader
 	n, err := rd.raw.tryRead(rd.buf[rd.w:])
 	c.noteRead(n)
 	if n == 0 && err == errWouldBlock {
+		return
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.clearInterrupt()
 		return
 	}
 	if perr := c.consume(); perr != nil {
@@ -220,10 +240,17 @@ func (c *Conn) catchUp() {
 }
 
 // readFor is a borrower reading the socket and dispatching what comes
-// until cl, its request, has its outcome on done; then it returns the
-// role. Called without mu.
-func (c *Conn) readFor(cl *call) {
+// until cl, its request, has its outcome on done, or ctx is done; then it
+// returns the role. A ctx that can be cancelled is watched for the read
+// only: its AfterFunc is stopped before readFor returns. Called without
+// mu.
+func (c *Conn) readFor(ctx context.Context, cl *call) {
 	rd := &c.reader
+	ctxDone := ctx.Done()
+	var stop func() bool
+	if ctxDone != nil {
+		stop = context.AfterFunc(ctx, rd.onCancel)
+	}
 	for len(cl.done) == 0 {
 		n, err := rd.raw.readNet(rd.buf[rd.w:])
 		c.noteRead(n)
@@ -233,7 +260,12 @@ func (c *Conn) readFor(cl *call) {
 		}
 		c.burstDispatched()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			c.clearInterrupt() // cl expired: its outcome is on done
+			// Interrupted: cl expired (its outcome is on done), or ctx
+			// is done (wait cancels cl).
+			c.clearInterrupt()
+			if isDone(ctxDone) {
+				break
+			}
 			continue
 		}
 		if err != nil {
@@ -241,7 +273,33 @@ func (c *Conn) readFor(cl *call) {
 			break
 		}
 	}
+	if stop != nil {
+		stop()
+	}
 	c.returnRole()
+}
+
+// isDone reports whether ch, a context's Done, is closed (never, for nil).
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// borrowerCancelled runs, on a goroutine of its own (context.AfterFunc),
+// when the context of a borrower's caller is done: it interrupts the
+// borrower's read. The borrower is the one that registered it, or, if
+// stop lost the race to the cancel, a later one: that one finds its own
+// context not done and reads on.
+func (c *Conn) borrowerCancelled() {
+	c.mu.Lock()
+	if rd := &c.reader; rd.role == roleBorrowed {
+		c.interruptBorrower(rd.borrower)
+	}
+	c.mu.Unlock()
 }
 
 // returnRole is the borrower done reading: the role stays lent when
@@ -262,8 +320,8 @@ func (c *Conn) returnRole() {
 }
 
 // interruptBorrower ends the read of cl's caller, who borrowed the role
-// (cl expired): the socket's read deadline is set in the past. Called with
-// mu held.
+// (cl expired, or its caller's context is done): the socket's read
+// deadline is set in the past. Called with mu held.
 func (c *Conn) interruptBorrower(cl *call) {
 	rd := &c.reader
 	if rd.role != roleBorrowed || rd.borrower != cl || rd.interrupted {

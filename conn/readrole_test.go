@@ -5,8 +5,10 @@ package conn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -74,11 +76,10 @@ func answerAll(p *peer) {
 	}
 }
 
-// A caller alone on the connection, with a context that cannot be
-// cancelled, reads its own answer (the role is lent and borrowed, and lent
-// again afterwards), and gets it right; a caller whose context can be
-// cancelled, or a Start, gives the role back to the reader goroutine,
-// which reads their answers.
+// A caller alone on the connection reads its own answer (the role is lent
+// and borrowed, and lent again afterwards), and gets it right, whether its
+// context can be cancelled or not; a Start gives the role back to the
+// reader goroutine, which reads its answer.
 func TestLoneCallerReadsItsOwnAnswer(t *testing.T) {
 	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, answerAll)
 	ctx := context.Background()
@@ -95,15 +96,21 @@ func TestLoneCallerReadsItsOwnAnswer(t *testing.T) {
 			t.Fatalf("after Get %d: role %d, %d lends (%d before); want it borrowed once and lent again", i, role, lends, before)
 		}
 	}
-	// A cancellable context: the reader goroutine reads for it.
+	// A context that can be cancelled (and one with a deadline) borrows
+	// the same way.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	_, before := c.roleState()
-	if r := doGet(cctx, c, "cancellable"); r.err != nil || r.value != "cancellable" {
-		t.Fatalf("cancellable: %+v", r)
-	}
-	if _, lends := c.roleState(); lends != before {
-		t.Fatalf("a caller with a cancellable context borrowed the role")
+	tctx, tcancel := context.WithTimeout(ctx, time.Hour)
+	defer tcancel()
+	for _, ctx := range []context.Context{cctx, tctx} {
+		waitLent(t, c)
+		_, before := c.roleState()
+		if r := doGet(ctx, c, "cancellable"); r.err != nil || r.value != "cancellable" {
+			t.Fatalf("cancellable: %+v", r)
+		}
+		if role, lends := c.roleState(); lends != before+1 || role != roleLent {
+			t.Fatalf("a caller with a cancellable context: role %d, %d lends (%d before); want it borrowed once and lent again", role, lends, before)
+		}
 	}
 	// A Start while the role is lent takes it back at once.
 	waitLent(t, c)
@@ -173,6 +180,200 @@ func TestBorrowerExpiresAtItsDeadline(t *testing.T) {
 	}
 	if c.Err() != nil || c.Pending() != 0 {
 		t.Fatalf("err %v, %d pending", c.Err(), c.Pending())
+	}
+}
+
+// A borrower whose context is cancelled while it reads for its written
+// request is woken (its read is interrupted): Do returns context.Canceled,
+// written, without anything else ending the wait (no deadline); the role
+// goes back to the reader goroutine, which drops the late answer, and the
+// connection carries on, lending the role again.
+func TestCancelledBorrowerReturnsAtOnce(t *testing.T) {
+	got := make(chan memdx.Packet)
+	answer := make(chan memdx.Packet)
+	quit := make(chan struct{})
+	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, holdKey("held", got, answer, quit))
+	t.Cleanup(func() { close(quit) }) // before the connection's
+	if r := doGet(context.Background(), c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	_, before := c.roleState()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := goGet(ctx, c, "held")
+	held := recv(t, got)
+	if role, lends := c.roleState(); role != roleBorrowed || lends != before+1 {
+		t.Fatalf("role %d, %d lends (%d before) while the held request waits; want it borrowed", role, lends, before)
+	}
+	cancel()
+	r := recv(t, out)
+	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, context.Canceled) || r.calls != 0 {
+		t.Fatalf("held: %+v; want a written Canceled RequestError", r)
+	}
+	if role, _ := c.roleState(); role != roleReader {
+		t.Fatalf("role %d with a tombstone; want it back with the reader goroutine", role)
+	}
+	answer <- ok(held, "late")
+	waitFor(t, "the late answer dropped", func() bool { return c.Stats().LateResponses == 1 })
+	for _, key := range []string{"after", "again"} {
+		if r := doGet(context.Background(), c, key); r.err != nil || r.value != key {
+			t.Fatalf("%s: %+v", key, r)
+		}
+	}
+	waitLent(t, c)
+	if c.Err() != nil || c.Pending() != 0 || c.Stats().StrayResponses != 1 {
+		t.Fatalf("err %v, %d pending, stats %+v", c.Err(), c.Pending(), c.Stats())
+	}
+}
+
+// holdKey answers every GET with its key as the value, except one for
+// key: that one goes to got, and its answer is what comes on answer (or
+// none, once quit is closed: a test that failed ends).
+func holdKey(key string, got chan<- memdx.Packet, answer <-chan memdx.Packet, quit <-chan struct{}) func(p *peer) {
+	return func(p *peer) {
+		for {
+			r, err := p.tryRead()
+			if err != nil {
+				return
+			}
+			if string(r.Key) != key {
+				p.write(ok(r, string(r.Key)))
+				continue
+			}
+			got <- r
+			select {
+			case a := <-answer:
+				p.write(a)
+			case <-quit:
+				return
+			}
+		}
+	}
+}
+
+// A borrower cancelled while it reads another caller's answer, half of
+// which it has read, leaves it to the reader goroutine: the half read is
+// kept, and the other caller gets its whole answer; the borrower's own
+// late answer is dropped.
+func TestCancelledBorrowerLeavesOthersAnswers(t *testing.T) {
+	got := make(chan memdx.Packet, 2)
+	half, rest, quit := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, func(p *peer) {
+		r := p.read()
+		p.write(ok(r, "first"))
+		held := p.read()
+		got <- held
+		other := p.read()
+		got <- other
+		answer := encode(t, ok(other, "other's value"))
+		for _, step := range []chan struct{}{half, rest} {
+			select {
+			case <-step:
+			case <-quit:
+				return
+			}
+			if step == half {
+				p.writeRaw(answer[:len(answer)/2])
+			} else {
+				p.writeRaw(answer[len(answer)/2:])
+			}
+		}
+		p.write(ok(held, "late"))
+		answerAll(p)
+	})
+	t.Cleanup(func() { close(quit) }) // before the connection's
+	if r := doGet(context.Background(), c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := goGet(ctx, c, "held")
+	recv(t, got)
+	if role, _ := c.roleState(); role != roleBorrowed {
+		t.Fatalf("role %d while the held request waits; want it borrowed", role)
+	}
+	other := goGet(context.Background(), c, "other")
+	recv(t, got)
+	in := c.Stats().BytesRead
+	half <- struct{}{}
+	waitFor(t, "half of the other's answer read by the borrower", func() bool { return c.Stats().BytesRead > in })
+	cancel()
+	r := recv(t, out)
+	if re := requestError(t, r.err); !re.Written || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("held: %+v; want a written Canceled RequestError", r)
+	}
+	select {
+	case r := <-other:
+		t.Fatalf("the other caller ended with half its answer: %+v", r)
+	default:
+	}
+	rest <- struct{}{}
+	if r := recv(t, other); r.err != nil || r.value != "other's value" || r.calls != 1 {
+		t.Fatalf("other: %+v", r)
+	}
+	waitFor(t, "the late answer dropped", func() bool { return c.Stats().LateResponses == 1 })
+	if r := doGet(context.Background(), c, "after"); r.err != nil || r.value != "after" {
+		t.Fatalf("after: %+v", r)
+	}
+	if c.Err() != nil || c.Pending() != 0 {
+		t.Fatalf("err %v, %d pending", c.Err(), c.Pending())
+	}
+}
+
+// Lone callers whose contexts are cancelled at any moment (another
+// goroutine cancels after yielding a varying number of times: before the
+// borrow, during the read, after the answer and before the watch is
+// stopped), the answers coming at once: each Do ends with its answer or
+// with context.Canceled (written or not), never hangs, and the connection
+// stays usable (an interrupt left behind would fail the reader goroutine's
+// next read and end the connection).
+func TestBorrowersCancelledAtAnyMoment(t *testing.T) {
+	c := dialTCP(t, Options{ProbeAfter: -1}, answerAll)
+	bg := context.Background()
+	if r := doGet(bg, c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	_, lends := c.roleState()
+	var answered, cancelled, written int
+	for i := range 2000 {
+		// A Get that cannot be cancelled first: its answer, read by the
+		// reader goroutine after a cancel left a tombstone, has the role
+		// lent again.
+		if r := doGet(bg, c, "warm"); r.err != nil {
+			t.Fatalf("warm: %+v: %v", r, r.err)
+		}
+		ctx, cancel := context.WithCancel(bg)
+		key := fmt.Sprint(i)
+		go func() {
+			for range i % 200 {
+				runtime.Gosched()
+			}
+			cancel()
+		}()
+		r := doGet(ctx, c, key)
+		switch {
+		case r.err == nil && r.value == key:
+			answered++
+		case errors.Is(r.err, context.Canceled) && r.calls == 0:
+			cancelled++
+			if requestError(t, r.err).Written {
+				written++
+			}
+		default:
+			t.Fatalf("%s: %+v", key, r)
+		}
+		cancel()
+	}
+	waitFor(t, "the late answers", func() bool { return c.Pending() == 0 })
+	if r := doGet(bg, c, "last"); r.err != nil || r.value != "last" {
+		t.Fatalf("last: %+v", r)
+	}
+	_, after := c.roleState()
+	t.Logf("%d answered, %d cancelled (%d written), %d borrows", answered, cancelled, written, after-lends)
+	if after == lends || c.Err() != nil {
+		t.Fatalf("%d borrows, err %v", after-lends, c.Err())
 	}
 }
 

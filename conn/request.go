@@ -141,7 +141,7 @@ type call struct {
 	tag     uint64
 	outcome error
 	// reads: its caller reads the socket for it if the read role is lent
-	// (Do without a cancellable context: readrole.go); borrowed: it did.
+	// (Do: readrole.go); borrowed: it did.
 	reads, borrowed bool
 	// A group of quiet gets (StartGets) is one call, its NOOP: its bytes
 	// are the gets' and the NOOP's, gN gets take the opaques from gBase,

@@ -67,10 +67,44 @@ func keepFirst(p *atomic.Pointer[error], err error) { p.CompareAndSwap(nil, &err
 type kvwireWorker struct {
 	col *client.Collection
 	ks  *keyset
+	ctx ctxMode
+	// bg is the context of every call but ctxPerOp's: Background, or
+	// (ctxCancellable) one that can be cancelled, made once.
+	bg     context.Context
+	cancel context.CancelFunc // bg's, never called: it lives as long as the worker
+}
+
+// ctxMode is the context a kvwire worker passes: what a service passes
+// decides which path a lone caller takes in the connection (a context that
+// can be cancelled must be watched while its caller reads for itself).
+type ctxMode uint8
+
+const (
+	ctxBackground  ctxMode = iota // context.Background(), as the other clients' calls (they take none)
+	ctxCancellable                // one context.WithCancel for the worker's whole run (a service's root context)
+	ctxPerOp                      // a fresh context.WithCancel per call, cancelled after it (a request's context)
+)
+
+func newKvwireWorker(col *client.Collection, ks *keyset, mode ctxMode) *kvwireWorker {
+	w := &kvwireWorker{col: col, ks: ks, ctx: mode, bg: context.Background()}
+	if mode == ctxCancellable {
+		w.bg, w.cancel = context.WithCancel(w.bg)
+	}
+	return w
 }
 
 func (w *kvwireWorker) get(i int) error {
-	r, err := w.col.Get(context.Background(), w.ks.keys[i], nil)
+	if w.ctx == ctxPerOp {
+		ctx, cancel := context.WithCancel(w.bg)
+		err := w.getCtx(ctx, i)
+		cancel()
+		return err
+	}
+	return w.getCtx(w.bg, i)
+}
+
+func (w *kvwireWorker) getCtx(ctx context.Context, i int) error {
+	r, err := w.col.Get(ctx, w.ks.keys[i], nil)
 	if err != nil {
 		return err
 	}
@@ -81,7 +115,13 @@ func (w *kvwireWorker) get(i int) error {
 }
 
 func (w *kvwireWorker) upsert(i int) error {
-	_, err := w.col.Upsert(context.Background(), w.ks.keys[i], w.ks.value, nil)
+	ctx := w.bg
+	if w.ctx == ctxPerOp {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+	}
+	_, err := w.col.Upsert(ctx, w.ks.keys[i], w.ks.value, nil)
 	return err
 }
 

@@ -171,8 +171,8 @@ type workload struct {
 }
 
 type variant struct {
-	// stable: "kvwire", "kvwire-4c", "gomemcache", "raw", "raw-best",
-	// "gocbcore"; in batch cells also "raw-get", "raw-text", "kvwire-fanout",
+	// stable: "kvwire", "kvwire-4c", "kvwire-ctx", "kvwire-opctx",
+	// "gomemcache", "raw", "raw-best", "gocbcore"; in batch cells also "raw-get", "raw-text", "kvwire-fanout",
 	// "gocbcore-async"
 	id   string
 	name string // shown
@@ -458,7 +458,7 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 			cells = append(cells, c)
 		}
 	}
-	kvJob := func(get func() (*client.Client, error), conc int, wl *workload) func() (job, error) {
+	kvJobCtx := func(get func() (*client.Client, error), conc int, wl *workload, mode ctxMode) func() (job, error) {
 		return func() (job, error) {
 			c, err := get()
 			if err != nil {
@@ -466,8 +466,24 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 			}
 			col := c.DefaultCollection()
 			return &clientJob{conc: conc, mix: wl.mix, ks: wl.ks,
-				newWorker: func() worker { return &kvwireWorker{col: col, ks: wl.ks} }}, nil
+				newWorker: func() worker { return newKvwireWorker(col, wl.ks, mode) }}, nil
 		}
+	}
+	kvJob := func(get func() (*client.Client, error), conc int, wl *workload) func() (job, error) {
+		return kvJobCtx(get, conc, wl, ctxBackground)
+	}
+	// kvCtx adds, to a Get cell at one goroutine, kvwire with contexts
+	// that can be cancelled: a lone caller's path depends on its context
+	// (conn's read role), and services pass request contexts.
+	kvCtx := func(c *cell, get func() (*client.Client, error)) {
+		if c.conc != 1 || !c.wl.get {
+			return
+		}
+		c.variants = append(c.variants,
+			&variant{id: "kvwire-ctx", name: "kvwire, one cancellable ctx",
+				job: kvJobCtx(get, c.conc, c.wl, ctxCancellable)},
+			&variant{id: "kvwire-opctx", name: "kvwire, a cancellable ctx per op",
+				job: kvJobCtx(get, c.conc, c.wl, ctxPerOp)})
 	}
 	// The batch workload: 32 B values, as get-32B.
 	var bw *workload
@@ -494,7 +510,7 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 			}
 			col := c.DefaultCollection()
 			return &batchJob{ks: bw.ks, size: bw.batch, newB: func() (batcher, error) {
-				return newFanout(bw.batch, func() worker { return &kvwireWorker{col: col, ks: bw.ks} }), nil
+				return newFanout(bw.batch, func() worker { return newKvwireWorker(col, bw.ks, ctxBackground) }), nil
 			}}, nil
 		}
 	}
@@ -504,6 +520,7 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 				c := &cell{backend: "memcached", wl: wl, conc: conc}
 				c.variants = append(c.variants, &variant{id: "kvwire", name: "kvwire",
 					job: kvJob(func() (*client.Client, error) { return cs.kvwireMemcached(1) }, conc, wl)})
+				kvCtx(c, func() (*client.Client, error) { return cs.kvwireMemcached(1) })
 				if wl.get && conc == cfg.bestConns*cfg.bestWindow {
 					name := fmt.Sprintf("kvwire, %d conns", cfg.bestConns)
 					c.variants = append(c.variants, &variant{id: "kvwire-" + fmt.Sprint(cfg.bestConns) + "c", name: name,
@@ -577,6 +594,7 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 				c := &cell{backend: "mock", wl: wl, conc: conc}
 				c.variants = append(c.variants, &variant{id: "kvwire", name: "kvwire",
 					job: kvJob(cs.kvwireMock, conc, wl)})
+				kvCtx(c, cs.kvwireMock)
 				c.variants = append(c.variants, &variant{id: "gocbcore", name: "gocbcore v10",
 					job: func() (job, error) {
 						agent, err := cs.gocbcore()

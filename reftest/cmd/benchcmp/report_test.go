@@ -129,10 +129,11 @@ func TestProfilingRunMeasuresTheProfiledCellsOnly(t *testing.T) {
 		bestConns: 4, bestWindow: 64, batch: 256, profile: regexp.MustCompile(`/get-32B/(1|256)/kvwire$`)}
 	got := ids(cfg)
 	want := []string{
-		"memcached/get-32B/1/kvwire", "memcached/get-32B/1/gomemcache", "memcached/get-32B/1/raw",
+		"memcached/get-32B/1/kvwire", "memcached/get-32B/1/kvwire-ctx", "memcached/get-32B/1/kvwire-opctx",
+		"memcached/get-32B/1/gomemcache", "memcached/get-32B/1/raw",
 		"memcached/get-32B/256/kvwire", "memcached/get-32B/256/kvwire-4c", "memcached/get-32B/256/gomemcache",
 		"memcached/get-32B/256/raw", "memcached/get-32B/256/raw-best",
-		"mock/get-32B/1/kvwire", "mock/get-32B/1/gocbcore",
+		"mock/get-32B/1/kvwire", "mock/get-32B/1/kvwire-ctx", "mock/get-32B/1/kvwire-opctx", "mock/get-32B/1/gocbcore",
 		"mock/get-32B/256/kvwire", "mock/get-32B/256/gocbcore",
 	}
 	if !slices.Equal(got, want) {
