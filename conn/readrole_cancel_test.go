@@ -5,6 +5,7 @@ package conn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -227,5 +228,74 @@ func TestLateCancelLandsOnTheNextBorrower(t *testing.T) {
 				t.Fatalf("err %v, %d pending, stats %+v", c.Err(), c.Pending(), c.Stats())
 			}
 		})
+	}
+}
+
+// A borrower cancelled as its answer arrives gets the answer: cancelled
+// after the answer was on its way and interrupted once it has read it
+// (cancelAfterAnswer), or interrupted while its handle runs with the
+// answer. Either way its own interrupt is cleared before the role moves
+// on (the reader goroutine's next read does not fail) and the connection
+// carries on. (Cancelled and interrupted before the answer is read, it
+// returns Canceled, written: TestCancelledBorrowerReturnsAtOnce; at any
+// moment in between, at random: TestBorrowersCancelledAtAnyMoment.)
+func TestBorrowerCancelledAsItsAnswerArrives(t *testing.T) {
+	got, answer, quit := make(chan memdx.Packet), make(chan memdx.Packet), make(chan struct{})
+	c := dialTCP(t, Options{clock: newFakeClock(), ProbeAfter: -1}, holdKey("one", got, answer, quit))
+	t.Cleanup(func() { close(quit) })
+	bg := context.Background()
+	if r := doGet(bg, c, "first"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	waitLent(t, c)
+	lc := delayCancels(c)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	out := make(chan error, 1)
+	inHandle := make(chan struct{})
+	go func() {
+		req := memdx.NewGet([]byte("one"))
+		out <- c.Do(ctx, &req, func(p *memdx.Packet) error {
+			if string(p.Value) != "one" {
+				return fmt.Errorf("value %q", p.Value)
+			}
+			close(inHandle)
+			<-lc.ran // interrupted while its answer is handed over
+			return nil
+		})
+	}()
+	held := recv(t, got)
+	cancel()
+	recv(t, lc.started)
+	answer <- ok(held, "one")
+	recv(t, inHandle)
+	if role, _ := c.roleState(); role != roleBorrowed {
+		t.Fatalf("role %d while the borrower's handle runs", role)
+	}
+	close(lc.release)
+	if err := recv(t, out); err != nil {
+		t.Fatalf("one, interrupted while its answer was handed over: %v; want the answer", err)
+	}
+	waitLent(t, c)
+	c.mu.Lock()
+	interrupted := c.reader.interrupted
+	c.mu.Unlock()
+	if interrupted {
+		t.Fatal("the borrower's interrupt was left behind")
+	}
+	// The role taken back by a Start: the reader goroutine's read must not
+	// see a deadline left in the past.
+	n := make(tagNotifier, 1)
+	var v string
+	pd := startGet(t, c, memdx.OpGet, "started", n, 1, &v)
+	recv(t, (<-chan uint64)(n))
+	if answered, err := pd.Result(); !answered || err != nil || v != "started" {
+		t.Fatalf("started: answered %v, %v, %q", answered, err, v)
+	}
+	if r := doGet(bg, c, "after"); r.err != nil || r.value != "after" {
+		t.Fatalf("after: %+v", r)
+	}
+	if c.Err() != nil || c.Pending() != 0 || c.Stats().StrayResponses != 0 {
+		t.Fatalf("err %v, %d pending, stats %+v", c.Err(), c.Pending(), c.Stats())
 	}
 }
