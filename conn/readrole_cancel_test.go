@@ -145,25 +145,7 @@ func TestLateCancelLandsOnTheNextBorrower(t *testing.T) {
 		t.Run(during, func(t *testing.T) {
 			fc := newFakeClock()
 			got, answer, quit := make(chan memdx.Packet), make(chan memdx.Packet), make(chan struct{})
-			c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, func(p *peer) {
-				for {
-					r, err := p.tryRead()
-					if err != nil {
-						return
-					}
-					if k := string(r.Key); k != "one" && k != "two" {
-						p.write(ok(r, k))
-						continue
-					}
-					got <- r
-					select {
-					case a := <-answer:
-						p.write(a)
-					case <-quit:
-						return
-					}
-				}
-			})
+			c := dialTCP(t, Options{clock: fc, ProbeAfter: -1}, holdKeys([]string{"one", "two"}, got, answer, quit))
 			t.Cleanup(func() { close(quit) })
 			if r := doGet(context.Background(), c, "first"); r.err != nil {
 				t.Fatal(r.err)
