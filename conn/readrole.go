@@ -73,6 +73,10 @@ type readRole struct {
 	// onCancel is borrowerCancelled, bound once: a method value made per
 	// read would be an allocation per read.
 	onCancel func()
+	// catchUpHook, when a test sets it, runs as a borrower's catch-up
+	// begins, before its read: a cancel's late interrupt can then be made
+	// to land there (readrole_cancel_test.go). Nil otherwise.
+	catchUpHook func()
 }
 
 type roleState uint8
@@ -220,6 +224,9 @@ func (rd *reader) giveBack() {
 // again. Called without mu.
 func (c *Conn) catchUp() {
 	rd := &c.reader
+	if rd.catchUpHook != nil {
+		rd.catchUpHook()
+	}
 	n, err := rd.raw.tryRead(rd.buf[rd.w:])
 	c.noteRead(n)
 	if n == 0 && err == errWouldBlock {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -231,13 +232,18 @@ func TestCancelledBorrowerReturnsAtOnce(t *testing.T) {
 // key: that one goes to got, and its answer is what comes on answer (or
 // none, once quit is closed: a test that failed ends).
 func holdKey(key string, got chan<- memdx.Packet, answer <-chan memdx.Packet, quit <-chan struct{}) func(p *peer) {
+	return holdKeys([]string{key}, got, answer, quit)
+}
+
+// holdKeys is holdKey for each of keys.
+func holdKeys(keys []string, got chan<- memdx.Packet, answer <-chan memdx.Packet, quit <-chan struct{}) func(p *peer) {
 	return func(p *peer) {
 		for {
 			r, err := p.tryRead()
 			if err != nil {
 				return
 			}
-			if string(r.Key) != key {
+			if !slices.Contains(keys, string(r.Key)) {
 				p.write(ok(r, string(r.Key)))
 				continue
 			}
