@@ -39,6 +39,13 @@ const (
 // handle is bound once per op object so that dispatching allocates no
 // closure. The response fields are written by handle on the goroutine
 // reading the connection during Do and read by the caller after Do returns.
+//
+// Its fields are ordered by use (issue 25): those every operation touches
+// come first, the response fields the reader writes together, and the state
+// only some operations use (range scans, write values, failure details,
+// sub-documents) last, so that a plain Get touches as few cache lines as it
+// can. resetOp (putOp) clears every field but the few it keeps;
+// TestOpResetClearsEveryField fails for a field added and not reset.
 type op struct {
 	c      *Client
 	name   string
@@ -53,38 +60,44 @@ type op struct {
 	// for it); or to a node, whatever the topology (a node's statistics,
 	// version, flush or ping; a range scan's continue and cancel, to the
 	// node holding the scan, with Vbucket the scan's).
-	target  cluster.Target
-	scanCfg *memdx.RangeScanCreate
-	scanID  memdx.RangeScanID
+	target cluster.Target
 	// handler, when set, takes every packet of the op's answer (STAT and
 	// RANGE_SCAN_CONTINUE answer with several) on the connection's reader
 	// and says whether its status is a result (accepted) rather than a
 	// failure to judge.
 	handler func(*memdx.Packet) (accepted bool, err error)
+	handle  func(*memdx.Packet) error
 
 	casGiven bool
 	// durDefault: a synchronous write whose caller gave no durability
 	// timeout; each attempt sends one derived from the time left (prepare).
 	durDefault bool
-	req        memdx.Request
 	timeout    time.Duration
 	strategy   retry.Strategy
 	// userStrategy adapts a caller's per-operation RetryStrategy
 	// (internalStrategy), so that doing so allocates nothing.
 	userStrategy strategyAdapter
+	req          memdx.Request
 
-	// value handling for writes: raw is the caller's value; z its snappy
-	// form when worth sending (computed at most once).
-	raw      []byte
-	z        []byte
-	zTried   bool
-	zWorth   bool
-	baseType memdx.Datatype
+	// Last attempt: written by handle on the connection's reader (with
+	// trace's server duration), read by the caller after Do returns.
+	node     *cluster.Node
+	vb       uint16
+	opaque   uint32
+	status   memdx.Status
+	datatype memdx.Datatype
+	// accepted: the last response is the operation's result although its
+	// status is not SUCCESS (a sub-document status the op takes, or one its
+	// handler accepted).
+	accepted bool
+	// Result of a success.
+	value   []byte
+	cas     uint64
+	flags   uint32
+	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
 
 	st    retry.State
 	route vbmap.RouteState
-
-	handle func(*memdx.Packet) error
 
 	// trace is what the operation shows its observers (optrace.go);
 	// parentSpan its options' ParentSpan.
@@ -97,13 +110,26 @@ type op struct {
 	spanFor string
 	spanOpc memdx.OpCode
 
-	// Last attempt.
-	node    *cluster.Node
-	vb      uint16
-	opaque  uint32
-	status  memdx.Status
-	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
-	errCtx  memdx.ErrorContext
+	// Results of some kinds only.
+	token    memdx.MutationToken
+	hasToken bool
+	counter  uint64
+	deleted  bool
+
+	// Range scans.
+	scanCfg *memdx.RangeScanCreate
+	scanID  memdx.RangeScanID
+
+	// value handling for writes: raw is the caller's value; z its snappy
+	// form when worth sending (computed at most once).
+	raw      []byte
+	z        []byte
+	zTried   bool
+	zWorth   bool
+	baseType memdx.Datatype
+
+	// Failure details of the last attempt.
+	errCtx memdx.ErrorContext
 	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body. The
 	// reader recognises a body it can without scanning it
 	// (cluster.Recognise); any other body is copied to nmvBody and offered
@@ -113,20 +139,7 @@ type op struct {
 	nmvBody  []byte
 	errName  string
 	errDesc  string
-	// accepted: the last response is the operation's result although its
-	// status is not SUCCESS (a sub-document status the op takes, or one its
-	// handler accepted).
-	accepted bool
 
-	// Result of a success.
-	value    []byte
-	cas      uint64
-	flags    uint32
-	datatype memdx.Datatype
-	token    memdx.MutationToken
-	hasToken bool
-	counter  uint64
-	deleted  bool
 	// sd: a LookupIn's or MutateIn's specs and results.
 	sd subdocState
 }
@@ -152,6 +165,15 @@ func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *
 const maxPooledBuf = 256 << 10
 
 func putOp(o *op) {
+	o.reset()
+	opPool.Put(o)
+}
+
+// reset clears every field of the op for its next operation but those the
+// pool keeps: the bound handle, the scratch buffers (emptied), the
+// sub-document state's storage (subdocState.Keep) and the span name found
+// last (spanName).
+func (o *op) reset() {
 	nmv := o.nmvBody[:0]
 	z := o.z[:0]
 	if cap(nmv) > maxPooledBuf {
@@ -166,7 +188,6 @@ func putOp(o *op) {
 	*o = op{}
 	o.handle, o.nmvBody, o.z, o.sd = h, nmv, z, sd
 	o.span, o.spanFor, o.spanOpc = span, spanFor, spanOpc
-	opPool.Put(o)
 }
 
 // spanName is the operation's optrace.Name, found again only when the
