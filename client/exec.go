@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,12 +45,26 @@ const (
 // come first, the response fields the reader writes together, and the state
 // only some operations use (range scans, write values, failure details,
 // sub-documents) last, so that a plain Get touches as few cache lines as it
-// can. resetOp (putOp) clears every field but the few it keeps;
+// can. reset (putOp) clears every field but the few it keeps, the cold
+// ones (opCold) only when the operation may have used them;
 // TestOpResetClearsEveryField fails for a field added and not reset.
 type op struct {
-	c      *Client
-	name   string
-	kind   opKind
+	opHot
+	opCold
+}
+
+// opHot holds the fields every operation uses.
+type opHot struct {
+	c    *Client
+	name string
+	kind opKind
+	// cold: the opCold fields may hold state, because the operation is of
+	// another kind than kindGet (getOp) or an attempt's answer was a
+	// failure (recordFailure, classifyStatus). Only then does reset clear
+	// them and prepare clear the last attempt's failure details: a plain
+	// Get leaves their cache lines alone. The tests check that an
+	// operation that did not set it left them clean (checkCold).
+	cold   bool
 	coll   *Collection
 	key    []byte // aliases the caller's string; never written
 	keyStr string
@@ -109,7 +124,10 @@ type op struct {
 	span    optrace.Name
 	spanFor string
 	spanOpc memdx.OpCode
+}
 
+// opCold holds the fields only some operations use.
+type opCold struct {
 	// Results of some kinds only.
 	token    memdx.MutationToken
 	hasToken bool
@@ -153,6 +171,7 @@ var opPool = sync.Pool{New: func() any {
 func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *op {
 	o := opPool.Get().(*op)
 	o.c, o.name, o.kind, o.coll = c, name, kind, coll
+	o.cold = kind != kindGet
 	o.keyStr = key
 	o.key = unsafe.Slice(unsafe.StringData(key), len(key))
 	o.target.Key = o.key
@@ -172,8 +191,22 @@ func putOp(o *op) {
 // reset clears every field of the op for its next operation but those the
 // pool keeps: the bound handle, the scratch buffers (emptied), the
 // sub-document state's storage (subdocState.Keep) and the span name found
-// last (spanName).
+// last (spanName). The cold fields are cleared only when the operation may
+// have used them (cold).
 func (o *op) reset() {
+	h := o.handle
+	span, spanFor, spanOpc := o.span, o.spanFor, o.spanOpc
+	if o.cold {
+		o.resetCold()
+	} else if checkCold && !o.opCold.clean() {
+		panic("client: op " + o.name + " wrote its cold fields without setting cold")
+	}
+	o.opHot = opHot{}
+	o.handle = h
+	o.span, o.spanFor, o.spanOpc = span, spanFor, spanOpc
+}
+
+func (o *op) resetCold() {
 	nmv := o.nmvBody[:0]
 	z := o.z[:0]
 	if cap(nmv) > maxPooledBuf {
@@ -182,12 +215,26 @@ func (o *op) reset() {
 	if cap(z) > maxPooledBuf {
 		z = nil
 	}
-	h := o.handle
 	sd := o.sd.Keep()
-	span, spanFor, spanOpc := o.span, o.spanFor, o.spanOpc
-	*o = op{}
-	o.handle, o.nmvBody, o.z, o.sd = h, nmv, z, sd
-	o.span, o.spanFor, o.spanOpc = span, spanFor, spanOpc
+	o.opCold = opCold{}
+	o.nmvBody, o.z, o.sd = nmv, z, sd
+}
+
+// checkCold, set by the package's tests (op_reset_test.go), makes reset
+// check that an operation that did not set cold left its cold fields clean,
+// and panic if not: the whole test suite then guards against a cold field
+// written without cold, which reset would hand to the next operation.
+var checkCold bool
+
+// clean reports whether the cold fields hold no state: all zero but
+// the emptied buffers reset keeps.
+func (c *opCold) clean() bool {
+	k := *c
+	if len(k.nmvBody) != 0 || len(k.z) != 0 || len(k.sd.Lookups) != 0 || len(k.sd.Mutations) != 0 {
+		return false
+	}
+	k.nmvBody, k.z, k.sd.Lookups, k.sd.Mutations = nil, nil, nil, nil
+	return reflect.ValueOf(&k).Elem().IsZero()
 }
 
 // spanName is the operation's optrace.Name, found again only when the
@@ -273,6 +320,7 @@ func (o *op) onFailure(p *memdx.Packet) { o.recordFailure(p.Status, p.Datatype, 
 // (handed to the config loop; the operation never parses it), or the
 // error context of any other.
 func (o *op) recordFailure(st memdx.Status, dt memdx.Datatype, value []byte) {
+	o.cold = true
 	switch st {
 	case memdx.StatusNotMyVbucket:
 		if res, ok := o.c.cl.Recognise(value, o.node.Host(), "not-my-vbucket"); ok {
@@ -724,10 +772,12 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.status = 0
 	o.outcome = statuspolicy.Outcome{}
 	o.opaque = 0
-	o.nmvOffer = cluster.OfferStale
-	o.nmvBody = o.nmvBody[:0]
-	o.errCtx = memdx.ErrorContext{}
-	o.errName, o.errDesc = "", ""
+	if o.cold {
+		o.nmvOffer = cluster.OfferStale
+		o.nmvBody = o.nmvBody[:0]
+		o.errCtx = memdx.ErrorContext{}
+		o.errName, o.errDesc = "", ""
+	}
 	o.accepted = false
 	if o.durDefault {
 		o.req.DurabilityTimeout = defaultDurabilityTimeout(o.st.Deadline().Sub(o.c.clock.Now()))
@@ -830,6 +880,7 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	}
 	out := o.outcome
 	if out.Found {
+		o.cold = true
 		o.errName, o.errDesc = out.Entry.Name, out.Entry.Desc
 	}
 	switch out.Reason {

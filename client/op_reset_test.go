@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"github.com/kvwire/kvwire/retry"
+	"github.com/stretchr/testify/assert"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -29,37 +32,93 @@ var opKept = map[string]string{
 // state (empty buffers). A field added to op (or to a struct it embeds) is
 // covered without listing it; one reset must keep goes into opKept.
 func TestOpResetClearsEveryField(t *testing.T) {
-	o := &op{}
-	o.handle = o.onResponse
-	v := reflect.ValueOf(o).Elem()
-	rt := v.Type()
-	for i := 0; i < rt.NumField(); i++ {
-		name := rt.Field(i).Name
-		if name == "handle" {
-			continue
-		}
-		fillNonZero(t, settable(v.Field(i)), name)
-		if settable(v.Field(i)).IsZero() {
-			t.Fatalf("op.%s: could not be filled", name)
-		}
-	}
-	o.reset()
-	for i := 0; i < rt.NumField(); i++ {
-		name := rt.Field(i).Name
-		f := settable(v.Field(i))
-		if _, kept := opKept[name]; !kept {
-			if !f.IsZero() {
-				t.Errorf("op.%s survives reset: %v (clear it, or list it in opKept with why it cannot leak)", name, f.Interface())
+	for _, cold := range []bool{true, false} {
+		o := &op{}
+		o.handle = o.onResponse
+		fields := opFields(o)
+		for _, f := range fields {
+			if f.name == "handle" || !cold && f.cold {
+				continue // a plain Get (not cold) leaves the cold fields clean
+			}
+			fillNonZero(t, f.v, f.name)
+			if f.v.IsZero() {
+				t.Fatalf("op.%s: could not be filled", f.name)
 			}
 		}
+		o.cold = cold
+		o.reset()
+		for _, f := range fields {
+			if _, kept := opKept[f.name]; !kept && !f.v.IsZero() {
+				t.Errorf("cold %v: op.%s survives reset: %v (clear it, or list it in opKept with why it cannot leak)", cold, f.name, f.v.Interface())
+			}
+		}
+		if len(o.nmvBody) != 0 || len(o.z) != 0 || len(o.sd.Lookups) != 0 || len(o.sd.Mutations) != 0 || o.sd.Fields != nil ||
+			o.sd.Failed || o.sd.FailIndex != 0 || o.sd.FailStatus != 0 {
+			t.Errorf("cold %v: kept state not emptied: nmvBody %d z %d sd %+v", cold, len(o.nmvBody), len(o.z), o.sd)
+		}
+		if !o.opCold.clean() {
+			t.Errorf("cold %v: cold fields not clean after reset", cold)
+		}
+		if reflect.ValueOf(o.handle).Pointer() == 0 {
+			t.Errorf("cold %v: reset dropped the bound handle", cold)
+		}
 	}
-	if len(o.nmvBody) != 0 || len(o.z) != 0 || len(o.sd.Lookups) != 0 || len(o.sd.Mutations) != 0 || o.sd.Fields != nil ||
-		o.sd.Failed || o.sd.FailIndex != 0 || o.sd.FailStatus != 0 {
-		t.Errorf("kept state not emptied: nmvBody %d z %d sd %+v", len(o.nmvBody), len(o.z), o.sd)
+}
+
+// Every test of the package checks at each reset that an operation that
+// did not set cold left its cold fields clean; benchmark runs (-test.bench)
+// do not, so as to measure what users run.
+func init() { checkCold = !benchmarking(os.Args[1:]) }
+
+func benchmarking(args []string) bool {
+	for i, a := range args {
+		a = "-" + strings.TrimLeft(a, "-")
+		if v, ok := strings.CutPrefix(a, "-test.bench="); ok {
+			return v != ""
+		}
+		if a == "-test.bench" && i+1 < len(args) {
+			return args[i+1] != ""
+		}
 	}
-	if reflect.ValueOf(o.handle).Pointer() == 0 {
-		t.Error("reset dropped the bound handle")
+	return false
+}
+
+// TestOpColdWithoutFlagCaught: in the tests, an operation that writes a
+// cold field without setting cold panics at reset rather than leaving it to
+// the next operation.
+func TestOpColdWithoutFlagCaught(t *testing.T) {
+	o := &op{}
+	o.name = "Get"
+	o.errName = "stale"
+	assert.Panics(t, o.reset)
+	o = &op{}
+	o.nmvBody = []byte{1}
+	assert.Panics(t, o.reset)
+	o = &op{}
+	o.nmvBody = make([]byte, 0, 8)
+	assert.NotPanics(t, o.reset, "an emptied buffer is clean")
+}
+
+type opField struct {
+	name string
+	cold bool // in opCold
+	v    reflect.Value
+}
+
+// opFields lists the fields of op's parts (opHot, opCold), settable.
+func opFields(o *op) []opField {
+	var fs []opField
+	v := reflect.ValueOf(o).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		part := v.Field(i)
+		if !v.Type().Field(i).Anonymous || part.Kind() != reflect.Struct {
+			panic("op holds a field outside opHot and opCold: " + v.Type().Field(i).Name)
+		}
+		for j := 0; j < part.NumField(); j++ {
+			fs = append(fs, opField{name: part.Type().Field(j).Name, cold: part.Type() == reflect.TypeOf(opCold{}), v: settable(part.Field(j))})
+		}
 	}
+	return fs
 }
 
 type fillStrategy struct{ retry.Strategy }
@@ -116,4 +175,11 @@ func fillNonZero(t *testing.T, v reflect.Value, path string) {
 	default:
 		t.Fatalf("%s: no filler for kind %s", path, v.Kind())
 	}
+}
+
+func TestBenchmarkingArgs(t *testing.T) {
+	assert.True(t, benchmarking([]string{"-test.bench=Get"}))
+	assert.True(t, benchmarking([]string{"--test.bench", "Get"}))
+	assert.False(t, benchmarking([]string{"-test.run", "X", "-test.bench="}))
+	assert.False(t, benchmarking(nil))
 }
