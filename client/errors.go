@@ -269,7 +269,7 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 // ended before its operation record existed: an argument or a feature
 // refused, the client closed, a scan that stopped.
 func (c *Client) refused(name string, opc memdx.OpCode, col *Collection, key string, sentinel, cause error) *KeyValueError {
-	o := op{c: c, name: name, coll: col, keyStr: key}
+	o := op{opHot: opHot{c: c, name: name, coll: col, keyStr: key}}
 	o.req.OpCode = opc
 	return newKVError(&o, sentinel, cause)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,10 +40,31 @@ const (
 // handle is bound once per op object so that dispatching allocates no
 // closure. The response fields are written by handle on the goroutine
 // reading the connection during Do and read by the caller after Do returns.
+//
+// Its fields are ordered by use (issue 25): those every operation touches
+// come first, the response fields the reader writes together, and the state
+// only some operations use (range scans, write values, failure details,
+// sub-documents) last, so that a plain Get touches as few cache lines as it
+// can. reset (putOp) clears every field but the few it keeps, the cold
+// ones (opCold) only when the operation may have used them;
+// TestOpResetClearsEveryField fails for a field added and not reset.
 type op struct {
-	c      *Client
-	name   string
-	kind   opKind
+	opHot
+	opCold
+}
+
+// opHot holds the fields every operation uses.
+type opHot struct {
+	c    *Client
+	name string
+	kind opKind
+	// cold: the opCold fields may hold state, because the operation is of
+	// another kind than kindGet (getOp) or an attempt's answer was a
+	// failure (recordFailure, classifyStatus). Only then does reset clear
+	// them and prepare clear the last attempt's failure details: a plain
+	// Get leaves their cache lines alone. The tests check that an
+	// operation that did not set it left them clean (checkCold).
+	cold   bool
 	coll   *Collection
 	key    []byte // aliases the caller's string; never written
 	keyStr string
@@ -53,38 +75,44 @@ type op struct {
 	// for it); or to a node, whatever the topology (a node's statistics,
 	// version, flush or ping; a range scan's continue and cancel, to the
 	// node holding the scan, with Vbucket the scan's).
-	target  cluster.Target
-	scanCfg *memdx.RangeScanCreate
-	scanID  memdx.RangeScanID
+	target cluster.Target
 	// handler, when set, takes every packet of the op's answer (STAT and
 	// RANGE_SCAN_CONTINUE answer with several) on the connection's reader
 	// and says whether its status is a result (accepted) rather than a
 	// failure to judge.
 	handler func(*memdx.Packet) (accepted bool, err error)
+	handle  func(*memdx.Packet) error
 
 	casGiven bool
 	// durDefault: a synchronous write whose caller gave no durability
 	// timeout; each attempt sends one derived from the time left (prepare).
 	durDefault bool
-	req        memdx.Request
 	timeout    time.Duration
 	strategy   retry.Strategy
 	// userStrategy adapts a caller's per-operation RetryStrategy
 	// (internalStrategy), so that doing so allocates nothing.
 	userStrategy strategyAdapter
+	req          memdx.Request
 
-	// value handling for writes: raw is the caller's value; z its snappy
-	// form when worth sending (computed at most once).
-	raw      []byte
-	z        []byte
-	zTried   bool
-	zWorth   bool
-	baseType memdx.Datatype
+	// Last attempt: written by handle on the connection's reader (with
+	// trace's server duration), read by the caller after Do returns.
+	node     *cluster.Node
+	vb       uint16
+	opaque   uint32
+	status   memdx.Status
+	datatype memdx.Datatype
+	// accepted: the last response is the operation's result although its
+	// status is not SUCCESS (a sub-document status the op takes, or one its
+	// handler accepted).
+	accepted bool
+	// Result of a success.
+	value   []byte
+	cas     uint64
+	flags   uint32
+	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
 
 	st    retry.State
 	route vbmap.RouteState
-
-	handle func(*memdx.Packet) error
 
 	// trace is what the operation shows its observers (optrace.go);
 	// parentSpan its options' ParentSpan.
@@ -96,14 +124,30 @@ type op struct {
 	span    optrace.Name
 	spanFor string
 	spanOpc memdx.OpCode
+}
 
-	// Last attempt.
-	node    *cluster.Node
-	vb      uint16
-	opaque  uint32
-	status  memdx.Status
-	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
-	errCtx  memdx.ErrorContext
+// opCold holds the fields only some operations use.
+type opCold struct {
+	// Results of some kinds only.
+	token    memdx.MutationToken
+	hasToken bool
+	counter  uint64
+	deleted  bool
+
+	// Range scans.
+	scanCfg *memdx.RangeScanCreate
+	scanID  memdx.RangeScanID
+
+	// value handling for writes: raw is the caller's value; z its snappy
+	// form when worth sending (computed at most once).
+	raw      []byte
+	z        []byte
+	zTried   bool
+	zWorth   bool
+	baseType memdx.Datatype
+
+	// Failure details of the last attempt.
+	errCtx memdx.ErrorContext
 	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body. The
 	// reader recognises a body it can without scanning it
 	// (cluster.Recognise); any other body is copied to nmvBody and offered
@@ -113,20 +157,7 @@ type op struct {
 	nmvBody  []byte
 	errName  string
 	errDesc  string
-	// accepted: the last response is the operation's result although its
-	// status is not SUCCESS (a sub-document status the op takes, or one its
-	// handler accepted).
-	accepted bool
 
-	// Result of a success.
-	value    []byte
-	cas      uint64
-	flags    uint32
-	datatype memdx.Datatype
-	token    memdx.MutationToken
-	hasToken bool
-	counter  uint64
-	deleted  bool
 	// sd: a LookupIn's or MutateIn's specs and results.
 	sd subdocState
 }
@@ -140,6 +171,7 @@ var opPool = sync.Pool{New: func() any {
 func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *op {
 	o := opPool.Get().(*op)
 	o.c, o.name, o.kind, o.coll = c, name, kind, coll
+	o.cold = kind != kindGet
 	o.keyStr = key
 	o.key = unsafe.Slice(unsafe.StringData(key), len(key))
 	o.target.Key = o.key
@@ -152,6 +184,29 @@ func (c *Client) getOp(name string, kind opKind, coll *Collection, key string) *
 const maxPooledBuf = 256 << 10
 
 func putOp(o *op) {
+	o.reset()
+	opPool.Put(o)
+}
+
+// reset clears every field of the op for its next operation but those the
+// pool keeps: the bound handle, the scratch buffers (emptied), the
+// sub-document state's storage (subdocState.Keep) and the span name found
+// last (spanName). The cold fields are cleared only when the operation may
+// have used them (cold).
+func (o *op) reset() {
+	h := o.handle
+	span, spanFor, spanOpc := o.span, o.spanFor, o.spanOpc
+	if o.cold {
+		o.resetCold()
+	} else if checkCold && !o.opCold.clean() {
+		panic("client: op " + o.name + " wrote its cold fields without setting cold")
+	}
+	o.opHot = opHot{}
+	o.handle = h
+	o.span, o.spanFor, o.spanOpc = span, spanFor, spanOpc
+}
+
+func (o *op) resetCold() {
 	nmv := o.nmvBody[:0]
 	z := o.z[:0]
 	if cap(nmv) > maxPooledBuf {
@@ -160,13 +215,26 @@ func putOp(o *op) {
 	if cap(z) > maxPooledBuf {
 		z = nil
 	}
-	h := o.handle
 	sd := o.sd.Keep()
-	span, spanFor, spanOpc := o.span, o.spanFor, o.spanOpc
-	*o = op{}
-	o.handle, o.nmvBody, o.z, o.sd = h, nmv, z, sd
-	o.span, o.spanFor, o.spanOpc = span, spanFor, spanOpc
-	opPool.Put(o)
+	o.opCold = opCold{}
+	o.nmvBody, o.z, o.sd = nmv, z, sd
+}
+
+// checkCold, set by the package's tests (op_reset_test.go), makes reset
+// check that an operation that did not set cold left its cold fields clean,
+// and panic if not: the whole test suite then guards against a cold field
+// written without cold, which reset would hand to the next operation.
+var checkCold bool
+
+// clean reports whether the cold fields hold no state: all zero but
+// the emptied buffers reset keeps.
+func (c *opCold) clean() bool {
+	k := *c
+	if len(k.nmvBody) != 0 || len(k.z) != 0 || len(k.sd.Lookups) != 0 || len(k.sd.Mutations) != 0 {
+		return false
+	}
+	k.nmvBody, k.z, k.sd.Lookups, k.sd.Mutations = nil, nil, nil, nil
+	return reflect.ValueOf(&k).Elem().IsZero()
 }
 
 // spanName is the operation's optrace.Name, found again only when the
@@ -252,6 +320,7 @@ func (o *op) onFailure(p *memdx.Packet) { o.recordFailure(p.Status, p.Datatype, 
 // (handed to the config loop; the operation never parses it), or the
 // error context of any other.
 func (o *op) recordFailure(st memdx.Status, dt memdx.Datatype, value []byte) {
+	o.cold = true
 	switch st {
 	case memdx.StatusNotMyVbucket:
 		if res, ok := o.c.cl.Recognise(value, o.node.Host(), "not-my-vbucket"); ok {
@@ -703,10 +772,12 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 	o.status = 0
 	o.outcome = statuspolicy.Outcome{}
 	o.opaque = 0
-	o.nmvOffer = cluster.OfferStale
-	o.nmvBody = o.nmvBody[:0]
-	o.errCtx = memdx.ErrorContext{}
-	o.errName, o.errDesc = "", ""
+	if o.cold {
+		o.nmvOffer = cluster.OfferStale
+		o.nmvBody = o.nmvBody[:0]
+		o.errCtx = memdx.ErrorContext{}
+		o.errName, o.errDesc = "", ""
+	}
 	o.accepted = false
 	if o.durDefault {
 		o.req.DurabilityTimeout = defaultDurabilityTimeout(o.st.Deadline().Sub(o.c.clock.Now()))
@@ -809,6 +880,7 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	}
 	out := o.outcome
 	if out.Found {
+		o.cold = true
 		o.errName, o.errDesc = out.Entry.Name, out.Entry.Desc
 	}
 	switch out.Reason {

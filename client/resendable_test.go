@@ -42,7 +42,7 @@ func TestResendable(t *testing.T) {
 		{"stat to a node", memdx.OpStat, nil, true, false},
 		{"noop to a node", memdx.OpNoop, nil, true, false},
 	} {
-		o := &op{c: &Client{resends: resendsIdempotent(nil)}, req: memdx.Request{OpCode: tc.op}}
+		o := &op{opHot: opHot{c: &Client{resends: resendsIdempotent(nil)}, req: memdx.Request{OpCode: tc.op}}}
 		o.strategy = internalStrategy(tc.strategy, &o.userStrategy)
 		if tc.node {
 			o.target.Node = &cluster.Node{}
