@@ -1,6 +1,8 @@
 package vbmap
 
 import (
+	"hash/crc32"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -53,5 +55,36 @@ func TestVbucketForKeyAllocs(t *testing.T) {
 	key := []byte("some-document-key")
 	if a := testing.AllocsPerRun(100, func() { _ = VbucketForKey(key, 1024) }); a != 0 {
 		t.Fatalf("VbucketForKey allocates %v times", a)
+	}
+}
+
+// TestCRCIEEEMatchesStdlib: the short-key CRC that routes every key must be
+// crc32.ChecksumIEEE bit for bit, at every length a key can have (0-250)
+// and across the 64-byte cutoff where it hands over to hash/crc32, and from
+// any alignment of the key in memory.
+func TestCRCIEEEMatchesStdlib(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 7))
+	buf := make([]byte, 260)
+	for n := 0; n <= 250; n++ {
+		for i := range 200 {
+			off := i % 8
+			k := buf[off : off+n]
+			for j := range k {
+				k[j] = byte(r.Uint32())
+			}
+			if i == 0 {
+				clear(k) // and all zeros, all ones
+			} else if i == 1 {
+				for j := range k {
+					k[j] = 0xff
+				}
+			}
+			if got, want := crcIEEE(k), crc32.ChecksumIEEE(k); got != want {
+				t.Fatalf("len %d key %x: crcIEEE %08x, crc32.ChecksumIEEE %08x", n, k, got, want)
+			}
+			if got, want := VbucketForKey(k, 1024), uint16(((crc32.ChecksumIEEE(k)>>16)&0x7fff)%1024); got != want {
+				t.Fatalf("len %d key %x: vbucket %d, want %d", n, k, got, want)
+			}
+		}
 	}
 }
