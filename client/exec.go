@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,7 +197,7 @@ func (o *op) reset() {
 	span, spanFor, spanOpc := o.span, o.spanFor, o.spanOpc
 	if o.cold {
 		o.resetCold()
-	} else if checkCold && !o.opCold.clean() {
+	} else if checkCold != nil && !checkCold(&o.opCold) {
 		panic("client: op " + o.name + " wrote its cold fields without setting cold")
 	}
 	o.opHot = opHot{}
@@ -220,22 +219,12 @@ func (o *op) resetCold() {
 	o.nmvBody, o.z, o.sd = nmv, z, sd
 }
 
-// checkCold, set by the package's tests (op_reset_test.go), makes reset
-// check that an operation that did not set cold left its cold fields clean,
-// and panic if not: the whole test suite then guards against a cold field
-// written without cold, which reset would hand to the next operation.
-var checkCold bool
-
-// clean reports whether the cold fields hold no state: all zero but
-// the emptied buffers reset keeps.
-func (c *opCold) clean() bool {
-	k := *c
-	if len(k.nmvBody) != 0 || len(k.z) != 0 || len(k.sd.Lookups) != 0 || len(k.sd.Mutations) != 0 {
-		return false
-	}
-	k.nmvBody, k.z, k.sd.Lookups, k.sd.Mutations = nil, nil, nil, nil
-	return reflect.ValueOf(&k).Elem().IsZero()
-}
+// checkCold, set by the package's tests (op_reset_test.go: coldClean),
+// makes reset check that an operation that did not set cold left its cold
+// fields clean, and panic if not: the whole test suite then guards against
+// a cold field written without cold, which reset would hand to the next
+// operation. Nil outside tests.
+var checkCold func(*opCold) bool
 
 // spanName is the operation's optrace.Name, found again only when the
 // pooled op last served an operation of another name or opcode. The names
