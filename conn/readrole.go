@@ -253,9 +253,8 @@ func (c *Conn) catchUp() {
 // mu.
 func (c *Conn) readFor(ctx context.Context, cl *call) {
 	rd := &c.reader
-	ctxDone := ctx.Done()
 	var stop func() bool
-	if ctxDone != nil {
+	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, rd.onCancel)
 	}
 	for len(cl.done) == 0 {
@@ -270,7 +269,7 @@ func (c *Conn) readFor(ctx context.Context, cl *call) {
 			// Interrupted: cl expired (its outcome is on done), or ctx
 			// is done (wait cancels cl).
 			c.clearInterrupt()
-			if isDone(ctxDone) {
+			if ctx.Err() != nil {
 				break
 			}
 			continue
@@ -284,16 +283,6 @@ func (c *Conn) readFor(ctx context.Context, cl *call) {
 		stop()
 	}
 	c.returnRole()
-}
-
-// isDone reports whether ch, a context's Done, is closed (never, for nil).
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // borrowerCancelled runs, on a goroutine of its own (context.AfterFunc),
