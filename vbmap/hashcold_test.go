@@ -31,15 +31,11 @@ func BenchmarkHashCold(b *testing.B) {
 	}
 }
 
-var (
-	evictBuf  = make([]byte, 4<<20)
-	evictSink byte
-)
+var evictSink byte
 
-// evict loads one byte per cache line of span bytes of a buffer.
-func evict(span int) {
+// evict loads one byte per cache line of b.
+func evict(b []byte) {
 	var s byte
-	b := evictBuf[:span]
 	for i := 0; i < len(b); i += 64 {
 		s += b[i]
 	}
@@ -51,12 +47,13 @@ func benchCold(b *testing.B, span int, f func(k []byte) uint32) {
 	for i := range keys {
 		keys[i] = []byte("kvb:s:" + strconv.Itoa(100000+i))
 	}
+	buf := make([]byte, span) // allocated by the benchmark only, not by every test run
 	var d time.Duration
 	var sink uint32
 	i := 0
 	for b.Loop() {
 		if span > 0 {
-			evict(span)
+			evict(buf)
 		}
 		k := keys[i&4095]
 		i++
