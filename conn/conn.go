@@ -25,12 +25,18 @@ type Conn struct {
 	// they share, so that each transition of a request's lifecycle
 	// (request.go) is one step under one lock.
 
-	nc    net.Conn
-	addr  string
-	id    string
-	opts  Options
-	log   *slog.Logger
-	clock clock
+	// The fields up to mu are written before newConn starts the
+	// goroutines and only read afterwards. done sits with them, away from
+	// anything written per request: a caller checks it, without mu,
+	// before every request (cluster's Node.Pick).
+	nc     net.Conn
+	addr   string
+	id     string
+	done   chan struct{} // closed when err is set
+	exited chan struct{} // closed at the end of teardown: every request has failed, OnClose has returned
+	opts   Options
+	log    *slog.Logger
+	clock  clock
 	// sysClock: clock is the system clock, whose readings a caller may
 	// hand over (Origin.SentIsNow).
 	sysClock bool
@@ -40,20 +46,18 @@ type Conn struct {
 	// orphans).
 	localAddr, remoteAddr string
 
-	mu        sync.Mutex
-	err       error // why the connection ended; nil while it is open
-	inflight  inflight
-	writer    writer
-	reader    reader
-	monitor   monitor
-	callbacks callbacks
-
+	mu  sync.Mutex
+	err error // why the connection ended; nil while it is open
 	// lastActive is the last activity seen, in Unix nanoseconds
-	// (noteActivity). Guarded by mu.
+	// (noteActivity): each request's caller writes it, under mu, whose
+	// line it shares rather than taking a line of its own to the
+	// caller's processor.
 	lastActive int64
-
-	done   chan struct{} // closed when err is set
-	exited chan struct{} // closed at the end of teardown: every request has failed, OnClose has returned
+	inflight   inflight
+	writer     writer
+	reader     reader
+	monitor    monitor
+	callbacks  callbacks
 }
 
 // bootResults are what Dial's bootstrap found: written before the Conn is
