@@ -108,14 +108,19 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 		return nil, retry.ReasonNodeNotAvailable, n.cl.nodeError(n.addr, errNodeLeft)
 	}
 	if cs := n.conns.Load(); cs != nil {
-		l := len(*cs)
-		start := int(n.rr.Add(1))
-		for i := 0; i < l; i++ {
-			cn := (*cs)[(start+i)%l]
-			select {
-			case <-cn.Done():
-			default:
+		if l := len(*cs); l == 1 {
+			// One connection, the default: no turn to take, so neither
+			// the shared counter (an atomic add on a line every caller
+			// writes) nor the division.
+			if cn := (*cs)[0]; !isDone(cn) {
 				return cn, 0, nil
+			}
+		} else {
+			start := uint(n.rr.Add(1))
+			for i := range uint(l) {
+				if cn := (*cs)[(start+i)%uint(l)]; !isDone(cn) {
+					return cn, 0, nil
+				}
 			}
 		}
 	}
@@ -127,6 +132,16 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 		reason = retry.ReasonUnknown // Down
 	}
 	return nil, reason, n.cl.nodeError(n.addr, err)
+}
+
+// isDone reports whether cn has ended (its Done channel is closed).
+func isDone(cn *conn.Conn) bool {
+	select {
+	case <-cn.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // reasonForDialError gives the retry reason for a node without a live
