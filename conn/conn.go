@@ -25,8 +25,9 @@ type Conn struct {
 	// they share, so that each transition of a request's lifecycle
 	// (request.go) is one step under one lock.
 
-	// The fields up to mu are written before newConn starts the
-	// goroutines and only read afterwards. done sits with them, away from
+	// The fields up to mu are written before Dial returns the Conn (by
+	// newConn before it starts the goroutines; bootResults during the
+	// bootstrap) and only read afterwards. done sits with them, away from
 	// anything written per request: a caller checks it, without mu,
 	// before every request (cluster's Node.Pick).
 	nc     net.Conn
