@@ -75,6 +75,10 @@ type figures struct {
 	n                                       int
 	ops, spread, p50, p99, cpu, allocs, srv float64
 	steal, reads, writes                    float64
+	// rounds are the samples, one a round in round order: a client
+	// that failed in a round has none from it on (run stops measuring
+	// it), so the i-th samples of two clients are from the same round.
+	rounds []sample
 }
 
 func medians(ss []sample) figures {
@@ -88,7 +92,7 @@ func medians(ss []sample) figures {
 		}
 		return median(xs)
 	}
-	fg := figures{ok: true, n: len(ss),
+	fg := figures{ok: true, n: len(ss), rounds: ss,
 		ops:    col(func(s sample) float64 { return s.opsPerSec }),
 		p50:    col(func(s sample) float64 { return s.p50 }),
 		p99:    col(func(s sample) float64 { return s.p99 }),
@@ -115,6 +119,23 @@ type target struct {
 	measured float64
 	ok       bool // measured exists
 	pass     bool
+	// rounds is the figure in each round, from that round's own
+	// samples (perRound); passing counts those that pass.
+	rounds  []float64
+	passing int
+}
+
+// perRound is f(a) ÷ f(b) in each round both were measured, from that
+// round's samples alone.
+func perRound(a, b figures, f func(figures) float64) []float64 {
+	var ms []float64
+	for i := range min(len(a.rounds), len(b.rounds)) {
+		fa, fb := medians(a.rounds[i:i+1]), medians(b.rounds[i:i+1])
+		if f(fa) >= 0 && f(fb) > 0 {
+			ms = append(ms, f(fa)/f(fb))
+		}
+	}
+	return ms
 }
 
 type report struct {
@@ -171,7 +192,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 
 	// value adds the target m (measured when ok), passed when pass says
 	// so of m as shown, to two decimals (a context figure when req is "").
-	value := func(what, req string, m float64, ok bool, pass func(float64) bool) {
+	value := func(what, req string, m float64, ok bool, pass func(float64) bool, rounds []float64) {
 		if cfg.label != "" {
 			// A side run: its figures are context for the main run's
 			// targets, named after what the side run changed.
@@ -182,6 +203,12 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			t.ok = true
 			t.measured = m
 			t.pass = pass(math.Round(m*100) / 100)
+			t.rounds = rounds
+			for _, x := range rounds {
+				if pass(math.Round(x*100) / 100) {
+					t.passing++
+				}
+			}
 		}
 		if !t.ok && cfg.label != "" {
 			return // a side run shows what it measured
@@ -192,10 +219,12 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 	ratio := func(what, req string, a, b figures, f func(figures) float64, pass func(float64) bool) {
 		ok := a.ok && b.ok && f(a) >= 0 && f(b) > 0
 		m := 0.0
+		var rounds []float64
 		if ok {
 			m = f(a) / f(b)
+			rounds = perRound(a, b, f)
 		}
-		value(what, req, m, ok, pass)
+		value(what, req, m, ok, pass, rounds)
 	}
 	atLeast := func(limit float64) func(float64) bool { return func(m float64) bool { return m >= limit } }
 	atMost := func(limit float64) func(float64) bool { return func(m float64) bool { return m <= limit } }
@@ -294,21 +323,30 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			limit float64
 		}{{"get-32B", 1}, {"get-1KiB", 1}, {"upsert-1KiB", 0}, {"mix-1KiB", 0.5}} {
 			most, ok := 0.0, false
+			var rounds []float64 // the most of each round
 			for _, conc := range cfg.concs {
 				if kv := get(backend, a.wl, conc, "kvwire"); kv.ok {
 					most, ok = max(most, kv.allocs), true
+					for i, s := range kv.rounds {
+						if i == len(rounds) {
+							rounds = append(rounds, s.allocsPerOp)
+						}
+						rounds[i] = max(rounds[i], s.allocsPerOp)
+					}
 				}
 			}
 			if !ok {
 				continue
 			}
 			value(fmt.Sprintf("%s %s: kvwire allocs/op, the most at %s goroutines", backend, a.wl, joinInts(cfg.concs)),
-				fmt.Sprintf("≤ %.2f", a.limit), most, ok, atMost(a.limit))
+				fmt.Sprintf("≤ %.2f", a.limit), most, ok, atMost(a.limit), rounds)
 		}
 	}
 	r.notes = []string{
 		"ops/s, latency, CPU and allocations are medians over the rounds; every ratio is a ratio of those medians. " +
 			"spread: (max − min) ÷ median of the rounds' ops/s.",
+		"rounds passing: in how many rounds a target passes when judged on that round's figures alone (its clients are measured one after another in the round, seconds apart). " +
+			"A target that passes in most rounds but not all sits near its line: another run of the same code can land on its other side.",
 		"kvwire ÷ this: kvwire's ops/s (default options, one connection per node) divided by the row's.",
 		"client CPU: getrusage(RUSAGE_SELF) user+sys of the harness, which hosts only the client (servers run in their own processes); " +
 			"server CPU: the server process's utime+stime from /proc (10 ms ticks).",
@@ -443,6 +481,10 @@ func fmtOps(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
+// targetHeader heads the target rows: "rounds passing" is in how many
+// rounds the target's figure, from that round's samples alone, passes.
+var targetHeader = []string{"target", "required", "measured", "result", "rounds passing"}
+
 func (r *report) targetRows() [][]string {
 	var rows [][]string
 	for _, t := range r.targets {
@@ -461,7 +503,11 @@ func (r *report) targetRows() [][]string {
 				res = "n/a"
 			}
 		}
-		rows = append(rows, []string{t.what, req, m, res})
+		passing := "—"
+		if t.required != "" && len(t.rounds) > 0 {
+			passing = fmt.Sprintf("%d of %d", t.passing, len(t.rounds))
+		}
+		rows = append(rows, []string{t.what, req, m, res, passing})
 	}
 	return rows
 }
@@ -495,7 +541,7 @@ func (r *report) text() string {
 	b.WriteString("\n")
 	writeAligned(&b, r.header, r.rows)
 	b.WriteString("\nTargets (ratios of medians from this run)\n\n")
-	writeAligned(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
+	writeAligned(&b, targetHeader, r.targetRows())
 	b.WriteString("\n")
 	r.writeNotes(&b)
 	return b.String()
@@ -506,7 +552,7 @@ func (r *report) markdown() string {
 	b.WriteString("# kvwire benchmarks\n\n")
 	r.writeEnvList(&b)
 	b.WriteString("\n## Targets\n\n")
-	writeMarkdown(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
+	writeMarkdown(&b, targetHeader, r.targetRows())
 	b.WriteString("\n## All figures\n\n")
 	writeMarkdown(&b, r.header, r.rows)
 	b.WriteString("\n")
@@ -523,7 +569,7 @@ func (r *report) readmeSection() string {
 		"`reftest/cmd/benchcmp` (package doc).\n\n")
 	r.writeEnvList(&b)
 	b.WriteString("\n")
-	writeMarkdown(&b, []string{"target", "required", "measured", "result"}, r.targetRows())
+	writeMarkdown(&b, targetHeader, r.targetRows())
 	b.WriteString("\n<details><summary>All figures</summary>\n\n")
 	writeMarkdown(&b, r.header, r.rows)
 	b.WriteString("\n")

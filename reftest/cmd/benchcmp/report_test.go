@@ -12,10 +12,21 @@ import (
 // client, as given: figures[backend/workload/goroutines/client].
 func reportOf(t *testing.T, figures map[string]sample) *report {
 	t.Helper()
+	rounds := map[string][]sample{}
+	for id, s := range figures {
+		rounds[id] = []sample{s}
+	}
+	return reportOfRounds(t, rounds)
+}
+
+// reportOfRounds builds the report of a run whose cells hold the samples
+// given, one a round: rounds[backend/workload/goroutines/client].
+func reportOfRounds(t *testing.T, rounds map[string][]sample) *report {
+	t.Helper()
 	cfg := &config{concs: []int{1, 16, 256}, bestConns: 4, bestWindow: 64}
 	cells := map[string]*cell{}
 	var order []*cell
-	for id, s := range figures {
+	for id, ss := range rounds {
 		parts := strings.Split(id, "/")
 		if len(parts) != 4 {
 			t.Fatalf("id %q: want backend/workload/goroutines/client", id)
@@ -33,7 +44,7 @@ func reportOf(t *testing.T, figures map[string]sample) *report {
 			order = append(order, c)
 		}
 		c.variants = append(c.variants, &variant{id: parts[3], name: parts[3]})
-		c.samples[parts[3]] = append(c.samples[parts[3]], s)
+		c.samples[parts[3]] = append(c.samples[parts[3]], ss...)
 	}
 	return buildReport(cfg, &env{}, order)
 }
@@ -97,6 +108,34 @@ func TestReportJudgesAllocationsAsShownAtTheWorstConcurrency(t *testing.T) {
 		{"mock get-1KiB: kvwire allocs/op", "≤ 1.00", "1.01", "MISS"},
 		{"mock upsert-1KiB: kvwire allocs/op", "≤ 0.00", "0.02", "MISS"},
 	})
+}
+
+func TestReportCountsTheRoundsEachTargetPasses(t *testing.T) {
+	// Medians pass (kvwire 0.60 of the best raw loop, CPU 0.50 of
+	// gocbcore's) while single rounds do not; a client that failed after
+	// its second round counts two rounds.
+	r := reportOfRounds(t, map[string][]sample{
+		"memcached/get-32B/256/kvwire":   {{opsPerSec: 500}, {opsPerSec: 600}, {opsPerSec: 700}},
+		"memcached/get-32B/256/raw":      {{opsPerSec: 100}, {opsPerSec: 100}, {opsPerSec: 100}},
+		"memcached/get-32B/256/raw-best": {{opsPerSec: 1000}, {opsPerSec: 1000}, {opsPerSec: 1000}},
+		"mock/get-32B/16/kvwire":         {{opsPerSec: 1, cpuPerOp: 4}, {opsPerSec: 1, cpuPerOp: 6}, {opsPerSec: 1, cpuPerOp: 5}},
+		"mock/get-32B/16/gocbcore":       {{opsPerSec: 1, cpuPerOp: 10}, {opsPerSec: 1, cpuPerOp: 10}},
+		"mock/get-1KiB/1/kvwire":         {{opsPerSec: 1, allocsPerOp: 1}, {opsPerSec: 1, allocsPerOp: 1.2}},
+		"mock/get-1KiB/16/kvwire":        {{opsPerSec: 1, allocsPerOp: 1.1}, {opsPerSec: 1, allocsPerOp: 1}},
+	})
+	for _, w := range []struct{ prefix, result, passing string }{
+		{"memcached get-32B, 256 goroutines: kvwire ops/s ÷ best raw loop", "PASS", "2 of 3"},
+		{"  same, ÷ raw loop on kvwire's connections", "context", "—"},
+		{"mock get-32B, 16 goroutines: kvwire ÷ gocbcore client CPU/op", "PASS", "1 of 2"},
+		{"mock get-32B, 16 goroutines: kvwire ÷ gocbcore ops/s", "MISS", "0 of 2"},
+		// The most of each round: 1.1 and 1.2.
+		{"mock get-1KiB: kvwire allocs/op", "MISS", "0 of 2"},
+	} {
+		row := targetRow(t, r, w.prefix)
+		if row[3] != w.result || row[4] != w.passing {
+			t.Errorf("%s: %s, rounds passing %s; want %s, %s", w.prefix, row[3], row[4], w.result, w.passing)
+		}
+	}
 }
 
 func TestReportShowsNoLatencyWhenNoneWasTimed(t *testing.T) {
