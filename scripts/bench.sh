@@ -28,6 +28,14 @@
 #                                    with this run's report
 #   BENCH_SIDE_R=N                   also a side run with -R N (default: none;
 #                                    never with BENCH_ARGS or BENCH_PROFILE)
+#   BENCH_BASE=REV                   an A/B instead of the report: benchcmp built
+#                                    from git revision REV and from the working
+#                                    tree, run in turn for BENCH_AB_ROUNDS rounds
+#                                    (default 12) by reftest/cmd/benchab, which
+#                                    prints each measurement in both and the
+#                                    medians of the rounds' ratios (to BENCH_OUT
+#                                    too when set); e.g.
+#                                    BENCH_BASE=main BENCH_ARGS='-only ^mock/get-32B/16/ -duration 1s' scripts/bench.sh
 #
 # With BENCH_SIDE_R, after the main run a side run measures the batch rows
 # again against a memcached of this script's own started with -R N
@@ -46,6 +54,12 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 GO=${GO:-go}
 OUT=${BENCH_OUT:-$ROOT/reftest/bench-results.md}
+BASE=${BENCH_BASE:-}
+if [ -n "$BASE" ]; then
+  [ -z "${BENCH_README:-}${BENCH_PROFILE:-}${BENCH_SIDE_R:-}" ] ||
+    { echo "bench.sh: ERROR: BENCH_BASE runs an A/B, not with BENCH_README, BENCH_PROFILE or BENCH_SIDE_R" >&2; exit 1; }
+  OUT=${BENCH_OUT:-}
+fi
 PROFILE_DIR=
 if [ -n "${BENCH_PROFILE:-}" ]; then
   # A profiling run measures a few cells: its report goes beside the
@@ -83,6 +97,14 @@ trap 'exit 130' INT TERM
 
 log "building the harness and the mock server"
 (cd reftest && "$GO" build -o "$tmp/benchcmp" ./cmd/benchcmp && "$GO" build -o "$tmp/mockserver" ./cmd/mockserver)
+if [ -n "$BASE" ]; then
+  rev=$(git rev-parse --verify --quiet "$BASE^{commit}") || { log "ERROR: BENCH_BASE=$BASE is not a git revision here"; exit 1; }
+  log "building benchcmp at $BASE ($(git rev-parse --short "$rev")) and reftest/cmd/benchab"
+  mkdir "$tmp/base"
+  git archive "$rev" | tar -x -C "$tmp/base"
+  (cd "$tmp/base/reftest" && "$GO" build -o "$tmp/benchcmp-base" ./cmd/benchcmp)
+  (cd reftest && "$GO" build -o "$tmp/benchab" ./cmd/benchab)
+fi
 
 if ! scripts/memcached.sh status 2>/dev/null; then
   started_memcached=1
@@ -106,6 +128,21 @@ mock=$(head -1 "$tmp/mock.out")
 [ -n "$mock" ] || { log "ERROR: the mock server printed no connection string"; exit 1; }
 log "memcached at $KV_MEMCACHED_ADDR (pid $memcached_pid), mock cluster at $mock (pid $mock_pid)"
 
+if [ -n "$BASE" ]; then
+  # shellcheck disable=SC2206 # flags are split on spaces on purpose
+  ab_args=(${BENCH_ARGS:-})
+  "$tmp/benchab" -base "$tmp/benchcmp-base" -new "$tmp/benchcmp" -rounds "${BENCH_AB_ROUNDS:-12}" -- \
+    -memcached "$KV_MEMCACHED_ADDR" -memcached-pid "$memcached_pid" -mock "$mock" -mock-pid "$mock_pid" \
+    "${ab_args[@]}" | tee "$tmp/ab.txt"
+  if [ -n "$OUT" ]; then
+    { echo "BENCH_BASE=$BASE ($(git rev-parse --short "$rev")) against the working tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- client conn memdx vbmap retry errmap internal 2>/dev/null || echo '+uncommitted')), BENCH_ARGS='${BENCH_ARGS:-}', $(date -u '+%Y-%m-%d %H:%M UTC')"
+      echo
+      cat "$tmp/ab.txt"; } >"$OUT"
+    log "A/B written to $OUT"
+  fi
+  exit 0
+fi
+
 cmd="make bench"
 args=()
 if [ -n "${BENCH_QUICK:-}" ]; then
@@ -124,7 +161,7 @@ if [ -n "$PROFILE_DIR" ]; then
   cmd="BENCH_PROFILE='$BENCH_PROFILE' $cmd"
   args+=(-profile "$BENCH_PROFILE" -profile-dir "$PROFILE_DIR" -profile-duration "${BENCH_PROFILE_DURATION:-5s}")
 fi
-note="Servers: $(memcached -V 2>/dev/null || echo memcached) (Debian package, scripts/memcached.sh: -t 2 -c 1024 -m 64) on $KV_MEMCACHED_ADDR; mockcluster (3 nodes, bucket default) in its own process; clients: kvwire $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- client conn memdx vbmap retry 2>/dev/null || echo '+uncommitted'), gomemcache $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/bradfitz/gomemcache), gocbcore $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/couchbase/gocbcore/v10)"
+note="Servers: $(memcached -V 2>/dev/null || echo memcached) (Debian package, scripts/memcached.sh: -t 2 -c 1024 -m 64) on $KV_MEMCACHED_ADDR; mockcluster (3 nodes, bucket default) in its own process; clients: kvwire $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- client conn memdx vbmap retry errmap internal 2>/dev/null || echo '+uncommitted'), gomemcache $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/bradfitz/gomemcache), gocbcore $(cd reftest && "$GO" list -m -f '{{.Version}}' github.com/couchbase/gocbcore/v10)"
 
 if [ -n "${BENCH_README:-}" ]; then
   [ -z "$PROFILE_DIR" ] || { log "ERROR: BENCH_README with BENCH_PROFILE: a profiling run measures a few cells, not the README's report"; exit 1; }
