@@ -167,10 +167,10 @@ type comparison struct {
 }
 
 // compare pairs the two builds' samples by round.
-func compare(old, new *build) []comparison {
+func compare(base, next *build) []comparison {
 	var ids []string
-	for id := range old.samples {
-		if _, ok := new.samples[id]; ok {
+	for id := range base.samples {
+		if _, ok := next.samples[id]; ok {
 			ids = append(ids, id)
 		}
 	}
@@ -178,11 +178,11 @@ func compare(old, new *build) []comparison {
 	var cs []comparison
 	for _, id := range ids {
 		byRound := map[int]sample{}
-		for _, s := range new.samples[id] {
+		for _, s := range next.samples[id] {
 			byRound[s.round] = s
 		}
 		var o, n []sample
-		for _, s := range old.samples[id] {
+		for _, s := range base.samples[id] {
 			if t, ok := byRound[s.round]; ok {
 				o, n = append(o, s), append(n, t)
 			}

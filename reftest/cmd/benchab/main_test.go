@@ -55,9 +55,9 @@ func TestRunInterleavesTheBuildsAndComparesByRound(t *testing.T) {
 	dir := t.TempDir()
 	calls := filepath.Join(dir, "calls")
 	old := fakeBenchcmp(t, dir, "old", 1000, 5, calls)
-	new := fakeBenchcmp(t, dir, "new", 1100, 4, calls)
+	next := fakeBenchcmp(t, dir, "new", 1100, 4, calls)
 	var out bytes.Buffer
-	if err := run(&out, old, new, 3, []string{"-only", "^mock/"}); err != nil {
+	if err := run(&out, old, next, 3, []string{"-only", "^mock/"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(calls)
