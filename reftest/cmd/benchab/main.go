@@ -65,6 +65,7 @@ type sample struct {
 	round              int
 	ops, cpu, writes   float64
 	p50, allocs, reads float64
+	mutexWait          float64 // µs per op; < 0: not logged
 }
 
 func run(out io.Writer, basePath, newPath string, rounds int, args []string) error {
@@ -125,8 +126,10 @@ func (b *build) measure(round int, args []string) error {
 
 // roundLine is benchcmp's log line of one measurement (run, in its
 // main.go): "round 1/1 memcached/get-32B/16/kvwire  198156 ops/s  p50
-// 74.5µs  cpu  4.19µs/op  1.00 allocs/op  0.088 writes/op 0.153 reads/op".
-var roundLine = regexp.MustCompile(`^round \d+/\d+ (\S+)\s+([0-9.]+) ops/s\s+p50\s+(-?[0-9.]+)µs\s+cpu\s+([0-9.]+)µs/op\s+([0-9.]+) allocs/op\s+(-?[0-9.]+) writes/op\s+(-?[0-9.]+) reads/op$`)
+// 74.5µs  cpu  4.19µs/op  1.00 allocs/op  0.088 writes/op 0.153 reads/op
+// 0.04µs mutex wait/op" (the last figure since s10; an older build's line
+// ends at reads/op).
+var roundLine = regexp.MustCompile(`^round \d+/\d+ (\S+)\s+([0-9.]+) ops/s\s+p50\s+(-?[0-9.]+)µs\s+cpu\s+([0-9.]+)µs/op\s+([0-9.]+) allocs/op\s+(-?[0-9.]+) writes/op\s+(-?[0-9.]+) reads/op(?:\s+(-?[0-9.]+)µs mutex wait/op)?$`)
 
 // failedLine is benchcmp's log line of a measurement that failed.
 var failedLine = regexp.MustCompile(`^round \d+/\d+ (\S+)\s+FAILED: (.*)$`)
@@ -150,7 +153,13 @@ func parseRound(line string) (id string, s sample, ok bool, err error) {
 		}
 		f[i] = v
 	}
-	return m[1], sample{ops: f[0], p50: f[1], cpu: f[2], allocs: f[3], writes: f[4], reads: f[5]}, true, nil
+	s = sample{ops: f[0], p50: f[1], cpu: f[2], allocs: f[3], writes: f[4], reads: f[5], mutexWait: -1}
+	if m[8] != "" {
+		if s.mutexWait, err = strconv.ParseFloat(m[8], 64); err != nil {
+			return "", sample{}, false, fmt.Errorf("%q: %w", line, err)
+		}
+	}
+	return m[1], s, true, nil
 }
 
 // comparison is one measurement's figures in both builds.
@@ -164,6 +173,7 @@ type comparison struct {
 	writesRatio          float64 // < 0: not measured
 	cheaper              int     // rounds the new build used less CPU per op in
 	oldP50, p50Ratio     float64
+	oldWait, newWait     float64 // medians; < 0: not logged
 }
 
 // compare pairs the two builds' samples by round.
@@ -218,6 +228,8 @@ func compare(base, next *build) []comparison {
 		c.oldCPU, c.newCPU = col(o, cpu), col(n, cpu)
 		c.oldWrites, c.newWrites = col(o, writes), col(n, writes)
 		c.oldP50 = col(o, p50)
+		wait := func(s sample) float64 { return s.mutexWait }
+		c.oldWait, c.newWait = col(o, wait), col(n, wait)
 		c.opsRatio, c.cpuRatio = ratios(ops), ratios(cpu)
 		c.writesRatio, c.p50Ratio = ratios(writes), ratios(p50)
 		for i := range o {
@@ -249,15 +261,22 @@ func writeTable(w io.Writer, cs []comparison) {
 		}
 		return fmt.Sprintf("%.3f", v)
 	}
-	fmt.Fprintf(w, "%-40s %6s  %10s %10s %7s  %8s %8s %7s %9s  %7s %7s %7s  %7s %7s\n",
+	wait := func(v float64) string {
+		if v < 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", v)
+	}
+	fmt.Fprintf(w, "%-40s %6s  %10s %10s %7s  %8s %8s %7s %9s  %7s %7s %7s  %7s %7s  %8s %8s\n",
 		"measurement", "rounds", "old ops/s", "new ops/s", "new÷old",
-		"old CPU", "new CPU", "new÷old", "cheaper", "old w/op", "new w/op", "new÷old", "old p50", "new÷old")
+		"old CPU", "new CPU", "new÷old", "cheaper", "old w/op", "new w/op", "new÷old", "old p50", "new÷old", "old wait", "new wait")
 	for _, c := range cs {
-		fmt.Fprintf(w, "%-40s %6d  %10.0f %10.0f %7s  %8.2f %8.2f %7s %9s  %7.3f %7.3f %7s  %7.1f %7s\n",
+		fmt.Fprintf(w, "%-40s %6d  %10.0f %10.0f %7s  %8.2f %8.2f %7s %9s  %7.3f %7.3f %7s  %7.1f %7s  %8s %8s\n",
 			c.id, c.n, c.oldOps, c.newOps, ratio(c.opsRatio),
 			c.oldCPU, c.newCPU, ratio(c.cpuRatio), fmt.Sprintf("%d of %d", c.cheaper, c.n),
-			c.oldWrites, c.newWrites, ratio(c.writesRatio), c.oldP50, ratio(c.p50Ratio))
+			c.oldWrites, c.newWrites, ratio(c.writesRatio), c.oldP50, ratio(c.p50Ratio), wait(c.oldWait), wait(c.newWait))
 	}
-	fmt.Fprintln(w, "\nCPU: client CPU µs/op; w/op: write system calls per op; every new÷old is the median of the rounds' own ratios;")
+	fmt.Fprintln(w, "\nCPU: client CPU µs/op; w/op: write system calls per op; wait: µs blocked on a sync.Mutex per op (medians);")
+	fmt.Fprintln(w, "every new÷old is the median of the rounds' own ratios;")
 	fmt.Fprintln(w, "cheaper: rounds in which the new build used less CPU per op. Clients kvwire's change does not touch are the control.")
 }

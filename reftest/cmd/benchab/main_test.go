@@ -17,9 +17,13 @@ func TestParseRoundReadsBenchcmpsLogLine(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("parseRound(%q) = ok %v, err %v", line, ok, err)
 	}
-	want := sample{ops: 198156, p50: 74.5, cpu: 4.19, allocs: 1, writes: 0.088, reads: 0.153}
+	want := sample{ops: 198156, p50: 74.5, cpu: 4.19, allocs: 1, writes: 0.088, reads: 0.153, mutexWait: -1}
 	if id != "memcached/get-32B/16/kvwire" || s != want {
 		t.Fatalf("parseRound = %q %+v, want %+v", id, s, want)
+	}
+	// Since s10 the line ends with the mutex wait.
+	if _, s, ok, err := parseRound(line + "   5.01µs mutex wait/op"); err != nil || !ok || s.mutexWait != 5.01 {
+		t.Fatalf("a line with the mutex wait: ok %v, err %v, %+v", ok, err, s)
 	}
 	// Unknown figures are logged as -1 (and as p50 -1.0 with no latency).
 	if _, s, ok, _ := parseRound("round 2/5 mock/get-32B/1/raw 10 ops/s  p50    -1.0µs  cpu   2.00µs/op   0.00 allocs/op  -1.000 writes/op -1.000 reads/op"); !ok || s.writes != -1 || s.p50 != -1 {

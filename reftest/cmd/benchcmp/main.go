@@ -73,6 +73,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -209,6 +210,9 @@ type sample struct {
 	// reads and writes per op: the harness's read and write system calls
 	// (< 0 when unknown)
 	readsPerOp, writesPerOp float64
+	// mutexWaitPerOp: µs goroutines spent blocked on a sync.Mutex, per op
+	// (runtime/metrics; < 0 when unknown)
+	mutexWaitPerOp float64
 }
 
 type config struct {
@@ -752,8 +756,8 @@ func run(cfg *config) error {
 					continue
 				}
 				c.samples[v.id] = append(c.samples[v.id], s)
-				logf("round %d/%d %-40s %10.0f ops/s  p50 %7.1fµs  cpu %6.2fµs/op  %5.2f allocs/op  %5.3f writes/op %5.3f reads/op",
-					r+1, cfg.rounds, c.id(v), s.opsPerSec, s.p50, s.cpuPerOp, s.allocsPerOp, s.writesPerOp, s.readsPerOp)
+				logf("round %d/%d %-40s %10.0f ops/s  p50 %7.1fµs  cpu %6.2fµs/op  %5.2f allocs/op  %5.3f writes/op %5.3f reads/op  %5.2fµs mutex wait/op",
+					r+1, cfg.rounds, c.id(v), s.opsPerSec, s.p50, s.cpuPerOp, s.allocsPerOp, s.writesPerOp, s.readsPerOp, s.mutexWaitPerOp)
 			}
 		}
 	}
@@ -863,11 +867,13 @@ func measureOne(cfg *config, c *cell, v *variant, recs []*recorder, d time.Durat
 		cpu0     time.Duration
 		t0       time.Time
 		profErr  error
+		mw0, mw1 = mutexWaitMetric(), mutexWaitMetric()
 	)
 	g := newGate(d, func() {
 		if prof != nil {
 			profErr = pprof.StartCPUProfile(prof)
 		}
+		metrics.Read(mw0)
 		runtime.ReadMemStats(&ms0)
 		cpu0 = cpuSelf()
 		t0 = time.Now()
@@ -876,6 +882,7 @@ func measureOne(cfg *config, c *cell, v *variant, recs []*recorder, d time.Durat
 	elapsed := time.Since(t0)
 	cpu1 := cpuSelf()
 	runtime.ReadMemStats(&ms1)
+	metrics.Read(mw1)
 	if prof != nil && profErr == nil {
 		pprof.StopCPUProfile()
 	}
@@ -905,6 +912,10 @@ func measureOne(cfg *config, c *cell, v *variant, recs []*recorder, d time.Durat
 		srvPerOp:    -1,
 		steal:       stealPercent(ct0, ct1),
 	}
+	s.mutexWaitPerOp = -1
+	if mw0[0].Value.Kind() == metrics.KindFloat64 && mw1[0].Value.Kind() == metrics.KindFloat64 {
+		s.mutexWaitPerOp = (mw1[0].Value.Float64() - mw0[0].Value.Float64()) * 1e6 / float64(ops)
+	}
 	if all.count() > 0 {
 		s.p50 = float64(all.quantile(0.50)) / 1e3
 		s.p99 = float64(all.quantile(0.99)) / 1e3
@@ -920,6 +931,13 @@ func measureOne(cfg *config, c *cell, v *variant, recs []*recorder, d time.Durat
 		s.srvPerOp = float64(srv1-srv0) / 1e3 / float64(ops)
 	}
 	return s, nil
+}
+
+// mutexWaitMetric is a sample of the runtime's total time goroutines have
+// spent blocked on a sync.Mutex: contention on one (a connection's lock
+// taken from both processors, say) shows there first.
+func mutexWaitMetric() []metrics.Sample {
+	return []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
 }
 
 // interval runs j for d, unmeasured.

@@ -74,7 +74,7 @@ type figures struct {
 	ok                                      bool
 	n                                       int
 	ops, spread, p50, p99, cpu, allocs, srv float64
-	steal, reads, writes                    float64
+	steal, reads, writes, mutexWait         float64
 	// rounds are the samples, one a round in round order: a client
 	// that failed in a round has none from it on (run stops measuring
 	// it), so the i-th samples of two clients are from the same round.
@@ -93,15 +93,16 @@ func medians(ss []sample) figures {
 		return median(xs)
 	}
 	fg := figures{ok: true, n: len(ss), rounds: ss,
-		ops:    col(func(s sample) float64 { return s.opsPerSec }),
-		p50:    col(func(s sample) float64 { return s.p50 }),
-		p99:    col(func(s sample) float64 { return s.p99 }),
-		cpu:    col(func(s sample) float64 { return s.cpuPerOp }),
-		allocs: col(func(s sample) float64 { return s.allocsPerOp }),
-		srv:    col(func(s sample) float64 { return s.srvPerOp }),
-		steal:  col(func(s sample) float64 { return s.steal }),
-		reads:  col(func(s sample) float64 { return s.readsPerOp }),
-		writes: col(func(s sample) float64 { return s.writesPerOp }),
+		ops:       col(func(s sample) float64 { return s.opsPerSec }),
+		p50:       col(func(s sample) float64 { return s.p50 }),
+		p99:       col(func(s sample) float64 { return s.p99 }),
+		cpu:       col(func(s sample) float64 { return s.cpuPerOp }),
+		allocs:    col(func(s sample) float64 { return s.allocsPerOp }),
+		srv:       col(func(s sample) float64 { return s.srvPerOp }),
+		steal:     col(func(s sample) float64 { return s.steal }),
+		reads:     col(func(s sample) float64 { return s.readsPerOp }),
+		writes:    col(func(s sample) float64 { return s.writesPerOp }),
+		mutexWait: col(func(s sample) float64 { return s.mutexWaitPerOp }),
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range ss {
@@ -149,7 +150,7 @@ type report struct {
 func buildReport(cfg *config, e *env, cells []*cell) *report {
 	r := &report{env: e}
 	r.header = []string{"backend", "workload", "goroutines", "client", "ops/s", "kvwire ÷ this",
-		"spread", "p50 µs", "p99 µs", "client CPU µs/op", "allocs/op", "writes/op", "reads/op", "server CPU µs/op"}
+		"spread", "p50 µs", "p99 µs", "client CPU µs/op", "allocs/op", "writes/op", "reads/op", "server CPU µs/op", "mutex wait µs/op"}
 	get := func(backend, wl string, conc int, id string) figures {
 		for _, c := range cells {
 			if c.backend == backend && c.wl.name == wl && c.conc == conc {
@@ -168,7 +169,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			}
 			row := []string{c.backend, c.wl.name, fmt.Sprint(conc), v.name}
 			if err := c.failed[v.id]; err != nil && !fg.ok {
-				row = append(row, "FAILED: "+oneLine(err.Error()), "", "", "", "", "", "", "", "", "")
+				row = append(row, "FAILED: "+oneLine(err.Error()), "", "", "", "", "", "", "", "", "", "")
 				r.rows = append(r.rows, row)
 				continue
 			}
@@ -182,7 +183,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			}
 			row = append(row, fmtOps(fg.ops), ratio, fmt.Sprintf("%.0f%%", fg.spread),
 				latency(fg.p50), latency(fg.p99),
-				fmt.Sprintf("%.2f", fg.cpu), fmt.Sprintf("%.2f", fg.allocs), perOp(fg.writes), perOp(fg.reads), srv)
+				fmt.Sprintf("%.2f", fg.cpu), fmt.Sprintf("%.2f", fg.allocs), perOp(fg.writes), perOp(fg.reads), srv, mutexWait(fg.mutexWait))
 			if err := c.failed[v.id]; err != nil {
 				row[3] += " (failed in a later round)"
 			}
@@ -351,6 +352,8 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		"client CPU: getrusage(RUSAGE_SELF) user+sys of the harness, which hosts only the client (servers run in their own processes); " +
 			"server CPU: the server process's utime+stime from /proc (10 ms ticks).",
 		"writes/op and reads/op: the harness's write and read system calls (/proc/self/io) per operation.",
+		"mutex wait: the time the harness's goroutines spent blocked on a sync.Mutex (runtime/metrics /sync/mutex/wait/total:seconds), per operation; " +
+			"time waited, not CPU, summed over goroutines. kvwire's callers, reader and writer share a lock per connection: when it is contended, this rises.",
 		latencyNote(cfg.sample),
 		"raw, 1 conn × N: one connection, N GETs encoded into one buffer and sent in one write, then every answer read (status and value length checked) " +
 			"before the next N (a lockstep window); at 1 goroutine the round trip; raw, 4 conns × 64: four such loops. " +
@@ -390,6 +393,14 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			bw, cfg.batch, cfg.batch, cfg.batch, rawBatchQuiet))
 	}
 	return r
+}
+
+// mutexWait formats µs of mutex wait per op ("n/a" when unknown).
+func mutexWait(us float64) string {
+	if us < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", us)
 }
 
 // sampleMethod says in a few words which operations the loops time.
