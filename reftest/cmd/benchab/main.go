@@ -115,6 +115,10 @@ func (b *build) measure(round int, args []string) error {
 			b.samples[id] = append(b.samples[id], s)
 		}
 	}
+	if err := sc.Err(); err != nil {
+		failed = append(failed, "reading its log: "+err.Error())
+		io.Copy(io.Discard, stderr) // let it finish
+	}
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("%w; its last lines:\n%s", err, strings.Join(tail, "\n"))
 	}
@@ -127,8 +131,8 @@ func (b *build) measure(round int, args []string) error {
 // roundLine is benchcmp's log line of one measurement (run, in its
 // main.go): "round 1/1 memcached/get-32B/16/kvwire  198156 ops/s  p50
 // 74.5µs  cpu  4.19µs/op  1.00 allocs/op  0.088 writes/op 0.153 reads/op
-// 0.04µs mutex wait/op" (the last figure since s10; an older build's line
-// ends at reads/op).
+// 0.04µs mutex wait/op" (a build from before the mutex wait was logged
+// ends its line at reads/op).
 var roundLine = regexp.MustCompile(`^round \d+/\d+ (\S+)\s+([0-9.]+) ops/s\s+p50\s+(-?[0-9.]+)µs\s+cpu\s+([0-9.]+)µs/op\s+([0-9.]+) allocs/op\s+(-?[0-9.]+) writes/op\s+(-?[0-9.]+) reads/op(?:\s+(-?[0-9.]+)µs mutex wait/op)?$`)
 
 // failedLine is benchcmp's log line of a measurement that failed.
