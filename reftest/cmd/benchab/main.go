@@ -29,10 +29,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/kvwire/kvwire/reftest/internal/benchlog"
 )
 
 func main() {
@@ -62,10 +62,8 @@ type build struct {
 }
 
 type sample struct {
-	round              int
-	ops, cpu, writes   float64
-	p50, allocs, reads float64
-	mutexWait          float64 // µs per op; < 0: not logged
+	round int
+	benchlog.Figures
 }
 
 func run(out io.Writer, basePath, newPath string, rounds int, args []string) error {
@@ -106,13 +104,12 @@ func (b *build) measure(round int, args []string) error {
 		if len(tail) > 5 {
 			tail = tail[1:]
 		}
-		id, s, ok, err := parseRound(line)
+		id, f, ok, err := benchlog.Parse(line)
 		switch {
 		case err != nil:
 			failed = append(failed, err.Error())
 		case ok:
-			s.round = round
-			b.samples[id] = append(b.samples[id], s)
+			b.samples[id] = append(b.samples[id], sample{round: round, Figures: f})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -126,44 +123,6 @@ func (b *build) measure(round int, args []string) error {
 		return errors.New(strings.Join(failed, "; "))
 	}
 	return nil
-}
-
-// roundLine is benchcmp's log line of one measurement (run, in its
-// main.go): "round 1/1 memcached/get-32B/16/kvwire  198156 ops/s  p50
-// 74.5µs  cpu  4.19µs/op  1.00 allocs/op  0.088 writes/op 0.153 reads/op
-// 0.04µs mutex wait/op" (a build from before the mutex wait was logged
-// ends its line at reads/op).
-var roundLine = regexp.MustCompile(`^round \d+/\d+ (\S+)\s+([0-9.]+) ops/s\s+p50\s+(-?[0-9.]+)µs\s+cpu\s+([0-9.]+)µs/op\s+([0-9.]+) allocs/op\s+(-?[0-9.]+) writes/op\s+(-?[0-9.]+) reads/op(?:\s+(-?[0-9.]+)µs mutex wait/op)?$`)
-
-// failedLine is benchcmp's log line of a measurement that failed.
-var failedLine = regexp.MustCompile(`^round \d+/\d+ (\S+)\s+FAILED: (.*)$`)
-
-// parseRound reads one line of benchcmp's log: ok with the measurement's
-// id and figures, an error for a failed measurement, neither for any
-// other line.
-func parseRound(line string) (id string, s sample, ok bool, err error) {
-	if m := failedLine.FindStringSubmatch(line); m != nil {
-		return "", sample{}, false, fmt.Errorf("%s failed: %s", m[1], m[2])
-	}
-	m := roundLine.FindStringSubmatch(line)
-	if m == nil {
-		return "", sample{}, false, nil
-	}
-	var f [6]float64
-	for i := range f {
-		v, perr := strconv.ParseFloat(m[i+2], 64)
-		if perr != nil {
-			return "", sample{}, false, fmt.Errorf("%q: %w", line, perr)
-		}
-		f[i] = v
-	}
-	s = sample{ops: f[0], p50: f[1], cpu: f[2], allocs: f[3], writes: f[4], reads: f[5], mutexWait: -1}
-	if m[8] != "" {
-		if s.mutexWait, err = strconv.ParseFloat(m[8], 64); err != nil {
-			return "", sample{}, false, fmt.Errorf("%q: %w", line, err)
-		}
-	}
-	return m[1], s, true, nil
 }
 
 // comparison is one measurement's figures in both builds.
@@ -210,7 +169,7 @@ func compare(base, next *build) []comparison {
 			for i, s := range ss {
 				xs[i] = f(s)
 			}
-			return median(xs)
+			return benchlog.Median(xs)
 		}
 		ratios := func(f func(sample) float64) float64 {
 			var xs []float64
@@ -222,40 +181,28 @@ func compare(base, next *build) []comparison {
 			if len(xs) == 0 {
 				return -1
 			}
-			return median(xs)
+			return benchlog.Median(xs)
 		}
-		ops := func(s sample) float64 { return s.ops }
-		cpu := func(s sample) float64 { return s.cpu }
-		writes := func(s sample) float64 { return s.writes }
-		p50 := func(s sample) float64 { return s.p50 }
+		ops := func(s sample) float64 { return s.OpsPerSec }
+		cpu := func(s sample) float64 { return s.CPUPerOp }
+		writes := func(s sample) float64 { return s.WritesPerOp }
+		p50 := func(s sample) float64 { return s.P50 }
 		c.oldOps, c.newOps = col(o, ops), col(n, ops)
 		c.oldCPU, c.newCPU = col(o, cpu), col(n, cpu)
 		c.oldWrites, c.newWrites = col(o, writes), col(n, writes)
 		c.oldP50 = col(o, p50)
-		wait := func(s sample) float64 { return s.mutexWait }
+		wait := func(s sample) float64 { return s.MutexWaitPerOp }
 		c.oldWait, c.newWait = col(o, wait), col(n, wait)
 		c.opsRatio, c.cpuRatio = ratios(ops), ratios(cpu)
 		c.writesRatio, c.p50Ratio = ratios(writes), ratios(p50)
 		for i := range o {
-			if n[i].cpu < o[i].cpu {
+			if n[i].CPUPerOp < o[i].CPUPerOp {
 				c.cheaper++
 			}
 		}
 		cs = append(cs, c)
 	}
 	return cs
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func writeTable(w io.Writer, cs []comparison) {

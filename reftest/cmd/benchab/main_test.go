@@ -9,34 +9,6 @@ import (
 	"testing"
 )
 
-func TestParseRoundReadsBenchcmpsLogLine(t *testing.T) {
-	// As benchcmp's run logs it (its format string, with figures).
-	line := fmt.Sprintf("round %d/%d %-40s %10.0f ops/s  p50 %7.1fµs  cpu %6.2fµs/op  %5.2f allocs/op  %5.3f writes/op %5.3f reads/op",
-		1, 1, "memcached/get-32B/16/kvwire", 198156.0, 74.5, 4.19, 1.0, 0.088, 0.153)
-	id, s, ok, err := parseRound(line)
-	if err != nil || !ok {
-		t.Fatalf("parseRound(%q) = ok %v, err %v", line, ok, err)
-	}
-	want := sample{ops: 198156, p50: 74.5, cpu: 4.19, allocs: 1, writes: 0.088, reads: 0.153, mutexWait: -1}
-	if id != "memcached/get-32B/16/kvwire" || s != want {
-		t.Fatalf("parseRound = %q %+v, want %+v", id, s, want)
-	}
-	// Since s10 the line ends with the mutex wait.
-	if _, s, ok, err := parseRound(line + "   5.01µs mutex wait/op"); err != nil || !ok || s.mutexWait != 5.01 {
-		t.Fatalf("a line with the mutex wait: ok %v, err %v, %+v", ok, err, s)
-	}
-	// Unknown figures are logged as -1 (and as p50 -1.0 with no latency).
-	if _, s, ok, _ := parseRound("round 2/5 mock/get-32B/1/raw 10 ops/s  p50    -1.0µs  cpu   2.00µs/op   0.00 allocs/op  -1.000 writes/op -1.000 reads/op"); !ok || s.writes != -1 || s.p50 != -1 {
-		t.Fatalf("a line with unknown figures: ok %v, %+v", ok, s)
-	}
-	if _, _, _, err := parseRound("round 3/5 mock/get-32B/16/gocbcore       FAILED: timeout"); err == nil || !strings.Contains(err.Error(), "mock/get-32B/16/gocbcore failed: timeout") {
-		t.Fatalf("a failed measurement: err %v", err)
-	}
-	if _, _, ok, err := parseRound("benchcmp: 42 measurements per round"); ok || err != nil {
-		t.Fatalf("another line: ok %v, err %v", ok, err)
-	}
-}
-
 // fakeBenchcmp writes a script that logs, as benchcmp does, one
 // measurement of kvwire at the given ops/s and CPU per op and one of a
 // control, and appends its arguments and the call's order to calls.

@@ -86,6 +86,7 @@ import (
 	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/reftest/internal/benchlog"
 )
 
 // job is one client at one concurrency on one workload.
@@ -752,12 +753,13 @@ func run(cfg *config) error {
 				s, err := measureOne(cfg, c, v, recs, cfg.duration, nil)
 				if err != nil {
 					c.failed[v.id] = err
-					logf("round %d/%d %-40s FAILED: %v", r+1, cfg.rounds, c.id(v), err)
+					logf("%s", benchlog.Failed(r+1, cfg.rounds, c.id(v), err))
 					continue
 				}
 				c.samples[v.id] = append(c.samples[v.id], s)
-				logf("round %d/%d %-40s %10.0f ops/s  p50 %7.1fµs  cpu %6.2fµs/op  %5.2f allocs/op  %5.3f writes/op %5.3f reads/op  %5.2fµs mutex wait/op",
-					r+1, cfg.rounds, c.id(v), s.opsPerSec, s.p50, s.cpuPerOp, s.allocsPerOp, s.writesPerOp, s.readsPerOp, s.mutexWaitPerOp)
+				logf("%s", benchlog.Line(r+1, cfg.rounds, c.id(v), benchlog.Figures{OpsPerSec: s.opsPerSec, P50: s.p50,
+					CPUPerOp: s.cpuPerOp, AllocsPerOp: s.allocsPerOp, WritesPerOp: s.writesPerOp, ReadsPerOp: s.readsPerOp,
+					MutexWaitPerOp: s.mutexWaitPerOp}))
 			}
 		}
 	}

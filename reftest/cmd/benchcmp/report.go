@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/kvwire/kvwire/reftest/internal/benchlog"
 )
 
 // env is what the report says about the machine and the run.
@@ -90,7 +92,7 @@ func medians(ss []sample) figures {
 		for i, s := range ss {
 			xs[i] = f(s)
 		}
-		return median(xs)
+		return benchlog.Median(xs)
 	}
 	fg := figures{ok: true, n: len(ss), rounds: ss,
 		ops:       col(func(s sample) float64 { return s.opsPerSec }),

@@ -2,27 +2,11 @@ package main
 
 import (
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
-
-// median returns the median of xs (the mean of the middle two for an even
-// count); 0 for none. xs is not modified.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	m := len(s) / 2
-	if len(s)%2 == 1 {
-		return s[m]
-	}
-	return (s[m-1] + s[m]) / 2
-}
 
 // cpuSelf is this process's user plus system CPU time (getrusage
 // RUSAGE_SELF): every thread of the harness, i.e. the client under test.
