@@ -123,14 +123,17 @@ type corruptMapError struct{ err error }
 func (e *corruptMapError) Error() string { return "conn: corrupt error map: " + e.err.Error() }
 func (e *corruptMapError) Unwrap() error { return e.err }
 
-// mapTooLong returns the decode error when the connection ended, while
-// GET_ERROR_MAP was awaited, on a response header whose body is over
-// Options.MaxBodyLength: with HELLO and its NOOPs answered, the next
-// response in order is the map's. nil for any other failure.
-func mapTooLong(err error) error {
+// mapTooLong returns the decode error when the connection ended on the
+// error map's header, its body over Options.MaxBodyLength; nil for any
+// other failure. Responses come in order, so the header is the map's when
+// the connection ended on it while GET_ERROR_MAP was awaited (before, false:
+// the read loop framing the map), or while the step just before it was
+// (before, true: checkFollowing, which checks the header after that step's
+// answer, found it in the same read).
+func mapTooLong(err error, before bool) error {
 	var pe *ProtocolError
 	var de *memdx.DecodeError
-	if errors.As(err, &pe) && errors.As(pe.Err, &de) && errors.Is(de, memdx.ErrBodyTooLarge) {
+	if errors.As(err, &pe) && pe.following == before && errors.As(pe.Err, &de) && errors.Is(de, memdx.ErrBodyTooLarge) {
 		return de
 	}
 	return nil
@@ -377,8 +380,25 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 		mechs = c.send(memdx.NewSASLListMechs())
 	}
 	c.uncork()
+	// tooLong is the error of a Dial whose map is over MaxBodyLength: it
+	// redials without XERROR.
+	tooLong := func(de error) error {
+		return &corruptMapError{err: fmt.Errorf("the GET_ERROR_MAP response is over Options.MaxBodyLength (%d bytes): %w", o.MaxBodyLength, de)}
+	}
+	// beforeMap is the step answered just before the map.
+	beforeMap := hello
+	if len(noops) > 0 {
+		beforeMap = noops[len(noops)-1]
+	}
+	awaitStep := func(s *step) error {
+		err := c.await(ctx, s)
+		if de := mapTooLong(err, true); de != nil && emap != nil && s == beforeMap {
+			return tooLong(de)
+		}
+		return err
+	}
 
-	if err := c.await(ctx, hello); err != nil {
+	if err := awaitStep(hello); err != nil {
 		return err
 	}
 	switch hello.status {
@@ -394,14 +414,14 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 	}
 	c.features = newFeatures(granted)
 	for _, s := range noops {
-		if err := c.await(ctx, s); err != nil {
+		if err := awaitStep(s); err != nil {
 			return err
 		}
 	}
 	if emap != nil {
 		if err := c.await(ctx, emap); err != nil {
-			if tooLong := mapTooLong(err); tooLong != nil {
-				return &corruptMapError{err: fmt.Errorf("the GET_ERROR_MAP response is over Options.MaxBodyLength (%d bytes): %w", o.MaxBodyLength, tooLong)}
+			if de := mapTooLong(err, false); de != nil {
+				return tooLong(de)
 			}
 			return err
 		}

@@ -101,6 +101,9 @@ type ProtocolError struct {
 	// Err is the decoder's error, if the violation was found by memdx
 	// (errors.Is(err, memdx.ErrMalformed)).
 	Err error
+	// following: found in the header after a packet, before that packet
+	// was delivered (checkFollowing): Err is about the next packet.
+	following bool
 }
 
 func (e *ProtocolError) Error() string {
