@@ -344,6 +344,14 @@ func TestBootstrapErrorMapOverMaxBodyLength(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Dial failed on an oversized error map: %v", err)
 	}
+	wantMapOverLimitDropped(t, f, c, limit)
+}
+
+// wantMapOverLimitDropped checks a Dial that met an error map over limit:
+// a redial without XERROR, no map, the reason naming the limit, and the
+// node used all the same.
+func wantMapOverLimitDropped(t *testing.T, f *fakeNode, c *Conn, limit uint32) {
+	t.Helper()
 	hello := f.helloCalls()
 	if len(hello) != 2 || !slices.Contains(hello[0], memdx.FeatureXerror) || slices.Contains(hello[1], memdx.FeatureXerror) {
 		t.Fatalf("HELLO features per connection: %v; want XERROR, then a redial without it", hello)
@@ -372,13 +380,7 @@ func TestBootstrapErrorMapOverMaxBodyLengthReadWithTheLastNoop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Dial failed on an oversized error map read with the last NOOP's answer: %v", err)
 	}
-	hello := f.helloCalls()
-	if len(hello) != 2 || !slices.Contains(hello[0], memdx.FeatureXerror) || slices.Contains(hello[1], memdx.FeatureXerror) {
-		t.Fatalf("HELLO features per connection: %v; want XERROR, then a redial without it", hello)
-	}
-	if dropped := c.errMapErr; c.ErrorMap() != nil || dropped == nil || !strings.Contains(dropped.Error(), "MaxBodyLength") {
-		t.Fatalf("map %v, dropped %v; want no map and a reason naming the limit", c.ErrorMap(), dropped)
-	}
+	wantMapOverLimitDropped(t, f, c, limit)
 }
 
 func TestBootstrapFailures(t *testing.T) {
