@@ -47,6 +47,13 @@ type Conn struct {
 	// orphans).
 	localAddr, remoteAddr string
 
+	// sub is the submission stack (submit.go): callers write its head
+	// without mu, so it has cache lines of its own, away from the fields
+	// above (read by every caller) and from mu's.
+	_   [64]byte
+	sub submissions
+	_   [64]byte
+
 	mu  sync.Mutex
 	err error // why the connection ended; nil while it is open
 	// lastActive is the last activity seen, in Unix nanoseconds
@@ -127,8 +134,9 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 // have reached the server. Quiet opcodes (GETQ, SETQ, ...) are refused: their
 // success has no response to wait for.
 //
-// req is encoded before Do returns, or before it blocks: the caller may
-// reuse it afterwards. No goroutine is started per call.
+// req is encoded before Do returns: the caller may reuse it afterwards, not
+// before (on a crowded connection the writer goroutine encodes it while Do
+// waits). No goroutine is started per call.
 func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Packet) error) error {
 	_, err := c.DoDeadline(ctx, time.Time{}, req, handle, nil)
 	return err
@@ -174,11 +182,11 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 	if err != nil {
 		return 0, err
 	}
-	opaque := cl.opaque // read before wait: afterwards cl may be recycled
-	return opaque, c.wait(ctx, deadline, cl)
+	return c.wait(ctx, deadline, cl)
 }
 
-// start queues req and registers its call. bounded applies
+// start queues req and registers its call, or, for a Do call on a crowded
+// connection, submits it (submit.go): the writer queues it. bounded applies
 // Options.MaxPending; the bootstrap's requests are not bounded (Dial must
 // work whatever MaxPending is, and it sends at most one pipeline of them
 // before anyone else can use the connection).
@@ -197,6 +205,9 @@ func (c *Conn) start(req *memdx.Request, handle func(*memdx.Packet) error, deadl
 		cl.kind = kindSingle
 		cl.deadline = deadline
 		cl.reads = reads
+	}
+	if cl.reads && bounded && c.sub.crowded.Load() && c.submit(cl, req) {
+		return cl, nil // the writer queues it (submit.go)
 	}
 	c.mu.Lock()
 	if cl.reads && c.reader.role == roleLent {
@@ -254,11 +265,13 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 	return wake, nil
 }
 
-// wait blocks until cl ends or ctx is done. A call with a deadline is
-// ended by the monitor, through cl.done like a response: without a
-// cancellable ctx, waiting is one channel receive. A caller that borrowed
-// the read role first reads until cl ends or ctx is done (readFor).
-func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
+// wait blocks until cl ends or ctx is done, and returns the opaque cl was
+// sent with (0 when it was never queued) and its outcome. A call with a
+// deadline is ended by the monitor, through cl.done like a response:
+// without a cancellable ctx, waiting is one channel receive. A caller that
+// borrowed the read role first reads until cl ends or ctx is done
+// (readFor).
+func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) (uint32, error) {
 	if !deadline.IsZero() && cl.kind == kindMulti {
 		return c.waitTimer(ctx, deadline, cl)
 	}
@@ -267,22 +280,28 @@ func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) error {
 		c.readFor(ctx, cl)
 	}
 	if ctxDone == nil {
-		err := <-cl.done
-		c.leave(cl)
-		return err
+		return c.took(cl, <-cl.done)
 	}
 	select {
 	case err := <-cl.done:
-		c.leave(cl)
-		return err
+		return c.took(cl, err)
 	case <-ctxDone:
 		return c.cancel(ctx.Err(), cl)
 	}
 }
 
+// took is the caller, having received cl's outcome err from done, letting
+// go of cl: it returns cl's opaque, read first (a submitted call has one
+// only once the writer queued it), and err.
+func (c *Conn) took(cl *call, err error) (uint32, error) {
+	opaque := cl.opaque
+	c.leave(cl)
+	return opaque, err
+}
+
 // waitTimer waits for a multi-packet call with a deadline on a timer of
 // its own.
-func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) error {
+func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) (uint32, error) {
 	if cl.timer == nil {
 		cl.timer = c.clock.NewTimer()
 	}
@@ -290,8 +309,7 @@ func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) erro
 	select {
 	case err := <-cl.done:
 		cl.timer.Stop()
-		c.leave(cl)
-		return err
+		return c.took(cl, err)
 	case <-ctx.Done():
 		cl.timer.Stop()
 		return c.cancel(ctx.Err(), cl)
@@ -301,34 +319,39 @@ func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) erro
 }
 
 // cancel is the caller giving up on cl (ctx, or a multi-packet call's
-// deadline): a queued call is withdrawn (not written), a sent one
-// abandoned (written: the outcome is unknown). If the call has already
-// ended, its outcome is on done and is returned instead.
-func (c *Conn) cancel(cause error, cl *call) (err error) {
+// deadline): a submitted or queued call is withdrawn (not written), a sent
+// one abandoned (written: the outcome is unknown). If the call has already
+// ended, its outcome is on done and is returned instead. It returns cl's
+// opaque too, as wait does.
+func (c *Conn) cancel(cause error, cl *call) (uint32, error) {
 	c.mu.Lock()
+	opaque := cl.opaque
 	switch cl.state {
 	case reqEnded, reqAbandoned:
 		// Answered, expired or failed by the connection first: the
 		// outcome is on done (or about to be, after handle).
 		c.mu.Unlock()
-		err := <-cl.done
-		c.leave(cl)
-		return err
+		return c.took(cl, <-cl.done)
+	case reqSubmitted:
+		err := &RequestError{Op: cl.op, Addr: c.addr, Err: cause}
+		c.withdrawSubmitted(cl) // the writer pools it
+		c.mu.Unlock()
+		return 0, err
 	case reqQueued:
 		if c.err != nil {
 			c.end(cl) // the connection is ending: its buffers are gone
 		} else {
 			c.withdraw(cl)
 		}
-		err := &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Err: cause}
+		err := &RequestError{Op: cl.op, Opaque: opaque, Addr: c.addr, Err: cause}
 		c.mu.Unlock()
 		putCall(cl)
-		return err
+		return opaque, err
 	}
 	// Sent: the server may answer. Keep the opaque as a tombstone until it
 	// does, and drop that answer.
 	c.abandon(cl, c.clock.Now())
-	err = &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true, Err: cause}
+	err := &RequestError{Op: cl.op, Opaque: opaque, Addr: c.addr, Written: true, Err: cause}
 	if c.awaitHandle(cl) {
 		// The reader is inside handle for this call: let it return first.
 		c.mu.Unlock()
@@ -337,7 +360,7 @@ func (c *Conn) cancel(cause error, cl *call) (err error) {
 	}
 	c.letGo(cl)
 	c.mu.Unlock()
-	return err
+	return opaque, err
 }
 
 // fail ends the connection with err (the first error wins). It does not
@@ -394,6 +417,7 @@ func (c *Conn) teardown() {
 		cl.finish(&RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr,
 			Written: written, Err: cause, connEnded: true}, &c.reader.wake)
 	}
+	c.failSubmitted(cause)
 	c.reader.wake.flush()
 	c.inflight.close()
 	c.mu.Unlock()
@@ -427,7 +451,9 @@ func (c *Conn) Err() error {
 }
 
 // Pending returns the number of requests in flight, abandoned ones whose
-// answer has not arrived (tombstones) included.
+// answer has not arrived (tombstones) included; not those still on the
+// submission stack (a crowded connection's: see the package doc), which
+// the writer has not queued yet.
 func (c *Conn) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -441,7 +467,8 @@ func (c *Conn) Pending() int {
 // answered). A read sent to the same
 // server on another connection can overtake them; one sent on this
 // connection cannot, since a server answers a connection's requests in
-// order.
+// order. A request on the submission stack, not queued yet, is not
+// counted: its Do has not returned, so nothing was promised of it.
 func (c *Conn) WritesInFlight() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -488,17 +515,22 @@ type Stats struct {
 	Forgotten uint64
 	// Probes counts the health probes sent.
 	Probes uint64
+	// Submitted counts the requests that callers handed to the writer
+	// goroutine without taking the connection's lock, as they do while
+	// the connection is crowded (see the package doc).
+	Submitted uint64
 }
 
 // Stats returns the connection's counters.
 func (c *Conn) Stats() Stats {
 	c.mu.Lock()
-	tombs := c.inflight.tombs
+	tombs, submitted := c.inflight.tombs, c.sub.queued
 	c.mu.Unlock()
 	return Stats{Writes: c.writer.writes.Load(), BytesWritten: c.writer.bytesOut.Load(),
 		Reads: c.reader.reads.Load(), BytesRead: c.reader.bytesIn.Load(),
 		StrayResponses: c.reader.strays.Load(), LateResponses: c.reader.late.Load(),
-		Abandoned: tombs, Forgotten: c.inflight.evicted.Load(), Probes: c.monitor.probes.Load()}
+		Abandoned: tombs, Forgotten: c.inflight.evicted.Load(), Probes: c.monitor.probes.Load(),
+		Submitted: submitted}
 }
 
 // Addr returns the address the connection was dialled with.

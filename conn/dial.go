@@ -318,7 +318,7 @@ func (c *Conn) send(req memdx.Request) *step {
 // none: the connection ended or ctx did.
 func (c *Conn) await(ctx context.Context, s *step) error {
 	if s.err == nil && s.cl != nil {
-		s.err = c.wait(ctx, time.Time{}, s.cl)
+		_, s.err = c.wait(ctx, time.Time{}, s.cl)
 		s.cl = nil
 	}
 	if s.err != nil {

@@ -113,6 +113,19 @@
 // the socket; the caller and the writer goroutine never write at the same
 // time, and bytes go out in the order they were queued.
 //
+// On a crowded connection (the writer counted at least 48 requests in
+// flight when it last took a batch) a caller in Do does not take the mutex:
+// it pushes its request onto a lock-free stack, and the writer goroutine,
+// holding the mutex for its batch anyway, queues everything pushed since it
+// last looked, in the order it was pushed (submit.go). Against memcached
+// with 256 goroutines on one connection, two cores, callers waited longer
+// for the mutex than a whole request costs on one core; the stack takes
+// about a fifth off the CPU per request there, and a seventh onto the
+// throughput. A request on the stack has no opaque yet: its cancel
+// withdraws it, unwritten; its deadline holds (the monitor queues what is
+// on the stack when it sweeps, should the writer be stuck in a Write); the
+// connection's end fails it, unwritten.
+//
 // The writer coalesces: callers blocked in Do send again as soon as their
 // answers come, so after a burst of answers it waits for the reader to
 // finish dispatching it (at most 50 µs) and then yields while the callers

@@ -48,6 +48,8 @@ type monitor struct {
 	timer timer
 	at    time.Time
 	kick  chan struct{} // capacity 1: a pile of tombstones asks for a probe
+	// sweepKick (capacity 1): a submitted call asks for a sweep (submit).
+	sweepKick chan struct{}
 	// probe is the NOOP in flight (nil: none), queued at probeAt.
 	probe     *call
 	probeAt   time.Time
@@ -68,6 +70,7 @@ func (c *Conn) initMonitor() {
 	m.dlTimer = c.clock.NewTimer()
 	m.timer = c.clock.NewTimer()
 	m.kick = make(chan struct{}, 1)
+	m.sweepKick = make(chan struct{}, 1)
 	m.exited = make(chan struct{})
 	if c.opts.ProbeAfter >= 0 {
 		c.healthArm(c.clock.Now().Add(c.opts.ProbeTimeout)) // the bootstrap's watch
@@ -102,7 +105,16 @@ func (c *Conn) healthNoteTomb(cl *call) {
 // armSweeper sets the deadline timer to fire at t. Called with mu held.
 func (c *Conn) armSweeper(t time.Time) {
 	c.monitor.dlAt = t
+	c.sub.sweepAt.Store(t.UnixNano())
 	c.monitor.dlTimer.Reset(t.Sub(c.clock.Now()))
+}
+
+// sweepSoon asks the monitor goroutine for a sweep.
+func (m *monitor) sweepSoon() {
+	select {
+	case m.sweepKick <- struct{}{}:
+	default: // one is already asked for
+	}
 }
 
 // runMonitor is the monitor goroutine.
@@ -113,6 +125,8 @@ func (c *Conn) runMonitor() {
 	for {
 		select {
 		case <-m.dlTimer.C():
+			c.sweep()
+		case <-m.sweepKick:
 			c.sweep()
 		case <-m.timer.C():
 			probeDone = c.healthCheck(probeDone)
@@ -140,8 +154,12 @@ func (c *Conn) sweep() {
 	defer c.mu.Unlock()
 	m := &c.monitor
 	m.dlAt = time.Time{}
+	c.sub.sweepAt.Store(0)
 	if c.err != nil {
 		return // teardown fails everything in flight
+	}
+	if c.queueSubmitted() { // their deadlines join the list
+		c.writer.wake()
 	}
 	now := c.clock.Now()
 	dl := &c.inflight.deadlines

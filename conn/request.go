@@ -10,15 +10,21 @@ import (
 
 // This file is the lifecycle of a request on a connection: its states, and
 // the one function for each transition between them. Every transition runs
-// with Conn.mu held; the reader, the writer, the monitor and the callers
-// never change a call's state any other way.
+// with Conn.mu held (but a caller's push of its own call onto the
+// submission stack, which no one takes off it without mu); the reader, the
+// writer, the monitor and the callers never change a call's state any
+// other way.
 //
-//	queued ──hand-off──▶ sending ──accept──▶ written ──answer──▶ ended
-//	   │                    │                   │
-//	   │ withdraw           └────── abandon ────┴──▶ abandoned ──drop──▶ ended
-//	   ▼                         (cancel, expire)      (late answer, evict,
-//	 ended                                              connection end)
+//	submitted ──queue──▶ queued ──hand-off──▶ sending ──accept──▶ written ──answer──▶ ended
+//	   │                    │                    │                   │
+//	   │ withdraw,          │ withdraw           └────── abandon ────┴──▶ abandoned ──drop──▶ ended
+//	   ▼ failed             ▼                         (cancel, expire)      (late answer, evict,
+//	 ended                ended                                              connection end)
 //
+//   - submitted: a Do call on a crowded connection's submission stack
+//     (submit.go), pushed without the lock; the writer queues it. Not in
+//     the table, no opaque, no bytes: a cancel withdraws it, an error at
+//     queueing or the connection's end fails it, never written.
 //   - queued: encoded into a write buffer, no byte handed to a Write call
 //     yet. A cancel or an expiry withdraws it: its bytes are cut out and the
 //     server never sees it (not written).
@@ -56,9 +62,10 @@ const (
 	reqWritten
 	reqAbandoned
 	reqEnded
+	reqSubmitted
 )
 
-var reqStateNames = [...]string{"queued", "sending", "written", "abandoned", "ended"}
+var reqStateNames = [...]string{"queued", "sending", "written", "abandoned", "ended", "submitted"}
 
 func (s reqState) String() string { return reqStateNames[s] }
 
@@ -154,6 +161,10 @@ type call struct {
 	// call is not swept (its handle may be running when it expires). It
 	// stays with the pooled call so that it is reused.
 	timer timer
+	// req and subNext: a Do call on the submission stack (submit.go), its
+	// request and the call pushed before it.
+	req     *memdx.Request
+	subNext *call
 }
 
 // isMulti reports whether the server answers op with several packets:

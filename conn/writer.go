@@ -239,6 +239,7 @@ func (c *Conn) writeLoop() {
 			c.mu.Unlock()
 			return
 		}
+		c.queueSubmitted()
 		if w.out != nil && !w.inWrite {
 			// The rest of a caller's batch, which the socket did not
 			// take at once (writeInline).
@@ -260,6 +261,7 @@ func (c *Conn) writeLoop() {
 			c.mu.Unlock()
 			runtime.Gosched()
 			c.mu.Lock()
+			c.queueSubmitted()
 		}
 		hold = c.holdForAnswers(hold)
 		switch {
@@ -280,6 +282,7 @@ func (c *Conn) writeLoop() {
 			c.mu.Unlock()
 			continue
 		}
+		c.noteCrowding()
 		w.takeBatch()
 		_, err, first := c.flushOut(false)
 		c.mu.Unlock()
@@ -315,6 +318,7 @@ func (c *Conn) awaitCallers(hold *time.Timer) *time.Timer {
 		c.mu.Unlock()
 		runtime.Gosched()
 		c.mu.Lock()
+		c.queueSubmitted()
 		if w.batched <= n {
 			break // no one came: those still expected are busy elsewhere
 		}
@@ -382,6 +386,7 @@ func (c *Conn) holdForAnswers(hold *time.Timer) *time.Timer {
 		hold = w.awaitBurst(hold, c.done)
 		runtime.Gosched() // the callers just answered enqueue first
 		c.mu.Lock()
+		c.queueSubmitted()
 	}
 	return hold
 }
