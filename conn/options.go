@@ -203,6 +203,9 @@ type Options struct {
 	// clock is where the connection reads the time (tests); nil: the
 	// system clock.
 	clock clock
+	// submitAt overrides how many requests in flight make the connection
+	// crowded (tests; 0: submitAt, see submit.go).
+	submitAt int
 }
 
 // resolved returns a copy of o with defaults filled in. Slices are cloned:
@@ -225,6 +228,9 @@ func (o Options) resolved() Options {
 	}
 	if o.clock == nil {
 		o.clock = systemClock{}
+	}
+	if o.submitAt <= 0 {
+		o.submitAt = submitAt
 	}
 	if o.MaxBodyLength == 0 {
 		o.MaxBodyLength = memdx.DefaultMaxBodyLength

@@ -93,8 +93,14 @@ func (s *chaosServer) serve(t *testing.T, nc net.Conn, seed uint64, closeAfter i
 // never reported as not written, and a response always reaches the request
 // it answers — under concurrency, cancellation and deadlines (and both at
 // once), out-of-order and missing answers, and connections dropped at
-// arbitrary points.
+// arbitrary points. The stack variant makes the connection crowded with a
+// request in flight, so that callers submit (submit.go).
 func TestExactlyOnceUnderChaos(t *testing.T) {
+	t.Run("lock", func(t *testing.T) { exactlyOnceUnderChaos(t, 0) })
+	t.Run("stack", func(t *testing.T) { exactlyOnceUnderChaos(t, 1) })
+}
+
+func exactlyOnceUnderChaos(t *testing.T, submitAt int) {
 	rounds := 12
 	if testing.Short() {
 		rounds = 3
@@ -111,7 +117,7 @@ func TestExactlyOnceUnderChaos(t *testing.T) {
 			serveMemcachedBoot(p)
 			s.serve(t, nc, uint64(round), 100+round*30)
 		}()
-		c, err := Dial(testCtx(t), "chaos:1", Options{Memcached: true, DialContext: dial, MaxPending: 64})
+		c, err := Dial(testCtx(t), "chaos:1", Options{Memcached: true, DialContext: dial, MaxPending: 64, submitAt: submitAt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,8 +184,12 @@ func TestExactlyOnceUnderChaos(t *testing.T) {
 		}
 		wg.Wait()
 		close(outcomes)
+		submitted := c.Stats().Submitted
 		c.Close()
 		srv.Wait()
+		if submitAt > 0 && submitted == 0 {
+			t.Fatal("no request went through the submission stack")
+		}
 
 		var answered, failed, unwritten int
 		for o := range outcomes {
@@ -212,7 +222,7 @@ func TestExactlyOnceUnderChaos(t *testing.T) {
 		if answered+failed != workers*each {
 			t.Fatalf("%d outcomes for %d requests", answered+failed, workers*each)
 		}
-		t.Logf("round %d: %d answered, %d failed (%d not written)", round, answered, failed, unwritten)
+		t.Logf("round %d: %d answered, %d failed (%d not written), %d submitted", round, answered, failed, unwritten, submitted)
 	}
 }
 

@@ -53,8 +53,8 @@ const submitAt = 48
 type submissions struct {
 	head atomic.Pointer[call]
 	// crowded: at its last batch the writer counted at least submitAt
-	// requests in flight. Written by the writer only when it changes, so
-	// that callers read it from a line they share.
+	// (Options.submitAt) requests in flight. Written by the writer only
+	// when it changes, so that callers read it from a line they share.
 	crowded atomic.Bool
 	// sweepAt mirrors monitor.dlAt, in Unix nanoseconds (0: disarmed), for
 	// callers without mu: a call with a deadline that the sweeper is not
@@ -114,7 +114,7 @@ func reverse(l *call) *call {
 // the callers whether the connection is crowded.
 func (c *Conn) noteCrowding() {
 	s := &c.sub
-	if crowded := c.inflight.active >= submitAt; crowded != s.crowded.Load() {
+	if crowded := c.inflight.active >= c.opts.submitAt; crowded != s.crowded.Load() {
 		s.crowded.Store(crowded)
 	}
 }
