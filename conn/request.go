@@ -10,10 +10,10 @@ import (
 
 // This file is the lifecycle of a request on a connection: its states, and
 // the one function for each transition between them. Every transition runs
-// with Conn.mu held (but a caller's push of its own call onto the
-// submission stack, which no one takes off it without mu); the reader, the
-// writer, the monitor and the callers never change a call's state any
-// other way.
+// with Conn.mu held but one: a caller pushing its own call onto the
+// submission stack (submitted), which only a holder of mu takes it off.
+// The reader, the writer, the monitor and the callers never change a
+// call's state any other way.
 //
 //	submitted ──queue──▶ queued ──hand-off──▶ sending ──accept──▶ written ──answer──▶ ended
 //	   │                    │                    │                   │
