@@ -29,6 +29,19 @@ func stacked(c *Conn) bool {
 	return h != nil && h != submissionsClosed
 }
 
+// pushBehindWrite sends a GET of a, waits for the writer to hold it in a
+// Write (dialGated), makes the connection crowded and sends a GET of b
+// with bctx, which stays on the stack until the writer is let go.
+func pushBehindWrite(t *testing.T, c *Conn, g *gate, ctx, bctx context.Context) (a, b <-chan result) {
+	t.Helper()
+	a = goGet(ctx, c, "a")
+	<-g.calls
+	crowd(c)
+	b = goGet(bctx, c, "b")
+	waitFor(t, "b on the stack", func() bool { return stacked(c) })
+	return a, b
+}
+
 // goDoDeadline runs DoDeadline(GET key) on a goroutine and reports its
 // opaque and outcome.
 type deadlineResult struct {
@@ -104,12 +117,8 @@ func TestSubmitCancelOnTheStack(t *testing.T) {
 	go answerAllSeen(seen)(p)
 	ctx := testCtx(t)
 
-	a := goGet(ctx, c, "a")
-	<-g.calls // the writer is in Write([a])
-	crowd(c)
 	bctx, cancel := context.WithCancel(ctx)
-	b := goGet(bctx, c, "b")
-	waitFor(t, "b on the stack", func() bool { return stacked(c) })
+	a, b := pushBehindWrite(t, c, g, ctx, bctx)
 	cancel()
 	rb := recv(t, b)
 	re := requestError(t, rb.err)
@@ -191,11 +200,7 @@ func TestSubmitConnectionEnds(t *testing.T) {
 	go drain(p.nc)
 	ctx := testCtx(t)
 
-	a := goGet(ctx, c, "a")
-	<-g.calls
-	crowd(c)
-	b := goGet(ctx, c, "b")
-	waitFor(t, "b on the stack", func() bool { return stacked(c) })
+	a, b := pushBehindWrite(t, c, g, ctx, ctx)
 	g.acts <- gateWrite{n: -1, err: syscall.ECONNRESET} // a written, then the reset
 
 	for k, want := range map[string]bool{"a": true, "b": false} {
@@ -227,11 +232,7 @@ func TestSubmitQueueError(t *testing.T) {
 	go drain(p.nc) // a stays unanswered
 	ctx := testCtx(t)
 
-	a := goGet(ctx, c, "a")
-	<-g.calls
-	crowd(c)
-	b := goGet(ctx, c, "b")
-	waitFor(t, "b on the stack", func() bool { return stacked(c) })
+	a, b := pushBehindWrite(t, c, g, ctx, ctx)
 	g.acts <- gateWrite{n: -1} // the writer's next turn queues b, with a in flight
 	rb := recv(t, b)
 	re := requestError(t, rb.err)
