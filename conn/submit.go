@@ -15,7 +15,7 @@ import (
 // lists. With a couple of hundred callers on a connection, on two cores,
 // that lock and the lines it guards move between the cores at every
 // request: against memcached with 256 goroutines the callers spent more
-// time waiting for mu (4.7–6.7 µs per request, runtime/metrics) than the
+// time waiting for mu (4.7–8 µs per request, runtime/metrics) than the
 // whole request cost when the same program ran on one core (1.1–1.3 µs).
 // So on a crowded connection a caller pushes its call onto a lock-free
 // stack, one compare-and-swap, and the writer goroutine, which takes mu
