@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,14 +31,14 @@ func stacked(c *Conn) bool {
 }
 
 // pushBehindWrite sends a GET of a, waits for the writer to hold it in a
-// Write (dialGated), makes the connection crowded and sends a GET of b
+// Write (dialGated), makes the connection crowded and sends a GET of bKey
 // with bctx, which stays on the stack until the writer is let go.
-func pushBehindWrite(t *testing.T, c *Conn, g *gate, ctx, bctx context.Context) (a, b <-chan result) {
+func pushBehindWrite(t *testing.T, c *Conn, g *gate, ctx, bctx context.Context, bKey string) (a, b <-chan result) {
 	t.Helper()
 	a = goGet(ctx, c, "a")
 	<-g.calls
 	crowd(c)
-	b = goGet(bctx, c, "b")
+	b = goGet(bctx, c, bKey)
 	waitFor(t, "b on the stack", func() bool { return stacked(c) })
 	return a, b
 }
@@ -118,7 +119,7 @@ func TestSubmitCancelOnTheStack(t *testing.T) {
 	ctx := testCtx(t)
 
 	bctx, cancel := context.WithCancel(ctx)
-	a, b := pushBehindWrite(t, c, g, ctx, bctx)
+	a, b := pushBehindWrite(t, c, g, ctx, bctx, "b")
 	cancel()
 	rb := recv(t, b)
 	re := requestError(t, rb.err)
@@ -200,7 +201,7 @@ func TestSubmitConnectionEnds(t *testing.T) {
 	go drain(p.nc)
 	ctx := testCtx(t)
 
-	a, b := pushBehindWrite(t, c, g, ctx, ctx)
+	a, b := pushBehindWrite(t, c, g, ctx, ctx, "b")
 	g.acts <- gateWrite{n: -1, err: syscall.ECONNRESET} // a written, then the reset
 
 	for k, want := range map[string]bool{"a": true, "b": false} {
@@ -226,24 +227,37 @@ func TestSubmitConnectionEnds(t *testing.T) {
 }
 
 // An error found when the writer queues a submitted call is the call's
-// outcome, not written: here MaxPending.
+// outcome, not written: MaxPending, or a request that cannot be encoded.
+// The connection goes on.
 func TestSubmitQueueError(t *testing.T) {
-	c, p, g := dialGated(t, Options{MaxPending: 1, ProbeAfter: -1})
-	go drain(p.nc) // a stays unanswered
-	ctx := testCtx(t)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		key  string
+		want error
+	}{
+		{"MaxPending", Options{MaxPending: 1, ProbeAfter: -1}, "b", kverr.ErrOverloaded},
+		{"encoding", Options{ProbeAfter: -1}, strings.Repeat("k", 70000), memdx.ErrInvalidRequest}, // a key longer than 65535
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, p, g := dialGated(t, tc.opts)
+			go drain(p.nc) // a stays unanswered
+			ctx := testCtx(t)
 
-	a, b := pushBehindWrite(t, c, g, ctx, ctx)
-	g.acts <- gateWrite{n: -1} // the writer's next turn queues b, with a in flight
-	rb := recv(t, b)
-	re := requestError(t, rb.err)
-	if re.Written || !errors.Is(rb.err, kverr.ErrOverloaded) || rb.calls != 0 {
-		t.Fatalf("b: written=%v calls=%d err=%v; want not written, ErrOverloaded", re.Written, rb.calls, rb.err)
-	}
-	if n := c.Pending(); n != 1 {
-		t.Fatalf("%d pending, want 1 (a)", n)
-	}
-	c.Close()
-	if r := recv(t, a); !errors.Is(r.err, kverr.ErrConnectionClosed) {
-		t.Fatalf("a: %v", r.err)
+			a, b := pushBehindWrite(t, c, g, ctx, ctx, tc.key)
+			g.acts <- gateWrite{n: -1} // the writer's next turn queues b, with a in flight
+			rb := recv(t, b)
+			re := requestError(t, rb.err)
+			if re.Written || !errors.Is(rb.err, tc.want) || rb.calls != 0 {
+				t.Fatalf("b: written=%v calls=%d err=%v; want not written, %v", re.Written, rb.calls, rb.err, tc.want)
+			}
+			if n, err := c.Pending(), c.Err(); n != 1 || err != nil {
+				t.Fatalf("%d pending, connection error %v; want 1 (a), none", n, err)
+			}
+			c.Close()
+			if r := recv(t, a); !errors.Is(r.err, kverr.ErrConnectionClosed) {
+				t.Fatalf("a: %v", r.err)
+			}
+		})
 	}
 }
