@@ -43,13 +43,15 @@ func pushBehindWrite(t *testing.T, c *Conn, g *gate, ctx, bctx context.Context, 
 	return a, b
 }
 
-// goDoDeadline runs DoDeadline(GET key) on a goroutine and reports its
-// opaque and outcome.
+// deadlineResult is what one DoDeadline produced: its opaque, and what
+// doGet reports.
 type deadlineResult struct {
 	opaque uint32
 	result
 }
 
+// goDoDeadline runs DoDeadline(GET key) on a goroutine; its opaque and
+// outcome arrive on the channel.
 func goDoDeadline(ctx context.Context, c *Conn, deadline time.Time, key string) <-chan deadlineResult {
 	ch := make(chan deadlineResult, 1)
 	go func() {
@@ -99,8 +101,9 @@ func TestSubmitUnderLoad(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	// The writer takes a batch of the requests pending at the release, at
-	// least submitAt: from then on the callers submit.
+	// The batch that carried the last of the first requests counted all of
+	// them in flight, more than submitAt (nothing was answered before the
+	// release): from then on the callers submit.
 	if s := c.Stats(); s.Submitted == 0 {
 		t.Fatalf("no request went through the submission stack: %+v", s)
 	}
