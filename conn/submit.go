@@ -41,13 +41,22 @@ import (
 // submitted call but the push itself is under mu.
 
 // submitAt is how many requests in flight make a connection crowded.
-// Measured with goroutines in Get on one connection to memcached, the stack
-// against the lock, by submitAt: at 32 goroutines a threshold of 32 cost
-// 5–20% more CPU per request (the lock is hardly contended: 0.2 µs/op of
-// mutex wait); at 64 a threshold of 32 or 48 saved 5–15% (1.1–2.1 µs/op of
-// mutex wait, 0.1–0.3 with the stack), one of 64 about half that, since
-// 64 callers seldom have 64 requests in flight at once; at 128 and 256 a
-// threshold of 64 saved 10–20%.
+// With it, against the lock alone, goroutines in Get on memcached (client
+// CPU per request, medians of 8 interleaved rounds' ratios):
+//
+//	goroutines    16     32     48     64     128    256
+//	CPU/request   ×0.96  ×0.92  ×0.98  ×0.89  ×0.85  ×0.88
+//	raw (control) ×0.97  ×1.03  ×0.98  ×1.00  ×1.01  ×1.06
+//
+//	BENCH_BASE=090c3ae BENCH_AB_ROUNDS=8 BENCH_ARGS='-conc 16,32,48,64,128,256
+//	  -only ^memcached/get-32B/[0-9]+/(kvwire|raw)$ -duration 1s -warmup 300ms
+//	  -keys 2000' scripts/bench.sh
+//
+// At 64 goroutines the mutex wait fell from 1.7 µs per request to 0.2. A
+// lower threshold costs where the lock is hardly contended: built with 32,
+// the stack cost 5–20% more CPU per request at 32 goroutines (0.2 µs of
+// mutex wait per request); built with 64, it saved about half as much as
+// 48 at 64 goroutines, which seldom have 64 requests in flight at once.
 const submitAt = 48
 
 // submissions is the stack: calls pushed and not yet queued, newest
