@@ -167,18 +167,11 @@ func (c *Conn) submit(cl *call, req *memdx.Request) bool {
 
 // queueSubmitted queues the calls pushed since it last ran, in the order
 // they were pushed: each as start would have, or, on an error, ended with
-// it (not written). A call its caller withdrew meanwhile is pooled. It
-// reports whether the writer goroutine needs a wake-up (see commit).
-// Called with mu held, by the writer goroutine and the monitor's sweep.
+// it (not written). It reports whether the writer goroutine needs a
+// wake-up (see commit). Called with mu held, by the writer goroutine and
+// the monitor's sweep.
 func (c *Conn) queueSubmitted() (wake bool) {
-	for cl := c.sub.take(); cl != nil; {
-		next := cl.subNext
-		cl.subNext = nil
-		if cl.state != reqSubmitted { // withdrawn (cancel)
-			c.release(cl)
-			cl = next
-			continue
-		}
+	c.eachLive(c.sub.take(), func(cl *call) {
 		req := cl.req
 		cl.req = nil
 		w, err := c.queue(cl, req, true)
@@ -189,8 +182,7 @@ func (c *Conn) queueSubmitted() (wake bool) {
 			c.sub.queued++
 		}
 		wake = wake || w
-		cl = next
-	}
+	})
 	return wake
 }
 
@@ -198,14 +190,23 @@ func (c *Conn) queueSubmitted() (wake bool) {
 // connection's end (cause), not written. Called with mu held, by the
 // teardown.
 func (c *Conn) failSubmitted(cause error) {
-	for cl := c.sub.close(); cl != nil; {
+	c.eachLive(c.sub.close(), func(cl *call) {
+		cl.state, cl.req = reqEnded, nil
+		cl.done <- &RequestError{Op: cl.op, Addr: c.addr, Err: cause, connEnded: true}
+	})
+}
+
+// eachLive calls do for each call of list, a list taken off the stack
+// (take, close), oldest first, unlinking each; a call its caller withdrew
+// meanwhile (cancel) is pooled instead. Called with mu held.
+func (c *Conn) eachLive(list *call, do func(*call)) {
+	for cl := list; cl != nil; {
 		next := cl.subNext
 		cl.subNext = nil
 		if cl.state != reqSubmitted {
 			c.release(cl)
 		} else {
-			cl.state, cl.req = reqEnded, nil
-			cl.done <- &RequestError{Op: cl.op, Addr: c.addr, Err: cause, connEnded: true}
+			do(cl)
 		}
 		cl = next
 	}
