@@ -548,6 +548,13 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 						job: func() (job, error) {
 							return &rawJob{addr: cfg.memcached, conns: 1, window: conc, ks: wl.ks}, nil
 						}})
+					if conc > 1 && conc != cfg.bestConns*cfg.bestWindow { // the shape's ceiling, for the N-window's target
+						c.variants = append(c.variants, &variant{id: "lockstep",
+							name: fmt.Sprintf("lockstep, %d blocking goroutines on 1 conn", conc),
+							job: func() (job, error) {
+								return &lockstepJob{addr: cfg.memcached, conc: conc, ks: wl.ks}, nil
+							}})
+					}
 					if conc == cfg.bestConns*cfg.bestWindow {
 						c.variants = append(c.variants, &variant{id: "raw-best",
 							name: fmt.Sprintf("raw, %d conns × %d", cfg.bestConns, cfg.bestWindow),

@@ -261,6 +261,10 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 				"≥ 0.80", kv, get("memcached", wl, 16, "raw"), ops, atLeast(0.80))
 			ratio("  same, kvwire ÷ gomemcache (a connection per goroutine)",
 				"", kv, get("memcached", wl, 16, "gomemcache"), ops, context)
+			lock := get("memcached", wl, 16, "lockstep")
+			ratio("  the shape's ceiling: lockstep (16 blocking goroutines, whole batches) ÷ raw 1 conn × 16 window",
+				"", lock, get("memcached", wl, 16, "raw"), ops, context)
+			ratio("  kvwire ÷ lockstep", "", kv, lock, ops, context)
 		}
 		if has(cfg.concs, 1) {
 			ratio(fmt.Sprintf("memcached %s, 1 goroutine: kvwire p50 ÷ raw round trip p50", wl),
@@ -361,6 +365,12 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			"before the next N (a lockstep window); at 1 goroutine the round trip; raw, 4 conns × 64: four such loops. " +
 			"The 16-goroutine target divides by the 16-window on one connection, as kvwire uses one connection per node; " +
 			"its ratio to gomemcache, which opens a connection per goroutine, is context.",
+		"lockstep, N blocking goroutines on 1 conn: the ceiling of kvwire's shape, for context. N goroutines each do one blocking Get at a time " +
+			"on one shared connection, as kvwire's callers do, batched with what a client cannot know, the number of its callers: " +
+			"the last of the N to queue writes all N requests in one write, " +
+			"and a reader goroutine hands each goroutine its answer on a channel of its own. Nothing else: no value copy, no opaque table, " +
+			"no deadline, cancel, retry or routing. What it pays over the raw window is what any blocking call per goroutine pays: " +
+			"each request's hand-off from its goroutine to the connection's and back.",
 		"A target is judged on its figure as shown, to two decimals: allocs/op of 1.004 is 1.00. The harness allocates nothing inside the interval " +
 			"(its goroutines start before it); the runtime's own allocations for the client's goroutines count as the client's: " +
 			"a few hundred per interval, mostly refilling what the collection before each interval empties (sudogs of blocked channel operations, sync.Pool). kvwire allocs/op: the most of its rows at any goroutine count.",
