@@ -35,9 +35,9 @@ type lockstepJob struct {
 	mu      sync.Mutex
 	out     []byte // the batch being queued
 	spare   []byte // the other buffer, when no write has it
-	waiting []int // the goroutines whose requests are in out
-	members int   // goroutines still in the loop
-	err     error // the write's or the read's; every Get fails after it
+	waiting []int  // the goroutines whose requests are in out
+	members int    // goroutines still in the loop
+	err     error  // the write's or the read's; every Get fails after it
 }
 
 // The reader's answers that are not a value length.
