@@ -245,7 +245,12 @@ func (j *lockstepJob) readLoop() {
 			if binary.BigEndian.Uint16(p[6:8]) != 0 {
 				ans = ansStatus
 			}
-			j.answers[g] <- ans
+			select {
+			case j.answers[g] <- ans:
+			default: // the goroutine has an answer it has not taken: a second one, or the failure's
+				j.fail(fmt.Errorf("a second answer for opaque %d", g+1))
+				return
+			}
 			r += size
 		}
 		w = copy(in, in[r:w])

@@ -145,3 +145,26 @@ func TestLockstepFailsOnAMiss(t *testing.T) {
 		t.Fatalf("run: %v, want a status error", err)
 	}
 }
+
+func TestLockstepEndsOnASecondAnswer(t *testing.T) {
+	ks := newKeyset("t:", 10, 32, 1)
+	addr := fakeServer(t, func(nc net.Conn) {
+		// Each answer twice: the reader must not block on a goroutine
+		// that has its answer already.
+		serveFake(&twice{nc}, ks.value, nil)
+	})
+	_, err := runLockstep(t, &lockstepJob{addr: addr, conc: 4, ks: ks}, never)
+	if err == nil || !strings.Contains(err.Error(), "second answer") {
+		t.Fatalf("run: %v, want the second answer's error", err)
+	}
+}
+
+// twice is a connection whose every Write is sent twice.
+type twice struct{ net.Conn }
+
+func (c *twice) Write(b []byte) (int, error) {
+	if _, err := c.Conn.Write(b); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
