@@ -18,7 +18,10 @@
 // NOOP as GetMany sends, plain GETs, and one text "gets" of every key) and
 // gomemcache's GetMulti on memcached, against gocbcore with a goroutine per
 // key (and its async Gets from one goroutine) on the mock; its ops/s count
-// keys. Measurements are interleaved: each round measures every cell, and
+// keys. On memcached, at goroutine counts other than 1 and the best raw
+// loop's, a lockstep row (lockstep.go) measures the ceiling of kvwire's
+// shape, for context: N blocking goroutines on one connection, every write
+// carrying all N requests. Measurements are interleaved: each round measures every cell, and
 // within a cell every client in turn, starting with a different client each
 // round; every figure is the median of the rounds, and every ratio a ratio
 // of those medians. Each target also says in how many rounds it passes on
