@@ -255,12 +255,9 @@ func (r *rawConn) prepare() error {
 	if r.nc != nil {
 		return nil
 	}
-	nc, err := net.Dial("tcp", r.addr)
+	nc, err := dialRaw(r.addr)
 	if err != nil {
 		return err
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
 	}
 	r.nc = nc
 	return nil

@@ -45,6 +45,9 @@ type worker interface {
 	upsert(i int) error
 }
 
+// leaver is a worker told when its goroutine has stopped (lockstepMember).
+type leaver interface{ leave() }
+
 // opMix says which operation each iteration runs.
 type opMix uint8
 
@@ -271,6 +274,9 @@ func (j *clientJob) run(gt *gate, recs []*recorder) (int64, error) {
 			defer wg.Done()
 			gt.wait()
 			ops, err := j.loop(j.workers[g], g*n/j.conc, recs[g], &gt.stop)
+			if l, ok := j.workers[g].(leaver); ok {
+				l.leave()
+			}
 			total.Add(ops)
 			if err != nil {
 				keepFirst(&first, err)

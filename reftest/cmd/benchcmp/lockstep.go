@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -24,9 +23,8 @@ import (
 // over the raw window is what any blocking call per goroutine pays: each
 // request's hand-off from its goroutine and back to it.
 type lockstepJob struct {
-	addr string
-	conc int
-	ks   *keyset
+	clientJob // its workers are the members (lockstepMember), its loop theirs
+	addr      string
 
 	nc      net.Conn
 	answers []chan int // by goroutine: its answer's value length, or < 0 (ans*)
@@ -40,6 +38,16 @@ type lockstepJob struct {
 	err     error  // the write's or the read's; every Get fails after it
 }
 
+func newLockstepJob(addr string, conc int, ks *keyset) *lockstepJob {
+	j := &lockstepJob{addr: addr}
+	g := 0
+	j.clientJob = clientJob{conc: conc, mix: mixGet, ks: ks, newWorker: func() worker {
+		g++
+		return lockstepMember{j, g - 1}
+	}}
+	return j
+}
+
 // The reader's answers that are not a value length.
 const (
 	ansFailed = -1 // the connection failed (lockstepJob.err)
@@ -50,12 +58,9 @@ func (j *lockstepJob) prepare() error {
 	if j.nc != nil {
 		return nil
 	}
-	nc, err := net.Dial("tcp", j.addr)
+	nc, err := dialRaw(j.addr)
 	if err != nil {
 		return err
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
 	}
 	j.nc, j.err = nc, nil
 	j.answers = make([]chan int, j.conc)
@@ -65,7 +70,7 @@ func (j *lockstepJob) prepare() error {
 	j.out, j.spare = make([]byte, 0, j.conc*64), make([]byte, 0, j.conc*64)
 	j.readEnd = make(chan struct{})
 	go j.readLoop()
-	return nil
+	return j.clientJob.prepare()
 }
 
 func (j *lockstepJob) close() {
@@ -77,58 +82,29 @@ func (j *lockstepJob) close() {
 	j.nc = nil
 }
 
+// run is clientJob's, the goroutines being the members from the start.
 func (j *lockstepJob) run(gt *gate, recs []*recorder) (int64, error) {
-	var (
-		wg    sync.WaitGroup
-		total atomic.Int64
-		first atomic.Pointer[error]
-	)
 	// A hung server must not hang the harness: one deadline for the run.
 	_ = j.nc.SetDeadline(time.Now().Add(time.Minute))
 	defer func() { _ = j.nc.SetDeadline(time.Time{}) }()
 	j.mu.Lock()
 	j.members = j.conc
 	j.mu.Unlock()
-	n := len(j.ks.keys)
-	for g := range j.conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			gt.wait()
-			ops, err := j.loop(g, g*n/j.conc, recs[g], &gt.stop)
-			j.leave()
-			total.Add(ops)
-			if err != nil {
-				keepFirst(&first, err)
-			}
-		}()
-	}
-	gt.open(j.conc)
-	wg.Wait()
-	if p := first.Load(); p != nil {
-		return total.Load(), *p
-	}
-	return total.Load(), nil
+	return j.clientJob.run(gt, recs)
 }
 
-// loop is clientJob.loop's, for Gets.
-func (j *lockstepJob) loop(g, idx int, rec *recorder, stop *atomic.Bool) (int64, error) {
-	n := len(j.ks.keys)
-	var ops int64
-	for !stop.Load() {
-		k := rec.begin(1)
-		err := j.get(g, idx)
-		rec.end(k)
-		if err != nil {
-			return ops, fmt.Errorf("key %s: %w", j.ks.keys[idx], err)
-		}
-		ops++
-		if idx++; idx == n {
-			idx = 0
-		}
-	}
-	return ops, nil
+// lockstepMember is one goroutine of the job, a worker of its clientJob.
+type lockstepMember struct {
+	j *lockstepJob
+	g int
 }
+
+func (m lockstepMember) get(i int) error { return m.j.get(m.g, i) }
+
+func (m lockstepMember) upsert(int) error { return errors.New("lockstep: Gets only") }
+
+// leave: the goroutine stopped (clientJob.run).
+func (m lockstepMember) leave() { m.j.leave() }
 
 // get queues goroutine g's GET of key idx, writes the batch when g is the
 // last member to queue, and waits for the answer.

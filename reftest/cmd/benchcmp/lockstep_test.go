@@ -86,7 +86,7 @@ func TestLockstepSendsEachGoroutinesRequestOncePerBatch(t *testing.T) {
 			answered.Add(1)
 		}
 	})
-	ops, err := runLockstep(t, &lockstepJob{addr: addr, conc: conc, ks: ks}, func() bool { return answered.Load() >= 50*conc })
+	ops, err := runLockstep(t, newLockstepJob(addr, conc, ks), func() bool { return answered.Load() >= 50*conc })
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -128,7 +128,7 @@ func TestLockstepEndsWhenTheServerCloses(t *testing.T) {
 		_ = nc.Close()
 	})
 	// Never stopped: the run must end on the connection's error.
-	_, err := runLockstep(t, &lockstepJob{addr: addr, conc: conc, ks: ks}, never)
+	_, err := runLockstep(t, newLockstepJob(addr, conc, ks), never)
 	if err == nil || !strings.Contains(err.Error(), "lockstep") {
 		t.Fatalf("run: %v, want the connection's error", err)
 	}
@@ -140,7 +140,7 @@ func TestLockstepFailsOnAMiss(t *testing.T) {
 	for _, k := range ks.keys {
 		miss[k] = true
 	}
-	_, err := runLockstep(t, &lockstepJob{addr: fakeMemcached(t, ks.value, miss), conc: 4, ks: ks}, never)
+	_, err := runLockstep(t, newLockstepJob(fakeMemcached(t, ks.value, miss), 4, ks), never)
 	if err == nil || !strings.Contains(err.Error(), "status") {
 		t.Fatalf("run: %v, want a status error", err)
 	}
@@ -153,7 +153,7 @@ func TestLockstepEndsOnASecondAnswer(t *testing.T) {
 		// that has its answer already.
 		serveFake(&twice{nc}, ks.value, nil)
 	})
-	_, err := runLockstep(t, &lockstepJob{addr: addr, conc: 4, ks: ks}, never)
+	_, err := runLockstep(t, newLockstepJob(addr, 4, ks), never)
 	if err == nil || !strings.Contains(err.Error(), "second answer") {
 		t.Fatalf("run: %v, want the second answer's error", err)
 	}

@@ -555,7 +555,7 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 						c.variants = append(c.variants, &variant{id: "lockstep",
 							name: fmt.Sprintf("lockstep, %d blocking goroutines on 1 conn", conc),
 							job: func() (job, error) {
-								return &lockstepJob{addr: cfg.memcached, conc: conc, ks: wl.ks}, nil
+								return newLockstepJob(cfg.memcached, conc, wl.ks), nil
 							}})
 					}
 					if conc == cfg.bestConns*cfg.bestWindow {

@@ -34,17 +34,27 @@ func (j *rawJob) prepare() error {
 		return nil
 	}
 	for range j.conns {
-		nc, err := net.Dial("tcp", j.addr)
+		nc, err := dialRaw(j.addr)
 		if err != nil {
 			j.close()
 			return err
 		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
 		j.ncs = append(j.ncs, nc)
 	}
 	return nil
+}
+
+// dialRaw connects a raw loop to addr, with Nagle's algorithm off (as
+// Go's default, said out loud): a request is sent when it is written.
+func dialRaw(addr string) (net.Conn, error) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	return nc, nil
 }
 
 func (j *rawJob) close() {
