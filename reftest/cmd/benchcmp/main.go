@@ -21,10 +21,10 @@
 // keys. On memcached, at goroutine counts other than 1 and the best raw
 // loop's, a lockstep row (lockstep.go) measures the ceiling of kvwire's
 // shape, for context: N blocking goroutines on one connection, every write
-// carrying all N requests. Measurements are interleaved: each round measures every cell, and
-// within a cell every client in turn, starting with a different client each
-// round; every figure is the median of the rounds, and every ratio a ratio
-// of those medians. Each target also says in how many rounds it passes on
+// carrying all N requests. Measurements are interleaved: each round
+// measures every cell, and within a cell every client in turn, starting
+// with a different client each round; every figure is the median of the
+// rounds, and every ratio a ratio of those medians. Each target also says in how many rounds it passes on
 // that round's figures alone: one near its line passes in some rounds and
 // not others, and so can land on either side in another run.
 //

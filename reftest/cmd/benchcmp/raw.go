@@ -44,8 +44,8 @@ func (j *rawJob) prepare() error {
 	return nil
 }
 
-// dialRaw connects a raw loop to addr, with Nagle's algorithm off (as
-// Go's default, said out loud): a request is sent when it is written.
+// dialRaw connects a raw loop to addr, with Nagle's algorithm off (Go's
+// default, set explicitly): a request is sent when it is written.
 func dialRaw(addr string) (net.Conn, error) {
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
