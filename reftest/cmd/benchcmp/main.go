@@ -24,9 +24,10 @@
 // carrying all N requests. Measurements are interleaved: each round
 // measures every cell, and within a cell every client in turn, starting
 // with a different client each round; every figure is the median of the
-// rounds, and every ratio a ratio of those medians. Each target also says in how many rounds it passes on
-// that round's figures alone: one near its line passes in some rounds and
-// not others, and so can land on either side in another run.
+// rounds, and every ratio a ratio of those medians. Each target also says
+// in how many rounds it passes on that round's figures alone: one near its
+// line passes in some rounds and not others, and so can land on either
+// side in another run.
 //
 // Figures: ops/s; p50 and p99 latency of the timed operations (below); client
 // CPU per op from getrusage(RUSAGE_SELF) before and after the interval, which
