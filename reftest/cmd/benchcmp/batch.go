@@ -323,11 +323,11 @@ func (b *rawBatch) getBatch(lo, n int) error {
 				if opaque != uint32(got+1) {
 					return fmt.Errorf("raw GET: answer %d has opaque %d (a key missed?)", got+1, opaque)
 				}
-				if st := binary.BigEndian.Uint16(p[6:8]); st != 0 {
+				st, vlen := rawAnswer(p)
+				if st != 0 {
 					return fmt.Errorf("raw GET: status 0x%04x", st)
 				}
-				extras, key := int(p[4]), int(binary.BigEndian.Uint16(p[2:4]))
-				if size-memdx.HeaderSize-extras-key != want {
+				if vlen != want {
 					return errShortValue
 				}
 				got++

@@ -217,8 +217,8 @@ func (j *lockstepJob) readLoop() {
 				j.fail(fmt.Errorf("an answer with opaque %d, which no goroutine sent", g+1))
 				return
 			}
-			ans := size - memdx.HeaderSize - int(p[4]) - int(binary.BigEndian.Uint16(p[2:4]))
-			if binary.BigEndian.Uint16(p[6:8]) != 0 {
+			st, ans := rawAnswer(p)
+			if st != 0 {
 				ans = ansStatus
 			}
 			select {

@@ -44,6 +44,12 @@ func (j *rawJob) prepare() error {
 	return nil
 }
 
+// rawAnswer reads a whole answer packet p's status and value length.
+func rawAnswer(p []byte) (status uint16, valueLen int) {
+	extras, key := int(p[4]), int(binary.BigEndian.Uint16(p[2:4]))
+	return binary.BigEndian.Uint16(p[6:8]), len(p) - memdx.HeaderSize - extras - key
+}
+
 // dialRaw connects a raw loop to addr, with Nagle's algorithm off (Go's
 // default, set explicitly): a request is sent when it is written.
 func dialRaw(addr string) (net.Conn, error) {
@@ -125,11 +131,11 @@ func (j *rawJob) loop(nc net.Conn, idx int, rec *recorder, stop *atomic.Bool) (i
 				}
 				if w-r >= size {
 					p := in[r : r+size]
-					if st := binary.BigEndian.Uint16(p[6:8]); st != 0 {
+					st, vlen := rawAnswer(p)
+					if st != 0 {
 						return ops, fmt.Errorf("raw GET: status 0x%04x", st)
 					}
-					extras, key := int(p[4]), int(binary.BigEndian.Uint16(p[2:4]))
-					if size-memdx.HeaderSize-extras-key != want {
+					if vlen != want {
 						return ops, errShortValue
 					}
 					r += size
