@@ -108,6 +108,12 @@ func (t *TextConn) CheckIdle() error {
 	if t.idle == nil {
 		return nil
 	}
+	// The read deadline is still the last multi-get's (watch), long passed
+	// on a connection that sat idle: the peek would fail on it at once, and
+	// the connection be taken for one that ended.
+	if err := t.nc.SetReadDeadline(time.Time{}); err != nil {
+		return t.broke(false, err)
+	}
 	data, ended, err := t.idle.waiting()
 	switch {
 	case data:
