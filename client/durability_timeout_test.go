@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -64,4 +65,39 @@ func TestDefaultDurabilityTimeoutRange(t *testing.T) {
 	assert.Equal(t, uint16(1), defaultDurabilityTimeout(0), "at least 1 ms: 0 would mean the server's default")
 	assert.Equal(t, uint16(1), defaultDurabilityTimeout(-time.Second))
 	assert.Equal(t, uint16(65534), defaultDurabilityTimeout(time.Hour), "capped to what the frame can carry")
+}
+
+// An operation timeout so long that 90% of it overflows a time.Duration
+// when computed as left*9/10 (over some 32 years: a caller's "no timeout",
+// a century, say) still asks the server for the longest durability timeout
+// the frame carries, not 1 ms: the server would abort the write almost at
+// once and answer SYNC_WRITE_AMBIGUOUS to a write that had all the time in
+// the world.
+func TestSyncWriteWithAVeryLongTimeoutSendsTheLongestDurabilityTimeout(t *testing.T) {
+	assert.Equal(t, uint16(65534), defaultDurabilityTimeout(math.MaxInt64), "math.MaxInt64 left")
+	assert.Equal(t, uint16(65534), defaultDurabilityTimeout(100*365*24*time.Hour), "a century left")
+
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	var mu sync.Mutex
+	var sent []int
+	h := mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}}, 0, func(r *mockcluster.Request) (mockcluster.Action, bool) {
+		_ = memdx.FrameInfos(r.Packet.FramingExtras, func(id uint16, data []byte) error {
+			if memdx.RequestFrameID(id) == memdx.FrameDurability && len(data) == 3 {
+				mu.Lock()
+				sent = append(sent, int(binary.BigEndian.Uint16(data[1:])))
+				mu.Unlock()
+			}
+			return nil
+		})
+		return mockcluster.Action{}, false // the node handles the write
+	})
+	defer h.Remove()
+	_, err := col.Upsert(context.Background(), "k", []byte("v"),
+		&UpsertOptions{Durability: DurabilityMajority, Timeout: 100 * 365 * 24 * time.Hour})
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []int{65534}, sent, "the durability timeout sent for an operation with all the time in the world")
 }

@@ -800,8 +800,12 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 // deadline would hold back the connection's health probe (NOOP is not
 // reordered past it under unordered execution) and could get a live
 // connection closed.
+//
+// 90% is left - left/10, not left*9/10, whose product overflows for a
+// timeout over some 32 years (a caller's "no timeout") and would ask for
+// 1 ms.
 func defaultDurabilityTimeout(left time.Duration) uint16 {
-	ms := (left * 9 / 10).Milliseconds()
+	ms := (left - left/10).Milliseconds()
 	return uint16(min(max(ms, 1), math.MaxUint16-1))
 }
 

@@ -126,6 +126,8 @@ func (sp *Spec) Config(cfg *vbmap.Config) (Config, error) {
 // (at least 1 ms), so that the server answers before the client gives up,
 // on a retried create too (the same wait again would outlive the client's
 // deadline, leaving the create ambiguous and perhaps a scan no one reads).
+// 90% is left - left/10: left*9/10 overflows for a timeout over some 32
+// years and would ask for 1 ms.
 func SnapshotWait(left time.Duration) uint32 {
-	return uint32(min(max((left*9/10).Milliseconds(), 1), 1<<31))
+	return uint32(min(max((left-left/10).Milliseconds(), 1), 1<<31))
 }

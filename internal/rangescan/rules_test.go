@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,4 +80,13 @@ func TestRestart(t *testing.T) {
 		assert.Equal(t, tc.wantRestart, restart, "%v unreachable=%v", tc.st, tc.unreachable)
 		assert.Equal(t, tc.wantCnl, cancel, "%v unreachable=%v", tc.st, tc.unreachable)
 	}
+}
+
+// SnapshotWait is 90% of the time left, capped; a timeout so long that
+// left*9/10 overflows (a century) asks for the cap, not 1 ms.
+func TestSnapshotWaitOfAVeryLongTimeout(t *testing.T) {
+	assert.Equal(t, uint32(900), SnapshotWait(time.Second))
+	assert.Equal(t, uint32(1), SnapshotWait(0))
+	assert.Equal(t, uint32(1<<31), SnapshotWait(100*365*24*time.Hour), "a century left")
+	assert.Equal(t, uint32(1<<31), SnapshotWait(math.MaxInt64))
 }
