@@ -32,6 +32,29 @@ type batch struct {
 
 	// mg is a memcached GetMany's group reads (batchget.go).
 	mg multiget.Window
+
+	// sending and unsent are sendGroup's scratch: the keys it announced,
+	// and those it could not start (or took back), judged once the
+	// connection is uncorked.
+	sending []sendItem
+	unsent  []unsentKey
+}
+
+// sendItem is a key sendGroup announced (Observer, dispatch span) and is
+// about to start: from is its request's Origin.
+type sendItem struct {
+	i    int32
+	from *conn.Origin
+}
+
+// unsentKey is a key whose request sendGroup could not start, or took
+// back, with what judge is to be told of it (answered: taken back after it
+// was started, at the time sendGroup reads once uncorked).
+type unsentKey struct {
+	i        int32
+	answered bool
+	err      error
+	at       time.Time
 }
 
 // bkey is the client's part of one key's operation in a batch (its
@@ -223,13 +246,16 @@ func (b *batch) round() {
 
 // sendGroup starts the ready keys placed on g's connection, corked so
 // that they go out together, and reports how many requests it started
-// (a NOOP included). The Uncork is deferred: the Observer and the retry
-// strategy run while the connection is corked, and a panic of theirs must
-// not leave the connection's writes held.
+// (a NOOP included). The cork holds back every other caller's writes on
+// the connection, so no code of the caller's runs under it (a hook that
+// blocks blocks its operation only): each key's attempt is announced (the
+// Observer's AttemptStart, the tracer's dispatch span) before the cork,
+// and the keys that could not be started, or were taken back, are judged
+// (the retry strategy, the end of their span, the meter) after it. The
+// Uncork is deferred, so that a panic cannot leave the writes held.
 func (b *batch) sendGroup(g *sched.Group, ready []int32, now time.Time) (started int) {
 	quiet := b.quietGets && g.Conn.Memcached()
-	g.Conn.Cork()
-	defer g.Conn.Uncork()
+	sending := b.sending[:0]
 	for _, i := range ready {
 		k := &b.s.Keys[i]
 		if k.State != sched.InFlight || k.Op.pl.cn != g.Conn || k.Pend != (conn.Pending{}) {
@@ -239,20 +265,61 @@ func (b *batch) sendGroup(g *sched.Group, ready []int32, now time.Time) (started
 			b.judge(int(i), false, &conn.RequestError{Op: k.Op.o.req.OpCode, Addr: g.Conn.Addr(), Err: context.DeadlineExceeded}, time.Time{})
 			continue
 		}
-		if b.start(int(i), quiet, now) {
-			started++
-			g.Quiet = g.Quiet || quiet
+		sending = append(sending, sendItem{i: i, from: b.announce(int(i), quiet, now)})
+	}
+	unsent := b.unsent[:0]
+	started, unsent = b.startCorked(g, sending, ready, quiet, now, unsent)
+	var takenBack time.Time // when the quiet gets a fence could not settle were taken back
+	for _, u := range unsent {
+		at := u.at
+		if u.answered {
+			if takenBack.IsZero() {
+				takenBack = b.c.clock.Now()
+			}
+			at = takenBack
 		}
+		b.judge(int(u.i), u.answered, u.err, at)
 	}
-	if g.Quiet && b.fence(g.Conn, ready) {
-		started++
-	}
+	clear(sending)
+	clear(unsent)
+	b.sending, b.unsent = sending[:0], unsent[:0]
 	return started
 }
 
-// start sends key i's request on its connection at now (the round's
-// clock reading), and reports whether it did.
-func (b *batch) start(i int, quiet bool, now time.Time) bool {
+// startCorked starts the announced keys sending on g's connection between
+// Cork and Uncork (now: the round's clock reading), and the NOOP that
+// settles its quiet gets, if any. It calls the connection only; the keys
+// it could not start, or took back, are appended to unsent for the caller
+// to judge.
+func (b *batch) startCorked(g *sched.Group, sending []sendItem, ready []int32, quiet bool, now time.Time, unsent []unsentKey) (int, []unsentKey) {
+	g.Conn.Cork()
+	defer g.Conn.Uncork()
+	started := 0
+	for _, it := range sending {
+		k := &b.s.Keys[it.i]
+		o := k.Op.o
+		p, err := g.Conn.Start(o.st.Deadline(), &o.req, o.handle, b, sched.Tag(int(it.i), k.Gen), it.from)
+		if err != nil {
+			unsent = append(unsent, unsentKey{i: it.i, err: err, at: now})
+			continue
+		}
+		k.Pend = p
+		started++
+		g.Quiet = g.Quiet || quiet
+	}
+	if g.Quiet {
+		var fenced bool
+		if fenced, unsent = b.fence(g.Conn, ready, unsent); fenced {
+			started++
+		}
+	}
+	return started, unsent
+}
+
+// announce begins key i's attempt at now (the round's clock reading): its
+// generation, its Observer's AttemptStart, its dispatch span. It returns
+// the Origin its request is to carry.
+func (b *batch) announce(i int, quiet bool, now time.Time) *conn.Origin {
 	k := &b.s.Keys[i]
 	o := k.Op.o
 	if quiet && o.kind == kindGet {
@@ -266,21 +333,15 @@ func (b *batch) start(i int, quiet bool, now time.Time) bool {
 		k.Op.start, k.Op.reported = time.Now(), true
 		b.obs.AttemptStart(o.attemptInfo(k.Op.opID, k.Attempt-1, k.Op.start, k.Op.pl.Topo, k.Op.lastReason, k.Op.retried))
 	}
-	from := b.c.obs.Send(&o.trace.Trace, k.Op.pl.cn, k.Op.pl.Node.Addr(), now)
-	p, err := k.Op.pl.cn.Start(o.st.Deadline(), &o.req, o.handle, b, sched.Tag(i, k.Gen), from)
-	if err != nil {
-		b.judge(i, false, err, now)
-		return false
-	}
-	k.Pend = p
-	return true
+	return b.c.obs.Send(&o.trace.Trace, k.Op.pl.cn, k.Op.pl.Node.Addr(), now)
 }
 
 // fence queues the NOOP that settles the quiet gets of ready before it on
 // cn, with their deadline. When it cannot be queued, the quiet gets
 // already started there would wait for one until their deadline: they
-// are taken back (a get is sent again elsewhere).
-func (b *batch) fence(cn *conn.Conn, ready []int32) bool {
+// are taken back (a get is sent again elsewhere), appended to unsent. It
+// calls the connection only (it runs corked).
+func (b *batch) fence(cn *conn.Conn, ready []int32, unsent []unsentKey) (bool, []unsentKey) {
 	var deadline time.Time
 	for _, i := range ready {
 		if k := &b.s.Keys[i]; k.State == sched.InFlight && k.Op.pl.cn == cn {
@@ -290,17 +351,17 @@ func (b *batch) fence(cn *conn.Conn, ready []int32) bool {
 	}
 	err := b.s.Fence(cn, deadline, b)
 	if err == nil {
-		return true
+		return true, unsent
 	}
 	for _, i := range ready {
-		if k := &b.s.Keys[i]; k.State == sched.InFlight && k.Op.pl.cn == cn && k.Op.o.req.OpCode.IsQuiet() {
+		if k := &b.s.Keys[i]; k.State == sched.InFlight && k.Op.pl.cn == cn && k.Op.o.req.OpCode.IsQuiet() && k.Pend != (conn.Pending{}) {
 			if cerr, ended := k.Pend.Cancel(err); !ended {
 				b.s.ExpectAdd(-1)
-				b.judge(int(i), true, cerr, b.c.clock.Now())
+				unsent = append(unsent, unsentKey{i: i, answered: true, err: cerr}) // at: read once uncorked
 			}
 		}
 	}
-	return false
+	return false, unsent
 }
 
 // collect takes the outcomes of the requests that ended (one clock
