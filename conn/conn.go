@@ -475,19 +475,10 @@ func (c *Conn) WritesInFlight() int {
 	return c.inflight.writesInFlight()
 }
 
-// readOnly reports whether a request of op only reads: it cannot change
-// what a later read sees. Any other opcode counts as a write
-// (WritesInFlight).
-func readOnly(op memdx.OpCode) bool {
-	switch op {
-	case memdx.OpGet, memdx.OpGetQ, memdx.OpGetK, memdx.OpGetKQ, memdx.OpGetEx, memdx.OpGetReplica, memdx.OpGetExReplica,
-		memdx.OpNoop, memdx.OpVersion, memdx.OpStat, memdx.OpGetClusterConfig, memdx.OpGetErrorMap,
-		memdx.OpCollectionsGetID, memdx.OpCollectionsGetManifest, memdx.OpObserve, memdx.OpObserveSeqno,
-		memdx.OpSubdocGet, memdx.OpSubdocExists, memdx.OpSubdocGetCount, memdx.OpSubdocMultiLookup:
-		return true
-	}
-	return false
-}
+// readOnly reports whether a request of op only reads
+// (memdx.OpCode.IsReadOnly): it cannot change what a later read sees. Any
+// other opcode counts as a write (WritesInFlight).
+func readOnly(op memdx.OpCode) bool { return op.IsReadOnly() }
 
 // Stats are counters of a connection's socket calls and of its requests'
 // fates.

@@ -153,6 +153,25 @@ func (o OpCode) IsQuiet() bool {
 	return false
 }
 
+// IsReadOnly reports whether a request of the opcode only reads: whatever
+// the server did with it, it changed nothing a later request sees, so it
+// cannot have "been applied". Every other opcode may change data. Read-only
+// is not RFC 0049's idempotent: that list (retry.IsIdempotent) says which
+// requests may be sent again after they were written without an answer,
+// and leaves out reads such as GET_META and STAT.
+func (o OpCode) IsReadOnly() bool {
+	switch o {
+	case OpGet, OpGetQ, OpGetK, OpGetKQ, OpGetEx, OpGetReplica, OpGetExReplica,
+		OpGetMeta, OpGetQMeta, OpGetRandomKey, OpGetKeys, OpGetAllVbSeqnos,
+		OpNoop, OpVersion, OpStat, OpGetClusterConfig, OpGetErrorMap,
+		OpCollectionsGetID, OpCollectionsGetManifest, OpCollectionsGetScopeID,
+		OpObserve, OpObserveSeqno,
+		OpSubdocGet, OpSubdocExists, OpSubdocGetCount, OpSubdocMultiLookup:
+		return true
+	}
+	return false
+}
+
 // HasCollectionKey reports whether the opcode's key carries a collection-id
 // prefix once the Collections feature is negotiated.
 func (o OpCode) HasCollectionKey() bool {

@@ -166,13 +166,16 @@
 //
 // Every error this package returns says whether the request may have been
 // applied, in its Ambiguous field and through errors.Is(err, kverr.ErrAmbiguous).
-// The rule: an operation is ambiguous when it is not idempotent and at least
-// one of its attempts was written without a definite answer (its connection
-// closed in flight, or the deadline or a cancellation ended the wait for the
-// response); otherwise it is unambiguous. The mark is sticky: a later
+// The rule: an operation is ambiguous when it is not idempotent, may change
+// data, and at least one of its attempts was written without a definite
+// answer (its connection closed in flight, or the deadline or a
+// cancellation ended the wait for the response); otherwise it is
+// unambiguous. The mark is sticky: a later
 // attempt that was answered does not clear the doubt about an earlier one.
 // An idempotent operation is never ambiguous: applying it again changes
-// nothing.
+// nothing. Nor is a read that is not on the idempotent list (GET_META,
+// STAT; memdx.OpCode.IsReadOnly): it is not sent again, and its error says
+// it was not applied, as nothing it could do changes data.
 //
 // So a SET written whose connection then dies is handed over as
 // SOCKET_CLOSED_WHILE_IN_FLIGHT, which does not allow a non-idempotent retry;

@@ -27,7 +27,8 @@ import "github.com/kvwire/kvwire/memdx"
 // GET_KEYS, GET_ALL_VB_SEQNOS, GET_ERROR_MAP, RANGE_SCAN_*) and the
 // connection-setup commands (HELLO, SASL_*, SELECT_BUCKET) are treated as
 // non-idempotent: the cost is only that they are not resent after their
-// connection dies in flight.
+// connection dies in flight. Such a read's error is still never ambiguous
+// (State.Ambiguous): it changed nothing (memdx.OpCode.IsReadOnly).
 func IsIdempotent(op memdx.OpCode) bool {
 	switch op {
 	case memdx.OpGetClusterConfig,

@@ -226,9 +226,11 @@ func (s *State) Context() context.Context {
 func (s *State) ErrorMap() (ErrorMapRetry, bool) { return s.em, s.emSet }
 
 // Ambiguous reports whether the operation may have been applied: it is not
-// idempotent and some attempt was written without a definite answer. The
+// idempotent, it may change data (memdx.OpCode.IsReadOnly: a read the
+// RFC's list leaves out, GET_META say, is not resent, but it changed
+// nothing), and some attempt was written without a definite answer. The
 // errors this package builds carry this in their Ambiguous field.
-func (s *State) Ambiguous() bool { return !s.idempotent && s.inDoubt }
+func (s *State) Ambiguous() bool { return s.inDoubt && !s.idempotent && !s.op.IsReadOnly() }
 
 // TimeoutError builds the error for an operation whose deadline passed. The
 // client uses it when the deadline passes while an attempt is in flight
