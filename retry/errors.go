@@ -28,9 +28,9 @@ import (
 // kverr.ErrUnambiguousTimeout (Ambiguous false). It does not unwrap to LastErr: a
 // timeout is not the error of its last attempt.
 type TimeoutError struct {
-	// Ambiguous is true when the request is not idempotent and at least one
-	// attempt was written without a definite answer: it may have been
-	// applied.
+	// Ambiguous is true when the request is not idempotent, may change
+	// data (not a read), and at least one attempt was written without a
+	// definite answer: it may have been applied (State.Ambiguous).
 	Ambiguous bool
 	// OpCode is the operation's opcode.
 	OpCode memdx.OpCode
@@ -82,9 +82,9 @@ func (e *TimeoutError) Is(target error) bool {
 type NotRetriedError struct {
 	// Reason is the reason that was not retried.
 	Reason Reason
-	// Ambiguous is true when the request is not idempotent and at least one
-	// attempt was written without a definite answer: it may have been
-	// applied. A SET whose connection closed in flight fails this way, with
+	// Ambiguous is true when the request is not idempotent, may change
+	// data (not a read), and at least one attempt was written without a
+	// definite answer: it may have been applied (State.Ambiguous). A SET whose connection closed in flight fails this way, with
 	// Reason SOCKET_CLOSED_WHILE_IN_FLIGHT.
 	Ambiguous bool
 	// OpCode is the operation's opcode.
