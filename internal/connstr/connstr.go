@@ -194,6 +194,11 @@ func (cs *ConnStr) setOptions(query string) string {
 		}
 	}
 	if b, ok := cs.Options["bucket"]; ok {
+		if strings.Contains(b, "/") {
+			// As in the path: a bucket is one path segment, and the
+			// canonical form (String) writes it in the path.
+			return fmt.Sprintf("bucket %q is not a single path segment", b)
+		}
 		if cs.Bucket != "" && cs.Bucket != b {
 			return fmt.Sprintf("bucket given twice: %q in the path and %q as an option", cs.Bucket, b)
 		}
@@ -299,6 +304,9 @@ func parseHost(h string, defPort int) (addr string, portGiven bool, err error) {
 				return "", false, fmt.Errorf("unexpected %q after the IPv6 literal", after)
 			}
 			port = after[1:]
+			if port == "" {
+				return "", false, errors.New("empty port after ':' (give one, or no ':')")
+			}
 		}
 		if net.ParseIP(host) == nil {
 			return "", false, fmt.Errorf("%q is not an IPv6 address", host)
@@ -312,6 +320,9 @@ func parseHost(h string, defPort int) (addr string, portGiven bool, err error) {
 	case strings.Contains(h, ":"):
 		i := strings.IndexByte(h, ':')
 		host, port = h[:i], h[i+1:]
+		if port == "" {
+			return "", false, errors.New("empty port after ':' (give one, or no ':')")
+		}
 	}
 	if host == "" {
 		return "", false, errors.New("empty host name")

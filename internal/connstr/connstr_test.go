@@ -152,3 +152,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A host written with a ':' and no port after it is malformed: it is
+// neither given the scheme's port silently nor taken for a DNS SRV name
+// (whose record name would then end in ':'), and the error says so.
+func TestParseRejectsAnEmptyPort(t *testing.T) {
+	for _, s := range []string{"couchbase://cb.example.com:", "couchbase://[::1]:", "couchbase://h1:,h2", "couchbase://h:=http"} {
+		t.Run(s, func(t *testing.T) {
+			cs, err := Parse(s)
+			if !assert.Error(t, err, "parsed as %+v", cs) {
+				return
+			}
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			assert.Contains(t, e.Reason, "port")
+		})
+	}
+}
+
+// A bucket given as an option is held to the path's rule (one path
+// segment), so that every string that parses has a canonical form that
+// parses to the same thing (FuzzParse's contract).
+func TestParseBucketOptionIsOneSegment(t *testing.T) {
+	cs, err := Parse("couchbase://h?bucket=a%2Fb")
+	if err == nil {
+		_, again := Parse(cs.String())
+		t.Fatalf("bucket %q accepted as an option; its canonical form %q parses with %v", cs.Bucket, cs.String(), again)
+	}
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Contains(t, e.Reason, "bucket")
+}
