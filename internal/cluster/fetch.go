@@ -285,8 +285,20 @@ func (c *Cluster) onNotification(n *Node, nt memdx.ClustermapNotification) {
 	if t == nil || t.cfg == nil {
 		return
 	}
+	if nt.Version.Revision < 0 {
+		// Not a revision (they count up from 1): read as a uint64 it would
+		// announce the newest config there can be, and once given up on
+		// (MaxAnnouncedFetches) silence every later announcement of its
+		// epoch.
+		return
+	}
 	v := vbmap.Version{Epoch: nt.Version.Epoch, Rev: uint64(nt.Version.Revision)}
-	if !nt.HasEpoch {
+	if !nt.HasEpoch || nt.Version.Epoch < 0 {
+		// No epoch, or one not yet set (-1, memdx.ClusterConfigVersion):
+		// the server's configs then carry no revEpoch either, which
+		// vbmap reads as 0, so {-1, rev} would never be newer than a
+		// config held. Compare the revisions within the held epoch; the
+		// fetched config is judged by its own version, as every config is.
 		v.Epoch = t.cfg.Version().Epoch
 	}
 	if v.Newer(t.cfg.Version()) {

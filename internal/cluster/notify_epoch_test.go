@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// A brief cluster-map notification whose epoch is -1 ("not yet set",
+// memdx.ClusterConfigVersion; kv_engine's config version in a cluster whose
+// configs carry no revEpoch, MB-51612) announces a newer revision of the
+// configs the cluster holds, which carry no revEpoch either (Parse reads
+// the missing epoch as 0): it is fetched, as the 4-byte form without an
+// epoch is. On main it is judged older than the held config ({-1, 6} <
+// {0, 5}) and ignored: the cluster learns the new config only at the next
+// poll.
+func TestBriefNotificationWithUnsetEpochIsFetched(t *testing.T) {
+	c := &Cluster{
+		cfg: Config{Clock: retry.RealClock(), Logger: slog.New(slog.DiscardHandler),
+			NodeError: func(addr string, err error) error { return &nodeError{addr, err} }},
+		nodes:       map[string]*Node{},
+		fetches:     map[*Node]*fetchState{},
+		unreachable: make(chan struct{}, 1),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer c.Close()
+	cfg, err := vbmap.Parse([]byte(`{"rev":5,"name":"default","nodeLocator":"vbucket",
+		"nodesExt":[{"hostname":"127.0.0.1","services":{"kv":11210}}],
+		"vBucketServerMap":{"serverList":["127.0.0.1:11210"],"vBucketMap":[[0]]}}`), "127.0.0.1")
+	require.NoError(t, err)
+	require.Equal(t, vbmap.Version{Epoch: 0, Rev: 5}, cfg.Version())
+	c.topo.Store(&Topology{cfg: cfg})
+	c.kvConfigs.Store(true)
+	n := newNode(c, "127.0.0.1:11210") // never dialed: the fetch finds no connection
+
+	c.onNotification(n, memdx.ClustermapNotification{
+		Version: memdx.ClusterConfigVersion{Epoch: -1, Revision: 6}, HasEpoch: true})
+
+	announced, rev := c.Announced()
+	assert.True(t, announced, "a notification of rev 6 in an unset epoch, with rev 5 held, was not fetched")
+	assert.Equal(t, uint64(6), rev)
+}
+
+// A notification with a negative revision announces nothing: read as a
+// uint64 it was the newest version there can be, fetched and, once given up
+// on, the version every later announcement of the epoch was judged against
+// (and ignored).
+func TestBriefNotificationWithNegativeRevisionIsIgnored(t *testing.T) {
+	c := &Cluster{
+		cfg: Config{Clock: retry.RealClock(), Logger: slog.New(slog.DiscardHandler),
+			NodeError: func(addr string, err error) error { return &nodeError{addr, err} }},
+		nodes:       map[string]*Node{},
+		fetches:     map[*Node]*fetchState{},
+		unreachable: make(chan struct{}, 1),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer c.Close()
+	cfg, err := vbmap.Parse([]byte(`{"rev":5,"revEpoch":1,"name":"default","nodeLocator":"vbucket",
+		"nodesExt":[{"hostname":"127.0.0.1","services":{"kv":11210}}],
+		"vBucketServerMap":{"serverList":["127.0.0.1:11210"],"vBucketMap":[[0]]}}`), "127.0.0.1")
+	require.NoError(t, err)
+	c.topo.Store(&Topology{cfg: cfg})
+	c.kvConfigs.Store(true)
+	n := newNode(c, "127.0.0.1:11210")
+
+	c.onNotification(n, memdx.ClustermapNotification{
+		Version: memdx.ClusterConfigVersion{Epoch: 1, Revision: -1}, HasEpoch: true})
+
+	announced, rev := c.Announced()
+	assert.False(t, announced, "revision -1 announced as %d", rev)
+}
