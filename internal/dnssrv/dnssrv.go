@@ -63,7 +63,11 @@ func (e *LookupError) Unwrap() error { return e.Err }
 // targets as "host:port" (a target's trailing dot removed, IPv6 literals
 // in brackets, duplicates dropped, a port of 0 replaced by defaultPort), in
 // the order the resolver gave them: RFC 0011 asks clients to ignore
-// priority and weight. A lookup that gives no target is a *LookupError.
+// priority and weight. A lookup that gives no target is a *LookupError and
+// no targets. One whose resolver returned some records and an error (as
+// *net.Resolver does when it drops records whose target is not a valid
+// name) gives those targets and a *LookupError saying why others were
+// dropped.
 func Lookup(ctx context.Context, r Resolver, service, host string, defaultPort int) ([]string, error) {
 	if r == nil {
 		r = net.DefaultResolver
@@ -72,7 +76,7 @@ func Lookup(ctx context.Context, r Resolver, service, host string, defaultPort i
 	// The record's full name, with service and proto empty: LookupSRV
 	// then looks up name as given.
 	_, addrs, err := r.LookupSRV(ctx, "", "", rec)
-	if err != nil {
+	if err != nil && len(addrs) == 0 {
 		var de *net.DNSError
 		return nil, &LookupError{Host: host, Record: rec, NotFound: errors.As(err, &de) && de.IsNotFound, Err: err}
 	}
@@ -97,7 +101,13 @@ func Lookup(ctx context.Context, r Resolver, service, host string, defaultPort i
 		}
 	}
 	if len(out) == 0 {
-		return nil, &LookupError{Host: host, Record: rec}
+		return nil, &LookupError{Host: host, Record: rec, Err: err}
+	}
+	if err != nil {
+		// *net.Resolver drops the records whose target is not a valid
+		// name and returns the others with an error: those are the
+		// seeds, and the error says what was dropped.
+		return out, &LookupError{Host: host, Record: rec, Err: err}
 	}
 	return out, nil
 }
@@ -154,7 +164,7 @@ func (s *Seeds) Resolve(ctx context.Context, seeds []string) ([]string, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err != nil {
+	if len(targets) == 0 {
 		s.Err, s.Targets = err, nil
 		var le *LookupError
 		if errors.As(err, &le) && le.NotFound {
@@ -163,6 +173,9 @@ func (s *Seeds) Resolve(ctx context.Context, seeds []string) ([]string, error) {
 			log.Warn("kvwire: DNS SRV lookup gave no seeds; using the host as given", "host", s.Host, "err", err)
 		}
 		return seeds, nil
+	}
+	if err != nil {
+		log.Warn("kvwire: DNS SRV record had targets the resolver dropped; using the others", "record", Record(s.Service, s.Host), "targets", targets, "err", err)
 	}
 	s.Err, s.Targets = nil, targets
 	log.Info("kvwire: seeds from DNS SRV", "record", Record(s.Service, s.Host), "targets", targets)

@@ -16,6 +16,9 @@ import (
 type fakeResolver struct {
 	records map[string][]*net.SRV
 	err     error // returned for every lookup when set
+	// partial is returned with the records, as *net.Resolver does when
+	// it dropped some whose target is not a valid name.
+	partial error
 	asked   []string
 	// deadline is the lookup context's deadline, as seen.
 	deadline time.Time
@@ -31,7 +34,7 @@ func (f *fakeResolver) LookupSRV(ctx context.Context, service, proto, name strin
 	if !ok {
 		return "", nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
 	}
-	return name, recs, nil
+	return name, recs, f.partial
 }
 
 func TestLookupGivesTargetsInOrder(t *testing.T) {
@@ -149,5 +152,35 @@ func TestForConnStr(t *testing.T) {
 	}
 	if s := ForConnStr(cs, nil, nil); s != nil {
 		t.Errorf("two hosts: %+v", s)
+	}
+}
+
+// *net.Resolver drops the records whose target is not a valid name and
+// returns the others with an error: the others are still the seeds (and
+// the error says what was dropped); with none left, it is a lookup that
+// gave no seeds.
+func TestLookupKeepsTheTargetsTheResolverDidNotDrop(t *testing.T) {
+	dropped := &net.DNSError{Err: "DNS response contained records which contain invalid names", Name: "_couchbase._tcp.cb.example.com"}
+	r := &fakeResolver{partial: dropped, records: map[string][]*net.SRV{
+		"_couchbase._tcp.cb.example.com": {{Target: "node1.cb.example.com.", Port: 11210}},
+	}}
+	got, err := Lookup(context.Background(), r, "couchbase", "cb.example.com", 11210)
+	if want := []string{"node1.cb.example.com:11210"}; !slices.Equal(got, want) {
+		t.Errorf("targets %q, want %q", got, want)
+	}
+	var le *LookupError
+	if !errors.As(err, &le) || !errors.Is(err, dropped) {
+		t.Errorf("error %v: want a *LookupError saying what was dropped", err)
+	}
+	s := &Seeds{Resolver: r, Service: "couchbase", Host: "cb.example.com", DefaultPort: 11210}
+	seeds, err := s.Resolve(context.Background(), []string{"cb.example.com:11210"})
+	if err != nil || !slices.Equal(seeds, []string{"node1.cb.example.com:11210"}) || s.Err != nil {
+		t.Errorf("Resolve gave %q, %v (Err %v): want the record's target", seeds, err, s.Err)
+	}
+
+	r.records["_couchbase._tcp.cb.example.com"] = nil // every record dropped
+	got, err = Lookup(context.Background(), r, "couchbase", "cb.example.com", 11210)
+	if got != nil || !errors.As(err, &le) || !errors.Is(err, dropped) {
+		t.Errorf("every record dropped: %q, %v: want no targets and the resolver's error", got, err)
 	}
 }
