@@ -253,8 +253,10 @@ func (cs *ConnStr) setHosts(hostPart string) string {
 			return fmt.Sprintf("%s is the cluster manager's HTTP port: write %s=http to bootstrap over HTTP, or give the KV port (11210, or 11207 with TLS)", addr, addr)
 		}
 		cs.Hosts = append(cs.Hosts, addr)
-		if len(hosts) == 1 && !typed && !portGiven && !cs.Scheme.IsMemcached() && net.ParseIP(strings.Trim(h, "[] ")) == nil {
-			cs.SRVHost = strings.TrimSpace(h)
+		// The same trimming as parseHost's (all of unicode.IsSpace, not
+		// only ' '): "\v::" is the IPv6 literal "::", not a DNS SRV name.
+		if name := strings.TrimSpace(h); len(hosts) == 1 && !typed && !portGiven && !cs.Scheme.IsMemcached() && net.ParseIP(strings.Trim(name, "[]")) == nil {
+			cs.SRVHost = name
 		}
 	}
 	if len(cs.Hosts)+len(cs.HTTPHosts) == 0 {

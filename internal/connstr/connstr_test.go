@@ -183,3 +183,21 @@ func TestParseBucketOptionIsOneSegment(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Contains(t, e.Reason, "bucket")
 }
+
+// An IP literal set off by whitespace other than ' ' is still an IP
+// literal, not a DNS SRV name (found by FuzzParse: ",\v::" had SRVHost
+// "::" and the canonical form "couchbase://::", which reparsed as
+// "couchbase://[::]:11210").
+func TestParseIPLiteralWithWhitespaceIsNoSRVName(t *testing.T) {
+	for _, s := range []string{",\v::", "couchbase://\t127.0.0.1", "couchbase://\n[::1]\t", "couchbases://\v10.0.0.1"} {
+		cs, err := Parse(s)
+		require.NoError(t, err, "%q", s)
+		assert.Empty(t, cs.SRVHost, "%q", s)
+		again, err := Parse(cs.String())
+		require.NoError(t, err, "%q", cs.String())
+		assert.Equal(t, cs.String(), again.String(), "%q", s)
+	}
+	cs, err := Parse("couchbase://\tcb.example.com\v")
+	require.NoError(t, err)
+	assert.Equal(t, "cb.example.com", cs.SRVHost)
+}
