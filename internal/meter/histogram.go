@@ -1,6 +1,7 @@
 package meter
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 )
@@ -113,10 +114,11 @@ func (s *histSnapshot) percentile(p float64) uint64 {
 	if s.count == 0 {
 		return 0
 	}
-	rank := uint64(p / 100 * float64(s.count))
-	if float64(rank) < p/100*float64(s.count) {
-		rank++
-	}
+	// In integers, p in thousandths of a percent: p/100*count in floating
+	// point is not exact (99.9% of 1000 is 999.0000000000001), and its
+	// ceiling would take the next rank, the maximum.
+	milli := uint64(math.Round(min(max(p, 0), 100) * 1000))
+	rank := (milli*s.count + 100000 - 1) / 100000
 	rank = max(rank, 1)
 	var seen uint64
 	for i, n := range s.counts {
