@@ -4,7 +4,9 @@ package client
 // SDK RFC 0067, "Observability Metrics"), for a metrics system such as
 // OpenTelemetry (the nested module github.com/kvwire/kvwire/kvotel adapts
 // one) or Prometheus. The client asks for an instrument once per name and
-// attribute set and keeps it, so a Meter may do real work there
+// attribute set and keeps it (two operations needing the same new one at
+// the same moment may both ask, the first answer kept: the client never
+// waits for a Meter while holding a lock), so a Meter may do real work there
 // (attributes are strings: service, operation, bucket, scope, collection,
 // error type); recording on an instrument is the hot path and should not
 // allocate.

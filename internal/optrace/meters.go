@@ -14,7 +14,7 @@ import (
 // A successful operation of a listed name finds its recorder through its
 // collection's Coll (an index, an atomic load), without hashing;
 // any other through a map replaced, never changed, when a recorder is
-// added (found without a lock).
+// added (found without a lock). The Meter is never asked under the lock.
 type opMeters struct {
 	ob *Observers
 	m  atomic.Pointer[map[MeterKey]hookguard.ValueRecorder]
@@ -60,14 +60,12 @@ func (ob *Observers) Coll(scope, name, path string) *Coll {
 }
 
 // recorder returns k's recorder, asking the Meter for it the first time.
+// The Meter is the caller's code and may block: it is asked without the
+// lock, so that it holds only the operation asking (two operations that
+// need the same new recorder at once may both ask; the first answer is
+// kept).
 func (m *opMeters) recorder(k MeterKey) hookguard.ValueRecorder {
 	if r, ok := (*m.m.Load())[k]; ok {
-		return r
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.m.Load()
-	if r, ok := old[k]; ok {
 		return r
 	}
 	var r hookguard.ValueRecorder
@@ -75,6 +73,12 @@ func (m *opMeters) recorder(k MeterKey) hookguard.ValueRecorder {
 		r = m.ob.cfg.LoggingMeter.Histogram(m.ob.cfg.Service, k.Op)
 	} else {
 		r = m.ob.cfg.Recorder(k)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.m.Load()
+	if kept, ok := old[k]; ok {
+		return kept
 	}
 	next := make(map[MeterKey]hookguard.ValueRecorder, len(old)+1)
 	for kk, v := range old {
