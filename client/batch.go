@@ -153,6 +153,7 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 		}
 		o := k.Op.o
 		b.c.obs.begin(b.ctx, &o.trace, o.spanName(), o.coll, o.parentSpan, b.now, o.st.Deadline().Sub(b.now))
+		b.c.obs.Durability(&o.trace.Trace, o.req.Durability)
 		if b.obs != nil {
 			k.Op.opID = b.c.opIDs.Add(1)
 		}

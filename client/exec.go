@@ -380,6 +380,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	}
 	ob, t := c.obs, &o.trace
 	ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
+	ob.Durability(&t.Trace, o.req.Durability)
 	var opID uint64
 	obs := c.observer
 	if obs != nil {

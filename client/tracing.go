@@ -159,7 +159,7 @@ const (
 	AttributeScopeName      = "couchbase.scope.name"      // "_default" unless named
 	AttributeCollectionName = "couchbase.collection.name" // "_default" unless named
 	AttributeRetries        = "couchbase.retries"         // int, 0 when none
-	AttributeDurability     = "couchbase.durability"      // set for a durable write only
+	AttributeDurability     = "couchbase.durability"      // a durable write only: "majority", "majority_and_persist_active", "persist_majority"
 	AttributeErrorType      = "error.type"                // RFC 0058 name of the error; absent on success
 
 	// A dispatch span.

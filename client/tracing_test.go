@@ -170,7 +170,7 @@ func TestSpanNamesAreTheClients(t *testing.T) {
 		AttributeSystemName: optrace.AttrSystemName, AttributeService: optrace.AttrService,
 		AttributeOperationName: optrace.AttrOperationName, AttributeBucketName: optrace.AttrBucketName,
 		AttributeScopeName: optrace.AttrScopeName, AttributeCollectionName: optrace.AttrCollectionName,
-		AttributeRetries: optrace.AttrRetries, AttributeErrorType: optrace.AttrErrorType,
+		AttributeRetries: optrace.AttrRetries, AttributeDurability: optrace.AttrDurability, AttributeErrorType: optrace.AttrErrorType,
 		AttributeNetworkTransport: optrace.AttrNetworkTransport, AttributeServerDuration: optrace.AttrServerDuration,
 		AttributeLocalID: optrace.AttrLocalID, AttributeOperationID: optrace.AttrOperationID,
 		AttributeServerAddress: optrace.AttrServerAddress, AttributeServerPort: optrace.AttrServerPort,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/hookguard"
+	"github.com/kvwire/kvwire/memdx"
 )
 
 // Tracer starts the spans of operations: the client's RequestTracer,
@@ -39,6 +40,7 @@ const (
 	AttrScopeName        = "couchbase.scope.name"
 	AttrCollectionName   = "couchbase.collection.name"
 	AttrRetries          = "couchbase.retries"
+	AttrDurability       = "couchbase.durability"
 	AttrErrorType        = "error.type"
 	AttrNetworkTransport = "network.transport"
 	AttrServerDuration   = "couchbase.server_duration"
@@ -71,6 +73,27 @@ func (ob *Observers) startOperation(ctx context.Context, t *Trace, coll *Coll, p
 		g.SetAttribute(t.span, AttrScopeName, slog.StringValue(coll.scope))
 		g.SetAttribute(t.span, AttrCollectionName, slog.StringValue(coll.name))
 	}
+}
+
+// Durability sets the durability level of t's operation, a synchronous
+// write, on its span (RFC 0067's couchbase.durability, as the other SDKs
+// name the levels); nothing when it is not traced or has no durability.
+func (ob *Observers) Durability(t *Trace, level memdx.DurabilityLevel) {
+	if t.span == nil || level == memdx.DurabilityNone {
+		return
+	}
+	var name string
+	switch level {
+	case memdx.DurabilityMajority:
+		name = "majority"
+	case memdx.DurabilityMajorityAndPersistOnMaster:
+		name = "majority_and_persist_active"
+	case memdx.DurabilityPersistToMajority:
+		name = "persist_majority"
+	default:
+		name = level.String()
+	}
+	ob.cfg.Guard.SetAttribute(t.span, AttrDurability, slog.StringValue(name))
 }
 
 // startDispatch starts the dispatch span of t's attempt handed to cn (to
