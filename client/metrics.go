@@ -15,7 +15,9 @@ package client
 // recorder per operation outcome, recording each operation's latency in
 // microseconds from its start to its result, retries included, with
 // AttributeService, AttributeOperationName, AttributeBucketName,
-// AttributeScopeName, AttributeCollectionName and, when it failed,
+// AttributeScopeName, AttributeCollectionName (these three when the
+// operation has them: not a memcached:// client's bucket, nor a node
+// operation's collection) and, when it failed,
 // AttributeErrorType (RFC 0058's name, "_OTHER" for an error without one).
 //
 // The client calls a Meter and its instruments on the operation's

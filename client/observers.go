@@ -86,9 +86,18 @@ func positiveOr[T int | time.Duration](v, def T) T {
 // recorder asks m for the recorder of MetricOperationDuration with k's
 // attributes (RFC 0067's), through the guard.
 func (ob *observers) recorder(m Meter, k optrace.MeterKey) hookguard.ValueRecorder {
-	attrs := map[string]string{
-		AttributeSystemName: SystemCouchbase, AttributeService: ServiceKV, AttributeOperationName: k.Op,
-		AttributeBucketName: ob.bucket, AttributeScopeName: k.Scope, AttributeCollectionName: k.Collection,
+	attrs := map[string]string{AttributeSystemName: SystemCouchbase, AttributeService: ServiceKV, AttributeOperationName: k.Op}
+	// The bucket, scope and collection when they apply, as the spans have
+	// them: a memcached:// client has no bucket, a node's operation (a
+	// ping, stats) no collection.
+	if ob.bucket != "" {
+		attrs[AttributeBucketName] = ob.bucket
+	}
+	if k.Scope != "" {
+		attrs[AttributeScopeName] = k.Scope
+	}
+	if k.Collection != "" {
+		attrs[AttributeCollectionName] = k.Collection
 	}
 	if k.ErrType != "" {
 		attrs[AttributeErrorType] = k.ErrType
