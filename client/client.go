@@ -107,6 +107,7 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 		return nil, connectError(cs, srv, err)
 	}
 	c.ctx = c.cl.Context()
+	c.obs.topology = c.cl.Topology // before any operation: Connect returns after
 	return c, nil
 }
 

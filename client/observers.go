@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/hookguard"
 	"github.com/kvwire/kvwire/internal/logreport"
 	"github.com/kvwire/kvwire/internal/meter"
@@ -28,6 +29,10 @@ type observers struct {
 	// clientID is RFC 0067's client id, the first half of every
 	// connection's local id (conn.Options.ClientID).
 	clientID string
+	// topology is the cluster's topology, whose config has the cluster's
+	// labels every span carries; set once connected (nil before: no
+	// labels).
+	topology func() *cluster.Topology
 }
 
 // collMeters are a Collection as its operations' observers see it, with
@@ -45,6 +50,7 @@ func newObservers(o *Options, clock, every retry.Clock, clientID string) *observ
 	cfg := optrace.Config{Clock: clock, Service: ServiceKV, Bucket: o.Bucket, ErrorTypeOther: ErrorTypeOther, Guard: ob.hooks.Guard}
 	if tracerOn(o.Tracer) { // NoopTracer: no span is made
 		cfg.Tracer = spanStarter{ob.hooks, o.Tracer}
+		cfg.ClusterLabels = ob.clusterLabels
 	}
 	switch {
 	case o.Meter != nil:
@@ -67,6 +73,20 @@ func newObservers(o *Options, clock, every retry.Clock, clientID string) *observ
 	}
 	ob.Init(cfg)
 	return ob
+}
+
+// clusterLabels are the cluster's name and uuid as its config publishes
+// them ("" when it does not, or before the client connected).
+func (ob *observers) clusterLabels() (name, uuid string) {
+	if ob.topology == nil {
+		return "", ""
+	}
+	if t := ob.topology(); t != nil {
+		if cfg := t.Config(); cfg != nil {
+			return cfg.ClusterName(), cfg.ClusterUUID()
+		}
+	}
+	return "", ""
 }
 
 // reportConfig is how a report is logged: with msg, on clock (a

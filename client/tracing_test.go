@@ -167,7 +167,7 @@ func TestSpanNamesAreTheClients(t *testing.T) {
 	for public, engine := range map[string]string{
 		SpanDispatchToServer: optrace.SpanDispatchToServer, SpanRequestEncoding: optrace.SpanRequestEncoding,
 		EventRetry: optrace.EventRetry, SystemCouchbase: optrace.SystemCouchbase, TransportTCP: optrace.TransportTCP,
-		AttributeSystemName: optrace.AttrSystemName, AttributeService: optrace.AttrService,
+		AttributeSystemName: optrace.AttrSystemName, AttributeClusterName: optrace.AttrClusterName, AttributeClusterUUID: optrace.AttrClusterUUID, AttributeService: optrace.AttrService,
 		AttributeOperationName: optrace.AttrOperationName, AttributeBucketName: optrace.AttrBucketName,
 		AttributeScopeName: optrace.AttrScopeName, AttributeCollectionName: optrace.AttrCollectionName,
 		AttributeRetries: optrace.AttrRetries, AttributeDurability: optrace.AttrDurability, AttributeErrorType: optrace.AttrErrorType,

@@ -156,6 +156,9 @@ type Config struct {
 	hasManifestUID bool
 	bucketCaps     []string
 	clusterCaps    map[string][]string
+	// clusterName and clusterUUID are the cluster's labels (Server 7.6.4
+	// and later), "" when absent.
+	clusterName, clusterUUID string
 }
 
 // Version returns the config's {revEpoch, rev}.
@@ -181,6 +184,14 @@ func (c *Config) BucketName() string { return c.bucketName }
 
 // BucketUUID is the bucket's uuid, or "".
 func (c *Config) BucketUUID() string { return c.bucketUUID }
+
+// ClusterName is the cluster's name (clusterName, Server 7.6.4 and
+// later), or "".
+func (c *Config) ClusterName() string { return c.clusterName }
+
+// ClusterUUID is the cluster's uuid (clusterUUID, Server 7.6.4 and
+// later), or "".
+func (c *Config) ClusterUUID() string { return c.clusterUUID }
 
 // BucketType is the config's bucketType field as sent ("membase",
 // "ephemeral", "memcached"; "" when absent, as before Server 7.1).

@@ -43,6 +43,8 @@ type rawConfig struct {
 	BucketCapabilities     []string            `json:"bucketCapabilities"`
 	CollectionsManifestUID string              `json:"collectionsManifestUid"`
 	ClusterCapabilities    map[string][]string `json:"clusterCapabilities"`
+	ClusterName            string              `json:"clusterName"`
+	ClusterUUID            string              `json:"clusterUUID"`
 	Nodes                  []rawNode           `json:"nodes"`
 	NodesExt               []rawNodeExt        `json:"nodesExt"`
 	VBucketServerMap       *rawServerMap       `json:"vBucketServerMap"`
@@ -123,10 +125,12 @@ func (p *parser) host(h, field string, emptyIsSource bool) (string, error) {
 
 func (p *parser) config(raw *rawConfig) (*Config, error) {
 	c := &Config{
-		bucketName: raw.Name,
-		bucketUUID: raw.UUID,
-		bucketType: raw.BucketType,
-		bucketCaps: raw.BucketCapabilities,
+		bucketName:  raw.Name,
+		bucketUUID:  raw.UUID,
+		bucketType:  raw.BucketType,
+		bucketCaps:  raw.BucketCapabilities,
+		clusterName: raw.ClusterName,
+		clusterUUID: raw.ClusterUUID,
 	}
 	c.version.Epoch = raw.RevEpoch
 	if raw.Rev != nil {

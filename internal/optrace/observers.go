@@ -29,6 +29,9 @@ type Config struct {
 
 	// Tracer starts the spans (nil: no span is made).
 	Tracer Tracer
+	// ClusterLabels are the cluster's name and uuid, as its config
+	// publishes them ("": none), every span's (nil: none).
+	ClusterLabels func() (name, uuid string)
 	// Guard calls the spans and the caller's Meter's recorders.
 	Guard *hookguard.Guard
 	// Meter: the logging meter, called without the guard, or else
@@ -125,6 +128,7 @@ func (ob *Observers) Encoded(t *Trace, start, end time.Time) {
 		return
 	}
 	s := ob.cfg.Tracer.Start(context.Background(), SpanRequestEncoding, t.span, start)
+	ob.everySpan(s)
 	ob.cfg.Guard.EndSpan(s, end)
 }
 

@@ -34,6 +34,8 @@ const (
 	EventRetry           = "retry"
 
 	AttrSystemName       = "db.system.name"
+	AttrClusterName      = "couchbase.cluster.name"
+	AttrClusterUUID      = "couchbase.cluster.uuid"
 	AttrService          = "couchbase.service"
 	AttrOperationName    = "db.operation.name"
 	AttrBucketName       = "db.namespace"
@@ -58,12 +60,29 @@ const (
 	TransportTCP    = "tcp"
 )
 
+// everySpan sets the attributes every span has: the system's name, and
+// the cluster's labels when its config publishes them.
+func (ob *Observers) everySpan(s hookguard.Span) {
+	g := ob.cfg.Guard
+	g.SetAttribute(s, AttrSystemName, slog.StringValue(SystemCouchbase))
+	if ob.cfg.ClusterLabels == nil {
+		return
+	}
+	name, uuid := ob.cfg.ClusterLabels()
+	if name != "" {
+		g.SetAttribute(s, AttrClusterName, slog.StringValue(name))
+	}
+	if uuid != "" {
+		g.SetAttribute(s, AttrClusterUUID, slog.StringValue(uuid))
+	}
+}
+
 // startOperation starts t's span under parent, with the operation's
 // attributes; coll is its collection (nil: none).
 func (ob *Observers) startOperation(ctx context.Context, t *Trace, coll *Coll, parent hookguard.Span, start time.Time) {
 	g := ob.cfg.Guard
 	t.span = ob.cfg.Tracer.Start(ctx, t.Origin.Operation, parent, start)
-	g.SetAttribute(t.span, AttrSystemName, slog.StringValue(SystemCouchbase))
+	ob.everySpan(t.span)
 	g.SetAttribute(t.span, AttrService, slog.StringValue(ob.cfg.Service))
 	g.SetAttribute(t.span, AttrOperationName, slog.StringValue(t.Origin.Operation))
 	if ob.cfg.Bucket != "" {
@@ -102,7 +121,7 @@ func (ob *Observers) startDispatch(t *Trace, cn *conn.Conn, node string, at time
 	g := ob.cfg.Guard
 	s := ob.cfg.Tracer.Start(context.Background(), SpanDispatchToServer, t.span, at)
 	t.dispatch = s
-	g.SetAttribute(s, AttrSystemName, slog.StringValue(SystemCouchbase))
+	ob.everySpan(s)
 	g.SetAttribute(s, AttrNetworkTransport, slog.StringValue(TransportTCP))
 	g.SetAttribute(s, AttrLocalID, slog.StringValue(cn.ID()))
 	if host, port, ok := splitHostPort(node); ok {
