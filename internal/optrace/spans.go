@@ -97,10 +97,14 @@ func (ob *Observers) startOperation(ctx context.Context, t *Trace, coll *Coll, p
 // Durability sets the durability level of t's operation, a synchronous
 // write, on its span (RFC 0067's couchbase.durability, as the other SDKs
 // name the levels); nothing when it is not traced or has no durability.
+// It is inlined on every operation's path; durability sets the attribute.
 func (ob *Observers) Durability(t *Trace, level memdx.DurabilityLevel) {
-	if t.span == nil || level == memdx.DurabilityNone {
-		return
+	if t.span != nil && level != memdx.DurabilityNone {
+		ob.durability(t, level)
 	}
+}
+
+func (ob *Observers) durability(t *Trace, level memdx.DurabilityLevel) {
 	var name string
 	switch level {
 	case memdx.DurabilityMajority:
