@@ -18,27 +18,12 @@ import (
 // configs carry no revEpoch, MB-51612) announces a newer revision of the
 // configs the cluster holds, which carry no revEpoch either (Parse reads
 // the missing epoch as 0): it is fetched, as the 4-byte form without an
-// epoch is. On main it is judged older than the held config ({-1, 6} <
-// {0, 5}) and ignored: the cluster learns the new config only at the next
-// poll.
+// epoch is. Judged by its epoch it would be older than the held config
+// ({-1, 6} < {0, 5}) and ignored, and the cluster would learn the new
+// config only at the next poll.
 func TestBriefNotificationWithUnsetEpochIsFetched(t *testing.T) {
-	c := &Cluster{
-		cfg: Config{Clock: retry.RealClock(), Logger: slog.New(slog.DiscardHandler),
-			NodeError: func(addr string, err error) error { return &nodeError{addr, err} }},
-		nodes:       map[string]*Node{},
-		fetches:     map[*Node]*fetchState{},
-		unreachable: make(chan struct{}, 1),
-	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	defer c.Close()
-	cfg, err := vbmap.Parse([]byte(`{"rev":5,"name":"default","nodeLocator":"vbucket",
-		"nodesExt":[{"hostname":"127.0.0.1","services":{"kv":11210}}],
-		"vBucketServerMap":{"serverList":["127.0.0.1:11210"],"vBucketMap":[[0]]}}`), "127.0.0.1")
-	require.NoError(t, err)
-	require.Equal(t, vbmap.Version{Epoch: 0, Rev: 5}, cfg.Version())
-	c.topo.Store(&Topology{cfg: cfg})
-	c.kvConfigs.Store(true)
-	n := newNode(c, "127.0.0.1:11210") // never dialed: the fetch finds no connection
+	c, n := clusterHolding(t, `"rev":5`)
+	require.Equal(t, vbmap.Version{Epoch: 0, Rev: 5}, c.Topology().Config().Version())
 
 	c.onNotification(n, memdx.ClustermapNotification{
 		Version: memdx.ClusterConfigVersion{Epoch: -1, Revision: 6}, HasEpoch: true})
@@ -53,6 +38,20 @@ func TestBriefNotificationWithUnsetEpochIsFetched(t *testing.T) {
 // on, the version every later announcement of the epoch was judged against
 // (and ignored).
 func TestBriefNotificationWithNegativeRevisionIsIgnored(t *testing.T) {
+	c, n := clusterHolding(t, `"rev":5,"revEpoch":1`)
+
+	c.onNotification(n, memdx.ClustermapNotification{
+		Version: memdx.ClusterConfigVersion{Epoch: 1, Revision: -1}, HasEpoch: true})
+
+	announced, rev := c.Announced()
+	assert.False(t, announced, "revision -1 announced as %d", rev)
+}
+
+// clusterHolding is a Cluster, not connected, that holds a one-node config
+// whose version fields are version (`"rev":5`, say), and that node (never
+// dialed: a fetch from it finds no connection). The test closes it.
+func clusterHolding(t *testing.T, version string) (*Cluster, *Node) {
+	t.Helper()
 	c := &Cluster{
 		cfg: Config{Clock: retry.RealClock(), Logger: slog.New(slog.DiscardHandler),
 			NodeError: func(addr string, err error) error { return &nodeError{addr, err} }},
@@ -61,18 +60,12 @@ func TestBriefNotificationWithNegativeRevisionIsIgnored(t *testing.T) {
 		unreachable: make(chan struct{}, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	defer c.Close()
-	cfg, err := vbmap.Parse([]byte(`{"rev":5,"revEpoch":1,"name":"default","nodeLocator":"vbucket",
+	t.Cleanup(c.Close)
+	cfg, err := vbmap.Parse([]byte(`{`+version+`,"name":"default","nodeLocator":"vbucket",
 		"nodesExt":[{"hostname":"127.0.0.1","services":{"kv":11210}}],
 		"vBucketServerMap":{"serverList":["127.0.0.1:11210"],"vBucketMap":[[0]]}}`), "127.0.0.1")
 	require.NoError(t, err)
 	c.topo.Store(&Topology{cfg: cfg})
 	c.kvConfigs.Store(true)
-	n := newNode(c, "127.0.0.1:11210")
-
-	c.onNotification(n, memdx.ClustermapNotification{
-		Version: memdx.ClusterConfigVersion{Epoch: 1, Revision: -1}, HasEpoch: true})
-
-	announced, rev := c.Announced()
-	assert.False(t, announced, "revision -1 announced as %d", rev)
+	return c, newNode(c, "127.0.0.1:11210")
 }
