@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,12 +62,5 @@ func (b *dispatchBlocker) RequestSpan(_ context.Context, name string, _ RequestS
 			<-b.release
 		}
 	}
-	return nopSpan{}
+	return noopSpan{} // NoopTracer's
 }
-
-type nopSpan struct{}
-
-func (nopSpan) SetAttribute(string, slog.Value)          {}
-func (nopSpan) AddEvent(string, time.Time, ...slog.Attr) {}
-func (nopSpan) SetStatus(SpanStatus)                     {}
-func (nopSpan) End(time.Time)                            {}
