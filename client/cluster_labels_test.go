@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
 )
 
 // Every span carries the cluster's labels when the cluster publishes them

@@ -4,9 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
 )
 
 // A durable write's span carries AttributeDurability (RFC 0067's values,

@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
 )
 
 // A Meter whose ValueRecorder blocks holds only the operation asking for

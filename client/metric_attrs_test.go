@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
-	"github.com/stretchr/testify/require"
 )
 
 // An operation without a collection (a ping) and a client without a
