@@ -1,6 +1,7 @@
 package mockcluster
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -408,6 +409,51 @@ func TestGetClusterConfig(t *testing.T) {
 	}
 	if len(global.NodesExt) != 3 || global.VBSM != nil || global.Rev == 0 {
 		t.Fatalf("global config %s", p.Value)
+	}
+}
+
+// With NoRevEpoch the configs carry no revEpoch and the nodes' version has
+// kv_engine's unset epoch, -1: a known version of epoch -1 and an older
+// revision gets the config, one of epoch 0 gets nothing, whatever its
+// revision (kv_engine compares epoch first, signed), and the notifications
+// say epoch -1.
+func TestNoRevEpoch(t *testing.T) {
+	c := newCluster(t, Options{NoRevEpoch: true})
+	b := c.Bucket(DefaultBucket)
+	addr := c.Node(0).Addr()
+	cl := bootstrap(t, addr, DefaultBucket, nil)
+	p := cl.do(memdx.NewGetClusterConfig())
+	if p.Status != memdx.StatusSuccess || bytes.Contains(p.Value, []byte(`"revEpoch"`)) {
+		t.Fatalf("%s: %s", p.Status, p.Value)
+	}
+	for _, known := range []struct {
+		epoch, rev int64
+		want       bool
+	}{{-1, b.Rev() - 1, true}, {-1, b.Rev(), false}, {0, b.Rev() - 1, false}, {0, 0, false}} {
+		cl := bootstrap(t, addr, DefaultBucket, nil) // a connection that knows nothing else
+		p := cl.do(memdx.NewGetClusterConfigKnown(known.epoch, known.rev))
+		if p.Status != memdx.StatusSuccess || (len(p.Value) > 0) != known.want {
+			t.Errorf("known {%d, %d}: %s, %d bytes; want a config: %v", known.epoch, known.rev, p.Status,
+				len(p.Value), known.want)
+		}
+	}
+	g := bootstrap(t, addr, "", nil)
+	if p := g.do(memdx.NewGetClusterConfig()); bytes.Contains(p.Value, []byte(`"revEpoch"`)) {
+		t.Fatalf("global config: %s", p.Value)
+	}
+
+	brief := bootstrap(t, addr, DefaultBucket, []memdx.HelloFeature{memdx.FeatureDuplex,
+		memdx.FeatureClustermapChangeNotificationBrief})
+	if _, err := b.AddScope("app"); err != nil {
+		t.Fatal(err)
+	}
+	got := nextPackets(t, brief)
+	if len(got) != 1 {
+		t.Fatalf("%d packets before the NOOP answer, want 1", len(got))
+	}
+	n, err := memdx.DecodeClustermapNotification(&got[0])
+	if err != nil || n.Version != (memdx.ClusterConfigVersion{Epoch: -1, Revision: b.Rev()}) {
+		t.Fatalf("notification %+v, %v", n.Version, err)
 	}
 }
 

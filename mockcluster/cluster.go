@@ -94,6 +94,9 @@ func New(opts Options) (*Cluster, error) {
 	for _, f := range o.DisabledFeatures {
 		c.disabled[f] = true
 	}
+	if o.NoRevEpoch {
+		c.epoch = -1
+	}
 	if o.NoClusterMapNotifications {
 		c.disabled[memdx.FeatureClustermapChangeNotification] = true
 		c.disabled[memdx.FeatureClustermapChangeNotificationBrief] = true

@@ -35,7 +35,7 @@ type ddocsJSON struct {
 
 type bucketConfigJSON struct {
 	Rev                    int64               `json:"rev"`
-	RevEpoch               int64               `json:"revEpoch"`
+	RevEpoch               *int64              `json:"revEpoch,omitempty"`
 	Name                   string              `json:"name"`
 	NodeLocator            string              `json:"nodeLocator"`
 	BucketType             string              `json:"bucketType"`
@@ -62,7 +62,7 @@ type bucketConfigJSON struct {
 // collections manifest, nodeLocator "ketama".
 type memcachedConfigJSON struct {
 	Rev                    int64               `json:"rev"`
-	RevEpoch               int64               `json:"revEpoch"`
+	RevEpoch               *int64              `json:"revEpoch,omitempty"`
 	Name                   string              `json:"name"`
 	NodeLocator            string              `json:"nodeLocator"`
 	BucketType             string              `json:"bucketType"`
@@ -84,7 +84,7 @@ var memcachedBucketCapabilities = []string{"cbhello", "nodesExt"}
 
 type globalConfigJSON struct {
 	Rev                    int64               `json:"rev"`
-	RevEpoch               int64               `json:"revEpoch"`
+	RevEpoch               *int64              `json:"revEpoch,omitempty"`
 	NodesExt               []cfgNodeExtJSON    `json:"nodesExt"`
 	ClusterCapabilitiesVer []int               `json:"clusterCapabilitiesVer"`
 	ClusterCapabilities    map[string][]string `json:"clusterCapabilities"`
@@ -167,7 +167,7 @@ func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []b
 	}
 	idx := make(map[int]int, len(s.servers))
 	cfg := bucketConfigJSON{
-		Rev: s.rev, RevEpoch: s.epoch, Name: b.name, NodeLocator: "vbucket", BucketType: "membase",
+		Rev: s.rev, RevEpoch: revEpoch(s.epoch), Name: b.name, NodeLocator: "vbucket", BucketType: "membase",
 		StorageBackend: "magma", UUID: b.uuid,
 		URI:                    "/pools/default/buckets/" + b.name + "?bucket_uuid=" + b.uuid,
 		StreamingURI:           "/pools/default/bucketsStreaming/" + b.name + "?bucket_uuid=" + b.uuid,
@@ -223,7 +223,7 @@ func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []b
 // be held.
 func (c *Cluster) renderMemcachedConfig(b *Bucket, s *bucketSnap, thisNode int) []byte {
 	cfg := memcachedConfigJSON{
-		Rev: s.rev, RevEpoch: s.epoch, Name: b.name, NodeLocator: "ketama", BucketType: "memcached",
+		Rev: s.rev, RevEpoch: revEpoch(s.epoch), Name: b.name, NodeLocator: "ketama", BucketType: "memcached",
 		UUID:                   b.uuid,
 		URI:                    "/pools/default/buckets/" + b.name + "?bucket_uuid=" + b.uuid,
 		StreamingURI:           "/pools/default/bucketsStreaming/" + b.name + "?bucket_uuid=" + b.uuid,
@@ -260,10 +260,19 @@ func (c *Cluster) renderNodesLocked(servers []int, thisNode int) ([]cfgNodeJSON,
 	return nodes, ext
 }
 
+// revEpoch is the revEpoch a config of epoch e carries: none while the
+// epoch is not set (-1, Options.NoRevEpoch).
+func revEpoch(e int64) *int64 {
+	if e < 0 {
+		return nil
+	}
+	return &e
+}
+
 // renderGlobalConfig renders the cluster (bucketless) config. c.mu must be
 // held.
 func (c *Cluster) renderGlobalConfig(rev int64, thisNode int) []byte {
-	cfg := globalConfigJSON{Rev: rev, RevEpoch: c.epoch, ClusterCapabilitiesVer: []int{1, 0},
+	cfg := globalConfigJSON{Rev: rev, RevEpoch: revEpoch(c.epoch), ClusterCapabilitiesVer: []int{1, 0},
 		ClusterCapabilities: map[string][]string{}, ClusterUUID: c.uuid, ClusterName: c.name}
 	for _, n := range c.clusterNodesLocked() {
 		cfg.NodesExt = append(cfg.NodesExt, c.nodeExt(n, thisNode))

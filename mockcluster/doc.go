@@ -131,7 +131,8 @@
 // snapshot replaced at every change; the request path loads it without a
 // lock, so a node's answers and the config it hands out always agree.
 // Revisions come from one cluster-wide counter (as ns_server's chronicle
-// revision); revEpoch is 1.
+// revision); revEpoch is 1, or absent with Options.NoRevEpoch (the nodes'
+// config version then has kv_engine's unset epoch, -1).
 //
 // Node.Stop behaves like a crashed node: connections close and new ones are
 // refused. On Linux the listening sockets stay bound (shut down for reading,
@@ -184,7 +185,9 @@
 //   - GET_CLUSTER_CONFIG returns the selected bucket's terse config (the
 //     cluster config without a bucket) with datatype JSON. With the 16-byte
 //     epoch/revision extras it returns an empty body unless its config is
-//     newer. Once SnappyEverywhere is negotiated configs go snappy-compressed
+//     newer: epoch first, then revision, both signed, so that no revision
+//     of the unset epoch (-1) is newer than a client's epoch 0
+//     (cluster_config_executor.cc, ClustermapVersion). Once SnappyEverywhere is negotiated configs go snappy-compressed
 //     with datatype JSON|SNAPPY, here, in NOT_MY_VBUCKET bodies and in full
 //     notifications (kv_engine's cluster_config_executor.cc, cookie.cc,
 //     push_cluster_config). The versions a connection was given (or said it knew) are its

@@ -74,6 +74,18 @@ type Options struct {
 	// from NOT_MY_VBUCKET answers and by asking. It adds to DisabledFeatures
 	// for callers that do not use the codec's types.
 	NoClusterMapNotifications bool
+	// NoRevEpoch makes the configs carry no revEpoch, as ns_server's do in
+	// a cluster not yet at 7.0 compatibility (a mixed-version one, during
+	// an upgrade: ns_server's bucket_info_cache.erl writes revEpoch from
+	// 7.0 only), where kv_engine holds them at epoch -1, its "not set"
+	// (ClustermapVersion's default, daemon/cluster_config.h; MB-51612).
+	// The nodes' config version then has epoch -1: in the notifications'
+	// extras and wherever a node compares a client's known version with
+	// its own (GET_CLUSTER_CONFIG with a version, the dedupe of
+	// NOT_MY_VBUCKET bodies and notifications). A client that says it
+	// knows epoch 0 knows a newer version than any the node has then, and
+	// is sent none.
+	NoRevEpoch bool
 	// SyncWriteDelay, when positive, holds every synchronous (durable) write
 	// pending for that long before committing it; meanwhile other mutations
 	// of the key answer SYNC_WRITE_IN_PROGRESS. See Cluster.SetSyncWriteDelay.
