@@ -135,6 +135,7 @@ func (n Node) clone() Node {
 // that serve the bucket and have a non-TLS KV port, in config order).
 type Config struct {
 	version     Version
+	hasRevEpoch bool
 	locator     Locator
 	bucketName  string
 	bucketUUID  string
@@ -163,6 +164,13 @@ type Config struct {
 
 // Version returns the config's {revEpoch, rev}.
 func (c *Config) Version() Version { return c.version }
+
+// HasRevEpoch reports whether the config carried revEpoch. Without it
+// Version's Epoch is 0, while the server that served the config holds it
+// at epoch -1, "not set" (kv_engine's ClustermapVersion; ns_server writes
+// revEpoch from cluster compatibility 7.0 on): what a client tells that
+// server it knows must say -1.
+func (c *Config) HasRevEpoch() bool { return c.hasRevEpoch }
 
 // Newer reports whether c is strictly newer than old. A non-nil config is
 // newer than nil; nil is never newer than anything.

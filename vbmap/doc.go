@@ -19,7 +19,8 @@
 // have the same routing fields and are parsed alike:
 //
 //   - rev (uint64, up to 2^64-1; missing = 0) and revEpoch (int64; missing =
-//     0) form the Version; configs order by epoch, then rev.
+//     0, which Config.HasRevEpoch tells apart) form the Version; configs
+//     order by epoch, then rev.
 //   - Nodes come from nodesExt when present (services.kv, kvSSL, mgmt,
 //     mgmtSSL, alternateAddresses, thisNode, serverGroup, nodeUUID), else
 //     from nodes (hostname "host:8091", ports.direct, ports.httpsMgmt).

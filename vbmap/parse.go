@@ -34,7 +34,7 @@ const MaxConfigSize = 8 << 20
 
 type rawConfig struct {
 	Rev                    *uint64             `json:"rev"`
-	RevEpoch               int64               `json:"revEpoch"`
+	RevEpoch               *int64              `json:"revEpoch"`
 	Name                   string              `json:"name"`
 	UUID                   string              `json:"uuid"`
 	NodeLocator            string              `json:"nodeLocator"`
@@ -132,7 +132,9 @@ func (p *parser) config(raw *rawConfig) (*Config, error) {
 		clusterName: raw.ClusterName,
 		clusterUUID: raw.ClusterUUID,
 	}
-	c.version.Epoch = raw.RevEpoch
+	if raw.RevEpoch != nil {
+		c.version.Epoch, c.hasRevEpoch = *raw.RevEpoch, true
+	}
 	if raw.Rev != nil {
 		c.version.Rev = *raw.Rev
 	}

@@ -81,3 +81,24 @@ func TestNewerNilSafe(t *testing.T) {
 		t.Fatal("Newer is not nil-safe")
 	}
 }
+
+// HasRevEpoch tells a config without revEpoch (Epoch 0) from one whose
+// revEpoch is 0.
+func TestHasRevEpoch(t *testing.T) {
+	for _, c := range []struct {
+		fields string
+		want   bool
+		epoch  int64
+	}{{`"rev":5`, false, 0}, {`"rev":5,"revEpoch":null`, false, 0}, {`"rev":5,"revEpoch":0`, true, 0},
+		{`"rev":5,"revEpoch":2`, true, 2}} {
+		cfg, err := Parse([]byte(`{`+c.fields+`,"name":"b","nodeLocator":"vbucket",
+			"nodesExt":[{"hostname":"h","services":{"kv":11210}}],
+			"vBucketServerMap":{"serverList":["h:11210"],"vBucketMap":[[0]]}}`), "h")
+		if err != nil {
+			t.Fatalf("%s: %v", c.fields, err)
+		}
+		if cfg.HasRevEpoch() != c.want || cfg.Version().Epoch != c.epoch {
+			t.Errorf("%s: HasRevEpoch %v, epoch %d", c.fields, cfg.HasRevEpoch(), cfg.Version().Epoch)
+		}
+	}
+}
