@@ -236,9 +236,22 @@ func (c *Cluster) fetcher(n *Node, fs *fetchState) {
 	}
 }
 
+// unsetEpoch is kv_engine's epoch of a config that carries no revEpoch
+// (ClustermapVersion's default, daemon/cluster_config.h; MB-51612).
+const unsetEpoch = -1
+
 // fetchConfig asks n for a config newer than the one held and offers what
 // it answers; it returns what became of the offer and, when it could be
 // read, the answered config's version.
+//
+// The known version sent is the held config's, in the node's terms: the
+// node answers with its config only when that is newer, epoch first
+// (cluster_config_executor.cc), and holds a config without revEpoch at
+// epoch -1, where Parse reads 0. Sent as 0, the epoch would be newer than
+// any revision the node has until the cluster gets an epoch: every fetch
+// and poll would be answered with nothing, and the node would take the
+// version sent as the one the connection knows, leaving newer configs out
+// of its notifications and NOT_MY_VBUCKET bodies.
 func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool) {
 	cn, _, err := n.Pick()
 	if err != nil {
@@ -248,6 +261,9 @@ func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool)
 	t := c.topo.Load()
 	if t != nil && t.cfg != nil && cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion) {
 		held := t.cfg.Version()
+		if !t.cfg.HasRevEpoch() {
+			held.Epoch = unsetEpoch
+		}
 		req = memdx.NewGetClusterConfigKnown(held.Epoch, int64(held.Rev))
 	} else {
 		req = memdx.NewGetClusterConfig()

@@ -1,0 +1,49 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// In a cluster whose configs carry no revEpoch (below 7.0 compatibility,
+// during an upgrade), kv_engine holds them at epoch -1, and returns a
+// config to a GET_CLUSTER_CONFIG with a known version only when its own
+// version is newer, epoch first (cluster_config_executor.cc). A fetch says
+// epoch -1 for a config held without revEpoch, and so gets each newer
+// revision; said as 0 (Parse's epoch for the missing field) it would be
+// newer than every version the node has, answered with nothing, poll after
+// poll, and the node would take {0, rev} as the version the connection
+// knows, leaving newer configs out of its notifications and NOT_MY_VBUCKET
+// answers.
+func TestFetchWithoutRevEpochGetsNewerRevisions(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes, NoRevEpoch: true})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	c := connectCluster(t, testConfig(mc)) // polls an hour apart: the test fetches
+	held := c.Topology().Config()
+	require.False(t, held.HasRevEpoch())
+	require.Equal(t, int64(0), held.Version().Epoch)
+	n := c.Topology().Nodes()[0]
+	cn, _, err := n.Pick()
+	require.NoError(t, err)
+	require.True(t, cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion))
+
+	got, _, _ := c.fetchConfig(n)
+	assert.Equal(t, OfferStale, got, "the config held, fetched again")
+	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
+	got, v, peeked := c.fetchConfig(n)
+	require.Equal(t, OfferNewer, got, "a newer revision without revEpoch, fetched with the known version")
+	assert.True(t, peeked)
+	assert.Equal(t, vbmap.Version{Epoch: 0, Rev: uint64(b.Rev())}, v)
+	awaitRev(t, c, b.Rev())
+
+	// The poll's fetch, on the node's fetcher, gets the next one too.
+	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
+	c.requestFetch(n, vbmap.Version{})
+	awaitRev(t, c, b.Rev())
+}
