@@ -116,6 +116,9 @@ func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
 		return
 	}
 	fs := c.fetchStateLocked(n)
+	if fs == nil {
+		return
+	}
 	if fs.running {
 		if !fs.again || routedWith.Newer(fs.againFor) {
 			fs.againFor = routedWith
@@ -143,6 +146,9 @@ func (c *Cluster) announceFetch(n *Node, v vbmap.Version) {
 		return
 	}
 	fs := c.fetchStateLocked(n)
+	if fs == nil {
+		return
+	}
 	switch {
 	case fs.gaveUp && !v.Newer(fs.gaveUpVer):
 		return // announced before, and never served
@@ -155,8 +161,16 @@ func (c *Cluster) announceFetch(n *Node, v vbmap.Version) {
 	}
 }
 
-// fetchStateLocked returns n's fetch state. fetchMu is held.
+// fetchStateLocked returns n's fetch state, nil once n has left the config
+// (or the cluster is closing): a NOT_MY_VBUCKET routed by an older
+// topology, or a notification on a connection still draining, may name a
+// node after installLocked dropped its state, and made anew the state
+// would stay until Close. installLocked retires a node (leave, which ends
+// n.ctx) under fetchMu, so no state is made for it after. fetchMu is held.
 func (c *Cluster) fetchStateLocked(n *Node) *fetchState {
+	if n.ctx.Err() != nil {
+		return nil
+	}
 	fs := c.fetches[n]
 	if fs == nil {
 		fs = &fetchState{}

@@ -47,3 +47,42 @@ func TestFetchWithoutRevEpochGetsNewerRevisions(t *testing.T) {
 	c.requestFetch(n, vbmap.Version{})
 	awaitRev(t, c, b.Rev())
 }
+
+// A node that left the config keeps no fetch state: a NOT_MY_VBUCKET or a
+// notification from it that arrives late (its connections drain for up to
+// the longest operation timeout after it left, and stay subscribed) asks
+// it for nothing. Its fetch state would otherwise stay in the cluster's
+// map until Close, with the node it keys (and so its pool), one entry for
+// every node that ever left and spoke after.
+func TestDepartedNodeKeepsNoFetchState(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	c := connectCluster(t, testConfig(mc))
+	gone := c.Node(mc.Node(0).Addr())
+	require.NotNil(t, gone)
+	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2}})
+	require.NoError(t, err)
+	require.NoError(t, r.Finish())
+	c.requestFetch(c.Node(mc.Node(1).Addr()), vbmap.Version{}) // a poll brings the config without node 0
+	awaitTopology(t, c, "node 0 out", func(top *Topology) bool { return len(top.Nodes()) == 2 })
+	require.Nil(t, c.Node(gone.Addr()))
+	held := c.Topology().Config().Version()
+
+	kept := func() bool {
+		c.fetchMu.Lock()
+		defer c.fetchMu.Unlock()
+		_, ok := c.fetches[gone]
+		return ok
+	}
+	require.False(t, kept(), "fetch state of node 0 after it left")
+
+	// A NOT_MY_VBUCKET routed by the topology that still had node 0,
+	// handled before the newer one was installed (NotMyVbucket loaded the
+	// topology held then), asks node 0 for its config after it left.
+	c.requestFetch(gone, held)
+	assert.False(t, kept(), "fetch state made for a NOT_MY_VBUCKET from a node that left")
+	// A brief notification of a newer version on one of node 0's draining
+	// connections.
+	c.onNotification(gone, memdx.ClustermapNotification{HasEpoch: true,
+		Version: memdx.ClusterConfigVersion{Epoch: held.Epoch, Revision: int64(held.Rev) + 1}})
+	assert.False(t, kept(), "fetch state made for a notification from a node that left")
+}
