@@ -70,8 +70,9 @@ type PrefixScan struct {
 
 // SamplingScan reads a random sample of about Limit documents (at most
 // Limit are returned). Seed seeds the server's choice; 0 picks one at
-// random. Each vbucket samples up to Limit of its documents, so the
-// documents returned come from the vbuckets scanned first.
+// random. Each vbucket samples about Limit of its documents (kv_engine
+// keeps each with probability Limit/documents), so the documents returned
+// come from the vbuckets scanned first.
 type SamplingScan struct {
 	Limit uint64
 	Seed  uint32

@@ -110,9 +110,8 @@ func TestScanRefusesKeysAServerMustNotSend(t *testing.T) {
 	}
 }
 
-// A sampling scan's continues lie: a key twice in one vbucket's sample, or
-// more keys than the sample's Limit. The scan ends with ErrServerFailure
-// naming what was wrong.
+// A sampling scan's continues lie: a key twice in one vbucket's sample.
+// The scan ends with ErrServerFailure naming what was wrong.
 func TestSamplingScanRefusesKeysAServerMustNotSend(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -120,7 +119,6 @@ func TestSamplingScanRefusesKeysAServerMustNotSend(t *testing.T) {
 		want string
 	}{
 		{"a key twice", []string{"doc-001", "doc-002", "doc-001"}, `returned key "doc-001" twice`},
-		{"more than the limit", []string{"doc-001", "doc-002", "doc-003", "doc-004"}, `more than the 3 keys asked for`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, p, col := proxiedScan(t, 1, 20)
@@ -135,4 +133,23 @@ func TestSamplingScanRefusesKeysAServerMustNotSend(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// kv_engine samples a vbucket holding more documents than the samples asked
+// for by keeping each with probability samples/documents (a Bernoulli draw
+// per key, RangeScan::skipItem), so a vbucket's sample may hold more keys
+// than the Limit: the scan takes them and returns Limit documents, no
+// error.
+func TestSamplingScanTakesAVbucketSampleLongerThanItsLimit(t *testing.T) {
+	_, p, col := proxiedScan(t, 1, 20)
+	p.OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
+		if req.OpCode != memdx.OpRangeScanContinue {
+			return faultnode.Action{}
+		}
+		return faultnode.Action{Send: []memdx.Packet{keysAnswer(req, memdx.StatusRangeScanComplete,
+			"doc-001", "doc-005", "doc-009", "doc-013")}}
+	})
+	got, err := scanUntilError(t, col, SamplingScan{Limit: 3, Seed: 1}, &ScanOptions{IDsOnly: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"doc-001", "doc-005", "doc-009"}, got)
 }

@@ -494,7 +494,8 @@ func countPrefix(log []string, prefix string) int {
 
 // A sampling scan skips, after a restart, the keys it returned before it
 // (the new scan samples again, whole); within one create it refuses a key
-// returned twice, and more keys than the samples asked for.
+// returned twice, and takes more keys than the samples asked for, which
+// kv_engine's Bernoulli sampling may return (the Cursor stops at Limit).
 func TestSamplingScan(t *testing.T) {
 	sampling := func(samples uint64, answers ...answer) (*fakeRequests, *Run) {
 		f := &fakeRequests{answers: map[uint16][]answer{0: answers}}
@@ -517,12 +518,12 @@ func TestSamplingScan(t *testing.T) {
 		assert.ErrorIs(t, err, memdx.ErrMalformed)
 		assert.ErrorContains(t, err, `the sampling scan returned key "q" twice`)
 	})
-	t.Run("too many keys", func(t *testing.T) {
+	t.Run("more keys than the samples", func(t *testing.T) {
 		_, r := sampling(2, complete("q", "r", "s"))
-		assert.Empty(t, drain(r))
-		err, _, _ := r.Result()
-		assert.ErrorIs(t, err, memdx.ErrMalformed)
-		assert.ErrorContains(t, err, "more than the 2 keys asked for")
+		assert.Equal(t, [][]string{{"q", "r", "s"}}, drain(r))
+		err, done, _ := r.Result()
+		require.NoError(t, err)
+		assert.True(t, done)
 	})
 }
 
