@@ -85,7 +85,7 @@ func (b *batch) judgeGrouped(i int) {
 	r := &b.mg.Recs[i]
 	g := &b.mg.Groups[r.Group]
 	o := k.Op.o
-	o.node = g.Node
+	o.attempt(g.Node, 0)
 	o.prepare(g.Conn, 0, 0)
 	op, answered, err := b.mg.FirstAttempt(i)
 	o.req.OpCode = op

@@ -155,13 +155,22 @@ type KeyValueError struct {
 	Key    string
 	// Bucket, Scope and Collection name where the document lives.
 	Bucket, Scope, Collection string
-	// Vbucket and Node are those of the last attempt ("" when none was
-	// dispatched); Opaque its request id on that connection.
-	Vbucket uint16
-	Node    string
-	Opaque  uint32
-	// Status is the last status the server answered (0 when none), with
-	// the node's error-map name and description when the map had them.
+	// Vbucket, Node, Opaque, Status, ErrorName, ErrorDescription,
+	// ServerContext and ServerErrorRef describe one attempt: the last one
+	// whose request was sent (gocb's LastDispatchedTo). Node and Vbucket
+	// are where it went, Opaque its request's id on that connection,
+	// Status what the server answered to it (0 when no answer came: its
+	// connection ended, or its deadline passed first), with the node's
+	// error-map name and description when the map had them, and the
+	// error context the server sent with it. A later attempt that was
+	// never sent (its node had no connection, its collection-id lookup
+	// failed, ...) shows in Cause, which names its node, and in
+	// RetryReasons, never in these fields. When no attempt was sent, Node
+	// and Vbucket are where the last one was routed (Node "" when none
+	// was: an argument refused, no route) and the others are zero.
+	Vbucket          uint16
+	Node             string
+	Opaque           uint32
 	Status           Status
 	ErrorName        string
 	ErrorDescription string

@@ -93,8 +93,11 @@ type opHot struct {
 	userStrategy strategyAdapter
 	req          memdx.Request
 
-	// Last attempt: written by handle on the connection's reader (with
-	// trace's server duration), read by the caller after Do returns.
+	// Last attempt sent (sent: there was one; until then node and vb are
+	// where the last attempt was routed): written by handle on the
+	// connection's reader (with trace's server duration), read by the
+	// caller after Do returns.
+	sent     bool
 	node     *cluster.Node
 	vb       uint16
 	opaque   uint32
@@ -566,7 +569,12 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 		return placed{}, next{err: newKVError(o, ErrClosed, nil)}
 	}
 	r, reason, err := c.cl.Route(&o.route, &o.target)
-	o.node = r.Node // named by the error when it has no connection
+	if !o.sent {
+		// Named by the error should this attempt not be sent either (its
+		// node has no connection, say); once one was sent, the error
+		// describes that one (attempt).
+		o.node, o.vb = r.Node, r.Vbucket
+	}
 	if merr := c.memcachedBucketRefusal(o, r.Topo); merr != nil {
 		return placed{}, next{err: newKVError(o, ErrFeatureNotAvailable, merr)}
 	}
@@ -609,10 +617,10 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 		}
 		return placed{}, next{reason: reason, cause: err, t: r.Topo}
 	}
-	o.vb = r.Vbucket
 	if ferr := o.checkFeatures(cn); ferr != nil {
 		return placed{}, next{err: newKVError(o, ErrFeatureNotAvailable, ferr)}
 	}
+	o.attempt(r.Node, r.Vbucket)
 	o.prepare(cn, r.Vbucket, cid)
 	return placed{Route: r, cn: cn, cid: cid}, next{done: true}
 }
@@ -753,12 +761,14 @@ func (c *Client) waitError(o *op, fromStatus bool, err error) error {
 // result (onSubdocResponse).
 func (o *op) succeeded() bool { return o.status == memdx.StatusSuccess || o.accepted }
 
-// prepare sets the per-attempt fields of the request.
-func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
-	f := cn.Features()
-	o.req.Vbucket = vb
-	o.req.Collections = f.Has(memdx.FeatureCollections) && o.req.OpCode.HasCollectionKey()
-	o.req.CollectionID = cid
+// attempt begins an attempt of o that is placed, on a connection to node
+// for vbucket vb, and sent next: whatever the last attempt sent said
+// (status, opaque, error context, error-map entry, NOT_MY_VBUCKET body)
+// is forgotten, so that the fields of o an error reports (newKVError) are
+// those of one attempt, the last one sent. An attempt that is not sent
+// (place fails) leaves them as they are.
+func (o *op) attempt(node *cluster.Node, vb uint16) {
+	o.node, o.vb, o.sent = node, vb, true
 	o.status = 0
 	o.outcome = statuspolicy.Outcome{}
 	o.opaque = 0
@@ -769,6 +779,15 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 		o.errName, o.errDesc = "", ""
 	}
 	o.accepted = false
+}
+
+// prepare sets the per-attempt fields of the request of an attempt begun
+// (attempt) and placed on cn.
+func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
+	f := cn.Features()
+	o.req.Vbucket = vb
+	o.req.Collections = f.Has(memdx.FeatureCollections) && o.req.OpCode.HasCollectionKey()
+	o.req.CollectionID = cid
 	if o.durDefault {
 		o.req.DurabilityTimeout = defaultDurabilityTimeout(o.st.Deadline().Sub(o.c.clock.Now()))
 	}

@@ -1,10 +1,20 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
 )
 
 // KeyValueError.RetryAttempts is the number of retries, and the message says
@@ -50,4 +60,66 @@ func TestInvalidArgumentIsAKeyValueError(t *testing.T) {
 	if want := `GetAndLock "k": invalid argument: negative lock time -1`; err.Error() != want {
 		t.Errorf("%q; want %q", err.Error(), want)
 	}
+}
+
+// A KeyValueError describes one attempt, the last one sent: a Get whose
+// first attempt got TMPFAIL from its node, and whose retry was routed to
+// another node (the vbucket moved meanwhile) that has no connection, names
+// the node that answered TMPFAIL, with that answer's opaque and server
+// context; the attempt never sent shows in the cause, which names its
+// node.
+func TestKeyValueErrorDescribesTheLastAttemptSent(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	const key = "k"
+	_, err := col.Upsert(ctx, key, []byte("v"), nil)
+	require.NoError(t, err)
+	from := owner(mc, key)
+	to := 1 - from
+	down := mc.Node(to).Addr()
+	mc.Node(to).Stop()
+	awaitDiagnostics(t, c, down, EndpointReconnecting, nil)
+	var sentOpaque atomic.Uint32
+	tmpfail := mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: key}, 1,
+		func(r *mockcluster.Request) (mockcluster.Action, bool) {
+			sentOpaque.Store(r.Packet.Opaque)
+			return mockcluster.Action{Status: memdx.StatusTmpFail}, true
+		})
+	t.Cleanup(tmpfail.Remove)
+
+	asked, proceed := make(chan RetryReason, 1), make(chan struct{})
+	strategy := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		if r != RetryReasonKVTemporaryFailure {
+			return NoRetry()
+		}
+		asked <- r
+		<-proceed // the test moves the vbucket meanwhile
+		return RetryAfter(0)
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := col.Get(ctx, key, &GetOptions{Timeout: time.Minute, RetryStrategy: strategy})
+		done <- err
+	}()
+	waitAsked(t, asked, RetryReasonKVTemporaryFailure, done)
+	moveVbucket(t, mc, key, to)
+	awaitTopology(t, c, "the key routes to the stopped node", func(*cluster.Topology) bool { return c.Route(key).Active == down })
+	close(proceed)
+
+	err = <-done
+	require.ErrorIs(t, err, ErrNotRetried)
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	t.Logf("%v", err)
+	assert.Equal(t, mc.Node(from).Addr(), kv.Node, "the node of the last attempt sent")
+	assert.Equal(t, mc.Bucket(mockcluster.DefaultBucket).VbucketForKey([]byte(key)), kv.Vbucket)
+	assert.Equal(t, StatusTmpFail, kv.Status, "its answer")
+	assert.Equal(t, sentOpaque.Load(), kv.Opaque, "its request")
+	assert.Equal(t, "mockcluster: injected fault", kv.ServerContext)
+	assert.Equal(t, 1, kv.RetryAttempts)
+	assert.True(t, kv.RetryReasons.Has(RetryReasonKVTemporaryFailure))
+	assert.ErrorIs(t, err, ErrNoNodeAvailable)
+	assert.Contains(t, err.Error(), "node "+down+" is not available", "the cause names the node of the attempt not sent")
 }
