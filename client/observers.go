@@ -24,6 +24,9 @@ type observers struct {
 	optrace.Observers
 	hooks   *hookGuard
 	orphans *opreport.Orphans // nil: off
+	// clock is the client's Clock when it is not the real one (nil when it
+	// is): a late answer's arrival is read on it (onOrphan).
+	clock retry.Clock
 
 	bucket string
 	// clientID is RFC 0067's client id, the first half of every
@@ -47,6 +50,9 @@ type collMeters = optrace.Coll
 // Close too).
 func newObservers(o *Options, clock, every retry.Clock, clientID string) *observers {
 	ob := &observers{hooks: newHookGuard(o.Logger, every), bucket: o.Bucket, clientID: clientID}
+	if clock != retry.RealClock() {
+		ob.clock = clock
+	}
 	cfg := optrace.Config{Clock: clock, Service: ServiceKV, Bucket: o.Bucket, ErrorTypeOther: ErrorTypeOther, Guard: ob.hooks.Guard}
 	if tracerOn(o.Tracer) { // NoopTracer: no span is made
 		cfg.Tracer = spanStarter{ob.hooks, o.Tracer}
@@ -172,8 +178,17 @@ func (ob *observers) close() { ob.Close() }
 // onOrphan is conn.Options.OnOrphan when the orphan report is on: it runs
 // on a connection's reader, after the connection released its lock, and
 // does no more than fill a record and insert it in the report's sample
-// (no allocation, no code of the caller's).
+// (no allocation, no code of the caller's but a test's Clock). The
+// request's Sent is a reading of the client's Clock, and the connection's
+// Arrived one of the system clock: on the real clock the two are one
+// clock, and Arrived is the answer's arrival; on another (Options.Clock),
+// the arrival is read on it, so that the total is the difference of two
+// readings of the one clock.
 func (ob *observers) onOrphan(x conn.Orphan) {
-	r := optrace.OrphanRecord(ServiceKV, x)
+	arrived := x.Arrived
+	if ob.clock != nil && !x.Sent.IsZero() {
+		arrived = ob.clock.Now()
+	}
+	r := optrace.OrphanRecord(ServiceKV, x, arrived)
 	ob.orphans.Orphan(&r)
 }

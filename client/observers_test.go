@@ -88,17 +88,22 @@ func TestOperationMetricRecorders(t *testing.T) {
 // An orphan from a connection becomes a record of the orphan report:
 // its total from the request's dispatch to the late answer (from when it
 // was abandoned when the request said nothing), the connection's id and
-// sockets, the opaque and the server's duration.
+// sockets, the opaque and the server's duration. The request's Sent is
+// the client's clock's (a fake one here), the connection's Abandoned and
+// Arrived the system clock's: the total from Sent is read on the client's
+// clock, the one from Abandoned on the connection's.
 func TestOrphanRecordFromConnection(t *testing.T) {
 	clock := retry.NewFakeClock(reportEpoch)
 	logger, logs := logcapture.New()
 	ob := newObservers(&Options{Logger: logger, LoggingMeter: LoggingMeterOptions{Disabled: true},
 		ThresholdLogging: ThresholdLoggingOptions{Disabled: true}}, clock, clock, "")
+	clock.Advance(750 * time.Millisecond) // the late answer comes 750 ms after the send
+	now := time.Now()
 	ob.onOrphan(conn.Orphan{Origin: conn.Origin{Operation: "get", Sent: reportEpoch, Timeout: 50 * time.Millisecond},
 		OpCode: memdx.OpGet, Opaque: 42, ConnID: "a/b", LocalAddr: "127.0.0.1:5000", RemoteAddr: "127.0.0.1:11210",
-		Abandoned: reportEpoch.Add(50 * time.Millisecond), Arrived: reportEpoch.Add(750 * time.Millisecond),
+		Abandoned: now.Add(-700 * time.Millisecond), Arrived: now,
 		ServerDuration: 700 * time.Millisecond, HasServerDuration: true})
-	ob.onOrphan(conn.Orphan{OpCode: memdx.OpNoop, Opaque: 7, Abandoned: reportEpoch, Arrived: reportEpoch.Add(time.Second)})
+	ob.onOrphan(conn.Orphan{OpCode: memdx.OpNoop, Opaque: 7, Abandoned: now.Add(-time.Second), Arrived: now})
 	ob.close()
 	l := logcapture.Next(t, logs)
 	require.Equal(t, OrphanReportMessage, l.Msg)

@@ -240,19 +240,24 @@ func (ob *Observers) RecordN(coll *Coll, name string, opc memdx.OpCode, d time.D
 
 // OrphanRecord is the orphan report's record of x, a response of service
 // that came after its caller left: its total from the request's dispatch
-// to the late answer (from when it was abandoned when the request carried
-// no Origin). It runs on a connection's reader and allocates nothing.
-func OrphanRecord(service string, x conn.Orphan) opreport.Record {
+// (x.Sent, on the caller's clock) to arrived, when the answer came read
+// on that same clock; from when it was abandoned to when it arrived, both
+// on the connection's clock (x.Abandoned, x.Arrived), when the request
+// carried no Sent. Each duration is so the difference of two readings of
+// one clock: conn's Arrived is the system clock's, and a caller on another
+// clock (a test's fake one) reads arrived on it. It runs on a connection's
+// reader and allocates nothing.
+func OrphanRecord(service string, x conn.Orphan, arrived time.Time) opreport.Record {
 	r := opreport.Record{Service: service, Operation: x.Operation, Timeout: x.Timeout,
 		Dispatched: true, OperationID: x.Opaque, LocalID: x.ConnID, LocalSocket: x.LocalAddr, RemoteSocket: x.RemoteAddr}
 	if r.Operation == "" {
 		r.Operation = OpcodeSpanName(x.OpCode)
 	}
-	sent := x.Sent
-	if sent.IsZero() {
-		sent = x.Abandoned // its caller said nothing: from when it left
+	if x.Sent.IsZero() {
+		r.Total = x.Arrived.Sub(x.Abandoned) // its caller said nothing: from when it left
+	} else {
+		r.Total = arrived.Sub(x.Sent)
 	}
-	r.Total = x.Arrived.Sub(sent)
 	r.LastDispatch, r.TotalDispatch = r.Total, r.Total
 	if x.HasServerDuration {
 		r.HasServer = true
