@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -174,7 +175,13 @@ func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
 	}
 }
 
-// Nodes join and leave without failing requests in flight.
+// Nodes join and leave without failing requests in flight. A node joins
+// as in a real rebalance: the config that starts it names the node, and
+// its vbuckets move only after the client has connected to it, whatever
+// that takes (the new node's bootstrap is held past the operations'
+// default timeout here, so that the test shows it does not depend on how
+// fast a machine dials and authenticates); how operations wait for a node
+// that has no connection yet is TestNodeBackEndsRetryWaitsAtOnce's.
 func TestNodesAddedAndRemoved(t *testing.T) {
 	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 3})
@@ -193,9 +200,14 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 	}()
 	// Rebalances move vbuckets in chunks, a config per chunk, as a real
 	// rebalance publishes configs at a pace of seconds, not microseconds.
-	rebalance := func(o mockcluster.RebalanceOptions) {
+	// ready, when set, runs after the rebalance has started (its config
+	// published) and before the first vbucket moves.
+	rebalance := func(o mockcluster.RebalanceOptions, ready func()) {
 		reb, err := mc.StartRebalance(o)
 		require.NoError(t, err)
+		if ready != nil {
+			ready()
+		}
 		for reb.Remaining() > 0 {
 			_, err := reb.Step(64)
 			require.NoError(t, err)
@@ -205,7 +217,12 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 	}
 	n4, err := mc.AddNode()
 	require.NoError(t, err)
-	rebalance(mockcluster.RebalanceOptions{})
+	slowBootstrap := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Nodes: []int{n4.ID()}, OpCodes: []memdx.OpCode{memdx.OpHello}},
+		Action: mockcluster.Action{Delay: DefaultKVTimeout + 500*time.Millisecond}})
+	defer slowBootstrap.Remove()
+	rebalance(mockcluster.RebalanceOptions{}, func() {
+		awaitDiagnostics(t, c, n4.Addr(), EndpointConnected, nil)
+	})
 	awaitTopology(t, c, "the added node holds vbuckets", func(top *cluster.Topology) bool {
 		return len(top.Nodes()) == 4 && topologyHas(top, n4.Addr())
 	})
@@ -217,7 +234,7 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 	gone := mc.Node(0).Addr()
 	n0 := c.cl.Node(gone)
 	require.NotNil(t, n0, "the client has a pool for node 0")
-	rebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2, n4.ID()}})
+	rebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2, n4.ID()}}, nil)
 	awaitTopology(t, c, "node 0 is rebalanced out", func(top *cluster.Topology) bool {
 		return len(top.Nodes()) == 3 && !topologyHas(top, gone)
 	})
