@@ -18,8 +18,9 @@ import (
 
 // StatsOptions are the options of Stats.
 type StatsOptions struct {
-	// Timeout bounds each node's answer (the client's KVTimeout by
-	// default).
+	// Timeout bounds each node's answer: 0 means the client's KVTimeout,
+	// a negative one is refused (ErrInvalidArgument), as in the other
+	// options of this file.
 	Timeout time.Duration
 	// Node, when set, asks only this node (an address as Nodes returns).
 	Node string
@@ -71,7 +72,7 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 	if opts != nil {
 		o = *opts
 	}
-	return eachNode(c, ctx, "Stats", o.Node, func(ctx context.Context, n *cluster.Node) (NodeStats, error) {
+	return eachNode(c, ctx, "Stats", o.Node, o.Timeout, func(ctx context.Context, n *cluster.Node) (NodeStats, error) {
 		stats := nodereq.Stats{}
 		op := c.nodeOp("Stats", n, memdx.NewStat([]byte(group)), o.Timeout)
 		op.handler = stats.Handle
@@ -88,7 +89,7 @@ func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersi
 	if opts != nil {
 		o = *opts
 	}
-	return eachNode(c, ctx, "Version", o.Node, func(ctx context.Context, n *cluster.Node) (NodeVersion, error) {
+	return eachNode(c, ctx, "Version", o.Node, o.Timeout, func(ctx context.Context, n *cluster.Node) (NodeVersion, error) {
 		var v nodereq.Version
 		op := c.nodeOp("Version", n, memdx.NewVersion(), o.Timeout)
 		op.handler = v.Handle
@@ -128,7 +129,7 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 		}
 		extras = nodereq.FlushExtras(exp)
 	}
-	return eachNode(c, ctx, "Flush", o.Node, func(ctx context.Context, n *cluster.Node) (NodeResult, error) {
+	return eachNode(c, ctx, "Flush", o.Node, o.Timeout, func(ctx context.Context, n *cluster.Node) (NodeResult, error) {
 		err := runNode(ctx, c.nodeOp("Flush", n, nodereq.Flush(extras), o.Timeout))
 		return NodeResult{Node: n.Addr(), Err: err}, err
 	})
@@ -148,7 +149,7 @@ type PingResult struct {
 // Ping sends NOOP on one connection of every node in the topology, all at
 // once, and reports each answer and its latency. It never retries.
 func (c *Client) Ping(ctx context.Context) []PingResult {
-	out, _ := eachNode(c, ctx, "Ping", "", func(ctx context.Context, n *cluster.Node) (PingResult, error) {
+	out, _ := eachNode(c, ctx, "Ping", "", 0, func(ctx context.Context, n *cluster.Node) (PingResult, error) {
 		o := c.nodeOp("Ping", n, memdx.NewNoop(), 0)
 		defer putOp(o)
 		start := time.Now()
@@ -179,8 +180,12 @@ func runNode(ctx context.Context, o *op) error {
 // eachNode runs do for each node of the current topology (only the one
 // addressed when only is set), all at once, and waits for every one
 // (fanout.Each). It returns their results in the topology's order and
-// their errors joined.
-func eachNode[R any](c *Client, ctx context.Context, name, only string, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
+// their errors joined. A negative timeout (the call's option) is refused
+// before anything is sent.
+func eachNode[R any](c *Client, ctx context.Context, name, only string, timeout time.Duration, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
+	if err := checkTimeout(timeout); err != nil {
+		return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, err)
+	}
 	t := c.cl.Topology()
 	if t == nil {
 		return nil, c.refused(name, 0, nil, "", ErrNoNodeAvailable, errors.New("no topology yet"))

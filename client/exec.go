@@ -535,7 +535,8 @@ type onceStrategy struct{}
 func (onceStrategy) RetryAfter(retry.Request, retry.Reason) retry.Action { return retry.NoRetry() }
 
 // deadline is the deadline of an operation begun at now with timeout (0:
-// Options.KVTimeout): the earlier of now + timeout and ctx's deadline.
+// Options.KVTimeout; a negative one is refused before, checkTimeout): the
+// earlier of now + timeout and ctx's deadline.
 func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.Time) time.Time {
 	if timeout <= 0 {
 		timeout = c.kvTimeout

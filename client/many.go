@@ -99,7 +99,7 @@ func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetMany
 	for i, key := range keys {
 		res[i].Key = key
 	}
-	if b.groupGets(col) {
+	if checkTimeout(p.timeout) == nil && b.groupGets(col) { // else each key's op refuses it
 		b.getGroups(col, keys, p, res)
 	} else {
 		for i, key := range keys {

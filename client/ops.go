@@ -16,7 +16,9 @@ const MaxKeyLength = 250
 
 // Options of the operations: one type per operation, holding only what that
 // operation uses. A nil pointer means every default. Timeout overrides the
-// client's KVTimeout (the context's deadline still wins when earlier);
+// client's KVTimeout (the context's deadline still wins when earlier); 0
+// means KVTimeout, and a negative Timeout (or DurabilityTimeout) is
+// refused before anything is sent, with ErrInvalidArgument naming it;
 // RetryStrategy overrides the client's strategy for this operation;
 // ParentSpan is the span the operation's span goes under when
 // Options.Tracer records (else the context's, ContextWithParentSpan).
@@ -321,11 +323,7 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 	o.req, o.timeout, o.parentSpan = req, p.timeout, p.parent
 	o.strategy = internalStrategy(p.strategy, &o.userStrategy)
 	o.req.Key = o.key
-	invalid := checkKey(key)
-	if invalid == nil {
-		invalid = p.invalid
-	}
-	if invalid != nil {
+	if invalid := firstErr(checkKey(key), checkTimeout(p.timeout), p.invalid); invalid != nil {
 		e := col.argumentRefused(o, invalid)
 		putOp(o)
 		return nil, e
@@ -401,8 +399,25 @@ func expiryValue(d time.Duration, clock nower) (uint32, error) {
 	return uint32(abs), nil
 }
 
+// checkTimeout refuses a negative operation Timeout. 0 means the
+// client's KVTimeout; a negative one (a time left computed after its end,
+// say) is refused rather than replaced by the default, as Connect refuses
+// a negative KVTimeout and Scan and WaitUntilReady a negative Timeout.
+func checkTimeout(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("negative Timeout %v", d)
+	}
+	return nil
+}
+
+// durabilityTimeout is the durability timeout a synchronous write sends
+// for d: 0 (none: prepare derives one from the time left) for 0; a
+// negative d is refused, as a negative Timeout is.
 func durabilityTimeout(d time.Duration) (uint16, error) {
-	if d <= 0 {
+	if d < 0 {
+		return 0, fmt.Errorf("negative DurabilityTimeout %v", d)
+	}
+	if d == 0 {
 		return 0, nil
 	}
 	ms := d.Milliseconds()
@@ -690,7 +705,7 @@ func (col *Collection) mutation(name string, kind opKind, key string, req memdx.
 		return nil, err
 	}
 	o.casGiven = p.cas != 0
-	o.durDefault = p.durability != DurabilityNone && p.durabilityTimeout <= 0
+	o.durDefault = p.durability != DurabilityNone && p.durabilityTimeout == 0
 	return o, nil
 }
 

@@ -92,8 +92,9 @@ const (
 // ScanOptions are the options of Scan. nil means the defaults.
 type ScanOptions struct {
 	// Timeout bounds each request the scan sends (a create, a continue, a
-	// cancel), retries included; the client's KVTimeout by default. The
-	// scan as a whole is bounded by Scan's context only.
+	// cancel), retries included; 0 means the client's KVTimeout, and a
+	// negative one is refused (ErrInvalidArgument). The scan as a whole is
+	// bounded by Scan's context only.
 	Timeout time.Duration
 	// IDsOnly returns keys only (ScanItem.IDOnly), not documents.
 	IDsOnly bool
@@ -191,8 +192,11 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	if err != nil {
 		return fail(ErrFeatureNotAvailable, err)
 	}
-	if o.Concurrency < 0 || o.Timeout < 0 {
-		return fail(ErrInvalidArgument, errors.New("negative Concurrency or Timeout"))
+	if o.Concurrency < 0 {
+		return fail(ErrInvalidArgument, fmt.Errorf("negative Concurrency %d", o.Concurrency))
+	}
+	if err := checkTimeout(o.Timeout); err != nil {
+		return fail(ErrInvalidArgument, err)
 	}
 	reqs := &scanRequests{c: c, col: col, parent: ctx, timeout: cmp.Or(o.Timeout, c.opts.KVTimeout),
 		strategy: cmp.Or(internalStrategy(o.RetryStrategy, nil), c.strategy), parentSpan: o.ParentSpan}
