@@ -385,9 +385,10 @@ func TestGetManyBadKeysFailAlone(t *testing.T) {
 	mres := col.RemoveMany(context.Background(), []string{"", keys[0]}, nil)
 	require.ErrorIs(t, mres[0].Err, ErrInvalidArgument)
 	require.NoError(t, mres[1].Err)
-	ures := col.UpsertMany(context.Background(), []UpsertManyItem{{Key: keys[0], Expiry: -time.Second}, {Key: strings.Repeat("k", 300)}}, nil)
-	require.NoError(t, ures[0].Err)
+	ures := col.UpsertMany(context.Background(), []UpsertManyItem{{Key: keys[0], Expiry: -time.Second}, {Key: strings.Repeat("k", 300)}, {Key: keys[0]}}, nil)
+	require.ErrorIs(t, ures[0].Err, ErrInvalidArgument) // a negative expiry
 	require.ErrorIs(t, ures[1].Err, ErrInvalidArgument)
+	require.NoError(t, ures[2].Err)
 }
 
 // memcached:// with two servers, one refusing connections: the keys of

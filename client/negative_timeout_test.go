@@ -102,3 +102,49 @@ func TestNegativeTimeoutIsRefusedByAMemcachedGetMany(t *testing.T) {
 	assert.Nil(t, res)
 	requireNegativeRefused(t, err, "Flush", "Timeout -1s")
 }
+
+// A negative Expiry is refused before anything is sent, as a negative
+// Timeout is: sent as 0 it would mean "never expires", keeping for ever a
+// document whose time to live had run out before it was written. Every
+// operation that takes an expiry, alike.
+func TestNegativeExpiryIsRefused(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	ops := []memdx.OpCode{memdx.OpSet, memdx.OpAdd, memdx.OpReplace, memdx.OpTouch, memdx.OpGAT,
+		memdx.OpIncrement, memdx.OpSubdocMultiMutation}
+	sent := func() (n uint64) {
+		for _, op := range ops {
+			n += mc.RequestCount(op)
+		}
+		return n
+	}
+	before := sent()
+
+	_, err = col.Upsert(ctx, "k", []byte("v"), &UpsertOptions{Expiry: -time.Second})
+	requireNegativeRefused(t, err, "Upsert", "expiry -1s")
+	_, err = col.Insert(ctx, "new", []byte("v"), &InsertOptions{Expiry: -1})
+	requireNegativeRefused(t, err, "Insert", "expiry -1ns")
+	_, err = col.Replace(ctx, "k", []byte("v"), &ReplaceOptions{Expiry: -time.Second})
+	requireNegativeRefused(t, err, "Replace", "expiry -1s")
+	_, err = col.Touch(ctx, "k", -time.Second, nil)
+	requireNegativeRefused(t, err, "Touch", "expiry -1s")
+	_, err = col.GetAndTouch(ctx, "k", -time.Second, nil)
+	requireNegativeRefused(t, err, "GetAndTouch", "expiry -1s")
+	initial := uint64(1)
+	_, err = col.Increment(ctx, "n", &IncrementOptions{Initial: &initial, Expiry: -time.Second})
+	requireNegativeRefused(t, err, "Increment", "expiry -1s")
+	_, err = col.MutateIn(ctx, "k", []MutateInSpec{UpsertSpec("a", []byte("1"), nil)}, &MutateInOptions{Expiry: -time.Second})
+	requireNegativeRefused(t, err, "MutateIn", "expiry -1s")
+	for _, r := range col.UpsertMany(ctx, []UpsertManyItem{{Key: "k", Value: []byte("v"), Expiry: -time.Second}}, nil) {
+		requireNegativeRefused(t, r.Err, "Upsert", "expiry -1s")
+	}
+	assert.Equal(t, before, sent(), "a refused operation sent nothing")
+
+	exists, err := col.Exists(ctx, "new", nil)
+	require.NoError(t, err)
+	assert.False(t, exists.Exists, "the refused Insert wrote nothing")
+}

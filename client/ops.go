@@ -95,8 +95,9 @@ type UpsertOptions struct {
 	// Cas, when not 0, makes the write conditional on the document's
 	// current CAS; a mismatch fails with ErrCasMismatch.
 	Cas uint64
-	// Expiry is the document's time to live (0: none). Durations over 30
-	// days are sent as an absolute time, as the server requires.
+	// Expiry is the document's time to live (0: none; a negative one is
+	// refused, ErrInvalidArgument). Durations over 30 days are sent as an
+	// absolute time, as the server requires.
 	Expiry time.Duration
 	// PreserveExpiry keeps the expiry of a document that already exists
 	// (the server needs PreserveTtl; Expiry then applies only to a
@@ -381,11 +382,16 @@ func checkKey(key string) error {
 // expiryValue converts a time to live to the protocol's expiry: seconds up
 // to 30 days, an absolute Unix time (read from clock) beyond: the server
 // reads values above 30 days as absolute. Sub-second durations round up to
-// one second, so that a short TTL never means "never expires". The clock
-// is read only for an absolute expiry: most writes set none, and a reading
-// costs more than the rest of this.
+// one second, so that a short TTL never means "never expires"; a negative
+// one (a time left computed after its end, say) is refused for the same
+// reason: sent as 0 it would keep the document for ever. The clock is read
+// only for an absolute expiry: most writes set none, and a reading costs
+// more than the rest of this.
 func expiryValue(d time.Duration, clock nower) (uint32, error) {
 	if d <= 0 {
+		if d < 0 {
+			return 0, fmt.Errorf("negative expiry %v", d)
+		}
 		return 0, nil
 	}
 	secs := int64(math.Ceil(d.Seconds()))
@@ -503,7 +509,8 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 	return r, err
 }
 
-// GetAndTouch reads a document and sets its expiry.
+// GetAndTouch reads a document and sets its expiry (0: none; a negative
+// one is refused, ErrInvalidArgument).
 func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.Duration, opts *GetAndTouchOptions) (GetResult, error) {
 	var p opParams
 	if opts != nil {
@@ -556,7 +563,8 @@ func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts 
 	return err
 }
 
-// Touch sets a document's expiry.
+// Touch sets a document's expiry (0: none; a negative one is refused,
+// ErrInvalidArgument).
 func (col *Collection) Touch(ctx context.Context, key string, expiry time.Duration, opts *TouchOptions) (MutationResult, error) {
 	var p opParams
 	if opts != nil {

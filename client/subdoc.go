@@ -69,7 +69,8 @@ type MutateInOptions struct {
 	// (ErrCasMismatch); not with StoreSemanticsInsert.
 	Cas uint64
 	// Expiry sets the document's time to live (0: none, or the current
-	// one with PreserveExpiry).
+	// one with PreserveExpiry; a negative one is refused,
+	// ErrInvalidArgument).
 	Expiry time.Duration
 	// PreserveExpiry keeps the document's expiry; not with Expiry, nor
 	// with StoreSemanticsInsert.
