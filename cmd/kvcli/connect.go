@@ -116,10 +116,12 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 // connecting, which kvcli gives the client explicitly: -t wins over the
 // connection string's kv_timeout, which wins over its profile's
 // (profile=wan_development), which wins over the default.
-// --connect-timeout likewise wins over connect_timeout (which the client
-// would let win over Options.ConnectTimeout: it is dropped from the
-// connection string), and the error that reports a connect timeout names
-// the one used and where it came from. An invalid kv_timeout,
+// -t drops kv_timeout from the connection string: the client would let
+// it win over Options.KVTimeout, which bounds ping. --connect-timeout
+// likewise wins over connect_timeout (which the client would let win over
+// Options.ConnectTimeout: it is dropped from the connection string), and
+// the error that reports a connect timeout names the one used and where
+// it came from. An invalid kv_timeout,
 // connect_timeout or profile is left for the client to reject.
 func (inv *invocation) resolveTimeouts(t *target) {
 	var profile client.Options
@@ -127,9 +129,14 @@ func (inv *invocation) resolveTimeouts(t *target) {
 		profile, _ = client.ConfigProfile(p).Defaults()
 	}
 	inv.opTimeout = inv.g.timeout
-	if d, ok, err := t.cs.Duration("kv_timeout"); err == nil && ok && !inv.timeoutFlag && d > 0 {
+	d, ok, err := t.cs.Duration("kv_timeout")
+	switch {
+	case err == nil && ok && d > 0 && inv.timeoutFlag:
+		delete(t.cs.Options, "kv_timeout")
+		t.connStr = t.cs.String()
+	case err == nil && ok && d > 0:
 		inv.opTimeout = d
-	} else if !inv.timeoutFlag && profile.KVTimeout > 0 {
+	case !inv.timeoutFlag && profile.KVTimeout > 0:
 		inv.opTimeout = profile.KVTimeout
 	}
 	inv.connectTimeout, inv.connectTimeoutFrom = inv.g.connectTimeout, "the default --connect-timeout"

@@ -5,7 +5,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -99,4 +101,28 @@ func TestPingJSONNamesTheConnection(t *testing.T) {
 	assert.Equal(t, p["node"], p["remote"])
 	assert.Regexp(t, `^127\.0\.0\.1:\d+$`, p["local"])
 	assert.Regexp(t, `^[0-9A-F]{16}/[0-9a-f]{16}$`, p["local_id"])
+}
+
+// ping takes -t as its timeout even when the connection string carries a
+// kv_timeout, as every other command does: -t wins. The NOOP's answer is
+// held past -t (and answered within kv_timeout): the ping must time out
+// at -t, not wait for the connection string's timeout.
+func TestPingTimeoutFlagWinsOverKVTimeout(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{Nodes: 1})
+	env = with(env, envConnStr, env[envConnStr]+"?kv_timeout=30s")
+	h := mc.AddFault(mockcluster.Fault{
+		// The bucket's connection: not the NOOP of its handshake, sent
+		// before it selects the bucket.
+		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpNoop}, Bucket: mockcluster.DefaultBucket},
+		Action: mockcluster.Action{Delay: 3 * time.Second},
+	})
+	defer h.Remove()
+	r := runKV(t, env, "", "ping", "--json", "-t", "100ms")
+	assert.Equal(t, exitError, r.code, r)
+	var res struct {
+		Ping []map[string]any `json:"ping"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
+	require.Len(t, res.Ping, 1, r)
+	assert.Equal(t, "timeout", res.Ping[0]["state"], r)
 }
