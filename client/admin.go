@@ -64,9 +64,10 @@ type NodeResult struct {
 }
 
 // Stats asks every node for a group of statistics: "" for the default
-// group, or one the server knows ("settings", "items", "slabs", "conns" on
-// memcached; Couchbase Server needs the Stats privilege). A group the
-// server does not know fails with ErrInvalidArgument.
+// group, or one the server knows ("settings", "items", "slabs", "sizes" on
+// memcached, whose binary protocol has no "conns": that group is text
+// only; Couchbase Server needs the Stats privilege). A group the server
+// does not know fails with ErrInvalidArgument.
 func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([]NodeStats, error) {
 	var o StatsOptions
 	if opts != nil {
