@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,4 +127,44 @@ func TestPingTimeoutFlagWinsOverKVTimeout(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
 	require.Len(t, res.Ping, 1, r)
 	assert.Equal(t, "timeout", res.Ping[0]["state"], r)
+}
+
+// Ctrl-C during ping or stats exits 130, as during any other command: the
+// request reached the server (which holds its answer) when ctx is
+// canceled.
+func TestPingAndStatsInterrupted(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		op   memdx.OpCode
+	}{
+		{[]string{"ping"}, memdx.OpNoop},
+		{[]string{"stats"}, memdx.OpStat},
+	} {
+		t.Run(c.args[0], func(t *testing.T) {
+			mc, env := newMock(t, mockcluster.Options{Nodes: 1})
+			arrived := make(chan struct{})
+			var once sync.Once
+			h := mc.AddFault(mockcluster.Fault{
+				Match: mockcluster.Match{OpCodes: []memdx.OpCode{c.op}, Bucket: mockcluster.DefaultBucket,
+					Func: func(*mockcluster.Request) bool { once.Do(func() { close(arrived) }); return true }},
+				Action: mockcluster.Action{Delay: 20 * time.Second},
+			})
+			defer h.Remove()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			bg := startKvcli(ctx, append(c.args, "-t", "20s"), env)
+			select {
+			case <-arrived:
+			case code := <-bg.done:
+				t.Fatalf("exit %d before the request arrived: %s", code, bg.stderr.String())
+			}
+			cancel()
+			select {
+			case code := <-bg.done:
+				assert.Equal(t, exitInterrupted, code, "stdout: %s\nstderr: %s", bg.stdout.String(), bg.stderr.String())
+			case <-time.After(10 * time.Second):
+				t.Fatal("it did not end on interrupt")
+			}
+		})
+	}
 }

@@ -448,7 +448,7 @@ func cmdPing(ctx context.Context, inv *invocation, args []string) int {
 			for _, p := range results {
 				jp := jsonPing{Node: p.Node, OK: p.Err == nil, State: "ok", Local: p.Local, Remote: p.Remote, LocalID: p.LocalID}
 				if p.Err != nil {
-					code = exitError
+					code = nodeFailureCode(code, inv.explain("", p.Err).code)
 					res.OK = false
 					jp.State = "error"
 					if errors.Is(p.Err, client.ErrTimeout) {
@@ -472,6 +472,17 @@ func cmdPing(ctx context.Context, inv *invocation, args []string) int {
 			return code
 		}, nil
 	})
+}
+
+// nodeFailureCode is the exit code of a command asking every node (ping,
+// stats, flush) once one more node failed with code c, after code: the
+// first failure's, except that an interrupt (Ctrl-C, which fails every
+// node still waiting) wins.
+func nodeFailureCode(code, c int) int {
+	if code == exitOK || c == exitInterrupted {
+		return c
+	}
+	return code
 }
 
 func cmdRoute(ctx context.Context, inv *invocation, args []string) int {

@@ -230,11 +230,14 @@ func cmdStats(ctx context.Context, inv *invocation, args []string) int {
 				return inv.fail("", "stats", err)
 			}
 			out := jsonAdmin{Op: "stats", OK: err == nil}
+			code := exitOK
 			for _, ns := range res {
 				jn := jsonAdminNode{Node: ns.Node, OK: ns.Err == nil, Stats: ns.Stats}
 				if ns.Err != nil {
+					p := inv.explain("", ns.Err)
+					code = nodeFailureCode(code, p.code)
 					jn.Error = inv.redact(ns.Err.Error())
-					fmt.Fprintf(inv.diag(), "kvcli: %s: %s\n", inv.redact(ns.Node), inv.explain("", ns.Err).line)
+					fmt.Fprintf(inv.diag(), "kvcli: %s: %s\n", inv.redact(ns.Node), p.line)
 				} else if !inv.g.json {
 					names := make([]string, 0, len(ns.Stats))
 					for k := range ns.Stats {
@@ -250,10 +253,10 @@ func cmdStats(ctx context.Context, inv *invocation, args []string) int {
 			if inv.g.json {
 				inv.printJSON(out)
 			}
-			if err != nil {
-				return exitError
+			if err != nil && code == exitOK {
+				code = exitError
 			}
-			return exitOK
+			return code
 		}, nil
 	})
 }
@@ -276,11 +279,14 @@ func cmdFlush(ctx context.Context, inv *invocation, args []string) int {
 				return inv.fail("", "flush", err)
 			}
 			out := jsonAdmin{Op: "flush", OK: err == nil}
+			code := exitOK
 			for _, nr := range res {
 				jn := jsonAdminNode{Node: nr.Node, OK: nr.Err == nil}
 				if nr.Err != nil {
+					p := inv.explain("", nr.Err)
+					code = nodeFailureCode(code, p.code)
 					jn.Error = inv.redact(nr.Err.Error())
-					fmt.Fprintf(inv.diag(), "kvcli: %s: %s\n", inv.redact(nr.Node), inv.explain("", nr.Err).line)
+					fmt.Fprintf(inv.diag(), "kvcli: %s: %s\n", inv.redact(nr.Node), p.line)
 				} else if !inv.g.json {
 					if *delay > 0 {
 						fmt.Fprintf(inv.env.stdout, "%s flushes in %s\n", nr.Node, *delay)
@@ -293,10 +299,10 @@ func cmdFlush(ctx context.Context, inv *invocation, args []string) int {
 			if inv.g.json {
 				inv.printJSON(out)
 			}
-			if err != nil {
-				return exitError
+			if err != nil && code == exitOK {
+				code = exitError
 			}
-			return exitOK
+			return code
 		}, nil
 	})
 }
