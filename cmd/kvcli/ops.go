@@ -29,6 +29,10 @@ func (inv *invocation) withSession(ctx context.Context, fs *flag.FlagSet, args [
 		}
 	}
 	op, err := prepare(pos)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Interrupted while preparing (reading a value from stdin or a FIFO).
+		return inv.fail("", inv.cmd.name, ctx.Err())
+	}
 	if err != nil {
 		inv.usageError("%s: %v", inv.cmd.name, err)
 		return exitUsage
@@ -198,7 +202,7 @@ func cmdStore(name string) func(context.Context, *invocation, []string) int {
 				}
 				exp, fl, isJSON = *expiry, uint32(*flags), *jsonDoc
 			}
-			value, err := inv.readValue(pos[1], *raw)
+			value, err := inv.readValue(ctx, pos[1], *raw)
 			if err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -460,4 +461,44 @@ func TestGetSeveralKeys(t *testing.T) {
 	r = runKV(t, env, "", "get", "a", "c", "--touch", "1m")
 	assert.Equal(t, exitUsage, r.code, r)
 	assert.Contains(t, r.stderr, "--touch takes one KEY")
+}
+
+// blockingReader is a stdin that never ends until released: a terminal
+// nobody types into, or a pipe whose writer stays open.
+type blockingReader struct {
+	reading chan struct{} // closed at the first Read
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingReader) Read([]byte) (int, error) {
+	b.once.Do(func() { close(b.reading) })
+	<-b.release
+	return 0, io.EOF
+}
+
+// Ctrl-C while set waits for its value on stdin ends kvcli as interrupted
+// (exit 130), as it does at any other point: nothing is written.
+func TestValueFromStdinInterrupted(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	in := &blockingReader{reading: make(chan struct{}), release: make(chan struct{})}
+	defer close(in.release)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bg := startKvcliWith(ctx, []string{"set", "k", "-"}, env, func(e *env_) { e.stdin = in })
+	select {
+	case <-in.reading:
+	case code := <-bg.done:
+		t.Fatalf("exit %d before reading stdin: %s", code, bg.stderr.String())
+	}
+	cancel()
+	select {
+	case code := <-bg.done:
+		assert.Equal(t, exitInterrupted, code, bg.stderr.String())
+		assert.Equal(t, "kvcli: interrupted\n", bg.stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("kvcli did not end on interrupt while reading stdin")
+	}
+	_, ok := doc(t, mc, "k")
+	assert.False(t, ok)
 }

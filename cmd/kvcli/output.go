@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,13 +141,15 @@ func (inv *invocation) writeValue(v []byte) {
 }
 
 // readValue resolves a VALUE argument: the argument itself, "-" for stdin
-// or "@FILE" for a file's contents (raw: always the argument itself).
-func (inv *invocation) readValue(arg string, raw bool) ([]byte, error) {
+// or "@FILE" for a file's contents (raw: always the argument itself). A
+// read that blocks (a terminal, a pipe or a FIFO whose writer stays open)
+// ends with ctx: its error then wraps ctx's.
+func (inv *invocation) readValue(ctx context.Context, arg string, raw bool) ([]byte, error) {
 	switch {
 	case raw:
 		return []byte(arg), nil
 	case arg == "-":
-		b, err := io.ReadAll(inv.env.stdin)
+		b, err := readCtx(ctx, func() ([]byte, error) { return io.ReadAll(inv.env.stdin) })
 		if err != nil {
 			return nil, fmt.Errorf("reading the value from stdin: %w", err)
 		}
@@ -155,11 +159,36 @@ func (inv *invocation) readValue(arg string, raw bool) ([]byte, error) {
 		if name == "" {
 			return nil, fmt.Errorf("value %q: @ needs a file name (use --raw for a literal @)", arg)
 		}
-		b, err := os.ReadFile(name)
+		b, err := readCtx(ctx, func() ([]byte, error) { return os.ReadFile(name) })
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, fmt.Errorf("reading the value from %s: %w", name, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("value %s: %w (use --raw to store %q literally)", arg, err, arg)
 		}
 		return b, nil
 	}
 	return []byte(arg), nil
+}
+
+// readCtx runs read on a goroutine of its own and returns what it read, or
+// ctx's error when ctx ends first: a blocked read cannot be interrupted,
+// and Ctrl-C (which cancels ctx) must still end kvcli. The goroutine is
+// left blocked then; kvcli exits.
+func readCtx(ctx context.Context, read func() ([]byte, error)) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := read()
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
