@@ -143,9 +143,19 @@ func lineField(s string) string {
 	return s
 }
 
-// parseCas reads a CAS in hex (0x...) or decimal.
+// parseCas reads a CAS in hex (0x...) or decimal; only those: a leading
+// 0 is a decimal digit, not octal's prefix (strconv's base 0 would read
+// 0123 as 83, and take 0b, 0o and underscores too).
 func parseCas(s string) (uint64, error) {
-	v, err := strconv.ParseUint(s, 0, 64)
+	var v uint64
+	var err error
+	if h, ok := strings.CutPrefix(s, "0x"); ok {
+		v, err = strconv.ParseUint(h, 16, 64)
+	} else if h, ok := strings.CutPrefix(s, "0X"); ok {
+		v, err = strconv.ParseUint(h, 16, 64)
+	} else {
+		v, err = strconv.ParseUint(s, 10, 64)
+	}
 	if err != nil || v == 0 {
 		return 0, fmt.Errorf("CAS %q: want a non-zero number, hex (0x...) or decimal", s)
 	}

@@ -502,3 +502,19 @@ func TestValueFromStdinInterrupted(t *testing.T) {
 	_, ok := doc(t, mc, "k")
 	assert.False(t, ok)
 }
+
+// A CAS is hex with 0x, else decimal: a leading 0 is not octal's prefix,
+// and strconv's other prefixes and underscores are refused.
+func TestParseCasHexOrDecimalOnly(t *testing.T) {
+	for in, want := range map[string]uint64{"0123": 123, "123": 123, "0x1f": 31, "0X1F": 31, "0x0000000000000010": 16} {
+		got, err := parseCas(in)
+		if err != nil || got != want {
+			t.Errorf("parseCas(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"0b101", "0o17", "1_000", "0", "0x", "-1", "x10"} {
+		if got, err := parseCas(in); err == nil {
+			t.Errorf("parseCas(%q) = %d, want an error", in, got)
+		}
+	}
+}
