@@ -258,7 +258,9 @@ type counterParams struct {
 // decodes it by its Flags (FormatOf).
 type GetResult struct {
 	Value []byte
-	Cas   uint64
+	// Cas is 0xffffffffffffffff in a Get of a locked document: the server
+	// hides the lock's CAS, which only GetAndLock's result has.
+	Cas uint64
 	// Flags are the flags stored with the document: Couchbase common
 	// flags when an SDK (or kvwire on a Couchbase bucket) wrote it.
 	Flags uint32
@@ -298,7 +300,9 @@ type CounterResult struct {
 
 // ExistsResult says whether a document exists.
 type ExistsResult struct {
-	Exists        bool
+	Exists bool
+	// Cas is 0xffffffffffffffff while the document is locked, as
+	// GetResult.Cas.
 	Cas           uint64
 	RetryAttempts int
 	RetryReasons  RetryReasons

@@ -125,6 +125,9 @@ type document struct {
 	seqno    uint64
 	// lockedUntil is when a GET_LOCKED lock ends; zero when unlocked.
 	lockedUntil time.Time
+	// replicaCas is the CAS the replicas hold when a lock gave the active
+	// a CAS of its own (a lock is not replicated); zero when they hold cas.
+	replicaCas uint64
 	// snappy is set when the value arrived compressed: snappy clients get
 	// it back compressed (the server's "passive" compression mode).
 	snappy []byte
@@ -141,6 +144,14 @@ func (d *document) expired(now time.Time) bool {
 
 func (d *document) locked(now time.Time) bool {
 	return !d.lockedUntil.IsZero() && now.Before(d.lockedUntil)
+}
+
+// replicatedCas is the document's CAS on its replicas.
+func (d *document) replicatedCas() uint64 {
+	if d.replicaCas != 0 {
+		return d.replicaCas
+	}
+	return d.cas
 }
 
 func newBucket(c *Cluster, o BucketOptions) *Bucket {
@@ -398,7 +409,7 @@ func (vb *vbucket) nextSeqno() uint64 {
 // store installs d as the new version of mk: it takes a new CAS and seqno
 // and counts the mutation. vb.mu must be held.
 func (vb *vbucket) store(mk string, d *document, now time.Time) {
-	d.cas = vb.nextCas(now)
+	d.cas, d.replicaCas = vb.nextCas(now), 0
 	d.seqno = vb.nextSeqno()
 	vb.docs[mk] = d
 	delete(vb.tombs, mk)
@@ -415,7 +426,7 @@ func (vb *vbucket) storeTomb(mk string, d *document, now time.Time) {
 		vb.drop(mk, d, now)
 		return
 	}
-	d.cas = vb.nextCas(now)
+	d.cas, d.replicaCas = vb.nextCas(now), 0
 	d.seqno = vb.nextSeqno()
 	d.deleted = true
 	d.value, d.snappy, d.datatype, d.lockedUntil = nil, nil, 0, time.Time{}
@@ -446,7 +457,9 @@ func (vb *vbucket) remove(mk string, now time.Time) (cas, seqno uint64) {
 	return cas, seqno
 }
 
-// lockedCas is the CAS a GET of a locked document returns.
+// lockedCas is the CAS kv_engine shows of a locked document: a GET, a
+// GET_META (VBucket::getMetaData) and the item a sub-document command reads
+// all have it (HIDE_LOCKED_CAS).
 const lockedCas = ^uint64(0)
 
 // maxKeyLen is the longest document key (without collection prefix).

@@ -238,11 +238,16 @@
 //     MaxLockTime (30), means DefaultLockTime (15), as the protocol doc says.
 //     It returns a new CAS, which is the only CAS that mutates (and unlocks)
 //     the document until the lock times out on the cluster clock. A plain
-//     GET of a locked document returns CAS 0xffffffffffffffff. Mutations,
-//     TOUCH/GAT and a second GET_LOCKED answer LOCKED (TMPFAIL without
-//     XERROR). UNLOCK_KEY of an unlocked document answers NOT_LOCKED (0x0e;
-//     TMPFAIL without XERROR), with a wrong CAS LOCKED, of a missing one
-//     KEY_ENOENT. GET_REPLICA ignores locks (they are not replicated).
+//     GET and a GET_META of a locked document return CAS
+//     0xffffffffffffffff. Mutations, TOUCH/GAT and a second GET_LOCKED
+//     answer LOCKED (TMPFAIL without XERROR), and so does a sub-document
+//     lookup without a CAS (one with a CAS runs and answers that CAS).
+//     UNLOCK_KEY of an unlocked document answers NOT_LOCKED (0x0e; TMPFAIL
+//     without XERROR), with a wrong CAS LOCKED, of a missing one
+//     KEY_ENOENT. Locks are not replicated: GET_REPLICA and replica
+//     sub-document lookups ignore them and see the CAS from before the
+//     lock, which the active keeps to itself (after an unlock too) until
+//     the next mutation.
 //   - Expiry: 0 never; up to 30 days, seconds from now; above, an absolute
 //     Unix time (one in the past expires at once). Expired documents are
 //     gone on their next access. TOUCH and GAT of a missing document answer

@@ -22,6 +22,9 @@ func (cn *conn) get(p *memdx.Packet) {
 	cas := uint64(0)
 	if d != nil {
 		cas = d.cas
+		if op == memdx.OpGetReplica {
+			cas = d.replicatedCas()
+		}
 		// Only documents with an expiry or a lock need the time.
 		if d.expiry != 0 || !d.lockedUntil.IsZero() {
 			now := cn.c.clock.Now()

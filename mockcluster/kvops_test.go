@@ -270,9 +270,23 @@ func TestGetReplica(t *testing.T) {
 	if p.Status != memdx.StatusSuccess || string(p.Value) != "r" || p.Cas != s.Cas {
 		t.Fatalf("replica read: %s %q", p.Status, p.Value)
 	}
-	e.expect("getl", e.do(memdx.NewGetLocked([]byte(k), 5)), memdx.StatusSuccess)
-	if p := rep.do(keyReq(rep, e.b, memdx.NewGetReplica([]byte(k)))); p.Cas == lockedCas || p.Status != memdx.StatusSuccess {
-		t.Fatalf("replica read of a locked doc: %s cas %x", p.Status, p.Cas)
+	// The lock and its CAS stay on the active: the replica keeps the CAS
+	// from before the lock, until the next mutation replicates, while the
+	// active keeps the lock's CAS after an unlock.
+	l := e.expect("getl", e.do(memdx.NewGetLocked([]byte(k), 5)), memdx.StatusSuccess)
+	if p := rep.do(keyReq(rep, e.b, memdx.NewGetReplica([]byte(k)))); p.Cas != s.Cas || p.Status != memdx.StatusSuccess {
+		t.Fatalf("replica read of a locked doc: %s cas %x, want the pre-lock %x", p.Status, p.Cas, s.Cas)
+	}
+	e.expect("unlock", e.do(memdx.NewUnlock([]byte(k), l.Cas)), memdx.StatusSuccess)
+	if p := rep.do(keyReq(rep, e.b, memdx.NewGetReplica([]byte(k)))); p.Cas != s.Cas {
+		t.Fatalf("replica read after an unlock: cas %x, want the pre-lock %x", p.Cas, s.Cas)
+	}
+	if g := e.expect("get after an unlock", e.do(memdx.NewGet([]byte(k))), memdx.StatusSuccess); g.Cas != l.Cas {
+		t.Fatalf("active read after an unlock: cas %x, want the lock's %x", g.Cas, l.Cas)
+	}
+	tc := e.expect("touch", e.do(memdx.NewTouch([]byte(k), 0)), memdx.StatusSuccess)
+	if p := rep.do(keyReq(rep, e.b, memdx.NewGetReplica([]byte(k)))); p.Cas != tc.Cas {
+		t.Fatalf("replica read after a touch: cas %x, want the touch's %x", p.Cas, tc.Cas)
 	}
 	e.expect("replica read from the active", e.do(memdx.NewGetReplica([]byte(k))), memdx.StatusNotMyVbucket)
 	if p := rep.do(keyReq(rep, e.b, memdx.NewGetReplica([]byte("missing-"+k)))); p.Status != memdx.StatusKeyNotFound && p.Status != memdx.StatusNotMyVbucket {

@@ -50,6 +50,7 @@ func (cn *conn) getLocked(p *memdx.Packet) {
 		return
 	}
 	nd := *d
+	nd.replicaCas = d.replicatedCas()
 	nd.cas = t.vb.nextCas(now)
 	nd.lockedUntil = now.Add(time.Duration(lock) * time.Second)
 	t.vb.docs[string(t.mk)] = &nd

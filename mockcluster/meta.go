@@ -5,9 +5,9 @@ import "github.com/kvwire/kvwire/memdx"
 // getMeta answers GET_META: the document's metadata without its value.
 // Extras of the request: nothing (version 1) or one byte, 1 or 2; version 2
 // adds the datatype to the response. Response extras: deleted (4), flags
-// (4), expiry (4), seqno (8) [, datatype (1)]; the CAS is in the header and
-// is the real one even while the document is locked (GET_META serves
-// metadata, as XDCR uses it; only GET hides a lock's CAS).
+// (4), expiry (4), seqno (8) [, datatype (1)]; the CAS is in the header,
+// 0xffffffffffffffff while the document is locked, as a GET's
+// (VBucket::getMetaData, engines/ep/src/vbucket.cc, hides a lock's CAS).
 //
 // A tombstone (a deleted document that kept xattrs) answers with deleted=1;
 // the mock keeps no other tombstones, so any other removed or expired
@@ -36,9 +36,10 @@ func (cn *conn) getMeta(p *memdx.Packet) {
 	if !ok {
 		return
 	}
+	now := cn.c.clock.Now()
 	t.vb.mu.Lock()
 	d := t.vb.docs[string(t.mk)]
-	if d != nil && d.expiry != 0 && d.expired(cn.c.clock.Now()) {
+	if d != nil && d.expired(now) {
 		d = nil
 	}
 	deleted := false
@@ -63,6 +64,9 @@ func (cn *conn) getMeta(p *memdx.Packet) {
 		ext[20] |= byte(memdx.DatatypeXattr)
 	}
 	cas := d.cas
+	if d.locked(now) {
+		cas = lockedCas
+	}
 	t.vb.mu.Unlock()
 	n := 20
 	if version == 2 {

@@ -12,9 +12,17 @@ func (vb *vbucket) docInfo(mk string, d *document, deleted bool) docInfo {
 		hasXattrs: len(d.xattrs) > 0, deleted: deleted}
 }
 
-// subdocLookup runs SUBDOC_GET, _EXISTS, _GET_COUNT and MULTI_LOOKUP.
+// subdocLookup runs SUBDOC_GET, _EXISTS, _GET_COUNT and MULTI_LOOKUP. It
+// checks a lock and the CAS as kv_engine does
+// (SubdocExecutionContext::get_document_for_searching): the engine's get
+// shows a locked document with CAS 0xffffffffffffffff, so a request without
+// a CAS (or with that one) answers LOCKED, and one with any other CAS
+// cannot be checked and runs; the answer has the request's CAS when it has
+// one. A replica read sees no lock (locks are not replicated) and the CAS
+// the replicas hold.
 func (cn *conn) subdocLookup(p *memdx.Packet, req *memdx.SubdocRequest, specs []sdSpec, multi bool) {
-	t, ok := cn.locateChecked(p, req.DocFlags&memdx.SubdocDocReplicaRead != 0)
+	replica := req.DocFlags&memdx.SubdocDocReplicaRead != 0
+	t, ok := cn.locateChecked(p, replica)
 	if !ok {
 		return
 	}
@@ -32,12 +40,19 @@ func (cn *conn) subdocLookup(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 		cn.fail(p, memdx.StatusKeyNotFound, "")
 		return
 	}
-	if d.locked(now) && p.Cas != d.cas {
+	cas := d.cas
+	switch {
+	case replica:
+		cas = d.replicatedCas()
+	case d.locked(now):
+		cas = lockedCas
+	}
+	if cas == lockedCas && (p.Cas == 0 || p.Cas == lockedCas) {
 		t.vb.mu.Unlock()
 		cn.fail(p, memdx.StatusLocked, "")
 		return
 	}
-	if p.Cas != 0 && p.Cas != d.cas {
+	if cas != lockedCas && p.Cas != 0 && p.Cas != cas {
 		t.vb.mu.Unlock()
 		cn.fail(p, memdx.StatusKeyExists, "")
 		return
@@ -45,8 +60,12 @@ func (cn *conn) subdocLookup(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	// The document's slices are never changed in place: they stay valid
 	// after the lock is released.
 	info := t.vb.docInfo(mk, d, deleted)
-	xs, cas := d.xattrs, d.cas
+	info.cas = cas // $document.CAS shows what the engine's get showed
+	xs := d.xattrs
 	t.vb.mu.Unlock()
+	if p.Cas != 0 {
+		cas = p.Cas
+	}
 
 	results, failed := lookupSpecs(specs, info, xs, uint64(now.UnixNano()))
 	cn.replyLookup(p, specs, results, multi, failed, deleted, cas)

@@ -37,6 +37,7 @@ func (cn *conn) touch(p *memdx.Packet) {
 	nd := *d
 	nd.expiry = expiry(getUint32(p.Extras), now)
 	nd.cas = t.vb.nextCas(now)
+	nd.replicaCas = 0 // a touch replicates
 	nd.seqno = t.vb.nextSeqno()
 	t.vb.docs[string(t.mk)] = &nd
 	value, dt := cn.docValue(&nd)
