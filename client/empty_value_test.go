@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -8,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/internal/memcachedtest"
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -43,4 +46,30 @@ func TestEmptyValueReadsBackEmptyNotNil(t *testing.T) {
 		require.NotNil(t, r.Value, "memcached GetMany")
 		require.Empty(t, r.Value)
 	}
+}
+
+// An empty value a server sends snappy-compressed (kept so in passive
+// compression mode when another SDK wrote it compressed) reads back as an
+// empty, non-nil Value too.
+func TestEmptySnappyValueReadsBackEmptyNotNil(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	ps, _ := proxyEach(t, mc)
+	ps[0].OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
+		if req == nil || req.OpCode != memdx.OpGet || resp.Status != memdx.StatusSuccess || len(resp.Value) != 0 {
+			return faultnode.Action{}
+		}
+		z := *resp
+		z.Extras = bytes.Clone(resp.Extras)
+		z.Datatype |= memdx.DatatypeSnappy
+		z.Value = memdx.CompressSnappy(nil, nil)
+		return faultnode.Action{Send: []memdx.Packet{z}}
+	})
+	col := connectVia(t, ps[0].Addr(), nil).DefaultCollection()
+	ctx := context.Background()
+	_, err := col.Upsert(ctx, "empty", []byte{}, nil)
+	require.NoError(t, err)
+	got, err := col.Get(ctx, "empty", nil)
+	require.NoError(t, err)
+	require.NotNil(t, got.Value, "Get")
+	require.Empty(t, got.Value)
 }

@@ -11,7 +11,8 @@ func CompressSnappy(dst, src []byte) []byte {
 
 // DecompressSnappy decompresses a snappy value, refusing one that declares a
 // decoded length over maxLen (0 means DefaultMaxBodyLength) before anything
-// is allocated. It writes into dst's capacity when it is large enough.
+// is allocated. It writes into dst's capacity when it is large enough. On
+// success the result is never nil: an empty value is an empty slice.
 func DecompressSnappy(dst, src []byte, maxLen int) ([]byte, error) {
 	if maxLen <= 0 {
 		maxLen = DefaultMaxBodyLength
@@ -26,6 +27,9 @@ func DecompressSnappy(dst, src []byte, maxLen int) ([]byte, error) {
 	out, err := snappy.Decode(dst[:cap(dst)], src)
 	if err != nil {
 		return nil, malformed("snappy value", "data", "%v", err)
+	}
+	if out == nil { // snappy.Decode gives dst[:0] for an empty value: nil with a nil dst
+		out = []byte{}
 	}
 	return out, nil
 }

@@ -55,3 +55,19 @@ func TestSnappyRejects(t *testing.T) {
 	_, err = DecompressSnappy(nil, c[:len(c)-1], 0)
 	wantField(t, "truncated", err, "data")
 }
+
+// An empty value compressed (snappy's one byte, a zero length) inflates to
+// an empty, non-nil slice, as an empty value sent uncompressed reads back:
+// nil is no value at all (CopyGetValue's contract).
+func TestSnappyEmptyValueIsNotNil(t *testing.T) {
+	z := CompressSnappy(nil, nil)
+	out, err := DecompressSnappy(nil, z, 0)
+	if err != nil || out == nil || len(out) != 0 {
+		t.Fatalf("DecompressSnappy of an empty value: %#v, %v; want an empty non-nil slice", out, err)
+	}
+	p := &Packet{OpCode: OpGet, Datatype: DatatypeSnappy | DatatypeJSON, Extras: make([]byte, 4), Value: z}
+	v, _, dt, err := CopyGetValue(p, nil)
+	if err != nil || v == nil || len(v) != 0 || dt != DatatypeJSON {
+		t.Fatalf("CopyGetValue of an empty snappy value: %#v %s %v; want an empty non-nil slice", v, dt, err)
+	}
+}

@@ -588,7 +588,8 @@ func TestDecoderLimitsEachAttempt(t *testing.T) {
 
 // A continue's documents are decoded into items the caller owns: a copy
 // of each value (the packet's buffer is the connection's), decompressed
-// when snappy, an empty value as an empty slice, flags, CAS and expiry.
+// when snappy, an empty value (compressed or not) as an empty slice, flags,
+// CAS and expiry.
 func TestDecoderCopiesDocuments(t *testing.T) {
 	compressed := memdx.CompressSnappy(nil, []byte(`{"big":"value"}`))
 	var v []byte
@@ -596,6 +597,7 @@ func TestDecoderCopiesDocuments(t *testing.T) {
 		{Key: []byte("a"), Value: []byte(`{"x":1}`), Flags: 0x02000006, Cas: 7, Expiry: 1700000000},
 		{Key: []byte("b"), Value: compressed, Datatype: memdx.DatatypeSnappy | memdx.DatatypeJSON},
 		{Key: []byte("c")},
+		{Key: []byte("d"), Value: memdx.CompressSnappy(nil, nil), Datatype: memdx.DatatypeSnappy},
 	} {
 		v = memdx.AppendRangeScanDocument(v, &doc)
 	}
@@ -605,13 +607,15 @@ func TestDecoderCopiesDocuments(t *testing.T) {
 	require.True(t, handled)
 	require.NoError(t, err)
 	clear(v) // the connection reuses its buffer
-	require.Len(t, d.Items, 3)
+	require.Len(t, d.Items, 4)
 	assert.Equal(t, Item{ID: "a", Value: []byte(`{"x":1}`), Flags: 0x02000006, Cas: 7, Expiry: d.Items[0].Expiry}, d.Items[0])
 	assert.Equal(t, int64(1700000000), d.Items[0].Expiry.Unix())
 	assert.Equal(t, []byte(`{"big":"value"}`), d.Items[1].Value)
 	assert.NotNil(t, d.Items[2].Value, "an empty value is a value")
 	assert.Empty(t, d.Items[2].Value)
 	assert.True(t, d.Items[2].Expiry.IsZero())
+	assert.NotNil(t, d.Items[3].Value, "an empty value sent compressed is a value")
+	assert.Empty(t, d.Items[3].Value)
 	assert.Equal(t, memdx.StatusRangeScanComplete, d.Status)
 }
 
