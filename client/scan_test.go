@@ -124,6 +124,10 @@ func TestScanReturnsEveryDocumentOnce(t *testing.T) {
 	}
 }
 
+// A scan of a named collection: its terms count 250 bytes at most without
+// the collection's LEB128 prefix (kv_engine's range_scan_create_executor
+// checks the decoded start and end against KEY_MAX_LENGTH alone), so the
+// default range, up to ScanTermMaximum's 250 bytes, is valid there too.
 func TestScanOfANamedCollection(t *testing.T) {
 	mc, c := scanMock(t, mockcluster.Options{}, 0)
 	addCollections(t, mc, "app", "users")
@@ -133,6 +137,8 @@ func TestScanOfANamedCollection(t *testing.T) {
 
 	items := collect(t, users, PrefixScan{Prefix: "doc-"}, nil)
 	assert.Equal(t, keys, ids(t, items))
+	items = collect(t, users, RangeScan{}, nil)
+	assert.ElementsMatch(t, append(slices.Clone(keys), "a", "other-1", "zzz"), ids(t, items))
 }
 
 func TestScanOfAnEmptyRangeReturnsNothing(t *testing.T) {

@@ -153,7 +153,9 @@ func AppendRangeScanCreateValue(dst []byte, c *RangeScanCreate) ([]byte, error) 
 }
 
 // maxRangeScanKeyLen is the longest start or end key (the longest document
-// key).
+// key), counted without the collection's LEB128 prefix: kv_engine's
+// range_scan_create_executor checks the decoded key alone against
+// KEY_MAX_LENGTH, and prefixes the collection after.
 const maxRangeScanKeyLen = 250
 
 func appendB64Field(dst []byte, exclusive bool, name string, key []byte) []byte {
