@@ -47,7 +47,11 @@ const (
 	DefaultHTTPSPort = 18091
 )
 
-// ConnStrError says what is wrong with a connection string.
+// ConnStrError says what is wrong with a connection string. Input is the
+// string (or the option, "name=value") with any password in it masked as
+// "****": connection strings carry none (credentials are Options.Username
+// and Options.Password), and one written as user:password@host, or with
+// a password or pass option, is refused.
 type ConnStrError struct {
 	Input  string
 	Reason string

@@ -313,3 +313,36 @@ func FuzzParseConnStr(f *testing.F) {
 		}
 	})
 }
+
+// TestConnStrErrorsHideThePassword: a connection string written with its
+// credentials (user:password@host, as gocbcore and libcouchbase accept, or
+// libcouchbase's ?password= and ?pass=) is refused, and the error, which
+// quotes the input and ends up in logs, does not carry the password.
+func TestConnStrErrorsHideThePassword(t *testing.T) {
+	const pw = "s3cr3t-pw"
+	cases := map[string]string{
+		"couchbase://app:" + pw + "@h/b":           "credentials",
+		"couchbase://app:" + pw + "@h:11210/b":     "credentials",
+		"couchbases://app:" + pw + "@h1,h2/b":      "credentials",
+		"memcached://app:" + pw + "@h":             "credentials",
+		"app:" + pw + "@h/b":                       "credentials",
+		"couchbase://app:" + pw + "/x@h/b":         "credentials", // a '/' in the password
+		"couchbase://h/b?password=" + pw:           `unknown option "password"`,
+		"couchbase://h/b?kv_timeout=1s&pass=" + pw: `unknown option "pass"`,
+		"couchbase://h/b?PASSWORD=" + pw + "&x=1":  `unknown option "PASSWORD"`,
+		"couchbase://h/b?password=" + pw + "%zz":   "options",
+		"couchbase://h/b?password=" + pw + ";x=1":  "options",
+	}
+	for in, want := range cases {
+		t.Run(in, func(t *testing.T) {
+			_, err := ParseConnStr(in)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidConnStr)
+			assert.Contains(t, err.Error(), want)
+			assert.NotContains(t, err.Error(), pw[:4], "the error holds the password")
+			_, err = Connect(context.Background(), in, &Options{})
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), pw[:4], "Connect's error holds the password")
+		})
+	}
+}

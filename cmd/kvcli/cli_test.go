@@ -45,6 +45,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"get", "a", "-c", "ftp://x"}, `kvcli: invalid connection string "ftp://x": unknown scheme "ftp"`},
 		{[]string{"get", "a", "-c", "couchbase://h/b?no_such_option=1"}, `kvcli: invalid connection string "couchbase://h/b?no_such_option=1": unknown option "no_such_option"`},
 		{[]string{"get", "a", "-c", "couchbase://h/b?kv_timeout=soon"}, `kvcli: invalid connection string option "kv_timeout=soon": not a duration`},
+		// A password in the connection string is masked where it is quoted.
+		{[]string{"get", "a", "-c", "couchbase://app:s3cr3t@h/b"}, `kvcli: invalid connection string "couchbase://app:****@h/b": credentials cannot be given in the connection string`},
+		{[]string{"get", "a", "-c", "couchbase://h/b?password=s3cr3t"}, `kvcli: invalid connection string "couchbase://h/b?password=****": unknown option "password"`},
 		{[]string{"get", "a", "-c", "memcached://h", "-b", "x"}, "memcached:// has no buckets"},
 		{[]string{"get", "a", "-c", "memcached://h", "--collection", "s.c"}, "memcached:// has no collections"},
 		{[]string{"get", "a", "--collection", ".c"}, "want scope.collection"},

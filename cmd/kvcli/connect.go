@@ -26,7 +26,7 @@ type target struct {
 func (inv *invocation) resolveTarget() (*target, error) {
 	cs, err := client.ParseConnStr(inv.g.connStr)
 	if err != nil {
-		return nil, errors.New(inv.connStrLine(err))
+		return nil, errors.New(inv.connStrLine(err, true))
 	}
 	if inv.g.bucket != "" {
 		cs.Bucket = inv.g.bucket

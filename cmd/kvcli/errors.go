@@ -57,7 +57,7 @@ func (inv *invocation) explain(key string, err error) problem {
 	msg := strings.TrimPrefix(inv.redact(err.Error()), "kvwire: ")
 	switch {
 	case errors.Is(err, client.ErrInvalidConnStr):
-		return problem{kindInvalid, inv.connStrLine(err), exitUsage}
+		return problem{kindInvalid, inv.connStrLine(err, false), exitUsage}
 	case errors.Is(err, client.ErrPlainAuthRefused):
 		return problem{kindAuth, "the memcached server requires SASL, and its only mechanism, PLAIN, would send the password of user " +
 			q(user) + inv.userSource() + " in clear: connect with memcacheds:// (TLS), or pass --allow-plain-auth to send it in clear", exitError}
@@ -128,14 +128,17 @@ func (inv *invocation) explain(key string, err error) problem {
 }
 
 // connStrLine says what is wrong with the connection string, and where
-// it came from when that was the environment.
-func (inv *invocation) connStrLine(err error) string {
+// it came from when that was the environment. whole: err is
+// client.ParseConnStr's, about the whole string (its Input may differ from
+// it: a password in it is masked); otherwise an Input other than the
+// string is one of its options.
+func (inv *invocation) connStrLine(err error, whole bool) string {
 	var ce *client.ConnStrError
 	if !errors.As(err, &ce) {
 		return strings.TrimPrefix(inv.redact(err.Error()), "kvwire: ")
 	}
 	what := "connection string " + strconv.Quote(inv.redact(ce.Input))
-	if ce.Input != inv.g.connStr {
+	if !whole && ce.Input != inv.g.connStr {
 		what = "connection string option " + strconv.Quote(inv.redact(ce.Input))
 	}
 	from := ""

@@ -132,7 +132,7 @@ var knownOptions = map[string]string{
 // as couchbase://. Every error names what was wrong.
 func Parse(s string) (*ConnStr, error) {
 	fail := func(format string, args ...any) (*ConnStr, error) {
-		return nil, &Error{Input: s, Reason: fmt.Sprintf(format, args...)}
+		return nil, &Error{Input: redacted(s), Reason: fmt.Sprintf(format, args...)}
 	}
 	rest := strings.TrimSpace(s)
 	if rest == "" {
@@ -142,6 +142,10 @@ func Parse(s string) (*ConnStr, error) {
 	if i := strings.Index(rest, "://"); i >= 0 {
 		cs.Scheme = Scheme(strings.ToLower(rest[:i]))
 		rest = rest[i+3:]
+	}
+	if _, ok := userInfo(rest); ok {
+		// Checked first: the host and bucket errors below would quote it.
+		return fail("credentials cannot be given in the connection string: set Options.Username and Options.Password")
 	}
 	switch cs.Scheme {
 	case Couchbase, Couchbases, Memcached, Memcacheds:
@@ -170,6 +174,72 @@ func Parse(s string) (*ConnStr, error) {
 		return fail("%s", reason)
 	}
 	return cs, nil
+}
+
+// secretOptions are the query parameters libcouchbase reads a password
+// from: Parse refuses them (as unknown options), and its errors mask their
+// values.
+var secretOptions = []string{"password", "pass"}
+
+// userInfo returns the "user:password" before the hosts of rest (a
+// connection string after its scheme), as gocbcore and libcouchbase accept
+// it: everything before the last '@' ahead of the options. No host,
+// bucket or option name has an '@'.
+func userInfo(rest string) (string, bool) {
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		rest = rest[:q]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return "", false
+	}
+	return rest[:at], true
+}
+
+// redacted is s, a connection string an error quotes, with the passwords
+// it may hold masked: the one of user:password@ and the values of the
+// password and pass options. The password is the connection's secret, and
+// errors end up in logs.
+func redacted(s string) string {
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + 3
+	}
+	if info, ok := userInfo(s[start:]); ok {
+		if c := strings.IndexByte(info, ':'); c >= 0 {
+			s = s[:start+c+1] + "****" + s[start+len(info):]
+		}
+	}
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:q+1])
+	query := s[q+1:]
+	for query != "" {
+		// url.ParseQuery's separator is '&'; a ';' makes it fail, and
+		// the error quotes the input: split on both.
+		end := strings.IndexAny(query, "&;")
+		if end < 0 {
+			end = len(query)
+		}
+		param := query[:end]
+		name, _, hasValue := strings.Cut(param, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if hasValue && slices.Contains(secretOptions, strings.ToLower(name)) {
+			param = param[:strings.IndexByte(param, '=')+1] + "****"
+		}
+		b.WriteString(param)
+		if end < len(query) {
+			b.WriteByte(query[end])
+			end++
+		}
+		query = query[end:]
+	}
+	return b.String()
 }
 
 // setOptions sets cs's options from query (a bucket option is the
