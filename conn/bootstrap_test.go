@@ -793,6 +793,26 @@ func TestMemcachedModeLogsInOnlyWhereSASLIs(t *testing.T) {
 	}
 }
 
+// A memcached server whose SASL does not offer PLAIN (Cyrus SASL with
+// mech_list: cram-md5, say) is not sent the password with PLAIN, which it
+// would refuse as if the password were wrong: Dial fails with an
+// *AuthError naming what the server offers, having sent nothing but
+// SASL_LIST_MECHS.
+func TestMemcachedModeNoPlainOffered(t *testing.T) {
+	f := &fakeNode{mechs: "CRAM-MD5 DIGEST-MD5", user: "u", pass: "secret"}
+	_, err := dialFake(t, f, Options{Memcached: true, Username: "u", Password: "secret", AllowPlainAuthWithoutTLS: true})
+	var ae *AuthError
+	if !errors.As(err, &ae) || !errors.Is(err, kverr.ErrAuthenticationFailure) || ae.Status != 0 ||
+		!strings.Contains(err.Error(), "CRAM-MD5") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("Dial: %v; want an *AuthError naming the mechanisms offered", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Equal(f.ops, []memdx.OpCode{memdx.OpSASLListMechs}) {
+		t.Fatalf("requests %v; want SASL_LIST_MECHS alone", f.ops)
+	}
+}
+
 // Callbacks fire only for the connection Dial returns: not OnClose for the
 // connections it discards (the one with the corrupt error map here, or all
 // of them when Dial fails), nor the notifications those received. A

@@ -704,7 +704,8 @@ func (c *Conn) bootMemcached(ctx context.Context) error {
 
 // memcachedLogin decides whether a memcached-mode bootstrap logs in: only
 // with a Username, and only to a server that has SASL (PLAIN allowed). A
-// server that lists kv_engine's mechanisms is not memcached.
+// server that lists kv_engine's mechanisms is not memcached; one that
+// lists mechanisms without PLAIN is an *AuthError (no common mechanism).
 func (c *Conn) memcachedLogin(ctx context.Context) (bool, error) {
 	o := &c.opts
 	if o.Username == "" {
@@ -721,6 +722,11 @@ func (c *Conn) memcachedLogin(ctx context.Context) (bool, error) {
 		c.log.Info("server has no SASL (it does not know SASL_LIST_MECHS): going on unauthenticated; the password is not sent",
 			"user", o.Username)
 		return false, nil
+	}
+	if len(mechs) > 0 && !slices.Contains(mechs, memdx.MechPlain) {
+		// It would refuse PLAIN as it refuses a wrong password.
+		return false, &AuthError{Addr: c.addr, User: o.Username,
+			Reason: fmt.Sprintf("the server offers SASL %q, and PLAIN, the only mechanism kvwire uses with memcached, is not among them", mechs)}
 	}
 	if err := plainRefused(o, c.addr); err != nil {
 		return false, err

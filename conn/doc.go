@@ -46,7 +46,10 @@
 // in, the password unsent, as libmemcached does; a server that lists
 // mechanisms gets SASL_AUTH PLAIN only when PLAIN is allowed, as in
 // Couchbase mode, and otherwise Dial fails with an *AuthError
-// (kverr.ErrPlainAuthRefused) having sent nothing else. Then one write:
+// (kverr.ErrPlainAuthRefused) having sent nothing else. A server whose list
+// leaves PLAIN out (Cyrus SASL configured for CRAM-MD5, say) would refuse
+// it as it refuses a wrong password: Dial fails with an *AuthError naming
+// the list, the password unsent. Then one write:
 // [SASL_AUTH PLAIN], VERSION, GET, NOOP. Memcached answers VERSION without
 // authentication and refuses the GET with AUTH_ERROR (then closes) when it
 // requires SASL, so a missing login is an *AuthError at Dial rather than
