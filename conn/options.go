@@ -83,7 +83,8 @@ type Options struct {
 	Memcached bool
 
 	// TLSConfig enables TLS when non-nil. Verification follows the config:
-	// it is on unless InsecureSkipVerify is set; RootCAs adds custom roots.
+	// it is on unless InsecureSkipVerify is set; RootCAs, when set, replaces
+	// the system roots (crypto/tls), so a pool of custom roots trusts those only.
 	// When ServerName is empty, the host of the address is used. Dial
 	// clones the config and does not modify it; the clone has
 	// DynamicRecordSizingDisabled set (one Write, one record: see
