@@ -327,6 +327,7 @@ func TestConnStrErrorsHideThePassword(t *testing.T) {
 		"memcached://app:" + pw + "@h":             "credentials",
 		"app:" + pw + "@h/b":                       "credentials",
 		"couchbase://app:" + pw + "/x@h/b":         "credentials", // a '/' in the password
+		"couchbase://app:" + pw + "@x:y@h/b":       "credentials", // an '@' and a ':' in the password
 		"couchbase://h/b?password=" + pw:           `unknown option "password"`,
 		"couchbase://h/b?kv_timeout=1s&pass=" + pw: `unknown option "pass"`,
 		"couchbase://h/b?PASSWORD=" + pw + "&x=1":  `unknown option "PASSWORD"`,
