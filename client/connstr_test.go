@@ -328,11 +328,13 @@ func TestConnStrErrorsHideThePassword(t *testing.T) {
 		"app:" + pw + "@h/b":                       "credentials",
 		"couchbase://app:" + pw + "/x@h/b":         "credentials", // a '/' in the password
 		"couchbase://app:" + pw + "@x:y@h/b":       "credentials", // an '@' and a ':' in the password
+		"couchbase://app:" + pw + "?x@h/b":         "credentials", // a '?' in the password
 		"couchbase://h/b?password=" + pw:           `unknown option "password"`,
 		"couchbase://h/b?kv_timeout=1s&pass=" + pw: `unknown option "pass"`,
 		"couchbase://h/b?PASSWORD=" + pw + "&x=1":  `unknown option "PASSWORD"`,
 		"couchbase://h/b?password=" + pw + "%zz":   "options",
 		"couchbase://h/b?password=" + pw + ";x=1":  "options",
+		"couchbase://h/b?password=" + pw + "@x":    `unknown option "password"`,
 	}
 	for in, want := range cases {
 		t.Run(in, func(t *testing.T) {

@@ -183,17 +183,21 @@ var secretOptions = []string{"password", "pass"}
 
 // userInfo returns the "user:password" before the hosts of rest (a
 // connection string after its scheme), as gocbcore and libcouchbase accept
-// it: everything before the last '@' ahead of the options. No host,
-// bucket or option name has an '@'.
+// it: everything before the last '@' ahead of the options (no host or
+// bucket has an '@'), or, for a password holding a '?', before the last
+// '@' at all when no option ('=', '&') comes before it.
 func userInfo(rest string) (string, bool) {
+	before := rest
 	if q := strings.IndexByte(rest, '?'); q >= 0 {
-		rest = rest[:q]
+		before = rest[:q]
 	}
-	at := strings.LastIndexByte(rest, '@')
-	if at < 0 {
-		return "", false
+	if at := strings.LastIndexByte(before, '@'); at >= 0 {
+		return rest[:at], true
 	}
-	return rest[:at], true
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 && !strings.ContainsAny(rest[:at], "=&") {
+		return rest[:at], true
+	}
+	return "", false
 }
 
 // redacted is s, a connection string an error quotes, with the passwords
