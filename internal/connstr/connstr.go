@@ -538,7 +538,9 @@ func (cs *ConnStr) String() string {
 	b.WriteString(strings.Join(hosts, ","))
 	if cs.Bucket != "" {
 		b.WriteByte('/')
-		b.WriteString(url.PathEscape(cs.Bucket))
+		// '@' escaped too (PathEscape keeps it): Parse reads an '@'
+		// before the options as credentials.
+		b.WriteString(strings.ReplaceAll(url.PathEscape(cs.Bucket), "@", "%40"))
 	}
 	if len(cs.Options) > 0 {
 		v := url.Values{}
