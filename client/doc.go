@@ -105,7 +105,9 @@
 //     with a timeout instead of sending it again. Which statuses are
 //     retried, which end the operation with which error, and which the
 //     error map decides is one table, for operations and the collection-id
-//     lookup alike.
+//     lookup alike. A status the error map decides whose entry says
+//     "conn-state-invalidated" or "special-handling" also drops the
+//     connection it came on (RFC 0013); the node's pool dials another.
 //     A wait after NOT_MY_VBUCKET or an unavailable node ends when a newer
 //     config is installed, or when a node without a connection gets one
 //     again (couchbase://, not memcached://), and the operation is routed

@@ -590,6 +590,9 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 		} else {
 			var waited bool
 			cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
+			if le := (*cluster.LookupError)(nil); errors.As(err, &le) && le.Outcome.ConnInvalid {
+				c.dropInvalidated(cn, le.Outcome.Entry.Status)
+			}
 			if waited {
 				// A lookup, perhaps another operation's that this
 				// one waited for: the send time is read anew
@@ -897,6 +900,9 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 		o.cold = true
 		o.errName, o.errDesc = out.Entry.Name, out.Entry.Desc
 	}
+	if out.ConnInvalid {
+		c.dropInvalidated(pl.cn, st)
+	}
 	switch out.Reason {
 	case retry.ReasonUnknown:
 		return 0, false
@@ -908,6 +914,25 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 		o.st.SetErrorMapEntry(out.Entry)
 	}
 	return out.Reason, true
+}
+
+// dropInvalidated closes cn, whose node answered st, a status its error
+// map marks "conn-state-invalidated" or "special-handling"
+// (statuspolicy.Outcome.ConnInvalid): RFC 0013 says the connection is no
+// longer valid and must be dropped. Its requests in flight end as on any
+// lost connection (a mutation's error is then ambiguous), and the node's
+// pool dials a new one. The close runs on a goroutine of its own: Close
+// waits for the connection's goroutines, which may be waiting for the
+// caller.
+func (c *Client) dropInvalidated(cn *conn.Conn, st memdx.Status) {
+	select {
+	case <-cn.Done():
+		return
+	default:
+	}
+	c.opts.Logger.Warn("kvwire: dropping a connection: the node's error map says its state is no longer valid",
+		"node", cn.Addr(), "conn", cn.ID(), "status", st)
+	go func() { _ = cn.Close() }()
 }
 
 func (o *op) statusErr() error {

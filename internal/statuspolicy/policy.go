@@ -16,6 +16,10 @@
 //     the entry has the "temp" attribute;
 //  3. otherwise final: the operation ends with the rule's sentinel.
 //
+// When the map was consulted (step 2) and its entry says
+// "conn-state-invalidated" or "special-handling", the outcome also says
+// that the connection the status came on must be dropped (ConnInvalid).
+//
 // A status not in the table has no outcome of its own: ErrServerFailure,
 // and the error map decides. The sentinels are internal/kverr's, which
 // client re-exports.
@@ -195,6 +199,12 @@ type Outcome struct {
 	// had one (Found).
 	Entry errmap.Entry
 	Found bool
+	// ConnInvalid: the entry (Found) says "conn-state-invalidated" or
+	// "special-handling". RFC 0013: the connection is no longer valid and
+	// must be dropped (the client has no special handling of its own for a
+	// status it looks up in the map); the status still ends, or retries,
+	// the operation as above.
+	ConnInvalid bool
 }
 
 // Decide is the status policy (see table): the outcome of status
@@ -215,6 +225,7 @@ func Decide(op memdx.OpCode, casGiven bool, st memdx.Status, m *errmap.Map) Outc
 		return out
 	}
 	out.Entry, out.Found = e, true
+	out.ConnInvalid = e.Attrs.Has(errmap.AttrConnStateInvalidated) || e.Attrs.Has(errmap.AttrSpecialHandling)
 	if e.Attrs.Has(errmap.AttrTemp) {
 		out.Sentinel = kverr.ErrTemporaryFailure
 	}

@@ -252,6 +252,30 @@ func TestStatusPolicyKVEngineMap(t *testing.T) {
 	assert.False(t, Decide(memdx.OpSubdocMultiLookup, false, memdx.StatusSubdocPathNotFound, m).Found)
 }
 
+// TestStatusPolicyConnInvalid: a status looked up in kv_engine's map whose
+// entry says "conn-state-invalidated" or "special-handling" asks for its
+// connection to be dropped (RFC 0013); the client's own statuses never do,
+// whatever the map says of them (AUTH_STALE, SUBDOC_MULTI_PATH_FAILURE).
+func TestStatusPolicyConnInvalid(t *testing.T) {
+	m, err := errmap.Parse(readConformance(t, "errmap/kv_engine_error_map_v2.json"))
+	require.NoError(t, err)
+	for st, want := range map[memdx.Status]bool{
+		memdx.StatusInternalError:             true, // internal, conn-state-invalidated
+		memdx.StatusNoBucket:                  true, // conn-state-invalidated
+		memdx.StatusNotInitialized:            true,
+		memdx.StatusRateLimitedMaxConnections: true, // conn-state-invalidated, rate-limit
+		memdx.Status(0x27):                    true, // CHECKSUM_MISMATCH: special-handling
+		memdx.StatusBusy:                      false,
+		memdx.StatusExpiryOverflow:            false,
+		memdx.StatusAuthStale:                 false, // the client's own
+		memdx.StatusSubdocMultiPathFailure:    false, // the client's own
+		memdx.StatusNotMyVbucket:              false, // the client's own
+	} {
+		assert.Equal(t, want, Decide(memdx.OpGet, false, st, m).ConnInvalid, "%s", st)
+	}
+	assert.False(t, Decide(memdx.OpGet, false, memdx.StatusInternalError, nil).ConnInvalid, "no map")
+}
+
 // readConformance reads a file of the shared conformance corpus (skipping,
 // or failing under KVWIRE_REQUIRE_CONFORMANCE=1, when it is absent).
 func readConformance(t *testing.T, name string) []byte {
