@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,7 +86,16 @@ func (inv *invocation) clientOptions(obs client.Observer) (*client.Options, erro
 			// values: redacted. The messages are its constant text.
 			ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 				if k := a.Value.Kind(); k == slog.KindString || k == slog.KindAny {
-					return slog.String(a.Key, inv.redact(a.Value.String()))
+					s := a.Value.String()
+					// A report is JSON as a TextMarshaler: its
+					// text, as the text handler would print it,
+					// not fmt's decimal bytes.
+					if m, ok := a.Value.Any().(encoding.TextMarshaler); ok && k == slog.KindAny {
+						if b, err := m.MarshalText(); err == nil {
+							s = string(b)
+						}
+					}
+					return slog.String(a.Key, inv.redact(s))
 				}
 				return a
 			},
