@@ -165,7 +165,9 @@
 //	                       written to --cacert-out FILE (default a temporary file removed
 //	                       at exit) and exported as KVCLI_CACERT
 //	    --kv-port N        the first node's KV port, the next node's N+1, ... (default:
-//	                       ports the system chooses); 11210 lets couchbase://host omit them
+//	                       ports the system chooses); 11210 lets couchbase://host omit them.
+//	                       With --tls it is the plain KV port: the TLS ports, which the
+//	                       printed couchbases:// string names, are the system's choice
 //	    --memcached-bucket NAME  also create a memcached bucket (bootstrapped over HTTP)
 //	    --json             print the connection details, the REST ports among them,
 //	                       as one JSON object

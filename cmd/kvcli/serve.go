@@ -88,7 +88,7 @@ func parseServeFlags(inv *invocation, args []string) (sf serveFlags, code int, o
 	fs.IntVar(&sf.nodes, "nodes", mockcluster.DefaultNodes, "number of nodes")
 	fs.IntVar(&sf.vbuckets, "vbuckets", mockcluster.DefaultNumVbuckets, "vbuckets of the bucket")
 	fs.IntVar(&sf.replicas, "replicas", mockcluster.DefaultNumReplicas, "replicas of the bucket (0 for none, at most 3)")
-	fs.IntVar(&sf.kvPort, "kv-port", 0, "the first node's KV port, the next one's the port after, and so on (default: ports the system chooses); 11210 lets couchbase://host name the nodes without ports")
+	fs.IntVar(&sf.kvPort, "kv-port", 0, "the first node's KV port, the next one's the port after, and so on (default: ports the system chooses); 11210 lets couchbase://host name the nodes without ports. With --tls it is the plain KV port: the TLS ports, which the printed couchbases:// string names, are the system's choice")
 	fs.BoolVar(&sf.tls, "tls", false, "listen with TLS (couchbases://, and HTTPS for the REST endpoints) with a CA generated at start")
 	fs.StringVar(&sf.caOut, "cacert-out", "", "with --tls: write the CA certificate here (default: a temporary file removed at exit)")
 	fs.StringVar(&sf.user, "user", mockcluster.DefaultUser, "the mock's user")
