@@ -366,7 +366,7 @@ func cmdHelp(_ context.Context, inv *invocation, args []string) int {
 		return exitOK
 	}
 	cmd := lookupCommand(pos[0])
-	if cmd == nil || cmd.name == "help" {
+	if cmd == nil {
 		inv.usageError("unknown command %q", pos[0])
 		return exitUsage
 	}
