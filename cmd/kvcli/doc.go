@@ -400,7 +400,7 @@
 // object on one line:
 //
 //	{"op":"get","key":"k","ok":true,"value":"world","encoding":"utf8",
-//	 "cas":"0x18ea407c62300000","flags":0,"datatype":"raw","retries":0}
+//	 "cas":"0x18ea407c62300000","flags":50331648,"datatype":"raw","retries":0}
 //
 // Commands with many results keep them in one document too, rather than
 // printing JSON Lines, so that --json means the same everywhere: get of
