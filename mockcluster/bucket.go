@@ -315,8 +315,8 @@ func (b *Bucket) Set(scope, collection, key string, value []byte, flags uint32, 
 	if !ok {
 		return 0, fmt.Errorf("%w: collection %s.%s in bucket %q", ErrNotFound, scope, collection, b.name)
 	}
-	if key == "" || len(key) > maxKeyLen {
-		return 0, invalidf("key length %d is not in 1..%d", len(key), maxKeyLen)
+	if max := maxLogicalKeyLen(cid); key == "" || len(key) > max {
+		return 0, invalidf("key length %d is not in 1..%d", len(key), max)
 	}
 	vb := b.storeFor(key)
 	if vb == nil {
@@ -462,8 +462,23 @@ func (vb *vbucket) remove(mk string, now time.Time) (cas, seqno uint64) {
 // all have it (HIDE_LOCKED_CAS).
 const lockedCas = ^uint64(0)
 
-// maxKeyLen is the longest document key (without collection prefix).
+// maxKeyLen is the longest document key (without collection prefix) in
+// the default collection.
 const maxKeyLen = 250
+
+// maxNamedCollectionKeyLen is the longest key (without collection prefix)
+// in any other collection: kv_engine's MaxCollectionsLogicalKeyLen, which
+// leaves room for the longest (5-byte) collection id within the 251 bytes a
+// collection-aware key may have (mcbp_validators.cc, is_document_key_valid).
+const maxNamedCollectionKeyLen = 246
+
+// maxLogicalKeyLen is the longest key kv_engine accepts in collection cid.
+func maxLogicalKeyLen(cid uint32) int {
+	if cid == 0 {
+		return maxKeyLen
+	}
+	return maxNamedCollectionKeyLen
+}
 
 // manifest is an immutable collections manifest.
 type manifest struct {

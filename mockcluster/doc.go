@@ -218,8 +218,9 @@
 //     (or, for GET_REPLICA, not a replica of) answers 0x07 with the node's
 //     current config as the value (datatype JSON), left out as above. The
 //     ownership check comes before the collection check.
-//   - Keys are 1 to 250 bytes after the collection prefix (EINVAL
-//     otherwise). With Collections negotiated the key starts with the
+//   - Keys are 1 to 250 bytes after the collection prefix in _default, 1
+//     to 246 in other collections (kv_engine's MaxCollectionsLogicalKeyLen;
+//     EINVAL otherwise). With Collections negotiated the key starts with the
 //     canonical LEB128 collection id; an id not in the manifest answers
 //     UNKNOWN_COLLECTION (0x88) with {"manifest_uid":"<hex>"} as the body.
 //     COLLECTIONS_GET_ID takes "scope.collection" in the value (empty parts

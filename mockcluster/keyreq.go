@@ -158,8 +158,12 @@ func (cn *conn) locate(p *memdx.Packet, replica bool) (target, bool) {
 		cn.fail(p, memdx.StatusInvalidArgs, "Request must include key")
 		return t, false
 	}
-	if len(key) > maxKeyLen {
-		cn.fail(p, memdx.StatusInvalidArgs, "Key length exceeds 250")
+	if max := maxLogicalKeyLen(t.cid); len(key) > max {
+		what := "Key length"
+		if cn.has(memdx.FeatureCollections) {
+			what = "Logical key"
+		}
+		cn.fail(p, memdx.StatusInvalidArgs, what+" exceeds "+strconv.Itoa(max))
 		return t, false
 	}
 	if t.b.memcached() {
