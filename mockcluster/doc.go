@@ -252,7 +252,9 @@
 //   - Expiry: 0 never; up to 30 days, seconds from now; above, an absolute
 //     Unix time (one in the past expires at once). Expired documents are
 //     gone on their next access. TOUCH and GAT of a missing document answer
-//     KEY_ENOENT; TOUCH answers no value, GAT the document. PreserveTTL
+//     KEY_ENOENT; TOUCH answers no value, GAT the document. A touch to
+//     the expiry the document already has changes nothing, CAS and seqno
+//     included (kv_engine's VBucket::processGetAndUpdateTtl). PreserveTTL
 //     (frame info 5) keeps the expiry on SET, REPLACE and counters.
 //   - INCREMENT/DECREMENT: extras delta, initial, expiry; a missing document
 //     is created with the initial value (answered as the new value) unless

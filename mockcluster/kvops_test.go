@@ -284,7 +284,9 @@ func TestGetReplica(t *testing.T) {
 	if g := e.expect("get after an unlock", e.do(memdx.NewGet([]byte(k))), memdx.StatusSuccess); g.Cas != l.Cas {
 		t.Fatalf("active read after an unlock: cas %x, want the lock's %x", g.Cas, l.Cas)
 	}
-	tc := e.expect("touch", e.do(memdx.NewTouch([]byte(k), 0)), memdx.StatusSuccess)
+	// A touch that changes the expiry is a mutation (one to the expiry
+	// the document has is none, and replicates nothing).
+	tc := e.expect("touch", e.do(memdx.NewTouch([]byte(k), 100)), memdx.StatusSuccess)
 	if p := rep.do(keyReq(rep, e.b, memdx.NewGetReplica([]byte(k)))); p.Cas != tc.Cas {
 		t.Fatalf("replica read after a touch: cas %x, want the touch's %x", p.Cas, tc.Cas)
 	}

@@ -35,11 +35,17 @@ func (cn *conn) touch(p *memdx.Packet) {
 		return
 	}
 	nd := *d
-	nd.expiry = expiry(getUint32(p.Extras), now)
-	nd.cas = t.vb.nextCas(now)
-	nd.replicaCas = 0 // a touch replicates
-	nd.seqno = t.vb.nextSeqno()
-	t.vb.docs[string(t.mk)] = &nd
+	// Only a new expiry is a mutation: the same one leaves the document,
+	// its CAS and seqno as they are (VBucket::processGetAndUpdateTtl in
+	// engines/ep/src/vbucket.cc updates the stored value, and so takes a
+	// new CAS and seqno, only when exptime_mutated).
+	if exp := expiry(getUint32(p.Extras), now); exp != d.expiry {
+		nd.expiry = exp
+		nd.cas = t.vb.nextCas(now)
+		nd.replicaCas = 0 // a touch replicates
+		nd.seqno = t.vb.nextSeqno()
+		t.vb.docs[string(t.mk)] = &nd
+	}
 	value, dt := cn.docValue(&nd)
 	t.vb.mu.Unlock()
 	if p.OpCode == memdx.OpTouch {
