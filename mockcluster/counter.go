@@ -52,8 +52,8 @@ func (cn *conn) counter(p *memdx.Packet) outcome {
 			cn.fail(p, st, "")
 			return outcome{}
 		}
-		cur, err := strconv.ParseUint(string(d.value), 10, 64)
-		if err != nil {
+		cur, ok := parseCounter(d.value)
+		if !ok {
 			t.vb.mu.Unlock()
 			cn.fail(p, memdx.StatusBadDelta, "The document is not a number")
 			return outcome{}
@@ -79,4 +79,33 @@ func (cn *conn) counter(p *memdx.Packet) outcome {
 		putUint64(v[:], r.counter)
 		cn.mutated(h, r, v[:])
 	})
+}
+
+// parseCounter reads a counter document's value as kv_engine's
+// safe_strtoull does (parseInt in utilities/util.cc): leading white space
+// and a '+' are skipped, then decimal digits that fit a uint64 must follow,
+// ending the value or followed by white space (and whatever comes after it).
+// So "7\n", " 7" and "+7" are 7; "", "-1", "7x" and 2^64 are not numbers.
+func parseCounter(v []byte) (uint64, bool) {
+	i := 0
+	for i < len(v) && isCSpace(v[i]) {
+		i++
+	}
+	if i < len(v) && v[i] == '+' {
+		i++
+	}
+	start := i
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i == start || (i < len(v) && !isCSpace(v[i])) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(v[start:i]), 10, 64)
+	return n, err == nil
+}
+
+// isCSpace is C's isspace in the "C" locale.
+func isCSpace(c byte) bool {
+	return c == ' ' || (c >= '\t' && c <= '\r')
 }

@@ -259,8 +259,11 @@
 //   - INCREMENT/DECREMENT: extras delta, initial, expiry; a missing document
 //     is created with the initial value (answered as the new value) unless
 //     the expiry is 0xffffffff (memdx.NoCreate), which answers KEY_ENOENT. A
-//     value that is not a decimal uint64 answers DELTA_BADVAL. Increments wrap at 2^64, decrements stop at 0. The value
-//     is stored as decimal text with datatype JSON.
+//     value that is not a decimal uint64 answers DELTA_BADVAL; white space
+//     before it, a '+' and white space after it (with anything following)
+//     are allowed, as kv_engine's safe_strtoull allows them. Increments
+//     wrap at 2^64, decrements stop at 0. The value is stored as decimal
+//     text with datatype JSON.
 //   - Values are stored inflated; the JSON datatype is detected by the mock,
 //     as the server does, and sent only to clients that negotiated JSON. A
 //     snappy value (datatype 0x02, only after HELLO Snappy, else EINVAL) is
