@@ -136,14 +136,42 @@ type document struct {
 	// deleted marks a tombstone (held in vbucket.tombs): system xattrs
 	// kept by a delete, or any xattrs of a document created as deleted.
 	deleted bool
+	// memcached marks a document of a memcached bucket, whose engine
+	// (default_engine) ends expiry and locks a second earlier than
+	// ep-engine (see expired and locked).
+	memcached bool
 }
 
+// expired says whether the document's expiry has passed. kv_engine counts
+// time in whole seconds; ep-engine expires a document when its expiry is
+// before the current second (StoredValue::isExpired: exptime <
+// ep_real_time()), so a TTL of n seconds keeps it through the nth second.
+// A memcached bucket's default_engine expires it at that second
+// (do_item_get in engines/default_engine/items.cc: exptime <=
+// current_time).
 func (d *document) expired(now time.Time) bool {
-	return d.expiry != 0 && now.Unix() >= int64(d.expiry)
+	if d.expiry == 0 {
+		return false
+	}
+	if d.memcached {
+		return now.Unix() >= int64(d.expiry)
+	}
+	return now.Unix() > int64(d.expiry)
 }
 
+// locked says whether a GET_LOCKED lock holds. ep-engine keeps a lock
+// through the second it ends in (StoredValue::isLocked: locked unless
+// ep_current_time() > lock expiry), so a lock of n seconds holds through
+// the nth second; default_engine releases it at that second (locked while
+// locktime > current_time, items.cc).
 func (d *document) locked(now time.Time) bool {
-	return !d.lockedUntil.IsZero() && now.Before(d.lockedUntil)
+	if d.lockedUntil.IsZero() {
+		return false
+	}
+	if d.memcached {
+		return now.Unix() < d.lockedUntil.Unix()
+	}
+	return now.Unix() <= d.lockedUntil.Unix()
 }
 
 // replicatedCas is the document's CAS on its replicas.
@@ -409,6 +437,7 @@ func (vb *vbucket) nextSeqno() uint64 {
 // store installs d as the new version of mk: it takes a new CAS and seqno
 // and counts the mutation. vb.mu must be held.
 func (vb *vbucket) store(mk string, d *document, now time.Time) {
+	d.memcached = vb.memcached
 	d.cas, d.replicaCas = vb.nextCas(now), 0
 	d.seqno = vb.nextSeqno()
 	vb.docs[mk] = d

@@ -83,7 +83,10 @@
 //     DECREMENT, TOUCH, GAT, GET_LOCKED, UNLOCK_KEY, GET_META and
 //     sub-document commands are served. Mutation tokens carry vbucket UUID
 //     0xdeadbeef and seqno 0; values over 1 MiB answer E2BIG; values are
-//     kept and returned inflated; a delete leaves no tombstone.
+//     kept and returned inflated; a delete leaves no tombstone; a document
+//     expires, and a lock ends, at the second its time names (a TTL of n
+//     seconds set at second s ends at s+n; items.cc), a second before a
+//     couchbase bucket's.
 //   - Durable writes, GET_REPLICA and replica lookups, and range scans
 //     answer NOT_SUPPORTED; OBSERVE and OBSERVE_SEQNO UNKNOWN_COMMAND.
 //
@@ -238,7 +241,10 @@
 //   - Locks: GET_LOCKED takes the lock time in seconds; 0, or more than
 //     MaxLockTime (30), means DefaultLockTime (15), as the protocol doc says.
 //     It returns a new CAS, which is the only CAS that mutates (and unlocks)
-//     the document until the lock times out on the cluster clock. A plain
+//     the document until the lock times out on the cluster clock: time is
+//     counted in whole seconds and a lock holds through the second it ends
+//     in, as kv_engine's does (a lock of n seconds taken at second s holds
+//     until s+n+1; StoredValue::isLocked). A plain
 //     GET and a GET_META of a locked document return CAS
 //     0xffffffffffffffff. Mutations, TOUCH/GAT and a second GET_LOCKED
 //     answer LOCKED (TMPFAIL without XERROR), and so does a sub-document
@@ -250,8 +256,11 @@
 //     lock, which the active keeps to itself (after an unlock too) until
 //     the next mutation.
 //   - Expiry: 0 never; up to 30 days, seconds from now; above, an absolute
-//     Unix time (one in the past expires at once). Expired documents are
-//     gone on their next access. TOUCH and GAT of a missing document answer
+//     Unix time (one before the current second expires at once). As in
+//     kv_engine, a document lives through the second its expiry names and
+//     is expired from the next (a TTL of n seconds set at second s ends at
+//     s+n+1; StoredValue::isExpired). Expired documents are gone on their
+//     next access. TOUCH and GAT of a missing document answer
 //     KEY_ENOENT; TOUCH answers no value, GAT the document. A touch to
 //     the expiry the document already has changes nothing, CAS and seqno
 //     included (kv_engine's VBucket::processGetAndUpdateTtl). PreserveTTL
@@ -311,8 +320,9 @@
 //     response each, then a response without key and value. Other groups
 //     answer KEY_ENOENT.
 //   - GET_META answers deleted, flags, expiry, seqno (and, for version 2,
-//     the datatype, with the XATTR bit for a document with xattrs) with the
-//     real CAS, even while the document is locked. A tombstone answers
+//     the datatype, with the XATTR bit for a document with xattrs) and the
+//     CAS (0xffffffffffffffff while the document is locked, as above). A
+//     tombstone answers
 //     deleted=1; a removed document without one answers KEY_ENOENT.
 //   - Sub-document commands (the single-path opcodes 0xc5-0xcf, 0xd2, 0xd3
 //     and SUBDOC_MULTI_LOOKUP / SUBDOC_MULTI_MUTATION) follow kv_engine's

@@ -281,16 +281,12 @@ func (cn *conn) inValue(p *memdx.Packet, t target) (value, snappyRaw []byte, dt 
 }
 
 // expiry converts a wire expiry to absolute Unix seconds: 0 is never,
-// values up to 30 days are relative, larger ones absolute (one in the past
-// expires at once).
+// values up to 30 days are relative, larger ones absolute and kept as they
+// are (one before the current second expires at once; kv_engine's
+// mc_time_convert_to_real_time).
 func expiry(exp uint32, now time.Time) uint32 {
-	switch {
-	case exp == 0:
-		return 0
-	case exp <= relativeExpiryLimit:
+	if exp != 0 && exp <= relativeExpiryLimit {
 		return uint32(now.Unix()) + exp
-	case int64(exp) <= now.Unix():
-		return uint32(now.Unix())
 	}
 	return exp
 }
