@@ -96,7 +96,9 @@ func (cn *conn) subdocMutate(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 
 // start picks the document the mutation starts from: the live one, a
 // tombstone (AccessDeleted), or a new one (Mkdoc or Add); it answers what
-// the document's state and the CAS decide. t.vb.mu must be held.
+// the document's state and the CAS decide. The CAS is checked against a
+// document found only: Mkdoc creates a missing one whatever the CAS, as
+// kv_engine's fetch_input_document does. t.vb.mu must be held.
 func (m *sdMutation) start(t target, mk string, cas uint64, df memdx.SubdocDocFlag, now time.Time) memdx.Status {
 	has := func(fl memdx.SubdocDocFlag) bool { return df&fl != 0 }
 	vb := t.vb
@@ -125,7 +127,7 @@ func (m *sdMutation) start(t target, mk string, cas uint64, df memdx.SubdocDocFl
 		if m.wasDeleted && len(m.body) == 0 {
 			m.body, m.bodyJSON = initialBody(m.specs), true
 		}
-	case cas != 0 || !has(memdx.SubdocDocMkdoc) && !has(memdx.SubdocDocAdd):
+	case !has(memdx.SubdocDocMkdoc) && !has(memdx.SubdocDocAdd):
 		return memdx.StatusKeyNotFound
 	default:
 		base = &document{}
