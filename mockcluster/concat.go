@@ -14,7 +14,9 @@ func (cn *conn) concat(p *memdx.Packet) outcome {
 		cn.fail(p, memdx.StatusInvalidArgs, "APPEND/PREPEND take no extras")
 		return outcome{}
 	}
-	f, ok := cn.parseFrames(p, true, false)
+	// PreserveTTL is accepted and changes nothing: APPEND and PREPEND
+	// keep the expiry anyway.
+	f, ok := cn.parseFrames(p, true, true)
 	if !ok {
 		return outcome{}
 	}

@@ -264,7 +264,10 @@
 //     KEY_ENOENT; TOUCH answers no value, GAT the document. A touch to
 //     the expiry the document already has changes nothing, CAS and seqno
 //     included (kv_engine's VBucket::processGetAndUpdateTtl). PreserveTTL
-//     (frame info 5) keeps the expiry on SET, REPLACE and counters.
+//     (frame info 5) keeps the expiry on SET, REPLACE, counters and
+//     sub-document mutations, and is accepted (changing nothing) on APPEND
+//     and PREPEND; on other opcodes it answers NOT_SUPPORTED, as
+//     kv_engine's is_preserve_ttl_supported decides.
 //   - INCREMENT/DECREMENT: extras delta, initial, expiry; a missing document
 //     is created with the initial value (answered as the new value) unless
 //     the expiry is 0xffffffff (memdx.NoCreate), which answers KEY_ENOENT. A

@@ -71,8 +71,9 @@ type frames struct {
 }
 
 // parseFrames reads the framing extras. Durability is allowed when
-// mutation, preserve-TTL when ttl; anything else answers EINVAL, unknown
-// ids UNKNOWN_FRAME_INFO. It reports false after answering.
+// mutation (else EINVAL), preserve-TTL when ttl (else NOT_SUPPORTED);
+// malformed ones answer EINVAL, unknown ids UNKNOWN_FRAME_INFO. It reports
+// false after answering.
 func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) {
 	var f frames
 	if len(p.FramingExtras) == 0 {
@@ -98,8 +99,16 @@ func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) 
 			}
 			f.durable, f.level, f.timeout = true, level, time.Duration(timeout)*time.Millisecond
 		case memdx.FramePreserveTTL:
-			if !ttl || len(data) != 0 {
-				st, ctx = memdx.StatusInvalidArgs, "PreserveTTL is not valid here"
+			// kv_engine's frame validator (mcbp_validators.cc): a value
+			// is EINVAL, an opcode outside is_preserve_ttl_supported
+			// (SET, REPLACE, APPEND, PREPEND, counters and sub-document
+			// mutations) NOT_SUPPORTED.
+			switch {
+			case len(data) != 0:
+				st, ctx = memdx.StatusInvalidArgs, "PreserveTtl should not contain value"
+				return errStop
+			case !ttl:
+				st, ctx = memdx.StatusNotSupported, "This command does not support PreserveTtl"
 				return errStop
 			}
 			f.preserveTTL = true
