@@ -352,15 +352,34 @@ func (cn *conn) reply(p *memdx.Packet, st memdx.Status, cas uint64, dt memdx.Dat
 
 func (cn *conn) ok(p *memdx.Packet) { cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, nil) }
 
-// mapStatus turns statuses a client that did not negotiate XERROR cannot
-// know into the ones the server sends such clients (kv_engine answers
-// TMPFAIL for them).
+// statusLockedTmpfail stands for kv_engine's engine code locked_tmpfail
+// inside the mock, never on the wire: a client with XERROR sees it as
+// LOCKED, one without as TMPFAIL. memdx.StatusLocked stands for the engine
+// code locked, which a client without XERROR sees as KEY_EEXISTS.
+// kv_engine answers locked_tmpfail to GET_LOCKED of a locked document
+// (GetLockedCommandContext), UNLOCK_KEY with a wrong CAS
+// (KVBucket::unlockKey), DELETE with a wrong CAS (VBucket::deleteItem) and
+// a sub-document command without a CAS (get_document_for_searching); and
+// locked to other mutations (VBucket::set, the append/prepend and remove
+// contexts) and to TOUCH/GAT (getAndTouchInner).
+const statusLockedTmpfail memdx.Status = 0xff09
+
+// mapStatus turns the mock's statuses into the ones a client gets:
+// statuses a client that did not negotiate XERROR cannot know become the
+// ones kv_engine sends such clients (Connection::remapErrorCode: locked is
+// KEY_EEXISTS; locked_tmpfail, not_locked and the sync-write statuses
+// TMPFAIL).
 func (cn *conn) mapStatus(st memdx.Status) memdx.Status {
 	if cn.has(memdx.FeatureXerror) {
+		if st == statusLockedTmpfail {
+			return memdx.StatusLocked
+		}
 		return st
 	}
 	switch st {
-	case memdx.StatusLocked, memdx.StatusNotLocked, memdx.StatusSyncWriteInProgress,
+	case memdx.StatusLocked:
+		return memdx.StatusKeyExists
+	case statusLockedTmpfail, memdx.StatusNotLocked, memdx.StatusSyncWriteInProgress,
 		memdx.StatusSyncWriteReCommitInProgress:
 		return memdx.StatusTmpFail
 	}

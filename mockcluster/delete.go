@@ -31,6 +31,12 @@ func (cn *conn) del(p *memdx.Packet) outcome {
 	if d != nil {
 		st = casCheck(d, p.Cas, now)
 	}
+	if st == memdx.StatusLocked && p.Cas != 0 {
+		// Without a CAS kv_engine's RemoveCommandContext answers locked
+		// itself; a wrong CAS reaches VBucket::deleteItem, which answers
+		// locked_tmpfail (TMPFAIL, not KEY_EEXISTS, without XERROR).
+		st = statusLockedTmpfail
+	}
 	if st != memdx.StatusSuccess {
 		t.vb.mu.Unlock()
 		cn.fail(p, st, "")

@@ -231,8 +231,12 @@
 //     (4), or UNKNOWN_SCOPE / UNKNOWN_COLLECTION with the manifest uid body.
 //   - Errors carry {"error":{"context":"..."}} (datatype JSON) when XERROR
 //     was negotiated and the mock has something to say; otherwise no body.
-//     Without XERROR, LOCKED, NOT_LOCKED and SYNC_WRITE_IN_PROGRESS are
-//     answered as TMPFAIL, as kv_engine does for such clients.
+//     Without XERROR the statuses such a client cannot know are remapped
+//     as kv_engine's Connection::remapErrorCode remaps them: NOT_LOCKED and
+//     SYNC_WRITE_IN_PROGRESS become TMPFAIL, and a locked document answers
+//     KEY_EEXISTS to mutations and TOUCH/GAT (kv_engine's locked) but
+//     TMPFAIL to GET_LOCKED, UNLOCK_KEY and DELETE with a wrong CAS and
+//     sub-document commands without a CAS (its locked_tmpfail).
 //   - SET/REPLACE/DELETE/APPEND/PREPEND with a CAS: a missing document
 //     answers KEY_ENOENT (APPEND/PREPEND: NOT_STORED), a different CAS
 //     KEY_EEXISTS. ADD of an existing document answers KEY_EEXISTS. ADD,
@@ -244,17 +248,16 @@
 //     the document until the lock times out on the cluster clock: time is
 //     counted in whole seconds and a lock holds through the second it ends
 //     in, as kv_engine's does (a lock of n seconds taken at second s holds
-//     until s+n+1; StoredValue::isLocked). A plain
-//     GET and a GET_META of a locked document return CAS
-//     0xffffffffffffffff. Mutations, TOUCH/GAT and a second GET_LOCKED
-//     answer LOCKED (TMPFAIL without XERROR), and so does a sub-document
-//     lookup without a CAS (one with a CAS runs and answers that CAS).
-//     UNLOCK_KEY of an unlocked document answers NOT_LOCKED (0x0e; TMPFAIL
-//     without XERROR), with a wrong CAS LOCKED, of a missing one
-//     KEY_ENOENT. Locks are not replicated: GET_REPLICA and replica
-//     sub-document lookups ignore them and see the CAS from before the
-//     lock, which the active keeps to itself (after an unlock too) until
-//     the next mutation.
+//     until s+n+1; StoredValue::isLocked). A plain GET and a GET_META of a
+//     locked document return CAS 0xffffffffffffffff. Mutations, TOUCH/GAT
+//     and a second GET_LOCKED answer LOCKED (without XERROR KEY_EEXISTS or
+//     TMPFAIL, as above), and so does a sub-document lookup without a CAS
+//     (one with a CAS runs and answers that CAS). UNLOCK_KEY of an unlocked
+//     document answers NOT_LOCKED (0x0e; TMPFAIL without XERROR), with a
+//     wrong CAS LOCKED, of a missing one KEY_ENOENT. Locks are not
+//     replicated: GET_REPLICA and replica sub-document lookups ignore them
+//     and see the CAS from before the lock, which the active keeps to
+//     itself (after an unlock too) until the next mutation.
 //   - Expiry: 0 never; up to 30 days, seconds from now; above, an absolute
 //     Unix time (one before the current second expires at once). As in
 //     kv_engine, a document lives through the second its expiry names and

@@ -207,10 +207,13 @@ func TestLocking(t *testing.T) {
 	for _, xerror := range []bool{true, false} {
 		t.Run("xerror="+strconv.FormatBool(xerror), func(t *testing.T) {
 			feats := []memdx.HelloFeature{memdx.FeatureCollections}
-			locked, notLocked := memdx.StatusTmpFail, memdx.StatusTmpFail
+			// Without XERROR kv_engine answers its locked (mutations,
+			// TOUCH) as KEY_EEXISTS and its locked_tmpfail (GET_LOCKED,
+			// UNLOCK_KEY) as TMPFAIL.
+			locked, lockedTmp, notLocked := memdx.StatusKeyExists, memdx.StatusTmpFail, memdx.StatusTmpFail
 			if xerror {
 				feats = append(feats, memdx.FeatureXerror)
-				locked, notLocked = memdx.StatusLocked, memdx.StatusNotLocked
+				locked, lockedTmp, notLocked = memdx.StatusLocked, memdx.StatusLocked, memdx.StatusNotLocked
 			}
 			e := newKVEnv(t, Options{}, feats)
 			k := "lockme"
@@ -227,12 +230,12 @@ func TestLocking(t *testing.T) {
 			if g.Cas != lockedCas {
 				t.Fatalf("GET of a locked doc returned CAS %x", g.Cas)
 			}
-			e.expect("second lock", e.do(memdx.NewGetLocked([]byte(k), 5)), locked)
+			e.expect("second lock", e.do(memdx.NewGetLocked([]byte(k), 5)), lockedTmp)
 			e.expect("set locked", e.do(set(k, "x")), locked)
 			e.expect("set locked old cas", e.do(withCas(set(k, "x"), s.Cas)), locked)
 			e.expect("delete locked", e.do(memdx.NewDelete([]byte(k))), locked)
 			e.expect("touch locked", e.do(memdx.NewTouch([]byte(k), 5)), locked)
-			e.expect("unlock wrong cas", e.do(memdx.NewUnlock([]byte(k), s.Cas)), locked)
+			e.expect("unlock wrong cas", e.do(memdx.NewUnlock([]byte(k), s.Cas)), lockedTmp)
 			if d, _ := e.b.Get("", "", k); !d.Locked {
 				t.Fatal("Bucket.Get does not report the lock")
 			}

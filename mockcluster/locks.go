@@ -46,7 +46,7 @@ func (cn *conn) getLocked(p *memdx.Packet) {
 	}
 	if d.locked(now) {
 		t.vb.mu.Unlock()
-		cn.fail(p, memdx.StatusLocked, "The document is already locked")
+		cn.fail(p, statusLockedTmpfail, "The document is already locked")
 		return
 	}
 	nd := *d
@@ -92,7 +92,7 @@ func (cn *conn) unlock(p *memdx.Packet) {
 	case !d.locked(now):
 		st = memdx.StatusNotLocked
 	case p.Cas != d.cas:
-		st = memdx.StatusLocked
+		st = statusLockedTmpfail
 	}
 	if st != memdx.StatusSuccess {
 		t.vb.mu.Unlock()

@@ -49,7 +49,7 @@ func (cn *conn) subdocLookup(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	}
 	if cas == lockedCas && (p.Cas == 0 || p.Cas == lockedCas) {
 		t.vb.mu.Unlock()
-		cn.fail(p, memdx.StatusLocked, "")
+		cn.fail(p, statusLockedTmpfail, "")
 		return
 	}
 	if cas != lockedCas && p.Cas != 0 && p.Cas != cas {

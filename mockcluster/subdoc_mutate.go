@@ -118,6 +118,11 @@ func (m *sdMutation) start(t target, mk string, cas uint64, df memdx.SubdocDocFl
 			return memdx.StatusSubdocCanOnlyReviveDeletedDocuments
 		}
 		if st := casCheck(base, cas, now); st != memdx.StatusSuccess {
+			if st == memdx.StatusLocked && cas == 0 {
+				// kv_engine's get_document_for_searching answers
+				// locked_tmpfail; a wrong CAS fails at the store, locked.
+				st = statusLockedTmpfail
+			}
 			return st
 		}
 		m.body, m.xs = base.value, base.xattrs

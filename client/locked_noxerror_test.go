@@ -1,0 +1,59 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// A client that had to reconnect without XERROR (its error map was
+// unusable) gets what Couchbase Server gives such clients for a locked
+// document: KEY_EEXISTS for a mutation (kv_engine's locked, remapped by
+// Connection::remapErrorCode) and TMPFAIL for GET_LOCKED (locked_tmpfail),
+// no longer TMPFAIL for both. kvwire then reports the Upsert as
+// ErrDocumentExists at once instead of retrying it as locked.
+func TestLockedDocumentWithoutXerror(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	p, err := faultnode.NewProxy(mc.Node(0).Addr())
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	p.RewritePorts(map[string]string{faultnode.Port(mc.Node(0).Addr()): faultnode.Port(p.Addr())})
+	padding := bytes.Repeat([]byte(" "), memdx.DefaultMaxBodyLength)
+	p.OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
+		if resp.OpCode != memdx.OpGetErrorMap || resp.Status != memdx.StatusSuccess {
+			return faultnode.Action{}
+		}
+		huge := *resp // too big to read: the client reconnects without XERROR
+		huge.Value = append(append([]byte(nil), resp.Value...), padding...)
+		return faultnode.Action{Send: []memdx.Packet{huge}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, "couchbase://"+p.Addr()+"/"+mockcluster.DefaultBucket,
+		testOptions(&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, ConnectTimeout: 10 * time.Second}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	_, err = col.GetAndLock(ctx, "k", 10*time.Second, nil)
+	require.NoError(t, err)
+
+	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
+	_, err = col.Upsert(ctx, "k", []byte("w"), &UpsertOptions{RetryStrategy: noRetry})
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	assert.Equal(t, StatusKeyExists, kv.Status, "a mutation of a locked document, without XERROR")
+	t.Logf("upsert of a locked document without XERROR: %v", err)
+	_, err = col.GetAndLock(ctx, "k", 10*time.Second, &GetAndLockOptions{RetryStrategy: noRetry})
+	require.ErrorAs(t, err, &kv)
+	assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status, "GET_LOCKED of a locked document, without XERROR")
+}
