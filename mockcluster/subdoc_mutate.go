@@ -28,10 +28,11 @@ type sdMutation struct {
 
 	base *document
 	// wasDeleted: base is a tombstone (AccessDeleted); deleted: the result
-	// stays one.
-	wasDeleted, deleted bool
-	info                docInfo
-	body                []byte
+	// stays one; created: base is a new, empty document (no document was
+	// found).
+	wasDeleted, deleted, created bool
+	info                         docInfo
+	body                         []byte
 	// bodyJSON: body path operations may run on the body.
 	bodyJSON bool
 	xs       []xattr
@@ -81,11 +82,14 @@ func (cn *conn) subdocMutate(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	if len(m.body) > 0 && m.bodyJSON {
 		nd.datatype = memdx.DatatypeJSON
 	}
+	// PreserveTtl keeps the expiry of a document that was found, even
+	// when the request carries one (SubdocCommandContext::allocate_document
+	// takes the fetched item's expiry whenever preserveTtl is set).
 	switch {
+	case f.preserveTTL && !m.created:
+		nd.expiry = m.base.expiry
 	case req.HasExpiry:
 		nd.expiry = expiry(req.Expiry, now)
-	case f.preserveTTL:
-		nd.expiry = m.base.expiry
 	}
 	vb := t.vb
 	return cn.commitMutation(p, t, f, func(now time.Time) mutResult {
@@ -135,7 +139,7 @@ func (m *sdMutation) start(t target, mk string, cas uint64, df memdx.SubdocDocFl
 	case !has(memdx.SubdocDocMkdoc) && !has(memdx.SubdocDocAdd):
 		return memdx.StatusKeyNotFound
 	default:
-		base = &document{}
+		base, m.created = &document{}, true
 		m.info = docInfo{vbUUID: vb.uuid}
 		m.deleted = has(memdx.SubdocDocCreateAsDeleted)
 		m.body = initialBody(m.specs)
