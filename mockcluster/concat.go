@@ -38,8 +38,12 @@ func (cn *conn) concat(p *memdx.Packet) outcome {
 	if d != nil {
 		st = casCheck(d, p.Cas, now)
 	}
-	if st == memdx.StatusSuccess && len(d.value)+len(value) > t.b.valueLimit() {
-		st = memdx.StatusTooBig
+	if st == memdx.StatusSuccess {
+		// User xattrs count against the limit with the body, as in
+		// kv_engine (the new item's size less its system xattrs).
+		if user, _ := xattrsSize(d.xattrs); len(d.value)+len(value)+user > t.b.valueLimit() {
+			st = memdx.StatusTooBig
+		}
 	}
 	if st != memdx.StatusSuccess {
 		t.vb.mu.Unlock()

@@ -285,7 +285,9 @@
 //     inflated on input (EINVAL when it does not inflate, or would inflate to
 //     more than 30 MiB, the server's limit) and, as in the server's passive
 //     compression mode, returned compressed to clients that negotiated
-//     Snappy. Values over 20 MiB (inflated) answer E2BIG.
+//     Snappy. Values over 20 MiB (inflated) answer E2BIG; a write that
+//     keeps the document's xattrs counts its user xattrs with the value
+//     (the system ones have their own 1 MiB).
 //   - Successful mutations carry the mutation token (vbucket UUID, seqno) as
 //     extras when MutationSeqno was negotiated. Failover gives the promoted
 //     vbuckets a new UUID.

@@ -57,8 +57,15 @@ func (cn *conn) store(p *memdx.Packet) outcome {
 	nd := &document{value: value, flags: flags, datatype: dt, expiry: exp, snappy: raw}
 	if d != nil {
 		// A write of the body keeps the document's xattrs (kv_engine's
-		// MutationCommandContext copies them to the new item).
+		// MutationCommandContext copies them to the new item), and its
+		// user xattrs count against the size limit with the body (the
+		// engine's itemAllocate leaves out the system ones only).
 		nd.xattrs = d.xattrs
+		if user, _ := xattrsSize(d.xattrs); len(value)+user > t.b.valueLimit() {
+			t.vb.mu.Unlock()
+			cn.fail(p, memdx.StatusTooBig, "")
+			return outcome{}
+		}
 		if f.preserveTTL {
 			nd.expiry = d.expiry
 		}
