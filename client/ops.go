@@ -11,8 +11,16 @@ import (
 )
 
 // MaxKeyLength is the longest document key Couchbase Server and memcached
-// accept (in bytes, without the collection prefix).
+// accept (in bytes, without the collection prefix) in the default
+// collection; MaxCollectionKeyLength is the longest in any other.
 const MaxKeyLength = 250
+
+// MaxCollectionKeyLength is the longest document key Couchbase Server
+// accepts in a collection other than the default one (in bytes, without
+// the collection prefix): kv_engine leaves room for the longest prefix
+// (MaxCollectionsLogicalKeyLen), so that 246 bytes fit whatever the
+// collection's id.
+const MaxCollectionKeyLength = 246
 
 // Options of the operations: one type per operation, holding only what that
 // operation uses. A nil pointer means every default. Timeout overrides the
@@ -328,7 +336,7 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 	o.req, o.timeout, o.parentSpan = req, p.timeout, p.parent
 	o.strategy = internalStrategy(p.strategy, &o.userStrategy)
 	o.req.Key = o.key
-	if invalid := firstErr(checkKey(key), checkTimeout(p.timeout), p.invalid); invalid != nil {
+	if invalid := firstErr(col.checkKey(key), checkTimeout(p.timeout), p.invalid); invalid != nil {
 		e := col.argumentRefused(o, invalid)
 		putOp(o)
 		return nil, e
@@ -381,6 +389,15 @@ func checkKey(key string) error {
 		return fmt.Errorf("key of %d bytes exceeds %d", len(key), MaxKeyLength)
 	}
 	return nil
+}
+
+// checkKey is checkKey with the limit of col's keys: a named collection's
+// are at most MaxCollectionKeyLength long.
+func (col *Collection) checkKey(key string) error {
+	if !col.isDefault && len(key) > MaxCollectionKeyLength && len(key) <= MaxKeyLength {
+		return fmt.Errorf("key of %d bytes exceeds %d, the longest in a collection other than the default one", len(key), MaxCollectionKeyLength)
+	}
+	return checkKey(key)
 }
 
 // expiryValue converts a time to live to the protocol's expiry: seconds up
