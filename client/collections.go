@@ -18,7 +18,9 @@ type Scope struct {
 // a method of one. Its id is resolved with COLLECTIONS_GET_ID on first use
 // and cached; when a node answers UNKNOWN_COLLECTION (the manifest changed)
 // the cache entry is dropped and the id resolved again (RFC 0049's
-// KV_COLLECTION_OUTDATED, always retried).
+// KV_COLLECTION_OUTDATED, always retried), unless the id cached is newer
+// than the one sent or than the node's manifest: the request is then
+// retried with it.
 type Collection struct {
 	c         *Client
 	scope     string

@@ -150,6 +150,10 @@ type opCold struct {
 
 	// Failure details of the last attempt.
 	errCtx memdx.ErrorContext
+	// manifestUID is the manifest uid an UNKNOWN_COLLECTION answer named
+	// (hasManifestUID: it named one), for the collection cache.
+	manifestUID    uint64
+	hasManifestUID bool
 	// nmvOffer: what became of the config in a NOT_MY_VBUCKET body. The
 	// reader recognises a body it can without scanning it
 	// (cluster.Recognise); any other body is copied to nmvBody and offered
@@ -324,6 +328,9 @@ func (o *op) recordFailure(st memdx.Status, dt memdx.Datatype, value []byte) {
 	default:
 		if ec, ok := memdx.DecodeErrorContext(dt, value); ok {
 			o.errCtx = ec
+		}
+		if st == memdx.StatusUnknownCollection {
+			o.manifestUID, o.hasManifestUID = cluster.UnknownCollectionManifest(dt, value)
 		}
 	}
 }
@@ -780,6 +787,7 @@ func (o *op) attempt(node *cluster.Node, vb uint16) {
 		o.nmvOffer = cluster.OfferStale
 		o.nmvBody = o.nmvBody[:0]
 		o.errCtx = memdx.ErrorContext{}
+		o.manifestUID, o.hasManifestUID = 0, false
 		o.errName, o.errDesc = "", ""
 	}
 	o.accepted = false
@@ -907,8 +915,10 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	case retry.ReasonUnknown:
 		return 0, false
 	case retry.ReasonKVCollectionOutdated:
-		if o.coll != nil {
-			c.cl.Collections().Invalidate(o.coll.path)
+		if o.coll != nil && !o.coll.isDefault {
+			// Not when the id cached is newer than the one sent, or
+			// than the node's manifest (Outdated).
+			c.cl.Collections().Outdated(o.coll.path, pl.cid, o.manifestUID, o.hasManifestUID)
 		}
 	case retry.ReasonKVErrorMapRetryIndicated:
 		o.st.SetErrorMapEntry(out.Entry)

@@ -211,7 +211,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		fetches:     map[*Node]*fetchState{},
 	}
 	c.intake.ready = make(chan struct{}, 1)
-	c.colls.ids, c.colls.clock = map[string]uint32{}, cfg.Clock
+	c.colls.ids, c.colls.clock = map[string]cachedID{}, cfg.Clock
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	var err error
 	if cfg.Memcached {

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 // the same time.
 type CollectionIDs struct {
 	mu  sync.RWMutex
-	ids map[string]uint32
+	ids map[string]cachedID
 	// flights are the lookups running, by path: each on the goroutine of
 	// its first caller, the others waiting for it (guarded by mu).
 	flights map[string]*idFlight
@@ -29,12 +31,20 @@ type CollectionIDs struct {
 	clock retry.Clock
 }
 
+// cachedID is a cached collection id and the uid of the manifest the
+// lookup that gave it was answered by (Outdated compares it with a node's).
+type cachedID struct {
+	id  uint32
+	uid uint64
+}
+
 // idFlight is a lookup that its first caller runs and the callers that
 // meet the same miss meanwhile wait for: its outcome (ID's) is set before
 // done is closed.
 type idFlight struct {
 	done   chan struct{}
 	id     uint32
+	uid    uint64 // the answering manifest's uid
 	reason retry.Reason
 	err    error
 	// callerEnded says the lookup ended with its caller's context or
@@ -67,10 +77,10 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 		return 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
 	}
 	cc.mu.RLock()
-	id, ok := cc.ids[path]
+	e, ok := cc.ids[path]
 	cc.mu.RUnlock()
 	if ok {
-		return id, false, 0, nil
+		return e.id, false, 0, nil
 	}
 	id, reason, err = cc.lookup(ctx, deadline, cn, scope, name, path)
 	return id, true, reason, err
@@ -80,9 +90,9 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (uint32, retry.Reason, error) {
 	for {
 		cc.mu.Lock()
-		if id, ok := cc.ids[path]; ok {
+		if e, ok := cc.ids[path]; ok {
 			cc.mu.Unlock()
-			return id, 0, nil
+			return e.id, 0, nil
 		}
 		f := cc.flights[path]
 		if f == nil {
@@ -120,7 +130,7 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 		}
 		cc.mu.Lock()
 		if f.err == nil {
-			cc.ids[path] = f.id
+			cc.ids[path] = cachedID{id: f.id, uid: f.uid}
 		}
 		delete(cc.flights, path)
 		cc.mu.Unlock()
@@ -128,21 +138,22 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 	}()
 	req := memdx.NewCollectionsGetID(scope, name)
 	var cid uint32
+	var uid uint64
 	var status memdx.Status
 	_, err := cn.DoDeadline(ctx, deadline, &req, func(p *memdx.Packet) error {
 		status = p.Status
 		if p.Status != memdx.StatusSuccess {
 			return nil
 		}
-		_, id, err := memdx.DecodeCollectionsGetID(p)
-		cid = id
+		u, id, err := memdx.DecodeCollectionsGetID(p)
+		cid, uid = id, u
 		return err
 	}, nil)
 	ended = true
 	var re *conn.RequestError
 	switch {
 	case err == nil && status == memdx.StatusSuccess:
-		f.id, f.reason, f.err = cid, 0, nil
+		f.id, f.uid, f.reason, f.err = cid, uid, 0, nil
 	case err == nil:
 		le := &LookupError{path: path, status: status,
 			Outcome: statuspolicy.Decide(memdx.OpCollectionsGetID, false, status, cn.ErrorMap())}
@@ -218,10 +229,47 @@ func (e *LookupError) Unwrap() error {
 	return &memdx.StatusError{Status: e.status, OpCode: memdx.OpCollectionsGetID}
 }
 
-// Invalidate drops path's id: a node answered UNKNOWN_COLLECTION (the
-// manifest changed), and the next request resolves it again.
+// Invalidate drops path's id, whatever it is: the next request resolves it
+// again.
 func (cc *CollectionIDs) Invalidate(path string) {
 	cc.mu.Lock()
 	delete(cc.ids, path)
 	cc.mu.Unlock()
+}
+
+// Outdated is told that a node answered UNKNOWN_COLLECTION to a request
+// that named path's collection by id; nodeUID is the uid of the manifest
+// the node answered by, when its answer said (uidKnown). It drops the
+// cached id, so that the next request resolves it again, unless that
+// would undo newer news: the id cached now is not the one the request
+// used (another request's lookup replaced it since), or it came from a
+// manifest newer than the node's (the node has not caught up with the
+// collection yet; a lookup there could only give the id of an older
+// collection of that name, perhaps one since dropped). The request is
+// then retried with the id cached.
+func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKnown bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	e, ok := cc.ids[path]
+	if !ok || e.id != id || uidKnown && e.uid > nodeUID {
+		return
+	}
+	delete(cc.ids, path)
+}
+
+// UnknownCollectionManifest reads the manifest uid from the body of an
+// UNKNOWN_COLLECTION answer ({"manifest_uid":"1f"}: hex, as in the
+// manifest) of datatype dt. ok is false when the body does not say.
+func UnknownCollectionManifest(dt memdx.Datatype, value []byte) (uid uint64, ok bool) {
+	if len(value) < 2 || value[0] != '{' || dt.Has(memdx.DatatypeSnappy) {
+		return 0, false
+	}
+	var body struct {
+		UID *string `json:"manifest_uid"`
+	}
+	if err := json.Unmarshal(value, &body); err != nil || body.UID == nil {
+		return 0, false
+	}
+	uid, err := strconv.ParseUint(*body.UID, 16, 64)
+	return uid, err == nil
 }

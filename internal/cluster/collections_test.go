@@ -173,3 +173,41 @@ func waitForStack(t *testing.T, what string, frames ...string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Outdated drops a cached id only when it is the one the request sent and
+// the node's manifest is not older than the one the id came from.
+func TestOutdatedKeepsNewerIDs(t *testing.T) {
+	cc := &CollectionIDs{ids: map[string]cachedID{}}
+	for _, tc := range []struct {
+		name    string
+		sent    uint32
+		nodeUID uint64
+		known   bool
+		dropped bool
+	}{
+		{"another id was cached since", 8, 9, true, false},
+		{"the node is behind the id's manifest", 9, 4, true, false},
+		{"the node's manifest is the id's", 9, 5, true, true},
+		{"the node's manifest is newer", 9, 6, true, true},
+		{"the node did not say", 9, 0, false, true},
+	} {
+		cc.ids["s.c"] = cachedID{id: 9, uid: 5}
+		cc.Outdated("s.c", tc.sent, tc.nodeUID, tc.known)
+		_, ok := cc.ids["s.c"]
+		if ok == tc.dropped {
+			t.Errorf("%s: dropped %v, want %v", tc.name, !ok, tc.dropped)
+		}
+	}
+}
+
+func TestUnknownCollectionManifest(t *testing.T) {
+	uid, ok := UnknownCollectionManifest(memdx.DatatypeJSON, []byte(`{"error":{"context":"x"},"manifest_uid":"1f"}`))
+	if !ok || uid != 0x1f {
+		t.Errorf("got %x %v, want 1f true", uid, ok)
+	}
+	for _, body := range []string{``, `{}`, `{"manifest_uid":"zz"}`, `not json`} {
+		if _, ok := UnknownCollectionManifest(memdx.DatatypeJSON, []byte(body)); ok {
+			t.Errorf("%q: a uid read", body)
+		}
+	}
+}

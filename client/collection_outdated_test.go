@@ -1,0 +1,92 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// TestUnknownCollectionFromALaggingNodeKeepsTheNewerID: app.users was
+// dropped and created again (a new id, in a newer manifest). The client
+// holds the new id. A node that has not caught up with the newer manifest
+// yet answers UNKNOWN_COLLECTION naming its older manifest, and would
+// answer a lookup with the old collection's id. The client must keep the
+// id it holds and retry with it until the node catches up, never look the
+// id up again there: the old id would be cached and the write would land
+// in the dropped collection (acknowledged, then lost), and the next reads
+// would miss the document.
+func TestUnknownCollectionFromALaggingNodeKeepsTheNewerID(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	addCollections(t, mc, "app", "users")
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	oldID, err := b.CollectionID("app", "users")
+	require.NoError(t, err)
+	oldUID := b.ManifestUID()
+	require.NoError(t, b.DropCollection("app", "users"))
+	newID, err := b.AddCollection("app", "users")
+	require.NoError(t, err)
+	require.Greater(t, b.ManifestUID(), oldUID)
+
+	ps, _ := proxyEach(t, mc)
+	c := connectVia(t, ps[0].Addr(), nil)
+	users := c.Scope("app").Collection("users")
+	ctx := context.Background()
+	opts := &UpsertOptions{Timeout: 20 * time.Second}
+	_, err = users.Upsert(ctx, "a", []byte("va"), opts)
+	require.NoError(t, err, "the client holds the new id")
+
+	// The node lags: it answers the next two writes with the new id
+	// UNKNOWN_COLLECTION of its older manifest, and a lookup with the old
+	// id; it would take a write to the old id (it still has that
+	// collection).
+	var mu sync.Mutex
+	unknownLeft, staleWrites := 2, 0
+	ps[0].OnRequest(func(req *memdx.Packet) faultnode.Action {
+		mu.Lock()
+		defer mu.Unlock()
+		switch req.OpCode {
+		case memdx.OpCollectionsGetID:
+			if unknownLeft > 0 {
+				r := faultnode.Reply(req, memdx.StatusSuccess, nil)
+				r.Extras = binary.BigEndian.AppendUint64(nil, oldUID)
+				r.Extras = binary.BigEndian.AppendUint32(r.Extras, oldID)
+				return faultnode.Action{Send: []memdx.Packet{r}}
+			}
+		case memdx.OpSet:
+			cid, _, err := memdx.SplitCollectionKey(req.Key)
+			switch {
+			case err != nil:
+			case cid == oldID:
+				staleWrites++
+				return faultnode.Action{Send: []memdx.Packet{faultnode.Reply(req, memdx.StatusSuccess, nil)}}
+			case cid == newID && unknownLeft > 0:
+				unknownLeft--
+				r := faultnode.Reply(req, memdx.StatusUnknownCollection,
+					[]byte(`{"manifest_uid":"`+strconv.FormatUint(oldUID, 16)+`"}`))
+				r.Datatype = memdx.DatatypeJSON
+				return faultnode.Action{Send: []memdx.Packet{r}}
+			}
+		}
+		return faultnode.Action{}
+	})
+
+	_, err = users.Upsert(ctx, "b", []byte("vb"), opts)
+	require.NoError(t, err)
+	mu.Lock()
+	assert.Zero(t, staleWrites, "a write went with the dropped collection's id")
+	assert.Zero(t, unknownLeft, "the write was retried with the new id until the node caught up")
+	mu.Unlock()
+	g, err := users.Get(ctx, "b", &GetOptions{Timeout: 5 * time.Second})
+	require.NoError(t, err, "the acknowledged write is in the collection")
+	assert.Equal(t, "vb", string(g.Value))
+}
