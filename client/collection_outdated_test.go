@@ -90,3 +90,66 @@ func TestUnknownCollectionFromALaggingNodeKeepsTheNewerID(t *testing.T) {
 	require.NoError(t, err, "the acknowledged write is in the collection")
 	assert.Equal(t, "vb", string(g.Value))
 }
+
+// TestLookupOnALaggingNodeAfterAnIDWasDroppedIsNotCached: a node whose
+// manifest is newer than the cached id's found that id unknown (the
+// collection was dropped and created again), and the id was dropped. The
+// next request goes to a node that has not caught up: its lookup answers
+// with the dropped collection's id, from its older manifest. That answer
+// must not be cached and used, or the write lands in the dropped
+// collection: the request waits for the node to catch up.
+func TestLookupOnALaggingNodeAfterAnIDWasDroppedIsNotCached(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	addCollections(t, mc, "app", "users")
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	ps, _ := proxyEach(t, mc)
+	c := connectVia(t, ps[0].Addr(), nil)
+	users := c.Scope("app").Collection("users")
+	ctx := context.Background()
+	opts := &UpsertOptions{Timeout: 20 * time.Second}
+	_, err := users.Upsert(ctx, "a", []byte("va"), opts)
+	require.NoError(t, err, "the client holds the id")
+	oldID, err := b.CollectionID("app", "users")
+	require.NoError(t, err)
+	oldUID := b.ManifestUID()
+	require.NoError(t, b.DropCollection("app", "users"))
+	_, err = b.AddCollection("app", "users")
+	require.NoError(t, err)
+	// Another node, at the new manifest, found the old id unknown.
+	c.cl.Collections().Outdated(users.path, oldID, b.ManifestUID(), true)
+
+	// This node lags: its next two lookups answer with the old id, by the
+	// old manifest; it would take a write to the old id.
+	var mu sync.Mutex
+	lagLeft, staleWrites := 2, 0
+	ps[0].OnRequest(func(req *memdx.Packet) faultnode.Action {
+		mu.Lock()
+		defer mu.Unlock()
+		switch req.OpCode {
+		case memdx.OpCollectionsGetID:
+			if lagLeft > 0 {
+				lagLeft--
+				r := faultnode.Reply(req, memdx.StatusSuccess, nil)
+				r.Extras = binary.BigEndian.AppendUint64(nil, oldUID)
+				r.Extras = binary.BigEndian.AppendUint32(r.Extras, oldID)
+				return faultnode.Action{Send: []memdx.Packet{r}}
+			}
+		case memdx.OpSet:
+			if cid, _, err := memdx.SplitCollectionKey(req.Key); err == nil && cid == oldID {
+				staleWrites++
+				return faultnode.Action{Send: []memdx.Packet{faultnode.Reply(req, memdx.StatusSuccess, nil)}}
+			}
+		}
+		return faultnode.Action{}
+	})
+
+	_, err = users.Upsert(ctx, "b", []byte("vb"), opts)
+	require.NoError(t, err)
+	mu.Lock()
+	assert.Zero(t, staleWrites, "a write went with the dropped collection's id")
+	assert.Zero(t, lagLeft, "the write waited for the node to catch up")
+	mu.Unlock()
+	g, err := users.Get(ctx, "b", &GetOptions{Timeout: 5 * time.Second})
+	require.NoError(t, err, "the acknowledged write is in the collection")
+	assert.Equal(t, "vb", string(g.Value))
+}

@@ -26,6 +26,10 @@ type CollectionIDs struct {
 	// flights are the lookups running, by path: each on the goroutine of
 	// its first caller, the others waiting for it (guarded by mu).
 	flights map[string]*idFlight
+	// floors are, by path, the newest manifest uid by which a node found
+	// the id cached before unknown (Outdated dropped it): a lookup answered
+	// by an older manifest is stale and not cached (guarded by mu).
+	floors map[string]uint64
 	// clock times a caller's wait for a lookup another caller runs (the
 	// cluster's, the client's Clock).
 	clock retry.Clock
@@ -129,6 +133,12 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 			f.reason, f.err = retry.ReasonUnknown, fmt.Errorf("%w: COLLECTIONS_GET_ID for %s: the lookup panicked", kverr.ErrServerFailure, path)
 		}
 		cc.mu.Lock()
+		if f.err == nil && f.uid < cc.floors[path] {
+			// A node behind a manifest by which another found the
+			// id cached before unknown: its answer may be that very
+			// id. The request waits for the node to catch up.
+			f.reason, f.err = retry.ReasonKVCollectionOutdated, fmt.Errorf("COLLECTIONS_GET_ID for %s: the node answered by manifest %x, older than manifest %x", path, f.uid, cc.floors[path])
+		}
 		if f.err == nil {
 			cc.ids[path] = cachedID{id: f.id, uid: f.uid}
 		}
@@ -246,7 +256,9 @@ func (cc *CollectionIDs) Invalidate(path string) {
 // manifest newer than the node's (the node has not caught up with the
 // collection yet; a lookup there could only give the id of an older
 // collection of that name, perhaps one since dropped). The request is
-// then retried with the id cached.
+// then retried with the id cached. When it drops the id, a lookup answered
+// by a manifest older than the node's is not cached either (floors): the
+// request that made it is retried (KV_COLLECTION_OUTDATED).
 func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKnown bool) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -255,6 +267,12 @@ func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKno
 		return
 	}
 	delete(cc.ids, path)
+	if uidKnown && nodeUID > cc.floors[path] {
+		if cc.floors == nil {
+			cc.floors = map[string]uint64{}
+		}
+		cc.floors[path] = nodeUID
+	}
 }
 
 // UnknownCollectionManifest reads the manifest uid from the body of an
