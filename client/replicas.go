@@ -52,7 +52,9 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 // GetAnyReplica reads the active copy and every replica at once and
 // returns the first that answers. Only the copies the current map assigns
 // to a server are read: a replica the map has no server for (-1) is
-// skipped, not waited for. It is the one read that fans out: up to four
+// skipped, not waited for, and the read of a replica that a config
+// arriving meanwhile leaves without a server (its node failed over) ends
+// then, with ErrNoNodeAvailable. It is the one read that fans out: up to four
 // goroutines for one call, which end when it returns.
 func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetReplicaOptions) (GetReplicaResult, error) {
 	if err := col.replicasRefused("GetAnyReplica", key); err != nil {

@@ -135,6 +135,14 @@ func (c *Cluster) route(t *Topology, rs *vbmap.RouteState, tg *Target) (*Node, u
 		if errors.Is(err, vbmap.ErrReplicaOutOfRange) {
 			return nil, 0, retry.ReasonUnknown, err
 		}
+		if tg.Replica > 0 && errors.Is(err, vbmap.ErrNoServer) {
+			// The replica does not exist now (its node failed over, a
+			// cluster short of nodes): as Topology.Copies skips it at
+			// the start of a replica read, a read that meets it later
+			// ends rather than retrying until its timeout. A missing
+			// active copy is a failover in progress: waited for.
+			return nil, vb, retry.ReasonUnknown, fmt.Errorf("%w: replica %d of vbucket %d: %w", kverr.ErrNoNodeAvailable, tg.Replica, vb, err)
+		}
 		return nil, vb, retry.ReasonNodeNotAvailable, err
 	}
 	return c.serverNode(t, server, vb)

@@ -4,7 +4,8 @@ package cluster
 // for the active copy, i for replica i. A copy whose map entry is -1 (a
 // 1-replica bucket on one node, a cluster short of nodes) does not exist
 // now; reading it would only retry NODE_NOT_AVAILABLE until the timeout,
-// so replica reads skip it. When the map assigns no copy at all (a
+// so replica reads skip it (and a replica read routed by a later map that
+// has none for its copy ends: Cluster.Route). When the map assigns no copy at all (a
 // failover in progress), the active copy is returned anyway: its read
 // waits for a config that assigns it, as a Get does. A nil t, memcached://
 // and a memcached bucket (ketama) have only the active copy.
