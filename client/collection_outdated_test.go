@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // TestUnknownCollectionFromALaggingNodeKeepsTheNewerID: app.users was
@@ -152,4 +154,130 @@ func TestLookupOnALaggingNodeAfterAnIDWasDroppedIsNotCached(t *testing.T) {
 	g, err := users.Get(ctx, "b", &GetOptions{Timeout: 5 * time.Second})
 	require.NoError(t, err, "the acknowledged write is in the collection")
 	assert.Equal(t, "vb", string(g.Value))
+}
+
+// TestCollectionLookupOnAHungNodeDoesNotHoldAnotherNodes: a Get with a
+// long timeout looks its collection's id up on node 0, which does not
+// answer. A Get of a key on node 1 needs the same id: it looks it up on
+// node 1, whose answer it gets at once, instead of waiting for node 0's
+// lookup until its own deadline (on the client's clock, which does not
+// move here: it would wait for ever).
+func TestCollectionLookupOnAHungNodeDoesNotHoldAnotherNodes(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	addCollections(t, mc, "app", "users")
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	vbm := b.VbucketMap()
+	keyOn := func(node int) string {
+		for i := 0; ; i++ {
+			if k := "k" + strconv.Itoa(i); vbm[b.VbucketForKey([]byte(k))][0] == node {
+				return k
+			}
+		}
+	}
+	k0, k1 := keyOn(0), keyOn(1)
+	_, err := b.Set("app", "users", k1, []byte("v1"), 0, 0)
+	require.NoError(t, err)
+	ps, _ := proxyEach(t, mc)
+	fc := retry.NewFakeClock(time.Now())
+	c := connectVia(t, ps[0].Addr(), &Options{Clock: fakeClock{fc}})
+	users := c.Scope("app").Collection("users")
+	held, release := heldLookups(t, ps[0])
+
+	hung := make(chan error, 1)
+	go func() {
+		_, err := users.Get(context.Background(), k0, &GetOptions{Timeout: time.Hour})
+		hung <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 0's lookup never reached it")
+	}
+
+	got := make(chan error, 1)
+	go func() {
+		g, err := users.Get(context.Background(), k1, &GetOptions{Timeout: 2 * time.Second})
+		if err == nil && string(g.Value) != "v1" {
+			err = assert.AnError
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		release()
+		<-got
+		t.Fatal("the Get on node 1 waited for node 0's lookup")
+	}
+	release()
+	require.ErrorIs(t, <-hung, ErrDocumentNotFound, "node 0's Get ends once its lookup is answered")
+}
+
+// TestLateLookupByAnOlderManifestDoesNotReplaceTheID: node 0's lookup is
+// answered by a manifest older than node 1's (the collection was dropped
+// and created again in between), and its answer arrives last. The id from
+// the newer manifest stands: no request names the dropped collection's id,
+// node 0's Get included.
+func TestLateLookupByAnOlderManifestDoesNotReplaceTheID(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	addCollections(t, mc, "app", "users")
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	vbm := b.VbucketMap()
+	keyOn := func(node int) string {
+		for i := 0; ; i++ {
+			if k := "k" + strconv.Itoa(i); vbm[b.VbucketForKey([]byte(k))][0] == node {
+				return k
+			}
+		}
+	}
+	k0, k1 := keyOn(0), keyOn(1)
+	oldID, err := b.CollectionID("app", "users")
+	require.NoError(t, err)
+	ps, _ := proxyEach(t, mc)
+	c := connectVia(t, ps[0].Addr(), nil)
+	users := c.Scope("app").Collection("users")
+	held, release := heldLookups(t, ps[0])
+
+	got0 := make(chan error, 1)
+	go func() {
+		g, err := users.Get(context.Background(), k0, &GetOptions{Timeout: time.Hour})
+		if err == nil && string(g.Value) != "v0" {
+			err = assert.AnError
+		}
+		got0 <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 0's lookup never reached it")
+	}
+	require.NoError(t, b.DropCollection("app", "users"))
+	_, err = b.AddCollection("app", "users")
+	require.NoError(t, err)
+	for k, v := range map[string]string{k0: "v0", k1: "v1"} {
+		_, err = b.Set("app", "users", k, []byte(v), 0, 0)
+		require.NoError(t, err)
+	}
+	var stale atomic.Int32
+	mc.Control(mockcluster.Match{Func: func(r *mockcluster.Request) bool {
+		return r.OpCode == memdx.OpGet && r.CollectionID == oldID
+	}}, 0, func(*mockcluster.Request) (mockcluster.Action, bool) {
+		stale.Add(1)
+		return mockcluster.Action{}, false
+	})
+
+	g, err := users.Get(context.Background(), k1, &GetOptions{Timeout: 10 * time.Second})
+	require.NoError(t, err, "node 1's lookup gives the new id")
+	assert.Equal(t, "v1", string(g.Value))
+	release()
+	select {
+	case err := <-got0:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("node 0's Get did not end once its lookup was answered")
+	}
+	_, err = users.Get(context.Background(), k1, &GetOptions{Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	assert.Zero(t, stale.Load(), "a Get named the dropped collection's id")
 }

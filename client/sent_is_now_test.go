@@ -15,14 +15,15 @@ import (
 )
 
 // An operation that waited on another operation's collection-id lookup
-// (shared: one lookup per collection at a time) until after its own
+// (shared: one lookup per collection and node at a time; one node here)
+// until after its own
 // deadline is refused unsent, as its connection's deadline check would
 // refuse it: the time its request is sent is read after the lookup, not
 // taken from the operation's begin (conn.Origin.SentIsNow). A request
 // queued past its deadline races its expiry against its write: a mutation
 // written would be an ambiguous timeout the server may still apply.
 func TestDeadlinePassedDuringSharedLookupIsNotSent(t *testing.T) {
-	mc := newMock(t, mockcluster.Options{})
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	addCollections(t, mc, "app", "users")
 	c := connect(t, mc, nil) // the real clock: SentIsNow applies
 	require.Nil(t, c.opts.Clock)

@@ -18,14 +18,16 @@ import (
 
 // CollectionIDs caches collection ids by "scope.collection", for the whole
 // bucket (ids are per bucket, the same on every node), and looks them up
-// (COLLECTIONS_GET_ID) on a miss, once however many requests meet it at
-// the same time.
+// (COLLECTIONS_GET_ID) on a miss, once per node however many requests meet
+// it there at the same time.
 type CollectionIDs struct {
 	mu  sync.RWMutex
 	ids map[string]cachedID
-	// flights are the lookups running, by path: each on the goroutine of
-	// its first caller, the others waiting for it (guarded by mu).
-	flights map[string]*idFlight
+	// flights are the lookups running, by path and node: each on the
+	// goroutine of its first caller, the others of that node waiting for
+	// it (guarded by mu). A node's lookup is not another's: one that does
+	// not answer (a node hung) must not hold the requests to the others.
+	flights map[flightKey]*idFlight
 	// floors are, by path, the newest manifest uid by which a node found
 	// the id cached before unknown (Outdated dropped it): a lookup answered
 	// by an older manifest is stale and not cached (guarded by mu).
@@ -41,6 +43,9 @@ type cachedID struct {
 	id  uint32
 	uid uint64
 }
+
+// flightKey names a lookup: the collection's path and the node's address.
+type flightKey struct{ path, node string }
 
 // idFlight is a lookup that its first caller runs and the callers that
 // meet the same miss meanwhile wait for: its outcome (ID's) is set before
@@ -58,8 +63,9 @@ type idFlight struct {
 
 // ID returns the id of collection name of scope (path: "scope.name") from
 // the cache, or asks cn when it is not cached (one lookup at a time per
-// collection, on its first caller's goroutine and within that caller's ctx
-// and deadline: concurrent callers share its answer, each waiting for it
+// collection and node, on its first caller's goroutine and within that
+// caller's ctx and deadline: concurrent callers of that node share its
+// answer, each waiting for it
 // within its own ctx and deadline, and look up again themselves when it
 // ended with its caller's context or deadline rather than with an answer).
 // A status other than
@@ -98,15 +104,16 @@ func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *con
 			cc.mu.Unlock()
 			return e.id, 0, nil
 		}
-		f := cc.flights[path]
+		key := flightKey{path, cn.Addr()}
+		f := cc.flights[key]
 		if f == nil {
 			f = &idFlight{done: make(chan struct{})}
 			if cc.flights == nil {
-				cc.flights = map[string]*idFlight{}
+				cc.flights = map[flightKey]*idFlight{}
 			}
-			cc.flights[path] = f
+			cc.flights[key] = f
 			cc.mu.Unlock()
-			cc.fly(ctx, deadline, cn, scope, name, path, f)
+			cc.fly(ctx, deadline, cn, scope, name, key, f)
 			return f.id, f.reason, f.err
 		}
 		cc.mu.Unlock()
@@ -126,7 +133,8 @@ func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *con
 // the id it gets, and ends f, which its waiters then read; it ends f even
 // when the lookup panics, so that no waiter waits for it past its own
 // deadline and no later caller joins it.
-func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string, f *idFlight) {
+func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name string, key flightKey, f *idFlight) {
+	path := key.path
 	ended := false
 	defer func() {
 		if !ended { // a panic
@@ -140,9 +148,15 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 			f.reason, f.err = retry.ReasonKVCollectionOutdated, fmt.Errorf("COLLECTIONS_GET_ID for %s: the node answered by manifest %x, older than manifest %x", path, f.uid, cc.floors[path])
 		}
 		if f.err == nil {
-			cc.ids[path] = cachedID{id: f.id, uid: f.uid}
+			if e, ok := cc.ids[path]; ok && e.uid > f.uid {
+				// Another node's lookup, by a newer manifest,
+				// ended first: its id stands.
+				f.id = e.id
+			} else {
+				cc.ids[path] = cachedID{id: f.id, uid: f.uid}
+			}
 		}
-		delete(cc.flights, path)
+		delete(cc.flights, key)
 		cc.mu.Unlock()
 		close(f.done)
 	}()
