@@ -79,7 +79,11 @@ type idFlight struct {
 // status's sentinel. A lookup that got no answer is retried as
 // SOCKET_NOT_AVAILABLE, and so is a caller whose ctx or deadline ended
 // while it waited for another's lookup (a *conn.RequestError with the
-// context's error, as its own lookup would have ended). waited reports
+// context's error, as its own lookup would have ended); a lookup answered
+// by a manifest older than one by which a node found the id unknown
+// (Outdated) is retried as KV_COLLECTION_OUTDATED, the node being behind,
+// and one answered by a manifest older than that of the id another node's
+// lookup cached meanwhile gives the cached id. waited reports
 // that the id was not cached: the caller waited for a lookup, so a clock
 // reading it made before is stale.
 func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, waited bool, reason retry.Reason, err error) {
