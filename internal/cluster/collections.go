@@ -275,8 +275,9 @@ func (cc *CollectionIDs) Invalidate(path string) {
 // collection yet; a lookup there could only give the id of an older
 // collection of that name, perhaps one since dropped). The request is
 // then retried with the id cached. When it drops the id, a lookup answered
-// by a manifest older than the node's is not cached either (floors): the
-// request that made it is retried (KV_COLLECTION_OUTDATED).
+// by a manifest older than the node's (or, when the node did not say, than
+// the dropped id's) is not cached either (floors): the request that made
+// it is retried (KV_COLLECTION_OUTDATED).
 func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKnown bool) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -285,11 +286,19 @@ func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKno
 		return
 	}
 	delete(cc.ids, path)
-	if uidKnown && nodeUID > cc.floors[path] {
+	// A lookup answered by a manifest older than the node's, or than the
+	// dropped id's own (the node did not say its uid: it may be behind
+	// that manifest, and its lookup give an id that manifest dropped), is
+	// stale. Here nodeUID, when known, is not below e.uid.
+	floor := e.uid
+	if uidKnown {
+		floor = nodeUID
+	}
+	if floor > cc.floors[path] {
 		if cc.floors == nil {
 			cc.floors = map[string]uint64{}
 		}
-		cc.floors[path] = nodeUID
+		cc.floors[path] = floor
 	}
 }
 
