@@ -598,7 +598,9 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 			var waited bool
 			cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
 			if le := (*cluster.LookupError)(nil); errors.As(err, &le) && le.Outcome.ConnInvalid {
-				c.dropInvalidated(cn, le.Outcome.Entry.Status)
+				// The lookup's connection: a caller that waited for
+				// another's lookup has its own on another.
+				c.dropInvalidated(le.Conn(), le.Outcome.Entry.Status)
 			}
 			if waited {
 				// A lookup, perhaps another operation's that this

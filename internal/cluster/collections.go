@@ -183,7 +183,7 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 	case err == nil && status == memdx.StatusSuccess:
 		f.id, f.uid, f.reason, f.err = cid, uid, 0, nil
 	case err == nil:
-		le := &LookupError{path: path, status: status,
+		le := &LookupError{path: path, status: status, cn: cn,
 			Outcome: statuspolicy.Decide(memdx.OpCollectionsGetID, false, status, cn.ErrorMap())}
 		f.reason, f.err = le.Outcome.Reason, le
 	case errors.As(err, &re):
@@ -232,10 +232,18 @@ func (cc *CollectionIDs) await(ctx context.Context, deadline time.Time, done <-c
 // ErrTemporaryFailure for TMPFAIL or a "temp" error-map entry,
 // ErrServerFailure otherwise) and errors.As finds the *memdx.StatusError.
 type LookupError struct {
-	path    string
-	status  memdx.Status
+	path   string
+	status memdx.Status
+	// cn is the connection the answer came on: the lookup's, which its
+	// waiters share on other connections of the node.
+	cn      *conn.Conn
 	Outcome statuspolicy.Outcome
 }
+
+// Conn is the connection the answer came on (the one to drop when
+// Outcome.ConnInvalid), not necessarily the caller's: a caller that waited
+// for another's lookup gets its error.
+func (e *LookupError) Conn() *conn.Conn { return e.cn }
 
 func (e *LookupError) Error() string {
 	switch e.Outcome.Sentinel {
