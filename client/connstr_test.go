@@ -329,6 +329,9 @@ func TestConnStrErrorsHideThePassword(t *testing.T) {
 		"couchbase://app:" + pw + "/x@h/b":         "credentials", // a '/' in the password
 		"couchbase://app:" + pw + "@x:y@h/b":       "credentials", // an '@' and a ':' in the password
 		"couchbase://app:" + pw + "?x@h/b":         "credentials", // a '?' in the password
+		"couchbase://app:" + pw + "?x=y@h/b":       "credentials", // a '?' then an '=' in the password
+		"couchbase://app:" + pw + "?x&y@h/b":       "credentials", // a '?' then an '&' in the password
+		"couchbase://app:x@" + pw + "?y@h/b":       "credentials", // an '@' then a '?' in the password
 		"couchbase://h/b?password=" + pw:           `unknown option "password"`,
 		"couchbase://h/b?kv_timeout=1s&pass=" + pw: `unknown option "pass"`,
 		"couchbase://h/b?PASSWORD=" + pw + "&x=1":  `unknown option "PASSWORD"`,
@@ -347,5 +350,20 @@ func TestConnStrErrorsHideThePassword(t *testing.T) {
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), pw[:4], "Connect's error holds the password")
 		})
+	}
+}
+
+// TestConnStrAtInOptionValue: an '@' in a known option's value is not
+// credentials, whatever the hosts look like.
+func TestConnStrAtInOptionValue(t *testing.T) {
+	for _, in := range []string{
+		"couchbase://h/b?network=a@b",
+		"couchbase://h:11210/b?kv_timeout=1s&network=a@b",
+		"couchbase://[::1]:11210?network=a@b",
+		"couchbase://h?bucket=b&network=a@b@c",
+	} {
+		cs, err := ParseConnStr(in)
+		require.NoError(t, err, in)
+		assert.Contains(t, cs.Options["network"], "a@b", in)
 	}
 }

@@ -183,21 +183,40 @@ var secretOptions = []string{"password", "pass"}
 
 // userInfo returns the "user:password" before the hosts of rest (a
 // connection string after its scheme), as gocbcore and libcouchbase accept
-// it: everything before the last '@' ahead of the options (no host or
-// bucket has an '@'), or, for a password holding a '?', before the last
-// '@' at all when no option ('=', '&') comes before it.
+// it: everything before the last '@' (no host or bucket has an '@'),
+// unless that '@' is in the value of an option the string may carry (a
+// known one, or password/pass): then before the last '@' ahead of the
+// options, if any. So a password holding a '?' followed by '=' or '&'
+// (app:pa?s=s@h) or an '@' and then a '?' (app:p@s?s@h) is userinfo too,
+// and its error does not quote it.
 func userInfo(rest string) (string, bool) {
-	before := rest
-	if q := strings.IndexByte(rest, '?'); q >= 0 {
-		before = rest[:q]
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return "", false
 	}
-	if at := strings.LastIndexByte(before, '@'); at >= 0 {
+	q := strings.IndexByte(rest, '?')
+	if q < 0 || at < q || !inOptionValue(rest[q+1:at]) {
 		return rest[:at], true
 	}
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 && !strings.ContainsAny(rest[:at], "=&") {
+	if at := strings.LastIndexByte(rest[:q], '@'); at >= 0 {
 		return rest[:at], true
 	}
 	return "", false
+}
+
+// inOptionValue says whether an '@' after query (the options up to it)
+// is in the value of an option Parse knows or masks.
+func inOptionValue(query string) bool {
+	param := query[strings.LastIndexAny(query, "&;")+1:]
+	name, _, ok := strings.Cut(param, "=")
+	if !ok {
+		return false
+	}
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	_, known := knownOptions[name]
+	return known || slices.Contains(secretOptions, strings.ToLower(name))
 }
 
 // redacted is s, a connection string an error quotes, with the passwords
