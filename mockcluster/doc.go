@@ -236,7 +236,8 @@
 //     SYNC_WRITE_IN_PROGRESS become TMPFAIL, and a locked document answers
 //     KEY_EEXISTS to mutations and TOUCH/GAT (kv_engine's locked) but
 //     TMPFAIL to GET_LOCKED, UNLOCK_KEY and DELETE with a wrong CAS and
-//     sub-document commands without a CAS (its locked_tmpfail).
+//     sub-document commands without a CAS or with the 0xffffffffffffffff
+//     a GET of the locked document showed (its locked_tmpfail).
 //   - SET/REPLACE/DELETE/APPEND/PREPEND with a CAS: a missing document
 //     answers KEY_ENOENT (APPEND/PREPEND: NOT_STORED), a different CAS
 //     KEY_EEXISTS. ADD of an existing document answers KEY_EEXISTS. ADD,

@@ -56,6 +56,9 @@ func TestLockedStatusesWithoutXerror(t *testing.T) {
 				{"unlock wrong cas", memdx.NewUnlock([]byte(k), wrong), lockedTmp},
 				{"subdoc mutation", sdUpsert(0), lockedTmp},
 				{"subdoc mutation wrong cas", sdUpsert(wrong), locked},
+				// The CAS a GET of the locked document showed: kv_engine's
+				// get_document_for_searching takes it for no CAS.
+				{"subdoc mutation hidden lock cas", sdUpsert(lockedCas), lockedTmp},
 				{"subdoc lookup", memdx.NewSubdocLookup(memdx.OpSubdocGet, []byte(k), []byte("a"), 0, 0), lockedTmp},
 			} {
 				e.expect(c.what, e.do(c.r), c.want)

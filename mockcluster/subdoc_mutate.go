@@ -122,9 +122,11 @@ func (m *sdMutation) start(t target, mk string, cas uint64, df memdx.SubdocDocFl
 			return memdx.StatusSubdocCanOnlyReviveDeletedDocuments
 		}
 		if st := casCheck(base, cas, now); st != memdx.StatusSuccess {
-			if st == memdx.StatusLocked && cas == 0 {
+			if st == memdx.StatusLocked && (cas == 0 || cas == lockedCas) {
 				// kv_engine's get_document_for_searching answers
-				// locked_tmpfail; a wrong CAS fails at the store, locked.
+				// locked_tmpfail (to no CAS and to the hidden one a GET
+				// of the locked document showed, as for a lookup); a
+				// wrong CAS fails at the store, locked.
 				st = statusLockedTmpfail
 			}
 			return st
