@@ -256,8 +256,8 @@
 //     (one with a CAS runs and answers that CAS). UNLOCK_KEY of an unlocked
 //     document answers NOT_LOCKED (0x0e; TMPFAIL without XERROR), with a
 //     wrong CAS LOCKED, of a missing one KEY_ENOENT. Locks are not
-//     replicated: GET_REPLICA and replica sub-document lookups ignore them
-//     and see the CAS from before the lock, which the active keeps to
+//     replicated: GET_REPLICA, replica sub-document lookups and OBSERVE on
+//     a replica node ignore them and see the CAS from before the lock, which the active keeps to
 //     itself (after an unlock too) until the next mutation.
 //   - Expiry: 0 never; up to 30 days, seconds from now; above, an absolute
 //     Unix time (one before the current second expires at once). As in

@@ -131,6 +131,11 @@ func (cn *conn) observe(p *memdx.Packet) {
 		state, cas := byte(memdx.ObserveNotFound), uint64(0)
 		if d != nil {
 			state, cas = byte(memdx.ObservePersisted), d.cas
+			if s.chains[vbid][0] != cn.n.id {
+				// A replica holds the CAS from before a lock, which
+				// is not replicated.
+				cas = d.replicatedCas()
+			}
 		}
 		vb.mu.Unlock()
 		out = binary.BigEndian.AppendUint16(out, vbid)
