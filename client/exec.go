@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -928,14 +929,14 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	return out.Reason, true
 }
 
-// dropInvalidated closes cn, whose node answered st, a status its error
+// dropInvalidated ends cn, whose node answered st, a status its error
 // map marks "conn-state-invalidated" or "special-handling"
 // (statuspolicy.Outcome.ConnInvalid): RFC 0013 says the connection is no
 // longer valid and must be dropped. Its requests in flight end as on any
 // lost connection (a mutation's error is then ambiguous), and the node's
-// pool dials a new one. The close runs on a goroutine of its own: Close
-// waits for the connection's goroutines, which may be waiting for the
-// caller.
+// pool dials a new one. Abort, not Close: Close waits for the
+// connection's goroutines, which may be waiting for this caller, and
+// Abort starts none.
 func (c *Client) dropInvalidated(cn *conn.Conn, st memdx.Status) {
 	select {
 	case <-cn.Done():
@@ -944,7 +945,7 @@ func (c *Client) dropInvalidated(cn *conn.Conn, st memdx.Status) {
 	}
 	c.opts.Logger.Warn("kvwire: dropping a connection: the node's error map says its state is no longer valid",
 		"node", cn.Addr(), "conn", cn.ID(), "status", st)
-	go func() { _ = cn.Close() }()
+	cn.Abort(fmt.Errorf("the node answered %s, which its error map says leaves the connection invalid", st))
 }
 
 func (o *op) statusErr() error {

@@ -438,6 +438,16 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// Abort ends the connection with why, without waiting for its goroutines
+// to exit (Close waits): a caller may abort the connection its request was
+// answered on, whose reader may still be handing others their answers.
+// Every request in flight fails as on Close, with an error matching
+// kverr.ErrConnectionClosed and why. Aborting a connection that has ended
+// does nothing.
+func (c *Conn) Abort(why error) {
+	c.fail(fmt.Errorf("%w: %w", kverr.ErrConnectionClosed, why))
+}
+
 // Done is closed when the connection has ended (failed or closed).
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
