@@ -21,76 +21,88 @@ import (
 // TestUnknownCollectionFromALaggingNodeKeepsTheNewerID: app.users was
 // dropped and created again (a new id, in a newer manifest). The client
 // holds the new id. A node that has not caught up with the newer manifest
-// yet answers UNKNOWN_COLLECTION naming its older manifest, and would
-// answer a lookup with the old collection's id. The client must keep the
-// id it holds and retry with it until the node catches up, never look the
-// id up again there: the old id would be cached and the write would land
-// in the dropped collection (acknowledged, then lost), and the next reads
-// would miss the document.
+// yet answers UNKNOWN_COLLECTION, naming its older manifest or (a server
+// that does not say) naming none, and would answer a lookup with the old
+// collection's id. The client must never write with that id: it would be
+// acknowledged into the dropped collection and lost, and the next reads
+// would miss the document. Naming its manifest, the node gets the write
+// again with the id held until it catches up; naming none, the id is
+// dropped, and the lookup's answer, by a manifest older than the one the
+// dropped id came from, is not cached: the write waits for the node.
 func TestUnknownCollectionFromALaggingNodeKeepsTheNewerID(t *testing.T) {
-	mc := newMock(t, mockcluster.Options{Nodes: 1})
-	addCollections(t, mc, "app", "users")
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	oldID, err := b.CollectionID("app", "users")
-	require.NoError(t, err)
-	oldUID := b.ManifestUID()
-	require.NoError(t, b.DropCollection("app", "users"))
-	newID, err := b.AddCollection("app", "users")
-	require.NoError(t, err)
-	require.Greater(t, b.ManifestUID(), oldUID)
+	for _, namesManifest := range []bool{true, false} {
+		t.Run(map[bool]string{true: "manifest_uid", false: "no manifest_uid"}[namesManifest], func(t *testing.T) {
+			mc := newMock(t, mockcluster.Options{Nodes: 1})
+			addCollections(t, mc, "app", "users")
+			b := mc.Bucket(mockcluster.DefaultBucket)
+			oldID, err := b.CollectionID("app", "users")
+			require.NoError(t, err)
+			oldUID := b.ManifestUID()
+			require.NoError(t, b.DropCollection("app", "users"))
+			newID, err := b.AddCollection("app", "users")
+			require.NoError(t, err)
+			require.Greater(t, b.ManifestUID(), oldUID)
 
-	ps, _ := proxyEach(t, mc)
-	c := connectVia(t, ps[0].Addr(), nil)
-	users := c.Scope("app").Collection("users")
-	ctx := context.Background()
-	opts := &UpsertOptions{Timeout: 20 * time.Second}
-	_, err = users.Upsert(ctx, "a", []byte("va"), opts)
-	require.NoError(t, err, "the client holds the new id")
+			ps, _ := proxyEach(t, mc)
+			c := connectVia(t, ps[0].Addr(), nil)
+			users := c.Scope("app").Collection("users")
+			ctx := context.Background()
+			opts := &UpsertOptions{Timeout: 20 * time.Second}
+			_, err = users.Upsert(ctx, "a", []byte("va"), opts)
+			require.NoError(t, err, "the client holds the new id")
 
-	// The node lags: it answers the next two writes with the new id
-	// UNKNOWN_COLLECTION of its older manifest, and a lookup with the old
-	// id; it would take a write to the old id (it still has that
-	// collection).
-	var mu sync.Mutex
-	unknownLeft, staleWrites := 2, 0
-	ps[0].OnRequest(func(req *memdx.Packet) faultnode.Action {
-		mu.Lock()
-		defer mu.Unlock()
-		switch req.OpCode {
-		case memdx.OpCollectionsGetID:
-			if unknownLeft > 0 {
-				r := faultnode.Reply(req, memdx.StatusSuccess, nil)
-				r.Extras = binary.BigEndian.AppendUint64(nil, oldUID)
-				r.Extras = binary.BigEndian.AppendUint32(r.Extras, oldID)
-				return faultnode.Action{Send: []memdx.Packet{r}}
+			// The node lags for its next three answers: a write with the
+			// new id is UNKNOWN_COLLECTION, a lookup gives the old id by
+			// the old manifest; it would take a write to the old id (it
+			// still has that collection).
+			var unknownBody []byte
+			if namesManifest {
+				unknownBody = []byte(`{"manifest_uid":"` + strconv.FormatUint(oldUID, 16) + `"}`)
 			}
-		case memdx.OpSet:
-			cid, _, err := memdx.SplitCollectionKey(req.Key)
-			switch {
-			case err != nil:
-			case cid == oldID:
-				staleWrites++
-				return faultnode.Action{Send: []memdx.Packet{faultnode.Reply(req, memdx.StatusSuccess, nil)}}
-			case cid == newID && unknownLeft > 0:
-				unknownLeft--
-				r := faultnode.Reply(req, memdx.StatusUnknownCollection,
-					[]byte(`{"manifest_uid":"`+strconv.FormatUint(oldUID, 16)+`"}`))
-				r.Datatype = memdx.DatatypeJSON
-				return faultnode.Action{Send: []memdx.Packet{r}}
-			}
-		}
-		return faultnode.Action{}
-	})
+			var mu sync.Mutex
+			lagLeft, staleWrites := 3, 0
+			ps[0].OnRequest(func(req *memdx.Packet) faultnode.Action {
+				mu.Lock()
+				defer mu.Unlock()
+				switch req.OpCode {
+				case memdx.OpCollectionsGetID:
+					if lagLeft > 0 {
+						lagLeft--
+						r := faultnode.Reply(req, memdx.StatusSuccess, nil)
+						r.Extras = binary.BigEndian.AppendUint64(nil, oldUID)
+						r.Extras = binary.BigEndian.AppendUint32(r.Extras, oldID)
+						return faultnode.Action{Send: []memdx.Packet{r}}
+					}
+				case memdx.OpSet:
+					cid, _, err := memdx.SplitCollectionKey(req.Key)
+					switch {
+					case err != nil:
+					case cid == oldID:
+						staleWrites++
+						return faultnode.Action{Send: []memdx.Packet{faultnode.Reply(req, memdx.StatusSuccess, nil)}}
+					case cid == newID && lagLeft > 0:
+						lagLeft--
+						r := faultnode.Reply(req, memdx.StatusUnknownCollection, unknownBody)
+						if unknownBody != nil {
+							r.Datatype = memdx.DatatypeJSON
+						}
+						return faultnode.Action{Send: []memdx.Packet{r}}
+					}
+				}
+				return faultnode.Action{}
+			})
 
-	_, err = users.Upsert(ctx, "b", []byte("vb"), opts)
-	require.NoError(t, err)
-	mu.Lock()
-	assert.Zero(t, staleWrites, "a write went with the dropped collection's id")
-	assert.Zero(t, unknownLeft, "the write was retried with the new id until the node caught up")
-	mu.Unlock()
-	g, err := users.Get(ctx, "b", &GetOptions{Timeout: 5 * time.Second})
-	require.NoError(t, err, "the acknowledged write is in the collection")
-	assert.Equal(t, "vb", string(g.Value))
+			_, err = users.Upsert(ctx, "b", []byte("vb"), opts)
+			require.NoError(t, err)
+			mu.Lock()
+			assert.Zero(t, staleWrites, "a write went with the dropped collection's id")
+			assert.Zero(t, lagLeft, "the write waited for the node to catch up")
+			mu.Unlock()
+			g, err := users.Get(ctx, "b", &GetOptions{Timeout: 5 * time.Second})
+			require.NoError(t, err, "the acknowledged write is in the collection")
+			assert.Equal(t, "vb", string(g.Value))
+		})
+	}
 }
 
 // TestLookupOnALaggingNodeAfterAnIDWasDroppedIsNotCached: a node whose
