@@ -98,7 +98,9 @@
 //  5. retries what can be retried, as RFC 0049 revision 16 says (see Retry
 //     strategies): NOT_MY_VBUCKET (its body, if newer, goes to the config
 //     loop; without one the node is asked for its config),
-//     UNKNOWN_COLLECTION (after dropping the cached id), LOCKED, TMPFAIL,
+//     UNKNOWN_COLLECTION (after dropping the cached id, unless the node is
+//     behind the manifest that id came from: then with that id again),
+//     LOCKED, TMPFAIL,
 //     SYNC_WRITE_IN_PROGRESS, statuses the node's error map marks as
 //     retryable, and connections that were unavailable or died. Every wait
 //     is capped to the deadline; a wait that reaches it ends the operation
