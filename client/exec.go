@@ -327,11 +327,13 @@ func (o *op) recordFailure(st memdx.Status, dt memdx.Datatype, value []byte) {
 		}
 	case memdx.StatusSubdocSuccessDeleted:
 	default:
-		if ec, ok := memdx.DecodeErrorContext(dt, value); ok {
-			o.errCtx = ec
-		}
-		if st == memdx.StatusUnknownCollection {
-			o.manifestUID, o.hasManifestUID = cluster.UnknownCollectionManifest(dt, value)
+		if b, ok := memdx.DecodeErrorBody(dt, value); ok {
+			if b.HasContext {
+				o.errCtx = b.ErrorContext
+			}
+			if st == memdx.StatusUnknownCollection {
+				o.manifestUID, o.hasManifestUID = b.ManifestUID, b.HasManifest
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // ErrMalformed is matched (errors.Is) by every *DecodeError: the bytes are not
@@ -127,14 +128,42 @@ type ErrorContext struct {
 // DecodeErrorContext reads {"error":{"context":..,"ref":..}} from an error
 // response's value. It reports false when the value is not such a body.
 func DecodeErrorContext(dt Datatype, value []byte) (ErrorContext, bool) {
+	b, _ := DecodeErrorBody(dt, value)
+	return b.ErrorContext, b.HasContext
+}
+
+// ErrorBody is what an error response's JSON value says: its error context
+// and, on UNKNOWN_COLLECTION and UNKNOWN_SCOPE, the manifest uid the
+// server decided by ({"manifest_uid":"1f"}, hex as in the manifest, at the
+// body's root).
+type ErrorBody struct {
+	ErrorContext
+	HasContext  bool
+	ManifestUID uint64
+	HasManifest bool
+}
+
+// DecodeErrorBody reads an error response's value in one pass. It reports
+// false when the value is not a JSON object (servers send it without the
+// JSON datatype bit; a snappy-compressed value is not read).
+func DecodeErrorBody(dt Datatype, value []byte) (ErrorBody, bool) {
 	if len(value) < 2 || value[0] != '{' || dt.Has(DatatypeSnappy) {
-		return ErrorContext{}, false
+		return ErrorBody{}, false
 	}
 	var body struct {
 		Error *ErrorContext `json:"error"`
+		UID   *string       `json:"manifest_uid"`
 	}
-	if err := json.Unmarshal(value, &body); err != nil || body.Error == nil {
-		return ErrorContext{}, false
+	if err := json.Unmarshal(value, &body); err != nil {
+		return ErrorBody{}, false
 	}
-	return *body.Error, true
+	var b ErrorBody
+	if body.Error != nil {
+		b.ErrorContext, b.HasContext = *body.Error, true
+	}
+	if body.UID != nil {
+		uid, err := strconv.ParseUint(*body.UID, 16, 64)
+		b.ManifestUID, b.HasManifest = uid, err == nil
+	}
+	return b, true
 }

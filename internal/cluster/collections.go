@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -308,21 +306,4 @@ func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKno
 		}
 		cc.floors[path] = floor
 	}
-}
-
-// UnknownCollectionManifest reads the manifest uid from the body of an
-// UNKNOWN_COLLECTION answer ({"manifest_uid":"1f"}: hex, as in the
-// manifest) of datatype dt. ok is false when the body does not say.
-func UnknownCollectionManifest(dt memdx.Datatype, value []byte) (uid uint64, ok bool) {
-	if len(value) < 2 || value[0] != '{' || dt.Has(memdx.DatatypeSnappy) {
-		return 0, false
-	}
-	var body struct {
-		UID *string `json:"manifest_uid"`
-	}
-	if err := json.Unmarshal(value, &body); err != nil || body.UID == nil {
-		return 0, false
-	}
-	uid, err := strconv.ParseUint(*body.UID, 16, 64)
-	return uid, err == nil
 }

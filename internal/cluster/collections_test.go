@@ -199,15 +199,3 @@ func TestOutdatedKeepsNewerIDs(t *testing.T) {
 		}
 	}
 }
-
-func TestUnknownCollectionManifest(t *testing.T) {
-	uid, ok := UnknownCollectionManifest(memdx.DatatypeJSON, []byte(`{"error":{"context":"x"},"manifest_uid":"1f"}`))
-	if !ok || uid != 0x1f {
-		t.Errorf("got %x %v, want 1f true", uid, ok)
-	}
-	for _, body := range []string{``, `{}`, `{"manifest_uid":"zz"}`, `not json`} {
-		if _, ok := UnknownCollectionManifest(memdx.DatatypeJSON, []byte(body)); ok {
-			t.Errorf("%q: a uid read", body)
-		}
-	}
-}
