@@ -59,48 +59,17 @@ func TestUnknownCollectionFromALaggingNodeKeepsTheNewerID(t *testing.T) {
 			if namesManifest {
 				unknownBody = []byte(`{"manifest_uid":"` + strconv.FormatUint(oldUID, 16) + `"}`)
 			}
-			var mu sync.Mutex
-			lagLeft, staleWrites := 3, 0
-			ps[0].OnRequest(func(req *memdx.Packet) faultnode.Action {
-				mu.Lock()
-				defer mu.Unlock()
-				switch req.OpCode {
-				case memdx.OpCollectionsGetID:
-					if lagLeft > 0 {
-						lagLeft--
-						r := faultnode.Reply(req, memdx.StatusSuccess, nil)
-						r.Extras = binary.BigEndian.AppendUint64(nil, oldUID)
-						r.Extras = binary.BigEndian.AppendUint32(r.Extras, oldID)
-						return faultnode.Action{Send: []memdx.Packet{r}}
-					}
-				case memdx.OpSet:
-					cid, _, err := memdx.SplitCollectionKey(req.Key)
-					switch {
-					case err != nil:
-					case cid == oldID:
-						staleWrites++
-						return faultnode.Action{Send: []memdx.Packet{faultnode.Reply(req, memdx.StatusSuccess, nil)}}
-					case cid == newID && lagLeft > 0:
-						lagLeft--
-						r := faultnode.Reply(req, memdx.StatusUnknownCollection, unknownBody)
-						if unknownBody != nil {
-							r.Datatype = memdx.DatatypeJSON
-						}
-						return faultnode.Action{Send: []memdx.Packet{r}}
-					}
+			lag := lagBehind(ps[0], oldID, oldUID, 3, func(req *memdx.Packet, cid uint32) (faultnode.Action, bool) {
+				if cid != newID {
+					return faultnode.Action{}, false
 				}
-				return faultnode.Action{}
+				r := faultnode.Reply(req, memdx.StatusUnknownCollection, unknownBody)
+				if unknownBody != nil {
+					r.Datatype = memdx.DatatypeJSON
+				}
+				return faultnode.Action{Send: []memdx.Packet{r}}, true
 			})
-
-			_, err = users.Upsert(ctx, "b", []byte("vb"), opts)
-			require.NoError(t, err)
-			mu.Lock()
-			assert.Zero(t, staleWrites, "a write went with the dropped collection's id")
-			assert.Zero(t, lagLeft, "the write waited for the node to catch up")
-			mu.Unlock()
-			g, err := users.Get(ctx, "b", &GetOptions{Timeout: 5 * time.Second})
-			require.NoError(t, err, "the acknowledged write is in the collection")
-			assert.Equal(t, "vb", string(g.Value))
+			lag.requireWriteWaited(t, users)
 		})
 	}
 }
@@ -134,35 +103,65 @@ func TestLookupOnALaggingNodeAfterAnIDWasDroppedIsNotCached(t *testing.T) {
 
 	// This node lags: its next two lookups answer with the old id, by the
 	// old manifest; it would take a write to the old id.
-	var mu sync.Mutex
-	lagLeft, staleWrites := 2, 0
-	ps[0].OnRequest(func(req *memdx.Packet) faultnode.Action {
-		mu.Lock()
-		defer mu.Unlock()
+	lagBehind(ps[0], oldID, oldUID, 2, nil).requireWriteWaited(t, users)
+}
+
+// lag is a node behind the manifest that dropped collection oldID
+// (proxied by lagBehind): for its next left answers it gives a lookup the
+// old id by the old manifest (oldUID), and newWrite, when set, answers
+// the writes it takes (cid: the id they name). It takes a write to the old
+// id as a node still holding that collection would, and counts it.
+type lag struct {
+	mu                sync.Mutex
+	left, staleWrites int
+}
+
+func lagBehind(p *faultnode.Proxy, oldID uint32, oldUID uint64, left int,
+	newWrite func(req *memdx.Packet, cid uint32) (faultnode.Action, bool)) *lag {
+	l := &lag{left: left}
+	p.OnRequest(func(req *memdx.Packet) faultnode.Action {
+		l.mu.Lock()
+		defer l.mu.Unlock()
 		switch req.OpCode {
 		case memdx.OpCollectionsGetID:
-			if lagLeft > 0 {
-				lagLeft--
+			if l.left > 0 {
+				l.left--
 				r := faultnode.Reply(req, memdx.StatusSuccess, nil)
 				r.Extras = binary.BigEndian.AppendUint64(nil, oldUID)
 				r.Extras = binary.BigEndian.AppendUint32(r.Extras, oldID)
 				return faultnode.Action{Send: []memdx.Packet{r}}
 			}
 		case memdx.OpSet:
-			if cid, _, err := memdx.SplitCollectionKey(req.Key); err == nil && cid == oldID {
-				staleWrites++
+			cid, _, err := memdx.SplitCollectionKey(req.Key)
+			switch {
+			case err != nil:
+			case cid == oldID:
+				l.staleWrites++
 				return faultnode.Action{Send: []memdx.Packet{faultnode.Reply(req, memdx.StatusSuccess, nil)}}
+			case newWrite != nil && l.left > 0:
+				if a, ok := newWrite(req, cid); ok {
+					l.left--
+					return a
+				}
 			}
 		}
 		return faultnode.Action{}
 	})
+	return l
+}
 
-	_, err = users.Upsert(ctx, "b", []byte("vb"), opts)
+// requireWriteWaited writes "b" to users through the lagging node and
+// requires that no write named the old id, that the write waited out the
+// node's lag, and that the acknowledged value is in the collection.
+func (l *lag) requireWriteWaited(t *testing.T, users *Collection) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := users.Upsert(ctx, "b", []byte("vb"), &UpsertOptions{Timeout: 20 * time.Second})
 	require.NoError(t, err)
-	mu.Lock()
-	assert.Zero(t, staleWrites, "a write went with the dropped collection's id")
-	assert.Zero(t, lagLeft, "the write waited for the node to catch up")
-	mu.Unlock()
+	l.mu.Lock()
+	assert.Zero(t, l.staleWrites, "a write went with the dropped collection's id")
+	assert.Zero(t, l.left, "the write waited for the node to catch up")
+	l.mu.Unlock()
 	g, err := users.Get(ctx, "b", &GetOptions{Timeout: 5 * time.Second})
 	require.NoError(t, err, "the acknowledged write is in the collection")
 	assert.Equal(t, "vb", string(g.Value))
