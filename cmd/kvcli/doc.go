@@ -51,8 +51,9 @@
 //	add KEY VALUE          create a document; exit 4 if it exists (insert)
 //	replace KEY VALUE      replace an existing document; exit 3 if missing
 //	    --expiry D         time to live (set, add, replace; 0: never expires)
-//	    --flags N          the document's 32-bit flags (default: Couchbase common
-//	                       flags, binary or JSON; 0 on memcached://)
+//	    --flags N          the document's 32-bit flags, decimal or hex (0x...)
+//	                       (default: Couchbase common flags, binary or JSON; 0 on
+//	                       memcached://)
 //	    --json-doc         mark the value as JSON (JSON datatype and flags)
 //	    --cas CAS          write only if the document's CAS is still CAS (not add)
 //	append KEY VALUE       append bytes to an existing document (--cas)
@@ -66,7 +67,7 @@
 //	                       maximum: on a bucket configured with a lower maximum, a
 //	                       longer --lock-time locks for 15s
 //	unlock KEY CAS         release the lock; CAS in hex (0x...) or decimal
-//	incr KEY, decr KEY     change a counter by --delta (default 1; 0 reads it) and print
+//	incr KEY, decr KEY     change a counter by --delta (decimal or hex; default 1; 0 reads it) and print
 //	                       its new value; --initial N creates a missing one with N
 //	                       (without the delta), --expiry D (with --initial) its
 //	                       expiry; decr stops at 0

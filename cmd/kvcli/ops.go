@@ -143,23 +143,51 @@ func lineField(s string) string {
 	return s
 }
 
-// parseCas reads a CAS in hex (0x...) or decimal; only those: a leading
-// 0 is a decimal digit, not octal's prefix (strconv's base 0 would read
-// 0123 as 83, and take 0b, 0o and underscores too).
-func parseCas(s string) (uint64, error) {
-	var v uint64
-	var err error
+// parseDecOrHex reads a number in hex (0x...) or decimal; only those: a
+// leading 0 is a decimal digit, not octal's prefix (strconv's base 0 would
+// read 0123 as 83, and take 0b, 0o and underscores too).
+func parseDecOrHex(s string, bits int) (uint64, error) {
 	if h, ok := strings.CutPrefix(s, "0x"); ok {
-		v, err = strconv.ParseUint(h, 16, 64)
-	} else if h, ok := strings.CutPrefix(s, "0X"); ok {
-		v, err = strconv.ParseUint(h, 16, 64)
-	} else {
-		v, err = strconv.ParseUint(s, 10, 64)
+		return strconv.ParseUint(h, 16, bits)
 	}
+	if h, ok := strings.CutPrefix(s, "0X"); ok {
+		return strconv.ParseUint(h, 16, bits)
+	}
+	return strconv.ParseUint(s, 10, bits)
+}
+
+// parseCas reads a CAS in hex (0x...) or decimal.
+func parseCas(s string) (uint64, error) {
+	v, err := parseDecOrHex(s, 64)
 	if err != nil || v == 0 {
 		return 0, fmt.Errorf("CAS %q: want a non-zero number, hex (0x...) or decimal", s)
 	}
 	return v, nil
+}
+
+// numberFlag is a --flags or --delta flag: decimal or hex, of bits bits.
+type numberFlag struct {
+	v    uint64
+	bits int
+}
+
+func (n *numberFlag) String() string {
+	if n == nil {
+		return "0"
+	}
+	return strconv.FormatUint(n.v, 10)
+}
+
+func (n *numberFlag) Set(s string) error {
+	v, err := parseDecOrHex(s, n.bits)
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("does not fit %d bits", n.bits)
+	}
+	if err != nil {
+		return errors.New("want a number, decimal or hex (0x...)")
+	}
+	n.v = v
+	return nil
 }
 
 // casFlag is a --cas flag: hex or decimal.
@@ -188,14 +216,15 @@ func cmdStore(name string) func(context.Context, *invocation, []string) int {
 		raw := fs.Bool("raw", false, "take VALUE literally (no - or @FILE)")
 		var cas casFlag
 		var expiry *time.Duration
-		var flags *uint
+		var flags *numberFlag
 		var jsonDoc *bool
 		if name != "add" {
 			fs.Var(&cas, "cas", "write only if the document's CAS is still this (hex or decimal)")
 		}
 		if name == "set" || name == "add" || name == "replace" {
 			expiry = fs.Duration("expiry", 0, "time to live (0: never expires)")
-			flags = fs.Uint("flags", 0, "the document's 32-bit flags")
+			flags = &numberFlag{bits: 32}
+			fs.Var(flags, "flags", "the document's 32-bit flags (decimal or hex)")
 			jsonDoc = fs.Bool("json-doc", false, "mark the value as JSON (datatype bit)")
 		}
 		return inv.withSession(ctx, fs, args, 2, 2, func(pos []string) (func(*session) int, error) {
@@ -207,10 +236,7 @@ func cmdStore(name string) func(context.Context, *invocation, []string) int {
 				if *expiry < 0 {
 					return nil, fmt.Errorf("--expiry %v: want a positive duration", *expiry)
 				}
-				if *flags > 0xffffffff {
-					return nil, fmt.Errorf("--flags %d does not fit 32 bits", *flags)
-				}
-				exp, fl, isJSON = *expiry, uint32(*flags), *jsonDoc
+				exp, fl, isJSON = *expiry, uint32(flags.v), *jsonDoc
 			}
 			value, err := inv.readValue(ctx, pos[1], *raw)
 			if err != nil {
@@ -382,7 +408,8 @@ func cmdUnlock(ctx context.Context, inv *invocation, args []string) int {
 func cmdCounter(name string) func(context.Context, *invocation, []string) int {
 	return func(ctx context.Context, inv *invocation, args []string) int {
 		fs := inv.newFlagSet(name)
-		delta := fs.Uint64("delta", 1, "amount to add or subtract (0 reads the counter)")
+		delta := &numberFlag{v: 1, bits: 64}
+		fs.Var(delta, "delta", "amount to add or subtract, decimal or hex (0 reads the counter)")
 		initial := fs.String("initial", "", "create a missing document with this value (the delta is not applied)")
 		expiry := fs.Duration("expiry", 0, "time to live of a document the counter creates")
 		return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
@@ -404,9 +431,9 @@ func cmdCounter(name string) func(context.Context, *invocation, []string) int {
 				var r client.CounterResult
 				var err error
 				if name == "incr" {
-					r, err = s.col.Increment(ctx, key, &client.IncrementOptions{Timeout: inv.opTimeout, Delta: *delta, Initial: init, Expiry: *expiry})
+					r, err = s.col.Increment(ctx, key, &client.IncrementOptions{Timeout: inv.opTimeout, Delta: delta.v, Initial: init, Expiry: *expiry})
 				} else {
-					r, err = s.col.Decrement(ctx, key, &client.DecrementOptions{Timeout: inv.opTimeout, Delta: *delta, Initial: init, Expiry: *expiry})
+					r, err = s.col.Decrement(ctx, key, &client.DecrementOptions{Timeout: inv.opTimeout, Delta: delta.v, Initial: init, Expiry: *expiry})
 				}
 				if err != nil {
 					return inv.fail(key, name, err)

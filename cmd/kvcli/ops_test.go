@@ -518,3 +518,34 @@ func TestParseCasHexOrDecimalOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberFlagsAreDecimalOrHex: --flags and --delta read like --cas, decimal
+// or 0x hex. A leading zero is not octal: "010" is ten, as a user means it.
+func TestNumberFlagsAreDecimalOrHex(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+
+	for in, want := range map[string]uint32{"010": 10, "0x10": 16, "0X0300_0000": 0, "50331648": 0x03000000} {
+		r := runKV(t, env, "", "set", "f", "v", "--flags", in)
+		if want == 0 {
+			assert.Equal(t, exitUsage, r.code, "--flags %s: %s", in, r)
+			assert.Contains(t, r.stderr, "--flags "+strconv.Quote(in), r)
+			continue
+		}
+		require.Equal(t, exitOK, r.code, "--flags %s: %s", in, r)
+		d, ok := doc(t, mc, "f")
+		require.True(t, ok)
+		assert.Equal(t, want, d.Flags, "--flags %s", in)
+	}
+	r := runKV(t, env, "", "set", "f", "v", "--flags", "0o17")
+	assert.Equal(t, exitUsage, r.code, r)
+
+	r = runKV(t, env, "", "incr", "n", "--initial", "0")
+	require.Equal(t, exitOK, r.code, r)
+	r = runKV(t, env, "", "incr", "n", "--delta", "010")
+	assert.Equal(t, "10\n", r.stdout, r)
+	r = runKV(t, env, "", "decr", "n", "--delta", "0x2")
+	assert.Equal(t, "8\n", r.stdout, r)
+	r = runKV(t, env, "", "incr", "n", "--delta", "0b1")
+	assert.Equal(t, exitUsage, r.code, r)
+	assert.Contains(t, r.stderr, `--delta "0b1"`, r)
+}
