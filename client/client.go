@@ -172,7 +172,9 @@ func (e *ConnectError) Unwrap() []error {
 }
 
 // NodeError says that a node had no connection to carry a request, and why
-// its last connection attempt failed (nil Err: it is still connecting).
+// its last connection attempt failed, or why it waits before its next one
+// (its connections ended soon after they were made); nil Err: it is still
+// connecting.
 type NodeError struct {
 	Addr string
 	Err  error

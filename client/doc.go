@@ -109,7 +109,8 @@
 //     error map decides is one table, for operations and the collection-id
 //     lookup alike. A status the error map decides whose entry says
 //     "conn-state-invalidated" or "special-handling" also drops the
-//     connection it came on (RFC 0013); the node's pool dials another.
+//     connection it came on (RFC 0013); the node's pool dials another
+//     (see Redial below for when it waits first).
 //     A wait after NOT_MY_VBUCKET or an unavailable node ends when a newer
 //     config is installed, or when a node without a connection gets one
 //     again (couchbase://, not memcached://), and the operation is routed
@@ -216,7 +217,7 @@
 // all arrives from the node for ProbeTimeout (1 s) while the probe waits,
 // the connection closes with ErrUnresponsive, its requests fail as on any
 // dead connection (a mutation in flight is ambiguous), and the node
-// redials at once. A node that is only slow answers the probe and keeps its
+// redials. A node that is only slow answers the probe and keeps its
 // connection. A connection being bootstrapped fails the same way after
 // ProbeTimeout of silence. Connect goes on to the next seed, and dials the
 // seeds that did not answer in time again, in rounds 10 ms to 500 ms
@@ -225,6 +226,21 @@
 // seed, or the same one a moment later, would answer. A refused
 // connection, a hang-up, refused credentials, bucket or TLS are answers:
 // those seeds are not dialed again.
+//
+// # Redial
+//
+// A node whose connection ends redials at once if the connection lived 2 s
+// or longer. One that ends sooner counts as a failed dial: the first such
+// end in a row is redialed at once, each later one after the node's
+// back-off, on Options.Clock: 10 ms doubling to 2 s, the back-off of
+// failed dials too, reset only by a connection that lived 2 s. A node that
+// answers EINTERNAL (which its error map marks conn-state-invalidated) to
+// every read of one bad document, or closes each connection after its
+// bootstrap, is thus bootstrapped again at most once per 2 s after its
+// first few seconds, not once per read, and each drop fails the requests
+// in flight on the connection that seldom. While a node waits, its
+// requests retry (with reason NodeNotAvailable) or fail at their timeout
+// as for any node without a connection; Close does not wait for it.
 //
 // # Cluster configs
 //

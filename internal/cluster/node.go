@@ -14,22 +14,31 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// Reconnect backoff of a node's pool: doubling from ReconnectMin to
-// reconnectMax.
+// Reconnect back-off of a node's pool: doubling from ReconnectMin to
+// ReconnectMax (redialer).
 const (
 	ReconnectMin = 10 * time.Millisecond
-	reconnectMax = 2 * time.Second
+	ReconnectMax = 2 * time.Second
+	// ConnMinLife is how long a connection must have lived for its end to
+	// be redialed at once and to reset the back-off. One that ends sooner
+	// (a node answering a conn-state-invalidated status to every request,
+	// or closing each connection after its bootstrap) counts as a failed
+	// dial. It is ReconnectMax: a node whose connections each live at
+	// least that long is dialed at most once per ReconnectMax, the rate
+	// of the longest back-off.
+	ConnMinLife = ReconnectMax
 	// nodeWakeInterval is the least time between two wakeForNode of one
 	// node (its connections coming back after none was live).
 	nodeWakeInterval = 100 * time.Millisecond
 )
 
 // node is one server's connection pool. A single maintainer goroutine per
-// node dials, redials with backoff when a connection ends, and closes the
-// pool when the node leaves the cluster (after its requests in flight have
-// drained) or the cluster closes. Operations never block on it: Pick returns
-// a live connection or says why there is none, and the retry orchestrator
-// decides what happens next.
+// node dials, redials when a connection ends (at once, or after a back-off
+// when dials fail or connections end soon after they were made: redialer),
+// and closes the pool when the node leaves the cluster (after its requests
+// in flight have drained) or the cluster closes. Operations never block on
+// it: Pick returns a live connection or says why there is none, and the
+// retry orchestrator decides what happens next.
 type Node struct {
 	cl   *Cluster
 	addr string // host:port dialed
@@ -41,6 +50,9 @@ type Node struct {
 	mu      sync.Mutex
 	lastErr error // why the last dial failed; nil once one succeeded
 	endErr  error // why the last connection that ended did (health.go)
+	// waitErr says why the maintainer waits before redialing after a
+	// connection that ended early (redialer); nil while it does not.
+	waitErr error
 
 	// ctx is a child of the client's: canceled when the node leaves the
 	// config (leave) or the client closes. It bounds dials.
@@ -125,13 +137,16 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 		}
 	}
 	n.mu.Lock()
-	err := n.lastErr
+	err, why := n.lastErr, n.lastErr
+	if why == nil {
+		why = n.waitErr
+	}
 	n.mu.Unlock()
 	reason := reasonForDialError(err)
 	if n.cl.cfg.Memcached && err != nil && reason == retry.ReasonNodeNotAvailable {
 		reason = retry.ReasonUnknown // Down
 	}
-	return nil, reason, n.cl.nodeError(n.addr, err)
+	return nil, reason, n.cl.nodeError(n.addr, why)
 }
 
 // isDone reports whether cn has ended (its Done channel is closed).
@@ -188,26 +203,28 @@ func (n *Node) adopt(cn *conn.Conn) (wasDown bool) {
 	return wasDown
 }
 
-// prune drops ended connections from the pool and returns how many are live.
-func (n *Node) prune() int {
+// prune drops ended connections from the pool. It returns how many are
+// live and the ones it dropped.
+func (n *Node) prune() (live int, gone []*conn.Conn) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cs := n.conns.Load()
 	if cs == nil {
-		return 0
+		return 0, nil
 	}
-	live := make([]*conn.Conn, 0, len(*cs))
+	kept := make([]*conn.Conn, 0, len(*cs))
 	for _, cn := range *cs {
 		select {
 		case <-cn.Done():
+			gone = append(gone, cn)
 		default:
-			live = append(live, cn)
+			kept = append(kept, cn)
 		}
 	}
-	if len(live) != len(*cs) {
-		n.conns.Store(&live)
+	if len(gone) > 0 {
+		n.conns.Store(&kept)
 	}
-	return len(live)
+	return len(kept), gone
 }
 
 func (n *Node) markTried() { n.triedOnce.Do(func() { close(n.tried) }) }
@@ -232,7 +249,10 @@ func (n *Node) maintain() {
 	defer n.cl.wg.Done()
 	defer close(n.stopped)
 	defer n.markTried()
-	backoff := ReconnectMin
+	r := redialer{backoff: ReconnectMin, lives: map[*conn.Conn]*connLife{}}
+	for _, cn := range n.Conns() { // the seed connection
+		r.lives[cn] = &connLife{born: n.cl.cfg.Clock.Now()}
+	}
 	var lastWake time.Time // the last wakeForNode of this node
 	for {
 		if n.ctx.Err() != nil {
@@ -245,16 +265,37 @@ func (n *Node) maintain() {
 			}
 			return
 		}
-		if n.prune() >= n.cl.cfg.ConnectionsPerNode {
+		live, gone := n.prune()
+		if wait, lived := r.ended(gone, n.cl.cfg.Clock.Now()); wait > 0 {
+			n.mu.Lock()
+			// The message only: the retry reason stays NODE_NOT_AVAILABLE,
+			// and what the connection ended with is not this error's.
+			why := ""
+			if n.endErr != nil {
+				why = ": " + n.endErr.Error()
+			}
+			n.waitErr = fmt.Errorf("its connections end soon after they are made (the last after %v%s); it waits %v before redialing",
+				lived, why, wait)
+			n.mu.Unlock()
+			n.cl.cfg.Logger.Warn("kvwire: a connection to the node ended soon after it was made; redialing after a back-off",
+				"node", n.addr, "lived", lived, "retry_in", wait)
+			n.pause(wait)
+			n.mu.Lock()
+			n.waitErr = nil
+			n.mu.Unlock()
+			continue
+		}
+		if live >= n.cl.cfg.ConnectionsPerNode {
 			select {
 			case <-n.wake:
 			case <-n.ctx.Done():
 			}
 			continue
 		}
-		cn, err := n.dial()
+		cn, life, err := n.dial()
 		if err == nil {
-			backoff = ReconnectMin
+			life.born = n.cl.cfg.Clock.Now()
+			r.lives[cn] = life
 			wasDown := n.adopt(cn)
 			n.markTried()
 			n.cl.onDialResult(n, nil)
@@ -272,33 +313,121 @@ func (n *Node) maintain() {
 		n.markTried()
 		n.cl.health.notify()
 		n.cl.onDialResult(n, err)
-		wait := backoff
-		if redialable(err) {
-			// The attempt itself waited: the connection's probe timeout
-			// for a node that accepts connections and answers nothing
-			// (paused, or behind a black hole), or ConnectTimeout for one
-			// whose SYNs are lost (a partition; conn began a fresh
-			// connection attempt every ConnectAttempt meanwhile). The
-			// next one starts without more delay, so that the node is
-			// found within that much once it answers again.
-			wait = ReconnectMin
-		} else {
-			backoff = min(2*backoff, reconnectMax)
-		}
+		wait := r.dialFailed(redialable(err))
 		n.cl.cfg.Logger.Warn("kvwire: connecting to node failed", "node", n.addr, "err", err, "retry_in", wait)
-		t := n.cl.cfg.Clock.NewTimer(wait)
-		select {
-		case <-t.C():
-		case <-n.ctx.Done():
-			t.Stop()
-		}
+		n.pause(wait)
 	}
 }
 
-func (n *Node) dial() (*conn.Conn, error) {
+// pause waits d on the client's clock, or until the node leaves or the
+// client closes.
+func (n *Node) pause(d time.Duration) {
+	t := n.cl.cfg.Clock.NewTimer(d)
+	select {
+	case <-t.C():
+	case <-n.ctx.Done():
+		t.Stop()
+	}
+}
+
+// connLife is when a connection of a node's pool was made (adopted) and
+// when it ended, on the client's clock.
+type connLife struct {
+	born  time.Time                 // set by the maintainer once Dial returned
+	ended atomic.Pointer[time.Time] // set by the connection's OnClose
+}
+
+// redialer is a node's back-off between dials, the maintainer's own.
+//
+// A dial that fails doubles the wait before the next, from ReconnectMin to
+// ReconnectMax, except one that itself waited out a timeout (redialable):
+// the next follows ReconnectMin later. A connection that ends after living
+// ConnMinLife or longer is redialed at once and resets the wait. One that
+// ends sooner counts as a failed dial: the first such end since the last
+// long-lived connection or failed dial (a node restarted, or stopped
+// again, just after the client connected) is redialed at once, each later
+// one waits the back-off and doubles it. A dial that succeeds leaves the
+// back-off as it is: a node that ends every connection soon after its
+// bootstrap (one answering a conn-state-invalidated status to every
+// request, or closing connections once made) would otherwise be redialed,
+// and bootstrapped, without pause, and each drop fails the other requests
+// in flight on the connection. Failed dials and early ends in turn each
+// wait too: the failures double the back-off.
+type redialer struct {
+	backoff time.Duration // the wait before the next dial that needs one
+	// early: a connection ended early since the last long-lived one or
+	// failed dial.
+	early bool
+	lives map[*conn.Conn]*connLife
+}
+
+// ended is told of the connections the pool dropped (gone), at now. It
+// returns how long to wait before the next dial (0: at once) and, for a
+// wait, how long the connection that caused it lived.
+func (r *redialer) ended(gone []*conn.Conn, now time.Time) (wait, lived time.Duration) {
+	if len(gone) == 0 {
+		return 0, 0
+	}
+	long := false
+	for _, cn := range gone {
+		l := r.lives[cn]
+		delete(r.lives, cn)
+		if l == nil {
+			continue
+		}
+		end := now
+		if e := l.ended.Load(); e != nil {
+			end = *e
+		}
+		if d := end.Sub(l.born); d >= ConnMinLife {
+			long = true
+		} else {
+			lived = max(lived, d)
+		}
+	}
+	switch {
+	case long:
+		r.backoff, r.early = ReconnectMin, false
+		return 0, 0
+	case !r.early:
+		r.early = true
+		return 0, 0
+	}
+	wait = r.backoff
+	r.backoff = min(2*r.backoff, ReconnectMax)
+	return wait, lived
+}
+
+// dialFailed returns the wait before the next dial after one that failed;
+// redialable says that the attempt itself waited: the connection's probe
+// timeout for a node that accepts connections and answers nothing
+// (paused, or behind a black hole), or ConnectTimeout for one whose SYNs
+// are lost (a partition; conn began a fresh connection attempt every
+// ConnectAttempt meanwhile). The next one then starts without more delay,
+// so that the node is found within that much once it answers again.
+func (r *redialer) dialFailed(redialable bool) time.Duration {
+	r.early = false
+	if redialable {
+		return ReconnectMin
+	}
+	wait := r.backoff
+	r.backoff = min(2*r.backoff, ReconnectMax)
+	return wait
+}
+
+// dial makes a connection to the node; its life records when it ends.
+func (n *Node) dial() (*conn.Conn, *connLife, error) {
 	ctx, cancel := context.WithTimeout(n.ctx, n.cl.cfg.ConnectTimeout)
 	defer cancel()
-	return conn.Dial(ctx, n.addr, n.cl.connOptions(n))
+	life := &connLife{}
+	o := n.cl.connOptions(n)
+	o.OnClose = func(err error) {
+		now := n.cl.cfg.Clock.Now()
+		life.ended.Store(&now)
+		n.connEnded(err)
+	}
+	cn, err := conn.Dial(ctx, n.addr, o)
+	return cn, life, err
 }
 
 // drainAndClose waits until the connections have no request in flight (or

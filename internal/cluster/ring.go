@@ -95,7 +95,8 @@ func (c *Cluster) storeRingLocked() {
 // known to last: it has no live connection and its last connection attempt
 // failed for a network reason (refused, unreachable, timed out). It is nil
 // while a connection is live, before the first attempt has ended, while
-// the redial after a connection ended is under way, and for refused
+// the redial after a connection ended is under way (or waits its back-off:
+// redialer), and for refused
 // credentials or TLS, which fail through their own retry reasons.
 func (n *Node) Down() error {
 	if cs := n.conns.Load(); cs != nil {
