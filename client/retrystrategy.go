@@ -225,7 +225,9 @@ type ErrorMapRetry struct {
 	Spec    ErrorMapRetrySpec
 	// Retry numbers the retry being decided within the run: 1 for the
 	// first retry after the status came back. It restarts at 1 when the
-	// node answers a different status.
+	// node answers a different status (LOCKED, TMPFAIL, another error-map
+	// status, ...; NOT_MY_VBUCKET and UNKNOWN_COLLECTION, which only
+	// re-route the request, aside).
 	Retry int
 	// Since is when the run's first decision was made; Elapsed the time
 	// from Since to this decision.

@@ -143,8 +143,8 @@
 // 256, then 500 ms), without jitter; BestEffort and FailFastOnTerminalErrors
 // take another Backoff. FollowErrorMap is an
 // opt-in strategy that times error-map retries by the map's retry spec
-// (after, interval, ceil, max-duration, the count restarting when the status
-// changes), which RFC 0049 forbids by default.
+// (after, interval, ceil, max-duration, the count restarting when another
+// status comes back, NOT_MY_VBUCKET aside), which RFC 0049 forbids by default.
 //
 // # Waiting after NOT_MY_VBUCKET
 //

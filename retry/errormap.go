@@ -46,7 +46,8 @@ func (e *ErrorMapMaxDurationError) Is(target error) bool {
 // (State.SetErrorMapEntry), retry n of the current run (ErrorMapRetry.Retry)
 // waits spec.Delay(n): spec.After for the first, then the constant, linear or
 // exponential interval, capped by ceil. The run restarts, and the first wait
-// is After again, when a different status comes back. When the spec has a
+// is After again, when a different status comes back, or came back in
+// between (ErrorMapRetry.Retry says which do). When the spec has a
 // max-duration and the retry would go at or after Since+max-duration, it
 // fails with an *ErrorMapMaxDurationError (kverr.ErrErrorMapMaxDuration) instead:
 // at once, without waiting, as the orchestrator does with a deadline; a
@@ -92,4 +93,20 @@ func (s *FollowErrorMapStrategy) RetryAfter(req Request, reason Reason) Action {
 			Elapsed: em.Elapsed, Wait: d, MaxDuration: spec.MaxDuration})
 	}
 	return RetryAfter(d)
+}
+
+// endsErrorMapRun reports whether a decision on reason ends the run of
+// error-map retries in progress (ErrorMapRetry.Retry): reason is that of a
+// status the vbucket's node answered, other than an error-map one (whose
+// entry, SetErrorMapEntry, decides). RFC 0013 resets the count "when a new,
+// different error code is received". The reasons always retried
+// (NOT_MY_VBUCKET, UNKNOWN_COLLECTION) do not: they are routing, the request
+// did not reach what gave the error-map status.
+func endsErrorMapRun(reason Reason) bool {
+	switch reason {
+	case ReasonKVLocked, ReasonKVTemporaryFailure, ReasonKVSyncWriteInProgress,
+		ReasonKVSyncWriteReCommitInProgress, ReasonServiceResponseCodeIndicated:
+		return true
+	}
+	return false
 }

@@ -223,3 +223,40 @@ func TestFollowErrorMapAfterNotBeforeMaxDuration(t *testing.T) {
 	assert.Contains(t, last.Err.Error(), "490ms")
 	assert.NotContains(t, last.Err.Error(), "first retry")
 }
+
+// TestFollowErrorMapRunEndsOnOtherStatus: RFC 0013 resets the retry count
+// "when a new, different error code is received". A status the client
+// retries by its own reason (LOCKED, TMPFAIL, SYNC_WRITE_IN_PROGRESS, ...)
+// between two answers with an error-map status is such a code: the status
+// that comes back after it starts a new run (After again, a new
+// max-duration window). A run of 450 ms, then LOCKED for 100 ms, then the
+// status again is not refused as past its 500 ms max-duration.
+func TestFollowErrorMapRunEndsOnOtherStatus(t *testing.T) {
+	constant, _, _ := mockSpecs(t)
+	for _, other := range []Reason{ReasonKVLocked, ReasonKVTemporaryFailure,
+		ReasonKVSyncWriteInProgress, ReasonKVSyncWriteReCommitInProgress} {
+		t.Run(other.String(), func(t *testing.T) {
+			o, fc, st := fakeSetup(memdx.OpSet, FollowErrorMap(nil), time.Hour)
+			step := func() decision {
+				t.Helper()
+				st.SetErrorMapEntry(constant)
+				d := o.decide(st, ReasonKVErrorMapRetryIndicated, constant.Status)
+				fc.Advance(d.Delay)
+				return d
+			}
+			for range 41 {
+				require.True(t, step().Retry) // 50 + 40*10 = 450 ms
+			}
+			d := o.decide(st, other, nil)
+			require.True(t, d.Retry, "%v", d.Err)
+			fc.Advance(100 * ms) // the other status's retries
+			d = step()
+			require.True(t, d.Retry, "a new run: %v", d.Err)
+			assert.Equal(t, 50*ms, d.Delay, "the first wait of a run is After")
+			em, ok := st.ErrorMap()
+			require.True(t, ok)
+			assert.Equal(t, 1, em.Retry)
+			assert.Equal(t, fc.Now().Add(-50*ms), em.Since)
+		})
+	}
+}

@@ -93,6 +93,9 @@ func (o *Orchestrator) decide(st *State, reason Reason, cause error) decision {
 	st.routeChanged, st.awaitWake = false, false
 	clk := o.clock()
 
+	if st.emSet && endsErrorMapRun(reason) {
+		st.em, st.emSet = ErrorMapRetry{}, false
+	}
 	if reason == ReasonKVErrorMapRetryIndicated && st.emSet {
 		now := clk.Now()
 		if st.em.Retry == 0 {

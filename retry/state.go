@@ -50,8 +50,15 @@ type ErrorMapRetry struct {
 	Entry errmap.Entry
 	// Retry numbers the retry being decided within the run: 1 for the
 	// first retry after this status came back. It restarts at 1 when a
-	// different error-map status comes back (RFC 0013: "the retry count
-	// should be reset when a new, different error code is received").
+	// different status came back in between (RFC 0013: "the retry count
+	// should be reset when a new, different error code is received"):
+	// another error-map status, or one the client retries by its own
+	// reason (LOCKED, TMPFAIL, SYNC_WRITE_IN_PROGRESS,
+	// SYNC_WRITE_RE_COMMIT_IN_PROGRESS). NOT_MY_VBUCKET and
+	// UNKNOWN_COLLECTION (the reasons always retried), and failures with
+	// no status (no connection, a connection closed), do not end the run:
+	// they say where the request goes, not what the vbucket's node made
+	// of it.
 	Retry int
 	// Since is when the first decision of the run was made.
 	Since time.Time
@@ -178,7 +185,8 @@ func (s *State) MarkAwaitWake() { s.awaitWake = true }
 // attempt failed with, before the client hands KV_ERROR_MAP_RETRY_INDICATED
 // to the orchestrator, so that a strategy can follow the entry's retry spec
 // (FollowErrorMap). A status different from the previous entry's starts a
-// new run (the retry count restarts); the same status continues it.
+// new run (the retry count restarts); the same status continues it, unless
+// a status that ends a run came back in between (ErrorMapRetry.Retry).
 func (s *State) SetErrorMapEntry(e errmap.Entry) {
 	if s.emSet && s.em.Entry.Status == e.Status {
 		s.em.Entry = e
