@@ -88,7 +88,10 @@ func (s *FollowErrorMapStrategy) RetryAfter(req Request, reason Reason) Action {
 	}
 	spec := em.Entry.Retry
 	d := spec.Delay(em.Retry)
-	if spec.MaxDuration > 0 && em.Elapsed+d >= spec.MaxDuration {
+	// d >= MaxDuration-Elapsed rather than Elapsed+d >= MaxDuration: d
+	// may be near the longest Duration (Delay saturates), and the sum
+	// would overflow to a negative time that passes the check.
+	if spec.MaxDuration > 0 && d >= spec.MaxDuration-em.Elapsed {
 		return FailWith(&ErrorMapMaxDurationError{Status: em.Entry.Status, Retry: em.Retry,
 			Elapsed: em.Elapsed, Wait: d, MaxDuration: spec.MaxDuration})
 	}

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -259,4 +260,20 @@ func TestFollowErrorMapRunEndsOnOtherStatus(t *testing.T) {
 			assert.Equal(t, fc.Now().Add(-50*ms), em.Since)
 		})
 	}
+}
+
+// TestFollowErrorMapMaxDurationHugeWait: a wait so long that adding the
+// time elapsed overflows a time.Duration (an interval at the map's largest
+// millisecond count, or an exponential delay saturated without a ceil) is
+// still past the max-duration: the retry is refused at once with the
+// max-duration error, not waited for until the operation times out.
+func TestFollowErrorMapMaxDurationHugeWait(t *testing.T) {
+	huge := time.Duration(math.MaxInt64/int64(ms)) * ms
+	spec := &errmap.RetrySpec{Strategy: errmap.Constant, After: 10 * ms, Interval: huge, MaxDuration: 500 * ms}
+	e := errmap.Entry{Status: 0x7fa2, Attrs: errmap.NewAttrs(errmap.AttrAutoRetry), Retry: spec}
+	o, fc, st := fakeSetup(memdx.OpSet, FollowErrorMap(nil), time.Hour)
+	delays, last := runErrorMap(o, fc, st, e)
+	assert.Equal(t, []time.Duration{10 * ms}, delays)
+	require.ErrorIs(t, last.Err, kverr.ErrErrorMapMaxDuration)
+	assert.Zero(t, last.Delay, "refused at once")
 }
