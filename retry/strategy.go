@@ -70,7 +70,9 @@ func ExponentialBackoff(first, limit time.Duration, factor float64) Backoff {
 		factor = 1
 	}
 	return func(retries int) time.Duration {
-		if retries <= 0 {
+		if retries <= 0 || first == 0 {
+			// first 0 is 0 for every n: 0*factor^n would be NaN once
+			// factor^n is +Inf, and a NaN Duration is negative.
 			return min(first, limit)
 		}
 		d := float64(first) * math.Pow(factor, float64(retries))

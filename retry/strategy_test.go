@@ -226,3 +226,13 @@ func TestResendsIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// TestExponentialBackoffZeroFirstNeverNegative: first 0 waits 0 for every
+// retry, min(0*factor^n, limit), also once factor^n is +Inf (0*Inf is NaN,
+// which a time.Duration conversion turns into a negative delay).
+func TestExponentialBackoffZeroFirstNeverNegative(t *testing.T) {
+	b := ExponentialBackoff(0, 500*ms, 2)
+	for _, n := range []int{0, 1, 100, 1023, 1024, 5000, math.MaxInt} {
+		assert.Equal(t, time.Duration(0), b(n), "retries %d", n)
+	}
+}
