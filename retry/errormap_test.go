@@ -277,3 +277,38 @@ func TestFollowErrorMapMaxDurationHugeWait(t *testing.T) {
 	require.ErrorIs(t, last.Err, kverr.ErrErrorMapMaxDuration)
 	assert.Zero(t, last.Delay, "refused at once")
 }
+
+// TestErrorMapOnlyForErrorMapReason: Request.ErrorMap (client's
+// RetryRequest.ErrorMapRetry: "false otherwise") describes the run only
+// when the reason being decided is KV_ERROR_MAP_RETRY_INDICATED. A
+// strategy asked about another reason after an error-map status (a node
+// gone, NOT_MY_VBUCKET in between) does not see the earlier status's spec
+// as if it applied; the run itself goes on when the status comes back.
+func TestErrorMapOnlyForErrorMapReason(t *testing.T) {
+	constant, _, _ := mockSpecs(t)
+	type seen struct {
+		reason Reason
+		ok     bool
+		retry  int
+	}
+	var got []seen
+	s := StrategyFunc(func(req Request, reason Reason) Action {
+		em, ok := req.ErrorMap()
+		got = append(got, seen{reason, ok, em.Retry})
+		return RetryAfter(ms)
+	})
+	o, _, st := fakeSetup(memdx.OpGet, s, time.Hour)
+	st.SetErrorMapEntry(constant)
+	o.decide(st, ReasonKVErrorMapRetryIndicated, nil)
+	o.decide(st, ReasonNodeNotAvailable, nil)
+	o.decide(st, ReasonKVNotMyVbucket, nil)
+	o.decide(st, ReasonSocketClosedWhileInFlight, nil)
+	st.SetErrorMapEntry(constant)
+	o.decide(st, ReasonKVErrorMapRetryIndicated, nil)
+	assert.Equal(t, []seen{
+		{ReasonKVErrorMapRetryIndicated, true, 1},
+		{ReasonNodeNotAvailable, false, 0},
+		{ReasonSocketClosedWhileInFlight, false, 0},
+		{ReasonKVErrorMapRetryIndicated, true, 2},
+	}, got)
+}

@@ -93,6 +93,7 @@ func (o *Orchestrator) decide(st *State, reason Reason, cause error) decision {
 	st.routeChanged, st.awaitWake = false, false
 	clk := o.clock()
 
+	st.emOther = reason != ReasonKVErrorMapRetryIndicated
 	if st.emSet && endsErrorMapRun(reason) {
 		st.em, st.emSet = ErrorMapRetry{}, false
 	}

@@ -665,13 +665,13 @@ func TestStateInit(t *testing.T) {
 // leaves a new one. A field added to State must be added here, and to
 // Init: the count below fails until it is.
 func TestStateInitClearsEveryField(t *testing.T) {
-	require.Equal(t, 14, reflect.TypeFor[State]().NumField(), "a new State field: set it below and clear it in Init")
+	require.Equal(t, 15, reflect.TypeFor[State]().NumField(), "a new State field: set it below and clear it in Init")
 	type key struct{}
 	dirty := State{ctx: context.WithValue(context.Background(), key{}, "v"), strategy: neverRetry{}, deadline: t0,
 		op: memdx.OpSet, name: "Upsert", idempotent: true, attempts: 3, reasons: ReasonSet(0).With(ReasonKVLocked),
 		inDoubt: true, routeChanged: true, awaitWake: true,
 		em:    ErrorMapRetry{Entry: errmap.Entry{Status: 0x7ff0, Name: "X"}, Retry: 2, Since: t0, Elapsed: time.Second},
-		emSet: true, timer: time.NewTimer(time.Hour)}
+		emSet: true, emOther: true, timer: time.NewTimer(time.Hour)}
 	defer dirty.timer.Stop()
 	timer := dirty.timer
 	var fresh State

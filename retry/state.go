@@ -36,9 +36,9 @@ type Request interface {
 	Deadline() time.Time
 	// Context is the operation's context, for values the caller put there.
 	Context() context.Context
-	// ErrorMap describes the error-map retry in progress, when the reason
+	// ErrorMap describes the error-map retry in progress when the reason
 	// is KV_ERROR_MAP_RETRY_INDICATED and the client recorded the entry
-	// (State.SetErrorMapEntry).
+	// (State.SetErrorMapEntry); false otherwise.
 	ErrorMap() (ErrorMapRetry, bool)
 }
 
@@ -92,6 +92,10 @@ type State struct {
 
 	em    ErrorMapRetry
 	emSet bool
+	// emOther: the decision being made (or the last one made) is on
+	// another reason than KV_ERROR_MAP_RETRY_INDICATED, so ErrorMap
+	// reports no run, although em's run goes on.
+	emOther bool
 
 	// timer is reused across the waits of the operation (and of later
 	// operations using this State) when the orchestrator runs on the real
@@ -124,7 +128,7 @@ func (s *State) Init(ctx context.Context, op memdx.OpCode, strategy Strategy, de
 	s.ctx, s.strategy, s.deadline, s.op, s.name = ctx, strategy, deadline, op, ""
 	s.idempotent = IsIdempotent(op)
 	s.attempts, s.reasons = 0, 0
-	s.inDoubt, s.routeChanged, s.awaitWake = false, false, false
+	s.inDoubt, s.routeChanged, s.awaitWake, s.emOther = false, false, false, false
 	if s.emSet {
 		s.em, s.emSet = ErrorMapRetry{}, false
 	}
@@ -188,6 +192,7 @@ func (s *State) MarkAwaitWake() { s.awaitWake = true }
 // new run (the retry count restarts); the same status continues it, unless
 // a status that ends a run came back in between (ErrorMapRetry.Retry).
 func (s *State) SetErrorMapEntry(e errmap.Entry) {
+	s.emOther = false
 	if s.emSet && s.em.Entry.Status == e.Status {
 		s.em.Entry = e
 		return
@@ -230,8 +235,15 @@ func (s *State) Context() context.Context {
 	return s.ctx
 }
 
-// ErrorMap implements Request.
-func (s *State) ErrorMap() (ErrorMapRetry, bool) { return s.em, s.emSet }
+// ErrorMap implements Request. It reports no run while the reason being
+// decided is another than KV_ERROR_MAP_RETRY_INDICATED: the run is not
+// what that decision is about.
+func (s *State) ErrorMap() (ErrorMapRetry, bool) {
+	if !s.emSet || s.emOther {
+		return ErrorMapRetry{}, false
+	}
+	return s.em, true
+}
 
 // Ambiguous reports whether the operation may have been applied: it is not
 // idempotent, it may change data (memdx.OpCode.IsReadOnly: a read the
