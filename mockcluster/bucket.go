@@ -95,17 +95,42 @@ type vbucket struct {
 	uuid uint64
 	// history is the failover log before uuid: the earlier vbucket UUIDs,
 	// newest first, each with the seqno at which its successor began.
-	history   []failoverEntry
-	seqno     uint64
-	lastCas   uint64
-	docs      map[string]*document
-	tombs     map[string]*document // deleted documents that kept xattrs
+	history []failoverEntry
+	seqno   uint64
+	lastCas uint64
+	docs    map[string]*document
+	// tombs are the deleted documents (tombstones); tombQ lists them in
+	// the order they were stored, for purging (an entry whose tombstone
+	// has since changed or gone is stale and skipped).
+	tombs     map[string]*document
+	tombQ     []tombRef
 	mutations map[string]uint64
 	pending   map[string]*syncWrite
 	// memcached marks a memcached bucket's store: default_engine keeps no
 	// seqnos and no tombstones.
 	memcached bool
+	// numVbs is the bucket's vbucket count (bounds the tombstones kept).
+	numVbs int
 }
+
+// tombRef names a tombstone in vbucket.tombQ: its key and the seqno it
+// was stored with.
+type tombRef struct {
+	mk    string
+	seqno uint64
+}
+
+// tombstonePurgeAge is how long a tombstone is kept: kv_engine's default
+// metadata purge interval (ep-engine's persistent_metadata_purge_age,
+// 3 days), after which compaction drops tombstones.
+const tombstonePurgeAge = 3 * 24 * time.Hour
+
+// maxBucketTombstones bounds the tombstones a bucket keeps, spread over
+// its vbuckets (see vbucket.maxTombstones): kv_engine keeps them on disk
+// until the purge interval, the mock in memory, so a test deleting many
+// keys would otherwise grow it without bound. Past the bound the oldest
+// go first, as if purged.
+const maxBucketTombstones = 1 << 18
 
 // failoverEntry is an earlier branch of a vbucket's history: its UUID and
 // the last seqno it saw (where the next UUID began).
@@ -133,8 +158,11 @@ type document struct {
 	snappy []byte
 	// xattrs are the extended attributes, kept apart from the value.
 	xattrs []xattr
-	// deleted marks a tombstone (held in vbucket.tombs): system xattrs
-	// kept by a delete, or any xattrs of a document created as deleted.
+	// deleted marks a tombstone (held in vbucket.tombs): the flags and
+	// system xattrs a delete kept, or any xattrs of a document created as
+	// deleted. Its expiry is the second it was deleted, as kv_engine
+	// persists a deletion (VBucket::queueDirty timestamps it for the
+	// tombstone purger) and GET_META then shows it.
 	deleted bool
 	// memcached marks a document of a memcached bucket, whose engine
 	// (default_engine) ends expiry and locks a second earlier than
@@ -189,7 +217,7 @@ func newBucket(c *Cluster, o BucketOptions) *Bucket {
 		numReplicas: o.NumReplicas, nextScopeID: 8, nextCollectionID: 8}
 	b.vbs = make([]*vbucket, o.NumVbuckets)
 	for i := range b.vbs {
-		b.vbs[i] = &vbucket{id: uint16(i), uuid: randUint64(), docs: make(map[string]*document),
+		b.vbs[i] = &vbucket{id: uint16(i), uuid: randUint64(), numVbs: o.NumVbuckets, docs: make(map[string]*document),
 			mutations: make(map[string]uint64), pending: make(map[string]*syncWrite)}
 	}
 	return b
@@ -459,31 +487,82 @@ func (vb *vbucket) storeTomb(mk string, d *document, now time.Time) {
 	d.seqno = vb.nextSeqno()
 	d.deleted = true
 	d.value, d.snappy, d.datatype, d.lockedUntil = nil, nil, 0, time.Time{}
+	d.expiry = uint32(now.Unix())
 	delete(vb.docs, mk)
 	if vb.tombs == nil {
 		vb.tombs = make(map[string]*document)
 	}
 	vb.tombs[mk] = d
+	vb.tombQ = append(vb.tombQ, tombRef{mk: mk, seqno: d.seqno})
 	vb.mutations[mk]++
+	vb.purgeTombs(now)
+}
+
+// maxTombstones is how many tombstones the vbucket keeps: its share of
+// maxBucketTombstones, at least 64.
+func (vb *vbucket) maxTombstones() int {
+	return max(64, maxBucketTombstones/max(1, vb.numVbs))
+}
+
+// tombPurged says whether tombstone d has outlived the purge age.
+func tombPurged(d *document, now time.Time) bool {
+	return now.Unix() >= int64(d.expiry)+int64(tombstonePurgeAge/time.Second)
+}
+
+// tomb returns the tombstone of mk, nil when there is none or it has
+// outlived the purge age. vb.mu must be held.
+func (vb *vbucket) tomb(mk string, now time.Time) *document {
+	d := vb.tombs[mk]
+	if d != nil && tombPurged(d, now) {
+		delete(vb.tombs, mk)
+		return nil
+	}
+	return d
+}
+
+// purgeTombs drops the oldest tombstones while there are more than the
+// vbucket keeps or they have outlived the purge age, and the queue's stale
+// entries. vb.mu must be held.
+func (vb *vbucket) purgeTombs(now time.Time) {
+	limit := vb.maxTombstones()
+	for len(vb.tombQ) > 0 {
+		r := vb.tombQ[0]
+		d := vb.tombs[r.mk]
+		live := d != nil && d.seqno == r.seqno
+		if live && len(vb.tombs) <= limit && !tombPurged(d, now) {
+			break
+		}
+		if live {
+			delete(vb.tombs, r.mk)
+		}
+		vb.tombQ[0] = tombRef{}
+		vb.tombQ = vb.tombQ[1:]
+	}
+	if len(vb.tombQ) > 2*len(vb.tombs)+64 {
+		// Revived or rewritten tombstones left stale entries behind a
+		// live one: keep the live entries only.
+		q := make([]tombRef, 0, len(vb.tombs))
+		for _, r := range vb.tombQ {
+			if d := vb.tombs[r.mk]; d != nil && d.seqno == r.seqno {
+				q = append(q, r)
+			}
+		}
+		vb.tombQ = q
+	}
 }
 
 // remove deletes mk, taking a new CAS and seqno; it returns the CAS of the
-// deletion. A document with system xattrs leaves a tombstone that keeps
-// them (its body and user xattrs go). vb.mu must be held.
+// deletion. The document leaves a tombstone with its flags and system
+// xattrs (its body and user xattrs go), as kv_engine's DELETE does
+// (VBucket::deleteItem soft-deletes the stored value; RemoveCommandContext
+// prunes the user xattrs). vb.mu must be held.
 func (vb *vbucket) remove(mk string, now time.Time) (cas, seqno uint64) {
+	t := &document{}
 	if d := vb.docs[mk]; d != nil {
-		if sys := systemXattrs(d.xattrs); len(sys) > 0 {
-			t := &document{flags: d.flags, xattrs: sys}
-			vb.storeTomb(mk, t, now)
-			return t.cas, t.seqno
-		}
+		t.flags, t.xattrs = d.flags, systemXattrs(d.xattrs)
 	}
-	cas = vb.nextCas(now)
-	seqno = vb.nextSeqno()
-	delete(vb.docs, mk)
-	delete(vb.tombs, mk)
-	vb.mutations[mk]++
-	return cas, seqno
+	vb.storeTomb(mk, t, now)
+	return t.cas, t.seqno
 }
 
 // lockedCas is the CAS kv_engine shows of a locked document: a GET, a

@@ -309,7 +309,8 @@
 //     them for the SDKs' PersistTo/ReplicateTo: OBSERVE_SEQNO answers format
 //     0 for the current vbucket UUID, format 1 for an earlier UUID of the
 //     failover log (each Failover adds one), KEY_ENOENT for a UUID not in
-//     it; OBSERVE answers persisted (0x01) with the CAS or not found (0x80).
+//     it; OBSERVE answers persisted (0x01) with the CAS or not found (0x80,
+//     a deleted document too: see tombstones below).
 //     Nothing is ever waiting for persistence: persisted seqno = current.
 //   - KV range scans (RANGE_SCAN_CREATE, _CONTINUE, _CANCEL; the bucket
 //     advertises the rangeScan capability): per-vbucket scans of one
@@ -331,8 +332,23 @@
 //   - GET_META answers deleted, flags, expiry, seqno (and, for version 2,
 //     the datatype, with the XATTR bit for a document with xattrs) and the
 //     CAS (0xffffffffffffffff while the document is locked, as above). A
-//     tombstone answers
-//     deleted=1; a removed document without one answers KEY_ENOENT.
+//     tombstone answers success with deleted=1, its flags, CAS and seqno
+//     and, as expiry, the second it was deleted (what kv_engine persists
+//     for a deletion and serves once the tombstone is on disk); a key
+//     never written, or whose tombstone was purged, answers KEY_ENOENT.
+//   - Deletes leave tombstones (couchbase buckets): a DELETE, or a
+//     sub-document whole-document delete, keeps the key with its flags,
+//     the delete's CAS and seqno and the system xattrs (leading
+//     underscore; user xattrs and the body go), as kv_engine's
+//     VBucket::deleteItem and RemoveCommandContext do. GET, TOUCH/GAT,
+//     GET_LOCKED, REPLACE, DELETE, APPEND/PREPEND and CAS writes see no
+//     document; ADD and SET write over it; OBSERVE answers not found
+//     (0x80), as kv_engine does once the deletion is persisted (it then
+//     drops the tombstone from memory, and the mock persists at once).
+//     A tombstone is purged after kv_engine's default metadata purge
+//     interval (3 days of the cluster clock); a vbucket keeps at most its
+//     share of 262144 per bucket (the oldest go first), so memory stays
+//     bounded.
 //   - Sub-document commands (the single-path opcodes 0xc5-0xcf, 0xd2, 0xd3
 //     and SUBDOC_MULTI_LOOKUP / SUBDOC_MULTI_MUTATION) follow kv_engine's
 //     docs/SubDocument.md and its validators and executors: subdoc.go
@@ -340,11 +356,12 @@
 //     subdoc_path.go (paths), subdoc_json.go (the JSON edits, which splice
 //     text as subjson does) and xattr.go say what is followed and where the
 //     mock approximates. A document keeps its xattrs apart from its body;
-//     SET, REPLACE, APPEND, PREPEND and INCREMENT keep them; a DELETE of a
-//     document with system xattrs (leading underscore) leaves a tombstone
-//     with those only, which sub-document commands reach with the
-//     access-deleted doc flag; create-as-deleted makes a tombstone with any
-//     xattrs.
+//     SET, REPLACE, APPEND, PREPEND and INCREMENT keep them; a DELETE
+//     leaves a tombstone with the system xattrs only (above), which
+//     sub-document commands reach with the access-deleted doc flag (a
+//     lookup answers SUBDOC_SUCCESS_DELETED or
+//     SUBDOC_MULTI_PATH_FAILURE_DELETED; the body is missing);
+//     create-as-deleted makes a tombstone with any xattrs.
 //   - QUIT answers and closes; quiet opcodes (GETQ, SETQ, ...) answer only
 //     misses (GETQ/GETKQ/GATQ: not even those) or failures.
 //   - Malformed input never crashes a node: a header the codec rejects
@@ -360,8 +377,8 @@
 // # What the mock does not do
 //
 // DCP and the other commands not listed above
-// (they answer UNKNOWN_COMMAND); tombstones other than those that keep
-// xattrs (an expired document with system xattrs is removed outright);
+// (they answer UNKNOWN_COMMAND); tombstones of expired documents (an
+// expired document is gone, not deleted);
 // binary xattr values; system-xattr privileges (every user may touch them);
 // persistence; replicas that lag (a replica read sees the active's data at
 // once).

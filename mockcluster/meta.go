@@ -9,11 +9,10 @@ import "github.com/kvwire/kvwire/memdx"
 // 0xffffffffffffffff while the document is locked, as a GET's
 // (VBucket::getMetaData, engines/ep/src/vbucket.cc, hides a lock's CAS).
 //
-// A tombstone (a deleted document that kept xattrs) answers with deleted=1;
-// the mock keeps no other tombstones, so any other removed or expired
-// document answers KEY_ENOENT, as a never-written one does (a server would
-// answer success with deleted=1 while the tombstone lives). The datatype
-// has the XATTR bit when the document has xattrs.
+// A tombstone (a deleted document) answers success with deleted=1, as
+// VBucket::getMetaData answers a deleted stored value; a never-written key
+// or a purged tombstone answers KEY_ENOENT. The datatype has the XATTR bit
+// when the document has xattrs.
 func (cn *conn) getMeta(p *memdx.Packet) {
 	version := byte(1)
 	switch len(p.Extras) {
@@ -44,7 +43,7 @@ func (cn *conn) getMeta(p *memdx.Packet) {
 	}
 	deleted := false
 	if d == nil {
-		d = t.vb.tombs[string(t.mk)]
+		d = t.vb.tomb(string(t.mk), now)
 		deleted = d != nil
 	}
 	if d == nil {

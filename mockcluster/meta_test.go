@@ -38,6 +38,11 @@ func TestGetMeta(t *testing.T) {
 		t.Fatalf("GET_META of a locked doc: CAS %x, want %x (the lock's is %x)", m.Cas, lockedCas, l.Cas)
 	}
 	e.expect("unlock", e.do(memdx.NewUnlock([]byte(k), l.Cas)), memdx.StatusSuccess)
-	e.expect("delete", e.do(memdx.NewDelete([]byte(k))), memdx.StatusSuccess)
-	e.expect("deleted", e.do(memdx.NewGetMeta([]byte(k))), memdx.StatusKeyNotFound)
+	del := e.expect("delete", e.do(memdx.NewDelete([]byte(k))), memdx.StatusSuccess)
+	// A deleted document is a tombstone: success with the deleted flag
+	// and the delete's CAS (VBucket::getMetaData).
+	m = e.expect("deleted", e.do(memdx.NewGetMeta([]byte(k))), memdx.StatusSuccess)
+	if gm, err := memdx.DecodeGetMeta(&m); err != nil || !gm.Deleted || m.Cas != del.Cas {
+		t.Fatalf("GET_META of a deleted document: %+v %v cas %x, want deleted with cas %x", gm, err, m.Cas, del.Cas)
+	}
 }

@@ -32,7 +32,7 @@ func (cn *conn) subdocLookup(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	d := t.vb.live(t.mk, now)
 	deleted := false
 	if d == nil && req.DocFlags&memdx.SubdocDocAccessDeleted != 0 {
-		d = t.vb.tombs[mk]
+		d = t.vb.tomb(mk, now)
 		deleted = d != nil
 	}
 	if d == nil {

@@ -86,7 +86,9 @@ func (cn *conn) subdocMutate(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	// when the request carries one (SubdocCommandContext::allocate_document
 	// takes the fetched item's expiry whenever preserveTtl is set).
 	switch {
-	case f.preserveTTL && !m.created:
+	case f.preserveTTL && !m.created && !m.wasDeleted:
+		// (A tombstone's expiry is its deletion time: a revived
+		// document has none to keep.)
 		nd.expiry = m.base.expiry
 	case req.HasExpiry:
 		nd.expiry = expiry(req.Expiry, now)
@@ -108,7 +110,7 @@ func (m *sdMutation) start(t target, mk string, cas uint64, df memdx.SubdocDocFl
 	vb := t.vb
 	base := vb.live(t.mk, now)
 	if base == nil && has(memdx.SubdocDocAccessDeleted) {
-		if tomb := vb.tombs[mk]; tomb != nil {
+		if tomb := vb.tomb(mk, now); tomb != nil {
 			base, m.wasDeleted = tomb, true
 		}
 	}
@@ -271,13 +273,9 @@ func (m *sdMutation) finish(limit int) memdx.Status {
 func (m *sdMutation) commit(vb *vbucket, mk string, nd *document, now time.Time) *document {
 	switch {
 	case m.wholeDelete:
-		if sys := systemXattrs(nd.xattrs); len(sys) > 0 {
-			nd = &document{flags: nd.flags, xattrs: sys}
-			vb.storeTomb(mk, nd, now)
-		} else {
-			nd = &document{}
-			vb.drop(mk, nd, now)
-		}
+		// A tombstone with the system xattrs, as a DELETE leaves.
+		nd = &document{flags: nd.flags, xattrs: systemXattrs(nd.xattrs)}
+		vb.storeTomb(mk, nd, now)
 	case m.deleted:
 		vb.storeTomb(mk, nd, now)
 	default:

@@ -522,7 +522,7 @@ func TestSubdocTombstoneRevive(t *testing.T) {
 		t.Fatalf("revived xattrs %s %+v", st, rs)
 	}
 	// A whole-document delete through MULTI_MUTATION keeps system xattrs
-	// too; without any, the document goes entirely.
+	// too; without any, the tombstone has none.
 	p, _ = e.mutateIn("doc", 0, 0, mu(memdx.OpDelete, "", "", 0))
 	e.expect("whole-doc delete", p, memdx.StatusSuccess)
 	if st, _ := e.xattrLookups("doc", memdx.SubdocDocAccessDeleted, "_sync.rev"); st != memdx.StatusSubdocSuccessDeleted {
@@ -530,8 +530,9 @@ func TestSubdocTombstoneRevive(t *testing.T) {
 	}
 	e.seed("plain", `{}`)
 	e.expect("delete plain", e.do(memdx.NewDelete([]byte("plain"))), memdx.StatusSuccess)
-	if st, _ := e.xattrLookups("plain", memdx.SubdocDocAccessDeleted, "_sync"); st != memdx.StatusKeyNotFound {
-		t.Fatalf("a document without system xattrs left a tombstone: %s", st)
+	if st, rs := e.xattrLookups("plain", memdx.SubdocDocAccessDeleted, "_sync"); st != memdx.StatusSubdocMultiPathFailureDeleted ||
+		rs[0].Status != memdx.StatusSubdocPathNotFound {
+		t.Fatalf("tombstone of a document without system xattrs: %s %+v", st, rs)
 	}
 }
 

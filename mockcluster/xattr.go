@@ -271,7 +271,7 @@ func (b *Bucket) Xattrs(scope, collection, key string) (xattrs []byte, deleted, 
 	defer vb.mu.Unlock()
 	d := vb.live([]byte(mk), now)
 	if d == nil {
-		d = vb.tombs[mk]
+		d = vb.tomb(mk, now)
 	}
 	if d == nil {
 		return nil, false, false
