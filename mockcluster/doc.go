@@ -77,8 +77,8 @@
 //     nodes (nodesExt lists the new ones); the rebalance's end adds them.
 //   - Requests use vbucket 0 (another answers NOT_MY_VBUCKET, as does a
 //     node that does not serve the bucket, with no config in the body) and
-//     the default collection (another answers UNKNOWN_COLLECTION against
-//     manifest uid 0; scopes and collections cannot be added).
+//     the default collection (a reserved id, 1 to 7, answers EINVAL;
+//     another UNKNOWN_COLLECTION against manifest uid 0; scopes and collections cannot be added).
 //   - GET, SET, ADD, REPLACE, DELETE, APPEND, PREPEND, INCREMENT,
 //     DECREMENT, TOUCH, GAT, GET_LOCKED, UNLOCK_KEY, GET_META and
 //     sub-document commands are served. Mutation tokens carry vbucket UUID
@@ -224,7 +224,9 @@
 //   - Keys are 1 to 250 bytes after the collection prefix in _default, 1
 //     to 246 in other collections (kv_engine's MaxCollectionsLogicalKeyLen;
 //     EINVAL otherwise). With Collections negotiated the key starts with the
-//     canonical LEB128 collection id; an id not in the manifest answers
+//     canonical LEB128 collection id; the reserved ids 1 to 7 answer
+//     EINVAL ("Invalid collection-id:<id>", kv_engine's key validator),
+//     before any vbucket check; another id not in the manifest answers
 //     UNKNOWN_COLLECTION (0x88) with {"manifest_uid":"<hex>"} as the body.
 //     COLLECTIONS_GET_ID takes "scope.collection" in the value (empty parts
 //     mean _default) and answers extras manifest uid (8) + collection id

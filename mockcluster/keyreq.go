@@ -167,6 +167,12 @@ func (cn *conn) locate(p *memdx.Packet, replica bool) (target, bool) {
 		cn.fail(p, memdx.StatusInvalidArgs, "Request must include key")
 		return t, false
 	}
+	if reservedCollection(t.cid) {
+		// kv_engine's key validator (is_document_key_valid) refuses the
+		// ids it reserves for itself, before any vbucket or manifest.
+		cn.fail(p, memdx.StatusInvalidArgs, "Invalid collection-id:"+strconv.FormatUint(uint64(t.cid), 10))
+		return t, false
+	}
 	if max := maxLogicalKeyLen(t.cid); len(key) > max {
 		what := "Key length"
 		if cn.has(memdx.FeatureCollections) {
@@ -204,6 +210,11 @@ func (cn *conn) locate(p *memdx.Packet, replica bool) (target, bool) {
 	t.vb = t.b.vbs[p.Vbucket]
 	return t, true
 }
+
+// reservedCollection says whether cid is one of the collection ids 1 to 7
+// kv_engine reserves (CollectionID::isReserved: System to Reserved7),
+// which no request may name.
+func reservedCollection(cid uint32) bool { return cid >= 1 && cid <= 7 }
 
 // live returns the live document at mk, nil when missing or expired.
 // vb.mu must be held.
