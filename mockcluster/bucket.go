@@ -483,6 +483,27 @@ func (vb *vbucket) storeTomb(mk string, d *document, now time.Time) {
 		vb.drop(mk, d, now)
 		return
 	}
+	vb.installTomb(mk, d, now)
+	vb.mutations[mk]++
+}
+
+// expire turns d, the expired document at mk, into a tombstone, as
+// kv_engine does when an access or its expiry pager finds it
+// (VBucket::processExpiredItem: a deletion with a new CAS and seqno; the
+// pre-expiry hook keeps the system xattrs only). It is not a client's
+// mutation: MutationCount does not count it. A memcached bucket just
+// forgets the document (default_engine unlinks it). vb.mu must be held.
+func (vb *vbucket) expire(mk string, d *document, now time.Time) {
+	if vb.memcached {
+		delete(vb.docs, mk)
+		return
+	}
+	vb.installTomb(mk, &document{flags: d.flags, xattrs: systemXattrs(d.xattrs)}, now)
+}
+
+// installTomb installs d as the tombstone of mk (the live document, if
+// any, goes) with a new CAS and seqno. vb.mu must be held.
+func (vb *vbucket) installTomb(mk string, d *document, now time.Time) {
 	d.cas, d.replicaCas = vb.nextCas(now), 0
 	d.seqno = vb.nextSeqno()
 	d.deleted = true
@@ -494,7 +515,6 @@ func (vb *vbucket) storeTomb(mk string, d *document, now time.Time) {
 	}
 	vb.tombs[mk] = d
 	vb.tombQ = append(vb.tombQ, tombRef{mk: mk, seqno: d.seqno})
-	vb.mutations[mk]++
 	vb.purgeTombs(now)
 }
 

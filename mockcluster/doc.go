@@ -265,8 +265,12 @@
 //     Unix time (one before the current second expires at once). As in
 //     kv_engine, a document lives through the second its expiry names and
 //     is expired from the next (a TTL of n seconds set at second s ends at
-//     s+n+1; StoredValue::isExpired). Expired documents are gone on their
-//     next access. TOUCH and GAT of a missing document answer
+//     s+n+1; StoredValue::isExpired). An expired document is a deleted
+//     one: GET_META answers it deleted=1 with its own metadata until an
+//     access (any other command naming it) turns it into a tombstone
+//     with its system xattrs, a new CAS and seqno, as kv_engine's
+//     processExpiredItem does (tombstones below; MutationCount does not
+//     count it). In a memcached bucket it is just gone. TOUCH and GAT of a missing document answer
 //     KEY_ENOENT; TOUCH answers no value, GAT the document. A touch to
 //     the expiry the document already has changes nothing, CAS and seqno
 //     included (kv_engine's VBucket::processGetAndUpdateTtl). PreserveTTL
@@ -379,8 +383,8 @@
 // # What the mock does not do
 //
 // DCP and the other commands not listed above
-// (they answer UNKNOWN_COMMAND); tombstones of expired documents (an
-// expired document is gone, not deleted);
+// (they answer UNKNOWN_COMMAND); an expiry pager (a document expires
+// when a command finds it expired);
 // binary xattr values; system-xattr privileges (every user may touch them);
 // persistence; replicas that lag (a replica read sees the active's data at
 // once).

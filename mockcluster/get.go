@@ -29,6 +29,11 @@ func (cn *conn) get(p *memdx.Packet) {
 		if d.expiry != 0 || !d.lockedUntil.IsZero() {
 			now := cn.c.clock.Now()
 			if d.expired(now) {
+				if op != memdx.OpGetReplica {
+					// The active processes the expiry; a replica
+					// only reports the document missing.
+					t.vb.expire(string(t.mk), d, now)
+				}
 				d = nil
 			} else if op != memdx.OpGetReplica && d.locked(now) {
 				cas = lockedCas

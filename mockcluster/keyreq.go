@@ -216,11 +216,15 @@ func (cn *conn) locate(p *memdx.Packet, replica bool) (target, bool) {
 // which no request may name.
 func reservedCollection(cid uint32) bool { return cid >= 1 && cid <= 7 }
 
-// live returns the live document at mk, nil when missing or expired.
-// vb.mu must be held.
+// live returns the live document at mk, nil when missing or expired (an
+// expired one becomes a tombstone: vbucket.expire). vb.mu must be held.
 func (vb *vbucket) live(mk []byte, now time.Time) *document {
 	d := vb.docs[string(mk)]
-	if d == nil || d.expired(now) {
+	if d == nil {
+		return nil
+	}
+	if d.expired(now) {
+		vb.expire(string(mk), d, now)
 		return nil
 	}
 	return d

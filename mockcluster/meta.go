@@ -9,8 +9,9 @@ import "github.com/kvwire/kvwire/memdx"
 // 0xffffffffffffffff while the document is locked, as a GET's
 // (VBucket::getMetaData, engines/ep/src/vbucket.cc, hides a lock's CAS).
 //
-// A tombstone (a deleted document) answers success with deleted=1, as
-// VBucket::getMetaData answers a deleted stored value; a never-written key
+// A tombstone (a deleted document) and an expired document answer success
+// with deleted=1, as VBucket::getMetaData answers a deleted or expired
+// stored value; a never-written key
 // or a purged tombstone answers KEY_ENOENT. The datatype has the XATTR bit
 // when the document has xattrs.
 func (cn *conn) getMeta(p *memdx.Packet) {
@@ -38,10 +39,14 @@ func (cn *conn) getMeta(p *memdx.Packet) {
 	now := cn.c.clock.Now()
 	t.vb.mu.Lock()
 	d := t.vb.docs[string(t.mk)]
-	if d != nil && d.expired(now) {
-		d = nil
+	// An expired document is reported deleted, with its own metadata,
+	// until an access turns it into a tombstone (getMetaData checks
+	// isExpired and does not process the expiry).
+	deleted := d != nil && d.expired(now)
+	if deleted && t.vb.memcached {
+		// default_engine's get drops an expired item: it is missing.
+		d, deleted = nil, false
 	}
-	deleted := false
 	if d == nil {
 		d = t.vb.tomb(string(t.mk), now)
 		deleted = d != nil

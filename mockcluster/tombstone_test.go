@@ -122,3 +122,41 @@ func TestTombstonePurge(t *testing.T) {
 		t.Fatalf("vbucket holds %d tombstones (queue %d), limit %d", n, q, limit)
 	}
 }
+
+// TestExpiredDocumentIsDeleted: an expired document is a deleted one, as
+// kv_engine has it: GET_META answers it with the deleted flag
+// (VBucket::getMetaData checks isExpired), and once an access processes
+// the expiry (VBucket::processExpiredItem, the pre-expiry hook keeping the
+// system xattrs only) it is a tombstone that AccessDeleted lookups read.
+// The expiry is not a client's mutation: MutationCount does not count it.
+func TestExpiredDocumentIsDeleted(t *testing.T) {
+	e := newSubdocEnv(t)
+	x := memdx.SubdocPathXattr
+	p, _ := e.mutateIn("exp", memdx.SubdocDocMkdoc, 0, mu(memdx.OpSubdocDictUpsert, "_sys", `1`, x), mu(memdx.OpSubdocDictUpsert, "u", `2`, x))
+	e.expect("xattrs", p, memdx.StatusSuccess)
+	// A SET keeps the xattrs.
+	live := e.expect("set", e.do(memdx.NewStore(memdx.OpSet, []byte("exp"), []byte(`{"a":1}`), 5, 10)), memdx.StatusSuccess)
+	count := e.b.MutationCount("", "", "exp")
+	e.now = e.now.Add(11 * time.Second)
+
+	p, m := e.getMeta("exp")
+	if p.Status != memdx.StatusSuccess || !m.Deleted || p.Cas != live.Cas || m.Flags != 5 {
+		t.Fatalf("GET_META of an expired document: %s %+v cas %x (was %x)", p.Status, m, p.Cas, live.Cas)
+	}
+	if _, st := e.body("exp"); st != memdx.StatusKeyNotFound {
+		t.Fatalf("GET of an expired document: %s", st)
+	}
+	st, rs := e.xattrLookups("exp", memdx.SubdocDocAccessDeleted, "_sys", "u", "$document.deleted")
+	if st != memdx.StatusSubdocMultiPathFailureDeleted || string(rs[0].Value) != "1" ||
+		rs[1].Status != memdx.StatusSubdocPathNotFound || string(rs[2].Value) != "true" {
+		t.Fatalf("AccessDeleted lookup of an expired document: %s %+v", st, rs)
+	}
+	if p, m := e.getMeta("exp"); p.Status != memdx.StatusSuccess || !m.Deleted || p.Cas == live.Cas ||
+		m.Expiry != uint32(e.now.Unix()) {
+		t.Fatalf("GET_META of the expired document's tombstone: %s %+v cas %x", p.Status, m, p.Cas)
+	}
+	if n := e.b.MutationCount("", "", "exp"); n != count {
+		t.Fatalf("MutationCount %d after the expiry, was %d", n, count)
+	}
+	e.expect("add over it", e.do(memdx.NewStore(memdx.OpAdd, []byte("exp"), []byte(`1`), 0, 0)), memdx.StatusSuccess)
+}
