@@ -335,9 +335,12 @@
 //     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
 //     response each, then a response without key and value. Other groups
 //     answer KEY_ENOENT.
-//   - GET_META answers deleted, flags, expiry, seqno (and, for version 2,
-//     the datatype, with the XATTR bit for a document with xattrs) and the
-//     CAS (0xffffffffffffffff while the document is locked, as above). A
+//   - GET_META answers deleted, flags, expiry, the revision seqno (the
+//     key's count of client writes, what $document.revid shows; kv_engine
+//     also counts touches and expiries; 0 in a memcached bucket), for
+//     version 2 the datatype (with the XATTR bit for a document with
+//     xattrs), and the CAS (0xffffffffffffffff while the document is
+//     locked, as above). A
 //     tombstone answers success with deleted=1, its flags, CAS and seqno
 //     and, as expiry, the second it was deleted (what kv_engine persists
 //     for a deletion and serves once the tombstone is on disk); a key

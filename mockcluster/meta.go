@@ -5,7 +5,7 @@ import "github.com/kvwire/kvwire/memdx"
 // getMeta answers GET_META: the document's metadata without its value.
 // Extras of the request: nothing (version 1) or one byte, 1 or 2; version 2
 // adds the datatype to the response. Response extras: deleted (4), flags
-// (4), expiry (4), seqno (8) [, datatype (1)]; the CAS is in the header,
+// (4), expiry (4), revision seqno (8) [, datatype (1)]; the CAS is in the header,
 // 0xffffffffffffffff while the document is locked, as a GET's
 // (VBucket::getMetaData, engines/ep/src/vbucket.cc, hides a lock's CAS).
 //
@@ -62,7 +62,12 @@ func (cn *conn) getMeta(p *memdx.Packet) {
 	}
 	putUint32(ext[4:8], d.flags)
 	putUint32(ext[8:12], d.expiry)
-	putUint64(ext[12:20], d.seqno)
+	// The seqno is the revision seqno (getMetaData's revSeqno): the
+	// key's write count, as $document.revid has it; default_engine keeps
+	// none (0).
+	if !t.vb.memcached {
+		putUint64(ext[12:20], t.vb.mutations[string(t.mk)])
+	}
 	ext[20] = byte(d.datatype)
 	if len(d.xattrs) > 0 {
 		ext[20] |= byte(memdx.DatatypeXattr)
