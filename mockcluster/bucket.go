@@ -399,9 +399,10 @@ func (b *Bucket) Set(scope, collection, key string, value []byte, flags uint32, 
 
 // MutationCount returns how many mutations were applied to
 // scope.collection/key since the cluster started: every applied SET, ADD,
-// REPLACE, DELETE, APPEND, PREPEND, INCREMENT and DECREMENT (and Set) counts
-// once; TOUCH, GAT and locks do not. Tests use it to prove that a write was
-// applied exactly once.
+// REPLACE, DELETE, APPEND, PREPEND, INCREMENT, DECREMENT and sub-document
+// mutation (and Set) counts once; TOUCH, GAT, locks and the expiry of the
+// document do not. Tests use it to prove that a write was applied exactly
+// once.
 func (b *Bucket) MutationCount(scope, collection, key string) uint64 {
 	cid, ok := b.snap.Load().manifest.lookup(scope, collection)
 	if !ok {
