@@ -191,7 +191,9 @@ type RetryRequest interface {
 	// Operation is the operation's name: "Get", "Upsert", ...
 	Operation() string
 	// Idempotent reports whether the operation may be sent again after it
-	// was written without an answer: reads are, mutations are not.
+	// was written without an answer: RFC 0049's idempotent list (reads,
+	// but not Exists, whose GET_META the list leaves out); mutations are
+	// not.
 	Idempotent() bool
 	// Attempts is the number of retries already made (0 while deciding on
 	// the first retry), whatever their reasons.
