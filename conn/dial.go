@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvwire/kvwire/errmap"
@@ -25,7 +26,9 @@ import (
 //
 // Errors: a dial failure is returned as the net error (wrapped), and so is
 // a network failure during the TLS handshake (EOF, a reset, a timeout: the
-// node went away, which is not TLS's fault); a failure after connecting
+// node went away, which is not TLS's fault), or a node that sent nothing
+// for Options.ProbeTimeout while the handshake waited for it (matching
+// kverr.ErrUnresponsive, as the bootstrap's silence does); a failure after connecting
 // matches kverr.ErrBootstrap and is one of *TLSError, *AuthError,
 // *BucketAccessError or *BootstrapError. ctx bounds the whole of Dial,
 // redials included; it is not kept.
@@ -193,9 +196,13 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		}
 		cfg.ServerName = host
 	}
-	tc := tls.Client(nc, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	wc := &watchedConn{Conn: nc}
+	tc := tls.Client(wc, cfg)
+	if err := handshake(ctx, tc, wc, o); err != nil {
 		nc.Close()
+		if errors.Is(err, kverr.ErrUnresponsive) {
+			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, err)
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, ctx.Err())
 		}
@@ -205,6 +212,77 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		return nil, &TLSError{Addr: addr, Err: err}
 	}
 	return tc, nil
+}
+
+// watchedConn is the socket under a TLS connection: during the handshake
+// it counts the bytes read, for the silence watch (handshake). watching is
+// set before the handshake and cleared after it, on Dial's goroutine,
+// before any other goroutine reads the connection.
+type watchedConn struct {
+	net.Conn
+	watching bool
+	in       atomic.Uint64
+}
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if c.watching {
+		c.in.Add(uint64(n))
+	}
+	return n, err
+}
+
+// handshake runs tc's TLS handshake, bounded by ctx and, unless the health
+// check is off (a negative ProbeAfter), by the bootstrap's silence watch
+// (monitor.go): a node that sends nothing for ProbeTimeout while the
+// handshake waits for it ends the handshake with kverr.ErrUnresponsive.
+// A paused node's kernel still accepts connections, so without the watch
+// such a node would hold a TLS Dial for all of ctx, where a plain one
+// fails after ProbeTimeout.
+func handshake(ctx context.Context, tc *tls.Conn, wc *watchedConn, o *Options) error {
+	if o.ProbeAfter < 0 {
+		return tc.HandshakeContext(ctx)
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tm := o.clock.NewTimer()
+	tm.Reset(o.ProbeTimeout)
+	wc.watching = true
+	stop, silent := make(chan struct{}), make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		var last uint64
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tm.C():
+				if in := wc.in.Load(); in != last {
+					last = in
+					tm.Reset(o.ProbeTimeout)
+					continue
+				}
+				close(silent)
+				cancel()
+				return
+			}
+		}
+	}()
+	err := tc.HandshakeContext(hctx)
+	close(stop)
+	<-watched
+	tm.Stop()
+	wc.watching = false
+	if err == nil {
+		return nil
+	}
+	select {
+	case <-silent:
+		return fmt.Errorf("%w: nothing arrived for %v while the handshake waited for the node", kverr.ErrUnresponsive, o.ProbeTimeout)
+	default:
+		return err
+	}
 }
 
 // IsTLSFailure reports whether a handshake error is TLS's own (RFC 0049

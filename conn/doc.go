@@ -268,7 +268,9 @@
 // and its requests fail by the written/not-written rule, as on any dead
 // connection; the client redials. During the bootstrap the bootstrap's own
 // requests are the probe: a node that sends nothing for ProbeTimeout while
-// one of them waits fails the Dial with kverr.ErrUnresponsive. A negative
+// one of them waits fails the Dial with kverr.ErrUnresponsive, and so does
+// one that sends nothing for ProbeTimeout while a TLS handshake waits for
+// it (a plain dial error, not a *TLSError). A negative
 // ProbeAfter turns the health check off. Timing comes from an internal
 // clock that tests replace.
 //

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"strings"
 	"testing"
@@ -217,5 +218,29 @@ func TestNegativeProbeAfterSendsNoProbe(t *testing.T) {
 	}
 	if st := c.Stats(); st.Probes != 0 || c.Err() != nil {
 		t.Fatalf("stats %+v, err %v; want no probe and an open connection", st, c.Err())
+	}
+}
+
+// A node that accepts the TCP connection and then sends nothing (a paused
+// process: the kernel still accepts) fails a TLS Dial as it fails a plain
+// one: the handshake waits ProbeTimeout of silence, not the whole of ctx,
+// and the error matches kverr.ErrUnresponsive (the client redials at once).
+func TestTLSHandshakeUnresponsiveNodeFailsDial(t *testing.T) {
+	fc := newFakeClock()
+	dial, servers := pipeDialer(nil)
+	got := make(chan error, 1)
+	go func() {
+		_, err := Dial(testCtx(t), "pipe:11207", Options{TLSConfig: &tls.Config{InsecureSkipVerify: true},
+			DialContext: dial, clock: fc})
+		got <- err
+	}()
+	s := <-servers
+	defer s.Close()
+	s.Read(make([]byte, 1)) // the ClientHello: the handshake waits for the node
+	go drain(s)
+	fc.Advance(DefaultProbeTimeout)
+	err := recv(t, got)
+	if !errors.Is(err, kverr.ErrUnresponsive) || !strings.Contains(err.Error(), "TLS handshake") {
+		t.Fatalf("Dial: %v; want kverr.ErrUnresponsive naming the TLS handshake", err)
 	}
 }

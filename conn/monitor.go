@@ -30,7 +30,8 @@ import (
 // own requests play the probe: a node that sends nothing for ProbeTimeout
 // while one of them waits fails the Dial with kverr.ErrUnresponsive, so a node
 // that accepts connections but answers nothing costs a redial ProbeTimeout,
-// not the whole connect timeout.
+// not the whole connect timeout. A TLS handshake, before the monitor
+// starts, is watched the same way (handshake, dial.go).
 
 // monitor is the monitor goroutine's state: the deadline timer it sweeps
 // the table's deadline list by, and the health check's timer and probe.
