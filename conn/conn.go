@@ -144,7 +144,9 @@ func (c *Conn) Do(ctx context.Context, req *memdx.Request, handle func(*memdx.Pa
 
 // DoDeadline is Do with a deadline of its own (the zero Time: none): when it
 // passes before the response, the request ends as if ctx's deadline had
-// passed (a *RequestError matching context.DeadlineExceeded, Written set).
+// passed (a *RequestError matching context.DeadlineExceeded: not written
+// when it expired still queued, withdrawn before any byte was handed to the
+// socket; written, outcome unknown, once it was being sent).
 // It lets a caller bound every attempt without deriving a context per
 // request: deadlines are kept in a list per connection, ordered by deadline
 // (a request with the latest deadline, the usual case, joins at the tail in
