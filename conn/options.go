@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/memdx"
@@ -92,7 +93,8 @@ type Options struct {
 	TLSConfig *tls.Config
 
 	// ClientName is the agent HELLO reports to the server (it shows in the
-	// server's logs); DefaultClientName when empty. It is cut to 160 bytes.
+	// server's logs); DefaultClientName when empty. It is cut to at most
+	// 160 bytes, at a character boundary.
 	ClientName string
 
 	// Features are the HELLO features requested. XERROR is always added
@@ -174,8 +176,8 @@ type Options struct {
 	// ClientID, when set, prefixes the connection's id: ID (sent in
 	// HELLO, shown in the server's logs) is then "ClientID/<the
 	// connection's own id>", the local id RFC 0067 reports
-	// (couchbase.local_id). It is cut to 16 bytes, so that the whole id
-	// fits the 33 bytes HELLO carries.
+	// (couchbase.local_id). It is cut to at most 16 bytes, at a character
+	// boundary, so that the whole id fits the 33 bytes HELLO carries.
 	ClientID string
 
 	// DialContext opens the network connection; nil uses a net.Dialer.
@@ -239,12 +241,8 @@ func (o Options) resolved() Options {
 	if o.ClientName == "" {
 		o.ClientName = DefaultClientName
 	}
-	if len(o.ClientID) > maxClientID {
-		o.ClientID = o.ClientID[:maxClientID]
-	}
-	if len(o.ClientName) > maxClientName {
-		o.ClientName = o.ClientName[:maxClientName]
-	}
+	o.ClientID = cutUTF8(o.ClientID, maxClientID)
+	o.ClientName = cutUTF8(o.ClientName, maxClientName)
 	if o.SASLMechanisms == nil {
 		o.SASLMechanisms = DefaultMechanisms
 	}
@@ -257,6 +255,19 @@ func (o Options) resolved() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
+}
+
+// cutUTF8 cuts s to at most n bytes, at the start of a character: the
+// HELLO key is JSON, which carries a character cut in two as U+FFFD, so a
+// connection id cut inside one would not be the id the server logs.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // plainAllowed reports whether SASL PLAIN may be used.

@@ -264,6 +264,9 @@ func TestClientIDPrefixesTheConnectionID(t *testing.T) {
 		{"", ""},
 		{"66388CF5BFCF7522", "66388CF5BFCF7522/"},
 		{"0123456789abcdefXYZ", "0123456789abcdef/"},
+		// Cut at a character's start, not inside it: the id HELLO
+		// carries (JSON, valid UTF-8) is then the one ID reports.
+		{"aéééééééé", "aééééééé/"},
 	} {
 		f := &fakeNode{}
 		c, err := dialFake(t, f, Options{ClientID: tc.clientID})
