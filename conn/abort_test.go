@@ -44,3 +44,14 @@ func TestAbortFromHandleEndsTheConnection(t *testing.T) {
 		t.Fatalf("Err() after a second Abort = %v", c.Err())
 	}
 }
+
+// Abort without a reason ends the connection as Close does: its error is
+// kverr.ErrConnectionClosed itself, not one with a garbled nil reason.
+func TestAbortWithoutAReason(t *testing.T) {
+	c, _ := dialPipe(t, Options{ProbeAfter: -1}, nil)
+	c.Abort(nil)
+	<-c.Done()
+	if err := c.Err(); err != kverr.ErrConnectionClosed {
+		t.Fatalf("Err() = %v, want kverr.ErrConnectionClosed", err)
+	}
+}

@@ -444,9 +444,13 @@ func (c *Conn) Close() error {
 // to exit (Close waits): a caller may abort the connection its request was
 // answered on, whose reader may still be handing others their answers.
 // Every request in flight fails as on Close, with an error matching
-// kverr.ErrConnectionClosed and why. Aborting a connection that has ended
-// does nothing.
+// kverr.ErrConnectionClosed and why (a nil why: as on Close). Aborting a
+// connection that has ended does nothing.
 func (c *Conn) Abort(why error) {
+	if why == nil {
+		c.fail(kverr.ErrConnectionClosed)
+		return
+	}
 	c.fail(fmt.Errorf("%w: %w", kverr.ErrConnectionClosed, why))
 }
 
