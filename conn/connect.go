@@ -2,8 +2,13 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"net"
 )
+
+// errNoConnection: Options.DialContext returned neither a connection nor
+// an error.
+var errNoConnection = errors.New("Options.DialContext returned no connection and no error")
 
 // maxConnectAttempts bounds the connection attempts in flight at once
 // (Options.ConnectAttempt).
@@ -33,13 +38,23 @@ type attemptResult struct {
 // attempt it cut short. Every attempt's goroutine has returned when
 // connect does.
 func connect(ctx context.Context, addr string, o *Options) (net.Conn, error) {
-	dial := o.DialContext
-	if dial == nil {
+	dialer := o.DialContext
+	if dialer == nil {
 		var d net.Dialer
-		dial = d.DialContext
+		dialer = d.DialContext
+	}
+	dial := func(ctx context.Context) (net.Conn, error) {
+		nc, err := dialer(ctx, "tcp", addr)
+		if nc == nil && err == nil {
+			// A caller's DialContext broke its contract: without this the
+			// dial would wait for a connection that never comes, or use
+			// a nil one.
+			err = errNoConnection
+		}
+		return nc, err
 	}
 	if o.ConnectAttempt < 0 {
-		return dial(ctx, "tcp", addr)
+		return dial(ctx)
 	}
 	results := make(chan attemptResult, maxConnectAttempts+1)
 	var attempts []connectAttempt
@@ -51,7 +66,7 @@ func connect(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		running++
 		active++
 		go func() {
-			nc, err := dial(actx, "tcp", addr)
+			nc, err := dial(actx)
 			results <- attemptResult{n: n, nc: nc, err: err}
 		}()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -143,5 +144,22 @@ func TestDialAttemptsEndWithARefusalOrTheContext(t *testing.T) {
 	}
 	if _, inFlight, _ := d.counts(); inFlight != 0 {
 		t.Fatalf("%d attempts in flight after Dial returned", inFlight)
+	}
+}
+
+// A DialContext that returns neither a connection nor an error is a bug of
+// the caller's: Dial says so, with one attempt or several, rather than
+// waiting for a connection that will never come or using a nil one.
+func TestDialContextReturningNothing(t *testing.T) {
+	nothing := func(context.Context, string, string) (net.Conn, error) { return nil, nil }
+	for _, attempt := range []time.Duration{-1, 0} {
+		got := make(chan error, 1)
+		go func() {
+			_, err := Dial(testCtx(t), "nothing:11210", Options{DialContext: nothing, ConnectAttempt: attempt})
+			got <- err
+		}()
+		if err := recv(t, got); err == nil || !strings.Contains(err.Error(), "DialContext returned no connection") {
+			t.Fatalf("ConnectAttempt %v: Dial: %v; want an error naming DialContext", attempt, err)
+		}
 	}
 }
