@@ -28,8 +28,8 @@ import (
 // a network failure during the TLS handshake (EOF, a reset, a timeout: the
 // node went away, which is not TLS's fault), or a node that sent nothing
 // for Options.ProbeTimeout while the handshake waited for it (matching
-// kverr.ErrUnresponsive, as the bootstrap's silence does); a failure after connecting
-// matches kverr.ErrBootstrap and is one of *TLSError, *AuthError,
+// kverr.ErrUnresponsive, as the bootstrap's silence does); a failure after
+// connecting matches kverr.ErrBootstrap and is one of *TLSError, *AuthError,
 // *BucketAccessError or *BootstrapError. ctx bounds the whole of Dial,
 // redials included; it is not kept.
 func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
