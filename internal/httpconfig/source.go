@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // Source is the cluster manager as the cluster's config source
@@ -56,7 +57,8 @@ func (s *Source) CanServe(kvSeeds []string) bool { return len(s.addrs(kvSeeds)) 
 
 // FirstConfig fetches the bucket's config from the REST seeds in turn,
 // each within an equal share of the time ctx has left for those still to
-// ask, and returns the first one served. Refused credentials or bucket end
+// ask, and returns the first valid one served (a seed whose answer does
+// not parse as a config is passed over). Refused credentials or bucket end
 // it at once (every node would answer the same). Its error names every
 // address asked and why each gave none. Idle connections are closed when
 // it returns.
@@ -74,6 +76,15 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 		}
 		raw, host, err := s.c.Fetch(actx, addr)
 		cancel()
+		if err == nil {
+			// A 200 that is not a config (a web page in front of
+			// the port, a cut body) is this seed's failure, not the
+			// bootstrap's: the next seed is asked, as after a KV
+			// seed's config that does not parse.
+			if _, perr := vbmap.Parse(raw, host); perr != nil {
+				err = &Error{Addr: addr, Path: s.c.bucketPath(false), Err: fmt.Errorf("the answer is not a valid config: %w", perr)}
+			}
+		}
 		if err == nil {
 			return cluster.SourcedConfig{Raw: raw, Host: host, From: addr}, nil
 		}

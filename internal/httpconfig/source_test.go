@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // The REST addresses a Source asks: the =http seeds, then the REST port
@@ -62,5 +65,33 @@ func TestSourceFirstConfig(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), seeds[2]) {
 		t.Errorf("the seed after the refusal was asked too: %v", err)
+	}
+}
+
+// A seed that answers 200 with something that is not a config (a web
+// page, a truncated body, an empty one) is passed over for the next seed,
+// as a KV seed whose config does not parse is, and the error of a
+// bootstrap that found no valid config says what was wrong with it.
+func TestSourceFirstConfigPassesOverAnInvalidConfig(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<html>Couchbase Console</html>"))
+	}))
+	defer page.Close()
+	bad := strings.TrimPrefix(page.URL, "http://")
+	cfg := Config{Bucket: "default", Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword}
+	s := NewSource(New(cfg), []string{bad, mc.MgmtAddrs()[0]}, 11210, 8091, false)
+	sc, err := s.FirstConfig(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("the second seed serves a config: %v", err)
+	}
+	if sc.From != mc.MgmtAddrs()[0] {
+		t.Errorf("config from %q, want the second seed's", sc.From)
+	}
+
+	s = NewSource(New(cfg), []string{bad}, 11210, 8091, false)
+	_, err = s.FirstConfig(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), bad) || !errors.Is(err, vbmap.ErrInvalidConfig) {
+		t.Fatalf("only an invalid config: %v", err)
 	}
 }
