@@ -38,7 +38,9 @@ import (
 )
 
 // Bounds of the wait between two rounds of stream attempts in which no
-// node served a config: doubling from minRoundWait to maxRoundWait.
+// node served a config, and before reopening a stream that delivered and
+// ended within maxRoundWait of its opening: doubling from minRoundWait to
+// maxRoundWait.
 const (
 	minRoundWait = 100 * time.Millisecond
 	maxRoundWait = 10 * time.Second
@@ -292,15 +294,29 @@ type Sink func(raw []byte, host, addr string)
 // Stream keeps the bucket's config stream open and delivers every config
 // it carries to sink, until ctx ends. nodes gives the REST addresses to
 // stream from (the config in use's nodes; it is asked again each time a
-// stream ends). A stream that ends after it delivered is reopened at once
-// on the next node; when every node of a round failed to serve one, the
-// next round waits 100 ms, doubling to 10 s (on the Clock), and a stream
-// that delivers resets the wait. It returns when ctx ends, having closed
-// its connection.
+// stream ends). A stream that ends after it delivered is reopened on the
+// next node: at once when it had lived 10 s or more, and otherwise after
+// a wait of 100 ms, doubling to 10 s while streams keep ending that soon
+// (a proxy that ends every response must not make it reopen in a loop).
+// When every node of a round failed to serve one, the next round waits
+// 100 ms, doubling to 10 s, and a stream that delivers resets that wait.
+// Waits and a stream's life are on the Clock. It returns when ctx ends,
+// having closed its connection.
 func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 	defer c.Close()
 	wait := minRoundWait
-	last := "" // the node whose stream ended last
+	var reopen time.Duration // before reopening after a stream that delivered
+	last := ""               // the node whose stream ended last
+	sleep := func(d time.Duration) bool {
+		t := c.cfg.Clock.NewTimer(d)
+		select {
+		case <-t.C():
+			return true
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
 	for ctx.Err() == nil {
 		addrs := nodes()
 		if len(addrs) == 0 {
@@ -314,13 +330,19 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 		delivered := false
 		for j := range addrs {
 			addr := addrs[(start+j)%len(addrs)]
+			opened := c.cfg.Clock.Now()
 			n, err := c.streamFrom(ctx, addr, sink)
 			if ctx.Err() != nil {
 				return
 			}
 			last = addr
 			if n > 0 {
-				c.cfg.Logger.Info("kvwire: config stream ended; reopening it on the next node", "node", addr, "configs", n, "err", err)
+				if c.cfg.Clock.Now().Sub(opened) >= maxRoundWait {
+					reopen = 0
+				} else {
+					reopen = min(max(2*reopen, minRoundWait), maxRoundWait)
+				}
+				c.cfg.Logger.Info("kvwire: config stream ended; reopening it on the next node", "node", addr, "configs", n, "err", err, "retry_in", reopen)
 				delivered = true
 				break
 			}
@@ -328,13 +350,12 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 		}
 		if delivered {
 			wait = minRoundWait
+			if reopen > 0 && !sleep(reopen) {
+				return
+			}
 			continue
 		}
-		t := c.cfg.Clock.NewTimer(wait)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(wait) {
 			return
 		}
 		wait = min(2*wait, maxRoundWait)

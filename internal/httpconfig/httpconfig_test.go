@@ -360,3 +360,65 @@ func TestStreamWaitsBetweenFailedRounds(t *testing.T) {
 		t.Errorf("nodes asked %d times, want one per round", asked)
 	}
 }
+
+// A stream that delivers and then ends soon after it opened (a proxy that
+// closes every response, a node that drops the stream) is not reopened at
+// once, again and again, flooding the cluster manager: the reopens wait
+// 100 ms, doubling to 10 s, on the Clock. A stream that lived 10 s or
+// more is reopened at once, as a node that stops after serving for a
+// while is replaced at once.
+func TestStreamBacksOffFromStreamsThatEndAtOnce(t *testing.T) {
+	clock := retry.NewFakeClock(time.Unix(1e9, 0))
+	requests := make(chan chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
+		w.(http.Flusher).Flush()
+		end := make(chan struct{})
+		requests <- end
+		select {
+		case <-end:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	c := New(Config{Bucket: "default", Clock: clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stream(ctx, func() []string { return []string{addr} }, func([]byte, string, string) {})
+	}()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), guard)
+	defer wcancel()
+	request := func() chan struct{} {
+		t.Helper()
+		select {
+		case end := <-requests:
+			return end
+		case <-wctx.Done():
+			t.Fatal("the stream was not reopened")
+			return nil
+		}
+	}
+	for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		close(request()) // it delivers and ends at once
+		if err := clock.BlockUntilTimers(wctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := clock.Timers()[0].Sub(clock.Now()); got != want {
+			t.Fatalf("reopen after %v, want %v", got, want)
+		}
+		select {
+		case <-requests:
+			t.Fatal("reopened before its wait was over")
+		default:
+		}
+		clock.Advance(want)
+	}
+	end := request()
+	clock.Advance(10 * time.Second) // a stream that lived
+	close(end)
+	close(request()) // reopened at once: no wait on the clock
+}
