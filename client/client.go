@@ -171,10 +171,10 @@ func (e *ConnectError) Unwrap() []error {
 	return out
 }
 
-// NodeError says that a node had no connection to carry a request, and why
-// its last connection attempt failed, or why it waits before its next one
-// (its connections ended soon after they were made); nil Err: it is still
-// connecting.
+// NodeError says that a node had no connection to carry a request, and why:
+// its last connection attempt failed, or it waits before its next one (its
+// connections ended soon after they were made), or, when neither, its last
+// connection ended (nil Err: it is still making its first connection).
 type NodeError struct {
 	Addr string
 	Err  error

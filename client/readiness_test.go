@@ -230,3 +230,42 @@ func TestReadinessOnMemcached(t *testing.T) {
 	}
 	assert.ErrorIs(t, c.WaitUntilReady(ctx, nil), ErrClosed)
 }
+
+// A ping to a node whose connection ended, while its redial is still
+// under way, fails saying why the connection ended, as Diagnostics does,
+// not that the node "has no connection yet", which tells of a node never
+// connected.
+func TestPingSaysWhyANodeLostItsConnection(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connect(t, mc, &Options{ConnectTimeout: time.Hour})
+	require.NoError(t, c.WaitUntilReady(context.Background(), nil))
+	node := mc.Node(0).Addr()
+	// The redial's HELLO is never answered: the redial stays under way.
+	hello := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpHello}},
+		Action: mockcluster.Action{Delay: time.Hour}})
+	t.Cleanup(hello.Remove)
+	mc.DropConnections()
+	// The endpoint is reconnecting once its connection is done, and
+	// says why once the connection's end is told (OnClose).
+	var why error
+	for why == nil {
+		changed := c.cl.HealthChanged()
+		if e := awaitDiagnostics(t, c, node, EndpointReconnecting, nil).Endpoints[0]; e.Err != nil {
+			why = e.Err
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Minute):
+			t.Fatal("the connection's end was never told")
+		}
+	}
+
+	res := c.Ping(context.Background())
+	require.Len(t, res, 1)
+	err := res[0].Err
+	require.ErrorIs(t, err, ErrNoNodeAvailable)
+	assert.NotContains(t, err.Error(), "has no connection yet")
+	assert.Contains(t, err.Error(), why.Error())
+}

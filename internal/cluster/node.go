@@ -139,7 +139,12 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	n.mu.Lock()
 	err, why := n.lastErr, n.lastErr
 	if why == nil {
-		why = n.waitErr
+		why = n.waitErr // why it waits before redialing (redialer)
+	}
+	if why == nil {
+		// No dial failed since its last connection ended: why that one
+		// ended (nil only for a node never connected yet).
+		why = n.endErr
 	}
 	n.mu.Unlock()
 	reason := reasonForDialError(err)
