@@ -118,7 +118,7 @@ type DiagnosticsResult struct {
 // (absent when there was none); remote is the node's address as the
 // config gives it; details hold the local id of a connected endpoint, and
 // the error of one that is not.
-func (r *DiagnosticsResult) MarshalJSON() ([]byte, error) {
+func (r DiagnosticsResult) MarshalJSON() ([]byte, error) {
 	out := diagnostics.NewReport(r.ID, r.SDK, r.State.String(), r.At)
 	for _, e := range r.Endpoints {
 		out.Add(diagnostics.Endpoint{Service: e.Service, ID: e.ID, Remote: e.Node, Local: e.Local, State: e.State.String(),

@@ -76,3 +76,19 @@ func TestNotReadyError(t *testing.T) {
 	assert.ErrorIs(t, c, ErrRequestCanceled)
 	assert.NotErrorIs(t, c, ErrTimeout)
 }
+
+// A report marshals to RFC 0061's JSON whether it is marshalled through
+// its pointer (as Diagnostics returns it) or as a value (dereferenced, or
+// a field of a struct marshalled by value).
+func TestDiagnosticsJSONOfAValue(t *testing.T) {
+	r := &DiagnosticsResult{ID: "report-1", SDK: "kvwire", State: ClusterOnline, At: time.Unix(1, 0), Endpoints: []EndpointDiagnostics{
+		{Service: ServiceKV, ID: "10.0.0.1:11210/0", Node: "10.0.0.1:11210", State: EndpointConnected, Bucket: "b"}}}
+	want, err := json.Marshal(r)
+	require.NoError(t, err)
+	got, err := json.Marshal(*r)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got))
+	got, err = json.Marshal(struct{ Report DiagnosticsResult }{*r})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"Report":`+string(want)+`}`, string(got))
+}
