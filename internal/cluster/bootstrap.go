@@ -429,6 +429,7 @@ func (c *Cluster) bootstrapMemcached(ctx context.Context) error {
 				return true, false
 			}
 			nodes[i].lastErr = err
+			nodes[i].markTried() // its first attempt is over: reconnecting (health.go)
 			errs[i] = err
 			return false, redialable(err)
 		}
