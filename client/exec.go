@@ -763,11 +763,18 @@ func (c *Client) resumeNext(o *op, nx next, p retry.Plan, woken bool, ctxErr err
 
 // waitError is the final error of an operation whose retry the
 // orchestrator ended with err: a refusal after a status is that status's
-// error (LOCKED, say, when the strategy gives up); a timeout or a
-// cancellation is that.
+// error (LOCKED, say, when the strategy gives up); a refusal after the
+// client closed is ErrClosed; a timeout or a cancellation is that.
 func (c *Client) waitError(o *op, fromStatus bool, err error) error {
 	if fromStatus && errors.Is(err, ErrNotRetried) {
 		return c.statusError(o, err)
+	}
+	if !fromStatus && errors.Is(err, ErrNotRetried) && c.ctx.Err() != nil {
+		// An attempt that Close ended (its connection closed under
+		// it) and that is not retried (sent once: Ping, Stats): the
+		// client closed, as for an operation whose retry finds it
+		// closed. Ambiguity is kept (o.st).
+		return newKVError(o, ErrClosed, err)
 	}
 	return newKVError(o, nil, err)
 }

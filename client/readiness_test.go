@@ -269,3 +269,27 @@ func TestPingSaysWhyANodeLostItsConnection(t *testing.T) {
 	assert.NotContains(t, err.Error(), "has no connection yet")
 	assert.Contains(t, err.Error(), why.Error())
 }
+
+// A Ping (and a Stats) whose request is in flight when the client closes
+// fails with ErrClosed, as an operation that would retry does, not with a
+// connection closed in flight that its strategy did not retry.
+func TestPingInFlightWhenTheClientClosesFailsWithErrClosed(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connect(t, mc, nil)
+	held := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpNoop, memdx.OpStat},
+		Bucket: mockcluster.DefaultBucket}, Action: mockcluster.Action{Delay: time.Hour}})
+	t.Cleanup(held.Remove)
+	errs := make(chan error, 2)
+	go func() { errs <- c.Ping(context.Background())[0].Err }()
+	go func() {
+		_, err := c.Stats(context.Background(), "", nil)
+		errs <- err
+	}()
+	require.Eventually(t, func() bool { return held.Hits() == 2 }, time.Minute, time.Millisecond, "both requests reached the node")
+	require.NoError(t, c.Close())
+	for range 2 {
+		err := <-errs
+		assert.ErrorIs(t, err, ErrClosed)
+	}
+}
