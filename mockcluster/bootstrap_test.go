@@ -386,9 +386,16 @@ func TestGetClusterConfig(t *testing.T) {
 	if p.Status != memdx.StatusSuccess || parseConfig(t, p.Value).Rev != cfg.Rev {
 		t.Fatalf("known older version: %s %d bytes", p.Status, len(p.Value))
 	}
-	p = cl.do(memdx.NewGetClusterConfigKnown(0, cfg.Rev+100))
+	p = cl.do(memdx.NewGetClusterConfigKnown(-1, cfg.Rev+100))
 	if p.Status != memdx.StatusSuccess || len(p.Value) == 0 {
 		t.Fatalf("known older epoch: %s %d bytes", p.Status, len(p.Value))
+	}
+	// kv_engine's validator: a revision below 1, an epoch neither -1 nor
+	// at least 1.
+	for _, v := range [][2]int64{{0, cfg.Rev}, {-2, cfg.Rev}, {1, 0}, {1, -1}} {
+		if p := cl.do(memdx.NewGetClusterConfigKnown(v[0], v[1])); p.Status != memdx.StatusInvalidArgs {
+			t.Fatalf("known version %v: %s", v, p.Status)
+		}
 	}
 	bad := memdx.NewGetClusterConfig()
 	bad.Extras = []byte{1, 2, 3}
@@ -414,9 +421,9 @@ func TestGetClusterConfig(t *testing.T) {
 
 // With NoRevEpoch the configs carry no revEpoch and the nodes' version has
 // kv_engine's unset epoch, -1: a known version of epoch -1 and an older
-// revision gets the config, one of epoch 0 gets nothing, whatever its
-// revision (kv_engine compares epoch first, signed), and the notifications
-// say epoch -1.
+// revision gets the config, one of epoch 0 is refused (EINVAL: kv_engine's
+// validator takes epoch -1 or at least 1), and the notifications say
+// epoch -1.
 func TestNoRevEpoch(t *testing.T) {
 	c := newCluster(t, Options{NoRevEpoch: true})
 	b := c.Bucket(DefaultBucket)
@@ -428,13 +435,17 @@ func TestNoRevEpoch(t *testing.T) {
 	}
 	for _, known := range []struct {
 		epoch, rev int64
+		status     memdx.Status
 		want       bool
-	}{{-1, b.Rev() - 1, true}, {-1, b.Rev(), false}, {0, b.Rev() - 1, false}, {0, 0, false}} {
+	}{
+		{-1, b.Rev() - 1, memdx.StatusSuccess, true}, {-1, b.Rev(), memdx.StatusSuccess, false},
+		{0, b.Rev() - 1, memdx.StatusInvalidArgs, false}, {0, 0, memdx.StatusInvalidArgs, false},
+	} {
 		cl := bootstrap(t, addr, DefaultBucket, nil) // a connection that knows nothing else
 		p := cl.do(memdx.NewGetClusterConfigKnown(known.epoch, known.rev))
-		if p.Status != memdx.StatusSuccess || (len(p.Value) > 0) != known.want {
-			t.Errorf("known {%d, %d}: %s, %d bytes; want a config: %v", known.epoch, known.rev, p.Status,
-				len(p.Value), known.want)
+		if p.Status != known.status || p.Status == memdx.StatusSuccess && (len(p.Value) > 0) != known.want {
+			t.Errorf("known {%d, %d}: %s, %d bytes; want %s, a config: %v", known.epoch, known.rev, p.Status,
+				len(p.Value), known.status, known.want)
 		}
 	}
 	g := bootstrap(t, addr, "", nil)

@@ -189,8 +189,10 @@
 //     cluster config without a bucket) with datatype JSON. With the 16-byte
 //     epoch/revision extras it returns an empty body unless its config is
 //     newer: epoch first, then revision, both signed, so that no revision
-//     of the unset epoch (-1) is newer than a client's epoch 0
-//     (cluster_config_executor.cc, ClustermapVersion). Once SnappyEverywhere is negotiated configs go snappy-compressed
+//     of the unset epoch (-1) is newer than a client's epoch 1
+//     (cluster_config_executor.cc, ClustermapVersion); extras whose
+//     revision is below 1, or whose epoch is neither -1 nor at least 1,
+//     get EINVAL (mcbp_validators.cc). Once SnappyEverywhere is negotiated configs go snappy-compressed
 //     with datatype JSON|SNAPPY, here, in NOT_MY_VBUCKET bodies and in full
 //     notifications (kv_engine's cluster_config_executor.cc, cookie.cc,
 //     push_cluster_config). The versions a connection was given (or said it knew) are its

@@ -95,7 +95,7 @@ func TestMemcachedBucketConfigAndRouting(t *testing.T) {
 	if p := cn.do(memdx.NewGetClusterConfig()); p.Status != memdx.StatusKeyNotFound || len(p.Value) != 0 {
 		t.Fatalf("GET_CLUSTER_CONFIG on a memcached bucket: %s %q, want KEY_ENOENT", p.Status, p.Value)
 	}
-	if p := cn.do(memdx.NewGetClusterConfigKnown(0, 0)); p.Status != memdx.StatusKeyNotFound {
+	if p := cn.do(memdx.NewGetClusterConfigKnown(1, 1)); p.Status != memdx.StatusKeyNotFound {
 		t.Fatalf("GET_CLUSTER_CONFIG with a known version: %s", p.Status)
 	}
 }

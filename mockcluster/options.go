@@ -82,9 +82,9 @@ type Options struct {
 	// The nodes' config version then has epoch -1: in the notifications'
 	// extras and wherever a node compares a client's known version with
 	// its own (GET_CLUSTER_CONFIG with a version, the dedupe of
-	// NOT_MY_VBUCKET bodies and notifications). A client that says it
-	// knows epoch 0 knows a newer version than any the node has then, and
-	// is sent none.
+	// NOT_MY_VBUCKET bodies and notifications). A GET_CLUSTER_CONFIG that
+	// says it knows epoch 0 is refused (EINVAL), as kv_engine's validator
+	// refuses it.
 	NoRevEpoch bool
 	// SyncWriteDelay, when positive, holds every synchronous (durable) write
 	// pending for that long before committing it; meanwhile other mutations

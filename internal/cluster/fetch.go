@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -265,7 +266,8 @@ const unsetEpoch = -1
 // any revision the node has until the cluster gets an epoch: every fetch
 // and poll would be answered with nothing, and the node would take the
 // version sent as the one the connection knows, leaving newer configs out
-// of its notifications and NOT_MY_VBUCKET bodies.
+// of its notifications and NOT_MY_VBUCKET bodies. knownVersion says the
+// rest.
 func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool) {
 	cn, _, err := n.Pick()
 	if err != nil {
@@ -273,12 +275,8 @@ func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool)
 	}
 	var req memdx.Request
 	t := c.topo.Load()
-	if t != nil && t.cfg != nil && cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion) {
-		held := t.cfg.Version()
-		if !t.cfg.HasRevEpoch() {
-			held.Epoch = unsetEpoch
-		}
-		req = memdx.NewGetClusterConfigKnown(held.Epoch, int64(held.Rev))
+	if epoch, rev, ok := knownVersion(t); ok && cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion) {
+		req = memdx.NewGetClusterConfigKnown(epoch, rev)
 	} else {
 		req = memdx.NewGetClusterConfig()
 	}
@@ -301,6 +299,37 @@ func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool)
 		c.cfg.Logger.Debug("kvwire: config fetch failed", "node", n.addr, "err", err)
 	}
 	return got, v, peeked
+}
+
+// knownVersion is the version of t's config in the node's terms, for a
+// GET_CLUSTER_CONFIG with a known version; ok is false when there is none
+// the node accepts that says it. kv_engine refuses (EINVAL) a revision
+// below 1 and an epoch that is neither -1 nor at least 1
+// (mcbp_validators.cc, GetClusterConfigPayload::validate), and holds
+// revisions as int64:
+//
+//   - epoch 0, revEpoch missing or 0 (Parse reads both as 0), is the
+//     node's unset epoch -1: the node's configs without revEpoch are the
+//     ones of epoch 0 here;
+//   - a negative epoch (no server sends one) and rev 0 (a config without
+//     rev) have no such version: any config the node has is at least as
+//     new, so it is asked for without one;
+//   - a rev above 2^63-1, which as an int64 would be negative, is said as
+//     2^63-1: the node holds no revision above it.
+func knownVersion(t *Topology) (epoch, rev int64, ok bool) {
+	if t == nil || t.cfg == nil {
+		return 0, 0, false
+	}
+	v := t.cfg.Version()
+	switch {
+	case v.Rev == 0 || v.Epoch < 0:
+		return 0, 0, false
+	case v.Epoch == 0:
+		epoch = unsetEpoch
+	default:
+		epoch = v.Epoch
+	}
+	return epoch, int64(min(v.Rev, math.MaxInt64)), true
 }
 
 // onNotification runs on a connection's reader goroutine: it must not

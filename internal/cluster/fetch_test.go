@@ -86,3 +86,41 @@ func TestDepartedNodeKeepsNoFetchState(t *testing.T) {
 		Version: memdx.ClusterConfigVersion{Epoch: held.Epoch, Revision: int64(held.Rev) + 1}})
 	assert.False(t, kept(), "fetch state made for a notification from a node that left")
 }
+
+// kv_engine refuses (EINVAL) a GET_CLUSTER_CONFIG whose known version has
+// a revision below 1 or an epoch neither -1 nor at least 1
+// (mcbp_validators.cc, GetClusterConfigPayload::validate). A held config
+// whose version cannot be said so (no rev, "revEpoch":0, or a rev above
+// 2^63-1, which went out negative) made every fetch and poll fail, and the
+// cluster never learned a newer config from them: a config held at rev 0
+// is fetched without a known version, epoch 0 (however spelled) is the
+// node's unset epoch -1, and a rev above 2^63-1 is said as 2^63-1, above
+// which the node holds no revision.
+func TestFetchKnownVersionTheNodeAccepts(t *testing.T) {
+	for _, version := range []string{
+		`"rev":0`,
+		`"rev":0,"revEpoch":1`,
+		`"rev":5,"revEpoch":0`,
+		`"rev":9223372036854775809`,
+		`"rev":18446744073709551615,"revEpoch":0`,
+	} {
+		t.Run(version, func(t *testing.T) {
+			// One node, the seed: no other connection offers a
+			// config that the config loop would install meanwhile.
+			mc := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+			c := connectCluster(t, testConfig(mc))
+			n := c.Topology().Nodes()[0]
+			held, err := vbmap.Parse([]byte(`{`+version+`,"name":"default","nodeLocator":"vbucket",
+				"nodesExt":[{"hostname":"127.0.0.1","services":{"kv":11210}}],
+				"vBucketServerMap":{"serverList":["127.0.0.1:11210"],"vBucketMap":[[0]]}}`), "127.0.0.1")
+			require.NoError(t, err)
+			c.mu.Lock()
+			top := *c.Topology()
+			top.cfg = held
+			c.topo.Store(&top)
+			c.mu.Unlock()
+			got, v, _ := c.fetchConfig(n)
+			assert.Equal(t, OfferNewer, got, "the node's config %v, fetched holding %v", v, held.Version())
+		})
+	}
+}
