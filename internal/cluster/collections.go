@@ -33,6 +33,9 @@ type CollectionIDs struct {
 	// clock times a caller's wait for a lookup another caller runs (the
 	// cluster's, the client's Clock).
 	clock retry.Clock
+	// gen counts Forget calls: a lookup begun before one does not cache
+	// what it gets (guarded by mu).
+	gen uint64
 }
 
 // cachedID is a cached collection id and the uid of the manifest the
@@ -57,6 +60,8 @@ type idFlight struct {
 	// callerEnded says the lookup ended with its caller's context or
 	// deadline, before an answer: that caller's end, not the others'.
 	callerEnded bool
+	// gen is the cache's gen when the lookup began.
+	gen uint64
 }
 
 // ID returns the id of collection name of scope (path: "scope.name") from
@@ -109,7 +114,7 @@ func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *con
 		key := flightKey{path, cn.Addr()}
 		f := cc.flights[key]
 		if f == nil {
-			f = &idFlight{done: make(chan struct{})}
+			f = &idFlight{done: make(chan struct{}), gen: cc.gen}
 			if cc.flights == nil {
 				cc.flights = map[flightKey]*idFlight{}
 			}
@@ -150,13 +155,18 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 			f.reason, f.err = retry.ReasonKVCollectionOutdated, fmt.Errorf("COLLECTIONS_GET_ID for %s: the node answered by manifest %x, older than manifest %x", path, f.uid, cc.floors[path])
 		}
 		if f.err == nil {
-			if e, ok := cc.ids[path]; ok && e.uid > f.uid {
-				// Another node's lookup, by a newer manifest,
+			switch e, ok := cc.ids[path]; {
+			case ok && (e.uid > f.uid || f.gen != cc.gen):
+				// Another node's lookup, by a newer manifest (or of
+				// the bucket made again since this one began),
 				// ended first: its id stands.
 				f.id = e.id
-			} else {
+			case f.gen == cc.gen:
 				cc.ids[path] = cachedID{id: f.id, uid: f.uid}
 			}
+			// Otherwise the bucket was made again since the lookup
+			// began (Forget): its answer may be the old bucket's and
+			// is not kept; the next request looks up again.
 		}
 		delete(cc.flights, key)
 		cc.mu.Unlock()
@@ -261,6 +271,19 @@ func (e *LookupError) OutcomeSentinel() error { return e.Outcome.Sentinel }
 
 func (e *LookupError) Unwrap() error {
 	return &memdx.StatusError{Status: e.status, OpCode: memdx.OpCollectionsGetID}
+}
+
+// Forget drops every cached id and what Outdated learned of manifests:
+// the bucket was deleted and made again (its uuid changed), and the new
+// one numbers its collections (and its manifests) afresh, so an id of the
+// old one may name another collection in it. Lookups under way when it is
+// called cache nothing.
+func (cc *CollectionIDs) Forget() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	clear(cc.ids)
+	clear(cc.floors)
+	cc.gen++
 }
 
 // Invalidate drops path's id, whatever it is: the next request resolves it

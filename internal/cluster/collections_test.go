@@ -199,3 +199,51 @@ func TestOutdatedKeepsNewerIDs(t *testing.T) {
 		}
 	}
 }
+
+// A bucket deleted and made again under the same name (its uuid changes)
+// numbers its collections afresh: an id cached from the old bucket may be
+// another collection's in the new one, and a write by it lands there. A
+// config of another bucket uuid empties the collection-id cache.
+func TestRecreatedBucketForgetsCollectionIDs(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("app")
+	require.NoError(t, err)
+	oldUsers, err := b.AddCollection("app", "users")
+	require.NoError(t, err)
+	cfg := testConfig(mc)
+	cfg.Conn.Features = append(slices.Clone(cfg.Conn.Features), memdx.FeatureCollections)
+	c := connectCluster(t, cfg)
+	pick := func() *conn.Conn {
+		t.Helper()
+		n := c.Node(mc.Node(0).Addr())
+		require.NotNil(t, n)
+		cn, _, err := n.Pick()
+		require.NoError(t, err)
+		return cn
+	}
+	cc := c.Collections()
+	deadline := time.Now().Add(time.Minute)
+	id, _, _, err := cc.ID(context.Background(), deadline, pick(), "app", "users", "app.users")
+	require.NoError(t, err)
+	require.Equal(t, oldUsers, id)
+	oldUUID := c.Topology().Config().BucketUUID()
+
+	require.NoError(t, mc.RemoveBucket(mockcluster.DefaultBucket))
+	b, err = mc.AddBucket(mockcluster.BucketOptions{Name: mockcluster.DefaultBucket})
+	require.NoError(t, err)
+	_, err = b.AddScope("app")
+	require.NoError(t, err)
+	orders, err := b.AddCollection("app", "orders")
+	require.NoError(t, err)
+	users, err := b.AddCollection("app", "users")
+	require.NoError(t, err)
+	require.Equal(t, oldUsers, orders, "the new bucket gives the old id of users to orders")
+	awaitTopology(t, c, "the new bucket's config", func(top *Topology) bool {
+		return top.Config().BucketUUID() != oldUUID
+	})
+
+	id, _, _, err = cc.ID(context.Background(), deadline, pick(), "app", "users", "app.users")
+	require.NoError(t, err)
+	assert.Equal(t, users, id, "app.users by the id cached from the deleted bucket (%d: app.orders now)", oldUsers)
+}

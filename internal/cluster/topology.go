@@ -292,6 +292,14 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 		}
 	}
 	old := c.swapLocked(t)
+	if old != nil && old.cfg != nil && old.cfg.BucketUUID() != "" && cfg.BucketUUID() != "" &&
+		old.cfg.BucketUUID() != cfg.BucketUUID() {
+		// The bucket was deleted and made again under its name: the new
+		// one numbers its collections afresh.
+		c.colls.Forget()
+		c.cfg.Logger.Warn("kvwire: the bucket was deleted and made again (its uuid changed); collection ids are looked up again",
+			"bucket", cfg.BucketName(), "old_uuid", old.cfg.BucketUUID(), "uuid", cfg.BucketUUID())
+	}
 	c.fetchMu.Lock()
 	for addr, n := range c.nodes {
 		if !seen[n] {
