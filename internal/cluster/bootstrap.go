@@ -322,10 +322,16 @@ func (c *Cluster) bootstrapFrom(ctx context.Context, seed, host string, seedNode
 		c.nodes[seed] = seedNode
 		seedNode.start(cn)
 	}
-	c.installLocked(cfg)
+	t := c.installLocked(cfg)
 	c.mu.Unlock()
+	if cause := c.noAddressError(seed, t); cause != nil {
+		// installLocked kept the seed's node to poll; nothing would
+		// carry an operation, which would wait for a node until its
+		// timeout.
+		return &BootstrapError{All: append(errs, cause), Unusable: true, Cause: cause}
+	}
 	c.awaitFirstDials(ctx)
-	t := c.topo.Load()
+	t = c.topo.Load()
 	if !usable(t) {
 		all, cause := c.unusableError(seed, t)
 		return &BootstrapError{All: append(errs, all...), Unusable: true, Cause: cause}
@@ -337,6 +343,31 @@ func (c *Cluster) bootstrapFrom(ctx context.Context, seed, host string, seedNode
 	c.cfg.Logger.Info("kvwire: connected", "seed", seed, "via", via, "bucket", c.cfg.Bucket,
 		"rev", cfg.Version().String(), "network", c.network, "locator", cfg.Locator().String())
 	return nil
+}
+
+// noAddressError is the cause of a Connect whose bootstrap config (from
+// seed, installed as t) lists servers none of which has a KV address on
+// the client's network (with TLS, a TLS port), nil when some has one or
+// the config lists none (a bucket with no partitions yet, whose next
+// config will).
+func (c *Cluster) noAddressError(seed string, t *Topology) error {
+	if t.NumServers() == 0 || slices.ContainsFunc(t.servers, func(n *Node) bool { return n != nil }) {
+		return nil
+	}
+	port := "non-TLS"
+	if c.cfg.TLS {
+		port = "TLS"
+	}
+	nets := []string{vbmap.NetworkDefault}
+	for _, n := range t.cfg.Servers() {
+		for _, a := range n.Alternates {
+			if !slices.Contains(nets, a.Network) {
+				nets = append(nets, a.Network)
+			}
+		}
+	}
+	return fmt.Errorf("the config (rev %s) from %s lists %d servers, none with a %s KV port on network %q (the config's networks: %s)",
+		t.cfg.Version(), seed, t.NumServers(), port, c.network, strings.Join(nets, ", "))
 }
 
 // awaitFirstDials waits until every node of the topology has made its first

@@ -544,3 +544,25 @@ func TestRejectedConfigWakesTheWaits(t *testing.T) {
 	}
 	assert.Same(t, t0.Config(), c.Topology().Config(), "the refused config is not installed")
 }
+
+// A bootstrap config none of whose servers has a KV address on the chosen
+// network (network=external on a cluster without alternate addresses, a
+// misspelled network, TLS ports where the client does not use TLS) fails
+// Connect, naming the network. Connect succeeded, keeping the seed's
+// connection for polls only, and every operation then waited for a node
+// until its timeout.
+func TestConnectFailsWhenNoServerHasAnAddressOnTheNetwork(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	cfg := testConfig(mc)
+	cfg.Network = "external"
+	c, err := Connect(context.Background(), cfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("Connect succeeded with no server reachable on network external")
+	}
+	var be *BootstrapError
+	require.ErrorAs(t, err, &be)
+	_, sentinel, cause := be.Failure(false)
+	assert.Equal(t, kverr.ErrNoNodeAvailable, sentinel)
+	assert.ErrorContains(t, cause, `network "external"`)
+}
