@@ -335,7 +335,14 @@ func knownVersion(t *Topology) (epoch, rev int64, ok bool) {
 // onNotification runs on a connection's reader goroutine: it must not
 // block. A config is offered to the config loop; a brief notification of a
 // newer version makes the node's fetcher fetch it.
+//
+// Only the bucket's own are: kv_engine also pushes the global config's,
+// with an empty key, to the connections of every bucket
+// (push_cluster_config), and their version is not the bucket's.
 func (c *Cluster) onNotification(n *Node, nt memdx.ClustermapNotification) {
+	if string(nt.Bucket) != c.cfg.Bucket {
+		return
+	}
 	if len(nt.Config) > 0 {
 		c.Offer(nt.Config, n.host, "notification")
 		return

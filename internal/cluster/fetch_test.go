@@ -82,7 +82,7 @@ func TestDepartedNodeKeepsNoFetchState(t *testing.T) {
 	assert.False(t, kept(), "fetch state made for a NOT_MY_VBUCKET from a node that left")
 	// A brief notification of a newer version on one of node 0's draining
 	// connections.
-	c.onNotification(gone, memdx.ClustermapNotification{HasEpoch: true,
+	c.onNotification(gone, memdx.ClustermapNotification{Bucket: []byte(mockcluster.DefaultBucket), HasEpoch: true,
 		Version: memdx.ClusterConfigVersion{Epoch: held.Epoch, Revision: int64(held.Rev) + 1}})
 	assert.False(t, kept(), "fetch state made for a notification from a node that left")
 }

@@ -25,7 +25,7 @@ func TestBriefNotificationWithUnsetEpochIsFetched(t *testing.T) {
 	c, n := clusterHolding(t, `"rev":5`)
 	require.Equal(t, vbmap.Version{Epoch: 0, Rev: 5}, c.Topology().Config().Version())
 
-	c.onNotification(n, memdx.ClustermapNotification{
+	c.onNotification(n, memdx.ClustermapNotification{Bucket: []byte("default"),
 		Version: memdx.ClusterConfigVersion{Epoch: -1, Revision: 6}, HasEpoch: true})
 
 	announced, rev := c.Announced()
@@ -40,11 +40,42 @@ func TestBriefNotificationWithUnsetEpochIsFetched(t *testing.T) {
 func TestBriefNotificationWithNegativeRevisionIsIgnored(t *testing.T) {
 	c, n := clusterHolding(t, `"rev":5,"revEpoch":1`)
 
-	c.onNotification(n, memdx.ClustermapNotification{
+	c.onNotification(n, memdx.ClustermapNotification{Bucket: []byte("default"),
 		Version: memdx.ClusterConfigVersion{Epoch: 1, Revision: -1}, HasEpoch: true})
 
 	announced, rev := c.Announced()
 	assert.False(t, announced, "revision -1 announced as %d", rev)
+}
+
+// kv_engine pushes the global (bucketless) config's notifications, with
+// an empty key, to every connection that asked for notifications, a
+// bucket's too (push_cluster_config; ClusterConfigTest
+// ClustermapChangeNotificationBrief_Global). Its version is not the
+// bucket's: taken for the bucket's, a newer one was fetched from the node
+// MaxAnnouncedFetches times, logged as a config the node announced and
+// never served, and then every announcement of the bucket's own configs up
+// to that version was ignored (learnt only at the next poll). A full one
+// went to the config loop, where it replaced a bucket config waiting
+// there and was rejected for having no vbucket map.
+func TestNotificationOfAnotherConfigIsIgnored(t *testing.T) {
+	c, n := clusterHolding(t, `"rev":5,"revEpoch":1`)
+	for _, bucket := range []string{"", "other"} {
+		c.onNotification(n, memdx.ClustermapNotification{Bucket: []byte(bucket),
+			Version: memdx.ClusterConfigVersion{Epoch: 2, Revision: 532}, HasEpoch: true})
+		announced, rev := c.Announced()
+		assert.False(t, announced, "bucket %q's rev %d announced as the bucket's", bucket, rev)
+
+		c.onNotification(n, memdx.ClustermapNotification{Bucket: []byte(bucket),
+			Version: memdx.ClusterConfigVersion{Epoch: 2, Revision: 532}, HasEpoch: true,
+			Config: []byte(`{"rev":532,"revEpoch":2,"nodesExt":[{"hostname":"127.0.0.1","services":{"kv":11210}}]}`)})
+		assert.False(t, c.newerOnItsWay(c.Topology().Config().Version()), "bucket %q's config offered as the bucket's", bucket)
+	}
+	// The bucket's own still are.
+	c.onNotification(n, memdx.ClustermapNotification{Bucket: []byte("default"),
+		Version: memdx.ClusterConfigVersion{Epoch: 1, Revision: 6}, HasEpoch: true})
+	announced, rev := c.Announced()
+	assert.True(t, announced)
+	assert.Equal(t, uint64(6), rev)
 }
 
 // clusterHolding is a Cluster, not connected, that holds a one-node config
@@ -53,7 +84,7 @@ func TestBriefNotificationWithNegativeRevisionIsIgnored(t *testing.T) {
 func clusterHolding(t *testing.T, version string) (*Cluster, *Node) {
 	t.Helper()
 	c := &Cluster{
-		cfg: Config{Clock: retry.RealClock(), Logger: slog.New(slog.DiscardHandler),
+		cfg: Config{Bucket: "default", Clock: retry.RealClock(), Logger: slog.New(slog.DiscardHandler),
 			NodeError: func(addr string, err error) error { return &nodeError{addr, err} }},
 		nodes:       map[string]*Node{},
 		fetches:     map[*Node]*fetchState{},
