@@ -42,7 +42,10 @@ func TestConfigInNMVBodiesParsedOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := col.Get(ctx, "k", nil)
+			// 24 answers of 256 KiB under the race detector: on a loaded
+			// machine more than the default 2.5 s (the timeout is not
+			// what is tested).
+			_, err := col.Get(ctx, "k", &GetOptions{Timeout: 10 * time.Second})
 			errs <- err
 		}()
 	}
