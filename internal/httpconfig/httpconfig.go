@@ -13,7 +13,7 @@
 // the same rules as a config from any other source. A config over
 // vbmap.MaxConfigSize is never read into memory: Fetch fails, Stream skips
 // it. Stream keeps one stream open, on one node at a time, and reopens it
-// on the next node when it ends.
+// on the next node when it ends or has been open for the redial period.
 package httpconfig
 
 import (
@@ -46,6 +46,10 @@ const (
 	maxRoundWait = 10 * time.Second
 )
 
+// defaultRedialPeriod is Config.RedialPeriod's default: gocbcore's HTTP
+// config poller also closes its stream after 10 s (HTTPRedialPeriod).
+const defaultRedialPeriod = 10 * time.Second
+
 // separator ends each config of a streamed endpoint.
 var separator = []byte("\n\n\n\n")
 
@@ -63,14 +67,22 @@ type Config struct {
 	// answer's headers; a Fetch also ends at its context's deadline.
 	// Default 10 s.
 	ConnectTimeout time.Duration
+	// RedialPeriod bounds how long one stream is kept open, on the Clock,
+	// from its answer's headers: it is then closed and reopened on the
+	// next node, so that a node that stops sending without closing (a
+	// frozen process, a half-dead proxy) holds the client's view of the
+	// cluster no longer than this. A healthy stream is as silent while
+	// no config changes (ns_server writes only when the config changed),
+	// so only the stream's age can tell. Default 10 s.
+	RedialPeriod time.Duration
 	// MaxConfigSize bounds one config (default vbmap.MaxConfigSize).
 	MaxConfigSize int
 	// UserAgent is the User-Agent header (default "kvwire").
 	UserAgent string
 	// DialContext opens TCP connections (nil: a net.Dialer).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Clock times the waits between rounds of stream attempts (nil: the
-	// real clock). Sockets keep real time.
+	// Clock times the waits between rounds of stream attempts and the
+	// redial period (nil: the real clock). Sockets keep real time.
 	Clock  retry.Clock
 	Logger *slog.Logger
 }
@@ -87,6 +99,9 @@ type Client struct {
 func New(cfg Config) *Client {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = 10 * time.Second
+	}
+	if cfg.RedialPeriod <= 0 {
+		cfg.RedialPeriod = defaultRedialPeriod
 	}
 	if cfg.MaxConfigSize <= 0 {
 		cfg.MaxConfigSize = vbmap.MaxConfigSize
@@ -294,10 +309,15 @@ type Sink func(raw []byte, host, addr string)
 // Stream keeps the bucket's config stream open and delivers every config
 // it carries to sink, until ctx ends. nodes gives the REST addresses to
 // stream from (the config in use's nodes; it is asked again each time a
-// stream ends). A stream that ends after it delivered is reopened on the
-// next node: at once when it had lived 10 s or more, and otherwise after
-// a wait of 100 ms, doubling to 10 s while streams keep ending that soon
-// (a proxy that ends every response must not make it reopen in a loop).
+// stream ends). A stream open for Config.RedialPeriod (10 s) is closed and
+// reopened on the next node at once, as gocbcore does: a node that sends
+// nothing more yet keeps the connection (a frozen process, a half-dead
+// proxy) then holds the stream no longer than that; one that never sent
+// a config counts as a node that served none. A stream that ends after it
+// delivered is reopened on the next node: at once when it had lived 10 s
+// or more, and otherwise after a wait of 100 ms, doubling to 10 s while
+// streams keep ending that soon (a proxy that ends every response must
+// not make it reopen in a loop).
 // When every node of a round failed to serve one, the next round waits
 // 100 ms, doubling to 10 s, and a stream that delivers resets that wait.
 // Waits and a stream's life are on the Clock. It returns when ctx ends,
@@ -337,12 +357,17 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 			}
 			last = addr
 			if n > 0 {
-				if c.cfg.Clock.Now().Sub(opened) >= maxRoundWait {
-					reopen = 0
+				redialed := errors.Is(err, errRedial)
+				if redialed || c.cfg.Clock.Now().Sub(opened) >= maxRoundWait {
+					reopen = 0 // it lived: it did not end at once
 				} else {
 					reopen = min(max(2*reopen, minRoundWait), maxRoundWait)
 				}
-				c.cfg.Logger.Info("kvwire: config stream ended; reopening it on the next node", "node", addr, "configs", n, "err", err, "retry_in", reopen)
+				if redialed {
+					c.cfg.Logger.Debug("kvwire: config stream open for the redial period; reopening it on the next node", "node", addr, "configs", n)
+				} else {
+					c.cfg.Logger.Info("kvwire: config stream ended; reopening it on the next node", "node", addr, "configs", n, "err", err, "retry_in", reopen)
+				}
 				delivered = true
 				break
 			}
@@ -362,14 +387,46 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 	}
 }
 
+// errRedial ends a stream open for the redial period.
+var errRedial = errors.New("the stream was open for the redial period")
+
 // streamFrom opens the stream on addr and delivers its configs until it
-// ends: n is how many it delivered, err why it ended.
+// ends, or until it has been open (since its headers) for the redial
+// period, on the Clock: then err matches errRedial. n is how many configs
+// it delivered, err why it ended.
 func (c *Client) streamFrom(ctx context.Context, addr string, sink Sink) (n int, err error) {
-	resp, err := c.get(ctx, addr, c.bucketPath(true))
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	resp, err := c.get(sctx, addr, c.bucketPath(true))
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	period := c.cfg.RedialPeriod
+	t := c.cfg.Clock.NewTimer(period)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-t.C():
+			cancel(errRedial) // ends the body's reads
+		case <-sctx.Done():
+		}
+	}()
+	defer func() {
+		t.Stop()
+		cancel(nil)
+		<-watched
+	}()
+	defer func() {
+		if errors.Is(context.Cause(sctx), errRedial) && ctx.Err() == nil {
+			if n == 0 {
+				err = fmt.Errorf("%w (%v) without sending a config", errRedial, period)
+			} else {
+				err = fmt.Errorf("%w (%v)", errRedial, period)
+			}
+		}
+	}()
 	c.cfg.Logger.Debug("kvwire: streaming cluster configs", "node", addr)
 	host := hostOf(addr)
 	r := newConfigReader(resp.Body, c.cfg.MaxConfigSize)

@@ -2,6 +2,7 @@ package httpconfig
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -284,7 +285,9 @@ func next(t *testing.T, ch <-chan delivery) delivery {
 func TestStreamFollowsConfigsAndMovesOnWhenItsNodeStops(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 3})
 	addrs := mc.MgmtAddrs()
-	c := New(Config{Bucket: "default", Username: "app", Password: "secret"})
+	// The real clock times the reopen waits here: no redial may move the
+	// stream however slow the machine.
+	c := New(Config{Bucket: "default", Username: "app", Password: "secret", RedialPeriod: 24 * time.Hour})
 	sink, ch := collect(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -368,7 +371,7 @@ func TestStreamWaitsBetweenFailedRounds(t *testing.T) {
 // more is reopened at once, as a node that stops after serving for a
 // while is replaced at once.
 func TestStreamBacksOffFromStreamsThatEndAtOnce(t *testing.T) {
-	clock := retry.NewFakeClock(time.Unix(1e9, 0))
+	clock := newArmClock()
 	requests := make(chan chan struct{}, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
@@ -382,7 +385,10 @@ func TestStreamBacksOffFromStreamsThatEndAtOnce(t *testing.T) {
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	c := New(Config{Bucket: "default", Clock: clock})
+	// Each open stream also arms its redial period: an hour here, told
+	// apart from the reopen waits.
+	const redial = time.Hour
+	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -402,12 +408,23 @@ func TestStreamBacksOffFromStreamsThatEndAtOnce(t *testing.T) {
 			return nil
 		}
 	}
+	wait := func() time.Duration {
+		t.Helper()
+		for {
+			select {
+			case d := <-clock.armed:
+				if d != redial {
+					return d
+				}
+			case <-wctx.Done():
+				t.Fatal("no reopen wait armed")
+				return 0
+			}
+		}
+	}
 	for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
 		close(request()) // it delivers and ends at once
-		if err := clock.BlockUntilTimers(wctx, 1); err != nil {
-			t.Fatal(err)
-		}
-		if got := clock.Timers()[0].Sub(clock.Now()); got != want {
+		if got := wait(); got != want {
 			t.Fatalf("reopen after %v, want %v", got, want)
 		}
 		select {
@@ -421,4 +438,103 @@ func TestStreamBacksOffFromStreamsThatEndAtOnce(t *testing.T) {
 	clock.Advance(10 * time.Second) // a stream that lived
 	close(end)
 	close(request()) // reopened at once: no wait on the clock
+}
+
+// armClock is a FakeClock that also reports the duration of every timer
+// armed on it, in order, once it is armed.
+type armClock struct {
+	*retry.FakeClock
+	armed chan time.Duration
+}
+
+func newArmClock() armClock {
+	return armClock{retry.NewFakeClock(time.Unix(1e9, 0)), make(chan time.Duration, 1024)}
+}
+
+func (c armClock) NewTimer(d time.Duration) retry.Timer {
+	t := c.FakeClock.NewTimer(d)
+	c.armed <- d
+	return t
+}
+
+// A node that sends the stream's headers and then nothing (a frozen
+// process whose kernel still acknowledges, a half-dead proxy) cannot hold
+// the stream, and so the client's view of the cluster, for longer than the
+// redial period (10 s, on the Clock): the stream is then reopened on the
+// next node, at once (a stream closed for its period did not "end at
+// once"), whether or not the frozen node sent a config first. A healthy
+// stream is as silent when no config changes (ns_server writes only when
+// the config changed), so only its age can tell. A shorter period set in
+// Config is no more a stream that ended at once.
+func TestStreamReopensAStreamOpenForTheRedialPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		first  bool
+		period time.Duration // 0: the default
+	}{
+		{"frozen before its first config", false, 0},
+		{"frozen after its first config", true, 0},
+		{"frozen after its first config, period of 1s", true, time.Second},
+	} {
+		first := tc.first
+		period := cmp.Or(tc.period, 10*time.Second)
+		t.Run(tc.name, func(t *testing.T) {
+			frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusOK)
+				if first {
+					w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
+				}
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}))
+			defer frozen.Close()
+			healthy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Write([]byte(`{"rev":2}` + "\n\n\n\n"))
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}))
+			defer healthy.Close()
+			addrs := []string{strings.TrimPrefix(frozen.URL, "http://"), strings.TrimPrefix(healthy.URL, "http://")}
+			clock := newArmClock()
+			c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: tc.period})
+			type got struct{ raw, addr string }
+			ch := make(chan got, 16)
+			sink := func(raw []byte, _, addr string) { ch <- got{string(raw), addr} }
+			next := func() got {
+				t.Helper()
+				select {
+				case g := <-ch:
+					return g
+				case <-time.After(guard):
+					t.Fatal("no config streamed")
+					return got{}
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.Stream(ctx, func() []string { return addrs }, sink)
+			}()
+			defer func() { cancel(); <-done }()
+			if first {
+				if d := next(); d.addr != addrs[0] || d.raw != `{"rev":1}` {
+					t.Fatalf("first config %+v, want rev 1 from %s", d, addrs[0])
+				}
+			}
+			select {
+			case d := <-clock.armed:
+				if d != period {
+					t.Fatalf("timer of %v armed on the open stream, want the redial period %v", d, period)
+				}
+			case <-time.After(guard):
+				t.Fatal("no redial period armed on the open stream")
+			}
+			clock.Advance(period)
+			// No further Advance: reopened at once, without a back-off.
+			if d := next(); d.addr != addrs[1] || d.raw != `{"rev":2}` {
+				t.Fatalf("after the redial period: %+v, want rev 2 from %s", d, addrs[1])
+			}
+		})
+	}
 }
