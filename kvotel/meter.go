@@ -12,7 +12,8 @@ import (
 // Meter is a client.Meter making OpenTelemetry instruments: a value
 // recorder is a histogram, a counter an int64 counter.
 // client.MetricOperationDuration, recorded by the client in microseconds,
-// becomes a float64 histogram in seconds (unit "s"), as RFC 0067 and
+// becomes a float64 histogram in seconds (unit "s", with the semantic
+// conventions' bucket boundaries, 1 ms to 10 s), as RFC 0067 and
 // OpenTelemetry's database semantic conventions want; other value
 // recorders are int64 histograms of the values as given.
 type Meter struct {
@@ -31,6 +32,14 @@ func NewMeter(mp metric.MeterProvider) *Meter {
 		histograms: make(map[string]metric.Int64Histogram),
 		counters:   make(map[string]metric.Int64Counter)}
 }
+
+// durationBuckets are the bucket boundaries of
+// client.MetricOperationDuration, in seconds: the ones OpenTelemetry's
+// database semantic conventions give db.client.operation.duration. The
+// SDK's default boundaries (0, 5, 10, ..., 10000) are meant for
+// milliseconds: in seconds they would put every KV operation in one
+// bucket.
+var durationBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10}
 
 // attributeSet is attrs as an OpenTelemetry attribute set.
 func attributeSet(attrs map[string]string) attribute.Set {
@@ -53,7 +62,8 @@ func (m *Meter) ValueRecorder(name string, attrs map[string]string) (client.Valu
 		if !ok {
 			var err error
 			h, err = m.meter.Float64Histogram(name, metric.WithUnit("s"),
-				metric.WithDescription("Duration of database client operations."))
+				metric.WithDescription("Duration of database client operations."),
+				metric.WithExplicitBucketBoundaries(durationBuckets...))
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package kvotel
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/kvwire/kvwire/client"
@@ -139,5 +140,35 @@ func BenchmarkMeterRecordValue(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		rec.RecordValue(1234)
+	}
+}
+
+// db.client.operation.duration's buckets are the ones OpenTelemetry's
+// database semantic conventions give it, in seconds: with the SDK's
+// default boundaries (0, 5, 10, ... 10000, meant for milliseconds) every
+// KV operation, well under a second, fell in the one bucket (0, 5], and
+// any percentile a backend read off the histogram was meaningless.
+func TestMeterOperationDurationBuckets(t *testing.T) {
+	reader, mp := newReader(t)
+	r, err := NewMeter(mp).ValueRecorder(client.MetricOperationDuration,
+		map[string]string{client.AttributeService: client.ServiceKV, client.AttributeOperationName: "get"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RecordValue(1500)   // 1.5 ms
+	r.RecordValue(30_000) // 30 ms
+	r.RecordValue(700_000)
+	h, ok := collect(t, reader)[client.MetricOperationDuration].Data.(metricdata.Histogram[float64])
+	if !ok || len(h.DataPoints) != 1 {
+		t.Fatalf("data %+v", h)
+	}
+	dp := h.DataPoints[0]
+	want := []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10}
+	if !slices.Equal(dp.Bounds, want) {
+		t.Fatalf("bounds %v, want the semantic conventions' %v", dp.Bounds, want)
+	}
+	wantCounts := []uint64{0, 1, 0, 1, 0, 0, 1, 0, 0, 0}
+	if !slices.Equal(dp.BucketCounts, wantCounts) {
+		t.Errorf("bucket counts %v, want %v", dp.BucketCounts, wantCounts)
 	}
 }
