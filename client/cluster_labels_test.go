@@ -32,3 +32,23 @@ func TestSpansHaveClusterLabels(t *testing.T) {
 		assert.NotEmpty(t, s.attrs[AttributeClusterUUID].String(), s.name)
 	}
 }
+
+// The operation metric carries the cluster's labels too (RFC 0067's
+// db.client.operation.duration tags: "couchbase.cluster.name and
+// couchbase.cluster.uuid", as on every span), so that one dashboard can
+// tell the latencies of two clusters apart.
+func TestMetricHasClusterLabels(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	m := &countingMeter{}
+	c := connect(t, mc, &Options{Meter: m})
+	_, err := c.DefaultCollection().Get(context.Background(), "missing", nil)
+	require.ErrorIs(t, err, ErrDocumentNotFound)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	require.NotEmpty(t, m.asked)
+	for _, attrs := range m.asked {
+		assert.Equal(t, "mockcluster", attrs[AttributeClusterName], "%v", attrs)
+		assert.NotEmpty(t, attrs[AttributeClusterUUID], "%v", attrs)
+	}
+}

@@ -8,7 +8,7 @@ package client
 // the same moment may both ask, the first answer kept: the client never
 // waits for a Meter while holding a lock), so a Meter may do real work there
 // (attributes are strings: service, operation, bucket, scope, collection,
-// error type); recording on an instrument is the hot path and should not
+// cluster labels, error type); recording on an instrument is the hot path and should not
 // allocate.
 //
 // The client's one required metric is MetricOperationDuration: a value
@@ -17,8 +17,10 @@ package client
 // AttributeService, AttributeOperationName, AttributeBucketName,
 // AttributeScopeName, AttributeCollectionName (these three when the
 // operation has them: not a memcached:// client's bucket, nor a node
-// operation's collection) and, when it failed,
-// AttributeErrorType (RFC 0058's name, "_OTHER" for an error without one).
+// operation's collection), AttributeClusterName and AttributeClusterUUID
+// (when the cluster's config publishes them: Couchbase Server 7.6.4 and
+// later) and, when it failed, AttributeErrorType (RFC 0058's name,
+// "_OTHER" for an error without one).
 //
 // The client calls a Meter and its instruments on the operation's
 // goroutine, never on a connection's reader or writer and never holding a

@@ -128,6 +128,17 @@ func (ob *observers) recorder(m Meter, k optrace.MeterKey) hookguard.ValueRecord
 	if k.ErrType != "" {
 		attrs[AttributeErrorType] = k.ErrType
 	}
+	// The cluster's labels, as on every span, when its config publishes
+	// them (RFC 0067: "on all spans and metrics"). The recorder is kept
+	// for good: the labels are those of the config when it was asked for
+	// (a cluster renamed later keeps its old name here).
+	name, uuid := ob.clusterLabels()
+	if name != "" {
+		attrs[AttributeClusterName] = name
+	}
+	if uuid != "" {
+		attrs[AttributeClusterUUID] = uuid
+	}
 	return ob.hooks.valueRecorder(m, MetricOperationDuration, attrs)
 }
 

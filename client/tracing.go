@@ -147,7 +147,8 @@ const EventRetry = "retry"
 // include a document's key or value.
 const (
 	// Every span: AttributeSystemName = SystemCouchbase, and the cluster
-	// labels when the cluster publishes them (7.6.4 and later).
+	// labels when the cluster publishes them (7.6.4 and later); the
+	// operation metric has them too.
 	AttributeSystemName  = "db.system.name"
 	AttributeClusterName = "couchbase.cluster.name"
 	AttributeClusterUUID = "couchbase.cluster.uuid"

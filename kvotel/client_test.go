@@ -173,8 +173,12 @@ func checkGetLatency(t *testing.T, reader *sdkmetric.ManualReader, get sdktrace.
 		attrs[string(kv.Key)] = kv.Value.AsString()
 	}
 	want := map[string]string{"db.system.name": "couchbase", "couchbase.service": "kv", "db.operation.name": "get",
-		"db.namespace": mockcluster.DefaultBucket, "couchbase.scope.name": "_default", "couchbase.collection.name": "_default"}
-	if len(attrs) != len(want) {
+		"db.namespace": mockcluster.DefaultBucket, "couchbase.scope.name": "_default", "couchbase.collection.name": "_default",
+		"couchbase.cluster.name": "mockcluster"}
+	if attrs["couchbase.cluster.uuid"] == "" {
+		t.Errorf("latency attributes %v: no couchbase.cluster.uuid", attrs)
+	}
+	if len(attrs) != len(want)+1 {
 		t.Errorf("latency attributes %v, want %v", attrs, want)
 	}
 	for k, v := range want {
