@@ -218,6 +218,11 @@ func (b *batch) round() {
 	var lookup lookupFailures
 	for _, i := range ready {
 		k := &b.s.Keys[i]
+		// It may have waited for room in flight since its trace's last
+		// clock reading (a first attempt's is the batch's start): a key
+		// that ends here, or at the deadline check before its send, is
+		// timed to when it ended, not to that reading.
+		k.Op.o.trace.Waited()
 		pl, nx := b.c.place(b.ctx, k.Op.o, k.Attempt, &lookup)
 		k.Attempt++
 		switch {
@@ -529,6 +534,7 @@ func (b *batch) endReady() {
 	for len(b.s.Ready) > 0 {
 		for _, i := range b.s.TakeReady() {
 			if k := &b.s.Keys[i]; k.State == sched.Ready {
+				k.Op.o.trace.Waited() // it ends now, not at its last reading (round)
 				b.judge(int(i), true, &conn.RequestError{Op: k.Op.o.req.OpCode, Err: cause}, time.Time{})
 			}
 		}
