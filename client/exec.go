@@ -424,10 +424,11 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		}
 		from := ob.Send(&t.Trace, pl.cn, pl.Node.Addr(), ob.SendAt(&t.Trace)) // both inlined
 		// A first attempt's send time is the operation's begin, read just
-		// now (unless a typed write's encoding, earlier, began it); a
-		// later one's is a reading SendAt made after the wait. Read from
-		// the real clock, it is the time the connection's deadline check
-		// needs: it reads none of its own.
+		// now, or the end of its value's compression (unless a typed
+		// write's encoding, earlier, began it: its end is older than the
+		// routing); a later one's is a reading SendAt made after the wait.
+		// Read from the real clock, it is the time the connection's
+		// deadline check needs: it reads none of its own.
 		from.SentIsNow = c.realClock && (attempt > 0 || o.trace.encStart.IsZero())
 		from.Resendable = o.resendable()
 		if hook := testHookSend.Load(); hook != nil {

@@ -101,9 +101,9 @@ func (ob *Observers) Begin(ctx context.Context, t *Trace, name Name, coll *Coll,
 }
 
 // SendAt is when an attempt is sent: the latest clock reading while no
-// wait came between (for a first attempt, the operation's begin: routing
-// takes microseconds), a new one after a wait or while tracing (a span's
-// start is then exact).
+// wait came between (for a first attempt, the operation's begin, or the
+// end of its value's encoding (Encoded): routing takes microseconds), a
+// new one after a wait or while tracing (a span's start is then exact).
 func (ob *Observers) SendAt(t *Trace) time.Time {
 	if !t.fresh || t.span != nil {
 		t.now, t.fresh = ob.cfg.Clock.Now(), true
@@ -122,8 +122,12 @@ func (ob *Observers) EndAt(t *Trace) time.Time {
 
 // Encoded records value encoding (transcoding, compression) that ran from
 // start to end: its time in the record, and a child span when tracing.
+// end is the latest clock reading: the attempt's dispatch, sent after it,
+// does not count the encoding (RFC 0067: it starts once the request is
+// encoded).
 func (ob *Observers) Encoded(t *Trace, start, end time.Time) {
 	t.Rec.Encode += end.Sub(start)
+	t.now, t.fresh = end, true
 	if t.span == nil {
 		return
 	}
