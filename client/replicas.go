@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/kvwire/kvwire/internal/fanout"
+	"github.com/kvwire/kvwire/internal/hookguard"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -60,9 +61,17 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 	if err := col.replicasRefused("GetAnyReplica", key); err != nil {
 		return GetReplicaResult{}, err
 	}
-	return readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
-		return col.readCopy(ctx, key, i, opts)
+	var o GetReplicaOptions
+	if opts != nil {
+		o = *opts
+	}
+	var end func(error)
+	o.ParentSpan, end = col.wrapSpan(ctx, "get_any_replica", o.ParentSpan)
+	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
+		return col.readCopy(ctx, key, i, &o)
 	})
+	end(err)
+	return r, err
 }
 
 // GetAllReplicas reads the active copy and every replica and returns every
@@ -74,9 +83,36 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 	if err := col.replicasRefused("GetAllReplicas", key); err != nil {
 		return nil, err
 	}
-	return readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
-		return col.readCopy(ctx, key, i, opts)
+	var o GetReplicaOptions
+	if opts != nil {
+		o = *opts
+	}
+	var end func(error)
+	o.ParentSpan, end = col.wrapSpan(ctx, "get_all_replicas", o.ParentSpan)
+	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
+		return col.readCopy(ctx, key, i, &o)
 	})
+	end(err)
+	return r, err
+}
+
+// wrapSpan starts, when tracing, the span of a call that reads several
+// copies, named name (RFC 0067's wrapping span: get_any_replica, ...),
+// under parent (its options', else the context's): the reads of the
+// copies take the span it returns as their parent (parent itself when
+// not tracing), and end ends it with the call's error.
+func (col *Collection) wrapSpan(ctx context.Context, name string, parent RequestSpan) (RequestSpan, func(error)) {
+	ob := col.c.obs
+	if !ob.Tracing() {
+		return parent, func(error) {}
+	}
+	var p hookguard.Span
+	if ps := parentSpan(ctx, parent); ps != nil {
+		p = ps
+	}
+	s := ob.BeginWrap(ctx, name, ob.coll(col), p, col.c.clock.Now())
+	rs, _ := s.(RequestSpan) // the client's tracer's span (spanStarter)
+	return rs, func(err error) { ob.EndWrap(s, err, col.c.clock.Now()) }
 }
 
 // readAnyCopy reads copies of key at once and returns the first answer

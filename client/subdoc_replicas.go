@@ -81,9 +81,13 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 	if err := col.c.checkSubdocReplicaRead(); err != nil {
 		return LookupInReplicaResult{}, col.replicaLookupRefused("LookupInAnyReplica", key, err)
 	}
-	return readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
+	var end func(error)
+	lo.ParentSpan, end = col.wrapSpan(ctx, "lookup_in_any_replica", lo.ParentSpan)
+	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
 		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
 	})
+	end(err)
+	return r, err
 }
 
 // LookupInAllReplicas runs LookupIn on the active copy and every replica
@@ -97,7 +101,11 @@ func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, spec
 	if err := col.c.checkSubdocReplicaRead(); err != nil {
 		return nil, col.replicaLookupRefused("LookupInAllReplicas", key, err)
 	}
-	return readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
+	var end func(error)
+	lo.ParentSpan, end = col.wrapSpan(ctx, "lookup_in_all_replicas", lo.ParentSpan)
+	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
 		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
 	})
+	end(err)
+	return r, err
 }

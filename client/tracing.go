@@ -13,7 +13,11 @@ import (
 // is a span named after it ("get", "upsert", ...) with a child span per
 // request sent to a server (SpanDispatchToServer) and, where a value is
 // encoded, one for that (SpanRequestEncoding); retries are events on the
-// operation's span.
+// operation's span. A call that reads several copies of a document
+// (GetAnyReplica, GetAllReplicas, LookupInAnyReplica, LookupInAllReplicas)
+// is a span of its own ("get_any_replica", "get_all_replicas",
+// "lookup_in_any_replica", "lookup_in_all_replicas", RFC 0067's wrapping
+// spans) with the read of each copy under it.
 //
 // The client passes every time itself, read from Options.Clock, so that a
 // span covers exactly what the client measured (and a test on a fake clock

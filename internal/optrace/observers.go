@@ -212,8 +212,15 @@ func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.T
 		ob.meters.record(coll, t.Origin.Operation, t.op, errType, total)
 	}
 	if t.span != nil {
-		ob.endOperation(t, err, errType, err != nil && !errors.Is(err, kverr.ErrDocumentNotFound), retries, at)
+		ob.endOperation(t, err, errType, failed(err), retries, at)
 	}
+}
+
+// failed is an operation's span status for its error err: failed, but for
+// a success or a document not found (RFC 0067: a failure, "not an error
+// code like document not found").
+func failed(err error) bool {
+	return err != nil && !errors.Is(err, kverr.ErrDocumentNotFound)
 }
 
 // Wants reports whether an operation of duration d that ran without an

@@ -80,18 +80,51 @@ func (ob *Observers) everySpan(s hookguard.Span) {
 // startOperation starts t's span under parent, with the operation's
 // attributes; coll is its collection (nil: none).
 func (ob *Observers) startOperation(ctx context.Context, t *Trace, coll *Coll, parent hookguard.Span, start time.Time) {
+	t.span = ob.startSpan(ctx, t.Origin.Operation, coll, parent, start)
+}
+
+// startSpan starts the span of an operation named name (RFC 0067's) on
+// coll (nil: none) under parent at start, with an operation's attributes.
+func (ob *Observers) startSpan(ctx context.Context, name string, coll *Coll, parent hookguard.Span, start time.Time) hookguard.Span {
 	g := ob.cfg.Guard
-	t.span = ob.cfg.Tracer.Start(ctx, t.Origin.Operation, parent, start)
-	ob.everySpan(t.span)
-	g.SetAttribute(t.span, AttrService, slog.StringValue(ob.cfg.Service))
-	g.SetAttribute(t.span, AttrOperationName, slog.StringValue(t.Origin.Operation))
+	s := ob.cfg.Tracer.Start(ctx, name, parent, start)
+	ob.everySpan(s)
+	g.SetAttribute(s, AttrService, slog.StringValue(ob.cfg.Service))
+	g.SetAttribute(s, AttrOperationName, slog.StringValue(name))
 	if ob.cfg.Bucket != "" {
-		g.SetAttribute(t.span, AttrBucketName, slog.StringValue(ob.cfg.Bucket))
+		g.SetAttribute(s, AttrBucketName, slog.StringValue(ob.cfg.Bucket))
 	}
 	if coll != nil {
-		g.SetAttribute(t.span, AttrScopeName, slog.StringValue(coll.scope))
-		g.SetAttribute(t.span, AttrCollectionName, slog.StringValue(coll.name))
+		g.SetAttribute(s, AttrScopeName, slog.StringValue(coll.scope))
+		g.SetAttribute(s, AttrCollectionName, slog.StringValue(coll.name))
 	}
+	return s
+}
+
+// BeginWrap starts, when tracing, the span of an operation the client
+// runs as several (GetAnyReplica: a read per copy), named name (RFC
+// 0067's wrapping span: "get_any_replica"), on coll (nil: none), under
+// parent (nil: none given), at start: the operations it runs take it as
+// their parent. It returns nil when not tracing.
+func (ob *Observers) BeginWrap(ctx context.Context, name string, coll *Coll, parent hookguard.Span, start time.Time) hookguard.Span {
+	if ob.cfg.Tracer == nil {
+		return nil
+	}
+	return ob.startSpan(ctx, name, coll, parent, start)
+}
+
+// EndWrap ends s, a span BeginWrap started (nil: none), at at with the
+// operation's error (nil: success): its error type and status, as an
+// operation's span has them.
+func (ob *Observers) EndWrap(s hookguard.Span, err error, at time.Time) {
+	if s == nil {
+		return
+	}
+	if err != nil {
+		ob.cfg.Guard.SetAttribute(s, AttrErrorType, slog.StringValue(ErrorType(err, ob.cfg.ErrorTypeOther)))
+	}
+	ob.cfg.Tracer.SetStatus(s, failed(err))
+	ob.cfg.Guard.EndSpan(s, at)
 }
 
 // Durability sets the durability level of t's operation, a synchronous
