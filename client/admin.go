@@ -150,8 +150,11 @@ type PingResult struct {
 // Ping sends NOOP on one connection of every node in the topology, all at
 // once, and reports each answer and its latency. It never retries.
 func (c *Client) Ping(ctx context.Context) []PingResult {
-	out, _ := eachNode(c, ctx, "Ping", "", 0, func(ctx context.Context, n *cluster.Node) (PingResult, error) {
+	// RFC 0067: a ping is a span over the NOOP of each node (when tracing).
+	parent, end := c.wrapSpan(ctx, "ping", nil, nil)
+	out, err := eachNode(c, ctx, "Ping", "", 0, func(ctx context.Context, n *cluster.Node) (PingResult, error) {
 		o := c.nodeOp("Ping", n, memdx.NewNoop(), 0)
+		o.parentSpan = parent
 		defer putOp(o)
 		start := time.Now()
 		err := c.execute(ctx, o)
@@ -161,6 +164,7 @@ func (c *Client) Ping(ctx context.Context) []PingResult {
 		}
 		return r, err
 	})
+	end(err)
 	return out
 }
 

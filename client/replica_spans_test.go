@@ -66,3 +66,31 @@ func TestReplicaReadsHaveAWrappingSpan(t *testing.T) {
 		}
 	}
 }
+
+// A Ping is a span over the NOOP each node is sent (RFC 0067 names ping
+// among the calls that run several requests under a span of their own).
+func TestPingHasAWrappingSpan(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 3})
+	tr := &treeTracer{}
+	c := connect(t, mc, &Options{Tracer: tr})
+	caller := &treeSpan{t: tr, name: "caller"}
+	for _, r := range c.Ping(ContextWithParentSpan(context.Background(), caller)) {
+		require.NoError(t, r.Err, r.Node)
+	}
+	spans := tr.take()
+	top := children(spans, caller)
+	require.Len(t, top, 1, "one span under the caller's, not one per node")
+	w := top[0]
+	assert.Equal(t, "ping", w.name)
+	assert.Equal(t, 1, w.ended)
+	assert.Equal(t, SpanStatusOK, w.status)
+	assert.Equal(t, "ping", w.attrs[AttributeOperationName].String())
+	nodes := children(spans, w)
+	require.Len(t, nodes, 3, "a NOOP per node")
+	for _, n := range nodes {
+		assert.Equal(t, "ping", n.name)
+		assert.Equal(t, 1, n.ended)
+		assert.Len(t, children(spans, n), 1, "its dispatch span")
+	}
+}

@@ -102,7 +102,13 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 // copies take the span it returns as their parent (parent itself when
 // not tracing), and end ends it with the call's error.
 func (col *Collection) wrapSpan(ctx context.Context, name string, parent RequestSpan) (RequestSpan, func(error)) {
-	ob := col.c.obs
+	return col.c.wrapSpan(ctx, name, col, parent)
+}
+
+// wrapSpan is Collection.wrapSpan for a call on coll (nil: none, as a
+// Ping's).
+func (c *Client) wrapSpan(ctx context.Context, name string, coll *Collection, parent RequestSpan) (RequestSpan, func(error)) {
+	ob := c.obs
 	if !ob.Tracing() {
 		return parent, func(error) {}
 	}
@@ -110,9 +116,9 @@ func (col *Collection) wrapSpan(ctx context.Context, name string, parent Request
 	if ps := parentSpan(ctx, parent); ps != nil {
 		p = ps
 	}
-	s := ob.BeginWrap(ctx, name, ob.coll(col), p, col.c.clock.Now())
+	s := ob.BeginWrap(ctx, name, ob.coll(coll), p, c.clock.Now())
 	rs, _ := s.(RequestSpan) // the client's tracer's span (spanStarter)
-	return rs, func(err error) { ob.EndWrap(s, err, col.c.clock.Now()) }
+	return rs, func(err error) { ob.EndWrap(s, err, c.clock.Now()) }
 }
 
 // readAnyCopy reads copies of key at once and returns the first answer

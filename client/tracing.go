@@ -17,7 +17,8 @@ import (
 // (GetAnyReplica, GetAllReplicas, LookupInAnyReplica, LookupInAllReplicas)
 // is a span of its own ("get_any_replica", "get_all_replicas",
 // "lookup_in_any_replica", "lookup_in_all_replicas", RFC 0067's wrapping
-// spans) with the read of each copy under it.
+// spans) with the read of each copy under it; so is a Ping ("ping"), over
+// the NOOP of each node.
 //
 // The client passes every time itself, read from Options.Clock, so that a
 // span covers exactly what the client measured (and a test on a fake clock
