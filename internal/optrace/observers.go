@@ -149,20 +149,26 @@ func (ob *Observers) Send(t *Trace, cn *conn.Conn, node string, at time.Time) *c
 
 // Ended is the attempt sent on cn with opaque ending at at (answered or
 // not): its dispatch time, connection and server duration go into the
-// record, and its dispatch span ends.
+// record, and its dispatch span ends. An opaque of 0 is an attempt its
+// connection refused before giving it one (closed, or its context
+// ended): it was never dispatched, and the record keeps the last attempt
+// that was.
 func (ob *Observers) Ended(t *Trace, cn *conn.Conn, opaque uint32, at time.Time) {
 	t.now, t.fresh = at, true
-	d := at.Sub(t.Origin.Sent)
-	r := &t.Rec
-	r.Dispatched = true
-	r.LastDispatch = d
-	r.TotalDispatch += d
-	r.OperationID = opaque
-	t.cn = cn // its identity goes into the record when a report takes it
+	t.last = cn
+	if opaque != 0 {
+		d := at.Sub(t.Origin.Sent)
+		r := &t.Rec
+		r.Dispatched = true
+		r.LastDispatch = d
+		r.TotalDispatch += d
+		r.OperationID = opaque
+		t.cn = cn // its identity goes into the record when a report takes it
+	}
 	t.foldServer()
 	if t.hasServer {
 		t.pendingLast = true
-		r.HasServer = true
+		t.Rec.HasServer = true
 	}
 	if t.dispatch != nil {
 		ob.endDispatch(t, opaque, at)

@@ -42,8 +42,9 @@ type Trace struct {
 	// Rec is the operation's record for the reports. Its names and its
 	// connection's identity are filled in only when a report takes it
 	// (record): most operations are never reported.
-	Rec opreport.Record
-	cn  *conn.Conn // the last attempt's connection (nil: none sent)
+	Rec  opreport.Record
+	cn   *conn.Conn // the last dispatched attempt's connection, the record's (nil: none)
+	last *conn.Conn // the last attempt's connection, dispatched or not (nil: none)
 	// The server duration of the last response (HELLO Tracing), encoded:
 	// decoding costs a power, done only when someone reads it.
 	serverEnc   uint16
@@ -66,9 +67,9 @@ func (t *Trace) ServerDuration() (time.Duration, bool) {
 	return memdx.DecodeServerDuration(t.serverEnc), true
 }
 
-// Conn is the connection the operation's last attempt went on, nil when
-// none was sent.
-func (t *Trace) Conn() *conn.Conn { return t.cn }
+// Conn is the connection the operation's last attempt was handed to, nil
+// when none was.
+func (t *Trace) Conn() *conn.Conn { return t.last }
 
 // record fills in the parts of Rec kept elsewhere until a report takes it:
 // the service, the operation's name, and its last connection's identity.
