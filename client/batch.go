@@ -342,6 +342,12 @@ func (b *batch) announce(i int, quiet bool, now time.Time) *conn.Origin {
 	return b.c.obs.Send(&o.trace.Trace, k.Op.pl.cn, k.Op.pl.Node.Addr(), now)
 }
 
+// fenceOrigin is what a fence's NOOP tells its connection: it settles the
+// batch's gets, and is one of them in the orphan report, should it be
+// answered after the batch left (not a "ping": no Ping was made). It is
+// never written to: every fence shares it.
+var fenceOrigin = conn.Origin{Operation: multiget.OperationName}
+
 // fence queues the NOOP that settles the quiet gets of ready before it on
 // cn, with their deadline. When it cannot be queued, the quiet gets
 // already started there would wait for one until their deadline: they
@@ -355,7 +361,7 @@ func (b *batch) fence(cn *conn.Conn, ready []int32, unsent []unsentKey) (bool, [
 			break
 		}
 	}
-	err := b.s.Fence(cn, deadline, b)
+	err := b.s.Fence(cn, deadline, b, &fenceOrigin)
 	if err == nil {
 		return true, unsent
 	}

@@ -35,6 +35,7 @@ func (b *batch) getGroups(col *Collection, keys []string, p opParams, res []GetM
 	w := &b.mg
 	deadline := b.c.deadline(b.ctx, p.timeout, b.now) // each key's, as begin gives it
 	w.Start(b.ctx, b.c.clock, keys)
+	w.Timeout = deadline.Sub(b.now)
 	w.Read(b.c.cl.Topology, b.s.MaxInFlight, validKey, b.c.textOK, deadline, func(from, to int) {
 		b.s.Canceled = b.s.Canceled || w.Canceled
 		at := b.c.clock.Now() // when the window's groups were read

@@ -242,11 +242,12 @@ func (s *Schedule[T]) Group(cn *conn.Conn) {
 }
 
 // Fence queues, on cn, the NOOP that settles the quiet gets started there
-// before it, with their deadline, told to n; it reports an error when the
-// NOOP could not be queued.
-func (s *Schedule[T]) Fence(cn *conn.Conn, deadline time.Time, n conn.Notifier) error {
+// before it, with their deadline, told to n, carrying from (conn.Origin:
+// what the orphan report says of it; nil: its opcode only); it reports an
+// error when the NOOP could not be queued.
+func (s *Schedule[T]) Fence(cn *conn.Conn, deadline time.Time, n conn.Notifier, from *conn.Origin) error {
 	req := memdx.Request{OpCode: memdx.OpNoop}
-	p, err := cn.Start(deadline, &req, nil, n, fenceTag|uint64(len(s.fences)), nil)
+	p, err := cn.Start(deadline, &req, nil, n, fenceTag|uint64(len(s.fences)), from)
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,9 @@ type Group struct {
 	// request.
 	tc   *conn.TextConn
 	pend conn.Pending
+	// origin is a quiet group's request's conn.Origin, unchanged while
+	// it is in flight (the group does not move then).
+	origin conn.Origin
 	// blk is the block the group's small values are copied into
 	// (block), written by its reader only.
 	blk []byte
@@ -161,6 +164,9 @@ type Window struct {
 	// Canceled: the context ended while the groups were read; no more
 	// are sent.
 	Canceled bool
+	// Timeout is each key's timeout, as the orphan report shows a quiet
+	// group's (0: none said); set after Start.
+	Timeout time.Duration
 
 	ctx    context.Context
 	clock  retry.Clock
@@ -179,6 +185,10 @@ type Window struct {
 	// requests that ended and those still expected.
 	ends batch.Ends
 }
+
+// OperationName is the name a group's requests carry for the orphan
+// report (conn.Origin): RFC 0067's name of a get.
+const OperationName = "get"
 
 // maxPooled bounds the records a Window keeps for reuse, and
 // maxPooledGroups its groups.
@@ -211,7 +221,7 @@ func (w *Window) Reset() {
 	if cap(w.Groups) > maxPooledGroups {
 		w.Groups = nil
 	}
-	w.Recs, w.Groups, w.idx, w.keys, w.ctx, w.Canceled = w.Recs[:0], w.Groups[:0], w.idx[:0], nil, nil, false
+	w.Recs, w.Groups, w.idx, w.keys, w.ctx, w.Canceled, w.Timeout = w.Recs[:0], w.Groups[:0], w.idx[:0], nil, nil, false, 0
 	w.ends.Reset()
 	w.text.reset()
 }

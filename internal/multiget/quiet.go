@@ -21,13 +21,18 @@ func (quietGets) opcode() memdx.OpCode { return memdx.OpGetKQ }
 
 func (*quietGets) send(w *Window, gi int, keys [][]byte, deadline time.Time) {
 	g := &w.Groups[gi]
-	if !w.clock.Now().Before(deadline) {
+	now := w.clock.Now()
+	if !now.Before(deadline) {
 		g.deadlinePassed()
 		return
 	}
 	tmpl := memdx.Request{OpCode: memdx.OpGetKQ} // answers name their keys: GetAnswer checks them
 	w.ends.ExpectAdd(1)
-	pend, err := g.Conn.StartGets(deadline, &tmpl, keys, (*quietSink)(g), w, uint64(gi), nil)
+	// The group's gets are the GetMany's: should its NOOP be answered
+	// after the group was abandoned, the orphan report names them (not the
+	// NOOP, "ping") and times the answer from now.
+	g.origin = conn.Origin{Operation: OperationName, Sent: now, Timeout: w.Timeout}
+	pend, err := g.Conn.StartGets(deadline, &tmpl, keys, (*quietSink)(g), w, uint64(gi), &g.origin)
 	if err != nil {
 		w.ends.ExpectAdd(-1)
 		g.end(false, err)
