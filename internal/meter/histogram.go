@@ -21,7 +21,7 @@ const (
 	histBuckets = (histMaxBit-histSubBits+1)*histSub + histSub
 )
 
-// histBucket is the bucket of v: v itself below 2^5, then 16 buckets for
+// histBucket is the bucket of v: v itself below 2^4 (16), then 16 buckets for
 // each power of two.
 func histBucket(v uint64) int {
 	if v < histSub {
