@@ -26,8 +26,8 @@ import (
 //
 // Errors: a dial failure is returned as the net error (wrapped), and so is
 // a network failure during the TLS handshake (EOF, a reset, a timeout: the
-// node went away, which is not TLS's fault), or a node that sent nothing
-// for Options.ProbeTimeout while the handshake waited for it (matching
+// node went away, which is not TLS's fault), or a node that sent nothing at
+// all for Options.ProbeTimeout while the handshake waited for it (matching
 // kverr.ErrUnresponsive, as the bootstrap's silence does); a failure after
 // connecting matches kverr.ErrBootstrap and is one of *TLSError, *AuthError,
 // *BucketAccessError or *BootstrapError. ctx bounds the whole of Dial,
@@ -198,7 +198,7 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 	}
 	wc := &watchedConn{Conn: nc}
 	tc := tls.Client(wc, cfg)
-	if err := handshake(ctx, tc, wc, o); err != nil {
+	if err := handshake(ctx, tc, wc, addr, o); err != nil {
 		nc.Close()
 		if errors.Is(err, kverr.ErrUnresponsive) {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, err)
@@ -234,12 +234,13 @@ func (c *watchedConn) Read(b []byte) (int, error) {
 
 // handshake runs tc's TLS handshake, bounded by ctx and, unless the health
 // check is off (a negative ProbeAfter), by the bootstrap's silence watch
-// (monitor.go): a node that sends nothing for ProbeTimeout while the
-// handshake waits for it ends the handshake with kverr.ErrUnresponsive.
+// (monitor.go): a node that sends nothing for ProbeTimeout after the
+// connection is made ends the handshake with kverr.ErrUnresponsive.
 // A paused node's kernel still accepts connections, so without the watch
 // such a node would hold a TLS Dial for all of ctx, where a plain one
-// fails after ProbeTimeout.
-func handshake(ctx context.Context, tc *tls.Conn, wc *watchedConn, o *Options) error {
+// fails after ProbeTimeout. As in the bootstrap, the watch ends once the
+// node has sent anything: it is alive, and ctx bounds the rest.
+func handshake(ctx context.Context, tc *tls.Conn, wc *watchedConn, addr string, o *Options) error {
 	if o.ProbeAfter < 0 {
 		return tc.HandshakeContext(ctx)
 	}
@@ -252,21 +253,15 @@ func handshake(ctx context.Context, tc *tls.Conn, wc *watchedConn, o *Options) e
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		var last uint64
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tm.C():
-				if in := wc.in.Load(); in != last {
-					last = in
-					tm.Reset(o.ProbeTimeout)
-					continue
-				}
-				close(silent)
-				cancel()
+		select {
+		case <-stop:
+		case <-tm.C():
+			if in := wc.in.Load(); in != 0 {
+				o.Logger.Debug("the node answered: the TLS handshake's silence watch ends", "addr", addr, "first_bytes", in)
 				return
 			}
+			close(silent)
+			cancel()
 		}
 	}()
 	err := tc.HandshakeContext(hctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -242,5 +243,141 @@ func TestTLSHandshakeUnresponsiveNodeFailsDial(t *testing.T) {
 	err := recv(t, got)
 	if !errors.Is(err, kverr.ErrUnresponsive) || !strings.Contains(err.Error(), "TLS handshake") {
 		t.Fatalf("Dial: %v; want kverr.ErrUnresponsive naming the TLS handshake", err)
+	}
+}
+
+// serveToLogin answers a Couchbase bootstrap's first write (HELLO, its NOOP
+// padding, GET_ERROR_MAP, VERSION, SASL_LIST_MECHS offering PLAIN) and
+// returns the SASL_AUTH that follows, unanswered.
+func serveToLogin(p *peer) memdx.Packet {
+	for {
+		req := p.read()
+		switch req.OpCode {
+		case memdx.OpHello, memdx.OpNoop, memdx.OpVersion:
+			p.write(ok(req, ""))
+		case memdx.OpGetErrorMap:
+			p.write(res(req, memdx.StatusUnknownCommand, ""))
+		case memdx.OpSASLListMechs:
+			p.write(ok(req, memdx.MechPlain))
+		case memdx.OpSASLAuth:
+			return req
+		default:
+			p.t.Errorf("bootstrap: unexpected %s", req.OpCode)
+			return req
+		}
+	}
+}
+
+// A node that has answered is alive: a login that takes longer than
+// ProbeTimeout (PLAIN for an external user, which kv_engine checks through
+// ns_server's saslauthd against LDAP, blocking the connection meanwhile)
+// does not fail the Dial with kverr.ErrUnresponsive; the Dial's context
+// bounds it. A node that never answers still fails after ProbeTimeout
+// (TestBootstrapUnresponsiveNodeFailsDial).
+func TestBootstrapSlowLoginAfterAnswer(t *testing.T) {
+	fc := newFakeClock()
+	var logs logBuffer
+	dial, servers := pipeDialer(nil)
+	type dialed struct {
+		c   *Conn
+		err error
+	}
+	got := make(chan dialed, 1)
+	go func() {
+		c, err := Dial(testCtx(t), "pipe:11210", Options{DialContext: dial, clock: fc, Logger: logs.logger(),
+			Username: "ldapuser", Password: "pw", SASLMechanisms: []string{memdx.MechPlain},
+			AllowPlainAuthWithoutTLS: true, NoClusterConfig: true})
+		got <- dialed{c, err}
+	}()
+	p := newPeer(t, <-servers)
+	defer p.nc.Close()
+	auth := serveToLogin(p)
+	// The node answered, then sits on SASL_AUTH. The first check after
+	// the answers ends the watch; without the fix, the second fails the
+	// Dial.
+	const ended = "silence watch ends"
+	for i := 0; !strings.Contains(logs.String(), ended); i++ {
+		if i == 3 {
+			t.Fatalf("no end of the watch after %d probe timeouts; log %q", i, logs.String())
+		}
+		fc.Advance(DefaultProbeTimeout)
+		waitFor(t, "the check", func() bool {
+			select {
+			case d := <-got:
+				got <- d
+				return true
+			default:
+				return fc.armedWithin(DefaultProbeTimeout) || strings.Contains(logs.String(), ended)
+			}
+		})
+		select {
+		case d := <-got:
+			t.Fatalf("Dial while SASL_AUTH waited %v: %v; want it to wait for the answer", time.Duration(i+1)*DefaultProbeTimeout, d.err)
+		default:
+		}
+	}
+	if fc.armedWithin(time.Hour) {
+		t.Fatal("a timer is still armed after the watch ended")
+	}
+	fc.Advance(time.Minute) // the login takes its time
+	p.write(ok(auth, ""))
+	d := recv(t, got)
+	if d.err != nil {
+		t.Fatalf("Dial after a slow login: %v", d.err)
+	}
+	d.c.Close()
+}
+
+// The TLS handshake's watch follows the bootstrap's rule: a node that has
+// sent something is alive, and the rest of the handshake is bounded by the
+// Dial's context, not by ProbeTimeout. Here the node sends one byte of its
+// answer and then nothing for several ProbeTimeouts before it goes away:
+// the Dial fails with the network's error, not kverr.ErrUnresponsive.
+func TestTLSHandshakeWatchEndsOnceNodeAnswers(t *testing.T) {
+	fc := newFakeClock()
+	var logs logBuffer
+	dial, servers := pipeDialer(func(c net.Conn) net.Conn { return c }) // a pipe: a Write returns once read
+	got := make(chan error, 1)
+	go func() {
+		_, err := Dial(testCtx(t), "pipe:11207", Options{TLSConfig: &tls.Config{InsecureSkipVerify: true},
+			DialContext: dial, clock: fc, Logger: logs.logger()})
+		got <- err
+	}()
+	s := <-servers
+	defer s.Close()
+	go drain(s) // the ClientHello
+	// A handshake record begins, a byte at a time: the second Write
+	// returns once the client reads again, after it counted the first.
+	for _, b := range []byte{0x16, 0x03} {
+		if _, err := s.Write([]byte{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const ended = "silence watch ends"
+	for i := 0; !strings.Contains(logs.String(), ended); i++ {
+		if i == 3 {
+			t.Fatalf("no end of the watch after %d probe timeouts; log %q", i, logs.String())
+		}
+		fc.Advance(DefaultProbeTimeout)
+		waitFor(t, "the check", func() bool {
+			select {
+			case err := <-got:
+				got <- err
+				return true
+			default:
+				return fc.armedWithin(DefaultProbeTimeout) || strings.Contains(logs.String(), ended)
+			}
+		})
+		select {
+		case err := <-got:
+			t.Fatalf("Dial while the handshake waited %v after the node's first byte: %v; want it to wait on",
+				time.Duration(i+1)*DefaultProbeTimeout, err)
+		default:
+		}
+	}
+	fc.Advance(time.Minute)
+	s.Close()
+	if err := recv(t, got); err == nil || errors.Is(err, kverr.ErrUnresponsive) {
+		t.Fatalf("Dial: %v; want the network's error (the node went away), not kverr.ErrUnresponsive", err)
 	}
 }
