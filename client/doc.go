@@ -214,7 +214,9 @@
 // (Options.HealthCheck; connection string probe_after, probe_timeout). A
 // request whose caller gave up after it was sent and still unanswered
 // ProbeAfter (1 s) later makes the connection send a NOOP; when nothing at
-// all arrives from the node for ProbeTimeout (1 s) while the probe waits,
+// all arrives from the node for ProbeTimeout (1 s) while the probe waits
+// (and the connection makes no other progress: the socket taking the
+// bytes before the probe, or, on Linux, its queue draining to the node),
 // the connection closes with ErrUnresponsive, its requests fail as on any
 // dead connection (a mutation in flight is ambiguous), and the node
 // redials. A node that is only slow answers the probe and keeps its

@@ -253,8 +253,10 @@ type HealthCheckOptions struct {
 	// probe_after.
 	ProbeAfter time.Duration
 	// ProbeTimeout: a probe unanswered while nothing at all arrives from
-	// the node for ProbeTimeout closes the connection with
-	// ErrUnresponsive, and the node redials. A connection being
+	// the node for ProbeTimeout (and the connection makes no other
+	// progress: the socket taking the bytes before the probe, or, on
+	// Linux, its queue draining to the node up to the probe) closes the
+	// connection with ErrUnresponsive, and the node redials. A connection being
 	// bootstrapped (by Connect or a redial) that hears nothing for
 	// ProbeTimeout while it waits for the node's first answer fails the
 	// same way, and is dialed again (Connect: within ConnectTimeout); once

@@ -232,6 +232,21 @@ func (c *watchedConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// underlyingConn returns the connection under a TLS one (the socket Dial
+// opened), or nc itself.
+func underlyingConn(nc net.Conn) net.Conn {
+	for {
+		switch c := nc.(type) {
+		case *tls.Conn:
+			nc = c.NetConn()
+		case *watchedConn:
+			nc = c.Conn
+		default:
+			return nc
+		}
+	}
+}
+
 // handshake runs tc's TLS handshake, bounded by ctx and, unless the health
 // check is off (a negative ProbeAfter), by the bootstrap's silence watch
 // (monitor.go): a node that sends nothing for ProbeTimeout after the

@@ -263,8 +263,12 @@
 // tombstones abandoned before it was sent trigger no further probe (a slow
 // durable write or a large value is the server's business). Unanswered
 // while the connection makes no progress for Options.ProbeTimeout (1 s):
-// nothing read, and, while the probe is not yet written, nothing accepted by
-// the socket, the connection is closed with kverr.ErrUnresponsive (logged at warn)
+// nothing read; while the probe is not yet written, nothing accepted by
+// the socket; and on Linux, none of the bytes before the probe acknowledged
+// by the node (the socket's SIOCOUTQ count: a probe behind a large value a
+// live node reads slowly over a slow link waits while the value drains;
+// elsewhere such a probe closes the connection once the drain outlasts
+// ProbeTimeout), the connection is closed with kverr.ErrUnresponsive (logged at warn)
 // and its requests fail by the written/not-written rule, as on any dead
 // connection; the client redials. During the bootstrap the bootstrap's own
 // requests are the probe until the node first answers: a node that sends

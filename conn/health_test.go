@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -379,5 +381,105 @@ func TestTLSHandshakeWatchEndsOnceNodeAnswers(t *testing.T) {
 	s.Close()
 	if err := recv(t, got); err == nil || errors.Is(err, kverr.ErrUnresponsive) {
 		t.Fatalf("Dial: %v; want the network's error (the node went away), not kverr.ErrUnresponsive", err)
+	}
+}
+
+// fakeUnsent is a socket's unacknowledged byte count the test sets.
+type fakeUnsent struct{ n atomic.Int64 }
+
+func (f *fakeUnsent) of(net.Conn) func() (int, bool) {
+	return func() (int, bool) { return int(f.n.Load()), true }
+}
+
+// A probe that sits in the socket behind a large value a live node reads
+// slowly (a 20 MiB value over a slow link: the kernel's send queue drains
+// for seconds, and no answer can come before the value is read) does not
+// close the connection while the queue drains: the node's kernel takes
+// bytes, so it is alive. Once the queue stops draining and nothing arrives
+// for ProbeTimeout, the connection is closed as unresponsive.
+func TestProbeWaitsWhileSocketQueueDrains(t *testing.T) {
+	fc := newFakeClock()
+	var q fakeUnsent
+	q.n.Store(8 << 20)
+	c, p := dialPipe(t, Options{clock: fc, unsentOf: q.of}, nil)
+	abandonOne(t, c, p, fc, "a")
+	fc.Advance(DefaultProbeAfter)
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want the NOOP probe", probe.OpCode)
+	}
+	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
+	// check advances the clock to the next check and waits for its verdict:
+	// re-armed (progress) or closed.
+	check := func() {
+		t.Helper()
+		fc.Advance(DefaultProbeTimeout)
+		waitFor(t, "the check", func() bool {
+			select {
+			case <-c.Done():
+				return true
+			default:
+				return fc.armedWithin(DefaultProbeTimeout)
+			}
+		})
+	}
+	for i := 0; i < 5; i++ {
+		q.n.Add(-1 << 20) // the node read another MiB
+		check()
+		if err := c.Err(); err != nil {
+			t.Fatalf("closed after %v while the socket's queue drained: %v", time.Duration(i+1)*DefaultProbeTimeout, err)
+		}
+	}
+	// The node stops: nothing drains, nothing arrives.
+	for i := 0; c.Err() == nil; i++ {
+		if i == 2 {
+			t.Fatal("still open two probe timeouts after the queue stopped draining")
+		}
+		check()
+	}
+	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
+		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
+	}
+}
+
+// Bytes the node's kernel takes after the probe are no sign of life: a
+// paused node's kernel acknowledges what fits its receive buffer, and a
+// proxy in front of a dead node all of it. Here the socket's queue is
+// always empty (everything acknowledged at once) while callers go on
+// writing requests the node never answers: the connection is closed as
+// unresponsive all the same.
+func TestProbeNotKeptByAcknowledgedWritesAfterIt(t *testing.T) {
+	fc := newFakeClock()
+	var q fakeUnsent // 0: the node's kernel takes everything
+	c, p := dialPipe(t, Options{clock: fc, unsentOf: q.of}, nil)
+	abandonOne(t, c, p, fc, "a")
+	fc.Advance(DefaultProbeAfter)
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want the NOOP probe", probe.OpCode)
+	}
+	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
+	var waiting []<-chan result
+	for i := 0; c.Err() == nil; i++ {
+		if i == 2 {
+			t.Fatal("still open two probe timeouts after the probe was taken, kept by the writes after it")
+		}
+		waiting = append(waiting, goGet(testCtx(t), c, fmt.Sprint("w", i)))
+		p.read() // written and taken, never answered
+		fc.Advance(DefaultProbeTimeout)
+		waitFor(t, "the check", func() bool {
+			select {
+			case <-c.Done():
+				return true
+			default:
+				return fc.armedWithin(DefaultProbeTimeout)
+			}
+		})
+	}
+	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
+		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
+	}
+	for _, ch := range waiting {
+		if r := recv(t, ch); !errors.Is(r.err, kverr.ErrUnresponsive) {
+			t.Fatalf("a request written after the probe: %v; want it failed with the connection", r.err)
+		}
 	}
 }

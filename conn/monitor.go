@@ -20,11 +20,21 @@ import (
 // (slow requests are the server's business, and the tombstones abandoned
 // before the probe was sent are vouched for: they trigger no further probe);
 // not answered while the connection makes no progress for ProbeTimeout
-// (nothing read, and, while the probe itself is not yet written, nothing
-// accepted by the socket), the connection is closed with kverr.ErrUnresponsive.
-// Its requests then fail by the written/not-written rule as on any dead
-// connection. A slow node that streams a large answer, or reads a large
-// value slowly, makes progress and is not closed.
+// (nothing read; while the probe itself is not yet written, nothing
+// accepted by the socket; on Linux, no more of the bytes up to the probe's
+// end acknowledged by the node: SIOCOUTQ, read once per check), the
+// connection is closed with kverr.ErrUnresponsive. Its requests then fail
+// by the written/not-written rule as on any dead connection. A slow node
+// that streams a large answer makes progress and is not closed, and so is
+// one that reads a large value slowly: while the probe waits to be written behind the value, by the
+// bytes the socket accepts, and once it is in the socket behind the value,
+// by the socket's queue draining up to it. Bytes acknowledged after the
+// probe count for nothing: a paused node's kernel takes what fits its
+// receive buffer, a proxy in front of a dead node all of it; only an answer
+// says the process got the probe. The drain needs the count, which only
+// Linux gives: elsewhere, a value still draining from the socket's buffer
+// for longer than ProbeTimeout after the probe was written closes the
+// connection.
 //
 // During the bootstrap (until Dial returns the connection) the bootstrap's
 // own requests play the probe until the node first answers: a node that
@@ -67,6 +77,14 @@ type monitor struct {
 	// in and out are the bytes read and written when progress was last
 	// seen.
 	in, out uint64
+	// unsent reads the socket's count of bytes the node has not
+	// acknowledged (nil: the platform or the connection has none:
+	// socketUnsent). acked is the stream offset the node's kernel has
+	// taken the bytes up to (writer.written less that count) when progress
+	// was last seen (ackedOK: the count was read).
+	unsent  func() (int, bool)
+	acked   int64
+	ackedOK bool
 	wake    wakeList      // the Notifiers of calls a sweep ended
 	probes  atomic.Uint64 // Stats.Probes
 	exited  chan struct{} // closed when the monitor goroutine has exited
@@ -79,6 +97,7 @@ func (c *Conn) initMonitor() {
 	m.kick = make(chan struct{}, 1)
 	m.sweepKick = make(chan struct{}, 1)
 	m.exited = make(chan struct{})
+	m.unsent = c.opts.unsentOf(c.nc)
 	if c.opts.ProbeAfter >= 0 {
 		c.healthArm(c.clock.Now().Add(c.opts.ProbeTimeout)) // the bootstrap's watch
 	}
@@ -242,15 +261,26 @@ func (c *Conn) bootstrapWatch(now time.Time) {
 }
 
 // probeWatch checks a probe in flight for progress: bytes read, or, while
-// the probe is not all written, bytes accepted by the socket. Without any
-// for ProbeTimeout, the connection is closed with kverr.ErrUnresponsive.
-// Called with mu held, which it releases.
+// the probe is not all written, bytes accepted by the socket, or (Linux)
+// bytes up to the probe's end that the node acknowledged. The last is what a
+// live node reading a large value slowly shows once the probe sits in the
+// socket behind it: nothing to read before the value is read, nothing left
+// to write, but the socket's queue drains. Without any for ProbeTimeout,
+// the connection is closed with kverr.ErrUnresponsive. Called with mu held,
+// which it releases.
 func (c *Conn) probeWatch(now time.Time) {
 	m := &c.monitor
 	in, out := c.reader.bytesIn.Load(), c.writer.bytesOut.Load()
+	acked, ackedOK := c.ackedOffset()
 	unsent := m.probe.state == reqQueued || m.probe.state == reqSending
-	if in != m.in || (unsent && out != m.out) {
+	// The node's kernel taking bytes counts only up to the probe's end:
+	// once it has the probe, only an answer (or other bytes read) says
+	// the process is alive (a paused node's kernel acknowledges what fits
+	// its receive buffer; a proxy in front of a dead node, all of it).
+	drained := ackedOK && m.ackedOK && acked > m.acked && m.acked < int64(m.probe.end)
+	if in != m.in || (unsent && out != m.out) || drained {
 		m.in, m.out = in, out
+		m.acked, m.ackedOK = acked, ackedOK
 		c.healthArm(now.Add(c.opts.ProbeTimeout))
 		c.mu.Unlock()
 		return
@@ -288,8 +318,26 @@ func (c *Conn) startProbe() chan error {
 	now := c.clock.Now()
 	m.probe, m.probeAt, m.lastProbe = cl, now, now
 	m.in, m.out = c.reader.bytesIn.Load(), c.writer.bytesOut.Load()
+	m.acked, m.ackedOK = c.ackedOffset()
 	c.healthArm(now.Add(c.opts.ProbeTimeout))
 	return cl.done
+}
+
+// ackedOffset returns the stream offset up to which the node has
+// acknowledged the bytes written (writer.written less the socket's
+// unacknowledged count, read once; false: there is no count). Under TLS
+// written counts plaintext and the socket ciphertext, so it comes out low
+// by the records' overhead: a rise is still bytes the node took. Both are
+// read under mu, which the writer takes to count a write only after the
+// socket took it: a write in between comes out low now and as a rise at
+// the next check (a socket that takes bytes has room, so such writes are
+// few). Called by the monitor only, with mu held.
+func (c *Conn) ackedOffset() (int64, bool) {
+	if c.monitor.unsent == nil {
+		return 0, false
+	}
+	q, ok := c.monitor.unsent()
+	return int64(c.writer.written) - int64(q), ok
 }
 
 // probeAnswered runs when the probe's outcome arrived (on the monitor,

@@ -126,8 +126,10 @@ type Options struct {
 
 	// ProbeTimeout: a probe unanswered while the connection makes no
 	// progress (nothing read; nothing written while the probe is not yet
-	// written) for ProbeTimeout closes the connection with
-	// kverr.ErrUnresponsive. 0 means DefaultProbeTimeout (1 s).
+	// written; on Linux, none of the bytes the socket held before the
+	// probe acknowledged by the node) for ProbeTimeout closes the
+	// connection with kverr.ErrUnresponsive. 0 means DefaultProbeTimeout
+	// (1 s).
 	ProbeTimeout time.Duration
 
 	// MaxBodyLength bounds the body of a packet the server may send; a
@@ -209,6 +211,10 @@ type Options struct {
 	// submitAt overrides how many requests in flight make the connection
 	// crowded (tests; 0: submitAt, see submit.go).
 	submitAt int
+	// unsentOf returns the reader of the socket's unacknowledged byte
+	// count the health check uses (nil: none); tests replace it. nil:
+	// socketUnsent (SIOCOUTQ on Linux).
+	unsentOf func(net.Conn) func() (int, bool)
 }
 
 // resolved returns a copy of o with defaults filled in. Slices are cloned:
@@ -231,6 +237,9 @@ func (o Options) resolved() Options {
 	}
 	if o.clock == nil {
 		o.clock = systemClock{}
+	}
+	if o.unsentOf == nil {
+		o.unsentOf = socketUnsent
 	}
 	if o.submitAt <= 0 {
 		o.submitAt = submitAt
