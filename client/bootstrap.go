@@ -29,9 +29,11 @@ func (c *Client) configSources(cs *ConnStr) []cluster.ConfigSource {
 		Username:       c.opts.Username,
 		Password:       c.opts.Password,
 		ConnectTimeout: c.opts.ConnectTimeout,
-		UserAgent:      "kvwire/" + c.opts.ClientName,
-		Clock:          c.clock,
-		Logger:         c.opts.Logger,
+		// One agent (RFC 0034's SDK identifier: HELLO's, the
+		// User-Agent, the diagnostics report's sdk).
+		UserAgent: c.opts.ClientName,
+		Clock:     c.clock,
+		Logger:    c.opts.Logger,
 	}
 	if cs.Scheme.IsTLS() {
 		hc.TLS = c.opts.TLSConfig

@@ -185,7 +185,10 @@ type Options struct {
 	ConfigPollInterval time.Duration
 	// DisableMutationTokens stops asking for sequence numbers on mutations.
 	DisableMutationTokens bool
-	// ClientName is what the server logs for these connections.
+	// ClientName is the client's agent: what HELLO reports (the server
+	// logs it for these connections), the User-Agent of its requests to
+	// the cluster manager, and the sdk of its diagnostics reports.
+	// Default "kvwire".
 	ClientName string
 	// Observer, when set, sees every attempt that is sent to a node (see
 	// Observer for those that are not).
