@@ -76,8 +76,8 @@ func (h *healthSignal) notify() {
 func (c *Cluster) HealthChanged() <-chan struct{} { return c.health.wait() }
 
 // Endpoints returns the endpoints of the current topology's nodes, in the
-// topology's order, each node's pool in order: its live connections
-// first, then the places it is dialing for.
+// topology's order, each node's pool by place: a place keeps its Slot
+// while its connection lives and for the connection that replaces it.
 func (c *Cluster) Endpoints() []Endpoint {
 	t := c.topo.Load()
 	if t == nil {
@@ -91,19 +91,10 @@ func (c *Cluster) Endpoints() []Endpoint {
 	return out
 }
 
-// endpoints appends n's size endpoints to out.
+// endpoints appends n's endpoints, at least size of them, to out.
 func (n *Node) endpoints(out []Endpoint, size int, closed bool) []Endpoint {
-	var live []*conn.Conn
-	if cs := n.conns.Load(); cs != nil {
-		for _, cn := range *cs {
-			select {
-			case <-cn.Done():
-			default:
-				live = append(live, cn)
-			}
-		}
-	}
 	n.mu.Lock()
+	slots := append([]*conn.Conn(nil), n.slots...)
 	err := n.lastErr
 	if err == nil {
 		err = n.endErr
@@ -121,10 +112,10 @@ func (n *Node) endpoints(out []Endpoint, size int, closed bool) []Endpoint {
 	case n.ctx.Err() != nil:
 		down = EndpointDisconnecting
 	}
-	for i := range max(size, len(live)) {
+	for i := range max(size, len(slots)) {
 		e := Endpoint{Node: n.addr, Slot: i, State: down, Err: err}
-		if i < len(live) && !closed {
-			e.State, e.Conn, e.Err = EndpointConnected, live[i], nil
+		if i < len(slots) && slots[i] != nil && !isDone(slots[i]) && !closed {
+			e.State, e.Conn, e.Err = EndpointConnected, slots[i], nil
 		}
 		out = append(out, e)
 	}

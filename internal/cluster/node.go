@@ -47,7 +47,13 @@ type Node struct {
 	conns atomic.Pointer[[]*conn.Conn] // live connections; replaced, never mutated
 	rr    atomic.Uint32
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// slots are the places of the pool (ConnectionsPerNode of them): each
+	// the last connection adopted into it (possibly ended; nil: none
+	// yet). A new connection takes the first place whose connection
+	// ended, so that a place, an endpoint of the diagnostics (health.go),
+	// keeps its id across reconnects.
+	slots   []*conn.Conn
 	lastErr error // why the last dial failed; nil once one succeeded
 	endErr  error // why the last connection that ended did (health.go)
 	// waitErr says why the maintainer waits before redialing after a
@@ -202,10 +208,24 @@ func (n *Node) adopt(cn *conn.Conn) (wasDown bool) {
 	}
 	next = append(next, cn)
 	n.conns.Store(&next)
+	n.takeSlotLocked(cn)
 	n.mu.Unlock()
 	n.cl.health.notify()
 	n.cl.onConnUp(n, cn)
 	return wasDown
+}
+
+// takeSlotLocked puts cn in the first place of the pool that has no live
+// connection (a new place past them all when every one has: never with
+// the maintainer's bound). n.mu is held.
+func (n *Node) takeSlotLocked(cn *conn.Conn) {
+	for i, old := range n.slots {
+		if old == nil || isDone(old) {
+			n.slots[i] = cn
+			return
+		}
+	}
+	n.slots = append(n.slots, cn)
 }
 
 // prune drops ended connections from the pool. It returns how many are
