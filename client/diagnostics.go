@@ -31,7 +31,9 @@ const (
 	// do so). Details says why its last connection or attempt ended.
 	EndpointReconnecting
 	// EndpointDisconnecting: its node left the cluster's config; the
-	// connection is drained and closed.
+	// connection drains (its requests in flight end) and closes. It is
+	// reported while it lives, and no longer counts in the cluster's
+	// state (nor in WaitUntilReady): the node is not the cluster's.
 	EndpointDisconnecting
 	// EndpointDisconnected: no connection and none will be made (the
 	// client is closed).
@@ -95,7 +97,9 @@ type DiagnosticsOptions struct {
 }
 
 // DiagnosticsResult is what Client.Diagnostics found: every endpoint,
-// ordered by node as the config lists them, then by place in the pool.
+// ordered by node as the config lists them, then by place in the pool;
+// after them the connections still draining of nodes that left the
+// config (EndpointDisconnecting).
 // MarshalJSON writes RFC 0061's JSON (RFC 0034's shape, version 2).
 type DiagnosticsResult struct {
 	ID string
@@ -127,11 +131,14 @@ func (r DiagnosticsResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// clusterState sums up endpoints (diagnostics.Summary).
+// clusterState sums up endpoints (diagnostics.Summary), but those of
+// nodes that left the config (disconnecting).
 func clusterState(endpoints []EndpointDiagnostics) ClusterState {
 	var s diagnostics.Summary
 	for _, e := range endpoints {
-		s.Add(e.Service, e.State == EndpointConnected)
+		if e.State != EndpointDisconnecting {
+			s.Add(e.Service, e.State == EndpointConnected)
+		}
 	}
 	return ClusterState(s.State())
 }
@@ -186,7 +193,7 @@ func (e *NotReadyError) Unwrap() error { return e.Err }
 func notReady(d *DiagnosticsResult, desired ClusterState, waited time.Duration, canceled bool) *NotReadyError {
 	e := &NotReadyError{Desired: desired, State: d.State, Waited: waited, canceled: canceled}
 	for _, ep := range d.Endpoints {
-		if ep.State != EndpointConnected {
+		if ep.State != EndpointConnected && ep.State != EndpointDisconnecting {
 			e.Node, e.NodeState, e.Err = ep.Node, ep.State, ep.Err
 			break
 		}
@@ -195,7 +202,8 @@ func notReady(d *DiagnosticsResult, desired ClusterState, waited time.Duration, 
 }
 
 // Diagnostics reports every endpoint of the client (each place of each
-// node's connection pool, connected or not) and the cluster's state, from
+// node's connection pool, connected or not, and the connections of nodes
+// that left the config while they drain) and the cluster's state, from
 // what the client knows: it does no I/O (Ping does). json.Marshal of the
 // result is RFC 0061's report.
 func (c *Client) Diagnostics(opts *DiagnosticsOptions) *DiagnosticsResult {

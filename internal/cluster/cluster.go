@@ -190,6 +190,9 @@ type Cluster struct {
 	colls CollectionIDs
 	// health signals each change of an endpoint's state (health.go).
 	health healthSignal
+	// leaving are the nodes that left the config and whose maintainers
+	// have not exited yet: their connections drain (health.go).
+	leaving leavingNodes
 	// parses counts the configs parsed after bootstrap.
 	parses atomic.Int64
 	// longestTimeout is the longest operation timeout seen (ns).

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/kvwire/kvwire/conn"
@@ -23,8 +24,10 @@ const (
 	// dialed before (a connection that ended, or a dial that failed) and
 	// dials again (or waits its back-off to).
 	EndpointReconnecting
-	// EndpointDisconnecting: its node left the config; its connections
-	// drain and close.
+	// EndpointDisconnecting: its node left the config; its connection
+	// drains (its requests in flight end) and closes. Such an endpoint
+	// is no longer the cluster's: Endpoints lists it after those of the
+	// current nodes, while its connection lives.
 	EndpointDisconnecting
 	// EndpointDisconnected: the cluster is closed.
 	EndpointDisconnected
@@ -76,8 +79,11 @@ func (h *healthSignal) notify() {
 func (c *Cluster) HealthChanged() <-chan struct{} { return c.health.wait() }
 
 // Endpoints returns the endpoints of the current topology's nodes, in the
-// topology's order, each node's pool by place: a place keeps its Slot
-// while its connection lives and for the connection that replaces it.
+// topology's order, each node's pool by place (a place keeps its Slot
+// while its connection lives and for the connection that replaces it),
+// then the live connections of the nodes that left the config, which
+// drain (EndpointDisconnecting), in the order they left; those not once
+// the cluster is closed.
 func (c *Cluster) Endpoints() []Endpoint {
 	t := c.topo.Load()
 	if t == nil {
@@ -88,7 +94,57 @@ func (c *Cluster) Endpoints() []Endpoint {
 	for _, n := range t.all {
 		out = n.endpoints(out, c.cfg.ConnectionsPerNode, closed)
 	}
+	if !closed {
+		for _, n := range c.leaving.list() {
+			out = n.draining(out)
+		}
+	}
 	return out
+}
+
+// draining appends the endpoints of n, a node that left the config, that
+// still have a live connection to out: disconnecting.
+func (n *Node) draining(out []Endpoint) []Endpoint {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i, cn := range n.slots {
+		if cn != nil && !isDone(cn) {
+			out = append(out, Endpoint{Node: n.addr, Slot: i, State: EndpointDisconnecting, Conn: cn})
+		}
+	}
+	return out
+}
+
+// leavingNodes are the nodes that left the config and still drain, in the
+// order they left.
+type leavingNodes struct {
+	mu    sync.Mutex
+	nodes []*Node
+}
+
+func (l *leavingNodes) add(n *Node) {
+	l.mu.Lock()
+	l.nodes = append(l.nodes, n)
+	l.mu.Unlock()
+}
+
+// remove drops n, reporting whether it was there.
+func (l *leavingNodes) remove(n *Node) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, m := range l.nodes {
+		if m == n {
+			l.nodes = slices.Delete(l.nodes, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+func (l *leavingNodes) list() []*Node {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.nodes)
 }
 
 // endpoints appends n's endpoints, at least size of them, to out.

@@ -266,6 +266,7 @@ func (n *Node) signal() {
 // requests in flight have drained, which takes at most the longest
 // operation timeout the client has used (every request has a deadline).
 func (n *Node) leave() {
+	n.cl.leaving.add(n)
 	n.cancel()
 	n.cl.health.notify()
 }
@@ -287,6 +288,9 @@ func (n *Node) maintain() {
 			} else {
 				n.closeText(false)
 				n.drainAndClose()
+			}
+			if n.cl.leaving.remove(n) {
+				n.cl.health.notify()
 			}
 			return
 		}
