@@ -569,11 +569,16 @@ func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time
 
 // Unlock releases a lock taken with GetAndLock. A CAS that is not the
 // lock's fails with ErrCasMismatch (never retried, RFC 0049); a document
-// that is not locked fails with ErrDocumentNotLocked.
+// that is not locked fails with ErrDocumentNotLocked. CAS 0 is refused
+// before anything is sent (ErrInvalidArgument), as kv_engine refuses
+// UNLOCK_KEY without a CAS.
 func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts *UnlockOptions) error {
 	var p opParams
 	if opts != nil {
 		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
+	}
+	if cas == 0 {
+		p.invalid = errors.New("CAS 0: Unlock needs the CAS GetAndLock returned")
 	}
 	o, err := col.newOp("Unlock", kindCas, key, memdx.NewUnlock(nil, cas), p)
 	if err != nil {
