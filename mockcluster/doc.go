@@ -259,7 +259,8 @@
 //     TMPFAIL, as above), and so does a sub-document lookup without a CAS
 //     (one with a CAS runs and answers that CAS). UNLOCK_KEY of an unlocked
 //     document answers NOT_LOCKED (0x0e; TMPFAIL without XERROR), with a
-//     wrong CAS LOCKED, of a missing one KEY_ENOENT. Locks are not
+//     wrong CAS LOCKED, of a missing one KEY_ENOENT, without a CAS (0)
+//     EINVAL, as kv_engine's unlock_validator answers. Locks are not
 //     replicated: GET_REPLICA, replica sub-document lookups and OBSERVE on
 //     a replica node ignore them and see the CAS from before the lock, which the active keeps to
 //     itself (after an unlock too) until the next mutation.

@@ -75,6 +75,12 @@ func (cn *conn) unlock(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, "UNLOCK_KEY takes no extras and no value")
 		return
 	}
+	if p.Cas == 0 {
+		// kv_engine's unlock_validator (daemon/mcbp_validators.cc) wants
+		// the CAS set (ExpectedCas::Set).
+		cn.fail(p, memdx.StatusInvalidArgs, "Request CAS must be set")
+		return
+	}
 	t, ok := cn.locateChecked(p, false)
 	if !ok {
 		return

@@ -34,3 +34,28 @@ func TestUnlockNotLockedWhateverErrorMapVersion(t *testing.T) {
 		t.Fatalf("the document changed: locked %v, CAS %x (was %x)", d.Locked, d.Cas, cas)
 	}
 }
+
+// UNLOCK_KEY without a CAS answers EINVAL, locked document or not, as
+// kv_engine's unlock_validator (ExpectedCas::Set) does, and the lock stays.
+func TestUnlockWithoutCasInvalid(t *testing.T) {
+	c := newCluster(t, Options{})
+	b := c.Bucket(DefaultBucket)
+	for _, k := range []string{"plain", "held"} {
+		if _, err := b.Set("", "", k, []byte("v"), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		addr := c.Node(ownerOf(b, k)).Addr()
+		cl := bootstrap(t, addr, DefaultBucket, []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket})
+		if k == "held" {
+			if p := cl.do(keyReq(cl, b, memdx.NewGetLocked([]byte(k), 0))); p.Status != memdx.StatusSuccess {
+				t.Fatalf("GET_LOCKED: %s", p.Status)
+			}
+		}
+		if p := cl.do(keyReq(cl, b, memdx.NewUnlock([]byte(k), 0))); p.Status != memdx.StatusInvalidArgs {
+			t.Errorf("%s: UNLOCK_KEY with CAS 0 answered %s, want EINVAL", k, p.Status)
+		}
+		if d, _ := b.Get("", "", k); d.Locked != (k == "held") {
+			t.Errorf("%s: locked %v after the refused UNLOCK_KEY", k, d.Locked)
+		}
+	}
+}
