@@ -467,7 +467,9 @@ func lockSeconds(d time.Duration) (uint32, error) {
 
 // counterExpiry is the expiry sent with a counter: a document Initial
 // creates gets expiry; without Initial the server must not create one, and
-// an expiry would be ignored, so it is refused.
+// an expiry would be ignored, so it is refused. An expiry that is the
+// absolute time 0xffffffff is refused too: a counter cannot have it, the
+// server reads it as NoCreate.
 func counterExpiry(expiry time.Duration, initial *uint64, clock nower) (uint32, error) {
 	if initial == nil {
 		if expiry != 0 {
@@ -475,7 +477,11 @@ func counterExpiry(expiry time.Duration, initial *uint64, clock nower) (uint32, 
 		}
 		return memdx.NoCreate, nil
 	}
-	return expiryValue(expiry, clock)
+	exp, err := expiryValue(expiry, clock)
+	if err == nil && exp == memdx.NoCreate {
+		return 0, fmt.Errorf("expiry %v is Unix time %d, which a counter cannot have: the server reads it as \"do not create\"", expiry, exp)
+	}
+	return exp, err
 }
 
 // nower is what expiryValue reads the time from: the client's clock.
