@@ -288,7 +288,8 @@
 //	ErrCasMismatch                     KEY_EEXISTS with a CAS, and on UNLOCK_KEY;
 //	                                   LOCKED on UNLOCK_KEY
 //	ErrDocumentLocked                  LOCKED (retried as KV_LOCKED until the
-//	                                   strategy refuses)
+//	                                   strategy refuses); KEY_EEXISTS on TOUCH,
+//	                                   GAT (a lock, without XERROR)
 //	ErrDocumentNotLocked               NOT_LOCKED
 //	ErrNotStored                       NOT_STORED on other opcodes
 //	ErrValueTooLarge                   E2BIG

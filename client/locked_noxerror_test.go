@@ -22,6 +22,31 @@ import (
 // ErrDocumentExists at once instead of retrying it as locked.
 func TestLockedDocumentWithoutXerror(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connectWithoutXerror(t, mc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	col := c.DefaultCollection()
+	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	_, err = col.GetAndLock(ctx, "k", 10*time.Second, nil)
+	require.NoError(t, err)
+
+	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
+	_, err = col.Upsert(ctx, "k", []byte("w"), &UpsertOptions{RetryStrategy: noRetry})
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	assert.Equal(t, StatusKeyExists, kv.Status, "a mutation of a locked document, without XERROR")
+	t.Logf("upsert of a locked document without XERROR: %v", err)
+	_, err = col.GetAndLock(ctx, "k", 10*time.Second, &GetAndLockOptions{RetryStrategy: noRetry})
+	require.ErrorAs(t, err, &kv)
+	assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status, "GET_LOCKED of a locked document, without XERROR")
+}
+
+// connectWithoutXerror connects to mc's one node through a proxy that
+// makes the error map unreadable, so that the client reconnects without
+// XERROR.
+func connectWithoutXerror(t *testing.T, mc *mockcluster.Cluster) *Client {
+	t.Helper()
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
@@ -41,19 +66,35 @@ func TestLockedDocumentWithoutXerror(t *testing.T) {
 		testOptions(&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, ConnectTimeout: 10 * time.Second}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Without XERROR, kv_engine answers TOUCH and GAT of a locked document
+// KEY_EEXISTS (getAndTouchInner turns the engine's key_already_exists into
+// locked, which Connection::remapErrorCode gives such a connection as
+// KEY_EEXISTS): Touch and GetAndTouch report ErrDocumentLocked, as they do
+// with XERROR (LOCKED), not ErrDocumentExists, which says nothing of a lock.
+func TestTouchLockedDocumentWithoutXerror(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connectWithoutXerror(t, mc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	col := c.DefaultCollection()
-	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
 	require.NoError(t, err)
 	_, err = col.GetAndLock(ctx, "k", 10*time.Second, nil)
 	require.NoError(t, err)
 
 	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
-	_, err = col.Upsert(ctx, "k", []byte("w"), &UpsertOptions{RetryStrategy: noRetry})
+	_, err = col.Touch(ctx, "k", time.Minute, &TouchOptions{RetryStrategy: noRetry})
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
-	assert.Equal(t, StatusKeyExists, kv.Status, "a mutation of a locked document, without XERROR")
-	t.Logf("upsert of a locked document without XERROR: %v", err)
-	_, err = col.GetAndLock(ctx, "k", 10*time.Second, &GetAndLockOptions{RetryStrategy: noRetry})
+	assert.Equal(t, StatusKeyExists, kv.Status, "TOUCH of a locked document, without XERROR")
+	assert.ErrorIs(t, err, ErrDocumentLocked)
+	assert.NotErrorIs(t, err, ErrDocumentExists)
+	_, err = col.GetAndTouch(ctx, "k", time.Minute, &GetAndTouchOptions{RetryStrategy: noRetry})
 	require.ErrorAs(t, err, &kv)
-	assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status, "GET_LOCKED of a locked document, without XERROR")
+	assert.Equal(t, StatusKeyExists, kv.Status, "GAT of a locked document, without XERROR")
+	assert.ErrorIs(t, err, ErrDocumentLocked)
+	assert.NotErrorIs(t, err, ErrDocumentExists)
 }

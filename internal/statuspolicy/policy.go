@@ -73,6 +73,11 @@ var table = []Row{
 	// UNLOCK, whose CAS is the lock's), the CAS did not match.
 	{Status: memdx.StatusKeyExists, Ops: ops(memdx.OpAdd), Rule: Rule{Sentinel: kverr.ErrDocumentExists}},
 	{Status: memdx.StatusKeyExists, Ops: ops(memdx.OpUnlockKey), Rule: Rule{Sentinel: kverr.ErrCasMismatch}},
+	// KEY_EEXISTS on TOUCH and GAT: a locked document, to a connection
+	// without XERROR (kv_engine's getAndTouchInner answers locked, which
+	// Connection::remapErrorCode sends such a connection as KEY_EEXISTS):
+	// what LOCKED is with XERROR.
+	{Status: memdx.StatusKeyExists, Ops: ops(memdx.OpTouch, memdx.OpGAT), Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
 	{Status: memdx.StatusKeyExists, CasGiven: true, Rule: Rule{Sentinel: kverr.ErrCasMismatch}},
 	{Status: memdx.StatusKeyExists, Rule: Rule{Sentinel: kverr.ErrDocumentExists}},
 	{Status: memdx.StatusTooBig, Rule: Rule{Sentinel: kverr.ErrValueTooLarge}},

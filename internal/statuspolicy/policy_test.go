@@ -77,6 +77,10 @@ func wantReason(r statusRequest, st memdx.Status) retry.Reason {
 		if r.op != memdx.OpUnlockKey {
 			return retry.ReasonKVLocked
 		}
+	case memdx.StatusKeyExists:
+		if r.op == memdx.OpTouch || r.op == memdx.OpGAT { // LOCKED, without XERROR
+			return retry.ReasonKVLocked
+		}
 	case memdx.StatusTmpFail:
 		return retry.ReasonKVTemporaryFailure
 	case memdx.StatusSyncWriteInProgress:
@@ -93,6 +97,8 @@ func wantSentinel(r statusRequest, st memdx.Status) error {
 	switch {
 	case st == memdx.StatusKeyExists && r.op == memdx.OpAdd:
 		return kverr.ErrDocumentExists
+	case st == memdx.StatusKeyExists && (r.op == memdx.OpTouch || r.op == memdx.OpGAT):
+		return kverr.ErrDocumentLocked // kv_engine's locked, to a connection without XERROR
 	case st == memdx.StatusKeyExists && (r.casGiven || r.op == memdx.OpUnlockKey):
 		return kverr.ErrCasMismatch
 	case st == memdx.StatusNotStored && r.op == memdx.OpAdd:
