@@ -19,7 +19,8 @@ import (
 // document: KEY_EEXISTS for a mutation (kv_engine's locked, remapped by
 // Connection::remapErrorCode) and TMPFAIL for GET_LOCKED (locked_tmpfail),
 // no longer TMPFAIL for both. kvwire then reports the Upsert as
-// ErrDocumentExists at once instead of retrying it as locked.
+// ErrDocumentLocked, retried as KV_LOCKED, as with XERROR (see
+// TestMutationOfALockedDocumentWithoutXerrorIsLocked).
 func TestLockedDocumentWithoutXerror(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	c := connectWithoutXerror(t, mc)
@@ -97,4 +98,58 @@ func TestTouchLockedDocumentWithoutXerror(t *testing.T) {
 	assert.Equal(t, StatusKeyExists, kv.Status, "GAT of a locked document, without XERROR")
 	assert.ErrorIs(t, err, ErrDocumentLocked)
 	assert.NotErrorIs(t, err, ErrDocumentExists)
+}
+
+// Without XERROR a mutation of a locked document given no CAS comes back
+// KEY_EEXISTS (kv_engine's locked, remapped by Connection::remapErrorCode);
+// without a CAS, and not an insert, KEY_EEXISTS has no other meaning. It is
+// retried as KV_LOCKED and ends as ErrDocumentLocked, as LOCKED does with
+// XERROR, not as ErrDocumentExists, which says the document exists.
+func TestMutationOfALockedDocumentWithoutXerrorIsLocked(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connectWithoutXerror(t, mc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	col := c.DefaultCollection()
+	_, err := col.Upsert(ctx, "k", []byte("1"), nil)
+	require.NoError(t, err)
+	_, err = col.GetAndLock(ctx, "k", 10*time.Second, nil)
+	require.NoError(t, err)
+
+	var reasons []RetryReason
+	noRetry := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		reasons = append(reasons, r)
+		return NoRetry()
+	})
+	for name, do := range map[string]func() error{
+		"Upsert": func() error {
+			_, err := col.Upsert(ctx, "k", []byte("2"), &UpsertOptions{RetryStrategy: noRetry})
+			return err
+		},
+		"Replace": func() error {
+			_, err := col.Replace(ctx, "k", []byte("2"), &ReplaceOptions{RetryStrategy: noRetry})
+			return err
+		},
+		"Remove": func() error { _, err := col.Remove(ctx, "k", &RemoveOptions{RetryStrategy: noRetry}); return err },
+		"Append": func() error {
+			_, err := col.Append(ctx, "k", []byte("2"), &AppendOptions{RetryStrategy: noRetry})
+			return err
+		},
+		"Increment": func() error {
+			_, err := col.Increment(ctx, "k", &IncrementOptions{Delta: 1, RetryStrategy: noRetry})
+			return err
+		},
+	} {
+		reasons = nil
+		err := do()
+		var kv *KeyValueError
+		require.ErrorAs(t, err, &kv, name)
+		assert.Equal(t, StatusKeyExists, kv.Status, "%s of a locked document, without XERROR", name)
+		assert.ErrorIs(t, err, ErrDocumentLocked, name)
+		assert.NotErrorIs(t, err, ErrDocumentExists, name)
+		assert.Equal(t, []RetryReason{RetryReasonKVLocked}, reasons, name)
+	}
+	// An insert's KEY_EEXISTS is still an existing document.
+	_, err = col.Insert(ctx, "k", []byte("2"), nil)
+	assert.ErrorIs(t, err, ErrDocumentExists)
 }

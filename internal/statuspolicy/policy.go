@@ -79,6 +79,15 @@ var table = []Row{
 	// what LOCKED is with XERROR.
 	{Status: memdx.StatusKeyExists, Ops: ops(memdx.OpTouch, memdx.OpGAT), Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
 	{Status: memdx.StatusKeyExists, CasGiven: true, Rule: Rule{Sentinel: kverr.ErrCasMismatch}},
+	// KEY_EEXISTS on a mutation given no CAS that is not an insert: a
+	// locked document, to a connection without XERROR (kv_engine's
+	// locked, remapped to KEY_EEXISTS by Connection::remapErrorCode),
+	// the only KEY_EEXISTS these have. Not applied: retried as LOCKED is.
+	// (A sub-document mutation's KEY_EEXISTS may be an insert's, its
+	// doc flags Add: it keeps the general row.)
+	{Status: memdx.StatusKeyExists, Ops: ops(memdx.OpSet, memdx.OpReplace, memdx.OpDelete,
+		memdx.OpAppend, memdx.OpPrepend, memdx.OpIncrement, memdx.OpDecrement),
+		Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
 	{Status: memdx.StatusKeyExists, Rule: Rule{Sentinel: kverr.ErrDocumentExists}},
 	{Status: memdx.StatusTooBig, Rule: Rule{Sentinel: kverr.ErrValueTooLarge}},
 	{Status: memdx.StatusInvalidArgs, Rule: Rule{Sentinel: kverr.ErrInvalidArgument}},

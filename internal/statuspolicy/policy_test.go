@@ -78,7 +78,7 @@ func wantReason(r statusRequest, st memdx.Status) retry.Reason {
 			return retry.ReasonKVLocked
 		}
 	case memdx.StatusKeyExists:
-		if r.op == memdx.OpTouch || r.op == memdx.OpGAT { // LOCKED, without XERROR
+		if r.op == memdx.OpTouch || r.op == memdx.OpGAT || lockedWithoutCas(r) { // LOCKED, without XERROR
 			return retry.ReasonKVLocked
 		}
 	case memdx.StatusTmpFail:
@@ -91,6 +91,18 @@ func wantReason(r statusRequest, st memdx.Status) retry.Reason {
 	return retry.ReasonUnknown
 }
 
+// lockedWithoutCas: KEY_EEXISTS on r can only be kv_engine's locked
+// (remapped for a connection without XERROR): a mutation given no CAS that
+// is not an insert (a sub-document mutation's may be its Add doc flag's).
+func lockedWithoutCas(r statusRequest) bool {
+	switch r.op {
+	case memdx.OpSet, memdx.OpReplace, memdx.OpDelete, memdx.OpAppend, memdx.OpPrepend,
+		memdx.OpIncrement, memdx.OpDecrement:
+		return !r.casGiven
+	}
+	return false
+}
+
 // wantSentinel is the error each status ends an operation with, the
 // readings that depend on the request first.
 func wantSentinel(r statusRequest, st memdx.Status) error {
@@ -101,6 +113,8 @@ func wantSentinel(r statusRequest, st memdx.Status) error {
 		return kverr.ErrDocumentLocked // kv_engine's locked, to a connection without XERROR
 	case st == memdx.StatusKeyExists && (r.casGiven || r.op == memdx.OpUnlockKey):
 		return kverr.ErrCasMismatch
+	case st == memdx.StatusKeyExists && lockedWithoutCas(r):
+		return kverr.ErrDocumentLocked // kv_engine's locked, to a connection without XERROR
 	case st == memdx.StatusNotStored && r.op == memdx.OpAdd:
 		return kverr.ErrDocumentExists
 	case st == memdx.StatusNotStored && (r.op == memdx.OpAppend || r.op == memdx.OpPrepend):
