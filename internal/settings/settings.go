@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/internal/capella"
 	"github.com/kvwire/kvwire/internal/connstr"
@@ -162,6 +163,9 @@ func (s *Settings) Resolve(cs *connstr.ConnStr, d Defaults, e Errors) error {
 		return err
 	}
 	if err := s.checkNumbers(e); err != nil {
+		return err
+	}
+	if err := s.checkClientName(e); err != nil {
 		return err
 	}
 	s.fillDefaults(d)
@@ -447,6 +451,22 @@ func (s *Settings) applyDurations(cs *connstr.ConnStr, e Errors, bad func(name, 
 			return bad(d.name, "must be at least "+d.min.String())
 		}
 		*d.dst = v
+	}
+	return nil
+}
+
+// checkClientName refuses a ClientName that cannot be sent as it is: it
+// is HELLO's agent (JSON, where invalid UTF-8 would be replaced) and the
+// User-Agent header of every request to the cluster manager, where a
+// control character is no valid header value (Go's HTTP client refuses
+// the request).
+func (s *Settings) checkClientName(e Errors) error {
+	if !utf8.ValidString(s.ClientName) {
+		return fmt.Errorf("%w: Options.ClientName %q: not valid UTF-8", e.Invalid, s.ClientName)
+	}
+	if i := strings.IndexFunc(s.ClientName, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		return fmt.Errorf("%w: Options.ClientName %q: a control character at byte %d (it is sent as an HTTP User-Agent and HELLO's agent)",
+			e.Invalid, s.ClientName, i)
 	}
 	return nil
 }

@@ -85,3 +85,22 @@ func TestMergeBucket(t *testing.T) {
 	assert.ErrorIs(t, err, errInvalid)
 	assert.ErrorContains(t, err, `bucket "c" in the connection string and "b" in Options`)
 }
+
+// A ClientName is sent as HELLO's agent and as the User-Agent header of
+// every request to the cluster manager; a control character (a newline
+// from a config file) is no valid header value, and Go's HTTP client
+// refuses every such request: with configs over HTTP nothing would ever
+// connect. It is refused up front, naming the option.
+func TestClientNameWithControlCharacterIsRefused(t *testing.T) {
+	d := Defaults{KVTimeout: time.Second, ConnectTimeout: time.Second}
+	for _, name := range []string{"app\n", "a\x00b", "a\rb", "tab\there", "del\x7f", "bad\xffutf8"} {
+		s := Settings{Bucket: "b", ClientName: name}
+		err := s.Resolve(parse(t, "couchbase://h/b"), d, testErrors)
+		assert.ErrorIs(t, err, errInvalid, "%q", name)
+		assert.ErrorContains(t, err, "Options.ClientName", "%q", name)
+	}
+	for _, name := range []string{"my-app/1.2 (linux)", "café", ""} {
+		s := Settings{Bucket: "b", ClientName: name}
+		assert.NoError(t, s.Resolve(parse(t, "couchbase://h/b"), d, testErrors), "%q", name)
+	}
+}
