@@ -270,8 +270,9 @@
 //     is expired from the next (a TTL of n seconds set at second s ends at
 //     s+n+1; StoredValue::isExpired). An expired document is a deleted
 //     one: GET_META answers it deleted=1 with its own metadata until an
-//     access (any other command naming it) turns it into a tombstone
-//     with its system xattrs, a new CAS and seqno, as kv_engine's
+//     access (any other command naming it, replica reads and OBSERVE on
+//     a replica node excepted) turns it into a tombstone with its system
+//     xattrs, a new CAS and seqno, as kv_engine's
 //     processExpiredItem does (tombstones below; MutationCount does not
 //     count it). In a memcached bucket it is just gone. TOUCH and GAT of a missing document answer
 //     KEY_ENOENT; TOUCH answers no value, GAT the document. A touch to

@@ -230,6 +230,18 @@ func (vb *vbucket) live(mk []byte, now time.Time) *document {
 	return d
 }
 
+// replicaLive returns the document at mk as a replica read sees it: nil
+// when missing or expired, leaving the expiry to the active (kv_engine's
+// fetchValidValue processes an expiry in an active vbucket only). vb.mu
+// must be held.
+func (vb *vbucket) replicaLive(mk []byte, now time.Time) *document {
+	d := vb.docs[string(mk)]
+	if d == nil || d.expired(now) {
+		return nil
+	}
+	return d
+}
+
 // docValue is a document's value as this connection gets it: compressed
 // when it arrived compressed and the client negotiated Snappy.
 func (cn *conn) docValue(d *document) ([]byte, memdx.Datatype) {

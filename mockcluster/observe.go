@@ -127,11 +127,17 @@ func (cn *conn) observe(p *memdx.Packet) {
 		}
 		vb := b.vbs[vbid]
 		vb.mu.Lock()
-		d := vb.live(mk, now)
+		active := s.chains[vbid][0] == cn.n.id
+		var d *document
+		if active {
+			d = vb.live(mk, now)
+		} else {
+			d = vb.replicaLive(mk, now)
+		}
 		state, cas := byte(memdx.ObserveNotFound), uint64(0)
 		if d != nil {
 			state, cas = byte(memdx.ObservePersisted), d.cas
-			if s.chains[vbid][0] != cn.n.id {
+			if !active {
 				// A replica holds the CAS from before a lock, which
 				// is not replicated.
 				cas = d.replicatedCas()

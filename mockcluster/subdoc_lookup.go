@@ -29,7 +29,12 @@ func (cn *conn) subdocLookup(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	now := cn.c.clock.Now()
 	mk := string(t.mk)
 	t.vb.mu.Lock()
-	d := t.vb.live(t.mk, now)
+	var d *document
+	if replica {
+		d = t.vb.replicaLive(t.mk, now)
+	} else {
+		d = t.vb.live(t.mk, now)
+	}
 	deleted := false
 	if d == nil && req.DocFlags&memdx.SubdocDocAccessDeleted != 0 {
 		d = t.vb.tomb(mk, now)

@@ -1,0 +1,47 @@
+package mockcluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// TestReplicaReadsLeaveExpiryToTheActive: a read on a replica node (a
+// replica sub-document lookup, OBSERVE) of an expired document answers it
+// missing and does not process the expiry: kv_engine's fetchValidValue
+// queues the expiry of an expired stored value only in an active vbucket.
+// The document stays expired, not deleted, so GET_META still answers it
+// with its own CAS and expiry, until the active finds it.
+func TestReplicaReadsLeaveExpiryToTheActive(t *testing.T) {
+	e := newSubdocEnv(t)
+	const k = "expires-on-replica"
+	s := e.expect("set", e.do(memdx.NewStore(memdx.OpSet, []byte(k), []byte(`{"a":1}`), 3, 10)), memdx.StatusSuccess)
+	e.now = e.now.Add(20 * time.Second)
+	p0, m0 := e.getMeta(k)
+	if p0.Status != memdx.StatusSuccess || !m0.Deleted || p0.Cas != s.Cas {
+		t.Fatalf("GET_META of the expired document: %s %+v cas %x, want deleted with CAS %x", p0.Status, m0, p0.Cas, s.Cas)
+	}
+
+	vb := e.b.VbucketForKey([]byte(k))
+	rep := e.conns[e.b.VbucketMap()[vb][1]]
+	lookup := memdx.NewSubdocLookup(memdx.OpSubdocGet, []byte(k), []byte("a"), 0, memdx.SubdocDocReplicaRead)
+	if p := rep.do(keyReq(rep, e.b, lookup)); p.Status != memdx.StatusKeyNotFound {
+		t.Fatalf("replica lookup of an expired document: %s", p.Status)
+	}
+	p := rep.do(memdx.NewObserve([]memdx.ObserveKey{{Vbucket: vb, Key: append([]byte{0}, k...)}}))
+	if p.Status != memdx.StatusSuccess {
+		t.Fatalf("OBSERVE on the replica: %s", p.Status)
+	}
+	if got, err := memdx.DecodeObserve(p.Value); err != nil || len(got) != 1 || got[0].Cas != 0 {
+		t.Fatalf("OBSERVE on the replica of an expired document: %+v %v", got, err)
+	}
+
+	if p1, m1 := e.getMeta(k); p1.Status != memdx.StatusSuccess || !m1.Deleted || p1.Cas != s.Cas || m1.Expiry != m0.Expiry {
+		t.Fatalf("GET_META after replica reads: %s %+v cas %x, want the expired document's (%+v cas %x)",
+			p1.Status, m1, p1.Cas, m0, s.Cas)
+	}
+	if n := e.b.MutationCount("", "", k); n != 1 {
+		t.Fatalf("MutationCount %d", n)
+	}
+}
