@@ -295,12 +295,16 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, err.Error())
 		return
 	}
-	if hasKnown && (known.Revision < 1 || known.Epoch < 1 && known.Epoch != -1) {
-		// kv_engine's validator (mcbp_validators.cc,
-		// GetClusterConfigPayload::validate) refuses a known version
-		// whose revision is below 1 or whose epoch is neither -1 nor
-		// at least 1.
+	// kv_engine's validator (mcbp_validators.cc,
+	// GetClusterConfigPayload::validate) refuses a known version whose
+	// revision is below 1, then one whose epoch is neither -1 nor at
+	// least 1, each saying so.
+	if hasKnown && known.Revision < 1 {
 		cn.fail(p, memdx.StatusInvalidArgs, "Revision number must not be less than 1")
+		return
+	}
+	if hasKnown && known.Epoch < 1 && known.Epoch != -1 {
+		cn.fail(p, memdx.StatusInvalidArgs, "Epoch must not be less than 1 (or -1)")
 		return
 	}
 	var ver memdx.ClusterConfigVersion
