@@ -45,3 +45,25 @@ func TestReplicaReadsLeaveExpiryToTheActive(t *testing.T) {
 		t.Fatalf("MutationCount %d", n)
 	}
 }
+
+// TestXattrsHelperLeavesExpiryAlone: Bucket.Xattrs is a test's look at the
+// store, as Bucket.Get is: reading an expired document does not process
+// its expiry (a new CAS, seqno and expiry the server never made). It
+// reports the document deleted with the system xattrs an access would
+// keep.
+func TestXattrsHelperLeavesExpiryAlone(t *testing.T) {
+	e := newSubdocEnv(t)
+	x := memdx.SubdocPathXattr
+	p, _ := e.mutateIn("exp", memdx.SubdocDocMkdoc, 0, mu(memdx.OpSubdocDictUpsert, "_sys", `1`, x), mu(memdx.OpSubdocDictUpsert, "u", `2`, x))
+	e.expect("xattrs", p, memdx.StatusSuccess)
+	s := e.expect("set", e.do(memdx.NewStore(memdx.OpSet, []byte("exp"), []byte(`{"a":1}`), 5, 10)), memdx.StatusSuccess)
+	e.now = e.now.Add(11 * time.Second)
+
+	xs, deleted, ok := e.b.Xattrs("", "", "exp")
+	if !ok || !deleted || string(xs) != `{"_sys":1}` {
+		t.Fatalf("Xattrs of an expired document: %s deleted %v ok %v", xs, deleted, ok)
+	}
+	if p, m := e.getMeta("exp"); p.Status != memdx.StatusSuccess || !m.Deleted || p.Cas != s.Cas || m.Flags != 5 {
+		t.Fatalf("GET_META after Bucket.Xattrs: %s %+v cas %x, want the expired document's CAS %x", p.Status, m, p.Cas, s.Cas)
+	}
+}

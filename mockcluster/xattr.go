@@ -255,7 +255,9 @@ func macroExpansion(macro string, cas, seqno uint64, body []byte) string {
 
 // Xattrs returns the xattrs of scope.collection/key as one JSON object (in
 // the order they were created) and whether the document is a tombstone. It
-// reports false when there is neither a live document nor a tombstone.
+// reports false when there is neither a live document nor a tombstone. An
+// expired document is reported deleted, with the system xattrs its expiry
+// keeps; reading it does not process the expiry.
 func (b *Bucket) Xattrs(scope, collection, key string) (xattrs []byte, deleted, ok bool) {
 	cid, found := b.snap.Load().manifest.lookup(scope, collection)
 	if !found {
@@ -269,12 +271,16 @@ func (b *Bucket) Xattrs(scope, collection, key string) (xattrs []byte, deleted, 
 	now := b.c.clock.Now()
 	vb.mu.Lock()
 	defer vb.mu.Unlock()
-	d := vb.live([]byte(mk), now)
-	if d == nil {
-		d = vb.tomb(mk, now)
+	if d := vb.docs[mk]; d != nil {
+		if !d.expired(now) {
+			return xattrBlob(d.xattrs), false, true
+		}
+		if !vb.memcached {
+			return xattrBlob(systemXattrs(d.xattrs)), true, true
+		}
 	}
-	if d == nil {
-		return nil, false, false
+	if d := vb.tomb(mk, now); d != nil {
+		return xattrBlob(d.xattrs), true, true
 	}
-	return xattrBlob(d.xattrs), d.deleted, true
+	return nil, false, false
 }
