@@ -573,15 +573,13 @@ func (vb *vbucket) purgeTombs(now time.Time) {
 }
 
 // remove deletes mk, taking a new CAS and seqno; it returns the CAS of the
-// deletion. The document leaves a tombstone with its flags and system
-// xattrs (its body and user xattrs go), as kv_engine's DELETE does
-// (VBucket::deleteItem soft-deletes the stored value; RemoveCommandContext
-// prunes the user xattrs). vb.mu must be held.
-func (vb *vbucket) remove(mk string, now time.Time) (cas, seqno uint64) {
-	t := &document{}
-	if d := vb.docs[mk]; d != nil {
-		t.flags, t.xattrs = d.flags, systemXattrs(d.xattrs)
-	}
+// deletion. d, the document the DELETE was checked against, leaves a
+// tombstone with its flags and system xattrs (its body and user xattrs
+// go), as kv_engine's DELETE does (VBucket::deleteItem soft-deletes the
+// stored value; RemoveCommandContext prunes the user xattrs, into the
+// prepare of a durable delete). vb.mu must be held.
+func (vb *vbucket) remove(mk string, d *document, now time.Time) (cas, seqno uint64) {
+	t := &document{flags: d.flags, xattrs: systemXattrs(d.xattrs)}
 	vb.storeTomb(mk, t, now)
 	return t.cas, t.seqno
 }

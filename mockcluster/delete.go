@@ -44,7 +44,7 @@ func (cn *conn) del(p *memdx.Packet) outcome {
 	}
 	mk, vb := string(t.mk), t.vb
 	return cn.commitMutation(p, t, f, func(now time.Time) mutResult {
-		cas, seqno := vb.remove(mk, now)
+		cas, seqno := vb.remove(mk, d, now)
 		return mutResult{cas: cas, seqno: seqno, vbUUID: vb.uuid}
 	}, func(h *memdx.Packet, r mutResult) { cn.mutated(h, r, nil) })
 }

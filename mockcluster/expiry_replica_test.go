@@ -67,3 +67,41 @@ func TestXattrsHelperLeavesExpiryAlone(t *testing.T) {
 		t.Fatalf("GET_META after Bucket.Xattrs: %s %+v cas %x, want the expired document's CAS %x", p.Status, m, p.Cas, s.Cas)
 	}
 }
+
+// TestDurableDeleteOfExpiredDocumentKeepsSystemXattrs: a durable DELETE
+// pending while its document expires, and a GET processes the expiry,
+// commits a tombstone that still has the system xattrs: the delete was
+// built from the document it was sent for (kv_engine's prepare carries
+// the pruned xattrs), and the expiry kept them too. Neither drops them.
+func TestDurableDeleteOfExpiredDocumentKeepsSystemXattrs(t *testing.T) {
+	e := newSubdocEnv(t)
+	const k = "durable-expiring"
+	x := memdx.SubdocPathXattr
+	p, _ := e.mutateIn(k, memdx.SubdocDocMkdoc, 0, mu(memdx.OpSubdocDictUpsert, "_sys", `1`, x))
+	e.expect("xattrs", p, memdx.StatusSuccess)
+	e.expect("set", e.do(memdx.NewStore(memdx.OpSet, []byte(k), []byte(`{"a":1}`), 5, 10)), memdx.StatusSuccess)
+
+	a := bootstrap(t, e.c.Node(ownerOf(e.b, k)).Addr(), DefaultBucket,
+		append([]memdx.HelloFeature{memdx.FeatureUnorderedExecution}, sdFeatures...))
+	e.c.SetSyncWriteDelay(time.Hour)
+	t.Cleanup(func() { e.c.SetSyncWriteDelay(0) })
+	op := a.send(keyReq(a, e.b, durable(memdx.NewDelete([]byte(k)))))
+	// The connection handles its requests in order: once the NOOP sent
+	// after it is answered, the DELETE is pending.
+	if p := a.do(memdx.NewNoop()); p.Status != memdx.StatusSuccess || e.c.PendingSyncWrites() != 1 {
+		t.Fatalf("NOOP %s, %d pending sync writes", p.Status, e.c.PendingSyncWrites())
+	}
+	e.now = e.now.Add(11 * time.Second)
+	if _, st := e.body(k); st != memdx.StatusKeyNotFound {
+		t.Fatalf("GET of the expired document: %s", st)
+	}
+	e.c.CommitSyncWrites()
+	d, err := a.read(5 * time.Second)
+	if err != nil || d.Opaque != op || d.Status != memdx.StatusSuccess {
+		t.Fatalf("durable DELETE: %v %+v", err, d)
+	}
+	st, rs := e.xattrLookups(k, memdx.SubdocDocAccessDeleted, "_sys")
+	if st != memdx.StatusSubdocSuccessDeleted || string(rs[0].Value) != "1" {
+		t.Fatalf("tombstone after the durable DELETE: %s %+v", st, rs)
+	}
+}
