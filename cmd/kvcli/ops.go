@@ -410,7 +410,7 @@ func cmdCounter(name string) func(context.Context, *invocation, []string) int {
 		fs := inv.newFlagSet(name)
 		delta := &numberFlag{v: 1, bits: 64}
 		fs.Var(delta, "delta", "amount to add or subtract, decimal or hex (0 reads the counter)")
-		initial := fs.String("initial", "", "create a missing document with this value (the delta is not applied)")
+		initial := fs.String("initial", "", "create a missing document with this value, decimal or hex (the delta is not applied)")
 		expiry := fs.Duration("expiry", 0, "time to live of a document the counter creates")
 		return inv.withSession(ctx, fs, args, 1, 1, func(pos []string) (func(*session) int, error) {
 			key := pos[0]
@@ -419,9 +419,9 @@ func cmdCounter(name string) func(context.Context, *invocation, []string) int {
 			}
 			var init *uint64
 			if *initial != "" {
-				v, err := strconv.ParseUint(*initial, 10, 64)
+				v, err := parseDecOrHex(*initial, 64)
 				if err != nil {
-					return nil, fmt.Errorf("--initial %q: want a decimal uint64", *initial)
+					return nil, fmt.Errorf("--initial %q: want a number, decimal or hex (0x...)", *initial)
 				}
 				init = &v
 			} else if *expiry != 0 {

@@ -539,6 +539,10 @@ func TestNumberFlagsAreDecimalOrHex(t *testing.T) {
 	r := runKV(t, env, "", "set", "f", "v", "--flags", "0o17")
 	assert.Equal(t, exitUsage, r.code, r)
 
+	r = runKV(t, env, "", "incr", "n0", "--initial", "010")
+	assert.Equal(t, "10\n", r.stdout, "--initial is decimal too: %s", r)
+	r = runKV(t, env, "", "incr", "n1", "--initial", "0x10")
+	assert.Equal(t, "16\n", r.stdout, r)
 	r = runKV(t, env, "", "incr", "n", "--initial", "0")
 	require.Equal(t, exitOK, r.code, r)
 	r = runKV(t, env, "", "incr", "n", "--delta", "010")
