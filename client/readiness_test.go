@@ -293,3 +293,56 @@ func TestPingInFlightWhenTheClientClosesFailsWithErrClosed(t *testing.T) {
 		assert.ErrorIs(t, err, ErrClosed)
 	}
 }
+
+// A request that found no connection to its node, whose connection had
+// ended and whose redial is still under way, was never written: its error
+// must not match ErrConnectionClosed ("the connection that carried the
+// request ended", which tells the caller a mutation may have gone out),
+// only ErrNoNodeAvailable, naming why the node lost its connection in its
+// message, as the node's wait before a redial (connections that ended
+// early) says it. Here the connection was dropped for an EINTERNAL
+// (conn-state-invalidated) answer: it ended with ErrConnectionClosed.
+func TestNoConnectionIsNotAConnectionClosedWithTheRequest(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connect(t, mc, &Options{ConnectTimeout: time.Hour})
+	require.NoError(t, c.WaitUntilReady(context.Background(), nil))
+	node := mc.Node(0).Addr()
+	bad := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "bad", OpCodes: []memdx.OpCode{memdx.OpGet}},
+		Action: mockcluster.Action{Status: memdx.StatusInternalError}})
+	t.Cleanup(bad.Remove)
+	// The redial's HELLO is never answered: the redial stays under way.
+	hello := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpHello}},
+		Action: mockcluster.Action{Delay: time.Hour}})
+	t.Cleanup(hello.Remove)
+	_, err := c.DefaultCollection().Get(context.Background(), "bad", nil)
+	require.ErrorIs(t, err, ErrServerFailure)
+	var why error
+	for why == nil {
+		changed := c.cl.HealthChanged()
+		if e := awaitDiagnostics(t, c, node, EndpointReconnecting, nil).Endpoints[0]; e.Err != nil {
+			why = e.Err
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Minute):
+			t.Fatal("the connection's end was never told")
+		}
+	}
+	require.ErrorIs(t, why, ErrConnectionClosed, "the ended connection's error, as Diagnostics shows it")
+
+	res := c.Ping(context.Background())
+	require.Len(t, res, 1)
+	require.ErrorIs(t, res[0].Err, ErrNoNodeAvailable)
+	assert.Contains(t, res[0].Err.Error(), "EINTERNAL", "says why the node has no connection")
+	assert.NotErrorIs(t, res[0].Err, ErrConnectionClosed, "the ping was on no connection: %v", res[0].Err)
+
+	// An upsert meanwhile retries (NODE_NOT_AVAILABLE) until its
+	// timeout, never written.
+	_, err = c.DefaultCollection().Upsert(context.Background(), "k", []byte("v"),
+		&UpsertOptions{Timeout: 50 * time.Millisecond})
+	require.ErrorIs(t, err, ErrUnambiguousTimeout)
+	assert.NotErrorIs(t, err, ErrConnectionClosed, "the upsert was never written: %v", err)
+}

@@ -77,10 +77,12 @@ type Config struct {
 	Clock  retry.Clock
 	Logger *slog.Logger
 	// NodeError builds the error that says node addr has no connection to
-	// carry a request (err: why its last dial failed, or, when none has
-	// since, why its last connection ended; nil: still making its first
-	// connection): the client's public *NodeError. It must match
-	// kverr.ErrNoNodeAvailable and unwrap to err.
+	// carry a request (err: why its last dial failed; when none has
+	// since, why it waits before redialing or why its last connection
+	// ended, said in the message only, as no connection carried the
+	// request; nil: still making its first connection): the client's
+	// public *NodeError. It must match kverr.ErrNoNodeAvailable and
+	// unwrap to err.
 	NodeError func(addr string, err error) error
 	// Resolver, when set, turns the seeds into the addresses dialed (DNS
 	// SRV, SDK RFC 0011) before Connect dials them, within ConnectTimeout.

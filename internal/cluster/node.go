@@ -147,10 +147,13 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	if why == nil {
 		why = n.waitErr // why it waits before redialing (redialer)
 	}
-	if why == nil {
+	if why == nil && n.endErr != nil {
 		// No dial failed since its last connection ended: why that one
-		// ended (nil only for a node never connected yet).
-		why = n.endErr
+		// ended (none only for a node never connected yet). The message
+		// only, as waitErr: the request was on no connection, and the
+		// connection's error (kverr.ErrConnectionClosed, ErrUnresponsive)
+		// would tell its caller that the connection carrying it ended.
+		why = fmt.Errorf("its last connection ended: %v", n.endErr)
 	}
 	n.mu.Unlock()
 	reason := reasonForDialError(err)
