@@ -67,7 +67,10 @@ type EndpointDiagnostics struct {
 	Service string
 	// ID names the endpoint, the same across its reconnections: the
 	// node's address and the connection's place in the node's pool
-	// ("10.0.0.1:11210/0").
+	// ("10.0.0.1:11210/0"). A connection still draining of a node that
+	// left and came back at the same address adds its LocalID
+	// ("10.0.0.1:11210/0/<LocalID>"): the node's current endpoint keeps
+	// the id.
 	ID string
 	// Node is the node's address, as the cluster's config gives it
 	// (Remote while connected).
@@ -220,6 +223,7 @@ func (c *Client) Diagnostics(opts *DiagnosticsOptions) *DiagnosticsResult {
 func (c *Client) diagnostics(id string) *DiagnosticsResult {
 	eps := c.cl.Endpoints()
 	r := &DiagnosticsResult{ID: id, SDK: c.opts.ClientName, At: c.clock.Now(), Endpoints: make([]EndpointDiagnostics, len(eps))}
+	var ids map[string]bool // set once a node has left: ids may collide
 	for i, e := range eps {
 		d := &r.Endpoints[i]
 		*d = EndpointDiagnostics{Service: ServiceKV, ID: e.Node + "/" + strconv.Itoa(e.Slot), Node: e.Node,
@@ -227,6 +231,23 @@ func (c *Client) diagnostics(id string) *DiagnosticsResult {
 		if cn := e.Conn; cn != nil {
 			d.Local, d.Remote, d.LocalID, d.LastActivity = cn.LocalAddr(), cn.RemoteAddr(), cn.ID(), cn.LastActivity()
 		}
+		if d.State == EndpointDisconnecting && ids == nil {
+			ids = make(map[string]bool, i)
+			for _, p := range r.Endpoints[:i] {
+				ids[p.ID] = true
+			}
+		}
+		if ids == nil {
+			continue
+		}
+		if ids[d.ID] && d.LocalID != "" {
+			// A node that left and came back at its address while its
+			// old connection drains (the draining endpoints come after
+			// the current nodes'): the current endpoint keeps the id,
+			// the draining one is told apart by its connection.
+			d.ID += "/" + d.LocalID
+		}
+		ids[d.ID] = true
 	}
 	r.State = clusterState(r.Endpoints)
 	return r

@@ -71,3 +71,50 @@ func TestEndpointOfANodeThatLeftIsDisconnectingWhileItDrains(t *testing.T) {
 	// written).
 	require.ErrorIs(t, <-got, ErrDocumentNotFound)
 }
+
+// A node that left and came back at the same address while its old
+// connection still drains has two endpoints at once, a connected and a
+// disconnecting one: their ids differ (a monitor following an id follows
+// one connection), the current node's keeping the address's id.
+func TestEndpointIDsOfANodeBackWhileItsOldConnectionDrains(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	c := connect(t, mc, &Options{KVTimeout: time.Hour, ConfigPollInterval: 20 * time.Millisecond})
+	ctx := context.Background()
+	require.NoError(t, c.WaitUntilReady(ctx, nil))
+	gone := mc.Node(1).Addr()
+	key := keyOn(t, c, gone)
+	held := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Nodes: []int{1}, Key: key, OpCodes: []memdx.OpCode{memdx.OpGet}},
+		Action: mockcluster.Action{Delay: time.Hour}})
+	t.Cleanup(held.Remove)
+	go func() { _, _ = c.DefaultCollection().Get(ctx, key, nil) }()
+	require.Eventually(t, func() bool { return held.Hits() == 1 }, time.Minute, time.Millisecond, "the Get reached the node")
+
+	require.NoError(t, mc.Failover(1))
+	awaitReport(t, c, "the departed node's connection disconnecting", func(d *DiagnosticsResult) bool {
+		for _, e := range d.Endpoints {
+			if e.Node == gone && e.State == EndpointDisconnecting {
+				return true
+			}
+		}
+		return false
+	})
+	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: []int{0, 1}})
+	require.NoError(t, err)
+	require.NoError(t, r.Finish())
+	d := awaitReport(t, c, "the node back, connected, beside its old connection", func(d *DiagnosticsResult) bool {
+		var connected, draining bool
+		for _, e := range d.Endpoints {
+			connected = connected || e.Node == gone && e.State == EndpointConnected
+			draining = draining || e.Node == gone && e.State == EndpointDisconnecting
+		}
+		return connected && draining
+	})
+	ids := map[string]EndpointState{}
+	for _, e := range d.Endpoints {
+		_, dup := ids[e.ID]
+		assert.False(t, dup, "two endpoints with id %q: %+v", e.ID, d.Endpoints)
+		ids[e.ID] = e.State
+	}
+	assert.Equal(t, EndpointConnected, ids[gone+"/0"], "the current node keeps the address's id")
+}
