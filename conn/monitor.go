@@ -21,17 +21,18 @@ import (
 // before the probe was sent are vouched for: they trigger no further probe);
 // not answered while the connection makes no progress for ProbeTimeout
 // (nothing read; while the probe itself is not yet written, nothing
-// accepted by the socket; on Linux, no more of the bytes up to the probe's
-// end acknowledged by the node: SIOCOUTQ, read once per check), the
+// accepted by the socket; on Linux, no more of the bytes before the probe
+// acknowledged by the node: SIOCOUTQ, read once per check), the
 // connection is closed with kverr.ErrUnresponsive. Its requests then fail
 // by the written/not-written rule as on any dead connection. A slow node
 // that streams a large answer makes progress and is not closed, and so is
 // one that reads a large value slowly: while the probe waits to be written behind the value, by the
 // bytes the socket accepts, and once it is in the socket behind the value,
-// by the socket's queue draining up to it. Bytes acknowledged after the
-// probe count for nothing: a paused node's kernel takes what fits its
-// receive buffer, a proxy in front of a dead node all of it; only an answer
-// says the process got the probe. The drain needs the count, which only
+// by the socket's queue draining up to it. The probe's own bytes
+// acknowledged, and those after it, count for nothing: a paused node's
+// kernel takes what fits its receive buffer (an idle connection's probe
+// whole), a proxy in front of a dead node all of it; only an answer says
+// the process got the probe. The drain needs the count, which only
 // Linux gives: elsewhere, a value still draining from the socket's buffer
 // for longer than ProbeTimeout after the probe was written closes the
 // connection.
@@ -262,7 +263,7 @@ func (c *Conn) bootstrapWatch(now time.Time) {
 
 // probeWatch checks a probe in flight for progress: bytes read, or, while
 // the probe is not all written, bytes accepted by the socket, or (Linux)
-// bytes up to the probe's end that the node acknowledged. The last is what a
+// bytes before the probe that the node acknowledged. The last is what a
 // live node reading a large value slowly shows once the probe sits in the
 // socket behind it: nothing to read before the value is read, nothing left
 // to write, but the socket's queue drains. Without any for ProbeTimeout,
@@ -273,11 +274,13 @@ func (c *Conn) probeWatch(now time.Time) {
 	in, out := c.reader.bytesIn.Load(), c.writer.bytesOut.Load()
 	acked, ackedOK := c.ackedOffset()
 	unsent := m.probe.state == reqQueued || m.probe.state == reqSending
-	// The node's kernel taking bytes counts only up to the probe's end:
-	// once it has the probe, only an answer (or other bytes read) says
-	// the process is alive (a paused node's kernel acknowledges what fits
-	// its receive buffer; a proxy in front of a dead node, all of it).
-	drained := ackedOK && m.ackedOK && acked > m.acked && m.acked < int64(m.probe.end)
+	// The node's kernel taking bytes counts only while it takes those
+	// before the probe: the probe's own, and those after it, say nothing
+	// of the process (a paused node's kernel acknowledges what fits its
+	// receive buffer, the probe of an idle connection included; a proxy
+	// in front of a dead node, all of it): only an answer (or other
+	// bytes read) does.
+	drained := ackedOK && m.ackedOK && acked > m.acked && m.acked < int64(m.probe.start)
 	if in != m.in || (unsent && out != m.out) || drained {
 		m.in, m.out = in, out
 		m.acked, m.ackedOK = acked, ackedOK
