@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && (amd64 || 386 || arm || arm64 || riscv64 || loong64 || s390x)
 
 package conn
 
@@ -9,7 +9,9 @@ import (
 )
 
 // siocoutq is SIOCOUTQ (TIOCOUTQ): the bytes a TCP socket holds that the
-// peer has not acknowledged, sent or not (tcp(7)).
+// peer has not acknowledged, sent or not (tcp(7)). 0x5411 on the
+// architectures of this file's build constraint; mips, ppc64 and sparc64
+// number it otherwise and use outq_other.go.
 const siocoutq = 0x5411
 
 // socketUnsent returns a reader of the unacknowledged byte count of the TCP

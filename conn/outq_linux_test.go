@@ -1,3 +1,5 @@
+//go:build linux && (amd64 || 386 || arm || arm64 || riscv64 || loong64 || s390x)
+
 package conn
 
 import (
