@@ -264,7 +264,7 @@
 // durable write or a large value is the server's business). Unanswered
 // while the connection makes no progress for Options.ProbeTimeout (1 s):
 // nothing read; while the probe is not yet written, nothing accepted by
-// the socket; and on Linux, none of the bytes before the probe acknowledged
+// the socket; and on Linux (x86, arm, riscv64, loong64, s390x), none of the bytes before the probe acknowledged
 // by the node (the socket's SIOCOUTQ count: a probe behind a large value a
 // live node reads slowly over a slow link waits while the value drains;
 // elsewhere such a probe closes the connection once the drain outlasts
