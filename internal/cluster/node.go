@@ -144,6 +144,7 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	}
 	n.mu.Lock()
 	err, why := n.lastErr, n.lastErr
+	waiting := n.waitErr != nil
 	if why == nil {
 		why = n.waitErr // why it waits before redialing (redialer)
 	}
@@ -157,8 +158,10 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	}
 	n.mu.Unlock()
 	reason := reasonForDialError(err)
-	if n.cl.cfg.Memcached && err != nil && reason == retry.ReasonNodeNotAvailable {
-		reason = retry.ReasonUnknown // Down
+	if n.cl.cfg.Memcached && (err != nil || waiting) && reason == retry.ReasonNodeNotAvailable {
+		// Down: a failed dial, or a wait before redialing after
+		// connections that ended early (which count as failed dials).
+		reason = retry.ReasonUnknown
 	}
 	return nil, reason, n.cl.nodeError(n.addr, why)
 }
