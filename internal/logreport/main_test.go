@@ -1,0 +1,9 @@
+package logreport
+
+import (
+	"testing"
+
+	"github.com/kvwire/kvwire/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
