@@ -137,11 +137,14 @@
 // as overloaded); the
 // connections report which requests ended, and the calling goroutine
 // judges each as a single operation would and, for a retry, keeps its wait
-// in one timer heap on the client's clock. On memcached:// the gets are
-// quiet (GETQ) and a NOOP follows each group: a miss costs no response,
-// and the NOOP's answer says that every quiet get before it still
-// unanswered missed (ErrDocumentNotFound). On Couchbase they are ordinary
-// pipelined requests. Cancelling the context ends every key: one not sent
+// in one timer heap on the client's clock. On memcached:// each server's
+// keys are read as one request: a text multi-get ("gets k1 k2 ...") on a
+// text connection the client keeps for it, or, where text is not taken
+// (TLS, SASL, BinaryMultiGet, ...), quiet gets (GETKQ, each answer checked
+// against its key) and a NOOP. Either way a miss costs no response: a key
+// the multi-get's answer leaves out, or a quiet get still unanswered when
+// the NOOP's answer comes, missed (ErrDocumentNotFound). On Couchbase they
+// are ordinary pipelined requests. Cancelling the context ends every key: one not sent
 // is not written, one in flight is abandoned (a written write is
 // ambiguous), and the connections carry on.
 //
