@@ -365,7 +365,10 @@
 //	ErrOverloaded                      a connection's MaxPending reached; not written
 //	ErrProtocol                        the server broke the framing; connection closed
 //	ErrUnresponsive                    a health probe went unanswered; connection
-//	                                   closed
+//	                                   closed. Also a dial whose TLS handshake or
+//	                                   bootstrap heard nothing from the node for
+//	                                   the probe timeout (the node's last dial
+//	                                   error, which its requests then name)
 //	ErrNoNodeAvailable                 no route or live connection until the
 //	                                   strategy stopped (NODE_NOT_AVAILABLE); Connect
 //	                                   reached no node
