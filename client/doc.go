@@ -371,7 +371,9 @@
 //	                                   error, which its requests then name)
 //	ErrNoNodeAvailable                 no route or live connection until the
 //	                                   strategy stopped (NODE_NOT_AVAILABLE); Connect
-//	                                   reached no node
+//	                                   reached no node, or no server of the
+//	                                   bootstrap config has a KV address on the
+//	                                   client's network (Network, TLS port)
 //	ErrInvalidConnStr                  a connection string that does not parse
 //	ErrClosed                          the client was closed
 //	ErrTimeout                         the deadline passed (with ErrAmbiguousTimeout
