@@ -107,7 +107,8 @@ var (
 	// was closed.
 	ErrProtocol = kverr.ErrProtocol
 	// ErrUnresponsive: a node stopped answering (a health probe went
-	// unanswered) and its connection was closed.
+	// unanswered, or a dial's TLS handshake or bootstrap heard nothing for
+	// the probe timeout) and its connection was closed.
 	ErrUnresponsive = kverr.ErrUnresponsive
 	// ErrNoNodeAvailable: no connection could carry the request (returned
 	// once the strategy stops retrying), or Connect reached no node.
