@@ -416,7 +416,8 @@
 //     with its reason, RFC 0067's attributes (bucket, scope, collection,
 //     retries, error.type). The default records nothing and costs nothing.
 //   - Options.Meter records each operation's latency by operation, bucket,
-//     scope, collection and outcome (MetricOperationDuration); the default
+//     scope, collection, cluster (name and uuid, as the config publishes
+//     them) and outcome (MetricOperationDuration); the default
 //     is the logging meter, which logs percentiles every 10 minutes.
 //   - The slow-operation report (ThresholdLoggingOptions) logs, every 10 s,
 //     the operations over 500 ms with their total, dispatch and server
