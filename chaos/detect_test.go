@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/conn"
 )
 
 // liar is a client that breaks each promise the chaos test checks, so that
@@ -48,6 +49,28 @@ func (l *liar) Replace(ctx context.Context, key string, value []byte, opts *clie
 
 func (l *liar) Append(ctx context.Context, key string, value []byte, opts *client.AppendOptions) (client.MutationResult, error) {
 	return mutate(func() (client.MutationResult, error) { return l.kvAPI.Append(ctx, key, value, opts) }, fakeResult)
+}
+
+// Insert acknowledges an Insert the server refused because the document
+// exists (a write acknowledged, never applied): memcached answers that
+// status, where no injected one is (TestChaosDetectsOnMemcached).
+func (l *liar) Insert(ctx context.Context, key string, value []byte, opts *client.InsertOptions) (client.MutationResult, error) {
+	r, err := l.kvAPI.Insert(ctx, key, value, opts)
+	if errors.Is(err, client.ErrDocumentExists) {
+		return fakeResult, nil
+	}
+	return r, err
+}
+
+// Prepend reports an ambiguous write as an unambiguous timeout (not
+// applied), as a client that lost track of a written request would.
+func (l *liar) Prepend(ctx context.Context, key string, value []byte, opts *client.PrependOptions) (client.MutationResult, error) {
+	r, err := l.kvAPI.Prepend(ctx, key, value, opts)
+	var kv *client.KeyValueError
+	if errors.Is(err, client.ErrAmbiguous) && errors.As(err, &kv) {
+		return r, &client.KeyValueError{Op: kv.Op, Key: kv.Key, Err: client.ErrTimeout}
+	}
+	return r, err
 }
 
 func (l *liar) Increment(ctx context.Context, key string, opts *client.IncrementOptions) (client.CounterResult, error) {
@@ -105,6 +128,24 @@ func (l *liar) GetMany(ctx context.Context, keys []string, opts *client.GetManyO
 	return res
 }
 
+// unwrittenObserver is the Observer of a client whose connections report
+// every other request written without an answer as never written (as if
+// the write had failed before any byte left): the hook saw those requests.
+type unwrittenObserver struct {
+	client.Observer
+	n atomic.Int64
+}
+
+func (o *unwrittenObserver) AttemptEnd(info client.AttemptInfo, err error) {
+	var re *conn.RequestError
+	if errors.As(err, &re) && re.Written && o.n.Add(1)%2 == 0 {
+		lie := *re
+		lie.Written = false
+		err = &lie
+	}
+	o.Observer.AttemptEnd(info, err)
+}
+
 // The checks are not vacuous: against a client that retries ambiguous
 // writes, acknowledges writes that failed and retries past deadlines, a short
 // run reports lost, duplicated, re-sent and late operations, naming the seed,
@@ -113,13 +154,16 @@ func TestChaosDetects(t *testing.T) {
 	cfg := config{name: "liar", seed: *flagSeed, duration: 1500 * time.Millisecond, short: true,
 		workers: 6, keys: 8, kinds: []faultKind{fkCloseAfter, fkErrmap}, prob: 0.3, heap: 1 << 30, logf: t.Logf, batches: 50,
 		wrap: func(k kvAPI) kvAPI { return &liar{kvAPI: k} },
+		opts: func(o *client.Options) { o.Observer = &unwrittenObserver{Observer: o.Observer} },
 		// Half the steps are batches (batches: 50), so that a lie of
 		// each kind in a batch comes about as soon as in a single
 		// operation: with the default share the run took 1 to 2 s
 		// longer. Until every lie was caught: how many operations a busy machine
 		// gets through in 1.5 s must not decide whether one of each kind
 		// happened (a lie is checked when its operation settles, 5 s on).
-		until: func(h *harness) bool { return h.caught(detectedLies...) && h.caughtInBatches(detectedLies...) }}
+		until: func(h *harness) bool {
+			return h.caught(detectedLies...) && h.caughtInBatches(detectedLies...) && h.caught(singleLies...)
+		}}
 	cfg.rerun = "go test ./chaos -run TestChaosDetects"
 	r := run(t, cfg)
 	t.Log(r.summary)
@@ -130,6 +174,7 @@ func TestChaosDetects(t *testing.T) {
 		}
 	}
 	requireCaught(t, r, detectedLies)
+	requireCaughtSingle(t, r, singleLies)
 	if st.lateBatch == 0 {
 		t.Errorf("the lying client's late batches went unnoticed: %s", r.summary)
 	}
@@ -140,8 +185,23 @@ func TestChaosDetects(t *testing.T) {
 	}
 }
 
-// detectedLies are the problem categories the liar's lies must raise.
-var detectedLies = []string{"lost", "duplicated", "resent", "late"}
+// detectedLies are the problem categories the liar's lies (and its
+// Observer's) must raise, in single operations and in batches.
+var detectedLies = []string{"lost", "duplicated", "resent", "late", "not-written-reached"}
+
+// singleLies are those it must raise in single operations (its batch calls
+// do not tell them).
+var singleLies = []string{"applied-after-failure", "unreported-ambiguity"}
+
+// requireCaughtSingle fails t unless every category was recorded.
+func requireCaughtSingle(t *testing.T, r *report, lies []string) {
+	t.Helper()
+	for _, cat := range lies {
+		if r.problems[cat] == 0 {
+			t.Errorf("no %q problem recorded; problems: %v", cat, r.problems)
+		}
+	}
+}
 
 // caught reports whether a problem of every category was recorded.
 func (h *harness) caught(categories ...string) bool {

@@ -497,12 +497,16 @@ func (h *harness) finishMemcached(ks *keyState, exists bool, value string, cas u
 // single operations and in batches.
 func TestChaosDetectsOnMemcached(t *testing.T) {
 	lies := []string{"duplicated", "resent"}
+	// Told in single operations only (an Insert refused and acknowledged,
+	// an ambiguous Prepend reported not applied).
+	single := []string{"lost", "applied-after-failure", "unreported-ambiguity"}
 	cfg := config{name: "liar-memcached", seed: *flagSeed, duration: 1500 * time.Millisecond, short: true, memcached: true,
 		workers: 6, keys: 8, kinds: []faultKind{fkCloseAfter}, prob: 0.3, heap: 1 << 30, logf: t.Logf, batches: 50,
 		wrap:  func(k kvAPI) kvAPI { return &liar{kvAPI: k} },
-		until: func(h *harness) bool { return h.caught(lies...) && h.caughtInBatches(lies...) }}
+		until: func(h *harness) bool { return h.caught(lies...) && h.caughtInBatches(lies...) && h.caught(single...) }}
 	cfg.rerun = "go test ./chaos -run TestChaosDetectsOnMemcached"
 	r := run(t, cfg)
 	t.Log(r.summary)
 	requireCaught(t, r, lies)
+	requireCaughtSingle(t, r, single)
 }
