@@ -147,6 +147,10 @@ type opRec struct {
 	applied   int
 	inDoubt   bool // an attempt ended written without an answer
 	retriedIn bool // an attempt started after that
+	// sentUnanswered: (memcached) a request of it reached a proxy while
+	// an earlier one had reached it and its answer had not been relayed:
+	// sent again without an answer (the proxies' view of retriedIn).
+	sentUnanswered bool
 
 	// The retry plan (timing_test.go), on the operation's goroutine only:
 	// the operation's own, or its batch's.
@@ -384,6 +388,16 @@ func (h *harness) attribute(ks *keyState, k opKind, pkt *memdx.Packet, node int)
 	return op, stale
 }
 
+// byKind reports whether a request of kind k is attributed to its
+// operation by kind (it carries no value or delta naming it).
+func byKind(k opKind) bool {
+	switch k {
+	case opUpsert, opInsert, opReplace, opAppend, opPrepend, opIncr, opDecr:
+		return false
+	}
+	return true
+}
+
 func getUint64(b []byte) uint64 {
 	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
 		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
@@ -548,7 +562,7 @@ func (h *harness) verify(ks *keyState, op *opRec) {
 		h.problemOp(op, "attribution", "key %s: %d attempts answered but the hook saw %d requests: %s", ks.name, answered, n, op)
 	}
 	// Sent again after a request that got no definite "not applied"?
-	resent := op.retriedIn
+	resent := op.retriedIn || op.sentUnanswered
 	for i := 0; i+1 < len(op.receipts); i++ {
 		r := op.receipts[i]
 		if r.act == actCloseBefore || r.act == actCloseAfter || r.applied > 0 {

@@ -244,6 +244,16 @@ func (b *mcBackend) onRequest(i int) func(req *memdx.Packet) faultnode.Action {
 			case act.Delay > 0:
 				rc.act, rc.delay = actDelay, act.Delay
 			}
+			for _, prev := range op.receipts {
+				// Its answer, if any, is relayed only after onResponse
+				// marks it: the client cannot have had it. (Only for
+				// requests that name their operation: one attributed
+				// by kind may be a late one of the key's previous
+				// operation.)
+				if !prev.answered && !byKind(k) {
+					op.sentUnanswered = true
+				}
+			}
 			op.receipts = append(op.receipts, rc)
 			pend.op, pend.idx = op, len(op.receipts)-1
 		}
@@ -283,7 +293,8 @@ func (b *mcBackend) onResponse(i int) func(req, resp *memdx.Packet) faultnode.Ac
 			pend.ks.mu.Lock()
 			r := &op.receipts[pend.idx]
 			r.known = true
-			r.answered = !pend.closeAfter
+			// A held-back answer is relayed after its delay (below).
+			r.answered = !pend.closeAfter && pend.delay == 0
 			if op.kind.counted() && resp.Status == memdx.StatusSuccess {
 				r.applied = 1
 				op.applied++
@@ -300,6 +311,11 @@ func (b *mcBackend) onResponse(i int) func(req, resp *memdx.Packet) faultnode.Ac
 		if pend.delay > 0 {
 			// Holds back this connection's answers: a slow server.
 			time.Sleep(pend.delay)
+			if op := pend.op; op != nil && pend.idx >= 0 {
+				pend.ks.mu.Lock()
+				op.receipts[pend.idx].answered = true
+				pend.ks.mu.Unlock()
+			}
 		}
 		if op := pend.op; op != nil {
 			// The request was run; its answer is about to be relayed.
