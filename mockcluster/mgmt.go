@@ -24,6 +24,7 @@ package mockcluster
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -131,7 +132,8 @@ func (m *mgmtRequest) route(path string) {
 // bucket returns the named bucket if the user may read its config, or
 // answers as ns_server does and returns nil: 403 with the permission the
 // user lacks (checked first, so that a user learns nothing of buckets it
-// may not use), 404 when there is no such bucket.
+// may not use), 404 when there is no such bucket or when the request's
+// bucket_uuid is not the bucket's.
 func (m *mgmtRequest) bucket(name string) *Bucket {
 	if !m.user.mayUse(name) {
 		m.w.Header().Set("Content-Type", "application/json")
@@ -145,6 +147,16 @@ func (m *mgmtRequest) bucket(name string) *Bucket {
 	b := m.n.c.Bucket(name)
 	if b == nil {
 		m.notFound()
+		return nil
+	}
+	// A config's uri and streamingUri name the bucket's uuid: a request
+	// for another (a bucket dropped and created again under the same name)
+	// is not found (menelaus_web_buckets:checking_bucket_uuid).
+	if q := m.r.URL.Query(); q.Has("bucket_uuid") && q.Get("bucket_uuid") != b.uuid {
+		m.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		m.w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(m.w, "Bucket uuid does not match the requested.\r\n")
+		return nil
 	}
 	return b
 }
