@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -136,7 +137,8 @@ func (t BucketType) String() string {
 
 // BucketOptions configure one bucket.
 type BucketOptions struct {
-	// Name of the bucket (required).
+	// Name of the bucket (required): at most 100 characters from A-Z a-z
+	// 0-9 _ . - %, not starting with a dot, as Couchbase Server allows.
 	Name string
 	// Type is the bucket's type (CouchbaseBucket when zero).
 	Type BucketType
@@ -200,6 +202,9 @@ func (b BucketOptions) withDefaults() (BucketOptions, error) {
 	if len(b.Name) > 100 {
 		return b, fmt.Errorf("mockcluster: bucket name %q is longer than 100 bytes", b.Name[:20]+"...")
 	}
+	if err := validBucketName(b.Name); err != nil {
+		return b, err
+	}
 	switch b.Type {
 	case CouchbaseBucket:
 	case MemcachedBucket:
@@ -229,4 +234,23 @@ func (b BucketOptions) withDefaults() (BucketOptions, error) {
 		return b, fmt.Errorf("mockcluster: bucket %q: %d replicas is not in 0..3", b.Name, b.NumReplicas)
 	}
 	return b, nil
+}
+
+// validBucketName refuses the names Couchbase Server refuses to create a
+// bucket with (ns_bucket:is_valid_bucket_name): characters other than
+// A-Z a-z 0-9 _ . - %, a leading dot, the reserved _users.couch. and
+// _replicator.couch. prefixes (in any case).
+func validBucketName(name string) error {
+	for _, r := range name {
+		if !('A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || strings.ContainsRune("_.-%", r)) {
+			return fmt.Errorf("mockcluster: bucket name %q: it can only contain A-Z, a-z, 0-9, underscore, period, dash and percent (not %q)", name, r)
+		}
+	}
+	if strings.HasPrefix(name, ".") {
+		return fmt.Errorf("mockcluster: bucket name %q: it cannot start with a dot", name)
+	}
+	if l := strings.ToLower(name); strings.HasPrefix(l, "_users.couch.") || strings.HasPrefix(l, "_replicator.couch.") {
+		return fmt.Errorf("mockcluster: bucket name %q is reserved for internal use", name)
+	}
+	return nil
 }
