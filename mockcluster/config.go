@@ -3,12 +3,15 @@ package mockcluster
 import (
 	"encoding/json"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
 )
 
 // The terse config JSON, field for field in the order Couchbase Server 7.6
-// writes it (see the package doc for what the mock leaves out).
+// writes it (see the package doc for what the mock leaves out). The URIs it
+// names escape the bucket name as a path segment, as ns_server's
+// bucket_info_cache:build_pools_uri does ('%' is valid in a bucket name).
 
 type cfgNodeJSON struct {
 	Hostname string         `json:"hostname"`
@@ -169,12 +172,12 @@ func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []b
 	cfg := bucketConfigJSON{
 		Rev: s.rev, RevEpoch: revEpoch(s.epoch), Name: b.name, NodeLocator: "vbucket", BucketType: "membase",
 		StorageBackend: "magma", UUID: b.uuid,
-		URI:                    "/pools/default/buckets/" + b.name + "?bucket_uuid=" + b.uuid,
-		StreamingURI:           "/pools/default/bucketsStreaming/" + b.name + "?bucket_uuid=" + b.uuid,
+		URI:                    "/pools/default/buckets/" + url.PathEscape(b.name) + "?bucket_uuid=" + b.uuid,
+		StreamingURI:           "/pools/default/bucketsStreaming/" + url.PathEscape(b.name) + "?bucket_uuid=" + b.uuid,
 		NumVBuckets:            b.numVbs,
 		BucketCapabilities:     c.bucketCapabilities(),
 		CollectionsManifestUID: uidString(s.manifest.uid),
-		DDocs:                  ddocsJSON{URI: "/pools/default/buckets/" + b.name + "/ddocs"},
+		DDocs:                  ddocsJSON{URI: "/pools/default/buckets/" + url.PathEscape(b.name) + "/ddocs"},
 		ClusterCapabilitiesVer: []int{1, 0},
 		ClusterCapabilities:    map[string][]string{},
 		ClusterUUID:            c.uuid,
@@ -225,8 +228,8 @@ func (c *Cluster) renderMemcachedConfig(b *Bucket, s *bucketSnap, thisNode int) 
 	cfg := memcachedConfigJSON{
 		Rev: s.rev, RevEpoch: revEpoch(s.epoch), Name: b.name, NodeLocator: "ketama", BucketType: "memcached",
 		UUID:                   b.uuid,
-		URI:                    "/pools/default/buckets/" + b.name + "?bucket_uuid=" + b.uuid,
-		StreamingURI:           "/pools/default/bucketsStreaming/" + b.name + "?bucket_uuid=" + b.uuid,
+		URI:                    "/pools/default/buckets/" + url.PathEscape(b.name) + "?bucket_uuid=" + b.uuid,
+		StreamingURI:           "/pools/default/bucketsStreaming/" + url.PathEscape(b.name) + "?bucket_uuid=" + b.uuid,
 		BucketCapabilities:     memcachedBucketCapabilities,
 		ClusterCapabilitiesVer: []int{1, 0},
 		ClusterCapabilities:    map[string][]string{},
