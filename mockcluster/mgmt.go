@@ -34,6 +34,10 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 )
 
+// testHookStreamLoaded, when set (by tests), runs in a config stream right
+// after the config to send was loaded.
+var testHookStreamLoaded func()
+
 // streamSeparator ends each config of a streamed endpoint.
 var streamSeparator = []byte("\n\n\n\n")
 
@@ -89,11 +93,13 @@ func (m *mgmtRequest) route(path string) {
 		m.writeJSON(m.n.c.poolDefaultJSON(m.requestHost(), m.n.id))
 		return
 	case "/pools/default/nodeServices":
-		m.writeJSON(m.globalConfig())
+		body, _ := m.globalConfig()
+		m.writeJSON(body)
 		return
 	case "/pools/default/nodeServicesStreaming":
 		m.stream(func() ([]byte, memdx.ClusterConfigVersion, bool) {
-			return m.globalConfig(), m.n.c.globalVersion(), true
+			body, ver := m.globalConfig()
+			return body, ver, true
 		})
 		return
 	}
@@ -115,14 +121,21 @@ func (m *mgmtRequest) route(path string) {
 			return
 		}
 		if !ep.stream {
-			m.writeJSON(m.bucketConfig(b, ep.fillIn))
+			m.writeJSON(m.bucketConfig(b.snap.Load(), ep.fillIn))
 			return
 		}
 		m.stream(func() ([]byte, memdx.ClusterConfigVersion, bool) {
 			if b.removed.Load() {
 				return nil, memdx.ClusterConfigVersion{}, false
 			}
-			return m.bucketConfig(b, ep.fillIn), b.snap.Load().version(), true
+			// One load gives both the config and its version: a config
+			// published in between would otherwise be recorded as sent
+			// and never written.
+			snap := b.snap.Load()
+			if testHookStreamLoaded != nil {
+				testHookStreamLoaded()
+			}
+			return m.bucketConfig(snap, ep.fillIn), snap.version(), true
 		})
 		return
 	}
@@ -165,24 +178,26 @@ func (m *mgmtRequest) notFound() {
 	http.Error(m.w, "Requested resource not found.", http.StatusNotFound)
 }
 
-// bucketConfig is the bucket's config as this node serves it: terse, with
+// bucketConfig is the bucket's config s as this node serves it: terse, with
 // the "$HOST" placeholders, or with them filled in by the host the request
 // came to (what ns_server writes in the verbose endpoints for nodes known
 // by a loopback address).
-func (m *mgmtRequest) bucketConfig(b *Bucket, fillIn bool) []byte {
-	body := b.snap.Load().json[m.n.id]
+func (m *mgmtRequest) bucketConfig(s *bucketSnap, fillIn bool) []byte {
+	body := s.json[m.n.id]
 	if fillIn {
 		body = bytes.ReplaceAll(body, []byte("$HOST"), []byte(m.requestHost()))
 	}
 	return body
 }
 
-// globalConfig is the cluster config as this node serves it.
-func (m *mgmtRequest) globalConfig() []byte {
-	if g := m.n.c.global.Load(); g != nil {
-		return g.json[m.n.id]
+// globalConfig is the cluster config as this node serves it, and its
+// version (both from one load, so that they match).
+func (m *mgmtRequest) globalConfig() ([]byte, memdx.ClusterConfigVersion) {
+	g := m.n.c.global.Load()
+	if g == nil {
+		return nil, memdx.ClusterConfigVersion{}
 	}
-	return nil
+	return g.json[m.n.id], memdx.ClusterConfigVersion{Epoch: m.n.c.epoch, Revision: g.rev}
 }
 
 // requestHost is the host the request came to (brackets for IPv6), as
@@ -255,14 +270,6 @@ func (m *mgmtRequest) stream(current func() ([]byte, memdx.ClusterConfigVersion,
 			return
 		}
 	}
-}
-
-// globalVersion is the version of the current cluster config.
-func (c *Cluster) globalVersion() memdx.ClusterConfigVersion {
-	g := c.global.Load()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return memdx.ClusterConfigVersion{Epoch: c.epoch, Revision: g.rev}
 }
 
 // poolsJSON is GET /pools: the one pool, "default", and the server's
