@@ -1,6 +1,7 @@
 package mockcluster
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -25,5 +26,26 @@ func TestBucketNameValidation(t *testing.T) {
 		if _, err := c.AddBucket(BucketOptions{Name: name, NumVbuckets: 4}); err != nil {
 			t.Errorf("AddBucket(%q): %v", name, err)
 		}
+	}
+}
+
+// Couchbase Server refuses a bucket whose name differs from an existing
+// one's only in case (ns_bucket:name_conflict, case insensitive), so two
+// such buckets never coexist on a real cluster.
+func TestBucketNameConflictIgnoresCase(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	_, err := c.AddBucket(BucketOptions{Name: "Default", NumVbuckets: 4})
+	if !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "Default") {
+		t.Fatalf("AddBucket(Default) with bucket default: %v, want ErrExists naming it", err)
+	}
+	if cl, err := New(Options{Nodes: 1, Buckets: []BucketOptions{{Name: "a", NumVbuckets: 4}, {Name: "A", NumVbuckets: 4}}}); err == nil {
+		cl.Close()
+		t.Fatal("New with buckets a and A: no error")
+	}
+	if err := c.RemoveBucket(DefaultBucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddBucket(BucketOptions{Name: "Default", NumVbuckets: 4}); err != nil {
+		t.Fatalf("AddBucket(Default) once default is gone: %v", err)
 	}
 }

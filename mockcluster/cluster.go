@@ -333,8 +333,14 @@ func (c *Cluster) addBucketLocked(o BucketOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := c.buckets[o.Name]; ok {
-		return fmt.Errorf("%w: bucket %q", ErrExists, o.Name)
+	// Names that differ only in case conflict (ns_bucket:name_conflict).
+	for name := range c.buckets {
+		if strings.EqualFold(name, o.Name) {
+			if name == o.Name {
+				return fmt.Errorf("%w: bucket %q", ErrExists, o.Name)
+			}
+			return fmt.Errorf("%w: bucket %q: bucket %q exists, and names must differ in more than case", ErrExists, o.Name, name)
+		}
 	}
 	b := newBucket(c, o)
 	servers := c.dataNodesLocked()
