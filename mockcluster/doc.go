@@ -45,7 +45,9 @@
 // Requests authenticate with HTTP Basic auth as the cluster's users (401
 // otherwise); a bucket endpoint needs a user that may use the bucket (403,
 // naming the missing permission, as ns_server answers; checked before the
-// bucket's existence, 404). A streamed endpoint answers with chunked
+// bucket's existence, 404; 404 too when the request's bucket_uuid, which
+// the configs' uri and streamingUri carry, is not the bucket's). A
+// streamed endpoint answers with chunked
 // transfer encoding: the node's current config, then every newer one as
 // soon as it is published (each rebalance start, step and end, failover,
 // node added or removed, collection change), each followed by
