@@ -32,10 +32,6 @@ type vbServerMapJSON struct {
 	VBucketMapForward [][]int  `json:"vBucketMapForward,omitempty"`
 }
 
-type ddocsJSON struct {
-	URI string `json:"uri"`
-}
-
 type bucketConfigJSON struct {
 	Rev                    int64               `json:"rev"`
 	RevEpoch               *int64              `json:"revEpoch,omitempty"`
@@ -50,7 +46,6 @@ type bucketConfigJSON struct {
 	BucketCapabilitiesVer  string              `json:"bucketCapabilitiesVer"`
 	BucketCapabilities     []string            `json:"bucketCapabilities"`
 	CollectionsManifestUID string              `json:"collectionsManifestUid"`
-	DDocs                  ddocsJSON           `json:"ddocs"`
 	VBucketServerMap       vbServerMapJSON     `json:"vBucketServerMap"`
 	Nodes                  []cfgNodeJSON       `json:"nodes"`
 	NodesExt               []cfgNodeExtJSON    `json:"nodesExt"`
@@ -177,7 +172,6 @@ func (c *Cluster) renderBucketConfig(b *Bucket, s *bucketSnap, thisNode int) []b
 		NumVBuckets:            b.numVbs,
 		BucketCapabilities:     c.bucketCapabilities(),
 		CollectionsManifestUID: uidString(s.manifest.uid),
-		DDocs:                  ddocsJSON{URI: "/pools/default/buckets/" + url.PathEscape(b.name) + "/ddocs"},
 		ClusterCapabilitiesVer: []int{1, 0},
 		ClusterCapabilities:    map[string][]string{},
 		ClusterUUID:            c.uuid,
