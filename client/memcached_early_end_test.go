@@ -75,7 +75,8 @@ func TestMemcachedEarlyEndingServerFailsItsKeysAtOnceDuringBackOff(t *testing.T)
 	require.NoError(t, err)
 	n := nodeOf(t, c, p.addr)
 
-	cn, d := settles(t, c, n, fc)
+	cn, _ := settles(t, c, n, fc)
+	var d time.Duration
 	require.NotNil(t, cn)
 	p.Reset() // the first early end: redialed at once
 	<-cn.Done()
