@@ -224,9 +224,9 @@
 // dead connection (a mutation in flight is ambiguous), and the node
 // redials. A node that is only slow answers the probe and keeps its
 // connection. A connection being bootstrapped fails the same way after
-// ProbeTimeout of silence before the node's first answer (once the node has
-// answered, a slow step such as an LDAP user's login is bounded by
-// ConnectTimeout). Connect goes on to the next seed, and dials the
+// ProbeTimeout of silence while one of its requests waits (but a login, which
+// kv_engine may check against LDAP for seconds, is bounded by
+// ConnectTimeout alone). Connect goes on to the next seed, and dials the
 // seeds that did not answer in time again, in rounds 10 ms to 500 ms
 // apart, until one bootstraps or ConnectTimeout has passed since Connect
 // began: a seed that answers late does not fail Connect while another

@@ -262,10 +262,10 @@ type HealthCheckOptions struct {
 	// Linux, its queue draining to the node up to the probe) closes the
 	// connection with ErrUnresponsive, and the node redials. A connection being
 	// bootstrapped (by Connect or a redial) that hears nothing for
-	// ProbeTimeout while it waits for the node's first answer fails the
-	// same way, and is dialed again (Connect: within ConnectTimeout); once
-	// the node has answered, a slower step (an LDAP user's login) is
-	// bounded by ConnectTimeout only. A node whose answers
+	// ProbeTimeout while one of its requests waits fails the same way, and
+	// is dialed again (Connect: within ConnectTimeout); a login (SASL_AUTH,
+	// which kv_engine may check against LDAP for seconds) is bounded by
+	// ConnectTimeout only. A node whose answers
 	// may be delayed longer than this by its own load, or by the machine's
 	// (a server in the same process, as in tests), needs a longer one. 0
 	// means DefaultProbeTimeout (1 s). Connection string: probe_timeout.

@@ -253,8 +253,8 @@ func underlyingConn(nc net.Conn) net.Conn {
 // connection is made ends the handshake with kverr.ErrUnresponsive.
 // A paused node's kernel still accepts connections, so without the watch
 // such a node would hold a TLS Dial for all of ctx, where a plain one
-// fails after ProbeTimeout. As in the bootstrap, the watch ends once the
-// node has sent anything: it is alive, and ctx bounds the rest.
+// fails after ProbeTimeout. The watch ends once the node has sent anything:
+// it is alive, and ctx bounds the rest of the handshake.
 func handshake(ctx context.Context, tc *tls.Conn, wc *watchedConn, addr string, o *Options) error {
 	if o.ProbeAfter < 0 {
 		return tc.HandshakeContext(ctx)

@@ -271,14 +271,13 @@
 // ProbeTimeout), the connection is closed with kverr.ErrUnresponsive (logged at warn)
 // and its requests fail by the written/not-written rule, as on any dead
 // connection; the client redials. During the bootstrap the bootstrap's own
-// requests are the probe until the node first answers: a node that sends
-// nothing for ProbeTimeout while the bootstrap waits for its first answer
-// fails the Dial with kverr.ErrUnresponsive, and so does one that sends
-// nothing for ProbeTimeout while a TLS handshake waits for it (a plain dial
-// error, not a *TLSError). A node that has answered is alive: a later step
-// that takes longer (a PLAIN login checked against LDAP through ns_server,
-// during which kv_engine answers nothing on the connection) is bounded by
-// Dial's context, not by ProbeTimeout. A negative
+// requests are the probe: a node that sends nothing for ProbeTimeout while
+// one of them waits fails the Dial with kverr.ErrUnresponsive, and so does
+// one that sends nothing for ProbeTimeout while a TLS handshake waits for
+// its first bytes (a plain dial error, not a *TLSError). A login is the
+// exception: while a SASL_AUTH or SASL_STEP waits (a PLAIN login checked
+// against LDAP through ns_server, during which kv_engine answers nothing on
+// the connection), Dial's context bounds it, not ProbeTimeout. A negative
 // ProbeAfter turns the health check off. Timing comes from an internal
 // clock that tests replace.
 //

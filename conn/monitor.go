@@ -38,17 +38,16 @@ import (
 // connection.
 //
 // During the bootstrap (until Dial returns the connection) the bootstrap's
-// own requests play the probe until the node first answers: a node that
-// sends nothing for ProbeTimeout while its first answer is awaited fails the
-// Dial with kverr.ErrUnresponsive, so a node that accepts connections but
-// answers nothing (a paused process: its kernel still accepts) costs a
-// redial ProbeTimeout, not the whole connect timeout. Once anything has
-// arrived the node is alive and the watch ends: a later step may take
-// longer (kv_engine answers nothing on the connection while it checks an
-// external user's PLAIN login through ns_server's saslauthd, which can take
-// seconds), bounded by the Dial's context. A TLS handshake, before the
-// monitor starts, is watched the same way (handshake, dial.go), and the
-// bootstrap after it again until its first answer.
+// own requests play the probe: a node that sends nothing for ProbeTimeout
+// while one of them waits fails the Dial with kverr.ErrUnresponsive, so a
+// node that accepts connections but answers nothing (a paused process: its
+// kernel still accepts) costs a redial ProbeTimeout, not the whole connect
+// timeout. Except while a SASL_AUTH or SASL_STEP waits: kv_engine answers
+// nothing on the connection while it checks an external user's PLAIN login
+// through ns_server's saslauthd, which can take seconds, so the login is
+// bounded by the Dial's context alone. A TLS handshake, before the monitor
+// starts, is watched until the node's first handshake bytes (handshake,
+// dial.go).
 
 // monitor is the monitor goroutine's state: the deadline timer it sweeps
 // the table's deadline list by, and the health check's timer and probe.
@@ -236,29 +235,38 @@ func (c *Conn) healthCheck(probeDone chan error) chan error {
 	return probeDone
 }
 
-// bootstrapWatch: while Dial bootstraps, its requests are the probe, until
-// the node answers. A node that sends nothing for ProbeTimeout while the
-// first of them waits is not answering (a paused process: its kernel
-// accepted the connection). Once anything has arrived the node is alive,
-// and the watch ends: a later step may take longer without the node being
-// dead (kv_engine answers nothing else on the connection while a PLAIN
-// login goes through saslauthd to LDAP), and the Dial's ctx bounds it.
-// Called with mu held, which it releases.
+// bootstrapWatch: while Dial bootstraps, its requests are the probe. A
+// node that sends nothing for ProbeTimeout while one of them waits is not
+// answering (a paused process: its kernel accepted the connection), unless
+// the one waited for is a login (loginWaits). Called with mu held, which it
+// releases.
 func (c *Conn) bootstrapWatch(now time.Time) {
-	if in := c.reader.bytesIn.Load(); in != 0 {
-		c.mu.Unlock()
-		c.log.Debug("the node answered: the bootstrap's silence watch ends", "first_bytes", in)
-		return
-	}
-	if c.inflight.active == 0 {
+	m := &c.monitor
+	if in := c.reader.bytesIn.Load(); in != m.in || c.inflight.active == 0 || c.loginWaits() {
+		m.in = in
 		c.healthArm(now.Add(c.opts.ProbeTimeout))
 		c.mu.Unlock()
 		return
 	}
-	err := fmt.Errorf("conn %s: %w: nothing arrived for %v while the bootstrap waited for the node's first answer",
+	err := fmt.Errorf("conn %s: %w: nothing arrived for %v while the bootstrap waited for an answer",
 		c.addr, kverr.ErrUnresponsive, c.opts.ProbeTimeout)
 	c.mu.Unlock()
 	c.fail(err)
+}
+
+// loginWaits reports whether a SASL_AUTH or SASL_STEP of the bootstrap
+// waits for its answer. kv_engine answers nothing on the connection while
+// it checks a PLAIN login of an external (LDAP) user through ns_server's
+// saslauthd, which can take seconds: the silence then says nothing of the
+// node, and the Dial's context bounds the login. Called with mu held,
+// during the bootstrap only (a handful of requests in the table).
+func (c *Conn) loginWaits() bool {
+	for cl := range c.inflight.byOpaque.all() {
+		if (cl.op == memdx.OpSASLAuth || cl.op == memdx.OpSASLStep) && cl.abandonedAt.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // probeWatch checks a probe in flight for progress: bytes read, or, while
