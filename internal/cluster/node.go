@@ -144,7 +144,6 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	}
 	n.mu.Lock()
 	err, why := n.lastErr, n.lastErr
-	waiting := n.waitErr != nil
 	if why == nil {
 		why = n.waitErr // why it waits before redialing (redialer)
 	}
@@ -158,10 +157,8 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	}
 	n.mu.Unlock()
 	reason := reasonForDialError(err)
-	if n.cl.cfg.Memcached && (err != nil || waiting) && reason == retry.ReasonNodeNotAvailable {
-		// Down: a failed dial, or a wait before redialing after
-		// connections that ended early (which count as failed dials).
-		reason = retry.ReasonUnknown
+	if n.cl.cfg.Memcached && err != nil && reason == retry.ReasonNodeNotAvailable {
+		reason = retry.ReasonUnknown // Down
 	}
 	return nil, reason, n.cl.nodeError(n.addr, why)
 }

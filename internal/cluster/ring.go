@@ -92,12 +92,11 @@ func (c *Cluster) storeRingLocked() {
 }
 
 // Down says why n cannot take a memcached request now, when that is
-// known to last: it has no live connection and either its last connection
-// attempt failed for a network reason (refused, unreachable, timed out) or
-// it waits its back-off before redialing after connections that ended soon
-// after they were made (redialer: such an end counts as a failed dial). It
-// is nil while a connection is live, before the first attempt has ended,
-// while a redial after a connection ended is under way, and for refused
+// known to last: it has no live connection and its last connection attempt
+// failed for a network reason (refused, unreachable, timed out). It is nil
+// while a connection is live, before the first attempt has ended, while
+// the redial after a connection ended is under way (or waits its back-off:
+// redialer), and for refused
 // credentials or TLS, which fail through their own retry reasons.
 func (n *Node) Down() error {
 	if cs := n.conns.Load(); cs != nil {
@@ -110,11 +109,8 @@ func (n *Node) Down() error {
 		}
 	}
 	n.mu.Lock()
-	err, wait := n.lastErr, n.waitErr
+	err := n.lastErr
 	n.mu.Unlock()
-	if err == nil {
-		err = wait
-	}
 	if err == nil || reasonForDialError(err) != retry.ReasonNodeNotAvailable {
 		return nil
 	}
