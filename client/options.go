@@ -188,8 +188,8 @@ type Options struct {
 	// ClientName is the client's agent: what HELLO reports (the server
 	// logs it for these connections), the User-Agent of its requests to
 	// the cluster manager, and the sdk of its diagnostics reports.
-	// Default "kvwire". Connect refuses one with a control character or
-	// invalid UTF-8 (ErrInvalidArgument).
+	// Default "kvwire". Connect refuses one with a control character
+	// other than a tab, or invalid UTF-8 (ErrInvalidArgument).
 	ClientName string
 	// Observer, when set, sees every attempt that is sent to a node (see
 	// Observer for those that are not).

@@ -458,13 +458,13 @@ func (s *Settings) applyDurations(cs *connstr.ConnStr, e Errors, bad func(name, 
 // checkClientName refuses a ClientName that cannot be sent as it is: it
 // is HELLO's agent (JSON, where invalid UTF-8 would be replaced) and the
 // User-Agent header of every request to the cluster manager, where a
-// control character is no valid header value (Go's HTTP client refuses
-// the request).
+// control character other than a tab is no valid header value (Go's HTTP
+// client refuses the request; RFC 9110 allows HTAB in a field value).
 func (s *Settings) checkClientName(e Errors) error {
 	if !utf8.ValidString(s.ClientName) {
 		return fmt.Errorf("%w: Options.ClientName %q: not valid UTF-8", e.Invalid, s.ClientName)
 	}
-	if i := strings.IndexFunc(s.ClientName, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+	if i := strings.IndexFunc(s.ClientName, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
 		return fmt.Errorf("%w: Options.ClientName %q: a control character at byte %d (it is sent as an HTTP User-Agent and HELLO's agent)",
 			e.Invalid, s.ClientName, i)
 	}
