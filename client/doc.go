@@ -237,7 +237,10 @@
 // # Redial
 //
 // A node whose connection ends redials at once if the connection lived 2 s
-// or longer. One that ends sooner counts as a failed dial: the first such
+// or longer, or served requests before the node or the network ended it.
+// One that ends sooner having served nothing past its bootstrap, or that the
+// client dropped for a status the node's error map marks
+// conn-state-invalidated, counts as a failed dial: the first such
 // end in a row is redialed at once, each later one after the node's
 // back-off, on Options.Clock: 10 ms doubling to 2 s, the back-off of
 // failed dials too, reset only by a connection that lived 2 s. A node that

@@ -955,7 +955,7 @@ func (c *Client) dropInvalidated(cn *conn.Conn, st memdx.Status) {
 	}
 	c.opts.Logger.Warn("kvwire: dropping a connection: the node's error map says its state is no longer valid",
 		"node", cn.Addr(), "conn", cn.ID(), "status", st)
-	cn.Abort(fmt.Errorf("the node answered %s, which its error map says leaves the connection invalid", st))
+	cn.Abort(&cluster.ConnInvalidatedError{Err: fmt.Errorf("the node answered %s, which its error map says leaves the connection invalid", st)})
 }
 
 func (o *op) statusErr() error {

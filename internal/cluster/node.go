@@ -20,10 +20,11 @@ const (
 	ReconnectMin = 10 * time.Millisecond
 	ReconnectMax = 2 * time.Second
 	// ConnMinLife is how long a connection must have lived for its end to
-	// be redialed at once and to reset the back-off. One that ends sooner
-	// (a node answering a conn-state-invalidated status to every request,
-	// or closing each connection after its bootstrap) counts as a failed
-	// dial. It is ReconnectMax: a node whose connections each live at
+	// be redialed at once and to reset the back-off whatever it served.
+	// One that ends sooner (a node answering a conn-state-invalidated
+	// status to every request, or closing each connection after its
+	// bootstrap) counts as a failed dial, unless it served requests and
+	// the client did not drop it (redialer). It is ReconnectMax: a node whose connections each live at
 	// least that long is dialed at most once per ReconnectMax, the rate
 	// of the longest back-off.
 	ConnMinLife = ReconnectMax
@@ -280,7 +281,7 @@ func (n *Node) maintain() {
 	defer n.markTried()
 	r := redialer{backoff: ReconnectMin, lives: map[*conn.Conn]*connLife{}}
 	for _, cn := range n.Conns() { // the seed connection
-		r.lives[cn] = &connLife{born: n.cl.cfg.Clock.Now()}
+		r.lives[cn] = &connLife{born: n.cl.cfg.Clock.Now(), readAtBirth: cn.Stats().BytesRead}
 	}
 	var lastWake time.Time // the last wakeForNode of this node
 	for {
@@ -326,7 +327,7 @@ func (n *Node) maintain() {
 		}
 		cn, life, err := n.dial()
 		if err == nil {
-			life.born = n.cl.cfg.Clock.Now()
+			life.born, life.readAtBirth = n.cl.cfg.Clock.Now(), cn.Stats().BytesRead
 			r.lives[cn] = life
 			wasDown := n.adopt(cn)
 			n.markTried()
@@ -363,19 +364,38 @@ func (n *Node) pause(d time.Duration) {
 }
 
 // connLife is when a connection of a node's pool was made (adopted) and
-// when it ended, on the client's clock.
+// when it ended, on the client's clock, and whether it served anything.
 type connLife struct {
 	born  time.Time                 // set by the maintainer once Dial returned
 	ended atomic.Pointer[time.Time] // set by the connection's OnClose
+	// readAtBirth is what the connection had read by then (its
+	// bootstrap's answers): more read by its end means the node answered
+	// requests on it.
+	readAtBirth uint64
 }
+
+// ConnInvalidatedError is the reason a client gives conn.Conn.Abort when it
+// drops a connection because a status's error-map entry says the
+// connection's state is no longer valid (RFC 0013 conn-state-invalidated):
+// the node's redial then backs off (redialer) even though the connection
+// served requests.
+type ConnInvalidatedError struct{ Err error }
+
+func (e *ConnInvalidatedError) Error() string { return e.Err.Error() }
+func (e *ConnInvalidatedError) Unwrap() error { return e.Err }
 
 // redialer is a node's back-off between dials, the maintainer's own.
 //
 // A dial that fails doubles the wait before the next, from ReconnectMin to
 // ReconnectMax, except one that itself waited out a timeout (redialable):
 // the next follows ReconnectMin later. A connection that ends after living
-// ConnMinLife or longer is redialed at once and resets the wait. One that
-// ends sooner counts as a failed dial: the first such end since the last
+// ConnMinLife or longer is redialed at once and resets the wait, and so is
+// one the node answered requests on before the node or the network ended it
+// (a node restarting, a connection cut: the old rule, at once). One that
+// ends sooner having served nothing past its bootstrap (a node closing each
+// connection once made), or that the client dropped for a
+// conn-state-invalidated status (ConnInvalidatedError: a node answering
+// EINTERNAL to every request), counts as a failed dial: the first such end since the last
 // long-lived connection or failed dial (a node restarted, or stopped
 // again, just after the client connected) is redialed at once, each later
 // one waits the back-off and doubles it. A dial that succeeds leaves the
@@ -391,6 +411,9 @@ type redialer struct {
 	// failed dial.
 	early bool
 	lives map[*conn.Conn]*connLife
+	// state reads an ended connection's bytes read and error (nil:
+	// conn's Stats and Err); a test's stand-in.
+	state func(*conn.Conn) (read uint64, err error)
 }
 
 // ended is told of the connections the pool dropped (gone), at now. It
@@ -411,7 +434,7 @@ func (r *redialer) ended(gone []*conn.Conn, now time.Time) (wait, lived time.Dur
 		if e := l.ended.Load(); e != nil {
 			end = *e
 		}
-		if d := end.Sub(l.born); d >= ConnMinLife {
+		if d := end.Sub(l.born); d >= ConnMinLife || r.served(cn, l) {
 			long = true
 		} else {
 			lived = max(lived, d)
@@ -428,6 +451,22 @@ func (r *redialer) ended(gone []*conn.Conn, now time.Time) (wait, lived time.Dur
 	wait = r.backoff
 	r.backoff = min(2*r.backoff, ReconnectMax)
 	return wait, lived
+}
+
+// served reports whether the node answered requests on cn, which has
+// ended, past its bootstrap, and the client did not drop it for a
+// conn-state-invalidated status. Its error is set before it is Done (its
+// OnClose may run later).
+func (r *redialer) served(cn *conn.Conn, l *connLife) bool {
+	var read uint64
+	var err error
+	if r.state != nil {
+		read, err = r.state(cn)
+	} else {
+		read, err = cn.Stats().BytesRead, cn.Err()
+	}
+	var inv *ConnInvalidatedError
+	return read > l.readAtBirth && !errors.As(err, &inv)
 }
 
 // dialFailed returns the wait before the next dial after one that failed;

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,7 +16,12 @@ import (
 // the test moves (redialer's comment states the rule).
 func TestRedialerRule(t *testing.T) {
 	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := redialer{backoff: ReconnectMin, lives: map[*conn.Conn]*connLife{}}
+	// What each connection read, and its error: by default nothing past
+	// its bootstrap (it served nothing).
+	read := map[*conn.Conn]uint64{}
+	errs := map[*conn.Conn]error{}
+	r := redialer{backoff: ReconnectMin, lives: map[*conn.Conn]*connLife{},
+		state: func(cn *conn.Conn) (uint64, error) { return read[cn], errs[cn] }}
 	now := t0
 	// made adds a connection to the pool now; end ends it after lived
 	// (the clock moves) and returns the wait the maintainer makes.
@@ -65,5 +72,21 @@ func TestRedialerRule(t *testing.T) {
 	assert.Zero(t, lived)
 	w, _ = r.ended(nil, now)
 	assert.Zero(t, w, "nothing ended")
+
+	// A connection the node answered requests on, ended early by the
+	// node or the network (a restart, a cut), is redialed at once and
+	// resets the back-off, as before; one the client dropped for a
+	// conn-state-invalidated status counts as early however much it
+	// served.
+	assert.Equal(t, 20*time.Millisecond, end(made(), 0), "early ends in a row")
+	served := made()
+	read[served] = 100
+	assert.Zero(t, end(served, time.Millisecond), "served, then cut: at once")
+	assert.Zero(t, end(made(), 0), "the back-off started again: the first early end")
+	assert.Equal(t, ReconnectMin, end(made(), 0))
+	dropped := made()
+	read[dropped] = 100
+	errs[dropped] = fmt.Errorf("conn: closed: %w", &ConnInvalidatedError{Err: errors.New("EINTERNAL")})
+	assert.Equal(t, 20*time.Millisecond, end(dropped, time.Millisecond), "dropped by the client: early")
 	assert.Empty(t, r.lives, "ended connections are forgotten")
 }
