@@ -22,18 +22,9 @@ import (
 // ErrDocumentLocked, retried as KV_LOCKED, as with XERROR (see
 // TestMutationOfALockedDocumentWithoutXerrorIsLocked).
 func TestLockedDocumentWithoutXerror(t *testing.T) {
-	mc := newMock(t, mockcluster.Options{Nodes: 1})
-	c := connectWithoutXerror(t, mc)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
-	require.NoError(t, err)
-	_, err = col.GetAndLock(ctx, "k", 10*time.Second, nil)
-	require.NoError(t, err)
-
+	col, ctx := lockedWithoutXerror(t, "v")
 	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
-	_, err = col.Upsert(ctx, "k", []byte("w"), &UpsertOptions{RetryStrategy: noRetry})
+	_, err := col.Upsert(ctx, "k", []byte("w"), &UpsertOptions{RetryStrategy: noRetry})
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
 	assert.Equal(t, StatusKeyExists, kv.Status, "a mutation of a locked document, without XERROR")
@@ -41,6 +32,23 @@ func TestLockedDocumentWithoutXerror(t *testing.T) {
 	_, err = col.GetAndLock(ctx, "k", 10*time.Second, &GetAndLockOptions{RetryStrategy: noRetry})
 	require.ErrorAs(t, err, &kv)
 	assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status, "GET_LOCKED of a locked document, without XERROR")
+}
+
+// lockedWithoutXerror connects to a one-node mock without XERROR
+// (connectWithoutXerror) and writes key "k" with value, locked for 10 s;
+// ctx bounds the test's operations.
+func lockedWithoutXerror(t *testing.T, value string) (*Collection, context.Context) {
+	t.Helper()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connectWithoutXerror(t, mc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	col := c.DefaultCollection()
+	_, err := col.Upsert(ctx, "k", []byte(value), nil)
+	require.NoError(t, err)
+	_, err = col.GetAndLock(ctx, "k", 10*time.Second, nil)
+	require.NoError(t, err)
+	return col, ctx
 }
 
 // connectWithoutXerror connects to mc's one node through a proxy that
@@ -76,18 +84,9 @@ func connectWithoutXerror(t *testing.T, mc *mockcluster.Cluster) *Client {
 // KEY_EEXISTS): Touch and GetAndTouch report ErrDocumentLocked, as they do
 // with XERROR (LOCKED), not ErrDocumentExists, which says nothing of a lock.
 func TestTouchLockedDocumentWithoutXerror(t *testing.T) {
-	mc := newMock(t, mockcluster.Options{Nodes: 1})
-	c := connectWithoutXerror(t, mc)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
-	require.NoError(t, err)
-	_, err = col.GetAndLock(ctx, "k", 10*time.Second, nil)
-	require.NoError(t, err)
-
+	col, ctx := lockedWithoutXerror(t, "v")
 	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
-	_, err = col.Touch(ctx, "k", time.Minute, &TouchOptions{RetryStrategy: noRetry})
+	_, err := col.Touch(ctx, "k", time.Minute, &TouchOptions{RetryStrategy: noRetry})
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
 	assert.Equal(t, StatusKeyExists, kv.Status, "TOUCH of a locked document, without XERROR")
@@ -106,16 +105,7 @@ func TestTouchLockedDocumentWithoutXerror(t *testing.T) {
 // retried as KV_LOCKED and ends as ErrDocumentLocked, as LOCKED does with
 // XERROR, not as ErrDocumentExists, which says the document exists.
 func TestMutationOfALockedDocumentWithoutXerrorIsLocked(t *testing.T) {
-	mc := newMock(t, mockcluster.Options{Nodes: 1})
-	c := connectWithoutXerror(t, mc)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err := col.Upsert(ctx, "k", []byte("1"), nil)
-	require.NoError(t, err)
-	_, err = col.GetAndLock(ctx, "k", 10*time.Second, nil)
-	require.NoError(t, err)
-
+	col, ctx := lockedWithoutXerror(t, "1")
 	var reasons []RetryReason
 	noRetry := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
 		reasons = append(reasons, r)
@@ -150,6 +140,6 @@ func TestMutationOfALockedDocumentWithoutXerrorIsLocked(t *testing.T) {
 		assert.Equal(t, []RetryReason{RetryReasonKVLocked}, reasons, name)
 	}
 	// An insert's KEY_EEXISTS is still an existing document.
-	_, err = col.Insert(ctx, "k", []byte("2"), nil)
+	_, err := col.Insert(ctx, "k", []byte("2"), nil)
 	assert.ErrorIs(t, err, ErrDocumentExists)
 }
