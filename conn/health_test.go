@@ -59,15 +59,7 @@ func TestUnresponsiveNodeClosedAfterProbe(t *testing.T) {
 		if i == 2 {
 			t.Fatal("still open two probe timeouts after the probe was written")
 		}
-		fc.Advance(DefaultProbeTimeout)
-		waitFor(t, "the check", func() bool {
-			select {
-			case <-c.Done():
-				return true
-			default:
-				return fc.armedWithin(DefaultProbeTimeout)
-			}
-		})
+		nextCheck(t, fc, closed(c))
 		if c.Err() != nil {
 			break
 		}
@@ -299,16 +291,7 @@ func TestBootstrapSlowLoginAfterAnswer(t *testing.T) {
 	// timeouts: each check finds the login waiting and arms the next;
 	// without the fix, the first fails the Dial.
 	for i := range 4 {
-		fc.Advance(DefaultProbeTimeout)
-		waitFor(t, "the check", func() bool {
-			select {
-			case d := <-got:
-				got <- d
-				return true
-			default:
-				return fc.armedWithin(DefaultProbeTimeout)
-			}
-		})
+		nextCheck(t, fc, arrived(got))
 		select {
 		case d := <-got:
 			t.Fatalf("Dial while SASL_AUTH waited %v: %v; want it to wait for the answer", time.Duration(i+1)*DefaultProbeTimeout, d.err)
@@ -354,16 +337,7 @@ func TestBootstrapSilentAfterLoginFailsDial(t *testing.T) {
 		if i == 5 {
 			t.Fatalf("the Dial still waits after %d probe timeouts of silence", i)
 		}
-		fc.Advance(DefaultProbeTimeout)
-		waitFor(t, "the check", func() bool {
-			select {
-			case err = <-got:
-				got <- err
-				return true
-			default:
-				return fc.armedWithin(DefaultProbeTimeout)
-			}
-		})
+		nextCheck(t, fc, arrived(got))
 		select {
 		case err = <-got:
 		default:
@@ -454,23 +428,9 @@ func TestProbeWaitsWhileSocketQueueDrains(t *testing.T) {
 		t.Fatalf("got %s, want the NOOP probe", probe.OpCode)
 	}
 	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
-	// check advances the clock to the next check and waits for its verdict:
-	// re-armed (progress) or closed.
-	check := func() {
-		t.Helper()
-		fc.Advance(DefaultProbeTimeout)
-		waitFor(t, "the check", func() bool {
-			select {
-			case <-c.Done():
-				return true
-			default:
-				return fc.armedWithin(DefaultProbeTimeout)
-			}
-		})
-	}
 	for i := 0; i < 5; i++ {
 		q.n.Add(-1 << 20) // the node read another MiB
-		check()
+		nextCheck(t, fc, closed(c))
 		if err := c.Err(); err != nil {
 			t.Fatalf("closed after %v while the socket's queue drained: %v", time.Duration(i+1)*DefaultProbeTimeout, err)
 		}
@@ -480,7 +440,7 @@ func TestProbeWaitsWhileSocketQueueDrains(t *testing.T) {
 		if i == 2 {
 			t.Fatal("still open two probe timeouts after the queue stopped draining")
 		}
-		check()
+		nextCheck(t, fc, closed(c))
 	}
 	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
 		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
@@ -510,15 +470,7 @@ func TestProbeNotKeptByAcknowledgedWritesAfterIt(t *testing.T) {
 		}
 		waiting = append(waiting, goGet(testCtx(t), c, fmt.Sprint("w", i)))
 		p.read() // written and taken, never answered
-		fc.Advance(DefaultProbeTimeout)
-		waitFor(t, "the check", func() bool {
-			select {
-			case <-c.Done():
-				return true
-			default:
-				return fc.armedWithin(DefaultProbeTimeout)
-			}
-		})
+		nextCheck(t, fc, closed(c))
 	}
 	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
 		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())

@@ -388,3 +388,37 @@ func callOf(c *Conn, opaque uint32) *call {
 	cl, _ := c.inflight.get(opaque)
 	return cl
 }
+
+// nextCheck moves fc on to the health check ProbeTimeout away and waits for
+// its verdict: the next check armed (progress, or nothing to judge yet), or
+// ended true (the connection closed, the Dial returned).
+func nextCheck(t *testing.T, fc *fakeClock, ended func() bool) {
+	t.Helper()
+	fc.Advance(DefaultProbeTimeout)
+	waitFor(t, "the check", func() bool { return ended() || fc.armedWithin(DefaultProbeTimeout) })
+}
+
+// closed reports whether c has ended, for nextCheck.
+func closed(c *Conn) func() bool {
+	return func() bool {
+		select {
+		case <-c.Done():
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// arrived reports whether ch holds a value, leaving it there, for nextCheck.
+func arrived[T any](ch chan T) func() bool {
+	return func() bool {
+		select {
+		case v := <-ch:
+			ch <- v
+			return true
+		default:
+			return false
+		}
+	}
+}

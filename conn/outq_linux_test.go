@@ -91,25 +91,13 @@ func TestProbeWaitsWhileSocketQueueDrainsTCP(t *testing.T) {
 		t.Fatalf("%d bytes queued in the socket; want the value's most", q)
 	}
 	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
-	check := func() {
-		t.Helper()
-		fc.Advance(DefaultProbeTimeout)
-		waitFor(t, "the check", func() bool {
-			select {
-			case <-c.Done():
-				return true
-			default:
-				return fc.armedWithin(DefaultProbeTimeout)
-			}
-		})
-	}
 	for i := 0; i < 3; i++ {
 		if _, err := io.ReadFull(p.nc, make([]byte, 4<<10)); err != nil { // the node reads on, slowly
 			t.Fatal(err)
 		}
 		waitFor(t, "the socket's queue to drain", func() bool { return queued() < q })
 		q = queued()
-		check()
+		nextCheck(t, fc, closed(c))
 		if err := c.Err(); err != nil {
 			t.Fatalf("closed after %d checks while the socket's queue drained: %v", i+1, err)
 		}
@@ -118,7 +106,7 @@ func TestProbeWaitsWhileSocketQueueDrainsTCP(t *testing.T) {
 		if i == 2 {
 			t.Fatal("still open two probe timeouts after the queue stopped draining")
 		}
-		check()
+		nextCheck(t, fc, closed(c))
 	}
 	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
 		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())

@@ -30,15 +30,7 @@ func TestProbeOwnBytesAcknowledgedAreNoProgress(t *testing.T) {
 		defer c.mu.Unlock()
 		return c.monitor.probe != nil && c.writer.written >= c.monitor.probe.end
 	})
-	fc.Advance(DefaultProbeTimeout)
-	waitFor(t, "the check", func() bool {
-		select {
-		case <-c.Done():
-			return true
-		default:
-			return fc.armedWithin(DefaultProbeTimeout)
-		}
-	})
+	nextCheck(t, fc, closed(c))
 	if c.Err() == nil {
 		t.Fatal("still open ProbeTimeout after the probe, which the node's kernel acknowledged and the node never answered")
 	}
