@@ -248,19 +248,7 @@ func TestPingSaysWhyANodeLostItsConnection(t *testing.T) {
 	mc.DropConnections()
 	// The endpoint is reconnecting once its connection is done, and
 	// says why once the connection's end is told (OnClose).
-	var why error
-	for why == nil {
-		changed := c.cl.HealthChanged()
-		if e := awaitDiagnostics(t, c, node, EndpointReconnecting, nil).Endpoints[0]; e.Err != nil {
-			why = e.Err
-			break
-		}
-		select {
-		case <-changed:
-		case <-time.After(time.Minute):
-			t.Fatal("the connection's end was never told")
-		}
-	}
+	why := awaitEndReason(t, c, node)
 
 	res := c.Ping(context.Background())
 	require.Len(t, res, 1)
@@ -318,19 +306,7 @@ func TestNoConnectionIsNotAConnectionClosedWithTheRequest(t *testing.T) {
 	t.Cleanup(hello.Remove)
 	_, err := c.DefaultCollection().Get(context.Background(), "bad", nil)
 	require.ErrorIs(t, err, ErrServerFailure)
-	var why error
-	for why == nil {
-		changed := c.cl.HealthChanged()
-		if e := awaitDiagnostics(t, c, node, EndpointReconnecting, nil).Endpoints[0]; e.Err != nil {
-			why = e.Err
-			break
-		}
-		select {
-		case <-changed:
-		case <-time.After(time.Minute):
-			t.Fatal("the connection's end was never told")
-		}
-	}
+	why := awaitEndReason(t, c, node)
 	require.ErrorIs(t, why, ErrConnectionClosed, "the ended connection's error, as Diagnostics shows it")
 
 	res := c.Ping(context.Background())
@@ -345,4 +321,21 @@ func TestNoConnectionIsNotAConnectionClosedWithTheRequest(t *testing.T) {
 		&UpsertOptions{Timeout: 50 * time.Millisecond})
 	require.ErrorIs(t, err, ErrUnambiguousTimeout)
 	assert.NotErrorIs(t, err, ErrConnectionClosed, "the upsert was never written: %v", err)
+}
+
+// awaitEndReason waits until node's endpoint is reconnecting and says why
+// its connection ended (once the end is told, OnClose), and returns that.
+func awaitEndReason(t *testing.T, c *Client, node string) error {
+	t.Helper()
+	for {
+		changed := c.cl.HealthChanged()
+		if e := awaitDiagnostics(t, c, node, EndpointReconnecting, nil).Endpoints[0]; e.Err != nil {
+			return e.Err
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Minute):
+			t.Fatal("the connection's end was never told")
+		}
+	}
 }
