@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/memdx"
@@ -250,8 +249,8 @@ func (o Options) resolved() Options {
 	if o.ClientName == "" {
 		o.ClientName = DefaultClientName
 	}
-	o.ClientID = cutUTF8(o.ClientID, maxClientID)
-	o.ClientName = cutUTF8(o.ClientName, maxClientName)
+	o.ClientID = memdx.TruncateUTF8(o.ClientID, maxClientID)
+	o.ClientName = memdx.TruncateUTF8(o.ClientName, maxClientName)
 	if o.SASLMechanisms == nil {
 		o.SASLMechanisms = DefaultMechanisms
 	}
@@ -264,19 +263,6 @@ func (o Options) resolved() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
-}
-
-// cutUTF8 cuts s to at most n bytes, at the start of a character: the
-// HELLO key is JSON, which carries a character cut in two as U+FFFD, so a
-// connection id cut inside one would not be the id the server logs.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // plainAllowed reports whether SASL PLAIN may be used.

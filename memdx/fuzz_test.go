@@ -226,7 +226,7 @@ func FuzzHello(f *testing.F) {
 		}
 		a, i := DecodeHelloKey(k)
 		if utf8.ValidString(agent) && utf8.ValidString(id) {
-			if a != truncateUTF8(agent, MaxHelloAgentLen) || i != truncateUTF8(id, MaxHelloConnectionIDLen) {
+			if a != TruncateUTF8(agent, MaxHelloAgentLen) || i != TruncateUTF8(id, MaxHelloConnectionIDLen) {
 				t.Fatalf("HelloKey(%q, %q) read back as %q %q", agent, id, a, i)
 			}
 		}

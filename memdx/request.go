@@ -395,7 +395,7 @@ func HelloKey(agent, connectionID string) []byte {
 	b, _ := json.Marshal(struct {
 		A string `json:"a"`
 		I string `json:"i"`
-	}{truncateUTF8(agent, MaxHelloAgentLen), truncateUTF8(connectionID, MaxHelloConnectionIDLen)})
+	}{TruncateUTF8(agent, MaxHelloAgentLen), TruncateUTF8(connectionID, MaxHelloConnectionIDLen)})
 	return b
 }
 
@@ -415,8 +415,10 @@ func DecodeHelloKey(key []byte) (agent, connectionID string) {
 	return string(key), ""
 }
 
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
+// TruncateUTF8 cuts s to at most n bytes without splitting a character, as
+// HelloKey cuts its agent and connection id (JSON would carry a character
+// cut in two as U+FFFD).
+func TruncateUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
