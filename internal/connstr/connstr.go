@@ -165,7 +165,12 @@ func Parse(s string) (*ConnStr, error) {
 	}
 	if path != "" {
 		b, err := url.PathUnescape(strings.TrimSuffix(path, "/"))
-		if err != nil || strings.Contains(b, "/") {
+		if err != nil {
+			// A bucket name may hold a '%' (my%bucket), which the
+			// path carries percent-encoded.
+			return fail("bucket %q: %v (write a '%%' in a bucket name as %%25)", path, err)
+		}
+		if strings.Contains(b, "/") {
 			return fail("bucket %q is not a single path segment", path)
 		}
 		cs.Bucket = b

@@ -201,3 +201,22 @@ func TestParseIPLiteralWithWhitespaceIsNoSRVName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "cb.example.com", cs.SRVHost)
 }
+
+// A bucket path that is not valid percent-encoding says so: Couchbase
+// bucket names may hold a '%' (my%bucket), which the path must carry as
+// %25. The error used to say the bucket was not a single path segment,
+// which it is.
+func TestParseBucketBadEscapeSaysSo(t *testing.T) {
+	for _, s := range []string{"couchbase://h/my%bucket", "couchbase://h/b%2", "couchbases://h/%zz/"} {
+		_, err := Parse(s)
+		var e *Error
+		require.ErrorAs(t, err, &e, "%q", s)
+		assert.NotContains(t, e.Reason, "single path segment", "%q", s)
+		assert.Contains(t, e.Reason, "invalid URL escape", "%q", s)
+		assert.Contains(t, e.Reason, "%25", "%q: says how to write a '%%'", s)
+	}
+	cs, err := Parse("couchbase://h/my%25bucket")
+	require.NoError(t, err)
+	assert.Equal(t, "my%bucket", cs.Bucket)
+	assert.Equal(t, "couchbase://h/my%25bucket", cs.String())
+}
