@@ -131,11 +131,20 @@ func connectError(cs *ConnStr, srv *dnssrv.Seeds, err error) error {
 	if srv != nil && srv.Err != nil {
 		ce.SRV = srv.Err
 	}
+	if srv != nil && len(srv.Targets) > 0 {
+		// The record's targets replaced the one host (an SRV name has
+		// no =http companions): they are the seeds dialed, not the name
+		// with the scheme's port.
+		ce.Hosts = append([]string(nil), srv.Targets...)
+	}
 	return ce
 }
 
 // ConnectError is the error of a Connect that could not bootstrap.
 type ConnectError struct {
+	// Hosts are the seeds dialed: the connection string's hosts (=http
+	// ones with their type), or the targets of its DNS SRV record when the
+	// lookup gave some.
 	Hosts []string
 	// Err is the sentinel: ErrAuthenticationFailure, ErrBucketNotFound,
 	// ErrTLS or ErrNoNodeAvailable.

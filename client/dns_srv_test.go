@@ -92,3 +92,19 @@ func TestDNSSRVFallbackAndOff(t *testing.T) {
 	require.Error(t, err)
 	assert.Empty(t, r.asked)
 }
+
+// When the SRV record gave the seeds and none of them could be reached,
+// ConnectError names the seeds dialed (the record's targets), not the
+// name looked up with a port that was never dialed: a Capella name
+// (cb.<id>.cloud.couchbase.com) has no address record of its own.
+func TestDNSSRVConnectErrorNamesTheTargets(t *testing.T) {
+	dead := closedPort(t)
+	r := &srvResolver{records: map[string][]*net.SRV{"_couchbase._tcp.cluster.test": srvOf(t, []string{dead})}}
+	_, err := connectString(t, "couchbase://cluster.test/default", &Options{Resolver: r, ConnectTimeout: time.Hour})
+	require.Error(t, err)
+	var ce *ConnectError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, []string{dead}, ce.Hosts)
+	assert.NoError(t, ce.SRV, "the lookup gave the seeds")
+	assert.NotContains(t, err.Error(), "cluster.test:11210", "never dialed")
+}
