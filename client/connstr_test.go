@@ -367,3 +367,21 @@ func TestConnStrAtInOptionValue(t *testing.T) {
 		assert.Contains(t, cs.Options["network"], "a@b", in)
 	}
 }
+
+// String writes the struct as it is: a ConnStr parsed from a DNS SRV name
+// whose Hosts (or Scheme) were changed is written with the hosts it now
+// has, not with the name it was parsed from.
+func TestConnStrStringAfterSRVHostsChanged(t *testing.T) {
+	cs, err := ParseConnStr("couchbase://cb.example.com/b")
+	require.NoError(t, err)
+	assert.Equal(t, "couchbase://cb.example.com/b", cs.String())
+	cs.Hosts = []string{"10.0.0.1:11210"}
+	assert.Equal(t, "couchbase://10.0.0.1:11210/b", cs.String())
+
+	cs, err = ParseConnStr("couchbase://cb.example.com/b")
+	require.NoError(t, err)
+	cs.Scheme = SchemeCouchbases
+	again, err := ParseConnStr(cs.String())
+	require.NoError(t, err)
+	assert.Equal(t, cs.Hosts, again.Hosts, "%s: the host's port is kept", cs.String())
+}

@@ -553,8 +553,12 @@ func (cs *ConnStr) String() string {
 	b.WriteString(string(cs.Scheme))
 	b.WriteString("://")
 	hosts := cs.Hosts
-	if cs.SRVHost != "" && len(hosts) == 1 {
-		hosts = []string{cs.SRVHost} // without its port, a DNS SRV name still
+	if cs.SRVHost != "" && len(hosts) == 1 && len(cs.HTTPHosts) == 0 && !cs.Scheme.IsMemcached() &&
+		hosts[0] == net.JoinHostPort(cs.SRVHost, strconv.Itoa(cs.Scheme.KVPort())) {
+		// Without its port, a DNS SRV name still; only while the host
+		// is that name at the scheme's port (the fields may have been
+		// changed since Parse).
+		hosts = []string{cs.SRVHost}
 	}
 	for _, h := range cs.HTTPHosts {
 		hosts = append(slices.Clip(hosts), h+"=http")
