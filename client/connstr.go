@@ -80,7 +80,8 @@ func (e *ConnStrError) Is(target error) bool {
 // A host of a couchbase:// or couchbases:// string may carry RFC 0011's
 // type: "=mcd" (the default) names a KV port, "=http" a cluster manager
 // REST port, where the bucket's config is read over HTTP (over HTTPS with
-// couchbases://, which also accepts "=https").
+// couchbases://, which also accepts libcouchbase's "=https", and "=mcds"
+// for "=mcd").
 type ConnStr struct {
 	Scheme Scheme
 	// Hosts are the KV (or memcached) seeds: "host:port" addresses, ports

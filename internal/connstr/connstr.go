@@ -327,11 +327,14 @@ func (cs *ConnStr) setHosts(hostPart string) string {
 		switch {
 		case typed && cs.Scheme.IsMemcached():
 			return fmt.Sprintf("host %q: %s:// hosts take no type (=%s)", h, cs.Scheme, typ)
-		case !typed || typ == "mcd":
+		// libcouchbase's =mcds and =https name TLS ports: with
+		// couchbases:// they are =mcd and =http, TLS following the
+		// scheme.
+		case !typed || typ == "mcd", typ == "mcds" && cs.Scheme.IsTLS():
 		case typ == "http", typ == "https" && cs.Scheme.IsTLS():
 			isHTTP = true
-		case typ == "https":
-			return fmt.Sprintf("host %q: =https needs couchbases:// (TLS follows the scheme; with it, =http also means HTTPS)", h)
+		case typ == "https", typ == "mcds":
+			return fmt.Sprintf("host %q: =%s needs couchbases:// (TLS follows the scheme; with it, =mcd and =http also mean TLS)", h, typ)
 		default:
 			return fmt.Sprintf("host %q: unknown type =%s (want =mcd for a KV port or =http for the cluster manager's)", h, typ)
 		}

@@ -220,3 +220,20 @@ func TestParseBucketBadEscapeSaysSo(t *testing.T) {
 	assert.Equal(t, "my%bucket", cs.Bucket)
 	assert.Equal(t, "couchbase://h/my%25bucket", cs.String())
 }
+
+// libcouchbase's TLS host types: =mcds names a KV TLS port as =https names
+// a REST TLS port. With couchbases:// they are =mcd and =http (TLS
+// follows the scheme); with couchbase:// they are refused, saying so.
+func TestParseTLSHostTypes(t *testing.T) {
+	cs, err := Parse("couchbases://h1:11207=mcds,h2=MCDS,h3:18091=https/b")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"h1:11207", "h2:11207"}, cs.Hosts)
+	assert.Equal(t, []string{"h3:18091"}, cs.HTTPHosts)
+	assert.Empty(t, cs.SRVHost)
+	assert.Equal(t, "couchbases://h1:11207,h2:11207,h3:18091=http/b", cs.String())
+
+	_, err = Parse("couchbase://h:11207=mcds")
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Contains(t, e.Reason, "=mcds needs couchbases://")
+}
