@@ -99,7 +99,8 @@ type ConnStr struct {
 	SRVHost string
 	// Bucket is the path, if any.
 	Bucket string
-	// Options are the query parameters, by name, last value wins.
+	// Options are the query parameters, by name, last value wins; one
+	// whose (last) value is empty is refused.
 	Options map[string]string
 }
 

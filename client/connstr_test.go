@@ -385,3 +385,17 @@ func TestConnStrStringAfterSRVHostsChanged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, cs.Hosts, again.Hosts, "%s: the host's port is kept", cs.String())
 }
+
+// An option given without a value (name= or a bare name) is refused,
+// naming it, as libcouchbase refuses it: network= and profile= used to
+// be taken as "", silently overriding Options.Network and Options.Profile
+// with the defaults, and bucket= as no bucket.
+func TestConnStrEmptyOptionValueRefused(t *testing.T) {
+	for _, s := range []string{"couchbase://h/b?network=", "couchbase://h/b?profile=", "couchbase://h?bucket=",
+		"couchbase://h/b?kv_timeout=2s&network", "memcached://h?remove_failed_servers="} {
+		_, err := ParseConnStr(s)
+		var ce *ConnStrError
+		require.ErrorAs(t, err, &ce, "%q", s)
+		assert.Contains(t, ce.Reason, "no value", "%q", s)
+	}
+}

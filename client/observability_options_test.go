@@ -59,7 +59,7 @@ func TestObservabilityOptions(t *testing.T) {
 		"tracing_orphaned_queue_size=1025":           "1..1024",
 		"enable_tracing=maybe":                       "bool",
 		"orphaned_response_logging=2":                "bool",
-		"enable_metrics=":                            "bool",
+		"enable_metrics=":                            `"enable_metrics" has no value`,
 	} {
 		cs, err := ParseConnStr("couchbase://h/b?" + input)
 		if err == nil {

@@ -288,6 +288,12 @@ func (cs *ConnStr) setOptions(query string) string {
 				return fmt.Sprintf("unknown option %q (known: %s)", k, strings.Join(Known(), ", "))
 			}
 			v := vals[k]
+			if v[len(v)-1] == "" {
+				// As libcouchbase refuses it: taken as "", a string
+				// option (network, profile, bucket) would silently
+				// override its Options field with the default.
+				return fmt.Sprintf("option %q has no value (give one, or leave the option out)", k)
+			}
 			cs.Options[k] = v[len(v)-1]
 		}
 	}
