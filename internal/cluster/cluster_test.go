@@ -566,3 +566,41 @@ func TestConnectFailsWhenNoServerHasAnAddressOnTheNetwork(t *testing.T) {
 	assert.Equal(t, kverr.ErrNoNodeAvailable, sentinel)
 	assert.ErrorContains(t, cause, `network "external"`)
 }
+
+// A config whose revision PeekVersion cannot read (no "rev", or one spelled
+// with escapes) offered while a newer config waits in the mailbox does not
+// take that config's place: both are parsed, and the newer one is
+// installed. The unreadable one replaced it, and the newer config was
+// lost until something offered it again (with polls an hour apart, never).
+func TestUnreadableRevisionDoesNotDropAWaitingConfig(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	cfg := testConfig(mc)
+	var armed atomic.Bool
+	parsing, release := make(chan struct{}, 4), make(chan struct{})
+	cfg.BeforeParse = func() {
+		if armed.Load() {
+			parsing <- struct{}{}
+			<-release
+		}
+	}
+	c := connectCluster(t, cfg)
+	held := mc.Bucket(mockcluster.DefaultBucket).ConfigJSON(0)
+	v, ok := vbmap.PeekVersion(held)
+	require.True(t, ok)
+	withRev := func(key string, rev uint64) []byte {
+		old := fmt.Appendf(nil, `"rev":%d`, v.Rev)
+		require.Contains(t, string(held), string(old))
+		return bytes.Replace(held, old, fmt.Appendf(nil, `"%s":%d`, key, rev), 1)
+	}
+	armed.Store(true)
+	// The loop is held parsing rev+1 while rev+2 waits and the unreadable
+	// config is offered.
+	require.Equal(t, OfferNewer, c.Offer(withRev("rev", v.Rev+1), "127.0.0.1", "test"))
+	<-parsing
+	require.Equal(t, OfferNewer, c.Offer(withRev("rev", v.Rev+2), "127.0.0.1", "test"))
+	c.Offer(withRev(`\u0072ev`, v.Rev), "127.0.0.1", "test")
+	c.Offer(withRev("revision", v.Rev), "127.0.0.1", "test")
+	armed.Store(false)
+	close(release)
+	awaitTopology(t, c, "rev+2", func(top *Topology) bool { return top.Config().Version().Rev == v.Rev+2 })
+}

@@ -22,7 +22,10 @@ import (
 // vbmap.MaxConfigSize is dropped and logged, one that is not newer than the
 // held config is dropped, and a newer one is copied once into a one-slot
 // mailbox (a newer one replaces it there) unless that version is already
-// waiting, being parsed, or was rejected. The config loop parses the
+// waiting, being parsed, or was rejected. A config whose version cannot
+// be peeked waits in a slot of its own (the newest such one), so that it
+// never takes the place of a newer config waiting: the loop parses both,
+// and installs whichever is newer. The config loop parses the
 // mailbox's config and installs it: each version is parsed at most once,
 // however many operations meet it, and never on an operation's goroutine.
 //
@@ -85,13 +88,18 @@ const (
 // intake is the mailbox between Offer and the config loop.
 type intake struct {
 	mu sync.Mutex
-	// The newest config offered and not yet taken by the loop (raw nil:
-	// none). ver is valid when peeked.
-	raw    []byte
-	host   string
-	from   string
-	ver    vbmap.Version
-	peeked bool
+	// The newest config offered and not yet taken by the loop whose
+	// version was peeked (raw nil: none), and its version.
+	raw  []byte
+	host string
+	from string
+	ver  vbmap.Version
+	// odd: the last config offered and not yet taken whose version
+	// PeekVersion could not read (nil: none). It has a slot of its own:
+	// it may be older than the one in raw, and must not replace it.
+	odd     []byte
+	oddHost string
+	oddFrom string
 	// parsing: the version the loop is parsing, when parsingSet.
 	parsing    vbmap.Version
 	parsingSet bool
@@ -125,8 +133,13 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 	if res, ok := c.judgeLocked(v, peeked); ok {
 		return res
 	}
-	in.raw = bytes.Clone(raw)
-	in.host, in.from, in.ver, in.peeked = host, from, v, peeked
+	if peeked {
+		in.raw = bytes.Clone(raw)
+		in.host, in.from, in.ver = host, from, v
+	} else {
+		in.odd = bytes.Clone(raw)
+		in.oddHost, in.oddFrom = host, from
+	}
 	select {
 	case in.ready <- struct{}{}:
 	default:
@@ -156,7 +169,8 @@ func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) 
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if len(in.raw) == len(raw) && bytes.Equal(in.raw, raw) {
+	if len(in.raw) == len(raw) && bytes.Equal(in.raw, raw) ||
+		len(in.odd) == len(raw) && bytes.Equal(in.odd, raw) {
 		return OfferNewer, true
 	}
 	if in.seenPeeked && len(in.seen) == len(raw) && bytes.Equal(in.seen, raw) {
@@ -180,7 +194,7 @@ func (c *Cluster) judgeLocked(v vbmap.Version, peeked bool) (Offer, bool) {
 		return OfferRejected, true
 	case in.parsingSet && !v.Newer(in.parsing):
 		return OfferNewer, true
-	case in.raw != nil && in.peeked && !v.Newer(in.ver):
+	case in.raw != nil && !v.Newer(in.ver):
 		return OfferNewer, true
 	}
 	return 0, false
@@ -192,22 +206,30 @@ func (c *Cluster) newerOnItsWay(v vbmap.Version) bool {
 	in := &c.intake
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.parsingSet && in.parsing.Newer(v) || in.raw != nil && in.peeked && in.ver.Newer(v)
+	return in.parsingSet && in.parsing.Newer(v) || in.raw != nil && in.ver.Newer(v)
 }
 
-// takeOffered moves the mailbox's config to the loop and marks its version
-// as being parsed.
-func (c *Cluster) takeOffered() (raw []byte, host, from string) {
+// offered is a config taken from the mailbox, with where it came from.
+type offered struct {
+	raw        []byte
+	host, from string
+}
+
+// takeOffered moves the mailbox's configs to the loop, the one whose
+// version was peeked (its version marked as being parsed) and the one whose
+// version was not.
+func (c *Cluster) takeOffered() (peeked, odd offered) {
 	in := &c.intake
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	raw, host, from = in.raw, in.host, in.from
-	in.raw = nil
-	in.parsing, in.parsingSet = in.ver, in.peeked
-	if raw != nil {
-		in.seen, in.seenVer, in.seenPeeked = raw, in.ver, in.peeked
+	peeked = offered{in.raw, in.host, in.from}
+	odd = offered{in.odd, in.oddHost, in.oddFrom}
+	in.raw, in.odd = nil, nil
+	in.parsing, in.parsingSet = in.ver, peeked.raw != nil
+	if peeked.raw != nil {
+		in.seen, in.seenVer, in.seenPeeked = peeked.raw, in.ver, true
 	}
-	return raw, host, from
+	return peeked, odd
 }
 
 // doneParsing records the outcome of the config takeOffered gave.
@@ -221,19 +243,25 @@ func (c *Cluster) doneParsing(rejected bool) {
 	in.parsingSet = false
 }
 
-// installOffered parses and installs the mailbox's config, if any.
+// installOffered parses and installs the mailbox's configs, if any: the
+// one whose version could not be peeked first, then the other, each
+// installed when newer than the one held then.
 func (c *Cluster) installOffered() {
-	raw, host, from := c.takeOffered()
-	if raw == nil {
-		c.doneParsing(false)
-		return
+	peeked, odd := c.takeOffered()
+	apply := func(o offered) error {
+		if o.raw == nil {
+			return nil
+		}
+		err := c.applyConfig(o.raw, o.host)
+		if err != nil {
+			c.cfg.Logger.Warn("kvwire: ignoring a cluster config", "from", o.host, "source", o.from, "err", err)
+		}
+		return err
 	}
-	err := c.applyConfig(raw, host)
-	if err != nil {
-		c.cfg.Logger.Warn("kvwire: ignoring a cluster config", "from", host, "source", from, "err", err)
-	}
+	oddErr := apply(odd)
+	err := apply(peeked)
 	c.doneParsing(err != nil)
-	if err != nil {
+	if err != nil || oddErr != nil {
 		// Retries waiting for this config (NMVAwaitConfig) route again
 		// by the one held.
 		c.mu.Lock()
