@@ -349,8 +349,18 @@ func (c *Cluster) bootstrapFrom(ctx context.Context, seed, host string, seedNode
 // seed, installed as t) lists servers none of which has a KV address on
 // the client's network (with TLS, a TLS port), nil when some has one or
 // the config lists none (a bucket with no partitions yet, whose next
-// config will).
+// config will); or whose memcached bucket's ketama ring is empty, its
+// nodes having no non-TLS KV port on the default network.
 func (c *Cluster) noAddressError(seed string, t *Topology) error {
+	if t.cfg != nil && t.cfg.Locator() == vbmap.LocatorKetama && t.ketama == nil {
+		if nodes := len(t.cfg.Nodes()); nodes > 0 {
+			// A memcached bucket's ring places its keys by each node's
+			// non-TLS KV address on the default network (with TLS too):
+			// nodes without one have no place on it, and no key a node.
+			return fmt.Errorf("the config (rev %s) from %s is a memcached bucket's whose %d nodes have no non-TLS KV port on the default network (TLS ports only?): the bucket's ketama ring, which places keys by that address, is empty",
+				t.cfg.Version(), seed, nodes)
+		}
+	}
 	if t.NumServers() == 0 || slices.ContainsFunc(t.servers, func(n *Node) bool { return n != nil }) {
 		return nil
 	}

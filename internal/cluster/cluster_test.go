@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/leakcheck"
 	"github.com/kvwire/kvwire/internal/memcachedtest"
@@ -603,4 +604,54 @@ func TestUnreadableRevisionDoesNotDropAWaitingConfig(t *testing.T) {
 	armed.Store(false)
 	close(release)
 	awaitTopology(t, c, "rev+2", func(top *Topology) bool { return top.Config().Version().Rev == v.Rev+2 })
+}
+
+// A memcached bucket's config whose nodes have no non-TLS KV port on the
+// default network (TLS ports only) gives the bucket no ketama ring: no
+// key can be routed. Connect fails, saying so, as for a config with no
+// address on the network. From a KV seed it succeeded (the seed's node
+// kept for polls), and every operation then waited for a node until its
+// timeout; from a source it failed naming no node and no reason.
+func TestConnectFailsWhenAMemcachedBucketHasNoRing(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, Buckets: []mockcluster.BucketOptions{
+		{Name: "cache", Type: mockcluster.MemcachedBucket}}})
+	raw := mc.Bucket("cache").ConfigJSON(0)
+	require.Contains(t, string(raw), `"kv":`)
+	tlsOnly := bytes.ReplaceAll(raw, []byte(`"kv":`), []byte(`"kvSSL":`))
+	cfg := testConfig(mc)
+	cfg.Bucket, cfg.Conn.Bucket = "cache", "cache"
+	connect := func(t *testing.T, cfg Config) {
+		c, err := Connect(context.Background(), cfg)
+		if err == nil {
+			c.Close()
+			t.Fatal("Connect succeeded to a memcached bucket with no ketama ring")
+		}
+		var be *BootstrapError
+		require.ErrorAs(t, err, &be)
+		_, sentinel, cause := be.Failure(false)
+		assert.Equal(t, kverr.ErrNoNodeAvailable, sentinel)
+		assert.ErrorContains(t, cause, "ketama ring")
+	}
+	t.Run("source", func(t *testing.T) {
+		cfg := cfg
+		cfg.Sources = []ConfigSource{newFakeSource(tlsOnly)}
+		connect(t, cfg)
+	})
+	t.Run("kv", func(t *testing.T) {
+		// The seed's KV service serves the config.
+		p, err := faultnode.NewProxy(mc.Node(0).Addr())
+		require.NoError(t, err)
+		t.Cleanup(p.Close)
+		p.OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
+			if resp.OpCode != memdx.OpGetClusterConfig {
+				return faultnode.Action{}
+			}
+			served := *resp
+			served.Status, served.Value, served.Datatype = memdx.StatusSuccess, tlsOnly, memdx.DatatypeJSON
+			return faultnode.Action{Send: []memdx.Packet{served}}
+		})
+		cfg := cfg
+		cfg.Seeds = []string{p.Addr()}
+		connect(t, cfg)
+	})
 }
