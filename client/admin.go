@@ -67,7 +67,7 @@ type NodeResult struct {
 // group, or one the server knows ("settings", "items", "slabs", "sizes" on
 // memcached, whose binary protocol has no "conns": that group is text
 // only; Couchbase Server needs the Stats privilege). A group the server
-// does not know fails with ErrInvalidArgument.
+// does not know fails with ErrInvalidArgument, naming the group.
 func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([]NodeStats, error) {
 	var o StatsOptions
 	if opts != nil {
@@ -78,6 +78,12 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 		op := c.nodeOp("Stats", n, memdx.NewStat([]byte(group)), o.Timeout)
 		op.handler = stats.Handle
 		if err := runNode(ctx, op); err != nil {
+			var kv *KeyValueError
+			if errors.As(err, &kv) && kv.Status == StatusKeyNotFound {
+				// The server's answer (Couchbase Server's and
+				// memcached's alike) does not say which argument.
+				kv.Cause = &statsGroupError{group: group, status: kv.Cause}
+			}
 			return NodeStats{Node: n.Addr(), Err: err}, err
 		}
 		return NodeStats{Node: n.Addr(), Stats: stats}, nil
@@ -201,3 +207,17 @@ func eachNode[R any](c *Client, ctx context.Context, name, only string, timeout 
 	}
 	return fanout.Each(ctx, nodes, do)
 }
+
+// statsGroupError is the cause of Stats' error when the server does not
+// know the group asked for: it names the group, which the server's answer
+// (KEY_ENOENT, no error context) does not, and wraps the status error.
+type statsGroupError struct {
+	group  string
+	status error
+}
+
+func (e *statsGroupError) Error() string {
+	return fmt.Sprintf("the server has no statistics group %q", e.group)
+}
+
+func (e *statsGroupError) Unwrap() error { return e.status }

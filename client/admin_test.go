@@ -222,3 +222,26 @@ func TestMemcachedFlushWithoutAnswerIsAmbiguous(t *testing.T) {
 		})
 	}
 }
+
+// A STAT group the server does not know fails with ErrInvalidArgument
+// naming the group. Couchbase Server and memcached answer KEY_ENOENT with
+// no error context: the error said "invalid argument (status 0x01
+// KEY_ENOENT)", nothing of which argument.
+func TestStatsUnknownGroupIsNamed(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpStat}},
+		Action: mockcluster.Action{Status: memdx.StatusKeyNotFound, Value: []byte{}}})
+	s, err := c.Stats(context.Background(), "no-such-group", nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.Len(t, s, 3)
+	for _, ns := range s {
+		require.ErrorIs(t, ns.Err, ErrInvalidArgument)
+		var kv *KeyValueError
+		require.ErrorAs(t, ns.Err, &kv)
+		assert.Equal(t, StatusKeyNotFound, kv.Status)
+		assert.Contains(t, ns.Err.Error(), `"no-such-group"`)
+		var se *memdx.StatusError
+		assert.ErrorAs(t, ns.Err, &se, "the status error is still the cause")
+	}
+}
