@@ -422,3 +422,32 @@ func arrived[T any](ch chan T) func() bool {
 		}
 	}
 }
+
+// answerAllSeen answers every GET with its key as the value, as answerAll,
+// and sends each key it reads on seen first.
+func answerAllSeen(seen chan<- string) func(p *peer) {
+	return func(p *peer) {
+		for {
+			r, err := p.tryRead()
+			if err != nil {
+				return
+			}
+			seen <- string(r.Key)
+			p.write(ok(r, string(r.Key)))
+		}
+	}
+}
+
+// queuedCalls counts the calls in flight on c still queued (no byte
+// handed to a Write).
+func queuedCalls(c *Conn) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for cl := range c.inflight.all() {
+		if cl.state == reqQueued {
+			n++
+		}
+	}
+	return n
+}
