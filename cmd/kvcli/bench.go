@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -87,17 +88,20 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 	fs.Float64Var(&cfg.Ratio, "ratio", 0.5, "fraction of operations that are gets (the rest are sets)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "target `ops/s` over all workers, on a fixed schedule (0: as fast as they go)")
 	valueSize := fs.String("value-size", "32", "bytes per value set: `N`, or MIN-MAX for sizes drawn uniformly in that range")
-	fs.IntVar(&cfg.Keys, "keys", 10000, "number of distinct keys")
+	keys := &numberFlag{v: 10000, bits: strconv.IntSize - 1}
+	fs.Var(keys, "keys", "the number `N` of distinct keys (decimal or hex)")
 	fs.StringVar(&cfg.KeyDist, "key-dist", keyDistUniform, "how keys are chosen: uniform, or zipfian (key k with probability proportional to (1+k)^-s)")
 	fs.Float64Var(&cfg.ZipfS, "zipf-s", benchDefaultZipfS, "the zipfian exponent s (more than 1; larger is more skewed)")
 	fs.IntVar(&cfg.Batch, "batch", 1, "keys per call: with N > 1 a worker's gets go as one GetMany of `N` keys and its sets as one UpsertMany")
 	durability := fs.String("durability", "none", "durability of the run's sets (not the preload's): none, majority, majorityAndPersistActive or persistToMajority (Couchbase only)")
 	fs.BoolVar(&cfg.Preload, "preload", true, "set every key once before the run, so gets find documents")
 	fs.StringVar(&cfg.KeyPrefix, "key-prefix", "kvcli-bench:", "prefix of the keys")
-	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the choice of keys, operations and value sizes")
+	seed := &numberFlag{v: 1, bits: 64}
+	fs.Var(seed, "seed", "`SEED` of the choice of keys, operations and value sizes (decimal or hex)")
 	if _, code, ok := inv.parse(fs, args, 0, 0); !ok {
 		return code
 	}
+	cfg.Keys, cfg.Seed = int(keys.v), seed.v
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	level, err := cfg.complete(*valueSize, *durability, given)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -552,4 +553,43 @@ func TestNumberFlagsAreDecimalOrHex(t *testing.T) {
 	r = runKV(t, env, "", "incr", "n", "--delta", "0b1")
 	assert.Equal(t, exitUsage, r.code, r)
 	assert.Contains(t, r.stderr, `--delta "0b1"`, r)
+}
+
+// scan's --sample and --seed and bench's --seed and --keys read as the
+// other number flags do, decimal or 0x hex: "010" is ten, not Go's octal
+// eight, and 0o, 0b and underscores are refused.
+func TestScanAndBenchNumbersAreDecimalOrHex(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	for i := range 12 {
+		_, err := b.Set(client.DefaultScope, client.DefaultCollection, fmt.Sprintf("d%02d", i), []byte("v"), 0, 0)
+		require.NoError(t, err)
+	}
+	r := runKV(t, env, "", "scan", "--sample", "010", "--seed", "010", "--keys-only")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Len(t, lines(r.stdout), 10, "--sample 010")
+	r = runKV(t, env, "", "scan", "--sample", "0x3", "--seed", "0x10", "--keys-only")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Len(t, lines(r.stdout), 3, "--sample 0x3")
+	for _, bad := range [][]string{{"--sample", "0o3"}, {"--sample", "3", "--seed", "0b1"}, {"--sample", "1_0"},
+		{"--sample", "3", "--seed", "0x100000000"}} {
+		r = runKV(t, env, "", append([]string{"scan", "--keys-only"}, bad...)...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", bad, r)
+	}
+
+	r = runKV(t, env, "", "bench", "--ops", "5", "--concurrency", "1", "--keys", "010", "--seed", "010", "--preload=false", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
+	assert.Equal(t, 10, s.Config.Keys, "--keys 010")
+	assert.Equal(t, uint64(10), s.Config.Seed, "--seed 010")
+	r = runKV(t, env, "", "bench", "--ops", "5", "--concurrency", "1", "--keys", "0x10", "--seed", "0x10", "--preload=false", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s))
+	assert.Equal(t, 16, s.Config.Keys, "--keys 0x10")
+	assert.Equal(t, uint64(16), s.Config.Seed, "--seed 0x10")
+	for _, bad := range [][]string{{"--keys", "0o10"}, {"--seed", "0b1"}, {"--keys", "-1"}, {"--keys", "0"}} {
+		r = runKV(t, env, "", append([]string{"bench", "--ops", "5", "--preload=false"}, bad...)...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", bad, r)
+	}
 }

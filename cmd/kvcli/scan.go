@@ -48,8 +48,10 @@ func cmdScan(ctx context.Context, inv *invocation, args []string) int {
 	to := fs.String("to", "", "scan up to this key (included unless --to-exclusive)")
 	fromExcl := fs.Bool("from-exclusive", false, "leave out the --from key itself")
 	toExcl := fs.Bool("to-exclusive", false, "leave out the --to key itself")
-	sample := fs.Uint64("sample", 0, "a random sample of about N documents (at most N)")
-	seed := fs.Uint("seed", 0, "seed of --sample (0: random)")
+	sample := &numberFlag{bits: 64}
+	fs.Var(sample, "sample", "a random sample of about `N` documents (at most N; decimal or hex)")
+	seed := &numberFlag{bits: 32}
+	fs.Var(seed, "seed", "`SEED` of --sample (0: random; decimal or hex, 32 bits)")
 	keysOnly := fs.Bool("keys-only", false, "print keys only (the server sends no values)")
 	conc := fs.Int("concurrency", 1, "vbuckets scanned at once")
 	return inv.withSession(ctx, fs, args, 0, 0, func([]string) (func(*session) int, error) {
@@ -62,13 +64,10 @@ func cmdScan(ctx context.Context, inv *invocation, args []string) int {
 		case set["prefix"] && (set["from"] || set["to"]):
 			return nil, errors.New("--prefix and --from/--to are exclusive")
 		case set["sample"]:
-			if *sample == 0 {
+			if sample.v == 0 {
 				return nil, errors.New("--sample needs a count above 0")
 			}
-			if *seed > 1<<32-1 {
-				return nil, fmt.Errorf("--seed %d: at most %d", *seed, uint64(1<<32-1))
-			}
-			st = client.SamplingScan{Limit: *sample, Seed: uint32(*seed)}
+			st = client.SamplingScan{Limit: sample.v, Seed: uint32(seed.v)}
 		case set["prefix"]:
 			st = client.PrefixScan{Prefix: *prefix}
 		default:
