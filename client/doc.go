@@ -290,14 +290,16 @@
 //	Sentinel                           Statuses and conditions behind it
 //	ErrDocumentNotFound                KEY_ENOENT; NOT_STORED on APPEND, PREPEND
 //	ErrDocumentExists                  KEY_EEXISTS on ADD and sub-document
-//	                                   mutations without a CAS; NOT_STORED on ADD
+//	                                   inserts; NOT_STORED on ADD
 //	ErrCasMismatch                     KEY_EEXISTS with a CAS, and on UNLOCK_KEY;
 //	                                   LOCKED on UNLOCK_KEY
 //	ErrDocumentLocked                  LOCKED (retried as KV_LOCKED until the
 //	                                   strategy refuses); KEY_EEXISTS on TOUCH,
 //	                                   GAT, and on SET, REPLACE, DELETE, APPEND,
-//	                                   PREPEND, INCREMENT, DECREMENT without a
-//	                                   CAS (a lock, without XERROR; retried)
+//	                                   PREPEND, INCREMENT, DECREMENT and
+//	                                   sub-document mutations other than
+//	                                   inserts without a CAS (a lock, without
+//	                                   XERROR; retried)
 //	ErrDocumentNotLocked               NOT_LOCKED
 //	ErrNotStored                       NOT_STORED on other opcodes
 //	ErrValueTooLarge                   E2BIG

@@ -84,6 +84,9 @@ type opHot struct {
 	handle  func(*memdx.Packet) error
 
 	casGiven bool
+	// insert: a MutateIn whose doc flags make it an insert (Add), which
+	// its opcode does not say (statuspolicy.DecideMutation).
+	insert bool
 	// durDefault: a synchronous write whose caller gave no durability
 	// timeout; each attempt sends one derived from the time left (prepare).
 	durDefault bool
@@ -895,7 +898,11 @@ func (o *op) compress() bool {
 // final.
 func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	st := o.status
-	o.outcome = statuspolicy.Decide(o.req.OpCode, o.casGiven, st, pl.cn.ErrorMap())
+	if o.kind == kindMutateIn {
+		o.outcome = statuspolicy.DecideMutation(o.req.OpCode, o.casGiven, o.insert, st, pl.cn.ErrorMap())
+	} else {
+		o.outcome = statuspolicy.Decide(o.req.OpCode, o.casGiven, st, pl.cn.ErrorMap())
+	}
 	if st == memdx.StatusNotMyVbucket && pl.Topo.Config() != nil {
 		nmv := cluster.NMV{Offer: o.nmvOffer, Body: o.nmvBody}
 		o.nmvBody = o.nmvBody[:0]

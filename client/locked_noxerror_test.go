@@ -143,3 +143,49 @@ func TestMutationOfALockedDocumentWithoutXerrorIsLocked(t *testing.T) {
 	_, err := col.Insert(ctx, "k", []byte("2"), nil)
 	assert.ErrorIs(t, err, ErrDocumentExists)
 }
+
+// Without XERROR, a MutateIn that would replace or upsert a document
+// given no CAS answers KEY_EEXISTS only when the document was locked
+// between kv_engine's fetch of it and its store (the store's locked,
+// remapped by Connection::remapErrorCode; a lock held before the fetch
+// answers locked_tmpfail, TMPFAIL): it is retried as KV_LOCKED and ends
+// as ErrDocumentLocked, as a plain mutation's does. It ended as
+// ErrDocumentExists, never retried, for an upsert. An insert's KEY_EEXISTS
+// is still an existing document.
+func TestMutateInOfADocumentLockedMidwayWithoutXerrorIsLocked(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connectWithoutXerror(t, mc)
+	col := c.DefaultCollection()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := col.Upsert(ctx, "k", []byte(`{"a":1}`), nil)
+	require.NoError(t, err)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSubdocMultiMutation}},
+		Action: mockcluster.Action{Status: memdx.StatusKeyExists, Value: []byte{}}})
+	var reasons []RetryReason
+	noRetry := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		reasons = append(reasons, r)
+		return NoRetry()
+	})
+	mutateIn := func(sem StoreSemantics, cas uint64) error {
+		reasons = nil
+		_, err := col.MutateIn(ctx, "k", []MutateInSpec{UpsertSpec("a", []byte("2"), nil)},
+			&MutateInOptions{StoreSemantic: sem, Cas: cas, RetryStrategy: noRetry})
+		var kv *KeyValueError
+		require.ErrorAs(t, err, &kv)
+		assert.Equal(t, StatusKeyExists, kv.Status)
+		return err
+	}
+	for _, sem := range []StoreSemantics{StoreSemanticsReplace, StoreSemanticsUpsert} {
+		err := mutateIn(sem, 0)
+		assert.ErrorIs(t, err, ErrDocumentLocked, "store semantics %d", sem)
+		assert.NotErrorIs(t, err, ErrDocumentExists, "store semantics %d", sem)
+		assert.Equal(t, []RetryReason{RetryReasonKVLocked}, reasons, "store semantics %d", sem)
+	}
+	err = mutateIn(StoreSemanticsInsert, 0)
+	assert.ErrorIs(t, err, ErrDocumentExists, "an insert")
+	assert.Empty(t, reasons, "an insert")
+	err = mutateIn(StoreSemanticsReplace, 1)
+	assert.ErrorIs(t, err, ErrCasMismatch, "a replace given a CAS")
+	assert.Empty(t, reasons, "a replace given a CAS")
+}

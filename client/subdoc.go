@@ -301,6 +301,7 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 		return MutateInResult{}, err
 	}
 	o.req.PreserveTTL = mo.PreserveExpiry
+	o.insert = df&memdx.SubdocDocAdd != 0
 	if err := o.setMutations(specs, df, exp); err != nil {
 		e := col.argumentRefused(o, err)
 		putOp(o)

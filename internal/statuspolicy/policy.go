@@ -51,12 +51,14 @@ type Rule struct {
 
 // Row is one row of the table: the rule for Status on the requests it
 // matches (Ops nil: every opcode; CasGiven: only when the caller gave a
-// CAS).
+// CAS; NotInsert: only when the request is known not to be an insert,
+// DecideMutation's, for an opcode that does not say).
 type Row struct {
-	Status   memdx.Status
-	Ops      []memdx.OpCode
-	CasGiven bool
-	Rule     Rule
+	Status    memdx.Status
+	Ops       []memdx.OpCode
+	CasGiven  bool
+	NotInsert bool
+	Rule      Rule
 }
 
 // ops is shorthand for a row's opcode list.
@@ -83,10 +85,17 @@ var table = []Row{
 	// locked document, to a connection without XERROR (kv_engine's
 	// locked, remapped to KEY_EEXISTS by Connection::remapErrorCode),
 	// the only KEY_EEXISTS these have. Not applied: retried as LOCKED is.
-	// (A sub-document mutation's KEY_EEXISTS may be an insert's, its
-	// doc flags Add: it keeps the general row.)
 	{Status: memdx.StatusKeyExists, Ops: ops(memdx.OpSet, memdx.OpReplace, memdx.OpDelete,
 		memdx.OpAppend, memdx.OpPrepend, memdx.OpIncrement, memdx.OpDecrement),
+		Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
+	// The same for a sub-document mutation given no CAS that is known not
+	// to be an insert (its doc flags not Add; an insert's KEY_EEXISTS is an
+	// existing document, and Decide, which does not know, keeps the
+	// general row): kv_engine's store answers locked when the document
+	// was locked after its fetch (one locked before answers
+	// locked_tmpfail), which such a connection gets as KEY_EEXISTS; a CAS
+	// mismatch of its own fetch it retries itself.
+	{Status: memdx.StatusKeyExists, Ops: ops(memdx.OpSubdocMultiMutation), NotInsert: true,
 		Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
 	{Status: memdx.StatusKeyExists, Rule: Rule{Sentinel: kverr.ErrDocumentExists}},
 	{Status: memdx.StatusTooBig, Rule: Rule{Sentinel: kverr.ErrValueTooLarge}},
@@ -184,8 +193,9 @@ var index = func() map[memdx.Status]int {
 // Default is the rule of a status the table does not hold.
 var Default = Rule{Sentinel: kverr.ErrServerFailure, ErrorMap: true}
 
-// ruleFor returns the table's rule for st on op.
-func ruleFor(op memdx.OpCode, casGiven bool, st memdx.Status) Rule {
+// ruleFor returns the table's rule for st on op (notInsert: the request is
+// known not to be an insert).
+func ruleFor(op memdx.OpCode, casGiven, notInsert bool, st memdx.Status) Rule {
 	i, ok := index[st]
 	if !ok {
 		return Default
@@ -194,7 +204,7 @@ func ruleFor(op memdx.OpCode, casGiven bool, st memdx.Status) Rule {
 		if r.Status != st {
 			break
 		}
-		if (r.Ops == nil || slices.Contains(r.Ops, op)) && (!r.CasGiven || casGiven) {
+		if (r.Ops == nil || slices.Contains(r.Ops, op)) && (!r.CasGiven || casGiven) && (!r.NotInsert || notInsert) {
 			return r.Rule
 		}
 	}
@@ -225,7 +235,18 @@ type Outcome struct {
 // st for a request with opcode op (casGiven: the caller gave a CAS), m being
 // the node's error map (nil: none).
 func Decide(op memdx.OpCode, casGiven bool, st memdx.Status, m *errmap.Map) Outcome {
-	r := ruleFor(op, casGiven, st)
+	return decide(ruleFor(op, casGiven, false, st), op, st, m)
+}
+
+// DecideMutation is Decide for a mutation whose opcode does not say
+// whether it is an insert (SUBDOC_MULTI_MUTATION: its doc flags do), insert
+// saying so.
+func DecideMutation(op memdx.OpCode, casGiven, insert bool, st memdx.Status, m *errmap.Map) Outcome {
+	return decide(ruleFor(op, casGiven, !insert, st), op, st, m)
+}
+
+// decide is the outcome of rule r, the table's for status st on op.
+func decide(r Rule, op memdx.OpCode, st memdx.Status, m *errmap.Map) Outcome {
 	out := Outcome{Sentinel: r.Sentinel, Ambiguous: r.Ambiguous}
 	if r.Reason != retry.ReasonUnknown && !isDCP(op) {
 		out.Reason = r.Reason

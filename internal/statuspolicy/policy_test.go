@@ -302,3 +302,22 @@ func readConformance(t *testing.T, name string) []byte {
 	t.Helper()
 	return conformance.Read(t, name)
 }
+
+// KEY_EEXISTS on a sub-document mutation: an insert's is an existing
+// document; one known not to be an insert, given no CAS, is a lock (without
+// XERROR), retried; with a CAS, a mismatch. Decide, which does not know
+// whether the request is an insert, keeps ErrDocumentExists.
+func TestKeyExistsOnASubdocMutation(t *testing.T) {
+	op := memdx.OpSubdocMultiMutation
+	got := DecideMutation(op, false, false, memdx.StatusKeyExists, nil)
+	assert.Equal(t, kverr.ErrDocumentLocked, got.Sentinel)
+	assert.Equal(t, retry.ReasonKVLocked, got.Reason)
+	got = DecideMutation(op, false, true, memdx.StatusKeyExists, nil)
+	assert.Equal(t, kverr.ErrDocumentExists, got.Sentinel)
+	assert.Zero(t, got.Reason)
+	got = DecideMutation(op, true, false, memdx.StatusKeyExists, nil)
+	assert.Equal(t, kverr.ErrCasMismatch, got.Sentinel)
+	assert.Zero(t, got.Reason)
+	got = Decide(op, false, memdx.StatusKeyExists, nil)
+	assert.Equal(t, kverr.ErrDocumentExists, got.Sentinel)
+}
