@@ -17,7 +17,13 @@ import (
 
 // abandonOne sends GET key with a deadline ProbeAfter... away, lets the
 // peer read it and the fake clock pass the deadline, and returns the
-// request the peer read.
+// request the peer read. It returns once the writer has counted the
+// request's bytes written (Stats.BytesWritten, the offset a probe's
+// snapshot takes), as it has seconds before any real probe: the writer
+// counts a Write when it holds mu again, which the test and the monitor
+// can keep from it through every step here, and a count that lags would
+// move under the test's later snapshots (the probe's acknowledged offset,
+// a byte count to wait for).
 func abandonOne(t *testing.T, c *Conn, p *peer, fc *fakeClock, key string) memdx.Packet {
 	t.Helper()
 	before := c.Stats().Abandoned
@@ -26,6 +32,12 @@ func abandonOne(t *testing.T, c *Conn, p *peer, fc *fakeClock, key string) memdx
 	fc.Advance(2500 * time.Millisecond)
 	expectDeadline(t, key, recv(t, ch))
 	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == before+1 })
+	waitFor(t, "the abandoned request counted written", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		cl := callOf(c, req.Opaque)
+		return cl != nil && c.writer.written >= cl.end
+	})
 	return req
 }
 
