@@ -123,3 +123,27 @@ func TestKeyValueErrorDescribesTheLastAttemptSent(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNoNodeAvailable)
 	assert.Contains(t, err.Error(), "node "+down+" is not available", "the cause names the node of the attempt not sent")
 }
+
+// A cause that wraps the sentinel with more ("encoding failure: json:
+// unsupported type: chan int", as every Transcoder's error does) keeps
+// what it adds in the message: only the sentinel's own text, already said,
+// is left out.
+func TestKeyValueErrorMessageKeepsWhatTheCauseAddsToTheSentinel(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	col := connect(t, mc, nil).DefaultCollection()
+	_, err := UpsertJSON(context.Background(), col, "u", make(chan int), nil)
+	require.ErrorIs(t, err, ErrEncodingFailure)
+	assert.Equal(t, `Upsert "u": encoding failure: json: unsupported type: chan int`, err.Error())
+
+	for _, c := range []struct {
+		cause error
+		want  string
+	}{
+		{ErrDecodingFailure, `Get "k": decoding failure`},
+		{fmt.Errorf("%w: flags 0x%08x", ErrDecodingFailure, 7), `Get "k": decoding failure: flags 0x00000007`},
+		{fmt.Errorf("transcoder: %w", ErrDecodingFailure), `Get "k": decoding failure: transcoder: decoding failure`},
+	} {
+		e := &KeyValueError{Op: "Get", Key: "k", Err: ErrDecodingFailure, Cause: c.cause}
+		assert.Equal(t, c.want, e.Error())
+	}
+}

@@ -65,10 +65,30 @@ func (e *Message) String() string {
 	if e.Ambiguous {
 		b.WriteString("; the request may have been applied")
 	}
-	if e.Cause != nil && !e.CauseIsStatus &&
-		(e.Err == nil || !strings.Contains(e.Cause.Error(), e.Err.Error())) {
-		b.WriteString(": ")
-		b.WriteString(e.Cause.Error())
+	if e.Cause != nil && !e.CauseIsStatus {
+		if c := e.causeText(); c != "" {
+			b.WriteString(": ")
+			b.WriteString(c)
+		}
 	}
 	return b.String()
+}
+
+// causeText is what the cause adds to the message: all of its text, but
+// the sentinel's own, which the message says already. A cause that is the
+// sentinel adds nothing; one that begins with it ("encoding failure: json:
+// unsupported type", as fmt.Errorf("%w: ...") makes) adds what follows.
+func (e *Message) causeText() string {
+	c := e.Cause.Error()
+	if e.Err == nil {
+		return c
+	}
+	s := e.Err.Error()
+	if c == s {
+		return ""
+	}
+	if rest, ok := strings.CutPrefix(c, s+": "); ok {
+		return rest
+	}
+	return c
 }
