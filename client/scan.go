@@ -168,7 +168,7 @@ type ScanResult struct {
 }
 
 // Scan starts a scan of the collection: a RangeScan, PrefixScan or
-// SamplingScan. It checks the arguments and that the bucket offers range
+// SamplingScan (or a pointer to one). It checks the arguments and that the bucket offers range
 // scans (ErrFeatureNotAvailable otherwise: memcached://, a memcached
 // bucket, a server without the rangeScan capability), then returns at once;
 // the documents come through the ScanResult, and so do the errors met
@@ -179,8 +179,21 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	if opts != nil {
 		o = *opts
 	}
-	if p, ok := st.(*RangeScan); ok && p != nil {
-		st = *p
+	// A scan type by pointer scans as its value (a nil one is refused
+	// by scanConfig, naming it).
+	switch p := st.(type) {
+	case *RangeScan:
+		if p != nil {
+			st = *p
+		}
+	case *PrefixScan:
+		if p != nil {
+			st = *p
+		}
+	case *SamplingScan:
+		if p != nil {
+			st = *p
+		}
 	}
 	fail := func(sentinel error, err error) (*ScanResult, error) {
 		return nil, c.refused("Scan", 0, col, "", sentinel, err)
@@ -230,8 +243,8 @@ func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, timeout time.Dur
 		}
 	case SamplingScan:
 		sp.Samples, sp.Seed = s.Limit, s.Seed
-	case *RangeScan:
-		return rangescan.Config{}, errors.New("nil *RangeScan")
+	case *RangeScan, *PrefixScan, *SamplingScan:
+		return rangescan.Config{}, fmt.Errorf("nil %T", st)
 	default:
 		return rangescan.Config{}, fmt.Errorf("scan type %T is not RangeScan, PrefixScan or SamplingScan", st)
 	}

@@ -442,6 +442,27 @@ func TestScanForAnUnreachedSeqnoRetriesUntilItTimesOut(t *testing.T) {
 	assert.True(t, ke.RetryReasons.Len() > 0, "retried: %v", res.Err())
 }
 
+// Every scan type may be given by pointer, as the ScanType interface lets
+// it be (its methods are on the value): &PrefixScan{...} scans as
+// PrefixScan{...} does, as &RangeScan{} does as RangeScan{}.
+func TestScanTypesByPointerScanAsTheirValues(t *testing.T) {
+	_, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	keys := scanDocs(t, col, 20)
+	assert.Equal(t, keys[10:20], ids(t, collect(t, col, &PrefixScan{Prefix: "doc-01"}, nil)))
+	assert.Len(t, collect(t, col, &SamplingScan{Limit: 5, Seed: 3}, nil), 5)
+	assert.Len(t, collect(t, col, &RangeScan{From: &ScanTerm{Term: "doc-"}, To: &ScanTerm{Term: "doc-\xff"}}, nil), 20)
+	for name, st := range map[string]ScanType{
+		"nil *client.RangeScan":    (*RangeScan)(nil),
+		"nil *client.PrefixScan":   (*PrefixScan)(nil),
+		"nil *client.SamplingScan": (*SamplingScan)(nil),
+	} {
+		_, err := col.Scan(context.Background(), st, nil)
+		require.ErrorIs(t, err, ErrInvalidArgument, name)
+		assert.Contains(t, err.Error(), name, name)
+	}
+}
+
 func TestScanRefusesBadArguments(t *testing.T) {
 	_, c := scanMock(t, mockcluster.Options{}, 0)
 	col := c.DefaultCollection()
