@@ -156,6 +156,14 @@ type PingResult struct {
 // Ping sends NOOP on one connection of every node in the topology, all at
 // once, and reports each answer and its latency. It never retries.
 func (c *Client) Ping(ctx context.Context) []PingResult {
+	if ctx == nil {
+		// Refused, as every node's answer would be.
+		var out []PingResult
+		for _, n := range c.Nodes() {
+			out = append(out, PingResult{Node: n, Err: c.refused("Ping", memdx.OpNoop, nil, "", ErrInvalidArgument, errNilContext)})
+		}
+		return out
+	}
 	// RFC 0067: a ping is a span over the NOOP of each node (when tracing).
 	parent, end := c.wrapSpan(ctx, "ping", nil, nil)
 	out, err := eachNode(c, ctx, "Ping", "", 0, func(ctx context.Context, n *cluster.Node) (PingResult, error) {
@@ -191,10 +199,10 @@ func runNode(ctx context.Context, o *op) error {
 // eachNode runs do for each node of the current topology (only the one
 // addressed when only is set), all at once, and waits for every one
 // (fanout.Each). It returns their results in the topology's order and
-// their errors joined. A negative timeout (the call's option) is refused
-// before anything is sent.
+// their errors joined. A nil ctx or a negative timeout (the call's
+// option) is refused before anything is sent.
 func eachNode[R any](c *Client, ctx context.Context, name, only string, timeout time.Duration, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
-	if err := checkTimeout(timeout); err != nil {
+	if err := firstErr(checkContext(ctx), checkTimeout(timeout)); err != nil {
 		return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, err)
 	}
 	t := c.cl.Topology()
@@ -221,3 +229,11 @@ func (e *statsGroupError) Error() string {
 }
 
 func (e *statsGroupError) Unwrap() error { return e.status }
+
+// checkContext refuses a nil ctx (errNilContext).
+func checkContext(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
+	return nil
+}

@@ -163,7 +163,9 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 		}
 		b.s.Ready = append(b.s.Ready, int32(i))
 	}
-	b.s.Watch(b.ctx.Done(), b.c.ctx.Done())
+	if b.s.Left > 0 { // none left when begin refused every key (a nil ctx)
+		b.s.Watch(b.ctx.Done(), b.c.ctx.Done())
+	}
 	for b.s.Left > 0 {
 		if b.s.CanSend() {
 			b.round()

@@ -20,10 +20,10 @@ import (
 
 // groupGets reports whether GetMany on col may read by groups: a memcached
 // client, the default collection, no Observer (whose attempts are per
-// key), and a context and a client still open.
+// key), and a context (not nil) and a client still open.
 func (b *batch) groupGets(col *Collection) bool {
 	c := b.c
-	return c.memcached && col.isDefault && b.obs == nil && c.ctx.Err() == nil && b.ctx.Err() == nil
+	return c.memcached && col.isDefault && b.obs == nil && c.ctx.Err() == nil && b.ctx != nil && b.ctx.Err() == nil
 }
 
 // getGroups reads keys by groups, in windows of the batch's in-flight

@@ -69,6 +69,9 @@ var testHookParse func()
 //	}
 //	defer c.Close()
 func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: Connect: %w", ErrInvalidArgument, errNilContext)
+	}
 	cs, err := ParseConnStr(connStr)
 	if err != nil {
 		return nil, err

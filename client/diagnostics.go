@@ -265,6 +265,9 @@ func (c *Client) WaitUntilReady(ctx context.Context, opts *WaitUntilReadyOptions
 	if opts != nil {
 		o = *opts
 	}
+	if ctx == nil {
+		return fmt.Errorf("%w: WaitUntilReady: %w", ErrInvalidArgument, errNilContext)
+	}
 	desired := o.DesiredState
 	timeout, err := diagnostics.WaitFor(diagnostics.State(desired), o.Timeout, c.opts.ConnectTimeout)
 	if err != nil {

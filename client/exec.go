@@ -480,8 +480,11 @@ func (c *Client) retry(o *op, nx next) error {
 
 // begin prepares o's first attempt at now: its deadline (the earlier of
 // its timeout and ctx's deadline), its strategy and its retry state. It
-// fails when the client is closed.
+// fails when ctx is nil (errNilContext) or the client is closed.
 func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
+	if ctx == nil {
+		return newKVError(o, ErrInvalidArgument, errNilContext)
+	}
 	if c.ctx.Err() != nil {
 		return newKVError(o, ErrClosed, nil)
 	}
@@ -496,6 +499,11 @@ func (c *Client) begin(ctx context.Context, o *op, now time.Time) error {
 	}
 	return nil
 }
+
+// errNilContext is the cause of the refusal of a call given a nil
+// context: an argument like any other, refused (ErrInvalidArgument)
+// rather than dereferenced.
+var errNilContext = errors.New("nil context: pass context.Background() or a context of yours")
 
 // testHookSend, when set by this package's tests, sees each attempt's
 // Origin as it is handed to its connection (conn.Conn.DoDeadline). It is

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/kvwire/kvwire/internal/cluster"
@@ -26,9 +27,12 @@ func (c *Client) memcachedBucketRefusal(o *op, t *cluster.Topology) error {
 
 // replicasRefused is the error of replica read name of key on a memcached
 // bucket, which has no replicas (nil on any other bucket; memcached://
-// reads the one copy there is).
-func (col *Collection) replicasRefused(name, key string) error {
+// reads the one copy there is), or given a nil ctx.
+func (col *Collection) replicasRefused(ctx context.Context, name, key string) error {
 	c := col.c
+	if ctx == nil {
+		return c.refused(name, memdx.OpGetReplica, col, key, ErrInvalidArgument, errNilContext)
+	}
 	if t := c.cl.Topology(); c.memcached || t == nil || !t.Ketama() {
 		return nil
 	}

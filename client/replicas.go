@@ -58,7 +58,7 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 // then, with ErrNoNodeAvailable. It is the one read that fans out: up to four
 // goroutines for one call, which end when it returns.
 func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetReplicaOptions) (GetReplicaResult, error) {
-	if err := col.replicasRefused("GetAnyReplica", key); err != nil {
+	if err := col.replicasRefused(ctx, "GetAnyReplica", key); err != nil {
 		return GetReplicaResult{}, err
 	}
 	var o GetReplicaOptions
@@ -80,7 +80,7 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 // no node yet answers with the active copy alone, without waiting for the
 // timeout. It fails only when none answered.
 func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetReplicaOptions) ([]GetReplicaResult, error) {
-	if err := col.replicasRefused("GetAllReplicas", key); err != nil {
+	if err := col.replicasRefused(ctx, "GetAllReplicas", key); err != nil {
 		return nil, err
 	}
 	var o GetReplicaOptions

@@ -198,6 +198,9 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	fail := func(sentinel error, err error) (*ScanResult, error) {
 		return nil, c.refused("Scan", 0, col, "", sentinel, err)
 	}
+	if ctx == nil {
+		return fail(ErrInvalidArgument, errNilContext)
+	}
 	if c.ctx.Err() != nil {
 		return fail(ErrClosed, errors.New("the client is closed"))
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -35,8 +36,12 @@ type LookupInReplicaResult struct {
 }
 
 // checkSubdocReplicaRead refuses a replica lookup the bucket does not
-// advertise.
-func (c *Client) checkSubdocReplicaRead() error {
+// advertise (ErrFeatureNotAvailable), or given a nil ctx
+// (ErrInvalidArgument).
+func (c *Client) checkSubdocReplicaRead(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, errNilContext)
+	}
 	t := c.cl.Topology()
 	if t == nil || t.Config() == nil || !t.Config().HasBucketCapability(bucketCapSubdocReplicaRead) {
 		return errors.New("the bucket does not advertise " + bucketCapSubdocReplicaRead + ": its servers cannot run lookups on replicas")
@@ -66,7 +71,11 @@ func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []Loo
 // replicaLookupRefused is the error of a replica lookup the bucket cannot
 // run, built as LookupIn's own errors are.
 func (col *Collection) replicaLookupRefused(name, key string, err error) error {
-	return col.c.refused(name, 0, col, key, ErrFeatureNotAvailable, err)
+	sentinel := ErrFeatureNotAvailable
+	if errors.Is(err, ErrInvalidArgument) {
+		sentinel = ErrInvalidArgument
+	}
+	return col.c.refused(name, 0, col, key, sentinel, err)
 }
 
 // LookupInAnyReplica runs LookupIn on the active copy and every replica at
@@ -78,7 +87,7 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 	if opts != nil {
 		lo = *opts
 	}
-	if err := col.c.checkSubdocReplicaRead(); err != nil {
+	if err := col.c.checkSubdocReplicaRead(ctx); err != nil {
 		return LookupInReplicaResult{}, col.replicaLookupRefused("LookupInAnyReplica", key, err)
 	}
 	var end func(error)
@@ -98,7 +107,7 @@ func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, spec
 	if opts != nil {
 		lo = *opts
 	}
-	if err := col.c.checkSubdocReplicaRead(); err != nil {
+	if err := col.c.checkSubdocReplicaRead(ctx); err != nil {
 		return nil, col.replicaLookupRefused("LookupInAllReplicas", key, err)
 	}
 	var end func(error)

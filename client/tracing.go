@@ -122,6 +122,9 @@ func ContextWithParentSpan(ctx context.Context, span RequestSpan) context.Contex
 // ParentSpanFromContext returns the span ContextWithParentSpan put in ctx,
 // or nil.
 func ParentSpanFromContext(ctx context.Context) RequestSpan {
+	if ctx == nil {
+		return nil
+	}
 	s, _ := ctx.Value(parentSpanKey{}).(RequestSpan)
 	return s
 }
