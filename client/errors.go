@@ -186,7 +186,10 @@ type KeyValueError struct {
 	RetryReasons  RetryReasons
 	// Ambiguous is true when the request may have been applied.
 	Ambiguous bool
-	// Err is the sentinel; Cause the underlying error.
+	// Err is the sentinel, never nil: the status's or condition's (see
+	// the package documentation's table), for a timeout its kind
+	// (ErrAmbiguousTimeout, ErrUnambiguousTimeout), for a mutation lost
+	// with its connection ErrAmbiguous. Cause is the underlying error.
 	Err   error
 	Cause error
 }
@@ -262,6 +265,9 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 		Err:              sentinel,
 		Cause:            cause,
 	}
+	if e.Err == nil {
+		e.Err = otherSentinel(cause, e.Ambiguous)
+	}
 	if o.c != nil {
 		e.Bucket = o.c.opts.Bucket
 	}
@@ -272,6 +278,37 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 		e.Scope, e.Collection = o.coll.scope, o.coll.name
 	}
 	return e
+}
+
+// timeoutSentinels and failureSentinels are what an operation's error
+// names when its cause names none of the sentinels sentinelOf looks for
+// (otherSentinel).
+var (
+	timeoutSentinels = []error{ErrAmbiguousTimeout, ErrUnambiguousTimeout, ErrTimeout}
+	failureSentinels = []error{ErrConnectionClosed, ErrOverloaded, ErrProtocol, ErrUnresponsive, ErrClosed, ErrNotRetried}
+)
+
+// otherSentinel is the Err of an error whose cause names no sentinel
+// sentinelOf finds (ambiguous: the request may have been applied), so that
+// KeyValueError.Err is never nil: a timeout's kind; else ErrAmbiguous when
+// the request may have been applied (its connection ended with it in
+// flight); else the connection's or the retry's failure the cause matches;
+// else ErrServerFailure.
+func otherSentinel(cause error, ambiguous bool) error {
+	for _, s := range timeoutSentinels {
+		if errors.Is(cause, s) {
+			return s
+		}
+	}
+	if ambiguous {
+		return ErrAmbiguous
+	}
+	for _, s := range failureSentinels {
+		if errors.Is(cause, s) {
+			return s
+		}
+	}
+	return ErrServerFailure
 }
 
 // refused is the error of operation name (opc: its opcode, 0 when it has

@@ -147,3 +147,44 @@ func TestKeyValueErrorMessageKeepsWhatTheCauseAddsToTheSentinel(t *testing.T) {
 		assert.Equal(t, c.want, e.Error())
 	}
 }
+
+// KeyValueError.Err is the sentinel of every operation's error, as its
+// documentation says: a timeout's is its kind (ErrAmbiguousTimeout or
+// ErrUnambiguousTimeout), a mutation lost with its connection ErrAmbiguous,
+// never nil (a caller's kv.Err.Error() would panic, and switch kv.Err
+// would find no case).
+func TestKeyValueErrorErrIsNeverNil(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	col := connect(t, mc, nil).DefaultCollection()
+	ctx := context.Background()
+	sentinel := func(err error) error {
+		t.Helper()
+		var kv *KeyValueError
+		require.ErrorAs(t, err, &kv)
+		require.ErrorIs(t, err, kv.Err, "Err is one of the error's sentinels")
+		return kv.Err
+	}
+
+	// LOCKED until the deadline: not applied.
+	_, err := col.Upsert(ctx, "locked", []byte("v"), nil)
+	require.NoError(t, err)
+	_, err = col.GetAndLock(ctx, "locked", time.Minute, nil)
+	require.NoError(t, err)
+	_, err = col.Upsert(ctx, "locked", nil, &UpsertOptions{Timeout: 20 * time.Millisecond})
+	assert.Equal(t, ErrUnambiguousTimeout, sentinel(err), "%v", err)
+
+	// Applied, then the connection closed before the answer.
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}, Key: "dropped"},
+		Action: mockcluster.Action{Close: mockcluster.CloseAfterApply}, Times: 1})
+	_, err = col.Upsert(ctx, "dropped", nil, nil)
+	assert.Equal(t, ErrAmbiguous, sentinel(err), "%v", err)
+
+	// Written, never answered: may have been applied. (The answer is held
+	// for longer than the test runs; the deadline ends the wait; last, as
+	// its connection answers nothing after it.)
+	f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSet}, Key: "held"},
+		Action: mockcluster.Action{Delay: time.Hour}})
+	t.Cleanup(f.Remove)
+	_, err = col.Upsert(ctx, "held", nil, &UpsertOptions{Timeout: 20 * time.Millisecond})
+	assert.Equal(t, ErrAmbiguousTimeout, sentinel(err), "%v", err)
+}
