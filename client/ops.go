@@ -437,6 +437,16 @@ func checkTimeout(d time.Duration) error {
 	return nil
 }
 
+// checkDurability refuses a Durability that is no DurabilityLevel,
+// before the request is routed (the codec would refuse it only once it
+// was placed on a connection).
+func checkDurability(l DurabilityLevel) error {
+	if l > DurabilityPersistToMajority {
+		return fmt.Errorf("unknown Durability %v", l)
+	}
+	return nil
+}
+
 // durabilityTimeout is the durability timeout a synchronous write sends
 // for d: 0 (none: prepare derives one from the time left) for 0; a
 // negative d is refused, as a negative Timeout is.
@@ -737,7 +747,7 @@ func (col *Collection) storeOp(name string, opc memdx.OpCode, key string, value 
 
 func (col *Collection) mutation(name string, kind opKind, key string, req memdx.Request, p mutParams) (*op, error) {
 	dt, err := durabilityTimeout(p.durabilityTimeout)
-	p.invalid = firstErr(p.invalid, err)
+	p.invalid = firstErr(p.invalid, err, checkDurability(p.durability))
 	req.Cas = p.cas
 	req.Durability, req.DurabilityTimeout = p.durability.wire(), dt
 	o, err := col.newOp(name, kind, key, req, p.opParams)
