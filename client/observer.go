@@ -13,7 +13,7 @@ import (
 // ends before its request is handed to a connection (no route or no live
 // connection for the key, the collection id lookup failed or was retried,
 // a feature the node lacks) is not reported, but it is counted: the
-// Attempt numbers of one operation may skip, and KeyValueError.Attempts
+// Attempt numbers of one operation may skip, and KeyValueError.RetryAttempts
 // (the retries made) includes them. Methods run on the operation's goroutine,
 // synchronously: keep them cheap and do not call the client from them.
 type Observer interface {

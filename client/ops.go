@@ -123,7 +123,7 @@ type UpsertOptions struct {
 	// Durability makes the write synchronous; DurabilityTimeout bounds it
 	// on the server (0: 90% of the time the operation has left, sent with
 	// each attempt, so that the server answers before the client's
-	// deadline).
+	// deadline; without Durability it is not sent).
 	Durability        DurabilityLevel
 	DurabilityTimeout time.Duration
 }
