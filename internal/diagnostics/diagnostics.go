@@ -92,8 +92,15 @@ func Reached(state, desired State) bool {
 	return false
 }
 
-// errOfflineNotWaitable refuses Offline as a state to wait for.
-var errOfflineNotWaitable = fmt.Errorf("%w: WaitUntilReady waits for ClusterOnline or ClusterDegraded, not ClusterOffline", kverr.ErrInvalidArgument)
+// notWaitable refuses desired, Offline or no state at all, as a state to
+// wait for, naming it as client names its ClusterStates.
+func notWaitable(desired State) error {
+	name := "ClusterOffline"
+	if desired != Offline {
+		name = desired.String() // ClusterState(n)
+	}
+	return fmt.Errorf("%w: WaitUntilReady waits for ClusterOnline or ClusterDegraded, not %s", kverr.ErrInvalidArgument, name)
+}
 
 // WaitFor checks a wait's options and returns its timeout (def when
 // timeout is 0): a negative timeout is refused, and so is a desired state
@@ -103,7 +110,7 @@ func WaitFor(desired State, timeout, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: WaitUntilReadyOptions.Timeout %v is negative", kverr.ErrInvalidArgument, timeout)
 	}
 	if desired == Offline || desired > Offline {
-		return 0, errOfflineNotWaitable
+		return 0, notWaitable(desired)
 	}
 	if timeout == 0 {
 		timeout = def

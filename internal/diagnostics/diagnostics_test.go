@@ -32,9 +32,9 @@ func TestWaitFor(t *testing.T) {
 	_, err = WaitFor(Online, -time.Second, time.Second)
 	assert.ErrorIs(t, err, kverr.ErrInvalidArgument)
 	assert.ErrorContains(t, err, "WaitUntilReadyOptions.Timeout -1s is negative")
-	for _, s := range []State{Offline, Offline + 1} {
+	for s, want := range map[State]string{Offline: "not ClusterOffline", Offline + 4: "not ClusterState(6)"} {
 		_, err = WaitFor(s, 0, time.Second)
 		assert.ErrorIs(t, err, kverr.ErrInvalidArgument)
-		assert.ErrorContains(t, err, "not ClusterOffline")
+		assert.ErrorContains(t, err, want, "the error names the state refused")
 	}
 }
