@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/memcachedtest"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -66,4 +67,20 @@ func TestNilContextIsRefused(t *testing.T) {
 		requireRefused(name, err)
 	}
 	assert.Nil(t, ParentSpanFromContext(nilCtx))
+}
+
+// On memcached:// a GetMany reads its keys by groups before any key is an
+// operation: a nil context is refused there too, for every key.
+func TestNilContextIsRefusedByAMemcachedGetMany(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	c, err := Connect(context.Background(), "memcached://"+addr, testOptions(nil))
+	require.NoError(t, err)
+	defer c.Close()
+	var nilCtx context.Context
+	var res []GetManyResult
+	require.NotPanics(t, func() { res = c.DefaultCollection().GetMany(nilCtx, []string{"a", "b"}, nil) })
+	for _, r := range res {
+		require.ErrorIs(t, r.Err, ErrInvalidArgument)
+		assert.Contains(t, r.Err.Error(), "nil context")
+	}
 }
