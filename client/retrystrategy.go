@@ -169,7 +169,8 @@ func (s RetryReasons) String() string { return retry.ReasonSet(s).String() }
 //		}
 //		return base.RetryAfter(req, r)
 //	})
-//	if _, err := users.Get(ctx, "u:1", &client.GetOptions{RetryStrategy: s}); err != nil { // or Options.RetryStrategy
+//	// A write meets locks (a Get reads a locked document: see GetResult.Cas).
+//	if _, err := client.UpsertJSON(ctx, users, "u:1", User{Name: "Ada"}, &client.UpsertOptions{RetryStrategy: s}); err != nil { // or Options.RetryStrategy
 //		return err
 //	}
 type RetryStrategy interface {
