@@ -104,7 +104,8 @@ type ScanOptions struct {
 	// the create is retried as a temporary failure), and only
 	// if it has the token's vbucket UUID (a vbucket that failed over
 	// since fails the scan). Two tokens of one vbucket with different
-	// UUIDs are ErrInvalidArgument.
+	// UUIDs are ErrInvalidArgument, and so is the zero MutationToken
+	// (a write's when the server sent none), which names no mutation.
 	ConsistentWith []MutationToken
 	// Concurrency is how many vbuckets are scanned at once (default 1).
 	Concurrency int
@@ -251,7 +252,13 @@ func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, timeout time.Dur
 	default:
 		return rangescan.Config{}, fmt.Errorf("scan type %T is not RangeScan, PrefixScan or SamplingScan", st)
 	}
-	for _, tok := range o.ConsistentWith {
+	for i, tok := range o.ConsistentWith {
+		if tok == (MutationToken{}) {
+			// Sent, it would ask vbucket 0 for history UUID 0, which the
+			// server refuses as a vbucket that failed over.
+			return rangescan.Config{}, fmt.Errorf("ConsistentWith[%d] is the zero MutationToken, which names no mutation "+
+				"(a write returns it when the server sent none: Options.DisableMutationTokens?)", i)
+		}
 		sp.Tokens = append(sp.Tokens, rangescan.Token{Vbucket: tok.Vbucket, VbUUID: tok.VbUUID, Seqno: tok.Seqno})
 	}
 	return sp.Config(cfg)

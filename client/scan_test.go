@@ -363,6 +363,20 @@ func TestScanConsistentWithMutationTokens(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidArgument, "two UUIDs for one vbucket")
 }
 
+// A zero MutationToken (what a write returns when the server sent none:
+// DisableMutationTokens, or a server without them) names no mutation: a
+// scan ConsistentWith it is refused, saying so, rather than sent as vbucket
+// 0's UUID 0, which the server refuses as a vbucket that failed over.
+func TestScanConsistentWithAZeroTokenIsRefused(t *testing.T) {
+	_, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	m, err := col.Upsert(context.Background(), "doc", []byte("x"), nil)
+	require.NoError(t, err)
+	_, err = col.Scan(context.Background(), RangeScan{}, &ScanOptions{ConsistentWith: []MutationToken{m.Token, {}}})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), "ConsistentWith[1] is the zero MutationToken")
+}
+
 // A seqno the vbucket never reaches: the server waits (90% of the
 // request's timeout), answers TMPFAIL, and the create is retried until the
 // request times out. The timeout is on a fake client clock, moved to it
