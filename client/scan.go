@@ -104,8 +104,9 @@ type ScanOptions struct {
 	// the create is retried as a temporary failure), and only
 	// if it has the token's vbucket UUID (a vbucket that failed over
 	// since fails the scan). Two tokens of one vbucket with different
-	// UUIDs are ErrInvalidArgument, and so is the zero MutationToken
-	// (a write's when the server sent none), which names no mutation.
+	// UUIDs are ErrInvalidArgument, and so are the zero MutationToken
+	// (a write's when the server sent none), which names no mutation, and
+	// a token of another bucket (MutationToken.Bucket).
 	ConsistentWith []MutationToken
 	// Concurrency is how many vbuckets are scanned at once (default 1).
 	Concurrency int
@@ -217,7 +218,7 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	}
 	reqs := &scanRequests{c: c, col: col, parent: ctx, timeout: cmp.Or(o.Timeout, c.opts.KVTimeout),
 		strategy: cmp.Or(internalStrategy(o.RetryStrategy, nil), c.strategy), parentSpan: o.ParentSpan}
-	sc, err := scanConfig(st, &o, cfg, reqs.timeout)
+	sc, err := scanConfig(st, &o, cfg, c.opts.Bucket, reqs.timeout)
 	if err != nil {
 		return fail(ErrInvalidArgument, err)
 	}
@@ -229,9 +230,9 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	return &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete)}, nil
 }
 
-// scanConfig is what scan type st with options o reads on a bucket of
+// scanConfig is what scan type st with options o reads on bucket of
 // config cfg (timeout: each request's), or why it is refused.
-func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, timeout time.Duration) (rangescan.Config, error) {
+func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, bucket string, timeout time.Duration) (rangescan.Config, error) {
 	sp := rangescan.Spec{KeyOnly: o.IDsOnly, Concurrency: cmp.Or(o.Concurrency, DefaultScanConcurrency),
 		ItemLimit: cmp.Or(o.BatchItemLimit, DefaultScanBatchItemLimit), ByteLimit: cmp.Or(o.BatchByteLimit, DefaultScanBatchByteLimit),
 		MaxKeyLength: MaxKeyLength, Timeout: timeout}
@@ -258,6 +259,10 @@ func scanConfig(st ScanType, o *ScanOptions, cfg *vbmap.Config, timeout time.Dur
 			// server refuses as a vbucket that failed over.
 			return rangescan.Config{}, fmt.Errorf("ConsistentWith[%d] is the zero MutationToken, which names no mutation "+
 				"(a write returns it when the server sent none: Options.DisableMutationTokens?)", i)
+		}
+		if tok.Bucket != "" && tok.Bucket != bucket {
+			// Its vbucket and UUID are another bucket's.
+			return rangescan.Config{}, fmt.Errorf("ConsistentWith[%d] is a token of bucket %q; the scan reads bucket %q", i, tok.Bucket, bucket)
 		}
 		sp.Tokens = append(sp.Tokens, rangescan.Token{Vbucket: tok.Vbucket, VbUUID: tok.VbUUID, Seqno: tok.Seqno})
 	}

@@ -377,6 +377,23 @@ func TestScanConsistentWithAZeroTokenIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "ConsistentWith[1] is the zero MutationToken")
 }
 
+// A token of another bucket names a mutation the scan cannot see: its
+// vbucket and UUID are that bucket's. It is refused, naming both buckets,
+// rather than sent as this bucket's, which would fail the scan as if its
+// vbucket had failed over (or wait for a seqno it never reaches).
+func TestScanConsistentWithATokenOfAnotherBucketIsRefused(t *testing.T) {
+	_, c := scanMock(t, mockcluster.Options{}, 0)
+	col := c.DefaultCollection()
+	m, err := col.Upsert(context.Background(), "doc", []byte("x"), nil)
+	require.NoError(t, err)
+	require.Equal(t, mockcluster.DefaultBucket, m.Token.Bucket)
+	other := m.Token
+	other.Bucket = "other"
+	_, err = col.Scan(context.Background(), RangeScan{}, &ScanOptions{ConsistentWith: []MutationToken{other}})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.Contains(t, err.Error(), `ConsistentWith[0] is a token of bucket "other"`)
+}
+
 // A seqno the vbucket never reaches: the server waits (90% of the
 // request's timeout), answers TMPFAIL, and the create is retried until the
 // request times out. The timeout is on a fake client clock, moved to it
