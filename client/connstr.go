@@ -82,6 +82,13 @@ func (e *ConnStrError) Is(target error) bool {
 // REST port, where the bucket's config is read over HTTP (over HTTPS with
 // couchbases://, which also accepts libcouchbase's "=https", and "=mcds"
 // for "=mcd").
+//
+// RFC 0011's http:// scheme is read as couchbase://, as gocbcore reads it:
+// a host without a port or at 8091 is a KV seed at DefaultKVPort (whose
+// host's port 8091 is asked over HTTP where the KV service serves no
+// config), a host at another port an "=http" seed; its hosts take no
+// type, and it names no DNS SRV record. Scheme is then SchemeCouchbase
+// and String writes couchbase://. https:// is refused (use couchbases://).
 type ConnStr struct {
 	Scheme Scheme
 	// Hosts are the KV (or memcached) seeds: "host:port" addresses, ports

@@ -51,7 +51,8 @@ func TestConnStrConstants(t *testing.T) {
 func TestParseConnStrErrors(t *testing.T) {
 	cases := map[string]string{
 		"":                                      "empty",
-		"http://h":                              "unknown scheme",
+		"ftp://h":                               "unknown scheme",
+		"https://h":                             "use couchbases://",
 		"couchbase://":                          "no host",
 		"couchbase:///b":                        "no host",
 		"couchbase://h:0":                       "not in 1..65535",

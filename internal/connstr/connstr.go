@@ -1,5 +1,6 @@
 // Package connstr parses connection strings as SDK RFC 0011 writes them:
-// the scheme (couchbase, couchbases, memcached, memcacheds), the seeds with
+// the scheme (couchbase, couchbases, memcached, memcacheds, and RFC
+// 0011's http, read as couchbase), the seeds with
 // their ports defaulted per scheme and their types (=mcd, =http), the
 // bucket, and the query options, checked against the options a client
 // understands. It also reads an option as a duration, an integer, a float
@@ -147,10 +148,18 @@ func Parse(s string) (*ConnStr, error) {
 		// Checked first: the host and bucket errors below would quote it.
 		return fail("credentials cannot be given in the connection string: set Options.Username and Options.Password")
 	}
+	// RFC 0011's http:// (kept for older clients' strings, as gocbcore
+	// and libcouchbase keep it) is couchbase:// with its hosts read as
+	// setHosts says.
+	httpScheme := cs.Scheme == "http"
 	switch cs.Scheme {
 	case Couchbase, Couchbases, Memcached, Memcacheds:
+	case "http":
+		cs.Scheme = Couchbase
+	case "https":
+		return fail("https:// is not a connection-string scheme (RFC 0011): use couchbases:// for TLS")
 	default:
-		return fail("unknown scheme %q (want couchbase, couchbases, memcached or memcacheds)", string(cs.Scheme))
+		return fail("unknown scheme %q (want couchbase, couchbases, memcached, memcacheds or http)", string(cs.Scheme))
 	}
 	var query string
 	if i := strings.IndexByte(rest, '?'); i >= 0 {
@@ -160,7 +169,7 @@ func Parse(s string) (*ConnStr, error) {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		hostPart, path = rest[:i], rest[i+1:]
 	}
-	if reason := cs.setHosts(hostPart); reason != "" {
+	if reason := cs.setHosts(hostPart, httpScheme); reason != "" {
 		return fail("%s", reason)
 	}
 	if path != "" {
@@ -323,12 +332,33 @@ func (cs *ConnStr) setOptions(query string) string {
 }
 
 // setHosts sets cs's seeds from the connection string's host list (its
-// scheme set), and says what is wrong with them ("": nothing).
-func (cs *ConnStr) setHosts(hostPart string) string {
+// scheme set), and says what is wrong with them ("": nothing). With
+// httpScheme (http://, cs.Scheme couchbase), as RFC 0011 and gocbcore read
+// it: a host without a port or at 8091 is a KV seed at 11210 (asked for a
+// config over KV first, then over HTTP at its port 8091, as any KV seed
+// at the default port is), a host at another port an =http seed; no host
+// takes a type, and none is a DNS SRV name.
+func (cs *ConnStr) setHosts(hostPart string, httpScheme bool) string {
 	hosts := strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' })
 	for _, h := range hosts {
 		h, typ, typed := strings.Cut(h, "=")
 		typ = strings.ToLower(typ)
+		if httpScheme {
+			if typed {
+				return fmt.Sprintf("host %q: http:// hosts take no type (=%s): write couchbase://%s=%s", h, typ, strings.TrimSpace(h), typ)
+			}
+			addr, _, err := parseHost(h, HTTPPort)
+			if err != nil {
+				return fmt.Sprintf("host %q: %v", h, err)
+			}
+			host, port, _ := net.SplitHostPort(addr)
+			if port == strconv.Itoa(HTTPPort) {
+				cs.Hosts = append(cs.Hosts, net.JoinHostPort(host, strconv.Itoa(KVPort)))
+			} else {
+				cs.HTTPHosts = append(cs.HTTPHosts, addr)
+			}
+			continue
+		}
 		isHTTP := false
 		switch {
 		case typed && cs.Scheme.IsMemcached():

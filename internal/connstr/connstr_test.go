@@ -237,3 +237,50 @@ func TestParseTLSHostTypes(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Contains(t, e.Reason, "=mcds needs couchbases://")
 }
+
+// RFC 0011's http:// scheme, which clients must accept for backwards
+// compatibility (gocbcore does): a host without a port, or at the cluster
+// manager's default port 8091, is asked for a config over the KV service
+// at 11210 first and over HTTP at 8091 (a KV seed at 11210 is, the
+// canonical form being couchbase://host:11210); a host at another port is
+// a cluster manager REST port, asked over HTTP at once (host:port=http).
+// No DNS SRV lookup (RFC 0011: couchbase and couchbases only). It used to
+// be refused as an unknown scheme.
+func TestParseHTTPScheme(t *testing.T) {
+	cases := []struct {
+		in        string
+		hosts     []string
+		httpHosts []string
+		canonical string
+	}{
+		{"http://cb.example.com", []string{"cb.example.com:11210"}, nil, "couchbase://cb.example.com:11210"},
+		{"HTTP://h:8091/b?kv_timeout=2s", []string{"h:11210"}, nil, "couchbase://h:11210/b?kv_timeout=2s"},
+		{"http://h1:9000,h2;[::1]:8091", []string{"h2:11210", "[::1]:11210"}, []string{"h1:9000"}, "couchbase://h2:11210,[::1]:11210,h1:9000=http"},
+		{"http://10.0.0.1:18091", nil, []string{"10.0.0.1:18091"}, "couchbase://10.0.0.1:18091=http"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			cs, err := Parse(c.in)
+			require.NoError(t, err)
+			assert.Equal(t, Couchbase, cs.Scheme)
+			assert.Equal(t, c.hosts, cs.Hosts)
+			assert.Equal(t, c.httpHosts, cs.HTTPHosts)
+			assert.Empty(t, cs.SRVHost, "no DNS SRV lookup for http://")
+			assert.Equal(t, c.canonical, cs.String())
+			again, err := Parse(cs.String())
+			require.NoError(t, err)
+			assert.Equal(t, cs, again)
+		})
+	}
+	for in, want := range map[string]string{
+		"http://h:11210=mcd": "http:// hosts take no type",
+		"http://h=http":      "http:// hosts take no type",
+		"https://h":          "use couchbases://",
+		"ftp://h":            "http",
+	} {
+		_, err := Parse(in)
+		var e *Error
+		require.ErrorAs(t, err, &e, "%q", in)
+		assert.Contains(t, e.Reason, want, "%q", in)
+	}
+}
