@@ -151,7 +151,8 @@ type Options struct {
 	// host at the scheme's default KV port (or given without one), to the
 	// same host's default REST port (8091, 18091 with couchbases://), with
 	// HTTP Basic auth and, on couchbases://, over HTTPS with TLSConfig.
-	// Connection string: bootstrap_on=both|cccp|http. couchbase:// and
+	// Connection string: bootstrap_on=both|cccp|http (all,
+	// libcouchbase's name, is both). couchbase:// and
 	// couchbases:// only.
 	BootstrapOn BootstrapOn
 	// DisableDNSSRV turns off the DNS SRV lookup of a connection string's

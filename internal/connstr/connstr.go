@@ -125,7 +125,7 @@ var knownOptions = map[string]string{
 	"tracing_orphaned_queue_size":            "int in 1..1024: orphans the orphan report shows (default 10)",
 	"enable_metrics":                         "bool: the logging meter, the default meter of operation latencies (default true; false turns it off)",
 	"metrics_emit_interval":                  "duration >= 10ms: how often the logging meter logs its percentiles (default 10m)",
-	"bootstrap_on":                           "both, cccp or http: where the first config comes from: the KV service (GET_CLUSTER_CONFIG, CCCP), the cluster manager over HTTP, or the KV service first and HTTP where it serves none (default both)",
+	"bootstrap_on":                           "both (or libcouchbase's all), cccp or http: where the first config comes from: the KV service (GET_CLUSTER_CONFIG, CCCP), the cluster manager over HTTP, or the KV service first and HTTP where it serves none (default both)",
 	"enable_dns_srv":                         "bool: look up the DNS SRV record of a single host given without a port (default true)",
 }
 

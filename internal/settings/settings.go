@@ -319,6 +319,10 @@ func validBootstrapOn(b string) bool {
 func (s *Settings) applyBootstrapOn(cs *connstr.ConnStr, e Errors) error {
 	if v, ok := cs.Options["bootstrap_on"]; ok {
 		s.BootstrapOn = strings.ToLower(v)
+		if s.BootstrapOn == "all" {
+			// libcouchbase's name for its default, CCCP then HTTP.
+			s.BootstrapOn = BootstrapOnBoth
+		}
 		if !validBootstrapOn(s.BootstrapOn) {
 			return e.ConnStr("bootstrap_on="+v, "want both, cccp or http")
 		}

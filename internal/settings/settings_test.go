@@ -107,3 +107,16 @@ func TestClientNameWithControlCharacterIsRefused(t *testing.T) {
 		assert.NoError(t, s.Resolve(parse(t, "couchbase://h/b"), d, testErrors), "%q", name)
 	}
 }
+
+// libcouchbase's bootstrap_on=all ("the default behavior": CCCP first,
+// then HTTP) is gocbcore's both; it used to be refused.
+func TestBootstrapOnAllIsBoth(t *testing.T) {
+	for _, v := range []string{"all", "ALL"} {
+		s := Settings{Bucket: "b"}
+		require.NoError(t, s.Resolve(parse(t, "couchbase://h:9000=http/b?bootstrap_on="+v), Defaults{}, testErrors), v)
+		assert.Equal(t, BootstrapOnBoth, s.BootstrapOn, v)
+	}
+	s := Settings{}
+	require.NoError(t, s.Resolve(parse(t, "memcached://h?bootstrap_on=all"), Defaults{}, testErrors))
+	assert.Equal(t, BootstrapOnBoth, s.BootstrapOn)
+}
