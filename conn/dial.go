@@ -198,7 +198,10 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 	}
 	wc := &watchedConn{Conn: nc}
 	tc := tls.Client(wc, cfg)
-	if err := handshake(ctx, tc, wc, addr, o); err != nil {
+	wc.watching = true // counted for handshake's silence watch and plainPortHint
+	err = handshake(ctx, tc, wc, addr, o)
+	wc.watching = false
+	if err != nil {
 		nc.Close()
 		if errors.Is(err, kverr.ErrUnresponsive) {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, err)
@@ -206,12 +209,64 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, ctx.Err())
 		}
+		hint := plainPortHint(addr, o, err, wc.in.Load())
 		if !IsTLSFailure(err) {
+			if hint != "" {
+				return nil, fmt.Errorf("conn %s: TLS handshake: %w (%s)", addr, err, hint)
+			}
 			return nil, fmt.Errorf("conn %s: TLS handshake: %w", addr, err)
 		}
-		return nil, &TLSError{Addr: addr, Err: err}
+		return nil, &TLSError{Addr: addr, Err: err, Hint: hint}
 	}
 	return tc, nil
+}
+
+// plainPortHint says what a failed TLS handshake to addr suggests, having
+// received in bytes: a first record that is no TLS record (the peer
+// answered the ClientHello in another protocol) is a port without TLS;
+// the connection closed before a byte arrived, at port 11210, Couchbase's
+// plain KV port, likely is too (kv_engine drops a connection whose first
+// bytes carry no valid magic, as a ClientHello's do). "": neither.
+func plainPortHint(addr string, o *Options, err error, in uint64) string {
+	plain := "couchbase://"
+	if o.Memcached {
+		plain = "memcached://"
+	}
+	var rh tls.RecordHeaderError
+	if errors.As(err, &rh) {
+		return "the server does not speak TLS: not a TLS port: use " + plain + " for a plain port"
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	if in == 0 && !o.Memcached && port == "11210" && !IsTLSFailure(err) {
+		return "the server closed without answering the TLS handshake: port 11210 is Couchbase's plain KV port: use couchbase:// for it"
+	}
+	return ""
+}
+
+// tlsPortHint says, for a connection without TLS that failed before any
+// packet arrived, what its server sent suggests (" (...)", or ""): a TLS
+// record (content type alert 0x15 or handshake 0x16, version 3.x) is a
+// TLS listener's answer to the plaintext HELLO (crypto/tls and OpenSSL
+// send a fatal alert and close); nothing at all, from port 11207,
+// Couchbase's KV TLS port, likely is a TLS listener that closed without
+// the alert. Called by the reader, which holds the buffer.
+func (c *Conn) tlsPortHint() string {
+	rd := &c.reader
+	if c.opts.TLSConfig != nil || rd.r != 0 || rd.bytesIn.Load() != uint64(rd.w) {
+		return "" // TLS, or a packet was read: the server speaks memcached
+	}
+	secure := "couchbases://"
+	if c.opts.Memcached {
+		secure = "memcacheds://"
+	}
+	b := rd.buf[:rd.w]
+	if len(b) >= 2 && (b[0] == 0x15 || b[0] == 0x16) && b[1] == 0x03 {
+		return " (the server answered with a TLS record: this looks like a TLS port: use " + secure + ")"
+	}
+	if _, port, _ := net.SplitHostPort(c.addr); len(b) == 0 && !c.opts.Memcached && port == "11207" {
+		return " (the server closed without a byte: port 11207 is Couchbase's KV TLS port: use couchbases:// for it)"
+	}
+	return ""
 }
 
 // watchedConn is the socket under a TLS connection: during the handshake

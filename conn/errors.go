@@ -202,12 +202,21 @@ func (e *BucketAccessError) Is(target error) bool {
 // the handshake (EOF, a reset, a timeout) is not a TLSError: Dial returns
 // it as a plain dial error. Err is the crypto/tls or crypto/x509 error
 // (errors.As(err, &x509.UnknownAuthorityError{}) works through it).
+// Hint, when set, says what the failure suggests: a peer that does not
+// speak TLS is likely a plain port, to reach with couchbase://.
 type TLSError struct {
 	Addr string
 	Err  error
+	Hint string
 }
 
-func (e *TLSError) Error() string { return "conn " + e.Addr + ": TLS handshake: " + e.Err.Error() }
+func (e *TLSError) Error() string {
+	s := "conn " + e.Addr + ": TLS handshake: " + e.Err.Error()
+	if e.Hint != "" {
+		s += " (" + e.Hint + ")"
+	}
+	return s
+}
 
 // Unwrap returns Err.
 func (e *TLSError) Unwrap() error { return e.Err }

@@ -65,11 +65,12 @@ func (c *Conn) readLoop() {
 	var rerr error
 	for {
 		if perr := c.consume(); perr != nil {
+			perr.What += c.tlsPortHint()
 			c.failProtocol(perr)
 			return
 		}
 		if rerr != nil {
-			c.fail(fmt.Errorf("conn %s: read: %w", c.addr, rerr))
+			c.fail(fmt.Errorf("conn %s: read: %w%s", c.addr, rerr, c.tlsPortHint()))
 			return
 		}
 		if c.burstDispatched() == 1 && c.lendRole() && !c.awaitRole() {
