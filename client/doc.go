@@ -44,7 +44,8 @@
 //
 // couchbase://h1,h2:11210/bucket?opt=value, couchbases:// for TLS, and
 // memcached://h1:11211,h2 for plain memcached (keys spread with ketama),
-// memcacheds:// for memcached over TLS (memcached -Z). couchbases:// trusts
+// memcacheds:// for memcached over TLS (memcached -Z); SDK RFC 0011's
+// older http:// is read as couchbase:// (see ConnStr). couchbases:// trusts
 // Couchbase Capella's root CA (CapellaRootCAPEM) besides the system roots
 // unless Options.TLSConfig names RootCAs of its own, and
 // profile=wan_development (Options.Profile) gives a client far from its

@@ -128,6 +128,7 @@ func FuzzParse(f *testing.F) {
 		"couchbase://h1,h2:11210/bucket?kv_timeout=2500ms&network=external",
 		"couchbases://[::1]:11207", "memcached://a,b:1", "h", "couchbase://h/%41", "couchbase://h?bucket=x",
 		"couchbase://h:9000=http,h2=mcd/b?bootstrap_on=http", "couchbases://cb.example.cloud?enable_dns_srv=false",
+		"http://h1:9000,h2:8091,h3/b",
 	} {
 		f.Add(s)
 	}
