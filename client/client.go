@@ -238,7 +238,8 @@ func (c *Client) connOptions() conn.Options {
 // Close closes every connection and stops every goroutine the client
 // started. Operations in flight fail with errors that say whether they were
 // written; operations waiting to retry end at once with ErrClosed. It is
-// safe to call more than once.
+// safe to call more than once. It must not be called from Options.Logger's
+// handler, which may run on one of the goroutines Close waits for.
 func (c *Client) Close() error {
 	c.cl.Close()
 	c.obs.close() // after the connections: no orphan comes after it

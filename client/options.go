@@ -122,6 +122,9 @@ type Options struct {
 	// 0049's controlled backoff (1, 10, 50, 100, 500, 1000 ms).
 	NMVRetryInterval time.Duration
 	// Logger receives connection, config and retry events; nil discards.
+	// Its handler also runs on the client's own goroutines (each node's
+	// connection upkeep, the config loop, the reports), which Close waits
+	// for: a handler that calls Close from there never returns.
 	Logger *slog.Logger
 	// TLSConfig configures TLS for couchbases:// and memcacheds://, the
 	// schemes that use TLS; nil there means the system roots with
