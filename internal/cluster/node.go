@@ -340,6 +340,11 @@ func (n *Node) maintain() {
 			}
 			continue
 		}
+		if n.ctx.Err() != nil {
+			// The node left or the client is closing: that ended the
+			// dial, not the node. Nothing to record, log or wait for.
+			continue
+		}
 		n.mu.Lock()
 		n.lastErr = err
 		n.mu.Unlock()
