@@ -15,7 +15,10 @@ import (
 // a feature the node lacks) is not reported, but it is counted: the
 // Attempt numbers of one operation may skip, and KeyValueError.RetryAttempts
 // (the retries made) includes them. Methods run on the operation's goroutine,
-// synchronously: keep them cheap and do not call the client from them.
+// synchronously: keep them cheap and do not call the client from them. (A
+// call that reads several copies or nodes at once, GetAllReplicas or Ping
+// say, runs each read on a goroutine of its own, which it waits for: a
+// panic there reaches the call's caller once the other reads have ended.)
 type Observer interface {
 	AttemptStart(AttemptInfo)
 	AttemptEnd(AttemptInfo, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -198,4 +199,63 @@ func TestErrorPrefersDocumentNotFound(t *testing.T) {
 	err := Error("k", nil)
 	assert.ErrorIs(t, err, kverr.ErrNoNodeAvailable)
 	assert.Contains(t, err.Error(), `"k"`)
+}
+
+// A call that panics makes First, All and Each panic with its value on the
+// caller's goroutine, after every other call has ended (they are canceled
+// for First), so that the caller can recover it and no goroutine is left.
+func TestAPanickingCallPanicsOnTheCallersGoroutine(t *testing.T) {
+	read := func(ended *atomic.Int32) func(context.Context, int) (int, error) {
+		return func(ctx context.Context, i int) (int, error) {
+			defer ended.Add(1)
+			if i == 1 {
+				panic("boom")
+			}
+			if i == 2 {
+				<-ctx.Done() // First cancels it
+				return 0, ctx.Err()
+			}
+			return i, errors.New("no")
+		}
+	}
+	for name, call := range map[string]func(*atomic.Int32){
+		"First": func(e *atomic.Int32) { First(t.Context(), []int{0, 1, 2}, read(e)) },
+		"All": func(e *atomic.Int32) {
+			All(t.Context(), []int{0, 1}, read(e))
+		},
+		"Each": func(e *atomic.Int32) {
+			Each(t.Context(), []int{0, 1}, func(ctx context.Context, i int) (int, error) { return read(e)(ctx, i) })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var ended atomic.Int32
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				call(&ended)
+			}()
+			assert.Equal(t, "boom", got)
+			want := int32(2)
+			if name == "First" {
+				want = 3
+			}
+			assert.Equal(t, want, ended.Load(), "every call ended before the panic reached the caller")
+		})
+	}
+}
+
+// A call that ends its goroutine with runtime.Goexit (t.FailNow) ends the
+// caller's the same way, rather than leaving First waiting for it forever.
+func TestACallsGoexitEndsTheCallersGoroutine(t *testing.T) {
+	returned := make(chan bool, 1)
+	go func() {
+		ok := false
+		defer func() { returned <- ok }()
+		First(t.Context(), []int{0}, func(context.Context, int) (int, error) {
+			runtime.Goexit()
+			return 0, nil
+		})
+		ok = true
+	}()
+	require.False(t, <-returned, "First returned after its call's Goexit")
 }
