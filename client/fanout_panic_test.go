@@ -46,3 +46,29 @@ func TestPanicInACallbackOfAFannedOutCallReachesTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// The same for a scan, whose vbuckets are read on goroutines of its own:
+// a panic in the caller's code there (here its Observer, on the scan's
+// first create) stops the scan and reaches the caller's goroutine in Next,
+// once the scan's goroutines have ended.
+func TestPanicInACallbackOfAScanReachesTheCaller(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	c := connect(t, mc, &Options{Observer: panicking{}})
+	sr, err := c.DefaultCollection().Scan(context.Background(), RangeScan{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got any
+	func() {
+		defer func() { got = recover() }()
+		for sr.Next() {
+		}
+	}()
+	if got != boom {
+		t.Fatalf("recovered %v, want the observer's panic", got)
+	}
+	if sr.Next() {
+		t.Fatal("Next after the panic moved on")
+	}
+	_ = sr.Close()
+}

@@ -164,7 +164,10 @@ type ScanItem struct {
 // server-side scans still open and waits for the scan's goroutines. A
 // canceled context does the same and ends the iteration with
 // ErrRequestCanceled (or a timeout at its deadline); closing the client
-// ends it with ErrClosed. A ScanResult is for one goroutine.
+// ends it with ErrClosed. A panic in the caller's code that the scan's
+// requests run (an Observer, a RetryStrategy) stops the scan and is raised
+// again by Next (or Close) once its goroutines have ended. A ScanResult is
+// for one goroutine.
 type ScanResult struct {
 	cur rangescan.Cursor
 }

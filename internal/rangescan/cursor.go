@@ -105,6 +105,7 @@ func (c *Cursor) halt() {
 	c.unwatch()
 	c.err = c.run.Stop()
 	c.halted = true
+	c.run.Raise()
 }
 
 // end records how the scan ended once every worker has.
@@ -117,6 +118,7 @@ func (c *Cursor) end() {
 		err = c.fail(c.run.Incomplete(cause))
 	}
 	c.err = err
+	c.run.Raise()
 }
 
 // Incomplete says how a scan that ended before every vbucket was scanned,

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,6 +109,9 @@ type Run struct {
 	vbs      []uint16 // vbuckets not started yet
 	finished int      // vbuckets scanned to the end
 	err      error    // the first error that failed the scan
+	// panicked is how the first worker that ended abnormally did (nil:
+	// none did), until Raise raised it.
+	panicked *panicked
 }
 
 // Start starts the scan's goroutines; ctx bounds the whole scan.
@@ -214,11 +218,60 @@ func (c *Config) CreateConfig(vb uint16, after []byte) *memdx.RangeScanCreate {
 // work scans vbuckets until none is left or the scan stops. The last
 // worker to end closes out.
 func (r *Run) work() {
+	returned := false
 	defer func() {
+		if !returned {
+			// The caller's code (an Observer, a RetryStrategy) panicked
+			// in a request, or ended the goroutine (Goexit): the scan
+			// stops, and the Cursor raises it on the caller's goroutine
+			// once every worker has ended (Raise).
+			v := recover() // nil for a Goexit: a panic(nil) is a *runtime.PanicNilError
+			r.mu.Lock()
+			if r.panicked == nil {
+				r.panicked = &panicked{v: v, goexit: v == nil}
+			}
+			r.mu.Unlock()
+			r.cancel(errPanicked)
+		}
 		if r.live.Add(-1) == 0 {
 			close(r.out)
 		}
 	}()
+	r.scanVbuckets()
+	returned = true
+}
+
+// errPanicked is the cancel cause of a scan whose worker panicked.
+var errPanicked = errors.New("a scan's request panicked")
+
+// panicked is how a worker ended abnormally: a panic with v, or
+// runtime.Goexit.
+type panicked struct {
+	v      any
+	goexit bool
+}
+
+// Raise ends the caller's goroutine as a worker's ended, with its panic
+// or Goexit, the first time it is called after every worker has ended
+// (Out closed); it does nothing when none ended so, or after that.
+func (r *Run) Raise() {
+	r.mu.Lock()
+	p := r.panicked
+	if p != nil {
+		r.panicked = &panicked{} // raised: never again
+	}
+	r.mu.Unlock()
+	switch {
+	case p == nil || !p.goexit && p.v == nil:
+	case p.goexit:
+		runtime.Goexit()
+	default:
+		panic(p.v)
+	}
+}
+
+// scanVbuckets scans vbuckets until none is left or the scan stops.
+func (r *Run) scanVbuckets() {
 	for {
 		r.mu.Lock()
 		if len(r.vbs) == 0 {
