@@ -182,7 +182,7 @@ func (c *Cluster) resolveSeeds(ctx context.Context) error {
 // fails when no node of the config can be connected to within
 // ConnectTimeout.
 func (c *Cluster) bootstrapCouchbase(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, c.cfg.ConnectTimeout, errConnectTimeout)
 	defer cancel()
 	if err := c.resolveSeeds(ctx); err != nil {
 		return err
@@ -333,7 +333,7 @@ func (c *Cluster) bootstrapFrom(ctx context.Context, seed, host string, seedNode
 	c.awaitFirstDials(ctx)
 	t = c.topo.Load()
 	if !usable(t) {
-		all, cause := c.unusableError(seed, t)
+		all, cause := c.unusableError(ctx, seed, t)
 		return &BootstrapError{All: append(errs, all...), Unusable: true, Cause: cause}
 	}
 	via := "kv"
@@ -404,23 +404,45 @@ func (c *Cluster) awaitFirstDials(ctx context.Context) {
 	}
 }
 
+// errConnectTimeout is the cause of a bootstrap's context ended by
+// ConnectTimeout (rather than by Connect's own context).
+var errConnectTimeout = errors.New("connect timeout")
+
 // unusableError is the cause of a Connect whose bootstrap config (from
 // seed) names no node the client could connect to within ConnectTimeout,
-// with each node's error.
-func (c *Cluster) unusableError(seed string, t *Topology) (all []error, cause error) {
+// or before ctx, the bootstrap's, ended, with each node's error. A node
+// still in its first dial when Connect's own context ended says so, and
+// matches that context's error.
+func (c *Cluster) unusableError(ctx context.Context, seed string, t *Topology) (all []error, cause error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the config (rev %s) from %s names no node this client can use on network %q:",
 		t.cfg.Version(), seed, c.network)
+	still := fmt.Errorf("still connecting after %v", c.cfg.ConnectTimeout)
+	var ended error // Connect's context's error, when it ended the wait
+	if why := context.Cause(ctx); ctx.Err() != nil && why != errConnectTimeout {
+		ended = why
+		still = fmt.Errorf("still connecting when Connect's context ended: %w", why)
+	}
 	for _, n := range t.all {
 		_, _, err := n.Pick()
 		if n.lastDialErr() == nil && n.ctx.Err() == nil {
-			err = c.nodeError(n.addr, fmt.Errorf("still connecting after %v", c.cfg.ConnectTimeout))
+			err = c.nodeError(n.addr, still)
 		}
 		fmt.Fprintf(&b, " %v;", err)
 		all = append(all, err)
 	}
-	return all, errors.New(strings.TrimSuffix(b.String(), ";"))
+	return all, &messageError{msg: strings.TrimSuffix(b.String(), ";"), err: ended}
 }
+
+// messageError is msg, which says what err is (nil: none) among other
+// things, matching err.
+type messageError struct {
+	msg string
+	err error
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.err }
 
 // usable reports whether some node of t has a live connection.
 func usable(t *Topology) bool {
