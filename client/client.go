@@ -103,12 +103,20 @@ func Connect(ctx context.Context, connStr string, opts *Options) (*Client, error
 	}
 	c.orch = retry.Orchestrator{Clock: orchClock, Logger: o.Logger, NMVInterval: o.NMVRetryInterval}
 	c.obs = newObservers(&c.opts, c.clock, retry.RealClock(), newClientID())
+	connected := false
+	defer func() {
+		if !connected {
+			// Failed, or the caller's code Connect runs (a Resolver, a
+			// TLS callback) panicked: the reports stop.
+			c.obs.close()
+		}
+	}()
 	srv := c.seedResolver(cs)
 	c.cl, err = cluster.Connect(ctx, c.clusterConfig(cs, srv))
 	if err != nil {
-		c.obs.close()
 		return nil, connectError(cs, srv, err)
 	}
+	connected = true
 	c.ctx = c.cl.Context()
 	c.obs.topology = c.cl.Topology // before any operation: Connect returns after
 	return c, nil

@@ -220,11 +220,23 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.colls.ids, c.colls.clock = map[string]cachedID{}, cfg.Clock
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	var err error
+	returned := false
+	defer func() {
+		if !returned {
+			// The caller's code the bootstrap runs (a Resolver, a TLS
+			// callback, a Logger) panicked, maybe holding mu: the
+			// nodes' maintainers are told to close their connections
+			// and exit, without waiting for them (Close might wait for
+			// mu forever).
+			c.cancel()
+		}
+	}()
 	if cfg.Memcached {
 		err = c.bootstrapMemcached(ctx)
 	} else {
 		err = c.bootstrapCouchbase(ctx)
 	}
+	returned = true
 	if err != nil {
 		c.Close()
 		return nil, err
