@@ -120,6 +120,11 @@ func (cn *conn) hello(p *memdx.Packet) {
 	if req[memdx.FeatureSnappyEverywhere] && !req[memdx.FeatureSnappy] {
 		delete(req, memdx.FeatureSnappyEverywhere)
 	}
+	// Asked for both kinds of notification, a client gets the brief one
+	// only (kv_engine's buildRequestVector).
+	if req[memdx.FeatureClustermapChangeNotificationBrief] {
+		delete(req, memdx.FeatureClustermapChangeNotification)
+	}
 	granted := make([]int, 0, len(req))
 	var bits uint64
 	for f := range req {
