@@ -93,37 +93,62 @@ var supportedFeatures = map[memdx.HelloFeature]bool{
 	memdx.FeatureTracing: true,
 }
 
+// featureNeeds are kv_engine's HELLO dependencies (buildRequestVector in
+// daemon/protocol/mcbp/hello_packet_executor.cc): a feature asked for
+// without the one it needs fails the whole HELLO with EINVAL, the context
+// naming both as kv_engine's format_as does.
+var featureNeeds = map[memdx.HelloFeature]struct {
+	needs      memdx.HelloFeature
+	name, what string
+}{
+	memdx.FeatureClustermapChangeNotification:      {memdx.FeatureDuplex, "Clustermap change notification", "Duplex"},
+	memdx.FeatureClustermapChangeNotificationBrief: {memdx.FeatureDuplex, "ClustermapChangeNotificationBrief", "Duplex"},
+	memdx.FeatureVAttr:                             {memdx.FeatureXattr, "VAttr", "XATTR"},
+	memdx.FeatureSubdocDocumentMacroSupport:        {memdx.FeatureXattr, "SubdocDocumentMacroSupport", "XATTR"},
+}
+
 // hello grants the supported subset of the requested features and echoes
 // it in ascending order, as kv_engine does. A second HELLO replaces the
-// first one's features.
+// first one's features; a refused one leaves them.
 func (cn *conn) hello(p *memdx.Packet) {
 	if len(p.Value)%2 != 0 || len(p.Extras) != 0 {
 		cn.fail(p, memdx.StatusInvalidArgs, "HELLO value must be a list of 2-byte features and extras must be empty")
 		return
 	}
-	req := make(map[memdx.HelloFeature]bool)
+	asked := make(map[memdx.HelloFeature]bool)
 	for i := 0; i < len(p.Value); i += 2 {
-		f := memdx.HelloFeature(uint16(p.Value[i])<<8 | uint16(p.Value[i+1]))
-		if supportedFeatures[f] && !cn.c.disabled[f] {
-			req[f] = true
+		asked[memdx.HelloFeature(uint16(p.Value[i])<<8|uint16(p.Value[i+1]))] = true
+	}
+	order := make([]int, 0, len(asked))
+	for f := range asked {
+		order = append(order, int(f))
+	}
+	sort.Ints(order)
+	req := make(map[memdx.HelloFeature]bool)
+	for _, i := range order {
+		f := memdx.HelloFeature(i)
+		if !supportedFeatures[f] || cn.c.disabled[f] {
+			continue
 		}
-	}
-	if req[memdx.FeatureTCPNoDelay] && req[memdx.FeatureTCPDelay] {
-		cn.fail(p, memdx.StatusInvalidArgs, "TCPNODELAY cannot co-exist with TCPDELAY")
-		return
-	}
-	if (req[memdx.FeatureClustermapChangeNotification] || req[memdx.FeatureClustermapChangeNotificationBrief]) &&
-		!req[memdx.FeatureDuplex] {
-		cn.fail(p, memdx.StatusInvalidArgs, "ClustermapChangeNotification needs Duplex")
-		return
-	}
-	if req[memdx.FeatureSnappyEverywhere] && !req[memdx.FeatureSnappy] {
-		delete(req, memdx.FeatureSnappyEverywhere)
+		req[f] = true
+		// kv_engine checks the dependencies in ascending feature order
+		// and stops at the first one missing.
+		if f == memdx.FeatureTCPNoDelay && asked[memdx.FeatureTCPDelay] {
+			cn.fail(p, memdx.StatusInvalidArgs, "TCPNODELAY cannot co-exist with TCPDELAY")
+			return
+		}
+		if d, ok := featureNeeds[f]; ok && !asked[d.needs] {
+			cn.fail(p, memdx.StatusInvalidArgs, d.name+" needs "+d.what)
+			return
+		}
 	}
 	// Asked for both kinds of notification, a client gets the brief one
 	// only (kv_engine's buildRequestVector).
 	if req[memdx.FeatureClustermapChangeNotificationBrief] {
 		delete(req, memdx.FeatureClustermapChangeNotification)
+	}
+	if req[memdx.FeatureSnappyEverywhere] && !req[memdx.FeatureSnappy] {
+		delete(req, memdx.FeatureSnappyEverywhere)
 	}
 	granted := make([]int, 0, len(req))
 	var bits uint64

@@ -20,3 +20,53 @@ func TestHelloBriefNotificationSupersedesFull(t *testing.T) {
 		t.Fatalf("granted %v, want %v", got, want)
 	}
 }
+
+// VAttr and SubdocDocumentMacroSupport need XATTR in the same HELLO:
+// kv_engine refuses the HELLO with EINVAL ("<feature> needs XATTR") and keeps
+// the features the connection had.
+func TestHelloXattrDependents(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := dialRaw(t, c.Node(0).Addr())
+	cl.hello(memdx.FeatureXerror, memdx.FeatureJSON)
+	for _, tc := range []struct {
+		f    memdx.HelloFeature
+		want string
+	}{
+		{memdx.FeatureVAttr, "VAttr needs XATTR"},
+		{memdx.FeatureSubdocDocumentMacroSupport, "SubdocDocumentMacroSupport needs XATTR"},
+	} {
+		p := cl.do(memdx.NewHello(nil, []memdx.HelloFeature{memdx.FeatureXerror, tc.f}))
+		if p.Status != memdx.StatusInvalidArgs {
+			t.Fatalf("HELLO %s without XATTR: %s, want EINVAL", tc.f, p.Status)
+		}
+		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); !ok || ec.Context != tc.want {
+			t.Errorf("HELLO %s without XATTR: context %q, want %q", tc.f, p.Value, tc.want)
+		}
+	}
+	// The refused HELLOs left the connection's features alone.
+	if p := cl.do(memdx.NewGetErrorMap(99)); p.Datatype != memdx.DatatypeJSON {
+		t.Fatalf("JSON no longer negotiated after a refused HELLO: datatype %s", p.Datatype)
+	}
+	got := cl.hello(memdx.FeatureXattr, memdx.FeatureVAttr, memdx.FeatureSubdocDocumentMacroSupport)
+	want := []memdx.HelloFeature{memdx.FeatureXattr, memdx.FeatureVAttr, memdx.FeatureSubdocDocumentMacroSupport}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("with XATTR: granted %v, want %v", got, want)
+	}
+}
+
+// The Duplex dependency names each notification feature as kv_engine's
+// format_as does.
+func TestHelloNotificationNeedsDuplexContext(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := dialRaw(t, c.Node(0).Addr())
+	cl.hello(memdx.FeatureXerror)
+	for f, want := range map[memdx.HelloFeature]string{
+		memdx.FeatureClustermapChangeNotification:      "Clustermap change notification needs Duplex",
+		memdx.FeatureClustermapChangeNotificationBrief: "ClustermapChangeNotificationBrief needs Duplex",
+	} {
+		p := cl.do(memdx.NewHello(nil, []memdx.HelloFeature{memdx.FeatureXerror, f}))
+		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); p.Status != memdx.StatusInvalidArgs || !ok || ec.Context != want {
+			t.Errorf("HELLO %s without Duplex: %s %q, want EINVAL %q", f, p.Status, p.Value, want)
+		}
+	}
+}
