@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -147,14 +148,22 @@ func (cn *conn) hello(p *memdx.Packet) {
 	if req[memdx.FeatureClustermapChangeNotificationBrief] {
 		delete(req, memdx.FeatureClustermapChangeNotification)
 	}
-	if req[memdx.FeatureSnappyEverywhere] && !req[memdx.FeatureSnappy] {
-		delete(req, memdx.FeatureSnappyEverywhere)
-	}
 	granted := make([]int, 0, len(req))
 	var bits uint64
 	for f := range req {
 		granted = append(granted, int(f))
 		bits |= 1 << f
+	}
+	// SnappyEverywhere turns the Snappy datatype on by itself (kv_engine's
+	// HELLO calls enableDatatype(SNAPPY) for it) without listing Snappy in
+	// the answer; where the server has Snappy off it grants neither.
+	if req[memdx.FeatureSnappyEverywhere] {
+		if cn.c.disabled[memdx.FeatureSnappy] {
+			bits &^= 1 << memdx.FeatureSnappyEverywhere
+			granted = slices.DeleteFunc(granted, func(f int) bool { return f == int(memdx.FeatureSnappyEverywhere) })
+		} else {
+			bits |= 1 << memdx.FeatureSnappy
+		}
 	}
 	sort.Ints(granted)
 	out := make([]byte, 0, 2*len(granted))

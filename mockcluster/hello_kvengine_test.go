@@ -70,3 +70,36 @@ func TestHelloNotificationNeedsDuplexContext(t *testing.T) {
 		}
 	}
 }
+
+// kv_engine grants SnappyEverywhere on its own and turns on the Snappy
+// datatype with it (connection.enableDatatype(SNAPPY)), without listing
+// Snappy in the answer: the client may then send compressed values and gets
+// compressed configs.
+func TestHelloSnappyEverywhereAlone(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := dialRaw(t, c.Node(0).Addr())
+	got := cl.hello(memdx.FeatureXerror, memdx.FeatureSnappyEverywhere)
+	want := []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSnappyEverywhere}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("granted %v, want %v", got, want)
+	}
+	if st := cl.authPlain(DefaultUser, DefaultPassword); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	if st := cl.selectBucket(DefaultBucket); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	p := cl.do(memdx.NewGetClusterConfig())
+	if p.Status != memdx.StatusSuccess || p.Datatype != memdx.DatatypeSnappy {
+		t.Fatalf("GET_CLUSTER_CONFIG: %s datatype %s, want a snappy config", p.Status, p.Datatype)
+	}
+	b := c.Bucket(DefaultBucket)
+	set := keyReq(cl, b, memdx.NewStore(memdx.OpSet, []byte("k"), memdx.CompressSnappy(nil, []byte("hello")), 0, 0))
+	set.Datatype = memdx.DatatypeSnappy
+	if p := cl.do(set); p.Status != memdx.StatusSuccess {
+		t.Fatalf("snappy SET: %s %s", p.Status, p.Value)
+	}
+	if d, ok := b.Get("", "", "k"); !ok || string(d.Value) != "hello" {
+		t.Fatalf("stored %+v %v", d, ok)
+	}
+}
