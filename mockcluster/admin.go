@@ -16,6 +16,18 @@ import (
 
 // handle runs one request with wmu held.
 func (cn *conn) handle(p *memdx.Packet) outcome {
+	// Before authentication kv_engine runs the handshake commands only
+	// and answers EACCESS, with no error context, to everything else,
+	// NOOP, VERSION and QUIT included, before it looks at the opcode
+	// (Cookie::validate, daemon/cookie.cc).
+	if !cn.authed.Load() {
+		switch p.OpCode {
+		case memdx.OpHello, memdx.OpSASLListMechs, memdx.OpSASLAuth, memdx.OpSASLStep, memdx.OpGetErrorMap:
+		default:
+			cn.fail(p, memdx.StatusNoAccess, "")
+			return outcome{}
+		}
+	}
 	switch p.OpCode {
 	case memdx.OpHello:
 		cn.hello(p)
@@ -40,10 +52,6 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 		return outcome{close: true}
 	case memdx.OpQuitQ:
 		return outcome{close: true}
-	}
-	if !cn.authed.Load() {
-		cn.fail(p, memdx.StatusNoAccess, "Authenticate first (SASL)")
-		return outcome{}
 	}
 	switch p.OpCode {
 	case memdx.OpSelectBucket:

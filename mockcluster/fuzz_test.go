@@ -92,7 +92,8 @@ func FuzzServe(f *testing.F) {
 		client.Close()
 		check := pipeConn(node)
 		defer check.Close()
-		nr := memdx.NewNoop()
+		// SASL_LIST_MECHS: kv_engine refuses NOOP before authentication.
+		nr := memdx.NewSASLListMechs()
 		b, _ := nr.AppendTo(nil, 1)
 		go func() { _, _ = check.Write(b) }()
 		hdr := make([]byte, memdx.HeaderSize)
@@ -100,7 +101,7 @@ func FuzzServe(f *testing.F) {
 			t.Fatalf("node stopped serving: %v", err)
 		}
 		if h, err := memdx.DecodeHeader(hdr, 0); err != nil || h.VbucketOrStatus != 0 {
-			t.Fatalf("NOOP answer %x: %v", hdr, err)
+			t.Fatalf("SASL_LIST_MECHS answer %x: %v", hdr, err)
 		}
 	})
 }
