@@ -189,7 +189,10 @@ func (cn *conn) getErrorMap(p *memdx.Packet) {
 	}
 	v := uint16(p.Value[0])<<8 | uint16(p.Value[1])
 	if v == 0 {
-		cn.fail(p, memdx.StatusInvalidArgs, "Error map version 0 does not exist")
+		// kv_engine has no map for version 0 (an empty slot in
+		// ErrorMapManager), which get_errmap_executor answers with
+		// KEY_ENOENT and no context.
+		cn.fail(p, memdx.StatusKeyNotFound, "")
 		return
 	}
 	cn.reply(p, memdx.StatusSuccess, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, errorMapFor(v))

@@ -115,7 +115,7 @@ func TestGetErrorMapV1V2(t *testing.T) {
 	if a := v1.Errors["c"].Attrs; !reflect.DeepEqual(a, []string{"temp", "retry-later"}) {
 		t.Fatalf("EWOULD_THROTTLE in v1 kept rate-limit: %v", a)
 	}
-	if p := cl.do(memdx.NewGetErrorMap(0)); p.Status != memdx.StatusInvalidArgs {
+	if p := cl.do(memdx.NewGetErrorMap(0)); p.Status != memdx.StatusKeyNotFound {
 		t.Fatalf("version 0: %s", p.Status)
 	}
 }
