@@ -28,6 +28,9 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 			return outcome{}
 		}
 	}
+	if !cn.validateConn(p) {
+		return outcome{}
+	}
 	switch p.OpCode {
 	case memdx.OpHello:
 		cn.hello(p)
@@ -120,10 +123,6 @@ var featureNeeds = map[memdx.HelloFeature]struct {
 // it in ascending order, as kv_engine does. A second HELLO replaces the
 // first one's features; a refused one leaves them.
 func (cn *conn) hello(p *memdx.Packet) {
-	if len(p.Value)%2 != 0 || len(p.Extras) != 0 {
-		cn.fail(p, memdx.StatusInvalidArgs, "HELLO value must be a list of 2-byte features and extras must be empty")
-		return
-	}
 	asked := make(map[memdx.HelloFeature]bool)
 	for i := 0; i < len(p.Value); i += 2 {
 		asked[memdx.HelloFeature(uint16(p.Value[i])<<8|uint16(p.Value[i+1]))] = true
@@ -183,10 +182,6 @@ func (cn *conn) hello(p *memdx.Packet) {
 }
 
 func (cn *conn) getErrorMap(p *memdx.Packet) {
-	if len(p.Value) != 2 || len(p.Key) != 0 || len(p.Extras) != 0 {
-		cn.fail(p, memdx.StatusInvalidArgs, "GET_ERROR_MAP value must be the 2-byte version")
-		return
-	}
 	v := uint16(p.Value[0])<<8 | uint16(p.Value[1])
 	if v == 0 {
 		// kv_engine has no map for version 0 (an empty slot in
@@ -291,8 +286,8 @@ func (cn *conn) authenticated(u *user) {
 
 func (cn *conn) selectBucket(p *memdx.Packet) {
 	name := string(p.Key)
-	if len(p.Extras) != 0 || len(p.Value) != 0 || name == "" {
-		cn.fail(p, memdx.StatusInvalidArgs, "SELECT_BUCKET takes the bucket name as key, nothing else")
+	if name == "" {
+		cn.fail(p, memdx.StatusInvalidArgs, "SELECT_BUCKET takes the bucket name as key")
 		return
 	}
 	if name == "@no bucket@" {
@@ -336,10 +331,6 @@ func (cn *conn) listBuckets(p *memdx.Packet) {
 // without a bucket). With the 16-byte known-version extras it answers an
 // empty body unless its config is newer.
 func (cn *conn) getClusterConfig(p *memdx.Packet) {
-	if p.Cas != 0 || len(p.Key) != 0 || len(p.Value) != 0 {
-		cn.fail(p, memdx.StatusInvalidArgs, "GET_CLUSTER_CONFIG takes no key, no value and CAS 0")
-		return
-	}
 	known, hasKnown, err := memdx.DecodeClusterConfigKnown(p.Extras)
 	if err != nil {
 		cn.fail(p, memdx.StatusInvalidArgs, err.Error())
@@ -448,10 +439,6 @@ func (vb *vbucket) liveCount(now time.Time) int {
 }
 
 func (cn *conn) getManifest(p *memdx.Packet) {
-	if len(p.Key) != 0 || len(p.Value) != 0 || len(p.Extras) != 0 {
-		cn.fail(p, memdx.StatusInvalidArgs, "COLLECTIONS_GET_MANIFEST takes no key, extras or value")
-		return
-	}
 	m := cn.bucket.Load().snap.Load().manifest
 	cn.reply(p, memdx.StatusSuccess, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, m.json())
 }

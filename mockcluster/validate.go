@@ -1,0 +1,181 @@
+package mockcluster
+
+// The packet checks kv_engine makes of a request before running it
+// (McbpValidator, daemon/mcbp_validators.cc) for the connection-level
+// commands: each opcode's validator calls verify_header with what it
+// expects of the extras, key, value, CAS and datatype, then adds its own
+// checks. A refused packet answers its status with an error context and is
+// not run.
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// lenRule is what a validator expects of a key or value length
+// (McbpValidator::ExpectedKeyLen / ExpectedValueLen).
+type lenRule uint8
+
+const (
+	lenZero lenRule = iota
+	lenNonZero
+	lenAny
+)
+
+// casRule is what a validator expects of the CAS (ExpectedCas).
+type casRule uint8
+
+const (
+	casNotSet casRule = iota
+	casAny
+)
+
+// headerRule is one opcode's verify_header arguments.
+type headerRule struct {
+	// extras is the exact extras length; 0 allows none, -1 any (the
+	// handler checks them).
+	extras     int
+	key, value lenRule
+	cas        casRule
+	// datatypes are the datatype bits the opcode accepts besides raw.
+	datatypes memdx.Datatype
+}
+
+// connRules are the validators of the commands handle serves itself.
+var connRules = map[memdx.OpCode]headerRule{
+	// hello_validator (then the value must be of even length)
+	memdx.OpHello: {key: lenAny, value: lenAny},
+	// version, quit, noop and sasl_list_mech validators
+	memdx.OpVersion:       {},
+	memdx.OpQuit:          {},
+	memdx.OpQuitQ:         {},
+	memdx.OpNoop:          {},
+	memdx.OpSASLListMechs: {},
+	// sasl_auth_validator, for SASL_STEP too
+	memdx.OpSASLAuth: {key: lenNonZero, value: lenAny},
+	memdx.OpSASLStep: {key: lenNonZero, value: lenAny},
+	// get_errmap_validator (then vbucket 0 and a 2-byte value)
+	memdx.OpGetErrorMap: {value: lenAny},
+	// select_bucket_validator, list_bucket_validator
+	memdx.OpSelectBucket: {key: lenAny, cas: casAny},
+	memdx.OpListBuckets:  {cas: casAny},
+	// get_cluster_config_validator (the known-version extras are the
+	// handler's)
+	memdx.OpGetClusterConfig: {extras: -1},
+	// stat_validator (then a value must be JSON)
+	memdx.OpStat: {key: lenAny, value: lenAny, datatypes: memdx.DatatypeJSON},
+	// verbosity_validator: a 4-byte level
+	memdx.OpVerbosity: {extras: 4},
+	// collections_get_manifest_validator (then vbucket 0)
+	memdx.OpCollectionsGetManifest: {},
+	// collections_get_id_validator, for GET_SCOPE_ID too: the path in the
+	// key or the value, not both, vbucket 0
+	memdx.OpCollectionsGetID:      {key: lenAny, value: lenAny},
+	memdx.OpCollectionsGetScopeID: {key: lenAny, value: lenAny},
+}
+
+// validateConn applies kv_engine's validator for a connection-level
+// command. It reports false after answering a refused packet, and true for
+// a packet to run (or an opcode it has no rule for).
+func (cn *conn) validateConn(p *memdx.Packet) bool {
+	rule, ok := connRules[p.OpCode]
+	if !ok {
+		return true
+	}
+	st, ctx := cn.verifyHeader(p, rule)
+	if st == memdx.StatusSuccess {
+		st, ctx = cn.validateSpecific(p)
+	}
+	if st != memdx.StatusSuccess {
+		cn.fail(p, st, ctx)
+		return false
+	}
+	return true
+}
+
+// verifyHeader is McbpValidator::verify_header, in its order.
+func (cn *conn) verifyHeader(p *memdx.Packet, r headerRule) (memdx.Status, string) {
+	einval := memdx.StatusInvalidArgs
+	if !p.Datatype.Valid() {
+		return einval, "Request datatype invalid"
+	}
+	switch {
+	case r.extras == 0 && len(p.Extras) != 0:
+		return einval, "Request must not include extras"
+	case r.extras > 0 && len(p.Extras) != r.extras:
+		return einval, "Request must include extras of length " + strconv.Itoa(r.extras)
+	}
+	switch {
+	case r.key == lenZero && len(p.Key) != 0:
+		return einval, "Request must not include key"
+	case r.key == lenNonZero && len(p.Key) == 0:
+		return einval, "Request must include key"
+	}
+	if r.key != lenZero {
+		max := maxKeyLen
+		if cn.has(memdx.FeatureCollections) {
+			max = maxKeyLen + 1 // MaxCollectionsKeyLen
+		}
+		if len(p.Key) > max {
+			return einval, "Key length exceeds " + strconv.Itoa(max)
+		}
+	}
+	switch {
+	case r.value == lenZero && len(p.Value) != 0:
+		return einval, "Request must not include value"
+	case r.value == lenNonZero && len(p.Value) == 0:
+		return einval, "Request must include value"
+	}
+	if r.cas == casNotSet && p.Cas != 0 {
+		return einval, "Request CAS must not be set"
+	}
+	if p.Datatype&^r.datatypes != 0 {
+		return einval, "Request datatype invalid"
+	}
+	if p.Datatype.Has(memdx.DatatypeJSON) && !cn.has(memdx.FeatureJSON) {
+		return einval, "Datatype (JSON) not enabled for the connection"
+	}
+	return memdx.StatusSuccess, ""
+}
+
+// validateSpecific is the rest of each opcode's validator, after
+// verify_header.
+func (cn *conn) validateSpecific(p *memdx.Packet) (memdx.Status, string) {
+	einval := memdx.StatusInvalidArgs
+	switch p.OpCode {
+	case memdx.OpHello:
+		if len(p.Value)%2 != 0 {
+			return einval, "Request value must be of even length"
+		}
+	case memdx.OpGetErrorMap:
+		if p.Vbucket != 0 {
+			return einval, "Request vbucket id must be 0"
+		}
+		if len(p.Value) != 2 {
+			return einval, "Request value must be of length 2"
+		}
+	case memdx.OpStat:
+		if len(p.Value) != 0 {
+			if !p.Datatype.Has(memdx.DatatypeJSON) {
+				return einval, "Datatype must be JSON"
+			}
+			if !json.Valid(p.Value) {
+				return einval, "value is not valid JSON"
+			}
+		}
+	case memdx.OpCollectionsGetManifest:
+		if p.Vbucket != 0 {
+			return einval, "Request vbucket id must be 0"
+		}
+	case memdx.OpCollectionsGetID, memdx.OpCollectionsGetScopeID:
+		if len(p.Key) != 0 && len(p.Value) != 0 {
+			return einval, "Cannot set both key and value"
+		}
+		if p.Vbucket != 0 {
+			return einval, "Request vbucket id must be 0"
+		}
+	}
+	return memdx.StatusSuccess, ""
+}
