@@ -4,7 +4,8 @@ package mockcluster
 // (McbpValidator, daemon/mcbp_validators.cc) for the connection-level
 // commands: each opcode's validator calls verify_header with what it
 // expects of the extras, key, value, CAS and datatype, then adds its own
-// checks. A refused packet answers its status with an error context and is
+// checks. verify_header also judges the frame infos, the same way for every
+// opcode. A refused packet answers its status with an error context and is
 // not run.
 
 import (
@@ -137,7 +138,65 @@ func (cn *conn) verifyHeader(p *memdx.Packet, r headerRule) (memdx.Status, strin
 	if p.Datatype.Has(memdx.DatatypeJSON) && !cn.has(memdx.FeatureJSON) {
 		return einval, "Datatype (JSON) not enabled for the connection"
 	}
-	return memdx.StatusSuccess, ""
+	return cn.verifyFrames(p)
+}
+
+// verifyFrames judges the frame infos as verify_header does for every
+// opcode: each id kv_engine knows has its own rule, an unknown one answers
+// UNKNOWN_FRAME_INFO (with no context) and a bad encoding EINVAL.
+func (cn *conn) verifyFrames(p *memdx.Packet) (memdx.Status, string) {
+	st, ctx := memdx.StatusSuccess, ""
+	err := memdx.FrameInfos(p.FramingExtras, func(id uint16, data []byte) error {
+		switch memdx.RequestFrameID(id) {
+		case memdx.FrameBarrier:
+			if len(data) != 0 {
+				st, ctx = memdx.StatusInvalidArgs, "Barrier should not contain value"
+			}
+		case memdx.FrameDurability:
+			if _, _, err := memdx.DecodeDurabilityFrame(data); err != nil {
+				st, ctx = memdx.StatusInvalidArgs, err.Error()
+				if len(data) == 1 || len(data) == 3 {
+					st = memdx.StatusDurabilityInvalidLevel
+				}
+			} else {
+				// None of these commands is a mutation
+				// (cb::mcbp::is_durability_supported).
+				st, ctx = memdx.StatusInvalidArgs, "The requested command does not support durability requirements"
+			}
+		case memdx.FrameDcpStreamID:
+			if len(data) != 2 {
+				st, ctx = memdx.StatusInvalidArgs, "DcpStreamId invalid size:"+strconv.Itoa(len(data))
+			}
+		case memdx.FrameOpenTracingContext:
+			if len(data) == 0 {
+				st, ctx = memdx.StatusInvalidArgs, "OpenTracingContext cannot be empty"
+			}
+		case memdx.FrameImpersonateUser:
+			if len(data) == 0 {
+				st, ctx = memdx.StatusInvalidArgs, "Impersonated user must be set"
+			}
+		case memdx.FramePreserveTTL:
+			if len(data) != 0 {
+				st, ctx = memdx.StatusInvalidArgs, "PreserveTtl should not contain value"
+			} else {
+				st, ctx = memdx.StatusNotSupported, "This command does not support PreserveTtl"
+			}
+		case memdx.FrameImpersonateUserExtraPrivilege:
+			if len(data) == 0 {
+				st, ctx = memdx.StatusInvalidArgs, "Privilege name must be set"
+			}
+		default:
+			st = memdx.StatusUnknownFrameInfo
+		}
+		if st != memdx.StatusSuccess {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && st == memdx.StatusSuccess {
+		return memdx.StatusInvalidArgs, "Invalid encoding in FrameExtras"
+	}
+	return st, ctx
 }
 
 // validateSpecific is the rest of each opcode's validator, after
