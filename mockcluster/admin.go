@@ -443,16 +443,18 @@ func (cn *conn) getManifest(p *memdx.Packet) {
 	cn.reply(p, memdx.StatusSuccess, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, m.json())
 }
 
-// getCollectionID answers COLLECTIONS_GET_ID ("scope.collection" in the
-// value) and COLLECTIONS_GET_SCOPE_ID ("scope"): extras are the manifest uid
-// (8 bytes) and the id (4 bytes).
+// getCollectionID answers COLLECTIONS_GET_ID ("scope.collection") and
+// COLLECTIONS_GET_SCOPE_ID ("scope"), the path in the key or the value
+// (the validator refused both): extras are the manifest uid (8 bytes) and
+// the id (4 bytes). As kv_engine's Collections::Manager and Manifest
+// decide: the number of dots first, then the scope, then the collection;
+// an empty part is the default.
 func (cn *conn) getCollectionID(p *memdx.Packet) {
-	if len(p.Key) != 0 || len(p.Extras) != 0 || p.Cas != 0 {
-		cn.fail(p, memdx.StatusInvalidArgs, "The path goes in the value; key and extras must be empty")
-		return
-	}
 	m := cn.bucket.Load().snap.Load().manifest
 	path := string(p.Value)
+	if len(p.Key) != 0 {
+		path = string(p.Key)
+	}
 	scope, coll, dotted := strings.Cut(path, ".")
 	if p.OpCode == memdx.OpCollectionsGetID && (!dotted || strings.Contains(coll, ".")) {
 		cn.fail(p, memdx.StatusInvalidArgs, "The path must be scope.collection")

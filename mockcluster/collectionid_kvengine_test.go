@@ -1,0 +1,64 @@
+package mockcluster
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// COLLECTIONS_GET_ID and GET_SCOPE_ID take the path in the key or in the
+// value (kv_engine's collections_get_id_validator and executor); empty
+// parts are the defaults.
+func TestGetCollectionIDPaths(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	b := c.Bucket(DefaultBucket)
+	sid, err := b.AddScope("inventory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := b.AddCollection("inventory", "hotels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := b.ManifestUID()
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	inKey := func(op memdx.OpCode, path string) memdx.Request {
+		return memdx.Request{OpCode: op, Key: []byte(path)}
+	}
+	inValue := func(op memdx.OpCode, path string) memdx.Request {
+		return memdx.Request{OpCode: op, Value: []byte(path)}
+	}
+	for _, tc := range []struct {
+		name string
+		req  memdx.Request
+		st   memdx.Status
+		id   uint32
+	}{
+		{"id in key", inKey(memdx.OpCollectionsGetID, "inventory.hotels"), memdx.StatusSuccess, cid},
+		{"id in value", inValue(memdx.OpCollectionsGetID, "inventory.hotels"), memdx.StatusSuccess, cid},
+		{"defaults", inValue(memdx.OpCollectionsGetID, "."), memdx.StatusSuccess, 0},
+		{"scope id in key", inKey(memdx.OpCollectionsGetScopeID, "inventory"), memdx.StatusSuccess, sid},
+		{"default scope", inValue(memdx.OpCollectionsGetScopeID, ""), memdx.StatusSuccess, 0},
+		{"unknown scope", inValue(memdx.OpCollectionsGetID, "nope.hotels"), memdx.StatusUnknownScope, 0},
+		{"unknown collection", inValue(memdx.OpCollectionsGetID, "inventory.nope"), memdx.StatusUnknownCollection, 0},
+		{"no dot", inValue(memdx.OpCollectionsGetID, "inventory"), memdx.StatusInvalidArgs, 0},
+	} {
+		p := cl.do(tc.req)
+		if p.Status != tc.st {
+			t.Errorf("%s: %s %q, want %s", tc.name, p.Status, p.Value, tc.st)
+			continue
+		}
+		switch tc.st {
+		case memdx.StatusSuccess:
+			if len(p.Extras) != 12 || binary.BigEndian.Uint64(p.Extras) != uid || binary.BigEndian.Uint32(p.Extras[8:]) != tc.id {
+				t.Errorf("%s: extras %x, want manifest %x and id %d", tc.name, p.Extras, uid, tc.id)
+			}
+		case memdx.StatusInvalidArgs:
+		default:
+			if body, _ := memdx.DecodeErrorBody(p.Datatype, p.Value); !body.HasManifest || body.ManifestUID != uid {
+				t.Errorf("%s: body %q, want manifest uid %x", tc.name, p.Value, uid)
+			}
+		}
+	}
+}
