@@ -378,6 +378,22 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) {
 	cn.reply(p, memdx.StatusSuccess, 0, dt, nil, nil, value)
 }
 
+// lookupName is kv_engine's Manifest::validName, which a scope or
+// collection name in a lookup path must pass: 1 to 251 bytes of A-Z a-z 0-9
+// _ - % $, not starting with '$'. (Creating one is stricter: validName.)
+func lookupName(n string) bool {
+	if n == "" || len(n) > 251 || n[0] == '$' {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '%' || c == '$') {
+			return false
+		}
+	}
+	return true
+}
+
 var processStart = time.Now()
 
 // stat answers the default STAT group with a few keys, one response each,
@@ -447,8 +463,9 @@ func (cn *conn) getManifest(p *memdx.Packet) {
 // COLLECTIONS_GET_SCOPE_ID ("scope"), the path in the key or the value
 // (the validator refused both): extras are the manifest uid (8 bytes) and
 // the id (4 bytes). As kv_engine's Collections::Manager and Manifest
-// decide: the number of dots first, then the scope, then the collection;
-// an empty part is the default.
+// decide: the number of dots first, then the scope's name and existence,
+// then the collection's; an empty part is the default; a name
+// Manifest::validName refuses is EINVAL (no manifest uid).
 func (cn *conn) getCollectionID(p *memdx.Packet) {
 	m := cn.bucket.Load().snap.Load().manifest
 	path := string(p.Value)
@@ -464,6 +481,10 @@ func (cn *conn) getCollectionID(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, "The path must be a scope (optionally .collection)")
 		return
 	}
+	if scope != "" && !lookupName(scope) {
+		cn.fail(p, memdx.StatusInvalidArgs, "Invalid scope name "+strconv.Quote(scope))
+		return
+	}
 	s, ok := m.scope(scope)
 	if !ok {
 		cn.failManifest(p, memdx.StatusUnknownScope, m.uid, "Unknown scope "+strconv.Quote(scope))
@@ -471,6 +492,10 @@ func (cn *conn) getCollectionID(p *memdx.Packet) {
 	}
 	id := s.uid
 	if p.OpCode == memdx.OpCollectionsGetID {
+		if coll != "" && !lookupName(coll) {
+			cn.fail(p, memdx.StatusInvalidArgs, "Invalid collection name "+strconv.Quote(coll))
+			return
+		}
 		cid, ok := m.lookup(scope, coll)
 		if !ok {
 			cn.failManifest(p, memdx.StatusUnknownCollection, m.uid, "Unknown collection "+strconv.Quote(path))

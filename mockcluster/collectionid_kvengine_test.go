@@ -9,7 +9,10 @@ import (
 
 // COLLECTIONS_GET_ID and GET_SCOPE_ID take the path in the key or in the
 // value (kv_engine's collections_get_id_validator and executor); empty
-// parts are the defaults.
+// parts are the defaults; a name kv_engine's Manifest::validName refuses
+// (empty after the defaults, over 251 bytes, starting with '$', a character
+// outside A-Z a-z 0-9 _ - % $) answers EINVAL with no manifest uid, where a
+// well-formed unknown one answers UNKNOWN_SCOPE or UNKNOWN_COLLECTION.
 func TestGetCollectionIDPaths(t *testing.T) {
 	c := newCluster(t, Options{Nodes: 1})
 	b := c.Bucket(DefaultBucket)
@@ -42,6 +45,10 @@ func TestGetCollectionIDPaths(t *testing.T) {
 		{"default scope", inValue(memdx.OpCollectionsGetScopeID, ""), memdx.StatusSuccess, 0},
 		{"unknown scope", inValue(memdx.OpCollectionsGetID, "nope.hotels"), memdx.StatusUnknownScope, 0},
 		{"unknown collection", inValue(memdx.OpCollectionsGetID, "inventory.nope"), memdx.StatusUnknownCollection, 0},
+		{"bad scope name", inValue(memdx.OpCollectionsGetID, "in ventory.hotels"), memdx.StatusInvalidArgs, 0},
+		{"bad collection name", inValue(memdx.OpCollectionsGetID, "inventory.$hotels"), memdx.StatusInvalidArgs, 0},
+		{"unknown scope before a bad collection name", inValue(memdx.OpCollectionsGetID, "nope.$x"), memdx.StatusUnknownScope, 0},
+		{"bad scope-id name", inKey(memdx.OpCollectionsGetScopeID, "a/b"), memdx.StatusInvalidArgs, 0},
 		{"no dot", inValue(memdx.OpCollectionsGetID, "inventory"), memdx.StatusInvalidArgs, 0},
 	} {
 		p := cl.do(tc.req)
@@ -55,6 +62,9 @@ func TestGetCollectionIDPaths(t *testing.T) {
 				t.Errorf("%s: extras %x, want manifest %x and id %d", tc.name, p.Extras, uid, tc.id)
 			}
 		case memdx.StatusInvalidArgs:
+			if body, _ := memdx.DecodeErrorBody(p.Datatype, p.Value); body.HasManifest {
+				t.Errorf("%s: EINVAL carries a manifest uid: %q", tc.name, p.Value)
+			}
 		default:
 			if body, _ := memdx.DecodeErrorBody(p.Datatype, p.Value); !body.HasManifest || body.ManifestUID != uid {
 				t.Errorf("%s: body %q, want manifest uid %x", tc.name, p.Value, uid)
