@@ -206,7 +206,8 @@ func errorMapFor(v uint16) []byte {
 const saslMechs = "SCRAM-SHA512 SCRAM-SHA256 SCRAM-SHA1 PLAIN"
 
 func (cn *conn) sasl(p *memdx.Packet) {
-	mech := string(p.Key)
+	// kv_engine upper-cases the mechanism name (SaslAuthCommandContext).
+	mech := strings.ToUpper(string(p.Key))
 	if p.OpCode == memdx.OpSASLStep {
 		if cn.scram == nil || mech != cn.scramMech {
 			cn.fail(p, memdx.StatusInvalidArgs, "SASL_STEP without a SCRAM exchange in progress for "+mech)
@@ -263,7 +264,7 @@ func (cn *conn) sasl(p *memdx.Packet) {
 		cn.scram, cn.scramMech = s, mech
 		cn.reply(p, memdx.StatusAuthContinue, 0, 0, nil, nil, first)
 	default:
-		cn.fail(p, memdx.StatusAuthError, "Unknown SASL mechanism "+strconv.Quote(mech))
+		cn.fail(p, memdx.StatusAuthError, `Requested mechanism "`+mech+`" is not supported`)
 	}
 }
 
