@@ -209,8 +209,12 @@ func (cn *conn) sasl(p *memdx.Packet) {
 	// kv_engine upper-cases the mechanism name (SaslAuthCommandContext).
 	mech := strings.ToUpper(string(p.Key))
 	if p.OpCode == memdx.OpSASLStep {
-		if cn.scram == nil || mech != cn.scramMech {
-			cn.fail(p, memdx.StatusInvalidArgs, "SASL_STEP without a SCRAM exchange in progress for "+mech)
+		// The step continues the connection's exchange whatever
+		// mechanism it names (SaslStepCommandContext), which ends with
+		// it: a SCRAM exchange never continues past its second step.
+		if cn.scram == nil {
+			cn.fail(p, memdx.StatusInvalidArgs,
+				"Logic error: The server expects the client to start with SASL START before sending SASL STEP")
 			return
 		}
 		s := cn.scram
@@ -229,7 +233,13 @@ func (cn *conn) sasl(p *memdx.Packet) {
 		cn.reply(p, memdx.StatusSuccess, 0, 0, nil, nil, final)
 		return
 	}
-	cn.scram = nil
+	if cn.scram != nil {
+		// SaslStartCommandContext refuses a new start while an exchange
+		// waits for its step, and keeps that exchange.
+		cn.fail(p, memdx.StatusInvalidArgs,
+			"Logic error: The server expects SASL STEP after returning CONTINUE from SASL START")
+		return
+	}
 	switch mech {
 	case memdx.MechPlain:
 		parts := bytes.Split(p.Value, []byte{0})
@@ -261,7 +271,7 @@ func (cn *conn) sasl(p *memdx.Packet) {
 			cn.authFailed(p, err)
 			return
 		}
-		cn.scram, cn.scramMech = s, mech
+		cn.scram = s
 		cn.reply(p, memdx.StatusAuthContinue, 0, 0, nil, nil, first)
 	default:
 		cn.fail(p, memdx.StatusAuthError, `Requested mechanism "`+mech+`" is not supported`)

@@ -54,10 +54,9 @@ type conn struct {
 
 	// Used only by the serve goroutine. pkt holds the request being handled
 	// (in the conn so that handing its address around allocates nothing).
-	pkt       memdx.Packet
-	scram     *memdx.ScramServer
-	scramMech string
-	scratch   []byte
+	pkt     memdx.Packet
+	scram   *memdx.ScramServer
+	scratch []byte
 
 	timing reqTiming // server durations (tracing.go); guarded by wmu
 }

@@ -50,3 +50,40 @@ func TestSASLMechanismNameIsCaseInsensitive(t *testing.T) {
 		t.Fatalf("unknown mechanism: %s %q", p.Status, p.Value)
 	}
 }
+
+// While a SCRAM exchange waits for its SASL_STEP, kv_engine refuses a new
+// SASL_AUTH with EINVAL and keeps the exchange (SaslStartCommandContext);
+// SASL_STEP continues it whatever mechanism name it carries
+// (SaslStepCommandContext uses the connection's server context), and one
+// without an exchange is EINVAL.
+func TestSASLStepOrder(t *testing.T) {
+	c := saslCluster(t)
+	cl := dialRaw(t, c.Node(0).Addr())
+	cl.hello(memdx.FeatureXerror, memdx.FeatureJSON)
+	sc, err := memdx.NewScramClient(memdx.MechScramSHA512, "alice", "secret", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cl.do(memdx.NewSASLAuth(memdx.MechScramSHA512, sc.ClientFirst()))
+	if p.Status != memdx.StatusAuthContinue {
+		t.Fatalf("auth: %s", p.Status)
+	}
+	first := p.Value
+	p = cl.do(memdx.NewSASLAuth(memdx.MechPlain, memdx.PlainPayload("alice", "secret")))
+	if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); p.Status != memdx.StatusInvalidArgs || !ok ||
+		ec.Context != "Logic error: The server expects SASL STEP after returning CONTINUE from SASL START" {
+		t.Fatalf("SASL_AUTH during an exchange: %s %q", p.Status, p.Value)
+	}
+	final, err := sc.ClientFinal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cl.do(memdx.NewSASLStep(memdx.MechPlain, final)); p.Status != memdx.StatusSuccess {
+		t.Fatalf("step under another mechanism name: %s %q", p.Status, p.Value)
+	}
+	p = cl.do(memdx.NewSASLStep(memdx.MechScramSHA512, final))
+	if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); p.Status != memdx.StatusInvalidArgs || !ok ||
+		ec.Context != "Logic error: The server expects the client to start with SASL START before sending SASL STEP" {
+		t.Fatalf("step without an exchange: %s %q", p.Status, p.Value)
+	}
+}
