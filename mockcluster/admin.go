@@ -240,6 +240,10 @@ func (cn *conn) sasl(p *memdx.Packet) {
 			"Logic error: The server expects SASL STEP after returning CONTINUE from SASL START")
 		return
 	}
+	// A start logs the connection out first
+	// (Connection::restartAuthentication): until an exchange succeeds it
+	// may run the handshake commands only, and a failed one leaves it so.
+	cn.authed.Store(false)
 	switch mech {
 	case memdx.MechPlain:
 		parts := bytes.Split(p.Value, []byte{0})
@@ -283,16 +287,21 @@ func (cn *conn) authFailed(p *memdx.Packet, err error) {
 		cn.fail(p, memdx.StatusInvalidArgs, "Malformed SASL message: "+err.Error())
 		return
 	}
-	cn.fail(p, memdx.StatusAuthError, "Authentication failed")
+	// kv_engine's authFailure sends no context (one only when an
+	// external authentication service is configured).
+	cn.fail(p, memdx.StatusAuthError, "")
 }
 
-// authenticated switches the connection to user u; like the server, a new
-// authentication leaves the selected bucket.
+// authenticated switches the connection to user u. As kv_engine's
+// SaslAuthCommandContext::tryHandleSaslOk, the selected bucket stays when u
+// may use it and is left otherwise.
 func (cn *conn) authenticated(u *user) {
 	cn.user.Store(u)
 	cn.authed.Store(true)
-	cn.bucket.Store(nil)
-	cn.hasKnow = false
+	if b := cn.bucket.Load(); b != nil && !u.mayUse(b.name) {
+		cn.bucket.Store(nil)
+		cn.hasKnow = false
+	}
 }
 
 func (cn *conn) selectBucket(p *memdx.Packet) {

@@ -87,3 +87,47 @@ func TestSASLStepOrder(t *testing.T) {
 		t.Fatalf("step without an exchange: %s %q", p.Status, p.Value)
 	}
 }
+
+// A SASL_AUTH restarts authentication (Connection::restartAuthentication):
+// a failed one leaves the connection unauthenticated, with no error
+// context; a successful one keeps the selected bucket when the new user
+// may use it and leaves it otherwise (SaslAuthCommandContext::
+// tryHandleSaslOk).
+func TestSASLReauthentication(t *testing.T) {
+	c := saslCluster(t)
+	cl := dialRaw(t, c.Node(0).Addr())
+	cl.hello(memdx.FeatureXerror, memdx.FeatureJSON)
+	if st := cl.authPlain("alice", "secret"); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	if st := cl.selectBucket("other"); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	p := cl.do(memdx.NewSASLAuth(memdx.MechPlain, memdx.PlainPayload("alice", "wrong")))
+	if p.Status != memdx.StatusAuthError || len(p.Value) != 0 {
+		t.Fatalf("bad password: %s %q, want AUTH_ERROR and no body", p.Status, p.Value)
+	}
+	if p := cl.do(memdx.NewNoop()); p.Status != memdx.StatusNoAccess {
+		t.Fatalf("NOOP after a failed re-authentication: %s, want EACCESS", p.Status)
+	}
+	// bob may use "other": the bucket stays selected.
+	if st := cl.authPlain("bob", "builder"); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	if p := cl.do(memdx.NewCollectionsGetManifest()); p.Status != memdx.StatusSuccess {
+		t.Fatalf("bucket after re-authentication as a user of it: %s", p.Status)
+	}
+	// alice may too; then bob on the default bucket he may not use.
+	if st := cl.authPlain("alice", "secret"); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	if st := cl.selectBucket(DefaultBucket); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	if st := cl.authPlain("bob", "builder"); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	if p := cl.do(memdx.NewCollectionsGetManifest()); p.Status != memdx.StatusNoBucket {
+		t.Fatalf("bucket after re-authentication as a user without access: %s, want NO_BUCKET", p.Status)
+	}
+}
