@@ -70,10 +70,11 @@ type frames struct {
 	preserveTTL bool
 }
 
-// parseFrames reads the framing extras. Durability is allowed when
-// mutation (else EINVAL), preserve-TTL when ttl (else NOT_SUPPORTED);
-// malformed ones answer EINVAL, unknown ids UNKNOWN_FRAME_INFO. It reports
-// false after answering.
+// parseFrames reads the framing extras as kv_engine's verify_header does.
+// Durability is allowed when mutation (else EINVAL), preserve-TTL when ttl
+// (else NOT_SUPPORTED); a 2-byte DCP stream id, an empty barrier and a
+// tracing context pass; malformed ones answer EINVAL, unknown ids
+// UNKNOWN_FRAME_INFO. It reports false after answering.
 func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) {
 	var f frames
 	if len(p.FramingExtras) == 0 {
@@ -83,18 +84,36 @@ func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) 
 	var ctx string
 	err := memdx.FrameInfos(p.FramingExtras, func(id uint16, data []byte) error {
 		switch memdx.RequestFrameID(id) {
-		case memdx.FrameBarrier, memdx.FrameOpenTracingContext:
-		case memdx.FrameDurability:
-			if !mutation {
-				st, ctx = memdx.StatusInvalidArgs, "Durability is only valid on mutations"
+		case memdx.FrameBarrier:
+			if len(data) != 0 {
+				st, ctx = memdx.StatusInvalidArgs, "Barrier should not contain value"
 				return errStop
 			}
+		case memdx.FrameOpenTracingContext:
+			if len(data) == 0 {
+				st, ctx = memdx.StatusInvalidArgs, "OpenTracingContext cannot be empty"
+				return errStop
+			}
+		case memdx.FrameDcpStreamID:
+			// kv_engine accepts a stream id on any opcode and ignores it
+			// outside DCP.
+			if len(data) != 2 {
+				st, ctx = memdx.StatusInvalidArgs, "DcpStreamId invalid size:"+strconv.Itoa(len(data))
+				return errStop
+			}
+		case memdx.FrameDurability:
+			// kv_engine decodes the requirement before asking whether
+			// the opcode supports one.
 			level, timeout, err := memdx.DecodeDurabilityFrame(data)
 			if err != nil {
 				st, ctx = memdx.StatusInvalidArgs, err.Error()
 				if len(data) >= 1 && (data[0] == 0 || data[0] > byte(memdx.DurabilityPersistToMajority)) {
 					st = memdx.StatusDurabilityInvalidLevel
 				}
+				return errStop
+			}
+			if !mutation {
+				st, ctx = memdx.StatusInvalidArgs, "The requested command does not support durability requirements"
 				return errStop
 			}
 			f.durable, f.level, f.timeout = true, level, time.Duration(timeout)*time.Millisecond
