@@ -69,6 +69,16 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 	case memdx.OpStat:
 		cn.stat(p)
 		return outcome{}
+	case memdx.OpVerbosity:
+		// verbosity_executor sets the node's log level; it needs the
+		// NodeManagement privilege (mcbp_privileges.cc), which of the
+		// mock's users only one with every bucket (an administrator) has.
+		if !cn.user.Load().all {
+			cn.fail(p, memdx.StatusNoAccess, "")
+			return outcome{}
+		}
+		cn.ok(p)
+		return outcome{}
 	}
 	if cn.bucket.Load() == nil {
 		if !p.OpCode.Known() {
