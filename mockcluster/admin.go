@@ -427,10 +427,18 @@ func lookupName(n string) bool {
 var processStart = time.Now()
 
 // stat answers the default STAT group with a few keys, one response each,
-// and the terminating response with no key and no value.
+// and the terminating response with no key and no value; without a bucket,
+// NO_BUCKET.
 func (cn *conn) stat(p *memdx.Packet) {
 	if len(p.Key) != 0 {
 		cn.fail(p, memdx.StatusKeyNotFound, "Unknown stat group "+strconv.Quote(string(p.Key)))
+		return
+	}
+	b := cn.bucket.Load()
+	if b == nil {
+		// The default group asks the bucket's engine first
+		// (stat_all_stats), and the no-bucket engine answers NO_BUCKET.
+		cn.fail(p, memdx.StatusNoBucket, "No bucket selected")
 		return
 	}
 	now := cn.c.clock.Now()
@@ -443,9 +451,7 @@ func (cn *conn) stat(p *memdx.Packet) {
 		{"cmd_get", strconv.FormatUint(cn.n.RequestCount(memdx.OpGet), 10)},
 		{"cmd_set", strconv.FormatUint(cn.n.RequestCount(memdx.OpSet), 10)},
 	}
-	if b := cn.bucket.Load(); b != nil {
-		stats = append(stats, [2]string{"curr_items", strconv.Itoa(b.itemCount(cn.n.id, now))})
-	}
+	stats = append(stats, [2]string{"curr_items", strconv.Itoa(b.itemCount(cn.n.id, now))})
 	for _, s := range stats {
 		cn.reply(p, memdx.StatusSuccess, 0, 0, nil, []byte(s[0]), []byte(s[1]))
 	}

@@ -1,0 +1,31 @@
+package mockcluster
+
+import (
+	"testing"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// The default STAT group asks the bucket's engine for its stats first
+// (stat_all_stats in kv_engine's stats_context.cc), and the no-bucket
+// engine answers NO_BUCKET: without a selected bucket the group fails.
+func TestStatDefaultGroupNeedsABucket(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), "", nil)
+	if p := cl.do(memdx.NewStat(nil)); p.Status != memdx.StatusNoBucket {
+		t.Fatalf("STAT without a bucket: %s, want NO_BUCKET", p.Status)
+	}
+	if st := cl.selectBucket(DefaultBucket); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	op := cl.send(memdx.NewStat(nil))
+	for {
+		p := cl.recv(op)
+		if p.Status != memdx.StatusSuccess {
+			t.Fatalf("STAT with a bucket: %s", p.Status)
+		}
+		if _, _, done := memdx.DecodeStat(&p); done {
+			break
+		}
+	}
+}
