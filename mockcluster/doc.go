@@ -158,31 +158,50 @@
 //     it in ascending order: TCPNODELAY/TCPDELAY (not both: EINVAL),
 //     MutationSeqno, XERROR, SelectBucket, Snappy, JSON, Duplex,
 //     ClustermapChangeNotification and its Brief form (both need Duplex, or
-//     EINVAL), UnorderedExecution, AltRequestSupport, SyncReplication,
-//     Collections, SnappyEverywhere (with Snappy), PreserveTtl,
-//     GetClusterConfigWithKnownVersion, DedupeNotMyVbucketClustermap, XATTR,
-//     VAttr and the subdoc features CreateAsDeleted, DocumentMacroSupport,
-//     ReplaceBodyWithXattr, AllowsAccessOnMultipleXattrKeys and ReplicaRead
-//     (informational, as on 7.5+), and Tracing. A later HELLO replaces the
-//     earlier features.
+//     EINVAL; asked for together, only Brief is granted),
+//     UnorderedExecution, AltRequestSupport, SyncReplication, Collections,
+//     SnappyEverywhere (which turns the Snappy datatype on by itself),
+//     PreserveTtl, GetClusterConfigWithKnownVersion,
+//     DedupeNotMyVbucketClustermap, XATTR, VAttr and the subdoc features
+//     CreateAsDeleted, DocumentMacroSupport, ReplaceBodyWithXattr,
+//     AllowsAccessOnMultipleXattrKeys and ReplicaRead (informational, as on
+//     7.5+), and Tracing. VAttr and DocumentMacroSupport need XATTR in the
+//     same HELLO, or EINVAL ("<feature> needs XATTR"); dependencies are
+//     checked in ascending feature order. A later HELLO replaces the
+//     earlier features; a refused one leaves them.
 //   - With Tracing, every response to a command taken up after the HELLO
 //     that granted it carries the server duration (kv_engine's
 //     variable-precision frame info id 0, magic 0x18): real time from when
 //     the node took the request up to when its answer was released, so a
 //     fault's Delay and a synchronous write's pending time are part of it
 //     (tracing.go).
-//   - Before authentication only HELLO, NOOP, VERSION, GET_ERROR_MAP, SASL
-//     and QUIT are served; anything else answers EACCESS (0x24). After it,
+//   - Before authentication only HELLO, GET_ERROR_MAP and the SASL commands
+//     are served; anything else, NOOP, VERSION and QUIT included, answers
+//     EACCESS (0x24) with no body (kv_engine's Cookie::validate). After it,
 //     key commands without a selected bucket answer NO_BUCKET.
+//   - The connection-level commands (HELLO, NOOP, VERSION, QUIT, SASL,
+//     GET_ERROR_MAP, SELECT_BUCKET, LIST_BUCKETS, GET_CLUSTER_CONFIG, STAT,
+//     VERBOSITY and the collections lookups) are validated first as
+//     kv_engine's McbpValidator does (validate.go): extras, key, value, CAS,
+//     datatype and vbucket as each opcode's validator expects, then the
+//     frame infos as verify_header judges them for every opcode (key
+//     requests' frames follow the same rules, keyreq.go); a refused packet
+//     answers EINVAL (or UNKNOWN_FRAME_INFO, NOT_SUPPORTED,
+//     DURABILITY_INVALID_LEVEL) with kv_engine's context and is not run.
 //   - GET_ERROR_MAP serves the mock's own table of statuses (kv_engine's
 //     names, descriptions and attributes, plus StatusTestRetry 0x7ff0 with
 //     retry attributes and a retry spec and StatusTestNoRetry 0x7ff1
 //     without) in kv_engine's format: version 2 for requests of 2 or more,
-//     version 1 (revision+4, only the 16 v1 attributes) for 1, EINVAL for 0.
+//     version 1 (revision+4, only the 16 v1 attributes) for 1, KEY_ENOENT
+//     for 0.
 //   - SASL: SASL_LIST_MECHS answers "SCRAM-SHA512 SCRAM-SHA256 SCRAM-SHA1
-//     PLAIN"; a failed login answers AUTH_ERROR, a malformed SCRAM message
-//     EINVAL, an unknown mechanism AUTH_ERROR. A new login leaves the
-//     selected bucket.
+//     PLAIN"; mechanism names are case-insensitive; a failed login answers
+//     AUTH_ERROR (no body), a malformed SCRAM message EINVAL, an unknown
+//     mechanism AUTH_ERROR. A SASL_AUTH while a SCRAM exchange waits for its
+//     step is EINVAL (the exchange goes on); SASL_STEP continues the
+//     exchange whatever mechanism it names. A SASL_AUTH logs the connection
+//     out first, so a failed one leaves it unauthenticated; a successful
+//     one keeps the selected bucket when the new user may use it.
 //   - SELECT_BUCKET answers EACCESS for a name the user may not use and
 //     KEY_ENOENT for a bucket it may use that does not exist, as kv_engine's
 //     select_bucket_executor.cc checks access first; a failed select keeps
@@ -232,9 +251,11 @@
 //     EINVAL ("Invalid collection-id:<id>", kv_engine's key validator),
 //     before any vbucket check; another id not in the manifest answers
 //     UNKNOWN_COLLECTION (0x88) with {"manifest_uid":"<hex>"} as the body.
-//     COLLECTIONS_GET_ID takes "scope.collection" in the value (empty parts
-//     mean _default) and answers extras manifest uid (8) + collection id
-//     (4), or UNKNOWN_SCOPE / UNKNOWN_COLLECTION with the manifest uid body.
+//     COLLECTIONS_GET_ID takes "scope.collection" in the value or the key
+//     (empty parts mean _default) and answers extras manifest uid (8) +
+//     collection id (4), or UNKNOWN_SCOPE / UNKNOWN_COLLECTION with the
+//     manifest uid body; a name kv_engine's Manifest::validName refuses is
+//     EINVAL.
 //   - Errors carry {"error":{"context":"..."}} (datatype JSON) when XERROR
 //     was negotiated and the mock has something to say; otherwise no body.
 //     Without XERROR the statuses such a client cannot know are remapped
@@ -338,9 +359,10 @@
 //     RangeScanIncludeXattr) is not served. Options.NoRangeScans makes a
 //     server before 7.2: no capability, the opcodes unknown.
 //   - STAT (default group only) answers pid, uptime, time, version,
-//     curr_connections, cmd_get, cmd_set and, with a bucket, curr_items, one
-//     response each, then a response without key and value. Other groups
-//     answer KEY_ENOENT.
+//     curr_connections, cmd_get, cmd_set and curr_items, one response each,
+//     then a response without key and value; without a selected bucket,
+//     NO_BUCKET. Other groups answer KEY_ENOENT. VERBOSITY answers SUCCESS
+//     to an administrator (a user with every bucket), EACCESS to others.
 //   - GET_META answers deleted, flags, expiry, the revision seqno (the
 //     key's count of client writes, what $document.revid shows; kv_engine
 //     also counts touches and expiries; 0 in a memcached bucket), for
