@@ -101,7 +101,8 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 
 // supportedFeatures are the HELLO features a node grants.
 var supportedFeatures = map[memdx.HelloFeature]bool{
-	memdx.FeatureTCPNoDelay: true, memdx.FeatureMutationSeqno: true, memdx.FeatureTCPDelay: true,
+	// TCPDELAY is not granted (kv_engine since 7.6: TCPDELAY_Unsupported).
+	memdx.FeatureTCPNoDelay: true, memdx.FeatureMutationSeqno: true,
 	memdx.FeatureXerror: true, memdx.FeatureSelectBucket: true, memdx.FeatureSnappy: true,
 	memdx.FeatureJSON: true, memdx.FeatureDuplex: true, memdx.FeatureClustermapChangeNotification: true,
 	memdx.FeatureUnorderedExecution: true, memdx.FeatureAltRequests: true,
@@ -151,10 +152,6 @@ func (cn *conn) hello(p *memdx.Packet) {
 		req[f] = true
 		// kv_engine checks the dependencies in ascending feature order
 		// and stops at the first one missing.
-		if f == memdx.FeatureTCPNoDelay && asked[memdx.FeatureTCPDelay] {
-			cn.fail(p, memdx.StatusInvalidArgs, "TCPNODELAY cannot co-exist with TCPDELAY")
-			return
-		}
 		if d, ok := featureNeeds[f]; ok && !asked[d.needs] {
 			cn.fail(p, memdx.StatusInvalidArgs, d.name+" needs "+d.what)
 			return

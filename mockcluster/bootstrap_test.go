@@ -44,7 +44,6 @@ func TestHelloRejectsInvalidCombinations(t *testing.T) {
 	for _, fs := range [][]memdx.HelloFeature{
 		{memdx.FeatureClustermapChangeNotification},
 		{memdx.FeatureClustermapChangeNotificationBrief},
-		{memdx.FeatureTCPNoDelay, memdx.FeatureTCPDelay},
 	} {
 		if p := cl.do(memdx.NewHello(nil, fs)); p.Status != memdx.StatusInvalidArgs {
 			t.Errorf("HELLO %v: %s, want EINVAL", fs, p.Status)

@@ -155,8 +155,8 @@
 // here.
 //
 //   - HELLO grants the supported subset of the requested features and echoes
-//     it in ascending order: TCPNODELAY/TCPDELAY (not both: EINVAL),
-//     MutationSeqno, XERROR, SelectBucket, Snappy, JSON, Duplex,
+//     it in ascending order: TCPNODELAY (TCPDELAY is never granted, as on
+//     7.6), MutationSeqno, XERROR, SelectBucket, Snappy, JSON, Duplex,
 //     ClustermapChangeNotification and its Brief form (both need Duplex, or
 //     EINVAL; asked for together, only Brief is granted),
 //     UnorderedExecution, AltRequestSupport, SyncReplication, Collections,

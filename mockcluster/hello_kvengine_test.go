@@ -103,3 +103,17 @@ func TestHelloSnappyEverywhereAlone(t *testing.T) {
 		t.Fatalf("stored %+v %v", d, ok)
 	}
 }
+
+// Every kv_engine that has ClustermapChangeNotificationBrief (7.6 on)
+// treats TCPDELAY as unsupported: it is never granted, and asking for it
+// with TCPNODELAY is no longer an error (hello_packet_executor.cc,
+// TCPDELAY_Unsupported).
+func TestHelloTCPDelayIsNotGranted(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := dialRaw(t, c.Node(0).Addr())
+	got := cl.hello(memdx.FeatureTCPNoDelay, memdx.FeatureTCPDelay, memdx.FeatureXerror)
+	want := []memdx.HelloFeature{memdx.FeatureTCPNoDelay, memdx.FeatureXerror}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("granted %v, want %v", got, want)
+	}
+}
