@@ -114,6 +114,9 @@ var supportedFeatures = map[memdx.HelloFeature]bool{
 	memdx.FeatureSubdocDocumentMacroSupport: true, memdx.FeatureSubdocReplaceBodyWithXattr: true,
 	memdx.FeatureSubdocAllowsAccessOnMultipleXattrKeys: true, memdx.FeatureSubdocReplicaRead: true,
 	memdx.FeatureTracing: true,
+	// Granted to every connection by kv_engine 7.6; the mock never
+	// throttles, so it changes nothing.
+	memdx.FeatureNonBlockingThrottlingMode: true,
 }
 
 // featureNeeds are kv_engine's HELLO dependencies (buildRequestVector in

@@ -165,7 +165,8 @@
 //     DedupeNotMyVbucketClustermap, XATTR, VAttr and the subdoc features
 //     CreateAsDeleted, DocumentMacroSupport, ReplaceBodyWithXattr,
 //     AllowsAccessOnMultipleXattrKeys and ReplicaRead (informational, as on
-//     7.5+), and Tracing. VAttr and DocumentMacroSupport need XATTR in the
+//     7.5+), Tracing and NonBlockingThrottlingMode (the mock never
+//     throttles). VAttr and DocumentMacroSupport need XATTR in the
 //     same HELLO, or EINVAL ("<feature> needs XATTR"); dependencies are
 //     checked in ascending feature order. A later HELLO replaces the
 //     earlier features; a refused one leaves them.

@@ -117,3 +117,16 @@ func TestHelloTCPDelayIsNotGranted(t *testing.T) {
 		t.Fatalf("granted %v, want %v", got, want)
 	}
 }
+
+// kv_engine 7.6 grants NonBlockingThrottlingMode to every connection
+// (hello_packet_executor.cc); the mock never throttles, so a client asking
+// for it loses nothing.
+func TestHelloNonBlockingThrottlingMode(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := dialRaw(t, c.Node(0).Addr())
+	got := cl.hello(memdx.FeatureXerror, memdx.FeatureNonBlockingThrottlingMode)
+	want := []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureNonBlockingThrottlingMode}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("granted %v, want %v", got, want)
+	}
+}
