@@ -39,10 +39,15 @@ type fakeNode struct {
 	silentKey    string       // a request with this key gets no answer
 	notify       bool         // a cluster-map notification after HELLO (revision: the connection's number)
 	noSASL       bool         // SASL commands answer UNKNOWN_COMMAND (memcached without -S)
+	// preAuth: before a successful login only HELLO, SASL_LIST_MECHS,
+	// SASL_AUTH, SASL_STEP and GET_ERROR_MAP run; everything else answers
+	// EACCESS with no body and the connection stays open, as kv_engine 7.x
+	// does (Cookie::validate).
+	preAuth bool
 	// mapWithNoops: NOOP answers are held back and written in one write
 	// with GET_ERROR_MAP's, so that the client reads the map's header in
-	// the same read as the last NOOP's answer (with VERSION's when no map
-	// is asked for).
+	// the same read as the last NOOP's answer (not held when HELLO asked
+	// for no XERROR: no map is asked for then).
 	mapWithNoops bool
 
 	mu       sync.Mutex
@@ -62,6 +67,8 @@ func (f *fakeNode) serve(p *peer) {
 		}
 	}
 	var held []memdx.Packet // NOOP answers (mapWithNoops)
+	mapAsked := false       // HELLO asked for XERROR
+	authed := false         // a login succeeded (preAuth)
 	for !failed {
 		req, err := p.tryRead()
 		if err != nil {
@@ -77,9 +84,18 @@ func (f *fakeNode) serve(p *peer) {
 			reply(res(req, memdx.StatusUnknownCommand, ""))
 			continue
 		}
+		if f.preAuth && !authed {
+			switch req.OpCode {
+			case memdx.OpHello, memdx.OpSASLListMechs, memdx.OpSASLAuth, memdx.OpSASLStep, memdx.OpGetErrorMap:
+			default:
+				reply(res(req, memdx.StatusNoAccess, ""))
+				continue
+			}
+		}
 		switch req.OpCode {
 		case memdx.OpHello:
 			asked, _ := memdx.DecodeHelloFeatures(req.Value)
+			mapAsked = slices.Contains(asked, memdx.FeatureXerror)
 			_, id := memdx.DecodeHelloKey(req.Key)
 			f.mu.Lock()
 			f.hello = append(f.hello, asked)
@@ -106,7 +122,7 @@ func (f *fakeNode) serve(p *peer) {
 				reply(notification(int64(n), "b", fmt.Sprintf(`{"rev":%d}`, n)))
 			}
 		case memdx.OpNoop:
-			if f.mapWithNoops {
+			if f.mapWithNoops && mapAsked {
 				held = append(held, ok(req, ""))
 				continue
 			}
@@ -121,8 +137,7 @@ func (f *fakeNode) serve(p *peer) {
 			}
 			held = nil
 		case memdx.OpVersion:
-			reply(append(held, ok(req, "7.6.2-fake"))...)
-			held = nil
+			reply(ok(req, "7.6.2-fake"))
 		case memdx.OpSASLListMechs:
 			reply(ok(req, f.mechs))
 		case memdx.OpSASLAuth:
@@ -130,6 +145,7 @@ func (f *fakeNode) serve(p *peer) {
 			if mech == memdx.MechPlain {
 				_, u, pw, _ := memdx.DecodePlainPayload(req.Value)
 				if u == f.user && pw == f.pass {
+					authed = true
 					reply(ok(req, ""))
 				} else {
 					reply(res(req, memdx.StatusAuthError, ""))
@@ -163,6 +179,7 @@ func (f *fakeNode) serve(p *peer) {
 			if f.serverFinal != "" {
 				final = []byte(f.serverFinal)
 			}
+			authed = true
 			reply(ok(req, string(final)))
 		case memdx.OpSelectBucket:
 			reply(res(req, f.bucketStatus, ""))
@@ -261,8 +278,8 @@ func TestBootstrapWrites(t *testing.T) {
 	for range pads {
 		want1 = append(want1, memdx.OpNoop)
 	}
-	want1 = append(want1, memdx.OpGetErrorMap, memdx.OpVersion, memdx.OpSASLListMechs)
-	want := [][]memdx.OpCode{want1, {memdx.OpSASLAuth}, {memdx.OpSASLStep, memdx.OpSelectBucket, memdx.OpGetClusterConfig}}
+	want1 = append(want1, memdx.OpGetErrorMap, memdx.OpSASLListMechs)
+	want := [][]memdx.OpCode{want1, {memdx.OpSASLAuth}, {memdx.OpSASLStep, memdx.OpVersion, memdx.OpSelectBucket, memdx.OpGetClusterConfig}}
 	for i := range want {
 		if !slices.Equal(writes[i], want[i]) {
 			t.Errorf("write %d: %v, want %v", i+1, writes[i], want[i])
@@ -285,6 +302,47 @@ func TestBootstrapWrites(t *testing.T) {
 		t.Fatalf("%d writes for the bootstrap, want 3", st.Writes)
 	}
 	close(g.quit)
+}
+
+// A node that, as kv_engine 7.x does, runs nothing but the handshake before
+// a login (EACCESS to the rest, the connection left open): the NOOP padding
+// answered EACCESS does not fail the Dial, VERSION goes behind the last SASL
+// message and is answered, and a memcached-mode Dial without credentials
+// knows it for a Couchbase node by its EACCESS answers.
+func TestBootstrapNodeRefusingAllButTheHandshakeBeforeLogin(t *testing.T) {
+	for name, o := range map[string]Options{
+		"SCRAM": {Username: "u", Password: "p", Bucket: "b"},
+		"PLAIN": {Username: "u", Password: "p", Bucket: "b", SASLMechanisms: []string{memdx.MechPlain}, AllowPlainAuthWithoutTLS: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeNode{preAuth: true, errMap: validMap, mechs: "SCRAM-SHA512 PLAIN", user: "u", pass: "p", config: `{"rev":1}`}
+			c, err := dialFake(t, f, o)
+			if err != nil {
+				t.Fatalf("Dial: %v", err)
+			}
+			if c.ServerVersion() != "7.6.2-fake" || c.Bucket() != "b" || string(c.ClusterConfig()) != `{"rev":1}` || c.ErrorMap() == nil {
+				t.Fatalf("version %q bucket %q config %q map %t", c.ServerVersion(), c.Bucket(), c.ClusterConfig(), c.ErrorMap() != nil)
+			}
+			f.mu.Lock()
+			ops := slices.Clone(f.ops)
+			f.mu.Unlock()
+			login := slices.Index(ops, memdx.OpSASLStep)
+			if name == "PLAIN" {
+				login = slices.Index(ops, memdx.OpSASLAuth)
+			}
+			if v := slices.Index(ops, memdx.OpVersion); v < login {
+				t.Fatalf("requests %v: VERSION before the login", ops)
+			}
+		})
+	}
+	t.Run("memcached mode, no credentials", func(t *testing.T) {
+		f := &fakeNode{preAuth: true}
+		c, err := dialFake(t, f, Options{Memcached: true})
+		var nm *NotMemcachedError
+		if !errors.As(err, &nm) || !errors.Is(err, kverr.ErrBootstrap) || !strings.Contains(err.Error(), "EACCESS") {
+			t.Fatalf("Dial: %v (%T), conn %v; want a *NotMemcachedError naming EACCESS", err, err, c)
+		}
+	})
 }
 
 func TestBootstrapCorruptErrorMap(t *testing.T) {

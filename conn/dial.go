@@ -447,10 +447,9 @@ func (s *step) handle(p *memdx.Packet) error {
 }
 
 // send queues a bootstrap request. It does not count against
-// Options.MaxPending: the first bootstrap write alone holds up to 14
-// requests (HELLO, its NOOP padding, GET_ERROR_MAP, VERSION,
-// SASL_LIST_MECHS), and plain memcached answers HELLO only once it has read
-// all the padding.
+// Options.MaxPending: the first bootstrap write alone holds up to 13
+// requests (HELLO, its NOOP padding, GET_ERROR_MAP, SASL_LIST_MECHS), and
+// plain memcached answers HELLO only once it has read all the padding.
 func (c *Conn) send(req memdx.Request) *step {
 	s := &step{op: req.OpCode}
 	s.cl, s.err = c.start(&req, s.handle, time.Time{}, time.Time{}, nil, false, false)
@@ -480,16 +479,22 @@ func (c *Conn) stepError(s *step, reason string) error {
 
 // bootCouchbase runs the Couchbase bootstrap:
 //
-//	write 1: HELLO, NOOP padding, [GET_ERROR_MAP], VERSION, [SASL_LIST_MECHS]
+//	write 1: HELLO, NOOP padding, [GET_ERROR_MAP], [SASL_LIST_MECHS]
 //	write 2: SASL_AUTH (SCRAM first message)                        (SCRAM only)
-//	write 3: SASL_AUTH PLAIN or SASL_STEP, [SELECT_BUCKET], [GET_CLUSTER_CONFIG]
+//	write 3: SASL_AUTH PLAIN or SASL_STEP, VERSION, [SELECT_BUCKET], [GET_CLUSTER_CONFIG]
 //
-// Without credentials the last write is SELECT_BUCKET and GET_CLUSTER_CONFIG.
-// GET_CLUSTER_CONFIG is left out with Options.NoClusterConfig.
-// GET_ERROR_MAP is sent only when XERROR is asked for (xerror false: the
-// redial after a corrupt map).
+// Without credentials the last write is VERSION, SELECT_BUCKET and
+// GET_CLUSTER_CONFIG. GET_CLUSTER_CONFIG is left out with
+// Options.NoClusterConfig. GET_ERROR_MAP is sent only when XERROR is asked
+// for (xerror false: the redial after a corrupt map).
 // Every request after HELLO in the first write has neither key nor extras,
 // so plain memcached reads them in step (see helloKey).
+//
+// Before a login, kv_engine (7.x, Cookie::validate) runs only HELLO,
+// SASL_LIST_MECHS, SASL_AUTH, SASL_STEP and GET_ERROR_MAP, and answers
+// everything else EACCESS, leaving the connection open: the first write
+// holds nothing else but the NOOP padding, whose answers (SUCCESS or
+// EACCESS) are only awaited, and VERSION goes behind the last SASL message.
 //
 // It is one function, longer than most, because it is one pipeline: each
 // step's request is sent before the answers of the steps before it are
@@ -517,7 +522,6 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 	if xerror { // without XERROR no map is asked for, and none is used
 		emap = c.send(memdx.NewGetErrorMap(o.errorMapVersion))
 	}
-	version := c.send(memdx.NewVersion())
 	var mechs *step
 	if auth {
 		mechs = c.send(memdx.NewSASLListMechs())
@@ -556,6 +560,8 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 		return &BootstrapError{Addr: c.addr, Step: memdx.OpHello, Reason: "bad feature list", Err: err}
 	}
 	c.features = newFeatures(granted)
+	// The padding's answers are not looked at: SUCCESS, or EACCESS from a
+	// node that runs nothing but the handshake before a login.
 	for _, s := range noops {
 		if err := awaitStep(s); err != nil {
 			return err
@@ -582,17 +588,12 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 			c.errMap = m
 		}
 	}
-	if err := c.await(ctx, version); err != nil {
-		return err
-	}
-	if version.status == memdx.StatusSuccess {
-		c.version = string(version.value)
-	}
 
-	// The last write: the final SASL message (if any), then the bucket and
-	// the config, pipelined behind it.
-	var sel, cfg *step
+	// The last write: the final SASL message (if any), then the version,
+	// the bucket and the config, pipelined behind it.
+	var version, sel, cfg *step
 	tail := func() {
+		version = c.send(memdx.NewVersion())
 		if o.Bucket != "" {
 			sel = c.send(memdx.NewSelectBucket(o.Bucket))
 		}
@@ -619,6 +620,12 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 		c.cork()
 		tail()
 		c.uncork()
+	}
+	if err := c.await(ctx, version); err != nil {
+		return err
+	}
+	if version.status == memdx.StatusSuccess {
+		c.version = string(version.value)
 	}
 	if sel != nil {
 		if err := c.await(ctx, sel); err != nil {
@@ -776,7 +783,8 @@ func (c *Conn) scramError(s *step, mech, msg string, err error) error {
 // SASL refuses the GET (and closes the connection) when no credentials were
 // given, which Dial reports as an *AuthError. The GET of memcachedProbeKey, and
 // the mechanisms listed, tell memcached from Couchbase Server's KV service
-// (a *NotMemcachedError).
+// (a *NotMemcachedError); so does EACCESS, a status memcached does not
+// have, which kv_engine answers to VERSION, GET and NOOP before a login.
 func (c *Conn) bootMemcached(ctx context.Context) error {
 	o := &c.opts
 	c.memcached = true
@@ -824,6 +832,16 @@ func (c *Conn) bootMemcached(ctx context.Context) error {
 		return &AuthError{Addr: c.addr, Status: probe.status,
 			Reason: "the server requires authentication and no credentials were given"}
 	}
+	// memcached has no EACCESS (0x24): it answers AUTH_ERROR. kv_engine
+	// answers EACCESS to all three before a login.
+	switch {
+	case probe.status == memdx.StatusNoBucket:
+		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers NO_BUCKET to a get, as Couchbase Server's KV service does on a connection that selected no bucket"}
+	case probe.status == memdx.StatusNoAccess:
+		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers EACCESS to a get, as Couchbase Server's KV service does on a connection that has not logged in"}
+	case version.status == memdx.StatusNoAccess:
+		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers EACCESS to VERSION, as Couchbase Server's KV service does on a connection that has not logged in"}
+	}
 	if err := c.await(ctx, noop); err != nil {
 		return err
 	}
@@ -832,15 +850,10 @@ func (c *Conn) bootMemcached(ctx context.Context) error {
 	case memdx.StatusAuthError:
 		return &AuthError{Addr: c.addr, Status: noop.status,
 			Reason: "the server requires authentication and no credentials were given"}
+	case memdx.StatusNoAccess:
+		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers EACCESS to NOOP, as Couchbase Server's KV service does on a connection that has not logged in"}
 	default:
 		return c.stepError(noop, "server refused NOOP")
-	}
-	switch probe.status {
-	case memdx.StatusNoBucket:
-		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers NO_BUCKET to a get, as Couchbase Server's KV service does on a connection that selected no bucket"}
-	case memdx.StatusNoAccess:
-		// memcached has no EACCESS (0x24): it answers AUTH_ERROR.
-		return &NotMemcachedError{Addr: c.addr, Evidence: "it answers EACCESS to a get, as Couchbase Server's KV service does on a connection that has not logged in"}
 	}
 	return nil
 }

@@ -9,15 +9,18 @@
 //
 //	write 1: HELLO (agent, connection id, requested features + XERROR),
 //	         NOOP padding (see below), GET_ERROR_MAP (version 2; not on
-//	         the redial without XERROR), VERSION,
+//	         the redial without XERROR),
 //	         SASL_LIST_MECHS (when a Username is set)
 //	write 2: SASL_AUTH with the SCRAM client-first message    (SCRAM only)
-//	write 3: SASL_AUTH PLAIN or SASL_STEP (SCRAM client-final),
+//	write 3: SASL_AUTH PLAIN or SASL_STEP (SCRAM client-final), VERSION,
 //	         SELECT_BUCKET (when Bucket is set), GET_CLUSTER_CONFIG
 //
 // Each write waits only for the answers it depends on: the mechanism comes
 // from LIST_MECHS, the SCRAM final message from the server-first message.
-// SELECT_BUCKET and GET_CLUSTER_CONFIG ride behind the last SASL message;
+// Before a login kv_engine (7.x) runs only HELLO, SASL_LIST_MECHS,
+// SASL_AUTH, SASL_STEP and GET_ERROR_MAP and answers anything else EACCESS:
+// the NOOP padding's answers (SUCCESS or EACCESS) are not looked at, and
+// VERSION, SELECT_BUCKET and GET_CLUSTER_CONFIG ride behind the last SASL message;
 // if authentication fails their answers are ignored and the error is the
 // authentication's. The error map is used only when XERROR was asked for
 // and granted; a failed GET_CLUSTER_CONFIG or VERSION is not fatal (no config,
@@ -57,8 +60,9 @@
 // open; Dial closes it. The GET (of "kvwire:memcached-probe") tells
 // memcached from a Couchbase Server KV port, which a memcached-mode
 // connection could not use (no bucket selected): Couchbase answers it
-// NO_BUCKET (EACCESS before a login, a status memcached does not have), and
-// Dial fails with a *NotMemcachedError; so it does, before
+// NO_BUCKET (EACCESS before a login, a status memcached does not have, as
+// it answers VERSION and NOOP), and Dial fails with a *NotMemcachedError;
+// so it does, before
 // any password is sent, when the server lists kv_engine's SCRAM-SHA*
 // mechanisms.
 //

@@ -253,7 +253,7 @@ func TestTLSHandshakeUnresponsiveNodeFailsDial(t *testing.T) {
 }
 
 // serveToLogin answers a Couchbase bootstrap's first write (HELLO, its NOOP
-// padding, GET_ERROR_MAP, VERSION, SASL_LIST_MECHS offering PLAIN) and
+// padding, GET_ERROR_MAP, SASL_LIST_MECHS offering PLAIN) and
 // returns the SASL_AUTH that follows, unanswered.
 func serveToLogin(p *peer) memdx.Packet {
 	for {
@@ -312,6 +312,11 @@ func TestBootstrapSlowLoginAfterAnswer(t *testing.T) {
 	}
 	fc.Advance(time.Minute) // the login takes its time
 	p.write(ok(auth, ""))
+	if req := p.read(); req.OpCode != memdx.OpVersion {
+		t.Fatalf("after the login the node read %s, want VERSION", req.OpCode)
+	} else {
+		p.write(ok(req, "7.6.2"))
+	}
 	d := recv(t, got)
 	if d.err != nil {
 		t.Fatalf("Dial after a slow login: %v", d.err)
@@ -337,6 +342,11 @@ func TestBootstrapSilentAfterLoginFailsDial(t *testing.T) {
 	defer p.nc.Close()
 	auth := serveToLogin(p)
 	p.write(ok(auth, ""))
+	if req := p.read(); req.OpCode != memdx.OpVersion {
+		t.Fatalf("after the login the node read %s, want VERSION", req.OpCode)
+	} else {
+		p.write(ok(req, "7.6.2"))
+	}
 	if req := p.read(); req.OpCode != memdx.OpSelectBucket {
 		t.Fatalf("after the login the node read %s, want SELECT_BUCKET", req.OpCode)
 	}
