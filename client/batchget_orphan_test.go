@@ -39,7 +39,7 @@ func testMemcachedGetManyNoopOrphan(t *testing.T, obs Observer) {
 	logger, logs := newReportLog()
 	c := memcachedClient(t, p.Addr(), &Options{Logger: logger, Observer: obs,
 		OrphanReporting: OrphanReportingOptions{Interval: 10 * time.Millisecond}})
-	armed.Store(true) // after the connection's own NOOPs (HELLO's padding)
+	armed.Store(true) // after the connection's bootstrap
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

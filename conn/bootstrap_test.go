@@ -44,16 +44,18 @@ type fakeNode struct {
 	// EACCESS with no body and the connection stays open, as kv_engine 7.x
 	// does (Cookie::validate).
 	preAuth bool
-	// mapWithNoops: NOOP answers are held back and written in one write
-	// with GET_ERROR_MAP's, so that the client reads the map's header in
-	// the same read as the last NOOP's answer (not held when HELLO asked
-	// for no XERROR: no map is asked for then).
+	// mapWithNoops: the answers to HELLO's padding (the SASL_LIST_MECHS
+	// before GET_ERROR_MAP) are held back and written in one write with
+	// GET_ERROR_MAP's, so that the client reads the map's header in the
+	// same read as the last padding answer (not held when HELLO asked for
+	// no XERROR: no map is asked for then).
 	mapWithNoops bool
 
 	mu       sync.Mutex
 	hello    [][]memdx.HelloFeature // the features each connection asked for
 	helloIDs []string               // the connection id each HELLO carried
 	ops      []memdx.OpCode         // every request, in order
+	refused  []memdx.OpCode         // the requests refused before a login (preAuth)
 }
 
 func (f *fakeNode) serve(p *peer) {
@@ -66,8 +68,8 @@ func (f *fakeNode) serve(p *peer) {
 			failed = true
 		}
 	}
-	var held []memdx.Packet // NOOP answers (mapWithNoops)
-	mapAsked := false       // HELLO asked for XERROR
+	var held []memdx.Packet // padding answers (mapWithNoops)
+	mapAsked := false       // HELLO asked for XERROR, and the map is still to come
 	authed := false         // a login succeeded (preAuth)
 	for !failed {
 		req, err := p.tryRead()
@@ -88,6 +90,9 @@ func (f *fakeNode) serve(p *peer) {
 			switch req.OpCode {
 			case memdx.OpHello, memdx.OpSASLListMechs, memdx.OpSASLAuth, memdx.OpSASLStep, memdx.OpGetErrorMap:
 			default:
+				f.mu.Lock()
+				f.refused = append(f.refused, req.OpCode)
+				f.mu.Unlock()
 				reply(res(req, memdx.StatusNoAccess, ""))
 				continue
 			}
@@ -122,10 +127,6 @@ func (f *fakeNode) serve(p *peer) {
 				reply(notification(int64(n), "b", fmt.Sprintf(`{"rev":%d}`, n)))
 			}
 		case memdx.OpNoop:
-			if f.mapWithNoops && mapAsked {
-				held = append(held, ok(req, ""))
-				continue
-			}
 			reply(ok(req, ""))
 		case memdx.OpGet: // memcached mode's probe: a miss, as memcached answers
 			reply(res(req, memdx.StatusKeyNotFound, ""))
@@ -136,9 +137,14 @@ func (f *fakeNode) serve(p *peer) {
 				reply(append(held, ok(req, string(f.errMap)))...)
 			}
 			held = nil
+			mapAsked = false
 		case memdx.OpVersion:
 			reply(ok(req, "7.6.2-fake"))
 		case memdx.OpSASLListMechs:
+			if f.mapWithNoops && mapAsked {
+				held = append(held, ok(req, f.mechs))
+				continue
+			}
 			reply(ok(req, f.mechs))
 		case memdx.OpSASLAuth:
 			mech := string(req.Key)
@@ -276,7 +282,7 @@ func TestBootstrapWrites(t *testing.T) {
 	_, pads := helloKey("boot-test", d.c.ID())
 	want1 := []memdx.OpCode{memdx.OpHello}
 	for range pads {
-		want1 = append(want1, memdx.OpNoop)
+		want1 = append(want1, memdx.OpSASLListMechs)
 	}
 	want1 = append(want1, memdx.OpGetErrorMap, memdx.OpSASLListMechs)
 	want := [][]memdx.OpCode{want1, {memdx.OpSASLAuth}, {memdx.OpSASLStep, memdx.OpVersion, memdx.OpSelectBucket, memdx.OpGetClusterConfig}}
@@ -305,10 +311,11 @@ func TestBootstrapWrites(t *testing.T) {
 }
 
 // A node that, as kv_engine 7.x does, runs nothing but the handshake before
-// a login (EACCESS to the rest, the connection left open): the NOOP padding
-// answered EACCESS does not fail the Dial, VERSION goes behind the last SASL
-// message and is answered, and a memcached-mode Dial without credentials
-// knows it for a Couchbase node by its EACCESS answers.
+// a login (EACCESS to the rest, the connection left open): a Dial with
+// credentials sends it nothing it refuses (HELLO's padding is
+// SASL_LIST_MECHS, VERSION goes behind the last SASL message and is
+// answered), and a memcached-mode Dial without credentials knows it for a
+// Couchbase node by its EACCESS answers.
 func TestBootstrapNodeRefusingAllButTheHandshakeBeforeLogin(t *testing.T) {
 	for name, o := range map[string]Options{
 		"SCRAM": {Username: "u", Password: "p", Bucket: "b"},
@@ -324,8 +331,11 @@ func TestBootstrapNodeRefusingAllButTheHandshakeBeforeLogin(t *testing.T) {
 				t.Fatalf("version %q bucket %q config %q map %t", c.ServerVersion(), c.Bucket(), c.ClusterConfig(), c.ErrorMap() != nil)
 			}
 			f.mu.Lock()
-			ops := slices.Clone(f.ops)
+			ops, refused := slices.Clone(f.ops), slices.Clone(f.refused)
 			f.mu.Unlock()
+			if len(refused) != 0 {
+				t.Errorf("the node refused %v before the login", refused)
+			}
 			login := slices.Index(ops, memdx.OpSASLStep)
 			if name == "PLAIN" {
 				login = slices.Index(ops, memdx.OpSASLAuth)
@@ -626,7 +636,7 @@ func TestTLS(t *testing.T) {
 
 // The bootstrap does not count against MaxPending: with a limit of 1, Dial
 // works whatever it has to pipeline (SCRAM and PLAIN, a bucket, the longest
-// agent, which needs the most NOOP padding), and the limit then applies to
+// agent, which needs the most padding), and the limit then applies to
 // the caller's requests.
 func TestBootstrapMaxPendingOne(t *testing.T) {
 	long := strings.Repeat("a", maxClientName)
@@ -645,7 +655,7 @@ func TestBootstrapMaxPendingOne(t *testing.T) {
 				t.Fatalf("mechanism %q bucket %q map %v pending %d", c.Mechanism(), c.Bucket(), c.ErrorMap(), c.Pending())
 			}
 			if _, pads := helloKey(long, c.ID()); pads < 8 {
-				t.Fatalf("only %d NOOPs of padding: the test does not stress the pipeline", pads)
+				t.Fatalf("only %d requests of padding: the test does not stress the pipeline", pads)
 			}
 			held := goGet(testCtx(t), c, "held")
 			waitFor(t, "the held GET in flight", func() bool { return c.Pending() == 1 })

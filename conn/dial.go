@@ -404,20 +404,28 @@ func newConnID(clientID string) string {
 	return id
 }
 
-// helloPad is the size of a NOOP request: the HELLO key is padded to a
-// multiple of it (see helloKey).
+// helloPad is the size of a padding request (padRequest): the HELLO key is
+// padded to a multiple of it (see helloKey).
 const helloPad = memdx.HeaderSize
 
+// padRequest is the request that pads HELLO (see helloKey): 24 bytes, no
+// key, extras or body. SASL_LIST_MECHS rather than NOOP: kv_engine (7.x,
+// Cookie::validate) answers NOOP EACCESS before a login, a refusal the
+// node counts for every connection, and runs SASL_LIST_MECHS, which
+// carries no secret.
+func padRequest() memdx.Request { return memdx.NewSASLListMechs() }
+
 // helloKey returns the HELLO key (memdx.HelloKey) padded with JSON
-// whitespace to a multiple of 24 bytes, and the number of NOOPs that must
-// follow HELLO in the same write.
+// whitespace to a multiple of 24 bytes, and the number of padding requests
+// (padRequest) that must follow HELLO in the same write.
 //
 // Why: plain memcached (measured: 1.6.18) answers an unknown opcode such as
 // HELLO with UNKNOWN_COMMAND but then skips key-length more bytes than the
 // body holds, and sends that answer only once it has skipped them. A HELLO
-// with a key followed by NOOPs totalling exactly the key's length keeps such
-// a server in step: it swallows the NOOPs, answers HELLO, and reads what
-// follows as the requests they are. Couchbase answers the NOOPs.
+// with a key followed by padding requests totalling exactly the key's
+// length keeps such a server in step: it swallows the padding, answers
+// HELLO, and reads what follows as the requests they are. Couchbase
+// answers the padding requests.
 func helloKey(agent, id string) ([]byte, int) {
 	key := memdx.HelloKey(agent, id)
 	if len(key) > 240 { // escaping blew up a long agent: keep the key a valid size
@@ -448,7 +456,7 @@ func (s *step) handle(p *memdx.Packet) error {
 
 // send queues a bootstrap request. It does not count against
 // Options.MaxPending: the first bootstrap write alone holds up to 13
-// requests (HELLO, its NOOP padding, GET_ERROR_MAP, SASL_LIST_MECHS), and
+// requests (HELLO, its padding, GET_ERROR_MAP, SASL_LIST_MECHS), and
 // plain memcached answers HELLO only once it has read all the padding.
 func (c *Conn) send(req memdx.Request) *step {
 	s := &step{op: req.OpCode}
@@ -479,7 +487,7 @@ func (c *Conn) stepError(s *step, reason string) error {
 
 // bootCouchbase runs the Couchbase bootstrap:
 //
-//	write 1: HELLO, NOOP padding, [GET_ERROR_MAP], [SASL_LIST_MECHS]
+//	write 1: HELLO, padding (SASL_LIST_MECHS), [GET_ERROR_MAP], [SASL_LIST_MECHS]
 //	write 2: SASL_AUTH (SCRAM first message)                        (SCRAM only)
 //	write 3: SASL_AUTH PLAIN or SASL_STEP, VERSION, [SELECT_BUCKET], [GET_CLUSTER_CONFIG]
 //
@@ -493,8 +501,8 @@ func (c *Conn) stepError(s *step, reason string) error {
 // Before a login, kv_engine (7.x, Cookie::validate) runs only HELLO,
 // SASL_LIST_MECHS, SASL_AUTH, SASL_STEP and GET_ERROR_MAP, and answers
 // everything else EACCESS, leaving the connection open: the first write
-// holds nothing else but the NOOP padding, whose answers (SUCCESS or
-// EACCESS) are only awaited, and VERSION goes behind the last SASL message.
+// holds nothing else (the padding is SASL_LIST_MECHS, whose answers are
+// only awaited), and VERSION goes behind the last SASL message.
 //
 // It is one function, longer than most, because it is one pipeline: each
 // step's request is sent before the answers of the steps before it are
@@ -514,9 +522,9 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 
 	c.cork()
 	hello := c.send(memdx.NewHello(key, features))
-	noops := make([]*step, pads)
-	for i := range noops {
-		noops[i] = c.send(memdx.NewNoop())
+	padding := make([]*step, pads)
+	for i := range padding {
+		padding[i] = c.send(padRequest())
 	}
 	var emap *step
 	if xerror { // without XERROR no map is asked for, and none is used
@@ -534,8 +542,8 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 	}
 	// beforeMap is the step answered just before the map.
 	beforeMap := hello
-	if len(noops) > 0 {
-		beforeMap = noops[len(noops)-1]
+	if len(padding) > 0 {
+		beforeMap = padding[len(padding)-1]
 	}
 	awaitStep := func(s *step) error {
 		err := c.await(ctx, s)
@@ -560,9 +568,10 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 		return &BootstrapError{Addr: c.addr, Step: memdx.OpHello, Reason: "bad feature list", Err: err}
 	}
 	c.features = newFeatures(granted)
-	// The padding's answers are not looked at: SUCCESS, or EACCESS from a
-	// node that runs nothing but the handshake before a login.
-	for _, s := range noops {
+	// The padding's answers are only awaited, whatever their status: the
+	// mechanisms Dial chooses from are those of the SASL_LIST_MECHS sent
+	// with a Username, after GET_ERROR_MAP.
+	for _, s := range padding {
 		if err := awaitStep(s); err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@
 // Couchbase mode sends, pipelined where the protocol allows it:
 //
 //	write 1: HELLO (agent, connection id, requested features + XERROR),
-//	         NOOP padding (see below), GET_ERROR_MAP (version 2; not on
+//	         padding (SASL_LIST_MECHS; see below), GET_ERROR_MAP (version 2; not on
 //	         the redial without XERROR),
 //	         SASL_LIST_MECHS (when a Username is set)
 //	write 2: SASL_AUTH with the SCRAM client-first message    (SCRAM only)
@@ -19,7 +19,7 @@
 // from LIST_MECHS, the SCRAM final message from the server-first message.
 // Before a login kv_engine (7.x) runs only HELLO, SASL_LIST_MECHS,
 // SASL_AUTH, SASL_STEP and GET_ERROR_MAP and answers anything else EACCESS:
-// the NOOP padding's answers (SUCCESS or EACCESS) are not looked at, and
+// the padding is SASL_LIST_MECHS, which it runs, and
 // VERSION, SELECT_BUCKET and GET_CLUSTER_CONFIG ride behind the last SASL message;
 // if authentication fails their answers are ignored and the error is the
 // authentication's. The error map is used only when XERROR was asked for
@@ -77,10 +77,12 @@
 // followed by arbitrary requests might get none either. The rule here:
 //
 //   - The HELLO key is padded with JSON whitespace to a multiple of 24
-//     bytes and followed, in the same write, by one NOOP (24 bytes) per 24
-//     key bytes. Memcached swallows exactly the NOOPs and answers HELLO;
-//     Couchbase answers the NOOPs. Every other request in that write has
-//     neither key nor extras, so memcached reads all of them in step.
+//     bytes and followed, in the same write, by one SASL_LIST_MECHS (24
+//     bytes, no body) per 24 key bytes. Memcached swallows exactly the
+//     padding and answers HELLO; Couchbase answers it (SASL_LIST_MECHS,
+//     not NOOP, because kv_engine refuses NOOP with EACCESS before a
+//     login). Every other request in that write has neither key nor
+//     extras, so memcached reads all of them in step.
 //   - A HELLO answered with anything but SUCCESS ends that connection: no
 //     further byte is sent on it. UNKNOWN_COMMAND (memcached without SASL)
 //     or AUTH_ERROR (memcached with SASL, which refuses every command

@@ -458,7 +458,7 @@ func TestMemcachedHelloPaddingKeepsStep(t *testing.T) {
 		c.cork()
 		hello := c.send(memdx.NewHello(key, []memdx.HelloFeature{memdx.FeatureXerror}))
 		for range pads {
-			c.send(memdx.NewNoop())
+			c.send(padRequest())
 		}
 		emap := c.send(memdx.NewGetErrorMap(2))
 		version := c.send(memdx.NewVersion())
@@ -510,7 +510,7 @@ func TestMemcachedSASLCouchbaseMode(t *testing.T) {
 
 // MaxPending 1 does not stop Dial (its requests do not count against it)
 // against real memcached, plain or SASL, in either mode: memcached answers
-// HELLO only after reading all its NOOP padding.
+// HELLO only after reading all its padding.
 func TestMemcachedMaxPendingOne(t *testing.T) {
 	plain := plainAddr(t)
 	addr, user, pass := saslEnv(t)
