@@ -10,6 +10,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
@@ -86,27 +87,70 @@ func TestProbeWaitsWhileSocketQueueDrainsTCP(t *testing.T) {
 	if c.Stats().Probes != 1 {
 		t.Fatalf("stats %+v; want one probe", c.Stats())
 	}
+	// The probe's Write counted: the checks' acknowledged offset
+	// (writer.written less the count) then moves only as the queue does.
+	waitFor(t, "the probe's Write counted", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.writer.written == c.writer.queued
+	})
+	// q is read after the check it is compared with (here the probe's
+	// baseline): the node's kernel takes what one read of the node makes
+	// room for in steps (a read of 4 KiB can be two of 2 KiB, each
+	// opening the window), so a q read before a check may be higher than
+	// what the check saw, and a fall below it already seen by the check.
 	q := queued()
 	if q < 16<<10 {
 		t.Fatalf("%d bytes queued in the socket; want the value's most", q)
 	}
 	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
+	// The node reads on, slowly: each step it reads what its kernel
+	// holds, emptying its receive buffer, so its kernel opens the window
+	// and the client's socket must send more. (A fixed read, 4 KiB, need
+	// not: a kernel holding more than that leaves the window shut.)
+	nodeHolds := func() int {
+		rc, err := p.nc.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int32
+		var errno syscall.Errno
+		if err := rc.Control(func(fd uintptr) {
+			_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+		}); err != nil || errno != 0 {
+			t.Fatalf("SIOCINQ: %v %v", err, errno)
+		}
+		return int(n)
+	}
 	for i := 0; i < 3; i++ {
-		if _, err := io.ReadFull(p.nc, make([]byte, 4<<10)); err != nil { // the node reads on, slowly
+		if _, err := io.ReadFull(p.nc, make([]byte, max(nodeHolds(), 1))); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the socket's queue to drain", func() bool { return queued() < q })
-		q = queued()
 		nextCheck(t, fc, closed(c))
 		if err := c.Err(); err != nil {
 			t.Fatalf("closed after %d checks while the socket's queue drained: %v", i+1, err)
 		}
+		q = queued()
 	}
-	for i := 0; c.Err() == nil; i++ { // the node stops reading
-		if i == 2 {
-			t.Fatal("still open two probe timeouts after the queue stopped draining")
+	// The node stops reading. The steps of its last read may still reach
+	// the socket after the last check, and a check seeing one waits on;
+	// but once the queue stands still from one check to the next (each
+	// q read after its check, so no fall can hide between them), the
+	// check after those finds nothing new and closes the connection.
+	for still := 0; c.Err() == nil; {
+		if still == 2 {
+			t.Fatalf("still open a probe timeout after the queue stopped draining (%d bytes queued)", q)
 		}
 		nextCheck(t, fc, closed(c))
+		if c.Err() != nil {
+			break
+		}
+		if n := queued(); n < q {
+			q, still = n, 0
+		} else {
+			still++
+		}
 	}
 	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
 		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
