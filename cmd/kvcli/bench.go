@@ -79,6 +79,13 @@ func (r *retryCounter) byName() map[string]uint64 {
 // benchMaxBatch is the most keys --batch puts in one call.
 const benchMaxBatch = 10000
 
+// benchMaxKeys is the most keys --keys takes. bench builds the name of
+// every key before it runs (a string each: about 40 bytes with the default
+// prefix), so 10 million is some 400 MB, and a preload of that many sets
+// already takes minutes on a real cluster; a larger count asks for memory
+// bench should not take (a typo's extra zeros were a crash out of memory).
+const benchMaxKeys = 10_000_000
+
 func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("bench")
 	cfg := benchConfig{}
@@ -89,7 +96,7 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 	fs.Float64Var(&cfg.Rate, "rate", 0, "target `ops/s` over all workers, on a fixed schedule (0: as fast as they go)")
 	valueSize := fs.String("value-size", "32", "bytes per value set: `N`, or MIN-MAX for sizes drawn uniformly in that range")
 	keys := &numberFlag{v: 10000, bits: strconv.IntSize - 1}
-	fs.Var(keys, "keys", "the number `N` of distinct keys (decimal or hex)")
+	fs.Var(keys, "keys", fmt.Sprintf("the number `N` of distinct keys (decimal or hex; at most %d)", benchMaxKeys))
 	fs.StringVar(&cfg.KeyDist, "key-dist", keyDistUniform, "how keys are chosen: uniform, or zipfian (key k with probability proportional to (1+k)^-s)")
 	fs.Float64Var(&cfg.ZipfS, "zipf-s", benchDefaultZipfS, "the zipfian exponent s (more than 1; larger is more skewed)")
 	fs.IntVar(&cfg.Batch, "batch", 1, "keys per call: with N > 1 a worker's gets go as one GetMany of `N` keys and its sets as one UpsertMany")
@@ -157,8 +164,8 @@ func (cfg *benchConfig) complete(valueSize, durability string, given map[string]
 		return 0, fmt.Errorf("--zipf-s %v: want a finite number more than 1", cfg.ZipfS)
 	case cfg.Batch < 1 || cfg.Batch > benchMaxBatch:
 		return 0, fmt.Errorf("--batch %d: want 1 to %d keys per call", cfg.Batch, benchMaxBatch)
-	case cfg.Keys < 1:
-		return 0, fmt.Errorf("--keys %d: want at least 1", cfg.Keys)
+	case cfg.Keys < 1 || cfg.Keys > benchMaxKeys:
+		return 0, fmt.Errorf("--keys %d: want 1 to %d", cfg.Keys, benchMaxKeys)
 	case cfg.Ops < 0:
 		return 0, fmt.Errorf("--ops %d: want a positive count", cfg.Ops)
 	case cfg.Ops == 0 && cfg.Duration <= 0:

@@ -578,3 +578,17 @@ func TestBenchBatchRefusesBadSizes(t *testing.T) {
 	r := runKV(t, nil, "", "bench", "-h")
 	assert.Contains(t, r.stdout, "\n  --batch N ")
 }
+
+// --keys has an upper bound (benchMaxKeys): bench builds a table of every
+// key name before it runs, so a huge count was a crash out of memory (or
+// makeslice's panic); it is a usage error, before connecting.
+func TestBenchRefusesTooManyKeys(t *testing.T) {
+	closed := map[string]string{envConnStr: "couchbase://" + closedAddr(t) + "/default"}
+	for _, n := range []string{"10000001", "0x7fffffffffffffff", "100000000000"} {
+		r := runKV(t, closed, "", "bench", "--ops", "1", "--keys", n)
+		assert.Equal(t, exitUsage, r.code, "--keys %s: %s", n, r)
+		assert.Contains(t, r.stderr, "--keys ", "--keys %s", n)
+		assert.Contains(t, r.stderr, "want 1 to 10000000", "--keys %s", n)
+		assert.NotContains(t, r.stderr, "nothing is listening", "--keys %s: refused before connecting", n)
+	}
+}
