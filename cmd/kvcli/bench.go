@@ -86,12 +86,20 @@ const benchMaxBatch = 10000
 // bench should not take (a typo's extra zeros were a crash out of memory).
 const benchMaxKeys = 10_000_000
 
+// intOf is v as an int, saturated where int is 32 bits: the range checks
+// that follow refuse it, naming a value of the same size.
+func intOf(v int64) int {
+	return int(max(min(v, math.MaxInt), math.MinInt))
+}
+
 func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("bench")
 	cfg := benchConfig{}
-	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "concurrent workers (each runs one operation at a time)")
+	conc := &intFlag{v: 16}
+	fs.Var(conc, "concurrency", "`N` concurrent workers, each running one operation at a time (decimal or hex)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to run (ignored with --ops)")
-	fs.Int64Var(&cfg.Ops, "ops", 0, "stop after this many operations instead of after --duration")
+	ops := &intFlag{}
+	fs.Var(ops, "ops", "stop after `N` operations instead of after --duration (decimal or hex)")
 	fs.Float64Var(&cfg.Ratio, "ratio", 0.5, "fraction of operations that are gets (the rest are sets)")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "target `ops/s` over all workers, on a fixed schedule (0: as fast as they go)")
 	valueSize := fs.String("value-size", "32", "bytes per value set: `N`, or MIN-MAX for sizes drawn uniformly in that range")
@@ -99,7 +107,8 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 	fs.Var(keys, "keys", fmt.Sprintf("the number `N` of distinct keys (decimal or hex; at most %d)", benchMaxKeys))
 	fs.StringVar(&cfg.KeyDist, "key-dist", keyDistUniform, "how keys are chosen: uniform, or zipfian (key k with probability proportional to (1+k)^-s)")
 	fs.Float64Var(&cfg.ZipfS, "zipf-s", benchDefaultZipfS, "the zipfian exponent s (more than 1; larger is more skewed)")
-	fs.IntVar(&cfg.Batch, "batch", 1, "keys per call: with N > 1 a worker's gets go as one GetMany of `N` keys and its sets as one UpsertMany")
+	batch := &intFlag{v: 1}
+	fs.Var(batch, "batch", "keys per call: with N > 1 a worker's gets go as one GetMany of `N` keys and its sets as one UpsertMany (decimal or hex)")
 	durability := fs.String("durability", "none", "durability of the run's sets (not the preload's): none, majority, majorityAndPersistActive or persistToMajority (Couchbase only)")
 	fs.BoolVar(&cfg.Preload, "preload", true, "set every key once before the run, so gets find documents")
 	fs.StringVar(&cfg.KeyPrefix, "key-prefix", "kvcli-bench:", "prefix of the keys")
@@ -109,6 +118,7 @@ func cmdBench(ctx context.Context, inv *invocation, args []string) int {
 		return code
 	}
 	cfg.Keys, cfg.Seed = int(keys.v), seed.v
+	cfg.Concurrency, cfg.Ops, cfg.Batch = intOf(conc.v), ops.v, intOf(batch.v)
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	level, err := cfg.complete(*valueSize, *durability, given)

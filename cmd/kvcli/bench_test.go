@@ -592,3 +592,34 @@ func TestBenchRefusesTooManyKeys(t *testing.T) {
 		assert.NotContains(t, r.stderr, "nothing is listening", "--keys %s: refused before connecting", n)
 	}
 }
+
+// bench's other whole-number flags read as --keys and --seed do, decimal
+// or 0x hex: "010" is ten, not Go's octal eight, and 0o, 0b and
+// underscores are refused.
+func TestBenchCountsAreDecimalOrHex(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "bench", "--ops", "010", "--concurrency", "010", "--batch", "010", "--keys", "20",
+		"--preload=false", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var s benchSummary
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	assert.Equal(t, int64(10), s.Config.Ops, "--ops 010")
+	assert.Equal(t, 10, s.Config.Concurrency, "--concurrency 010")
+	assert.Equal(t, 10, s.Config.Batch, "--batch 010")
+	r = runKV(t, env, "", "bench", "--ops", "0x10", "--concurrency", "0x2", "--batch", "0X3", "--keys", "20",
+		"--preload=false", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &s), r.stdout)
+	assert.Equal(t, int64(16), s.Config.Ops, "--ops 0x10")
+	assert.Equal(t, 2, s.Config.Concurrency, "--concurrency 0x2")
+	assert.Equal(t, 3, s.Config.Batch, "--batch 0X3")
+
+	closed := map[string]string{envConnStr: "couchbase://" + closedAddr(t) + "/default"}
+	for _, bad := range [][]string{{"--ops", "0o10"}, {"--ops", "1_000"}, {"--concurrency", "0b11"},
+		{"--batch", "0o2"}, {"--ops", "99999999999999999999"}} {
+		r := runKV(t, closed, "", append([]string{"bench"}, bad...)...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", bad, r)
+		assert.Contains(t, r.stderr, bad[0]+" ", "%v", bad)
+		assert.NotContains(t, r.stderr, "nothing is listening", "%v: refused before connecting", bad)
+	}
+}

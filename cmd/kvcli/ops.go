@@ -190,6 +190,35 @@ func (n *numberFlag) Set(s string) error {
 	return nil
 }
 
+// intFlag is a whole-number flag (--concurrency, --ops, --nodes...) read
+// as numberFlag reads, decimal or hex (0x...), but signed: a minus sign is
+// read, so that the command's range check names the value and what it
+// wants. It holds an int64; the command bounds it to its own type.
+type intFlag struct{ v int64 }
+
+func (n *intFlag) String() string {
+	if n == nil {
+		return "0"
+	}
+	return strconv.FormatInt(n.v, 10)
+}
+
+func (n *intFlag) Set(s string) error {
+	digits, neg := strings.CutPrefix(s, "-")
+	u, err := parseDecOrHex(digits, 63)
+	if errors.Is(err, strconv.ErrRange) {
+		return errors.New("does not fit 64 bits (signed)")
+	}
+	if err != nil {
+		return errors.New("want a whole number, such as 16 (decimal, or hex 0x...)")
+	}
+	n.v = int64(u)
+	if neg {
+		n.v = -n.v
+	}
+	return nil
+}
+
 // casFlag is a --cas flag: hex or decimal.
 type casFlag uint64
 

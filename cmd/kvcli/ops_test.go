@@ -571,8 +571,11 @@ func TestScanAndBenchNumbersAreDecimalOrHex(t *testing.T) {
 	r = runKV(t, env, "", "scan", "--sample", "0x3", "--seed", "0x10", "--keys-only")
 	require.Equal(t, exitOK, r.code, r)
 	assert.Len(t, lines(r.stdout), 3, "--sample 0x3")
+	r = runKV(t, env, "", "scan", "--concurrency", "0x2", "--keys-only")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Len(t, lines(r.stdout), 12, "--concurrency 0x2")
 	for _, bad := range [][]string{{"--sample", "0o3"}, {"--sample", "3", "--seed", "0b1"}, {"--sample", "1_0"},
-		{"--sample", "3", "--seed", "0x100000000"}} {
+		{"--sample", "3", "--seed", "0x100000000"}, {"--concurrency", "0o2"}, {"--concurrency", "1_0"}} {
 		r = runKV(t, env, "", append([]string{"scan", "--keys-only"}, bad...)...)
 		assert.Equal(t, exitUsage, r.code, "%v: %s", bad, r)
 	}

@@ -53,7 +53,8 @@ func cmdScan(ctx context.Context, inv *invocation, args []string) int {
 	seed := &numberFlag{bits: 32}
 	fs.Var(seed, "seed", "`SEED` of --sample (0: random; decimal or hex, 32 bits)")
 	keysOnly := fs.Bool("keys-only", false, "print keys only (the server sends no values)")
-	conc := fs.Int("concurrency", 1, "vbuckets scanned at once")
+	conc := &intFlag{v: 1}
+	fs.Var(conc, "concurrency", "`N` vbuckets scanned at once (decimal or hex)")
 	return inv.withSession(ctx, fs, args, 0, 0, func([]string) (func(*session) int, error) {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -86,11 +87,11 @@ func cmdScan(ctx context.Context, inv *invocation, args []string) int {
 		if (*fromExcl && !set["from"]) || (*toExcl && !set["to"]) {
 			return nil, errors.New("--from-exclusive and --to-exclusive go with --from and --to")
 		}
-		if *conc < 1 {
-			return nil, fmt.Errorf("--concurrency %d: at least 1", *conc)
+		if conc.v < 1 {
+			return nil, fmt.Errorf("--concurrency %d: at least 1", conc.v)
 		}
 		return func(s *session) int {
-			res, err := s.col.Scan(ctx, st, &client.ScanOptions{Timeout: inv.opTimeout, IDsOnly: *keysOnly, Concurrency: *conc})
+			res, err := s.col.Scan(ctx, st, &client.ScanOptions{Timeout: inv.opTimeout, IDsOnly: *keysOnly, Concurrency: intOf(conc.v)})
 			if err != nil {
 				return inv.fail("", "scan", err)
 			}

@@ -85,10 +85,14 @@ func parseServeFlags(inv *invocation, args []string) (sf serveFlags, code int, o
 	// --bucket (the mock's), so it does not take the global flags.
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.IntVar(&sf.nodes, "nodes", mockcluster.DefaultNodes, "number of nodes")
-	fs.IntVar(&sf.vbuckets, "vbuckets", mockcluster.DefaultNumVbuckets, "vbuckets of the bucket")
-	fs.IntVar(&sf.replicas, "replicas", mockcluster.DefaultNumReplicas, "replicas of the bucket (0 for none, at most 3)")
-	fs.IntVar(&sf.kvPort, "kv-port", 0, "the first node's KV port, the next one's the port after, and so on (default: ports the system chooses); 11210 lets couchbase://host name the nodes without ports. With --tls it is the plain KV port: the TLS ports, which the printed couchbases:// string names, are the system's choice")
+	nodes := &intFlag{v: mockcluster.DefaultNodes}
+	fs.Var(nodes, "nodes", "number `N` of nodes (decimal or hex)")
+	vbuckets := &intFlag{v: mockcluster.DefaultNumVbuckets}
+	fs.Var(vbuckets, "vbuckets", "`N` vbuckets of the bucket (decimal or hex)")
+	replicas := &intFlag{v: mockcluster.DefaultNumReplicas}
+	fs.Var(replicas, "replicas", "`N` replicas of the bucket (0 for none, at most 3)")
+	kvPort := &intFlag{}
+	fs.Var(kvPort, "kv-port", "the first node's KV `PORT`, the next one's the port after, and so on (default: ports the system chooses); 11210 lets couchbase://host name the nodes without ports. With --tls it is the plain KV port: the TLS ports, which the printed couchbases:// string names, are the system's choice")
 	fs.BoolVar(&sf.tls, "tls", false, "listen with TLS (couchbases://, and HTTPS for the REST endpoints) with a CA generated at start")
 	fs.StringVar(&sf.caOut, "cacert-out", "", "with --tls: write the CA certificate here (default: a temporary file removed at exit)")
 	fs.StringVar(&sf.user, "user", mockcluster.DefaultUser, "the mock's user")
@@ -100,6 +104,7 @@ func parseServeFlags(inv *invocation, args []string) (sf serveFlags, code int, o
 	if _, code, ok := inv.parse(fs, args, 0, 0); !ok {
 		return sf, code, false
 	}
+	sf.nodes, sf.vbuckets, sf.replicas, sf.kvPort = intOf(nodes.v), intOf(vbuckets.v), intOf(replicas.v), intOf(kvPort.v)
 	switch {
 	case sf.nodes < 1 || sf.nodes > 64:
 		inv.usageError("--nodes %d: want 1 to 64", sf.nodes)
@@ -107,8 +112,8 @@ func parseServeFlags(inv *invocation, args []string) (sf serveFlags, code int, o
 		inv.usageError("--vbuckets %d: want 1 to 1024", sf.vbuckets)
 	case sf.replicas < 0 || sf.replicas > 3:
 		inv.usageError("--replicas %d: want 0 to 3", sf.replicas)
-	case sf.kvPort < 0 || sf.kvPort+sf.nodes-1 > 65535:
-		inv.usageError("--kv-port %d: want 1 to %d for %d node(s)", sf.kvPort, 65536-sf.nodes, sf.nodes)
+	case sf.kvPort < 0 || sf.kvPort > 65536-sf.nodes: // nodes is at most 64: no overflow
+		inv.usageError("--kv-port %d: want 1 to %d for %d node(s), or 0 for ports the system chooses", sf.kvPort, 65536-sf.nodes, sf.nodes)
 	case sf.user == "" || sf.bucket == "":
 		inv.usageError("--user and --bucket must not be empty")
 	case sf.caOut != "" && !sf.tls:

@@ -326,3 +326,24 @@ func startServe(t *testing.T, args ...string) (info serveInfo, stop func()) {
 	}
 	return info, stop
 }
+
+// serve's whole-number flags read decimal or 0x hex, as kvcli's other
+// number flags do ("010" is ten nodes, not eight), and a --kv-port too
+// large for a port is refused, not wrapped past the check into a port
+// number the listener cannot use.
+func TestServeNumbersAreDecimalOrHex(t *testing.T) {
+	info, stop := startServe(t, "--json", "--nodes", "010", "--vbuckets", "0x10", "--replicas", "02")
+	stop()
+	assert.Len(t, info.Nodes, 10, "--nodes 010")
+
+	for _, bad := range [][]string{{"--nodes", "0o2"}, {"--vbuckets", "1_024"}, {"--replicas", "0b1"},
+		{"--kv-port", "0o11210"}, {"--kv-port", "9223372036854775807"}, {"--kv-port", "65536"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var stdout, stderr syncBuffer
+		code := run(ctx, append([]string{"serve"}, bad...),
+			&env_{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" }})
+		cancel()
+		assert.Equal(t, exitUsage, code, "%v: %s", bad, stderr.String())
+		assert.Contains(t, stderr.String(), bad[0]+" ", "%v", bad)
+	}
+}
