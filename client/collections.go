@@ -1,6 +1,9 @@
 package client
 
-import "sync/atomic"
+import (
+	"cmp"
+	"sync/atomic"
+)
 
 // Names of the default scope and collection.
 const (
@@ -32,11 +35,15 @@ type Collection struct {
 	meters atomic.Pointer[collMeters]
 }
 
-// Scope returns the named scope.
-func (c *Client) Scope(name string) *Scope { return &Scope{c: c, name: name} }
+// Scope returns the named scope; an empty name is DefaultScope.
+func (c *Client) Scope(name string) *Scope { return &Scope{c: c, name: cmp.Or(name, DefaultScope)} }
 
-// Collection returns the named collection of the scope.
+// Collection returns the named collection of the scope; an empty name is
+// DefaultCollection (as in the other Couchbase SDKs and kv_engine's
+// manifest: Scope("").Collection("") is the default collection, on
+// memcached:// too).
 func (s *Scope) Collection(name string) *Collection {
+	name = cmp.Or(name, DefaultCollection)
 	return &Collection{c: s.c, scope: s.name, name: name, path: s.name + "." + name,
 		isDefault: s.name == DefaultScope && name == DefaultCollection}
 }
