@@ -19,7 +19,9 @@ type GetSpecOptions struct {
 }
 
 // GetSpec reads the value at path, as JSON. An empty path (without
-// IsXattr) reads the whole document body.
+// IsXattr) reads the whole document body; with IsXattr, LookupIn refuses
+// it (an xattr path starts with its key), as it does an empty path of
+// ExistsSpec.
 func GetSpec(path string, opts *GetSpecOptions) LookupInSpec {
 	return LookupInSpec{subdoc.Get(path, opts != nil && opts.IsXattr)}
 }
@@ -29,9 +31,10 @@ type ExistsSpecOptions struct {
 	IsXattr bool
 }
 
-// ExistsSpec checks that path exists (LookupInResult.Exists).
+// ExistsSpec checks that path exists (LookupInResult.Exists). The path
+// must not be empty (LookupIn refuses it, as kv_engine would).
 func ExistsSpec(path string, opts *ExistsSpecOptions) LookupInSpec {
-	return LookupInSpec{subdoc.Lookup(memdx.OpSubdocExists, path, opts != nil && opts.IsXattr)}
+	return LookupInSpec{subdoc.Lookup("ExistsSpec", memdx.OpSubdocExists, path, opts != nil && opts.IsXattr)}
 }
 
 // CountSpecOptions are the options of CountSpec.
@@ -40,9 +43,10 @@ type CountSpecOptions struct {
 }
 
 // CountSpec counts the elements of the array or the keys of the object at
-// path (the result is a JSON number).
+// path (the result is a JSON number); an empty path (without IsXattr)
+// counts the document's root.
 func CountSpec(path string, opts *CountSpecOptions) LookupInSpec {
-	return LookupInSpec{subdoc.Lookup(memdx.OpSubdocGetCount, path, opts != nil && opts.IsXattr)}
+	return LookupInSpec{subdoc.Lookup("CountSpec", memdx.OpSubdocGetCount, path, opts != nil && opts.IsXattr)}
 }
 
 // MutateInSpec is one change of a MutateIn, made by InsertSpec,

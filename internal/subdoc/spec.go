@@ -15,6 +15,8 @@ type LookupSpec struct {
 	xattr bool
 	// made: built by a constructor (the zero op is GET, the whole document).
 	made bool
+	// err is why the constructor refused its arguments; LookupIn reports it.
+	err string
 }
 
 // Op is the spec's opcode.
@@ -29,12 +31,24 @@ func Get(path string, xattr bool) LookupSpec {
 	if path == "" && !xattr {
 		return LookupSpec{op: memdx.OpGet, made: true}
 	}
-	return LookupSpec{op: memdx.OpSubdocGet, path: path, xattr: xattr, made: true}
+	return Lookup("GetSpec", memdx.OpSubdocGet, path, xattr)
 }
 
-// Lookup is a spec of op on path (client.ExistsSpec, CountSpec).
-func Lookup(op memdx.OpCode, path string, xattr bool) LookupSpec {
-	return LookupSpec{op: op, path: path, xattr: xattr, made: true}
+// Lookup is a spec of op on path (name: its constructor, client.ExistsSpec
+// or CountSpec, for the error). An empty path is refused where kv_engine
+// refuses it (its subdoc traits' allow_empty_path: only SUBDOC_GET_COUNT
+// takes one, counting the root; SUBDOC_GET and SUBDOC_EXISTS answer EINVAL,
+// "Request must include path"), and for an xattr, whose path starts with
+// its key (an empty key is XATTR_EINVAL, "Request XATTR key invalid").
+func Lookup(name string, op memdx.OpCode, path string, xattr bool) LookupSpec {
+	s := LookupSpec{op: op, path: path, xattr: xattr, made: true}
+	if path == "" && (xattr || op != memdx.OpSubdocGetCount) {
+		s.err = name + " needs a path"
+		if xattr {
+			s.err += " (an xattr's key)"
+		}
+	}
+	return s
 }
 
 // MutateSpec is one change of a MutateIn (client.MutateInSpec's).

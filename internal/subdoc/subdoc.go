@@ -110,6 +110,9 @@ func (s *State) AddLookup(i int, sp *LookupSpec) error {
 	if !sp.made {
 		return fmt.Errorf("spec %d was not made by GetSpec, ExistsSpec or CountSpec", i)
 	}
+	if sp.err != "" {
+		return fmt.Errorf("spec %d (path %q): %s", i, sp.path, sp.err)
+	}
 	flags := memdx.SubdocPathFlag(0)
 	if sp.xattr {
 		flags = memdx.SubdocPathXattr
