@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/kvwire/kvwire/internal/transcode"
 	"github.com/kvwire/kvwire/memdx"
@@ -13,7 +12,9 @@ import (
 // JSONTranscoder; ContentAs and the *Value helpers use the client's
 // (Options.Transcoder). A value that cannot be encoded fails before
 // anything is sent with a *KeyValueError (Op, Key) matching
-// ErrEncodingFailure; one that cannot be decoded with ErrDecodingFailure.
+// ErrEncodingFailure; one GetJSON cannot decode with a *KeyValueError
+// (Op, Key) matching ErrDecodingFailure, whose cause is the Transcoder's
+// error (encoding/json's, errors.As).
 
 // UpsertJSON writes v encoded with encoding/json (json.RawMessage as given),
 // with CommonFlagsJSON (unless opts.Flags is set) and the JSON datatype.
@@ -73,9 +74,28 @@ func GetJSON[T any](ctx context.Context, col *Collection, key string, opts *GetO
 		return v, r, err
 	}
 	if err := (JSONTranscoder{}).Decode(r.Value, r.Flags, &v); err != nil {
-		return v, r, fmt.Errorf("Get %q: %w", key, err)
+		return v, r, col.decodingFailed("Get", getOpCode(opts), key, r, err)
 	}
 	return v, r, nil
+}
+
+// getOpCode is the request a Get with opts sends: a LookupIn for a
+// projection, a GET otherwise.
+func getOpCode(opts *GetOptions) memdx.OpCode {
+	if opts != nil && len(opts.Project) > 0 {
+		return memdx.OpSubdocMultiLookup
+	}
+	return memdx.OpGet
+}
+
+// decodingFailed is the error of a typed read (name, sent as opc) of key
+// whose result r did not decode (cause): the operation's *KeyValueError,
+// matching ErrDecodingFailure, with the read's retries. The read itself
+// succeeded: no status, nothing ambiguous.
+func (col *Collection) decodingFailed(name string, opc memdx.OpCode, key string, r GetResult, cause error) *KeyValueError {
+	e := col.c.refused(name, opc, col, key, ErrDecodingFailure, cause)
+	e.RetryAttempts, e.RetryReasons = r.RetryAttempts, r.RetryReasons
+	return e
 }
 
 // ContentAs decodes the value into out (a non-nil pointer) with the
