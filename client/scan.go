@@ -161,7 +161,8 @@ type ScanItem struct {
 // The scan runs ahead of the caller by at most two batches per vbucket
 // scanned at once (one queued, one waiting to be). Close
 // must be called unless Next returned false: it stops the scan, cancels the
-// server-side scans still open and waits for the scan's goroutines. A
+// server-side scans still open and waits for the scan's goroutines (up to
+// about twice the scan's Timeout when a node does not answer: see Close). A
 // canceled context does the same and ends the iteration with
 // ErrRequestCanceled (or a timeout at its deadline); closing the client
 // ends it with ErrClosed. A panic in the caller's code that the scan's
@@ -390,6 +391,15 @@ func (r *ScanResult) Err() error { return r.cur.Err() }
 // Close stops the scan if it is still running: it cancels the server-side
 // scans still open and waits for the scan's goroutines. It returns Err.
 // Calling it more than once is harmless.
+//
+// Close does not end at once when a server-side scan has to be cancelled
+// and its node has no live connection (or does not answer): the cancel
+// waits, as the scan's retry strategy says, for up to the scan's Timeout
+// (ScanOptions.Timeout, default Options.KVTimeout: 2.5 s) on the client's
+// Clock. A create in flight is waited for too (up to Timeout: the scan it
+// makes must be cancelled), so Close can take up to about twice Timeout
+// (the vbuckets scanned at once are cancelled in parallel). Closing the
+// client ends these waits at once.
 func (r *ScanResult) Close() error { return r.cur.Close() }
 
 // All iterates over the documents, then yields the scan's error (with a
