@@ -199,6 +199,17 @@ func (n *Node) PutText(tc *conn.TextConn, answered bool) {
 	}
 }
 
+// DropText closes a text connection TakeText returned and gives it back:
+// its multi-get was abandoned (a panic unwound the batch reading it), so
+// an answer may still come on it.
+func (n *Node) DropText(tc *conn.TextConn) {
+	p := &n.text
+	p.mu.Lock()
+	delete(p.busy, tc)
+	p.mu.Unlock()
+	_ = tc.Close()
+}
+
 // TextRefused turns n's text path off for a while: its server answered a
 // multi-get with an error line, or with what is not an answer, or closed
 // the connection at it.
@@ -242,4 +253,12 @@ func (n *Node) TextState() (idle, dialing int, offUntil time.Time) {
 	n.text.mu.Lock()
 	defer n.text.mu.Unlock()
 	return len(n.text.idle), n.text.dialing, n.text.offUntil
+}
+
+// TextInUse is how many of n's text connections a multi-get holds
+// (tests).
+func (n *Node) TextInUse() int {
+	n.text.mu.Lock()
+	defer n.text.mu.Unlock()
+	return len(n.text.busy)
 }

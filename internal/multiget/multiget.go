@@ -257,9 +257,18 @@ type span struct{ from, to, g0, g1 int }
 // no group), with every key's deadline; valid and text are route's. Once
 // a window's groups have all ended, settled is called with its keys: their
 // records hold their answers, and their groups their outcomes. Every group
-// sent has ended when Read returns.
+// sent has ended when Read returns. A panic on the caller's goroutine
+// meanwhile (settled, or the caller's Logger or context, which Read calls)
+// unwinds Read with every text connection its groups held closed and given
+// back (dropText).
 func (w *Window) Read(top func() *cluster.Topology, maxInFlight int, valid func(string) bool,
 	text func(*conn.Conn) bool, deadline time.Time, settled func(from, to int)) {
+	returned := false
+	defer func() {
+		if !returned {
+			w.dropText()
+		}
+	}()
 	size, depth := windows(len(w.keys), maxInFlight)
 	var ring [2]span // the windows in flight, oldest first from head
 	head, n := 0, 0
@@ -297,6 +306,20 @@ func (w *Window) Read(top func() *cluster.Topology, maxInFlight int, valid func(
 		head, n = (head+1)%2, n-1
 		w.await(s.g0, s.g1, deadline)
 		settled(s.from, s.to)
+	}
+	returned = true
+}
+
+// dropText closes and gives back the text connections w's groups still
+// hold (Read unwound by a panic): a multi-get sent on one may still be
+// answered, so none is kept for another batch. No read of them is running
+// (textGets.await waits for its own).
+func (w *Window) dropText() {
+	for gi := range w.Groups {
+		if g := &w.Groups[gi]; g.tc != nil {
+			g.Node.DropText(g.tc)
+			g.tc = nil
+		}
 	}
 }
 

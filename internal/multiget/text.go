@@ -92,7 +92,19 @@ func (x *textGets) await(w *Window, g0, g1 int, deadline time.Time) {
 			reads[k+1].hits, reads[k+1].err = x.read(w, g, rd, make([][]byte, 0, len(g.Keys)))
 		}()
 	}
+	read := false
+	defer func() {
+		if !read {
+			// A panic unwinds the read of live[0]: the others' reads
+			// end with their connections, which Read then drops.
+			for _, g := range live[1:] {
+				_ = g.tc.Close()
+			}
+			wg.Wait()
+		}
+	}()
 	reads[0].hits, reads[0].err = x.read(w, live[0], rd, w.bkeys[:0])
+	read = true
 	wg.Wait()
 	for k, g := range live {
 		if reads[k].err != nil {
