@@ -49,3 +49,41 @@ func TestLookupInSpecWithAnEmptyPathTheServerRefusesIsRefusedFirst(t *testing.T)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"a":1,"b":[1,2]}`, string(v))
 }
+
+// The same for mutation specs: kv_engine takes an empty path only for the
+// array appends, prepends and add-unique (the root array), never for an
+// xattr; ReplaceSpec("") and RemoveSpec("") are the whole body (a SET, a
+// DELETE).
+func TestMutateInSpecWithAnEmptyPathTheServerRefusesIsRefusedFirst(t *testing.T) {
+	e := newSubdocEnv(t)
+	ctx := context.Background()
+	e.seed(t, "doc", `[1,2]`)
+	sent := len(e.rec.attempts())
+	xu := &UpsertSpecOptions{IsXattr: true}
+	for name, tc := range map[string]struct {
+		spec MutateInSpec
+		text string
+	}{
+		"IncrementSpec":       {IncrementSpec("", 1, nil), `spec 1 (path ""): IncrementSpec or DecrementSpec needs a path`},
+		"ArrayInsertSpec":     {ArrayInsertSpec("", []byte("1"), nil), `spec 1 (path ""): ArrayInsertSpec needs a path`},
+		"xattr UpsertSpec":    {UpsertSpec("", []byte("1"), xu), `spec 1 (path ""): UpsertSpec needs a path (an xattr's key)`},
+		"xattr ReplaceSpec":   {ReplaceSpec("", []byte("1"), &ReplaceSpecOptions{IsXattr: true}), `spec 1 (path ""): ReplaceSpec needs a path`},
+		"xattr RemoveSpec":    {RemoveSpec("", &RemoveSpecOptions{IsXattr: true}), `spec 1 (path ""): RemoveSpec needs a path`},
+		"xattr ArrayAppend":   {ArrayAppendSpec("", []byte("1"), &ArrayAppendSpecOptions{IsXattr: true}), `spec 1 (path ""): ArrayAppendSpec needs a path`},
+		"xattr IncrementSpec": {IncrementSpec("", 1, &CounterSpecOptions{IsXattr: true}), `spec 1 (path ""): IncrementSpec or DecrementSpec needs a path`},
+	} {
+		_, err := e.col.MutateIn(ctx, "doc", []MutateInSpec{UpsertSpec("_x", []byte("1"), xu), tc.spec}, nil)
+		require.Error(t, err, name)
+		assert.ErrorIs(t, err, ErrInvalidArgument, name)
+		assert.ErrorContains(t, err, tc.text, name)
+	}
+	assert.Equal(t, sent, len(e.rec.attempts()), "nothing was sent")
+
+	_, err := e.col.MutateIn(ctx, "doc", []MutateInSpec{ArrayAppendSpec("", []byte("3"), nil),
+		ArrayPrependSpec("", []byte("0"), nil), ArrayAddUniqueSpec("", []byte("4"), nil)}, nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[0,1,2,3,4]`, e.body(t, "doc"))
+	_, err = e.col.MutateIn(ctx, "doc", []MutateInSpec{ReplaceSpec("", []byte(`{"a":1}`), nil)}, nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"a":1}`, e.body(t, "doc"))
+}

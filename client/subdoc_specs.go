@@ -51,7 +51,11 @@ func CountSpec(path string, opts *CountSpecOptions) LookupInSpec {
 
 // MutateInSpec is one change of a MutateIn, made by InsertSpec,
 // UpsertSpec, ReplaceSpec, RemoveSpec, the Array*Spec functions,
-// IncrementSpec or DecrementSpec. The zero value is refused.
+// IncrementSpec or DecrementSpec. The zero value is refused, and so is an
+// empty path where kv_engine needs one (every spec but ReplaceSpec and
+// RemoveSpec of the whole body and the array appends, prepends and
+// add-unique of a document that is an array; no xattr spec), before
+// anything is sent.
 //
 // Values are JSON text, sent as given (the server checks them): a string
 // is []byte(`"text"`), null is []byte("null"). The array specs take one

@@ -86,15 +86,62 @@ func Mutate(op memdx.OpCode, path string, value []byte, xattr, mkdir, macros boo
 		s.err = "no value (JSON null is []byte(\"null\"))"
 	case macros && !xattr:
 		s.err = "ExpandMacros needs IsXattr: " + kverr.ErrXattrInvalidFlagCombo.Error()
+	default:
+		s.err = pathRefused(op, path, xattr)
 	}
 	return s
+}
+
+// pathRefused says why kv_engine refuses a mutation spec of op with path
+// (an xattr's, with xattr), or returns "": an empty path is taken only by
+// the array appends, prepends and add-unique (the root array; its subdoc
+// traits' allow_empty_path), never for an xattr, whose path starts with
+// its key (an empty key is XATTR_EINVAL, "Request XATTR key invalid").
+func pathRefused(op memdx.OpCode, path string, xattr bool) string {
+	if path != "" {
+		return ""
+	}
+	if xattr {
+		return specName(op) + " needs a path (an xattr's key)"
+	}
+	switch op {
+	case memdx.OpSubdocArrayPushLast, memdx.OpSubdocArrayPushFirst, memdx.OpSubdocArrayAddUnique,
+		memdx.OpSet, memdx.OpDelete: // the whole body: ReplaceSpec(""), RemoveSpec("")
+		return ""
+	}
+	return specName(op) + " needs a path"
+}
+
+// specName is the client's constructor of a mutation spec of op.
+func specName(op memdx.OpCode) string {
+	switch op {
+	case memdx.OpSubdocDictAdd:
+		return "InsertSpec"
+	case memdx.OpSubdocDictUpsert:
+		return "UpsertSpec"
+	case memdx.OpSubdocReplace:
+		return "ReplaceSpec"
+	case memdx.OpSubdocDelete:
+		return "RemoveSpec"
+	case memdx.OpSubdocArrayPushLast:
+		return "ArrayAppendSpec"
+	case memdx.OpSubdocArrayPushFirst:
+		return "ArrayPrependSpec"
+	case memdx.OpSubdocArrayInsert:
+		return "ArrayInsertSpec"
+	case memdx.OpSubdocArrayAddUnique:
+		return "ArrayAddUniqueSpec"
+	case memdx.OpSubdocCounter:
+		return "IncrementSpec or DecrementSpec"
+	}
+	return op.String()
 }
 
 // AddPath is Mutate of a dictionary add or upsert (op), which needs a path
 // unless xattr (name: the constructor, for the error).
 func AddPath(name string, op memdx.OpCode, path string, value []byte, xattr, mkdir, macros bool) MutateSpec {
 	s := Mutate(op, path, value, xattr, mkdir, macros)
-	if path == "" && !xattr && s.err == "" {
+	if path == "" && !xattr && len(value) > 0 && !macros { // Mutate's error is the path's
 		s.err = name + " needs a path (the whole document is written by ReplaceSpec(\"\", ...))"
 	}
 	return s
@@ -117,7 +164,7 @@ func Remove(path string, xattr bool) MutateSpec {
 	if path == "" && !xattr {
 		op = memdx.OpDelete
 	}
-	s := MutateSpec{op: op, path: path}
+	s := MutateSpec{op: op, path: path, err: pathRefused(op, path, xattr)}
 	if xattr {
 		s.flags |= memdx.SubdocPathXattr
 	}
