@@ -62,7 +62,8 @@ func (e *Message) String() string {
 			b.WriteString(" (for " + e.RetryReasons + ")")
 		}
 	}
-	if e.Ambiguous {
+	if e.Ambiguous && e.Err != ErrAmbiguous && e.Err != ErrAmbiguousTimeout {
+		// Those two sentinels say it already.
 		b.WriteString("; the request may have been applied")
 	}
 	if e.Cause != nil && !e.CauseIsStatus {

@@ -24,3 +24,24 @@ func TestMessageString(t *testing.T) {
 		t.Fatalf("got %q, want %q (a bare status cause is left out)", got, want)
 	}
 }
+
+// A sentinel that itself says the request may have been applied
+// (ErrAmbiguous, ErrAmbiguousTimeout: the Err of a mutation lost with its
+// connection, or of a write whose deadline passed unanswered) is not
+// followed by the same words again for Ambiguous; one that does not say
+// it (SYNC_WRITE_AMBIGUOUS's) still is.
+func TestMessageSaysTheRequestMayHaveBeenAppliedOnce(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{ErrAmbiguous, `Upsert "k": the request may have been applied node=n1:11210 vb=7`},
+		{ErrAmbiguousTimeout, `Upsert "k": ambiguous timeout: the request may have been applied node=n1:11210 vb=7`},
+		{ErrDurabilityAmbiguous, `Upsert "k": durability ambiguous node=n1:11210 vb=7; the request may have been applied`},
+	} {
+		m := Message{Op: "Upsert", Key: "k", Err: c.err, Node: "n1:11210", Vbucket: 7, Ambiguous: true}
+		if got := m.String(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}
