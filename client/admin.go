@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kvwire/kvwire/internal/cluster"
@@ -67,7 +68,10 @@ type NodeResult struct {
 // group, or one the server knows ("settings", "items", "slabs", "sizes" on
 // memcached, whose binary protocol has no "conns": that group is text
 // only; Couchbase Server needs the Stats privilege). A group the server
-// does not know fails with ErrInvalidArgument, naming the group.
+// does not know fails with ErrInvalidArgument, naming the group; so does
+// a group whose arguments name nothing the server has (Couchbase Server's
+// "key <doc> <vbucket>" of a document that does not exist), the server
+// answering both alike.
 func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([]NodeStats, error) {
 	var o StatsOptions
 	if opts != nil {
@@ -225,6 +229,13 @@ type statsGroupError struct {
 }
 
 func (e *statsGroupError) Error() string {
+	if name, args, ok := strings.Cut(strings.TrimSpace(e.group), " "); ok {
+		// A group with arguments: KEY_ENOENT is also what kv_engine
+		// answers "key <doc> <vb>" and "vkey" for a document that does
+		// not exist.
+		return fmt.Sprintf("the server has no statistics for %q: no group %q, or nothing by its arguments %q (a key stat's document that does not exist, say)",
+			e.group, name, strings.TrimSpace(args))
+	}
 	return fmt.Sprintf("the server has no statistics group %q", e.group)
 }
 

@@ -245,3 +245,21 @@ func TestStatsUnknownGroupIsNamed(t *testing.T) {
 		assert.ErrorAs(t, ns.Err, &se, "the status error is still the cause")
 	}
 }
+
+// A STAT key with arguments answered KEY_ENOENT need not be an unknown
+// group: kv_engine answers "key <doc> <vb>" (and "vkey") so for a document
+// that does not exist. The error must not say the server has no such
+// statistics group: it names what was asked and both readings.
+func TestStatsKeyNotFoundWithArgumentsIsNotCalledAnUnknownGroup(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpStat}},
+		Action: mockcluster.Action{Status: memdx.StatusKeyNotFound, Value: []byte{}}})
+	_, err := c.Stats(context.Background(), "key no-such-doc 7", nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	assert.NotContains(t, err.Error(), `no statistics group "key no-such-doc 7"`, "the group exists: its argument names nothing")
+	assert.Contains(t, err.Error(), `"key no-such-doc 7"`)
+	assert.Contains(t, err.Error(), `group "key"`)
+	var se *memdx.StatusError
+	assert.ErrorAs(t, err, &se, "the status error is still the cause")
+}

@@ -308,7 +308,8 @@
 //	ErrInvalidArgument                 EINVAL, ERANGE, XATTR_EINVAL,
 //	                                   SUBDOC_INVALID_COMBO,
 //	                                   SUBDOC_DELETED_DOCUMENT_CANT_HAVE_VALUE;
-//	                                   KEY_ENOENT on STAT (no such group); an
+//	                                   KEY_ENOENT on STAT (no such group, or
+//	                                   a key stat's missing document); an
 //	                                   argument refused before sending (a
 //	                                   *KeyValueError); a bad option or
 //	                                   connection string at Connect
