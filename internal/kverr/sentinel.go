@@ -24,7 +24,9 @@ type OutcomeError interface {
 }
 
 // SentinelOf is the one place that finds the sentinel an error ending an
-// operation names: the Err of its *KeyValueError. In this order: what no
+// operation names: the Err of its *KeyValueError (when it finds none,
+// client's otherSentinel names the timeout's kind, ErrAmbiguous, or the
+// connection's or retry's failure: Err is never nil). In this order: what no
 // retry gets past (refused credentials, bucket or TLS, a missing scope or
 // collection, whether the strategy failed on it or a timeout came while it
 // lasted); a timeout (nil: err matches the timeout's own sentinels,
