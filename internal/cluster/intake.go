@@ -23,11 +23,13 @@ import (
 // held config is dropped, and a newer one is copied once into a one-slot
 // mailbox (a newer one replaces it there) unless that version is already
 // waiting, being parsed, or was rejected. A config whose version cannot
-// be peeked waits in a slot of its own (the newest such one), so that it
+// be peeked waits in a slot of its own (the last such one offered: its
+// version unread, which is newer cannot be told), so that it
 // never takes the place of a newer config waiting: the loop parses both,
 // and installs whichever is newer. The config loop parses the
-// mailbox's config and installs it: each version is parsed at most once,
-// however many operations meet it, and never on an operation's goroutine.
+// mailbox's config and installs it: each version is parsed at most once
+// (one that cannot be peeked each time it is offered), however many
+// operations meet it, and never on an operation's goroutine.
 //
 // Every install closes the replaced topology's changed channel, which
 // operations waiting in a back-off after NOT_MY_VBUCKET or an unavailable
