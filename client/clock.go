@@ -8,8 +8,10 @@ import (
 
 // Clock is where a client reads the time and gets its timers: operation
 // deadlines, retry waits, a node's waits between redials, config polls,
-// config fetch spacing, recovery rounds, and the absolute expiry sent for
-// a time to live over 30 days.
+// config fetch spacing, recovery rounds, how long a node that left the
+// cluster waits for its requests in flight before closing its
+// connections, and the absolute expiry sent for a time to live over 30
+// days.
 // Options.Clock sets it; the default is the real clock. A fake Clock lets a
 // test move time itself and check timing without sleeping. Sockets keep
 // real time: a dial's timeout, and the wait for a response, which ends at

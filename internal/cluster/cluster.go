@@ -72,8 +72,9 @@ type Config struct {
 	RemoveFailedServers bool
 	ServerFailureLimit  int
 	// Clock times the polls, fetch spacing, recovery rounds, redial
-	// back-off, the text path's back-off and a caller's wait for a
-	// collection-id lookup another caller runs.
+	// back-off, the text path's back-off, a caller's wait for a
+	// collection-id lookup another caller runs and the bound on a leaving
+	// node's drain.
 	Clock  retry.Clock
 	Logger *slog.Logger
 	// NodeError builds the error that says node addr has no connection to

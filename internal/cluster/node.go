@@ -507,8 +507,8 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 }
 
 // drainAndClose waits until the connections have no request in flight (or
-// the longest operation timeout passed, or the client closes), then closes
-// them. Every request carries a deadline, so the wait ends by itself; the
+// the longest operation timeout and a second passed on the Clock, or the
+// client closes), then closes them. Every request carries a deadline, so the wait ends by itself; the
 // bound is a backstop. An attempt that picked a connection just before the
 // node left and queues its request between the last check and the close
 // (a window of microseconds) fails like any request on a closed
@@ -517,10 +517,14 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 // per-node count of attempts between pick and send would close the window
 // at two contended atomic operations per request; it is not worth it.
 func (n *Node) drainAndClose() {
-	deadline := time.Now().Add(max(n.cl.cfg.KVTimeout, time.Duration(n.cl.longestTimeout.Load())) + time.Second)
+	// The bound is counted on the Clock, as the operations' timeouts are;
+	// the checks for requests in flight are on real time (a fake Clock is
+	// moved by a test only when it waits for a timer).
+	bound := n.cl.cfg.Clock.NewTimer(max(n.cl.cfg.KVTimeout, time.Duration(n.cl.longestTimeout.Load())) + time.Second)
+	defer bound.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for time.Now().Before(deadline) {
+	for {
 		busy := false
 		if cs := n.conns.Load(); cs != nil {
 			for _, cn := range *cs {
@@ -534,10 +538,11 @@ func (n *Node) drainAndClose() {
 		}
 		select {
 		case <-tick.C:
+			continue
+		case <-bound.C():
 		case <-n.cl.ctx.Done():
-			n.closeAll()
-			return
 		}
+		break
 	}
 	n.closeAll()
 }
