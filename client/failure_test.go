@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,8 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // A newer config with no vbucket map (a bucket with no partitions yet, as
@@ -60,11 +63,15 @@ func TestConfigWithoutMapIsNotInstalled(t *testing.T) {
 // A node rebalanced out while a request with a long per-operation timeout is
 // in flight on it: its connection drains until the answer comes, instead of
 // closing after the client's default timeout and making the write
-// ambiguous.
+// ambiguous. The node holds the answer until the client has dropped it, so
+// the drain is always what is exercised; the client's clock (on which the
+// timeouts and the drain's bound are counted) moves only by the config
+// fetches' spacing, far from either timeout.
 func TestLeavingNodeDrainsLongOperation(t *testing.T) {
 	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
-	c := connect(t, mc, &Options{KVTimeout: 300 * time.Millisecond, ConfigPollInterval: 50 * time.Millisecond})
+	fc := retry.NewFakeClock(time.Now())
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, KVTimeout: 300 * time.Millisecond})
 	col := c.DefaultCollection()
 	const key = "slow-counter"
 	active := c.Route(key).Active
@@ -74,8 +81,16 @@ func TestLeavingNodeDrainsLongOperation(t *testing.T) {
 			others = append(others, n.ID())
 		}
 	}
+	release := make(chan struct{})
 	h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: key, OpCodes: []memdx.OpCode{memdx.OpIncrement}},
-		Action: mockcluster.Action{Delay: 1500 * time.Millisecond}, Times: 1})
+		Action: mockcluster.Action{Hold: release}, Times: 1})
+	defer h.Remove()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
 	done := make(chan error, 1)
 	var res CounterResult
 	go func() {
@@ -84,11 +99,38 @@ func TestLeavingNodeDrainsLongOperation(t *testing.T) {
 		res, err = col.Increment(context.Background(), key, &IncrementOptions{Initial: &one, Timeout: 5 * time.Second})
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return h.Hits() == 1 }, 5*time.Second, time.Millisecond, "the Increment never reached the node")
+	limit := time.NewTimer(time.Minute) // a bound only a broken run reaches
+	defer limit.Stop()
+	for h.Hits() == 0 {
+		select {
+		case <-limit.C:
+			t.Fatal("the Increment never reached the node")
+		case <-time.After(time.Millisecond):
+		}
+	}
 	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: others})
 	require.NoError(t, err)
 	require.NoError(t, r.Finish())
-	require.Eventually(t, func() bool { return !contains(c.Nodes(), active) }, 5*time.Second, 10*time.Millisecond)
+	// The rebalance publishes its configs one after another; fetches of
+	// them are spaced by ConfigFetchInterval on the clock, moved on by
+	// that step whenever a timer is due within it.
+	for steps := 0; contains(c.Nodes(), active); {
+		select {
+		case err := <-done:
+			t.Fatalf("the Increment ended before the node left: %v", err)
+		case <-limit.C:
+			t.Fatal("the client never dropped the node rebalanced out")
+		case <-time.After(time.Millisecond):
+			now := fc.Now()
+			if slices.ContainsFunc(fc.Timers(), func(due time.Time) bool { return !due.After(now.Add(cluster.ConfigFetchInterval)) }) {
+				require.Less(t, steps, 10, "fetches keep waiting for their spacing")
+				steps++
+				fc.Advance(cluster.ConfigFetchInterval)
+			}
+		}
+	}
+	close(release)
+	released = true
 	require.NoError(t, <-done)
 	assert.Equal(t, uint64(1), res.Value)
 	assert.Equal(t, uint64(1), mc.Bucket(mockcluster.DefaultBucket).MutationCount("_default", "_default", key))

@@ -203,6 +203,28 @@ func (cn *conn) later(d time.Duration, fn func()) {
 	cn.timers[t] = struct{}{}
 }
 
+// laterUntil is later with the answer held until release is closed (or
+// the connection closes). wmu must be held.
+func (cn *conn) laterUntil(release <-chan struct{}, fn func()) {
+	if cn.wclosed {
+		return
+	}
+	go func() {
+		select {
+		case <-release:
+		case <-cn.done:
+			return
+		}
+		cn.wmu.Lock()
+		defer cn.wmu.Unlock()
+		if cn.wclosed {
+			return
+		}
+		fn()
+		_ = cn.flushLocked()
+	}()
+}
+
 func (cn *conn) flush() error {
 	cn.wmu.Lock()
 	defer cn.wmu.Unlock()

@@ -103,6 +103,10 @@ type Action struct {
 	// meanwhile, as the server would; with it, later requests are answered
 	// first.
 	Delay time.Duration
+	// Hold, when not nil, holds the answer as Delay does, until it is
+	// closed (Delay is then ignored): a test releases the answer when it
+	// has seen what it waits for, instead of guessing a duration.
+	Hold <-chan struct{}
 	// Close closes the connection before or after the request is applied.
 	Close CloseMode
 }
@@ -261,7 +265,7 @@ func (cn *conn) applyFaults(p *memdx.Packet) outcome {
 		cn.wbuf = cn.wbuf[:mark]
 		return outcome{close: true}
 	}
-	if act.Delay > 0 && out.wait == nil {
+	if (act.Delay > 0 || act.Hold != nil) && out.wait == nil {
 		resp := append([]byte(nil), cn.wbuf[mark:]...)
 		cn.wbuf = cn.wbuf[:mark]
 		start, timed := cn.timing.start, cn.timing.traced
@@ -270,6 +274,13 @@ func (cn *conn) applyFaults(p *memdx.Packet) outcome {
 				restampDurations(resp, start)
 			}
 			cn.wbuf = append(cn.wbuf, resp...)
+		}
+		if act.Hold != nil {
+			if cn.has(memdx.FeatureUnorderedExecution) {
+				cn.laterUntil(act.Hold, emit)
+				return out
+			}
+			return outcome{wait: act.Hold, then: emit}
 		}
 		if cn.has(memdx.FeatureUnorderedExecution) {
 			cn.later(act.Delay, emit)
