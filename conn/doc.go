@@ -255,7 +255,8 @@
 // default): past it the oldest is forgotten, and its answer, should it ever
 // come, is dropped as a stray (an opaque is reused only after 2^32 further
 // requests, so it cannot be mistaken for a newer request's). The bootstrap's
-// requests are not bounded: its first write alone holds up to 14, and plain
+// requests are not bounded: its first write alone holds up to 13 (HELLO, at
+// most 10 padding requests, GET_ERROR_MAP, SASL_LIST_MECHS), and plain
 // memcached answers HELLO only once it has read all of its padding, so a
 // limit there would make Dial fail or hang.
 //
