@@ -113,6 +113,44 @@ type ConnStr struct {
 
 // ParseConnStr parses a connection string. A string with no scheme is taken
 // as couchbase://. Every error names what was wrong.
+//
+// The options (the query parameters) a string may carry, each the
+// Options field it sets at Connect (KnownConnStrOptions lists the names;
+// any other is refused, and so is an option without a value):
+//
+//	kv_timeout, connect_timeout                 KVTimeout, ConnectTimeout
+//	kv_pool_size                                ConnectionsPerNode (1..256)
+//	network                                     Network
+//	bucket                                      Bucket (instead of the path)
+//	profile=wan_development                     Profile
+//	bootstrap_on=both|cccp|http (all: both)     BootstrapOn
+//	enable_dns_srv                              DisableDNSSRV (inverted)
+//	tls_verify=peer|none                        TLSConfig.InsecureSkipVerify (TLS schemes only)
+//	allow_plain_auth                            AllowPlainAuthWithoutTLS
+//	compression                                 Compression.Disabled (inverted)
+//	compression_min_size, compression_min_ratio Compression.MinSize, MinRatio
+//	config_poll_interval                        ConfigPollInterval
+//	nmv_retry_interval                          NMVRetryInterval
+//	enable_mutation_tokens                      DisableMutationTokens (inverted)
+//	health_check                                HealthCheck.Disabled (inverted)
+//	probe_after, probe_timeout                  HealthCheck.ProbeAfter, ProbeTimeout
+//	remove_failed_servers, server_failure_limit Memcached.RemoveFailedServers, ServerFailureLimit
+//	binary_multiget                             Memcached.BinaryMultiGet
+//	enable_tracing                              ThresholdLogging.Disabled (inverted)
+//	tracing_threshold_kv                        ThresholdLogging.KVThreshold
+//	tracing_threshold_queue_flush_interval      ThresholdLogging.Interval
+//	tracing_threshold_queue_size                ThresholdLogging.SampleSize
+//	orphaned_response_logging                   OrphanReporting.Disabled (inverted)
+//	tracing_orphaned_queue_flush_interval       OrphanReporting.Interval
+//	tracing_orphaned_queue_size                 OrphanReporting.SampleSize
+//	enable_metrics                              LoggingMeter.Disabled (inverted)
+//	metrics_emit_interval                       LoggingMeter.Interval
+//
+// Durations are Go durations ("2.5s") or whole milliseconds; booleans
+// true/false/1/0/yes/no/on/off. The memcached:// options
+// (remove_failed_servers, server_failure_limit, binary_multiget) are
+// refused on other schemes. A value out of its field's range fails
+// Connect (a *ConnStrError naming it).
 func ParseConnStr(s string) (*ConnStr, error) {
 	p, err := connstr.Parse(s)
 	if err != nil {

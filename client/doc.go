@@ -50,7 +50,8 @@
 // unless Options.TLSConfig names RootCAs of its own, and
 // profile=wan_development (Options.Profile) gives a client far from its
 // cluster, as a laptop is from Capella, 20 s KV and connect timeouts.
-// ParseConnStr documents the options; unknown ones are errors. The scheme
+// ParseConnStr lists the options and the Options field each sets; unknown
+// ones are errors, and so is an option without a value. The scheme
 // alone decides TLS: Options.TLSConfig or tls_verify with couchbase:// or
 // memcached:// is refused by Connect (ErrInvalidArgument), not applied.
 // memcached's only SASL mechanism, PLAIN, is sent over TLS, or in clear
@@ -79,7 +80,7 @@
 // # The request path
 //
 // An operation runs on the caller's goroutine; no goroutine is started for
-// it (replica reads and Stats/Version/Flush, which fan out to nodes, and
+// it (replica reads and Stats/Version/Flush/Ping, which fan out to nodes, and
 // Scan, whose Concurrency goroutines end before ScanResult.Close returns,
 // are the exceptions). Each attempt:
 //
@@ -255,18 +256,23 @@
 //
 // # Cluster configs
 //
-// The first config comes with bootstrap (GET_CLUSTER_CONFIG); Connect fails
+// The first config comes with bootstrap (GET_CLUSTER_CONFIG, or, where the
+// KV service serves none or with bootstrap_on=http, the cluster manager's
+// REST API: see BootstrapOn); Connect fails
 // with ErrNoNodeAvailable, naming each node and its error, when no node of
 // that config can be connected to within ConnectTimeout. Newer ones come
 // from NOT_MY_VBUCKET bodies, from the server's cluster-map change
 // notifications (HELLO ClustermapChangeNotificationBrief: a version, then a
-// GET_CLUSTER_CONFIG with the known version), from polling every
-// ConfigPollInterval, and from the node that answered a NOT_MY_VBUCKET
+// GET_CLUSTER_CONFIG with the known version), and, while the configs come
+// from the KV service, from polling every
+// ConfigPollInterval and from the node that answered a NOT_MY_VBUCKET
 // without a newer config (a GET_CLUSTER_CONFIG at once; one in flight per
-// node, 20 ms apart at least). Each is checked for size (at most 8 MiB:
+// node, 20 ms apart at least), or, when the first one came over HTTP, from
+// the cluster manager's config stream. Each is checked for size (at most 8 MiB:
 // larger ones are logged and dropped) and version (a scan for revEpoch and
 // rev, without a parse) where it arrives, and parsed on the client's config
-// goroutine, once per version however many operations meet it. Only a
+// goroutine, once per version however many operations meet it (a config
+// whose revision the scan cannot read, each time it comes). Only a
 // config newer by (revEpoch, rev) replaces the one in use, as one atomic
 // swap of an immutable snapshot: routing takes no lock. Nodes the new
 // config adds get a pool; nodes it drops stop receiving requests and close
