@@ -148,7 +148,11 @@ var (
 // An argument refused before anything was sent (an empty or too long key,
 // a negative lock time, an expiry the protocol cannot express, ...) is a
 // KeyValueError too: Err is ErrInvalidArgument, Cause says what was wrong,
-// RetryAttempts is 0 and Node is "".
+// RetryAttempts is 0 and Node is "". So is GetJSON's error for a value it
+// read but cannot decode: Err is ErrDecodingFailure, Cause the
+// Transcoder's error, RetryAttempts and RetryReasons the read's; the read
+// succeeded, so Status is 0, and Node, Vbucket and Opaque are not filled
+// in.
 type KeyValueError struct {
 	// Op is the operation ("Get", "Upsert", ...); OpCode its last opcode.
 	Op     string
