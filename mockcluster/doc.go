@@ -109,8 +109,9 @@
 //     configs still name a stopped node, as the cluster map names a crashed
 //     server until it is failed over (Failover).
 //   - Faults: AddFault and Control register a matcher (node, opcode, bucket,
-//     key or a predicate) and an action (answer a status, delay the answer,
-//     close the connection before or after applying the request), once, n
+//     key or a predicate) and an action (answer a status, delay the answer
+//     or hold it until the test releases it, close the connection before or
+//     after applying the request), once, n
 //     times or until removed, in the shape of franz-go kfake's ControlKey.
 //     The error map describes StatusTestRetry and StatusTestNoRetry for
 //     tests of a client's handling of statuses it does not know.
@@ -127,8 +128,9 @@
 // and writes that buffer when no complete request is left (responses to a
 // pipelined burst go out in one write). No goroutine is started per request:
 // a delayed answer on a connection that negotiated UnorderedExecution uses a
-// timer; without it the connection waits, as the server does, before it
-// reads on.
+// timer (an answer a fault holds, Action.Hold, a goroutine that waits for
+// its release); without it the connection waits, as the server does, before
+// it reads on.
 //
 // Documents live per vbucket, each with its own lock, so they move with the
 // vbucket when a rebalance or failover changes its owner. A bucket's
