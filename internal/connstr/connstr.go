@@ -1,8 +1,9 @@
 // Package connstr parses connection strings as SDK RFC 0011 writes them:
 // the scheme (couchbase, couchbases, memcached, memcacheds, and RFC
 // 0011's http, read as couchbase), the seeds with
-// their ports defaulted per scheme and their types (=mcd, =http), the
-// bucket, and the query options, checked against the options a client
+// their ports defaulted per scheme and their types (=mcd, =http; with
+// couchbases:// also libcouchbase's =mcds and =https), the bucket, and the
+// query options (one without a value refused), checked against the options a client
 // understands. It also reads an option as a duration, an integer, a float
 // or a boolean, and writes a parsed string back in canonical form. Every
 // error is an *Error naming what was wrong. The client's public ConnStr and
