@@ -117,7 +117,9 @@ func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersi
 // ErrFeatureNotAvailable without sending anything. A node's FLUSH that was
 // written and got no answer (its connection ended, or the timeout or ctx
 // ended the wait) may have been applied: its error matches ErrAmbiguous
-// (at the timeout, ErrAmbiguousTimeout) and is never sent again.
+// (at the timeout, ErrAmbiguousTimeout) and is never sent again. A server
+// that does not allow FLUSH (memcached with flush_all disabled, -F, which
+// answers AUTH_ERROR) fails with ErrFeatureNotAvailable.
 func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, error) {
 	var o FlushOptions
 	if opts != nil {
@@ -142,6 +144,12 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 	}
 	return eachNode(c, ctx, "Flush", o.Node, o.Timeout, func(ctx context.Context, n *cluster.Node) (NodeResult, error) {
 		err := runNode(ctx, c.nodeOp("Flush", n, nodereq.Flush(extras), o.Timeout))
+		var kv *KeyValueError
+		if errors.As(err, &kv) && kv.Status == StatusAuthError {
+			// memcached's refusal of FLUSH when flush_all is disabled
+			// (-F); the status alone says "authentication".
+			kv.Cause = fmt.Errorf("the server does not allow FLUSH (memcached with flush_all disabled, -F): %w", kv.Cause)
+		}
 		return NodeResult{Node: n.Addr(), Err: err}, err
 	})
 }

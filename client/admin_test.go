@@ -86,6 +86,30 @@ func TestMemcachedFlush(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidArgument)
 }
 
+// memcached started with -F (flush_all disabled) answers FLUSH with
+// AUTH_ERROR, its only refusal (proto_bin.c, process_bin_flush) on a
+// connection that is allowed everything else: Flush's error says the
+// server does not allow it, not that the credentials were refused (there
+// are none here).
+func TestMemcachedFlushDisabled(t *testing.T) {
+	addr := memcachedtest.StartArgs(t, "-F")
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(nil))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.DefaultCollection().Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+
+	r, err := c.Flush(ctx, nil)
+	require.Error(t, err)
+	require.Len(t, r, 1)
+	assert.ErrorIs(t, r[0].Err, ErrFeatureNotAvailable)
+	assert.NotErrorIs(t, r[0].Err, ErrAuthenticationFailure)
+	assert.Contains(t, r[0].Err.Error(), "disabled")
+	_, err = c.DefaultCollection().Get(ctx, "k", nil)
+	assert.NoError(t, err, "the connection still serves")
+}
+
 // Several servers: each is asked and answers on its own; Node picks one.
 func TestMemcachedAdminPerServer(t *testing.T) {
 	a, b := memcachedtest.Start(t), memcachedtest.Start(t)

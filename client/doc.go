@@ -324,7 +324,9 @@
 //	ErrNoAccess                        EACCESS
 //	ErrFeatureNotAvailable             UNKNOWN_COMMAND, NOT_SUPPORTED,
 //	                                   UNKNOWN_FRAME_INFO; a feature HELLO did not
-//	                                   grant; an opcode or collection memcached lacks
+//	                                   grant; an opcode or collection memcached lacks;
+//	                                   AUTH_ERROR on FLUSH (memcached with flush_all
+//	                                   disabled, -F)
 //	ErrServerFailure                   any other status (NOT_MY_VBUCKET once not
 //	                                   retried; RANGE_SCAN_CANCELLED, on a scan's
 //	                                   continue once its vbucket's scan was created

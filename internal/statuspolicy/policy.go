@@ -113,6 +113,11 @@ var table = []Row{
 	{Status: memdx.StatusLocked, Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
 	{Status: memdx.StatusNotLocked, Rule: Rule{Sentinel: kverr.ErrDocumentNotLocked}},
 	{Status: memdx.StatusAuthStale, Rule: Rule{Sentinel: kverr.ErrAuthenticationFailure}},
+	// AUTH_ERROR on FLUSH: memcached started with -F (flush_all
+	// disabled) refuses FLUSH so (proto_bin.c, process_bin_flush), on a
+	// connection allowed everything else (kvwire logs in before any
+	// request); only memcached:// sends FLUSH.
+	{Status: memdx.StatusAuthError, Ops: ops(memdx.OpFlush), Rule: Rule{Sentinel: kverr.ErrFeatureNotAvailable}},
 	{Status: memdx.StatusAuthError, Rule: Rule{Sentinel: kverr.ErrAuthenticationFailure}},
 	{Status: memdx.StatusRangeError, Rule: Rule{Sentinel: kverr.ErrInvalidArgument}},
 	{Status: memdx.StatusNoAccess, Rule: Rule{Sentinel: kverr.ErrNoAccess}},
