@@ -16,7 +16,8 @@ import (
 // and conditions give which.
 var (
 	// ErrDocumentNotFound: the document does not exist (KEY_ENOENT; for
-	// Append/Prepend, NOT_STORED).
+	// Append/Prepend, NOT_STORED, which memcached also answers when the
+	// result would exceed its item size limit: the error's message says so).
 	ErrDocumentNotFound = kverr.ErrDocumentNotFound
 	// ErrDocumentExists: Insert found the document already there.
 	ErrDocumentExists = kverr.ErrDocumentExists

@@ -246,3 +246,35 @@ func memcachedTLS(t *testing.T) (string, *x509.CertPool) {
 	require.True(t, pool.AppendCertsFromPEM(pem), "no certificate in %s", ca)
 	return addr, pool
 }
+
+// memcached answers NOT_STORED to APPEND and PREPEND both of a key it does
+// not hold and of one whose value the data would make larger than its item
+// size limit (-I, 1 MiB by default): the error must not say only that the
+// document was not found when it is there.
+func TestMemcachedConcatNotStoredSaysWhy(t *testing.T) {
+	addr := memcachedAddr(t, false)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(nil))
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	key := fmt.Sprintf("kvwire-concat-big-%d", time.Now().UnixNano())
+	half := make([]byte, 700<<10)
+	_, err = col.Upsert(ctx, key, half, &UpsertOptions{Expiry: time.Minute})
+	require.NoError(t, err)
+
+	_, err = col.Append(ctx, key, half, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "item size limit", "the document exists: %v", err)
+	_, err = col.Prepend(ctx, key, half, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "item size limit", "the document exists: %v", err)
+	g, err := col.Get(ctx, key, nil)
+	require.NoError(t, err)
+	assert.Len(t, g.Value, len(half), "unchanged")
+
+	// A missing key still matches ErrDocumentNotFound, as before.
+	_, err = col.Append(ctx, key+"-missing", []byte("x"), nil)
+	assert.ErrorIs(t, err, ErrDocumentNotFound)
+	assert.Contains(t, err.Error(), "item size limit")
+}

@@ -773,7 +773,10 @@ func (col *Collection) Remove(ctx context.Context, key string, opts *RemoveOptio
 	return run(ctx, o, (*op).mutationResult)
 }
 
-// Append adds value at the end of an existing document.
+// Append adds value at the end of an existing document. A missing one
+// fails with ErrDocumentNotFound; so does, on memcached://, one the data
+// would make larger than memcached's item size limit (-I): memcached
+// answers both NOT_STORED, and the error's message names both.
 func (col *Collection) Append(ctx context.Context, key string, value []byte, opts *AppendOptions) (MutationResult, error) {
 	var p mutParams
 	if opts != nil {
@@ -783,7 +786,8 @@ func (col *Collection) Append(ctx context.Context, key string, value []byte, opt
 	return col.concat(ctx, "Append", memdx.OpAppend, key, value, p)
 }
 
-// Prepend adds value at the start of an existing document.
+// Prepend adds value at the start of an existing document; its errors are
+// Append's.
 func (col *Collection) Prepend(ctx context.Context, key string, value []byte, opts *PrependOptions) (MutationResult, error) {
 	var p mutParams
 	if opts != nil {
@@ -802,7 +806,17 @@ func (col *Collection) concat(ctx context.Context, name string, opc memdx.OpCode
 	if o.raw == nil {
 		o.raw = []byte{}
 	}
-	return run(ctx, o, (*op).mutationResult)
+	memcached := o.c.memcached
+	r, err := run(ctx, o, (*op).mutationResult)
+	var kv *KeyValueError
+	if memcached && errors.As(err, &kv) && kv.Status == StatusNotStored {
+		// memcached's NOT_STORED does not say which (proto_bin.c,
+		// complete_update_bin; do_store_item): the sentinel stays
+		// ErrDocumentNotFound, the likelier, and the message says both.
+		kv.Cause = fmt.Errorf("memcached answers NOT_STORED to %s both when the document does not exist and "+
+			"when the result would exceed its item size limit (-I): %w", opc, kv.Cause)
+	}
+	return r, err
 }
 
 // Increment adds opts.Delta to a counter document (a decimal number as its
