@@ -33,6 +33,9 @@ var (
 	// ErrNotStored: the server did not store the value (NOT_STORED).
 	ErrNotStored = kverr.ErrNotStored
 	// ErrValueTooLarge: the value exceeds the server's limit (E2BIG).
+	// Nothing was stored, but memcached drops the key's previous value
+	// when an Upsert (SET) is refused so: it does not keep a value the
+	// caller meant to replace (Replace and Insert leave the key as it was).
 	ErrValueTooLarge = kverr.ErrValueTooLarge
 	// ErrDeltaInvalid: Increment/Decrement of a value that is not a number,
 	// or a sub-document counter's delta that is 0 or no int64.

@@ -278,3 +278,35 @@ func TestMemcachedConcatNotStoredSaysWhy(t *testing.T) {
 	assert.ErrorIs(t, err, ErrDocumentNotFound)
 	assert.Contains(t, err.Error(), "item size limit")
 }
+
+// What the docs say of a value over memcached's item size limit (-I, 1 MiB
+// by default): Upsert fails with ErrValueTooLarge, not ambiguous, and
+// memcached has dropped the key's previous value (it unlinks the key of a
+// SET it cannot store, so that a reader does not get stale data); Replace
+// and Insert leave the key as it was.
+func TestMemcachedUpsertTooLargeDropsOldValue(t *testing.T) {
+	addr := memcachedAddr(t, false)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(nil))
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	key := fmt.Sprintf("kvwire-too-large-%d", time.Now().UnixNano())
+	big := make([]byte, 2<<20)
+	for _, k := range []string{key + "-set", key + "-replace"} {
+		_, err = col.Upsert(ctx, k, []byte("old"), &UpsertOptions{Expiry: time.Minute})
+		require.NoError(t, err)
+	}
+
+	_, err = col.Replace(ctx, key+"-replace", big, nil)
+	require.ErrorIs(t, err, ErrValueTooLarge)
+	g, err := col.Get(ctx, key+"-replace", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(g.Value))
+
+	_, err = col.Upsert(ctx, key+"-set", big, nil)
+	require.ErrorIs(t, err, ErrValueTooLarge)
+	assert.NotErrorIs(t, err, ErrAmbiguous)
+	_, err = col.Get(ctx, key+"-set", nil)
+	assert.ErrorIs(t, err, ErrDocumentNotFound, "memcached dropped the old value")
+}
