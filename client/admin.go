@@ -71,11 +71,21 @@ type NodeResult struct {
 // does not know fails with ErrInvalidArgument, naming the group; so does
 // a group whose arguments name nothing the server has (Couchbase Server's
 // "key <doc> <vbucket>" of a document that does not exist), the server
-// answering both alike.
+// answering both alike. On memcached:// "sizes_enable" and
+// "sizes_disable" fail with ErrFeatureNotAvailable, unsent: memcached's
+// binary protocol never ends their answer.
 func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([]NodeStats, error) {
 	var o StatsOptions
 	if opts != nil {
 		o = *opts
+	}
+	if c.memcached && (group == "sizes_enable" || group == "sizes_disable") {
+		// memcached 1.6 switches the tracking, then answers one
+		// statistic and never the keyless packet that ends a STAT
+		// answer (proto_bin.c process_bin_stat): the call would wait for
+		// its timeout and call the request not applied.
+		return nil, c.refused("Stats", memdx.OpStat, nil, "", ErrFeatureNotAvailable,
+			fmt.Errorf("memcached's binary protocol never ends its answer to stats %q: use its text protocol", group))
 	}
 	return eachNode(c, ctx, "Stats", o.Node, o.Timeout, func(ctx context.Context, n *cluster.Node) (NodeStats, error) {
 		stats := nodereq.Stats{}

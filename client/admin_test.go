@@ -110,6 +110,28 @@ func TestMemcachedFlushDisabled(t *testing.T) {
 	assert.NoError(t, err, "the connection still serves")
 }
 
+// memcached 1.6 answers the binary STAT "sizes_enable" and "sizes_disable"
+// with one statistic and never the keyless packet that ends a STAT answer
+// (it does switch the tracking): Stats would wait for its timeout and then
+// say the request was not applied. They are refused before anything is
+// sent.
+func TestMemcachedStatsSizesSwitchRefused(t *testing.T) {
+	addr := memcachedtest.Start(t)
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(nil))
+	require.NoError(t, err)
+	defer c.Close()
+	for _, g := range []string{"sizes_enable", "sizes_disable"} {
+		_, err := c.Stats(ctx, g, &StatsOptions{Timeout: 300 * time.Millisecond})
+		require.ErrorIs(t, err, ErrFeatureNotAvailable, g)
+		assert.NotErrorIs(t, err, ErrTimeout, g)
+		assert.Contains(t, err.Error(), "text protocol", g)
+	}
+	s, err := c.Stats(ctx, "sizes", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "disabled", s[0].Stats["sizes_status"], "nothing was sent")
+}
+
 // Several servers: each is asked and answers on its own; Node picks one.
 func TestMemcachedAdminPerServer(t *testing.T) {
 	a, b := memcachedtest.Start(t), memcachedtest.Start(t)
