@@ -309,7 +309,9 @@
 //	                                   XERROR; retried)
 //	ErrDocumentNotLocked               NOT_LOCKED
 //	ErrNotStored                       NOT_STORED on other opcodes
-//	ErrValueTooLarge                   E2BIG
+//	ErrValueTooLarge                   E2BIG; an answer longer than the client
+//	                                   reads (20 MiB and 64 KiB: memcached -I
+//	                                   allows larger values), not retried
 //	ErrDeltaInvalid                    DELTA_BADVAL; SUBDOC_DELTA_EINVAL (a path's)
 //	ErrInvalidArgument                 EINVAL, ERANGE, XATTR_EINVAL,
 //	                                   SUBDOC_INVALID_COMBO,

@@ -32,7 +32,11 @@ var (
 	ErrDocumentNotLocked = kverr.ErrDocumentNotLocked
 	// ErrNotStored: the server did not store the value (NOT_STORED).
 	ErrNotStored = kverr.ErrNotStored
-	// ErrValueTooLarge: the value exceeds the server's limit (E2BIG).
+	// ErrValueTooLarge: the value exceeds the server's limit (E2BIG), or
+	// the server's answer is longer than the client reads (20 MiB and
+	// 64 KiB: a memcached started with -I over 20m holds such values);
+	// that read is not retried (its connection is closed, as for any
+	// answer that breaks the framing).
 	// Nothing was stored, but memcached drops the key's previous value
 	// when an Upsert (SET) is refused so: it does not keep a value the
 	// caller meant to replace (Replace and Insert leave the key as it was).

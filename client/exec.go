@@ -702,6 +702,11 @@ func (c *Client) judge(ctx context.Context, o *op, pl placed, err error) next {
 		if re.Written {
 			o.st.MarkInDoubt()
 		}
+		if pe := (*conn.ProtocolError)(nil); re.Written && errors.As(re.Err, &pe) && pe.AnswerTooLarge(re.Opaque) {
+			// The answer is longer than the client reads (memcached
+			// -I over 20 MiB): a resend would get it again.
+			return next{err: newKVError(o, ErrValueTooLarge, err)}
+		}
 		if errors.Is(re.Err, context.DeadlineExceeded) || errors.Is(re.Err, context.Canceled) {
 			if ctx.Err() == context.Canceled {
 				return next{err: newKVError(o, ErrRequestCanceled, err)}

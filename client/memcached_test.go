@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/internal/memcachedtest"
+	"github.com/kvwire/kvwire/memdx"
 )
 
 // Plain memcached (Debian's package, started by scripts/memcached.sh): the
@@ -309,4 +311,35 @@ func TestMemcachedUpsertTooLargeDropsOldValue(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrAmbiguous)
 	_, err = col.Get(ctx, key+"-set", nil)
 	assert.ErrorIs(t, err, ErrDocumentNotFound, "memcached dropped the old value")
+}
+
+// A memcached started with an item size limit over what kvwire reads
+// (-I 30m; kvwire reads bodies up to memdx.DefaultMaxBodyLength, 20 MiB
+// and 64 KiB) holds values whose GET answer kvwire refuses. The same answer
+// comes again to every retry: the Get fails at once with ErrValueTooLarge,
+// naming the limit, rather than redialing and resending until its timeout.
+func TestMemcachedGetOfAnswerOverReadLimitFailsAtOnce(t *testing.T) {
+	addr := memcachedtest.StartArgs(t, "-I", "30m", "-m", "128")
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr, testOptions(&Options{KVTimeout: 5 * time.Second}))
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "big", make([]byte, memdx.DefaultMaxBodyLength), nil)
+	require.NoError(t, err, "memcached -I 30m stores it")
+	_, err = col.Upsert(ctx, "small", []byte("v"), nil)
+	require.NoError(t, err)
+
+	_, err = col.Get(ctx, "big", nil)
+	require.ErrorIs(t, err, ErrValueTooLarge)
+	assert.NotErrorIs(t, err, ErrTimeout)
+	assert.NotErrorIs(t, err, ErrAmbiguous)
+	assert.Contains(t, err.Error(), "exceeds the limit")
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	assert.Zero(t, kv.RetryAttempts, "not retried: the answer would be the same")
+
+	g, err := col.Get(ctx, "small", nil)
+	require.NoError(t, err, "the client redials and serves the other keys")
+	assert.Equal(t, "v", string(g.Value))
 }

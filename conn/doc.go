@@ -309,5 +309,7 @@
 // client sends), a body over Options.MaxBodyLength, a malformed header or
 // lengths that do not add up. It is logged at warn, and the connection ends
 // with a *ProtocolError (errors.Is(err, kverr.ErrProtocol)) that says what was
-// wrong. Every pending request then fails as above.
+// wrong. Every pending request then fails as above. When the violation is
+// an answer over Options.MaxBodyLength, ProtocolError.AnswerTooLarge names
+// the request it answers (a resend would get the same answer).
 package conn

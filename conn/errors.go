@@ -104,7 +104,18 @@ type ProtocolError struct {
 	// following: found in the header after a packet, before that packet
 	// was delivered (checkFollowing): Err is about the next packet.
 	following bool
+	// tooLarge: the violation is a response whose body is over
+	// Options.MaxBodyLength, answering the request with this opaque.
+	tooLarge bool
+	opaque   uint32
 }
+
+// AnswerTooLarge reports whether the violation is the answer to the
+// request with this opaque (a RequestError's) being longer than
+// Options.MaxBodyLength (errors.Is(e, memdx.ErrBodyTooLarge)): a value
+// larger than the client reads, which the server would send again if the
+// request were resent.
+func (e *ProtocolError) AnswerTooLarge(opaque uint32) bool { return e.tooLarge && e.opaque == opaque }
 
 func (e *ProtocolError) Error() string {
 	s := "conn " + e.Addr + ": protocol violation: " + e.What

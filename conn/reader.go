@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,7 +122,15 @@ func (c *Conn) consume() *ProtocolError {
 	for rd.w-rd.r >= memdx.HeaderSize {
 		size, err := memdx.PacketSize(rd.buf[rd.r:rd.w], maxBody)
 		if err != nil {
-			return &ProtocolError{Addr: c.addr, What: "bad packet header", Err: err}
+			pe := &ProtocolError{Addr: c.addr, What: "bad packet header", Err: err}
+			if h := rd.buf[rd.r:]; errors.Is(err, memdx.ErrBodyTooLarge) &&
+				(memdx.Magic(h[0]) == memdx.MagicRes || memdx.Magic(h[0]) == memdx.MagicResExt) {
+				// An answer longer than this client reads (a value
+				// memcached -I allows): the request it answers
+				// would get it again if resent (AnswerTooLarge).
+				pe.tooLarge, pe.opaque = true, binary.BigEndian.Uint32(h[12:16])
+			}
+			return pe
 		}
 		if rd.w-rd.r < size {
 			if size > len(rd.buf)-rd.r { // make room for the whole packet
