@@ -343,3 +343,28 @@ func TestMemcachedGetOfAnswerOverReadLimitFailsAtOnce(t *testing.T) {
 	require.NoError(t, err, "the client redials and serves the other keys")
 	assert.Equal(t, "v", string(g.Value))
 }
+
+// The same in a GetMany (binary quiet gets: the oversized answer follows
+// another key's in one read): the oversized key fails at once with
+// ErrValueTooLarge, the others are read, rather than every key of the
+// server's group redialing and resending until the timeout.
+func TestMemcachedGetManyAnswerOverReadLimit(t *testing.T) {
+	addr := memcachedtest.StartArgs(t, "-I", "30m", "-m", "128")
+	ctx := context.Background()
+	c, err := Connect(ctx, "memcached://"+addr+"?binary_multiget=true", testOptions(&Options{KVTimeout: 5 * time.Second}))
+	require.NoError(t, err)
+	defer c.Close()
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "big", make([]byte, memdx.DefaultMaxBodyLength), nil)
+	require.NoError(t, err)
+	_, err = col.Upsert(ctx, "small", []byte("v"), nil)
+	require.NoError(t, err)
+
+	res := col.GetMany(ctx, []string{"small", "big", "missing"}, nil)
+	require.Len(t, res, 3)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, "v", string(res[0].Value))
+	assert.ErrorIs(t, res[1].Err, ErrValueTooLarge)
+	assert.NotErrorIs(t, res[1].Err, ErrTimeout)
+	assert.ErrorIs(t, res[2].Err, ErrDocumentNotFound)
+}

@@ -1,6 +1,8 @@
 package conn
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/kvwire/kvwire/internal/kverr"
@@ -116,6 +118,16 @@ type ProtocolError struct {
 // larger than the client reads, which the server would send again if the
 // request were resent.
 func (e *ProtocolError) AnswerTooLarge(opaque uint32) bool { return e.tooLarge && e.opaque == opaque }
+
+// answerTooLarge notes the request h, the header whose decoding failed
+// with err, answers when err is a response's body over the limit (a value
+// memcached -I allows): that request would get it again if resent.
+func (e *ProtocolError) answerTooLarge(h []byte, err error) {
+	if len(h) >= memdx.HeaderSize && errors.Is(err, memdx.ErrBodyTooLarge) &&
+		(memdx.Magic(h[0]) == memdx.MagicRes || memdx.Magic(h[0]) == memdx.MagicResExt) {
+		e.tooLarge, e.opaque = true, binary.BigEndian.Uint32(h[12:16])
+	}
+}
 
 func (e *ProtocolError) Error() string {
 	s := "conn " + e.Addr + ": protocol violation: " + e.What

@@ -40,8 +40,10 @@ func checkFollowing(b []byte, maxBody uint32) *ProtocolError {
 	}
 	if len(b) >= memdx.HeaderSize {
 		if _, err := memdx.PacketSize(b, maxBody); err != nil {
-			return &ProtocolError{What: "the bytes read after a packet are not a packet header: " +
+			pe := &ProtocolError{What: "the bytes read after a packet are not a packet header: " +
 				"its body length claims bytes that are not its own; it is not delivered", Err: err, following: true}
+			pe.answerTooLarge(b, err)
+			return pe
 		}
 	}
 	return nil

@@ -2,7 +2,6 @@ package conn
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -123,13 +122,7 @@ func (c *Conn) consume() *ProtocolError {
 		size, err := memdx.PacketSize(rd.buf[rd.r:rd.w], maxBody)
 		if err != nil {
 			pe := &ProtocolError{Addr: c.addr, What: "bad packet header", Err: err}
-			if h := rd.buf[rd.r:]; errors.Is(err, memdx.ErrBodyTooLarge) &&
-				(memdx.Magic(h[0]) == memdx.MagicRes || memdx.Magic(h[0]) == memdx.MagicResExt) {
-				// An answer longer than this client reads (a value
-				// memcached -I allows): the request it answers
-				// would get it again if resent (AnswerTooLarge).
-				pe.tooLarge, pe.opaque = true, binary.BigEndian.Uint32(h[12:16])
-			}
+			pe.answerTooLarge(rd.buf[rd.r:rd.w], err)
 			return pe
 		}
 		if rd.w-rd.r < size {
