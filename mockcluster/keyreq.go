@@ -106,10 +106,7 @@ func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) 
 			// the opcode supports one.
 			level, timeout, err := memdx.DecodeDurabilityFrame(data)
 			if err != nil {
-				st, ctx = memdx.StatusInvalidArgs, err.Error()
-				if len(data) >= 1 && (data[0] == 0 || data[0] > byte(memdx.DurabilityPersistToMajority)) {
-					st = memdx.StatusDurabilityInvalidLevel
-				}
+				st, ctx = durabilityFrameError(data)
 				return errStop
 			}
 			if !mutation {
@@ -145,6 +142,28 @@ func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) 
 		return f, false
 	}
 	return f, true
+}
+
+// durabilityFrameError is kv_engine's answer to a durability frame info
+// it cannot decode (parseFrameExtras in daemon/mcbp_validators.cc): the
+// cb::durability::Requirements constructor throws for a wrong size, a level
+// that is not Majority to PersistToMajority and a timeout of 0 (the bucket
+// default) or 0xffff (infinite), which a client may not ask for; any of
+// these in a frame of 1 or 3 bytes answers DURABILITY_INVALID_LEVEL, other
+// sizes EINVAL.
+func durabilityFrameError(data []byte) (memdx.Status, string) {
+	if len(data) != 1 && len(data) != 3 {
+		return memdx.StatusInvalidArgs, "Invalid sized buffer provided: " + strconv.Itoa(len(data))
+	}
+	if len(data) == 3 {
+		switch uint16(data[1])<<8 | uint16(data[2]) {
+		case 0:
+			return memdx.StatusDurabilityInvalidLevel, "Timeout(): Cannot specify bucket default timeout"
+		case 0xffff:
+			return memdx.StatusDurabilityInvalidLevel, "Timeout(): Cannot specify an infinite timeout"
+		}
+	}
+	return memdx.StatusDurabilityInvalidLevel, "Content represents an invalid requirement specification"
 }
 
 type stopErr struct{}

@@ -571,9 +571,20 @@ func TestDurability(t *testing.T) {
 	if p := a.do(bad); p.Status != memdx.StatusDurabilityInvalidLevel {
 		t.Fatalf("level 7: %s", p.Status)
 	}
+	// kv_engine's cb::durability::Timeout refuses 0 (the bucket default)
+	// and 0xffff (infinite) from a client; parseFrameExtras answers a
+	// 3-byte frame that fails to decode DURABILITY_INVALID_LEVEL.
 	bad.FramingExtras = []byte{0x13, 0x01, 0x00, 0x00}
-	if p := a.do(bad); p.Status != memdx.StatusInvalidArgs {
+	if p := a.do(bad); p.Status != memdx.StatusDurabilityInvalidLevel {
 		t.Fatalf("timeout 0: %s", p.Status)
+	}
+	bad.FramingExtras = []byte{0x13, 0x01, 0xff, 0xff}
+	if p := a.do(bad); p.Status != memdx.StatusDurabilityInvalidLevel {
+		t.Fatalf("timeout 0xffff: %s", p.Status)
+	}
+	bad.FramingExtras = []byte{0x12, 0x01, 0x00}
+	if p := a.do(bad); p.Status != memdx.StatusInvalidArgs {
+		t.Fatalf("2-byte durability frame: %s", p.Status)
 	}
 	g := keyReq(a, b, memdx.NewGet([]byte(k)))
 	g.FramingExtras = []byte{0x11, 0x01}
