@@ -17,7 +17,7 @@ import (
 const relativeExpiryLimit = 30 * 24 * 60 * 60
 
 func (cn *conn) handleKV(p *memdx.Packet) outcome {
-	if cn.refuseOnMemcached(p) {
+	if cn.refuseOnMemcached(p) || !cn.validateKey(p) {
 		return outcome{}
 	}
 	switch p.OpCode {

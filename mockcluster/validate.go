@@ -31,6 +31,7 @@ type casRule uint8
 const (
 	casNotSet casRule = iota
 	casAny
+	casSet
 )
 
 // headerRule is one opcode's verify_header arguments.
@@ -42,6 +43,10 @@ type headerRule struct {
 	cas        casRule
 	// datatypes are the datatype bits the opcode accepts besides raw.
 	datatypes memdx.Datatype
+	// durable and ttl say whether the opcode takes a durability
+	// requirement (cb::mcbp::is_durability_supported) and PreserveTtl
+	// (is_preserve_ttl_supported).
+	durable, ttl bool
 }
 
 // connRules are the validators of the commands handle serves itself.
@@ -129,22 +134,48 @@ func (cn *conn) verifyHeader(p *memdx.Packet, r headerRule) (memdx.Status, strin
 	case r.value == lenNonZero && len(p.Value) == 0:
 		return einval, "Request must include value"
 	}
-	if r.cas == casNotSet && p.Cas != 0 {
+	switch {
+	case r.cas == casNotSet && p.Cas != 0:
 		return einval, "Request CAS must not be set"
+	case r.cas == casSet && p.Cas == 0:
+		return einval, "Request CAS must be set"
 	}
 	if p.Datatype&^r.datatypes != 0 {
 		return einval, "Request datatype invalid"
 	}
-	if p.Datatype.Has(memdx.DatatypeJSON) && !cn.has(memdx.FeatureJSON) {
-		return einval, "Datatype (JSON) not enabled for the connection"
+	if off := cn.datatypesOff(p.Datatype); off != "" {
+		return einval, "Datatype (" + off + ") not enabled for the connection"
 	}
-	return cn.verifyFrames(p)
+	return cn.verifyFrames(p, r)
+}
+
+// datatypesOff names the bits of dt this connection did not negotiate in
+// HELLO ("" when all were).
+func (cn *conn) datatypesOff(dt memdx.Datatype) string {
+	s := ""
+	for _, b := range []struct {
+		bit  memdx.Datatype
+		feat memdx.HelloFeature
+		name string
+	}{
+		{memdx.DatatypeJSON, memdx.FeatureJSON, "JSON"},
+		{memdx.DatatypeSnappy, memdx.FeatureSnappy, "Snappy"},
+		{memdx.DatatypeXattr, memdx.FeatureXattr, "Xattr"},
+	} {
+		if dt.Has(b.bit) && !cn.has(b.feat) {
+			if s != "" {
+				s += ","
+			}
+			s += b.name
+		}
+	}
+	return s
 }
 
 // verifyFrames judges the frame infos as verify_header does for every
 // opcode: each id kv_engine knows has its own rule, an unknown one answers
 // UNKNOWN_FRAME_INFO (with no context) and a bad encoding EINVAL.
-func (cn *conn) verifyFrames(p *memdx.Packet) (memdx.Status, string) {
+func (cn *conn) verifyFrames(p *memdx.Packet, r headerRule) (memdx.Status, string) {
 	st, ctx := memdx.StatusSuccess, ""
 	err := memdx.FrameInfos(p.FramingExtras, func(id uint16, data []byte) error {
 		switch memdx.RequestFrameID(id) {
@@ -154,13 +185,8 @@ func (cn *conn) verifyFrames(p *memdx.Packet) (memdx.Status, string) {
 			}
 		case memdx.FrameDurability:
 			if _, _, err := memdx.DecodeDurabilityFrame(data); err != nil {
-				st, ctx = memdx.StatusInvalidArgs, err.Error()
-				if len(data) == 1 || len(data) == 3 {
-					st = memdx.StatusDurabilityInvalidLevel
-				}
-			} else {
-				// None of these commands is a mutation
-				// (cb::mcbp::is_durability_supported).
+				st, ctx = durabilityFrameError(data)
+			} else if !r.durable {
 				st, ctx = memdx.StatusInvalidArgs, "The requested command does not support durability requirements"
 			}
 		case memdx.FrameDcpStreamID:
@@ -178,7 +204,7 @@ func (cn *conn) verifyFrames(p *memdx.Packet) (memdx.Status, string) {
 		case memdx.FramePreserveTTL:
 			if len(data) != 0 {
 				st, ctx = memdx.StatusInvalidArgs, "PreserveTtl should not contain value"
-			} else {
+			} else if !r.ttl {
 				st, ctx = memdx.StatusNotSupported, "This command does not support PreserveTtl"
 			}
 		case memdx.FrameImpersonateUserExtraPrivilege:
@@ -234,6 +260,91 @@ func (cn *conn) validateSpecific(p *memdx.Packet) (memdx.Status, string) {
 		}
 		if p.Vbucket != 0 {
 			return einval, "Request vbucket id must be 0"
+		}
+	}
+	return memdx.StatusSuccess, ""
+}
+
+// keyRules are the validators of the document commands handleKV runs
+// (mcbp_validators.cc), with what each opcode allows of the frame infos.
+var keyRules = func() map[memdx.OpCode]headerRule {
+	m := map[memdx.OpCode]headerRule{}
+	add := func(r headerRule, ops ...memdx.OpCode) {
+		for _, op := range ops {
+			m[op] = r
+		}
+	}
+	const storeTypes = memdx.DatatypeJSON | memdx.DatatypeSnappy
+	// get_validator (GET_REPLICA too)
+	add(headerRule{key: lenNonZero},
+		memdx.OpGet, memdx.OpGetQ, memdx.OpGetK, memdx.OpGetKQ, memdx.OpGetReplica)
+	// set_replace_validator, add_validator
+	add(headerRule{extras: 8, key: lenNonZero, value: lenAny, cas: casAny, datatypes: storeTypes, durable: true, ttl: true},
+		memdx.OpSet, memdx.OpSetQ, memdx.OpReplace, memdx.OpReplaceQ)
+	add(headerRule{extras: 8, key: lenNonZero, value: lenAny, datatypes: storeTypes, durable: true},
+		memdx.OpAdd, memdx.OpAddQ)
+	// append_prepend_validator
+	add(headerRule{key: lenNonZero, value: lenAny, cas: casAny, datatypes: storeTypes, durable: true, ttl: true},
+		memdx.OpAppend, memdx.OpAppendQ, memdx.OpPrepend, memdx.OpPrependQ)
+	// delete_validator
+	add(headerRule{key: lenNonZero, cas: casAny, durable: true},
+		memdx.OpDelete, memdx.OpDeleteQ)
+	// arithmetic_validator
+	add(headerRule{extras: 20, key: lenNonZero, durable: true, ttl: true},
+		memdx.OpIncrement, memdx.OpIncrementQ, memdx.OpDecrement, memdx.OpDecrementQ)
+	// gat_validator (TOUCH too)
+	add(headerRule{extras: 4, key: lenNonZero}, memdx.OpTouch, memdx.OpGAT, memdx.OpGATQ)
+	// get_locked_validator, get_meta_validator: the extras are checked
+	// after verify_header
+	add(headerRule{extras: -1, key: lenNonZero}, memdx.OpGetLocked, memdx.OpGetMeta)
+	// unlock_validator
+	add(headerRule{key: lenNonZero, cas: casSet}, memdx.OpUnlockKey)
+	// observe_validator, observe_seqno_validator
+	add(headerRule{value: lenNonZero}, memdx.OpObserve)
+	add(headerRule{value: lenAny, cas: casAny}, memdx.OpObserveSeqno)
+	return m
+}()
+
+// validateKey applies kv_engine's validator for a document command. It
+// reports false after answering a refused packet, and true for a packet
+// to run (or an opcode it has no rule for).
+func (cn *conn) validateKey(p *memdx.Packet) bool {
+	rule, ok := keyRules[p.OpCode]
+	if !ok {
+		return true
+	}
+	st, ctx := cn.verifyHeader(p, rule)
+	if st == memdx.StatusSuccess {
+		st, ctx = validateKeySpecific(p)
+	}
+	if st != memdx.StatusSuccess {
+		cn.fail(p, st, ctx)
+		return false
+	}
+	return true
+}
+
+// validateKeySpecific is the rest of a document command's validator,
+// after verify_header.
+func validateKeySpecific(p *memdx.Packet) (memdx.Status, string) {
+	einval := memdx.StatusInvalidArgs
+	switch p.OpCode {
+	case memdx.OpGetLocked:
+		if len(p.Extras) != 0 && len(p.Extras) != 4 {
+			return einval, "Request extras must be of length 0 or 4"
+		}
+	case memdx.OpGetMeta:
+		if len(p.Extras) > 1 {
+			return einval, "Request extras must be of length 0 or 1"
+		}
+		if len(p.Extras) == 1 && p.Extras[0] > 2 {
+			// 1: the conflict resolution mode, 2: the datatype
+			return einval, "Request extras invalid"
+		}
+	case memdx.OpObserveSeqno:
+		// The whole body, frame infos included.
+		if len(p.FramingExtras)+len(p.Value) != 8 {
+			return einval, "Request value must be of length 8"
 		}
 	}
 	return memdx.StatusSuccess, ""

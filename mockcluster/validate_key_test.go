@@ -1,0 +1,96 @@
+package mockcluster
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// keyCase is one refused (or accepted) document request and kv_engine's
+// answer to it.
+type keyCase struct {
+	name string
+	req  memdx.Request
+	st   memdx.Status
+	ctx  string
+}
+
+func runKeyCases(t *testing.T, cl *rawClient, cases []keyCase) {
+	t.Helper()
+	for _, tc := range cases {
+		p := cl.do(tc.req)
+		if p.Status != tc.st {
+			t.Errorf("%s: %s %q, want %s", tc.name, p.Status, p.Value, tc.st)
+			continue
+		}
+		if tc.ctx == "" {
+			continue
+		}
+		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); !ok || ec.Context != tc.ctx {
+			t.Errorf("%s: context %q, want %q", tc.name, p.Value, tc.ctx)
+		}
+	}
+	if p := cl.do(memdx.NewNoop()); p.Status != memdx.StatusSuccess {
+		t.Fatalf("NOOP after the refused packets: %s", p.Status)
+	}
+}
+
+// The document commands refuse what kv_engine's validators refuse
+// (daemon/mcbp_validators.cc: get_validator, add_validator,
+// set_replace_validator, append_prepend_validator, delete_validator,
+// arithmetic_validator, gat_validator, get_locked_validator,
+// unlock_validator, get_meta_validator, observe_validator,
+// observe_seqno_validator, each calling verify_header), with the same
+// status and error context: a CAS where the command takes none, a datatype
+// it does not take, the wrong extras, a value where none belongs.
+func TestKeyCommandsValidatePackets(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket})
+	k := []byte("k")
+	req := func(op memdx.OpCode, f func(*memdx.Request)) memdx.Request {
+		r := memdx.Request{OpCode: op, Key: k}
+		if f != nil {
+			f(&r)
+		}
+		return r
+	}
+	einval := memdx.StatusInvalidArgs
+	if p := cl.do(memdx.NewStore(memdx.OpSet, k, []byte("1"), 0, 0)); p.Status != memdx.StatusSuccess {
+		t.Fatalf("SET: %s", p.Status)
+	}
+	runKeyCases(t, cl, []keyCase{
+		{"GET CAS", req(memdx.OpGet, func(r *memdx.Request) { r.Cas = 1 }), einval, "Request CAS must not be set"},
+		{"GETK CAS", req(memdx.OpGetK, func(r *memdx.Request) { r.Cas = 1 }), einval, "Request CAS must not be set"},
+		{"GET_REPLICA CAS", req(memdx.OpGetReplica, func(r *memdx.Request) { r.Cas = 1 }), einval, "Request CAS must not be set"},
+		{"GET JSON", req(memdx.OpGet, func(r *memdx.Request) { r.Datatype = memdx.DatatypeJSON }), einval, "Request datatype invalid"},
+		{"GET extras", req(memdx.OpGet, func(r *memdx.Request) { r.Extras = []byte{0, 0, 0, 0} }), einval, "Request must not include extras"},
+		{"GET value", req(memdx.OpGet, func(r *memdx.Request) { r.Value = []byte("v") }), einval, "Request must not include value"},
+		{"GET no key", memdx.Request{OpCode: memdx.OpGet}, einval, "Request must include key"},
+		{"SET short extras", req(memdx.OpSet, func(r *memdx.Request) { r.Extras = []byte{0, 0, 0, 0} }), einval, "Request must include extras of length 8"},
+		{"SET xattr", req(memdx.OpSet, func(r *memdx.Request) { r.Extras = make([]byte, 8); r.Datatype = memdx.DatatypeXattr }), einval, "Request datatype invalid"},
+		{"ADD CAS", req(memdx.OpAdd, func(r *memdx.Request) { r.Extras = make([]byte, 8); r.Cas = 5 }), einval, "Request CAS must not be set"},
+		{"APPEND extras", req(memdx.OpAppend, func(r *memdx.Request) { r.Extras = make([]byte, 8) }), einval, "Request must not include extras"},
+		{"DELETE JSON", req(memdx.OpDelete, func(r *memdx.Request) { r.Datatype = memdx.DatatypeJSON }), einval, "Request datatype invalid"},
+		{"DELETE value", req(memdx.OpDelete, func(r *memdx.Request) { r.Value = []byte("v") }), einval, "Request must not include value"},
+		{"INCREMENT JSON", req(memdx.OpIncrement, func(r *memdx.Request) { r.Extras = make([]byte, 20); r.Datatype = memdx.DatatypeJSON }), einval, "Request datatype invalid"},
+		{"INCREMENT CAS", req(memdx.OpIncrement, func(r *memdx.Request) { r.Extras = make([]byte, 20); r.Cas = 3 }), einval, "Request CAS must not be set"},
+		{"TOUCH CAS", req(memdx.OpTouch, func(r *memdx.Request) { r.Extras = make([]byte, 4); r.Cas = 3 }), einval, "Request CAS must not be set"},
+		{"GAT CAS", req(memdx.OpGAT, func(r *memdx.Request) { r.Extras = make([]byte, 4); r.Cas = 3 }), einval, "Request CAS must not be set"},
+		{"TOUCH no extras", req(memdx.OpTouch, nil), einval, "Request must include extras of length 4"},
+		{"TOUCH JSON", req(memdx.OpTouch, func(r *memdx.Request) { r.Extras = make([]byte, 4); r.Datatype = memdx.DatatypeJSON }), einval, "Request datatype invalid"},
+		{"GET_LOCKED CAS", req(memdx.OpGetLocked, func(r *memdx.Request) { r.Cas = 3 }), einval, "Request CAS must not be set"},
+		{"GET_LOCKED 2-byte extras", req(memdx.OpGetLocked, func(r *memdx.Request) { r.Extras = []byte{0, 1} }), einval, "Request extras must be of length 0 or 4"},
+		{"UNLOCK no CAS", req(memdx.OpUnlockKey, nil), einval, "Request CAS must be set"},
+		{"UNLOCK JSON", req(memdx.OpUnlockKey, func(r *memdx.Request) { r.Cas = 3; r.Datatype = memdx.DatatypeJSON }), einval, "Request datatype invalid"},
+		{"GET_META CAS", req(memdx.OpGetMeta, func(r *memdx.Request) { r.Cas = 3 }), einval, "Request CAS must not be set"},
+		{"GET_META version 3", req(memdx.OpGetMeta, func(r *memdx.Request) { r.Extras = []byte{3} }), einval, "Request extras invalid"},
+		{"GET_META 2-byte extras", req(memdx.OpGetMeta, func(r *memdx.Request) { r.Extras = []byte{1, 0} }), einval, "Request extras must be of length 0 or 1"},
+		{"OBSERVE no value", memdx.Request{OpCode: memdx.OpObserve}, einval, "Request must include value"},
+		{"OBSERVE CAS", memdx.Request{OpCode: memdx.OpObserve, Cas: 1, Value: []byte{0, 0, 0, 1, 'k'}}, einval, "Request CAS must not be set"},
+		{"OBSERVE key", memdx.Request{OpCode: memdx.OpObserve, Key: k, Value: []byte{0, 0, 0, 1, 'k'}}, einval, "Request must not include key"},
+		{"OBSERVE_SEQNO short value", memdx.Request{OpCode: memdx.OpObserveSeqno, Value: []byte{1, 2, 3}}, einval, "Request value must be of length 8"},
+		{"OBSERVE_SEQNO key", memdx.Request{OpCode: memdx.OpObserveSeqno, Key: k, Value: make([]byte, 8)}, einval, "Request must not include key"},
+		{"GET long key", memdx.Request{OpCode: memdx.OpGet, Key: []byte(strings.Repeat("k", 251))}, einval, "Key length exceeds 250"},
+	})
+}
