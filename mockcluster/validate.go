@@ -47,6 +47,9 @@ type headerRule struct {
 	// requirement (cb::mcbp::is_durability_supported) and PreserveTtl
 	// (is_preserve_ttl_supported).
 	durable, ttl bool
+	// docKey: the key is a document key, whose collection-id prefix
+	// is_document_key_valid judges (GeneratesDocKey::Yes).
+	docKey bool
 }
 
 // connRules are the validators of the commands handle serves itself.
@@ -146,7 +149,52 @@ func (cn *conn) verifyHeader(p *memdx.Packet, r headerRule) (memdx.Status, strin
 	if off := cn.datatypesOff(p.Datatype); off != "" {
 		return einval, "Datatype (" + off + ") not enabled for the connection"
 	}
-	return cn.verifyFrames(p, r)
+	if st, ctx := cn.verifyFrames(p, r); st != memdx.StatusSuccess {
+		return st, ctx
+	}
+	if r.docKey && cn.has(memdx.FeatureCollections) {
+		return docKeyValid(p.Key)
+	}
+	return memdx.StatusSuccess, ""
+}
+
+// docKeyValid is kv_engine's is_document_key_valid for a connection that
+// negotiated Collections: the key holds at least 2 bytes, a canonical
+// LEB128 collection id that is not reserved, then a logical key of at most
+// 250 bytes in the default collection and 246 in the others.
+func docKeyValid(key []byte) (memdx.Status, string) {
+	einval := memdx.StatusInvalidArgs
+	if len(key) <= 1 {
+		return einval, "Key length must be >= 2"
+	}
+	cid, n, err := memdx.DecodeULEB128(key)
+	if err != nil {
+		if stop := leb128StopByte(key); stop >= 0 && stop < memdx.MaxLEB128Len {
+			return einval, "Key contains non-canonical leb128"
+		}
+		return einval, "No stop-byte found"
+	}
+	if n == len(key) {
+		return einval, "No logical key found"
+	}
+	if reservedCollection(cid) {
+		return einval, "Invalid collection-id:" + strconv.FormatUint(uint64(cid), 10)
+	}
+	if max := maxLogicalKeyLen(cid); len(key)-n > max {
+		return einval, "Logical key exceeds " + strconv.Itoa(max)
+	}
+	return memdx.StatusSuccess, ""
+}
+
+// leb128StopByte is the index of the first byte without the continuation
+// bit, -1 when there is none.
+func leb128StopByte(b []byte) int {
+	for i, c := range b {
+		if c&0x80 == 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // datatypesOff names the bits of dt this connection did not negotiate in
@@ -302,6 +350,13 @@ var keyRules = func() map[memdx.OpCode]headerRule {
 	// observe_validator, observe_seqno_validator
 	add(headerRule{value: lenNonZero}, memdx.OpObserve)
 	add(headerRule{value: lenAny, cas: casAny}, memdx.OpObserveSeqno)
+	// Each of them but OBSERVE and OBSERVE_SEQNO has a document key.
+	for op, r := range m {
+		if op != memdx.OpObserve && op != memdx.OpObserveSeqno {
+			r.docKey = true
+			m[op] = r
+		}
+	}
 	return m
 }()
 

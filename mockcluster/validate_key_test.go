@@ -94,3 +94,29 @@ func TestKeyCommandsValidatePackets(t *testing.T) {
 		{"GET long key", memdx.Request{OpCode: memdx.OpGet, Key: []byte(strings.Repeat("k", 251))}, einval, "Key length exceeds 250"},
 	})
 }
+
+// With Collections negotiated, kv_engine's is_document_key_valid judges the
+// key's collection-id prefix after the header checks and the frame infos:
+// at least 2 bytes, a canonical LEB128 with its stop byte, a logical key
+// after it; and the whole key may have at most 251 bytes.
+func TestKeyCommandsValidateCollectionKeys(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, stdFeatures)
+	get := func(key []byte) memdx.Request { return memdx.Request{OpCode: memdx.OpGet, Key: key} }
+	einval := memdx.StatusInvalidArgs
+	runKeyCases(t, cl, []keyCase{
+		{"1-byte key", get([]byte{0}), einval, "Key length must be >= 2"},
+		{"no stop byte", get([]byte{0x80, 0x80}), einval, "No stop-byte found"},
+		{"non-canonical", get([]byte{0x80, 0x00, 'k'}), einval, "Key contains non-canonical leb128"},
+		{"no logical key", get([]byte{0x88, 0x01}), einval, "No logical key found"},
+		{"reserved", get([]byte{0x01, 'k'}), einval, "Invalid collection-id:1"},
+		{"252 bytes", get(append([]byte{0}, strings.Repeat("k", 251)...)), einval, "Key length exceeds 251"},
+		{"default 251 logical", get(append([]byte{0}, strings.Repeat("k", 250)...)), memdx.StatusKeyNotFound, ""},
+		// verify_header judges the datatype before the frame infos.
+		{"GET unknown frame", memdx.Request{OpCode: memdx.OpGet, Key: []byte{0, 'k'}, FramingExtras: []byte{0xe0}}, memdx.StatusUnknownFrameInfo, ""},
+		{"datatype before frames", memdx.Request{OpCode: memdx.OpDelete, Key: []byte{0, 'k'}, Datatype: memdx.DatatypeJSON, FramingExtras: []byte{0xe0}}, einval, "Request datatype invalid"},
+		// Durability is for mutations, PreserveTtl for SET and the like.
+		{"GET durability", memdx.Request{OpCode: memdx.OpGet, Key: []byte{0, 'k'}, FramingExtras: []byte{0x11, 0x01}}, einval, "The requested command does not support durability requirements"},
+		{"ADD PreserveTtl", memdx.Request{OpCode: memdx.OpAdd, Key: []byte{0, 'k'}, Extras: make([]byte, 8), FramingExtras: []byte{0x50}}, memdx.StatusNotSupported, "This command does not support PreserveTtl"},
+	})
+}
