@@ -350,6 +350,15 @@ var keyRules = func() map[memdx.OpCode]headerRule {
 	// observe_validator, observe_seqno_validator
 	add(headerRule{value: lenNonZero}, memdx.OpObserve)
 	add(headerRule{value: lenAny, cas: casAny}, memdx.OpObserveSeqno)
+	// subdocument_validators.cc's validate_basic_header_fields, for every
+	// sub-document command; the extras are the sub-document checks'.
+	add(headerRule{extras: -1, key: lenNonZero, value: lenAny, cas: casAny},
+		memdx.OpSubdocGet, memdx.OpSubdocExists, memdx.OpSubdocGetCount, memdx.OpSubdocMultiLookup)
+	add(headerRule{extras: -1, key: lenNonZero, value: lenAny, cas: casAny, durable: true, ttl: true},
+		memdx.OpSubdocDictAdd, memdx.OpSubdocDictUpsert, memdx.OpSubdocDelete, memdx.OpSubdocReplace,
+		memdx.OpSubdocArrayPushLast, memdx.OpSubdocArrayPushFirst, memdx.OpSubdocArrayInsert,
+		memdx.OpSubdocArrayAddUnique, memdx.OpSubdocCounter, memdx.OpSubdocMultiMutation,
+		memdx.OpSubdocReplaceBodyWithXattr)
 	// Each of them but OBSERVE and OBSERVE_SEQNO has a document key.
 	for op, r := range m {
 		if op != memdx.OpObserve && op != memdx.OpObserveSeqno {

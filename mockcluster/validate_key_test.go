@@ -120,3 +120,29 @@ func TestKeyCommandsValidateCollectionKeys(t *testing.T) {
 		{"ADD PreserveTtl", memdx.Request{OpCode: memdx.OpAdd, Key: []byte{0, 'k'}, Extras: make([]byte, 8), FramingExtras: []byte{0x50}}, memdx.StatusNotSupported, "This command does not support PreserveTtl"},
 	})
 }
+
+// The sub-document commands go through verify_header first
+// (validate_basic_header_fields in daemon/subdocument_validators.cc):
+// any extras length, a key, any value and CAS, raw datatype only, the
+// frame infos and the document key's prefix; the sub-document checks come
+// after.
+func TestSubdocCommandsValidateHeader(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, stdFeatures)
+	key := []byte{0, 'k'}
+	with := func(r memdx.Request, f func(*memdx.Request)) memdx.Request { r.Key = key; f(&r); return r }
+	get := memdx.NewSubdocLookup(memdx.OpSubdocGet, nil, []byte("a"), 0, 0)
+	lookup := memdx.NewSubdocMultiLookup(nil, 0, []memdx.SubdocLookupOp{{Op: memdx.OpSubdocGet, Path: []byte("a")}})
+	mutate := memdx.NewSubdocMultiMutation(nil, 0, 0, []memdx.SubdocMutateOp{{Op: memdx.OpSubdocDictUpsert, Path: []byte("a"), Value: []byte("1")}})
+	einval := memdx.StatusInvalidArgs
+	runKeyCases(t, cl, []keyCase{
+		{"SUBDOC_GET JSON", with(get, func(r *memdx.Request) { r.Datatype = memdx.DatatypeJSON }), einval, "Request datatype invalid"},
+		{"MULTI_LOOKUP snappy", with(lookup, func(r *memdx.Request) { r.Datatype = memdx.DatatypeSnappy }), einval, "Request datatype invalid"},
+		{"MULTI_MUTATION JSON", with(mutate, func(r *memdx.Request) { r.Datatype = memdx.DatatypeJSON }), einval, "Request datatype invalid"},
+		{"SUBDOC_GET 1-byte key", with(get, func(r *memdx.Request) { r.Key = []byte{0} }), einval, "Key length must be >= 2"},
+		{"MULTI_MUTATION non-canonical key", with(mutate, func(r *memdx.Request) { r.Key = []byte{0x80, 0x00, 'k'} }), einval, "Key contains non-canonical leb128"},
+		{"MULTI_LOOKUP 252-byte key", with(lookup, func(r *memdx.Request) { r.Key = append([]byte{0}, strings.Repeat("k", 251)...) }), einval, "Key length exceeds 251"},
+		{"MULTI_LOOKUP durability", with(lookup, func(r *memdx.Request) { r.FramingExtras = []byte{0x11, 0x01} }), einval, "The requested command does not support durability requirements"},
+		{"MULTI_LOOKUP PreserveTtl", with(lookup, func(r *memdx.Request) { r.FramingExtras = []byte{0x50} }), memdx.StatusNotSupported, "This command does not support PreserveTtl"},
+	})
+}
