@@ -326,20 +326,28 @@ var keyRules = func() map[memdx.OpCode]headerRule {
 	// get_validator (GET_REPLICA too)
 	add(headerRule{key: lenNonZero},
 		memdx.OpGet, memdx.OpGetQ, memdx.OpGetK, memdx.OpGetKQ, memdx.OpGetReplica)
+	// The quiet mutations take no durability requirement (opcode.cc gives
+	// them no Durability attribute); the others do.
+	durable := func(r headerRule, op, quiet memdx.OpCode) {
+		add(r, quiet)
+		r.durable = true
+		add(r, op)
+	}
 	// set_replace_validator, add_validator
-	add(headerRule{extras: 8, key: lenNonZero, value: lenAny, cas: casAny, datatypes: storeTypes, durable: true, ttl: true},
-		memdx.OpSet, memdx.OpSetQ, memdx.OpReplace, memdx.OpReplaceQ)
-	add(headerRule{extras: 8, key: lenNonZero, value: lenAny, datatypes: storeTypes, durable: true},
-		memdx.OpAdd, memdx.OpAddQ)
+	set := headerRule{extras: 8, key: lenNonZero, value: lenAny, cas: casAny, datatypes: storeTypes, ttl: true}
+	durable(set, memdx.OpSet, memdx.OpSetQ)
+	durable(set, memdx.OpReplace, memdx.OpReplaceQ)
+	durable(headerRule{extras: 8, key: lenNonZero, value: lenAny, datatypes: storeTypes}, memdx.OpAdd, memdx.OpAddQ)
 	// append_prepend_validator
-	add(headerRule{key: lenNonZero, value: lenAny, cas: casAny, datatypes: storeTypes, durable: true, ttl: true},
-		memdx.OpAppend, memdx.OpAppendQ, memdx.OpPrepend, memdx.OpPrependQ)
+	concat := headerRule{key: lenNonZero, value: lenAny, cas: casAny, datatypes: storeTypes, ttl: true}
+	durable(concat, memdx.OpAppend, memdx.OpAppendQ)
+	durable(concat, memdx.OpPrepend, memdx.OpPrependQ)
 	// delete_validator
-	add(headerRule{key: lenNonZero, cas: casAny, durable: true},
-		memdx.OpDelete, memdx.OpDeleteQ)
+	durable(headerRule{key: lenNonZero, cas: casAny}, memdx.OpDelete, memdx.OpDeleteQ)
 	// arithmetic_validator
-	add(headerRule{extras: 20, key: lenNonZero, durable: true, ttl: true},
-		memdx.OpIncrement, memdx.OpIncrementQ, memdx.OpDecrement, memdx.OpDecrementQ)
+	counter := headerRule{extras: 20, key: lenNonZero, ttl: true}
+	durable(counter, memdx.OpIncrement, memdx.OpIncrementQ)
+	durable(counter, memdx.OpDecrement, memdx.OpDecrementQ)
 	// gat_validator (TOUCH too)
 	add(headerRule{extras: 4, key: lenNonZero}, memdx.OpTouch, memdx.OpGAT, memdx.OpGATQ)
 	// get_locked_validator, get_meta_validator: the extras are checked

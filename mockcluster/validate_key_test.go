@@ -146,3 +146,32 @@ func TestSubdocCommandsValidateHeader(t *testing.T) {
 		{"MULTI_LOOKUP PreserveTtl", with(lookup, func(r *memdx.Request) { r.FramingExtras = []byte{0x50} }), memdx.StatusNotSupported, "This command does not support PreserveTtl"},
 	})
 }
+
+// kv_engine's opcode table (mcbp/protocol/opcode.cc) gives the quiet
+// mutations (SETQ, ADDQ, REPLACEQ, DELETEQ, APPENDQ, PREPENDQ,
+// INCREMENTQ, DECREMENTQ) no Durability attribute: a durability
+// requirement on one is EINVAL, as on a read, and the write is not made.
+func TestQuietMutationsRefuseDurability(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, stdFeatures)
+	key := []byte{0, 'k'}
+	durable := []byte{0x11, 0x01}
+	req := func(op memdx.OpCode, extras int) memdx.Request {
+		return memdx.Request{OpCode: op, Key: key, Extras: make([]byte, extras), FramingExtras: durable}
+	}
+	const ctx = "The requested command does not support durability requirements"
+	einval := memdx.StatusInvalidArgs
+	runKeyCases(t, cl, []keyCase{
+		{"SETQ", req(memdx.OpSetQ, 8), einval, ctx},
+		{"ADDQ", req(memdx.OpAddQ, 8), einval, ctx},
+		{"REPLACEQ", req(memdx.OpReplaceQ, 8), einval, ctx},
+		{"DELETEQ", req(memdx.OpDeleteQ, 0), einval, ctx},
+		{"APPENDQ", req(memdx.OpAppendQ, 0), einval, ctx},
+		{"PREPENDQ", req(memdx.OpPrependQ, 0), einval, ctx},
+		{"INCREMENTQ", req(memdx.OpIncrementQ, 20), einval, ctx},
+		{"DECREMENTQ", req(memdx.OpDecrementQ, 20), einval, ctx},
+	})
+	if p := cl.do(memdx.Request{OpCode: memdx.OpGet, Key: key}); p.Status != memdx.StatusKeyNotFound {
+		t.Fatalf("GET after the refused writes: %s, want KEY_ENOENT", p.Status)
+	}
+}
