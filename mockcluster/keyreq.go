@@ -236,13 +236,22 @@ func (cn *conn) locate(p *memdx.Packet, replica bool) (target, bool) {
 	} else {
 		owns = chain[0] == cn.n.id
 	}
-	if !owns {
+	// kv_engine looks the collection up in the validator, in the
+	// manifest of the vbucket if this node holds it in any state
+	// (get_collection_meta), so an unknown collection is answered before
+	// the vbucket's state is; only a node without the vbucket answers
+	// NOT_MY_VBUCKET first.
+	if !owns && !cn.holdsVbucket(t.s, p.Vbucket) {
 		cn.nmv(p, t.s)
 		return t, false
 	}
 	if !t.s.manifest.has(t.cid) {
 		cn.failManifest(p, memdx.StatusUnknownCollection, t.s.manifest.uid,
 			"Unknown collection id 0x"+strconv.FormatUint(uint64(t.cid), 16))
+		return t, false
+	}
+	if !owns {
+		cn.nmv(p, t.s)
 		return t, false
 	}
 	t.vb = t.b.vbs[p.Vbucket]
