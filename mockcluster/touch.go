@@ -12,7 +12,18 @@ func (cn *conn) touch(p *memdx.Packet) {
 		cn.fail(p, memdx.StatusInvalidArgs, "TOUCH/GAT extras must be the expiry (4 bytes), no value")
 		return
 	}
-	t, ok := cn.locateChecked(p, false)
+	f, ok := cn.parseFrames(p, p.OpCode != memdx.OpGATQ, false)
+	if !ok {
+		return
+	}
+	if f.durable {
+		// kv_engine's engines answer a durable get_and_touch
+		// not_supported before they look at the vbucket
+		// (EventuallyPersistentEngine::get_and_touch).
+		cn.fail(p, memdx.StatusNotSupported, "")
+		return
+	}
+	t, ok := cn.locate(p, false)
 	if !ok {
 		return
 	}

@@ -348,8 +348,9 @@ var keyRules = func() map[memdx.OpCode]headerRule {
 	counter := headerRule{extras: 20, key: lenNonZero, ttl: true}
 	durable(counter, memdx.OpIncrement, memdx.OpIncrementQ)
 	durable(counter, memdx.OpDecrement, memdx.OpDecrementQ)
-	// gat_validator (TOUCH too)
-	add(headerRule{extras: 4, key: lenNonZero}, memdx.OpTouch, memdx.OpGAT, memdx.OpGATQ)
+	// gat_validator (TOUCH too); the engine refuses a durable touch
+	durable(headerRule{extras: 4, key: lenNonZero}, memdx.OpTouch, memdx.OpGATQ)
+	durable(headerRule{extras: 4, key: lenNonZero}, memdx.OpGAT, memdx.OpGATQ)
 	// get_locked_validator, get_meta_validator: the extras are checked
 	// after verify_header
 	add(headerRule{extras: -1, key: lenNonZero}, memdx.OpGetLocked, memdx.OpGetMeta)

@@ -175,3 +175,33 @@ func TestQuietMutationsRefuseDurability(t *testing.T) {
 		t.Fatalf("GET after the refused writes: %s, want KEY_ENOENT", p.Status)
 	}
 }
+
+// TOUCH and GAT take a durability frame (opcode.cc gives them the
+// Durability attribute) but kv_engine's ep engine answers NOT_SUPPORTED to
+// a durable get_and_touch, before it looks at the vbucket; GATQ has no
+// Durability attribute, so its validator refuses the frame with EINVAL.
+// The document keeps its expiry.
+func TestDurableTouchNotSupported(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, stdFeatures)
+	key := []byte{0, 'k'}
+	if p := cl.do(memdx.Request{OpCode: memdx.OpSet, Key: key, Extras: make([]byte, 8), Value: []byte("v")}); p.Status != memdx.StatusSuccess {
+		t.Fatalf("SET: %s", p.Status)
+	}
+	// (One node holds every vbucket.)
+	touch := func(op memdx.OpCode) memdx.Request {
+		return memdx.Request{OpCode: op, Key: key, Extras: []byte{0, 0, 0, 100}, FramingExtras: []byte{0x11, 0x01}}
+	}
+	runKeyCases(t, cl, []keyCase{
+		{"TOUCH", touch(memdx.OpTouch), memdx.StatusNotSupported, ""},
+		{"GAT", touch(memdx.OpGAT), memdx.StatusNotSupported, ""},
+		{"GATQ", touch(memdx.OpGATQ), memdx.StatusInvalidArgs, "The requested command does not support durability requirements"},
+	})
+	p := cl.do(memdx.Request{OpCode: memdx.OpGetMeta, Key: key})
+	if p.Status != memdx.StatusSuccess {
+		t.Fatalf("GET_META: %s", p.Status)
+	}
+	if m, err := memdx.DecodeGetMeta(&p); err != nil || m.Expiry != 0 {
+		t.Fatalf("GET_META after the refused touches: %+v %v, want no expiry", m, err)
+	}
+}
