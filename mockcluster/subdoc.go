@@ -82,7 +82,7 @@ type sdResult struct {
 func (cn *conn) subdoc(p *memdx.Packet) outcome {
 	req, err := memdx.DecodeSubdocRequest(p)
 	if err != nil {
-		cn.fail(p, memdx.StatusInvalidArgs, err.Error())
+		cn.fail(p, memdx.StatusInvalidArgs, subdocDecodeContext(p, err))
 		return outcome{}
 	}
 	multi := p.OpCode == memdx.OpSubdocMultiLookup || p.OpCode == memdx.OpSubdocMultiMutation
@@ -113,6 +113,60 @@ func (cn *conn) subdoc(p *memdx.Packet) outcome {
 		return outcome{}
 	}
 	return cn.subdocMutate(p, &req, specs, multi)
+}
+
+// subdocDecodeContext is kv_engine's error context for the first thing
+// that keeps a sub-document request from parsing (subdoc_validator,
+// subdoc_multi_validator and is_valid_multipath_spec in
+// daemon/subdocument_validators.cc); err's text when it knows none.
+func subdocDecodeContext(p *memdx.Packet, err error) string {
+	be16 := func(b []byte) int { return int(b[0])<<8 | int(b[1]) }
+	switch p.OpCode {
+	case memdx.OpSubdocMultiLookup:
+		if len(p.Extras) > 1 {
+			return "Request extras invalid"
+		}
+		for b := p.Value; len(b) > 0; {
+			if len(b) < 4 {
+				return "Multi lookup spec truncated"
+			}
+			n := 4 + be16(b[2:4])
+			if n > len(b) {
+				return "Multi lookup path truncated"
+			}
+			b = b[n:]
+		}
+	case memdx.OpSubdocMultiMutation:
+		switch len(p.Extras) {
+		case 0, 1, 4, 5:
+		default:
+			return "Request extras invalid"
+		}
+		for b := p.Value; len(b) > 0; {
+			if len(b) < 8 {
+				return "Multi mutation spec truncated"
+			}
+			// In 64 bits: a 4 GiB value length must not wrap.
+			n := 8 + uint64(be16(b[2:4])) + uint64(getUint32(b[4:8]))
+			if n > uint64(len(b)) {
+				return "Multi mutation path and value truncated"
+			}
+			b = b[n:]
+		}
+	default:
+		switch len(p.Extras) {
+		case 3, 4, 7, 8:
+		default:
+			return "Invalid extras section"
+		}
+		switch pl := be16(p.Extras[0:2]); {
+		case pl > subdocPathMaxLen:
+			return "Request path length exceeds maximum"
+		case pl > len(p.Value):
+			return "Path length can't exceed value"
+		}
+	}
+	return err.Error()
 }
 
 // validateSubdoc makes the checks kv_engine's validators make before the

@@ -205,3 +205,30 @@ func TestDurableTouchNotSupported(t *testing.T) {
 		t.Fatalf("GET_META after the refused touches: %+v %v, want no expiry", m, err)
 	}
 }
+
+// A sub-document request whose extras or specs do not parse gets
+// kv_engine's error context (subdocument_validators.cc: subdoc_validator,
+// subdoc_multi_validator and is_valid_multipath_spec).
+func TestSubdocMalformedContexts(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, stdFeatures)
+	key := []byte{0, 'k'}
+	req := func(op memdx.OpCode, extras, value []byte) memdx.Request {
+		return memdx.Request{OpCode: op, Key: key, Extras: extras, Value: value}
+	}
+	long := make([]byte, 1100)
+	einval := memdx.StatusInvalidArgs
+	runKeyCases(t, cl, []keyCase{
+		{"SUBDOC_GET 2-byte extras", req(memdx.OpSubdocGet, []byte{0, 1}, []byte("a")), einval, "Invalid extras section"},
+		{"SUBDOC_GET 5-byte extras", req(memdx.OpSubdocGet, []byte{0, 1, 0, 0, 0}, []byte("a")), einval, "Invalid extras section"},
+		{"SUBDOC_GET path past the value", req(memdx.OpSubdocGet, []byte{0, 5, 0}, []byte("a")), einval, "Path length can't exceed value"},
+		{"SUBDOC_GET path over 1024", req(memdx.OpSubdocGet, []byte{0x04, 0x4c, 0}, []byte("a")), einval, "Request path length exceeds maximum"},
+		{"SUBDOC_GET long path", req(memdx.OpSubdocGet, []byte{0x04, 0x4c, 0}, long), einval, "Request path length exceeds maximum"},
+		{"MULTI_LOOKUP 2-byte extras", req(memdx.OpSubdocMultiLookup, []byte{0, 0}, []byte{0xc5, 0, 0, 1, 'a'}), einval, "Request extras invalid"},
+		{"MULTI_MUTATION 2-byte extras", req(memdx.OpSubdocMultiMutation, []byte{0, 0}, []byte{0xc8, 0, 0, 1, 0, 0, 0, 1, 'a', '1'}), einval, "Request extras invalid"},
+		{"MULTI_LOOKUP spec truncated", req(memdx.OpSubdocMultiLookup, nil, []byte{0xc5, 0, 0}), einval, "Multi lookup spec truncated"},
+		{"MULTI_LOOKUP path truncated", req(memdx.OpSubdocMultiLookup, nil, []byte{0xc5, 0, 0, 3, 'a'}), einval, "Multi lookup path truncated"},
+		{"MULTI_MUTATION spec truncated", req(memdx.OpSubdocMultiMutation, nil, []byte{0xc8, 0, 0, 1, 0}), einval, "Multi mutation spec truncated"},
+		{"MULTI_MUTATION value truncated", req(memdx.OpSubdocMultiMutation, nil, []byte{0xc8, 0, 0, 1, 0, 0, 0, 2, 'a', '1'}), einval, "Multi mutation path and value truncated"},
+	})
+}
