@@ -198,7 +198,8 @@ func leb128StopByte(b []byte) int {
 }
 
 // datatypesOff names the bits of dt this connection did not negotiate in
-// HELLO ("" when all were).
+// HELLO ("" when all were) as cb::mcbp::datatype::to_string does: lower
+// case, snappy, json then xattr, comma-separated.
 func (cn *conn) datatypesOff(dt memdx.Datatype) string {
 	s := ""
 	for _, b := range []struct {
@@ -206,9 +207,9 @@ func (cn *conn) datatypesOff(dt memdx.Datatype) string {
 		feat memdx.HelloFeature
 		name string
 	}{
-		{memdx.DatatypeJSON, memdx.FeatureJSON, "JSON"},
-		{memdx.DatatypeSnappy, memdx.FeatureSnappy, "Snappy"},
-		{memdx.DatatypeXattr, memdx.FeatureXattr, "Xattr"},
+		{memdx.DatatypeSnappy, memdx.FeatureSnappy, "snappy"},
+		{memdx.DatatypeJSON, memdx.FeatureJSON, "json"},
+		{memdx.DatatypeXattr, memdx.FeatureXattr, "xattr"},
 	} {
 		if dt.Has(b.bit) && !cn.has(b.feat) {
 			if s != "" {

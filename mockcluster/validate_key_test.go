@@ -232,3 +232,20 @@ func TestSubdocMalformedContexts(t *testing.T) {
 		{"MULTI_MUTATION value truncated", req(memdx.OpSubdocMultiMutation, nil, []byte{0xc8, 0, 0, 1, 0, 0, 0, 2, 'a', '1'}), einval, "Multi mutation path and value truncated"},
 	})
 }
+
+// verify_header names the datatype bits the connection did not negotiate
+// with cb::mcbp::datatype::to_string: lower case, snappy before json
+// before xattr, comma-separated.
+func TestDatatypeNotEnabledContext(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket})
+	set := func(dt memdx.Datatype) memdx.Request {
+		return memdx.Request{OpCode: memdx.OpSet, Key: []byte("k"), Extras: make([]byte, 8), Value: []byte("1"), Datatype: dt}
+	}
+	einval := memdx.StatusInvalidArgs
+	runKeyCases(t, cl, []keyCase{
+		{"JSON", set(memdx.DatatypeJSON), einval, "Datatype (json) not enabled for the connection"},
+		{"Snappy", set(memdx.DatatypeSnappy), einval, "Datatype (snappy) not enabled for the connection"},
+		{"JSON and Snappy", set(memdx.DatatypeJSON | memdx.DatatypeSnappy), einval, "Datatype (snappy,json) not enabled for the connection"},
+	})
+}
