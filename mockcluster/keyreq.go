@@ -343,7 +343,7 @@ func (cn *conn) inValue(p *memdx.Packet, t target) (value, snappyRaw []byte, dt 
 		// that is merely too big get E2BIG below, as the server answers.
 		v, err := memdx.DecompressSnappy(nil, p.Value, maxSnappyInflated)
 		if err != nil {
-			cn.fail(p, memdx.StatusInvalidArgs, "Failed to inflate the snappy value: "+err.Error())
+			cn.fail(p, memdx.StatusInvalidArgs, "Failed to inflate payload")
 			return nil, nil, 0, false
 		}
 		value, snappyRaw = v, append([]byte(nil), p.Value...)

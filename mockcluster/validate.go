@@ -149,6 +149,13 @@ func (cn *conn) verifyHeader(p *memdx.Packet, r headerRule) (memdx.Status, strin
 	if off := cn.datatypesOff(p.Datatype); off != "" {
 		return einval, "Datatype (" + off + ") not enabled for the connection"
 	}
+	// Cookie::inflateInputPayload: a Snappy value must inflate (up to
+	// the size the server will inflate to).
+	if p.Datatype.Has(memdx.DatatypeSnappy) {
+		if _, err := memdx.DecompressSnappy(nil, p.Value, maxSnappyInflated); err != nil {
+			return einval, "Failed to inflate payload"
+		}
+	}
 	if st, ctx := cn.verifyFrames(p, r); st != memdx.StatusSuccess {
 		return st, ctx
 	}

@@ -249,3 +249,20 @@ func TestDatatypeNotEnabledContext(t *testing.T) {
 		{"JSON and Snappy", set(memdx.DatatypeJSON | memdx.DatatypeSnappy), einval, "Datatype (snappy,json) not enabled for the connection"},
 	})
 }
+
+// verify_header inflates a Snappy value before it reads the frame infos:
+// one that does not inflate is EINVAL "Failed to inflate payload"
+// (Cookie::inflateInputPayload), whatever frames follow.
+func TestSnappyValueInflatedInHeader(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, stdFeatures)
+	bad := func(op memdx.OpCode, extras int, frames ...byte) memdx.Request {
+		return memdx.Request{OpCode: op, Key: []byte{0, 'k'}, Extras: make([]byte, extras), Value: []byte{0xff, 0xff, 0xff}, Datatype: memdx.DatatypeSnappy, FramingExtras: frames}
+	}
+	einval := memdx.StatusInvalidArgs
+	runKeyCases(t, cl, []keyCase{
+		{"SET", bad(memdx.OpSet, 8), einval, "Failed to inflate payload"},
+		{"APPEND", bad(memdx.OpAppend, 0), einval, "Failed to inflate payload"},
+		{"SET unknown frame", bad(memdx.OpSet, 8, 0xe0), einval, "Failed to inflate payload"},
+	})
+}
