@@ -195,6 +195,17 @@ func (cn *conn) validateSubdoc(p *memdx.Packet, req *memdx.SubdocRequest, specs 
 				return memdx.StatusSubdocInvalidCombo, "Mutation opcodes only permitted for mutation commands"
 			}
 			s.tr = tr
+		} else {
+			// subdoc_validator judges a single path's value before its
+			// flags and its xattr section.
+			switch {
+			case len(s.path) > subdocPathMaxLen:
+				return memdx.StatusInvalidArgs, "Request path length exceeds maximum"
+			case s.tr.hasValue && len(s.value) == 0:
+				return memdx.StatusInvalidArgs, "Request must include value"
+			case !s.tr.hasValue && len(s.value) > 0:
+				return memdx.StatusInvalidArgs, "Request must not include value"
+			}
 		}
 		switch {
 		case s.flags&^s.tr.flags != 0:

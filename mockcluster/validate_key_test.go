@@ -266,3 +266,23 @@ func TestSnappyValueInflatedInHeader(t *testing.T) {
 		{"SET unknown frame", bad(memdx.OpSet, 8, 0xe0), einval, "Failed to inflate payload"},
 	})
 }
+
+// A single-path sub-document command's value is judged before its path
+// flags and its xattr section (subdoc_validator): a missing or unwanted
+// value is EINVAL even where the XATTR flag would be NOT_SUPPORTED on a
+// connection without XATTR.
+func TestSubdocSingleValueCheckedFirst(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket})
+	x := byte(memdx.SubdocPathXattr)
+	req := func(op memdx.OpCode, flags byte, value string) memdx.Request {
+		return memdx.Request{OpCode: op, Key: []byte("k"), Extras: []byte{0, 3, flags}, Value: []byte("a.b" + value)}
+	}
+	einval := memdx.StatusInvalidArgs
+	runKeyCases(t, cl, []keyCase{
+		{"DICT_UPSERT xattr without value", req(memdx.OpSubdocDictUpsert, x, ""), einval, "Request must include value"},
+		{"GET xattr with value", req(memdx.OpSubdocGet, x, "1"), einval, "Request must not include value"},
+		{"GET bad flag with value", req(memdx.OpSubdocGet, 0x80, "1"), einval, "Request must not include value"},
+		{"GET xattr", req(memdx.OpSubdocGet, x, ""), memdx.StatusNotSupported, "Connection not XATTR enabled"},
+	})
+}
