@@ -98,10 +98,6 @@ func (cn *conn) subdoc(p *memdx.Packet) outcome {
 	} else {
 		tr := sdOps[p.OpCode]
 		mutator = tr.mutator
-		if !mutator && req.HasExpiry {
-			cn.fail(p, memdx.StatusInvalidArgs, "Request extras invalid")
-			return outcome{}
-		}
 		specs = []sdSpec{{op: p.OpCode, flags: req.Flags, path: req.Path, value: req.Value, tr: tr}}
 	}
 	if st, ctx := cn.validateSubdoc(p, &req, specs, multi, mutator); st != memdx.StatusSuccess {
@@ -243,6 +239,10 @@ func (cn *conn) validateSubdoc(p *memdx.Packet, req *memdx.SubdocRequest, specs 
 		if s.op == memdx.OpDelete {
 			bodyAllowed = false
 		}
+	}
+	if !multi && !mutator && req.HasExpiry {
+		// Last in subdoc_validator: a lookup's extras carry no expiry.
+		return memdx.StatusInvalidArgs, "Request extras invalid"
 	}
 	return memdx.StatusSuccess, ""
 }

@@ -286,3 +286,18 @@ func TestSubdocSingleValueCheckedFirst(t *testing.T) {
 		{"GET xattr", req(memdx.OpSubdocGet, x, ""), memdx.StatusNotSupported, "Connection not XATTR enabled"},
 	})
 }
+
+// A single-path lookup with an expiry in its extras is refused last
+// (subdoc_validator checks the extras length after the xattr section), so
+// an xattr path on a connection without XATTR answers NOT_SUPPORTED first.
+func TestSubdocLookupExpiryCheckedLast(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket})
+	get := func(flags byte) memdx.Request {
+		return memdx.Request{OpCode: memdx.OpSubdocGet, Key: []byte("k"), Extras: []byte{0, 3, flags, 0, 0, 0, 9}, Value: []byte("a.b")}
+	}
+	runKeyCases(t, cl, []keyCase{
+		{"xattr", get(byte(memdx.SubdocPathXattr)), memdx.StatusNotSupported, "Connection not XATTR enabled"},
+		{"body", get(0), memdx.StatusInvalidArgs, "Request extras invalid"},
+	})
+}
