@@ -42,7 +42,13 @@ func (cn *conn) get(p *memdx.Packet) {
 	}
 	if d == nil {
 		t.vb.mu.Unlock()
-		if !quiet {
+		switch {
+		case quiet:
+		case op == memdx.OpGetK:
+			// GetCommandContext::noSuchItem sends a GETK's key with
+			// the miss.
+			cn.reply(p, memdx.StatusKeyNotFound, 0, 0, nil, p.Key, nil)
+		default:
 			cn.fail(p, memdx.StatusKeyNotFound, "")
 		}
 		return

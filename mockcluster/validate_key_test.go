@@ -301,3 +301,24 @@ func TestSubdocLookupExpiryCheckedLast(t *testing.T) {
 		{"body", get(0), memdx.StatusInvalidArgs, "Request extras invalid"},
 	})
 }
+
+// A GETK that misses answers KEY_ENOENT carrying the request's key
+// (GetCommandContext::noSuchItem sends the key when shouldSendKey), so a
+// client matching GETK answers by key finds it.
+func TestGetKMissCarriesKey(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	for _, tc := range []struct {
+		name  string
+		feats []memdx.HelloFeature
+		key   []byte
+	}{
+		{"without collections", []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket}, []byte("missing")},
+		{"with collections", stdFeatures, []byte("\x00missing")},
+	} {
+		cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, tc.feats)
+		p := cl.do(memdx.Request{OpCode: memdx.OpGetK, Key: tc.key})
+		if p.Status != memdx.StatusKeyNotFound || string(p.Key) != string(tc.key) || len(p.Value) != 0 {
+			t.Errorf("%s: GETK miss: %s key %q value %q, want KEY_ENOENT with key %q", tc.name, p.Status, p.Key, p.Value, tc.key)
+		}
+	}
+}
