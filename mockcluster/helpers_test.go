@@ -254,3 +254,19 @@ func mustPort(addr string) int {
 func tlsConfig(c *Cluster) *tls.Config {
 	return &tls.Config{RootCAs: c.RootCAs(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
 }
+
+// expectAnswer checks that p, the answer to the request named name, has
+// status st and, when ctx is not empty, an error context of exactly ctx.
+func expectAnswer(t *testing.T, name string, p memdx.Packet, st memdx.Status, ctx string) {
+	t.Helper()
+	if p.Status != st {
+		t.Errorf("%s: %s %q, want %s", name, p.Status, p.Value, st)
+		return
+	}
+	if ctx == "" {
+		return
+	}
+	if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); !ok || ec.Context != ctx {
+		t.Errorf("%s: context %q, want %q", name, p.Value, ctx)
+	}
+}

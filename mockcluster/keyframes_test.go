@@ -30,16 +30,6 @@ func TestKeyRequestFrameInfos(t *testing.T) {
 		{"durability on a read", get(0x11, 0x01), memdx.StatusInvalidArgs, "The requested command does not support durability requirements"},
 		{"bad durability level on a read", get(0x11, 0x07), memdx.StatusDurabilityInvalidLevel, ""},
 	} {
-		p := e.do(tc.req)
-		if p.Status != tc.st {
-			t.Errorf("%s: %s %q, want %s", tc.name, p.Status, p.Value, tc.st)
-			continue
-		}
-		if tc.ctx == "" {
-			continue
-		}
-		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); !ok || ec.Context != tc.ctx {
-			t.Errorf("%s: context %q, want %q", tc.name, p.Value, tc.ctx)
-		}
+		expectAnswer(t, tc.name, e.do(tc.req), tc.st, tc.ctx)
 	}
 }

@@ -35,16 +35,6 @@ func TestConnCommandsJudgeFrameInfos(t *testing.T) {
 		{"NOOP stream id", frames(memdx.NewNoop(), 0x22, 0x00, 0x01), memdx.StatusSuccess, ""},
 		{"NOOP tracing context", frames(memdx.NewNoop(), 0x32, 'a', 'b'), memdx.StatusSuccess, ""},
 	} {
-		p := cl.do(tc.req)
-		if p.Status != tc.st {
-			t.Errorf("%s: %s %q, want %s", tc.name, p.Status, p.Value, tc.st)
-			continue
-		}
-		if tc.ctx == "" {
-			continue
-		}
-		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); !ok || ec.Context != tc.ctx {
-			t.Errorf("%s: context %q, want %q", tc.name, p.Value, tc.ctx)
-		}
+		expectAnswer(t, tc.name, cl.do(tc.req), tc.st, tc.ctx)
 	}
 }

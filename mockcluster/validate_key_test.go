@@ -19,17 +19,7 @@ type keyCase struct {
 func runKeyCases(t *testing.T, cl *rawClient, cases []keyCase) {
 	t.Helper()
 	for _, tc := range cases {
-		p := cl.do(tc.req)
-		if p.Status != tc.st {
-			t.Errorf("%s: %s %q, want %s", tc.name, p.Status, p.Value, tc.st)
-			continue
-		}
-		if tc.ctx == "" {
-			continue
-		}
-		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); !ok || ec.Context != tc.ctx {
-			t.Errorf("%s: context %q, want %q", tc.name, p.Value, tc.ctx)
-		}
+		expectAnswer(t, tc.name, cl.do(tc.req), tc.st, tc.ctx)
 	}
 	if p := cl.do(memdx.NewNoop()); p.Status != memdx.StatusSuccess {
 		t.Fatalf("NOOP after the refused packets: %s", p.Status)

@@ -47,17 +47,7 @@ func TestConnCommandsValidatePackets(t *testing.T) {
 		{"GET_ID vbucket", with(memdx.NewCollectionsGetID("_default", "_default"), func(r *memdx.Request) { r.Vbucket = 3 }), memdx.StatusInvalidArgs, "Request vbucket id must be 0"},
 		{"GET_ID key and value", with(memdx.NewCollectionsGetID("_default", "_default"), func(r *memdx.Request) { r.Key = []byte("_default._default") }), memdx.StatusInvalidArgs, "Cannot set both key and value"},
 	} {
-		p := cl.do(tc.req)
-		if p.Status != tc.st {
-			t.Errorf("%s: %s %q, want %s", tc.name, p.Status, p.Value, tc.st)
-			continue
-		}
-		if tc.ctx == "" {
-			continue
-		}
-		if ec, ok := memdx.DecodeErrorContext(p.Datatype, p.Value); !ok || ec.Context != tc.ctx {
-			t.Errorf("%s: context %q, want %q", tc.name, p.Value, tc.ctx)
-		}
+		expectAnswer(t, tc.name, cl.do(tc.req), tc.st, tc.ctx)
 	}
 	if p := cl.do(memdx.NewNoop()); p.Status != memdx.StatusSuccess {
 		t.Fatalf("NOOP after the refused packets: %s", p.Status)
