@@ -107,13 +107,15 @@ type ProtocolError struct {
 	// was delivered (checkFollowing): Err is about the next packet.
 	following bool
 	// tooLarge: the violation is a response whose body is over
-	// Options.MaxBodyLength, answering the request with this opaque.
+	// Options.MaxBodyLength, answering the request with this opaque and
+	// opcode (op), in flight when it came (Conn.ownTooLarge).
 	tooLarge bool
 	opaque   uint32
+	op       memdx.OpCode
 }
 
 // AnswerTooLarge reports whether the violation is the answer to the
-// request with this opaque (a RequestError's) being longer than
+// request with this opaque (a RequestError's; the answer has its opcode) being longer than
 // Options.MaxBodyLength (errors.Is(e, memdx.ErrBodyTooLarge)): a value
 // larger than the client reads, which the server would send again if the
 // request were resent.
@@ -125,7 +127,7 @@ func (e *ProtocolError) AnswerTooLarge(opaque uint32) bool { return e.tooLarge &
 func (e *ProtocolError) answerTooLarge(h []byte, err error) {
 	if len(h) >= memdx.HeaderSize && errors.Is(err, memdx.ErrBodyTooLarge) &&
 		(memdx.Magic(h[0]) == memdx.MagicRes || memdx.Magic(h[0]) == memdx.MagicResExt) {
-		e.tooLarge, e.opaque = true, binary.BigEndian.Uint32(h[12:16])
+		e.tooLarge, e.opaque, e.op = true, binary.BigEndian.Uint32(h[12:16]), memdx.OpCode(h[1])
 	}
 }
 

@@ -123,6 +123,7 @@ func (c *Conn) consume() *ProtocolError {
 		if err != nil {
 			pe := &ProtocolError{Addr: c.addr, What: "bad packet header", Err: err}
 			pe.answerTooLarge(rd.buf[rd.r:rd.w], err)
+			c.ownTooLarge(pe)
 			return pe
 		}
 		if rd.w-rd.r < size {
@@ -145,6 +146,7 @@ func (c *Conn) consume() *ProtocolError {
 		rd.r += size
 		if perr := checkFollowing(rd.buf[rd.r:rd.w], maxBody); perr != nil {
 			perr.Addr = c.addr
+			c.ownTooLarge(perr)
 			return perr
 		}
 		if perr := c.dispatch(rd.p); perr != nil {
@@ -162,6 +164,28 @@ func (c *Conn) consume() *ProtocolError {
 		rd.r = 0
 	}
 	return nil
+}
+
+// ownTooLarge keeps pe's note of the request an oversized answer is for
+// (AnswerTooLarge) only when the answer is that request's by the rules
+// dispatchResponse applies to any answer: a request (or a group's get) in
+// flight with its opaque and its opcode. A header with another opcode
+// would be a stray: the request with its opaque is not told its value is
+// too large (not retried), it fails with the connection as the others.
+func (c *Conn) ownTooLarge(pe *ProtocolError) {
+	if !pe.tooLarge {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var op memdx.OpCode
+	found := false
+	if g := c.inflight.groupOf(pe.opaque); g != nil {
+		op, found = g.gOp, true
+	} else if cl, ok := c.inflight.get(pe.opaque); ok {
+		op, found = cl.op, true
+	}
+	pe.tooLarge = found && op == pe.op
 }
 
 // dispatch hands one packet to its request or callback. A non-nil error is
