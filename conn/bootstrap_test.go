@@ -932,3 +932,19 @@ func TestCallbacksOnlyForReturnedConn(t *testing.T) {
 }
 
 func withBucket(o Options, b string) Options { o.Bucket = b; return o }
+
+// A Couchbase bootstrap without credentials against a node that refuses
+// everything before a login (kv_engine 7.x) fails at SELECT_BUCKET with
+// EACCESS: the error says that no login was given, not only that access to
+// the bucket was refused (which reads as a permissions problem of a user).
+func TestBootstrapWithoutCredentialsSaysNoLoginWasGiven(t *testing.T) {
+	f := &fakeNode{preAuth: true, errMap: validMap, mechs: "SCRAM-SHA512 PLAIN", user: "u", pass: "p", config: `{"rev":1}`}
+	_, err := dialFake(t, f, Options{Bucket: "b"})
+	var ba *BucketAccessError
+	if !errors.As(err, &ba) || !errors.Is(err, kverr.ErrBucketNotFound) {
+		t.Fatalf("Dial: %v (%T); want a *BucketAccessError", err, err)
+	}
+	if !strings.Contains(err.Error(), "no credentials were given") {
+		t.Fatalf("Dial: %v; want it to say that no credentials were given", err)
+	}
+}

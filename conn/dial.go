@@ -644,7 +644,8 @@ func (c *Conn) bootCouchbase(ctx context.Context, xerror bool) error {
 		case memdx.StatusSuccess:
 			c.bucket = o.Bucket
 		case memdx.StatusNoAccess, memdx.StatusKeyNotFound:
-			return &BucketAccessError{Addr: c.addr, Bucket: o.Bucket, Status: sel.status}
+			return &BucketAccessError{Addr: c.addr, Bucket: o.Bucket, Status: sel.status,
+				NoLogin: !auth && sel.status == memdx.StatusNoAccess}
 		default:
 			return c.stepError(sel, fmt.Sprintf("server refused to select bucket %q", o.Bucket))
 		}

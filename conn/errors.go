@@ -203,6 +203,11 @@ type BucketAccessError struct {
 	Addr   string
 	Bucket string
 	Status memdx.Status
+	// NoLogin: the Dial gave no credentials (Options.Username empty), and
+	// the node refused with EACCESS: Couchbase Server 7.x refuses every
+	// request but the handshake before a login, so the likely cause is the
+	// missing login rather than the bucket.
+	NoLogin bool
 }
 
 func (e *BucketAccessError) Error() string {
@@ -210,7 +215,11 @@ func (e *BucketAccessError) Error() string {
 	if e.Status == memdx.StatusKeyNotFound {
 		why = "no such bucket"
 	}
-	return fmt.Sprintf("conn %s: select bucket %q: %s (status %s)", e.Addr, e.Bucket, why, e.Status)
+	s := fmt.Sprintf("conn %s: select bucket %q: %s (status %s)", e.Addr, e.Bucket, why, e.Status)
+	if e.NoLogin {
+		s += ": no credentials were given, and Couchbase Server refuses every request before a login (set a username and password)"
+	}
+	return s
 }
 
 // Is makes errors.Is(err, kverr.ErrBucketNotFound), errors.Is(err,
