@@ -32,14 +32,15 @@ var (
 	ErrDocumentNotLocked = kverr.ErrDocumentNotLocked
 	// ErrNotStored: the server did not store the value (NOT_STORED).
 	ErrNotStored = kverr.ErrNotStored
-	// ErrValueTooLarge: the value exceeds the server's limit (E2BIG), or
-	// the server's answer is longer than the client reads (20 MiB and
-	// 64 KiB: a memcached started with -I over 20m holds such values);
-	// that read is not retried (its connection is closed, as for any
-	// answer that breaks the framing).
-	// Nothing was stored, but memcached drops the key's previous value
+	// ErrValueTooLarge: the value exceeds the server's limit (E2BIG):
+	// nothing was stored, but memcached drops the key's previous value
 	// when an Upsert (SET) is refused so: it does not keep a value the
-	// caller meant to replace (Replace and Insert leave the key as it was).
+	// caller meant to replace (Replace and Insert leave the key as it
+	// was). Or the server's answer is longer than the client reads (20 MiB
+	// and 64 KiB: a memcached started with -I over 20m holds such values):
+	// that read is not retried (its connection is closed, as for any answer
+	// that breaks the framing); a write so answered is Ambiguous, as any
+	// write whose answer was not read.
 	ErrValueTooLarge = kverr.ErrValueTooLarge
 	// ErrDeltaInvalid: Increment/Decrement of a value that is not a number,
 	// or a sub-document counter's delta that is 0 or no int64.
