@@ -6,7 +6,9 @@
 // caller's code runs in it: an Observer, a RetryStrategy) makes the
 // function panic with the same value on the caller's goroutine, once
 // every call has ended, as the read would have panicked there had it run
-// alone; on a goroutine of its own the panic would end the program.
+// alone; on a goroutine of its own the panic would end the program. The
+// panic cancels the other calls' context at once, so that they end
+// promptly rather than at their timeouts.
 package fanout
 
 import (
@@ -97,13 +99,20 @@ func (p *panicked) raise() {
 // without an error, in the order of copies, and the errors of the others.
 func All[T any](ctx context.Context, copies []int, read func(context.Context, int) (T, error)) ([]T, []error) {
 	n := len(copies)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	res := make([]T, n)
 	errs := make([]error, n)
 	done := make(chan *panicked, n)
 	for j, i := range copies {
 		go func() {
 			var p *panicked
-			defer func() { done <- p }()
+			defer func() {
+				if p != nil {
+					cancel() // the panic is raised once the others end
+				}
+				done <- p
+			}()
 			catch(&p, func() { res[j], errs[j] = read(ctx, i) })
 		}()
 	}
@@ -143,6 +152,8 @@ func Error(key string, errs []error) error {
 // Each runs do for each of targets at once and waits for every one. It
 // returns their results in the order of targets and their errors joined.
 func Each[T, R any](ctx context.Context, targets []T, do func(context.Context, T) (R, error)) ([]R, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	out := make([]R, len(targets))
 	errs := make([]error, len(targets))
 	ps := make([]*panicked, len(targets))
@@ -151,6 +162,11 @@ func Each[T, R any](ctx context.Context, targets []T, do func(context.Context, T
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if ps[i] != nil {
+					cancel() // the panic is raised once the others end
+				}
+			}()
 			catch(&ps[i], func() { out[i], errs[i] = do(ctx, n) })
 		}()
 	}
