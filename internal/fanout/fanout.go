@@ -15,10 +15,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/panics"
 )
 
 // First runs read for each of copies at once and returns the first answer
@@ -31,14 +31,14 @@ func First[T any](ctx context.Context, copies []int, read func(context.Context, 
 	type answer struct {
 		r   T
 		err error
-		p   *panicked
+		p   *panics.Ended
 	}
 	ch := make(chan answer, n)
 	for _, i := range copies {
 		go func() {
 			var a answer
 			defer func() { ch <- a }()
-			catch(&a.p, func() { a.r, a.err = read(ctx, i) })
+			panics.Catch(&a.p, func() { a.r, a.err = read(ctx, i) })
 		}()
 	}
 	var errs []error
@@ -53,46 +53,13 @@ func First[T any](ctx context.Context, copies []int, read func(context.Context, 
 					p = b.p
 				}
 			}
-			p.raise()
+			p.Raise()
 			return a.r, nil
 		}
 		errs = append(errs, a.err)
 	}
 	var zero T
 	return zero, errs
-}
-
-// panicked is how a call ended abnormally: a panic with v, or
-// runtime.Goexit (a test's t.FailNow in the caller's code, say).
-type panicked struct {
-	v      any
-	goexit bool
-}
-
-// catch runs f and sets *p to how it ended abnormally, nil when it
-// returned. A Goexit goes on unwinding f's goroutine: its caller sends
-// its outcome from a deferred function.
-func catch(p **panicked, f func()) {
-	*p = &panicked{goexit: true}
-	defer func() {
-		if v := recover(); v != nil { // a panic(nil) is a *runtime.PanicNilError
-			*p = &panicked{v: v}
-		}
-	}()
-	f()
-	*p = nil
-}
-
-// raise ends the caller's goroutine as the call's ended: with its panic,
-// or Goexit. A nil p does nothing.
-func (p *panicked) raise() {
-	switch {
-	case p == nil:
-	case p.goexit:
-		runtime.Goexit()
-	default:
-		panic(p.v)
-	}
 }
 
 // All runs read for each of copies at once and returns every answer
@@ -103,26 +70,26 @@ func All[T any](ctx context.Context, copies []int, read func(context.Context, in
 	defer cancel()
 	res := make([]T, n)
 	errs := make([]error, n)
-	done := make(chan *panicked, n)
+	done := make(chan *panics.Ended, n)
 	for j, i := range copies {
 		go func() {
-			var p *panicked
+			var p *panics.Ended
 			defer func() {
 				if p != nil {
 					cancel() // the panic is raised once the others end
 				}
 				done <- p
 			}()
-			catch(&p, func() { res[j], errs[j] = read(ctx, i) })
+			panics.Catch(&p, func() { res[j], errs[j] = read(ctx, i) })
 		}()
 	}
-	var p *panicked
+	var p *panics.Ended
 	for range n {
 		if q := <-done; p == nil {
 			p = q
 		}
 	}
-	p.raise()
+	p.Raise()
 	var out []T
 	var failed []error
 	for i := range res {
@@ -156,7 +123,7 @@ func Each[T, R any](ctx context.Context, targets []T, do func(context.Context, T
 	defer cancel()
 	out := make([]R, len(targets))
 	errs := make([]error, len(targets))
-	ps := make([]*panicked, len(targets))
+	ps := make([]*panics.Ended, len(targets))
 	var wg sync.WaitGroup
 	for i, n := range targets {
 		wg.Add(1)
@@ -167,12 +134,12 @@ func Each[T, R any](ctx context.Context, targets []T, do func(context.Context, T
 					cancel() // the panic is raised once the others end
 				}
 			}()
-			catch(&ps[i], func() { out[i], errs[i] = do(ctx, n) })
+			panics.Catch(&ps[i], func() { out[i], errs[i] = do(ctx, n) })
 		}()
 	}
 	wg.Wait()
 	for _, p := range ps {
-		p.raise()
+		p.Raise()
 	}
 	return out, errors.Join(errs...)
 }

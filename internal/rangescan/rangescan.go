@@ -19,13 +19,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/panics"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
 )
@@ -110,8 +110,9 @@ type Run struct {
 	finished int      // vbuckets scanned to the end
 	err      error    // the first error that failed the scan
 	// panicked is how the first worker that ended abnormally did (nil:
-	// none did), until Raise raised it.
-	panicked *panicked
+	// none did), until Raise raised it (raised).
+	panicked *panics.Ended
+	raised   bool
 }
 
 // Start starts the scan's goroutines; ctx bounds the whole scan.
@@ -218,17 +219,16 @@ func (c *Config) CreateConfig(vb uint16, after []byte) *memdx.RangeScanCreate {
 // work scans vbuckets until none is left or the scan stops. The last
 // worker to end closes out.
 func (r *Run) work() {
-	returned := false
+	var p *panics.Ended
 	defer func() {
-		if !returned {
+		if p != nil {
 			// The caller's code (an Observer, a RetryStrategy) panicked
 			// in a request, or ended the goroutine (Goexit): the scan
 			// stops, and the Cursor raises it on the caller's goroutine
 			// once every worker has ended (Raise).
-			v := recover() // nil for a Goexit: a panic(nil) is a *runtime.PanicNilError
 			r.mu.Lock()
-			if r.panicked == nil {
-				r.panicked = &panicked{v: v, goexit: v == nil}
+			if r.panicked == nil && !r.raised {
+				r.panicked = p
 			}
 			r.mu.Unlock()
 			r.cancel(errPanicked)
@@ -237,19 +237,11 @@ func (r *Run) work() {
 			close(r.out)
 		}
 	}()
-	r.scanVbuckets()
-	returned = true
+	panics.Catch(&p, r.scanVbuckets)
 }
 
 // errPanicked is the cancel cause of a scan whose worker panicked.
 var errPanicked = errors.New("a scan's request panicked")
-
-// panicked is how a worker ended abnormally: a panic with v, or
-// runtime.Goexit.
-type panicked struct {
-	v      any
-	goexit bool
-}
 
 // Raise ends the caller's goroutine as a worker's ended, with its panic
 // or Goexit, the first time it is called after every worker has ended
@@ -257,17 +249,9 @@ type panicked struct {
 func (r *Run) Raise() {
 	r.mu.Lock()
 	p := r.panicked
-	if p != nil {
-		r.panicked = &panicked{} // raised: never again
-	}
+	r.panicked, r.raised = nil, true
 	r.mu.Unlock()
-	switch {
-	case p == nil || !p.goexit && p.v == nil:
-	case p.goexit:
-		runtime.Goexit()
-	default:
-		panic(p.v)
-	}
+	p.Raise()
 }
 
 // scanVbuckets scans vbuckets until none is left or the scan stops.
