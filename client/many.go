@@ -35,6 +35,12 @@ type UpsertManyItem struct {
 	Flags  uint32
 	JSON   bool
 	Expiry time.Duration
+	// PreserveExpiry keeps the expiry of a document that already exists
+	// (Expiry then applies only to a document the write creates).
+	PreserveExpiry bool
+	// Cas, when not 0, makes this item's write conditional on the
+	// document's current CAS; a mismatch is this item's ErrCasMismatch.
+	Cas uint64
 }
 
 // UpsertManyOptions are the options of UpsertMany, for every item. The
@@ -118,7 +124,8 @@ func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetMany
 }
 
 // UpsertMany writes many documents in one call, each as Upsert would
-// (flags, JSON and expiry from its item; durability for all). Results are
+// (flags, JSON, expiry, PreserveExpiry and Cas from its item; durability
+// for all). Results are
 // in the order of items. Each item is an operation of its own: an
 // ambiguous or failed write is that item's error alone, never retried
 // once it may have been applied. Items with the same key are separate
@@ -137,7 +144,7 @@ func (col *Collection) UpsertMany(ctx context.Context, items []UpsertManyItem, o
 		it := &items[i]
 		res[i].Key = it.Key
 		q := p
-		q.flags, q.json, q.expiry = it.Flags, it.JSON, it.Expiry
+		q.flags, q.json, q.expiry, q.preserve, q.cas = it.Flags, it.JSON, it.Expiry, it.PreserveExpiry, it.Cas
 		o, err := col.storeOp("Upsert", memdx.OpSet, it.Key, it.Value, q)
 		b.add(i, o, err)
 	}
