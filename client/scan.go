@@ -139,6 +139,19 @@ type ScanItem struct {
 	Cas    uint64
 	// Expiry is when the document expires (zero: never).
 	Expiry time.Time
+
+	transcoder Transcoder // the client's, for ContentAs
+}
+
+// ContentAs decodes the value into out (a non-nil pointer) as
+// GetResult.ContentAs does: with the client's Transcoder, by the
+// document's flags. An item of an IDsOnly scan has no value to decode:
+// ErrInvalidArgument.
+func (it ScanItem) ContentAs(out any) error {
+	if it.IDOnly {
+		return fmt.Errorf("%w: ScanItem.ContentAs: the scan returned keys only (IDsOnly)", ErrInvalidArgument)
+	}
+	return GetResult{Value: it.Value, Flags: it.Flags, transcoder: it.transcoder}.ContentAs(out)
 }
 
 // ScanResult iterates over a scan's documents, in key order within a
@@ -170,7 +183,8 @@ type ScanItem struct {
 // again by Next (or Close) once its goroutines have ended. A ScanResult is
 // for one goroutine.
 type ScanResult struct {
-	cur rangescan.Cursor
+	cur        rangescan.Cursor
+	transcoder Transcoder // the client's, for ScanItem.ContentAs
 }
 
 // Scan starts a scan of the collection: a RangeScan, PrefixScan or
@@ -231,7 +245,7 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	unwatch := context.AfterFunc(c.ctx, func() {
 		run.Fail(c.refused("Scan", 0, col, "", ErrClosed, nil))
 	})
-	return &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete)}, nil
+	return &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete), transcoder: col.c.transcoder}, nil
 }
 
 // scanConfig is what scan type st with options o reads on bucket of
@@ -379,7 +393,8 @@ func (r *ScanResult) Next() bool { return r.cur.Next() }
 // Item returns the document Next moved to.
 func (r *ScanResult) Item() ScanItem {
 	if it := r.cur.Item(); it != nil {
-		return ScanItem(*it)
+		return ScanItem{ID: it.ID, IDOnly: it.IDOnly, Value: it.Value, Flags: it.Flags, Cas: it.Cas, Expiry: it.Expiry,
+			transcoder: r.transcoder}
 	}
 	return ScanItem{}
 }
