@@ -86,6 +86,16 @@ const benchMaxBatch = 10000
 // bench should not take (a typo's extra zeros were a crash out of memory).
 const benchMaxKeys = 10_000_000
 
+// benchMaxKeyTable bounds the table's memory when --key-prefix is long:
+// each name is a string header (16 bytes) and the prefix and 8 digits.
+// It is what 10 million names with the default prefix take (about 360 MB).
+const benchMaxKeyTable = benchMaxKeys * (16 + len("kvcli-bench:") + 8)
+
+// keyTableBytes is the memory of a table of keys names with prefix.
+func keyTableBytes(keys int, prefix string) int64 {
+	return int64(keys) * int64(16+len(prefix)+8)
+}
+
 // intOf is v as an int, saturated where int is 32 bits: the range checks
 // that follow refuse it, naming a value of the same size.
 func intOf(v int64) int {
@@ -176,6 +186,9 @@ func (cfg *benchConfig) complete(valueSize, durability string, given map[string]
 		return 0, fmt.Errorf("--batch %d: want 1 to %d keys per call", cfg.Batch, benchMaxBatch)
 	case cfg.Keys < 1 || cfg.Keys > benchMaxKeys:
 		return 0, fmt.Errorf("--keys %d: want 1 to %d", cfg.Keys, benchMaxKeys)
+	case keyTableBytes(cfg.Keys, cfg.KeyPrefix) > int64(benchMaxKeyTable):
+		return 0, fmt.Errorf("--keys %d with a %d-byte --key-prefix: their names would take %d MiB (bench builds them all first); want at most %d keys with this prefix",
+			cfg.Keys, len(cfg.KeyPrefix), keyTableBytes(cfg.Keys, cfg.KeyPrefix)>>20, benchMaxKeyTable/(16+len(cfg.KeyPrefix)+8))
 	case cfg.Ops < 0:
 		return 0, fmt.Errorf("--ops %d: want a positive count", cfg.Ops)
 	case cfg.Ops == 0 && cfg.Duration <= 0:

@@ -593,6 +593,20 @@ func TestBenchRefusesTooManyKeys(t *testing.T) {
 	}
 }
 
+// The bound is on the table's memory, not only the count: a long
+// --key-prefix makes each name longer, so fewer keys fit (a 200-byte
+// prefix with 10 million keys asked for some 2 GB).
+func TestBenchRefusesAKeyTableTooLarge(t *testing.T) {
+	closed := map[string]string{envConnStr: "couchbase://" + closedAddr(t) + "/default"}
+	long := strings.Repeat("p", 200)
+	r := runKV(t, closed, "", "bench", "--ops", "1", "--keys", "10000000", "--key-prefix", long)
+	assert.Equal(t, exitUsage, r.code, r)
+	assert.Contains(t, r.stderr, "--keys 10000000 with a 200-byte --key-prefix", r)
+	assert.NotContains(t, r.stderr, "nothing is listening", "refused before connecting")
+	r = runKV(t, closed, "", "bench", "--ops", "1", "--keys", "1000000", "--key-prefix", long)
+	assert.NotContains(t, r.stderr, "--key-prefix", "a million such keys fit: %s", r)
+}
+
 // bench's other whole-number flags read as --keys and --seed do, decimal
 // or 0x hex: "010" is ten, not Go's octal eight, and 0o, 0b and
 // underscores are refused.

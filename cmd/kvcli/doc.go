@@ -185,8 +185,9 @@
 //
 // Each of --concurrency workers (default 16) runs one operation after another:
 // a get with probability --ratio (default 0.5), else a set, on one of --keys
-// keys (default 10000, at most 10,000,000: bench holds every key's name in
-// memory; named --key-prefix (default "kvcli-bench:") plus a number). It
+// keys (default 10000, at most 10,000,000, fewer with a --key-prefix
+// longer than the default: bench holds every key's name in memory, at most
+// about 360 MB; named --key-prefix (default "kvcli-bench:") plus a number). It
 // runs for --duration (default 10s), or exactly --ops operations when
 // given. Counts are decimal or hex (0x...). --preload (default true) sets
 // every key once first, so gets find documents; with --preload=false gets
