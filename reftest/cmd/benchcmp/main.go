@@ -27,7 +27,9 @@
 // rounds, and every ratio a ratio of those medians. Each target also says
 // in how many rounds it passes on that round's figures alone: one near its
 // line passes in some rounds and not others, and so can land on either
-// side in another run.
+// side in another run. A client that fails (an error, a miss, a value of
+// the wrong length) is measured no more; every target over it reads
+// FAILED, never PASS on the rounds before.
 //
 // Figures: ops/s; p50 and p99 latency of the timed operations (below); client
 // CPU per op from getrusage(RUSAGE_SELF) before and after the interval, which

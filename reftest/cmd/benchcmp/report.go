@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -81,6 +82,10 @@ type figures struct {
 	// that failed in a round has none from it on (run stops measuring
 	// it), so the i-th samples of two clients are from the same round.
 	rounds []sample
+	// failed is the client's failure (an error, a miss, a value of the
+	// wrong length), when it failed in a round: its figures, if any, are
+	// from the rounds before.
+	failed error
 }
 
 func medians(ss []sample) figures {
@@ -126,6 +131,9 @@ type target struct {
 	// samples (perRound); passing counts those that pass.
 	rounds  []float64
 	passing int
+	// failed: a client the figure is of failed in some round (shown as
+	// FAILED, never PASS: its figures, if any, are from the rounds before).
+	failed bool
 }
 
 // perRound is f(a) ÷ f(b) in each round both were measured, from that
@@ -156,7 +164,9 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 	get := func(backend, wl string, conc int, id string) figures {
 		for _, c := range cells {
 			if c.backend == backend && c.wl.name == wl && c.conc == conc {
-				return medians(c.samples[id])
+				fg := medians(c.samples[id])
+				fg.failed = c.failed[id]
+				return fg
 			}
 		}
 		return figures{}
@@ -195,13 +205,13 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 
 	// value adds the target m (measured when ok), passed when pass says
 	// so of m as shown, to two decimals (a context figure when req is "").
-	value := func(what, req string, m float64, ok bool, pass func(float64) bool, rounds []float64) {
+	value := func(what, req string, m float64, ok bool, pass func(float64) bool, rounds []float64, failed bool) {
 		if cfg.label != "" {
 			// A side run: its figures are context for the main run's
 			// targets, named after what the side run changed.
 			what, req = cfg.label+": "+strings.TrimLeft(what, " "), ""
 		}
-		t := target{what: what, required: req}
+		t := target{what: what, required: req, failed: failed}
 		if ok {
 			t.ok = true
 			t.measured = m
@@ -213,7 +223,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 				}
 			}
 		}
-		if !t.ok && cfg.label != "" {
+		if !t.ok && !t.failed && cfg.label != "" {
 			return // a side run shows what it measured
 		}
 		r.targets = append(r.targets, t)
@@ -227,7 +237,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			m = f(a) / f(b)
 			rounds = perRound(a, b, f)
 		}
-		value(what, req, m, ok, pass, rounds)
+		value(what, req, m, ok, pass, rounds, a.failed != nil || b.failed != nil)
 	}
 	atLeast := func(limit float64) func(float64) bool { return func(m float64) bool { return m >= limit } }
 	atMost := func(limit float64) func(float64) bool { return func(m float64) bool { return m <= limit } }
@@ -247,6 +257,11 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			best, name := same, fmt.Sprintf("1 conn × %d", top)
 			if !same.ok || (multi.ok && multi.ops > same.ops) {
 				best, name = multi, fmt.Sprintf("%d conns × %d", cfg.bestConns, cfg.bestWindow)
+			}
+			if best.failed == nil {
+				// The other raw loop failed: which is the best is
+				// not known.
+				best.failed = cmp.Or(same.failed, multi.failed)
 			}
 			ratio(fmt.Sprintf("memcached %s, %d goroutines: kvwire ops/s ÷ best raw loop (here %s)", wl, top, name),
 				"≥ 0.60", kv, best, ops, atLeast(0.60))
@@ -300,8 +315,8 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 	for _, wl := range []string{"get-32B", "get-1KiB", "upsert-1KiB", "mix-1KiB"} {
 		for _, conc := range cfg.concs {
 			kv, cb := get("mock", wl, conc, "kvwire"), get("mock", wl, conc, "gocbcore")
-			if !kv.ok && !cb.ok {
-				continue
+			if !kv.ok && !cb.ok && kv.failed == nil && cb.failed == nil {
+				continue // not measured
 			}
 			pre := fmt.Sprintf("mock %s, %d goroutine%s: kvwire ÷ gocbcore", wl, conc, plural(conc))
 			if conc > 1 {
@@ -329,10 +344,12 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			wl    string
 			limit float64
 		}{{"get-32B", 1}, {"get-1KiB", 1}, {"upsert-1KiB", 0}, {"mix-1KiB", 0.5}} {
-			most, ok := 0.0, false
+			most, ok, failed := 0.0, false, false
 			var rounds []float64 // the most of each round
 			for _, conc := range cfg.concs {
-				if kv := get(backend, a.wl, conc, "kvwire"); kv.ok {
+				kv := get(backend, a.wl, conc, "kvwire")
+				failed = failed || kv.failed != nil
+				if kv.ok {
 					most, ok = max(most, kv.allocs), true
 					for i, s := range kv.rounds {
 						if i == len(rounds) {
@@ -342,11 +359,11 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 					}
 				}
 			}
-			if !ok {
+			if !ok && !failed {
 				continue
 			}
 			value(fmt.Sprintf("%s %s: kvwire allocs/op, the most at %s goroutines", backend, a.wl, joinInts(cfg.concs)),
-				fmt.Sprintf("≤ %.2f", a.limit), most, ok, atMost(a.limit), rounds)
+				fmt.Sprintf("≤ %.2f", a.limit), most, ok, atMost(a.limit), rounds, failed)
 		}
 	}
 	r.notes = []string{
@@ -378,6 +395,13 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			"gocbcore v10.8.1: one connection per node (its default), mutation tokens and snappy on (as kvwire; gocb's defaults), " +
 			"SCRAM-SHA512, default collection, a deadline of the KV timeout per op, a channel per goroutine to wait for callbacks (as gocb's synchronous API).",
 		"Values are random bytes (incompressible): kvwire and gocbcore try snappy on the 1 KiB writes and send them uncompressed.",
+	}
+	for _, t := range r.targets {
+		if t.failed {
+			r.notes = append(r.notes, "FAILED: a client of the target's figure failed in some round (an error, a miss or a value of the wrong length: "+
+				"its row in the figures says which, the log how) and was measured no more; the figure shown, if any, is from the rounds before, and is not judged.")
+			break
+		}
 	}
 	if len(e.profiles) > 0 {
 		var ps []string
@@ -525,6 +549,9 @@ func (r *report) targetRows() [][]string {
 			if !t.ok {
 				res = "n/a"
 			}
+		}
+		if t.failed {
+			res = "FAILED"
 		}
 		passing := "—"
 		if t.required != "" && len(t.rounds) > 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"regexp"
 	"slices"
 	"strconv"
@@ -23,6 +24,19 @@ func reportOf(t *testing.T, figures map[string]sample) *report {
 // given, one a round: rounds[backend/workload/goroutines/client].
 func reportOfRounds(t *testing.T, rounds map[string][]sample) *report {
 	t.Helper()
+	return reportOfFailures(t, rounds, nil)
+}
+
+// reportOfFailures is reportOfRounds for a run in which the clients in
+// failed failed with that error after the samples given (none: in the
+// first round).
+func reportOfFailures(t *testing.T, rounds map[string][]sample, failed map[string]error) *report {
+	t.Helper()
+	for id := range failed {
+		if _, ok := rounds[id]; !ok {
+			rounds[id] = nil
+		}
+	}
 	cfg := &config{concs: []int{1, 16, 256}, bestConns: 4, bestWindow: 64}
 	cells := map[string]*cell{}
 	var order []*cell
@@ -45,6 +59,9 @@ func reportOfRounds(t *testing.T, rounds map[string][]sample) *report {
 		}
 		c.variants = append(c.variants, &variant{id: parts[3], name: parts[3]})
 		c.samples[parts[3]] = append(c.samples[parts[3]], ss...)
+		if err := failed[id]; err != nil {
+			c.failed[parts[3]] = err
+		}
 	}
 	return buildReport(cfg, &env{}, order)
 }
@@ -183,4 +200,45 @@ func TestProfilingRunMeasuresTheProfiledCellsOnly(t *testing.T) {
 	if got := ids(cfg); !slices.Equal(got, []string{"mock/upsert-1KiB/16/kvwire", "mock/upsert-1KiB/16/gocbcore"}) {
 		t.Fatalf("with -only, a profiling run measures %v", got)
 	}
+}
+
+func TestReportPassesNoTargetWhoseClientFailed(t *testing.T) {
+	// A client that failed (an error, a miss, a value of the wrong
+	// length) in a round is measured no more: its figures are those of
+	// the rounds before, which pass here. A target over it must say it
+	// failed, not PASS on those rounds, nor "not run" when it failed in
+	// the first.
+	timeout := errors.New("key kvb:s:000017: timeout")
+	r := reportOfFailures(t, map[string][]sample{
+		"memcached/get-32B/256/kvwire":   {{opsPerSec: 900}, {opsPerSec: 900}},
+		"memcached/get-32B/256/raw":      {{opsPerSec: 1000}, {opsPerSec: 1000}, {opsPerSec: 1000}},
+		"memcached/get-32B/256/raw-best": {{opsPerSec: 1000}, {opsPerSec: 1000}, {opsPerSec: 1000}},
+		"memcached/get-32B/16/raw":       {{opsPerSec: 100}, {opsPerSec: 100}, {opsPerSec: 100}},
+		"memcached/get-1KiB/256/kvwire":  {{opsPerSec: 900}, {opsPerSec: 900}, {opsPerSec: 900}},
+		"memcached/get-1KiB/256/raw":     {{opsPerSec: 1000}, {opsPerSec: 1000}, {opsPerSec: 1000}},
+		// The best raw loop failed after a round: the best is unknown.
+		"memcached/get-1KiB/256/raw-best": {{opsPerSec: 2000}},
+		"mock/get-32B/1/kvwire":           {{opsPerSec: 1, cpuPerOp: 1, allocsPerOp: 1}, {opsPerSec: 1, cpuPerOp: 1, allocsPerOp: 1}},
+		"mock/get-32B/1/gocbcore":         {{opsPerSec: 1, cpuPerOp: 10}, {opsPerSec: 1, cpuPerOp: 10}},
+		"mock/get-32B/16/kvwire":          {{opsPerSec: 1, cpuPerOp: 1, allocsPerOp: 1}},
+		"mock/get-32B/16/gocbcore":        {{opsPerSec: 1, cpuPerOp: 10}, {opsPerSec: 1, cpuPerOp: 10}},
+	}, map[string]error{
+		"memcached/get-32B/256/kvwire":    timeout,
+		"memcached/get-32B/16/kvwire":     timeout, // in the first round
+		"memcached/get-1KiB/256/raw-best": timeout,
+		"mock/get-32B/16/kvwire":          timeout,
+		"mock/get-32B/256/kvwire":         timeout, // both in the first round
+		"mock/get-32B/256/gocbcore":       timeout,
+	})
+	wantTargets(t, r, []wantTarget{
+		{"memcached get-32B, 256 goroutines: kvwire ops/s ÷ best raw loop", "≥ 0.60", "0.90", "FAILED"},
+		{"memcached get-32B, 16 goroutines: kvwire ops/s ÷ raw 1 conn × 16 window", "≥ 0.80", "n/a", "FAILED"},
+		{"memcached get-1KiB, 256 goroutines: kvwire ops/s ÷ best raw loop", "≥ 0.60", "0.45", "FAILED"},
+		{"mock get-32B, 16 goroutines: kvwire ÷ gocbcore client CPU/op", "≤ 0.50", "0.10", "FAILED"},
+		{"mock get-32B, 256 goroutines: kvwire ÷ gocbcore client CPU/op", "≤ 0.50", "n/a", "FAILED"},
+		// The most of its rows, one of which failed.
+		{"mock get-32B: kvwire allocs/op", "≤ 1.00", "1.00", "FAILED"},
+		// Its clients did not fail.
+		{"mock get-32B, 1 goroutine: kvwire ÷ gocbcore client CPU/op", "≤ 0.50", "0.10", "PASS"},
+	})
 }
