@@ -233,8 +233,9 @@ func (b *gocbcoreAsync) getBatch(lo, n int) error {
 // batch's requests encoded (memdx) into one buffer and sent in one Write,
 // then read until every answer is in. With quiet set (OpGetQ or OpGetKQ)
 // the requests are that quiet get followed by a NOOP (kvwire's GetMany
-// sends GETQ + NOOP to memcached: a miss costs no response, and the NOOP's
-// answer ends the batch); without it they are plain GETs, one answer each.
+// with binary_multiget sends GETKQ + NOOP to memcached: a miss costs no
+// response, and the NOOP's answer ends the batch); without it they are
+// plain GETs, one answer each.
 // The checks are the least a client must do: each answer's status, its
 // opaque (answers come in request order on one connection), the value's
 // length, and for quiet gets that no key was missed.

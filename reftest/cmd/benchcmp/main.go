@@ -15,7 +15,8 @@
 // run at 1, 16 and 256 goroutines on preloaded keys. A batch workload
 // (-batch keys per call, 256 by default; batch.go) reads 32 B values from
 // one goroutine: kvwire's GetMany against a raw batch in one write (GETQ +
-// NOOP as GetMany sends, plain GETs, and one text "gets" of every key) and
+// NOOP, what GetMany sends with binary_multiget but for its GETKQs' keys;
+// plain GETs; and one text "gets" of every key, what it sends by default) and
 // gomemcache's GetMulti on memcached, against gocbcore with a goroutine per
 // key (and its async Gets from one goroutine) on the mock; its ops/s count
 // keys. On memcached, at goroutine counts other than 1 and the best raw
@@ -663,7 +664,9 @@ func plan(cfg *config, cs *clients, small, large *keyset) []*cell {
 }
 
 // rawBatchQuiet is the quiet get of the raw batch the memcached target
-// compares GetMany with: the one GetMany sends to memcached.
+// compares GetMany with. GetMany's binary path (binary_multiget) sends
+// GETKQ, whose answers carry the key it checks; the raw batch sends the
+// least a batch can, answers without keys.
 const rawBatchQuiet = memdx.OpGetQ
 
 // batchWorkload is the batch workload's name: its keys per batch and value

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/reftest/internal/benchlog"
 )
 
@@ -298,7 +299,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		ratio(fmt.Sprintf("  same, ÷ raw text multi-get (1 gets of %d keys)", cfg.batch),
 			"", kv, rawText, ops, context)
 		kvBin := get("memcached", bw, 1, "kvwire-binary")
-		ratio(fmt.Sprintf("  kvwire GetMany with binary_multiget (%d GETQ + NOOP) ÷ the raw batch", cfg.batch),
+		ratio(fmt.Sprintf("  kvwire GetMany with binary_multiget (%d %s + NOOP) ÷ the raw batch", cfg.batch, memdx.OpGetKQ),
 			"", kvBin, get("memcached", bw, 1, "raw"), ops, context)
 		ratio("  kvwire GetMany ÷ kvwire GetMany with binary_multiget", "", kv, kvBin, ops, context)
 		gm, raw := get("memcached", bw, 1, "gomemcache"), get("memcached", bw, 1, "raw")
@@ -416,17 +417,18 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 			"ops/s counts keys per second (a batch of %d is %d ops), and CPU, allocations and system calls per op are per key; "+
 			"a timed key is recorded at its batch's time (the whole call). "+
 			"kvwire GetMany: default options, one connection per node; on memcached it reads each server's keys as one text multi-get "+
-			"(\"gets k1 k2 ...\", after a \"version\" request whose answer must come first) on a text connection of its own; with binary_multiget (MemcachedOptions.BinaryMultiGet) as %[5]s per key and a NOOP on its binary connection. "+
+			"(\"gets k1 k2 ...\", after a \"version\" request whose answer must come first) on a text connection of its own; with binary_multiget (MemcachedOptions.BinaryMultiGet) as %[6]s per key and a NOOP on its binary connection. "+
 			"raw: one connection, the batch's requests encoded into one buffer and sent in one write, read until every answer is in; "+
-			"the target's raw loop (the issue's pipelined loop) sends a quiet get (%[5]s) per key and a NOOP: the requests of kvwire's binary path, "+
-			"so kvwire's binary_multiget row over it is the client's cost over the same server work; the plain-GET loop is shown for context, "+
+			"the target's raw loop (the issue's pipelined loop) sends a quiet get (%[5]s) per key and a NOOP: the requests of kvwire's binary path but for the key in each answer "+
+			"(kvwire sends %[6]s, whose answers carry it, to check them), "+
+			"so kvwire's binary_multiget row over it is the client's cost over nearly the same server work; the plain-GET loop is shown for context, "+
 			"and so is raw text: one \"gets\" of all keys in one write, read until END, checking each VALUE's key, order and length "+
 			"(memcached serves it as one request, where it serves at most -R, 20 by default, binary requests of a connection per event-loop turn): "+
 			"the wire limit of kvwire's default path. "+
 			"gomemcache GetMulti: one \"gets\" command of all keys (ASCII). "+
 			"A goroutine per key: what a user without a batch API writes, a goroutine per key each doing one blocking Get, then a wait for all "+
 			"(the goroutines column counts them); gocbcore's async row issues every Get from one goroutine and waits once.",
-			bw, cfg.batch, cfg.batch, cfg.batch, rawBatchQuiet))
+			bw, cfg.batch, cfg.batch, cfg.batch, rawBatchQuiet, memdx.OpGetKQ))
 	}
 	return r
 }

@@ -242,3 +242,24 @@ func TestReportPassesNoTargetWhoseClientFailed(t *testing.T) {
 		{"mock get-32B, 1 goroutine: kvwire ÷ gocbcore client CPU/op", "≤ 0.50", "0.10", "PASS"},
 	})
 }
+
+func TestReportNamesTheGetsOfKvwiresBinaryMultiGet(t *testing.T) {
+	// kvwire's GetMany with binary_multiget sends a GETKQ per key (its
+	// answers carry the key, which the client checks: client/batch.go),
+	// not the raw batch's GETQ: the report must not say it sends GETQ.
+	cfg := &config{concs: []int{1}, bestConns: 4, bestWindow: 64, batch: 256}
+	r := buildReport(cfg, &env{}, nil)
+	targetRow(t, r, "  kvwire GetMany with binary_multiget (256 GETKQ + NOOP) ÷ the raw batch")
+	notes := strings.Join(r.notes, "\n")
+	for _, want := range []string{
+		"with binary_multiget (MemcachedOptions.BinaryMultiGet) as GETKQ per key and a NOOP",
+		"sends a quiet get (GETQ) per key and a NOOP: the requests of kvwire's binary path but for the key in each answer",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the batch note does not say %q:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "as GETQ per key") {
+		t.Errorf("the batch note says kvwire's binary multi-get sends GETQ")
+	}
+}
