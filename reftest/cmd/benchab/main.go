@@ -227,7 +227,7 @@ func writeTable(w io.Writer, cs []comparison) {
 			c.oldCPU, c.newCPU, ratio(c.cpuRatio), fmt.Sprintf("%d of %d", c.cheaper, c.n),
 			c.oldWrites, c.newWrites, ratio(c.writesRatio), c.oldP50, ratio(c.p50Ratio), wait(c.oldWait), wait(c.newWait))
 	}
-	fmt.Fprintln(w, "\nCPU: client CPU µs/op; w/op: write system calls per op; wait: µs blocked on a sync.Mutex per op (medians);")
+	fmt.Fprintln(w, "\nCPU: client CPU µs/op; w/op: write system calls per op; wait: µs waiting for a lock (sync.Mutex, RWMutex or the runtime's own) per op (medians);")
 	fmt.Fprintln(w, "every new÷old is the median of the rounds' own ratios;")
 	fmt.Fprintln(w, "cheaper: rounds in which the new build used less CPU per op. Clients kvwire's change does not touch are the control.")
 }

@@ -218,8 +218,9 @@ type sample struct {
 	// reads and writes per op: the harness's read and write system calls
 	// (< 0 when unknown)
 	readsPerOp, writesPerOp float64
-	// mutexWaitPerOp: µs goroutines spent blocked on a sync.Mutex, per op
-	// (runtime/metrics; < 0 when unknown)
+	// mutexWaitPerOp: µs goroutines spent waiting for a lock (a
+	// sync.Mutex or RWMutex, or the runtime's own), per op (runtime/metrics
+	// /sync/mutex/wait/total:seconds; < 0 when unknown)
 	mutexWaitPerOp float64
 }
 
@@ -952,8 +953,10 @@ func measureOne(cfg *config, c *cell, v *variant, recs []*recorder, d time.Durat
 }
 
 // mutexWaitMetric is a sample of the runtime's total time goroutines have
-// spent blocked on a sync.Mutex: contention on one (a connection's lock
-// taken from both processors, say) shows there first.
+// spent blocked on a sync.Mutex or sync.RWMutex or waiting for one of the
+// runtime's own locks (a channel's, the scheduler's; both sampled by the
+// runtime): contention on one (a connection's lock taken from both
+// processors, say) shows there first.
 func mutexWaitMetric() []metrics.Sample {
 	return []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
 }

@@ -376,7 +376,9 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		"client CPU: getrusage(RUSAGE_SELF) user+sys of the harness, which hosts only the client (servers run in their own processes); " +
 			"server CPU: the server process's utime+stime from /proc (10 ms ticks).",
 		"writes/op and reads/op: the harness's write and read system calls (/proc/self/io) per operation.",
-		"mutex wait: the time the harness's goroutines spent blocked on a sync.Mutex (runtime/metrics /sync/mutex/wait/total:seconds), per operation; " +
+		"mutex wait: the time the harness's goroutines spent blocked on a sync.Mutex or sync.RWMutex, or waiting for one of the runtime's own locks " +
+			"(a channel's, the scheduler's, the network poller's), per operation (runtime/metrics /sync/mutex/wait/total:seconds, which the runtime samples; " +
+			"the raw loops, which take no mutex, show the last kind alone); " +
 			"time waited, not CPU, summed over goroutines. kvwire's callers, reader and writer share a lock per connection: when it is contended, this rises.",
 		latencyNote(cfg.sample),
 		"raw, 1 conn × N: one connection, N GETs encoded into one buffer and sent in one write, then every answer read (status and value length checked) " +

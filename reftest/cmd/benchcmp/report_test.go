@@ -263,3 +263,23 @@ func TestReportNamesTheGetsOfKvwiresBinaryMultiGet(t *testing.T) {
 		t.Errorf("the batch note says kvwire's binary multi-get sends GETQ")
 	}
 }
+
+func TestReportSaysWhatMutexWaitCounts(t *testing.T) {
+	// /sync/mutex/wait/total:seconds sums the time blocked on a
+	// sync.Mutex or sync.RWMutex and the time spent waiting for the
+	// runtime's own locks (runtime/metrics' description; Go's
+	// totalMutexWaitTimeNanos): the raw loops, which take no mutex, show
+	// some. The note must not say it is a sync.Mutex's alone.
+	r := buildReport(&config{concs: []int{1}, bestConns: 4, bestWindow: 64}, &env{}, nil)
+	for _, n := range r.notes {
+		if strings.HasPrefix(n, "mutex wait:") {
+			for _, want := range []string{"sync.RWMutex", "the runtime's own locks"} {
+				if !strings.Contains(n, want) {
+					t.Errorf("the mutex wait note does not name %q: %s", want, n)
+				}
+			}
+			return
+		}
+	}
+	t.Fatal("no mutex wait note")
+}

@@ -20,8 +20,8 @@ type Figures struct {
 	AllocsPerOp float64
 	WritesPerOp float64
 	ReadsPerOp  float64
-	// MutexWaitPerOp: µs goroutines spent blocked on a sync.Mutex, per
-	// op. A build from before it was logged ends its line at reads/op;
+	// MutexWaitPerOp: µs goroutines spent waiting for a lock (a
+	// sync.Mutex or RWMutex, or the runtime's own), per op. A build from before it was logged ends its line at reads/op;
 	// Parse gives -1 then.
 	MutexWaitPerOp float64
 }
