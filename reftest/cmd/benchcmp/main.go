@@ -67,7 +67,7 @@
 // on in this process, and writes the profile to -profile-dir as
 // memcached_get-32B_256_kvwire.pprof (read it with go tool pprof). That
 // interval's figures are logged and listed in the report but kept out of the
-// medians. Without -only, a profiling run measures only the cells holding a
+// medians; one that fails is listed as failed, and the report still written. Without -only, a profiling run measures only the cells holding a
 // profiled measurement (every client of them, so their ratios are there).
 package main
 
@@ -780,18 +780,7 @@ func run(cfg *config) error {
 			}
 		}
 	}
-	for _, c := range cells {
-		for _, v := range c.variants {
-			if !cfg.profiled(c, v) || c.failed[v.id] != nil {
-				continue
-			}
-			p, err := profileOne(cfg, c, v, recs)
-			if err != nil {
-				return fmt.Errorf("profiling %s: %w", c.id(v), err)
-			}
-			env.profiles = append(env.profiles, p)
-		}
-	}
+	profileAll(cfg, env, cells, recs)
 	for _, c := range cells {
 		for _, j := range c.jobs {
 			j.close()
@@ -825,6 +814,26 @@ func (cfg *config) profiled(c *cell, v *variant) bool {
 type profile struct {
 	id, path string
 	s        sample
+	err      error // the profiled interval failed: no figures, and the file may be partial
+}
+
+// profileAll runs -profile's measurements, after the rounds, adding them
+// to e.profiles. One that fails is reported as failed: the rounds' report
+// is still written.
+func profileAll(cfg *config, e *env, cells []*cell, recs []*recorder) {
+	for _, c := range cells {
+		for _, v := range c.variants {
+			if !cfg.profiled(c, v) || c.failed[v.id] != nil {
+				continue
+			}
+			p, err := profileOne(cfg, c, v, recs)
+			if err != nil {
+				p.err = err
+				logf("profile %-40s FAILED: %v", p.id, err)
+			}
+			e.profiles = append(e.profiles, p)
+		}
+	}
 }
 
 // profileOne measures v once more for -profile-duration with the CPU

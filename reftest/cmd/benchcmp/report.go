@@ -409,6 +409,10 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 	if len(e.profiles) > 0 {
 		var ps []string
 		for _, p := range e.profiles {
+			if p.err != nil {
+				ps = append(ps, fmt.Sprintf("%s: FAILED: %s", p.id, oneLine(p.err.Error())))
+				continue
+			}
 			ps = append(ps, fmt.Sprintf("%s: %s (%s ops/s, %.2f µs/op client CPU under the profiler)", p.id, p.path, fmtOps(p.s.opsPerSec), p.s.cpuPerOp))
 		}
 		r.notes = append(r.notes, fmt.Sprintf("CPU profiles (-profile): after the rounds, one more measured interval of %v per profiled measurement, "+

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // reportOf builds the report of a run whose cells hold one sample per
@@ -282,4 +283,42 @@ func TestReportSaysWhatMutexWaitCounts(t *testing.T) {
 		}
 	}
 	t.Fatal("no mutex wait note")
+}
+
+// fakeJob is a job whose run lets the gate open and returns ops, or err.
+type fakeJob struct {
+	ops int64
+	err error
+}
+
+func (fakeJob) prepare() error { return nil }
+func (fakeJob) close()         {}
+func (j fakeJob) run(g *gate, _ []*recorder) (int64, error) {
+	g.open(0)
+	return j.ops, j.err
+}
+
+func TestAFailedProfileKeepsTheRunsReport(t *testing.T) {
+	// The profiled intervals come after every round: one that fails (a
+	// timeout, say) must not throw away the rounds' report (run returned
+	// its error, writing none), only say that it failed.
+	cfg := &config{profile: regexp.MustCompile(`/kvwire$`), profileDir: t.TempDir(), profileDuration: time.Millisecond}
+	var cells []*cell
+	for _, j := range []fakeJob{{err: errors.New("key k: timeout")}, {ops: 1}} {
+		c := &cell{backend: "mock", wl: &workload{name: "get-32B"}, conc: 1 + len(cells),
+			samples: map[string][]sample{}, jobs: map[string]job{}, failed: map[string]error{}}
+		c.variants = []*variant{{id: "kvwire", name: "kvwire", job: func() (job, error) { return j, nil }}}
+		cells = append(cells, c)
+	}
+	e := &env{}
+	profileAll(cfg, e, cells, []*recorder{newRecorder(1, 1)})
+	if len(e.profiles) != 2 {
+		t.Fatalf("%d profiles, want 2", len(e.profiles))
+	}
+	notes := strings.Join(buildReport(&config{}, e, nil).notes, "\n")
+	for _, want := range []string{"mock/get-32B/1/kvwire: FAILED: key k: timeout", "mock/get-32B/2/kvwire: " + cfg.profileDir} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the profiles' note does not say %q:\n%s", want, notes)
+		}
+	}
 }
