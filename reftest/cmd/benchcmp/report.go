@@ -100,17 +100,32 @@ func medians(ss []sample) figures {
 		}
 		return benchlog.Median(xs)
 	}
+	// known is col of a figure that can be unknown (< 0) in a round (a
+	// round that timed no operation has no p50): the median of the rounds
+	// that have it, or -1 when none does.
+	known := func(f func(sample) float64) float64 {
+		var xs []float64
+		for _, s := range ss {
+			if v := f(s); v >= 0 {
+				xs = append(xs, v)
+			}
+		}
+		if len(xs) == 0 {
+			return -1
+		}
+		return benchlog.Median(xs)
+	}
 	fg := figures{ok: true, n: len(ss), rounds: ss,
 		ops:       col(func(s sample) float64 { return s.opsPerSec }),
-		p50:       col(func(s sample) float64 { return s.p50 }),
-		p99:       col(func(s sample) float64 { return s.p99 }),
+		p50:       known(func(s sample) float64 { return s.p50 }),
+		p99:       known(func(s sample) float64 { return s.p99 }),
 		cpu:       col(func(s sample) float64 { return s.cpuPerOp }),
 		allocs:    col(func(s sample) float64 { return s.allocsPerOp }),
-		srv:       col(func(s sample) float64 { return s.srvPerOp }),
+		srv:       known(func(s sample) float64 { return s.srvPerOp }),
 		steal:     col(func(s sample) float64 { return s.steal }),
-		reads:     col(func(s sample) float64 { return s.readsPerOp }),
-		writes:    col(func(s sample) float64 { return s.writesPerOp }),
-		mutexWait: col(func(s sample) float64 { return s.mutexWaitPerOp }),
+		reads:     known(func(s sample) float64 { return s.readsPerOp }),
+		writes:    known(func(s sample) float64 { return s.writesPerOp }),
+		mutexWait: known(func(s sample) float64 { return s.mutexWaitPerOp }),
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range ss {

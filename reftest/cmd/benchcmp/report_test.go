@@ -322,3 +322,22 @@ func TestAFailedProfileKeepsTheRunsReport(t *testing.T) {
 		}
 	}
 }
+
+func TestMediansLeaveOutRoundsWhereAFigureIsUnknown(t *testing.T) {
+	// A round can time no operation (a large -sample, a short interval):
+	// its p50 is unknown (-1), not a latency to average with the others.
+	fg := medians([]sample{
+		{opsPerSec: 1, p50: -1, p99: -1, srvPerOp: -1, readsPerOp: -1, writesPerOp: -1, mutexWaitPerOp: -1},
+		{opsPerSec: 1, p50: 40, p99: 80, srvPerOp: 2, readsPerOp: 1, writesPerOp: 1, mutexWaitPerOp: 0},
+		{opsPerSec: 1, p50: 50, p99: 100, srvPerOp: 4, readsPerOp: 3, writesPerOp: 2, mutexWaitPerOp: 1},
+		{opsPerSec: 1, p50: -1, p99: -1, srvPerOp: -1, readsPerOp: -1, writesPerOp: -1, mutexWaitPerOp: -1},
+	})
+	got := []float64{fg.p50, fg.p99, fg.srv, fg.reads, fg.writes, fg.mutexWait}
+	if want := []float64{45, 90, 3, 2, 1.5, 0.5}; !slices.Equal(got, want) {
+		t.Fatalf("p50, p99, server CPU, reads, writes, mutex wait: %v, want %v (the medians of the rounds that have them)", got, want)
+	}
+	fg = medians([]sample{{opsPerSec: 1, p50: -1}, {opsPerSec: 2, p50: -1}})
+	if fg.p50 != -1 {
+		t.Fatalf("p50 %v from rounds that timed nothing, want -1 (unknown)", fg.p50)
+	}
+}
