@@ -164,10 +164,18 @@ func compare(base, next *build) []comparison {
 			continue
 		}
 		c := comparison{id: id, n: len(o), writesRatio: -1}
+		// col is the median of f over the rounds that have it: a figure
+		// is < 0 in a round it is unknown in (p50 when no operation was
+		// timed, mutex wait from an older build); -1 when none has it.
 		col := func(ss []sample, f func(sample) float64) float64 {
-			xs := make([]float64, len(ss))
-			for i, s := range ss {
-				xs[i] = f(s)
+			var xs []float64
+			for _, s := range ss {
+				if v := f(s); v >= 0 {
+					xs = append(xs, v)
+				}
+			}
+			if len(xs) == 0 {
+				return -1
 			}
 			return benchlog.Median(xs)
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kvwire/kvwire/reftest/internal/benchlog"
 )
 
 // fakeBenchcmp writes a script that logs, as benchcmp does, one
@@ -80,5 +82,22 @@ func TestRunStopsOnAFailedMeasurement(t *testing.T) {
 	err := run(&bytes.Buffer{}, old, bad, 2, nil)
 	if err == nil || !strings.Contains(err.Error(), "new build") || !strings.Contains(err.Error(), "conn refused") {
 		t.Fatalf("run with a failing build: %v", err)
+	}
+}
+
+func TestCompareLeavesOutRoundsWhereAFigureIsUnknown(t *testing.T) {
+	// A round that timed no operation logs p50 -1 (unknown): the old
+	// build's p50 is the median of the rounds that have one.
+	mk := func(name string, p50s ...float64) *build {
+		b := &build{name: name, samples: map[string][]sample{}}
+		for r, p := range p50s {
+			b.samples["m"] = append(b.samples["m"], sample{round: r, Figures: benchlog.Figures{
+				OpsPerSec: 1, P50: p, CPUPerOp: 1, MutexWaitPerOp: p}})
+		}
+		return b
+	}
+	cs := compare(mk("old", -1, 40, 50, -1), mk("new", 40, 40, 40, 40))
+	if len(cs) != 1 || cs[0].oldP50 != 45 || cs[0].oldWait != 45 {
+		t.Fatalf("compare: %+v, want old p50 and wait 45 (the median of the rounds that have them)", cs)
 	}
 }
