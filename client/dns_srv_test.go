@@ -108,3 +108,16 @@ func TestDNSSRVConnectErrorNamesTheTargets(t *testing.T) {
 	assert.NoError(t, ce.SRV, "the lookup gave the seeds")
 	assert.NotContains(t, err.Error(), "cluster.test:11210", "never dialed")
 }
+
+// A record whose only target is "." says the service is not available at
+// the name (RFC 2782): Connect's error says so, not that the record lists
+// no target.
+func TestDNSSRVServiceNotAvailable(t *testing.T) {
+	r := &srvResolver{records: map[string][]*net.SRV{"_couchbase._tcp.localhost": {{Target: ".", Port: 0}}}}
+	_, err := connectString(t, "couchbase://localhost/default?connect_timeout=2s", &Options{Resolver: r})
+	require.Error(t, err)
+	var ce *ConnectError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.Error(t, ce.SRV)
+	assert.Contains(t, err.Error(), `DNS SRV record _couchbase._tcp.localhost says the service is not available at this domain (its target is ".", RFC 2782)`)
+}

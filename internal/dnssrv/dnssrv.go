@@ -35,13 +35,17 @@ func Record(service, host string) string { return "_" + service + "._tcp." + hos
 
 // LookupError is an SRV lookup that gave no seeds: the record does not
 // exist (NotFound, the resolver's answer for a name without it, or without
-// any records at all), lists no target, or the lookup failed.
+// any records at all), says the service is not available (NotAvailable),
+// lists no target, or the lookup failed.
 type LookupError struct {
 	// Host is the connection string's host; Record the SRV record looked
 	// up for it.
 	Host, Record string
 	// NotFound: the resolver says the record does not exist.
 	NotFound bool
+	// NotAvailable: the record's only target is "." which, RFC 2782
+	// says, means the service is decidedly not available at this domain.
+	NotAvailable bool
 	// Err is the resolver's error (nil when the record listed no usable
 	// target).
 	Err error
@@ -49,6 +53,8 @@ type LookupError struct {
 
 func (e *LookupError) Error() string {
 	switch {
+	case e.NotAvailable && e.Err == nil:
+		return fmt.Sprintf("DNS SRV record %s says the service is not available at this domain (its target is \".\", RFC 2782)", e.Record)
 	case e.Err == nil:
 		return fmt.Sprintf("DNS SRV record %s lists no target", e.Record)
 	case e.NotFound:
@@ -81,14 +87,16 @@ func Lookup(ctx context.Context, r Resolver, service, host string, defaultPort i
 		return nil, &LookupError{Host: host, Record: rec, NotFound: errors.As(err, &de) && de.IsNotFound, Err: err}
 	}
 	var out []string
+	root := false
 	for _, a := range addrs {
-		// RFC 2782: a target of "." means the service is decidedly not
-		// available at this domain.
 		if a == nil {
 			continue
 		}
 		target := strings.TrimSuffix(a.Target, ".")
 		if target == "" {
+			// RFC 2782: a target of "." means the service is
+			// decidedly not available at this domain.
+			root = root || a.Target == "."
 			continue
 		}
 		port := int(a.Port)
@@ -101,7 +109,7 @@ func Lookup(ctx context.Context, r Resolver, service, host string, defaultPort i
 		}
 	}
 	if len(out) == 0 {
-		return nil, &LookupError{Host: host, Record: rec, Err: err}
+		return nil, &LookupError{Host: host, Record: rec, NotAvailable: root, Err: err}
 	}
 	if err != nil {
 		// *net.Resolver drops the records whose target is not a valid
@@ -145,8 +153,8 @@ type Seeds struct {
 }
 
 // Resolve returns the targets of Host's SRV record, or seeds when the
-// lookup gives none (the record does not exist, lists no target, or the
-// lookup failed): the name is then a host like any other, and the reason
+// lookup gives none (the record does not exist, lists no target or only
+// ".", or the lookup failed): the name is then a host like any other, and the reason
 // is kept in s.Err for the bootstrap's error, should the dials fail too.
 // The lookup takes at most half of the time ctx has left, so that the
 // dials of the name itself have the rest when the resolver does not

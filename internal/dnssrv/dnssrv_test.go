@@ -75,8 +75,12 @@ func TestLookupErrorsNameHostAndRecord(t *testing.T) {
 			[]string{"no DNS SRV record _couchbase._tcp.cluster.test", "no such host"}},
 		{"lookup failed", &fakeResolver{err: &net.DNSError{Err: "server misbehaving", Name: "x", IsTemporary: true}}, false,
 			[]string{"DNS SRV lookup of _couchbase._tcp.cluster.test failed", "server misbehaving"}},
-		{"no target", &fakeResolver{records: map[string][]*net.SRV{"_couchbase._tcp.cluster.test": {{Target: "."}}}}, false,
+		{"no target", &fakeResolver{records: map[string][]*net.SRV{"_couchbase._tcp.cluster.test": {nil}}}, false,
 			[]string{"DNS SRV record _couchbase._tcp.cluster.test lists no target"}},
+		// RFC 2782: a target of "." says the service is decidedly not
+		// available at this domain; the record does not "list no target".
+		{"target .", &fakeResolver{records: map[string][]*net.SRV{"_couchbase._tcp.cluster.test": {{Target: ".", Port: 11210}}}}, false,
+			[]string{`DNS SRV record _couchbase._tcp.cluster.test says the service is not available at this domain (its target is ".", RFC 2782)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Lookup(context.Background(), tc.r, "couchbase", "cluster.test", 11210)
