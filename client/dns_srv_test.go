@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strconv"
@@ -107,6 +108,69 @@ func TestDNSSRVConnectErrorNamesTheTargets(t *testing.T) {
 	assert.Equal(t, []string{dead}, ce.Hosts)
 	assert.NoError(t, ce.SRV, "the lookup gave the seeds")
 	assert.NotContains(t, err.Error(), "cluster.test:11210", "never dialed")
+}
+
+// couchbases://NAME looks up _couchbases._tcp.NAME only, and each target is
+// dialed over TLS with its own name as the server name: the certificate
+// is checked against the node's name (localhost here), not against NAME,
+// which no node's certificate carries.
+func TestDNSSRVTLS(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, TLS: true})
+	_, port, err := net.SplitHostPort(mc.TLSAddrs()[0])
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	r := &srvResolver{records: map[string][]*net.SRV{
+		"_couchbases._tcp.cluster.test": {{Target: "localhost.", Port: uint16(p)}},
+		"_couchbase._tcp.cluster.test":  srvOf(t, []string{closedPort(t)}),
+	}}
+	c, err := connectString(t, "couchbases://cluster.test/default", &Options{Resolver: r, TLSConfig: &tls.Config{RootCAs: mc.RootCAs()}})
+	require.NoError(t, err)
+	_, err = c.DefaultCollection().Upsert(context.Background(), "srv-tls", []byte("v"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"_couchbases._tcp.cluster.test"}, r.asked)
+}
+
+// ctxResolver answers nothing: each lookup waits for its context to end,
+// and keeps the context's deadline.
+type ctxResolver struct {
+	mu sync.Mutex
+	dl []time.Time
+}
+
+func (r *ctxResolver) LookupSRV(ctx context.Context, _, _, name string) (string, []*net.SRV, error) {
+	dl, _ := ctx.Deadline()
+	r.mu.Lock()
+	r.dl = append(r.dl, dl)
+	r.mu.Unlock()
+	<-ctx.Done()
+	return "", nil, &net.DNSError{Err: ctx.Err().Error(), Name: name, IsTimeout: true}
+}
+
+// The lookup is bounded by Connect's own context when it ends before
+// ConnectTimeout: it gets half of what that context has left, not half of
+// ConnectTimeout, so that the name's dials have the other half; a
+// resolver that never answers makes Connect fail with the lookup's
+// reason, not hang.
+func TestDNSSRVBoundedByConnectContext(t *testing.T) {
+	r := &ctxResolver{}
+	o := testOptions(&Options{Resolver: r, ConnectTimeout: time.Hour, Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword})
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	_, err := Connect(ctx, "couchbase://localhost/default", o)
+	end := time.Now()
+	require.Error(t, err)
+	require.Len(t, r.dl, 1)
+	// The lookup began between start and end, with half of what was
+	// left: its deadline is between the midpoints.
+	mid := func(a time.Time) time.Time { return a.Add(deadline.Sub(a) / 2) }
+	assert.False(t, r.dl[0].Before(mid(start)), "lookup deadline %v before the midpoint of %v..%v", r.dl[0], start, deadline)
+	assert.False(t, r.dl[0].After(mid(end)), "lookup deadline %v after the midpoint of %v..%v", r.dl[0], end, deadline)
+	var ce *ConnectError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Contains(t, err.Error(), "_couchbase._tcp.localhost")
 }
 
 // A record whose only target is "." says the service is not available at

@@ -6,7 +6,10 @@
 # answers on the namespace's 127.0.0.1:53 for the zone "test" only:
 #
 #   _couchbase._tcp.cluster.test  SRV  node1.cluster.test:11211, node2.cluster.test:11212
-#   node1/node2.cluster.test      A    127.0.0.1     (cluster.test itself has no A record)
+#   _couchbase._tcp.prio.test     SRV  priority 0: node3.cluster.test:11299 (nothing listens there),
+#                                      priority 10: node2.cluster.test:11212
+#   _couchbase._tcp.down.test     SRV  target "." (RFC 2782: the service is not available)
+#   node1/node2/node3.cluster.test A   127.0.0.1     (cluster.test itself has no A record)
 #   plain.test                    A    127.0.0.1     (no SRV record)
 #   anything else under .test     NXDOMAIN
 #
@@ -25,7 +28,12 @@
 #      server that never answers (its queries dropped by iptables inside
 #      the namespace; the resolver waits 5 s a try, twice), fails within
 #      its connect timeout, naming the name: the lookups are bounded by
-#      the client's timeout, not the resolver's.
+#      the client's timeout, not the resolver's;
+#   6. couchbase://prio.test/default, whose record mixes ports and
+#      priorities, the first target (by priority) dead: set and get work
+#      through the other;
+#   7. couchbase://down.test/default, whose record's only target is ".",
+#      fails, its error saying the service is not available there.
 #
 # The namespace has only its loopback: no packet leaves it, and dnsmasq
 # forwards nothing (--no-resolv, no upstream server).
@@ -131,8 +139,12 @@ in_ns dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts 
   --local=/test/ \
   --srv-host=_couchbase._tcp.cluster.test,node1.cluster.test,11211,0,0 \
   --srv-host=_couchbase._tcp.cluster.test,node2.cluster.test,11212,0,0 \
+  --srv-host=_couchbase._tcp.prio.test,node3.cluster.test,11299,0,0 \
+  --srv-host=_couchbase._tcp.prio.test,node2.cluster.test,11212,10,0 \
+  --srv-host=_couchbase._tcp.down.test \
   --host-record=node1.cluster.test,127.0.0.1 \
   --host-record=node2.cluster.test,127.0.0.1 \
+  --host-record=node3.cluster.test,127.0.0.1 \
   --host-record=plain.test,127.0.0.1 \
   --server=/silent.test/127.0.0.1#5353 \
   --log-queries --log-facility="$tmp/dnsmasq.log" 2>"$tmp/dnsmasq.err" &
@@ -215,6 +227,13 @@ grep -q '_couchbase._tcp.nosuch.test' "$tmp/err" || fail "the error does not nam
 check "5. couchbase://silent.test/default: a DNS server that never answers; fails within connect_timeout (${CONNECT_TIMEOUT_MS} ms)"
 fails_in_time silent.test "kvcli's whole run; the resolver alone would wait 10 s a lookup"
 grep -q 'query\[SRV\] _couchbase._tcp.silent.test' "$tmp/dnsmasq.log" || fail "dnsmasq saw no SRV query for _couchbase._tcp.silent.test"
+
+check "6. couchbase://prio.test/default: priorities and ports mixed, the first target dead"
+set_get prio.test prio-key via-prio
+
+check "7. couchbase://down.test/default: the record's only target is \".\" (service not available)"
+fails_in_time down.test "kvcli's whole run"
+grep -q 'says the service is not available' "$tmp/err" || fail "the error does not say the service is not available"
 
 echo "dns-srv: took $(($(date +%s) - start)) s"
 if [ "$failed" = 1 ]; then
