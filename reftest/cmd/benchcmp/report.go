@@ -388,7 +388,7 @@ func buildReport(cfg *config, e *env, cells []*cell) *report {
 		"rounds passing: in how many rounds a target passes when judged on that round's figures alone (its clients are measured one after another in the round, seconds apart). " +
 			"A target that passes in most rounds but not all sits near its line: another run of the same code can land on its other side.",
 		"kvwire ÷ this: kvwire's ops/s (default options, one connection per node) divided by the row's.",
-		"client CPU: getrusage(RUSAGE_SELF) user+sys of the harness, which hosts only the client (servers run in their own processes); " +
+		"client CPU: getrusage(RUSAGE_SELF) user+sys of the harness, which hosts only the clients (servers run in their own processes; the clients not being measured stay connected, idle but for their config polls every 2.5 s); " +
 			"server CPU: the server process's utime+stime from /proc (10 ms ticks).",
 		"writes/op and reads/op: the harness's write and read system calls (/proc/self/io) per operation.",
 		"mutex wait: the time the harness's goroutines spent blocked on a sync.Mutex or sync.RWMutex, or waiting for one of the runtime's own locks " +
