@@ -4,7 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -58,4 +60,121 @@ func TestOversizedAnswerNamesItsRequestByOpaqueAndOpcode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An answer read just before an oversized answer's header, in the same
+// read, is delivered when that header is the answer of another request in
+// flight (its opaque and its opcode) and breaks no rule but the body
+// limit: such a header is where the answer before it says its end is, so
+// that answer's length is true. The SET's SUCCESS was held back with the
+// header and the SET ended with the connection's error, written, outcome
+// unknown (memcached -I above 20 MB: an Upsert before a large value's Get
+// was reported "may have been applied"). The GET still ends as too large.
+// A header that also fails another check, or is no in-flight request's
+// answer, is no such proof: the answer before it is held back as before.
+func TestAnswerBeforeOversizedHeaderIsDelivered(t *testing.T) {
+	for name, tc := range map[string]struct {
+		op        memdx.OpCode // the oversized header's opcode
+		sameAsSet bool         // the oversized header has the SET's opaque
+		badKeyLen bool         // its key length exceeds its body length too
+		delivered bool
+	}{
+		"the GET's answer":             {op: memdx.OpGet, delivered: true},
+		"the GET's, key length wrong":  {op: memdx.OpGet, badKeyLen: true},
+		"another opcode":               {op: memdx.OpDelete},
+		"the SET's opaque, SET opcode": {op: memdx.OpSet, sameAsSet: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, p := dialPipe(t, Options{MaxBodyLength: 1000}, nil)
+			set := make(chan error, 1)
+			go func() {
+				req := memdx.NewStore(memdx.OpSet, []byte("a"), []byte("v"), 0, 0)
+				set <- c.Do(testCtx(t), &req, func(p *memdx.Packet) error { return memdx.NewStatusError(p) })
+			}()
+			r1 := p.read()
+			b := goGet(testCtx(t), c, "b")
+			r2 := p.read()
+			big := ok(r2, strings.Repeat("x", 1001))
+			big.OpCode = tc.op
+			if tc.sameAsSet {
+				big.Opaque = r1.Opaque
+			}
+			hdr := encode(t, big)[:memdx.HeaderSize]
+			if tc.badKeyLen {
+				hdr[2], hdr[3] = 0xff, 0xff
+			}
+			p.writeRaw(append(encode(t, ok(r1, "")), hdr...))
+			err := recv(t, set)
+			if tc.delivered && err != nil {
+				t.Fatalf("SET: %v, want its SUCCESS, read before the GET's oversized header", err)
+			}
+			if !tc.delivered && err == nil {
+				t.Fatal("SET succeeded, its answer followed by a header that proves nothing")
+			}
+			rb := recv(t, b)
+			var re *RequestError
+			var pe *ProtocolError
+			if !errors.As(rb.err, &re) || !errors.As(rb.err, &pe) {
+				t.Fatalf("b: %v, want a RequestError with the ProtocolError", rb.err)
+			}
+			if got, want := pe.AnswerTooLarge(re.Opaque), tc.op == memdx.OpGet; got != want {
+				t.Fatalf("AnswerTooLarge(%d) = %v, want %v (%v)", re.Opaque, got, want, rb.err)
+			}
+		})
+	}
+}
+
+// The same within a group of gets: a get's answer read just before
+// another get's oversized answer's header is handed to the sink (the group
+// ends as the connection does, with that get's value kept); and the
+// header's get is named too large. But a NOOP's answer before the
+// oversized answer of a quiet get sent before it is held back: dispatched,
+// it would settle that very get as a miss.
+func TestGroupAnswerBeforeOversizedHeader(t *testing.T) {
+	t.Run("another get's", func(t *testing.T) {
+		c, peer := dialPipe(t, Options{MaxBodyLength: 1000}, nil)
+		n := make(tagNotifier, 4)
+		s := newTestSink()
+		keys := []string{"k0", "k1"}
+		pg := startGets(t, c, memdx.OpGetKQ, keys, s, n, 5)
+		reqs := readGroup(t, peer, pg, memdx.OpGetKQ, keys)
+		go drain(peer.nc)
+		small := ok(reqs[0], "v0")
+		small.Key = reqs[0].Key
+		big := ok(reqs[1], strings.Repeat("x", 1001))
+		peer.writeRaw(append(encode(t, small), encode(t, big)[:memdx.HeaderSize]...))
+		recv(t, (<-chan uint64)(n))
+		_, err := pg.Result()
+		var pe *ProtocolError
+		if !errors.As(err, &pe) || !pe.AnswerTooLarge(reqs[1].Opaque) {
+			t.Fatalf("group: %v; want the ProtocolError naming get 1's answer too large", err)
+		}
+		s.wantAnswers(t, 5, map[int]string{0: "v0"})
+	})
+	t.Run("a quiet get the NOOP settles", func(t *testing.T) {
+		c, peer := dialPipe(t, Options{MaxBodyLength: 1000}, nil)
+		n := make(tagNotifier, 4)
+		var v string
+		c.Cork()
+		pq := startGet(t, c, memdx.OpGetQ, "k0", n, 1, &v)
+		noop := memdx.Request{OpCode: memdx.OpNoop}
+		pn, err := c.Start(time.Time{}, &noop, nil, n, 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Uncork()
+		rq, rn := peer.read(), peer.read()
+		go drain(peer.nc)
+		big := ok(rq, strings.Repeat("x", 1001))
+		peer.writeRaw(append(encode(t, ok(rn, "")), encode(t, big)[:memdx.HeaderSize]...))
+		for range 2 {
+			recv(t, (<-chan uint64)(n))
+		}
+		for name, p := range map[string]Pending{"quiet get": pq, "NOOP": pn} {
+			answered, err := p.Result()
+			if answered || !errors.Is(err, kverr.ErrConnectionClosed) || !errors.Is(err, kverr.ErrProtocol) {
+				t.Fatalf("%s: answered %v, %v; want the connection's end by the protocol violation, not settled", name, answered, err)
+			}
+		}
+	})
 }

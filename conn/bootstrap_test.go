@@ -436,10 +436,11 @@ func wantMapOverLimitDropped(t *testing.T, f *fakeNode, c *Conn, limit uint32) {
 
 // The same when the map's header arrives in the read that brings the last
 // NOOP's answer: the check of what follows a packet (checkFollowing) finds
-// the oversized header before the map is awaited, and the connection ends
-// while the NOOP is; the map is still the one over the limit, and Dial
-// redials without XERROR. (It failed the client's test of an oversized map
-// now and then, when the proxy's writes met in one read.)
+// the oversized header (the NOOP's answer is delivered first: the header is
+// GET_ERROR_MAP's, in flight), and the connection ends while the map is
+// awaited; the map is still the one over the limit, and Dial redials
+// without XERROR. (It failed the client's test of an oversized map now and
+// then, when the proxy's writes met in one read.)
 func TestBootstrapErrorMapOverMaxBodyLengthReadWithTheLastNoop(t *testing.T) {
 	big := mockcluster.ErrorMapJSON(2)
 	limit := uint32(len(big) - 1)

@@ -311,5 +311,7 @@
 // with a *ProtocolError (errors.Is(err, kverr.ErrProtocol)) that says what was
 // wrong. Every pending request then fails as above. When the violation is
 // an answer over Options.MaxBodyLength, ProtocolError.AnswerTooLarge names
-// the request it answers (a resend would get the same answer).
+// the request it answers (a resend would get the same answer), and the
+// answers read before its header are delivered first (unless one of them
+// ends that same request).
 package conn

@@ -15,7 +15,11 @@ import (
 // foreign bytes appended to its value, had been delivered. Checked here,
 // the connection closes first and the packet's request ends with the
 // connection's error (a read is retried, a write is ambiguous), never with
-// a value that is not its own.
+// a value that is not its own. Except when the header's one fault is a body
+// over Options.MaxBodyLength and it answers a request in flight that the
+// packet does not end (Conn.boundaryProven): the header is then where the
+// packet says it ends, the packet is delivered, and the connection closes
+// at the header, the next step.
 //
 // It checks only what the read loop checks next anyway (a magic a server
 // sends; with a whole header, the header as memdx.PacketSize checks it), so

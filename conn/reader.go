@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync/atomic"
 	"time"
@@ -144,7 +145,7 @@ func (c *Conn) consume() *ProtocolError {
 			return &ProtocolError{Addr: c.addr, What: "bad packet", Err: err}
 		}
 		rd.r += size
-		if perr := checkFollowing(rd.buf[rd.r:rd.w], maxBody); perr != nil {
+		if perr := checkFollowing(rd.buf[rd.r:rd.w], maxBody); perr != nil && !c.boundaryProven(perr, rd.buf[rd.r:rd.w], rd.p) {
 			perr.Addr = c.addr
 			c.ownTooLarge(perr)
 			return perr
@@ -178,14 +179,64 @@ func (c *Conn) ownTooLarge(pe *ProtocolError) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var op memdx.OpCode
-	found := false
+	pe.tooLarge = c.tooLargeOwner(pe) != nil
+}
+
+// tooLargeOwner returns the request in flight (or the group whose get it
+// is) that pe's oversized answer answers by its opaque and its opcode, nil
+// if none. Called with mu held.
+func (c *Conn) tooLargeOwner(pe *ProtocolError) *call {
 	if g := c.inflight.groupOf(pe.opaque); g != nil {
-		op, found = g.gOp, true
-	} else if cl, ok := c.inflight.get(pe.opaque); ok {
-		op, found = cl.op, true
+		if g.gOp == pe.op {
+			return g
+		}
+		return nil
 	}
-	pe.tooLarge = found && op == pe.op
+	if cl, ok := c.inflight.get(pe.opaque); ok && cl.op == pe.op {
+		return cl
+	}
+	return nil
+}
+
+// boundaryProven reports whether the packet p, whose checkFollowing found
+// pe in the header after it (hdr), may be delivered all the same: pe is
+// that header's body being over Options.MaxBodyLength, the client's own
+// limit, and nothing else (the header passes every other check), and the
+// header is the answer, by its opaque and its opcode, of a request in flight
+// that p's dispatch does not end. Such a header starts where p's body
+// length says p ends: p's length is true and its value its own, as with a
+// header that passes every check, and better attested than one (bytes
+// from the middle of a value would have to match a request in flight).
+// The next step of the read loop then fails the connection on that header,
+// naming the request it answers (AnswerTooLarge). Held back, p's request
+// ended with the connection's error: a write that succeeded was reported
+// as ambiguous.
+//
+// A header with p's own request's opaque, or of a quiet request or a group
+// that p, a NOOP's answer, settles, proves nothing: p's dispatch would end
+// the very request the header claims to answer.
+func (c *Conn) boundaryProven(pe *ProtocolError, hdr []byte, p *memdx.Packet) bool {
+	if !pe.tooLarge {
+		return false
+	}
+	if _, err := memdx.DecodeHeader(hdr, math.MaxUint32); err != nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	owner := c.tooLargeOwner(pe)
+	if owner == nil || p.Magic.IsServerInitiated() {
+		return owner != nil
+	}
+	if pe.opaque == p.Opaque || owner.opaque == p.Opaque {
+		return false
+	}
+	if p.OpCode == memdx.OpNoop && (owner.kind == kindQuiet || owner.kind == kindGroup) {
+		if noop, ok := c.inflight.get(p.Opaque); ok && noop.op == memdx.OpNoop && owner.end <= noop.start {
+			return false
+		}
+	}
+	return true
 }
 
 // dispatch hands one packet to its request or callback. A non-nil error is
