@@ -476,6 +476,15 @@ func (c *Conn) Pending() int {
 	return c.inflight.size()
 }
 
+// Awaited returns the number of requests in flight whose callers still
+// wait for them: Pending less the tombstones (abandoned requests, whose
+// late answer no caller reads).
+func (c *Conn) Awaited() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflight.active
+}
+
 // WritesInFlight is the number of requests on the connection that may
 // change data and have no answer yet: queued, written, or abandoned (a
 // tombstone: its request may still be applied; one evicted past

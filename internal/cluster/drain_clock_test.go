@@ -111,3 +111,76 @@ func TestLeavingNodeDrainIsBoundedOnTheClock(t *testing.T) {
 	}
 	require.Error(t, <-done, "the request ends with the connection the drain closed")
 }
+
+// A leaving node's drain waits for the requests whose callers still wait,
+// not for tombstones (requests their callers gave up on, whose late answer
+// only an orphan report would read): with nothing but a tombstone on its
+// connection (its answer held a minute by the node), the connection closes
+// as soon as the node has left, the clock not moved. The drain waited its
+// whole bound, the longest timeout and a second, for an answer no caller
+// waits for.
+func TestLeavingNodeDrainDoesNotWaitForAbandonedRequests(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	fc := retry.NewFakeClock(time.Now())
+	cfg := testConfig(mc)
+	cfg.Clock = fc
+	cfg.KVTimeout = 10 * time.Millisecond
+	c := connectCluster(t, cfg)
+	leaving := c.Node(mc.Node(0).Addr())
+	require.NotNil(t, leaving)
+	cn, _, err := leaving.Pick()
+	require.NoError(t, err)
+
+	held := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Nodes: []int{0}, OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "drain"},
+		Action: mockcluster.Action{Delay: time.Minute}})
+	defer held.Remove()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- cn.Do(ctx, &memdx.Request{OpCode: memdx.OpGet, Key: []byte("drain")},
+			func(*memdx.Packet) error { return nil })
+	}()
+	wait := time.NewTimer(time.Minute) // a bound only a broken run reaches
+	defer wait.Stop()
+	for held.Hits() == 0 {
+		select {
+		case <-wait.C:
+			t.Fatal("the request never reached the node")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel() // written: the caller leaves a tombstone
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Equal(t, 1, cn.Stats().Abandoned)
+	require.Equal(t, 1, cn.Pending())
+
+	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2}})
+	require.NoError(t, err)
+	require.NoError(t, r.Finish())
+	// As in TestLeavingNodeDrainIsBoundedOnTheClock: the fetches' spacing
+	// is stepped through, far from the drain's bound.
+	for steps := 0; c.Node(mc.Node(0).Addr()) != nil; {
+		select {
+		case <-wait.C:
+			t.Fatal("the node never left the topology")
+		case <-time.After(time.Millisecond):
+			now := fc.Now()
+			if slices.ContainsFunc(fc.Timers(), func(due time.Time) bool { return !due.After(now.Add(ConfigFetchInterval)) }) {
+				require.Less(t, steps, 10, "fetches keep waiting for their spacing")
+				steps++
+				fc.Advance(ConfigFetchInterval)
+			}
+		}
+	}
+	select {
+	case <-leaving.Stopped():
+	case <-wait.C:
+		t.Fatalf("the leaving node's drain still waits, its connection holding only a tombstone (pending %d, abandoned %d)",
+			cn.Pending(), cn.Stats().Abandoned)
+	}
+	select {
+	case <-cn.Done():
+	default:
+		t.Fatal("the node stopped with its connection open")
+	}
+}

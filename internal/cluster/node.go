@@ -506,10 +506,13 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 	return cn, life, err
 }
 
-// drainAndClose waits until the connections have no request in flight (or
-// the longest operation timeout and a second passed on the Clock, or the
-// client closes), then closes them. Every request carries a deadline, so the wait ends by itself; the
-// bound is a backstop. An attempt that picked a connection just before the
+// drainAndClose waits until the connections have no request in flight
+// that a caller waits for (or the longest operation timeout and a second
+// passed on the Clock, or the client closes), then closes them. Every such
+// request carries a deadline, so the wait ends by itself; the bound is a
+// backstop. A tombstone (a request its caller gave up on) is not waited
+// for: it has no deadline, and its late answer would only be reported as
+// an orphan. An attempt that picked a connection just before the
 // node left and queues its request between the last check and the close
 // (a window of microseconds) fails like any request on a closed
 // connection: not written, and retried elsewhere; or, had its bytes gone
@@ -528,7 +531,7 @@ func (n *Node) drainAndClose() {
 		busy := false
 		if cs := n.conns.Load(); cs != nil {
 			for _, cn := range *cs {
-				if cn.Pending() > 0 {
+				if cn.Awaited() > 0 {
 					busy = true
 				}
 			}
