@@ -655,3 +655,46 @@ func TestConnectFailsWhenAMemcachedBucketHasNoRing(t *testing.T) {
 		connect(t, cfg)
 	})
 }
+
+// A config whose revision PeekVersion cannot read (a NOT_MY_VBUCKET body,
+// its "rev" spelled with an escape) and that, parsed, is not newer than
+// the one held, ends the waits for a config on its way (Offer said
+// OfferNewer: it could not tell), which route again by the config held,
+// at once; and the same bytes offered again are known stale without
+// another parse. The waits ran until retry.MaxAwaitWake (a second) and
+// each offer of the body (every retry's NOT_MY_VBUCKET) parsed it again.
+// So is a broken one: rejected without another parse.
+func TestUnreadableRevisionNotNewerWakesTheWaitsAndIsParsedOnce(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	cfg := testConfig(mc)
+	var parses atomic.Int32
+	cfg.BeforeParse = func() { parses.Add(1) }
+	c := connectCluster(t, cfg)
+	held := mc.Bucket(mockcluster.DefaultBucket).ConfigJSON(0)
+	v, ok := vbmap.PeekVersion(held)
+	require.True(t, ok)
+	old := fmt.Appendf(nil, `"rev":%d`, v.Rev)
+	require.Contains(t, string(held), string(old))
+	for name, raw := range map[string][]byte{
+		"not newer": bytes.Replace(held, old, fmt.Appendf(nil, `"\u0072ev":%d`, v.Rev), 1),
+		"broken":    append(bytes.Replace(held, old, fmt.Appendf(nil, `"\u0072ev":%d`, v.Rev+1), 1), '}'),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, peeked := vbmap.PeekVersion(raw)
+			require.False(t, peeked)
+			t0 := c.Topology()
+			require.Equal(t, OfferNewer, c.Offer(raw, "127.0.0.1", "not-my-vbucket"), "its version cannot be told unparsed")
+			select {
+			case <-t0.Wake(retry.ReasonKVNotMyVbucket):
+			case <-time.After(time.Minute):
+				t.Fatal("the wait for a config on its way was not ended when the config turned out not newer")
+			}
+			assert.Same(t, t0.Config(), c.Topology().Config(), "not installed")
+			n := parses.Load()
+			for range 5 {
+				assert.NotEqual(t, OfferNewer, c.Offer(raw, "127.0.0.1", "not-my-vbucket"), "the same body again")
+			}
+			assert.Equal(t, n, parses.Load(), "parses of the same body offered again")
+		})
+	}
+}

@@ -26,10 +26,13 @@ import (
 // be peeked waits in a slot of its own (the last such one offered: its
 // version unread, which is newer cannot be told), so that it
 // never takes the place of a newer config waiting: the loop parses both,
-// and installs whichever is newer. The config loop parses the
-// mailbox's config and installs it: each version is parsed at most once
-// (one that cannot be peeked each time it is offered), however many
-// operations meet it, and never on an operation's goroutine.
+// and installs whichever is newer; one found not newer (or rejected) ends
+// the waits for a config on its way as a rejected config does, and the
+// same bytes offered again are judged by what its parse found. The config
+// loop parses the mailbox's config and installs it: each version is parsed
+// at most once (one that cannot be peeked once per body, as long as no
+// other such body came between), however many operations meet it, and
+// never on an operation's goroutine.
 //
 // Every install closes the replaced topology's changed channel, which
 // operations waiting in a back-off after NOT_MY_VBUCKET or an unavailable
@@ -115,6 +118,14 @@ type intake struct {
 	seen       []byte
 	seenVer    vbmap.Version
 	seenPeeked bool
+	// oddSeen: the last config the loop took whose version could not be
+	// peeked, once read: installed or found not newer than the held
+	// config (its version oddSeenVer), or rejected (oddSeenRejected). The same body offered
+	// again (NOT_MY_VBUCKET after NOT_MY_VBUCKET) is judged by a memory
+	// compare instead of another parse.
+	oddSeen         []byte
+	oddSeenVer      vbmap.Version
+	oddSeenRejected bool
 
 	ready chan struct{} // capacity 1: the mailbox has a config
 
@@ -177,6 +188,12 @@ func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) 
 	}
 	if in.seenPeeked && len(in.seen) == len(raw) && bytes.Equal(in.seen, raw) {
 		return c.judgeLocked(in.seenVer, true)
+	}
+	if in.oddSeen != nil && len(in.oddSeen) == len(raw) && bytes.Equal(in.oddSeen, raw) {
+		if in.oddSeenRejected {
+			return OfferRejected, true
+		}
+		return c.judgeLocked(in.oddSeenVer, true)
 	}
 	return 0, false
 }
@@ -245,27 +262,45 @@ func (c *Cluster) doneParsing(rejected bool) {
 	in.parsingSet = false
 }
 
+// oddRead records what the config whose version could not be peeked,
+// just taken by the loop, turned out to be: of version v, installed or not
+// newer than the held one (read), or rejected (neither).
+func (c *Cluster) oddRead(raw []byte, v vbmap.Version, read, rejected bool) {
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !read && !rejected {
+		in.oddSeen = nil
+		return
+	}
+	in.oddSeen, in.oddSeenVer, in.oddSeenRejected = raw, v, rejected
+}
+
 // installOffered parses and installs the mailbox's configs, if any: the
 // one whose version could not be peeked first, then the other, each
 // installed when newer than the one held then.
 func (c *Cluster) installOffered() {
 	peeked, odd := c.takeOffered()
-	apply := func(o offered) error {
+	apply := func(o offered) (vbmap.Version, bool, bool, error) {
 		if o.raw == nil {
-			return nil
+			return vbmap.Version{}, false, false, nil
 		}
-		err := c.applyConfig(o.raw, o.host)
+		v, read, stale, err := c.applyConfig(o.raw, o.host)
 		if err != nil {
 			c.cfg.Logger.Warn("kvwire: ignoring a cluster config", "from", o.host, "source", o.from, "err", err)
 		}
-		return err
+		return v, read, stale, err
 	}
-	oddErr := apply(odd)
-	err := apply(peeked)
+	oddVer, oddKnown, oddStale, oddErr := apply(odd)
+	if odd.raw != nil {
+		c.oddRead(odd.raw, oddVer, oddKnown, oddErr != nil)
+	}
+	_, _, _, err := apply(peeked)
 	c.doneParsing(err != nil)
-	if err != nil || oddErr != nil {
+	if err != nil || oddErr != nil || oddStale {
 		// Retries waiting for this config (NMVAwaitConfig) route again
-		// by the one held.
+		// by the one held: Offer could not tell that a config whose
+		// version it could not peek was not newer.
 		c.mu.Lock()
 		if cur := c.topo.Load(); cur != nil && cur.changed != nil && c.ctx.Err() == nil {
 			c.renewLocked(cur)

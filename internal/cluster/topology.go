@@ -213,12 +213,14 @@ func closed(ch <-chan struct{}) bool {
 
 // applyConfig parses raw and installs it when it is newer than the held
 // config. It runs on the config loop. The error says why a config that
-// was not older than the held one was not installed.
-func (c *Cluster) applyConfig(raw []byte, host string) error {
+// was not older than the held one was not installed; read says that its
+// version v was read (peeked or parsed) and the config installed, or
+// found not newer than the held one (stale).
+func (c *Cluster) applyConfig(raw []byte, host string) (v vbmap.Version, read, stale bool, err error) {
 	cur := c.topo.Load()
 	if cur != nil && cur.cfg != nil {
 		if v, ok := vbmap.PeekVersion(raw); ok && !v.Newer(cur.cfg.Version()) {
-			return nil
+			return v, true, true, nil
 		}
 	}
 	c.parses.Add(1)
@@ -227,28 +229,28 @@ func (c *Cluster) applyConfig(raw []byte, host string) error {
 	}
 	cfg, err := vbmap.Parse(raw, host)
 	if err != nil {
-		return err
+		return v, false, false, err
 	}
 	if cfg.BucketName() != "" && cfg.BucketName() != c.cfg.Bucket {
-		return fmt.Errorf("the config is for bucket %q", cfg.BucketName())
+		return v, false, false, fmt.Errorf("the config is for bucket %q", cfg.BucketName())
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx.Err() != nil {
-		return nil
+		return v, false, false, nil
 	}
 	cur = c.topo.Load()
 	if cur != nil && cur.cfg != nil && !cfg.Newer(cur.cfg) {
-		return nil
+		return cfg.Version(), true, true, nil
 	}
 	if cur != nil && cur.cfg != nil && routable(cur.cfg) && !routable(cfg) {
 		// A bucket does not lose its partitions; a newer config without
 		// a map is a cluster-level or half-made one. Keep routing by the
 		// map held.
-		return fmt.Errorf("config rev %s has no vbucket map; keeping rev %s", cfg.Version(), cur.cfg.Version())
+		return v, false, false, fmt.Errorf("config rev %s has no vbucket map; keeping rev %s", cfg.Version(), cur.cfg.Version())
 	}
 	c.installLocked(cfg)
-	return nil
+	return cfg.Version(), true, false, nil
 }
 
 // routable reports whether cfg can route a key: a vbucket map, or ketama
