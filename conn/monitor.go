@@ -35,7 +35,13 @@ import (
 // the process got the probe. The drain needs the count, which only
 // Linux gives: elsewhere, a value still draining from the socket's buffer
 // for longer than ProbeTimeout after the probe was written closes the
-// connection.
+// connection. Over TLS (and on a DialContext's own connection type) the
+// writer learns what the socket took only when a Write returns, a chunk
+// of up to 64 KiB at a time (writeChunk): while a Write is blocked on a
+// full socket, what the node drains is refilled from it unseen, so a node
+// reading a large value slower than 64 KiB per ProbeTimeout is closed as
+// unresponsive all the same (plain TCP writes return at each partial
+// write, and are seen).
 //
 // During the bootstrap (until Dial returns the connection) the bootstrap's
 // own requests play the probe: a node that sends nothing for ProbeTimeout
