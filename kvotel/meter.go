@@ -2,9 +2,11 @@ package kvotel
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/kvwire/kvwire/client"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -25,8 +27,12 @@ type Meter struct {
 	counters   map[string]metric.Int64Counter
 }
 
-// NewMeter returns a Meter whose instruments mp's meter makes.
+// NewMeter returns a Meter whose instruments mp's meter makes; nil is
+// OpenTelemetry's global MeterProvider (otel.GetMeterProvider).
 func NewMeter(mp metric.MeterProvider) *Meter {
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
 	return &Meter{meter: mp.Meter(ScopeName),
 		durations:  make(map[string]metric.Float64Histogram),
 		histograms: make(map[string]metric.Int64Histogram),
@@ -50,10 +56,16 @@ func attributeSet(attrs map[string]string) attribute.Set {
 	return attribute.NewSet(kvs...) // sorted by key
 }
 
+// errNoMeter is the error of a nil or zero Meter's instruments.
+var errNoMeter = errors.New("kvotel: a Meter not made by NewMeter records nothing")
+
 // ValueRecorder returns a recorder on name's histogram with attrs. The
 // instrument is made once per name; an OpenTelemetry error making it is
 // returned.
 func (m *Meter) ValueRecorder(name string, attrs map[string]string) (client.ValueRecorder, error) {
+	if m == nil || m.meter == nil {
+		return nil, errNoMeter
+	}
 	opts := []metric.RecordOption{metric.WithAttributeSet(attributeSet(attrs))}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -84,6 +96,9 @@ func (m *Meter) ValueRecorder(name string, attrs map[string]string) (client.Valu
 
 // Counter returns a counter on name with attrs, made once per name.
 func (m *Meter) Counter(name string, attrs map[string]string) (client.Counter, error) {
+	if m == nil || m.meter == nil {
+		return nil, errNoMeter
+	}
 	opts := []metric.AddOption{metric.WithAttributeSet(attributeSet(attrs))}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/client"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -39,23 +40,37 @@ type Tracer struct {
 	tracer trace.Tracer
 }
 
-// NewTracer returns a RequestTracer whose spans tp's tracer makes.
+// NewTracer returns a RequestTracer whose spans tp's tracer makes; nil
+// is OpenTelemetry's global TracerProvider (otel.GetTracerProvider), as
+// OpenTelemetry's Go instrumentation libraries take it.
 func NewTracer(tp trace.TracerProvider) *Tracer {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
 	return &Tracer{tracer: tp.Tracer(ScopeName)}
 }
 
 // RequestSpan starts an OpenTelemetry span of kind client at start, under
 // parent when it is one of this package's spans, else under the span ctx
-// carries.
+// carries (a nil ctx carries none). A nil or zero Tracer (not made by
+// NewTracer) returns a span that records nothing.
 func (t *Tracer) RequestSpan(ctx context.Context, name string, parent client.RequestSpan, start time.Time) client.RequestSpan {
-	if p, ok := parent.(*Span); ok && p != nil {
+	if t == nil || t.tracer == nil {
+		return &Span{}
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if p, ok := parent.(*Span); ok && p != nil && p.span != nil {
 		ctx = trace.ContextWithSpan(ctx, p.span)
 	}
 	_, s := t.tracer.Start(ctx, name, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindClient))
 	return &Span{span: s}
 }
 
-// Span is a client.RequestSpan over an OpenTelemetry span.
+// Span is a client.RequestSpan over an OpenTelemetry span. A nil Span, or
+// one over no span (WrapSpan(nil)), records nothing, and as a parent is
+// none.
 type Span struct {
 	span trace.Span
 }
@@ -65,16 +80,27 @@ type Span struct {
 // options) when the operation's context does not carry it.
 func WrapSpan(s trace.Span) *Span { return &Span{span: s} }
 
-// Unwrap returns the OpenTelemetry span.
-func (s *Span) Unwrap() trace.Span { return s.span }
+// Unwrap returns the OpenTelemetry span (nil for none).
+func (s *Span) Unwrap() trace.Span {
+	if s == nil {
+		return nil
+	}
+	return s.span
+}
 
 // SetAttribute sets an attribute; see Attribute for the conversion.
 func (s *Span) SetAttribute(key string, value slog.Value) {
+	if s == nil || s.span == nil {
+		return
+	}
 	s.span.SetAttributes(Attribute(key, value))
 }
 
 // AddEvent adds an event at a time.
 func (s *Span) AddEvent(name string, at time.Time, attrs ...slog.Attr) {
+	if s == nil || s.span == nil {
+		return
+	}
 	opts := []trace.EventOption{trace.WithTimestamp(at)}
 	if len(attrs) > 0 {
 		kvs := make([]attribute.KeyValue, len(attrs))
@@ -88,6 +114,9 @@ func (s *Span) AddEvent(name string, at time.Time, attrs ...slog.Attr) {
 
 // SetStatus sets the span's status: Ok or Error (Unset leaves it).
 func (s *Span) SetStatus(status client.SpanStatus) {
+	if s == nil || s.span == nil {
+		return
+	}
 	switch status {
 	case client.SpanStatusOK:
 		s.span.SetStatus(codes.Ok, "")
@@ -97,7 +126,12 @@ func (s *Span) SetStatus(status client.SpanStatus) {
 }
 
 // End ends the span at a time.
-func (s *Span) End(at time.Time) { s.span.End(trace.WithTimestamp(at)) }
+func (s *Span) End(at time.Time) {
+	if s == nil || s.span == nil {
+		return
+	}
+	s.span.End(trace.WithTimestamp(at))
+}
 
 // Attribute converts a client attribute to OpenTelemetry's: strings, bools,
 // integers and floats as themselves (an unsigned integer over the int64
