@@ -136,6 +136,16 @@ func (b *batch) Wake() { b.s.Wake() }
 // order) before run returns, and releases b.
 func (b *batch) run(done func(i int, o *op, err error)) {
 	b.done = done
+	// A panic of the caller's code (an Observer, a RetryStrategy, a
+	// Logger) on this goroutine still ends the spans of the keys begun and
+	// not finished; b is not released then. Checked before the release,
+	// after which b may be another call's.
+	released := false
+	defer func() {
+		if !released {
+			b.unwound()
+		}
+	}()
 	for i := range b.s.Keys {
 		k := &b.s.Keys[i]
 		if k.State == sched.Got {
@@ -184,7 +194,18 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 			b.cancelAll()
 		}
 	}
+	released = true
 	b.release()
+}
+
+// unwound ends the spans of the keys that a panic left begun and not
+// finished (observers.unwound).
+func (b *batch) unwound() {
+	for i := range b.s.Keys {
+		if o := b.s.Keys[i].Op.o; o != nil {
+			b.c.obs.unwound(o)
+		}
+	}
 }
 
 // finish gives key i its outcome, and tells its observers.

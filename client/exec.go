@@ -396,6 +396,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	}
 	ob, t := c.obs, &o.trace
 	ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
+	defer ob.unwound(o) // a panic of the caller's code (an Observer, ...) still ends the spans
 	ob.Durability(&t.Trace, o.req.Durability)
 	var opID uint64
 	obs := c.observer

@@ -50,6 +50,21 @@ func (ob *observers) end(t *opTrace, coll *Collection, err error, retries int, a
 	ob.End(&t.Trace, c, err, retries, at)
 }
 
+// unwound ends o's spans when a panic of the caller's code (an Observer,
+// a RetryStrategy, a Logger) unwound o before end (optrace's Unwound).
+// execute and a batch defer it; after end it does nothing, at the cost of
+// one comparison.
+func (ob *observers) unwound(o *op) {
+	if o.trace.Traced() {
+		ob.unwoundTraced(o)
+	}
+}
+
+func (ob *observers) unwoundTraced(o *op) {
+	o.trace.Waited() // its end is now
+	ob.Unwound(&o.trace.Trace, o.st.Attempts(), ob.EndAt(&o.trace.Trace))
+}
+
 // done shows its observers n operations that had no operation of their
 // own (the gets a memcached GetMany's group read hit in one window): each
 // begun at start, ended at end, in one attempt. When only the meter sees

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"unsafe"
 
 	"github.com/kvwire/kvwire/internal/fanout"
@@ -67,6 +68,7 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 	}
 	var end func(error)
 	o.ParentSpan, end = col.wrapSpan(ctx, "get_any_replica", o.ParentSpan)
+	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
 	})
@@ -89,6 +91,7 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 	}
 	var end func(error)
 	o.ParentSpan, end = col.wrapSpan(ctx, "get_all_replicas", o.ParentSpan)
+	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
 	})
@@ -118,8 +121,17 @@ func (c *Client) wrapSpan(ctx context.Context, name string, coll *Collection, pa
 	}
 	s := ob.BeginWrap(ctx, name, ob.coll(coll), p, c.clock.Now())
 	rs, _ := s.(RequestSpan) // the client's tracer's span (spanStarter)
-	return rs, func(err error) { ob.EndWrap(s, err, c.clock.Now()) }
+	return rs, func(err error) {
+		if s != nil { // ended once: the call ends it, and defers its end for a panic
+			ob.EndWrap(s, err, c.clock.Now())
+			s = nil
+		}
+	}
 }
+
+// errUnwound is the error a call's wrapping span (wrapSpan) ends with when
+// a panic of the caller's code in one of its operations unwound the call.
+var errUnwound = errors.New("client: a panic of the caller's code unwound the call")
 
 // readAnyCopy reads copies of key at once and returns the first answer
 // (fanout.First), or fanout.Error's choice of the errors.

@@ -92,6 +92,7 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 	}
 	var end func(error)
 	lo.ParentSpan, end = col.wrapSpan(ctx, "lookup_in_any_replica", lo.ParentSpan)
+	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
 		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
 	})
@@ -112,6 +113,7 @@ func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, spec
 	}
 	var end func(error)
 	lo.ParentSpan, end = col.wrapSpan(ctx, "lookup_in_all_replicas", lo.ParentSpan)
+	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
 		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
 	})

@@ -2,6 +2,7 @@ package optrace
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -187,6 +188,24 @@ func (ob *Observers) endDispatch(t *Trace, opaque uint32, at time.Time) {
 	}
 	g.EndSpan(t.dispatch, at)
 	t.dispatch = nil
+}
+
+// errUnwound is the error an operation's span ends with when a panic
+// unwound the operation (Unwound).
+var errUnwound = errors.New("the operation was unwound by a panic")
+
+// Unwound ends t's spans when a panic (or runtime.Goexit) in the caller's
+// code that its operation runs (an Observer, a RetryStrategy, a Logger)
+// unwound the operation before End: the dispatch span of the attempt out,
+// then the operation's span, failed (error type ErrorTypeOther) after
+// retries retries, at at. An OpenTelemetry span that is never ended is
+// never exported: the trace would hold the operation's dispatch spans,
+// ended before the panic, under a parent it never receives. The meter and
+// the reports see nothing of the operation. After End it does nothing.
+func (ob *Observers) Unwound(t *Trace, retries int, at time.Time) {
+	if t.span != nil {
+		ob.endOperation(t, errUnwound, ob.cfg.ErrorTypeOther, true, retries, at)
+	}
 }
 
 // endOperation ends t's span at at, after retries retries, with err's
