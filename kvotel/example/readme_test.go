@@ -41,24 +41,8 @@ func TestReadmeOpenTelemetryExampleExports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the example with the go command")
 	}
-	program := readmeOTelProgram(t)
 	mc := exampleCluster(t)
-	col := newCollector(t)
-
-	dir, err := os.MkdirTemp(".", ".readme-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	hosts := strings.TrimPrefix(mc.ConnString(), "couchbase://")
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(strings.ReplaceAll(program, exampleHosts, hosts)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "run", "./"+filepath.Base(dir))
-	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+col.srv.URL, "CB_PASSWORD="+examplePass)
-	out, err := cmd.CombinedOutput()
+	col, out, err := runReadmeProgram(t, mc)
 	if err != nil {
 		t.Fatalf("README.md's OpenTelemetry program fails: %v\n%s", err, out)
 	}
@@ -109,6 +93,61 @@ func TestReadmeOpenTelemetryExampleExports(t *testing.T) {
 	}
 }
 
+// runReadmeProgram runs README.md's OpenTelemetry program as written but
+// for mc's address in place of 10.0.0.1,10.0.0.2, with
+// OTEL_EXPORTER_OTLP_ENDPOINT pointing at a collector of its own, and
+// returns the collector, the program's output and its error.
+func runReadmeProgram(t *testing.T, mc *mockcluster.Cluster) (*collector, []byte, error) {
+	t.Helper()
+	program := readmeOTelProgram(t)
+	col := newCollector(t)
+	dir, err := os.MkdirTemp(".", ".readme-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	hosts := strings.TrimPrefix(mc.ConnString(), "couchbase://")
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(strings.ReplaceAll(program, exampleHosts, hosts)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "run", "./"+filepath.Base(dir))
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+col.srv.URL, "CB_PASSWORD="+examplePass)
+	out, err := cmd.CombinedOutput()
+	return col, out, err
+}
+
+// README.md's OpenTelemetry program, when its get fails (here the
+// document is missing), still exports the get's span before it exits
+// with the error: a program that exits through log.Fatal skips its
+// deferred Shutdowns, and the batched spans and the metrics of the
+// failure, the ones a user would look for, were never sent.
+func TestReadmeOpenTelemetryExampleExportsAFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the example with the go command")
+	}
+	mc := exampleClusterWithoutDoc(t)
+	col, out, err := runReadmeProgram(t, mc)
+	if err == nil {
+		t.Fatalf("README.md's OpenTelemetry program succeeded without the document:\n%s", out)
+	}
+	spans, _ := col.received()
+	var get bool
+	for _, req := range spans {
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					get = get || s.Name == "get"
+				}
+			}
+		}
+	}
+	if !get {
+		t.Errorf("the program exited with %v and the collector received no get span (%d span exports)\n%s", err, len(spans), out)
+	}
+}
+
 // readmeOTelProgram returns README.md's Go program that imports kvotel
 // (the root module's TestDocExamplesRun leaves it to this test).
 func readmeOTelProgram(t *testing.T) string {
@@ -137,10 +176,10 @@ func readmeOTelProgram(t *testing.T) string {
 	return found[0]
 }
 
-// exampleCluster is a mock cluster with what README's examples expect:
-// the bucket travel-sample with a scope app holding users, the user app,
-// and the document u:1.
-func exampleCluster(t *testing.T) *mockcluster.Cluster {
+// exampleClusterWithoutDoc is a mock cluster with what README's examples
+// expect but the document: the bucket travel-sample with a scope app
+// holding users, the user app.
+func exampleClusterWithoutDoc(t *testing.T) *mockcluster.Cluster {
 	t.Helper()
 	mc, err := mockcluster.New(mockcluster.Options{
 		Buckets: []mockcluster.BucketOptions{{Name: exampleBucket}},
@@ -157,7 +196,14 @@ func exampleCluster(t *testing.T) *mockcluster.Cluster {
 	if _, err := b.AddCollection("app", "users"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Set("app", "users", "u:1", []byte(`{"name":"Ada"}`), client.CommonFlagsJSON, 0); err != nil {
+	return mc
+}
+
+// exampleCluster is exampleClusterWithoutDoc with the document u:1.
+func exampleCluster(t *testing.T) *mockcluster.Cluster {
+	t.Helper()
+	mc := exampleClusterWithoutDoc(t)
+	if _, err := mc.Bucket(exampleBucket).Set("app", "users", "u:1", []byte(`{"name":"Ada"}`), client.CommonFlagsJSON, 0); err != nil {
 		t.Fatal(err)
 	}
 	return mc
