@@ -300,6 +300,30 @@ func TestSpansEndOnceOnEveryPath(t *testing.T) {
 		}
 	})
 
+	t.Run("batch timeout and a scan left early", func(t *testing.T) {
+		c, e := connect(t, mc, nil)
+		col := c.DefaultCollection()
+		held(t, mc, "slow")
+		res := col.GetMany(bg, []string{"doc08", "slow"}, &client.GetManyOptions{Timeout: 100 * time.Millisecond})
+		if !errors.Is(res[1].Err, client.ErrTimeout) {
+			t.Fatalf("GetMany's held key: %v", res[1].Err)
+		}
+		sr, err := col.Scan(bg, client.RangeScan{}, &client.ScanOptions{BatchItemLimit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sr.Next() {
+			t.Fatal(sr.Err())
+		}
+		if err := sr.Close(); err != nil {
+			t.Fatal(err)
+		}
+		e.ledger.check(t)
+		if sp := e.spans(); len(sp["range_scan_cancel"]) == 0 {
+			t.Errorf("no range_scan_cancel span after a scan closed early: %d creates", len(sp["range_scan_create"]))
+		}
+	})
+
 	t.Run("fan-outs", func(t *testing.T) {
 		c, e := connect(t, mc, nil)
 		col := c.DefaultCollection()
