@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
 	"go.opentelemetry.io/otel/codes"
 )
 
@@ -72,5 +74,31 @@ func TestSpansEndWhenCallerCodePanics(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A RetryStrategy that panics deciding a retry of a key answered LOCKED,
+// alone and in a batch whose other keys are in flight or done: every span
+// begun ends.
+func TestSpansEndWhenRetryStrategyPanics(t *testing.T) {
+	mc := newMock(t)
+	bg := context.Background()
+	for _, k := range []string{"k", "a", "b"} {
+		if _, err := mc.Bucket("default").Set("_default", "_default", k, []byte("v"), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctl := mc.Control(mockcluster.Match{Key: "k", OpCodes: []memdx.OpCode{memdx.OpGet}}, 0, func(*mockcluster.Request) (mockcluster.Action, bool) {
+		return mockcluster.Action{Status: memdx.StatusLocked}, true
+	})
+	defer ctl.Remove()
+	boom := client.RetryStrategyFunc(func(client.RetryRequest, client.RetryReason) client.RetryAction { panic("strategy") })
+	c, e := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	mustPanic(t, func() { _, _ = col.Get(bg, "k", &client.GetOptions{RetryStrategy: boom}) })
+	mustPanic(t, func() { col.GetMany(bg, []string{"a", "k", "b"}, &client.GetManyOptions{RetryStrategy: boom}) })
+	e.ledger.check(t)
+	if n := len(e.spans()["get"]); n < 2 {
+		t.Errorf("%d get spans ended", n)
 	}
 }
