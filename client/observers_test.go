@@ -29,6 +29,13 @@ func TestErrorTypes(t *testing.T) {
 		fmt.Errorf("no"):                                                   ErrorTypeOther,
 		&KeyValueError{Err: ErrDocumentNotJSON}:                            "DocumentNotJson",
 		&KeyValueError{Err: ErrNoNodeAvailable}:                            "ServiceNotAvailable",
+		// RFC 0058's RequestCanceled: "the request is in-flight on the
+		// socket and the socket gets closed", or the client shut down.
+		&KeyValueError{Err: ErrAmbiguous, Cause: ErrConnectionClosed, Ambiguous: true}: "RequestCanceled",
+		&KeyValueError{Err: ErrClosed}:                               "RequestCanceled",
+		&KeyValueError{Err: ErrClosed, Cause: ErrConnectionClosed}:   "RequestCanceled",
+		&KeyValueError{Err: ErrDurabilityAmbiguous, Ambiguous: true}: "DurabilityAmbiguous",
+		&KeyValueError{Err: ErrAmbiguousTimeout, Ambiguous: true}:    "AmbiguousTimeout",
 	} {
 		assert.Equal(t, want, optrace.ErrorType(err, ErrorTypeOther), "%v", err)
 	}

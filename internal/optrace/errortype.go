@@ -16,6 +16,10 @@ var errorTypes = []struct {
 	{kverr.ErrAmbiguousTimeout, "AmbiguousTimeout"},
 	{kverr.ErrUnambiguousTimeout, "UnambiguousTimeout"},
 	{kverr.ErrRequestCanceled, "RequestCanceled"},
+	// The client shut down (Close), ending the operation in flight or
+	// waiting to retry: RequestCanceled, as the other SDKs cancel theirs
+	// on shutdown.
+	{kverr.ErrClosed, "RequestCanceled"},
 	{kverr.ErrDocumentNotFound, "DocumentNotFound"},
 	{kverr.ErrDocumentExists, "DocumentExists"},
 	{kverr.ErrCasMismatch, "CasMismatch"},
@@ -56,6 +60,11 @@ var errorTypes = []struct {
 	{kverr.ErrInvalidArgument, "InvalidArgument"},
 	{kverr.ErrServerFailure, "InternalServerFailure"},
 	{kverr.ErrNoNodeAvailable, "ServiceNotAvailable"},
+	// Last, so that a more specific name wins (DurabilityAmbiguous, the
+	// timeouts): a request written whose connection ended before a
+	// definite answer, RFC 0058's RequestCanceled ("the request is
+	// in-flight on the socket and the socket gets closed").
+	{kverr.ErrAmbiguous, "RequestCanceled"},
 }
 
 // ErrorType is RFC 0058's name of err's sentinel (the client's
