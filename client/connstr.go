@@ -112,7 +112,10 @@ type ConnStr struct {
 }
 
 // ParseConnStr parses a connection string. A string with no scheme is taken
-// as couchbase://. Every error names what was wrong.
+// as couchbase://, but for RFC 0011's legacy form "h:8091", which (as
+// gocbcore and libcouchbase read it, and as http://h:8091 reads) is a KV
+// seed at DefaultKVPort whose host's port 8091 is the cluster manager's:
+// couchbase://h:11210. Every error names what was wrong.
 //
 // The options (the query parameters) a string may carry, each the
 // Options field it sets at Connect (KnownConnStrOptions lists the names;

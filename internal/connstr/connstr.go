@@ -141,7 +141,9 @@ func Parse(s string) (*ConnStr, error) {
 		return fail("empty")
 	}
 	cs := &ConnStr{Scheme: Couchbase, Options: Options{}}
+	schemeless := true
 	if i := strings.Index(rest, "://"); i >= 0 {
+		schemeless = false
 		cs.Scheme = Scheme(strings.ToLower(rest[:i]))
 		rest = rest[i+3:]
 	}
@@ -170,7 +172,7 @@ func Parse(s string) (*ConnStr, error) {
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
 		hostPart, path = rest[:i], rest[i+1:]
 	}
-	if reason := cs.setHosts(hostPart, httpScheme); reason != "" {
+	if reason := cs.setHosts(hostPart, httpScheme, schemeless); reason != "" {
 		return fail("%s", reason)
 	}
 	if path != "" {
@@ -338,8 +340,11 @@ func (cs *ConnStr) setOptions(query string) string {
 // it: a host without a port or at 8091 is a KV seed at 11210 (asked for a
 // config over KV first, then over HTTP at its port 8091, as any KV seed
 // at the default port is), a host at another port an =http seed; no host
-// takes a type, and none is a DNS SRV name.
-func (cs *ConnStr) setHosts(hostPart string, httpScheme bool) string {
+// takes a type, and none is a DNS SRV name. Without a scheme (schemeless),
+// RFC 0011's legacy form that gocbcore and libcouchbase read the same way,
+// an untyped host at 8091 is such a KV seed at 11210 too; the other hosts
+// read as with couchbase://.
+func (cs *ConnStr) setHosts(hostPart string, httpScheme, schemeless bool) string {
 	hosts := strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' })
 	for _, h := range hosts {
 		h, typ, typed := strings.Cut(h, "=")
@@ -387,7 +392,12 @@ func (cs *ConnStr) setHosts(hostPart string, httpScheme bool) string {
 			cs.HTTPHosts = append(cs.HTTPHosts, addr)
 			continue
 		}
-		if _, p, _ := net.SplitHostPort(addr); !cs.Scheme.IsMemcached() && !typed && (p == "8091" || p == "18091") {
+		host, p, _ := net.SplitHostPort(addr)
+		if schemeless && !typed && p == strconv.Itoa(HTTPPort) {
+			cs.Hosts = append(cs.Hosts, net.JoinHostPort(host, strconv.Itoa(KVPort)))
+			continue
+		}
+		if !cs.Scheme.IsMemcached() && !typed && (p == "8091" || p == "18091") {
 			return fmt.Sprintf("%s is the cluster manager's HTTP port: write %s=http to bootstrap over HTTP, or give the KV port (11210, or 11207 with TLS)", addr, addr)
 		}
 		cs.Hosts = append(cs.Hosts, addr)

@@ -285,3 +285,46 @@ func TestParseHTTPScheme(t *testing.T) {
 		assert.Contains(t, e.Reason, want, "%q", in)
 	}
 }
+
+// A connection string without a scheme whose host is at the cluster
+// manager's default port 8091 ("h:8091") is RFC 0011's legacy form, read by
+// gocbcore and libcouchbase as a KV seed at 11210 whose cluster manager is
+// at 8091, as kvwire reads http://h:8091. It was refused ("8091 is the
+// cluster manager's HTTP port"). Every other schemeless form reads as
+// before: couchbase:// (a KV port, a DNS SRV name), and 18091 or
+// couchbase://h:8091 are still refused.
+func TestParseSchemelessAt8091(t *testing.T) {
+	cases := []struct {
+		in        string
+		hosts     []string
+		canonical string
+	}{
+		{"h:8091", []string{"h:11210"}, "couchbase://h:11210"},
+		{"h1:8091,[::1]:8091/b", []string{"h1:11210", "[::1]:11210"}, "couchbase://h1:11210,[::1]:11210/b"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			cs, err := Parse(c.in)
+			require.NoError(t, err)
+			assert.Equal(t, Couchbase, cs.Scheme)
+			assert.Equal(t, c.hosts, cs.Hosts)
+			assert.Empty(t, cs.HTTPHosts)
+			assert.Empty(t, cs.SRVHost, "a port was given: no DNS SRV name")
+			assert.Equal(t, c.canonical, cs.String())
+		})
+	}
+	// Unchanged: the other schemeless forms.
+	cs, err := Parse("h")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"h:11210"}, cs.Hosts)
+	assert.Equal(t, "h", cs.SRVHost)
+	cs, err = Parse("h:11210")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"h:11210"}, cs.Hosts)
+	for _, in := range []string{"h:18091", "couchbase://h:8091", "h1:8091,h2:18091"} {
+		_, err := Parse(in)
+		var e *Error
+		require.ErrorAs(t, err, &e, "%q", in)
+		assert.Contains(t, e.Reason, "cluster manager's HTTP port", "%q", in)
+	}
+}
