@@ -68,7 +68,8 @@
 // host without a port (couchbases://cb.example.cloud) is looked up as the
 // DNS SRV record _couchbases._tcp.cb.example.cloud, whose targets become
 // the seeds (ConnStr.SRVHost; Options.DisableDNSSRV, Options.Resolver;
-// ConnectError.SRV says why a lookup gave none). A host written
+// ConnectError.SRV says why a lookup gave none), and which is looked up
+// again while no node of the cluster can be reached. A host written
 // host:port=http is a cluster manager REST port: the bucket's config is
 // read over HTTP (/pools/default/b/BUCKET) and kept current by its stream
 // (/pools/default/bs/BUCKET), which is how a memcached bucket, whose KV

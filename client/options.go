@@ -167,6 +167,10 @@ type Options struct {
 	// at most half of ConnectTimeout; a name without the record (or whose
 	// lookup fails) is dialed as written, and Connect's error then names
 	// the record looked up and why it gave no seeds (ConnectError.SRV).
+	// When the record gave the seeds, it is looked up again while no node
+	// of the cluster's config can be reached (at most once per 10 s, each
+	// lookup within 5 s of Clock, and ended by Close): a cluster that
+	// moved is found at the targets it publishes there.
 	Resolver Resolver
 	// Memcached configures how memcached:// and memcacheds:// treat servers
 	// that cannot be reached; other schemes ignore it.

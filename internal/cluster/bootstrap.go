@@ -169,6 +169,11 @@ func (c *Cluster) resolveSeeds(ctx context.Context) error {
 	}
 	c.seeds = seeds
 	c.known = append([]string(nil), seeds...)
+	if r, ok := c.cfg.Resolver.(SeedRefresher); ok {
+		if name := r.RefreshName(); name != "" {
+			c.refresh.src, c.refresh.name = r, name
+		}
+	}
 	return nil
 }
 

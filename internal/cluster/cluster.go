@@ -106,7 +106,9 @@ type Config struct {
 }
 
 // SeedResolver turns the connection string's hosts into the addresses to
-// dial: a DNS SRV lookup of a single host, say. It runs once, in Connect.
+// dial: a DNS SRV lookup of a single host, say. It runs once, in Connect;
+// one that is also a SeedRefresher is asked again while no node of the
+// config can be reached (seedrefresh.go).
 type SeedResolver interface {
 	Resolve(ctx context.Context, seeds []string) ([]string, error)
 }
@@ -188,6 +190,7 @@ type Cluster struct {
 	fetchMu     sync.Mutex
 	fetches     map[*Node]*fetchState // guarded by fetchMu
 	recovery    recoveryState         // guarded by fetchMu
+	refresh     seedRefresh           // guarded by fetchMu (but src and name, set at bootstrap)
 	fetchClosed bool                  // Close has begun; guarded by fetchMu
 
 	colls CollectionIDs

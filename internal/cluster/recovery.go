@@ -61,7 +61,8 @@ func stranded(t *Topology, now time.Time, grace time.Duration) (ok bool, wait ti
 // source (kvConfigs false), which finds its own way back. No node of a config has connected
 // within about the probe timeout (Config.StrandGrace) of being made
 // counts as stranding it: the round then starts without waiting for the
-// dials to time out. It runs on the config loop, and returns how long
+// dials to time out. When the seeds came from a DNS SRV record, it is
+// looked up again too (maybeRefreshSeeds). It runs on the config loop, and returns how long
 // until a node still within that time leaves it (0: none is), for the
 // loop to look again then.
 func (c *Cluster) maybeRecover() time.Duration {
@@ -74,6 +75,7 @@ func (c *Cluster) maybeRecover() time.Duration {
 	if !ok {
 		return wait
 	}
+	c.maybeRefreshSeeds(t, now) // a DNS SRV record may name where the cluster went
 	c.fetchMu.Lock()
 	if c.fetchClosed || c.recovery.running || now.Sub(c.recovery.last) < recoveryInterval {
 		c.fetchMu.Unlock()

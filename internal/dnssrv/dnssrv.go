@@ -133,7 +133,7 @@ func ForConnStr(cs *connstr.ConnStr, r Resolver, logger *slog.Logger) *Seeds {
 // Seeds resolves the seeds of a connection string whose one host may name
 // an SRV record. Its Resolve runs once, at the start of a bootstrap; Err
 // and Targets are read after it returned (it is not safe for concurrent
-// use).
+// use). Refresh, which changes no field, may run at any time after.
 type Seeds struct {
 	// Resolver answers the lookup (nil: net.DefaultResolver).
 	Resolver Resolver
@@ -188,4 +188,23 @@ func (s *Seeds) Resolve(ctx context.Context, seeds []string) ([]string, error) {
 	s.Err, s.Targets = nil, targets
 	log.Info("kvwire: seeds from DNS SRV", "record", Record(s.Service, s.Host), "targets", targets)
 	return targets, nil
+}
+
+// RefreshName is the SRV record Refresh looks up: the record whose targets
+// the last Resolve gave as the seeds, "" when it kept the seeds it was
+// given (no record, or none of its targets: the host as given is the
+// cluster's, and nothing is looked up again).
+func (s *Seeds) RefreshName() string {
+	if len(s.Targets) == 0 {
+		return ""
+	}
+	return Record(s.Service, s.Host)
+}
+
+// Refresh looks the record up again (a cluster that moved publishes its
+// new nodes there): its targets, as Lookup gives them, and a *LookupError
+// when it gave none (no targets then) or dropped some. ctx bounds the
+// lookup.
+func (s *Seeds) Refresh(ctx context.Context) ([]string, error) {
+	return Lookup(ctx, s.Resolver, s.Service, s.Host, s.DefaultPort)
 }

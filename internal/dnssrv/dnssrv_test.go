@@ -188,3 +188,35 @@ func TestLookupKeepsTheTargetsTheResolverDidNotDrop(t *testing.T) {
 		t.Errorf("every record dropped: %q, %v: want no targets and the resolver's error", got, err)
 	}
 }
+
+// RefreshName names the record only when Resolve took the seeds from it;
+// Refresh looks the record up again and gives its current targets (the
+// host's own fallback is not looked up again).
+func TestSeedsRefresh(t *testing.T) {
+	rec := "_couchbase._tcp.cluster.test"
+	r := &fakeResolver{records: map[string][]*net.SRV{rec: {{Target: "a.test.", Port: 11210}}}}
+	s := &Seeds{Resolver: r, Service: "couchbase", Host: "cluster.test", DefaultPort: 11210}
+	if _, err := s.Resolve(context.Background(), []string{"cluster.test:11210"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.RefreshName(); got != rec {
+		t.Fatalf("RefreshName %q, want %q", got, rec)
+	}
+	r.records[rec] = []*net.SRV{{Target: "b.test.", Port: 11210}, {Target: "c.test.", Port: 0}}
+	got, err := s.Refresh(context.Background())
+	if err != nil || !slices.Equal(got, []string{"b.test:11210", "c.test:11210"}) {
+		t.Fatalf("Refresh: %q, %v", got, err)
+	}
+	delete(r.records, rec)
+	if got, err := s.Refresh(context.Background()); len(got) != 0 || err == nil {
+		t.Fatalf("Refresh of a record gone: %q, %v", got, err)
+	}
+
+	none := &Seeds{Resolver: &fakeResolver{}, Service: "couchbase", Host: "h.test", DefaultPort: 11210}
+	if _, err := none.Resolve(context.Background(), []string{"h.test:11210"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := none.RefreshName(); got != "" {
+		t.Fatalf("RefreshName %q of seeds the record did not give", got)
+	}
+}

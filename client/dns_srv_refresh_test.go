@@ -1,0 +1,322 @@
+package client
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// scriptedSRV answers the SRV lookups of one record: each call takes the
+// next answer of script (the last one repeats); an answer with hang set
+// waits for the lookup's context to end. Every call is signalled on
+// called (buffered) with its number, from 0.
+type scriptedSRV struct {
+	record string
+	mu     sync.Mutex
+	script []srvAnswer
+	calls  int
+	called chan int
+}
+
+type srvAnswer struct {
+	addrs []*net.SRV
+	err   error
+	hang  bool
+}
+
+func newScriptedSRV(record string, script ...srvAnswer) *scriptedSRV {
+	return &scriptedSRV{record: record, script: script, called: make(chan int, 64)}
+}
+
+func (r *scriptedSRV) LookupSRV(ctx context.Context, service, proto, name string) (string, []*net.SRV, error) {
+	r.mu.Lock()
+	i := r.calls
+	r.calls++
+	a := r.script[min(i, len(r.script)-1)]
+	r.mu.Unlock()
+	r.called <- i
+	if name != r.record || service != "" || proto != "" {
+		return "", nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+	}
+	if a.hang {
+		<-ctx.Done()
+		return "", nil, &net.DNSError{Err: "i/o timeout: " + ctx.Err().Error(), Name: name, IsTimeout: true}
+	}
+	return name, a.addrs, a.err
+}
+
+func (r *scriptedSRV) numCalls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
+}
+
+// awaitCall waits for lookup number i to start (real time bounded by ctx:
+// only a client that never looks up again reaches it).
+func (r *scriptedSRV) awaitCall(t *testing.T, ctx context.Context, i int) {
+	t.Helper()
+	for {
+		select {
+		case got := <-r.called:
+			if got >= i {
+				require.Equal(t, i, got, "a lookup was skipped")
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("lookup %d of the SRV record never started (%d made)", i, r.numCalls())
+		}
+	}
+}
+
+// moveCluster moves mc's data from its nodes 0 and 1 to two new nodes and
+// removes (stops) the old ones, as a cluster whose nodes are replaced by
+// others at new addresses does; the client, to which no config is pushed
+// and whose poll the test's fake clock holds, sees none of it happen.
+func moveCluster(t *testing.T, mc *mockcluster.Cluster) []string {
+	t.Helper()
+	n2, err := mc.AddNode()
+	require.NoError(t, err)
+	n3, err := mc.AddNode()
+	require.NoError(t, err)
+	reb, err := mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: []int{n2.ID(), n3.ID()}})
+	require.NoError(t, err)
+	require.NoError(t, reb.Finish())
+	require.NoError(t, mc.RemoveNode(0))
+	require.NoError(t, mc.RemoveNode(1))
+	return []string{n2.Addr(), n3.Addr()}
+}
+
+// awaitUnreachable waits until no endpoint of c is connected (the stopped
+// nodes' connections ended, as the client saw).
+func awaitUnreachable(t *testing.T, c *Client) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, e := range c.Diagnostics(nil).Endpoints {
+			if e.State == EndpointConnected {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "the stopped nodes' connections never ended")
+}
+
+// A client bootstrapped from a DNS SRV record whose cluster moves to new
+// addresses (its old nodes stop; the record now names the new ones) finds
+// it again without a new Connect: when no node of its config can be
+// reached, it looks the record up again and asks the new targets for their
+// config. It used to resolve the record once, at Connect, and ask only the
+// addresses it had known: every operation failed until the application
+// connected again. The lookup runs on the client's (fake) clock, which the
+// test never moves: the Get's wait is ended by the new config.
+func TestDNSSRVLookedUpAgainWhenTheClusterMoved(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	r := newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())})
+	fc := retry.NewFakeClock(time.Now())
+	o := fakeClockOptions(fc)
+	o.Resolver = r
+	c, err := connectString(t, "couchbase://cluster.test/default", o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, r.numCalls(), "Connect's lookup")
+
+	moved := moveCluster(t, mc)
+	r.mu.Lock()
+	r.script = []srvAnswer{{addrs: srvOf(t, moved)}}
+	r.mu.Unlock()
+	awaitUnreachable(t, c)
+
+	res, err := col.Get(ctx, "k", nil)
+	require.NoError(t, err, "the client never found the cluster at its new addresses")
+	assert.Equal(t, []byte("v"), res.Value)
+	assert.ElementsMatch(t, moved, c.Nodes())
+	assert.Equal(t, 2, r.numCalls(), "one lookup again")
+	st := c.cl.SeedRefreshes()
+	assert.Equal(t, rec, st.Name)
+	assert.Equal(t, 1, st.Lookups)
+	assert.Equal(t, 0, st.Failures)
+	assert.Equal(t, moved, st.Targets)
+	assert.Equal(t, 1, st.Newer)
+}
+
+// A lookup made again that hangs ends after seedLookupTimeout (5 s) of the
+// client's clock, one that fails is logged, and neither is made again
+// before 10 s of that clock have passed since the last started (however
+// often operations find no node); the next one that answers is used.
+func TestDNSSRVLookupAgainBoundedAndRetried(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	r := newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())})
+	fc := retry.NewFakeClock(time.Now())
+	o := fakeClockOptions(fc)
+	o.Resolver = r
+	c, err := connectString(t, "couchbase://cluster.test/default", o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	r.awaitCall(t, ctx, 0)
+
+	moved := moveCluster(t, mc)
+	r.mu.Lock()
+	r.script = []srvAnswer{
+		{}, // (Connect's, already made)
+		{hang: true},
+		{err: &net.DNSError{Err: "server misbehaving", Name: rec, IsTemporary: true}},
+		{addrs: srvOf(t, moved)},
+	}
+	r.mu.Unlock()
+	awaitUnreachable(t, c)
+
+	g := getAsync(ctx, col, "k")
+	r.awaitCall(t, ctx, 1) // hangs
+	stats := c.cl.SeedRefreshes
+	first := stats().Last
+
+	// Half of the timeout: the lookup still hangs.
+	fc.Advance(2500 * time.Millisecond)
+	assert.Equal(t, 0, stats().Failures)
+	fc.Advance(2500 * time.Millisecond) // the timeout
+	require.Eventually(t, func() bool { return stats().Failures == 1 }, 10*time.Second, time.Millisecond,
+		"the hanging lookup did not end at its timeout")
+	assert.Contains(t, stats().LastErr.Error(), "no answer within 5s")
+
+	// The next lookup (which fails) starts no sooner than 10 s after the
+	// last, however often the Get and the polls find no node meanwhile.
+	advanceUntilCall(t, ctx, fc, r, 2)
+	require.Eventually(t, func() bool { return stats().Failures == 2 }, 10*time.Second, time.Millisecond)
+	assert.Contains(t, stats().LastErr.Error(), "server misbehaving")
+	second := stats().Last
+	assert.GreaterOrEqual(t, second.Sub(first), 10*time.Second)
+	select {
+	case err := <-g.done:
+		t.Fatalf("the Get ended before the cluster was found: %v", err)
+	default:
+	}
+
+	// And the one after answers.
+	advanceUntilCall(t, ctx, fc, r, 3)
+	assert.GreaterOrEqual(t, stats().Last.Sub(second), 10*time.Second)
+	require.NoError(t, <-g.done, "the client never found the cluster at its new addresses")
+	assert.ElementsMatch(t, moved, c.Nodes())
+	assert.Equal(t, 3, stats().Lookups)
+	assert.Equal(t, 2, stats().Failures)
+	assert.Equal(t, 4, r.numCalls())
+}
+
+// advanceUntilCall moves fc on by 2.5 s (the poll interval) whenever no
+// lookup started for a while, until lookup i starts. How long it waits
+// between two steps only paces the test: what it checks is the client's
+// clock when each lookup started (SeedRefreshStats.Last).
+func advanceUntilCall(t *testing.T, ctx context.Context, fc *retry.FakeClock, r *scriptedSRV, i int) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case got := <-r.called:
+			require.Equal(t, i, got, "a lookup was skipped")
+			return
+		case <-tick.C:
+			fc.Advance(2500 * time.Millisecond)
+		case <-ctx.Done():
+			t.Fatalf("lookup %d of the SRV record never started (%d made)", i, r.numCalls())
+		}
+	}
+}
+
+// Seeds that came from no SRV record (the connection string gave ports, or
+// the name had no record) are never looked up again, however long no node
+// can be reached.
+func TestDNSSRVNoLookupAgainWithoutRecord(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	r := newScriptedSRV("_couchbase._tcp.cluster.test", srvAnswer{addrs: srvOf(t, mc.Addrs())})
+	fc := retry.NewFakeClock(time.Now())
+	o := fakeClockOptions(fc)
+	o.Resolver = r
+	c, err := connectString(t, mc.ConnString()+"/default", o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+
+	moveCluster(t, mc)
+	awaitUnreachable(t, c)
+	g := getAsync(ctx, col, "k")
+	for range 4 {
+		fc.Advance(10 * time.Second)
+	}
+	select {
+	case err := <-g.done:
+		t.Fatalf("the Get ended: %v", err)
+	default:
+	}
+	assert.Zero(t, r.numCalls(), "looked up")
+	st := c.cl.SeedRefreshes()
+	assert.Empty(t, st.Name)
+	assert.Zero(t, st.Lookups)
+	require.NoError(t, c.Close())
+	require.Error(t, <-g.done)
+}
+
+// A target of the record looked up again that serves a config of another
+// bucket of the same name (another cluster: another bucket uuid), newer
+// than the one held, is not taken for the bucket the client was using: its
+// config is not installed, and the client keeps its nodes.
+func TestDNSSRVLookupAgainIgnoresAnotherCluster(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	r := newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())})
+	fc := retry.NewFakeClock(time.Now())
+	o := fakeClockOptions(fc)
+	o.Resolver = r
+	c, err := connectString(t, "couchbase://cluster.test/default", o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	held, nodes := c.ConfigVersion(), c.Nodes()
+	r.awaitCall(t, ctx, 0) // Connect's
+
+	other := newMock(t, mockcluster.Options{Nodes: 1})
+	ob := other.Bucket(mockcluster.DefaultBucket)
+	for i := 0; uint64(ob.Rev()) <= held.Rev; i++ {
+		_, err := ob.AddScope("s" + strconv.Itoa(i))
+		require.NoError(t, err)
+	}
+	r.mu.Lock()
+	r.script = []srvAnswer{{addrs: srvOf(t, other.Addrs())}}
+	r.mu.Unlock()
+	mc.Node(0).Stop()
+	mc.Node(1).Stop()
+	awaitUnreachable(t, c)
+
+	g := getAsync(ctx, col, "k")
+	advanceUntilCall(t, ctx, fc, r, 1)
+	require.Eventually(t, func() bool { return c.cl.SeedRefreshes().Foreign == 1 || c.ConfigVersion() != held },
+		10*time.Second, time.Millisecond, "the other cluster's config was never refused")
+	assert.Equal(t, held, c.ConfigVersion(), "the other cluster's config was installed")
+	assert.Equal(t, nodes, c.Nodes())
+	assert.Zero(t, c.cl.SeedRefreshes().Newer)
+	require.NoError(t, c.Close())
+	require.Error(t, <-g.done)
+}

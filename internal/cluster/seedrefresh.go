@@ -1,0 +1,274 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// Looking the seeds up again (DNS SRV, SDK RFC 0011).
+//
+// A client whose seeds came from a DNS SRV record resolved it once, at
+// Connect. A cluster that moves (its nodes replaced by others at new
+// addresses: the record then names them) leaves the client with a config
+// whose nodes are all gone, and recovery rounds that ask only the
+// addresses it has known. So, while no node of the config can be reached
+// (maybeRecover's "stranded"), the config loop also has the record looked
+// up again, at most once per seedRefreshInterval of the client's clock,
+// each lookup bounded by seedLookupTimeout on that clock and by Close, on a
+// goroutine of its own (the requests' path never waits for it). Targets
+// that are not nodes of the config are remembered among the addresses
+// recovery asks, and asked for their config at once, as a recovery round
+// asks its candidates. A config one serves is installed only if it is for
+// the bucket held (the dial selects it; the config loop checks its name),
+// newer than the one held (Offer, as for any recovery candidate: an address
+// now someone else's serves nothing newer), and, when both name one, of
+// the bucket uuid held: a target answering for another cluster's bucket of
+// the same name is not taken for the one the client was using. A lookup
+// that fails, gives no target, or times out is logged, and made again once
+// the interval has passed if the cluster is still unreachable.
+//
+// gocbcore (attemptSRVRefresh, when every KV pipeline is disconnected) and
+// Couchbase's C++ core (CXXCBC-172) look the record up again in the same
+// circumstance.
+
+const (
+	// seedRefreshInterval is the least time between the starts of two
+	// lookups of the seeds while no node of the config can be reached.
+	seedRefreshInterval = 10 * time.Second
+	// seedLookupTimeout bounds one lookup.
+	seedLookupTimeout = 5 * time.Second
+)
+
+// SeedRefresher is a SeedResolver whose lookup can be made again while the
+// cluster runs: a DNS SRV record, which a cluster that moved republishes.
+type SeedRefresher interface {
+	SeedResolver
+	// RefreshName names what Refresh looks up (for the logs), "" when the
+	// last Resolve did not take its seeds from it: there is then nothing
+	// to look up again.
+	RefreshName() string
+	// Refresh looks the seeds up again, within ctx. It may return seeds
+	// with an error (some of the answer was dropped); seeds are used
+	// whenever there are some.
+	Refresh(ctx context.Context) ([]string, error)
+}
+
+// errSeedLookupTimeout ends a lookup that ran for seedLookupTimeout.
+var errSeedLookupTimeout = fmt.Errorf("no answer within %v", seedLookupTimeout)
+
+// seedRefresh is the state of the lookups of the seeds; guarded by fetchMu
+// but for src and name, set at bootstrap.
+type seedRefresh struct {
+	src  SeedRefresher // nil: the seeds did not come from a lookup
+	name string
+	// running: a lookup (and the dials of its new targets) is under way.
+	running bool
+	// last: when the last lookup started (zero: none since Connect).
+	last time.Time
+	// stats for SeedRefreshes.
+	stats SeedRefreshStats
+}
+
+// SeedRefreshStats says what the lookups of the seeds made since Connect
+// found.
+type SeedRefreshStats struct {
+	// Name is what is looked up (the SRV record), "" when the seeds did
+	// not come from a lookup: none is ever made.
+	Name string
+	// Lookups counts the lookups started; Failures those that gave no
+	// seed (failed, timed out, or named no target).
+	Lookups, Failures int
+	// Last is when the last lookup started, on the client's clock (zero:
+	// none).
+	Last time.Time
+	// LastErr is why the last lookup that gave no seed failed.
+	LastErr error
+	// Targets are the seeds the last lookup that gave some named.
+	Targets []string
+	// Newer counts the configs targets the config did not name served
+	// that were newer than the one held, and went to be installed.
+	Newer int
+	// Foreign counts the configs targets served of another bucket of the
+	// same name (another bucket uuid), which are not used.
+	Foreign int
+}
+
+// SeedRefreshes reports the lookups of the seeds made since Connect.
+func (c *Cluster) SeedRefreshes() SeedRefreshStats {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	s := c.refresh.stats
+	s.Name = c.refresh.name
+	s.Last = c.refresh.last
+	s.Targets = slices.Clone(s.Targets)
+	return s
+}
+
+// maybeRefreshSeeds starts a lookup of the seeds for t, stranded at now,
+// unless the seeds came from none, one is under way, or the last started
+// within seedRefreshInterval. It runs on the config loop.
+func (c *Cluster) maybeRefreshSeeds(t *Topology, now time.Time) {
+	if c.refresh.src == nil {
+		return
+	}
+	c.fetchMu.Lock()
+	r := &c.refresh
+	if c.fetchClosed || r.running || !r.last.IsZero() && now.Sub(r.last) < seedRefreshInterval {
+		c.fetchMu.Unlock()
+		return
+	}
+	r.running = true
+	r.last = now
+	r.stats.Lookups++
+	c.wg.Add(1)
+	c.fetchMu.Unlock()
+	go c.refreshSeeds(t)
+}
+
+// refreshSeeds looks the seeds up again and asks the targets that are not
+// nodes of the config for theirs.
+func (c *Cluster) refreshSeeds(t *Topology) {
+	defer c.wg.Done()
+	defer func() {
+		c.fetchMu.Lock()
+		c.refresh.running = false
+		c.fetchMu.Unlock()
+	}()
+	log := c.cfg.Logger
+	name := c.refresh.name
+	log.Warn("kvwire: no node of the cluster config can be reached; looking the seeds up again", "record", name)
+	targets, err := c.lookupSeeds()
+	if c.ctx.Err() != nil {
+		return
+	}
+	if len(targets) == 0 {
+		if err == nil {
+			err = errors.New("no target")
+		}
+		c.fetchMu.Lock()
+		c.refresh.stats.Failures++
+		c.refresh.stats.LastErr = err
+		c.fetchMu.Unlock()
+		log.Warn("kvwire: looking the seeds up again gave none; trying again later while the cluster stays unreachable",
+			"record", name, "err", err, "retry_in", seedRefreshInterval)
+		return
+	}
+	if err != nil {
+		log.Warn("kvwire: looking the seeds up again: some of the answer was dropped; using the rest", "record", name, "targets", targets, "err", err)
+	}
+	c.fetchMu.Lock()
+	c.refresh.stats.Targets = slices.Clone(targets)
+	c.fetchMu.Unlock()
+
+	var fresh []string
+	c.mu.Lock()
+	for _, addr := range targets {
+		if c.nodes[addr] == nil {
+			fresh = append(fresh, addr)
+			c.rememberLocked(addr)
+		}
+	}
+	c.mu.Unlock()
+	if len(fresh) == 0 {
+		log.Info("kvwire: the seeds looked up again are the nodes of the config held; waiting for them to come back",
+			"record", name, "targets", targets)
+		return
+	}
+	log.Info("kvwire: the seeds looked up again name addresses the config does not; asking them for their config",
+		"record", name, "targets", targets, "new", fresh)
+	c.askTargets(t, fresh)
+}
+
+// lookupSeeds runs one lookup, bounded by seedLookupTimeout on the
+// client's clock and by Close.
+func (c *Cluster) lookupSeeds() ([]string, error) {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
+	timer := c.cfg.Clock.NewTimer(seedLookupTimeout)
+	stop := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Add(1)
+	go func() {
+		defer watch.Done()
+		select {
+		case <-timer.C():
+			cancel(errSeedLookupTimeout)
+		case <-stop:
+		}
+	}()
+	targets, err := c.refresh.src.Refresh(ctx)
+	close(stop)
+	watch.Wait()
+	timer.Stop()
+	if len(targets) == 0 && context.Cause(ctx) == errSeedLookupTimeout {
+		err = fmt.Errorf("%w: %w", errSeedLookupTimeout, err)
+	}
+	return targets, err
+}
+
+// askTargets asks each of addrs (targets of a lookup that no config named)
+// for its config at once, each dial bounded by ConnectTimeout, and offers
+// each config served that is of the bucket uuid held; the first newer than
+// the one held, or one installed meanwhile by any other path, ends the
+// round.
+func (c *Cluster) askTargets(t *Topology, addrs []string) {
+	held := t.cfg.Version().String()
+	uuid := t.cfg.BucketUUID()
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
+	served := make(chan servedConfig, len(addrs))
+	var dials sync.WaitGroup
+	defer func() {
+		cancel()
+		dials.Wait()
+	}()
+	for _, addr := range addrs {
+		dials.Add(1)
+		go func() {
+			defer dials.Done()
+			served <- c.askForConfig(ctx, addr)
+		}()
+	}
+	log := c.cfg.Logger
+	for range addrs {
+		var s servedConfig
+		select {
+		case s = <-served:
+		case <-t.Changed():
+			return
+		}
+		if s.raw == nil {
+			continue
+		}
+		if uuid != "" {
+			// The config's uuid is read before it is offered: one of
+			// another bucket of the same name is not to be installed.
+			cfg, err := vbmap.Parse(s.raw, hostOf(s.addr))
+			if err != nil {
+				log.Warn("kvwire: a seed looked up again served a config that does not parse", "node", s.addr, "err", err)
+				continue
+			}
+			if got := cfg.BucketUUID(); got != "" && got != uuid {
+				c.fetchMu.Lock()
+				c.refresh.stats.Foreign++
+				c.fetchMu.Unlock()
+				log.Warn("kvwire: a seed looked up again serves another bucket of the same name (its uuid differs); not using it: Connect again to use that cluster",
+					"node", s.addr, "bucket", c.cfg.Bucket, "uuid", got, "held_uuid", uuid)
+				continue
+			}
+		}
+		if c.Offer(s.raw, hostOf(s.addr), "seed lookup") == OfferNewer {
+			c.fetchMu.Lock()
+			c.refresh.stats.Newer++
+			c.fetchMu.Unlock()
+			log.Info("kvwire: a seed looked up again served a newer config", "node", s.addr, "held", held)
+			return
+		}
+		log.Warn("kvwire: a seed looked up again serves no config newer than the one held; not using it", "node", s.addr, "held", held)
+	}
+}
