@@ -170,7 +170,10 @@ type Options struct {
 	// When the record gave the seeds, it is looked up again while no node
 	// of the cluster's config can be reached (at most once per 10 s, each
 	// lookup within 5 s of Clock, and ended by Close): a cluster that
-	// moved is found at the targets it publishes there.
+	// moved is found at the targets it publishes there. These bounds hold
+	// only for a Resolver that returns when its context ends (as
+	// *net.Resolver does): one that ignores it holds Connect, and Close,
+	// until it returns.
 	Resolver Resolver
 	// Memcached configures how memcached:// and memcacheds:// treat servers
 	// that cannot be reached; other schemes ignore it.
