@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -96,6 +97,10 @@ type harness struct {
 	// Writes closed on after they were applied, and before: the short run
 	// goes on until it has seen both (ambiguous outcomes of each kind).
 	doubtApplied, doubtNotApplied atomic.Int64
+	// expiredWrites counts the attempts of writes that the client's
+	// Observer saw end at their deadline, written and unanswered: the
+	// short run goes on until there is one (hookFault.hold makes them).
+	expiredWrites atomic.Int64
 	// opsDone counts finished operations, for the heap's growth per
 	// operation.
 	opsDone atomic.Int64
@@ -159,9 +164,12 @@ type report struct {
 	// unsettledResets: memcached proxies' resets made with forwarded
 	// requests still unanswered.
 	unsettledResets int
-	heap1           uint64 // largest sample in the first half after warm-up
-	heap2           uint64 // ... in the second half
-	summary         string
+	// expiredWrites: attempts of writes that ended at their deadline,
+	// written and unanswered (harness.expiredWrites).
+	expiredWrites int64
+	heap1         uint64 // largest sample in the first half after warm-up
+	heap2         uint64 // ... in the second half
+	summary       string
 }
 
 func (r *report) failures() []string {
@@ -255,11 +263,50 @@ func (h *harness) drive(cfg config, rng *rand.Rand, workers []*worker, mc *mockc
 	}
 	sched.run(cfg.duration)
 	close(stop)
-	wg.Wait()
+	h.awaitWorkers(&wg, workers)
 	d = driven{sched: sched, elapsed: time.Since(start), heapst: heap.close()}
 	d.heap1, d.heap2 = heap.halves()
 	h.faults.clear()
 	return d
+}
+
+// hangReport is how long after the workers were told to stop awaitWorkers
+// says which operations are still waiting for an answer the hook holds.
+// It decides nothing: only the test binary's -timeout fails a run that
+// hangs.
+const hangReport = 30 * time.Second
+
+// awaitWorkers waits for the workers to stop. A client that waits for an
+// answer past its operation's deadline never returns from an operation
+// whose answer the hook holds until it has returned (hookFault.hold): the
+// run then hangs until the test binary's -timeout, and, hangReport after
+// the stop, the operations still waiting for a held answer are printed
+// (to stderr: a timeout's panic does not print the test's log).
+func (h *harness) awaitWorkers(wg *sync.WaitGroup, workers []*worker) {
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	t := time.NewTimer(hangReport)
+	defer t.Stop()
+	select {
+	case <-stopped:
+		return
+	case <-t.C:
+	}
+	var held []string
+	for _, w := range workers {
+		for _, ks := range w.keys {
+			ks.mu.Lock()
+			if op := ks.cur; op != nil && op.hold != nil {
+				// Only what was set before it was registered, and
+				// its attempts (under mu): its owner may yet return.
+				held = append(held, fmt.Sprintf("key %s: #%d %s value=%q, %d attempts", ks.name, op.seq, op.kind, op.value, len(op.attempts)))
+			}
+			ks.mu.Unlock()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "chaos: %v after the workers were told to stop, %d operations still wait for an answer the hook holds until they return: "+
+		"the client is not ending them at their deadline (late)\n  %s\n", hangReport, len(held), strings.Join(held, "\n  "))
+	<-stopped
 }
 
 // report gathers what every configuration reports once its keys are
@@ -267,7 +314,7 @@ func (h *harness) drive(cfg config, rng *rand.Rand, workers []*worker, mc *mockc
 // the hooks' hits (summary not yet formatted).
 func (h *harness) report(cfg config, d driven, workers []*worker) *report {
 	r := &report{cfg: cfg, elapsed: d.elapsed, problems: h.problems, details: h.details, batchProblems: h.batchProblems,
-		heapst: d.heapst, heap1: d.heap1, heap2: d.heap2}
+		heapst: d.heapst, heap1: d.heap1, heap2: d.heap2, expiredWrites: h.expiredWrites.Load()}
 	for _, w := range workers {
 		r.st.add(&w.st)
 	}
@@ -416,8 +463,8 @@ func (r *report) format() string {
 	fmt.Fprintf(&b, " retries={%s} fwd-map-attempts=%d", strings.Join(rs, ", "), st.fwdAttempts)
 	fmt.Fprintf(&b, " ambiguous=%d (mutations applied %d, not applied %d; touch/lock/unlock %d)",
 		st.ambiguous, st.ambApplied, st.ambNotApplied, st.ambiguous-st.ambApplied-st.ambNotApplied)
-	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d (writes that never reached a node: %d), before-send:%d, canceled:%d}",
-		st.outcomes[outDefinite], st.outcomes[outTimeout], st.timeoutUnsent, st.outcomes[outNotSent], st.outcomes[outCanceled])
+	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d (writes that never reached a node: %d), before-send:%d, canceled:%d} write-attempts-expired-in-flight=%d",
+		st.outcomes[outDefinite], st.outcomes[outTimeout], st.timeoutUnsent, st.outcomes[outNotSent], st.outcomes[outCanceled], r.expiredWrites)
 	fmt.Fprintf(&b, " lost=%d duplicated=%d resent=%d applied-after-failure=%d not-written-reached=%d",
 		st.lost, st.duplicated, st.resent, st.phantom, st.unwrittenSent)
 	fmt.Fprintf(&b, " late=%d (of %d retry plans; max over timeout %v)", st.late, st.planned, st.maxOver.Round(time.Millisecond))
@@ -664,6 +711,9 @@ func checkReport(t testing.TB, r *report) {
 		if st.retries[reason] == 0 {
 			t.Errorf("%s: no retry for %s", prefix, reason)
 		}
+	}
+	if !r.cfg.memcached && slices.Contains(r.cfg.kinds, fkSlow) && r.expiredWrites == 0 {
+		t.Errorf("%s: no write's attempt ended at its deadline, written and unanswered: whether such a write is reported ambiguous was not checked", prefix)
 	}
 	if st.ambApplied == 0 || st.ambNotApplied == 0 {
 		t.Errorf("%s: ambiguous outcomes applied %d, not applied %d: both must occur for the check to mean anything",

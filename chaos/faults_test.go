@@ -84,7 +84,14 @@ type hookFault struct {
 	rng      *rand.Rand // guarded by faultSet.mu
 	minDelay time.Duration
 	maxDelay time.Duration
-	hits     int // guarded by faultSet.mu
+	// hold (fkSlow; guarded by faultSet.mu): on the mock, the answer of a
+	// request of a running operation is held until that operation has
+	// returned (harness.hook), rather than for a drawn delay: a client that
+	// waits for an answer past its deadline then never returns, and the
+	// run hangs instead of passing. Elsewhere (memcached, or a request no
+	// running operation sent) the delay applies.
+	hold bool
+	hits int // guarded by faultSet.mu
 }
 
 func (f *hookFault) action() mockcluster.Action {
@@ -119,6 +126,13 @@ type faultSet struct {
 }
 
 func (fs *faultSet) decide(r *mockcluster.Request) (mockcluster.Action, faultKind, bool) {
+	act, kind, hit, _ := fs.decideHold(r)
+	return act, kind, hit
+}
+
+// decideHold is decide, also reporting whether the answer is to be held
+// until the request's operation has returned (hookFault.hold).
+func (fs *faultSet) decideHold(r *mockcluster.Request) (act mockcluster.Action, kind faultKind, hit, hold bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for _, f := range fs.active {
@@ -129,9 +143,9 @@ func (fs *faultSet) decide(r *mockcluster.Request) (mockcluster.Action, faultKin
 			continue
 		}
 		f.hits++
-		return f.action(), f.kind, true
+		return f.action(), f.kind, true, f.hold
 	}
-	return mockcluster.Action{}, 0, false
+	return mockcluster.Action{}, 0, false, false
 }
 
 func (fs *faultSet) count(k faultKind) { fs.hits[k].Add(1) }
@@ -184,6 +198,9 @@ func (e *episode) String() string {
 	s := fmt.Sprintf("nodes=%v class=%d p=%.2f for %v, %d hits", f.nodes, f.class, f.prob, e.dur, f.hits)
 	if f.kind == fkSlow {
 		s += fmt.Sprintf(", delays %v..%v", f.minDelay, f.maxDelay)
+		if f.hold {
+			s += " (on the mock: held until the operation returned)"
+		}
 	}
 	return s
 }
@@ -274,8 +291,10 @@ func (s *scheduler) draw(k faultKind) *episode {
 		case fkSlow:
 			f.prob = 0.05 + 0.25*s.rng.Float64()
 			if s.rng.Intn(3) == 0 {
-				// Beyond every operation timeout: the client gives up,
-				// the request was applied.
+				// Held until the operation has given up on it (its
+				// deadline, or a cancel): the request was applied, its
+				// answer comes too late. The delays are memcached's.
+				f.hold = true
 				f.minDelay, f.maxDelay = 600*time.Millisecond, 1500*time.Millisecond
 			} else {
 				f.minDelay, f.maxDelay = 5*time.Millisecond, 150*time.Millisecond
@@ -291,10 +310,12 @@ func (s *scheduler) draw(k faultKind) *episode {
 
 // allFired reports whether every kind has acted at least once, and
 // (with both close kinds in the run) writes were cut off both before and
-// after they were applied.
+// after they were applied, and (slow, on the mock) a write expired at its
+// deadline, written and unanswered.
 func (s *scheduler) allFired() bool {
 	if slices.Contains(s.kinds, fkCloseBefore) && s.h.doubtNotApplied.Load() == 0 ||
-		slices.Contains(s.kinds, fkCloseAfter) && s.h.doubtApplied.Load() == 0 {
+		slices.Contains(s.kinds, fkCloseAfter) && s.h.doubtApplied.Load() == 0 ||
+		slices.Contains(s.kinds, fkSlow) && s.mcb == nil && s.h.expiredWrites.Load() == 0 {
 		return false
 	}
 	s.mu.Lock()
@@ -431,13 +452,21 @@ const actedLimit = time.Minute
 // untilActed keeps a short run's per-request fault active past its drawn
 // duration until its kind has done what the run needs of it: acted at least
 // once and, for the close kinds, cut off a write that was then applied
-// (close-after) or not (close-before). How many requests reach a node in a
+// (close-after) or not (close-before); for slow, on the mock, held a
+// write's answer until the write expired at its deadline (the fault holds
+// answers from then on, if it did not). How many requests reach a node in a
 // few hundred milliseconds depends on how busy the machine is; the short
 // run must not. Past its duration the fault applies to every node, so a
 // node stopped or removed meanwhile cannot keep it waiting.
 func (s *scheduler) untilActed(f *hookFault) {
 	s.h.faults.mu.Lock()
 	f.nodes = nil
+	if f.kind == fkSlow && s.mcb == nil && !f.hold {
+		// A short run must see a write expire in flight (kindDone):
+		// only that shows whether the client reports it ambiguous.
+		f.hold = true
+		f.minDelay, f.maxDelay = 600*time.Millisecond, 1500*time.Millisecond
+	}
 	s.h.faults.mu.Unlock()
 	limit := time.Now().Add(actedLimit)
 	for !s.kindDone(f) && time.Now().Before(limit) {
@@ -455,6 +484,10 @@ func (s *scheduler) kindDone(f *hookFault) bool {
 		}
 	case fkCloseAfter:
 		if s.h.doubtApplied.Load() == 0 {
+			return false
+		}
+	case fkSlow:
+		if s.mcb == nil && s.h.expiredWrites.Load() == 0 {
 			return false
 		}
 	}

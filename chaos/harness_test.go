@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -94,6 +95,7 @@ type receipt struct {
 	applied int  // mutations the mock applied for it (MutationCount delta)
 	known   bool // applied is known (a later request of the key, or the end, came)
 	stale   bool // attributed by kind, not by value (the key's operation had moved on)
+	held    bool // actDelay: held until its operation had returned (hookFault.hold)
 	// answered: (memcached) the proxy relayed the server's answer to the
 	// client.
 	answered bool
@@ -161,6 +163,19 @@ type opRec struct {
 	// cc cancels the operation's context (nil: nobody does); a batch's
 	// keys share their call's.
 	cc *canceller
+	// hold, under the key's mu, releases the answers the hook holds
+	// until the operation has returned (nil: none held); conclude closes
+	// it.
+	hold chan struct{}
+}
+
+// holdUntilReturned returns the channel that releases the answers held
+// until op has returned. mu is held and op is the key's running operation.
+func (op *opRec) holdUntilReturned() <-chan struct{} {
+	if op.hold == nil {
+		op.hold = make(chan struct{})
+	}
+	return op.hold
 }
 
 func (op *opRec) String() string {
@@ -213,7 +228,9 @@ func (op *opRec) String() string {
 		if r.act == actStatus {
 			fmt.Fprintf(&b, " %s", r.status)
 		}
-		if r.act == actDelay {
+		if r.act == actDelay && r.held {
+			b.WriteString(" (held until the operation returned)")
+		} else if r.act == actDelay {
 			fmt.Fprintf(&b, " %v", r.delay)
 		}
 		if r.known {
@@ -306,7 +323,7 @@ func (h *harness) hook(r *mockcluster.Request) (mockcluster.Action, bool) {
 	if ks == nil || r.CollectionID != ks.cid {
 		return mockcluster.Action{}, false
 	}
-	act, kind, hit := h.faults.decide(r)
+	act, kind, hit, hold := h.faults.decideHold(r)
 	if hit {
 		h.faults.count(kind)
 	}
@@ -316,6 +333,9 @@ func (h *harness) hook(r *mockcluster.Request) (mockcluster.Action, bool) {
 		ks.mu.Lock()
 		if op := ks.cur; op != nil && op.kind == opGet {
 			op.cc.arrived()
+			if hold {
+				act.Hold = op.holdUntilReturned()
+			}
 		}
 		ks.mu.Unlock()
 		return act, hit
@@ -343,6 +363,11 @@ func (h *harness) hook(r *mockcluster.Request) (mockcluster.Action, bool) {
 	if op == nil {
 		ks.lastOp, ks.hasLast, ks.lastMC = nil, true, mc
 		return act, hit
+	}
+	if hold && op == ks.cur {
+		// Answered once the operation has returned: a client that
+		// waits for it past its deadline hangs the run.
+		act.Hold, rc.held = op.holdUntilReturned(), true
 	}
 	op.receipts = append(op.receipts, rc)
 	ks.lastOp, ks.lastIdx, ks.lastMC, ks.hasLast = op, len(op.receipts)-1, mc, true
@@ -479,6 +504,9 @@ func (h *harness) AttemptEnd(info client.AttemptInfo, err error) {
 	case errors.As(err, &re) && re.Written:
 		a.end = endWritten
 		op.inDoubt = true
+		if op.kind.counted() && errors.Is(re.Err, context.DeadlineExceeded) {
+			h.expiredWrites.Add(1)
+		}
 	case errors.As(err, &re):
 		a.end = endNotWritten
 	default:

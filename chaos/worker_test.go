@@ -311,6 +311,9 @@ func (w *worker) conclude(ks *keyState, op *opRec, err error) bool {
 	ks.mu.Lock()
 	ks.cur = nil
 	ks.lastOf[op.kind] = op
+	if op.hold != nil {
+		close(op.hold) // the answers held until it returned
+	}
 	ks.mu.Unlock()
 
 	w.st.ops[op.kind]++
