@@ -38,7 +38,7 @@
 // drawn duration until it has acted (the close kinds: until a write was cut
 // off after, or before, it was applied; slow: until a write's attempt
 // ended at its deadline, written and unanswered), however few requests a busy
-// machine sends meanwhile, and the run goes on (up to three times its
+// machine sends meanwhile, and the run goes on (up to a minute past its
 // length) until every kind has acted. It fails unless retries for
 // NOT_MY_VBUCKET, LOCKED, TMPFAIL and the error map happened, ambiguous
 // writes both applied and not applied were seen and a write expired in
