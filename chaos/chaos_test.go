@@ -101,6 +101,10 @@ type harness struct {
 	// Observer saw end at their deadline, written and unanswered: the
 	// short run goes on until there is one (hookFault.hold makes them).
 	expiredWrites atomic.Int64
+	// heldAnswers counts the answers the hook held until their operation
+	// had returned (hookFault.hold): the short run goes on until there is
+	// one.
+	heldAnswers atomic.Int64
 	// opsDone counts finished operations, for the heap's growth per
 	// operation.
 	opsDone atomic.Int64
@@ -167,9 +171,11 @@ type report struct {
 	// expiredWrites: attempts of writes that ended at their deadline,
 	// written and unanswered (harness.expiredWrites).
 	expiredWrites int64
-	heap1         uint64 // largest sample in the first half after warm-up
-	heap2         uint64 // ... in the second half
-	summary       string
+	// heldAnswers: answers held until their operation returned.
+	heldAnswers int64
+	heap1       uint64 // largest sample in the first half after warm-up
+	heap2       uint64 // ... in the second half
+	summary     string
 }
 
 func (r *report) failures() []string {
@@ -314,7 +320,8 @@ func (h *harness) awaitWorkers(wg *sync.WaitGroup, workers []*worker) {
 // the hooks' hits (summary not yet formatted).
 func (h *harness) report(cfg config, d driven, workers []*worker) *report {
 	r := &report{cfg: cfg, elapsed: d.elapsed, problems: h.problems, details: h.details, batchProblems: h.batchProblems,
-		heapst: d.heapst, heap1: d.heap1, heap2: d.heap2, expiredWrites: h.expiredWrites.Load()}
+		heapst: d.heapst, heap1: d.heap1, heap2: d.heap2, expiredWrites: h.expiredWrites.Load(),
+		heldAnswers: h.heldAnswers.Load()}
 	for _, w := range workers {
 		r.st.add(&w.st)
 	}
@@ -463,8 +470,8 @@ func (r *report) format() string {
 	fmt.Fprintf(&b, " retries={%s} fwd-map-attempts=%d", strings.Join(rs, ", "), st.fwdAttempts)
 	fmt.Fprintf(&b, " ambiguous=%d (mutations applied %d, not applied %d; touch/lock/unlock %d)",
 		st.ambiguous, st.ambApplied, st.ambNotApplied, st.ambiguous-st.ambApplied-st.ambNotApplied)
-	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d (writes that never reached a node: %d), before-send:%d, canceled:%d} write-attempts-expired-in-flight=%d",
-		st.outcomes[outDefinite], st.outcomes[outTimeout], st.timeoutUnsent, st.outcomes[outNotSent], st.outcomes[outCanceled], r.expiredWrites)
+	fmt.Fprintf(&b, " failed={definite:%d, timeout:%d (writes that never reached a node: %d), before-send:%d, canceled:%d} write-attempts-expired-in-flight=%d answers-held-until-returned=%d",
+		st.outcomes[outDefinite], st.outcomes[outTimeout], st.timeoutUnsent, st.outcomes[outNotSent], st.outcomes[outCanceled], r.expiredWrites, r.heldAnswers)
 	fmt.Fprintf(&b, " lost=%d duplicated=%d resent=%d applied-after-failure=%d not-written-reached=%d",
 		st.lost, st.duplicated, st.resent, st.phantom, st.unwrittenSent)
 	fmt.Fprintf(&b, " late=%d (of %d retry plans; max over timeout %v)", st.late, st.planned, st.maxOver.Round(time.Millisecond))
@@ -714,6 +721,9 @@ func checkReport(t testing.TB, r *report) {
 	}
 	if !r.cfg.memcached && slices.Contains(r.cfg.kinds, fkSlow) && r.expiredWrites == 0 {
 		t.Errorf("%s: no write's attempt ended at its deadline, written and unanswered: whether such a write is reported ambiguous was not checked", prefix)
+	}
+	if !r.cfg.memcached && slices.Contains(r.cfg.kinds, fkSlow) && r.heldAnswers == 0 {
+		t.Errorf("%s: no answer was held until its operation returned: whether the client ends an operation at its deadline was not checked", prefix)
 	}
 	if st.ambApplied == 0 || st.ambNotApplied == 0 {
 		t.Errorf("%s: ambiguous outcomes applied %d, not applied %d: both must occur for the check to mean anything",

@@ -335,6 +335,7 @@ func (h *harness) hook(r *mockcluster.Request) (mockcluster.Action, bool) {
 			op.cc.arrived()
 			if hold {
 				act.Hold = op.holdUntilReturned()
+				h.heldAnswers.Add(1)
 			}
 		}
 		ks.mu.Unlock()
@@ -368,6 +369,7 @@ func (h *harness) hook(r *mockcluster.Request) (mockcluster.Action, bool) {
 		// Answered once the operation has returned: a client that
 		// waits for it past its deadline hangs the run.
 		act.Hold, rc.held = op.holdUntilReturned(), true
+		h.heldAnswers.Add(1)
 	}
 	op.receipts = append(op.receipts, rc)
 	ks.lastOp, ks.lastIdx, ks.lastMC, ks.hasLast = op, len(op.receipts)-1, mc, true
