@@ -407,11 +407,14 @@ func (cn *conn) mapStatus(st memdx.Status) memdx.Status {
 	return st
 }
 
-// fail answers p with an error status. With XERROR negotiated and a context,
-// the body is {"error":{"context":"..."}} (datatype JSON).
+// fail answers p with an error status. With a context the body is
+// {"error":{"context":"..."}} (datatype JSON when the client negotiated
+// JSON), XERROR or not: kv_engine's Cookie::sendResponse (daemon/cookie.cc)
+// puts the error JSON in every error response, and the connection's
+// features only mask its datatype (Connection::getEnabledDatatypes).
 func (cn *conn) fail(p *memdx.Packet, st memdx.Status, context string) {
 	st = cn.mapStatus(st)
-	if context == "" || !cn.has(memdx.FeatureXerror) {
+	if context == "" {
 		cn.reply(p, st, 0, 0, nil, nil, nil)
 		return
 	}
@@ -421,10 +424,10 @@ func (cn *conn) fail(p *memdx.Packet, st memdx.Status, context string) {
 
 // failManifest answers UNKNOWN_COLLECTION or UNKNOWN_SCOPE with the
 // manifest uid the decision was made against: {"manifest_uid":"<hex>"}, plus
-// the error context with XERROR.
+// the error context (Cookie::setUnknownCollectionErrorContext).
 func (cn *conn) failManifest(p *memdx.Packet, st memdx.Status, uid uint64, context string) {
 	b := []byte(`{`)
-	if context != "" && cn.has(memdx.FeatureXerror) {
+	if context != "" {
 		b = append(b, `"error":{"context":`...)
 		b = appendJSONString(b, context)
 		b = append(b, `},`...)

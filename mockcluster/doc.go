@@ -259,8 +259,9 @@
 //     collection id (4), or UNKNOWN_SCOPE / UNKNOWN_COLLECTION with the
 //     manifest uid body; a name kv_engine's Manifest::validName refuses is
 //     EINVAL.
-//   - Errors carry {"error":{"context":"..."}} (datatype JSON) when XERROR
-//     was negotiated and the mock has something to say; otherwise no body.
+//   - Errors carry {"error":{"context":"..."}} (datatype JSON, if the
+//     client negotiated JSON) when the mock has something to say, XERROR
+//     or not, as kv_engine's Cookie::sendResponse does; otherwise no body.
 //     Without XERROR the statuses such a client cannot know are remapped
 //     as kv_engine's Connection::remapErrorCode remaps them: NOT_LOCKED and
 //     SYNC_WRITE_IN_PROGRESS become TMPFAIL, and a locked document answers
