@@ -64,8 +64,7 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 		cn.listBuckets(p)
 		return outcome{}
 	case memdx.OpGetClusterConfig:
-		cn.getClusterConfig(p)
-		return outcome{}
+		return cn.getClusterConfig(p)
 	case memdx.OpStat:
 		cn.stat(p)
 		return outcome{}
@@ -360,11 +359,11 @@ func (cn *conn) listBuckets(p *memdx.Packet) {
 // getClusterConfig answers the selected bucket's config (the cluster config
 // without a bucket). With the 16-byte known-version extras it answers an
 // empty body unless its config is newer.
-func (cn *conn) getClusterConfig(p *memdx.Packet) {
+func (cn *conn) getClusterConfig(p *memdx.Packet) outcome {
 	known, hasKnown, err := memdx.DecodeClusterConfigKnown(p.Extras)
 	if err != nil {
 		cn.fail(p, memdx.StatusInvalidArgs, err.Error())
-		return
+		return outcome{}
 	}
 	// kv_engine's validator (mcbp_validators.cc,
 	// GetClusterConfigPayload::validate) refuses a known version whose
@@ -372,22 +371,36 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) {
 	// least 1, each saying so.
 	if hasKnown && known.Revision < 1 {
 		cn.fail(p, memdx.StatusInvalidArgs, "Revision number must not be less than 1")
-		return
+		return outcome{}
 	}
 	if hasKnown && known.Epoch < 1 && known.Epoch != -1 {
 		cn.fail(p, memdx.StatusInvalidArgs, "Epoch must not be less than 1 (or -1)")
-		return
+		return outcome{}
+	}
+	b := cn.bucket.Load()
+	// The global config is for users with the SystemSettings privilege
+	// (check_access_to_global_config in kv_engine's
+	// daemon/protocol/mcbp/cluster_config_executor.cc), of the mock's users
+	// those that may use every bucket: another gets EACCESS, and a client
+	// without XERROR, which cannot be told, loses its connection.
+	if b == nil && !cn.user.Load().all {
+		if !cn.has(memdx.FeatureXerror) {
+			cn.c.logf("mockcluster: node %d: closing connection: no access to the global cluster config, XERROR not enabled", cn.n.id)
+			return outcome{close: true}
+		}
+		cn.failPrivilege(p, "SystemSettings")
+		return outcome{}
 	}
 	var ver memdx.ClusterConfigVersion
 	var body, snappyBody []byte
-	if b := cn.bucket.Load(); b != nil && b.memcached() {
+	if b != nil && b.memcached() {
 		// kv_engine answers KEY_ENOENT when it holds no config for the
 		// bucket (daemon/protocol/mcbp/cluster_config_executor.cc), and
 		// ns_server gives it none for a memcached bucket (its
 		// terse_bucket_info_uploader.erl starts only for couchbase
 		// buckets): clients bootstrap a memcached bucket over HTTP.
 		cn.fail(p, memdx.StatusKeyNotFound, "")
-		return
+		return outcome{}
 	} else if b != nil {
 		s := b.snap.Load()
 		ver, body, snappyBody = s.version(), s.json[cn.n.id], s.snappy[cn.n.id]
@@ -400,12 +413,13 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) {
 		cn.learn(known)
 		if !newer(ver, known) {
 			cn.ok(p)
-			return
+			return outcome{}
 		}
 	}
 	cn.learn(ver)
 	value, dt := cn.configBody(body, snappyBody)
 	cn.reply(p, memdx.StatusSuccess, 0, dt, nil, nil, value)
+	return outcome{}
 }
 
 // lookupName is kv_engine's Manifest::validName, which a scope or

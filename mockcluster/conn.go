@@ -1,6 +1,7 @@
 package mockcluster
 
 import (
+	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -420,6 +421,29 @@ func (cn *conn) fail(p *memdx.Packet, st memdx.Status, context string) {
 	}
 	body := appendErrorJSON(nil, context, "")
 	cn.reply(p, st, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, body)
+}
+
+// failPrivilege answers EACCESS for a request its user lacks privilege for,
+// as kv_engine's Cookie::checkPrivilege (daemon/cookie.cc) words it, with
+// the event id (a random UUID) getPrivilegeFailedErrorMessage adds as the
+// error's "ref".
+func (cn *conn) failPrivilege(p *memdx.Packet, privilege string) {
+	st := cn.mapStatus(memdx.StatusNoAccess)
+	ctx := "Authorization failure: can't execute " + p.OpCode.String() + " operation without the " +
+		privilege + " privilege"
+	body := appendErrorJSON(nil, ctx, newUUID())
+	cn.reply(p, st, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, body)
+}
+
+// newUUID returns a random version 4 UUID in its text form.
+func newUUID() string {
+	var u [16]byte
+	putUint64(u[0:8], randUint64())
+	putUint64(u[8:16], randUint64())
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	h := hex.EncodeToString(u[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // failManifest answers UNKNOWN_COLLECTION or UNKNOWN_SCOPE with the

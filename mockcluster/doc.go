@@ -210,7 +210,9 @@
 //     select_bucket_executor.cc checks access first; a failed select keeps
 //     the selected bucket ("@no bucket@" deselects).
 //   - GET_CLUSTER_CONFIG returns the selected bucket's terse config (the
-//     cluster config without a bucket) with datatype JSON. With the 16-byte
+//     cluster config without a bucket, to administrators only: kv_engine
+//     wants SystemSettings there and answers others EACCESS, or closes a
+//     connection without XERROR) with datatype JSON. With the 16-byte
 //     epoch/revision extras it returns an empty body unless its config is
 //     newer: epoch first, then revision, both signed, so that no revision
 //     of the unset epoch (-1) is newer than a client's epoch 1
