@@ -441,18 +441,21 @@ func lookupName(n string) bool {
 var processStart = time.Now()
 
 // stat answers the default STAT group with a few keys, one response each,
-// and the terminating response with no key and no value; without a bucket,
-// NO_BUCKET.
+// and the terminating response with no key and no value; another group
+// KEY_ENOENT (the bucket's engine does not know it); without a bucket,
+// NO_BUCKET whatever the group.
 func (cn *conn) stat(p *memdx.Packet) {
-	if len(p.Key) != 0 {
-		cn.fail(p, memdx.StatusKeyNotFound, "Unknown stat group "+strconv.Quote(string(p.Key)))
-		return
-	}
 	b := cn.bucket.Load()
 	if b == nil {
 		// The default group asks the bucket's engine first
-		// (stat_all_stats), and the no-bucket engine answers NO_BUCKET.
+		// (stat_all_stats), and so does a group the daemon does not
+		// serve itself (stat_bucket_stats): the no-bucket engine
+		// answers NO_BUCKET.
 		cn.fail(p, memdx.StatusNoBucket, "No bucket selected")
+		return
+	}
+	if len(p.Key) != 0 {
+		cn.fail(p, memdx.StatusKeyNotFound, "Unknown stat group "+strconv.Quote(string(p.Key)))
 		return
 	}
 	now := cn.c.clock.Now()

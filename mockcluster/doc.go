@@ -366,9 +366,11 @@
 //     server before 7.2: no capability, the opcodes unknown.
 //   - STAT (default group only) answers pid, uptime, time, version,
 //     curr_connections, cmd_get, cmd_set and curr_items, one response each,
-//     then a response without key and value; without a selected bucket,
-//     NO_BUCKET. Other groups answer KEY_ENOENT. VERBOSITY answers SUCCESS
-//     to an administrator (a user with every bucket), EACCESS to others.
+//     then a response without key and value. Other groups answer
+//     KEY_ENOENT (the bucket's engine does not know them); without a
+//     selected bucket any group answers NO_BUCKET. VERBOSITY answers
+//     SUCCESS to an administrator (a user with every bucket), EACCESS to
+//     others.
 //   - GET_META answers deleted, flags, expiry, the revision seqno (the
 //     key's count of client writes, what $document.revid shows; kv_engine
 //     also counts touches and expiries; 0 in a memcached bucket), for

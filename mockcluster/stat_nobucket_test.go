@@ -29,3 +29,18 @@ func TestStatDefaultGroupNeedsABucket(t *testing.T) {
 		}
 	}
 }
+
+// Any group but the daemon's own goes to the bucket's engine
+// (getStatHandler in kv_engine's stats_context.cc hands an unknown group to
+// stat_bucket_stats), so without a selected bucket an unknown group, too,
+// answers NO_BUCKET; with one the engine does not know it (KEY_ENOENT).
+// The mock answered KEY_ENOENT without a bucket.
+func TestStatUnknownGroupWithoutBucket(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), "", nil)
+	expectAnswer(t, "unknown group without a bucket", cl.do(memdx.NewStat([]byte("nosuchgroup"))), memdx.StatusNoBucket, "")
+	if st := cl.selectBucket(DefaultBucket); st != memdx.StatusSuccess {
+		t.Fatal(st)
+	}
+	expectAnswer(t, "unknown group with a bucket", cl.do(memdx.NewStat([]byte("nosuchgroup"))), memdx.StatusKeyNotFound, "")
+}
