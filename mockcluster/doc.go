@@ -255,7 +255,9 @@
 //     canonical LEB128 collection id; the reserved ids 1 to 7 answer
 //     EINVAL ("Invalid collection-id:<id>", kv_engine's key validator),
 //     before any vbucket check; another id not in the manifest answers
-//     UNKNOWN_COLLECTION (0x88) with {"manifest_uid":"<hex>"} as the body.
+//     UNKNOWN_COLLECTION (0x88) with {"manifest_uid":"<hex>"} as the body,
+//     before the command's own checks (kv_engine looks the collection up
+//     in its packet validator).
 //     COLLECTIONS_GET_ID takes "scope.collection" in the value or the key
 //     (empty parts mean _default) and answers extras manifest uid (8) +
 //     collection id (4), or UNKNOWN_SCOPE / UNKNOWN_COLLECTION with the

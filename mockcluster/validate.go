@@ -395,11 +395,44 @@ func (cn *conn) validateKey(p *memdx.Packet) bool {
 		return true
 	}
 	st, ctx := cn.verifyHeader(p, rule)
+	if st == memdx.StatusSuccess && rule.docKey && !cn.collectionKnown(p) {
+		return false
+	}
 	if st == memdx.StatusSuccess {
 		st, ctx = validateKeySpecific(p)
 	}
 	if st != memdx.StatusSuccess {
 		cn.fail(p, st, ctx)
+		return false
+	}
+	return true
+}
+
+// collectionKnown is the end of verify_header for a document command
+// (is_collection_command): setCurrentCollectionInfo looks the key's
+// collection up in the vbucket's manifest (get_collection_meta), so an
+// unknown collection answers UNKNOWN_COLLECTION before the opcode's own
+// checks and before the command runs, and a node that does not hold the
+// vbucket answers NOT_MY_VBUCKET. The default collection is not looked up,
+// nor is anything in a memcached bucket (not collection-capable). It
+// reports false after answering.
+func (cn *conn) collectionKnown(p *memdx.Packet) bool {
+	b := cn.bucket.Load()
+	if b == nil || b.memcached() || !cn.has(memdx.FeatureCollections) {
+		return true
+	}
+	cid, _, err := memdx.SplitCollectionKey(p.Key)
+	if err != nil || cid == 0 {
+		return true
+	}
+	s := b.snap.Load()
+	if !cn.holdsVbucket(s, p.Vbucket) {
+		cn.nmv(p, s)
+		return false
+	}
+	if !s.manifest.has(cid) {
+		cn.failManifest(p, memdx.StatusUnknownCollection, s.manifest.uid,
+			"Unknown collection id 0x"+strconv.FormatUint(uint64(cid), 16))
 		return false
 	}
 	return true
