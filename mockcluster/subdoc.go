@@ -1,8 +1,6 @@
 package mockcluster
 
 import (
-	"strconv"
-
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -166,54 +164,47 @@ func subdocDecodeContext(p *memdx.Packet, err error) string {
 }
 
 // validateSubdoc makes the checks kv_engine's validators make before the
-// document is read; a failure is the status of the whole command.
+// document is read, in their order (daemon/subdocument_validators.cc:
+// subdoc_validator for a single path, subdoc_multi_validator and
+// is_valid_multipath_spec for several); a failure is the status of the
+// whole command.
 func (cn *conn) validateSubdoc(p *memdx.Packet, req *memdx.SubdocRequest, specs []sdSpec, multi, mutator bool) (memdx.Status, string) {
-	if st, ctx := validateDocFlags(p, req.DocFlags, mutator); st != memdx.StatusSuccess {
+	if !multi {
+		return cn.validateSubdocSingle(p, req, &specs[0], mutator)
+	}
+	// subdoc_multi_validator: the doc flags' combinations first.
+	if st, ctx := validateDocFlagCombos(p, req.DocFlags); st != memdx.StatusSuccess {
 		return st, ctx
 	}
-	if multi {
-		if len(specs) == 0 {
-			return memdx.StatusSubdocInvalidCombo, "Request must contain at least one path"
-		}
-		if len(specs) > memdx.SubdocMultiMaxPaths {
-			return memdx.StatusSubdocInvalidCombo, "Request must contain at most 16 paths"
-		}
-	}
 	xattrsAllowed, bodyAllowed := true, true
-	for i := range specs {
-		s := &specs[i]
-		if multi {
-			tr, ok := sdOps[s.op]
-			if !ok {
-				return memdx.StatusSubdocInvalidCombo, "Unknown opcode " + s.op.String() + " in spec " + strconv.Itoa(i)
-			}
-			if tr.mutator != mutator {
-				return memdx.StatusSubdocInvalidCombo, "Mutation opcodes only permitted for mutation commands"
-			}
-			s.tr = tr
-		} else {
-			// subdoc_validator judges a single path's value before its
-			// flags and its xattr section.
-			switch {
-			case len(s.path) > subdocPathMaxLen:
-				return memdx.StatusInvalidArgs, "Request path length exceeds maximum"
-			case s.tr.hasValue && len(s.value) == 0:
-				return memdx.StatusInvalidArgs, "Request must include value"
-			case !s.tr.hasValue && len(s.value) > 0:
-				return memdx.StatusInvalidArgs, "Request must not include value"
-			}
+	n := min(len(specs), memdx.SubdocMultiMaxPaths)
+	for i := range n {
+		if !bodyAllowed {
+			return memdx.StatusSubdocInvalidCombo, "Request contains an invalid combination of commands"
 		}
+		s := &specs[i]
+		tr, ok := sdOps[s.op]
+		if !ok {
+			return memdx.StatusSubdocInvalidCombo, "Subdoc and MCBP command must not both be invalid"
+		}
+		if tr.mutator != mutator {
+			return memdx.StatusSubdocInvalidCombo, "Mutation opcodes only permitted for mutation commands"
+		}
+		s.tr = tr
 		switch {
 		case s.flags&^s.tr.flags != 0:
 			return memdx.StatusInvalidArgs, "Request flags invalid"
+		case s.op == memdx.OpSubdocReplaceBodyWithXattr && !s.xattr():
+			return memdx.StatusInvalidArgs, "Request missing mandatory flags"
+		}
+		if st, ctx := validateDocFlagsFor(req.DocFlags, mutator); st != memdx.StatusSuccess {
+			return st, ctx
+		}
+		switch {
 		case len(s.path) > subdocPathMaxLen:
 			return memdx.StatusInvalidArgs, "Request path length exceeds maximum"
 		case s.tr.wholeDoc && len(s.path) > 0:
 			return memdx.StatusInvalidArgs, "Request must not include path for wholedoc operations"
-		case !multi && req.DocFlags&memdx.SubdocDocCreateAsDeleted != 0 && !s.xattr():
-			return memdx.StatusInvalidArgs, "CreateAsDeleted does not support body path"
-		case s.op == memdx.OpSubdocReplaceBodyWithXattr && !s.xattr():
-			return memdx.StatusInvalidArgs, "Request missing mandatory flags"
 		}
 		if st, ctx := cn.validateXattrSpec(s); st != memdx.StatusSuccess {
 			return st, ctx
@@ -226,9 +217,6 @@ func (cn *conn) validateSubdoc(p *memdx.Packet, req *memdx.SubdocRequest, specs 
 		case !s.tr.hasValue && len(s.value) > 0:
 			return memdx.StatusInvalidArgs, "Request must not include value"
 		}
-		if !bodyAllowed {
-			return memdx.StatusSubdocInvalidCombo, "Request contains an invalid combination of commands"
-		}
 		if xattrsAllowed {
 			xattrsAllowed = s.xattr()
 		} else if s.xattr() {
@@ -240,30 +228,80 @@ func (cn *conn) validateSubdoc(p *memdx.Packet, req *memdx.SubdocRequest, specs 
 			bodyAllowed = false
 		}
 	}
-	if !multi && !mutator && req.HasExpiry {
+	// The counts come last, after the first 16 specs were judged.
+	if len(specs) == 0 {
+		return memdx.StatusSubdocInvalidCombo, "Request must contain at least one path"
+	}
+	if len(specs) > memdx.SubdocMultiMaxPaths {
+		return memdx.StatusSubdocInvalidCombo, "Request must contain at most 16 paths"
+	}
+	return memdx.StatusSuccess, ""
+}
+
+// validateSubdocSingle is subdoc_validator, for a single-path command.
+func (cn *conn) validateSubdocSingle(p *memdx.Packet, req *memdx.SubdocRequest, s *sdSpec, mutator bool) (memdx.Status, string) {
+	df := req.DocFlags
+	has := func(f memdx.SubdocDocFlag) bool { return df&f != 0 }
+	switch {
+	case len(s.path) > subdocPathMaxLen:
+		return memdx.StatusInvalidArgs, "Request path length exceeds maximum"
+	case s.tr.hasValue && len(s.value) == 0:
+		return memdx.StatusInvalidArgs, "Request must include value"
+	case !s.tr.hasValue && len(s.value) > 0:
+		return memdx.StatusInvalidArgs, "Request must not include value"
+	case s.flags&^s.tr.flags != 0:
+		return memdx.StatusInvalidArgs, "Request flags invalid"
+	case s.op == memdx.OpSubdocReplaceBodyWithXattr && !s.xattr():
+		return memdx.StatusInvalidArgs, "Request missing mandatory flags"
+	}
+	if st, ctx := validateDocFlagsFor(df, mutator); st != memdx.StatusSuccess {
+		return st, ctx
+	}
+	if has(memdx.SubdocDocCreateAsDeleted) && !s.xattr() {
+		return memdx.StatusInvalidArgs, "CreateAsDeleted does not support body path"
+	}
+	if st, ctx := validateDocFlagCombos(p, df); st != memdx.StatusSuccess {
+		return st, ctx
+	}
+	if st, ctx := cn.validateXattrSpec(s); st != memdx.StatusSuccess {
+		return st, ctx
+	}
+	if !s.tr.emptyPath && len(s.path) == 0 {
+		return memdx.StatusInvalidArgs, "Request must include path"
+	}
+	if !mutator && req.HasExpiry {
 		// Last in subdoc_validator: a lookup's extras carry no expiry.
 		return memdx.StatusInvalidArgs, "Request extras invalid"
 	}
 	return memdx.StatusSuccess, ""
 }
 
-// validateDocFlags checks the doc flags as kv_engine's validator does: the
-// flags the command accepts, and the combinations it refuses.
-func validateDocFlags(p *memdx.Packet, df memdx.SubdocDocFlag, mutator bool) (memdx.Status, string) {
+// validateDocFlagsFor checks that the command takes the doc flags ("Request
+// document flags invalid") and that CreateAsDeleted comes with Mkdoc or
+// Add.
+func validateDocFlagsFor(df memdx.SubdocDocFlag, mutator bool) (memdx.Status, string) {
 	valid := lookupDocFlags
 	if mutator {
 		valid = mutationDocFlags
 	}
-	has := func(f memdx.SubdocDocFlag) bool { return df&f != 0 }
 	switch {
 	case df&^valid != 0:
 		return memdx.StatusInvalidArgs, "Request document flags invalid"
+	case df&memdx.SubdocDocCreateAsDeleted != 0 && df&(memdx.SubdocDocAdd|memdx.SubdocDocMkdoc) == 0:
+		return memdx.StatusInvalidArgs, "CreateAsDeleted requires Mkdoc or Add"
+	}
+	return memdx.StatusSuccess, ""
+}
+
+// validateDocFlagCombos checks the combinations of doc flags kv_engine
+// refuses.
+func validateDocFlagCombos(p *memdx.Packet, df memdx.SubdocDocFlag) (memdx.Status, string) {
+	has := func(f memdx.SubdocDocFlag) bool { return df&f != 0 }
+	switch {
 	case has(memdx.SubdocDocAdd) && p.Cas != 0:
 		return memdx.StatusInvalidArgs, "Request with add flag must have CAS 0"
 	case has(memdx.SubdocDocAdd) && has(memdx.SubdocDocMkdoc):
 		return memdx.StatusInvalidArgs, "Request must not contain both add and mkdoc flags"
-	case has(memdx.SubdocDocCreateAsDeleted) && !has(memdx.SubdocDocAdd) && !has(memdx.SubdocDocMkdoc):
-		return memdx.StatusInvalidArgs, "CreateAsDeleted requires Mkdoc or Add"
 	case has(memdx.SubdocDocReviveDocument) && !has(memdx.SubdocDocAccessDeleted):
 		return memdx.StatusInvalidArgs, "ReviveDocument can't be used without AccessDeleted"
 	case has(memdx.SubdocDocReviveDocument) && has(memdx.SubdocDocCreateAsDeleted):
