@@ -16,6 +16,7 @@ import (
 
 // handle runs one request with wmu held.
 func (cn *conn) handle(p *memdx.Packet) outcome {
+	cn.euid = nil
 	// Before authentication kv_engine runs the handshake commands only
 	// and answers EACCESS, with no error context, to everything else,
 	// NOOP, VERSION and QUIT included, before it looks at the opcode
@@ -29,6 +30,9 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 		}
 	}
 	if !cn.validateConn(p) {
+		return outcome{}
+	}
+	if _, ok := connRules[p.OpCode]; ok && !cn.impersonate(p) {
 		return outcome{}
 	}
 	switch p.OpCode {
@@ -72,17 +76,25 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 		// verbosity_executor sets the node's log level; it needs the
 		// NodeManagement privilege (mcbp_privileges.cc), which of the
 		// mock's users only one with every bucket (an administrator) has.
-		if !cn.user.Load().all {
-			cn.fail(p, memdx.StatusNoAccess, "")
+		if !cn.mayAdminister() {
+			cn.failPrivilege(p, "NodeManagement")
 			return outcome{}
 		}
 		cn.ok(p)
 		return outcome{}
 	}
 	if cn.bucket.Load() == nil {
-		if !p.OpCode.Known() {
+		switch {
+		case !p.OpCode.Known():
 			cn.fail(p, memdx.StatusUnknownCommand, "")
-		} else {
+		case !cn.impersonate(p):
+		case cn.euid != nil && keyRules[p.OpCode].docKey:
+			// Without a bucket the connection's user has every bucket
+			// privilege (so that the engine answers NO_BUCKET), but
+			// an impersonated user has none (Connection::setBucketIndex,
+			// Cookie::testPrivilege).
+			cn.failPrivilege(p, opPrivilege(p.OpCode))
+		default:
 			cn.fail(p, memdx.StatusNoBucket, "No bucket selected")
 		}
 		return outcome{}
@@ -383,7 +395,7 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) outcome {
 	// daemon/protocol/mcbp/cluster_config_executor.cc), of the mock's users
 	// those that may use every bucket: another gets EACCESS, and a client
 	// without XERROR, which cannot be told, loses its connection.
-	if b == nil && !cn.user.Load().all {
+	if b == nil && !cn.mayAdminister() {
 		if !cn.has(memdx.FeatureXerror) {
 			cn.c.logf("mockcluster: node %d: closing connection: no access to the global cluster config, XERROR not enabled", cn.n.id)
 			return outcome{close: true}
@@ -452,6 +464,10 @@ func (cn *conn) stat(p *memdx.Packet) {
 		// serve itself (stat_bucket_stats): the no-bucket engine
 		// answers NO_BUCKET.
 		cn.fail(p, memdx.StatusNoBucket, "No bucket selected")
+		return
+	}
+	if cn.euid != nil && !cn.euid.mayUse(b.name) {
+		cn.failPrivilege(p, "SimpleStats")
 		return
 	}
 	if len(p.Key) != 0 {

@@ -56,6 +56,7 @@ type conn struct {
 	// Used only by the serve goroutine. pkt holds the request being handled
 	// (in the conn so that handing its address around allocates nothing).
 	pkt     memdx.Packet
+	euid    *user // the user the request being handled impersonates, if any
 	scram   *memdx.ScramServer
 	scratch []byte
 

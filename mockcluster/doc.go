@@ -373,6 +373,15 @@
 //     selected bucket any group answers NO_BUCKET. VERBOSITY answers
 //     SUCCESS to an administrator (a user with every bucket), EACCESS to
 //     others.
+//   - Impersonation (frame info 4, "name" or "^name" for an external
+//     user): only an administrator may impersonate (EACCESS otherwise,
+//     before authentication too); an external user answers NOT_SUPPORTED
+//     (no external authentication service), an unknown one EACCESS; the
+//     command then runs with the privileges both users have, so an
+//     impersonated user without the bucket gets EACCESS naming the
+//     privilege the command needs (kv_engine's Cookie::doExecute and
+//     testPrivilege). Frame info 6 (an extra privilege) is accepted and
+//     not acted on.
 //   - GET_META answers deleted, flags, expiry, the revision seqno (the
 //     key's count of client writes, what $document.revid shows; kv_engine
 //     also counts touches and expiries; 0 in a memcached bucket), for

@@ -17,7 +17,7 @@ import (
 const relativeExpiryLimit = 30 * 24 * 60 * 60
 
 func (cn *conn) handleKV(p *memdx.Packet) outcome {
-	if cn.refuseOnMemcached(p) || !cn.validateKey(p) {
+	if cn.refuseOnMemcached(p) || !cn.validateKey(p) || !cn.impersonate(p) || !cn.mayRunAs(p) {
 		return outcome{}
 	}
 	switch p.OpCode {
@@ -94,6 +94,8 @@ func (cn *conn) parseFrames(p *memdx.Packet, mutation, ttl bool) (frames, bool) 
 				st, ctx = memdx.StatusInvalidArgs, "OpenTracingContext cannot be empty"
 				return errStop
 			}
+		case memdx.FrameImpersonateUser, memdx.FrameImpersonateUserExtraPrivilege:
+			// Judged by verifyFrames and acted on by impersonate.
 		case memdx.FrameDcpStreamID:
 			// kv_engine accepts a stream id on any opcode and ignores it
 			// outside DCP.

@@ -254,9 +254,7 @@ func (cn *conn) verifyFrames(p *memdx.Packet, r headerRule) (memdx.Status, strin
 				st, ctx = memdx.StatusInvalidArgs, "OpenTracingContext cannot be empty"
 			}
 		case memdx.FrameImpersonateUser:
-			if len(data) == 0 {
-				st, ctx = memdx.StatusInvalidArgs, "Impersonated user must be set"
-			}
+			st, ctx = impersonateFrameValid(data)
 		case memdx.FramePreserveTTL:
 			if len(data) != 0 {
 				st, ctx = memdx.StatusInvalidArgs, "PreserveTtl should not contain value"

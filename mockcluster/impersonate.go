@@ -1,0 +1,107 @@
+package mockcluster
+
+// Impersonation: a request with the Impersonate frame info runs as another
+// user (kv_engine's Cookie::doExecute and fetchEuidPrivilegeSet,
+// daemon/cookie.cc).
+
+import (
+	"strconv"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// mayAdminister reports whether the request may use a cluster-wide
+// privilege (NodeManagement, SystemSettings): of the mock's users only
+// those that may use every bucket have them, and an impersonated user
+// must have them too (Cookie::testPrivilege checks both).
+func (cn *conn) mayAdminister() bool {
+	u := cn.user.Load()
+	return u != nil && u.all && (cn.euid == nil || cn.euid.all)
+}
+
+// impersonate acts on the Impersonate frame info of a request that passed
+// validation, as kv_engine does before running it: the connection's user
+// needs the Impersonate privilege (EACCESS), an external user ("^name")
+// needs an external authentication service, which the mock has not
+// (NOT_SUPPORTED), and a local user must exist (EACCESS). It sets cn.euid
+// and reports false after answering.
+func (cn *conn) impersonate(p *memdx.Packet) bool {
+	var name []byte
+	found := false
+	_ = memdx.FrameInfos(p.FramingExtras, func(id uint16, data []byte) error {
+		if memdx.RequestFrameID(id) == memdx.FrameImpersonateUser {
+			name, found = data, true
+		}
+		return nil
+	})
+	if !found {
+		return true
+	}
+	// verifyFrames refused these already for the commands it judges.
+	if st, ctx := impersonateFrameValid(name); st != memdx.StatusSuccess {
+		cn.fail(p, st, ctx)
+		return false
+	}
+	if u := cn.user.Load(); u == nil || !u.all || !cn.authed.Load() {
+		// Before authentication (HELLO, SASL) nobody has the privilege.
+		cn.failPrivilege(p, "Impersonate")
+		return false
+	}
+	if name[0] == '^' {
+		cn.fail(p, memdx.StatusNotSupported, "External authentication service not configured")
+		return false
+	}
+	u := cn.c.lookupUser(string(name))
+	if u == nil {
+		cn.fail(p, memdx.StatusNoAccess, "User "+strconv.Quote(string(name))+" is not a Couchbase user")
+		return false
+	}
+	cn.euid = u
+	return true
+}
+
+// mayRunAs is the privilege check a document command passes before it
+// runs (kv_engine's McbpPrivilegeChains, daemon/mcbp_privileges.cc): the
+// connection's user may use the bucket it selected, so only an
+// impersonated user can fail it, one without access to the bucket, whose
+// privileges in it are none. It reports false after answering EACCESS
+// naming the privilege the opcode needs first.
+func (cn *conn) mayRunAs(p *memdx.Packet) bool {
+	b := cn.bucket.Load()
+	if cn.euid == nil || b == nil || cn.euid.mayUse(b.name) {
+		return true
+	}
+	cn.failPrivilege(p, opPrivilege(p.OpCode))
+	return false
+}
+
+// opPrivilege is the first privilege an opcode's chain checks.
+func opPrivilege(op memdx.OpCode) string {
+	switch op {
+	case memdx.OpSet, memdx.OpSetQ, memdx.OpReplace, memdx.OpReplaceQ, memdx.OpAppend, memdx.OpAppendQ,
+		memdx.OpPrepend, memdx.OpPrependQ, memdx.OpTouch,
+		memdx.OpSubdocDictAdd, memdx.OpSubdocDictUpsert, memdx.OpSubdocDelete, memdx.OpSubdocReplace,
+		memdx.OpSubdocArrayPushLast, memdx.OpSubdocArrayPushFirst, memdx.OpSubdocArrayInsert,
+		memdx.OpSubdocArrayAddUnique, memdx.OpSubdocReplaceBodyWithXattr:
+		return "Upsert"
+	case memdx.OpAdd, memdx.OpAddQ:
+		return "Insert"
+	case memdx.OpDelete, memdx.OpDeleteQ:
+		return "Delete"
+	case memdx.OpGetMeta, memdx.OpObserve, memdx.OpObserveSeqno:
+		return "MetaRead"
+	}
+	return "Read"
+}
+
+// impersonateFrameValid judges the Impersonate frame info's data as
+// parseFrameExtras and Cookie::setEffectiveUser do.
+func impersonateFrameValid(data []byte) (memdx.Status, string) {
+	switch {
+	case len(data) == 0:
+		return memdx.StatusInvalidArgs, "Impersonated user must be set"
+	case len(data) == 1 && data[0] == '^':
+		return memdx.StatusInvalidArgs, "Username must be at least one character"
+	}
+	return memdx.StatusSuccess, ""
+}
