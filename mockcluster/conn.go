@@ -41,6 +41,11 @@ type conn struct {
 	hasKnow bool
 	timers  map[*time.Timer]struct{}
 	wclosed bool
+	// owed counts the answers an unordered connection still owes (delayed
+	// by a fault, a synchronous write or a range scan's seqno wait); idle,
+	// when not nil, is closed when it drops to zero (barrier.go).
+	owed int
+	idle chan struct{}
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -76,12 +81,19 @@ func (cn *conn) has(f memdx.HelloFeature) bool {
 type outcome struct {
 	// close: write what is buffered, then close the connection.
 	close bool
-	// delay or wait (ordered execution): write what is buffered, hold the
-	// connection for delay or until wait is closed, then run then (with wmu
-	// held) before reading on.
+	// delay or wait (ordered execution, or a barrier): write what is
+	// buffered, hold the connection for delay or until wait is closed,
+	// then run then (with wmu held) before reading on.
 	delay time.Duration
 	wait  <-chan struct{}
 	then  func()
+	// next, after the hold, runs the request (with wmu held); its outcome
+	// is served in turn. A barrier command waiting for the earlier ones
+	// uses it.
+	next func() outcome
+	// barrier: the request may not be reordered; no later one starts
+	// before its answer is out.
+	barrier bool
 }
 
 func (cn *conn) serve() {
@@ -124,14 +136,32 @@ func (cn *conn) serve() {
 			}
 			out := cn.dispatchTimed(&cn.pkt)
 			cn.wmu.Unlock()
-			if out.close {
-				_ = cn.flush()
-				return
-			}
-			if out.delay > 0 || out.wait != nil {
-				if cn.flush() != nil || !cn.hold(out) {
+			barrier := out.barrier
+			for {
+				if out.close {
+					_ = cn.flush()
 					return
 				}
+				if out.delay > 0 || out.wait != nil {
+					if cn.flush() != nil || !cn.hold(out) {
+						return
+					}
+				}
+				if out.next == nil {
+					break
+				}
+				cn.wmu.Lock()
+				if cn.wclosed {
+					cn.wmu.Unlock()
+					return
+				}
+				out = cn.runTimed(&cn.pkt, out.next)
+				cn.wmu.Unlock()
+			}
+			// A barrier command whose answer is delayed holds the
+			// commands after it until it is out.
+			if barrier && !cn.waitOwed() {
+				return
 			}
 		}
 		if cn.flush() != nil {
@@ -192,6 +222,7 @@ func (cn *conn) later(d time.Duration, fn func()) {
 		return
 	}
 	var t *time.Timer
+	cn.owe()
 	t = time.AfterFunc(d, func() {
 		cn.wmu.Lock()
 		defer cn.wmu.Unlock()
@@ -200,6 +231,7 @@ func (cn *conn) later(d time.Duration, fn func()) {
 		}
 		delete(cn.timers, t)
 		fn()
+		cn.paid()
 		_ = cn.flushLocked()
 	})
 	cn.timers[t] = struct{}{}
@@ -211,6 +243,7 @@ func (cn *conn) laterUntil(release <-chan struct{}, fn func()) {
 	if cn.wclosed {
 		return
 	}
+	cn.owe()
 	go func() {
 		select {
 		case <-release:
@@ -223,6 +256,7 @@ func (cn *conn) laterUntil(release <-chan struct{}, fn func()) {
 			return
 		}
 		fn()
+		cn.paid()
 		_ = cn.flushLocked()
 	}()
 }
@@ -536,7 +570,15 @@ func (cn *conn) dispatch(p *memdx.Packet) outcome {
 		return outcome{close: true}
 	}
 	cn.n.reqs[p.OpCode].Add(1)
-	return cn.control(p)
+	if !cn.isBarrier(p) {
+		return cn.control(p)
+	}
+	if owed := cn.owedDone(); owed != nil {
+		return outcome{wait: owed, next: func() outcome { return cn.control(p) }, barrier: true}
+	}
+	out := cn.control(p)
+	out.barrier = true
+	return out
 }
 
 // control applies a matching fault, if any, around handle.

@@ -382,6 +382,13 @@
 //     privilege the command needs (kv_engine's Cookie::doExecute and
 //     testPrivilege). Frame info 6 (an extra privilege) is accepted and
 //     not acted on.
+//   - With UnorderedExecution, answers the mock delays (a fault's Delay or
+//     Hold, a synchronous write, a range scan waiting for a seqno) may
+//     overtake later commands, but a command kv_engine may not reorder
+//     (outside is_reorder_supported: HELLO, SELECT_BUCKET, NOOP, STAT,
+//     GET_CLUSTER_CONFIG, GET_META, OBSERVE, the quiet commands...) or
+//     one with the Barrier frame info waits until every earlier one was
+//     answered, and no later command starts before it is answered.
 //   - GET_META answers deleted, flags, expiry, the revision seqno (the
 //     key's count of client writes, what $document.revid shows; kv_engine
 //     also counts touches and expiries; 0 in a memcached bucket), for

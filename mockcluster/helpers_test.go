@@ -145,6 +145,15 @@ func (c *rawClient) expectClosed() []memdx.Packet {
 	}
 }
 
+// passed sends a GET and waits for its answer: on a connection with
+// UnorderedExecution, once it is answered the node has handled every
+// request sent before it, those whose answers it delays included. (A NOOP
+// would wait for those answers: kv_engine may not reorder it.)
+func (c *rawClient) passed(b *Bucket) {
+	c.t.Helper()
+	c.do(keyReq(c, b, memdx.NewGet([]byte("mocktest-passed"))))
+}
+
 func (c *rawClient) hello(fs ...memdx.HelloFeature) []memdx.HelloFeature {
 	c.t.Helper()
 	p := c.do(memdx.NewHello(memdx.HelloKey("mocktest", "0000000000000001"), fs))

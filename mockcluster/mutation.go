@@ -93,11 +93,13 @@ func (cn *conn) commitMutation(p *memdx.Packet, t target, f frames, commit func(
 		abortAfter = f.timeout
 	}
 	if cn.has(memdx.FeatureUnorderedExecution) {
+		cn.owe()
 		sw.onDone = func() {
 			cn.wmu.Lock()
 			defer cn.wmu.Unlock()
 			if !cn.wclosed {
 				answer()
+				cn.paid()
 				_ = cn.flushLocked()
 			}
 		}

@@ -214,6 +214,9 @@ const seqnoPoll = time.Millisecond
 func (cn *conn) waitSeqno(vb *vbucket, seqno uint64, d time.Duration, finish func()) outcome {
 	end := time.Now().Add(d)
 	unordered := cn.has(memdx.FeatureUnorderedExecution)
+	if unordered {
+		cn.owe()
+	}
 	ready := make(chan struct{})
 	var tick func()
 	tick = func() {
@@ -237,6 +240,7 @@ func (cn *conn) waitSeqno(vb *vbucket, seqno uint64, d time.Duration, finish fun
 		defer cn.wmu.Unlock()
 		if !cn.wclosed {
 			finish()
+			cn.paid()
 			_ = cn.flushLocked()
 		}
 	}

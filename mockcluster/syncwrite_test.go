@@ -82,7 +82,7 @@ func TestLockDuringSyncWrite(t *testing.T) {
 
 	// GET_LOCKED while a durable SET is pending.
 	op := a.send(keyReq(a, b, durable(set(k, "v2"))))
-	a.do(memdx.NewNoop()) // the node has the sync write
+	a.passed(b) // the node has the sync write
 	if p := noX.do(keyReq(noX, b, memdx.NewGetLocked([]byte(k), 10))); p.Status != memdx.StatusTmpFail {
 		t.Errorf("GET_LOCKED during a sync write, no XERROR: %s, want TMPFAIL", p.Status)
 	}
@@ -103,7 +103,7 @@ func TestLockDuringSyncWrite(t *testing.T) {
 		t.Fatalf("GET_LOCKED: %s", l.Status)
 	}
 	op = a.send(keyReq(a, b, withCas(durable(set(k, "v3")), l.Cas)))
-	a.do(memdx.NewNoop())
+	a.passed(b)
 	if p := other.do(keyReq(other, b, memdx.NewUnlock([]byte(k), l.Cas))); p.Status != memdx.StatusSyncWriteInProgress {
 		t.Errorf("UNLOCK_KEY during a sync write: %s, want SYNC_WRITE_IN_PROGRESS", p.Status)
 	}

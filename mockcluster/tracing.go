@@ -59,7 +59,24 @@ func (cn *conn) dispatchTimed(p *memdx.Packet) outcome {
 	}
 	cn.timing.start, cn.timing.answered = time.Now(), false
 	out := cn.dispatch(p)
-	if !cn.timing.answered && !p.OpCode.IsQuiet() && !out.close {
+	cn.notePending(p, out)
+	return out
+}
+
+// runTimed runs the rest of a request whose dispatch waited (a barrier
+// command), timed from its dispatch. wmu must be held.
+func (cn *conn) runTimed(p *memdx.Packet, run func() outcome) outcome {
+	out := run()
+	if cn.timing.traced {
+		cn.notePending(p, out)
+	}
+	return out
+}
+
+// notePending remembers the start of a request whose answer comes later.
+// wmu must be held.
+func (cn *conn) notePending(p *memdx.Packet, out outcome) {
+	if !cn.timing.answered && !p.OpCode.IsQuiet() && !out.close && out.next == nil {
 		if cn.timing.pending == nil {
 			cn.timing.pending = make(map[uint32]time.Time)
 		}
@@ -67,7 +84,6 @@ func (cn *conn) dispatchTimed(p *memdx.Packet) outcome {
 			cn.timing.pending[p.Opaque] = cn.timing.start
 		}
 	}
-	return out
 }
 
 // durationFrame returns the framing extras of a response to req: a

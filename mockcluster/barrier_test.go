@@ -1,0 +1,66 @@
+package mockcluster
+
+import (
+	"testing"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// On a connection with UnorderedExecution, kv_engine runs a command that
+// may not be reordered (every opcode outside is_reorder_supported, such
+// as HELLO, SELECT_BUCKET, NOOP, STAT or the quiet commands, and any
+// command with the Barrier frame info) only after every earlier command
+// finished, and starts no later command until it is done
+// (Cookie::validateClientRequest sets the barrier;
+// Connection::executeCommandPipeline and processAllReadyCookies hold it).
+// So a SELECT_BUCKET sent while a GET is still being served is answered
+// after that GET, and a GET sent after it after the SELECT_BUCKET. The
+// mock ran the SELECT_BUCKET at once, answering it first.
+func TestUnorderedBarrierWaitsForEarlierCommands(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		barrier func(cl *rawClient, b *Bucket) memdx.Request
+		op      memdx.OpCode
+	}{
+		{"SELECT_BUCKET", func(*rawClient, *Bucket) memdx.Request { return memdx.NewSelectBucket(DefaultBucket) }, memdx.OpSelectBucket},
+		{"HELLO", func(*rawClient, *Bucket) memdx.Request {
+			return memdx.NewHello(memdx.HelloKey("mocktest", "2"), append(stdFeatures, memdx.FeatureUnorderedExecution))
+		}, memdx.OpHello},
+		{"GET with the Barrier frame", func(cl *rawClient, b *Bucket) memdx.Request {
+			r := keyReq(cl, b, memdx.NewGet([]byte("other")))
+			r.FramingExtras, _ = memdx.AppendFrameInfo(nil, uint16(memdx.FrameBarrier), nil)
+			return r
+		}, memdx.OpGet},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, Options{Nodes: 1})
+			b := c.Bucket(DefaultBucket)
+			n := c.Node(0)
+			cl := bootstrap(t, n.Addr(), DefaultBucket, append(stdFeatures, memdx.FeatureUnorderedExecution))
+			release := make(chan struct{})
+			f := c.AddFault(Fault{Match: Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "held"},
+				Action: Action{Hold: release}, Times: 1})
+			held := cl.send(keyReq(cl, b, memdx.NewGet([]byte("held"))))
+			waitFor(t, "the held GET", func() bool { return f.Hits() == 1 })
+
+			before := n.RequestCount(tc.op)
+			barrier := cl.send(tc.barrier(cl, b))
+			waitFor(t, "the barrier command to arrive", func() bool { return n.RequestCount(tc.op) == before+1 })
+			after := cl.send(keyReq(cl, b, memdx.NewGet([]byte("after"))))
+			close(release)
+
+			var order []uint32
+			for range 3 {
+				p, err := cl.read(5e9)
+				if err != nil {
+					t.Fatal(err)
+				}
+				order = append(order, p.Opaque)
+			}
+			if order[0] != held || order[1] != barrier || order[2] != after {
+				t.Fatalf("answers in order %v, want the held GET %d, the %s %d, the later GET %d",
+					order, held, tc.name, barrier, after)
+			}
+		})
+	}
+}
