@@ -16,7 +16,7 @@ import (
 
 // handle runs one request with wmu held.
 func (cn *conn) handle(p *memdx.Packet) outcome {
-	cn.euid = nil
+	cn.euid, cn.hangup = nil, false
 	// Before authentication kv_engine runs the handshake commands only
 	// and answers EACCESS, with no error context, to everything else,
 	// NOOP, VERSION and QUIT included, before it looks at the opcode
@@ -77,7 +77,7 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 		// NodeManagement privilege (mcbp_privileges.cc), which of the
 		// mock's users only one with every bucket (an administrator) has.
 		if !cn.mayAdminister() {
-			cn.failPrivilege(p, "NodeManagement")
+			cn.refusePrivilege(p, "NodeManagement")
 			return outcome{}
 		}
 		cn.ok(p)
@@ -93,9 +93,9 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 			// privilege (so that the engine answers NO_BUCKET), but
 			// an impersonated user has none (Connection::setBucketIndex,
 			// Cookie::testPrivilege).
-			cn.failPrivilege(p, opPrivilege(p.OpCode))
+			cn.refusePrivilege(p, opPrivilege(p.OpCode))
 		default:
-			cn.fail(p, memdx.StatusNoBucket, "No bucket selected")
+			cn.failExec(p, memdx.StatusNoBucket, "No bucket selected")
 		}
 		return outcome{}
 	}
@@ -463,11 +463,11 @@ func (cn *conn) stat(p *memdx.Packet) {
 		// (stat_all_stats), and so does a group the daemon does not
 		// serve itself (stat_bucket_stats): the no-bucket engine
 		// answers NO_BUCKET.
-		cn.fail(p, memdx.StatusNoBucket, "No bucket selected")
+		cn.failExec(p, memdx.StatusNoBucket, "No bucket selected")
 		return
 	}
 	if cn.euid != nil && !cn.euid.mayUse(b.name) {
-		cn.failPrivilege(p, "SimpleStats")
+		cn.refusePrivilege(p, "SimpleStats")
 		return
 	}
 	if len(p.Key) != 0 {

@@ -60,8 +60,10 @@ type conn struct {
 
 	// Used only by the serve goroutine. pkt holds the request being handled
 	// (in the conn so that handing its address around allocates nothing).
-	pkt     memdx.Packet
-	euid    *user // the user the request being handled impersonates, if any
+	pkt  memdx.Packet
+	euid *user // the user the request being handled impersonates, if any
+	// hangup: close the connection instead of answering (failExec).
+	hangup  bool
 	scram   *memdx.ScramServer
 	scratch []byte
 
@@ -138,7 +140,7 @@ func (cn *conn) serve() {
 			cn.wmu.Unlock()
 			barrier := out.barrier
 			for {
-				if out.close {
+				if out.close || cn.hangup {
 					_ = cn.flush()
 					return
 				}
@@ -479,6 +481,33 @@ func newUUID() string {
 	u[8] = u[8]&0x3f | 0x80
 	h := hex.EncodeToString(u[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// failExec answers a status a command's execution ended with, as
+// kv_engine's handle_executor_status does: through
+// Connection::remapErrorCode, which closes the connection of a client
+// without XERROR instead of answering it NO_BUCKET or EACCESS, statuses it
+// cannot know. (A packet the validator refused is answered its status
+// whatever the client negotiated: use fail.)
+func (cn *conn) failExec(p *memdx.Packet, st memdx.Status, context string) {
+	if !cn.has(memdx.FeatureXerror) && (st == memdx.StatusNoBucket || st == memdx.StatusNoAccess) {
+		cn.c.logf("mockcluster: node %d: closing connection: %s to %s, XERROR not enabled", cn.n.id, st, p.OpCode)
+		cn.hangup = true
+		return
+	}
+	cn.fail(p, st, context)
+}
+
+// refusePrivilege is failPrivilege for a command the privilege check
+// before its execution refuses (execute_client_request_packet in
+// daemon/mcbp_executors.cc remaps the failure as failExec does).
+func (cn *conn) refusePrivilege(p *memdx.Packet, privilege string) {
+	if !cn.has(memdx.FeatureXerror) {
+		cn.c.logf("mockcluster: node %d: closing connection: EACCESS to %s, XERROR not enabled", cn.n.id, p.OpCode)
+		cn.hangup = true
+		return
+	}
+	cn.failPrivilege(p, privilege)
 }
 
 // failManifest answers UNKNOWN_COLLECTION or UNKNOWN_SCOPE with the

@@ -267,7 +267,10 @@
 //     client negotiated JSON) when the mock has something to say, XERROR
 //     or not, as kv_engine's Cookie::sendResponse does; otherwise no body.
 //     Without XERROR the statuses such a client cannot know are remapped
-//     as kv_engine's Connection::remapErrorCode remaps them: NOT_LOCKED and
+//     as kv_engine's Connection::remapErrorCode remaps them: NO_BUCKET and
+//     EACCESS a command ends with (not those of the packet checks, nor the
+//     EACCESS before authentication) close the connection unanswered;
+//     NOT_LOCKED and
 //     SYNC_WRITE_IN_PROGRESS become TMPFAIL, and a locked document answers
 //     KEY_EEXISTS to mutations and TOUCH/GAT (kv_engine's locked) but
 //     TMPFAIL to GET_LOCKED, UNLOCK_KEY and DELETE with a wrong CAS and
@@ -435,7 +438,9 @@
 //     connection (a shorter text request waits for the rest of a header,
 //     as kv_engine's does).
 //   - A client that connects as memcached:// would (no SELECT_BUCKET) gets
-//     NO_BUCKET for data commands once authenticated, EACCESS before.
+//     NO_BUCKET for data commands once authenticated (with XERROR; without
+//     it, and so without HELLO, the connection closes instead), EACCESS
+//     before.
 //
 // # What the mock does not do
 //

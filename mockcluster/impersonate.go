@@ -71,7 +71,7 @@ func (cn *conn) mayRunAs(p *memdx.Packet) bool {
 	if cn.euid == nil || b == nil || cn.euid.mayUse(b.name) {
 		return true
 	}
-	cn.failPrivilege(p, opPrivilege(p.OpCode))
+	cn.refusePrivilege(p, opPrivilege(p.OpCode))
 	return false
 }
 
