@@ -1,6 +1,7 @@
 package mockcluster
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -45,4 +46,18 @@ func TestSelectBucketMissingVersusNoAccess(t *testing.T) {
 	if st := bob.selectBucket("later"); st != memdx.StatusSuccess {
 		t.Fatalf("bob selects his bucket once it exists: %s", st)
 	}
+}
+
+// kv_engine's select_bucket_validator (daemon/mcbp_validators.cc) refuses a
+// name longer than MAX_BUCKET_NAME_LENGTH (100, daemon/buckets.h) before
+// the command runs: EINVAL ("Request key length exceeds maximum"), for any
+// user. The mock answered it as a name like any other: KEY_ENOENT to an
+// administrator, EACCESS to others.
+func TestSelectBucketNameTooLong(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	admin := bootstrap(t, c.Node(0).Addr(), "", nil)
+	long := strings.Repeat("b", 101)
+	expectAnswer(t, "SELECT_BUCKET of 101 bytes", admin.do(memdx.NewSelectBucket(long)), memdx.StatusInvalidArgs,
+		"Request key length exceeds maximum")
+	expectAnswer(t, "SELECT_BUCKET of 100 bytes", admin.do(memdx.NewSelectBucket(long[:100])), memdx.StatusKeyNotFound, "")
 }

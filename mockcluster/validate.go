@@ -52,6 +52,9 @@ type headerRule struct {
 	docKey bool
 }
 
+// maxBucketNameLen is the longest bucket name SELECT_BUCKET takes.
+const maxBucketNameLen = 100
+
 // connRules are the validators of the commands handle serves itself.
 var connRules = map[memdx.OpCode]headerRule{
 	// hello_validator (then the value must be of even length)
@@ -303,6 +306,11 @@ func (cn *conn) validateSpecific(p *memdx.Packet) (memdx.Status, string) {
 			if !json.Valid(p.Value) {
 				return einval, "value is not valid JSON"
 			}
+		}
+	case memdx.OpSelectBucket:
+		// select_bucket_validator: MAX_BUCKET_NAME_LENGTH (daemon/buckets.h).
+		if len(p.Key) > maxBucketNameLen {
+			return einval, "Request key length exceeds maximum"
 		}
 	case memdx.OpCollectionsGetManifest:
 		if p.Vbucket != 0 {
