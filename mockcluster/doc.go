@@ -291,7 +291,9 @@
 //     locked document return CAS 0xffffffffffffffff. Mutations, TOUCH/GAT
 //     and a second GET_LOCKED answer LOCKED (without XERROR KEY_EEXISTS or
 //     TMPFAIL, as above), and so does a sub-document lookup without a CAS
-//     (one with a CAS runs and answers that CAS). UNLOCK_KEY of an unlocked
+//     (one with a CAS runs and answers that CAS). UNLOCK_KEY with the lock
+//     CAS answers success with CAS 0 (the document keeps the lock's CAS,
+//     as kv_engine's does). UNLOCK_KEY of an unlocked
 //     document answers NOT_LOCKED (0x0e; TMPFAIL without XERROR), with a
 //     wrong CAS LOCKED, of a missing one KEY_ENOENT, without a CAS (0)
 //     EINVAL, as kv_engine's unlock_validator answers. Locks are not

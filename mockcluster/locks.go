@@ -109,5 +109,10 @@ func (cn *conn) unlock(p *memdx.Packet) {
 	nd.lockedUntil = time.Time{}
 	t.vb.docs[string(t.mk)] = &nd
 	t.vb.mu.Unlock()
-	cn.reply(p, memdx.StatusSuccess, nd.cas, 0, nil, nil, nil)
+	// A bare success, CAS 0: UnlockCommandContext
+	// (daemon/protocol/mcbp/unlock_context.cc) sends
+	// Cookie::sendResponse(Success), whose header carries the cookie's
+	// CAS, which nothing set (Connection::formatResponseHeaders). The
+	// document keeps the lock's CAS.
+	cn.ok(p)
 }
