@@ -344,7 +344,7 @@ func (cn *conn) selectBucket(p *memdx.Packet) {
 	// may not learns nothing.
 	u := cn.user.Load()
 	if !u.mayUse(name) {
-		cn.fail(p, memdx.StatusNoAccess, "No access to bucket "+strconv.Quote(name))
+		cn.failExec(p, memdx.StatusNoAccess, "No access to bucket "+strconv.Quote(name))
 		return
 	}
 	b := cn.c.Bucket(name)

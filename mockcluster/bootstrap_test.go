@@ -241,6 +241,9 @@ func TestSASL(t *testing.T) {
 	})
 	t.Run("per-bucket access", func(t *testing.T) {
 		cl := dialRaw(t, addr)
+		// With XERROR: kv_engine closes the connection of a client
+		// without it instead of answering EACCESS.
+		cl.hello(memdx.FeatureXerror)
 		if st := cl.authPlain("bob", "builder"); st != memdx.StatusSuccess {
 			t.Fatal(st)
 		}

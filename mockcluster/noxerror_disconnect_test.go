@@ -41,6 +41,8 @@ func TestNoXerrorClientIsDisconnectedForNoBucketAndNoAccess(t *testing.T) {
 			func(cl *rawClient) memdx.Request { return keyReq(cl, b, memdx.NewGet([]byte("k"))) }, memdx.StatusNoBucket},
 		{"STAT without a bucket", DefaultUser, DefaultPassword,
 			func(*rawClient) memdx.Request { return memdx.NewStat(nil) }, memdx.StatusNoBucket},
+		{"SELECT_BUCKET of a bucket the user may not use", "app", "secret",
+			func(*rawClient) memdx.Request { return memdx.NewSelectBucket("other") }, memdx.StatusNoAccess},
 		{"VERBOSITY without NodeManagement", "app", "secret",
 			func(*rawClient) memdx.Request {
 				return memdx.Request{OpCode: memdx.OpVerbosity, Extras: []byte{0, 0, 0, 1}}
