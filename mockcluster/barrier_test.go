@@ -64,3 +64,42 @@ func TestUnorderedBarrierWaitsForEarlierCommands(t *testing.T) {
 		})
 	}
 }
+
+// A command kv_engine refuses in its packet validation is answered at
+// once, barrier or not: Connection::executeCommandPipeline sends a
+// rejected packet's status (handleRejectCommand) without waiting for the
+// commands in flight, and reads on. Only a valid command that may not be
+// reordered waits.
+func TestUnorderedRejectedBarrierDoesNotWait(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	b := c.Bucket(DefaultBucket)
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, append(stdFeatures, memdx.FeatureUnorderedExecution))
+	release := make(chan struct{})
+	f := c.AddFault(Fault{Match: Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "held"},
+		Action: Action{Hold: release}, Times: 1})
+	held := cl.send(keyReq(cl, b, memdx.NewGet([]byte("held"))))
+	waitFor(t, "the held GET", func() bool { return f.Hits() == 1 })
+
+	badHello := memdx.NewHello(memdx.HelloKey("mocktest", "3"), nil)
+	badHello.Value = []byte{0, 1, 2} // odd length
+	noopExtras := memdx.NewNoop()
+	noopExtras.Extras = []byte{1}
+	inUnknown := keyReq(cl, b, memdx.NewGetMeta([]byte("k")))
+	inUnknown.CollectionID = 0x77
+	for _, r := range []struct {
+		name string
+		req  memdx.Request
+		st   memdx.Status
+	}{
+		{"HELLO of odd length", badHello, memdx.StatusInvalidArgs},
+		{"NOOP with extras", noopExtras, memdx.StatusInvalidArgs},
+		{"GET_META in an unknown collection", inUnknown, memdx.StatusUnknownCollection},
+	} {
+		p := cl.do(r.req)
+		expectAnswer(t, r.name+" while a GET is held", p, r.st, "")
+	}
+	close(release)
+	if p := cl.recv(held); p.Status != memdx.StatusKeyNotFound {
+		t.Fatalf("held GET: %s", p.Status)
+	}
+}

@@ -602,6 +602,10 @@ func (cn *conn) dispatch(p *memdx.Packet) outcome {
 	if !cn.isBarrier(p) {
 		return cn.control(p)
 	}
+	if cn.rejected(p) {
+		// Refused by the validator: answered at once, holding nothing.
+		return cn.control(p)
+	}
 	if owed := cn.owedDone(); owed != nil {
 		return outcome{wait: owed, next: func() outcome { return cn.control(p) }, barrier: true}
 	}

@@ -393,7 +393,8 @@
 //     (outside is_reorder_supported: HELLO, SELECT_BUCKET, NOOP, STAT,
 //     GET_CLUSTER_CONFIG, GET_META, OBSERVE, the quiet commands...) or
 //     one with the Barrier frame info waits until every earlier one was
-//     answered, and no later command starts before it is answered.
+//     answered, and no later command starts before it is answered (one
+//     the packet validation refuses is answered at once).
 //   - GET_META answers deleted, flags, expiry, the revision seqno (the
 //     key's count of client writes, what $document.revid shows; kv_engine
 //     also counts touches and expiries; 0 in a memcached bucket), for

@@ -423,25 +423,74 @@ func (cn *conn) validateKey(p *memdx.Packet) bool {
 // nor is anything in a memcached bucket (not collection-capable). It
 // reports false after answering.
 func (cn *conn) collectionKnown(p *memdx.Packet) bool {
-	b := cn.bucket.Load()
-	if b == nil || b.memcached() || !cn.has(memdx.FeatureCollections) {
-		return true
-	}
-	cid, _, err := memdx.SplitCollectionKey(p.Key)
-	if err != nil || cid == 0 {
-		return true
-	}
-	s := b.snap.Load()
-	if !cn.holdsVbucket(s, p.Vbucket) {
+	s, cid, st := cn.lookupCollection(p)
+	switch st {
+	case memdx.StatusNotMyVbucket:
 		cn.nmv(p, s)
 		return false
-	}
-	if !s.manifest.has(cid) {
+	case memdx.StatusUnknownCollection:
 		cn.failManifest(p, memdx.StatusUnknownCollection, s.manifest.uid,
 			"Unknown collection id 0x"+strconv.FormatUint(uint64(cid), 16))
 		return false
 	}
 	return true
+}
+
+// lookupCollection is collectionKnown's decision, without the answer:
+// NOT_MY_VBUCKET, UNKNOWN_COLLECTION or success.
+func (cn *conn) lookupCollection(p *memdx.Packet) (*bucketSnap, uint32, memdx.Status) {
+	b := cn.bucket.Load()
+	if b == nil || b.memcached() || !cn.has(memdx.FeatureCollections) {
+		return nil, 0, memdx.StatusSuccess
+	}
+	cid, _, err := memdx.SplitCollectionKey(p.Key)
+	if err != nil || cid == 0 {
+		return nil, 0, memdx.StatusSuccess
+	}
+	s := b.snap.Load()
+	if !cn.holdsVbucket(s, p.Vbucket) {
+		return s, cid, memdx.StatusNotMyVbucket
+	}
+	if !s.manifest.has(cid) {
+		return s, cid, memdx.StatusUnknownCollection
+	}
+	return s, cid, memdx.StatusSuccess
+}
+
+// rejected reports whether kv_engine's Cookie::validate would refuse p
+// (before authentication, an unknown opcode, or the opcode's validator
+// for the commands the mock validates): such a packet is answered at
+// once, even on a connection with commands in flight. wmu must be held.
+func (cn *conn) rejected(p *memdx.Packet) bool {
+	if !cn.authed.Load() {
+		switch p.OpCode {
+		case memdx.OpHello, memdx.OpSASLListMechs, memdx.OpSASLAuth, memdx.OpSASLStep, memdx.OpGetErrorMap:
+		default:
+			return true
+		}
+	}
+	if rule, ok := connRules[p.OpCode]; ok {
+		st, _ := cn.verifyHeader(p, rule)
+		if st == memdx.StatusSuccess {
+			st, _ = cn.validateSpecific(p)
+		}
+		return st != memdx.StatusSuccess
+	}
+	if !p.OpCode.Known() {
+		return true
+	}
+	rule, ok := keyRules[p.OpCode]
+	if !ok || cn.bucket.Load() == nil {
+		return false
+	}
+	st, _ := cn.verifyHeader(p, rule)
+	if st == memdx.StatusSuccess && rule.docKey {
+		_, _, st = cn.lookupCollection(p)
+	}
+	if st == memdx.StatusSuccess {
+		st, _ = validateKeySpecific(p)
+	}
+	return st != memdx.StatusSuccess
 }
 
 // validateKeySpecific is the rest of a document command's validator,
