@@ -87,6 +87,9 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 		switch {
 		case !p.OpCode.Known():
 			cn.fail(p, memdx.StatusUnknownCommand, "")
+		case !cn.validateKey(p):
+			// The packet validator runs before the no-bucket engine
+			// could answer (Cookie::validate).
 		case !cn.impersonate(p):
 		case cn.euid != nil && keyRules[p.OpCode].docKey:
 			// Without a bucket the connection's user has every bucket

@@ -181,7 +181,8 @@
 //   - Before authentication only HELLO, GET_ERROR_MAP and the SASL commands
 //     are served; anything else, NOOP, VERSION and QUIT included, answers
 //     EACCESS (0x24) with no body (kv_engine's Cookie::validate). After it,
-//     key commands without a selected bucket answer NO_BUCKET.
+//     key commands without a selected bucket answer NO_BUCKET
+//     once their packet checks passed.
 //   - The connection-level commands (HELLO, NOOP, VERSION, QUIT, SASL,
 //     GET_ERROR_MAP, SELECT_BUCKET, LIST_BUCKETS, GET_CLUSTER_CONFIG, STAT,
 //     VERBOSITY and the collections lookups) are validated first as

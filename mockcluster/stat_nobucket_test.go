@@ -44,3 +44,17 @@ func TestStatUnknownGroupWithoutBucket(t *testing.T) {
 	}
 	expectAnswer(t, "unknown group with a bucket", cl.do(memdx.NewStat([]byte("nosuchgroup"))), memdx.StatusKeyNotFound, "")
 }
+
+// Without a selected bucket a document command is still judged by its
+// packet validator first (Cookie::validate runs McbpValidator before the
+// command reaches the no-bucket engine, which answers NO_BUCKET): a
+// malformed one answers EINVAL. The mock answered NO_BUCKET to anything.
+func TestNoBucketValidatesFirst(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	cl := bootstrap(t, c.Node(0).Addr(), "", nil)
+	b := c.Bucket(DefaultBucket)
+	bad := keyReq(cl, b, memdx.NewGet([]byte("k")))
+	bad.Extras = []byte{1, 2, 3, 4}
+	expectAnswer(t, "GET with extras without a bucket", cl.do(bad), memdx.StatusInvalidArgs, "Request must not include extras")
+	expectAnswer(t, "GET without a bucket", cl.do(keyReq(cl, b, memdx.NewGet([]byte("k")))), memdx.StatusNoBucket, "")
+}
