@@ -196,7 +196,7 @@ func dialNet(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		}
 		cfg.ServerName = host
 	}
-	wc := &watchedConn{Conn: nc}
+	wc := &watchedConn{Conn: nc, raw: newRawWriter(nc)}
 	tc := tls.Client(wc, cfg)
 	wc.watching = true // counted for handshake's silence watch and plainPortHint
 	err = handshake(ctx, tc, wc, addr, o)
@@ -273,10 +273,22 @@ func (c *Conn) tlsPortHint() string {
 // it counts the bytes read, for the silence watch (handshake). watching is
 // set before the handshake and cleared after it, on Dial's goroutine,
 // before any other goroutine reads the connection.
+//
+// It also counts the bytes the socket takes (out), for the health check
+// (monitor.go): the TLS layer's Write returns only once the socket took
+// the whole chunk the writer handed it (up to writeChunk), so while it
+// waits on a full socket, what the node drains and the socket takes again
+// is visible only here. A TCP socket is written through raw, one system
+// call at a time, each counted as it returns (as net.Conn's Write would
+// make them: it waits in the poller for room); another connection type
+// (a DialContext's own) is counted per Write, which the TLS layer makes
+// per record (at most 16 KiB of data).
 type watchedConn struct {
 	net.Conn
 	watching bool
 	in       atomic.Uint64
+	out      atomic.Uint64
+	raw      rawWriter // nil: not a TCP socket (or not on unix)
 }
 
 func (c *watchedConn) Read(b []byte) (int, error) {
@@ -285,6 +297,30 @@ func (c *watchedConn) Read(b []byte) (int, error) {
 		c.in.Add(uint64(n))
 	}
 	return n, err
+}
+
+// Write writes all of b, counting what the socket takes as it takes it.
+// The TLS layer's Writes are sequential (its output lock), as the raw
+// writer needs.
+func (c *watchedConn) Write(b []byte) (int, error) {
+	if c.raw == nil {
+		n, err := c.Conn.Write(b)
+		c.out.Add(uint64(n))
+		return n, err
+	}
+	n := 0
+	for n < len(b) {
+		m, err := c.raw.writeNet(b[n:])
+		n += m
+		c.out.Add(uint64(m))
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			return n, io.ErrShortWrite
+		}
+	}
+	return n, nil
 }
 
 // underlyingConn returns the connection under a TLS one (the socket Dial

@@ -275,7 +275,13 @@
 // by the node (the socket's SIOCOUTQ count: a probe behind a large value a
 // live node reads slowly over a slow link waits while the value drains;
 // elsewhere such a probe closes the connection once the drain outlasts
-// ProbeTimeout), the connection is closed with kverr.ErrUnresponsive (logged at warn)
+// ProbeTimeout). Over TLS the bytes counted are those the TCP socket under
+// the TLS layer takes, per system call, so a Write waiting inside the TLS
+// layer for room does not hide the node's progress; on a DialContext's own
+// connection type (not a *net.TCPConn) a Write is seen only when it
+// returns (under TLS one record, 16 KiB of data; without, up to 64 KiB), so
+// a node reading slower than that per ProbeTimeout is closed. Without any
+// progress, the connection is closed with kverr.ErrUnresponsive (logged at warn)
 // and its requests fail by the written/not-written rule, as on any dead
 // connection; the client redials. During the bootstrap the bootstrap's own
 // requests are the probe: a node that sends nothing for ProbeTimeout while

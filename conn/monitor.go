@@ -1,7 +1,9 @@
 package conn
 
 import (
+	"crypto/tls"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -35,13 +37,18 @@ import (
 // the process got the probe. The drain needs the count, which only
 // Linux gives: elsewhere, a value still draining from the socket's buffer
 // for longer than ProbeTimeout after the probe was written closes the
-// connection. Over TLS (and on a DialContext's own connection type) the
-// writer learns what the socket took only when a Write returns, a chunk
-// of up to 64 KiB at a time (writeChunk): while a Write is blocked on a
-// full socket, what the node drains is refilled from it unseen, so a node
-// reading a large value slower than 64 KiB per ProbeTimeout is closed as
-// unresponsive all the same (plain TCP writes return at each partial
-// write, and are seen).
+// connection. Over TLS the writer learns what the socket took only when
+// the TLS layer's Write returns, a chunk of up to 64 KiB (writeChunk):
+// while it waits on a full socket, what the node drains is refilled from
+// it. So under TLS the check counts the socket's own bytes (ciphertext),
+// as the socket under the TLS layer takes them: a TCP socket's per system
+// call (watchedConn, a partial write each), the SIOCOUTQ count in the same
+// terms, and the probe's place in them from where the Write carrying it
+// began (noteProbeWire). On a DialContext's own connection type (not a
+// *net.TCPConn) there is no system call to see: under TLS its Writes are
+// counted as they return, one record (16 KiB of data) each, so a node
+// reading a large value slower than 16 KiB per ProbeTimeout is closed as
+// unresponsive; without TLS, the writer's Writes, 64 KiB each.
 //
 // During the bootstrap (until Dial returns the connection) the bootstrap's
 // own requests play the probe: a node that sends nothing for ProbeTimeout
@@ -80,20 +87,27 @@ type monitor struct {
 	// vouched: tombstones abandoned before it were sent before a probe
 	// that was answered.
 	vouched time.Time
-	// in and out are the bytes read and written when progress was last
-	// seen.
+	// in and out are the bytes read and written (wireOut) when progress
+	// was last seen.
 	in, out uint64
 	// unsent reads the socket's count of bytes the node has not
 	// acknowledged (nil: the platform or the connection has none:
 	// socketUnsent). acked is the stream offset the node's kernel has
-	// taken the bytes up to (writer.written less that count) when progress
-	// was last seen (ackedOK: the count was read).
+	// taken the bytes up to (wireOut less that count) when progress was
+	// last seen (ackedOK: the count was read).
 	unsent  func() (int, bool)
 	acked   int64
 	ackedOK bool
-	wake    wakeList      // the Notifiers of calls a sweep ended
-	probes  atomic.Uint64 // Stats.Probes
-	exited  chan struct{} // closed when the monitor goroutine has exited
+	// wire is the socket under a TLS connection, which counts the
+	// ciphertext it takes (nil: no TLS): under TLS the health check
+	// counts the socket's bytes, not the writer's, and probeWire is then
+	// where the probe's bytes begin in the socket's stream, or a little
+	// before (-1: not yet handed to the TLS layer; noteProbeWire).
+	wire      *watchedConn
+	probeWire int64
+	wake      wakeList      // the Notifiers of calls a sweep ended
+	probes    atomic.Uint64 // Stats.Probes
+	exited    chan struct{} // closed when the monitor goroutine has exited
 }
 
 func (c *Conn) initMonitor() {
@@ -104,6 +118,9 @@ func (c *Conn) initMonitor() {
 	m.sweepKick = make(chan struct{}, 1)
 	m.exited = make(chan struct{})
 	m.unsent = c.opts.unsentOf(c.nc)
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		m.wire, _ = tc.NetConn().(*watchedConn)
+	}
 	if c.opts.ProbeAfter >= 0 {
 		c.healthArm(c.clock.Now().Add(c.opts.ProbeTimeout)) // the bootstrap's watch
 	}
@@ -276,8 +293,8 @@ func (c *Conn) loginWaits() bool {
 }
 
 // probeWatch checks a probe in flight for progress: bytes read, or, while
-// the probe is not all written, bytes accepted by the socket, or (Linux)
-// bytes before the probe that the node acknowledged. The last is what a
+// the probe is not all written, bytes accepted by the socket (wireOut), or
+// (Linux) bytes before the probe that the node acknowledged. The last is what a
 // live node reading a large value slowly shows once the probe sits in the
 // socket behind it: nothing to read before the value is read, nothing left
 // to write, but the socket's queue drains. Without any for ProbeTimeout,
@@ -285,7 +302,7 @@ func (c *Conn) loginWaits() bool {
 // which it releases.
 func (c *Conn) probeWatch(now time.Time) {
 	m := &c.monitor
-	in, out := c.reader.bytesIn.Load(), c.writer.bytesOut.Load()
+	in, out := c.reader.bytesIn.Load(), c.wireOut()
 	acked, ackedOK := c.ackedOffset()
 	unsent := m.probe.state == reqQueued || m.probe.state == reqSending
 	// The node's kernel taking bytes counts only while it takes those
@@ -294,7 +311,7 @@ func (c *Conn) probeWatch(now time.Time) {
 	// receive buffer, the probe of an idle connection included; a proxy
 	// in front of a dead node, all of it): only an answer (or other
 	// bytes read) does.
-	drained := ackedOK && m.ackedOK && acked > m.acked && m.acked < int64(m.probe.start)
+	drained := ackedOK && m.ackedOK && acked > m.acked && m.acked < c.probeOffset()
 	if in != m.in || (unsent && out != m.out) || drained {
 		m.in, m.out = in, out
 		m.acked, m.ackedOK = acked, ackedOK
@@ -334,27 +351,73 @@ func (c *Conn) startProbe() chan error {
 	m.probes.Add(1)
 	now := c.clock.Now()
 	m.probe, m.probeAt, m.lastProbe = cl, now, now
-	m.in, m.out = c.reader.bytesIn.Load(), c.writer.bytesOut.Load()
+	m.probeWire = -1
+	m.in, m.out = c.reader.bytesIn.Load(), c.wireOut()
 	m.acked, m.ackedOK = c.ackedOffset()
 	c.healthArm(now.Add(c.opts.ProbeTimeout))
 	return cl.done
 }
 
-// ackedOffset returns the stream offset up to which the node has
-// acknowledged the bytes written (writer.written less the socket's
-// unacknowledged count, read once; false: there is no count). Under TLS
-// written counts plaintext and the socket ciphertext, so it comes out low
-// by the records' overhead: a rise is still bytes the node took. Both are
-// read under mu, which the writer takes to count a write only after the
-// socket took it: a write in between comes out low now and as a rise at
-// the next check (a socket that takes bytes has room, so such writes are
-// few). Called by the monitor only, with mu held.
+// wireOut is the count of bytes the socket took: the writer's, or under
+// TLS the socket's own (watchedConn), which sees each system call while
+// the TLS layer's Write waits on a full socket. Called by the monitor
+// only.
+func (c *Conn) wireOut() uint64 {
+	if w := c.monitor.wire; w != nil {
+		return w.out.Load()
+	}
+	return c.writer.bytesOut.Load()
+}
+
+// ackedOffset returns the stream offset, in the socket's bytes (wireOut),
+// up to which the node has acknowledged what was written: wireOut less
+// the socket's unacknowledged count, read once (false: there is no
+// count). The count is read under mu, the plain writer counts a write
+// under mu only after the socket took it, and the TLS socket counts each
+// system call as it returns: a write in between comes out low now and as
+// a rise at the next check (a socket that takes bytes has room, so such
+// writes are few). Called by the monitor only, with mu held.
 func (c *Conn) ackedOffset() (int64, bool) {
 	if c.monitor.unsent == nil {
 		return 0, false
 	}
 	q, ok := c.monitor.unsent()
-	return int64(c.writer.written) - int64(q), ok
+	return int64(c.wireOut()) - int64(q), ok
+}
+
+// probeOffset is where the probe's bytes begin in the stream ackedOffset
+// counts: its offset, or under TLS probeWire (math.MaxInt64 while the
+// probe is not yet handed to the TLS layer: everything the socket holds is
+// before it). Called by the monitor only, with mu held.
+func (c *Conn) probeOffset() int64 {
+	m := &c.monitor
+	switch {
+	case m.wire == nil:
+		return int64(m.probe.start)
+	case m.probeWire < 0:
+		return math.MaxInt64
+	}
+	return m.probeWire
+}
+
+// noteProbeWire, under TLS, is told by the writer of each Write it is
+// about to hand the TLS layer: when it carries the probe's first byte,
+// the socket's count is where the Write's first byte will be (the TLS
+// layer's earlier Writes have returned, all of their bytes taken), and
+// the probe's own is its offset in the Write further on, or more (a
+// record's header, and in TLS 1.2 an explicit nonce, come before its
+// data). A lower bound is safe: the socket's queue draining counts as
+// progress only while it drains bytes before it. Called with mu held.
+func (c *Conn) noteProbeWire() {
+	m := &c.monitor
+	w := &c.writer
+	if m.wire == nil || m.probe == nil || m.probeWire >= 0 || m.probe.start >= w.writing {
+		return
+	}
+	m.probeWire = int64(m.wire.out.Load())
+	if m.probe.start > w.written {
+		m.probeWire += int64(m.probe.start - w.written)
+	}
 }
 
 // probeAnswered runs when the probe's outcome arrived (on the monitor,

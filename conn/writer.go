@@ -464,6 +464,9 @@ func (c *Conn) writeOut(inline bool) (blocked bool, err error) {
 		}
 		chunk := w.out[pos : pos+n]
 		w.writing = w.written + uint64(n)
+		if w.records {
+			c.noteProbeWire()
+		}
 		c.handOff()
 		c.mu.Unlock()
 
