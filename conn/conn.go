@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -391,9 +392,22 @@ func (c *Conn) failLocked(err error) bool {
 }
 
 // closeFailed is fail's second half, run once, without mu.
+//
+// A TLS connection that failed (anything but Close, or Abort without a
+// reason) is closed under its TLS layer, without the close_notify alert:
+// crypto/tls waits up to 5 s of real time to send it (unless a Write is in
+// progress), and the socket of a node that stopped reading is full, so the
+// connection's end, and its requests' failures, would wait on it.
 func (c *Conn) closeFailed() {
 	close(c.done)
 	c.writer.wake() // the writer goroutine waits on kick alone
+	c.mu.Lock()
+	failed := c.err != kverr.ErrConnectionClosed
+	c.mu.Unlock()
+	if tc, ok := c.nc.(*tls.Conn); ok && failed {
+		tc.NetConn().Close()
+		return
+	}
 	c.nc.Close()
 }
 

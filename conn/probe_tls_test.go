@@ -49,7 +49,9 @@ func testServerTLS(t *testing.T) *tls.Config {
 
 // writeCounter is the client's end of a pipe: it counts the Writes begun
 // on it. The TLS layer's Writes under a connection are sequential, so the
-// (k+1)th begun means the kth returned.
+// (k+1)th begun means the kth returned. Like some connection types a
+// DialContext returns, it ignores write deadlines: a Write waits until the
+// node reads or the connection is closed.
 type writeCounter struct {
 	net.Conn
 	begun atomic.Int64
@@ -59,6 +61,10 @@ func (w *writeCounter) Write(b []byte) (int, error) {
 	w.begun.Add(1)
 	return w.Conn.Write(b)
 }
+
+func (w *writeCounter) SetWriteDeadline(time.Time) error { return nil }
+
+func (w *writeCounter) SetDeadline(t time.Time) error { return w.Conn.SetReadDeadline(t) }
 
 // dialTLSPipe dials a memcached-mode Conn over TLS over net.Pipe (the
 // bootstrap is answered through TLS) and returns it with the server's TLS
@@ -275,4 +281,39 @@ func TestWatchedConnCountsPartialWrites(t *testing.T) {
 	if n := wc.out.Load(); n != size {
 		t.Fatalf("counted %d bytes, want %d", n, size)
 	}
+}
+
+// A TLS connection closed because its node stopped answering ends at
+// once: its requests fail and its socket is closed without a TLS
+// close_notify alert, which a paused node's full socket would hold (the
+// TLS layer waits up to 5 s of real time to send it, and the requests in
+// flight failed only then; here, where the socket ignores write deadlines,
+// never).
+func TestProbeTLSClosesWithoutWaitingToSendAlert(t *testing.T) {
+	fc := newFakeClock()
+	c, p, raw, _ := dialTLSPipe(t, Options{clock: fc})
+	waiting := goGet(testCtx(t), c, "waiting") // no deadline: it waits for the connection
+	p.read()
+	abandonOne(t, c, p, fc, "a")
+	fc.Advance(DefaultProbeAfter)
+	readRecord(t, raw) // the probe's record; the node reads nothing more
+	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
+	waitFor(t, "the probe written", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.monitor.probe != nil && c.writer.written >= c.monitor.probe.end
+	})
+	nextCheck(t, fc, closed(c))
+	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
+		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
+	}
+	if r := recv(t, waiting); !errors.Is(r.err, kverr.ErrUnresponsive) {
+		t.Fatalf("the request in flight: %v; want it failed with the connection", r.err)
+	}
+	aborted := make(chan struct{})
+	go func() {
+		c.Close()
+		close(aborted)
+	}()
+	recv(t, aborted)
 }
