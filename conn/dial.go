@@ -278,11 +278,12 @@ func (c *Conn) tlsPortHint() string {
 // (monitor.go): the TLS layer's Write returns only once the socket took
 // the whole chunk the writer handed it (up to writeChunk), so while it
 // waits on a full socket, what the node drains and the socket takes again
-// is visible only here. A TCP socket is written through raw, one system
-// call at a time, each counted as it returns (as net.Conn's Write would
-// make them: it waits in the poller for room); another connection type
-// (a DialContext's own) is counted per Write, which the TLS layer makes
-// per record (at most 16 KiB of data).
+// is visible only here. A TCP socket is written through raw (on unix),
+// one system call at a time, each counted as it returns (as net.Conn's
+// Write would make them: it waits in the poller for room); elsewhere, and
+// on another connection type (a DialContext's own), each Write is counted
+// as it returns, which the TLS layer makes per record (at most 16 KiB of
+// data).
 type watchedConn struct {
 	net.Conn
 	watching bool

@@ -276,7 +276,7 @@
 // live node reads slowly over a slow link waits while the value drains;
 // elsewhere such a probe closes the connection once the drain outlasts
 // ProbeTimeout). Over TLS the bytes counted are those the TCP socket under
-// the TLS layer takes, per system call, so a Write waiting inside the TLS
+// the TLS layer takes, per system call on unix, so a Write waiting inside the TLS
 // layer for room does not hide the node's progress; on a DialContext's own
 // connection type (not a *net.TCPConn) a Write is seen only when it
 // returns (under TLS one record, 16 KiB of data; without, up to 64 KiB), so

@@ -42,7 +42,7 @@ import (
 // while it waits on a full socket, what the node drains is refilled from
 // it. So under TLS the check counts the socket's own bytes (ciphertext),
 // as the socket under the TLS layer takes them: a TCP socket's per system
-// call (watchedConn, a partial write each), the SIOCOUTQ count in the same
+// call on unix (watchedConn, a partial write each), the SIOCOUTQ count in the same
 // terms, and the probe's place in them from where the Write carrying it
 // began (noteProbeWire). On a DialContext's own connection type (not a
 // *net.TCPConn) there is no system call to see: under TLS its Writes are
