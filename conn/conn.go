@@ -127,7 +127,10 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 // (or, for STAT, an empty key), and Do returns the first error handle
 // returned.
 //
-// Otherwise Do returns a *RequestError and handle is never called: the
+// Otherwise Do returns a *RequestError and handle is not called (but for
+// two cases: a STAT or RANGE_SCAN_CONTINUE answer cut off after some of
+// its packets, which handle was called with; and an answer handle judged
+// to be another request's, whose error the RequestError wraps): the
 // connection ended (errors.Is(err, kverr.ErrConnectionClosed)), ctx ended
 // (errors.Is(err, context.Canceled) or DeadlineExceeded), the connection was
 // overloaded (kverr.ErrOverloaded), or req could not be encoded

@@ -158,12 +158,15 @@ func (c *Conn) Cork() { c.cork() }
 func (c *Conn) Uncork() { c.uncork() }
 
 // refuseUnorderedQuiet refuses a quiet opcode on a connection that
-// negotiated unordered execution: a NOOP's answer settles only the quiet
-// requests a server answered in order.
+// negotiated unordered execution. kv_engine treats quiet commands and NOOP
+// as barriers there, so a NOOP would settle them; but conn settles quiet
+// requests by a NOOP's answer only where every server answers in order,
+// and does not rest a miss (or a quiet write's success) on a server's
+// barrier rules: a conservative choice.
 func (c *Conn) refuseUnorderedQuiet(quiet bool, op memdx.OpCode) error {
 	if !quiet || !c.features.Has(memdx.FeatureUnorderedExecution) {
 		return nil
 	}
 	return &RequestError{Op: op, Addr: c.addr,
-		Err: fmt.Errorf("quiet opcode %s on a connection with unordered execution: a NOOP does not settle it: %w", op, memdx.ErrInvalidRequest)}
+		Err: fmt.Errorf("quiet opcode %s on a connection with unordered execution: send it on an ordered connection: %w", op, memdx.ErrInvalidRequest)}
 }
