@@ -274,7 +274,12 @@ func TestPingInFlightWhenTheClientClosesFailsWithErrClosed(t *testing.T) {
 		_, err := c.Stats(context.Background(), "", nil)
 		errs <- err
 	}()
-	require.Eventually(t, func() bool { return held.Hits() == 2 }, time.Minute, time.Millisecond, "both requests reached the node")
+	// Both are written; the node holds the first and runs the second
+	// only after it (NOOP and STAT are not reorderable: kv_engine runs
+	// each after every earlier command).
+	cn := c.cl.Topology().Nodes()[0].Conns()[0]
+	require.Eventually(t, func() bool { return held.Hits() == 1 && cn.Pending() == 2 },
+		time.Minute, time.Millisecond, "both requests reached the node")
 	require.NoError(t, c.Close())
 	for range 2 {
 		err := <-errs

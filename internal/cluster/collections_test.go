@@ -91,9 +91,18 @@ func TestCollectionLookupJoinerOutlivesTheFirstCallersCancel(t *testing.T) {
 	cn, _, err := n.Pick()
 	require.NoError(t, err)
 
-	// The first lookup reaches the node, which holds its answer; the
-	// others are answered at once (unordered execution).
+	// The first lookup reaches the node, which holds its answer until
+	// release; a later one waits behind it (GET_COLLECTION_ID is not
+	// reorderable: kv_engine runs it after every earlier command).
 	reached := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
 	mc.AddFault(mockcluster.Fault{
 		Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}, Func: func(*mockcluster.Request) bool {
 			select {
@@ -102,7 +111,7 @@ func TestCollectionLookupJoinerOutlivesTheFirstCallersCancel(t *testing.T) {
 			}
 			return true
 		}},
-		Action: mockcluster.Action{Delay: time.Hour}, Times: 1,
+		Action: mockcluster.Action{Hold: release}, Times: 1,
 	})
 	cc := c.Collections()
 	deadline := time.Now().Add(time.Minute)
@@ -129,6 +138,7 @@ func TestCollectionLookupJoinerOutlivesTheFirstCallersCancel(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the cancelled first caller did not return")
 	}
+	close(release) // the abandoned lookup's answer comes; the joiner's own follows it
 	select {
 	case j := <-joined:
 		require.NoError(t, j.err, "not the first caller's cancellation")

@@ -88,7 +88,10 @@ func TestLeavingNodeDrainIsBoundedOnTheClock(t *testing.T) {
 			drainTimer = slices.ContainsFunc(fc.Timers(), func(t time.Time) bool { return t.Equal(due) })
 		}
 	}
-	assert.Equal(t, 1, cn.Pending(), "the request is still in flight")
+	// The held GET is still in flight (a config fetch sent to the node
+	// meanwhile may wait behind it: GET_CLUSTER_CONFIG is not reorderable,
+	// kv_engine runs it after every earlier command).
+	assert.GreaterOrEqual(t, cn.Pending(), 1, "the request is still in flight")
 	fc.Advance(bound - time.Nanosecond)
 	// Nothing can be waited for to show that the drain did not end early;
 	// the request is still pending on an open connection as far as the
