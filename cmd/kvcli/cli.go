@@ -379,7 +379,7 @@ func cmdHelp(_ context.Context, inv *invocation, args []string) int {
 var commandHelp = map[string]string{
 	"get": "Prints the value on stdout exactly as stored (a newline is added only on a terminal)\nand `KEY cas=0x... flags=0x... datatype=... size=N` on stderr.\n" +
 		"With several keys they are read in one batch (GetMany): each key found is one line\n" +
-		"KEY<TAB>VALUE (quoted when not one line of UTF-8; with --json one document whose\n" +
+		"KEY<TAB>VALUE (each quoted when not one line of UTF-8; with --json one document whose\n" +
 		"\"results\" hold an object per key), each failure is reported on stderr; exit 0 when every\n" +
 		"key was read, 3 when the only failures are missing documents, else the first other\n" +
 		"failure's code.",
@@ -408,7 +408,7 @@ var commandHelp = map[string]string{
 		"report under \"diagnostics\". Exit status 1 when the cluster is not online (or --wait\n" +
 		"ran out).",
 	"scan": "Scans the collection (Couchbase Server 7.2+ range scans): the whole of it, --from/--to,\n" +
-		"--prefix, or --sample N. Prints KEY<TAB>VALUE per document (the value Go-quoted when it is\n" +
+		"--prefix, or --sample N. Prints KEY<TAB>VALUE per document (each Go-quoted when it is\n" +
 		"not one line of UTF-8), the key alone with --keys-only; with --json one JSON document,\n" +
 		"{\"op\":\"scan\",\"items\":[...],\"count\":N,\"ok\":true}, an item per line, written as it goes.\n" +
 		"Documents come in key order within a vbucket, interleaved across vbuckets. When stdout is\n" +

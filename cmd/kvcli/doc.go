@@ -43,7 +43,7 @@
 //	get KEY                read a document: value on stdout, metadata on stderr
 //	    --touch D          also set its expiry (get-and-touch)
 //	get KEY KEY...         read several in one batch: a line KEY<TAB>VALUE per key
-//	                       found (the value quoted when not one line of UTF-8);
+//	                       found (key and value quoted when not one line of UTF-8);
 //	                       --json: one object whose "results" hold one per key;
 //	                       failures on stderr; exit 3 when the only failures are
 //	                       missing documents
@@ -132,8 +132,8 @@
 //	forward   active 127.0.0.1:41591, replicas 127.0.0.1:35811 (a rebalance is moving the vbucket)
 //
 //	scan                   the collection's documents (Couchbase Server 7.2+ range
-//	                       scans): KEY<TAB>VALUE per document (the value Go-quoted when
-//	                       it is not one line of UTF-8); --json: one document whose
+//	                       scans): KEY<TAB>VALUE per document (key and value Go-quoted
+//	                       when not one line of UTF-8); --json: one document whose
 //	                       "items" hold one object per document (see Output)
 //	    --prefix P         keys starting with P
 //	    --from K, --to K   a key range, both ends included (--from-exclusive,

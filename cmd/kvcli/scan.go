@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kvwire/kvwire/client"
 )
@@ -181,8 +178,8 @@ func scanProgress(count *atomic.Uint64) func(now time.Time) string {
 }
 
 // printScanItem prints one scanned document: its key alone (--keys-only),
-// or the key, a tab and the value, the value as stored when it is valid
-// UTF-8 without tabs or newlines and Go-quoted otherwise; with --json an
+// or the key, a tab and the value, each as stored when it is valid UTF-8
+// without tabs or newlines and Go-quoted otherwise (lineField); with --json an
 // object, without a line break (printScan separates them).
 func (inv *invocation) printScanItem(it client.ScanItem) {
 	w := inv.env.stdout
@@ -205,15 +202,13 @@ func (inv *invocation) printScanItem(it client.ScanItem) {
 		_, _ = w.Write(b)
 		return
 	}
+	// The key is a field of the line as the value is (a key is any bytes
+	// to the server): a key holding a line break must not print as two.
 	if it.IDOnly {
-		fmt.Fprintln(w, it.ID)
+		fmt.Fprintln(w, lineField(it.ID))
 		return
 	}
-	v := string(it.Value)
-	if !utf8.ValidString(v) || strings.ContainsAny(v, "\t\n\r") || strings.HasPrefix(v, `"`) {
-		v = strconv.Quote(v)
-	}
-	fmt.Fprintf(w, "%s\t%s\n", it.ID, v)
+	fmt.Fprintf(w, "%s\t%s\n", lineField(it.ID), lineField(string(it.Value)))
 }
 
 func cmdStats(ctx context.Context, inv *invocation, args []string) int {

@@ -212,3 +212,28 @@ func TestScanCommandInterrupted(t *testing.T) {
 	assert.Equal(t, uint64(len(doc.Items)), doc.Count)
 	assert.Zero(t, mc.OpenRangeScans())
 }
+
+// A key is one field of scan's lines as get's several-key lines have it:
+// a key holding a line break or a tab (keys are any bytes to the server)
+// is quoted, so that one document stays one line and a --keys-only line
+// is one key.
+func TestScanQuotesKeysOfSeveralLines(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	for _, k := range []string{"k:a\nb", "k:c\td", `k:"e`} {
+		_, err := b.Set(client.DefaultScope, client.DefaultCollection, k, []byte("v"), 0, 0)
+		require.NoError(t, err)
+	}
+	r := runKV(t, env, "", "scan", "--prefix", "k:", "--keys-only")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, []string{`"k:a\nb"`, `"k:c\td"`, `k:"e`}, lines(r.stdout))
+
+	r = runKV(t, env, "", "scan", "--prefix", "k:")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, []string{`"k:a\nb"` + "\tv", `"k:c\td"` + "\tv", `k:"e` + "\tv"}, lines(r.stdout))
+
+	// get of several keys prints the same lines.
+	r = runKV(t, env, "", "get", "k:a\nb", "k:c\td", `k:"e`)
+	require.Equal(t, exitOK, r.code, r)
+	assert.Equal(t, []string{`"k:a\nb"` + "\tv", `"k:c\td"` + "\tv", `k:"e` + "\tv"}, lines(r.stdout))
+}
