@@ -464,3 +464,15 @@ func TestProfileTimeouts(t *testing.T) {
 	assert.Equal(t, exitUsage, r.code, r)
 	assert.Equal(t, `kvcli: invalid connection string option "profile=lan" (from KVCLI_CONNSTR): unknown configuration profile (known: wan_development)`+"\n", r.stderr)
 }
+
+// Credentials in the connection string are refused; the line says how a
+// shell user gives them (the client's reason names its Go options).
+func TestConnStrCredentialsSaysHowToGiveThem(t *testing.T) {
+	for _, cs := range []string{"couchbase://app:s3cr3t@h/b", "memcached://app:s3cr3t@h"} {
+		r := runKV(t, map[string]string{}, "", "get", "a", "-c", cs)
+		assert.Equal(t, exitUsage, r.code, r)
+		assert.Contains(t, r.stderr, "credentials cannot be given in the connection string: use -u (or KVCLI_USER) and KVCLI_PASSWORD", cs)
+		assert.NotContains(t, r.stderr, "Options.", cs)
+		assert.NotContains(t, r.stderr, "s3cr3t", cs)
+	}
+}

@@ -145,7 +145,13 @@ func (inv *invocation) connStrLine(err error, whole bool) string {
 	if inv.connStrFrom == envConnStr {
 		from = " (from " + envConnStr + ")"
 	}
-	return "invalid " + what + from + ": " + inv.redact(ce.Reason)
+	reason := ce.Reason
+	// The client's reason names its Go options; a shell user gives the
+	// credentials with -u and KVCLI_PASSWORD.
+	if r, ok := strings.CutPrefix(reason, "credentials cannot be given in the connection string"); ok && strings.Contains(r, "Options.") {
+		reason = "credentials cannot be given in the connection string: use -u (or " + envUser + ") and " + envPassword
+	}
+	return "invalid " + what + from + ": " + inv.redact(reason)
 }
 
 // userSource says, for a user name that came from the environment, where:
