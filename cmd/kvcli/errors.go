@@ -403,10 +403,12 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 }
 
 // fail reports err for op on key: one line on stderr and, with --json,
-// an object on stdout. It returns the exit code.
+// an object on stdout, except for a usage error (a connection string
+// option only connecting reads), which prints nothing on stdout as every
+// other usage error. It returns the exit code.
 func (inv *invocation) fail(key, op string, err error) int {
 	code, res := inv.failure(key, op, err)
-	if inv.g.json {
+	if inv.g.json && code != exitUsage {
 		inv.printJSON(res)
 	}
 	return code

@@ -144,3 +144,20 @@ func checkJSONTool(t *testing.T, python, out string, args []string) {
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	assert.NoError(t, cmd.Run(), "%v: python3 -m json.tool: %s", args, stderr.String())
 }
+
+// A usage error prints nothing on stdout, with --json too (doc.go:
+// "A usage error (exit 2) prints nothing on stdout"), also when it is a
+// connection string option that only connecting reads.
+func TestJSONUsageErrorPrintsNothingOnStdout(t *testing.T) {
+	for _, args := range [][]string{
+		{"get", "a", "--bogus"},
+		{"get", "a", "-c", "ftp://x"},
+		{"get", "a", "-c", "couchbase://127.0.0.1:1/b?kv_timeout=soon"},
+		{"set", "a", "b", "-c", "memcached://127.0.0.1:1?connect_timeout=soon"},
+	} {
+		r := runKV(t, map[string]string{}, "", append(args, "--json")...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r)
+		assert.Empty(t, r.stdout, "%v", args)
+		assert.Contains(t, r.stderr, "kvcli: ", "%v", args)
+	}
+}
