@@ -476,3 +476,16 @@ func TestConnStrCredentialsSaysHowToGiveThem(t *testing.T) {
 		assert.NotContains(t, r.stderr, "s3cr3t", cs)
 	}
 }
+
+// A wrong password given with -p: the line points at -p, where the
+// password came from, not at KVCLI_PASSWORD, which was not used.
+func TestWrongPasswordFromFlagNamesTheFlag(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, with(env, envPassword, ""), "", "get", "k", "-p", "s3cr3t-wrong")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, `kvcli: authentication failed for user "Administrator" (from KVCLI_USER): check the user name and the password given with -p`+"\n")
+	assert.NotContains(t, r.stderr, "s3cr3t-wrong")
+	// -p wins over KVCLI_PASSWORD: the line names -p then too.
+	r = runKV(t, with(env, envPassword, "password"), "", "get", "k", "-p", "s3cr3t-wrong")
+	assert.Contains(t, r.stderr, `check the user name and the password given with -p`)
+}

@@ -65,7 +65,7 @@ func (inv *invocation) explain(key string, err error) problem {
 		if user == "" {
 			return problem{kindAuth, "the server requires a user: set -u (or " + envUser + ") and " + envPassword, exitError}
 		}
-		return problem{kindAuth, "authentication failed for user " + q(user) + inv.userSource() + ": check the user name and password (" + envPassword + ")", exitError}
+		return problem{kindAuth, "authentication failed for user " + q(user) + inv.userSource() + ": " + inv.checkPassword(), exitError}
 	case errors.Is(err, client.ErrBucketNotFound):
 		b := inv.bucketName()
 		if user == "" {
@@ -152,6 +152,15 @@ func (inv *invocation) connStrLine(err error, whole bool) string {
 		reason = "credentials cannot be given in the connection string: use -u (or " + envUser + ") and " + envPassword
 	}
 	return "invalid " + what + from + ": " + inv.redact(reason)
+}
+
+// checkPassword says what to check after a failed login: the password
+// where it came from, -p (which wins over KVCLI_PASSWORD) or the variable.
+func (inv *invocation) checkPassword() string {
+	if inv.passwordFlag {
+		return "check the user name and the password given with -p"
+	}
+	return "check the user name and password (" + envPassword + ")"
 }
 
 // userSource says, for a user name that came from the environment, where:
