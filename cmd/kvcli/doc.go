@@ -45,8 +45,8 @@
 //	get KEY KEY...         read several in one batch: a line KEY<TAB>VALUE per key
 //	                       found (key and value quoted when not one line of UTF-8);
 //	                       --json: one object whose "results" hold one per key;
-//	                       failures on stderr; exit 3 when the only failures are
-//	                       missing documents
+//	                       failures on stderr, a line each that names its key;
+//	                       exit 3 when the only failures are missing documents
 //	set KEY VALUE          write a document, creating or replacing it (upsert)
 //	add KEY VALUE          create a document; exit 4 if it exists (insert)
 //	replace KEY VALUE      replace an existing document; exit 3 if missing

@@ -427,8 +427,19 @@ func (inv *invocation) fail(key, op string, err error) int {
 // and the failure as --json shows it, for the caller to print (alone, or
 // as part of one document).
 func (inv *invocation) failure(key, op string, err error) (int, *jsonResult) {
+	return inv.failureOf(key, op, err, false)
+}
+
+// failureOf is failure; nameKey (a command of several keys) puts the key
+// before a line that does not name it, so that each line says which key
+// failed.
+func (inv *invocation) failureOf(key, op string, err error, nameKey bool) (int, *jsonResult) {
 	p := inv.explain(key, err)
-	fmt.Fprintf(inv.diag(), "kvcli: %s\n", p.line)
+	if q := strconv.Quote(inv.redact(key)); nameKey && !strings.Contains(p.line, q) {
+		fmt.Fprintf(inv.diag(), "kvcli: %s: %s\n", q, p.line)
+	} else {
+		fmt.Fprintf(inv.diag(), "kvcli: %s\n", p.line)
+	}
 	if detail := inv.redact(err.Error()); inv.g.verbose && p.line != detail {
 		fmt.Fprintf(inv.diag(), "kvcli: detail: %s\n", detail)
 	}

@@ -102,7 +102,7 @@ func cmdGet(ctx context.Context, inv *invocation, args []string) int {
 // getMany reads several keys in one GetMany. Each key found is one line
 // on stdout, KEY<TAB>VALUE (the value quoted, as scan quotes it, when it
 // is not one line of UTF-8); each failure is reported on stderr as get
-// reports it. With --json stdout carries one document, {"op":"get",
+// reports it, after the key when the line does not name it. With --json stdout carries one document, {"op":"get",
 // "ok":...,"results":[...]}, a result per key in order, each as get
 // --json prints it. The exit code is 0 when every key was read,
 // exitNotFound when the only failures are missing documents, and
@@ -113,7 +113,7 @@ func (inv *invocation) getMany(ctx context.Context, s *session, keys []string) i
 	doc := &jsonResult{Op: "get", OK: true}
 	for _, r := range res {
 		if r.Err != nil {
-			c, jr := inv.failure(r.Key, "get", r.Err)
+			c, jr := inv.failureOf(r.Key, "get", r.Err, true)
 			if code == exitOK || (code == exitNotFound && c != exitNotFound) {
 				code = c
 			}

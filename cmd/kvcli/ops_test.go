@@ -454,7 +454,7 @@ func TestGetSeveralKeys(t *testing.T) {
 	go func() { <-held; cancel() }()
 	r = runKVCtx(ctx, env, "", "get", "a", "c", "-t", "1m")
 	assert.Equal(t, exitInterrupted, r.code, r)
-	assert.Contains(t, r.stderr, "kvcli: interrupted")
+	assert.Contains(t, r.stderr, `kvcli: "c": interrupted`, "the line names the key it is about")
 	hold.Remove()
 
 	r = runKV(t, env, "", "get", "a", "", "c")
@@ -595,4 +595,33 @@ func TestScanAndBenchNumbersAreDecimalOrHex(t *testing.T) {
 		r = runKV(t, env, "", append([]string{"bench", "--ops", "5", "--preload=false"}, bad...)...)
 		assert.Equal(t, exitUsage, r.code, "%v: %s", bad, r)
 	}
+}
+
+// get of several keys reports each failure on stderr with the key it is
+// about: a line that does not name the key ("may not do this", "timed
+// out") would leave a person unable to tell which keys failed.
+func TestGetManyFailureLinesNameTheKey(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	for _, k := range []string{"a", "b", "c"} {
+		r := runKV(t, env, "", "set", k, "v"+k)
+		require.Equal(t, exitOK, r.code, r)
+	}
+	for _, k := range []string{"b", "c"} {
+		h := mc.AddFault(mockcluster.Fault{
+			Match:  mockcluster.Match{Key: k, OpCodes: []memdx.OpCode{memdx.OpGet}},
+			Action: mockcluster.Action{Status: memdx.StatusNoAccess},
+		})
+		defer h.Remove()
+	}
+	r := runKV(t, env, "", "get", "a", "b", "c", "missing")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Equal(t, "a\tva\n", r.stdout)
+	assert.Equal(t, `kvcli: "b": user "Administrator" may not do this in bucket "default"`+"\n"+
+		`kvcli: "c": user "Administrator" may not do this in bucket "default"`+"\n"+
+		`kvcli: document "missing" not found`+"\n", r.stderr)
+
+	// One key: the line is as it was (the key is the command's).
+	r = runKV(t, env, "", "get", "b")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Equal(t, `kvcli: user "Administrator" may not do this in bucket "default"`+"\n", r.stderr)
 }
