@@ -377,6 +377,9 @@ func cmdLock(ctx context.Context, inv *invocation, args []string) int {
 		if *lockTime < time.Second || *lockTime > 30*time.Second {
 			return nil, fmt.Errorf("--lock-time %v: want 1s to 30s", *lockTime)
 		}
+		// The lock time goes as whole seconds, rounded up (as the client
+		// sends it): say that one, not the one typed.
+		sent := (*lockTime + time.Second - 1).Truncate(time.Second)
 		return func(s *session) int {
 			r, err := s.col.GetAndLock(ctx, key, *lockTime, &client.GetAndLockOptions{Timeout: inv.opTimeout})
 			if err != nil {
@@ -384,11 +387,11 @@ func cmdLock(ctx context.Context, inv *invocation, args []string) int {
 			}
 			if inv.g.json {
 				res := inv.getResult("lock", key, r)
-				res.LockTime = lockTime.Seconds()
+				res.LockTime = sent.Seconds()
 				inv.printJSON(res)
 				return exitOK
 			}
-			inv.printMeta(key, r, fmt.Sprintf(" locked for %v; unlock with: kvcli unlock %s %s", *lockTime, quoteArg(key), fmtCas(r.Cas)))
+			inv.printMeta(key, r, fmt.Sprintf(" locked for %v; unlock with: kvcli unlock %s %s", sent, quoteArg(key), fmtCas(r.Cas)))
 			inv.writeValue(r.Value)
 			return exitOK
 		}, nil

@@ -625,3 +625,23 @@ func TestGetManyFailureLinesNameTheKey(t *testing.T) {
 	assert.Equal(t, exitError, r.code, r)
 	assert.Equal(t, `kvcli: user "Administrator" may not do this in bucket "default"`+"\n", r.stderr)
 }
+
+// A --lock-time that is not whole seconds is sent rounded up (the
+// protocol's lock time is seconds): lock says the time the server was
+// asked for, not the one typed.
+func TestLockReportsTheLockTimeSent(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	for _, k := range []string{"a", "b"} {
+		r := runKV(t, env, "", "set", k, "v")
+		require.Equal(t, exitOK, r.code, r)
+	}
+	r := runKV(t, env, "", "lock", "a", "--lock-time", "1.2s")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Contains(t, r.stderr, " locked for 2s; unlock with: kvcli unlock a 0x")
+
+	r = runKV(t, env, "", "lock", "b", "--lock-time", "1500ms", "--json")
+	require.Equal(t, exitOK, r.code, r)
+	var jr jsonResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr), r.stdout)
+	assert.Equal(t, 2.0, jr.LockTime)
+}
