@@ -50,10 +50,18 @@ func cmdServe(ctx context.Context, inv *invocation, args []string) int {
 	if !ok {
 		return code
 	}
+	// A failure is a line on stderr and, with --json, one document on
+	// stdout, as every command's --json has it.
+	fail := func(line string) int {
+		fmt.Fprintf(inv.env.stderr, "kvcli: %s\n", line)
+		if inv.g.json {
+			inv.printJSON(&jsonResult{Op: "serve", Error: &jsonError{Kind: kindOther, Message: line, Exit: exitError}})
+		}
+		return exitError
+	}
 	mc, err := mockcluster.New(sf.options(inv))
 	if err != nil {
-		fmt.Fprintf(inv.env.stderr, "kvcli: starting the mock cluster: %v\n", err)
-		return exitError
+		return fail(fmt.Sprintf("starting the mock cluster: %v", err))
 	}
 	defer mc.Close()
 
@@ -61,8 +69,7 @@ func cmdServe(ctx context.Context, inv *invocation, args []string) int {
 	if sf.tls {
 		path, cleanup, err := writeCACert(mc, sf.caOut)
 		if err != nil {
-			fmt.Fprintf(inv.env.stderr, "kvcli: writing the CA certificate: %v\n", err)
-			return exitError
+			return fail(fmt.Sprintf("writing the CA certificate: %v", err))
 		}
 		defer cleanup()
 		info.CACert = path

@@ -347,3 +347,28 @@ func TestServeNumbersAreDecimalOrHex(t *testing.T) {
 		assert.Contains(t, stderr.String(), bad[0]+" ", "%v", bad)
 	}
 }
+
+// serve --json that cannot start the cluster prints one JSON document
+// saying so, as every other command's --json does on failure, not an
+// empty stdout.
+func TestServeJSONFailureIsJSON(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	r := runKV(t, map[string]string{}, "", "serve", "--json", "--nodes", "1", "--kv-port", port)
+	assert.Equal(t, exitError, r.code, r)
+	assert.Contains(t, r.stderr, "kvcli: starting the mock cluster: ")
+	var jr jsonResult
+	requireOneJSONDocument(t, r.stdout, &jr)
+	assert.Equal(t, "serve", jr.Op)
+	assert.False(t, jr.OK)
+	require.NotNil(t, jr.Error)
+	assert.Equal(t, exitError, jr.Error.Exit)
+	assert.Contains(t, jr.Error.Message, "starting the mock cluster: ")
+
+	// Without --json stdout stays empty.
+	r = runKV(t, map[string]string{}, "", "serve", "--nodes", "1", "--kv-port", port)
+	assert.Equal(t, exitError, r.code, r)
+	assert.Empty(t, r.stdout)
+}
