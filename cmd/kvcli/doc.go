@@ -486,5 +486,8 @@
 //
 // serve and bench treat Ctrl-C as the normal way to stop (bench in its
 // preload too): serve exits 0, bench prints its summary and exits 0 unless
-// an operation failed.
+// an operation failed. bench first lets its operations in flight finish,
+// which against a server that stopped answering takes until their
+// timeout; a second Ctrl-C (or SIGTERM) ends kvcli at once with 130,
+// saying that a write in flight may have been applied.
 package main

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
 )
 
 // runBin runs the built kvcli binary with exactly env (plus PATH) and
@@ -371,4 +375,49 @@ func TestServeJSONFailureIsJSON(t *testing.T) {
 	r = runKV(t, map[string]string{}, "", "serve", "--nodes", "1", "--kv-port", port)
 	assert.Equal(t, exitError, r.code, r)
 	assert.Empty(t, r.stdout)
+}
+
+// The first Ctrl-C lets bench's operations in flight finish (its summary
+// follows); against a server that does not answer they finish only at
+// their timeout. A second Ctrl-C must end kvcli then, saying so, rather
+// than be swallowed.
+func TestSecondInterruptEndsKvcli(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{Nodes: 1})
+	release := make(chan struct{})
+	defer close(release)
+	hold := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet, memdx.OpSet}},
+		Action: mockcluster.Action{Hold: release},
+	})
+	defer hold.Remove()
+
+	cmd := exec.Command(kvcliBinary(t), "bench", "--preload=false", "--concurrency", "1", "--ops", "100", "-t", "5m")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	waitFor(t, 30*time.Second, "an operation held by the server", func() bool { return hold.Hits() > 0 })
+
+	// Two signals sent at once: SIGINT and SIGTERM, as two SIGINTs sent
+	// back to back may reach the process as one (a signal pending is not
+	// queued twice); a person's second Ctrl-C comes later and is not.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
+		assert.Equal(t, exitInterrupted, ee.ExitCode(), "stderr: %s", stderr.String())
+		assert.Contains(t, stderr.String(), "kvcli: interrupted again: exiting without waiting for the operations in flight (a write among them may have been applied)\n")
+		assert.NotContains(t, stderr.String(), "goroutine ")
+	case <-time.After(30 * time.Second): // the held operation's timeout is 5m
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("a second signal did not end kvcli; stderr: %s", stderr.String())
+	}
 }
