@@ -182,7 +182,47 @@ type invocation struct {
 // run is kvcli: it parses args (without the program name) and returns the
 // exit code. ctx is canceled on SIGINT/SIGTERM.
 func run(ctx context.Context, args []string, e *env) int {
+	// stdout remembers its first write error: a result that did not
+	// reach it (a full disk) is a failure, not exit 0.
+	out := &outWriter{w: e.stdout}
+	ec := *e
+	ec.stdout = out
+	e = &ec
 	inv := &invocation{env: e}
+	code := inv.run(ctx, args)
+	if out.err != nil {
+		done := ""
+		if code == exitOK {
+			// A write did happen: a script must not redo it (incr, append).
+			done, code = " (the command itself succeeded)", exitError
+		}
+		fmt.Fprintf(inv.diag(), "kvcli: writing the output: %s%s\n", inv.redact(out.err.Error()), done)
+	}
+	return code
+}
+
+// outWriter is stdout; it keeps the first write error.
+type outWriter struct {
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (o *outWriter) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.mu.Lock()
+		if o.err == nil {
+			o.err = err
+		}
+		o.mu.Unlock()
+	}
+	return n, err
+}
+
+// run is run's parsing and command, on inv's environment.
+func (inv *invocation) run(ctx context.Context, args []string) int {
+	e := inv.env
 	inv.g = globals{
 		connStr:        e.getenv(envConnStr),
 		user:           e.getenv(envUser),
@@ -558,6 +598,9 @@ The password is never printed or logged by kvcli (serve prints the mock's own te
 // isTerminal reports whether w is a terminal (a character device), without
 // dependencies.
 func isTerminal(w any) bool {
+	if o, ok := w.(*outWriter); ok {
+		w = o.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -472,7 +472,8 @@
 //
 //	0    success (exists: the document exists)
 //	1    the operation failed: could not connect, wrong credentials, unknown bucket,
-//	     timeout, server error; bench: some operation failed; demo: it did not
+//	     timeout, server error, or its result could not be written to stdout (a
+//	     full disk); bench: some operation failed; demo: it did not
 //	     show what it should, or an operation failed
 //	2    usage: bad flags or arguments (found before anything connects)
 //	3    document not found (get, replace, delete, touch, lock, append, prepend,

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -644,4 +646,43 @@ func TestLockReportsTheLockTimeSent(t *testing.T) {
 	var jr jsonResult
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr), r.stdout)
 	assert.Equal(t, 2.0, jr.LockTime)
+}
+
+// fullWriter is stdout on a full disk: every write fails.
+type fullWriter struct{ n int }
+
+func (w *fullWriter) Write(p []byte) (int, error) {
+	w.n++
+	return 0, errors.New("write /dev/full: no space left on device")
+}
+
+// A result that could not be written to stdout (a full disk, an I/O
+// error) is a failure: kvcli get k > file on a full disk must not exit 0
+// with the file empty, as the command's own answer would say it worked.
+func TestStdoutWriteErrorFails(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "set", "k", "value")
+	require.Equal(t, exitOK, r.code, r)
+	for _, args := range [][]string{
+		{"get", "k"},
+		{"get", "k", "--json"},
+		{"get", "k", "k"},
+		{"set", "k2", "v"},
+		{"scan"},
+		{"stats"},
+		{"help"},
+	} {
+		var errb bytes.Buffer
+		out := &fullWriter{}
+		code := run(context.Background(), args, &env_{stdin: strings.NewReader(""), stdout: out, stderr: &errb,
+			getenv: func(k string) string { return env[k] }})
+		assert.Equal(t, exitError, code, "%v: %s", args, errb.String())
+		assert.Positive(t, out.n, "%v", args)
+		assert.Contains(t, errb.String(), "kvcli: writing the output: write /dev/full: no space left on device (the command itself succeeded", "%v", args)
+	}
+	// A command that failed keeps its own code.
+	var errb bytes.Buffer
+	code := run(context.Background(), []string{"get", "missing", "--json"}, &env_{stdin: strings.NewReader(""), stdout: &fullWriter{}, stderr: &errb,
+		getenv: func(k string) string { return env[k] }})
+	assert.Equal(t, exitNotFound, code, errb.String())
 }

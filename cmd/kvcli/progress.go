@@ -33,6 +33,9 @@ func (e *env) newTickerEvery(d time.Duration) ticker {
 // isTerminal reports whether w is a terminal: the environment's answer,
 // or a character device's.
 func (e *env) isTerminal(w io.Writer) bool {
+	if o, ok := w.(*outWriter); ok { // stdout, as run wraps it
+		w = o.w
+	}
 	if e.terminal != nil {
 		return e.terminal(w)
 	}
