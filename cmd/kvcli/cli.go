@@ -305,7 +305,13 @@ func (inv *invocation) parse(fs *flag.FlagSet, args []string, min, max int) (pos
 				inv.printCommandUsage(inv.env.stdout, fs)
 				return nil, exitOK, false
 			}
-			inv.usageError("%s: %s", inv.cmd.name, flagError(fs, err))
+			msg := flagError(fs, err)
+			// A negative number (a delta, a value) is read as a flag:
+			// say how to pass it.
+			if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok && name != "" && name[0] >= '0' && name[0] <= '9' {
+				msg = strings.TrimSuffix(msg, ")") + "; an argument that starts with - goes after --, as in kvcli " + inv.cmd.name + " -- " + inv.cmd.args + ")"
+			}
+			inv.usageError("%s: %s", inv.cmd.name, msg)
 			return nil, exitUsage, false
 		}
 		rest := fs.Args()

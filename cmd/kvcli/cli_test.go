@@ -489,3 +489,24 @@ func TestWrongPasswordFromFlagNamesTheFlag(t *testing.T) {
 	r = runKV(t, with(env, envPassword, "password"), "", "get", "k", "-p", "s3cr3t-wrong")
 	assert.Contains(t, r.stderr, `check the user name and the password given with -p`)
 }
+
+// A negative number as an argument reads as a flag to the flag parser:
+// the error says how to pass it (after --), as the manual does, rather
+// than only that -5 is not a flag.
+func TestNegativeNumberArgumentSaysToUseDashDash(t *testing.T) {
+	for _, args := range [][]string{
+		{"set", "k", "-5"},
+		{"mutate", "k", "incr", "n", "-1"},
+	} {
+		r := runKV(t, map[string]string{envConnStr: "couchbase://127.0.0.1:1/default"}, "", args...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r)
+		n := args[len(args)-1]
+		assert.Contains(t, r.stderr, "unknown flag "+n+" (-h lists the flags; an argument that starts with - goes after --, as in kvcli "+args[0]+" -- ", "%v", args)
+	}
+	// It works that way.
+	_, env := newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "set", "--", "k", "-5")
+	require.Equal(t, exitOK, r.code, r)
+	r = runKV(t, env, "", "get", "k")
+	assert.Equal(t, "-5", r.stdout)
+}
