@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 
@@ -159,14 +160,17 @@ func (sf serveFlags) options(inv *invocation) mockcluster.Options {
 
 // info is what serve prints about the running cluster mc.
 func (sf serveFlags) info(mc *mockcluster.Cluster) serveInfo {
+	// A bucket name may hold '%', which a connection string's path
+	// escapes (%25).
+	bucket := url.PathEscape(sf.bucket)
 	info := serveInfo{
-		ConnStr:     mc.ConnString() + "/" + sf.bucket,
+		ConnStr:     mc.ConnString() + "/" + bucket,
 		User:        sf.user,
 		Password:    sf.password,
 		Bucket:      sf.bucket,
 		Nodes:       mc.Addrs(),
 		HTTP:        mc.MgmtAddrs(),
-		HTTPConnStr: mc.HTTPConnString() + "/" + sf.bucket,
+		HTTPConnStr: mc.HTTPConnString() + "/" + bucket,
 	}
 	if sf.tls {
 		info.Nodes = mc.TLSAddrs()
@@ -174,7 +178,7 @@ func (sf serveFlags) info(mc *mockcluster.Cluster) serveInfo {
 	}
 	if sf.memcachedBucket != "" {
 		info.MemcachedBucket = sf.memcachedBucket
-		info.MemcachedConnStr = mc.HTTPConnString() + "/" + sf.memcachedBucket
+		info.MemcachedConnStr = mc.HTTPConnString() + "/" + url.PathEscape(sf.memcachedBucket)
 	}
 	return info
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -420,4 +421,25 @@ func TestSecondInterruptEndsKvcli(t *testing.T) {
 		<-done
 		t.Fatalf("a second signal did not end kvcli; stderr: %s", stderr.String())
 	}
+}
+
+// A bucket name may hold '%' (Couchbase allows it): serve's connection
+// strings escape it, so that the exports it prints work as printed.
+func TestServeBucketWithPercentConnStrWorks(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bg := startKvcli(ctx, []string{"serve", "--json", "--nodes", "1", "--bucket", "x%y", "--memcached-bucket", "m%c"}, nil)
+	waitFor(t, 20*time.Second, "serve's JSON", func() bool { return strings.HasSuffix(bg.stdout.String(), "}\n") })
+	var info serveInfo
+	requireOneJSONDocument(t, bg.stdout.String(), &info)
+	for cs, bucket := range map[string]string{info.ConnStr: "x%y", info.HTTPConnStr: "x%y", info.MemcachedConnStr: "m%c"} {
+		p, err := client.ParseConnStr(cs)
+		require.NoError(t, err, cs)
+		assert.Equal(t, bucket, p.Bucket, cs)
+	}
+	env := map[string]string{envConnStr: info.ConnStr, envUser: info.User, envPassword: info.Password}
+	r := runKV(t, env, "", "set", "k", "v")
+	assert.Equal(t, exitOK, r.code, r)
+	cancel()
+	<-bg.done
 }
