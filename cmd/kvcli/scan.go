@@ -284,7 +284,9 @@ func cmdFlush(ctx context.Context, inv *invocation, args []string) int {
 					fmt.Fprintf(inv.diag(), "kvcli: %s: %s\n", inv.redact(nr.Node), p.line)
 				} else if !inv.g.json {
 					if *delay > 0 {
-						fmt.Fprintf(inv.env.stdout, "%s flushes in %s\n", nr.Node, *delay)
+						// Sent as whole seconds, rounded up (as the
+						// client sends an expiry).
+						fmt.Fprintf(inv.env.stdout, "%s flushes in %s\n", nr.Node, (*delay + time.Second - 1).Truncate(time.Second))
 					} else {
 						fmt.Fprintf(inv.env.stdout, "%s flushed\n", nr.Node)
 					}

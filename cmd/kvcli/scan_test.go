@@ -237,3 +237,12 @@ func TestScanQuotesKeysOfSeveralLines(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r)
 	assert.Equal(t, []string{`"k:a\nb"` + "\tv", `"k:c\td"` + "\tv", `k:"e` + "\tv"}, lines(r.stdout))
 }
+
+// flush --delay goes to the server as whole seconds, rounded up: flush
+// says the delay it asked for, not the one typed.
+func TestFlushReportsTheDelaySent(t *testing.T) {
+	env := map[string]string{envConnStr: "memcached://" + memcachedtest.Start(t)}
+	r := runKV(t, env, "", "flush", "--yes", "--delay", "1500ms")
+	require.Equal(t, exitOK, r.code, r)
+	assert.Regexp(t, `^\S+ flushes in 2s\n$`, r.stdout)
+}
