@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +76,13 @@ func cmdScan(ctx context.Context, inv *invocation, args []string) int {
 			}
 			if set["to"] {
 				rs.To = &client.ScanTerm{Term: *to, Exclusive: *toExcl}
+			}
+			// Keys sort by their bytes: a swapped range holds nothing,
+			// which would read as a collection without documents.
+			if c := strings.Compare(*from, *to); set["from"] && set["to"] && c > 0 {
+				return nil, fmt.Errorf("the range is empty: --from %q sorts after --to %q (keys sort by their bytes)", *from, *to)
+			} else if set["from"] && set["to"] && c == 0 && (*fromExcl || *toExcl) {
+				return nil, fmt.Errorf("the range is empty: --from and --to are both %q and an end is excluded", *from)
 			}
 			st = rs
 		}

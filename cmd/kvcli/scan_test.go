@@ -246,3 +246,25 @@ func TestFlushReportsTheDelaySent(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r)
 	assert.Regexp(t, `^\S+ flushes in 2s\n$`, r.stdout)
 }
+
+// --from after --to is an empty range: a usage error naming both, before
+// connecting, rather than no documents and exit 0 (a swapped range reads
+// as "the collection holds none").
+func TestScanRangeFromAfterTo(t *testing.T) {
+	env := map[string]string{envConnStr: "couchbase://127.0.0.1:1/default"}
+	for _, args := range [][]string{
+		{"scan", "--from", "user:9", "--to", "user:1"},
+		{"scan", "--from", "b", "--to", "a", "--json"},
+		{"scan", "--from", "a", "--to", "a", "--to-exclusive"},
+	} {
+		r := runKV(t, env, "", args...)
+		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r)
+		assert.Contains(t, r.stderr, "kvcli: scan: the range is empty: --from ", "%v", args)
+		assert.NotContains(t, r.stderr, "nothing is listening", "%v", args)
+		assert.Empty(t, r.stdout, "%v", args)
+	}
+	// A range of one key, both ends included, is fine.
+	_, env = newMock(t, mockcluster.Options{})
+	r := runKV(t, env, "", "scan", "--from", "a", "--to", "a")
+	assert.Equal(t, exitOK, r.code, r)
+}
