@@ -637,3 +637,42 @@ func TestBenchCountsAreDecimalOrHex(t *testing.T) {
 		assert.NotContains(t, r.stderr, "nothing is listening", "%v: refused before connecting", bad)
 	}
 }
+
+// After Ctrl-C bench finishes the operations in flight, which against a
+// server that does not answer takes until their timeout: its progress
+// line says so (and that a second Ctrl-C stops at once) instead of
+// ticking on as if nothing had been asked.
+func TestBenchInterruptSaysItWaitsForOperationsInFlight(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{Nodes: 1})
+	release := make(chan struct{})
+	hold := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet, memdx.OpSet}},
+		Action: mockcluster.Action{Hold: release},
+	})
+	defer hold.Remove()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ts := newTickers()
+	bg := startKvcliWith(ctx, []string{"bench", "--preload=false", "--concurrency", "1", "--ops", "100", "-t", "5m"}, env, func(e *env_) {
+		e.newTicker = ts.newTicker
+	})
+	tk := <-ts.made
+	waitFor(t, 20*time.Second, "an operation held by the server", func() bool { return hold.Hits() > 0 })
+	require.True(t, tk.tick(time.Now()))
+	waitFor(t, 20*time.Second, "a progress line", func() bool { return strings.Count(bg.stderr.String(), "ops/s") == 1 })
+	assert.NotContains(t, bg.stderr.String(), "interrupted")
+
+	cancel() // Ctrl-C
+	require.True(t, tk.tick(time.Now().Add(time.Second)))
+	waitFor(t, 20*time.Second, "a second progress line", func() bool { return strings.Count(bg.stderr.String(), "ops/s") == 2 })
+	assert.Contains(t, bg.stderr.String(), "  interrupted: finishing the operations in flight (each ends within -t 5m0s); Ctrl-C again stops at once\n")
+
+	close(release)
+	select {
+	case code := <-bg.done:
+		assert.Equal(t, exitOK, code, "stderr: %s", bg.stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("bench did not end once the answers came")
+	}
+	assert.Contains(t, bg.stdout.String(), "(interrupted)")
+}

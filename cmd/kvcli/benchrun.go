@@ -119,7 +119,15 @@ func (b *bench) load(ctx, opCtx context.Context) (stopped string, elapsed time.D
 		deadline = t.C
 	}
 	line := &benchProgress{start: start}
-	stopProgress := b.inv.startProgress(nil, func(now time.Time) string { return line.line(now, b.totals()) })
+	stopProgress := b.inv.startProgress(nil, func(now time.Time) string {
+		s := line.line(now, b.totals())
+		if ctx.Err() != nil {
+			// Ctrl-C: the operations in flight finish (against a server
+			// that stopped answering, at their timeout). Say so.
+			s += fmt.Sprintf("  interrupted: finishing the operations in flight (each ends within -t %v); Ctrl-C again stops at once", b.inv.opTimeout)
+		}
+		return s
+	})
 	stopped = "ops"
 	select {
 	case <-done:

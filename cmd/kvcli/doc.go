@@ -289,8 +289,8 @@
 // "max_late_us", "final_lag_us", "kept_up"}, and "threshold_reports" and
 // "orphan_reports" (the reports' JSON, empty lists when there were none).
 // Ctrl-C stops the run early: operations in flight finish (workers waiting
-// for their scheduled time stop waiting), and the summary is printed as
-// usual. Ctrl-C during the preload stops it the same way; the summary then
+// for their scheduled time stop waiting; the progress line says it is
+// finishing them), and the summary is printed as usual. Ctrl-C during the preload stops it the same way; the summary then
 // says how many keys were set and that no operations ran
 // ("stopped":"interrupted_preloading" and "preloaded" with --json). bench
 // exits 1 when any operation (or a preload set) failed, else 0; 2 for a bad
