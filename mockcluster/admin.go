@@ -16,7 +16,7 @@ import (
 
 // handle runs one request with wmu held.
 func (cn *conn) handle(p *memdx.Packet) outcome {
-	cn.euid, cn.hangup = nil, false
+	cn.euid = nil
 	// Before authentication kv_engine runs the handshake commands only
 	// and answers EACCESS, with no error context, to everything else,
 	// NOOP, VERSION and QUIT included, before it looks at the opcode

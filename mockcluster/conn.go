@@ -60,10 +60,8 @@ type conn struct {
 
 	// Used only by the serve goroutine. pkt holds the request being handled
 	// (in the conn so that handing its address around allocates nothing).
-	pkt  memdx.Packet
-	euid *user // the user the request being handled impersonates, if any
-	// hangup: close the connection instead of answering (failExec).
-	hangup  bool
+	pkt     memdx.Packet
+	euid    *user // the user the request being handled impersonates, if any
 	scram   *memdx.ScramServer
 	scratch []byte
 
@@ -137,10 +135,12 @@ func (cn *conn) serve() {
 				return
 			}
 			out := cn.dispatchTimed(&cn.pkt)
+			// Closed while handling: hung up on (hangUp), or stopped.
+			hungUp := cn.wclosed
 			cn.wmu.Unlock()
 			barrier := out.barrier
 			for {
-				if out.close || cn.hangup {
+				if out.close || hungUp {
 					_ = cn.flush()
 					return
 				}
@@ -158,6 +158,7 @@ func (cn *conn) serve() {
 					return
 				}
 				out = cn.runTimed(&cn.pkt, out.next)
+				hungUp = cn.wclosed
 				cn.wmu.Unlock()
 			}
 			// A barrier command whose answer is delayed holds the
@@ -486,16 +487,53 @@ func newUUID() string {
 // failExec answers a status a command's execution ended with, as
 // kv_engine's handle_executor_status does: through
 // Connection::remapErrorCode, which closes the connection of a client
-// without XERROR instead of answering it NO_BUCKET or EACCESS, statuses it
-// cannot know. (A packet the validator refused is answered its status
-// whatever the client negotiated: use fail.)
+// without XERROR instead of answering it a status it cannot know
+// (unknownWithoutXerror: NO_BUCKET, EACCESS, DURABILITY_IMPOSSIBLE,
+// SYNC_WRITE_AMBIGUOUS...). (A packet the validator refused is answered
+// its status whatever the client negotiated: use fail.) It may run off the
+// serve goroutine, for an answer given later (a synchronous write's).
 func (cn *conn) failExec(p *memdx.Packet, st memdx.Status, context string) {
-	if !cn.has(memdx.FeatureXerror) && (st == memdx.StatusNoBucket || st == memdx.StatusNoAccess) {
-		cn.c.logf("mockcluster: node %d: closing connection: %s to %s, XERROR not enabled", cn.n.id, st, p.OpCode)
-		cn.hangup = true
+	if !cn.has(memdx.FeatureXerror) && unknownWithoutXerror(st) {
+		cn.hangUp(p, st)
 		return
 	}
 	cn.fail(p, st, context)
+}
+
+// unknownWithoutXerror reports whether remapErrorCode (daemon/connection.cc)
+// turns st, a status an execution ended with, into disconnect for a client
+// without XERROR.
+func unknownWithoutXerror(st memdx.Status) bool {
+	switch st {
+	case memdx.StatusNoAccess, memdx.StatusNoBucket, memdx.StatusAuthStale,
+		memdx.StatusDurabilityInvalidLevel, memdx.StatusDurabilityImpossible,
+		memdx.StatusSyncWriteAmbiguous, memdx.StatusVbUUIDNotEqual,
+		memdx.StatusCancelled, memdx.StatusChecksumMismatch:
+		return true
+	}
+	return false
+}
+
+// hangUp closes the connection instead of answering p st (remapErrorCode's
+// disconnect): the answers already buffered go out first. wmu must be
+// held. The serve goroutine finds the connection closed when the handling
+// returns, or its next read or wait ends.
+func (cn *conn) hangUp(p *memdx.Packet, st memdx.Status) {
+	cn.c.logf("mockcluster: node %d: closing connection: %s to %s, XERROR not enabled", cn.n.id, st, p.OpCode)
+	if !cn.wclosed {
+		// The answers before go out; wbuf keeps them (its length is a
+		// mark to applyFaults, whose caller is still running), but
+		// nothing is written once the connection is closed.
+		if len(cn.wbuf) > 0 {
+			_, _ = cn.nc.Write(cn.wbuf)
+		}
+		cn.wclosed = true
+		cn.nc.Close()
+	}
+	// The rest of close (done, timers, the node's count) needs wmu: a
+	// serve goroutine waiting for answers still owed (a barrier) is
+	// released by done, not by the closed socket.
+	go cn.close()
 }
 
 // refusePrivilege is failPrivilege for a command the privilege check
@@ -503,8 +541,7 @@ func (cn *conn) failExec(p *memdx.Packet, st memdx.Status, context string) {
 // daemon/mcbp_executors.cc remaps the failure as failExec does).
 func (cn *conn) refusePrivilege(p *memdx.Packet, privilege string) {
 	if !cn.has(memdx.FeatureXerror) {
-		cn.c.logf("mockcluster: node %d: closing connection: EACCESS to %s, XERROR not enabled", cn.n.id, p.OpCode)
-		cn.hangup = true
+		cn.hangUp(p, memdx.StatusNoAccess)
 		return
 	}
 	cn.failPrivilege(p, privilege)

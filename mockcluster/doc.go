@@ -268,9 +268,10 @@
 //     client negotiated JSON) when the mock has something to say, XERROR
 //     or not, as kv_engine's Cookie::sendResponse does; otherwise no body.
 //     Without XERROR the statuses such a client cannot know are remapped
-//     as kv_engine's Connection::remapErrorCode remaps them: NO_BUCKET and
-//     EACCESS a command ends with (not those of the packet checks, nor the
-//     EACCESS before authentication) close the connection unanswered;
+//     as kv_engine's Connection::remapErrorCode remaps them: NO_BUCKET,
+//     EACCESS, DURABILITY_IMPOSSIBLE and SYNC_WRITE_AMBIGUOUS a command
+//     ends with (not those of the packet checks, nor the EACCESS before
+//     authentication) close the connection unanswered;
 //     NOT_LOCKED and
 //     SYNC_WRITE_IN_PROGRESS become TMPFAIL, and a locked document answers
 //     KEY_EEXISTS to mutations and TOUCH/GAT (kv_engine's locked) but
@@ -350,7 +351,8 @@
 //     delay it commits at once. A durability timeout (milliseconds, in the
 //     frame info) shorter than the delay aborts the write when it ends: not
 //     applied, answered SYNC_WRITE_AMBIGUOUS, as kv_engine's durability
-//     monitor does; a write without a timeout waits for the delay.
+//     monitor does; a write without a timeout waits for the delay. Without
+//     XERROR those two statuses close the connection instead (above).
 //   - OBSERVE_SEQNO and OBSERVE are served on the active and the replica
 //     nodes of a vbucket (NOT_MY_VBUCKET elsewhere), as kv_engine serves
 //     them for the SDKs' PersistTo/ReplicateTo: OBSERVE_SEQNO answers format

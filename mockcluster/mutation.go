@@ -65,7 +65,7 @@ func (cn *conn) commitMutation(p *memdx.Packet, t target, f frames, commit func(
 		}
 		if have < len(chain)/2+1 {
 			t.vb.mu.Unlock()
-			cn.fail(p, memdx.StatusDurabilityImpossible, "Not enough replicas for the durability level")
+			cn.failExec(p, memdx.StatusDurabilityImpossible, "Not enough replicas for the durability level")
 			return outcome{}
 		}
 	}
@@ -83,7 +83,7 @@ func (cn *conn) commitMutation(p *memdx.Packet, t target, f frames, commit func(
 	h := reqHeader(p)
 	answer := func() {
 		if sw.aborted {
-			cn.fail(h, memdx.StatusSyncWriteAmbiguous, "The durability timeout expired before the synchronous write was committed")
+			cn.failExec(h, memdx.StatusSyncWriteAmbiguous, "The durability timeout expired before the synchronous write was committed")
 			return
 		}
 		respond(h, sw.res)
