@@ -1,6 +1,7 @@
 package mockcluster
 
 import (
+	"net"
 	"testing"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -102,4 +103,35 @@ func TestUnorderedRejectedBarrierDoesNotWait(t *testing.T) {
 	if p := cl.recv(held); p.Status != memdx.StatusKeyNotFound {
 		t.Fatalf("held GET: %s", p.Status)
 	}
+}
+
+// A client that resets its connection while a barrier (NOOP) waits for
+// answers held back does not leave the connection served for good: once
+// the held answers are released, the first one's write fails, and the
+// node drops the connection. The node kept it (and its serve goroutine)
+// until the cluster closed: the failed write marked the connection closed
+// without ending the barrier's wait, and the other held answer, finding it
+// closed, was never counted as sent.
+func TestUnorderedBarrierEndsWhenTheClientResets(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	b := c.Bucket(DefaultBucket)
+	n := c.Node(0)
+	cl := bootstrap(t, n.Addr(), DefaultBucket, append(stdFeatures, memdx.FeatureUnorderedExecution))
+	releaseA, releaseB := make(chan struct{}), make(chan struct{})
+	fa := c.AddFault(Fault{Match: Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "a"}, Action: Action{Hold: releaseA}, Times: 1})
+	fb := c.AddFault(Fault{Match: Match{OpCodes: []memdx.OpCode{memdx.OpGet}, Key: "b"}, Action: Action{Hold: releaseB}, Times: 1})
+	cl.send(keyReq(cl, b, memdx.NewGet([]byte("a"))))
+	cl.send(keyReq(cl, b, memdx.NewGet([]byte("b"))))
+	waitFor(t, "the held GETs", func() bool { return fa.Hits() == 1 && fb.Hits() == 1 })
+	noops := n.RequestCount(memdx.OpNoop)
+	cl.send(memdx.NewNoop())
+	waitFor(t, "the NOOP to arrive", func() bool { return n.RequestCount(memdx.OpNoop) == noops+1 })
+	// Reset, not a clean close: the node's next write fails.
+	if tc, ok := cl.nc.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	cl.nc.Close()
+	close(releaseA)
+	close(releaseB)
+	waitFor(t, "the node to drop the connection", func() bool { return n.NumConnections() == 0 })
 }

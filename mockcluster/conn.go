@@ -287,6 +287,11 @@ func (cn *conn) flushLocked() error {
 	if err != nil {
 		cn.wclosed = true
 		cn.nc.Close()
+		// The rest of close needs wmu. Its done releases a serve
+		// goroutine waiting for answers still owed (a barrier), which
+		// the answers' callbacks, finding the connection closed, no
+		// longer count as sent.
+		go cn.close()
 	}
 	return err
 }
