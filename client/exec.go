@@ -858,10 +858,11 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 // synchronous write whose caller set none: 90% of the time the operation has
 // left (in ms, 1 to 65534), so that the server ends the write with
 // SYNC_WRITE_AMBIGUOUS before the client's deadline rather than keeping it
-// pending for its own, longer default. A write still pending past the
-// deadline would hold back the connection's health probe (NOOP is not
-// reordered past it under unordered execution) and could get a live
-// connection closed.
+// pending for its own, longer default. A pending write holds back the
+// connection's health probe (NOOP is not reordered past it under unordered
+// execution): conn waits for the durability timeout sent before it probes
+// behind the write (conn's package doc, Health), so the shorter, the
+// sooner a node that stopped answering is found.
 //
 // 90% is left - left/10, not left*9/10, whose product overflows for a
 // timeout over some 32 years (a caller's "no timeout") and would ask for

@@ -263,6 +263,9 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: err}
 	}
 	cl.opaque = opaque
+	if req.Durability != memdx.DurabilityNone || len(req.FramingExtras) != 0 || req.OpCode == memdx.OpRangeScanContinue {
+		cl.answerBy = c.answerBound(req)
+	}
 	wake := c.writer.commit(cl, b)
 	c.enqueue(cl)
 	if cl.from != nil {

@@ -268,7 +268,20 @@
 // half of MaxAbandoned, the connection sends a NOOP probe. The probe
 // decides: answered (with any status), the node is alive, and the
 // tombstones abandoned before it was sent trigger no further probe (a slow
-// durable write or a large value is the server's business). Unanswered
+// durable write or a large value is the server's business). A request the
+// server answers by a bound of its own, a synchronous write by its
+// durability timeout (memdx.Request.DurabilityTimeout, or a durability
+// frame info in FramingExtras; counted from when it was queued) or a
+// RANGE_SCAN_CONTINUE by its time limit, is different: its tombstone
+// counts as waiting only from that bound. NOOP is a barrier in kv_engine
+// on a connection with UnorderedExecution (it runs once every earlier
+// command has finished, and no later one starts before it): a probe due
+// while such a request is in flight waits until the latest of those
+// bounds, so that it neither stalls the connection behind a synchronous
+// write waiting for replication nor reads that wait as silence; it is sent
+// then whatever came meanwhile, and its silence counts from the latest
+// bound of the requests ahead of it. A synchronous write with the server's
+// default timeout (0) has no known bound and holds nothing. Unanswered
 // while the connection makes no progress for Options.ProbeTimeout (1 s):
 // nothing read; while the probe is not yet written, nothing accepted by
 // the socket; and on Linux (x86, arm, riscv64, loong64, s390x), none of the bytes before the probe acknowledged

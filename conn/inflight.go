@@ -22,6 +22,7 @@ type inflight struct {
 	active   int // calls in the table that are not tombstones (MaxPending)
 	tombs    int // tombstones in the table (MaxAbandoned)
 	writes   int // calls in the table, tombstones too, that may change data (readOnly false)
+	promised int // calls in the table, tombstones too, with an answerBy (the health check's)
 	// evictedWrite is the stream offset of the end of the last write whose
 	// tombstone was evicted (MaxAbandoned), until a response to a request
 	// sent after it shows the server has processed it; 0: none.
@@ -97,6 +98,9 @@ func (t *inflight) add(cl *call) {
 		t.writes++
 	}
 	t.active++
+	if !cl.answerBy.IsZero() {
+		t.promised++
+	}
 	switch cl.kind {
 	case kindQuiet:
 		t.quiet.pushBack(cl)
@@ -114,6 +118,9 @@ func (t *inflight) remove(cl *call) {
 	t.del(cl)
 	if !readOnly(cl.op) {
 		t.writes--
+	}
+	if !cl.answerBy.IsZero() {
+		t.promised--
 	}
 	switch cl.kind {
 	case kindQuiet:

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -50,6 +51,27 @@ import (
 // reading a large value slower than 16 KiB per ProbeTimeout is closed as
 // unresponsive; without TLS, the writer's Writes, 64 KiB each.
 //
+// Requests the server answers only by a bound of its own (answerBy): a
+// synchronous write, at its durability timeout at the latest (the frame
+// info's, counted from when the request was queued; kv_engine answers
+// SYNC_WRITE_AMBIGUOUS then), a RANGE_SCAN_CONTINUE with a time limit, at
+// that limit. A tombstone of one counts as waiting only from its bound
+// (probeDue): its late answer is no sign of a dead node before then. And
+// a NOOP is a barrier in kv_engine under UnorderedExecution, which Couchbase
+// connections negotiate (it is not is_reorder_supported): it runs only
+// once every earlier command has finished, and no later one starts before
+// it is done. A probe sent behind a pending synchronous write would stall
+// the connection's traffic until the write's durability timeout, and its
+// silence would close a live node. So a probe due waits until the latest
+// bound of the requests in flight when it became due (probeOrHold), and
+// is sent then, whatever came meanwhile: a node that stopped answering is
+// still found, after that bound. Sent behind requests whose bounds are
+// still to come (they came while it waited), its silence counts from the
+// latest of them (probeBound). A synchronous write with the server's
+// default timeout (0: its length is the server's) or a continue without a
+// time limit has no bound here: a probe goes behind it as behind any
+// request.
+//
 // During the bootstrap (until Dial returns the connection) the bootstrap's
 // own requests play the probe: a node that sends nothing for ProbeTimeout
 // while one of them waits fails the Dial with kverr.ErrUnresponsive, so a
@@ -84,6 +106,13 @@ type monitor struct {
 	probe     *call
 	probeAt   time.Time
 	lastProbe time.Time
+	// holdTill: a probe due waits until then, the latest answerBy of the
+	// requests in flight when it first became due (zero: none waits;
+	// probeOrHold). probeBound: the latest answerBy of the requests ahead
+	// of the probe in flight, when it was sent (zero: none after then):
+	// its silence counts from then (probeWatch).
+	holdTill   time.Time
+	probeBound time.Time
 	// vouched: tombstones abandoned before it were sent before a probe
 	// that was answered.
 	vouched time.Time
@@ -146,9 +175,102 @@ func (c *Conn) healthNoteTomb(cl *call) {
 		}
 		return
 	}
-	if m.at.IsZero() {
-		c.healthArm(cl.abandonedAt.Add(c.opts.ProbeAfter))
+	// A tombstone waiting for its answerBy is due after the ones that
+	// follow it: one of them may be due before the timer.
+	if due := probeDue(cl, c.opts.ProbeAfter); m.at.IsZero() || (due.Before(m.at) && !c.callbacks.heldBack.Load()) {
+		c.healthArm(due)
 	}
+}
+
+// probeDue is when tombstone cl calls for a probe: ProbeAfter after it was
+// abandoned, or after its answerBy when that is later. Until the server's
+// own bound for it has passed, its answer not coming says nothing of the
+// node (a synchronous write waiting for slow replication is answered only
+// at its durability timeout).
+func probeDue(cl *call, after time.Duration) time.Time {
+	from := cl.abandonedAt
+	if cl.answerBy.After(from) {
+		from = cl.answerBy
+	}
+	return from.Add(after)
+}
+
+// answerBound is when the server is bound to have answered req, queued
+// now: a synchronous write (a durability frame info, typed or among
+// FramingExtras) by its durability timeout, a RANGE_SCAN_CONTINUE with a
+// time limit by that limit (kv_engine ends the continue with
+// RANGE_SCAN_MORE). Counted from the queueing, it comes no later than the
+// server's own bound, which counts from its reading the request. Zero:
+// no bound known (a synchronous write with the server's default timeout,
+// 0, whose length the connection does not know; a continue without a time
+// limit, which streams what it finds). Called with mu held, for those
+// requests only: the others cost nothing.
+func (c *Conn) answerBound(req *memdx.Request) time.Time {
+	var ms uint32
+	switch {
+	case req.Durability != memdx.DurabilityNone:
+		ms = uint32(req.DurabilityTimeout)
+	case req.OpCode == memdx.OpRangeScanContinue:
+		if e := req.ExtrasBytes(); len(e) == 28 {
+			ms = binary.BigEndian.Uint32(e[20:24])
+		}
+	}
+	if ms == 0 && len(req.FramingExtras) != 0 {
+		_ = memdx.FrameInfos(req.FramingExtras, func(id uint16, data []byte) error {
+			if memdx.RequestFrameID(id) == memdx.FrameDurability {
+				if _, t, err := memdx.DecodeDurabilityFrame(data); err == nil {
+					ms = uint32(t)
+				}
+			}
+			return nil
+		})
+	}
+	if ms == 0 {
+		return time.Time{}
+	}
+	return c.clock.Now().Add(time.Duration(ms) * time.Millisecond)
+}
+
+// latestBound is the latest answerBy after now among the requests in
+// flight, tombstones included (zero: none). Called with mu held, by the
+// monitor when a probe is due, which is rare: it walks the table only
+// while it holds such a request.
+func (c *Conn) latestBound(now time.Time) time.Time {
+	var latest time.Time
+	if c.inflight.promised == 0 {
+		return latest
+	}
+	for cl := range c.inflight.all() {
+		if cl.answerBy.After(now) && cl.answerBy.After(latest) {
+			latest = cl.answerBy
+		}
+	}
+	return latest
+}
+
+// probeOrHold sends the probe now due (startProbe), unless a request in
+// flight, which the probe would wait behind, has an answerBy still to
+// come: under UnorderedExecution NOOP is a barrier in kv_engine (not
+// is_reorder_supported): it runs after every earlier command has
+// finished, and no later one starts before it. Sent behind a synchronous
+// write waiting for replication, it would stall the connection's traffic
+// until the write's durability timeout. The probe then waits until the
+// latest such answerBy, and is sent then whatever came meanwhile (a node
+// that stopped answering is still found). It returns the probe's done
+// channel (nil: not sent). Called with mu held.
+func (c *Conn) probeOrHold(now time.Time) chan error {
+	m := &c.monitor
+	if m.holdTill.IsZero() {
+		m.holdTill = c.latestBound(now)
+	}
+	if m.holdTill.After(now) {
+		if m.at.IsZero() || m.at.After(m.holdTill) {
+			c.healthArm(m.holdTill)
+		}
+		return nil
+	}
+	m.holdTill = time.Time{}
+	return c.startProbe()
 }
 
 // armSweeper sets the deadline timer to fire at t. Called with mu held.
@@ -182,7 +304,7 @@ func (c *Conn) runMonitor() {
 		case <-m.kick:
 			c.mu.Lock()
 			if m.probe == nil && c.err == nil {
-				probeDone = c.startProbe()
+				probeDone = c.probeOrHold(c.clock.Now())
 			}
 			c.mu.Unlock()
 		case <-probeDone:
@@ -243,19 +365,39 @@ func (c *Conn) healthCheck(probeDone chan error) chan error {
 		c.probeWatch(now) // releases mu
 		return probeDone
 	}
+	due, ok := c.nextProbeDue()
+	switch {
+	case !ok || due.After(now):
+		m.holdTill = time.Time{} // nothing calls for a probe now
+		if ok {
+			c.healthArm(due)
+		}
+	default:
+		probeDone = c.probeOrHold(now)
+	}
+	c.mu.Unlock()
+	return probeDone
+}
+
+// nextProbeDue returns the earliest probeDue of the tombstones not vouched
+// for (false: none). The list is oldest first: past the first tombstone
+// without an answerBy, none is due earlier. Called with mu held.
+func (c *Conn) nextProbeDue() (time.Time, bool) {
+	m := &c.monitor
+	var first time.Time
+	ok := false
 	for cl := c.inflight.tombstones.head; cl != nil; cl = c.inflight.tombstones.next(cl) {
 		if cl.abandonedAt.Before(m.vouched) {
 			continue
 		}
-		if due := cl.abandonedAt.Add(c.opts.ProbeAfter); due.After(now) {
-			c.healthArm(due)
-		} else {
-			probeDone = c.startProbe()
+		if due := probeDue(cl, c.opts.ProbeAfter); !ok || due.Before(first) {
+			first, ok = due, true
 		}
-		break
+		if cl.answerBy.IsZero() {
+			break
+		}
 	}
-	c.mu.Unlock()
-	return probeDone
+	return first, ok
 }
 
 // bootstrapWatch: while Dial bootstraps, its requests are the probe. A
@@ -319,6 +461,13 @@ func (c *Conn) probeWatch(now time.Time) {
 		c.mu.Unlock()
 		return
 	}
+	// The probe waits behind a request the server answers only by its
+	// answerBy: silence before then says nothing of the node.
+	if until := m.probeBound.Add(c.opts.ProbeTimeout); !m.probeBound.IsZero() && until.After(now) {
+		c.healthArm(until)
+		c.mu.Unlock()
+		return
+	}
 	oldest := time.Duration(0)
 	if t := c.inflight.tombstones.head; t != nil {
 		oldest = now.Sub(t.abandonedAt)
@@ -350,6 +499,7 @@ func (c *Conn) startProbe() chan error {
 	}
 	m.probes.Add(1)
 	now := c.clock.Now()
+	m.probeBound = c.latestBound(now)
 	m.probe, m.probeAt, m.lastProbe = cl, now, now
 	m.probeWire = -1
 	m.in, m.out = c.reader.bytesIn.Load(), c.wireOut()
@@ -430,18 +580,15 @@ func (c *Conn) probeAnswered() {
 	cl := m.probe
 	m.probe = nil
 	m.vouched = m.probeAt
+	m.probeBound = time.Time{}
 	m.at = time.Time{}
 	m.timer.Stop()
 	c.mu.Unlock()
 	c.leave(cl)
 	c.mu.Lock()
 	// Tombstones abandoned since the probe was sent are due in their turn.
-	tombs := &c.inflight.tombstones
-	for t := tombs.head; t != nil && c.err == nil; t = tombs.next(t) {
-		if !t.abandonedAt.Before(m.vouched) {
-			c.healthArm(t.abandonedAt.Add(c.opts.ProbeAfter))
-			break
-		}
+	if due, ok := c.nextProbeDue(); ok && c.err == nil {
+		c.healthArm(due)
 	}
 	c.mu.Unlock()
 }

@@ -137,6 +137,11 @@ type call struct {
 	deadline    time.Time // zero: none (DoDeadline)
 	abandonedAt time.Time // when it became a tombstone
 	err         error     // first error handle returned (multi)
+	// answerBy, when not zero, is when the server is bound to have
+	// answered: a synchronous write's durability timeout, a range-scan
+	// continue's time limit, counted from when it was queued (answerBound).
+	// The health check reads it.
+	answerBy time.Time
 	// from is the caller's Origin (nil: none), valid while the caller
 	// waits for the outcome; orphan is the copy a tombstone keeps of it.
 	from   *Origin
