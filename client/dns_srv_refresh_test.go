@@ -2,8 +2,11 @@ package client
 
 import (
 	"context"
+	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -317,6 +320,70 @@ func TestDNSSRVLookupAgainIgnoresAnotherCluster(t *testing.T) {
 	assert.Equal(t, held, c.ConfigVersion(), "the other cluster's config was installed")
 	assert.Equal(t, nodes, c.Nodes())
 	assert.Zero(t, c.cl.SeedRefreshes().Newer)
+	require.NoError(t, c.Close())
+	require.Error(t, <-g.done)
+}
+
+// A target of the record looked up again that serves another cluster's
+// bucket of the same name is not used by the recovery rounds either: it
+// used to join the addresses recovery asks, whose next round (500 ms later)
+// installed that config, newer than the one held, without the uuid check
+// the lookup's own dials make.
+func TestDNSSRVLookupAgainForeignTargetNotUsedByRecovery(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	r := newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())})
+	fc := retry.NewFakeClock(time.Now())
+	o := fakeClockOptions(fc)
+	o.Resolver = r
+	logs := &logCapture{}
+	o.Logger = slog.New(logs)
+	c, err := connectString(t, "couchbase://cluster.test/default", o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	held, nodes := c.ConfigVersion(), c.Nodes()
+	r.awaitCall(t, ctx, 0) // Connect's
+
+	other := newMock(t, mockcluster.Options{Nodes: 1})
+	ob := other.Bucket(mockcluster.DefaultBucket)
+	for i := 0; uint64(ob.Rev()) <= held.Rev; i++ {
+		_, err := ob.AddScope("s" + strconv.Itoa(i))
+		require.NoError(t, err)
+	}
+	r.mu.Lock()
+	r.script = []srvAnswer{{addrs: srvOf(t, other.Addrs())}}
+	r.mu.Unlock()
+	mc.Node(0).Stop()
+	mc.Node(1).Stop()
+	awaitUnreachable(t, c)
+
+	g := getAsync(ctx, col, "k")
+	advanceUntilCall(t, ctx, fc, r, 1)
+	require.Eventually(t, func() bool { return c.cl.SeedRefreshes().Foreign == 1 || c.ConfigVersion() != held },
+		10*time.Second, time.Millisecond, "the other cluster's config was never refused")
+
+	// Recovery rounds go on while the cluster stays unreachable: wait for
+	// one that asked the other cluster's node (or installed its config).
+	asked := func() bool {
+		return slices.ContainsFunc(logs.find("no seed or known node serves a config newer"), func(r string) bool { return strings.HasSuffix(r, " tried=1") }) ||
+			c.ConfigVersion() != held
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !asked() {
+		select {
+		case <-tick.C:
+			fc.Advance(600 * time.Millisecond)
+		case <-ctx.Done():
+			t.Fatal("no recovery round asked the other cluster's node")
+		}
+	}
+	assert.Equal(t, held, c.ConfigVersion(), "the other cluster's config was installed by a recovery round")
+	assert.Equal(t, nodes, c.Nodes())
 	require.NoError(t, c.Close())
 	require.Error(t, <-g.done)
 }

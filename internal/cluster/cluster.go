@@ -172,9 +172,13 @@ type Cluster struct {
 	// nodes by address, ring (memcached:// only) and known (the seeds,
 	// then every node a config named, at most maxKnownAddrs: where
 	// recovery asks) are guarded by mu.
-	nodes   map[string]*Node
-	ring    *ring
-	known   []string
+	nodes map[string]*Node
+	ring  *ring
+	known []string
+	// looked: the addresses of known that a lookup of the seeds again
+	// gave and no config installed has named since (seedrefresh.go): a
+	// config one serves is used only when of the bucket uuid held.
+	looked  map[string]bool
 	network string // resolved at bootstrap
 	// kvConfigs: the nodes' KV service is asked for configs (polls,
 	// fetches, recovery rounds): not with NoKVConfigs, nor once a

@@ -88,23 +88,32 @@ func (c *Cluster) maybeRecover() time.Duration {
 
 	c.mu.Lock()
 	cands := make([]string, 0, len(c.known))
+	var looked map[string]bool
 	for _, addr := range c.known {
 		if c.nodes[addr] == nil {
 			cands = append(cands, addr)
+			if c.looked[addr] {
+				if looked == nil {
+					looked = map[string]bool{}
+				}
+				looked[addr] = true
+			}
 		}
 	}
 	c.mu.Unlock()
-	go c.recoverConfig(t, cands)
+	go c.recoverConfig(t, cands, looked)
 	return 0
 }
 
 // recoverConfig asks every one of cands (the seeds and known nodes, at
 // most 64) for its config at once, each dial bounded by ConnectTimeout,
-// and offers each config served; the first newer than the one held, or
+// and offers each config served (that of a candidate in looked, which a
+// lookup of the seeds again gave, only when of the bucket uuid held:
+// foreign); the first newer than the one held, or
 // one installed meanwhile by any other path, ends the round and the dials
 // still under way. Dialed in turn, a candidate whose SYNs are dropped
 // would hold back the next by a whole ConnectTimeout.
-func (c *Cluster) recoverConfig(t *Topology, cands []string) {
+func (c *Cluster) recoverConfig(t *Topology, cands []string, looked map[string]bool) {
 	defer c.wg.Done()
 	defer func() {
 		c.fetchMu.Lock()
@@ -135,7 +144,7 @@ func (c *Cluster) recoverConfig(t *Topology, cands []string) {
 		case <-t.Changed(): // a newer config came another way
 			return
 		}
-		if s.raw == nil {
+		if s.raw == nil || looked[s.addr] && c.foreign(t, s) {
 			continue
 		}
 		if c.Offer(s.raw, hostOf(s.addr), "recovery") == OfferNewer {
@@ -182,6 +191,7 @@ func (c *Cluster) rememberLocked(addr string) {
 	if len(c.known) > maxKnownAddrs {
 		seeds := len(c.seeds)
 		if seeds < len(c.known) {
+			delete(c.looked, c.known[seeds])
 			c.known = append(c.known[:seeds], c.known[seeds+1:]...)
 		}
 	}

@@ -36,7 +36,7 @@ func TestRecoveryAsksEveryCandidateAtOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.recoverConfig(held, []string{hole.Addr(), mc.Node(0).Addr()})
+		c.recoverConfig(held, []string{hole.Addr(), mc.Node(0).Addr()}, nil)
 	}()
 	awaitTopology(t, c, "the config the reachable candidate serves", func(top *Topology) bool {
 		return top.Config().Version().Rev == uint64(b.Rev())

@@ -171,6 +171,14 @@ func (c *Cluster) refreshSeeds(t *Topology) {
 	for _, addr := range targets {
 		if c.nodes[addr] == nil {
 			fresh = append(fresh, addr)
+			if !slices.Contains(c.known, addr) {
+				// Recovery asks it too, and so checks the
+				// bucket uuid of its config as askTargets does.
+				if c.looked == nil {
+					c.looked = map[string]bool{}
+				}
+				c.looked[addr] = true
+			}
 			c.rememberLocked(addr)
 		}
 	}
@@ -219,7 +227,6 @@ func (c *Cluster) lookupSeeds() ([]string, error) {
 // round.
 func (c *Cluster) askTargets(t *Topology, addrs []string) {
 	held := t.cfg.Version().String()
-	uuid := t.cfg.BucketUUID()
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
 	served := make(chan servedConfig, len(addrs))
 	var dials sync.WaitGroup
@@ -242,25 +249,8 @@ func (c *Cluster) askTargets(t *Topology, addrs []string) {
 		case <-t.Changed():
 			return
 		}
-		if s.raw == nil {
+		if s.raw == nil || c.foreign(t, s) {
 			continue
-		}
-		if uuid != "" {
-			// The config's uuid is read before it is offered: one of
-			// another bucket of the same name is not to be installed.
-			cfg, err := vbmap.Parse(s.raw, hostOf(s.addr))
-			if err != nil {
-				log.Warn("kvwire: a seed looked up again served a config that does not parse", "node", s.addr, "err", err)
-				continue
-			}
-			if got := cfg.BucketUUID(); got != "" && got != uuid {
-				c.fetchMu.Lock()
-				c.refresh.stats.Foreign++
-				c.fetchMu.Unlock()
-				log.Warn("kvwire: a seed looked up again serves another bucket of the same name (its uuid differs); not using it: Connect again to use that cluster",
-					"node", s.addr, "bucket", c.cfg.Bucket, "uuid", got, "held_uuid", uuid)
-				continue
-			}
 		}
 		if c.Offer(s.raw, hostOf(s.addr), "seed lookup") == OfferNewer {
 			c.fetchMu.Lock()
@@ -271,4 +261,32 @@ func (c *Cluster) askTargets(t *Topology, addrs []string) {
 		}
 		log.Warn("kvwire: a seed looked up again serves no config newer than the one held; not using it", "node", s.addr, "held", held)
 	}
+}
+
+// foreign reports whether s, a config served by an address a lookup of the
+// seeds again gave, is not to be offered: it does not parse, or it is of
+// another bucket of the same name than t's (another bucket uuid: another
+// cluster's), which is logged and counted. Its uuid is read before it is
+// offered, by askTargets and by the recovery rounds that ask the address
+// later.
+func (c *Cluster) foreign(t *Topology, s servedConfig) bool {
+	uuid := t.cfg.BucketUUID()
+	if uuid == "" {
+		return false
+	}
+	log := c.cfg.Logger
+	cfg, err := vbmap.Parse(s.raw, hostOf(s.addr))
+	if err != nil {
+		log.Warn("kvwire: a seed looked up again served a config that does not parse", "node", s.addr, "err", err)
+		return true
+	}
+	if got := cfg.BucketUUID(); got != "" && got != uuid {
+		c.fetchMu.Lock()
+		c.refresh.stats.Foreign++
+		c.fetchMu.Unlock()
+		log.Warn("kvwire: a seed looked up again serves another bucket of the same name (its uuid differs); not using it: Connect again to use that cluster",
+			"node", s.addr, "bucket", c.cfg.Bucket, "uuid", got, "held_uuid", uuid)
+		return true
+	}
+	return false
 }

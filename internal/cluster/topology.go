@@ -274,6 +274,7 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 			c.nodes[addr] = n
 			n.start(nil)
 			c.rememberLocked(addr)
+			delete(c.looked, addr) // a config of the bucket held names it
 		}
 		t.servers[i] = n
 		if !seen[n] {
