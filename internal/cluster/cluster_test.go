@@ -684,10 +684,30 @@ func TestUnreadableRevisionNotNewerWakesTheWaitsAndIsParsedOnce(t *testing.T) {
 			require.False(t, peeked)
 			t0 := c.Topology()
 			require.Equal(t, OfferNewer, c.Offer(raw, "127.0.0.1", "not-my-vbucket"), "its version cannot be told unparsed")
-			select {
-			case <-t0.Wake(retry.ReasonKVNotMyVbucket):
-			case <-time.After(time.Minute):
-				t.Fatal("the wait for a config on its way was not ended when the config turned out not newer")
+			// read: the loop has taken and judged raw (it then renews
+			// the topology).
+			read := func() bool {
+				in := &c.intake
+				in.mu.Lock()
+				defer in.mu.Unlock()
+				return in.odd == nil && bytes.Equal(in.oddSeen, raw)
+			}
+			for w := t0; ; {
+				select {
+				case <-w.Wake(retry.ReasonKVNotMyVbucket):
+				case <-time.After(time.Minute):
+					t.Fatal("the wait for a config on its way was not ended when the config turned out not newer")
+				}
+				// A node's first connection, made just after
+				// Connect returned, renews the topology too
+				// (wakeForNode): wait on until raw was read. next
+				// is loaded first: raw not read yet, the renew
+				// that follows its reading replaces next.
+				next := c.Topology()
+				if read() {
+					break
+				}
+				w = next
 			}
 			assert.Same(t, t0.Config(), c.Topology().Config(), "not installed")
 			n := parses.Load()
