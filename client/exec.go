@@ -841,6 +841,12 @@ func (o *op) prepare(cn *conn.Conn, vb uint16, cid uint32) {
 		// Checked by Scan before the first attempt: it encodes.
 		o.req.Value, _ = memdx.AppendRangeScanCreateValue(o.req.Value[:0], o.scanCfg)
 	}
+	if o.req.OpCode == memdx.OpRangeScanContinue {
+		// The server ends the continue well before this attempt's deadline
+		// (rangescan.ContinueTimeLimit), and the connection knows when
+		// (conn's answerBy: its health probe does not wait behind it).
+		rangescan.SetContinueTimeLimit(&o.req, o.st.Deadline().Sub(o.c.clock.Now()))
+	}
 	if o.raw != nil {
 		o.req.Value = o.raw
 		o.req.Datatype = o.baseType

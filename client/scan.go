@@ -94,7 +94,13 @@ type ScanOptions struct {
 	// Timeout bounds each request the scan sends (a create, a continue, a
 	// cancel), retries included; 0 means the client's KVTimeout, and a
 	// negative one is refused (ErrInvalidArgument). The scan as a whole is
-	// bounded by Scan's context only.
+	// bounded by Scan's context only. A continue also asks the server to
+	// stop reading after half of the time it has left (its time limit, at
+	// least 1 ms): the server then answers with the items read so far (at
+	// least one) and the scan asks for more, so a slow vbucket (a sparse
+	// range, documents read from disk) neither times the continue out nor
+	// holds the node's connection, whose other requests wait behind a
+	// continue, for longer.
 	Timeout time.Duration
 	// IDsOnly returns keys only (ScanItem.IDOnly), not documents.
 	IDsOnly bool
@@ -111,7 +117,8 @@ type ScanOptions struct {
 	// Concurrency is how many vbuckets are scanned at once (default 1).
 	Concurrency int
 	// BatchItemLimit and BatchByteLimit bound what one continue returns:
-	// items, and bytes of keys and values (defaults 50 and 15000).
+	// items, and bytes of keys and values (defaults 50 and 15000); its
+	// time limit (Timeout) may end it sooner.
 	BatchItemLimit uint32
 	BatchByteLimit uint32
 	// RetryStrategy overrides the client's strategy for the scan's

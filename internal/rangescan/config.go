@@ -2,8 +2,10 @@ package rangescan
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -77,7 +79,8 @@ type Token struct {
 // Config checks sp against a bucket of config cfg and returns what the
 // scan reads, or why it is refused.
 func (sp *Spec) Config(cfg *vbmap.Config) (Config, error) {
-	sc := Config{KeyOnly: sp.KeyOnly, Concurrency: sp.Concurrency, ItemLimit: sp.ItemLimit, ByteLimit: sp.ByteLimit, Range: sp.Range}
+	sc := Config{KeyOnly: sp.KeyOnly, Concurrency: sp.Concurrency, ItemLimit: sp.ItemLimit, ByteLimit: sp.ByteLimit, Range: sp.Range,
+		TimeLimitMs: ContinueTimeLimit(sp.Timeout)}
 	if sc.Range == nil {
 		if sp.Samples == 0 {
 			return sc, errors.New("a sampling scan needs a Limit above 0")
@@ -130,4 +133,30 @@ func (sp *Spec) Config(cfg *vbmap.Config) (Config, error) {
 // years and would ask for 1 ms.
 func SnapshotWait(left time.Duration) uint32 {
 	return uint32(min(max((left-left/10).Milliseconds(), 1), 1<<31))
+}
+
+// ContinueTimeLimit is the time limit (ms) a RANGE_SCAN_CONTINUE asks of
+// the server when left is what the request has left: half of it, at least
+// 1 ms. kv_engine reads a limit of 0 as none (docs/range_scans/
+// range_scan_continue.md): such a continue runs until its item or byte
+// limit or the end of the vbucket, however long a sparse range or a large
+// vbucket read from disk takes. RANGE_SCAN_CONTINUE is not reorderable:
+// on a connection with UnorderedExecution every later request waits
+// behind it, the health check's NOOP too. With the limit the server ends
+// the continue then (it checks its limits after each item, so it still
+// returns one) with RANGE_SCAN_MORE and the items so far, well before the
+// client gives up, the rest of the time left carrying the last batch; the
+// scan asks for the next. The connection knows the continue's answer is
+// due by then (conn's answerBy) and holds its probe until it is.
+func ContinueTimeLimit(left time.Duration) uint32 {
+	return uint32(min(max((left/2).Milliseconds(), 1), math.MaxUint32))
+}
+
+// SetContinueTimeLimit sets the time limit of req, a RANGE_SCAN_CONTINUE
+// (memdx.NewRangeScanContinue), to ContinueTimeLimit(left): each attempt
+// asks for a limit within the time it has left.
+func SetContinueTimeLimit(req *memdx.Request, left time.Duration) {
+	if e := req.ExtrasBytes(); req.OpCode == memdx.OpRangeScanContinue && len(e) == 28 {
+		binary.BigEndian.PutUint32(e[20:24], ContinueTimeLimit(left)) // id, item limit, time limit, byte limit
+	}
 }

@@ -52,6 +52,11 @@ type Config struct {
 	Snapshots map[uint16]memdx.RangeScanSnapshot
 	// ItemLimit and ByteLimit bound what one continue returns.
 	ItemLimit, ByteLimit uint32
+	// TimeLimitMs bounds how long one continue runs on the server
+	// (ContinueTimeLimit of the request timeout; never 0, which kv_engine
+	// reads as no limit). The client sets it again for each attempt from
+	// the time it has left (SetContinueTimeLimit).
+	TimeLimitMs uint32
 	// Vbuckets are scanned in this order (Order).
 	Vbuckets    []uint16
 	Concurrency int
@@ -333,7 +338,7 @@ func (r *Run) scanVbucket(vb uint16) (done bool, err error) {
 // created again (not done, no error, the scan still running); progress
 // says whether it returned anything new.
 func (r *Run) continues(s *vbucketScan, n *cluster.Node, id memdx.RangeScanID) (progress, done bool, err error) {
-	req := memdx.RangeScanContinue{ID: id, ItemLimit: r.cfg.ItemLimit, ByteLimit: r.cfg.ByteLimit}
+	req := memdx.RangeScanContinue{ID: id, ItemLimit: r.cfg.ItemLimit, TimeLimitMs: max(r.cfg.TimeLimitMs, 1), ByteLimit: r.cfg.ByteLimit}
 	var c created
 	for {
 		dec := Decoder{Max: int(r.cfg.ItemLimit)}

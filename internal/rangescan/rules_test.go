@@ -90,3 +90,32 @@ func TestSnapshotWaitOfAVeryLongTimeout(t *testing.T) {
 	assert.Equal(t, uint32(1<<31), SnapshotWait(100*365*24*time.Hour), "a century left")
 	assert.Equal(t, uint32(1<<31), SnapshotWait(math.MaxInt64))
 }
+
+// A continue's time limit is half of the time its attempt has left, never
+// 0 (kv_engine's "no limit"), and fits the extras' 32 bits for a caller's
+// "no timeout"; SetContinueTimeLimit writes it into a continue's extras
+// only.
+func TestContinueTimeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		left time.Duration
+		want uint32
+	}{
+		{2500 * time.Millisecond, 1250},
+		{time.Second, 500},
+		{time.Millisecond, 1},
+		{0, 1},
+		{-time.Second, 1},
+		{math.MaxInt64, math.MaxUint32},
+	} {
+		assert.Equal(t, tc.want, ContinueTimeLimit(tc.left), "left %v", tc.left)
+	}
+	req := memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: memdx.RangeScanID{1}, ItemLimit: 7, ByteLimit: 9})
+	SetContinueTimeLimit(&req, 4*time.Second)
+	got, err := memdx.DecodeRangeScanContinueRequest(&memdx.Packet{Extras: req.ExtrasBytes()})
+	require.NoError(t, err)
+	assert.Equal(t, memdx.RangeScanContinue{ID: memdx.RangeScanID{1}, ItemLimit: 7, TimeLimitMs: 2000, ByteLimit: 9}, got)
+	cancel := memdx.NewRangeScanCancel(memdx.RangeScanID{1})
+	before := string(cancel.ExtrasBytes())
+	SetContinueTimeLimit(&cancel, 4*time.Second)
+	assert.Equal(t, before, string(cancel.ExtrasBytes()), "a cancel's extras")
+}
