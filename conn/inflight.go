@@ -27,6 +27,10 @@ type inflight struct {
 	// tombstone was evicted (MaxAbandoned), until a response to a request
 	// sent after it shows the server has processed it; 0: none.
 	evictedWrite uint64
+	// evictedBound is the latest answerBy of a tombstone evicted
+	// (MaxAbandoned): the server may hold that request until then, and a
+	// probe would wait behind it (latestBound); zero: none.
+	evictedBound time.Time
 	evicted      atomic.Uint64 // tombstones evicted past MaxAbandoned (Stats.Forgotten)
 	opaque       uint32        // the last opaque handed out
 	wrapped      bool          // opaque has wrapped: check for one still in use
@@ -89,6 +93,7 @@ func (t *inflight) all() iter.Seq[*call] {
 // close empties the table for good (teardown): nothing is added after.
 func (t *inflight) close() {
 	t.evictedWrite = 0
+	t.evictedBound = time.Time{}
 }
 
 // add registers cl, just queued, as live.

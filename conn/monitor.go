@@ -232,11 +232,15 @@ func (c *Conn) answerBound(req *memdx.Request) time.Time {
 }
 
 // latestBound is the latest answerBy after now among the requests in
-// flight, tombstones included (zero: none). Called with mu held, by the
+// flight, tombstones included, and those forgotten past MaxAbandoned,
+// which the node may still hold (zero: none). Called with mu held, by the
 // monitor when a probe is due, which is rare: it walks the table only
 // while it holds such a request.
 func (c *Conn) latestBound(now time.Time) time.Time {
 	var latest time.Time
+	if b := c.inflight.evictedBound; b.After(now) {
+		latest = b
+	}
 	if c.inflight.promised == 0 {
 		return latest
 	}

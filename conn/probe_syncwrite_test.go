@@ -319,3 +319,68 @@ func TestProbeDueAfterServerBound(t *testing.T) {
 		})
 	}
 }
+
+// A durable write given up on stays pending on the node until its
+// durability timeout even once its tombstone is forgotten past
+// MaxAbandoned: a flood of abandoned requests (a slow node, callers timing
+// out) evicts it within a second of the last probe. The probe their
+// tombstones call for must still wait for the write's bound: sent behind
+// it, the NOOP (a barrier under unordered execution) would be answered
+// only at the write's durability timeout, and its silence would close the
+// live connection.
+func TestProbeHeldForEvictedSyncWrite(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc, MaxAbandoned: 4}, nil)
+	abandonGet := func(key string) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		before := c.Stats().BytesWritten
+		g := goGet(ctx, c, key)
+		p.read()
+		waitFor(t, "the GET written", func() bool { return c.Stats().BytesWritten > before })
+		cancel()
+		if r := recv(t, g); !errors.Is(r.err, context.Canceled) {
+			t.Fatal(r.err)
+		}
+	}
+	// A first probe, answered: the next ones do not come from the pile of
+	// tombstones before ProbeAfter has passed.
+	abandonGet("g0")
+	fc.Advance(DefaultProbeAfter)
+	probe := p.read()
+	if probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want the probe", probe.OpCode)
+	}
+	p.write(ok(probe, ""))
+	waitFor(t, "the probe answered", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.monitor.probe == nil
+	})
+	fc.Advance(time.Millisecond)
+	start := fc.Now()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	before := c.Stats().BytesWritten
+	w := goDurablePipe(ctx, c, "durable", 5000) // pending on the node until start+5s
+	if req := p.read(); req.OpCode != memdx.OpSet {
+		t.Fatalf("got %s", req.OpCode)
+	}
+	waitFor(t, "the write counted written", func() bool { return c.Stats().BytesWritten > before })
+	cancel()
+	if err := recv(t, w); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	forgotten := c.Stats().Forgotten
+	for _, k := range []string{"g1", "g2", "g3", "g4"} {
+		abandonGet(k)
+	}
+	if st := c.Stats(); st.Forgotten != forgotten+2 {
+		t.Fatalf("stats %+v; want the write's tombstone forgotten", st)
+	}
+	fc.Advance(DefaultProbeAfter)
+	healthChecked(t, c, fc)
+	if at := healthNextAt(c); c.Stats().Probes != 1 || !at.Equal(start.Add(5*time.Second)) {
+		t.Fatalf("probes %d, next check %v after the write; want no probe before its durability timeout (5s)", c.Stats().Probes, at.Sub(start))
+	}
+}

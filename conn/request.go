@@ -314,6 +314,9 @@ func (c *Conn) abandon(cl *call, now time.Time) {
 		if !readOnly(old.op) && old.end > t.evictedWrite {
 			t.evictedWrite = old.end // it may still be applied (WritesInFlight)
 		}
+		if old.answerBy.After(t.evictedBound) {
+			t.evictedBound = old.answerBy // the node may hold it till then (latestBound)
+		}
 		c.drop(old)
 	}
 	c.healthNoteTomb(cl)
