@@ -264,7 +264,9 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 	}
 	cl.opaque = opaque
 	if req.Durability != memdx.DurabilityNone || len(req.FramingExtras) != 0 || req.OpCode == memdx.OpRangeScanContinue {
-		cl.answerBy = c.answerBound(req)
+		if cl.answerIn = answerWithin(req); cl.answerIn != 0 {
+			cl.answerBy = c.clock.Now().Add(cl.answerIn) // until written (answerWritten)
+		}
 	}
 	wake := c.writer.commit(cl, b)
 	c.enqueue(cl)

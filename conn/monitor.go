@@ -53,8 +53,8 @@ import (
 //
 // Requests the server answers only by a bound of its own (answerBy): a
 // synchronous write, at its durability timeout at the latest (the frame
-// info's, counted from when the request was queued; kv_engine answers
-// SYNC_WRITE_AMBIGUOUS then), a RANGE_SCAN_CONTINUE with a time limit, at
+// info's, counted from when the socket took the request, and until then
+// from its queueing; kv_engine answers SYNC_WRITE_AMBIGUOUS then), a RANGE_SCAN_CONTINUE with a time limit, at
 // that limit. A tombstone of one counts as waiting only from its bound
 // (probeDue): its late answer is no sign of a dead node before then. And
 // a NOOP is a barrier in kv_engine under UnorderedExecution, which Couchbase
@@ -195,17 +195,15 @@ func probeDue(cl *call, after time.Duration) time.Time {
 	return from.Add(after)
 }
 
-// answerBound is when the server is bound to have answered req, queued
-// now: a synchronous write (a durability frame info, typed or among
-// FramingExtras) by its durability timeout, a RANGE_SCAN_CONTINUE with a
-// time limit by that limit (kv_engine ends the continue with
-// RANGE_SCAN_MORE). Counted from the queueing, it comes no later than the
-// server's own bound, which counts from its reading the request. Zero:
-// no bound known (a synchronous write with the server's default timeout,
-// 0, whose length the connection does not know; a continue without a time
-// limit, which streams what it finds). Called with mu held, for those
-// requests only: the others cost nothing.
-func (c *Conn) answerBound(req *memdx.Request) time.Time {
+// answerWithin is how long after reading req the server is bound to have
+// answered it: a synchronous write (a durability frame info, typed or
+// among FramingExtras) by its durability timeout, a RANGE_SCAN_CONTINUE
+// with a time limit by that limit (kv_engine ends the continue with
+// RANGE_SCAN_MORE). Zero: no bound known (a synchronous write with the
+// server's default timeout, 0, whose length the connection does not
+// know; a continue without a time limit, which streams what it finds).
+// Called with mu held, for those requests only: the others cost nothing.
+func answerWithin(req *memdx.Request) time.Duration {
 	var ms uint32
 	switch {
 	case req.Durability != memdx.DurabilityNone:
@@ -225,10 +223,23 @@ func (c *Conn) answerBound(req *memdx.Request) time.Time {
 			return nil
 		})
 	}
-	if ms == 0 {
-		return time.Time{}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// answerWritten is told that the socket took the last byte of cl, whose
+// answerIn is not zero: its answerBy counts from now. The server counts
+// its bound from when it reads the request, which may come long after
+// the request was queued (behind a large value a node reads slowly); a
+// bound counted from the queueing would let a probe go out, and be read
+// as silence, while the request still holds the node's pipeline. A probe
+// in flight behind cl waits for the new bound (probeBound). Called with
+// mu held.
+func (c *Conn) answerWritten(cl *call) {
+	m := &c.monitor
+	cl.answerBy = c.clock.Now().Add(cl.answerIn)
+	if m.probe != nil && cl.start < m.probe.start && cl.answerBy.After(m.probeBound) {
+		m.probeBound = cl.answerBy
 	}
-	return c.clock.Now().Add(time.Duration(ms) * time.Millisecond)
 }
 
 // latestBound is the latest answerBy after now among the requests in

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -153,6 +154,16 @@ func goDurablePipe(ctx context.Context, c *Conn, key string, ms uint16) <-chan e
 	return ch
 }
 
+// wireEmpty reports whether the socket took every request queued on c (the
+// writer's accept ran for each: a bound counts from then).
+func wireEmpty(c *Conn) func() bool {
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.writer.wire.head == nil
+	}
+}
+
 // healthNextAt returns when the health check's timer fires next.
 func healthNextAt(c *Conn) time.Time {
 	c.mu.Lock()
@@ -174,6 +185,7 @@ func TestProbeAfterAbandonedSyncWriteBound(t *testing.T) {
 		t.Fatalf("got %s", req.OpCode)
 	}
 	waitFor(t, "the write counted written", func() bool { return c.Stats().BytesWritten > 0 && c.Pending() == 1 })
+	waitFor(t, "the write accepted", wireEmpty(c)) // its bound counts from then
 	cancel()
 	if err := recv(t, ch); !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
@@ -233,6 +245,7 @@ func TestProbeBehindLaterSyncWriteWaitsForItsBound(t *testing.T) {
 	w2 := goDurablePipe(testCtx(t), c, "w2", 10000) // bound: start+11.5s
 	p.read()
 	waitFor(t, "w2 written", func() bool { return c.Pending() == 3 })
+	waitFor(t, "w2 taken by the socket", wireEmpty(c)) // its bound counts from then
 	fc.Advance(500 * time.Millisecond)
 	if probe := p.read(); probe.OpCode != memdx.OpNoop {
 		t.Fatalf("got %s, want the probe at w1's bound", probe.OpCode)
@@ -300,6 +313,7 @@ func TestProbeDueAfterServerBound(t *testing.T) {
 			go func() { ch <- c.Do(ctx, &tc.req, func(*memdx.Packet) error { return nil }) }()
 			p.read()
 			waitFor(t, "the request written", func() bool { return c.Pending() == 1 && c.Stats().BytesWritten > 0 })
+			waitFor(t, "the request accepted", wireEmpty(c)) // its bound counts from then
 			cancel()
 			if err := recv(t, ch); !errors.Is(err, context.Canceled) {
 				t.Fatal(err)
@@ -367,6 +381,7 @@ func TestProbeHeldForEvictedSyncWrite(t *testing.T) {
 		t.Fatalf("got %s", req.OpCode)
 	}
 	waitFor(t, "the write counted written", func() bool { return c.Stats().BytesWritten > before })
+	waitFor(t, "the write accepted", wireEmpty(c))
 	cancel()
 	if err := recv(t, w); !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
@@ -382,5 +397,51 @@ func TestProbeHeldForEvictedSyncWrite(t *testing.T) {
 	healthChecked(t, c, fc)
 	if at := healthNextAt(c); c.Stats().Probes != 1 || !at.Equal(start.Add(5*time.Second)) {
 		t.Fatalf("probes %d, next check %v after the write; want no probe before its durability timeout (5s)", c.Stats().Probes, at.Sub(start))
+	}
+}
+
+// The node counts a durable write's timeout from when it reads the write,
+// not from when the caller queued it: a write queued behind what the
+// socket does not take yet (a node reading a large value slowly) is
+// answered that much later. The probe a tombstone calls for meanwhile
+// waits until the durability timeout counted from when the socket took
+// the write; counted from its queueing, it went out while the write was
+// still pending, waited behind it on the node (NOOP is a barrier under
+// unordered execution), and its silence closed the live connection.
+func TestProbeHeldForSyncWriteCountsFromItsWrite(t *testing.T) {
+	fc := newFakeClock()
+	// net.Pipe even under KVWIRE_CONN_TCP: its Write returns only once the
+	// node read it.
+	c, p := dialPipe(t, Options{clock: fc}, func(nc net.Conn) net.Conn { return nc })
+	start := fc.Now()
+	before := c.Stats().BytesWritten
+	w := goDurablePipe(testCtx(t), c, "durable", 5000)
+	waitFor(t, "the write queued", func() bool { return c.Pending() == 1 })
+	fc.Advance(3 * time.Second) // the node reads it only now
+	if req := p.read(); req.OpCode != memdx.OpSet {
+		t.Fatalf("got %s", req.OpCode)
+	}
+	waitFor(t, "the write taken by the socket", func() bool { return c.Stats().BytesWritten > before })
+	waitFor(t, "the write accepted", wireEmpty(c))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	before = c.Stats().BytesWritten
+	g := goGet(ctx, c, "g")
+	p.read()
+	waitFor(t, "the GET written", func() bool { return c.Stats().BytesWritten > before })
+	cancel()
+	if r := recv(t, g); !errors.Is(r.err, context.Canceled) {
+		t.Fatal(r.err)
+	}
+	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == 1 })
+	fc.Advance(DefaultProbeAfter) // the GET's tombstone is due
+	healthChecked(t, c, fc)
+	if at := healthNextAt(c); c.Stats().Probes != 0 || !at.Equal(start.Add(8*time.Second)) {
+		t.Fatalf("probes %d, next check %v after the write was queued; want the probe held until its durability timeout counted from its write (8s)", c.Stats().Probes, at.Sub(start))
+	}
+	select {
+	case err := <-w:
+		t.Fatalf("the durable write ended: %v", err)
+	default:
 	}
 }

@@ -139,9 +139,11 @@ type call struct {
 	err         error     // first error handle returned (multi)
 	// answerBy, when not zero, is when the server is bound to have
 	// answered: a synchronous write's durability timeout, a range-scan
-	// continue's time limit, counted from when it was queued (answerBound).
-	// The health check reads it.
+	// continue's time limit (answerIn, answerWithin), counted from when
+	// the socket took its last byte (answerWritten), and until then from
+	// its queueing. The health check reads it.
 	answerBy time.Time
+	answerIn time.Duration
 	// from is the caller's Origin (nil: none), valid while the caller
 	// waits for the outcome; orphan is the copy a tombstone keeps of it.
 	from   *Origin
@@ -273,6 +275,9 @@ func (c *Conn) accept() {
 		w.unlinkWire(cl)
 		if cl.state == reqSending {
 			cl.state = reqWritten
+		}
+		if cl.answerIn != 0 {
+			c.answerWritten(cl)
 		}
 	}
 }
