@@ -264,8 +264,10 @@ type HealthCheckOptions struct {
 	// ProbeAfter: a request whose caller gave up after it was sent (its
 	// timeout or context ended) and still unanswered ProbeAfter later
 	// makes the connection probe the node with a NOOP; so does a pile of
-	// such requests. 0 means DefaultProbeAfter (1 s). Connection string:
-	// probe_after.
+	// such requests. A durable write is due ProbeAfter after its
+	// durability timeout, and while one is pending the probe waits for
+	// that timeout (the server runs the NOOP only after the write). 0
+	// means DefaultProbeAfter (1 s). Connection string: probe_after.
 	ProbeAfter time.Duration
 	// ProbeTimeout: a probe unanswered while nothing at all arrives from
 	// the node for ProbeTimeout (and the connection makes no other
