@@ -127,6 +127,8 @@ func TestDNSSRVLookedUpAgainWhenTheClusterMoved(t *testing.T) {
 	fc := retry.NewFakeClock(time.Now())
 	o := fakeClockOptions(fc)
 	o.Resolver = r
+	logs := &logCapture{}
+	o.Logger = slog.New(logs)
 	c, err := connectString(t, "couchbase://cluster.test/default", o)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -152,7 +154,14 @@ func TestDNSSRVLookedUpAgainWhenTheClusterMoved(t *testing.T) {
 	assert.Equal(t, 1, st.Lookups)
 	assert.Equal(t, 0, st.Failures)
 	assert.Equal(t, moved, st.Targets)
-	assert.Equal(t, 1, st.Newer)
+	// The lookup's own dials install the new config (Newer), or a
+	// recovery round started at the same moment does: it asks the
+	// targets too when the lookup remembered them before the round took
+	// its candidates (a loaded machine).
+	if st.Newer != 1 {
+		assert.NotEmpty(t, logs.find("recovery: a node outside the current config served a newer config"),
+			"Newer %d, and no recovery round installed the config", st.Newer)
+	}
 }
 
 // A lookup made again that hangs ends after seedLookupTimeout (5 s) of the
