@@ -192,7 +192,11 @@ type Options struct {
 	// GET_CLUSTER_CONFIG: at least 10 ms. Default 2.5 s. Configs also arrive in
 	// NOT_MY_VBUCKET bodies and, when the server offers them, in push
 	// notifications; a node that answers NOT_MY_VBUCKET without a newer
-	// config is asked for its config at once (at most every 20 ms).
+	// config is asked for its config at once (at most every 20 ms). A poll
+	// is not sent behind a synchronous write waiting for replication: under
+	// unordered execution GET_CLUSTER_CONFIG would wait for it and hold
+	// every later request on the connection. It goes to another node, or
+	// waits until the write is answered, at most its durability timeout.
 	ConfigPollInterval time.Duration
 	// DisableMutationTokens stops asking for sequence numbers on mutations.
 	DisableMutationTokens bool

@@ -498,6 +498,30 @@ func (c *Conn) Pending() int {
 	return c.inflight.size()
 }
 
+// BarrierWait returns how long a barrier sent now (a command outside
+// kv_engine's is_reorder_supported: GET_CLUSTER_CONFIG, GET_COLLECTION_ID,
+// NOOP, STAT...) may wait, on a connection with UnorderedExecution, for the
+// requests in flight that the server answers only by a bound of its own
+// (a synchronous write, by its durability timeout; a RANGE_SCAN_CONTINUE,
+// by its time limit; abandoned ones included): the time until the latest
+// of those bounds, 0 when none is still to come. Every request sent after
+// the barrier would wait as long (see the package doc, Health). A
+// synchronous write sent with the server's default timeout has no known
+// bound and is not counted. (On a connection without UnorderedExecution
+// every request waits for the ones before it.)
+func (c *Conn) BarrierWait() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight.promised == 0 {
+		return 0
+	}
+	now := c.clock.Now()
+	if latest := c.latestBound(now); !latest.IsZero() {
+		return latest.Sub(now)
+	}
+	return 0
+}
+
 // Awaited returns the number of requests in flight whose callers still
 // wait for them: Pending less the tombstones (abandoned requests, whose
 // late answer no caller reads).

@@ -268,8 +268,12 @@ const unsetEpoch = -1
 // version sent as the one the connection knows, leaving newer configs out
 // of its notifications and NOT_MY_VBUCKET bodies. knownVersion says the
 // rest.
+//
+// On a node with several connections it takes one with no synchronous
+// write pending (Node.pickForBarrier): GET_CLUSTER_CONFIG is a barrier
+// under unordered execution.
 func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool) {
-	cn, _, err := n.Pick()
+	cn, _, err := n.pickForBarrier()
 	if err != nil {
 		return OfferStale, v, false
 	}
@@ -370,6 +374,20 @@ func (c *Cluster) onNotification(n *Node, nt memdx.ClustermapNotification) {
 	if v.Newer(t.cfg.Version()) {
 		c.announceFetch(n, v)
 	}
+}
+
+// Fetching reports how many nodes' fetchers run (tests: a poll or fetch
+// asked for while one runs is merged into it).
+func (c *Cluster) Fetching() int {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	n := 0
+	for _, f := range c.fetches {
+		if f.running {
+			n++
+		}
+	}
+	return n
 }
 
 // Announced reports whether a node's fetcher is fetching an announced

@@ -343,6 +343,10 @@ func (c *Cluster) configLoop() {
 		}
 	}
 	var rr int
+	// pollHold: a poll due that every node's connections would hold
+	// behind a synchronous write waits until then at the latest (zero:
+	// none held; pollTarget).
+	var pollHold time.Time
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -356,14 +360,64 @@ func (c *Cluster) configLoop() {
 			strandAt = time.Time{}
 			lookAgain()
 		case <-poll.C():
-			poll.Reset(c.cfg.PollInterval)
 			t := c.topo.Load()
 			if t == nil || len(t.all) == 0 {
+				poll.Reset(c.cfg.PollInterval)
+				pollHold = time.Time{}
 				continue
 			}
-			lookAgain()
-			rr++
-			c.requestFetch(t.all[rr%len(t.all)], vbmap.Version{})
+			if pollHold.IsZero() {
+				lookAgain()
+			}
+			i, wait := pollTarget(t, rr+1)
+			if i < 0 {
+				now := c.cfg.Clock.Now()
+				if pollHold.IsZero() {
+					pollHold = now.Add(wait)
+				}
+				if now.Before(pollHold) {
+					poll.Reset(min(pollRecheckInterval, c.cfg.PollInterval, pollHold.Sub(now)))
+					continue
+				}
+				i = (rr + 1) % len(t.all) // held long enough: polled anyway
+			}
+			pollHold = time.Time{}
+			poll.Reset(c.cfg.PollInterval)
+			rr = i
+			c.requestFetch(t.all[i], vbmap.Version{})
 		}
 	}
+}
+
+// pollRecheckInterval is how often a held poll looks again for a node it
+// can be sent to (pollTarget).
+const pollRecheckInterval = 50 * time.Millisecond
+
+// pollTarget picks the node the config poll goes to: the first, from
+// t.all[from] on (round robin), with a connection the poll would not wait
+// on (Node.barrierWait). GET_CLUSTER_CONFIG is a barrier in kv_engine on a
+// connection with UnorderedExecution (not is_reorder_supported): it runs
+// only once every earlier command has finished, and no later command
+// starts before it. Sent behind a synchronous write waiting for
+// replication, it would hold every request after it on that connection
+// (reads that the server would otherwise answer at once) until the
+// write's durability timeout, and time out itself. When every node's
+// connections hold such a request, it returns -1 and the least wait: the
+// poll is held (configLoop) until a node is free or that wait, measured
+// when the poll became due, has passed (then it is sent to the next node
+// in turn anyway: a workload of durable writes never stops the polls,
+// it delays them by at most one durability timeout).
+func pollTarget(t *Topology, from int) (int, time.Duration) {
+	least := time.Duration(-1)
+	for k := range len(t.all) {
+		i := (from + k) % len(t.all)
+		w := t.all[i].barrierWait()
+		if w <= 0 {
+			return i, 0
+		}
+		if least < 0 || w < least {
+			least = w
+		}
+	}
+	return -1, least
 }

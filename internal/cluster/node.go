@@ -164,6 +164,50 @@ func (n *Node) Pick() (*conn.Conn, retry.Reason, error) {
 	return nil, reason, n.cl.nodeError(n.addr, why)
 }
 
+// barrierWait is how long a barrier sent to n now (GET_CLUSTER_CONFIG: not
+// is_reorder_supported in kv_engine) would wait, on the least held of n's
+// live connections, behind requests the server answers only by a bound of
+// their own (conn.Conn.BarrierWait: a synchronous write waiting for
+// replication), and hold every later request on that connection. 0: a
+// connection has none, or n has no live connection (its fetch fails at
+// once, as it did).
+func (n *Node) barrierWait() time.Duration {
+	cs := n.conns.Load()
+	if cs == nil {
+		return 0
+	}
+	var least time.Duration
+	live := false
+	for _, cn := range *cs {
+		if isDone(cn) {
+			continue
+		}
+		w := cn.BarrierWait()
+		if w <= 0 {
+			return 0
+		}
+		if !live || w < least {
+			least, live = w, true
+		}
+	}
+	return least
+}
+
+// pickForBarrier returns a connection for a barrier (a config fetch): a
+// live one with nothing the barrier would wait behind (barrierWait), when
+// n has several, else as Pick does.
+func (n *Node) pickForBarrier() (*conn.Conn, retry.Reason, error) {
+	if cs := n.conns.Load(); cs != nil && len(*cs) > 1 && n.ctx.Err() == nil {
+		start := uint(n.rr.Add(1))
+		for i := range uint(len(*cs)) {
+			if cn := (*cs)[(start+i)%uint(len(*cs))]; !isDone(cn) && cn.BarrierWait() <= 0 {
+				return cn, 0, nil
+			}
+		}
+	}
+	return n.Pick()
+}
+
 // isDone reports whether cn has ended (its Done channel is closed).
 func isDone(cn *conn.Conn) bool {
 	select {
