@@ -1,0 +1,53 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// A reviewer's scenario, on the connection: a majority write pending for
+// replication (the client's durability timeout, 90% of a 6 s operation
+// timeout: 5.4 s), then a config poll's GET_CLUSTER_CONFIG, a barrier under
+// unordered execution that the mock too runs only after the write, given
+// up at its timeout (KVTimeout 300 ms). Its tombstone calls for a probe
+// ProbeAfter later; sent, the NOOP would wait behind the write as well,
+// and ProbeTimeout of silence closed the live connection 2.4 s in, failing
+// the durable write "may have been applied". The probe is held until the
+// write's durability timeout; the connection stays up past ProbeAfter and
+// two ProbeTimeouts, the write succeeds once replicated, and the poll's
+// late answer clears its tombstone.
+func TestConfigPollBehindSyncWriteKeepsConnection(t *testing.T) {
+	mc, c, fc, vb := syncWriteNode(t, "durable")
+	ch := goDurable(t, testCtx(t), mc, c, vb, "durable", 5400)
+	ctx, cancel := context.WithCancel(context.Background())
+	poll := memdx.NewGetClusterConfig()
+	pch := make(chan error, 1)
+	written := c.Stats().BytesWritten
+	go func() { pch <- c.Do(ctx, &poll, func(*memdx.Packet) error { return nil }) }()
+	waitFor(t, "the poll written", func() bool { return c.Pending() == 2 && c.Stats().BytesWritten > written })
+	cancel() // its timeout: a context deadline is a real time
+	if err := recv(t, pch); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the poll: %v", err)
+	}
+	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == 1 })
+
+	fc.Advance(DefaultProbeAfter)
+	healthChecked(t, c, fc)
+	for range 2 {
+		fc.Advance(DefaultProbeTimeout)
+	}
+	if st := c.Stats(); st.Probes != 0 || c.Err() != nil {
+		t.Fatalf("stats %+v, connection %v; want no probe behind the pending write, the connection up", st, c.Err())
+	}
+	mc.CommitSyncWrites()
+	if err := recv(t, ch); err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	waitFor(t, "the poll's late answer", func() bool { return c.Pending() == 0 })
+	if c.Err() != nil {
+		t.Fatalf("connection: %v", c.Err())
+	}
+}
