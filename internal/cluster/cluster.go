@@ -225,7 +225,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		fetches:     map[*Node]*fetchState{},
 	}
 	c.intake.ready = make(chan struct{}, 1)
-	c.colls.ids, c.colls.clock = map[string]cachedID{}, cfg.Clock
+	c.colls.ids, c.colls.clock, c.colls.pick = map[string]cachedID{}, cfg.Clock, c.lookupConn
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	var err error
 	returned := false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,6 +37,9 @@ type CollectionIDs struct {
 	// gen counts Forget calls: a lookup begun before one does not cache
 	// what it gets (guarded by mu).
 	gen uint64
+	// pick chooses the connection a lookup for a request routed to a
+	// connection goes on (Cluster.lookupConn; nil: that one).
+	pick func(*conn.Conn) *conn.Conn
 }
 
 // cachedID is a cached collection id and the uid of the manifest the
@@ -88,7 +92,9 @@ type idFlight struct {
 // and one answered by a manifest older than that of the id another node's
 // lookup cached meanwhile gives the cached id. waited reports
 // that the id was not cached: the caller waited for a lookup, so a clock
-// reading it made before is stale.
+// reading it made before is stale. The lookup goes on cn, or on another
+// connection when cn holds a synchronous write waiting for replication
+// (Cluster.lookupConn).
 func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, waited bool, reason retry.Reason, err error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
@@ -99,8 +105,66 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 	if ok {
 		return e.id, false, 0, nil
 	}
+	if cc.pick != nil {
+		cn = cc.pick(cn)
+	}
 	id, reason, err = cc.lookup(ctx, deadline, cn, scope, name, path)
 	return id, true, reason, err
+}
+
+// lookupConn is the connection a collection-id lookup for a request routed
+// to cn goes on (CollectionIDs.ID): cn, unless a barrier sent on it would
+// wait behind a request the server answers only by a bound of its own
+// (conn.Conn.BarrierWait: a synchronous write waiting for replication).
+// COLLECTIONS_GET_ID is not is_reorder_supported in kv_engine: under
+// UnorderedExecution it would wait for that write, holding the operation
+// and every later request on cn, until the write's durability timeout.
+// It then goes on another live connection with collections and free of
+// them: one of cn's node first, then of the topology's other nodes in
+// order (ids are the bucket's, the same on every node; an answer by a
+// manifest older than one seen is judged as any lookup's is). cn when
+// there is none.
+func (c *Cluster) lookupConn(cn *conn.Conn) *conn.Conn {
+	if cn.BarrierWait() <= 0 {
+		return cn
+	}
+	t := c.topo.Load()
+	if t == nil {
+		return cn
+	}
+	free := func(n *Node) *conn.Conn {
+		cs := n.conns.Load()
+		if cs == nil || n.ctx.Err() != nil {
+			return nil
+		}
+		for _, o := range *cs {
+			if o != cn && !isDone(o) && o.Features().Has(memdx.FeatureCollections) && o.BarrierWait() <= 0 {
+				return o
+			}
+		}
+		return nil
+	}
+	var own *Node
+	for _, n := range t.all {
+		if cs := n.conns.Load(); cs != nil && slices.Contains(*cs, cn) {
+			own = n
+			break
+		}
+	}
+	if own != nil {
+		if o := free(own); o != nil {
+			return o
+		}
+	}
+	for _, n := range t.all {
+		if n == own {
+			continue
+		}
+		if o := free(n); o != nil {
+			return o
+		}
+	}
+	return cn
 }
 
 // lookup runs a lookup of path's id or waits for the one running (ID).
@@ -243,7 +307,8 @@ type LookupError struct {
 	path   string
 	status memdx.Status
 	// cn is the connection the answer came on: the lookup's, which its
-	// waiters share on other connections of the node.
+	// waiters share on other connections (of the node, or of the nodes
+	// whose lookups went there: lookupConn).
 	cn      *conn.Conn
 	Outcome statuspolicy.Outcome
 }
