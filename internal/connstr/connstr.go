@@ -131,7 +131,9 @@ var knownOptions = map[string]string{
 }
 
 // Parse parses a connection string. A string with no scheme is taken
-// as couchbase://. Every error names what was wrong.
+// as couchbase://, but for RFC 0011's legacy form "h:8091", an untyped
+// host at 8091, which is a KV seed at 11210 (setHosts), as gocbcore and
+// libcouchbase read it. Every error names what was wrong.
 func Parse(s string) (*ConnStr, error) {
 	fail := func(format string, args ...any) (*ConnStr, error) {
 		return nil, &Error{Input: redacted(s), Reason: fmt.Sprintf(format, args...)}
