@@ -100,8 +100,11 @@ type Action struct {
 	Value []byte
 	// Delay holds the answer (a Status answer or the request's own) for this
 	// long. Without UnorderedExecution the connection processes nothing else
-	// meanwhile, as the server would; with it, later requests are answered
-	// first.
+	// meanwhile, as the server would; with it, later requests kv_engine may
+	// reorder are answered first, but a later barrier (a command outside
+	// is_reorder_supported, NOOP for one, or one with the Barrier frame
+	// info: see the package doc) waits for the held answer, and a held
+	// barrier holds every later request.
 	Delay time.Duration
 	// Hold, when not nil, holds the answer as Delay does, until it is
 	// closed (Delay is then ignored): a test releases the answer when it
