@@ -36,13 +36,15 @@
 // connections. Up to three run at once (one topology
 // change at a time). In the short run a per-request fault stays past its
 // drawn duration until it has acted (the close kinds: until a write was cut
-// off after, or before, it was applied; slow: until a write's attempt
-// ended at its deadline, written and unanswered), however few requests a busy
+// off after, or before, it was applied; slow, on the mock: until a write's
+// attempt ended at its deadline, written and unanswered, and an answer was
+// held until its operation returned), however few requests a busy
 // machine sends meanwhile, and the run goes on (up to a minute past its
 // length) until every kind has acted. It fails unless retries for
 // NOT_MY_VBUCKET, LOCKED, TMPFAIL and the error map happened, ambiguous
-// writes both applied and not applied were seen and a write expired in
-// flight: it cannot pass by not testing.
+// writes both applied and not applied were seen and (on the mock, with
+// slow answers) a write expired in flight and an answer was held until its
+// operation returned: it cannot pass by not testing.
 //
 // # What is checked, and how
 //
