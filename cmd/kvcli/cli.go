@@ -425,7 +425,8 @@ func cmdHelp(_ context.Context, inv *invocation, args []string) int {
 var commandHelp = map[string]string{
 	"get": "Prints the value on stdout exactly as stored (a newline is added only on a terminal)\nand `KEY cas=0x... flags=0x... datatype=... size=N` on stderr.\n" +
 		"With several keys they are read in one batch (GetMany): each key found is one line\n" +
-		"KEY<TAB>VALUE (each quoted when not one line of UTF-8; with --json one document whose\n" +
+		"KEY<TAB>VALUE (each Go-quoted when not one line of UTF-8, or when holding a tab or\n" +
+		"starting with \"; with --json one document whose\n" +
 		"\"results\" hold an object per key), each failure is reported on stderr; exit 0 when every\n" +
 		"key was read, 3 when the only failures are missing documents, else the first other\n" +
 		"failure's code.",
@@ -455,8 +456,9 @@ var commandHelp = map[string]string{
 		"ran out).",
 	"scan": "Scans the collection (Couchbase Server 7.2+ range scans): the whole of it, --from/--to,\n" +
 		"--prefix, or --sample N. Prints KEY<TAB>VALUE per document (each Go-quoted when it is\n" +
-		"not one line of UTF-8), the key alone with --keys-only; with --json one JSON document,\n" +
-		"{\"op\":\"scan\",\"items\":[...],\"count\":N,\"ok\":true}, an item per line, written as it goes.\n" +
+		"not one line of UTF-8, or holds a tab or starts with \"), the key alone with --keys-only;\n" +
+		"with --json one JSON document, {\"op\":\"scan\",\"items\":[...],\"count\":N,\"ok\":true}, an item\n" +
+		"per line, written as it goes.\n" +
 		"Documents come in key order within a vbucket, interleaved across vbuckets. When stdout is\n" +
 		"a file or a pipe and stderr a terminal, a progress line on stderr counts them (not with --json).",
 	"stats": "Prints NODE NAME VALUE per statistic of every node (--node: one). memcached's groups:\n" +

@@ -43,7 +43,8 @@
 //	get KEY                read a document: value on stdout, metadata on stderr
 //	    --touch D          also set its expiry (get-and-touch)
 //	get KEY KEY...         read several in one batch: a line KEY<TAB>VALUE per key
-//	                       found (key and value quoted when not one line of UTF-8);
+//	                       found (key and value Go-quoted when not one line of
+//	                       UTF-8, or when holding a tab or starting with ");
 //	                       --json: one object whose "results" hold one per key;
 //	                       failures on stderr, a line each that names its key;
 //	                       exit 3 when the only failures are missing documents
@@ -133,7 +134,8 @@
 //
 //	scan                   the collection's documents (Couchbase Server 7.2+ range
 //	                       scans): KEY<TAB>VALUE per document (key and value Go-quoted
-//	                       when not one line of UTF-8); --json: one document whose
+//	                       when not one line of UTF-8, or when holding a tab or
+//	                       starting with "); --json: one document whose
 //	                       "items" hold one object per document (see Output)
 //	    --prefix P         keys starting with P
 //	    --from K, --to K   a key range, both ends included (--from-exclusive,

@@ -187,7 +187,8 @@ func scanProgress(count *atomic.Uint64) func(now time.Time) string {
 
 // printScanItem prints one scanned document: its key alone (--keys-only),
 // or the key, a tab and the value, each as stored when it is valid UTF-8
-// without tabs or newlines and Go-quoted otherwise (lineField); with --json an
+// without tabs or newlines and not starting with a quote, and Go-quoted
+// otherwise (lineField); with --json an
 // object, without a line break (printScan separates them).
 func (inv *invocation) printScanItem(it client.ScanItem) {
 	w := inv.env.stdout
