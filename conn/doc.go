@@ -271,8 +271,8 @@
 // durable write or a large value is the server's business). A request the
 // server answers by a bound of its own, a synchronous write by its
 // durability timeout (memdx.Request.DurabilityTimeout, or a durability
-// frame info in FramingExtras; counted from when the socket took it, as
-// the server counts from when it reads it) or a
+// frame info in FramingExtras; counted from when the socket took it: the
+// server counts from when it runs the write, which is no earlier) or a
 // RANGE_SCAN_CONTINUE by its time limit, is different: its tombstone
 // counts as waiting only from that bound. NOOP is a barrier in kv_engine
 // on a connection with UnorderedExecution (it runs once every earlier

@@ -228,7 +228,9 @@ func answerWithin(req *memdx.Request) time.Duration {
 
 // answerWritten is told that the socket took the last byte of cl, whose
 // answerIn is not zero: its answerBy counts from now. The server counts
-// its bound from when it reads the request, which may come long after
+// its bound from when it runs the request (kv_engine's SyncWrite takes
+// its expiry when the write is added to the durability monitor), no
+// earlier than it reads it, which may come long after
 // the request was queued (behind a large value a node reads slowly); a
 // bound counted from the queueing would let a probe go out, and be read
 // as silence, while the request still holds the node's pipeline. A probe
