@@ -36,7 +36,9 @@ type UpsertManyItem struct {
 	JSON   bool
 	Expiry time.Duration
 	// PreserveExpiry keeps the expiry of a document that already exists
-	// (Expiry then applies only to a document the write creates).
+	// (the server needs PreserveTtl, else this item alone fails with
+	// ErrFeatureNotAvailable; Expiry then applies only to a document the
+	// write creates).
 	PreserveExpiry bool
 	// Cas, when not 0, makes this item's write conditional on the
 	// document's current CAS; a mismatch is this item's ErrCasMismatch.
