@@ -428,3 +428,62 @@ func TestDNSSRVLookupAgainForeignTargetNotUsedByRecovery(t *testing.T) {
 	require.NoError(t, c.Close())
 	require.Error(t, <-g.done)
 }
+
+// When the record names the nodes otherwise than the config does (host
+// names there, IP addresses here), its targets looked up again while no
+// node can be reached are the seeds recovery already asks every round: the
+// lookup does not dial them again (nor log a warning for each, every 10 s,
+// when they serve the config held); it logs them at info level as already
+// asked, and still counts them in SeedRefreshes. It used to compare them
+// with the config's nodes only, and asked them again as new addresses.
+func TestDNSSRVLookupAgainSkipsSeedsRecoveryAsks(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes, ConfigHost: mockcluster.DefaultHost})
+	const rec = "_couchbase._tcp.cluster.test"
+	var named []*net.SRV
+	var seeds []string
+	for _, a := range mc.Addrs() {
+		_, p, err := net.SplitHostPort(a)
+		require.NoError(t, err)
+		port, err := strconv.Atoi(p)
+		require.NoError(t, err)
+		named = append(named, &net.SRV{Target: "localhost.", Port: uint16(port)})
+		seeds = append(seeds, net.JoinHostPort("localhost", p))
+	}
+	r := newScriptedSRV(rec, srvAnswer{addrs: named})
+	fc := retry.NewFakeClock(time.Now())
+	o := fakeClockOptions(fc)
+	o.Resolver = r
+	logs := &logCapture{}
+	o.Logger = slog.New(logs)
+	c, err := connectString(t, "couchbase://cluster.test/default", o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	require.ElementsMatch(t, mc.Addrs(), c.Nodes(), "the config names the nodes by IP address")
+	r.awaitCall(t, ctx, 0) // Connect's
+
+	mc.Node(0).Stop()
+	mc.Node(1).Stop()
+	awaitUnreachable(t, c)
+	g := getAsync(ctx, col, "k")
+	r.awaitCall(t, ctx, 1)
+	done := func() bool {
+		return len(logs.find("the seeds looked up again")) > 0
+	}
+	require.Eventually(t, done, 10*time.Second, time.Millisecond, "the lookup never ended")
+	assert.Empty(t, logs.find("name addresses the config does not"), "the lookup asked again the seeds recovery asks")
+	assert.Empty(t, logs.find("a seed looked up again serves no config newer"))
+	known := logs.find("the seeds looked up again are already asked")
+	if assert.Len(t, known, 1) {
+		assert.True(t, strings.HasPrefix(known[0], "INFO "), known[0])
+	}
+	st := c.cl.SeedRefreshes()
+	assert.Equal(t, 1, st.Lookups)
+	assert.Zero(t, st.Failures)
+	assert.Equal(t, seeds, st.Targets)
+	require.NoError(t, c.Close())
+	require.Error(t, <-g.done)
+}

@@ -22,9 +22,10 @@ import (
 // up again, at most once per seedRefreshInterval of the client's clock,
 // each lookup bounded by seedLookupTimeout on that clock and by Close, on a
 // goroutine of its own (the requests' path never waits for it). Targets
-// that are not nodes of the config are remembered among the addresses
-// recovery asks, and asked for their config at once, as a recovery round
-// asks its candidates. A config one serves is installed only if it is for
+// that are neither nodes of the config nor among the addresses recovery
+// asks already (the record may name by host name the nodes the config
+// names by IP address) are remembered among them, and asked for their
+// config at once, as a recovery round asks its candidates. A config one serves is installed only if it is for
 // the bucket held (the dial selects it; the config loop checks its name),
 // newer than the one held (Offer, as for any recovery candidate: an address
 // now someone else's serves nothing newer), and, when both name one, of
@@ -131,8 +132,8 @@ func (c *Cluster) maybeRefreshSeeds(t *Topology, now time.Time) {
 	go c.refreshSeeds(t)
 }
 
-// refreshSeeds looks the seeds up again and asks the targets that are not
-// nodes of the config for theirs.
+// refreshSeeds looks the seeds up again and asks the targets that are
+// neither nodes of the config nor addresses recovery asks for theirs.
 func (c *Cluster) refreshSeeds(t *Topology) {
 	defer c.wg.Done()
 	defer func() {
@@ -166,25 +167,29 @@ func (c *Cluster) refreshSeeds(t *Topology) {
 	c.refresh.stats.Targets = slices.Clone(targets)
 	c.fetchMu.Unlock()
 
+	// A target that is a node of the config, or among the addresses
+	// recovery asks (the seeds of Connect: the record may name hosts the
+	// config names by IP address, or the other way round), is asked
+	// already: dialing it again here would only repeat that, every
+	// seedRefreshInterval.
 	var fresh []string
 	c.mu.Lock()
 	for _, addr := range targets {
-		if c.nodes[addr] == nil {
-			fresh = append(fresh, addr)
-			if !slices.Contains(c.known, addr) {
-				// Recovery asks it too, and so checks the
-				// bucket uuid of its config as askTargets does.
-				if c.looked == nil {
-					c.looked = map[string]bool{}
-				}
-				c.looked[addr] = true
-			}
-			c.rememberLocked(addr)
+		if c.nodes[addr] != nil || slices.Contains(c.known, addr) || slices.Contains(fresh, addr) {
+			continue
 		}
+		fresh = append(fresh, addr)
+		// Recovery asks it too from now on, and so checks the bucket
+		// uuid of its config as askTargets does.
+		if c.looked == nil {
+			c.looked = map[string]bool{}
+		}
+		c.looked[addr] = true
+		c.rememberLocked(addr)
 	}
 	c.mu.Unlock()
 	if len(fresh) == 0 {
-		log.Info("kvwire: the seeds looked up again are the nodes of the config held; waiting for them to come back",
+		log.Info("kvwire: the seeds looked up again are already asked (nodes of the config held, or seeds and known nodes recovery asks); waiting for them to come back",
 			"record", name, "targets", targets)
 		return
 	}
