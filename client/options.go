@@ -170,7 +170,10 @@ type Options struct {
 	// When the record gave the seeds, it is looked up again while no node
 	// of the cluster's config can be reached (at most once per 10 s, each
 	// lookup within 5 s of Clock, and ended by Close): a cluster that
-	// moved is found at the targets it publishes there. These bounds hold
+	// moved is found at the targets it publishes there. Not when the
+	// configs come from the cluster manager over HTTP (BootstrapOnHTTP,
+	// or BootstrapOnBoth that fell back to it): its stream finds its own
+	// way back. These bounds hold
 	// only for a Resolver that returns when its context ends (as
 	// *net.Resolver does): one that ignores it holds Connect, and Close,
 	// until it returns.
