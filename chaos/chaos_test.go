@@ -125,7 +125,10 @@ type harness struct {
 	cancelClean, cancelAmbiguous atomic.Int64
 	// memcached: the run is against memcached (memcached_test.go).
 	memcached bool
-	heap      *heapSampler
+	// pooled: several connections per node, so a read-back can overtake
+	// the write in doubt it is meant to settle (model.inDoubt).
+	pooled bool
+	heap   *heapSampler
 
 	pmu      sync.Mutex
 	problems map[string]int
@@ -385,6 +388,7 @@ func run(t *testing.T, cfg config) *report {
 	if cfg.opts != nil {
 		cfg.opts(opts)
 	}
+	h.pooled = opts.ConnectionsPerNode > 1
 	cl, err := client.Connect(ctx, mc.ConnString(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/kvwire/kvwire/client"
@@ -83,6 +84,9 @@ type docState struct {
 	exists bool
 	value  string
 	cas    uint64
+	// pend has bit i set when the model's pending[i] has been applied
+	// in this state (so it does not apply again).
+	pend uint32
 }
 
 // canSucceed reports whether op can succeed on a document in state s.
@@ -151,7 +155,16 @@ const maxStates = 64
 type model struct {
 	states   []docState
 	overflow bool
+	// pending are writes in doubt whose request may still reach the node
+	// after a later operation's (ConnectionsPerNode > 1: a read-back on
+	// another connection of the node can overtake it). Until settled, any
+	// of them may apply, once, between any two observations; nil: a free
+	// slot. A state's pend says which have applied in it.
+	pending []*opRec
 }
+
+// maxPending bounds pending (the bits of docState.pend).
+const maxPending = 32
 
 func newModel() model { return model{states: []docState{{}}} }
 
@@ -184,6 +197,7 @@ func (m *model) length() int {
 // succeeded applies an operation the client reported successful. It
 // returns a description of the problem when no state allows the result.
 func (m *model) succeeded(op *opRec) string {
+	m.expand()
 	if m.overflow {
 		switch op.kind {
 		case opGet, opLock:
@@ -209,6 +223,7 @@ func (m *model) succeeded(op *opRec) string {
 			continue
 		}
 		n := op.next(s)
+		n.pend = s.pend
 		switch op.kind {
 		case opGet:
 			if s.value != op.resValue {
@@ -246,6 +261,7 @@ func (m *model) succeeded(op *opRec) string {
 // failed applies a failure that was not ambiguous: nothing changed, and
 // what the server said narrows the states.
 func (m *model) failed(op *opRec, err error) string {
+	m.expand()
 	if m.overflow {
 		return ""
 	}
@@ -273,13 +289,16 @@ func (m *model) failed(op *opRec, err error) string {
 
 // ambiguous applies an operation that may or may not have been applied.
 func (m *model) ambiguous(op *opRec) {
+	m.expand()
 	if m.overflow {
 		return
 	}
 	out := append([]docState(nil), m.states...)
 	for _, s := range m.states {
 		if op.canSucceed(s) {
-			out = addState(out, op.next(s))
+			n := op.next(s)
+			n.pend = s.pend
+			out = addState(out, n)
 		}
 	}
 	if len(out) > maxStates {
@@ -292,6 +311,7 @@ func (m *model) ambiguous(op *opRec) {
 // allows reports whether the stored document (exists, value, cas) is one of
 // the states.
 func (m *model) allows(exists bool, value string, cas uint64) bool {
+	m.expand()
 	if m.overflow {
 		return true
 	}
@@ -304,4 +324,70 @@ func (m *model) allows(exists bool, value string, cas uint64) bool {
 		}
 	}
 	return false
+}
+
+// inDoubt applies an operation that may or may not have been applied and
+// whose request may still reach the node after later operations' (see
+// pending): it stays pending until settle says it can no longer apply.
+// Past maxPending it is taken as ambiguous (settled at once).
+func (m *model) inDoubt(op *opRec) {
+	i := slices.Index(m.pending, nil)
+	if i < 0 && len(m.pending) < maxPending {
+		i = len(m.pending)
+		m.pending = append(m.pending, nil)
+	}
+	if i < 0 {
+		m.ambiguous(op)
+		return
+	}
+	m.expand()
+	m.pending[i] = op
+	m.expand()
+}
+
+// settle ends the doubt of the pending writes done reports can no longer
+// reach the node: the states keep whether each applied, but a write
+// settled unapplied no longer applies after later operations.
+func (m *model) settle(done func(op *opRec) bool) {
+	m.expand() // may have applied before now
+	for i, op := range m.pending {
+		if op == nil || !done(op) {
+			continue
+		}
+		m.pending[i] = nil
+		var out []docState
+		for _, s := range m.states {
+			s.pend &^= 1 << i
+			out = addState(out, s)
+		}
+		if !m.overflow {
+			m.states = out
+		}
+	}
+	for len(m.pending) > 0 && m.pending[len(m.pending)-1] == nil {
+		m.pending = m.pending[:len(m.pending)-1]
+	}
+}
+
+// expand adds the states the pending writes leave when they apply (each
+// at most once, in any order) to the states.
+func (m *model) expand() {
+	if m.overflow || len(m.pending) == 0 {
+		return
+	}
+	for i := 0; i < len(m.states); i++ { // including the states added
+		s := m.states[i]
+		for j, p := range m.pending {
+			if p == nil || s.pend&(1<<j) != 0 || !p.canSucceed(s) {
+				continue
+			}
+			n := p.next(s)
+			n.pend = s.pend | 1<<j
+			m.states = addState(m.states, n)
+			if len(m.states) > maxStates {
+				m.overflow, m.states = true, nil
+				return
+			}
+		}
+	}
 }

@@ -188,3 +188,44 @@ func TestDeadlinePlan(t *testing.T) {
 		}
 	}
 }
+
+// A write in doubt whose request may still be on its way (pool: the read
+// went on another connection of the node) is not settled by a read that
+// saw the old state: it may apply after it, once, until it is settled.
+func TestModelReadOvertakesWriteInDoubt(t *testing.T) {
+	m := newModel()
+	m.succeeded(okOp(opUpsert, "a", 0, 10))
+	w := &opRec{kind: opAppend, value: "|x"}
+	m.inDoubt(w)
+	if bad := m.succeeded(&opRec{kind: opGet, resValue: "a", resCas: 10, outcome: outSuccess}); bad != "" {
+		t.Fatal(bad)
+	}
+	// The write applied after the read, then another write succeeded.
+	if bad := m.succeeded(okOp(opAppend, "|y", 0, 12)); bad != "" {
+		t.Fatal(bad)
+	}
+	if !m.allows(true, "a|x|y", 12) || !m.allows(true, "a|y", 12) || !m.allows(true, "a|y|x", 99) {
+		t.Fatalf("a write in doubt applied after an overtaking read is refused: %s", m.describe())
+	}
+	if m.allows(true, "a|x|y|x", 99) || m.allows(true, "a|x|x|y", 12) {
+		t.Errorf("a write in doubt applied twice is accepted: %s", m.describe())
+	}
+	// Settled (its request reached the node and was counted): a read
+	// now decides, and the write no longer applies after it.
+	m.settle(func(op *opRec) bool { return op == w })
+	if bad := m.succeeded(&opRec{kind: opGet, resValue: "a|y", resCas: 12, outcome: outSuccess}); bad != "" {
+		t.Fatal(bad)
+	}
+	if m.allows(true, "a|y|x", 99) || !m.allows(true, "a|y", 12) {
+		t.Errorf("a settled write still applies after a read: %s", m.describe())
+	}
+	// A failure that overtook it (not found) does not settle it either.
+	m = newModel()
+	m.inDoubt(&opRec{kind: opUpsert, value: "b"})
+	if bad := m.failed(&opRec{kind: opGet}, client.ErrDocumentNotFound); bad != "" {
+		t.Fatal(bad)
+	}
+	if bad := m.failed(&opRec{kind: opInsert, value: "c"}, client.ErrDocumentExists); bad != "" {
+		t.Errorf("the write in doubt applied after the overtaking read is refused: %s", bad)
+	}
+}

@@ -311,6 +311,7 @@ func (w *worker) conclude(ks *keyState, op *opRec, err error) bool {
 	ks.mu.Lock()
 	ks.cur = nil
 	ks.lastOf[op.kind] = op
+	inDoubt := op.inDoubt
 	if op.hold != nil {
 		close(op.hold) // the answers held until it returned
 	}
@@ -361,12 +362,19 @@ func (w *worker) conclude(ks *keyState, op *opRec, err error) bool {
 	if op.outcome == outAmbiguous && op.kind.idempotent() {
 		w.h.problemOp(op, "ambiguous-read", "key %s: a read reported ambiguous: %s", ks.name, ks.describe(op))
 	}
+	w.settlePending(ks, op)
 	var bad string
 	switch op.outcome {
 	case outSuccess:
 		bad = ks.model.succeeded(op)
 	case outAmbiguous:
-		ks.model.ambiguous(op)
+		if w.h.pooled && inDoubt {
+			// Written, unanswered: the read-back (another connection
+			// of the node) may overtake it.
+			ks.model.inDoubt(op)
+		} else {
+			ks.model.ambiguous(op)
+		}
 		if ks.model.overflow {
 			w.st.overflows++
 		}
@@ -393,6 +401,40 @@ func (w *worker) conclude(ks *keyState, op *opRec, err error) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return op.outcome == outAmbiguous && op.kind != opUnlock
+}
+
+// settlePending settles the model's pending writes that cannot apply after
+// obs, the operation being concluded: those whose every request reached
+// the node and was counted (a later request of the key saw the count), and
+// those that ended settleAge before obs started (no request of theirs can
+// arrive after that).
+func (w *worker) settlePending(ks *keyState, obs *opRec) {
+	if len(ks.model.pending) == 0 {
+		return
+	}
+	cutoff := obs.start.Add(-settleAge)
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	ks.model.settle(func(op *opRec) bool {
+		if op.end.Before(cutoff) {
+			return true
+		}
+		sent := 0
+		for _, a := range op.attempts {
+			if a.end == endAnswered || a.end == endWritten {
+				sent++
+			}
+		}
+		if len(op.receipts) < sent {
+			return false
+		}
+		for _, r := range op.receipts {
+			if !r.known {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (w *worker) get(ks *keyState) {
