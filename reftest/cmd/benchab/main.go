@@ -168,16 +168,11 @@ func compare(base, next *build) []comparison {
 		// is < 0 in a round it is unknown in (p50 when no operation was
 		// timed, mutex wait from an older build); -1 when none has it.
 		col := func(ss []sample, f func(sample) float64) float64 {
-			var xs []float64
-			for _, s := range ss {
-				if v := f(s); v >= 0 {
-					xs = append(xs, v)
-				}
+			xs := make([]float64, len(ss))
+			for i, s := range ss {
+				xs[i] = f(s)
 			}
-			if len(xs) == 0 {
-				return -1
-			}
-			return benchlog.Median(xs)
+			return benchlog.MedianKnown(xs)
 		}
 		ratios := func(f func(sample) float64) float64 {
 			var xs []float64

@@ -93,28 +93,17 @@ func medians(ss []sample) figures {
 	if len(ss) == 0 {
 		return figures{}
 	}
-	col := func(f func(sample) float64) float64 {
+	values := func(f func(sample) float64) []float64 {
 		xs := make([]float64, len(ss))
 		for i, s := range ss {
 			xs[i] = f(s)
 		}
-		return benchlog.Median(xs)
+		return xs
 	}
+	col := func(f func(sample) float64) float64 { return benchlog.Median(values(f)) }
 	// known is col of a figure that can be unknown (< 0) in a round (a
-	// round that timed no operation has no p50): the median of the rounds
-	// that have it, or -1 when none does.
-	known := func(f func(sample) float64) float64 {
-		var xs []float64
-		for _, s := range ss {
-			if v := f(s); v >= 0 {
-				xs = append(xs, v)
-			}
-		}
-		if len(xs) == 0 {
-			return -1
-		}
-		return benchlog.Median(xs)
-	}
+	// round that timed no operation has no p50).
+	known := func(f func(sample) float64) float64 { return benchlog.MedianKnown(values(f)) }
 	fg := figures{ok: true, n: len(ss), rounds: ss,
 		ops:       col(func(s sample) float64 { return s.opsPerSec }),
 		p50:       known(func(s sample) float64 { return s.p50 }),

@@ -67,6 +67,22 @@ func Parse(s string) (id string, f Figures, ok bool, err error) {
 		WritesPerOp: v[4], ReadsPerOp: v[5], MutexWaitPerOp: v[6]}, true, nil
 }
 
+// MedianKnown is the median of the xs that are known: a figure is < 0 in a
+// round it is unknown in (p50 when no operation was timed, a count an older
+// build did not report). -1 when none is known.
+func MedianKnown(xs []float64) float64 {
+	known := make([]float64, 0, len(xs))
+	for _, x := range xs {
+		if x >= 0 {
+			known = append(known, x)
+		}
+	}
+	if len(known) == 0 {
+		return -1
+	}
+	return Median(known)
+}
+
 // Median returns the median of xs (the mean of the middle two for an even
 // count); 0 for none. xs is not modified.
 func Median(xs []float64) float64 {
