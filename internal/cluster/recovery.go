@@ -123,42 +123,59 @@ func (c *Cluster) recoverConfig(t *Topology, cands []string, looked map[string]b
 	held := t.cfg.Version().String()
 	c.cfg.Logger.Warn("kvwire: no node of the cluster config can be reached; asking the seeds and known nodes",
 		"rev", held, "nodes", len(t.all), "candidates", len(cands))
+	newer, changed := c.askAll(t, cands, "recovery",
+		func(s servedConfig) bool { return looked[s.addr] && c.foreign(t, s) },
+		func(addr string) {
+			c.cfg.Logger.Debug("kvwire: recovery: the node serves no newer config", "node", addr)
+		})
+	if newer != "" {
+		c.cfg.Logger.Info("kvwire: recovery: a node outside the current config served a newer config",
+			"node", newer, "held", held)
+	}
+	if newer != "" || changed || c.ctx.Err() != nil {
+		return
+	}
+	c.cfg.Logger.Warn("kvwire: recovery: no seed or known node serves a config newer than the one held",
+		"rev", held, "tried", len(cands))
+}
+
+// askAll asks every one of addrs for its config at once, each dial
+// bounded by ConnectTimeout, and offers (from source) each config served
+// that refuse does not refuse; notNewer hears of each one offered that was
+// not newer than the one held. The first newer ends the round and the
+// dials still under way: its address is returned. changed: a config was
+// installed another way meanwhile, which ends the round too.
+func (c *Cluster) askAll(t *Topology, addrs []string, source string, refuse func(servedConfig) bool, notNewer func(addr string)) (newer string, changed bool) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
-	served := make(chan servedConfig, len(cands))
+	served := make(chan servedConfig, len(addrs))
 	var dials sync.WaitGroup
 	defer func() {
 		cancel() // the dials still under way end
 		dials.Wait()
 	}()
-	for _, addr := range cands {
+	for _, addr := range addrs {
 		dials.Add(1)
 		go func() {
 			defer dials.Done()
 			served <- c.askForConfig(ctx, addr)
 		}()
 	}
-	for range cands {
+	for range addrs {
 		var s servedConfig
 		select {
 		case s = <-served:
 		case <-t.Changed(): // a newer config came another way
-			return
+			return "", true
 		}
-		if s.raw == nil || looked[s.addr] && c.foreign(t, s) {
+		if s.raw == nil || refuse(s) {
 			continue
 		}
-		if c.Offer(s.raw, hostOf(s.addr), "recovery") == OfferNewer {
-			c.cfg.Logger.Info("kvwire: recovery: a node outside the current config served a newer config",
-				"node", s.addr, "held", held)
-			return
+		if c.Offer(s.raw, hostOf(s.addr), source) == OfferNewer {
+			return s.addr, false
 		}
-		c.cfg.Logger.Debug("kvwire: recovery: the node serves no newer config", "node", s.addr)
+		notNewer(s.addr)
 	}
-	if c.ctx.Err() != nil {
-		return
-	}
-	c.cfg.Logger.Warn("kvwire: recovery: no seed or known node serves a config newer than the one held",
-		"rev", held, "tried", len(cands))
+	return "", false
 }
 
 // servedConfig is what a recovery dial of addr got: its config, or nil.

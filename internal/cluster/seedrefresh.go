@@ -232,39 +232,16 @@ func (c *Cluster) lookupSeeds() ([]string, error) {
 // round.
 func (c *Cluster) askTargets(t *Topology, addrs []string) {
 	held := t.cfg.Version().String()
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
-	served := make(chan servedConfig, len(addrs))
-	var dials sync.WaitGroup
-	defer func() {
-		cancel()
-		dials.Wait()
-	}()
-	for _, addr := range addrs {
-		dials.Add(1)
-		go func() {
-			defer dials.Done()
-			served <- c.askForConfig(ctx, addr)
-		}()
-	}
 	log := c.cfg.Logger
-	for range addrs {
-		var s servedConfig
-		select {
-		case s = <-served:
-		case <-t.Changed():
-			return
-		}
-		if s.raw == nil || c.foreign(t, s) {
-			continue
-		}
-		if c.Offer(s.raw, hostOf(s.addr), "seed lookup") == OfferNewer {
-			c.fetchMu.Lock()
-			c.refresh.stats.Newer++
-			c.fetchMu.Unlock()
-			log.Info("kvwire: a seed looked up again served a newer config", "node", s.addr, "held", held)
-			return
-		}
-		log.Warn("kvwire: a seed looked up again serves no config newer than the one held; not using it", "node", s.addr, "held", held)
+	newer, _ := c.askAll(t, addrs, "seed lookup", func(s servedConfig) bool { return c.foreign(t, s) },
+		func(addr string) {
+			log.Warn("kvwire: a seed looked up again serves no config newer than the one held; not using it", "node", addr, "held", held)
+		})
+	if newer != "" {
+		c.fetchMu.Lock()
+		c.refresh.stats.Newer++
+		c.fetchMu.Unlock()
+		log.Info("kvwire: a seed looked up again served a newer config", "node", newer, "held", held)
 	}
 }
 
