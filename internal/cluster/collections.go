@@ -132,18 +132,8 @@ func (c *Cluster) lookupConn(cn *conn.Conn) *conn.Conn {
 	if t == nil {
 		return cn
 	}
-	free := func(n *Node) *conn.Conn {
-		cs := n.conns.Load()
-		if cs == nil || n.ctx.Err() != nil {
-			return nil
-		}
-		for _, o := range *cs {
-			if o != cn && !isDone(o) && o.Features().Has(memdx.FeatureCollections) && o.BarrierWait() <= 0 {
-				return o
-			}
-		}
-		return nil
-	}
+	collections := func(o *conn.Conn) bool { return o.Features().Has(memdx.FeatureCollections) }
+	free := func(n *Node) *conn.Conn { return n.freeConn(0, cn, collections) }
 	var own *Node
 	for _, n := range t.all {
 		if cs := n.conns.Load(); cs != nil && slices.Contains(*cs, cn) {

@@ -197,15 +197,29 @@ func (n *Node) barrierWait() time.Duration {
 // live one with nothing the barrier would wait behind (barrierWait), when
 // n has several, else as Pick does.
 func (n *Node) pickForBarrier() (*conn.Conn, retry.Reason, error) {
-	if cs := n.conns.Load(); cs != nil && len(*cs) > 1 && n.ctx.Err() == nil {
-		start := uint(n.rr.Add(1))
-		for i := range uint(len(*cs)) {
-			if cn := (*cs)[(start+i)%uint(len(*cs))]; !isDone(cn) && cn.BarrierWait() <= 0 {
-				return cn, 0, nil
-			}
+	if cs := n.conns.Load(); cs != nil && len(*cs) > 1 {
+		if cn := n.freeConn(uint(n.rr.Add(1)), nil, nil); cn != nil {
+			return cn, 0, nil
 		}
 	}
 	return n.Pick()
+}
+
+// freeConn returns a live connection of n, other than except and one ok
+// accepts (nil: any), on which a barrier would wait for nothing
+// (conn.Conn.BarrierWait), trying them from start on; nil when none is.
+func (n *Node) freeConn(start uint, except *conn.Conn, ok func(*conn.Conn) bool) *conn.Conn {
+	cs := n.conns.Load()
+	if cs == nil || n.ctx.Err() != nil {
+		return nil
+	}
+	for i := range uint(len(*cs)) {
+		cn := (*cs)[(start+i)%uint(len(*cs))]
+		if cn != except && !isDone(cn) && (ok == nil || ok(cn)) && cn.BarrierWait() <= 0 {
+			return cn
+		}
+	}
+	return nil
 }
 
 // isDone reports whether cn has ended (its Done channel is closed).
