@@ -58,9 +58,10 @@
 // a chaos key, records the request (which operation it belongs to, which node,
 // what the fault did) together with the key's Bucket.MutationCount at that
 // moment. The hook runs under the mock's fault lock, so its calls are totally
-// ordered, and a node applies a request right after the hook returns; the
-// count read at the key's next request (or at the end) therefore says exactly
-// whether each request was applied. (Values and deltas name their
+// ordered, and the node applies the request before the lock is released
+// (mockcluster.Cluster.Control), whichever connection the next request comes
+// on; the count read at the key's next request (or at the end) therefore
+// says exactly whether each request was applied. (Values and deltas name their
 // operation exactly; DELETE, TOUCH, GET_LOCKED and UNLOCK carry nothing
 // unique and are given to the key's running operation of that kind, or its
 // last one: exact as long as no request reaches a node after its operation

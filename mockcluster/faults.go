@@ -179,10 +179,8 @@ func (r *faultRegistry) removeLocked(h *Control) {
 }
 
 // find returns the action of the first registered fault that applies to r,
-// counting the hit.
+// counting the hit. r.mu is held.
 func (r *faultRegistry) find(req *Request) (Action, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, h := range r.controls {
 		if !h.match.matches(req) {
 			continue
@@ -225,11 +223,22 @@ func (c *Cluster) AddFault(f Fault) *Control {
 // goroutine with its write lock held: it must not block, nor call what
 // closes connections and waits for them (Node.Stop, DropConnections,
 // RemoveUser, RemoveBucket, RemoveNode, Close).
+//
+// The calls of fn (and of Match.Func) are totally ordered, across nodes
+// and connections, and each request is handled (applied, unless the action
+// stops it; its answer may still be held) before the next call: fn finds
+// the requests it saw before applied, and nothing of the one it sees. A
+// function can therefore tell, from a document's Bucket.MutationCount,
+// whether the request it saw last was applied.
 func (c *Cluster) Control(m Match, times int, fn func(r *Request) (a Action, ok bool)) *Control {
 	return c.faults.add(&Control{match: m, times: times, decide: fn})
 }
 
-// applyFaults runs p through the registered faults. wmu is held.
+// applyFaults runs p through the registered faults. wmu is held. The fault
+// lock is held until the request was handled (see Control): a Control
+// function judging the request on another connection after this one sees
+// this one applied. Nothing here blocks (held answers wait on the serve
+// goroutine or a timer, after it returns).
 func (cn *conn) applyFaults(p *memdx.Packet) outcome {
 	req := Request{Node: cn.n.id, OpCode: p.OpCode, Vbucket: p.Vbucket, Cas: p.Cas, Packet: p}
 	b := cn.bucket.Load()
@@ -244,6 +253,8 @@ func (cn *conn) applyFaults(p *memdx.Packet) outcome {
 			}
 		}
 	}
+	cn.c.faults.mu.Lock()
+	defer cn.c.faults.mu.Unlock()
 	act, ok := cn.c.faults.find(&req)
 	if !ok {
 		return cn.handle(p)
