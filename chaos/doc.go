@@ -36,15 +36,15 @@
 // connections. Up to three run at once (one topology
 // change at a time). In the short run a per-request fault stays past its
 // drawn duration until it has acted (the close kinds: until a write was cut
-// off after, or before, it was applied; slow, on the mock: until a write's
-// attempt ended at its deadline, written and unanswered, and an answer was
-// held until its operation returned), however few requests a busy
+// off after, or before, it was applied; slow: until an answer was held
+// until its operation returned and, on the mock, a write's attempt ended at
+// its deadline, written and unanswered), however few requests a busy
 // machine sends meanwhile, and the run goes on (up to a minute past its
 // length) until every kind has acted. It fails unless retries for
 // NOT_MY_VBUCKET, LOCKED, TMPFAIL and the error map happened, ambiguous
-// writes both applied and not applied were seen and (on the mock, with
-// slow answers) a write expired in flight and an answer was held until its
-// operation returned: it cannot pass by not testing.
+// writes both applied and not applied were seen and (with slow answers) an
+// answer was held until its operation returned and (on the mock) a write
+// expired in flight: it cannot pass by not testing.
 //
 // # What is checked, and how
 //
@@ -154,7 +154,8 @@
 // that returns late without such a retry is not caught by a bound, which
 // would have to allow for how late a loaded machine runs the client's
 // deadline timer. One case is caught without one: the answers a slow fault
-// holds are released only once their operation has returned, so a client
+// holds (on the mock, and through memcached's proxies) are released only
+// once their operation has returned, so a client
 // that waits for an answer past its deadline (rather than ending the
 // operation there) never returns, and the run hangs until the test
 // binary's -timeout (30 s after the workers were told to stop, the

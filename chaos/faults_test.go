@@ -84,12 +84,14 @@ type hookFault struct {
 	rng      *rand.Rand // guarded by faultSet.mu
 	minDelay time.Duration
 	maxDelay time.Duration
-	// hold (fkSlow; guarded by faultSet.mu): on the mock, the answer of a
-	// request of a running operation is held until that operation has
-	// returned (harness.hook), rather than for a drawn delay: a client that
-	// waits for an answer past its deadline then never returns, and the
-	// run hangs instead of passing. Elsewhere (memcached, or a request no
-	// running operation sent) the delay applies.
+	// hold (fkSlow; guarded by faultSet.mu): the answer of a request of a
+	// running operation is held until that operation has returned
+	// (harness.hook on the mock, the proxies' onResponse on memcached),
+	// rather than for a drawn delay: a client that waits for an answer
+	// past its deadline then never returns, and the run hangs instead of
+	// passing. For a request no running operation sent (or, on memcached,
+	// whose operation had returned when the answer came) the delay
+	// applies.
 	hold bool
 	hits int // guarded by faultSet.mu
 }
@@ -463,9 +465,11 @@ const actedLimit = time.Minute
 func (s *scheduler) untilActed(f *hookFault) {
 	s.h.faults.mu.Lock()
 	f.nodes = nil
-	if f.kind == fkSlow && s.mcb == nil && !f.hold {
-		// A short run must see a write expire in flight (kindDone):
-		// only that shows whether the client reports it ambiguous.
+	if f.kind == fkSlow && !f.hold {
+		// A short run must see an answer held until its operation
+		// returned and (on the mock) a write expire in flight
+		// (kindDone): only those show whether the client ends an
+		// operation at its deadline, and reports the write ambiguous.
 		f.hold = true
 		f.minDelay, f.maxDelay = 600*time.Millisecond, 1500*time.Millisecond
 	}
@@ -477,12 +481,11 @@ func (s *scheduler) untilActed(f *hookFault) {
 }
 
 // slowDone reports whether the slow faults have done what a short run
-// needs of them: on the mock, an answer was held until its operation had
-// returned, and a write's attempt ended at its deadline, written and
-// unanswered (the Observer's count). On memcached (no Observer; the
-// proxies hold answers for a drawn delay), acting is enough.
+// needs of them: an answer was held until its operation had returned and,
+// on the mock, a write's attempt ended at its deadline, written and
+// unanswered (the Observer's count; memcached runs without an Observer).
 func (s *scheduler) slowDone() bool {
-	return s.mcb != nil || s.h.heldAnswers.Load() > 0 && s.h.expiredWrites.Load() > 0
+	return s.h.heldAnswers.Load() > 0 && (s.mcb != nil || s.h.expiredWrites.Load() > 0)
 }
 
 // kindDone reports whether f, or an earlier episode of its kind, has acted

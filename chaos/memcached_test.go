@@ -101,6 +101,10 @@ type mcPending struct {
 	idx        int    // the receipt's index in op.receipts
 	closeAfter bool
 	delay      time.Duration
+	// hold (a slow fault's hookFault.hold): the answer is held until its
+	// operation has returned, if it is still running when the answer
+	// comes, rather than for delay.
+	hold bool
 }
 
 // sig identifies a request among those in flight through one proxy: its
@@ -210,22 +214,22 @@ func (b *mcBackend) onRequest(i int) func(req *memdx.Packet) faultnode.Action {
 		}
 		var act mockcluster.Action
 		var kind faultKind
-		var hit bool
+		var hit, hold bool
 		if closing {
 			act = mockcluster.Action{Close: mockcluster.CloseBeforeApply}
 		} else {
-			act, kind, hit = h.faults.decide(&mockcluster.Request{Node: i, OpCode: req.OpCode, Key: req.Key, Packet: req})
+			act, kind, hit, hold = h.faults.decideHold(&mockcluster.Request{Node: i, OpCode: req.OpCode, Key: req.Key, Packet: req})
 		}
 		k, tracked := kindOf(req.OpCode)
 		if hit && (act.Close == mockcluster.CloseAfterApply && !tracked || act.Delay > 0 && req.OpCode.IsQuiet()) {
 			// Acts on the answer, which only a tracked request is sure
 			// to have (a quiet get that misses has none).
-			hit, act = false, mockcluster.Action{}
+			hit, act, hold = false, mockcluster.Action{}, false
 		}
 		if hit {
 			h.faults.count(kind)
 		}
-		pend := mcPending{ks: ks, closeAfter: act.Close == mockcluster.CloseAfterApply, delay: act.Delay}
+		pend := mcPending{ks: ks, closeAfter: act.Close == mockcluster.CloseAfterApply, delay: act.Delay, hold: hold && act.Delay > 0}
 		ks.mu.Lock()
 		if !tracked {
 			if op := ks.cur; op != nil && op.kind == opGet && !closing && !req.OpCode.IsQuiet() {
@@ -309,8 +313,30 @@ func (b *mcBackend) onResponse(i int) func(req, resp *memdx.Packet) faultnode.Ac
 			return faultnode.Action{Drop: true}
 		}
 		if pend.delay > 0 {
-			// Holds back this connection's answers: a slow server.
-			time.Sleep(pend.delay)
+			// Holds back this connection's answers: a slow server. An
+			// answer to hold until its operation has returned waits for
+			// that, as the mock's hook does: a client that waits for it
+			// past the operation's deadline never returns, and the run
+			// hangs (awaitWorkers). (A cancel on arrival fires first: the
+			// answer is on its way and the caller gives up on it.)
+			var release <-chan struct{}
+			if op := pend.op; op != nil && pend.hold {
+				pend.ks.mu.Lock()
+				if pend.ks.cur == op {
+					release = op.holdUntilReturned()
+					if pend.idx >= 0 {
+						op.receipts[pend.idx].held = true
+					}
+					h.heldAnswers.Add(1)
+				}
+				pend.ks.mu.Unlock()
+			}
+			if release != nil {
+				pend.op.cc.arrived()
+				<-release
+			} else {
+				time.Sleep(pend.delay)
+			}
 			if op := pend.op; op != nil && pend.idx >= 0 {
 				pend.ks.mu.Lock()
 				op.receipts[pend.idx].answered = true
