@@ -39,8 +39,10 @@
 // off after, or before, it was applied; slow: until an answer was held
 // until its operation returned and, on the mock, a write's attempt ended at
 // its deadline, written and unanswered), however few requests a busy
-// machine sends meanwhile, and the run goes on (up to a minute past its
-// length) until every kind has acted. It fails unless retries for
+// machine sends meanwhile, and the run goes on past its length until every
+// kind has acted (it gives up after at least a minute and 50000 more
+// operations, or a minute in which no operation ended: a bound in
+// operations, which a busy machine makes fewer of a second). It fails unless retries for
 // NOT_MY_VBUCKET, LOCKED, TMPFAIL and the error map happened, ambiguous
 // writes both applied and not applied were seen and (with slow answers) an
 // answer was held until its operation returned and (on the mock) a write

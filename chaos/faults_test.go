@@ -339,16 +339,25 @@ func (s *scheduler) complete() bool {
 
 // run fires episodes until d has passed; in short mode it goes on until
 // every kind has acted at least once and until holds, so the short run is
-// never vacuous, however slowly a busy machine runs it (actedLimit past d
+// never vacuous, however slowly a busy machine runs it (actedWait past d
 // only stops a run that will never get there; it then fails on what is
 // missing). Kinds come in shuffled rounds, so each appears once per round.
 func (s *scheduler) run(d time.Duration) {
 	start := time.Now()
 	var round []faultKind
+	var past *actedWait
 	for {
 		el := time.Since(start)
-		if el >= d && (!s.short || s.complete() || el >= d+actedLimit) {
-			break
+		if el >= d {
+			if !s.short || s.complete() {
+				break
+			}
+			if past == nil {
+				past = s.newActedWait()
+			}
+			if past.over() {
+				break
+			}
 		}
 		if len(s.kinds) == 0 { // no faults: just the workload
 			time.Sleep(5 * time.Millisecond)
@@ -447,10 +456,55 @@ func (s *scheduler) runEpisode(e *episode) bool {
 	return f.hitCount(&s.h.faults) > 0
 }
 
-// actedLimit bounds how long a short run's fault waits for requests to act
-// on: only a client that stopped sending any reaches it (the run then fails
-// on the kind that never acted).
-const actedLimit = time.Minute
+// actedWait bounds how long a short run's fault (or the run, past its
+// length) waits for what the run needs to happen: only a client that
+// stopped sending requests, or a fault that never acts on them, reaches it
+// (the run then fails on what is missing). Whether a fault acts depends on
+// how many operations meet it, not on how long they take: the bound is in
+// operations (actedOps, with at least actedLimit gone by), so a loaded
+// machine, which makes fewer a second, is given the time to make as many.
+// A client stuck for good (no operation ends for actedLimit: every
+// operation ends by its timeout, a second, or a cancel, so that is no
+// loaded machine's pace) ends the wait too, so that the run reports what
+// is missing, and awaitWorkers what hangs, rather than waiting for the test
+// binary's -timeout.
+type actedWait struct {
+	h        *harness
+	now      func() time.Time // time.Now; a test's fake clock
+	start    time.Time
+	ops0     int64
+	lastOps  int64
+	lastMove time.Time
+}
+
+const (
+	actedLimit = time.Minute
+	// actedOps is about a minute of a short run's operations on a quiet
+	// 2-core machine.
+	actedOps = 50000
+)
+
+func (s *scheduler) newActedWait() *actedWait {
+	return startActedWait(s.h, time.Now)
+}
+
+func startActedWait(h *harness, clock func() time.Time) *actedWait {
+	now, ops := clock(), h.opsDone.Load()
+	return &actedWait{h: h, now: clock, start: now, ops0: ops, lastOps: ops, lastMove: now}
+}
+
+// over reports whether the wait should end: actedOps operations and
+// actedLimit, or actedLimit without an operation ending.
+func (a *actedWait) over() bool {
+	now, ops := a.now(), a.h.opsDone.Load()
+	if ops != a.lastOps {
+		a.lastOps, a.lastMove = ops, now
+	}
+	if now.Sub(a.lastMove) >= actedLimit {
+		return true
+	}
+	return now.Sub(a.start) >= actedLimit && ops-a.ops0 >= actedOps
+}
 
 // untilActed keeps a short run's per-request fault active past its drawn
 // duration until its kind has done what the run needs of it: acted at least
@@ -474,8 +528,8 @@ func (s *scheduler) untilActed(f *hookFault) {
 		f.minDelay, f.maxDelay = 600*time.Millisecond, 1500*time.Millisecond
 	}
 	s.h.faults.mu.Unlock()
-	limit := time.Now().Add(actedLimit)
-	for !s.kindDone(f) && time.Now().Before(limit) {
+	wait := s.newActedWait()
+	for !s.kindDone(f) && !wait.over() {
 		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -229,3 +229,37 @@ func TestModelReadOvertakesWriteInDoubt(t *testing.T) {
 		t.Errorf("the write in doubt applied after the overtaking read is refused: %s", bad)
 	}
 }
+
+// A short run waits for its faults to act in operations, not in time: a
+// loaded machine that makes few operations a second is waited for as long
+// as it takes to make actedOps; a client stuck for good (no operation ends
+// for actedLimit) ends the wait.
+func TestActedWaitCountsOperations(t *testing.T) {
+	h := &harness{}
+	var now time.Time
+	clock := func() time.Time { return now }
+	w := startActedWait(h, clock)
+	for i := 0; i < 100; i++ { // ten minutes, an operation every 6 s
+		now = now.Add(6 * time.Second)
+		h.opsDone.Add(1)
+		if w.over() {
+			t.Fatalf("gave up after %v and %d operations: a slow machine, not a stuck client", now.Sub(time.Time{}), h.opsDone.Load())
+		}
+	}
+	h.opsDone.Add(actedOps)
+	if !w.over() {
+		t.Fatal("still waiting after actedLimit and actedOps operations")
+	}
+
+	h2 := &harness{}
+	now = time.Time{}
+	w = startActedWait(h2, clock)
+	now = now.Add(actedLimit - time.Millisecond)
+	if w.over() {
+		t.Fatal("gave up before actedLimit")
+	}
+	now = now.Add(time.Millisecond)
+	if !w.over() {
+		t.Fatal("still waiting after actedLimit without an operation ending")
+	}
+}
