@@ -660,6 +660,23 @@ func (h *harness) settleQueue(ks *keyState, final bool) {
 
 // settleAge is how long after an operation ended a request of it could
 // still reach a node: far more than the longest fault delay and timeout.
+//
+// It is a wall-clock margin, and it stays because the event it stands for
+// is not observable: an attempt the Observer saw end written and
+// unanswered may have left its request in a socket the mock has not read
+// yet, or in one that closed before it was read (never to arrive), and
+// neither the Observer (no connection, no byte position) nor the mock
+// (which knows its connections' reads, not the client's writes) can tell
+// which. What bounds the wait in the mock: it reads each connection
+// promptly (unordered execution), except while a barrier (a NOOP probe)
+// waits for the answers held before it, each held at most for a slow
+// fault's delay (1.5 s) or until its operation returns (its 1 s timeout).
+// Past settleAge, an operation is verified, and its pending write (model)
+// settled, as if no request of it could still come; a request that came
+// later would be reported (attribution, or a read the model does not
+// allow): a failure on a machine that stalled the mock's reads for seconds,
+// never a bug missed. Operations whose requests all arrived are verified
+// at settleAge too, for simplicity (settlePending settles them sooner).
 const settleAge = 5 * time.Second
 
 // finish is the end of the run for a key: the mock has handled every
