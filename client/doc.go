@@ -429,7 +429,8 @@
 //     under its options' ParentSpan or the context's (ContextWithParentSpan;
 //     the kvotel module's tracer also takes the OpenTelemetry span the
 //     context carries), a child span per request sent (dispatch_to_server:
-//     the node, the connection's sockets and local id, the request's opaque,
+//     the node, the connection's remote socket and local id (RFC 0067 has
+//     no local address on a span), the request's opaque,
 //     the server's duration) and for value encoding, an event per retry
 //     with its reason, RFC 0067's attributes (bucket, scope, collection,
 //     retries, error.type). The default records nothing and costs nothing.

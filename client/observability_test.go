@@ -330,9 +330,10 @@ func TestOperationSpans(t *testing.T) {
 				assert.Regexp(t, localID, ch.attrs[AttributeLocalID].String())
 				assert.Equal(t, "tcp", ch.attrs[AttributeNetworkTransport].String())
 				assert.Equal(t, "127.0.0.1", ch.attrs[AttributePeerAddress].String())
-				assert.Equal(t, "127.0.0.1", ch.attrs[AttributeLocalAddress].String())
 				assert.NotZero(t, ch.attrs[AttributePeerPort].Int64())
-				assert.NotZero(t, ch.attrs[AttributeLocalPort].Int64())
+				// RFC 0067 (stable conventions) removed the local address and port.
+				assert.NotContains(t, ch.attrs, "network.local.address")
+				assert.NotContains(t, ch.attrs, "network.local.port")
 				assert.NotZero(t, ch.attrs[AttributeServerPort].Int64())
 				assert.NotZero(t, ch.attrs[AttributeOperationID].Int64())
 				assert.Contains(t, ch.attrs, AttributeServerDuration)

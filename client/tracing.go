@@ -180,8 +180,15 @@ const (
 	AttributeServerPort       = "server.port"               // int
 	AttributePeerAddress      = "network.peer.address"      // the socket's remote IP
 	AttributePeerPort         = "network.peer.port"         // int
-	AttributeLocalAddress     = "network.local.address"     // the socket's local IP
-	AttributeLocalPort        = "network.local.port"        // int
+
+	// Deprecated: no span carries the socket's local address and port:
+	// RFC 0067 removed them with its move to OpenTelemetry's stable
+	// semantic conventions (net.host.name and net.host.port have no
+	// successor). The connection's local id (AttributeLocalID) names it;
+	// the slow-operation and orphan reports still give its local socket.
+	AttributeLocalAddress = "network.local.address"
+	// Deprecated: see AttributeLocalAddress.
+	AttributeLocalPort = "network.local.port"
 
 	// A retry event.
 	AttributeRetryReason = "couchbase.retry.reason" // RetryReason.String()

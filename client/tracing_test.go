@@ -175,7 +175,6 @@ func TestSpanNamesAreTheClients(t *testing.T) {
 		AttributeLocalID: optrace.AttrLocalID, AttributeOperationID: optrace.AttrOperationID,
 		AttributeServerAddress: optrace.AttrServerAddress, AttributeServerPort: optrace.AttrServerPort,
 		AttributePeerAddress: optrace.AttrPeerAddress, AttributePeerPort: optrace.AttrPeerPort,
-		AttributeLocalAddress: optrace.AttrLocalAddress, AttributeLocalPort: optrace.AttrLocalPort,
 		AttributeRetryReason: optrace.AttrRetryReason,
 	} {
 		require.Equal(t, public, engine)

@@ -122,9 +122,15 @@ func checkRetriedGetSpans(t *testing.T, caller trace.Span, get sdktrace.ReadOnly
 		}
 		a := attrMap(s.Attributes())
 		for _, k := range []string{"network.transport", "couchbase.local_id", "server.address", "server.port",
-			"network.peer.address", "network.peer.port", "network.local.address", "network.local.port"} {
+			"network.peer.address", "network.peer.port"} {
 			if _, ok := a[k]; !ok {
 				t.Errorf("dispatch %d has no %s: %v", i, k, a)
+			}
+		}
+		// RFC 0067's stable conventions removed the local address and port.
+		for _, k := range []string{"network.local.address", "network.local.port"} {
+			if v, ok := a[k]; ok {
+				t.Errorf("dispatch %d has %s %v, which RFC 0067 removed", i, k, v)
 			}
 		}
 		op, _ := a["couchbase.operation_id"].(int64)

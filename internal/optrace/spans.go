@@ -53,8 +53,6 @@ const (
 	AttrServerPort       = "server.port"
 	AttrPeerAddress      = "network.peer.address"
 	AttrPeerPort         = "network.peer.port"
-	AttrLocalAddress     = "network.local.address"
-	AttrLocalPort        = "network.local.port"
 	AttrRetryReason      = "couchbase.retry.reason"
 
 	SystemCouchbase = "couchbase"
@@ -169,10 +167,6 @@ func (ob *Observers) startDispatch(t *Trace, cn *conn.Conn, node string, at time
 	if host, port, ok := splitHostPort(cn.RemoteAddr()); ok {
 		g.SetAttribute(s, AttrPeerAddress, slog.StringValue(host))
 		g.SetAttribute(s, AttrPeerPort, slog.IntValue(port))
-	}
-	if host, port, ok := splitHostPort(cn.LocalAddr()); ok {
-		g.SetAttribute(s, AttrLocalAddress, slog.StringValue(host))
-		g.SetAttribute(s, AttrLocalPort, slog.IntValue(port))
 	}
 }
 
