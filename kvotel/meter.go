@@ -33,7 +33,7 @@ func NewMeter(mp metric.MeterProvider) *Meter {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	return &Meter{meter: mp.Meter(ScopeName),
+	return &Meter{meter: mp.Meter(ScopeName, metric.WithInstrumentationVersion(scopeVersion())),
 		durations:  make(map[string]metric.Float64Histogram),
 		histograms: make(map[string]metric.Int64Histogram),
 		counters:   make(map[string]metric.Int64Counter)}

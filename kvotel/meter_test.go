@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvwire/kvwire/client"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -34,6 +35,20 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metr
 		for _, m := range sm.Metrics {
 			out[m.Name] = m
 		}
+	}
+	return out
+}
+
+// collectScopes returns the instrumentation scopes of r's metrics.
+func collectScopes(t *testing.T, r *sdkmetric.ManualReader) []instrumentation.Scope {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var out []instrumentation.Scope
+	for _, sm := range rm.ScopeMetrics {
+		out = append(out, sm.Scope)
 	}
 	return out
 }

@@ -7,9 +7,16 @@
 // Spans are of kind client and start under the caller's span: the span a
 // client.RequestSpan from WrapSpan wraps, else the one the operation's
 // context.Context carries (trace.ContextWithSpan, as OpenTelemetry
-// instrumentation leaves it), else none. The tracer and meter are named
-// after this package's import path (ScopeName), as OpenTelemetry's Go
-// instrumentation libraries name theirs.
+// instrumentation leaves it), else none.
+//
+// The tracer and meter are named after this package's import path
+// (ScopeName), as OpenTelemetry's Go instrumentation libraries name
+// theirs, and carry this module's version as the program's build
+// information records it (runtime/debug.ReadBuildInfo: the version the
+// program requires, or its replacement's), as OpenTelemetry asks of an
+// instrumentation library and RFC 0067 "if the version can be set"; none
+// when it records none (a program built from this module's own tree, a
+// test, a replacement by a directory).
 package kvotel
 
 import (
@@ -47,7 +54,7 @@ func NewTracer(tp trace.TracerProvider) *Tracer {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	return &Tracer{tracer: tp.Tracer(ScopeName)}
+	return &Tracer{tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(scopeVersion()))}
 }
 
 // RequestSpan starts an OpenTelemetry span of kind client at start, under
