@@ -432,7 +432,9 @@
 //     the node, the connection's remote socket and local id (RFC 0067 has
 //     no local address on a span), the request's opaque,
 //     the server's duration) and for value encoding, an event per retry
-//     with its reason, RFC 0067's attributes (bucket, scope, collection,
+//     with its reason (and a "cancelled" event, not a failure, on the read
+//     of a copy that GetAnyReplica gave up once another copy answered),
+//     RFC 0067's attributes (bucket, scope, collection,
 //     retries, error.type). The default records nothing and costs nothing.
 //   - Options.Meter records each operation's latency by operation, bucket,
 //     scope, collection, cluster (name and uuid, as the config publishes

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/fanout"
 	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/internal/rangescan"
 	"github.com/kvwire/kvwire/internal/statuspolicy"
@@ -439,7 +440,11 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			(*hook)(from)
 		}
 		opaque, derr := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
-		ob.Ended(&t.Trace, pl.cn, opaque, c.after(from.Sent))
+		ended := c.after(from.Sent)
+		if derr != nil && t.Traced() && fanout.Lost(ctx) {
+			ob.Cancelled(&t.Trace, ended) // another copy's read answered first
+		}
+		ob.Ended(&t.Trace, pl.cn, opaque, ended)
 		if obs != nil {
 			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
@@ -462,6 +467,12 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			break
 		}
 		lastReason, retried = nx.reason, true
+	}
+	if err != nil && fanout.Lost(ctx) {
+		// A read of one copy that another copy's read beat (GetAnyReplica):
+		// not the caller's operation, and no failure.
+		ob.EndLost(&t.Trace, o.st.Attempts(), ob.EndAt(&t.Trace))
+		return err
 	}
 	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
 	return err

@@ -149,6 +149,14 @@ const (
 // AttributeRetryReason.
 const EventRetry = "retry"
 
+// EventCancelled is the event that ends the read of one copy of a
+// GetAnyReplica (or LookupInAnyReplica) that another copy's read beat:
+// canceled once the other answered, it is no operation of the caller's.
+// Its span and, when its request was out, its dispatch span get the event;
+// neither gets a status or AttributeErrorType, and the meter records
+// nothing of it.
+const EventCancelled = "cancelled"
+
 // Attribute keys, RFC 0067's stable names (OpenTelemetry semantic
 // conventions v1.37 and Couchbase's own), and the values the client gives
 // some of them. Spans and metrics carry these; a span's attributes never

@@ -166,7 +166,7 @@ func TestHookPanicsAreContained(t *testing.T) {
 func TestSpanNamesAreTheClients(t *testing.T) {
 	for public, engine := range map[string]string{
 		SpanDispatchToServer: optrace.SpanDispatchToServer, SpanRequestEncoding: optrace.SpanRequestEncoding,
-		EventRetry: optrace.EventRetry, SystemCouchbase: optrace.SystemCouchbase, TransportTCP: optrace.TransportTCP,
+		EventRetry: optrace.EventRetry, EventCancelled: optrace.EventCancelled, SystemCouchbase: optrace.SystemCouchbase, TransportTCP: optrace.TransportTCP,
 		AttributeSystemName: optrace.AttrSystemName, AttributeClusterName: optrace.AttrClusterName, AttributeClusterUUID: optrace.AttrClusterUUID, AttributeService: optrace.AttrService,
 		AttributeOperationName: optrace.AttrOperationName, AttributeBucketName: optrace.AttrBucketName,
 		AttributeScopeName: optrace.AttrScopeName, AttributeCollectionName: optrace.AttrCollectionName,

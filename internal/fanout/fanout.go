@@ -21,13 +21,25 @@ import (
 	"github.com/kvwire/kvwire/internal/panics"
 )
 
+// errAnswered is the cause First cancels the other reads' context with
+// once one answered (Lost).
+var errAnswered = errors.New("another copy answered first")
+
+// Lost reports whether ctx, the context First gave a read, was canceled
+// because another read answered first, rather than by its caller (whose
+// cancel or deadline came first): the read lost the race, and what it
+// returns is not the caller's outcome. A nil ctx has lost nothing.
+func Lost(ctx context.Context) bool {
+	return ctx != nil && ctx.Err() != nil && context.Cause(ctx) == errAnswered
+}
+
 // First runs read for each of copies at once and returns the first answer
-// without an error; the others are canceled and waited for. With none it
-// returns every error.
+// without an error; the others are canceled (their context's cause says
+// so: Lost) and waited for. With none it returns every error.
 func First[T any](ctx context.Context, copies []int, read func(context.Context, int) (T, error)) (T, []error) {
 	n := len(copies)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	type answer struct {
 		r   T
 		err error
@@ -45,7 +57,11 @@ func First[T any](ctx context.Context, copies []int, read func(context.Context, 
 	for i := range n {
 		a := <-ch
 		if a.err == nil || a.p != nil {
-			cancel()
+			if a.p != nil {
+				cancel(nil) // a panic: the others end as if canceled by the caller
+			} else {
+				cancel(errAnswered)
+			}
 			// Drain the rest so no goroutine outlives the call.
 			p := a.p
 			for range n - i - 1 {

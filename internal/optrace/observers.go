@@ -222,6 +222,39 @@ func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.T
 	}
 }
 
+// Cancelled is t's attempt out canceled at at because another read of the
+// same call answered first (fanout.Lost): an EventCancelled event on its
+// dispatch span, which Ended then ends.
+func (ob *Observers) Cancelled(t *Trace, at time.Time) {
+	if t.dispatch != nil {
+		ob.cfg.Guard.AddEvent(t.dispatch, EventCancelled, at)
+	}
+}
+
+// EndLost ends, at at after retries retries, an operation that lost the
+// race of a call reading several copies at once (GetAnyReplica): it was
+// canceled because another read answered first, and what it returned is
+// not the caller's outcome. Its span ends with an EventCancelled event
+// and neither error.type nor a status; the meter and the slow-operation
+// report see nothing of it: it is no operation of the caller's, failed or
+// not, and counting it failed (RequestCanceled) would inflate the error
+// rate of every such call.
+func (ob *Observers) EndLost(t *Trace, retries int, at time.Time) {
+	if t.span == nil {
+		return
+	}
+	g := ob.cfg.Guard
+	if t.dispatch != nil { // abandoned without Ended
+		g.AddEvent(t.dispatch, EventCancelled, at)
+		g.EndSpan(t.dispatch, at)
+		t.dispatch = nil
+	}
+	g.SetAttribute(t.span, AttrRetries, slog.IntValue(retries))
+	g.AddEvent(t.span, EventCancelled, at)
+	g.EndSpan(t.span, at)
+	t.span = nil
+}
+
 // failed is an operation's span status for its error err: failed, but for
 // a success or a document not found (RFC 0067: a failure, "not an error
 // code like document not found").

@@ -33,6 +33,7 @@ const (
 	SpanDispatchToServer = "dispatch_to_server"
 	SpanRequestEncoding  = "request_encoding"
 	EventRetry           = "retry"
+	EventCancelled       = "cancelled"
 
 	AttrSystemName       = "db.system.name"
 	AttrClusterName      = "couchbase.cluster.name"
