@@ -434,8 +434,10 @@
 //     the server's duration) and for value encoding, an event per retry
 //     with its reason (and a "cancelled" event, not a failure, on the read
 //     of a copy that GetAnyReplica gave up once another copy answered),
-//     RFC 0067's attributes (bucket, scope, collection,
-//     retries, error.type). The default records nothing and costs nothing.
+//     RFC 0067's attributes (bucket, scope, collection, retries,
+//     error.type). A Scan is one span, "scan", and one latency, from Scan
+//     until its results end or it is closed, its requests its dispatch
+//     spans. The default records nothing and costs nothing.
 //   - Options.Meter records each operation's latency by operation, bucket,
 //     scope, collection, cluster (name and uuid, as the config publishes
 //     them) and outcome (MetricOperationDuration); the default

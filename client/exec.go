@@ -125,6 +125,11 @@ type opHot struct {
 	// parentSpan its options' ParentSpan.
 	trace      opTrace
 	parentSpan RequestSpan
+	// call is the operation of the caller's that the op is a request of
+	// (a scan's: scanRequests), nil when the op is one of its own: its
+	// attempts are dispatch spans of the call's span, and the meter sees
+	// the call, not the op.
+	call *optrace.Call
 	// span is optrace.NameOf(spanFor, spanOpc), kept by the pool: an op
 	// object serves operations of one name in a row more often than not,
 	// and then finds it without a lookup (spanName).
@@ -396,7 +401,11 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		return err
 	}
 	ob, t := c.obs, &o.trace
-	ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
+	if o.call == nil {
+		ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
+	} else {
+		ob.BeginPart(&t.Trace, o.call, o.spanName(), now, o.st.Deadline().Sub(now))
+	}
 	defer ob.unwound(o) // a panic of the caller's code (an Observer, ...) still ends the spans
 	ob.Durability(&t.Trace, o.req.Durability)
 	var opID uint64

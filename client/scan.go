@@ -11,6 +11,8 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
+	"github.com/kvwire/kvwire/internal/hookguard"
+	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/internal/rangescan"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
@@ -127,10 +129,13 @@ type ScanOptions struct {
 	// node's error map says to retry), sent again to the same scan, and a
 	// cancel's wait for its node.
 	RetryStrategy RetryStrategy
-	// ParentSpan is the span each of the scan's requests
-	// (range_scan_create, range_scan_continue, range_scan_cancel) goes
-	// under when Options.Tracer records (else the context's,
-	// ContextWithParentSpan).
+	// ParentSpan is the span the scan's span ("scan") goes under when
+	// Options.Tracer records (else the context's, ContextWithParentSpan).
+	// The scan is one operation, traced and metered (MetricOperationDuration,
+	// "scan") from Scan until Next returns false or Close: its requests
+	// (RANGE_SCAN_CREATE, _CONTINUE, _CANCEL) are its dispatch spans, and
+	// couchbase.retries sums their retries (retries of a request are not
+	// events on the scan's span, which its requests share).
 	ParentSpan RequestSpan
 }
 
@@ -192,6 +197,11 @@ func (it ScanItem) ContentAs(out any) error {
 type ScanResult struct {
 	cur        rangescan.Cursor
 	transcoder Transcoder // the client's, for ScanItem.ContentAs
+	// call is the scan as its observers see it (nil: none records), which
+	// ends when Next returns false, at Close, or when a panic unwinds
+	// either (c's clock times it).
+	c    *Client
+	call *optrace.Call
 }
 
 // Scan starts a scan of the collection: a RangeScan, PrefixScan or
@@ -242,18 +252,33 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 		return fail(ErrInvalidArgument, err)
 	}
 	reqs := &scanRequests{c: c, col: col, parent: ctx, timeout: cmp.Or(o.Timeout, c.opts.KVTimeout),
-		strategy: cmp.Or(internalStrategy(o.RetryStrategy, nil), c.strategy), parentSpan: o.ParentSpan}
+		strategy: cmp.Or(internalStrategy(o.RetryStrategy, nil), c.strategy)}
 	sc, err := scanConfig(st, &o, cfg, c.opts.Bucket, reqs.timeout)
 	if err != nil {
 		return fail(ErrInvalidArgument, err)
+	}
+	// The scan is one operation to the tracer and the meter ("scan"), from
+	// here until its results end or it is closed; its requests are its
+	// dispatch spans.
+	if ob := c.obs; ob.Tracing() || ob.Metered() {
+		var p hookguard.Span
+		if ps := parentSpan(ctx, o.ParentSpan); ps != nil {
+			p = ps
+		}
+		reqs.call = ob.BeginCall(ctx, spanScan, ob.coll(col), p, c.clock.Now())
 	}
 	run := rangescan.Start(ctx, sc, reqs)
 	// The watch fails the scan when the client closes.
 	unwatch := context.AfterFunc(c.ctx, func() {
 		run.Fail(c.refused("Scan", 0, col, "", ErrClosed, nil))
 	})
-	return &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete), transcoder: col.c.transcoder}, nil
+	return &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete), transcoder: col.c.transcoder,
+		c: c, call: reqs.call}, nil
 }
+
+// spanScan is the name of a scan's span and of its latency's
+// db.operation.name.
+const spanScan = "scan"
 
 // scanConfig is what scan type st with options o reads on bucket of
 // config cfg (timeout: each request's), or why it is refused.
@@ -306,8 +331,9 @@ type scanRequests struct {
 	// strategy decides the retries of the scan's requests (ScanOptions'
 	// or the client's).
 	strategy retry.Strategy
-	// parentSpan is ScanOptions.ParentSpan.
-	parentSpan RequestSpan
+	// call is the scan as its observers see it (nil: none records):
+	// each request is a part of it.
+	call *optrace.Call
 }
 
 // Create creates vb's scan. A scan that stops meanwhile, even by its
@@ -320,7 +346,7 @@ func (sr *scanRequests) Create(vb uint16, cfg *memdx.RangeScanCreate) (memdx.Ran
 	defer putOp(o)
 	o.req = memdx.Request{OpCode: memdx.OpRangeScanCreate, Datatype: memdx.DatatypeJSON}
 	o.target.ByVbucket, o.target.Vbucket, o.scanCfg = true, vb, cfg
-	o.timeout, o.strategy, o.parentSpan = sr.timeout, sr.strategy, sr.parentSpan
+	o.timeout, o.strategy, o.call = sr.timeout, sr.strategy, sr.call
 	if err := sr.c.execute(context.WithoutCancel(sr.parent), o); err != nil {
 		return memdx.RangeScanID{}, nil, err
 	}
@@ -365,7 +391,7 @@ func (sr *scanRequests) Cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID)
 func (sr *scanRequests) nodeOp(n *cluster.Node, vb uint16, req memdx.Request) *op {
 	o := sr.c.getOp("Scan", kindNoop, sr.col, "")
 	req.Vbucket = vb
-	o.req, o.timeout, o.strategy, o.parentSpan = req, sr.timeout, sr.strategy, sr.parentSpan
+	o.req, o.timeout, o.strategy, o.call = req, sr.timeout, sr.strategy, sr.call
 	o.target.Node, o.target.Vbucket = n, vb
 	return o
 }
@@ -395,7 +421,35 @@ func (sr *scanRequests) Restart(err error) (restart, cancel bool) {
 
 // Next advances to the next document, waiting for it; it returns false at
 // the end of the scan, on an error (Err), or after Close.
-func (r *ScanResult) Next() bool { return r.cur.Next() }
+func (r *ScanResult) Next() bool {
+	if r.call == nil {
+		return r.cur.Next()
+	}
+	return r.nextObserved()
+}
+
+// nextObserved is Next of a scan its observers see: the scan's span and
+// latency end when it returns false, or when a panic of the caller's code
+// that the scan ran unwinds it.
+func (r *ScanResult) nextObserved() (more bool) {
+	returned := false
+	defer func() {
+		if !returned {
+			r.endCall(errUnwound)
+		} else if !more {
+			r.endCall(r.cur.Err())
+		}
+	}()
+	more = r.cur.Next()
+	returned = true
+	return more
+}
+
+// endCall ends the scan's observed operation with err (once: later calls
+// do nothing).
+func (r *ScanResult) endCall(err error) {
+	r.c.obs.EndCall(r.call, err, r.c.clock.Now())
+}
 
 // Item returns the document Next moved to.
 func (r *ScanResult) Item() ScanItem {
@@ -422,7 +476,21 @@ func (r *ScanResult) Err() error { return r.cur.Err() }
 // makes must be cancelled), so Close can take up to about twice Timeout
 // (the vbuckets scanned at once are cancelled in parallel). Closing the
 // client ends these waits at once.
-func (r *ScanResult) Close() error { return r.cur.Close() }
+func (r *ScanResult) Close() error {
+	if r.call == nil {
+		return r.cur.Close()
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			r.endCall(errUnwound)
+		}
+	}()
+	err := r.cur.Close()
+	returned = true
+	r.endCall(err)
+	return err
+}
 
 // All iterates over the documents, then yields the scan's error (with a
 // zero ScanItem) if it failed. Breaking out of the loop closes the scan,

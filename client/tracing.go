@@ -18,7 +18,9 @@ import (
 // is a span of its own ("get_any_replica", "get_all_replicas",
 // "lookup_in_any_replica", "lookup_in_all_replicas", RFC 0067's wrapping
 // spans) with the read of each copy under it; so is a Ping ("ping"), over
-// the NOOP of each node.
+// the NOOP of each node. A Scan is one span ("scan") from Scan until its
+// ScanResult's Next returns false or Close, whose requests are its
+// dispatch spans.
 //
 // The client passes every time itself, read from Options.Clock, so that a
 // span covers exactly what the client measured (and a test on a fake clock

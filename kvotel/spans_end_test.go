@@ -317,8 +317,8 @@ func TestSpansEndOnceOnEveryPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.ledger.check(t)
-		if sp := e.spans(); len(sp["range_scan_cancel"]) == 0 {
-			t.Errorf("no range_scan_cancel span after a scan closed early: %d creates", len(sp["range_scan_create"]))
+		if sp := e.spans(); len(sp["scan"]) != 1 {
+			t.Errorf("%d scan spans after a scan closed early, want 1", len(sp["scan"]))
 		}
 	})
 
@@ -375,7 +375,8 @@ func TestSpansEndOnceOnEveryPath(t *testing.T) {
 		}
 		// The wrapping spans are under the caller's, the reads of the
 		// copies and the nodes' pings under theirs; the GetMany's gets and
-		// the scan's requests under the caller's.
+		// the scan under the caller's, the scan's requests its dispatch
+		// spans.
 		under := map[string]map[string]int{}
 		for _, s := range e.sr.Ended() {
 			if p := byID[s.Parent().SpanID()]; p != nil {
@@ -400,8 +401,11 @@ func TestSpansEndOnceOnEveryPath(t *testing.T) {
 				}
 			}
 		}
-		if under["caller"]["get"] != 3 || under["caller"]["range_scan_create"] != 64 || under["caller"]["range_scan_continue"] < 1 {
-			t.Errorf("under the caller's: %v, want the GetMany's 3 gets and the scan's 64 creates and its continues", under["caller"])
+		if under["caller"]["get"] != 3 || under["caller"]["scan"] != 1 {
+			t.Errorf("under the caller's: %v, want the GetMany's 3 gets and the scan", under["caller"])
+		}
+		if n := under["scan"][client.SpanDispatchToServer]; n < 65 || len(under["scan"]) != 1 {
+			t.Errorf("under the scan: %v, want its 64 creates and its continues as dispatch spans", under["scan"])
 		}
 	})
 }

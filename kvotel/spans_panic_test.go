@@ -55,6 +55,16 @@ func TestSpansEndWhenCallerCodePanics(t *testing.T) {
 		{"get_many", []string{"get"}, func(ctx context.Context, c *client.Client) {
 			c.DefaultCollection().GetMany(ctx, []string{"k", "k2", "k3"}, nil)
 		}},
+		// The scan's requests run on its goroutines; Next raises the panic.
+		{"scan", []string{"scan"}, func(ctx context.Context, c *client.Client) {
+			sr, err := c.DefaultCollection().Scan(ctx, client.RangeScan{}, nil)
+			if err != nil {
+				return
+			}
+			defer sr.Close()
+			for sr.Next() {
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, e := connect(t, mc, &client.Options{Observer: panickyObserver{}})

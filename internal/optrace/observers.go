@@ -188,7 +188,7 @@ func (ob *Observers) RetryDecided(t *Trace) {
 // tracing), decided when RetryDecided noted: an event on the span.
 func (ob *Observers) Retried(t *Trace, reason fmt.Stringer) {
 	t.foldServer()
-	if t.span == nil {
+	if t.span == nil || t.call != nil { // a Call's span: its requests run at once, on goroutines of their own
 		return
 	}
 	t.event[0] = slog.String(AttrRetryReason, reason.String())
@@ -213,6 +213,10 @@ func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.T
 		r := t.record(ob.cfg.Service)
 		r.Total, r.Timeout = total, t.Origin.Timeout
 		th.Add(r)
+	}
+	if t.call != nil {
+		ob.endPart(t, retries, at) // the Call's request: no operation of its own
+		return
 	}
 	if ob.metered {
 		ob.meters.record(coll, t.Origin.Operation, t.op, errType, total)

@@ -198,6 +198,10 @@ var errUnwound = errors.New("the operation was unwound by a panic")
 // ended before the panic, under a parent it never receives. The meter and
 // the reports see nothing of the operation. After End it does nothing.
 func (ob *Observers) Unwound(t *Trace, retries int, at time.Time) {
+	if t.call != nil {
+		ob.endPart(t, retries, at) // the Call's span ends with the Call
+		return
+	}
 	if t.span != nil {
 		ob.endOperation(t, errUnwound, ob.cfg.ErrorTypeOther, true, retries, at)
 	}

@@ -35,8 +35,9 @@ type Trace struct {
 	now    time.Time // the latest clock reading; stale after a wait
 	fresh  bool      // now is still the time (no wait since it was read)
 
-	span     hookguard.Span // nil: not traced
+	span     hookguard.Span // nil: not traced (a Call's request: the Call's span)
 	dispatch hookguard.Span // the attempt's dispatch span, while it is out
+	call     *Call          // the Call the request is part of (BeginPart), nil: an operation of its own
 	event    [1]slog.Attr
 
 	// Rec is the operation's record for the reports. Its names and its

@@ -1,0 +1,103 @@
+package optrace
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/hookguard"
+)
+
+// Call is an operation of the caller's that the client runs as requests
+// of its own, on goroutines of its own, for as long as the caller reads
+// its results (a scan: its creates, continues and cancels, until its
+// iterator ends or is closed). It is one operation to the observers: its
+// span (when tracing), under which each attempt of each of its requests is
+// a dispatch span (BeginPart), and its latency and outcome on the meter,
+// from BeginCall to EndCall. Its requests are no operations of their own:
+// they make no span of their own and the meter records nothing of them
+// (the slow-operation and orphan reports still see each).
+type Call struct {
+	span    hookguard.Span // nil: not traced
+	coll    *Coll
+	name    string
+	start   time.Time
+	retries atomic.Int64 // its requests' retries, summed
+	ended   atomic.Bool
+}
+
+// BeginCall starts observing a Call named name (RFC 0067's style:
+// "scan") on coll (nil: none) under parent (nil: none given) at start.
+// It returns nil when neither a tracer nor a meter records.
+func (ob *Observers) BeginCall(ctx context.Context, name string, coll *Coll, parent hookguard.Span, start time.Time) *Call {
+	if ob.cfg.Tracer == nil && !ob.metered {
+		return nil
+	}
+	c := &Call{coll: coll, name: name, start: start}
+	if ob.cfg.Tracer != nil {
+		c.span = ob.startSpan(ctx, name, coll, parent, start)
+	}
+	return c
+}
+
+// Span is c's span: nil when not traced (or c is nil).
+func (c *Call) Span() hookguard.Span {
+	if c == nil {
+		return nil
+	}
+	return c.span
+}
+
+// EndCall ends c (nil: nothing) at at with err (nil: success): its span
+// gets the retries of its requests, err's error type and status, and
+// ends; the meter records its latency with that error type. Only the
+// first call does anything: a Call may end from more than one place
+// (its results exhausted, closed, a panic unwinding).
+func (ob *Observers) EndCall(c *Call, err error, at time.Time) {
+	if c == nil || !c.ended.CompareAndSwap(false, true) {
+		return
+	}
+	var errType string
+	if err != nil {
+		errType = ErrorType(err, ob.cfg.ErrorTypeOther)
+	}
+	if ob.metered {
+		ob.meters.record(c.coll, c.name, opUnlisted, errType, at.Sub(c.start))
+	}
+	if s := c.span; s != nil {
+		g := ob.cfg.Guard
+		g.SetAttribute(s, AttrRetries, slog.Int64Value(c.retries.Load()))
+		if err != nil {
+			g.SetAttribute(s, AttrErrorType, slog.StringValue(errType))
+		}
+		ob.cfg.Tracer.SetStatus(s, failed(err))
+		g.EndSpan(s, at)
+	}
+}
+
+// BeginPart starts observing a request of c's (nil: the request is an
+// operation of its own: Begin's job) named name, at start, with timeout
+// to its deadline: its attempts are dispatch spans under c's span, its
+// retries count as c's, and End ends none but them.
+func (ob *Observers) BeginPart(t *Trace, c *Call, name Name, start time.Time, timeout time.Duration) {
+	t.Origin.Operation, t.op = name.Span, name.op
+	t.Origin.Timeout = timeout
+	t.start, t.now, t.fresh = start, start, true
+	t.call = c
+	if ob.cfg.Tracer != nil {
+		t.span = c.Span()
+	}
+}
+
+// endPart ends a request of a Call (BeginPart) at at after retries
+// retries: the dispatch span of an attempt still out, and its retries
+// added to the Call's. The Call's span is the Call's to end.
+func (ob *Observers) endPart(t *Trace, retries int, at time.Time) {
+	if t.dispatch != nil { // an attempt that ended without Ended: abandoned
+		ob.cfg.Guard.EndSpan(t.dispatch, at)
+		t.dispatch = nil
+	}
+	t.call.retries.Add(int64(retries))
+	t.span, t.call = nil, nil
+}
