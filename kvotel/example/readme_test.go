@@ -18,6 +18,7 @@ import (
 	"github.com/kvwire/kvwire/mockcluster"
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -59,6 +60,10 @@ func TestReadmeOpenTelemetryExampleExports(t *testing.T) {
 					switch s.Name {
 					case "get":
 						get = true
+						// A success: left Unset, as README.md says.
+						if s.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_UNSET {
+							t.Errorf("the get's span status %v, want Unset", s.GetStatus())
+						}
 					case client.SpanDispatchToServer:
 						dispatch = true
 					}
@@ -138,7 +143,13 @@ func TestReadmeOpenTelemetryExampleExportsAFailure(t *testing.T) {
 		for _, rs := range req.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					get = get || s.Name == "get"
+					if s.Name == "get" {
+						get = true
+						// A missing document is a failed get (DocumentNotFound).
+						if s.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+							t.Errorf("the failed get's span status %v, want Error", s.GetStatus())
+						}
+					}
 				}
 			}
 		}
