@@ -60,9 +60,9 @@ func TestReadmeOpenTelemetryExampleExports(t *testing.T) {
 					switch s.Name {
 					case "get":
 						get = true
-						// A success: left Unset, as README.md says.
-						if s.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_UNSET {
-							t.Errorf("the get's span status %v, want Unset", s.GetStatus())
+						// A success: Ok, as README.md says (RFC 0067).
+						if s.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_OK {
+							t.Errorf("the get's span status %v, want Ok", s.GetStatus())
 						}
 					case client.SpanDispatchToServer:
 						dispatch = true
@@ -145,9 +145,20 @@ func TestReadmeOpenTelemetryExampleExportsAFailure(t *testing.T) {
 				for _, s := range ss.Spans {
 					if s.Name == "get" {
 						get = true
-						// A missing document is a failed get (DocumentNotFound).
-						if s.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
-							t.Errorf("the failed get's span status %v, want Error", s.GetStatus())
+						// A missing document: status Ok, RFC 0067's "not an
+						// error code like document not found", with its
+						// error.type, as README.md says.
+						if s.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_OK {
+							t.Errorf("the missing document's get span status %v, want Ok", s.GetStatus())
+						}
+						var et string
+						for _, a := range s.Attributes {
+							if a.Key == "error.type" {
+								et = a.GetValue().GetStringValue()
+							}
+						}
+						if et != "DocumentNotFound" {
+							t.Errorf("the missing document's get span error.type %q, want DocumentNotFound", et)
 						}
 					}
 				}
