@@ -53,6 +53,11 @@ func (cn *conn) rangeScan(p *memdx.Packet) outcome {
 //     limit was reached) or RANGE_SCAN_COMPLETE (the scan is gone).
 //   - cancel: SUCCESS, or KEY_ENOENT for an unknown id.
 //
+// A client that did not negotiate XERROR is disconnected instead of being
+// answered VB_UUID_NOT_EQUAL or RANGE_SCAN_CANCELLED (kv_engine's
+// Connection::remapErrorCode); it does get RANGE_SCAN_MORE and
+// RANGE_SCAN_COMPLETE, which kv_engine sends without remapping.
+//
 // A scan lives Options.RangeScanLifetime from its create, whatever it
 // does meanwhile (kv_engine's range_scan_max_lifetime, enforced by its
 // RangeScanTimeoutTask); the mock removes expired scans whenever a range
@@ -187,7 +192,10 @@ func (cn *conn) rangeScanCreate(p *memdx.Packet) outcome {
 		uuid, seqno := vb.uuid, vb.seqno
 		vb.mu.Unlock()
 		if uuid != sr.VbUUID {
-			cn.fail(p, memdx.StatusVbUUIDNotEqual, "snapshot_requirements.vb_uuid is not the vbucket's UUID "+strconv.FormatUint(uuid, 10))
+			// The engine's status (ep_bucket.cc createRangeScan), through
+			// handle_executor_status: a client without XERROR is
+			// disconnected.
+			cn.failExec(p, memdx.StatusVbUUIDNotEqual, "snapshot_requirements.vb_uuid is not the vbucket's UUID "+strconv.FormatUint(uuid, 10))
 			return outcome{}
 		}
 		if seqno < sr.Seqno && sr.TimeoutMs > 0 {
@@ -279,7 +287,7 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 		}
 		vb.mu.Unlock()
 		if st != memdx.StatusSuccess {
-			cn.fail(p, st, ctx)
+			cn.failExec(p, st, ctx)
 			return
 		}
 	}
@@ -488,7 +496,15 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 		// Cancelled (or expired) while this continue ran: kv_engine ends
 		// the continue with RANGE_SCAN_CANCELLED alone, dropping the batch
 		// it still held (RangeScanContinueResultCancelled sends nothing;
-		// range_scan_continue_executor.cc sends the status).
+		// range_scan_continue_executor.cc sends the status through
+		// handle_executor_status, whose Connection::remapErrorCode
+		// disconnects a client without XERROR; RANGE_SCAN_MORE and
+		// _COMPLETE, which the engine sends itself
+		// (RangeScanContinueResult::send), are not remapped).
+		if !cn.has(memdx.FeatureXerror) {
+			cn.hangUp(p, memdx.StatusRangeScanCancelled)
+			return
+		}
 		cn.scanResponse(p, memdx.StatusRangeScanCancelled, nil, nil)
 	case done:
 		cn.scanResponse(p, memdx.StatusRangeScanComplete, extras, batch)
