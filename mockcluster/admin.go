@@ -16,7 +16,7 @@ import (
 
 // handle runs one request with wmu held.
 func (cn *conn) handle(p *memdx.Packet) outcome {
-	cn.euid = nil
+	cn.euid, cn.euidExtra = nil, cn.euidExtra[:0]
 	// Before authentication kv_engine runs the handshake commands only
 	// and answers EACCESS, with no error context, to everything else,
 	// NOOP, VERSION and QUIT included, before it looks at the opcode
@@ -91,12 +91,13 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 			// The packet validator runs before the no-bucket engine
 			// could answer (Cookie::validate).
 		case !cn.impersonate(p):
-		case cn.euid != nil && keyRules[p.OpCode].docKey:
+		case cn.euid != nil && keyRules[p.OpCode].docKey && cn.euidMissing(p.OpCode) != "":
 			// Without a bucket the connection's user has every bucket
 			// privilege (so that the engine answers NO_BUCKET), but
-			// an impersonated user has none (Connection::setBucketIndex,
-			// Cookie::testPrivilege).
-			cn.refusePrivilege(p, opPrivilege(p.OpCode))
+			// an impersonated user has none but those the request
+			// grants it (Connection::setBucketIndex,
+			// Cookie::checkPrivilege).
+			cn.refusePrivilege(p, cn.euidMissing(p.OpCode))
 		default:
 			cn.failExec(p, memdx.StatusNoBucket, "No bucket selected")
 		}

@@ -60,10 +60,13 @@ type conn struct {
 
 	// Used only by the serve goroutine. pkt holds the request being handled
 	// (in the conn so that handing its address around allocates nothing).
-	pkt     memdx.Packet
-	euid    *user // the user the request being handled impersonates, if any
-	scram   *memdx.ScramServer
-	scratch []byte
+	pkt  memdx.Packet
+	euid *user // the user the request being handled impersonates, if any
+	// euidExtra are the privileges the request grants euid
+	// (ImpersonateUserExtraPrivilege frame infos).
+	euidExtra []string
+	scram     *memdx.ScramServer
+	scratch   []byte
 
 	timing reqTiming // server durations (tracing.go); guarded by wmu
 }

@@ -5,6 +5,7 @@ package mockcluster
 // daemon/cookie.cc).
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -28,13 +29,20 @@ func (cn *conn) mayAdminister() bool {
 func (cn *conn) impersonate(p *memdx.Packet) bool {
 	var name []byte
 	found := false
+	cn.euidExtra = cn.euidExtra[:0]
 	_ = memdx.FrameInfos(p.FramingExtras, func(id uint16, data []byte) error {
-		if memdx.RequestFrameID(id) == memdx.FrameImpersonateUser {
+		switch memdx.RequestFrameID(id) {
+		case memdx.FrameImpersonateUser:
 			name, found = data, true
+		case memdx.FrameImpersonateUserExtraPrivilege:
+			cn.euidExtra = append(cn.euidExtra, string(data))
 		}
 		return nil
 	})
 	if !found {
+		// Extra privileges extend the impersonated user's privileges
+		// only: without one they change nothing (Cookie::checkPrivilege).
+		cn.euidExtra = cn.euidExtra[:0]
 		return true
 	}
 	// verifyFrames refused these already for the commands it judges.
@@ -71,7 +79,53 @@ func (cn *conn) mayRunAs(p *memdx.Packet) bool {
 	if cn.euid == nil || b == nil || cn.euid.mayUse(b.name) {
 		return true
 	}
-	cn.refusePrivilege(p, opPrivilege(p.OpCode))
+	if missing := cn.euidMissing(p.OpCode); missing != "" {
+		cn.refusePrivilege(p, missing)
+		return false
+	}
+	return true
+}
+
+// euidMissing is the first privilege of op's chain that an impersonated
+// user without privileges in the bucket lacks ("" when the request's
+// ImpersonateUserExtraPrivilege frame infos grant them all): kv_engine's
+// Cookie::checkPrivilege passes a privilege the connection's user holds
+// and the request grants, and McbpPrivilegeChains checks each privilege of
+// the opcode's chain in turn.
+func (cn *conn) euidMissing(op memdx.OpCode) string {
+	for _, priv := range opPrivileges(op) {
+		if !slices.Contains(cn.euidExtra, priv) &&
+			!(priv == "Insert" && slices.Contains(cn.euidExtra, "Upsert")) {
+			// requireInsertOrUpsert: ADD passes with either.
+			return priv
+		}
+	}
+	return ""
+}
+
+// opPrivileges is the chain of privileges an opcode's command checks
+// (McbpPrivilegeChains, daemon/mcbp_privileges.cc): a command that reads
+// and writes the document needs Read, then Upsert.
+func opPrivileges(op memdx.OpCode) []string {
+	switch op {
+	case memdx.OpGAT, memdx.OpGATQ, memdx.OpIncrement, memdx.OpIncrementQ, memdx.OpDecrement, memdx.OpDecrementQ,
+		memdx.OpSubdocCounter, memdx.OpSubdocMultiMutation:
+		return []string{"Read", "Upsert"}
+	}
+	return []string{opPrivilege(op)}
+}
+
+// knownPrivilege reports whether name is a privilege kv_engine knows
+// (cb::rbac::to_privilege, rbac/privileges.cc).
+func knownPrivilege(name string) bool {
+	switch name {
+	case "Read", "Insert", "Delete", "Upsert", "SimpleStats", "Stats", "NodeSupervisor", "Administrator",
+		"Audit", "DcpConsumer", "DcpProducer", "DcpStream", "MetaWrite", "IdleConnection",
+		"SystemXattrRead", "SystemXattrWrite", "BucketThrottleManagement", "Unthrottled", "Unmetered",
+		"Impersonate", "Settings", "SystemSettings", "SystemCollectionLookup", "SystemCollectionMutation",
+		"RangeScan":
+		return true
+	}
 	return false
 }
 

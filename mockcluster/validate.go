@@ -265,8 +265,13 @@ func (cn *conn) verifyFrames(p *memdx.Packet, r headerRule) (memdx.Status, strin
 				st, ctx = memdx.StatusNotSupported, "This command does not support PreserveTtl"
 			}
 		case memdx.FrameImpersonateUserExtraPrivilege:
-			if len(data) == 0 {
+			switch {
+			case len(data) == 0:
 				st, ctx = memdx.StatusInvalidArgs, "Privilege name must be set"
+			case !knownPrivilege(string(data)):
+				// cb::rbac::to_privilege throws for a name it does not
+				// know.
+				st, ctx = memdx.StatusInvalidArgs, "Failed to look up the privilege"
 			}
 		default:
 			st = memdx.StatusUnknownFrameInfo
