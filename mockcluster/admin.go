@@ -457,9 +457,10 @@ func lookupName(n string) bool {
 var processStart = time.Now()
 
 // stat answers the default STAT group with a few keys, one response each,
-// and the terminating response with no key and no value; another group
-// KEY_ENOENT (the bucket's engine does not know it); without a bucket,
-// NO_BUCKET whatever the group.
+// and the terminating response with no key and no value; the key groups a
+// document's metadata (statKey); another group KEY_ENOENT (the bucket's
+// engine does not know it); without a bucket, NO_BUCKET whatever the
+// group.
 func (cn *conn) stat(p *memdx.Packet) {
 	b := cn.bucket.Load()
 	if b == nil {
@@ -472,6 +473,11 @@ func (cn *conn) stat(p *memdx.Packet) {
 	}
 	if cn.euid != nil && !cn.euid.mayUse(b.name) {
 		cn.refusePrivilege(p, "SimpleStats")
+		return
+	}
+	if g := string(p.Key); !b.memcached() && (strings.HasPrefix(g, "key ") || strings.HasPrefix(g, "key-byid ") ||
+		strings.HasPrefix(g, "vkey ") || strings.HasPrefix(g, "vkey-byid ")) {
+		cn.statKey(p, b, g)
 		return
 	}
 	if len(p.Key) != 0 {
