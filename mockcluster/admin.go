@@ -544,7 +544,9 @@ func (cn *conn) getManifest(p *memdx.Packet) {
 // the id (4 bytes). As kv_engine's Collections::Manager and Manifest
 // decide: the number of dots first, then the scope's name and existence,
 // then the collection's; an empty part is the default; a name
-// Manifest::validName refuses is EINVAL (no manifest uid).
+// Manifest::validName refuses is EINVAL (no manifest uid). A client that
+// did not negotiate Collections gets EINVAL for an unknown scope or
+// collection (remapErrorCode).
 func (cn *conn) getCollectionID(p *memdx.Packet) {
 	m := cn.bucket.Load().snap.Load().manifest
 	path := string(p.Value)
@@ -566,7 +568,7 @@ func (cn *conn) getCollectionID(p *memdx.Packet) {
 	}
 	s, ok := m.scope(scope)
 	if !ok {
-		cn.failManifest(p, memdx.StatusUnknownScope, m.uid, "Unknown scope "+strconv.Quote(scope))
+		cn.failManifestExec(p, memdx.StatusUnknownScope, m.uid, "Unknown scope "+strconv.Quote(scope))
 		return
 	}
 	id := s.uid
@@ -577,7 +579,7 @@ func (cn *conn) getCollectionID(p *memdx.Packet) {
 		}
 		cid, ok := m.lookup(scope, coll)
 		if !ok {
-			cn.failManifest(p, memdx.StatusUnknownCollection, m.uid, "Unknown collection "+strconv.Quote(path))
+			cn.failManifestExec(p, memdx.StatusUnknownCollection, m.uid, "Unknown collection "+strconv.Quote(path))
 			return
 		}
 		id = cid

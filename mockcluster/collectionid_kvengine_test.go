@@ -72,3 +72,46 @@ func TestGetCollectionIDPaths(t *testing.T) {
 		}
 	}
 }
+
+// COLLECTIONS_GET_ID and GET_SCOPE_ID end through handle_executor_status
+// (SteppableCommandContext::drive), whose Connection::remapErrorCode
+// answers EINVAL instead of UNKNOWN_SCOPE or UNKNOWN_COLLECTION to a client
+// that did not negotiate Collections (the manifest uid the engine set stays
+// in the body). The mock answered the collection statuses to every client.
+func TestGetCollectionIDUnknownWithoutCollectionsIsEinval(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	b := c.Bucket(DefaultBucket)
+	if _, err := b.AddScope("inventory"); err != nil {
+		t.Fatal(err)
+	}
+	uid := b.ManifestUID()
+	for _, collections := range []bool{true, false} {
+		fs := []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket, memdx.FeatureJSON}
+		if collections {
+			fs = append(fs, memdx.FeatureCollections)
+		}
+		cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, fs)
+		for _, tc := range []struct {
+			name string
+			req  memdx.Request
+			want memdx.Status
+		}{
+			{"unknown scope", memdx.Request{OpCode: memdx.OpCollectionsGetID, Value: []byte("nope.x")}, memdx.StatusUnknownScope},
+			{"unknown collection", memdx.Request{OpCode: memdx.OpCollectionsGetID, Value: []byte("inventory.x")}, memdx.StatusUnknownCollection},
+			{"unknown scope id", memdx.Request{OpCode: memdx.OpCollectionsGetScopeID, Value: []byte("nope")}, memdx.StatusUnknownScope},
+		} {
+			want := tc.want
+			if !collections {
+				want = memdx.StatusInvalidArgs
+			}
+			p := cl.do(tc.req)
+			if p.Status != want {
+				t.Errorf("collections=%v, %s: %s, want %s", collections, tc.name, p.Status, want)
+				continue
+			}
+			if body, _ := memdx.DecodeErrorBody(p.Datatype, p.Value); !body.HasManifest || body.ManifestUID != uid {
+				t.Errorf("collections=%v, %s: body %q, want manifest uid %x", collections, tc.name, p.Value, uid)
+			}
+		}
+	}
+}

@@ -571,6 +571,17 @@ func (cn *conn) failManifest(p *memdx.Packet, st memdx.Status, uid uint64, conte
 	cn.reply(p, st, 0, cn.outDatatype(memdx.DatatypeJSON), nil, nil, b)
 }
 
+// failManifestExec is failManifest for a status an execution ended with
+// (handle_executor_status): Connection::remapErrorCode answers a client
+// that did not negotiate Collections EINVAL instead of UNKNOWN_COLLECTION
+// or UNKNOWN_SCOPE, the body (the manifest uid the engine set) unchanged.
+func (cn *conn) failManifestExec(p *memdx.Packet, st memdx.Status, uid uint64, context string) {
+	if !cn.has(memdx.FeatureCollections) {
+		st = memdx.StatusInvalidArgs
+	}
+	cn.failManifest(p, st, uid, context)
+}
+
 func appendErrorJSON(b []byte, context, ref string) []byte {
 	b = append(b, `{"error":{"context":`...)
 	b = appendJSONString(b, context)

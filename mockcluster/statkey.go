@@ -42,12 +42,11 @@ func (cn *conn) statKey(p *memdx.Packet, b *Bucket, group string) {
 		var st memdx.Status
 		if cid, st = statKeyCollection(m, base, args[0], args[3]); st != memdx.StatusSuccess {
 			switch {
-			case (st == memdx.StatusUnknownCollection || st == memdx.StatusUnknownScope) &&
-				!cn.has(memdx.FeatureCollections):
+			case st == memdx.StatusUnknownCollection:
+				cn.failManifestExec(p, st, m.uid, "")
+			case st == memdx.StatusUnknownScope && !cn.has(memdx.FeatureCollections):
 				// remapErrorCode: a client without collections gets EINVAL.
 				cn.failExec(p, memdx.StatusInvalidArgs, "")
-			case st == memdx.StatusUnknownCollection:
-				cn.failManifest(p, st, m.uid, "")
 			default:
 				cn.failExec(p, st, "")
 			}
