@@ -74,10 +74,10 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 		return outcome{}
 	case memdx.OpVerbosity:
 		// verbosity_executor sets the node's log level; it needs the
-		// NodeManagement privilege (mcbp_privileges.cc), which of the
+		// Administrator privilege (mcbp_privileges.cc), which of the
 		// mock's users only one with every bucket (an administrator) has.
 		if !cn.mayAdminister() {
-			cn.refusePrivilege(p, "NodeManagement")
+			cn.refusePrivilege(p, "Administrator")
 			return outcome{}
 		}
 		cn.ok(p)

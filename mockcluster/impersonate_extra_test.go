@@ -103,3 +103,65 @@ func TestImpersonateExtraPrivilege(t *testing.T) {
 		app.do(with(app, get(), DefaultUser, "Impersonate")),
 		memdx.StatusNoAccess, "Authorization failure: can't execute GET operation without the Impersonate privilege")
 }
+
+// The privileges the mock names in its EACCESS contexts, and checks an
+// impersonated user for, are kv_engine 7.6's (McbpPrivilegeChains,
+// daemon/mcbp_privileges.cc; the names of rbac/privileges.cc): VERBOSITY
+// needs Administrator (NodeManagement is gone), GET_META Read (MetaRead is
+// gone), SUBDOC_MULTI_MUTATION Upsert alone, and ADD, Insert or Upsert,
+// names Upsert when it has neither (its last check).
+func TestPrivilegeNamesAreKVEngines(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1, Users: []User{
+		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
+		{Name: "app", Password: "secret", Buckets: []string{DefaultBucket}},
+		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
+	}})
+	b := c.Bucket(DefaultBucket)
+	if _, err := b.Set("", "", "doc", []byte(`{"a":1}`), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	login := func(user, pass string) *rawClient {
+		cl := dialRaw(t, c.Node(0).Addr())
+		cl.hello(stdFeatures...)
+		if st := cl.authPlain(user, pass); st != memdx.StatusSuccess {
+			t.Fatalf("auth %s: %s", user, st)
+		}
+		if st := cl.selectBucket(DefaultBucket); st != memdx.StatusSuccess {
+			t.Fatalf("select as %s: %s", user, st)
+		}
+		return cl
+	}
+	as := func(cl *rawClient, r memdx.Request, privs ...string) memdx.Request {
+		r = keyReq(cl, b, r)
+		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range privs {
+			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.FramingExtras = fe
+		return r
+	}
+	app := login("app", "secret")
+	expectAnswer(t, "VERBOSITY by a user who is not an administrator",
+		app.do(memdx.Request{OpCode: memdx.OpVerbosity, Extras: []byte{0, 0, 0, 1}}),
+		memdx.StatusNoAccess, "Authorization failure: can't execute VERBOSITY operation without the Administrator privilege")
+	admin := login(DefaultUser, DefaultPassword)
+	expectAnswer(t, "GET_META as a user without the bucket",
+		admin.do(as(admin, memdx.Request{OpCode: memdx.OpGetMeta, Key: []byte("doc")})),
+		memdx.StatusNoAccess, "Authorization failure: can't execute GET_META operation without the Read privilege")
+	expectAnswer(t, "GET_META as a user without the bucket, granted Read",
+		admin.do(as(admin, memdx.Request{OpCode: memdx.OpGetMeta, Key: []byte("doc")}, "Read")), memdx.StatusSuccess, "")
+	mm := memdx.NewSubdocMultiMutation([]byte("doc"), 0, 0, []memdx.SubdocMutateOp{
+		{Op: memdx.OpSubdocDictUpsert, Path: []byte("b"), Value: []byte("2")}})
+	expectAnswer(t, "ADD as a user without the bucket",
+		admin.do(as(admin, memdx.NewStore(memdx.OpAdd, []byte("new"), []byte("1"), 0, 0))),
+		memdx.StatusNoAccess, "Authorization failure: can't execute ADD operation without the Upsert privilege")
+	expectAnswer(t, "ADD as a user without the bucket, granted Insert",
+		admin.do(as(admin, memdx.NewStore(memdx.OpAdd, []byte("new"), []byte("1"), 0, 0), "Insert")), memdx.StatusSuccess, "")
+	expectAnswer(t, "multi-mutation as a user without the bucket, granted Upsert",
+		admin.do(as(admin, mm, "Upsert")), memdx.StatusSuccess, "")
+}

@@ -14,7 +14,7 @@ import (
 // such a client cannot know those statuses, so the server closes the
 // connection instead of answering. The mock answered NO_BUCKET (a data
 // command or STAT without a selected bucket) and EACCESS (VERBOSITY by a
-// user without NodeManagement) to every client.
+// user without Administrator) to every client.
 func TestNoXerrorClientIsDisconnectedForNoBucketAndNoAccess(t *testing.T) {
 	c := newCluster(t, Options{Nodes: 1, Users: []User{
 		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
@@ -43,7 +43,7 @@ func TestNoXerrorClientIsDisconnectedForNoBucketAndNoAccess(t *testing.T) {
 			func(*rawClient) memdx.Request { return memdx.NewStat(nil) }, memdx.StatusNoBucket},
 		{"SELECT_BUCKET of a bucket the user may not use", "app", "secret",
 			func(*rawClient) memdx.Request { return memdx.NewSelectBucket("other") }, memdx.StatusNoAccess},
-		{"VERBOSITY without NodeManagement", "app", "secret",
+		{"VERBOSITY without Administrator", "app", "secret",
 			func(*rawClient) memdx.Request {
 				return memdx.Request{OpCode: memdx.OpVerbosity, Extras: []byte{0, 0, 0, 1}}
 			},
