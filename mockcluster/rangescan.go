@@ -56,7 +56,8 @@ func (cn *conn) rangeScan(p *memdx.Packet) outcome {
 // A client that did not negotiate XERROR is disconnected instead of being
 // answered VB_UUID_NOT_EQUAL or RANGE_SCAN_CANCELLED (kv_engine's
 // Connection::remapErrorCode); it does get RANGE_SCAN_MORE and
-// RANGE_SCAN_COMPLETE, which kv_engine sends without remapping.
+// RANGE_SCAN_COMPLETE, which kv_engine sends without remapping. One that
+// did not negotiate Collections gets EINVAL for UNKNOWN_COLLECTION.
 //
 // A scan lives Options.RangeScanLifetime from its create, whatever it
 // does meanwhile (kv_engine's range_scan_max_lifetime, enforced by its
@@ -182,7 +183,7 @@ func (cn *conn) rangeScanCreate(p *memdx.Packet) outcome {
 		return outcome{}
 	}
 	if !s.manifest.has(cfg.CollectionID) {
-		cn.failManifest(p, memdx.StatusUnknownCollection, s.manifest.uid,
+		cn.failManifestExec(p, memdx.StatusUnknownCollection, s.manifest.uid,
 			"Unknown collection id 0x"+strconv.FormatUint(uint64(cfg.CollectionID), 16))
 		return outcome{}
 	}
@@ -466,7 +467,7 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 	if !s.manifest.has(sc.cid) {
 		delete(rs.byID, sc.id)
 		rs.mu.Unlock()
-		cn.failManifest(p, memdx.StatusUnknownCollection, s.manifest.uid,
+		cn.failManifestExec(p, memdx.StatusUnknownCollection, s.manifest.uid,
 			"The scan's collection 0x"+strconv.FormatUint(uint64(sc.cid), 16)+" was dropped")
 		return
 	}

@@ -110,3 +110,65 @@ func TestRangeScanStatusesUnknownWithoutXerrorCloseTheConnection(t *testing.T) {
 		}
 	})
 }
+
+// A range scan's UNKNOWN_COLLECTION (create naming a collection the bucket
+// does not have; continue of a scan whose collection was dropped) is an
+// engine status sent through handle_executor_status, whose
+// Connection::remapErrorCode answers EINVAL instead to a client that did
+// not negotiate Collections.
+func TestRangeScanUnknownCollectionWithoutCollectionsIsEinval(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	b := c.Bucket(DefaultBucket)
+	if _, err := b.AddScope("s"); err != nil {
+		t.Fatal(err)
+	}
+	cid, err := b.AddCollection("s", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Set("s", "c", "k1", []byte(`{}`), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Set("s", "c", "k2", []byte(`{}`), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, collections := range []bool{true, false} {
+		fs := []memdx.HelloFeature{memdx.FeatureXerror, memdx.FeatureSelectBucket, memdx.FeatureJSON}
+		want := memdx.StatusUnknownCollection
+		if collections {
+			fs = append(fs, memdx.FeatureCollections)
+		} else {
+			want = memdx.StatusInvalidArgs
+		}
+		cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, fs)
+		r, err := memdx.NewRangeScanCreate(&memdx.RangeScanCreate{CollectionID: 0x99, KeyOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := cl.do(r); p.Status != want {
+			t.Errorf("collections=%v: create in an unknown collection: %s, want %s", collections, p.Status, want)
+		}
+		if r, err = memdx.NewRangeScanCreate(&memdx.RangeScanCreate{CollectionID: cid, KeyOnly: true}); err != nil {
+			t.Fatal(err)
+		}
+		p := cl.do(r)
+		if p.Status != memdx.StatusSuccess {
+			t.Fatalf("collections=%v: create: %s", collections, p.Status)
+		}
+		id, _ := memdx.DecodeRangeScanCreateResponse(&p)
+		if err := b.DropCollection("s", "c"); err != nil {
+			t.Fatal(err)
+		}
+		if p := cl.do(memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id})); p.Status != want {
+			t.Errorf("collections=%v: continue after the drop: %s, want %s", collections, p.Status, want)
+		}
+		if cid, err = b.AddCollection("s", "c"); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"k1", "k2"} {
+			if _, err := b.Set("s", "c", k, []byte(`{}`), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
