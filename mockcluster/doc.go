@@ -374,13 +374,18 @@
 //     xattrs and tombstones are not scanned; include_xattrs (HELLO
 //     RangeScanIncludeXattr) is not served. Options.NoRangeScans makes a
 //     server before 7.2: no capability, the opcodes unknown.
-//   - STAT (default group only) answers pid, uptime, time, version,
+//   - STAT's default group answers pid, uptime, time, version,
 //     curr_connections, cmd_get, cmd_set and curr_items, one response each,
-//     then a response without key and value. Other groups answer
-//     KEY_ENOENT (the bucket's engine does not know them); without a
-//     selected bucket any group answers NO_BUCKET. VERBOSITY answers
-//     SUCCESS to an administrator (a user with every bucket), EACCESS to
-//     others.
+//     then a response without key and value. The groups "key <key> <vb>
+//     [<scope.collection>]", "key-byid <key> <vb> [<cid>]" and their vkey
+//     forms answer a document's key_is_dirty, key_exptime, key_datatype,
+//     key_flags, key_cas, key_vb_state and key_is_resident (vkey adds
+//     key_valid) as kv_engine's doKeyStats does, KEY_ENOENT for a missing
+//     document, NOT_MY_VBUCKET for a vbucket the node does not hold. Other
+//     groups answer KEY_ENOENT (the bucket's engine does not know them);
+//     without a selected bucket any group answers NO_BUCKET. VERBOSITY
+//     answers SUCCESS to an administrator (a user with every bucket),
+//     EACCESS (no Administrator privilege) to others.
 //   - Impersonation (frame info 4, "name" or "^name" for an external
 //     user): only an administrator may impersonate (EACCESS otherwise,
 //     before authentication too); an external user answers NOT_SUPPORTED
@@ -388,8 +393,10 @@
 //     command then runs with the privileges both users have, so an
 //     impersonated user without the bucket gets EACCESS naming the
 //     privilege the command needs (kv_engine's Cookie::doExecute and
-//     testPrivilege). Frame info 6 (an extra privilege) is accepted and
-//     not acted on.
+//     testPrivilege). Frame info 6 grants the impersonated user a
+//     privilege for the request (a name kv_engine does not know answers
+//     EINVAL; without frame info 4 it changes nothing), so one without the
+//     bucket may run a command whose privileges the request grants.
 //   - With UnorderedExecution, answers the mock delays (a fault's Delay or
 //     Hold, a synchronous write, a range scan waiting for a seqno) may
 //     overtake later commands, but a command kv_engine may not reorder
