@@ -76,7 +76,7 @@ func (cn *conn) handle(p *memdx.Packet) outcome {
 		// verbosity_executor sets the node's log level; it needs the
 		// Administrator privilege (mcbp_privileges.cc), which of the
 		// mock's users only one with every bucket (an administrator) has.
-		if !cn.mayAdminister() {
+		if !cn.mayAdminister("Administrator") {
 			cn.refusePrivilege(p, "Administrator")
 			return outcome{}
 		}
@@ -399,7 +399,7 @@ func (cn *conn) getClusterConfig(p *memdx.Packet) outcome {
 	// daemon/protocol/mcbp/cluster_config_executor.cc), of the mock's users
 	// those that may use every bucket: another gets EACCESS, and a client
 	// without XERROR, which cannot be told, loses its connection.
-	if b == nil && !cn.mayAdminister() {
+	if b == nil && !cn.mayAdminister("SystemSettings") {
 		if !cn.has(memdx.FeatureXerror) {
 			cn.c.logf("mockcluster: node %d: closing connection: no access to the global cluster config, XERROR not enabled", cn.n.id)
 			return outcome{close: true}

@@ -11,13 +11,14 @@ import (
 	"github.com/kvwire/kvwire/memdx"
 )
 
-// mayAdminister reports whether the request may use a cluster-wide
-// privilege (Administrator, SystemSettings): of the mock's users only
-// those that may use every bucket have them, and an impersonated user
-// must have them too (Cookie::testPrivilege checks both).
-func (cn *conn) mayAdminister() bool {
+// mayAdminister reports whether the request may use the cluster-wide
+// privilege priv (Administrator, SystemSettings): of the mock's users only
+// those that may use every bucket have them, and an impersonated user must
+// have it too, or be granted it by the request (Cookie::checkPrivilege
+// checks both users, passing one the request grants the effective user).
+func (cn *conn) mayAdminister(priv string) bool {
 	u := cn.user.Load()
-	return u != nil && u.all && (cn.euid == nil || cn.euid.all)
+	return u != nil && u.all && (cn.euid == nil || cn.euid.all || slices.Contains(cn.euidExtra, priv))
 }
 
 // impersonate acts on the Impersonate frame info of a request that passed

@@ -165,3 +165,31 @@ func TestPrivilegeNamesAreKVEngines(t *testing.T) {
 	expectAnswer(t, "multi-mutation as a user without the bucket, granted Upsert",
 		admin.do(as(admin, mm, "Upsert")), memdx.StatusSuccess, "")
 }
+
+// A cluster-wide privilege the request grants the impersonated user counts
+// too (Cookie::checkPrivilege): VERBOSITY as a user who is not an
+// administrator, granted Administrator, runs.
+func TestImpersonateExtraPrivilegeCoversClusterPrivileges(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1, Users: []User{
+		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
+		{Name: "app", Password: "secret", Buckets: []string{DefaultBucket}},
+	}})
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	verbosity := func(privs ...string) memdx.Request {
+		r := memdx.Request{OpCode: memdx.OpVerbosity, Extras: []byte{0, 0, 0, 1}}
+		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("app"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range privs {
+			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.FramingExtras = fe
+		return r
+	}
+	expectAnswer(t, "VERBOSITY as app", cl.do(verbosity()),
+		memdx.StatusNoAccess, "Authorization failure: can't execute VERBOSITY operation without the Administrator privilege")
+	expectAnswer(t, "VERBOSITY as app, granted Administrator", cl.do(verbosity("Administrator")), memdx.StatusSuccess, "")
+}
