@@ -471,7 +471,7 @@ func (cn *conn) stat(p *memdx.Packet) {
 		cn.failExec(p, memdx.StatusNoBucket, "No bucket selected")
 		return
 	}
-	if cn.euid != nil && !cn.euid.mayUse(b.name) {
+	if cn.euid != nil && !cn.euid.mayUse(b.name) && !slices.Contains(cn.euidExtra, "SimpleStats") {
 		cn.refusePrivilege(p, "SimpleStats")
 		return
 	}

@@ -193,3 +193,44 @@ func TestImpersonateExtraPrivilegeCoversClusterPrivileges(t *testing.T) {
 		memdx.StatusNoAccess, "Authorization failure: can't execute VERBOSITY operation without the Administrator privilege")
 	expectAnswer(t, "VERBOSITY as app, granted Administrator", cl.do(verbosity("Administrator")), memdx.StatusSuccess, "")
 }
+
+// STAT as an impersonated user without the bucket needs SimpleStats
+// (the stat executor), and the key group Read in the document's collection
+// (doKeyStats' checkCollectionAccess); the request may grant both.
+func TestImpersonateExtraPrivilegeStat(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1, Users: []User{
+		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
+		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
+	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	b := c.Bucket(DefaultBucket)
+	if _, err := b.Set("", "", "doc", []byte(`{}`), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	stat := func(group string, privs ...string) memdx.Packet {
+		r := memdx.NewStat([]byte(group))
+		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range privs {
+			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.FramingExtras = fe
+		op := cl.send(r)
+		for {
+			p := cl.recv(op)
+			if p.Status != memdx.StatusSuccess || len(p.Key) == 0 {
+				return p
+			}
+		}
+	}
+	expectAnswer(t, "STAT", stat(""), memdx.StatusNoAccess,
+		"Authorization failure: can't execute STAT operation without the SimpleStats privilege")
+	expectAnswer(t, "STAT granted SimpleStats", stat("", "SimpleStats"), memdx.StatusSuccess, "")
+	expectAnswer(t, "STAT key granted SimpleStats", stat("key doc 0", "SimpleStats"), memdx.StatusNoAccess,
+		"Authorization failure: can't execute STAT operation without the Read privilege")
+	expectAnswer(t, "STAT key granted SimpleStats and Read", stat("key doc 0", "SimpleStats", "Read"), memdx.StatusSuccess, "")
+}

@@ -2,6 +2,7 @@ package mockcluster
 
 import (
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,12 @@ func (cn *conn) statKey(p *memdx.Packet, b *Bucket, group string) {
 	}
 	if !cn.holdsVbucket(s, vbid) {
 		cn.nmv(p, s)
+		return
+	}
+	// checkCollectionAccess: Read in the document's collection, which an
+	// impersonated user without the bucket has only when granted.
+	if cn.euid != nil && !cn.euid.mayUse(b.name) && !slices.Contains(cn.euidExtra, "Read") {
+		cn.refusePrivilege(p, "Read")
 		return
 	}
 	active := s.chains[vbid][0] == cn.n.id
