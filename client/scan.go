@@ -97,12 +97,12 @@ type ScanOptions struct {
 	// cancel), retries included; 0 means the client's KVTimeout, and a
 	// negative one is refused (ErrInvalidArgument). The scan as a whole is
 	// bounded by Scan's context only. A continue also asks the server to
-	// stop reading after half of the time it has left (its time limit, at
-	// least 1 ms): the server then answers with the items read so far (at
-	// least one) and the scan asks for more, so a slow vbucket (a sparse
-	// range, documents read from disk) neither times the continue out nor
-	// holds the node's connection, whose other requests wait behind a
-	// continue, for longer.
+	// stop reading after half of the time it has left, at most 1 s (its
+	// time limit, at least 1 ms): the server then answers with the items
+	// read so far (at least one) and the scan asks for more, so a slow
+	// vbucket (a sparse range, documents read from disk) neither times the
+	// continue out nor holds the node's connection, whose other requests
+	// wait behind a continue, for longer.
 	Timeout time.Duration
 	// IDsOnly returns keys only (ScanItem.IDOnly), not documents.
 	IDsOnly bool

@@ -139,3 +139,24 @@ func TestScanContinueBoundsItsConnectionsProbe(t *testing.T) {
 	<-next
 	assert.Nil(t, cn.Err(), "the connection was closed")
 }
+
+// A scan given a long Timeout (75 s) still asks each continue for a time limit of at most
+// rangescan.MaxContinueTimeLimit: half of the 75 s let one continue over a
+// sparse vbucket hold its connection (RANGE_SCAN_CONTINUE is not
+// reorderable: every later request on it, the health check's NOOP
+// included, waits behind it) for some 37 s.
+func TestScanContinueTimeLimitCapped(t *testing.T) {
+	mc, c := scanMock(t, mockcluster.Options{}, 1)
+	col := c.DefaultCollection()
+	keys := scanDocs(t, col, 3)
+	var l continueLimits
+	l.watch(mc)
+	items := collect(t, col, PrefixScan{Prefix: "doc-"}, &ScanOptions{Timeout: 75 * time.Second, BatchItemLimit: 1})
+	assert.Equal(t, keys, ids(t, items))
+	limits := l.get()
+	require.NotEmpty(t, limits, "continues sent")
+	for i, ms := range limits {
+		assert.True(t, ms > 0 && time.Duration(ms)*time.Millisecond <= time.Second,
+			"continue %d: time limit %d ms; want 1 ms to 1 s", i, ms)
+	}
+}

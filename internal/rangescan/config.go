@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -135,9 +134,19 @@ func SnapshotWait(left time.Duration) uint32 {
 	return uint32(min(max((left-left/10).Milliseconds(), 1), 1<<31))
 }
 
+// MaxContinueTimeLimit bounds a continue's time limit (ContinueTimeLimit)
+// however long its attempt has left. kv_engine has no default of its own
+// (0 is no limit) and ends a continue at its limit with the items so far,
+// so a short limit costs a round trip per limit's worth of a slow read,
+// while a long one holds the connection: a continue is not reorderable,
+// and every later request on it (an operation with the default 2.5 s
+// KVTimeout, the health check's probe, a config fetch) waits behind it.
+// One second keeps such a wait well within a KV timeout.
+const MaxContinueTimeLimit = time.Second
+
 // ContinueTimeLimit is the time limit (ms) a RANGE_SCAN_CONTINUE asks of
 // the server when left is what the request has left: half of it, at least
-// 1 ms. kv_engine reads a limit of 0 as none (docs/range_scans/
+// 1 ms and at most MaxContinueTimeLimit. kv_engine reads a limit of 0 as none (docs/range_scans/
 // range_scan_continue.md): such a continue runs until its item or byte
 // limit or the end of the vbucket, however long a sparse range or a large
 // vbucket read from disk takes. RANGE_SCAN_CONTINUE is not reorderable:
@@ -149,7 +158,7 @@ func SnapshotWait(left time.Duration) uint32 {
 // scan asks for the next. The connection knows the continue's answer is
 // due by then (conn's answerBy) and holds its probe until it is.
 func ContinueTimeLimit(left time.Duration) uint32 {
-	return uint32(min(max((left/2).Milliseconds(), 1), math.MaxUint32))
+	return uint32(max(min(left/2, MaxContinueTimeLimit).Milliseconds(), 1))
 }
 
 // SetContinueTimeLimit sets the time limit of req, a RANGE_SCAN_CONTINUE

@@ -92,20 +92,23 @@ func TestSnapshotWaitOfAVeryLongTimeout(t *testing.T) {
 }
 
 // A continue's time limit is half of the time its attempt has left, never
-// 0 (kv_engine's "no limit"), and fits the extras' 32 bits for a caller's
-// "no timeout"; SetContinueTimeLimit writes it into a continue's extras
-// only.
+// 0 (kv_engine's "no limit") nor more than MaxContinueTimeLimit, a
+// caller's "no timeout" included; SetContinueTimeLimit writes it into a
+// continue's extras only.
 func TestContinueTimeLimit(t *testing.T) {
 	for _, tc := range []struct {
 		left time.Duration
 		want uint32
 	}{
-		{2500 * time.Millisecond, 1250},
+		{1500 * time.Millisecond, 750},
+		{2 * time.Second, 1000},
+		{2500 * time.Millisecond, 1000},
+		{75 * time.Second, 1000},
 		{time.Second, 500},
 		{time.Millisecond, 1},
 		{0, 1},
 		{-time.Second, 1},
-		{math.MaxInt64, math.MaxUint32},
+		{math.MaxInt64, 1000},
 	} {
 		assert.Equal(t, tc.want, ContinueTimeLimit(tc.left), "left %v", tc.left)
 	}
@@ -113,7 +116,7 @@ func TestContinueTimeLimit(t *testing.T) {
 	SetContinueTimeLimit(&req, 4*time.Second)
 	got, err := memdx.DecodeRangeScanContinueRequest(&memdx.Packet{Extras: req.ExtrasBytes()})
 	require.NoError(t, err)
-	assert.Equal(t, memdx.RangeScanContinue{ID: memdx.RangeScanID{1}, ItemLimit: 7, TimeLimitMs: 2000, ByteLimit: 9}, got)
+	assert.Equal(t, memdx.RangeScanContinue{ID: memdx.RangeScanID{1}, ItemLimit: 7, TimeLimitMs: 1000, ByteLimit: 9}, got)
 	cancel := memdx.NewRangeScanCancel(memdx.RangeScanID{1})
 	before := string(cancel.ExtrasBytes())
 	SetContinueTimeLimit(&cancel, 4*time.Second)
