@@ -32,8 +32,13 @@ type inflight struct {
 	// probe would wait behind it (latestBound); zero: none.
 	evictedBound time.Time
 	evicted      atomic.Uint64 // tombstones evicted past MaxAbandoned (Stats.Forgotten)
-	opaque       uint32        // the last opaque handed out
-	wrapped      bool          // opaque has wrapped: check for one still in use
+	// holdKick is the monitor's, set while a probe due is held for the
+	// bounds of requests in flight (probeOrHold), nil otherwise: a call
+	// with an answerBy that leaves the table kicks it, so that the hold
+	// ends once none of them is pending.
+	holdKick chan struct{}
+	opaque   uint32 // the last opaque handed out
+	wrapped  bool   // opaque has wrapped: check for one still in use
 	// reserveProbes counts the table lookups made to find free opaques
 	// after the wrap (reserve), so that tests can bound that work.
 	reserveProbes int
@@ -126,6 +131,12 @@ func (t *inflight) remove(cl *call) {
 	}
 	if !cl.answerBy.IsZero() {
 		t.promised--
+		if t.holdKick != nil {
+			select {
+			case t.holdKick <- struct{}{}:
+			default: // one is already asked for
+			}
+		}
 	}
 	switch cl.kind {
 	case kindQuiet:

@@ -63,11 +63,12 @@ import (
 // it is done. A probe sent behind a pending synchronous write would stall
 // the connection's traffic until the write's durability timeout, and its
 // silence would close a live node. So a probe due waits until the latest
-// bound of the requests in flight when it became due (probeOrHold), and
-// is sent then, whatever came meanwhile: a node that stopped answering is
-// still found, after that bound. Sent behind requests whose bounds are
-// still to come (they came while it waited), its silence counts from the
-// latest of them (probeBound). A synchronous write with the server's
+// bound of the requests in flight when it became due (probeOrHold), or
+// until they are answered if that is sooner, and is sent then, whatever
+// came meanwhile: a node that stopped answering is still found, after that
+// bound. Sent behind requests whose bounds are still to come (they came
+// while it waited), its silence counts from the latest of them still
+// pending (probeBound, boundAhead). A synchronous write with the server's
 // default timeout (0: its length is the server's) or a continue without a
 // time limit has no bound here: a probe goes behind it as behind any
 // request.
@@ -100,6 +101,9 @@ type monitor struct {
 	timer timer
 	at    time.Time
 	kick  chan struct{} // capacity 1: a pile of tombstones asks for a probe
+	// holdKick (capacity 1): a request with an answerBy left the table
+	// while a probe was held (inflight.holdKick): the hold may end.
+	holdKick chan struct{}
 	// sweepKick (capacity 1): a submitted call asks for a sweep (submit).
 	sweepKick chan struct{}
 	// probe is the NOOP in flight (nil: none), queued at probeAt.
@@ -107,10 +111,10 @@ type monitor struct {
 	probeAt   time.Time
 	lastProbe time.Time
 	// holdTill: a probe due waits until then, the latest answerBy of the
-	// requests in flight when it first became due (zero: none waits;
-	// probeOrHold). probeBound: the latest answerBy of the requests ahead
-	// of the probe in flight, when it was sent (zero: none after then):
-	// its silence counts from then (probeWatch).
+	// requests in flight when it first became due, brought forward as
+	// they are answered (zero: none waits; probeOrHold). probeBound: the
+	// latest answerBy of the requests ahead of the probe in flight (zero:
+	// none after then): its silence counts from then (probeWatch).
 	holdTill   time.Time
 	probeBound time.Time
 	// vouched: tombstones abandoned before it were sent before a probe
@@ -144,6 +148,7 @@ func (c *Conn) initMonitor() {
 	m.dlTimer = c.clock.NewTimer()
 	m.timer = c.clock.NewTimer()
 	m.kick = make(chan struct{}, 1)
+	m.holdKick = make(chan struct{}, 1)
 	m.sweepKick = make(chan struct{}, 1)
 	m.exited = make(chan struct{})
 	m.unsent = c.opts.unsentOf(c.nc)
@@ -265,6 +270,26 @@ func (c *Conn) latestBound(now time.Time) time.Time {
 	return latest
 }
 
+// boundAhead is the latest answerBy after now among the requests in
+// flight ahead of probe, and those forgotten past MaxAbandoned (zero:
+// none): what probe still waits behind. Called with mu held, by the
+// monitor when a probe sent behind such a bound is silent, which is rare.
+func (c *Conn) boundAhead(probe *call, now time.Time) time.Time {
+	var latest time.Time
+	if b := c.inflight.evictedBound; b.After(now) {
+		latest = b
+	}
+	if c.inflight.promised == 0 {
+		return latest
+	}
+	for cl := range c.inflight.all() {
+		if cl.start < probe.start && cl.answerBy.After(now) && cl.answerBy.After(latest) {
+			latest = cl.answerBy
+		}
+	}
+	return latest
+}
+
 // probeOrHold sends the probe now due (startProbe), unless a request in
 // flight, which the probe would wait behind, has an answerBy still to
 // come: under UnorderedExecution NOOP is a barrier in kv_engine (not
@@ -273,21 +298,31 @@ func (c *Conn) latestBound(now time.Time) time.Time {
 // write waiting for replication, it would stall the connection's traffic
 // until the write's durability timeout. The probe then waits until the
 // latest such answerBy, and is sent then whatever came meanwhile (a node
-// that stopped answering is still found). It returns the probe's done
-// channel (nil: not sent). Called with mu held.
+// that stopped answering is still found), or sooner, once those requests
+// are answered: each such request leaving the table asks for this again
+// (holdKick), and the hold ends at the latest bound still to come, never
+// later than it first was. It returns the probe's done channel (nil: not
+// sent). Called with mu held.
 func (c *Conn) probeOrHold(now time.Time) chan error {
 	m := &c.monitor
-	if m.holdTill.IsZero() {
-		m.holdTill = c.latestBound(now)
+	if b := c.latestBound(now); m.holdTill.IsZero() || b.Before(m.holdTill) {
+		m.holdTill = b
 	}
 	if m.holdTill.After(now) {
+		c.inflight.holdKick = m.holdKick
 		if m.at.IsZero() || m.at.After(m.holdTill) {
 			c.healthArm(m.holdTill)
 		}
 		return nil
 	}
-	m.holdTill = time.Time{}
+	c.endHold()
 	return c.startProbe()
+}
+
+// endHold forgets the hold of a probe (probeOrHold). Called with mu held.
+func (c *Conn) endHold() {
+	c.monitor.holdTill = time.Time{}
+	c.inflight.holdKick = nil
 }
 
 // armSweeper sets the deadline timer to fire at t. Called with mu held.
@@ -321,6 +356,12 @@ func (c *Conn) runMonitor() {
 		case <-m.kick:
 			c.mu.Lock()
 			if m.probe == nil && c.err == nil {
+				probeDone = c.probeOrHold(c.clock.Now())
+			}
+			c.mu.Unlock()
+		case <-m.holdKick:
+			c.mu.Lock()
+			if m.probe == nil && c.err == nil && !m.holdTill.IsZero() {
 				probeDone = c.probeOrHold(c.clock.Now())
 			}
 			c.mu.Unlock()
@@ -385,7 +426,7 @@ func (c *Conn) healthCheck(probeDone chan error) chan error {
 	due, ok := c.nextProbeDue()
 	switch {
 	case !ok || due.After(now):
-		m.holdTill = time.Time{} // nothing calls for a probe now
+		c.endHold() // nothing calls for a probe now
 		if ok {
 			c.healthArm(due)
 		}
@@ -479,7 +520,11 @@ func (c *Conn) probeWatch(now time.Time) {
 		return
 	}
 	// The probe waits behind a request the server answers only by its
-	// answerBy: silence before then says nothing of the node.
+	// answerBy: silence before then says nothing of the node. Once those
+	// ahead of it are answered, it waits behind nothing of the kind.
+	if m.probeBound.After(now) {
+		m.probeBound = c.boundAhead(m.probe, now)
+	}
 	if until := m.probeBound.Add(c.opts.ProbeTimeout); !m.probeBound.IsZero() && until.After(now) {
 		c.healthArm(until)
 		c.mu.Unlock()

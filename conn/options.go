@@ -121,7 +121,7 @@ type Options struct {
 	// unanswered ProbeAfter later makes the connection probe the node with
 	// a NOOP (see the package doc, Health; a synchronous write is due
 	// ProbeAfter after its durability timeout, and while one is in flight
-	// the probe waits for that timeout). 0 means DefaultProbeAfter
+	// the probe waits for that timeout or its answer). 0 means DefaultProbeAfter
 	// (1 s); a negative value turns the health check off.
 	ProbeAfter time.Duration
 

@@ -445,3 +445,104 @@ func TestProbeHeldForSyncWriteCountsFromItsWrite(t *testing.T) {
 	default:
 	}
 }
+
+// A probe held for a durable write in flight goes out as soon as that
+// write is answered, not at its durability timeout: once nothing the
+// server answers by a bound of its own is pending, the NOOP would wait
+// behind nothing. Held until the bound, a node that paused just after
+// answering the write was found only after it. Here the node answers the
+// write a second after it was sent (its bound is 5 s) and then nothing:
+// the probe goes out at once, and its silence closes the connection.
+func TestProbeHoldEndsWhenSyncWriteAnswered(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc}, nil)
+	start := fc.Now()
+	w := goDurablePipe(testCtx(t), c, "w", 5000)
+	wreq := p.read()
+	waitFor(t, "the write accepted", func() bool { return c.Pending() == 1 && wireEmpty(c)() })
+	ctx, cancel := context.WithCancel(context.Background())
+	g := goGet(ctx, c, "g")
+	p.read()
+	waitFor(t, "both written", func() bool { return c.Pending() == 2 })
+	cancel()
+	if r := recv(t, g); !errors.Is(r.err, context.Canceled) {
+		t.Fatal(r.err)
+	}
+	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == 1 })
+	fc.Advance(DefaultProbeAfter) // the GET's tombstone is due; the write holds the probe
+	healthChecked(t, c, fc)
+	if at := healthNextAt(c); c.Stats().Probes != 0 || !at.Equal(start.Add(5*time.Second)) {
+		t.Fatalf("probes %d, next check %v after the start; want the probe held until the write's durability timeout (5s)", c.Stats().Probes, at.Sub(start))
+	}
+	p.write(ok(wreq, ""))
+	if err := recv(t, w); err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	waitFor(t, "the probe, once the write was answered", func() bool { return c.Stats().Probes == 1 })
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want the probe", probe.OpCode)
+	}
+	go drain(p.nc)
+	for i := 0; !closed(c)(); i++ {
+		if i == 2 {
+			t.Fatal("still open two probe timeouts after the probe was written")
+		}
+		nextCheck(t, fc, closed(c))
+	}
+	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
+		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
+	}
+	if d := fc.Now().Sub(start); d >= 5*time.Second {
+		t.Fatalf("closed %v after the start; want before the write's durability timeout (5s)", d)
+	}
+}
+
+// A probe sent behind a durable write counts its silence from that
+// write's durability timeout only while the write is pending: once the
+// node has answered every such request ahead of the probe, the NOOP waits
+// behind nothing, and a node that then answers nothing is closed
+// ProbeTimeout later, not ProbeTimeout after the answered write's bound.
+func TestProbeSilenceCountsOnceWritesAheadAnswered(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc}, nil)
+	start := fc.Now()
+	w1 := goDurablePipe(testCtx(t), c, "w1", 2000) // bound: start+2s
+	r1 := p.read()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := goGet(ctx, c, "g")
+	p.read()
+	waitFor(t, "both written", func() bool { return c.Pending() == 2 })
+	cancel()
+	if r := recv(t, g); !errors.Is(r.err, context.Canceled) {
+		t.Fatal(r.err)
+	}
+	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == 1 })
+	fc.Advance(DefaultProbeAfter) // the GET's tombstone is due; w1 holds the probe
+	healthChecked(t, c, fc)
+	fc.Advance(500 * time.Millisecond)
+	w2 := goDurablePipe(testCtx(t), c, "w2", 10000) // bound: start+11.5s
+	r2 := p.read()
+	waitFor(t, "w2 written", func() bool { return c.Pending() == 3 })
+	waitFor(t, "w2 taken by the socket", wireEmpty(c))
+	fc.Advance(500 * time.Millisecond)
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want the probe at w1's bound", probe.OpCode)
+	}
+	p.write(ok(r1, ""), ok(r2, ""))
+	for _, ch := range []<-chan error{w1, w2} {
+		if err := recv(t, ch); err != nil {
+			t.Fatalf("durable write: %v", err)
+		}
+	}
+	go drain(p.nc)
+	for i := 0; !closed(c)(); i++ {
+		if i == 3 {
+			t.Fatalf("still open %v after the start, with nothing but the probe pending", fc.Now().Sub(start))
+		}
+		fc.Advance(DefaultProbeTimeout)
+		waitFor(t, "the check", func() bool { return closed(c)() || healthNextAt(c).After(fc.Now()) })
+	}
+	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
+		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
+	}
+}
