@@ -229,6 +229,11 @@ func (c *Client) connOptions() conn.Options {
 	if c.obs.orphans != nil {
 		o.OnOrphan = c.obs.onOrphan
 	}
+	if c.opts.Clock != nil {
+		// The health check's probes and their timeouts, on the client's
+		// Clock; the connections' deadlines and dials keep real time.
+		o.Clock = connClock{c.opts.Clock}
+	}
 	if c.opts.HealthCheck.Disabled {
 		o.ProbeAfter = -1 // conn: no probes, nor the bootstrap's silence watch
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"time"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -10,12 +11,17 @@ import (
 // deadlines, retry waits, a node's waits between redials, config polls,
 // config fetch spacing, recovery rounds, how long a node that left the
 // cluster waits for its requests in flight before closing its
-// connections, and the absolute expiry sent for a time to live over 30
-// days.
+// connections, the absolute expiry sent for a time to live over 30
+// days, and its connections' health check (HealthCheckOptions: when a
+// request given up calls for a probe, how long the probe may go
+// unanswered, the bounds of durable writes and range-scan continues the
+// probe waits for) and the times of late answers (the orphan report).
 // Options.Clock sets it; the default is the real clock. A fake Clock lets a
 // test move time itself and check timing without sleeping. Sockets keep
-// real time: a dial's timeout, and the wait for a response, which ends at
-// the operation's deadline read as a real time. A context's deadline is a
+// real time: a dial's timeout (the bootstrap's watch for silence,
+// HealthCheck.ProbeTimeout while a connection bootstraps, included), and
+// the wait for a response, which ends at the operation's deadline read as
+// a real time. A context's deadline is a
 // real time too: an operation ends at the earlier of it and its timeout
 // counted on the Clock, so a fake Clock is used with contexts that have
 // none.
@@ -36,6 +42,12 @@ type Timer interface {
 	// was stopped.
 	Stop() bool
 }
+
+// connClock gives a Clock to the connections (conn.Options.Clock): their
+// health check's time.
+type connClock struct{ Clock }
+
+func (c connClock) NewTimer(d time.Duration) conn.Timer { return c.Clock.NewTimer(d) }
 
 // retryClock gives a Clock to the retry orchestrator.
 type retryClock struct{ Clock }

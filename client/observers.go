@@ -190,11 +190,12 @@ func (ob *observers) close() { ob.Close() }
 // on a connection's reader, after the connection released its lock, and
 // does no more than fill a record and insert it in the report's sample
 // (no allocation, no code of the caller's but a test's Clock). The
-// request's Sent is a reading of the client's Clock, and the connection's
-// Arrived one of the system clock: on the real clock the two are one
-// clock, and Arrived is the answer's arrival; on another (Options.Clock),
-// the arrival is read on it, so that the total is the difference of two
-// readings of the one clock.
+// request's Sent is a reading of the client's Clock, and so is the
+// connection's Arrived (conn.Options.Clock is the client's Clock when it
+// has one): on another Clock than the real one (Options.Clock) the arrival
+// is read on it here once more, moments later, so that the total is the
+// difference of two readings of the one clock whatever the connection
+// read.
 func (ob *observers) onOrphan(x conn.Orphan) {
 	arrived := x.Arrived
 	if ob.clock != nil && !x.Sent.IsZero() {

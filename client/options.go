@@ -244,8 +244,8 @@ type Options struct {
 	// percentiles, logged at info.
 	LoggingMeter LoggingMeterOptions
 	// Clock gives the time and the timers of deadlines, retry waits,
-	// config polling and a node's waits between redials (see Clock); nil
-	// means the real clock. Tests set a fake one; with a Clock nobody
+	// config polling, a node's waits between redials and the connections'
+	// health check (see Clock); nil means the real clock. Tests set a fake one; with a Clock nobody
 	// advances, a node whose dial failed is never dialed again.
 	Clock Clock
 }

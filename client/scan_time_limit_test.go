@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // continueLimits records the time limit of every RANGE_SCAN_CONTINUE the
@@ -84,14 +86,18 @@ func TestScanContinueEndsAtItsTimeLimit(t *testing.T) {
 // continue (under UnorderedExecution neither runs past the other in
 // kv_engine, nor in the mock), and its silence would close the live
 // connection as unresponsive. Without a time limit the continue had no
-// bound: the probe went out ProbeAfter (10 ms here) after the cancel. The
-// node here never ends the continue by itself (its answer is held): the
-// probe does go out, once the bound has passed, and is answered once the
-// continue is.
+// bound: the probe went out ProbeAfter after the cancel. The node here
+// never ends the continue by itself (its answer is held): the probe does
+// go out, once the bound has passed, and is answered once the continue
+// is. Every time here is the client's fake Clock's, which the connection's
+// health check runs on: the probe is due exactly at the bound plus
+// ProbeAfter, and goes out when the Clock gets there.
 func TestScanContinueBoundsItsConnectionsProbe(t *testing.T) {
-	const probeAfter = 10 * time.Millisecond
+	const probeAfter = time.Second
 	mc, _ := scanMock(t, mockcluster.Options{}, 1)
-	c := connect(t, mc, &Options{HealthCheck: HealthCheckOptions{ProbeAfter: probeAfter}})
+	fc := retry.NewFakeClock(reportEpoch) // years ahead: no deadline passes on the system clock
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, KVTimeout: time.Hour, ConfigPollInterval: 100 * time.Hour,
+		HealthCheck: HealthCheckOptions{ProbeAfter: probeAfter}})
 	col := c.DefaultCollection()
 	scanDocs(t, col, 5)
 	release := make(chan struct{})
@@ -112,7 +118,6 @@ func TestScanContinueBoundsItsConnectionsProbe(t *testing.T) {
 		}
 	}()
 
-	start := time.Now() // before the continue is queued
 	ctx, cancel := context.WithCancel(context.Background())
 	res, err := col.Scan(ctx, RangeScan{}, &ScanOptions{Timeout: 4 * time.Second})
 	require.NoError(t, err)
@@ -126,13 +131,17 @@ func TestScanContinueBoundsItsConnectionsProbe(t *testing.T) {
 		t.Fatal("no continue reached the node within a minute")
 	}
 	require.NotZero(t, limitMs, "the continue's time limit")
-	cancel()
 	cn, _, err := c.cl.Topology().Nodes()[0].Pick()
 	require.NoError(t, err)
-	waitFor(t, "the health probe", func() bool { return cn.Stats().Probes == 1 })
+	waitFor(t, "the continue taken by the socket", func() bool { return cn.Awaited() == 1 && cn.BarrierWait() > 0 })
+	cancel()
 	bound := time.Duration(limitMs) * time.Millisecond
-	assert.GreaterOrEqual(t, time.Since(start), bound+probeAfter,
-		"the probe went out before the continue's time limit (%v) and ProbeAfter had passed", bound)
+	due := fc.Now().Add(bound + probeAfter)
+	waitFor(t, "the tombstone's probe due on the client's clock", func() bool { return slices.ContainsFunc(fc.Timers(), due.Equal) })
+	fc.Advance(bound + probeAfter - time.Millisecond)
+	require.Zero(t, cn.Stats().Probes, "a probe before the continue's time limit (%v) and ProbeAfter had passed", bound)
+	fc.Advance(time.Millisecond)
+	waitFor(t, "the health probe", func() bool { return cn.Stats().Probes == 1 })
 
 	close(release)
 	released = true

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -262,4 +263,80 @@ func TestUnresponsiveNodeRedialedWithoutBackoff(t *testing.T) {
 		}
 		fc.Advance(cluster.ReconnectMin)
 	}
+}
+
+// The health check of a client's connections runs on the client's Clock:
+// a Get given up after it was sent into a black hole leaves a tombstone
+// whose probe is due HealthCheck.ProbeAfter later on that Clock, and the
+// probe's silence closes the connection HealthCheck.ProbeTimeout after it,
+// on that Clock too, with nothing waited for on the system clock (both are
+// hours here). The connections ran their health check on the system
+// clock, whatever the client's Clock said, so that a test of it could
+// only compare real times.
+func TestHealthCheckRunsOnClientsClock(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	p, err := faultnode.NewProxy(mc.Node(0).Addr())
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	p.RewritePorts(map[string]string{faultnode.Port(mc.Node(0).Addr()): faultnode.Port(p.Addr())})
+	fc := retry.NewFakeClock(time.Now())
+	const probeAfter, probeTimeout = time.Hour, 2 * time.Hour
+	c := connectVia(t, p.Addr(), &Options{Clock: fakeClock{fc}, KVTimeout: time.Hour, ConfigPollInterval: 100 * time.Hour,
+		HealthCheck: HealthCheckOptions{ProbeAfter: probeAfter, ProbeTimeout: probeTimeout}})
+	col := c.DefaultCollection()
+	_, err = col.Upsert(context.Background(), "k", []byte(`"v"`), nil)
+	require.NoError(t, err)
+	cn, _, err := c.cl.Topology().Nodes()[0].Pick()
+	require.NoError(t, err)
+
+	// within bounds a broken client's wait on ch.
+	within := func(ch <-chan memdx.Packet, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+			t.Fatalf("no %s within a minute", what)
+		}
+	}
+	// armedAt waits until a timer due at at is armed on the client's clock.
+	armedAt := func(at time.Time, what string) {
+		t.Helper()
+		waitFor(t, what, func() bool { return slices.ContainsFunc(fc.Timers(), at.Equal) })
+	}
+	p.Blackhole(true)
+	sent, probe := p.NextRequest(memdx.OpGet), p.NextRequest(memdx.OpNoop)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := col.Get(ctx, "k", nil); done <- err }()
+	within(sent, "GET into the black hole")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	armedAt(fc.Now().Add(probeAfter), "the tombstone's probe due ProbeAfter later on the client's clock")
+	fc.Advance(probeAfter)
+	within(probe, "health probe (NOOP)")
+	// The first check may see the probe's own write as progress (it was
+	// not yet written when the probe was queued): the second cannot.
+	for i := 0; ; i++ {
+		armedAt(fc.Now().Add(probeTimeout), "the probe's timeout on the client's clock")
+		require.Nil(t, cn.Err(), "the connection ended before the probe's timeout")
+		if i == 2 {
+			t.Fatalf("still open two probe timeouts after the probe (stats %+v)", cn.Stats())
+		}
+		fc.Advance(probeTimeout)
+		ended := false
+		waitFor(t, "the probe's check", func() bool {
+			select {
+			case <-cn.Done():
+				ended = true
+				return true
+			default:
+				return slices.ContainsFunc(fc.Timers(), fc.Now().Add(probeTimeout).Equal)
+			}
+		})
+		if ended {
+			break
+		}
+	}
+	require.ErrorIs(t, cn.Err(), ErrUnresponsive)
 }

@@ -87,7 +87,7 @@ func (c *Conn) goLive(step memdx.OpCode) error {
 		return &BootstrapError{Addr: c.addr, Step: step, Reason: "the connection ended as the bootstrap completed", Err: err}
 	}
 	cb.live = true
-	c.noteActivity(c.clock.Now())
+	c.noteActivity(c.health.Now())
 	for {
 		early := cb.early
 		cb.early, cb.earlyBytes = nil, 0

@@ -2,11 +2,15 @@ package conn
 
 import "time"
 
-// clock is where a connection reads the time and gets its timers:
-// deadlines, the health monitor and the stray log's rate limit. Tests whose
-// subject is timing give Options a fake one; everything else uses the
-// system clock. (The writer's 50 µs batching hold is not a lifecycle rule
-// and uses the system clock directly.)
+// clock is where a connection reads the time and gets its timers. Conn
+// has two: clock, for the deadlines of requests, the dial's timers, the
+// bootstrap's silence watch, the read role's lending and the stray log's
+// rate limit; and health (Options.Clock), for the health check, the times
+// of tombstones and late answers, BarrierWait and LastActivity. Tests whose
+// subject is timing give Options a fake clock (the unexported field, which
+// sets both unless Clock is set); everything else uses the system clock.
+// (The writer's 50 µs batching hold is not a lifecycle rule and uses the
+// system clock directly.)
 type clock interface {
 	Now() time.Time
 	// NewTimer returns a stopped timer.
@@ -38,3 +42,55 @@ type sysTimer struct{ t *time.Timer }
 func (t sysTimer) C() <-chan time.Time   { return t.t.C }
 func (t sysTimer) Reset(d time.Duration) { t.t.Reset(d) }
 func (t sysTimer) Stop()                 { t.t.Stop() }
+
+// Clock is a caller's clock (Options.Clock): where a connection reads the
+// time of its health check, and gets its timers.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a timer that fires once, d from now.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer of a Clock, with the semantics of *time.Timer
+// since Go 1.23: after Stop or Reset returns, no stale time is received
+// from C.
+type Timer interface {
+	C() <-chan time.Time
+	// Reset makes the timer fire d from now, whether or not it fired.
+	Reset(d time.Duration)
+	// Stop prevents the timer from firing; false if it already fired or
+	// was stopped.
+	Stop() bool
+}
+
+// callerClock is a caller's Clock as a connection's clock.
+type callerClock struct{ c Clock }
+
+func (k callerClock) Now() time.Time { return k.c.Now() }
+
+// NewTimer makes a timer and stops it, which a caller's fake clock may
+// show as a timer armed for a moment: the connection makes its timers on
+// a caller's clock with newTimerIn, armed.
+func (k callerClock) NewTimer() timer {
+	t := k.c.NewTimer(time.Hour)
+	t.Stop()
+	return callerTimer{t}
+}
+
+type callerTimer struct{ t Timer }
+
+func (t callerTimer) C() <-chan time.Time   { return t.t.C() }
+func (t callerTimer) Reset(d time.Duration) { t.t.Reset(d) }
+func (t callerTimer) Stop()                 { t.t.Stop() }
+
+// newTimerIn returns a timer of k that fires d from now: on a caller's
+// Clock, made armed (one made and stopped at once would show on a test's
+// fake clock as a timer armed for nothing).
+func newTimerIn(k clock, d time.Duration) timer {
+	if cc, ok := k.(callerClock); ok {
+		return callerTimer{cc.c.NewTimer(d)}
+	}
+	t := k.NewTimer()
+	t.Reset(d)
+	return t
+}

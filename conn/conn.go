@@ -39,6 +39,10 @@ type Conn struct {
 	opts   Options
 	log    *slog.Logger
 	clock  clock
+	// health is the health check's clock (Options.Clock; clock when none:
+	// oneClock).
+	health   clock
+	oneClock bool
 	// sysClock: clock is the system clock, whose readings a caller may
 	// hand over (Origin.SentIsNow).
 	sysClock bool
@@ -94,10 +98,12 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 		opts:   *opts,
 		log:    opts.Logger.With("addr", addr, "conn", id),
 		clock:  opts.clock,
+		health: opts.health,
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
 	_, c.sysClock = opts.clock.(systemClock)
+	c.oneClock = opts.Clock == nil
 	c.localAddr, c.remoteAddr = addrString(nc.LocalAddr()), addrString(nc.RemoteAddr())
 	c.inflight.init()
 	c.writer.init(nc, &c.mu)
@@ -265,7 +271,7 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 	cl.opaque = opaque
 	if req.Durability != memdx.DurabilityNone || len(req.FramingExtras) != 0 || req.OpCode == memdx.OpRangeScanContinue {
 		if cl.answerIn = answerWithin(req); cl.answerIn != 0 {
-			cl.answerBy = c.clock.Now().Add(cl.answerIn) // until written (answerWritten)
+			cl.answerBy = c.health.Now().Add(cl.answerIn) // until written (answerWritten)
 		}
 	}
 	wake := c.writer.commit(cl, b)
@@ -361,7 +367,7 @@ func (c *Conn) cancel(cause error, cl *call) (uint32, error) {
 	}
 	// Sent: the server may answer. Keep the opaque as a tombstone until it
 	// does, and drop that answer.
-	c.abandon(cl, c.clock.Now())
+	c.abandon(cl, c.health.Now())
 	err := &RequestError{Op: cl.op, Opaque: opaque, Addr: c.addr, Written: true, Err: cause}
 	if c.awaitHandle(cl) {
 		// The reader is inside handle for this call: let it return first.
@@ -515,7 +521,7 @@ func (c *Conn) BarrierWait() time.Duration {
 	if c.inflight.promised == 0 {
 		return 0
 	}
-	now := c.clock.Now()
+	now := c.health.Now()
 	if latest := c.latestBound(now); !latest.IsZero() {
 		return latest.Sub(now)
 	}

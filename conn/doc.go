@@ -306,8 +306,10 @@
 // exception: while a SASL_AUTH or SASL_STEP waits (a PLAIN login checked
 // against LDAP through ns_server, during which kv_engine answers nothing on
 // the connection), Dial's context bounds it, not ProbeTimeout. A negative
-// ProbeAfter turns the health check off. Timing comes from an internal
-// clock that tests replace.
+// ProbeAfter turns the health check off. The health check's time is
+// Options.Clock's when it is set (a caller's fake clock drives it); the
+// bootstrap's watch, like the dial and requests' deadlines, keeps the
+// system clock.
 //
 // # Stray responses
 //

@@ -97,10 +97,20 @@ type monitor struct {
 	// timer operation.
 	dlTimer timer
 	dlAt    time.Time
-	// timer is the health check's, firing at at (zero: disarmed).
-	timer timer
-	at    time.Time
-	kick  chan struct{} // capacity 1: a pile of tombstones asks for a probe
+	// timer is the health check's, on the health clock, firing at at
+	// (zero: disarmed). It is made when first armed, by the monitor
+	// goroutine (healthArm asks with armKick), so that a caller's clock
+	// (Options.Clock) shows no timer for a connection with nothing to
+	// watch; nil until then.
+	timer   timer
+	at      time.Time
+	armKick chan struct{} // capacity 1
+	// bootTimer is the bootstrap's watch for silence (bootstrapWatch), on
+	// the connection's clock (the dial's time, not the health clock's):
+	// bootIn is the count of bytes read when it last saw some.
+	bootTimer timer
+	bootIn    uint64
+	kick      chan struct{} // capacity 1: a pile of tombstones asks for a probe
 	// holdKick (capacity 1): a request with an answerBy left the table
 	// while a probe was held (inflight.holdKick): the hold may end.
 	holdKick chan struct{}
@@ -146,7 +156,8 @@ type monitor struct {
 func (c *Conn) initMonitor() {
 	m := &c.monitor
 	m.dlTimer = c.clock.NewTimer()
-	m.timer = c.clock.NewTimer()
+	m.bootTimer = c.clock.NewTimer()
+	m.armKick = make(chan struct{}, 1)
 	m.kick = make(chan struct{}, 1)
 	m.holdKick = make(chan struct{}, 1)
 	m.sweepKick = make(chan struct{}, 1)
@@ -156,14 +167,34 @@ func (c *Conn) initMonitor() {
 		m.wire, _ = tc.NetConn().(*watchedConn)
 	}
 	if c.opts.ProbeAfter >= 0 {
-		c.healthArm(c.clock.Now().Add(c.opts.ProbeTimeout)) // the bootstrap's watch
+		m.bootTimer.Reset(c.opts.ProbeTimeout) // the bootstrap's watch
 	}
 }
 
-// healthArm sets the health timer to fire at t. Called with mu held.
+// healthArm sets the health timer to fire at t, on the health clock.
+// Called with mu held.
 func (c *Conn) healthArm(t time.Time) {
-	c.monitor.at = t
-	c.monitor.timer.Reset(t.Sub(c.clock.Now()))
+	m := &c.monitor
+	m.at = t
+	if m.timer == nil {
+		select {
+		case m.armKick <- struct{}{}: // the monitor goroutine makes it
+		default:
+		}
+		return
+	}
+	m.timer.Reset(t.Sub(c.health.Now()))
+}
+
+// makeHealthTimer is the monitor goroutine making the health timer that
+// healthArm asked for, armed for at.
+func (c *Conn) makeHealthTimer() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := &c.monitor
+	if m.timer == nil && !m.at.IsZero() && c.err == nil {
+		m.timer = newTimerIn(c.health, m.at.Sub(c.health.Now()))
+	}
 }
 
 // healthNoteTomb is told of every new tombstone (abandon). Called with mu
@@ -243,7 +274,7 @@ func answerWithin(req *memdx.Request) time.Duration {
 // mu held.
 func (c *Conn) answerWritten(cl *call) {
 	m := &c.monitor
-	cl.answerBy = c.clock.Now().Add(cl.answerIn)
+	cl.answerBy = c.health.Now().Add(cl.answerIn)
 	if m.probe != nil && cl.start < m.probe.start && cl.answerBy.After(m.probeBound) {
 		m.probeBound = cl.answerBy
 	}
@@ -346,23 +377,31 @@ func (c *Conn) runMonitor() {
 	defer close(m.exited)
 	var probeDone chan error
 	for {
+		var healthC <-chan time.Time // m.timer is written by this goroutine only
+		if m.timer != nil {
+			healthC = m.timer.C()
+		}
 		select {
 		case <-m.dlTimer.C():
 			c.sweep()
 		case <-m.sweepKick:
 			c.sweep()
-		case <-m.timer.C():
+		case <-healthC:
 			probeDone = c.healthCheck(probeDone)
+		case <-m.armKick:
+			c.makeHealthTimer()
+		case <-m.bootTimer.C():
+			c.bootCheck()
 		case <-m.kick:
 			c.mu.Lock()
 			if m.probe == nil && c.err == nil {
-				probeDone = c.probeOrHold(c.clock.Now())
+				probeDone = c.probeOrHold(c.health.Now())
 			}
 			c.mu.Unlock()
 		case <-m.holdKick:
 			c.mu.Lock()
 			if m.probe == nil && c.err == nil && !m.holdTill.IsZero() {
-				probeDone = c.probeOrHold(c.clock.Now())
+				probeDone = c.probeOrHold(c.health.Now())
 			}
 			c.mu.Unlock()
 		case <-probeDone:
@@ -370,7 +409,12 @@ func (c *Conn) runMonitor() {
 			c.probeAnswered()
 		case <-c.done:
 			m.dlTimer.Stop()
-			m.timer.Stop()
+			m.bootTimer.Stop()
+			c.mu.Lock()
+			if m.timer != nil {
+				m.timer.Stop()
+			}
+			c.mu.Unlock()
 			return
 		}
 	}
@@ -392,8 +436,15 @@ func (c *Conn) sweep() {
 	}
 	now := c.clock.Now()
 	dl := &c.inflight.deadlines
+	var tomb time.Time // the health clock's now, for the tombstones (abandon)
 	for dl.head != nil && !dl.head.deadline.After(now) {
-		c.expire(dl.head, now, &m.wake)
+		if tomb.IsZero() {
+			tomb = now
+			if !c.oneClock {
+				tomb = c.health.Now()
+			}
+		}
+		c.expire(dl.head, tomb, &m.wake)
 	}
 	m.wake.flush()
 	if next := c.inflight.nextDeadline(); !next.IsZero() {
@@ -401,11 +452,10 @@ func (c *Conn) sweep() {
 	}
 }
 
-// healthCheck runs when the health timer fires: during the bootstrap it
-// watches for bytes read (bootstrapWatch), with a probe in flight it checks
-// for progress (probeWatch), and otherwise it probes if the oldest
-// tombstone not vouched for is ProbeAfter old. It returns the probe's done
-// channel.
+// healthCheck runs when the health timer fires: with a probe in flight it
+// checks for progress (probeWatch), and otherwise, once the bootstrap is
+// over (bootCheck watches it), it probes if the oldest tombstone not
+// vouched for is ProbeAfter old. It returns the probe's done channel.
 func (c *Conn) healthCheck(probeDone chan error) chan error {
 	c.mu.Lock()
 	m := &c.monitor
@@ -414,13 +464,13 @@ func (c *Conn) healthCheck(probeDone chan error) chan error {
 		c.mu.Unlock()
 		return probeDone
 	}
-	now := c.clock.Now()
-	if c.callbacks.heldBack.Load() && m.probe == nil {
-		c.bootstrapWatch(now) // releases mu
-		return probeDone
-	}
+	now := c.health.Now()
 	if m.probe != nil {
 		c.probeWatch(now) // releases mu
+		return probeDone
+	}
+	if c.callbacks.heldBack.Load() {
+		c.mu.Unlock() // bootCheck arms the health check once the bootstrap is over
 		return probeDone
 	}
 	due, ok := c.nextProbeDue()
@@ -458,16 +508,39 @@ func (c *Conn) nextProbeDue() (time.Time, bool) {
 	return first, ok
 }
 
+// bootCheck runs when the bootstrap's timer fires: while Dial bootstraps
+// it watches for bytes read (bootstrapWatch); once the bootstrap is over
+// it stops, arming the health check for the tombstones left meanwhile,
+// if any.
+func (c *Conn) bootCheck() {
+	c.mu.Lock()
+	m := &c.monitor
+	switch {
+	case c.err != nil:
+	case !c.callbacks.heldBack.Load():
+		if due, ok := c.nextProbeDue(); ok && m.probe == nil && m.at.IsZero() {
+			c.healthArm(due)
+		}
+	case m.probe != nil: // its own watch (probeWatch) runs; watch on after it
+		m.bootTimer.Reset(c.opts.ProbeTimeout)
+	default:
+		c.bootstrapWatch() // releases mu
+		return
+	}
+	c.mu.Unlock()
+}
+
 // bootstrapWatch: while Dial bootstraps, its requests are the probe. A
 // node that sends nothing for ProbeTimeout while one of them waits is not
 // answering (a paused process: its kernel accepted the connection), unless
-// the one waited for is a login (loginWaits). Called with mu held, which it
-// releases.
-func (c *Conn) bootstrapWatch(now time.Time) {
+// the one waited for is a login (loginWaits). The silence is timed on the
+// connection's clock, as the dial is, not on the health clock. Called with
+// mu held, which it releases.
+func (c *Conn) bootstrapWatch() {
 	m := &c.monitor
-	if in := c.reader.bytesIn.Load(); in != m.in || c.inflight.active == 0 || c.loginWaits() {
-		m.in = in
-		c.healthArm(now.Add(c.opts.ProbeTimeout))
+	if in := c.reader.bytesIn.Load(); in != m.bootIn || c.inflight.active == 0 || c.loginWaits() {
+		m.bootIn = in
+		m.bootTimer.Reset(c.opts.ProbeTimeout)
 		c.mu.Unlock()
 		return
 	}
@@ -560,7 +633,7 @@ func (c *Conn) startProbe() chan error {
 		c.writer.wake()
 	}
 	m.probes.Add(1)
-	now := c.clock.Now()
+	now := c.health.Now()
 	m.probeBound = c.latestBound(now)
 	m.probe, m.probeAt, m.lastProbe = cl, now, now
 	m.probeWire = -1
@@ -644,7 +717,9 @@ func (c *Conn) probeAnswered() {
 	m.vouched = m.probeAt
 	m.probeBound = time.Time{}
 	m.at = time.Time{}
-	m.timer.Stop()
+	if m.timer != nil {
+		m.timer.Stop()
+	}
 	c.mu.Unlock()
 	c.leave(cl)
 	c.mu.Lock()

@@ -204,11 +204,28 @@ type Options struct {
 	// logs nothing.
 	Logger *slog.Logger
 
+	// Clock, when set, is where the connection reads the time of its
+	// health check and gets its timers: when a tombstone is due for a
+	// probe (ProbeAfter), how long a probe may go unanswered
+	// (ProbeTimeout), the bounds of synchronous writes and range-scan
+	// continues (and so BarrierWait), and the times of tombstones and late
+	// answers (Orphan.Abandoned, Arrived) and LastActivity's own readings.
+	// A test moves a fake one to drive the health check. Everything else
+	// keeps the system clock: a request's deadline (DoDeadline) is
+	// compared with the system clock, and so are the dial's timers
+	// (ConnectAttempt) and the bootstrap's watch for silence
+	// (ProbeTimeout while Dial bootstraps), so that a Clock that never
+	// moves holds up neither a request's expiry nor a dial. nil: the
+	// system clock.
+	Clock Clock
+
 	// errorMapVersion overrides the version GET_ERROR_MAP asks for (tests).
 	errorMapVersion uint16
 	// clock is where the connection reads the time (tests); nil: the
-	// system clock.
+	// system clock. It is health's too unless Clock is set.
 	clock clock
+	// health is the health check's clock (resolved: Clock, else clock).
+	health clock
 	// submitAt overrides how many requests in flight make the connection
 	// crowded (tests; 0: submitAt, see submit.go).
 	submitAt int
@@ -238,6 +255,10 @@ func (o Options) resolved() Options {
 	}
 	if o.clock == nil {
 		o.clock = systemClock{}
+	}
+	o.health = o.clock
+	if o.Clock != nil {
+		o.health = callerClock{o.Clock}
 	}
 	if o.unsentOf == nil {
 		o.unsentOf = socketUnsent

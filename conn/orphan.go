@@ -71,9 +71,8 @@ type Orphan struct {
 	ConnID                string
 	LocalAddr, RemoteAddr string
 	// Abandoned is when the caller left; Arrived when the answer was
-	// read. Both are readings of the connection's clock (the system
-	// clock), not of the caller's: a caller on a clock of its own (a
-	// test's fake one) times the orphan from Sent by reading its own.
+	// read. Both are readings of Options.Clock (the system clock when it
+	// is nil), the clock a caller that set it reads Sent on too.
 	Abandoned, Arrived time.Time
 	// ServerDuration is the time the server says it spent on the request
 	// (the answer's server-duration frame info, on a connection that

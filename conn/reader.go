@@ -310,7 +310,7 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 		report := false
 		if kind == strayLate && cl.final(p) {
 			if c.opts.OnOrphan != nil {
-				now := c.clock.Now()
+				now := c.health.Now()
 				orphan, report = c.orphanOf(cl, p, now), true
 				c.noteActivity(now)
 			}

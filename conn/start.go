@@ -141,7 +141,7 @@ func (p Pending) Cancel(cause error) (err error, ended bool) {
 		putCall(cl)
 		return err, false
 	}
-	c.abandon(cl, c.clock.Now())
+	c.abandon(cl, c.health.Now())
 	err = &RequestError{Op: cl.op, Opaque: cl.opaque, Addr: c.addr, Written: true, Err: cause}
 	c.letGo(cl)
 	c.mu.Unlock()

@@ -296,11 +296,10 @@ func (ob *Observers) RecordN(coll *Coll, name string, opc memdx.OpCode, d time.D
 // that came after its caller left: its total from the request's dispatch
 // (x.Sent, on the caller's clock) to arrived, when the answer came read
 // on that same clock; from when it was abandoned to when it arrived, both
-// on the connection's clock (x.Abandoned, x.Arrived), when the request
-// carried no Sent. Each duration is so the difference of two readings of
-// one clock: conn's Arrived is the system clock's, and a caller on another
-// clock (a test's fake one) reads arrived on it. It runs on a connection's
-// reader and allocates nothing.
+// on the connection's clock (x.Abandoned, x.Arrived: conn.Options.Clock),
+// when the request carried no Sent. Each duration is so the difference of
+// two readings of one clock. It runs on a connection's reader and
+// allocates nothing.
 func OrphanRecord(service string, x conn.Orphan, arrived time.Time) opreport.Record {
 	r := opreport.Record{Service: service, Operation: x.Operation, Timeout: x.Timeout,
 		Dispatched: true, OperationID: x.Opaque, LocalID: x.ConnID, LocalSocket: x.LocalAddr, RemoteSocket: x.RemoteAddr}

@@ -1,0 +1,72 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// callerFake is a caller's fake Clock (Options.Clock).
+type callerFake struct{ *retry.FakeClock }
+
+func (f callerFake) NewTimer(d time.Duration) Timer { return f.FakeClock.NewTimer(d) }
+
+// Options.Clock drives the health check: a tombstone calls for a probe
+// ProbeAfter later on that clock, and the probe's silence closes the
+// connection ProbeTimeout after it, on that clock. Everything else keeps
+// the system clock, so a Clock nobody moves holds nothing up: the dial
+// (its bootstrap watch included) completes, and a request's deadline, a
+// system-clock time, expires while the Clock stands still. An idle
+// connection arms no timer on the Clock.
+func TestCallerClockDrivesHealthCheck(t *testing.T) {
+	fc := retry.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	c, p := dialPipe(t, Options{Clock: callerFake{fc}}, nil)
+	start := fc.Now()
+	if timers := fc.Timers(); len(timers) != 0 {
+		t.Fatalf("timers armed on the caller's clock by an idle connection: %v", timers)
+	}
+	get := memdx.NewGet([]byte("k"))
+	ch := make(chan error, 1)
+	go func() {
+		_, err := c.DoDeadline(context.Background(), time.Now().Add(50*time.Millisecond), &get, nil, nil)
+		ch <- err
+	}()
+	if req := p.read(); req.OpCode != memdx.OpGet {
+		t.Fatalf("got %s", req.OpCode)
+	}
+	if err := recv(t, ch); !errors.Is(err, context.DeadlineExceeded) || !requestError(t, err).Written {
+		t.Fatalf("GET past its deadline: %v; want written, context.DeadlineExceeded", err)
+	}
+	due := start.Add(DefaultProbeAfter)
+	waitFor(t, "the probe's timer on the caller's clock", func() bool {
+		ts := fc.Timers()
+		return len(ts) == 1 && ts[0].Equal(due)
+	})
+	if c.Stats().Probes != 0 {
+		t.Fatal("a probe before ProbeAfter passed on the caller's clock")
+	}
+	fc.Advance(DefaultProbeAfter)
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("got %s, want the probe", probe.OpCode)
+	}
+	go drain(p.nc)
+	for i := 0; !closed(c)(); i++ {
+		if i == 2 {
+			t.Fatal("still open two probe timeouts after the probe was written")
+		}
+		waitFor(t, "the probe's timeout on the caller's clock", func() bool {
+			ts := fc.Timers()
+			return closed(c)() || len(ts) == 1 && ts[0].Equal(fc.Now().Add(DefaultProbeTimeout))
+		})
+		fc.Advance(DefaultProbeTimeout)
+		waitFor(t, "the check", func() bool { return closed(c)() || len(fc.Timers()) == 1 })
+	}
+	if !errors.Is(c.Err(), kverr.ErrUnresponsive) {
+		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
+	}
+}
