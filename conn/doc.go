@@ -281,7 +281,7 @@
 // bounds, so that it neither stalls the connection behind a synchronous
 // write waiting for replication nor reads that wait as silence; it is sent
 // then whatever came meanwhile (or as soon as none of those requests is
-// pending any more), and its silence counts from the latest bound of the
+// pending any more, if a tombstone still calls for it), and its silence counts from the latest bound of the
 // requests still pending ahead of it. A synchronous write with the server's
 // default timeout (0) has no known bound and holds nothing. Unanswered
 // while the connection makes no progress for Options.ProbeTimeout (1 s):

@@ -64,7 +64,8 @@ import (
 // the connection's traffic until the write's durability timeout, and its
 // silence would close a live node. So a probe due waits until the latest
 // bound of the requests in flight when it became due (probeOrHold), or
-// until they are answered if that is sooner, and is sent then, whatever
+// until they are answered if that is sooner (then only if a tombstone
+// still calls for it: holdEased), and is sent then, whatever
 // came meanwhile: a node that stopped answering is still found, after that
 // bound. Sent behind requests whose bounds are still to come (they came
 // while it waited), its silence counts from the latest of them still
@@ -331,8 +332,8 @@ func (c *Conn) boundAhead(probe *call, now time.Time) time.Time {
 // latest such answerBy, and is sent then whatever came meanwhile (a node
 // that stopped answering is still found), or sooner, once those requests
 // are answered: each such request leaving the table asks for this again
-// (holdKick), and the hold ends at the latest bound still to come, never
-// later than it first was. It returns the probe's done channel (nil: not
+// (holdKick, holdEased: if a probe is still called for), and the hold ends
+// at the latest bound still to come, never later than it first was. It returns the probe's done channel (nil: not
 // sent). Called with mu held.
 func (c *Conn) probeOrHold(now time.Time) chan error {
 	m := &c.monitor
@@ -348,6 +349,25 @@ func (c *Conn) probeOrHold(now time.Time) chan error {
 	}
 	c.endHold()
 	return c.startProbe()
+}
+
+// holdEased runs when a request the held probe waited for has left the
+// table (holdKick): the probe goes out now, or when the bounds still
+// pending have passed (probeOrHold), if it is still called for: a
+// tombstone not vouched for is due (probeDue), or tombstones pile up
+// (healthNoteTomb's kick). The tombstones that made it due may have been
+// answered meanwhile (the node is alive): the hold then ends without a
+// probe, as it does when it runs out (healthCheck). Called with mu held.
+func (c *Conn) holdEased(now time.Time) chan error {
+	due, ok := c.nextProbeDue()
+	if (ok && !due.After(now)) || c.inflight.tombs >= c.opts.MaxAbandoned/2 {
+		return c.probeOrHold(now)
+	}
+	c.endHold()
+	if ok && (c.monitor.at.IsZero() || due.Before(c.monitor.at)) {
+		c.healthArm(due)
+	}
+	return nil
 }
 
 // endHold forgets the hold of a probe (probeOrHold). Called with mu held.
@@ -401,7 +421,7 @@ func (c *Conn) runMonitor() {
 		case <-m.holdKick:
 			c.mu.Lock()
 			if m.probe == nil && c.err == nil && !m.holdTill.IsZero() {
-				probeDone = c.probeOrHold(c.health.Now())
+				probeDone = c.holdEased(c.health.Now())
 			}
 			c.mu.Unlock()
 		case <-probeDone:

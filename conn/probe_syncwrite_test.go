@@ -546,3 +546,47 @@ func TestProbeSilenceCountsOnceWritesAheadAnswered(t *testing.T) {
 		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
 	}
 }
+
+// A probe held for a durable write is sent once the write is answered only
+// if something still calls for it. Here the abandoned GET that made the
+// probe due is answered late while the write holds the probe: the node is
+// alive and no tombstone is left, so when the write is answered no NOOP
+// goes out (held until the write's bound, the probe was dropped then too;
+// a NOOP is a barrier that every later request on the connection waits
+// behind).
+func TestProbeHoldEndsWithoutProbeOnceNothingCallsForIt(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc}, nil)
+	w := goDurablePipe(testCtx(t), c, "w", 5000)
+	wreq := p.read()
+	waitFor(t, "the write accepted", func() bool { return c.Pending() == 1 && wireEmpty(c)() })
+	ctx, cancel := context.WithCancel(context.Background())
+	g := goGet(ctx, c, "g")
+	greq := p.read()
+	waitFor(t, "both written", func() bool { return c.Pending() == 2 })
+	cancel()
+	if r := recv(t, g); !errors.Is(r.err, context.Canceled) {
+		t.Fatal(r.err)
+	}
+	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == 1 })
+	fc.Advance(DefaultProbeAfter) // the GET's tombstone is due; the write holds the probe
+	healthChecked(t, c, fc)
+	holding := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !c.monitor.holdTill.IsZero()
+	}
+	if c.Stats().Probes != 0 || !holding() {
+		t.Fatalf("probes %d, held %v; want the probe held for the write", c.Stats().Probes, holding())
+	}
+	p.write(ok(greq, "late")) // the GET's late answer: its tombstone is dropped
+	waitFor(t, "the tombstone's late answer", func() bool { return c.Stats().Abandoned == 0 })
+	p.write(ok(wreq, ""))
+	if err := recv(t, w); err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	waitFor(t, "the hold's end", func() bool { return !holding() })
+	if n := c.Stats().Probes; n != 0 {
+		t.Fatalf("%d probes sent once the write was answered; want none: nothing called for one any more", n)
+	}
+}
