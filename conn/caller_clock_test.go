@@ -70,3 +70,57 @@ func TestCallerClockDrivesHealthCheck(t *testing.T) {
 		t.Fatalf("connection error %v; want kverr.ErrUnresponsive", c.Err())
 	}
 }
+
+// A connection that has ended leaves no timer armed on the caller's
+// Clock, even when a caller gives up on a written request after the
+// monitor stopped (between the connection's failure and its teardown,
+// which waits for the reader: here inside a STAT's handle). Such a
+// tombstone arms no health check: a fake Clock would hold its timer for
+// good.
+func TestCallerClockNoTimerAfterEnd(t *testing.T) {
+	fc := retry.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	c, p := dialPipe(t, Options{Clock: callerFake{fc}}, nil)
+	// A durable write abandoned: its tombstone is due a minute on, which
+	// makes the health timer.
+	wctx, wcancel := context.WithCancel(context.Background())
+	w := goDurablePipe(wctx, c, "w", 60000)
+	p.read()
+	waitFor(t, "the write accepted", func() bool { return c.Pending() == 1 && wireEmpty(c)() })
+	wcancel()
+	if err := recv(t, w); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	waitFor(t, "the health timer", func() bool { return len(fc.Timers()) == 1 })
+	gctx, gcancel := context.WithCancel(context.Background())
+	g := goGet(gctx, c, "g")
+	p.read()
+	entered, release := make(chan struct{}), make(chan struct{})
+	stat := make(chan error, 1)
+	go func() {
+		req := memdx.NewStat(nil)
+		stat <- c.Do(context.Background(), &req, func(*memdx.Packet) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	sreq := p.read()
+	first := ok(sreq, "1")
+	first.Key = []byte("a")
+	p.write(first)
+	<-entered // the reader is inside handle: the teardown waits for it
+	c.Abort(nil)
+	waitFor(t, "the monitor's end", func() bool { return len(fc.Timers()) == 0 })
+	gcancel() // the GET, written, is abandoned while the connection ends
+	if r := recv(t, g); r.err == nil {
+		t.Fatal("the GET succeeded")
+	}
+	close(release)
+	if err := recv(t, stat); !errors.Is(err, kverr.ErrConnectionClosed) {
+		t.Fatalf("STAT: %v", err)
+	}
+	c.Close()
+	if ts := fc.Timers(); len(ts) != 0 {
+		t.Fatalf("timers armed on the caller's clock by a closed connection: %v", ts)
+	}
+}

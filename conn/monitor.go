@@ -198,11 +198,14 @@ func (c *Conn) makeHealthTimer() {
 	}
 }
 
-// healthNoteTomb is told of every new tombstone (abandon). Called with mu
-// held.
+// healthNoteTomb is told of every new tombstone (abandon). A connection
+// that is ending (a caller abandoning a request between its failure and
+// the teardown, which drops every tombstone) arms nothing: its monitor
+// may have stopped already, and a timer armed then would stay on a
+// caller's Clock for good. Called with mu held.
 func (c *Conn) healthNoteTomb(cl *call) {
 	m := &c.monitor
-	if c.opts.ProbeAfter < 0 || m.probe != nil {
+	if c.opts.ProbeAfter < 0 || m.probe != nil || c.err != nil {
 		return
 	}
 	if c.inflight.tombs >= c.opts.MaxAbandoned/2 && cl.abandonedAt.Sub(m.lastProbe) >= c.opts.ProbeAfter {
