@@ -44,6 +44,9 @@ type Cluster struct {
 
 	disabled       map[memdx.HelloFeature]bool
 	syncWriteDelay atomic.Int64
+	// notLockedTmpfail: the nodes answer UNLOCK_KEY of a document that is
+	// not locked as kv_engine before 7.6 does (Options.Version).
+	notLockedTmpfail bool
 
 	faults faultRegistry
 	scans  rangeScans
@@ -97,6 +100,7 @@ func New(opts Options) (*Cluster, error) {
 	if o.NoRevEpoch {
 		c.epoch = -1
 	}
+	c.notLockedTmpfail = versionBefore(o.Version, 7, 6)
 	if o.NoClusterMapNotifications {
 		c.disabled[memdx.FeatureClustermapChangeNotification] = true
 		c.disabled[memdx.FeatureClustermapChangeNotificationBrief] = true

@@ -296,7 +296,8 @@
 //     (one with a CAS runs and answers that CAS). UNLOCK_KEY with the lock
 //     CAS answers success with CAS 0 (the document keeps the lock's CAS,
 //     as kv_engine's does). UNLOCK_KEY of an unlocked
-//     document answers NOT_LOCKED (0x0e; TMPFAIL without XERROR), with a
+//     document answers NOT_LOCKED (0x0e; TMPFAIL without XERROR, and on a
+//     mock whose Options.Version is before 7.6, as kv_engine did), with a
 //     wrong CAS LOCKED, of a missing one KEY_ENOENT, without a CAS (0)
 //     EINVAL, as kv_engine's unlock_validator answers. Locks are not
 //     replicated: GET_REPLICA, replica sub-document lookups and OBSERVE on

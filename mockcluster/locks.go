@@ -69,7 +69,9 @@ func (cn *conn) getLocked(p *memdx.Packet) {
 // and it is off by default, daemon/settings.h). What a client sees depends
 // on its HELLO alone, not on the error map version it fetched:
 // Connection::remapErrorCode (daemon/connection.cc) turns both into TMPFAIL
-// for a connection without XERROR (mapStatus).
+// for a connection without XERROR (mapStatus). Before 7.6 unlockKey
+// answered temporary_failure for a document that is not locked, TMPFAIL
+// with XERROR too: so does a mock whose Options.Version is older.
 func (cn *conn) unlock(p *memdx.Packet) {
 	if len(p.Extras) != 0 || len(p.Value) != 0 {
 		cn.fail(p, memdx.StatusInvalidArgs, "UNLOCK_KEY takes no extras and no value")
@@ -95,6 +97,8 @@ func (cn *conn) unlock(p *memdx.Packet) {
 	switch {
 	case d == nil:
 		st = memdx.StatusKeyNotFound
+	case !d.locked(now) && cn.c.notLockedTmpfail:
+		st = memdx.StatusTmpFail
 	case !d.locked(now):
 		st = memdx.StatusNotLocked
 	case p.Cas != d.cas:

@@ -64,7 +64,10 @@ type Options struct {
 	// "$HOST" placeholder, which clients replace with the host they fetched
 	// the config from (every mock node listens on Host).
 	ConfigHost string
-	// Version is the server version (DefaultVersion when empty).
+	// Version is the server version (DefaultVersion when empty). A
+	// version before 7.6 answers UNLOCK_KEY of a document that is not
+	// locked TMPFAIL, as kv_engine did before it had NOT_LOCKED; the rest
+	// of the mock behaves as 7.6 whatever the version.
 	Version string
 	// DisabledFeatures are HELLO features the nodes refuse, for testing a
 	// client against an older server.
@@ -253,4 +256,20 @@ func validBucketName(name string) error {
 		return fmt.Errorf("mockcluster: bucket name %q is reserved for internal use", name)
 	}
 	return nil
+}
+
+// versionBefore reports whether the server version v ("7.2.4-7070-
+// enterprise") is older than major.minor; a version that does not begin
+// with two numbers is not.
+func versionBefore(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(strings.SplitN(parts[1], "-", 2)[0])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma < major || (ma == major && mi < minor)
 }

@@ -59,3 +59,33 @@ func TestUnlockWithoutCasInvalid(t *testing.T) {
 		}
 	}
 }
+
+// Before 7.6 kv_engine had no NOT_LOCKED: KVBucket::unlockKey answered
+// temporary_failure for a document that exists but is not locked, which
+// reaches a client as TMPFAIL with XERROR or without. A mock whose Version
+// is older than 7.6 answers so; a lock with another CAS is LOCKED
+// (locked_tmpfail) and a missing document KEY_ENOENT on either version.
+func TestUnlockNotLockedBefore76(t *testing.T) {
+	for _, c := range []struct {
+		version   string
+		notLocked memdx.Status
+	}{
+		{"7.2.4-7070-enterprise", memdx.StatusTmpFail},
+		{"6.6.0-7909-enterprise", memdx.StatusTmpFail},
+		{"7.6.0-2176-enterprise", memdx.StatusNotLocked},
+		{"8.0.0-1000-enterprise", memdx.StatusNotLocked},
+		{"", memdx.StatusNotLocked}, // DefaultVersion
+	} {
+		t.Run(c.version, func(t *testing.T) {
+			e := newKVEnv(t, Options{Version: c.version}, []memdx.HelloFeature{memdx.FeatureXerror})
+			k := "lk"
+			e.expect("unlock missing", e.do(memdx.NewUnlock([]byte(k), 1)), memdx.StatusKeyNotFound)
+			s := e.expect("set", e.do(set(k, "v")), memdx.StatusSuccess)
+			e.expect("unlock unlocked", e.do(memdx.NewUnlock([]byte(k), s.Cas)), c.notLocked)
+			l := e.expect("getl", e.do(memdx.NewGetLocked([]byte(k), 10)), memdx.StatusSuccess)
+			e.expect("unlock wrong cas", e.do(memdx.NewUnlock([]byte(k), s.Cas)), memdx.StatusLocked)
+			e.expect("unlock", e.do(memdx.NewUnlock([]byte(k), l.Cas)), memdx.StatusSuccess)
+			e.expect("unlock again", e.do(memdx.NewUnlock([]byte(k), l.Cas)), c.notLocked)
+		})
+	}
+}
