@@ -308,7 +308,9 @@
 //	                                   sub-document mutations other than
 //	                                   inserts without a CAS (a lock, without
 //	                                   XERROR; retried)
-//	ErrDocumentNotLocked               NOT_LOCKED
+//	ErrDocumentNotLocked               NOT_LOCKED; ETMPFAIL on UNLOCK_KEY (what
+//	                                   a server before 7.6, or any without
+//	                                   XERROR, answers; not retried)
 //	ErrNotStored                       NOT_STORED on other opcodes
 //	ErrValueTooLarge                   E2BIG; an answer longer than the client
 //	                                   reads (20 MiB and 64 KiB: memcached -I
@@ -322,7 +324,8 @@
 //	                                   argument refused before sending (a
 //	                                   *KeyValueError); a bad option or
 //	                                   connection string at Connect
-//	ErrTemporaryFailure                ETMPFAIL (retried), ENOMEM, EBUSY; any
+//	ErrTemporaryFailure                ETMPFAIL (retried; not on UNLOCK_KEY),
+//	                                   ENOMEM, EBUSY; any
 //	                                   status whose error-map entry has "temp"
 //	ErrNoAccess                        EACCESS
 //	ErrFeatureNotAvailable             UNKNOWN_COMMAND, NOT_SUPPORTED,

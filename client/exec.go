@@ -1015,6 +1015,10 @@ func (o *op) statusErr() error {
 func (c *Client) statusError(o *op, cause error) error {
 	if cause == nil {
 		cause = o.statusErr()
+		if o.req.OpCode == memdx.OpUnlockKey && o.status == memdx.StatusTmpFail {
+			cause = fmt.Errorf("%w: Couchbase Server before 7.6 answers UNLOCK_KEY so for a document that is not locked;"+
+				" to a connection without XERROR it also answers so for a lock held with another CAS", cause)
+		}
 	}
 	e := newKVError(o, o.outcome.Sentinel, cause)
 	if o.outcome.Ambiguous {

@@ -585,7 +585,11 @@ func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time
 
 // Unlock releases a lock taken with GetAndLock. A CAS that is not the
 // lock's fails with ErrCasMismatch (never retried, RFC 0049); a document
-// that is not locked fails with ErrDocumentNotLocked. CAS 0 is refused
+// that is not locked fails with ErrDocumentNotLocked, at once. Couchbase
+// Server before 7.6 says "not locked" with TMPFAIL, which Unlock does not
+// retry; without XERROR the server answers TMPFAIL for a lock held with
+// another CAS too, and Unlock cannot tell the two apart: both are
+// ErrDocumentNotLocked, whose message says so. CAS 0 is refused
 // before anything is sent (ErrInvalidArgument), as kv_engine refuses
 // UNLOCK_KEY without a CAS.
 func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts *UnlockOptions) error {

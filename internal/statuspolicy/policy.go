@@ -126,6 +126,13 @@ var table = []Row{
 	{Status: memdx.StatusOutOfMemory, Rule: Rule{Sentinel: kverr.ErrTemporaryFailure, ErrorMap: true}},
 	{Status: memdx.StatusNotSupported, Rule: Rule{Sentinel: kverr.ErrFeatureNotAvailable}},
 	{Status: memdx.StatusBusy, Rule: Rule{Sentinel: kverr.ErrTemporaryFailure, ErrorMap: true}},
+	// TMPFAIL on UNLOCK: the document is not locked (kv_engine before
+	// 7.6, which had no NOT_LOCKED, KVBucket::unlockKey; and any
+	// connection without XERROR, which Connection::remapErrorCode gives
+	// not_locked and locked_tmpfail as TMPFAIL: a lock held with another
+	// CAS). Neither clears on a retry (a new lock has a new CAS), which
+	// would only run out the timeout: final, whatever the error map says.
+	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpUnlockKey), Rule: Rule{Sentinel: kverr.ErrDocumentNotLocked}},
 	{Status: memdx.StatusTmpFail, Rule: Rule{Reason: retry.ReasonKVTemporaryFailure, Sentinel: kverr.ErrTemporaryFailure, ErrorMap: true}},
 	{Status: memdx.StatusXattrInvalid, Rule: Rule{Sentinel: kverr.ErrInvalidArgument}},
 	// UNKNOWN_COLLECTION: the cached id is outdated (RFC 0049

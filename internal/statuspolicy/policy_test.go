@@ -82,7 +82,9 @@ func wantReason(r statusRequest, st memdx.Status) retry.Reason {
 			return retry.ReasonKVLocked
 		}
 	case memdx.StatusTmpFail:
-		return retry.ReasonKVTemporaryFailure
+		if r.op != memdx.OpUnlockKey { // not locked: a retry cannot help
+			return retry.ReasonKVTemporaryFailure
+		}
 	case memdx.StatusSyncWriteInProgress:
 		return retry.ReasonKVSyncWriteInProgress
 	case memdx.StatusSyncWriteReCommitInProgress:
@@ -121,6 +123,10 @@ func wantSentinel(r statusRequest, st memdx.Status) error {
 		return kverr.ErrDocumentNotFound
 	case st == memdx.StatusLocked && r.op == memdx.OpUnlockKey:
 		return kverr.ErrCasMismatch // RFC 0049: a CAS mismatch, never retried
+	case st == memdx.StatusTmpFail && r.op == memdx.OpUnlockKey:
+		// kv_engine before 7.6, or without XERROR: not locked (or,
+		// without XERROR, locked with another CAS)
+		return kverr.ErrDocumentNotLocked
 	}
 	own := map[memdx.Status]error{
 		memdx.StatusKeyNotFound: kverr.ErrDocumentNotFound, memdx.StatusKeyExists: kverr.ErrDocumentExists,
