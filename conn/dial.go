@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kvwire/kvwire/errmap"
@@ -45,9 +46,8 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	xerror := true
 	var dropped error
 	for {
-		c, err := dialOnce(ctx, addr, &o, memcached, xerror)
+		c, err := dialOnce(ctx, addr, &o, memcached, xerror, dropped)
 		if err == nil {
-			c.errMapErr = dropped
 			return c, nil
 		}
 		var nc *notCouchbaseError
@@ -142,13 +142,15 @@ func mapTooLong(err error, before bool) error {
 	return nil
 }
 
-// dialOnce opens one socket and bootstraps it.
-func dialOnce(ctx context.Context, addr string, o *Options, memcached, xerror bool) (*Conn, error) {
+// dialOnce opens one socket and bootstraps it. dropped is why an earlier
+// connection's error map was dropped (xerror is then false).
+func dialOnce(ctx context.Context, addr string, o *Options, memcached, xerror bool, dropped error) (*Conn, error) {
 	nc, err := dialNet(ctx, addr, o)
 	if err != nil {
 		return nil, err
 	}
 	c := newConn(nc, addr, o, newConnID(o.ClientID))
+	c.errMapErr = dropped
 	if memcached {
 		err = c.bootMemcached(ctx)
 	} else {
@@ -509,9 +511,57 @@ func (c *Conn) await(ctx context.Context, s *step) error {
 		s.cl = nil
 	}
 	if s.err != nil {
-		return &BootstrapError{Addr: c.addr, Step: s.op, Reason: "no response", Err: s.err}
+		reason := "no response"
+		if cause := c.hangupCause(s); cause != "" {
+			reason = cause
+		}
+		return &BootstrapError{Addr: c.addr, Step: s.op, Reason: reason, Err: s.err}
 	}
 	return nil
+}
+
+// hangupCause says what it most likely means that the server closed the
+// connection instead of answering bootstrap step s, "" when there is
+// nothing to say beyond the step. kv_engine cannot tell a connection that
+// did not negotiate XERROR NO_BUCKET or EACCESS: Connection::remapErrorCode
+// turns both into a disconnect. So a Couchbase node hangs up on such a
+// connection's SELECT_BUCKET of a bucket the user may not use (EACCESS,
+// also when the bucket does not exist: access is checked first), its
+// GET_CLUSTER_CONFIG without a bucket by a user without SystemSettings
+// (EACCESS), and a memcached-mode connection's get (NO_BUCKET: no HELLO,
+// no bucket). The server gave no status, so the cause is a likelihood,
+// worded so.
+func (c *Conn) hangupCause(s *step) string {
+	if c.features.Has(memdx.FeatureXerror) || !peerHungUp(s.err) {
+		return ""
+	}
+	const closed = "the server closed the connection instead of answering"
+	o := &c.opts
+	why := ""
+	if c.errMapErr != nil {
+		why = fmt.Sprintf(" (kvwire dialled again without XERROR: the node's error map was unusable: %v)", c.errMapErr)
+	}
+	switch {
+	case s.op == memdx.OpSelectBucket && o.Username != "":
+		return fmt.Sprintf("%s; Couchbase Server does that where it would answer EACCESS, to a connection without XERROR%s:"+
+			" most likely user %q may not use bucket %q, or no such bucket exists", closed, why, o.Username, o.Bucket)
+	case s.op == memdx.OpGetClusterConfig && o.Bucket == "" && o.Username != "":
+		return fmt.Sprintf("%s; Couchbase Server does that where it would answer EACCESS, to a connection without XERROR%s:"+
+			" most likely user %q may not read the cluster config without a bucket (it needs the SystemSettings privilege)",
+			closed, why, o.Username)
+	case s.op == memdx.OpGet && c.memcached && c.mech != "":
+		return fmt.Sprintf("%s a get after the login succeeded; Couchbase Server's KV service does that where it would answer NO_BUCKET,"+
+			" to a client without XERROR (memcached mode sends no HELLO) that selected no bucket, and memcached answers a get:"+
+			" if %s is a Couchbase node, connect with couchbase://%s/BUCKET", closed, c.addr, c.addr)
+	}
+	return ""
+}
+
+// peerHungUp reports whether err is the connection ending because the
+// peer closed it (an EOF, or a reset: a server that closes with requests
+// unread in its socket makes the kernel send a reset).
+func peerHungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (c *Conn) stepError(s *step, reason string) error {
