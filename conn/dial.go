@@ -557,6 +557,30 @@ func (c *Conn) hangupCause(s *step) string {
 	return ""
 }
 
+// liveHangupHint is what the reader adds to the error of a live
+// connection that the peer closed, when kv_engine may have closed it to
+// refuse a request in flight: a Couchbase connection without XERROR, to
+// which Connection::remapErrorCode gives a disconnect for the statuses
+// below (the full list holds more that kvwire never asks for: range-scan
+// and DCP statuses). A node going down closes a connection too, so the
+// hint says "may". "" otherwise, and before the bootstrap completed
+// (hangupCause speaks for a step).
+func (c *Conn) liveHangupHint(err error) string {
+	c.mu.Lock()
+	live := c.callbacks.live // features and errMapErr were set before it
+	c.mu.Unlock()
+	if !live || c.memcached || c.features.Has(memdx.FeatureXerror) || !peerHungUp(err) {
+		return ""
+	}
+	why := ""
+	if c.errMapErr != nil {
+		why = fmt.Sprintf("; it has none because the node's error map was unusable: %v", c.errMapErr)
+	}
+	return " (the node closed the connection: on a connection without XERROR, as this one is, Couchbase Server does that" +
+		" instead of answering EACCESS, NO_BUCKET, AUTH_STALE, DURABILITY_IMPOSSIBLE or SYNC_WRITE_AMBIGUOUS," +
+		" so a request in flight may have been refused so" + why + ")"
+}
+
 // peerHungUp reports whether err is the connection ending because the
 // peer closed it (an EOF, or a reset: a server that closes with requests
 // unread in its socket makes the kernel send a reset).

@@ -71,7 +71,7 @@ func (c *Conn) readLoop() {
 			return
 		}
 		if rerr != nil {
-			c.fail(fmt.Errorf("conn %s: read: %w%s", c.addr, rerr, c.tlsPortHint()))
+			c.fail(fmt.Errorf("conn %s: read: %w%s%s", c.addr, rerr, c.tlsPortHint(), c.liveHangupHint(rerr)))
 			return
 		}
 		if c.burstDispatched() == 1 && c.lendRole() && !c.awaitRole() {

@@ -242,7 +242,7 @@ func (c *Conn) catchUp() {
 	}
 	c.burstDispatched()
 	if err != nil && err != errWouldBlock {
-		c.fail(fmt.Errorf("conn %s: read: %w", c.addr, err))
+		c.fail(fmt.Errorf("conn %s: read: %w%s", c.addr, err, c.liveHangupHint(err)))
 	}
 }
 
@@ -275,7 +275,7 @@ func (c *Conn) readFor(ctx context.Context, cl *call) {
 			continue
 		}
 		if err != nil {
-			c.fail(fmt.Errorf("conn %s: read: %w", c.addr, err))
+			c.fail(fmt.Errorf("conn %s: read: %w%s", c.addr, err, c.liveHangupHint(err)))
 			break
 		}
 	}
