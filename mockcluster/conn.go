@@ -41,6 +41,9 @@ type conn struct {
 	hasKnow bool
 	timers  map[*time.Timer]struct{}
 	wclosed bool
+	// hungUp, when not nil, is closed when the answers written before a
+	// hang-up (hangUp) are out, or failed to go.
+	hungUp chan struct{}
 	// owed counts the answers an unordered connection still owes (delayed
 	// by a fault, a synchronous write or a range scan's seqno wait); idle,
 	// when not nil, is closed when it drops to zero (barrier.go).
@@ -102,7 +105,7 @@ type outcome struct {
 func (cn *conn) serve() {
 	defer cn.c.wg.Done()
 	defer close(cn.exited)
-	defer cn.close()
+	defer cn.closeAfterHangUp()
 	buf := make([]byte, 32<<10)
 	start, end := 0, 0
 	for {
@@ -526,22 +529,49 @@ func unknownWithoutXerror(st memdx.Status) bool {
 // disconnect): the answers already buffered go out first. wmu must be
 // held. The serve goroutine finds the connection closed when the handling
 // returns, or its next read or wait ends.
+//
+// The buffered answers are written, and the connection then closed, on a
+// goroutine of its own: hangUp may run under the fault lock (a request
+// judged by a fault is handled under it), and a client that does not read
+// would otherwise hold it, and with it every connection of the cluster.
+// The serve goroutine waits for that write before it returns (closeAfterHangUp),
+// so that it does not close the socket under it.
 func (cn *conn) hangUp(p *memdx.Packet, st memdx.Status) {
 	cn.c.logf("mockcluster: node %d: closing connection: %s to %s, XERROR not enabled", cn.n.id, st, p.OpCode)
-	if !cn.wclosed {
-		// The answers before go out; wbuf keeps them (its length is a
-		// mark to applyFaults, whose caller is still running), but
-		// nothing is written once the connection is closed.
-		if len(cn.wbuf) > 0 {
-			_, _ = cn.nc.Write(cn.wbuf)
-		}
-		cn.wclosed = true
-		cn.nc.Close()
+	if cn.wclosed {
+		// The rest of close (done, timers, the node's count) needs wmu: a
+		// serve goroutine waiting for answers still owed (a barrier) is
+		// released by done, not by the closed socket.
+		go cn.close()
+		return
 	}
-	// The rest of close (done, timers, the node's count) needs wmu: a
-	// serve goroutine waiting for answers still owed (a barrier) is
-	// released by done, not by the closed socket.
-	go cn.close()
+	// wbuf keeps the answers (its length is a mark to applyFaults, whose
+	// caller is still running), but nothing more is written once the
+	// connection is closed.
+	cn.wclosed = true
+	out := append([]byte(nil), cn.wbuf...)
+	done := make(chan struct{})
+	cn.hungUp = done
+	go func() {
+		defer close(done)
+		if len(out) > 0 {
+			_, _ = cn.nc.Write(out)
+		}
+		cn.close()
+	}()
+}
+
+// closeAfterHangUp closes the connection when its serve goroutine returns,
+// after the answers a hang-up writes (a close, by Stop or DropConnections,
+// ends that write).
+func (cn *conn) closeAfterHangUp() {
+	cn.wmu.Lock()
+	h := cn.hungUp
+	cn.wmu.Unlock()
+	if h != nil {
+		<-h
+	}
+	cn.close()
 }
 
 // refusePrivilege is failPrivilege for a command the privilege check
