@@ -238,18 +238,27 @@ func (cn *conn) locate(p *memdx.Packet, replica bool) (target, bool) {
 	} else {
 		owns = chain[0] == cn.n.id
 	}
-	// kv_engine looks the collection up in the validator, in the
-	// manifest of the vbucket if this node holds it in any state
-	// (get_collection_meta), so an unknown collection is answered before
-	// the vbucket's state is; only a node without the vbucket answers
-	// NOT_MY_VBUCKET first.
-	if !owns && !cn.holdsVbucket(t.s, p.Vbucket) {
+	// kv_engine looks a collection other than the default one up in the
+	// validator, in the manifest of the vbucket if this node holds it in
+	// any state (get_collection_meta), so an unknown collection is
+	// answered before the vbucket's state is; only a node without the
+	// vbucket answers NOT_MY_VBUCKET first. The default collection (a
+	// dropped one) is found unknown by the engine, after the vbucket's
+	// state (KVBucket::getInternal, operationPrologue in
+	// engines/ep/src/kv_bucket.cc), and its unknown_collection is
+	// remapped (EINVAL for a client without Collections).
+	validated := t.cid != 0
+	if !owns && (!validated || !cn.holdsVbucket(t.s, p.Vbucket)) {
 		cn.nmv(p, t.s)
 		return t, false
 	}
 	if !t.s.manifest.has(t.cid) {
-		cn.failManifest(p, memdx.StatusUnknownCollection, t.s.manifest.uid,
-			"Unknown collection id 0x"+strconv.FormatUint(uint64(t.cid), 16))
+		ctx := "Unknown collection id 0x" + strconv.FormatUint(uint64(t.cid), 16)
+		if validated {
+			cn.failManifest(p, memdx.StatusUnknownCollection, t.s.manifest.uid, ctx)
+		} else {
+			cn.failManifestExec(p, memdx.StatusUnknownCollection, t.s.manifest.uid, ctx)
+		}
 		return t, false
 	}
 	if !owns {
