@@ -229,7 +229,13 @@ func (c *Cluster) AddFault(f Fault) *Control {
 // stops it; its answer may still be held) before the next call: fn finds
 // the requests it saw before applied, and nothing of the one it sees. A
 // function can therefore tell, from a document's Bucket.MutationCount,
-// whether the request it saw last was applied.
+// whether the request it saw last was applied. Two exceptions: a
+// synchronous write that a sync-write delay holds pending is applied when
+// it commits, later, and a RANGE_SCAN_CREATE waiting for its snapshot's
+// seqno creates its scan when the wait ends.
+//
+// fn must not call AddFault, Control or a Control's Remove either: they
+// take the lock fn runs under, and would wait for fn itself.
 func (c *Cluster) Control(m Match, times int, fn func(r *Request) (a Action, ok bool)) *Control {
 	return c.faults.add(&Control{match: m, times: times, decide: fn})
 }
