@@ -43,8 +43,9 @@ type Match struct {
 	// serve goroutine, as Control's function does: it must not block, nor
 	// call what closes connections and waits for their goroutines (Stop,
 	// DropConnections, RemoveUser, RemoveBucket, RemoveNode, Close), which
-	// would wait for itself. Start those on another goroutine, or use
-	// Action.Close to drop this connection.
+	// would wait for itself, nor what Control says its function must not.
+	// Start those on another goroutine, or use Action.Close to drop this
+	// connection.
 	Func func(r *Request) bool
 }
 
@@ -235,7 +236,13 @@ func (c *Cluster) AddFault(f Fault) *Control {
 // seqno creates its scan when the wait ends.
 //
 // fn must not call AddFault, Control or a Control's Remove either: they
-// take the lock fn runs under, and would wait for fn itself.
+// take the lock fn runs under, and would wait for fn itself. Nor may it
+// publish a config (AddNode, Failover, RemoveNode, StartRebalance, a
+// Rebalance's Step or Finish, AddBucket, a Bucket's AddScope,
+// AddCollection, DropCollection or DropScope): the change notifications
+// take each connection's write lock, which this connection's goroutine
+// holds, and another's holds while it waits for the fault lock. Start
+// those on another goroutine.
 func (c *Cluster) Control(m Match, times int, fn func(r *Request) (a Action, ok bool)) *Control {
 	return c.faults.add(&Control{match: m, times: times, decide: fn})
 }
