@@ -85,6 +85,11 @@ type opHot struct {
 	handle  func(*memdx.Packet) error
 
 	casGiven bool
+	// barrier: the request is one kv_engine does not reorder under
+	// UnorderedExecution (GET_META, NOOP, STAT, VERSION): it is not sent
+	// behind a request the server answers only by a bound of its own
+	// (pickBarrier).
+	barrier bool
 	// insert: a MutateIn whose doc flags make it an insert (Add), which
 	// its opcode does not say (statuspolicy.DecideMutation).
 	insert bool
@@ -624,7 +629,14 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 	}
 	var cn *conn.Conn
 	if err == nil {
-		cn, reason, err = r.Node.Pick()
+		if !o.barrier {
+			cn, reason, err = r.Node.Pick()
+		} else {
+			var final error // held until the deadline, or ctx ended
+			if cn, reason, err, final = c.pickBarrier(ctx, o, r.Node); final != nil {
+				return placed{}, next{err: final}
+			}
+		}
 	}
 	var cid uint32
 	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
@@ -672,6 +684,73 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 	o.attempt(r.Node, r.Vbucket)
 	o.prepare(cn, r.Vbucket, cid)
 	return placed{Route: r, cn: cn, cid: cid}, next{done: true}
+}
+
+// pickBarrier is Pick for an operation whose request is a barrier in
+// kv_engine under UnorderedExecution (o.barrier: not is_reorder_supported)
+// to node n: it runs only once every earlier request on its connection
+// has finished, and no later one starts before it is done. Sent behind a
+// request the server answers only by a bound of its own (a synchronous
+// write waiting for replication, by its durability timeout; a range
+// scan's continue), it would wait for that request, and every later
+// request on the connection (plain Gets) would wait with it: the write's
+// latency would stall the node's traffic, and the operation time out on
+// a healthy node. It goes instead on a connection of n free of them
+// (cluster.Node.PickBarrier); when every connection has one, it is held
+// here, unsent, until one is free (its requests answered), or the
+// shortest of their bounds has passed, and goes then; or until its own
+// deadline, when it fails with a timeout saying it was held (final), or
+// until ctx ends. cn, reason and err are otherwise Pick's. Only barriers
+// come here.
+func (c *Client) pickBarrier(ctx context.Context, o *op, n *cluster.Node) (cn *conn.Conn, reason retry.Reason, err, final error) {
+	var heldAt time.Time
+	for held := false; ; held = true {
+		cn, hold, reason, err := n.PickBarrier()
+		if cn != nil || err != nil {
+			if held {
+				// The send time is read anew (SendAt), for the
+				// connection's deadline check too.
+				o.trace.Waited()
+			}
+			return cn, reason, err, nil
+		}
+		now := c.clock.Now()
+		if !held {
+			heldAt = now
+		}
+		left := o.st.Deadline().Sub(now)
+		if left > 0 {
+			t := c.clock.NewTimer(min(hold.Wait, left))
+			select {
+			case <-hold.Freed:
+				t.Stop()
+				continue
+			case <-t.C():
+				if hold.Wait < left {
+					continue // the bound has passed: the request is answered, or due
+				}
+			case <-ctx.Done():
+				t.Stop()
+				if ctx.Err() == context.Canceled {
+					return nil, 0, nil, newKVError(o, ErrRequestCanceled, c.heldError(o, n, hold, now, heldAt, ctx.Err()))
+				}
+			case <-c.ctx.Done():
+				t.Stop()
+				return nil, 0, nil, newKVError(o, ErrClosed, nil)
+			}
+		}
+		return nil, 0, nil, newKVError(o, nil, o.st.TimeoutError(c.heldError(o, n, hold, now, heldAt, context.DeadlineExceeded)))
+	}
+}
+
+// heldError is the error of a barrier held (pickBarrier) since heldAt, not
+// sent, until cause (its deadline, its context) ended it; h is the last
+// hold, seen at seen.
+func (c *Client) heldError(o *op, n *cluster.Node, h cluster.BarrierHold, seen, heldAt time.Time, cause error) error {
+	due := max(h.Wait-c.clock.Now().Sub(seen), 0)
+	return &conn.RequestError{Op: o.req.OpCode, Addr: n.Addr(), Err: fmt.Errorf(
+		"%w: held %v, not sent: every connection to the node has a request in flight that the server answers only by a bound of its own (a synchronous write waiting for replication, or a range scan's continue), the earliest due in %v; %s is not reordered past those (a barrier under unordered execution): sent, it would have waited for them and held every later request on the connection",
+		cause, c.clock.Now().Sub(heldAt).Round(time.Millisecond), due.Round(time.Millisecond), o.req.OpCode)}
 }
 
 // lookupFailure is a collection-id lookup's failure on cn (reason, err:

@@ -640,6 +640,7 @@ func (col *Collection) Exists(ctx context.Context, key string, opts *ExistsOptio
 	if err != nil {
 		return ExistsResult{}, err
 	}
+	o.barrier = kind == kindMeta // GET_META is not reordered under UnorderedExecution
 	res, err := run(ctx, o, func(o *op) ExistsResult {
 		return ExistsResult{Exists: !o.deleted, Cas: o.cas, RetryAttempts: o.st.Attempts(), RetryReasons: retryReasonsOf(o.st.Reasons())}
 	})

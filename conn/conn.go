@@ -528,6 +528,33 @@ func (c *Conn) BarrierWait() time.Duration {
 	return 0
 }
 
+// BarrierFreed is BarrierWait with, when the wait is not 0, a channel
+// closed once no request with such a bound is left in flight on the
+// connection (each was answered, or its tombstone forgotten past
+// MaxAbandoned), or the connection ended: a caller holding a barrier until
+// the connection is free of them, rather than sending it behind them,
+// wakes then without polling. Only the requests with such a bound pay for
+// it (at their end), and only while a caller waits.
+func (c *Conn) BarrierFreed() (time.Duration, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight.promised == 0 {
+		return 0, nil
+	}
+	now := c.health.Now()
+	latest := c.latestBound(now)
+	if latest.IsZero() {
+		return 0, nil
+	}
+	if c.err != nil {
+		return 0, nil // ended: its requests fail, nothing is held on it
+	}
+	if c.inflight.unpromised == nil {
+		c.inflight.unpromised = make(chan struct{})
+	}
+	return latest.Sub(now), c.inflight.unpromised
+}
+
 // Awaited returns the number of requests in flight whose callers still
 // wait for them: Pending less the tombstones (abandoned requests, whose
 // late answer no caller reads).

@@ -23,6 +23,9 @@ type inflight struct {
 	tombs    int // tombstones in the table (MaxAbandoned)
 	writes   int // calls in the table, tombstones too, that may change data (readOnly false)
 	promised int // calls in the table, tombstones too, with an answerBy (the health check's)
+	// unpromised, when not nil, is closed once promised falls to 0 or the
+	// table closes (BarrierFreed); nil while no one waits for that.
+	unpromised chan struct{}
 	// evictedWrite is the stream offset of the end of the last write whose
 	// tombstone was evicted (MaxAbandoned), until a response to a request
 	// sent after it shows the server has processed it; 0: none.
@@ -99,6 +102,16 @@ func (t *inflight) all() iter.Seq[*call] {
 func (t *inflight) close() {
 	t.evictedWrite = 0
 	t.evictedBound = time.Time{}
+	t.notePromisedNone()
+}
+
+// notePromisedNone closes unpromised, when a caller waits on it: no call
+// with an answerBy is left, or the table closed.
+func (t *inflight) notePromisedNone() {
+	if t.unpromised != nil {
+		close(t.unpromised)
+		t.unpromised = nil
+	}
 }
 
 // add registers cl, just queued, as live.
@@ -130,7 +143,11 @@ func (t *inflight) remove(cl *call) {
 		t.writes--
 	}
 	if !cl.answerBy.IsZero() {
-		t.promised--
+		// Only a call with a bound (a synchronous write, a range
+		// scan's continue) comes here: an ordinary one pays nothing.
+		if t.promised--; t.promised == 0 {
+			t.notePromisedNone()
+		}
 		if t.holdKick != nil {
 			select {
 			case t.holdKick <- struct{}{}:

@@ -205,6 +205,59 @@ func (n *Node) pickForBarrier() (*conn.Conn, retry.Reason, error) {
 	return n.Pick()
 }
 
+// BarrierHold is why a barrier for a node is held, not sent (PickBarrier):
+// every live connection of the node has a request in flight that the
+// server answers only by a bound of its own. Wait is the shortest of
+// their waits (conn.Conn.BarrierWait); Freed is closed once the
+// connection with that wait is free of them (conn.Conn.BarrierFreed).
+type BarrierHold struct {
+	Wait  time.Duration
+	Freed <-chan struct{}
+}
+
+// PickBarrier returns a connection of n for a barrier: a request kv_engine
+// does not reorder under UnorderedExecution (not is_reorder_supported:
+// GET_META, NOOP, STAT, VERSION, GET_CLUSTER_CONFIG, ...), which runs only
+// once every earlier request on its connection has finished and holds
+// every later one. It is a live connection with nothing such a barrier
+// would wait behind (freeConn). When every live connection has something
+// (a synchronous write waiting for replication, a range scan's continue),
+// it returns no connection, no error and the hold: the barrier is to be
+// held by its caller rather than sent behind it, stalling the
+// connection's traffic for as long. Without a live connection it is Pick,
+// and so it is on memcached, which has no barriers and no synchronous
+// writes. Only barriers call it: Pick, every other request's, does none
+// of this.
+func (n *Node) PickBarrier() (*conn.Conn, BarrierHold, retry.Reason, error) {
+	if !n.cl.cfg.Memcached && n.ctx.Err() == nil {
+		if cs := n.conns.Load(); cs != nil && len(*cs) > 0 {
+			var h BarrierHold
+			start := uint(0)
+			if len(*cs) > 1 {
+				start = uint(n.rr.Add(1))
+			}
+			for i := range uint(len(*cs)) {
+				cn := (*cs)[(start+i)%uint(len(*cs))]
+				if isDone(cn) {
+					continue
+				}
+				w, freed := cn.BarrierFreed()
+				if w <= 0 {
+					return cn, BarrierHold{}, 0, nil
+				}
+				if h.Freed == nil || w < h.Wait {
+					h = BarrierHold{Wait: w, Freed: freed}
+				}
+			}
+			if h.Freed != nil {
+				return nil, h, 0, nil
+			}
+		}
+	}
+	cn, reason, err := n.Pick()
+	return cn, BarrierHold{}, reason, err
+}
+
 // freeConn returns a live connection of n, other than except and one ok
 // accepts (nil: any), on which a barrier would wait for nothing
 // (conn.Conn.BarrierWait), trying them from start on; nil when none is.

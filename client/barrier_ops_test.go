@@ -1,0 +1,147 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// barrierOp is an operation whose request kv_engine does not reorder
+// under UnorderedExecution (not is_reorder_supported), run with timeout.
+type barrierOp struct {
+	name string
+	run  func(c *Client, timeout time.Duration) error
+	// kvTimeout: the operation takes no timeout, its bound is the
+	// client's KVTimeout (barrierSetup's: 300 ms).
+	kvTimeout bool
+}
+
+// timeout is the bound of o run with timeout.
+func (o barrierOp) timeout(timeout time.Duration) time.Duration {
+	if o.kvTimeout {
+		return 300 * time.Millisecond
+	}
+	return timeout
+}
+
+var barrierOps = []barrierOp{
+	{name: "Exists", run: func(c *Client, timeout time.Duration) error {
+		_, err := c.DefaultCollection().Exists(context.Background(), "k", &ExistsOptions{Timeout: timeout})
+		return err
+	}},
+	{name: "Stats", run: func(c *Client, timeout time.Duration) error {
+		_, err := c.Stats(context.Background(), "", &StatsOptions{Timeout: timeout})
+		return err
+	}},
+	{name: "Version", run: func(c *Client, timeout time.Duration) error {
+		_, err := c.Version(context.Background(), &VersionOptions{Timeout: timeout})
+		return err
+	}},
+	{name: "Ping", run: func(c *Client, _ time.Duration) error {
+		return c.Ping(context.Background())[0].Err
+	}, kvTimeout: true},
+}
+
+// heldOrSent waits until a barrier operation begun on a one-node client
+// is either held (fc has a timer armed at at) or sent behind the pending
+// synchronous write on cn, and fails the test in the second case.
+func heldOrSent(t *testing.T, fc *retry.FakeClock, cn *conn.Conn, at time.Time, what string) {
+	t.Helper()
+	waitUntil(t, what+" held or sent", func() bool { return armedAt(fc, at) || cn.Pending() > 1 })
+	if n := cn.Pending(); n > 1 {
+		t.Fatalf("%s was sent behind the pending synchronous write (%d requests in flight on the connection): it waits for the write and holds every later request", what, n)
+	}
+}
+
+// GET_META (Exists), STAT, VERSION and NOOP (Ping) are barriers in
+// kv_engine under UnorderedExecution. On a node whose only connection holds
+// a durable write waiting for replication they went behind it: they timed
+// out on a healthy node, and every request sent after them on the
+// connection (a plain Get) was held as long. Now they are held by the
+// client, unsent: a later Get is answered at once, and the operation, if
+// the write is still pending at its deadline, times out saying why.
+func TestBarrierOpsHeldNotSentBehindPendingSyncWrite(t *testing.T) {
+	for _, bo := range barrierOps {
+		t.Run(bo.name, func(t *testing.T) {
+			mc, fc, c, _, cn, done := barrierSetup(t, oneNodeNoReplicas, time.Hour, 65*time.Second)
+			timeout := bo.timeout(30 * time.Second)
+			at := fc.Now().Add(timeout)
+			res := make(chan error, 1)
+			go func() { res <- bo.run(c, timeout) }()
+			heldOrSent(t, fc, cn, at, bo.name)
+			if _, err := c.DefaultCollection().Get(context.Background(), "k", &GetOptions{Timeout: time.Minute}); !errors.Is(err, ErrDocumentNotFound) {
+				t.Fatalf("a Get on the node while %s is held: %v; want ErrDocumentNotFound", bo.name, err)
+			}
+			fc.Advance(timeout)
+			err := <-res
+			if !errors.Is(err, ErrUnambiguousTimeout) {
+				t.Fatalf("%s held past its timeout: %v; want an unambiguous timeout", bo.name, err)
+			}
+			if !strings.Contains(err.Error(), "not sent") || !strings.Contains(err.Error(), "synchronous write") {
+				t.Fatalf("%s's timeout does not say it was held behind the synchronous write: %v", bo.name, err)
+			}
+			t.Logf("%s: %v", bo.name, err)
+			if n := cn.Pending(); n != 1 {
+				t.Fatalf("%d requests in flight on the connection; want the write alone", n)
+			}
+			mc.CommitSyncWrites()
+			if err := <-done; err != nil {
+				t.Fatalf("the durable write: %v", err)
+			}
+		})
+	}
+}
+
+// A barrier held for a pending synchronous write goes once the write is
+// answered, without waiting for the write's bound or its own deadline.
+func TestBarrierOpsSentOnceSyncWriteAnswered(t *testing.T) {
+	for _, bo := range barrierOps {
+		t.Run(bo.name, func(t *testing.T) {
+			mc, fc, c, _, cn, done := barrierSetup(t, oneNodeNoReplicas, time.Hour, 65*time.Second)
+			const timeout = 30 * time.Second
+			res := make(chan error, 1)
+			go func() { res <- bo.run(c, timeout) }()
+			heldOrSent(t, fc, cn, fc.Now().Add(bo.timeout(timeout)), bo.name)
+			mc.CommitSyncWrites()
+			if err := <-done; err != nil {
+				t.Fatalf("the durable write: %v", err)
+			}
+			if err := <-res; err != nil {
+				t.Fatalf("%s once the write was answered: %v", bo.name, err)
+			}
+		})
+	}
+}
+
+// With two connections to the node, one holding a durable write, a
+// barrier goes on the other at once.
+func TestBarrierOpsTakeFreeConnection(t *testing.T) {
+	mc := newMock(t, oneNodeNoReplicas)
+	mc.SetSyncWriteDelay(time.Hour)
+	t.Cleanup(mc.CommitSyncWrites)
+	c := connect(t, mc, &Options{ConfigPollInterval: time.Hour, ConnectionsPerNode: 2})
+	waitUntil(t, "two connections", func() bool { return len(c.cl.Endpoints()) == 2 && c.cl.Endpoints()[1].Conn != nil })
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Upsert(context.Background(), "k", []byte(`"v"`),
+			&UpsertOptions{Durability: DurabilityMajority, Timeout: 2 * time.Minute, DurabilityTimeout: 65 * time.Second})
+		done <- err
+	}()
+	waitUntil(t, "the node holding the synchronous write", func() bool { return mc.PendingSyncWrites() == 1 })
+	for range 4 { // both connections in turn
+		for _, bo := range barrierOps {
+			if err := bo.run(c, time.Minute); err != nil {
+				t.Fatalf("%s with a connection free of the write: %v", bo.name, err)
+			}
+		}
+	}
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+}
