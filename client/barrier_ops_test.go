@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -144,4 +146,86 @@ func TestBarrierOpsTakeFreeConnection(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the durable write: %v", err)
 	}
+}
+
+// heldFetch waits until the fetcher of the only node holds its fetch
+// (fc has a timer armed within the write's bound, between 60 and 66 s from
+// now: the poll's is an hour away) or sent it behind the pending
+// synchronous write (the node received more than base GET_CLUSTER_CONFIGs),
+// and fails the test in the second case.
+func heldFetch(t *testing.T, fc *retry.FakeClock, mc *mockcluster.Cluster, base uint64) {
+	t.Helper()
+	held := func() bool {
+		for _, at := range fc.Timers() {
+			if d := at.Sub(fc.Now()); d > 60*time.Second && d <= 66*time.Second {
+				return true
+			}
+		}
+		return false
+	}
+	sent := func() bool { return mc.RequestCount(memdx.OpGetClusterConfig) > base }
+	waitUntil(t, "the config fetch held or sent", func() bool { return held() || sent() })
+	if sent() {
+		t.Fatal("the config fetch was sent behind the pending synchronous write: it waits for the write and holds every later request on the connection")
+	}
+}
+
+// The config fetch a NOT_MY_VBUCKET without a config asks of its node
+// (which alone can say what it holds) is not sent behind a durable write
+// pending on the node's only connection: GET_CLUSTER_CONFIG is a barrier
+// in kv_engine under UnorderedExecution, and sent there it waited for the
+// write and held every later request on the connection (a Get timed out).
+// It is held until the write is answered, then sent.
+func TestConfigFetchAfterNMVHeldBehindPendingSyncWrite(t *testing.T) {
+	mc, fc, c, _, _, done := barrierSetup(t, oneNodeNoReplicas, time.Hour, 65*time.Second)
+	base := mc.RequestCount(memdx.OpGetClusterConfig)
+	nmv := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "k2"},
+		Action: mockcluster.Action{Status: memdx.StatusNotMyVbucket, Value: []byte{}}, Times: 1})
+	defer nmv.Remove()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Get(ctx, "k2", &GetOptions{Timeout: time.Minute})
+		got <- err
+	}()
+	<-nmv.Done()
+	heldFetch(t, fc, mc, base)
+	if _, err := c.DefaultCollection().Get(context.Background(), "k", &GetOptions{Timeout: time.Minute}); !errors.Is(err, ErrDocumentNotFound) {
+		t.Fatalf("a Get on the node while the fetch is held: %v; want ErrDocumentNotFound", err)
+	}
+	if sent := mc.RequestCount(memdx.OpGetClusterConfig) - base; sent != 0 {
+		t.Fatalf("%d config fetches sent while the write was pending", sent)
+	}
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	waitUntil(t, "the fetch sent once the write was answered", func() bool { return mc.RequestCount(memdx.OpGetClusterConfig) > base })
+	cancel() // the Get waits in its back-off on the frozen clock
+	<-got
+}
+
+// The fetch of a config its node announced (a cluster-map notification
+// without a config) is held, as an NOT_MY_VBUCKET's is, while a durable
+// write is pending on the node's only connection, and sent once the write
+// is answered: the announced config is installed.
+func TestAnnouncedConfigFetchHeldBehindPendingSyncWrite(t *testing.T) {
+	mc, fc, c, _, _, done := barrierSetup(t, oneNodeNoReplicas, time.Hour, 65*time.Second)
+	held := c.ConfigVersion()
+	base := mc.RequestCount(memdx.OpGetClusterConfig)
+	if _, err := mc.AddNode(); err != nil {
+		t.Fatal(err)
+	}
+	heldFetch(t, fc, mc, base)
+	if _, err := c.DefaultCollection().Get(context.Background(), "k", &GetOptions{Timeout: time.Minute}); !errors.Is(err, ErrDocumentNotFound) {
+		t.Fatalf("a Get on the node while the fetch is held: %v; want ErrDocumentNotFound", err)
+	}
+	if sent := mc.RequestCount(memdx.OpGetClusterConfig) - base; sent != 0 || c.ConfigVersion() != held {
+		t.Fatalf("%d config fetches sent while the write was pending (config %v)", sent, c.ConfigVersion())
+	}
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	waitUntil(t, "the announced config installed", func() bool { return c.ConfigVersion().Rev > held.Rev })
 }

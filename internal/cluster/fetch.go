@@ -32,6 +32,10 @@ type fetchState struct {
 	gaveUp         bool
 	gaveUpVer      vbmap.Version
 	last           time.Time // start of the last fetch
+	// heldPoll: a poll held already (configLoop, pollTarget) asked for
+	// the next fetch, which the fetcher then sends without holding it
+	// again (holdFetch).
+	heldPoll bool
 }
 
 // MaxAnnouncedFetches bounds the fetches one announcement causes.
@@ -108,6 +112,13 @@ func (c *Cluster) NotMyVbucket(r Route, nmv NMV, rs *vbmap.RouteState, tg *Targe
 // unless by then a config newer than routedWith (the version the requester
 // routed with) is installed.
 func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
+	c.requestFetchHeld(n, routedWith, false)
+}
+
+// requestFetchHeld is requestFetch; held says that the caller held the
+// fetch already (a poll: pollTarget), and the fetcher sends it at once,
+// as pollTarget promises, whatever is pending on n (holdFetch).
+func (c *Cluster) requestFetchHeld(n *Node, routedWith vbmap.Version, held bool) {
 	if !c.kvConfigs.Load() {
 		return // the configs come from a source (Config.NoKVConfigs)
 	}
@@ -120,6 +131,7 @@ func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
 	if fs == nil {
 		return
 	}
+	fs.heldPoll = fs.heldPoll || held
 	if fs.running {
 		if !fs.again || routedWith.Newer(fs.againFor) {
 			fs.againFor = routedWith
@@ -207,6 +219,16 @@ func (c *Cluster) fetcher(n *Node, fs *fetchState) {
 			}
 		}
 		c.fetchMu.Lock()
+		held := fs.heldPoll
+		fs.heldPoll = false
+		c.fetchMu.Unlock()
+		if !held && !c.holdFetch(n) {
+			c.fetchMu.Lock()
+			fs.running = false
+			c.fetchMu.Unlock()
+			return
+		}
+		c.fetchMu.Lock()
 		fs.last = c.cfg.Clock.Now()
 		fs.again = false
 		if fs.announced {
@@ -251,6 +273,44 @@ func (c *Cluster) fetcher(n *Node, fs *fetchState) {
 	}
 }
 
+// holdFetch holds a fetch from n while every live connection of n has a
+// request in flight that the server answers only by a bound of its own (a
+// synchronous write waiting for replication: Node.PickBarrier), until one
+// is free or the shortest of their bounds, as it stood when the hold
+// began, has passed: GET_CLUSTER_CONFIG is a barrier in kv_engine under
+// UnorderedExecution (not is_reorder_supported), and sent behind such a
+// write it would wait for it and hold every later request on the
+// connection for as long. The fetches that must ask n itself (after a
+// NOT_MY_VBUCKET without a config, or a config n announced) are delayed,
+// never dropped: at most one such bound. It reports false when n left
+// meanwhile (or the client closes).
+func (c *Cluster) holdFetch(n *Node) bool {
+	var until time.Time
+	for {
+		cn, h, _, err := n.PickBarrier()
+		if cn != nil || err != nil {
+			return n.ctx.Err() == nil
+		}
+		now := c.cfg.Clock.Now()
+		if until.IsZero() {
+			until = now.Add(h.Wait)
+		}
+		d := until.Sub(now)
+		if d <= 0 {
+			return true
+		}
+		tm := c.cfg.Clock.NewTimer(min(d, h.Wait))
+		select {
+		case <-h.Freed:
+			tm.Stop()
+		case <-tm.C():
+		case <-n.ctx.Done():
+			tm.Stop()
+			return false
+		}
+	}
+}
+
 // unsetEpoch is kv_engine's epoch of a config that carries no revEpoch
 // (ClustermapVersion's default, daemon/cluster_config.h; MB-51612).
 const unsetEpoch = -1
@@ -271,7 +331,8 @@ const unsetEpoch = -1
 //
 // On a node with several connections it takes one with no synchronous
 // write pending (Node.pickForBarrier): GET_CLUSTER_CONFIG is a barrier
-// under unordered execution.
+// under unordered execution. The fetcher held the fetch before while every
+// connection had one (holdFetch).
 func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool) {
 	cn, _, err := n.pickForBarrier()
 	if err != nil {

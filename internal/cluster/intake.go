@@ -370,6 +370,7 @@ func (c *Cluster) configLoop() {
 				lookAgain()
 			}
 			i, wait := pollTarget(t, rr+1)
+			forced := false // held long enough: not held again (holdFetch)
 			if i < 0 {
 				now := c.cfg.Clock.Now()
 				if pollHold.IsZero() {
@@ -379,12 +380,12 @@ func (c *Cluster) configLoop() {
 					poll.Reset(min(pollRecheckInterval, c.cfg.PollInterval, pollHold.Sub(now)))
 					continue
 				}
-				i = (rr + 1) % len(t.all) // held long enough: polled anyway
+				i, forced = (rr+1)%len(t.all), true // held long enough: polled anyway
 			}
 			pollHold = time.Time{}
 			poll.Reset(c.cfg.PollInterval)
 			rr = i
-			c.requestFetch(t.all[i], vbmap.Version{})
+			c.requestFetchHeld(t.all[i], vbmap.Version{}, forced)
 		}
 	}
 }
