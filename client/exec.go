@@ -669,6 +669,18 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 		}
 	}
 	if err != nil {
+		if re := (*conn.RequestError)(nil); errors.As(err, &re) &&
+			(errors.Is(re.Err, context.DeadlineExceeded) || errors.Is(re.Err, context.Canceled)) &&
+			(reason == retry.ReasonUnknown || ctx.Err() != nil || !c.clock.Now().Before(o.st.Deadline())) {
+			// A collection-id lookup (sent, held or another's waited
+			// for) that this operation's own deadline or ctx ended: its
+			// end, as judge says for an attempt, not a retry for a
+			// socket that was fine. The operation was not sent.
+			if ctx.Err() == context.Canceled {
+				return placed{}, next{err: newKVError(o, ErrRequestCanceled, err)}
+			}
+			return placed{}, next{err: newKVError(o, nil, o.st.TimeoutError(err))}
+		}
 		if reason == retry.ReasonUnknown {
 			return placed{}, next{err: newKVError(o, cmp.Or(sentinelOf(err), ErrServerFailure), err)}
 		}

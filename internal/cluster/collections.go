@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -38,8 +39,9 @@ type CollectionIDs struct {
 	// what it gets (guarded by mu).
 	gen uint64
 	// pick chooses the connection a lookup for a request routed to a
-	// connection goes on (Cluster.lookupConn; nil: that one).
-	pick func(*conn.Conn) *conn.Conn
+	// connection goes on, or says the lookup is to be held
+	// (Cluster.lookupConn; nil: that one).
+	pick func(*conn.Conn) (*conn.Conn, BarrierHold)
 }
 
 // cachedID is a cached collection id and the uid of the manifest the
@@ -83,10 +85,12 @@ type idFlight struct {
 // TMPFAIL and the statuses the node's error map marks for retry are
 // retried (the map's entry goes with the error, for FollowErrorMap); the
 // rest end the operation (retry.ReasonUnknown) with an error matching the
-// status's sentinel. A lookup that got no answer is retried as
-// SOCKET_NOT_AVAILABLE, and so is a caller whose ctx or deadline ended
-// while it waited for another's lookup (a *conn.RequestError with the
-// context's error, as its own lookup would have ended); a lookup answered
+// status's sentinel. A lookup that got no answer (its connection ended, or
+// was overloaded) is retried as SOCKET_NOT_AVAILABLE; one that the
+// caller's ctx or deadline ended, sent, held (below) or waiting for
+// another's lookup, ends with a *conn.RequestError with the context's
+// error, which is the caller's end (a timeout, a cancellation), not a
+// retry; a lookup answered
 // by a manifest older than one by which a node found the id unknown
 // (Outdated) is retried as KV_COLLECTION_OUTDATED, the node being behind,
 // and one answered by a manifest older than that of the id another node's
@@ -94,7 +98,10 @@ type idFlight struct {
 // that the id was not cached: the caller waited for a lookup, so a clock
 // reading it made before is stale. The lookup goes on cn, or on another
 // connection when cn holds a synchronous write waiting for replication
-// (Cluster.lookupConn).
+// (Cluster.lookupConn); when every connection of the bucket's nodes holds
+// one, it is held, unsent, until one of cn's node is free, the shortest of
+// their bounds has passed, or the caller's deadline or ctx ends it
+// (holdLookup).
 func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, waited bool, reason retry.Reason, err error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
@@ -106,10 +113,58 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 		return e.id, false, 0, nil
 	}
 	if cc.pick != nil {
-		cn = cc.pick(cn)
+		var heldAt time.Time
+		for {
+			o, h := cc.pick(cn)
+			if o != nil {
+				cn = o
+				break
+			}
+			if heldAt.IsZero() {
+				heldAt = cc.clock.Now()
+			}
+			if err := cc.holdLookup(ctx, deadline, h, cn.Addr(), path, heldAt); err != nil {
+				return 0, true, retry.ReasonUnknown, err
+			}
+		}
 	}
 	id, reason, err = cc.lookup(ctx, deadline, cn, scope, name, path)
 	return id, true, reason, err
+}
+
+// holdLookup holds a lookup of path's id (unsent) that would wait, on
+// every connection it could go on, behind a request the server answers
+// only by a bound of its own (h: the shortest wait, and the channel closed
+// once that connection is free): until that connection is free or the
+// wait has passed (nil: pick again), or until the deadline passes or ctx
+// ends (the caller's end: a *conn.RequestError with the context's error,
+// saying why the lookup was not sent).
+func (cc *CollectionIDs) holdLookup(ctx context.Context, deadline time.Time, h BarrierHold, addr, path string, heldAt time.Time) error {
+	now := cc.clock.Now()
+	left := time.Duration(math.MaxInt64)
+	if !deadline.IsZero() {
+		left = deadline.Sub(now)
+	}
+	cause := error(context.DeadlineExceeded)
+	if left > 0 {
+		t := cc.clock.NewTimer(min(h.Wait, left))
+		select {
+		case <-h.Freed:
+			t.Stop()
+			return nil
+		case <-t.C():
+			if h.Wait < left {
+				return nil
+			}
+		case <-ctx.Done():
+			t.Stop()
+			cause = ctx.Err()
+		}
+	}
+	end := cc.clock.Now()
+	return &conn.RequestError{Op: memdx.OpCollectionsGetID, Addr: addr, Err: fmt.Errorf(
+		"%w: the lookup of collection %s's id was held %v, not sent: every connection it could go on has a request in flight that the server answers only by a bound of its own (a synchronous write waiting for replication, or a range scan's continue), the earliest due in %v; COLLECTIONS_GET_ID is not reordered past those (a barrier under unordered execution): sent, it would have waited for them and held every later request on the connection",
+		cause, path, end.Sub(heldAt).Round(time.Millisecond), max(h.Wait-end.Sub(now), 0).Round(time.Millisecond))}
 }
 
 // lookupConn is the connection a collection-id lookup for a request routed
@@ -122,15 +177,17 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 // It then goes on another live connection with collections and free of
 // them: one of cn's node first, then of the topology's other nodes in
 // order (ids are the bucket's, the same on every node; an answer by a
-// manifest older than one seen is judged as any lookup's is). cn when
-// there is none.
-func (c *Cluster) lookupConn(cn *conn.Conn) *conn.Conn {
+// manifest older than one seen is judged as any lookup's is). When there
+// is none, no connection and the hold of cn's node (Node.PickBarrier): the
+// lookup is held, not sent behind them (CollectionIDs.holdLookup); cn when
+// its node is not the topology's.
+func (c *Cluster) lookupConn(cn *conn.Conn) (*conn.Conn, BarrierHold) {
 	if cn.BarrierWait() <= 0 {
-		return cn
+		return cn, BarrierHold{}
 	}
 	t := c.topo.Load()
 	if t == nil {
-		return cn
+		return cn, BarrierHold{}
 	}
 	collections := func(o *conn.Conn) bool { return o.Features().Has(memdx.FeatureCollections) }
 	free := func(n *Node) *conn.Conn { return n.freeConn(0, cn, collections) }
@@ -143,7 +200,7 @@ func (c *Cluster) lookupConn(cn *conn.Conn) *conn.Conn {
 	}
 	if own != nil {
 		if o := free(own); o != nil {
-			return o
+			return o, BarrierHold{}
 		}
 	}
 	for _, n := range t.all {
@@ -151,10 +208,20 @@ func (c *Cluster) lookupConn(cn *conn.Conn) *conn.Conn {
 			continue
 		}
 		if o := free(n); o != nil {
-			return o
+			return o, BarrierHold{}
 		}
 	}
-	return cn
+	if own == nil {
+		return cn, BarrierHold{}
+	}
+	o, h, _, err := own.PickBarrier()
+	if o != nil && o.Features().Has(memdx.FeatureCollections) {
+		return o, BarrierHold{} // freed meanwhile
+	}
+	if err != nil || h.Freed == nil {
+		return cn, BarrierHold{} // it fails on cn as it would have
+	}
+	return nil, h
 }
 
 // lookup runs a lookup of path's id or waits for the one running (ID).
@@ -249,9 +316,12 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 			Outcome: statuspolicy.Decide(memdx.OpCollectionsGetID, false, status, cn.ErrorMap())}
 		f.reason, f.err = le.Outcome.Reason, le
 	case errors.As(err, &re):
-		// The lookup's request did not get an answer (connection,
-		// overload, deadline): nothing of the operation was sent, so it
-		// may be retried.
+		// The lookup's request did not get an answer: nothing of the
+		// operation was sent. Its connection ended or was overloaded:
+		// retried as SOCKET_NOT_AVAILABLE. Its caller's deadline or
+		// ctx ended it (callerEnded): the caller's end, a timeout or a
+		// cancellation, not a retry (the client's place); a waiter
+		// looks up again.
 		f.reason, f.err = retry.ReasonSocketNotAvailable, err
 		f.callerEnded = errors.Is(re.Err, context.Canceled) || errors.Is(re.Err, context.DeadlineExceeded)
 	default:
