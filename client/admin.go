@@ -176,7 +176,12 @@ type PingResult struct {
 }
 
 // Ping sends NOOP on one connection of every node in the topology, all at
-// once, and reports each answer and its latency. It never retries.
+// once, and reports each answer and its latency. It never retries. NOOP is
+// a barrier in kv_engine under unordered execution: it goes on a
+// connection with no synchronous write waiting for replication (nor range
+// scan continue) in flight, and, when every connection of the node has
+// one, it is held, unsent, until one is free, as Stats' and Version's
+// requests are (a held ping that times out says so).
 func (c *Client) Ping(ctx context.Context) []PingResult {
 	if ctx == nil {
 		// Refused, as every node's answer would be.

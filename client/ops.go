@@ -626,7 +626,12 @@ func (col *Collection) Touch(ctx context.Context, key string, expiry time.Durati
 }
 
 // Exists reports whether a document exists (GET_META on Couchbase; a GET
-// on plain memcached, which has no GET_META).
+// on plain memcached, which has no GET_META). GET_META is a barrier in
+// kv_engine under unordered execution: it is not sent behind a synchronous
+// write waiting for replication on its connection, which it would wait for
+// while holding every later request there; when every connection of the
+// node has one, it is held, unsent, until one is free, or its timeout
+// (whose error says so).
 func (col *Collection) Exists(ctx context.Context, key string, opts *ExistsOptions) (ExistsResult, error) {
 	var p opParams
 	if opts != nil {
