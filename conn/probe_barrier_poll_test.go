@@ -51,3 +51,43 @@ func TestConfigPollBehindSyncWriteKeepsConnection(t *testing.T) {
 		t.Fatalf("connection: %v", c.Err())
 	}
 }
+
+// BarrierFreed: while a synchronous write with a durability timeout is in
+// flight, the wait is its bound and the channel open; it closes once the
+// write is answered (a barrier held by a caller goes then), and again
+// (a new one) when the connection ends with such a write in flight.
+func TestBarrierFreedClosesWhenBoundedRequestsEnd(t *testing.T) {
+	mc, c, _, vb := syncWriteNode(t, "durable")
+	if w, ch := c.BarrierFreed(); w != 0 || ch != nil {
+		t.Fatalf("BarrierFreed with nothing in flight: %v, %v", w, ch)
+	}
+	ch := goDurable(t, testCtx(t), mc, c, vb, "durable", 5400)
+	waitFor(t, "the write pending", func() bool { return c.Pending() == 1 && mc.PendingSyncWrites() == 1 })
+	w, freed := c.BarrierFreed()
+	if w <= 0 || freed == nil {
+		t.Fatalf("BarrierFreed with the write pending: %v, %v", w, freed)
+	}
+	select {
+	case <-freed:
+		t.Fatal("freed closed with the write pending")
+	default:
+	}
+	mc.CommitSyncWrites()
+	if err := recv(t, ch); err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	<-freed
+	if w, ch := c.BarrierFreed(); w != 0 || ch != nil {
+		t.Fatalf("BarrierFreed once the write was answered: %v, %v", w, ch)
+	}
+
+	ch = goDurable(t, testCtx(t), mc, c, vb, "durable", 5400)
+	waitFor(t, "the second write pending", func() bool { return c.Pending() == 1 && mc.PendingSyncWrites() == 1 })
+	_, freed = c.BarrierFreed()
+	c.Close()
+	<-freed
+	if err := recv(t, ch); err == nil {
+		t.Fatal("the durable write on a closed connection succeeded")
+	}
+	mc.CommitSyncWrites()
+}
