@@ -518,7 +518,7 @@ func (c *Conn) Pending() int {
 func (c *Conn) BarrierWait() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.inflight.promised == 0 {
+	if c.inflight.promised == 0 && c.inflight.evictedBound.IsZero() {
 		return 0
 	}
 	now := c.health.Now()
@@ -530,15 +530,18 @@ func (c *Conn) BarrierWait() time.Duration {
 
 // BarrierFreed is BarrierWait with, when the wait is not 0, a channel
 // closed once no request with such a bound is left in flight on the
-// connection (each was answered, or its tombstone forgotten past
-// MaxAbandoned), or the connection ended: a caller holding a barrier until
+// connection (each was answered, or its tombstone forgotten), or the
+// connection ended: a caller holding a barrier until
 // the connection is free of them, rather than sending it behind them,
-// wakes then without polling. Only the requests with such a bound pay for
-// it (at their end), and only while a caller waits.
+// wakes then without polling. A request forgotten past MaxAbandoned
+// counts in the wait until its bound, not in the channel (which closes
+// once the others ended): the caller's wait for the bound covers it. Only
+// the requests with such a bound pay for the channel (at their end), and
+// only while a caller waits.
 func (c *Conn) BarrierFreed() (time.Duration, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.inflight.promised == 0 {
+	if c.inflight.promised == 0 && c.inflight.evictedBound.IsZero() {
 		return 0, nil
 	}
 	now := c.health.Now()

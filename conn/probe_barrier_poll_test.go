@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/kvwire/kvwire/memdx"
 )
@@ -90,4 +91,42 @@ func TestBarrierFreedClosesWhenBoundedRequestsEnd(t *testing.T) {
 		t.Fatal("the durable write on a closed connection succeeded")
 	}
 	mc.CommitSyncWrites()
+}
+
+// A synchronous write whose tombstone was forgotten past MaxAbandoned may
+// still be held by the node until its durability timeout (evictedBound):
+// a barrier sent now would wait behind it, and BarrierWait says so, as its
+// doc and the health probe's hold (latestBound) do. It said 0 once no
+// request with a bound was left in the table.
+func TestBarrierWaitCountsForgottenSyncWrite(t *testing.T) {
+	fc := newFakeClock()
+	c, p := dialPipe(t, Options{clock: fc, ProbeAfter: -1, MaxAbandoned: 1}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	req := memdx.NewStore(memdx.OpSet, []byte("d"), []byte("v"), 0, 0)
+	req.Durability, req.DurabilityTimeout = memdx.DurabilityMajority, 5000
+	ch := make(chan error, 1)
+	go func() { ch <- c.Do(ctx, &req, nil) }()
+	p.read()
+	waitFor(t, "the write's bound", func() bool { return c.BarrierWait() > 0 })
+	cancel()
+	if err := recv(t, ch); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the durable write: %v", err)
+	}
+	gctx, gcancel := context.WithCancel(context.Background())
+	gch := goGet(gctx, c, "g")
+	p.read()
+	gcancel()
+	if r := recv(t, gch); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the GET: %v", r.err)
+	}
+	if st := c.Stats(); st.Forgotten != 1 {
+		t.Fatalf("stats %+v; want the write's tombstone forgotten", st)
+	}
+	if w := c.BarrierWait(); w <= 0 {
+		t.Fatalf("BarrierWait %v with the forgotten write's durability timeout still to come", w)
+	}
+	fc.Advance(5 * time.Second)
+	if w := c.BarrierWait(); w != 0 {
+		t.Fatalf("BarrierWait %v past the forgotten write's bound", w)
+	}
 }
