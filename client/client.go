@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/dnssrv"
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -49,6 +51,8 @@ type Client struct {
 	opts  Options
 	orch  retry.Orchestrator
 	opIDs atomic.Uint64
+	// closeOnce runs the shutdown (Close).
+	closeOnce sync.Once
 }
 
 // testHookParse, when set by this package's tests (before any client
@@ -251,12 +255,44 @@ func (c *Client) connOptions() conn.Options {
 // Close closes every connection and stops every goroutine the client
 // started. Operations in flight fail with errors that say whether they were
 // written; operations waiting to retry end at once with ErrClosed. It is
-// safe to call more than once. It must not be called from Options.Logger's
-// handler, which may run on one of the goroutines Close waits for.
+// safe to call more than once, and concurrently: every call returns once
+// the shutdown is complete and no goroutine of the client is left, but for
+// a call made on a goroutine of a client's own.
+//
+// The client runs caller code on goroutines of its own: Options.Logger's
+// handler (on a node's connection upkeep, a connection's goroutines, the
+// config loop, the reports), a TLSConfig's callbacks (a redial's
+// handshake), a Resolver (the DNS SRV re-lookup). Close called there
+// cannot wait for the goroutine it runs on: it starts the shutdown and
+// returns at once. When it returns, the client's context has ended, so
+// that waits to retry and operations started later end with ErrClosed;
+// the rest (closing the connections, failing the operations in flight on
+// them, waiting for the goroutines) goes on on a goroutine of its own,
+// which ends once the calling code has returned to the client. A Close
+// from any other goroutine, made before or after, still waits for all of
+// it. The same holds when that code closes another client (waiting there
+// could deadlock two clients closing each other). Code the client runs on
+// an operation's goroutine (an Observer, a RetryStrategy, a Tracer's
+// spans, a Meter's instruments) runs on the caller's goroutine, or on one
+// the operation waits for and Close does not: Close called there waits as
+// from anywhere else.
 func (c *Client) Close() error {
-	c.cl.Close()
-	c.obs.close() // after the connections: no orphan comes after it
+	if lifecycle.OnOwn() {
+		c.cl.Cancel()
+		go c.shutdown()
+		return nil
+	}
+	c.shutdown()
 	return nil
+}
+
+// shutdown closes the cluster and the observers, once: a second caller
+// waits until the first one's is complete.
+func (c *Client) shutdown() {
+	c.closeOnce.Do(func() {
+		c.cl.Close()
+		c.obs.close() // after the connections: no orphan comes after it
+	})
 }
 
 // Bucket returns the bucket the client opened ("" for memcached).

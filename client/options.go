@@ -124,7 +124,8 @@ type Options struct {
 	// Logger receives connection, config and retry events; nil discards.
 	// Its handler also runs on the client's own goroutines (each node's
 	// connection upkeep, the config loop, the reports), which Close waits
-	// for: a handler that calls Close from there never returns.
+	// for: a handler may call Close, which then starts the shutdown and
+	// returns without waiting for them (see Client.Close).
 	Logger *slog.Logger
 	// TLSConfig configures TLS for couchbases:// and memcacheds://, the
 	// schemes that use TLS; nil there means the system roots with

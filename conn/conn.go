@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -111,9 +112,11 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 	c.reader.onCancel = c.borrowerCancelled
 	c.callbacks.init()
 	c.initMonitor()
-	go c.writeLoop()
-	go c.runMonitor()
-	go c.readLoop()
+	// Marked as the client's own: Close, called from a logger's handler
+	// on one of them, must not wait for it (internal/lifecycle).
+	lifecycle.Go(c.writeLoop)
+	lifecycle.Go(c.runMonitor)
+	lifecycle.Go(c.readLoop)
 	return c
 }
 

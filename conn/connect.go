@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+
+	"github.com/kvwire/kvwire/internal/lifecycle"
 )
 
 // errNoConnection: Options.DialContext returned neither a connection nor
@@ -65,10 +67,10 @@ func connect(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		attempts = append(attempts, connectAttempt{cancel: cancel})
 		running++
 		active++
-		go func() {
+		lifecycle.Go(func() { // runs the TLS config's callbacks
 			nc, err := dial(actx)
 			results <- attemptResult{n: n, nc: nc, err: err}
-		}()
+		})
 	}
 	start()
 	tm := o.clock.NewTimer()

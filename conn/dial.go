@@ -19,6 +19,7 @@ import (
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -360,7 +361,7 @@ func handshake(ctx context.Context, tc *tls.Conn, wc *watchedConn, addr string, 
 	wc.watching = true
 	stop, silent := make(chan struct{}), make(chan struct{})
 	watched := make(chan struct{})
-	go func() {
+	lifecycle.Go(func() {
 		defer close(watched)
 		select {
 		case <-stop:
@@ -372,7 +373,7 @@ func handshake(ctx context.Context, tc *tls.Conn, wc *watchedConn, addr string, 
 			close(silent)
 			cancel()
 		}
-	}()
+	})
 	err := tc.HandshakeContext(hctx)
 	close(stop)
 	<-watched

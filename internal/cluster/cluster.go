@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
 )
@@ -251,16 +252,16 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	if !cfg.Memcached {
 		c.wg.Add(1)
-		go c.configLoop()
+		lifecycle.Go(c.configLoop)
 		for _, src := range cfg.Sources {
 			if fs, ok := src.(FirstConfigSource); ok && fs != c.source && !cfg.NoKVConfigs {
 				continue // the KV service serves the configs
 			}
 			c.wg.Add(1)
-			go func() {
+			lifecycle.Go(func() {
 				defer c.wg.Done()
 				src.Run(c.ctx, c)
-			}()
+			})
 		}
 	}
 	return c, nil
@@ -290,6 +291,12 @@ func (c *Cluster) Close() {
 		c.mu.Unlock()
 	})
 }
+
+// Cancel ends the cluster's context, as Close does first, and returns at
+// once: for a Close that cannot wait (one called on a goroutine of the
+// cluster's own), before the rest of Close runs on another goroutine. It
+// takes no lock: the caller may hold any.
+func (c *Cluster) Cancel() { c.cancel() }
 
 // Context is ended by Close.
 func (c *Cluster) Context() context.Context { return c.ctx }

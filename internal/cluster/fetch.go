@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
 )
@@ -196,7 +197,7 @@ func (c *Cluster) fetchStateLocked(n *Node) *fetchState {
 func (c *Cluster) startFetcherLocked(n *Node, fs *fetchState) {
 	fs.running = true
 	c.wg.Add(1)
-	go c.fetcher(n, fs)
+	lifecycle.Go(func() { c.fetcher(n, fs) })
 }
 
 // fetcher runs n's fetches until none is due, then exits.

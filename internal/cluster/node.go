@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -105,7 +106,7 @@ func (n *Node) start(seed *conn.Conn) {
 		n.markTried()
 	}
 	n.cl.wg.Add(1)
-	go n.maintain()
+	lifecycle.Go(n.maintain)
 }
 
 // Pick returns a live connection, round robin. With none it returns the

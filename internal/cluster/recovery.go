@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/lifecycle"
 )
 
 // recoveryState is the single recovery round in flight.
@@ -101,7 +102,7 @@ func (c *Cluster) maybeRecover() time.Duration {
 		}
 	}
 	c.mu.Unlock()
-	go c.recoverConfig(t, cands, looked)
+	lifecycle.Go(func() { c.recoverConfig(t, cands, looked) })
 	return 0
 }
 
@@ -155,10 +156,10 @@ func (c *Cluster) askAll(t *Topology, addrs []string, source string, refuse func
 	}()
 	for _, addr := range addrs {
 		dials.Add(1)
-		go func() {
+		lifecycle.Go(func() {
 			defer dials.Done()
 			served <- c.askForConfig(ctx, addr)
-		}()
+		})
 	}
 	for range addrs {
 		var s servedConfig

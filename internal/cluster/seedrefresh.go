@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/vbmap"
 )
 
@@ -129,7 +130,7 @@ func (c *Cluster) maybeRefreshSeeds(t *Topology, now time.Time) {
 	r.stats.Lookups++
 	c.wg.Add(1)
 	c.fetchMu.Unlock()
-	go c.refreshSeeds(t)
+	lifecycle.Go(func() { c.refreshSeeds(t) })
 }
 
 // refreshSeeds looks the seeds up again and asks the targets that are

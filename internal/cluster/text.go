@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -128,7 +129,7 @@ func (n *Node) TakeText() *conn.TextConn {
 		// closed p (closeText), so this Add cannot race Close's Wait.
 		p.dialing++
 		n.cl.wg.Add(1)
-		go n.dialText()
+		lifecycle.Go(n.dialText)
 	}
 	return nil
 }

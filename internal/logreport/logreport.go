@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -63,7 +64,7 @@ func Start(cfg Config, level slog.Level, report func() []byte) *Reporter {
 		close(r.done)
 		return r
 	}
-	go r.run()
+	lifecycle.Go(r.run)
 	return r
 }
 

@@ -1,0 +1,37 @@
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/kvwire/kvwire/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// OnOwn is true on a goroutine Go started, however deep its stack, and
+// false on others.
+func TestOnOwn(t *testing.T) {
+	if OnOwn() {
+		t.Fatal("the test's goroutine counts as a client's own")
+	}
+	got := make(chan bool, 2)
+	var deep func(int) bool
+	deep = func(n int) bool {
+		if n == 0 {
+			return OnOwn()
+		}
+		return deep(n - 1)
+	}
+	Go(func() { got <- OnOwn() })
+	Go(func() { got <- deep(1000) }) // deeper than OnOwn's first buffer
+	for range 2 {
+		if !<-got {
+			t.Fatal("a goroutine Go started does not count as the client's own")
+		}
+	}
+	other := make(chan bool)
+	go func() { other <- OnOwn() }()
+	if <-other {
+		t.Fatal("a goroutine go started counts as a client's own")
+	}
+}
