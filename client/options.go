@@ -107,7 +107,10 @@ type Options struct {
 	// ConnectTimeout bounds bootstrapping one connection, and Connect's
 	// search for a seed that bootstraps: a seed that accepted the
 	// connection but did not answer in time is dialed again until it has
-	// passed. Default 10 s (20 s with ProfileWANDevelopment).
+	// passed. Default 10 s (20 s with ProfileWANDevelopment). Connect
+	// waits for the first dial of every node of the config, but once a
+	// node is connected, not for one still dialing HealthCheck.ProbeTimeout
+	// after it began (its dial goes on meanwhile).
 	ConnectTimeout time.Duration
 	// ConnectionsPerNode is the size of each node's connection pool,
 	// 1..256. Default 1: one pipelined connection carries a lot.

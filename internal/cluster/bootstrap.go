@@ -12,6 +12,7 @@ import (
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
 )
 
@@ -390,7 +391,12 @@ func (c *Cluster) noAddressError(seed string, t *Topology) error {
 // from Connect does not send its first requests into pools still dialing.
 // Nodes that failed keep redialing in the background; their requests go
 // through the retry strategy. Connect fails when no node is usable
-// afterwards.
+// afterwards. Once a node is usable, a node still in its first dial
+// StrandGrace after it was made is not waited for, as recovery counts it
+// unreachable (stranded): one whose SYNs are lost, or that stopped
+// answering in its login (where silence does not end a dial: kv_engine
+// is silent while it checks an LDAP user), would hold Connect for
+// ConnectTimeout while the others carry operations. Its dial goes on.
 func (c *Cluster) awaitFirstDials(ctx context.Context) {
 	t := c.topo.Load()
 	if t == nil {
@@ -398,15 +404,62 @@ func (c *Cluster) awaitFirstDials(ctx context.Context) {
 	}
 	timer := time.NewTimer(c.cfg.ConnectTimeout)
 	defer timer.Stop()
-	for _, n := range t.all {
+	var grace retry.Timer // on the cluster's clock, as Node.since
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+	for {
+		changed := c.health.wait() // before looking: no change is missed
+		wait, pending := c.firstDialsPending(t)
+		if !pending {
+			return
+		}
+		var graceC <-chan time.Time
+		if wait > 0 {
+			if grace == nil {
+				grace = c.cfg.Clock.NewTimer(wait)
+			} else {
+				grace.Reset(wait)
+			}
+			graceC = grace.C()
+		}
 		select {
-		case <-n.tried:
+		case <-changed: // a dial ended, a connection was made
+		case <-graceC:
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 			return
 		}
 	}
+}
+
+// firstDialsPending reports whether awaitFirstDials still waits for a
+// node of t, and, when a node is usable, how long until the first of those
+// it waits for leaves its StrandGrace (0: no such bound).
+func (c *Cluster) firstDialsPending(t *Topology) (wait time.Duration, pending bool) {
+	skip := c.cfg.StrandGrace > 0 && usable(t)
+	now := c.cfg.Clock.Now()
+	for _, n := range t.all {
+		select {
+		case <-n.tried:
+			continue
+		default:
+		}
+		if skip {
+			d := n.since.Add(c.cfg.StrandGrace).Sub(now)
+			if d <= 0 {
+				continue // stranded: not waited for
+			}
+			if wait == 0 || d < wait {
+				wait = d
+			}
+		}
+		pending = true
+	}
+	return wait, pending
 }
 
 // errConnectTimeout is the cause of a bootstrap's context ended by

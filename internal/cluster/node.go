@@ -368,7 +368,14 @@ func (n *Node) prune() (live int, gone []*conn.Conn) {
 	return len(kept), gone
 }
 
-func (n *Node) markTried() { n.triedOnce.Do(func() { close(n.tried) }) }
+// markTried closes tried, once, and tells HealthChanged's waiters (the
+// node's endpoints are no longer connecting; Connect's awaitFirstDials).
+func (n *Node) markTried() {
+	n.triedOnce.Do(func() {
+		close(n.tried)
+		n.cl.health.notify()
+	})
+}
 
 func (n *Node) signal() {
 	select {
