@@ -193,3 +193,60 @@ func allSeen(seen, want map[string]int) bool {
 	}
 	return true
 }
+
+// Every call made after Close returns at once with ErrClosed (a write
+// saying it was not applied), and Diagnostics reports the client offline.
+func TestEveryKindAfterClose(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, &Options{KVTimeout: time.Hour})
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	require.NoError(t, c.Close())
+	check := func(name string, errs ...error) {
+		t.Helper()
+		require.NotEmpty(t, errs, name)
+		for i, err := range errs {
+			t.Logf("%s [%d]: %v", name, i, err)
+			if !errors.Is(err, ErrClosed) {
+				t.Errorf("%s [%d] after Close: %v, want ErrClosed", name, i, err)
+			}
+			if errors.Is(err, ErrAmbiguous) {
+				t.Errorf("%s [%d] after Close: %v, which says it may have been applied", name, i, err)
+			}
+		}
+	}
+	_, err := col.Get(ctx, "k", nil)
+	check("Get", err)
+	_, err = col.Upsert(ctx, "k", []byte("v"), &UpsertOptions{Durability: DurabilityMajority})
+	check("durable Upsert", err)
+	var errs []error
+	for _, r := range col.GetMany(ctx, []string{"a", "b"}, nil) {
+		errs = append(errs, r.Err)
+	}
+	check("GetMany", errs...)
+	errs = nil
+	for _, r := range col.UpsertMany(ctx, []UpsertManyItem{{Key: "a", Value: []byte("v")}}, nil) {
+		errs = append(errs, r.Err)
+	}
+	check("UpsertMany", errs...)
+	_, err = col.GetAnyReplica(ctx, "k", nil)
+	check("GetAnyReplica", err)
+	errs = nil
+	for _, r := range c.Ping(ctx) {
+		errs = append(errs, r.Err)
+	}
+	check("Ping", errs...)
+	_, err = c.Stats(ctx, "", nil)
+	check("Stats", err)
+	scan, err := col.Scan(ctx, PrefixScan{Prefix: "s"}, nil)
+	if err == nil {
+		for scan.Next() {
+		}
+		err = scan.Close()
+	}
+	check("Scan", err)
+	check("WaitUntilReady", c.WaitUntilReady(ctx, nil))
+	if d := c.Diagnostics(nil); d.State != ClusterOffline {
+		t.Errorf("Diagnostics after Close: %v, want offline", d.State)
+	}
+}
