@@ -18,7 +18,8 @@ import (
 // the node has been dialing for the probe timeout (as the cluster counts
 // it unreachable then), not after ConnectTimeout. It used to wait for
 // every node's first dial for up to ConnectTimeout: 10 s by default, an
-// hour here. Operations on the other nodes work; the node's dial goes on.
+// hour here. Operations on the other nodes work; the node's dial goes on,
+// and WaitUntilReady waits for it until Close ends the wait (ErrClosed).
 func TestConnectNotHeldByANodePausedInItsLogin(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 3})
 	release := make(chan struct{})
@@ -64,5 +65,16 @@ func TestConnectNotHeldByANodePausedInItsLogin(t *testing.T) {
 	for _, n := range []int{0, 1} {
 		_, err := col.Upsert(ctx, keyOn(t, c, mc.Node(n).Addr()), []byte("v"), nil)
 		require.NoError(t, err)
+	}
+	// WaitUntilReady waits for node 2 (online is every node connected)
+	// until Close ends the wait.
+	ready := make(chan error, 1)
+	go func() { ready <- c.WaitUntilReady(ctx, nil) }()
+	require.NoError(t, c.Close())
+	select {
+	case err := <-ready:
+		require.ErrorIs(t, err, ErrClosed)
+	case <-time.After(closeHookWaits):
+		t.Fatal("WaitUntilReady still waits after Close")
 	}
 }
