@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,7 +72,14 @@ type NodeResult struct {
 // does not know fails with ErrInvalidArgument, naming the group; so does
 // a group whose arguments name nothing the server has (Couchbase Server's
 // "key <doc> <vbucket>" of a document that does not exist), the server
-// answering both alike. On memcached:// "sizes_enable" and
+// answering both alike. A key group ("key <doc> <vbucket>
+// [<scope.collection>]", "key-byid", "vkey", "vkey-byid") is about one
+// vbucket, which kv_engine reads from the group (not the request header)
+// and which a node that does not hold it answers NOT_MY_VBUCKET: without
+// opts.Node it goes only to the node the client's map names active for
+// that vbucket (every node when the map has none); a node's
+// NOT_MY_VBUCKET error names the group's vbucket. Set opts.Node to ask a
+// replica. On memcached:// "sizes_enable" and
 // "sizes_disable" fail with ErrFeatureNotAvailable, unsent: memcached's
 // binary protocol never ends their answer.
 func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([]NodeStats, error) {
@@ -87,7 +95,22 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 		return nil, c.refused("Stats", memdx.OpStat, nil, "", ErrFeatureNotAvailable,
 			fmt.Errorf("memcached's binary protocol never ends its answer to stats %q: use its text protocol", group))
 	}
-	return eachNode(c, ctx, "Stats", o.Node, o.Timeout, func(ctx context.Context, n *cluster.Node) (NodeStats, error) {
+	vb, keyGroup := statKeyVbucket(group)
+	keyGroup = keyGroup && !c.memcached
+	pick := func(t *cluster.Topology) string {
+		if keyGroup && o.Node == "" {
+			// kv_engine answers a key group from the vbucket the
+			// group names (parseStatKeyArg; the header's vbucket is
+			// not read), and NOT_MY_VBUCKET on a node without it:
+			// ask the node the map names active for it. With no
+			// such node (no map, a vbucket outside it or without an
+			// active), every node is asked, each answering for
+			// itself.
+			return vbucketActive(t, vb)
+		}
+		return o.Node
+	}
+	return eachNodeOf(c, ctx, "Stats", pick, o.Timeout, func(ctx context.Context, n *cluster.Node) (NodeStats, error) {
 		stats := nodereq.Stats{}
 		op := c.nodeOp("Stats", n, memdx.NewStat([]byte(group)), o.Timeout)
 		op.handler = stats.Handle
@@ -97,6 +120,12 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 				// The server's answer (Couchbase Server's and
 				// memcached's alike) does not say which argument.
 				kv.Cause = &statsGroupError{group: group, status: kv.Cause}
+			}
+			if keyGroup && errors.As(err, &kv) && kv.Status == StatusNotMyVbucket {
+				// The request's header says vbucket 0, which the
+				// server did not read: the vbucket is the group's.
+				kv.Vbucket = vb
+				kv.Cause = fmt.Errorf("node %s does not hold vbucket %d, which stats group %q names: %w", n.Addr(), vb, group, kv.Cause)
 			}
 			return NodeStats{Node: n.Addr(), Err: err}, err
 		}
@@ -233,6 +262,12 @@ func runNode(ctx context.Context, o *op) error {
 // their errors joined. A nil ctx or a negative timeout (the call's
 // option) is refused before anything is sent.
 func eachNode[R any](c *Client, ctx context.Context, name, only string, timeout time.Duration, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
+	return eachNodeOf(c, ctx, name, func(*cluster.Topology) string { return only }, timeout, do)
+}
+
+// eachNodeOf is eachNode with the node to ask (only) chosen from the
+// topology the call runs on.
+func eachNodeOf[R any](c *Client, ctx context.Context, name string, pick func(*cluster.Topology) string, timeout time.Duration, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
 	if err := firstErr(checkContext(ctx), checkTimeout(timeout)); err != nil {
 		return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, err)
 	}
@@ -240,11 +275,53 @@ func eachNode[R any](c *Client, ctx context.Context, name, only string, timeout 
 	if t == nil {
 		return nil, c.refused(name, 0, nil, "", ErrNoNodeAvailable, errors.New("no topology yet"))
 	}
+	only := pick(t)
 	nodes, ok := nodereq.Select(t.Nodes(), only)
 	if !ok {
 		return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, fmt.Errorf("node %q is not one of %v", only, c.Nodes()))
 	}
 	return fanout.Each(ctx, nodes, do)
+}
+
+// statKeyVbucket reads the vbucket of a key stats group, "key <doc> <vb>
+// [<scope.collection>]", "key-byid <doc> <vb> [<collection id>]" and their
+// "vkey" forms, as kv_engine splits it (single spaces of the trimmed
+// group, 3 or 4 words). ok is false for another group, or a vbucket that
+// is not a decimal number.
+func statKeyVbucket(group string) (vb uint16, ok bool) {
+	if !strings.HasPrefix(group, "key ") && !strings.HasPrefix(group, "key-byid ") &&
+		!strings.HasPrefix(group, "vkey ") && !strings.HasPrefix(group, "vkey-byid ") {
+		return 0, false
+	}
+	args := strings.Split(strings.TrimSpace(group), " ")
+	if len(args) != 3 && len(args) != 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(args[2], 10, 16)
+	if err != nil {
+		return 0, false
+	}
+	return uint16(n), true
+}
+
+// vbucketActive is the address of the node t's map names active for vb;
+// "" when there is none (no map, vb outside it, no active).
+func vbucketActive(t *cluster.Topology, vb uint16) string {
+	if t == nil || t.Ketama() {
+		return ""
+	}
+	cfg := t.Config()
+	if cfg == nil || int(vb) >= cfg.NumVbuckets() {
+		return ""
+	}
+	i, err := cfg.VbucketServer(vb, 0, false)
+	if err != nil {
+		return ""
+	}
+	if n := t.Server(i); n != nil {
+		return n.Addr()
+	}
+	return ""
 }
 
 // statsGroupError is the cause of Stats' error when the server does not
