@@ -54,6 +54,13 @@ func mutedListener(t *testing.T) (string, <-chan struct{}) {
 // A seed that accepts the connection and answers nothing costs Connect
 // that seed's bootstrap (HealthCheck.ProbeTimeout of silence), not the
 // connect: Connect goes on to the next seed and bootstraps from it.
+//
+// The silent seed's dial must end by the silence watch (ErrUnresponsive),
+// not by its share of ConnectTimeout (half of it: the next seed would
+// then still be reached, and the test pass, with no watch at all). The
+// watch runs on real time (a socket's), so the healthy seed may be judged
+// silent too on a loaded machine: that costs a round of dials within
+// ConnectTimeout, which nothing here counts.
 func TestConnectSkipsUnresponsiveSeed(t *testing.T) {
 	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
@@ -67,12 +74,15 @@ func TestConnectSkipsUnresponsiveSeed(t *testing.T) {
 			ConnectTimeout: connectTimeout, HealthCheck: HealthCheckOptions{ProbeTimeout: 200 * time.Millisecond}})
 	require.NoError(t, err, "the second seed answers")
 	t.Cleanup(func() { _ = c.Close() })
+	// The seed's dial failed, so it was made: its accept is reported,
+	// if not yet, soon (the bound is for a broken test only).
 	select {
 	case <-accepted:
-	default:
+	case <-time.After(20 * time.Second):
 		t.Fatal("the unresponsive seed, first in the list, was not dialed")
 	}
-	logs.wait(t, 0, "kvwire: bootstrap from a seed failed", muted)
+	at := logs.wait(t, 0, "kvwire: bootstrap from a seed failed", muted)
+	require.ErrorIs(t, logs.errAt(at), ErrUnresponsive, "the silence watch ended the seed's bootstrap")
 	_, err = c.DefaultCollection().Upsert(ctx, "k", []byte("v"), nil)
 	require.NoError(t, err)
 }
@@ -82,6 +92,13 @@ func TestConnectSkipsUnresponsiveSeed(t *testing.T) {
 // that heard nothing for HealthCheck.ProbeTimeout, and connects once it
 // answers, within ConnectTimeout, instead of failing with the first
 // unanswered bootstrap.
+//
+// Events, not times, order the test: each bootstrap's HELLO reaching the
+// silent seed. The silence watch runs on real time (a socket's): once the
+// seed answers again, a loaded machine may still make a bootstrap hear
+// nothing for ProbeTimeout, which costs one more dial within
+// ConnectTimeout, which nothing here counts; a Connect that did not redial
+// fails the test (it returns before the second HELLO).
 func TestConnectRedialsUnresponsiveSeed(t *testing.T) {
 	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
@@ -98,9 +115,10 @@ func TestConnectRedialsUnresponsiveSeed(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	logs := newLogWatch()
 	go func() {
 		c, err := Connect(context.Background(), "couchbase://"+p.Addr()+"/"+mockcluster.DefaultBucket,
-			&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword,
+			&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, Logger: logs.logger(),
 				ConnectTimeout: connectTimeout, HealthCheck: HealthCheckOptions{ProbeTimeout: 100 * time.Millisecond}})
 		done <- result{c, err}
 	}()
@@ -119,6 +137,8 @@ func TestConnectRedialsUnresponsiveSeed(t *testing.T) {
 		}
 		hello = p.NextRequest(memdx.OpHello)
 	}
+	at := logs.wait(t, 0, "kvwire: bootstrap from a seed failed", p.Addr())
+	require.ErrorIs(t, logs.errAt(at), ErrUnresponsive, "the silence watch ended the first bootstrap")
 	p.Blackhole(false)
 	r := <-done
 	require.NoError(t, r.err, "the seed answers again within ConnectTimeout")
@@ -188,6 +208,9 @@ func TestConnectDoesNotRedialRefusedSeed(t *testing.T) {
 // The only memcached:// server accepts connections but answers nothing
 // for a while, then answers: Connect dials it again, as it does a
 // Couchbase seed, instead of failing with its first silent bootstrap.
+// As in TestConnectRedialsUnresponsiveSeed, events order the test, and a
+// bootstrap a loaded machine makes wait ProbeTimeout after the server
+// answers again costs a dial, not the test.
 func TestConnectRedialsUnresponsiveMemcached(t *testing.T) {
 	t.Parallel()
 	p, err := faultnode.NewProxy(memcachedtest.Start(t))

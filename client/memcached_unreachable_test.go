@@ -227,7 +227,10 @@ type logWatch struct {
 	changed chan struct{} // closed and replaced on every record
 }
 
-type logRec struct{ msg, node string }
+type logRec struct {
+	msg, node string
+	err       error // the "err" attribute, when it is an error
+}
 
 func newLogWatch() *logWatch { return &logWatch{changed: make(chan struct{})} }
 
@@ -240,8 +243,11 @@ func (w *logWatch) WithGroup(string) slog.Handler            { return w }
 func (w *logWatch) Handle(_ context.Context, r slog.Record) error {
 	rec := logRec{msg: r.Message}
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "node" {
+		switch a.Key {
+		case "node":
 			rec.node = a.Value.String()
+		case "err":
+			rec.err, _ = a.Value.Any().(error)
 		}
 		return true
 	})
@@ -285,6 +291,14 @@ func (w *logWatch) wait(t *testing.T, from int, msg, node string) int {
 			t.Fatalf("no log %q for node %s", msg, node)
 		}
 	}
+}
+
+// errAt is the "err" attribute of the record before position i (what
+// wait returned).
+func (w *logWatch) errAt(i int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.recs[i-1].err
 }
 
 // count returns how many records so far have msg about node, and a channel
