@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 )
 
 // workload runs mixed operations on keys from several goroutines until stop
-// is closed, and returns every error it met.
-func workload(ctx context.Context, col *Collection, workers, keys int, stop <-chan struct{}) (ops int, errs []error) {
+// is closed, and returns every error it met. done counts the operations
+// ended so far (awaitOps).
+func workload(ctx context.Context, col *Collection, workers, keys int, stop <-chan struct{}, done *atomic.Int64) (ops int, errs []error) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -56,6 +58,7 @@ func workload(ctx context.Context, col *Collection, workers, keys int, stop <-ch
 					}
 				}
 				n++
+				done.Add(1)
 				if err != nil {
 					mu.Lock()
 					errs = append(errs, err)
@@ -66,6 +69,22 @@ func workload(ctx context.Context, col *Collection, workers, keys int, stop <-ch
 	}
 	wg.Wait()
 	return ops, errs
+}
+
+// awaitOps waits until done counts n more operations than from, and
+// returns the count it saw: it paces a test's steps by the workload's
+// progress, not by time, so that a slow machine runs as many operations
+// between them as a fast one. The minute bounds a failure.
+func awaitOps(t *testing.T, done *atomic.Int64, from, n int64) int64 {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if got := done.Load(); got >= from+n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the workload did not run %d operations within a minute", n)
+		}
+	}
 }
 
 func isNotFound(err error) bool {
@@ -103,16 +122,21 @@ func TestRebalanceWorkloadUsesForwardMap(t *testing.T) {
 		errs []error
 	}
 	done := make(chan result, 1)
+	var progress atomic.Int64
 	go func() {
-		ops, errs := workload(ctx, col, 8, 200, stop)
+		ops, errs := workload(ctx, col, 8, 200, stop, &progress)
 		done <- result{ops, errs}
 	}()
 	// Move the vbuckets a few at a time while the workload runs; every
-	// config published meanwhile carries vBucketMapForward.
+	// config published meanwhile carries vBucketMapForward. Each step
+	// waits for 16 operations (1024 in all over the 64 steps), not for a
+	// time: what the test checks of them does not depend on the
+	// machine's speed.
+	seen := int64(0)
 	for reb.Remaining() > 0 {
 		_, err := reb.Step(16)
 		require.NoError(t, err)
-		time.Sleep(2 * time.Millisecond)
+		seen = awaitOps(t, &progress, seen, 16)
 	}
 	close(stop)
 	res := <-done
@@ -194,8 +218,9 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 		errs []error
 	}
 	done := make(chan result, 1)
+	var progress atomic.Int64
 	go func() {
-		ops, errs := workload(ctx, col, 4, 100, stop)
+		ops, errs := workload(ctx, col, 4, 100, stop, &progress)
 		done <- result{ops, errs}
 	}()
 	// Rebalances move vbuckets in chunks, a config per chunk, as a real
@@ -208,10 +233,13 @@ func TestNodesAddedAndRemoved(t *testing.T) {
 		if ready != nil {
 			ready()
 		}
+		// Paced by the workload's progress (8 operations a step), not
+		// by time: as many operations meet each config on any machine.
+		seen := progress.Load()
 		for reb.Remaining() > 0 {
 			_, err := reb.Step(64)
 			require.NoError(t, err)
-			time.Sleep(5 * time.Millisecond)
+			seen = awaitOps(t, &progress, seen, 8)
 		}
 		require.NoError(t, reb.Finish())
 	}
