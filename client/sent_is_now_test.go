@@ -29,14 +29,15 @@ func TestDeadlinePassedDuringSharedLookupIsNotSent(t *testing.T) {
 	require.Nil(t, c.opts.Clock)
 	col := c.Scope("app").Collection("users")
 
-	// The lookup is answered after a second; the test learns when it
-	// reached the node.
-	const hold = time.Second
+	// The lookup is answered once the test has the remove's outcome
+	// (held, not delayed by a time the test goroutine could outlast on
+	// a loaded machine); the test learns when it reached the node.
+	hold := make(chan struct{})
 	hit := make(chan struct{})
 	mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}}, 1,
 		func(*mockcluster.Request) (mockcluster.Action, bool) {
 			close(hit)
-			return mockcluster.Action{Delay: hold}, true
+			return mockcluster.Action{Hold: hold}, true
 		})
 	ctx := context.Background()
 	first := make(chan error, 1)
@@ -48,6 +49,7 @@ func TestDeadlinePassedDuringSharedLookupIsNotSent(t *testing.T) {
 	deletes := countOp(mc, memdx.OpDelete)
 	start := time.Now()
 	_, err := col.Remove(ctx, "b", &RemoveOptions{Timeout: 50 * time.Millisecond})
+	close(hold)
 	require.Greater(t, time.Since(start), 50*time.Millisecond, "the remove waited on the shared lookup")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrUnambiguousTimeout, "its deadline passed before it was sent: %v", err)
