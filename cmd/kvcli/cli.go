@@ -462,7 +462,8 @@ var commandHelp = map[string]string{
 		"Documents come in key order within a vbucket, interleaved across vbuckets. When stdout is\n" +
 		"a file or a pipe and stderr a terminal, a progress line on stderr counts them (not with --json).",
 	"stats": "Prints NODE NAME VALUE per statistic of every node (--node: one). memcached's groups:\n" +
-		"settings, items, slabs, sizes; Couchbase Server needs the Stats privilege.\n" +
+		"settings, items, slabs, sizes; Couchbase Server needs the Stats privilege. A key group\n" +
+		"(\"key DOC VB\", key-byid, vkey) asks only the node holding vbucket VB (--node: that one).\n" +
 		"Exit status 1 when any node failed.",
 	"flush": "memcached:// only (a Couchbase bucket is flushed through its REST API). Without --yes it\n" +
 		"does nothing and exits 2. --delay D drops the items after D instead of at once.",

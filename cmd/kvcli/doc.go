@@ -147,7 +147,8 @@
 //	                       progress line there says how many so far (not with --json)
 //	stats [GROUP]          NODE NAME VALUE per statistic of every node (--node ADDR:
 //	                       one); memcached's groups: settings, items, slabs, sizes;
-//	                       exit 1 if any node failed
+//	                       a key group ("key DOC VB", key-byid, vkey) asks only the
+//	                       node holding vbucket VB; exit 1 if any node failed
 //	flush --yes            memcached:// only: drop every item of every server (--node
 //	                       ADDR: one), after --delay D if given; without --yes nothing
 //	                       is sent and kvcli exits 2
