@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -306,7 +307,7 @@ func (c *Conn) wait(ctx context.Context, deadline time.Time, cl *call) (uint32, 
 	case err := <-cl.done:
 		return c.took(cl, err)
 	case <-ctxDone:
-		return c.cancel(ctx.Err(), cl)
+		return c.cancel(ctx.Err(), notNeeded(ctx), cl)
 	}
 }
 
@@ -332,18 +333,19 @@ func (c *Conn) waitTimer(ctx context.Context, deadline time.Time, cl *call) (uin
 		return c.took(cl, err)
 	case <-ctx.Done():
 		cl.timer.Stop()
-		return c.cancel(ctx.Err(), cl)
+		return c.cancel(ctx.Err(), notNeeded(ctx), cl)
 	case <-cl.timer.C():
-		return c.cancel(context.DeadlineExceeded, cl)
+		return c.cancel(context.DeadlineExceeded, false, cl)
 	}
 }
 
 // cancel is the caller giving up on cl (ctx, or a multi-packet call's
 // deadline): a submitted or queued call is withdrawn (not written), a sent
-// one abandoned (written: the outcome is unknown). If the call has already
-// ended, its outcome is on done and is returned instead. It returns cl's
-// opaque too, as wait does.
-func (c *Conn) cancel(cause error, cl *call) (uint32, error) {
+// one abandoned (written: the outcome is unknown; its late answer is
+// expected, no orphan, when unneeded: ErrNotNeeded). If the call has
+// already ended, its outcome is on done and is returned instead. It returns
+// cl's opaque too, as wait does.
+func (c *Conn) cancel(cause error, unneeded bool, cl *call) (uint32, error) {
 	c.mu.Lock()
 	opaque := cl.opaque
 	switch cl.state {
@@ -370,6 +372,7 @@ func (c *Conn) cancel(cause error, cl *call) (uint32, error) {
 	}
 	// Sent: the server may answer. Keep the opaque as a tombstone until it
 	// does, and drop that answer.
+	cl.unneeded = unneeded
 	c.abandon(cl, c.health.Now())
 	err := &RequestError{Op: cl.op, Opaque: opaque, Addr: c.addr, Written: true, Err: cause}
 	if c.awaitHandle(cl) {
@@ -381,6 +384,12 @@ func (c *Conn) cancel(cause error, cl *call) (uint32, error) {
 	c.letGo(cl)
 	c.mu.Unlock()
 	return opaque, err
+}
+
+// notNeeded reports whether ctx was canceled because its caller no longer
+// needs the answer (its cause wraps ErrNotNeeded).
+func notNeeded(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrNotNeeded)
 }
 
 // fail ends the connection with err (the first error wins). It does not

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"errors"
 	"net"
 	"time"
 
@@ -123,3 +124,13 @@ func addrString(a net.Addr) string {
 	}
 	return a.String()
 }
+
+// ErrNotNeeded, wrapped by the cause of a caller's context
+// (context.WithCancelCause), says that the caller gave its request up, as
+// it meant to, because it no longer needs the answer: another request
+// answered for it (the read of one copy of a document that another copy's
+// read beat). A late answer to that request is expected: it is counted
+// (Stats.LateResponses, StrayResponses) but is no orphan
+// (Options.OnOrphan) and is not logged as a stray response, both of which
+// say that something went wrong.
+var ErrNotNeeded = errors.New("the answer is no longer needed")

@@ -279,7 +279,7 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 		kind, perr := c.groupAnswer(g, p)
 		c.mu.Unlock()
 		if kind != 0 {
-			c.strayResponse(p, kind)
+			c.strayResponse(p, kind, false)
 		}
 		return perr
 	}
@@ -308,17 +308,22 @@ func (c *Conn) dispatchResponse(p *memdx.Packet) *ProtocolError {
 	if kind != 0 {
 		var orphan Orphan
 		report := false
+		// An unneeded request's late answer is expected: counted, but
+		// neither an orphan nor a stray worth a warning (ErrNotNeeded).
+		expected := kind == strayLate && cl.unneeded
 		if kind == strayLate && cl.final(p) {
 			if c.opts.OnOrphan != nil {
 				now := c.health.Now()
-				orphan, report = c.orphanOf(cl, p, now), true
+				if !expected {
+					orphan, report = c.orphanOf(cl, p, now), true
+				}
 				c.noteActivity(now)
 			}
 			c.settleBefore(cl, p) // a NOOP settles what precedes it, abandoned or not
 			c.drop(cl)            // the tombstone has its answer
 		}
 		c.mu.Unlock()
-		c.strayResponse(p, kind)
+		c.strayResponse(p, kind, expected)
 		if report {
 			c.opts.OnOrphan(orphan)
 		}
@@ -410,14 +415,15 @@ type strayLog struct {
 	suppressed int
 }
 
-// strayResponse counts and logs a dropped response (on the reader).
-func (c *Conn) strayResponse(p *memdx.Packet, kind strayKind) {
+// strayResponse counts and logs a dropped response (on the reader); an
+// expected one (an unneeded request's late answer) is only counted.
+func (c *Conn) strayResponse(p *memdx.Packet, kind strayKind, expected bool) {
 	r := &c.reader
 	r.strays.Add(1)
 	if kind == strayLate {
 		r.late.Add(1)
 	}
-	if !c.log.Enabled(context.Background(), slog.LevelWarn) {
+	if expected || !c.log.Enabled(context.Background(), slog.LevelWarn) {
 		return
 	}
 	now := c.clock.Now()

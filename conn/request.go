@@ -148,6 +148,9 @@ type call struct {
 	// waits for the outcome; orphan is the copy a tombstone keeps of it.
 	from   *Origin
 	orphan Origin
+	// unneeded: its caller gave it up because it no longer needs the
+	// answer (ErrNotNeeded): its late answer is expected, no orphan.
+	unneeded bool
 	// notify, when set (Start), is told tag when the call ends by any
 	// means other than its caller's Cancel; the outcome is then in
 	// outcome rather than on done.

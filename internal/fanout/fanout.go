@@ -17,13 +17,16 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/panics"
 )
 
 // errAnswered is the cause First cancels the other reads' context with
-// once one answered (Lost).
-var errAnswered = errors.New("another copy answered first")
+// once one answered (Lost). It wraps conn.ErrNotNeeded: the connections
+// then expect the late answers of the reads in flight, which are no
+// orphans (the orphan report) and no stray responses to warn of.
+var errAnswered = fmt.Errorf("another copy answered first: %w", conn.ErrNotNeeded)
 
 // Lost reports whether ctx, the context First gave a read, was canceled
 // because another read answered first, rather than by its caller (whose

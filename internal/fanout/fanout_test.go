@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/leakcheck"
 )
@@ -257,4 +258,41 @@ func TestACallsGoexitEndsTheCallersGoroutine(t *testing.T) {
 		ok = true
 	}()
 	require.False(t, <-returned, "First returned after its call's Goexit")
+}
+
+// The reads First cancels once one answered are canceled with a cause that
+// says so to the connections too (conn.ErrNotNeeded): the late answers
+// they then get are expected, neither orphans nor stray warnings. A read
+// the caller's own cancel ended is not.
+func TestFirstMarksTheOtherReadsUnneeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		answer := make(chan struct{})
+		causes := make(chan error, 2)
+		go func() { synctest.Wait(); close(answer) }()
+		First(t.Context(), []int{0, 1}, func(ctx context.Context, i int) (string, error) {
+			if i == 0 {
+				<-answer
+				return "copy 0", nil
+			}
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return "", ctx.Err()
+		})
+		cause := <-causes
+		assert.ErrorIs(t, cause, conn.ErrNotNeeded, "the loser's cause")
+
+		caller, cancel := context.WithCancel(t.Context())
+		go func() { synctest.Wait(); cancel() }()
+		_, errs := First(caller, []int{0, 1}, func(ctx context.Context, i int) (string, error) {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return "", ctx.Err()
+		})
+		require.Len(t, errs, 2)
+		for range 2 {
+			c := <-causes
+			assert.NotErrorIs(t, c, conn.ErrNotNeeded, "the caller canceled")
+			assert.False(t, errors.Is(c, errAnswered))
+		}
+	})
 }
