@@ -449,8 +449,9 @@
 //     the operations over 500 ms with their total, dispatch and server
 //     times; the orphan report (OrphanReportingOptions) the answers that came
 //     after their operation gave up (not those of the reads GetAnyReplica
-//     gave up once another copy answered, which are expected). Both are on
-//     by default, at warn.
+//     gave up once another copy answered, nor those of a scan's requests
+//     given up when it was closed, which are expected). Both are on by
+//     default, at warn.
 //   - Client.Diagnostics reports every connection's state without I/O
 //     (RFC 0034; its JSON is RFC 0061's), Client.WaitUntilReady waits until
 //     every node (or one: ClusterDegraded) is connected, Client.Ping sends a

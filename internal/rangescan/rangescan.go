@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/panics"
 	"github.com/kvwire/kvwire/memdx"
@@ -89,8 +90,12 @@ type Requests interface {
 	Restart(err error) (restart, cancel bool)
 }
 
-// errStopped is the cancel cause of a scan stopped by Stop.
-var errStopped = errors.New("scan stopped")
+// errStopped is the cancel cause of a scan stopped by Stop. It wraps
+// conn.ErrNotNeeded: a continue in flight is given up as the scan's caller
+// meant to (Close, a loop broken early, a sampling scan at its Limit), and
+// its connection expects its late answer, which is then neither an orphan
+// nor a stray response to warn of.
+var errStopped = fmt.Errorf("scan stopped: %w", conn.ErrNotNeeded)
 
 // maxRestarts bounds the restarts of one vbucket's scan in a row that
 // return nothing new.

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/leakcheck"
 	"github.com/kvwire/kvwire/memdx"
@@ -34,6 +35,8 @@ type fakeRequests struct {
 	createStarted func(vb uint16)
 	inFlight      int // continues in flight
 	maxInFlight   int
+	// held are the causes of the held continues' contexts' ends.
+	held []error
 }
 
 // answer is one continue's answer: keys (each a document whose value is
@@ -127,6 +130,9 @@ func (f *fakeRequests) Continue(ctx context.Context, _ *cluster.Node, vb uint16,
 	if a.hold {
 		select {
 		case <-ctx.Done():
+			f.mu.Lock()
+			f.held = append(f.held, context.Cause(ctx))
+			f.mu.Unlock()
 			return ctx.Err()
 		case <-a.release:
 		}
@@ -382,6 +388,40 @@ func TestScanStopCancelsTheScanInFlight(t *testing.T) {
 		assert.NoError(t, err)
 		assert.False(t, done)
 		assert.ErrorIs(t, cause, errStopped)
+	})
+}
+
+// A continue in flight when the scan stops (Close, a loop broken early, a
+// sampling scan at its Limit) is given up as its caller meant to: its
+// context's cause wraps conn.ErrNotNeeded, so that its connection expects
+// its late answer (no orphan, no stray warning). One the caller's context
+// or a failure ended is not.
+func TestScanStopMarksTheContinueInFlightNotNeeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeRequests{answers: map[uint16][]answer{3: {more("a"), {hold: true}}}}
+		r := Start(t.Context(), rangeConfig("a", "z", 3), f)
+		<-r.Out()
+		synctest.Wait() // the second continue is in flight
+		require.NoError(t, r.Stop())
+		require.Len(t, f.held, 1)
+		assert.ErrorIs(t, f.held[0], conn.ErrNotNeeded)
+
+		f = &fakeRequests{answers: map[uint16][]answer{3: {{hold: true}}}}
+		ctx, cancel := context.WithCancel(t.Context())
+		r = Start(ctx, rangeConfig("a", "z", 3), f)
+		synctest.Wait()
+		cancel()
+		assert.Empty(t, drain(r))
+		require.Len(t, f.held, 1)
+		assert.NotErrorIs(t, f.held[0], conn.ErrNotNeeded, "the caller canceled")
+
+		f = &fakeRequests{answers: map[uint16][]answer{3: {{hold: true}}}}
+		r = Start(t.Context(), rangeConfig("a", "z", 3), f)
+		synctest.Wait()
+		r.Fail(errors.New("the client closed"))
+		assert.Empty(t, drain(r))
+		require.Len(t, f.held, 1)
+		assert.NotErrorIs(t, f.held[0], conn.ErrNotNeeded, "a failure")
 	})
 }
 
