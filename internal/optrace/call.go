@@ -17,7 +17,9 @@ import (
 // a dispatch span (BeginPart), and its latency and outcome on the meter,
 // from BeginCall to EndCall. Its requests are no operations of their own:
 // they make no span of their own and the meter records nothing of them
-// (the slow-operation and orphan reports still see each).
+// (the slow-operation and orphan reports still see each, but for the late
+// answer of a request given up when the call stopped as its caller asked:
+// conn.ErrNotNeeded).
 type Call struct {
 	span    hookguard.Span // nil: not traced
 	coll    *Coll
