@@ -51,8 +51,10 @@ type Client struct {
 	opts  Options
 	orch  retry.Orchestrator
 	opIDs atomic.Uint64
-	// closeOnce runs the shutdown (Close).
+	// closeOnce runs the shutdown (Close); closing is set once a Close
+	// has started it or is about to.
 	closeOnce sync.Once
+	closing   atomic.Bool
 }
 
 // testHookParse, when set by this package's tests (before any client
@@ -261,8 +263,9 @@ func (c *Client) connOptions() conn.Options {
 //
 // The client runs caller code on goroutines of its own: Options.Logger's
 // handler (on a node's connection upkeep, a connection's goroutines, the
-// config loop, the reports), a TLSConfig's callbacks (a redial's
-// handshake), a Resolver (the DNS SRV re-lookup). Close called there
+// config loop, the reports, and the shutdown itself, which logs the
+// reports' last lines), a TLSConfig's callbacks (a redial's handshake), a
+// Resolver (the DNS SRV re-lookup). Close called there
 // cannot wait for the goroutine it runs on: it starts the shutdown and
 // returns at once. When it returns, the client's context has ended, so
 // that waits to retry and operations started later end with ErrClosed;
@@ -279,10 +282,16 @@ func (c *Client) connOptions() conn.Options {
 func (c *Client) Close() error {
 	if lifecycle.OnOwn() {
 		c.cl.Cancel()
-		go c.shutdown()
+		if c.closing.CompareAndSwap(false, true) {
+			go c.shutdown()
+		}
 		return nil
 	}
-	c.shutdown()
+	c.closing.Store(true)
+	// Marked as the client's own while it runs: caller code the shutdown
+	// runs (a Logger's handler on the reports' last lines) may call Close,
+	// which must not wait for the shutdown it is part of.
+	lifecycle.Run(c.shutdown)
 	return nil
 }
 

@@ -18,7 +18,14 @@ import (
 // Go runs f on a new goroutine marked as a client's own.
 func Go(f func()) { go run(f) }
 
-// run is the bottom frame of every goroutine Go starts: OnOwn finds it.
+// Run runs f on the calling goroutine, marked as a client's own until f
+// returns: for Close's shutdown, which runs caller code (a Logger's
+// handler logging the reports' last lines, the connections' ends) that
+// may call Close again, which must not wait for the shutdown it runs in.
+func Run(f func()) { run(f) }
+
+// run is the bottom frame of every goroutine Go starts, and Run's: OnOwn
+// finds it.
 //
 //go:noinline
 func run(f func()) { f() }

@@ -35,3 +35,16 @@ func TestOnOwn(t *testing.T) {
 		t.Fatal("a goroutine go started counts as a client's own")
 	}
 }
+
+// OnOwn is true inside Run, on the calling goroutine, and false again
+// once Run has returned.
+func TestRun(t *testing.T) {
+	var inside bool
+	Run(func() { inside = OnOwn() })
+	if !inside {
+		t.Fatal("code Run runs does not count as a client's own")
+	}
+	if OnOwn() {
+		t.Fatal("the goroutine counts as a client's own after Run returned")
+	}
+}
