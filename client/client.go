@@ -283,7 +283,9 @@ func (c *Client) Close() error {
 	if lifecycle.OnOwn() {
 		c.cl.Cancel()
 		if c.closing.CompareAndSwap(false, true) {
-			go c.shutdown()
+			// Marked too: the shutdown logs the reports' last lines,
+			// whose handler may call Close once more.
+			lifecycle.Go(c.shutdown)
 		}
 		return nil
 	}
