@@ -80,7 +80,11 @@ func TestCloseFromCallbackThenShutdownLog(t *testing.T) {
 	require.NoError(t, err)
 	armed.Store(true)
 	mc.DropConnections()
-	<-report // the shutdown the upkeep's Close started logs the report
+	select {
+	case <-report: // the shutdown the upkeep's Close started logs the report
+	case <-time.After(closeHookWaits):
+		t.Fatalf("the shutdown a handler's Close started logged no report within %v", closeHookWaits)
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
 	select {
