@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,39 @@ func TestAnnouncedConfigFetchHeldBehindPendingSyncWrite(t *testing.T) {
 		t.Fatalf("the durable write: %v", err)
 	}
 	waitUntil(t, "the announced config installed", func() bool { return c.ConfigVersion().Rev > held.Rev })
+}
+
+// A barrier held on a node for its pending durable write is not held
+// there once the node leaves the config (failed over): the key's vbucket
+// is another node's now, free of the write, and the operation goes there.
+// It stayed held until the write's bound or its own deadline, and then
+// timed out saying it was held, on a healthy cluster.
+func TestBarrierHeldOnNodeThatLeavesIsRoutedAgain(t *testing.T) {
+	twoNodes := mockcluster.Options{Nodes: 2,
+		Buckets: []mockcluster.BucketOptions{{Name: mockcluster.DefaultBucket, NumReplicas: 1}}}
+	mc, fc, c, a, cn, _ := barrierSetup(t, twoNodes, time.Hour, 65*time.Second)
+	const timeout = 30 * time.Second
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Exists(context.Background(), "k", &ExistsOptions{Timeout: timeout})
+		res <- err
+	}()
+	heldOrSent(t, fc, cn, fc.Now().Add(timeout), "Exists")
+	if err := mc.Failover(a); err != nil {
+		t.Fatal(err)
+	}
+	addr := mc.Node(a).Addr()
+	waitUntil(t, "the config without the node", func() bool { return !slices.Contains(c.Nodes(), addr) })
+	var err error
+	waitUntil(t, "Exists, on the clock that does not move", func() bool {
+		select {
+		case err = <-res:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatalf("Exists once its node left the config: %v", err)
+	}
 }

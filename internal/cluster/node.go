@@ -211,9 +211,13 @@ func (n *Node) pickForBarrier() (*conn.Conn, retry.Reason, error) {
 // server answers only by a bound of its own. Wait is the shortest of
 // their waits (conn.Conn.BarrierWait); Freed is closed once the
 // connection with that wait is free of them (conn.Conn.BarrierFreed).
+// Gone is closed once the node leaves the config (or the client closes):
+// its connections then only drain, and a barrier held for them is to be
+// routed again, not held on.
 type BarrierHold struct {
 	Wait  time.Duration
 	Freed <-chan struct{}
+	Gone  <-chan struct{}
 }
 
 // PickBarrier returns a connection of n for a barrier: a request kv_engine
@@ -247,7 +251,7 @@ func (n *Node) PickBarrier() (*conn.Conn, BarrierHold, retry.Reason, error) {
 					return cn, BarrierHold{}, 0, nil
 				}
 				if h.Freed == nil || w < h.Wait {
-					h = BarrierHold{Wait: w, Freed: freed}
+					h = BarrierHold{Wait: w, Freed: freed, Gone: n.ctx.Done()}
 				}
 			}
 			if h.Freed != nil {
