@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -263,5 +264,75 @@ func TestBarrierHeldOnNodeThatLeavesIsRoutedAgain(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("Exists once its node left the config: %v", err)
+	}
+}
+
+// A barrier held because both connections of its node hold a durable
+// write goes on the connection the node dials anew once the other one
+// ended: it waited for the write on the one it watched, its bound or its
+// own deadline, and then timed out saying every connection was held, with
+// a free one there all along.
+func TestBarrierHeldTakesConnectionDialedMeanwhile(t *testing.T) {
+	mc := newMock(t, oneNodeNoReplicas)
+	mc.SetSyncWriteDelay(time.Hour)
+	t.Cleanup(mc.CommitSyncWrites)
+	fc := retry.NewFakeClock(time.Now())
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour, ConnectionsPerNode: 2})
+	conns := func() []*conn.Conn {
+		var cs []*conn.Conn
+		for _, e := range c.cl.Endpoints() {
+			if e.Conn != nil {
+				select {
+				case <-e.Conn.Done():
+				default:
+					cs = append(cs, e.Conn)
+				}
+			}
+		}
+		return cs
+	}
+	waitUntil(t, "two connections", func() bool { return len(conns()) == 2 })
+	first := conns()
+	for i, d := range []time.Duration{65 * time.Second, 64 * time.Second} {
+		go func() {
+			_, _ = c.DefaultCollection().Upsert(context.Background(), fmt.Sprint("w", i), []byte(`"v"`),
+				&UpsertOptions{Durability: DurabilityMajority, Timeout: 3 * time.Minute, DurabilityTimeout: d})
+		}()
+		waitUntil(t, "the node holding the synchronous write", func() bool { return mc.PendingSyncWrites() == i+1 })
+	}
+	waitUntil(t, "a write on each connection", func() bool { return first[0].BarrierWait() > 0 && first[1].BarrierWait() > 0 })
+	longer, shorter := first[0], first[1]
+	if shorter.BarrierWait() > longer.BarrierWait() {
+		longer, shorter = shorter, longer
+	}
+	const timeout = 2 * time.Minute
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Exists(context.Background(), "k", &ExistsOptions{Timeout: timeout})
+		res <- err
+	}()
+	waitUntil(t, "Exists held", func() bool { return armedAt(fc, fc.Now().Add(64*time.Second)) })
+	if n := first[0].Pending() + first[1].Pending(); n != 2 {
+		t.Fatalf("%d requests in flight; want the two writes alone", n)
+	}
+	longer.Close() // its write ends; the node dials a connection anew
+	waitUntil(t, "a new connection", func() bool {
+		cs := conns()
+		return len(cs) == 2 && !slices.Contains(first, cs[0]) || len(cs) == 2 && !slices.Contains(first, cs[1])
+	})
+	var err error
+	waitUntil(t, "Exists, on the clock that does not move", func() bool {
+		select {
+		case err = <-res:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatalf("Exists with a connection free of writes: %v", err)
+	}
+	if shorter.BarrierWait() <= 0 {
+		t.Fatal("Exists went only once the write it watched was answered, not on the connection dialed meanwhile")
 	}
 }

@@ -710,7 +710,8 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 // a healthy node. It goes instead on a connection of n free of them
 // (cluster.Node.PickBarrier); when every connection has one, it is held
 // here, unsent, until one is free (its requests answered), or the
-// shortest of their bounds has passed, and goes then; or until n leaves
+// shortest of their bounds has passed, or n dials a connection anew, and
+// goes then (or is held again); or until n leaves
 // the config (Pick then says so: the operation is routed again); or until its own
 // deadline, when it fails with a timeout saying it was held (final), or
 // until ctx ends. cn, reason and err are otherwise Pick's. Only barriers
@@ -736,6 +737,10 @@ func (c *Client) pickBarrier(ctx context.Context, o *op, n *cluster.Node) (cn *c
 			t := c.clock.NewTimer(min(hold.Wait, left))
 			select {
 			case <-hold.Freed:
+				t.Stop()
+				continue
+			case <-hold.Joined:
+				// A connection dialed anew: it may be free.
 				t.Stop()
 				continue
 			case <-hold.Gone:

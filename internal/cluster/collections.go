@@ -152,6 +152,9 @@ func (cc *CollectionIDs) holdLookup(ctx context.Context, deadline time.Time, h B
 		case <-h.Freed:
 			t.Stop()
 			return nil
+		case <-h.Joined: // a connection dialed anew: it may be free
+			t.Stop()
+			return nil
 		case <-t.C():
 			if h.Wait < left {
 				return nil

@@ -304,6 +304,8 @@ func (c *Cluster) holdFetch(n *Node) bool {
 		select {
 		case <-h.Freed:
 			tm.Stop()
+		case <-h.Joined: // a connection dialed anew: it may be free
+			tm.Stop()
 		case <-tm.C():
 		case <-n.ctx.Done():
 			tm.Stop()

@@ -55,7 +55,11 @@ type Node struct {
 	// yet). A new connection takes the first place whose connection
 	// ended, so that a place, an endpoint of the diagnostics (health.go),
 	// keeps its id across reconnects.
-	slots   []*conn.Conn
+	slots []*conn.Conn
+	// joined, when not nil, is closed when a connection is adopted: a
+	// barrier held while every connection had a bounded request in
+	// flight (PickBarrier) may go on it. Made only while one is held.
+	joined  chan struct{}
 	lastErr error // why the last dial failed; nil once one succeeded
 	endErr  error // why the last connection that ended did (health.go)
 	// waitErr says why the maintainer waits before redialing after a
@@ -214,10 +218,13 @@ func (n *Node) pickForBarrier() (*conn.Conn, retry.Reason, error) {
 // Gone is closed once the node leaves the config (or the client closes):
 // its connections then only drain, and a barrier held for them is to be
 // routed again, not held on.
+// Joined is closed once the node adopts a connection (one dialed anew
+// after another ended): it may be free of them.
 type BarrierHold struct {
-	Wait  time.Duration
-	Freed <-chan struct{}
-	Gone  <-chan struct{}
+	Wait   time.Duration
+	Freed  <-chan struct{}
+	Gone   <-chan struct{}
+	Joined <-chan struct{}
 }
 
 // PickBarrier returns a connection of n for a barrier: a request kv_engine
@@ -255,6 +262,17 @@ func (n *Node) PickBarrier() (*conn.Conn, BarrierHold, retry.Reason, error) {
 				}
 			}
 			if h.Freed != nil {
+				n.mu.Lock()
+				if n.conns.Load() != cs {
+					// A connection came or went meanwhile: look again.
+					n.mu.Unlock()
+					return n.PickBarrier()
+				}
+				if n.joined == nil {
+					n.joined = make(chan struct{})
+				}
+				h.Joined = n.joined
+				n.mu.Unlock()
 				return nil, h, 0, nil
 			}
 		}
@@ -328,6 +346,10 @@ func (n *Node) adopt(cn *conn.Conn) (wasDown bool) {
 	}
 	next = append(next, cn)
 	n.conns.Store(&next)
+	if n.joined != nil {
+		close(n.joined) // a held barrier may go on cn (PickBarrier)
+		n.joined = nil
+	}
 	n.takeSlotLocked(cn)
 	n.mu.Unlock()
 	n.cl.health.notify()
