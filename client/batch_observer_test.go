@@ -66,17 +66,19 @@ func TestGetManyObserverSeesNoAttemptEndWithoutItsStart(t *testing.T) {
 			return col.GetMany(context.Background(), []string{key}, &GetManyOptions{Timeout: time.Second})[0].Err
 		},
 	} {
-		armed := len(fc.Timers())
+		deadline := fc.Now().Add(time.Second)
 		done := make(chan error, 1)
 		go func() { done <- call() }()
-		a := <-obs.ends
+		a := within(t, obs.ends, name+": the first attempt's AttemptEnd")
 		require.Equal(t, StatusTmpFail, a.Status, name)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		require.NoError(t, fc.BlockUntilTimers(ctx, armed+1), "%s: the retry wait", name)
-		cancel()
+		// The retry wait, due before the deadline: not any timer armed
+		// meanwhile (the config loop arms its poll's after connect
+		// returns), or the clock would move before the wait is armed,
+		// which would then last from the new time on, for good.
+		awaitTimerBy(t, fc, deadline, name+": the retry wait")
 		// The wait ends before the deadline, but the clock jumps past both.
 		fc.Advance(2 * time.Second)
-		err := <-done
+		err := within(t, done, name+": the end of the operation, its deadline passed")
 		require.ErrorIs(t, err, ErrTimeout, name)
 		for len(obs.ends) > 0 {
 			<-obs.ends
