@@ -111,22 +111,21 @@ func TestGetManyObserverSeesAnAttemptEndOnlyAfterItsStart(t *testing.T) {
 	}
 	slow := keys[1]
 	faultGets(t, mc, slow, mockcluster.Action{Status: memdx.StatusTmpFail}, 0)
-	armed := len(fc.Timers())
 	obs.mu.Lock()
 	clear(obs.starts)
 	clear(obs.endN)
 	obs.mu.Unlock()
 
+	deadline := fc.Now().Add(time.Minute)
 	done := make(chan []GetManyResult)
 	go func() { done <- col.GetMany(context.Background(), keys, &GetManyOptions{Timeout: time.Minute}) }()
 	for range keys {
-		<-obs.ends
+		within(t, obs.ends, "each key's first AttemptEnd")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, fc.BlockUntilTimers(ctx, armed+1), "the slow key's retry wait")
+	// The slow key's retry wait, due before the deadline, not any timer.
+	awaitTimerBy(t, fc, deadline, "the slow key's retry wait")
 	fc.Advance(2 * time.Minute) // past the deadline at once
-	res := <-done
+	res := within(t, done, "GetMany's end, its deadline passed")
 	require.ErrorIs(t, res[1].Err, ErrTimeout)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()

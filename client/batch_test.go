@@ -199,21 +199,21 @@ func TestGetManyPerKeyRetryWaitsDoNotHoldBackOtherKeys(t *testing.T) {
 	}
 	slow := keys[7]
 	tmp := faultGets(t, mc, slow, mockcluster.Action{Status: memdx.StatusTmpFail}, 0)
-	armed := len(fc.Timers())
+	passed := fc.Now().Add(time.Second) // by the Advance below
 
 	done := make(chan []GetManyResult)
 	go func() { done <- col.GetMany(context.Background(), keys, &GetManyOptions{Timeout: time.Minute}) }()
 	for range keys {
-		a := <-obs.ends
+		a := within(t, obs.ends, "each key's first AttemptEnd")
 		if a.Key == slow {
 			assert.Equal(t, StatusTmpFail, a.Status)
 		} else {
 			assert.Equal(t, StatusSuccess, a.Status, a.Key)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, fc.BlockUntilTimers(ctx, armed+1), "the slow key's retry wait")
+	// The slow key's retry wait (due well within the second the clock
+	// moves below), not any timer: the clock moves only once it is armed.
+	awaitTimerBy(t, fc, passed, "the slow key's retry wait")
 	select {
 	case <-done:
 		t.Fatal("GetMany returned while a key waited for its retry")
@@ -221,7 +221,7 @@ func TestGetManyPerKeyRetryWaitsDoNotHoldBackOtherKeys(t *testing.T) {
 	}
 	tmp.Remove()
 	fc.Advance(time.Second)
-	res := <-done
+	res := within(t, done, "GetMany's end, the slow key's wait over")
 	for i, r := range res {
 		require.NoError(t, r.Err, r.Key)
 		if keys[i] == slow {
@@ -231,7 +231,7 @@ func TestGetManyPerKeyRetryWaitsDoNotHoldBackOtherKeys(t *testing.T) {
 			assert.Zero(t, r.RetryAttempts, r.Key)
 		}
 	}
-	a := <-obs.ends
+	a := within(t, obs.ends, "the slow key's retry's AttemptEnd")
 	assert.Equal(t, slow, a.Key)
 	assert.Equal(t, 1, a.Attempt)
 }

@@ -245,7 +245,7 @@ func TestLockedGetTimesOutOnTime(t *testing.T) {
 		hits := ctl.Hits()
 		fc.Set(end)
 		if end.Equal(deadline) {
-			err := <-done
+			err := within(t, done, "the Get's end at its deadline")
 			require.ErrorIs(t, err, ErrTimeout)
 			assert.ErrorIs(t, err, ErrUnambiguousTimeout, "a read is never ambiguous")
 			var kv *KeyValueError
