@@ -614,7 +614,9 @@ func (c *Client) deadline(ctx context.Context, timeout time.Duration, now time.T
 func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFailures) (placed, next) {
 	if attempt > 0 && c.ctx.Err() != nil {
 		// Closed while this operation was retrying: its connections
-		// are gone and will not come back.
+		// are gone and will not come back. The retry decided is not
+		// made: the error does not count it.
+		o.st.RetryNotSent()
 		return placed{}, next{err: newKVError(o, ErrClosed, nil)}
 	}
 	r, reason, err := c.cl.Route(&o.route, &o.target)

@@ -213,6 +213,16 @@ func (s *State) Attempts() int { return s.attempts }
 // Reasons implements Request.
 func (s *State) Reasons() ReasonSet { return s.reasons }
 
+// RetryNotSent takes the retry decided last off Attempts: the caller will
+// not send it after all (its client closed during the wait), so that the
+// operation's error counts only the retries that were made. Its reason
+// stays in Reasons.
+func (s *State) RetryNotSent() {
+	if s.attempts > 0 {
+		s.attempts--
+	}
+}
+
 // InDoubt implements Request.
 func (s *State) InDoubt() bool { return s.inDoubt }
 

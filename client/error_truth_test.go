@@ -1,0 +1,40 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// A Get in flight when the client closes is not sent again: its error
+// must not report a retry ("after 1 retry (for [...])") that was decided
+// but never made.
+func TestErrClosedDoesNotCountARetryNeverSent(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connect(t, mc, nil)
+	held := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGet}},
+		Action: mockcluster.Action{Delay: time.Hour}})
+	t.Cleanup(held.Remove)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Get(context.Background(), "k", nil)
+		errs <- err
+	}()
+	require.Eventually(t, func() bool { return held.Hits() == 1 }, time.Minute, time.Millisecond)
+	require.NoError(t, c.Close())
+	err := <-errs
+	require.ErrorIs(t, err, ErrClosed)
+	var kv *KeyValueError
+	require.True(t, errors.As(err, &kv))
+	assert.Equal(t, 0, kv.RetryAttempts, "no retry was sent: %v", err)
+	assert.NotContains(t, err.Error(), "retry", "no retry was sent")
+	assert.Equal(t, 1, held.Hits(), "sent once")
+}
