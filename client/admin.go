@@ -244,6 +244,7 @@ func (c *Client) Ping(ctx context.Context) []PingResult {
 func (c *Client) nodeOp(name string, n *cluster.Node, req memdx.Request, timeout time.Duration) *op {
 	o := c.getOp(name, kindNoop, nil, "")
 	o.req, o.timeout, o.strategy, o.target.Node = req, timeout, sendOnce, n
+	o.noVbucket = true
 	// NOOP, STAT and VERSION are not reordered under UnorderedExecution
 	// (memcached has neither); FLUSH is memcached's only.
 	o.barrier = !c.memcached && (req.OpCode == memdx.OpNoop || req.OpCode == memdx.OpStat || req.OpCode == memdx.OpVersion)

@@ -38,3 +38,35 @@ func TestErrClosedDoesNotCountARetryNeverSent(t *testing.T) {
 	assert.NotContains(t, err.Error(), "retry", "no retry was sent")
 	assert.Equal(t, 1, held.Hits(), "sent once")
 }
+
+// Ping, Stats and Version address a node, not a vbucket: their errors
+// must not name one ("vb=0").
+func TestNodeOperationErrorsNameNoVbucket(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connect(t, mc, nil)
+	f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpNoop, memdx.OpStat, memdx.OpVersion}},
+		Action: mockcluster.Action{Status: memdx.StatusNoAccess}})
+	t.Cleanup(f.Remove)
+	ping := c.Ping(context.Background())
+	require.Len(t, ping, 1)
+	_, statsErr := c.Stats(context.Background(), "", nil)
+	_, versionErr := c.Version(context.Background(), nil)
+	for name, err := range map[string]error{"Ping": ping[0].Err, "Stats": statsErr, "Version": versionErr} {
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "node="+mc.Node(0).Addr(), name)
+		assert.NotContains(t, err.Error(), "vb=", "%s has no vbucket: %v", name, err)
+	}
+}
+
+// A memcached bucket has no vbuckets: a key's error names its node only.
+func TestMemcachedBucketErrorsNameNoVbucket(t *testing.T) {
+	t.Parallel()
+	mc := newMemcachedBucketMock(t)
+	c, err := connectString(t, mc.HTTPConnString()+"/cache", nil)
+	require.NoError(t, err)
+	_, err = c.DefaultCollection().Get(context.Background(), "missing", nil)
+	require.ErrorIs(t, err, ErrDocumentNotFound)
+	assert.Contains(t, err.Error(), "node=")
+	assert.NotContains(t, err.Error(), "vb=", "a memcached bucket has no vbuckets: %v", err)
+}

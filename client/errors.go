@@ -181,7 +181,9 @@ type KeyValueError struct {
 	// failed, ...) shows in Cause, which names its node, and in
 	// RetryReasons, never in these fields. When no attempt was sent, Node
 	// and Vbucket are where the last one was routed (Node "" when none
-	// was: an argument refused, no route) and the others are zero.
+	// was: an argument refused, no route) and the others are zero. An
+	// operation that addresses no vbucket (Ping, Stats, Version, Flush,
+	// a memcached bucket's key) has Vbucket 0, which Error does not show.
 	Vbucket          uint16
 	Node             string
 	Opaque           uint32
@@ -205,6 +207,9 @@ type KeyValueError struct {
 	// with its connection ErrAmbiguous. Cause is the underlying error.
 	Err   error
 	Cause error
+
+	// noVbucket: the operation addresses no vbucket; Error names none.
+	noVbucket bool
 }
 
 func (e *KeyValueError) Error() string {
@@ -218,6 +223,7 @@ func (e *KeyValueError) Error() string {
 		ServerContext:    e.ServerContext,
 		Node:             e.Node,
 		Vbucket:          e.Vbucket,
+		NoVbucket:        e.noVbucket,
 		RetryAttempts:    e.RetryAttempts,
 		Ambiguous:        e.Ambiguous,
 		Cause:            e.Cause,
@@ -277,6 +283,7 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, ErrAmbiguous),
 		Err:              sentinel,
 		Cause:            cause,
+		noVbucket:        o.noVbucket,
 	}
 	if e.Err == nil {
 		e.Err = otherSentinel(cause, e.Ambiguous)

@@ -90,6 +90,10 @@ type opHot struct {
 	// behind a request the server answers only by a bound of its own
 	// (pickBarrier).
 	barrier bool
+	// noVbucket: the request addresses no vbucket (a node's ping,
+	// statistics, version or flush; a key of a memcached bucket): its
+	// error names none (KeyValueError.noVbucket).
+	noVbucket bool
 	// insert: a MutateIn whose doc flags make it an insert (Add), which
 	// its opcode does not say (statuspolicy.DecideMutation).
 	insert bool
@@ -625,6 +629,9 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 		// node has no connection, say); once one was sent, the error
 		// describes that one (attempt).
 		o.node, o.vb = r.Node, r.Vbucket
+	}
+	if o.target.Node == nil && r.Topo != nil && r.Topo.Ketama() {
+		o.noVbucket = true // a memcached bucket's key: no vbucket
 	}
 	if merr := c.memcachedBucketRefusal(o, r.Topo); merr != nil {
 		return placed{}, next{err: newKVError(o, ErrFeatureNotAvailable, merr)}

@@ -20,10 +20,13 @@ type Message struct {
 	ServerContext    string
 	Node             string
 	Vbucket          uint16
-	RetryAttempts    int
-	RetryReasons     string // "" when there were none
-	Ambiguous        bool
-	Cause            error
+	// NoVbucket: the operation addresses no vbucket (a node's ping or
+	// statistics, a memcached bucket's key); Vbucket is not shown.
+	NoVbucket     bool
+	RetryAttempts int
+	RetryReasons  string // "" when there were none
+	Ambiguous     bool
+	Cause         error
 	// CauseIsStatus: Cause is no more than the bare status error of
 	// Status, which the message already says.
 	CauseIsStatus bool
@@ -49,7 +52,9 @@ func (e *Message) String() string {
 	if e.ServerContext != "" {
 		b.WriteString(" [server: " + e.ServerContext + "]")
 	}
-	if e.Node != "" {
+	if e.Node != "" && e.NoVbucket {
+		b.WriteString(" node=" + e.Node)
+	} else if e.Node != "" {
 		fmt.Fprintf(&b, " node=%s vb=%d", e.Node, e.Vbucket)
 	}
 	if e.RetryAttempts > 0 {
