@@ -70,3 +70,38 @@ func TestMemcachedBucketErrorsNameNoVbucket(t *testing.T) {
 	assert.Contains(t, err.Error(), "node=")
 	assert.NotContains(t, err.Error(), "vb=", "a memcached bucket has no vbuckets: %v", err)
 }
+
+// A range scan whose request's connection ended with it in flight changed
+// no data: its error must not say "may have been applied" nor match
+// ErrAmbiguous.
+func TestScanCutOffIsNotAmbiguous(t *testing.T) {
+	t.Parallel()
+	for _, opc := range []memdx.OpCode{memdx.OpRangeScanCreate, memdx.OpRangeScanContinue} {
+		t.Run(opc.String(), func(t *testing.T) {
+			t.Parallel()
+			mc := newMock(t, mockcluster.Options{Nodes: 1})
+			c := connect(t, mc, nil)
+			col := c.DefaultCollection()
+			for i := range 8 {
+				_, err := col.Upsert(context.Background(), "scan-"+string(rune('a'+i)), []byte("v"), nil)
+				require.NoError(t, err)
+			}
+			f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{opc}},
+				Action: mockcluster.Action{Close: mockcluster.CloseAfterApply}})
+			t.Cleanup(f.Remove)
+			res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{Concurrency: 1, Timeout: time.Minute})
+			if err == nil {
+				for res.Next() {
+				}
+				err = res.Err()
+				res.Close()
+			}
+			require.Error(t, err)
+			assert.NotErrorIs(t, err, ErrAmbiguous, "%v", err)
+			assert.NotContains(t, err.Error(), "may have been applied")
+			if opc == memdx.OpRangeScanCreate {
+				assert.Contains(t, err.Error(), "may stay on the server", "says what the cut-off create may have left")
+			}
+		})
+	}
+}

@@ -348,6 +348,12 @@ func (sr *scanRequests) Create(vb uint16, cfg *memdx.RangeScanCreate) (memdx.Ran
 	o.target.ByVbucket, o.target.Vbucket, o.scanCfg = true, vb, cfg
 	o.timeout, o.strategy, o.call = sr.timeout, sr.strategy, sr.call
 	if err := sr.c.execute(context.WithoutCancel(sr.parent), o); err != nil {
+		var kv *KeyValueError
+		if o.st.InDoubt() && errors.As(err, &kv) && kv.Cause != nil {
+			// Written, no answer: the server may have opened a scan
+			// whose id the client never learnt (it changed no data).
+			kv.Cause = fmt.Errorf("%w (a scan it opened may stay on the server until its idle timeout drops it)", kv.Cause)
+		}
 		return memdx.RangeScanID{}, nil, err
 	}
 	return o.scanID, o.node, nil

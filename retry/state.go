@@ -258,9 +258,27 @@ func (s *State) ErrorMap() (ErrorMapRetry, bool) {
 // Ambiguous reports whether the operation may have been applied: it is not
 // idempotent, it may change data (memdx.OpCode.IsReadOnly: a read the
 // RFC's list leaves out, GET_META say, is not resent, but it changed
-// nothing), and some attempt was written without a definite answer. The
-// errors this package builds carry this in their Ambiguous field.
-func (s *State) Ambiguous() bool { return s.inDoubt && !s.idempotent && !s.op.IsReadOnly() }
+// nothing; nor do the range-scan requests, scanChangesNoData), and some
+// attempt was written without a definite answer. The errors this package
+// builds carry this in their Ambiguous field.
+func (s *State) Ambiguous() bool {
+	return s.inDoubt && !s.idempotent && !s.op.IsReadOnly() && !scanChangesNoData(s.op)
+}
+
+// scanChangesNoData reports whether op is a range-scan request: kv_engine's
+// RANGE_SCAN_CREATE opens a scan (server state holding a snapshot of the
+// vbucket, dropped by RANGE_SCAN_CANCEL or when it stays idle past its
+// timeout), RANGE_SCAN_CONTINUE reads from it, RANGE_SCAN_CANCEL drops it:
+// none changes a document, so none "may have been applied" as a mutation
+// may. They are not memdx.OpCode.IsReadOnly, which conn counts as reads
+// that leave the server as it was.
+func scanChangesNoData(op memdx.OpCode) bool {
+	switch op {
+	case memdx.OpRangeScanCreate, memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
+		return true
+	}
+	return false
+}
 
 // TimeoutError builds the error for an operation whose deadline passed. The
 // client uses it when the deadline passes while an attempt is in flight
