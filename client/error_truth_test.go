@@ -105,3 +105,28 @@ func TestScanCutOffIsNotAmbiguous(t *testing.T) {
 		})
 	}
 }
+
+// A range-scan create that timed out after it was written may have opened
+// a scan: its error must not say "the request was not applied".
+func TestScanCreateTimeoutDoesNotSayNotApplied(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	_, err := col.Upsert(context.Background(), "scan-a", []byte("v"), nil)
+	require.NoError(t, err)
+	f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpRangeScanCreate}},
+		Action: mockcluster.Action{Delay: time.Hour}})
+	t.Cleanup(f.Remove)
+	res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{Concurrency: 1, Timeout: 50 * time.Millisecond})
+	if err == nil {
+		for res.Next() {
+		}
+		err = res.Err()
+		res.Close()
+	}
+	require.ErrorIs(t, err, ErrTimeout)
+	assert.NotErrorIs(t, err, ErrAmbiguous, "%v", err)
+	assert.Contains(t, err.Error(), "retry: unambiguous timeout (the request changes no data)")
+	assert.Contains(t, err.Error(), "may stay on the server", "says what the timed-out create may have left")
+}
