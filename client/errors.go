@@ -196,7 +196,9 @@ type KeyValueError struct {
 	// operation was tried once, or ended before its first attempt), as in
 	// the results' RetryAttempts, and the number Error reports ("after 2
 	// retries"). RetryReasons says why they were made. A retry counts
-	// whether or not its request reached a connection (see Observer).
+	// whether or not its request reached a connection (see Observer),
+	// but not one whose wait the context or Close ended: that one was
+	// never tried (its reason stays in RetryReasons).
 	RetryAttempts int
 	RetryReasons  RetryReasons
 	// Ambiguous is true when the request may have been applied.
