@@ -107,10 +107,12 @@ func (o *Orchestrator) decide(st *State, reason Reason, cause error) decision {
 	}
 
 	// Two refusals no strategy can override: RFC 0049 says UNKNOWN is never
-	// retried, and a non-idempotent request that may have been applied is
-	// never sent again (a custom strategy returning RetryAfter for it would
-	// apply it twice).
-	if reason == ReasonUnknown || st.Ambiguous() {
+	// retried, and a non-idempotent request written without a definite
+	// answer is never sent again (a custom strategy returning RetryAfter
+	// for it would apply a mutation twice; a range scan's create or
+	// continue, which changes no data, would leave a scan open or skip a
+	// batch: State.notResendable).
+	if reason == ReasonUnknown || st.notResendable() {
 		err := st.notRetriedError(reason, nil, cause)
 		o.logRefusal(st, reason, err)
 		return decision{Err: err}

@@ -265,6 +265,13 @@ func (s *State) Ambiguous() bool {
 	return s.inDoubt && !s.idempotent && !s.op.IsReadOnly() && !scanChangesNoData(s.op)
 }
 
+// notResendable reports whether the request, written without a definite
+// answer, is never sent again: it is not idempotent and not a read. A
+// range-scan request is not Ambiguous (it changes no data) but is not
+// resent either: a second create would leave the first's scan open, a
+// second continue would skip the batch the first one took.
+func (s *State) notResendable() bool { return s.inDoubt && !s.idempotent && !s.op.IsReadOnly() }
+
 // scanChangesNoData reports whether op is a range-scan request: kv_engine's
 // RANGE_SCAN_CREATE opens a scan (server state holding a snapshot of the
 // vbucket, dropped by RANGE_SCAN_CANCEL or when it stays idle past its
