@@ -97,6 +97,13 @@ func (inv *invocation) explain(key string, err error) problem {
 	case errors.Is(err, client.ErrDocumentExists):
 		return problem{kindConflict, "document " + q(key) + " already exists", exitConflict}
 	case errors.Is(err, client.ErrDocumentNotLocked):
+		if isKV && kv.Status == client.StatusTmpFail {
+			// Unlock's TMPFAIL: Couchbase Server before 7.6 answers so for a
+			// document that is not locked, and to a connection without XERROR
+			// (couchbase:// drops XERROR when a node's error map is unusable)
+			// for a lock held with another CAS too.
+			return problem{kindConflict, "document " + q(key) + " is not locked, or (on a connection without XERROR) locked with another CAS: the server answered TMPFAIL, which stands for both", exitConflict}
+		}
 		return problem{kindConflict, "document " + q(key) + " is not locked", exitConflict}
 	case errors.Is(err, client.ErrDocumentLocked):
 		return problem{kindConflict, "document " + q(key) + " is locked", exitConflict}

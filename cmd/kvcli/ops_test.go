@@ -686,3 +686,16 @@ func TestStdoutWriteErrorFails(t *testing.T) {
 		getenv: func(k string) string { return env[k] }})
 	assert.Equal(t, exitNotFound, code, errb.String())
 }
+
+// Before 7.6 Couchbase Server answers UNLOCK_KEY of a document that is not
+// locked with TMPFAIL, and to a connection without XERROR (couchbase://
+// drops XERROR when a node's error map is unusable) it answers TMPFAIL for a
+// lock held with another CAS too. kvcli used to print only "is not locked"
+// for it, which may be false; it now names both readings.
+func TestUnlockTmpFailNamesBothReadings(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{Version: "7.2.4-7070-enterprise"})
+	require.Equal(t, exitOK, runKV(t, env, "", "set", "doc", "v").code)
+	r := runKV(t, env, "", "unlock", "doc", "0x1234")
+	assert.Equal(t, exitConflict, r.code, r)
+	assert.Contains(t, r.stderr, `document "doc" is not locked, or (on a connection without XERROR) locked with another CAS`)
+}
