@@ -28,7 +28,11 @@ var (
 	// retry strategy refused to wait for the lock; usually the operation
 	// retries until the lock is released or it times out).
 	ErrDocumentLocked = kverr.ErrDocumentLocked
-	// ErrDocumentNotLocked: Unlock of a document that is not locked.
+	// ErrDocumentNotLocked: Unlock of a document that is not locked
+	// (NOT_LOCKED; TMPFAIL before Couchbase Server 7.6). On a connection
+	// without XERROR the server answers TMPFAIL for a lock held with
+	// another CAS too, so there it may also mean that; the error's
+	// message says so.
 	ErrDocumentNotLocked = kverr.ErrDocumentNotLocked
 	// ErrNotStored: the server did not store the value (NOT_STORED).
 	ErrNotStored = kverr.ErrNotStored
