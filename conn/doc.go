@@ -38,7 +38,14 @@
 // proper: verification, an alert, a peer that does not speak TLS; a
 // network failure during the handshake is a plain dial error, as a refused
 // connection is); anything else after connecting is a *BootstrapError
-// naming the step and status. All match kverr.ErrBootstrap.
+// naming the step and status. On a connection without XERROR (memcached
+// mode, or the redial after an unusable error map) kv_engine answers
+// EACCESS and NO_BUCKET by closing the connection: a step it hung up on
+// is a *BootstrapError naming the refusal that most likely stands behind
+// it (the user's access to the bucket at SELECT_BUCKET, SystemSettings at
+// a bucketless GET_CLUSTER_CONFIG, a Couchbase node at memcached mode's
+// get), worded as a likelihood since no status came. All match
+// kverr.ErrBootstrap.
 //
 // # Plain memcached
 //
@@ -59,12 +66,14 @@
 // on the first operation. A failed SASL_AUTH leaves memcached's connection
 // open; Dial closes it. The GET (of "kvwire:memcached-probe") tells
 // memcached from a Couchbase Server KV port, which a memcached-mode
-// connection could not use (no bucket selected): Couchbase answers it
-// NO_BUCKET (EACCESS before a login, a status memcached does not have, as
-// it answers VERSION and NOOP), and Dial fails with a *NotMemcachedError;
-// so it does, before
-// any password is sent, when the server lists kv_engine's SCRAM-SHA*
-// mechanisms.
+// connection could not use (no bucket selected): before a login Couchbase
+// answers it EACCESS (a status memcached does not have, as it answers
+// VERSION and NOOP), and Dial fails with a *NotMemcachedError; so it does,
+// before any password is sent, when the server lists kv_engine's SCRAM-SHA*
+// mechanisms. After a login (a Couchbase node listing PLAIN only) its
+// NO_BUCKET reaches a connection without XERROR as a hang-up, and Dial
+// fails with a *BootstrapError that says the address is most likely a
+// Couchbase node and names the couchbase:// to use.
 //
 // Facts measured against memcached 1.6.18 shape the Couchbase-mode
 // bootstrap. Memcached answers an opcode it does not know (HELLO,
