@@ -81,7 +81,8 @@ type NodeResult struct {
 // NOT_MY_VBUCKET error names the group's vbucket. Set opts.Node to ask a
 // replica. On memcached:// "sizes_enable" and
 // "sizes_disable" fail with ErrFeatureNotAvailable, unsent: memcached's
-// binary protocol never ends their answer.
+// binary protocol never ends their answer. STAT is a barrier in kv_engine
+// under unordered execution, held as Ping's NOOP is (see Ping).
 func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([]NodeStats, error) {
 	var o StatsOptions
 	if opts != nil {
@@ -133,7 +134,8 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 	})
 }
 
-// Version asks every node for its version.
+// Version asks every node for its version. VERSION is a barrier in
+// kv_engine under unordered execution, held as Ping's NOOP is (see Ping).
 func (c *Client) Version(ctx context.Context, opts *VersionOptions) ([]NodeVersion, error) {
 	var o VersionOptions
 	if opts != nil {
@@ -209,8 +211,10 @@ type PingResult struct {
 // a barrier in kv_engine under unordered execution: it goes on a
 // connection with no synchronous write waiting for replication (nor range
 // scan continue) in flight, and, when every connection of the node has
-// one, it is held, unsent, until one is free, as Stats' and Version's
-// requests are (a held ping that times out says so).
+// one, it is held, unsent, until one is free or the bounds of those
+// requests on one of them (a write's durability timeout, a continue's time
+// limit) have passed, then sent, as Stats' and Version's requests are (a
+// held ping that times out says so).
 func (c *Client) Ping(ctx context.Context) []PingResult {
 	if ctx == nil {
 		// Refused, as every node's answer would be.

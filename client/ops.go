@@ -628,9 +628,11 @@ func (col *Collection) Touch(ctx context.Context, key string, expiry time.Durati
 // Exists reports whether a document exists (GET_META on Couchbase; a GET
 // on plain memcached, which has no GET_META). GET_META is a barrier in
 // kv_engine under unordered execution: it is not sent behind a synchronous
-// write waiting for replication on its connection, which it would wait for
-// while holding every later request there; when every connection of the
-// node has one, it is held, unsent, until one is free, or its timeout
+// write waiting for replication (nor a range scan continue) on its
+// connection, which it would wait for while holding every later request
+// there; when every connection of the node has one, it is held, unsent,
+// until one is free or the bounds of those requests on one of them (a
+// write's durability timeout) have passed, then sent, or until its timeout
 // (whose error says so).
 func (col *Collection) Exists(ctx context.Context, key string, opts *ExistsOptions) (ExistsResult, error) {
 	var p opParams
