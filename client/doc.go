@@ -226,10 +226,23 @@
 // the connection closes with ErrUnresponsive, its requests fail as on any
 // dead connection (a mutation in flight is ambiguous), and the node
 // redials. A node that is only slow answers the probe and keeps its
-// connection. A connection being bootstrapped fails the same way after
+// connection. NOOP is a barrier in kv_engine under unordered execution
+// (it runs only after every earlier request on its connection): while a
+// synchronous write waits for replication there (or a range scan's
+// continue runs, at most 1 s), the probe waits until the write is
+// answered or its durability timeout has passed, so a node paused then is
+// found up to that much later. The other barriers (GET_META for Exists, NOOP for Ping, STAT,
+// VERSION, config fetches and collection-id lookups) go on a connection
+// of the node free of such requests, and when none is, they are held,
+// unsent, until one is free or those bounds have passed: sent, they
+// would wait for the write and stall every later request on the
+// connection. One still held at its timeout fails with a timeout that
+// says so. A connection being bootstrapped fails the same way after
 // ProbeTimeout of silence while one of its requests waits (but a login, which
 // kv_engine may check against LDAP for seconds, is bounded by
-// ConnectTimeout alone). Connect goes on to the next seed, and dials the
+// ConnectTimeout alone; once another node is connected, Connect stops
+// waiting for a node still in its first dial ProbeTimeout after it began,
+// and that dial goes on). Connect goes on to the next seed, and dials the
 // seeds that did not answer in time again, in rounds 10 ms to 500 ms
 // apart, until one bootstraps or ConnectTimeout has passed since Connect
 // began: a seed that answers late does not fail Connect while another
