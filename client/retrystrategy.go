@@ -43,7 +43,8 @@ const (
 	// RetryReasonKVLocked: the document is locked (LOCKED).
 	RetryReasonKVLocked
 	// RetryReasonKVTemporaryFailure: the node is temporarily unable to
-	// serve the request (ETMPFAIL).
+	// serve the request (ETMPFAIL; not on UNLOCK_KEY, where it means the
+	// document is not locked: ErrDocumentNotLocked, never retried).
 	RetryReasonKVTemporaryFailure
 	// RetryReasonKVSyncWriteInProgress: a synchronous write to the document
 	// is pending (SYNC_WRITE_IN_PROGRESS).
