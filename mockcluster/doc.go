@@ -277,7 +277,14 @@
 //     KEY_EEXISTS to mutations and TOUCH/GAT (kv_engine's locked) but
 //     TMPFAIL to GET_LOCKED, UNLOCK_KEY and DELETE with a wrong CAS and
 //     sub-document commands without a CAS or with the 0xffffffffffffffff
-//     a GET of the locked document showed (its locked_tmpfail).
+//     a GET of the locked document showed (its locked_tmpfail). A range
+//     scan's VB_UUID_NOT_EQUAL and RANGE_SCAN_CANCELLED close the
+//     connection too (RANGE_SCAN_MORE and RANGE_SCAN_COMPLETE are sent
+//     as they are). Without Collections, the UNKNOWN_SCOPE and
+//     UNKNOWN_COLLECTION a command's execution ends with
+//     (COLLECTIONS_GET_ID, a range scan's create or continue, a STAT key
+//     group, a request to a dropped default collection) are EINVAL, the
+//     manifest uid body unchanged, as remapErrorCode makes them.
 //   - SET/REPLACE/DELETE/APPEND/PREPEND with a CAS: a missing document
 //     answers KEY_ENOENT (APPEND/PREPEND: NOT_STORED), a different CAS
 //     KEY_EEXISTS. ADD of an existing document answers KEY_EEXISTS. ADD,
