@@ -276,8 +276,9 @@ type HealthCheckOptions struct {
 	// timeout or context ended) and still unanswered ProbeAfter later
 	// makes the connection probe the node with a NOOP; so does a pile of
 	// such requests. A durable write is due ProbeAfter after its
-	// durability timeout, and while one is pending the probe waits for
-	// that timeout (the server runs the NOOP only after the write). 0
+	// durability timeout, and while one is pending the probe waits until
+	// it is answered or that timeout has passed (the server runs the NOOP
+	// only after the write). 0
 	// means DefaultProbeAfter (1 s). Connection string: probe_after.
 	ProbeAfter time.Duration
 	// ProbeTimeout: a probe unanswered while nothing at all arrives from
