@@ -97,14 +97,7 @@ func (inv *invocation) explain(key string, err error) problem {
 	case errors.Is(err, client.ErrDocumentExists):
 		return problem{kindConflict, "document " + q(key) + " already exists", exitConflict}
 	case errors.Is(err, client.ErrDocumentNotLocked):
-		if isKV && kv.Status == client.StatusTmpFail {
-			// Unlock's TMPFAIL: Couchbase Server before 7.6 answers so for a
-			// document that is not locked, and to a connection without XERROR
-			// (couchbase:// drops XERROR when a node's error map is unusable)
-			// for a lock held with another CAS too.
-			return problem{kindConflict, "document " + q(key) + " is not locked, or (on a connection without XERROR) locked with another CAS: the server answered TMPFAIL, which stands for both", exitConflict}
-		}
-		return problem{kindConflict, "document " + q(key) + " is not locked", exitConflict}
+		return problem{kindConflict, notLockedLine(q(key), isKV && kv.Status == client.StatusTmpFail), exitConflict}
 	case errors.Is(err, client.ErrDocumentLocked):
 		return problem{kindConflict, "document " + q(key) + " is locked", exitConflict}
 	case errors.Is(err, client.ErrDeltaInvalid):
@@ -588,4 +581,17 @@ func fmtDuration(d time.Duration) string {
 	default:
 		return d.Round(time.Microsecond).String()
 	}
+}
+
+// notLockedLine is what unlock prints for ErrDocumentNotLocked; quoted is
+// the document's key, quoted and redacted. tmpfail: the server answered
+// TMPFAIL, which Couchbase Server before 7.6 answers for a document that
+// is not locked, and which a connection without XERROR (couchbase:// drops
+// XERROR when a node's error map is unusable) also gets for a lock held
+// with another CAS.
+func notLockedLine(quoted string, tmpfail bool) string {
+	if tmpfail {
+		return "document " + quoted + " is not locked, or (on a connection without XERROR) locked with another CAS: the server answered TMPFAIL, which stands for both"
+	}
+	return "document " + quoted + " is not locked"
 }
