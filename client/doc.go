@@ -233,7 +233,8 @@
 // answered or its durability timeout has passed, so a node paused then is
 // found up to that much later. The other barriers (GET_META for Exists, NOOP for Ping, STAT,
 // VERSION, config fetches and collection-id lookups) go on a connection
-// of the node free of such requests, and when none is, they are held,
+// of the node free of such requests (a config poll, or a lookup, may go
+// to another node), and when none is, they are held,
 // unsent, until one is free or those bounds have passed: sent, they
 // would wait for the write and stall every later request on the
 // connection. One still held at its timeout fails with a timeout that
