@@ -127,12 +127,8 @@ type faultSet struct {
 	hits   [numFaultKinds]atomic.Int64
 }
 
-func (fs *faultSet) decide(r *mockcluster.Request) (mockcluster.Action, faultKind, bool) {
-	act, kind, hit, _ := fs.decideHold(r)
-	return act, kind, hit
-}
-
-// decideHold is decide, also reporting whether the answer is to be held
+// decideHold returns the action of the first active fault that applies
+// to r, its kind and whether one hit, and whether the answer is to be held
 // until the request's operation has returned (hookFault.hold).
 func (fs *faultSet) decideHold(r *mockcluster.Request) (act mockcluster.Action, kind faultKind, hit, hold bool) {
 	fs.mu.Lock()
