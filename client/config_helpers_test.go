@@ -179,19 +179,54 @@ func getAsync(ctx context.Context, col *Collection, key string) asyncGet {
 	return asyncGet{done: done, asked: asked}
 }
 
-// requireInBackoff waits until fc has two timers armed (the config loop's
-// poll and the operation's back-off) and fails the test if g has already
-// ended: ended names what it should have waited for. It suits a test
-// whose nodes all stay up (a node's redial wait is a timer too) and a
-// retry the strategy is not asked about (NOT_MY_VBUCKET); requireAsked
-// suits the others.
-func requireInBackoff(t *testing.T, ctx context.Context, fc *retry.FakeClock, g asyncGet, ended string) {
+// requireInBackoff waits until the Get g sleeps in its back-off: until fc
+// holds a timer whose due time isBackoff accepts as that back-off's end
+// (the test knows it: fc has not moved since the Get started, so it is
+// fc.Now() plus a delay the orchestrator picks, or the Get's deadline when
+// the delay reaches it). It fails the test if g ends first (ended names what it
+// should have waited for), or if no such timer is armed in failAfter. A
+// count of armed timers would not do: the config poll, a fetch waiting for
+// its spacing or a node's redial wait are timers of the same clock, and two
+// of them meet a count of two before the Get has even been answered.
+func requireInBackoff(t *testing.T, ctx context.Context, fc *retry.FakeClock, g asyncGet, isBackoff func(due time.Time) bool, ended string) {
 	t.Helper()
-	require.NoError(t, fc.BlockUntilTimers(ctx, 2))
-	select {
-	case err := <-g.done:
-		t.Fatalf("the Get ended %s: %v", ended, err)
-	default:
+	bound := time.After(failAfter)
+	for {
+		for _, d := range fc.Timers() {
+			if isBackoff(d) {
+				select {
+				case err := <-g.done:
+					t.Fatalf("the Get ended %s: %v", ended, err)
+				default:
+				}
+				return
+			}
+		}
+		select {
+		case err := <-g.done:
+			t.Fatalf("the Get ended %s: %v", ended, err)
+		case <-ctx.Done():
+			t.Fatalf("the Get's back-off was never armed (now %v, armed: %v): %v", fc.Now(), fc.Timers(), ctx.Err())
+		case <-bound:
+			t.Fatalf("the Get's back-off was not armed in %v (now %v, armed: %v)", failAfter, fc.Now(), fc.Timers())
+		case <-time.After(time.Millisecond): // look again
+		}
+	}
+}
+
+// controlledBackoffFrom accepts a due time that is now plus a step of RFC
+// 0049's controlled back-off (1, 10, 50, 100, 500, 1000 ms): the Get's
+// back-off after an always-retried reason, whichever retry it is. The
+// client's other timers are due at other times (the config poll at
+// ConfigPollInterval, a fetch's spacing at ConfigFetchInterval).
+func controlledBackoffFrom(now time.Time) func(time.Time) bool {
+	return func(due time.Time) bool {
+		for n := range 6 {
+			if due.Equal(now.Add(retry.ControlledBackoff(n))) {
+				return true
+			}
+		}
+		return false
 	}
 }
 

@@ -219,7 +219,9 @@ func TestFaultnodeHeldConfigReleasedDuringBackoffWakesOperation(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the NMV without a body asked for no config fetch")
 	}
-	requireInBackoff(t, ctx, fc, g, "before the config arrived")
+	// The NMV's retry waits a step of RFC 0049's controlled back-off on
+	// fc, which never moves.
+	requireInBackoff(t, ctx, fc, g, controlledBackoffFrom(fc.Now()), "before the config arrived")
 	assert.Zero(t, ps[to].Requests(memdx.OpGet), "a GET reached the new owner before the config did")
 
 	moveVbucket(t, mc, "k", to)
