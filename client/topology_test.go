@@ -326,14 +326,38 @@ func TestNodeRestart(t *testing.T) {
 		_, err := col.Upsert(ctx, fmt.Sprintf("k%d", i), []byte("v"), nil)
 		require.NoError(t, err)
 	}
+	onStopped := 0
+	for i := 0; i < 50; i++ {
+		if owner(mc, fmt.Sprintf("k%d", i)) == 1 {
+			onStopped++
+		}
+	}
+	require.Positive(t, onStopped, "no key is on the node the test stops")
 	nd := mc.Node(1)
 	nd.Stop()
+	// The node comes back once a Get is waiting for it: its strategy is
+	// asked about a retry (the node's socket is not available), not after
+	// a sleep a loaded machine may outlast before any Get reached it.
+	waiting := make(chan RetryReason, 1)
+	strategy := RetryStrategyFunc(func(req RetryRequest, reason RetryReason) RetryAction {
+		select {
+		case waiting <- reason:
+		default:
+		}
+		return DefaultRetryStrategy().RetryAfter(req, reason)
+	})
+	restarted := make(chan error, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		_ = nd.Restart()
+		select {
+		case <-waiting:
+			restarted <- nd.Restart()
+		case <-time.After(failAfter):
+			restarted <- fmt.Errorf("no Get waited for the stopped node in %v", failAfter)
+		}
 	}()
 	for i := 0; i < 50; i++ {
-		_, err := col.Get(ctx, fmt.Sprintf("k%d", i), &GetOptions{Timeout: 5 * time.Second})
+		_, err := col.Get(ctx, fmt.Sprintf("k%d", i), &GetOptions{Timeout: 5 * time.Second, RetryStrategy: strategy})
 		require.NoError(t, err, "reads wait for the node to come back")
 	}
+	require.NoError(t, within(t, restarted, "the node's restart"))
 }
