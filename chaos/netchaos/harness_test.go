@@ -193,17 +193,36 @@ func runHarnessWith(t *testing.T, cfg config, st store, lat *lateness, specs ...
 	return s.counts, results
 }
 
+// Each phase runs a fixed number of operations (its duration is only a
+// cap), so that a loaded machine cannot leave a phase with no operation or
+// no acknowledged write. The deadline check keeps the measured margin but
+// allows at least the client's whole KVTimeout past the deadline: the
+// measured margin is a wall-clock rule (lateness.go) that a correct client
+// overshoots when the machine stalls the operation's goroutines and not
+// the sampler's, and on this fault-free in-process cluster only a client
+// that does not end an operation at its deadline (or a process stalled
+// for as long as a KVTimeout) ends one more than a KVTimeout past it. How
+// the check catches a client ending 500 ms late is
+// TestHarnessDetectsALyingClient's, on a margin that does not depend on
+// the machine.
 func TestHarnessPassesACorrectClient(t *testing.T) {
 	c := connectMock(t)
 	net := &fakeNet{}
 	loss := lossFault(testTopo, 0.05)
-	counts, results := runHarness(t, testConfig(net.run), clientStore{c.DefaultCollection()},
-		phaseSpec{name: "baseline", dur: 300 * time.Millisecond},
-		phaseSpec{name: "loss", dur: 300 * time.Millisecond, fault: &loss, to: 300 * time.Millisecond})
+	cfg := testConfig(net.run)
+	cfg.maxOpsPerPhase = 200
+	lat := startLateness()
+	lat.floor = cfg.timeout // the client's KVTimeout: connectMock's default
+	counts, results := runHarnessWith(t, cfg, clientStore{c.DefaultCollection()}, lat,
+		phaseSpec{name: "baseline", dur: time.Minute},
+		phaseSpec{name: "loss", dur: time.Minute, fault: &loss, to: 300 * time.Millisecond})
 	if len(counts) != 0 {
 		t.Fatalf("violations on a correct run: %v", counts)
 	}
 	for _, pr := range results {
+		if ran := len(pr.ops); ran != cfg.maxOpsPerPhase {
+			t.Fatalf("phase %s ran %d of its %d operations in %v", pr.spec.name, ran, cfg.maxOpsPerPhase, pr.wall)
+		}
 		if pr.writes[acked] == 0 || pr.classes["get ok"] == 0 || pr.verified == 0 {
 			t.Fatalf("phase %s tested nothing: writes %v, results %v, %d keys read back", pr.spec.name, pr.writes, pr.classes, pr.verified)
 		}

@@ -45,6 +45,10 @@ type lateness struct {
 	mu      sync.Mutex
 	samples []latSample // in order of woke
 	maxLate time.Duration
+
+	// floor, when set, is the least margin (the tests' bound from the
+	// client's own timeout: see TestHarnessPassesACorrectClient).
+	floor time.Duration
 }
 
 func startLateness() *lateness {
@@ -104,7 +108,7 @@ func (l *lateness) worst(from, to time.Time) time.Duration {
 }
 
 // margin is how far past deadline an operation that ended at end may have
-// ended.
+// ended: the measured margin, or floor if that is larger.
 func (l *lateness) margin(deadline, end time.Time) time.Duration {
-	return baseMargin + 2*l.worst(deadline.Add(-latLead), end)
+	return max(l.floor, baseMargin+2*l.worst(deadline.Add(-latLead), end))
 }
