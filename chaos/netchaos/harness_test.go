@@ -43,7 +43,7 @@ type fakeNet struct {
 	mu    sync.Mutex
 	rules map[string]string // "ns table" + rule -> the saved line
 	cut   atomic.Bool
-	heal  atomic.Int64 // UnixNano of the last partition removal
+	heal  atomic.Pointer[time.Time] // the last partition removal
 }
 
 func (f *fakeNet) run(_ context.Context, argv []string) ([]byte, error) {
@@ -81,7 +81,8 @@ func (f *fakeNet) run(_ context.Context, argv []string) ([]byte, error) {
 			delete(f.rules, id)
 			if partition {
 				f.cut.Store(false)
-				f.heal.Store(time.Now().UnixNano())
+				now := time.Now()
+				f.heal.Store(&now)
 			}
 		}
 		return nil, nil
@@ -126,18 +127,21 @@ func (l *liar) Get(ctx context.Context, key string) ([]byte, error) {
 	return l.store.Get(ctx, key)
 }
 
-// partitioned fails an operation (after 10 ms, as an unreachable node
-// would take some time) while the fake partition is in place or less than
-// down after it healed.
+// failWait is how long an operation the fake partition fails takes, as
+// an unreachable node would take some time.
+const failWait = 10 * time.Millisecond
+
+// partitioned fails an operation (after failWait) while the fake
+// partition is in place or less than down after it healed.
 func (l *liar) partitioned(ctx context.Context) error {
 	if l.net == nil {
 		return nil
 	}
-	healed := time.Unix(0, l.net.heal.Load())
-	if !l.net.cut.Load() && (l.net.heal.Load() == 0 || time.Since(healed) >= l.down) {
+	healed := l.net.heal.Load()
+	if !l.net.cut.Load() && (healed == nil || time.Since(*healed) >= l.down) {
 		return nil
 	}
-	t := time.NewTimer(10 * time.Millisecond)
+	t := time.NewTimer(failWait)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -302,26 +306,43 @@ func TestHarnessDetectsALyingClient(t *testing.T) {
 
 // TestHarnessMeasuresRecoveryFromAPartition acts a partition out through
 // fakeNet: operations fail while it is in place and for `down` after it
-// heals. Down 100 ms passes the 1 s limit; 1.5 s fails it.
+// heals. A worker recovers, after its last failure, within one failing
+// operation (failWait) and one successful one, which a correct client
+// ends within its KVTimeout: so down 100 ms passes a limit of 100 ms plus
+// failWait plus a KVTimeout, and a down 500 ms longer than that limit
+// fails it. The limit is a real-time bound that only a client that does
+// not end an operation at its deadline (or a process stalled for as long
+// as a KVTimeout) exceeds with the short down; no operation can succeed
+// before down has passed, so the long down fails it whatever the load.
 func TestHarnessMeasuresRecoveryFromAPartition(t *testing.T) {
 	c := connectMock(t)
-	for _, down := range []time.Duration{100 * time.Millisecond, 1500 * time.Millisecond} {
+	const shortDown = 100 * time.Millisecond
+	limit := shortDown + failWait + client.DefaultKVTimeout // connectMock's client
+	const healAt = 400 * time.Millisecond
+	for _, down := range []time.Duration{shortDown, limit + 500*time.Millisecond} {
 		net := &fakeNet{}
 		cfg := testConfig(net.run)
-		cfg.recoveryLimit = time.Second
+		cfg.recoveryLimit = limit
 		p := partitionFault(testTopo)
+		// The phase runs on past the heal for the limit or down, and
+		// half a second more: long enough for the short down's workers
+		// to recover within the limit, and for the long down's to
+		// recover after it (its failure is then the measured
+		// recovery's, not the phase's end).
 		counts, results := runHarness(t, cfg, &liar{store: clientStore{c.DefaultCollection()}, net: net, down: down},
-			phaseSpec{name: "partition", dur: 2200 * time.Millisecond, fault: &p, from: 100 * time.Millisecond, to: 400 * time.Millisecond, recover: true})
+			phaseSpec{name: "partition", dur: healAt + max(down, limit) + 500*time.Millisecond, fault: &p, from: 100 * time.Millisecond, to: healAt, recover: true})
 		pr := results[0]
 		if pr.heal.IsZero() || pr.classes["get no-node-available"]+pr.classes["write no-node-available"] == 0 {
 			t.Fatalf("down %v: the partition did not act: heal %v, results %v", down, pr.heal, pr.classes)
 		}
 		failedRecovery := counts[checkRecovery] > 0
 		if failedRecovery != (down > cfg.recoveryLimit) {
-			t.Fatalf("down %v: recovery %v (recovered %v), check failed %v", down, pr.recovery, pr.recovered, failedRecovery)
+			t.Fatalf("down %v: recovery %v (recovered %v), check failed %v (limit %v)", down, pr.recovery, pr.recovered, failedRecovery, cfg.recoveryLimit)
 		}
-		if !failedRecovery && (pr.recovery < down || pr.recovery > down+500*time.Millisecond) {
-			t.Fatalf("down %v: recovery measured %v", down, pr.recovery)
+		// No operation succeeds before down has passed since fakeNet
+		// removed the rule, a moment before the harness took pr.heal.
+		if healed := net.heal.Load(); pr.recovered && pr.recovery+pr.heal.Sub(*healed) < down {
+			t.Fatalf("down %v: recovery measured %v from the harness's heal, %v from the rule's removal", down, pr.recovery, pr.recovery+pr.heal.Sub(*healed))
 		}
 	}
 }
