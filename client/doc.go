@@ -232,7 +232,8 @@
 // continue runs, at most 1 s), the probe waits until the write is
 // answered or its durability timeout has passed, so a node paused then is
 // found up to that much later. The other barriers (GET_META for Exists, NOOP for Ping, STAT,
-// VERSION, config fetches and collection-id lookups) go on a connection
+// VERSION, config fetches, collection-id lookups, a range scan's
+// continues and cancels) go on a connection
 // of the node free of such requests (a config poll, or a lookup, may go
 // to another node), and when none is, they are held,
 // unsent, until one is free or those bounds have passed: sent, they

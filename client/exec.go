@@ -86,7 +86,8 @@ type opHot struct {
 
 	casGiven bool
 	// barrier: the request is one kv_engine does not reorder under
-	// UnorderedExecution (GET_META, NOOP, STAT, VERSION): it is not sent
+	// UnorderedExecution (GET_META, NOOP, STAT, VERSION, a range scan's
+	// continue and cancel): it is not sent
 	// behind a request the server answers only by a bound of its own
 	// (pickBarrier).
 	barrier bool

@@ -399,6 +399,16 @@ func (sr *scanRequests) nodeOp(n *cluster.Node, vb uint16, req memdx.Request) *o
 	req.Vbucket = vb
 	o.req, o.timeout, o.strategy, o.call = req, sr.timeout, sr.strategy, sr.call
 	o.target.Node, o.target.Vbucket = n, vb
+	// RANGE_SCAN_CONTINUE and _CANCEL are barriers in kv_engine under
+	// UnorderedExecution (not is_reorder_supported): sent behind a
+	// synchronous write waiting for replication, they waited for it (up
+	// to its durability timeout) and held every later request on the
+	// connection. They go on a connection of n free of such requests, or
+	// are held until one is (pickBarrier). Any connection of n will do:
+	// kv_engine keeps the scan by its id in its vbucket
+	// (VB::RangeScanOwner), and a continue or cancel names it by that id
+	// from whichever connection of the same user it comes.
+	o.barrier = true
 	return o
 }
 
@@ -475,7 +485,9 @@ func (r *ScanResult) Err() error { return r.cur.Err() }
 // Calling it more than once is harmless.
 //
 // Close does not end at once when a server-side scan has to be cancelled
-// and its node has no live connection (or does not answer): the cancel
+// and its node has no live connection (or does not answer, or every
+// connection to it holds a durable write waiting for replication, which
+// RANGE_SCAN_CANCEL, a barrier in kv_engine, is not sent behind): the cancel
 // waits, as the scan's retry strategy says, for up to the scan's Timeout
 // (ScanOptions.Timeout, default Options.KVTimeout: 2.5 s) on the client's
 // Clock. A create in flight is waited for too (up to Timeout: the scan it
