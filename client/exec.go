@@ -744,33 +744,23 @@ func (c *Client) pickBarrier(ctx context.Context, o *op, n *cluster.Node) (cn *c
 		}
 		left := o.st.Deadline().Sub(now)
 		if left > 0 {
-			t := c.clock.NewTimer(min(hold.Wait, left))
-			select {
-			case <-hold.Freed:
-				t.Stop()
+			switch hold.Sleep(c.clock, min(hold.Wait, left), ctx.Done(), c.ctx.Done()) {
+			case cluster.HoldChanged:
+				// Free, a connection dialed anew, or the node left the
+				// config (Pick then says so, and the operation is
+				// routed again).
 				continue
-			case <-hold.Joined:
-				// A connection dialed anew: it may be free.
-				t.Stop()
-				continue
-			case <-hold.Gone:
-				// The node left the config: Pick says so (its
-				// connections only drain), and the operation is
-				// routed again.
-				t.Stop()
-				continue
-			case <-t.C():
+			case cluster.HoldElapsed:
 				if hold.Wait < left {
 					continue // the bound has passed: the request is answered, or due
 				}
-			case <-ctx.Done():
-				t.Stop()
+			case cluster.HoldStopped:
+				if c.ctx.Err() != nil {
+					return nil, 0, nil, newKVError(o, ErrClosed, nil)
+				}
 				if ctx.Err() == context.Canceled {
 					return nil, 0, nil, newKVError(o, ErrRequestCanceled, c.heldError(o, n, hold, now, heldAt, ctx.Err()))
 				}
-			case <-c.ctx.Done():
-				t.Stop()
-				return nil, 0, nil, newKVError(o, ErrClosed, nil)
 			}
 		}
 		return nil, 0, nil, newKVError(o, nil, o.st.TimeoutError(c.heldError(o, n, hold, now, heldAt, context.DeadlineExceeded)))

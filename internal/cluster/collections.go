@@ -147,20 +147,14 @@ func (cc *CollectionIDs) holdLookup(ctx context.Context, deadline time.Time, h B
 	}
 	cause := error(context.DeadlineExceeded)
 	if left > 0 {
-		t := cc.clock.NewTimer(min(h.Wait, left))
-		select {
-		case <-h.Freed:
-			t.Stop()
+		switch h.Sleep(cc.clock, min(h.Wait, left), ctx.Done(), nil) {
+		case HoldChanged:
 			return nil
-		case <-h.Joined: // a connection dialed anew: it may be free
-			t.Stop()
-			return nil
-		case <-t.C():
+		case HoldElapsed:
 			if h.Wait < left {
 				return nil
 			}
-		case <-ctx.Done():
-			t.Stop()
+		case HoldStopped:
 			cause = ctx.Err()
 		}
 	}

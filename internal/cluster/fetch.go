@@ -300,15 +300,7 @@ func (c *Cluster) holdFetch(n *Node) bool {
 		if d <= 0 {
 			return true
 		}
-		tm := c.cfg.Clock.NewTimer(min(d, h.Wait))
-		select {
-		case <-h.Freed:
-			tm.Stop()
-		case <-h.Joined: // a connection dialed anew: it may be free
-			tm.Stop()
-		case <-tm.C():
-		case <-n.ctx.Done():
-			tm.Stop()
+		if h.Sleep(c.cfg.Clock, min(d, h.Wait), n.ctx.Done(), nil) == HoldStopped {
 			return false
 		}
 	}

@@ -227,6 +227,43 @@ type BarrierHold struct {
 	Joined <-chan struct{}
 }
 
+// HoldEnd is how a wait on a BarrierHold (Sleep) ended.
+type HoldEnd int
+
+const (
+	// HoldChanged: the hold may be over (Freed, Joined or Gone closed):
+	// pick again.
+	HoldChanged HoldEnd = iota
+	// HoldElapsed: the time asked for has passed.
+	HoldElapsed
+	// HoldStopped: one of the caller's stop channels closed.
+	HoldStopped
+)
+
+// Sleep is the wait of every barrier held (the client's operations, the
+// fetches that must ask a node, collection-id lookups): until the hold
+// may be over (HoldChanged), d has passed on clk (HoldElapsed), or stop
+// or stop2 closes (HoldStopped; a nil one never does). One wait for all
+// of them, so that each wakes for everything that may end its hold.
+func (h BarrierHold) Sleep(clk retry.Clock, d time.Duration, stop, stop2 <-chan struct{}) HoldEnd {
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-h.Freed:
+		return HoldChanged
+	case <-h.Joined: // a connection dialed anew: it may be free
+		return HoldChanged
+	case <-h.Gone: // the node left: Pick says so, and the caller routes again
+		return HoldChanged
+	case <-t.C():
+		return HoldElapsed
+	case <-stop:
+		return HoldStopped
+	case <-stop2:
+		return HoldStopped
+	}
+}
+
 // PickBarrier returns a connection of n for a barrier: a request kv_engine
 // does not reorder under UnorderedExecution (not is_reorder_supported:
 // GET_META, NOOP, STAT, VERSION, GET_CLUSTER_CONFIG, ...), which runs only
