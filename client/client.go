@@ -238,7 +238,7 @@ func (c *Client) connOptions() conn.Options {
 	if c.opts.Clock != nil {
 		// The health check's probes and their timeouts, on the client's
 		// Clock; the connections' deadlines and dials keep real time.
-		o.Clock = connClock{c.opts.Clock}
+		o.Clock = retryClock{c.opts.Clock}
 	}
 	if c.opts.HealthCheck.Disabled {
 		o.ProbeAfter = -1 // conn: no probes, nor the bootstrap's silence watch

@@ -3,7 +3,6 @@ package client
 import (
 	"time"
 
-	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/retry"
 )
 
@@ -42,12 +41,6 @@ type Timer interface {
 	// was stopped.
 	Stop() bool
 }
-
-// connClock gives a Clock to the connections (conn.Options.Clock): their
-// health check's time.
-type connClock struct{ Clock }
-
-func (c connClock) NewTimer(d time.Duration) conn.Timer { return c.Clock.NewTimer(d) }
 
 // retryClock gives a Clock to the retry orchestrator.
 type retryClock struct{ Clock }

@@ -11,11 +11,6 @@ import (
 	"github.com/kvwire/kvwire/retry"
 )
 
-// callerFake is a caller's fake Clock (Options.Clock).
-type callerFake struct{ *retry.FakeClock }
-
-func (f callerFake) NewTimer(d time.Duration) Timer { return f.FakeClock.NewTimer(d) }
-
 // Options.Clock drives the health check: a tombstone calls for a probe
 // ProbeAfter later on that clock, and the probe's silence closes the
 // connection ProbeTimeout after it, on that clock. Everything else keeps
@@ -25,7 +20,7 @@ func (f callerFake) NewTimer(d time.Duration) Timer { return f.FakeClock.NewTime
 // connection arms no timer on the Clock.
 func TestCallerClockDrivesHealthCheck(t *testing.T) {
 	fc := retry.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	c, p := dialPipe(t, Options{Clock: callerFake{fc}}, nil)
+	c, p := dialPipe(t, Options{Clock: fc}, nil)
 	start := fc.Now()
 	if timers := fc.Timers(); len(timers) != 0 {
 		t.Fatalf("timers armed on the caller's clock by an idle connection: %v", timers)
@@ -79,7 +74,7 @@ func TestCallerClockDrivesHealthCheck(t *testing.T) {
 // good.
 func TestCallerClockNoTimerAfterEnd(t *testing.T) {
 	fc := retry.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	c, p := dialPipe(t, Options{Clock: callerFake{fc}}, nil)
+	c, p := dialPipe(t, Options{Clock: fc}, nil)
 	// A durable write abandoned: its tombstone is due a minute on, which
 	// makes the health timer.
 	wctx, wcancel := context.WithCancel(context.Background())

@@ -1,6 +1,10 @@
 package conn
 
-import "time"
+import (
+	"time"
+
+	"github.com/kvwire/kvwire/retry"
+)
 
 // clock is where a connection reads the time and gets its timers. Conn
 // has two: clock, for the deadlines of requests, the dial's timers, the
@@ -43,28 +47,8 @@ func (t sysTimer) C() <-chan time.Time   { return t.t.C }
 func (t sysTimer) Reset(d time.Duration) { t.t.Reset(d) }
 func (t sysTimer) Stop()                 { t.t.Stop() }
 
-// Clock is a caller's clock (Options.Clock): where a connection reads the
-// time of its health check, and gets its timers.
-type Clock interface {
-	Now() time.Time
-	// NewTimer returns a timer that fires once, d from now.
-	NewTimer(d time.Duration) Timer
-}
-
-// Timer is a one-shot timer of a Clock, with the semantics of *time.Timer
-// since Go 1.23: after Stop or Reset returns, no stale time is received
-// from C.
-type Timer interface {
-	C() <-chan time.Time
-	// Reset makes the timer fire d from now, whether or not it fired.
-	Reset(d time.Duration)
-	// Stop prevents the timer from firing; false if it already fired or
-	// was stopped.
-	Stop() bool
-}
-
 // callerClock is a caller's Clock as a connection's clock.
-type callerClock struct{ c Clock }
+type callerClock struct{ c retry.Clock }
 
 func (k callerClock) Now() time.Time { return k.c.Now() }
 
@@ -77,7 +61,7 @@ func (k callerClock) NewTimer() timer {
 	return callerTimer{t}
 }
 
-type callerTimer struct{ t Timer }
+type callerTimer struct{ t retry.Timer }
 
 func (t callerTimer) C() <-chan time.Time   { return t.t.C() }
 func (t callerTimer) Reset(d time.Duration) { t.t.Reset(d) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvwire/kvwire/errmap"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // DefaultMaxPending is the default bound on requests in flight on one
@@ -216,8 +217,9 @@ type Options struct {
 	// (ConnectAttempt) and the bootstrap's watch for silence
 	// (ProbeTimeout while Dial bootstraps), so that a Clock that never
 	// moves holds up neither a request's expiry nor a dial. nil: the
-	// system clock.
-	Clock Clock
+	// system clock. It is the retry package's Clock, the one the client
+	// and its retries use (a *retry.FakeClock in tests).
+	Clock retry.Clock
 
 	// errorMapVersion overrides the version GET_ERROR_MAP asks for (tests).
 	errorMapVersion uint16
