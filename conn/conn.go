@@ -41,10 +41,8 @@ type Conn struct {
 	opts   Options
 	log    *slog.Logger
 	clock  clock
-	// health is the health check's clock (Options.Clock; clock when none:
-	// oneClock).
-	health   clock
-	oneClock bool
+	// health is the health check's clock (Options.Clock; clock when none).
+	health clock
 	// sysClock: clock is the system clock, whose readings a caller may
 	// hand over (Origin.SentIsNow).
 	sysClock bool
@@ -105,7 +103,6 @@ func newConn(nc net.Conn, addr string, opts *Options, id string) *Conn {
 		exited: make(chan struct{}),
 	}
 	_, c.sysClock = opts.clock.(systemClock)
-	c.oneClock = opts.Clock == nil
 	c.localAddr, c.remoteAddr = addrString(nc.LocalAddr()), addrString(nc.RemoteAddr())
 	c.inflight.init()
 	c.writer.init(nc, &c.mu)

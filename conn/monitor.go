@@ -463,7 +463,7 @@ func (c *Conn) sweep() {
 	for dl.head != nil && !dl.head.deadline.After(now) {
 		if tomb.IsZero() {
 			tomb = now
-			if !c.oneClock {
+			if c.opts.Clock != nil {
 				tomb = c.health.Now()
 			}
 		}
