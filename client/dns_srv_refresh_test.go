@@ -112,6 +112,47 @@ func awaitUnreachable(t *testing.T, c *Client) {
 	}, 10*time.Second, time.Millisecond, "the stopped nodes' connections never ended")
 }
 
+// srvClient is a client connected by connStr with r as its Resolver, on
+// the fake clock fc (which only the test moves), its log captured, that has
+// stored "k" = "v"; ctx bounds the test's waits (real time).
+type srvClient struct {
+	r    *scriptedSRV
+	fc   *retry.FakeClock
+	logs *logCapture
+	c    *Client
+	col  *Collection
+	ctx  context.Context
+}
+
+func connectSRV(t *testing.T, connStr string, r *scriptedSRV) *srvClient {
+	t.Helper()
+	s := &srvClient{r: r, fc: retry.NewFakeClock(time.Now()), logs: &logCapture{}}
+	o := fakeClockOptions(s.fc)
+	o.Resolver = r
+	o.Logger = slog.New(s.logs)
+	c, err := connectString(t, connStr, o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	s.c, s.col, s.ctx = c, c.DefaultCollection(), ctx
+	_, err = s.col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	return s
+}
+
+// newerOtherCluster starts another cluster (another bucket uuid) whose
+// bucket of the same name has a config newer than held.
+func newerOtherCluster(t *testing.T, held ConfigVersion) *mockcluster.Cluster {
+	t.Helper()
+	other := newMock(t, mockcluster.Options{Nodes: 1})
+	ob := other.Bucket(mockcluster.DefaultBucket)
+	for i := 0; uint64(ob.Rev()) <= held.Rev; i++ {
+		_, err := ob.AddScope("s" + strconv.Itoa(i))
+		require.NoError(t, err)
+	}
+	return other
+}
+
 // A client bootstrapped from a DNS SRV record whose cluster moves to new
 // addresses (its old nodes stop; the record now names the new ones) finds
 // it again without a new Connect: when no node of its config can be
@@ -123,19 +164,8 @@ func awaitUnreachable(t *testing.T, c *Client) {
 func TestDNSSRVLookedUpAgainWhenTheClusterMoved(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
 	const rec = "_couchbase._tcp.cluster.test"
-	r := newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())})
-	fc := retry.NewFakeClock(time.Now())
-	o := fakeClockOptions(fc)
-	o.Resolver = r
-	logs := &logCapture{}
-	o.Logger = slog.New(logs)
-	c, err := connectString(t, "couchbase://cluster.test/default", o)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
-	require.NoError(t, err)
+	s := connectSRV(t, "couchbase://cluster.test/default", newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}))
+	r, logs, c, col, ctx := s.r, s.logs, s.c, s.col, s.ctx
 	require.Equal(t, 1, r.numCalls(), "Connect's lookup")
 
 	moved := moveCluster(t, mc)
@@ -171,17 +201,8 @@ func TestDNSSRVLookedUpAgainWhenTheClusterMoved(t *testing.T) {
 func TestDNSSRVLookupAgainBoundedAndRetried(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
 	const rec = "_couchbase._tcp.cluster.test"
-	r := newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())})
-	fc := retry.NewFakeClock(time.Now())
-	o := fakeClockOptions(fc)
-	o.Resolver = r
-	c, err := connectString(t, "couchbase://cluster.test/default", o)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
-	require.NoError(t, err)
+	s := connectSRV(t, "couchbase://cluster.test/default", newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}))
+	r, fc, c, col, ctx := s.r, s.fc, s.c, s.col, s.ctx
 	r.awaitCall(t, ctx, 0)
 
 	moved := moveCluster(t, mc)
@@ -291,17 +312,8 @@ func awaitRefused(t *testing.T, ctx context.Context, fc *retry.FakeClock, c *Cli
 // can be reached.
 func TestDNSSRVNoLookupAgainWithoutRecord(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
-	r := newScriptedSRV("_couchbase._tcp.cluster.test", srvAnswer{addrs: srvOf(t, mc.Addrs())})
-	fc := retry.NewFakeClock(time.Now())
-	o := fakeClockOptions(fc)
-	o.Resolver = r
-	c, err := connectString(t, mc.ConnString()+"/default", o)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
-	require.NoError(t, err)
+	s := connectSRV(t, mc.ConnString()+"/default", newScriptedSRV("_couchbase._tcp.cluster.test", srvAnswer{addrs: srvOf(t, mc.Addrs())}))
+	r, fc, c, col, ctx := s.r, s.fc, s.c, s.col, s.ctx
 
 	moveCluster(t, mc)
 	awaitUnreachable(t, c)
@@ -329,26 +341,12 @@ func TestDNSSRVNoLookupAgainWithoutRecord(t *testing.T) {
 func TestDNSSRVLookupAgainIgnoresAnotherCluster(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
 	const rec = "_couchbase._tcp.cluster.test"
-	r := newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())})
-	fc := retry.NewFakeClock(time.Now())
-	o := fakeClockOptions(fc)
-	o.Resolver = r
-	c, err := connectString(t, "couchbase://cluster.test/default", o)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
-	require.NoError(t, err)
+	s := connectSRV(t, "couchbase://cluster.test/default", newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}))
+	r, fc, c, col, ctx := s.r, s.fc, s.c, s.col, s.ctx
 	held, nodes := c.ConfigVersion(), c.Nodes()
 	r.awaitCall(t, ctx, 0) // Connect's
 
-	other := newMock(t, mockcluster.Options{Nodes: 1})
-	ob := other.Bucket(mockcluster.DefaultBucket)
-	for i := 0; uint64(ob.Rev()) <= held.Rev; i++ {
-		_, err := ob.AddScope("s" + strconv.Itoa(i))
-		require.NoError(t, err)
-	}
+	other := newerOtherCluster(t, held)
 	r.mu.Lock()
 	r.script = []srvAnswer{{addrs: srvOf(t, other.Addrs())}}
 	r.mu.Unlock()
@@ -374,28 +372,12 @@ func TestDNSSRVLookupAgainIgnoresAnotherCluster(t *testing.T) {
 func TestDNSSRVLookupAgainForeignTargetNotUsedByRecovery(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
 	const rec = "_couchbase._tcp.cluster.test"
-	r := newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())})
-	fc := retry.NewFakeClock(time.Now())
-	o := fakeClockOptions(fc)
-	o.Resolver = r
-	logs := &logCapture{}
-	o.Logger = slog.New(logs)
-	c, err := connectString(t, "couchbase://cluster.test/default", o)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
-	require.NoError(t, err)
+	s := connectSRV(t, "couchbase://cluster.test/default", newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}))
+	r, fc, logs, c, col, ctx := s.r, s.fc, s.logs, s.c, s.col, s.ctx
 	held, nodes := c.ConfigVersion(), c.Nodes()
 	r.awaitCall(t, ctx, 0) // Connect's
 
-	other := newMock(t, mockcluster.Options{Nodes: 1})
-	ob := other.Bucket(mockcluster.DefaultBucket)
-	for i := 0; uint64(ob.Rev()) <= held.Rev; i++ {
-		_, err := ob.AddScope("s" + strconv.Itoa(i))
-		require.NoError(t, err)
-	}
+	other := newerOtherCluster(t, held)
 	r.mu.Lock()
 	r.script = []srvAnswer{{addrs: srvOf(t, other.Addrs())}}
 	r.mu.Unlock()
@@ -449,19 +431,8 @@ func TestDNSSRVLookupAgainSkipsSeedsRecoveryAsks(t *testing.T) {
 		named = append(named, &net.SRV{Target: "localhost.", Port: uint16(port)})
 		seeds = append(seeds, net.JoinHostPort("localhost", p))
 	}
-	r := newScriptedSRV(rec, srvAnswer{addrs: named})
-	fc := retry.NewFakeClock(time.Now())
-	o := fakeClockOptions(fc)
-	o.Resolver = r
-	logs := &logCapture{}
-	o.Logger = slog.New(logs)
-	c, err := connectString(t, "couchbase://cluster.test/default", o)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	col := c.DefaultCollection()
-	_, err = col.Upsert(ctx, "k", []byte("v"), nil)
-	require.NoError(t, err)
+	s := connectSRV(t, "couchbase://cluster.test/default", newScriptedSRV(rec, srvAnswer{addrs: named}))
+	r, logs, c, col, ctx := s.r, s.logs, s.c, s.col, s.ctx
 	require.ElementsMatch(t, mc.Addrs(), c.Nodes(), "the config names the nodes by IP address")
 	r.awaitCall(t, ctx, 0) // Connect's
 
