@@ -59,11 +59,11 @@
 // It injects the faults that act on single requests and, for each mutation of
 // a chaos key, records the request (which operation it belongs to, which node,
 // what the fault did) together with the key's Bucket.MutationCount at that
-// moment. The hook runs under the mock's fault lock, so its calls are totally
-// ordered, and the node applies the request before the lock is released
-// (mockcluster.Cluster.Control), whichever connection the next request comes
-// on; the count read at the key's next request (or at the end) therefore
-// says exactly whether each request was applied. (Values and deltas name their
+// moment. The hook's calls are totally ordered, and the node applies a
+// request before the hook sees the next request for the same document
+// (mockcluster.Cluster.Control), whichever connection it comes on; the count
+// read at the key's next request (or at the end) therefore says exactly
+// whether each request was applied. (Values and deltas name their
 // operation exactly; DELETE, TOUCH, GET_LOCKED and UNLOCK carry nothing
 // unique and are given to the key's running operation of that kind, or its
 // last one: exact as long as no request reaches a node after its operation

@@ -317,9 +317,10 @@ func (ks *keyState) settle(h *harness, mc uint64) {
 // hook is the cluster's only Control: it injects the per-request faults and
 // records every tracked request of a chaos key. It runs on the node's
 // connection goroutine under the mock's fault lock, so calls are totally
-// ordered, and the node applies the request before the next call, even one
-// for a request on another connection (pooled): the count a call reads
-// includes every request seen before and nothing of this one.
+// ordered, and the node applies the request before the next call for the
+// same document, even one for a request on another connection (pooled): the
+// count a call reads includes every request for the key seen before and
+// nothing of this one.
 func (h *harness) hook(r *mockcluster.Request) (mockcluster.Action, bool) {
 	ks := h.keys[string(r.Key)]
 	if ks == nil || r.CollectionID != ks.cid {

@@ -531,9 +531,10 @@ func unknownWithoutXerror(st memdx.Status) bool {
 // returns, or its next read or wait ends.
 //
 // The buffered answers are written, and the connection then closed, on a
-// goroutine of its own: hangUp may run under the fault lock (a request
-// judged by a fault is handled under it), and a client that does not read
-// would otherwise hold it, and with it every connection of the cluster.
+// goroutine of its own: hangUp may run under a fault ordering lock (a
+// request judged by a fault is handled under it; see applyFaults), and a
+// client that does not read would otherwise hold it, and with it other
+// connections of the cluster (every one, for a request without a key).
 // The serve goroutine waits for that write before it returns (closeAfterHangUp),
 // so that it does not close the socket under it.
 func (cn *conn) hangUp(p *memdx.Packet, st memdx.Status) {

@@ -1,6 +1,8 @@
 package mockcluster
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,9 +149,52 @@ func (h *Control) Remove() { h.reg.remove(h) }
 func (h *Control) Done() <-chan struct{} { return h.done }
 
 type faultRegistry struct {
+	// mu orders the judgments: find runs under it.
 	mu       sync.Mutex
 	controls []*Control
 	count    atomic.Int32
+	// order is held from a request's judgment until it was handled (see
+	// Control): by a request for a document, its key's stripe (and all
+	// read-locked); by RANGE_SCAN_CONTINUE and RANGE_SCAN_CANCEL, all
+	// read-locked alone; by any other request, all write-locked.
+	order struct {
+		all  sync.RWMutex
+		keys [orderStripes]sync.Mutex
+	}
+}
+
+// orderStripes is how many locks the documents' keys are spread over.
+const orderStripes = 64
+
+// stripe returns the ordering lock of req's document.
+func (r *faultRegistry) stripe(req *Request) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(req.Bucket))
+	var cid [5]byte
+	binary.BigEndian.PutUint32(cid[:4], req.CollectionID)
+	h.Write(cid[:]) // the zero byte separates the bucket name from the key
+	h.Write(req.Key)
+	return &r.order.keys[h.Sum32()%orderStripes]
+}
+
+// lockOrder takes the ordering locks req holds until it was handled and
+// returns their release.
+func (r *faultRegistry) lockOrder(req *Request, keyed bool) func() {
+	switch {
+	case keyed:
+		r.order.all.RLock()
+		mu := r.stripe(req)
+		mu.Lock()
+		return func() { mu.Unlock(); r.order.all.RUnlock() }
+	case req.OpCode == memdx.OpRangeScanContinue || req.OpCode == memdx.OpRangeScanCancel:
+		// A cancel lands while a continue of the scan runs, as on
+		// kv_engine (the continue then ends RANGE_SCAN_CANCELLED).
+		r.order.all.RLock()
+		return r.order.all.RUnlock
+	default:
+		r.order.all.Lock()
+		return r.order.all.Unlock
+	}
 }
 
 func (r *faultRegistry) add(h *Control) *Control {
@@ -226,11 +271,18 @@ func (c *Cluster) AddFault(f Fault) *Control {
 // RemoveUser, RemoveBucket, RemoveNode, Close).
 //
 // The calls of fn (and of Match.Func) are totally ordered, across nodes
-// and connections, and each request is handled (applied, unless the action
-// stops it; its answer may still be held) before the next call: fn finds
-// the requests it saw before applied, and nothing of the one it sees. A
-// function can therefore tell, from a document's Bucket.MutationCount,
-// whether the request it saw last was applied. Two exceptions: a
+// and connections. A request for a document is handled (applied, unless
+// the action stops it; its answer may still be held) before the call for
+// the next request for the same document (same bucket, collection and
+// key), and before the call for any request that is not for a document,
+// RANGE_SCAN_CONTINUE and RANGE_SCAN_CANCEL excepted; such a request is
+// handled before the next call of all. So fn finds the requests it saw
+// before for the document of the one it sees applied, and nothing of that
+// one: a function can tell, from a document's Bucket.MutationCount,
+// whether the request for it it saw last was applied. Requests for other
+// documents are handled concurrently, and RANGE_SCAN_CONTINUE and
+// RANGE_SCAN_CANCEL concurrently with those and with each other (a cancel
+// may land while a continue runs, as on kv_engine). Two exceptions: a
 // synchronous write that a sync-write delay holds pending is applied when
 // it commits, later, and a RANGE_SCAN_CREATE waiting for its snapshot's
 // seqno creates its scan when the wait ends.
@@ -241,24 +293,27 @@ func (c *Cluster) AddFault(f Fault) *Control {
 // Rebalance's Step or Finish, AddBucket, a Bucket's AddScope,
 // AddCollection, DropCollection or DropScope): the change notifications
 // take each connection's write lock, which this connection's goroutine
-// holds, and another's holds while it waits for the fault lock. Start
-// those on another goroutine.
+// holds, and another's holds while it waits for the fault or ordering
+// lock. Start those on another goroutine.
 func (c *Cluster) Control(m Match, times int, fn func(r *Request) (a Action, ok bool)) *Control {
 	return c.faults.add(&Control{match: m, times: times, decide: fn})
 }
 
-// applyFaults runs p through the registered faults. wmu is held. The fault
-// lock is held until the request was handled (see Control): a Control
-// function judging the request on another connection after this one sees
-// this one applied. Nothing here blocks (held answers wait on the serve
-// goroutine or a timer, after it returns).
+// applyFaults runs p through the registered faults. wmu is held. The
+// request's ordering lock is taken before it is judged and held until it
+// was handled (see Control): a Control function judging a request for the
+// same document after this one, on any connection, sees this one applied.
+// The fault lock is held only while it is judged, so requests for other
+// documents are handled meanwhile. Nothing here blocks (held answers wait
+// on the serve goroutine or a timer, after it returns).
 func (cn *conn) applyFaults(p *memdx.Packet) outcome {
 	req := Request{Node: cn.n.id, OpCode: p.OpCode, Vbucket: p.Vbucket, Cas: p.Cas, Packet: p}
 	b := cn.bucket.Load()
 	if b != nil {
 		req.Bucket = b.name
 	}
-	if p.OpCode.HasCollectionKey() {
+	keyed := p.OpCode.HasCollectionKey()
+	if keyed {
 		req.Key = p.Key
 		if cn.has(memdx.FeatureCollections) {
 			if cid, k, err := memdx.SplitCollectionKey(p.Key); err == nil {
@@ -266,9 +321,10 @@ func (cn *conn) applyFaults(p *memdx.Packet) outcome {
 			}
 		}
 	}
+	defer cn.c.faults.lockOrder(&req, keyed)()
 	cn.c.faults.mu.Lock()
-	defer cn.c.faults.mu.Unlock()
 	act, ok := cn.c.faults.find(&req)
+	cn.c.faults.mu.Unlock()
 	if !ok {
 		return cn.handle(p)
 	}

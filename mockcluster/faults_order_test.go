@@ -1,6 +1,8 @@
 package mockcluster
 
 import (
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,9 +21,9 @@ import (
 // resent 1" under -chaos.configs=pool).
 //
 // The first request's handling is stopped in the cluster's clock, after its
-// call returned. If it then holds the fault lock the second request cannot
-// be judged before it was applied; if not, the second request's call runs
-// while the first waits, as a loaded machine may order them.
+// call returned. If it then holds the key's ordering lock the second request
+// cannot be judged before it was applied; if not, the second request's call
+// runs while the first waits, as a loaded machine may order them.
 func TestControlSeesEarlierRequestApplied(t *testing.T) {
 	type gate struct{ reached, release chan struct{} }
 	var armed atomic.Pointer[gate]
@@ -56,9 +58,11 @@ func TestControlSeesEarlierRequestApplied(t *testing.T) {
 
 	oa := first.send(keyReq(first, b, set(key, "a")))
 	<-g.reached
-	held := !c.faults.mu.TryLock()
+	// The lock the second request takes before it is judged.
+	mu := c.faults.stripe(&Request{Bucket: DefaultBucket, Key: []byte(key)})
+	held := !mu.TryLock()
 	if !held {
-		c.faults.mu.Unlock()
+		mu.Unlock()
 	}
 	ob := second.send(keyReq(second, b, set(key, "b")))
 	if !held {
@@ -78,5 +82,117 @@ func TestControlSeesEarlierRequestApplied(t *testing.T) {
 	}
 	if n := b.MutationCount("", "", key); n != 2 {
 		t.Fatalf("%d mutations, want 2", n)
+	}
+}
+
+// stoppedClock returns a cluster clock whose n-th reading after arm(n)
+// stops until release is called (at the latest when the test ends, before
+// the cluster stops), and a channel closed when that reading is reached.
+func stoppedClock() (clock func() time.Time, arm func(n int32), reached <-chan struct{}, release func()) {
+	var countdown atomic.Int32
+	stop, cont := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(cont) }) }
+	clock = func() time.Time {
+		if countdown.Load() > 0 && countdown.Add(-1) == 0 {
+			close(stop)
+			<-cont
+		}
+		return time.Now()
+	}
+	return clock, func(n int32) { countdown.Store(n) }, stop, release
+}
+
+// With a fault registered, a request for one document was handled under
+// the cluster's fault lock, so no other connection's request was judged or
+// handled meanwhile: a chaos run under faults had no concurrency between
+// connections inside the mock. Requests for other documents need not wait
+// for it (a Control function orders a document's requests only).
+func TestFaultsHandleOtherDocumentsConcurrently(t *testing.T) {
+	clock, arm, reached, release := stoppedClock()
+	c := newCluster(t, Options{Nodes: 1, Clock: clock})
+	t.Cleanup(release) // before the cluster stops
+	b := c.Bucket(DefaultBucket)
+	const slow = "slow"
+	other := "other"
+	for i := 0; c.faults.stripe(&Request{Bucket: DefaultBucket, Key: []byte(other)}) ==
+		c.faults.stripe(&Request{Bucket: DefaultBucket, Key: []byte(slow)}); i++ {
+		other = fmt.Sprintf("other%d", i)
+	}
+	first := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	second := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	ctl := c.Control(Match{OpCodes: []memdx.OpCode{memdx.OpSet}}, 0, func(r *Request) (Action, bool) {
+		if string(r.Key) == slow {
+			arm(1) // its handling stops in the clock, after this returns
+		}
+		return Action{}, false
+	})
+	defer ctl.Remove()
+	defer release() // before Remove, which takes the fault lock
+
+	oa := first.send(keyReq(first, b, set(slow, "a")))
+	<-reached
+	if p := second.do(keyReq(second, b, set(other, "b"))); p.Status != memdx.StatusSuccess {
+		t.Fatalf("SET of another document while the first is handled: %s", p.Status)
+	}
+	release()
+	if p := first.recv(oa); p.Status != memdx.StatusSuccess {
+		t.Fatalf("first SET: %s", p.Status)
+	}
+}
+
+// A RANGE_SCAN_CANCEL can reach kv_engine while a continue of the scan
+// runs, which then ends RANGE_SCAN_CANCELLED. With a fault registered the
+// mock handled the continue under the cluster's fault lock, so the cancel
+// always came after it.
+func TestFaultsRangeScanCancelDuringContinue(t *testing.T) {
+	clock, arm, reached, release := stoppedClock()
+	c := newCluster(t, Options{Nodes: 1, Clock: clock,
+		Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	t.Cleanup(release)
+	b := c.Bucket(DefaultBucket)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if _, err := b.Set("", "", k, []byte(`{}`), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scanner := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	canceller := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	r, err := memdx.NewRangeScanCreate(&memdx.RangeScanCreate{KeyOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := scanner.do(r)
+	if p.Status != memdx.StatusSuccess {
+		t.Fatalf("create: %s", p.Status)
+	}
+	id, err := memdx.DecodeRangeScanCreateResponse(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := c.Control(Match{OpCodes: []memdx.OpCode{memdx.OpRangeScanContinue}}, 0, func(*Request) (Action, bool) {
+		// The continue reads the clock for its lookup, then (under a
+		// time limit) after each key: it stops after the first key.
+		arm(2)
+		return Action{}, false
+	})
+	defer ctl.Remove()
+	defer release() // before Remove, which takes the fault lock
+
+	oc := scanner.send(memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id, TimeLimitMs: 60_000}))
+	<-reached
+	if p := canceller.do(memdx.NewRangeScanCancel(id)); p.Status != memdx.StatusSuccess {
+		t.Fatalf("cancel during the continue: %s", p.Status)
+	}
+	release()
+	for {
+		p := scanner.recv(oc)
+		if p.Status == memdx.StatusSuccess {
+			continue
+		}
+		if p.Status != memdx.StatusRangeScanCancelled {
+			t.Fatalf("continue of a scan cancelled meanwhile: %s", p.Status)
+		}
+		break
 	}
 }
