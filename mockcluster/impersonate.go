@@ -87,6 +87,15 @@ func (cn *conn) mayRunAs(p *memdx.Packet) bool {
 	return true
 }
 
+// hasBucketPrivilege reports whether the request holds priv in its bucket:
+// the connection's user holds every privilege in the bucket it selected,
+// so only an impersonated user without access to the bucket lacks one, one
+// the request does not grant (Cookie::checkPrivilege).
+func (cn *conn) hasBucketPrivilege(priv string) bool {
+	b := cn.bucket.Load()
+	return cn.euid == nil || b == nil || cn.euid.mayUse(b.name) || slices.Contains(cn.euidExtra, priv)
+}
+
 // euidMissing is the first privilege of op's chain that an impersonated
 // user without privileges in the bucket lacks ("" when the request's
 // ImpersonateUserExtraPrivilege frame infos grant them all): kv_engine's

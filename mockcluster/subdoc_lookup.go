@@ -72,7 +72,31 @@ func (cn *conn) subdocLookup(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 		cas = p.Cas
 	}
 
+	// validate_xattr_privilege (daemon/subdocument.cc), in the xattr
+	// phase: a system xattr needs SystemXattrRead; without it a single
+	// path is refused, and every xattr spec of a multi-path lookup fails
+	// EACCESS while its body specs run. $XTOC then lists the user xattrs.
+	denied := false
+	if !cn.hasBucketPrivilege("SystemXattrRead") {
+		xs = userXattrs(xs)
+		if firstSystemXattrSpec(specs) >= 0 {
+			if !multi || !cn.has(memdx.FeatureXerror) {
+				// remapErrorCode disconnects a client without XERROR.
+				cn.refusePrivilege(p, "SystemXattrRead")
+				return
+			}
+			denied = true
+		}
+	}
 	results, failed := lookupSpecs(specs, info, xs, uint64(now.UnixNano()))
+	if denied {
+		for i := range specs {
+			if specs[i].xattr() {
+				results[i] = sdResult{st: memdx.StatusNoAccess}
+			}
+		}
+		failed = true
+	}
 	cn.replyLookup(p, specs, results, multi, failed, deleted, cas)
 }
 

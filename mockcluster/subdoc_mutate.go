@@ -68,6 +68,21 @@ func (cn *conn) subdocMutate(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 		cn.fail(p, st, "")
 		return outcome{}
 	}
+	// validate_xattr_privilege (daemon/subdocument.cc): changing a system
+	// xattr needs SystemXattrWrite, checked once the document was
+	// fetched; a multi-path mutation fails at its first xattr spec
+	// (every one is marked EACCESS, and they come first).
+	if i := firstSystemXattrSpec(specs); i >= 0 && !cn.hasBucketPrivilege("SystemXattrWrite") {
+		t.vb.mu.Unlock()
+		if !multi || !cn.has(memdx.FeatureXerror) {
+			cn.refusePrivilege(p, "SystemXattrWrite")
+			return outcome{}
+		}
+		for i = 0; !specs[i].xattr(); i++ {
+		}
+		cn.failSpec(p, m, i, memdx.StatusNoAccess)
+		return outcome{}
+	}
 	if i, st := m.run(); st != memdx.StatusSuccess {
 		t.vb.mu.Unlock()
 		cn.failSpec(p, m, i, st)

@@ -33,6 +33,28 @@ const (
 
 func isSystemXattr(k string) bool { return strings.HasPrefix(k, "_") }
 
+// firstSystemXattrSpec returns the index of the first spec of specs whose
+// path is in a system xattr, or -1.
+func firstSystemXattrSpec(specs []sdSpec) int {
+	for i := range specs {
+		if specs[i].xattr() && isSystemXattr(xattrKeyOf(specs[i].path)) {
+			return i
+		}
+	}
+	return -1
+}
+
+// userXattrs returns xs without the system xattrs (a copy when it has some).
+func userXattrs(xs []xattr) []xattr {
+	out := xs[:0:0]
+	for _, x := range xs {
+		if !isSystemXattr(x.key) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // xattrsSize is the size of xattrs as kv_engine encodes them (a 4-byte
 // total, then per pair a 4-byte length, key, NUL, value, NUL), split into
 // user and system parts; user xattrs count against the document size
