@@ -494,7 +494,11 @@ func (r *ScanResult) Err() error { return r.cur.Err() }
 // makes must be cancelled), so Close can take up to about twice Timeout
 // (the vbuckets scanned at once are cancelled in parallel). Closing the
 // client ends these waits at once.
-func (r *ScanResult) Close() error {
+func (r *ScanResult) Close() error { return r.close(false) }
+
+// close is Close; unwound: a panic of the caller's code is unwinding it
+// (All's loop body), and the scan ends failed with errUnwound.
+func (r *ScanResult) close(unwound bool) error {
 	if r.call == nil {
 		return r.cur.Close()
 	}
@@ -506,7 +510,11 @@ func (r *ScanResult) Close() error {
 	}()
 	err := r.cur.Close()
 	returned = true
-	r.endCall(err)
+	if unwound {
+		r.endCall(errUnwound)
+	} else {
+		r.endCall(err)
+	}
 	return err
 }
 
@@ -526,15 +534,21 @@ func (r *ScanResult) Close() error {
 //	}
 func (r *ScanResult) All() iter.Seq2[ScanItem, error] {
 	return func(yield func(ScanItem, error) bool) {
-		defer r.Close()
+		returned := false
+		// A panic (or runtime.Goexit) in the loop's body unwinds the
+		// loop: the scan did not end as its caller asked, and its span
+		// and latency say so (errUnwound), not Ok. The panic goes on.
+		defer func() { r.close(!returned) }()
 		for r.Next() {
 			if !yield(r.Item(), nil) {
+				returned = true
 				return
 			}
 		}
 		if err := r.Err(); err != nil {
 			yield(ScanItem{}, err)
 		}
+		returned = true
 	}
 }
 
