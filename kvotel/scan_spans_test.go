@@ -77,8 +77,8 @@ func TestScanIsOneOperation(t *testing.T) {
 				t.Fatal("Next after Close")
 			}
 		}},
-		// EACCESS: ErrNoAccess, which has no RFC 0058 name.
-		{"failed", "_OTHER", func(t *testing.T, ctx context.Context, col *client.Collection) {
+		// EACCESS: ErrNoAccess, RFC 0058's AuthenticationFailure.
+		{"failed", "AuthenticationFailure", func(t *testing.T, ctx context.Context, col *client.Collection) {
 			ctl := mc.Control(mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpRangeScanCreate}}, 0, func(*mockcluster.Request) (mockcluster.Action, bool) {
 				return mockcluster.Action{Status: memdx.StatusNoAccess}, true
 			})

@@ -4,22 +4,32 @@ import (
 	"errors"
 
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/memdx"
 )
 
-// errorTypes name the sentinels RFC 0058 names (SDK 3 error handling), in
-// the order they are tried: the timeouts first (a timeout's cause may
-// match another).
-var errorTypes = []struct {
+// sentinelType is RFC 0058's name of a sentinel.
+type sentinelType struct {
 	err  error
 	name string
-}{
+}
+
+// endTypes name what ended an operation before its outcome: a timeout or
+// a cancellation, tried first (its cause may match another sentinel, or
+// be a status statusTypes names).
+var endTypes = []sentinelType{
 	{kverr.ErrAmbiguousTimeout, "AmbiguousTimeout"},
 	{kverr.ErrUnambiguousTimeout, "UnambiguousTimeout"},
+	{kverr.ErrTimeout, "Timeout"}, // RFC 0058's base of the two
 	{kverr.ErrRequestCanceled, "RequestCanceled"},
 	// The client shut down (Close), ending the operation in flight or
 	// waiting to retry: RequestCanceled, as the other SDKs cancel theirs
 	// on shutdown.
 	{kverr.ErrClosed, "RequestCanceled"},
+}
+
+// errorTypes name the other sentinels RFC 0058 names (SDK 3 error
+// handling), in the order they are tried, after endTypes and statusTypes.
+var errorTypes = []sentinelType{
 	{kverr.ErrDocumentNotFound, "DocumentNotFound"},
 	{kverr.ErrDocumentExists, "DocumentExists"},
 	{kverr.ErrCasMismatch, "CasMismatch"},
@@ -53,11 +63,16 @@ var errorTypes = []struct {
 	{kverr.ErrCollectionNotFound, "CollectionNotFound"},
 	{kverr.ErrBucketNotFound, "BucketNotFound"},
 	{kverr.ErrAuthenticationFailure, "AuthenticationFailure"},
+	// RFC 0058's AuthenticationFailure is KV's EACCESS (0x24) too: the
+	// user may not do what it asked.
+	{kverr.ErrNoAccess, "AuthenticationFailure"},
+	{kverr.ErrPlainAuthRefused, "AuthenticationFailure"},
 	{kverr.ErrTemporaryFailure, "TemporaryFailure"},
 	{kverr.ErrEncodingFailure, "EncodingFailure"},
 	{kverr.ErrDecodingFailure, "DecodingFailure"},
 	{kverr.ErrFeatureNotAvailable, "FeatureNotAvailable"},
 	{kverr.ErrInvalidArgument, "InvalidArgument"},
+	{kverr.ErrInvalidConnStr, "InvalidArgument"},
 	{kverr.ErrServerFailure, "InternalServerFailure"},
 	{kverr.ErrNoNodeAvailable, "ServiceNotAvailable"},
 	// Last, so that a more specific name wins (DurabilityAmbiguous, the
@@ -65,11 +80,50 @@ var errorTypes = []struct {
 	// definite answer, RFC 0058's RequestCanceled ("the request is
 	// in-flight on the socket and the socket gets closed").
 	{kverr.ErrAmbiguous, "RequestCanceled"},
+	// The same for a request that was not a mutation (nothing ambiguous):
+	// its connection ended with it in flight (closed, unresponsive, or
+	// its server broke the framing) and it was not retried.
+	{kverr.ErrConnectionClosed, "RequestCanceled"},
+	{kverr.ErrUnresponsive, "RequestCanceled"},
+	{kverr.ErrProtocol, "RequestCanceled"},
+}
+
+// statusTypes name the server statuses RFC 0058 gives a name of their own
+// that kvwire's sentinel of them does not carry: KV 0x81 and 0x83
+// (ErrFeatureNotAvailable) are UnsupportedOperation, the rate limits
+// (0x30-0x33) RateLimited, SCOPE_SIZE_LIMIT_EXCEEDED (0x34) QuotaLimited,
+// NOT_INITIALIZED (0x25) TemporaryFailure (ErrServerFailure, all four).
+// They are tried after endTypes and before errorTypes.
+var statusTypes = []struct {
+	status memdx.Status
+	name   string
+}{
+	{memdx.StatusUnknownCommand, "UnsupportedOperation"},
+	{memdx.StatusNotSupported, "UnsupportedOperation"},
+	{memdx.StatusRateLimitedIngress, "RateLimited"},
+	{memdx.StatusRateLimitedEgress, "RateLimited"},
+	{memdx.StatusRateLimitedMaxConnections, "RateLimited"},
+	{memdx.StatusRateLimitedMaxCommands, "RateLimited"},
+	{memdx.Status(0x34), "QuotaLimited"}, // SCOPE_SIZE_LIMIT_EXCEEDED
+	{memdx.StatusNotInitialized, "TemporaryFailure"},
 }
 
 // ErrorType is RFC 0058's name of err's sentinel (the client's
 // AttributeErrorType), other for an error without one.
 func ErrorType(err error, other string) string {
+	for _, e := range endTypes {
+		if errors.Is(err, e.err) {
+			return e.name
+		}
+	}
+	var se *memdx.StatusError
+	if errors.As(err, &se) {
+		for _, s := range statusTypes {
+			if se.Status == s.status {
+				return s.name
+			}
+		}
+	}
 	for _, e := range errorTypes {
 		if errors.Is(err, e.err) {
 			return e.name
