@@ -131,8 +131,9 @@ type ScanOptions struct {
 	RetryStrategy RetryStrategy
 	// ParentSpan is the span the scan's span ("scan") goes under when
 	// Options.Tracer records (else the context's, ContextWithParentSpan).
-	// The scan is one operation, traced and metered (MetricOperationDuration,
-	// "scan") from Scan until Next returns false or Close: its requests
+	// The scan is one operation, traced, metered (MetricOperationDuration,
+	// "scan") and, when slow, reported (one slow-operation entry) from
+	// Scan until Next returns false or Close: its requests
 	// (RANGE_SCAN_CREATE, _CONTINUE, _CANCEL) are its dispatch spans, and
 	// couchbase.retries sums their retries (retries of a request are not
 	// events on the scan's span, which its requests share).
@@ -260,7 +261,7 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	// The scan is one operation to the tracer and the meter ("scan"), from
 	// here until its results end or it is closed; its requests are its
 	// dispatch spans.
-	if ob := c.obs; ob.Tracing() || ob.Metered() {
+	if ob := c.obs; ob.Observed() {
 		var p hookguard.Span
 		if ps := parentSpan(ctx, o.ParentSpan); ps != nil {
 			p = ps

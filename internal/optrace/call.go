@@ -3,10 +3,13 @@ package optrace
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/hookguard"
+	"github.com/kvwire/kvwire/internal/opreport"
 )
 
 // Call is an operation of the caller's that the client runs as requests
@@ -15,32 +18,56 @@ import (
 // iterator ends or is closed). It is one operation to the observers: its
 // span (when tracing), under which each attempt of each of its requests is
 // a dispatch span (BeginPart), and its latency and outcome on the meter,
-// from BeginCall to EndCall. Its requests are no operations of their own:
-// they make no span of their own and the meter records nothing of them
-// (the slow-operation and orphan reports still see each, but for the late
-// answer of a request given up when the call stopped as its caller asked:
-// conn.ErrNotNeeded).
+// from BeginCall to EndCall, and one entry of the slow-operation report
+// when it took longer than the threshold (its requests' dispatch and
+// server times summed, the last one's opaque and connection). Its requests
+// are no operations of their own: they make no span of their own, and
+// neither the meter nor the slow-operation report sees them one by one
+// (the orphan report, which is about answers, still sees each late
+// answer, but for that of a request given up when the call stopped as its
+// caller asked: conn.ErrNotNeeded).
 type Call struct {
 	span    hookguard.Span // nil: not traced
 	coll    *Coll
 	name    string
 	start   time.Time
-	retries atomic.Int64 // its requests' retries, summed
+	timeout time.Duration // to the deadline of BeginCall's context (0: none)
+	retries atomic.Int64  // its requests' retries, summed
 	ended   atomic.Bool
+
+	// rec sums its requests' records for the slow-operation report (when
+	// it is on: reported); lastAt is when the request whose dispatch is
+	// rec's last ended, cn its connection. Its requests end on goroutines
+	// of their own: mu guards them.
+	reported bool
+	mu       sync.Mutex
+	rec      opreport.Record
+	lastAt   time.Time
+	cn       *conn.Conn
 }
 
 // BeginCall starts observing a Call named name (RFC 0067's style:
 // "scan") on coll (nil: none) under parent (nil: none given) at start.
-// It returns nil when neither a tracer nor a meter records.
+// It returns nil when neither a tracer, a meter nor the slow-operation
+// report records.
 func (ob *Observers) BeginCall(ctx context.Context, name string, coll *Coll, parent hookguard.Span, start time.Time) *Call {
-	if ob.cfg.Tracer == nil && !ob.metered {
+	if ob.cfg.Tracer == nil && !ob.metered && ob.cfg.Threshold == nil {
 		return nil
 	}
-	c := &Call{coll: coll, name: name, start: start}
+	c := &Call{coll: coll, name: name, start: start, reported: ob.cfg.Threshold != nil}
+	if d, ok := ctx.Deadline(); ok {
+		c.timeout = d.Sub(start)
+	}
 	if ob.cfg.Tracer != nil {
 		c.span = ob.startSpan(ctx, name, coll, parent, start)
 	}
 	return c
+}
+
+// Observed reports whether a Call would be observed (BeginCall returns
+// one).
+func (ob *Observers) Observed() bool {
+	return ob.cfg.Tracer != nil || ob.metered || ob.cfg.Threshold != nil
 }
 
 // Span is c's span: nil when not traced (or c is nil).
@@ -64,8 +91,20 @@ func (ob *Observers) EndCall(c *Call, err error, at time.Time) {
 	if err != nil {
 		errType = ErrorType(err, ob.cfg.ErrorTypeOther)
 	}
+	total := at.Sub(c.start)
 	if ob.metered {
-		ob.meters.record(c.coll, c.name, opUnlisted, errType, at.Sub(c.start))
+		ob.meters.record(c.coll, c.name, opUnlisted, errType, total)
+	}
+	if th := ob.cfg.Threshold; th != nil && total > th.KV {
+		c.mu.Lock()
+		r := c.rec
+		cn := c.cn
+		c.mu.Unlock()
+		r.Service, r.Operation, r.Total, r.Timeout = ob.cfg.Service, c.name, total, c.timeout
+		if cn != nil {
+			r.LocalID, r.LocalSocket, r.RemoteSocket = cn.ID(), cn.LocalAddr(), cn.RemoteAddr()
+		}
+		th.Add(&r)
 	}
 	if s := c.span; s != nil {
 		g := ob.cfg.Guard
@@ -100,6 +139,36 @@ func (ob *Observers) endPart(t *Trace, retries int, at time.Time) {
 		ob.cfg.Guard.EndSpan(t.dispatch, at)
 		t.dispatch = nil
 	}
-	t.call.retries.Add(int64(retries))
+	c := t.call
+	c.retries.Add(int64(retries))
+	if c.reported {
+		c.add(t, at)
+	}
 	t.span, t.call = nil, nil
+}
+
+// add adds the record of t, a request of c's that ended at at, to c's:
+// its dispatch and server times to the sums, and, when it ended after
+// every other request dispatched so far, its last dispatch, server time,
+// opaque and connection as the Call's last.
+func (c *Call) add(t *Trace, at time.Time) {
+	t.foldServer()
+	p := &t.Rec
+	if !p.Dispatched {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := &c.rec
+	r.Dispatched = true
+	r.TotalDispatch += p.TotalDispatch
+	if p.HasServer {
+		r.HasServer = true
+		r.TotalServer += p.TotalServer
+	}
+	if !at.Before(c.lastAt) {
+		c.lastAt = at
+		r.LastDispatch, r.OperationID, c.cn = p.LastDispatch, p.OperationID, t.cn
+		r.LastServer = p.LastServer // 0 when its answer carried none
+	}
 }

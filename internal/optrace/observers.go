@@ -208,15 +208,15 @@ func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.T
 	if err != nil {
 		errType = ErrorType(err, ob.cfg.ErrorTypeOther)
 	}
+	if t.call != nil {
+		ob.endPart(t, retries, at) // the Call's request: no operation of its own
+		return
+	}
 	if th := ob.cfg.Threshold; th != nil && total > th.KV {
 		t.foldServer()
 		r := t.record(ob.cfg.Service)
 		r.Total, r.Timeout = total, t.Origin.Timeout
 		th.Add(r)
-	}
-	if t.call != nil {
-		ob.endPart(t, retries, at) // the Call's request: no operation of its own
-		return
 	}
 	if ob.metered {
 		ob.meters.record(coll, t.Origin.Operation, t.op, errType, total)
