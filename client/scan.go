@@ -135,8 +135,9 @@ type ScanOptions struct {
 	// "scan") and, when slow, reported (one slow-operation entry) from
 	// Scan until Next returns false or Close: its requests
 	// (RANGE_SCAN_CREATE, _CONTINUE, _CANCEL) are its dispatch spans, and
-	// couchbase.retries sums their retries (retries of a request are not
-	// events on the scan's span, which its requests share).
+	// couchbase.retries sums their retries, each also a retry event on the
+	// scan's span (added when the scan ends, at the time of the retry; at
+	// most 64).
 	ParentSpan RequestSpan
 }
 

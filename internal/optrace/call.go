@@ -3,6 +3,7 @@ package optrace
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,23 @@ type Call struct {
 	rec      opreport.Record
 	lastAt   time.Time
 	cn       *conn.Conn
+	// retried are its requests' retries, for its span's retry events
+	// (while traced; at most maxCallEvents, guarded by mu): kept, not
+	// added at once, since its requests run on goroutines of their own
+	// and the span is called from one goroutine at a time (EndCall's).
+	retried []callRetry
 }
+
+// callRetry is a retry of a Call's request: when it was decided, and its
+// reason.
+type callRetry struct {
+	at     time.Time
+	reason string
+}
+
+// maxCallEvents bounds the retry events a Call's span gets (its
+// couchbase.retries counts them all).
+const maxCallEvents = 64
 
 // BeginCall starts observing a Call named name (RFC 0067's style:
 // "scan") on coll (nil: none) under parent (nil: none given) at start.
@@ -108,6 +125,15 @@ func (ob *Observers) EndCall(c *Call, err error, at time.Time) {
 	}
 	if s := c.span; s != nil {
 		g := ob.cfg.Guard
+		c.mu.Lock()
+		retried := c.retried
+		c.retried = nil
+		c.mu.Unlock()
+		// In time order: its requests ran at once.
+		slices.SortStableFunc(retried, func(a, b callRetry) int { return a.at.Compare(b.at) })
+		for _, r := range retried {
+			g.AddEvent(s, EventRetry, r.at, slog.String(AttrRetryReason, r.reason))
+		}
 		g.SetAttribute(s, AttrRetries, slog.Int64Value(c.retries.Load()))
 		if err != nil {
 			g.SetAttribute(s, AttrErrorType, slog.StringValue(errType))
@@ -145,6 +171,16 @@ func (ob *Observers) endPart(t *Trace, retries int, at time.Time) {
 		c.add(t, at)
 	}
 	t.span, t.call = nil, nil
+}
+
+// retry keeps a retry of one of c's requests, decided at at for reason,
+// for its span's events (EndCall adds them).
+func (c *Call) retry(at time.Time, reason string) {
+	c.mu.Lock()
+	if len(c.retried) < maxCallEvents {
+		c.retried = append(c.retried, callRetry{at: at, reason: reason})
+	}
+	c.mu.Unlock()
 }
 
 // add adds the record of t, a request of c's that ended at at, to c's:

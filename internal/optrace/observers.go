@@ -188,7 +188,11 @@ func (ob *Observers) RetryDecided(t *Trace) {
 // tracing), decided when RetryDecided noted: an event on the span.
 func (ob *Observers) Retried(t *Trace, reason fmt.Stringer) {
 	t.foldServer()
-	if t.span == nil || t.call != nil { // a Call's span: its requests run at once, on goroutines of their own
+	if t.span == nil {
+		return
+	}
+	if t.call != nil { // a Call's span: its requests run at once, on goroutines of their own
+		t.call.retry(t.now, reason.String())
 		return
 	}
 	t.event[0] = slog.String(AttrRetryReason, reason.String())
