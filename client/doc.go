@@ -458,7 +458,9 @@
 //     spans. The default records nothing and costs nothing.
 //   - Options.Meter records each operation's latency by operation, bucket,
 //     scope, collection, cluster (name and uuid, as the config publishes
-//     them) and outcome (MetricOperationDuration); the default
+//     them) and outcome (MetricOperationDuration): GetAnyReplica,
+//     GetAllReplicas and their LookupIn forms are one operation each
+//     ("get_any_replica", ...), their reads of the copies none; the default
 //     is the logging meter, which logs percentiles every 10 minutes.
 //   - The slow-operation report (ThresholdLoggingOptions) logs, every 10 s,
 //     the operations over 500 ms with their total, dispatch and server

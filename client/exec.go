@@ -140,6 +140,10 @@ type opHot struct {
 	// attempts are dispatch spans of the call's span, and the meter sees
 	// the call, not the op.
 	call *optrace.Call
+	// copyRead: the op reads one copy for a call that reads several
+	// (GetAnyReplica, ...: readCopy, lookupInCopy); the meter records the
+	// call's latency (wrapCall), not the op's (optrace.Trace.Part).
+	copyRead bool
 	// span is optrace.NameOf(spanFor, spanOpc), kept by the pool: an op
 	// object serves operations of one name in a row more often than not,
 	// and then finds it without a lookup (spanName).
@@ -411,6 +415,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		return err
 	}
 	ob, t := c.obs, &o.trace
+	t.Part = o.copyRead
 	if o.call == nil {
 		ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
 	} else {

@@ -42,6 +42,7 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 		return GetReplicaResult{}, err
 	}
 	o.target.Replica = i
+	o.copyRead = true
 	return run(ctx, o, func(o *op) GetReplicaResult {
 		r := GetReplicaResult{GetResult: o.getResult(), IsReplica: i > 0}
 		if o.node != nil {
@@ -67,7 +68,7 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 		o = *opts
 	}
 	var end func(error)
-	o.ParentSpan, end = col.wrapSpan(ctx, "get_any_replica", o.ParentSpan)
+	o.ParentSpan, end = col.wrapCall(ctx, "get_any_replica", o.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
@@ -90,7 +91,7 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 		o = *opts
 	}
 	var end func(error)
-	o.ParentSpan, end = col.wrapSpan(ctx, "get_all_replicas", o.ParentSpan)
+	o.ParentSpan, end = col.wrapCall(ctx, "get_all_replicas", o.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
@@ -99,33 +100,53 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 	return r, err
 }
 
-// wrapSpan starts, when tracing, the span of a call that reads several
-// copies, named name (RFC 0067's wrapping span: get_any_replica, ...),
-// under parent (its options', else the context's): the reads of the
-// copies take the span it returns as their parent (parent itself when
-// not tracing), and end ends it with the call's error.
-func (col *Collection) wrapSpan(ctx context.Context, name string, parent RequestSpan) (RequestSpan, func(error)) {
-	return col.c.wrapSpan(ctx, name, col, parent)
+// wrapCall observes a call that reads several copies, named name (RFC
+// 0067's wrapping span: get_any_replica, ...), under parent (its
+// options', else the context's): when tracing, its span, which the reads
+// of the copies take as their parent (the span it returns; parent itself
+// when not tracing); when metered, its latency and outcome, one
+// MetricOperationDuration point (the reads of the copies record none:
+// they are its parts). end ends it with the call's error.
+func (col *Collection) wrapCall(ctx context.Context, name string, parent RequestSpan) (RequestSpan, func(error)) {
+	return col.c.wrapCall(ctx, name, col, parent, true)
 }
 
-// wrapSpan is Collection.wrapSpan for a call on coll (nil: none, as a
-// Ping's).
+// wrapSpan is wrapCall for a call on coll (nil: none, as a Ping's) whose
+// operations are metered as their own: its span alone.
 func (c *Client) wrapSpan(ctx context.Context, name string, coll *Collection, parent RequestSpan) (RequestSpan, func(error)) {
+	return c.wrapCall(ctx, name, coll, parent, false)
+}
+
+// wrapCall is Collection.wrapCall for a call on coll (nil: none);
+// metered: the call has a latency point of its own.
+func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, parent RequestSpan, metered bool) (RequestSpan, func(error)) {
 	ob := c.obs
-	if !ob.Tracing() {
+	metered = metered && ob.Metered()
+	if !ob.Tracing() && !metered {
 		return parent, func(error) {}
 	}
-	var p hookguard.Span
-	if ps := parentSpan(ctx, parent); ps != nil {
-		p = ps
-	}
-	s := ob.BeginWrap(ctx, name, ob.coll(coll), p, c.clock.Now())
-	rs, _ := s.(RequestSpan) // the client's tracer's span (spanStarter)
-	return rs, func(err error) {
-		if s != nil { // ended once: the call ends it, and defers its end for a panic
-			ob.EndWrap(s, err, c.clock.Now())
-			s = nil
+	start := c.clock.Now()
+	var s hookguard.Span
+	rs := parent
+	if ob.Tracing() {
+		var p hookguard.Span
+		if ps := parentSpan(ctx, parent); ps != nil {
+			p = ps
 		}
+		s = ob.BeginWrap(ctx, name, ob.coll(coll), p, start)
+		rs, _ = s.(RequestSpan) // the client's tracer's span (spanStarter)
+	}
+	ended := false
+	return rs, func(err error) {
+		if ended { // ended once: the call ends it, and defers its end for a panic
+			return
+		}
+		ended = true
+		at := c.clock.Now()
+		if metered && err != errUnwound { // unwound by a panic: no outcome to record, as for an operation
+			ob.RecordCall(ob.coll(coll), name, err, at.Sub(start))
+		}
+		ob.EndWrap(s, err, at)
 	}
 }
 

@@ -222,12 +222,27 @@ func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.T
 		r.Total, r.Timeout = total, t.Origin.Timeout
 		th.Add(r)
 	}
-	if ob.metered {
+	if ob.metered && !t.Part {
 		ob.meters.record(coll, t.Origin.Operation, t.op, errType, total)
 	}
 	if t.span != nil {
 		ob.endOperation(t, err, errType, failed(err), retries, at)
 	}
+}
+
+// RecordCall records on the meter the latency d of a call named name (RFC
+// 0067's name of its outer span: "get_any_replica") on coll (nil: none)
+// that ran its operations as parts (Trace.Part), with its error err (nil:
+// success).
+func (ob *Observers) RecordCall(coll *Coll, name string, err error, d time.Duration) {
+	if !ob.metered {
+		return
+	}
+	var errType string
+	if err != nil {
+		errType = ErrorType(err, ob.cfg.ErrorTypeOther)
+	}
+	ob.meters.record(coll, name, opUnlisted, errType, d)
 }
 
 // Cancelled is t's attempt out canceled at at because another read of the

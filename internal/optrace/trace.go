@@ -35,6 +35,12 @@ type Trace struct {
 	now    time.Time // the latest clock reading; stale after a wait
 	fresh  bool      // now is still the time (no wait since it was read)
 
+	// Part: the operation is one of several that a call of the caller's
+	// runs at once (the read of one copy by GetAnyReplica), whose latency
+	// the meter records as the call's (RecordCall): End records none of
+	// it. The client sets it before Begin.
+	Part bool
+
 	span     hookguard.Span // nil: not traced (a Call's request: the Call's span)
 	dispatch hookguard.Span // the attempt's dispatch span, while it is out
 	call     *Call          // the Call the request is part of (BeginPart), nil: an operation of its own
