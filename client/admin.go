@@ -225,7 +225,7 @@ func (c *Client) Ping(ctx context.Context) []PingResult {
 		return out
 	}
 	// RFC 0067: a ping is a span over the NOOP of each node (when tracing).
-	parent, end := c.wrapSpan(ctx, "ping", nil, nil)
+	ctx, parent, end := c.wrapSpan(ctx, "ping", nil, nil)
 	defer end(errUnwound) // a panic in a node's ping still ends the span (after end(err): nothing)
 	out, err := eachNode(c, ctx, "Ping", "", 0, func(ctx context.Context, n *cluster.Node) (PingResult, error) {
 		o := c.nodeOp("Ping", n, memdx.NewNoop(), 0)

@@ -492,6 +492,9 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		}
 		lastReason, retried = nx.reason, true
 	}
+	if t.Traced() {
+		addWrapRetries(ctx, o.st.Attempts()) // a call's operation (wrapCall): its retries are the call's too
+	}
 	if err != nil && fanout.Lost(ctx) {
 		// A read of one copy that another copy's read beat (GetAnyReplica):
 		// not the caller's operation, and no failure.

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/kvwire/kvwire/internal/fanout"
@@ -68,7 +69,7 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 		o = *opts
 	}
 	var end func(error)
-	o.ParentSpan, end = col.wrapCall(ctx, "get_any_replica", o.ParentSpan)
+	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_any_replica", o.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
@@ -91,7 +92,7 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 		o = *opts
 	}
 	var end func(error)
-	o.ParentSpan, end = col.wrapCall(ctx, "get_all_replicas", o.ParentSpan)
+	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_all_replicas", o.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
@@ -104,30 +105,46 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 // 0067's wrapping span: get_any_replica, ...), under parent (its
 // options', else the context's): when tracing, its span, which the reads
 // of the copies take as their parent (the span it returns; parent itself
-// when not tracing); when metered, its latency and outcome, one
+// when not tracing), with their retries summed (they run under the
+// context it returns); when metered, its latency and outcome, one
 // MetricOperationDuration point (the reads of the copies record none:
 // they are its parts). end ends it with the call's error.
-func (col *Collection) wrapCall(ctx context.Context, name string, parent RequestSpan) (RequestSpan, func(error)) {
+func (col *Collection) wrapCall(ctx context.Context, name string, parent RequestSpan) (context.Context, RequestSpan, func(error)) {
 	return col.c.wrapCall(ctx, name, col, parent, true)
 }
 
 // wrapSpan is wrapCall for a call on coll (nil: none, as a Ping's) whose
 // operations are metered as their own: its span alone.
-func (c *Client) wrapSpan(ctx context.Context, name string, coll *Collection, parent RequestSpan) (RequestSpan, func(error)) {
+func (c *Client) wrapSpan(ctx context.Context, name string, coll *Collection, parent RequestSpan) (context.Context, RequestSpan, func(error)) {
 	return c.wrapCall(ctx, name, coll, parent, false)
+}
+
+// wrapRetries sums the retries of the operations of a traced call
+// (wrapCall) that run under a context carrying it (wrapRetriesKey).
+type wrapRetries struct{ n atomic.Int64 }
+
+type wrapRetriesKey struct{}
+
+// addWrapRetries adds n retries of a traced operation run under ctx to
+// its call's, when ctx carries one (wrapCall).
+func addWrapRetries(ctx context.Context, n int) {
+	if w, ok := ctx.Value(wrapRetriesKey{}).(*wrapRetries); ok {
+		w.n.Add(int64(n))
+	}
 }
 
 // wrapCall is Collection.wrapCall for a call on coll (nil: none);
 // metered: the call has a latency point of its own.
-func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, parent RequestSpan, metered bool) (RequestSpan, func(error)) {
+func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, parent RequestSpan, metered bool) (context.Context, RequestSpan, func(error)) {
 	ob := c.obs
 	metered = metered && ob.Metered()
 	if !ob.Tracing() && !metered {
-		return parent, func(error) {}
+		return ctx, parent, func(error) {}
 	}
 	start := c.clock.Now()
 	var s hookguard.Span
 	rs := parent
+	var retries *wrapRetries
 	if ob.Tracing() {
 		var p hookguard.Span
 		if ps := parentSpan(ctx, parent); ps != nil {
@@ -135,9 +152,11 @@ func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, pa
 		}
 		s = ob.BeginWrap(ctx, name, ob.coll(coll), p, start)
 		rs, _ = s.(RequestSpan) // the client's tracer's span (spanStarter)
+		retries = &wrapRetries{}
+		ctx = context.WithValue(ctx, wrapRetriesKey{}, retries)
 	}
 	ended := false
-	return rs, func(err error) {
+	return ctx, rs, func(err error) {
 		if ended { // ended once: the call ends it, and defers its end for a panic
 			return
 		}
@@ -146,7 +165,9 @@ func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, pa
 		if metered && err != errUnwound { // unwound by a panic: no outcome to record, as for an operation
 			ob.RecordCall(ob.coll(coll), name, err, at.Sub(start))
 		}
-		ob.EndWrap(s, err, at)
+		if retries != nil {
+			ob.EndWrap(s, err, retries.n.Load(), at)
+		}
 	}
 }
 

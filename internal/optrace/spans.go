@@ -114,12 +114,14 @@ func (ob *Observers) BeginWrap(ctx context.Context, name string, coll *Coll, par
 }
 
 // EndWrap ends s, a span BeginWrap started (nil: none), at at with the
-// operation's error (nil: success): its error type and status, as an
+// operation's error (nil: success) after retries retries (its operations',
+// summed): its couchbase.retries, error type and status, as an
 // operation's span has them.
-func (ob *Observers) EndWrap(s hookguard.Span, err error, at time.Time) {
+func (ob *Observers) EndWrap(s hookguard.Span, err error, retries int64, at time.Time) {
 	if s == nil {
 		return
 	}
+	ob.cfg.Guard.SetAttribute(s, AttrRetries, slog.Int64Value(retries))
 	if err != nil {
 		ob.cfg.Guard.SetAttribute(s, AttrErrorType, slog.StringValue(ErrorType(err, ob.cfg.ErrorTypeOther)))
 	}
