@@ -95,7 +95,7 @@ var errorTypes = []sentinelType{
 // NOT_INITIALIZED (0x25) TemporaryFailure (ErrServerFailure, all four).
 // They are tried after endTypes and before errorTypes.
 var statusTypes = []struct {
-	status memdx.Status
+	status error // a memdx.Status, held as an error once
 	name   string
 }{
 	{memdx.StatusUnknownCommand, "UnsupportedOperation"},
@@ -116,12 +116,12 @@ func ErrorType(err error, other string) string {
 			return e.name
 		}
 	}
-	var se *memdx.StatusError
-	if errors.As(err, &se) {
-		for _, s := range statusTypes {
-			if se.Status == s.status {
-				return s.name
-			}
+	if errors.Is(err, kverr.ErrDocumentNotFound) {
+		return "DocumentNotFound" // the common miss, before the look for a status
+	}
+	for _, s := range statusTypes { // a *memdx.StatusError unwraps to its Status
+		if errors.Is(err, s.status) {
+			return s.name
 		}
 	}
 	for _, e := range errorTypes {
