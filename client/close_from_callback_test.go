@@ -63,7 +63,7 @@ func (h *closeHook) await(t *testing.T) {
 }
 
 // requireNoClientGoroutines requires every goroutine of the client (its
-// cluster, connections and reports) to have exited. Polled: a goroutine
+// cluster, connections, reports and HTTP config requests) to have exited. Polled: a goroutine
 // that closed what Close waits for may still be unwinding its frames.
 func requireNoClientGoroutines(t *testing.T) {
 	t.Helper()
@@ -71,7 +71,9 @@ func requireNoClientGoroutines(t *testing.T) {
 		var mine []string
 		for _, g := range leakcheck.Foreign() {
 			if strings.Contains(g, "kvwire/internal/logreport") || strings.Contains(g, "kvwire/internal/cluster") ||
-				strings.Contains(g, "kvwire/conn.") || strings.Contains(g, "kvwire/internal/lifecycle") {
+				strings.Contains(g, "kvwire/conn.") || strings.Contains(g, "kvwire/internal/lifecycle") ||
+				strings.Contains(g, "kvwire/internal/httpconfig") || strings.Contains(g, "net/http.(*Transport)") ||
+				strings.Contains(g, "net/http.(*persistConn)") {
 				mine = append(mine, g)
 			}
 		}

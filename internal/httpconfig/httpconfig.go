@@ -17,6 +17,7 @@
 package httpconfig
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -27,8 +28,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
@@ -88,11 +91,15 @@ type Config struct {
 }
 
 // Client reads configs from cluster manager nodes. Its methods are safe
-// for concurrent use; Close releases its idle connections.
+// for concurrent use. It holds no connection between requests, and
+// starts no goroutine that outlives the call that started it: each
+// request dials its own connection on the calling goroutine, and Fetch,
+// and Stream, return only once that connection is closed and nothing of
+// the request runs any more (a client's Close promises that no goroutine
+// of the client is left when it returns; net/http's Transport dials and
+// reads on goroutines of its own, which end only after the request did).
 type Client struct {
-	cfg  Config
-	http *http.Client
-	tr   *http.Transport
+	cfg Config
 }
 
 // New returns a Client.
@@ -118,50 +125,38 @@ func New(cfg Config) *Client {
 	if cfg.DialContext == nil {
 		cfg.DialContext = (&net.Dialer{}).DialContext
 	}
-	c := &Client{cfg: cfg}
-	c.tr = &http.Transport{
-		// Never a proxy from the environment: the cluster manager is
-		// reached where the KV service is.
-		Proxy:               nil,
-		DialContext:         cfg.DialContext,
-		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     30 * time.Second,
-	}
-	if cfg.TLS != nil {
-		c.tr.DialTLSContext = c.dialTLS
-	}
-	c.http = &http.Client{Transport: c.tr, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse // ns_server does not redirect these
-	}}
-	return c
+	return &Client{cfg: cfg}
 }
 
-// Close closes the idle connections. Requests in flight end with their
-// contexts.
-func (c *Client) Close() { c.tr.CloseIdleConnections() }
-
-// dialTLS dials addr and runs the TLS handshake with the KV connections'
-// settings, so that a certificate refused here is the same *conn.TLSError
-// (kverr.ErrTLS) a KV dial gives.
-func (c *Client) dialTLS(ctx context.Context, network, addr string) (net.Conn, error) {
-	nc, err := c.cfg.DialContext(ctx, network, addr)
+// dial connects to addr within ctx and, with TLS, runs the handshake with
+// the KV connections' settings, so that a certificate refused here is the
+// same *conn.TLSError (kverr.ErrTLS) a KV dial gives. raw is the TCP
+// connection under nc (nc itself without TLS).
+func (c *Client) dial(ctx context.Context, addr string) (nc, raw net.Conn, err error) {
+	raw, err = c.cfg.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if raw == nil {
+		return nil, nil, errors.New("DialContext returned no connection and no error")
+	}
+	if c.cfg.TLS == nil {
+		return raw, raw, nil
 	}
 	cfg := c.cfg.TLS.Clone()
 	if cfg.ServerName == "" {
 		cfg.ServerName = hostOf(addr)
 	}
 	cfg.NextProtos = []string{"http/1.1"}
-	tc := tls.Client(nc, cfg)
+	tc := tls.Client(raw, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
-		nc.Close()
+		raw.Close()
 		if ctx.Err() == nil && conn.IsTLSFailure(err) {
-			return nil, &conn.TLSError{Addr: addr, Err: err}
+			return nil, nil, &conn.TLSError{Addr: addr, Err: err}
 		}
-		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
-	return tc, nil
+	return tc, raw, nil
 }
 
 // Error is a request to a cluster manager node that did not give a config:
@@ -225,58 +220,130 @@ func (c *Client) bucketPath(stream bool) string {
 	return p + url.PathEscape(c.cfg.Bucket)
 }
 
+// errNoAnswer ends a request whose node did not answer within the
+// connect timeout.
+var errNoAnswer = errors.New("no answer")
+
 // get sends GET path to addr and returns the answer when it is 200 OK. The
 // dial and the wait for the headers end after ConnectTimeout (real time)
-// or when ctx ends; the body is read under ctx alone. The caller closes the
-// body.
+// or when ctx ends; the body is read under ctx alone. The request has its
+// own connection, which ctx's end closes; the caller closes the body,
+// which closes the connection and returns once nothing of the request
+// runs any more.
 func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, error) {
 	scheme := "http"
 	if c.cfg.TLS != nil {
 		scheme = "https"
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	timer := time.AfterFunc(c.cfg.ConnectTimeout, func() {
-		cancel(fmt.Errorf("no answer within the connect timeout (%v)", c.cfg.ConnectTimeout))
-	})
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, scheme+"://"+addr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+path, nil)
 	if err != nil {
-		timer.Stop()
-		cancel(nil)
 		return nil, &Error{Addr: addr, Path: path, Err: err}
 	}
 	if c.cfg.Username != "" {
 		req.SetBasicAuth(c.cfg.Username, c.cfg.Password)
 	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
-	resp, err := c.http.Do(req)
-	stopped := timer.Stop()
-	if err != nil {
-		if cause := context.Cause(rctx); !stopped && cause != nil && ctx.Err() == nil {
-			err = fmt.Errorf("%w: %w", cause, err)
+	req.Close = true // one request per connection: "Connection: close"
+	// noAnswer wraps err when the connect timeout, rather than ctx or the
+	// node, ended the request.
+	noAnswer := func(err error) error {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("no answer within the connect timeout (%v): %w", c.cfg.ConnectTimeout, err)
 		}
-		cancel(nil)
+		return err
+	}
+	deadline := time.Now().Add(c.cfg.ConnectTimeout)
+	dctx, dcancel := context.WithDeadlineCause(ctx, deadline, errNoAnswer)
+	nc, raw, err := c.dial(dctx, addr)
+	timedOut := errors.Is(context.Cause(dctx), errNoAnswer)
+	dcancel()
+	if err != nil {
+		if timedOut {
+			err = noAnswer(err)
+		}
 		return nil, &Error{Addr: addr, Path: path, Err: err}
 	}
+	w := watch(ctx, raw)
+	fail := func(err error) (*http.Response, error) {
+		w.close()
+		if ctx.Err() != nil {
+			// The watcher closed the connection: the read's error
+			// says only that.
+			err = fmt.Errorf("no answer before the request's end: %w", context.Cause(ctx))
+		}
+		return nil, &Error{Addr: addr, Path: path, Err: err}
+	}
+	// The request and the wait for the headers end at the deadline.
+	_ = nc.SetDeadline(deadline)
+	if err := req.Write(nc); err != nil {
+		return fail(noAnswerIfDeadline(err, noAnswer))
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(nc), req)
+	if err != nil {
+		return fail(noAnswerIfDeadline(err, noAnswer))
+	}
+	_ = nc.SetDeadline(time.Time{})
+	resp.Body = &connBody{ReadCloser: resp.Body, w: w}
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		resp.Body.Close()
-		cancel(nil)
 		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
 }
 
-// cancelBody ends the request's context when its body is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelCauseFunc
+// noAnswerIfDeadline is noAnswer(err) when err is the connection's
+// deadline passing, err otherwise.
+func noAnswerIfDeadline(err error, noAnswer func(error) error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return noAnswer(err)
+	}
+	return err
 }
 
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel(nil)
-	return err
+// watcher closes a request's connection when its context ends, on a
+// goroutine that close ends and waits for.
+type watcher struct {
+	raw     net.Conn
+	stop    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// watch starts watching ctx for raw.
+func watch(ctx context.Context, raw net.Conn) *watcher {
+	w := &watcher{raw: raw, stop: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(w.stopped)
+		select {
+		case <-ctx.Done():
+			raw.Close() // ends a read or write blocked on the node
+		case <-w.stop:
+		}
+	}()
+	return w
+}
+
+// close closes the connection (the socket under TLS: no close_notify to a
+// node that may not read it) and returns once the watching goroutine has.
+func (w *watcher) close() {
+	w.once.Do(func() {
+		close(w.stop)
+		<-w.stopped
+		w.raw.Close()
+	})
+}
+
+// connBody is an answer's body on its own connection: closing it closes
+// the connection.
+type connBody struct {
+	io.ReadCloser
+	w *watcher
+}
+
+func (b *connBody) Close() error {
+	b.w.close()
+	return nil
 }
 
 // Fetch reads the bucket's config from the node at addr ("host:port" of
@@ -323,7 +390,6 @@ type Sink func(raw []byte, host, addr string)
 // Waits and a stream's life are on the Clock. It returns when ctx ends,
 // having closed its connection.
 func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
-	defer c.Close()
 	wait := minRoundWait
 	var reopen time.Duration // before reopening after a stream that delivered
 	last := ""               // the node whose stream ended last

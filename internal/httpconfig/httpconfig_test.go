@@ -125,7 +125,6 @@ func TestFetchReadsTheBucketConfig(t *testing.T) {
 	for _, bucket := range []string{"default", "mc"} {
 		c := New(Config{Bucket: bucket, Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword})
 		raw, host, err := c.Fetch(context.Background(), mc.MgmtAddrs()[1])
-		c.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", bucket, err)
 		}
@@ -161,7 +160,6 @@ func TestFetchRefusalsMatchTheKVSentinels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := New(Config{Bucket: tc.bucket, Username: tc.user, Password: tc.pass})
-			defer c.Close()
 			_, _, err := c.Fetch(context.Background(), addr)
 			var he *Error
 			if !errors.As(err, &he) || he.Status != tc.status || !errors.Is(err, tc.want) {
@@ -180,7 +178,6 @@ func TestFetchOverHTTPS(t *testing.T) {
 	addr := mc.MgmtTLSAddrs()[0]
 	c := New(Config{Bucket: "default", Username: "app", Password: "secret", TLS: &tls.Config{RootCAs: mc.RootCAs()}})
 	raw, _, err := c.Fetch(context.Background(), addr)
-	c.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,14 +187,12 @@ func TestFetchOverHTTPS(t *testing.T) {
 	// A CA the client does not trust: the KV dial's TLS error.
 	c = New(Config{Bucket: "default", Username: "app", Password: "secret", TLS: &tls.Config{RootCAs: x509.NewCertPool()}})
 	_, _, err = c.Fetch(context.Background(), addr)
-	c.Close()
 	if !errors.Is(err, kverr.ErrTLS) {
 		t.Fatalf("err %v, want ErrTLS", err)
 	}
 	// HTTPS to the plain HTTP port.
 	c = New(Config{Bucket: "default", Username: "app", Password: "secret", TLS: &tls.Config{RootCAs: mc.RootCAs()}})
 	_, _, err = c.Fetch(context.Background(), mc.MgmtAddrs()[0])
-	c.Close()
 	if !errors.Is(err, kverr.ErrTLS) {
 		t.Fatalf("err %v, want ErrTLS", err)
 	}
@@ -206,7 +201,6 @@ func TestFetchOverHTTPS(t *testing.T) {
 func TestFetchRefusesAConfigOverTheLimit(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
 	c := New(Config{Bucket: "default", Username: "app", Password: "secret", MaxConfigSize: 100})
-	defer c.Close()
 	_, _, err := c.Fetch(context.Background(), mc.MgmtAddrs()[0])
 	if err == nil || !strings.Contains(err.Error(), "over the size limit (100 bytes)") {
 		t.Fatalf("err %v", err)
@@ -242,7 +236,6 @@ func TestFetchGivesUpOnASilentNode(t *testing.T) {
 		mu.Unlock()
 	}()
 	c := New(Config{Bucket: "default", ConnectTimeout: 50 * time.Millisecond})
-	defer c.Close()
 	_, _, err = c.Fetch(context.Background(), ln.Addr().String())
 	if err == nil || !strings.Contains(err.Error(), "no answer within the connect timeout (50ms)") {
 		t.Fatalf("err %v", err)

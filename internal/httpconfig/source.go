@@ -60,10 +60,8 @@ func (s *Source) CanServe(kvSeeds []string) bool { return len(s.addrs(kvSeeds)) 
 // ask, and returns the first valid one served (a seed whose answer does
 // not parse as a config is passed over). Refused credentials or bucket end
 // it at once (every node would answer the same). Its error names every
-// address asked and why each gave none. Idle connections are closed when
-// it returns.
+// address asked and why each gave none.
 func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.SourcedConfig, error) {
-	defer s.c.Close()
 	addrs := s.addrs(kvSeeds)
 	if len(addrs) == 0 {
 		return cluster.SourcedConfig{}, errors.New("no cluster manager address to read the config from: give its REST port as host:port=http")
