@@ -391,8 +391,10 @@
 //	                                   local refusal no retry heals (reason
 //	                                   AUTHENTICATION_ERROR)
 //	ErrPlainAuthRefused                SASL PLAIN needed, not allowed; nothing sent
-//	ErrBucketNotFound                  SELECT_BUCKET refused (KEY_ENOENT, EACCESS;
-//	                                   reason BUCKET_ACCESS_ERROR)
+//	ErrBucketNotFound                  SELECT_BUCKET refused (KEY_ENOENT, EACCESS,
+//	                                   or, without XERROR, the connection closed
+//	                                   there twice in a row; reason
+//	                                   BUCKET_ACCESS_ERROR)
 //	ErrTLS                             TLS handshake or certificate verification
 //	                                   failed (reason TLS_ERROR)
 //	ErrBootstrap                       any failed bootstrap step of a connection

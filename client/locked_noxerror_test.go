@@ -56,6 +56,20 @@ func lockedWithoutXerror(t *testing.T, value string) (*Collection, context.Conte
 // XERROR.
 func connectWithoutXerror(t *testing.T, mc *mockcluster.Cluster) *Client {
 	t.Helper()
+	p := noXerrorProxy(t, mc)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, "couchbase://"+p.Addr()+"/"+mockcluster.DefaultBucket,
+		testOptions(&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, ConnectTimeout: 10 * time.Second}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// noXerrorProxy is a proxy to mc's node 0 that makes the node's error map
+// too big to read, so that a client reconnects without XERROR.
+func noXerrorProxy(t *testing.T, mc *mockcluster.Cluster) *faultnode.Proxy {
+	t.Helper()
 	p, err := faultnode.NewProxy(mc.Node(0).Addr())
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
@@ -69,13 +83,7 @@ func connectWithoutXerror(t *testing.T, mc *mockcluster.Cluster) *Client {
 		huge.Value = append(append([]byte(nil), resp.Value...), padding...)
 		return faultnode.Action{Send: []memdx.Packet{huge}}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := Connect(ctx, "couchbase://"+p.Addr()+"/"+mockcluster.DefaultBucket,
-		testOptions(&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, ConnectTimeout: 10 * time.Second}))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return p
 }
 
 // Without XERROR, kv_engine answers TOUCH and GAT of a locked document

@@ -46,10 +46,25 @@ func Dial(ctx context.Context, addr string, opts Options) (*Conn, error) {
 	memcached := o.Memcached
 	xerror := true
 	var dropped error
+	var hungUp *BootstrapError // the last connection's hang-up at SELECT_BUCKET
 	for {
 		c, err := dialOnce(ctx, addr, &o, memcached, xerror, dropped)
 		if err == nil {
 			return c, nil
+		}
+		var be *BootstrapError
+		if errors.As(err, &be) && be.selectHangup && ctx.Err() == nil {
+			// Without XERROR kv_engine closes the connection where
+			// SELECT_BUCKET would answer EACCESS. One hang-up there
+			// may be the network's; the same one on the next
+			// connection, after a login that succeeded again, is the
+			// node's answer.
+			if hungUp != nil {
+				return nil, &BucketAccessError{Addr: addr, Bucket: o.Bucket, HungUp: be}
+			}
+			hungUp = be
+			o.Logger.Info("the node closed the connection at SELECT_BUCKET; dialing again to tell a refusal from a network fault", "addr", addr, "err", err)
+			continue
 		}
 		var nc *notCouchbaseError
 		if !memcached && errors.As(err, &nc) {
@@ -513,10 +528,12 @@ func (c *Conn) await(ctx context.Context, s *step) error {
 	}
 	if s.err != nil {
 		reason := "no response"
-		if cause := c.hangupCause(s); cause != "" {
+		cause := c.hangupCause(s)
+		if cause != "" {
 			reason = cause
 		}
-		return &BootstrapError{Addr: c.addr, Step: s.op, Reason: reason, Err: s.err}
+		return &BootstrapError{Addr: c.addr, Step: s.op, Reason: reason, Err: s.err,
+			selectHangup: cause != "" && s.op == memdx.OpSelectBucket}
 	}
 	return nil
 }

@@ -45,7 +45,10 @@
 // it (the user's access to the bucket at SELECT_BUCKET, SystemSettings at
 // a bucketless GET_CLUSTER_CONFIG, a Couchbase node at memcached mode's
 // get), worded as a likelihood since no status came. All match
-// kverr.ErrBootstrap.
+// kverr.ErrBootstrap. One hang-up at SELECT_BUCKET after the login may be
+// the network's, so Dial then dials once more; the same hang-up on that
+// connection is the node's refusal: a *BucketAccessError whose HungUp is
+// the second hang-up (no Status), matching kverr.ErrBucketNotFound.
 //
 // # Plain memcached
 //

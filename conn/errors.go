@@ -208,9 +208,20 @@ type BucketAccessError struct {
 	// request but the handshake before a login, so the likely cause is the
 	// missing login rather than the bucket.
 	NoLogin bool
+	// HungUp, when set, is how the node refused: it has no status (Status
+	// is 0). Without XERROR kv_engine closes the connection where
+	// SELECT_BUCKET would answer EACCESS (Connection::remapErrorCode);
+	// Dial says so when the node did that on two connections in a row,
+	// after a login that succeeded on each: HungUp is the second one's
+	// hang-up, whose Reason names the likely causes.
+	HungUp *BootstrapError
 }
 
 func (e *BucketAccessError) Error() string {
+	if e.HungUp != nil {
+		return fmt.Sprintf("conn %s: select bucket %q, on two connections in a row: %s",
+			e.Addr, e.Bucket, e.HungUp.Reason)
+	}
 	why := "access refused"
 	if e.Status == memdx.StatusKeyNotFound {
 		why = "no such bucket"
@@ -225,7 +236,16 @@ func (e *BucketAccessError) Error() string {
 // Is makes errors.Is(err, kverr.ErrBucketNotFound), errors.Is(err,
 // kverr.ErrBootstrap) and errors.Is(err, e.Status) true.
 func (e *BucketAccessError) Is(target error) bool {
-	return target == kverr.ErrBucketNotFound || target == kverr.ErrBootstrap || target == e.Status
+	return target == kverr.ErrBucketNotFound || target == kverr.ErrBootstrap || (e.Status != 0 && target == e.Status)
+}
+
+// Unwrap returns HungUp's cause (the connection's end), nil when the node
+// answered.
+func (e *BucketAccessError) Unwrap() error {
+	if e.HungUp == nil {
+		return nil
+	}
+	return e.HungUp.Err
 }
 
 // TLSError is a TLS handshake that failed for a reason of TLS's own: the
@@ -273,6 +293,9 @@ type BootstrapError struct {
 	// Err is the cause: a *RequestError when the connection failed or the
 	// context ended during the step, a decode error, ...
 	Err error
+	// selectHangup: the node closed a connection without XERROR at
+	// SELECT_BUCKET, after the login (hangupCause).
+	selectHangup bool
 }
 
 func (e *BootstrapError) Error() string {

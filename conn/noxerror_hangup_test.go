@@ -60,46 +60,78 @@ func TestMemcachedModeHangupAfterLoginNamesLikelyCouchbase(t *testing.T) {
 	}
 }
 
-// The redial without XERROR after an unusable error map (RFC 0013): a user
-// who may not use the bucket gets EACCESS to SELECT_BUCKET, which kv_engine
-// turns into a disconnect for such a connection. Dial reported "bootstrap
-// SELECT_BUCKET: no response" and an EOF; it now names the likely cause
-// (the bucket, or the user's access to it) and why the server could not
-// say so (no XERROR, because the error map was dropped), without claiming
-// it knows (not a *BucketAccessError).
-func TestHangupAtSelectBucketWithoutXerrorNamesLikelyCause(t *testing.T) {
-	mc := newMock(t, mockcluster.Options{Users: []mockcluster.User{
-		{Name: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, Buckets: []string{"*"}},
-		{Name: "app", Password: "secret", Buckets: []string{mockcluster.DefaultBucket}},
-	}})
-	p := proxyTo(t, mc.Node(0).Addr())
+// unusableErrMap makes p answer GET_ERROR_MAP with a map that does not
+// parse, so that Dial redials without XERROR (RFC 0013).
+func unusableErrMap(p *faultnode.Proxy) {
 	p.OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
 		if resp.OpCode != memdx.OpGetErrorMap || resp.Status != memdx.StatusSuccess {
 			return faultnode.Action{}
 		}
 		return faultnode.Action{Send: []memdx.Packet{faultnode.Reply(req, memdx.StatusSuccess, []byte(`{"version":2,"revision":1,"errors":{"zz":{}}}`))}}
 	})
+}
+
+// The redial without XERROR after an unusable error map (RFC 0013): a user
+// who may not use the bucket gets EACCESS to SELECT_BUCKET, which kv_engine
+// turns into a disconnect for such a connection. Dial reported "bootstrap
+// SELECT_BUCKET: no response" and an EOF, a failure Connect could not tell
+// from the network's (ErrNoNodeAvailable, and the wait for a fallback).
+// One hang-up may be the network's: Dial dials once more, and the same
+// hang-up there, after a login that succeeded again, is the node's
+// refusal: a *BucketAccessError (ErrBucketNotFound) with no Status (none
+// came), naming the likely cause (the bucket, or the user's access to it)
+// and why the server could not say so (no XERROR, because the error map
+// was dropped).
+func TestHangupAtSelectBucketWithoutXerrorNamesLikelyCause(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Users: []mockcluster.User{
+		{Name: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, Buckets: []string{"*"}},
+		{Name: "app", Password: "secret", Buckets: []string{mockcluster.DefaultBucket}},
+	}})
+	p := proxyTo(t, mc.Node(0).Addr())
+	unusableErrMap(p)
 	c, err := Dial(testCtx(t), p.Addr(), Options{Username: "app", Password: "secret", Bucket: "other"})
 	if err == nil {
 		c.Close()
 		t.Fatal("Dial succeeded")
 	}
 	t.Logf("%v", err)
-	if !errors.Is(err, kverr.ErrBootstrap) {
-		t.Fatalf("err %v does not match ErrBootstrap", err)
+	if !errors.Is(err, kverr.ErrBootstrap) || !errors.Is(err, kverr.ErrBucketNotFound) {
+		t.Fatalf("err %v does not match ErrBootstrap and ErrBucketNotFound", err)
 	}
-	var be *BootstrapError
-	if !errors.As(err, &be) || be.Step != memdx.OpSelectBucket {
-		t.Fatalf("err %v (%T), want a *BootstrapError at SELECT_BUCKET", err, err)
+	var ba *BucketAccessError
+	if !errors.As(err, &ba) || ba.HungUp == nil || ba.HungUp.Step != memdx.OpSelectBucket || ba.Status != 0 || ba.Bucket != "other" {
+		t.Fatalf("err %v (%T), want a *BucketAccessError for bucket \"other\" hung up at SELECT_BUCKET, without a status", err, err)
 	}
-	for _, want := range []string{"closed the connection", `"other"`, `"app"`, "XERROR", "error map"} {
+	if errors.Is(err, memdx.StatusNoAccess) || errors.Is(err, memdx.StatusSuccess) {
+		t.Errorf("a hang-up is no status the server sent: %v", err)
+	}
+	for _, want := range []string{"closed the connection", "two connections", `"other"`, `"app"`, "XERROR", "error map"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	var ba *BucketAccessError
-	if errors.As(err, &ba) {
-		t.Errorf("a hang-up is no EACCESS the server sent: %T", err)
+	if n := p.Requests(memdx.OpSelectBucket); n != 2 {
+		t.Errorf("%d SELECT_BUCKETs, want 2: one per connection without XERROR", n)
+	}
+}
+
+// A connection without XERROR that ends at SELECT_BUCKET once (a network
+// fault, a node restarting) is dialed again, and the next one that
+// selects the bucket makes the Dial succeed.
+func TestOneHangupAtSelectBucketWithoutXerrorIsDialedAgain(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{})
+	p := proxyTo(t, mc.Node(0).Addr())
+	unusableErrMap(p)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpSelectBucket}},
+		Action: mockcluster.Action{Close: mockcluster.CloseBeforeApply}, Times: 1})
+	c, err := Dial(testCtx(t), p.Addr(), Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword,
+		Bucket: mockcluster.DefaultBucket})
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	c.Close()
+	if n := p.Requests(memdx.OpSelectBucket); n != 2 {
+		t.Errorf("%d SELECT_BUCKETs, want 2", n)
 	}
 }
 
