@@ -78,6 +78,9 @@ func Lookup(ctx context.Context, r Resolver, service, host string, defaultPort i
 	if r == nil {
 		r = net.DefaultResolver
 	}
+	if nr, ok := r.(*net.Resolver); ok {
+		r = interruptible(nr)
+	}
 	rec := Record(service, host)
 	// The record's full name, with service and proto empty: LookupSRV
 	// then looks up name as given.
@@ -207,4 +210,72 @@ func (s *Seeds) RefreshName() string {
 // lookup.
 func (s *Seeds) Refresh(ctx context.Context) ([]string, error) {
 	return Lookup(ctx, s.Resolver, s.Service, s.Host, s.DefaultPort)
+}
+
+// interruptible returns a resolver that asks what r asks, through r's Dial
+// (a net.Dialer's when nil), but whose queries end when their context
+// does. The Go resolver waits for a query's answer until the query's
+// deadline (the resolver configuration's timeout, 5 s by default) and
+// sees its context's end only then: a lookup ended by the client's Close,
+// or by the bound of a lookup of the seeds again (a cancellation, on the
+// client's clock), held Close or that bound as long when the DNS server
+// did not answer.
+func interruptible(r *net.Resolver) *net.Resolver {
+	dial := r.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	return &net.Resolver{PreferGo: r.PreferGo, StrictErrors: r.StrictErrors,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := dial(ctx, network, addr)
+			if err != nil || nc == nil {
+				return nc, err
+			}
+			// The context's end makes the query's reads and writes
+			// fail at once; closing the connection (the resolver
+			// closes it after each query) drops that watch.
+			fired := make(chan struct{})
+			stop := context.AfterFunc(ctx, func() {
+				defer close(fired)
+				_ = nc.SetDeadline(time.Unix(1, 0))
+			})
+			closeWatch := func() {
+				if !stop() {
+					<-fired // it ran, or runs: wait for it to end
+				}
+			}
+			if pc, ok := nc.(net.PacketConn); ok {
+				// The resolver tells UDP from TCP by this interface.
+				return &watchedPacketConn{Conn: nc, pc: pc, stop: closeWatch}, nil
+			}
+			return &watchedConn{Conn: nc, stop: closeWatch}, nil
+		}}
+}
+
+// watchedConn is a query's stream connection whose Close ends the watch of
+// its context.
+type watchedConn struct {
+	net.Conn
+	stop func()
+}
+
+func (c *watchedConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
+// watchedPacketConn is watchedConn for a datagram connection.
+type watchedPacketConn struct {
+	net.Conn
+	pc   net.PacketConn
+	stop func()
+}
+
+func (c *watchedPacketConn) ReadFrom(b []byte) (int, net.Addr, error)  { return c.pc.ReadFrom(b) }
+func (c *watchedPacketConn) WriteTo(b []byte, a net.Addr) (int, error) { return c.pc.WriteTo(b, a) }
+
+func (c *watchedPacketConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
 }

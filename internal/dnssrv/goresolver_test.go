@@ -6,9 +6,14 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// guard bounds the waits for an event in these tests: only a broken
+// implementation reaches it.
+const guard = 20 * time.Second
 
 // Through the Go resolver (a DNS server on the loopback): a record set
 // mixing ports and priorities gives every target, trailing dot removed,
@@ -80,5 +85,63 @@ func TestSeedsResolveBoundedWhenTheServerIsSilent(t *testing.T) {
 	}
 	if !errors.Is(s.Err, context.DeadlineExceeded) {
 		t.Errorf("Err %v: want the lookup ended by its deadline", s.Err)
+	}
+}
+
+// The client's Close ends a lookup of the seeds again by ending its
+// context, and so does that lookup's own bound (on the client's clock).
+// The Go resolver does not end a query in flight when its context ends:
+// it waits for the answer until the query's deadline (the resolver
+// configuration's timeout, 5 s by default), and only then sees the
+// context's end; Close waited as long for a DNS server that does not
+// answer, as when the network that cut the cluster off cut the DNS server
+// off too. A lookup through a *net.Resolver now ends when its context
+// does: well before the query's deadline, which the resolver's Dial is
+// told.
+func TestLookupEndsWithItsContextThroughGoResolver(t *testing.T) {
+	dns := newLoopbackDNS(t, nil, "_couchbase._tcp.silent.test")
+	var mu sync.Mutex
+	var deadline time.Time // the first query's
+	r := dns.resolver()
+	dial := r.Dial
+	r.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		if dl, ok := ctx.Deadline(); ok && deadline.IsZero() {
+			deadline = dl
+		}
+		mu.Unlock()
+		return dial(ctx, network, addr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Lookup(ctx, r, "couchbase", "silent.test", 11210)
+		done <- err
+	}()
+	for wait := time.After(guard); len(dns.names()) == 0; {
+		select {
+		case <-wait:
+			t.Fatal("the query never reached the server")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(guard):
+		t.Fatal("the lookup did not end")
+	}
+	ended := time.Now()
+	mu.Lock()
+	dl := deadline
+	mu.Unlock()
+	if dl.IsZero() || !ended.Before(dl) {
+		t.Fatalf("the lookup ended at %v, not before its query's deadline %v: it waited for the silent server after its context ended",
+			ended.Format(time.StampMilli), dl.Format(time.StampMilli))
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled", err)
 	}
 }
