@@ -13,6 +13,7 @@ import (
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // Reconnect back-off of a node's pool: doubling from ReconnectMin to
@@ -685,7 +686,46 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 		n.connEnded(err)
 	}
 	cn, err := conn.Dial(ctx, n.addr, o)
-	return cn, life, err
+	if err != nil {
+		return nil, life, err
+	}
+	if err := n.otherCluster(cn); err != nil {
+		cn.Abort(err)
+		cn.Close() // waits for its goroutines
+		return nil, life, err
+	}
+	return cn, life, nil
+}
+
+// otherCluster says why cn, just dialed to n's address, is not n: the
+// config its bootstrap served is of another cluster (its clusterUUID,
+// which Server 7.6.4 and later publish, is not the held config's). An
+// address that a node of the cluster had can come to another cluster's
+// node (a container or pod given the address), with a bucket of the same
+// name and the same credentials: its bootstrap succeeds, and the requests
+// for n's vbuckets would be answered from the other cluster's bucket (its
+// documents as hits, the writes acknowledged there). nil when either
+// config names no cluster uuid (older servers; the connection did not
+// fetch one: bootstrap_on=http) or the config does not parse (judged
+// where it is offered).
+func (n *Node) otherCluster(cn *conn.Conn) error {
+	t := n.cl.topo.Load()
+	if t == nil || t.cfg == nil || t.cfg.ClusterUUID() == "" {
+		return nil
+	}
+	raw := cn.ClusterConfig()
+	if raw == nil || len(raw) > vbmap.MaxConfigSize {
+		return nil
+	}
+	cfg, err := vbmap.Parse(raw, n.host)
+	if err != nil {
+		return nil
+	}
+	if got, held := cfg.ClusterUUID(), t.cfg.ClusterUUID(); got != "" && got != held {
+		return fmt.Errorf("the node at %s now answers for another cluster (cluster uuid %s, not %s: its address was given to another cluster's node); not used as this cluster's node",
+			n.addr, got, held)
+	}
+	return nil
 }
 
 // drainAndClose waits until the connections have no request in flight
