@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,22 +18,26 @@ import (
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
-// freePortPair returns a port p such that p and p+1 are free on the mock's
-// host (a two-node mock cluster on them: KVPort).
-func freePortPair(t *testing.T) int {
+// freePorts returns a port p such that p to p+n-1 are free on the mock's
+// host (a mock cluster of n nodes on them: KVPort).
+func freePorts(t *testing.T, n int) int {
 	t.Helper()
+next:
 	for range 50 {
 		l, err := net.Listen("tcp", mockcluster.DefaultHost+":0")
 		require.NoError(t, err)
 		p := l.Addr().(*net.TCPAddr).Port
-		l2, err := net.Listen("tcp", mockcluster.DefaultHost+":"+strconv.Itoa(p+1))
 		l.Close()
-		if err == nil {
-			l2.Close()
-			return p
+		for i := 1; i < n; i++ {
+			li, err := net.Listen("tcp", mockcluster.DefaultHost+":"+strconv.Itoa(p+i))
+			if err != nil {
+				continue next
+			}
+			li.Close()
 		}
+		return p
 	}
-	t.Fatal("no two consecutive free ports")
+	t.Fatalf("no %d consecutive free ports", n)
 	return 0
 }
 
@@ -45,7 +51,7 @@ func freePortPair(t *testing.T) int {
 // returned as hits) and written into it (acknowledged, and lost to the
 // cluster the client was using).
 func TestNodeAddressTakenByAnotherClusterIsNotUsed(t *testing.T) {
-	p := freePortPair(t)
+	p := freePorts(t, 2)
 	a := newMock(t, mockcluster.Options{Nodes: 2, KVPort: p})
 	c := connect(t, a, &Options{ConfigPollInterval: time.Hour})
 	col := c.DefaultCollection()
@@ -95,5 +101,53 @@ func TestNodeAddressTakenByAnotherClusterIsNotUsed(t *testing.T) {
 	}
 	if err == nil || errors.Is(err, ErrAmbiguous) {
 		t.Fatalf("Upsert(%q): %v; want a failure that is not ambiguous (nothing was sent)", key, err)
+	}
+}
+
+// A node leaves the cluster, the others stop, and a node of another
+// cluster, with a bucket of the same name, comes up at the address of the
+// node that left, which the recovery rounds ask for a config (a seed, a
+// node once known). The config it serves, newer by its revision, is of
+// another cluster (its clusterUUID) and must not be installed. It was, as
+// a bucket made again under its name: the client moved its whole topology
+// to the other cluster, reading its documents as hits and writing into it.
+func TestConfigOfAnotherClusterIsNotInstalled(t *testing.T) {
+	p := freePorts(t, 3)
+	a := newMock(t, mockcluster.Options{Nodes: 3, KVPort: p})
+	logs := &logCapture{}
+	c := connect(t, a, &Options{ConfigPollInterval: time.Hour, Logger: slog.New(logs)})
+	col := c.DefaultCollection()
+	const key = "k"
+	_, err := col.Upsert(context.Background(), key, []byte(`"A"`), nil)
+	require.NoError(t, err)
+	left := a.Addrs()[0]
+	require.NoError(t, a.RemoveNode(0))
+	waitUntil(t, "the config without the node that left", func() bool { return !slices.Contains(c.Nodes(), left) })
+	held := c.ConfigVersion()
+
+	a.Node(1).Stop()
+	a.Node(2).Stop()
+	b := newMock(t, mockcluster.Options{Nodes: 1, KVPort: p})
+	require.Equal(t, left, b.Addrs()[0])
+	bb := b.Bucket(mockcluster.DefaultBucket)
+	for i := 0; uint64(bb.Rev()) <= held.Rev; i++ {
+		_, err := bb.AddScope("s" + strconv.Itoa(i))
+		require.NoError(t, err)
+	}
+	_, err = bb.Set("_default", "_default", key, []byte(`"B"`), 0, 0)
+	require.NoError(t, err)
+
+	// Gets find the nodes unavailable, which starts the recovery rounds;
+	// wait until the other cluster's config was judged.
+	waitUntil(t, "the other cluster's config judged", func() bool {
+		if r, err := col.Get(context.Background(), key, &GetOptions{Timeout: 20 * time.Millisecond}); err == nil && string(r.Value) == `"B"` {
+			t.Fatalf("Get(%q) returned %s, the other cluster's document", key, r.Value)
+		}
+		return c.ConfigVersion() != held || slices.ContainsFunc(logs.find("ignoring a cluster config"), func(r string) bool {
+			return strings.Contains(r, "another cluster")
+		})
+	})
+	if v := c.ConfigVersion(); v != held {
+		t.Fatalf("the config of another cluster (rev %v, bucket %q of the same name) was installed in place of rev %v", v, mockcluster.DefaultBucket, held)
 	}
 }

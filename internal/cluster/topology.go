@@ -240,6 +240,13 @@ func (c *Cluster) applyConfig(raw []byte, host string) (v vbmap.Version, read, s
 		return v, false, false, nil
 	}
 	cur = c.topo.Load()
+	if cur != nil && cur.cfg != nil && cur.cfg.ClusterUUID() != "" && cfg.ClusterUUID() != "" &&
+		cfg.ClusterUUID() != cur.cfg.ClusterUUID() {
+		// Another cluster's bucket of the same name (a seed's or a known
+		// node's address given to another cluster's node): a cluster's
+		// uuid does not change, and a bucket made again keeps it.
+		return v, false, false, fmt.Errorf("the config is of another cluster (cluster uuid %s, not %s)", cfg.ClusterUUID(), cur.cfg.ClusterUUID())
+	}
 	if cur != nil && cur.cfg != nil && !cfg.Newer(cur.cfg) {
 		return cfg.Version(), true, true, nil
 	}
