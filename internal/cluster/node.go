@@ -689,7 +689,7 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 	if err != nil {
 		return nil, life, err
 	}
-	if err := n.otherCluster(cn); err != nil {
+	if err := n.vet(cn); err != nil {
 		cn.Abort(err)
 		cn.Close() // waits for its goroutines
 		return nil, life, err
@@ -697,20 +697,30 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 	return cn, life, nil
 }
 
-// otherCluster says why cn, just dialed to n's address, is not n: the
-// config its bootstrap served is of another cluster (its clusterUUID,
-// which Server 7.6.4 and later publish, is not the held config's). An
-// address that a node of the cluster had can come to another cluster's
-// node (a container or pod given the address), with a bucket of the same
-// name and the same credentials: its bootstrap succeeds, and the requests
-// for n's vbuckets would be answered from the other cluster's bucket (its
-// documents as hits, the writes acknowledged there). nil when either
-// config names no cluster uuid (older servers; the connection did not
-// fetch one: bootstrap_on=http) or the config does not parse (judged
-// where it is offered).
-func (n *Node) otherCluster(cn *conn.Conn) error {
+// vet says why cn, just dialed to n's address, is not to be used as n's
+// connection, from the config its bootstrap served, and prepares for it:
+//
+//   - The config is of another cluster (its clusterUUID, which Server
+//     7.6.4 and later publish, is not the held config's): an address that
+//     a node of the cluster had can come to another cluster's node (a
+//     container or pod given the address), with a bucket of the same name
+//     and the same credentials. Its bootstrap succeeds, and the requests
+//     for n's vbuckets would be answered from the other cluster's bucket
+//     (its documents as hits, the writes acknowledged there): an error.
+//   - The config is of another bucket uuid than the held config's: the
+//     bucket was deleted and made again under its name (the node closed
+//     the old bucket's connections), and the new one numbers its
+//     collections afresh. The collection ids cached are forgotten before
+//     cn is used: sent on cn before the new config is installed (which
+//     forgets them too), a cached id names another collection of the new
+//     bucket, and a write lands there.
+//
+// Nothing is checked when the held config or cn's names no uuid (older
+// servers; bootstrap_on=http, where the connection fetches none) or cn's
+// does not parse (judged where it is offered).
+func (n *Node) vet(cn *conn.Conn) error {
 	t := n.cl.topo.Load()
-	if t == nil || t.cfg == nil || t.cfg.ClusterUUID() == "" {
+	if t == nil || t.cfg == nil || t.cfg.ClusterUUID() == "" && t.cfg.BucketUUID() == "" {
 		return nil
 	}
 	raw := cn.ClusterConfig()
@@ -721,9 +731,12 @@ func (n *Node) otherCluster(cn *conn.Conn) error {
 	if err != nil {
 		return nil
 	}
-	if got, held := cfg.ClusterUUID(), t.cfg.ClusterUUID(); got != "" && got != held {
+	if got, held := cfg.ClusterUUID(), t.cfg.ClusterUUID(); got != "" && held != "" && got != held {
 		return fmt.Errorf("the node at %s now answers for another cluster (cluster uuid %s, not %s: its address was given to another cluster's node); not used as this cluster's node",
 			n.addr, got, held)
+	}
+	if got, held := cfg.BucketUUID(), t.cfg.BucketUUID(); got != "" && held != "" && got != held {
+		n.cl.colls.Forget()
 	}
 	return nil
 }
