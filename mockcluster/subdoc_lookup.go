@@ -76,13 +76,16 @@ func (cn *conn) subdocLookup(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	// phase: a system xattr needs SystemXattrRead; without it a single
 	// path is refused, and every xattr spec of a multi-path lookup fails
 	// EACCESS while its body specs run. $XTOC then lists the user xattrs.
+	// The refusal is the command's status, sent as it is
+	// (SubdocCommandContext::send_response), XERROR or not: unlike a
+	// privilege refused before the command runs, remapErrorCode never
+	// sees it.
 	denied := false
 	if !cn.hasBucketPrivilege("SystemXattrRead") {
 		xs = userXattrs(xs)
 		if firstSystemXattrSpec(specs) >= 0 {
-			if !multi || !cn.has(memdx.FeatureXerror) {
-				// remapErrorCode disconnects a client without XERROR.
-				cn.refusePrivilege(p, "SystemXattrRead")
+			if !multi {
+				cn.failPrivilege(p, "SystemXattrRead")
 				return
 			}
 			denied = true

@@ -71,11 +71,12 @@ func (cn *conn) subdocMutate(p *memdx.Packet, req *memdx.SubdocRequest, specs []
 	// validate_xattr_privilege (daemon/subdocument.cc): changing a system
 	// xattr needs SystemXattrWrite, checked once the document was
 	// fetched; a multi-path mutation fails at its first xattr spec
-	// (every one is marked EACCESS, and they come first).
+	// (every one is marked EACCESS, and they come first). As for a
+	// lookup, the status is sent as it is, XERROR or not.
 	if i := firstSystemXattrSpec(specs); i >= 0 && !cn.hasBucketPrivilege("SystemXattrWrite") {
 		t.vb.mu.Unlock()
-		if !multi || !cn.has(memdx.FeatureXerror) {
-			cn.refusePrivilege(p, "SystemXattrWrite")
+		if !multi {
+			cn.failPrivilege(p, "SystemXattrWrite")
 			return outcome{}
 		}
 		for i = 0; !specs[i].xattr(); i++ {

@@ -112,3 +112,78 @@ func TestSystemXattrPrivileges(t *testing.T) {
 		}
 	})
 }
+
+// The system xattr privilege is checked while the sub-document command
+// executes, and its failure is the command's own status, sent as it is
+// (SubdocCommandContext::send_response: Cookie::sendResponse with an mcbp
+// status, which Connection::remapErrorCode never sees): a client without
+// XERROR gets EACCESS for a single path and MULTI_PATH_FAILURE, with the
+// xattr specs EACCESS, for a multi-path command, as one with XERROR does.
+// The mock closed its connection instead, as for a privilege refused before
+// the command runs.
+func TestSystemXattrPrivilegesWithoutXerror(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1, Users: []User{
+		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
+		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
+	}})
+	b := c.Bucket(DefaultBucket)
+	var fs []memdx.HelloFeature
+	for _, f := range sdFeatures {
+		if f != memdx.FeatureXerror {
+			fs = append(fs, f)
+		}
+	}
+	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, fs)
+	as := func(r memdx.Request, privs ...string) memdx.Request {
+		r = keyReq(cl, b, r)
+		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range privs {
+			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.FramingExtras = fe
+		return r
+	}
+	seed := memdx.NewSubdocMultiMutation([]byte("doc"), memdx.SubdocDocMkdoc, 0, []memdx.SubdocMutateOp{
+		mu(memdx.OpSubdocDictUpsert, "_sys", `{"a":1}`, memdx.SubdocPathXattr),
+		mu(memdx.OpSubdocDictUpsert, "body", `3`, 0),
+	})
+	if p := cl.do(keyReq(cl, b, seed)); p.Status != memdx.StatusSuccess {
+		t.Fatalf("seed: %s %s", p.Status, p.Value)
+	}
+
+	r := memdx.NewSubdocLookup(memdx.OpSubdocGet, []byte("doc"), []byte("_sys.a"), memdx.SubdocPathXattr, 0)
+	if p := cl.do(as(r, "Read")); p.Status != memdx.StatusNoAccess {
+		t.Fatalf("single-path lookup of a system xattr with Read only: %s %s, want NO_ACCESS", p.Status, p.Value)
+	}
+	ml := memdx.NewSubdocMultiLookup([]byte("doc"), 0, []memdx.SubdocLookupOp{
+		lk(memdx.OpSubdocGet, "_sys", memdx.SubdocPathXattr),
+		lk(memdx.OpSubdocGet, "body", 0),
+	})
+	p := cl.do(as(ml, "Read"))
+	if p.Status != memdx.StatusSubdocMultiPathFailure {
+		t.Fatalf("multi lookup of a system xattr with Read only: %s, want MULTI_PATH_FAILURE", p.Status)
+	}
+	if rs, err := memdx.DecodeSubdocMultiLookup(p.Value, nil); err != nil || rs[0].Status != memdx.StatusNoAccess ||
+		rs[1].Status != memdx.StatusSuccess || string(rs[1].Value) != "3" {
+		t.Fatalf("multi lookup results %+v (%v): want the xattr spec NO_ACCESS, the body spec run", rs, err)
+	}
+	m := memdx.NewSubdocMutation(memdx.OpSubdocDictUpsert, []byte("doc"), []byte("_sys.b"), []byte("4"), memdx.SubdocPathXattr, 0, 0)
+	if p := cl.do(as(m, "Upsert")); p.Status != memdx.StatusNoAccess {
+		t.Fatalf("single-path mutation of a system xattr with Upsert only: %s %s, want NO_ACCESS", p.Status, p.Value)
+	}
+	mm := memdx.NewSubdocMultiMutation([]byte("doc"), 0, 0, []memdx.SubdocMutateOp{
+		mu(memdx.OpSubdocDictUpsert, "_sys.b", `4`, memdx.SubdocPathXattr),
+	})
+	p = cl.do(as(mm, "Upsert"))
+	if p.Status != memdx.StatusSubdocMultiPathFailure {
+		t.Fatalf("multi mutation of a system xattr with Upsert only: %s, want MULTI_PATH_FAILURE", p.Status)
+	}
+	if rs, err := memdx.DecodeSubdocMultiMutation(p.Value, nil); err != nil || len(rs) != 1 || rs[0].Status != memdx.StatusNoAccess {
+		t.Fatalf("multi mutation results %+v (%v): want index 0 NO_ACCESS", rs, err)
+	}
+}
