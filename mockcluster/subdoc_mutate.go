@@ -308,11 +308,10 @@ func (cn *conn) failSpec(p *memdx.Packet, m *sdMutation, i int, st memdx.Status)
 		cn.fail(p, st, "")
 		return
 	}
-	fst := memdx.StatusSubdocMultiPathFailure
-	if m.wasDeleted {
-		fst = memdx.StatusSubdocMultiPathFailureDeleted
-	}
-	cn.reply(p, fst, 0, 0, nil, nil, memdx.AppendSubdocMutateResult(nil, uint8(i), st, nil))
+	// MULTI_PATH_FAILURE even on a tombstone: kv_engine says
+	// _DELETED for a lookup only (send_multi_mutation_response sends the
+	// overall status as it is).
+	cn.reply(p, memdx.StatusSubdocMultiPathFailure, 0, 0, nil, nil, memdx.AppendSubdocMutateResult(nil, uint8(i), st, nil))
 }
 
 // replyMutation answers a committed mutation: the mutation token with

@@ -160,3 +160,22 @@ func TestExpiredDocumentIsDeleted(t *testing.T) {
 	}
 	e.expect("add over it", e.do(memdx.NewStore(memdx.OpAdd, []byte("exp"), []byte(`1`), 0, 0)), memdx.StatusSuccess)
 }
+
+// A MULTI_MUTATION with AccessDeleted whose spec fails on a tombstone
+// answers MULTI_PATH_FAILURE: kv_engine maps a failure to
+// MULTI_PATH_FAILURE_DELETED for lookups only
+// (SubdocCommandContext::send_multi_lookup_response);
+// send_multi_mutation_response sends the overall status as it is. The mock
+// answered a mutation MULTI_PATH_FAILURE_DELETED.
+func TestMultiMutationFailureOnTombstone(t *testing.T) {
+	e := newSubdocEnv(t)
+	x := memdx.SubdocPathXattr
+	p, _ := e.mutateIn("doc", memdx.SubdocDocMkdoc, 0, mu(memdx.OpSubdocDictUpsert, "_sync", `{"rev":1}`, x))
+	e.expect("add a system xattr", p, memdx.StatusSuccess)
+	e.expect("delete", e.do(memdx.NewDelete([]byte("doc"))), memdx.StatusSuccess)
+	p, rs := e.mutateIn("doc", memdx.SubdocDocAccessDeleted, 0, mu(memdx.OpSubdocDictAdd, "_sync.rev", `2`, x))
+	if p.Status != memdx.StatusSubdocMultiPathFailure || len(rs) != 1 || rs[0].Index != 0 ||
+		rs[0].Status != memdx.StatusSubdocPathExists {
+		t.Fatalf("failed mutation of a tombstone: %s %+v, want MULTI_PATH_FAILURE, index 0 PATH_EEXISTS", p.Status, rs)
+	}
+}
