@@ -291,10 +291,11 @@ func (c *Cluster) AddFault(f Fault) *Control {
 // take the lock fn runs under, and would wait for fn itself. Nor may it
 // publish a config (AddNode, Failover, RemoveNode, StartRebalance, a
 // Rebalance's Step or Finish, AddBucket, a Bucket's AddScope,
-// AddCollection, DropCollection or DropScope): the change notifications
-// take each connection's write lock, which this connection's goroutine
-// holds, and another's holds while it waits for the fault or ordering
-// lock. Start those on another goroutine.
+// AddCollection, DropCollection or DropScope), nor call CommitSyncWrites
+// (which answers the pending writes on their connections): the change
+// notifications and those answers take each connection's write lock,
+// which this connection's goroutine holds, and another's holds while it
+// waits for the fault or ordering lock. Start those on another goroutine.
 func (c *Cluster) Control(m Match, times int, fn func(r *Request) (a Action, ok bool)) *Control {
 	return c.faults.add(&Control{match: m, times: times, decide: fn})
 }
