@@ -201,8 +201,10 @@ type KeyValueError struct {
 	// the results' RetryAttempts, and the number Error reports ("after 2
 	// retries"). RetryReasons says why they were made. A retry counts
 	// whether or not its request reached a connection (see Observer),
-	// but not one whose wait the context or Close ended: that one was
-	// never tried (its reason stays in RetryReasons).
+	// but not one whose wait the context or Close ended, nor a wait that
+	// ran into the deadline: that one was never tried, and its reason is
+	// in RetryReasons only if an earlier retry had it too (Status and
+	// Cause say what the last attempt failed with).
 	RetryAttempts int
 	RetryReasons  RetryReasons
 	// Ambiguous is true when the request may have been applied.

@@ -200,8 +200,9 @@ type RetryRequest interface {
 	// Attempts is the number of retries already made (0 while deciding on
 	// the first retry), whatever their reasons.
 	Attempts() int
-	// Reasons is the set of reasons of the earlier retries; the reason
-	// being decided is RetryAfter's second argument.
+	// Reasons is the set of reasons of the earlier retries (those
+	// Attempts counts); the reason being decided is RetryAfter's second
+	// argument.
 	Reasons() RetryReasons
 	// InDoubt reports whether an earlier attempt was written without a
 	// definite answer (the operation may have been applied).

@@ -37,8 +37,9 @@ type TimeoutError struct {
 	// Attempts is the number of retries that were sent (0: only the first
 	// try).
 	Attempts int
-	// Reasons are the reasons the operation was handed to the orchestrator,
-	// including the one whose wait ran into the deadline.
+	// Reasons are the reasons of the retries Attempts counts: not the one
+	// whose wait ran into the deadline (LastErr says what failed last),
+	// unless an earlier retry had it too.
 	Reasons ReasonSet
 	// LastErr is the error of the last failed attempt, when the client gave
 	// one; for reading, not for matching.
@@ -151,8 +152,8 @@ type CanceledError struct {
 	OpCode memdx.OpCode
 	// Attempts is the number of retries that were sent.
 	Attempts int
-	// Reasons are the reasons the operation was handed to the
-	// orchestrator, including the one it was waiting on.
+	// Reasons are the reasons of the retries Attempts counts: not the one
+	// whose wait was canceled, unless an earlier retry had it too.
 	Reasons ReasonSet
 	// Err is the context's error (context.Canceled).
 	Err error

@@ -60,7 +60,8 @@ func (o *Orchestrator) logger() *slog.Logger {
 // decide decides what follows a failed attempt of st's operation that failed
 // for reason; cause is that attempt's error (nil if none), carried into the
 // error of a refusal or a timeout. It does not wait. It updates st: a retry
-// counts as an attempt and its reason is added to the set.
+// counts as an attempt and its reason is added to the set; a refusal or a
+// timeout adds neither.
 //
 // The procedure:
 //
@@ -77,11 +78,13 @@ func (o *Orchestrator) logger() *slog.Logger {
 //  4. The delay is capped by the deadline: if now+delay is at or after the
 //     deadline, the decision is to wait until the deadline (0 if it has
 //     passed) and then fail with a *TimeoutError, without sending again
-//     (logged; not counted as an attempt). A wait ending before the
+//     (logged; not counted as an attempt, its reason not added to the
+//     set). A wait ending before the
 //     deadline, even by 1ns, is a retry: the attempt is then sent and ends
 //     by its own deadline.
-//  5. Otherwise: retry after the delay; the attempt count goes up by one
-//     and the retry is logged with the reason and the new count.
+//  5. Otherwise: retry after the delay; the attempt count goes up by one,
+//     the reason joins the set, and the retry is logged with the reason
+//     and the new count.
 //
 // decide allocates nothing on a retry when logging at Debug is disabled;
 // refusals and timeouts allocate their error.
@@ -141,13 +144,11 @@ func (o *Orchestrator) decide(st *State, reason Reason, cause error) decision {
 
 	now := clk.Now()
 	if !st.deadline.IsZero() && !now.Add(delay).Before(st.deadline) {
-		st.reasons = st.reasons.With(reason)
 		left := max(st.deadline.Sub(now), 0)
 		o.logTimeout(st, reason, delay, left)
 		return decision{Delay: left, Err: st.TimeoutError(cause)}
 	}
-	st.attempts++
-	st.reasons = st.reasons.With(reason)
+	st.countRetry(reason)
 	o.logRetry(st, reason, delay)
 	return decision{Retry: true, Delay: delay}
 }
@@ -233,7 +234,7 @@ func (o *Orchestrator) Resume(st *State, p Plan, woken bool, ctxErr error) error
 		}
 		if woken && !d.Retry {
 			// A timeout decision woken before the deadline: retry.
-			st.attempts++
+			st.countRetry(p.reason)
 			o.logRetry(st, p.reason, 0)
 			return nil
 		}
@@ -252,11 +253,12 @@ func (o *Orchestrator) Resume(st *State, p Plan, woken bool, ctxErr error) error
 }
 
 // contextError turns a context's error into the operation's error. A retry
-// that was decided but will not be sent is taken off the attempt count, so
-// that the error counts the retries actually sent.
+// that was decided but will not be sent is taken off the attempt count and
+// its reason off the reasons, so that the error counts, and names the
+// reasons of, the retries actually sent.
 func (o *Orchestrator) contextError(st *State, d decision, err, cause error) error {
 	if d.Retry {
-		st.attempts--
+		st.RetryNotSent()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return st.TimeoutError(cause)

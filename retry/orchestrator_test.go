@@ -50,7 +50,8 @@ func TestCappingExample(t *testing.T) {
 	assert.NotErrorIs(t, d.Err, kverr.ErrAmbiguous)
 	assert.NotErrorIs(t, d.Err, memdx.StatusTmpFail, "a timeout is not its last attempt's error")
 	assert.Equal(t, 0, te.Attempts, "the capped retry never happened")
-	assert.Equal(t, ReasonSet(0).With(ReasonKVTemporaryFailure), te.Reasons)
+	assert.Equal(t, ReasonSet(0), te.Reasons, "nor is its reason a retry's")
+	assert.Equal(t, ReasonSet(0), st.Reasons())
 	assert.Equal(t, errTmpFail, te.LastErr)
 	assert.Equal(t, memdx.OpGet, te.OpCode)
 	assert.Equal(t, 0, st.Attempts())
@@ -383,6 +384,7 @@ func TestWaitCanceled(t *testing.T) {
 	assert.Equal(t, errTmpFail, ce.LastErr)
 	assert.Equal(t, 0, ce.Attempts, "the retry cut short was not sent")
 	assert.Equal(t, 0, st.Attempts())
+	assert.Equal(t, ReasonSet(0), ce.Reasons, "nor is its reason a retry's")
 	assert.Empty(t, fc.Timers(), "the timer is stopped")
 
 	// No wait needed, but the context is done: not sent again.
@@ -665,10 +667,10 @@ func TestStateInit(t *testing.T) {
 // leaves a new one. A field added to State must be added here, and to
 // Init: the count below fails until it is.
 func TestStateInitClearsEveryField(t *testing.T) {
-	require.Equal(t, 15, reflect.TypeFor[State]().NumField(), "a new State field: set it below and clear it in Init")
+	require.Equal(t, 16, reflect.TypeFor[State]().NumField(), "a new State field: set it below and clear it in Init")
 	type key struct{}
 	dirty := State{ctx: context.WithValue(context.Background(), key{}, "v"), strategy: neverRetry{}, deadline: t0,
-		op: memdx.OpSet, name: "Upsert", idempotent: true, attempts: 3, reasons: ReasonSet(0).With(ReasonKVLocked),
+		op: memdx.OpSet, name: "Upsert", idempotent: true, attempts: 3, reasons: ReasonSet(0).With(ReasonKVLocked), reasonsBefore: ReasonSet(0).With(ReasonKVTemporaryFailure),
 		inDoubt: true, routeChanged: true, awaitWake: true,
 		em:    ErrorMapRetry{Entry: errmap.Entry{Status: 0x7ff0, Name: "X"}, Retry: 2, Since: t0, Elapsed: time.Second},
 		emSet: true, emOther: true, timer: time.NewTimer(time.Hour)}

@@ -24,8 +24,9 @@ type Request interface {
 	// Attempts is the number of retries already made (0 while deciding on
 	// the first retry). It counts every retry, whatever its reason.
 	Attempts() int
-	// Reasons is the set of reasons of the earlier decisions; the reason
-	// being decided is passed to RetryAfter separately.
+	// Reasons is the set of reasons of the retries already made (those
+	// Attempts counts); the reason being decided is passed to RetryAfter
+	// separately.
 	Reasons() ReasonSet
 	// InDoubt reports whether an earlier attempt was written without a
 	// definite answer (the request may have been applied).
@@ -84,11 +85,14 @@ type State struct {
 	name       string
 	idempotent bool
 
-	attempts     int
-	reasons      ReasonSet
-	inDoubt      bool
-	routeChanged bool
-	awaitWake    bool
+	attempts int
+	reasons  ReasonSet
+	// reasonsBefore is reasons before the last counted retry added its
+	// reason: what reasons goes back to when that retry is not sent.
+	reasonsBefore ReasonSet
+	inDoubt       bool
+	routeChanged  bool
+	awaitWake     bool
 
 	em    ErrorMapRetry
 	emSet bool
@@ -127,7 +131,7 @@ func (s *State) Init(ctx context.Context, op memdx.OpCode, strategy Strategy, de
 	// is cleared only when an operation set it.
 	s.ctx, s.strategy, s.deadline, s.op, s.name = ctx, strategy, deadline, op, ""
 	s.idempotent = IsIdempotent(op)
-	s.attempts, s.reasons = 0, 0
+	s.attempts, s.reasons, s.reasonsBefore = 0, 0, 0
 	s.inDoubt, s.routeChanged, s.awaitWake, s.emOther = false, false, false, false
 	if s.emSet {
 		s.em, s.emSet = ErrorMapRetry{}, false
@@ -213,14 +217,23 @@ func (s *State) Attempts() int { return s.attempts }
 // Reasons implements Request.
 func (s *State) Reasons() ReasonSet { return s.reasons }
 
-// RetryNotSent takes the retry decided last off Attempts: the caller will
-// not send it after all (its client closed during the wait), so that the
-// operation's error counts only the retries that were made. Its reason
-// stays in Reasons.
+// RetryNotSent takes the retry decided last off Attempts and its reason
+// off Reasons (unless an earlier retry had it too): the caller will not
+// send it after all (its client closed during the wait), so that the
+// operation's error counts, and names the reasons of, only the retries
+// that were made.
 func (s *State) RetryNotSent() {
 	if s.attempts > 0 {
 		s.attempts--
+		s.reasons = s.reasonsBefore
 	}
+}
+
+// countRetry counts a retry made for reason.
+func (s *State) countRetry(reason Reason) {
+	s.attempts++
+	s.reasonsBefore = s.reasons
+	s.reasons = s.reasons.With(reason)
 }
 
 // InDoubt implements Request.
