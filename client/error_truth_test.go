@@ -129,4 +129,6 @@ func TestScanCreateTimeoutDoesNotSayNotApplied(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrAmbiguous, "%v", err)
 	assert.Contains(t, err.Error(), "retry: unambiguous timeout (the request changes no data)")
 	assert.Contains(t, err.Error(), "may stay on the server", "says what the timed-out create may have left")
+	assert.NotContains(t, err.Error(), "not applied", "a create that may have opened a scan: %v", err)
+	assert.ErrorIs(t, err, ErrUnambiguousTimeout)
 }

@@ -134,6 +134,10 @@ var (
 
 	// ErrTimeout matches every timeout; ErrAmbiguousTimeout and
 	// ErrUnambiguousTimeout say whether the request may have been applied.
+	// A range scan's requests change no document, so their timeouts are
+	// unambiguous; the error's message says "the request changes no data"
+	// for them (a create written before it timed out may have opened a
+	// scan, which the server drops after its idle timeout).
 	ErrTimeout            = kverr.ErrTimeout
 	ErrAmbiguousTimeout   = kverr.ErrAmbiguousTimeout
 	ErrUnambiguousTimeout = kverr.ErrUnambiguousTimeout
@@ -236,6 +240,12 @@ func (e *KeyValueError) Error() string {
 		Ambiguous:        e.Ambiguous,
 		Cause:            e.Cause,
 	}
+	if e.Err == ErrUnambiguousTimeout && isRangeScanOp(e.OpCode.wire()) {
+		// "The request was not applied" is not true of a range-scan
+		// request that was written: a create may have opened a scan, a
+		// continue taken a batch. None changes a document.
+		m.ErrText = "unambiguous timeout: the request changes no data"
+	}
 	if e.Status != 0 && m.StatusName == "" {
 		m.StatusName = e.Status.String()
 	}
@@ -263,6 +273,15 @@ func (e *KeyValueError) Unwrap() []error {
 // Is makes a KeyValueError marked Ambiguous match ErrAmbiguous even when
 // its cause does not say so itself.
 func (e *KeyValueError) Is(target error) bool { return target == ErrAmbiguous && e.Ambiguous }
+
+// isRangeScanOp reports whether op is one of a range scan's requests.
+func isRangeScanOp(op memdx.OpCode) bool {
+	switch op {
+	case memdx.OpRangeScanCreate, memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
+		return true
+	}
+	return false
+}
 
 // sentinelOf is kverr.SentinelOf, a replica the bucket does not have
 // being an argument refused.
