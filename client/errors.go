@@ -232,6 +232,7 @@ func (e *KeyValueError) Error() string {
 		Status:           uint16(e.Status),
 		StatusName:       e.ErrorName,
 		ErrorDescription: e.ErrorDescription,
+		StatusNote:       statusNote(e.OpCode.wire(), e.Status.wire()),
 		ServerContext:    e.ServerContext,
 		Node:             e.Node,
 		Vbucket:          e.Vbucket,

@@ -1123,13 +1123,33 @@ func (o *op) statusErr() error {
 }
 
 // statusError builds the error of an operation that ended on a status.
+// statusNote is what status, answered to opc, likely stands for when
+// that is not what the status's name says, for the error's message; ""
+// when it says it. kv_engine answers TMPFAIL for a lock:
+// Connection::remapErrorCode gives a connection without XERROR
+// locked_tmpfail (GET_LOCKED of a locked document, UNLOCK_KEY with
+// another CAS) and not_locked as TMPFAIL, and KVBucket::unlockKey
+// before 7.6, which had no NOT_LOCKED, answers TMPFAIL for a document
+// that is not locked. TMPFAIL may also be just that, so the sentinel
+// stays the status policy's.
+func statusNote(opc memdx.OpCode, status memdx.Status) string {
+	if status != memdx.StatusTmpFail {
+		return ""
+	}
+	switch opc {
+	case memdx.OpGetLocked:
+		return "the document may be locked: Couchbase Server answers GET_LOCKED of a locked document so" +
+			" to a connection without XERROR (older servers to any), though it may also be a temporary failure"
+	case memdx.OpUnlockKey:
+		return "Couchbase Server before 7.6 answers UNLOCK_KEY so for a document that is not locked;" +
+			" to a connection without XERROR it also answers so for a lock held with another CAS"
+	}
+	return ""
+}
+
 func (c *Client) statusError(o *op, cause error) error {
 	if cause == nil {
 		cause = o.statusErr()
-		if o.req.OpCode == memdx.OpUnlockKey && o.status == memdx.StatusTmpFail {
-			cause = fmt.Errorf("%w: Couchbase Server before 7.6 answers UNLOCK_KEY so for a document that is not locked;"+
-				" to a connection without XERROR it also answers so for a lock held with another CAS", cause)
-		}
 	}
 	e := newKVError(o, o.outcome.Sentinel, cause)
 	if o.outcome.Ambiguous {

@@ -34,6 +34,22 @@ func TestLockedDocumentWithoutXerror(t *testing.T) {
 	assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status, "GET_LOCKED of a locked document, without XERROR")
 }
 
+// GetAndLock of a locked document on a connection without XERROR gets
+// TMPFAIL (kv_engine's locked_tmpfail, remapped by
+// Connection::remapErrorCode): once the strategy gives up, the error is
+// still ErrTemporaryFailure (TMPFAIL may be just that), but its message
+// names the likely cause, the lock, instead of a bare "temporary failure".
+func TestGetAndLockTmpFailNamesTheLock(t *testing.T) {
+	col, ctx := lockedWithoutXerror(t, "v")
+	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
+	_, err := col.GetAndLock(ctx, "k", 10*time.Second, &GetAndLockOptions{RetryStrategy: noRetry})
+	require.ErrorIs(t, err, ErrTemporaryFailure)
+	assert.NotErrorIs(t, err, ErrDocumentLocked, "TMPFAIL does not say for certain that the document is locked")
+	t.Logf("%v", err)
+	assert.Contains(t, err.Error(), "may be locked", "names the lock as a likely cause: %v", err)
+	assert.Contains(t, err.Error(), "XERROR", "says why TMPFAIL may mean a lock: %v", err)
+}
+
 // lockedWithoutXerror connects to a one-node mock without XERROR
 // (connectWithoutXerror) and writes key "k" with value, locked for 10 s;
 // ctx bounds the test's operations.

@@ -569,6 +569,13 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 // nil) locks for 15 s, not 30. The result's Cas unlocks it; writes with
 // any other CAS fail while it is locked. A negative lockTime is
 // ErrInvalidArgument.
+//
+// A document already locked is retried (KV_LOCKED) until the lock ends
+// or the operation times out; a strategy that gives up fails with
+// ErrDocumentLocked. On a connection without XERROR the server says
+// "locked" with TMPFAIL, retried as KV_TEMPORARY_FAILURE: a strategy
+// that gives up then fails with ErrTemporaryFailure, whose message says
+// the document may be locked (TMPFAIL may also be a temporary failure).
 func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *GetAndLockOptions) (GetResult, error) {
 	var p opParams
 	if opts != nil {

@@ -20,9 +20,12 @@ type Message struct {
 	Status           uint16
 	StatusName       string
 	ErrorDescription string
-	ServerContext    string
-	Node             string
-	Vbucket          uint16
+	// StatusNote says what Status likely stands for when it is not what
+	// its name says ("" when it is): TMPFAIL for a lock, say.
+	StatusNote    string
+	ServerContext string
+	Node          string
+	Vbucket       uint16
 	// NoVbucket: the operation addresses no vbucket (a node's ping or
 	// statistics, a memcached bucket's key); Vbucket is not shown.
 	NoVbucket     bool
@@ -52,6 +55,9 @@ func (e *Message) String() string {
 		fmt.Fprintf(&b, " (status 0x%02x %s", e.Status, e.StatusName)
 		if e.ErrorDescription != "" {
 			b.WriteString(": " + e.ErrorDescription)
+		}
+		if e.StatusNote != "" {
+			b.WriteString("; " + e.StatusNote)
 		}
 		b.WriteByte(')')
 	}
