@@ -433,8 +433,12 @@
 // {"path","xattr","value","exists","error"} per path, a value that is not
 // JSON as "raw" and "encoding"; mutate: per counter)
 // and "deleted" when the document is a tombstone. "retries" is how many times the operation was
-// retried and "retry_reasons" why. A failure prints "ok":false and
-// "error": {"kind","message","exit","status","ambiguous"}, where kind is one of
+// retried and "retry_reasons" why. "ok" is false exactly when the exit
+// status is not 0, but for exists and lookup --exists, whose exit 3 is the
+// answer false ("ok":true, "exists":false). A failure prints "ok":false and
+// "error": {"kind","message","exit","status","ambiguous"} (lookup: the
+// failure of the path that gave the exit status; get of several keys:
+// each key's in "results"), where kind is one of
 // not_found, conflict, authentication, bucket, unreachable, tls, timeout,
 // interrupted, invalid_argument, collection, access, unsupported,
 // ambiguous (sent, no answer: it may have been applied), path (a

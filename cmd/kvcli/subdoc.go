@@ -99,9 +99,13 @@ func cmdLookup(ctx context.Context, inv *invocation, args []string) int {
 
 // lookedUp prints lookup's results and returns the exit status: 0 when
 // every path succeeded, 3 when a path was missing and none failed
-// otherwise, 1 when one failed otherwise.
+// otherwise, 1 when one failed otherwise. --json's "ok" is false, and
+// "error" is the failure of the path that gave the exit status, when
+// that status is not 0; but a path --exists finds missing is an answer
+// (false, exit 3, as exists answers for a document), not a failure.
 func (inv *invocation) lookedUp(key string, paths []lookupPath, exists bool, r client.LookupInResult) int {
 	code := exitOK
+	var failed *jsonError // the path failure that gave code
 	res := &jsonResult{Op: "lookup", Key: key, OK: true, Cas: fmtCas(r.Cas)}
 	if r.IsDeleted {
 		res.Deleted = &r.IsDeleted
@@ -138,11 +142,20 @@ func (inv *invocation) lookedUp(key string, paths []lookupPath, exists bool, r c
 		case errors.Is(err, client.ErrPathNotFound):
 			if code == exitOK {
 				code = exitNotFound
+				failed = jp.Error
 			}
 		default:
+			if code != exitError {
+				failed = jp.Error
+			}
 			code = exitError
 		}
 		res.Paths = append(res.Paths, jp)
+	}
+	if failed != nil {
+		e := *failed
+		e.Exit = code // a path's own code may be another (4: conflict)
+		res.OK, res.Error = false, &e
 	}
 	if inv.g.json {
 		inv.printJSON(res)

@@ -97,8 +97,9 @@ func TestLookupMutateJSON(t *testing.T) {
 	r = runKV(t, env, "", "--json", "lookup", "j", "a.b", "nope", "--xattr", "$document.exptime")
 	assert.Equal(t, exitNotFound, r.code, r)
 	var l struct {
-		OK    bool   `json:"ok"`
-		Cas   string `json:"cas"`
+		OK    bool       `json:"ok"`
+		Cas   string     `json:"cas"`
+		Error *jsonError `json:"error"`
 		Paths []struct {
 			Path  string          `json:"path"`
 			Xattr bool            `json:"xattr"`
@@ -107,7 +108,10 @@ func TestLookupMutateJSON(t *testing.T) {
 		} `json:"paths"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &l), r.stdout)
-	assert.True(t, l.OK)
+	assert.False(t, l.OK, "exit 3 is a failure: ok must say so: %s", r.stdout)
+	require.NotNil(t, l.Error, "a failure has an error: %s", r.stdout)
+	assert.Equal(t, exitNotFound, l.Error.Exit, "the error's exit is the exit status")
+	assert.Equal(t, kindNotFound, l.Error.Kind)
 	require.Len(t, l.Paths, 3)
 	assert.Equal(t, "$document.exptime", l.Paths[0].Path)
 	assert.True(t, l.Paths[0].Xattr)
@@ -116,6 +120,15 @@ func TestLookupMutateJSON(t *testing.T) {
 	require.NotNil(t, l.Paths[2].Error)
 	assert.Equal(t, kindNotFound, l.Paths[2].Error.Kind)
 	assert.Equal(t, exitNotFound, l.Paths[2].Error.Exit)
+
+	// --exists answers: a missing path is false, exit 3, as exists
+	// answers for a document, and the lookup did not fail.
+	r = runKV(t, env, "", "--json", "lookup", "j", "--exists", "a.b", "nope")
+	assert.Equal(t, exitNotFound, r.code, r)
+	l.Error = nil
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &l), r.stdout)
+	assert.True(t, l.OK, r.stdout)
+	assert.Nil(t, l.Error, r.stdout)
 
 	r = runKV(t, env, "", "--json", "mutate", "j", "insert", "a", "1")
 	assert.Equal(t, exitConflict, r.code, r)
