@@ -112,10 +112,15 @@ type ConnStr struct {
 }
 
 // ParseConnStr parses a connection string. A string with no scheme is taken
-// as couchbase://, but for RFC 0011's legacy form "h:8091", which (as
-// gocbcore and libcouchbase read it, and as http://h:8091 reads) is a KV
-// seed at DefaultKVPort whose host's port 8091 is the cluster manager's:
-// couchbase://h:11210. Every error names what was wrong.
+// as couchbase://, but for its untyped hosts, which RFC 0011 reads as
+// http://'s: "h" and the legacy "h:8091" are (as gocbcore and libcouchbase
+// read them, and as http://h reads) a KV seed at DefaultKVPort whose
+// host's port 8091 is the cluster manager's, couchbase://h:11210, with no
+// DNS SRV lookup (RFC 0011 makes one for couchbase:// and couchbases://
+// only); "h:PORT" at another port is refused (ErrInvalidConnStr) as
+// ambiguous, as gocbcore refuses it: RFC 0011 would make it the cluster
+// manager's, while "h:11210" usually means a KV port. Write
+// couchbase://h:PORT or http://h:PORT. Every error names what was wrong.
 //
 // The options (the query parameters) a string may carry, each the
 // Options field it sets at Connect (KnownConnStrOptions lists the names;

@@ -131,9 +131,11 @@ var knownOptions = map[string]string{
 }
 
 // Parse parses a connection string. A string with no scheme is taken
-// as couchbase://, but for RFC 0011's legacy form "h:8091", an untyped
-// host at 8091, which is a KV seed at 11210 (setHosts), as gocbcore and
-// libcouchbase read it. Every error names what was wrong.
+// as couchbase://, but for its untyped hosts, which RFC 0011 reads as
+// http://'s (setHosts): "h" and the legacy "h:8091" are KV seeds at 11210
+// (no DNS SRV lookup), as gocbcore and libcouchbase read them, and "h:PORT"
+// at another port is refused as ambiguous, as gocbcore refuses it. Every
+// error names what was wrong.
 func Parse(s string) (*ConnStr, error) {
 	fail := func(format string, args ...any) (*ConnStr, error) {
 		return nil, &Error{Input: redacted(s), Reason: fmt.Sprintf(format, args...)}
@@ -344,8 +346,12 @@ func (cs *ConnStr) setOptions(query string) string {
 // at the default port is), a host at another port an =http seed; no host
 // takes a type, and none is a DNS SRV name. Without a scheme (schemeless),
 // RFC 0011's legacy form that gocbcore and libcouchbase read the same way,
-// an untyped host at 8091 is such a KV seed at 11210 too; the other hosts
-// read as with couchbase://.
+// an untyped host at 8091 is such a KV seed at 11210 too, one without a
+// port a KV seed at 11210 that is no DNS SRV name (RFC 0011 looks those up
+// for couchbase:// and couchbases:// only), and one at another port is
+// refused: RFC 0011 reads it as the cluster manager's, most who write
+// h:11210 mean a KV port, and gocbcore refuses it ("ambiguous port
+// without scheme"). A typed host reads as with couchbase://.
 func (cs *ConnStr) setHosts(hostPart string, httpScheme, schemeless bool) string {
 	hosts := strings.FieldsFunc(hostPart, func(r rune) bool { return r == ',' || r == ';' })
 	for _, h := range hosts {
@@ -402,10 +408,19 @@ func (cs *ConnStr) setHosts(hostPart string, httpScheme, schemeless bool) string
 		if !cs.Scheme.IsMemcached() && !typed && (p == "8091" || p == "18091") {
 			return fmt.Sprintf("%s is the cluster manager's HTTP port: write %s=http to bootstrap over HTTP, or give the KV port (11210, or 11207 with TLS)", addr, addr)
 		}
+		if schemeless && !typed && portGiven {
+			// RFC 0011 reads it as http://, whose host at a port
+			// other than 8091 is the cluster manager's; most who
+			// write h:11210 mean a KV port. gocbcore refuses it too.
+			return fmt.Sprintf("%s: a port without a scheme is ambiguous (RFC 0011 reads it as the cluster manager's, http://):"+
+				" write couchbase://%s for a KV port, or http://%s for the cluster manager's", addr, addr, addr)
+		}
 		cs.Hosts = append(cs.Hosts, addr)
 		// The same trimming as parseHost's (all of unicode.IsSpace, not
 		// only ' '): "\v::" is the IPv6 literal "::", not a DNS SRV name.
-		if name := strings.TrimSpace(h); len(hosts) == 1 && !typed && !portGiven && !cs.Scheme.IsMemcached() && net.ParseIP(strings.Trim(name, "[]")) == nil {
+		// RFC 0011 looks one up for couchbase:// and couchbases:// only,
+		// not for a string without a scheme (read as http://).
+		if name := strings.TrimSpace(h); len(hosts) == 1 && !typed && !portGiven && !schemeless && !cs.Scheme.IsMemcached() && net.ParseIP(strings.Trim(name, "[]")) == nil {
 			cs.SRVHost = name
 		}
 	}

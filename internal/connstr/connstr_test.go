@@ -293,6 +293,28 @@ func TestParseHTTPScheme(t *testing.T) {
 // cluster manager's HTTP port"). Every other schemeless form reads as
 // before: couchbase:// (a KV port, a DNS SRV name), and 18091 or
 // couchbase://h:8091 are still refused.
+// A schemeless host at a port other than 8091 has no one reading: RFC
+// 0011 takes a string without a scheme as http://, whose host at another
+// port is the cluster manager's (h:9000, cluster_run's), while most who
+// write "h:11210" mean a KV port, which kvwire took it for. gocbcore
+// refuses it ("ambiguous port without scheme"); so does kvwire, saying
+// what to write for each reading.
+func TestParseSchemelessPortIsAmbiguous(t *testing.T) {
+	for _, in := range []string{"h:11210", "h:9000", "localhost:12000/default", "h1:8091,h2:11210"} {
+		_, err := Parse(in)
+		var e *Error
+		require.ErrorAs(t, err, &e, "%q", in)
+		assert.Contains(t, e.Reason, "without a scheme", "%q", in)
+		assert.Contains(t, e.Reason, "couchbase://", "%q: says what to write for a KV port", in)
+		assert.Contains(t, e.Reason, "http://", "%q: says what to write for the cluster manager's", in)
+	}
+	// A typed host says which port it is.
+	cs, err := Parse("h:9000=http,h:12000=mcd")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"h:12000"}, cs.Hosts)
+	assert.Equal(t, []string{"h:9000"}, cs.HTTPHosts)
+}
+
 func TestParseSchemelessAt8091(t *testing.T) {
 	cases := []struct {
 		in        string
@@ -313,13 +335,15 @@ func TestParseSchemelessAt8091(t *testing.T) {
 			assert.Equal(t, c.canonical, cs.String())
 		})
 	}
-	// Unchanged: the other schemeless forms.
+	// A host without a port is a KV seed at 11210 (then the cluster
+	// manager at 8091), as http://h is: RFC 0011 looks up a DNS SRV
+	// record only for couchbase:// and couchbases://.
 	cs, err := Parse("h")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"h:11210"}, cs.Hosts)
-	assert.Equal(t, "h", cs.SRVHost)
-	cs, err = Parse("h:11210")
-	require.NoError(t, err)
+	assert.Empty(t, cs.SRVHost, "no scheme is http://, which has no DNS SRV lookup")
+	cs, err = Parse("h=mcd")
+	require.NoError(t, err, "a typed host says what its port is")
 	assert.Equal(t, []string{"h:11210"}, cs.Hosts)
 	for _, in := range []string{"h:18091", "couchbase://h:8091", "h1:8091,h2:18091"} {
 		_, err := Parse(in)
