@@ -385,7 +385,15 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 		return line
 	}
 	if kv.RetryAttempts == 0 || kv.RetryReasons.Len() == 0 {
-		if kv.Node != "" {
+		switch {
+		case kv.Node != "" && kv.Status != 0:
+			// It answered (its retry's wait ran into the deadline).
+			status := kv.ErrorName
+			if status == "" {
+				status = kv.Status.String()
+			}
+			line += "; " + inv.redact(kv.Node) + " answered " + status
+		case kv.Node != "":
 			line += " waiting for " + inv.redact(kv.Node) + " to answer (vbucket " + fmt.Sprint(kv.Vbucket) + ")"
 		}
 	} else {
