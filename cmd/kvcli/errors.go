@@ -377,6 +377,12 @@ var reasonWhy = map[client.RetryReason]string{
 	client.RetryReasonCircuitBreakerOpen:            "the node's circuit breaker was open",
 }
 
+// lockTmpFailWhy is reasonWhy's TMPFAIL for lock (GET_LOCKED): kv_engine
+// answers a locked document's GET_LOCKED so on a connection without XERROR
+// (Connection::remapErrorCode's locked_tmpfail).
+const lockTmpFailWhy = "the server kept answering TMPFAIL, which is also its answer for a locked document" +
+	" on a connection without XERROR: the document may have stayed locked (or the server was busy, warming up or out of memory)"
+
 // timeoutLine explains a timeout: how long, how often it was retried and
 // why, and whether a write may have been applied.
 func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
@@ -400,7 +406,9 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 		var names, whys []string
 		for r := range kv.RetryReasons.All() {
 			names = append(names, r.String())
-			if w, ok := reasonWhy[r]; ok {
+			if r == client.RetryReasonKVTemporaryFailure && kv.Op == "GetAndLock" {
+				whys = append(whys, lockTmpFailWhy)
+			} else if w, ok := reasonWhy[r]; ok {
 				whys = append(whys, w)
 			}
 		}

@@ -30,5 +30,18 @@ func TestTimeoutLineSaysWhatTheNodeAnswered(t *testing.T) {
 	assert.Contains(t, p.line, "waiting for h:11210 to answer (vbucket 7)", p.line)
 }
 
+// lock's TMPFAILs, retried until the timeout, are what a connection
+// without XERROR gets for a locked document: the line says the document
+// may have stayed locked, not only that the server was busy.
+func TestTimeoutLineOfGetAndLockTmpFail(t *testing.T) {
+	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
+	kv := &client.KeyValueError{Op: "GetAndLock", Key: "k", OpCode: client.OpCode(0x94), Node: "h:11210", Status: client.StatusTmpFail,
+		RetryAttempts: 9, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVTemporaryFailure),
+		Err: client.ErrUnambiguousTimeout, Cause: timeoutCause}
+	p := inv.explain("k", kv)
+	assert.Contains(t, p.line, "retried 9 times for KV_TEMPORARY_FAILURE", p.line)
+	assert.Contains(t, p.line, "may have stayed locked", p.line)
+}
+
 // timeoutCause matches what a client timeout's cause matches.
 var timeoutCause = fmt.Errorf("%w: %w", client.ErrUnambiguousTimeout, client.ErrTimeout)
