@@ -103,7 +103,7 @@ func (inv *invocation) explain(key string, err error) problem {
 	case errors.Is(err, client.ErrDeltaInvalid):
 		return problem{kindInvalid, "document " + q(key) + " is not a number (counters hold a decimal uint64)", exitError}
 	case errors.Is(err, client.ErrValueTooLarge):
-		return problem{kindInvalid, "the value is larger than the server accepts (20 MiB on Couchbase, 1 MiB on memcached by default)", exitError}
+		return problem{kindInvalid, tooLargeLine(q(key), isKV && kv.Status != client.StatusTooBig), exitError}
 	case errors.Is(err, client.ErrScopeNotFound), errors.Is(err, client.ErrCollectionNotFound):
 		return problem{kindCollection, "collection " + q(inv.g.collection) + " does not exist in bucket " + q(inv.bucketName()) + " (check --collection)", exitError}
 	case errors.Is(err, client.ErrNoAccess):
@@ -597,6 +597,18 @@ func fmtDuration(d time.Duration) string {
 	default:
 		return d.Round(time.Microsecond).String()
 	}
+}
+
+// tooLargeLine is the line of ErrValueTooLarge; quoted is the document's
+// key, quoted and redacted. read: no E2BIG came, so the server sent an
+// answer longer than the client reads (a memcached started with -I over
+// 20m stores such values), rather than refusing the value.
+func tooLargeLine(quoted string, read bool) string {
+	if read {
+		return "the value of " + quoted + " is larger than kvwire reads (20 MiB):" +
+			" the server holds it (memcached -I over 20m allows that) but kvwire cannot read it (-v shows the detail)"
+	}
+	return "the value is larger than the server accepts (20 MiB on Couchbase, 1 MiB on memcached by default)"
 }
 
 // notLockedLine is what unlock prints for ErrDocumentNotLocked; quoted is

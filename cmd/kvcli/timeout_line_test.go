@@ -45,3 +45,20 @@ func TestTimeoutLineOfGetAndLockTmpFail(t *testing.T) {
 
 // timeoutCause matches what a client timeout's cause matches.
 var timeoutCause = fmt.Errorf("%w: %w", client.ErrUnambiguousTimeout, client.ErrTimeout)
+
+// A read whose answer is longer than kvwire reads (a memcached -I over
+// 20m holds such values) fails with ErrValueTooLarge too: its line must
+// not say the server refused the value, which it stored and sent.
+func TestValueTooLargeLineOfARead(t *testing.T) {
+	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
+	kv := &client.KeyValueError{Op: "Get", Key: "big", Node: "h:11211",
+		Err: client.ErrValueTooLarge, Cause: fmt.Errorf("conn h:11211: protocol violation: body of 20971530 bytes exceeds the limit of 20971520")}
+	p := inv.explain("big", kv)
+	assert.NotContains(t, p.line, "than the server accepts", p.line)
+	assert.Contains(t, p.line, "kvwire reads", p.line)
+
+	// The server's own refusal (E2BIG) keeps its line.
+	kv = &client.KeyValueError{Op: "Upsert", Key: "big", Node: "h:11211", Status: client.StatusTooBig, Err: client.ErrValueTooLarge}
+	p = inv.explain("big", kv)
+	assert.Contains(t, p.line, "larger than the server accepts", p.line)
+}
