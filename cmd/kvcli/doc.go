@@ -357,7 +357,10 @@
 // connections fails its keys at once; ?remove_failed_servers=true takes it
 // out of the ring while it stays down. memcached has no buckets,
 // collections or locks: -b and --collection are usage errors there, and
-// lock and unlock fail at once.
+// lock and unlock fail at once. Without a scheme, h1 and RFC 0011's legacy
+// h1:8091 are couchbase://h1:11210 (no DNS SRV lookup); h1:PORT at another
+// port is refused as ambiguous: write couchbase://h1:PORT for a KV port or
+// http://h1:PORT for the cluster manager's.
 //
 // The password is never printed, logged or put in an error message: the
 // client never logs it, and should some layer ever echo it, every value
