@@ -695,3 +695,22 @@ func TestErrorStrings(t *testing.T) {
 	ce := &CanceledError{OpCode: memdx.OpSet, Ambiguous: true, Err: context.Canceled}
 	assert.Equal(t, "retry: canceled while waiting to retry (the request may have been applied) [SET, 0 retries]: context canceled", ce.Error())
 }
+
+// RetryNotSent takes the retry decided last off Attempts and its reason
+// off Reasons, but keeps a reason an earlier retry had: the reasons are
+// those of the retries counted.
+func TestRetryNotSentTakesItsReasonOff(t *testing.T) {
+	o, _, st := fakeSetup(memdx.OpGet, fixed(ms), time.Minute)
+	require.True(t, o.decide(st, ReasonKVLocked, nil).Retry)
+	require.True(t, o.decide(st, ReasonKVTemporaryFailure, errTmpFail).Retry)
+	st.RetryNotSent()
+	assert.Equal(t, 1, st.Attempts())
+	assert.Equal(t, ReasonSet(0).With(ReasonKVLocked), st.Reasons())
+
+	st.Init(context.Background(), memdx.OpGet, fixed(ms), time.Time{})
+	require.True(t, o.decide(st, ReasonKVLocked, nil).Retry)
+	require.True(t, o.decide(st, ReasonKVLocked, nil).Retry)
+	st.RetryNotSent()
+	assert.Equal(t, 1, st.Attempts())
+	assert.Equal(t, ReasonSet(0).With(ReasonKVLocked), st.Reasons(), "the first LOCKED retry was made")
+}
