@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -261,14 +262,15 @@ func plainPortHint(addr string, o *Options, err error, in uint64) string {
 	return ""
 }
 
-// tlsPortHint says, for a connection without TLS that failed before any
+// portHint says, for a connection without TLS that failed before any
 // packet arrived, what its server sent suggests (" (...)", or ""): a TLS
 // record (content type alert 0x15 or handshake 0x16, version 3.x) is a
 // TLS listener's answer to the plaintext HELLO (crypto/tls and OpenSSL
-// send a fatal alert and close); nothing at all, from port 11207,
-// Couchbase's KV TLS port, likely is a TLS listener that closed without
-// the alert. Called by the reader, which holds the buffer.
-func (c *Conn) tlsPortHint() string {
+// send a fatal alert and close); an HTTP status line is an HTTP server's
+// (the cluster manager's port, given as a KV port); nothing at all, from
+// port 11207, Couchbase's KV TLS port, likely is a TLS listener that
+// closed without the alert. Called by the reader, which holds the buffer.
+func (c *Conn) portHint() string {
 	rd := &c.reader
 	if c.opts.TLSConfig != nil || rd.r != 0 || rd.bytesIn.Load() != uint64(rd.w) {
 		return "" // TLS, or a packet was read: the server speaks memcached
@@ -280,6 +282,13 @@ func (c *Conn) tlsPortHint() string {
 	b := rd.buf[:rd.w]
 	if len(b) >= 2 && (b[0] == 0x15 || b[0] == 0x16) && b[1] == 0x03 {
 		return " (the server answered with a TLS record: this looks like a TLS port: use " + secure + ")"
+	}
+	if bytes.HasPrefix(b, []byte("HTTP/")) {
+		if c.opts.Memcached {
+			return " (the server answered in HTTP: this is no memcached port)"
+		}
+		return " (the server answered in HTTP: this looks like the cluster manager's port: give the KV port (11210)," +
+			" or write " + c.addr + "=http to read the config over HTTP)"
 	}
 	if _, port, _ := net.SplitHostPort(c.addr); len(b) == 0 && !c.opts.Memcached && port == "11207" {
 		return " (the server closed without a byte: port 11207 is Couchbase's KV TLS port: use couchbases:// for it)"

@@ -66,12 +66,12 @@ func (c *Conn) readLoop() {
 	var rerr error
 	for {
 		if perr := c.consume(); perr != nil {
-			perr.What += c.tlsPortHint()
+			perr.What += c.portHint()
 			c.failProtocol(perr)
 			return
 		}
 		if rerr != nil {
-			c.fail(fmt.Errorf("conn %s: read: %w%s%s", c.addr, rerr, c.tlsPortHint(), c.liveHangupHint(rerr)))
+			c.fail(fmt.Errorf("conn %s: read: %w%s%s", c.addr, rerr, c.portHint(), c.liveHangupHint(rerr)))
 			return
 		}
 		if c.burstDispatched() == 1 && c.lendRole() && !c.awaitRole() {
