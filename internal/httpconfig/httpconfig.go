@@ -278,10 +278,15 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 	if err := req.Write(nc); err != nil {
 		return fail(noAnswerIfDeadline(err, noAnswer))
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(nc), req)
+	// The headers are bounded, as net/http's Transport bounds them
+	// (MaxResponseHeaderBytes): http.ReadResponse would hold a line
+	// without end in memory until the deadline.
+	lr := &headerLimit{r: nc, left: maxHeaderBytes}
+	resp, err := http.ReadResponse(bufio.NewReader(lr), req)
 	if err != nil {
 		return fail(noAnswerIfDeadline(err, noAnswer))
 	}
+	lr.left = -1 // the body is bounded by its reader
 	_ = nc.SetDeadline(time.Time{})
 	resp.Body = &connBody{ReadCloser: resp.Body, w: w}
 	if resp.StatusCode != http.StatusOK {
@@ -290,6 +295,36 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 	}
 	return resp, nil
+}
+
+// maxHeaderBytes bounds an answer's status line and headers (ns_server's
+// are a few hundred bytes).
+const maxHeaderBytes = 1 << 20
+
+// errHeadersTooLong ends a request whose answer's headers run past
+// maxHeaderBytes.
+var errHeadersTooLong = fmt.Errorf("the answer's headers run past %d bytes: not a cluster manager's answer", maxHeaderBytes)
+
+// headerLimit reads from r at most left bytes (no limit when left < 0),
+// then fails with errHeadersTooLong.
+type headerLimit struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *headerLimit) Read(b []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(b)
+	}
+	if l.left == 0 {
+		return 0, errHeadersTooLong
+	}
+	if int64(len(b)) > l.left {
+		b = b[:l.left]
+	}
+	n, err := l.r.Read(b)
+	l.left -= int64(n)
+	return n, err
 }
 
 // noAnswerIfDeadline is noAnswer(err) when err is the connection's

@@ -1,0 +1,113 @@
+package httpconfig
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// scriptedNode is a cluster manager node that reads each request's
+// headers and then runs answer on the connection; the connections close
+// when answer returns or when the test ends.
+func scriptedNode(t *testing.T, answer func(nc net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(nc)); err != nil {
+					return
+				}
+				answer(nc)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// net/http's Transport refuses a response whose headers run past
+// MaxResponseHeaderBytes. http.ReadResponse has no such bound: a port
+// that is not a cluster manager's and sends bytes without end (a seed's
+// =http on the wrong port, a broken proxy) had them all read into memory
+// as one header line until ConnectTimeout. The headers are now bounded.
+func TestFetchRefusesEndlessHeaders(t *testing.T) {
+	const total = 4 << 20 // four times the bound
+	addr := scriptedNode(t, func(nc net.Conn) {
+		if _, err := nc.Write([]byte("HTTP/1.1 200 OK\r\nX-Pad: ")); err != nil {
+			return
+		}
+		chunk := []byte(strings.Repeat("a", 64<<10))
+		for written := 0; written < total; written += len(chunk) {
+			if _, err := nc.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	var read atomic.Int64
+	c := New(Config{Bucket: "default", ConnectTimeout: guard,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &readHook{Conn: nc, before: func(n int) { read.Store(int64(n)) }}, nil
+		}})
+	_, _, err := c.Fetch(context.Background(), addr)
+	if err == nil {
+		t.Fatal("Fetch succeeded")
+	}
+	t.Logf("%v", err)
+	if !strings.Contains(err.Error(), "headers") {
+		t.Errorf("err %v does not say the headers were too long", err)
+	}
+	if n := read.Load(); n >= total {
+		t.Errorf("the client read %d bytes of the endless header line without stopping", n)
+	}
+}
+
+// readHook is a connection that calls before ahead of each Read, given
+// how many bytes were read before it.
+type readHook struct {
+	net.Conn
+	n      int
+	before func(n int)
+}
+
+func (c *readHook) Read(b []byte) (int, error) {
+	c.before(c.n)
+	k, err := c.Conn.Read(b)
+	c.n += k
+	return k, err
+}
