@@ -67,7 +67,8 @@ type Config struct {
 	// config; ServerName defaults to each node's host. nil: HTTP.
 	TLS *tls.Config
 	// ConnectTimeout bounds connecting to a node and the wait for its
-	// answer's headers; a Fetch also ends at its context's deadline.
+	// answer's headers (and for an error answer's body); a Fetch also
+	// ends at its context's deadline.
 	// Default 10 s.
 	ConnectTimeout time.Duration
 	// RedialPeriod bounds how long one stream is kept open, on the Clock,
@@ -225,8 +226,9 @@ func (c *Client) bucketPath(stream bool) string {
 var errNoAnswer = errors.New("no answer")
 
 // get sends GET path to addr and returns the answer when it is 200 OK. The
-// dial and the wait for the headers end after ConnectTimeout (real time)
-// or when ctx ends; the body is read under ctx alone. The request has its
+// dial and the wait for the headers (and for an error answer's body) end
+// after ConnectTimeout (real time) or when ctx ends; a 200's body is read
+// under ctx alone. The request has its
 // own connection, which ctx's end closes; the caller closes the body,
 // which closes the connection and returns once nothing of the request
 // runs any more.
@@ -287,13 +289,16 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 		return fail(noAnswerIfDeadline(err, noAnswer))
 	}
 	lr.left = -1 // the body is bounded by its reader
-	_ = nc.SetDeadline(time.Time{})
 	resp.Body = &connBody{ReadCloser: resp.Body, w: w}
 	if resp.StatusCode != http.StatusOK {
+		// The start of an error answer's body, read by the same
+		// deadline: a node that sends the headers and then nothing
+		// holds the request no longer than one that sends nothing.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		resp.Body.Close()
 		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 	}
+	_ = nc.SetDeadline(time.Time{})
 	return resp, nil
 }
 

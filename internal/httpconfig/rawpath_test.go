@@ -3,12 +3,14 @@ package httpconfig
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // scriptedNode is a cluster manager node that reads each request's
@@ -94,6 +96,29 @@ func TestFetchRefusesEndlessHeaders(t *testing.T) {
 	}
 	if n := read.Load(); n >= total {
 		t.Errorf("the client read %d bytes of the endless header line without stopping", n)
+	}
+}
+
+// The wait for an error answer's body is bounded as the wait for its
+// headers is: a node (or a proxy in front of it) that sends a 503's
+// headers and then nothing held Fetch until its context ended, and a
+// config stream on that node (whose context ends only with the client)
+// for ever, the redial period starting only once a 200 came.
+func TestFetchGivesUpOnAnErrorBodyThatNeverComes(t *testing.T) {
+	addr := scriptedNode(t, func(nc net.Conn) {
+		_, _ = nc.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100\r\n\r\nbusy"))
+		_, _ = nc.Read(make([]byte, 1)) // holds until the client closes
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	c := New(Config{Bucket: "default", ConnectTimeout: 50 * time.Millisecond})
+	_, _, err := c.Fetch(ctx, addr)
+	if ctx.Err() != nil {
+		t.Fatalf("Fetch returned only when its context ended (%v)", err)
+	}
+	var he *Error
+	if !errors.As(err, &he) || he.Status != http.StatusServiceUnavailable || he.Body != "busy" {
+		t.Fatalf("err %v, want the node's 503 with the body it sent", err)
 	}
 }
 
