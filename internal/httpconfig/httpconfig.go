@@ -289,7 +289,7 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 		return fail(noAnswerIfDeadline(err, noAnswer))
 	}
 	lr.left = -1 // the body is bounded by its reader
-	resp.Body = &connBody{ReadCloser: resp.Body, w: w}
+	resp.Body = &connBody{ReadCloser: resp.Body, ctx: ctx, w: w}
 	if resp.StatusCode != http.StatusOK {
 		// The start of an error answer's body, read by the same
 		// deadline: a node that sends the headers and then nothing
@@ -375,10 +375,20 @@ func (w *watcher) close() {
 }
 
 // connBody is an answer's body on its own connection: closing it closes
-// the connection.
+// the connection. A read that fails once ctx ended (the watcher closed
+// the connection under it) says so, with ctx's cause.
 type connBody struct {
 	io.ReadCloser
-	w *watcher
+	ctx context.Context
+	w   *watcher
+}
+
+func (b *connBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.ctx.Err() != nil {
+		err = fmt.Errorf("the request ended: %w: %w", context.Cause(b.ctx), err)
+	}
+	return n, err
 }
 
 func (b *connBody) Close() error {

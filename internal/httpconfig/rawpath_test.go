@@ -136,3 +136,34 @@ func (c *readHook) Read(b []byte) (int, error) {
 	c.n += k
 	return k, err
 }
+
+// A Fetch whose context ends while the config's body is being read says
+// that it ended (errors.Is the context's cause), as net/http's did; the
+// raw path's read on a connection the watcher closed said only "use of
+// closed network connection".
+func TestFetchEndedDuringTheBodySaysByWhat(t *testing.T) {
+	const answer = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{\"rev\":"
+	addr := scriptedNode(t, func(nc net.Conn) {
+		_, _ = nc.Write([]byte(answer))
+		_, _ = nc.Read(make([]byte, 1)) // holds until the client closes
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := New(Config{Bucket: "default", ConnectTimeout: guard,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &readHook{Conn: nc, before: func(n int) {
+				if n >= len(answer) {
+					cancel() // everything sent was read: the body waits
+				}
+			}}, nil
+		}})
+	_, _, err := c.Fetch(ctx, addr)
+	t.Logf("%v", err)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v does not match context.Canceled", err)
+	}
+}
