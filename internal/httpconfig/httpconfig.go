@@ -284,9 +284,21 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 	// (MaxResponseHeaderBytes): http.ReadResponse would hold a line
 	// without end in memory until the deadline.
 	lr := &headerLimit{r: nc, left: maxHeaderBytes}
-	resp, err := http.ReadResponse(bufio.NewReader(lr), req)
-	if err != nil {
-		return fail(noAnswerIfDeadline(err, noAnswer))
+	br := bufio.NewReader(lr)
+	var resp *http.Response
+	// Interim (1xx) answers come before the final one and are skipped,
+	// as net/http's Transport skips them (RFC 9110 15.2: a client
+	// parses them even when it asked for none).
+	for interim := 0; ; interim++ {
+		if resp, err = http.ReadResponse(br, req); err != nil {
+			return fail(noAnswerIfDeadline(err, noAnswer))
+		}
+		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		if interim == maxInterim {
+			return fail(fmt.Errorf("more than %d interim (1xx) answers", maxInterim))
+		}
 	}
 	lr.left = -1 // the body is bounded by its reader
 	resp.Body = &connBody{ReadCloser: resp.Body, ctx: ctx, w: w}
@@ -305,6 +317,10 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 // maxHeaderBytes bounds an answer's status line and headers (ns_server's
 // are a few hundred bytes).
 const maxHeaderBytes = 1 << 20
+
+// maxInterim bounds the interim (1xx) answers skipped before the final
+// one (net/http's Transport allows 5).
+const maxInterim = 5
 
 // errHeadersTooLong ends a request whose answer's headers run past
 // maxHeaderBytes.

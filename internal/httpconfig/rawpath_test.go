@@ -167,3 +167,20 @@ func TestFetchEndedDuringTheBodySaysByWhat(t *testing.T) {
 		t.Errorf("err %v does not match context.Canceled", err)
 	}
 }
+
+// RFC 9110 (15.2): a client parses any number of 1xx answers before the
+// final one, even when it asked for none, and net/http's Transport skipped
+// them (a proxy's 103 Early Hints, a server's unasked 100 Continue). The
+// raw path took the first for the answer: Fetch failed with "HTTP 103".
+func TestFetchSkipsInterimAnswers(t *testing.T) {
+	addr := scriptedNode(t, func(nc net.Conn) {
+		_, _ = nc.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n" +
+			"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" +
+			"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{\"rev\":1}"))
+	})
+	c := New(Config{Bucket: "default", ConnectTimeout: guard})
+	raw, _, err := c.Fetch(context.Background(), addr)
+	if err != nil || string(raw) != `{"rev":1}` {
+		t.Fatalf("Fetch: %q, %v; want the 200's body", raw, err)
+	}
+}
