@@ -238,25 +238,32 @@ func interruptible(r *net.Resolver) *net.Resolver {
 			fired := make(chan struct{})
 			stop := context.AfterFunc(ctx, func() {
 				defer close(fired)
-				_ = nc.SetDeadline(time.Unix(1, 0))
+				_ = nc.SetDeadline(pastDeadline)
 			})
 			closeWatch := func() {
 				if !stop() {
 					<-fired // it ran, or runs: wait for it to end
 				}
 			}
+			wc := &watchedConn{Conn: nc, ctx: ctx, stop: closeWatch}
 			if pc, ok := nc.(net.PacketConn); ok {
 				// The resolver tells UDP from TCP by this interface.
-				return &watchedPacketConn{Conn: nc, pc: pc, stop: closeWatch}, nil
+				return &watchedPacketConn{watchedConn: wc, pc: pc}, nil
 			}
-			return &watchedConn{Conn: nc, stop: closeWatch}, nil
+			return wc, nil
 		}}
 }
 
+// pastDeadline is the deadline of a query whose context ended.
+var pastDeadline = time.Unix(1, 0)
+
 // watchedConn is a query's stream connection whose Close ends the watch of
-// its context.
+// its context. A deadline set once the context ended is the past one: the
+// resolver sets the query's own right after the dial, which would
+// otherwise undo the watch's when the context ended in between.
 type watchedConn struct {
 	net.Conn
+	ctx  context.Context
 	stop func()
 }
 
@@ -265,17 +272,32 @@ func (c *watchedConn) Close() error {
 	return c.Conn.Close()
 }
 
+func (c *watchedConn) SetDeadline(t time.Time) error {
+	return c.keepPast(c.Conn.SetDeadline(t), c.Conn.SetDeadline)
+}
+
+func (c *watchedConn) SetReadDeadline(t time.Time) error {
+	return c.keepPast(c.Conn.SetReadDeadline(t), c.Conn.SetReadDeadline)
+}
+
+func (c *watchedConn) SetWriteDeadline(t time.Time) error {
+	return c.keepPast(c.Conn.SetWriteDeadline(t), c.Conn.SetWriteDeadline)
+}
+
+// keepPast sets the past deadline with set when the context has ended
+// (after the deadline just set, whose error is err).
+func (c *watchedConn) keepPast(err error, set func(time.Time) error) error {
+	if c.ctx.Err() != nil {
+		_ = set(pastDeadline)
+	}
+	return err
+}
+
 // watchedPacketConn is watchedConn for a datagram connection.
 type watchedPacketConn struct {
-	net.Conn
-	pc   net.PacketConn
-	stop func()
+	*watchedConn
+	pc net.PacketConn
 }
 
 func (c *watchedPacketConn) ReadFrom(b []byte) (int, net.Addr, error)  { return c.pc.ReadFrom(b) }
 func (c *watchedPacketConn) WriteTo(b []byte, a net.Addr) (int, error) { return c.pc.WriteTo(b, a) }
-
-func (c *watchedPacketConn) Close() error {
-	c.stop()
-	return c.Conn.Close()
-}
