@@ -291,6 +291,12 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 	// parses them even when it asked for none).
 	for interim := 0; ; interim++ {
 		if resp, err = http.ReadResponse(br, req); err != nil {
+			if lr.timedOut {
+				// ReadResponse takes the part of a line read
+				// before the deadline for the line: what it
+				// finds wrong with it is the wait's end.
+				return fail(noAnswer(err))
+			}
 			return fail(noAnswerIfDeadline(err, noAnswer))
 		}
 		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
@@ -327,10 +333,12 @@ const maxInterim = 5
 var errHeadersTooLong = fmt.Errorf("the answer's headers run past %d bytes: not a cluster manager's answer", maxHeaderBytes)
 
 // headerLimit reads from r at most left bytes (no limit when left < 0),
-// then fails with errHeadersTooLong.
+// then fails with errHeadersTooLong. timedOut: a read of r failed at the
+// connection's deadline.
 type headerLimit struct {
-	r    io.Reader
-	left int64
+	r        io.Reader
+	left     int64
+	timedOut bool
 }
 
 func (l *headerLimit) Read(b []byte) (int, error) {
@@ -345,6 +353,9 @@ func (l *headerLimit) Read(b []byte) (int, error) {
 	}
 	n, err := l.r.Read(b)
 	l.left -= int64(n)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		l.timedOut = true
+	}
 	return n, err
 }
 

@@ -184,3 +184,23 @@ func TestFetchSkipsInterimAnswers(t *testing.T) {
 		t.Fatalf("Fetch: %q, %v; want the 200's body", raw, err)
 	}
 }
+
+// A node that sends part of its answer's headers and then nothing (an
+// overloaded node, a link that stalls) fails the request at
+// ConnectTimeout, and the error says so. http.ReadResponse hands on the
+// part of the line read before the deadline as if it were the line: the
+// error said "malformed MIME header line: Content-Ty", blaming the node's
+// answer for what was the wait's end.
+func TestFetchCutShortByTheConnectTimeoutSaysSo(t *testing.T) {
+	for _, sent := range []string{"HTTP/1.1 200 OK\r\nContent-Ty", "HTTP/1.1 20"} {
+		addr := scriptedNode(t, func(nc net.Conn) {
+			_, _ = nc.Write([]byte(sent))
+			_, _ = nc.Read(make([]byte, 1)) // holds until the client closes
+		})
+		c := New(Config{Bucket: "default", ConnectTimeout: 50 * time.Millisecond})
+		_, _, err := c.Fetch(context.Background(), addr)
+		if err == nil || !strings.Contains(err.Error(), "no answer within the connect timeout (50ms)") {
+			t.Errorf("after %q: err %v, want the connect timeout named", sent, err)
+		}
+	}
+}
