@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
 )
@@ -270,6 +271,17 @@ func (e *KeyValueError) Unwrap() []error {
 	}
 	return out
 }
+
+// kvErrorParts gives optrace.ErrorType a KeyValueError's sentinel and
+// cause, which Unwrap returns in a slice it allocates.
+func kvErrorParts(err error) (sentinel, cause error, ok bool) {
+	if e, ok := err.(*KeyValueError); ok {
+		return e.Err, e.Cause, true
+	}
+	return nil, nil, false
+}
+
+func init() { optrace.SetErrorParts(kvErrorParts) }
 
 // Is makes a KeyValueError marked Ambiguous match ErrAmbiguous even when
 // its cause does not say so itself.

@@ -1,8 +1,6 @@
 package optrace
 
 import (
-	"errors"
-
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/memdx"
 )
@@ -109,25 +107,71 @@ var statusTypes = []struct {
 }
 
 // ErrorType is RFC 0058's name of err's sentinel (the client's
-// AttributeErrorType), other for an error without one.
+// AttributeErrorType), other for an error without one. It allocates
+// nothing for an error whose tree the client's SetErrorParts can split
+// (its *KeyValueError, whose Unwrap() []error builds a slice each call:
+// errors.Is would allocate one per name tried, on every failed operation
+// the default logging meter records).
 func ErrorType(err error, other string) string {
 	for _, e := range endTypes {
-		if errors.Is(err, e.err) {
+		if is(err, e.err) {
 			return e.name
 		}
 	}
-	if errors.Is(err, kverr.ErrDocumentNotFound) {
+	if is(err, kverr.ErrDocumentNotFound) {
 		return "DocumentNotFound" // the common miss, before the look for a status
 	}
 	for _, s := range statusTypes { // a *memdx.StatusError unwraps to its Status
-		if errors.Is(err, s.status) {
+		if is(err, s.status) {
 			return s.name
 		}
 	}
 	for _, e := range errorTypes {
-		if errors.Is(err, e.err) {
+		if is(err, e.err) {
 			return e.name
 		}
 	}
 	return other
+}
+
+// errorParts splits an error that wraps two (the client's
+// *KeyValueError: its sentinel and its cause); nil: none.
+var errorParts func(err error) (a, b error, ok bool)
+
+// SetErrorParts sets how ErrorType splits an error that wraps two errors
+// without calling its Unwrap() []error: f returns them (either may be nil)
+// and true, or false for an error it does not know. The client sets it
+// once, at its package's init, before any operation.
+func SetErrorParts(f func(err error) (a, b error, ok bool)) { errorParts = f }
+
+// is is errors.Is(err, target) for a comparable target (a sentinel, a
+// memdx.Status), walking an error errorParts splits without Unwrap.
+func is(err, target error) bool {
+	for err != nil {
+		if err == target { // target's type is comparable: err == target cannot panic
+			return true
+		}
+		if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(target) {
+			return true
+		}
+		if errorParts != nil {
+			if a, b, ok := errorParts(err); ok {
+				return is(a, target) || is(b, target)
+			}
+		}
+		switch x := err.(type) {
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				if is(e, target) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
