@@ -180,14 +180,17 @@ func getAsync(ctx context.Context, col *Collection, key string) asyncGet {
 }
 
 // requireInBackoff waits until the Get g sleeps in its back-off: until fc
-// holds a timer whose due time isBackoff accepts as that back-off's end
-// (the test knows it: fc has not moved since the Get started, so it is
-// fc.Now() plus a delay the orchestrator picks, or the Get's deadline when
-// the delay reaches it). It fails the test if g ends first (ended names what it
-// should have waited for), or if no such timer is armed in failAfter. A
-// count of armed timers would not do: the config poll, a fetch waiting for
-// its spacing or a node's redial wait are timers of the same clock, and two
-// of them meet a count of two before the Get has even been answered.
+// holds a timer whose due time isBackoff accepts as that back-off's end.
+// It fails the test if g ends first (ended names what it should have
+// waited for), or if no such timer is armed in failAfter. isBackoff must
+// accept no other timer's due time: callers give the Get a back-off longer
+// than its time left, so that it sleeps until its deadline (dl.Equal, an
+// instant of the real clock's that no timer of the client's is due at, fc
+// not having moved since the Get started). Neither a count of armed timers
+// nor a step of the controlled back-off (fc.Now() plus 1 ms ... 1 s) would
+// do: the config poll, a fetch waiting for its spacing, a node's 100 ms
+// wake or the health check's 1 s are timers of the same clock, armed
+// before the Get has even been answered.
 func requireInBackoff(t *testing.T, ctx context.Context, fc *retry.FakeClock, g asyncGet, isBackoff func(due time.Time) bool, ended string) {
 	t.Helper()
 	bound := time.After(failAfter)
@@ -211,22 +214,6 @@ func requireInBackoff(t *testing.T, ctx context.Context, fc *retry.FakeClock, g 
 			t.Fatalf("the Get's back-off was not armed in %v (now %v, armed: %v)", failAfter, fc.Now(), fc.Timers())
 		case <-time.After(time.Millisecond): // look again
 		}
-	}
-}
-
-// controlledBackoffFrom accepts a due time that is now plus a step of RFC
-// 0049's controlled back-off (1, 10, 50, 100, 500, 1000 ms): the Get's
-// back-off after an always-retried reason, whichever retry it is. The
-// client's other timers are due at other times (the config poll at
-// ConfigPollInterval, a fetch's spacing at ConfigFetchInterval).
-func controlledBackoffFrom(now time.Time) func(time.Time) bool {
-	return func(due time.Time) bool {
-		for n := range 6 {
-			if due.Equal(now.Add(retry.ControlledBackoff(n))) {
-				return true
-			}
-		}
-		return false
 	}
 }
 
