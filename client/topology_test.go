@@ -409,10 +409,15 @@ func topologyHas(top *cluster.Topology, addr string) bool {
 }
 
 // A node that stops and restarts: reads are retried on the new connection.
+// The node comes back once a Get of one of its keys waits for it (its
+// strategy is asked about a retry because the node has no connection), not
+// after a sleep a loaded machine may outlast before any Get reached it; the
+// attempts then show that Get answered by the restarted node.
 func TestNodeRestart(t *testing.T) {
 	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 2})
-	c := connect(t, mc, nil)
+	rec := &recorder{}
+	c := connect(t, mc, &Options{Observer: rec})
 	col := c.DefaultCollection()
 	ctx := context.Background()
 	for i := 0; i < 50; i++ {
@@ -427,10 +432,10 @@ func TestNodeRestart(t *testing.T) {
 	}
 	require.Positive(t, onStopped, "no key is on the node the test stops")
 	nd := mc.Node(1)
+	addr := nd.Addr()
 	nd.Stop()
-	// The node comes back once a Get is waiting for it: its strategy is
-	// asked about a retry (the node's socket is not available), not after
-	// a sleep a loaded machine may outlast before any Get reached it.
+	// Only the Gets of the stopped node's keys carry the strategy, so the
+	// first reason it is asked about is one of theirs.
 	waiting := make(chan RetryReason, 1)
 	strategy := RetryStrategyFunc(func(req RetryRequest, reason RetryReason) RetryAction {
 		select {
@@ -442,15 +447,41 @@ func TestNodeRestart(t *testing.T) {
 	restarted := make(chan error, 1)
 	go func() {
 		select {
-		case <-waiting:
-			restarted <- nd.Restart()
+		case r := <-waiting:
+			switch r {
+			case RetryReasonSocketNotAvailable, RetryReasonNodeNotAvailable, RetryReasonSocketClosedWhileInFlight:
+				restarted <- nd.Restart()
+			default:
+				restarted <- fmt.Errorf("a Get of the stopped node's keys retried for %v, not for the node's absence", r)
+			}
 		case <-time.After(failAfter):
 			restarted <- fmt.Errorf("no Get waited for the stopped node in %v", failAfter)
 		}
 	}()
+	waited := ""
 	for i := 0; i < 50; i++ {
-		_, err := col.Get(ctx, fmt.Sprintf("k%d", i), &GetOptions{Timeout: 5 * time.Second, RetryStrategy: strategy})
+		key := fmt.Sprintf("k%d", i)
+		o := &GetOptions{Timeout: failAfter}
+		if owner(mc, key) == 1 {
+			o.RetryStrategy = strategy
+		}
+		_, err := col.Get(ctx, key, o)
 		require.NoError(t, err, "reads wait for the node to come back")
+		if owner(mc, key) == 1 && waited == "" {
+			waited = key
+		}
 	}
 	require.NoError(t, within(t, restarted, "the node's restart"))
+	// The first Get of the stopped node's keys is the one that waited: its
+	// last attempt went to the restarted node, after at least one retry.
+	var last *AttemptInfo
+	for _, a := range rec.attempts() {
+		if a.Key == waited && a.Op == "Get" {
+			last = &a
+		}
+	}
+	require.NotNil(t, last, "no attempt of the Get of %s was recorded", waited)
+	assert.Equal(t, addr, last.Node, "the Get of %s was answered by the restarted node", waited)
+	assert.True(t, last.Retry, "the Get of %s was answered at its first attempt: it never waited for the node", waited)
+	assert.Equal(t, StatusSuccess, last.Status)
 }
