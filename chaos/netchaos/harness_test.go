@@ -44,6 +44,7 @@ type fakeNet struct {
 	rules map[string]string // "ns table" + rule -> the saved line
 	cut   atomic.Bool
 	heal  atomic.Pointer[time.Time] // the last partition removal
+	clk   *vclock                   // the time of heal; nil: the system's
 }
 
 func (f *fakeNet) run(_ context.Context, argv []string) ([]byte, error) {
@@ -82,6 +83,9 @@ func (f *fakeNet) run(_ context.Context, argv []string) ([]byte, error) {
 			if partition {
 				f.cut.Store(false)
 				now := time.Now()
+				if f.clk != nil {
+					now = f.clk.Now()
+				}
 				f.heal.Store(&now)
 			}
 		}
@@ -100,6 +104,8 @@ type liar struct {
 	net   *fakeNet
 	// down: after a partition heals, operations keep failing this long.
 	down time.Duration
+	// clk, when set, is the time of down and failWait (else the system's).
+	clk *vclock
 }
 
 func (l *liar) Append(ctx context.Context, key string, value []byte) error {
@@ -137,9 +143,17 @@ func (l *liar) partitioned(ctx context.Context) error {
 	if l.net == nil {
 		return nil
 	}
+	now := time.Now()
+	if l.clk != nil {
+		now = l.clk.Now()
+	}
 	healed := l.net.heal.Load()
-	if !l.net.cut.Load() && (healed == nil || time.Since(*healed) >= l.down) {
+	if !l.net.cut.Load() && (healed == nil || now.Sub(*healed) >= l.down) {
 		return nil
+	}
+	if l.clk != nil {
+		l.clk.advance(failWait)
+		return fmt.Errorf("fake partition: %w", client.ErrNoNodeAvailable)
 	}
 	t := time.NewTimer(failWait)
 	defer t.Stop()
@@ -178,10 +192,17 @@ func stillLateness() *lateness {
 // closes.
 func runHarnessWith(t *testing.T, cfg config, st store, lat *lateness, specs ...phaseSpec) (map[string]int, []*phaseResult) {
 	t.Helper()
+	return runHarnessOn(t, cfg, st, lat, realClock{}, specs...)
+}
+
+// runHarnessOn is runHarnessWith on the harness clock clk.
+func runHarnessOn(t *testing.T, cfg config, st store, lat *lateness, clk clock, specs ...phaseSpec) (map[string]int, []*phaseResult) {
+	t.Helper()
 	defer lat.close()
 	// Every run writes keys of its own in the shared mock cluster.
 	cfg.keyPrefix = fmt.Sprintf("t%d-", time.Now().UnixNano())
 	h := newHarness(cfg, st, lat)
+	h.clk = clk
 	ctx := context.Background()
 	var results []*phaseResult
 	for i, spec := range specs {
@@ -199,27 +220,26 @@ func runHarnessWith(t *testing.T, cfg config, st store, lat *lateness, specs ...
 
 // Each phase runs a fixed number of operations (its duration is only a
 // cap), so that a loaded machine cannot leave a phase with no operation or
-// no acknowledged write. The deadline check keeps the measured margin but
-// allows at least the client's whole KVTimeout past the deadline: the
-// measured margin is a wall-clock rule (lateness.go) that a correct client
-// overshoots when the machine stalls the operation's goroutines and not
-// the sampler's, and on this fault-free in-process cluster only a client
-// that does not end an operation at its deadline (or a process stalled
-// for as long as a KVTimeout) ends one more than a KVTimeout past it. How
-// the check catches a client ending 500 ms late is
-// TestHarnessDetectsALyingClient's, on a margin that does not depend on
-// the machine.
+// no acknowledged write. The phases run on a virtual clock on which each
+// operation takes opStep, so the fault's schedule (in place for the loss
+// phase's first 100 operations' time) and every time the checks read are
+// the same on any machine: the test shows that the checks of what the
+// cluster holds (lost, applied twice, unreported, ...) pass a correct
+// client, and the deadline check then sees no operation past its
+// deadline. Whether a correct client ends its operations at their deadline
+// in real time is the real run's measurement (lateness.go), a wall-clock
+// rule a test cannot hold on a loaded machine; how the check catches a
+// client ending 500 ms late is TestHarnessDetectsALyingClient's.
 func TestHarnessPassesACorrectClient(t *testing.T) {
 	c := connectMock(t)
-	net := &fakeNet{}
+	clk := newVClock()
+	net := &fakeNet{clk: clk}
 	loss := lossFault(testTopo, 0.05)
 	cfg := testConfig(net.run)
 	cfg.maxOpsPerPhase = 200
-	lat := startLateness()
-	lat.floor = cfg.timeout // the client's KVTimeout: connectMock's default
-	counts, results := runHarnessWith(t, cfg, clientStore{c.DefaultCollection()}, lat,
+	counts, results := runHarnessOn(t, cfg, timed{clientStore{c.DefaultCollection()}, clk}, stillLateness(), clk,
 		phaseSpec{name: "baseline", dur: time.Minute},
-		phaseSpec{name: "loss", dur: time.Minute, fault: &loss, to: 300 * time.Millisecond})
+		phaseSpec{name: "loss", dur: time.Minute, fault: &loss, to: 100 * time.Millisecond})
 	if len(counts) != 0 {
 		t.Fatalf("violations on a correct run: %v", counts)
 	}
@@ -229,6 +249,10 @@ func TestHarnessPassesACorrectClient(t *testing.T) {
 		}
 		if pr.writes[acked] == 0 || pr.classes["get ok"] == 0 || pr.verified == 0 {
 			t.Fatalf("phase %s tested nothing: writes %v, results %v, %d keys read back", pr.spec.name, pr.writes, pr.classes, pr.verified)
+		}
+		if pr.spec.fault != nil && (pr.faultStart != pr.start || pr.heal != pr.start.Add(pr.spec.to)) {
+			t.Fatalf("phase %s: the fault was in place from +%v to +%v, not from +0 to +%v", pr.spec.name,
+				pr.faultStart.Sub(pr.start), pr.heal.Sub(pr.start), pr.spec.to)
 		}
 	}
 	if len(net.rules) != 0 {
@@ -306,43 +330,44 @@ func TestHarnessDetectsALyingClient(t *testing.T) {
 
 // TestHarnessMeasuresRecoveryFromAPartition acts a partition out through
 // fakeNet: operations fail while it is in place and for `down` after it
-// heals. A worker recovers, after its last failure, within one failing
-// operation (failWait) and one successful one, which a correct client
-// ends within its KVTimeout: so down 100 ms passes a limit of 100 ms plus
-// failWait plus a KVTimeout, and a down 500 ms longer than that limit
-// fails it. The limit is a real-time bound that only a client that does
-// not end an operation at its deadline (or a process stalled for as long
-// as a KVTimeout) exceeds with the short down; no operation can succeed
-// before down has passed, so the long down fails it whatever the load.
+// heals, each failure taking failWait. It runs on a virtual clock, one
+// worker, each answered operation taking opStep: after the heal the
+// worker's failures go on until down has passed, and the first operation
+// that starts after that succeeds, so its recovery is at least down and
+// less than down + failWait + opStep, whatever the machine's speed. A down
+// of 100 ms therefore passes a limit of 100 ms + failWait + opStep, and a
+// down 500 ms longer than the limit fails it. (How recovery() takes the
+// worst of several workers is check_test.go's.)
 func TestHarnessMeasuresRecoveryFromAPartition(t *testing.T) {
 	c := connectMock(t)
 	const shortDown = 100 * time.Millisecond
-	limit := shortDown + failWait + client.DefaultKVTimeout // connectMock's client
+	limit := shortDown + failWait + opStep
 	const healAt = 400 * time.Millisecond
 	for _, down := range []time.Duration{shortDown, limit + 500*time.Millisecond} {
-		net := &fakeNet{}
+		clk := newVClock()
+		net := &fakeNet{clk: clk}
 		cfg := testConfig(net.run)
+		cfg.workers = 1
 		cfg.recoveryLimit = limit
 		p := partitionFault(testTopo)
 		// The phase runs on past the heal for the limit or down, and
-		// half a second more: long enough for the short down's workers
-		// to recover within the limit, and for the long down's to
-		// recover after it (its failure is then the measured
-		// recovery's, not the phase's end).
-		counts, results := runHarness(t, cfg, &liar{store: clientStore{c.DefaultCollection()}, net: net, down: down},
+		// half a second more: the worker recovers within it in either case.
+		counts, results := runHarnessOn(t, cfg, &liar{store: timed{clientStore{c.DefaultCollection()}, clk}, net: net, down: down, clk: clk},
+			stillLateness(), clk,
 			phaseSpec{name: "partition", dur: healAt + max(down, limit) + 500*time.Millisecond, fault: &p, from: 100 * time.Millisecond, to: healAt, recover: true})
 		pr := results[0]
-		if pr.heal.IsZero() || pr.classes["get no-node-available"]+pr.classes["write no-node-available"] == 0 {
-			t.Fatalf("down %v: the partition did not act: heal %v, results %v", down, pr.heal, pr.classes)
+		if pr.heal != pr.start.Add(healAt) || pr.classes["get no-node-available"]+pr.classes["write no-node-available"] == 0 {
+			t.Fatalf("down %v: the partition did not act: heal at +%v, results %v", down, pr.heal.Sub(pr.start), pr.classes)
+		}
+		if !pr.recovered || pr.recovery < down || pr.recovery >= down+failWait+opStep {
+			t.Fatalf("down %v: recovery %v (recovered %v), want from %v to %v", down, pr.recovery, pr.recovered, down, down+failWait+opStep)
 		}
 		failedRecovery := counts[checkRecovery] > 0
 		if failedRecovery != (down > cfg.recoveryLimit) {
-			t.Fatalf("down %v: recovery %v (recovered %v), check failed %v (limit %v)", down, pr.recovery, pr.recovered, failedRecovery, cfg.recoveryLimit)
+			t.Fatalf("down %v: recovery %v, check failed %v (limit %v; violations %v)", down, pr.recovery, failedRecovery, cfg.recoveryLimit, counts)
 		}
-		// No operation succeeds before down has passed since fakeNet
-		// removed the rule, a moment before the harness took pr.heal.
-		if healed := net.heal.Load(); pr.recovered && pr.recovery+pr.heal.Sub(*healed) < down {
-			t.Fatalf("down %v: recovery measured %v from the harness's heal, %v from the rule's removal", down, pr.recovery, pr.recovery+pr.heal.Sub(*healed))
+		if delete(counts, checkRecovery); len(counts) != 0 {
+			t.Fatalf("down %v: violations other than recovery's: %v", down, counts)
 		}
 	}
 }

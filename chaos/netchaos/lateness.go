@@ -45,10 +45,6 @@ type lateness struct {
 	mu      sync.Mutex
 	samples []latSample // in order of woke
 	maxLate time.Duration
-
-	// floor, when set, is the least margin (the tests' bound from the
-	// client's own timeout: see TestHarnessPassesACorrectClient).
-	floor time.Duration
 }
 
 func startLateness() *lateness {
@@ -108,7 +104,7 @@ func (l *lateness) worst(from, to time.Time) time.Duration {
 }
 
 // margin is how far past deadline an operation that ended at end may have
-// ended: the measured margin, or floor if that is larger.
+// ended.
 func (l *lateness) margin(deadline, end time.Time) time.Duration {
-	return max(l.floor, baseMargin+2*l.worst(deadline.Add(-latLead), end))
+	return baseMargin + 2*l.worst(deadline.Add(-latLead), end)
 }

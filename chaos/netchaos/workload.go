@@ -94,16 +94,52 @@ type worker struct {
 	examples  map[string]string
 }
 
+// clock is the harness's time: when operations start and end, the
+// phases' schedule and the fault's times. The run uses the system's
+// (realClock); the harness's own tests use a virtual one that moves only
+// by what their stores say each operation took, so that what the checks
+// measure there does not depend on the machine's speed.
+type clock interface {
+	Now() time.Time
+	// sleepUntil waits until t; false when ctx ended first.
+	sleepUntil(ctx context.Context, t time.Time) bool
+	// hold says the phase's schedule is about to sleep on the clock, and
+	// settle that it is done acting on its last wake: a virtual clock does
+	// not move from a hold, nor from a wake, until the schedule sleeps
+	// again or settles.
+	hold()
+	settle()
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) sleepUntil(ctx context.Context, at time.Time) bool {
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (realClock) hold()   {}
+func (realClock) settle() {}
+
 // harness runs the phases and checks them.
 type harness struct {
 	cfg     config
 	st      store
 	lat     *lateness
+	clk     clock
 	workers []*worker
 }
 
 func newHarness(cfg config, st store, lat *lateness) *harness {
-	h := &harness{cfg: cfg, st: st, lat: lat}
+	h := &harness{cfg: cfg, st: st, lat: lat, clk: realClock{}}
 	for i := range cfg.workers {
 		h.workers = append(h.workers, &worker{id: i, rng: rand.New(rand.NewPCG(cfg.seed, uint64(i))), examples: map[string]string{}})
 	}
@@ -158,14 +194,14 @@ func (w *worker) step(ctx context.Context, h *harness, phase int) {
 		w.curWrites++
 		token := fmt.Sprintf("w%d.%d;", w.id, w.seq)
 		insert := !w.exists
-		start := time.Now()
+		start := h.clk.Now()
 		var err error
 		if insert {
 			err = h.st.Insert(ctx, m.key, []byte(token))
 		} else {
 			err = h.st.Append(ctx, m.key, []byte(token))
 		}
-		end := time.Now()
+		end := h.clk.Now()
 		class, amb := classify(err)
 		w.note(class, err)
 		if s := ambiguityMismatch(err); s != "" {
@@ -190,9 +226,9 @@ func (w *worker) step(ctx context.Context, h *harness, phase int) {
 		w.ops = append(w.ops, opStat{w.id, true, m.writes[len(m.writes)-1].outcome, start, end, class, answered})
 		return
 	}
-	start := time.Now()
+	start := h.clk.Now()
 	v, err := h.st.Get(ctx, m.key)
-	end := time.Now()
+	end := h.clk.Now()
 	class, _ := classify(err)
 	w.note(class, err)
 	switch class {
@@ -208,7 +244,7 @@ func (w *worker) step(ctx context.Context, h *harness, phase int) {
 // recovery and the phase's keys.
 func (h *harness) runPhase(ctx context.Context, idx int, spec phaseSpec, topo netTopo) *phaseResult {
 	pr := &phaseResult{spec: spec, classes: map[string]int{}, examples: map[string]string{}, writes: map[outcome]int{}, topo: topo}
-	pr.start = time.Now()
+	pr.start = h.clk.Now()
 	deadline := pr.start.Add(spec.dur)
 	var cliBefore, srvBefore tcpStats
 	if spec.fault != nil {
@@ -220,6 +256,9 @@ func (h *harness) runPhase(ctx context.Context, idx int, spec phaseSpec, topo ne
 			pr.faultErrors = append(pr.faultErrors, err)
 		}
 	}
+	if spec.fault != nil {
+		h.clk.hold() // until schedule sleeps
+	}
 	perWorker := max(1, h.cfg.maxOpsPerPhase/len(h.workers))
 	marks := make([]int, len(h.workers))
 	var capped atomic.Bool
@@ -229,12 +268,12 @@ func (h *harness) runPhase(ctx context.Context, idx int, spec phaseSpec, topo ne
 		w.cur = nil // every phase writes keys of its own
 		wg.Go(func() {
 			for range perWorker {
-				if ctx.Err() != nil || !time.Now().Before(deadline) {
+				if ctx.Err() != nil || !h.clk.Now().Before(deadline) {
 					return
 				}
 				w.step(ctx, h, idx)
 			}
-			if time.Now().Before(deadline) {
+			if h.clk.Now().Before(deadline) {
 				capped.Store(true)
 			}
 		})
@@ -243,7 +282,7 @@ func (h *harness) runPhase(ctx context.Context, idx int, spec phaseSpec, topo ne
 		h.schedule(ctx, pr, spec, topo)
 	}
 	wg.Wait()
-	pr.wall = time.Since(pr.start)
+	pr.wall = h.clk.Now().Sub(pr.start)
 	pr.capped = capped.Load()
 	pr.interrupted = ctx.Err() != nil
 	if spec.fault != nil {
@@ -276,16 +315,8 @@ func (h *harness) runPhase(ctx context.Context, idx int, spec phaseSpec, topo ne
 // schedule puts the fault in place from spec.from to spec.to, reading the
 // rules' counters just before removing them.
 func (h *harness) schedule(ctx context.Context, pr *phaseResult, spec phaseSpec, topo netTopo) {
-	wait := func(at time.Duration) bool {
-		t := time.NewTimer(time.Until(pr.start.Add(at)))
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
+	defer h.clk.settle()
+	wait := func(at time.Duration) bool { return h.clk.sleepUntil(ctx, pr.start.Add(at)) }
 	// Rules are removed even after an interrupt: a context that is no
 	// longer canceled runs the commands.
 	bg := context.WithoutCancel(ctx)
@@ -296,7 +327,7 @@ func (h *harness) schedule(ctx context.Context, pr *phaseResult, spec phaseSpec,
 		pr.faultErrors = append(pr.faultErrors, err)
 		return
 	}
-	pr.faultStart = time.Now()
+	pr.faultStart = h.clk.Now()
 	wait(spec.to)
 	m, err := spec.fault.matched(bg, h.cfg.run)
 	if err != nil {
@@ -306,7 +337,7 @@ func (h *harness) schedule(ctx context.Context, pr *phaseResult, spec phaseSpec,
 	if err := spec.fault.remove(bg, h.cfg.run); err != nil {
 		pr.faultErrors = append(pr.faultErrors, err)
 	}
-	pr.heal = time.Now()
+	pr.heal = h.clk.Now()
 }
 
 // account counts the phase's operations and checks their deadlines and,
