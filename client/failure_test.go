@@ -64,9 +64,13 @@ func TestConfigWithoutMapIsNotInstalled(t *testing.T) {
 // in flight on it: its connection drains until the answer comes, instead of
 // closing after the client's default timeout and making the write
 // ambiguous. The node holds the answer until the client has dropped it, so
-// the drain is always what is exercised; the client's clock (on which the
+// the drain is always what is exercised. The client's clock (on which the
 // timeouts and the drain's bound are counted) moves only by the config
-// fetches' spacing, far from either timeout.
+// fetches' spacing, far from either timeout, so the test checks the bound
+// the drain arms (the operation's timeout and a second, not the default
+// timeout's) rather than waiting for it. The operation's timeout is an
+// hour: its socket reads the deadline as a real time, which a loaded
+// machine could reach within a few seconds.
 func TestLeavingNodeDrainsLongOperation(t *testing.T) {
 	t.Parallel()
 	mc := newMock(t, mockcluster.Options{})
@@ -96,7 +100,7 @@ func TestLeavingNodeDrainsLongOperation(t *testing.T) {
 	go func() {
 		one := uint64(1)
 		var err error
-		res, err = col.Increment(context.Background(), key, &IncrementOptions{Initial: &one, Timeout: 5 * time.Second})
+		res, err = col.Increment(context.Background(), key, &IncrementOptions{Initial: &one, Timeout: time.Hour})
 		done <- err
 	}()
 	limit := time.NewTimer(time.Minute) // a bound only a broken run reaches
@@ -127,6 +131,21 @@ func TestLeavingNodeDrainsLongOperation(t *testing.T) {
 				steps++
 				fc.Advance(cluster.ConfigFetchInterval)
 			}
+		}
+	}
+	// The drain's bound, from the operation's hour, is the only timer due
+	// an hour or more ahead.
+	for {
+		now := fc.Now()
+		if slices.ContainsFunc(fc.Timers(), func(due time.Time) bool { return !due.Before(now.Add(time.Hour)) }) {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the Increment ended before the drain armed its bound: %v", err)
+		case <-limit.C:
+			t.Fatalf("the drain armed no bound from the operation's timeout (timers due %v from %v)", fc.Timers(), fc.Now())
+		case <-time.After(time.Millisecond):
 		}
 	}
 	close(release)
