@@ -14,13 +14,19 @@ import (
 // Options.Clock drives the health check: a tombstone calls for a probe
 // ProbeAfter later on that clock, and the probe's silence closes the
 // connection ProbeTimeout after it, on that clock. Everything else keeps
-// the system clock, so a Clock nobody moves holds nothing up: the dial
-// (its bootstrap watch included) completes, and a request's deadline, a
-// system-clock time, expires while the Clock stands still. An idle
-// connection arms no timer on the Clock.
+// the connection's own clock (the system's; here a second fake one), so a
+// Clock nobody moves holds nothing up: the dial (its bootstrap watch
+// included) completes, and a request's deadline expires on the
+// connection's clock while the Clock stands still. An idle connection arms
+// no timer on the Clock.
 func TestCallerClockDrivesHealthCheck(t *testing.T) {
 	fc := retry.NewFakeClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	c, p := dialPipe(t, Options{Clock: fc}, nil)
+	// The connection's own clock (the system's unless a test sets it), on
+	// which the request's deadline passes when the test says so: a
+	// deadline of the real clock could pass before the request is
+	// written, on a machine slow enough.
+	own := newFakeClock()
+	c, p := dialPipe(t, Options{Clock: fc, clock: own}, nil)
 	start := fc.Now()
 	if timers := fc.Timers(); len(timers) != 0 {
 		t.Fatalf("timers armed on the caller's clock by an idle connection: %v", timers)
@@ -28,12 +34,13 @@ func TestCallerClockDrivesHealthCheck(t *testing.T) {
 	get := memdx.NewGet([]byte("k"))
 	ch := make(chan error, 1)
 	go func() {
-		_, err := c.DoDeadline(context.Background(), time.Now().Add(50*time.Millisecond), &get, nil, nil)
+		_, err := c.DoDeadline(context.Background(), own.Now().Add(50*time.Millisecond), &get, nil, nil)
 		ch <- err
 	}()
 	if req := p.read(); req.OpCode != memdx.OpGet {
 		t.Fatalf("got %s", req.OpCode)
 	}
+	own.Advance(50 * time.Millisecond)
 	if err := recv(t, ch); !errors.Is(err, context.DeadlineExceeded) || !requestError(t, err).Written {
 		t.Fatalf("GET past its deadline: %v; want written, context.DeadlineExceeded", err)
 	}
