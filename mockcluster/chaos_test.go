@@ -48,8 +48,18 @@ func TestChaos(t *testing.T) {
 		}(w)
 	}
 	rng := rand.New(rand.NewSource(99))
-	deadline := time.Now().Add(1500 * time.Millisecond)
-	for round := 0; time.Now().Before(deadline); round++ {
+	// Six rounds of each change, each paced by the workers' answers (64 a
+	// round), not by time: as much traffic meets every change on a loaded
+	// machine as on a fast one. The minute bounds a failure.
+	bound := time.Now().Add(time.Minute)
+	for round := 0; round < 36; round++ {
+		from := ops.Load()
+		for ops.Load() < from+64 {
+			if time.Now().After(bound) {
+				t.Fatalf("round %d: the workers got %d answers in all within a minute", round, ops.Load())
+			}
+			time.Sleep(time.Millisecond)
+		}
 		switch round % 6 {
 		case 0:
 			if _, err := c.AddNode(); err != nil {
