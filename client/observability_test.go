@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -11,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/logcapture"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -152,16 +155,29 @@ func TestOrphanReportCountsLateAnswers(t *testing.T) {
 		OrphanReporting: OrphanReportingOptions{Interval: 10 * time.Millisecond}})
 	col := c.DefaultCollection()
 	ctx := context.Background()
-	for _, k := range []string{"late", "late-batch"} {
-		_, err := col.Upsert(ctx, k, []byte("v"), &UpsertOptions{Timeout: 10 * time.Second})
+	// A request is an orphan only if it was written before its deadline,
+	// which a machine that stalls for the 50 ms of the timeout may miss:
+	// each operation is tried again on a key of its own until its error
+	// says its request was written (one not written reaches no node and
+	// is no orphan).
+	slow := func(key string) {
+		_, err := col.Upsert(ctx, key, []byte("v"), &UpsertOptions{Timeout: 10 * time.Second})
 		require.NoError(t, err)
-		faultGets(t, mc, k, mockcluster.Action{Delay: delay}, 1)
+		faultGets(t, mc, key, mockcluster.Action{Delay: delay}, 1)
 	}
-
-	_, err := col.Get(ctx, "late", &GetOptions{Timeout: 50 * time.Millisecond})
+	var err error
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("late-%d", i)
+		slow(key)
+		_, err = col.Get(ctx, key, &GetOptions{Timeout: 50 * time.Millisecond})
+		require.ErrorIs(t, err, ErrTimeout)
+		if timedOutWritten(err) {
+			break
+		}
+		require.Less(t, i, 100, "no Get was written within its 50 ms in 100 tries: %v", err)
+	}
 	var kv *KeyValueError
 	require.ErrorAs(t, err, &kv)
-	require.ErrorIs(t, err, ErrTimeout)
 	rep := logs.next(t, OrphanReportMessage) // the late answer came: its report
 	require.EqualValues(t, 1, rep.KV.TotalCount)
 	e := kvEntry(t, rep, "get")
@@ -173,8 +189,16 @@ func TestOrphanReportCountsLateAnswers(t *testing.T) {
 	assert.GreaterOrEqual(t, float64(total), lowEncoded*float64(server), "from the dispatch to the late answer")
 	assert.Regexp(t, localID, e["last_local_id"])
 
-	res := col.GetMany(ctx, []string{"late-batch"}, &GetManyOptions{Timeout: 50 * time.Millisecond})
-	require.ErrorIs(t, res[0].Err, ErrTimeout)
+	for i := 0; ; i++ {
+		key := fmt.Sprintf("late-batch-%d", i)
+		slow(key)
+		res := col.GetMany(ctx, []string{key}, &GetManyOptions{Timeout: 50 * time.Millisecond})
+		require.ErrorIs(t, res[0].Err, ErrTimeout)
+		if timedOutWritten(res[0].Err) {
+			break
+		}
+		require.Less(t, i, 100, "no GetMany was written within its 50 ms in 100 tries: %v", res[0].Err)
+	}
 	rep = logs.next(t, OrphanReportMessage)
 	require.EqualValues(t, 1, rep.KV.TotalCount)
 	assert.Equal(t, float64(50), kvEntry(t, rep, "get")["timeout_ms"])
@@ -182,17 +206,32 @@ func TestOrphanReportCountsLateAnswers(t *testing.T) {
 	h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpNoop}},
 		Action: mockcluster.Action{Delay: delay}, Times: 1})
 	defer h.Remove()
-	timedOut := 0
-	for _, p := range c.Ping(ctx) {
-		if p.Err != nil {
-			require.ErrorIs(t, p.Err, ErrTimeout)
-			timedOut++
+	for i := 0; ; i++ {
+		timedOut, written := 0, false
+		for _, p := range c.Ping(ctx) {
+			if p.Err != nil {
+				require.ErrorIs(t, p.Err, ErrTimeout)
+				timedOut++
+				written = written || timedOutWritten(p.Err)
+			}
 		}
+		if written {
+			require.Equal(t, 1, timedOut, "the node whose NOOP was held")
+			break
+		}
+		require.Less(t, i, 100, "no Ping's NOOP was written within the 100 ms KVTimeout in 100 tries")
 	}
-	require.Equal(t, 1, timedOut, "the node whose NOOP was held")
 	rep = logs.next(t, OrphanReportMessage)
 	require.EqualValues(t, 1, rep.KV.TotalCount)
 	assert.Equal(t, float64(100), kvEntry(t, rep, "ping")["timeout_ms"])
+}
+
+// timedOutWritten reports whether err, an operation's timeout, says its
+// last request was written (in flight when the deadline came).
+func timedOutWritten(err error) bool {
+	var te *retry.TimeoutError
+	var re *conn.RequestError
+	return errors.As(err, &te) && errors.As(te.LastErr, &re) && re.Written
 }
 
 // treeTracer records spans with their parents, times, attributes,
