@@ -99,6 +99,36 @@ func opaqueOf(t *testing.T, err error) uint32 {
 	return kv.Opaque
 }
 
+// untilWritten calls get until its error is a timeout of a request that
+// was written (timedOutWritten), at most 100 times, and returns that error.
+func untilWritten(t *testing.T, get func() error) error {
+	t.Helper()
+	for i := 0; ; i++ {
+		err := get()
+		if timedOutWritten(err) {
+			return err
+		}
+		require.Less(t, i, 100, "no request was written before its deadline in 100 tries: %v", err)
+	}
+}
+
+// manyUntilWritten is untilWritten for a batch: every key's error must be
+// a timeout of a written request.
+func manyUntilWritten(t *testing.T, getMany func() []GetManyResult) []GetManyResult {
+	t.Helper()
+	for i := 0; ; i++ {
+		res := getMany()
+		written := len(res) > 0
+		for _, r := range res {
+			written = written && timedOutWritten(r.Err)
+		}
+		if written {
+			return res
+		}
+		require.Less(t, i, 100, "no batch was written before its deadline in 100 tries: %v", res)
+	}
+}
+
 // adjacent reports whether b starts where a ends in memory: two values
 // copied one after the other into one block.
 func adjacent(a, b []byte) bool {
@@ -366,21 +396,34 @@ func TestGetManyMemcachedGroupSilentServerTimesOutAsAGet(t *testing.T) {
 	keys := batchKeys(t, col, "gpsilent", 12, 6)
 	cn := c.cl.Topology().Nodes()[0].Conns()[0]
 	p.Blackhole(true)
-	_, single := col.Get(ctx, keys[0], &GetOptions{Timeout: 200 * time.Millisecond})
+	// Each call is tried again until its requests were written before
+	// the 200 ms deadline (untilWritten): one a stalled machine refused
+	// at its deadline was never given an opaque.
+	single := untilWritten(t, func() error {
+		_, err := col.Get(ctx, keys[0], &GetOptions{Timeout: 200 * time.Millisecond})
+		return err
+	})
 	require.ErrorIs(t, single, ErrUnambiguousTimeout)
-	res := col.GetMany(ctx, keys, &GetManyOptions{Timeout: 200 * time.Millisecond})
+	res := manyUntilWritten(t, func() []GetManyResult {
+		return col.GetMany(ctx, keys, &GetManyOptions{Timeout: 200 * time.Millisecond})
+	})
 	for _, r := range res {
 		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
 		assertSameGetError(t, single, r.Err, r.Key)
 		assert.NotZero(t, opaqueOf(t, r.Err), "%s: the opaque it was sent with", r.Key)
 	}
-	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	_, single = col.Get(dctx, keys[0], &GetOptions{Timeout: time.Minute})
-	cancel()
+	single = untilWritten(t, func() error {
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, err := col.Get(dctx, keys[0], &GetOptions{Timeout: time.Minute})
+		return err
+	})
 	require.ErrorIs(t, single, ErrTimeout)
-	dctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
-	res = col.GetMany(dctx, keys, &GetManyOptions{Timeout: time.Minute})
-	cancel()
+	res = manyUntilWritten(t, func() []GetManyResult {
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		return col.GetMany(dctx, keys, &GetManyOptions{Timeout: time.Minute})
+	})
 	for _, r := range res {
 		require.ErrorIs(t, r.Err, ErrTimeout, r.Key)
 		assertSameGetError(t, single, r.Err, r.Key)
