@@ -416,6 +416,9 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	}
 	ob, t := c.obs, &o.trace
 	t.Part = o.copyRead
+	if o.copyRead && ob.Reported() {
+		t.Copies = wrapCopies(ctx) // its call's slow-operation entry (wrapCall)
+	}
 	if o.call == nil {
 		ob.begin(ctx, t, o.spanName(), o.coll, o.parentSpan, now, o.st.Deadline().Sub(now))
 	} else {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kvwire/kvwire/internal/fanout"
 	"github.com/kvwire/kvwire/internal/hookguard"
+	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/memdx"
 )
 
@@ -69,7 +70,7 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 		o = *opts
 	}
 	var end func(error)
-	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_any_replica", o.ParentSpan)
+	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_any_replica", true, o.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
@@ -92,7 +93,7 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 		o = *opts
 	}
 	var end func(error)
-	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_all_replicas", o.ParentSpan)
+	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_all_replicas", false, o.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
@@ -108,43 +109,72 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 // when not tracing), with their retries summed (they run under the
 // context it returns); when metered, its latency and outcome, one
 // MetricOperationDuration point (the reads of the copies record none:
-// they are its parts). end ends it with the call's error.
-func (col *Collection) wrapCall(ctx context.Context, name string, parent RequestSpan) (context.Context, RequestSpan, func(error)) {
-	return col.c.wrapCall(ctx, name, col, parent, true)
+// they are its parts); for the slow-operation report, one entry, named
+// name, with the record of the read that answered (first: the call
+// returns the first answer), the reads none of their own
+// (optrace.Copies). end ends it with the call's error.
+func (col *Collection) wrapCall(ctx context.Context, name string, first bool, parent RequestSpan) (context.Context, RequestSpan, func(error)) {
+	return col.c.wrapCall(ctx, name, col, parent, true, first)
 }
 
 // wrapSpan is wrapCall for a call on coll (nil: none, as a Ping's) whose
-// operations are metered as their own: its span alone.
+// operations are metered and reported as their own: its span alone.
 func (c *Client) wrapSpan(ctx context.Context, name string, coll *Collection, parent RequestSpan) (context.Context, RequestSpan, func(error)) {
-	return c.wrapCall(ctx, name, coll, parent, false)
+	return c.wrapCall(ctx, name, coll, parent, false, false)
 }
 
-// wrapRetries sums the retries of the operations of a traced call
-// (wrapCall) that run under a context carrying it (wrapRetriesKey).
-type wrapRetries struct{ n atomic.Int64 }
+// wrapState is what the operations of a call (wrapCall) run under a
+// context carrying it (wrapStateKey) give the call: their retries, summed
+// (when traced), and their records for the slow-operation report (when
+// the call's reads are its parts and the report is on: copies).
+type wrapState struct {
+	retries atomic.Int64
+	copies  *optrace.Copies
+	c       optrace.Copies
+}
 
-type wrapRetriesKey struct{}
+type wrapStateKey struct{}
 
 // addWrapRetries adds n retries of a traced operation run under ctx to
 // its call's, when ctx carries one (wrapCall).
 func addWrapRetries(ctx context.Context, n int) {
-	if w, ok := ctx.Value(wrapRetriesKey{}).(*wrapRetries); ok {
-		w.n.Add(int64(n))
+	if w, ok := ctx.Value(wrapStateKey{}).(*wrapState); ok {
+		w.retries.Add(int64(n))
 	}
 }
 
-// wrapCall is Collection.wrapCall for a call on coll (nil: none);
-// metered: the call has a latency point of its own.
-func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, parent RequestSpan, metered bool) (context.Context, RequestSpan, func(error)) {
+// wrapCopies is the optrace.Copies of the call whose read of a copy runs
+// under ctx, nil when the slow-operation report is off.
+func wrapCopies(ctx context.Context) *optrace.Copies {
+	if w, ok := ctx.Value(wrapStateKey{}).(*wrapState); ok {
+		return w.copies
+	}
+	return nil
+}
+
+// wrapCall is Collection.wrapCall for a call on coll (nil: none); parts:
+// the call's operations are its parts, with a latency point and a
+// slow-operation entry of the call's own (first: it returns the first
+// answer).
+func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, parent RequestSpan, parts, first bool) (context.Context, RequestSpan, func(error)) {
 	ob := c.obs
-	metered = metered && ob.Metered()
-	if !ob.Tracing() && !metered {
+	metered := parts && ob.Metered()
+	reported := parts && ob.Reported()
+	if !ob.Tracing() && !metered && !reported {
 		return ctx, parent, func(error) {}
 	}
 	start := c.clock.Now()
 	var s hookguard.Span
 	rs := parent
-	var retries *wrapRetries
+	var w *wrapState
+	if ob.Tracing() || reported {
+		w = &wrapState{}
+		if reported {
+			w.copies = &w.c
+			w.c.First = first
+		}
+		ctx = context.WithValue(ctx, wrapStateKey{}, w)
+	}
 	if ob.Tracing() {
 		var p hookguard.Span
 		if ps := parentSpan(ctx, parent); ps != nil {
@@ -152,8 +182,6 @@ func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, pa
 		}
 		s = ob.BeginWrap(ctx, name, ob.coll(coll), p, start)
 		rs, _ = s.(RequestSpan) // the client's tracer's span (spanStarter)
-		retries = &wrapRetries{}
-		ctx = context.WithValue(ctx, wrapRetriesKey{}, retries)
 	}
 	ended := false
 	return ctx, rs, func(err error) {
@@ -162,11 +190,16 @@ func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, pa
 		}
 		ended = true
 		at := c.clock.Now()
-		if metered && err != errUnwound { // unwound by a panic: no outcome to record, as for an operation
-			ob.RecordCall(ob.coll(coll), name, err, at.Sub(start))
+		if err != errUnwound { // unwound by a panic: no outcome to record, as for an operation
+			if metered {
+				ob.RecordCall(ob.coll(coll), name, err, at.Sub(start))
+			}
+			if reported {
+				ob.EndCopies(w.copies, name, at.Sub(start))
+			}
 		}
-		if retries != nil {
-			ob.EndWrap(s, err, retries.n.Load(), at)
+		if s != nil {
+			ob.EndWrap(s, err, w.retries.Load(), at)
 		}
 	}
 }

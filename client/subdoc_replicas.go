@@ -92,7 +92,7 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 		return LookupInReplicaResult{}, col.replicaLookupRefused("LookupInAnyReplica", key, err)
 	}
 	var end func(error)
-	ctx, lo.ParentSpan, end = col.wrapCall(ctx, "lookup_in_any_replica", lo.ParentSpan)
+	ctx, lo.ParentSpan, end = col.wrapCall(ctx, "lookup_in_any_replica", true, lo.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
 		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
@@ -113,7 +113,7 @@ func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, spec
 		return nil, col.replicaLookupRefused("LookupInAllReplicas", key, err)
 	}
 	var end func(error)
-	ctx, lo.ParentSpan, end = col.wrapCall(ctx, "lookup_in_all_replicas", lo.ParentSpan)
+	ctx, lo.ParentSpan, end = col.wrapCall(ctx, "lookup_in_all_replicas", false, lo.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
 	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
 		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})

@@ -208,3 +208,65 @@ func (c *Call) add(t *Trace, at time.Time) {
 		r.LastServer = p.LastServer // 0 when its answer carried none
 	}
 }
+
+// Copies is what the slow-operation report sees of a call of the caller's
+// that reads several copies of a document at once (GetAnyReplica,
+// GetAllReplicas, their LookupIn forms): one entry, named as the call's
+// outer span, with the call's total and the record of one read (the copy
+// that answered: for an "any" call the first to answer, else the last;
+// when none did, the last to end), its dispatch and server times, opaque
+// and connection. The reads are parts (Trace.Part, Trace.Copies) with no
+// entry of their own. Its reads end on goroutines of their own: mu guards
+// the rest.
+type Copies struct {
+	// First: the call returns the first answer (get_any_replica): that
+	// read is the one reported, not a later one.
+	First bool
+
+	mu      sync.Mutex
+	rec     opreport.Record
+	cn      *conn.Conn
+	any, ok bool // a read was kept; it answered
+	at      time.Time
+}
+
+// add keeps t's record, a read of c's that ended at at (ok: it answered),
+// when it is the one to report so far.
+func (c *Copies) add(t *Trace, ok bool, at time.Time) {
+	t.foldServer()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !c.any, ok && !c.ok:
+	case ok != c.ok: // a failure after an answer
+		return
+	case ok && c.First: // the first answer is the call's
+		return
+	case at.Before(c.at):
+		return
+	}
+	c.any, c.ok, c.at = true, ok, at
+	c.rec, c.cn = t.Rec, t.cn
+	c.rec.Timeout = t.Origin.Timeout
+}
+
+// Reported reports whether the slow-operation report is on.
+func (ob *Observers) Reported() bool { return ob.cfg.Threshold != nil }
+
+// EndCopies gives the slow-operation report the entry of a call named
+// name (its outer span's: "get_any_replica") whose reads were c's, which
+// took total, when total is over the threshold.
+func (ob *Observers) EndCopies(c *Copies, name string, total time.Duration) {
+	th := ob.cfg.Threshold
+	if th == nil || total <= th.KV {
+		return
+	}
+	c.mu.Lock()
+	r, cn := c.rec, c.cn
+	c.mu.Unlock()
+	r.Service, r.Operation, r.Total = ob.cfg.Service, name, total
+	if cn != nil {
+		r.LocalID, r.LocalSocket, r.RemoteSocket = cn.ID(), cn.LocalAddr(), cn.RemoteAddr()
+	}
+	th.Add(&r)
+}

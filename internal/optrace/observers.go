@@ -216,7 +216,11 @@ func (ob *Observers) End(t *Trace, coll *Coll, err error, retries int, at time.T
 		ob.endPart(t, retries, at) // the Call's request: no operation of its own
 		return
 	}
-	if th := ob.cfg.Threshold; th != nil && total > th.KV {
+	if t.Part { // the call reports it (Copies): no entry of its own
+		if c := t.Copies; c != nil {
+			c.add(t, err == nil, at)
+		}
+	} else if th := ob.cfg.Threshold; th != nil && total > th.KV {
 		t.foldServer()
 		r := t.record(ob.cfg.Service)
 		r.Total, r.Timeout = total, t.Origin.Timeout

@@ -38,8 +38,13 @@ type Trace struct {
 	// Part: the operation is one of several that a call of the caller's
 	// runs at once (the read of one copy by GetAnyReplica), whose latency
 	// the meter records as the call's (RecordCall): End records none of
-	// it. The client sets it before Begin.
+	// it, nor does the slow-operation report (Copies). The client sets it
+	// before Begin.
 	Part bool
+	// Copies, for a Part, is where the slow-operation report's entry of
+	// its call is kept (nil: the report is off); End adds the Part's
+	// record to it. The client sets it before Begin.
+	Copies *Copies
 
 	span     hookguard.Span // nil: not traced (a Call's request: the Call's span)
 	dispatch hookguard.Span // the attempt's dispatch span, while it is out
