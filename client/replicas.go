@@ -160,7 +160,10 @@ func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, pa
 	ob := c.obs
 	metered := parts && ob.Metered()
 	reported := parts && ob.Reported()
-	if !ob.Tracing() && !metered && !reported {
+	if !ob.Tracing() && !metered && !reported || c.ctx.Err() != nil {
+		// Closed: its operations are refused before they begin (begin),
+		// and, as a plain operation so refused, it shows the observers
+		// nothing: no span, no point, no entry.
 		return ctx, parent, func(error) {}
 	}
 	start := c.clock.Now()
