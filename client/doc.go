@@ -462,11 +462,16 @@
 //     scope, collection, cluster (name and uuid, as the config publishes
 //     them) and outcome (MetricOperationDuration): GetAnyReplica,
 //     GetAllReplicas and their LookupIn forms are one operation each
-//     ("get_any_replica", ...), their reads of the copies none; the default
-//     is the logging meter, which logs percentiles every 10 minutes.
+//     ("get_any_replica", ...), their reads of the copies none; a Ping
+//     none of its own, a "ping" per node's NOOP; a call refused because
+//     the client is closed none (nor a span). The default is the logging
+//     meter, which logs percentiles every 10 minutes.
 //   - The slow-operation report (ThresholdLoggingOptions) logs, every 10 s,
 //     the operations over 500 ms with their total, dispatch and server
-//     times; the orphan report (OrphanReportingOptions) the answers that came
+//     times (a Scan is one; so is each replica call, "get_any_replica",
+//     ..., with the answering (or last) copy's read's dispatch and server
+//     times, opaque and connection, its reads of the copies none of their
+//     own); the orphan report (OrphanReportingOptions) the answers that came
 //     after their operation gave up (not those of the reads GetAnyReplica
 //     gave up once another copy answered, nor those of a scan's requests
 //     given up when it was closed, which are expected). Both are on by
