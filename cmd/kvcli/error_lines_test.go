@@ -62,3 +62,25 @@ func TestValueTooLargeLineOfARead(t *testing.T) {
 	p = inv.explain("big", kv)
 	assert.Contains(t, p.line, "larger than the server accepts", p.line)
 }
+
+// RetryReasons names only the retries made: the reason of the last
+// answer, whose retry's wait ran into the deadline, is not among them
+// when no earlier retry had it. The line still says what the node
+// answered last: a Get retried once for NOT_MY_VBUCKET that then kept
+// getting TMPFAIL is not only "the cluster map kept changing".
+func TestTimeoutLineSaysTheLastAnswerAfterOtherRetries(t *testing.T) {
+	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
+	kv := &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusTmpFail,
+		RetryAttempts: 1, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVNotMyVbucket),
+		Err: client.ErrUnambiguousTimeout, Cause: timeoutCause}
+	p := inv.explain("k", kv)
+	assert.Contains(t, p.line, "retried 1 time for KV_NOT_MY_VBUCKET", p.line)
+	assert.Contains(t, p.line, "h:11210 answered ETMPFAIL last", p.line)
+
+	// The last answer is the reason retried for: said once.
+	kv = &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusTmpFail,
+		RetryAttempts: 3, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVTemporaryFailure),
+		Err: client.ErrUnambiguousTimeout, Cause: timeoutCause}
+	p = inv.explain("k", kv)
+	assert.NotContains(t, p.line, "answered", p.line)
+}

@@ -377,6 +377,18 @@ var reasonWhy = map[client.RetryReason]string{
 	client.RetryReasonCircuitBreakerOpen:            "the node's circuit breaker was open",
 }
 
+// statusReason is the retry reason of a status an operation is retried
+// for, to tell whether a timeout's last answer is among its retries'
+// reasons.
+var statusReason = map[client.Status]client.RetryReason{
+	client.StatusLocked:                      client.RetryReasonKVLocked,
+	client.StatusTmpFail:                     client.RetryReasonKVTemporaryFailure,
+	client.StatusNotMyVbucket:                client.RetryReasonKVNotMyVbucket,
+	client.StatusUnknownCollection:           client.RetryReasonKVCollectionOutdated,
+	client.StatusSyncWriteInProgress:         client.RetryReasonKVSyncWriteInProgress,
+	client.StatusSyncWriteReCommitInProgress: client.RetryReasonKVSyncWriteReCommitInProgress,
+}
+
 // lockTmpFailWhy is reasonWhy's TMPFAIL for lock (GET_LOCKED): kv_engine
 // answers a locked document's GET_LOCKED so on a connection without XERROR
 // (Connection::remapErrorCode's locked_tmpfail).
@@ -390,14 +402,14 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 	if !isKV {
 		return line
 	}
+	status := kv.ErrorName
+	if status == "" && kv.Status != 0 {
+		status = kv.Status.String()
+	}
 	if kv.RetryAttempts == 0 || kv.RetryReasons.Len() == 0 {
 		switch {
 		case kv.Node != "" && kv.Status != 0:
 			// It answered (its retry's wait ran into the deadline).
-			status := kv.ErrorName
-			if status == "" {
-				status = kv.Status.String()
-			}
 			line += "; " + inv.redact(kv.Node) + " answered " + status
 		case kv.Node != "":
 			line += " waiting for " + inv.redact(kv.Node) + " to answer (vbucket " + fmt.Sprint(kv.Vbucket) + ")"
@@ -419,6 +431,11 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 		line += fmt.Sprintf("; retried %d %s for %s", kv.RetryAttempts, times, strings.Join(names, ", "))
 		if len(whys) > 0 {
 			line += ": " + strings.Join(whys, "; ")
+		}
+		if r, ok := statusReason[kv.Status]; kv.Node != "" && kv.Status != 0 && (!ok || !kv.RetryReasons.Has(r)) {
+			// The last answer's retry was not made (its wait ran into
+			// the deadline), so its reason is not among the retries'.
+			line += "; " + inv.redact(kv.Node) + " answered " + status + " last"
 		}
 	}
 	if kv.Ambiguous {
