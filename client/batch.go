@@ -494,7 +494,7 @@ func (b *batch) resume(i int, woken bool, ctxErr error) {
 		b.finish(i, err)
 		return
 	}
-	b.c.obs.Retried(&k.Op.o.trace.Trace, retryReasonOf(k.Op.nx.reason))
+	k.Op.o.trace.retryPending, k.Op.o.trace.retryReason = true, k.Op.nx.reason // its event: place
 	k.State = sched.Ready
 	k.Op.nx = next{}
 	b.s.Ready = append(b.s.Ready, int32(i))

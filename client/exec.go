@@ -514,7 +514,7 @@ func (c *Client) retry(o *op, nx next) error {
 	c.obs.RetryDecided(&o.trace.Trace)
 	err := c.waitNext(o, nx)
 	if err == nil {
-		c.obs.Retried(&o.trace.Trace, retryReasonOf(nx.reason))
+		o.trace.retryPending, o.trace.retryReason = true, nx.reason // its event: place
 	}
 	o.trace.Waited()
 	return err
@@ -634,6 +634,12 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 		// made: the error does not count it.
 		o.st.RetryNotSent()
 		return placed{}, next{err: newKVError(o, ErrClosed, nil)}
+	}
+	if o.trace.retryPending {
+		// The retry goes ahead (it counts in o.st.Attempts()): its
+		// event, as decided (RetryDecided's time).
+		o.trace.retryPending = false
+		c.obs.Retried(&o.trace.Trace, retryReasonOf(o.trace.retryReason))
 	}
 	r, reason, err := c.cl.Route(&o.route, &o.target)
 	if !o.sent {

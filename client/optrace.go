@@ -7,6 +7,7 @@ import (
 	"github.com/kvwire/kvwire/internal/hookguard"
 	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // opTrace is what an operation shows its observers (observers.go): its
@@ -20,6 +21,11 @@ type opTrace struct {
 	// encStart and encEnd bound the encoding of a typed write's value,
 	// done before the operation began (its start is then encStart).
 	encStart, encEnd time.Time
+	// retryPending: a retry for retryReason was decided and waited for;
+	// its span event goes out when the retry is placed (place), not if
+	// the client closed first (the retry is then not sent, nor counted).
+	retryPending bool
+	retryReason  retry.Reason
 }
 
 // begin starts observing an operation named name (optrace.NameOf the
