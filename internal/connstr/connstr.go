@@ -412,8 +412,14 @@ func (cs *ConnStr) setHosts(hostPart string, httpScheme, schemeless bool) string
 			// RFC 0011 reads it as http://, whose host at a port
 			// other than 8091 is the cluster manager's; most who
 			// write h:11210 mean a KV port. gocbcore refuses it too.
+			// The scheme goes before every host: one host's
+			// string, written as told, would drop the others.
+			list := addr
+			if len(hosts) > 1 {
+				list = strings.TrimSpace(hostPart)
+			}
 			return fmt.Sprintf("%s: a port without a scheme is ambiguous (RFC 0011 reads it as the cluster manager's, http://):"+
-				" write couchbase://%s for a KV port, or http://%s for the cluster manager's", addr, addr, addr)
+				" write couchbase://%s for a KV port, or http://%s for the cluster manager's", addr, list, list)
 		}
 		cs.Hosts = append(cs.Hosts, addr)
 		// The same trimming as parseHost's (all of unicode.IsSpace, not

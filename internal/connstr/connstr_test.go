@@ -352,3 +352,14 @@ func TestParseSchemelessAt8091(t *testing.T) {
 		assert.Contains(t, e.Reason, "cluster manager's HTTP port", "%q", in)
 	}
 }
+
+// The error of a schemeless host list with a port says what to write for
+// the whole list: "write couchbase://h2:11210" of "h1:11210,h2:11210",
+// done as told, would drop h1.
+func TestParseSchemelessPortErrorKeepsEveryHost(t *testing.T) {
+	_, err := Parse("h1:11210,h2:11210/b")
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Contains(t, e.Reason, "couchbase://h1:11210,h2:11210 for", e.Reason)
+	assert.Contains(t, e.Reason, "http://h1:11210,h2:11210 for", e.Reason)
+}
