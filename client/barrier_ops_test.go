@@ -336,3 +336,87 @@ func TestBarrierHeldTakesConnectionDialedMeanwhile(t *testing.T) {
 		t.Fatal("Exists went only once the write it watched was answered, not on the connection dialed meanwhile")
 	}
 }
+
+// A barrier held because both connections of its node hold a durable
+// write goes on the first connection whose write is answered. It watched
+// only the connection whose write's bound ends first: the other one's
+// write answered sooner left it held, with a free connection there, until
+// the write it watched was answered or its bound passed (here 64 s), or
+// until its own deadline.
+func TestBarrierHeldGoesOnTheConnectionFreedFirst(t *testing.T) {
+	mc := newMock(t, oneNodeNoReplicas)
+	release := map[string]chan struct{}{"w0": make(chan struct{}), "w1": make(chan struct{})}
+	for key, ch := range release {
+		f := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: key, OpCodes: []memdx.OpCode{memdx.OpSet}},
+			Action: mockcluster.Action{Hold: ch}, Times: 1})
+		t.Cleanup(f.Remove)
+	}
+	released := map[string]bool{}
+	free := func(key string) {
+		if !released[key] {
+			released[key] = true
+			close(release[key])
+		}
+	}
+	t.Cleanup(func() { free("w0"); free("w1") }) // before the cluster closes
+	fc := retry.NewFakeClock(time.Now())
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour, ConnectionsPerNode: 2})
+	var conns []*conn.Conn
+	waitUntil(t, "two connections", func() bool {
+		conns = conns[:0]
+		for _, e := range c.cl.Endpoints() {
+			if e.Conn != nil {
+				conns = append(conns, e.Conn)
+			}
+		}
+		return len(conns) == 2
+	})
+	writes := make(chan error, 2)
+	for i, d := range []time.Duration{65 * time.Second, 64 * time.Second} {
+		go func() {
+			_, err := c.DefaultCollection().Upsert(context.Background(), fmt.Sprint("w", i), []byte(`"v"`),
+				&UpsertOptions{Durability: DurabilityMajority, Timeout: 3 * time.Minute, DurabilityTimeout: d})
+			writes <- err
+		}()
+		waitUntil(t, "the write on a connection", func() bool { return conns[0].Pending()+conns[1].Pending() == i+1 })
+	}
+	if conns[0].BarrierWait() <= 0 || conns[1].BarrierWait() <= 0 {
+		t.Fatalf("the writes are not one on each connection (waits %v, %v)", conns[0].BarrierWait(), conns[1].BarrierWait())
+	}
+	longer, shorter := conns[0], conns[1]
+	if shorter.BarrierWait() > longer.BarrierWait() {
+		longer, shorter = shorter, longer
+	}
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Exists(context.Background(), "k", &ExistsOptions{Timeout: 2 * time.Minute})
+		res <- err
+	}()
+	waitUntil(t, "Exists held", func() bool { return armedAt(fc, fc.Now().Add(64*time.Second)) })
+	if n := longer.Pending() + shorter.Pending(); n != 2 {
+		t.Fatalf("%d requests in flight; want the two writes alone", n)
+	}
+	free("w0") // the write whose bound ends last (65 s) is answered first
+	if err := <-writes; err != nil {
+		t.Fatalf("the write answered: %v", err)
+	}
+	var err error
+	waitUntil(t, "Exists, on the clock that does not move", func() bool {
+		select {
+		case err = <-res:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		t.Fatalf("Exists with a connection freed of its write: %v", err)
+	}
+	if shorter.Pending() != 1 {
+		t.Fatalf("%d requests in flight on the connection still holding a write; want the write alone", shorter.Pending())
+	}
+	free("w1")
+	if err := <-writes; err != nil {
+		t.Fatalf("the other write: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,7 +216,9 @@ func (n *Node) pickForBarrier() (*conn.Conn, retry.Reason, error) {
 // every live connection of the node has a request in flight that the
 // server answers only by a bound of its own. Wait is the shortest of
 // their waits (conn.Conn.BarrierWait); Freed is closed once the
-// connection with that wait is free of them (conn.Conn.BarrierFreed).
+// connection with that wait is free of them (conn.Conn.BarrierFreed), and
+// others once another of the held connections is: the first to be free,
+// whichever it is, ends the hold (Sleep), not the one due first only.
 // Gone is closed once the node leaves the config (or the client closes):
 // its connections then only drain, and a barrier held for them is to be
 // routed again, not held on.
@@ -226,6 +229,7 @@ type BarrierHold struct {
 	Freed  <-chan struct{}
 	Gone   <-chan struct{}
 	Joined <-chan struct{}
+	others []<-chan struct{}
 }
 
 // HoldEnd is how a wait on a BarrierHold (Sleep) ended.
@@ -249,6 +253,9 @@ const (
 func (h BarrierHold) Sleep(clk retry.Clock, d time.Duration, stop, stop2 <-chan struct{}) HoldEnd {
 	t := clk.NewTimer(d)
 	defer t.Stop()
+	if len(h.others) > 0 {
+		return h.sleepAny(t.C(), stop, stop2)
+	}
 	select {
 	case <-h.Freed:
 		return HoldChanged
@@ -261,6 +268,32 @@ func (h BarrierHold) Sleep(clk retry.Clock, d time.Duration, stop, stop2 <-chan 
 	case <-stop:
 		return HoldStopped
 	case <-stop2:
+		return HoldStopped
+	}
+}
+
+// sleepAny is Sleep's wait of a hold of several connections: any of
+// them free ends it (a select over as many channels as the node has
+// connections, on the held path only).
+func (h BarrierHold) sleepAny(elapsed <-chan time.Time, stop, stop2 <-chan struct{}) HoldEnd {
+	cases := make([]reflect.SelectCase, 0, 6+len(h.others))
+	for _, ch := range [...]<-chan struct{}{h.Freed, h.Joined, h.Gone} {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	for _, ch := range h.others {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	const fixed = 3 // Freed, Joined, Gone
+	elapsedAt := len(cases)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(elapsed)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stop2)})
+	switch i, _, _ := reflect.Select(cases); {
+	case i < fixed+len(h.others):
+		return HoldChanged
+	case i == elapsedAt:
+		return HoldElapsed
+	default:
 		return HoldStopped
 	}
 }
@@ -295,8 +328,14 @@ func (n *Node) PickBarrier() (*conn.Conn, BarrierHold, retry.Reason, error) {
 				if w <= 0 {
 					return cn, BarrierHold{}, 0, nil
 				}
-				if h.Freed == nil || w < h.Wait {
+				switch {
+				case h.Freed == nil:
 					h = BarrierHold{Wait: w, Freed: freed, Gone: n.ctx.Done()}
+				case w < h.Wait:
+					h.others = append(h.others, h.Freed)
+					h.Wait, h.Freed = w, freed
+				default:
+					h.others = append(h.others, freed)
 				}
 			}
 			if h.Freed != nil {
