@@ -420,3 +420,62 @@ func TestBarrierHeldGoesOnTheConnectionFreedFirst(t *testing.T) {
 		t.Fatalf("the other write: %v", err)
 	}
 }
+
+// A barrier held more than once (held behind a durable write, sent once
+// the write was answered, refused with a temporary failure, then held
+// behind the next durable write until its deadline) says how long it was
+// held in all: its error said "held 15s", the last hold alone, for an
+// operation held 25 s of its 30.
+func TestBarrierHeldTwiceSaysHowLongInAll(t *testing.T) {
+	mc, fc, c, _, cn, done := barrierSetup(t, oneNodeNoReplicas, time.Hour, 65*time.Second)
+	tmpfail := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpGetMeta}},
+		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 1})
+	defer tmpfail.Remove()
+	const timeout = 30 * time.Second
+	deadline := fc.Now().Add(timeout)
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Exists(context.Background(), "k", &ExistsOptions{Timeout: timeout})
+		res <- err
+	}()
+	heldOrSent(t, fc, cn, deadline, "Exists")
+	fc.Advance(10 * time.Second) // held 10 s
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	<-tmpfail.Done() // sent, refused: its retry waits on the clock that does not move
+	second := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Upsert(context.Background(), "k", []byte(`"v"`),
+			&UpsertOptions{Durability: DurabilityMajority, Timeout: 2 * time.Minute, DurabilityTimeout: 65 * time.Second})
+		second <- err
+	}()
+	waitUntil(t, "the second synchronous write", func() bool { return mc.PendingSyncWrites() == 1 && cn.Pending() == 1 })
+	waitUntil(t, "the retry's back-off", func() bool {
+		for _, at := range fc.Timers() {
+			if d := at.Sub(fc.Now()); d > 0 && d <= 5*time.Second {
+				return true
+			}
+		}
+		return false
+	})
+	fc.Advance(5 * time.Second) // the retry's back-off has passed: held again
+	heldOrSent(t, fc, cn, deadline, "Exists's retry")
+	fc.Advance(15 * time.Second) // held 15 s more, to its deadline
+	err := <-res
+	if !errors.Is(err, ErrUnambiguousTimeout) {
+		t.Fatalf("Exists held past its timeout: %v; want an unambiguous timeout", err)
+	}
+	if !strings.Contains(err.Error(), "held 25s") {
+		t.Fatalf("Exists, held 10 s then 15 s, does not say it was held 25 s: %v", err)
+	}
+	t.Log(err)
+	if n := mc.RequestCount(memdx.OpGetMeta); n != 1 {
+		t.Fatalf("%d GET_META received; want 1", n)
+	}
+	mc.CommitSyncWrites()
+	if err := <-second; err != nil {
+		t.Fatalf("the second durable write: %v", err)
+	}
+}

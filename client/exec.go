@@ -160,6 +160,11 @@ type opCold struct {
 	counter  uint64
 	deleted  bool
 
+	// A barrier's holds (pickBarrier) before this attempt's: how many,
+	// and how long in all, for the error of one held to its deadline.
+	holds   int
+	heldFor time.Duration
+
 	// Range scans.
 	scanCfg *memdx.RangeScanCreate
 	scanID  memdx.RangeScanID
@@ -752,6 +757,8 @@ func (c *Client) pickBarrier(ctx context.Context, o *op, n *cluster.Node) (cn *c
 				// The send time is read anew (SendAt), for the
 				// connection's deadline check too.
 				o.trace.Waited()
+				o.holds++
+				o.heldFor += c.clock.Now().Sub(heldAt)
 			}
 			return cn, reason, err, nil
 		}
@@ -786,12 +793,20 @@ func (c *Client) pickBarrier(ctx context.Context, o *op, n *cluster.Node) (cn *c
 
 // heldError is the error of a barrier held (pickBarrier) since heldAt, not
 // sent, until cause (its deadline, its context) ended it; h is the last
-// hold, seen at seen.
+// hold, seen at seen. The time held counts the operation's earlier holds
+// too (before earlier attempts, or before it was routed again).
 func (c *Client) heldError(o *op, n *cluster.Node, h cluster.BarrierHold, seen, heldAt time.Time, cause error) error {
-	due := max(h.Wait-c.clock.Now().Sub(seen), 0)
+	now := c.clock.Now()
+	due := max(h.Wait-now.Sub(seen), 0)
+	last := now.Sub(heldAt)
+	held := fmt.Sprintf("held %v, not sent", last.Round(time.Millisecond))
+	if o.holds > 0 {
+		held = fmt.Sprintf("held %v in all, %d times (the last %v), this attempt not sent",
+			(o.heldFor + last).Round(time.Millisecond), o.holds+1, last.Round(time.Millisecond))
+	}
 	return &conn.RequestError{Op: o.req.OpCode, Addr: n.Addr(), Err: fmt.Errorf(
-		"%w: held %v, not sent: every connection to the node has a request in flight that the server answers only by a bound of its own (a synchronous write waiting for replication, or a range scan's continue), the earliest due in %v; %s is not reordered past those (a barrier under unordered execution): sent, it would have waited for them and held every later request on the connection",
-		cause, c.clock.Now().Sub(heldAt).Round(time.Millisecond), due.Round(time.Millisecond), o.req.OpCode)}
+		"%w: %s: every connection to the node has a request in flight that the server answers only by a bound of its own (a synchronous write waiting for replication, or a range scan's continue), the earliest due in %v; %s is not reordered past those (a barrier under unordered execution): sent, it would have waited for them and held every later request on the connection",
+		cause, held, due.Round(time.Millisecond), o.req.OpCode)}
 }
 
 // lookupFailure is a collection-id lookup's failure on cn (reason, err:
