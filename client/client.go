@@ -55,6 +55,45 @@ type Client struct {
 	// has started it or is about to.
 	closeOnce sync.Once
 	closing   atomic.Bool
+	// bg are the goroutines an operation leaves running after it returned
+	// (a scan's cancel held behind a durable write: scanRequests.Cancel),
+	// which the shutdown waits for.
+	bg bgGroup
+}
+
+// bgGroup counts the goroutines of a client's own that outlive the call
+// that started them; the shutdown waits for them (wait), and none starts
+// after it began.
+type bgGroup struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Go runs f on a goroutine of the client's own (lifecycle.Go: a Close
+// called from the caller's code it runs does not wait for it), unless the
+// shutdown has begun: it then reports false and runs nothing.
+func (g *bgGroup) Go(f func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(1)
+	lifecycle.Go(func() {
+		defer g.wg.Done()
+		f()
+	})
+	return true
+}
+
+// wait starts no goroutine after it is called, and returns once every
+// one started has ended.
+func (g *bgGroup) wait() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }
 
 // testHookParse, when set by this package's tests (before any client
@@ -302,6 +341,9 @@ func (c *Client) Close() error {
 func (c *Client) shutdown() {
 	c.closeOnce.Do(func() {
 		c.cl.Close()
+		// A scan's cancel left running ends at once: the client's
+		// context ended, and its connections are closed.
+		c.bg.wait()
 		c.obs.close() // after the connections: no orphan comes after it
 	})
 }

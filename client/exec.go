@@ -164,6 +164,10 @@ type opCold struct {
 	// and how long in all, for the error of one held to its deadline.
 	holds   int
 	heldFor time.Duration
+	// onHold, when set, is called each time the barrier is held
+	// (pickBarrier) with the hold's wait: a scan's cancel held long goes
+	// on on its own (scanRequests.Cancel).
+	onHold func(wait time.Duration)
 
 	// Range scans.
 	scanCfg *memdx.RangeScanCreate
@@ -765,6 +769,9 @@ func (c *Client) pickBarrier(ctx context.Context, o *op, n *cluster.Node) (cn *c
 		now := c.clock.Now()
 		if !held {
 			heldAt = now
+		}
+		if o.onHold != nil {
+			o.onHold(hold.Wait)
 		}
 		left := o.st.Deadline().Sub(now)
 		if left > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/hookguard"
 	"github.com/kvwire/kvwire/internal/optrace"
+	"github.com/kvwire/kvwire/internal/panics"
 	"github.com/kvwire/kvwire/internal/rangescan"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
@@ -378,13 +379,63 @@ func (sr *scanRequests) Continue(ctx context.Context, n *cluster.Node, vb uint16
 // Closing the client ends the cancel at once, waiting or in flight. A scan
 // the server no longer has (KEY_ENOENT) is as good as cancelled; other
 // failures leave it to the server, which drops it after its lifetime.
+//
+// A cancel held because every connection of n has a request the server
+// answers only by a bound of its own (RANGE_SCAN_CANCEL, a barrier in
+// kv_engine, is not sent behind it: pickBarrier) is waited for while the
+// hold is no longer than a continue can hold a connection
+// (rangescan.MaxContinueTimeLimit: the scan's own continue given up, or
+// another vbucket's). Held longer (a durable write waiting for
+// replication, up to its durability timeout), it goes on on its own from
+// then on, within its timeout, and Cancel returns: the scan's error, or
+// its Close, is not held back for it. The client's Close ends it and
+// waits for it.
 func (sr *scanRequests) Cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID) {
+	held := make(chan struct{})
+	ended := make(chan *panics.Ended, 1)
+	run := func() {
+		var p *panics.Ended
+		detached := false
+		defer func() {
+			if !detached {
+				ended <- p // raised on the scan's goroutine
+			} else if p != nil && !p.Goexit {
+				// The caller's code (an Observer, a RetryStrategy)
+				// panicked in a cancel the scan no longer waits
+				// for: there is no caller's goroutine to raise it on.
+				sr.c.opts.Logger.Error("kvwire: the caller's code panicked in a range scan's cancel sent after the scan had returned; the panic is dropped",
+					"node", n.Addr(), "vbucket", vb, "panic", fmt.Sprint(p.V))
+			}
+		}()
+		panics.Catch(&p, func() {
+			sr.cancel(n, vb, id, func(wait time.Duration) {
+				if !detached && wait > rangescan.MaxContinueTimeLimit {
+					detached = true
+					close(held)
+				}
+			})
+		})
+	}
+	if !sr.c.bg.Go(run) {
+		run() // the client is closing: the cancel ends at once
+	}
+	select {
+	case p := <-ended:
+		p.Raise()
+	case <-held:
+	}
+}
+
+// cancel runs Cancel's request; onHold is called each time it is held
+// (op.onHold).
+func (sr *scanRequests) cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID, onHold func(time.Duration)) {
 	// The caller's values, not its cancellation; the client's Close ends it.
 	ctx, stop := context.WithCancel(context.WithoutCancel(sr.parent))
 	defer stop()
 	defer context.AfterFunc(sr.c.ctx, stop)()
 	o := sr.nodeOp(n, vb, memdx.NewRangeScanCancel(id))
 	o.strategy = rangescan.CancelStrategy{S: sr.strategy, Cl: sr.c.cl, N: n}
+	o.onHold = onHold
 	err := runNode(ctx, o)
 	var ke *KeyValueError
 	if err == nil || errors.As(err, &ke) && ke.Status == StatusKeyNotFound {
@@ -487,15 +538,18 @@ func (r *ScanResult) Err() error { return r.cur.Err() }
 // Calling it more than once is harmless.
 //
 // Close does not end at once when a server-side scan has to be cancelled
-// and its node has no live connection (or does not answer, or every
-// connection to it holds a durable write waiting for replication, which
-// RANGE_SCAN_CANCEL, a barrier in kv_engine, is not sent behind): the cancel
+// and its node has no live connection (or does not answer): the cancel
 // waits, as the scan's retry strategy says, for up to the scan's Timeout
 // (ScanOptions.Timeout, default Options.KVTimeout: 2.5 s) on the client's
 // Clock. A create in flight is waited for too (up to Timeout: the scan it
 // makes must be cancelled), so Close can take up to about twice Timeout
 // (the vbuckets scanned at once are cancelled in parallel). Closing the
-// client ends these waits at once.
+// client ends these waits at once. A cancel that must wait because every
+// connection to the node holds a durable write waiting for replication
+// (RANGE_SCAN_CANCEL, a barrier in kv_engine, is not sent behind one)
+// does not hold Close back, nor the scan's error: it is sent on its own
+// once a connection is free, within the scan's Timeout, unless the client
+// is closed first (the server then drops the scan after its lifetime).
 func (r *ScanResult) Close() error { return r.close(false) }
 
 // close is Close; unwound: a panic of the caller's code is unwinding it

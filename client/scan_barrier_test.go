@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -101,9 +102,10 @@ func TestScanContinueHeldNotSentBehindPendingSyncWrite(t *testing.T) {
 
 // A continue held behind a pending durable write until the scan's
 // Timeout fails the scan with an unambiguous timeout saying it was not
-// sent. The scan's cancel, sent before the error is reported, is a
-// barrier too: it is held as well (within its own Timeout), and sent once
-// the write is answered, so the server-side scan is not left open.
+// sent. The scan's cancel is a barrier too: it is held as well (within its
+// own Timeout, on its own: the scan's error does not wait for it), and
+// sent once the write is answered, so the server-side scan is not left
+// open.
 func TestScanContinueHeldPastItsTimeout(t *testing.T) {
 	mc, fc, c, _, done := scanBarrierSetup(t)
 	const timeout = 30 * time.Second
@@ -130,15 +132,14 @@ func TestScanContinueHeldPastItsTimeout(t *testing.T) {
 	if n := mc.RequestCount(memdx.OpRangeScanContinue); n != 0 {
 		t.Fatalf("%d continues sent; want none", n)
 	}
-	if n := mc.OpenRangeScans(); n != 0 {
-		t.Fatalf("%d scans open after the scan failed; want 0 (its cancel sent once the write was answered)", n)
-	}
+	waitUntil(t, "the scan cancelled once the write was answered", func() bool { return mc.OpenRangeScans() == 0 })
 }
 
 // Closing a scan whose continue is held behind a pending durable write
-// ends the continue at once; the scan's cancel, a barrier too, is held
-// (not sent behind the write) until the write is answered, then sent:
-// the server-side scan is not left open.
+// ends the continue and returns at once: the scan's cancel, a barrier
+// too, is held (not sent behind the write) until the write is answered,
+// then sent on its own, and the server-side scan is not left open. Close
+// waited for that cancel, up to the scan's Timeout.
 func TestScanCancelHeldNotSentBehindPendingSyncWrite(t *testing.T) {
 	mc, fc, c, _, done := scanBarrierSetup(t)
 	col := c.DefaultCollection()
@@ -150,6 +151,19 @@ func TestScanCancelHeldNotSentBehindPendingSyncWrite(t *testing.T) {
 	heldNotSent(t, fc, mc, memdx.OpRangeScanContinue, 0, fc.Now().Add(timeout))
 	closed := make(chan error, 1)
 	go func() { closed <- res.Close() }()
+	var cerr error
+	waitUntil(t, "Close, the write still pending and the clock standing still", func() bool {
+		select {
+		case cerr = <-closed:
+			return true
+		default:
+			return false
+		}
+	})
+	if cerr != nil {
+		t.Fatalf("Close: %v", cerr)
+	}
+	// The continue's worker has ended: the timer armed now is the cancel's.
 	heldNotSent(t, fc, mc, memdx.OpRangeScanCancel, 0, fc.Now().Add(timeout))
 	if _, err := col.Get(context.Background(), "d:0", &GetOptions{Timeout: time.Minute}); err != nil {
 		t.Fatalf("a Get on the node while the cancel is held: %v", err)
@@ -161,13 +175,86 @@ func TestScanCancelHeldNotSentBehindPendingSyncWrite(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the durable write: %v", err)
 	}
-	if err := <-closed; err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if n := mc.OpenRangeScans(); n != 0 {
-		t.Fatalf("%d scans open after Close; want 0", n)
-	}
+	waitUntil(t, "the scan cancelled once the write was answered", func() bool { return mc.OpenRangeScans() == 0 })
 	if n := mc.RequestCount(memdx.OpRangeScanContinue); n != 0 {
 		t.Fatalf("%d continues sent; want none", n)
+	}
+}
+
+// scanNext runs res.Next on a goroutine and returns what it returned, or
+// fails the test when it has not returned within a minute with fc's
+// clock standing still.
+func scanNext(t *testing.T, res *ScanResult, what string) bool {
+	t.Helper()
+	got := make(chan bool, 1)
+	go func() { got <- res.Next() }()
+	var more bool
+	waitUntil(t, what, func() bool {
+		select {
+		case more = <-got:
+			return true
+		default:
+			return false
+		}
+	})
+	return more
+}
+
+// A continue held behind a pending durable write until the scan's Timeout
+// fails the scan at once: Next returns false with the timeout then. The
+// scan's cancel, held as well (a barrier too), goes on its own once the
+// write is answered; Next's error waited for it, up to another Timeout.
+func TestScanErrorNotDelayedByItsHeldCancel(t *testing.T) {
+	mc, fc, c, _, done := scanBarrierSetup(t)
+	const timeout = 30 * time.Second
+	at := fc.Now().Add(timeout)
+	res, err := c.DefaultCollection().Scan(context.Background(), PrefixScan{Prefix: "d:"}, &ScanOptions{Timeout: timeout, BatchItemLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	heldNotSent(t, fc, mc, memdx.OpRangeScanContinue, 0, at)
+	fc.Advance(timeout)
+	if scanNext(t, res, "Next, the write still pending and the clock standing still") {
+		t.Fatal("an item from a continue held past its timeout")
+	}
+	if err := res.Err(); !errors.Is(err, ErrUnambiguousTimeout) || !strings.Contains(err.Error(), "not sent") {
+		t.Fatalf("the scan whose continue was held past its timeout: %v; want an unambiguous timeout saying it was not sent", err)
+	}
+	if err := res.Close(); !errors.Is(err, ErrUnambiguousTimeout) {
+		t.Fatalf("Close: %v", err)
+	}
+	if n := mc.RequestCount(memdx.OpRangeScanCancel); n != 0 {
+		t.Fatalf("%d cancels sent behind the pending write", n)
+	}
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	waitUntil(t, "the scan cancelled once the write was answered", func() bool { return mc.OpenRangeScans() == 0 })
+}
+
+// A scan's cancel left held behind a pending durable write once the scan
+// returned ends with the client's Close: no goroutine of it is left once
+// Close returns (the server drops the scan after its lifetime).
+func TestScanHeldCancelEndsWithClientClose(t *testing.T) {
+	mc, fc, c, _, _ := scanBarrierSetup(t)
+	const timeout = 30 * time.Second
+	res, err := c.DefaultCollection().Scan(context.Background(), PrefixScan{Prefix: "d:"}, &ScanOptions{Timeout: timeout, BatchItemLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldNotSent(t, fc, mc, memdx.OpRangeScanContinue, 0, fc.Now().Add(timeout))
+	if err := res.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	heldNotSent(t, fc, mc, memdx.OpRangeScanCancel, 0, fc.Now().Add(timeout))
+	c.Close()
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "(*scanRequests).cancel") {
+		t.Fatalf("a scan's cancel still runs after the client's Close returned:\n%s", stacks)
+	}
+	if n := mc.RequestCount(memdx.OpRangeScanCancel); n != 0 {
+		t.Fatalf("%d cancels sent behind the pending write", n)
 	}
 }
