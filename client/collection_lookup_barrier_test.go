@@ -1,12 +1,16 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -81,5 +85,92 @@ func TestCollectionLookupHeldBehindPendingSyncWrite(t *testing.T) {
 	// Free again: the lookup goes.
 	if _, err := c.Scope("s").Collection("y").Get(context.Background(), "k", &GetOptions{Timeout: time.Minute}); !errors.Is(err, ErrDocumentNotFound) {
 		t.Fatalf("a Get in s.y once the write was answered: %v; want ErrDocumentNotFound", err)
+	}
+}
+
+// A collection-id lookup held because every connection of the bucket's
+// nodes holds a durable write waiting for replication is not sent on the
+// connection of its node once that node has left the config (failed over):
+// sent there, behind the write the connection still drains, it waited for
+// the write (COLLECTIONS_GET_ID is a barrier in kv_engine) and the Get with
+// it, until the write's bound or the Get's deadline, although the key's
+// vbucket had moved to the other node. The Get is routed again instead:
+// there its lookup is held behind that node's write (its bound, 50 s,
+// arms the hold) and goes once the write is answered.
+func TestCollectionLookupHeldOnNodeThatLeavesIsRoutedAgain(t *testing.T) {
+	// Without cluster-map notifications: the config fetch one brings
+	// would be held (GET_CLUSTER_CONFIG is a barrier, and every node has
+	// a write pending), and so would a NOT_MY_VBUCKET's config, deduped.
+	twoNodes := mockcluster.Options{Nodes: 2, NoClusterMapNotifications: true,
+		Buckets: []mockcluster.BucketOptions{{Name: mockcluster.DefaultBucket, NumReplicas: 1}}}
+	mc, fc, c, a, cn, done := barrierSetup(t, twoNodes, time.Hour, 65*time.Second)
+	addCollections(t, mc, "s", "y")
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	other, onA := "", "" // keys whose active copy is on the other node, on a
+	for i := 0; other == "" || onA == ""; i++ {
+		k := fmt.Sprint("b", i)
+		if b.VbucketMap()[b.VbucketForKey([]byte(k))][0] != a {
+			other = cmp.Or(other, k)
+		} else {
+			onA = cmp.Or(onA, k)
+		}
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Upsert(context.Background(), other, []byte(`"v"`),
+			&UpsertOptions{Durability: DurabilityMajority, Timeout: 2 * time.Minute, DurabilityTimeout: 50 * time.Second})
+		second <- err
+	}()
+	waitUntil(t, "a synchronous write pending on each node", func() bool { return mc.PendingSyncWrites() == 2 })
+	lookupsOnA := mc.Node(a).RequestCount(memdx.OpCollectionsGetID)
+	const timeout = 2 * time.Minute
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.Scope("s").Collection("y").Get(context.Background(), "k", &GetOptions{Timeout: timeout})
+		res <- err
+	}()
+	heldOrSent(t, fc, cn, fc.Now().Add(65*time.Second), "the collection-id lookup")
+	addr := mc.Node(a).Addr()
+	if err := mc.Failover(a); err != nil {
+		t.Fatal(err)
+	}
+	// The new config comes in the NOT_MY_VBUCKET of a Get of the default
+	// collection (no lookup) sent to the node that left.
+	nmv := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Get(context.Background(), onA, &GetOptions{Timeout: time.Minute})
+		nmv <- err
+	}()
+	waitUntil(t, "the config without the node", func() bool { return !slices.Contains(c.Nodes(), addr) })
+	waitUntil(t, "the lookup held on the other node, or sent on the node that left", func() bool {
+		return armedAt(fc, fc.Now().Add(50*time.Second)) || cn.Pending() > 1
+	})
+	if n := cn.Pending(); n > 1 {
+		t.Fatalf("the lookup was sent on the connection of the node that left, behind its pending write (%d requests in flight there)", n)
+	}
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Logf("the durable write on the node that left: %v", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the durable write on the other node: %v", err)
+	}
+	var err error
+	waitUntil(t, "the Get, on the clock that does not move", func() bool {
+		select {
+		case err = <-res:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil && !errors.Is(err, ErrDocumentNotFound) {
+		t.Fatalf("the Get once the other node's write was answered: %v", err)
+	}
+	if err := <-nmv; err != nil && !errors.Is(err, ErrDocumentNotFound) {
+		t.Fatalf("the Get that brought the config: %v", err)
+	}
+	if n := mc.Node(a).RequestCount(memdx.OpCollectionsGetID) - lookupsOnA; n != 0 {
+		t.Fatalf("%d lookups sent to the node that left", n)
 	}
 }

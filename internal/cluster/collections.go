@@ -39,9 +39,9 @@ type CollectionIDs struct {
 	// what it gets (guarded by mu).
 	gen uint64
 	// pick chooses the connection a lookup for a request routed to a
-	// connection goes on, or says the lookup is to be held
-	// (Cluster.lookupConn; nil: that one).
-	pick func(*conn.Conn) (*conn.Conn, BarrierHold)
+	// connection goes on, or says the lookup is to be held, or that the
+	// request is to be routed again (Cluster.lookupConn; nil: that one).
+	pick func(*conn.Conn) (*conn.Conn, BarrierHold, retry.Reason, error)
 }
 
 // cachedID is a cached collection id and the uid of the manifest the
@@ -101,7 +101,9 @@ type idFlight struct {
 // (Cluster.lookupConn); when every connection of the bucket's nodes holds
 // one, it is held, unsent, until one of cn's node is free, the shortest of
 // their bounds has passed, or the caller's deadline or ctx ends it
-// (holdLookup).
+// (holdLookup); or until cn's node leaves the config: the request is then
+// to be routed again (ReasonNodeNotAvailable), the lookup not sent behind
+// them on the connection the node drains.
 func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, waited bool, reason retry.Reason, err error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
 		return 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
@@ -115,7 +117,10 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 	if cc.pick != nil {
 		var heldAt time.Time
 		for {
-			o, h := cc.pick(cn)
+			o, h, reason, err := cc.pick(cn)
+			if err != nil {
+				return 0, !heldAt.IsZero(), reason, err
+			}
 			if o != nil {
 				cn = o
 				break
@@ -176,15 +181,19 @@ func (cc *CollectionIDs) holdLookup(ctx context.Context, deadline time.Time, h B
 // order (ids are the bucket's, the same on every node; an answer by a
 // manifest older than one seen is judged as any lookup's is). When there
 // is none, no connection and the hold of cn's node (Node.PickBarrier): the
-// lookup is held, not sent behind them (CollectionIDs.holdLookup); cn when
-// its node is not the topology's.
-func (c *Cluster) lookupConn(cn *conn.Conn) (*conn.Conn, BarrierHold) {
+// lookup is held, not sent behind them (CollectionIDs.holdLookup). When
+// cn's node is no longer the topology's (it left the config while the
+// lookup was held, or since the request was routed), or has no live
+// connection, the reason and error to route the request again: cn only
+// drains, and the lookup would wait there behind those requests while the
+// request's vbucket is another node's.
+func (c *Cluster) lookupConn(cn *conn.Conn) (*conn.Conn, BarrierHold, retry.Reason, error) {
 	if cn.BarrierWait() <= 0 {
-		return cn, BarrierHold{}
+		return cn, BarrierHold{}, 0, nil
 	}
 	t := c.topo.Load()
 	if t == nil {
-		return cn, BarrierHold{}
+		return cn, BarrierHold{}, 0, nil
 	}
 	collections := func(o *conn.Conn) bool { return o.Features().Has(memdx.FeatureCollections) }
 	free := func(n *Node) *conn.Conn { return n.freeConn(0, cn, collections) }
@@ -197,7 +206,7 @@ func (c *Cluster) lookupConn(cn *conn.Conn) (*conn.Conn, BarrierHold) {
 	}
 	if own != nil {
 		if o := free(own); o != nil {
-			return o, BarrierHold{}
+			return o, BarrierHold{}, 0, nil
 		}
 	}
 	for _, n := range t.all {
@@ -205,20 +214,23 @@ func (c *Cluster) lookupConn(cn *conn.Conn) (*conn.Conn, BarrierHold) {
 			continue
 		}
 		if o := free(n); o != nil {
-			return o, BarrierHold{}
+			return o, BarrierHold{}, 0, nil
 		}
 	}
 	if own == nil {
-		return cn, BarrierHold{}
+		return nil, BarrierHold{}, retry.ReasonNodeNotAvailable, c.nodeError(cn.Addr(), errNodeLeft)
 	}
-	o, h, _, err := own.PickBarrier()
+	o, h, reason, err := own.PickBarrier()
+	if err != nil {
+		return nil, BarrierHold{}, reason, err // left meanwhile, or no live connection
+	}
 	if o != nil && o.Features().Has(memdx.FeatureCollections) {
-		return o, BarrierHold{} // freed meanwhile
+		return o, BarrierHold{}, 0, nil // freed meanwhile
 	}
-	if err != nil || h.Freed == nil {
-		return cn, BarrierHold{} // it fails on cn as it would have
+	if h.Freed == nil {
+		return cn, BarrierHold{}, 0, nil // it fails on cn as it would have
 	}
-	return nil, h
+	return nil, h, 0, nil
 }
 
 // lookup runs a lookup of path's id or waits for the one running (ID).
