@@ -174,3 +174,37 @@ func TestCollectionLookupHeldOnNodeThatLeavesIsRoutedAgain(t *testing.T) {
 		t.Fatalf("%d lookups sent to the node that left", n)
 	}
 }
+
+// The keys of a batch that share a collection-id lookup held behind a
+// durable write until the batch's deadline (the round's first key holds
+// it; the others routed to the same connection take its outcome) each end
+// with the lookup's own cause: an unambiguous timeout saying it was held,
+// not sent, behind the write, not a SOCKET_NOT_AVAILABLE retry for a
+// socket that was fine.
+func TestBatchKeysSharingAHeldLookupSayWhy(t *testing.T) {
+	mc, fc, c, _, cn, done := barrierSetup(t, oneNodeNoReplicas, time.Hour, 65*time.Second)
+	addCollections(t, mc, "s", "y")
+	const timeout = 30 * time.Second
+	at := fc.Now().Add(timeout)
+	res := make(chan []GetManyResult, 1)
+	go func() {
+		res <- c.Scope("s").Collection("y").GetMany(context.Background(), []string{"a", "b", "c"}, &GetManyOptions{Timeout: timeout})
+	}()
+	heldOrSent(t, fc, cn, at, "the collection-id lookup")
+	fc.Advance(timeout)
+	for _, r := range <-res {
+		if !errors.Is(r.Err, ErrUnambiguousTimeout) {
+			t.Fatalf("%s: %v; want an unambiguous timeout", r.Key, r.Err)
+		}
+		if msg := r.Err.Error(); strings.Contains(msg, "SOCKET_NOT_AVAILABLE") || !strings.Contains(msg, "not sent") || !strings.Contains(msg, "synchronous write") {
+			t.Fatalf("%s does not say its lookup was held behind the synchronous write: %v", r.Key, r.Err)
+		}
+	}
+	if n := mc.RequestCount(memdx.OpCollectionsGetID); n != 0 {
+		t.Fatalf("%d lookups sent behind the pending write", n)
+	}
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+}
