@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -477,5 +478,59 @@ func TestBarrierHeldTwiceSaysHowLongInAll(t *testing.T) {
 	mc.CommitSyncWrites()
 	if err := <-second; err != nil {
 		t.Fatalf("the second durable write: %v", err)
+	}
+}
+
+// A durable write queued on the connection a barrier was given, between
+// the pick (PickBarrier found it free) and the barrier's send, does not
+// get the barrier sent behind it: the connection refuses the barrier,
+// unwritten, at queueing (conn.Origin.Barrier), and the barrier is placed
+// again, held until the write is answered. It went behind the write,
+// waiting for it and holding every later request on the connection. The
+// test queues the write in that window (testHookSend).
+func TestBarrierNotSentBehindAWriteQueuedAfterItsPick(t *testing.T) {
+	mc := newMock(t, oneNodeNoReplicas)
+	mc.SetSyncWriteDelay(time.Hour)
+	t.Cleanup(mc.CommitSyncWrites) // before the cluster closes
+	fc := retry.NewFakeClock(time.Now())
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour, ConnectionsPerNode: 1})
+	var cn *conn.Conn
+	waitUntil(t, "the node's connection", func() bool {
+		if es := c.cl.Endpoints(); len(es) == 1 {
+			cn = es[0].Conn
+		}
+		return cn != nil
+	})
+	done := make(chan error, 1)
+	var once sync.Once
+	hook := func(from *conn.Origin) {
+		if from.Operation != "exists" {
+			return
+		}
+		once.Do(func() {
+			go func() {
+				_, err := c.DefaultCollection().Upsert(context.Background(), "k", []byte(`"v"`),
+					&UpsertOptions{Durability: DurabilityMajority, Timeout: 2 * time.Minute, DurabilityTimeout: 65 * time.Second})
+				done <- err
+			}()
+			waitUntil(t, "the synchronous write queued after the pick", func() bool { return mc.PendingSyncWrites() == 1 && cn.Pending() == 1 })
+		})
+	}
+	testHookSend.Store(&hook)
+	t.Cleanup(func() { testHookSend.Store(nil) }) // after the client's Close
+	const timeout = 30 * time.Second
+	at := fc.Now().Add(timeout)
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.DefaultCollection().Exists(context.Background(), "k", &ExistsOptions{Timeout: timeout})
+		res <- err
+	}()
+	heldOrSent(t, fc, cn, at, "Exists")
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	if err := <-res; err != nil {
+		t.Fatalf("Exists once the write was answered: %v", err)
 	}
 }

@@ -472,6 +472,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		// deadline check needs: it reads none of its own.
 		from.SentIsNow = c.realClock && (attempt > 0 || o.trace.encStart.IsZero())
 		from.Resendable = o.resendable()
+		from.Barrier = o.barrier
 		if hook := testHookSend.Load(); hook != nil {
 			(*hook)(from)
 		}
@@ -490,6 +491,13 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		}
 		if o.opaque == 0 {
 			o.opaque = opaque
+		}
+		if derr != nil && o.barrier && errors.Is(derr, conn.ErrBoundedAhead) {
+			// A barrier the connection refused, unwritten: a request
+			// the server answers only by a bound of its own was queued
+			// there since the pick. Placed again, it is held
+			// (pickBarrier), with no retry.
+			continue
 		}
 		nx = c.judge(ctx, o, pl, derr)
 		if nx.done {

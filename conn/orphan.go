@@ -55,7 +55,21 @@ type Origin struct {
 	// every time). The request's end then reads as a close in flight, not
 	// as a refusal, in its retry reasons.
 	Resendable bool
+	// Barrier says that the request is a barrier its caller holds rather
+	// than send behind a request the server answers only by a bound of its
+	// own (BarrierWait: a synchronous write, a range scan's continue),
+	// having found the connection free of them: when, as it is queued, the
+	// connection has one after all (queued meanwhile by another caller),
+	// the request is refused, not written, with ErrBoundedAhead, for its
+	// caller to hold it. The check is made where the order of the
+	// requests on the wire is decided, under the connection's lock.
+	Barrier bool
 }
+
+// ErrBoundedAhead is the cause of a request refused, not written, because
+// its Origin says it is a barrier and the connection had a request ahead
+// of it that the server answers only by a bound of its own (Origin.Barrier).
+var ErrBoundedAhead = errors.New("a request the server answers only by a bound of its own is ahead on the connection; a barrier is not sent behind it")
 
 // Orphan is a late answer: the response to a request whose caller left
 // after it was sent (its context ended or its deadline passed; it was a
