@@ -83,7 +83,9 @@
 // An operation runs on the caller's goroutine; no goroutine is started for
 // it (replica reads and Stats/Version/Flush/Ping, which fan out to nodes, and
 // Scan, whose Concurrency goroutines end before ScanResult.Close returns,
-// are the exceptions). Each attempt:
+// are the exceptions; so is a scan's cancel that must wait behind a
+// durable write, which goes on after the scan returned, until the
+// client's Close at the latest). Each attempt:
 //
 //  1. routes the key: CRC32 to a vbucket, then the vbucket's active (or
 //     replica) server by the current map or, after a NOT_MY_VBUCKET while a
