@@ -114,28 +114,45 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 	if ok {
 		return e.id, false, 0, nil
 	}
-	if cc.pick != nil {
-		var heldAt time.Time
-		for {
-			o, h, reason, err := cc.pick(cn)
-			if err != nil {
-				return 0, !heldAt.IsZero(), reason, err
-			}
-			if o != nil {
-				cn = o
-				break
-			}
-			if heldAt.IsZero() {
-				heldAt = cc.clock.Now()
-			}
-			if err := cc.holdLookup(ctx, deadline, h, cn.Addr(), path, heldAt); err != nil {
-				return 0, true, retry.ReasonUnknown, err
+	routed := cn
+	var heldAt time.Time
+	for {
+		if cc.pick != nil {
+			cn = routed
+			for {
+				o, h, reason, err := cc.pick(cn)
+				if err != nil {
+					return 0, !heldAt.IsZero(), reason, err
+				}
+				if o != nil {
+					cn = o
+					break
+				}
+				if heldAt.IsZero() {
+					heldAt = cc.clock.Now()
+				}
+				if err := cc.holdLookup(ctx, deadline, h, cn.Addr(), path, heldAt); err != nil {
+					return 0, true, retry.ReasonUnknown, err
+				}
 			}
 		}
+		id, reason, err = cc.lookup(ctx, deadline, cn, scope, name, path)
+		if cc.pick != nil && errors.Is(err, conn.ErrBoundedAhead) {
+			// A request the server answers only by a bound of its
+			// own was queued on cn since the pick: the connection
+			// refused the lookup, unwritten (lookupOrigin). Pick
+			// again: it goes elsewhere, or is held.
+			continue
+		}
+		return id, true, reason, err
 	}
-	id, reason, err = cc.lookup(ctx, deadline, cn, scope, name, path)
-	return id, true, reason, err
 }
+
+// lookupOrigin marks a lookup as a barrier (conn.Origin.Barrier): its
+// connection refuses it, unwritten, when a request the server answers only
+// by a bound of its own was queued there after lookupConn found it free.
+// Read only.
+var lookupOrigin = conn.Origin{Barrier: true}
 
 // holdLookup holds a lookup of path's id (unsent) that would wait, on
 // every connection it could go on, behind a request the server answers
@@ -314,7 +331,7 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 		u, id, err := memdx.DecodeCollectionsGetID(p)
 		cid, uid = id, u
 		return err
-	}, nil)
+	}, &lookupOrigin)
 	ended = true
 	var re *conn.RequestError
 	switch {

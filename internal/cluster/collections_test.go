@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -256,4 +257,75 @@ func TestRecreatedBucketForgetsCollectionIDs(t *testing.T) {
 	id, _, _, err = cc.ID(context.Background(), deadline, pick(), "app", "users", "app.users")
 	require.NoError(t, err)
 	assert.Equal(t, users, id, "app.users by the id cached from the deleted bucket (%d: app.orders now)", oldUsers)
+}
+
+// A durable write queued on the connection a collection-id lookup was
+// given, between the pick (lookupConn found it free of requests the server
+// answers only by a bound of its own) and the lookup's send, does not get
+// the lookup sent behind it: COLLECTIONS_GET_ID is a barrier in kv_engine
+// under unordered execution and waited there for the write (up to its
+// durability timeout), and every later request on the connection with it.
+// The connection refuses the lookup unwritten (conn.Origin.Barrier); it is
+// picked again and held until the write is answered. The test queues the
+// write in that window (a pick that queues it before it returns).
+func TestCollectionLookupNotSentBehindAWriteQueuedAfterItsPick(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1,
+		Buckets: []mockcluster.BucketOptions{{Name: mockcluster.DefaultBucket, NumReplicas: mockcluster.NoReplicas}}})
+	mc.SetSyncWriteDelay(time.Hour)
+	t.Cleanup(mc.CommitSyncWrites) // before the cluster closes
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("app")
+	require.NoError(t, err)
+	want, err := b.AddCollection("app", "users")
+	require.NoError(t, err)
+	fc := retry.NewFakeClock(time.Now())
+	cfg := testConfig(mc)
+	cfg.Clock = fc
+	cfg.Conn.Features = append(slices.Clone(cfg.Conn.Features), memdx.FeatureCollections, memdx.FeatureSyncReplication)
+	c := connectCluster(t, cfg)
+	n := c.Node(mc.Node(0).Addr())
+	require.NotNil(t, n)
+	cn, _, err := n.Pick()
+	require.NoError(t, err)
+	cc := c.Collections()
+	pick := cc.pick
+	written := make(chan error, 1)
+	var once sync.Once
+	cc.pick = func(from *conn.Conn) (*conn.Conn, BarrierHold, retry.Reason, error) {
+		o, h, reason, err := pick(from)
+		if o == nil {
+			return o, h, reason, err
+		}
+		once.Do(func() {
+			req := memdx.NewStore(memdx.OpSet, []byte("k"), []byte(`"v"`), 0, 0)
+			req.Vbucket = b.VbucketForKey([]byte("k"))
+			req.Collections = true
+			req.Durability, req.DurabilityTimeout = memdx.DurabilityMajority, 65000
+			go func() {
+				_, err := o.DoDeadline(context.Background(), time.Now().Add(2*time.Minute), &req, func(*memdx.Packet) error { return nil }, nil)
+				written <- err
+			}()
+			for end := time.Now().Add(time.Minute); o.BarrierWait() <= 0; time.Sleep(time.Millisecond) {
+				require.True(t, time.Now().Before(end), "the durable write was not queued within a minute")
+			}
+		})
+		return o, h, reason, err
+	}
+	got := make(chan error, 1)
+	var id uint32
+	deadline := fc.Now().Add(30 * time.Second)
+	go func() {
+		var err error
+		id, _, _, err = cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+		got <- err
+	}()
+	held := func() bool { return slices.ContainsFunc(fc.Timers(), deadline.Equal) }
+	for end := time.Now().Add(time.Minute); !held() && cn.Pending() < 2; time.Sleep(time.Millisecond) {
+		require.True(t, time.Now().Before(end), "the lookup neither held nor sent within a minute")
+	}
+	require.Equal(t, 1, cn.Pending(), "the lookup was sent behind the durable write queued after its pick")
+	mc.CommitSyncWrites()
+	require.NoError(t, <-written)
+	require.NoError(t, <-got)
+	assert.Equal(t, want, id)
 }
