@@ -169,14 +169,6 @@ func testConfig(run runner) config {
 		maxOpsPerPhase: 20000, verifyAttempts: 3, recoveryLimit: 2 * time.Second, seed: 7, run: run}
 }
 
-// runHarness runs the phases and the final read-back, with the deadline
-// margin measured on this machine (startLateness), and returns the
-// violations by check.
-func runHarness(t *testing.T, cfg config, st store, specs ...phaseSpec) (map[string]int, []*phaseResult) {
-	t.Helper()
-	return runHarnessWith(t, cfg, st, startLateness(), specs...)
-}
-
 // stillLateness is a lateness that saw no wake-up late: the deadline
 // margin is baseMargin whatever the machine's load, so whether an
 // operation is flagged depends only on how far past its deadline it ended.
@@ -188,8 +180,9 @@ func stillLateness() *lateness {
 	return l
 }
 
-// runHarnessWith is runHarness with the deadline margin of lat, which it
-// closes.
+// runHarnessWith runs the phases and the final read-back with the
+// deadline margin of lat, which it closes, and returns the violations by
+// check.
 func runHarnessWith(t *testing.T, cfg config, st store, lat *lateness, specs ...phaseSpec) (map[string]int, []*phaseResult) {
 	t.Helper()
 	return runHarnessOn(t, cfg, st, lat, realClock{}, specs...)

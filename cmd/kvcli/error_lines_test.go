@@ -17,7 +17,7 @@ import (
 func TestTimeoutLineSaysWhatTheNodeAnswered(t *testing.T) {
 	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
 	kv := &client.KeyValueError{Op: "Upsert", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusLocked,
-		Err: client.ErrUnambiguousTimeout, Cause: timeoutCause}
+		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p := inv.explain("k", kv)
 	assert.Equal(t, kindTimeout, p.kind)
 	assert.NotContains(t, p.line, "waiting for", "the node answered: %s", p.line)
@@ -25,7 +25,7 @@ func TestTimeoutLineSaysWhatTheNodeAnswered(t *testing.T) {
 
 	// Nothing answered: the line waits for the node.
 	kv = &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7,
-		Err: client.ErrUnambiguousTimeout, Cause: timeoutCause}
+		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p = inv.explain("k", kv)
 	assert.Contains(t, p.line, "waiting for h:11210 to answer (vbucket 7)", p.line)
 }
@@ -37,14 +37,14 @@ func TestTimeoutLineOfGetAndLockTmpFail(t *testing.T) {
 	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
 	kv := &client.KeyValueError{Op: "GetAndLock", Key: "k", OpCode: client.OpCode(0x94), Node: "h:11210", Status: client.StatusTmpFail,
 		RetryAttempts: 9, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVTemporaryFailure),
-		Err: client.ErrUnambiguousTimeout, Cause: timeoutCause}
+		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p := inv.explain("k", kv)
 	assert.Contains(t, p.line, "retried 9 times for KV_TEMPORARY_FAILURE", p.line)
 	assert.Contains(t, p.line, "may have stayed locked", p.line)
 }
 
-// timeoutCause matches what a client timeout's cause matches.
-var timeoutCause = fmt.Errorf("%w: %w", client.ErrUnambiguousTimeout, client.ErrTimeout)
+// errTimeoutCause matches what a client timeout's cause matches.
+var errTimeoutCause = fmt.Errorf("%w: %w", client.ErrUnambiguousTimeout, client.ErrTimeout)
 
 // A read whose answer is longer than kvwire reads (a memcached -I over
 // 20m holds such values) fails with ErrValueTooLarge too: its line must
@@ -72,7 +72,7 @@ func TestTimeoutLineSaysTheLastAnswerAfterOtherRetries(t *testing.T) {
 	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
 	kv := &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusTmpFail,
 		RetryAttempts: 1, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVNotMyVbucket),
-		Err: client.ErrUnambiguousTimeout, Cause: timeoutCause}
+		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p := inv.explain("k", kv)
 	assert.Contains(t, p.line, "retried 1 time for KV_NOT_MY_VBUCKET", p.line)
 	assert.Contains(t, p.line, "h:11210 answered ETMPFAIL last", p.line)
@@ -80,7 +80,7 @@ func TestTimeoutLineSaysTheLastAnswerAfterOtherRetries(t *testing.T) {
 	// The last answer is the reason retried for: said once.
 	kv = &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusTmpFail,
 		RetryAttempts: 3, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVTemporaryFailure),
-		Err: client.ErrUnambiguousTimeout, Cause: timeoutCause}
+		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p = inv.explain("k", kv)
 	assert.NotContains(t, p.line, "answered", p.line)
 }
