@@ -90,6 +90,23 @@ func (c *Cluster) Endpoints() []Endpoint {
 		return nil
 	}
 	closed := c.ctx.Err() != nil
+	out := c.endpoints(t, closed)
+	if !closed && c.ctx.Err() != nil {
+		// The cluster closed while they were read: a node read after
+		// the close ended its context would show as one that left the
+		// config (disconnecting), which the cluster's state leaves out,
+		// beside nodes read before, still connected. They are those of
+		// a closed cluster. (The close ends the cluster's context before
+		// its nodes': when it was not ended after the nodes were read,
+		// no node's was ended by the close.)
+		out = c.endpoints(t, true)
+	}
+	return out
+}
+
+// endpoints returns the endpoints of t's nodes, then of the nodes that
+// left the config unless closed, the cluster read as closed.
+func (c *Cluster) endpoints(t *Topology, closed bool) []Endpoint {
 	out := make([]Endpoint, 0, len(t.all)*c.cfg.ConnectionsPerNode)
 	for _, n := range t.all {
 		out = n.endpoints(out, c.cfg.ConnectionsPerNode, closed)
