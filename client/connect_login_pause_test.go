@@ -2,13 +2,16 @@ package client
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // A node of the config that stops answering during its first dial's login
@@ -20,6 +23,13 @@ import (
 // every node's first dial for up to ConnectTimeout: 10 s by default, an
 // hour here. Operations on the other nodes work; the node's dial goes on,
 // and WaitUntilReady waits for it until Close ends the wait (ErrClosed).
+//
+// The probe timeout is counted on a fake clock, moved once node 2's login
+// is held: Connect cannot return before, nor node 2 reach its login too
+// late, however loaded the machine. (On the real clock, a node 2 whose
+// login came after the probe timeout under load was not waited for, and
+// the test saw no login held.) The health check is off: its bootstrap
+// silence watch keeps real time.
 func TestConnectNotHeldByANodePausedInItsLogin(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 3})
 	release := make(chan struct{})
@@ -33,8 +43,12 @@ func TestConnectNotHeldByANodePausedInItsLogin(t *testing.T) {
 			}
 			return mockcluster.Action{Hold: release}, true
 		})
+	start := time.Now()
+	fc := retry.NewFakeClock(start)
+	const probeTimeout = 100 * time.Millisecond
 	o := &Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, Bucket: mockcluster.DefaultBucket,
-		ConnectTimeout: time.Hour, HealthCheck: HealthCheckOptions{ProbeTimeout: 100 * time.Millisecond}}
+		ConnectTimeout: time.Hour, ConfigPollInterval: time.Hour, Clock: fakeClock{fc},
+		HealthCheck: HealthCheckOptions{ProbeTimeout: probeTimeout, Disabled: true}}
 	type result struct {
 		c   *Client
 		err error
@@ -44,20 +58,23 @@ func TestConnectNotHeldByANodePausedInItsLogin(t *testing.T) {
 		c, err := Connect(context.Background(), mc.ConnString(), o)
 		done <- result{c, err}
 	}()
-	var c *Client
+	within(t, held, "node 2's login held")
+	// Nodes 0 and 1 connected, Connect waits until node 2, made at start,
+	// has been dialing for the probe timeout.
+	awaitTimerAt(t, fc, start.Add(probeTimeout), "Connect's wait for node 2's probe timeout")
 	select {
 	case r := <-done:
-		require.NoError(t, r.err)
-		c = r.c
-		t.Cleanup(func() { _ = c.Close() })
-	case <-time.After(closeHookWaits):
-		t.Fatalf("Connect did not return within %v with one node of three paused in its login", closeHookWaits)
-	}
-	select {
-	case <-held:
+		if r.c != nil {
+			_ = r.c.Close()
+		}
+		t.Fatalf("Connect returned (%v) before node 2 had been dialing for the probe timeout", r.err)
 	default:
-		t.Fatal("node 2 was not dialed: the test paused no login")
 	}
+	fc.Advance(probeTimeout)
+	r := within(t, done, "Connect with one node of three paused in its login, past the probe timeout")
+	require.NoError(t, r.err)
+	c := r.c
+	t.Cleanup(func() { _ = c.Close() })
 	// Keys of the other nodes are written.
 	col := c.DefaultCollection()
 	ctx, cancel := context.WithTimeout(context.Background(), closeHookWaits)
@@ -66,15 +83,37 @@ func TestConnectNotHeldByANodePausedInItsLogin(t *testing.T) {
 		_, err := col.Upsert(ctx, keyOn(t, c, mc.Node(n).Addr()), []byte("v"), nil)
 		require.NoError(t, err)
 	}
-	// WaitUntilReady waits for node 2 (online is every node connected)
-	// until Close ends the wait.
+	// WaitUntilReady waits for node 2 (online is every node connected):
+	// a wait bounded by a second ends after it, naming node 2.
+	const bound = time.Second
+	short := make(chan error, 1)
+	go func() { short <- c.WaitUntilReady(ctx, &WaitUntilReadyOptions{Timeout: bound}) }()
+	awaitTimerAt(t, fc, fc.Now().Add(bound), "WaitUntilReady's timeout")
+	fc.Advance(bound)
+	var nr *NotReadyError
+	require.ErrorAs(t, within(t, short, "WaitUntilReady past its timeout"), &nr)
+	assert.Equal(t, mc.Node(2).Addr(), nr.Node, "the node WaitUntilReady waited for")
+	assert.Equal(t, EndpointConnecting, nr.NodeState)
+	// One that waits is ended by Close.
+	const long = 77 * time.Minute // no other timer of the client is due then
 	ready := make(chan error, 1)
-	go func() { ready <- c.WaitUntilReady(ctx, nil) }()
+	go func() { ready <- c.WaitUntilReady(ctx, &WaitUntilReadyOptions{Timeout: long}) }()
+	awaitTimerAt(t, fc, fc.Now().Add(long), "WaitUntilReady's timeout")
 	require.NoError(t, c.Close())
-	select {
-	case err := <-ready:
-		require.ErrorIs(t, err, ErrClosed)
-	case <-time.After(closeHookWaits):
-		t.Fatal("WaitUntilReady still waits after Close")
+	require.ErrorIs(t, within(t, ready, "WaitUntilReady ended by Close"), ErrClosed)
+}
+
+// awaitTimerAt waits until fc has a timer armed due at exactly at (one
+// the test knows no other timer of the client is due at), failing the
+// test, saying what it waited for, when none is within failAfter.
+func awaitTimerAt(t *testing.T, fc *retry.FakeClock, at time.Time, what string) {
+	t.Helper()
+	bound := time.After(failAfter)
+	for !slices.ContainsFunc(fc.Timers(), at.Equal) {
+		select {
+		case <-bound:
+			t.Fatalf("no timer due at %v (now %v) was armed in %v: %s; armed: %v", at, fc.Now(), failAfter, what, fc.Timers())
+		case <-time.After(time.Millisecond): // look again
+		}
 	}
 }
