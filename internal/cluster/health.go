@@ -85,23 +85,32 @@ func (c *Cluster) HealthChanged() <-chan struct{} { return c.health.wait() }
 // drain (EndpointDisconnecting), in the order they left; those not once
 // the cluster is closed.
 func (c *Cluster) Endpoints() []Endpoint {
-	t := c.topo.Load()
-	if t == nil {
-		return nil
+	for {
+		t := c.topo.Load()
+		if t == nil {
+			return nil
+		}
+		closed := c.ctx.Err() != nil
+		out := c.endpoints(t, closed)
+		if !closed && c.ctx.Err() != nil {
+			// The cluster closed while they were read: a node read after
+			// the close ended its context would show as one that left the
+			// config (disconnecting), which the cluster's state leaves out,
+			// beside nodes read before, still connected. They are those of
+			// a closed cluster. (The close ends the cluster's context before
+			// its nodes': when it was not ended after the nodes were read,
+			// no node's was ended by the close.)
+			continue
+		}
+		if c.topo.Load() != t {
+			// A config installed meanwhile may have made a node read
+			// leave (disconnecting, left out of the state) and named
+			// others, missing here: they are read again from it. (The
+			// topology is replaced before its nodes that left are told.)
+			continue
+		}
+		return out
 	}
-	closed := c.ctx.Err() != nil
-	out := c.endpoints(t, closed)
-	if !closed && c.ctx.Err() != nil {
-		// The cluster closed while they were read: a node read after
-		// the close ended its context would show as one that left the
-		// config (disconnecting), which the cluster's state leaves out,
-		// beside nodes read before, still connected. They are those of
-		// a closed cluster. (The close ends the cluster's context before
-		// its nodes': when it was not ended after the nodes were read,
-		// no node's was ended by the close.)
-		out = c.endpoints(t, true)
-	}
-	return out
 }
 
 // endpoints returns the endpoints of t's nodes, then of the nodes that
