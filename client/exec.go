@@ -648,8 +648,13 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 	if attempt > 0 && c.ctx.Err() != nil {
 		// Closed while this operation was retrying: its connections
 		// are gone and will not come back. The retry decided is not
-		// made: the error does not count it.
-		o.st.RetryNotSent()
+		// made: the error does not count it. A barrier its connection
+		// refused unsent (conn.ErrBoundedAhead) is placed again with
+		// no retry decided: there is none to take off, and the retries
+		// made before it still count.
+		if o.trace.retryPending {
+			o.st.RetryNotSent()
+		}
 		return placed{}, next{err: newKVError(o, ErrClosed, nil)}
 	}
 	if o.trace.retryPending {
