@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/lifecycle"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // recoveryState is the single recovery round in flight.
@@ -110,7 +111,7 @@ func (c *Cluster) maybeRecover() time.Duration {
 // most 64) for its config at once, each dial bounded by ConnectTimeout,
 // and offers each config served (that of a candidate in looked, which a
 // lookup of the seeds again gave, only when of the bucket uuid held:
-// foreign); the first newer than the one held, or
+// foreign; none of another cluster); the first newer than the one held, or
 // one installed meanwhile by any other path, ends the round and the dials
 // still under way. Dialed in turn, a candidate whose SYNs are dropped
 // would hold back the next by a whole ConnectTimeout.
@@ -142,8 +143,9 @@ func (c *Cluster) recoverConfig(t *Topology, cands []string, looked map[string]b
 
 // askAll asks every one of addrs for its config at once, each dial
 // bounded by ConnectTimeout, and offers (from source) each config served
-// that refuse does not refuse; notNewer hears of each one offered that was
-// not newer than the one held. The first newer ends the round and the
+// that refuse does not refuse and that is not of another cluster
+// (ofAnotherCluster); notNewer hears of each one offered that was not
+// newer than the one held. The first newer ends the round and the
 // dials still under way: its address is returned. changed: a config was
 // installed another way meanwhile, which ends the round too.
 func (c *Cluster) askAll(t *Topology, addrs []string, source string, refuse func(servedConfig) bool, notNewer func(addr string)) (newer string, changed bool) {
@@ -168,7 +170,7 @@ func (c *Cluster) askAll(t *Topology, addrs []string, source string, refuse func
 		case <-t.Changed(): // a newer config came another way
 			return "", true
 		}
-		if s.raw == nil || refuse(s) {
+		if s.raw == nil || refuse(s) || c.ofAnotherCluster(t, s, source) {
 			continue
 		}
 		if c.Offer(s.raw, hostOf(s.addr), source) == OfferNewer {
@@ -177,6 +179,31 @@ func (c *Cluster) askAll(t *Topology, addrs []string, source string, refuse func
 		notNewer(s.addr)
 	}
 	return "", false
+}
+
+// ofAnotherCluster reports whether s names another cluster uuid than t's
+// config (both named: Server 7.6.4 and later), which is logged. Such a
+// config (a seed's or a known node's address given to another cluster's
+// node, with a bucket of the same name) is refused where it would be
+// installed (applyConfig), but only once the config loop parses it:
+// offered, it would count as a newer config served and end the round
+// before the cluster's own candidates answer. A config that does not
+// parse is left to the offer, which says why.
+func (c *Cluster) ofAnotherCluster(t *Topology, s servedConfig, source string) bool {
+	held := t.cfg.ClusterUUID()
+	if held == "" || len(s.raw) > vbmap.MaxConfigSize {
+		return false
+	}
+	cfg, err := vbmap.Parse(s.raw, hostOf(s.addr))
+	if err != nil {
+		return false
+	}
+	if got := cfg.ClusterUUID(); got != "" && got != held {
+		c.cfg.Logger.Warn("kvwire: "+source+": a node serves a config of another cluster (its cluster uuid differs); not using it",
+			"node", s.addr, "bucket", c.cfg.Bucket, "cluster_uuid", got, "held_cluster_uuid", held)
+		return true
+	}
+	return false
 }
 
 // servedConfig is what a recovery dial of addr got: its config, or nil.

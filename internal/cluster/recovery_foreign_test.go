@@ -1,0 +1,100 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/internal/faultnode"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// logHook is a slog handler that calls fn with each record's message and
+// attributes, as one line.
+type logHook func(line string)
+
+func (h logHook) Enabled(context.Context, slog.Level) bool { return true }
+func (h logHook) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		return true
+	})
+	h(b.String())
+	return nil
+}
+func (h logHook) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logHook) WithGroup(string) slog.Handler      { return h }
+
+// A recovery round asks a seed whose address a node of another cluster
+// now has (a bucket of the same name, a newer revision) and a node of the
+// cluster, which answers later. The other cluster's config, refused where
+// it would be installed, must not end the round as "a newer config": the
+// round goes on to the cluster's own candidate, whose newer config is
+// installed. It ended the round at the other cluster's config (logged as
+// a newer config served), and the cluster's own config was not asked for.
+func TestRecoverySkipsAConfigOfAnotherCluster(t *testing.T) {
+	a := newMock(t, mockcluster.Options{Nodes: 1})
+	cfg := testConfig(a)
+	cfg.Conn.Features = slices.DeleteFunc(slices.Clone(cfg.Conn.Features), func(f memdx.HelloFeature) bool {
+		return f == memdx.FeatureClustermapChangeNotificationBrief // the new config comes by the round alone
+	})
+	skipped := make(chan string, 16)
+	cfg.Logger = slog.New(logHook(func(line string) {
+		if strings.Contains(line, "another cluster") {
+			select {
+			case skipped <- line:
+			default:
+			}
+		}
+	}))
+	c := connectCluster(t, cfg)
+	held := c.Topology()
+
+	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
+	bb := b.Bucket(mockcluster.DefaultBucket)
+	for i := 0; uint64(bb.Rev()) <= held.Config().Version().Rev+5; i++ {
+		_, err := bb.AddScope(fmt.Sprint("b", i))
+		require.NoError(t, err)
+	}
+	ab := a.Bucket(mockcluster.DefaultBucket)
+	_, err := ab.AddScope("moved-on") // the cluster's config moves past the one held
+	require.NoError(t, err)
+
+	// The cluster's own candidate answers only once the other cluster's
+	// config has been judged (or the round ended).
+	px, err := faultnode.NewProxy(a.Node(0).Addr())
+	require.NoError(t, err)
+	defer px.Close()
+	stall := px.StallNextResponse(1)
+	defer stall.Release()
+
+	c.wg.Add(1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.recoverConfig(held, []string{b.Node(0).Addr(), px.Addr()}, nil)
+	}()
+	select {
+	case <-done:
+		t.Fatalf("the round ended before the cluster's own candidate answered, holding rev %v: the other cluster's config (rev %d) ended it as a newer config",
+			c.Topology().Config().Version(), bb.Rev())
+	case line := <-skipped:
+		t.Logf("logged: %s", line)
+	case <-time.After(time.Minute):
+		t.Fatal("the other cluster's config was not judged within a minute")
+	}
+	stall.Release()
+	awaitTopology(t, c, "the config the cluster's own node serves", func(top *Topology) bool {
+		return top.Config().Version().Rev == uint64(ab.Rev()) && top.Config().ClusterUUID() == held.Config().ClusterUUID()
+	})
+	<-done
+}
