@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -296,7 +297,9 @@ func (c *Cluster) installOffered() {
 		c.oddRead(odd.raw, oddVer, oddKnown, oddErr != nil)
 	}
 	_, _, _, err := apply(peeked)
-	c.doneParsing(err != nil)
+	// Another cluster's config is refused, but its version is not one
+	// to refuse unread: the cluster's own config may come to it.
+	c.doneParsing(err != nil && !errors.Is(err, errOtherCluster))
 	if err != nil || oddErr != nil || oddStale {
 		// Retries waiting for this config (NMVAwaitConfig) route again
 		// by the one held: Offer could not tell that a config whose

@@ -14,6 +14,7 @@ import (
 	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // logHook is a slog handler that calls fn with each record's message and
@@ -97,4 +98,57 @@ func TestRecoverySkipsAConfigOfAnotherCluster(t *testing.T) {
 		return top.Config().Version().Rev == uint64(ab.Rev()) && top.Config().ClusterUUID() == held.Config().ClusterUUID()
 	})
 	<-done
+}
+
+// A config of another cluster is refused (applyConfig), and its revision
+// says nothing of the cluster's own configs: when the cluster's config
+// later reaches that same revision, it is installed. It was refused
+// unread, as the version the loop had rejected (OfferRejected), by every
+// path that offered it (polls, fetches, pushes), until the cluster's
+// config moved on again: the client routed by the stale map meanwhile.
+func TestConfigOfTheRevisionAnotherClustersConfigHadIsInstalled(t *testing.T) {
+	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+	cfg := testConfig(a)
+	refused := make(chan string, 16)
+	cfg.Logger = slog.New(logHook(func(line string) {
+		if strings.Contains(line, "another cluster") {
+			select {
+			case refused <- line:
+			default:
+			}
+		}
+	}))
+	c := connectCluster(t, cfg)
+	held := c.Topology().Config()
+
+	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
+	bb := b.Bucket(mockcluster.DefaultBucket)
+	for i := 0; uint64(bb.Rev()) <= held.Version().Rev+2; i++ {
+		_, err := bb.AddScope(fmt.Sprint("b", i))
+		require.NoError(t, err)
+	}
+	require.Equal(t, OfferNewer, c.Offer(bb.ConfigJSON(0), "127.0.0.1", "test"))
+	select {
+	case line := <-refused:
+		t.Logf("logged: %s", line)
+	case <-time.After(time.Minute):
+		t.Fatal("the other cluster's config was not refused within a minute")
+	}
+	require.Same(t, held, c.Topology().Config(), "the other cluster's config is not installed")
+
+	ab := a.Bucket(mockcluster.DefaultBucket)
+	for i := 0; ab.Rev() < bb.Rev(); i++ {
+		_, err := ab.AddScope(fmt.Sprint("a", i))
+		require.NoError(t, err)
+	}
+	own := ab.ConfigJSON(0)
+	v, ok := vbmap.PeekVersion(own)
+	require.True(t, ok)
+	bv, _ := vbmap.PeekVersion(bb.ConfigJSON(0))
+	require.Equal(t, bv, v, "the cluster's config has the revision the other cluster's had")
+	if got := c.Offer(own, "127.0.0.1", "test"); got != OfferNewer {
+		t.Fatalf("the cluster's own config of rev %v, newer than the one held (%v), offered: %v; want OfferNewer (rev %v was another cluster's config refused)",
+			v, held.Version(), got, bv)
+	}
+	awaitTopology(t, c, "the cluster's own config", func(top *Topology) bool { return top.Config().Version() == v })
 }

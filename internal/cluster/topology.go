@@ -211,6 +211,11 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
+// errOtherCluster: a config whose cluster uuid is not the held config's
+// (applyConfig). Its version says nothing of the cluster's own configs,
+// which may reach it: it is not remembered as a rejected version.
+var errOtherCluster = errors.New("the config is of another cluster")
+
 // applyConfig parses raw and installs it when it is newer than the held
 // config. It runs on the config loop. The error says why a config that
 // was not older than the held one was not installed; read says that its
@@ -245,7 +250,7 @@ func (c *Cluster) applyConfig(raw []byte, host string) (v vbmap.Version, read, s
 		// Another cluster's bucket of the same name (a seed's or a known
 		// node's address given to another cluster's node): a cluster's
 		// uuid does not change, and a bucket made again keeps it.
-		return v, false, false, fmt.Errorf("the config is of another cluster (cluster uuid %s, not %s)", cfg.ClusterUUID(), cur.cfg.ClusterUUID())
+		return v, false, false, fmt.Errorf("%w (cluster uuid %s, not %s)", errOtherCluster, cfg.ClusterUUID(), cur.cfg.ClusterUUID())
 	}
 	if cur != nil && cur.cfg != nil && !cfg.Newer(cur.cfg) {
 		return cfg.Version(), true, true, nil
