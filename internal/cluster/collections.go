@@ -260,7 +260,11 @@ func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *con
 		}
 		key := flightKey{path, cn.Addr()}
 		f := cc.flights[key]
-		if f == nil {
+		if f == nil || f.gen != cc.gen {
+			// None under way, or one begun before Forget (the bucket
+			// made again): its answer may be the old bucket's id,
+			// not to be sent on a connection to the new one. This
+			// caller's lookup takes its place for later callers.
 			f = &idFlight{done: make(chan struct{}), gen: cc.gen}
 			if cc.flights == nil {
 				cc.flights = map[flightKey]*idFlight{}
@@ -315,7 +319,9 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 			// began (Forget): its answer may be the old bucket's and
 			// is not kept; the next request looks up again.
 		}
-		delete(cc.flights, key)
+		if cc.flights[key] == f { // not replaced by a lookup begun after Forget
+			delete(cc.flights, key)
+		}
 		cc.mu.Unlock()
 		close(f.done)
 	}()
@@ -428,7 +434,8 @@ func (e *LookupError) Unwrap() error {
 // the bucket was deleted and made again (its uuid changed), and the new
 // one numbers its collections (and its manifests) afresh, so an id of the
 // old one may name another collection in it. Lookups under way when it is
-// called cache nothing.
+// called cache nothing, and a caller after it does not wait for one of
+// them (their answer may be the old bucket's id): it looks up anew.
 func (cc *CollectionIDs) Forget() {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()

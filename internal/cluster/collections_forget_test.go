@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// A collection-id lookup begun before the cache was emptied (Forget: the
+// bucket was made again, and an id of the old one may name another
+// collection of the new one) is not joined by a request that looks the
+// id up after: its answer may be the old bucket's. It was joined (one
+// lookup per collection and node), and the waiter sent the old bucket's
+// id on its connection, the new bucket's, writing into whatever collection
+// has that id there.
+func TestLookupAfterForgetDoesNotJoinOneBegunBefore(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("app")
+	require.NoError(t, err)
+	oldID, err := b.AddCollection("app", "users")
+	require.NoError(t, err)
+	cfg := testConfig(mc)
+	cfg.Conn.Features = append(slices.Clone(cfg.Conn.Features), memdx.FeatureCollections)
+	c := connectCluster(t, cfg)
+	addr := mc.Node(0).Addr()
+	n := c.Node(addr)
+	require.NotNil(t, n)
+	cn, _, err := n.Pick()
+	require.NoError(t, err)
+
+	// The first lookup is answered by the node (the id it has now), and
+	// the answer held until release.
+	reached := make(chan struct{}, 1)
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	mc.AddFault(mockcluster.Fault{
+		Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}, Func: func(*mockcluster.Request) bool {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+			return true
+		}},
+		Action: mockcluster.Action{Hold: release}, Times: 1,
+	})
+	cc := c.Collections()
+	deadline := time.Now().Add(5 * time.Minute) // past the test's bound of a minute
+	first := make(chan uint32, 1)
+	go func() {
+		id, _, _, _ := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+		first <- id
+	}()
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the first lookup did not reach the node")
+	}
+
+	// Meanwhile the id the held answer gives stops naming app.users (the
+	// bucket made again: here, the collection made again under its name,
+	// which takes another id), and the cache is emptied.
+	require.NoError(t, b.DropCollection("app", "users"))
+	newID, err := b.AddCollection("app", "users")
+	require.NoError(t, err)
+	require.NotEqual(t, oldID, newID)
+	cc.Forget()
+
+	// A request on another connection to the node looks the id up.
+	cn2, err := conn.Dial(context.Background(), addr, c.connOptions(nil))
+	require.NoError(t, err)
+	defer cn2.Close()
+	require.Equal(t, cn.Addr(), cn2.Addr())
+	second := make(chan uint32, 1)
+	go func() {
+		id, _, _, _ := cc.ID(context.Background(), deadline, cn2, "app", "users", "app.users")
+		second <- id
+	}()
+	select {
+	case id := <-second:
+		require.Equal(t, newID, id, "the id looked up after the cache was emptied")
+	case <-time.After(time.Minute):
+		t.Fatal("a lookup after the cache was emptied waited a minute for the lookup begun before (whose answer, id " +
+			"of the collection before, it would have taken)")
+	}
+	released = true
+	close(release)
+	<-first
+	id, _, _, err := cc.ID(context.Background(), deadline, cn2, "app", "users", "app.users")
+	require.NoError(t, err)
+	require.Equal(t, newID, id, "the id cached")
+}
