@@ -169,7 +169,12 @@ type Cluster struct {
 
 	// topo is the routing snapshot, replaced whole under mu.
 	topo atomic.Pointer[Topology]
-	mu   sync.Mutex
+	// clusterUUID is the cluster uuid the last config installed that
+	// named one named (nil: none did; clusterUUIDHeld), stored under mu.
+	// A config naming none (a node older than 7.6.4, mid-upgrade) does not
+	// make it forgotten.
+	clusterUUID atomic.Pointer[string]
+	mu          sync.Mutex
 	// nodes by address, ring (memcached:// only) and known (the seeds,
 	// then every node a config named, at most maxKnownAddrs: where
 	// recovery asks) are guarded by mu.

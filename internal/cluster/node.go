@@ -740,7 +740,8 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 // connection, from the config its bootstrap served, and prepares for it:
 //
 //   - The config is of another cluster (its clusterUUID, which Server
-//     7.6.4 and later publish, is not the held config's): an address that
+//     7.6.4 and later publish, is not the one the configs installed named:
+//     clusterUUIDHeld): an address that
 //     a node of the cluster had can come to another cluster's node (a
 //     container or pod given the address), with a bucket of the same name
 //     and the same credentials. Its bootstrap succeeds, and the requests
@@ -754,12 +755,13 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 //     forgets them too), a cached id names another collection of the new
 //     bucket, and a write lands there.
 //
-// Nothing is checked when the held config or cn's names no uuid (older
-// servers; bootstrap_on=http, where the connection fetches none) or cn's
+// Nothing is checked when no config installed or cn's names the uuid
+// (older servers; bootstrap_on=http, where the connection fetches none) or cn's
 // does not parse (judged where it is offered).
 func (n *Node) vet(cn *conn.Conn) error {
 	t := n.cl.topo.Load()
-	if t == nil || t.cfg == nil || t.cfg.ClusterUUID() == "" && t.cfg.BucketUUID() == "" {
+	heldCluster := n.cl.clusterUUIDHeld()
+	if t == nil || t.cfg == nil || heldCluster == "" && t.cfg.BucketUUID() == "" {
 		return nil
 	}
 	raw := cn.ClusterConfig()
@@ -770,7 +772,7 @@ func (n *Node) vet(cn *conn.Conn) error {
 	if err != nil {
 		return nil
 	}
-	if got, held := cfg.ClusterUUID(), t.cfg.ClusterUUID(); got != "" && held != "" && got != held {
+	if got, held := cfg.ClusterUUID(), heldCluster; got != "" && held != "" && got != held {
 		return fmt.Errorf("the node at %s now answers for another cluster (cluster uuid %s, not %s: its address was given to another cluster's node); not used as this cluster's node",
 			n.addr, got, held)
 	}

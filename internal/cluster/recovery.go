@@ -190,7 +190,7 @@ func (c *Cluster) askAll(t *Topology, addrs []string, source string, refuse func
 // before the cluster's own candidates answer. A config that does not
 // parse is left to the offer, which says why.
 func (c *Cluster) ofAnotherCluster(t *Topology, s servedConfig, source string) bool {
-	held := t.cfg.ClusterUUID()
+	held := c.clusterUUIDHeld()
 	if held == "" || len(s.raw) > vbmap.MaxConfigSize {
 		return false
 	}

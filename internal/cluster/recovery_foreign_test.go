@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -151,4 +152,57 @@ func TestConfigOfTheRevisionAnotherClustersConfigHadIsInstalled(t *testing.T) {
 			v, held.Version(), got, bv)
 	}
 	awaitTopology(t, c, "the cluster's own config", func(top *Topology) bool { return top.Config().Version() == v })
+}
+
+// A cluster mid-upgrade to 7.6.4: its older nodes serve configs without
+// clusterUUID, the newer ones with it. Once a config without it was
+// installed, the cluster's uuid was forgotten: a config of another cluster
+// (a node's address given to another cluster's node) was then installed
+// as the bucket made again, and a connection to such a node used as the
+// node's. The cluster's uuid, once a config named it, is kept.
+func TestConfigOfAnotherClusterRefusedAfterAConfigNamingNoCluster(t *testing.T) {
+	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+	cfg := testConfig(a)
+	refused := make(chan string, 16)
+	cfg.Logger = slog.New(logHook(func(line string) {
+		if strings.Contains(line, "another cluster") {
+			select {
+			case refused <- line:
+			default:
+			}
+		}
+	}))
+	c := connectCluster(t, cfg)
+	uuid := c.Topology().Config().ClusterUUID()
+	require.NotEmpty(t, uuid)
+
+	ab := a.Bucket(mockcluster.DefaultBucket)
+	_, err := ab.AddScope("a0")
+	require.NoError(t, err)
+	older := bytes.Replace(ab.ConfigJSON(0), []byte(`"clusterUUID":"`+uuid+`"`), []byte(`"clusterUUID":""`), 1)
+	require.NotContains(t, string(older), uuid)
+	require.Equal(t, OfferNewer, c.Offer(older, "127.0.0.1", "an older node"))
+	held := awaitTopology(t, c, "the config naming no cluster", func(top *Topology) bool {
+		return top.Config().Version().Rev == uint64(ab.Rev())
+	}).Config()
+
+	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
+	bb := b.Bucket(mockcluster.DefaultBucket)
+	for i := 0; uint64(bb.Rev()) <= held.Version().Rev; i++ {
+		_, err := bb.AddScope(fmt.Sprint("b", i))
+		require.NoError(t, err)
+	}
+	top := c.Topology()
+	require.Equal(t, OfferNewer, c.Offer(bb.ConfigJSON(0), "127.0.0.1", "test"))
+	select {
+	case line := <-refused:
+		t.Logf("logged: %s", line)
+	case <-top.Changed():
+		got := c.Topology().Config()
+		t.Fatalf("the config of another cluster (uuid %s, rev %v) was installed in place of the cluster's (uuid %s), held then by a config naming none",
+			got.ClusterUUID(), got.Version(), uuid)
+	case <-time.After(time.Minute):
+		t.Fatal("the other cluster's config was not judged within a minute")
+	}
+	require.Same(t, held, c.Topology().Config())
 }

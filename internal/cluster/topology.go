@@ -245,12 +245,11 @@ func (c *Cluster) applyConfig(raw []byte, host string) (v vbmap.Version, read, s
 		return v, false, false, nil
 	}
 	cur = c.topo.Load()
-	if cur != nil && cur.cfg != nil && cur.cfg.ClusterUUID() != "" && cfg.ClusterUUID() != "" &&
-		cfg.ClusterUUID() != cur.cfg.ClusterUUID() {
+	if held := c.clusterUUIDHeld(); held != "" && cfg.ClusterUUID() != "" && cfg.ClusterUUID() != held {
 		// Another cluster's bucket of the same name (a seed's or a known
 		// node's address given to another cluster's node): a cluster's
 		// uuid does not change, and a bucket made again keeps it.
-		return v, false, false, fmt.Errorf("%w (cluster uuid %s, not %s)", errOtherCluster, cfg.ClusterUUID(), cur.cfg.ClusterUUID())
+		return v, false, false, fmt.Errorf("%w (cluster uuid %s, not %s)", errOtherCluster, cfg.ClusterUUID(), held)
 	}
 	if cur != nil && cur.cfg != nil && !cfg.Newer(cur.cfg) {
 		return cfg.Version(), true, true, nil
@@ -263,6 +262,17 @@ func (c *Cluster) applyConfig(raw []byte, host string) (v vbmap.Version, read, s
 	}
 	c.installLocked(cfg)
 	return cfg.Version(), true, false, nil
+}
+
+// clusterUUIDHeld is the cluster's uuid as the configs installed named it
+// (clusterUUID, Server 7.6.4 and later): that of the last one naming one,
+// though the config held may name none (served by an older node during an
+// upgrade). Empty: none named one.
+func (c *Cluster) clusterUUIDHeld() string {
+	if p := c.clusterUUID.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // routable reports whether cfg can route a key: a vbucket map, or ketama
@@ -305,6 +315,9 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 			seen[n] = true
 			t.all = append(t.all, n)
 		}
+	}
+	if u := cfg.ClusterUUID(); u != "" {
+		c.clusterUUID.Store(&u)
 	}
 	old := c.swapLocked(t)
 	if old != nil && old.cfg != nil && old.cfg.BucketUUID() != "" && cfg.BucketUUID() != "" &&
