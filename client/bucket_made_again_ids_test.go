@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -32,7 +33,23 @@ func TestBucketMadeAgainCachedCollectionIDNotSentToTheNewBucket(t *testing.T) {
 	oldID, err := mc.Bucket(mockcluster.DefaultBucket).CollectionID("s", "c1")
 	require.NoError(t, err)
 
+	old := map[*conn.Conn]bool{}
+	for _, e := range c.cl.Endpoints() {
+		if e.Conn != nil {
+			old[e.Conn] = true
+		}
+	}
 	require.NoError(t, mc.RemoveBucket(mockcluster.DefaultBucket))
+	// The client has seen the deleted bucket's connections end (a write
+	// sent on one before would have been ambiguous, its outcome unknown).
+	waitUntil(t, "the deleted bucket's connections ended", func() bool {
+		for _, e := range c.cl.Endpoints() {
+			if old[e.Conn] {
+				return false
+			}
+		}
+		return true
+	})
 	nb, err := mc.AddBucket(mockcluster.BucketOptions{Name: mockcluster.DefaultBucket})
 	require.NoError(t, err)
 	_, err = nb.AddScope("other")
