@@ -304,7 +304,10 @@ func (c *Client) connOptions() conn.Options {
 // handler (on a node's connection upkeep, a connection's goroutines, the
 // config loop, the reports, and the shutdown itself, which logs the
 // reports' last lines), a TLSConfig's callbacks (a redial's handshake), a
-// Resolver (the DNS SRV re-lookup). Close called there
+// Resolver (the DNS SRV re-lookup), an Observer, a RetryStrategy and a
+// Tracer's spans in a range scan's cancel (each cancel is sent from a
+// goroutine of the client's, so that one held behind a durable write can
+// go on after the scan returned). Close called there
 // cannot wait for the goroutine it runs on: it starts the shutdown and
 // returns at once. When it returns, the client's context has ended, so
 // that waits to retry and operations started later end with ErrClosed;
@@ -315,9 +318,9 @@ func (c *Client) connOptions() conn.Options {
 // it. The same holds when that code closes another client (waiting there
 // could deadlock two clients closing each other). Code the client runs on
 // an operation's goroutine (an Observer, a RetryStrategy, a Tracer's
-// spans, a Meter's instruments) runs on the caller's goroutine, or on one
-// the operation waits for and Close does not: Close called there waits as
-// from anywhere else.
+// spans, a Meter's instruments), but for a scan's cancel (above), runs on
+// the caller's goroutine, or on one the operation waits for and Close
+// does not: Close called there waits as from anywhere else.
 func (c *Client) Close() error {
 	if lifecycle.OnOwn() {
 		c.cl.Cancel()
