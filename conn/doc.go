@@ -34,7 +34,8 @@
 // refusal: AUTH_ERROR at SASL, a SCRAM refusal or bad server proof, or a
 // local one that will not heal such as no common mechanism; a malformed
 // SASL answer is a *BootstrapError instead), *BucketAccessError
-// (EACCESS or KEY_ENOENT at SELECT_BUCKET), *TLSError (a TLS failure
+// (EACCESS or KEY_ENOENT at SELECT_BUCKET, or, without XERROR, a hang-up
+// there on two connections in a row: below), *TLSError (a TLS failure
 // proper: verification, an alert, a peer that does not speak TLS; a
 // network failure during the handshake is a plain dial error, as a refused
 // connection is); anything else after connecting is a *BootstrapError
@@ -44,8 +45,8 @@
 // is a *BootstrapError naming the refusal that most likely stands behind
 // it (the user's access to the bucket at SELECT_BUCKET, SystemSettings at
 // a bucketless GET_CLUSTER_CONFIG, a Couchbase node at memcached mode's
-// get), worded as a likelihood since no status came. All match
-// kverr.ErrBootstrap. One hang-up at SELECT_BUCKET after the login may be
+// get), worded as a likelihood since no status came. All these errors
+// match kverr.ErrBootstrap. One hang-up at SELECT_BUCKET after the login may be
 // the network's, so Dial then dials once more; the same hang-up on that
 // connection is the node's refusal: a *BucketAccessError whose HungUp is
 // the second hang-up (no Status), matching kverr.ErrBucketNotFound.
