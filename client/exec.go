@@ -1166,7 +1166,6 @@ func (o *op) statusErr() error {
 		Context: o.errCtx.Context, Ref: o.errCtx.Ref}
 }
 
-// statusError builds the error of an operation that ended on a status.
 // statusNote is what status, answered to opc, likely stands for when
 // that is not what the status's name says, for the error's message; ""
 // when it says it. kv_engine answers TMPFAIL for a lock:
@@ -1191,6 +1190,7 @@ func statusNote(opc memdx.OpCode, status memdx.Status) string {
 	return ""
 }
 
+// statusError builds the error of an operation that ended on a status.
 func (c *Client) statusError(o *op, cause error) error {
 	if cause == nil {
 		cause = o.statusErr()
