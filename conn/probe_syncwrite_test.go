@@ -360,6 +360,10 @@ func TestProbeHeldForEvictedSyncWrite(t *testing.T) {
 	// A first probe, answered: the next ones do not come from the pile of
 	// tombstones before ProbeAfter has passed.
 	abandonGet("g0")
+	waitFor(t, "the health check armed for g0's tombstone", func() bool {
+		at := healthNextAt(c)
+		return !at.IsZero() && !at.After(fc.Now().Add(DefaultProbeAfter))
+	})
 	fc.Advance(DefaultProbeAfter)
 	probe := p.read()
 	if probe.OpCode != memdx.OpNoop {
