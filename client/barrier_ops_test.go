@@ -254,15 +254,7 @@ func TestBarrierHeldOnNodeThatLeavesIsRoutedAgain(t *testing.T) {
 	}
 	addr := mc.Node(a).Addr()
 	waitUntil(t, "the config without the node", func() bool { return !slices.Contains(c.Nodes(), addr) })
-	var err error
-	waitUntil(t, "Exists, on the clock that does not move", func() bool {
-		select {
-		case err = <-res:
-			return true
-		default:
-			return false
-		}
-	})
+	err := recvWithin(t, "Exists, on the clock that does not move", res)
 	if err != nil {
 		t.Fatalf("Exists once its node left the config: %v", err)
 	}
@@ -321,15 +313,7 @@ func TestBarrierHeldTakesConnectionDialedMeanwhile(t *testing.T) {
 		cs := conns()
 		return len(cs) == 2 && !slices.Contains(first, cs[0]) || len(cs) == 2 && !slices.Contains(first, cs[1])
 	})
-	var err error
-	waitUntil(t, "Exists, on the clock that does not move", func() bool {
-		select {
-		case err = <-res:
-			return true
-		default:
-			return false
-		}
-	})
+	err := recvWithin(t, "Exists, on the clock that does not move", res)
 	if err != nil {
 		t.Fatalf("Exists with a connection free of writes: %v", err)
 	}
@@ -401,15 +385,7 @@ func TestBarrierHeldGoesOnTheConnectionFreedFirst(t *testing.T) {
 	if err := <-writes; err != nil {
 		t.Fatalf("the write answered: %v", err)
 	}
-	var err error
-	waitUntil(t, "Exists, on the clock that does not move", func() bool {
-		select {
-		case err = <-res:
-			return true
-		default:
-			return false
-		}
-	})
+	err := recvWithin(t, "Exists, on the clock that does not move", res)
 	if err != nil {
 		t.Fatalf("Exists with a connection freed of its write: %v", err)
 	}

@@ -155,15 +155,7 @@ func TestCollectionLookupHeldOnNodeThatLeavesIsRoutedAgain(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatalf("the durable write on the other node: %v", err)
 	}
-	var err error
-	waitUntil(t, "the Get, on the clock that does not move", func() bool {
-		select {
-		case err = <-res:
-			return true
-		default:
-			return false
-		}
-	})
+	err := recvWithin(t, "the Get, on the clock that does not move", res)
 	if err != nil && !errors.Is(err, ErrDocumentNotFound) {
 		t.Fatalf("the Get once the other node's write was answered: %v", err)
 	}

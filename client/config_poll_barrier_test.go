@@ -91,6 +91,20 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// recvWithin receives from ch, failing the test (named what) when nothing
+// comes within a minute of real time: only a broken client waits that
+// long.
+func recvWithin[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatalf("still waiting for %s after a minute", what)
+		panic("unreachable")
+	}
+}
+
 // A config poll is not sent behind a synchronous write waiting for
 // replication. GET_CLUSTER_CONFIG is a barrier in kv_engine on a
 // connection with UnorderedExecution (not is_reorder_supported): it runs

@@ -151,15 +151,7 @@ func TestScanCancelHeldNotSentBehindPendingSyncWrite(t *testing.T) {
 	heldNotSent(t, fc, mc, memdx.OpRangeScanContinue, 0, fc.Now().Add(timeout))
 	closed := make(chan error, 1)
 	go func() { closed <- res.Close() }()
-	var cerr error
-	waitUntil(t, "Close, the write still pending and the clock standing still", func() bool {
-		select {
-		case cerr = <-closed:
-			return true
-		default:
-			return false
-		}
-	})
+	cerr := recvWithin(t, "Close, the write still pending and the clock standing still", closed)
 	if cerr != nil {
 		t.Fatalf("Close: %v", cerr)
 	}
@@ -188,16 +180,7 @@ func scanNext(t *testing.T, res *ScanResult, what string) bool {
 	t.Helper()
 	got := make(chan bool, 1)
 	go func() { got <- res.Next() }()
-	var more bool
-	waitUntil(t, what, func() bool {
-		select {
-		case more = <-got:
-			return true
-		default:
-			return false
-		}
-	})
-	return more
+	return recvWithin(t, what, got)
 }
 
 // A continue held behind a pending durable write until the scan's Timeout
