@@ -58,7 +58,16 @@ func TestBucketMadeAgainCachedCollectionIDNotSentToTheNewBucket(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, oldID, newID, "the test needs the new bucket's collection to take the old one's id")
 
-	_, err = c1.Upsert(context.Background(), "k2", []byte(`"meant for s.c1"`), &UpsertOptions{Timeout: 2 * time.Second})
+	// A redial made while no bucket had the name failed at SELECT_BUCKET
+	// (KEY_ENOENT), and a write fails fast then, as ErrBucketNotFound,
+	// unsent, until the node's next redial (after its back-off): it is
+	// made again until then, each time at once, so that the one that goes
+	// still waits for the node's next connection, the case this test is
+	// about.
+	waitUntil(t, "a write not refused as ErrBucketNotFound", func() bool {
+		_, err = c1.Upsert(context.Background(), "k2", []byte(`"meant for s.c1"`), &UpsertOptions{Timeout: 2 * time.Second})
+		return !errors.Is(err, ErrBucketNotFound)
+	})
 	if d, ok := nb.Get("other", "c2", "k2"); ok {
 		t.Fatalf("the write to s.c1 of the deleted bucket (err %v) was written into other.c2 of the new one: %s", err, d.Value)
 	}
