@@ -264,7 +264,7 @@ func (c *Conn) queue(cl *call, req *memdx.Request, bounded bool) (bool, error) {
 	if bounded && c.inflight.active >= c.opts.MaxPending {
 		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: kverr.ErrOverloaded}
 	}
-	if (c.inflight.promised != 0 || !c.inflight.evictedBound.IsZero()) && cl.from != nil && cl.from.Barrier &&
+	if cl.from != nil && cl.from.Barrier && (c.inflight.promised != 0 || !c.inflight.evictedBound.IsZero()) &&
 		!c.latestBound(c.health.Now()).IsZero() {
 		return false, &RequestError{Op: req.OpCode, Addr: c.addr, Err: ErrBoundedAhead}
 	}
