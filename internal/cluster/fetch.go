@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 
+	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/vbmap"
@@ -223,11 +226,19 @@ func (c *Cluster) fetcher(n *Node, fs *fetchState) {
 		held := fs.heldPoll
 		fs.heldPoll = false
 		c.fetchMu.Unlock()
-		if !held && !c.holdFetch(n) {
-			c.fetchMu.Lock()
-			fs.running = false
-			c.fetchMu.Unlock()
-			return
+		// until: the bound of the fetch's hold, as it stood when the
+		// hold began (holdFetch); due: it has passed, or the poll was
+		// held already, and the fetch is sent whatever is pending.
+		var until time.Time
+		due := held
+		if !due {
+			var ok bool
+			if ok, due = c.holdFetch(n, &until); !ok {
+				c.fetchMu.Lock()
+				fs.running = false
+				c.fetchMu.Unlock()
+				return
+			}
 		}
 		c.fetchMu.Lock()
 		fs.last = c.cfg.Clock.Now()
@@ -237,7 +248,7 @@ func (c *Cluster) fetcher(n *Node, fs *fetchState) {
 		}
 		c.fetchMu.Unlock()
 
-		got, gotVer, gotPeeked := c.fetchConfig(n)
+		got, gotVer, gotPeeked := c.fetchConfig(n, due, &until)
 
 		c.fetchMu.Lock()
 		t := c.topo.Load()
@@ -283,25 +294,28 @@ func (c *Cluster) fetcher(n *Node, fs *fetchState) {
 // write it would wait for it and hold every later request on the
 // connection for as long. The fetches that must ask n itself (after a
 // NOT_MY_VBUCKET without a config, or a config n announced) are delayed,
-// never dropped: at most one such bound. It reports false when n left
-// meanwhile (or the client closes).
-func (c *Cluster) holdFetch(n *Node) bool {
-	var until time.Time
+// never dropped: at most one such bound, kept in *until (zero until the
+// fetch is first held) across the holds of one fetch (a fetch its
+// connection refused is held again: fetchConfig). ok is false when n left
+// meanwhile (or the client closes); due says that the bound has passed:
+// the fetch is then sent whatever is pending, not as a barrier its
+// connection may refuse.
+func (c *Cluster) holdFetch(n *Node, until *time.Time) (ok, due bool) {
 	for {
 		cn, h, _, err := n.PickBarrier()
 		if cn != nil || err != nil {
-			return n.ctx.Err() == nil
+			return n.ctx.Err() == nil, false
 		}
 		now := c.cfg.Clock.Now()
 		if until.IsZero() {
-			until = now.Add(h.Wait)
+			*until = now.Add(h.Wait)
 		}
 		d := until.Sub(now)
 		if d <= 0 {
-			return true
+			return true, true
 		}
 		if h.Sleep(c.cfg.Clock, min(d, h.Wait), n.ctx.Done(), nil) == HoldStopped {
-			return false
+			return false, false
 		}
 	}
 }
@@ -327,11 +341,38 @@ const unsetEpoch = -1
 // On a node with several connections it takes one with no synchronous
 // write pending (Node.pickForBarrier): GET_CLUSTER_CONFIG is a barrier
 // under unordered execution. The fetcher held the fetch before while every
-// connection had one (holdFetch).
-func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool) {
+// connection had one (holdFetch), unless due: the poll was held already,
+// or the hold's bound (*until) has passed. A fetch not due is sent as a
+// barrier (fetchOrigin): should such a write be queued on the connection
+// between the pick and the send (by another caller), the connection
+// refuses the fetch, unwritten, and it is held again (holdFetch, within
+// the same bound) and picks again.
+func (c *Cluster) fetchConfig(n *Node, due bool, until *time.Time) (got Offer, v vbmap.Version, peeked bool) {
+	for {
+		got, v, peeked, refused := c.fetchConfigOnce(n, due)
+		if !refused {
+			return got, v, peeked
+		}
+		var ok bool
+		if ok, due = c.holdFetch(n, until); !ok {
+			return OfferStale, v, false
+		}
+	}
+}
+
+// fetchOrigin marks a config fetch as a barrier (conn.Origin.Barrier):
+// its connection refuses it, unwritten, when a request the server answers
+// only by a bound of its own was queued there after the fetch's pick.
+// Read only.
+var fetchOrigin = conn.Origin{Barrier: true}
+
+// fetchConfigOnce is one try of fetchConfig: refused says that the
+// connection refused the fetch, unwritten, as a barrier behind such a
+// request (never when due).
+func (c *Cluster) fetchConfigOnce(n *Node, due bool) (got Offer, v vbmap.Version, peeked, refused bool) {
 	cn, _, err := n.pickForBarrier()
 	if err != nil {
-		return OfferStale, v, false
+		return OfferStale, v, false, false
 	}
 	var req memdx.Request
 	t := c.topo.Load()
@@ -343,7 +384,14 @@ func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool)
 	ctx, cancel := context.WithTimeout(n.ctx, c.cfg.KVTimeout)
 	defer cancel()
 	got = OfferStale
-	err = cn.Do(ctx, &req, func(p *memdx.Packet) error {
+	if hook := testHookFetchPicked.Load(); hook != nil {
+		(*hook)(cn)
+	}
+	from := &fetchOrigin
+	if due {
+		from = nil
+	}
+	_, err = cn.DoDeadline(ctx, time.Time{}, &req, func(p *memdx.Packet) error {
 		if p.Status != memdx.StatusSuccess {
 			return memdx.NewStatusError(p)
 		}
@@ -354,12 +402,19 @@ func (c *Cluster) fetchConfig(n *Node) (got Offer, v vbmap.Version, peeked bool)
 			v, peeked = vbmap.PeekVersion(p.Value)
 		}
 		return nil
-	})
+	}, from)
+	if from != nil && errors.Is(err, conn.ErrBoundedAhead) {
+		return OfferStale, v, false, true
+	}
 	if err != nil {
 		c.cfg.Logger.Debug("kvwire: config fetch failed", "node", n.addr, "err", err)
 	}
-	return got, v, peeked
+	return got, v, peeked, false
 }
+
+// testHookFetchPicked, when set by this package's tests, sees the
+// connection a fetch picked, before the fetch is handed to it.
+var testHookFetchPicked atomic.Pointer[func(*conn.Conn)]
 
 // knownVersion is the version of t's config in the node's terms, for a
 // GET_CLUSTER_CONFIG with a known version; ok is false when there is none

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,10 +34,10 @@ func TestFetchWithoutRevEpochGetsNewerRevisions(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cn.Features().Has(memdx.FeatureGetClusterConfigWithKnownVersion))
 
-	got, _, _ := c.fetchConfig(n)
+	got, _, _ := c.fetchConfig(n, false, new(time.Time))
 	assert.Equal(t, OfferStale, got, "the config held, fetched again")
 	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
-	got, v, peeked := c.fetchConfig(n)
+	got, v, peeked := c.fetchConfig(n, false, new(time.Time))
 	require.Equal(t, OfferNewer, got, "a newer revision without revEpoch, fetched with the known version")
 	assert.True(t, peeked)
 	assert.Equal(t, vbmap.Version{Epoch: 0, Rev: uint64(b.Rev())}, v)
@@ -119,7 +120,7 @@ func TestFetchKnownVersionTheNodeAccepts(t *testing.T) {
 			top.cfg = held
 			c.topo.Store(&top)
 			c.mu.Unlock()
-			got, v, _ := c.fetchConfig(n)
+			got, v, _ := c.fetchConfig(n, false, new(time.Time))
 			assert.Equal(t, OfferNewer, got, "the node's config %v, fetched holding %v", v, held.Version())
 		})
 	}
