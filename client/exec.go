@@ -160,6 +160,12 @@ type opCold struct {
 	counter  uint64
 	deleted  bool
 
+	// queued: the attempt of a barrier handed to its connection, which
+	// is reported to the observers only once the connection has queued
+	// it (Queued): refused unwritten (conn.ErrBoundedAhead), it is no
+	// attempt.
+	queued queuedAttempt
+
 	// A barrier's holds (pickBarrier) before this attempt's: how many,
 	// and how long in all, for the error of one held to its deadline.
 	holds   int
@@ -444,7 +450,12 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	retried := false
 	var err error
 	// Each way out of the loop sets err (nil: o's result is in o).
+	// refused: the barriers their connection refused unwritten
+	// (conn.ErrBoundedAhead), placed again: no attempts, they take no
+	// attempt number. wasSent: o.sent before the placement.
+	refused := 0
 	for attempt := 0; ; attempt++ {
+		wasSent := o.sent
 		pl, nx := c.place(ctx, o, attempt, nil)
 		if nx.err != nil {
 			err = nx.err
@@ -458,12 +469,29 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			continue
 		}
 		var start time.Time
+		number := attempt - refused
 		if obs != nil {
 			start = time.Now()
-			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
-			obs.AttemptStart(info)
+			if !o.barrier {
+				info := o.attemptInfo(opID, number, start, pl.Topo, lastReason, retried)
+				obs.AttemptStart(info)
+			}
 		}
-		from := ob.Send(&t.Trace, pl.cn, pl.Node.Addr(), ob.SendAt(&t.Trace)) // both inlined
+		var from *conn.Origin
+		if !o.barrier {
+			from = ob.Send(&t.Trace, pl.cn, pl.Node.Addr(), ob.SendAt(&t.Trace)) // both inlined
+		} else {
+			// Reported once its connection has queued it (Queued):
+			// one refused unwritten (conn.ErrBoundedAhead) was never
+			// sent, and is no attempt.
+			o.queued = queuedAttempt{cn: pl.cn, node: pl.Node.Addr()}
+			if obs != nil {
+				// Read now: once queued, its answer may be written
+				// into o at any time.
+				o.queued.info = o.attemptInfo(opID, number, start, pl.Topo, lastReason, retried)
+			}
+			from = ob.SendBarrier(&t.Trace, ob.SendAt(&t.Trace), o)
+		}
 		// A first attempt's send time is the operation's begin, read just
 		// now, or the end of its value's compression (unless a typed
 		// write's encoding, earlier, began it: its end is older than the
@@ -477,13 +505,23 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			(*hook)(from)
 		}
 		opaque, derr := pl.cn.DoDeadline(ctx, o.st.Deadline(), &o.req, o.handle, from)
+		if o.barrier && derr != nil && errors.Is(derr, conn.ErrBoundedAhead) {
+			// A barrier the connection refused, unwritten: a request
+			// the server answers only by a bound of its own was queued
+			// there since the pick. It was never sent: no attempt, and
+			// nothing reported (Queued did not run). Placed again, it
+			// is held (pickBarrier), with no retry.
+			refused++
+			o.sent = wasSent
+			continue
+		}
 		ended := c.after(from.Sent)
 		if derr != nil && t.Traced() && fanout.Lost(ctx) {
 			ob.Cancelled(&t.Trace, ended) // another copy's read answered first
 		}
 		ob.Ended(&t.Trace, pl.cn, opaque, ended)
-		if obs != nil {
-			info := o.attemptInfo(opID, attempt, start, pl.Topo, lastReason, retried)
+		if obs != nil && (!o.barrier || o.queued.reported) {
+			info := o.attemptInfo(opID, number, start, pl.Topo, lastReason, retried)
 			info.Duration = time.Since(start)
 			info.Status = statusOf(o.status)
 			info.Opaque = opaque
@@ -491,13 +529,6 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		}
 		if o.opaque == 0 {
 			o.opaque = opaque
-		}
-		if derr != nil && o.barrier && errors.Is(derr, conn.ErrBoundedAhead) {
-			// A barrier the connection refused, unwritten: a request
-			// the server answers only by a bound of its own was queued
-			// there since the pick. Placed again, it is held
-			// (pickBarrier), with no retry.
-			continue
 		}
 		nx = c.judge(ctx, o, pl, derr)
 		if nx.done {
@@ -523,6 +554,30 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	}
 	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
 	return err
+}
+
+// queuedAttempt is the attempt of a barrier handed to its connection, as
+// its observers are told of it once the connection queued it (Queued):
+// what the Observer's AttemptStart gets, its connection and node;
+// reported: they were told.
+type queuedAttempt struct {
+	info     AttemptInfo
+	cn       *conn.Conn
+	node     string
+	reported bool
+}
+
+// Queued is a barrier's attempt queued by its connection
+// (conn.QueuedHook, on the operation's goroutine): the Observer sees its
+// start, and its dispatch span starts. Until then it could still be
+// refused unwritten, and be no attempt.
+func (o *op) Queued() {
+	q := &o.queued
+	q.reported = true
+	if obs := o.c.observer; obs != nil {
+		obs.AttemptStart(q.info)
+	}
+	o.c.obs.Queued(&o.trace.Trace, q.cn, q.node)
 }
 
 // retry waits for the retry nx (waitNext), telling the operation's

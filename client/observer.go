@@ -14,7 +14,13 @@ import (
 // connection for the key, the collection id lookup failed or was retried,
 // a feature the node lacks) is not reported, but it is counted: the
 // Attempt numbers of one operation may skip, and KeyValueError.RetryAttempts
-// (the retries made) includes them. Methods run on the operation's goroutine,
+// (the retries made) includes them. A barrier's attempt (Exists, Ping,
+// Stats, Version, a range scan's continue and cancel: requests kv_engine
+// does not reorder) is reported once its connection has queued it: one
+// the connection refused unqueued is not reported, and one refused
+// because a synchronous write was queued there first (the request is then
+// held, unsent, and placed again) is no attempt at all and takes no
+// Attempt number. Methods run on the operation's goroutine,
 // synchronously: keep them cheap and do not call the client from them. (A
 // call that reads several copies or nodes at once, GetAllReplicas or Ping
 // say, runs each read on a goroutine of its own, which it waits for: a

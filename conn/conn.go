@@ -191,9 +191,13 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 			return 0, &RequestError{Op: req.OpCode, Addr: c.addr, Err: context.DeadlineExceeded}
 		}
 	}
-	cl, err := c.start(req, handle, deadline, now, from, true, true)
+	queued := from != nil && from.Queued != nil
+	cl, err := c.start(req, handle, deadline, now, from, true, !queued)
 	if err != nil {
 		return 0, err
+	}
+	if queued {
+		from.Queued.Queued()
 	}
 	return c.wait(ctx, deadline, cl)
 }

@@ -64,6 +64,23 @@ type Origin struct {
 	// caller to hold it. The check is made where the order of the
 	// requests on the wire is decided, under the connection's lock.
 	Barrier bool
+	// Queued, when not nil, is called by DoDeadline on the caller's
+	// goroutine once the request is queued on the connection (it may be
+	// written already), before DoDeadline waits for its answer; never
+	// for a request refused unqueued (ErrBoundedAhead, the connection
+	// ended, ErrOverloaded): a caller that reports an attempt only once
+	// it was sent (a barrier, which may be refused) reports it there.
+	// The caller then waits for the answer without borrowing the
+	// connection's read role (readrole.go), so that Queued, which may run
+	// the caller's code, never holds other requests' answers. Orphans
+	// carry none.
+	Queued QueuedHook
+}
+
+// QueuedHook is told that a request was queued on its connection
+// (Origin.Queued).
+type QueuedHook interface {
+	Queued()
 }
 
 // ErrBoundedAhead is the cause of a request refused, not written, because

@@ -314,6 +314,7 @@ func (c *Conn) abandon(cl *call, now time.Time) {
 	cl.abandonedAt = now
 	if cl.from != nil {
 		cl.orphan = *cl.from // the caller may reuse it once it has left
+		cl.orphan.Queued = nil
 		cl.from = nil
 	}
 	if t.tombs > c.opts.MaxAbandoned {

@@ -140,11 +140,28 @@ func (ob *Observers) Encoded(t *Trace, start, end time.Time) {
 // address) at at: it fills the Origin its request carries and, when
 // tracing, starts its dispatch span.
 func (ob *Observers) Send(t *Trace, cn *conn.Conn, node string, at time.Time) *conn.Origin {
-	t.Origin.Sent = at
+	t.Origin.Sent, t.Origin.Queued = at, nil
 	if t.span != nil {
 		ob.startDispatch(t, cn, node, at)
 	}
 	return &t.Origin
+}
+
+// SendBarrier is Send for a barrier's attempt (conn.Origin.Barrier), which
+// its connection may refuse, unwritten: it fills the Origin, and its
+// dispatch span starts (Queued) only once the connection has queued the
+// request, when it calls queued (conn.Origin.Queued).
+func (ob *Observers) SendBarrier(t *Trace, at time.Time, queued conn.QueuedHook) *conn.Origin {
+	t.Origin.Sent, t.Origin.Queued = at, queued
+	return &t.Origin
+}
+
+// Queued is a barrier's attempt (SendBarrier) queued by connection cn (to
+// node): when tracing, its dispatch span starts, at its send time.
+func (ob *Observers) Queued(t *Trace, cn *conn.Conn, node string) {
+	if t.span != nil {
+		ob.startDispatch(t, cn, node, t.Origin.Sent)
+	}
 }
 
 // Ended is the attempt sent on cn with opaque ending at at (answered or
