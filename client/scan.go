@@ -408,11 +408,9 @@ func (sr *scanRequests) Cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID)
 			}
 		}()
 		panics.Catch(&p, func() {
-			sr.cancel(n, vb, id, func(wait time.Duration) {
-				if !detached && wait > rangescan.MaxContinueTimeLimit {
-					detached = true
-					close(held)
-				}
+			sr.cancel(n, vb, id, func() {
+				detached = true
+				close(held)
 			})
 		})
 	}
@@ -426,16 +424,25 @@ func (sr *scanRequests) Cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID)
 	}
 }
 
-// cancel runs Cancel's request; onHold is called each time it is held
-// (op.onHold).
-func (sr *scanRequests) cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID, onHold func(time.Duration)) {
+// cancel runs Cancel's request; detach is called once it is held longer
+// than rangescan.MaxContinueTimeLimit (op.onHold): from then on the scan
+// does not wait for it, and it traces nothing more under the scan's span,
+// which may end (optrace.Trace.Detach).
+func (sr *scanRequests) cancel(n *cluster.Node, vb uint16, id memdx.RangeScanID, detach func()) {
 	// The caller's values, not its cancellation; the client's Close ends it.
 	ctx, stop := context.WithCancel(context.WithoutCancel(sr.parent))
 	defer stop()
 	defer context.AfterFunc(sr.c.ctx, stop)()
 	o := sr.nodeOp(n, vb, memdx.NewRangeScanCancel(id))
 	o.strategy = rangescan.CancelStrategy{S: sr.strategy, Cl: sr.c.cl, N: n}
-	o.onHold = onHold
+	detached := false
+	o.onHold = func(wait time.Duration) {
+		if !detached && wait > rangescan.MaxContinueTimeLimit {
+			detached = true
+			o.trace.Detach() // before the scan may end its span
+			detach()
+		}
+	}
 	err := runNode(ctx, o)
 	var ke *KeyValueError
 	if err == nil || errors.As(err, &ke) && ke.Status == StatusKeyNotFound {

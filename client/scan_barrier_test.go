@@ -19,14 +19,19 @@ import (
 // scanBarrierSetup is barrierSetup for a scan: a one-node bucket of 4
 // vbuckets holding the documents d:0 to d:7, written before the durable
 // write on "k" that stays pending on the node's only connection.
-func scanBarrierSetup(t *testing.T) (*mockcluster.Cluster, *retry.FakeClock, *Client, *conn.Conn, <-chan error) {
+// Each of opts, when given, amends the client's options.
+func scanBarrierSetup(t *testing.T, opts ...func(*Options)) (*mockcluster.Cluster, *retry.FakeClock, *Client, *conn.Conn, <-chan error) {
 	t.Helper()
 	mc := newMock(t, mockcluster.Options{Nodes: 1, Buckets: []mockcluster.BucketOptions{
 		{Name: mockcluster.DefaultBucket, NumVbuckets: 4, NumReplicas: mockcluster.NoReplicas}}})
 	mc.SetSyncWriteDelay(time.Hour)
 	t.Cleanup(mc.CommitSyncWrites) // before the cluster closes
 	fc := retry.NewFakeClock(time.Now())
-	c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour, ConnectionsPerNode: 1})
+	o := &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour, ConnectionsPerNode: 1}
+	for _, f := range opts {
+		f(o)
+	}
+	c := connect(t, mc, o)
 	col := c.DefaultCollection()
 	for i := range 8 {
 		if _, err := col.Upsert(context.Background(), fmt.Sprint("d:", i), []byte(`1`), &UpsertOptions{Timeout: time.Minute}); err != nil {
@@ -239,5 +244,65 @@ func TestScanHeldCancelEndsWithClientClose(t *testing.T) {
 	}
 	if n := mc.RequestCount(memdx.OpRangeScanCancel); n != 0 {
 		t.Fatalf("%d cancels sent behind the pending write", n)
+	}
+}
+
+// lateChildTracer is a treeTracer that counts the spans started under a
+// parent that had ended already.
+type lateChildTracer struct {
+	treeTracer
+	late []string
+}
+
+func (lt *lateChildTracer) RequestSpan(ctx context.Context, name string, parent RequestSpan, start time.Time) RequestSpan {
+	if p, ok := parent.(*treeSpan); ok {
+		lt.mu.Lock()
+		if p.ended > 0 {
+			lt.late = append(lt.late, name+" under "+p.name)
+		}
+		lt.mu.Unlock()
+	}
+	return lt.treeTracer.RequestSpan(ctx, name, parent, start)
+}
+
+// A scan's cancel held past the scan's end (a durable write pending on
+// the node's only connection) goes on on its own once the scan returned
+// (TestScanErrorNotDelayedByItsHeldCancel), and the scan's span ends
+// then. The cancel sent once the write was answered made its dispatch
+// span under the scan's ended span, called the tracer on that span from
+// its own goroutine while the scan's ended it, and added its retries to
+// a count already reported. Detached, it makes no span under the scan's.
+func TestScanCancelGoneOnItsOwnMakesNoSpanUnderTheEndedScan(t *testing.T) {
+	tr := &lateChildTracer{}
+	mc, fc, c, _, done := scanBarrierSetup(t, func(o *Options) { o.Tracer = tr })
+	const timeout = 30 * time.Second
+	at := fc.Now().Add(timeout)
+	res, err := c.DefaultCollection().Scan(context.Background(), PrefixScan{Prefix: "d:"}, &ScanOptions{Timeout: timeout, BatchItemLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	heldNotSent(t, fc, mc, memdx.OpRangeScanContinue, 0, at)
+	fc.Advance(timeout)
+	if scanNext(t, res, "Next, the write still pending and the clock standing still") {
+		t.Fatal("an item from a continue held past its timeout")
+	}
+	if err := res.Close(); !errors.Is(err, ErrUnambiguousTimeout) {
+		t.Fatalf("Close: %v", err)
+	}
+	mc.CommitSyncWrites()
+	if err := <-done; err != nil {
+		t.Fatalf("the durable write: %v", err)
+	}
+	waitUntil(t, "the scan cancelled once the write was answered", func() bool { return mc.OpenRangeScans() == 0 })
+	buf := make([]byte, 1<<20)
+	waitUntil(t, "the cancel's end", func() bool {
+		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*scanRequests).cancel")
+	})
+	tr.mu.Lock()
+	late := slices.Clone(tr.late)
+	tr.mu.Unlock()
+	if len(late) != 0 {
+		t.Fatalf("spans started under an ended span: %v", late)
 	}
 }

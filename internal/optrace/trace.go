@@ -97,6 +97,14 @@ func (t *Trace) record(service string) *opreport.Record {
 // Traced reports whether the operation has a span.
 func (t *Trace) Traced() bool { return t.span != nil }
 
+// Detach makes t, a request of a Call (BeginPart) that the Call no longer
+// waits for (a scan's cancel held past the scan's return), trace nothing
+// more under the Call's span, which may end from now on: its later
+// attempts make no dispatch span, and its retries no event. It is called
+// between attempts, on the request's goroutine, before the Call learns
+// that it no longer waits.
+func (t *Trace) Detach() { t.span = nil }
+
 // Waited marks the latest clock reading stale: the operation waited.
 func (t *Trace) Waited() { t.fresh = false }
 
