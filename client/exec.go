@@ -484,13 +484,20 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			// Reported once its connection has queued it (Queued):
 			// one refused unwritten (conn.ErrBoundedAhead) was never
 			// sent, and is no attempt.
-			o.queued = queuedAttempt{cn: pl.cn, node: pl.Node.Addr()}
-			if obs != nil {
-				// Read now: once queued, its answer may be written
-				// into o at any time.
-				o.queued.info = o.attemptInfo(opID, number, start, pl.Topo, lastReason, retried)
+			// Without an Observer or a tracer there is nothing to
+			// report: no hook, and the request may borrow its
+			// connection's read role.
+			var hook conn.QueuedHook
+			if obs != nil || t.Traced() {
+				hook = o
+				o.queued = queuedAttempt{cn: pl.cn, node: pl.Node.Addr()}
+				if obs != nil {
+					// Read now: once queued, its answer may be
+					// written into o at any time.
+					o.queued.info = o.attemptInfo(opID, number, start, pl.Topo, lastReason, retried)
+				}
 			}
-			from = ob.SendBarrier(&t.Trace, ob.SendAt(&t.Trace), o)
+			from = ob.SendBarrier(&t.Trace, ob.SendAt(&t.Trace), hook)
 		}
 		// A first attempt's send time is the operation's begin, read just
 		// now, or the end of its value's compression (unless a typed
