@@ -142,7 +142,12 @@ type fillStrategy struct{ retry.Strategy }
 type fillRetryStrategy struct{ RetryStrategy }
 
 // interfaceFillers are non-nil values for the interfaces op holds.
-var interfaceFillers = []any{&fillStrategy{}, &fillRetryStrategy{}, noopSpan{}, context.Background(), errors.New("stale")}
+var interfaceFillers = []any{&fillStrategy{}, &fillRetryStrategy{}, noopSpan{}, context.Background(), errors.New("stale"), fillQueued{}}
+
+// fillQueued fills a conn.QueuedHook.
+type fillQueued struct{}
+
+func (fillQueued) Queued() {}
 
 func settable(f reflect.Value) reflect.Value {
 	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
