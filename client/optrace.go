@@ -92,3 +92,21 @@ func (ob *observers) done(ctx context.Context, name string, opc memdx.OpCode, co
 		ob.end(&t, coll, nil, 0, end)
 	}
 }
+
+// unsent shows its observers an operation named name (sent as opc) on
+// coll, under parent (nil: the context's), that failed with err before
+// any request of its existed: a typed write whose value its Transcoder
+// could not encode, from start to end (RFC 0067: every operation call has
+// its span; the encoding's is under it). An operation begun on a closed
+// client is not observed, as begin refuses it.
+func (c *Client) unsent(ctx context.Context, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, start, end time.Time, err error) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	if ctx == nil { // no parent span from it (an op's begin would refuse it)
+		ctx = context.Background()
+	}
+	t := opTrace{encStart: start, encEnd: end}
+	c.obs.begin(ctx, &t, optrace.NameOf(name, opc), coll, parent, start, 0)
+	c.obs.end(&t, coll, err, 0, end)
+}

@@ -115,10 +115,13 @@ func (r GetResult) ContentAs(out any) error {
 func (col *Collection) storeTyped(ctx context.Context, name string, opc memdx.OpCode, key string, v any, tc Transcoder, p storeParams) (MutationResult, error) {
 	start := col.c.clock.Now()
 	value, flags, err := tc.Encode(v)
+	end := col.c.clock.Now()
 	if err != nil {
-		return MutationResult{}, col.c.refused(name, opc, col, key, ErrEncodingFailure, err)
+		e := col.c.refused(name, opc, col, key, ErrEncodingFailure, err)
+		col.c.unsent(ctx, name, opc, col, p.parent, start, end, e)
+		return MutationResult{}, e
 	}
-	p.encStart, p.encEnd = start, col.c.clock.Now()
+	p.encStart, p.encEnd = start, end
 	p.flags, p.json = transcode.StoreFlags(p.flags, flags, p.json)
 	p.typed = true
 	return col.store(ctx, name, opc, key, value, p)
