@@ -205,6 +205,12 @@ type opCold struct {
 
 	// sd: a LookupIn's or MutateIn's specs and results.
 	sd subdocState
+
+	// finish, when set, is the call's last step after a success (GetJSON's
+	// decoding, a projected Get's shaping), run by execute before the
+	// operation ends: its error is the operation's, which its observers
+	// see (a span, a point), as the caller does.
+	finish func(o *op) error
 }
 
 var opPool = sync.Pool{New: func() any {
@@ -558,6 +564,10 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		// not the caller's operation, and no failure.
 		ob.EndLost(&t.Trace, o.st.Attempts(), ob.EndAt(&t.Trace))
 		return err
+	}
+	if err == nil && o.finish != nil {
+		err = o.finish(o)
+		t.Waited() // the operation ends after it
 	}
 	ob.end(t, o.coll, err, o.st.Attempts(), ob.EndAt(&t.Trace))
 	return err

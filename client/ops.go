@@ -530,7 +530,7 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 	if opts != nil {
 		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
 		if len(opts.Project) > 0 {
-			return col.getProjected(ctx, key, opts.Project, p)
+			return col.getProjected(ctx, key, opts.Project, p, nil)
 		}
 	}
 	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
@@ -542,6 +542,33 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 	if err == nil {
 		r = o.getResult()
 	}
+	putOp(o)
+	return r, err
+}
+
+// getThen is Get whose result then takes before the operation ends, as
+// its last step (GetJSON's decoding): then's error is the operation's,
+// its span's and its latency point's as the caller's. The result is
+// returned whenever the read succeeded, then failing or not.
+func (col *Collection) getThen(ctx context.Context, key string, opts *GetOptions, then func(GetResult) error) (GetResult, error) {
+	var p opParams
+	if opts != nil {
+		p = opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan}
+		if len(opts.Project) > 0 {
+			return col.getProjected(ctx, key, opts.Project, p, then)
+		}
+	}
+	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
+	if err != nil {
+		return GetResult{}, err
+	}
+	var r GetResult
+	o.cold = true // finish is a cold field
+	o.finish = func(o *op) error {
+		r = o.getResult()
+		return then(r)
+	}
+	err = o.c.execute(ctx, o)
 	putOp(o)
 	return r, err
 }

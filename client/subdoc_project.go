@@ -23,8 +23,10 @@ func (col *Collection) projectionError(key string, sentinel, cause error) error 
 	return col.c.refused("Get", 0, col, key, sentinel, cause)
 }
 
-// getProjected is Get with opts.Project.
-func (col *Collection) getProjected(ctx context.Context, key string, project []string, p opParams) (GetResult, error) {
+// getProjected is Get with opts.Project, and then, when not nil, taking
+// its result (getThen). The shaping of the result, and then, are the
+// operation's last steps (op.finish): their failure is the operation's.
+func (col *Collection) getProjected(ctx context.Context, key string, project []string, p opParams, then func(GetResult) error) (GetResult, error) {
 	plan, err := projection.NewPlan(project, MaxSubdocSpecs)
 	if err != nil {
 		return GetResult{}, col.projectionError(key, ErrInvalidArgument, err)
@@ -38,11 +40,28 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 	if err != nil {
 		return GetResult{}, err
 	}
-	r, err := run(ctx, o, (*op).lookupInResult)
-	if err != nil {
-		return GetResult{}, err
+	var out GetResult
+	o.cold = true // finish is a cold field
+	o.finish = func(o *op) error {
+		r, err := col.project(key, plan, len(project), o.lookupInResult())
+		if err != nil {
+			return err
+		}
+		out = r
+		if then != nil {
+			return then(r)
+		}
+		return nil
 	}
-	values := make([]json.RawMessage, len(project))
+	err = o.c.execute(ctx, o)
+	putOp(o)
+	return out, err
+}
+
+// project shapes the result of a projected Get of key (n paths, by plan)
+// from its lookup's result r.
+func (col *Collection) project(key string, plan projection.Plan, n int, r LookupInResult) (GetResult, error) {
+	values := make([]json.RawMessage, n)
 	if plan.Whole() {
 		body, err := r.ValueAt(0)
 		if err != nil {
@@ -53,7 +72,7 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 			return GetResult{}, col.projectionError(key, sentinel, err)
 		}
 	} else {
-		for i := range project {
+		for i := range n {
 			v, err := r.ValueAt(i)
 			switch {
 			case errors.Is(err, ErrPathNotFound):

@@ -59,7 +59,9 @@ func ReplaceValue(ctx context.Context, col *Collection, key string, v any, opts 
 // JSON document (or one with flags 0) with encoding/json; a binary or
 // string one only when T can hold it ([]byte, string, any), else
 // ErrDecodingFailure. The GetResult is returned whenever the read
-// succeeded, decoded or not.
+// succeeded, decoded or not. The decoding is part of the operation: a
+// failure to decode is its outcome to its observers too (its span fails
+// with error.type DecodingFailure, and so does its latency point).
 //
 //	type User struct{ Name string }
 //	u, _, err := client.GetJSON[User](ctx, users, "u:1", nil)
@@ -69,14 +71,13 @@ func ReplaceValue(ctx context.Context, col *Collection, key string, v any, opts 
 //	fmt.Println(u.Name)
 func GetJSON[T any](ctx context.Context, col *Collection, key string, opts *GetOptions) (T, GetResult, error) {
 	var v T
-	r, err := col.Get(ctx, key, opts)
-	if err != nil {
-		return v, r, err
-	}
-	if err := (JSONTranscoder{}).Decode(r.Value, r.Flags, &v); err != nil {
-		return v, r, col.decodingFailed("Get", getOpCode(opts), key, r, err)
-	}
-	return v, r, nil
+	r, err := col.getThen(ctx, key, opts, func(r GetResult) error {
+		if err := (JSONTranscoder{}).Decode(r.Value, r.Flags, &v); err != nil {
+			return col.decodingFailed("Get", getOpCode(opts), key, r, err)
+		}
+		return nil
+	})
+	return v, r, err
 }
 
 // getOpCode is the request a Get with opts sends: a LookupIn for a

@@ -10,24 +10,38 @@ import (
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
-// A typed call's outcome is the caller's. UpsertJSON of a value
-// encoding/json cannot encode fails before anything is sent with
-// ErrEncodingFailure, and is still an operation (RFC 0067: every
-// operation call has its span): an upsert span, failed with error.type
-// EncodingFailure, with its request_encoding span under it and no
-// dispatch, and a point with that error type (before: no span and no
-// point at all).
+// A typed call's outcome is the caller's: GetJSON of a document that does
+// not decode into the type asked for returns ErrDecodingFailure, and its
+// get span fails with error.type DecodingFailure and its point has it
+// (before, the span was Ok and the point had no error.type: the read
+// succeeded, the call did not). UpsertJSON of a value encoding/json
+// cannot encode fails before anything is sent with ErrEncodingFailure,
+// and is still an operation: an upsert span, failed with error.type
+// EncodingFailure, with its request_encoding span under it, and a point
+// with that error type (before: no span and no point at all).
 func TestTypedCallFailuresAreTheOperationsOutcome(t *testing.T) {
 	mc := newMock(t)
 	if _, err := mc.Bucket(mockcluster.DefaultBucket).Set("_default", "_default", "j", []byte(`{"n":"not a number"}`), client.CommonFlagsJSON, 0); err != nil {
 		t.Fatal(err)
 	}
 	bg := context.Background()
+	type doc struct{ N int }
 	for _, tc := range []struct {
 		name, span, errType string
 		sentinel            error
 		call                func(*client.Collection) error
 	}{
+		{"GetJSON", "get", "DecodingFailure", client.ErrDecodingFailure, func(col *client.Collection) error {
+			_, r, err := client.GetJSON[doc](bg, col, "j", nil)
+			if r.Cas == 0 {
+				t.Error("GetJSON returned no GetResult with its decoding failure")
+			}
+			return err
+		}},
+		{"GetJSON projected", "get", "DecodingFailure", client.ErrDecodingFailure, func(col *client.Collection) error {
+			_, _, err := client.GetJSON[doc](bg, col, "j", &client.GetOptions{Project: []string{"n"}})
+			return err
+		}},
 		{"UpsertJSON", "upsert", "EncodingFailure", client.ErrEncodingFailure, func(col *client.Collection) error {
 			_, err := client.UpsertJSON(bg, col, "e", make(chan int), nil)
 			return err
