@@ -18,6 +18,7 @@ func TestErrorTypeOfEverySentinel(t *testing.T) {
 		name string
 	}{
 		"ErrDocumentNotFound":                  {ErrDocumentNotFound, "DocumentNotFound"},
+		"ErrDocumentUnretrievable":             {ErrDocumentUnretrievable, "DocumentUnretrievable"},
 		"ErrDocumentExists":                    {ErrDocumentExists, "DocumentExists"},
 		"ErrCasMismatch":                       {ErrCasMismatch, "CasMismatch"},
 		"ErrDocumentLocked":                    {ErrDocumentLocked, "DocumentLocked"},

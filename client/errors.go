@@ -20,6 +20,12 @@ var (
 	// Append/Prepend, NOT_STORED, which memcached also answers when the
 	// result would exceed its item size limit: the error's message says so).
 	ErrDocumentNotFound = kverr.ErrDocumentNotFound
+	// ErrDocumentUnretrievable: GetAnyReplica or LookupInAnyReplica read
+	// no copy of the document and at least one copy said it does not
+	// exist (RFC 0058's DocumentUnretrievable, gocb's error of the same
+	// name). The error also matches ErrDocumentNotFound, through the
+	// copy's error it wraps.
+	ErrDocumentUnretrievable = kverr.ErrDocumentUnretrievable
 	// ErrDocumentExists: Insert found the document already there.
 	ErrDocumentExists = kverr.ErrDocumentExists
 	// ErrCasMismatch: the document changed since the CAS the caller gave
@@ -373,8 +379,9 @@ func otherSentinel(cause error, ambiguous bool) error {
 
 // refused is the error of operation name (opc: its opcode, 0 when it has
 // none of its own; col and key: what it addressed, when anything) that
-// ended before its operation record existed: an argument or a feature
-// refused, the client closed, a scan that stopped.
+// ended before its operation record existed, or had none of its own: an
+// argument or a feature refused, the client closed, a scan that stopped,
+// a read of any copy that found none.
 func (c *Client) refused(name string, opc memdx.OpCode, col *Collection, key string, sentinel, cause error) *KeyValueError {
 	o := op{opHot: opHot{c: c, name: name, coll: col, keyStr: key}}
 	o.req.OpCode = opc

@@ -32,7 +32,7 @@ func TestReplicaReadsHaveAWrappingSpan(t *testing.T) {
 	}{
 		{"get_all_replicas", "r", "", func() error { _, err := col.GetAllReplicas(ctx, "r", nil); return err }},
 		{"get_any_replica", "r", "", func() error { _, err := col.GetAnyReplica(ctx, "r", nil); return err }},
-		{"get_any_replica", "missing", "DocumentNotFound", func() error {
+		{"get_any_replica", "missing", "DocumentUnretrievable", func() error {
 			_, err := col.GetAnyReplica(ctx, "missing", &GetReplicaOptions{ParentSpan: caller})
 			return err
 		}},

@@ -72,7 +72,7 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 	var end func(error)
 	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_any_replica", true, o.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
-	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
+	r, err := readAnyCopy(ctx, col, "GetAnyReplica", key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
 	})
 	end(err)
@@ -211,14 +211,22 @@ func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, pa
 // a panic of the caller's code in one of its operations unwound the call.
 var errUnwound = errors.New("client: a panic of the caller's code unwound the call")
 
-// readAnyCopy reads copies of key at once and returns the first answer
-// (fanout.First), or fanout.Error's choice of the errors.
-func readAnyCopy[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) (T, error) {
-	r, errs := fanout.First(ctx, copies, read)
-	if errs != nil {
-		return r, fanout.Error(key, errs)
+// readAnyCopy reads the copies of key on col at once for the call named
+// name and returns the first answer (fanout.First), or fanout.Error's
+// choice of the errors: when that is a copy's document not found, the
+// call's ErrDocumentUnretrievable wrapping it, as RFC 0058 names a read of
+// any copy that found none (and so do gocb and the other SDKs). A timeout,
+// a cancellation or another failure of every copy stays what it was.
+func readAnyCopy[T any](ctx context.Context, col *Collection, name, key string, read func(context.Context, int) (T, error)) (T, error) {
+	r, errs := fanout.First(ctx, col.c.copiesOf(key), read)
+	if errs == nil {
+		return r, nil
 	}
-	return r, nil
+	err := fanout.Error(key, errs)
+	if errors.Is(err, ErrDocumentNotFound) {
+		err = col.c.refused(name, 0, col, key, ErrDocumentUnretrievable, err)
+	}
+	return r, err
 }
 
 // readAllCopies reads copies of key at once and returns every answer, in

@@ -94,7 +94,7 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 	var end func(error)
 	ctx, lo.ParentSpan, end = col.wrapCall(ctx, "lookup_in_any_replica", true, lo.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
-	r, err := readAnyCopy(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
+	r, err := readAnyCopy(ctx, col, "LookupInAnyReplica", key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
 		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
 	})
 	end(err)

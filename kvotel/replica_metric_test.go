@@ -45,7 +45,7 @@ func TestReplicaReadsAreOnePointPerCall(t *testing.T) {
 			_, err := col.LookupInAnyReplica(bg, "r", []client.LookupInSpec{client.GetSpec("n", nil)}, nil)
 			return err
 		}},
-		{"get_any_replica missing", false, []string{"get_any_replica/DocumentNotFound:1"}, func(col *client.Collection) error {
+		{"get_any_replica missing", false, []string{"get_any_replica/DocumentUnretrievable:1"}, func(col *client.Collection) error {
 			if _, err := col.GetAnyReplica(bg, "missing", nil); err == nil {
 				t.Error("GetAnyReplica of a missing key succeeded")
 			}

@@ -29,6 +29,7 @@ var endTypes = []sentinelType{
 // handling), in the order they are tried, after endTypes and statusTypes.
 var errorTypes = []sentinelType{
 	{kverr.ErrDocumentNotFound, "DocumentNotFound"},
+	{kverr.ErrDocumentUnretrievable, "DocumentUnretrievable"},
 	{kverr.ErrDocumentExists, "DocumentExists"},
 	{kverr.ErrCasMismatch, "CasMismatch"},
 	{kverr.ErrDocumentLocked, "DocumentLocked"},
@@ -118,8 +119,11 @@ func ErrorType(err error, other string) string {
 			return e.name
 		}
 	}
-	if is(err, kverr.ErrDocumentNotFound) {
-		return "DocumentNotFound" // the common miss, before the look for a status
+	if is(err, kverr.ErrDocumentNotFound) { // the common miss, before the look for a status
+		if is(err, kverr.ErrDocumentUnretrievable) { // a read of any copy, which wraps a copy's miss
+			return "DocumentUnretrievable"
+		}
+		return "DocumentNotFound"
 	}
 	for _, s := range statusTypes { // a *memdx.StatusError unwraps to its Status
 		if is(err, s.status) {
