@@ -557,7 +557,24 @@ func (r *ScanResult) Err() error { return r.cur.Err() }
 // does not hold Close back, nor the scan's error: it is sent on its own
 // once a connection is free, within the scan's Timeout, unless the client
 // is closed first (the server then drops the scan after its lifetime).
-func (r *ScanResult) Close() error { return r.close(false) }
+//
+// Deferred (defer res.Close()) in a function whose loop over Next panics,
+// Close ends the scan as failed to its observers (a span with status
+// Error, error.type _OTHER), and the panic goes on with its value.
+func (r *ScanResult) Close() error {
+	if r.call != nil && !r.call.Ended() {
+		// A panic of the caller's code may be unwinding the function that
+		// deferred Close: recover, called here, directly by the deferred
+		// call, is Go's one way to tell (elsewhere it returns nil and
+		// stops nothing). The scan did not end as its caller asked; the
+		// panic is raised again, unchanged, once the scan is closed.
+		if p := recover(); p != nil {
+			r.close(true)
+			panic(p)
+		}
+	}
+	return r.close(false)
+}
 
 // close is Close; unwound: a panic of the caller's code is unwinding it
 // (All's loop body), and the scan ends failed with errUnwound.

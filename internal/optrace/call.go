@@ -95,6 +95,9 @@ func (c *Call) Span() hookguard.Span {
 	return c.span
 }
 
+// Ended reports whether c has ended (EndCall).
+func (c *Call) Ended() bool { return c.ended.Load() }
+
 // EndCall ends c (nil: nothing) at at with err (nil: success): its span
 // gets the retries of its requests, err's error type and status, and
 // ends; the meter records its latency with that error type. Only the
