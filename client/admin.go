@@ -121,12 +121,14 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 				// The server's answer (Couchbase Server's and
 				// memcached's alike) does not say which argument.
 				kv.Cause = &statsGroupError{group: group, status: kv.Cause}
+				kv.seal()
 			}
 			if keyGroup && errors.As(err, &kv) && kv.Status == StatusNotMyVbucket {
 				// The request's header says vbucket 0, which the
 				// server did not read: the vbucket is the group's.
 				kv.Vbucket = vb
 				kv.Cause = fmt.Errorf("node %s does not hold vbucket %d, which stats group %q names: %w", n.Addr(), vb, group, kv.Cause)
+				kv.seal()
 			}
 			return NodeStats{Node: n.Addr(), Err: err}, err
 		}
@@ -190,6 +192,7 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 			// memcached's refusal of FLUSH when flush_all is disabled
 			// (-F); the status alone says "authentication".
 			kv.Cause = fmt.Errorf("the server does not allow FLUSH (memcached with flush_all disabled, -F): %w", kv.Cause)
+			kv.seal()
 		}
 		return NodeResult{Node: n.Addr(), Err: err}, err
 	})

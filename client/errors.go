@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/optrace"
@@ -229,6 +230,11 @@ type KeyValueError struct {
 
 	// noVbucket: the operation addresses no vbucket; Error names none.
 	noVbucket bool
+	// parts are Err and Cause as the client made or last changed them
+	// (seal): Unwrap's answer, a slice of them, while they are still what
+	// those fields hold (samePart), so that errors.Is and errors.As
+	// allocate nothing.
+	parts [2]error
 }
 
 func (e *KeyValueError) Error() string {
@@ -266,9 +272,21 @@ func (e *KeyValueError) Error() string {
 }
 
 // Unwrap returns the sentinel and the cause, so errors.Is and errors.As see
-// both.
+// both. For an error the client made it builds nothing: callers test
+// every failure with errors.Is, which calls Unwrap for each sentinel it
+// is asked about.
 func (e *KeyValueError) Unwrap() []error {
-	out := make([]error, 0, 2)
+	if samePart(e.parts[0], e.Err) && samePart(e.parts[1], e.Cause) {
+		p := e.parts[:]
+		if p[1] == nil {
+			p = p[:1]
+		}
+		if p[0] == nil {
+			p = p[1:]
+		}
+		return p
+	}
+	out := make([]error, 0, 2) // made or changed by the caller
 	if e.Err != nil {
 		out = append(out, e.Err)
 	}
@@ -278,8 +296,21 @@ func (e *KeyValueError) Unwrap() []error {
 	return out
 }
 
+// seal makes Unwrap's answer of e what its Err and Cause hold now: the
+// client calls it when it made e (newKVError) or changed either after.
+func (e *KeyValueError) seal() { e.parts = [2]error{e.Err, e.Cause} }
+
+// samePart reports whether a and b are one interface value, word for
+// word: the same dynamic type and the same data. It never compares the
+// values themselves, which panics for a type that is not comparable (a
+// cause is anybody's error).
+func samePart(a, b error) bool {
+	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
 // kvErrorParts gives optrace.ErrorType a KeyValueError's sentinel and
-// cause, which Unwrap returns in a slice it allocates.
+// cause, without Unwrap, which allocates for an error made or changed by
+// the caller.
 func kvErrorParts(err error) (sentinel, cause error, ok bool) {
 	if e, ok := err.(*KeyValueError); ok {
 		return e.Err, e.Cause, true
@@ -343,6 +374,7 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 	if o.coll != nil {
 		e.Scope, e.Collection = o.coll.scope, o.coll.name
 	}
+	e.seal()
 	return e
 }
 

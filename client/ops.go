@@ -861,6 +861,7 @@ func (col *Collection) concat(ctx context.Context, name string, opc memdx.OpCode
 		// ErrDocumentNotFound, the likelier, and the message says both.
 		kv.Cause = fmt.Errorf("memcached answers NOT_STORED to %s both when the document does not exist and "+
 			"when the result would exceed its item size limit (-I): %w", opc, kv.Cause)
+		kv.seal()
 	}
 	return r, err
 }

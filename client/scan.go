@@ -356,6 +356,7 @@ func (sr *scanRequests) Create(vb uint16, cfg *memdx.RangeScanCreate) (memdx.Ran
 			// Written, no answer: the server may have opened a scan
 			// whose id the client never learnt (it changed no data).
 			kv.Cause = fmt.Errorf("%w (a scan it opened may stay on the server until its idle timeout drops it)", kv.Cause)
+			kv.seal()
 		}
 		return memdx.RangeScanID{}, nil, err
 	}

@@ -350,5 +350,6 @@ func (o *op) mutateInError(err error) error {
 	i, f := o.sd.Failure()
 	se := subdocError(memdx.OpSubdocMultiMutation, i, f)
 	kv.Err, kv.Cause = se.Err, se
+	kv.seal()
 	return err
 }
