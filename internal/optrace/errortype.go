@@ -110,9 +110,9 @@ var statusTypes = []struct {
 // ErrorType is RFC 0058's name of err's sentinel (the client's
 // AttributeErrorType), other for an error without one. It allocates
 // nothing for an error whose tree the client's SetErrorParts can split
-// (its *KeyValueError, whose Unwrap() []error builds a slice each call:
-// errors.Is would allocate one per name tried, on every failed operation
-// the default logging meter records).
+// (its *KeyValueError, whose Unwrap() []error builds a slice for an error
+// the caller made or changed: errors.Is would then allocate one per name
+// tried, on every failed operation the default logging meter records).
 func ErrorType(err error, other string) string {
 	for _, e := range endTypes {
 		if is(err, e.err) {
