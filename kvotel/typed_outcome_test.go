@@ -14,7 +14,8 @@ import (
 // not decode into the type asked for returns ErrDecodingFailure, and its
 // get span fails with error.type DecodingFailure and its point has it
 // (before, the span was Ok and the point had no error.type: the read
-// succeeded, the call did not). UpsertJSON of a value encoding/json
+// succeeded, the call did not); so does a projected Get whose projection
+// cannot be shaped (PathMismatch). UpsertJSON of a value encoding/json
 // cannot encode fails before anything is sent with ErrEncodingFailure,
 // and is still an operation: an upsert span, failed with error.type
 // EncodingFailure, with its request_encoding span under it, and a point
@@ -40,6 +41,12 @@ func TestTypedCallFailuresAreTheOperationsOutcome(t *testing.T) {
 		}},
 		{"GetJSON projected", "get", "DecodingFailure", client.ErrDecodingFailure, func(col *client.Collection) error {
 			_, _, err := client.GetJSON[doc](bg, col, "j", &client.GetOptions{Project: []string{"n"}})
+			return err
+		}},
+		// A projection that cannot be shaped (n is no object): the get's
+		// outcome too, though its lookup succeeded.
+		{"Get projected", "get", "PathMismatch", client.ErrPathMismatch, func(col *client.Collection) error {
+			_, err := col.Get(bg, "j", &client.GetOptions{Project: []string{"n.x"}})
 			return err
 		}},
 		{"UpsertJSON", "upsert", "EncodingFailure", client.ErrEncodingFailure, func(col *client.Collection) error {
