@@ -326,8 +326,9 @@
 //	                                   GAT, and on SET, REPLACE, DELETE, APPEND,
 //	                                   PREPEND, INCREMENT, DECREMENT and
 //	                                   sub-document mutations other than
-//	                                   inserts without a CAS (a lock, without
-//	                                   XERROR; retried)
+//	                                   inserts without a CAS, and ETMPFAIL on
+//	                                   GET_LOCKED (a lock, without XERROR;
+//	                                   retried)
 //	ErrDocumentNotLocked               NOT_LOCKED; ETMPFAIL on UNLOCK_KEY (what
 //	                                   a server before 7.6, or any without
 //	                                   XERROR, answers; not retried)

@@ -235,6 +235,8 @@ type KeyValueError struct {
 	// those fields hold (samePart), so that errors.Is and errors.As
 	// allocate nothing.
 	parts [2]error
+	// noXerror: Status came on a connection without XERROR (statusNote).
+	noXerror bool
 }
 
 func (e *KeyValueError) Error() string {
@@ -245,7 +247,7 @@ func (e *KeyValueError) Error() string {
 		Status:           uint16(e.Status),
 		StatusName:       e.ErrorName,
 		ErrorDescription: e.ErrorDescription,
-		StatusNote:       statusNote(e.OpCode.wire(), e.Status.wire()),
+		StatusNote:       statusNote(e.OpCode.wire(), e.Status.wire(), e.noXerror),
 		ServerContext:    e.ServerContext,
 		Node:             e.Node,
 		Vbucket:          e.Vbucket,
@@ -361,6 +363,7 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 		Err:              sentinel,
 		Cause:            cause,
 		noVbucket:        o.noVbucket,
+		noXerror:         o.noXerror,
 	}
 	if e.Err == nil {
 		e.Err = otherSentinel(cause, e.Ambiguous)

@@ -127,6 +127,9 @@ type opHot struct {
 	cas     uint64
 	flags   uint32
 	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
+	// noXerror: status came on a connection without XERROR, which
+	// kv_engine sends some statuses remapped (statuspolicy.Request).
+	noXerror bool
 
 	st    retry.State
 	route vbmap.RouteState
@@ -1166,11 +1169,9 @@ func (o *op) compress() bool {
 // final.
 func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	st := o.status
-	if o.kind == kindMutateIn {
-		o.outcome = statuspolicy.DecideMutation(o.req.OpCode, o.casGiven, o.insert, st, pl.cn.ErrorMap())
-	} else {
-		o.outcome = statuspolicy.Decide(o.req.OpCode, o.casGiven, st, pl.cn.ErrorMap())
-	}
+	o.noXerror = !pl.cn.Features().Has(memdx.FeatureXerror)
+	o.outcome = statuspolicy.DecideRequest(statuspolicy.Request{Op: o.req.OpCode, CasGiven: o.casGiven,
+		NotInsert: o.kind == kindMutateIn && !o.insert, NoXerror: o.noXerror}, st, pl.cn.ErrorMap())
 	if st == memdx.StatusNotMyVbucket && pl.Topo.Config() != nil {
 		nmv := cluster.NMV{Offer: o.nmvOffer, Body: o.nmvBody}
 		o.nmvBody = o.nmvBody[:0]
@@ -1238,26 +1239,31 @@ func (o *op) statusErr() error {
 		Context: o.errCtx.Context, Ref: o.errCtx.Ref}
 }
 
-// statusNote is what status, answered to opc, likely stands for when
-// that is not what the status's name says, for the error's message; ""
-// when it says it. kv_engine answers TMPFAIL for a lock:
-// Connection::remapErrorCode gives a connection without XERROR
-// locked_tmpfail (GET_LOCKED of a locked document, UNLOCK_KEY with
-// another CAS) and not_locked as TMPFAIL, and KVBucket::unlockKey
-// before 7.6, which had no NOT_LOCKED, answers TMPFAIL for a document
-// that is not locked. TMPFAIL may also be just that, so the sentinel
-// stays the status policy's.
-func statusNote(opc memdx.OpCode, status memdx.Status) string {
+// statusNote is what status, answered to opc (on a connection without
+// XERROR: noXerror), likely stands for when that is not what the status's
+// name says, for the error's message; "" when it says it. kv_engine
+// answers TMPFAIL for a lock: Connection::remapErrorCode gives a
+// connection without XERROR locked_tmpfail (GET_LOCKED of a locked
+// document, UNLOCK_KEY with another CAS) and not_locked as TMPFAIL (one
+// with XERROR gets LOCKED and NOT_LOCKED), and KVBucket::unlockKey before
+// 7.6, which had no NOT_LOCKED, answers TMPFAIL for a document that is
+// not locked. With XERROR, TMPFAIL on GET_LOCKED is a temporary failure.
+func statusNote(opc memdx.OpCode, status memdx.Status, noXerror bool) string {
 	if status != memdx.StatusTmpFail {
 		return ""
 	}
 	switch opc {
 	case memdx.OpGetLocked:
-		return "the document may be locked: Couchbase Server answers GET_LOCKED of a locked document so" +
-			" to a connection without XERROR (older servers to any), though it may also be a temporary failure"
+		if noXerror {
+			return "Couchbase Server answers GET_LOCKED of a locked document so to a connection without XERROR," +
+				" though it may also be a temporary failure"
+		}
 	case memdx.OpUnlockKey:
-		return "Couchbase Server before 7.6 answers UNLOCK_KEY so for a document that is not locked;" +
-			" to a connection without XERROR it also answers so for a lock held with another CAS"
+		if noXerror {
+			return "Couchbase Server before 7.6 answers UNLOCK_KEY so for a document that is not locked;" +
+				" to a connection without XERROR it also answers so for a lock held with another CAS"
+		}
+		return "Couchbase Server before 7.6 answers UNLOCK_KEY so for a document that is not locked"
 	}
 	return ""
 }

@@ -35,19 +35,54 @@ func TestLockedDocumentWithoutXerror(t *testing.T) {
 }
 
 // GetAndLock of a locked document on a connection without XERROR gets
-// TMPFAIL (kv_engine's locked_tmpfail, remapped by
-// Connection::remapErrorCode): once the strategy gives up, the error is
-// still ErrTemporaryFailure (TMPFAIL may be just that), but its message
-// names the likely cause, the lock, instead of a bare "temporary failure".
-func TestGetAndLockTmpFailNamesTheLock(t *testing.T) {
+// TMPFAIL (kv_engine's locked_tmpfail, which Connection::remapErrorCode
+// gives such a connection as TMPFAIL and one with XERROR as LOCKED): it is
+// retried as KV_LOCKED and ends as ErrDocumentLocked, as LOCKED does with
+// XERROR. It was retried as KV_TEMPORARY_FAILURE and ended as
+// ErrTemporaryFailure. The message still says what the TMPFAIL stood for.
+func TestGetAndLockTmpFailWithoutXerrorIsLocked(t *testing.T) {
 	col, ctx := lockedWithoutXerror(t, "v")
-	noRetry := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
+	var reasons []RetryReason
+	noRetry := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		reasons = append(reasons, r)
+		return NoRetry()
+	})
 	_, err := col.GetAndLock(ctx, "k", 10*time.Second, &GetAndLockOptions{RetryStrategy: noRetry})
-	require.ErrorIs(t, err, ErrTemporaryFailure)
-	assert.NotErrorIs(t, err, ErrDocumentLocked, "TMPFAIL does not say for certain that the document is locked")
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status)
+	assert.ErrorIs(t, err, ErrDocumentLocked)
+	assert.NotErrorIs(t, err, ErrTemporaryFailure)
+	assert.Equal(t, []RetryReason{RetryReasonKVLocked}, reasons)
 	t.Logf("%v", err)
-	assert.Contains(t, err.Error(), "may be locked", "names the lock as a likely cause: %v", err)
-	assert.Contains(t, err.Error(), "XERROR", "says why TMPFAIL may mean a lock: %v", err)
+	assert.Contains(t, err.Error(), "locked document so to a connection without XERROR", "says why TMPFAIL means a lock: %v", err)
+}
+
+// With XERROR kv_engine answers GET_LOCKED of a locked document LOCKED:
+// a TMPFAIL is a temporary failure, retried as KV_TEMPORARY_FAILURE, and
+// its message says nothing of a lock. The note "the document may be
+// locked" used to show on every connection.
+func TestGetAndLockTmpFailWithXerrorIsATemporaryFailure(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	col := connect(t, mc, nil).DefaultCollection()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "k", OpCodes: []memdx.OpCode{memdx.OpGetLocked}},
+		Action: mockcluster.Action{Status: memdx.StatusTmpFail}, Times: 1})
+	var reasons []RetryReason
+	noRetry := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		reasons = append(reasons, r)
+		return NoRetry()
+	})
+	_, err = col.GetAndLock(ctx, "k", 10*time.Second, &GetAndLockOptions{RetryStrategy: noRetry})
+	require.ErrorIs(t, err, ErrTemporaryFailure)
+	assert.NotErrorIs(t, err, ErrDocumentLocked)
+	assert.Equal(t, []RetryReason{RetryReasonKVTemporaryFailure}, reasons)
+	t.Logf("%v", err)
+	assert.NotContains(t, err.Error(), "locked", "%v", err)
+	assert.NotContains(t, err.Error(), "XERROR", "%v", err)
 }
 
 // lockedWithoutXerror connects to a one-node mock without XERROR

@@ -600,9 +600,10 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 // A document already locked is retried (KV_LOCKED) until the lock ends
 // or the operation times out; a strategy that gives up fails with
 // ErrDocumentLocked. On a connection without XERROR the server says
-// "locked" with TMPFAIL, retried as KV_TEMPORARY_FAILURE: a strategy
-// that gives up then fails with ErrTemporaryFailure, whose message says
-// the document may be locked (TMPFAIL may also be a temporary failure).
+// "locked" with TMPFAIL, which is then retried as KV_LOCKED and ends as
+// ErrDocumentLocked too (the error's Status is TMPFAIL); with XERROR,
+// TMPFAIL is a temporary failure (KV_TEMPORARY_FAILURE,
+// ErrTemporaryFailure).
 func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time.Duration, opts *GetAndLockOptions) (GetResult, error) {
 	var p opParams
 	if opts != nil {

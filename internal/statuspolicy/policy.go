@@ -52,12 +52,14 @@ type Rule struct {
 // Row is one row of the table: the rule for Status on the requests it
 // matches (Ops nil: every opcode; CasGiven: only when the caller gave a
 // CAS; NotInsert: only when the request is known not to be an insert,
-// DecideMutation's, for an opcode that does not say).
+// DecideMutation's, for an opcode that does not say; NoXerror: only on a
+// connection that did not negotiate XERROR, Request.NoXerror).
 type Row struct {
 	Status    memdx.Status
 	Ops       []memdx.OpCode
 	CasGiven  bool
 	NotInsert bool
+	NoXerror  bool
 	Rule      Rule
 }
 
@@ -133,6 +135,14 @@ var table = []Row{
 	// CAS). Neither clears on a retry (a new lock has a new CAS), which
 	// would only run out the timeout: final, whatever the error map says.
 	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpUnlockKey), Rule: Rule{Sentinel: kverr.ErrDocumentNotLocked}},
+	// TMPFAIL on GET_LOCKED, to a connection without XERROR: the document
+	// is locked (kv_engine's GET_LOCKED answers a locked document
+	// locked_tmpfail, which Connection::remapErrorCode gives such a
+	// connection as TMPFAIL and one with XERROR as LOCKED): retried as
+	// LOCKED is. With XERROR, TMPFAIL is a temporary failure (the general
+	// row).
+	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpGetLocked), NoXerror: true,
+		Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
 	{Status: memdx.StatusTmpFail, Rule: Rule{Reason: retry.ReasonKVTemporaryFailure, Sentinel: kverr.ErrTemporaryFailure, ErrorMap: true}},
 	{Status: memdx.StatusXattrInvalid, Rule: Rule{Sentinel: kverr.ErrInvalidArgument}},
 	// UNKNOWN_COLLECTION: the cached id is outdated (RFC 0049
@@ -205,9 +215,23 @@ var index = func() map[memdx.Status]int {
 // Default is the rule of a status the table does not hold.
 var Default = Rule{Sentinel: kverr.ErrServerFailure, ErrorMap: true}
 
-// ruleFor returns the table's rule for st on op (notInsert: the request is
-// known not to be an insert).
-func ruleFor(op memdx.OpCode, casGiven, notInsert bool, st memdx.Status) Rule {
+// Request is what the policy knows of the request a status answered and
+// of the connection the status came on.
+type Request struct {
+	Op memdx.OpCode
+	// CasGiven: the caller gave a CAS.
+	CasGiven bool
+	// NotInsert: the request is known not to be an insert (a mutation
+	// whose opcode does not say, SUBDOC_MULTI_MUTATION: its doc flags do).
+	NotInsert bool
+	// NoXerror: the connection did not negotiate XERROR, so kv_engine sent
+	// it a status remapped by Connection::remapErrorCode (its locked as
+	// KEY_EEXISTS, locked_tmpfail as TMPFAIL).
+	NoXerror bool
+}
+
+// ruleFor returns the table's rule for st answered to q.
+func ruleFor(q Request, st memdx.Status) Rule {
 	i, ok := index[st]
 	if !ok {
 		return Default
@@ -216,7 +240,8 @@ func ruleFor(op memdx.OpCode, casGiven, notInsert bool, st memdx.Status) Rule {
 		if r.Status != st {
 			break
 		}
-		if (r.Ops == nil || slices.Contains(r.Ops, op)) && (!r.CasGiven || casGiven) && (!r.NotInsert || notInsert) {
+		if (r.Ops == nil || slices.Contains(r.Ops, q.Op)) && (!r.CasGiven || q.CasGiven) &&
+			(!r.NotInsert || q.NotInsert) && (!r.NoXerror || q.NoXerror) {
 			return r.Rule
 		}
 	}
@@ -244,17 +269,23 @@ type Outcome struct {
 }
 
 // Decide is the status policy (see table): the outcome of status
-// st for a request with opcode op (casGiven: the caller gave a CAS), m being
-// the node's error map (nil: none).
+// st for a request with opcode op (casGiven: the caller gave a CAS) on a
+// connection with XERROR, m being the node's error map (nil: none).
 func Decide(op memdx.OpCode, casGiven bool, st memdx.Status, m *errmap.Map) Outcome {
-	return decide(ruleFor(op, casGiven, false, st), op, st, m)
+	return DecideRequest(Request{Op: op, CasGiven: casGiven}, st, m)
 }
 
 // DecideMutation is Decide for a mutation whose opcode does not say
 // whether it is an insert (SUBDOC_MULTI_MUTATION: its doc flags do), insert
 // saying so.
 func DecideMutation(op memdx.OpCode, casGiven, insert bool, st memdx.Status, m *errmap.Map) Outcome {
-	return decide(ruleFor(op, casGiven, !insert, st), op, st, m)
+	return DecideRequest(Request{Op: op, CasGiven: casGiven, NotInsert: !insert}, st, m)
+}
+
+// DecideRequest is the status policy's outcome of status st answered to
+// q, m being the node's error map (nil: none).
+func DecideRequest(q Request, st memdx.Status, m *errmap.Map) Outcome {
+	return decide(ruleFor(q, st), q.Op, st, m)
 }
 
 // decide is the outcome of rule r, the table's for status st on op.

@@ -327,3 +327,30 @@ func TestKeyExistsOnASubdocMutation(t *testing.T) {
 	got = Decide(op, false, memdx.StatusKeyExists, nil)
 	assert.Equal(t, kverr.ErrDocumentExists, got.Sentinel)
 }
+
+// TestStatusPolicyWithoutXerror: on a connection without XERROR every
+// status is decided as with it, but TMPFAIL on GET_LOCKED, which is then
+// kv_engine's locked_tmpfail (a locked document; one with XERROR gets
+// LOCKED): retried as KV_LOCKED, ErrDocumentLocked. With XERROR it stays a
+// temporary failure.
+func TestStatusPolicyWithoutXerror(t *testing.T) {
+	retryTemp := mapOfEvery(t, policyStatuses(), "temp", "retry-now")
+	for _, r := range policyRequests {
+		for _, st := range policyStatuses() {
+			for _, m := range []*errmap.Map{nil, retryTemp} {
+				with := DecideRequest(Request{Op: r.op, CasGiven: r.casGiven}, st, m)
+				without := DecideRequest(Request{Op: r.op, CasGiven: r.casGiven, NoXerror: true}, st, m)
+				if r.op == memdx.OpGetLocked && st == memdx.StatusTmpFail {
+					assert.Equal(t, retry.ReasonKVLocked, without.Reason, "%s %s", r, st)
+					assert.Equal(t, kverr.ErrDocumentLocked, without.Sentinel, "%s %s", r, st)
+					assert.False(t, without.Found, "%s %s: the client's own rule", r, st)
+					continue
+				}
+				assert.Equal(t, with, without, "%s %s", r, st)
+			}
+		}
+	}
+	got := Decide(memdx.OpGetLocked, false, memdx.StatusTmpFail, nil)
+	assert.Equal(t, retry.ReasonKVTemporaryFailure, got.Reason)
+	assert.Equal(t, kverr.ErrTemporaryFailure, got.Sentinel)
+}
