@@ -401,7 +401,8 @@
 //     command then runs with the privileges both users have, so an
 //     impersonated user without the bucket gets EACCESS naming the
 //     privilege the command needs (kv_engine's Cookie::doExecute and
-//     testPrivilege). Frame info 6 grants the impersonated user a
+//     testPrivilege; RANGE_SCAN_CONTINUE and _CANCEL check RangeScan,
+//     after finding the scan, as ep-engine does). Frame info 6 grants the impersonated user a
 //     privilege for the request (a name kv_engine does not know answers
 //     EINVAL; without frame info 4 it changes nothing), so one without the
 //     bucket may run a command whose privileges the request grants.

@@ -48,10 +48,12 @@ func (cn *conn) rangeScan(p *memdx.Packet) outcome {
 //     scans were dropped, as kv_engine cancels them on a state change),
 //     KEY_ENOENT for a scan id the vbucket does not hold (never created,
 //     completed, cancelled, expired), UNKNOWN_COLLECTION (and the scan is
-//     cancelled) when its collection was dropped; otherwise responses with
+//     cancelled) when its collection was dropped, EACCESS without the
+//     RangeScan privilege (rangeScanPrivilege); otherwise responses with
 //     status SUCCESS for full 8 KiB batches, ended by RANGE_SCAN_MORE (a
 //     limit was reached) or RANGE_SCAN_COMPLETE (the scan is gone).
-//   - cancel: SUCCESS, or KEY_ENOENT for an unknown id.
+//   - cancel: SUCCESS, KEY_ENOENT for an unknown id, or EACCESS without
+//     the RangeScan privilege.
 //
 // A client that did not negotiate XERROR is disconnected instead of being
 // answered VB_UUID_NOT_EQUAL or RANGE_SCAN_CANCELLED (kv_engine's
@@ -78,6 +80,15 @@ const (
 	// in seconds; 60 is the mock's choice).
 	DefaultRangeScanLifetime = 60 * time.Second
 )
+
+// rangeScanPrivilege is the privilege a continue or cancel needs on the
+// scan's collection, checked once the scan is found (kv_engine's
+// McbpPrivilegeChains checks nothing for them; EPVBucket::continueRangeScan
+// and cancelRangeScan call RangeScanOwner::checkPrivileges, whose
+// RangeScan::hasPrivilege checks RangeScan): an unknown id is KEY_ENOENT
+// whoever asks. The mock's impersonated user without access to the bucket
+// has it only when the request grants it.
+const rangeScanPrivilege = "RangeScan"
 
 // rangeScanSendSize is the batch after which a continue sends a SUCCESS
 // response and goes on (kv_engine's range_scan_read_buffer_send_size plays
@@ -471,6 +482,11 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 			"The scan's collection 0x"+strconv.FormatUint(uint64(sc.cid), 16)+" was dropped")
 		return
 	}
+	if !cn.hasBucketPrivilege(rangeScanPrivilege) {
+		rs.mu.Unlock()
+		cn.refusePrivilege(p, rangeScanPrivilege)
+		return
+	}
 	sc.busy = true
 	rs.mu.Unlock()
 
@@ -579,6 +595,11 @@ func (cn *conn) rangeScanCancel(p *memdx.Packet) {
 	sc, ok := cn.lookupScanLocked(p, b, id, uuid, cn.c.clock.Now())
 	if !ok {
 		rs.mu.Unlock()
+		return
+	}
+	if !cn.hasBucketPrivilege(rangeScanPrivilege) {
+		rs.mu.Unlock()
+		cn.refusePrivilege(p, rangeScanPrivilege)
 		return
 	}
 	delete(rs.byID, sc.id)
