@@ -701,10 +701,24 @@ func (cn *conn) dispatch(p *memdx.Packet) outcome {
 	return out
 }
 
-// control applies a matching fault, if any, around handle.
+// control applies a matching fault, if any, around handle. Without a
+// fault registered the request is handled unjudged, with the faults'
+// ordering lock read-locked: a fault registered meanwhile waits for it
+// (faultRegistry.add).
 func (cn *conn) control(p *memdx.Packet) outcome {
-	if cn.c.faults.count.Load() == 0 {
+	r := &cn.c.faults
+	r.order.all.RLock()
+	if r.count.Load() == 0 {
+		defer r.order.all.RUnlock()
+		if testHookUnjudged != nil {
+			testHookUnjudged(p)
+		}
 		return cn.handle(p)
 	}
+	r.order.all.RUnlock()
 	return cn.applyFaults(p)
 }
+
+// testHookUnjudged, when set (by tests), runs before a request handled
+// without a fault registered.
+var testHookUnjudged func(p *memdx.Packet)

@@ -156,7 +156,10 @@ type faultRegistry struct {
 	// order is held from a request's judgment until it was handled (see
 	// Control): by a request for a document, its key's stripe (and all
 	// read-locked); by RANGE_SCAN_CONTINUE and RANGE_SCAN_CANCEL, all
-	// read-locked alone; by any other request, all write-locked.
+	// read-locked alone; by any other request, all write-locked. While no
+	// fault is registered a request is handled unjudged with all
+	// read-locked, and add write-locks all: a fault registered while such
+	// a request is handled waits for it, so that its calls find it applied.
 	order struct {
 		all  sync.RWMutex
 		keys [orderStripes]sync.Mutex
@@ -200,10 +203,14 @@ func (r *faultRegistry) lockOrder(req *Request, keyed bool) func() {
 func (r *faultRegistry) add(h *Control) *Control {
 	h.reg = r
 	h.done = make(chan struct{})
+	// Wait for the requests being handled unjudged (conn.control, while no
+	// fault was registered): the fault's calls find them applied.
+	r.order.all.Lock()
 	r.mu.Lock()
 	r.controls = append(r.controls, h)
 	r.count.Store(int32(len(r.controls)))
 	r.mu.Unlock()
+	r.order.all.Unlock()
 	return h
 }
 
@@ -285,7 +292,9 @@ func (c *Cluster) AddFault(f Fault) *Control {
 // may land while a continue runs, as on kv_engine). Two exceptions: a
 // synchronous write that a sync-write delay holds pending is applied when
 // it commits, later, and a RANGE_SCAN_CREATE waiting for its snapshot's
-// seqno creates its scan when the wait ends.
+// seqno creates its scan when the wait ends. Requests that came before
+// the fault was registered count too: Control (and AddFault) waits for
+// those being handled, and returns once they were.
 //
 // fn must not call AddFault, Control or a Control's Remove either: they
 // take the lock fn runs under, and would wait for fn itself. Nor may it
