@@ -45,8 +45,10 @@ func (cn *conn) getLocked(p *memdx.Packet) {
 		return
 	}
 	if d.locked(now) {
+		// No error context: kv_engine sets none for a lock
+		// (VBucket::getLocked, GetLockedCommandContext).
 		t.vb.mu.Unlock()
-		cn.fail(p, statusLockedTmpfail, "The document is already locked")
+		cn.fail(p, statusLockedTmpfail, "")
 		return
 	}
 	nd := *d

@@ -204,10 +204,10 @@ func (cn *conn) rangeScanCreate(p *memdx.Packet) outcome {
 		uuid, seqno := vb.uuid, vb.seqno
 		vb.mu.Unlock()
 		if uuid != sr.VbUUID {
-			// The engine's status (ep_bucket.cc createRangeScan), through
-			// handle_executor_status: a client without XERROR is
-			// disconnected.
-			cn.failExec(p, memdx.StatusVbUUIDNotEqual, "snapshot_requirements.vb_uuid is not the vbucket's UUID "+strconv.FormatUint(uuid, 10))
+			// The engine's status (ep_bucket.cc createRangeScan, which
+			// sets no error context), through handle_executor_status: a
+			// client without XERROR is disconnected.
+			cn.failExec(p, memdx.StatusVbUUIDNotEqual, "")
 			return outcome{}
 		}
 		if seqno < sr.Seqno && sr.TimeoutMs > 0 {
@@ -288,18 +288,19 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 	// then, creating it, seqno_exists (NOT_STORED) and an empty range or
 	// collection (KEY_ENOENT) in RangeScan::createScan.
 	if sr := cfg.Snapshot; sr != nil {
+		// kv_engine sets no error context for either
+		// (EPBucket::createRangeScan, EPVBucket::createRangeScan).
 		vb.mu.Lock()
-		st, ctx := memdx.StatusSuccess, ""
+		st := memdx.StatusSuccess
 		switch {
 		case vb.uuid != sr.VbUUID:
-			st, ctx = memdx.StatusVbUUIDNotEqual, "snapshot_requirements.vb_uuid is not the vbucket's UUID"
+			st = memdx.StatusVbUUIDNotEqual
 		case vb.seqno < sr.Seqno:
-			st, ctx = memdx.StatusTmpFail, "snapshot_requirements.seqno "+strconv.FormatUint(sr.Seqno, 10)+
-				" is beyond the vbucket's "+strconv.FormatUint(vb.seqno, 10)
+			st = memdx.StatusTmpFail
 		}
 		vb.mu.Unlock()
 		if st != memdx.StatusSuccess {
-			cn.failExec(p, st, ctx)
+			cn.failExec(p, st, "")
 			return
 		}
 	}

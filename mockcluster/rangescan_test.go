@@ -507,8 +507,14 @@ func TestRangeScanSnapshotRequirements(t *testing.T) {
 	}
 	for _, c := range cases {
 		sr := c.sr
-		if p := e.create(cl, 0, &memdx.RangeScanCreate{Snapshot: &sr}); p.Status != c.want {
+		p := e.create(cl, 0, &memdx.RangeScanCreate{Snapshot: &sr})
+		if p.Status != c.want {
 			t.Errorf("%s: %s, want %s", c.name, p.Status, c.want)
+		}
+		// EPBucket::createRangeScan and EPVBucket::createRangeScan answer
+		// vbuuid_not_equal and temporary_failure without an error context.
+		if (c.want == memdx.StatusVbUUIDNotEqual || c.want == memdx.StatusTmpFail) && len(p.Value) != 0 {
+			t.Errorf("%s: body %q, want none", c.name, p.Value)
 		}
 	}
 }
