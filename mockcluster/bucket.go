@@ -215,6 +215,10 @@ func newBucket(c *Cluster, o BucketOptions) *Bucket {
 	_, _ = rand.Read(u[:])
 	b := &Bucket{c: c, name: o.Name, uuid: hex.EncodeToString(u[:]), typ: o.Type, numVbs: o.NumVbuckets,
 		numReplicas: o.NumReplicas, nextScopeID: 8, nextCollectionID: 8}
+	if c.systemScope {
+		// After the _system scope and its collections (defaultManifest).
+		b.nextScopeID, b.nextCollectionID = 9, 10
+	}
 	b.vbs = make([]*vbucket, o.NumVbuckets)
 	for i := range b.vbs {
 		b.vbs[i] = &vbucket{id: uint16(i), uuid: randUint64(), numVbs: o.NumVbuckets, docs: make(map[string]*document),
@@ -625,10 +629,25 @@ type collectionDef struct {
 	uid  uint32
 }
 
-func defaultManifest() *manifest {
-	return (&manifest{uid: 0, scopes: []scopeDef{{name: "_default", uid: 0,
-		collections: []collectionDef{{name: "_default", uid: 0}}}}}).index()
+// defaultManifest is a new Couchbase bucket's manifest, as the cluster
+// manager makes it (ns_server's collections:default_manifest; kv_engine
+// has no scope of its own). From 7.6 (system) it also holds the _system
+// scope (id 8) with the _mobile (8) and _query (9) collections
+// (manifest_with_system_scope, is_system_scope_enabled: cluster compat 7.6),
+// and its uid is 1; before, only _default, uid 0.
+func defaultManifest(system bool) *manifest {
+	m := &manifest{uid: 0, scopes: []scopeDef{{name: "_default", uid: 0,
+		collections: []collectionDef{{name: "_default", uid: 0}}}}}
+	if system {
+		m.uid = 1
+		m.scopes = append(m.scopes, scopeDef{name: systemScope, uid: 8,
+			collections: []collectionDef{{name: "_query", uid: 9}, {name: "_mobile", uid: 8}}})
+	}
+	return m.index()
 }
+
+// systemScope is the scope of the cluster's system collections (7.6).
+const systemScope = "_system"
 
 func (m *manifest) index() *manifest {
 	m.ids = make(map[uint32]bool)

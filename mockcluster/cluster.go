@@ -47,6 +47,9 @@ type Cluster struct {
 	// notLockedTmpfail: the nodes answer UNLOCK_KEY of a document that is
 	// not locked as kv_engine before 7.6 does (Options.Version).
 	notLockedTmpfail bool
+	// systemScope: a new Couchbase bucket's manifest holds the _system
+	// scope (7.6 and later: defaultManifest).
+	systemScope bool
 
 	faults faultRegistry
 	scans  rangeScans
@@ -101,6 +104,7 @@ func New(opts Options) (*Cluster, error) {
 		c.epoch = -1
 	}
 	c.notLockedTmpfail = versionBefore(o.Version, 7, 6)
+	c.systemScope = !versionBefore(o.Version, 7, 6)
 	if o.NoClusterMapNotifications {
 		c.disabled[memdx.FeatureClustermapChangeNotification] = true
 		c.disabled[memdx.FeatureClustermapChangeNotificationBrief] = true
@@ -350,7 +354,7 @@ func (c *Cluster) addBucketLocked(o BucketOptions) error {
 	servers := c.dataNodesLocked()
 	c.buckets[o.Name] = b
 	c.order = append(c.order, o.Name)
-	c.publishLocked(b, servers, balancedMap(servers, o.NumVbuckets, o.NumReplicas), nil, defaultManifest())
+	c.publishLocked(b, servers, balancedMap(servers, o.NumVbuckets, o.NumReplicas), nil, defaultManifest(c.systemScope))
 	return nil
 }
 

@@ -22,8 +22,10 @@ func TestReservedCollectionIDs(t *testing.T) {
 			r.CollectionID, r.Collections = cid, true
 			p := cl.do(r)
 			if cid == 8 {
-				if p.Status != memdx.StatusUnknownCollection && p.Status != memdx.StatusNotMyVbucket {
-					t.Fatalf("GET in collection 8: %s", p.Status)
+				// Past the validator (7.6's _system._mobile in the
+				// couchbase bucket, unknown in the memcached one).
+				if p.Status == memdx.StatusInvalidArgs {
+					t.Fatalf("GET in collection 8: %s %s", p.Status, p.Value)
 				}
 				continue
 			}

@@ -15,7 +15,10 @@
 // The zero Options give 3 nodes, each listening on 127.0.0.1 (Options.Host
 // names another IPv4 address) with a port the OS chose; a couchbase bucket "default" with 1024 vbuckets and 1 replica;
 // the user "Administrator"/"password" with access to every bucket; and the
-// _default scope and collection. Options.TLS adds a TLS listener per node
+// _default scope and collection, and (Version 7.6 and later, the default)
+// the _system scope with its _mobile and _query collections (ids 8 and 9;
+// manifest uid 1; a user's scopes are numbered from 9 and collections from
+// 10), as the cluster manager makes a bucket. Options.TLS adds a TLS listener per node
 // with a certificate signed by a CA generated at start (Cluster.RootCAs,
 // Cluster.CACertPEM); ConnString then says "couchbases://". Buckets, users,
 // scopes and collections can be added and removed while the cluster runs.

@@ -1,6 +1,7 @@
 package mockcluster
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func TestClustermapChangeNotifications(t *testing.T) {
 		}
 		if wantConfig {
 			cfg := parseConfig(t, n.Config)
-			if cfg.Rev != after || cfg.CollectionsManifestUID != "1" {
+			if cfg.Rev != after || cfg.CollectionsManifestUID != strconv.FormatUint(b.ManifestUID(), 16) {
 				t.Fatalf("%s: config rev %d manifest %s", name, cfg.Rev, cfg.CollectionsManifestUID)
 			}
 			if got[0].Datatype != memdx.DatatypeJSON {

@@ -1,0 +1,74 @@
+package mockcluster
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// From 7.6 the cluster manager makes every new Couchbase bucket with the
+// _system scope (id 8) holding _mobile (8) and _query (9), manifest uid 1
+// (ns_server's collections:manifest_with_system_scope, enabled by cluster
+// compat 7.6; kv_engine has no scope of its own and takes the manifest it
+// is given); a user's first scope is then 9 and first collection 10 (0xa).
+// Before 7.6 the manifest held _default alone, uid 0, and ids started at
+// 8. The mock, a 7.6.4 cluster by default, had no _system scope.
+func TestNewBucketHasTheSystemScopeFrom76(t *testing.T) {
+	for _, c := range []struct {
+		version          string
+		system           bool
+		uid              string
+		firstSid, firstC uint32
+	}{
+		{"", true, "1", 9, 10},
+		{"7.6.0-1234-enterprise", true, "1", 9, 10},
+		{"7.2.4-7070-enterprise", false, "0", 8, 8},
+	} {
+		t.Run("version="+c.version, func(t *testing.T) {
+			cl := newCluster(t, Options{Nodes: 1, Version: c.version})
+			b := cl.Bucket(DefaultBucket)
+			raw := bootstrap(t, cl.Node(0).Addr(), DefaultBucket, nil)
+			p := raw.do(memdx.NewCollectionsGetManifest())
+			var m manifestJSON
+			if err := json.Unmarshal(p.Value, &m); err != nil {
+				t.Fatalf("manifest %q: %v", p.Value, err)
+			}
+			if m.UID != c.uid {
+				t.Errorf("manifest uid %s, want %s", m.UID, c.uid)
+			}
+			got := map[string]string{}
+			for _, s := range m.Scopes {
+				got[s.Name] = s.UID
+				for _, col := range s.Collections {
+					got[s.Name+"."+col.Name] = col.UID
+				}
+			}
+			want := map[string]string{"_default": "0", "_default._default": "0"}
+			if c.system {
+				want["_system"], want["_system._mobile"], want["_system._query"] = "8", "8", "9"
+			}
+			if len(got) != len(want) {
+				t.Fatalf("manifest %s, want %v", p.Value, want)
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s: uid %q, want %q (%s)", k, got[k], v, p.Value)
+				}
+			}
+			if c.system {
+				if cid, err := b.CollectionID("_system", "_query"); err != nil || cid != 9 {
+					t.Errorf("_system._query: %d %v", cid, err)
+				}
+			}
+			sid, err := b.AddScope("app")
+			if err != nil || sid != c.firstSid {
+				t.Errorf("first scope id %d (%v), want %d", sid, err, c.firstSid)
+			}
+			cid, err := b.AddCollection("app", "users")
+			if err != nil || cid != c.firstC {
+				t.Errorf("first collection id %d (%v), want %d", cid, err, c.firstC)
+			}
+		})
+	}
+}
