@@ -197,8 +197,9 @@
 // one (Get, replica reads, ...) is retried, a mutation is not, and its error
 // matches ErrAmbiguous (and, for timeouts, ErrAmbiguousTimeout); so does a
 // node's error of Client.Flush, which is never sent again. Errors
-// that match neither mean the request was not applied. KeyValueError.Ambiguous
-// says the same.
+// that match neither mean the request changed no data: it was not applied,
+// or it only reads (an idempotent read whose last attempt went unanswered
+// may have run, and changed nothing). KeyValueError.Ambiguous says the same.
 //
 // # Retry strategies
 //
@@ -422,8 +423,10 @@
 //	ErrClosed                          the client was closed
 //	ErrTimeout                         the deadline passed (with ErrAmbiguousTimeout
 //	                                   or ErrUnambiguousTimeout)
-//	ErrAmbiguousTimeout                a timeout after a write with no answer
-//	ErrUnambiguousTimeout              a timeout before any write could apply
+//	ErrAmbiguousTimeout                a timeout after a mutation was written
+//	                                   and got no answer
+//	ErrUnambiguousTimeout              a timeout that changed no data: nothing
+//	                                   written unanswered, or a read
 //	ErrAmbiguous                       a mutation written with no definite answer:
 //	                                   ambiguous timeouts, a connection lost in
 //	                                   flight, SYNC_WRITE_AMBIGUOUS

@@ -141,11 +141,16 @@ var (
 	ErrClosed = kverr.ErrClosed
 
 	// ErrTimeout matches every timeout; ErrAmbiguousTimeout and
-	// ErrUnambiguousTimeout say whether the request may have been applied.
-	// A range scan's requests change no document, so their timeouts are
-	// unambiguous; the error's message says "the request changes no data"
-	// for them (a create written before it timed out may have opened a
-	// scan, which the server drops after its idle timeout).
+	// ErrUnambiguousTimeout say whether the request may have changed data.
+	// ErrAmbiguousTimeout: a request that may change data (not a read) was
+	// written and got no definite answer. ErrUnambiguousTimeout: it changed
+	// nothing: it was never written, every attempt written was answered
+	// (and refused), or it only reads (a Get written and left unanswered
+	// may have run on the server, which changes nothing). A range scan's
+	// requests change no document, so their timeouts are unambiguous; the
+	// error's message says "the request changes no data" for them (a
+	// create written before it timed out may have opened a scan, which the
+	// server drops after its idle timeout).
 	ErrTimeout            = kverr.ErrTimeout
 	ErrAmbiguousTimeout   = kverr.ErrAmbiguousTimeout
 	ErrUnambiguousTimeout = kverr.ErrUnambiguousTimeout

@@ -108,8 +108,11 @@ var (
 	// ErrAmbiguousTimeout: a timeout after which the request may have been
 	// applied.
 	ErrAmbiguousTimeout = errors.New("ambiguous timeout: the request may have been applied")
-	// ErrUnambiguousTimeout: a timeout after which the request was
-	// certainly not applied.
+	// ErrUnambiguousTimeout: a timeout after which the request changed no
+	// data: no attempt was written and left without a definite answer (it
+	// was never sent, or each attempt sent was answered), or the request
+	// only reads or is a range scan's (one written and left unanswered may
+	// have run, which changes no document). retry.State.Ambiguous decides.
 	ErrUnambiguousTimeout = errors.New("unambiguous timeout: the request was not applied")
 	// ErrAmbiguous: a request was written and no definite answer came for
 	// it: it may have been applied.
