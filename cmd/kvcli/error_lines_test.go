@@ -30,17 +30,25 @@ func TestTimeoutLineSaysWhatTheNodeAnswered(t *testing.T) {
 	assert.Contains(t, p.line, "waiting for h:11210 to answer (vbucket 7)", p.line)
 }
 
-// lock's TMPFAILs, retried until the timeout, are what a connection
-// without XERROR gets for a locked document: the line says the document
-// may have stayed locked, not only that the server was busy.
+// lock's TMPFAILs retried as KV_TEMPORARY_FAILURE come on a connection
+// with XERROR, where a lock is LOCKED: the line says the server was busy,
+// not that the document may have stayed locked (it used to, on every
+// connection). Without XERROR kvwire retries GET_LOCKED's TMPFAIL as
+// KV_LOCKED: the line says the document stayed locked, and does not call
+// the last TMPFAIL an answer no retry was made for.
 func TestTimeoutLineOfGetAndLockTmpFail(t *testing.T) {
 	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
 	kv := &client.KeyValueError{Op: "GetAndLock", Key: "k", OpCode: client.OpCode(0x94), Node: "h:11210", Status: client.StatusTmpFail,
 		RetryAttempts: 9, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVTemporaryFailure),
 		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p := inv.explain("k", kv)
-	assert.Contains(t, p.line, "retried 9 times for KV_TEMPORARY_FAILURE", p.line)
-	assert.Contains(t, p.line, "may have stayed locked", p.line)
+	assert.Contains(t, p.line, "retried 9 times for KV_TEMPORARY_FAILURE: the server kept answering TMPFAIL (busy", p.line)
+	assert.NotContains(t, p.line, "locked", p.line)
+
+	kv.RetryReasons = client.RetryReasons(0).With(client.RetryReasonKVLocked)
+	p = inv.explain("k", kv)
+	assert.Contains(t, p.line, "retried 9 times for KV_LOCKED: the document stayed locked", p.line)
+	assert.NotContains(t, p.line, "answered ETMPFAIL last", p.line)
 }
 
 // errTimeoutCause matches what a client timeout's cause matches.

@@ -389,11 +389,18 @@ var statusReason = map[client.Status]client.RetryReason{
 	client.StatusSyncWriteReCommitInProgress: client.RetryReasonKVSyncWriteReCommitInProgress,
 }
 
-// lockTmpFailWhy is reasonWhy's TMPFAIL for lock (GET_LOCKED): kv_engine
-// answers a locked document's GET_LOCKED so on a connection without XERROR
-// (Connection::remapErrorCode's locked_tmpfail).
-const lockTmpFailWhy = "the server kept answering TMPFAIL, which is also its answer for a locked document" +
-	" on a connection without XERROR: the document may have stayed locked (or the server was busy, warming up or out of memory)"
+// lastAnswerRetried reports whether kv's last status is among the
+// reasons its retries were made for. GET_LOCKED's TMPFAIL on a connection
+// without XERROR is kv_engine's answer for a locked document, which the
+// client retries as KV_LOCKED (with XERROR the lock is LOCKED, and TMPFAIL
+// a temporary failure).
+func lastAnswerRetried(kv *client.KeyValueError) bool {
+	if kv.Op == "GetAndLock" && kv.Status == client.StatusTmpFail && kv.RetryReasons.Has(client.RetryReasonKVLocked) {
+		return true
+	}
+	r, ok := statusReason[kv.Status]
+	return ok && kv.RetryReasons.Has(r)
+}
 
 // timeoutLine explains a timeout: how long, how often it was retried and
 // why, and whether a write may have been applied.
@@ -418,9 +425,7 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 		var names, whys []string
 		for r := range kv.RetryReasons.All() {
 			names = append(names, r.String())
-			if r == client.RetryReasonKVTemporaryFailure && kv.Op == "GetAndLock" {
-				whys = append(whys, lockTmpFailWhy)
-			} else if w, ok := reasonWhy[r]; ok {
+			if w, ok := reasonWhy[r]; ok {
 				whys = append(whys, w)
 			}
 		}
@@ -432,7 +437,7 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 		if len(whys) > 0 {
 			line += ": " + strings.Join(whys, "; ")
 		}
-		if r, ok := statusReason[kv.Status]; kv.Node != "" && kv.Status != 0 && (!ok || !kv.RetryReasons.Has(r)) {
+		if kv.Node != "" && kv.Status != 0 && !lastAnswerRetried(kv) {
 			// The last answer's retry was not made (its wait ran into
 			// the deadline), so its reason is not among the retries'.
 			line += "; " + inv.redact(kv.Node) + " answered " + status + " last"
