@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -803,6 +804,10 @@ func (b *Bucket) AddCollection(scope, name string) (uint32, error) {
 	if err := validName(name); err != nil {
 		return 0, err
 	}
+	if scope == systemScope {
+		// ns_server's verify_oper: cannot_create_collection_in_system_scope.
+		return 0, invalidf("no collection can be created in the %s scope", systemScope)
+	}
 	var id uint32
 	err := b.c.updateManifest(b, func(m *manifest) error {
 		for i := range m.scopes {
@@ -827,6 +832,10 @@ func (b *Bucket) AddCollection(scope, name string) (uint32, error) {
 // DropCollection removes a collection (its documents become unreachable)
 // and publishes the new manifest.
 func (b *Bucket) DropCollection(scope, name string) error {
+	if scope == systemScope && strings.HasPrefix(name, "_") {
+		// ns_server's verify_oper: cannot_drop_system_collection.
+		return invalidf("the system collection %s.%s cannot be dropped", scope, name)
+	}
 	return b.c.updateManifest(b, func(m *manifest) error {
 		for i := range m.scopes {
 			if m.scopes[i].name != scope {
@@ -850,6 +859,10 @@ func (b *Bucket) DropCollection(scope, name string) error {
 func (b *Bucket) DropScope(name string) error {
 	if name == "_default" {
 		return invalidf("the _default scope cannot be dropped")
+	}
+	if name == systemScope {
+		// ns_server's verify_oper: cannot_drop_system_scope.
+		return invalidf("the %s scope cannot be dropped", systemScope)
 	}
 	return b.c.updateManifest(b, func(m *manifest) error {
 		for i, s := range m.scopes {

@@ -18,7 +18,8 @@
 // _default scope and collection, and (Version 7.6 and later, the default)
 // the _system scope with its _mobile and _query collections (ids 8 and 9;
 // manifest uid 1; a user's scopes are numbered from 9 and collections from
-// 10), as the cluster manager makes a bucket. Options.TLS adds a TLS listener per node
+// 10), as the cluster manager makes a bucket; as it does, the mock refuses
+// to drop them or to add a collection to _system (ErrInvalid). Options.TLS adds a TLS listener per node
 // with a certificate signed by a CA generated at start (Cluster.RootCAs,
 // Cluster.CACertPEM); ConnString then says "couchbases://". Buckets, users,
 // scopes and collections can be added and removed while the cluster runs.

@@ -2,6 +2,7 @@ package mockcluster
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -70,5 +71,26 @@ func TestNewBucketHasTheSystemScopeFrom76(t *testing.T) {
 				t.Errorf("first collection id %d (%v), want %d", cid, err, c.firstC)
 			}
 		})
+	}
+}
+
+// The cluster manager refuses to drop the _system scope or its collections
+// and to create a collection in it (ns_server's collections:verify_oper:
+// cannot_drop_system_scope, cannot_drop_system_collection,
+// cannot_create_collection_in_system_scope).
+func TestSystemScopeCannotBeChanged(t *testing.T) {
+	c := newCluster(t, Options{Nodes: 1})
+	b := c.Bucket(DefaultBucket)
+	if err := b.DropScope("_system"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("DropScope(_system): %v", err)
+	}
+	if err := b.DropCollection("_system", "_query"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("DropCollection(_system._query): %v", err)
+	}
+	if _, err := b.AddCollection("_system", "mine"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AddCollection(_system.mine): %v", err)
+	}
+	if cid, err := b.CollectionID("_system", "_mobile"); err != nil || cid != 8 {
+		t.Errorf("_system._mobile after the refusals: %d %v", cid, err)
 	}
 }
