@@ -22,8 +22,11 @@ import (
 // the one waiting or the one the loop took last): a config over
 // vbmap.MaxConfigSize is dropped and logged, one that is not newer than the
 // held config is dropped, and a newer one is copied once into a one-slot
-// mailbox (a newer one replaces it there) unless that version is already
-// waiting, being parsed, or was rejected. A config whose version cannot
+// mailbox (a newer one replaces it there) unless that version (or a newer
+// one) is already waiting, or it was rejected, or it is the very config
+// being parsed. One not newer than the config being parsed waits behind
+// it: that one may yet be refused (another cluster's, or broken), and is
+// dropped unread when it is installed. A config whose version cannot
 // be peeked waits in a slot of its own (the last such one offered: its
 // version unread, which is newer cannot be told), so that it
 // never takes the place of a newer config waiting: the loop parses both,
@@ -183,11 +186,21 @@ func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) 
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if len(in.raw) == len(raw) && bytes.Equal(in.raw, raw) ||
-		len(in.odd) == len(raw) && bytes.Equal(in.odd, raw) {
+	if len(in.raw) == len(raw) && bytes.Equal(in.raw, raw) {
+		// Waiting behind the config being parsed, it is stale once that
+		// one is installed (until the loop drops it: doneParsing).
+		if t := c.topo.Load(); t != nil && t.cfg != nil && !in.ver.Newer(t.cfg.Version()) {
+			return OfferStale, true
+		}
+		return OfferNewer, true
+	}
+	if len(in.odd) == len(raw) && bytes.Equal(in.odd, raw) {
 		return OfferNewer, true
 	}
 	if in.seenPeeked && len(in.seen) == len(raw) && bytes.Equal(in.seen, raw) {
+		if in.parsingSet && in.parsing == in.seenVer {
+			return OfferNewer, true // the config being parsed
+		}
 		return c.judgeLocked(in.seenVer, true)
 	}
 	if in.oddSeen != nil && len(in.oddSeen) == len(raw) && bytes.Equal(in.oddSeen, raw) {
@@ -212,8 +225,6 @@ func (c *Cluster) judgeLocked(v vbmap.Version, peeked bool) (Offer, bool) {
 		return OfferStale, true
 	case in.rejectedSet && v == in.rejected:
 		return OfferRejected, true
-	case in.parsingSet && !v.Newer(in.parsing):
-		return OfferNewer, true
 	case in.raw != nil && !v.Newer(in.ver):
 		return OfferNewer, true
 	}
@@ -252,12 +263,25 @@ func (c *Cluster) takeOffered() (peeked, odd offered) {
 	return peeked, odd
 }
 
-// doneParsing records the outcome of the config takeOffered gave.
-func (c *Cluster) doneParsing(rejected bool) {
+// doneParsing records the outcome (err: applyConfig's) of the config
+// takeOffered gave. A version that failed is rejected unread from then on,
+// unless it was another cluster's config: the cluster's own may come to
+// it. A config waiting in the mailbox that is not newer than the one
+// parsed was kept in case that one failed: when it did not, it is dropped
+// unread (it is not newer than the config held).
+func (c *Cluster) doneParsing(err error) {
 	in := &c.intake
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if rejected && in.parsingSet {
+	if !in.parsingSet {
+		return
+	}
+	switch {
+	case err == nil:
+		if in.raw != nil && !in.ver.Newer(in.parsing) {
+			in.raw = nil
+		}
+	case !errors.Is(err, errOtherCluster):
 		in.rejected, in.rejectedSet = in.parsing, true
 	}
 	in.parsingSet = false
@@ -297,9 +321,7 @@ func (c *Cluster) installOffered() {
 		c.oddRead(odd.raw, oddVer, oddKnown, oddErr != nil)
 	}
 	_, _, _, err := apply(peeked)
-	// Another cluster's config is refused, but its version is not one
-	// to refuse unread: the cluster's own config may come to it.
-	c.doneParsing(err != nil && !errors.Is(err, errOtherCluster))
+	c.doneParsing(err)
 	if err != nil || oddErr != nil || oddStale {
 		// Retries waiting for this config (NMVAwaitConfig) route again
 		// by the one held: Offer could not tell that a config whose

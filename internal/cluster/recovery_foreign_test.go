@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/internal/faultnode"
@@ -136,9 +138,10 @@ func TestConfigOfTheRevisionAnotherClustersConfigHadIsInstalled(t *testing.T) {
 		t.Fatal("the other cluster's config was not refused within a minute")
 	}
 	require.Same(t, held, c.Topology().Config(), "the other cluster's config is not installed")
-	// The loop logs the refusal before it marks the parse done; an offer
-	// of the same version made meanwhile is taken for the config being
-	// parsed and dropped (a gap the next poll closes; this test has none).
+	// The loop logs the refusal before it marks the parse done: the
+	// cluster's config is offered once it has (an offer made while the
+	// other cluster's config is parsed:
+	// TestOwnConfigOfferedWhileAnotherClustersIsParsedIsInstalled).
 	require.Eventually(t, func() bool {
 		c.intake.mu.Lock()
 		defer c.intake.mu.Unlock()
@@ -213,4 +216,103 @@ func TestConfigOfAnotherClusterRefusedAfterAConfigNamingNoCluster(t *testing.T) 
 		t.Fatal("the other cluster's config was not judged within a minute")
 	}
 	require.Same(t, held, c.Topology().Config())
+}
+
+// While the loop parses another cluster's config (refused once read), the
+// cluster's own config is offered: of the same revision, or older than
+// that one and newer than the config held. It is installed once the other
+// cluster's config is refused. It was taken for the config being parsed
+// (its revision not newer) and dropped: the client routed by the stale
+// map until a poll or push offered the config again (seconds during a
+// recovery; with polls an hour apart, never).
+func TestOwnConfigOfferedWhileAnotherClustersIsParsedIsInstalled(t *testing.T) {
+	for name, ahead := range map[string]int64{"same revision": 0, "older revision": 3} {
+		t.Run(name, func(t *testing.T) {
+			a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+			cfg := testConfig(a)
+			var armed atomic.Bool
+			var parses atomic.Int32
+			parsing, release := make(chan struct{}, 4), make(chan struct{})
+			cfg.BeforeParse = func() {
+				parses.Add(1)
+				if armed.Load() {
+					parsing <- struct{}{}
+					<-release
+				}
+			}
+			c := connectCluster(t, cfg)
+			held := c.Topology().Config()
+
+			ab := a.Bucket(mockcluster.DefaultBucket)
+			for i := 0; uint64(ab.Rev()) <= held.Version().Rev; i++ {
+				_, err := ab.AddScope(fmt.Sprint("a", i))
+				require.NoError(t, err)
+			}
+			own := ab.ConfigJSON(0)
+			v, ok := vbmap.PeekVersion(own)
+			require.True(t, ok)
+
+			b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
+			bb := b.Bucket(mockcluster.DefaultBucket)
+			for i := 0; bb.Rev() < ab.Rev()+ahead; i++ {
+				_, err := bb.AddScope(fmt.Sprint("b", i))
+				require.NoError(t, err)
+			}
+			foreign := bb.ConfigJSON(0)
+			bv, ok := vbmap.PeekVersion(foreign)
+			require.True(t, ok)
+			require.False(t, v.Newer(bv))
+
+			armed.Store(true)
+			require.Equal(t, OfferNewer, c.Offer(foreign, "127.0.0.1", "test"))
+			<-parsing // the loop holds the other cluster's config
+			armed.Store(false)
+			before := parses.Load()
+			// The same bytes again: on their way, not parsed again.
+			require.Equal(t, OfferNewer, c.Offer(foreign, "127.0.0.1", "test"))
+			require.Equal(t, OfferNewer, c.Offer(own, "127.0.0.1", "test"))
+			close(release)
+			awaitTopology(t, c, "the cluster's own config", func(top *Topology) bool { return top.Config().Version() == v })
+			require.Equal(t, held.ClusterUUID(), c.Topology().Config().ClusterUUID())
+			assert.Equal(t, before+1, parses.Load(), "parses after the other cluster's config: the cluster's own config alone")
+		})
+	}
+}
+
+// Configs of the version being parsed, from other nodes (bytes that
+// differ: thisNode), offered while it is parsed, wait behind it in case it
+// is refused; once it is installed they are stale, offered again or not,
+// and cost no parse.
+func TestConfigOfTheVersionBeingParsedIsNotParsedAgain(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	cfg := testConfig(mc)
+	var armed atomic.Bool
+	var parses atomic.Int32
+	parsing, release := make(chan struct{}, 4), make(chan struct{})
+	cfg.BeforeParse = func() {
+		parses.Add(1)
+		if armed.Load() {
+			parsing <- struct{}{}
+			<-release
+		}
+	}
+	c := connectCluster(t, cfg)
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("s")
+	require.NoError(t, err)
+	first, second := b.ConfigJSON(0), b.ConfigJSON(1)
+	require.NotEqual(t, first, second)
+	v, _ := vbmap.PeekVersion(first)
+
+	armed.Store(true)
+	require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
+	<-parsing
+	armed.Store(false)
+	before := parses.Load()
+	require.Equal(t, OfferNewer, c.Offer(second, "127.0.0.1", "test"))
+	require.Equal(t, OfferNewer, c.Offer(b.ConfigJSON(2), "127.0.0.1", "test"))
+	close(release)
+	awaitTopology(t, c, "the newer config", func(top *Topology) bool { return top.Config().Version() == v })
+	require.Equal(t, OfferStale, c.Offer(second, "127.0.0.1", "test"))
+	assert.Equal(t, before, parses.Load(), "parses of the version's other configs")
 }
