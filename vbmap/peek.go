@@ -17,58 +17,119 @@ import (
 // no "rev" at all. Callers then parse the config fully. When ok is true and
 // Parse succeeds on the same bytes, Parse's Version is the one returned.
 func PeekVersion(data []byte) (v Version, ok bool) {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return Version{}, false
-	}
-	i++
 	seenRev := false
-	for {
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return Version{}, false
-		}
-		if data[i] == '}' {
-			return v, seenRev
-		}
-		if data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
-		if i >= len(data) || data[i] != '"' {
-			return Version{}, false
-		}
-		start := i + 1
-		end, escaped := scanString(data, start)
-		if end < 0 || escaped {
-			return Version{}, false
-		}
-		key := string(data[start:end]) // no allocation: used for comparison only
-		i = skipSpace(data, end+1)
-		if i >= len(data) || data[i] != ':' {
-			return Version{}, false
-		}
-		i = skipSpace(data, i+1)
-		valStart := i
-		i = skipValue(data, i)
-		if i < 0 {
-			return Version{}, false
-		}
-		val := data[valStart:i]
+	ok = eachTopLevel(data, func(k, val []byte) bool {
+		key := string(k) // no allocation: used for comparison only
 		switch {
 		case key == "rev":
 			n, err := strconv.ParseUint(string(val), 10, 64)
 			if err != nil || !plainInt(val) {
-				return Version{}, false
+				return false
 			}
 			v.Rev, seenRev = n, true
 		case key == "revEpoch":
 			n, err := strconv.ParseInt(string(val), 10, 64)
 			if err != nil || !plainInt(val) {
-				return Version{}, false
+				return false
 			}
 			v.Epoch = n
 		case strings.EqualFold(key, "rev"), strings.EqualFold(key, "revEpoch"):
-			return Version{}, false
+			return false
+		}
+		return true
+	})
+	if !ok || !seenRev {
+		return Version{}, false
+	}
+	return v, true
+}
+
+// PeekUUIDs reads a config's cluster uuid (top-level "clusterUUID",
+// published by Server 7.6.4 and later) and bucket uuid ("uuid") in a byte
+// scan as PeekVersion does, for a client that only needs to know whose
+// config it was served (Config.ClusterUUID, Config.BucketUUID): one that
+// is absent or null is "". ok is false whenever the answer might differ
+// from Parse's: a key spelled with escapes or in another case, a value
+// that is not a string of printable ASCII without escapes (nor null), or
+// malformed JSON. When ok is true and Parse succeeds on the same bytes,
+// its uuids are the ones returned.
+func PeekUUIDs(data []byte) (cluster, bucket string, ok bool) {
+	ok = eachTopLevel(data, func(k, val []byte) bool {
+		key := string(k) // no allocation: used for comparison only
+		var dst *string
+		switch {
+		case key == "clusterUUID":
+			dst = &cluster
+		case key == "uuid":
+			dst = &bucket
+		case strings.EqualFold(key, "clusterUUID"), strings.EqualFold(key, "uuid"):
+			return false
+		default:
+			return true
+		}
+		if string(val) == "null" {
+			return true // encoding/json leaves the string as it was
+		}
+		if len(val) < 2 || val[0] != '"' {
+			return false
+		}
+		for _, c := range val[1 : len(val)-1] {
+			if c < 0x20 || c >= 0x7f || c == '\\' {
+				return false
+			}
+		}
+		*dst = string(val[1 : len(val)-1])
+		return true
+	})
+	if !ok {
+		return "", "", false
+	}
+	return cluster, bucket, true
+}
+
+// eachTopLevel calls fn with each key of the top-level JSON object in
+// data (key: its bytes between the quotes) and the bytes of its value, in
+// order, while fn returns true. It reports false when fn did, or when the
+// scan cannot read data as an object (a key with escapes, malformed JSON),
+// and allocates nothing itself.
+func eachTopLevel(data []byte, fn func(key, val []byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i++
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return false
+		}
+		if data[i] == '}' {
+			return true
+		}
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+		if i >= len(data) || data[i] != '"' {
+			return false
+		}
+		start := i + 1
+		end, escaped := scanString(data, start)
+		if end < 0 || escaped {
+			return false
+		}
+		key := data[start:end]
+		i = skipSpace(data, end+1)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		i = skipSpace(data, i+1)
+		valStart := i
+		i = skipValue(data, i)
+		if i < 0 {
+			return false
+		}
+		if !fn(key, data[valStart:i]) {
+			return false
 		}
 	}
 }

@@ -94,3 +94,76 @@ func BenchmarkPeekVersion(b *testing.B) {
 		PeekVersion(data)
 	}
 }
+
+func TestPeekUUIDs(t *testing.T) {
+	cases := []struct {
+		in              string
+		cluster, bucket string
+		ok              bool
+	}{
+		{`{"rev":5,"uuid":"b1","clusterUUID":"c1"}`, "c1", "b1", true},
+		{` { "x":{"clusterUUID":"no"}, "clusterUUID" : "c1" } `, "c1", "", true},
+		{`{"rev":5}`, "", "", true},
+		{`{"clusterUUID":null,"uuid":"b1"}`, "", "b1", true},
+		{`{"clusterUUID":"c1","clusterUUID":"c2"}`, "c2", "", true}, // encoding/json keeps the last
+		{`{"ClusterUUID":"c1"}`, "", "", false},                     // json would match it, case-insensitively
+		{`{"UUID":"b1"}`, "", "", false},
+		{`{"clusterUUID":"c\u0031"}`, "", "", false},
+		{`{"cluster\u0055UID":"c1"}`, "", "", false},
+		{`{"clusterUUID":"c` + "\xc3\xa9" + `"}`, "", "", false},
+		{`{"clusterUUID":1}`, "", "", false},
+		{`{"clusterUUID":"c1"`, "", "", false},
+		{`[1]`, "", "", false},
+	}
+	for _, c := range cases {
+		cl, b, ok := PeekUUIDs([]byte(c.in))
+		assert.Equal(t, c.ok, ok, c.in)
+		if c.ok {
+			assert.Equal(t, c.cluster, cl, c.in)
+			assert.Equal(t, c.bucket, b, c.in)
+		}
+	}
+}
+
+// On every conformance config, PeekUUIDs agrees with Parse.
+func TestPeekUUIDsConformance(t *testing.T) {
+	files := conformance.Glob(t, "configs/*.json")
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		c, err := Parse(b, "localhost")
+		cl, bu, ok := PeekUUIDs(b)
+		if err != nil || !ok {
+			continue
+		}
+		n++
+		assert.Equal(t, c.ClusterUUID(), cl, f)
+		assert.Equal(t, c.BucketUUID(), bu, f)
+	}
+	require.NotZero(t, n, "no conformance config peeked")
+}
+
+// FuzzPeekUUIDs: whenever PeekUUIDs answers and Parse accepts the same
+// bytes, they agree on the uuids.
+func FuzzPeekUUIDs(f *testing.F) {
+	for _, s := range []string{`{"rev":5,"uuid":"b","clusterUUID":"c"}`, `{"clusterUUID":null}`, `{"ClusterUUID":"x","clusterUUID":"y"}`} {
+		f.Add([]byte(s))
+	}
+	for _, b := range conformance.Seeds(f, "configs/*.json") {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cl, bu, ok := PeekUUIDs(b)
+		if !ok {
+			return
+		}
+		c, err := Parse(b, "localhost")
+		if err != nil {
+			return
+		}
+		if c.ClusterUUID() != cl || c.BucketUUID() != bu {
+			t.Fatalf("PeekUUIDs %q %q, Parse %q %q", cl, bu, c.ClusterUUID(), c.BucketUUID())
+		}
+	})
+}
