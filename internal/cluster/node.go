@@ -757,7 +757,9 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 //
 // Nothing is checked when no config installed or cn's names the uuid
 // (older servers; bootstrap_on=http, where the connection fetches none) or cn's
-// does not parse (judged where it is offered).
+// does not parse (judged where it is offered). The uuids are read in a byte
+// scan (readUUIDs): a dial, a foreign node's redial among them, parses
+// no config.
 func (n *Node) vet(cn *conn.Conn) error {
 	t := n.cl.topo.Load()
 	heldCluster := n.cl.clusterUUIDHeld()
@@ -768,15 +770,15 @@ func (n *Node) vet(cn *conn.Conn) error {
 	if raw == nil || len(raw) > vbmap.MaxConfigSize {
 		return nil
 	}
-	cfg, err := vbmap.Parse(raw, n.host)
-	if err != nil {
+	gotCluster, gotBucket, ok := readUUIDs(raw, n.host)
+	if !ok {
 		return nil
 	}
-	if got, held := cfg.ClusterUUID(), heldCluster; got != "" && held != "" && got != held {
+	if got, held := gotCluster, heldCluster; got != "" && held != "" && got != held {
 		return fmt.Errorf("the node at %s now answers for another cluster (cluster uuid %s, not %s: its address was given to another cluster's node); not used as this cluster's node",
 			n.addr, got, held)
 	}
-	if got, held := cfg.BucketUUID(), t.cfg.BucketUUID(); got != "" && held != "" && got != held {
+	if got, held := gotBucket, t.cfg.BucketUUID(); got != "" && held != "" && got != held {
 		n.cl.colls.Forget()
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/internal/lifecycle"
-	"github.com/kvwire/kvwire/vbmap"
 )
 
 // recoveryState is the single recovery round in flight.
@@ -190,15 +189,7 @@ func (c *Cluster) askAll(t *Topology, addrs []string, source string, refuse func
 // before the cluster's own candidates answer. A config that does not
 // parse is left to the offer, which says why.
 func (c *Cluster) ofAnotherCluster(t *Topology, s servedConfig, source string) bool {
-	held := c.clusterUUIDHeld()
-	if held == "" || len(s.raw) > vbmap.MaxConfigSize {
-		return false
-	}
-	cfg, err := vbmap.Parse(s.raw, hostOf(s.addr))
-	if err != nil {
-		return false
-	}
-	if got := cfg.ClusterUUID(); got != "" && got != held {
+	if got, held, ok := c.otherCluster(s.raw, hostOf(s.addr)); ok {
 		c.cfg.Logger.Warn("kvwire: "+source+": a node serves a config of another cluster (its cluster uuid differs); not using it",
 			"node", s.addr, "bucket", c.cfg.Bucket, "cluster_uuid", got, "held_cluster_uuid", held)
 		return true

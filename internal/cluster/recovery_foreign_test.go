@@ -316,3 +316,21 @@ func TestConfigOfTheVersionBeingParsedIsNotParsedAgain(t *testing.T) {
 	require.Equal(t, OfferStale, c.Offer(second, "127.0.0.1", "test"))
 	assert.Equal(t, before, parses.Load(), "parses of the version's other configs")
 }
+
+// Vetting a new connection (is its config another cluster's? another
+// bucket uuid's?) reads two uuids: it does not parse the config, which
+// with 1024 vbuckets costs thousands of allocations, on every dial, a
+// redial of a node that now answers for another cluster among them. It
+// parsed it.
+func TestVettingAConnectionDoesNotParseItsConfig(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+	c := connectCluster(t, testConfig(mc))
+	n := c.Topology().Nodes()[0]
+	awaitTopology(t, c, "a node with a connection", func(*Topology) bool { return len(n.Conns()) > 0 })
+	cn := n.Conns()[0]
+	require.NotEmpty(t, cn.ClusterConfig(), "the connection's bootstrap config")
+	var err error
+	allocs := testing.AllocsPerRun(20, func() { err = n.vet(cn) })
+	require.NoError(t, err)
+	assert.LessOrEqual(t, allocs, 4.0, "allocations to vet a connection")
+}

@@ -275,6 +275,69 @@ func (c *Cluster) clusterUUIDHeld() string {
 	return ""
 }
 
+// otherCluster reads the cluster uuid raw names (a config served from
+// host) and, when it is not the one the configs installed named
+// (clusterUUIDHeld), returns both: a config that a node of another
+// cluster served (an address the cluster's node had given to another
+// cluster's node, with a bucket of the same name). ok is false when both
+// name the same cluster, or either names none (older servers), or raw
+// cannot be read (left to where it is offered, which says why). The uuid
+// is read by readUUIDs.
+func (c *Cluster) otherCluster(raw []byte, host string) (got, held string, ok bool) {
+	held = c.clusterUUIDHeld()
+	if held == "" || len(raw) > vbmap.MaxConfigSize {
+		return "", "", false
+	}
+	got, _, read := readUUIDs(raw, host)
+	if !read || got == "" || got == held {
+		return "", "", false
+	}
+	return got, held, true
+}
+
+// readUUIDs reads the cluster and bucket uuids raw (a config served from
+// host, at most vbmap.MaxConfigSize) names, in a byte scan
+// (vbmap.PeekUUIDs, a thousandth of a parse), parsing raw only when the
+// scan cannot tell; ok is false when raw does not parse.
+func readUUIDs(raw []byte, host string) (cluster, bucket string, ok bool) {
+	if cluster, bucket, ok = vbmap.PeekUUIDs(raw); ok {
+		return cluster, bucket, true
+	}
+	cfg, err := vbmap.Parse(raw, host)
+	if err != nil {
+		return "", "", false
+	}
+	return cfg.ClusterUUID(), cfg.BucketUUID(), true
+}
+
+// readUUIDs reads the cluster and bucket uuids raw (a config served from
+// host, at most vbmap.MaxConfigSize) names, in a byte scan
+// (vbmap.PeekUUIDs, a thousandth of a parse), parsing raw only when the
+// scan cannot tell; ok is false when raw does not parse.
+func readUUIDs(raw []byte, host string) (cluster, bucket string, ok bool) {
+	if cluster, bucket, ok = vbmap.PeekUUIDs(raw); ok {
+		return cluster, bucket, true
+	}
+	cfg, err := vbmap.Parse(raw, host)
+	if err != nil {
+		return "", "", false
+	}
+	return cfg.ClusterUUID(), cfg.BucketUUID(), true
+}
+
+// OtherCluster says, as an error matching none of the sentinels, that raw
+// (a config served from host) is of another cluster than the configs
+// installed named (its clusterUUID, Server 7.6.4 and later), and nil
+// otherwise: a source reading configs from a node whose address another
+// cluster's node now has moves to another node. It costs a byte scan of
+// raw.
+func (c *Cluster) OtherCluster(raw []byte, host string) error {
+	if got, held, ok := c.otherCluster(raw, host); ok {
+		return fmt.Errorf("%w (cluster uuid %s, not %s)", errOtherCluster, got, held)
+	}
+	return nil
+}
+
 // routable reports whether cfg can route a key: a vbucket map, or ketama
 // for a memcached bucket.
 func routable(cfg *vbmap.Config) bool { return cfg.HasVbucketMap() || cfg.Ketama() != nil }
