@@ -150,9 +150,12 @@ type SourcedConfig struct {
 }
 
 // Sink is what a ConfigSource feeds: the cluster's config intake, and the
-// topology in use and its network (where to stream from).
+// topology in use and its network (where to stream from). OtherCluster
+// tells a config of another cluster (Cluster.OtherCluster): a source
+// reading from a node that serves such configs is to move to another.
 type Sink interface {
 	Offer(raw []byte, host, source string) Offer
+	OtherCluster(raw []byte, host string) error
 	Topology() *Topology
 	Network() string
 }

@@ -310,21 +310,6 @@ func readUUIDs(raw []byte, host string) (cluster, bucket string, ok bool) {
 	return cfg.ClusterUUID(), cfg.BucketUUID(), true
 }
 
-// readUUIDs reads the cluster and bucket uuids raw (a config served from
-// host, at most vbmap.MaxConfigSize) names, in a byte scan
-// (vbmap.PeekUUIDs, a thousandth of a parse), parsing raw only when the
-// scan cannot tell; ok is false when raw does not parse.
-func readUUIDs(raw []byte, host string) (cluster, bucket string, ok bool) {
-	if cluster, bucket, ok = vbmap.PeekUUIDs(raw); ok {
-		return cluster, bucket, true
-	}
-	cfg, err := vbmap.Parse(raw, host)
-	if err != nil {
-		return "", "", false
-	}
-	return cfg.ClusterUUID(), cfg.BucketUUID(), true
-}
-
 // OtherCluster says, as an error matching none of the sentinels, that raw
 // (a config served from host) is of another cluster than the configs
 // installed named (its clusterUUID, Server 7.6.4 and later), and nil

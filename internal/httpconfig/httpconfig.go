@@ -447,8 +447,10 @@ func (c *Client) Fetch(ctx context.Context, addr string) (raw []byte, host strin
 
 // Sink receives the configs a stream delivers: raw (valid only during the
 // call: copy what you keep), host (what "$HOST" in it stands for) and the
-// address of the node it came from.
-type Sink func(raw []byte, host, addr string)
+// address of the node it came from. An error refuses the node's stream
+// (a node serving another cluster's configs): it is ended, and the node
+// counts as one that served none.
+type Sink func(raw []byte, host, addr string) error
 
 // Stream keeps the bucket's config stream open and delivers every config
 // it carries to sink, until ctx ends. nodes gives the REST addresses to
@@ -461,7 +463,9 @@ type Sink func(raw []byte, host, addr string)
 // delivered is reopened on the next node: at once when it had lived 10 s
 // or more, and otherwise after a wait of 100 ms, doubling to 10 s while
 // streams keep ending that soon (a proxy that ends every response must
-// not make it reopen in a loop).
+// not make it reopen in a loop). A stream whose config the sink refused
+// is ended and its node passed over for the next at once, as one that
+// served none.
 // When every node of a round failed to serve one, the next round waits
 // 100 ms, doubling to 10 s, and a stream that delivers resets that wait.
 // Waits and a stream's life are on the Clock. It returns when ctx ends,
@@ -499,7 +503,7 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 				return
 			}
 			last = addr
-			if n > 0 {
+			if n > 0 && !errors.Is(err, errRefused) {
 				redialed := errors.Is(err, errRedial)
 				if redialed || c.cfg.Clock.Now().Sub(opened) >= maxRoundWait {
 					reopen = 0 // it lived: it did not end at once
@@ -533,10 +537,14 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 // errRedial ends a stream open for the redial period.
 var errRedial = errors.New("the stream was open for the redial period")
 
+// errRefused ends a stream whose config the sink refused.
+var errRefused = errors.New("the stream's config was refused")
+
 // streamFrom opens the stream on addr and delivers its configs until it
 // ends, or until it has been open (since its headers) for the redial
-// period, on the Clock: then err matches errRedial. n is how many configs
-// it delivered, err why it ended.
+// period, on the Clock: then err matches errRedial; or until sink refuses
+// a config: then err matches errRefused. n is how many configs it
+// delivered (not counting one refused), err why it ended.
 func (c *Client) streamFrom(ctx context.Context, addr string, sink Sink) (n int, err error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -586,7 +594,9 @@ func (c *Client) streamFrom(ctx context.Context, addr string, sink Sink) (n int,
 			return n, err
 		}
 		if raw != nil {
-			sink(raw, host, addr)
+			if err := sink(raw, host, addr); err != nil {
+				return n, fmt.Errorf("%w: %w", errRefused, err)
+			}
 			n++
 		}
 	}

@@ -251,13 +251,14 @@ type delivery struct {
 // collect is a Sink that parses what it receives and sends it on.
 func collect(t *testing.T) (Sink, <-chan delivery) {
 	ch := make(chan delivery, 64)
-	return func(raw []byte, host, addr string) {
+	return func(raw []byte, host, addr string) error {
 		c, err := vbmap.Parse(raw, host)
 		if err != nil {
 			t.Errorf("streamed config from %s: %v", addr, err)
-			return
+			return nil
 		}
 		ch <- delivery{c.Version(), host, addr}
+		return nil
 	}, ch
 }
 
@@ -336,7 +337,7 @@ func TestStreamWaitsBetweenFailedRounds(t *testing.T) {
 			asked++
 			mu.Unlock()
 			return []string{addr, addr}
-		}, func([]byte, string, string) { t.Error("delivered a config") })
+		}, func([]byte, string, string) error { t.Error("delivered a config"); return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)
@@ -386,7 +387,7 @@ func TestStreamBacksOffFromStreamsThatEndAtOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, func([]byte, string, string) {})
+		c.Stream(ctx, func() []string { return []string{addr} }, func([]byte, string, string) error { return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)
@@ -492,7 +493,7 @@ func TestStreamReopensAStreamOpenForTheRedialPeriod(t *testing.T) {
 			c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: tc.period})
 			type got struct{ raw, addr string }
 			ch := make(chan got, 16)
-			sink := func(raw []byte, _, addr string) { ch <- got{string(raw), addr} }
+			sink := func(raw []byte, _, addr string) error { ch <- got{string(raw), addr}; return nil }
 			next := func() got {
 				t.Helper()
 				select {

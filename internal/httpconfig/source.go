@@ -96,7 +96,9 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 
 // Run streams the configs into sink until ctx ends, from the REST
 // addresses of the nodes of the config in use on the cluster's network
-// (the REST seeds while it names none).
+// (the REST seeds while it names none). A node that streams another
+// cluster's configs (its address given to another cluster's node) is
+// passed over for the next, its configs not offered.
 func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 	nodes := func() []string {
 		var out []string
@@ -112,7 +114,11 @@ func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 		}
 		return out
 	}
-	s.c.Stream(ctx, nodes, func(raw []byte, host, addr string) {
+	s.c.Stream(ctx, nodes, func(raw []byte, host, addr string) error {
+		if err := sink.OtherCluster(raw, host); err != nil {
+			return err // not offered: the stream moves to another node
+		}
 		sink.Offer(raw, host, "http stream "+addr)
+		return nil
 	})
 }
