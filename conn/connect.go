@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 
+	"github.com/kvwire/kvwire/internal/dnsctx"
 	"github.com/kvwire/kvwire/internal/lifecycle"
 )
 
@@ -42,8 +43,18 @@ type attemptResult struct {
 func connect(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 	dialer := o.DialContext
 	if dialer == nil {
-		var d net.Dialer
-		dialer = d.DialContext
+		resolver := o.Resolver
+		if resolver == nil {
+			resolver = net.DefaultResolver
+		}
+		dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			// A resolver of its own: the Go resolver shares a lookup
+			// in flight among the dials of one resolver, and does not
+			// end one that more than one waited for when their
+			// contexts end. Its queries end with ctx (dnsctx).
+			d := net.Dialer{Resolver: dnsctx.Interruptible(resolver)}
+			return d.DialContext(ctx, network, addr)
+		}
 	}
 	dial := func(ctx context.Context) (net.Conn, error) {
 		nc, err := dialer(ctx, "tcp", addr)

@@ -188,6 +188,16 @@ type Options struct {
 	// TLS, when configured, is layered on what it returns.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// Resolver looks the address's host name up when DialContext is nil;
+	// nil uses net.DefaultResolver. Each connection attempt's lookup is
+	// its own and ends when the attempt does (the dial's context, Close,
+	// an attempt given up for a newer one), also when the DNS server does
+	// not answer: the lookups of the Go resolver (and so of a Resolver
+	// whose PreferGo is set) are made through it with their queries'
+	// connections closed then. A lookup by the system's resolver (cgo) is
+	// not interruptible: the dial returns, but the lookup goes on.
+	Resolver *net.Resolver
+
 	// ConnectAttempt is how long one connection attempt (a DialContext
 	// call) may go unanswered before another begins beside it. A SYN
 	// lost to a network fault is sent again by the kernel only 1, 3, 7 s
