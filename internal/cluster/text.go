@@ -97,12 +97,27 @@ func (n *Node) WritesInFlight() int {
 // that follow: no batch waits for a dial, nor for the text handshake a
 // server that takes no text would never answer (dialText).
 func (n *Node) TakeText() *conn.TextConn {
+	tc, off, stray := n.takeText()
+	if stray != nil {
+		// Logged with the pool unlocked: the handler runs on the
+		// batch's goroutine, the caller's, and may close the client
+		// (and wait for it), whose shutdown closes the pool (closeText).
+		n.cl.cfg.Logger.Warn("kvwire: the server sent bytes on an idle text connection, answering no request: "+
+			"closed; binary gets for a while", "node", n.addr, "err", stray, "for", off)
+	}
+	return tc
+}
+
+// takeText is TakeText with n's text pool locked; stray is CheckIdle's
+// error for the idle connection bytes arrived on (the text path is then
+// off for off), nil when none.
+func (n *Node) takeText() (_ *conn.TextConn, off time.Duration, stray error) {
 	p := &n.text
 	now := n.cl.cfg.Clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || now.Before(p.offUntil) {
-		return nil
+		return nil, 0, nil
 	}
 	for k := len(p.idle); k > 0; k = len(p.idle) {
 		tc := p.idle[k-1]
@@ -111,10 +126,7 @@ func (n *Node) TakeText() *conn.TextConn {
 		if err := tc.CheckIdle(); err != nil {
 			_ = tc.Close()
 			if errors.Is(err, memdx.ErrMalformed) {
-				d := p.offLocked(now)
-				n.cl.cfg.Logger.Warn("kvwire: the server sent bytes on an idle text connection, answering no request: "+
-					"closed; binary gets for a while", "node", n.addr, "err", err, "for", d)
-				return nil
+				return nil, p.offLocked(now), err
 			}
 			continue // closed by the server while idle
 		}
@@ -122,7 +134,7 @@ func (n *Node) TakeText() *conn.TextConn {
 			p.busy = map[*conn.TextConn]struct{}{}
 		}
 		p.busy[tc] = struct{}{}
-		return tc
+		return tc, 0, nil
 	}
 	if p.dialing == 0 && len(p.busy) < maxTextConns {
 		// The node's maintainer holds a count of c.wg until it has
@@ -131,7 +143,7 @@ func (n *Node) TakeText() *conn.TextConn {
 		n.cl.wg.Add(1)
 		lifecycle.Go(n.dialText)
 	}
-	return nil
+	return nil, 0, nil
 }
 
 // dialText dials a text connection to n and checks that the server takes
