@@ -428,7 +428,9 @@ func (c *Conn) failLocked(err error) bool {
 // reason) is closed under its TLS layer, without the close_notify alert:
 // crypto/tls waits up to 5 s of real time to send it (unless a Write is in
 // progress), and the socket of a node that stopped reading is full, so the
-// connection's end, and its requests' failures, would wait on it.
+// connection's end, and its requests' failures, would wait on it. Close
+// sends the alert only when the socket takes it at once (watchedConn's
+// writeClosing): Close does not wait on a node that stopped reading either.
 func (c *Conn) closeFailed() {
 	close(c.done)
 	c.writer.wake() // the writer goroutine waits on kick alone
@@ -438,6 +440,10 @@ func (c *Conn) closeFailed() {
 	if tc, ok := c.nc.(*tls.Conn); ok && failed {
 		tc.NetConn().Close()
 		return
+	} else if ok {
+		if wc, ok := tc.NetConn().(*watchedConn); ok {
+			wc.closing.Store(true) // the alert only if the socket takes it at once
+		}
 	}
 	c.nc.Close()
 }

@@ -317,7 +317,14 @@ type watchedConn struct {
 	in       atomic.Uint64
 	out      atomic.Uint64
 	raw      rawWriter // nil: not a TCP socket (or not on unix)
+	// closing: Close is closing the TLS connection; its Writes (the
+	// close_notify alert) write only what the socket takes at once.
+	closing atomic.Bool
 }
+
+// errWouldWait: a Write while closing that the socket cannot take at
+// once, or on a connection that cannot be written without waiting.
+var errWouldWait = errors.New("the TLS close_notify alert is not sent: the socket would make Close wait")
 
 func (c *watchedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
@@ -331,6 +338,9 @@ func (c *watchedConn) Read(b []byte) (int, error) {
 // The TLS layer's Writes are sequential (its output lock), as the raw
 // writer needs.
 func (c *watchedConn) Write(b []byte) (int, error) {
+	if c.closing.Load() {
+		return c.writeClosing(b)
+	}
 	if c.raw == nil {
 		n, err := c.Conn.Write(b)
 		c.out.Add(uint64(n))
@@ -349,6 +359,28 @@ func (c *watchedConn) Write(b []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// writeClosing is a Write made as Close closes the TLS connection (its
+// close_notify alert): it writes what the socket takes at once. crypto/tls
+// waits to send the alert up to 5 s of real time (on a connection that
+// ignores write deadlines, until the node reads), and a node that stopped
+// reading would hold Close that long. A connection other than a TCP socket
+// (raw nil) cannot be written without the risk of waiting: nothing is
+// written. The socket is closed right after either way.
+func (c *watchedConn) writeClosing(b []byte) (int, error) {
+	if c.raw == nil {
+		return 0, errWouldWait
+	}
+	n, err := c.raw.tryWrite(b)
+	c.out.Add(uint64(n))
+	if err == nil && n < len(b) {
+		err = errWouldWait
+	}
+	if errors.Is(err, errWouldBlock) {
+		err = errWouldWait
+	}
+	return n, err
 }
 
 // underlyingConn returns the connection under a TLS one (the socket Dial

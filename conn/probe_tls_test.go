@@ -317,3 +317,24 @@ func TestProbeTLSClosesWithoutWaitingToSendAlert(t *testing.T) {
 	}()
 	recv(t, aborted)
 }
+
+// Close of a TLS connection whose node reads nothing more returns at
+// once: the TLS close_notify alert is sent only if the socket takes it
+// without waiting (here, a pipe that ignores write deadlines, it is not
+// sent). The TLS layer would wait to send it up to 5 s of real time, or,
+// on a connection that ignores write deadlines, until the node reads:
+// Close, and the client's Close with it, waited as long.
+func TestTLSCloseDoesNotWaitToSendAlert(t *testing.T) {
+	c, p, _, _ := dialTLSPipe(t, Options{})
+	got := goGet(testCtx(t), c, "k")
+	p.read() // the node takes the request and reads nothing more
+	closed := make(chan struct{})
+	go func() {
+		c.Close()
+		close(closed)
+	}()
+	recv(t, closed)
+	if r := recv(t, got); !errors.Is(r.err, kverr.ErrConnectionClosed) {
+		t.Fatalf("the request in flight: %v; want it failed by Close", r.err)
+	}
+}
