@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
+	"github.com/kvwire/kvwire/internal/dnsctx"
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
@@ -83,8 +84,13 @@ type Config struct {
 	MaxConfigSize int
 	// UserAgent is the User-Agent header (default "kvwire").
 	UserAgent string
-	// DialContext opens TCP connections (nil: a net.Dialer).
+	// DialContext opens TCP connections (nil: a net.Dialer whose host name
+	// lookups use Resolver, each dial's its own, ended with the dial:
+	// internal/dnsctx).
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Resolver looks host names up for the default DialContext (nil:
+	// net.DefaultResolver).
+	Resolver *net.Resolver
 	// Clock times the waits between rounds of stream attempts and the
 	// redial period (nil: the real clock). Sockets keep real time.
 	Clock  retry.Clock
@@ -124,7 +130,18 @@ func New(cfg Config) *Client {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.DialContext == nil {
-		cfg.DialContext = (&net.Dialer{}).DialContext
+		resolver := cfg.Resolver
+		if resolver == nil {
+			resolver = net.DefaultResolver
+		}
+		cfg.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			// A resolver of its own, whose queries end with ctx: the
+			// Go resolver otherwise waits for a silent DNS server
+			// until its own timeout, past Close (conn's dial does
+			// the same).
+			d := net.Dialer{Resolver: dnsctx.Interruptible(resolver)}
+			return d.DialContext(ctx, network, addr)
+		}
 	}
 	return &Client{cfg: cfg}
 }
