@@ -440,12 +440,8 @@ func (c *Conn) closeFailed() {
 	if tc, ok := c.nc.(*tls.Conn); ok && failed {
 		tc.NetConn().Close()
 		return
-	} else if ok {
-		if wc, ok := tc.NetConn().(*watchedConn); ok {
-			wc.closing.Store(true) // the alert only if the socket takes it at once
-		}
 	}
-	c.nc.Close()
+	closeNet(c.nc)
 }
 
 // teardown runs on the reader goroutine once the connection has ended: it
@@ -484,7 +480,10 @@ func (c *Conn) teardown() {
 // Close closes the connection: every request in flight fails with an error
 // matching kverr.ErrConnectionClosed. It waits until the connection's
 // goroutines have exited, so it must not be called from handle or a callback.
-// Closing twice is harmless. It returns nil.
+// Closing twice is harmless. It returns nil. Over TLS the close_notify
+// alert is sent only if the socket takes it at once: crypto/tls would wait
+// up to 5 s (on a connection that ignores write deadlines, until the node
+// reads) to send it to a node that stopped reading.
 func (c *Conn) Close() error {
 	c.fail(kverr.ErrConnectionClosed)
 	<-c.exited

@@ -383,6 +383,17 @@ func (c *watchedConn) writeClosing(b []byte) (int, error) {
 	return n, err
 }
 
+// closeNet closes nc; over TLS, the close_notify alert is sent only if the
+// socket takes it at once (writeClosing).
+func closeNet(nc net.Conn) error {
+	if tc, ok := nc.(*tls.Conn); ok {
+		if wc, ok := tc.NetConn().(*watchedConn); ok {
+			wc.closing.Store(true)
+		}
+	}
+	return nc.Close()
+}
+
 // underlyingConn returns the connection under a TLS one (the socket Dial
 // opened), or nc itself.
 func underlyingConn(nc net.Conn) net.Conn {

@@ -338,3 +338,32 @@ func TestTLSCloseDoesNotWaitToSendAlert(t *testing.T) {
 		t.Fatalf("the request in flight: %v; want it failed by Close", r.err)
 	}
 }
+
+// So does Close of a text connection over TLS (memcacheds://): the
+// client's shutdown closes its idle ones.
+func TestTLSTextCloseDoesNotWaitToSendAlert(t *testing.T) {
+	dial, servers := pipeDialer(func(nc net.Conn) net.Conn { return &writeCounter{Conn: nc} })
+	scfg := testServerTLS(t)
+	handshaken := make(chan net.Conn, 1)
+	go func() {
+		raw := <-servers
+		ts := tls.Server(raw, scfg)
+		if err := ts.HandshakeContext(testCtx(t)); err != nil {
+			t.Errorf("the server's handshake: %v", err)
+		}
+		handshaken <- raw
+	}()
+	tc, err := DialText(testCtx(t), "pipe:11207", Options{DialContext: dial, Memcached: true,
+		TLSConfig: &tls.Config{InsecureSkipVerify: true}})
+	raw := recv(t, handshaken)
+	defer raw.Close() // first: without the fix, it ends the wait of the Close below
+	if err != nil {
+		t.Fatalf("DialText: %v", err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		tc.Close()
+		close(closed)
+	}()
+	recv(t, closed)
+}

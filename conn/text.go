@@ -79,8 +79,9 @@ func (t *TextConn) Addr() string { return t.addr }
 func (t *TextConn) Err() error { return t.err }
 
 // Close closes the connection; a ReadGets in progress on another goroutine
-// ends with an error.
-func (t *TextConn) Close() error { return t.nc.Close() }
+// ends with an error. Over TLS it does not wait to send the close_notify
+// alert to a server that reads nothing more (see Conn.Close).
+func (t *TextConn) Close() error { return closeNet(t.nc) }
 
 // CheckIdle checks a connection that sat idle, before a multi-get is sent
 // on it. The server owes an idle connection nothing: bytes waiting to be
