@@ -324,6 +324,11 @@ func TestCollectionLookupNotSentBehindAWriteQueuedAfterItsPick(t *testing.T) {
 		require.True(t, time.Now().Before(end), "the lookup neither held nor sent within a minute")
 	}
 	require.Equal(t, 1, cn.Pending(), "the lookup was sent behind the durable write queued after its pick")
+	// Queued on the connection is not yet pending in the node: committed
+	// before the node has it, the write would wait out its hour's delay.
+	for end := time.Now().Add(time.Minute); mc.PendingSyncWrites() != 1; time.Sleep(time.Millisecond) {
+		require.True(t, time.Now().Before(end), "the node did not hold the durable write within a minute")
+	}
 	mc.CommitSyncWrites()
 	require.NoError(t, <-written)
 	require.NoError(t, <-got)
