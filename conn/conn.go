@@ -197,9 +197,26 @@ func (c *Conn) DoDeadline(ctx context.Context, deadline time.Time, req *memdx.Re
 		return 0, err
 	}
 	if queued {
-		from.Queued.Queued()
+		c.queuedHook(from.Queued, cl)
 	}
 	return c.wait(ctx, deadline, cl)
+}
+
+// queuedHook calls h (Origin.Queued) for cl, just queued. Should h not
+// return (a panic of the caller's code it runs, an Observer's, or a
+// Goexit), its caller is gone: cl is given up first, as a cancel gives it
+// up (withdrawn if still queued; abandoned if written, its late answer
+// unneeded, no orphan), so that nothing of the caller's (the handler and
+// what it writes into, the Origin) stays bound to the connection.
+func (c *Conn) queuedHook(h QueuedHook, cl *call) {
+	returned := false
+	defer func() {
+		if !returned {
+			_, _ = c.cancel(ErrNotNeeded, true, cl)
+		}
+	}()
+	h.Queued()
+	returned = true
 }
 
 // start queues req and registers its call, or, for a Do call on a crowded

@@ -72,8 +72,9 @@ type Origin struct {
 	// it was sent (a barrier, which may be refused) reports it there.
 	// The caller then waits for the answer without borrowing the
 	// connection's read role (readrole.go), so that Queued, which may run
-	// the caller's code, never holds other requests' answers. Orphans
-	// carry none.
+	// the caller's code, never holds other requests' answers. Should
+	// Queued panic, the request is given up (withdrawn, or abandoned with
+	// its answer unneeded) before the panic goes on. Orphans carry none.
 	Queued QueuedHook
 }
 
