@@ -561,7 +561,9 @@ func (r *ScanResult) Err() error { return r.cur.Err() }
 //
 // Deferred (defer res.Close()) in a function whose loop over Next panics,
 // Close ends the scan as failed to its observers (a span with status
-// Error, error.type _OTHER), and the panic goes on with its value.
+// Error, error.type _OTHER), and the panic goes on with its value (under
+// GODEBUG=panicnil=1, which hides a panic(nil) from it, Close leaves
+// every panic alone and the scan ends as closed).
 func (r *ScanResult) Close() error {
 	if r.call != nil && !r.call.Ended() {
 		// A panic of the caller's code may be unwinding the function that
@@ -569,12 +571,25 @@ func (r *ScanResult) Close() error {
 		// call, is Go's one way to tell (elsewhere it returns nil and
 		// stops nothing). The scan did not end as its caller asked; the
 		// panic is raised again, unchanged, once the scan is closed.
-		if p := recover(); p != nil {
-			r.close(true)
-			panic(p)
+		// Not where recover cannot tell panic(nil) from no panic
+		// (GODEBUG=panicnil=1): it would stop that panic for good.
+		if recoverSeesNilPanics() {
+			if p := recover(); p != nil {
+				r.close(true)
+				panic(p)
+			}
 		}
 	}
 	return r.close(false)
+}
+
+// recoverSeesNilPanics reports whether recover returns a value for
+// panic(nil) (a *runtime.PanicNilError), as it does unless the program
+// runs with GODEBUG=panicnil=1 (its environment, a //go:debug line),
+// which may change while it runs: asked at each Close that may recover.
+func recoverSeesNilPanics() (sees bool) {
+	defer func() { sees = recover() != nil }()
+	panic(nil)
 }
 
 // close is Close; unwound: a panic of the caller's code is unwinding it
