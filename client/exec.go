@@ -212,7 +212,8 @@ type opCold struct {
 	// finish, when set, is the call's last step after a success (GetJSON's
 	// decoding, a projected Get's shaping), run by execute before the
 	// operation ends: its error is the operation's, which its observers
-	// see (a span, a point), as the caller does.
+	// see (a span, a point), as the caller does. Who sets it sets cold:
+	// execute reads it only then.
 	finish func(o *op) error
 }
 
@@ -568,7 +569,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		ob.EndLost(&t.Trace, o.st.Attempts(), ob.EndAt(&t.Trace))
 		return err
 	}
-	if err == nil && o.finish != nil {
+	if err == nil && o.cold && o.finish != nil { // cold first: a plain Get reads no cold field
 		err = o.finish(o)
 		t.Waited() // the operation ends after it
 	}
