@@ -61,6 +61,12 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 // arriving meanwhile leaves without a server (its node failed over) ends
 // then, with ErrNoNodeAvailable. It is the one read that fans out: up to four
 // goroutines for one call, which end when it returns.
+//
+// When no copy was read and one of them said the document does not exist,
+// the error is the call's *KeyValueError matching ErrDocumentUnretrievable
+// (RFC 0058), with that copy's error, which matches ErrDocumentNotFound, as
+// its Cause. Any other failure of every copy (a timeout, say) is the
+// copies' error, as for a read of one copy.
 func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetReplicaOptions) (GetReplicaResult, error) {
 	if err := col.replicasRefused(ctx, "GetAnyReplica", key); err != nil {
 		return GetReplicaResult{}, err
