@@ -43,6 +43,19 @@ func TestKeyValueErrorIsAllocatesNothing(t *testing.T) {
 	if lit := (&KeyValueError{Err: ErrDocumentLocked}); !errors.Is(lit, ErrDocumentLocked) || len(lit.Unwrap()) != 1 {
 		t.Errorf("a caller's KeyValueError unwraps to %v", lit.Unwrap())
 	}
+	// A copy (a caller's *kv = ...) holds its own parts: as made, it
+	// unwraps to its fields without building; changed, to the new ones.
+	cp := *newKVError(&o, ErrDocumentNotFound, cause)
+	if !errors.Is(&cp, memdx.StatusKeyNotFound) {
+		t.Errorf("a copy: errors.Is sees %v", cp.Unwrap())
+	}
+	if n := testing.AllocsPerRun(100, func() { errors.Is(&cp, ErrDocumentNotFound) }); n != 0 {
+		t.Errorf("a copy: errors.Is: %v allocations, want 0", n)
+	}
+	cp.Cause = ErrTimeout
+	if !errors.Is(&cp, ErrTimeout) || errors.Is(&cp, memdx.StatusKeyNotFound) {
+		t.Errorf("a changed copy: errors.Is sees %v", cp.Unwrap())
+	}
 	odd := newKVError(&o, ErrDocumentNotFound, uncomparableError{"x"})
 	if !errors.Is(odd, ErrDocumentNotFound) || errors.Is(odd, ErrTimeout) {
 		t.Errorf("a cause that is not comparable: errors.Is sees %v", odd.Unwrap())
