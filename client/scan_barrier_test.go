@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,10 +225,16 @@ func TestScanErrorNotDelayedByItsHeldCancel(t *testing.T) {
 }
 
 // A scan's cancel left held behind a pending durable write once the scan
-// returned ends with the client's Close: no goroutine of it is left once
-// Close returns (the server drops the scan after its lifetime).
+// returned ends with the client's Close, and Close waits for it: no
+// goroutine of it is left once Close returns (the server drops the scan
+// after its lifetime). The cancel's last act, logging its failure, is
+// held in the Logger's handler until Close is seen waiting for the
+// client's own goroutines: a Close that did not wait for the cancel
+// returns while it is held, every time.
 func TestScanHeldCancelEndsWithClientClose(t *testing.T) {
-	mc, fc, c, _, _ := scanBarrierSetup(t)
+	h := &holdingHandler{msg: "kvwire: range scan cancel failed; the server drops the scan after its lifetime", reached: make(chan struct{}), release: make(chan struct{})}
+	defer h.let()
+	mc, fc, c, _, _ := scanBarrierSetup(t, func(o *Options) { o.Logger = slog.New(h) })
 	const timeout = 30 * time.Second
 	res, err := c.DefaultCollection().Scan(context.Background(), PrefixScan{Prefix: "d:"}, &ScanOptions{Timeout: timeout, BatchItemLimit: 1})
 	if err != nil {
@@ -237,11 +245,28 @@ func TestScanHeldCancelEndsWithClientClose(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	heldNotSent(t, fc, mc, memdx.OpRangeScanCancel, 0, fc.Now().Add(timeout))
-	c.Close()
+	closed := make(chan struct{})
+	go func() {
+		c.Close()
+		close(closed)
+	}()
+	recvWithin(t, "the held cancel ending with the client's Close", h.reached)
 	buf := make([]byte, 1<<20)
-	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "(*scanRequests).cancel") {
-		t.Fatalf("a scan's cancel still runs after the client's Close returned:\n%s", stacks)
+	for end := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		select {
+		case <-closed:
+			t.Fatal("the client's Close returned while a scan's cancel still ran")
+		default:
+		}
+		if strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*bgGroup).wait") {
+			break // Close waits for the cancel, which cannot end before h.let
+		}
+		if time.Now().After(end) {
+			t.Fatal("the client's Close neither returned nor waited for the scan's cancel within a minute")
+		}
 	}
+	h.let()
+	recvWithin(t, "the client's Close once the cancel ended", closed)
 	if n := mc.RequestCount(memdx.OpRangeScanCancel); n != 0 {
 		t.Fatalf("%d cancels sent behind the pending write", n)
 	}
@@ -306,3 +331,26 @@ func TestScanCancelGoneOnItsOwnMakesNoSpanUnderTheEndedScan(t *testing.T) {
 		t.Fatalf("spans started under an ended span: %v", late)
 	}
 }
+// holdingHandler is a slog.Handler, enabled at every level, that holds the
+// goroutine logging msg (closing reached the first time) until let is
+// called; it drops every record.
+type holdingHandler struct {
+	msg              string
+	reached, release chan struct{}
+	once, letOnce    sync.Once
+}
+
+func (h *holdingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *holdingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *holdingHandler) WithGroup(string) slog.Handler            { return h }
+
+func (h *holdingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.reached) })
+		<-h.release
+	}
+	return nil
+}
+
+// let releases the goroutines held, and any to come.
+func (h *holdingHandler) let() { h.letOnce.Do(func() { close(h.release) }) }
