@@ -27,7 +27,7 @@ func TestLeavingNodeDrainIsBoundedOnTheClock(t *testing.T) {
 	fc := retry.NewFakeClock(time.Now())
 	cfg := testConfig(mc)
 	cfg.Clock = fc
-	cfg.KVTimeout = 10 * time.Millisecond
+	cfg.KVTimeout = time.Minute // a config fetch's bound, in real time: never reached under load
 	bound := cfg.KVTimeout + time.Second
 	c := connectCluster(t, cfg)
 	leaving := c.Node(mc.Node(0).Addr())
@@ -54,6 +54,7 @@ func TestLeavingNodeDrainIsBoundedOnTheClock(t *testing.T) {
 	}
 	require.Equal(t, 1, cn.Pending())
 
+	left := fc.Now() // the drain begins no earlier
 	r, err := mc.StartRebalance(mockcluster.RebalanceOptions{Nodes: []int{1, 2}})
 	require.NoError(t, err)
 	require.NoError(t, r.Finish())
@@ -74,8 +75,12 @@ func TestLeavingNodeDrainIsBoundedOnTheClock(t *testing.T) {
 		}
 	}
 
-	// The drain's bound is a timer on the clock, due bound from now.
-	for drainTimer := false; !drainTimer; {
+	// The drain's bound is a timer on the clock, due bound from when the
+	// drain began: after the rebalance began, and no later than now (the
+	// node may leave, and its drain begin, a step of the loop above before
+	// the topology without it is seen).
+	var drainAt time.Time
+	for drainAt.IsZero() {
 		select {
 		case <-cn.Done():
 			t.Fatalf("the leaving node's connection closed with a request in flight, the client's clock not moved (%v)", cn.Err())
@@ -84,15 +89,19 @@ func TestLeavingNodeDrainIsBoundedOnTheClock(t *testing.T) {
 		case <-wait.C:
 			t.Fatal("the drain started no timer on the clock")
 		case <-time.After(time.Millisecond):
-			due := fc.Now().Add(bound)
-			drainTimer = slices.ContainsFunc(fc.Timers(), func(t time.Time) bool { return t.Equal(due) })
+			from, to := left.Add(bound), fc.Now().Add(bound)
+			for _, due := range fc.Timers() {
+				if !due.Before(from) && !due.After(to) {
+					drainAt = due
+				}
+			}
 		}
 	}
 	// The held GET is still in flight (a config fetch sent to the node
 	// meanwhile may wait behind it: GET_CLUSTER_CONFIG is not reorderable,
 	// kv_engine runs it after every earlier command).
 	assert.GreaterOrEqual(t, cn.Pending(), 1, "the request is still in flight")
-	fc.Advance(bound - time.Nanosecond)
+	fc.Advance(drainAt.Sub(fc.Now()) - time.Nanosecond)
 	// Nothing can be waited for to show that the drain did not end early;
 	// the request is still pending on an open connection as far as the
 	// test can see at once.
@@ -127,7 +136,7 @@ func TestLeavingNodeDrainDoesNotWaitForAbandonedRequests(t *testing.T) {
 	fc := retry.NewFakeClock(time.Now())
 	cfg := testConfig(mc)
 	cfg.Clock = fc
-	cfg.KVTimeout = 10 * time.Millisecond
+	cfg.KVTimeout = time.Minute // a config fetch's bound, in real time: never reached under load
 	c := connectCluster(t, cfg)
 	leaving := c.Node(mc.Node(0).Addr())
 	require.NotNil(t, leaving)
