@@ -238,3 +238,57 @@ func TestStartRefusesANilNotifier(t *testing.T) {
 		t.Fatalf("%d pending", c.Pending())
 	}
 }
+
+// A request started with its deadline already passed (Start reads no
+// clock) races the writer against the monitor, and its outcome says which
+// won: one that ended not written never reaches the node (the monitor
+// withdrew it from the buffer before the writer took it), one that
+// reached the node ended written or answered. The node answers every
+// request; a GET of "fence" queued after each one shows whether its bytes
+// came before it.
+func TestStartPastDeadlineOutcomeSaysWhetherItWasSent(t *testing.T) {
+	c, p := dialPipe(t, Options{ProbeAfter: -1}, nil)
+	n := make(tagNotifier, 1)
+	counts := map[string]int{}
+	for i := range 300 {
+		get := memdx.NewGet([]byte("late"))
+		pend, err := c.Start(time.Now().Add(-time.Nanosecond), &get, nil, n, uint64(i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced := make(chan result, 1)
+		go func() { fenced <- doGet(context.Background(), c, "fence") }()
+		sent := false
+		for {
+			r := p.read()
+			p.write(ok(r, string(r.Key)))
+			if string(r.Key) == "fence" {
+				break
+			}
+			sent = true
+		}
+		if r := recv(t, fenced); r.err != nil {
+			t.Fatalf("the fence: %v", r.err)
+		}
+		if tag := recv(t, (<-chan uint64)(n)); tag != uint64(i) {
+			t.Fatalf("tag %d; want %d", tag, i)
+		}
+		answered, err := pend.Result()
+		var outcome string
+		switch {
+		case answered && err == nil:
+			outcome = "answered"
+		case errors.Is(err, context.DeadlineExceeded) && requestError(t, err).Written:
+			outcome = "expired written"
+		case errors.Is(err, context.DeadlineExceeded):
+			outcome = "expired not written"
+		default:
+			t.Fatalf("round %d: answered %v, %v", i, answered, err)
+		}
+		if sent != (outcome != "expired not written") {
+			t.Fatalf("round %d: the node received the request: %v; its outcome: %s", i, sent, outcome)
+		}
+		counts[outcome]++
+	}
+	t.Logf("outcomes: %v", counts)
+}
