@@ -189,7 +189,7 @@ func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) 
 	if len(in.raw) == len(raw) && bytes.Equal(in.raw, raw) {
 		// Waiting behind the config being parsed, it is stale once that
 		// one is installed (until the loop drops it: doneParsing).
-		if t := c.topo.Load(); t != nil && t.cfg != nil && !in.ver.Newer(t.cfg.Version()) {
+		if c.heldCovers(in.ver) {
 			return OfferStale, true
 		}
 		return OfferNewer, true
@@ -199,7 +199,12 @@ func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) 
 	}
 	if in.seenPeeked && len(in.seen) == len(raw) && bytes.Equal(in.seen, raw) {
 		if in.parsingSet && in.parsing == in.seenVer {
-			return OfferNewer, true // the config being parsed
+			// The config being parsed; once installed, it is stale
+			// before the loop marks its parse done (doneParsing).
+			if c.heldCovers(in.seenVer) {
+				return OfferStale, true
+			}
+			return OfferNewer, true
 		}
 		return c.judgeLocked(in.seenVer, true)
 	}
@@ -220,8 +225,8 @@ func (c *Cluster) judgeLocked(v vbmap.Version, peeked bool) (Offer, bool) {
 		return 0, false
 	}
 	in := &c.intake
-	switch t := c.topo.Load(); {
-	case t != nil && t.cfg != nil && !v.Newer(t.cfg.Version()):
+	switch {
+	case c.heldCovers(v):
 		return OfferStale, true
 	case in.rejectedSet && v == in.rejected:
 		return OfferRejected, true
@@ -229,6 +234,13 @@ func (c *Cluster) judgeLocked(v vbmap.Version, peeked bool) (Offer, bool) {
 		return OfferNewer, true
 	}
 	return 0, false
+}
+
+// heldCovers reports whether the config held is of version v or newer: a
+// config of version v is stale.
+func (c *Cluster) heldCovers(v vbmap.Version) bool {
+	t := c.topo.Load()
+	return t != nil && t.cfg != nil && !v.Newer(t.cfg.Version())
 }
 
 // newerOnItsWay reports whether a config newer than v waits in the mailbox

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -341,4 +342,49 @@ func TestVettingAConnectionDoesNotParseItsConfig(t *testing.T) {
 	allocs := testing.AllocsPerRun(20, func() { err = n.vet(cn) })
 	require.NoError(t, err)
 	assert.LessOrEqual(t, allocs, 4.0, "allocations to vet a connection")
+}
+
+// A config the loop has just installed, offered again (the same bytes: a
+// NOT_MY_VBUCKET body of the node that served it) before the loop has
+// marked its parse done, is stale: an operation routed by it that met it
+// asks the node for its config (NMVWait) rather than waiting up to
+// retry.MaxAwaitWake for a newer config that nothing is bringing
+// (NMVAwaitConfig). It was taken for the config being parsed
+// (OfferNewer). The window (held open here by the install's log line) is
+// the rest of the install and the loop's bookkeeping after it.
+func TestConfigJustInstalledIsStaleBeforeItsParseIsMarkedDone(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+	cfg := testConfig(mc)
+	var armed atomic.Bool
+	installing, held := make(chan struct{}, 1), make(chan struct{})
+	release := sync.OnceFunc(func() { close(held) })
+	cfg.Logger = slog.New(logHook(func(line string) {
+		if armed.Load() && strings.HasPrefix(line, "kvwire: config updated") {
+			armed.Store(false)
+			installing <- struct{}{}
+			<-held
+		}
+	}))
+	c := connectCluster(t, cfg)
+	t.Cleanup(release) // before the cluster's Close (cleanups run last first)
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	_, err := b.AddScope("s")
+	require.NoError(t, err)
+	raw := b.ConfigJSON(0)
+	v, ok := vbmap.PeekVersion(raw)
+	require.True(t, ok)
+
+	armed.Store(true)
+	require.Equal(t, OfferNewer, c.Offer(raw, "127.0.0.1", "test"))
+	select {
+	case <-installing: // installed, the loop not yet past it
+	case <-time.After(time.Minute):
+		t.Fatal("the config was not installed within a minute")
+	}
+	installed := c.Topology().Config().Version()
+	res, recognised := c.Recognise(raw, "127.0.0.1", "test")
+	release()
+	require.Equal(t, v, installed)
+	require.True(t, recognised, "the config the loop took last is recognised")
+	assert.Equal(t, OfferStale, res, "the config installed, offered again")
 }
