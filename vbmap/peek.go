@@ -13,9 +13,12 @@ import (
 //
 // ok is false whenever the answer might differ from Parse's: a key spelled
 // with escapes or in another case (encoding/json matches keys without
-// regard to case), a value that is not a plain integer, malformed JSON, or
-// no "rev" at all. Callers then parse the config fully. When ok is true and
-// Parse succeeds on the same bytes, Parse's Version is the one returned.
+// regard to case), a value that is not a plain integer, JSON the scan
+// cannot follow, or no "rev" at all. Callers then parse the config fully.
+// The scan does not check what it passes over (a missing comma, trailing
+// bytes, the inside of a nested value): on such malformed JSON it may
+// answer, and Parse refuses it. When ok is true and Parse succeeds on the
+// same bytes, Parse's Version is the one returned.
 func PeekVersion(data []byte) (v Version, ok bool) {
 	seenRev := false
 	ok = eachTopLevel(data, func(k, val []byte) bool {
@@ -51,8 +54,9 @@ func PeekVersion(data []byte) (v Version, ok bool) {
 // is absent or null is "". ok is false whenever the answer might differ
 // from Parse's: a key spelled with escapes or in another case, a value
 // that is not a string of printable ASCII without escapes (nor null), or
-// malformed JSON. When ok is true and Parse succeeds on the same bytes,
-// its uuids are the ones returned.
+// JSON the scan cannot follow; on malformed JSON that it can (see
+// PeekVersion) it answers, with the uuids as written. When ok is true and
+// Parse succeeds on the same bytes, its uuids are the ones returned.
 func PeekUUIDs(data []byte) (cluster, bucket string, ok bool) {
 	ok = eachTopLevel(data, func(k, val []byte) bool {
 		key := string(k) // no allocation: used for comparison only

@@ -756,10 +756,11 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 //     bucket, and a write lands there.
 //
 // Nothing is checked when no config installed or cn's names the uuid
-// (older servers; bootstrap_on=http, where the connection fetches none) or cn's
-// does not parse (judged where it is offered). The uuids are read in a byte
-// scan (readUUIDs): a dial, a foreign node's redial among them, parses
-// no config.
+// (older servers; bootstrap_on=http, where the connection fetches none) or
+// cn's uuids cannot be read (judged where it is offered). The uuids are
+// read in a byte scan (readUUIDs): a dial, a foreign node's redial among
+// them, parses no config; a config whose uuids the scan reads is judged by
+// them even if it would not parse.
 func (n *Node) vet(cn *conn.Conn) error {
 	t := n.cl.topo.Load()
 	heldCluster := n.cl.clusterUUIDHeld()

@@ -298,7 +298,9 @@ func (c *Cluster) otherCluster(raw []byte, host string) (got, held string, ok bo
 // readUUIDs reads the cluster and bucket uuids raw (a config served from
 // host, at most vbmap.MaxConfigSize) names, in a byte scan
 // (vbmap.PeekUUIDs, a thousandth of a parse), parsing raw only when the
-// scan cannot tell; ok is false when raw does not parse.
+// scan cannot tell; ok is false when neither can read them. The scan may
+// read them from a config that would not parse: a uuid written there
+// still says whose config it is.
 func readUUIDs(raw []byte, host string) (cluster, bucket string, ok bool) {
 	if cluster, bucket, ok = vbmap.PeekUUIDs(raw); ok {
 		return cluster, bucket, true
