@@ -47,14 +47,18 @@ func connect(ctx context.Context, addr string, o *Options) (net.Conn, error) {
 		if resolver == nil {
 			resolver = net.DefaultResolver
 		}
-		dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			// A resolver of its own: the Go resolver shares a lookup
-			// in flight among the dials of one resolver, and does not
-			// end one that more than one waited for when their
-			// contexts end. Its queries end with ctx (dnsctx).
-			d := net.Dialer{Resolver: dnsctx.Interruptible(resolver)}
-			return d.DialContext(ctx, network, addr)
-		}
+		// A resolver of this dial's own, shared by its attempts: a
+		// later attempt waits for the lookup in flight (the Go
+		// resolver's sharing) instead of starting its own, so that a
+		// lookup slower than the attempts' rotation (a dead first
+		// nameserver's timeout) is not given up with each attempt. Its
+		// queries end with the attempt that waits alone, and all of
+		// them when the dial returns (dnsctx): the Go resolver does not
+		// end a lookup more than one attempt waited for.
+		lookups, endLookups := context.WithCancel(ctx)
+		defer endLookups()
+		d := net.Dialer{Resolver: dnsctx.InterruptibleUntil(resolver, lookups)}
+		dialer = d.DialContext
 	}
 	dial := func(ctx context.Context) (net.Conn, error) {
 		nc, err := dialer(ctx, "tcp", addr)

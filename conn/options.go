@@ -189,12 +189,14 @@ type Options struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// Resolver looks the address's host name up when DialContext is nil;
-	// nil uses net.DefaultResolver. Each connection attempt's lookup is
-	// its own and ends when the attempt does (the dial's context, Close,
-	// an attempt given up for a newer one), also when the DNS server does
-	// not answer: the lookups of the Go resolver (and so of a Resolver
-	// whose PreferGo is set) are made through it with their queries'
-	// connections closed then. A lookup by the system's resolver (cgo) is
+	// nil uses net.DefaultResolver. The connection attempts of one dial
+	// share its lookup (a later attempt waits for the one in flight, so
+	// that a lookup slower than ConnectAttempt's rotation is not given
+	// up), which ends when the attempts waiting for it do, and at the
+	// latest when the dial returns (the dial's context, Close), also when
+	// the DNS server does not answer: the lookups of the Go resolver (and
+	// so of a Resolver whose PreferGo is set) are made through it with
+	// their queries' connections closed then. A lookup by the system's resolver (cgo) is
 	// not interruptible: the dial returns, but the lookup goes on.
 	Resolver *net.Resolver
 

@@ -21,7 +21,14 @@ import (
 // or by the bound of a lookup of the seeds again (a cancellation, on the
 // client's clock), held Close or that bound as long when the DNS server
 // did not answer.
-func Interruptible(r *net.Resolver) *net.Resolver {
+func Interruptible(r *net.Resolver) *net.Resolver { return InterruptibleUntil(r, nil) }
+
+// InterruptibleUntil is Interruptible whose queries also end when until
+// does (nil: never). A lookup that more than one caller waits for (the Go
+// resolver shares one in flight among the callers of the same resolver)
+// runs on a context of its own, which their contexts' end does not end:
+// until bounds it, as the dial whose connection attempts share it does.
+func InterruptibleUntil(r *net.Resolver, until context.Context) *net.Resolver {
 	dial := r.Dial
 	if dial == nil {
 		var d net.Dialer
@@ -29,8 +36,25 @@ func Interruptible(r *net.Resolver) *net.Resolver {
 	}
 	return &net.Resolver{PreferGo: r.PreferGo, StrictErrors: r.StrictErrors,
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			release := func() {}
+			if until != nil {
+				if err := until.Err(); err != nil {
+					// The lookup's next query (the
+					// resolver tries again after a failed
+					// one) is not sent.
+					return nil, err
+				}
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				stopUntil := context.AfterFunc(until, cancel)
+				release = func() {
+					stopUntil()
+					cancel()
+				}
+			}
 			nc, err := dial(ctx, network, addr)
 			if err != nil || nc == nil {
+				release()
 				return nc, err
 			}
 			// The context's end makes the query's reads and writes
@@ -45,6 +69,7 @@ func Interruptible(r *net.Resolver) *net.Resolver {
 				if !stop() {
 					<-fired // it ran, or runs: wait for it to end
 				}
+				release()
 			}
 			wc := &watchedConn{Conn: nc, ctx: ctx, stop: closeWatch}
 			if pc, ok := nc.(net.PacketConn); ok {

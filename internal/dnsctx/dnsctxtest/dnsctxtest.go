@@ -1,11 +1,12 @@
-// Package dnsctxtest is a DNS server for tests that never answers, and a
-// Go resolver that sends every query there: a test checks that a lookup
-// through it ends with its context (internal/dnsctx), not at the
-// resolver's timeout past it.
+// Package dnsctxtest is a DNS server for tests that never answers unless
+// told to (Answer), and a Go resolver that sends every query there: a test
+// checks that a lookup through it ends with its context (internal/dnsctx),
+// not at the resolver's timeout past it.
 package dnsctxtest
 
 import (
 	"context"
+	"encoding/binary"
 	"net"
 	"sync"
 	"testing"
@@ -23,8 +24,10 @@ const Waits = 10 * time.Second
 type Silent struct {
 	// Resolver is a Go resolver (PreferGo) asking the silent server.
 	Resolver *net.Resolver
+	pc       net.PacketConn
 	mu       sync.Mutex
 	queries  []*query
+	received map[string][]byte // the query each query connection sent, by its address
 }
 
 type query struct {
@@ -65,8 +68,13 @@ func New(t testing.TB) *Silent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pc.Close() })
-	s := &Silent{}
+	s := &Silent{pc: pc, received: make(map[string][]byte)}
+	read := make(chan struct{})
+	go s.receive(read)
+	t.Cleanup(func() {
+		pc.Close()
+		<-read
+	})
 	s.Resolver = &net.Resolver{PreferGo: true,
 		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -136,4 +144,78 @@ func (s *Silent) EndedWith(t testing.TB, ended time.Time) {
 			t.Errorf("DNS query %d waited for the silent server until its own deadline, %v after the lookup's context ended", i, dl.Sub(ended))
 		}
 	}
+}
+
+// receive records the queries the server reads, until it is closed.
+func (s *Silent) receive(done chan<- struct{}) {
+	defer close(done)
+	for {
+		b := make([]byte, 1500)
+		n, from, err := s.pc.ReadFrom(b)
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.received[from.String()] = b[:n]
+		s.mu.Unlock()
+	}
+}
+
+// Answer answers the query sent on the ith query connection (in the order
+// the resolver dialed them), late as the test chooses: an A query with ip
+// (an IPv4 address), any other with no record (the name has none of that
+// type). It waits until the server has read the query.
+func (s *Silent) Answer(t testing.TB, i int, ip net.IP) {
+	t.Helper()
+	deadline := time.Now().Add(Waits)
+	for {
+		s.mu.Lock()
+		var q []byte
+		var to net.Addr
+		if i < len(s.queries) {
+			to = s.queries[i].LocalAddr()
+			q = s.received[to.String()]
+		}
+		s.mu.Unlock()
+		if q != nil {
+			if _, err := s.pc.WriteTo(answer(t, q, ip), to); err != nil {
+				t.Fatalf("answering DNS query %d: %v", i, err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for DNS query %d", i)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// answer is the response to query q: its question, and for an A query
+// one record with ip.
+func answer(t testing.TB, q []byte, ip net.IP) []byte {
+	t.Helper()
+	const header = 12
+	end := header
+	for end < len(q) && q[end] != 0 { // the question's name, uncompressed
+		end += 1 + int(q[end])
+	}
+	end += 1 + 4 // the root label, type, class
+	if end > len(q) {
+		t.Fatalf("a DNS query too short: % x", q)
+	}
+	r := append([]byte(nil), q[:end]...)
+	binary.BigEndian.PutUint16(r[2:], 0x8180) // a response, recursion desired and available, NOERROR
+	binary.BigEndian.PutUint16(r[4:], 1)      // the question
+	binary.BigEndian.PutUint16(r[6:], 0)      // answers, set below
+	binary.BigEndian.PutUint32(r[8:], 0)      // no authority, no additional records
+	if qtype := binary.BigEndian.Uint16(q[end-4:]); qtype == 1 {
+		binary.BigEndian.PutUint16(r[6:], 1)
+		r = append(r, 0xc0, header)              // the question's name
+		r = binary.BigEndian.AppendUint16(r, 1)  // A
+		r = binary.BigEndian.AppendUint16(r, 1)  // IN
+		r = binary.BigEndian.AppendUint32(r, 60) // TTL
+		r = binary.BigEndian.AppendUint16(r, 4)
+		r = append(r, ip.To4()...)
+	}
+	return r
 }
