@@ -384,14 +384,18 @@ func (c *watchedConn) writeClosing(b []byte) (int, error) {
 }
 
 // closeNet closes nc; over TLS, the close_notify alert is sent only if the
-// socket takes it at once (writeClosing).
+// socket takes it at once (writeClosing). An alert left unsent so is no
+// error of the Close: the connection is closed as asked.
 func closeNet(nc net.Conn) error {
 	if tc, ok := nc.(*tls.Conn); ok {
 		if wc, ok := tc.NetConn().(*watchedConn); ok {
 			wc.closing.Store(true)
 		}
 	}
-	return nc.Close()
+	if err := nc.Close(); !errors.Is(err, errWouldWait) {
+		return err
+	}
+	return nil
 }
 
 // underlyingConn returns the connection under a TLS one (the socket Dial
