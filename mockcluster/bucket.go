@@ -216,7 +216,7 @@ func newBucket(c *Cluster, o BucketOptions) *Bucket {
 	_, _ = rand.Read(u[:])
 	b := &Bucket{c: c, name: o.Name, uuid: hex.EncodeToString(u[:]), typ: o.Type, numVbs: o.NumVbuckets,
 		numReplicas: o.NumReplicas, nextScopeID: 8, nextCollectionID: 8}
-	if c.systemScope {
+	if c.systemScope && o.Type != MemcachedBucket {
 		// After the _system scope and its collections (defaultManifest).
 		b.nextScopeID, b.nextCollectionID = 9, 10
 	}

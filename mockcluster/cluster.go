@@ -354,7 +354,11 @@ func (c *Cluster) addBucketLocked(o BucketOptions) error {
 	servers := c.dataNodesLocked()
 	c.buckets[o.Name] = b
 	c.order = append(c.order, o.Name)
-	c.publishLocked(b, servers, balancedMap(servers, o.NumVbuckets, o.NumReplicas), nil, defaultManifest(c.systemScope))
+	// A memcached bucket has no collections of its own: kv_engine's
+	// default_engine answers with the epoch manifest (uid 0, _default
+	// alone), 7.6 or not.
+	c.publishLocked(b, servers, balancedMap(servers, o.NumVbuckets, o.NumReplicas), nil,
+		defaultManifest(c.systemScope && !b.memcached()))
 	return nil
 }
 

@@ -18,7 +18,9 @@
 // _default scope and collection, and (Version 7.6 and later, the default)
 // the _system scope with its _mobile and _query collections (ids 8 and 9;
 // manifest uid 1; a user's scopes are numbered from 9 and collections from
-// 10), as the cluster manager makes a bucket; as it does, the mock refuses
+// 10), as the cluster manager makes a couchbase bucket (a memcached
+// bucket keeps the epoch manifest, uid 0 and _default alone, as kv_engine's
+// default_engine answers); as it does, the mock refuses
 // to drop them or to add a collection to _system (ErrInvalid). Options.TLS adds a TLS listener per node
 // with a certificate signed by a CA generated at start (Cluster.RootCAs,
 // Cluster.CACertPEM); ConnString then says "couchbases://". Buckets, users,

@@ -94,3 +94,33 @@ func TestSystemScopeCannotBeChanged(t *testing.T) {
 		t.Errorf("_system._mobile after the refusals: %d %v", cid, err)
 	}
 }
+
+// A memcached bucket has no manifest of the cluster manager's, 7.6 or
+// not: kv_engine's default_engine answers every GET_COLLECTIONS_MANIFEST
+// with the epoch manifest (uid 0, _default alone) and any other scope's
+// COLLECTIONS_GET_ID with UNKNOWN_SCOPE against uid 0 (default_engine.cc,
+// get_collection_manifest and get_collection_id). The mock gave a 7.6
+// cluster's memcached buckets the _system scope too, so a client could
+// look up _system._mobile's id there and then get UNKNOWN_COLLECTION for
+// it.
+func TestMemcachedBucketHasNoSystemScope(t *testing.T) {
+	c, b := newMemcachedCluster(t, Options{Nodes: 1})
+	if uid := b.ManifestUID(); uid != 0 {
+		t.Errorf("manifest uid %d, want 0", uid)
+	}
+	if cid, err := b.CollectionID("_system", "_mobile"); err == nil {
+		t.Errorf("_system._mobile has id %d in a memcached bucket", cid)
+	}
+	raw := bootstrap(t, c.Node(0).Addr(), "cache", nil)
+	p := raw.do(memdx.NewCollectionsGetManifest())
+	var m manifestJSON
+	if err := json.Unmarshal(p.Value, &m); err != nil {
+		t.Fatalf("manifest %q: %v", p.Value, err)
+	}
+	if m.UID != "0" || len(m.Scopes) != 1 || m.Scopes[0].Name != "_default" {
+		t.Errorf("manifest %s, want uid 0 and _default alone", p.Value)
+	}
+	if p := raw.do(memdx.NewCollectionsGetID("_system", "_mobile")); p.Status != memdx.StatusUnknownScope {
+		t.Errorf("COLLECTIONS_GET_ID _system._mobile: %s, want UNKNOWN_SCOPE", p.Status)
+	}
+}
