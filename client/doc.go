@@ -328,8 +328,9 @@
 //	                                   PREPEND, INCREMENT, DECREMENT and
 //	                                   sub-document mutations other than
 //	                                   inserts without a CAS, and ETMPFAIL on
-//	                                   GET_LOCKED (a lock, without XERROR;
-//	                                   retried)
+//	                                   GET_LOCKED, sub-document commands
+//	                                   without a CAS and DELETE with one (a
+//	                                   lock, without XERROR; retried)
 //	ErrDocumentNotLocked               NOT_LOCKED; ETMPFAIL on UNLOCK_KEY (what
 //	                                   a server before 7.6, or any without
 //	                                   XERROR, answers; not retried)
@@ -346,7 +347,8 @@
 //	                                   argument refused before sending (a
 //	                                   *KeyValueError); a bad option or
 //	                                   connection string at Connect
-//	ErrTemporaryFailure                ETMPFAIL (retried; not on UNLOCK_KEY),
+//	ErrTemporaryFailure                ETMPFAIL (retried; not on UNLOCK_KEY,
+//	                                   nor, without XERROR, where it is a lock),
 //	                                   ENOMEM, EBUSY; any
 //	                                   status whose error-map entry has "temp"
 //	ErrNoAccess                        EACCESS

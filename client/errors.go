@@ -240,8 +240,9 @@ type KeyValueError struct {
 	// those fields hold (samePart), so that errors.Is and errors.As
 	// allocate nothing.
 	parts [2]error
-	// noXerror: Status came on a connection without XERROR (statusNote).
-	noXerror bool
+	// noXerror: Status came on a connection without XERROR; casGiven: the
+	// request carried the caller's CAS (statusNote).
+	noXerror, casGiven bool
 }
 
 func (e *KeyValueError) Error() string {
@@ -252,7 +253,7 @@ func (e *KeyValueError) Error() string {
 		Status:           uint16(e.Status),
 		StatusName:       e.ErrorName,
 		ErrorDescription: e.ErrorDescription,
-		StatusNote:       statusNote(e.OpCode.wire(), e.Status.wire(), e.noXerror),
+		StatusNote:       statusNote(e.OpCode.wire(), e.Status.wire(), e.noXerror, e.casGiven),
 		ServerContext:    e.ServerContext,
 		Node:             e.Node,
 		Vbucket:          e.Vbucket,
@@ -369,6 +370,7 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 		Cause:            cause,
 		noVbucket:        o.noVbucket,
 		noXerror:         o.noXerror,
+		casGiven:         o.casGiven,
 	}
 	if e.Err == nil {
 		e.Err = otherSentinel(cause, e.Ambiguous)

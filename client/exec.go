@@ -127,8 +127,9 @@ type opHot struct {
 	cas     uint64
 	flags   uint32
 	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
-	// noXerror: status came on a connection without XERROR, which
-	// kv_engine sends some statuses remapped (statuspolicy.Request).
+	// noXerror: status came on a connection to kv_engine without XERROR,
+	// which it sends some statuses remapped (statuspolicy.Request); never
+	// on a plain memcached connection.
 	noXerror bool
 
 	st    retry.State
@@ -1170,7 +1171,9 @@ func (o *op) compress() bool {
 // final.
 func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	st := o.status
-	o.noXerror = !pl.cn.Features().Has(memdx.FeatureXerror)
+	// A plain memcached connection negotiates nothing, but no kv_engine
+	// remaps its statuses: it is not one "without XERROR".
+	o.noXerror = !pl.cn.Memcached() && !pl.cn.Features().Has(memdx.FeatureXerror)
 	o.outcome = statuspolicy.DecideRequest(statuspolicy.Request{Op: o.req.OpCode, CasGiven: o.casGiven,
 		NotInsert: o.kind == kindMutateIn && !o.insert, NoXerror: o.noXerror}, st, pl.cn.ErrorMap())
 	if st == memdx.StatusNotMyVbucket && pl.Topo.Config() != nil {
@@ -1241,23 +1244,34 @@ func (o *op) statusErr() error {
 }
 
 // statusNote is what status, answered to opc (on a connection without
-// XERROR: noXerror), likely stands for when that is not what the status's
-// name says, for the error's message; "" when it says it. kv_engine
-// answers TMPFAIL for a lock: Connection::remapErrorCode gives a
-// connection without XERROR locked_tmpfail (GET_LOCKED of a locked
-// document, UNLOCK_KEY with another CAS) and not_locked as TMPFAIL (one
-// with XERROR gets LOCKED and NOT_LOCKED), and KVBucket::unlockKey before
-// 7.6, which had no NOT_LOCKED, answers TMPFAIL for a document that is
-// not locked. With XERROR, TMPFAIL on GET_LOCKED is a temporary failure.
-func statusNote(opc memdx.OpCode, status memdx.Status, noXerror bool) string {
+// XERROR: noXerror; casGiven: the request carried the caller's CAS),
+// likely stands for when that is not what the status's name says, for the
+// error's message; "" when it says it. kv_engine answers TMPFAIL for a
+// lock: Connection::remapErrorCode gives a connection without XERROR
+// locked_tmpfail (GET_LOCKED of a locked document, a sub-document command
+// on one given no CAS, DELETE of one and UNLOCK_KEY given another CAS)
+// and not_locked as TMPFAIL (one with XERROR gets LOCKED and NOT_LOCKED),
+// and KVBucket::unlockKey before 7.6, which had no NOT_LOCKED, answers
+// TMPFAIL for a document that is not locked. With XERROR, TMPFAIL on the
+// others is a temporary failure. The notes follow the status policy's
+// rows (statuspolicy: TMPFAIL).
+func statusNote(opc memdx.OpCode, status memdx.Status, noXerror, casGiven bool) string {
 	if status != memdx.StatusTmpFail {
 		return ""
 	}
+	const lockNote = " so to a connection without XERROR, though it may also be a temporary failure"
 	switch opc {
 	case memdx.OpGetLocked:
 		if noXerror {
-			return "Couchbase Server answers GET_LOCKED of a locked document so to a connection without XERROR," +
-				" though it may also be a temporary failure"
+			return "Couchbase Server answers GET_LOCKED of a locked document" + lockNote
+		}
+	case memdx.OpSubdocMultiLookup, memdx.OpSubdocMultiMutation:
+		if noXerror && (opc == memdx.OpSubdocMultiLookup || !casGiven) {
+			return "Couchbase Server answers a sub-document command given no CAS on a locked document" + lockNote
+		}
+	case memdx.OpDelete:
+		if noXerror && casGiven {
+			return "Couchbase Server answers DELETE of a locked document given another CAS" + lockNote
 		}
 	case memdx.OpUnlockKey:
 		if noXerror {

@@ -248,3 +248,48 @@ func TestMutateInOfADocumentLockedMidwayWithoutXerrorIsLocked(t *testing.T) {
 	assert.ErrorIs(t, err, ErrCasMismatch, "a replace given a CAS")
 	assert.Empty(t, reasons, "a replace given a CAS")
 }
+
+// Without XERROR kv_engine answers TMPFAIL also for a sub-document command
+// on a locked document given no CAS (SubdocExecutionContext's
+// get_document_for_searching answers locked_tmpfail) and for DELETE of a
+// locked document given a CAS (VBucket::deleteItem); with XERROR both are
+// LOCKED. As for GET_LOCKED's TMPFAIL, LookupIn, MutateIn without a CAS
+// and Remove with one are then retried as KV_LOCKED and end as
+// ErrDocumentLocked, as with XERROR; they were retried as
+// KV_TEMPORARY_FAILURE and ended as ErrTemporaryFailure.
+func TestTmpFailOfALockedDocumentWithoutXerrorIsLocked(t *testing.T) {
+	col, ctx := lockedWithoutXerror(t, `{"a":1}`)
+	var reasons []RetryReason
+	noRetry := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		reasons = append(reasons, r)
+		return NoRetry()
+	})
+	for _, c := range []struct {
+		name string
+		do   func() error
+	}{
+		{"LookupIn", func() error {
+			_, err := col.LookupIn(ctx, "k", []LookupInSpec{GetSpec("a", nil)}, &LookupInOptions{RetryStrategy: noRetry})
+			return err
+		}},
+		{"MutateIn", func() error {
+			_, err := col.MutateIn(ctx, "k", []MutateInSpec{UpsertSpec("a", []byte("2"), nil)},
+				&MutateInOptions{RetryStrategy: noRetry})
+			return err
+		}},
+		{"Remove with a CAS", func() error {
+			_, err := col.Remove(ctx, "k", &RemoveOptions{Cas: 1, RetryStrategy: noRetry})
+			return err
+		}},
+	} {
+		reasons = nil
+		err := c.do()
+		var kv *KeyValueError
+		require.ErrorAs(t, err, &kv, c.name)
+		assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status, "%s of a locked document, without XERROR", c.name)
+		assert.ErrorIs(t, err, ErrDocumentLocked, c.name)
+		assert.NotErrorIs(t, err, ErrTemporaryFailure, c.name)
+		assert.Equal(t, []RetryReason{RetryReasonKVLocked}, reasons, c.name)
+		assert.Contains(t, err.Error(), "without XERROR", "%s: says why TMPFAIL means a lock: %v", c.name, err)
+	}
+}

@@ -51,6 +51,31 @@ func TestTimeoutLineOfGetAndLockTmpFail(t *testing.T) {
 	assert.NotContains(t, p.line, "answered ETMPFAIL last", p.line)
 }
 
+// Without XERROR the client also retries as KV_LOCKED the TMPFAIL of a
+// sub-document command given no CAS and of DELETE given one (kv_engine's
+// answer for a locked document): a timeout after such retries did not
+// get an answer no retry was made for. Another opcode's TMPFAIL after
+// KV_LOCKED retries is still its last answer.
+func TestTimeoutLineOfALockTmpFail(t *testing.T) {
+	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
+	for _, c := range []struct {
+		op     string
+		opcode client.OpCode
+	}{{"LookupIn", 0xd0}, {"MutateIn", 0xd1}, {"Remove", 0x04}} {
+		kv := &client.KeyValueError{Op: c.op, Key: "k", OpCode: c.opcode, Node: "h:11210", Status: client.StatusTmpFail,
+			RetryAttempts: 9, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVLocked),
+			Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+		p := inv.explain("k", kv)
+		assert.Contains(t, p.line, "retried 9 times for KV_LOCKED: the document stayed locked", "%s: %s", c.op, p.line)
+		assert.NotContains(t, p.line, "answered ETMPFAIL last", "%s: %s", c.op, p.line)
+	}
+	kv := &client.KeyValueError{Op: "Upsert", Key: "k", OpCode: 0x01, Node: "h:11210", Status: client.StatusTmpFail,
+		RetryAttempts: 9, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVLocked),
+		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+	p := inv.explain("k", kv)
+	assert.Contains(t, p.line, "answered ETMPFAIL last", p.line)
+}
+
 // errTimeoutCause matches what a client timeout's cause matches.
 var errTimeoutCause = fmt.Errorf("%w: %w", client.ErrUnambiguousTimeout, client.ErrTimeout)
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -389,13 +390,18 @@ var statusReason = map[client.Status]client.RetryReason{
 	client.StatusSyncWriteReCommitInProgress: client.RetryReasonKVSyncWriteReCommitInProgress,
 }
 
+// lockTmpFailOps are the opcodes whose TMPFAIL, on a connection without
+// XERROR, is kv_engine's answer for a locked document (locked_tmpfail),
+// which the client retries as KV_LOCKED (with XERROR the lock is LOCKED,
+// and TMPFAIL a temporary failure): GET_LOCKED, sub-document commands
+// given no CAS, DELETE given one.
+var lockTmpFailOps = []string{"GET_LOCKED", "SUBDOC_MULTI_LOOKUP", "SUBDOC_MULTI_MUTATION", "DELETE"}
+
 // lastAnswerRetried reports whether kv's last status is among the
-// reasons its retries were made for. GET_LOCKED's TMPFAIL on a connection
-// without XERROR is kv_engine's answer for a locked document, which the
-// client retries as KV_LOCKED (with XERROR the lock is LOCKED, and TMPFAIL
-// a temporary failure).
+// reasons its retries were made for.
 func lastAnswerRetried(kv *client.KeyValueError) bool {
-	if kv.Op == "GetAndLock" && kv.Status == client.StatusTmpFail && kv.RetryReasons.Has(client.RetryReasonKVLocked) {
+	if kv.Status == client.StatusTmpFail && kv.RetryReasons.Has(client.RetryReasonKVLocked) &&
+		slices.Contains(lockTmpFailOps, kv.OpCode.String()) {
 		return true
 	}
 	r, ok := statusReason[kv.Status]

@@ -135,15 +135,25 @@ var table = []Row{
 	// CAS). Neither clears on a retry (a new lock has a new CAS), which
 	// would only run out the timeout: final, whatever the error map says.
 	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpUnlockKey), Rule: Rule{Sentinel: kverr.ErrDocumentNotLocked}},
-	// TMPFAIL on GET_LOCKED, to a connection without XERROR: the document
-	// is locked (kv_engine's GET_LOCKED answers a locked document
-	// locked_tmpfail, which Connection::remapErrorCode gives such a
-	// connection as TMPFAIL and one with XERROR as LOCKED): retried as
+	// TMPFAIL on a sub-document mutation given a CAS: a temporary failure
+	// (the general rule; the row below does not apply). With a CAS the
+	// fetch lets a locked document through, and the store answers locked,
+	// KEY_EEXISTS without XERROR.
+	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpSubdocMultiMutation), CasGiven: true, Rule: tmpFail},
+	// TMPFAIL to a connection without XERROR on GET_LOCKED, on a
+	// sub-document command given no CAS and on DELETE given one: the
+	// document is locked. kv_engine answers them locked_tmpfail for a
+	// locked document (GetLockedCommandContext; SubdocExecutionContext's
+	// get_document_for_searching; VBucket::deleteItem, a CAS that is not
+	// the lock's), which Connection::remapErrorCode gives such a
+	// connection as TMPFAIL and one with XERROR as LOCKED: retried as
 	// LOCKED is. With XERROR, TMPFAIL is a temporary failure (the general
 	// row).
-	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpGetLocked), NoXerror: true,
+	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpGetLocked, memdx.OpSubdocMultiLookup, memdx.OpSubdocMultiMutation),
+		NoXerror: true, Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
+	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpDelete), CasGiven: true, NoXerror: true,
 		Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
-	{Status: memdx.StatusTmpFail, Rule: Rule{Reason: retry.ReasonKVTemporaryFailure, Sentinel: kverr.ErrTemporaryFailure, ErrorMap: true}},
+	{Status: memdx.StatusTmpFail, Rule: tmpFail},
 	{Status: memdx.StatusXattrInvalid, Rule: Rule{Sentinel: kverr.ErrInvalidArgument}},
 	// UNKNOWN_COLLECTION: the cached id is outdated (RFC 0049
 	// KV_COLLECTION_OUTDATED), except for COLLECTIONS_GET_ID, where the
@@ -211,6 +221,9 @@ var index = func() map[memdx.Status]int {
 	}
 	return m
 }()
+
+// tmpFail is TMPFAIL's general rule: a temporary failure, retried.
+var tmpFail = Rule{Reason: retry.ReasonKVTemporaryFailure, Sentinel: kverr.ErrTemporaryFailure, ErrorMap: true}
 
 // Default is the rule of a status the table does not hold.
 var Default = Rule{Sentinel: kverr.ErrServerFailure, ErrorMap: true}

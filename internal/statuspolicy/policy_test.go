@@ -3,6 +3,7 @@ package statuspolicy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -329,18 +330,34 @@ func TestKeyExistsOnASubdocMutation(t *testing.T) {
 }
 
 // TestStatusPolicyWithoutXerror: on a connection without XERROR every
-// status is decided as with it, but TMPFAIL on GET_LOCKED, which is then
-// kv_engine's locked_tmpfail (a locked document; one with XERROR gets
-// LOCKED): retried as KV_LOCKED, ErrDocumentLocked. With XERROR it stays a
+// status is decided as with it, but TMPFAIL where it is then kv_engine's
+// locked_tmpfail (a locked document; one with XERROR gets LOCKED): on
+// GET_LOCKED, on a sub-document command given no CAS and on DELETE given
+// one: retried as KV_LOCKED, ErrDocumentLocked. With XERROR it stays a
 // temporary failure.
 func TestStatusPolicyWithoutXerror(t *testing.T) {
 	retryTemp := mapOfEvery(t, policyStatuses(), "temp", "retry-now")
-	for _, r := range policyRequests {
+	requests := append(slices.Clip(policyRequests),
+		statusRequest{memdx.OpSubdocMultiLookup, false}, statusRequest{memdx.OpSubdocMultiMutation, false})
+	lockedTmpFail := func(r statusRequest) bool {
+		switch r.op {
+		case memdx.OpGetLocked, memdx.OpSubdocMultiLookup:
+			return true
+		case memdx.OpSubdocMultiMutation:
+			return !r.casGiven
+		case memdx.OpDelete:
+			return r.casGiven
+		}
+		return false
+	}
+	for _, r := range requests {
 		for _, st := range policyStatuses() {
 			for _, m := range []*errmap.Map{nil, retryTemp} {
 				with := DecideRequest(Request{Op: r.op, CasGiven: r.casGiven}, st, m)
 				without := DecideRequest(Request{Op: r.op, CasGiven: r.casGiven, NoXerror: true}, st, m)
-				if r.op == memdx.OpGetLocked && st == memdx.StatusTmpFail {
+				if lockedTmpFail(r) && st == memdx.StatusTmpFail {
+					assert.Equal(t, retry.ReasonKVTemporaryFailure, with.Reason, "%s %s with XERROR", r, st)
+					assert.Equal(t, kverr.ErrTemporaryFailure, with.Sentinel, "%s %s with XERROR", r, st)
 					assert.Equal(t, retry.ReasonKVLocked, without.Reason, "%s %s", r, st)
 					assert.Equal(t, kverr.ErrDocumentLocked, without.Sentinel, "%s %s", r, st)
 					assert.False(t, without.Found, "%s %s: the client's own rule", r, st)
