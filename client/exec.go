@@ -128,8 +128,9 @@ type opHot struct {
 	flags   uint32
 	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
 	// noXerror: status came on a connection to kv_engine without XERROR,
-	// which it sends some statuses remapped (statuspolicy.Request); never
-	// on a plain memcached connection.
+	// which it sends some statuses remapped (statuspolicy.Request), and
+	// may be a lock's; never on a plain memcached connection, nor for a
+	// read of a replica copy (classifyStatus).
 	noXerror bool
 
 	st    retry.State
@@ -1172,8 +1173,11 @@ func (o *op) compress() bool {
 func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	st := o.status
 	// A plain memcached connection negotiates nothing, but no kv_engine
-	// remaps its statuses: it is not one "without XERROR".
-	o.noXerror = !pl.cn.Memcached() && !pl.cn.Features().Has(memdx.FeatureXerror)
+	// remaps its statuses: it is not one "without XERROR". Nor is a read
+	// of a replica copy, for what noXerror decides: no lock reaches a
+	// replica (locks are not replicated), so its TMPFAIL is no
+	// locked_tmpfail.
+	o.noXerror = !pl.cn.Memcached() && !pl.cn.Features().Has(memdx.FeatureXerror) && o.target.Replica == 0
 	o.outcome = statuspolicy.DecideRequest(statuspolicy.Request{Op: o.req.OpCode, CasGiven: o.casGiven,
 		NotInsert: o.kind == kindMutateIn && !o.insert, NoXerror: o.noXerror}, st, pl.cn.ErrorMap())
 	if st == memdx.StatusNotMyVbucket && pl.Topo.Config() != nil {

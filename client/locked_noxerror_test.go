@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -292,4 +293,66 @@ func TestTmpFailOfALockedDocumentWithoutXerrorIsLocked(t *testing.T) {
 		assert.Equal(t, []RetryReason{RetryReasonKVLocked}, reasons, c.name)
 		assert.Contains(t, err.Error(), "without XERROR", "%s: says why TMPFAIL means a lock: %v", c.name, err)
 	}
+}
+
+// No lock reaches a replica copy (locks are not replicated), so a
+// replica's TMPFAIL to a sub-document lookup is a temporary failure even
+// on a connection without XERROR, not kv_engine's locked_tmpfail: the
+// replica's read is retried as KV_TEMPORARY_FAILURE and fails with
+// ErrTemporaryFailure, its message naming no lock.
+func TestReplicaTmpFailWithoutXerrorIsATemporaryFailure(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	proxies := make([]*faultnode.Proxy, 2)
+	ports := map[string]string{}
+	for i := range proxies {
+		p, err := faultnode.NewProxy(mc.Node(i).Addr())
+		require.NoError(t, err)
+		t.Cleanup(p.Close)
+		proxies[i] = p
+		ports[faultnode.Port(mc.Node(i).Addr())] = faultnode.Port(p.Addr())
+	}
+	padding := bytes.Repeat([]byte(" "), memdx.DefaultMaxBodyLength)
+	for _, p := range proxies {
+		p.RewritePorts(ports)
+		p.OnResponse(func(req, resp *memdx.Packet) faultnode.Action {
+			if resp.OpCode != memdx.OpGetErrorMap || resp.Status != memdx.StatusSuccess {
+				return faultnode.Action{}
+			}
+			huge := *resp // too big to read: the client reconnects without XERROR
+			huge.Value = append(append([]byte(nil), resp.Value...), padding...)
+			return faultnode.Action{Send: []memdx.Packet{huge}}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, "couchbase://"+proxies[0].Addr()+"/"+mockcluster.DefaultBucket,
+		testOptions(&Options{Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, ConnectTimeout: 10 * time.Second}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	col := c.DefaultCollection()
+	_, err = col.Upsert(ctx, "k", []byte(`{"a":1}`), &UpsertOptions{JSON: true})
+	require.NoError(t, err)
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	replica := b.VbucketMap()[b.VbucketForKey([]byte("k"))][1]
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "k", Nodes: []int{replica},
+		OpCodes: []memdx.OpCode{memdx.OpSubdocMultiLookup}}, Action: mockcluster.Action{Status: memdx.StatusTmpFail}})
+	var reasons []RetryReason
+	var mu sync.Mutex
+	noRetry := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		mu.Lock()
+		reasons = append(reasons, r)
+		mu.Unlock()
+		return NoRetry()
+	})
+	// The replica's read of LookupInAnyReplica and LookupInAllReplicas
+	// (which return the copies that answered).
+	_, err = col.lookupInCopy(ctx, "k", []LookupInSpec{GetSpec("a", nil)}, 1, opParams{strategy: noRetry})
+	t.Logf("%v", err)
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status)
+	assert.ErrorIs(t, err, ErrTemporaryFailure)
+	assert.NotErrorIs(t, err, ErrDocumentLocked)
+	assert.Equal(t, []RetryReason{RetryReasonKVTemporaryFailure}, reasons)
+	assert.NotContains(t, err.Error(), "locked", "%v", err)
 }
