@@ -240,9 +240,9 @@ type KeyValueError struct {
 	// those fields hold (samePart), so that errors.Is and errors.As
 	// allocate nothing.
 	parts [2]error
-	// noXerror: Status came on a connection without XERROR; casGiven: the
-	// request carried the caller's CAS (statusNote).
-	noXerror, casGiven bool
+	// noXerror: Status came on a connection without XERROR; lockTmpFail:
+	// the status policy read Status, TMPFAIL, as a lock (statusNote).
+	noXerror, lockTmpFail bool
 }
 
 func (e *KeyValueError) Error() string {
@@ -253,7 +253,7 @@ func (e *KeyValueError) Error() string {
 		Status:           uint16(e.Status),
 		StatusName:       e.ErrorName,
 		ErrorDescription: e.ErrorDescription,
-		StatusNote:       statusNote(e.OpCode.wire(), e.Status.wire(), e.noXerror, e.casGiven),
+		StatusNote:       statusNote(e.OpCode.wire(), e.Status.wire(), e.noXerror, e.lockTmpFail),
 		ServerContext:    e.ServerContext,
 		Node:             e.Node,
 		Vbucket:          e.Vbucket,
@@ -370,7 +370,7 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 		Cause:            cause,
 		noVbucket:        o.noVbucket,
 		noXerror:         o.noXerror,
-		casGiven:         o.casGiven,
+		lockTmpFail:      o.status == memdx.StatusTmpFail && o.outcome.Sentinel == ErrDocumentLocked,
 	}
 	if e.Err == nil {
 		e.Err = otherSentinel(cause, e.Ambiguous)

@@ -1248,43 +1248,39 @@ func (o *op) statusErr() error {
 }
 
 // statusNote is what status, answered to opc (on a connection without
-// XERROR: noXerror; casGiven: the request carried the caller's CAS),
-// likely stands for when that is not what the status's name says, for the
-// error's message; "" when it says it. kv_engine answers TMPFAIL for a
-// lock: Connection::remapErrorCode gives a connection without XERROR
+// XERROR: noXerror; lockTmpFail: the status policy read this TMPFAIL as a
+// lock), likely stands for when that is not what the status's name says,
+// for the error's message; "" when it says it. kv_engine answers TMPFAIL
+// for a lock: Connection::remapErrorCode gives a connection without XERROR
 // locked_tmpfail (GET_LOCKED of a locked document, a sub-document command
-// on one given no CAS, DELETE of one and UNLOCK_KEY given another CAS)
-// and not_locked as TMPFAIL (one with XERROR gets LOCKED and NOT_LOCKED),
-// and KVBucket::unlockKey before 7.6, which had no NOT_LOCKED, answers
-// TMPFAIL for a document that is not locked. With XERROR, TMPFAIL on the
-// others is a temporary failure. The notes follow the status policy's
-// rows (statuspolicy: TMPFAIL).
-func statusNote(opc memdx.OpCode, status memdx.Status, noXerror, casGiven bool) string {
+// on one given no CAS, DELETE of one and UNLOCK_KEY given another CAS) and
+// not_locked as TMPFAIL (one with XERROR gets LOCKED and NOT_LOCKED), and
+// KVBucket::unlockKey before 7.6, which had no NOT_LOCKED, answers TMPFAIL
+// for a document that is not locked.
+func statusNote(opc memdx.OpCode, status memdx.Status, noXerror, lockTmpFail bool) string {
 	if status != memdx.StatusTmpFail {
 		return ""
 	}
-	const lockNote = " so to a connection without XERROR, though it may also be a temporary failure"
-	switch opc {
-	case memdx.OpGetLocked:
-		if noXerror {
-			return "Couchbase Server answers GET_LOCKED of a locked document" + lockNote
-		}
-	case memdx.OpSubdocMultiLookup, memdx.OpSubdocMultiMutation:
-		if noXerror && (opc == memdx.OpSubdocMultiLookup || !casGiven) {
-			return "Couchbase Server answers a sub-document command given no CAS on a locked document" + lockNote
-		}
-	case memdx.OpDelete:
-		if noXerror && casGiven {
-			return "Couchbase Server answers DELETE of a locked document given another CAS" + lockNote
-		}
-	case memdx.OpUnlockKey:
+	if opc == memdx.OpUnlockKey {
 		if noXerror {
 			return "Couchbase Server before 7.6 answers UNLOCK_KEY so for a document that is not locked;" +
 				" to a connection without XERROR it also answers so for a lock held with another CAS"
 		}
 		return "Couchbase Server before 7.6 answers UNLOCK_KEY so for a document that is not locked"
 	}
-	return ""
+	if !lockTmpFail {
+		return ""
+	}
+	const lockNote = " so to a connection without XERROR, though it may also be a temporary failure"
+	switch opc {
+	case memdx.OpGetLocked:
+		return "Couchbase Server answers GET_LOCKED of a locked document" + lockNote
+	case memdx.OpSubdocMultiLookup, memdx.OpSubdocMultiMutation:
+		return "Couchbase Server answers a sub-document command given no CAS on a locked document" + lockNote
+	case memdx.OpDelete:
+		return "Couchbase Server answers DELETE of a locked document given another CAS" + lockNote
+	}
+	return "Couchbase Server answers a command on a locked document" + lockNote
 }
 
 // statusError builds the error of an operation that ended on a status.

@@ -356,3 +356,30 @@ func TestReplicaTmpFailWithoutXerrorIsATemporaryFailure(t *testing.T) {
 	assert.Equal(t, []RetryReason{RetryReasonKVTemporaryFailure}, reasons)
 	assert.NotContains(t, err.Error(), "locked", "%v", err)
 }
+
+// A sub-document insert (doc flag Add) never meets kv_engine's lock check
+// of its fetch: an existing document, locked or not, is KEY_EEXISTS
+// before it (SubdocCommandContext::fetch_input_document). Its TMPFAIL is
+// a temporary failure without XERROR too.
+func TestSubdocInsertTmpFailWithoutXerrorIsATemporaryFailure(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	col := connectWithoutXerror(t, mc).DefaultCollection()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "new", OpCodes: []memdx.OpCode{memdx.OpSubdocMultiMutation}},
+		Action: mockcluster.Action{Status: memdx.StatusTmpFail, Value: []byte{}}, Times: 1})
+	var reasons []RetryReason
+	noRetry := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		reasons = append(reasons, r)
+		return NoRetry()
+	})
+	_, err := col.MutateIn(ctx, "new", []MutateInSpec{UpsertSpec("a", []byte("1"), nil)},
+		&MutateInOptions{StoreSemantic: StoreSemanticsInsert, RetryStrategy: noRetry})
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	assert.Equal(t, Status(memdx.StatusTmpFail), kv.Status)
+	assert.ErrorIs(t, err, ErrTemporaryFailure)
+	assert.NotErrorIs(t, err, ErrDocumentLocked)
+	assert.Equal(t, []RetryReason{RetryReasonKVTemporaryFailure}, reasons)
+	assert.NotContains(t, err.Error(), "locked", "%v", err)
+}

@@ -141,7 +141,9 @@ var table = []Row{
 	// KEY_EEXISTS without XERROR.
 	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpSubdocMultiMutation), CasGiven: true, Rule: tmpFail},
 	// TMPFAIL to a connection without XERROR on GET_LOCKED, on a
-	// sub-document command given no CAS and on DELETE given one: the
+	// sub-document command given no CAS (a mutation known not to be an
+	// insert: an insert's fetch answers KEY_EEXISTS for any existing
+	// document before the lock check) and on DELETE given one: the
 	// document is locked. kv_engine answers them locked_tmpfail for a
 	// locked document (GetLockedCommandContext; SubdocExecutionContext's
 	// get_document_for_searching; VBucket::deleteItem, a CAS that is not
@@ -149,7 +151,9 @@ var table = []Row{
 	// connection as TMPFAIL and one with XERROR as LOCKED: retried as
 	// LOCKED is. With XERROR, TMPFAIL is a temporary failure (the general
 	// row).
-	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpGetLocked, memdx.OpSubdocMultiLookup, memdx.OpSubdocMultiMutation),
+	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpGetLocked, memdx.OpSubdocMultiLookup),
+		NoXerror: true, Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
+	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpSubdocMultiMutation), NotInsert: true,
 		NoXerror: true, Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},
 	{Status: memdx.StatusTmpFail, Ops: ops(memdx.OpDelete), CasGiven: true, NoXerror: true,
 		Rule: Rule{Reason: retry.ReasonKVLocked, Sentinel: kverr.ErrDocumentLocked}},

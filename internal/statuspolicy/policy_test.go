@@ -332,38 +332,47 @@ func TestKeyExistsOnASubdocMutation(t *testing.T) {
 // TestStatusPolicyWithoutXerror: on a connection without XERROR every
 // status is decided as with it, but TMPFAIL where it is then kv_engine's
 // locked_tmpfail (a locked document; one with XERROR gets LOCKED): on
-// GET_LOCKED, on a sub-document command given no CAS and on DELETE given
-// one: retried as KV_LOCKED, ErrDocumentLocked. With XERROR it stays a
+// GET_LOCKED, on a sub-document lookup, on a sub-document mutation given
+// no CAS that is known not to be an insert, and on DELETE given a CAS:
+// retried as KV_LOCKED, ErrDocumentLocked. With XERROR it stays a
 // temporary failure.
 func TestStatusPolicyWithoutXerror(t *testing.T) {
 	retryTemp := mapOfEvery(t, policyStatuses(), "temp", "retry-now")
-	requests := append(slices.Clip(policyRequests),
-		statusRequest{memdx.OpSubdocMultiLookup, false}, statusRequest{memdx.OpSubdocMultiMutation, false})
-	lockedTmpFail := func(r statusRequest) bool {
-		switch r.op {
+	var requests []Request
+	for _, r := range append(slices.Clip(policyRequests),
+		statusRequest{memdx.OpSubdocMultiLookup, false}, statusRequest{memdx.OpSubdocMultiMutation, false}) {
+		requests = append(requests, Request{Op: r.op, CasGiven: r.casGiven})
+		if r.op == memdx.OpSubdocMultiMutation {
+			requests = append(requests, Request{Op: r.op, CasGiven: r.casGiven, NotInsert: true})
+		}
+	}
+	lockedTmpFail := func(q Request) bool {
+		switch q.Op {
 		case memdx.OpGetLocked, memdx.OpSubdocMultiLookup:
 			return true
 		case memdx.OpSubdocMultiMutation:
-			return !r.casGiven
+			return !q.CasGiven && q.NotInsert
 		case memdx.OpDelete:
-			return r.casGiven
+			return q.CasGiven
 		}
 		return false
 	}
-	for _, r := range requests {
+	for _, q := range requests {
 		for _, st := range policyStatuses() {
 			for _, m := range []*errmap.Map{nil, retryTemp} {
-				with := DecideRequest(Request{Op: r.op, CasGiven: r.casGiven}, st, m)
-				without := DecideRequest(Request{Op: r.op, CasGiven: r.casGiven, NoXerror: true}, st, m)
-				if lockedTmpFail(r) && st == memdx.StatusTmpFail {
-					assert.Equal(t, retry.ReasonKVTemporaryFailure, with.Reason, "%s %s with XERROR", r, st)
-					assert.Equal(t, kverr.ErrTemporaryFailure, with.Sentinel, "%s %s with XERROR", r, st)
-					assert.Equal(t, retry.ReasonKVLocked, without.Reason, "%s %s", r, st)
-					assert.Equal(t, kverr.ErrDocumentLocked, without.Sentinel, "%s %s", r, st)
-					assert.False(t, without.Found, "%s %s: the client's own rule", r, st)
+				with := DecideRequest(q, st, m)
+				noX := q
+				noX.NoXerror = true
+				without := DecideRequest(noX, st, m)
+				if lockedTmpFail(q) && st == memdx.StatusTmpFail {
+					assert.Equal(t, retry.ReasonKVTemporaryFailure, with.Reason, "%+v %s with XERROR", q, st)
+					assert.Equal(t, kverr.ErrTemporaryFailure, with.Sentinel, "%+v %s with XERROR", q, st)
+					assert.Equal(t, retry.ReasonKVLocked, without.Reason, "%+v %s", q, st)
+					assert.Equal(t, kverr.ErrDocumentLocked, without.Sentinel, "%+v %s", q, st)
+					assert.False(t, without.Found, "%+v %s: the client's own rule", q, st)
 					continue
 				}
-				assert.Equal(t, with, without, "%s %s", r, st)
+				assert.Equal(t, with, without, "%+v %s", q, st)
 			}
 		}
 	}
