@@ -328,9 +328,11 @@
 //	                                   PREPEND, INCREMENT, DECREMENT and
 //	                                   sub-document mutations other than
 //	                                   inserts without a CAS, and ETMPFAIL on
-//	                                   GET_LOCKED, sub-document commands
-//	                                   without a CAS and DELETE with one (a
-//	                                   lock, without XERROR; retried)
+//	                                   GET_LOCKED, sub-document lookups of
+//	                                   the active copy, sub-document
+//	                                   mutations other than inserts without
+//	                                   a CAS and DELETE with one (a lock,
+//	                                   without XERROR; retried)
 //	ErrDocumentNotLocked               NOT_LOCKED; ETMPFAIL on UNLOCK_KEY (what
 //	                                   a server before 7.6, or any without
 //	                                   XERROR, answers; not retried)
