@@ -331,6 +331,7 @@ func TestScanCancelGoneOnItsOwnMakesNoSpanUnderTheEndedScan(t *testing.T) {
 		t.Fatalf("spans started under an ended span: %v", late)
 	}
 }
+
 // holdingHandler is a slog.Handler, enabled at every level, that holds the
 // goroutine logging msg (closing reached the first time) until let is
 // called; it drops every record.
