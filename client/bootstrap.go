@@ -66,7 +66,9 @@ func (c *Client) clusterConfig(cs *ConnStr, srv *dnssrv.Seeds) cluster.Config {
 		NoKVConfigs:         o.BootstrapOn == BootstrapOnHTTP,
 		BeforeParse:         testHookParse,
 	}
-	cfg.Conn.NoClusterConfig = cfg.NoKVConfigs
+	// With NoKVConfigs the connections still ask for the node's config at
+	// bootstrap (pipelined: no round trip more), by which cluster.Node.vet
+	// refuses a connection to another cluster's node at a node's address.
 	if srv != nil {
 		cfg.Resolver = srv
 	}

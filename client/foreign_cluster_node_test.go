@@ -51,9 +51,30 @@ next:
 // returned as hits) and written into it (acknowledged, and lost to the
 // cluster the client was using).
 func TestNodeAddressTakenByAnotherClusterIsNotUsed(t *testing.T) {
+	nodeAddressTakenByAnotherCluster(t, func(a *mockcluster.Cluster) *Client {
+		return connect(t, a, &Options{ConfigPollInterval: time.Hour})
+	})
+}
+
+// The same with bootstrap_on=http: the configs come from the cluster
+// manager, and the KV connections asked for none at bootstrap, so there
+// was nothing to vet the node's connection by. It was used: the other
+// cluster's documents read as hits, the writes acknowledged there.
+func TestNodeAddressTakenByAnotherClusterIsNotUsedHTTP(t *testing.T) {
+	nodeAddressTakenByAnotherCluster(t, func(a *mockcluster.Cluster) *Client {
+		c, err := connectString(t, a.HTTPConnString()+"/"+mockcluster.DefaultBucket+"?bootstrap_on=http",
+			&Options{ConfigPollInterval: time.Hour})
+		require.NoError(t, err)
+		return c
+	})
+}
+
+// nodeAddressTakenByAnotherCluster runs the test above on a client that
+// connect opens on a mock cluster.
+func nodeAddressTakenByAnotherCluster(t *testing.T, connect func(*mockcluster.Cluster) *Client) {
 	p := freePorts(t, 2)
 	a := newMock(t, mockcluster.Options{Nodes: 2, KVPort: p})
-	c := connect(t, a, &Options{ConfigPollInterval: time.Hour})
+	c := connect(a)
 	col := c.DefaultCollection()
 	ab := a.Bucket(mockcluster.DefaultBucket)
 	key := ""
@@ -77,7 +98,7 @@ func TestNodeAddressTakenByAnotherClusterIsNotUsed(t *testing.T) {
 	// The client has dialed the address anew and bootstrapped there: its
 	// node has a connection again, or its dial failed.
 	waitUntil(t, "the client's bootstrap at the other cluster's node", func() bool {
-		return b.RequestCount(memdx.OpGetClusterConfig) > 0
+		return b.RequestCount(memdx.OpSelectBucket) > 0
 	})
 	waitUntil(t, "the dial's outcome", func() bool {
 		for _, e := range c.cl.Endpoints() {

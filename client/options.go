@@ -66,8 +66,12 @@ const (
 	BootstrapOnCCCP BootstrapOn = "cccp"
 	// BootstrapOnHTTP: the cluster manager only: the first config from
 	// /pools/default/b/<bucket>, every newer one from its stream
-	// (/pools/default/bs/<bucket>, and NOT_MY_VBUCKET bodies); the KV
-	// connections are never asked for a config.
+	// (/pools/default/bs/<bucket>, and NOT_MY_VBUCKET bodies). The KV
+	// service is not polled for configs; each new KV connection asks for
+	// its node's config once, in its bootstrap, only to check that the
+	// node is of the cluster the configs describe (clusterUUID, Server
+	// 7.6.4 and later): one that answers for another cluster (its address
+	// given to another cluster's node) is not used.
 	BootstrapOnHTTP BootstrapOn = "http"
 )
 

@@ -96,10 +96,12 @@ type Config struct {
 	Sources []ConfigSource
 	// NoKVConfigs: configs come from Sources only (bootstrap_on=http): the
 	// seeds' KV service is not asked for one, and neither are the nodes
-	// afterwards (no poll, fetch or recovery round; the connections are to
-	// be dialed with Conn.NoClusterConfig). Configs the nodes send
+	// afterwards (no poll, fetch or recovery round). Configs the nodes send
 	// unasked (in NOT_MY_VBUCKET bodies and notifications) are still
-	// taken.
+	// taken. The config a node's connection fetches at bootstrap (unless
+	// dialed with Conn.NoClusterConfig) is not offered: it only vets the
+	// connection (Node.vet: a node of another cluster at the node's
+	// address is not used).
 	NoKVConfigs bool
 	// BeforeParse, when set (tests), runs on the config loop before each
 	// config it parses.

@@ -298,6 +298,37 @@ func TestNoKVConfigs(t *testing.T) {
 	assert.Zero(t, mc.RequestCount(memdx.OpGetClusterConfig), "GET_CLUSTER_CONFIG sent with NoKVConfigs")
 }
 
+// With NoKVConfigs a node's connection that fetched its config at
+// bootstrap (Conn.NoClusterConfig false, as client dials them, to vet the
+// node) does not offer it: the configs come from the source only. The
+// node serves a newer config than the source's first; the offer a new
+// connection makes (onConnUp, run here on the node's connection, after
+// the dials' own) would put it in the mailbox, or install it.
+func TestNoKVConfigsConnectionConfigOnlyVets(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	first := b.ConfigJSON(0)
+	held := b.Rev()
+	moveVbucket(t, mc, "k", (b.VbucketMap()[b.VbucketForKey([]byte("k"))][0]+1)%3)
+	require.Greater(t, b.Rev(), held)
+	cfg := testConfig(mc)
+	cfg.NoKVConfigs = true
+	cfg.Sources = []ConfigSource{newFakeSource(first)}
+	c := connectCluster(t, cfg)
+	v := c.Topology().Config().Version()
+	require.Equal(t, held, int64(v.Rev))
+	n := c.Topology().Nodes()[0]
+	awaitEndpoint(t, c, n.Addr(), func(e Endpoint) bool { return e.Conn != nil })
+	cns := n.conns.Load()
+	require.NotNil(t, cns)
+	cn := (*cns)[0]
+	require.NotNil(t, cn.ClusterConfig(), "the connection fetched its node's config at bootstrap")
+
+	c.onConnUp(n, cn)
+	assert.False(t, c.newerOnItsWay(v), "the connection's config was offered")
+	assert.Equal(t, v, c.Topology().Config().Version(), "the connection's config was installed")
+}
+
 // awaitRev waits until c has installed config revision rev.
 func awaitRev(t *testing.T, c *Cluster, rev int64) {
 	t.Helper()

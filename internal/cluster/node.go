@@ -756,8 +756,11 @@ func (n *Node) dial() (*conn.Conn, *connLife, error) {
 //     bucket, and a write lands there.
 //
 // Nothing is checked when no config installed or cn's names the uuid
-// (older servers; bootstrap_on=http, where the connection fetches none) or
-// cn's uuids cannot be read (judged where it is offered). The uuids are
+// (older servers), cn fetched none (Conn.NoClusterConfig; a memcached
+// bucket, whose GET_CLUSTER_CONFIG answers KEY_ENOENT; a server that does
+// not know it), or cn's uuids cannot be read (judged where it is offered).
+// With NoKVConfigs (bootstrap_on=http) the config is fetched for this
+// check alone: it is not offered (onConnUp). The uuids are
 // read in a byte scan (readUUIDs): a dial, a foreign node's redial among
 // them, parses no config; a config whose uuids the scan reads is judged by
 // them even if it would not parse.
@@ -871,9 +874,10 @@ func (n *Node) lastDialErr() error {
 }
 
 // onConnUp is told about every new connection of a node: the config it
-// served at bootstrap is offered.
+// served at bootstrap is offered, unless the configs come from Sources
+// only (NoKVConfigs), where it only vetted cn.
 func (c *Cluster) onConnUp(n *Node, cn *conn.Conn) {
-	if raw := cn.ClusterConfig(); raw != nil && c.topo.Load() != nil {
+	if raw := cn.ClusterConfig(); raw != nil && c.topo.Load() != nil && !c.cfg.NoKVConfigs {
 		c.Offer(raw, n.host, "connection")
 	}
 }
