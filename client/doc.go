@@ -452,7 +452,10 @@
 // (operation id, attempt number, node, vbucket, whether the forward map was
 // used, the reason it was retried, its opaque and status). Attempts that end
 // before being sent (no connection to the key's node, a collection id
-// lookup that failed) are not reported but still take an attempt number. Options.Logger receives
+// lookup that failed) are not reported but still take an attempt number,
+// except a barrier's (Exists, Ping, a range scan's continue, ...) refused
+// because a synchronous write was queued on its connection first: it is
+// held and placed again, no attempt at all (see Observer). Options.Logger receives
 // connection, config and retry events through log/slog; the password is
 // never logged.
 //
