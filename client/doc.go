@@ -331,8 +331,10 @@
 //	                                   GET_LOCKED, sub-document lookups of
 //	                                   the active copy, sub-document
 //	                                   mutations other than inserts without
-//	                                   a CAS and DELETE with one (a lock,
-//	                                   without XERROR; retried)
+//	                                   a CAS and DELETE with one (kv_engine's
+//	                                   lock, to a connection without XERROR;
+//	                                   retried; plain memcached's ETMPFAIL is
+//	                                   a temporary failure)
 //	ErrDocumentNotLocked               NOT_LOCKED; ETMPFAIL on UNLOCK_KEY (what
 //	                                   a server before 7.6, or any without
 //	                                   XERROR, answers; not retried)
@@ -350,7 +352,8 @@
 //	                                   *KeyValueError); a bad option or
 //	                                   connection string at Connect
 //	ErrTemporaryFailure                ETMPFAIL (retried; not on UNLOCK_KEY,
-//	                                   nor, without XERROR, where it is a lock),
+//	                                   nor, from kv_engine without XERROR,
+//	                                   where it is a lock),
 //	                                   ENOMEM, EBUSY; any
 //	                                   status whose error-map entry has "temp"
 //	ErrNoAccess                        EACCESS
