@@ -19,6 +19,8 @@
 //	export KVCLI_CONNSTR='couchbase://127.0.0.1:35811,127.0.0.1:46067,127.0.0.1:40649/default'
 //	export KVCLI_USER='Administrator'
 //	export KVCLI_PASSWORD='password'
+//	# REST (cluster manager) ports: 127.0.0.1:36609 127.0.0.1:33327 127.0.0.1:34567
+//	# HTTP bootstrap: couchbase://127.0.0.1:36609=http,127.0.0.1:33327=http,127.0.0.1:34567=http/default
 //	# Paste the lines above into another shell, then: kvcli set hello world; kvcli get hello
 //	# Ctrl-C stops the cluster.
 //
