@@ -474,7 +474,10 @@
 //     with its reason (and a "cancelled" event, not a failure, on the read
 //     of a copy that GetAnyReplica gave up once another copy answered),
 //     RFC 0067's attributes (bucket, scope, collection, retries,
-//     error.type). A Scan is one span, "scan", and one latency, from Scan
+//     error.type). A typed write whose value does not encode (nothing is
+//     sent) and a GetJSON whose value does not decode are failed
+//     operations all the same, error.type EncodingFailure and
+//     DecodingFailure, on the meter too. A Scan is one span, "scan", and one latency, from Scan
 //     until its results end or it is closed, its requests its dispatch
 //     spans. The default records nothing and costs nothing.
 //   - Options.Meter records each operation's latency by operation, bucket,

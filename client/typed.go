@@ -14,7 +14,9 @@ import (
 // anything is sent with a *KeyValueError (Op, Key) matching
 // ErrEncodingFailure; one GetJSON cannot decode with a *KeyValueError
 // (Op, Key) matching ErrDecodingFailure, whose cause is the Transcoder's
-// error (encoding/json's, errors.As).
+// error (encoding/json's, errors.As). Either failure is the operation's
+// outcome to its observers: its span fails with that error.type, and so
+// does its latency point.
 
 // UpsertJSON writes v encoded with encoding/json (json.RawMessage as given),
 // with CommonFlagsJSON (unless opts.Flags is set) and the JSON datatype.
