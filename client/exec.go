@@ -126,7 +126,7 @@ type opHot struct {
 	value   []byte
 	cas     uint64
 	flags   uint32
-	outcome statuspolicy.Outcome // statuspolicy.Decide's, for status
+	outcome statuspolicy.Outcome // statuspolicy.DecideRequest's, for status
 	// noXerror: status came on a connection to kv_engine without XERROR,
 	// which it sends some statuses remapped (statuspolicy.Request), and
 	// may be a lock's; never on a plain memcached connection, nor for a
@@ -1166,7 +1166,7 @@ func (o *op) compress() bool {
 }
 
 // classifyStatus gives the retry reason for a non-success status of an
-// attempt placed at pl, as the status policy decides (statuspolicy.Decide),
+// attempt placed at pl, as the status policy decides (statuspolicy.DecideRequest),
 // handing a NOT_MY_VBUCKET to the cluster and updating the collection
 // cache from UNKNOWN_COLLECTION on the way. ok is false when the status is
 // final.
