@@ -3,8 +3,8 @@
 // own deadline (the resolver configuration's timeout, 5 s by default,
 // for each attempt) and looks at its context only then: a lookup that a
 // client's Close cancelled went on that long past Close when the DNS
-// server did not answer. internal/dnssrv's SRV lookups and conn's host
-// name lookups before a dial go through it.
+// server did not answer. internal/dnssrv's SRV lookups and the host name
+// lookups before conn's and internal/httpconfig's dials go through it.
 package dnsctx
 
 import (
