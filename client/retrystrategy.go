@@ -40,11 +40,15 @@ const (
 	// RetryReasonKVErrorMapRetryIndicated: a status the client has no rule
 	// for, whose entry in the node's error map says to retry.
 	RetryReasonKVErrorMapRetryIndicated
-	// RetryReasonKVLocked: the document is locked (LOCKED).
+	// RetryReasonKVLocked: the document is locked (LOCKED; on a
+	// connection without XERROR, the KEY_EEXISTS and ETMPFAIL kv_engine
+	// answers there for a lock: the package's error table, under
+	// ErrDocumentLocked, says on which requests).
 	RetryReasonKVLocked
 	// RetryReasonKVTemporaryFailure: the node is temporarily unable to
 	// serve the request (ETMPFAIL; not on UNLOCK_KEY, where it means the
-	// document is not locked: ErrDocumentNotLocked, never retried).
+	// document is not locked: ErrDocumentNotLocked, never retried; nor
+	// where, without XERROR, it is a lock: RetryReasonKVLocked).
 	RetryReasonKVTemporaryFailure
 	// RetryReasonKVSyncWriteInProgress: a synchronous write to the document
 	// is pending (SYNC_WRITE_IN_PROGRESS).

@@ -37,9 +37,12 @@ const (
 	// ReasonKVErrorMapRetryIndicated: a status the client does not know,
 	// whose error-map entry indicates a retry.
 	ReasonKVErrorMapRetryIndicated
-	// ReasonKVLocked: a LOCKED (0x09) response.
+	// ReasonKVLocked: a LOCKED (0x09) response, or what kv_engine answers
+	// for a lock on a connection without XERROR (KEY_EEXISTS, ETMPFAIL:
+	// which request's status means it is the client's status policy's).
 	ReasonKVLocked
-	// ReasonKVTemporaryFailure: an ETMPFAIL (0x86) response.
+	// ReasonKVTemporaryFailure: an ETMPFAIL (0x86) response that is not a
+	// lock's.
 	ReasonKVTemporaryFailure
 	// ReasonKVSyncWriteInProgress: a SYNC_WRITE_IN_PROGRESS (0xa2) response.
 	ReasonKVSyncWriteInProgress
