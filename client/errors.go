@@ -224,7 +224,9 @@ type KeyValueError struct {
 	// Cause say what the last attempt failed with).
 	RetryAttempts int
 	RetryReasons  RetryReasons
-	// Ambiguous is true when the request may have been applied.
+	// Ambiguous is true when the request may have changed data: a
+	// mutation written that got no definite answer. False: it changed no
+	// data (never applied, or only a read, which may have run).
 	Ambiguous bool
 	// Err is the sentinel, never nil: the status's or condition's (see
 	// the package documentation's table), for a timeout its kind
