@@ -15,13 +15,22 @@ import (
 // collection's Coll (an index, an atomic load), without hashing;
 // any other through a map replaced, never changed, when a recorder is
 // added (found without a lock). The Meter is never asked under the lock.
+// The logging meter keeps one histogram per operation, whatever the
+// collection and outcome: its recorders are kept by operation alone, and
+// the collections' Colls share one set of recorders of successes
+// (shared) and are not kept here, so that a client that goes through many
+// collections over its life (made, dropped, others named anew) keeps
+// nothing for each.
 type opMeters struct {
 	ob *Observers
 	m  atomic.Pointer[map[MeterKey]hookguard.ValueRecorder]
 	// colls are the collections' recorders of successes, by
 	// "scope.collection" (guarded by mu), for a Collection made again.
 	colls map[string]*Coll
-	mu    sync.Mutex // serialises additions
+	// shared are every collection's recorders of successes with the
+	// logging meter (builtin), which do not depend on the collection.
+	shared *collRecorders
+	mu     sync.Mutex // serialises additions
 }
 
 // MeterKey identifies a recorder (the bucket is the client's): the
@@ -35,25 +44,34 @@ type MeterKey struct{ Op, Scope, Collection, ErrType string }
 // (Observers.Coll).
 type Coll struct {
 	scope, name string
-	ok          [len(opNames)]atomic.Pointer[hookguard.ValueRecorder]
+	ok          *collRecorders
 }
+
+// collRecorders are a collection's recorders of successes, by the index of
+// the operation's name in opNames, each set once found.
+type collRecorders [len(opNames)]atomic.Pointer[hookguard.ValueRecorder]
 
 func (m *opMeters) init(ob *Observers) {
 	m.ob = ob
 	empty := map[MeterKey]hookguard.ValueRecorder{}
 	m.m.Store(&empty)
 	m.colls = map[string]*Coll{}
+	m.shared = &collRecorders{}
 }
 
 // Coll returns the collection scope.name (path is "scope.name"), made the
-// first time.
+// first time; with the logging meter, made each time (the caller keeps it),
+// with the recorders every collection shares.
 func (ob *Observers) Coll(scope, name, path string) *Coll {
 	m := &ob.meters
+	if ob.builtin {
+		return &Coll{scope: scope, name: name, ok: m.shared}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cm := m.colls[path]
 	if cm == nil {
-		cm = &Coll{scope: scope, name: name}
+		cm = &Coll{scope: scope, name: name, ok: &collRecorders{}}
 		m.colls[path] = cm
 	}
 	return cm
@@ -65,6 +83,10 @@ func (ob *Observers) Coll(scope, name, path string) *Coll {
 // need the same new recorder at once may both ask; the first answer is
 // kept).
 func (m *opMeters) recorder(k MeterKey) hookguard.ValueRecorder {
+	if m.ob.builtin {
+		// The logging meter's histogram is the operation's.
+		k = MeterKey{Op: k.Op}
+	}
 	if r, ok := (*m.m.Load())[k]; ok {
 		return r
 	}
