@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,15 @@ type CollectionIDs struct {
 	// the id cached before unknown (Outdated dropped it): a lookup answered
 	// by an older manifest is stale and not cached (guarded by mu).
 	floors map[string]uint64
+	// floorRest is the newest of the floors dropped to bound floors: it
+	// stands for each of their paths and, over-cautiously, for every
+	// other (a lookup answered by a manifest older than it is retried
+	// until its node catches up; guarded by mu).
+	floorRest uint64
+	// maxIDs and maxFloors bound ids and floors (0: maxCachedIDs and
+	// maxIDFloors): a client living for weeks meets collections made
+	// and dropped, and keeps an entry for none beyond them.
+	maxIDs, maxFloors int
 	// clock times a caller's wait for a lookup another caller runs (the
 	// cluster's, the client's Clock).
 	clock retry.Clock
@@ -43,6 +53,18 @@ type CollectionIDs struct {
 	// request is to be routed again (Cluster.lookupConn; nil: that one).
 	pick func(*conn.Conn) (*conn.Conn, BarrierHold, retry.Reason, error)
 }
+
+const (
+	// maxCachedIDs bounds the ids cached: beyond it, caching one drops
+	// another, whose next request looks it up again. A lookup answered
+	// by a manifest older than the dropped id's is not cached (its floor
+	// is raised to that id's manifest): a node behind could give the id
+	// of a collection of that name since dropped.
+	maxCachedIDs = 8192
+	// maxIDFloors bounds the floors kept by path: beyond it, raising one
+	// folds another into floorRest.
+	maxIDFloors = 8192
+)
 
 // cachedID is a cached collection id and the uid of the manifest the
 // lookup that gave it was answered by (Outdated compares it with a node's).
@@ -299,11 +321,11 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 			f.reason, f.err = retry.ReasonUnknown, fmt.Errorf("%w: COLLECTIONS_GET_ID for %s: the lookup panicked", kverr.ErrServerFailure, path)
 		}
 		cc.mu.Lock()
-		if f.err == nil && f.uid < cc.floors[path] {
+		if floor := cc.floorLocked(path); f.err == nil && f.uid < floor {
 			// A node behind a manifest by which another found the
 			// id cached before unknown: its answer may be that very
 			// id. The request waits for the node to catch up.
-			f.reason, f.err = retry.ReasonKVCollectionOutdated, fmt.Errorf("COLLECTIONS_GET_ID for %s: the node answered by manifest %x, older than manifest %x", path, f.uid, cc.floors[path])
+			f.reason, f.err = retry.ReasonKVCollectionOutdated, fmt.Errorf("COLLECTIONS_GET_ID for %s: the node answered by manifest %x, older than manifest %x", path, f.uid, floor)
 		}
 		if f.err == nil {
 			switch e, ok := cc.ids[path]; {
@@ -313,7 +335,7 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 				// ended first: its id stands.
 				f.id = e.id
 			case f.gen == cc.gen:
-				cc.ids[path] = cachedID{id: f.id, uid: f.uid}
+				cc.cacheLocked(path, cachedID{id: f.id, uid: f.uid})
 			}
 			// Otherwise the bucket was made again since the lookup
 			// began (Forget): its answer may be the old bucket's and
@@ -441,6 +463,7 @@ func (cc *CollectionIDs) Forget() {
 	defer cc.mu.Unlock()
 	clear(cc.ids)
 	clear(cc.floors)
+	cc.floorRest = 0
 	cc.gen++
 }
 
@@ -481,10 +504,48 @@ func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKno
 	if uidKnown {
 		floor = nodeUID
 	}
-	if floor > cc.floors[path] {
-		if cc.floors == nil {
-			cc.floors = map[string]uint64{}
-		}
-		cc.floors[path] = floor
+	cc.raiseFloorLocked(path, floor)
+}
+
+// floorLocked is path's floor: a lookup answered by a manifest older than
+// it is not cached (Outdated). mu is held.
+func (cc *CollectionIDs) floorLocked(path string) uint64 {
+	return max(cc.floors[path], cc.floorRest)
+}
+
+// raiseFloorLocked raises path's floor to floor, folding another path's
+// into floorRest when floors holds maxFloors already. mu is held.
+func (cc *CollectionIDs) raiseFloorLocked(path string, floor uint64) {
+	if floor <= cc.floorLocked(path) {
+		return
 	}
+	if cc.floors == nil {
+		cc.floors = map[string]uint64{}
+	}
+	if _, ok := cc.floors[path]; !ok && len(cc.floors) >= cmp.Or(cc.maxFloors, maxIDFloors) {
+		for p, f := range cc.floors {
+			delete(cc.floors, p)
+			cc.floorRest = max(cc.floorRest, f)
+			break
+		}
+		if floor <= cc.floorRest {
+			return
+		}
+	}
+	cc.floors[path] = floor
+}
+
+// cacheLocked caches path's id, dropping another when ids holds maxIDs
+// already: the dropped id's manifest becomes its path's floor, so that a
+// node behind that manifest does not give, in its stead, the id of a
+// collection of that name since dropped. mu is held.
+func (cc *CollectionIDs) cacheLocked(path string, e cachedID) {
+	if _, ok := cc.ids[path]; !ok && len(cc.ids) >= cmp.Or(cc.maxIDs, maxCachedIDs) {
+		for p, old := range cc.ids {
+			delete(cc.ids, p)
+			cc.raiseFloorLocked(p, old.uid)
+			break
+		}
+	}
+	cc.ids[path] = e
 }
