@@ -6,7 +6,11 @@ package client
 // one) or Prometheus. The client asks for an instrument once per name and
 // attribute set and keeps it (two operations needing the same new one at
 // the same moment may both ask, the first answer kept: the client never
-// waits for a Meter while holding a lock), so a Meter may do real work there
+// waits for a Meter while holding a lock; and past a few thousand attribute
+// sets kept, as collections made and dropped over a long life add theirs,
+// it drops those it keeps and asks again for those it needs next, so a
+// Meter should return the same instrument when asked again for one), so
+// a Meter may do real work there
 // (attributes are strings: service, operation, bucket, scope, collection,
 // cluster labels, error type); recording on an instrument is the hot path and should not
 // allocate.

@@ -1,6 +1,7 @@
 package optrace
 
 import (
+	"cmp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,12 @@ import (
 // the collections' Colls share one set of recorders of successes
 // (shared) and are not kept here, so that a client that goes through many
 // collections over its life (made, dropped, others named anew) keeps
-// nothing for each.
+// nothing for each. A caller's Meter has its recorders kept up to
+// maxRecorders, and its collections' Colls up to maxColls: past either,
+// the client starts them anew (Collections made before keep theirs), and
+// asks the Meter again for what it needs next, so that a client living
+// for weeks among collections made and dropped, or meeting many error
+// types, does not keep one for each forever.
 type opMeters struct {
 	ob *Observers
 	m  atomic.Pointer[map[MeterKey]hookguard.ValueRecorder]
@@ -31,7 +37,17 @@ type opMeters struct {
 	// logging meter (builtin), which do not depend on the collection.
 	shared *collRecorders
 	mu     sync.Mutex // serialises additions
+	// maxRecs and maxColls bound m and colls (0: maxRecorders and
+	// maxColls).
+	maxRecs, maxColls int
 }
+
+const (
+	// maxRecorders bounds the recorders of a caller's Meter kept.
+	maxRecorders = 4096
+	// maxColls bounds the Colls kept by path for a caller's Meter.
+	maxColls = 4096
+)
 
 // MeterKey identifies a recorder (the bucket is the client's): the
 // operation's name, its scope and collection ("" when it has none), and
@@ -71,6 +87,9 @@ func (ob *Observers) Coll(scope, name, path string) *Coll {
 	defer m.mu.Unlock()
 	cm := m.colls[path]
 	if cm == nil {
+		if len(m.colls) >= cmp.Or(m.maxColls, maxColls) {
+			clear(m.colls)
+		}
 		cm = &Coll{scope: scope, name: name, ok: &collRecorders{}}
 		m.colls[path] = cm
 	}
@@ -102,9 +121,15 @@ func (m *opMeters) recorder(k MeterKey) hookguard.ValueRecorder {
 	if kept, ok := old[k]; ok {
 		return kept
 	}
-	next := make(map[MeterKey]hookguard.ValueRecorder, len(old)+1)
-	for kk, v := range old {
-		next[kk] = v
+	var next map[MeterKey]hookguard.ValueRecorder
+	if len(old) >= cmp.Or(m.maxRecs, maxRecorders) {
+		// Start anew: a recorder dropped is asked again when needed.
+		next = map[MeterKey]hookguard.ValueRecorder{}
+	} else {
+		next = make(map[MeterKey]hookguard.ValueRecorder, len(old)+1)
+		for kk, v := range old {
+			next[kk] = v
+		}
 	}
 	next[k] = r
 	m.m.Store(&next)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/hookguard"
 	"github.com/kvwire/kvwire/internal/logcapture"
 	"github.com/kvwire/kvwire/internal/logreport"
 	"github.com/kvwire/kvwire/internal/meter"
@@ -48,4 +49,47 @@ func TestLoggingMeterKeepsNothingPerCollection(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(lm.Report(), &rep))
 	require.Equal(t, 3*n, rep.Operations["kv"]["get"].TotalCount)
+}
+
+// countingRecorder counts the values recorded on it.
+type countingRecorder struct{ n *int }
+
+func (r countingRecorder) RecordValue(uint64) { *r.n++ }
+
+// TestCallerMeterRecordersAreBounded: with a caller's Meter, the client
+// kept a recorder per operation, scope, collection and error type, and a
+// Coll per collection path, for good (and copied the whole recorder map
+// to add each): a client going through many collections over weeks grew
+// both by one or more per collection. Both are now bounded; past the
+// bound they start anew and the Meter is asked again, and every value
+// still reaches the recorder of its own attributes.
+func TestCallerMeterRecordersAreBounded(t *testing.T) {
+	clock := retry.NewFakeClock(logcapture.Epoch)
+	logger, _ := logcapture.New()
+	counts := map[MeterKey]*int{}
+	asked := 0
+	var ob Observers
+	ob.Init(Config{Clock: clock, Service: "kv", Guard: hookguard.New(logger, clock),
+		Recorder: func(k MeterKey) hookguard.ValueRecorder {
+			asked++
+			if counts[k] == nil {
+				counts[k] = new(int)
+			}
+			return countingRecorder{counts[k]}
+		}})
+	const bound, n = 8, 100
+	ob.meters.maxRecs, ob.meters.maxColls = bound, bound
+	for i := range n {
+		name := "c" + strconv.Itoa(i)
+		cm := ob.Coll("s", name, "s."+name)
+		ob.RecordN(cm, "Get", memdx.OpGet, time.Millisecond, 1)
+		ob.meters.record(cm, "get", opUnlisted, "DocumentNotFound", time.Millisecond)
+		require.LessOrEqual(t, len(ob.meters.colls), bound, "Colls kept")
+		require.LessOrEqual(t, len(*ob.meters.m.Load()), bound, "recorders kept")
+	}
+	require.Len(t, counts, 2*n)
+	for k, c := range counts {
+		require.Equal(t, 1, *c, "%v", k)
+	}
+	require.Equal(t, 2*n, asked)
 }
