@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"runtime"
 	"strings"
 	"time"
 
@@ -190,7 +191,10 @@ func (it ScanItem) ContentAs(out any) error {
 // scanned at once (one queued, one waiting to be). Close
 // must be called unless Next returned false: it stops the scan, cancels the
 // server-side scans still open and waits for the scan's goroutines (up to
-// about twice the scan's Timeout when a node does not answer: see Close). A
+// about twice the scan's Timeout when a node does not answer: see Close).
+// A ScanResult dropped unclosed is stopped likewise only once the garbage
+// collector finds it unreachable, its goroutines and server-side scans held
+// until then. A
 // canceled context does the same and ends the iteration with
 // ErrRequestCanceled (or a timeout at its deadline); closing the client
 // ends it with ErrClosed. A panic in the caller's code that the scan's
@@ -275,8 +279,33 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	unwatch := context.AfterFunc(c.ctx, func() {
 		run.Fail(c.refused("Scan", 0, col, "", ErrClosed, nil))
 	})
-	return &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete), transcoder: col.c.transcoder,
-		c: c, call: reqs.call}, nil
+	res := &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete), transcoder: col.c.transcoder,
+		c: c, call: reqs.call}
+	runtime.AddCleanup(res, stopDropped, droppedScan{run: run, unwatch: unwatch})
+	return res, nil
+}
+
+// droppedScan is what a ScanResult's cleanup stops (stopDropped): it
+// references no ScanResult.
+type droppedScan struct {
+	run     *rangescan.Run
+	unwatch func() bool
+}
+
+// stopDropped stops the scan of a ScanResult its caller dropped unclosed
+// (Close must be called unless Next returned false), once the garbage
+// collector found it unreachable: nobody can take its batches any more,
+// and its goroutines, waiting to queue one, its server-side scans (until
+// the server's own limit on their life) and the client's watch of it
+// would otherwise stay for as long as the client lives (one of each per
+// scan dropped). It stops the scan as Close would, on a goroutine of its
+// own (Stop waits for the cancels). A scan that ended or was closed
+// before stops at once.
+func stopDropped(d droppedScan) {
+	go func() {
+		d.unwatch()
+		_ = d.run.Stop()
+	}()
 }
 
 // spanScan is the name of a scan's span and of its latency's
