@@ -3,10 +3,12 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/internal/diagnostics"
 )
 
@@ -282,4 +284,128 @@ func (c *Client) WaitUntilReady(ctx context.Context, opts *WaitUntilReadyOptions
 		return fmt.Errorf("kvwire: WaitUntilReady: %w", ErrClosed)
 	}
 	return notReady(c.diagnostics(""), desired, waited, end == diagnostics.Canceled)
+}
+
+// PingState is how a node's ping ended (RFC 0034's ping states).
+type PingState uint8
+
+// Ping states.
+const (
+	// PingOK: the node answered the NOOP.
+	PingOK PingState = iota
+	// PingTimeout: it did not answer in time (the error matches
+	// ErrTimeout).
+	PingTimeout
+	// PingError: the ping failed otherwise (no connection to the node,
+	// the connection ended, the client closed, ctx was cancelled).
+	PingError
+)
+
+// String is the state's name in RFC 0034's JSON.
+func (s PingState) String() string { return diagnostics.PingStateName(uint8(s)) }
+
+// State is the ping's state: PingOK when the node answered, PingTimeout
+// when Err is a timeout, PingError otherwise.
+func (r PingResult) State() PingState {
+	switch {
+	case r.Err == nil:
+		return PingOK
+	case errors.Is(r.Err, ErrTimeout):
+		return PingTimeout
+	}
+	return PingError
+}
+
+// PingOptions are the options of Client.PingReport.
+type PingOptions struct {
+	// ReportID is the report's id; a random one when empty.
+	ReportID string
+}
+
+// PingEndpoint is one node's ping in a PingReport.
+type PingEndpoint struct {
+	PingResult
+	// Service is the service pinged: ServiceKV.
+	Service string
+	// ID names the endpoint pinged as Diagnostics names it: the node's
+	// address and the place in its pool of the connection the NOOP went
+	// on ("10.0.0.1:11210/0"); the node's address alone when the ping
+	// found no connection.
+	ID string
+	// Bucket is the bucket the connection selected ("" on memcached://).
+	Bucket string
+}
+
+// PingReport is what Client.PingReport found: a ping of every node, in
+// the config's order. MarshalJSON writes RFC 0061's ping report (RFC
+// 0034's shape, version 2).
+type PingReport struct {
+	ID string
+	// SDK is the client's agent, as HELLO sends it.
+	SDK string
+	// ConfigRev is the revision of the config whose nodes were pinged
+	// (RFC 0034's config_rev); HasConfigRev is false on memcached://,
+	// which has no config.
+	ConfigRev    uint64
+	HasConfigRev bool
+	Endpoints    []PingEndpoint
+}
+
+// MarshalJSON writes the report as RFC 0061 has it:
+//
+//	{"version":2,"id":"...","config_rev":53,"sdk":"kvwire","services":{"kv":[
+//	  {"id":"10.0.0.1:11210/0","latency_us":1182,"remote":"10.0.0.1:11210",
+//	   "local":"10.0.0.9:54670","state":"ok","namespace":"travel-sample"}]}}
+//
+// latency_us is in whole microseconds; remote is the node's address as the
+// config gives it; error holds the error of a ping that was not ok.
+func (r PingReport) MarshalJSON() ([]byte, error) {
+	var rev *uint64
+	if r.HasConfigRev {
+		rev = &r.ConfigRev
+	}
+	out := diagnostics.NewPingReport(r.ID, r.SDK, rev)
+	for _, e := range r.Endpoints {
+		out.Add(diagnostics.PingEndpoint{Service: e.Service, ID: e.ID, Remote: e.Node, Local: e.Local, State: e.State().String(),
+			Namespace: e.Bucket, Latency: e.Latency, Err: e.Err})
+	}
+	return json.Marshal(out)
+}
+
+// PingReport pings every node as Ping does (one NOOP per node, on one of
+// its connections, within the KV timeout) and returns RFC 0034's report of
+// it: its id (opts.ReportID, a random one when empty), the config's
+// revision, and each node's state (ok, timeout, error), latency and
+// connection, named as Diagnostics names its endpoints. json.Marshal of
+// the result is RFC 0061's ping report.
+func (c *Client) PingReport(ctx context.Context, opts *PingOptions) *PingReport {
+	id := ""
+	if opts != nil {
+		id = opts.ReportID
+	}
+	if id == "" {
+		id = newClientID()
+	}
+	r := &PingReport{ID: id, SDK: c.opts.ClientName}
+	if t := c.cl.Topology(); t != nil && !c.memcached {
+		if cfg := t.Config(); cfg != nil {
+			r.ConfigRev, r.HasConfigRev = cfg.Version().Rev, true
+		}
+	}
+	results := c.Ping(ctx)
+	slots := make(map[string]string) // connection's local id -> endpoint id
+	for _, e := range c.cl.Endpoints() {
+		if e.Conn != nil && e.State != cluster.EndpointDisconnecting {
+			slots[e.Conn.ID()] = e.Node + "/" + strconv.Itoa(e.Slot)
+		}
+	}
+	r.Endpoints = make([]PingEndpoint, len(results))
+	for i, p := range results {
+		ep := PingEndpoint{PingResult: p, Service: ServiceKV, ID: p.Node, Bucket: c.opts.Bucket}
+		if s, ok := slots[p.LocalID]; ok && p.LocalID != "" {
+			ep.ID = s
+		}
+		r.Endpoints[i] = ep
+	}
+	return r
 }

@@ -238,3 +238,63 @@ func (r *Report) Add(e Endpoint) {
 	}
 	r.Services[e.Service] = append(r.Services[e.Service], je)
 }
+
+var pingStateNames = [...]string{"ok", "timeout", "error"}
+
+// PingStateName is the name of ping state s (the client's PingState) in
+// RFC 0034's JSON.
+func PingStateName(s uint8) string {
+	if int(s) < len(pingStateNames) {
+		return pingStateNames[s]
+	}
+	return "PingState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// PingReport is a ping report as RFC 0061's JSON has it (RFC 0034's
+// shape, version 2, with RFC 0034's config_rev).
+type PingReport struct {
+	Version   int                             `json:"version"`
+	ID        string                          `json:"id"`
+	ConfigRev *uint64                         `json:"config_rev,omitempty"`
+	SDK       string                          `json:"sdk"`
+	Services  map[string][]endpointPingReport `json:"services"`
+}
+
+type endpointPingReport struct {
+	ID        string `json:"id"`
+	LatencyUs uint64 `json:"latency_us"`
+	Remote    string `json:"remote"`
+	Local     string `json:"local,omitempty"`
+	State     string `json:"state"`
+	Namespace string `json:"namespace,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// NewPingReport starts the ping report id of the client sdk, made on the
+// config of revision rev (nil: no config, a memcached cluster).
+func NewPingReport(id, sdk string, rev *uint64) *PingReport {
+	return &PingReport{Version: version, ID: id, ConfigRev: rev, SDK: sdk, Services: make(map[string][]endpointPingReport)}
+}
+
+// PingEndpoint is one node's ping as the report writes it.
+type PingEndpoint struct {
+	Service, ID string
+	// Remote is the node's address as the config gives it; Local the
+	// socket of the connection the NOOP went on, empty when none.
+	Remote, Local string
+	State         string // its name
+	Namespace     string // the bucket
+	Latency       time.Duration
+	Err           error
+}
+
+// Add adds e under its service: latency_us is its latency in whole
+// microseconds, error the error of a ping that was not ok.
+func (r *PingReport) Add(e PingEndpoint) {
+	je := endpointPingReport{ID: e.ID, LatencyUs: uint64(max(e.Latency, 0) / time.Microsecond), Remote: e.Remote,
+		Local: e.Local, State: e.State, Namespace: e.Namespace}
+	if e.Err != nil {
+		je.Error = e.Err.Error()
+	}
+	r.Services[e.Service] = append(r.Services[e.Service], je)
+}
