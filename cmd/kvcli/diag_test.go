@@ -105,6 +105,43 @@ func TestPingJSONNamesTheConnection(t *testing.T) {
 	assert.Regexp(t, `^[0-9A-F]{16}/[0-9a-f]{16}$`, p["local_id"])
 }
 
+// ping --json also carries the SDKs' ping report (RFC 0034/0061, version
+// 2) under "report", so that tools reading SDK ping reports read kvcli's:
+// its id (--report-id), config_rev, sdk, and each kv endpoint's state and
+// integer latency_us.
+func TestPingJSONCarriesTheRFCReport(t *testing.T) {
+	_, env := newMock(t, mockcluster.Options{Nodes: 1})
+	r := runKV(t, env, "", "ping", "--json", "--report-id", "probe-7")
+	require.Equal(t, exitOK, r.code, r)
+	var res struct {
+		Report struct {
+			Version   int     `json:"version"`
+			ID        string  `json:"id"`
+			ConfigRev *uint64 `json:"config_rev"`
+			SDK       string  `json:"sdk"`
+			Services  map[string][]struct {
+				ID        string  `json:"id"`
+				LatencyUs *uint64 `json:"latency_us"`
+				Remote    string  `json:"remote"`
+				State     string  `json:"state"`
+				Namespace string  `json:"namespace"`
+			} `json:"services"`
+		} `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
+	rep := res.Report
+	assert.Equal(t, 2, rep.Version, r.stdout)
+	assert.Equal(t, "probe-7", rep.ID)
+	assert.NotNil(t, rep.ConfigRev)
+	assert.NotEmpty(t, rep.SDK)
+	require.Len(t, rep.Services["kv"], 1, r.stdout)
+	kv := rep.Services["kv"][0]
+	assert.Equal(t, "ok", kv.State)
+	assert.NotNil(t, kv.LatencyUs)
+	assert.Equal(t, mockcluster.DefaultBucket, kv.Namespace)
+	assert.Regexp(t, `/0$`, kv.ID)
+}
+
 // ping takes -t as its timeout even when the connection string carries a
 // kv_timeout, as every other command does: -t wins. The NOOP's answer is
 // held past -t (and answered within kv_timeout): the ping must time out

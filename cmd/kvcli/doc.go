@@ -115,7 +115,8 @@
 // Cluster commands:
 //
 //	ping                   NOOP to every node; prints each node's latency; exit 1 if
-//	                       any did not answer
+//	                       any did not answer (--report-id ID: the id of --json's
+//	                       RFC 0034 report)
 //	diag                   send nothing: each node's connections as the client sees
 //	                       them (SDK RFC 0034: id, state, local socket and local id,
 //	                       time since the last request, why one is down) and the
@@ -432,7 +433,9 @@
 // sent one; incr/decr add "counter", exists "exists", lock "lock_time_s",
 // route "route", ping "ping" (one {"node","ok","state","latency_us","local",
 // "remote","local_id","error"} per node, state being RFC 0034's ok, timeout
-// or error), diag "diagnostics" (RFC 0061's report: "version":2, "state",
+// or error) and "report" (the SDKs' ping report, RFC 0061's: "version":2,
+// "id", "config_rev", "sdk", "services":{"kv":[{"id","latency_us","remote",
+// "local","state","namespace","error"}]}), diag "diagnostics" (RFC 0061's report: "version":2, "state",
 // "services":{"kv":[{"id","state","remote","local","last_activity_us",
 // "namespace","details"}]}); lookup and mutate add "paths" (one
 // {"path","xattr","value","exists","error"} per path, a value that is not

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -513,20 +514,17 @@ func cmdExists(ctx context.Context, inv *invocation, args []string) int {
 
 func cmdPing(ctx context.Context, inv *invocation, args []string) int {
 	fs := inv.newFlagSet("ping")
+	reportID := fs.String("report-id", "", "with --json, the id of the ping report (`ID`; default: a random one)")
 	return inv.withSession(ctx, fs, args, 0, 0, func([]string) (func(*session) int, error) {
 		return func(s *session) int {
-			results := s.c.Ping(ctx)
+			report := s.c.PingReport(ctx, &client.PingOptions{ReportID: *reportID})
 			code := exitOK
 			res := &jsonResult{Op: "ping", OK: true}
-			for _, p := range results {
-				jp := jsonPing{Node: p.Node, OK: p.Err == nil, State: "ok", Local: p.Local, Remote: p.Remote, LocalID: p.LocalID}
+			for _, p := range report.Endpoints {
+				jp := jsonPing{Node: p.Node, OK: p.Err == nil, State: p.State().String(), Local: p.Local, Remote: p.Remote, LocalID: p.LocalID}
 				if p.Err != nil {
 					code = nodeFailureCode(code, inv.explain("", p.Err).code)
 					res.OK = false
-					jp.State = "error"
-					if errors.Is(p.Err, client.ErrTimeout) {
-						jp.State = "timeout"
-					}
 					jp.Error = inv.redact(p.Err.Error())
 					if !inv.g.json {
 						fmt.Fprintf(inv.env.stdout, "%-22s FAILED  %s\n", p.Node, jp.Error)
@@ -540,12 +538,34 @@ func cmdPing(ctx context.Context, inv *invocation, args []string) int {
 				res.Ping = append(res.Ping, jp)
 			}
 			if inv.g.json {
+				// The errors in the report are redacted as the lines'
+				// (keeping what they match: the state is read from them).
+				for i := range report.Endpoints {
+					if e := &report.Endpoints[i]; e.Err != nil {
+						e.Err = redactedError{msg: inv.redact(e.Err.Error()), err: e.Err}
+					}
+				}
+				raw, err := json.Marshal(report)
+				if err != nil {
+					return inv.fail("", "ping", err)
+				}
+				res.PingReport = raw
 				inv.printJSON(res)
 			}
 			return code
 		}, nil
 	})
 }
+
+// redactedError is err with its message redacted: it still matches what
+// err matches.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
 
 // nodeFailureCode is the exit code of a command asking every node (ping,
 // stats, flush) once one more node failed with code c, after code: the

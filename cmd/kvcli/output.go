@@ -41,6 +41,9 @@ type jsonResult struct {
 	MutationToken *jsonToken `json:"mutation_token,omitempty"`
 	Route         *jsonRoute `json:"route,omitempty"`
 	Ping          []jsonPing `json:"ping,omitempty"`
+	// PingReport is ping's report as the SDKs write it: RFC 0061's JSON
+	// (RFC 0034's ping report, version 2).
+	PingReport json.RawMessage `json:"report,omitempty"`
 	// Diagnostics is diag's report: RFC 0061's JSON (version 2).
 	Diagnostics json.RawMessage `json:"diagnostics,omitempty"`
 	// Results are get's, one per key, when it read several.
