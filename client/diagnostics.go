@@ -18,7 +18,11 @@ import (
 // waits until enough of them are connected.
 
 // EndpointState is a connection's state in a diagnostics report (RFC 0034's
-// service states).
+// service states). RFC 0061's EndpointState (and gocb's) has four states;
+// kvwire also reports RFC 0034's "reconnecting" for an endpoint that had a
+// connection, or a failed first attempt, and is being connected again: what
+// those SDKs report as "disconnected" or "connecting" until the redial
+// succeeds. "disconnected" is only a closed client's.
 type EndpointState uint8
 
 // Endpoint states.
@@ -123,8 +127,9 @@ type DiagnosticsResult struct {
 //	   "local":"10.0.0.9:54670","state":"connected","namespace":"travel-sample",
 //	   "details":"local id 66388CF5BFCF7522/18CC8791579B567C"}]}}
 //
-// last_activity_us is the time from the last activity to the report
-// (absent when there was none); remote is the node's address as the
+// last_activity_us is the time from the last activity to the report, in
+// microseconds as RFC 0034 has it (gocb writes nanoseconds under that
+// name), absent when there was none; remote is the node's address as the
 // config gives it; details hold the local id of a connected endpoint, and
 // the error of one that is not.
 func (r DiagnosticsResult) MarshalJSON() ([]byte, error) {
@@ -261,7 +266,12 @@ func (c *Client) diagnostics(id string) *DiagnosticsResult {
 // polling. It fails with a *NotReadyError (a timeout) when opts.Timeout
 // (Options.ConnectTimeout by default, counted on the client's Clock) or
 // ctx's deadline passes first, naming the first node that stayed out and
-// why, and with ErrClosed when the client closes.
+// why, and with ErrClosed when the client closes. An endpoint counts as
+// ready once its connection is made (dialed, authenticated, the bucket
+// selected): unlike RFC 0061's waitUntilReady, it sends no ping to an
+// endpoint without activity, since making the connection is the
+// round trip that ping would be. The RFC's timeout is mandatory; here 0
+// takes Options.ConnectTimeout.
 func (c *Client) WaitUntilReady(ctx context.Context, opts *WaitUntilReadyOptions) error {
 	var o WaitUntilReadyOptions
 	if opts != nil {
