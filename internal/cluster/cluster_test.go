@@ -329,6 +329,43 @@ func TestNoKVConfigsConnectionConfigOnlyVets(t *testing.T) {
 	assert.Equal(t, v, c.Topology().Config().Version(), "the connection's config was installed")
 }
 
+// A node's first dial, made by the install of the bootstrap config, is
+// vetted against that config: with NoKVConfigs (bootstrap_on=http) the
+// source's config names another cluster than the one the node at its
+// address serves, and the node is not used (Connect fails: no other node).
+// The install started the node's pool before it stored the topology and
+// the config's cluster uuid; a dial that ended before the store found
+// nothing installed, vetted nothing, and the other cluster's node was
+// used. The hook holds the install (as a descheduled thread would) until
+// the node's first dial has ended.
+func TestFirstDialsAreVettedByTheBootstrapConfig(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	served := mc.Bucket(mockcluster.DefaultBucket).ConfigJSON(0)
+	own, err := vbmap.Parse(served, "127.0.0.1")
+	require.NoError(t, err)
+	require.NotEmpty(t, own.ClusterUUID())
+	held := bytes.Replace(served, []byte(`"clusterUUID":"`+own.ClusterUUID()+`"`), []byte(`"clusterUUID":"another-cluster"`), 1)
+	require.NotEqual(t, served, held)
+	hook := func(n *Node) {
+		select {
+		case <-n.tried:
+		case <-time.After(time.Minute):
+			t.Errorf("%s: no first dial within a minute", n.addr)
+		}
+	}
+	testHookNodeStarted.Store(&hook)
+	t.Cleanup(func() { testHookNodeStarted.Store(nil) })
+	cfg := testConfig(mc)
+	cfg.NoKVConfigs = true
+	cfg.Sources = []ConfigSource{newFakeSource(held)}
+	c, err := Connect(context.Background(), cfg)
+	if err == nil {
+		c.Close()
+	}
+	require.Error(t, err, "the other cluster's node was used")
+	assert.Contains(t, err.Error(), "answers for another cluster")
+}
+
 // awaitRev waits until c has installed config revision rev.
 func awaitRev(t *testing.T, c *Cluster, rev int64) {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/retry"
@@ -335,6 +336,7 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 	t := &Topology{cfg: cfg, ketama: cfg.Ketama(), servers: make([]*Node, cfg.NumServers()),
 		changed: make(chan struct{})}
 	seen := map[*Node]bool{}
+	var fresh []*Node // new nodes, started once t is stored
 	for i := range t.servers {
 		addr, ok := cfg.ServerKVAddr(i, c.network, c.cfg.TLS)
 		if !ok || addr == "" {
@@ -344,7 +346,7 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 		if n == nil {
 			n = newNode(c, addr)
 			c.nodes[addr] = n
-			n.start(nil)
+			fresh = append(fresh, n)
 			c.rememberLocked(addr)
 			delete(c.looked, addr) // a config of the bucket held names it
 		}
@@ -378,6 +380,17 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 		c.cfg.Logger.Warn("kvwire: the bucket was deleted and made again (its uuid changed); collection ids are looked up again",
 			"bucket", cfg.BucketName(), "old_uuid", old.cfg.BucketUUID(), "uuid", cfg.BucketUUID())
 	}
+	// The new nodes dial only now: each connection is vetted (Node.vet)
+	// against the config just stored and the cluster uuid it named. A dial
+	// started before would, ended before the store (the first install's),
+	// find nothing installed and vet nothing: another cluster's node at
+	// the address was used.
+	for _, n := range fresh {
+		n.start(nil)
+		if hook := testHookNodeStarted.Load(); hook != nil {
+			(*hook)(n)
+		}
+	}
 	c.fetchMu.Lock()
 	for addr, n := range c.nodes {
 		if !seen[n] {
@@ -393,6 +406,10 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 	}
 	return t
 }
+
+// testHookNodeStarted, when set by this package's tests, sees each node
+// an install has just started (its pool dialing), with mu held.
+var testHookNodeStarted atomic.Pointer[func(*Node)]
 
 // Changed is closed when a newer topology replaces t.
 func (t *Topology) Changed() <-chan struct{} { return t.changed }
