@@ -28,11 +28,14 @@ func newMemcachedBucketMock(t *testing.T) *mockcluster.Cluster {
 // bucket's ketama ring gives it, GetMany and Stats work, and what a
 // memcached bucket has not (sub-documents, durability, replicas, named
 // collections, range scans) fails at once with ErrFeatureNotAvailable
-// naming the bucket type, nothing sent.
+// naming the bucket type, nothing sent. The same with bootstrap_on=http.
 func TestMemcachedBucketOverCouchbaseScheme(t *testing.T) {
 	mc := newMemcachedBucketMock(t)
 	kvAndHTTP := strings.TrimSuffix(mc.ConnString(), "/") + "," + strings.TrimPrefix(mc.HTTPConnString(), "couchbase://")
-	for name, cs := range map[string]string{"http": mc.HTTPConnString() + "/cache", "kv+http": kvAndHTTP + "/cache"} {
+	for name, cs := range map[string]string{"http": mc.HTTPConnString() + "/cache", "kv+http": kvAndHTTP + "/cache",
+		// Each KV connection asks for its node's config at bootstrap, to
+		// vet it; a memcached bucket's answer is KEY_ENOENT.
+		"bootstrap_on=http": mc.HTTPConnString() + "/cache?bootstrap_on=http"} {
 		t.Run(name, func(t *testing.T) {
 			c, err := connectString(t, cs, nil)
 			require.NoError(t, err)
