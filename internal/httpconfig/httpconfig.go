@@ -480,7 +480,9 @@ type Sink func(raw []byte, host, addr string) error
 // delivered is reopened on the next node: at once when it had lived 10 s
 // or more, and otherwise after a wait of 100 ms, doubling to 10 s while
 // streams keep ending that soon (a proxy that ends every response must
-// not make it reopen in a loop). A stream whose config the sink refused
+// not make it reopen in a loop); but at once, not counting toward that
+// wait, when its node is no longer among nodes (it left the cluster, and
+// its stream ended with it). A stream whose config the sink refused
 // is ended and its node passed over for the next at once, as one that
 // served none.
 // When every node of a round failed to serve one, the next round waits
@@ -511,7 +513,7 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 		if i := slices.Index(addrs, last); i >= 0 {
 			start = i + 1
 		}
-		delivered := false
+		delivered, left := false, false
 		for j := range addrs {
 			addr := addrs[(start+j)%len(addrs)]
 			opened := c.cfg.Clock.Now()
@@ -522,14 +524,28 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 			last = addr
 			if n > 0 && !errors.Is(err, errRefused) {
 				redialed := errors.Is(err, errRedial)
-				if redialed || c.cfg.Clock.Now().Sub(opened) >= maxRoundWait {
+				// A node no longer among those to stream from has
+				// left the cluster: its stream ended for that (the
+				// node removed, closing its streams), not for a
+				// proxy's habit of ending every response, and the
+				// next node is asked at once, whatever the back-off
+				// (a swap of nodes every few seconds would otherwise
+				// double it at each swap, and the client would learn
+				// of each move later).
+				left = !redialed && !slices.Contains(nodes(), addr)
+				switch {
+				case left:
+				case redialed || c.cfg.Clock.Now().Sub(opened) >= maxRoundWait:
 					reopen = 0 // it lived: it did not end at once
-				} else {
+				default:
 					reopen = min(max(2*reopen, minRoundWait), maxRoundWait)
 				}
-				if redialed {
+				switch {
+				case redialed:
 					c.cfg.Logger.Debug("kvwire: config stream open for the redial period; reopening it on the next node", "node", addr, "configs", n)
-				} else {
+				case left:
+					c.cfg.Logger.Info("kvwire: config stream ended, its node left the cluster; reopening it on the next node", "node", addr, "configs", n, "err", err)
+				default:
 					c.cfg.Logger.Info("kvwire: config stream ended; reopening it on the next node", "node", addr, "configs", n, "err", err, "retry_in", reopen)
 				}
 				delivered = true
@@ -539,7 +555,7 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
 		}
 		if delivered {
 			wait = minRoundWait
-			if reopen > 0 && !sleep(reopen) {
+			if reopen > 0 && !left && !sleep(reopen) {
 				return
 			}
 			continue
