@@ -96,29 +96,87 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 
 // Run streams the configs into sink until ctx ends, from the REST
 // addresses of the nodes of the config in use on the cluster's network
-// (the REST seeds while it names none). A node that streams another
-// cluster's configs (its address given to another cluster's node) is
-// passed over for the next, its configs not offered.
+// (the REST seeds while it names none), or of a newer config the stream
+// delivered that the cluster has yet to install. A node that streams
+// another cluster's configs (its address given to another cluster's node)
+// is passed over for the next, its configs not offered.
 func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
+	sn := streamNodes{s: s}
 	nodes := func() []string {
-		var out []string
-		if t := sink.Topology(); t != nil && t.Config() != nil {
-			for _, n := range t.Config().Nodes() {
-				if a, ok := n.MgmtAddr(sink.Network(), s.tls); ok {
-					out = append(out, a)
-				}
-			}
+		var installed *vbmap.Config
+		if t := sink.Topology(); t != nil {
+			installed = t.Config()
 		}
-		if len(out) == 0 {
-			out = s.addrs(nil)
-		}
-		return out
+		return sn.addrs(installed, sink.Network())
 	}
 	s.c.Stream(ctx, nodes, func(raw []byte, host, addr string) error {
 		if err := sink.OtherCluster(raw, host); err != nil {
 			return err // not offered: the stream moves to another node
 		}
-		sink.Offer(raw, host, "http stream "+addr)
+		sn.delivered(raw, host, sink.Offer(raw, host, "http stream "+addr))
 		return nil
 	})
+}
+
+// streamNodes tells Stream the REST addresses to stream from. Used on
+// Stream's goroutine only.
+type streamNodes struct {
+	s *Source
+	// pending is (a copy of) the newest config the stream delivered
+	// that was newer than the held one when offered (cluster.OfferNewer),
+	// kept until the cluster installs that version or a newer one: the
+	// addresses are read from it meanwhile. A node removed from the
+	// cluster closes its streams right after sending the config without
+	// it, and the stream's end is asked about (is its node still listed?)
+	// before the cluster's config loop has installed that config: read
+	// from the installed one, the node would look still listed, and the
+	// stream would be reopened after the back-off meant for streams that
+	// end at once rather than at once.
+	pending     []byte
+	pendingHost string
+	pendingVer  vbmap.Version
+}
+
+// delivered notes a config the stream delivered and what became of its
+// offer.
+func (sn *streamNodes) delivered(raw []byte, host string, o cluster.Offer) {
+	if o != cluster.OfferNewer {
+		return
+	}
+	v, ok := vbmap.PeekVersion(raw)
+	if !ok {
+		return
+	}
+	if sn.pending != nil && !v.Newer(sn.pendingVer) {
+		return
+	}
+	sn.pending = append(sn.pending[:0], raw...)
+	sn.pendingHost, sn.pendingVer = host, v
+}
+
+// addrs are the REST addresses of the nodes of the newer of installed and
+// the pending config, on network; the REST seeds when that names none.
+func (sn *streamNodes) addrs(installed *vbmap.Config, network string) []string {
+	cfg := installed
+	if sn.pending != nil {
+		if installed != nil && !sn.pendingVer.Newer(installed.Version()) {
+			sn.pending = nil // installed, or overtaken
+		} else if pc, err := vbmap.Parse(sn.pending, sn.pendingHost); err == nil {
+			cfg = pc
+		} else {
+			sn.pending = nil // the cluster refuses it too
+		}
+	}
+	var out []string
+	if cfg != nil {
+		for _, n := range cfg.Nodes() {
+			if a, ok := n.MgmtAddr(network, sn.s.tls); ok {
+				out = append(out, a)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = sn.s.addrs(nil)
+	}
+	return out
 }
