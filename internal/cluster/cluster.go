@@ -155,11 +155,16 @@ type SourcedConfig struct {
 // topology in use and its network (where to stream from). OtherCluster
 // tells a config of another cluster (Cluster.OtherCluster): a source
 // reading from a node that serves such configs is to move to another.
+//
+// ConfigWanted (Cluster.ConfigWanted) receives when a node said the held
+// config is out of date without sending a newer one: a source that waits
+// before reading again (the HTTP stream's back-off) is to read at once.
 type Sink interface {
 	Offer(raw []byte, host, source string) Offer
 	OtherCluster(raw []byte, host string) error
 	Topology() *Topology
 	Network() string
+	ConfigWanted() <-chan struct{}
 }
 
 // Cluster is the state of one client's cluster. Its methods are safe for
@@ -196,6 +201,9 @@ type Cluster struct {
 	// FirstConfigSource served the bootstrap config. Set at bootstrap,
 	// once a seed's KV service served the config.
 	kvConfigs atomic.Bool
+	// wanted: while kvConfigs is false, a node said the held config is
+	// out of date without sending a newer one (ConfigWanted).
+	wanted chan struct{}
 	// source is the FirstConfigSource that served the bootstrap config
 	// (nil: a seed's KV service did).
 	source FirstConfigSource
@@ -234,6 +242,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		nodes:       map[string]*Node{},
 		unreachable: make(chan struct{}, 1),
 		fetches:     map[*Node]*fetchState{},
+		wanted:      make(chan struct{}, 1),
 	}
 	c.intake.ready = make(chan struct{}, 1)
 	c.colls.ids, c.colls.clock, c.colls.pick = map[string]cachedID{}, cfg.Clock, c.lookupConn
@@ -317,6 +326,26 @@ func (c *Cluster) Topology() *Topology { return c.topo.Load() }
 
 // Network is the configs' network in use ("default", "external", ...).
 func (c *Cluster) Network() string { return c.network }
+
+// ConfigWanted receives (one value for any number of causes until it is
+// received) when the configs come from a source (the nodes' KV service is
+// not asked) and a node said the held config is out of date without
+// sending a newer one: a NOT_MY_VBUCKET with no newer config, or a brief
+// cluster-map notification of a newer version, where the KV service would
+// have been asked for the config. kv_engine leaves the config out of a
+// connection's NOT_MY_VBUCKET answers once it pushed (or announced) that
+// version on it (DedupeNotMyVbucketClustermap), so the source is then the
+// only way to it: one that waits before reading again (the HTTP stream
+// after streams that ended at once) is to read now.
+func (c *Cluster) ConfigWanted() <-chan struct{} { return c.wanted }
+
+// wantConfig signals ConfigWanted.
+func (c *Cluster) wantConfig() {
+	select {
+	case c.wanted <- struct{}{}:
+	default:
+	}
+}
 
 // Collections is the collection-id cache.
 func (c *Cluster) Collections() *CollectionIDs { return &c.colls }

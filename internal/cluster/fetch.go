@@ -110,7 +110,8 @@ func (c *Cluster) NotMyVbucket(r Route, nmv NMV, rs *vbmap.RouteState, tg *Targe
 }
 
 // requestFetch asks for a GET_CLUSTER_CONFIG from n (unless the configs come
-// from a source: kvConfigs), on n's fetcher: now if
+// from a source, kvConfigs false: ConfigWanted is signalled instead), on
+// n's fetcher: now if
 // none ran in the last ConfigFetchInterval, else when it has passed; a
 // request made while a fetch runs is served by one more fetch after it,
 // unless by then a config newer than routedWith (the version the requester
@@ -124,7 +125,10 @@ func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
 // as pollTarget promises, whatever is pending on n (holdFetch).
 func (c *Cluster) requestFetchHeld(n *Node, routedWith vbmap.Version, held bool) {
 	if !c.kvConfigs.Load() {
-		return // the configs come from a source (Config.NoKVConfigs)
+		// The configs come from a source (Config.NoKVConfigs, or a
+		// source served the bootstrap config): it is told instead.
+		c.wantConfig()
+		return
 	}
 	c.fetchMu.Lock()
 	defer c.fetchMu.Unlock()
@@ -155,6 +159,7 @@ func (c *Cluster) requestFetchHeld(n *Node, routedWith vbmap.Version, held bool)
 // on so is not fetched again.
 func (c *Cluster) announceFetch(n *Node, v vbmap.Version) {
 	if !c.kvConfigs.Load() {
+		c.wantConfig() // as requestFetchHeld
 		return
 	}
 	c.fetchMu.Lock()

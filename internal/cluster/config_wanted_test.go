@@ -1,0 +1,89 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/vbmap"
+)
+
+// sinkSource is a FirstConfigSource that serves first and hands the sink
+// it runs with to the test.
+type sinkSource struct {
+	first []byte
+	sinks chan Sink
+}
+
+func (s *sinkSource) Run(ctx context.Context, sink Sink) {
+	s.sinks <- sink
+	<-ctx.Done()
+}
+
+func (s *sinkSource) FirstConfig(context.Context, []string) (SourcedConfig, error) {
+	return SourcedConfig{Raw: s.first, Host: "127.0.0.1", From: "sink source"}, nil
+}
+
+func (s *sinkSource) CanServe([]string) bool { return true }
+
+// With the configs from a source (bootstrap_on=http), a NOT_MY_VBUCKET
+// without a newer config, or a brief notification of a newer version,
+// tells the source that a config is wanted (Sink.ConfigWanted), where the
+// KV service would have been asked for it. kv_engine leaves the config out
+// of a connection's NOT_MY_VBUCKET answers once it pushed or announced
+// that version on it (DedupeNotMyVbucketClustermap): a soak with
+// bootstrap_on=http saw writes meeting NOT_MY_VBUCKET wait for the HTTP
+// stream's back-off (1.6 s, 3.2 s, ... 10 s) with the config at hand on
+// the node. The KV service is still not asked.
+func TestNoKVConfigsNMVWantsAConfigFromTheSource(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	cfg := testConfig(mc)
+	cfg.NoKVConfigs = true
+	cfg.Conn.NoClusterConfig = true
+	src := &sinkSource{first: b.ConfigJSON(0), sinks: make(chan Sink, 1)}
+	cfg.Sources = []ConfigSource{src}
+	c := connectCluster(t, cfg)
+	var sink Sink
+	select {
+	case sink = <-src.sinks:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the source was not run")
+	}
+	wanted := func() bool {
+		select {
+		case <-sink.ConfigWanted():
+			return true
+		default:
+			return false
+		}
+	}
+	require.False(t, wanted(), "a config wanted before anything said so")
+
+	const key = "nmv-key"
+	tg := &Target{Key: []byte(key)}
+	var rs vbmap.RouteState
+	r, _, err := c.Route(&rs, tg)
+	require.NoError(t, err)
+	from := b.VbucketMap()[b.VbucketForKey([]byte(key))][0]
+	moveVbucket(t, mc, key, (from+1)%3)
+	assert.Equal(t, NMVWait, c.NotMyVbucket(r, NMV{}, &rs, tg))
+	assert.True(t, wanted(), "a NOT_MY_VBUCKET without a config")
+	assert.False(t, wanted(), "signalled once")
+
+	held := c.Topology().Config().Version()
+	c.onNotification(r.Node, memdx.ClustermapNotification{Bucket: []byte(mockcluster.DefaultBucket),
+		Version: memdx.ClusterConfigVersion{Epoch: held.Epoch, Revision: int64(held.Rev) + 1}, HasEpoch: true})
+	assert.True(t, wanted(), "a brief notification of a newer version")
+	c.onNotification(r.Node, memdx.ClustermapNotification{Bucket: []byte(mockcluster.DefaultBucket),
+		Version: memdx.ClusterConfigVersion{Epoch: held.Epoch, Revision: int64(held.Rev)}, HasEpoch: true})
+	assert.False(t, wanted(), "a notification of the version held")
+
+	requireNoKVConfigRequests(t, c)
+	assert.Zero(t, mc.RequestCount(memdx.OpGetClusterConfig), "GET_CLUSTER_CONFIG sent with NoKVConfigs")
+}
