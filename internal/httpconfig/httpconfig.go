@@ -487,20 +487,39 @@ type Sink func(raw []byte, host, addr string) error
 // served none.
 // When every node of a round failed to serve one, the next round waits
 // 100 ms, doubling to 10 s, and a stream that delivers resets that wait.
-// Waits and a stream's life are on the Clock. It returns when ctx ends,
-// having closed its connection.
-func (c *Client) Stream(ctx context.Context, nodes func() []string, sink Sink) {
+// A value received on wake (nil: none) while Stream waits (a node said
+// the config is out of date without sending a newer one) ends the wait
+// 100 ms after it began, or at once when it began longer ago: the config
+// is wanted now, and the stream is still not reopened more often than
+// every 100 ms. Waits and a stream's life are on the Clock. It returns
+// when ctx ends, having closed its connection.
+func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan struct{}, sink Sink) {
 	wait := minRoundWait
 	var reopen time.Duration // before reopening after a stream that delivered
 	last := ""               // the node whose stream ended last
 	sleep := func(d time.Duration) bool {
+		start := c.cfg.Clock.Now()
 		t := c.cfg.Clock.NewTimer(d)
-		select {
-		case <-t.C():
-			return true
-		case <-ctx.Done():
-			t.Stop()
-			return false
+		defer func() { t.Stop() }()
+		for w := wake; ; {
+			select {
+			case <-t.C():
+				return true
+			case <-w:
+				w = nil
+				left := minRoundWait - c.cfg.Clock.Now().Sub(start)
+				if left <= 0 {
+					c.cfg.Logger.Debug("kvwire: a config is wanted; reopening the config stream now")
+					return true
+				}
+				if left < d-c.cfg.Clock.Now().Sub(start) {
+					c.cfg.Logger.Debug("kvwire: a config is wanted; reopening the config stream sooner", "in", left)
+					t.Stop()
+					t = c.cfg.Clock.NewTimer(left)
+				}
+			case <-ctx.Done():
+				return false
+			}
 		}
 	}
 	for ctx.Err() == nil {

@@ -99,7 +99,9 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 // (the REST seeds while it names none), or of a newer config the stream
 // delivered that the cluster has yet to install. A node that streams
 // another cluster's configs (its address given to another cluster's node)
-// is passed over for the next, its configs not offered.
+// is passed over for the next, its configs not offered. While the stream
+// waits to be reopened, a config the cluster wants (Sink.ConfigWanted: a
+// NOT_MY_VBUCKET without one, say) cuts the wait short.
 func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 	sn := streamNodes{s: s}
 	nodes := func() []string {
@@ -109,7 +111,7 @@ func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 		}
 		return sn.addrs(installed, sink.Network())
 	}
-	s.c.Stream(ctx, nodes, func(raw []byte, host, addr string) error {
+	s.c.Stream(ctx, nodes, sink.ConfigWanted(), func(raw []byte, host, addr string) error {
 		if err := sink.OtherCluster(raw, host); err != nil {
 			return err // not offered: the stream moves to another node
 		}
