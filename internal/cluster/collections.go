@@ -484,7 +484,10 @@ func (cc *CollectionIDs) Invalidate(path string) {
 // manifest newer than the node's (the node has not caught up with the
 // collection yet; a lookup there could only give the id of an older
 // collection of that name, perhaps one since dropped). The request is
-// then retried with the id cached. When it drops the id, a lookup answered
+// then retried with the id cached. When no id is cached (the one sent may
+// have been dropped to bound the cache while the request was in flight),
+// a lookup answered by a manifest older than the node's (when it said)
+// is not cached either. When it drops the id, a lookup answered
 // by a manifest older than the node's (or, when the node did not say, than
 // the dropped id's) is not cached either (floors): the request that made
 // it is retried (KV_COLLECTION_OUTDATED).
@@ -492,7 +495,18 @@ func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKno
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	e, ok := cc.ids[path]
-	if !ok || e.id != id || uidKnown && e.uid > nodeUID {
+	if !ok {
+		// Nothing cached to drop; but the id sent may be one dropped
+		// from the cache to bound it (cacheLocked) while the request
+		// was in flight, whose floor is only that id's manifest: a
+		// lookup answered by a manifest older than the node's may
+		// give that very id, which the node no longer knows.
+		if uidKnown {
+			cc.raiseFloorLocked(path, nodeUID)
+		}
+		return
+	}
+	if e.id != id || uidKnown && e.uid > nodeUID {
 		return
 	}
 	delete(cc.ids, path)

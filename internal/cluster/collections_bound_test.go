@@ -87,3 +87,32 @@ func TestCollectionIDCacheIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// An id dropped from the cache to bound it may still be in flight, in a
+// request sent before: a node that answers it UNKNOWN_COLLECTION (the
+// collection dropped, perhaps made again under its name) says that a
+// lookup answered by a manifest older than its own may give that very id.
+// Outdated took nothing from the answer when the path was no longer
+// cached, leaving the floor at the dropped id's manifest: a node behind
+// the drop (between the two manifests) was then asked, and its answer,
+// the dropped collection's id, cached; a write by it was acknowledged
+// into the dropped collection and lost. The answer's manifest now raises
+// the path's floor even when its id was dropped from the cache.
+func TestOutdatedRaisesTheFloorOfAnEvictedPath(t *testing.T) {
+	cc := &CollectionIDs{ids: map[string]cachedID{}, maxIDs: 1}
+	cc.mu.Lock()
+	cc.cacheLocked("s.c", cachedID{id: 9, uid: 5})
+	cc.cacheLocked("s.d", cachedID{id: 10, uid: 5}) // drops s.c's id
+	require.NotContains(t, cc.ids, "s.c")
+	require.Equal(t, uint64(5), cc.floorLocked("s.c"), "the dropped id's manifest")
+	cc.mu.Unlock()
+
+	// A request sent with s.c's id 9 before it was dropped: the node,
+	// at manifest 7, no longer knows it.
+	cc.Outdated("s.c", 9, 7, true)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	require.Equal(t, uint64(7), cc.floorLocked("s.c"),
+		"a lookup answered by manifest 6 may give id 9, which manifest 7 dropped")
+	require.Equal(t, cachedID{id: 10, uid: 5}, cc.ids["s.d"], "another path's id is kept")
+}
