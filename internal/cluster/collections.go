@@ -484,10 +484,11 @@ func (cc *CollectionIDs) Invalidate(path string) {
 // manifest newer than the node's (the node has not caught up with the
 // collection yet; a lookup there could only give the id of an older
 // collection of that name, perhaps one since dropped). The request is
-// then retried with the id cached. When no id is cached (the one sent may
-// have been dropped to bound the cache while the request was in flight),
-// a lookup answered by a manifest older than the node's (when it said)
-// is not cached either. When it drops the id, a lookup answered
+// then retried with the id cached. When no id is cached and the path was
+// dropped from the cache since Forget (the one sent may have been dropped
+// to bound the cache while the request was in flight), a lookup answered
+// by a manifest older than the node's (when it said) is not cached
+// either. When it drops the id, a lookup answered
 // by a manifest older than the node's (or, when the node did not say, than
 // the dropped id's) is not cached either (floors): the request that made
 // it is retried (KV_COLLECTION_OUTDATED).
@@ -500,8 +501,13 @@ func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKno
 		// from the cache to bound it (cacheLocked) while the request
 		// was in flight, whose floor is only that id's manifest: a
 		// lookup answered by a manifest older than the node's may
-		// give that very id, which the node no longer knows.
-		if uidKnown {
+		// give that very id, which the node no longer knows. Only
+		// for a path dropped from the cache since Forget (it has a
+		// floor, or floors were folded into floorRest): after
+		// Forget, a late answer of the old bucket names a manifest
+		// the new one, numbering its manifests afresh, may never
+		// reach, and every lookup of the path would wait for it.
+		if _, dropped := cc.floors[path]; uidKnown && (dropped || cc.floorRest > 0) {
 			cc.raiseFloorLocked(path, nodeUID)
 		}
 		return

@@ -116,3 +116,18 @@ func TestOutdatedRaisesTheFloorOfAnEvictedPath(t *testing.T) {
 		"a lookup answered by manifest 6 may give id 9, which manifest 7 dropped")
 	require.Equal(t, cachedID{id: 10, uid: 5}, cc.ids["s.d"], "another path's id is kept")
 }
+
+// A bucket made again (Forget) numbers its manifests afresh: an answer of
+// the old bucket's, read after Forget, names a manifest the new one may
+// never reach. Outdated on a path with nothing cached and no floor (not
+// dropped from the cache since Forget) raises no floor by it: every
+// lookup of that path would be retried, as behind that manifest, until
+// the new bucket's manifests passed it.
+func TestOutdatedAfterForgetRaisesNoFloorOfAPathNeverCached(t *testing.T) {
+	cc := &CollectionIDs{ids: map[string]cachedID{}}
+	cc.Forget()
+	cc.Outdated("s.c", 9, 0x50, true) // the old bucket's late answer
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	require.Zero(t, cc.floorLocked("s.c"), "a floor of the old bucket's manifest")
+}
