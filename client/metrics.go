@@ -8,8 +8,10 @@ package client
 // the same moment may both ask, the first answer kept: the client never
 // waits for a Meter while holding a lock; and past a few thousand attribute
 // sets kept, as collections made and dropped over a long life add theirs,
-// it drops those it keeps and asks again for those it needs next, so a
-// Meter should return the same instrument when asked again for one), so
+// it drops those it keeps, at most once a minute, and asks again for those
+// it needs next, meanwhile asking at each use for one it could not keep:
+// so a Meter should return the same instrument when asked again for one),
+// so
 // a Meter may do real work there
 // (attributes are strings: service, operation, bucket, scope, collection,
 // cluster labels, error type); recording on an instrument is the hot path and should not

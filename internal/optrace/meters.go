@@ -26,7 +26,9 @@ import (
 // the client starts them anew (Collections made before keep theirs), and
 // asks the Meter again for what it needs next, so that a client living
 // for weeks among collections made and dropped, or meeting many error
-// types, does not keep one for each forever.
+// types, does not keep one for each forever. The recorders start anew at
+// most once per maxRecordersResetEvery: with more in use at once than the
+// bound, one past it is asked for at each use meanwhile, not kept.
 type opMeters struct {
 	ob *Observers
 	m  atomic.Pointer[map[MeterKey]hookguard.ValueRecorder]
@@ -40,6 +42,9 @@ type opMeters struct {
 	// maxRecs and maxColls bound m and colls (0: maxRecorders and
 	// maxColls).
 	maxRecs, maxColls int
+	// recsReset is when m was last started anew, or made (guarded by
+	// mu).
+	recsReset time.Time
 }
 
 const (
@@ -47,6 +52,12 @@ const (
 	maxRecorders = 4096
 	// maxColls bounds the Colls kept by path for a caller's Meter.
 	maxColls = 4096
+	// maxRecordersResetEvery is the least time between two starts anew
+	// of the recorders kept (recorder): with more in use at once than
+	// maxRecorders, starting anew at each one past the bound would drop
+	// the very ones about to be used again, each then asked for and the
+	// map copied to add it back, at nearly every operation.
+	maxRecordersResetEvery = time.Minute
 )
 
 // MeterKey identifies a recorder (the bucket is the client's): the
@@ -73,6 +84,9 @@ func (m *opMeters) init(ob *Observers) {
 	m.m.Store(&empty)
 	m.colls = map[string]*Coll{}
 	m.shared = &collRecorders{}
+	if ob.cfg.Clock != nil {
+		m.recsReset = ob.cfg.Clock.Now()
+	}
 }
 
 // Coll returns the collection scope.name (path is "scope.name"), made the
@@ -123,7 +137,16 @@ func (m *opMeters) recorder(k MeterKey) hookguard.ValueRecorder {
 	}
 	var next map[MeterKey]hookguard.ValueRecorder
 	if len(old) >= cmp.Or(m.maxRecs, maxRecorders) {
+		now := m.ob.cfg.Clock.Now()
+		if now.Sub(m.recsReset) < maxRecordersResetEvery {
+			// More in use at once than the bound: r serves this
+			// operation, not kept, rather than dropping those kept
+			// (each about to be asked for again, the map copied to
+			// add it back).
+			return r
+		}
 		// Start anew: a recorder dropped is asked again when needed.
+		m.recsReset = now
 		next = map[MeterKey]hookguard.ValueRecorder{}
 	} else {
 		next = make(map[MeterKey]hookguard.ValueRecorder, len(old)+1)
