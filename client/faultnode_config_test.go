@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,14 +71,15 @@ func withRev(t *testing.T, config []byte, rev int64) []byte {
 	return raw
 }
 
-// closedPort returns a loopback address nothing listens on.
+// closedPort returns a loopback address nothing listens on, held (bound,
+// never listening) until the test ends so that no listener opened later,
+// such as a faultnode seed, is given its port.
 func closedPort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := faultnode.NewClosedPort()
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	t.Cleanup(p.Close)
+	return p.Addr()
 }
 
 // eventLog records, in order, what the proxies' hooks saw.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"syscall"
 	"testing"
@@ -173,14 +172,11 @@ func connectWithDeadServer(t *testing.T, live string) (*Client, string) {
 	return c, dead
 }
 
-// closedAddr returns a loopback address nothing listens on.
+// closedAddr returns a loopback address nothing listens on, held until
+// the test ends (see closedPort).
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	return closedPort(t)
 }
 
 // keyOn returns a key that c routes to addr.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvwire/kvwire/client"
+	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -124,14 +125,15 @@ func TestHelp(t *testing.T) {
 	assert.Contains(t, r.stdout, "--password", "serve lists its own flags, which share global names")
 }
 
-// closedAddr returns a loopback address nothing listens on.
+// closedAddr returns a loopback address nothing listens on, held (bound,
+// never listening) until the test ends so that no listener opened later is
+// given its port.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := faultnode.NewClosedPort()
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	t.Cleanup(p.Close)
+	return p.Addr()
 }
 
 func TestConnectErrors(t *testing.T) {

@@ -153,10 +153,7 @@ func TestMemcachedDeadServerNamed(t *testing.T) {
 	if live == "" {
 		memcachedSASL(t) // skips, or fails in CI
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	dead := closedAddr(t)
 	env := map[string]string{envConnStr: "memcached://" + live + "," + dead}
 	var onDead string
 	for i := 0; i < 1000 && onDead == ""; i++ {

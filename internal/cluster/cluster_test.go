@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -452,13 +451,14 @@ func TestNotMyVbucket(t *testing.T) {
 	assert.Equal(t, mc.Node(from).Addr(), r4.Node.Addr())
 }
 
-// closedPort is a loopback address that refuses connections.
+// closedPort is a loopback address that refuses connections, held until
+// the test ends so that no listener opened later is given its port.
 func closedPort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Helper()
+	p, err := faultnode.NewClosedPort()
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	t.Cleanup(p.Close)
+	return p.Addr()
 }
 
 // resolver maps names to addresses, as a DNS SRV lookup would.
