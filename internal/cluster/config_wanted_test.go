@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
 )
 
@@ -84,6 +86,51 @@ func TestNoKVConfigsNMVWantsAConfigFromTheSource(t *testing.T) {
 		Version: memdx.ClusterConfigVersion{Epoch: held.Epoch, Revision: int64(held.Rev)}, HasEpoch: true})
 	assert.False(t, wanted(), "a notification of the version held")
 
+	requireNoKVConfigRequests(t, c)
+	assert.Zero(t, mc.RequestCount(memdx.OpGetClusterConfig), "GET_CLUSTER_CONFIG sent with NoKVConfigs")
+}
+
+// The config poll is no sign that a config is wanted: with the configs
+// from a source it asks nothing of the nodes, and it does not signal
+// ConfigWanted either. It did (the poll goes through requestFetchHeld,
+// which signalled for a source in place of any fetch): every poll
+// interval (2.5 s) the HTTP stream's wait was cut short, so a proxy
+// ending every stream, or REST ports refusing every dial, had the stream
+// reopened every 2.5 s at most rather than backing off to 10 s, and a
+// NOT_MY_VBUCKET was not what woke it.
+func TestNoKVConfigsPollDoesNotWantAConfig(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	fc := retry.NewFakeClock(time.Now())
+	cfg := testConfig(mc)
+	cfg.Clock = fc
+	cfg.NoKVConfigs = true
+	cfg.Conn.NoClusterConfig = true
+	src := &sinkSource{first: b.ConfigJSON(0), sinks: make(chan Sink, 1)}
+	cfg.Sources = []ConfigSource{src}
+	c := connectCluster(t, cfg)
+	var sink Sink
+	select {
+	case sink = <-src.sinks:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the source was not run")
+	}
+	start := fc.Now()
+	// Three polls: the loop re-arms the poll before it polls, so the
+	// poll armed for start+4h means the first two have been handled.
+	for i := 1; i <= 3; i++ {
+		due := start.Add(time.Duration(i) * cfg.PollInterval)
+		waitFor(t, "the poll armed", func() bool { return slices.Contains(fc.Timers(), due) })
+		fc.Set(due)
+	}
+	waitFor(t, "the poll re-armed", func() bool {
+		return slices.Contains(fc.Timers(), start.Add(4*cfg.PollInterval))
+	})
+	select {
+	case <-sink.ConfigWanted():
+		t.Fatal("a poll signalled ConfigWanted: nothing said the config held is out of date")
+	default:
+	}
 	requireNoKVConfigRequests(t, c)
 	assert.Zero(t, mc.RequestCount(memdx.OpGetClusterConfig), "GET_CLUSTER_CONFIG sent with NoKVConfigs")
 }

@@ -117,6 +117,12 @@ func (c *Cluster) NotMyVbucket(r Route, nmv NMV, rs *vbmap.RouteState, tg *Targe
 // unless by then a config newer than routedWith (the version the requester
 // routed with) is installed.
 func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
+	if !c.kvConfigs.Load() {
+		// The configs come from a source (Config.NoKVConfigs, or a
+		// source served the bootstrap config): it is told instead.
+		c.wantConfig()
+		return
+	}
 	c.requestFetchHeld(n, routedWith, false)
 }
 
@@ -125,9 +131,10 @@ func (c *Cluster) requestFetch(n *Node, routedWith vbmap.Version) {
 // as pollTarget promises, whatever is pending on n (holdFetch).
 func (c *Cluster) requestFetchHeld(n *Node, routedWith vbmap.Version, held bool) {
 	if !c.kvConfigs.Load() {
-		// The configs come from a source (Config.NoKVConfigs, or a
-		// source served the bootstrap config): it is told instead.
-		c.wantConfig()
+		// The configs come from a source: a poll asks nothing of the
+		// nodes, nor of the source (no node said the config held is
+		// out of date: ConfigWanted would cut its waits short at every
+		// poll); a NOT_MY_VBUCKET tells the source (requestFetch).
 		return
 	}
 	c.fetchMu.Lock()
