@@ -487,17 +487,23 @@ type Sink func(raw []byte, host, addr string) error
 // served none.
 // When every node of a round failed to serve one, the next round waits
 // 100 ms, doubling to 10 s, and a stream that delivers resets that wait.
-// A value received on wake (nil: none) while Stream waits (a node said
-// the config is out of date without sending a newer one) ends the wait
-// 100 ms after it began, or at once when it began longer ago: the config
-// is wanted now, and the stream is still not reopened more often than
-// every 100 ms. Waits and a stream's life are on the Clock. It returns
-// when ctx ends, having closed its connection.
+// A value received on wake (nil: none) while Stream waits to reopen a
+// stream that delivered (a node said the config is out of date without
+// sending a newer one) ends the wait 100 ms after it began, or at once
+// when it began longer ago: the config is wanted now, and the stream is
+// still not reopened more often than every 100 ms. It does not cut short
+// the wait after a round in which no node served a stream: that the
+// config is wanted makes the nodes no likelier to serve it, and the
+// stream that fails is why a node keeps saying so (its NOT_MY_VBUCKETs
+// without the config, kv_engine's DedupeNotMyVbucketClustermap), which
+// would have every node asked, and a failure logged for each, ten times
+// a second. Waits and a stream's life are on the Clock. It returns when
+// ctx ends, having closed its connection.
 func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan struct{}, sink Sink) {
 	wait := minRoundWait
 	var reopen time.Duration // before reopening after a stream that delivered
 	last := ""               // the node whose stream ended last
-	sleep := func(d time.Duration) bool {
+	sleep := func(d time.Duration, wake <-chan struct{}) bool {
 		start := c.cfg.Clock.Now()
 		t := c.cfg.Clock.NewTimer(d)
 		defer func() { t.Stop() }()
@@ -574,12 +580,12 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 		}
 		if delivered {
 			wait = minRoundWait
-			if reopen > 0 && !left && !sleep(reopen) {
+			if reopen > 0 && !left && !sleep(reopen, wake) {
 				return
 			}
 			continue
 		}
-		if !sleep(wait) {
+		if !sleep(wait, nil) { // not cut short by wake: see above
 			return
 		}
 		wait = min(2*wait, maxRoundWait)

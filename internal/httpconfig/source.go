@@ -100,8 +100,9 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 // delivered that the cluster has yet to install. A node that streams
 // another cluster's configs (its address given to another cluster's node)
 // is passed over for the next, its configs not offered. While the stream
-// waits to be reopened, a config the cluster wants (Sink.ConfigWanted: a
-// NOT_MY_VBUCKET without one, say) cuts the wait short.
+// waits to be reopened after a stream that delivered, a config the
+// cluster wants (Sink.ConfigWanted: a NOT_MY_VBUCKET without one, say)
+// cuts the wait short.
 func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 	sn := streamNodes{s: s}
 	nodes := func() []string {

@@ -104,3 +104,76 @@ func TestStreamWaitCutShortWhenAConfigIsWanted(t *testing.T) {
 	wake <- struct{}{}
 	close(request())
 }
+
+// A config wanted does not cut short the wait after a round in which no
+// node served a stream: the nodes are no likelier to serve it, and with
+// bootstrap_on=http the failing stream is why the nodes keep answering
+// NOT_MY_VBUCKET without the config (kv_engine's
+// DedupeNotMyVbucketClustermap), each a wake: every node was asked, and a
+// Warn logged for each, every 100 ms for as long as the REST ports
+// refused. The wait doubles as before, 100 ms to 10 s; the wake stays for
+// the wait after a stream that delivered.
+func TestStreamFailedRoundWaitNotCutShortWhenAConfigIsWanted(t *testing.T) {
+	clock := newArmClock()
+	requests := make(chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests <- struct{}{}
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	const redial = time.Hour // told apart from the round waits
+	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
+	wake := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error { return nil })
+	}()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), guard)
+	defer wcancel()
+	// round waits for the failed round's request, then for the wait
+	// armed after it.
+	round := func() time.Duration {
+		t.Helper()
+		select {
+		case <-requests:
+		case <-wctx.Done():
+			t.Fatal("no round")
+		}
+		for {
+			select {
+			case d := <-clock.armed:
+				if d != redial {
+					return d
+				}
+			case <-requests:
+				t.Fatal("a round before its wait was over")
+			case <-wctx.Done():
+				t.Fatal("no wait armed after a failed round")
+				return 0
+			}
+		}
+	}
+	want := minRoundWait
+	for i := range 6 {
+		if got := round(); got != want {
+			t.Fatalf("failed round %d: a wait of %v, want %v (a wanted config cut it short)", i+1, got, want)
+		}
+		if i >= 2 {
+			// A config wanted (once the wait is well over 100 ms):
+			// not taken by the waits after failed rounds.
+			if len(wake) == 0 && i > 2 {
+				t.Fatal("a wait after a failed round took the wake")
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+		clock.Advance(want)
+		want *= 2
+	}
+}
