@@ -464,10 +464,14 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	// Each way out of the loop sets err (nil: o's result is in o).
 	// refused: the barriers their connection refused unwritten
 	// (conn.ErrBoundedAhead), placed again: no attempts, they take no
-	// attempt number. wasSent: o.sent before the placement.
+	// attempt number. last: a barrier's last attempt sent, as it was
+	// before the placement began another (op.attempt).
 	refused := 0
+	var last attemptRecord
 	for attempt := 0; ; attempt++ {
-		wasSent := o.sent
+		if o.barrier {
+			last = o.lastAttempt()
+		}
 		pl, nx := c.place(ctx, o, attempt, nil)
 		if nx.err != nil {
 			err = nx.err
@@ -529,9 +533,11 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			// the server answers only by a bound of its own was queued
 			// there since the pick. It was never sent: no attempt, and
 			// nothing reported (Queued did not run). Placed again, it
-			// is held (pickBarrier), with no retry.
+			// is held (pickBarrier), with no retry; the last attempt
+			// sent (its status, opaque, node) is still the one its
+			// error names, should it end so.
 			refused++
-			o.sent = wasSent
+			o.restoreAttempt(&last)
 			continue
 		}
 		ended := c.after(from.Sent)
@@ -1074,6 +1080,43 @@ func (o *op) attempt(node *cluster.Node, vb uint16) {
 		o.errName, o.errDesc = "", ""
 	}
 	o.accepted = false
+}
+
+// attemptRecord is what attempt clears or sets of the last attempt sent:
+// a barrier its connection refused unwritten puts it back (execute), since
+// the attempt begun for it was never sent.
+type attemptRecord struct {
+	sent           bool
+	node           *cluster.Node
+	vb             uint16
+	opaque         uint32
+	status         memdx.Status
+	accepted       bool
+	outcome        statuspolicy.Outcome
+	nmvOffer       cluster.Offer
+	nmvBody        []byte
+	errCtx         memdx.ErrorContext
+	manifestUID    uint64
+	hasManifestUID bool
+	errName        string
+	errDesc        string
+}
+
+// lastAttempt returns o's record of its last attempt, for restoreAttempt.
+func (o *op) lastAttempt() attemptRecord {
+	return attemptRecord{sent: o.sent, node: o.node, vb: o.vb, opaque: o.opaque, status: o.status,
+		accepted: o.accepted, outcome: o.outcome, nmvOffer: o.nmvOffer, nmvBody: o.nmvBody,
+		errCtx: o.errCtx, manifestUID: o.manifestUID, hasManifestUID: o.hasManifestUID,
+		errName: o.errName, errDesc: o.errDesc}
+}
+
+// restoreAttempt undoes attempt: o's last attempt is r's again (nmvBody's
+// bytes are still there: attempt only shortened it, and no answer came).
+func (o *op) restoreAttempt(r *attemptRecord) {
+	o.sent, o.node, o.vb, o.opaque, o.status = r.sent, r.node, r.vb, r.opaque, r.status
+	o.accepted, o.outcome, o.nmvOffer, o.nmvBody = r.accepted, r.outcome, r.nmvOffer, r.nmvBody
+	o.errCtx, o.manifestUID, o.hasManifestUID = r.errCtx, r.manifestUID, r.hasManifestUID
+	o.errName, o.errDesc = r.errName, r.errDesc
 }
 
 // prepare sets the per-attempt fields of the request of an attempt begun
