@@ -107,7 +107,8 @@ func TestScanCutOffIsNotAmbiguous(t *testing.T) {
 }
 
 // A range-scan create that timed out after it was written may have opened
-// a scan: its error must not say "the request was not applied".
+// a scan: its error says it changed no data (no document), never "not
+// applied".
 func TestScanCreateTimeoutDoesNotSayNotApplied(t *testing.T) {
 	t.Parallel()
 	mc := newMock(t, mockcluster.Options{Nodes: 1})
@@ -127,7 +128,7 @@ func TestScanCreateTimeoutDoesNotSayNotApplied(t *testing.T) {
 	}
 	require.ErrorIs(t, err, ErrTimeout)
 	assert.NotErrorIs(t, err, ErrAmbiguous, "%v", err)
-	assert.Contains(t, err.Error(), "retry: unambiguous timeout (the request changes no data)")
+	assert.Contains(t, err.Error(), "retry: unambiguous timeout (the request changed no data)")
 	assert.Contains(t, err.Error(), "may stay on the server", "says what the timed-out create may have left")
 	assert.NotContains(t, err.Error(), "not applied", "a create that may have opened a scan: %v", err)
 	assert.ErrorIs(t, err, ErrUnambiguousTimeout)

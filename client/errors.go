@@ -147,8 +147,7 @@ var (
 	// nothing: it was never written, every attempt written was answered
 	// (and refused), or it only reads (a Get written and left unanswered
 	// may have run on the server, which changes nothing). A range scan's
-	// requests change no document, so their timeouts are unambiguous; the
-	// error's message says "the request changes no data" for them (a
+	// requests change no document, so their timeouts are unambiguous (a
 	// create written before it timed out may have opened a scan, which the
 	// server drops after its idle timeout).
 	ErrTimeout            = kverr.ErrTimeout
@@ -264,12 +263,6 @@ func (e *KeyValueError) Error() string {
 		Ambiguous:        e.Ambiguous,
 		Cause:            e.Cause,
 	}
-	if e.Err == ErrUnambiguousTimeout && isRangeScanOp(e.OpCode.wire()) {
-		// "The request was not applied" is not true of a range-scan
-		// request that was written: a create may have opened a scan, a
-		// continue taken a batch. None changes a document.
-		m.ErrText = "unambiguous timeout: the request changes no data"
-	}
 	if e.Status != 0 && m.StatusName == "" {
 		m.StatusName = e.Status.String()
 	}
@@ -333,15 +326,6 @@ func init() { optrace.SetErrorParts(kvErrorParts) }
 // Is makes a KeyValueError marked Ambiguous match ErrAmbiguous even when
 // its cause does not say so itself.
 func (e *KeyValueError) Is(target error) bool { return target == ErrAmbiguous && e.Ambiguous }
-
-// isRangeScanOp reports whether op is one of a range scan's requests.
-func isRangeScanOp(op memdx.OpCode) bool {
-	switch op {
-	case memdx.OpRangeScanCreate, memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
-		return true
-	}
-	return false
-}
 
 // sentinelOf is kverr.SentinelOf, a replica the bucket does not have
 // being an argument refused.

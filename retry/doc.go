@@ -175,7 +175,7 @@
 // An idempotent operation is never ambiguous: applying it again changes
 // nothing. Nor is a read that is not on the idempotent list (GET_META,
 // STAT; memdx.OpCode.IsReadOnly): it is not sent again, and its error says
-// it was not applied, as nothing it could do changes data.
+// it changed no data, as nothing it could do changes data.
 //
 // So a SET written whose connection then dies is handed over as
 // SOCKET_CLOSED_WHILE_IN_FLIGHT, which does not allow a non-idempotent retry;

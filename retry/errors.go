@@ -50,12 +50,8 @@ func (e *TimeoutError) Error() string {
 	var b strings.Builder
 	if e.Ambiguous {
 		b.WriteString("retry: ambiguous timeout (the request may have been applied)")
-	} else if scanChangesNoData(e.OpCode) {
-		// Written or not, it changed no document; a create may have
-		// opened a scan, so "not applied" would not be true.
-		b.WriteString("retry: unambiguous timeout (the request changes no data)")
 	} else {
-		b.WriteString("retry: unambiguous timeout (the request was not applied)")
+		b.WriteString("retry: unambiguous timeout (the request changed no data)")
 	}
 	writeSummary(&b, e.OpCode, e.Attempts, e.Reasons)
 	if e.LastErr != nil {

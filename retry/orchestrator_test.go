@@ -688,7 +688,7 @@ func TestStateInitClearsEveryField(t *testing.T) {
 func TestErrorStrings(t *testing.T) {
 	te := &TimeoutError{OpCode: memdx.OpGet, Attempts: 1, Reasons: ReasonSet(0).With(ReasonKVLocked),
 		LastErr: errors.New("last")}
-	assert.Equal(t, "retry: unambiguous timeout (the request was not applied) [GET, 1 retry, reasons [KV_LOCKED]]; last error: last", te.Error())
+	assert.Equal(t, "retry: unambiguous timeout (the request changed no data) [GET, 1 retry, reasons [KV_LOCKED]]; last error: last", te.Error())
 	nr := &NotRetriedError{Reason: ReasonScopeNotFound, OpCode: memdx.OpSet, Err: kverr.ErrScopeNotFound}
 	assert.Equal(t, "retry: not retried after SCOPE_NOT_FOUND [SET, 0 retries]: scope not found", nr.Error())
 	assert.Nil(t, (&NotRetriedError{}).Unwrap())

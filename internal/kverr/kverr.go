@@ -113,7 +113,7 @@ var (
 	// was never sent, or each attempt sent was answered), or the request
 	// only reads or is a range scan's (one written and left unanswered may
 	// have run, which changes no document). retry.State.Ambiguous decides.
-	ErrUnambiguousTimeout = errors.New("unambiguous timeout: the request was not applied")
+	ErrUnambiguousTimeout = errors.New("unambiguous timeout: the request changed no data")
 	// ErrAmbiguous: a request was written and no definite answer came for
 	// it: it may have been applied.
 	ErrAmbiguous = errors.New("the request may have been applied")

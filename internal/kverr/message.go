@@ -12,9 +12,6 @@ type Message struct {
 	Op  string
 	Key string // "" for Scan and the per-node operations
 	Err error  // the sentinel
-	// ErrText is what the message says for Err when Err's own text would
-	// not be true of the request ("" for Err's text).
-	ErrText string
 	// Status is the server's last status (0 when none); StatusName its
 	// error-map name, or else the status's own name.
 	Status           uint16
@@ -44,10 +41,7 @@ func (e *Message) String() string {
 	if e.Key != "" { // Scan and the per-node operations have none
 		fmt.Fprintf(&b, " %q", e.Key)
 	}
-	if e.ErrText != "" {
-		b.WriteString(": ")
-		b.WriteString(e.ErrText)
-	} else if e.Err != nil {
+	if e.Err != nil {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}
