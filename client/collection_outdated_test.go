@@ -99,7 +99,7 @@ func TestLookupOnALaggingNodeAfterAnIDWasDroppedIsNotCached(t *testing.T) {
 	_, err = b.AddCollection("app", "users")
 	require.NoError(t, err)
 	// Another node, at the new manifest, found the old id unknown.
-	c.cl.Collections().Outdated(users.path, oldID, b.ManifestUID(), true)
+	c.cl.Collections().Outdated(users.path, oldID, c.cl.Collections().Gen(), b.ManifestUID(), true)
 
 	// This node lags: its next two lookups answer with the old id, by the
 	// old manifest; it would take a write to the old id.

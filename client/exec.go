@@ -418,11 +418,14 @@ type next struct {
 }
 
 // placed is where an attempt goes: its route, connection and collection
-// id.
+// id, with the collection-id cache's generation the id belongs to (for
+// CollectionIDs.Outdated: an answer about an id cached before the bucket
+// was made again says nothing of the new one).
 type placed struct {
 	cluster.Route
-	cn  *conn.Conn
-	cid uint32
+	cn     *conn.Conn
+	cid    uint32
+	cidGen uint64
 }
 
 // execute runs o to completion: route, dispatch, classify, and retry as the
@@ -772,12 +775,13 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 		}
 	}
 	var cid uint32
+	var cidGen uint64
 	if err == nil && o.target.Node == nil && o.coll != nil && !o.coll.isDefault {
 		if f := shared.on(cn); f != nil {
 			reason, err = f.reason, f.err
 		} else {
 			var waited bool
-			cid, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
+			cid, cidGen, waited, reason, err = c.cl.Collections().ID(ctx, o.st.Deadline(), cn, o.coll.scope, o.coll.name, o.coll.path)
 			if le := (*cluster.LookupError)(nil); errors.As(err, &le) && le.Outcome.ConnInvalid {
 				// The lookup's connection: a caller that waited for
 				// another's lookup has its own on another.
@@ -828,7 +832,7 @@ func (c *Client) place(ctx context.Context, o *op, attempt int, shared *lookupFa
 	}
 	o.attempt(r.Node, r.Vbucket)
 	o.prepare(cn, r.Vbucket, cid)
-	return placed{Route: r, cn: cn, cid: cid}, next{done: true}
+	return placed{Route: r, cn: cn, cid: cid, cidGen: cidGen}, next{done: true}
 }
 
 // pickBarrier is Pick for an operation whose request is a barrier in
@@ -1257,8 +1261,9 @@ func (c *Client) classifyStatus(o *op, pl placed) (retry.Reason, bool) {
 	case retry.ReasonKVCollectionOutdated:
 		if o.coll != nil && !o.coll.isDefault {
 			// Not when the id cached is newer than the one sent, or
-			// than the node's manifest (Outdated).
-			c.cl.Collections().Outdated(o.coll.path, pl.cid, o.manifestUID, o.hasManifestUID)
+			// than the node's manifest, or the one sent was cached
+			// before the bucket was made again (Outdated).
+			c.cl.Collections().Outdated(o.coll.path, pl.cid, pl.cidGen, o.manifestUID, o.hasManifestUID)
 		}
 	case retry.ReasonKVErrorMapRetryIndicated:
 		o.st.SetErrorMapEntry(out.Entry)

@@ -90,6 +90,9 @@ type idFlight struct {
 	callerEnded bool
 	// gen is the cache's gen when the lookup began.
 	gen uint64
+	// idGen is the cache's gen that id belongs to (ID's gen): gen, or
+	// the one after Forget when the id is one cached since.
+	idGen uint64
 }
 
 // ID returns the id of collection name of scope (path: "scope.name") from
@@ -125,16 +128,20 @@ type idFlight struct {
 // their bounds has passed, or the caller's deadline or ctx ends it
 // (holdLookup); or until cn's node leaves the config: the request is then
 // to be routed again (ReasonNodeNotAvailable), the lookup not sent behind
-// them on the connection the node drains.
-func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, waited bool, reason retry.Reason, err error) {
+// them on the connection the node drains. gen is the cache's generation
+// the id belongs to (Forget counts them): the request that sends the id
+// gives it to Outdated with it, which takes nothing from an answer about
+// an id of the bucket before Forget.
+func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (id uint32, gen uint64, waited bool, reason retry.Reason, err error) {
 	if !cn.Features().Has(memdx.FeatureCollections) {
-		return 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
+		return 0, 0, false, retry.ReasonUnknown, fmt.Errorf("%w: collection %s: the server did not enable collections", kverr.ErrFeatureNotAvailable, path)
 	}
 	cc.mu.RLock()
 	e, ok := cc.ids[path]
+	gen = cc.gen
 	cc.mu.RUnlock()
 	if ok {
-		return e.id, false, 0, nil
+		return e.id, gen, false, 0, nil
 	}
 	routed := cn
 	var heldAt time.Time
@@ -144,7 +151,7 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 			for {
 				o, h, reason, err := cc.pick(cn)
 				if err != nil {
-					return 0, !heldAt.IsZero(), reason, err
+					return 0, 0, !heldAt.IsZero(), reason, err
 				}
 				if o != nil {
 					cn = o
@@ -154,11 +161,11 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 					heldAt = cc.clock.Now()
 				}
 				if err := cc.holdLookup(ctx, deadline, h, cn.Addr(), path, heldAt); err != nil {
-					return 0, true, retry.ReasonUnknown, err
+					return 0, 0, true, retry.ReasonUnknown, err
 				}
 			}
 		}
-		id, reason, err = cc.lookup(ctx, deadline, cn, scope, name, path)
+		id, gen, reason, err = cc.lookup(ctx, deadline, cn, scope, name, path)
 		if cc.pick != nil && errors.Is(err, conn.ErrBoundedAhead) {
 			// A request the server answers only by a bound of its
 			// own was queued on cn since the pick: the connection
@@ -166,7 +173,7 @@ func (cc *CollectionIDs) ID(ctx context.Context, deadline time.Time, cn *conn.Co
 			// again: it goes elsewhere, or is held.
 			continue
 		}
-		return id, true, reason, err
+		return id, gen, true, reason, err
 	}
 }
 
@@ -272,13 +279,15 @@ func (c *Cluster) lookupConn(cn *conn.Conn) (*conn.Conn, BarrierHold, retry.Reas
 	return nil, h, 0, nil
 }
 
-// lookup runs a lookup of path's id or waits for the one running (ID).
-func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (uint32, retry.Reason, error) {
+// lookup runs a lookup of path's id or waits for the one running (ID):
+// the id, the cache's generation it belongs to, and the outcome.
+func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *conn.Conn, scope, name, path string) (uint32, uint64, retry.Reason, error) {
 	for {
 		cc.mu.Lock()
 		if e, ok := cc.ids[path]; ok {
+			gen := cc.gen
 			cc.mu.Unlock()
-			return e.id, 0, nil
+			return e.id, gen, 0, nil
 		}
 		key := flightKey{path, cn.Addr()}
 		f := cc.flights[key]
@@ -294,14 +303,14 @@ func (cc *CollectionIDs) lookup(ctx context.Context, deadline time.Time, cn *con
 			cc.flights[key] = f
 			cc.mu.Unlock()
 			cc.fly(ctx, deadline, cn, scope, name, key, f)
-			return f.id, f.reason, f.err
+			return f.id, f.idGen, f.reason, f.err
 		}
 		cc.mu.Unlock()
 		if err := cc.await(ctx, deadline, f.done, cn.Addr()); err != nil {
-			return 0, retry.ReasonSocketNotAvailable, err
+			return 0, 0, retry.ReasonSocketNotAvailable, err
 		}
 		if !f.callerEnded {
-			return f.id, f.reason, f.err
+			return f.id, f.idGen, f.reason, f.err
 		}
 		// The lookup ended with the context or deadline of the caller
 		// that ran it, not this one's: look up again (or wait for
@@ -327,19 +336,23 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 			// id. The request waits for the node to catch up.
 			f.reason, f.err = retry.ReasonKVCollectionOutdated, fmt.Errorf("COLLECTIONS_GET_ID for %s: the node answered by manifest %x, older than manifest %x", path, f.uid, floor)
 		}
+		f.idGen = f.gen
 		if f.err == nil {
 			switch e, ok := cc.ids[path]; {
 			case ok && (e.uid > f.uid || f.gen != cc.gen):
 				// Another node's lookup, by a newer manifest (or of
 				// the bucket made again since this one began),
-				// ended first: its id stands.
-				f.id = e.id
+				// ended first: its id stands, of the cache's
+				// generation now (Forget empties the cache).
+				f.id, f.idGen = e.id, cc.gen
 			case f.gen == cc.gen:
 				cc.cacheLocked(path, cachedID{id: f.id, uid: f.uid})
 			}
 			// Otherwise the bucket was made again since the lookup
 			// began (Forget): its answer may be the old bucket's and
-			// is not kept; the next request looks up again.
+			// is not kept; the next request looks up again. It keeps
+			// the generation it began in: an UNKNOWN_COLLECTION for
+			// it says nothing of the new bucket (Outdated).
 		}
 		if cc.flights[key] == f { // not replaced by a lookup begun after Forget
 			delete(cc.flights, key)
@@ -467,6 +480,14 @@ func (cc *CollectionIDs) Forget() {
 	cc.gen++
 }
 
+// Gen is the cache's generation now (Forget counts them): the one ID
+// gives with an id cached now.
+func (cc *CollectionIDs) Gen() uint64 {
+	cc.mu.RLock()
+	defer cc.mu.RUnlock()
+	return cc.gen
+}
+
 // Invalidate drops path's id, whatever it is: the next request resolves it
 // again.
 func (cc *CollectionIDs) Invalidate(path string) {
@@ -492,9 +513,21 @@ func (cc *CollectionIDs) Invalidate(path string) {
 // by a manifest older than the node's (or, when the node did not say, than
 // the dropped id's) is not cached either (floors): the request that made
 // it is retried (KV_COLLECTION_OUTDATED).
-func (cc *CollectionIDs) Outdated(path string, id uint32, nodeUID uint64, uidKnown bool) {
+//
+// gen is the generation ID gave with the id. An answer about an id of a
+// generation before the cache's (Forget was called since: the bucket was
+// made again) is the old bucket's, and says nothing of the new one: it is
+// ignored. The new bucket numbers its collections and manifests afresh:
+// the id cached now may be the same number, and the old bucket's manifest
+// one the new one never reaches; dropping the id and raising the path's
+// floor to it had every later lookup retried, as behind that manifest,
+// until its request timed out.
+func (cc *CollectionIDs) Outdated(path string, id uint32, gen, nodeUID uint64, uidKnown bool) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
+	if gen != cc.gen {
+		return
+	}
 	e, ok := cc.ids[path]
 	if !ok {
 		// Nothing cached to drop; but the id sent may be one dropped

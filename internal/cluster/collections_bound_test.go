@@ -26,7 +26,7 @@ func TestCollectionIDFloorsAreBounded(t *testing.T) {
 	for i := range n {
 		path := "s.c" + strconv.Itoa(i)
 		cc.ids[path] = cachedID{id: uint32(i + 8), uid: uint64(i + 1)}
-		cc.Outdated(path, uint32(i+8), uint64(i+1), true)
+		cc.Outdated(path, uint32(i+8), 0, uint64(i+1), true)
 		require.NotContains(t, cc.ids, path, "the id found unknown is dropped")
 	}
 	require.LessOrEqual(t, len(cc.floors), bound, "floors kept")
@@ -73,7 +73,7 @@ func TestCollectionIDCacheIsBounded(t *testing.T) {
 	for round := range 2 {
 		for i := range n {
 			name := "c" + strconv.Itoa(i)
-			id, _, _, err := cc.ID(context.Background(), deadline, cn, "app", name, "app."+name)
+			id, _, _, _, err := cc.ID(context.Background(), deadline, cn, "app", name, "app."+name)
 			require.NoError(t, err)
 			require.Equal(t, want["app."+name], id, "round %d", round)
 		}
@@ -109,7 +109,7 @@ func TestOutdatedRaisesTheFloorOfAnEvictedPath(t *testing.T) {
 
 	// A request sent with s.c's id 9 before it was dropped: the node,
 	// at manifest 7, no longer knows it.
-	cc.Outdated("s.c", 9, 7, true)
+	cc.Outdated("s.c", 9, 0, 7, true)
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	require.Equal(t, uint64(7), cc.floorLocked("s.c"),
@@ -126,7 +126,7 @@ func TestOutdatedRaisesTheFloorOfAnEvictedPath(t *testing.T) {
 func TestOutdatedAfterForgetRaisesNoFloorOfAPathNeverCached(t *testing.T) {
 	cc := &CollectionIDs{ids: map[string]cachedID{}}
 	cc.Forget()
-	cc.Outdated("s.c", 9, 0x50, true) // the old bucket's late answer
+	cc.Outdated("s.c", 9, 0, 0x50, true) // the old bucket's late answer (of the generation before)
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	require.Zero(t, cc.floorLocked("s.c"), "a floor of the old bucket's manifest")

@@ -60,7 +60,7 @@ func TestLookupAfterForgetDoesNotJoinOneBegunBefore(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Minute) // past the test's bound of a minute
 	first := make(chan uint32, 1)
 	go func() {
-		id, _, _, _ := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+		id, _, _, _, _ := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
 		first <- id
 	}()
 	select {
@@ -85,7 +85,7 @@ func TestLookupAfterForgetDoesNotJoinOneBegunBefore(t *testing.T) {
 	require.Equal(t, cn.Addr(), cn2.Addr())
 	second := make(chan uint32, 1)
 	go func() {
-		id, _, _, _ := cc.ID(context.Background(), deadline, cn2, "app", "users", "app.users")
+		id, _, _, _, _ := cc.ID(context.Background(), deadline, cn2, "app", "users", "app.users")
 		second <- id
 	}()
 	select {
@@ -98,7 +98,7 @@ func TestLookupAfterForgetDoesNotJoinOneBegunBefore(t *testing.T) {
 	released = true
 	close(release)
 	<-first
-	id, _, _, err := cc.ID(context.Background(), deadline, cn2, "app", "users", "app.users")
+	id, _, _, _, err := cc.ID(context.Background(), deadline, cn2, "app", "users", "app.users")
 	require.NoError(t, err)
 	require.Equal(t, newID, id, "the id cached")
 }

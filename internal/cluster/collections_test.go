@@ -120,7 +120,7 @@ func TestCollectionLookupJoinerOutlivesTheFirstCallersCancel(t *testing.T) {
 	defer cancelFirst()
 	first := make(chan error, 1)
 	go func() {
-		_, _, _, err := cc.ID(firstCtx, deadline, cn, "app", "users", "app.users")
+		_, _, _, _, err := cc.ID(firstCtx, deadline, cn, "app", "users", "app.users")
 		first <- err
 	}()
 	select {
@@ -157,7 +157,7 @@ type joinedLookup struct {
 // joinLookup looks app.users up with a background context and sends what
 // it got to out; its name marks its goroutine's stack (waitForStack).
 func joinLookup(cc *CollectionIDs, deadline time.Time, cn *conn.Conn, out chan<- joinedLookup) {
-	id, _, _, err := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+	id, _, _, _, err := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
 	out <- joinedLookup{id, err}
 }
 
@@ -203,7 +203,7 @@ func TestOutdatedKeepsNewerIDs(t *testing.T) {
 		{"the node did not say", 9, 0, false, true},
 	} {
 		cc.ids["s.c"] = cachedID{id: 9, uid: 5}
-		cc.Outdated("s.c", tc.sent, tc.nodeUID, tc.known)
+		cc.Outdated("s.c", tc.sent, 0, tc.nodeUID, tc.known)
 		_, ok := cc.ids["s.c"]
 		if ok == tc.dropped {
 			t.Errorf("%s: dropped %v, want %v", tc.name, !ok, tc.dropped)
@@ -235,7 +235,7 @@ func TestRecreatedBucketForgetsCollectionIDs(t *testing.T) {
 	}
 	cc := c.Collections()
 	deadline := time.Now().Add(time.Minute)
-	id, _, _, err := cc.ID(context.Background(), deadline, pick(), "app", "users", "app.users")
+	id, _, _, _, err := cc.ID(context.Background(), deadline, pick(), "app", "users", "app.users")
 	require.NoError(t, err)
 	require.Equal(t, oldUsers, id)
 	oldUUID := c.Topology().Config().BucketUUID()
@@ -254,7 +254,7 @@ func TestRecreatedBucketForgetsCollectionIDs(t *testing.T) {
 		return top.Config().BucketUUID() != oldUUID
 	})
 
-	id, _, _, err = cc.ID(context.Background(), deadline, pick(), "app", "users", "app.users")
+	id, _, _, _, err = cc.ID(context.Background(), deadline, pick(), "app", "users", "app.users")
 	require.NoError(t, err)
 	assert.Equal(t, users, id, "app.users by the id cached from the deleted bucket (%d: app.orders now)", oldUsers)
 }
@@ -316,7 +316,7 @@ func TestCollectionLookupNotSentBehindAWriteQueuedAfterItsPick(t *testing.T) {
 	deadline := fc.Now().Add(30 * time.Second)
 	go func() {
 		var err error
-		id, _, _, err = cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+		id, _, _, _, err = cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
 		got <- err
 	}()
 	held := func() bool { return slices.ContainsFunc(fc.Timers(), deadline.Equal) }
