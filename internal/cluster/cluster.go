@@ -157,7 +157,8 @@ type SourcedConfig struct {
 // reading from a node that serves such configs is to move to another.
 //
 // ConfigWanted (Cluster.ConfigWanted) receives when a node said the held
-// config is out of date without sending a newer one: a source that waits
+// config is out of date without sending a newer one, or a node's KV
+// connection was lost (it may have left the cluster): a source that waits
 // before reading again (the HTTP stream's back-off) is to read at once.
 type Sink interface {
 	Offer(raw []byte, host, source string) Offer
@@ -336,7 +337,11 @@ func (c *Cluster) Network() string { return c.network }
 // connection's NOT_MY_VBUCKET answers once it pushed (or announced) that
 // version on it (DedupeNotMyVbucketClustermap), so the source is then the
 // only way to it: one that waits before reading again (the HTTP stream
-// after streams that ended at once) is to read now.
+// after streams that ended at once) is to read now. It receives too when
+// a node's last KV connection ended or a dial of it failed (the node may
+// have left, and the requests routed to it meet connection errors, not
+// NOT_MY_VBUCKET): once until the node connects again, at most once per
+// ReconnectMax for one node (nodeLost).
 func (c *Cluster) ConfigWanted() <-chan struct{} { return c.wanted }
 
 // wantConfig signals ConfigWanted.

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +133,103 @@ func TestNoKVConfigsPollDoesNotWantAConfig(t *testing.T) {
 		t.Fatal("a poll signalled ConfigWanted: nothing said the config held is out of date")
 	default:
 	}
+	requireNoKVConfigRequests(t, c)
+	assert.Zero(t, mc.RequestCount(memdx.OpGetClusterConfig), "GET_CLUSTER_CONFIG sent with NoKVConfigs")
+}
+
+// With the configs from a source (bootstrap_on=http), a node whose KV
+// connection is lost, or whose dial fails, tells the source that a config
+// is wanted: the node may have left the cluster. A node removed closes
+// its HTTP config stream, maybe before it sent the config without itself;
+// still listed, it then had the stream wait out its reopen back-off (up
+// to 10 s), and the operations routed to it met connection errors, not
+// NOT_MY_VBUCKET, so nothing asked the stream for the config sooner: they
+// stalled until the back-off ended. A node that is simply down signals
+// once, not at each failed redial (the HTTP stream would be reopened at
+// each); once it connected again, losing it signals again.
+func TestNoKVConfigsLostNodeWantsAConfigFromTheSource(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{DisabledFeatures: noPushes})
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	fc := retry.NewFakeClock(time.Now())
+	cfg := testConfig(mc)
+	cfg.Clock = fc
+	cfg.NoKVConfigs = true
+	cfg.Conn.NoClusterConfig = true
+	gone := mc.Node(2)
+	// failed carries the wait after each failed dial of gone.
+	failed := make(chan time.Duration, 64)
+	cfg.Logger = slog.New(logHook(func(line string) {
+		if !strings.Contains(line, "connecting to node failed") || !strings.Contains(line, gone.Addr()) {
+			return
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "retry_in="); ok {
+				d, err := time.ParseDuration(v)
+				if err == nil {
+					failed <- d
+				}
+			}
+		}
+	}))
+	src := &sinkSource{first: b.ConfigJSON(0), sinks: make(chan Sink, 1)}
+	cfg.Sources = []ConfigSource{src}
+	c := connectCluster(t, cfg)
+	var sink Sink
+	select {
+	case sink = <-src.sinks:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the source was not run")
+	}
+	n := c.Node(gone.Addr())
+	require.NotNil(t, n)
+	waitFor(t, "a connection to the node", func() bool { _, _, err := n.Pick(); return err == nil })
+	wanted := func(what string) {
+		t.Helper()
+		select {
+		case <-sink.ConfigWanted():
+		case <-time.After(time.Minute):
+			t.Fatalf("no config wanted after %s", what)
+		}
+	}
+	notWanted := func(what string) {
+		t.Helper()
+		select {
+		case <-sink.ConfigWanted():
+			t.Fatalf("a config wanted after %s", what)
+		default:
+		}
+	}
+	notWanted("connecting")
+
+	gone.Stop() // its connection closes, and its port refuses
+	wanted("the node's connection was lost")
+	// Simply down: its redials fail, each after its back-off on fc.
+	var due time.Time
+	for i := range 10 { // past ReconnectMax: the back-off reaches it
+		if i > 0 {
+			fc.Set(due)
+		}
+		var d time.Duration
+		select {
+		case d = <-failed:
+		case <-time.After(time.Minute):
+			t.Fatalf("no failed dial %d", i+1)
+		}
+		due = fc.Now().Add(d)
+		waitFor(t, "the redial's wait armed", func() bool { return slices.Contains(fc.Timers(), due) })
+		notWanted("a failed redial of a node already said to be lost")
+	}
+
+	// Back: connected again, then lost again (the signal is spaced by
+	// ReconnectMax).
+	require.NoError(t, gone.Restart())
+	fc.Set(due)
+	waitFor(t, "a connection to the node again", func() bool { _, _, err := n.Pick(); return err == nil })
+	fc.Advance(ReconnectMax)
+	notWanted("a node connected again")
+	gone.DropConnections()
+	wanted("the node's connection was lost again")
+
 	requireNoKVConfigRequests(t, c)
 	assert.Zero(t, mc.RequestCount(memdx.OpGetClusterConfig), "GET_CLUSTER_CONFIG sent with NoKVConfigs")
 }

@@ -506,6 +506,7 @@ func (n *Node) maintain() {
 		r.lives[cn] = &connLife{born: n.cl.cfg.Clock.Now(), readAtBirth: cn.Stats().BytesRead}
 	}
 	var lastWake time.Time // the last wakeForNode of this node
+	var lost lostSignal    // ConfigWanted for this node's losses (nodeLost)
 	for {
 		if n.ctx.Err() != nil {
 			if n.cl.ctx.Err() != nil {
@@ -540,6 +541,9 @@ func (n *Node) maintain() {
 			n.mu.Unlock()
 			continue
 		}
+		if len(gone) > 0 && live == 0 {
+			n.cl.nodeLost(&lost) // its last connection ended: it may have left
+		}
 		if live >= n.cl.cfg.ConnectionsPerNode {
 			select {
 			case <-n.wake:
@@ -552,6 +556,7 @@ func (n *Node) maintain() {
 			life.born, life.readAtBirth = n.cl.cfg.Clock.Now(), cn.Stats().BytesRead
 			r.lives[cn] = life
 			wasDown := n.adopt(cn)
+			lost.signalled = false
 			n.markTried()
 			n.cl.onDialResult(n, nil)
 			if now := n.cl.cfg.Clock.Now(); wasDown && (lastWake.IsZero() || now.Sub(lastWake) >= nodeWakeInterval) {
@@ -573,10 +578,48 @@ func (n *Node) maintain() {
 		n.markTried()
 		n.cl.health.notify()
 		n.cl.onDialResult(n, err)
+		if live == 0 {
+			n.cl.nodeLost(&lost) // it may have left (once while it stays down)
+		}
 		wait := r.dialFailed(redialable(err))
 		n.cl.cfg.Logger.Warn("kvwire: connecting to node failed", "node", n.addr, "err", err, "retry_in", wait)
 		n.pause(wait)
 	}
+}
+
+// lostSignal is a node maintainer's record of the ConfigWanted its node's
+// losses signalled (Cluster.nodeLost).
+type lostSignal struct {
+	signalled bool      // since the node last connected
+	last      time.Time // the last signal, on the client's clock
+}
+
+// nodeLost is told by a node's maintainer (s its record) that the node's
+// last connection ended, not early in a row (redialer: those wait), or
+// that a dial of it failed while it had none. With the configs from a source (kvConfigs
+// false) it signals ConfigWanted: the node may have left the cluster, and
+// a node removed closes its HTTP config stream, maybe before it sent the
+// config without itself; still listed, its stream is reopened after the
+// stream's back-off (up to 10 s), and the requests routed to the node
+// meet connection errors, not NOT_MY_VBUCKET, which would have asked for
+// the config. (With the KV service asked, the other nodes push the config
+// where notifications were negotiated, the poll fetches it within
+// PollInterval, and a recovery round asks the seeds and known nodes once
+// no node can be reached.) It signals once until the node connects again,
+// not at each failed redial of a node that is simply down, and at most
+// once per ReconnectMax for one node whose connections keep ending: the
+// source would otherwise be woken as often (the HTTP stream reopened ten
+// times a second, its floor).
+func (c *Cluster) nodeLost(s *lostSignal) {
+	if c.kvConfigs.Load() || s.signalled {
+		return
+	}
+	now := c.cfg.Clock.Now()
+	if !s.last.IsZero() && now.Sub(s.last) < ReconnectMax {
+		return
+	}
+	s.signalled, s.last = true, now
+	c.wantConfig()
 }
 
 // pause waits d on the client's clock, or until the node leaves or the

@@ -101,8 +101,8 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 // another cluster's configs (its address given to another cluster's node)
 // is passed over for the next, its configs not offered. While the stream
 // waits to be reopened after a stream that delivered, a config the
-// cluster wants (Sink.ConfigWanted: a NOT_MY_VBUCKET without one, say)
-// cuts the wait short.
+// cluster wants (Sink.ConfigWanted: a NOT_MY_VBUCKET without one, or a
+// node's KV connection lost, say) cuts the wait short.
 func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 	sn := streamNodes{s: s}
 	nodes := func() []string {
