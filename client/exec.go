@@ -89,7 +89,8 @@ type opHot struct {
 	// UnorderedExecution (GET_META, NOOP, STAT, VERSION, a range scan's
 	// continue and cancel): it is not sent
 	// behind a request the server answers only by a bound of its own
-	// (pickBarrier).
+	// (pickBarrier). A barrier is a cold op (none is kindGet): execute
+	// keeps its prior attempt in a cold field.
 	barrier bool
 	// noVbucket: the request addresses no vbucket (a node's ping,
 	// statistics, version or flush; a key of a memcached bucket): its
@@ -170,6 +171,12 @@ type opCold struct {
 	// it (Queued): refused unwritten (conn.ErrBoundedAhead), it is no
 	// attempt.
 	queued queuedAttempt
+	// prior: a barrier's last attempt sent, as it was before the
+	// placement began another (op.attempt), put back when its connection
+	// refuses the new one unwritten (execute). Here, not on execute's
+	// stack, so that a Get (not cold, never a barrier) does not clear it
+	// at each call.
+	prior attemptRecord
 
 	// A barrier's holds (pickBarrier) before this attempt's: how many,
 	// and how long in all, for the error of one held to its deadline.
@@ -467,13 +474,11 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 	// Each way out of the loop sets err (nil: o's result is in o).
 	// refused: the barriers their connection refused unwritten
 	// (conn.ErrBoundedAhead), placed again: no attempts, they take no
-	// attempt number. last: a barrier's last attempt sent, as it was
-	// before the placement began another (op.attempt).
+	// attempt number.
 	refused := 0
-	var last attemptRecord
 	for attempt := 0; ; attempt++ {
 		if o.barrier {
-			last = o.lastAttempt()
+			o.prior = o.lastAttempt()
 		}
 		pl, nx := c.place(ctx, o, attempt, nil)
 		if nx.err != nil {
@@ -540,7 +545,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 			// sent (its status, opaque, node) is still the one its
 			// error names, should it end so.
 			refused++
-			o.restoreAttempt(&last)
+			o.restoreAttempt(&o.prior)
 			continue
 		}
 		ended := c.after(from.Sent)
