@@ -60,8 +60,9 @@ type opHot struct {
 	name string
 	kind opKind
 	// cold: the opCold fields may hold state, because the operation is of
-	// another kind than kindGet (getOp) or an attempt's answer was a
-	// failure (recordFailure, classifyStatus). Only then does reset clear
+	// another kind than kindGet (getOp), or a Get has a finish step
+	// (getThen, getProjected), or an attempt's answer was a failure
+	// (recordFailure, classifyStatus). Only then does reset clear
 	// them and prepare clear the last attempt's failure details: a plain
 	// Get leaves their cache lines alone. The tests check that an
 	// operation that did not set it left them clean (checkCold).
