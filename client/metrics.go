@@ -11,11 +11,9 @@ package client
 // it drops those it keeps, at most once a minute, and asks again for those
 // it needs next, meanwhile asking at each use for one it could not keep:
 // so a Meter should return the same instrument when asked again for one),
-// so
-// a Meter may do real work there
-// (attributes are strings: service, operation, bucket, scope, collection,
-// cluster labels, error type); recording on an instrument is the hot path and should not
-// allocate.
+// so a Meter may do real work there (attributes are strings: service,
+// operation, bucket, scope, collection, cluster labels, error type);
+// recording on an instrument is the hot path and should not allocate.
 //
 // The client's one required metric is MetricOperationDuration: a value
 // recorder per operation outcome, recording each operation's latency in
