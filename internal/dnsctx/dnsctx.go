@@ -10,6 +10,7 @@ package dnsctx
 import (
 	"context"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -65,12 +66,14 @@ func InterruptibleUntil(r *net.Resolver, until context.Context) *net.Resolver {
 				defer close(fired)
 				_ = nc.SetDeadline(pastDeadline)
 			})
-			closeWatch := func() {
+			// Once: a second Close would find the watch stopped
+			// by the first and wait for a run that never comes.
+			closeWatch := sync.OnceFunc(func() {
 				if !stop() {
 					<-fired // it ran, or runs: wait for it to end
 				}
 				release()
-			}
+			})
 			wc := &watchedConn{Conn: nc, ctx: ctx, stop: closeWatch}
 			if pc, ok := nc.(net.PacketConn); ok {
 				// The resolver tells UDP from TCP by this interface.
