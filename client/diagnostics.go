@@ -353,9 +353,10 @@ type PingReport struct {
 	ID string
 	// SDK is the client's agent, as HELLO sends it.
 	SDK string
-	// ConfigRev is the revision of the config whose nodes were pinged
-	// (RFC 0034's config_rev); HasConfigRev is false on memcached://,
-	// which has no config.
+	// ConfigRev is the revision of the config held as the ping began
+	// (RFC 0034's config_rev): the nodes pinged are its own unless a new
+	// config came in meanwhile (a rebalance). HasConfigRev is false on
+	// memcached://, which has no config.
 	ConfigRev    uint64
 	HasConfigRev bool
 	Endpoints    []PingEndpoint
