@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,41 +22,8 @@ import (
 // id on its connection, the new bucket's, writing into whatever collection
 // has that id there.
 func TestLookupAfterForgetDoesNotJoinOneBegunBefore(t *testing.T) {
-	mc := newMock(t, mockcluster.Options{Nodes: 1})
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	_, err := b.AddScope("app")
-	require.NoError(t, err)
-	oldID, err := b.AddCollection("app", "users")
-	require.NoError(t, err)
-	cfg := testConfig(mc)
-	cfg.Conn.Features = append(slices.Clone(cfg.Conn.Features), memdx.FeatureCollections)
-	c := connectCluster(t, cfg)
-	addr := mc.Node(0).Addr()
-	n := c.Node(addr)
-	require.NotNil(t, n)
-	cn, _, err := n.Pick()
-	require.NoError(t, err)
-
-	// The first lookup is answered by the node (the id it has now), and
-	// the answer held until release.
-	reached := make(chan struct{}, 1)
-	release := make(chan struct{})
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
-	mc.AddFault(mockcluster.Fault{
-		Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}, Func: func(*mockcluster.Request) bool {
-			select {
-			case reached <- struct{}{}:
-			default:
-			}
-			return true
-		}},
-		Action: mockcluster.Action{Hold: release}, Times: 1,
-	})
+	h := newHeldLookup(t)
+	b, c, addr, cn, reached, oldID := h.b, h.c, h.addr, h.cn, h.reached, h.users
 	cc := c.Collections()
 	deadline := time.Now().Add(5 * time.Minute) // past the test's bound of a minute
 	first := make(chan uint32, 1)
@@ -95,10 +63,58 @@ func TestLookupAfterForgetDoesNotJoinOneBegunBefore(t *testing.T) {
 		t.Fatal("a lookup after the cache was emptied waited a minute for the lookup begun before (whose answer, id " +
 			"of the collection before, it would have taken)")
 	}
-	released = true
-	close(release)
+	h.release()
 	<-first
 	id, _, _, _, err := cc.ID(context.Background(), deadline, cn2, "app", "users", "app.users")
 	require.NoError(t, err)
 	require.Equal(t, newID, id, "the id cached")
+}
+
+// heldLookup is a one-node cluster holding app.users, a client cluster
+// on it with collections, and a connection of it; the node holds the answer
+// to the first COLLECTIONS_GET_ID until release (reached gets a value as
+// the node takes it). release runs at the test's end too, before the
+// cluster closes.
+type heldLookup struct {
+	mc      *mockcluster.Cluster
+	b       *mockcluster.Bucket
+	c       *Cluster
+	addr    string
+	cn      *conn.Conn
+	users   uint32
+	reached chan struct{}
+	release func()
+}
+
+func newHeldLookup(t *testing.T) *heldLookup {
+	t.Helper()
+	h := &heldLookup{mc: newMock(t, mockcluster.Options{Nodes: 1})}
+	h.b = h.mc.Bucket(mockcluster.DefaultBucket)
+	_, err := h.b.AddScope("app")
+	require.NoError(t, err)
+	h.users, err = h.b.AddCollection("app", "users")
+	require.NoError(t, err)
+	cfg := testConfig(h.mc)
+	cfg.Conn.Features = append(slices.Clone(cfg.Conn.Features), memdx.FeatureCollections)
+	h.c = connectCluster(t, cfg)
+	h.addr = h.mc.Node(0).Addr()
+	n := h.c.Node(h.addr)
+	require.NotNil(t, n)
+	h.cn, _, err = n.Pick()
+	require.NoError(t, err)
+	h.reached = make(chan struct{}, 1)
+	release := make(chan struct{})
+	h.release = sync.OnceFunc(func() { close(release) })
+	t.Cleanup(h.release)
+	h.mc.AddFault(mockcluster.Fault{
+		Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}, Func: func(*mockcluster.Request) bool {
+			select {
+			case h.reached <- struct{}{}:
+			default:
+			}
+			return true
+		}},
+		Action: mockcluster.Action{Hold: release}, Times: 1,
+	})
+	return h
 }

@@ -101,40 +101,8 @@ func TestOutdatedIgnoresAnAnswerBeforeForgetForAnEvictedPath(t *testing.T) {
 // (Outdated), and the request retried with the id, unchanged, until it
 // timed out.
 func TestLookupBegunBeforeForgetGivesTheGenerationOfTheIDItGives(t *testing.T) {
-	mc := newMock(t, mockcluster.Options{Nodes: 1})
-	b := mc.Bucket(mockcluster.DefaultBucket)
-	_, err := b.AddScope("app")
-	require.NoError(t, err)
-	users, err := b.AddCollection("app", "users")
-	require.NoError(t, err)
-	cfg := testConfig(mc)
-	cfg.Conn.Features = append(slices.Clone(cfg.Conn.Features), memdx.FeatureCollections)
-	c := connectCluster(t, cfg)
-	addr := mc.Node(0).Addr()
-	n := c.Node(addr)
-	require.NotNil(t, n)
-	cn, _, err := n.Pick()
-	require.NoError(t, err)
-
-	// The first lookup's answer is held until release.
-	reached := make(chan struct{}, 1)
-	release := make(chan struct{})
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
-	mc.AddFault(mockcluster.Fault{
-		Match: mockcluster.Match{OpCodes: []memdx.OpCode{memdx.OpCollectionsGetID}, Func: func(*mockcluster.Request) bool {
-			select {
-			case reached <- struct{}{}:
-			default:
-			}
-			return true
-		}},
-		Action: mockcluster.Action{Hold: release}, Times: 1,
-	})
+	h := newHeldLookup(t)
+	b, c, addr, cn, reached, users := h.b, h.c, h.addr, h.cn, h.reached, h.users
 	cc := c.Collections()
 	deadline := time.Now().Add(5 * time.Minute) // past the test's bound of a minute
 	type answer struct {
@@ -162,8 +130,7 @@ func TestLookupBegunBeforeForgetGivesTheGenerationOfTheIDItGives(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, users, id)
 
-	released = true
-	close(release)
+	h.release()
 	var got answer
 	select {
 	case got = <-first:
