@@ -168,6 +168,9 @@ func TestAnnouncementsOfAConfigNeverServedAreSpaced(t *testing.T) {
 	announce(held.Rev + 3)
 	announce(held.Rev + 4)
 	waitFor(t, "the newer announcement noted", func() bool { a, v := fs(); return a && v == held.Rev+4 })
+	// Its fetcher reads the clock, then arms its timer: advanced between
+	// the two, the clock would leave the timer a full spacing ahead.
+	requireTimerAt(t, ctx, fc, fc.Now().Add(cluster.ConfigFetchInterval), fetches, "for the newer version began at once after the last, not spaced")
 	fc.Advance(cluster.ConfigFetchInterval)
 	recv("for a newer version")
 	select {
