@@ -491,7 +491,10 @@ type Sink func(raw []byte, host, addr string) error
 // stream that delivered (a node said the config is out of date without
 // sending a newer one) ends the wait 100 ms after it began, or at once
 // when it began longer ago: the config is wanted now, and the stream is
-// still not reopened more often than every 100 ms. It does not cut short
+// still not reopened more often than every 100 ms. A value received
+// before a stream opened is dropped as it opens (streamFrom): the config
+// it sends first answers it, and it is no reason to cut short the wait
+// after that stream. It does not cut short
 // the wait after a round in which no node served a stream: that the
 // config is wanted makes the nodes no likelier to serve it, and the
 // stream that fails is why a node keeps saying so (its NOT_MY_VBUCKETs
@@ -542,7 +545,7 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 		for j := range addrs {
 			addr := addrs[(start+j)%len(addrs)]
 			opened := c.cfg.Clock.Now()
-			n, err := c.streamFrom(ctx, addr, sink)
+			n, err := c.streamFrom(ctx, addr, wake, sink)
 			if ctx.Err() != nil {
 				return
 			}
@@ -602,8 +605,10 @@ var errRefused = errors.New("the stream's config was refused")
 // ends, or until it has been open (since its headers) for the redial
 // period, on the Clock: then err matches errRedial; or until sink refuses
 // a config: then err matches errRefused. n is how many configs it
-// delivered (not counting one refused), err why it ended.
-func (c *Client) streamFrom(ctx context.Context, addr string, sink Sink) (n int, err error) {
+// delivered (not counting one refused), err why it ended. A value on wake
+// (a config wanted) received before the stream opened is dropped once it
+// has: the config the node sends first, the one it holds, answers it.
+func (c *Client) streamFrom(ctx context.Context, addr string, wake <-chan struct{}, sink Sink) (n int, err error) {
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	resp, err := c.get(sctx, addr, c.bucketPath(true))
@@ -611,6 +616,10 @@ func (c *Client) streamFrom(ctx context.Context, addr string, sink Sink) (n int,
 		return 0, err
 	}
 	defer resp.Body.Close()
+	select {
+	case <-wake:
+	default:
+	}
 	period := c.cfg.RedialPeriod
 	t := c.cfg.Clock.NewTimer(period)
 	watched := make(chan struct{})

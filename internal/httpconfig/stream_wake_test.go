@@ -177,3 +177,104 @@ func TestStreamFailedRoundWaitNotCutShortWhenAConfigIsWanted(t *testing.T) {
 		want *= 2
 	}
 }
+
+// A config wanted before a stream opens is answered by that stream (a
+// node sends the config it holds as it opens one): it does not cut short
+// the wait after that stream ends. A wake left in the channel (raised
+// while Stream waited after a round no node served, a wait it does not
+// cut) shortened the next reopen wait, of 400 ms here, to 100 ms, for a
+// config the stream had brought meanwhile.
+func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T) {
+	clock := newArmClock()
+	wake := make(chan struct{}, 1)
+	type req struct {
+		fail bool
+		// wakeHeld: a wake was still buffered once the stream's
+		// headers were read (the handler's config is sent after them).
+		wakeHeld bool
+	}
+	requests := make(chan req, 16)
+	delivered := make(chan struct{})
+	var n int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++ // requests are one at a time
+		if n == 3 {
+			requests <- req{fail: true}
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		// The client reads the headers, then the body: the config
+		// below is read once it was sent, after the headers.
+		w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
+		w.(http.Flusher).Flush()
+		<-delivered
+		requests <- req{wakeHeld: len(wake) > 0}
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	const redial = time.Hour // told apart from the reopen waits
+	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error {
+			delivered <- struct{}{}
+			return nil
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), guard)
+	defer wcancel()
+	request := func() req {
+		t.Helper()
+		select {
+		case rq := <-requests:
+			return rq
+		case <-wctx.Done():
+			t.Fatal("the stream was not reopened")
+			return req{}
+		}
+	}
+	wait := func() time.Duration {
+		t.Helper()
+		for {
+			select {
+			case d := <-clock.armed:
+				if d != redial {
+					return d
+				}
+			case <-requests:
+				t.Fatal("reopened before its wait was over")
+			case <-wctx.Done():
+				t.Fatal("no wait armed")
+				return 0
+			}
+		}
+	}
+	// Two streams that end at once: the back-off is 200 ms, then 400 ms.
+	for _, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+		request()
+		if got := wait(); got != d {
+			t.Fatalf("reopen after %v, want %v", got, d)
+		}
+		clock.Advance(d)
+	}
+	// A round no node serves: its wait takes no wake, which stays.
+	request()
+	if got := wait(); got != minRoundWait {
+		t.Fatalf("after a failed round: a wait of %v, want %v", got, minRoundWait)
+	}
+	wake <- struct{}{}
+	clock.Advance(minRoundWait)
+	if rq := request(); rq.wakeHeld {
+		t.Fatal("a config wanted before the stream opened was still pending once it delivered: it would cut short the wait after this stream")
+	}
+	if got := wait(); got != 400*time.Millisecond {
+		t.Fatalf("reopen after %v, want 400ms", got)
+	}
+	clock.Advance(400 * time.Millisecond)
+	request()
+}
