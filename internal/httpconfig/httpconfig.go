@@ -50,6 +50,16 @@ const (
 	maxRoundWait = 10 * time.Second
 )
 
+// wantedWaitShare: a config wanted cuts a reopen wait of d to
+// max(minRoundWait, d/wantedWaitShare) (Stream): a proxy that ends every
+// stream at once while the nodes keep wanting a config costs one reopen
+// per maxRoundWait/wantedWaitShare (2.5 s), not one per minRoundWait.
+const wantedWaitShare = 4
+
+// endLogInterval: a stream that ended at once is logged at most once per
+// endLogInterval of the Clock, with how many ended since (Stream).
+const endLogInterval = 10 * time.Second
+
 // defaultRedialPeriod is Config.RedialPeriod's default: gocbcore's HTTP
 // config poller also closes its stream after 10 s (HTTPRedialPeriod).
 const defaultRedialPeriod = 10 * time.Second
@@ -489,9 +499,12 @@ type Sink func(raw []byte, host, addr string) error
 // 100 ms, doubling to 10 s, and a stream that delivers resets that wait.
 // A value received on wake (nil: none) while Stream waits to reopen a
 // stream that delivered (a node said the config is out of date without
-// sending a newer one) ends the wait 100 ms after it began, or at once
-// when it began longer ago: the config is wanted now, and the stream is
-// still not reopened more often than every 100 ms. A value received
+// sending a newer one) ends the wait a quarter of its length (at least
+// 100 ms) after it began, or at once when it began longer ago: the config
+// is wanted now, and a fault that ends every stream at once while the
+// nodes keep wanting one (each NOT_MY_VBUCKET a value) costs no more than
+// a reopen per 2.5 s once the back-off reached 10 s; a stream that ended
+// at once is logged at most once per 10 s (endLogInterval). A value received
 // before a stream opened is dropped as it opens (streamFrom): the config
 // it sends first answers it, and it is no reason to cut short the wait
 // after that stream. It does not cut short
@@ -506,8 +519,11 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 	wait := minRoundWait
 	var reopen time.Duration // before reopening after a stream that delivered
 	last := ""               // the node whose stream ended last
+	var endLogged time.Time // when a stream that ended at once was last logged
+	var endsUnlogged int     // streams that ended at once since, not logged
 	sleep := func(d time.Duration, wake <-chan struct{}) bool {
 		start := c.cfg.Clock.Now()
+		cut := max(minRoundWait, d/wantedWaitShare)
 		t := c.cfg.Clock.NewTimer(d)
 		defer func() { t.Stop() }()
 		for w := wake; ; {
@@ -516,7 +532,7 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 				return true
 			case <-w:
 				w = nil
-				left := minRoundWait - c.cfg.Clock.Now().Sub(start)
+				left := cut - c.cfg.Clock.Now().Sub(start)
 				if left <= 0 {
 					c.cfg.Logger.Debug("kvwire: a config is wanted; reopening the config stream now")
 					return true
@@ -573,8 +589,11 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 					c.cfg.Logger.Debug("kvwire: config stream open for the redial period; reopening it on the next node", "node", addr, "configs", n)
 				case left:
 					c.cfg.Logger.Info("kvwire: config stream ended, its node left the cluster; reopening it on the next node", "node", addr, "configs", n, "err", err)
+				case !endLogged.IsZero() && c.cfg.Clock.Now().Sub(endLogged) < endLogInterval:
+					endsUnlogged++
 				default:
-					c.cfg.Logger.Info("kvwire: config stream ended; reopening it on the next node", "node", addr, "configs", n, "err", err, "retry_in", reopen)
+					c.cfg.Logger.Info("kvwire: config stream ended; reopening it on the next node", "node", addr, "configs", n, "err", err, "retry_in", reopen, "ended_unlogged", endsUnlogged)
+					endLogged, endsUnlogged = c.cfg.Clock.Now(), 0
 				}
 				delivered = true
 				break

@@ -2,6 +2,7 @@ package httpconfig
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,10 +13,10 @@ import (
 // While Stream waits before reopening a stream (the back-off from streams
 // that end at once), a config wanted (wake: a NOT_MY_VBUCKET without a
 // newer config, whose config, with bootstrap_on=http, only the stream can
-// bring) ends the wait 100 ms after it began, or at once when it began
-// longer ago: a soak saw writes meeting NOT_MY_VBUCKET wait out the
-// back-off, 1.6 s, 3.2 s, ... 10 s. The back-off itself goes on doubling:
-// a wake is not a stream that lived.
+// bring) ends the wait a quarter of it (at least 100 ms) after it began,
+// or at once when it began longer ago: a soak saw writes meeting
+// NOT_MY_VBUCKET wait out the back-off, 1.6 s, 3.2 s, ... 10 s. The
+// back-off itself goes on doubling: a wake is not a stream that lived.
 func TestStreamWaitCutShortWhenAConfigIsWanted(t *testing.T) {
 	clock := newArmClock()
 	requests := make(chan chan struct{}, 16)
@@ -95,12 +96,26 @@ func TestStreamWaitCutShortWhenAConfigIsWanted(t *testing.T) {
 	clock.Advance(minRoundWait)
 	end := request()
 	// The back-off went on doubling: 800 ms. A config wanted 150 ms into
-	// that wait ends it at once.
+	// that wait ends it a quarter of it (200 ms) after its start: 50 ms
+	// later.
 	close(end)
 	if got := wait(); got != 800*time.Millisecond {
 		t.Fatalf("reopen after %v, want 800ms", got)
 	}
 	clock.Advance(150 * time.Millisecond)
+	wake <- struct{}{}
+	if got := wait(); got != 50*time.Millisecond {
+		t.Fatalf("a config wanted 150 ms into a wait of 800 ms: %v left, want 50ms", got)
+	}
+	clock.Advance(50 * time.Millisecond)
+	end = request()
+	// 1.6 s: a config wanted 500 ms into it, past its quarter (400 ms),
+	// ends it at once.
+	close(end)
+	if got := wait(); got != 1600*time.Millisecond {
+		t.Fatalf("reopen after %v, want 1.6s", got)
+	}
+	clock.Advance(500 * time.Millisecond)
 	wake <- struct{}{}
 	close(request())
 }
@@ -277,4 +292,96 @@ func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T)
 	}
 	clock.Advance(400 * time.Millisecond)
 	request()
+}
+
+// A proxy in front of the REST port ends every stream once it sent its
+// first config, while the nodes keep answering NOT_MY_VBUCKET without a
+// config (each a config wanted: with bootstrap_on=http only the stream
+// brings it). Each wanted config cut the reopen wait to 100 ms, however
+// long the back-off had grown: ten reopens a second, each logged, for as
+// long as the fault lasted. A wanted config now cuts the wait to a
+// quarter of the back-off (at least 100 ms): a steady fault costs one
+// reopen per 2.5 s, and the stream's ends are logged at most once per
+// 10 s, with how many ended since.
+func TestStreamReopenRateBoundedWhileAConfigIsWantedAndStreamsEndAtOnce(t *testing.T) {
+	clock := newArmClock()
+	requests := make(chan struct{}, 64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests <- struct{}{}
+		w.Write([]byte(`{"rev":1}` + "\n\n\n\n")) // then ends at once
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	const redial = time.Hour // told apart from the reopen waits
+	lines := make(logLines, 1024)
+	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial, Logger: slog.New(lines)})
+	wake := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error { return nil })
+	}()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), guard)
+	defer wcancel()
+	wait := func() time.Duration {
+		t.Helper()
+		for {
+			select {
+			case d := <-clock.armed:
+				if d != redial {
+					return d
+				}
+			case <-requests:
+				t.Fatal("reopened before its wait was over")
+			case <-wctx.Done():
+				t.Fatal("no wait armed")
+				return 0
+			}
+		}
+	}
+	start := clock.Now()
+	var at []time.Duration // each reopen, since the fault began
+	const reopens = 24
+	for range reopens {
+		select {
+		case <-requests:
+		case <-wctx.Done():
+			t.Fatal("the stream was not reopened")
+		}
+		at = append(at, clock.Now().Sub(start))
+		d := wait()
+		// A NOT_MY_VBUCKET without a config, during the wait.
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+		if d > minRoundWait {
+			d = wait() // cut short: a shorter wait armed in its place
+		}
+		clock.Advance(d)
+	}
+	elapsed := at[len(at)-1]
+	t.Logf("%d reopens in %v: %v", reopens, elapsed, at)
+	if elapsed < 20*time.Second {
+		t.Fatalf("%d reopens within %v of a steady fault: more than one a second", reopens, elapsed)
+	}
+	for i := len(at) - 10; i < len(at); i++ {
+		if gap := at[i] - at[i-1]; gap < time.Second {
+			t.Fatalf("reopen %d came %v after the one before, once the fault had lasted %v", i, gap, at[i-1])
+		}
+	}
+	cancel()
+	<-done
+	close(lines)
+	var logged int
+	for l := range lines {
+		if strings.Contains(l, "config stream ended") {
+			logged++
+		}
+	}
+	if max := 1 + int(elapsed/(10*time.Second)); logged > max {
+		t.Fatalf("%d stream ends logged over %v, want at most %d (one per 10 s)", logged, elapsed, max)
+	}
 }
