@@ -519,7 +519,7 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 	wait := minRoundWait
 	var reopen time.Duration // before reopening after a stream that delivered
 	last := ""               // the node whose stream ended last
-	var endLogged time.Time // when a stream that ended at once was last logged
+	var endLogged time.Time  // when a stream that ended at once was last logged
 	var endsUnlogged int     // streams that ended at once since, not logged
 	sleep := func(d time.Duration, wake <-chan struct{}) bool {
 		start := c.cfg.Clock.Now()
