@@ -35,6 +35,7 @@ import (
 	"github.com/kvwire/kvwire/internal/lifecycle"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/retry"
+	"github.com/kvwire/kvwire/vbmap"
 )
 
 // Config is what a Cluster needs from the client that owns it.
@@ -160,12 +161,17 @@ type SourcedConfig struct {
 // config is out of date without sending a newer one, or a node's KV
 // connection was lost (it may have left the cluster): a source that waits
 // before reading again (the HTTP stream's back-off) is to read at once.
+//
+// OnItsWay (Cluster.OnItsWay) tells whether a config offered as newer
+// (OfferNewer) may still be installed: once it is false, the config was
+// installed (Topology holds it, read after OnItsWay) or refused.
 type Sink interface {
 	Offer(raw []byte, host, source string) Offer
 	OtherCluster(raw []byte, host string) error
 	Topology() *Topology
 	Network() string
 	ConfigWanted() <-chan struct{}
+	OnItsWay(v vbmap.Version) bool
 }
 
 // Cluster is the state of one client's cluster. Its methods are safe for

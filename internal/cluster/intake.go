@@ -252,6 +252,19 @@ func (c *Cluster) newerOnItsWay(v vbmap.Version) bool {
 	return in.parsingSet && in.parsing.Newer(v) || in.raw != nil && in.ver.Newer(v)
 }
 
+// OnItsWay reports whether a config of version v or newer waits in the
+// mailbox or is being parsed. A config offered as newer (OfferNewer) is on
+// its way until the loop has installed it or refused it: the install is
+// stored before the parse is marked done, so a Topology read after
+// OnItsWay returned false holds it, unless it was refused (or dropped
+// for a newer one, itself installed or refused).
+func (c *Cluster) OnItsWay(v vbmap.Version) bool {
+	in := &c.intake
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.parsingSet && !v.Newer(in.parsing) || in.raw != nil && !v.Newer(in.ver)
+}
+
 // offered is a config taken from the mailbox, with where it came from.
 type offered struct {
 	raw        []byte

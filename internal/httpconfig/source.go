@@ -97,21 +97,22 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 // Run streams the configs into sink until ctx ends, from the REST
 // addresses of the nodes of the config in use on the cluster's network
 // (the REST seeds while it names none), or of a newer config the stream
-// delivered that the cluster has yet to install. A node that streams
-// another cluster's configs (its address given to another cluster's node)
-// is passed over for the next, its configs not offered. While the stream
+// delivered that the cluster may yet install (Sink.OnItsWay: not one it
+// refused). A node that streams another cluster's configs (its address
+// given to another cluster's node) is passed over for the next, its
+// configs not offered. While the stream
 // waits to be reopened after a stream that delivered, a config the
 // cluster wants (Sink.ConfigWanted: a NOT_MY_VBUCKET without one, or a
 // node's KV connection lost, say) cuts the wait short.
 func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
-	sn := streamNodes{s: s}
-	nodes := func() []string {
-		var installed *vbmap.Config
+	sn := streamNodes{s: s, onItsWay: sink.OnItsWay}
+	installed := func() *vbmap.Config {
 		if t := sink.Topology(); t != nil {
-			installed = t.Config()
+			return t.Config()
 		}
-		return sn.addrs(installed, sink.Network())
+		return nil
 	}
+	nodes := func() []string { return sn.addrs(installed, sink.Network()) }
 	s.c.Stream(ctx, nodes, sink.ConfigWanted(), func(raw []byte, host, addr string) error {
 		if err := sink.OtherCluster(raw, host); err != nil {
 			return err // not offered: the stream moves to another node
@@ -125,10 +126,12 @@ func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 // Stream's goroutine only.
 type streamNodes struct {
 	s *Source
+	// onItsWay is the sink's OnItsWay.
+	onItsWay func(vbmap.Version) bool
 	// pending is (a copy of) the newest config the stream delivered
 	// that was newer than the held one when offered (cluster.OfferNewer),
-	// kept until the cluster installs that version or a newer one: the
-	// addresses are read from it meanwhile. A node removed from the
+	// kept until the cluster installs that version or a newer one, or
+	// refuses it: the addresses are read from it meanwhile. A node removed from the
 	// cluster closes its streams right after sending the config without
 	// it, and the stream's end is asked about (is its node still listed?)
 	// before the cluster's config loop has installed that config: read
@@ -157,13 +160,22 @@ func (sn *streamNodes) delivered(raw []byte, host string, o cluster.Offer) {
 	sn.pendingHost, sn.pendingVer = host, v
 }
 
-// addrs are the REST addresses of the nodes of the newer of installed and
-// the pending config, on network; the REST seeds when that names none.
-func (sn *streamNodes) addrs(installed *vbmap.Config, network string) []string {
+// addrs are the REST addresses of the nodes of the newer of the installed
+// config (installedCfg's) and the pending one, on network; the REST seeds
+// when that names none. The pending config is read only while the
+// cluster may still install it (onItsWay, asked before installedCfg: a
+// config installed is held before it is no longer on its way): one it
+// refused (another cluster's, one without a vbucket map, ...) never
+// says where to stream from.
+func (sn *streamNodes) addrs(installedCfg func() *vbmap.Config, network string) []string {
+	onItsWay := sn.pending != nil && sn.onItsWay(sn.pendingVer)
+	installed := installedCfg()
 	cfg := installed
 	if sn.pending != nil {
 		if installed != nil && !sn.pendingVer.Newer(installed.Version()) {
 			sn.pending = nil // installed, or overtaken
+		} else if !onItsWay {
+			sn.pending = nil // refused, or dropped for a newer config refused
 		} else if pc, err := vbmap.Parse(sn.pending, sn.pendingHost); err == nil {
 			cfg = pc
 		} else {

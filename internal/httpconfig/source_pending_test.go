@@ -43,25 +43,25 @@ func TestSourceStreamsFromTheNodesOfADeliveredConfigNotYetInstalled(t *testing.T
 	}
 	newRaw, newer := fetch()
 
-	sn := streamNodes{s: NewSource(c, []string{mgmt[0]}, 11210, 8091, false)}
-	if got := sn.addrs(installed, ""); !slices.Equal(got, mgmt) {
+	sn := streamNodes{s: NewSource(c, []string{mgmt[0]}, 11210, 8091, false), onItsWay: func(vbmap.Version) bool { return true }}
+	if got := sn.addrs(func() *vbmap.Config { return installed }, ""); !slices.Equal(got, mgmt) {
 		t.Fatalf("before any delivery: %v, want %v", got, mgmt)
 	}
 	sn.delivered(newRaw, "127.0.0.1", cluster.OfferNewer)
 	sn.delivered(oldRaw, "127.0.0.1", cluster.OfferNewer) // an older one after it changes nothing
-	if got := sn.addrs(installed, ""); !slices.Equal(got, mgmt[:2]) {
+	if got := sn.addrs(func() *vbmap.Config { return installed }, ""); !slices.Equal(got, mgmt[:2]) {
 		t.Fatalf("the config without node 2 delivered, not installed: %v, want %v", got, mgmt[:2])
 	}
 	if sn.pending == nil {
 		t.Fatal("the delivered config was dropped before its install")
 	}
-	if got := sn.addrs(newer, ""); !slices.Equal(got, mgmt[:2]) || sn.pending != nil {
+	if got := sn.addrs(func() *vbmap.Config { return newer }, ""); !slices.Equal(got, mgmt[:2]) || sn.pending != nil {
 		t.Fatalf("once installed: %v (pending kept: %v), want %v read from the installed config", got, sn.pending != nil, mgmt[:2])
 	}
 	// A config offered as not newer (stale: another node's copy) is
 	// not read.
 	sn.delivered(oldRaw, "127.0.0.1", cluster.OfferStale)
-	if got := sn.addrs(installed, ""); !slices.Equal(got, mgmt) {
+	if got := sn.addrs(func() *vbmap.Config { return installed }, ""); !slices.Equal(got, mgmt) {
 		t.Fatalf("after a stale offer: %v, want %v", got, mgmt)
 	}
 }
