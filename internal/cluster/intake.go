@@ -22,11 +22,13 @@ import (
 // the one waiting or the one the loop took last): a config over
 // vbmap.MaxConfigSize is dropped and logged, one that is not newer than the
 // held config is dropped, and a newer one is copied once into a one-slot
-// mailbox (a newer one replaces it there) unless that version (or a newer
-// one) is already waiting, or it was rejected, or it is the very config
-// being parsed. One not newer than the config being parsed waits behind
-// it: that one may yet be refused (another cluster's, or broken), and is
-// dropped unread when it is installed. A config whose version cannot
+// mailbox (a newer one takes its place there, and it waits behind that
+// one in a slot of its own, in case that one is refused: another
+// cluster's) unless it was rejected, or it is the very config being
+// parsed; one not newer than the config waiting, and newer than the one
+// behind it, takes that slot. One not newer than the config being parsed
+// waits behind it: that one may yet be refused (another cluster's, or
+// broken), and is dropped unread when it is installed. A config whose version cannot
 // be peeked waits in a slot of its own (the last such one offered: its
 // version unread, which is newer cannot be told), so that it
 // never takes the place of a newer config waiting: the loop parses both,
@@ -103,6 +105,16 @@ type intake struct {
 	host string
 	from string
 	ver  vbmap.Version
+	// behind: the newest config offered and not taken that a newer one
+	// took the place of in raw, or that was not newer than raw's (another
+	// node's copy of its revision, say), with its version (nil: none).
+	// The newer one may be refused (another cluster's): behind then takes
+	// its place (doneParsing). It is dropped, unread, once a config of
+	// its version or newer is installed.
+	behind     []byte
+	behindHost string
+	behindFrom string
+	behindVer  vbmap.Version
 	// odd: the last config offered and not yet taken whose version
 	// PeekVersion could not read (nil: none). It has a slot of its own:
 	// it may be older than the one in raw, and must not replace it.
@@ -148,9 +160,19 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if res, ok := c.judgeLocked(v, peeked); ok {
+		if res == OfferNewer && (in.behind == nil || v.Newer(in.behindVer)) {
+			// Not newer than the config waiting, which may be refused.
+			in.behind, in.behindVer = bytes.Clone(raw), v
+			in.behindHost, in.behindFrom = host, from
+		}
 		return res
 	}
 	if peeked {
+		if in.raw != nil && (in.behind == nil || in.ver.Newer(in.behindVer)) {
+			// Newer than the config waiting: that one waits behind.
+			in.behind, in.behindVer = in.raw, in.ver
+			in.behindHost, in.behindFrom = in.host, in.from
+		}
 		in.raw = bytes.Clone(raw)
 		in.host, in.from, in.ver = host, from, v
 	} else {
@@ -262,7 +284,8 @@ func (c *Cluster) OnItsWay(v vbmap.Version) bool {
 	in := &c.intake
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.parsingSet && !v.Newer(in.parsing) || in.raw != nil && !v.Newer(in.ver)
+	return in.parsingSet && !v.Newer(in.parsing) || in.raw != nil && !v.Newer(in.ver) ||
+		in.behind != nil && !v.Newer(in.behindVer)
 }
 
 // offered is a config taken from the mailbox, with where it came from.
@@ -306,10 +329,23 @@ func (c *Cluster) doneParsing(err error) {
 		if in.raw != nil && !in.ver.Newer(in.parsing) {
 			in.raw = nil
 		}
+		if in.behind != nil && !in.behindVer.Newer(in.parsing) {
+			in.behind = nil
+		}
 	case !errors.Is(err, errOtherCluster):
 		in.rejected, in.rejectedSet = in.parsing, true
 	}
 	in.parsingSet = false
+	if err != nil && in.raw == nil && in.behind != nil && !c.heldCovers(in.behindVer) {
+		// The config that took its place was refused: the one behind
+		// it is the newest that may be installed.
+		in.raw, in.ver, in.host, in.from = in.behind, in.behindVer, in.behindHost, in.behindFrom
+		in.behind = nil
+		select {
+		case in.ready <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // oddRead records what the config whose version could not be peeked,

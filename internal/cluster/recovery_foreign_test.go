@@ -388,3 +388,75 @@ func TestConfigJustInstalledIsStaleBeforeItsParseIsMarkedDone(t *testing.T) {
 	require.True(t, recognised, "the config the loop took last is recognised")
 	assert.Equal(t, OfferStale, res, "the config installed, offered again")
 }
+
+// The cluster's own config waits in the mailbox (newer than the one held,
+// while the loop parses another) when another cluster's config of a newer
+// revision is offered, or is offered while that one waits: it took the own
+// config's place (or the own config was taken for on its way, not being
+// newer), was refused once parsed, and the own config was gone: the
+// client routed by the stale map until a poll or push offered it again.
+// The own config waits behind the newer one and is installed once that
+// one is refused.
+func TestOwnConfigWaitingBesideAnotherClustersNewerIsInstalled(t *testing.T) {
+	for name, ownFirst := range map[string]bool{"own offered first": true, "own offered second": false} {
+		t.Run(name, func(t *testing.T) {
+			a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+			cfg := testConfig(a)
+			var armed atomic.Bool
+			parsing, release := make(chan struct{}, 4), make(chan struct{})
+			cfg.BeforeParse = func() {
+				if armed.Load() {
+					parsing <- struct{}{}
+					<-release
+				}
+			}
+			c := connectCluster(t, cfg)
+			held := c.Topology().Config()
+
+			ab := a.Bucket(mockcluster.DefaultBucket)
+			next := func() []byte {
+				_, err := ab.AddScope(fmt.Sprint("a", ab.Rev()))
+				require.NoError(t, err)
+				return ab.ConfigJSON(0)
+			}
+			first, own := next(), next()
+			v, ok := vbmap.PeekVersion(own)
+			require.True(t, ok)
+			require.True(t, v.Newer(held.Version()))
+
+			b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
+			bb := b.Bucket(mockcluster.DefaultBucket)
+			for i := 0; bb.Rev() <= ab.Rev(); i++ {
+				_, err := bb.AddScope(fmt.Sprint("b", i))
+				require.NoError(t, err)
+			}
+			foreign := bb.ConfigJSON(0)
+
+			armed.Store(true)
+			require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
+			<-parsing // the loop holds the cluster's first config
+			armed.Store(false)
+			offers := [][]byte{own, foreign}
+			if !ownFirst {
+				offers = [][]byte{foreign, own}
+			}
+			for _, raw := range offers {
+				require.Equal(t, OfferNewer, c.Offer(raw, "127.0.0.1", "test"))
+			}
+			close(release)
+			// The loop installs the first config, then parses and
+			// refuses the other cluster's; it is idle once nothing
+			// waits or is parsed.
+			require.Eventually(t, func() bool {
+				c.intake.mu.Lock()
+				defer c.intake.mu.Unlock()
+				return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil
+			}, time.Minute, time.Millisecond, "the loop never went idle")
+			if got := c.Topology().Config(); got.Version() != v {
+				t.Fatalf("holding rev %v once the other cluster's config was refused, want the cluster's own rev %v, offered beside it",
+					got.Version(), v)
+			}
+			require.Equal(t, held.ClusterUUID(), c.Topology().Config().ClusterUUID())
+		})
+	}
+}
