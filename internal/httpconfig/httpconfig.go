@@ -504,13 +504,13 @@ type Sink func(raw []byte, host, addr string) error
 // is wanted now, and a fault that ends every stream at once while the
 // nodes keep wanting one (each NOT_MY_VBUCKET a value) costs no more than
 // a reopen per 2.5 s once the back-off reached 10 s; a stream that ended
-// at once is logged at most once per 10 s (endLogInterval). A value received
-// before a stream opened is dropped as it opens (streamFrom): the config
-// it sends first answers it, and it is no reason to cut short the wait
-// after that stream. It does not cut short
-// the wait after a round in which no node served a stream: that the
-// config is wanted makes the nodes no likelier to serve it, and the
-// stream that fails is why a node keeps saying so (its NOT_MY_VBUCKETs
+// at once is logged at most once per 10 s (endLogInterval). A value
+// received before a stream opened is dropped as it opens (streamFrom):
+// the config it sends first answers it, and it is no reason to cut short
+// the wait after that stream. A value does not cut short the wait after
+// a round in which no node served a stream: that the config is wanted
+// makes the nodes no likelier to serve it, and the stream that fails is
+// why a node keeps saying so (its NOT_MY_VBUCKETs
 // without the config, kv_engine's DedupeNotMyVbucketClustermap), which
 // would have every node asked, and a failure logged for each, ten times
 // a second. Waits and a stream's life are on the Clock. It returns when
