@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -210,10 +211,9 @@ func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T)
 	}
 	requests := make(chan req, 16)
 	delivered := make(chan struct{})
-	var n int
+	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n++ // requests are one at a time
-		if n == 3 {
+		if n.Add(1) == 3 {
 			requests <- req{fail: true}
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
@@ -224,8 +224,11 @@ func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T)
 		// below is read once it was sent, after the headers.
 		w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
 		w.(http.Flusher).Flush()
-		<-delivered
-		requests <- req{wakeHeld: len(wake) > 0}
+		select {
+		case <-delivered:
+			requests <- req{wakeHeld: len(wake) > 0}
+		case <-r.Context().Done():
+		}
 	}))
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
@@ -236,7 +239,10 @@ func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T)
 	go func() {
 		defer close(done)
 		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error {
-			delivered <- struct{}{}
+			select {
+			case delivered <- struct{}{}:
+			case <-ctx.Done():
+			}
 			return nil
 		})
 	}()
