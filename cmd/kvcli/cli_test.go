@@ -252,6 +252,31 @@ func TestTimeoutExplained(t *testing.T) {
 	assert.Equal(t, []string{"KV_TEMPORARY_FAILURE"}, jr.RetryReasons)
 }
 
+// A server's answer with extended error information (XERROR: its context
+// and ref) that an operation kept getting until it timed out: the line
+// says what the server said, and --json has it too.
+func TestTimeoutShowsTheServersErrorContext(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	require.Equal(t, exitOK, runKV(t, env, "", "set", "k", "v").code)
+
+	h := mc.AddFault(mockcluster.Fault{
+		Match: mockcluster.Match{Key: "k", OpCodes: []memdx.OpCode{memdx.OpSet}},
+		Action: mockcluster.Action{Status: memdx.StatusTmpFail,
+			Value: []byte(`{"error":{"context":"vbucket warming up","ref":"9e1a7c52-0d4b"}}`)},
+	})
+	defer h.Remove()
+	r := runKV(t, env, "", "set", "k", "v2", "-t", "150ms")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Regexp(t, `^kvcli: timed out after 150ms; retried \d+ times for KV_TEMPORARY_FAILURE: .*; the server said "vbucket warming up" \(ref 9e1a7c52-0d4b\)\n$`, r.stderr)
+
+	r = runKV(t, env, "", "set", "k", "v2", "-t", "150ms", "--json")
+	var jr jsonResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr), r.stdout)
+	require.NotNil(t, jr.Error)
+	assert.Equal(t, "vbucket warming up", jr.Error.ServerContext)
+	assert.Equal(t, "9e1a7c52-0d4b", jr.Error.ServerRef)
+}
+
 // TestInterrupted: Ctrl-C (the context canceled) while an operation waits
 // on a lock ends it with exit status 130 and the word "interrupted". The
 // cancel comes after a LOCKED answer, in a retry's wait or while the next

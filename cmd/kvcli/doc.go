@@ -444,7 +444,9 @@
 // retried and "retry_reasons" why. "ok" is false exactly when the exit
 // status is not 0, but for exists and lookup --exists, whose exit 3 is the
 // answer false ("ok":true, "exists":false). A failure prints "ok":false and
-// "error": {"kind","message","exit","status","ambiguous"} (lookup: the
+// "error": {"kind","message","exit","status","server_context","server_ref",
+// "ambiguous"} ("status" is the server's last answer, "server_context" and
+// "server_ref" its extended error information when it sent any; lookup: the
 // failure of the path that gave the exit status; get of several keys:
 // each key's in "results"), where kind is one of
 // not_found, conflict, authentication, bucket, unreachable, tls, timeout,

@@ -117,3 +117,46 @@ func TestTimeoutLineSaysTheLastAnswerAfterOtherRetries(t *testing.T) {
 	p = inv.explain("k", kv)
 	assert.NotContains(t, p.line, "answered", p.line)
 }
+
+// The server's extended error information (XERROR's context and ref) of
+// the last answer is what a person takes to the server's logs: a timeout's
+// line says it whenever the error carries it, whether or not the line
+// names the status it came with.
+func TestTimeoutLineSaysTheServersErrorContext(t *testing.T) {
+	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
+	for _, kv := range []*client.KeyValueError{
+		{Op: "Upsert", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusLocked,
+			ServerContext: "held by compaction", ServerErrorRef: "4f1c-77",
+			Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause},
+		// The last answer is the reason retried for: the line names no
+		// status, but still the context.
+		{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusTmpFail,
+			ServerContext: "held by compaction", ServerErrorRef: "4f1c-77",
+			RetryAttempts: 3, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVTemporaryFailure),
+			Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause},
+	} {
+		p := inv.explain("k", kv)
+		assert.Equal(t, kindTimeout, p.kind)
+		assert.Contains(t, p.line, `the server said "held by compaction" (ref 4f1c-77)`, p.line)
+	}
+
+	// A ref alone (kv_engine's EACCESS carries one without context).
+	kv := &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Status: client.StatusTmpFail,
+		ServerErrorRef: "4f1c-77", Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+	assert.Contains(t, inv.explain("k", kv).line, "(ref 4f1c-77)")
+
+	// Neither: nothing is added.
+	kv = &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Status: client.StatusTmpFail,
+		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+	p := inv.explain("k", kv)
+	assert.NotContains(t, p.line, "server said", p.line)
+	assert.NotContains(t, p.line, "ref", p.line)
+
+	// The context is the server's words: the password is masked in them.
+	inv.g.password = "s3cret"
+	kv = &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Status: client.StatusTmpFail,
+		ServerContext: "user s3cret busy", Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+	p = inv.explain("k", kv)
+	assert.NotContains(t, p.line, "s3cret", p.line)
+	assert.Contains(t, p.line, `"user **** busy"`, p.line)
+}

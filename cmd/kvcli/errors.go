@@ -449,10 +449,29 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 			line += "; " + inv.redact(kv.Node) + " answered " + status + " last"
 		}
 	}
+	line += inv.serverSaid(kv)
 	if kv.Ambiguous {
 		line += "; it may have been applied"
 	}
 	return line
+}
+
+// serverSaid is what a timeout's line adds of the server's extended error
+// information (XERROR) of the last answer: its context, in its words, and
+// its ref, the id kv_engine's log names the failure by (an EACCESS's has a
+// ref only). "" when the answer had neither.
+func (inv *invocation) serverSaid(kv *client.KeyValueError) string {
+	var s string
+	if kv.ServerContext != "" {
+		s = "; the server said " + strconv.Quote(inv.redact(kv.ServerContext))
+	}
+	if kv.ServerErrorRef != "" {
+		if s == "" {
+			s = "; the server's error"
+		}
+		s += " (ref " + inv.redact(kv.ServerErrorRef) + ")"
+	}
+	return s
 }
 
 // fail reports err for op on key: one line on stderr and, with --json,
@@ -496,6 +515,8 @@ func (inv *invocation) failureOf(key, op string, err error, nameKey bool) (int, 
 		if kv.Status != 0 {
 			res.Error.Status = kv.Status.String()
 		}
+		res.Error.ServerContext = inv.redact(kv.ServerContext)
+		res.Error.ServerRef = inv.redact(kv.ServerErrorRef)
 	}
 	return p.code, res
 }

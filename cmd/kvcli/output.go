@@ -59,6 +59,11 @@ type jsonError struct {
 	Exit    int    `json:"exit"`
 	// Status is the last status the server answered, when there was one.
 	Status string `json:"status,omitempty"`
+	// ServerContext and ServerRef are the server's extended error
+	// information (XERROR) of that answer, when it sent any: its words
+	// and the id its log files name the failure by.
+	ServerContext string `json:"server_context,omitempty"`
+	ServerRef     string `json:"server_ref,omitempty"`
 	// Ambiguous is true when the request may have been applied although it
 	// failed (client.ErrAmbiguous): sent and then interrupted, timed out or
 	// cut off before the answer. Whatever the kind, read the key to see.
