@@ -315,9 +315,10 @@
 //
 //	Sentinel                           Statuses and conditions behind it
 //	ErrDocumentNotFound                KEY_ENOENT; NOT_STORED on APPEND, PREPEND
-//	ErrDocumentUnretrievable           GetAnyReplica, LookupInAnyReplica: no copy
-//	                                   was read, and one was missing (the error
-//	                                   matches ErrDocumentNotFound too)
+//	ErrDocumentUnretrievable           the replica reads (GetAnyReplica,
+//	                                   GetAllReplicas, their LookupIn forms): no
+//	                                   copy was read, and one was missing (the
+//	                                   error matches ErrDocumentNotFound too)
 //	ErrDocumentExists                  KEY_EEXISTS on ADD and sub-document
 //	                                   inserts; NOT_STORED on ADD
 //	ErrCasMismatch                     KEY_EEXISTS with a CAS, and on UNLOCK_KEY;

@@ -21,11 +21,12 @@ var (
 	// Append/Prepend, NOT_STORED, which memcached also answers when the
 	// result would exceed its item size limit: the error's message says so).
 	ErrDocumentNotFound = kverr.ErrDocumentNotFound
-	// ErrDocumentUnretrievable: GetAnyReplica or LookupInAnyReplica read
-	// no copy of the document and at least one copy said it does not
-	// exist (RFC 0058's DocumentUnretrievable, gocb's error of the same
-	// name). The error also matches ErrDocumentNotFound, through the
-	// copy's error it wraps.
+	// ErrDocumentUnretrievable: a replica read (GetAnyReplica,
+	// GetAllReplicas, LookupInAnyReplica, LookupInAllReplicas) read no
+	// copy of the document and at least one copy said it does not exist
+	// (RFC 0058's DocumentUnretrievable, gocb's error of the same name).
+	// The error also matches ErrDocumentNotFound, through the copy's error
+	// it wraps.
 	ErrDocumentUnretrievable = kverr.ErrDocumentUnretrievable
 	// ErrDocumentExists: Insert found the document already there.
 	ErrDocumentExists = kverr.ErrDocumentExists

@@ -36,6 +36,10 @@ func TestReplicaReadsHaveAWrappingSpan(t *testing.T) {
 			_, err := col.GetAnyReplica(ctx, "missing", &GetReplicaOptions{ParentSpan: caller})
 			return err
 		}},
+		{"get_all_replicas", "missing", "DocumentUnretrievable", func() error {
+			_, err := col.GetAllReplicas(ctx, "missing", &GetReplicaOptions{ParentSpan: caller})
+			return err
+		}},
 	} {
 		err := tc.run()
 		if tc.errType == "" {

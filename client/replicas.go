@@ -89,7 +89,9 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 // copy that answered, active first. Only the copies the current map assigns
 // to a server are read (see GetAnyReplica), so a bucket whose replicas have
 // no node yet answers with the active copy alone, without waiting for the
-// timeout. It fails only when none answered.
+// timeout. It fails only when none answered: with the same errors as
+// GetAnyReplica (ErrDocumentUnretrievable, which matches
+// ErrDocumentNotFound too, when a copy said the document does not exist).
 func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetReplicaOptions) ([]GetReplicaResult, error) {
 	if err := col.replicasRefused(ctx, "GetAllReplicas", key); err != nil {
 		return nil, err
@@ -101,7 +103,7 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 	var end func(error)
 	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_all_replicas", false, o.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
-	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (GetReplicaResult, error) {
+	r, err := readAllCopies(ctx, col, "GetAllReplicas", key, func(ctx context.Context, i int) (GetReplicaResult, error) {
 		return col.readCopy(ctx, key, i, &o)
 	})
 	end(err)
@@ -218,29 +220,40 @@ func (c *Client) wrapCall(ctx context.Context, name string, coll *Collection, pa
 var errUnwound = errors.New("client: a panic of the caller's code unwound the call")
 
 // readAnyCopy reads the copies of key on col at once for the call named
-// name and returns the first answer (fanout.First), or fanout.Error's
-// choice of the errors: when that is a copy's document not found, the
-// call's ErrDocumentUnretrievable wrapping it, as RFC 0058 names a read of
-// any copy that found none (and so do gocb and the other SDKs). A timeout,
-// a cancellation or another failure of every copy stays what it was.
+// name and returns the first answer (fanout.First), or the call's error
+// (copiesError).
 func readAnyCopy[T any](ctx context.Context, col *Collection, name, key string, read func(context.Context, int) (T, error)) (T, error) {
 	r, errs := fanout.First(ctx, col.c.copiesOf(key), read)
 	if errs == nil {
 		return r, nil
 	}
+	return r, copiesError(col, name, key, errs)
+}
+
+// readAllCopies reads the copies of key on col at once for the call named
+// name and returns every answer, in the order of the copies (fanout.All);
+// it fails only when none answered, with the call's error (copiesError).
+func readAllCopies[T any](ctx context.Context, col *Collection, name, key string, read func(context.Context, int) (T, error)) ([]T, error) {
+	out, errs := fanout.All(ctx, col.c.copiesOf(key), read)
+	if len(out) == 0 {
+		return nil, copiesError(col, name, key, errs)
+	}
+	return out, nil
+}
+
+// copiesError is the error of the call named name that read no copy of
+// key, the copies' errors errs: fanout.Error's choice of them, and when
+// that is a copy's document not found, the call's ErrDocumentUnretrievable
+// wrapping it (so that ErrDocumentNotFound matches too). RFC 0058 names
+// so a read of any copy that found none, and RFC 0053 (sdk-rfcs
+// rfc/0053-sdk3-crud.md) defines that as the empty answer of a read of
+// all copies (gocb's GetAnyReplica is GetAllReplicas' empty stream): the
+// read of all copies ends alike. A timeout, a cancellation or another
+// failure of every copy stays what it was.
+func copiesError(col *Collection, name, key string, errs []error) error {
 	err := fanout.Error(key, errs)
 	if errors.Is(err, ErrDocumentNotFound) {
 		err = col.c.refused(name, 0, col, key, ErrDocumentUnretrievable, err)
 	}
-	return r, err
-}
-
-// readAllCopies reads copies of key at once and returns every answer, in
-// the order of copies (fanout.All); it fails only when none answered.
-func readAllCopies[T any](ctx context.Context, copies []int, key string, read func(context.Context, int) (T, error)) ([]T, error) {
-	out, errs := fanout.All(ctx, copies, read)
-	if len(out) == 0 {
-		return nil, fanout.Error(key, errs)
-	}
-	return out, nil
+	return err
 }

@@ -102,8 +102,8 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 }
 
 // LookupInAllReplicas runs LookupIn on the active copy and every replica
-// and returns every copy that answered, active first (see GetAllReplicas
-// and LookupInAnyReplica).
+// and returns every copy that answered, active first, or GetAllReplicas'
+// errors when none did (see GetAllReplicas and LookupInAnyReplica).
 func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, specs []LookupInSpec, opts *LookupInAllReplicasOptions) ([]LookupInReplicaResult, error) {
 	var lo LookupInAllReplicasOptions
 	if opts != nil {
@@ -115,7 +115,7 @@ func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, spec
 	var end func(error)
 	ctx, lo.ParentSpan, end = col.wrapCall(ctx, "lookup_in_all_replicas", false, lo.ParentSpan)
 	defer end(errUnwound) // a panic in a read still ends the span (after end(err): nothing)
-	r, err := readAllCopies(ctx, col.c.copiesOf(key), key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
+	r, err := readAllCopies(ctx, col, "LookupInAllReplicas", key, func(ctx context.Context, i int) (LookupInReplicaResult, error) {
 		return col.lookupInCopy(ctx, key, specs, i, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan})
 	})
 	end(err)
