@@ -124,12 +124,13 @@ func (cn *conn) euidMissing(op memdx.OpCode) string {
 // read and write the document, Read then Upsert; a write needs Upsert (a
 // sub-document multi-mutation included), a delete Delete, anything else
 // Read (GET_META and OBSERVE included: kv_engine has no MetaRead).
-// RANGE_SCAN_CONTINUE and RANGE_SCAN_CANCEL have none: ep-engine checks
-// the RangeScan privilege on the scan's collection once it has found the
+// The range scan commands have none: ep-engine checks the RangeScan
+// privilege on the scan's collection, at create once it has found the
+// collection (createScan), at continue and cancel once it has found the
 // scan (rangeScanContinue, rangeScanCancel).
 func opPrivileges(op memdx.OpCode) []string {
 	switch op {
-	case memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
+	case memdx.OpRangeScanCreate, memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
 		return nil
 	case memdx.OpGAT, memdx.OpGATQ, memdx.OpIncrement, memdx.OpIncrementQ, memdx.OpDecrement, memdx.OpDecrementQ,
 		memdx.OpSubdocCounter:

@@ -43,7 +43,9 @@ func (cn *conn) rangeScan(p *memdx.Packet) outcome {
 //     the vbucket's (after waiting timeout_ms for it, when given),
 //     NOT_STORED when seqno_exists and no live document has that seqno,
 //     KEY_ENOENT for an empty range or an empty collection to sample, EBUSY
-//     when the node already holds Options.MaxRangeScans scans of the bucket.
+//     when the node already holds Options.MaxRangeScans scans of the bucket,
+//     EACCESS without the RangeScan privilege (rangeScanPrivilege: after
+//     EBUSY, before NOT_STORED and KEY_ENOENT).
 //   - continue: NOT_MY_VBUCKET when the vbucket is not active here (its
 //     scans were dropped, as kv_engine cancels them on a state change),
 //     KEY_ENOENT for a scan id the vbucket does not hold (never created,
@@ -81,11 +83,13 @@ const (
 	DefaultRangeScanLifetime = 60 * time.Second
 )
 
-// rangeScanPrivilege is the privilege a continue or cancel needs on the
-// scan's collection, checked once the scan is found (kv_engine's
-// McbpPrivilegeChains checks nothing for them; EPVBucket::continueRangeScan
-// and cancelRangeScan call RangeScanOwner::checkPrivileges, whose
-// RangeScan::hasPrivilege checks RangeScan): an unknown id is KEY_ENOENT
+// rangeScanPrivilege is the privilege each range scan command needs on the
+// scan's collection (kv_engine's McbpPrivilegeChains checks nothing for
+// them; RangeScan::hasPrivilege, engines/ep/src/range_scans/range_scan.cc,
+// checks RangeScan): a create checks it once the collection is found and
+// room reserved for the scan (RangeScan::createScan), a continue or cancel
+// once the scan is found (EPVBucket::continueRangeScan and cancelRangeScan
+// call RangeScanOwner::checkPrivileges), so an unknown id is KEY_ENOENT
 // whoever asks. The mock's impersonated user without access to the bucket
 // has it only when the request grants it.
 const rangeScanPrivilege = "RangeScan"
@@ -285,8 +289,9 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 	now := cn.c.clock.Now()
 	// kv_engine's order: the snapshot's UUID and seqno (ep_bucket.cc
 	// createRangeScan), the bound on scans (EBUSY, EPVBucket::createRangeScan),
-	// then, creating it, seqno_exists (NOT_STORED) and an empty range or
-	// collection (KEY_ENOENT) in RangeScan::createScan.
+	// then, creating it, the RangeScan privilege (hasPrivilege), seqno_exists
+	// (NOT_STORED) and an empty range or collection (KEY_ENOENT) in
+	// RangeScan::createScan.
 	if sr := cfg.Snapshot; sr != nil {
 		// kv_engine sets no error context for either
 		// (EPBucket::createRangeScan, EPVBucket::createRangeScan).
@@ -305,6 +310,10 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 		}
 	}
 	if !cn.scanRoom(p, b, now) {
+		return
+	}
+	if !cn.hasBucketPrivilege(rangeScanPrivilege) {
+		cn.refusePrivilege(p, rangeScanPrivilege)
 		return
 	}
 	vb.mu.Lock()

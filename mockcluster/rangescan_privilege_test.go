@@ -78,3 +78,56 @@ func TestRangeScanContinueAndCancelCheckTheRangeScanPrivilege(t *testing.T) {
 		t.Fatalf("%d scans open after the cancel", n)
 	}
 }
+
+// RANGE_SCAN_CREATE has no privilege chain either (McbpPrivilegeChains:
+// "The RangeScan collection is embedded in a JSON payload (for create) ...
+// So setup as empty and ep-engine does the checks"): RangeScan::createScan
+// (engines/ep/src/range_scans/range_scan.cc) checks hasPrivilege, the
+// RangeScan privilege on the scan's collection, once EPBucket::
+// createRangeScan found the collection (UNKNOWN_COLLECTION first) and
+// EPVBucket::createRangeScan reserved room for it (EBUSY first), and
+// before it looks for a key in the range (KEY_ENOENT after). The mock
+// checked Read before anything, as for a document command: a user granted
+// RangeScan alone could not create a scan, one granted Read alone could.
+func TestRangeScanCreateChecksTheRangeScanPrivilege(t *testing.T) {
+	e := newScanEnv(t, Options{Nodes: 1, MaxRangeScans: 1, Users: []User{
+		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
+		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
+	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	e.seed("", "", "a", "b", "c")
+	const vb = 0
+	create := func(cfg *memdx.RangeScanCreate, privs ...string) memdx.Request {
+		r, err := memdx.NewRangeScanCreate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Vbucket = vb
+		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range privs {
+			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.FramingExtras = fe
+		return r
+	}
+	cl := e.cl(vb)
+	all := &memdx.RangeScanCreate{KeyOnly: true}
+	const ctx = "Authorization failure: can't execute RANGE_SCAN_CREATE operation without the RangeScan privilege"
+
+	expectAnswer(t, "create granted nothing", cl.do(create(all)), memdx.StatusNoAccess, ctx)
+	expectAnswer(t, "create granted Read", cl.do(create(all, "Read")), memdx.StatusNoAccess, ctx)
+	expectAnswer(t, "create of an unknown collection", cl.do(create(&memdx.RangeScanCreate{CollectionID: 0x77, KeyOnly: true})),
+		memdx.StatusUnknownCollection, "")
+	expectAnswer(t, "create of an empty range", cl.do(create(&memdx.RangeScanCreate{KeyOnly: true,
+		Range: &memdx.RangeScanRange{Start: []byte("x"), End: []byte("z")}})), memdx.StatusNoAccess, ctx)
+	if n := e.c.OpenRangeScans(); n != 0 {
+		t.Fatalf("a refused create opened a scan: %d open", n)
+	}
+	expectAnswer(t, "create granted RangeScan", cl.do(create(all, "RangeScan")), memdx.StatusSuccess, "")
+	// The node's one scan is taken: EBUSY comes before the privilege.
+	expectAnswer(t, "create with no room", cl.do(create(all)), memdx.StatusBusy, "")
+}
