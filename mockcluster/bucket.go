@@ -616,7 +616,9 @@ func maxLogicalKeyLen(cid uint32) int {
 type manifest struct {
 	uid    uint64
 	scopes []scopeDef
-	ids    map[uint32]bool
+	// ids are the collections by id, true for a system collection
+	// (isSystemCollection).
+	ids map[uint32]bool
 }
 
 type scopeDef struct {
@@ -654,13 +656,29 @@ func (m *manifest) index() *manifest {
 	m.ids = make(map[uint32]bool)
 	for _, s := range m.scopes {
 		for _, c := range s.collections {
-			m.ids[c.uid] = true
+			m.ids[c.uid] = isSystemCollection(c.name, c.uid)
 		}
 	}
 	return m
 }
 
-func (m *manifest) has(cid uint32) bool { return m.ids[cid] }
+func (m *manifest) has(cid uint32) bool {
+	_, ok := m.ids[cid]
+	return ok
+}
+
+// system reports whether cid is a system collection of the manifest.
+func (m *manifest) system(cid uint32) bool { return m.ids[cid] }
+
+// isSystemCollection reports whether the collection named name with id
+// cid is a system collection, one whose documents need the
+// SystemCollectionLookup and SystemCollectionMutation privileges besides
+// the user ones: kv_engine's Collections::isSystemCollection
+// (engines/ep/src/collections/collections_types.h), a name starting with
+// '_' but the default collection's (_system._mobile, _system._query).
+func isSystemCollection(name string, cid uint32) bool {
+	return cid != 0 && strings.HasPrefix(name, "_")
+}
 
 func (m *manifest) scope(name string) (scopeDef, bool) {
 	if name == "" {

@@ -407,8 +407,12 @@
 //     command then runs with the privileges both users have, so an
 //     impersonated user without the bucket gets EACCESS naming the
 //     privilege the command needs (kv_engine's Cookie::doExecute and
-//     testPrivilege; RANGE_SCAN_CONTINUE and _CANCEL check RangeScan,
-//     after finding the scan, as ep-engine does). Frame info 6 grants the impersonated user a
+//     testPrivilege; the range scan commands check RangeScan, a create
+//     after finding its collection, a continue or cancel after finding
+//     the scan, as ep-engine does; a command in a system collection, one
+//     named "_..." as _system._query, needs SystemCollectionLookup or
+//     SystemCollectionMutation before the user privileges, as
+//     daemon/mcbp_privileges.cc asks). Frame info 6 grants the impersonated user a
 //     privilege for the request (a name kv_engine does not know answers
 //     EINVAL; without frame info 4 it changes nothing), so one without the
 //     bucket may run a command whose privileges the request grants.
@@ -475,7 +479,9 @@
 // DCP and the other commands not listed above
 // (they answer UNKNOWN_COMMAND); an expiry pager (a document expires
 // when a command finds it expired);
-// binary xattr values; system-xattr privileges (every user may touch them);
+// binary xattr values; roles within a bucket (a user that may use a bucket
+// holds every privilege in it, the system xattrs' and system collections'
+// too: only an impersonated user lacks privileges);
 // persistence; replicas that lag (a replica read sees the active's data at
 // once).
 package mockcluster

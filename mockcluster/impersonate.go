@@ -75,16 +75,28 @@ func (cn *conn) impersonate(p *memdx.Packet) bool {
 // impersonated user can fail it, one without access to the bucket, whose
 // privileges in it are none. It reports false after answering EACCESS
 // naming the privilege the opcode needs first.
+//
+// A command in a system collection (the request's key's collection,
+// validateKey found it) needs SystemCollectionLookup before each Read of
+// its chain and SystemCollectionMutation before each write privilege
+// (requirePrivilegesOnCurrentDocument: Cookie::isAccessingSystemCollection).
 func (cn *conn) mayRunAs(p *memdx.Packet) bool {
 	b := cn.bucket.Load()
 	if cn.euid == nil || b == nil || cn.euid.mayUse(b.name) {
 		return true
 	}
-	if missing := cn.euidMissing(p.OpCode); missing != "" {
+	if missing := cn.euidMissingIn(p.OpCode, cn.inSystemCollection(p)); missing != "" {
 		cn.refusePrivilege(p, missing)
 		return false
 	}
 	return true
+}
+
+// inSystemCollection reports whether p's key is in a system collection of
+// the connection's bucket (isSystemCollection).
+func (cn *conn) inSystemCollection(p *memdx.Packet) bool {
+	s, cid, st := cn.lookupCollection(p)
+	return st == memdx.StatusSuccess && s != nil && s.manifest.system(cid)
 }
 
 // hasBucketPrivilege reports whether the request holds priv in its bucket:
@@ -96,23 +108,64 @@ func (cn *conn) hasBucketPrivilege(priv string) bool {
 	return cn.euid == nil || b == nil || cn.euid.mayUse(b.name) || slices.Contains(cn.euidExtra, priv)
 }
 
-// euidMissing is the first privilege of op's chain that an impersonated
+// collectionPrivilegeMissing is the privilege an access to collection cid
+// with priv lacks ("" when none): SystemCollectionLookup first when cid is
+// a system collection of s, then priv (kv_engine's checkCollectionAccess,
+// as RangeScan::hasPrivilege calls it).
+func (cn *conn) collectionPrivilegeMissing(s *bucketSnap, cid uint32, priv string) string {
+	if s.manifest.system(cid) && !cn.hasBucketPrivilege(systemCollectionLookup) {
+		return systemCollectionLookup
+	}
+	if !cn.hasBucketPrivilege(priv) {
+		return priv
+	}
+	return ""
+}
+
+// The privileges a command in a system collection needs besides the user
+// ones (rbac/privileges.cc).
+const (
+	systemCollectionLookup   = "SystemCollectionLookup"
+	systemCollectionMutation = "SystemCollectionMutation"
+)
+
+// euidMissing is euidMissingIn for a command outside the system
+// collections.
+func (cn *conn) euidMissing(op memdx.OpCode) string { return cn.euidMissingIn(op, false) }
+
+// euidMissingIn is the first privilege of op's chain that an impersonated
 // user without privileges in the bucket lacks ("" when the request's
 // ImpersonateUserExtraPrivilege frame infos grant them all): kv_engine's
 // Cookie::checkPrivilege passes a privilege the connection's user holds
 // and the request grants, and McbpPrivilegeChains checks each privilege of
-// the opcode's chain in turn.
-func (cn *conn) euidMissing(op memdx.OpCode) string {
+// the opcode's chain in turn; system: the command's collection is a system
+// collection, whose privilege comes before each of the chain's
+// (requirePrivilegesOnCurrentDocument, daemon/mcbp_privileges.cc).
+func (cn *conn) euidMissingIn(op memdx.OpCode, system bool) string {
+	has := func(p string) bool { return slices.Contains(cn.euidExtra, p) }
 	if op == memdx.OpAdd || op == memdx.OpAddQ {
-		// requireInsertOrUpsertOnCurrentDocument: Insert, else Upsert,
-		// the failure of which the error context names.
-		if slices.Contains(cn.euidExtra, "Insert") || slices.Contains(cn.euidExtra, "Upsert") {
+		// requireInsertOrUpsertOnCurrentDocument: the system
+		// collection's privilege, then Insert, else Upsert, the failure
+		// of which the error context names.
+		if system && !has(systemCollectionMutation) {
+			return systemCollectionMutation
+		}
+		if has("Insert") || has("Upsert") {
 			return ""
 		}
 		return "Upsert"
 	}
 	for _, priv := range opPrivileges(op) {
-		if !slices.Contains(cn.euidExtra, priv) {
+		if system {
+			sys := systemCollectionMutation
+			if priv == "Read" {
+				sys = systemCollectionLookup
+			}
+			if !has(sys) {
+				return sys
+			}
+		}
+		if !has(priv) {
 			return priv
 		}
 	}

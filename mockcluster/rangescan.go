@@ -86,7 +86,8 @@ const (
 // rangeScanPrivilege is the privilege each range scan command needs on the
 // scan's collection (kv_engine's McbpPrivilegeChains checks nothing for
 // them; RangeScan::hasPrivilege, engines/ep/src/range_scans/range_scan.cc,
-// checks RangeScan): a create checks it once the collection is found and
+// checks RangeScan, after SystemCollectionLookup for a system collection:
+// collectionPrivilegeMissing): a create checks it once the collection is found and
 // room reserved for the scan (RangeScan::createScan), a continue or cancel
 // once the scan is found (EPVBucket::continueRangeScan and cancelRangeScan
 // call RangeScanOwner::checkPrivileges), so an unknown id is KEY_ENOENT
@@ -312,8 +313,8 @@ func (cn *conn) createScan(p *memdx.Packet, b *Bucket, vb *vbucket, cfg *memdx.R
 	if !cn.scanRoom(p, b, now) {
 		return
 	}
-	if !cn.hasBucketPrivilege(rangeScanPrivilege) {
-		cn.refusePrivilege(p, rangeScanPrivilege)
+	if missing := cn.collectionPrivilegeMissing(b.snap.Load(), cfg.CollectionID, rangeScanPrivilege); missing != "" {
+		cn.refusePrivilege(p, missing)
 		return
 	}
 	vb.mu.Lock()
@@ -492,9 +493,9 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 			"The scan's collection 0x"+strconv.FormatUint(uint64(sc.cid), 16)+" was dropped")
 		return
 	}
-	if !cn.hasBucketPrivilege(rangeScanPrivilege) {
+	if missing := cn.collectionPrivilegeMissing(s, sc.cid, rangeScanPrivilege); missing != "" {
 		rs.mu.Unlock()
-		cn.refusePrivilege(p, rangeScanPrivilege)
+		cn.refusePrivilege(p, missing)
 		return
 	}
 	sc.busy = true
@@ -607,9 +608,9 @@ func (cn *conn) rangeScanCancel(p *memdx.Packet) {
 		rs.mu.Unlock()
 		return
 	}
-	if !cn.hasBucketPrivilege(rangeScanPrivilege) {
+	if missing := cn.collectionPrivilegeMissing(b.snap.Load(), sc.cid, rangeScanPrivilege); missing != "" {
 		rs.mu.Unlock()
-		cn.refusePrivilege(p, rangeScanPrivilege)
+		cn.refusePrivilege(p, missing)
 		return
 	}
 	delete(rs.byID, sc.id)
