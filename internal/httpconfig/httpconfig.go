@@ -656,7 +656,9 @@ func (c *Client) streamFrom(ctx context.Context, addr string, wake <-chan struct
 		<-watched
 	}()
 	defer func() {
-		if errors.Is(context.Cause(sctx), errRedial) && ctx.Err() == nil {
+		// A config refused ends the stream for the refusal, even when the
+		// redial period ran out as the sink judged it.
+		if errors.Is(context.Cause(sctx), errRedial) && ctx.Err() == nil && !errors.Is(err, errRefused) {
 			if n == 0 {
 				err = fmt.Errorf("%w (%v) without sending a config", errRedial, period)
 			} else {
