@@ -66,7 +66,9 @@ type conn struct {
 	pkt  memdx.Packet
 	euid *user // the user the request being handled impersonates, if any
 	// euidExtra are the privileges the request grants euid
-	// (ImpersonateUserExtraPrivilege frame infos).
+	// (ImpersonateUserExtraPrivilege frame infos). A step of an earlier
+	// request that runs later, with wmu held, runs with its own request's
+	// (conn.as).
 	euidExtra []string
 	scram     *memdx.ScramServer
 	scratch   []byte

@@ -69,6 +69,31 @@ func (cn *conn) impersonate(p *memdx.Packet) bool {
 	return true
 }
 
+// requestUser is whom a request runs as: the connection's user, or the
+// user it impersonates (conn.euid) with the privileges it grants
+// (conn.euidExtra), which each request handled sets anew.
+type requestUser struct {
+	euid  *user
+	extra []string
+}
+
+// requestUser returns the request being handled's requestUser, for a step
+// of it that runs later (as).
+func (cn *conn) requestUser() requestUser {
+	return requestUser{euid: cn.euid, extra: slices.Clone(cn.euidExtra)}
+}
+
+// as runs fn, a step of an earlier request, as that request's user u,
+// then puts back the connection's: a step that runs once the connection
+// has handled other requests (an unordered connection reads on) must
+// check its own request's privileges. wmu must be held.
+func (cn *conn) as(u requestUser, fn func()) {
+	euid, extra := cn.euid, cn.euidExtra
+	cn.euid, cn.euidExtra = u.euid, u.extra
+	defer func() { cn.euid, cn.euidExtra = euid, extra }()
+	fn()
+}
+
 // mayRunAs is the privilege check a document command passes before it
 // runs (kv_engine's McbpPrivilegeChains, daemon/mcbp_privileges.cc): the
 // connection's user may use the bucket it selected, so only an

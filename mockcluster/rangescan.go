@@ -219,9 +219,12 @@ func (cn *conn) rangeScanCreate(p *memdx.Packet) outcome {
 			// kv_engine waits (a SeqnoPersistenceRequest) up to the timeout
 			// and creates the scan once the seqno is persisted (at once:
 			// every mock write is persisted when applied).
-			h := reqHeader(p)
+			// The create then runs after the connection may have
+			// handled other requests (unordered): with its own
+			// request's user, whose privileges it checks.
+			h, u := reqHeader(p), cn.requestUser()
 			return cn.waitSeqno(vb, sr.Seqno, time.Duration(sr.TimeoutMs)*time.Millisecond,
-				func() { cn.createScan(h, b, vb, &cfg, true) })
+				func() { cn.as(u, func() { cn.createScan(h, b, vb, &cfg, true) }) })
 		}
 	}
 	cn.createScan(p, b, vb, &cfg, false)

@@ -1,6 +1,7 @@
 package mockcluster
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kvwire/kvwire/memdx"
@@ -130,4 +131,76 @@ func TestRangeScanCreateChecksTheRangeScanPrivilege(t *testing.T) {
 	expectAnswer(t, "create granted RangeScan", cl.do(create(all, "RangeScan")), memdx.StatusSuccess, "")
 	// The node's one scan is taken: EBUSY comes before the privilege.
 	expectAnswer(t, "create with no room", cl.do(create(all)), memdx.StatusBusy, "")
+}
+
+// A create that waits for its snapshot's seqno (timeout_ms) checks the
+// RangeScan privilege once the seqno is reached, as RangeScan::createScan
+// does after EPBucket::createRangeScan's wait, and the privileges it checks
+// are still its own request's. On an unordered connection the mock reads
+// on meanwhile, and each request it handles sets the connection's
+// impersonated user (conn.euid) anew: the create's late check read the
+// user of whatever request came last, so an impersonated user without
+// the RangeScan privilege got a scan once a plain GET had followed its
+// create.
+func TestRangeScanCreateAfterItsSeqnoChecksItsOwnPrivileges(t *testing.T) {
+	e := newScanEnv(t, Options{Nodes: 1, Users: []User{
+		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
+		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
+	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	e.seed("", "", "a")
+	writer := e.cl(0)
+	waiter := bootstrap(t, e.c.Node(0).Addr(), DefaultBucket,
+		append(slices.Clone(stdFeatures), memdx.FeatureUnorderedExecution))
+	doc, _ := e.b.Get("", "", "a")
+	r, err := memdx.NewRangeScanCreate(&memdx.RangeScanCreate{KeyOnly: true,
+		Snapshot: &memdx.RangeScanSnapshot{VbUUID: e.b.VbucketUUID(0), Seqno: doc.Seqno + 1, TimeoutMs: 60_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FramingExtras, err = memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	create := waiter.send(r)
+	// Another request, the connection's own user's, handled while the
+	// create waits: its answer comes first.
+	if p := waiter.do(keyReq(waiter, e.b, memdx.NewGet([]byte("a")))); p.Status != memdx.StatusSuccess {
+		t.Fatalf("get while the create waits: %s", p.Status)
+	}
+	if p := writer.do(keyReq(writer, e.b, set("b", "1"))); p.Status != memdx.StatusSuccess {
+		t.Fatalf("set: %s", p.Status)
+	}
+	expectAnswer(t, "create once its seqno is reached", waiter.recv(create), memdx.StatusNoAccess,
+		"Authorization failure: can't execute RANGE_SCAN_CREATE operation without the RangeScan privilege")
+	if n := e.c.OpenRangeScans(); n != 0 {
+		t.Fatalf("a refused create opened a scan: %d open", n)
+	}
+
+	// And the other way: a create granted RangeScan keeps it, though the
+	// request handled meanwhile impersonates the user granting nothing.
+	doc, _ = e.b.Get("", "", "b")
+	r, err = memdx.NewRangeScanCreate(&memdx.RangeScanCreate{KeyOnly: true,
+		Snapshot: &memdx.RangeScanSnapshot{VbUUID: e.b.VbucketUUID(0), Seqno: doc.Seqno + 1, TimeoutMs: 60_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(r memdx.Request, privs ...string) memdx.Request {
+		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
+		for _, p := range privs {
+			if err == nil {
+				fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p))
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.FramingExtras = fe
+		return r
+	}
+	create = waiter.send(as(r, "RangeScan"))
+	expectAnswer(t, "get granted nothing while the create waits", waiter.do(as(keyReq(waiter, e.b, memdx.NewGet([]byte("a"))))),
+		memdx.StatusNoAccess, "Authorization failure: can't execute GET operation without the Read privilege")
+	if p := writer.do(keyReq(writer, e.b, set("c", "1"))); p.Status != memdx.StatusSuccess {
+		t.Fatalf("set: %s", p.Status)
+	}
+	expectAnswer(t, "create granted RangeScan once its seqno is reached", waiter.recv(create), memdx.StatusSuccess, "")
 }
