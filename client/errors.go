@@ -410,7 +410,7 @@ func otherSentinel(cause error, ambiguous bool) error {
 // none of its own; col and key: what it addressed, when anything) that
 // ended before its operation record existed, or had none of its own: an
 // argument or a feature refused, the client closed, a scan that stopped,
-// a read of any copy that found none.
+// a replica read (of any copy or all) that found none.
 func (c *Client) refused(name string, opc memdx.OpCode, col *Collection, key string, sentinel, cause error) *KeyValueError {
 	o := op{opHot: opHot{c: c, name: name, coll: col, keyStr: key}}
 	o.req.OpCode = opc

@@ -56,8 +56,8 @@ type RequestSpan interface {
 	AddEvent(name string, at time.Time, attrs ...slog.Attr)
 	// SetStatus sets the outcome of an operation's span: SpanStatusOK,
 	// or SpanStatusError for an operation that failed (not for a
-	// document that was not found, nor for a read of any copy that found
-	// none: ErrDocumentUnretrievable).
+	// document that was not found, nor for a replica read, of any copy or
+	// all, that found none: ErrDocumentUnretrievable).
 	SetStatus(status SpanStatus)
 	// End ends the span at a time.
 	End(at time.Time)

@@ -16,8 +16,8 @@ import "errors"
 var (
 	// ErrDocumentNotFound: the document does not exist.
 	ErrDocumentNotFound = errors.New("document not found")
-	// ErrDocumentUnretrievable: a read of any copy of a document found it
-	// on none (RFC 0058's DocumentUnretrievable).
+	// ErrDocumentUnretrievable: a read of the copies of a document (any
+	// copy or all) found it on none (RFC 0058's DocumentUnretrievable).
 	ErrDocumentUnretrievable = errors.New("document unretrievable")
 	// ErrDocumentExists: the document already exists.
 	ErrDocumentExists = errors.New("document exists")

@@ -120,7 +120,7 @@ func ErrorType(err error, other string) string {
 		}
 	}
 	if is(err, kverr.ErrDocumentNotFound) { // the common miss, before the look for a status
-		if is(err, kverr.ErrDocumentUnretrievable) { // a read of any copy, which wraps a copy's miss
+		if is(err, kverr.ErrDocumentUnretrievable) { // a replica read, which wraps a copy's miss
 			return "DocumentUnretrievable"
 		}
 		return "DocumentNotFound"
