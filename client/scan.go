@@ -135,7 +135,8 @@ type ScanOptions struct {
 	// Options.Tracer records (else the context's, ContextWithParentSpan).
 	// The scan is one operation, traced, metered (MetricOperationDuration,
 	// "scan") and, when slow, reported (one slow-operation entry) from
-	// Scan until Next returns false or Close: its requests
+	// Scan until Next returns false or Close (a ScanResult dropped
+	// unclosed: until the garbage collector stops it): its requests
 	// (RANGE_SCAN_CREATE, _CONTINUE, _CANCEL) are its dispatch spans, and
 	// couchbase.retries sums their retries, each also a retry event on the
 	// scan's span (added when the scan ends, at the time of the retry; at
@@ -194,7 +195,9 @@ func (it ScanItem) ContentAs(out any) error {
 // about twice the scan's Timeout when a node does not answer: see Close).
 // A ScanResult dropped unclosed is stopped likewise only once the garbage
 // collector finds it unreachable, its goroutines and server-side scans held
-// until then. A
+// until then; its span and latency then end failed (error.type _OTHER),
+// and a panic of the caller's code in its requests is logged, not raised.
+// A
 // canceled context does the same and ends the iteration with
 // ErrRequestCanceled (or a timeout at its deadline); closing the client
 // ends it with ErrClosed. A panic in the caller's code that the scan's
@@ -281,13 +284,15 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 	})
 	res := &ScanResult{cur: rangescan.NewCursor(run, &sc, unwatch, reqs.incomplete), transcoder: col.c.transcoder,
 		c: c, call: reqs.call}
-	runtime.AddCleanup(res, stopDropped, droppedScan{run: run, unwatch: unwatch})
+	runtime.AddCleanup(res, stopDropped, droppedScan{c: c, call: reqs.call, run: run, unwatch: unwatch})
 	return res, nil
 }
 
 // droppedScan is what a ScanResult's cleanup stops (stopDropped): it
 // references no ScanResult.
 type droppedScan struct {
+	c       *Client
+	call    *optrace.Call // the scan as its observers see it (nil: none records)
 	run     *rangescan.Run
 	unwatch func() bool
 }
@@ -299,14 +304,27 @@ type droppedScan struct {
 // the server's own limit on their life) and the client's watch of it
 // would otherwise stay for as long as the client lives (one of each per
 // scan dropped). It stops the scan as Close would, on a goroutine of its
-// own (Stop waits for the cancels). A scan that ended or was closed
-// before stops at once.
+// own (Stop waits for the cancels), then ends the scan to its observers,
+// failed with errDroppedScan (its span, its latency), once its goroutines,
+// which trace under its span, have ended. A panic of the caller's code in
+// its requests (an Observer, a RetryStrategy) has no caller's goroutine
+// to be raised on: it is logged at error. A scan that ended or was closed
+// before stops at once, and its observers saw it end then.
 func stopDropped(d droppedScan) {
 	go func() {
 		d.unwatch()
 		_ = d.run.Stop()
+		if p := d.run.Dropped(); p != nil && !p.Goexit {
+			d.c.opts.Logger.Error("kvwire: the caller's code panicked in a range scan whose ScanResult was dropped unclosed; the panic is dropped",
+				"panic", fmt.Sprint(p.V))
+		}
+		d.c.obs.EndCall(d.call, errDroppedScan, d.c.clock.Now())
 	}()
 }
+
+// errDroppedScan is the error a scan's observers see it end with when its
+// ScanResult was dropped unclosed (stopDropped).
+var errDroppedScan = errors.New("client: the scan's ScanResult was dropped unclosed (Close must be called unless Next returned false)")
 
 // spanScan is the name of a scan's span and of its latency's
 // db.operation.name.

@@ -2,12 +2,17 @@ package client
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/logcapture"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -50,4 +55,110 @@ func TestDroppedScanStops(t *testing.T) {
 		return run.Workers() == 0
 	}, 30*time.Second, 10*time.Millisecond, "the dropped scan's goroutines ended")
 	require.Equal(t, uint64(1), cancels(), "its server-side scan was cancelled")
+}
+
+// A ScanResult dropped unclosed is still an operation its observers see
+// end: when its cleanup stops it, its span ends, failed (status Error,
+// error.type _OTHER), once, not left open for the life of the process
+// (a tracer exporting spans as they end never saw it, nor its latency).
+func TestDroppedScanEndsItsSpan(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Buckets: []mockcluster.BucketOptions{
+		{Name: mockcluster.DefaultBucket, NumVbuckets: 4}}})
+	tr := &treeTracer{}
+	c := connect(t, mc, &Options{Tracer: tr})
+	col := c.DefaultCollection()
+	scanDocs(t, col, 200)
+	tr.take() // the writes' spans
+	res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{BatchItemLimit: 1, Concurrency: 1})
+	require.NoError(t, err)
+	require.True(t, res.Next())
+	run := res.cur.Run()
+	runtime.KeepAlive(res)
+	res = nil // dropped unclosed
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return run.Workers() == 0
+	}, 30*time.Second, 10*time.Millisecond, "the dropped scan's goroutines ended")
+	scanSpan := func() *treeSpan {
+		for _, s := range tr.spansNow() {
+			if s.name == spanScan {
+				return s
+			}
+		}
+		return nil
+	}
+	s := scanSpan()
+	require.NotNil(t, s, "the scan's span")
+	ended := func() int {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return s.ended
+	}
+	// The cleanup ends it after the goroutines, on its own goroutine.
+	require.Eventually(t, func() bool { return ended() > 0 }, 30*time.Second, time.Millisecond,
+		"the dropped scan's span ended")
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	require.Equal(t, 1, s.ended)
+	require.Equal(t, SpanStatusError, s.status)
+	require.Equal(t, ErrorTypeOther, s.attrs[AttributeErrorType].String())
+}
+
+// A panic of the caller's code in a dropped scan's requests (here its
+// Observer, in the RANGE_SCAN_CANCEL its cleanup sends) has no caller's
+// goroutine to be raised on: it is logged at error, not lost without a
+// word.
+func TestDroppedScanLogsItsPanic(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Buckets: []mockcluster.BucketOptions{
+		{Name: mockcluster.DefaultBucket, NumVbuckets: 4}}})
+	var mu sync.Mutex
+	var errs []string
+	logger := slog.New(logcapture.Func(func(l logcapture.Logged) {
+		if l.Level >= slog.LevelError {
+			mu.Lock()
+			errs = append(errs, l.Msg)
+			mu.Unlock()
+		}
+	}))
+	c := connect(t, mc, &Options{Logger: logger,
+		Observer: cancelPanics{}})
+	col := c.DefaultCollection()
+	scanDocs(t, col, 200)
+	res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{BatchItemLimit: 1, Concurrency: 1})
+	require.NoError(t, err)
+	require.True(t, res.Next())
+	run := res.cur.Run()
+	require.Eventually(t, func() bool { return run.Queued() == 1 }, 10*time.Second, time.Millisecond,
+		"the worker waits to queue a batch")
+	runtime.KeepAlive(res)
+	res = nil // dropped unclosed
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range errs {
+			if strings.Contains(m, "dropped unclosed") && strings.Contains(m, "panicked") {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 10*time.Millisecond, "the panic of the dropped scan's cancel is logged")
+	require.Zero(t, run.Workers())
+}
+
+// cancelPanics is an Observer panicking at a RANGE_SCAN_CANCEL's attempt.
+type cancelPanics struct{}
+
+func (cancelPanics) AttemptStart(a AttemptInfo) {
+	if a.OpCode.wire() == memdx.OpRangeScanCancel {
+		panic("observer bug")
+	}
+}
+func (cancelPanics) AttemptEnd(AttemptInfo, error) {}
+
+// spansNow returns the spans recorded so far, keeping them.
+func (tr *treeTracer) spansNow() []*treeSpan {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return slices.Clone(tr.spans)
 }

@@ -264,6 +264,18 @@ func (r *Run) Raise() {
 	p.Raise()
 }
 
+// Dropped is Raise for a scan nobody reads any more (its result dropped
+// unclosed): it returns how the first worker that ended abnormally did
+// (nil: none did, or Raise raised it), for its caller to report, there
+// being no goroutine of the caller's to raise it on.
+func (r *Run) Dropped() *panics.Ended {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.panicked
+	r.panicked, r.raised = nil, true
+	return p
+}
+
 // scanVbuckets scans vbuckets until none is left or the scan stops.
 func (r *Run) scanVbuckets() {
 	for {
