@@ -71,3 +71,28 @@ func TestDurableBatchSpansHaveDurability(t *testing.T) {
 	}
 	require.Equal(t, 2, n)
 }
+
+// A durable typed write whose value fails to encode is still the durable
+// write its caller asked for: its span (failed with EncodingFailure)
+// carries AttributeDurability as the span of one that was sent does, so
+// that a query for durable writes by their level finds its failures too.
+func TestEncodeFailureSpanHasDurability(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	tr := &treeTracer{}
+	c := connect(t, mc, &Options{Tracer: tr})
+	col := c.DefaultCollection()
+	_, err := UpsertJSON(context.Background(), col, "k", make(chan int), &UpsertOptions{Durability: DurabilityMajority})
+	require.ErrorIs(t, err, ErrEncodingFailure)
+	var op *treeSpan
+	for _, s := range tr.take() {
+		if s.parent == nil {
+			op = s
+		}
+	}
+	require.NotNil(t, op)
+	require.Equal(t, "upsert", op.name)
+	require.Equal(t, SpanStatusError, op.status)
+	require.Contains(t, op.attrs, AttributeDurability)
+	assert.Equal(t, "majority", op.attrs[AttributeDurability].String())
+}

@@ -121,7 +121,11 @@ func (col *Collection) storeTyped(ctx context.Context, name string, opc memdx.Op
 	end := col.c.clock.Now()
 	if err != nil {
 		e := col.c.refused(name, opc, col, key, ErrEncodingFailure, err)
-		col.c.unsent(ctx, name, opc, col, p.parent, start, end, e)
+		var dur memdx.DurabilityLevel
+		if checkDurability(p.durability) == nil { // else no level to name: the write would refuse it
+			dur = p.durability.wire()
+		}
+		col.c.unsent(ctx, name, opc, col, p.parent, dur, start, end, e)
 		return MutationResult{}, e
 	}
 	p.encStart, p.encEnd = start, end
