@@ -158,6 +158,7 @@ func (b *batch) run(done func(i int, o *op, err error)) {
 		}
 		b.s.Left++
 		if err := b.c.begin(b.ctx, k.Op.o, b.now); err != nil {
+			b.c.observeRefused(b.ctx, k.Op.o, err)
 			b.finish(i, err)
 			continue
 		}

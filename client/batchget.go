@@ -63,7 +63,7 @@ func (b *batch) settle(col *Collection, i int, key string, p opParams, res []Get
 		b.s.Keys[i].State = sched.Got
 		return true
 	}
-	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
+	o, err := col.newOp(b.ctx, "Get", kindGet, key, memdx.NewGet(nil), p)
 	b.add(i, o, err)
 	b.s.Keys[i].Op.grouped = err == nil && r.Group >= 0 && !b.mg.Groups[r.Group].Fallback
 	b.s.Keys[i].Op.gotAt = at

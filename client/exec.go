@@ -450,6 +450,7 @@ func (c *Client) execute(ctx context.Context, o *op) error {
 		now = c.clock.Now()
 	}
 	if err := c.begin(ctx, o, now); err != nil {
+		c.observeRefused(ctx, o, err)
 		return err
 	}
 	ob, t := c.obs, &o.trace

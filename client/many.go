@@ -111,7 +111,7 @@ func (col *Collection) GetMany(ctx context.Context, keys []string, opts *GetMany
 		b.getGroups(col, keys, p, res)
 	} else {
 		for i, key := range keys {
-			o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
+			o, err := col.newOp(ctx, "Get", kindGet, key, memdx.NewGet(nil), p)
 			b.add(i, o, err)
 		}
 	}
@@ -147,7 +147,7 @@ func (col *Collection) UpsertMany(ctx context.Context, items []UpsertManyItem, o
 		res[i].Key = it.Key
 		q := p
 		q.flags, q.json, q.expiry, q.preserve, q.cas = it.Flags, it.JSON, it.Expiry, it.PreserveExpiry, it.Cas
-		o, err := col.storeOp("Upsert", memdx.OpSet, it.Key, it.Value, q)
+		o, err := col.storeOp(ctx, "Upsert", memdx.OpSet, it.Key, it.Value, q)
 		b.add(i, o, err)
 	}
 	b.run(mutateManyResult(res))
@@ -166,7 +166,7 @@ func (col *Collection) RemoveMany(ctx context.Context, keys []string, opts *Remo
 	b := col.c.newBatch(ctx, len(keys))
 	for i, key := range keys {
 		res[i].Key = key
-		o, err := col.mutation("Remove", kindMutation, key, memdx.NewDelete(nil), p)
+		o, err := col.mutation(ctx, "Remove", kindMutation, key, memdx.NewDelete(nil), p)
 		b.add(i, o, err)
 	}
 	b.run(mutateManyResult(res))

@@ -229,6 +229,10 @@ type opParams struct {
 	// invalid says why the operation refuses one of its arguments before
 	// sending anything; newOp makes it the operation's ErrInvalidArgument.
 	invalid error
+	// copyRead: the operation reads one copy for a call that reads
+	// several (op.copyRead); refused, it is no operation of its own to
+	// the observers: the call's failure is.
+	copyRead bool
 }
 
 // mutParams are what a mutation's options give it.
@@ -331,13 +335,14 @@ func (o *op) mutationResult() MutationResult {
 
 // newOp builds an operation on key, or its error: a key or an argument it
 // refuses (p.invalid), or an operation memcached cannot do.
-func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Request, p opParams) (*op, error) {
+func (col *Collection) newOp(ctx context.Context, name string, kind opKind, key string, req memdx.Request, p opParams) (*op, error) {
 	o := col.c.getOp(name, kind, col, key)
 	o.req, o.timeout, o.parentSpan = req, p.timeout, p.parent
 	o.strategy = internalStrategy(p.strategy, &o.userStrategy)
 	o.req.Key = o.key
 	if invalid := firstErr(col.checkKey(key), checkTimeout(p.timeout), p.invalid); invalid != nil {
-		e := col.argumentRefused(o, invalid)
+		o.copyRead = p.copyRead
+		e := col.argumentRefused(ctx, o, invalid)
 		putOp(o)
 		return nil, e
 	}
@@ -351,6 +356,8 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 		}
 		if why != "" {
 			e := newKVError(o, ErrFeatureNotAvailable, errors.New(why))
+			o.copyRead = p.copyRead
+			o.c.observeRefused(ctx, o, e)
 			putOp(o)
 			return nil, e
 		}
@@ -359,9 +366,12 @@ func (col *Collection) newOp(name string, kind opKind, key string, req memdx.Req
 }
 
 // argumentRefused is the error of operation o, which refused one of its
-// arguments (err says which and why) before sending anything.
-func (col *Collection) argumentRefused(o *op, err error) error {
-	return newKVError(o, ErrInvalidArgument, err)
+// arguments (err says which and why) before sending anything, called
+// with ctx; its observers see it end so (observeRefused).
+func (col *Collection) argumentRefused(ctx context.Context, o *op, err error) error {
+	e := newKVError(o, ErrInvalidArgument, err)
+	col.c.observeRefused(ctx, o, e)
+	return e
 }
 
 // memcachedSupports reports whether plain memcached implements op. Others
@@ -533,7 +543,7 @@ func (col *Collection) Get(ctx context.Context, key string, opts *GetOptions) (G
 			return col.getProjected(ctx, key, opts.Project, p, nil)
 		}
 	}
-	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
+	o, err := col.newOp(ctx, "Get", kindGet, key, memdx.NewGet(nil), p)
 	if err != nil {
 		return GetResult{}, err
 	}
@@ -558,7 +568,7 @@ func (col *Collection) getThen(ctx context.Context, key string, opts *GetOptions
 			return col.getProjected(ctx, key, opts.Project, p, then)
 		}
 	}
-	o, err := col.newOp("Get", kindGet, key, memdx.NewGet(nil), p)
+	o, err := col.newOp(ctx, "Get", kindGet, key, memdx.NewGet(nil), p)
 	if err != nil {
 		return GetResult{}, err
 	}
@@ -582,7 +592,7 @@ func (col *Collection) GetAndTouch(ctx context.Context, key string, expiry time.
 	}
 	exp, err := expiryValue(expiry, col.c.clock)
 	p.invalid = err
-	o, err := col.newOp("GetAndTouch", kindGet, key, memdx.NewGAT(nil, exp), p)
+	o, err := col.newOp(ctx, "GetAndTouch", kindGet, key, memdx.NewGAT(nil, exp), p)
 	if err != nil {
 		return GetResult{}, err
 	}
@@ -611,7 +621,7 @@ func (col *Collection) GetAndLock(ctx context.Context, key string, lockTime time
 	}
 	secs, err := lockSeconds(lockTime)
 	p.invalid = err
-	o, err := col.newOp("GetAndLock", kindGet, key, memdx.NewGetLocked(nil, secs), p)
+	o, err := col.newOp(ctx, "GetAndLock", kindGet, key, memdx.NewGetLocked(nil, secs), p)
 	if err != nil {
 		return GetResult{}, err
 	}
@@ -635,7 +645,7 @@ func (col *Collection) Unlock(ctx context.Context, key string, cas uint64, opts 
 	if cas == 0 {
 		p.invalid = errors.New("CAS 0: Unlock needs the CAS GetAndLock returned")
 	}
-	o, err := col.newOp("Unlock", kindCas, key, memdx.NewUnlock(nil, cas), p)
+	o, err := col.newOp(ctx, "Unlock", kindCas, key, memdx.NewUnlock(nil, cas), p)
 	if err != nil {
 		return err
 	}
@@ -653,7 +663,7 @@ func (col *Collection) Touch(ctx context.Context, key string, expiry time.Durati
 	}
 	exp, err := expiryValue(expiry, col.c.clock)
 	p.invalid = err
-	o, err := col.newOp("Touch", kindCas, key, memdx.NewTouch(nil, exp), p)
+	o, err := col.newOp(ctx, "Touch", kindCas, key, memdx.NewTouch(nil, exp), p)
 	if err != nil {
 		return MutationResult{}, err
 	}
@@ -678,7 +688,7 @@ func (col *Collection) Exists(ctx context.Context, key string, opts *ExistsOptio
 	if col.c.memcached {
 		req, kind = memdx.NewGet(nil), kindGet
 	}
-	o, err := col.newOp("Exists", kind, key, req, p)
+	o, err := col.newOp(ctx, "Exists", kind, key, req, p)
 	if err != nil {
 		return ExistsResult{}, err
 	}
@@ -751,7 +761,7 @@ func (col *Collection) Replace(ctx context.Context, key string, value []byte, op
 // typed write resolved them; else, on a Couchbase bucket, the common flags
 // of the value's format (JSON when p.json, binary otherwise); else 0.
 func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode, key string, value []byte, p storeParams) (MutationResult, error) {
-	o, err := col.storeOp(name, opc, key, value, p)
+	o, err := col.storeOp(ctx, name, opc, key, value, p)
 	if err != nil {
 		return MutationResult{}, err
 	}
@@ -765,7 +775,7 @@ func (col *Collection) store(ctx context.Context, name string, opc memdx.OpCode,
 }
 
 // storeOp builds store's operation, or its error.
-func (col *Collection) storeOp(name string, opc memdx.OpCode, key string, value []byte, p storeParams) (*op, error) {
+func (col *Collection) storeOp(ctx context.Context, name string, opc memdx.OpCode, key string, value []byte, p storeParams) (*op, error) {
 	exp, err := expiryValue(p.expiry, col.c.clock)
 	p.invalid = firstErr(p.invalid, err)
 	flags := p.flags
@@ -776,7 +786,7 @@ func (col *Collection) storeOp(name string, opc memdx.OpCode, key string, value 
 		}
 	}
 	req := memdx.NewStore(opc, nil, nil, flags, exp)
-	o, err := col.mutation(name, kindMutation, key, req, p.mutParams)
+	o, err := col.mutation(ctx, name, kindMutation, key, req, p.mutParams)
 	if err != nil {
 		return nil, err
 	}
@@ -792,12 +802,12 @@ func (col *Collection) storeOp(name string, opc memdx.OpCode, key string, value 
 	return o, nil
 }
 
-func (col *Collection) mutation(name string, kind opKind, key string, req memdx.Request, p mutParams) (*op, error) {
+func (col *Collection) mutation(ctx context.Context, name string, kind opKind, key string, req memdx.Request, p mutParams) (*op, error) {
 	dt, err := durabilityTimeout(p.durabilityTimeout)
 	p.invalid = firstErr(p.invalid, err, checkDurability(p.durability))
 	req.Cas = p.cas
 	req.Durability, req.DurabilityTimeout = p.durability.wire(), dt
-	o, err := col.newOp(name, kind, key, req, p.opParams)
+	o, err := col.newOp(ctx, name, kind, key, req, p.opParams)
 	if err != nil {
 		return nil, err
 	}
@@ -813,7 +823,7 @@ func (col *Collection) Remove(ctx context.Context, key string, opts *RemoveOptio
 		p = mutParams{opParams: opParams{timeout: opts.Timeout, strategy: opts.RetryStrategy, parent: opts.ParentSpan},
 			cas: opts.Cas, durability: opts.Durability, durabilityTimeout: opts.DurabilityTimeout}
 	}
-	o, err := col.mutation("Remove", kindMutation, key, memdx.NewDelete(nil), p)
+	o, err := col.mutation(ctx, "Remove", kindMutation, key, memdx.NewDelete(nil), p)
 	if err != nil {
 		return MutationResult{}, err
 	}
@@ -845,7 +855,7 @@ func (col *Collection) Prepend(ctx context.Context, key string, value []byte, op
 }
 
 func (col *Collection) concat(ctx context.Context, name string, opc memdx.OpCode, key string, value []byte, p mutParams) (MutationResult, error) {
-	o, err := col.mutation(name, kindMutation, key, memdx.NewConcat(opc, nil, nil), p)
+	o, err := col.mutation(ctx, name, kindMutation, key, memdx.NewConcat(opc, nil, nil), p)
 	if err != nil {
 		return MutationResult{}, err
 	}
@@ -899,7 +909,7 @@ func (col *Collection) counter(ctx context.Context, name string, opc memdx.OpCod
 	if p.initial != nil {
 		initial = *p.initial
 	}
-	o, err := col.mutation(name, kindCounter, key, memdx.NewCounter(opc, nil, p.delta, initial, exp), p.mutParams)
+	o, err := col.mutation(ctx, name, kindCounter, key, memdx.NewCounter(opc, nil, p.delta, initial, exp), p.mutParams)
 	if err != nil {
 		return CounterResult{}, err
 	}

@@ -113,3 +113,36 @@ func (c *Client) unsent(ctx context.Context, name string, opc memdx.OpCode, coll
 	c.obs.Durability(&t.Trace, dur)
 	c.obs.end(&t, coll, err, 0, end)
 }
+
+// observeRefused shows its observers operation o, called with ctx, that
+// failed with err before any attempt: an argument refused (newOp,
+// argumentRefused; a nil ctx, begin), a feature its bucket lacks. RFC
+// 0067 has a span for each operation its caller calls, started as soon as
+// it is called, and a latency point for each: its span (under its
+// options' ParentSpan, else the context's), failed with err's error.type,
+// with the durability asked for when that was no reason for the refusal,
+// and its point, ended at one reading of the clock (begun then too, or,
+// for a typed write, when its encoding, under it, began). Nothing is
+// observed when nothing records, nor for a client closed (as begin
+// refuses it), a read of one copy for a call that reads several (the
+// call's span and point show its failure), or a request of a scan.
+// Called only once an operation is refused: a valid one pays nothing.
+func (c *Client) observeRefused(ctx context.Context, o *op, err error) {
+	if o.copyRead || o.call != nil || !c.obs.Observed() || c.ctx.Err() != nil {
+		return
+	}
+	if ctx == nil { // no parent span from it
+		ctx = context.Background()
+	}
+	now := c.clock.Now()
+	start := now
+	t := opTrace{encStart: o.trace.encStart, encEnd: o.trace.encEnd} // a typed write's encoding (begin's refusal)
+	if !t.encStart.IsZero() {
+		start = t.encStart
+	}
+	c.obs.begin(ctx, &t, o.spanName(), o.coll, o.parentSpan, start, 0)
+	if checkDurability(DurabilityLevel(o.req.Durability)) == nil {
+		c.obs.Durability(&t.Trace, o.req.Durability)
+	}
+	c.obs.end(&t, o.coll, err, 0, now)
+}

@@ -39,7 +39,8 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 	if i > 0 {
 		req, name = memdx.NewGetReplica(nil), "GetReplica"
 	}
-	o, err := col.newOp(name, kindGet, key, req, p)
+	p.copyRead = true
+	o, err := col.newOp(ctx, name, kindGet, key, req, p)
 	if err != nil {
 		return GetReplicaResult{}, err
 	}

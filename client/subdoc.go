@@ -238,7 +238,7 @@ func (col *Collection) LookupIn(ctx context.Context, key string, specs []LookupI
 	if opts != nil {
 		lo = *opts
 	}
-	o, err := col.lookupInOp("LookupIn", key, specs, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan}, lo.AccessDeleted, 0)
+	o, err := col.lookupInOp(ctx, "LookupIn", key, specs, opParams{timeout: lo.Timeout, strategy: lo.RetryStrategy, parent: lo.ParentSpan}, lo.AccessDeleted, 0)
 	if err != nil {
 		return LookupInResult{}, err
 	}
@@ -246,15 +246,16 @@ func (col *Collection) LookupIn(ctx context.Context, key string, specs []LookupI
 }
 
 // lookupInOp builds a LookupIn of copy replica (0: the active copy).
-func (col *Collection) lookupInOp(name, key string, specs []LookupInSpec, p opParams, accessDeleted bool, replica int) (*op, error) {
+func (col *Collection) lookupInOp(ctx context.Context, name, key string, specs []LookupInSpec, p opParams, accessDeleted bool, replica int) (*op, error) {
 	df := subdoc.LookupDocFlags(accessDeleted, replica > 0)
-	o, err := col.newOp(name, kindLookupIn, key, memdx.NewSubdocMultiLookup(nil, df, nil), p)
+	o, err := col.newOp(ctx, name, kindLookupIn, key, memdx.NewSubdocMultiLookup(nil, df, nil), p)
 	if err != nil {
 		return nil, err
 	}
 	o.target.Replica = replica
 	if err := o.setLookups(specs); err != nil {
-		e := col.argumentRefused(o, err)
+		o.copyRead = p.copyRead
+		e := col.argumentRefused(ctx, o, err)
 		putOp(o)
 		return nil, e
 	}
@@ -294,7 +295,7 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 	df, dfErr := mo.docFlags()
 	exp, expErr := expiryValue(mo.Expiry, col.c.clock)
 	req := memdx.NewSubdocMultiMutation(nil, df, exp, nil)
-	o, err := col.mutation("MutateIn", kindMutateIn, key, req, mutParams{
+	o, err := col.mutation(ctx, "MutateIn", kindMutateIn, key, req, mutParams{
 		opParams: opParams{timeout: mo.Timeout, strategy: mo.RetryStrategy, parent: mo.ParentSpan, invalid: firstErr(dfErr, expErr)},
 		cas:      mo.Cas, durability: mo.Durability, durabilityTimeout: mo.DurabilityTimeout})
 	if err != nil {
@@ -303,7 +304,7 @@ func (col *Collection) MutateIn(ctx context.Context, key string, specs []MutateI
 	o.req.PreserveTTL = mo.PreserveExpiry
 	o.insert = df&memdx.SubdocDocAdd != 0
 	if err := o.setMutations(specs, df, exp); err != nil {
-		e := col.argumentRefused(o, err)
+		e := col.argumentRefused(ctx, o, err)
 		putOp(o)
 		return MutateInResult{}, e
 	}

@@ -36,7 +36,7 @@ func (col *Collection) getProjected(ctx context.Context, key string, project []s
 	for i, path := range paths {
 		specs[i] = GetSpec(path, nil)
 	}
-	o, err := col.lookupInOp("Get", key, specs, p, false, 0)
+	o, err := col.lookupInOp(ctx, "Get", key, specs, p, false, 0)
 	if err != nil {
 		return GetResult{}, err
 	}

@@ -55,7 +55,8 @@ func (col *Collection) lookupInCopy(ctx context.Context, key string, specs []Loo
 	if i > 0 {
 		name = "LookupInReplica"
 	}
-	o, err := col.lookupInOp(name, key, specs, p, false, i)
+	p.copyRead = true
+	o, err := col.lookupInOp(ctx, name, key, specs, p, false, i)
 	if err != nil {
 		return LookupInReplicaResult{}, err
 	}

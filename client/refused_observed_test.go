@@ -1,0 +1,142 @@
+package client
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
+)
+
+// An operation its caller called is an operation to its observers even
+// when it refuses its arguments before any attempt (RFC 0067: a span for
+// each operation the caller calls, started as soon as it is called; its
+// metric records every operation, failures included, by error.type): its
+// span, under the parent its options or its context name, failed with
+// error.type InvalidArgument, and its latency point. A tracer's user
+// looking for the failed calls of a service saw none of these: a Get of
+// an empty key made no span and no point, while the same Get sent and
+// refused by the server did. A durable write refused for its key still
+// carries the durability asked for (not one refused for its level).
+func TestRefusedOperationsAreObserved(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	tr := &treeTracer{}
+	m := &countingMeter{}
+	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	parent := &treeSpan{t: tr, name: "caller"}
+	//lint:ignore SA1012 a nil context is what this refusal is about
+	var nilCtx context.Context
+
+	for _, tc := range []struct {
+		name, span string
+		parent     RequestSpan
+		durability string // "": none
+		call       func() error
+	}{
+		{"empty key", "get", nil, "", func() error { _, err := col.Get(ctx, "", nil); return err }},
+		{"negative timeout, ParentSpan", "get", parent, "", func() error {
+			_, err := col.Get(ctx, "k", &GetOptions{Timeout: -1, ParentSpan: parent})
+			return err
+		}},
+		{"context's parent", "get_and_touch", parent, "", func() error {
+			_, err := col.GetAndTouch(ContextWithParentSpan(ctx, parent), "k", -1, nil)
+			return err
+		}},
+		{"nil context", "get", nil, "", func() error { _, err := col.Get(nilCtx, "k", nil); return err }},
+		{"unknown durability", "upsert", nil, "", func() error {
+			_, err := col.Upsert(ctx, "k", []byte("v"), &UpsertOptions{Durability: DurabilityLevel(9)})
+			return err
+		}},
+		{"durable write, empty key", "upsert", nil, "majority", func() error {
+			_, err := col.Upsert(ctx, "", []byte("v"), &UpsertOptions{Durability: DurabilityMajority})
+			return err
+		}},
+		{"no specs", "lookup_in", nil, "", func() error { _, err := col.LookupIn(ctx, "k", nil, nil); return err }},
+		{"mutate_in, no specs", "mutate_in", nil, "", func() error { _, err := col.MutateIn(ctx, "k", nil, nil); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr.take()
+			m.mu.Lock()
+			m.values = nil
+			m.mu.Unlock()
+			require.ErrorIs(t, tc.call(), ErrInvalidArgument)
+			spans := tr.take()
+			require.Len(t, spans, 1, "one span, the operation's: nothing was encoded or sent")
+			s := spans[0]
+			assert.Equal(t, tc.span, s.name)
+			assert.Equal(t, tc.parent, s.parent)
+			assert.Equal(t, 1, s.ended)
+			assert.Equal(t, SpanStatusError, s.status)
+			assert.Equal(t, "InvalidArgument", s.attrs[AttributeErrorType].String())
+			assert.Equal(t, int64(0), s.attrs[AttributeRetries].Int64())
+			if tc.durability != "" {
+				assert.Equal(t, tc.durability, s.attrs[AttributeDurability].String())
+			} else {
+				assert.NotContains(t, s.attrs, AttributeDurability)
+			}
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			assert.Len(t, m.values[tc.span+"/InvalidArgument"], 1, "its latency point: %v", m.values)
+		})
+	}
+}
+
+// A batch's keys are operations each: one refused for its key is one
+// span and one point, beside the others'.
+func TestRefusedBatchKeyIsObserved(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	tr := &treeTracer{}
+	m := &countingMeter{}
+	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	_, err := col.Upsert(ctx, "a", []byte("v"), nil)
+	require.NoError(t, err)
+	tr.take()
+	res := col.GetMany(ctx, []string{"a", ""}, nil)
+	require.NoError(t, res[0].Err)
+	require.ErrorIs(t, res[1].Err, ErrInvalidArgument)
+	var refused int
+	for _, s := range tr.take() {
+		if s.parent == nil {
+			assert.Equal(t, "get", s.name)
+			if s.status == SpanStatusError {
+				refused++
+				assert.Equal(t, "InvalidArgument", s.attrs[AttributeErrorType].String())
+			}
+		}
+	}
+	assert.Equal(t, 1, refused)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Len(t, m.values["get/InvalidArgument"], 1)
+}
+
+// A call that reads several copies is one operation: one whose key is
+// refused is its wrapping span and point, failed, and no span or point of
+// each copy's read refused with it.
+func TestRefusedReplicaCallIsOneOperation(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	tr := &treeTracer{}
+	m := &countingMeter{}
+	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	col := c.DefaultCollection()
+	_, err := col.GetAnyReplica(context.Background(), "", nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	var names []string
+	for _, s := range tr.take() {
+		names = append(names, s.name)
+	}
+	assert.Equal(t, []string{"get_any_replica"}, names)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Len(t, m.values, 1, "%v", m.values)
+	assert.Len(t, m.values["get_any_replica/InvalidArgument"], 1, "%v", m.values)
+}
