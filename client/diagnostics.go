@@ -90,7 +90,9 @@ type EndpointDiagnostics struct {
 	LocalID string
 	State   EndpointState
 	// LastActivity is when a request was last sent on its connection, or
-	// the connection was made (zero: never).
+	// the connection was made (zero: never); while it has none, that of
+	// the connection it had last (RFC 0034: the endpoint's, across
+	// reconnects).
 	LastActivity time.Time
 	// Bucket is the bucket the connection selected ("" on memcached://).
 	Bucket string
@@ -234,9 +236,9 @@ func (c *Client) diagnostics(id string) *DiagnosticsResult {
 	for i, e := range eps {
 		d := &r.Endpoints[i]
 		*d = EndpointDiagnostics{Service: ServiceKV, ID: e.Node + "/" + strconv.Itoa(e.Slot), Node: e.Node,
-			State: endpointStateOf(e.State), Bucket: c.opts.Bucket, Err: e.Err}
+			State: endpointStateOf(e.State), Bucket: c.opts.Bucket, Err: e.Err, LastActivity: e.LastActivity}
 		if cn := e.Conn; cn != nil {
-			d.Local, d.Remote, d.LocalID, d.LastActivity = cn.LocalAddr(), cn.RemoteAddr(), cn.ID(), cn.LastActivity()
+			d.Local, d.Remote, d.LocalID = cn.LocalAddr(), cn.RemoteAddr(), cn.ID()
 		}
 		if d.State == EndpointDisconnecting && ids == nil {
 			ids = make(map[string]bool, i)

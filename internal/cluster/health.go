@@ -3,6 +3,7 @@ package cluster
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kvwire/kvwire/conn"
 )
@@ -45,6 +46,11 @@ type Endpoint struct {
 	// Err is why it has no connection: its node's last dial error, or the
 	// error its last connection ended with (nil: none known yet).
 	Err error
+	// LastActivity is its connection's last activity (conn's
+	// LastActivity), or, while it has none, that of the connection it
+	// had last, which ended: RFC 0034's last activity is the endpoint's,
+	// kept across reconnects. Zero: it never had a connection.
+	LastActivity time.Time
 }
 
 // healthSignal is closed and replaced at each change of an endpoint's
@@ -131,12 +137,17 @@ func (c *Cluster) endpoints(t *Topology, closed bool) []Endpoint {
 // draining appends the endpoints of n, a node that left the config, that
 // still have a live connection to out: disconnecting.
 func (n *Node) draining(out []Endpoint) []Endpoint {
+	from := len(out)
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	for i, cn := range n.slots {
 		if cn != nil && !isDone(cn) {
 			out = append(out, Endpoint{Node: n.addr, Slot: i, State: EndpointDisconnecting, Conn: cn})
 		}
+	}
+	n.mu.Unlock()
+	for i := range out[from:] {
+		e := &out[from+i]
+		e.LastActivity = e.Conn.LastActivity() // conn's lock, not under n's
 	}
 	return out
 }
@@ -196,8 +207,13 @@ func (n *Node) endpoints(out []Endpoint, size int, closed bool) []Endpoint {
 	}
 	for i := range max(size, len(slots)) {
 		e := Endpoint{Node: n.addr, Slot: i, State: down, Err: err}
-		if i < len(slots) && slots[i] != nil && !isDone(slots[i]) && !closed {
-			e.State, e.Conn, e.Err = EndpointConnected, slots[i], nil
+		if i < len(slots) && slots[i] != nil {
+			// The place keeps its connection once it ended, until
+			// another takes it: its activity is the endpoint's last.
+			e.LastActivity = slots[i].LastActivity()
+			if !isDone(slots[i]) && !closed {
+				e.State, e.Conn, e.Err = EndpointConnected, slots[i], nil
+			}
 		}
 		out = append(out, e)
 	}
