@@ -530,7 +530,8 @@ func cmdPing(ctx context.Context, inv *invocation, args []string) int {
 						fmt.Fprintf(inv.env.stdout, "%-22s FAILED  %s\n", p.Node, jp.Error)
 					}
 				} else {
-					jp.LatencyUS = float64(p.Latency.Nanoseconds()) / 1e3
+					us := uint64(max(p.Latency, 0) / time.Microsecond)
+					jp.LatencyUS = &us
 					if !inv.g.json {
 						fmt.Fprintf(inv.env.stdout, "%-22s ok      %s\n", p.Node, fmtDuration(p.Latency))
 					}

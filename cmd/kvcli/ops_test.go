@@ -364,7 +364,17 @@ func TestPing(t *testing.T) {
 	require.Len(t, jr.Ping, 2)
 	for _, p := range jr.Ping {
 		assert.True(t, p.OK)
-		assert.Greater(t, p.LatencyUS, 0.0)
+		require.NotNil(t, p.LatencyUS)
+	}
+	// latency_us is RFC 0034's: an integer of microseconds, as in the
+	// report beside it (not 1234.567).
+	var raw struct {
+		Ping []map[string]json.RawMessage `json:"ping"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw))
+	for _, p := range raw.Ping {
+		var us uint64
+		assert.NoError(t, json.Unmarshal(p["latency_us"], &us), "latency_us %s is no whole number", p["latency_us"])
 	}
 
 	// A stopped node: ping says which and exits 1.

@@ -92,8 +92,10 @@ type jsonPing struct {
 	Node string `json:"node"`
 	OK   bool   `json:"ok"`
 	// State is RFC 0034's: ok, timeout or error.
-	State     string  `json:"state"`
-	LatencyUS float64 `json:"latency_us,omitempty"`
+	State string `json:"state"`
+	// LatencyUS is the node's latency in whole microseconds (RFC 0034's
+	// latency_us, as in the report beside it); absent when it failed.
+	LatencyUS *uint64 `json:"latency_us,omitempty"`
 	// Local and Remote are the sockets of the connection pinged, LocalID
 	// its id (RFC 0067's local id).
 	Local   string `json:"local,omitempty"`
