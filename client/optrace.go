@@ -146,3 +146,19 @@ func (c *Client) observeRefused(ctx context.Context, o *op, err error) {
 	}
 	c.obs.end(&t, o.coll, err, 0, now)
 }
+
+// refusedCall is observeRefused for an operation refused before it had an
+// op: named name (sent as opc) on coll, under parent (nil: the context's),
+// failed with err.
+func (c *Client) refusedCall(ctx context.Context, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, err error) {
+	if !c.obs.Observed() || c.ctx.Err() != nil {
+		return
+	}
+	if ctx == nil { // no parent span from it
+		ctx = context.Background()
+	}
+	now := c.clock.Now()
+	var t opTrace
+	c.obs.begin(ctx, &t, optrace.NameOf(name, opc), coll, parent, now, 0)
+	c.obs.end(&t, coll, err, 0, now)
+}

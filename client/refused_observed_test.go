@@ -58,6 +58,15 @@ func TestRefusedOperationsAreObserved(t *testing.T) {
 		}},
 		{"no specs", "lookup_in", nil, "", func() error { _, err := col.LookupIn(ctx, "k", nil, nil); return err }},
 		{"mutate_in, no specs", "mutate_in", nil, "", func() error { _, err := col.MutateIn(ctx, "k", nil, nil); return err }},
+		{"projection, empty path", "get", parent, "", func() error {
+			_, err := col.Get(ctx, "k", &GetOptions{Project: []string{""}, ParentSpan: parent})
+			return err
+		}},
+		{"scan, negative concurrency", "scan", parent, "", func() error {
+			_, err := col.Scan(ctx, RangeScan{}, &ScanOptions{Concurrency: -1, ParentSpan: parent})
+			return err
+		}},
+		{"scan, nil context", "scan", nil, "", func() error { _, err := col.Scan(nilCtx, RangeScan{}, nil); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr.take()

@@ -243,7 +243,22 @@ func (col *Collection) Scan(ctx context.Context, st ScanType, opts *ScanOptions)
 		}
 	}
 	fail := func(sentinel error, err error) (*ScanResult, error) {
-		return nil, c.refused("Scan", 0, col, "", sentinel, err)
+		e := c.refused("Scan", 0, col, "", sentinel, err)
+		// Refused before it began, it is a scan all the same to its
+		// observers (observeRefused), unless the client is closed.
+		if ob := c.obs; ob.Observed() && c.ctx.Err() == nil {
+			bctx := ctx
+			if bctx == nil {
+				bctx = context.Background()
+			}
+			var p hookguard.Span
+			if ps := parentSpan(bctx, o.ParentSpan); ps != nil {
+				p = ps
+			}
+			now := c.clock.Now()
+			ob.EndCall(ob.BeginCall(bctx, spanScan, ob.coll(col), p, now), e, now)
+		}
+		return nil, e
 	}
 	if ctx == nil {
 		return fail(ErrInvalidArgument, errNilContext)

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/kvwire/kvwire/internal/projection"
+	"github.com/kvwire/kvwire/memdx"
 )
 
 // Get with a projection: GetOptions.Project says what it does.
@@ -29,7 +30,9 @@ func (col *Collection) projectionError(key string, sentinel, cause error) error 
 func (col *Collection) getProjected(ctx context.Context, key string, project []string, p opParams, then func(GetResult) error) (GetResult, error) {
 	plan, err := projection.NewPlan(project, MaxSubdocSpecs)
 	if err != nil {
-		return GetResult{}, col.projectionError(key, ErrInvalidArgument, err)
+		e := col.projectionError(key, ErrInvalidArgument, err)
+		col.c.refusedCall(ctx, "Get", memdx.OpSubdocMultiLookup, col, p.parent, e) // named as its lookup would be
+		return GetResult{}, e
 	}
 	paths := plan.Specs()
 	specs := make([]LookupInSpec, len(paths))
