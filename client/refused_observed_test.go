@@ -67,6 +67,23 @@ func TestRefusedOperationsAreObserved(t *testing.T) {
 			return err
 		}},
 		{"scan, nil context", "scan", nil, "", func() error { _, err := col.Scan(nilCtx, RangeScan{}, nil); return err }},
+		{"get_any_replica, nil context", "get_any_replica", parent, "", func() error {
+			_, err := col.GetAnyReplica(nilCtx, "k", &GetReplicaOptions{ParentSpan: parent})
+			return err
+		}},
+		{"get_all_replicas, nil context", "get_all_replicas", nil, "", func() error {
+			_, err := col.GetAllReplicas(nilCtx, "k", nil)
+			return err
+		}},
+		{"lookup_in_any_replica, nil context", "lookup_in_any_replica", parent, "", func() error {
+			_, err := col.LookupInAnyReplica(nilCtx, "k", []LookupInSpec{GetSpec("a", nil)},
+				&LookupInAnyReplicaOptions{ParentSpan: parent})
+			return err
+		}},
+		{"lookup_in_all_replicas, nil context", "lookup_in_all_replicas", nil, "", func() error {
+			_, err := col.LookupInAllReplicas(nilCtx, "k", []LookupInSpec{GetSpec("a", nil)}, nil)
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr.take()

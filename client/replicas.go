@@ -69,12 +69,13 @@ func (col *Collection) readCopy(ctx context.Context, key string, i int, opts *Ge
 // its Cause. Any other failure of every copy (a timeout, say) is the
 // copies' error, as for a read of one copy.
 func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetReplicaOptions) (GetReplicaResult, error) {
-	if err := col.replicasRefused(ctx, "GetAnyReplica", key); err != nil {
-		return GetReplicaResult{}, err
-	}
 	var o GetReplicaOptions
 	if opts != nil {
 		o = *opts
+	}
+	if err := col.replicasRefused(ctx, "GetAnyReplica", key); err != nil {
+		col.refusedWrap(ctx, "get_any_replica", true, o.ParentSpan, err)
+		return GetReplicaResult{}, err
 	}
 	var end func(error)
 	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_any_replica", true, o.ParentSpan)
@@ -94,12 +95,13 @@ func (col *Collection) GetAnyReplica(ctx context.Context, key string, opts *GetR
 // GetAnyReplica (ErrDocumentUnretrievable, which matches
 // ErrDocumentNotFound too, when a copy said the document does not exist).
 func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *GetReplicaOptions) ([]GetReplicaResult, error) {
-	if err := col.replicasRefused(ctx, "GetAllReplicas", key); err != nil {
-		return nil, err
-	}
 	var o GetReplicaOptions
 	if opts != nil {
 		o = *opts
+	}
+	if err := col.replicasRefused(ctx, "GetAllReplicas", key); err != nil {
+		col.refusedWrap(ctx, "get_all_replicas", false, o.ParentSpan, err)
+		return nil, err
 	}
 	var end func(error)
 	ctx, o.ParentSpan, end = col.wrapCall(ctx, "get_all_replicas", false, o.ParentSpan)
@@ -124,6 +126,17 @@ func (col *Collection) GetAllReplicas(ctx context.Context, key string, opts *Get
 // (optrace.Copies). end ends it with the call's error.
 func (col *Collection) wrapCall(ctx context.Context, name string, first bool, parent RequestSpan) (context.Context, RequestSpan, func(error)) {
 	return col.c.wrapCall(ctx, name, col, parent, true, first)
+}
+
+// refusedWrap shows the observers a call wrapCall would observe, called
+// with ctx, that was refused (err) before it read any copy: its span and
+// point, failed, begun and ended at once (observeRefused says why).
+func (col *Collection) refusedWrap(ctx context.Context, name string, first bool, parent RequestSpan, err error) {
+	if ctx == nil { // no parent span from it
+		ctx = context.Background()
+	}
+	_, _, end := col.wrapCall(ctx, name, first, parent)
+	end(err)
 }
 
 // wrapSpan is wrapCall for a call on coll (nil: none, as a Ping's) whose

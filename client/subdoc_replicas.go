@@ -90,7 +90,9 @@ func (col *Collection) LookupInAnyReplica(ctx context.Context, key string, specs
 		lo = *opts
 	}
 	if err := col.c.checkSubdocReplicaRead(ctx); err != nil {
-		return LookupInReplicaResult{}, col.replicaLookupRefused("LookupInAnyReplica", key, err)
+		e := col.replicaLookupRefused("LookupInAnyReplica", key, err)
+		col.refusedWrap(ctx, "lookup_in_any_replica", true, lo.ParentSpan, e)
+		return LookupInReplicaResult{}, e
 	}
 	var end func(error)
 	ctx, lo.ParentSpan, end = col.wrapCall(ctx, "lookup_in_any_replica", true, lo.ParentSpan)
@@ -111,7 +113,9 @@ func (col *Collection) LookupInAllReplicas(ctx context.Context, key string, spec
 		lo = *opts
 	}
 	if err := col.c.checkSubdocReplicaRead(ctx); err != nil {
-		return nil, col.replicaLookupRefused("LookupInAllReplicas", key, err)
+		e := col.replicaLookupRefused("LookupInAllReplicas", key, err)
+		col.refusedWrap(ctx, "lookup_in_all_replicas", false, lo.ParentSpan, e)
+		return nil, e
 	}
 	var end func(error)
 	ctx, lo.ParentSpan, end = col.wrapCall(ctx, "lookup_in_all_replicas", false, lo.ParentSpan)
