@@ -166,3 +166,29 @@ func TestRefusedReplicaCallIsOneOperation(t *testing.T) {
 	assert.Len(t, m.values, 1, "%v", m.values)
 	assert.Len(t, m.values["get_any_replica/InvalidArgument"], 1, "%v", m.values)
 }
+
+// A batch given a nil context refuses each key at its begin: each is an
+// operation refused, a span and a point of its own.
+func TestBatchRefusedAtBeginIsObserved(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	tr := &treeTracer{}
+	m := &countingMeter{}
+	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	col := c.DefaultCollection()
+	//lint:ignore SA1012 a nil context is what this refusal is about
+	var nilCtx context.Context
+	for _, r := range col.RemoveMany(nilCtx, []string{"a", "b"}, nil) {
+		require.ErrorIs(t, r.Err, ErrInvalidArgument)
+	}
+	var names []string
+	for _, s := range tr.take() {
+		names = append(names, s.name)
+		assert.Equal(t, SpanStatusError, s.status)
+		assert.Equal(t, "InvalidArgument", s.attrs[AttributeErrorType].String())
+	}
+	assert.Equal(t, []string{"remove", "remove"}, names)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Len(t, m.values["remove/InvalidArgument"], 2, "%v", m.values)
+}
