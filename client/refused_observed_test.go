@@ -3,10 +3,12 @@ package client
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvwire/kvwire/internal/memcachedtest"
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
@@ -191,4 +193,23 @@ func TestBatchRefusedAtBeginIsObserved(t *testing.T) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	assert.Len(t, m.values["remove/InvalidArgument"], 2, "%v", m.values)
+}
+
+// On memcached://, an operation memcached has no command for is refused
+// before any attempt (ErrFeatureNotAvailable): an operation all the same.
+func TestMemcachedRefusedOperationIsObserved(t *testing.T) {
+	t.Parallel()
+	tr := &treeTracer{}
+	m := &countingMeter{}
+	c := memcachedClient(t, memcachedtest.Start(t), &Options{Tracer: tr, Meter: m})
+	_, err := c.DefaultCollection().GetAndLock(context.Background(), "k", time.Second, nil)
+	require.ErrorIs(t, err, ErrFeatureNotAvailable)
+	spans := tr.take()
+	require.Len(t, spans, 1)
+	assert.Equal(t, "get_and_lock", spans[0].name)
+	assert.Equal(t, SpanStatusError, spans[0].status)
+	assert.Equal(t, "FeatureNotAvailable", spans[0].attrs[AttributeErrorType].String())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Len(t, m.values["get_and_lock/FeatureNotAvailable"], 1, "%v", m.values)
 }
