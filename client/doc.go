@@ -478,8 +478,13 @@
 //     error.type). A typed write whose value does not encode (nothing is
 //     sent) and a GetJSON whose value does not decode are failed
 //     operations all the same, error.type EncodingFailure and
-//     DecodingFailure, on the meter too. A Scan is one span, "scan", and one latency, from Scan
-//     until its results end or it is closed, its requests its dispatch
+//     DecodingFailure, on the meter too; so is an operation refused
+//     before any attempt for its arguments (an empty key, a negative
+//     Timeout, a nil context: error.type InvalidArgument) or for a
+//     feature its bucket lacks (FeatureNotAvailable), its span ended at
+//     once. A Scan is one span, "scan", and one latency, from Scan
+//     until its results end or it is closed (or, dropped unclosed, the
+//     garbage collector stops it), its requests its dispatch
 //     spans. The default records nothing and costs nothing.
 //   - Options.Meter records each operation's latency by operation, bucket,
 //     scope, collection, cluster (name and uuid, as the config publishes

@@ -20,7 +20,9 @@ import (
 // spans) with the read of each copy under it; so is a Ping ("ping"), over
 // the NOOP of each node. A Scan is one span ("scan") from Scan until its
 // ScanResult's Next returns false or Close, whose requests are its
-// dispatch spans.
+// dispatch spans. An operation refused before any request (its
+// arguments, a feature its bucket lacks) is its span alone, failed; one
+// called on a closed client has none.
 //
 // The client passes every time itself, read from Options.Clock, so that a
 // span covers exactly what the client measured (and a test on a fake clock
