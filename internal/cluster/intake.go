@@ -26,7 +26,11 @@ import (
 // one in a slot of its own, in case that one is refused: another
 // cluster's) unless it was rejected, or it is the very config being
 // parsed; one not newer than the config waiting, and newer than the one
-// behind it, takes that slot. One not newer than the config being parsed
+// behind it, takes that slot. While the loop parses the config that
+// waited, one older than the one behind it takes that slot, and the one
+// behind waits in the mailbox in its place: the slot behind never holds
+// a config newer than the one waiting or being parsed, which would be
+// left there when an older one is installed. One not newer than the config being parsed
 // waits behind it: that one may yet be refused (another cluster's, or
 // broken), and is dropped unread when it is installed. A config whose version cannot
 // be peeked waits in a slot of its own (the last such one offered: its
@@ -168,10 +172,24 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 		return res
 	}
 	if peeked {
-		if in.raw != nil && (in.behind == nil || in.ver.Newer(in.behindVer)) {
+		switch {
+		case in.raw != nil && (in.behind == nil || in.ver.Newer(in.behindVer)):
 			// Newer than the config waiting: that one waits behind.
 			in.behind, in.behindVer = in.raw, in.ver
 			in.behindHost, in.behindFrom = in.host, in.from
+		case in.raw == nil && in.behind != nil && in.behindVer.Newer(v):
+			// The loop took the config waiting (it is being parsed),
+			// and the one behind it is newer than this one: that one
+			// is the next to parse, this one behind it. Left behind,
+			// it would be dropped only by an install of its version.
+			in.raw, in.ver, in.host, in.from = in.behind, in.behindVer, in.behindHost, in.behindFrom
+			in.behind, in.behindVer = bytes.Clone(raw), v
+			in.behindHost, in.behindFrom = host, from
+			select {
+			case in.ready <- struct{}{}:
+			default:
+			}
+			return OfferNewer
 		}
 		in.raw = bytes.Clone(raw)
 		in.host, in.from, in.ver = host, from, v

@@ -460,3 +460,68 @@ func TestOwnConfigWaitingBesideAnotherClustersNewerIsInstalled(t *testing.T) {
 		})
 	}
 }
+
+// While the loop parses another cluster's config, the cluster's own newer
+// config waits behind it (it took that one's place in the mailbox) and an
+// older own config, still newer than the one held, is offered. Once the
+// other cluster's config is refused, the newer own config is installed.
+// The older one took the empty mailbox slot, was installed in its place,
+// and the newer one was left behind it for good: the client routed by the
+// older map (until a poll or push offered the newer again), and the slot
+// held its bytes.
+func TestOwnConfigWaitingBehindIsNotOvertakenByAnOlderOne(t *testing.T) {
+	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+	cfg := testConfig(a)
+	var armed atomic.Bool
+	parsing, release := make(chan struct{}, 4), make(chan struct{})
+	cfg.BeforeParse = func() {
+		if armed.Load() {
+			parsing <- struct{}{}
+			<-release
+		}
+	}
+	c := connectCluster(t, cfg)
+	held := c.Topology().Config()
+
+	ab := a.Bucket(mockcluster.DefaultBucket)
+	next := func() []byte {
+		_, err := ab.AddScope(fmt.Sprint("a", ab.Rev()))
+		require.NoError(t, err)
+		return ab.ConfigJSON(0)
+	}
+	first, older, newer := next(), next(), next()
+	v, ok := vbmap.PeekVersion(newer)
+	require.True(t, ok)
+
+	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
+	bb := b.Bucket(mockcluster.DefaultBucket)
+	for i := 0; bb.Rev() <= ab.Rev(); i++ {
+		_, err := bb.AddScope(fmt.Sprint("b", i))
+		require.NoError(t, err)
+	}
+	foreign := bb.ConfigJSON(0)
+
+	armed.Store(true)
+	require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
+	<-parsing // the loop holds the cluster's first config
+	require.Equal(t, OfferNewer, c.Offer(newer, "127.0.0.1", "test"))
+	require.Equal(t, OfferNewer, c.Offer(foreign, "127.0.0.1", "test")) // newer waits behind it
+	release <- struct{}{}
+	<-parsing // the first installed, the loop holds the other cluster's config
+	armed.Store(false)
+	require.Equal(t, OfferNewer, c.Offer(older, "127.0.0.1", "test"))
+	close(release)
+	require.Eventually(t, func() bool {
+		c.intake.mu.Lock()
+		defer c.intake.mu.Unlock()
+		return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil
+	}, time.Minute, time.Millisecond, "the loop never went idle")
+	if got := c.Topology().Config(); got.Version() != v {
+		t.Fatalf("holding rev %v once the other cluster's config was refused, want the cluster's newer rev %v",
+			got.Version(), v)
+	}
+	require.Equal(t, held.ClusterUUID(), c.Topology().Config().ClusterUUID())
+	c.intake.mu.Lock()
+	defer c.intake.mu.Unlock()
+	assert.Zero(t, len(c.intake.behind), "bytes of a config kept behind once the loop is idle")
+}
