@@ -354,7 +354,13 @@ func (c *Cluster) doneParsing(err error) {
 		in.rejected, in.rejectedSet = in.parsing, true
 	}
 	in.parsingSet = false
-	if err != nil && in.raw == nil && in.behind != nil && !c.heldCovers(in.behindVer) {
+	switch {
+	case in.behind == nil:
+	case c.heldCovers(in.behindVer):
+		// Stale (a config whose version could not be peeked, parsed
+		// in the same round, was newer): dropped unread.
+		in.behind = nil
+	case err != nil && in.raw == nil:
 		// The config that took its place was refused: the one behind
 		// it is the newest that may be installed.
 		in.raw, in.ver, in.host, in.from = in.behind, in.behindVer, in.behindHost, in.behindFrom

@@ -525,3 +525,64 @@ func TestOwnConfigWaitingBehindIsNotOvertakenByAnOlderOne(t *testing.T) {
 	defer c.intake.mu.Unlock()
 	assert.Zero(t, len(c.intake.behind), "bytes of a config kept behind once the loop is idle")
 }
+
+// The cluster's own config waits behind another cluster's newer one, and
+// a config of the cluster whose revision PeekVersion cannot read, newer
+// than the own one waiting, is installed in the same round in which the
+// other cluster's is refused. The one waiting behind is then stale: it is
+// dropped, not kept (its bytes held, and said to be on its way) until
+// some later install.
+func TestStaleConfigBehindARefusedOneIsDropped(t *testing.T) {
+	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+	cfg := testConfig(a)
+	var armed atomic.Bool
+	parsing, release := make(chan struct{}, 4), make(chan struct{})
+	cfg.BeforeParse = func() {
+		if armed.Load() {
+			parsing <- struct{}{}
+			<-release
+		}
+	}
+	c := connectCluster(t, cfg)
+
+	ab := a.Bucket(mockcluster.DefaultBucket)
+	next := func() []byte {
+		_, err := ab.AddScope(fmt.Sprint("a", ab.Rev()))
+		require.NoError(t, err)
+		return ab.ConfigJSON(0)
+	}
+	first, own, newest := next(), next(), next()
+	v, ok := vbmap.PeekVersion(newest)
+	require.True(t, ok)
+	rev := fmt.Appendf(nil, `"rev":%d`, v.Rev)
+	require.Contains(t, string(newest), string(rev))
+	unreadable := bytes.Replace(newest, rev, fmt.Appendf(nil, `"\u0072ev":%d`, v.Rev), 1)
+	_, peeked := vbmap.PeekVersion(unreadable)
+	require.False(t, peeked)
+
+	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
+	bb := b.Bucket(mockcluster.DefaultBucket)
+	for i := 0; bb.Rev() <= ab.Rev(); i++ {
+		_, err := bb.AddScope(fmt.Sprint("b", i))
+		require.NoError(t, err)
+	}
+	foreign := bb.ConfigJSON(0)
+
+	armed.Store(true)
+	require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
+	<-parsing // the loop holds the cluster's first config
+	armed.Store(false)
+	require.Equal(t, OfferNewer, c.Offer(own, "127.0.0.1", "test"))
+	require.Equal(t, OfferNewer, c.Offer(foreign, "127.0.0.1", "test")) // own waits behind it
+	require.Equal(t, OfferNewer, c.Offer(unreadable, "127.0.0.1", "test"))
+	close(release)
+	require.Eventually(t, func() bool {
+		c.intake.mu.Lock()
+		defer c.intake.mu.Unlock()
+		return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil
+	}, time.Minute, time.Millisecond, "the loop never went idle")
+	require.Equal(t, v, c.Topology().Config().Version(), "the config whose revision could not be peeked")
+	c.intake.mu.Lock()
+	defer c.intake.mu.Unlock()
+	assert.Zero(t, len(c.intake.behind), "bytes of a stale config kept behind once the loop is idle")
+}
