@@ -492,7 +492,11 @@ type Sink func(raw []byte, host, addr string) error
 // streams keep ending that soon (a proxy that ends every response must
 // not make it reopen in a loop); but at once, not counting toward that
 // wait, when its node is no longer among nodes (it left the cluster, and
-// its stream ended with it). A stream whose config the sink refused
+// its stream ended with it); and after 100 ms, the doubling begun anew,
+// when it delivered a config newer than any the streams delivered before
+// (the cluster is changing: a node removed may close its stream before it
+// sends the config without itself, and a fault that ends every stream
+// brings the same config again). A stream whose config the sink refused
 // is ended and its node passed over for the next at once, as one that
 // served none.
 // When every node of a round failed to serve one, the next round waits
@@ -521,6 +525,19 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 	last := ""               // the node whose stream ended last
 	var endLogged time.Time  // when a stream that ended at once was last logged
 	var endsUnlogged int     // streams that ended at once since, not logged
+	// newest: the newest version the streams delivered (newestSet: one
+	// did); brought: the stream being read delivered a newer one.
+	var newest vbmap.Version
+	var newestSet, brought bool
+	deliver := func(raw []byte, host, addr string) error {
+		if err := sink(raw, host, addr); err != nil {
+			return err
+		}
+		if v, ok := vbmap.PeekVersion(raw); ok && (!newestSet || v.Newer(newest)) {
+			newest, newestSet, brought = v, true, true
+		}
+		return nil
+	}
 	sleep := func(d time.Duration, wake <-chan struct{}) bool {
 		start := c.cfg.Clock.Now()
 		cut := max(minRoundWait, d/wantedWaitShare)
@@ -561,7 +578,8 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 		for j := range addrs {
 			addr := addrs[(start+j)%len(addrs)]
 			opened := c.cfg.Clock.Now()
-			n, err := c.streamFrom(ctx, addr, wake, sink)
+			brought = false
+			n, err := c.streamFrom(ctx, addr, wake, deliver)
 			if ctx.Err() != nil {
 				return
 			}
@@ -581,6 +599,13 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 				case left:
 				case redialed || c.cfg.Clock.Now().Sub(opened) >= maxRoundWait:
 					reopen = 0 // it lived: it did not end at once
+				case brought:
+					// The cluster is changing (a rebalance whose
+					// removed node closed its stream before it sent
+					// the config without itself, say), not a fault
+					// ending every stream, which brings the same
+					// config again: the back-off starts anew.
+					reopen = minRoundWait
 				default:
 					reopen = min(max(2*reopen, minRoundWait), maxRoundWait)
 				}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -389,5 +390,79 @@ func TestStreamReopenRateBoundedWhileAConfigIsWantedAndStreamsEndAtOnce(t *testi
 	}
 	if max := 1 + int(elapsed/(10*time.Second)); logged > max {
 		t.Fatalf("%d stream ends logged over %v, want at most %d (one per 10 s)", logged, elapsed, max)
+	}
+}
+
+// During a rebalance that removes node after node, a removed node may
+// close its stream before it sends the config without itself: still
+// listed, its node has not "left", and the stream's end counts toward
+// the reopen back-off. Each stream brought configs newer than any the
+// stream had delivered before (the cluster is changing); a fault that
+// ends every stream at once brings the same config again and again. So a
+// stream that delivered a newer config is reopened after the least wait
+// (100 ms), the back-off starting anew, and the nodes' wanted config (the
+// removed node's KV connections lost) cuts nothing shorter than that.
+// With the back-off doubling at each such end and a wanted config
+// cutting it only to a quarter, the waits grew to 200 ms, 400 ms, ...
+// 2.5 s: operations routed to a removed node waited that long for the
+// config without it (before the quarter rule, 100 ms).
+func TestStreamThatBroughtANewerConfigIsReopenedAfterTheLeastWait(t *testing.T) {
+	clock := newArmClock()
+	requests := make(chan struct{}, 64)
+	var rev atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests <- struct{}{}
+		// A newer config each time, then the stream ends at once.
+		w.Write([]byte(`{"rev":` + strconv.Itoa(int(rev.Add(1))) + "}\n\n\n\n"))
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	const redial = time.Hour // told apart from the reopen waits
+	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
+	wake := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error { return nil })
+	}()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), guard)
+	defer wcancel()
+	wait := func() time.Duration {
+		t.Helper()
+		for {
+			select {
+			case d := <-clock.armed:
+				if d != redial {
+					return d
+				}
+			case <-requests:
+				t.Fatal("reopened before its wait was over")
+			case <-wctx.Done():
+				t.Fatal("no wait armed")
+				return 0
+			}
+		}
+	}
+	for i := range 10 {
+		select {
+		case <-requests:
+		case <-wctx.Done():
+			t.Fatal("the stream was not reopened")
+		}
+		d := wait()
+		// The removed node's KV connection lost: a config wanted.
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+		if d > minRoundWait {
+			d = wait() // cut short: a shorter wait armed in its place
+		}
+		if d > minRoundWait {
+			t.Fatalf("end %d of a stream that brought a newer config: reopened after %v, want %v", i+1, d, minRoundWait)
+		}
+		clock.Advance(d)
 	}
 }
