@@ -466,3 +466,104 @@ func TestStreamThatBroughtANewerConfigIsReopenedAfterTheLeastWait(t *testing.T) 
 		clock.Advance(d)
 	}
 }
+
+// A config wanted while a stream is open, after it delivered its first
+// config (which then does not answer it), is kept for the wait after
+// that stream: only a want raised before the stream opened is dropped
+// as it opens (streamFrom).
+func TestStreamWaitCutShortByAConfigWantedAfterTheStreamsFirstConfig(t *testing.T) {
+	clock := newArmClock()
+	requests := make(chan chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
+		w.(http.Flusher).Flush()
+		end := make(chan struct{})
+		requests <- end
+		select {
+		case <-end:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	const redial = time.Hour // told apart from the reopen waits
+	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
+	wake := make(chan struct{}, 1)
+	delivered, ack := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error {
+			select {
+			case delivered <- struct{}{}:
+				select {
+				case <-ack:
+				case <-ctx.Done():
+				}
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), guard)
+	defer wcancel()
+	request := func() chan struct{} {
+		t.Helper()
+		select {
+		case end := <-requests:
+			return end
+		case <-wctx.Done():
+			t.Fatal("the stream was not reopened")
+			return nil
+		}
+	}
+	wait := func() time.Duration {
+		t.Helper()
+		for {
+			select {
+			case d := <-clock.armed:
+				if d != redial {
+					return d
+				}
+			case <-wctx.Done():
+				t.Fatal("no reopen wait armed")
+				return 0
+			}
+		}
+	}
+	// firstConfig returns once the sink has the stream's first config
+	// (and holds it until ack).
+	firstConfig := func() chan struct{} {
+		t.Helper()
+		end := request()
+		select {
+		case <-delivered:
+		case <-wctx.Done():
+			t.Fatal("the stream delivered nothing")
+		}
+		return end
+	}
+	// Streams that end at once, each bringing the same config: the
+	// back-off grows to 800 ms.
+	for _, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		end := firstConfig()
+		ack <- struct{}{}
+		close(end)
+		if got := wait(); got != d {
+			t.Fatalf("reopen after %v, want %v", got, d)
+		}
+		clock.Advance(d)
+	}
+	end := firstConfig()
+	wake <- struct{}{} // as the stream delivers its first config
+	ack <- struct{}{}
+	close(end)
+	if got := wait(); got != 800*time.Millisecond {
+		t.Fatalf("reopen after %v, want 800ms", got)
+	}
+	if got := wait(); got != 200*time.Millisecond {
+		t.Fatalf("a config wanted during the stream: the wait after it cut to %v, want 200ms (a quarter)", got)
+	}
+}
