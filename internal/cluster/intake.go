@@ -206,8 +206,9 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 
 // Recognise answers for a config without scanning it, when it can: an
 // empty one, one over vbmap.MaxConfigSize (logged, at most once per
-// tooLargeLogInterval), and one byte-identical to the config in the mailbox
-// or to the one the loop took last (a memory compare). It is cheap enough
+// tooLargeLogInterval), and one byte-identical to a config in the mailbox
+// (or waiting behind it) or to the one the loop took last (a memory
+// compare). It is cheap enough
 // for a connection's reader goroutine; ok false means the config must be
 // scanned (Offer): the engine keeps a copy of it for NotMyVbucket.
 func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) {
@@ -230,6 +231,14 @@ func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) 
 		// Waiting behind the config being parsed, it is stale once that
 		// one is installed (until the loop drops it: doneParsing).
 		if c.heldCovers(in.ver) {
+			return OfferStale, true
+		}
+		return OfferNewer, true
+	}
+	if len(in.behind) == len(raw) && bytes.Equal(in.behind, raw) {
+		// Waiting behind the config ahead of it, in case that one is
+		// refused: on its way, and not to be kept a second time.
+		if c.heldCovers(in.behindVer) {
 			return OfferStale, true
 		}
 		return OfferNewer, true

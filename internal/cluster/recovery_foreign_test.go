@@ -586,3 +586,56 @@ func TestStaleConfigBehindARefusedOneIsDropped(t *testing.T) {
 	defer c.intake.mu.Unlock()
 	assert.Zero(t, len(c.intake.behind), "bytes of a stale config kept behind once the loop is idle")
 }
+
+// A config waiting behind the one being parsed (here another cluster's,
+// refused), offered again (the same NOT_MY_VBUCKET body, answer after
+// answer), is on its way: it is not copied into the mailbox a second
+// time, and so parsed once, not once from each slot.
+func TestConfigWaitingBehindOfferedAgainIsParsedOnce(t *testing.T) {
+	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
+	cfg := testConfig(a)
+	var armed atomic.Bool
+	var parses atomic.Int32
+	parsing, release := make(chan struct{}, 4), make(chan struct{})
+	cfg.BeforeParse = func() {
+		parses.Add(1)
+		if armed.Load() {
+			parsing <- struct{}{}
+			<-release
+		}
+	}
+	c := connectCluster(t, cfg)
+	ab := a.Bucket(mockcluster.DefaultBucket)
+	_, err := ab.AddScope("a")
+	require.NoError(t, err)
+	first := ab.ConfigJSON(0)
+
+	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
+	bb := b.Bucket(mockcluster.DefaultBucket)
+	for i := 0; bb.Rev() <= ab.Rev(); i++ {
+		_, err := bb.AddScope(fmt.Sprint("b", i))
+		require.NoError(t, err)
+	}
+	waiting := bb.ConfigJSON(0)
+	_, err = bb.AddScope("newer")
+	require.NoError(t, err)
+	newer := bb.ConfigJSON(0)
+
+	armed.Store(true)
+	require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
+	<-parsing // the loop holds the cluster's first config
+	require.Equal(t, OfferNewer, c.Offer(waiting, "127.0.0.1", "test"))
+	require.Equal(t, OfferNewer, c.Offer(newer, "127.0.0.1", "test")) // waiting goes behind it
+	release <- struct{}{}
+	<-parsing // the first installed, the loop holds newer
+	armed.Store(false)
+	before := parses.Load()
+	require.Equal(t, OfferNewer, c.Offer(waiting, "127.0.0.1", "test"))
+	close(release)
+	require.Eventually(t, func() bool {
+		c.intake.mu.Lock()
+		defer c.intake.mu.Unlock()
+		return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil && c.intake.behind == nil
+	}, time.Minute, time.Millisecond, "the loop never went idle")
+	assert.Equal(t, before+1, parses.Load(), "parses once newer was refused: the config behind it, once")
+}
