@@ -45,8 +45,8 @@ type CollectionIDs struct {
 	// clock times a caller's wait for a lookup another caller runs (the
 	// cluster's, the client's Clock).
 	clock retry.Clock
-	// gen counts Forget calls: a lookup begun before one does not cache
-	// what it gets (guarded by mu).
+	// gen counts Forget calls: a lookup begun before one neither caches
+	// nor gives the id it gets (guarded by mu).
 	gen uint64
 	// pick chooses the connection a lookup for a request routed to a
 	// connection goes on, or says the lookup is to be held, or that the
@@ -119,7 +119,9 @@ type idFlight struct {
 // by a manifest older than one by which a node found the id unknown
 // (Outdated) is retried as KV_COLLECTION_OUTDATED, the node being behind,
 // and one answered by a manifest older than that of the id another node's
-// lookup cached meanwhile gives the cached id. waited reports
+// lookup cached meanwhile gives the cached id; one begun before Forget
+// gives the id a lookup begun since cached, or none: it is retried as
+// KV_COLLECTION_OUTDATED (its answer may be the old bucket's id). waited reports
 // that the id was not cached: the caller waited for a lookup, so a clock
 // reading it made before is stale. The lookup goes on cn, or on another
 // connection when cn holds a synchronous write waiting for replication
@@ -347,12 +349,17 @@ func (cc *CollectionIDs) fly(ctx context.Context, deadline time.Time, cn *conn.C
 				f.id, f.idGen = e.id, cc.gen
 			case f.gen == cc.gen:
 				cc.cacheLocked(path, cachedID{id: f.id, uid: f.uid})
+			default:
+				// The bucket was made again since the lookup
+				// began (Forget): its answer may be the old
+				// bucket's id, naming another collection of the
+				// new one, and is neither kept nor given. Its
+				// callers (this one's, and those that joined it
+				// before Forget) retry as for an id found
+				// outdated, nothing sent, and look it up anew.
+				f.id = 0
+				f.reason, f.err = retry.ReasonKVCollectionOutdated, fmt.Errorf("COLLECTIONS_GET_ID for %s: the bucket was made again (Forget) while the lookup was under way: its answer may be the id of the bucket before", path)
 			}
-			// Otherwise the bucket was made again since the lookup
-			// began (Forget): its answer may be the old bucket's and
-			// is not kept; the next request looks up again. It keeps
-			// the generation it began in: an UNKNOWN_COLLECTION for
-			// it says nothing of the new bucket (Outdated).
 		}
 		if cc.flights[key] == f { // not replaced by a lookup begun after Forget
 			delete(cc.flights, key)
@@ -469,8 +476,10 @@ func (e *LookupError) Unwrap() error {
 // the bucket was deleted and made again (its uuid changed), and the new
 // one numbers its collections (and its manifests) afresh, so an id of the
 // old one may name another collection in it. Lookups under way when it is
-// called cache nothing, and a caller after it does not wait for one of
-// them (their answer may be the old bucket's id): it looks up anew.
+// called neither cache nor give the id they get (their callers retry, as
+// KV_COLLECTION_OUTDATED, unless a lookup begun since cached the id), and a
+// caller after it does not wait for one of them (their answer may be the
+// old bucket's id): it looks up anew.
 func (cc *CollectionIDs) Forget() {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/kvwire/kvwire/conn"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // A collection-id lookup begun before the cache was emptied (Forget: the
@@ -117,4 +118,57 @@ func newHeldLookup(t *testing.T) *heldLookup {
 		Action: mockcluster.Action{Hold: release}, Times: 1,
 	})
 	return h
+}
+
+// A lookup begun before Forget whose answer comes after it, with no id
+// cached since, gives neither its caller nor a caller that joined it
+// before Forget an id: its answer may be the old bucket's id, which names
+// another collection of the new one (or none). It gave that id, kept only
+// out of the cache, and the request sent it on its connection, writing
+// into whatever collection of the new bucket has that number. Each caller
+// is retried as for an id found outdated (KV_COLLECTION_OUTDATED: nothing
+// was sent), and looks the id up again, of the new bucket.
+func TestLookupBegunBeforeForgetGivesNoIDOfTheBucketBefore(t *testing.T) {
+	h := newHeldLookup(t)
+	b, c, cn, reached, oldID := h.b, h.c, h.cn, h.reached, h.users
+	cc := c.Collections()
+	deadline := time.Now().Add(5 * time.Minute) // past the test's bound of a minute
+	first := make(chan joinedLookup, 1)
+	go func() {
+		id, _, _, reason, err := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+		first <- joinedLookup{id, reason, err}
+	}()
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the first lookup did not reach the node")
+	}
+	joined := make(chan joinedLookup, 1)
+	go joinLookup(cc, deadline, cn, joined)
+	waitForStack(t, "a caller waiting for the first's lookup", "cluster.joinLookup", "(*CollectionIDs).await")
+
+	// The bucket is made again: here, the collection made again under
+	// its name, which takes another id; the cache is emptied.
+	require.NoError(t, b.DropCollection("app", "users"))
+	newID, err := b.AddCollection("app", "users")
+	require.NoError(t, err)
+	require.NotEqual(t, oldID, newID)
+	cc.Forget()
+	h.release() // the answer of the bucket before: oldID
+
+	for _, got := range []struct {
+		who string
+		out chan joinedLookup
+	}{{"the lookup's caller", first}, {"a caller that joined it before Forget", joined}} {
+		select {
+		case j := <-got.out:
+			require.Error(t, j.err, "%s was given id %#x (the id before Forget: %#x)", got.who, j.id, oldID)
+			require.Equal(t, retry.ReasonKVCollectionOutdated, j.reason, "%s: %v", got.who, j.err)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s did not return", got.who)
+		}
+	}
+	id, _, _, _, err := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+	require.NoError(t, err)
+	require.Equal(t, newID, id, "the id looked up again")
 }

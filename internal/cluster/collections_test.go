@@ -150,15 +150,16 @@ func TestCollectionLookupJoinerOutlivesTheFirstCallersCancel(t *testing.T) {
 }
 
 type joinedLookup struct {
-	id  uint32
-	err error
+	id     uint32
+	reason retry.Reason
+	err    error
 }
 
 // joinLookup looks app.users up with a background context and sends what
 // it got to out; its name marks its goroutine's stack (waitForStack).
 func joinLookup(cc *CollectionIDs, deadline time.Time, cn *conn.Conn, out chan<- joinedLookup) {
-	id, _, _, _, err := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
-	out <- joinedLookup{id, err}
+	id, _, _, reason, err := cc.ID(context.Background(), deadline, cn, "app", "users", "app.users")
+	out <- joinedLookup{id, reason, err}
 }
 
 // waitForStack waits (a minute at most: a bound no healthy run nears)
