@@ -323,13 +323,15 @@ func (c *Cluster) bootstrapFrom(ctx context.Context, seed, host string, seedNode
 	if c.network == "auto" {
 		c.network = cfg.DetectNetwork(host)
 	}
+	var logs deferredLogs
 	c.mu.Lock()
 	if seedNode != nil {
 		c.nodes[seed] = seedNode
 		seedNode.start(cn)
 	}
-	t := c.installLocked(cfg)
+	t := c.installLocked(cfg, &logs)
 	c.mu.Unlock()
+	logs.log(c.cfg.Logger)
 	if cause := c.noAddressError(seed, t); cause != nil {
 		// installLocked kept the seed's node to poll; nothing would
 		// carry an operation, which would wait for a node until its

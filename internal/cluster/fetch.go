@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"sync/atomic"
 	"time"
@@ -262,6 +263,7 @@ func (c *Cluster) fetcher(n *Node, fs *fetchState) {
 
 		got, gotVer, gotPeeked := c.fetchConfig(n, due, &until)
 
+		var logs deferredLogs // logged once fetchMu is released
 		c.fetchMu.Lock()
 		t := c.topo.Load()
 		if fs.again {
@@ -284,16 +286,18 @@ func (c *Cluster) fetcher(n *Node, fs *fetchState) {
 				if !fs.gaveUp || fs.announcedVer.Newer(fs.gaveUpVer) {
 					fs.gaveUp, fs.gaveUpVer = true, fs.announcedVer
 				}
-				c.cfg.Logger.Warn("kvwire: a node announced a config it does not serve; not fetching that version again",
+				logs.add(slog.LevelWarn, "kvwire: a node announced a config it does not serve; not fetching that version again",
 					"node", n.addr, "announced", fs.announcedVer.String(), "fetches", fs.announcedTries)
 			}
 		}
 		if !fs.again && !fs.announced || n.ctx.Err() != nil {
 			fs.running = false
 			c.fetchMu.Unlock()
+			logs.log(c.cfg.Logger)
 			return
 		}
 		c.fetchMu.Unlock()
+		logs.log(c.cfg.Logger)
 	}
 }
 

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"log/slog"
+
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
 )
@@ -40,6 +42,8 @@ func (c *Cluster) onDialResult(n *Node, err error) {
 	if !c.cfg.Memcached {
 		return
 	}
+	var logs deferredLogs
+	defer logs.log(c.cfg.Logger) // once mu is released
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.ring
@@ -51,26 +55,27 @@ func (c *Cluster) onDialResult(n *Node, err error) {
 		delete(r.failures, n)
 		if r.out[n] {
 			delete(r.out, n)
-			c.storeRingLocked()
-			c.cfg.Logger.Info("kvwire: memcached server back in the ketama ring", "node", n.addr, "failed_attempts", failed)
+			c.storeRingLocked(&logs)
+			logs.add(slog.LevelInfo, "kvwire: memcached server back in the ketama ring", "node", n.addr, "failed_attempts", failed)
 		} else if failed > 0 {
-			c.cfg.Logger.Info("kvwire: memcached server reachable again", "node", n.addr, "failed_attempts", failed)
+			logs.add(slog.LevelInfo, "kvwire: memcached server reachable again", "node", n.addr, "failed_attempts", failed)
 		}
 		return
 	}
 	r.failures[n]++
 	if c.cfg.RemoveFailedServers && !r.out[n] && r.failures[n] >= c.cfg.ServerFailureLimit {
 		r.out[n] = true
-		c.storeRingLocked()
-		c.cfg.Logger.Warn("kvwire: memcached server removed from the ketama ring", "node", n.addr,
+		c.storeRingLocked(&logs)
+		logs.add(slog.LevelWarn, "kvwire: memcached server removed from the ketama ring", "node", n.addr,
 			"failed_attempts", r.failures[n], "err", err)
 	}
 }
 
 // storeRingLocked installs a topology whose ring holds the servers not out.
 // With every server out it holds them all: their keys then fail at once
-// (see Node.Down) rather than having nowhere to go. mu is held.
-func (c *Cluster) storeRingLocked() {
+// (see Node.Down) rather than having nowhere to go. mu is held: what it
+// logs goes to logs, logged once mu is released.
+func (c *Cluster) storeRingLocked(logs *deferredLogs) {
 	r := c.ring
 	var hosts []string
 	var servers []*Node
@@ -85,7 +90,7 @@ func (c *Cluster) storeRingLocked() {
 	}
 	k, err := vbmap.NewKetama(hosts)
 	if err != nil { // hosts is never empty
-		c.cfg.Logger.Error("kvwire: cannot build the ketama ring", "err", err)
+		logs.add(slog.LevelError, "kvwire: cannot build the ketama ring", "err", err)
 		return
 	}
 	c.topo.Store(&Topology{ketama: k, servers: servers, all: r.all})

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -167,6 +168,10 @@ func (n *Node) dialText() {
 		}
 	}
 	cancel()
+	// Logged with the pool unlocked, as TakeText's: the handler may take
+	// a text connection (a GetMany on the client).
+	var logs deferredLogs
+	defer logs.log(n.cl.cfg.Logger)
 	p := &n.text
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -181,7 +186,7 @@ func (n *Node) dialText() {
 	case err != nil:
 		if n.ctx.Err() == nil {
 			d := p.offLocked(n.cl.cfg.Clock.Now())
-			n.cl.cfg.Logger.Warn("kvwire: the server did not answer text: binary multi-gets for a while",
+			logs.add(slog.LevelWarn, "kvwire: the server did not answer text: binary multi-gets for a while",
 				"node", n.addr, "err", err, "for", d)
 		}
 	case p.closed:

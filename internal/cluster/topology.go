@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -240,6 +241,8 @@ func (c *Cluster) applyConfig(raw []byte, host string) (v vbmap.Version, read, s
 	if cfg.BucketName() != "" && cfg.BucketName() != c.cfg.Bucket {
 		return v, false, false, fmt.Errorf("the config is for bucket %q", cfg.BucketName())
 	}
+	var logs deferredLogs
+	defer logs.log(c.cfg.Logger) // once mu is released
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ctx.Err() != nil {
@@ -261,7 +264,7 @@ func (c *Cluster) applyConfig(raw []byte, host string) (v vbmap.Version, read, s
 		// map held.
 		return v, false, false, fmt.Errorf("config rev %s has no vbucket map; keeping rev %s", cfg.Version(), cur.cfg.Version())
 	}
-	c.installLocked(cfg)
+	c.installLocked(cfg, &logs)
 	return cfg.Version(), true, false, nil
 }
 
@@ -331,8 +334,9 @@ func (c *Cluster) OtherCluster(raw []byte, host string) error {
 func routable(cfg *vbmap.Config) bool { return cfg.HasVbucketMap() || cfg.Ketama() != nil }
 
 // installLocked builds and stores the topology of cfg, starting pools for
-// new nodes and retiring those the config no longer lists. mu is held.
-func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
+// new nodes and retiring those the config no longer lists. mu is held: what
+// it logs goes to logs, logged by the caller once mu is released.
+func (c *Cluster) installLocked(cfg *vbmap.Config, logs *deferredLogs) *Topology {
 	t := &Topology{cfg: cfg, ketama: cfg.Ketama(), servers: make([]*Node, cfg.NumServers()),
 		changed: make(chan struct{})}
 	seen := map[*Node]bool{}
@@ -361,7 +365,7 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 		// with no partitions yet, or no address on the chosen network).
 		// Retiring every node would leave nothing to poll for the next
 		// config: keep the nodes held, for polling only.
-		c.cfg.Logger.Warn("kvwire: config names no reachable KV node; keeping the current nodes to poll",
+		logs.add(slog.LevelWarn, "kvwire: config names no reachable KV node; keeping the current nodes to poll",
 			"rev", cfg.Version().String(), "network", c.network)
 		for _, n := range c.nodes {
 			seen[n] = true
@@ -377,7 +381,7 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 		// The bucket was deleted and made again under its name: the new
 		// one numbers its collections afresh.
 		c.colls.Forget()
-		c.cfg.Logger.Warn("kvwire: the bucket was deleted and made again (its uuid changed); collection ids are looked up again",
+		logs.add(slog.LevelWarn, "kvwire: the bucket was deleted and made again (its uuid changed); collection ids are looked up again",
 			"bucket", cfg.BucketName(), "old_uuid", old.cfg.BucketUUID(), "uuid", cfg.BucketUUID())
 	}
 	// The new nodes dial only now: each connection is vetted (Node.vet)
@@ -401,7 +405,7 @@ func (c *Cluster) installLocked(cfg *vbmap.Config) *Topology {
 	}
 	c.fetchMu.Unlock()
 	if old != nil && old.cfg != nil {
-		c.cfg.Logger.Info("kvwire: config updated", "from", old.cfg.Version().String(),
+		logs.add(slog.LevelInfo, "kvwire: config updated", "from", old.cfg.Version().String(),
 			"to", cfg.Version().String(), "nodes", len(t.all), "forward_map", cfg.HasForwardMap())
 	}
 	return t
