@@ -125,6 +125,10 @@ func TestConfigPollNotSentBehindPendingSyncWrite(t *testing.T) {
 		// into it: each round's poll comes once the last is done.
 		waitUntil(t, "no fetch running", func() bool { return c.cl.Fetching() == 0 })
 		before := polls.of(other)
+		// The config loop reads the clock, then arms its poll timer:
+		// advanced between the two, the clock would leave the timer a
+		// whole interval ahead, and the poll would never come.
+		waitUntil(t, "the poll armed", func() bool { return armedAt(fc, fc.Now().Add(50*time.Millisecond)) })
 		fc.Advance(50 * time.Millisecond)
 		waitUntil(t, "the poll", func() bool { return polls.of(other) > before || cn.Pending() > 1 })
 		if n := cn.Pending(); n > 1 {
@@ -157,6 +161,7 @@ func armedAt(fc *retry.FakeClock, t time.Time) bool {
 // was held: not sent, looked at again pollRecheckInterval later.
 func heldPoll(t *testing.T, fc *retry.FakeClock, cn *conn.Conn, d time.Duration) {
 	t.Helper()
+	waitUntil(t, "the poll armed", func() bool { return armedAt(fc, fc.Now().Add(d)) })
 	fc.Advance(d)
 	waitUntil(t, "the poll held or sent", func() bool {
 		return armedAt(fc, fc.Now().Add(50*time.Millisecond)) || cn.Pending() > 1
