@@ -412,24 +412,32 @@ func (c *Cluster) awaitFirstDials(ctx context.Context) {
 			grace.Stop()
 		}
 	}()
+	var graceAt time.Time // when grace is due (zero: it is not armed)
 	for {
 		changed := c.health.wait() // before looking: no change is missed
-		wait, pending := c.firstDialsPending(t)
+		now := c.cfg.Clock.Now()
+		wait, pending := c.firstDialsPending(t, now)
 		if !pending {
 			return
 		}
 		var graceC <-chan time.Time
 		if wait > 0 {
-			if grace == nil {
-				grace = c.cfg.Clock.NewTimer(wait)
-			} else {
-				grace.Reset(wait)
+			// Not armed again for the time it is due at: a timer armed
+			// after the clock moved past now would be due that much late.
+			if at := now.Add(wait); !at.Equal(graceAt) {
+				graceAt = at
+				if grace == nil {
+					grace = c.cfg.Clock.NewTimer(wait)
+				} else {
+					grace.Reset(wait)
+				}
 			}
 			graceC = grace.C()
 		}
 		select {
 		case <-changed: // a dial ended, a connection was made
 		case <-graceC:
+			graceAt = time.Time{}
 		case <-ctx.Done():
 			return
 		case <-timer.C:
@@ -439,11 +447,10 @@ func (c *Cluster) awaitFirstDials(ctx context.Context) {
 }
 
 // firstDialsPending reports whether awaitFirstDials still waits for a
-// node of t, and, when a node is usable, how long until the first of those
-// it waits for leaves its StrandGrace (0: no such bound).
-func (c *Cluster) firstDialsPending(t *Topology) (wait time.Duration, pending bool) {
+// node of t, and, when a node is usable, how long after now the first of
+// those it waits for leaves its StrandGrace (0: no such bound).
+func (c *Cluster) firstDialsPending(t *Topology, now time.Time) (wait time.Duration, pending bool) {
 	skip := c.cfg.StrandGrace > 0 && usable(t)
-	now := c.cfg.Clock.Now()
 	for _, n := range t.all {
 		select {
 		case <-n.tried:
