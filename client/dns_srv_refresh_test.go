@@ -114,14 +114,18 @@ func awaitUnreachable(t *testing.T, c *Client) {
 
 // srvClient is a client connected by connStr with r as its Resolver, on
 // the fake clock fc (which only the test moves), its log captured, that has
-// stored "k" = "v"; ctx bounds the test's waits (real time).
+// stored "k" = "v"; ctx bounds the test's waits (real time). opCtx is for
+// the operations the test leaves waiting while it moves fc: it has no
+// deadline, which an operation would read on fc (Client.deadline), where
+// the tests move tens of seconds, more under load, past one of real time.
 type srvClient struct {
-	r    *scriptedSRV
-	fc   *retry.FakeClock
-	logs *logCapture
-	c    *Client
-	col  *Collection
-	ctx  context.Context
+	r     *scriptedSRV
+	fc    *retry.FakeClock
+	logs  *logCapture
+	c     *Client
+	col   *Collection
+	ctx   context.Context
+	opCtx context.Context
 }
 
 func connectSRV(t *testing.T, connStr string, r *scriptedSRV) *srvClient {
@@ -134,7 +138,9 @@ func connectSRV(t *testing.T, connStr string, r *scriptedSRV) *srvClient {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	s.c, s.col, s.ctx = c, c.DefaultCollection(), ctx
+	opCtx, opCancel := context.WithCancel(context.Background())
+	t.Cleanup(opCancel)
+	s.c, s.col, s.ctx, s.opCtx = c, c.DefaultCollection(), ctx, opCtx
 	_, err = s.col.Upsert(ctx, "k", []byte("v"), nil)
 	require.NoError(t, err)
 	return s
@@ -218,7 +224,7 @@ func TestDNSSRVLookupAgainBoundedAndRetried(t *testing.T) {
 	r.mu.Unlock()
 	awaitUnreachable(t, c)
 
-	g := getAsync(ctx, col, "k")
+	g := getAsync(s.opCtx, col, "k")
 	r.awaitCall(t, ctx, 1) // hangs
 	stats := c.cl.SeedRefreshes
 	first := stats().Last
@@ -315,11 +321,11 @@ func awaitRefused(t *testing.T, ctx context.Context, fc *retry.FakeClock, c *Cli
 func TestDNSSRVNoLookupAgainWithoutRecord(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
 	s := connectSRV(t, mc.ConnString()+"/default", newScriptedSRV("_couchbase._tcp.cluster.test", srvAnswer{addrs: srvOf(t, mc.Addrs())}))
-	r, fc, c, col, ctx := s.r, s.fc, s.c, s.col, s.ctx
+	r, fc, c, col := s.r, s.fc, s.c, s.col
 
 	moveCluster(t, mc)
 	awaitUnreachable(t, c)
-	g := getAsync(ctx, col, "k")
+	g := getAsync(s.opCtx, col, "k")
 	for range 4 {
 		fc.Advance(10 * time.Second)
 	}
@@ -356,7 +362,7 @@ func TestDNSSRVLookupAgainIgnoresAnotherCluster(t *testing.T) {
 	mc.Node(1).Stop()
 	awaitUnreachable(t, c)
 
-	g := getAsync(ctx, col, "k")
+	g := getAsync(s.opCtx, col, "k")
 	advanceUntilCall(t, ctx, fc, r, 1)
 	awaitRefused(t, ctx, fc, c, held)
 	assert.Equal(t, held, c.ConfigVersion(), "the other cluster's config was installed")
@@ -387,7 +393,7 @@ func TestDNSSRVLookupAgainForeignTargetNotUsedByRecovery(t *testing.T) {
 	mc.Node(1).Stop()
 	awaitUnreachable(t, c)
 
-	g := getAsync(ctx, col, "k")
+	g := getAsync(s.opCtx, col, "k")
 	advanceUntilCall(t, ctx, fc, r, 1)
 	awaitRefused(t, ctx, fc, c, held)
 
@@ -441,7 +447,7 @@ func TestDNSSRVLookupAgainSkipsSeedsRecoveryAsks(t *testing.T) {
 	mc.Node(0).Stop()
 	mc.Node(1).Stop()
 	awaitUnreachable(t, c)
-	g := getAsync(ctx, col, "k")
+	g := getAsync(s.opCtx, col, "k")
 	r.awaitCall(t, ctx, 1)
 	done := func() bool {
 		return len(logs.find("the seeds looked up again")) > 0
