@@ -634,9 +634,13 @@ func (c *Conn) probeWatch(now time.Time) {
 	err := fmt.Errorf("conn %s: %w: a NOOP probe sent %v ago is unanswered and nothing arrived for %v (%d requests abandoned, the oldest %v ago)",
 		c.addr, kverr.ErrUnresponsive, now.Sub(m.probeAt), c.opts.ProbeTimeout, tombs, oldest)
 	c.mu.Unlock()
-	c.log.Warn("kvwire: closing a connection whose node stopped answering", "node", c.addr,
-		"probe_sent", now.Sub(m.probeAt), "abandoned", tombs, "oldest_abandoned", oldest)
+	// Ended before it is logged: the Logger's handler is caller code and
+	// may send a request; one sent here, on the connection still open,
+	// would wait for this goroutine, which expires the connection's
+	// requests and is running the handler.
 	c.fail(err)
+	c.log.Warn("kvwire: closed a connection whose node stopped answering", "node", c.addr,
+		"probe_sent", now.Sub(m.probeAt), "abandoned", tombs, "oldest_abandoned", oldest)
 }
 
 // startProbe queues a NOOP and arms the health timer for ProbeTimeout. It

@@ -1,0 +1,66 @@
+package conn
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kvwire/kvwire/internal/kverr"
+	"github.com/kvwire/kvwire/internal/logcapture"
+	"github.com/kvwire/kvwire/memdx"
+)
+
+// The monitor logs that it closes a connection whose node stopped
+// answering. The Logger's handler is caller code, which may run an
+// operation on the client (docs/ARCHITECTURE.md), and the client's pick
+// takes a connection not yet ended: the monitor must have ended this one
+// before it logs. It logged first: a request the handler sent there waited
+// for the monitor, the goroutine that expires the connection's requests
+// and was about to close it, which was running the handler. Handler,
+// monitor and request waited forever, and every request on the
+// connection with them. The handler's request runs on a goroutine of its
+// own, bounded, so that the test fails rather than hangs.
+func TestLoggerMayUseTheConnectionTheMonitorCloses(t *testing.T) {
+	fc := newFakeClock()
+	var cp atomic.Pointer[Conn]
+	ran := make(chan error, 1) // the handler's request's error, or why it has none
+	logger := slog.New(logcapture.Func(func(l logcapture.Logged) {
+		c := cp.Load()
+		if c == nil || !strings.Contains(l.Msg, "stopped answering") {
+			return
+		}
+		select {
+		case r := <-doDeadline(c, "from-the-handler", fc.Now().Add(2500*time.Millisecond)):
+			ran <- r.err
+		case <-time.After(5 * time.Second): // the healthy run: at once
+			ran <- errHandlerBlocked
+		}
+	}))
+	c, p := dialPipe(t, Options{clock: fc, Logger: logger}, nil)
+	cp.Store(c)
+	abandonOne(t, c, p, fc, "a")
+	fc.Advance(DefaultProbeAfter)
+	if probe := p.read(); probe.OpCode != memdx.OpNoop {
+		t.Fatalf("after ProbeAfter the node got %s, want the NOOP probe", probe.OpCode)
+	}
+	waitFor(t, "the probe's timer", func() bool { return fc.armedWithin(DefaultProbeTimeout) })
+	go drain(p.nc)
+	for i := 0; len(ran) == 0; i++ {
+		if i == 2 {
+			t.Fatalf("not closed two probe timeouts after the probe was written: %v", c.Err())
+		}
+		nextCheck(t, fc, func() bool { return len(ran) > 0 })
+	}
+	err := <-ran
+	if errors.Is(err, errHandlerBlocked) {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, kverr.ErrUnresponsive) {
+		t.Fatalf("the handler's request: %v; want the connection's end (kverr.ErrUnresponsive), not sent", err)
+	}
+}
+
+var errHandlerBlocked = errors.New("a request the Logger's handler sent on the connection the monitor logged about did not end within 5 s: the monitor, which expires it, runs the handler")
