@@ -63,4 +63,42 @@ func TestLoggerMayUseTheConnectionTheMonitorCloses(t *testing.T) {
 	}
 }
 
-var errHandlerBlocked = errors.New("a request the Logger's handler sent on the connection the monitor logged about did not end within 5 s: the monitor, which expires it, runs the handler")
+var errHandlerBlocked = errors.New("a request the Logger's handler sent on the connection logged about did not end within 5 s: the goroutine that would end it runs the handler")
+
+// A protocol violation is logged on the goroutine reading the connection
+// (the reader goroutine, or a caller borrowing its role), which then ends
+// it. It logged first: a request the Logger's handler sent there, on the
+// connection still open, waited for its answer, which that goroutine,
+// running the handler, would read, until the request's deadline. Ended
+// first, the connection is not one the handler's request can be sent on.
+func TestLoggerMayUseTheConnectionAProtocolViolationEnds(t *testing.T) {
+	fc := newFakeClock()
+	var cp atomic.Pointer[Conn]
+	ran := make(chan error, 1)
+	logger := slog.New(logcapture.Func(func(l logcapture.Logged) {
+		c := cp.Load()
+		if c == nil || !strings.Contains(l.Msg, "protocol violation") {
+			return
+		}
+		select {
+		case r := <-doDeadline(c, "from-the-handler", fc.Now().Add(2500*time.Millisecond)):
+			ran <- r.err
+		case <-time.After(5 * time.Second): // the healthy run: at once
+			ran <- errHandlerBlocked
+		}
+	}))
+	c, p := dialPipe(t, Options{clock: fc, Logger: logger}, nil)
+	cp.Store(c)
+	ch := goGet(testCtx(t), c, "a")
+	p.read()
+	go drain(p.nc)
+	p.writeRaw([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+	recv(t, ch)
+	err := recv(t, ran)
+	if errors.Is(err, errHandlerBlocked) {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, kverr.ErrProtocol) {
+		t.Fatalf("the handler's request: %v; want the connection's end (kverr.ErrProtocol), not sent", err)
+	}
+}

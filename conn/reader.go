@@ -437,8 +437,12 @@ func (c *Conn) strayResponse(p *memdx.Packet, kind strayKind, expected bool) {
 	r.stray.suppressed = 0
 }
 
-// failProtocol ends the connection for a protocol violation, and logs it.
+// failProtocol ends the connection for a protocol violation, and logs it:
+// in that order, since the Logger's handler is caller code and may send a
+// request, which on this connection still open would wait for an answer
+// that this goroutine, the one reading it, would read only once the
+// handler returns.
 func (c *Conn) failProtocol(pe *ProtocolError) {
-	c.log.Warn("kvwire: closing a connection: protocol violation", "node", c.addr, "err", pe)
 	c.fail(pe)
+	c.log.Warn("kvwire: closed a connection: protocol violation", "node", c.addr, "err", pe)
 }

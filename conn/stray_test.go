@@ -86,10 +86,11 @@ func TestProtocolViolationLogged(t *testing.T) {
 	p.writeRaw([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
 	recv(t, ch)
 	<-c.Done()
-	l := logs.String()
-	if !strings.Contains(l, "level=WARN") || !strings.Contains(l, "protocol violation") || !strings.Contains(l, "magic") {
-		t.Fatalf("log %q; want a warning naming the bad magic", l)
-	}
+	// Logged once the connection has ended.
+	waitFor(t, "a warning naming the bad magic", func() bool {
+		l := logs.String()
+		return strings.Contains(l, "level=WARN") && strings.Contains(l, "protocol violation") && strings.Contains(l, "magic")
+	})
 }
 
 func itoa(u uint32) string {
