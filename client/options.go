@@ -132,7 +132,12 @@ type Options struct {
 	// Its handler also runs on the client's own goroutines (each node's
 	// connection upkeep, the config loop, the reports), which Close waits
 	// for: a handler may call Close, which then starts the shutdown and
-	// returns without waiting for them (see Client.Close).
+	// returns without waiting for them (see Client.Close). It also runs on
+	// a connection's reader (a late answer to a request that timed out, a
+	// malformed notification): an operation the handler runs on the same
+	// client may wait there until its own deadline, and a mutation then
+	// ends ambiguous. A handler that writes to the client it logs for
+	// should hand the records to a goroutine of its own.
 	Logger *slog.Logger
 	// TLSConfig configures TLS for couchbases:// and memcacheds://, the
 	// schemes that use TLS; nil there means the system roots with
