@@ -93,7 +93,7 @@ func (c *Client) Stats(ctx context.Context, group string, opts *StatsOptions) ([
 		// statistic and never the keyless packet that ends a STAT
 		// answer (proto_bin.c process_bin_stat): the call would wait for
 		// its timeout and call the request not applied.
-		return nil, c.refused("Stats", memdx.OpStat, nil, "", ErrFeatureNotAvailable,
+		return nil, c.refusedNodes(ctx, "Stats", memdx.OpStat, ErrFeatureNotAvailable,
 			fmt.Errorf("memcached's binary protocol never ends its answer to stats %q: use its text protocol", group))
 	}
 	vb, keyGroup := statKeyVbucket(group)
@@ -169,7 +169,7 @@ func (c *Client) Flush(ctx context.Context, opts *FlushOptions) ([]NodeResult, e
 		o = *opts
 	}
 	refuse := func(sentinel, cause error) ([]NodeResult, error) {
-		return nil, c.refused("Flush", memdx.OpFlush, nil, "", sentinel, cause)
+		return nil, c.refusedNodes(ctx, "Flush", memdx.OpFlush, sentinel, cause)
 	}
 	if !c.memcached {
 		return refuse(ErrFeatureNotAvailable, errors.New("a Couchbase bucket is flushed through the management REST API, not the KV protocol"))
@@ -220,11 +220,19 @@ type PingResult struct {
 // held ping that times out says so).
 func (c *Client) Ping(ctx context.Context) []PingResult {
 	if ctx == nil {
-		// Refused, as every node's answer would be.
+		// Refused, as every node's answer would be; observed as a ping
+		// sent is (RFC 0067 names ping among the calls with a wrapping
+		// span): its span, over each node's NOOP refused.
+		wctx, parent, end := c.wrapSpan(context.Background(), "ping", nil, nil)
 		var out []PingResult
+		var errs []error
 		for _, n := range c.Nodes() {
-			out = append(out, PingResult{Node: n, Err: c.refused("Ping", memdx.OpNoop, nil, "", ErrInvalidArgument, errNilContext)})
+			err := c.refused("Ping", memdx.OpNoop, nil, "", ErrInvalidArgument, errNilContext)
+			c.refusedCall(wctx, "Ping", memdx.OpNoop, nil, parent, err)
+			out = append(out, PingResult{Node: n, Err: err})
+			errs = append(errs, err)
 		}
+		end(errors.Join(errs...))
 		return out
 	}
 	// RFC 0067: a ping is a span over the NOOP of each node (when tracing).
@@ -277,18 +285,28 @@ func eachNode[R any](c *Client, ctx context.Context, name, only string, timeout 
 // topology the call runs on.
 func eachNodeOf[R any](c *Client, ctx context.Context, name string, pick func(*cluster.Topology) string, timeout time.Duration, do func(context.Context, *cluster.Node) (R, error)) ([]R, error) {
 	if err := firstErr(checkContext(ctx), checkTimeout(timeout)); err != nil {
-		return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, err)
+		return nil, c.refusedNodes(ctx, name, 0, ErrInvalidArgument, err)
 	}
 	t := c.cl.Topology()
 	if t == nil {
-		return nil, c.refused(name, 0, nil, "", ErrNoNodeAvailable, errors.New("no topology yet"))
+		return nil, c.refusedNodes(ctx, name, 0, ErrNoNodeAvailable, errors.New("no topology yet"))
 	}
 	only := pick(t)
 	nodes, ok := nodereq.Select(t.Nodes(), only)
 	if !ok {
-		return nil, c.refused(name, 0, nil, "", ErrInvalidArgument, fmt.Errorf("node %q is not one of %v", only, c.Nodes()))
+		return nil, c.refusedNodes(ctx, name, 0, ErrInvalidArgument, fmt.Errorf("node %q is not one of %v", only, c.Nodes()))
 	}
 	return fanout.Each(ctx, nodes, do)
+}
+
+// refusedNodes is the error of a request to each node (name, sent as
+// opc) refused before any node was asked, called with ctx: an operation
+// all the same to its observers, one span and one point failed with it
+// (refusedCall), as each node's request sent would be.
+func (c *Client) refusedNodes(ctx context.Context, name string, opc memdx.OpCode, sentinel, cause error) error {
+	e := c.refused(name, opc, nil, "", sentinel, cause)
+	c.refusedCall(ctx, name, opc, nil, nil, e)
+	return e
 }
 
 // statKeyVbucket reads the vbucket of a key stats group, "key <doc> <vb>

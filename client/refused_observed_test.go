@@ -213,3 +213,107 @@ func TestMemcachedRefusedOperationIsObserved(t *testing.T) {
 	defer m.mu.Unlock()
 	assert.Len(t, m.values["get_and_lock/FeatureNotAvailable"], 1, "%v", m.values)
 }
+
+// The requests to each node (Stats, Version, Flush) are operations to
+// their observers when sent (a span and a point per node, "stats",
+// "version", "flush": names RFC 0067 allows as the client's own), and so
+// when refused before any node is asked: one span and one point, failed
+// with the refusal's error.type. A Ping refused for its nil context is
+// RFC 0067's ping: its wrapping span, failed, over a refused NOOP per node
+// (a span and a point each), as a Ping sent is; PingReport's ping alike.
+func TestRefusedNodeRequestsAreObserved(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{Nodes: 2})
+	tr := &treeTracer{}
+	m := &countingMeter{}
+	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	ctx := context.Background()
+	//lint:ignore SA1012 a nil context is what this refusal is about
+	var nilCtx context.Context
+	reset := func() {
+		tr.take()
+		m.mu.Lock()
+		m.values = nil
+		m.mu.Unlock()
+	}
+	points := func(k string) int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.values[k])
+	}
+
+	for _, tc := range []struct {
+		name, span, errType string
+		call                func() error
+	}{
+		{"stats, nil context", "stats", "InvalidArgument", func() error { _, err := c.Stats(nilCtx, "", nil); return err }},
+		{"stats, negative timeout", "stats", "InvalidArgument", func() error {
+			_, err := c.Stats(ctx, "", &StatsOptions{Timeout: -1})
+			return err
+		}},
+		{"stats, unknown node", "stats", "InvalidArgument", func() error {
+			_, err := c.Stats(ctx, "", &StatsOptions{Node: "nowhere:1"})
+			return err
+		}},
+		{"version, nil context", "version", "InvalidArgument", func() error { _, err := c.Version(nilCtx, nil); return err }},
+		{"flush, a Couchbase bucket", "flush", "FeatureNotAvailable", func() error { _, err := c.Flush(ctx, nil); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset()
+			require.Error(t, tc.call())
+			spans := tr.take()
+			require.Len(t, spans, 1, "one span: no node was asked")
+			s := spans[0]
+			assert.Equal(t, tc.span, s.name)
+			assert.Nil(t, s.parent)
+			assert.Equal(t, 1, s.ended)
+			assert.Equal(t, SpanStatusError, s.status)
+			assert.Equal(t, tc.errType, s.attrs[AttributeErrorType].String())
+			assert.Equal(t, 1, points(tc.span+"/"+tc.errType))
+		})
+	}
+
+	for _, tc := range []struct {
+		name string
+		call func() []error
+	}{
+		{"ping", func() (errs []error) {
+			for _, r := range c.Ping(nilCtx) {
+				errs = append(errs, r.Err)
+			}
+			return errs
+		}},
+		{"ping report", func() (errs []error) {
+			for _, e := range c.PingReport(nilCtx, nil).Endpoints {
+				errs = append(errs, e.Err)
+			}
+			return errs
+		}},
+	} {
+		t.Run(tc.name+", nil context", func(t *testing.T) {
+			reset()
+			errs := tc.call()
+			require.Len(t, errs, 2)
+			for _, err := range errs {
+				require.ErrorIs(t, err, ErrInvalidArgument)
+			}
+			spans := tr.take()
+			top := children(spans, nil)
+			require.Len(t, top, 1, "the ping's wrapping span")
+			w := top[0]
+			assert.Equal(t, "ping", w.name)
+			assert.Equal(t, 1, w.ended)
+			assert.Equal(t, SpanStatusError, w.status)
+			assert.Equal(t, "InvalidArgument", w.attrs[AttributeErrorType].String())
+			nodes := children(spans, w)
+			require.Len(t, nodes, 2, "a NOOP per node, refused")
+			for _, n := range nodes {
+				assert.Equal(t, "ping", n.name)
+				assert.Equal(t, 1, n.ended)
+				assert.Equal(t, SpanStatusError, n.status)
+				assert.Equal(t, "InvalidArgument", n.attrs[AttributeErrorType].String())
+			}
+			assert.Equal(t, 2, points("ping/InvalidArgument"), "a point per node, as a ping sent has")
+		})
+	}
+}
