@@ -224,6 +224,12 @@ type KeyValueError struct {
 	// Cause say what the last attempt failed with).
 	RetryAttempts int
 	RetryReasons  RetryReasons
+	// StatusReason is the retry reason the client's status policy gave
+	// Status (KV_LOCKED for LOCKED, KV_ERROR_MAP_RETRY_INDICATED for a
+	// status the node's error map says to retry, such as EBUSY), whether
+	// or not that retry was then made (RetryReasons has it if one was);
+	// RetryReasonUnknown when Status ends an operation or no answer came.
+	StatusReason RetryReason
 	// Ambiguous is true when the request may have changed data: a
 	// mutation written that got no definite answer. False: it changed no
 	// data (never applied, or only a read, which may have run).
@@ -352,6 +358,7 @@ func newKVError(o *op, sentinel, cause error) *KeyValueError {
 		ServerErrorRef:   o.errCtx.Ref,
 		RetryAttempts:    o.st.Attempts(),
 		RetryReasons:     retryReasonsOf(o.st.Reasons()),
+		StatusReason:     retryReasonOf(o.outcome.Reason),
 		Ambiguous:        o.st.Ambiguous() || errors.Is(cause, ErrAmbiguous),
 		Err:              sentinel,
 		Cause:            cause,

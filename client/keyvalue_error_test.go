@@ -207,3 +207,32 @@ func TestKeyValueErrorErrIsNeverNil(t *testing.T) {
 		require.Less(t, i, 100, "no Upsert reached the node within 20 ms in 100 tries")
 	}
 }
+
+// StatusReason is the retry reason the status policy gave the last
+// answer: the error map's for a status it says to retry (EBUSY), the
+// table's for LOCKED, none for a status that ends the operation.
+func TestKeyValueErrorStatusReason(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	col := c.DefaultCollection()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		status memdx.Status
+		want   RetryReason
+	}{
+		{memdx.StatusBusy, RetryReasonKVErrorMapRetryIndicated},
+		{memdx.StatusLocked, RetryReasonKVLocked},
+		{memdx.StatusKeyNotFound, RetryReasonUnknown},
+	} {
+		key := "k" + tc.status.String()
+		h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: key, OpCodes: []memdx.OpCode{memdx.OpGet}},
+			Action: mockcluster.Action{Status: tc.status}})
+		_, err := col.Get(ctx, key, &GetOptions{Timeout: 100 * time.Millisecond})
+		h.Remove()
+		var kv *KeyValueError
+		require.ErrorAs(t, err, &kv)
+		assert.Equal(t, Status(tc.status), kv.Status, "%v", err)
+		assert.Equal(t, tc.want, kv.StatusReason, "%v", err)
+	}
+}

@@ -537,3 +537,21 @@ func TestNegativeNumberArgumentSaysToUseDashDash(t *testing.T) {
 	r = runKV(t, env, "", "get", "k")
 	assert.Equal(t, "-5", r.stdout)
 }
+
+// A status retried because the node's error map says so (EBUSY: "temp",
+// "retry-now") is retried for KV_ERROR_MAP_RETRY_INDICATED: the line names
+// the status the server kept answering, and does not call the last EBUSY
+// an answer no retry was made for (its reason is the retries' reason).
+func TestTimeoutExplainedForAnErrorMapRetry(t *testing.T) {
+	mc, env := newMock(t, mockcluster.Options{})
+	require.Equal(t, exitOK, runKV(t, env, "", "set", "k", "v").code)
+	h := mc.AddFault(mockcluster.Fault{
+		Match:  mockcluster.Match{Key: "k", OpCodes: []memdx.OpCode{memdx.OpSet}},
+		Action: mockcluster.Action{Status: memdx.StatusBusy},
+	})
+	defer h.Remove()
+	r := runKV(t, env, "", "set", "k", "v2", "-t", "250ms")
+	assert.Equal(t, exitError, r.code, r)
+	assert.Regexp(t, `^kvcli: timed out after 250ms; retried \d+ times? for KV_ERROR_MAP_RETRY_INDICATED: the server kept answering EBUSY, a status its error map says to retry(; the server said "[^"]*")?\n$`, r.stderr)
+	assert.Equal(t, "v", value(t, mc, "k"))
+}

@@ -40,12 +40,14 @@ func TestTimeoutLineOfGetAndLockTmpFail(t *testing.T) {
 	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
 	kv := &client.KeyValueError{Op: "GetAndLock", Key: "k", OpCode: client.OpCode(0x94), Node: "h:11210", Status: client.StatusTmpFail,
 		RetryAttempts: 9, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVTemporaryFailure),
-		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+		StatusReason: client.RetryReasonKVTemporaryFailure,
+		Err:          client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p := inv.explain("k", kv)
 	assert.Contains(t, p.line, "retried 9 times for KV_TEMPORARY_FAILURE: the server kept answering TMPFAIL (busy", p.line)
 	assert.NotContains(t, p.line, "locked", p.line)
 
 	kv.RetryReasons = client.RetryReasons(0).With(client.RetryReasonKVLocked)
+	kv.StatusReason = client.RetryReasonKVLocked // the client's status policy reads the TMPFAIL as a lock
 	p = inv.explain("k", kv)
 	assert.Contains(t, p.line, "retried 9 times for KV_LOCKED: the document stayed locked", p.line)
 	assert.NotContains(t, p.line, "answered ETMPFAIL last", p.line)
@@ -64,14 +66,16 @@ func TestTimeoutLineOfALockTmpFail(t *testing.T) {
 	}{{"LookupIn", 0xd0}, {"MutateIn", 0xd1}, {"Remove", 0x04}} {
 		kv := &client.KeyValueError{Op: c.op, Key: "k", OpCode: c.opcode, Node: "h:11210", Status: client.StatusTmpFail,
 			RetryAttempts: 9, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVLocked),
-			Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+			StatusReason: client.RetryReasonKVLocked,
+			Err:          client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 		p := inv.explain("k", kv)
 		assert.Contains(t, p.line, "retried 9 times for KV_LOCKED: the document stayed locked", "%s: %s", c.op, p.line)
 		assert.NotContains(t, p.line, "answered ETMPFAIL last", "%s: %s", c.op, p.line)
 	}
 	kv := &client.KeyValueError{Op: "Upsert", Key: "k", OpCode: 0x01, Node: "h:11210", Status: client.StatusTmpFail,
 		RetryAttempts: 9, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVLocked),
-		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+		StatusReason: client.RetryReasonKVTemporaryFailure,
+		Err:          client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p := inv.explain("k", kv)
 	assert.Contains(t, p.line, "answered ETMPFAIL last", p.line)
 }
@@ -105,7 +109,8 @@ func TestTimeoutLineSaysTheLastAnswerAfterOtherRetries(t *testing.T) {
 	inv := &invocation{env: &env_{getenv: func(string) string { return "" }}, opTimeout: 2500 * time.Millisecond}
 	kv := &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusTmpFail,
 		RetryAttempts: 1, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVNotMyVbucket),
-		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+		StatusReason: client.RetryReasonKVTemporaryFailure,
+		Err:          client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p := inv.explain("k", kv)
 	assert.Contains(t, p.line, "retried 1 time for KV_NOT_MY_VBUCKET", p.line)
 	assert.Contains(t, p.line, "h:11210 answered ETMPFAIL last", p.line)
@@ -113,9 +118,20 @@ func TestTimeoutLineSaysTheLastAnswerAfterOtherRetries(t *testing.T) {
 	// The last answer is the reason retried for: said once.
 	kv = &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusTmpFail,
 		RetryAttempts: 3, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVTemporaryFailure),
-		Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+		StatusReason: client.RetryReasonKVTemporaryFailure,
+		Err:          client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	p = inv.explain("k", kv)
 	assert.NotContains(t, p.line, "answered", p.line)
+
+	// A status retried because the node's error map says so: its reason
+	// is the error map's, and the line names the status.
+	kv = &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Vbucket: 7, Status: client.StatusBusy, ErrorName: "EBUSY",
+		RetryAttempts: 3, RetryReasons: client.RetryReasons(0).With(client.RetryReasonKVErrorMapRetryIndicated),
+		StatusReason: client.RetryReasonKVErrorMapRetryIndicated,
+		Err:          client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
+	p = inv.explain("k", kv)
+	assert.Contains(t, p.line, "retried 3 times for KV_ERROR_MAP_RETRY_INDICATED: the server kept answering EBUSY, a status its error map says to retry", p.line)
+	assert.NotContains(t, p.line, "answered EBUSY last", p.line)
 }
 
 // The server's extended error information (XERROR's context and ref) of

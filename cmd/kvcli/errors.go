@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -378,34 +377,11 @@ var reasonWhy = map[client.RetryReason]string{
 	client.RetryReasonCircuitBreakerOpen:            "the node's circuit breaker was open",
 }
 
-// statusReason is the retry reason of a status an operation is retried
-// for, to tell whether a timeout's last answer is among its retries'
-// reasons.
-var statusReason = map[client.Status]client.RetryReason{
-	client.StatusLocked:                      client.RetryReasonKVLocked,
-	client.StatusTmpFail:                     client.RetryReasonKVTemporaryFailure,
-	client.StatusNotMyVbucket:                client.RetryReasonKVNotMyVbucket,
-	client.StatusUnknownCollection:           client.RetryReasonKVCollectionOutdated,
-	client.StatusSyncWriteInProgress:         client.RetryReasonKVSyncWriteInProgress,
-	client.StatusSyncWriteReCommitInProgress: client.RetryReasonKVSyncWriteReCommitInProgress,
-}
-
-// lockTmpFailOps are the opcodes whose TMPFAIL, on a connection without
-// XERROR, is kv_engine's answer for a locked document (locked_tmpfail),
-// which the client retries as KV_LOCKED (with XERROR the lock is LOCKED,
-// and TMPFAIL a temporary failure): GET_LOCKED, sub-document commands
-// given no CAS, DELETE given one.
-var lockTmpFailOps = []string{"GET_LOCKED", "SUBDOC_MULTI_LOOKUP", "SUBDOC_MULTI_MUTATION", "DELETE"}
-
 // lastAnswerRetried reports whether kv's last status is among the
-// reasons its retries were made for.
+// reasons its retries were made for: the reason the client gave that
+// status (StatusReason, its status policy's) is one of them.
 func lastAnswerRetried(kv *client.KeyValueError) bool {
-	if kv.Status == client.StatusTmpFail && kv.RetryReasons.Has(client.RetryReasonKVLocked) &&
-		slices.Contains(lockTmpFailOps, kv.OpCode.String()) {
-		return true
-	}
-	r, ok := statusReason[kv.Status]
-	return ok && kv.RetryReasons.Has(r)
+	return kv.StatusReason != client.RetryReasonUnknown && kv.RetryReasons.Has(kv.StatusReason)
 }
 
 // timeoutLine explains a timeout: how long, how often it was retried and
@@ -431,7 +407,11 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 		var names, whys []string
 		for r := range kv.RetryReasons.All() {
 			names = append(names, r.String())
-			if w, ok := reasonWhy[r]; ok {
+			if r == client.RetryReasonKVErrorMapRetryIndicated && kv.StatusReason == r && status != "" {
+				// The status the map said to retry is the last answer's:
+				// name it.
+				whys = append(whys, "the server kept answering "+status+", a status its error map says to retry")
+			} else if w, ok := reasonWhy[r]; ok {
 				whys = append(whys, w)
 			}
 		}
