@@ -51,7 +51,8 @@ func (cn *conn) rangeScan(p *memdx.Packet) outcome {
 //     KEY_ENOENT for a scan id the vbucket does not hold (never created,
 //     completed, cancelled, expired), UNKNOWN_COLLECTION (and the scan is
 //     cancelled) when its collection was dropped, EACCESS without the
-//     RangeScan privilege (rangeScanPrivilege); otherwise responses with
+//     RangeScan privilege (rangeScanPrivilege), then EBUSY while another
+//     continue of the scan runs; otherwise responses with
 //     status SUCCESS for full 8 KiB batches, ended by RANGE_SCAN_MORE (a
 //     limit was reached) or RANGE_SCAN_COMPLETE (the scan is gone).
 //   - cancel: SUCCESS, KEY_ENOENT for an unknown id, or EACCESS without
@@ -484,11 +485,12 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 		rs.mu.Unlock()
 		return
 	}
-	if sc.busy {
-		rs.mu.Unlock()
-		cn.fail(p, memdx.StatusBusy, "The range scan is already being continued")
-		return
-	}
+	// kv_engine's order (EPVBucket::continueRangeScan, engines/ep/src/
+	// ep_vb.cc): the scan's collection (setupCookieForRangeScan: a
+	// dropped one cancels the scan), the privilege (RangeScanOwner::
+	// checkPrivileges), and only then whether the scan is idle
+	// (RangeScanOwner::continueScan's too_busy): a user refused the scan
+	// does not learn that it is being read.
 	if !s.manifest.has(sc.cid) {
 		delete(rs.byID, sc.id)
 		rs.mu.Unlock()
@@ -499,6 +501,11 @@ func (cn *conn) rangeScanContinue(p *memdx.Packet) {
 	if missing := cn.collectionPrivilegeMissing(s, sc.cid, rangeScanPrivilege); missing != "" {
 		rs.mu.Unlock()
 		cn.refusePrivilege(p, missing)
+		return
+	}
+	if sc.busy {
+		rs.mu.Unlock()
+		cn.fail(p, memdx.StatusBusy, "The range scan is already being continued")
 		return
 	}
 	sc.busy = true

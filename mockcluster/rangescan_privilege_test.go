@@ -2,7 +2,10 @@ package mockcluster
 
 import (
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kvwire/kvwire/memdx"
 )
@@ -203,4 +206,80 @@ func TestRangeScanCreateAfterItsSeqnoChecksItsOwnPrivileges(t *testing.T) {
 		t.Fatalf("set: %s", p.Status)
 	}
 	expectAnswer(t, "create granted RangeScan once its seqno is reached", waiter.recv(create), memdx.StatusSuccess, "")
+}
+
+// A continue of a scan another continue is running is refused EBUSY only
+// once the request passed the privilege check: EPVBucket::continueRangeScan
+// (engines/ep/src/ep_vb.cc) finds the scan and its collection
+// (setupCookieForRangeScan) and checks the RangeScan privilege
+// (RangeScanOwner::checkPrivileges) before RangeScanOwner::continueScan
+// answers too_busy for a scan that is not idle. The mock answered EBUSY
+// first: a user without the privilege learned the scan was being read.
+func TestRangeScanContinueOfABusyScanChecksThePrivilegeFirst(t *testing.T) {
+	// The clock holds the first continue in the middle of its stream
+	// (the second reading after armed: the continue's start, then its
+	// time limit's check after the first key), the scan busy, until
+	// released.
+	var armed atomic.Int32
+	blocked, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	c := newCluster(t, Options{Nodes: 1, Users: []User{
+		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
+		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
+	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}},
+		Clock: func() time.Time {
+			if n := armed.Load(); n > 0 && armed.CompareAndSwap(n, n-1) && n == 1 {
+				close(blocked)
+				<-release
+			}
+			return time.Unix(1_700_000_000, 0)
+		}})
+	e := &scanEnv{t: t, c: c, b: c.Bucket(DefaultBucket), conns: map[int]*rawClient{}}
+	e.seed("", "", "a", "b", "c")
+	const vb = 0
+	id := e.mustCreate(vb, &memdx.RangeScanCreate{KeyOnly: true})
+	cont := func(privs ...string) memdx.Request {
+		r := memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id, ItemLimit: 1})
+		r.Vbucket = vb
+		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range privs {
+			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.FramingExtras = fe
+		return r
+	}
+
+	first := e.cl(vb)
+	armed.Store(2)
+	r := memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id, TimeLimitMs: 60_000})
+	r.Vbucket = vb
+	op := first.send(r)
+	select {
+	case <-blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first continue never read the clock twice")
+	}
+	other := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
+	expectAnswer(t, "continue of a busy scan, granted nothing", other.do(cont()), memdx.StatusNoAccess,
+		"Authorization failure: can't execute RANGE_SCAN_CONTINUE operation without the RangeScan privilege")
+	expectAnswer(t, "continue of a busy scan, granted RangeScan", other.do(cont("RangeScan")), memdx.StatusBusy, "")
+
+	free()
+	for {
+		p := first.recv(op)
+		if p.Status == memdx.StatusSuccess {
+			continue
+		}
+		if p.Status != memdx.StatusRangeScanComplete {
+			t.Fatalf("the first continue: %s %q", p.Status, p.Value)
+		}
+		break
+	}
 }
