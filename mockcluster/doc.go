@@ -373,7 +373,9 @@
 //     0 for the current vbucket UUID, format 1 for an earlier UUID of the
 //     failover log (each Failover adds one), KEY_ENOENT for a UUID not in
 //     it; OBSERVE answers persisted (0x01) with the CAS or not found (0x80,
-//     a deleted document too: see tombstones below).
+//     a deleted document too: see tombstones below). OBSERVE has no
+//     privilege check of its own: each key needs Read on its collection,
+//     checked in turn after the whole list was read (EINVAL first).
 //     Nothing is ever waiting for persistence: persisted seqno = current.
 //   - KV range scans (RANGE_SCAN_CREATE, _CONTINUE, _CANCEL; the bucket
 //     advertises the rangeScan capability): per-vbucket scans of one

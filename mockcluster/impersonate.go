@@ -201,14 +201,18 @@ func (cn *conn) euidMissingIn(op memdx.OpCode, system bool) string {
 // (McbpPrivilegeChains, daemon/mcbp_privileges.cc): GAT and the counters
 // read and write the document, Read then Upsert; a write needs Upsert (a
 // sub-document multi-mutation included), a delete Delete, anything else
-// Read (GET_META and OBSERVE included: kv_engine has no MetaRead).
-// The range scan commands have none: ep-engine checks the RangeScan
+// Read (GET_META included: kv_engine has no MetaRead; OBSERVE_SEQNO's is
+// Read "in at least one collection", requirePrivilegeInAtLeastOneCollection,
+// which the mock's users, holding every privilege in a bucket or only those
+// a request grants, pass exactly when they hold Read in the bucket).
+// OBSERVE has none: the engine checks Read on each key's collection
+// (observe). The range scan commands have none: ep-engine checks the RangeScan
 // privilege on the scan's collection, at create once it has found the
 // collection (createScan), at continue and cancel once it has found the
 // scan (rangeScanContinue, rangeScanCancel).
 func opPrivileges(op memdx.OpCode) []string {
 	switch op {
-	case memdx.OpRangeScanCreate, memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
+	case memdx.OpObserve, memdx.OpRangeScanCreate, memdx.OpRangeScanContinue, memdx.OpRangeScanCancel:
 		return nil
 	case memdx.OpGAT, memdx.OpGATQ, memdx.OpIncrement, memdx.OpIncrementQ, memdx.OpDecrement, memdx.OpDecrementQ,
 		memdx.OpSubdocCounter:

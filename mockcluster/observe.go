@@ -79,19 +79,27 @@ func (cn *conn) observeSeqno(p *memdx.Packet) {
 // the value lists vbucket (2), key length (2) and key (with the collection
 // prefix when Collections was negotiated) per key; the answer repeats each
 // with its state (1) and CAS (8): 0x01 persisted (the mock persists
-// everything at once), 0x80 not found (CAS 0). A key of a vbucket this node
-// holds neither as active nor as replica answers NOT_MY_VBUCKET for the
-// request, an unknown collection UNKNOWN_COLLECTION, a malformed list
-// EINVAL. The response's CAS (kv_engine's persistence-time hint) is 0.
+// everything at once), 0x80 not found (CAS 0). A malformed list answers
+// EINVAL before any key is observed (ObserveCommandContext::initialize
+// reads it whole). OBSERVE has no privilege chain (McbpPrivilegeChains):
+// each key in turn is checked as EventuallyPersistentEngine::handleObserve
+// does (checkCollectionAccess, engines/ep/src/ep_engine.cc): for a
+// collection other than the default one, a vbucket this node holds
+// neither as active nor as replica answers NOT_MY_VBUCKET and an unknown
+// collection UNKNOWN_COLLECTION, then the key's collection needs Read
+// (SystemCollectionLookup first for a system collection: EACCESS), and a
+// key of the default collection answers NOT_MY_VBUCKET only after its
+// Read. The response's CAS (kv_engine's persistence-time hint) is 0.
 func (cn *conn) observe(p *memdx.Packet) {
 	if len(p.Extras) != 0 || len(p.Key) != 0 {
 		cn.fail(p, memdx.StatusInvalidArgs, "OBSERVE takes its keys in the value, no key and no extras")
 		return
 	}
-	b := cn.bucket.Load()
-	s := b.snap.Load()
-	now := cn.c.clock.Now()
-	var out []byte
+	type observeKey struct {
+		vb  uint16
+		key []byte
+	}
+	var keys []observeKey
 	for v := p.Value; len(v) > 0; {
 		if len(v) < 4 {
 			cn.fail(p, memdx.StatusInvalidArgs, "Requires vbid and keylen.")
@@ -103,17 +111,31 @@ func (cn *conn) observe(p *memdx.Packet) {
 			cn.fail(p, memdx.StatusInvalidArgs, "Incorrect keylen")
 			return
 		}
-		key := v[4 : 4+kl]
+		keys = append(keys, observeKey{vbid, v[4 : 4+kl]})
 		v = v[4+kl:]
-		if !cn.holdsVbucket(s, vbid) {
-			cn.nmv(p, s)
-			return
-		}
+	}
+	b := cn.bucket.Load()
+	s := b.snap.Load()
+	now := cn.c.clock.Now()
+	var out []byte
+	for _, k := range keys {
+		vbid, key := k.vb, k.key
+		kl := len(key)
+		var cid uint32
 		var mk []byte
 		if cn.has(memdx.FeatureCollections) {
-			cid, _, err := memdx.SplitCollectionKey(key)
-			if err != nil {
+			var err error
+			if cid, _, err = memdx.SplitCollectionKey(key); err != nil {
 				cn.fail(p, memdx.StatusInvalidArgs, "Invalid collection id prefix: "+err.Error())
+				return
+			}
+			mk = key
+		} else {
+			mk = append([]byte{0}, key...)
+		}
+		if cid != 0 {
+			if !cn.holdsVbucket(s, vbid) {
+				cn.nmv(p, s)
 				return
 			}
 			if !s.manifest.has(cid) {
@@ -121,9 +143,19 @@ func (cn *conn) observe(p *memdx.Packet) {
 					"Unknown collection id 0x"+strconv.FormatUint(uint64(cid), 16))
 				return
 			}
-			mk = key
-		} else {
-			mk = append([]byte{0}, key...)
+		}
+		if missing := cn.collectionPrivilegeMissing(s, cid, "Read"); missing != "" {
+			cn.refusePrivilege(p, missing)
+			return
+		}
+		if !cn.holdsVbucket(s, vbid) {
+			cn.nmv(p, s)
+			return
+		}
+		if !s.manifest.has(cid) {
+			cn.failManifest(p, memdx.StatusUnknownCollection, s.manifest.uid,
+				"Unknown collection id 0x"+strconv.FormatUint(uint64(cid), 16))
+			return
 		}
 		vb := b.vbs[vbid]
 		vb.mu.Lock()
