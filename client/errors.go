@@ -263,6 +263,7 @@ func (e *KeyValueError) Error() string {
 		ErrorDescription: e.ErrorDescription,
 		StatusNote:       statusNote(e.OpCode.wire(), e.Status.wire(), e.noXerror, e.lockTmpFail),
 		ServerContext:    e.ServerContext,
+		ServerRef:        e.ServerErrorRef,
 		Node:             e.Node,
 		Vbucket:          e.Vbucket,
 		NoVbucket:        e.noVbucket,

@@ -236,3 +236,20 @@ func TestKeyValueErrorStatusReason(t *testing.T) {
 		assert.Equal(t, tc.want, kv.StatusReason, "%v", err)
 	}
 }
+
+// The server's error ref (XERROR) is what kv_engine's log names the
+// failure by: the error's message carries it, as it carries the context.
+func TestKeyValueErrorMessageCarriesTheServersRef(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	c := connect(t, mc, nil)
+	h := mc.AddFault(mockcluster.Fault{Match: mockcluster.Match{Key: "k", OpCodes: []memdx.OpCode{memdx.OpGet}},
+		Action: mockcluster.Action{Status: memdx.StatusInvalidArgs,
+			Value: []byte(`{"error":{"context":"bad frame","ref":"9e1a7c52-0d4b"}}`)}})
+	defer h.Remove()
+	_, err := c.DefaultCollection().Get(context.Background(), "k", nil)
+	var kv *KeyValueError
+	require.ErrorAs(t, err, &kv)
+	require.Equal(t, "9e1a7c52-0d4b", kv.ServerErrorRef)
+	assert.Contains(t, err.Error(), "[server: bad frame; ref 9e1a7c52-0d4b]")
+}

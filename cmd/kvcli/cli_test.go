@@ -268,6 +268,7 @@ func TestTimeoutShowsTheServersErrorContext(t *testing.T) {
 	r := runKV(t, env, "", "set", "k", "v2", "-t", "150ms")
 	assert.Equal(t, exitError, r.code, r)
 	assert.Regexp(t, `^kvcli: timed out after 150ms; retried \d+ times? for KV_TEMPORARY_FAILURE: .*; the server said "vbucket warming up" \(ref 9e1a7c52-0d4b\)\n$`, r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "9e1a7c52-0d4b"), "the ref once: %s", r.stderr)
 
 	r = runKV(t, env, "", "set", "k", "v2", "-t", "150ms", "--json")
 	var jr jsonResult

@@ -19,8 +19,12 @@ type Message struct {
 	ErrorDescription string
 	// StatusNote says what Status likely stands for when it is not what
 	// its name says ("" when it is): TMPFAIL for a lock, say.
-	StatusNote    string
+	StatusNote string
+	// ServerContext and ServerRef are the server's extended error
+	// information (XERROR): its context, and the ref its log names the
+	// failure by.
 	ServerContext string
+	ServerRef     string
 	Node          string
 	Vbucket       uint16
 	// NoVbucket: the operation addresses no vbucket (a node's ping or
@@ -55,8 +59,13 @@ func (e *Message) String() string {
 		}
 		b.WriteByte(')')
 	}
-	if e.ServerContext != "" {
+	switch {
+	case e.ServerContext != "" && e.ServerRef != "":
+		b.WriteString(" [server: " + e.ServerContext + "; ref " + e.ServerRef + "]")
+	case e.ServerContext != "":
 		b.WriteString(" [server: " + e.ServerContext + "]")
+	case e.ServerRef != "":
+		b.WriteString(" [server ref " + e.ServerRef + "]")
 	}
 	if e.Node != "" && e.NoVbucket {
 		b.WriteString(" node=" + e.Node)

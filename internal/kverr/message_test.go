@@ -45,3 +45,22 @@ func TestMessageSaysTheRequestMayHaveBeenAppliedOnce(t *testing.T) {
 		}
 	}
 }
+
+// The server's error ref (XERROR's "ref") is the id kv_engine's log names
+// the failure by: the message carries it beside the context, and alone
+// when the server sent no context (an EACCESS).
+func TestMessageCarriesTheServersRef(t *testing.T) {
+	for _, c := range []struct {
+		ctx, ref, want string
+	}{
+		{"busy", "4f1c-77", `Get "k": temporary failure (status 0x86 TMPFAIL) [server: busy; ref 4f1c-77] node=n1:11210 vb=7`},
+		{"", "4f1c-77", `Get "k": temporary failure (status 0x86 TMPFAIL) [server ref 4f1c-77] node=n1:11210 vb=7`},
+		{"busy", "", `Get "k": temporary failure (status 0x86 TMPFAIL) [server: busy] node=n1:11210 vb=7`},
+	} {
+		m := Message{Op: "Get", Key: "k", Err: ErrTemporaryFailure, Status: 0x86, StatusName: "TMPFAIL",
+			ServerContext: c.ctx, ServerRef: c.ref, Node: "n1:11210", Vbucket: 7}
+		if got := m.String(); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+	}
+}
