@@ -31,7 +31,6 @@ func TestRefusedOperationsAreObserved(t *testing.T) {
 	col := c.DefaultCollection()
 	ctx := context.Background()
 	parent := &treeSpan{t: tr, name: "caller"}
-	//lint:ignore SA1012 a nil context is what this refusal is about
 	var nilCtx context.Context
 
 	for _, tc := range []struct {
@@ -178,7 +177,6 @@ func TestBatchRefusedAtBeginIsObserved(t *testing.T) {
 	m := &countingMeter{}
 	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
 	col := c.DefaultCollection()
-	//lint:ignore SA1012 a nil context is what this refusal is about
 	var nilCtx context.Context
 	for _, r := range col.RemoveMany(nilCtx, []string{"a", "b"}, nil) {
 		require.ErrorIs(t, r.Err, ErrInvalidArgument)
@@ -228,7 +226,6 @@ func TestRefusedNodeRequestsAreObserved(t *testing.T) {
 	m := &countingMeter{}
 	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
 	ctx := context.Background()
-	//lint:ignore SA1012 a nil context is what this refusal is about
 	var nilCtx context.Context
 	reset := func() {
 		tr.take()
