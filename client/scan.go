@@ -8,6 +8,7 @@ import (
 	"iter"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
@@ -325,17 +326,46 @@ type droppedScan struct {
 // its requests (an Observer, a RetryStrategy) has no caller's goroutine
 // to be raised on: it is logged at error. A scan that ended or was closed
 // before stops at once, and its observers saw it end then.
+//
+// That goroutine is one of the client's own that the shutdown waits for
+// (Client.bg), as it calls the caller's code (the Logger, the Tracer's
+// span, the Meter): the client calls none once Close has returned. A scan
+// found dropped once the shutdown has begun is only stopped (the closed
+// client ends its waits at once): its observers are not told, as they
+// are not of an operation begun then.
 func stopDropped(d droppedScan) {
-	go func() {
+	stop := func() {
 		d.unwatch()
 		_ = d.run.Stop()
+	}
+	if !d.c.bg.Go(func() {
+		stop()
 		if p := d.run.Dropped(); p != nil && !p.Goexit {
 			d.c.opts.Logger.Error("kvwire: the caller's code panicked in a range scan whose ScanResult was dropped unclosed; the panic is dropped",
 				"panic", fmt.Sprint(p.V))
 		}
 		d.c.obs.EndCall(d.call, errDroppedScan, d.c.clock.Now())
-	}()
+		droppedScanStopped(d.c)
+	}) {
+		go func() {
+			stop()
+			droppedScanStopped(d.c)
+		}()
+	}
 }
+
+// droppedScanStopped calls testHookDroppedScan, if set.
+func droppedScanStopped(c *Client) {
+	if h := testHookDroppedScan.Load(); h != nil {
+		(*h)(c)
+	}
+}
+
+// testHookDroppedScan, when set by this package's tests, is called with
+// the client once the cleanup of a ScanResult of its dropped unclosed
+// (stopDropped) is done. It is atomic: a cleanup of an earlier test's
+// scan may run while a test sets it.
+var testHookDroppedScan atomic.Pointer[func(*Client)]
 
 // errDroppedScan is the error a scan's observers see it end with when its
 // ScanResult was dropped unclosed (stopDropped).

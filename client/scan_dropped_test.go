@@ -162,3 +162,52 @@ func (tr *treeTracer) spansNow() []*treeSpan {
 	defer tr.mu.Unlock()
 	return slices.Clone(tr.spans)
 }
+
+// The client calls no code of its caller's once Close has returned (its
+// doc: no goroutine of the client's is left). A ScanResult dropped
+// unclosed that the garbage collector finds only after the client's
+// Close is stopped all the same, but its cleanup no longer ends its span
+// then: it ended it in the caller's tracer (whose exporter the caller
+// may have shut down after Close) from a goroutine Close neither waited
+// for nor knew of.
+func TestDroppedScanCallsNoCallerCodeAfterClose(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Buckets: []mockcluster.BucketOptions{
+		{Name: mockcluster.DefaultBucket, NumVbuckets: 4}}})
+	tr := &treeTracer{}
+	c := connect(t, mc, &Options{Tracer: tr})
+	col := c.DefaultCollection()
+	scanDocs(t, col, 200)
+	tr.take() // the writes' spans
+	stopped := make(chan struct{})
+	hook := func(of *Client) {
+		if of == c {
+			close(stopped)
+		}
+	}
+	testHookDroppedScan.Store(&hook)
+	t.Cleanup(func() { testHookDroppedScan.Store(nil) })
+	res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{BatchItemLimit: 1, Concurrency: 1})
+	require.NoError(t, err)
+	require.True(t, res.Next())
+	runtime.KeepAlive(res)
+	res = nil // dropped unclosed
+	require.NoError(t, c.Close())
+	closed := time.Now() // a collection before Close may have ended the span then
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	}, 30*time.Second, 10*time.Millisecond, "the dropped scan's cleanup ran")
+	for _, s := range tr.spansNow() {
+		if s.name == spanScan {
+			tr.mu.Lock()
+			ended, end := s.ended, s.end
+			tr.mu.Unlock()
+			require.True(t, ended == 0 || end.Before(closed), "the scan's span ended after the client's Close returned")
+		}
+	}
+}
