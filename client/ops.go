@@ -233,6 +233,10 @@ type opParams struct {
 	// several (op.copyRead); refused, it is no operation of its own to
 	// the observers: the call's failure is.
 	copyRead bool
+	// encoded: the operation is a typed write whose value was encoded
+	// before it existed; refused, storeOp shows it to the observers,
+	// with its encoding (unsent), not newOp.
+	encoded bool
 }
 
 // mutParams are what a mutation's options give it.
@@ -341,7 +345,7 @@ func (col *Collection) newOp(ctx context.Context, name string, kind opKind, key 
 	o.strategy = internalStrategy(p.strategy, &o.userStrategy)
 	o.req.Key = o.key
 	if invalid := firstErr(col.checkKey(key), checkTimeout(p.timeout), p.invalid); invalid != nil {
-		o.copyRead = p.copyRead
+		o.copyRead = p.copyRead || p.encoded // shown by its call, or by storeOp: not here
 		e := col.argumentRefused(ctx, o, invalid)
 		putOp(o)
 		return nil, e
@@ -356,7 +360,7 @@ func (col *Collection) newOp(ctx context.Context, name string, kind opKind, key 
 		}
 		if why != "" {
 			e := newKVError(o, ErrFeatureNotAvailable, errors.New(why))
-			o.copyRead = p.copyRead
+			o.copyRead = p.copyRead || p.encoded // as above
 			o.c.observeRefused(ctx, o, e)
 			putOp(o)
 			return nil, e
@@ -788,6 +792,12 @@ func (col *Collection) storeOp(ctx context.Context, name string, opc memdx.OpCod
 	req := memdx.NewStore(opc, nil, nil, flags, exp)
 	o, err := col.mutation(ctx, name, kindMutation, key, req, p.mutParams)
 	if err != nil {
+		if p.encoded {
+			// Refused once its value was encoded: the encoding is its
+			// first step, under its span (RFC 0067), as for one sent.
+			col.c.unsent(ctx, name, opc, col, p.parent, durabilityAsked(p.durability), p.encStart, p.encEnd,
+				col.c.clock.Now(), err)
+		}
 		return nil, err
 	}
 	o.raw = value

@@ -95,13 +95,14 @@ func (ob *observers) done(ctx context.Context, name string, opc memdx.OpCode, co
 
 // unsent shows its observers an operation named name (sent as opc) on
 // coll, under parent (nil: the context's), that failed with err before
-// any request of its existed: a typed write whose value its Transcoder
-// could not encode, from start to end (RFC 0067: every operation call has
-// its span; the encoding's is under it). Its span carries the durability
-// its caller asked for (dur: memdx.DurabilityNone for none), as that of a
-// write sent does. An operation begun on a closed client is not observed,
-// as begin refuses it.
-func (c *Client) unsent(ctx context.Context, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, dur memdx.DurabilityLevel, start, end time.Time, err error) {
+// any request of its existed, at at: a typed write whose value its
+// Transcoder could not encode, or that was refused once its value was
+// encoded (storeOp), from start, when its encoding began (RFC 0067: every
+// operation call has its span; the encoding's, start to end, is under
+// it). Its span carries the durability its caller asked for (dur:
+// memdx.DurabilityNone for none), as that of a write sent does. An
+// operation begun on a closed client is not observed, as begin refuses it.
+func (c *Client) unsent(ctx context.Context, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, dur memdx.DurabilityLevel, start, end, at time.Time, err error) {
 	if c.ctx.Err() != nil {
 		return
 	}
@@ -111,7 +112,7 @@ func (c *Client) unsent(ctx context.Context, name string, opc memdx.OpCode, coll
 	t := opTrace{encStart: start, encEnd: end}
 	c.obs.begin(ctx, &t, optrace.NameOf(name, opc), coll, parent, start, 0)
 	c.obs.Durability(&t.Trace, dur)
-	c.obs.end(&t, coll, err, 0, end)
+	c.obs.end(&t, coll, err, 0, at)
 }
 
 // observeRefused shows its observers operation o, called with ctx, that

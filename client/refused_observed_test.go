@@ -314,3 +314,58 @@ func TestRefusedNodeRequestsAreObserved(t *testing.T) {
 		})
 	}
 }
+
+// A typed write encodes its value before its operation exists; refused
+// afterwards for an argument (its key, its Timeout) or for its context,
+// it is the same operation as one sent: its span begins when the encoding
+// did, with the request_encoding span under it (RFC 0067), as the span of
+// one whose value did not encode does. Refused for its key, it lost the
+// encoding: the caller's value was encoded and the span said nothing of
+// it, starting after it.
+func TestRefusedTypedWriteShowsItsEncoding(t *testing.T) {
+	t.Parallel()
+	mc := newMock(t, mockcluster.Options{})
+	tr := &treeTracer{}
+	m := &countingMeter{}
+	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	col := c.DefaultCollection()
+	//lint:ignore SA1012 a nil context is one of the refusals here
+	var nilCtx context.Context
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"empty key, durable", func() error {
+			_, err := UpsertJSON(context.Background(), col, "", 1, &UpsertOptions{Durability: DurabilityMajority})
+			return err
+		}},
+		{"negative timeout", func() error {
+			_, err := UpsertJSON(context.Background(), col, "k", 1, &UpsertOptions{Timeout: -1})
+			return err
+		}},
+		{"nil context", func() error { _, err := UpsertJSON(nilCtx, col, "k", 1, nil); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr.take()
+			m.mu.Lock()
+			m.values = nil
+			m.mu.Unlock()
+			require.ErrorIs(t, tc.call(), ErrInvalidArgument)
+			spans := tr.take()
+			require.Len(t, spans, 2, "the write's span and its encoding's")
+			op, enc := spans[0], spans[1]
+			assert.Equal(t, "upsert", op.name)
+			assert.Equal(t, SpanStatusError, op.status)
+			assert.Equal(t, SpanRequestEncoding, enc.name)
+			assert.Equal(t, RequestSpan(op), enc.parent)
+			assert.Equal(t, enc.start, op.start, "the operation began with its encoding")
+			assert.Equal(t, "InvalidArgument", op.attrs[AttributeErrorType].String())
+			if tc.name == "empty key, durable" {
+				assert.Equal(t, "majority", op.attrs[AttributeDurability].String())
+			}
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			assert.Len(t, m.values["upsert/InvalidArgument"], 1, "its latency point: %v", m.values)
+		})
+	}
+}

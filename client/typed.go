@@ -112,6 +112,15 @@ func (r GetResult) ContentAs(out any) error {
 	return tc.Decode(r.Value, r.Flags, out)
 }
 
+// durabilityAsked is the level a write asked for l shows its observers:
+// none for a level refused (checkDurability), which names none.
+func durabilityAsked(l DurabilityLevel) memdx.DurabilityLevel {
+	if checkDurability(l) != nil {
+		return memdx.DurabilityNone
+	}
+	return l.wire()
+}
+
 // storeTyped encodes v with tc and writes it. Flags the caller set win
 // over tc's; the JSON datatype is set when the flags written say JSON, or
 // the caller said so.
@@ -121,14 +130,10 @@ func (col *Collection) storeTyped(ctx context.Context, name string, opc memdx.Op
 	end := col.c.clock.Now()
 	if err != nil {
 		e := col.c.refused(name, opc, col, key, ErrEncodingFailure, err)
-		var dur memdx.DurabilityLevel
-		if checkDurability(p.durability) == nil { // else no level to name: the write would refuse it
-			dur = p.durability.wire()
-		}
-		col.c.unsent(ctx, name, opc, col, p.parent, dur, start, end, e)
+		col.c.unsent(ctx, name, opc, col, p.parent, durabilityAsked(p.durability), start, end, end, e)
 		return MutationResult{}, e
 	}
-	p.encStart, p.encEnd = start, end
+	p.encStart, p.encEnd, p.encoded = start, end, true
 	p.flags, p.json = transcode.StoreFlags(p.flags, flags, p.json)
 	p.typed = true
 	return col.store(ctx, name, opc, key, value, p)
