@@ -197,7 +197,9 @@ func (it ScanItem) ContentAs(out any) error {
 // A ScanResult dropped unclosed is stopped likewise only once the garbage
 // collector finds it unreachable, its goroutines and server-side scans held
 // until then; its span and latency then end failed (error.type _OTHER),
-// and a panic of the caller's code in its requests is logged, not raised.
+// and a panic of the caller's code in its requests is logged, not raised
+// (found after the client's Close, it is only stopped: the client calls
+// none of the caller's code once Close has returned).
 // A
 // canceled context does the same and ends the iteration with
 // ErrRequestCanceled (or a timeout at its deadline); closing the client
