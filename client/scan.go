@@ -329,31 +329,30 @@ type droppedScan struct {
 // to be raised on: it is logged at error. A scan that ended or was closed
 // before stops at once, and its observers saw it end then.
 //
-// That goroutine is one of the client's own that the shutdown waits for
-// (Client.bg), as it calls the caller's code (the Logger, the Tracer's
-// span, the Meter): the client calls none once Close has returned. A scan
-// found dropped once the shutdown has begun is only stopped (the closed
-// client ends its waits at once): its observers are not told, as they
-// are not of an operation begun then.
+// What calls the caller's code once the scan stopped (the Logger, the
+// Tracer's span, the Meter) runs on a goroutine of the client's own
+// (Client.bg), which the shutdown waits for: the client calls none of it
+// once Close has returned. A scan stopped once the shutdown has begun
+// ends without its observers told, as they are not of an operation begun
+// then. The stop itself is not one the shutdown waits for: the scan's
+// goroutines run the caller's code (an Observer in a continue), which
+// may call Close, and Close does not wait for the goroutine it runs on.
 func stopDropped(d droppedScan) {
-	stop := func() {
+	go func() {
 		d.unwatch()
 		_ = d.run.Stop()
-	}
-	if !d.c.bg.Go(func() {
-		stop()
-		if p := d.run.Dropped(); p != nil && !p.Goexit {
-			d.c.opts.Logger.Error("kvwire: the caller's code panicked in a range scan whose ScanResult was dropped unclosed; the panic is dropped",
-				"panic", fmt.Sprint(p.V))
-		}
-		d.c.obs.EndCall(d.call, errDroppedScan, d.c.clock.Now())
-		droppedScanStopped(d.c)
-	}) {
-		go func() {
-			stop()
+		p := d.run.Dropped()
+		if !d.c.bg.Go(func() {
+			if p != nil && !p.Goexit {
+				d.c.opts.Logger.Error("kvwire: the caller's code panicked in a range scan whose ScanResult was dropped unclosed; the panic is dropped",
+					"panic", fmt.Sprint(p.V))
+			}
+			d.c.obs.EndCall(d.call, errDroppedScan, d.c.clock.Now())
 			droppedScanStopped(d.c)
-		}()
-	}
+		}) {
+			droppedScanStopped(d.c)
+		}
+	}()
 }
 
 // droppedScanStopped calls testHookDroppedScan, if set.

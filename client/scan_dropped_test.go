@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,3 +212,64 @@ func TestDroppedScanCallsNoCallerCodeAfterClose(t *testing.T) {
 		}
 	}
 }
+
+// Close called from the caller's code that a dropped scan's request runs
+// on the scan's own goroutine (here an Observer, at a continue's attempt)
+// does not wait for that goroutine (Close's doc: it waits for the
+// goroutines of the client's own, not for those an operation waits for),
+// even while the scan's cleanup is stopping it: the shutdown may wait for
+// the cleanup's observers (stopDropped), not for the scan's goroutines,
+// one of which is the one calling Close.
+func TestDroppedScanCloseFromItsRequest(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Buckets: []mockcluster.BucketOptions{
+		{Name: mockcluster.DefaultBucket, NumVbuckets: 4}}})
+	obs := &closingObserver{in: make(chan struct{}), release: make(chan struct{}), closed: make(chan struct{})}
+	c := connect(t, mc, &Options{Observer: obs, Tracer: &treeTracer{}})
+	obs.c = c
+	col := c.DefaultCollection()
+	scanDocs(t, col, 200)
+	res, err := col.Scan(context.Background(), RangeScan{}, &ScanOptions{BatchItemLimit: 1, Concurrency: 1})
+	require.NoError(t, err)
+	require.True(t, res.Next())
+	run := res.cur.Run()
+	require.Eventually(t, func() bool { return run.Queued() == 1 }, 10*time.Second, time.Millisecond,
+		"the worker waits to queue a batch")
+	obs.armed.Store(true)
+	require.True(t, res.Next()) // room for the worker's batch: it sends its next continue
+	<-obs.in                    // whose attempt's Observer holds the worker
+	runtime.KeepAlive(res)
+	res = nil // dropped unclosed
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return run.Stopped()
+	}, 30*time.Second, 10*time.Millisecond, "the dropped scan's cleanup stops it")
+	close(obs.release) // the Observer calls Close on the scan's goroutine
+	select {
+	case <-obs.closed:
+	case <-time.After(30 * time.Second): // a deadlock, not a slow machine
+		t.Fatal("Close called on the dropped scan's goroutine waits for that goroutine")
+	}
+	require.Eventually(t, func() bool { return run.Workers() == 0 }, 30*time.Second, time.Millisecond)
+}
+
+// closingObserver holds the first RANGE_SCAN_CONTINUE attempt it sees once
+// armed until released, then closes the client c on its goroutine.
+type closingObserver struct {
+	c                   *Client
+	armed               atomic.Bool
+	once                sync.Once
+	in, release, closed chan struct{}
+}
+
+func (o *closingObserver) AttemptStart(a AttemptInfo) {
+	if a.OpCode.wire() != memdx.OpRangeScanContinue || !o.armed.Load() {
+		return
+	}
+	o.once.Do(func() {
+		close(o.in)
+		<-o.release
+		_ = o.c.Close()
+		close(o.closed)
+	})
+}
+func (*closingObserver) AttemptEnd(AttemptInfo, error) {}
