@@ -342,6 +342,10 @@ func stopDropped(d droppedScan) {
 		d.unwatch()
 		_ = d.run.Stop()
 		p := d.run.Dropped()
+		if p == nil && (d.call == nil || d.call.Ended()) {
+			droppedScanStopped(d.c) // closed or ended before: nothing to tell
+			return
+		}
 		if !d.c.bg.Go(func() {
 			if p != nil && !p.Goexit {
 				d.c.opts.Logger.Error("kvwire: the caller's code panicked in a range scan whose ScanResult was dropped unclosed; the panic is dropped",
