@@ -129,7 +129,7 @@ func (c *Cluster) hostPort(port int) string {
 
 // nodeExt renders one nodesExt entry. c.mu must be held.
 func (c *Cluster) nodeExt(n *Node, thisNode int) cfgNodeExtJSON {
-	svc := map[string]int{"kv": n.kvPort, "mgmt": n.mgmtPort}
+	svc := map[string]int{"kv": n.kvPort, "mgmt": n.mgmtPortNamed()}
 	if n.tlsPort != 0 {
 		svc["kvSSL"] = n.tlsPort
 	}
@@ -246,7 +246,7 @@ func (c *Cluster) renderNodesLocked(servers []int, thisNode int) ([]cfgNodeJSON,
 	ext := make([]cfgNodeExtJSON, 0, len(servers))
 	for _, id := range servers {
 		n := c.nodes[id]
-		nodes = append(nodes, cfgNodeJSON{Hostname: c.hostPort(n.mgmtPort), Ports: map[string]int{"direct": n.kvPort}})
+		nodes = append(nodes, cfgNodeJSON{Hostname: c.hostPort(n.mgmtPortNamed()), Ports: map[string]int{"direct": n.kvPort}})
 		ext = append(ext, c.nodeExt(n, thisNode))
 	}
 	for _, n := range c.clusterNodesLocked() {

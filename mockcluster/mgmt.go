@@ -312,7 +312,7 @@ func (c *Cluster) poolDefaultJSON(host string, thisNode int) []byte {
 		if n == nil {
 			continue
 		}
-		pn := poolNodeJSON{Hostname: host + ":" + strconv.Itoa(n.mgmtPort), ClusterMembership: "active",
+		pn := poolNodeJSON{Hostname: host + ":" + strconv.Itoa(n.mgmtPortNamed()), ClusterMembership: "active",
 			Status: "healthy", Version: c.opts.Version, Services: []string{"kv"},
 			Ports: map[string]int{"direct": n.kvPort}, ThisNode: n.id == thisNode}
 		if n.failedOver {

@@ -26,6 +26,9 @@ type Node struct {
 
 	// guarded by c.mu
 	failedOver bool
+	// mgmtAdvertised, when not 0, is the REST port the configs name for
+	// the node (AdvertiseMgmtPort).
+	mgmtAdvertised int
 
 	mu         sync.Mutex
 	running    bool
@@ -70,6 +73,36 @@ func (n *Node) TLSAddr() string {
 
 // MgmtAddr returns the node's cluster manager (REST, HTTP) address.
 func (n *Node) MgmtAddr() string { return n.hostPort(n.mgmtPort) }
+
+// AdvertiseMgmtPort makes the configs (the bucket configs, the cluster
+// config and /pools/default) name port, on the node's host, as the node's
+// REST port ("mgmt") in place of the one it listens on, as a cluster
+// manager reached through a port forward is named; 0 names its own port
+// again. A client that bootstraps over HTTP streams its configs from the
+// ports the configs name: the chaos test puts a fault proxy there. Every
+// config is published anew with it. MgmtAddr, MgmtAddrs and
+// HTTPConnString still name the port the node listens on.
+func (n *Node) AdvertiseMgmtPort(port int) {
+	c := n.c
+	c.mu.Lock()
+	defer c.unlock()
+	if n.mgmtAdvertised == port {
+		return
+	}
+	n.mgmtAdvertised = port
+	if !c.closed {
+		c.republishAllLocked()
+	}
+}
+
+// mgmtPortNamed is the REST port the configs name for the node. c.mu is
+// held.
+func (n *Node) mgmtPortNamed() int {
+	if n.mgmtAdvertised != 0 {
+		return n.mgmtAdvertised
+	}
+	return n.mgmtPort
+}
 
 // MgmtTLSAddr returns the node's cluster manager HTTPS address (mgmtSSL),
 // or "" without Options.TLS.
