@@ -22,7 +22,7 @@ import (
 var (
 	flagSeed     = flag.Int64("chaos.seed", 42, "seed of the fault schedule and the operation mix")
 	flagDuration = flag.Duration("chaos.duration", 0, "how long the chaos runs in all, split evenly over -chaos.configs (0: the short run of make test, "+shortDuration.String()+" per configuration)")
-	flagConfigs  = flag.String("chaos.configs", "default,besteffort,memcached", "client configurations to run, comma-separated: default (client.DefaultRetryStrategy), besteffort (client.BestEffort), pool (3 connections per node, RFC 0005 NMV wait), memcached (memcached:// to two private memcached servers behind fault proxies)")
+	flagConfigs  = flag.String("chaos.configs", "default,besteffort,memcached", "client configurations to run, comma-separated: default (client.DefaultRetryStrategy), besteffort (client.BestEffort), pool (3 connections per node, RFC 0005 NMV wait), memcached (memcached:// to two private memcached servers behind fault proxies), http (bootstrap_on=http, configs streamed through fault proxies in front of the REST ports)")
 	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 16 in the short run, 32 in a long one)")
 	flagKeys     = flag.Int("chaos.keys", 8, "keys per worker (a quarter of them counters)")
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
@@ -80,6 +80,9 @@ type config struct {
 	// memcached: the client talks memcached:// to private memcached
 	// servers behind fault proxies (memcached_test.go), not to the mock.
 	memcached bool
+	// http: the client bootstraps with bootstrap_on=http through fault
+	// proxies in front of the nodes' REST ports (http_test.go).
+	http bool
 	// allFaults: kinds holds every fault kind of the run's server (the
 	// short run's requirements apply).
 	allFaults bool
@@ -389,7 +392,19 @@ func run(t *testing.T, cfg config) *report {
 		cfg.opts(opts)
 	}
 	h.pooled = opts.ConnectionsPerNode > 1
-	cl, err := client.Connect(ctx, mc.ConnString(), opts)
+	connStr := mc.ConnString()
+	var rest *restProxies
+	if cfg.http {
+		rest = &restProxies{}
+		defer rest.close()
+		for _, n := range mc.Nodes() {
+			if err := rest.add(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		connStr = "couchbase://" + rest.seeds() + "?bootstrap_on=http"
+	}
+	cl, err := client.Connect(ctx, connStr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +431,11 @@ func run(t *testing.T, cfg config) *report {
 		}
 	}
 
-	d := h.drive(cfg, rng, workers, mc, nil)
+	var setup func(*scheduler)
+	if rest != nil {
+		setup = func(s *scheduler) { s.rest = rest }
+	}
+	d := h.drive(cfg, rng, workers, mc, setup)
 
 	// The mock applies nothing more once every connection the client
 	// made is closed and its serve goroutine has returned: DropConnections
@@ -438,6 +457,9 @@ func run(t *testing.T, cfg config) *report {
 
 	r := h.report(cfg, d, workers)
 	r.summary = r.format()
+	if rest != nil {
+		r.summary += rest.summary(mc)
+	}
 	return r
 }
 
@@ -446,14 +468,14 @@ func (r *report) format() string {
 	st := &r.st
 	total := 0
 	var fk []string
-	for _, k := range kindsOf(r.cfg.memcached) {
+	for _, k := range kindsOf(r.cfg.memcached, r.cfg.http) {
 		total += r.started[k]
 		fk = append(fk, fmt.Sprintf("%s=%d", k, r.started[k]))
 	}
 	fmt.Fprintf(&b, "chaos: config=%s seed=%d duration=%v ops=%d faults=%d (%s)",
 		r.cfg.name, r.cfg.seed, r.elapsed.Round(100*time.Millisecond), st.total(), total, strings.Join(fk, ", "))
 	var inj []string
-	for _, k := range kindsOf(r.cfg.memcached) {
+	for _, k := range kindsOf(r.cfg.memcached, r.cfg.http) {
 		if k.perRequest() {
 			inj = append(inj, fmt.Sprintf("%s=%d", k, r.hits[k]))
 		}
@@ -544,7 +566,7 @@ func parseConfigs(t *testing.T) []string {
 			continue
 		}
 		if clientConfigs[n] == nil {
-			t.Fatalf("-chaos.configs: unknown configuration %q (want default, besteffort, pool, memcached)", n)
+			t.Fatalf("-chaos.configs: unknown configuration %q (want default, besteffort, pool, memcached, http)", n)
 		}
 		names = append(names, n)
 	}
@@ -583,7 +605,8 @@ func TestChaos(t *testing.T) {
 				workers: workers, keys: *flagKeys, kinds: parseFaults(t), heap: uint64(*flagHeap) << 20, heapPerOp: uint64(max(*flagHeapOp, 0)), logf: t.Logf,
 				batches: *flagBatches, cancels: *flagCancels}
 			cfg.memcached = name == "memcached"
-			cfg.kinds, cfg.allFaults = kindsFor(cfg.kinds, cfg.memcached)
+			cfg.http = name == "http"
+			cfg.kinds, cfg.allFaults = kindsFor(cfg.kinds, cfg.memcached, cfg.http)
 			if cfg.allFaults {
 				cfg.until = (*harness).exercised
 			}
@@ -622,13 +645,14 @@ func parseFaults(t *testing.T) []faultKind {
 }
 
 // allKinds returns the fault kinds of the mock cluster.
-func allKinds() []faultKind { return kindsOf(false) }
+func allKinds() []faultKind { return kindsOf(false, false) }
 
-// kindsOf returns the fault kinds of the mock cluster, or of memcached.
-func kindsOf(memcached bool) []faultKind {
+// kindsOf returns the fault kinds of the mock cluster, of memcached, or
+// of the mock behind REST proxies (http).
+func kindsOf(memcached, http bool) []faultKind {
 	var ks []faultKind
 	for k := faultKind(0); k < numFaultKinds; k++ {
-		if memcached && k.onMemcached() || !memcached && k.onMock() {
+		if memcached && k.onMemcached() || http && k.onHTTP() || !memcached && !http && k.onMock() {
 			ks = append(ks, k)
 		}
 	}
@@ -637,8 +661,8 @@ func kindsOf(memcached bool) []faultKind {
 
 // kindsFor returns the kinds of ks (from -chaos.faults, nil: all) that
 // apply to the run's server, and whether that is all of them.
-func kindsFor(ks []faultKind, memcached bool) ([]faultKind, bool) {
-	all := kindsOf(memcached)
+func kindsFor(ks []faultKind, memcached, http bool) ([]faultKind, bool) {
+	all := kindsOf(memcached, http)
 	if ks == nil {
 		return all, true
 	}

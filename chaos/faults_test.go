@@ -26,25 +26,32 @@ const (
 	fkSlow                         // answers delayed, some beyond the operation's timeout
 	fkErrmap                       // statuses only the error map explains (retry, and not)
 	fkDrop                         // every connection of a node, or of the cluster, dropped at once
-	fkBlackhole                    // memcached: a proxy passes nothing on, either way, for a while
+	fkBlackhole                    // memcached, http: a proxy passes nothing on, either way, for a while
+	fkStreamEnd                    // http: the REST proxies' connections reset (config streams end)
 	numFaultKinds
 )
 
 var faultNames = [numFaultKinds]string{"close-before", "close-after", "restart", "rebalance",
-	"nmv-storm", "locked", "tmpfail", "slow", "errmap", "drop", "blackhole"}
+	"nmv-storm", "locked", "tmpfail", "slow", "errmap", "drop", "blackhole", "stream-end"}
 
 func (k faultKind) String() string { return faultNames[k] }
 
 func (k faultKind) topology() bool { return k == fkRestart || k == fkRebalance }
 
-func (k faultKind) perRequest() bool { return !k.topology() && k != fkDrop && k != fkBlackhole }
+func (k faultKind) perRequest() bool {
+	return !k.topology() && k != fkDrop && k != fkBlackhole && k != fkStreamEnd
+}
 
-// onMock and onMemcached report whether k applies to the mock cluster and
-// to a memcached behind fault proxies (memcached.go): vbuckets, locks,
-// TMPFAIL answers and error maps are the mock's; a memcached server is
-// closed on, stopped (refusing connections), slowed, dropped or black-holed
-// by its proxy.
-func (k faultKind) onMock() bool { return k != fkBlackhole }
+// onMock, onHTTP and onMemcached report whether k applies to the mock
+// cluster, to the mock with its REST ports behind fault proxies
+// (http_test.go) and to a memcached behind fault proxies
+// (memcached_test.go): vbuckets, locks, TMPFAIL answers and error maps are
+// the mock's; a memcached server is closed on, stopped (refusing
+// connections), slowed, dropped or black-holed by its proxy; the REST
+// proxies black-hole and end config streams.
+func (k faultKind) onMock() bool { return k != fkBlackhole && k != fkStreamEnd }
+
+func (k faultKind) onHTTP() bool { return k.onMock() || k == fkBlackhole || k == fkStreamEnd }
 
 func (k faultKind) onMemcached() bool {
 	switch k {
@@ -216,6 +223,7 @@ type scheduler struct {
 	logf    func(string, ...any)
 
 	mcb   *mcBackend    // memcached: the proxies the episodes act through (mc is nil)
+	rest  *restProxies  // http: the REST ports' proxies (blackhole, stream-end; nodes added)
 	slots chan struct{} // one per concurrent episode
 	topo  chan struct{} // one topology change at a time
 	wg    sync.WaitGroup
@@ -264,7 +272,7 @@ func (s *scheduler) draw(k faultKind) *episode {
 			e.step = 16 + s.rng.Intn(112)
 			e.gap = s.between(5*time.Millisecond, 50*time.Millisecond)
 		}
-	case fkDrop, fkBlackhole:
+	case fkDrop, fkBlackhole, fkStreamEnd:
 	default:
 		f := &hookFault{kind: k, rng: rand.New(rand.NewSource(s.rng.Int63()))}
 		if !e.all {
@@ -420,6 +428,9 @@ func (s *scheduler) dataNodes() []*mockcluster.Node {
 func (s *scheduler) runEpisode(e *episode) bool {
 	if s.mcb != nil {
 		return s.mcb.episode(s, e)
+	}
+	if s.rest != nil && (e.kind == fkBlackhole || e.kind == fkStreamEnd) {
+		return s.rest.episode(s, e)
 	}
 	switch e.kind {
 	case fkRestart:
@@ -600,9 +611,15 @@ func (s *scheduler) rebalance(e *episode) bool {
 	var target []int
 	var drop *mockcluster.Node
 	if len(members) <= 3 {
-		if _, err := s.mc.AddNode(); err != nil {
+		n, err := s.mc.AddNode()
+		if err != nil {
 			s.infra("adding a node: %v", err)
 			return false
+		}
+		if s.rest != nil {
+			if err := s.rest.add(n); err != nil {
+				s.infra("a REST proxy for node %d: %v", n.ID(), err)
+			}
 		}
 	} else {
 		drop = members[e.pick%len(members)]

@@ -602,4 +602,7 @@ var clientConfigs = map[string]func(o *client.Options){
 	// memcached: memcached:// to two memcached servers behind fault
 	// proxies (memcached_test.go), GetMany by groups.
 	"memcached": func(*client.Options) {},
+	// http: bootstrap_on=http, the configs fetched and streamed through
+	// fault proxies in front of the nodes' REST ports (http_test.go).
+	"http": func(*client.Options) {},
 }
