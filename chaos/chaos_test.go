@@ -22,7 +22,7 @@ import (
 var (
 	flagSeed     = flag.Int64("chaos.seed", 42, "seed of the fault schedule and the operation mix")
 	flagDuration = flag.Duration("chaos.duration", 0, "how long the chaos runs in all, split evenly over -chaos.configs (0: the short run of make test, "+shortDuration.String()+" per configuration)")
-	flagConfigs  = flag.String("chaos.configs", "default,besteffort,memcached", "client configurations to run, comma-separated: default (client.DefaultRetryStrategy), besteffort (client.BestEffort), pool (3 connections per node, RFC 0005 NMV wait), memcached (memcached:// to two private memcached servers behind fault proxies), http (bootstrap_on=http, configs streamed through fault proxies in front of the REST ports)")
+	flagConfigs  = flag.String("chaos.configs", "default,besteffort,memcached,http", "client configurations to run, comma-separated: default (client.DefaultRetryStrategy), besteffort (client.BestEffort), pool (3 connections per node, RFC 0005 NMV wait), memcached (memcached:// to two private memcached servers behind fault proxies), http (bootstrap_on=http, configs streamed through fault proxies in front of the REST ports)")
 	flagWorkers  = flag.Int("chaos.workers", 0, "worker goroutines, each owning its keys (0: 16 in the short run, 32 in a long one)")
 	flagKeys     = flag.Int("chaos.keys", 8, "keys per worker (a quarter of them counters)")
 	flagHeap     = flag.Int("chaos.heapslack", 64, "MiB the heap in use may grow past its level after warm-up")
@@ -436,6 +436,9 @@ func run(t *testing.T, cfg config) *report {
 		setup = func(s *scheduler) { s.rest = rest }
 	}
 	d := h.drive(cfg, rng, workers, mc, setup)
+	if rest != nil {
+		rest.catchUp(h, cl, b, catchUpLimit)
+	}
 
 	// The mock applies nothing more once every connection the client
 	// made is closed and its serve goroutine has returned: DropConnections

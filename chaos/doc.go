@@ -7,13 +7,13 @@
 // documents, that nothing the client acknowledged was lost and nothing was
 // applied twice.
 //
-//	go test -race ./chaos                                           # short: ~35 s
+//	go test -race ./chaos                                           # short: ~40 s
 //	go test ./chaos -run 'TestChaos$' -v -timeout 0 -chaos.duration=10m  # long
 //	go test ./chaos -run 'TestChaos$' -v -chaos.seed=7 -chaos.v          # another schedule, every fault logged
 //
 // Flags: -chaos.seed (default 42), -chaos.duration (in all, split evenly
 // over the configurations; 0 is the short run, 2.5 s per configuration),
-// -chaos.configs (default, besteffort, memcached; also pool), -chaos.faults (all, none, or a list of kinds, to
+// -chaos.configs (default, besteffort, memcached, http; also pool), -chaos.faults (all, none, or a list of kinds, to
 // narrow a failure down), -chaos.workers (16 short, 32 long), -chaos.keys
 // (per worker), -chaos.batches (percentage of the workers' steps that are
 // batch calls, default 15), -chaos.cancels (percentage of the steps whose
@@ -144,6 +144,18 @@
 // attempt-based checks are the mock's). It is skipped without a memcached
 // binary. TestChaosDetectsOnMemcached shows the lying client caught there
 // too (re-sent and duplicated writes, in single operations and batches).
+//
+// http: the configuration of that name runs the mock's workload and
+// checks with bootstrap_on=http: the client fetches its first config and
+// streams the rest through a fault proxy in front of each node's REST port
+// (the configs name the proxies: mockcluster.Node.AdvertiseMgmtPort), with
+// two fault kinds more on those proxies, stream-end (their connections
+// reset: the open stream ends) and blackhole (nothing passes for a while,
+// then the connections are reset). Once the faults have ended the client
+// must come to hold the bucket's latest config within 30 s (the stream is
+// then its only way: the model cannot see a client left on an old map);
+// TestChaosDetectsStaleConfig shows that check fail. http_test.go says
+// more.
 //
 // Every retry's plan is checked against the operation's deadline: no retry
 // may follow a wait planned to end at or after it (the client's Logger sees

@@ -1,14 +1,17 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
+	"github.com/kvwire/kvwire/client"
 	"github.com/kvwire/kvwire/internal/faultnode"
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -45,6 +48,10 @@ import (
 type restProxies struct {
 	mu      sync.Mutex
 	proxies map[int]*faultnode.Proxy // by node id
+
+	// caughtUp is how long after the faults ended the client held the
+	// bucket's latest config (catchUp).
+	caughtUp time.Duration
 
 	resets, holes atomic.Int64 // connections reset by stream-end; black holes
 }
@@ -159,11 +166,96 @@ func (rp *restProxies) episode(s *scheduler, e *episode) bool {
 	return false
 }
 
+// catchUpLimit bounds how long after the faults end the client may take to
+// hold the bucket's latest config: a stream's reopen waits at most
+// maxRoundWait (10 s, internal/httpconfig) and a stream that stalls is
+// redialed after its RedialPeriod (10 s), so three times that is far
+// beyond what a client that recovers needs, on any machine.
+const catchUpLimit = 30 * time.Second
+
+// catchUp checks, once the workers stopped and the faults ended, that the
+// client comes to hold the bucket's latest config: the workers no longer
+// make NOT_MY_VBUCKET answers that carry one, so the stream is the only
+// way it can (a stream the faults left for good, or never reopened, fails
+// the run; the model cannot see it, a client on an old map only fails
+// more operations).
+// limit is catchUpLimit but in TestChaosDetectsStaleConfig.
+func (rp *restProxies) catchUp(h *harness, cl *client.Client, b *mockcluster.Bucket, limit time.Duration) {
+	start := time.Now()
+	for {
+		want := uint64(b.Rev())
+		got := cl.ConfigVersion()
+		if got.Rev >= want {
+			rp.caughtUp = time.Since(start)
+			return
+		}
+		if time.Since(start) > limit {
+			h.problem("stale-config", "the client still holds config rev %d (epoch %d) %v after the faults ended; the bucket's is %d",
+				got.Rev, got.Epoch, limit, want)
+			rp.caughtUp = time.Since(start)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // summary describes what the proxies did, and the config requests the
 // nodes served (the proxies' connections should carry them all, but for a
 // node's first moments in the cluster, before its proxy is named).
 func (rp *restProxies) summary(mc *mockcluster.Cluster) string {
-	return fmt.Sprintf(" rest-proxies=%d rest-proxy-connections=%d stream-end-resets=%d rest-blackholes=%d rest-requests-at-nodes=(fetch %d, stream %d)",
+	return fmt.Sprintf(" rest-proxies=%d rest-proxy-connections=%d stream-end-resets=%d rest-blackholes=%d rest-requests-at-nodes=(fetch %d, stream %d) latest-config-after=%v",
 		len(rp.list()), rp.accepted(), rp.resets.Load(), rp.holes.Load(),
-		mc.RESTRequestCount("/pools/default/b/"+mockcluster.DefaultBucket), mc.RESTRequestCount("/pools/default/bs/"+mockcluster.DefaultBucket))
+		mc.RESTRequestCount("/pools/default/b/"+mockcluster.DefaultBucket), mc.RESTRequestCount("/pools/default/bs/"+mockcluster.DefaultBucket), rp.caughtUp.Round(time.Millisecond))
+}
+
+// TestChaosDetectsStaleConfig: catchUp fails a client whose config
+// stream cannot bring the latest config (every REST proxy a black hole
+// while a new config is published), and passes it once the proxies relay
+// again.
+func TestChaosDetectsStaleConfig(t *testing.T) {
+	mc, err := mockcluster.New(mockcluster.Options{Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	b := mc.Bucket(mockcluster.DefaultBucket)
+	rp := &restProxies{}
+	defer rp.close()
+	for _, n := range mc.Nodes() {
+		if err := rp.add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := client.Connect(ctx, "couchbase://"+rp.seeds()+"?bootstrap_on=http", &client.Options{
+		Username: mockcluster.DefaultUser, Password: mockcluster.DefaultPassword, Bucket: mockcluster.DefaultBucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	newHarness := func() *harness { return &harness{problems: map[string]int{}, batchProblems: map[string]int{}} }
+
+	for _, p := range rp.list() {
+		p.Blackhole(true)
+		p.Reset() // the open stream ends; its reopening gets nothing
+	}
+	if _, err := b.AddScope("after"); err != nil { // a new config
+		t.Fatal(err)
+	}
+	h := newHarness()
+	rp.catchUp(h, cl, b, 200*time.Millisecond)
+	if h.problems["stale-config"] != 1 {
+		t.Fatalf("a client that cannot stream the latest config passed: problems %v", h.problems)
+	}
+
+	for _, p := range rp.list() {
+		p.Blackhole(false)
+		p.Reset() // a request swallowed meanwhile is never answered
+	}
+	h = newHarness()
+	rp.catchUp(h, cl, b, catchUpLimit)
+	if len(h.problems) != 0 {
+		t.Fatalf("after the black holes: %v", h.details)
+	}
 }
