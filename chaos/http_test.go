@@ -39,10 +39,10 @@ import (
 // its streams end), and its rebalance adds and removes nodes, so that the
 // streams must follow the configs' node lists. What the configs change
 // (vbucket moves, nodes) reaches the client only by the stream and by
-// NOT_MY_VBUCKET bodies: a stream the client fails to reopen leaves it
-// on an old map, which the NOT_MY_VBUCKET retries and the deadline checks
-// then show as failures and timeouts, and a config the client misreads as
-// a stale or lost answer.
+// NOT_MY_VBUCKET bodies. The model's checks are the mock's; a stream the
+// client fails to reopen only makes operations fail, which the model
+// allows, so once the faults end catchUp requires the bucket's latest
+// config within catchUpLimit (the stream is then the only way to it).
 
 // restProxies are the fault proxies in front of the nodes' REST ports.
 type restProxies struct {
