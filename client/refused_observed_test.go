@@ -329,7 +329,6 @@ func TestRefusedTypedWriteShowsItsEncoding(t *testing.T) {
 	m := &countingMeter{}
 	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
 	col := c.DefaultCollection()
-	//lint:ignore SA1012 a nil context is one of the refusals here
 	var nilCtx context.Context
 	for _, tc := range []struct {
 		name string
