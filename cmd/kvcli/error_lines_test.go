@@ -156,7 +156,7 @@ func TestTimeoutLineSaysTheServersErrorContext(t *testing.T) {
 		assert.Contains(t, p.line, `the server said "held by compaction" (ref 4f1c-77)`, p.line)
 	}
 
-	// A ref alone (kv_engine's EACCESS carries one without context).
+	// A ref alone (an answer whose error JSON has no context).
 	kv := &client.KeyValueError{Op: "Get", Key: "k", Node: "h:11210", Status: client.StatusTmpFail,
 		ServerErrorRef: "4f1c-77", Err: client.ErrUnambiguousTimeout, Cause: errTimeoutCause}
 	assert.Contains(t, inv.explain("k", kv).line, "(ref 4f1c-77)")

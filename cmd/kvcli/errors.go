@@ -438,8 +438,9 @@ func (inv *invocation) timeoutLine(kv *client.KeyValueError, isKV bool) string {
 
 // serverSaid is what a timeout's line adds of the server's extended error
 // information (XERROR) of the last answer: its context, in its words, and
-// its ref, the id kv_engine's log names the failure by (an EACCESS's has a
-// ref only). "" when the answer had neither.
+// its ref, the id kv_engine's log names the failure by (an EACCESS for a
+// missing privilege carries both: daemon/cookie.cc, Cookie::checkPrivilege;
+// either may come alone). "" when the answer had neither.
 func (inv *invocation) serverSaid(kv *client.KeyValueError) string {
 	var s string
 	if kv.ServerContext != "" {

@@ -48,7 +48,7 @@ func TestMessageSaysTheRequestMayHaveBeenAppliedOnce(t *testing.T) {
 
 // The server's error ref (XERROR's "ref") is the id kv_engine's log names
 // the failure by: the message carries it beside the context, and alone
-// when the server sent no context (an EACCESS).
+// when the server sent no context.
 func TestMessageCarriesTheServersRef(t *testing.T) {
 	for _, c := range []struct {
 		ctx, ref, want string
