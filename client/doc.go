@@ -481,8 +481,9 @@
 //     DecodingFailure, on the meter too; so is an operation refused
 //     before any attempt for its arguments (an empty key, a negative
 //     Timeout, a nil context: error.type InvalidArgument) or for a
-//     feature its bucket lacks (FeatureNotAvailable), its span ended at
-//     once. A Scan is one span, "scan", and one latency, from Scan
+//     feature its bucket lacks (FeatureNotAvailable), and a Stats,
+//     Version or Flush refused before any node was asked, its span ended
+//     at once. A Scan is one span, "scan", and one latency, from Scan
 //     until its results end or it is closed (or, dropped unclosed, the
 //     garbage collector stops it), its requests its dispatch
 //     spans. The default records nothing and costs nothing.
@@ -509,7 +510,10 @@
 //     every node (or one: ClusterDegraded) is connected, Client.Ping sends a
 //     NOOP to each node.
 //
-// Tracers and meters are called on the operation's goroutine only, never
-// on a connection's reader or writer nor under a lock: one that blocks
-// holds its own operation, one that panics loses its call (logged).
+// Tracers and meters are called on the operation's goroutine only (a
+// replica call's reads and a Scan's requests: the goroutines they run on;
+// a Scan whose ScanResult was dropped unclosed is ended on the goroutine
+// that stops it), never on a connection's reader or writer nor under a
+// lock: one that blocks holds its own operation, one that panics loses
+// its call (logged).
 package client

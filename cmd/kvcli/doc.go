@@ -433,7 +433,7 @@
 // sent one; incr/decr add "counter", exists "exists", lock "lock_time_s",
 // route "route", ping "ping" (one {"node","ok","state","latency_us","local",
 // "remote","local_id","error"} per node, state being RFC 0034's ok, timeout
-// or error) and "report" (the SDKs' ping report, RFC 0061's: "version":2,
+// or error, latency_us whole microseconds, absent when the node failed) and "report" (the SDKs' ping report, RFC 0061's: "version":2,
 // "id", "config_rev", "sdk", "services":{"kv":[{"id","latency_us","remote",
 // "local","state","namespace","error"}]}), diag "diagnostics" (RFC 0061's report: "version":2, "state",
 // "services":{"kv":[{"id","state","remote","local","last_activity_us",
@@ -468,7 +468,13 @@
 //	kvcli: TLS handshake failed: x509: certificate signed by unknown authority (for a cluster with its own CA pass --cacert FILE or set KVCLI_CACERT)
 //	kvcli: document "k" not found
 //
-// With -v the client's full error follows on a "kvcli: detail:" line.
+// A timeout's line says how often the operation was retried and why, the
+// status the node answered last when that answer's retry was not made
+// (its wait ran into the deadline), what the server said with that answer
+// when it sent extended error information (XERROR: `; the server said
+// "CONTEXT" (ref REF)`, the ref being the id the server's log names the
+// failure by), and whether a write may have been applied. With -v the
+// client's full error follows on a "kvcli: detail:" line.
 //
 // # Tracing (-v)
 //
