@@ -512,8 +512,8 @@
 //
 // Tracers and meters are called on the operation's goroutine only (a
 // replica call's reads and a Scan's requests: the goroutines they run on;
-// a Scan whose ScanResult was dropped unclosed is ended on the goroutine
-// that stops it), never on a connection's reader or writer nor under a
-// lock: one that blocks holds its own operation, one that panics loses
-// its call (logged).
+// a Scan whose ScanResult was dropped unclosed is ended on a goroutine of
+// the client's own, which Close waits for), never on a connection's
+// reader or writer nor under a lock: one that blocks holds its own
+// operation, one that panics loses its call (logged).
 package client
