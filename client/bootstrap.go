@@ -38,7 +38,9 @@ func (c *Client) configSources(cs *ConnStr) []cluster.ConfigSource {
 	if cs.Scheme.IsTLS() {
 		hc.TLS = c.opts.TLSConfig
 	}
-	return []cluster.ConfigSource{httpconfig.NewSource(httpconfig.New(hc), cs.HTTPHosts, scheme.KVPort(), scheme.HTTPPort(), scheme.IsTLS())}
+	src := httpconfig.NewSource(httpconfig.New(hc), cs.HTTPHosts, scheme.KVPort(), scheme.HTTPPort(), scheme.IsTLS())
+	src.RESTAddr = c.opts.restAddr
+	return []cluster.ConfigSource{src}
 }
 
 // clusterConfig is what the cluster is given: the seeds, the client's

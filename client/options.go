@@ -183,10 +183,12 @@ type Options struct {
 	// When the record gave the seeds, it is looked up again while no node
 	// of the cluster's config can be reached (at most once per 10 s, each
 	// lookup within 5 s of Clock, and ended by Close): a cluster that
-	// moved is found at the targets it publishes there. Not when the
-	// configs come from the cluster manager over HTTP (BootstrapOnHTTP,
-	// or BootstrapOnBoth that fell back to it): its stream finds its own
-	// way back. These bounds hold
+	// moved is found at the targets it publishes there. When the configs
+	// come from the cluster manager over HTTP (BootstrapOnHTTP, or
+	// BootstrapOnBoth that fell back to it), it is looked up again while
+	// no node serves the config stream, on the same terms, and the stream
+	// reads from the targets' REST ports (8091, or 18091 with TLS, for a
+	// target at 11210, or 11207) too. These bounds hold
 	// only for a Resolver that returns when its context ends (as
 	// *net.Resolver does): one that ignores it holds Connect, and Close,
 	// until it returns.
@@ -261,6 +263,12 @@ type Options struct {
 	// health check (see Clock); nil means the real clock. Tests set a fake one; with a Clock nobody
 	// advances, a node whose dial failed is never dialed again.
 	Clock Clock
+
+	// restAddr, when set (this package's tests), gives the cluster
+	// manager's address of a KV address in place of the scheme's default
+	// ports (httpconfig.Source.RESTAddr): a mock cluster's nodes listen
+	// on ports of their own.
+	restAddr func(kv string) (string, bool)
 }
 
 // CompressionOptions configure snappy compression of values sent.

@@ -165,6 +165,12 @@ type SourcedConfig struct {
 // OnItsWay (Cluster.OnItsWay) tells whether a config offered as newer
 // (OfferNewer) may still be installed: once it is false, the config was
 // installed (Topology holds it, read after OnItsWay) or refused.
+//
+// SourceUnreachable (Cluster.SourceUnreachable) is told when the source
+// could read from none of its nodes: the seeds of a DNS SRV record are
+// looked up again, and SeedsLookedUp (Cluster.SeedsLookedUp) gives their
+// KV addresses, for the source to read from too until a newer config is
+// installed.
 type Sink interface {
 	Offer(raw []byte, host, source string) Offer
 	OtherCluster(raw []byte, host string) error
@@ -172,6 +178,8 @@ type Sink interface {
 	Network() string
 	ConfigWanted() <-chan struct{}
 	OnItsWay(v vbmap.Version) bool
+	SourceUnreachable()
+	SeedsLookedUp() []string
 }
 
 // Cluster is the state of one client's cluster. Its methods are safe for

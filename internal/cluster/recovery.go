@@ -59,7 +59,9 @@ func stranded(t *Topology, now time.Time, grace time.Duration) (ok bool, wait ti
 
 // maybeRecover starts a recovery round when the cluster is stranded and
 // none ran in the last recoveryInterval, unless the configs come from a
-// source (kvConfigs false), which finds its own way back. No node of a config has connected
+// source (kvConfigs false), which finds its own way back (its rounds over
+// the config's nodes; the seeds looked up again once it could read from
+// none of them: SourceUnreachable). No node of a config has connected
 // within about the probe timeout (Config.StrandGrace) of being made
 // counts as stranding it: the round then starts without waiting for the
 // dials to time out. When the seeds came from a DNS SRV record, it is

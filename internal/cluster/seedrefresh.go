@@ -35,6 +35,13 @@ import (
 // that fails, gives no target, or times out is logged, and made again once
 // the interval has passed if the cluster is still unreachable.
 //
+// The configs of a source (the HTTP stream, kvConfigs false) come with no
+// recovery rounds: the source tells when it could read from none of its
+// nodes (SourceUnreachable), which has the record looked up again on the
+// same terms, and the targets are kept for the source to read from
+// (SeedsLookedUp) rather than dialed: it judges what they serve as what
+// any node serves.
+//
 // gocbcore (attemptSRVRefresh, when every KV pipeline is disconnected) and
 // Couchbase's C++ core (CXXCBC-172) look the record up again in the same
 // circumstance.
@@ -75,6 +82,12 @@ type seedRefresh struct {
 	last time.Time
 	// stats for SeedRefreshes.
 	stats SeedRefreshStats
+	// streamed are the targets of the last lookup that gave some while the
+	// configs come from a source (kvConfigs false), made when the config
+	// held was of version streamedFor: the source reads from them too
+	// until a newer config is installed (SeedsLookedUp).
+	streamed    []string
+	streamedFor vbmap.Version
 }
 
 // SeedRefreshStats says what the lookups of the seeds made since Connect
@@ -114,7 +127,8 @@ func (c *Cluster) SeedRefreshes() SeedRefreshStats {
 
 // maybeRefreshSeeds starts a lookup of the seeds for t, stranded at now,
 // unless the seeds came from none, one is under way, or the last started
-// within seedRefreshInterval. It runs on the config loop.
+// within seedRefreshInterval. It runs on the config loop, or on the
+// source's goroutine (SourceUnreachable).
 func (c *Cluster) maybeRefreshSeeds(t *Topology, now time.Time) {
 	if c.refresh.src == nil {
 		return
@@ -134,7 +148,9 @@ func (c *Cluster) maybeRefreshSeeds(t *Topology, now time.Time) {
 }
 
 // refreshSeeds looks the seeds up again and asks the targets that are
-// neither nodes of the config nor addresses recovery asks for theirs.
+// neither nodes of the config nor addresses recovery asks for theirs; while
+// the configs come from a source, it keeps them for the source to read
+// from instead (SeedsLookedUp).
 func (c *Cluster) refreshSeeds(t *Topology) {
 	defer c.wg.Done()
 	defer func() {
@@ -144,7 +160,12 @@ func (c *Cluster) refreshSeeds(t *Topology) {
 	}()
 	log := c.cfg.Logger
 	name := c.refresh.name
-	log.Warn("kvwire: no node of the cluster config can be reached; looking the seeds up again", "record", name)
+	fromSource := !c.kvConfigs.Load()
+	if fromSource {
+		log.Warn("kvwire: no node serves the config stream; looking the seeds up again", "record", name)
+	} else {
+		log.Warn("kvwire: no node of the cluster config can be reached; looking the seeds up again", "record", name)
+	}
 	targets, err := c.lookupSeeds()
 	if c.ctx.Err() != nil {
 		return
@@ -166,7 +187,18 @@ func (c *Cluster) refreshSeeds(t *Topology) {
 	}
 	c.fetchMu.Lock()
 	c.refresh.stats.Targets = slices.Clone(targets)
+	if fromSource {
+		c.refresh.streamed, c.refresh.streamedFor = slices.Clone(targets), t.cfg.Version()
+	}
 	c.fetchMu.Unlock()
+	if fromSource {
+		// The source asks them (their REST ports), and judges what
+		// they serve as from any node: another cluster's configs are
+		// passed over (Sink.OtherCluster), the newer installed.
+		log.Info("kvwire: the config stream reads from the seeds looked up again too, until a newer config is installed",
+			"record", name, "targets", targets)
+		return
+	}
 
 	// A target that is a node of the config, or among the addresses
 	// recovery asks (the seeds of Connect: the record may name hosts the
@@ -197,6 +229,42 @@ func (c *Cluster) refreshSeeds(t *Topology) {
 	log.Info("kvwire: the seeds looked up again name addresses the config does not; asking them for their config",
 		"record", name, "targets", targets, "new", fresh)
 	c.askTargets(t, fresh)
+}
+
+// SourceUnreachable tells the cluster that the source of its configs
+// (kvConfigs false: the HTTP stream) could read from none of its nodes.
+// When the seeds came from a DNS SRV record, it is looked up again, as the
+// config loop has it looked up while no node of the config can be reached
+// over KV (maybeRefreshSeeds: at most once per seedRefreshInterval, on a
+// goroutine of its own), and its targets are offered to the source
+// (SeedsLookedUp): every node the config names may be gone, the cluster
+// moved to addresses only the record names.
+func (c *Cluster) SourceUnreachable() {
+	if c.refresh.src == nil || c.kvConfigs.Load() {
+		return
+	}
+	if t := c.topo.Load(); t != nil && t.cfg != nil {
+		c.maybeRefreshSeeds(t, c.cfg.Clock.Now())
+	}
+}
+
+// SeedsLookedUp are the seeds (KV addresses) the last lookup of the seeds
+// again gave while the configs come from a source, for the source to read
+// from besides the nodes of the config (SourceUnreachable); none once a
+// config newer than the one held when the lookup was made is installed:
+// its nodes are where to read from.
+func (c *Cluster) SeedsLookedUp() []string {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
+	r := &c.refresh
+	if len(r.streamed) == 0 {
+		return nil
+	}
+	if t := c.topo.Load(); t != nil && t.cfg != nil && t.cfg.Version().Newer(r.streamedFor) {
+		r.streamed = nil
+		return nil
+	}
+	return slices.Clone(r.streamed)
 }
 
 // lookupSeeds runs one lookup, bounded by seedLookupTimeout on the

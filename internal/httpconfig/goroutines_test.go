@@ -140,7 +140,7 @@ func TestStreamLeavesNothingRunningWhenItReturns(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			c.Stream(ctx, func() []string { return []string{addr} }, nil, func([]byte, string, string) error { return nil })
+			c.Stream(ctx, func() []string { return []string{addr} }, nil, nil, func([]byte, string, string) error { return nil })
 		}()
 		select {
 		case <-started:

@@ -499,8 +499,9 @@ type Sink func(raw []byte, host, addr string) error
 // brings the same config again). A stream whose config the sink refused
 // is ended and its node passed over for the next at once, as one that
 // served none.
-// When every node of a round failed to serve one, the next round waits
-// 100 ms, doubling to 10 s, and a stream that delivers resets that wait.
+// When every node of a round failed to serve one, unreachable (nil: none)
+// is called, and the next round waits 100 ms, doubling to 10 s, and a
+// stream that delivers resets that wait.
 // A value received on wake (nil: none) while Stream waits to reopen a
 // stream that delivered (a node said the config is out of date without
 // sending a newer one) ends the wait a quarter of its length (at least
@@ -519,7 +520,7 @@ type Sink func(raw []byte, host, addr string) error
 // would have every node asked, and a failure logged for each, ten times
 // a second. Waits and a stream's life are on the Clock. It returns when
 // ctx ends, having closed its connection.
-func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan struct{}, sink Sink) {
+func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan struct{}, unreachable func(), sink Sink) {
 	wait := minRoundWait
 	var reopen time.Duration // before reopening after a stream that delivered
 	last := ""               // the node whose stream ended last
@@ -631,6 +632,9 @@ func (c *Client) Stream(ctx context.Context, nodes func() []string, wake <-chan 
 				return
 			}
 			continue
+		}
+		if unreachable != nil {
+			unreachable()
 		}
 		if !sleep(wait, nil) { // not cut short by wake: see above
 			return

@@ -287,7 +287,7 @@ func TestStreamFollowsConfigsAndMovesOnWhenItsNodeStops(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return addrs }, nil, sink)
+		c.Stream(ctx, func() []string { return addrs }, nil, nil, sink)
 	}()
 	defer func() { cancel(); <-done }()
 
@@ -337,7 +337,7 @@ func TestStreamWaitsBetweenFailedRounds(t *testing.T) {
 			asked++
 			mu.Unlock()
 			return []string{addr, addr}
-		}, nil, func([]byte, string, string) error { t.Error("delivered a config"); return nil })
+		}, nil, nil, func([]byte, string, string) error { t.Error("delivered a config"); return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)
@@ -387,7 +387,7 @@ func TestStreamBacksOffFromStreamsThatEndAtOnce(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, nil, func([]byte, string, string) error { return nil })
+		c.Stream(ctx, func() []string { return []string{addr} }, nil, nil, func([]byte, string, string) error { return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)
@@ -508,7 +508,7 @@ func TestStreamReopensAStreamOpenForTheRedialPeriod(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				c.Stream(ctx, func() []string { return addrs }, nil, sink)
+				c.Stream(ctx, func() []string { return addrs }, nil, nil, sink)
 			}()
 			defer func() { cancel(); <-done }()
 			if first {

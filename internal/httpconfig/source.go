@@ -25,6 +25,11 @@ type Source struct {
 	seeds            []string
 	kvPort, restPort int
 	tls              bool
+	// RESTAddr, when set (before FirstConfig and Run), gives the REST
+	// address of a KV address in place of the convention restAddr
+	// follows (tests: a mock cluster's nodes listen on ports of their
+	// own).
+	RESTAddr func(kv string) (string, bool)
 }
 
 // NewSource returns the source of c: seeds are the REST addresses given,
@@ -40,15 +45,26 @@ func NewSource(c *Client, seeds []string, kvPort, restPort int, tls bool) *Sourc
 func (s *Source) addrs(kvSeeds []string) []string {
 	out := slices.Clone(s.seeds)
 	for _, kv := range kvSeeds {
-		host, port, err := net.SplitHostPort(kv)
-		if err != nil || port != strconv.Itoa(s.kvPort) {
-			continue
-		}
-		if a := net.JoinHostPort(host, strconv.Itoa(s.restPort)); !slices.Contains(out, a) {
+		if a, ok := s.restAddr(kv); ok && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// restAddr is the REST address of the KV address kv: its host's restPort
+// when kv is at kvPort (a node's usual layout: 11210 and 8091, or 11207
+// and 18091 with TLS); none at another port, whose node's REST port no
+// convention tells.
+func (s *Source) restAddr(kv string) (string, bool) {
+	if s.RESTAddr != nil {
+		return s.RESTAddr(kv)
+	}
+	host, port, err := net.SplitHostPort(kv)
+	if err != nil || port != strconv.Itoa(s.kvPort) {
+		return "", false
+	}
+	return net.JoinHostPort(host, strconv.Itoa(s.restPort)), true
 }
 
 // CanServe reports whether there is a REST address to ask: an =http seed,
@@ -98,14 +114,19 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 // addresses of the nodes of the config in use on the cluster's network
 // (the REST seeds while it names none), or of a newer config the stream
 // delivered that the cluster may yet install (Sink.OnItsWay: not one it
-// refused). A node that streams another cluster's configs (its address
-// given to another cluster's node) is passed over for the next, its
-// configs not offered. While the stream
+// refused), and then of the seeds a DNS SRV record gave when looked up
+// again (Sink.SeedsLookedUp: their REST addresses, as at bootstrap), which
+// the cluster has looked up while no node serves a stream
+// (Sink.SourceUnreachable, told after each round of the stream in which
+// none did): every node the config names may be gone, the cluster moved
+// to addresses only the record names. A node that streams another
+// cluster's configs (its address given to another cluster's node) is
+// passed over for the next, its configs not offered. While the stream
 // waits to be reopened after a stream that delivered, a config the
 // cluster wants (Sink.ConfigWanted: a NOT_MY_VBUCKET without one, or a
 // node's KV connection lost, say) cuts the wait short.
 func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
-	sn := streamNodes{s: s, onItsWay: sink.OnItsWay}
+	sn := streamNodes{s: s, onItsWay: sink.OnItsWay, lookedUp: sink.SeedsLookedUp}
 	installed := func() *vbmap.Config {
 		if t := sink.Topology(); t != nil {
 			return t.Config()
@@ -113,7 +134,7 @@ func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 		return nil
 	}
 	nodes := func() []string { return sn.addrs(installed, sink.Network()) }
-	s.c.Stream(ctx, nodes, sink.ConfigWanted(), func(raw []byte, host, addr string) error {
+	s.c.Stream(ctx, nodes, sink.ConfigWanted(), sink.SourceUnreachable, func(raw []byte, host, addr string) error {
 		if err := sink.OtherCluster(raw, host); err != nil {
 			return err // not offered: the stream moves to another node
 		}
@@ -126,8 +147,10 @@ func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 // Stream's goroutine only.
 type streamNodes struct {
 	s *Source
-	// onItsWay is the sink's OnItsWay.
+	// onItsWay is the sink's OnItsWay; lookedUp its SeedsLookedUp (nil:
+	// none).
 	onItsWay func(vbmap.Version) bool
+	lookedUp func() []string
 	// pending is (a copy of) the newest config the stream delivered
 	// that was newer than the held one when offered (cluster.OfferNewer),
 	// kept until the cluster installs that version or a newer one, or
@@ -161,8 +184,9 @@ func (sn *streamNodes) delivered(raw []byte, host string, o cluster.Offer) {
 }
 
 // addrs are the REST addresses of the nodes of the newer of the installed
-// config (installedCfg's) and the pending one, on network; the REST seeds
-// when that names none. The pending config is read only while the
+// config (installedCfg's) and the pending one, on network (the REST seeds
+// when that names none), then those of the seeds looked up again
+// (lookedUp) that are not among them. The pending config is read only while the
 // cluster may still install it (onItsWay, asked before installedCfg: a
 // config installed is held before it is no longer on its way): one it
 // refused (another cluster's, one without a vbucket map, ...) never
@@ -192,6 +216,14 @@ func (sn *streamNodes) addrs(installedCfg func() *vbmap.Config, network string) 
 	}
 	if len(out) == 0 {
 		out = sn.s.addrs(nil)
+	}
+	if sn.lookedUp == nil {
+		return out
+	}
+	for _, kv := range sn.lookedUp() {
+		if a, ok := sn.s.restAddr(kv); ok && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
 	}
 	return out
 }

@@ -63,7 +63,7 @@ func TestStreamMovesOnAtOnceFromANodeThatLeft(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, nodes, nil, func([]byte, string, string) error { return nil })
+		c.Stream(ctx, nodes, nil, nil, func([]byte, string, string) error { return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)

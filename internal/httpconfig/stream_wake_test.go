@@ -41,7 +41,7 @@ func TestStreamWaitCutShortWhenAConfigIsWanted(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error { return nil })
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error { return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)
@@ -146,7 +146,7 @@ func TestStreamFailedRoundWaitNotCutShortWhenAConfigIsWanted(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error { return nil })
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error { return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)
@@ -239,7 +239,7 @@ func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error {
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error {
 			select {
 			case delivered <- struct{}{}:
 			case <-ctx.Done():
@@ -327,7 +327,7 @@ func TestStreamReopenRateBoundedWhileAConfigIsWantedAndStreamsEndAtOnce(t *testi
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error { return nil })
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error { return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)

@@ -1,0 +1,150 @@
+package client
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
+)
+
+// restAddrsOf gives the REST address of a KV address of any node of mcs
+// (Options.restAddr): a mock's nodes listen on ports of their own, not
+// 11210 and 8091.
+func restAddrsOf(mcs ...*mockcluster.Cluster) func(string) (string, bool) {
+	return func(kv string) (string, bool) {
+		for _, mc := range mcs {
+			for _, n := range mc.Nodes() {
+				if n.Addr() == kv {
+					return n.MgmtAddr(), true
+				}
+			}
+		}
+		return "", false
+	}
+}
+
+// connectSRVOverHTTP is connectSRV with bootstrap_on=http: the configs
+// come from the cluster manager's stream, whose REST addresses restAddr
+// derives from the record's targets.
+func connectSRVOverHTTP(t *testing.T, r *scriptedSRV, restAddr func(string) (string, bool)) *srvClient {
+	t.Helper()
+	s := &srvClient{r: r, fc: retry.NewFakeClock(time.Now()), logs: &logCapture{}}
+	o := fakeClockOptions(s.fc)
+	o.Resolver = r
+	o.Logger = slog.New(s.logs)
+	o.restAddr = restAddr
+	c, err := connectString(t, "couchbase://cluster.test/default?bootstrap_on=http", o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	s.c, s.col, s.ctx = c, c.DefaultCollection(), ctx
+	_, err = s.col.Upsert(ctx, "k", []byte("v"), nil)
+	require.NoError(t, err)
+	return s
+}
+
+// advanceUntil moves fc on by step every 5 ms (real time) until done
+// holds; what it waits between two steps only paces the test.
+func advanceUntil(t *testing.T, ctx context.Context, fc *retry.FakeClock, step time.Duration, done func() bool, msg string) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !done() {
+		select {
+		case <-tick.C:
+			fc.Advance(step)
+		case <-ctx.Done():
+			t.Fatal(msg)
+		}
+	}
+}
+
+// A client bootstrapped from a DNS SRV record that reads its configs from
+// the cluster manager's stream (bootstrap_on=http) finds its cluster again
+// when every node the config names is gone and the cluster (the same
+// cluster uuid) is at addresses only the record, looked up again, names:
+// while no node serves the stream, the record is looked up again (at most
+// once per 10 s of the client's clock) and the stream reads from its
+// targets' REST ports too. It used to look the record up only at Connect:
+// the stream tried the gone nodes' REST addresses for ever, and every
+// operation failed until the application connected again.
+func TestDNSSRVLookedUpAgainWhenTheHTTPStreamsClusterMoved(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	s := connectSRVOverHTTP(t, newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}), restAddrsOf(mc))
+	r, fc, c, col, ctx := s.r, s.fc, s.c, s.col, s.ctx
+	r.awaitCall(t, ctx, 0) // Connect's
+	streams := func() uint64 { return mc.RESTRequestCount("/pools/default/bs/default") }
+	require.Eventually(t, func() bool { return streams() > 0 }, 10*time.Second, time.Millisecond, "no config stream opened")
+
+	mc.Node(0).Stop()
+	mc.Node(1).Stop()
+	// The stream's nodes are gone: once a round of the stream (after its
+	// reopen wait, on the client's clock) found none, the record is
+	// looked up again, and names them still.
+	advanceUntilCall(t, ctx, fc, r, 1)
+	first := c.cl.SeedRefreshes().Last
+
+	// The cluster moves to new addresses, which the record now names.
+	moved := moveCluster(t, mc)
+	r.mu.Lock()
+	r.script = []srvAnswer{{addrs: srvOf(t, moved)}}
+	r.mu.Unlock()
+	rev := mc.Bucket(mockcluster.DefaultBucket).Rev()
+	advanceUntil(t, ctx, fc, time.Second, func() bool { return int64(c.ConfigVersion().Rev) >= rev },
+		"the client never found the cluster at its new addresses")
+
+	st := c.cl.SeedRefreshes()
+	assert.Equal(t, rec, st.Name)
+	assert.GreaterOrEqual(t, st.Lookups, 2)
+	assert.Equal(t, moved, st.Targets)
+	assert.GreaterOrEqual(t, st.Last.Sub(first), 10*time.Second, "looked up again within 10 s of the client's clock")
+	res, err := col.Get(ctx, "k", nil)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("v"), res.Value)
+	assert.ElementsMatch(t, moved, c.Nodes())
+}
+
+// A target of the record looked up again whose cluster manager streams
+// another cluster's configs (another cluster uuid, a bucket of the same
+// name, newer than the one held) is passed over by the stream: its config
+// is not installed and the client keeps its nodes.
+func TestDNSSRVLookedUpAgainOverHTTPRefusesAnotherCluster(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	var otherMock atomic.Pointer[mockcluster.Cluster] // read on the stream's goroutine
+	s := connectSRVOverHTTP(t, newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}),
+		func(kv string) (string, bool) {
+			if o := otherMock.Load(); o != nil {
+				if a, ok := restAddrsOf(o)(kv); ok {
+					return a, true
+				}
+			}
+			return restAddrsOf(mc)(kv)
+		})
+	r, fc, c, logs, ctx := s.r, s.fc, s.c, s.logs, s.ctx
+	held, nodes := c.ConfigVersion(), c.Nodes()
+	r.awaitCall(t, ctx, 0) // Connect's
+
+	other := newerOtherCluster(t, held)
+	otherMock.Store(other)
+	r.mu.Lock()
+	r.script = []srvAnswer{{addrs: srvOf(t, other.Addrs())}}
+	r.mu.Unlock()
+	mc.Node(0).Stop()
+	mc.Node(1).Stop()
+
+	otherStreams := func() uint64 { return other.RESTRequestCount("/pools/default/bs/default") }
+	advanceUntil(t, ctx, fc, time.Second, func() bool { return otherStreams() >= 2 || c.ConfigVersion() != held },
+		"the stream never read from the other cluster's node")
+	assert.Equal(t, held, c.ConfigVersion(), "the other cluster's config was installed")
+	assert.Equal(t, nodes, c.Nodes())
+	assert.NotEmpty(t, logs.find("another cluster"), "the other cluster's node was not said to be passed over")
+}
