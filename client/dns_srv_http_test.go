@@ -2,7 +2,11 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,4 +151,88 @@ func TestDNSSRVLookedUpAgainOverHTTPRefusesAnotherCluster(t *testing.T) {
 	assert.Equal(t, held, c.ConfigVersion(), "the other cluster's config was installed")
 	assert.Equal(t, nodes, c.Nodes())
 	assert.NotEmpty(t, logs.find("another cluster"), "the other cluster's node was not said to be passed over")
+}
+
+// oldServerStream serves the bucket's config stream as a node of another
+// cluster older than Server 7.6.4 would: mc's config, newer than held,
+// with another bucket uuid and no cluster uuid. Its streams are counted.
+type oldServerStream struct {
+	srv     *httptest.Server
+	streams atomic.Int64
+}
+
+func newOldServerStream(t *testing.T, mc *mockcluster.Cluster, held ConfigVersion) *oldServerStream {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+mc.MgmtAddrs()[0]+"/pools/default/b/default", nil)
+	require.NoError(t, err)
+	req.SetBasicAuth(mockcluster.DefaultUser, mockcluster.DefaultPassword)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var cfg map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&cfg))
+	require.NotEmpty(t, cfg["clusterUUID"], "the mock's config names its cluster uuid")
+	delete(cfg, "clusterUUID")
+	cfg["uuid"] = "0123456789abcdef0123456789abcdef"
+	cfg["rev"] = held.Rev + 100
+	raw, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	s := &oldServerStream{}
+	stop := make(chan struct{}) // ends the streams: the client may outlive the server
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/pools/default/bs/default" {
+			http.NotFound(w, r)
+			return
+		}
+		s.streams.Add(1)
+		_, _ = w.Write(append(raw, "\n\n\n\n"...))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(func() {
+		close(stop)
+		s.srv.Close()
+	})
+	return s
+}
+
+// A target of the record looked up again whose cluster manager streams a
+// config of another bucket of the same name (another bucket uuid) that
+// names no cluster uuid (a server before 7.6.4), newer than the one held,
+// is passed over by the stream, as the KV path's dials of such a target
+// pass it over: the cluster uuid check cannot tell it from the cluster's
+// own, and the config was installed, the client taken to another
+// cluster's bucket.
+func TestDNSSRVLookedUpAgainOverHTTPRefusesAnotherBucket(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	const target = "127.0.0.1:1" // the old server's KV address, never dialed
+	var old atomic.Pointer[oldServerStream]
+	s := connectSRVOverHTTP(t, newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}),
+		func(kv string) (string, bool) {
+			if o := old.Load(); o != nil && kv == target {
+				return strings.TrimPrefix(o.srv.URL, "http://"), true
+			}
+			return restAddrsOf(mc)(kv)
+		})
+	r, fc, c, ctx := s.r, s.fc, s.c, s.ctx
+	held, nodes := c.ConfigVersion(), c.Nodes()
+	r.awaitCall(t, ctx, 0) // Connect's
+
+	o := newOldServerStream(t, mc, held)
+	old.Store(o)
+	r.mu.Lock()
+	r.script = []srvAnswer{{addrs: srvOf(t, []string{target})}}
+	r.mu.Unlock()
+	mc.Node(0).Stop()
+	mc.Node(1).Stop()
+
+	advanceUntil(t, ctx, fc, time.Second, func() bool { return o.streams.Load() >= 2 || c.ConfigVersion() != held },
+		"the stream never read from the looked-up target")
+	assert.Equal(t, held, c.ConfigVersion(), "the other bucket's config was installed")
+	assert.Equal(t, nodes, c.Nodes())
+	assert.Positive(t, c.cl.SeedRefreshes().Foreign)
 }

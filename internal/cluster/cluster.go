@@ -170,7 +170,9 @@ type SourcedConfig struct {
 // could read from none of its nodes: the seeds of a DNS SRV record are
 // looked up again, and SeedsLookedUp (Cluster.SeedsLookedUp) gives their
 // KV addresses, for the source to read from too until a newer config is
-// installed.
+// installed; LookedUpForeign (Cluster.LookedUpForeign) tells a config such
+// an address serves that is of another bucket of the same name, which the
+// source is to pass over as another cluster's.
 type Sink interface {
 	Offer(raw []byte, host, source string) Offer
 	OtherCluster(raw []byte, host string) error
@@ -180,6 +182,7 @@ type Sink interface {
 	OnItsWay(v vbmap.Version) bool
 	SourceUnreachable()
 	SeedsLookedUp() []string
+	LookedUpForeign(raw []byte, addr string) error
 }
 
 // Cluster is the state of one client's cluster. Its methods are safe for

@@ -320,16 +320,19 @@ func (c *Cluster) askTargets(t *Topology, addrs []string) {
 // cluster's), which is logged and counted. Its uuid is read before it is
 // offered, by askTargets and by the recovery rounds that ask the address
 // later.
-func (c *Cluster) foreign(t *Topology, s servedConfig) bool {
+func (c *Cluster) foreign(t *Topology, s servedConfig) bool { return c.foreignErr(t, s) != nil }
+
+// foreignErr is foreign's verdict as an error (nil: to be offered).
+func (c *Cluster) foreignErr(t *Topology, s servedConfig) error {
 	uuid := t.cfg.BucketUUID()
 	if uuid == "" {
-		return false
+		return nil
 	}
 	log := c.cfg.Logger
 	cfg, err := vbmap.Parse(s.raw, hostOf(s.addr))
 	if err != nil {
 		log.Warn("kvwire: a seed looked up again served a config that does not parse", "node", s.addr, "err", err)
-		return true
+		return fmt.Errorf("a seed looked up again served a config that does not parse: %w", err)
 	}
 	if got := cfg.BucketUUID(); got != "" && got != uuid {
 		c.fetchMu.Lock()
@@ -337,7 +340,22 @@ func (c *Cluster) foreign(t *Topology, s servedConfig) bool {
 		c.fetchMu.Unlock()
 		log.Warn("kvwire: a seed looked up again serves another bucket of the same name (its uuid differs); not using it: Connect again to use that cluster",
 			"node", s.addr, "bucket", c.cfg.Bucket, "uuid", got, "held_uuid", uuid)
-		return true
+		return fmt.Errorf("a seed looked up again serves another bucket of the same name (bucket uuid %s, not %s)", got, uuid)
 	}
-	return false
+	return nil
+}
+
+// LookedUpForeign says, as an error matching none of the sentinels, that
+// raw, served by addr, a seed looked up again (SeedsLookedUp) that no
+// config names, is not to be offered: it does not parse, or it is of
+// another bucket of the same name than the config held (foreign: another
+// bucket uuid, another cluster's even where the configs name no cluster
+// uuid, before Server 7.6.4, for Sink.OtherCluster to tell), as the
+// lookup's own dials judge it on the KV path. nil otherwise.
+func (c *Cluster) LookedUpForeign(raw []byte, addr string) error {
+	t := c.topo.Load()
+	if t == nil || t.cfg == nil {
+		return nil
+	}
+	return c.foreignErr(t, servedConfig{addr: addr, raw: raw})
 }

@@ -121,7 +121,9 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 // none did): every node the config names may be gone, the cluster moved
 // to addresses only the record names. A node that streams another
 // cluster's configs (its address given to another cluster's node) is
-// passed over for the next, its configs not offered. While the stream
+// passed over for the next, its configs not offered; so is a seed looked
+// up again, that no config names, streaming another bucket of the same
+// name (Sink.LookedUpForeign: another bucket uuid). While the stream
 // waits to be reopened after a stream that delivered, a config the
 // cluster wants (Sink.ConfigWanted: a NOT_MY_VBUCKET without one, or a
 // node's KV connection lost, say) cuts the wait short.
@@ -138,6 +140,11 @@ func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 		if err := sink.OtherCluster(raw, host); err != nil {
 			return err // not offered: the stream moves to another node
 		}
+		if sn.lookedUpOnly[addr] {
+			if err := sink.LookedUpForeign(raw, addr); err != nil {
+				return err // another bucket of the same name: as above
+			}
+		}
 		sn.delivered(raw, host, sink.Offer(raw, host, "http stream "+addr))
 		return nil
 	})
@@ -151,6 +158,11 @@ type streamNodes struct {
 	// none).
 	onItsWay func(vbmap.Version) bool
 	lookedUp func() []string
+	// lookedUpOnly are the addresses the last addrs gave for the seeds
+	// looked up again alone (no config names them): what they stream
+	// is judged as the lookup's own dials judge it on the KV path
+	// (Sink.LookedUpForeign).
+	lookedUpOnly map[string]bool
 	// pending is (a copy of) the newest config the stream delivered
 	// that was newer than the held one when offered (cluster.OfferNewer),
 	// kept until the cluster installs that version or a newer one, or
@@ -217,12 +229,17 @@ func (sn *streamNodes) addrs(installedCfg func() *vbmap.Config, network string) 
 	if len(out) == 0 {
 		out = sn.s.addrs(nil)
 	}
+	clear(sn.lookedUpOnly)
 	if sn.lookedUp == nil {
 		return out
 	}
 	for _, kv := range sn.lookedUp() {
 		if a, ok := sn.s.restAddr(kv); ok && !slices.Contains(out, a) {
 			out = append(out, a)
+			if sn.lookedUpOnly == nil {
+				sn.lookedUpOnly = map[string]bool{}
+			}
+			sn.lookedUpOnly[a] = true
 		}
 	}
 	return out
