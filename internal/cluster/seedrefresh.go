@@ -107,10 +107,12 @@ type SeedRefreshStats struct {
 	// Targets are the seeds the last lookup that gave some named.
 	Targets []string
 	// Newer counts the configs targets the config did not name served
-	// that were newer than the one held, and went to be installed.
+	// to the lookup's own dials that were newer than the one held, and
+	// went to be installed (not those a source read from them).
 	Newer int
 	// Foreign counts the configs targets served of another bucket of the
-	// same name (another bucket uuid), which are not used.
+	// same name (another bucket uuid), which are not used: to the
+	// lookup's dials, recovery's, or a source (LookedUpForeign).
 	Foreign int
 }
 
