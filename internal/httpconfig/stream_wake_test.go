@@ -424,7 +424,7 @@ func TestStreamThatBroughtANewerConfigIsReopenedAfterTheLeastWait(t *testing.T) 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error { return nil })
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error { return nil })
 	}()
 	defer func() { cancel(); <-done }()
 	wctx, wcancel := context.WithTimeout(context.Background(), guard)
@@ -494,7 +494,7 @@ func TestStreamWaitCutShortByAConfigWantedAfterTheStreamsFirstConfig(t *testing.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, func([]byte, string, string) error {
+		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error {
 			select {
 			case delivered <- struct{}{}:
 				select {
