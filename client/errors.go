@@ -7,6 +7,7 @@ import (
 	"github.com/kvwire/kvwire/internal/kverr"
 	"github.com/kvwire/kvwire/internal/optrace"
 	"github.com/kvwire/kvwire/memdx"
+	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
 )
 
@@ -279,7 +280,33 @@ func (e *KeyValueError) Error() string {
 	}
 	var se *memdx.StatusError
 	m.CauseIsStatus = e.Cause != nil && errors.As(e.Cause, &se) && se.Status == e.Status.wire() && e.Cause == error(se)
+	if !m.CauseIsStatus && (e.ServerContext != "" || e.ServerErrorRef != "") {
+		if se = e.causeRepeatsServer(se); se != nil {
+			bare := *se
+			bare.Context, bare.Ref = "", ""
+			m.CauseServerText, m.CauseServerBare = se.Error(), bare.Error()
+		}
+	}
 	return m.String()
+}
+
+// causeRepeatsServer is the status error within e's Cause that says
+// ServerContext and ServerErrorRef again (the last answer's: a refused
+// retry wraps it, se when errors.As found it; a timeout names it as its
+// LastErr, which it does not wrap), or nil: the message says the server's
+// words once, beside the status, and leaves them out of the cause's text.
+func (e *KeyValueError) causeRepeatsServer(se *memdx.StatusError) *memdx.StatusError {
+	same := func(s *memdx.StatusError) bool {
+		return s.Context == e.ServerContext && s.Ref == e.ServerErrorRef
+	}
+	if se != nil && same(se) {
+		return se
+	}
+	var te *retry.TimeoutError
+	if errors.As(e.Cause, &te) && errors.As(te.LastErr, &se) && same(se) {
+		return se
+	}
+	return nil
 }
 
 // Unwrap returns the sentinel and the cause, so errors.Is and errors.As see

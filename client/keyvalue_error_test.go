@@ -16,6 +16,7 @@ import (
 	"github.com/kvwire/kvwire/internal/cluster"
 	"github.com/kvwire/kvwire/memdx"
 	"github.com/kvwire/kvwire/mockcluster"
+	"github.com/kvwire/kvwire/retry"
 )
 
 // KeyValueError.RetryAttempts is the number of retries, and the message says
@@ -252,4 +253,60 @@ func TestKeyValueErrorMessageCarriesTheServersRef(t *testing.T) {
 	require.ErrorAs(t, err, &kv)
 	require.Equal(t, "9e1a7c52-0d4b", kv.ServerErrorRef)
 	assert.Contains(t, err.Error(), "[server: bad frame; ref 9e1a7c52-0d4b]")
+}
+
+// The server's words (XERROR's context and ref) are said once in the
+// error's message, in its brackets beside the status, though the cause,
+// the last attempt's status error (a timeout's last error, a refused
+// retry's cause), says them too when read alone: its own text and the
+// fields are what they were. The timeout runs on a fake clock, which the
+// strategy moves past the deadline once the TMPFAIL is in: the deadline
+// never passes while the attempt is in flight, however loaded the machine.
+func TestKeyValueErrorMessageSaysTheServersWordsOnce(t *testing.T) {
+	t.Parallel()
+	const ctxText, ref = "vbucket warming up", "9e1a7c52-0d4b"
+	mc := newMock(t, mockcluster.Options{})
+	fc := retry.NewFakeClock(time.Now())
+	c := connect(t, mc, &Options{Clock: fakeClock{fc}, ConfigPollInterval: time.Hour,
+		HealthCheck: HealthCheckOptions{Disabled: true}})
+	faultGets(t, mc, "k", mockcluster.Action{Status: memdx.StatusTmpFail,
+		Value: []byte(`{"error":{"context":"` + ctxText + `","ref":"` + ref + `"}}`)}, 0)
+	timeout := RetryStrategyFunc(func(_ RetryRequest, r RetryReason) RetryAction {
+		fc.Advance(time.Hour) // past the deadline: the retry would run into it
+		return RetryAfter(0)
+	})
+	refuse := RetryStrategyFunc(func(RetryRequest, RetryReason) RetryAction { return NoRetry() })
+	for _, tc := range []struct {
+		name     string
+		strategy RetryStrategy
+		sentinel error
+	}{
+		{"timeout", timeout, ErrUnambiguousTimeout},
+		{"not retried", refuse, ErrNotRetried},
+	} {
+		_, err := c.DefaultCollection().Get(context.Background(), "k",
+			&GetOptions{Timeout: time.Minute, RetryStrategy: tc.strategy})
+		require.ErrorIs(t, err, tc.sentinel, tc.name)
+		var kv *KeyValueError
+		require.ErrorAs(t, err, &kv, tc.name)
+		assert.Equal(t, StatusTmpFail, kv.Status, tc.name)
+		assert.Equal(t, ctxText, kv.ServerContext, tc.name)
+		assert.Equal(t, ref, kv.ServerErrorRef, tc.name)
+		msg := err.Error()
+		assert.Contains(t, msg, "(status 0x86 ETMPFAIL) [server: "+ctxText+"; ref "+ref+"]", tc.name)
+		assert.Equal(t, 1, strings.Count(msg, ctxText), "%s: the context once: %s", tc.name, msg)
+		assert.Equal(t, 1, strings.Count(msg, ref), "%s: the ref once: %s", tc.name, msg)
+		// The cause still names the last attempt's status; read alone, it
+		// says the server's words itself.
+		assert.Contains(t, msg, "GET failed with status ETMPFAIL (0x86)", tc.name)
+		var se *memdx.StatusError
+		if te := (*retry.TimeoutError)(nil); errors.As(kv.Cause, &te) {
+			require.ErrorAs(t, te.LastErr, &se, tc.name)
+		} else {
+			require.ErrorAs(t, kv.Cause, &se, tc.name)
+		}
+		assert.Equal(t, ctxText, se.Context, tc.name)
+		assert.Equal(t, ref, se.Ref, tc.name)
+		assert.Contains(t, kv.Cause.Error(), ": "+ctxText+" (ref "+ref+")", tc.name)
+	}
 }

@@ -25,8 +25,18 @@ type Message struct {
 	// failure by.
 	ServerContext string
 	ServerRef     string
-	Node          string
-	Vbucket       uint16
+	// CauseServerText is the text within Cause's that says ServerContext
+	// and ServerRef again, and CauseServerBare that text without them:
+	// the last answer's status error, which a timeout names as its last
+	// error and a refused retry as its cause ("GET failed with status
+	// ETMPFAIL (0x86): warming (ref 4f1c-77)" and "GET failed with status
+	// ETMPFAIL (0x86)"). The message says the server's words once, in its
+	// brackets, so the cause's text has the one put in the other's place.
+	// "" when the cause does not repeat them.
+	CauseServerText string
+	CauseServerBare string
+	Node            string
+	Vbucket         uint16
 	// NoVbucket: the operation addresses no vbucket (a node's ping or
 	// statistics, a memcached bucket's key); Vbucket is not shown.
 	NoVbucket     bool
@@ -96,11 +106,15 @@ func (e *Message) String() string {
 }
 
 // causeText is what the cause adds to the message: all of its text, but
-// the sentinel's own, which the message says already. A cause that is the
-// sentinel adds nothing; one that begins with it ("encoding failure: json:
-// unsupported type", as fmt.Errorf("%w: ...") makes) adds what follows.
+// the sentinel's own and the server's words (CauseServerText), which the
+// message says already. A cause that is the sentinel adds nothing; one
+// that begins with it ("encoding failure: json: unsupported type", as
+// fmt.Errorf("%w: ...") makes) adds what follows.
 func (e *Message) causeText() string {
 	c := e.Cause.Error()
+	if e.CauseServerText != "" && (e.ServerContext != "" || e.ServerRef != "") {
+		c = strings.ReplaceAll(c, e.CauseServerText, e.CauseServerBare)
+	}
 	if e.Err == nil {
 		return c
 	}

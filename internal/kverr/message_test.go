@@ -2,6 +2,7 @@ package kverr
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,26 @@ func TestMessageCarriesTheServersRef(t *testing.T) {
 		if got := m.String(); got != c.want {
 			t.Errorf("got  %s\nwant %s", got, c.want)
 		}
+	}
+}
+
+// A cause that says the server's words again (a timeout's last error, the
+// last answer's status error) has them left out of its text: the message
+// says them once, in its brackets. Without the brackets, the cause keeps
+// them.
+func TestMessageSaysTheServersWordsOnce(t *testing.T) {
+	cause := errors.New("retry: unambiguous timeout; last error: GET failed with status ETMPFAIL (0x86): busy (ref 4f1c-77)")
+	m := Message{Op: "Get", Key: "k", Err: ErrUnambiguousTimeout, Status: 0x86, StatusName: "TMPFAIL",
+		ServerContext: "busy", ServerRef: "4f1c-77", Node: "n1:11210", Vbucket: 7, Cause: cause,
+		CauseServerText: "GET failed with status ETMPFAIL (0x86): busy (ref 4f1c-77)",
+		CauseServerBare: "GET failed with status ETMPFAIL (0x86)"}
+	want := ErrUnambiguousTimeout.Error() + ` (status 0x86 TMPFAIL) [server: busy; ref 4f1c-77] node=n1:11210 vb=7` +
+		`: retry: unambiguous timeout; last error: GET failed with status ETMPFAIL (0x86)`
+	if got := m.String(); got != `Get "k": `+want {
+		t.Errorf("got  %s\nwant %s", got, `Get "k": `+want)
+	}
+	m.ServerContext, m.ServerRef = "", ""
+	if got := m.String(); !strings.HasSuffix(got, cause.Error()) {
+		t.Errorf("no server words in brackets: %s; want the cause's whole text", got)
 	}
 }
