@@ -270,6 +270,21 @@ func TestTimeoutShowsTheServersErrorContext(t *testing.T) {
 	assert.Regexp(t, `^kvcli: timed out after 150ms; retried \d+ times? for KV_TEMPORARY_FAILURE: .*; the server said "vbucket warming up" \(ref 9e1a7c52-0d4b\)\n$`, r.stderr)
 	assert.Equal(t, 1, strings.Count(r.stderr, "9e1a7c52-0d4b"), "the ref once: %s", r.stderr)
 
+	// -v adds the client's full error, which says the server's words once
+	// too (its cause, the last answer's status error, says them as well).
+	r = runKV(t, env, "", "set", "k", "v2", "-t", "150ms", "-v")
+	assert.Equal(t, exitError, r.code, r)
+	var detail string
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if d, ok := strings.CutPrefix(l, "kvcli: detail: "); ok {
+			detail = d
+		}
+	}
+	require.NotEmpty(t, detail, "-v's detail line: %s", r.stderr)
+	assert.Contains(t, detail, `[server: vbucket warming up; ref 9e1a7c52-0d4b]`)
+	assert.Equal(t, 1, strings.Count(detail, "vbucket warming up"), "the context once: %s", detail)
+	assert.Equal(t, 1, strings.Count(detail, "9e1a7c52-0d4b"), "the ref once: %s", detail)
+
 	r = runKV(t, env, "", "set", "k", "v2", "-t", "150ms", "--json")
 	var jr jsonResult
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &jr), r.stdout)
