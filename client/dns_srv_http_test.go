@@ -236,3 +236,52 @@ func TestDNSSRVLookedUpAgainOverHTTPRefusesAnotherBucket(t *testing.T) {
 	assert.Equal(t, nodes, c.Nodes())
 	assert.Positive(t, c.cl.SeedRefreshes().Foreign)
 }
+
+// A target of the record looked up again is streamed from only while no
+// node of the config serves the stream: once one does again (the outage
+// was brief, and no newer config is installed), the stream's rotation
+// over its nodes no longer passes through the target. It did, for as long
+// as no newer config was installed (on a quiet cluster, days): at every
+// other reopen (one per 10 s redial period), another cluster's target
+// (the record already moved to it) was streamed from and refused, with its
+// warnings, and a dead one held the stream closed for its connect timeout.
+func TestDNSSRVLookedUpAgainOverHTTPNotStreamedOnceTheNodesServe(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	const target = "127.0.0.1:1" // the other cluster's KV address, never dialed
+	var old atomic.Pointer[oldServerStream]
+	s := connectSRVOverHTTP(t, newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}),
+		func(kv string) (string, bool) {
+			if o := old.Load(); o != nil && kv == target {
+				return strings.TrimPrefix(o.srv.URL, "http://"), true
+			}
+			return restAddrsOf(mc)(kv)
+		})
+	r, fc, c, ctx := s.r, s.fc, s.c, s.ctx
+	held := c.ConfigVersion()
+	r.awaitCall(t, ctx, 0) // Connect's
+
+	o := newOldServerStream(t, mc, held)
+	old.Store(o)
+	r.mu.Lock()
+	r.script = []srvAnswer{{addrs: srvOf(t, []string{target})}}
+	r.mu.Unlock()
+	mc.Node(0).Stop()
+	mc.Node(1).Stop()
+	advanceUntil(t, ctx, fc, time.Second, func() bool { return o.streams.Load() >= 1 },
+		"the stream never read from the looked-up target")
+
+	// The nodes are back, with the config held.
+	require.NoError(t, mc.Node(0).Restart())
+	require.NoError(t, mc.Node(1).Restart())
+	streams := func() uint64 { return mc.RESTRequestCount("/pools/default/bs/default") }
+	base := streams()
+	advanceUntil(t, ctx, fc, time.Second, func() bool { return streams() >= base+2 },
+		"the stream never read from the cluster's nodes again")
+	tried := o.streams.Load()
+	base = streams()
+	advanceUntil(t, ctx, fc, time.Second, func() bool { return streams() >= base+4 },
+		"the stream was not reopened every redial period")
+	assert.Equal(t, tried, o.streams.Load(), "the looked-up target was streamed from while the cluster's nodes serve")
+	assert.Equal(t, held, c.ConfigVersion())
+}

@@ -188,7 +188,8 @@ type Options struct {
 	// BootstrapOnBoth that fell back to it), it is looked up again while
 	// no node serves the config stream, on the same terms, and the stream
 	// reads from the targets' REST ports (8091, or 18091 with TLS, for a
-	// target at 11210, or 11207) too. These bounds hold
+	// target at 11210, or 11207) too, until a node of the config serves
+	// it again. These bounds hold
 	// only for a Resolver that returns when its context ends (as
 	// *net.Resolver does): one that ignores it holds Connect, and Close,
 	// until it returns.

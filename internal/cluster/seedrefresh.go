@@ -40,7 +40,8 @@ import (
 // nodes (SourceUnreachable), which has the record looked up again on the
 // same terms, and the targets are kept for the source to read from
 // (SeedsLookedUp) rather than dialed: it judges what they serve as what
-// any node serves.
+// any node serves, and reads from them only until a node of the config
+// serves it again.
 //
 // gocbcore (attemptSRVRefresh, when every KV pipeline is disconnected) and
 // Couchbase's C++ core (CXXCBC-172) look the record up again in the same

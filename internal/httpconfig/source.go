@@ -119,7 +119,8 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 // the cluster has looked up while no node serves a stream
 // (Sink.SourceUnreachable, told after each round of the stream in which
 // none did): every node the config names may be gone, the cluster moved
-// to addresses only the record names. A node that streams another
+// to addresses only the record names. Those are streamed from after such
+// a round only, until a node the config names serves again. A node that streams another
 // cluster's configs (its address given to another cluster's node) is
 // passed over for the next, its configs not offered; so is a seed looked
 // up again, that no config names, streaming another bucket of the same
@@ -136,7 +137,11 @@ func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 		return nil
 	}
 	nodes := func() []string { return sn.addrs(installed, sink.Network()) }
-	s.c.Stream(ctx, nodes, sink.ConfigWanted(), sink.SourceUnreachable, func(raw []byte, host, addr string) error {
+	unreachable := func() {
+		sn.stranded = true
+		sink.SourceUnreachable()
+	}
+	s.c.Stream(ctx, nodes, sink.ConfigWanted(), unreachable, func(raw []byte, host, addr string) error {
 		if err := sink.OtherCluster(raw, host); err != nil {
 			return err // not offered: the stream moves to another node
 		}
@@ -144,6 +149,8 @@ func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 			if err := sink.LookedUpForeign(raw, addr); err != nil {
 				return err // another bucket of the same name: as above
 			}
+		} else {
+			sn.stranded = false // a node the config names serves again
 		}
 		sn.delivered(raw, host, sink.Offer(raw, host, "http stream "+addr))
 		return nil
@@ -163,6 +170,16 @@ type streamNodes struct {
 	// is judged as the lookup's own dials judge it on the KV path
 	// (Sink.LookedUpForeign).
 	lookedUpOnly map[string]bool
+	// stranded: a round of the stream found no node to serve it
+	// (Stream's unreachable), and no node but a looked-up seed alone
+	// has served one since. The seeds looked up again are streamed
+	// from only meanwhile: once a node the config names serves again,
+	// the stream's rotation over its nodes (a reopen each redial
+	// period) would otherwise pass through them for as long as the
+	// cluster keeps them (until a newer config is installed: on a
+	// quiet cluster, days), a dead one holding the stream closed for
+	// its connect timeout, another cluster's refused with warnings.
+	stranded bool
 	// pending is (a copy of) the newest config the stream delivered
 	// that was newer than the held one when offered (cluster.OfferNewer),
 	// kept until the cluster installs that version or a newer one, or
@@ -230,7 +247,7 @@ func (sn *streamNodes) addrs(installedCfg func() *vbmap.Config, network string) 
 		out = sn.s.addrs(nil)
 	}
 	clear(sn.lookedUpOnly)
-	if sn.lookedUp == nil {
+	if sn.lookedUp == nil || !sn.stranded {
 		return out
 	}
 	for _, kv := range sn.lookedUp() {

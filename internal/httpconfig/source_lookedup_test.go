@@ -15,7 +15,9 @@ import (
 // 11207 with TLS) at its host's REST port (8091; 18091), one at another
 // port skipped (no convention names its REST port), one given twice
 // listed once. Only those the config does not list are judged as looked-up
-// seeds (Sink.LookedUpForeign).
+// seeds (Sink.LookedUpForeign). They are streamed from only after a round
+// of the stream that no node served (stranded), until a node the config
+// names serves again.
 func TestSourceStreamsFromTheSeedsLookedUpAgain(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2})
 	mgmt := mc.MgmtAddrs()
@@ -53,6 +55,10 @@ func TestSourceStreamsFromTheSeedsLookedUpAgain(t *testing.T) {
 			t.Fatalf("tls=%v, no lookup: %v (looked-up %v), want %v", tc.tls, got, sn.lookedUpOnly, nodes)
 		}
 		lookedUp = tc.seeds
+		if got := sn.addrs(cfg, ""); !slices.Equal(got, nodes) || len(sn.lookedUpOnly) != 0 {
+			t.Fatalf("tls=%v, a node serves the stream: %v (looked-up %v), want %v", tc.tls, got, sn.lookedUpOnly, nodes)
+		}
+		sn.stranded = true // a round no node served
 		want := append(slices.Clone(nodes), tc.want...)
 		if got := sn.addrs(cfg, ""); !slices.Equal(got, want) {
 			t.Fatalf("tls=%v: %v, want %v", tc.tls, got, want)
