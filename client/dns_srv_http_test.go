@@ -285,3 +285,22 @@ func TestDNSSRVLookedUpAgainOverHTTPNotStreamedOnceTheNodesServe(t *testing.T) {
 	assert.Equal(t, tried, o.streams.Load(), "the looked-up target was streamed from while the cluster's nodes serve")
 	assert.Equal(t, held, c.ConfigVersion())
 }
+
+// Once Close has begun (Cancel: the cluster's context ended), a round of
+// the stream that no node served (its last node's stream ended just before
+// the context did, or it had no node to ask) has the record looked up
+// again no more:
+// the Resolver is not called, nor a lookup logged, for a client that is
+// closing. One was started (and logged) in the window between the
+// context's end and Close marking the lookups closed under fetchMu.
+func TestDNSSRVNotLookedUpAgainOverHTTPOnceClosing(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
+	const rec = "_couchbase._tcp.cluster.test"
+	s := connectSRVOverHTTP(t, newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}), restAddrsOf(mc))
+	r, c, ctx := s.r, s.c, s.ctx
+	r.awaitCall(t, ctx, 0) // Connect's
+	before := c.cl.SeedRefreshes().Lookups
+	c.cl.Cancel()
+	c.cl.SourceUnreachable()
+	assert.Equal(t, before, c.cl.SeedRefreshes().Lookups, "a lookup started after the cluster's context ended")
+}

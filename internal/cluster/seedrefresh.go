@@ -129,8 +129,8 @@ func (c *Cluster) SeedRefreshes() SeedRefreshStats {
 }
 
 // maybeRefreshSeeds starts a lookup of the seeds for t, stranded at now,
-// unless the seeds came from none, one is under way, or the last started
-// within seedRefreshInterval. It runs on the config loop, or on the
+// unless the seeds came from none, one is under way, the last started
+// within seedRefreshInterval, or the cluster is closing. It runs on the config loop, or on the
 // source's goroutine (SourceUnreachable).
 func (c *Cluster) maybeRefreshSeeds(t *Topology, now time.Time) {
 	if c.refresh.src == nil {
@@ -138,7 +138,10 @@ func (c *Cluster) maybeRefreshSeeds(t *Topology, now time.Time) {
 	}
 	c.fetchMu.Lock()
 	r := &c.refresh
-	if c.fetchClosed || r.running || !r.last.IsZero() && now.Sub(r.last) < seedRefreshInterval {
+	// c.ctx ends before fetchClosed is set (Close, Cancel): a lookup
+	// started between would call the Resolver, and log, for a client
+	// that is closing.
+	if c.fetchClosed || c.ctx.Err() != nil || r.running || !r.last.IsZero() && now.Sub(r.last) < seedRefreshInterval {
 		c.fetchMu.Unlock()
 		return
 	}
