@@ -171,9 +171,9 @@ type SourcedConfig struct {
 // looked up again, and SeedsLookedUp (Cluster.SeedsLookedUp) gives their
 // KV addresses, for the source to read from too until a newer config is
 // installed (a source may stop sooner: the HTTP stream, once a node of the
-// config serves it again); LookedUpForeign (Cluster.LookedUpForeign) tells a config such
-// an address serves that is of another bucket of the same name, which the
-// source is to pass over as another cluster's.
+// config serves it again); LookedUpForeign (Cluster.LookedUpForeign) tells
+// a config such an address serves that is of another bucket of the same
+// name, which the source is to pass over as another cluster's.
 type Sink interface {
 	Offer(raw []byte, host, source string) Offer
 	OtherCluster(raw []byte, host string) error

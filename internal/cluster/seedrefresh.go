@@ -130,8 +130,8 @@ func (c *Cluster) SeedRefreshes() SeedRefreshStats {
 
 // maybeRefreshSeeds starts a lookup of the seeds for t, stranded at now,
 // unless the seeds came from none, one is under way, the last started
-// within seedRefreshInterval, or the cluster is closing. It runs on the config loop, or on the
-// source's goroutine (SourceUnreachable).
+// within seedRefreshInterval, or the cluster is closing. It runs on the
+// config loop, or on the source's goroutine (SourceUnreachable).
 func (c *Cluster) maybeRefreshSeeds(t *Topology, now time.Time) {
 	if c.refresh.src == nil {
 		return

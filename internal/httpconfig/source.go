@@ -120,14 +120,14 @@ func (s *Source) FirstConfig(ctx context.Context, kvSeeds []string) (cluster.Sou
 // (Sink.SourceUnreachable, told after each round of the stream in which
 // none did): every node the config names may be gone, the cluster moved
 // to addresses only the record names. Those are streamed from after such
-// a round only, until a node the config names serves again. A node that streams another
-// cluster's configs (its address given to another cluster's node) is
-// passed over for the next, its configs not offered; so is a seed looked
-// up again, that no config names, streaming another bucket of the same
-// name (Sink.LookedUpForeign: another bucket uuid). While the stream
-// waits to be reopened after a stream that delivered, a config the
-// cluster wants (Sink.ConfigWanted: a NOT_MY_VBUCKET without one, or a
-// node's KV connection lost, say) cuts the wait short.
+// a round only, until a node the config names serves again. A node that
+// streams another cluster's configs (its address given to another
+// cluster's node) is passed over for the next, its configs not offered;
+// so is a seed looked up again, that no config names, streaming another
+// bucket of the same name (Sink.LookedUpForeign: another bucket uuid).
+// While the stream waits to be reopened after a stream that delivered, a
+// config the cluster wants (Sink.ConfigWanted: a NOT_MY_VBUCKET without
+// one, or a node's KV connection lost, say) cuts the wait short.
 func (s *Source) Run(ctx context.Context, sink cluster.Sink) {
 	sn := streamNodes{s: s, onItsWay: sink.OnItsWay, lookedUp: sink.SeedsLookedUp}
 	installed := func() *vbmap.Config {
@@ -214,8 +214,8 @@ func (sn *streamNodes) delivered(raw []byte, host string, o cluster.Offer) {
 
 // addrs are the REST addresses of the nodes of the newer of the installed
 // config (installedCfg's) and the pending one, on network (the REST seeds
-// when that names none), then those of the seeds looked up again
-// (lookedUp) that are not among them. The pending config is read only while the
+// when that names none), then, while stranded, those of the seeds looked
+// up again (lookedUp) that are not among them. The pending config is read only while the
 // cluster may still install it (onItsWay, asked before installedCfg: a
 // config installed is held before it is no longer on its way): one it
 // refused (another cluster's, one without a vbucket map, ...) never
