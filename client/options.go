@@ -52,7 +52,9 @@ const (
 // BootstrapOn says where a client reads its cluster configs from
 // (connection string bootstrap_on, libcouchbase's name): the KV service
 // (CCCP: GET_CLUSTER_CONFIG, notifications and NOT_MY_VBUCKET bodies) or
-// the cluster manager's REST API over HTTP.
+// the cluster manager's REST API over HTTP. The REST requests carry the
+// credentials in HTTP Basic auth: in clear on couchbase:// (see
+// Options.BootstrapOn).
 type BootstrapOn string
 
 const (
@@ -167,6 +169,10 @@ type Options struct {
 	// host at the scheme's default KV port (or given without one), to the
 	// same host's default REST port (8091, 18091 with couchbases://), with
 	// HTTP Basic auth and, on couchbases://, over HTTPS with TLSConfig.
+	// On couchbase:// that is the password in clear on the network (the
+	// KV connections use SCRAM): the first such request logs a warning,
+	// once per client. couchbases://, or BootstrapOnCCCP where the KV
+	// service serves the configs (not a memcached bucket), keeps it off.
 	// Connection string: bootstrap_on=both|cccp|http (all,
 	// libcouchbase's name, is both). couchbase:// and
 	// couchbases:// only.

@@ -72,7 +72,10 @@ type Config struct {
 	// Bucket is the bucket whose config is read.
 	Bucket string
 	// Username and Password are sent with HTTP Basic auth (none when
-	// Username is empty).
+	// Username is empty). Without TLS that is the password in clear on
+	// the network, which the client's KV connections never send so
+	// (SCRAM): the first request that carries it logs a warning, once
+	// per Client.
 	Username, Password string
 	// TLS, when set, makes the requests HTTPS with (a clone of) this
 	// config; ServerName defaults to each node's host. nil: HTTP.
@@ -117,6 +120,9 @@ type Config struct {
 // reads on goroutines of its own, which end only after the request did).
 type Client struct {
 	cfg Config
+	// cleartext logs, once, that a request carried the password in
+	// clear (Basic auth without TLS).
+	cleartext sync.Once
 }
 
 // New returns a Client.
@@ -304,6 +310,17 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 	}
 	// The request and the wait for the headers end at the deadline.
 	_ = nc.SetDeadline(deadline)
+	if c.cfg.Username != "" && c.cfg.TLS == nil {
+		c.cleartext.Do(func() {
+			// ns_server also takes SCRAM over HTTP (RFC 7804;
+			// ns_server's src/scram_sha.erl, menelaus_auth.erl), as
+			// Couchbase's SDKs do not: gocbcore, the C++ core and
+			// libcouchbase send Basic auth to 8091 too.
+			c.cfg.Logger.Warn("kvwire: sending the password to the cluster manager in clear (HTTP Basic auth without TLS): "+
+				"use couchbases:// to send it over TLS, or bootstrap_on=cccp where the KV service serves the bucket's configs",
+				"node", addr, "user", c.cfg.Username)
+		})
+	}
 	if err := req.Write(nc); err != nil {
 		return fail(noAnswerIfDeadline(err, noAnswer))
 	}
