@@ -3,7 +3,12 @@ package httpconfig
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -93,5 +98,61 @@ func TestBasicAuthWithoutTLSIsWarnedOfOncePerClient(t *testing.T) {
 	_, _, _ = c.Fetch(context.Background(), mc.MgmtAddrs()[0])
 	if w := h.cleartextWarnings(); len(w) != 0 {
 		t.Errorf("warned without credentials: %q", w)
+	}
+}
+
+// echoNode answers every request with status and a body made by body
+// from the request's Authorization header (a proxy's error page that
+// quotes the request, say).
+func echoNode(t *testing.T, status int, body func(auth string) string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		io.WriteString(w, body(r.Header.Get("Authorization")))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// An error answer's body is quoted in the error (and so in the logs of
+// a stream that fails): one that quotes the request's credentials, their
+// Basic auth token or the password itself, whole or cut by the part of
+// the body read, has them masked there.
+func TestErrorAnswerQuotingTheCredentialsHasThemMasked(t *testing.T) {
+	const user, pass = "app", "s3cret-Pa55word"
+	token := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	for _, tc := range []struct {
+		name string
+		body func(auth string) string
+		want string // what the error still shows of the body
+	}{
+		{"header echoed", func(auth string) string { return "bad request: Authorization: " + auth + " not allowed here" },
+			"bad request: Authorization: Basic [masked] not allowed here"},
+		{"password echoed", func(string) string { return "user " + user + " with password " + pass + " refused" },
+			"user app with password [masked] refused"},
+		{"token across the end of the part shown", func(auth string) string { return strings.Repeat("x", 190) + auth },
+			strings.Repeat("x", 190) + "Basic " + masked},
+		{"password cut where the body ends", func(string) string { return strings.Repeat("x", 100) + pass[:8] },
+			strings.Repeat("x", 100)},
+		{"password cut where the part read ends", func(auth string) string { return auth + strings.Repeat("x", 180) + pass },
+			"Basic " + masked + strings.Repeat("x", 180)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := echoNode(t, http.StatusBadRequest, tc.body)
+			c := New(Config{Bucket: "default", Username: user, Password: pass})
+			_, _, err := c.Fetch(context.Background(), addr)
+			var he *Error
+			if !errors.As(err, &he) || he.Status != http.StatusBadRequest {
+				t.Fatalf("err %v, want an HTTP 400 *Error", err)
+			}
+			if he.Body != tc.want {
+				t.Errorf("body %q, want %q", he.Body, tc.want)
+			}
+			for _, secret := range []string{pass, token, pass[:6], token[:20]} {
+				if strings.Contains(err.Error(), secret) || strings.Contains(he.Body, secret) {
+					t.Errorf("error %q holds %q", err, secret)
+				}
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -200,7 +201,9 @@ type Error struct {
 	Addr, Path string
 	// Status is the HTTP status (0 when there was no answer).
 	Status int
-	// Body is the start of an error answer's body (ns_server's message).
+	// Body is the start of an error answer's body (ns_server's message),
+	// with any of the request's credentials it quotes (the Basic auth
+	// token, the password) masked.
 	Body string
 	Err  error
 }
@@ -356,12 +359,68 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 		// The start of an error answer's body, read by the same
 		// deadline: a node that sends the headers and then nothing
 		// holds the request no longer than one that sends nothing.
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		// Read past the part shown by the longest secret, so that
+		// one that starts within it is read whole and masked.
+		secrets := c.secrets()
+		longest := 0
+		for _, s := range secrets {
+			longest = max(longest, len(s))
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxErrorBody+longest)))
 		resp.Body.Close()
-		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(mask(body, secrets))}
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return resp, nil
+}
+
+// maxErrorBody is how much of an error answer's body an Error shows.
+const maxErrorBody = 200
+
+// masked stands for a secret in an error answer's body.
+const masked = "[masked]"
+
+// secrets are what an answer may quote of the request's credentials (a
+// proxy's error page that echoes the request): the Basic auth token and
+// the password. None without a Username: none was sent.
+func (c *Client) secrets() []string {
+	if c.cfg.Username == "" {
+		return nil
+	}
+	token := base64.StdEncoding.EncodeToString([]byte(c.cfg.Username + ":" + c.cfg.Password))
+	if c.cfg.Password == "" {
+		return []string{token}
+	}
+	return []string{token, c.cfg.Password}
+}
+
+// mask is body, read to at most maxErrorBody bytes and the longest of
+// secrets, with every secret in it replaced by masked, then cut to
+// maxErrorBody bytes (or to the end of a mask there), and cut again
+// before the start of a secret it ends with (a body read in part, or cut
+// by the sender, may end in the middle of one).
+func mask(body []byte, secrets []string) string {
+	s := string(body)
+	for _, secret := range secrets {
+		s = strings.ReplaceAll(s, secret, masked)
+	}
+	if len(s) > maxErrorBody {
+		cut := maxErrorBody
+		// Not in the middle of a mask.
+		if i := strings.LastIndex(s[:min(len(s), cut+len(masked)-1)], masked); i >= 0 && i < cut && i+len(masked) > cut {
+			cut = i + len(masked)
+		}
+		s = s[:cut]
+	}
+	for _, secret := range secrets {
+		for k := min(len(secret)-1, len(s)); k > 0; k-- {
+			if strings.HasSuffix(s, secret[:k]) {
+				s = s[:len(s)-k]
+				break
+			}
+		}
+	}
+	return s
 }
 
 // maxHeaderBytes bounds an answer's status line and headers (ns_server's
