@@ -315,10 +315,10 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 	_ = nc.SetDeadline(deadline)
 	if c.cfg.Username != "" && c.cfg.TLS == nil {
 		c.cleartext.Do(func() {
-			// ns_server also takes SCRAM over HTTP (RFC 7804;
-			// ns_server's src/scram_sha.erl, menelaus_auth.erl), as
-			// Couchbase's SDKs do not: gocbcore, the C++ core and
-			// libcouchbase send Basic auth to 8091 too.
+			// ns_server also takes SCRAM over HTTP (RFC 7804:
+			// ns_server's src/scram_sha.erl, menelaus_auth.erl),
+			// which Couchbase's SDKs do not use either: gocbcore,
+			// the C++ core and libcouchbase send Basic auth to 8091.
 			c.cfg.Logger.Warn("kvwire: sending the password to the cluster manager in clear (HTTP Basic auth without TLS): "+
 				"use couchbases:// to send it over TLS, or bootstrap_on=cccp where the KV service serves the bucket's configs",
 				"node", addr, "user", c.cfg.Username)
