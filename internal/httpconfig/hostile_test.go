@@ -57,6 +57,10 @@ func TestFetchAgainstAHostileNode(t *testing.T) {
 		{"unknown transfer coding", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "unsupported transfer encoding"},
 		{"a config over the limit in one piece", "HTTP/1.1 200 OK\r\n\r\n" + strings.Repeat("x", 2000), "over the size limit (1000 bytes)"},
 		{"a config over the limit in many chunks", chunked + strings.Repeat("1\r\nx\r\n", 2000) + "0\r\n\r\n", "over the size limit (1000 bytes)"},
+		// Lines that fit, past the bound: http.ReadResponse took the part
+		// of the line read when the bound was met for the line, and
+		// said "malformed MIME header line: \"X-A: b\\r\"".
+		{"headers past the bound", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-A: b\r\n", 200000) + "Content-Length: 9\r\n\r\n" + cfg, "headers run past"},
 		{"many headers", "HTTP/1.1 200 OK\r\n" + strings.Repeat("X-A: b\r\n", 100000) + "Content-Length: 9\r\n\r\n" + cfg, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -344,6 +344,11 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 				// finds wrong with it is the wait's end.
 				return fail(noAnswer(err))
 			}
+			if lr.over {
+				// Likewise the part read up to the bound: what is
+				// wrong is the headers' length.
+				return fail(errHeadersTooLong)
+			}
 			return fail(noAnswerIfDeadline(err, noAnswer))
 		}
 		if resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
@@ -436,12 +441,13 @@ const maxInterim = 5
 var errHeadersTooLong = fmt.Errorf("the answer's headers run past %d bytes: not a cluster manager's answer", maxHeaderBytes)
 
 // headerLimit reads from r at most left bytes (no limit when left < 0),
-// then fails with errHeadersTooLong. timedOut: a read of r failed at the
-// connection's deadline.
+// then fails with errHeadersTooLong (over). timedOut: a read of r failed
+// at the connection's deadline.
 type headerLimit struct {
 	r        io.Reader
 	left     int64
 	timedOut bool
+	over     bool
 }
 
 func (l *headerLimit) Read(b []byte) (int, error) {
@@ -449,6 +455,7 @@ func (l *headerLimit) Read(b []byte) (int, error) {
 		return l.r.Read(b)
 	}
 	if l.left == 0 {
+		l.over = true
 		return 0, errHeadersTooLong
 	}
 	if int64(len(b)) > l.left {
