@@ -51,6 +51,8 @@ func TestFetchAgainstAHostileNode(t *testing.T) {
 		{"chunked, trailers", chunked + "9\r\n" + cfg + "\r\n0\r\nX-Checksum: 1\r\nX-Other: 2\r\n\r\n", ""},
 		{"chunked, a trailer without end", chunked + "9\r\n" + cfg + "\r\n0\r\nX-Pad: " + strings.Repeat("t", 1<<20), "trailer"},
 		{"chunked, bad hex", chunked + "9z\r\n" + cfg + "\r\n0\r\n\r\n", "reading the config: invalid byte in chunk length"},
+		// net/http says "header line too long" (http.ErrLineTooLong).
+		{"chunked, a size line without end", chunked + strings.Repeat("9", 1<<20), "reading the config: bad chunked coding: a chunk size line of 4096 bytes or more"},
 		{"chunked, a size past 64 bits", chunked + "10000000000000000\r\n" + cfg, "chunk length too large"},
 		{"chunked, a huge size and a short body", chunked + "7fffffffffffffff\r\n" + cfg, "reading the config: unexpected EOF"},
 		{"chunked, no end", chunked + "9\r\n" + cfg + "\r\n", "reading the config: unexpected EOF"},
@@ -181,6 +183,7 @@ func TestStreamAgainstAHostileNode(t *testing.T) {
 		{"Content-Length longer than the body", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + c1 + sep + c2 + sep, []string{c1, c2}, "unexpected EOF"},
 		{"no Content-Length, no chunks", "HTTP/1.0 200 OK\r\n\r\n" + c1 + sep + c2 + sep, []string{c1, c2}, "the node closed the stream"},
 		{"bad hex after a config", strings.TrimSuffix(chunks(c1+sep), "0\r\n\r\n") + "zz\r\n", []string{c1}, "invalid byte in chunk length"},
+		{"a chunk size line without end", strings.TrimSuffix(chunks(c1+sep), "0\r\n\r\n") + strings.Repeat("1", 1<<20), []string{c1}, "bad chunked coding: a chunk size line of 4096 bytes or more"},
 		{"a size past 64 bits", strings.TrimSuffix(chunks(c1+sep), "0\r\n\r\n") + "10000000000000000\r\n", []string{c1}, "chunk length too large"},
 		{"a huge chunk cut short", strings.TrimSuffix(chunks(c1+sep), "0\r\n\r\n") + "7fffffffffffffff\r\n" + c2 + sep, []string{c1, c2}, "unexpected EOF"},
 		{"trailers", chunks(c1+sep) + "X-A: 1\r\n\r\n", []string{c1}, "the node closed the stream"},

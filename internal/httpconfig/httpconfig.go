@@ -331,7 +331,7 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 	// (MaxResponseHeaderBytes): http.ReadResponse would hold a line
 	// without end in memory until the deadline.
 	lr := &headerLimit{r: nc, left: maxHeaderBytes}
-	br := bufio.NewReader(lr)
+	br := bufio.NewReaderSize(lr, readBufSize)
 	var resp *http.Response
 	// Interim (1xx) answers come before the final one and are skipped,
 	// as net/http's Transport skips them (RFC 9110 15.2: a client
@@ -432,6 +432,11 @@ func mask(body []byte, secrets []string) string {
 // are a few hundred bytes).
 const maxHeaderBytes = 1 << 20
 
+// readBufSize is the size of an answer's read buffer, which bounds a
+// chunk size line of its body (net/http's chunked reader reads the line
+// within it).
+const readBufSize = 4096
+
 // maxInterim bounds the interim (1xx) answers skipped before the final
 // one (net/http's Transport allows 5).
 const maxInterim = 5
@@ -513,7 +518,9 @@ func (w *watcher) close() {
 
 // connBody is an answer's body on its own connection: closing it closes
 // the connection. A read that fails once ctx ended (the watcher closed
-// the connection under it) says so, with ctx's cause.
+// the connection under it) says so, with ctx's cause; one that fails on a
+// chunk size line too long says that, where net/http says "header line
+// too long".
 type connBody struct {
 	io.ReadCloser
 	ctx context.Context
@@ -522,6 +529,9 @@ type connBody struct {
 
 func (b *connBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, http.ErrLineTooLong) {
+		err = fmt.Errorf("bad chunked coding: a chunk size line of %d bytes or more (net/http: %w)", readBufSize, err)
+	}
 	if err != nil && err != io.EOF && b.ctx.Err() != nil {
 		err = fmt.Errorf("the request ended: %w: %w", context.Cause(b.ctx), err)
 	}
