@@ -187,6 +187,9 @@ func TestStreamAgainstAHostileNode(t *testing.T) {
 		{"a size past 64 bits", strings.TrimSuffix(chunks(c1+sep), "0\r\n\r\n") + "10000000000000000\r\n", []string{c1}, "chunk length too large"},
 		{"a huge chunk cut short", strings.TrimSuffix(chunks(c1+sep), "0\r\n\r\n") + "7fffffffffffffff\r\n" + c2 + sep, []string{c1, c2}, "unexpected EOF"},
 		{"trailers", chunks(c1+sep) + "X-A: 1\r\n\r\n", []string{c1}, "the node closed the stream"},
+		// net/http returns the trailer's error with the last chunk's
+		// bytes, and "invalid Read on closed Body" after it.
+		{"a trailer without end", strings.TrimSuffix(chunks(c1+sep), "\r\n") + "X-Pad: " + strings.Repeat("t", 1<<20), []string{c1}, "suspiciously long trailer"},
 		{"401 with a body", "HTTP/1.1 401 Unauthorized\r\nContent-Length: 12\r\n\r\nUnauthorized", nil, "401 Unauthorized"},
 		{"500 with a body", "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\noops", nil, `HTTP 500 ("oops")`},
 		{"status line of garbage", "SSH-2.0-OpenSSH_9.6\r\n\r\n", nil, "malformed HTTP response"},
@@ -213,6 +216,40 @@ func TestStreamAgainstAHostileNode(t *testing.T) {
 				t.Errorf("%d configs logged as over the limit, want %d (%q)", skips, want, logs)
 			}
 		})
+	}
+}
+
+// errOnce is a reader that returns data with err, and then fails with
+// another error: an error returned with the last bytes (io.Reader allows
+// it) need not come again.
+type errOnce struct {
+	data []byte
+	err  error
+	done bool
+}
+
+func (r *errOnce) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, errors.New("read after the error")
+	}
+	r.done = true
+	return copy(p, r.data), r.err
+}
+
+// An error returned with the last bytes read ends the stream after the
+// configs those bytes complete: it was dropped, and the stream ended
+// with the next read's error, which said nothing of what was wrong.
+func TestConfigReaderKeepsAnErrorReturnedWithData(t *testing.T) {
+	bad := errors.New("the bytes' error")
+	cr := newConfigReader(&errOnce{data: []byte(`{"rev":1}` + "\n\n\n\n" + `{"rev":`), err: bad}, 1000)
+	c, _, err := cr.next()
+	if string(c) != `{"rev":1}` || err != nil {
+		t.Fatalf("first: %q, %v; want the config", c, err)
+	}
+	for range 2 {
+		if c, _, err = cr.next(); c != nil || err != bad {
+			t.Fatalf("then: %q, %v; want the error returned with the bytes", c, err)
+		}
 	}
 }
 

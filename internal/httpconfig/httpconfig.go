@@ -824,6 +824,11 @@ type configReader struct {
 	// bytes dropped so far.
 	skipping bool
 	skipped  int
+	// err is the error r returned, with the last bytes or alone: it
+	// ends the stream once the configs read before it are returned (r
+	// need not return it again: net/http's body returns a trailer's
+	// error once, and "invalid Read on closed Body" after it).
+	err error
 }
 
 func newConfigReader(r io.Reader, max int) *configReader {
@@ -852,6 +857,9 @@ func (cr *configReader) next() (cfg []byte, skipped int, err error) {
 			}
 			return tok, 0, nil
 		}
+		if cr.err != nil {
+			return nil, 0, cr.err
+		}
 		// The separator may start in the last len(separator)-1 bytes.
 		scanFrom = max(cr.off, len(cr.buf)-(len(separator)-1))
 		if pending := len(cr.buf) - cr.off; pending > cr.max+len(separator) {
@@ -878,9 +886,7 @@ func (cr *configReader) next() (cfg []byte, skipped int, err error) {
 		}
 		k, rerr := cr.r.Read(cr.buf[len(cr.buf):cap(cr.buf)])
 		cr.buf = cr.buf[:len(cr.buf)+k]
-		if rerr != nil && k == 0 {
-			return nil, 0, rerr
-		}
+		cr.err = rerr
 	}
 }
 
