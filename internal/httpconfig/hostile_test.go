@@ -494,3 +494,118 @@ func scriptedTLSNode(t *testing.T, cfg *tls.Config, answer func(tc *tls.Conn, ra
 	})
 	return ln.Addr().String()
 }
+
+// Whatever a node is sending when the client is closed (Stream's context
+// ends), Stream returns with its connection closed and nothing of the
+// request left running: the headers sent a byte at a time, an error
+// answer's body likewise, a stream's body a byte at a time or as fast as
+// the node can, a TLS handshake of garbage a byte at a time.
+func TestStreamEndsWithItsContextWhateverTheNodeSends(t *testing.T) {
+	chunked := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	const errHead = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 1000000\r\n\r\n"
+	for _, tc := range []struct {
+		name   string
+		tls    bool
+		answer func(nc net.Conn)
+		after  int // the context ends once the client has read this many bytes
+	}{
+		{"headers a byte at a time", false, func(nc net.Conn) { trickle(nc, "HTTP/1.1 200 OK\r\nX-A: ", "a") }, 30},
+		{"an error body a byte at a time", false, func(nc net.Conn) { trickle(nc, errHead, "b") }, len(errHead) + 3},
+		{"a body a byte at a time", false, func(nc net.Conn) { trickle(nc, chunked, "1\r\n{\r\n") }, len(chunked) + 20},
+		{"an endless body as fast as it goes", false, func(nc net.Conn) {
+			unit := fmt.Sprintf("10000\r\n%s\r\n", strings.Repeat("x", 0x10000))
+			if _, err := io.WriteString(nc, chunked); err != nil {
+				return
+			}
+			for {
+				if _, err := io.WriteString(nc, unit); err != nil {
+					return
+				}
+			}
+		}, 4 << 20},
+		{"a TLS handshake of garbage a byte at a time", true, func(nc net.Conn) { trickle(nc, "", "\x16") }, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var addr string
+			if tc.tls {
+				// The client speaks first: no request is read.
+				addr = rawNode(t, tc.answer)
+			} else {
+				addr = scriptedNode(t, tc.answer)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			d := newDialer(false)
+			cfg := Config{Bucket: "default", ConnectTimeout: guard, MaxConfigSize: 1000,
+				Clock: retry.NewFakeClock(time.Unix(1e9, 0)),
+				DialContext: func(dctx context.Context, network, addr string) (net.Conn, error) {
+					nc, err := d.DialContext(dctx, network, addr)
+					if err != nil {
+						return nil, err
+					}
+					return &readHook{Conn: nc, before: func(n int) {
+						if n >= tc.after {
+							cancel()
+						}
+					}}, nil
+				}}
+			if tc.tls {
+				cfg.TLS = &tls.Config{}
+			}
+			c := New(cfg)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.Stream(ctx, func() []string { return []string{addr} }, nil, nil, func([]byte, string, string) error { return nil })
+			}()
+			select {
+			case <-done:
+			case <-time.After(guard):
+				t.Fatal("Stream did not return after its context ended")
+			}
+			requireNothingLeft(t, d, "Stream")
+		})
+	}
+}
+
+// rawNode is scriptedNode without the request read: answer runs on each
+// connection as it is accepted.
+func rawNode(t *testing.T, answer func(nc net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				answer(nc)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
