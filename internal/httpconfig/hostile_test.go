@@ -2,6 +2,7 @@ package httpconfig
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -608,4 +610,71 @@ func rawNode(t *testing.T, answer func(nc net.Conn)) string {
 		wg.Wait()
 	})
 	return ln.Addr().String()
+}
+
+// cutReader reads r in reads whose sizes are taken from sizes in turn
+// (0 stands for 1), as a node's packets or chunks would cut the stream.
+type cutReader struct {
+	r     io.Reader
+	sizes []byte
+	i     int
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	n := 1
+	if len(c.sizes) > 0 {
+		n = max(1, int(c.sizes[c.i%len(c.sizes)]))
+		c.i++
+	}
+	return c.r.Read(p[:min(n, len(p))])
+}
+
+// The config reader splits any stream, cut anywhere, as splitting it
+// whole at each separator does: whole configs within the limit, trimmed,
+// empty ones dropped, those over it skipped with their size, the piece
+// the end cut short dropped; and its buffer holds no more than a config,
+// a separator and a read.
+func FuzzConfigReader(f *testing.F) {
+	f.Add([]byte(`{"rev":1}`+"\n\n\n\n\n\n\n\n"+` {"rev":2} `+"\n\n\n\n"+`{"rev":`), []byte{1, 2, 3})
+	f.Add([]byte(strings.Repeat("x", 100)+"\n\n\n\n"+`{"rev":1}`+"\n\n\n"), []byte{7})
+	f.Add([]byte(strings.Repeat("\n", 37)), []byte{3, 1})
+	f.Add([]byte(strings.Repeat("ab\n\n\n", 30)+"\n"), []byte{0, 200})
+	const limit = 40
+	f.Fuzz(func(t *testing.T, body, sizes []byte) {
+		var want []string
+		var wantSkipped []int
+		pieces := bytes.Split(body, separator)
+		for _, p := range pieces[:len(pieces)-1] {
+			switch {
+			case len(p) > limit:
+				wantSkipped = append(wantSkipped, len(p))
+			case len(bytes.TrimSpace(p)) > 0:
+				want = append(want, string(bytes.TrimSpace(p)))
+			}
+		}
+		cr := newConfigReader(&cutReader{r: bytes.NewReader(body), sizes: sizes}, limit)
+		var got []string
+		var skipped []int
+		for {
+			c, s, err := cr.next()
+			if s > 0 {
+				skipped = append(skipped, s)
+			}
+			if c != nil {
+				got = append(got, string(c))
+			}
+			if cap(cr.buf) > limit+len(separator)+8192 {
+				t.Fatalf("buffer grew to %d bytes for a limit of %d", cap(cr.buf), limit)
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("next: %v", err)
+			}
+		}
+		if !slices.Equal(got, want) || !slices.Equal(skipped, wantSkipped) {
+			t.Fatalf("configs %q skipped %v; want %q skipped %v", got, skipped, want, wantSkipped)
+		}
+	})
 }
