@@ -177,7 +177,9 @@ func TestStreamAgainstAHostileNode(t *testing.T) {
 		{"a chunk per byte", chunks(strings.Split(c1+sep+c2+sep, "")...), []string{c1, c2}, "the node closed the stream"},
 		{"empty configs between separators", chunks(sep + sep + c1 + sep + " \n" + sep + sep + c2 + sep + sep), []string{c1, c2}, "the node closed the stream"},
 		{"only separators", chunks(strings.Repeat(sep, 1000)), nil, "the node closed the stream"},
-		{"no separator at all", chunks(c1, c2, over), nil, "the node closed the stream"},
+		// The end said only "the node closed the stream": nothing said
+		// that it had sent a config, and that it was over the limit.
+		{"no separator at all", chunks(c1, c2, over), nil, "the node closed the stream, cut short 3018 bytes into a config over the size limit (1000 bytes)"},
 		{"a config over the limit in one chunk", chunks(c1 + sep + over + sep + c2 + sep), []string{c1, c2}, "the node closed the stream"},
 		{"a config over the limit in many chunks", chunks(append(append([]string{c1 + sep}, strings.Split(over, "")...), sep+c2+sep)...), []string{c1, c2}, "the node closed the stream"},
 		{"a config cut short by the end", chunks(c1 + sep + `{"rev":`), []string{c1}, "the node closed the stream"},
@@ -392,6 +394,51 @@ func TestSlowlorisNodeHoldsARequestNoLongerThanItsBound(t *testing.T) {
 			}
 		})
 	}
+	// A config over the limit still coming at the redial period: the
+	// end says so, where it said only that no config came.
+	t.Run("streamed body over the limit", func(t *testing.T) {
+		head := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n" + strings.Repeat("x", 1024) + "\r\n"
+		var sent atomic.Bool
+		addr := scriptedNode(t, func(nc net.Conn) {
+			if sent.CompareAndSwap(false, true) {
+				trickle(nc, head, "1\r\nx\r\n")
+			}
+		})
+		clock := retry.NewFakeClock(time.Unix(1e9, 0))
+		ctx, cancel := context.WithTimeout(context.Background(), guard)
+		defer cancel()
+		read := make(chan struct{})
+		var once sync.Once
+		go func() {
+			if clock.BlockUntilTimers(ctx, 1) != nil {
+				return
+			}
+			select {
+			case <-read: // the client has read past the limit
+			case <-ctx.Done():
+				return
+			}
+			clock.Advance(10 * time.Second)
+		}()
+		_, end, _ := streamAgainst(t, addr, Config{Clock: clock, ConnectTimeout: guard, MaxConfigSize: 1000,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &readHook{Conn: nc, before: func(n int) {
+					// The limit's worth and a byte past it read: the
+					// reader has judged them before it reads again.
+					if n >= len(head)+6 {
+						once.Do(func() { close(read) })
+					}
+				}}, nil
+			}})
+		t.Logf("end: %s", end)
+		if !strings.Contains(end, "redial period (10s) without sending a config, cut short ") || !strings.Contains(end, " bytes into a config over the size limit (1000 bytes)") {
+			t.Fatalf("end %q; want the redial period and the config over the limit named", end)
+		}
+	})
 }
 
 // A 3xx answer is not followed, to another host or anywhere: the

@@ -757,6 +757,7 @@ func (c *Client) streamFrom(ctx context.Context, addr string, wake <-chan struct
 		return 0, err
 	}
 	defer resp.Body.Close()
+	r := newConfigReader(resp.Body, c.cfg.MaxConfigSize)
 	select {
 	case <-wake:
 	default:
@@ -787,10 +788,14 @@ func (c *Client) streamFrom(ctx context.Context, addr string, wake <-chan struct
 				err = fmt.Errorf("%w (%v)", errRedial, period)
 			}
 		}
+		// A config over the limit that the end cut short was never
+		// logged as skipped: the end says so.
+		if over := r.over(); over > 0 && err != nil && !errors.Is(err, errRefused) {
+			err = fmt.Errorf("%w, cut short %d bytes into a config over the size limit (%d bytes)", err, over, c.cfg.MaxConfigSize)
+		}
 	}()
 	c.cfg.Logger.Debug("kvwire: streaming cluster configs", "node", addr)
 	host := hostOf(addr)
-	r := newConfigReader(resp.Body, c.cfg.MaxConfigSize)
 	for {
 		raw, skipped, err := r.next()
 		if skipped > 0 {
@@ -888,6 +893,15 @@ func (cr *configReader) next() (cfg []byte, skipped int, err error) {
 		cr.buf = cr.buf[:len(cr.buf)+k]
 		cr.err = rerr
 	}
+}
+
+// over is how many bytes of a config over the limit were read, not yet
+// followed by its separator (0: none).
+func (cr *configReader) over() int {
+	if n := cr.skipped + len(cr.buf) - cr.off; cr.skipping || n > cr.max {
+		return n
+	}
+	return 0
 }
 
 // hostOf is addr's host, without brackets.
