@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/kvwire/kvwire/mockcluster"
@@ -155,33 +154,5 @@ func TestErrorAnswerQuotingTheCredentialsHasThemMasked(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// A redirect is not followed: the credentials go to the node asked and to
-// no address an answer names (net/http's Client would follow it, with
-// the Authorization header to the same host). The redirect is the
-// request's failure, naming its status.
-func TestRedirectIsNotFollowed(t *testing.T) {
-	var got atomic.Int32 // requests to the address the redirects name
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Add(1)
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(other.Close)
-	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, other.URL+r.URL.Path, status)
-		}))
-		t.Cleanup(srv.Close)
-		c := New(Config{Bucket: "default", Username: "app", Password: "secret"})
-		_, _, err := c.Fetch(context.Background(), srv.Listener.Addr().String())
-		var he *Error
-		if !errors.As(err, &he) || he.Status != status {
-			t.Fatalf("err %v, want the HTTP %d as an *Error", err, status)
-		}
-	}
-	if n := got.Load(); n != 0 {
-		t.Fatalf("%d requests reached the address the redirects named", n)
 	}
 }

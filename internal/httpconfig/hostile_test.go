@@ -443,7 +443,9 @@ func TestSlowlorisNodeHoldsARequestNoLongerThanItsBound(t *testing.T) {
 
 // A 3xx answer is not followed, to another host or anywhere: the
 // credentials go only to the addresses the client was given (ns_server
-// never redirects its config endpoints), and the error names the status.
+// never redirects its config endpoints), and the error names the status
+// and where it pointed (a proxy sending http:// to https://, say: its
+// body, nginx's, said only "301 Moved Permanently").
 func TestRedirectIsNotFollowed(t *testing.T) {
 	var asked atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -452,17 +454,20 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	}))
 	defer other.Close()
 	for _, status := range []int{301, 302, 303, 307, 308} {
-		answer := fmt.Sprintf("HTTP/1.1 %d %s\r\nLocation: %s/pools/default/b/default\r\nContent-Length: 0\r\n\r\n", status, http.StatusText(status), other.URL)
+		body := fmt.Sprintf("<html>\r\n<head><title>%d %s</title></head>\r\n</html>", status, http.StatusText(status))
+		answer := fmt.Sprintf("HTTP/1.1 %d %s\r\nLocation: %s/pools/default/b/default\r\nContent-Length: %d\r\n\r\n%s",
+			status, http.StatusText(status), other.URL, len(body), body)
 		addr := scriptedNode(t, func(nc net.Conn) { _, _ = io.WriteString(nc, answer) })
+		says := fmt.Sprintf("HTTP %d, a redirect to %q (not followed)", status, other.URL+"/pools/default/b/default")
 		c := New(Config{Bucket: "default", Username: "u", Password: "p", ConnectTimeout: guard})
 		_, _, err := c.Fetch(context.Background(), addr)
 		var he *Error
-		if !errors.As(err, &he) || he.Status != status || !strings.Contains(err.Error(), fmt.Sprintf("HTTP %d", status)) {
-			t.Errorf("Fetch: err %v, want HTTP %d", err, status)
+		if !errors.As(err, &he) || he.Status != status || !strings.Contains(err.Error(), says) {
+			t.Errorf("Fetch: err %v, want %s", err, says)
 		}
 		_, end, _ := streamAgainst(t, addr, Config{Username: "u", Password: "p", ConnectTimeout: guard})
-		if !strings.Contains(end, fmt.Sprintf("HTTP %d", status)) {
-			t.Errorf("Stream: ended %q, want HTTP %d", end, status)
+		if !strings.Contains(end, says) {
+			t.Errorf("Stream: ended %q, want %s", end, says)
 		}
 	}
 	// Fetch and Stream returned: a redirect followed would have been.

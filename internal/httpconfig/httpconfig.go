@@ -205,7 +205,11 @@ type Error struct {
 	// with any of the request's credentials it quotes (the Basic auth
 	// token, the password) masked.
 	Body string
-	Err  error
+	// Location is the start of where a redirect (3xx) pointed: it is
+	// not followed (ns_server does not redirect its config endpoints;
+	// whatever does, a proxy, would take the credentials elsewhere).
+	Location string
+	Err      error
 }
 
 func (e *Error) Error() string {
@@ -218,6 +222,8 @@ func (e *Error) Error() string {
 		b.WriteString("403 Forbidden: the user may not read the bucket's config")
 	case e.Status == http.StatusNotFound:
 		b.WriteString("404 Not Found: no such bucket")
+	case e.Location != "":
+		fmt.Fprintf(&b, "HTTP %d, a redirect to %q (not followed)", e.Status, e.Location)
 	case e.Status != 0:
 		fmt.Fprintf(&b, "HTTP %d", e.Status)
 	default:
@@ -373,7 +379,12 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxErrorBody+longest)))
 		resp.Body.Close()
-		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(mask(body, secrets))}
+		var loc string
+		if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+			loc = resp.Header.Get("Location")
+			loc = loc[:min(len(loc), maxErrorBody)]
+		}
+		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(mask(body, secrets)), Location: loc}
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return resp, nil
@@ -381,6 +392,10 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 
 // maxErrorBody is how much of an error answer's body an Error shows.
 const maxErrorBody = 200
+
+// minSecretCut is the shortest start of a secret that mask cuts from the
+// end of a body.
+const minSecretCut = 4
 
 // masked stands for a secret in an error answer's body.
 const masked = "[masked]"
@@ -402,7 +417,8 @@ func (c *Client) secrets() []string {
 // mask is body, read to at most maxErrorBody bytes and the longest of
 // secrets, with every secret in it replaced by masked, then cut to
 // maxErrorBody bytes (or to the end of a mask there), and cut again
-// before the start of a secret it ends with (a body read in part, or cut
+// before the start of a secret it ends with, minSecretCut bytes or more
+// of it (a body read in part, or cut
 // by the sender, may end in the middle of one).
 func mask(body []byte, secrets []string) string {
 	s := string(body)
@@ -418,7 +434,10 @@ func mask(body []byte, secrets []string) string {
 		s = s[:cut]
 	}
 	for _, secret := range secrets {
-		for k := min(len(secret)-1, len(s)); k > 0; k-- {
+		// Fewer than minSecretCut bytes are the end of ordinary text as
+		// often as a secret's start ("Unauthorized" ends with the "d"
+		// of the token of u:p), and say little of it.
+		for k := min(len(secret)-1, len(s)); k >= minSecretCut; k-- {
 			if strings.HasSuffix(s, secret[:k]) {
 				s = s[:len(s)-k]
 				break
