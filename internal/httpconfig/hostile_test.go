@@ -328,14 +328,28 @@ func trickle(nc net.Conn, head, unit string) {
 }
 
 // A slowloris node, sending a byte at a time for ever, holds a request no
-// longer than its bound: its headers ConnectTimeout (real time, however
-// the bytes keep coming: a deadline, not an idle timeout), a fetched
-// body the fetch's context (bootstrap's: Options.ConnectTimeout), a
-// stream's body the redial period (on the Clock), from its headers.
+// longer than its bound: its TLS handshake and headers ConnectTimeout
+// (real time, however the bytes keep coming: a deadline, not an idle
+// timeout), an error answer's body the same deadline, a fetched body the
+// fetch's context (bootstrap's: Options.ConnectTimeout), a stream's body
+// the redial period (10 s on the Clock) from its headers.
 func TestSlowlorisNodeHoldsARequestNoLongerThanItsBound(t *testing.T) {
 	t.Run("headers", func(t *testing.T) {
 		addr := scriptedNode(t, func(nc net.Conn) { trickle(nc, "HTTP/1.1 200 OK\r\nX-A: ", "a") })
 		c := New(Config{Bucket: "default", ConnectTimeout: 200 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(context.Background(), guard)
+		defer cancel()
+		_, _, err := c.Fetch(ctx, addr)
+		if ctx.Err() != nil || err == nil || !strings.Contains(err.Error(), "no answer within the connect timeout (200ms)") {
+			t.Fatalf("err %v, want the connect timeout named", err)
+		}
+	})
+	t.Run("TLS handshake", func(t *testing.T) {
+		// A record header announcing a handshake record, then its
+		// bytes a byte at a time: the client speaks first, nothing is
+		// read from it.
+		addr := rawNode(t, func(nc net.Conn) { trickle(nc, "\x16\x03\x03\x40\x00", "\x02") })
+		c := New(Config{Bucket: "default", ConnectTimeout: 200 * time.Millisecond, TLS: &tls.Config{}})
 		ctx, cancel := context.WithTimeout(context.Background(), guard)
 		defer cancel()
 		_, _, err := c.Fetch(ctx, addr)
