@@ -18,7 +18,8 @@ import (
 // recovery rounds and from any ConfigSource. All but the bootstrap one go
 // through Offer, which runs on whatever goroutine met the config (a
 // fetcher, an operation, a source) and costs at most a size check and a
-// byte scan (vbmap.PeekVersion; a memory compare for a config identical to
+// byte scan (vbmap.PeekVersion, and vbmap.PeekUUIDs for a config going
+// behind another; a memory compare for a config identical to
 // the one waiting or the one the loop took last): a config over
 // vbmap.MaxConfigSize is dropped and logged, one that is not newer than the
 // held config is dropped, and a newer one is copied once into a one-slot
@@ -26,9 +27,13 @@ import (
 // one in a slot of its own, in case that one is refused: another
 // cluster's) unless it was rejected, or it is the very config being
 // parsed; one not newer than the config waiting, and newer than the one
-// behind it, takes that slot. While the loop parses the config that
-// waited, one older than the one behind it takes that slot, and the one
-// behind waits in the mailbox in its place: the slot behind never holds
+// behind it, takes that slot. A config of another cluster (its uuid read
+// by a byte scan, vbmap.PeekUUIDs) never waits behind: it would be
+// refused, and would have taken the place of one that may not be (two
+// waiting configs both refused, a broken one and another cluster's, leave
+// nothing of an older one: the next poll or push brings it). While
+// the loop parses the config that waited, one older than the one behind
+// it takes that slot, and the one behind waits in the mailbox in its place: the slot behind never holds
 // a config newer than the one waiting or being parsed, which would be
 // left there when an older one is installed. One not newer than the config being parsed
 // waits behind it: that one may yet be refused (another cluster's, or
@@ -38,9 +43,8 @@ import (
 // never takes the place of a newer config waiting: the loop parses both,
 // and installs whichever is newer; one found not newer (or rejected) ends
 // the waits for a config on its way as a rejected config does, and the
-// same bytes offered again are judged by what its parse found. The config
-// loop parses the mailbox's config and installs it: each version is parsed
-// at most once (one that cannot be peeked once per body, as long as no
+// same bytes offered again are judged by what its parse found. The config loop parses the mailbox's config and installs it:
+// each version is parsed at most once (one that cannot be peeked once per body, as long as no
 // other such body came between), however many operations meet it, and
 // never on an operation's goroutine.
 //
@@ -164,7 +168,7 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if res, ok := c.judgeLocked(v, peeked); ok {
-		if res == OfferNewer && (in.behind == nil || v.Newer(in.behindVer)) {
+		if res == OfferNewer && (in.behind == nil || v.Newer(in.behindVer)) && !c.ofOtherClusterLocked(raw) {
 			// Not newer than the config waiting, which may be refused.
 			in.behind, in.behindVer = bytes.Clone(raw), v
 			in.behindHost, in.behindFrom = host, from
@@ -173,7 +177,7 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 	}
 	if peeked {
 		switch {
-		case in.raw != nil && (in.behind == nil || in.ver.Newer(in.behindVer)):
+		case in.raw != nil && (in.behind == nil || in.ver.Newer(in.behindVer)) && !c.ofOtherClusterLocked(in.raw):
 			// Newer than the config waiting: that one waits behind.
 			in.behind, in.behindVer = in.raw, in.ver
 			in.behindHost, in.behindFrom = in.host, in.from
@@ -183,8 +187,11 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 			// is the next to parse, this one behind it. Left behind,
 			// it would be dropped only by an install of its version.
 			in.raw, in.ver, in.host, in.from = in.behind, in.behindVer, in.behindHost, in.behindFrom
-			in.behind, in.behindVer = bytes.Clone(raw), v
-			in.behindHost, in.behindFrom = host, from
+			in.behind = nil
+			if !c.ofOtherClusterLocked(raw) {
+				in.behind, in.behindVer = bytes.Clone(raw), v
+				in.behindHost, in.behindFrom = host, from
+			}
 			select {
 			case in.ready <- struct{}{}:
 			default:
@@ -283,6 +290,22 @@ func (c *Cluster) judgeLocked(v vbmap.Version, peeked bool) (Offer, bool) {
 		return OfferNewer, true
 	}
 	return 0, false
+}
+
+// ofOtherClusterLocked reports whether raw names another cluster uuid
+// than the configs installed named (clusterUUIDHeld): such a config is
+// refused once parsed, and so never waits behind another (in case that
+// one is refused: it would take the place there of a config that may be
+// installed). It costs a byte scan (vbmap.PeekUUIDs), never a parse:
+// a config whose uuid the scan cannot read is taken for the cluster's.
+// in.mu is held.
+func (c *Cluster) ofOtherClusterLocked(raw []byte) bool {
+	held := c.clusterUUIDHeld()
+	if held == "" {
+		return false
+	}
+	got, _, ok := vbmap.PeekUUIDs(raw)
+	return ok && got != "" && got != held
 }
 
 // heldCovers reports whether the config held is of version v or newer: a
