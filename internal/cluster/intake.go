@@ -43,7 +43,8 @@ import (
 // never takes the place of a newer config waiting: the loop parses both,
 // and installs whichever is newer; one found not newer (or rejected) ends
 // the waits for a config on its way as a rejected config does, and the
-// same bytes offered again are judged by what its parse found. The config loop parses the mailbox's config and installs it:
+// same bytes offered again are judged by what its parse found (offered
+// while it is parsed, they are on their way). The config loop parses the mailbox's config and installs it:
 // each version is parsed at most once (one that cannot be peeked once per body, as long as no
 // other such body came between), however many operations meet it, and
 // never on an operation's goroutine.
@@ -142,6 +143,10 @@ type intake struct {
 	seen       []byte
 	seenVer    vbmap.Version
 	seenPeeked bool
+	// oddParsing: the config whose version could not be peeked that the
+	// loop took and has not yet read (nil: none). The same body offered
+	// meanwhile is on its way.
+	oddParsing []byte
 	// oddSeen: the last config the loop took whose version could not be
 	// peeked, once read: installed or found not newer than the held
 	// config (its version oddSeenVer), or rejected (oddSeenRejected). The same body offered
@@ -214,8 +219,8 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 // Recognise answers for a config without scanning it, when it can: an
 // empty one, one over vbmap.MaxConfigSize (logged, at most once per
 // tooLargeLogInterval), and one byte-identical to a config in the mailbox
-// (or waiting behind it) or to the one the loop took last (a memory
-// compare). It is cheap enough
+// (or waiting behind it, or being parsed) or to the one the loop took last
+// (a memory compare). It is cheap enough
 // for a connection's reader goroutine; ok false means the config must be
 // scanned (Offer): the engine keeps a copy of it for NotMyVbucket.
 func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) {
@@ -250,7 +255,8 @@ func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) 
 		}
 		return OfferNewer, true
 	}
-	if len(in.odd) == len(raw) && bytes.Equal(in.odd, raw) {
+	if len(in.odd) == len(raw) && bytes.Equal(in.odd, raw) ||
+		in.oddParsing != nil && len(in.oddParsing) == len(raw) && bytes.Equal(in.oddParsing, raw) {
 		return OfferNewer, true
 	}
 	if in.seenPeeked && len(in.seen) == len(raw) && bytes.Equal(in.seen, raw) {
@@ -354,6 +360,7 @@ func (c *Cluster) takeOffered() (peeked, odd offered) {
 	peeked = offered{in.raw, in.host, in.from}
 	odd = offered{in.odd, in.oddHost, in.oddFrom}
 	in.raw, in.odd = nil, nil
+	in.oddParsing = odd.raw
 	in.parsing, in.parsingSet = in.ver, peeked.raw != nil
 	if peeked.raw != nil {
 		in.seen, in.seenVer, in.seenPeeked = peeked.raw, in.ver, true
@@ -411,6 +418,7 @@ func (c *Cluster) oddRead(raw []byte, v vbmap.Version, read, rejected bool) {
 	in := &c.intake
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.oddParsing = nil
 	if !read && !rejected {
 		in.oddSeen = nil
 		return

@@ -351,3 +351,16 @@ func TestIntakeOwnConfigBehindNotDisplacedByAnotherClusters(t *testing.T) {
 		offerAt(0, propConfig{kind: propOwn, epoch: 1, rev: 9}),
 		offerAt(0, propConfig{kind: propForeign, epoch: 1, rev: 11}))
 }
+
+// A config whose revision PeekVersion cannot read, offered again (the same
+// bytes, another operation's NOT_MY_VBUCKET body) while the loop parses
+// it, was kept again and parsed a second time in the next round: it is
+// the config being parsed, on its way.
+func TestIntakeOddConfigOfferedWhileParsedIsNotParsedAgain(t *testing.T) {
+	for _, p := range []propConfig{
+		{kind: propOwn, epoch: 1, rev: 9, odd: true},
+		{kind: propForeign, epoch: 1, rev: 9, odd: true},
+	} {
+		intakeRegression(t, offerAt(0, p), offerAt(1, p), propOp{})
+	}
+}
