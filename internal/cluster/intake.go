@@ -44,7 +44,9 @@ import (
 // and installs whichever is newer; one found not newer (or rejected) ends
 // the waits for a config on its way as a rejected config does, and the
 // same bytes offered again are judged by what its parse found (offered
-// while it is parsed, they are on their way). The config loop parses the mailbox's config and installs it:
+// while it is parsed, they are on their way). The bytes of another
+// cluster's config the loop took last, refused, are refused again
+// unread. The config loop parses the mailbox's config and installs it:
 // each version is parsed at most once (one that cannot be peeked once per body, as long as no
 // other such body came between), however many operations meet it, and
 // never on an operation's goroutine.
@@ -143,6 +145,11 @@ type intake struct {
 	seen       []byte
 	seenVer    vbmap.Version
 	seenPeeked bool
+	// seenOther: seen was refused as another cluster's config
+	// (errOtherCluster). Its version is not rejected (the cluster's own
+	// config may come to it), but those bytes are refused whenever
+	// parsed: the cluster uuid held does not change.
+	seenOther bool
 	// oddParsing: the config whose version could not be peeked that the
 	// loop took and has not yet read (nil: none). The same body offered
 	// meanwhile is on its way.
@@ -268,6 +275,9 @@ func (c *Cluster) Recognise(raw []byte, host, from string) (res Offer, ok bool) 
 			}
 			return OfferNewer, true
 		}
+		if in.seenOther {
+			return OfferRejected, true
+		}
 		return c.judgeLocked(in.seenVer, true)
 	}
 	if in.oddSeen != nil && len(in.oddSeen) == len(raw) && bytes.Equal(in.oddSeen, raw) {
@@ -363,7 +373,7 @@ func (c *Cluster) takeOffered() (peeked, odd offered) {
 	in.oddParsing = odd.raw
 	in.parsing, in.parsingSet = in.ver, peeked.raw != nil
 	if peeked.raw != nil {
-		in.seen, in.seenVer, in.seenPeeked = peeked.raw, in.ver, true
+		in.seen, in.seenVer, in.seenPeeked, in.seenOther = peeked.raw, in.ver, true, false
 	}
 	return peeked, odd
 }
@@ -389,7 +399,9 @@ func (c *Cluster) doneParsing(err error) {
 		if in.behind != nil && !in.behindVer.Newer(in.parsing) {
 			in.behind = nil
 		}
-	case !errors.Is(err, errOtherCluster):
+	case errors.Is(err, errOtherCluster):
+		in.seenOther = true
+	default:
 		in.rejected, in.rejectedSet = in.parsing, true
 	}
 	in.parsingSet = false

@@ -364,3 +364,13 @@ func TestIntakeOddConfigOfferedWhileParsedIsNotParsedAgain(t *testing.T) {
 		intakeRegression(t, offerAt(0, p), offerAt(1, p), propOp{})
 	}
 }
+
+// Another cluster's config, refused once parsed, offered again (the same
+// bytes) was parsed again: its version is not remembered as rejected (the
+// cluster's own config may come to it), but those bytes are refused again
+// whenever parsed, the cluster's uuid held never changing.
+func TestIntakeOtherClustersConfigRefusedIsNotParsedAgain(t *testing.T) {
+	p := propConfig{kind: propForeign, epoch: 1, rev: 9}
+	intakeRegression(t, offerAt(0, p), propOp{}, offerAt(0, p))
+	intakeRegression(t, offerAt(0, p), offerAt(2, p), propOp{}) // refused, its parse not yet marked done
+}
