@@ -1,15 +1,23 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand"
 	"strings"
 	"testing"
 
 	"github.com/kvwire/kvwire/retry"
 	"github.com/kvwire/kvwire/vbmap"
 )
+
+// intakeSeeds is how many random sequences TestIntakeProperties drives:
+// a modest number in the default run, more on demand
+// (go test -run TestIntakeProperties -intake.seeds=2000).
+var intakeSeeds = flag.Int("intake.seeds", 500, "random sequences TestIntakeProperties drives")
 
 // propKind is what a config of the property test is.
 type propKind uint8
@@ -289,6 +297,82 @@ func runIntakeSequence(ops []propOp) (failure string) {
 		return strings.Join(bad, "; ")
 	}
 	return ""
+}
+
+// randomIntakeOps is a random sequence: offers of the cluster's own
+// configs, another cluster's, configs whose revision cannot be peeked and
+// broken ones, of versions near the held one (repeats, older ones, the
+// same bytes twice), and rounds of the config loop.
+func randomIntakeOps(r *rand.Rand) []propOp {
+	n := 1 + r.Intn(14)
+	ops := make([]propOp, 0, n)
+	var made []propConfig
+	for range n {
+		if r.Intn(4) == 0 {
+			ops = append(ops, propOp{})
+			continue
+		}
+		var p propConfig
+		if len(made) > 0 && r.Intn(4) == 0 {
+			p = made[r.Intn(len(made))] // the same bytes again
+		} else {
+			p = propConfig{kind: propOwn, epoch: 1, rev: uint64(3 + r.Intn(8)), variant: r.Intn(2)}
+			switch k := r.Intn(10); {
+			case k < 3:
+				p.kind = propForeign
+				p.rev += uint64(r.Intn(3))
+			case k < 4:
+				p.kind, p.broken = propBroken, r.Intn(3)
+			}
+			if r.Intn(6) == 0 {
+				p.odd = true
+			}
+			if r.Intn(15) == 0 {
+				p.epoch = 2
+			}
+			made = append(made, p)
+		}
+		ops = append(ops, propOp{cfg: &p, where: r.Intn(3)})
+	}
+	return ops
+}
+
+// shrinkIntakeOps removes ops one at a time while the sequence still fails.
+func shrinkIntakeOps(ops []propOp) []propOp {
+	for again := true; again; {
+		again = false
+		for i := range ops {
+			try := append(append([]propOp{}, ops[:i]...), ops[i+1:]...)
+			if runIntakeSequence(try) != "" {
+				ops, again = try, true
+				break
+			}
+		}
+	}
+	return ops
+}
+
+// Random sequences of offers (the cluster's own configs, another
+// cluster's of the same bucket name, configs whose revision cannot be
+// peeked, broken ones) and config-loop rounds, offers also made while the
+// loop parses and once it has installed or refused a config. Once the
+// loop is idle: the held config never went back and is never another
+// cluster's; the newest own config offered is held (unless a broken
+// config of its version was refused: rejected unread); no bytes are kept
+// in the intake's slots; nothing newer is on its way; no bytes were
+// parsed twice in a row. A failure is shrunk and printed as ops.
+func TestIntakeProperties(t *testing.T) {
+	for seed := range int64(*intakeSeeds) {
+		ops := randomIntakeOps(rand.New(rand.NewSource(seed)))
+		if got := runIntakeSequence(ops); got != "" {
+			small := shrinkIntakeOps(ops)
+			var b bytes.Buffer
+			for _, o := range small {
+				fmt.Fprintf(&b, "\n\t%v", o)
+			}
+			t.Fatalf("seed %d: %s\nshrunk to:%s\nwhich fails: %s", seed, got, b.String(), runIntakeSequence(small))
+		}
+	}
 }
 
 // The property test's configs are what they say: the valid ones parse,
