@@ -11,7 +11,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kvwire/kvwire/mockcluster"
 )
@@ -154,5 +156,81 @@ func TestErrorAnswerQuotingTheCredentialsHasThemMasked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A redirect (to a server of its own here; hostile_test.go's
+// TestRedirectIsNotFollowed, to one named by a raw answer, and for Stream
+// too) is not followed: the credentials go to the node asked and to
+// no address an answer names (net/http's Client would follow it, with
+// the Authorization header to the same host). The redirect is the
+// request's failure, naming its status.
+func TestRedirectOfABasicAuthRequestIsNotFollowed(t *testing.T) {
+	var got atomic.Int32 // requests to the address the redirects name
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(other.Close)
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+r.URL.Path, status)
+		}))
+		t.Cleanup(srv.Close)
+		c := New(Config{Bucket: "default", Username: "app", Password: "secret"})
+		_, _, err := c.Fetch(context.Background(), srv.Listener.Addr().String())
+		var he *Error
+		if !errors.As(err, &he) || he.Status != status {
+			t.Fatalf("err %v, want the HTTP %d as an *Error", err, status)
+		}
+	}
+	if n := got.Load(); n != 0 {
+		t.Fatalf("%d requests reached the address the redirects named", n)
+	}
+}
+
+// blockingWarn is a slog handler whose first WARN record waits, inside
+// Handle, until release is closed: a Logger writing to a slow sink.
+type blockingWarn struct {
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (h *blockingWarn) Enabled(context.Context, slog.Level) bool { return true }
+func (h *blockingWarn) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn {
+		h.once.Do(func() { close(h.entered); <-h.release })
+	}
+	return nil
+}
+func (h *blockingWarn) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *blockingWarn) WithGroup(string) slog.Handler      { return h }
+
+// The cleartext warning is logged under no lock: while the Logger takes
+// its time with it, the client's other requests run (a sync.Once held
+// them all at its Do until the warning was written).
+func TestCleartextWarningHoldsNoOtherRequest(t *testing.T) {
+	mc := newMock(t, mockcluster.Options{Nodes: 1})
+	addr := mc.MgmtAddrs()[0]
+	h := &blockingWarn{entered: make(chan struct{}), release: make(chan struct{})}
+	c := New(Config{Bucket: "default", Username: "app", Password: "secret", Logger: slog.New(h)})
+	first := make(chan error, 1)
+	go func() { _, _, err := c.Fetch(context.Background(), addr); first <- err }()
+	<-h.entered // the first request is logging the warning
+	second := make(chan error, 1)
+	go func() { _, _, err := c.Fetch(context.Background(), addr); second <- err }()
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Errorf("second request: %v", err)
+		}
+	case <-time.After(guard): // only a failure's bound
+		t.Errorf("the second request waited %v for the first's warning to be logged", guard)
+		defer func() { <-second }()
+	}
+	close(h.release)
+	// Nor did the Logger's time count against the request's own.
+	if err := <-first; err != nil {
+		t.Errorf("first request: %v", err)
 	}
 }

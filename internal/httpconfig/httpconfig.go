@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvwire/kvwire/conn"
@@ -121,9 +122,9 @@ type Config struct {
 // reads on goroutines of its own, which end only after the request did).
 type Client struct {
 	cfg Config
-	// cleartext logs, once, that a request carried the password in
-	// clear (Basic auth without TLS).
-	cleartext sync.Once
+	// cleartext is set by the request that logs, once, that the
+	// client sends the password in clear (Basic auth without TLS).
+	cleartext atomic.Bool
 }
 
 // New returns a Client.
@@ -296,6 +297,18 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 		}
 		return err
 	}
+	// Before the deadline starts: a Logger that takes its time eats
+	// none of the request's. Logged under no lock (a sync.Once would
+	// hold every other request of the client until it was written).
+	if c.cfg.Username != "" && c.cfg.TLS == nil && c.cleartext.CompareAndSwap(false, true) {
+		// ns_server also takes SCRAM over HTTP (RFC 7804:
+		// ns_server's src/scram_sha.erl, menelaus_auth.erl),
+		// which Couchbase's SDKs do not use either: gocbcore,
+		// the C++ core and libcouchbase send Basic auth to 8091.
+		c.cfg.Logger.Warn("kvwire: sending the password to the cluster manager in clear (HTTP Basic auth without TLS): "+
+			"use couchbases:// to send it over TLS, or bootstrap_on=cccp where the KV service serves the bucket's configs",
+			"node", addr, "user", c.cfg.Username)
+	}
 	deadline := time.Now().Add(c.cfg.ConnectTimeout)
 	dctx, dcancel := context.WithDeadlineCause(ctx, deadline, errNoAnswer)
 	nc, raw, err := c.dial(dctx, addr)
@@ -319,17 +332,6 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 	}
 	// The request and the wait for the headers end at the deadline.
 	_ = nc.SetDeadline(deadline)
-	if c.cfg.Username != "" && c.cfg.TLS == nil {
-		c.cleartext.Do(func() {
-			// ns_server also takes SCRAM over HTTP (RFC 7804:
-			// ns_server's src/scram_sha.erl, menelaus_auth.erl),
-			// which Couchbase's SDKs do not use either: gocbcore,
-			// the C++ core and libcouchbase send Basic auth to 8091.
-			c.cfg.Logger.Warn("kvwire: sending the password to the cluster manager in clear (HTTP Basic auth without TLS): "+
-				"use couchbases:// to send it over TLS, or bootstrap_on=cccp where the KV service serves the bucket's configs",
-				"node", addr, "user", c.cfg.Username)
-		})
-	}
 	if err := req.Write(nc); err != nil {
 		return fail(noAnswerIfDeadline(err, noAnswer))
 	}
