@@ -113,7 +113,7 @@ func (e *Message) String() string {
 func (e *Message) causeText() string {
 	c := e.Cause.Error()
 	if e.CauseServerText != "" && (e.ServerContext != "" || e.ServerRef != "") {
-		c = strings.ReplaceAll(c, e.CauseServerText, e.CauseServerBare)
+		c = replaceWhole(c, e.CauseServerText, e.CauseServerBare)
 	}
 	if e.Err == nil {
 		return c
@@ -126,4 +126,39 @@ func (e *Message) causeText() string {
 		return rest
 	}
 	return c
+}
+
+// replaceWhole is s with each occurrence of old replaced by new where it
+// is whole: not one that a word character (a letter, a digit, '_', any
+// byte of a multi-byte one) goes on from, before or after, when old
+// starts or ends with one. The server's words end in their context,
+// which another text may go on from ("warm" within another answer's
+// "warming"): that text keeps its own.
+func replaceWhole(s, old, new string) string {
+	if old == "" {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(old)
+		if (i > 0 && isWordByte(old[0]) && isWordByte(s[i-1])) ||
+			(end < len(s) && isWordByte(old[len(old)-1]) && isWordByte(s[end])) {
+			// Not whole: keep its first byte and look on after it.
+			b.WriteString(s[:i+1])
+			s = s[i+1:]
+			continue
+		}
+		b.WriteString(s[:i])
+		b.WriteString(new)
+		s = s[end:]
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 0x80 || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

@@ -86,3 +86,19 @@ func TestMessageSaysTheServersWordsOnce(t *testing.T) {
 		t.Errorf("no server words in brackets: %s; want the cause's whole text", got)
 	}
 }
+
+// The server's words are left out of the cause's text only where that
+// text says them whole: a longer text that starts as they do (another
+// answer's context, "warming" where the server said "warm") keeps its
+// own words; a ReplaceAll cut it to "(0x86)ing".
+func TestMessageKeepsWordsThatOnlyStartAsTheServers(t *testing.T) {
+	m := Message{Op: "Get", Key: "k", Err: ErrTemporaryFailure, Status: 0x86, StatusName: "TMPFAIL",
+		ServerContext:   "warm",
+		Cause:           errors.New("GET failed with status ETMPFAIL (0x86): warm; earlier: GET failed with status ETMPFAIL (0x86): warming, GET failed with status ETMPFAIL (0x86): warm_2"),
+		CauseServerText: "GET failed with status ETMPFAIL (0x86): warm",
+		CauseServerBare: "GET failed with status ETMPFAIL (0x86)"}
+	want := `: GET failed with status ETMPFAIL (0x86); earlier: GET failed with status ETMPFAIL (0x86): warming, GET failed with status ETMPFAIL (0x86): warm_2`
+	if got := m.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("got  %s\nwant it to end %s", got, want)
+	}
+}
