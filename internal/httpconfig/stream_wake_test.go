@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,32 +19,11 @@ import (
 // NOT_MY_VBUCKET wait out the back-off, 1.6 s, 3.2 s, ... 10 s. The
 // back-off itself goes on doubling: a wake is not a stream that lived.
 func TestStreamWaitCutShortWhenAConfigIsWanted(t *testing.T) {
-	clock := newArmClock()
-	requests := make(chan chan struct{}, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
-		w.(http.Flusher).Flush()
-		end := make(chan struct{})
-		requests <- end
-		select {
-		case <-end:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	const redial = time.Hour // told apart from the reopen waits
-	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
 	wake := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error { return nil })
-	}()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(context.Background(), guard)
-	defer wcancel()
+	requests := make(chan chan struct{}, 16)
+	s := startStream(t, newArmClock(), requests, endOnCue(requests), streamRunConfig{wake: wake})
+	clock, wait := s.clock, s.wait
+	// request also fails on a reopen wait armed before the request.
 	request := func() chan struct{} {
 		t.Helper()
 		for {
@@ -53,28 +31,12 @@ func TestStreamWaitCutShortWhenAConfigIsWanted(t *testing.T) {
 			case end := <-requests:
 				return end
 			case d := <-clock.armed:
-				if d != redial {
+				if d != streamRedial {
 					t.Fatalf("a wait of %v armed before the stream was reopened", d)
 				}
-			case <-wctx.Done():
+			case <-s.wctx.Done():
 				t.Fatal("the stream was not reopened")
 				return nil
-			}
-		}
-	}
-	wait := func() time.Duration {
-		t.Helper()
-		for {
-			select {
-			case d := <-clock.armed:
-				if d != redial {
-					return d
-				}
-			case <-requests:
-				t.Fatal("reopened before its wait was over")
-			case <-wctx.Done():
-				t.Fatal("no reopen wait armed")
-				return 0
 			}
 		}
 	}
@@ -131,48 +93,19 @@ func TestStreamWaitCutShortWhenAConfigIsWanted(t *testing.T) {
 // refused. The wait doubles as before, 100 ms to 10 s; the wake stays for
 // the wait after a stream that delivered.
 func TestStreamFailedRoundWaitNotCutShortWhenAConfigIsWanted(t *testing.T) {
-	clock := newArmClock()
 	requests := make(chan struct{}, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	wake := make(chan struct{}, 1)
+	s := startStream(t, newArmClock(), requests, func(w http.ResponseWriter, r *http.Request) {
 		requests <- struct{}{}
 		http.Error(w, "down", http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	const redial = time.Hour // told apart from the round waits
-	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
-	wake := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error { return nil })
-	}()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(context.Background(), guard)
-	defer wcancel()
+	}, streamRunConfig{wake: wake})
+	clock := s.clock
 	// round waits for the failed round's request, then for the wait
 	// armed after it.
 	round := func() time.Duration {
 		t.Helper()
-		select {
-		case <-requests:
-		case <-wctx.Done():
-			t.Fatal("no round")
-		}
-		for {
-			select {
-			case d := <-clock.armed:
-				if d != redial {
-					return d
-				}
-			case <-requests:
-				t.Fatal("a round before its wait was over")
-			case <-wctx.Done():
-				t.Fatal("no wait armed after a failed round")
-				return 0
-			}
-		}
+		s.request()
+		return s.wait()
 	}
 	want := minRoundWait
 	for i := range 6 {
@@ -202,7 +135,6 @@ func TestStreamFailedRoundWaitNotCutShortWhenAConfigIsWanted(t *testing.T) {
 // cut) shortened the next reopen wait, of 400 ms here, to 100 ms, for a
 // config the stream had brought meanwhile.
 func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T) {
-	clock := newArmClock()
 	wake := make(chan struct{}, 1)
 	type req struct {
 		fail bool
@@ -213,7 +145,7 @@ func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T)
 	requests := make(chan req, 16)
 	delivered := make(chan struct{})
 	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := startStream(t, newArmClock(), requests, func(w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) == 3 {
 			requests <- req{fail: true}
 			http.Error(w, "down", http.StatusServiceUnavailable)
@@ -230,52 +162,16 @@ func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T)
 			requests <- req{wakeHeld: len(wake) > 0}
 		case <-r.Context().Done():
 		}
-	}))
-	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	const redial = time.Hour // told apart from the reopen waits
-	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error {
+	}, streamRunConfig{wake: wake, sink: func(ctx context.Context) Sink {
+		return func([]byte, string, string) error {
 			select {
 			case delivered <- struct{}{}:
 			case <-ctx.Done():
 			}
 			return nil
-		})
-	}()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(context.Background(), guard)
-	defer wcancel()
-	request := func() req {
-		t.Helper()
-		select {
-		case rq := <-requests:
-			return rq
-		case <-wctx.Done():
-			t.Fatal("the stream was not reopened")
-			return req{}
 		}
-	}
-	wait := func() time.Duration {
-		t.Helper()
-		for {
-			select {
-			case d := <-clock.armed:
-				if d != redial {
-					return d
-				}
-			case <-requests:
-				t.Fatal("reopened before its wait was over")
-			case <-wctx.Done():
-				t.Fatal("no wait armed")
-				return 0
-			}
-		}
-	}
+	}})
+	clock, request, wait := s.clock, s.request, s.wait
 	// Two streams that end at once: the back-off is 200 ms, then 400 ms.
 	for _, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
 		request()
@@ -311,52 +207,19 @@ func TestStreamWaitNotCutShortByAConfigWantedBeforeTheStreamOpened(t *testing.T)
 // reopen per 2.5 s, and the stream's ends are logged at most once per
 // 10 s, with how many ended since.
 func TestStreamReopenRateBoundedWhileAConfigIsWantedAndStreamsEndAtOnce(t *testing.T) {
-	clock := newArmClock()
 	requests := make(chan struct{}, 64)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	lines := make(logLines, 1024)
+	wake := make(chan struct{}, 1)
+	s := startStream(t, newArmClock(), requests, func(w http.ResponseWriter, r *http.Request) {
 		requests <- struct{}{}
 		w.Write([]byte(`{"rev":1}` + "\n\n\n\n")) // then ends at once
-	}))
-	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	const redial = time.Hour // told apart from the reopen waits
-	lines := make(logLines, 1024)
-	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial, Logger: slog.New(lines)})
-	wake := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error { return nil })
-	}()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(context.Background(), guard)
-	defer wcancel()
-	wait := func() time.Duration {
-		t.Helper()
-		for {
-			select {
-			case d := <-clock.armed:
-				if d != redial {
-					return d
-				}
-			case <-requests:
-				t.Fatal("reopened before its wait was over")
-			case <-wctx.Done():
-				t.Fatal("no wait armed")
-				return 0
-			}
-		}
-	}
+	}, streamRunConfig{wake: wake, logger: slog.New(lines)})
+	clock, wait := s.clock, s.wait
 	start := clock.Now()
 	var at []time.Duration // each reopen, since the fault began
 	const reopens = 24
 	for range reopens {
-		select {
-		case <-requests:
-		case <-wctx.Done():
-			t.Fatal("the stream was not reopened")
-		}
+		s.request()
 		at = append(at, clock.Now().Sub(start))
 		d := wait()
 		// A NOT_MY_VBUCKET without a config, during the wait.
@@ -379,8 +242,7 @@ func TestStreamReopenRateBoundedWhileAConfigIsWantedAndStreamsEndAtOnce(t *testi
 			t.Fatalf("reopen %d came %v after the one before, once the fault had lasted %v", i, gap, at[i-1])
 		}
 	}
-	cancel()
-	<-done
+	s.stop()
 	close(lines)
 	var logged int
 	for l := range lines {
@@ -407,50 +269,17 @@ func TestStreamReopenRateBoundedWhileAConfigIsWantedAndStreamsEndAtOnce(t *testi
 // 2.5 s: operations routed to a removed node waited that long for the
 // config without it (before the quarter rule, 100 ms).
 func TestStreamThatBroughtANewerConfigIsReopenedAfterTheLeastWait(t *testing.T) {
-	clock := newArmClock()
 	requests := make(chan struct{}, 64)
 	var rev atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	wake := make(chan struct{}, 1)
+	s := startStream(t, newArmClock(), requests, func(w http.ResponseWriter, r *http.Request) {
 		requests <- struct{}{}
 		// A newer config each time, then the stream ends at once.
 		w.Write([]byte(`{"rev":` + strconv.Itoa(int(rev.Add(1))) + "}\n\n\n\n"))
-	}))
-	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	const redial = time.Hour // told apart from the reopen waits
-	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
-	wake := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error { return nil })
-	}()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(context.Background(), guard)
-	defer wcancel()
-	wait := func() time.Duration {
-		t.Helper()
-		for {
-			select {
-			case d := <-clock.armed:
-				if d != redial {
-					return d
-				}
-			case <-requests:
-				t.Fatal("reopened before its wait was over")
-			case <-wctx.Done():
-				t.Fatal("no wait armed")
-				return 0
-			}
-		}
-	}
+	}, streamRunConfig{wake: wake})
+	clock, wait := s.clock, s.wait
 	for i := range 10 {
-		select {
-		case <-requests:
-		case <-wctx.Done():
-			t.Fatal("the stream was not reopened")
-		}
+		s.request()
 		d := wait()
 		// The removed node's KV connection lost: a config wanted.
 		select {
@@ -472,29 +301,11 @@ func TestStreamThatBroughtANewerConfigIsReopenedAfterTheLeastWait(t *testing.T) 
 // that stream: only a want raised before the stream opened is dropped
 // as it opens (streamFrom).
 func TestStreamWaitCutShortByAConfigWantedAfterTheStreamsFirstConfig(t *testing.T) {
-	clock := newArmClock()
 	requests := make(chan chan struct{}, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
-		w.(http.Flusher).Flush()
-		end := make(chan struct{})
-		requests <- end
-		select {
-		case <-end:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	const redial = time.Hour // told apart from the reopen waits
-	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
 	wake := make(chan struct{}, 1)
 	delivered, ack := make(chan struct{}), make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, wake, nil, func([]byte, string, string) error {
+	s := startStream(t, newArmClock(), requests, endOnCue(requests), streamRunConfig{wake: wake, sink: func(ctx context.Context) Sink {
+		return func([]byte, string, string) error {
 			select {
 			case delivered <- struct{}{}:
 				select {
@@ -504,35 +315,9 @@ func TestStreamWaitCutShortByAConfigWantedAfterTheStreamsFirstConfig(t *testing.
 			case <-ctx.Done():
 			}
 			return nil
-		})
-	}()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(context.Background(), guard)
-	defer wcancel()
-	request := func() chan struct{} {
-		t.Helper()
-		select {
-		case end := <-requests:
-			return end
-		case <-wctx.Done():
-			t.Fatal("the stream was not reopened")
-			return nil
 		}
-	}
-	wait := func() time.Duration {
-		t.Helper()
-		for {
-			select {
-			case d := <-clock.armed:
-				if d != redial {
-					return d
-				}
-			case <-wctx.Done():
-				t.Fatal("no reopen wait armed")
-				return 0
-			}
-		}
-	}
+	}})
+	clock, request, wait := s.clock, s.request, s.wait
 	// firstConfig returns once the sink has the stream's first config
 	// (and holds it until ack).
 	firstConfig := func() chan struct{} {
@@ -540,7 +325,7 @@ func TestStreamWaitCutShortByAConfigWantedAfterTheStreamsFirstConfig(t *testing.
 		end := request()
 		select {
 		case <-delivered:
-		case <-wctx.Done():
+		case <-s.wctx.Done():
 			t.Fatal("the stream delivered nothing")
 		}
 		return end
