@@ -365,57 +365,11 @@ func TestStreamWaitsBetweenFailedRounds(t *testing.T) {
 // more is reopened at once, as a node that stops after serving for a
 // while is replaced at once.
 func TestStreamBacksOffFromStreamsThatEndAtOnce(t *testing.T) {
-	clock := newArmClock()
-	requests := make(chan chan struct{}, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`{"rev":1}` + "\n\n\n\n"))
-		w.(http.Flusher).Flush()
-		end := make(chan struct{})
-		requests <- end
-		select {
-		case <-end:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	// Each open stream also arms its redial period: an hour here, told
+	// Each open stream also arms its redial period (streamRedial), told
 	// apart from the reopen waits.
-	const redial = time.Hour
-	c := New(Config{Bucket: "default", Clock: clock, RedialPeriod: redial})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.Stream(ctx, func() []string { return []string{addr} }, nil, nil, func([]byte, string, string) error { return nil })
-	}()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(context.Background(), guard)
-	defer wcancel()
-	request := func() chan struct{} {
-		t.Helper()
-		select {
-		case end := <-requests:
-			return end
-		case <-wctx.Done():
-			t.Fatal("the stream was not reopened")
-			return nil
-		}
-	}
-	wait := func() time.Duration {
-		t.Helper()
-		for {
-			select {
-			case d := <-clock.armed:
-				if d != redial {
-					return d
-				}
-			case <-wctx.Done():
-				t.Fatal("no reopen wait armed")
-				return 0
-			}
-		}
-	}
+	requests := make(chan chan struct{}, 16)
+	s := startStream(t, newArmClock(), requests, endOnCue(requests), streamRunConfig{})
+	clock, request, wait := s.clock, s.request, s.wait
 	for _, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
 		close(request()) // it delivers and ends at once
 		if got := wait(); got != want {
