@@ -39,6 +39,78 @@ func (h logHook) Handle(_ context.Context, r slog.Record) error {
 func (h logHook) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h logHook) WithGroup(string) slog.Handler      { return h }
 
+// foreignLines has cfg's Logger send each line that speaks of another
+// cluster on the channel it returns (dropped once 16 wait).
+func foreignLines(cfg *Config) <-chan string {
+	lines := make(chan string, 16)
+	cfg.Logger = slog.New(logHook(func(line string) {
+		if strings.Contains(line, "another cluster") {
+			select {
+			case lines <- line:
+			default:
+			}
+		}
+	}))
+	return lines
+}
+
+// parseGate counts the loop's parses (BeforeParse) and, while armed,
+// holds each until release, having said so on parsing.
+type parseGate struct {
+	armed   atomic.Bool
+	parses  atomic.Int32
+	parsing chan struct{}
+	release chan struct{}
+}
+
+// gateParses sets cfg's BeforeParse to a parseGate's.
+func gateParses(cfg *Config) *parseGate {
+	g := &parseGate{parsing: make(chan struct{}, 4), release: make(chan struct{})}
+	cfg.BeforeParse = func() {
+		g.parses.Add(1)
+		if g.armed.Load() {
+			g.parsing <- struct{}{}
+			<-g.release
+		}
+	}
+	return g
+}
+
+// anotherCluster is a cluster of one node whose default bucket (a bucket
+// of the same name as the cluster's under test) has a revision past
+// past.
+func anotherCluster(t *testing.T, past int64) (*mockcluster.Cluster, *mockcluster.Bucket) {
+	t.Helper()
+	b := newMock(t, mockcluster.Options{Nodes: 1})
+	bb := b.Bucket(mockcluster.DefaultBucket)
+	for i := 0; bb.Rev() <= past; i++ {
+		_, err := bb.AddScope(fmt.Sprint("b", i))
+		require.NoError(t, err)
+	}
+	return b, bb
+}
+
+// nextConfig returns a func that moves b's config on (a scope added) and
+// returns it as node 0 serves it.
+func nextConfig(t *testing.T, b *mockcluster.Bucket) func() []byte {
+	return func() []byte {
+		_, err := b.AddScope(fmt.Sprint("a", b.Rev()))
+		require.NoError(t, err)
+		return b.ConfigJSON(0)
+	}
+}
+
+// awaitLoopIdle awaits the config loop with no config parsed or waiting
+// in the mailbox.
+func awaitLoopIdle(t *testing.T, c *Cluster) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		c.intake.mu.Lock()
+		defer c.intake.mu.Unlock()
+		return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil
+	}, time.Minute, time.Millisecond, "the loop never went idle")
+}
+
 // A recovery round asks a seed whose address a node of another cluster
 // now has (a bucket of the same name, a newer revision) and a node of the
 // cluster, which answers later. The other cluster's config, refused where
@@ -52,24 +124,11 @@ func TestRecoverySkipsAConfigOfAnotherCluster(t *testing.T) {
 	cfg.Conn.Features = slices.DeleteFunc(slices.Clone(cfg.Conn.Features), func(f memdx.HelloFeature) bool {
 		return f == memdx.FeatureClustermapChangeNotificationBrief // the new config comes by the round alone
 	})
-	skipped := make(chan string, 16)
-	cfg.Logger = slog.New(logHook(func(line string) {
-		if strings.Contains(line, "another cluster") {
-			select {
-			case skipped <- line:
-			default:
-			}
-		}
-	}))
+	skipped := foreignLines(&cfg)
 	c := connectCluster(t, cfg)
 	held := c.Topology()
 
-	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
-	bb := b.Bucket(mockcluster.DefaultBucket)
-	for i := 0; uint64(bb.Rev()) <= held.Config().Version().Rev+5; i++ {
-		_, err := bb.AddScope(fmt.Sprint("b", i))
-		require.NoError(t, err)
-	}
+	b, bb := anotherCluster(t, int64(held.Config().Version().Rev)+5)
 	ab := a.Bucket(mockcluster.DefaultBucket)
 	_, err := ab.AddScope("moved-on") // the cluster's config moves past the one held
 	require.NoError(t, err)
@@ -113,24 +172,11 @@ func TestRecoverySkipsAConfigOfAnotherCluster(t *testing.T) {
 func TestConfigOfTheRevisionAnotherClustersConfigHadIsInstalled(t *testing.T) {
 	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	cfg := testConfig(a)
-	refused := make(chan string, 16)
-	cfg.Logger = slog.New(logHook(func(line string) {
-		if strings.Contains(line, "another cluster") {
-			select {
-			case refused <- line:
-			default:
-			}
-		}
-	}))
+	refused := foreignLines(&cfg)
 	c := connectCluster(t, cfg)
 	held := c.Topology().Config()
 
-	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
-	bb := b.Bucket(mockcluster.DefaultBucket)
-	for i := 0; uint64(bb.Rev()) <= held.Version().Rev+2; i++ {
-		_, err := bb.AddScope(fmt.Sprint("b", i))
-		require.NoError(t, err)
-	}
+	_, bb := anotherCluster(t, int64(held.Version().Rev)+2)
 	require.Equal(t, OfferNewer, c.Offer(bb.ConfigJSON(0), "127.0.0.1", "test"))
 	select {
 	case line := <-refused:
@@ -175,15 +221,7 @@ func TestConfigOfTheRevisionAnotherClustersConfigHadIsInstalled(t *testing.T) {
 func TestConfigOfAnotherClusterRefusedAfterAConfigNamingNoCluster(t *testing.T) {
 	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	cfg := testConfig(a)
-	refused := make(chan string, 16)
-	cfg.Logger = slog.New(logHook(func(line string) {
-		if strings.Contains(line, "another cluster") {
-			select {
-			case refused <- line:
-			default:
-			}
-		}
-	}))
+	refused := foreignLines(&cfg)
 	c := connectCluster(t, cfg)
 	uuid := c.Topology().Config().ClusterUUID()
 	require.NotEmpty(t, uuid)
@@ -198,12 +236,7 @@ func TestConfigOfAnotherClusterRefusedAfterAConfigNamingNoCluster(t *testing.T) 
 		return top.Config().Version().Rev == uint64(ab.Rev())
 	}).Config()
 
-	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
-	bb := b.Bucket(mockcluster.DefaultBucket)
-	for i := 0; uint64(bb.Rev()) <= held.Version().Rev; i++ {
-		_, err := bb.AddScope(fmt.Sprint("b", i))
-		require.NoError(t, err)
-	}
+	_, bb := anotherCluster(t, int64(held.Version().Rev))
 	top := c.Topology()
 	require.Equal(t, OfferNewer, c.Offer(bb.ConfigJSON(0), "127.0.0.1", "test"))
 	// A new topology of the held config (the node's pool changing) is no
@@ -239,16 +272,7 @@ func TestOwnConfigOfferedWhileAnotherClustersIsParsedIsInstalled(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 			cfg := testConfig(a)
-			var armed atomic.Bool
-			var parses atomic.Int32
-			parsing, release := make(chan struct{}, 4), make(chan struct{})
-			cfg.BeforeParse = func() {
-				parses.Add(1)
-				if armed.Load() {
-					parsing <- struct{}{}
-					<-release
-				}
-			}
+			g := gateParses(&cfg)
 			c := connectCluster(t, cfg)
 			held := c.Topology().Config()
 
@@ -261,29 +285,24 @@ func TestOwnConfigOfferedWhileAnotherClustersIsParsedIsInstalled(t *testing.T) {
 			v, ok := vbmap.PeekVersion(own)
 			require.True(t, ok)
 
-			b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
-			bb := b.Bucket(mockcluster.DefaultBucket)
-			for i := 0; bb.Rev() < ab.Rev()+ahead; i++ {
-				_, err := bb.AddScope(fmt.Sprint("b", i))
-				require.NoError(t, err)
-			}
+			_, bb := anotherCluster(t, ab.Rev()+ahead-1)
 			foreign := bb.ConfigJSON(0)
 			bv, ok := vbmap.PeekVersion(foreign)
 			require.True(t, ok)
 			require.False(t, v.Newer(bv))
 
-			armed.Store(true)
+			g.armed.Store(true)
 			require.Equal(t, OfferNewer, c.Offer(foreign, "127.0.0.1", "test"))
-			<-parsing // the loop holds the other cluster's config
-			armed.Store(false)
-			before := parses.Load()
+			<-g.parsing // the loop holds the other cluster's config
+			g.armed.Store(false)
+			before := g.parses.Load()
 			// The same bytes again: on their way, not parsed again.
 			require.Equal(t, OfferNewer, c.Offer(foreign, "127.0.0.1", "test"))
 			require.Equal(t, OfferNewer, c.Offer(own, "127.0.0.1", "test"))
-			close(release)
+			close(g.release)
 			awaitTopology(t, c, "the cluster's own config", func(top *Topology) bool { return top.Config().Version() == v })
 			require.Equal(t, held.ClusterUUID(), c.Topology().Config().ClusterUUID())
-			assert.Equal(t, before+1, parses.Load(), "parses after the other cluster's config: the cluster's own config alone")
+			assert.Equal(t, before+1, g.parses.Load(), "parses after the other cluster's config: the cluster's own config alone")
 		})
 	}
 }
@@ -402,40 +421,24 @@ func TestOwnConfigWaitingBesideAnotherClustersNewerIsInstalled(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 			cfg := testConfig(a)
-			var armed atomic.Bool
-			parsing, release := make(chan struct{}, 4), make(chan struct{})
-			cfg.BeforeParse = func() {
-				if armed.Load() {
-					parsing <- struct{}{}
-					<-release
-				}
-			}
+			g := gateParses(&cfg)
 			c := connectCluster(t, cfg)
 			held := c.Topology().Config()
 
 			ab := a.Bucket(mockcluster.DefaultBucket)
-			next := func() []byte {
-				_, err := ab.AddScope(fmt.Sprint("a", ab.Rev()))
-				require.NoError(t, err)
-				return ab.ConfigJSON(0)
-			}
+			next := nextConfig(t, ab)
 			first, own := next(), next()
 			v, ok := vbmap.PeekVersion(own)
 			require.True(t, ok)
 			require.True(t, v.Newer(held.Version()))
 
-			b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
-			bb := b.Bucket(mockcluster.DefaultBucket)
-			for i := 0; bb.Rev() <= ab.Rev(); i++ {
-				_, err := bb.AddScope(fmt.Sprint("b", i))
-				require.NoError(t, err)
-			}
+			_, bb := anotherCluster(t, ab.Rev())
 			foreign := bb.ConfigJSON(0)
 
-			armed.Store(true)
+			g.armed.Store(true)
 			require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
-			<-parsing // the loop holds the cluster's first config
-			armed.Store(false)
+			<-g.parsing // the loop holds the cluster's first config
+			g.armed.Store(false)
 			offers := [][]byte{own, foreign}
 			if !ownFirst {
 				offers = [][]byte{foreign, own}
@@ -443,15 +446,11 @@ func TestOwnConfigWaitingBesideAnotherClustersNewerIsInstalled(t *testing.T) {
 			for _, raw := range offers {
 				require.Equal(t, OfferNewer, c.Offer(raw, "127.0.0.1", "test"))
 			}
-			close(release)
+			close(g.release)
 			// The loop installs the first config, then parses and
 			// refuses the other cluster's; it is idle once nothing
 			// waits or is parsed.
-			require.Eventually(t, func() bool {
-				c.intake.mu.Lock()
-				defer c.intake.mu.Unlock()
-				return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil
-			}, time.Minute, time.Millisecond, "the loop never went idle")
+			awaitLoopIdle(t, c)
 			if got := c.Topology().Config(); got.Version() != v {
 				t.Fatalf("holding rev %v once the other cluster's config was refused, want the cluster's own rev %v, offered beside it",
 					got.Version(), v)
@@ -472,50 +471,30 @@ func TestOwnConfigWaitingBesideAnotherClustersNewerIsInstalled(t *testing.T) {
 func TestOwnConfigWaitingBehindIsNotOvertakenByAnOlderOne(t *testing.T) {
 	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	cfg := testConfig(a)
-	var armed atomic.Bool
-	parsing, release := make(chan struct{}, 4), make(chan struct{})
-	cfg.BeforeParse = func() {
-		if armed.Load() {
-			parsing <- struct{}{}
-			<-release
-		}
-	}
+	g := gateParses(&cfg)
 	c := connectCluster(t, cfg)
 	held := c.Topology().Config()
 
 	ab := a.Bucket(mockcluster.DefaultBucket)
-	next := func() []byte {
-		_, err := ab.AddScope(fmt.Sprint("a", ab.Rev()))
-		require.NoError(t, err)
-		return ab.ConfigJSON(0)
-	}
+	next := nextConfig(t, ab)
 	first, older, newer := next(), next(), next()
 	v, ok := vbmap.PeekVersion(newer)
 	require.True(t, ok)
 
-	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
-	bb := b.Bucket(mockcluster.DefaultBucket)
-	for i := 0; bb.Rev() <= ab.Rev(); i++ {
-		_, err := bb.AddScope(fmt.Sprint("b", i))
-		require.NoError(t, err)
-	}
+	_, bb := anotherCluster(t, ab.Rev())
 	foreign := bb.ConfigJSON(0)
 
-	armed.Store(true)
+	g.armed.Store(true)
 	require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
-	<-parsing // the loop holds the cluster's first config
+	<-g.parsing // the loop holds the cluster's first config
 	require.Equal(t, OfferNewer, c.Offer(newer, "127.0.0.1", "test"))
 	require.Equal(t, OfferNewer, c.Offer(foreign, "127.0.0.1", "test")) // newer waits behind it
-	release <- struct{}{}
-	<-parsing // the first installed, the loop holds the other cluster's config
-	armed.Store(false)
+	g.release <- struct{}{}
+	<-g.parsing // the first installed, the loop holds the other cluster's config
+	g.armed.Store(false)
 	require.Equal(t, OfferNewer, c.Offer(older, "127.0.0.1", "test"))
-	close(release)
-	require.Eventually(t, func() bool {
-		c.intake.mu.Lock()
-		defer c.intake.mu.Unlock()
-		return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil
-	}, time.Minute, time.Millisecond, "the loop never went idle")
+	close(g.release)
+	awaitLoopIdle(t, c)
 	if got := c.Topology().Config(); got.Version() != v {
 		t.Fatalf("holding rev %v once the other cluster's config was refused, want the cluster's newer rev %v",
 			got.Version(), v)
@@ -535,22 +514,11 @@ func TestOwnConfigWaitingBehindIsNotOvertakenByAnOlderOne(t *testing.T) {
 func TestStaleConfigBehindARefusedOneIsDropped(t *testing.T) {
 	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	cfg := testConfig(a)
-	var armed atomic.Bool
-	parsing, release := make(chan struct{}, 4), make(chan struct{})
-	cfg.BeforeParse = func() {
-		if armed.Load() {
-			parsing <- struct{}{}
-			<-release
-		}
-	}
+	g := gateParses(&cfg)
 	c := connectCluster(t, cfg)
 
 	ab := a.Bucket(mockcluster.DefaultBucket)
-	next := func() []byte {
-		_, err := ab.AddScope(fmt.Sprint("a", ab.Rev()))
-		require.NoError(t, err)
-		return ab.ConfigJSON(0)
-	}
+	next := nextConfig(t, ab)
 	first, own, newest := next(), next(), next()
 	v, ok := vbmap.PeekVersion(newest)
 	require.True(t, ok)
@@ -560,27 +528,18 @@ func TestStaleConfigBehindARefusedOneIsDropped(t *testing.T) {
 	_, peeked := vbmap.PeekVersion(unreadable)
 	require.False(t, peeked)
 
-	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
-	bb := b.Bucket(mockcluster.DefaultBucket)
-	for i := 0; bb.Rev() <= ab.Rev(); i++ {
-		_, err := bb.AddScope(fmt.Sprint("b", i))
-		require.NoError(t, err)
-	}
+	_, bb := anotherCluster(t, ab.Rev())
 	foreign := bb.ConfigJSON(0)
 
-	armed.Store(true)
+	g.armed.Store(true)
 	require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
-	<-parsing // the loop holds the cluster's first config
-	armed.Store(false)
+	<-g.parsing // the loop holds the cluster's first config
+	g.armed.Store(false)
 	require.Equal(t, OfferNewer, c.Offer(own, "127.0.0.1", "test"))
 	require.Equal(t, OfferNewer, c.Offer(foreign, "127.0.0.1", "test")) // own waits behind it
 	require.Equal(t, OfferNewer, c.Offer(unreadable, "127.0.0.1", "test"))
-	close(release)
-	require.Eventually(t, func() bool {
-		c.intake.mu.Lock()
-		defer c.intake.mu.Unlock()
-		return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil
-	}, time.Minute, time.Millisecond, "the loop never went idle")
+	close(g.release)
+	awaitLoopIdle(t, c)
 	require.Equal(t, v, c.Topology().Config().Version(), "the config whose revision could not be peeked")
 	c.intake.mu.Lock()
 	defer c.intake.mu.Unlock()
@@ -594,48 +553,34 @@ func TestStaleConfigBehindARefusedOneIsDropped(t *testing.T) {
 func TestConfigWaitingBehindOfferedAgainIsParsedOnce(t *testing.T) {
 	a := newMock(t, mockcluster.Options{Nodes: 1, DisabledFeatures: noPushes})
 	cfg := testConfig(a)
-	var armed atomic.Bool
-	var parses atomic.Int32
-	parsing, release := make(chan struct{}, 4), make(chan struct{})
-	cfg.BeforeParse = func() {
-		parses.Add(1)
-		if armed.Load() {
-			parsing <- struct{}{}
-			<-release
-		}
-	}
+	g := gateParses(&cfg)
 	c := connectCluster(t, cfg)
 	ab := a.Bucket(mockcluster.DefaultBucket)
 	_, err := ab.AddScope("a")
 	require.NoError(t, err)
 	first := ab.ConfigJSON(0)
 
-	b := newMock(t, mockcluster.Options{Nodes: 1}) // another cluster, a bucket of the same name
-	bb := b.Bucket(mockcluster.DefaultBucket)
-	for i := 0; bb.Rev() <= ab.Rev(); i++ {
-		_, err := bb.AddScope(fmt.Sprint("b", i))
-		require.NoError(t, err)
-	}
+	_, bb := anotherCluster(t, ab.Rev())
 	waiting := bb.ConfigJSON(0)
 	_, err = bb.AddScope("newer")
 	require.NoError(t, err)
 	newer := bb.ConfigJSON(0)
 
-	armed.Store(true)
+	g.armed.Store(true)
 	require.Equal(t, OfferNewer, c.Offer(first, "127.0.0.1", "test"))
-	<-parsing // the loop holds the cluster's first config
+	<-g.parsing // the loop holds the cluster's first config
 	require.Equal(t, OfferNewer, c.Offer(waiting, "127.0.0.1", "test"))
 	require.Equal(t, OfferNewer, c.Offer(newer, "127.0.0.1", "test")) // waiting goes behind it
-	release <- struct{}{}
-	<-parsing // the first installed, the loop holds newer
-	armed.Store(false)
-	before := parses.Load()
+	g.release <- struct{}{}
+	<-g.parsing // the first installed, the loop holds newer
+	g.armed.Store(false)
+	before := g.parses.Load()
 	require.Equal(t, OfferNewer, c.Offer(waiting, "127.0.0.1", "test"))
-	close(release)
+	close(g.release)
 	require.Eventually(t, func() bool {
 		c.intake.mu.Lock()
 		defer c.intake.mu.Unlock()
 		return !c.intake.parsingSet && c.intake.raw == nil && c.intake.odd == nil && c.intake.behind == nil
 	}, time.Minute, time.Millisecond, "the loop never went idle")
-	assert.Equal(t, before+1, parses.Load(), "parses once newer was refused: the config behind it, once")
+	assert.Equal(t, before+1, g.parses.Load(), "parses once newer was refused: the config behind it, once")
 }
