@@ -12,6 +12,29 @@ import (
 	"github.com/kvwire/kvwire/mockcluster"
 )
 
+// connectObserved connects to mc with a treeTracer and a countingMeter.
+func connectObserved(t *testing.T, mc *mockcluster.Cluster) (*Client, *treeTracer, *countingMeter) {
+	t.Helper()
+	tr, m := &treeTracer{}, &countingMeter{}
+	return connect(t, mc, &Options{Tracer: tr, Meter: m}), tr, m
+}
+
+// reset forgets the latency points recorded so far.
+func (m *countingMeter) reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.values = nil
+}
+
+// assertPoints asserts that n latency points were recorded under key
+// (operation/error type).
+func (m *countingMeter) assertPoints(t *testing.T, key string, n int, msg string) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	assert.Len(t, m.values[key], n, "%s: %v", msg, m.values)
+}
+
 // An operation its caller called is an operation to its observers even
 // when it refuses its arguments before any attempt (RFC 0067: a span for
 // each operation the caller calls, started as soon as it is called; its
@@ -24,10 +47,7 @@ import (
 // carries the durability asked for (not one refused for its level).
 func TestRefusedOperationsAreObserved(t *testing.T) {
 	t.Parallel()
-	mc := newMock(t, mockcluster.Options{})
-	tr := &treeTracer{}
-	m := &countingMeter{}
-	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	c, tr, m := connectObserved(t, newMock(t, mockcluster.Options{}))
 	col := c.DefaultCollection()
 	ctx := context.Background()
 	parent := &treeSpan{t: tr, name: "caller"}
@@ -88,9 +108,7 @@ func TestRefusedOperationsAreObserved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr.take()
-			m.mu.Lock()
-			m.values = nil
-			m.mu.Unlock()
+			m.reset()
 			require.ErrorIs(t, tc.call(), ErrInvalidArgument)
 			spans := tr.take()
 			require.Len(t, spans, 1, "one span, the operation's: nothing was encoded or sent")
@@ -106,9 +124,7 @@ func TestRefusedOperationsAreObserved(t *testing.T) {
 			} else {
 				assert.NotContains(t, s.attrs, AttributeDurability)
 			}
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			assert.Len(t, m.values[tc.span+"/InvalidArgument"], 1, "its latency point: %v", m.values)
+			m.assertPoints(t, tc.span+"/InvalidArgument", 1, "its latency point")
 		})
 	}
 }
@@ -117,10 +133,7 @@ func TestRefusedOperationsAreObserved(t *testing.T) {
 // span and one point, beside the others'.
 func TestRefusedBatchKeyIsObserved(t *testing.T) {
 	t.Parallel()
-	mc := newMock(t, mockcluster.Options{})
-	tr := &treeTracer{}
-	m := &countingMeter{}
-	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	c, tr, m := connectObserved(t, newMock(t, mockcluster.Options{}))
 	col := c.DefaultCollection()
 	ctx := context.Background()
 	_, err := col.Upsert(ctx, "a", []byte("v"), nil)
@@ -140,9 +153,7 @@ func TestRefusedBatchKeyIsObserved(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, refused)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	assert.Len(t, m.values["get/InvalidArgument"], 1)
+	m.assertPoints(t, "get/InvalidArgument", 1, "the key refused")
 }
 
 // A call that reads several copies is one operation: one whose key is
@@ -150,10 +161,7 @@ func TestRefusedBatchKeyIsObserved(t *testing.T) {
 // each copy's read refused with it.
 func TestRefusedReplicaCallIsOneOperation(t *testing.T) {
 	t.Parallel()
-	mc := newMock(t, mockcluster.Options{})
-	tr := &treeTracer{}
-	m := &countingMeter{}
-	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	c, tr, m := connectObserved(t, newMock(t, mockcluster.Options{}))
 	col := c.DefaultCollection()
 	_, err := col.GetAnyReplica(context.Background(), "", nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
@@ -172,10 +180,7 @@ func TestRefusedReplicaCallIsOneOperation(t *testing.T) {
 // operation refused, a span and a point of its own.
 func TestBatchRefusedAtBeginIsObserved(t *testing.T) {
 	t.Parallel()
-	mc := newMock(t, mockcluster.Options{})
-	tr := &treeTracer{}
-	m := &countingMeter{}
-	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	c, tr, m := connectObserved(t, newMock(t, mockcluster.Options{}))
 	col := c.DefaultCollection()
 	var nilCtx context.Context
 	for _, r := range col.RemoveMany(nilCtx, []string{"a", "b"}, nil) {
@@ -188,9 +193,7 @@ func TestBatchRefusedAtBeginIsObserved(t *testing.T) {
 		assert.Equal(t, "InvalidArgument", s.attrs[AttributeErrorType].String())
 	}
 	assert.Equal(t, []string{"remove", "remove"}, names)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	assert.Len(t, m.values["remove/InvalidArgument"], 2, "%v", m.values)
+	m.assertPoints(t, "remove/InvalidArgument", 2, "a point per key")
 }
 
 // On memcached://, an operation memcached has no command for is refused
@@ -207,9 +210,7 @@ func TestMemcachedRefusedOperationIsObserved(t *testing.T) {
 	assert.Equal(t, "get_and_lock", spans[0].name)
 	assert.Equal(t, SpanStatusError, spans[0].status)
 	assert.Equal(t, "FeatureNotAvailable", spans[0].attrs[AttributeErrorType].String())
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	assert.Len(t, m.values["get_and_lock/FeatureNotAvailable"], 1, "%v", m.values)
+	m.assertPoints(t, "get_and_lock/FeatureNotAvailable", 1, "its latency point")
 }
 
 // The requests to each node (Stats, Version, Flush) are operations to
@@ -221,22 +222,12 @@ func TestMemcachedRefusedOperationIsObserved(t *testing.T) {
 // (a span and a point each), as a Ping sent is; PingReport's ping alike.
 func TestRefusedNodeRequestsAreObserved(t *testing.T) {
 	t.Parallel()
-	mc := newMock(t, mockcluster.Options{Nodes: 2})
-	tr := &treeTracer{}
-	m := &countingMeter{}
-	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	c, tr, m := connectObserved(t, newMock(t, mockcluster.Options{Nodes: 2}))
 	ctx := context.Background()
 	var nilCtx context.Context
 	reset := func() {
 		tr.take()
-		m.mu.Lock()
-		m.values = nil
-		m.mu.Unlock()
-	}
-	points := func(k string) int {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return len(m.values[k])
+		m.reset()
 	}
 
 	for _, tc := range []struct {
@@ -266,7 +257,7 @@ func TestRefusedNodeRequestsAreObserved(t *testing.T) {
 			assert.Equal(t, 1, s.ended)
 			assert.Equal(t, SpanStatusError, s.status)
 			assert.Equal(t, tc.errType, s.attrs[AttributeErrorType].String())
-			assert.Equal(t, 1, points(tc.span+"/"+tc.errType))
+			m.assertPoints(t, tc.span+"/"+tc.errType, 1, "its latency point")
 		})
 	}
 
@@ -310,7 +301,7 @@ func TestRefusedNodeRequestsAreObserved(t *testing.T) {
 				assert.Equal(t, SpanStatusError, n.status)
 				assert.Equal(t, "InvalidArgument", n.attrs[AttributeErrorType].String())
 			}
-			assert.Equal(t, 2, points("ping/InvalidArgument"), "a point per node, as a ping sent has")
+			m.assertPoints(t, "ping/InvalidArgument", 2, "a point per node, as a ping sent has")
 		})
 	}
 }
@@ -324,10 +315,7 @@ func TestRefusedNodeRequestsAreObserved(t *testing.T) {
 // it, starting after it.
 func TestRefusedTypedWriteShowsItsEncoding(t *testing.T) {
 	t.Parallel()
-	mc := newMock(t, mockcluster.Options{})
-	tr := &treeTracer{}
-	m := &countingMeter{}
-	c := connect(t, mc, &Options{Tracer: tr, Meter: m})
+	c, tr, m := connectObserved(t, newMock(t, mockcluster.Options{}))
 	col := c.DefaultCollection()
 	var nilCtx context.Context
 	for _, tc := range []struct {
@@ -346,9 +334,7 @@ func TestRefusedTypedWriteShowsItsEncoding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr.take()
-			m.mu.Lock()
-			m.values = nil
-			m.mu.Unlock()
+			m.reset()
 			require.ErrorIs(t, tc.call(), ErrInvalidArgument)
 			spans := tr.take()
 			require.Len(t, spans, 2, "the write's span and its encoding's")
@@ -362,9 +348,7 @@ func TestRefusedTypedWriteShowsItsEncoding(t *testing.T) {
 			if tc.name == "empty key, durable" {
 				assert.Equal(t, "majority", op.attrs[AttributeDurability].String())
 			}
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			assert.Len(t, m.values["upsert/InvalidArgument"], 1, "its latency point: %v", m.values)
+			m.assertPoints(t, "upsert/InvalidArgument", 1, "its latency point")
 		})
 	}
 }
