@@ -21,10 +21,7 @@ import (
 // EACCESS for a malformed list, an unknown collection and a vbucket the
 // node does not hold.
 func TestObserveChecksReadOnEachKeysCollection(t *testing.T) {
-	c := newCluster(t, Options{Nodes: 1, Users: []User{
-		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
-		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
-	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	c := newCluster(t, Options{Nodes: 1, Users: privilegeUsers(), Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
 	b := c.Bucket(DefaultBucket)
 	users, err := b.AddCollection("_default", "users")
 	if err != nil {
@@ -38,17 +35,7 @@ func TestObserveChecksReadOnEachKeysCollection(t *testing.T) {
 	key := func(cid uint32) []byte { return append(memdx.AppendULEB128(nil, cid), 'k') }
 	observe := func(keys []memdx.ObserveKey, privs ...string) memdx.Request {
 		r := memdx.NewObserve(keys)
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range privs {
-			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.FramingExtras = fe
-		return r
+		return asElsewhere(t, r, privs...)
 	}
 	one := func(vb uint16, cid uint32) []memdx.ObserveKey {
 		return []memdx.ObserveKey{{Vbucket: vb, Key: key(cid)}}

@@ -22,26 +22,13 @@ import (
 // impersonated user granted Read could continue and cancel a scan, one
 // granted RangeScan could not, and an unknown id was EACCESS, not KEY_ENOENT.
 func TestRangeScanContinueAndCancelCheckTheRangeScanPrivilege(t *testing.T) {
-	e := newScanEnv(t, Options{Nodes: 1, Users: []User{
-		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
-		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
-	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	e := newScanEnv(t, Options{Nodes: 1, Users: privilegeUsers(), Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
 	e.seed("", "", "a", "b", "c")
 	const vb = 0
 	id := e.mustCreate(vb, &memdx.RangeScanCreate{KeyOnly: true})
 	as := func(r memdx.Request, privs ...string) memdx.Request {
 		r.Vbucket = vb
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range privs {
-			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.FramingExtras = fe
-		return r
+		return asElsewhere(t, r, privs...)
 	}
 	cont := func(id memdx.RangeScanID) memdx.Request {
 		return memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id, ItemLimit: 1})
@@ -94,10 +81,7 @@ func TestRangeScanContinueAndCancelCheckTheRangeScanPrivilege(t *testing.T) {
 // checked Read before anything, as for a document command: a user granted
 // RangeScan alone could not create a scan, one granted Read alone could.
 func TestRangeScanCreateChecksTheRangeScanPrivilege(t *testing.T) {
-	e := newScanEnv(t, Options{Nodes: 1, MaxRangeScans: 1, Users: []User{
-		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
-		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
-	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	e := newScanEnv(t, Options{Nodes: 1, MaxRangeScans: 1, Users: privilegeUsers(), Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
 	e.seed("", "", "a", "b", "c")
 	const vb = 0
 	create := func(cfg *memdx.RangeScanCreate, privs ...string) memdx.Request {
@@ -106,17 +90,7 @@ func TestRangeScanCreateChecksTheRangeScanPrivilege(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Vbucket = vb
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range privs {
-			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.FramingExtras = fe
-		return r
+		return asElsewhere(t, r, privs...)
 	}
 	cl := e.cl(vb)
 	all := &memdx.RangeScanCreate{KeyOnly: true}
@@ -146,10 +120,7 @@ func TestRangeScanCreateChecksTheRangeScanPrivilege(t *testing.T) {
 // the RangeScan privilege got a scan once a plain GET had followed its
 // create.
 func TestRangeScanCreateAfterItsSeqnoChecksItsOwnPrivileges(t *testing.T) {
-	e := newScanEnv(t, Options{Nodes: 1, Users: []User{
-		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
-		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
-	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	e := newScanEnv(t, Options{Nodes: 1, Users: privilegeUsers(), Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
 	e.seed("", "", "a")
 	writer := e.cl(0)
 	waiter := bootstrap(t, e.c.Node(0).Addr(), DefaultBucket,
@@ -160,10 +131,7 @@ func TestRangeScanCreateAfterItsSeqnoChecksItsOwnPrivileges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.FramingExtras, err = memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere")); err != nil {
-		t.Fatal(err)
-	}
-	create := waiter.send(r)
+	create := waiter.send(asElsewhere(t, r))
 	// Another request, the connection's own user's, handled while the
 	// create waits: its answer comes first.
 	if p := waiter.do(keyReq(waiter, e.b, memdx.NewGet([]byte("a")))); p.Status != memdx.StatusSuccess {
@@ -186,21 +154,8 @@ func TestRangeScanCreateAfterItsSeqnoChecksItsOwnPrivileges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as := func(r memdx.Request, privs ...string) memdx.Request {
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		for _, p := range privs {
-			if err == nil {
-				fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p))
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.FramingExtras = fe
-		return r
-	}
-	create = waiter.send(as(r, "RangeScan"))
-	expectAnswer(t, "get granted nothing while the create waits", waiter.do(as(keyReq(waiter, e.b, memdx.NewGet([]byte("a"))))),
+	create = waiter.send(asElsewhere(t, r, "RangeScan"))
+	expectAnswer(t, "get granted nothing while the create waits", waiter.do(asElsewhere(t, keyReq(waiter, e.b, memdx.NewGet([]byte("a"))))),
 		memdx.StatusNoAccess, "Authorization failure: can't execute GET operation without the Read privilege")
 	if p := writer.do(keyReq(writer, e.b, set("c", "1"))); p.Status != memdx.StatusSuccess {
 		t.Fatalf("set: %s", p.Status)
@@ -225,10 +180,7 @@ func TestRangeScanContinueOfABusyScanChecksThePrivilegeFirst(t *testing.T) {
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(free)
-	c := newCluster(t, Options{Nodes: 1, Users: []User{
-		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
-		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
-	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}},
+	c := newCluster(t, Options{Nodes: 1, Users: privilegeUsers(), Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}},
 		Clock: func() time.Time {
 			if n := armed.Load(); n > 0 && armed.CompareAndSwap(n, n-1) && n == 1 {
 				close(blocked)
@@ -243,17 +195,7 @@ func TestRangeScanContinueOfABusyScanChecksThePrivilegeFirst(t *testing.T) {
 	cont := func(privs ...string) memdx.Request {
 		r := memdx.NewRangeScanContinue(memdx.RangeScanContinue{ID: id, ItemLimit: 1})
 		r.Vbucket = vb
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range privs {
-			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.FramingExtras = fe
-		return r
+		return asElsewhere(t, r, privs...)
 	}
 
 	first := e.cl(vb)

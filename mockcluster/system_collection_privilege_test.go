@@ -19,10 +19,7 @@ import (
 // those the request grants; the mock let it into the system collections
 // with the user privileges alone.
 func TestSystemCollectionPrivileges(t *testing.T) {
-	c := newCluster(t, Options{Nodes: 1, Users: []User{
-		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
-		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
-	}, Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
+	c := newCluster(t, Options{Nodes: 1, Users: privilegeUsers(), Buckets: []BucketOptions{{Name: DefaultBucket, NumVbuckets: 1}}})
 	b := c.Bucket(DefaultBucket)
 	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, nil)
 	query, ok := b.snap.Load().manifest.lookup(systemScope, "_query")
@@ -32,17 +29,7 @@ func TestSystemCollectionPrivileges(t *testing.T) {
 	in := func(cid uint32, r memdx.Request, privs ...string) memdx.Request {
 		r = keyReq(cl, b, r)
 		r.CollectionID = cid
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range privs {
-			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.FramingExtras = fe
-		return r
+		return asElsewhere(t, r, privs...)
 	}
 	refused := func(op memdx.OpCode, priv string) string {
 		return "Authorization failure: can't execute " + op.String() + " operation without the " + priv + " privilege"
@@ -94,17 +81,7 @@ func TestSystemCollectionPrivileges(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Vbucket = 0
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range privs {
-			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.FramingExtras = fe
-		return r
+		return asElsewhere(t, r, privs...)
 	}
 	expectAnswer(t, "scan granted RangeScan", cl.do(scan("RangeScan")), memdx.StatusNoAccess,
 		refused(memdx.OpRangeScanCreate, "SystemCollectionLookup"))

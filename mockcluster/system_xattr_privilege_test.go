@@ -16,25 +16,12 @@ import (
 // user without access to the bucket lacks privileges, holding those the
 // request grants; the mock gave it the system xattrs with Read alone.
 func TestSystemXattrPrivileges(t *testing.T) {
-	c := newCluster(t, Options{Nodes: 1, Users: []User{
-		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
-		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
-	}})
+	c := newCluster(t, Options{Nodes: 1, Users: privilegeUsers()})
 	b := c.Bucket(DefaultBucket)
 	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, sdFeatures)
 	as := func(r memdx.Request, privs ...string) memdx.Request {
 		r = keyReq(cl, b, r)
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range privs {
-			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.FramingExtras = fe
-		return r
+		return asElsewhere(t, r, privs...)
 	}
 	seed := memdx.NewSubdocMultiMutation([]byte("doc"), memdx.SubdocDocMkdoc, 0, []memdx.SubdocMutateOp{
 		mu(memdx.OpSubdocDictUpsert, "_sys", `{"a":1}`, memdx.SubdocPathXattr),
@@ -122,10 +109,7 @@ func TestSystemXattrPrivileges(t *testing.T) {
 // The mock closed its connection instead, as for a privilege refused before
 // the command runs.
 func TestSystemXattrPrivilegesWithoutXerror(t *testing.T) {
-	c := newCluster(t, Options{Nodes: 1, Users: []User{
-		{Name: DefaultUser, Password: DefaultPassword, Buckets: []string{"*"}},
-		{Name: "elsewhere", Password: "secret", Buckets: []string{"other"}},
-	}})
+	c := newCluster(t, Options{Nodes: 1, Users: privilegeUsers()})
 	b := c.Bucket(DefaultBucket)
 	var fs []memdx.HelloFeature
 	for _, f := range sdFeatures {
@@ -136,17 +120,7 @@ func TestSystemXattrPrivilegesWithoutXerror(t *testing.T) {
 	cl := bootstrap(t, c.Node(0).Addr(), DefaultBucket, fs)
 	as := func(r memdx.Request, privs ...string) memdx.Request {
 		r = keyReq(cl, b, r)
-		fe, err := memdx.AppendFrameInfo(nil, uint16(memdx.FrameImpersonateUser), []byte("elsewhere"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range privs {
-			if fe, err = memdx.AppendFrameInfo(fe, uint16(memdx.FrameImpersonateUserExtraPrivilege), []byte(p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		r.FramingExtras = fe
-		return r
+		return asElsewhere(t, r, privs...)
 	}
 	seed := memdx.NewSubdocMultiMutation([]byte("doc"), memdx.SubdocDocMkdoc, 0, []memdx.SubdocMutateOp{
 		mu(memdx.OpSubdocDictUpsert, "_sys", `{"a":1}`, memdx.SubdocPathXattr),
