@@ -26,19 +26,7 @@ import (
 func TestLoggerMayUseTheConnectionTheMonitorCloses(t *testing.T) {
 	fc := newFakeClock()
 	var cp atomic.Pointer[Conn]
-	ran := make(chan error, 1) // the handler's request's error, or why it has none
-	logger := slog.New(logcapture.Func(func(l logcapture.Logged) {
-		c := cp.Load()
-		if c == nil || !strings.Contains(l.Msg, "stopped answering") {
-			return
-		}
-		select {
-		case r := <-doDeadline(c, "from-the-handler", fc.Now().Add(2500*time.Millisecond)):
-			ran <- r.err
-		case <-time.After(5 * time.Second): // the healthy run: at once
-			ran <- errHandlerBlocked
-		}
-	}))
+	logger, ran := reentrantLogger(fc, &cp, "stopped answering")
 	c, p := dialPipe(t, Options{clock: fc, Logger: logger}, nil)
 	cp.Store(c)
 	abandonOne(t, c, p, fc, "a")
@@ -54,16 +42,45 @@ func TestLoggerMayUseTheConnectionTheMonitorCloses(t *testing.T) {
 		}
 		nextCheck(t, fc, func() bool { return len(ran) > 0 })
 	}
-	err := <-ran
-	if errors.Is(err, errHandlerBlocked) {
-		t.Fatal(err)
-	}
-	if !errors.Is(err, kverr.ErrUnresponsive) {
-		t.Fatalf("the handler's request: %v; want the connection's end (kverr.ErrUnresponsive), not sent", err)
-	}
+	handlerRequestEnded(t, <-ran, kverr.ErrUnresponsive)
 }
 
 var errHandlerBlocked = errors.New("a request the Logger's handler sent on the connection logged about did not end within 5 s: the goroutine that would end it runs the handler")
+
+// reentrantLogger is a Logger whose handler, given a line whose message
+// contains msg once cp holds a connection, sends a request on that
+// connection (as caller code may: docs/ARCHITECTURE.md) and reports its
+// error on the channel returned (the request's, or errHandlerBlocked
+// when it did not end within 5 s).
+func reentrantLogger(fc *fakeClock, cp *atomic.Pointer[Conn], msg string) (*slog.Logger, chan error) {
+	ran := make(chan error, 1)
+	return slog.New(logcapture.Func(func(l logcapture.Logged) {
+		c := cp.Load()
+		if c == nil || !strings.Contains(l.Msg, msg) {
+			return
+		}
+		select {
+		case r := <-doDeadline(c, "from-the-handler", fc.Now().Add(2500*time.Millisecond)):
+			ran <- r.err
+		case <-time.After(5 * time.Second): // the healthy run: at once
+			ran <- errHandlerBlocked
+		}
+	})), ran
+}
+
+// handlerRequestEnded fails the test unless err, the error of the request
+// a reentrantLogger's handler sent, is the connection's end, want: the
+// connection was ended before it was logged about, and the request not
+// sent.
+func handlerRequestEnded(t *testing.T, err, want error) {
+	t.Helper()
+	if errors.Is(err, errHandlerBlocked) {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("the handler's request: %v; want the connection's end (%v), not sent", err, want)
+	}
+}
 
 // A protocol violation is logged on the goroutine reading the connection
 // (the reader goroutine, or a caller borrowing its role), which then ends
@@ -74,19 +91,7 @@ var errHandlerBlocked = errors.New("a request the Logger's handler sent on the c
 func TestLoggerMayUseTheConnectionAProtocolViolationEnds(t *testing.T) {
 	fc := newFakeClock()
 	var cp atomic.Pointer[Conn]
-	ran := make(chan error, 1)
-	logger := slog.New(logcapture.Func(func(l logcapture.Logged) {
-		c := cp.Load()
-		if c == nil || !strings.Contains(l.Msg, "protocol violation") {
-			return
-		}
-		select {
-		case r := <-doDeadline(c, "from-the-handler", fc.Now().Add(2500*time.Millisecond)):
-			ran <- r.err
-		case <-time.After(5 * time.Second): // the healthy run: at once
-			ran <- errHandlerBlocked
-		}
-	}))
+	logger, ran := reentrantLogger(fc, &cp, "protocol violation")
 	c, p := dialPipe(t, Options{clock: fc, Logger: logger}, nil)
 	cp.Store(c)
 	ch := goGet(testCtx(t), c, "a")
@@ -94,11 +99,5 @@ func TestLoggerMayUseTheConnectionAProtocolViolationEnds(t *testing.T) {
 	go drain(p.nc)
 	p.writeRaw([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
 	recv(t, ch)
-	err := recv(t, ran)
-	if errors.Is(err, errHandlerBlocked) {
-		t.Fatal(err)
-	}
-	if !errors.Is(err, kverr.ErrProtocol) {
-		t.Fatalf("the handler's request: %v; want the connection's end (kverr.ErrProtocol), not sent", err)
-	}
+	handlerRequestEnded(t, recv(t, ran), kverr.ErrProtocol)
 }
