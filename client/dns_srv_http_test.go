@@ -199,6 +199,39 @@ func newOldServerStream(t *testing.T, mc *mockcluster.Cluster, held ConfigVersio
 	return s
 }
 
+// srvMovedToAnOldServer connects over HTTP with a DNS SRV record naming
+// mc's nodes (held: the config version the client holds then; before,
+// when set, is given the client first). Then the record names one target
+// alone, whose KV address is never dialed and whose cluster manager is an
+// oldServerStream, and mc's nodes stop.
+func srvMovedToAnOldServer(t *testing.T, mc *mockcluster.Cluster, before func(*Client)) (*srvClient, *oldServerStream, ConfigVersion) {
+	t.Helper()
+	const rec = "_couchbase._tcp.cluster.test"
+	const target = "127.0.0.1:1"
+	var old atomic.Pointer[oldServerStream]
+	s := connectSRVOverHTTP(t, newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}),
+		func(kv string) (string, bool) {
+			if o := old.Load(); o != nil && kv == target {
+				return strings.TrimPrefix(o.srv.URL, "http://"), true
+			}
+			return restAddrsOf(mc)(kv)
+		})
+	held := s.c.ConfigVersion()
+	if before != nil {
+		before(s.c)
+	}
+	s.r.awaitCall(t, s.ctx, 0) // Connect's
+
+	o := newOldServerStream(t, mc, held)
+	old.Store(o)
+	s.r.mu.Lock()
+	s.r.script = []srvAnswer{{addrs: srvOf(t, []string{target})}}
+	s.r.mu.Unlock()
+	mc.Node(0).Stop()
+	mc.Node(1).Stop()
+	return s, o, held
+}
+
 // A target of the record looked up again whose cluster manager streams a
 // config of another bucket of the same name (another bucket uuid) that
 // names no cluster uuid (a server before 7.6.4), newer than the one held,
@@ -208,27 +241,9 @@ func newOldServerStream(t *testing.T, mc *mockcluster.Cluster, held ConfigVersio
 // cluster's bucket.
 func TestDNSSRVLookedUpAgainOverHTTPRefusesAnotherBucket(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
-	const rec = "_couchbase._tcp.cluster.test"
-	const target = "127.0.0.1:1" // the old server's KV address, never dialed
-	var old atomic.Pointer[oldServerStream]
-	s := connectSRVOverHTTP(t, newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}),
-		func(kv string) (string, bool) {
-			if o := old.Load(); o != nil && kv == target {
-				return strings.TrimPrefix(o.srv.URL, "http://"), true
-			}
-			return restAddrsOf(mc)(kv)
-		})
-	r, fc, c, ctx := s.r, s.fc, s.c, s.ctx
-	held, nodes := c.ConfigVersion(), c.Nodes()
-	r.awaitCall(t, ctx, 0) // Connect's
-
-	o := newOldServerStream(t, mc, held)
-	old.Store(o)
-	r.mu.Lock()
-	r.script = []srvAnswer{{addrs: srvOf(t, []string{target})}}
-	r.mu.Unlock()
-	mc.Node(0).Stop()
-	mc.Node(1).Stop()
+	var nodes []string
+	s, o, held := srvMovedToAnOldServer(t, mc, func(c *Client) { nodes = c.Nodes() })
+	fc, c, ctx := s.fc, s.c, s.ctx
 
 	advanceUntil(t, ctx, fc, time.Second, func() bool { return o.streams.Load() >= 2 || c.ConfigVersion() != held },
 		"the stream never read from the looked-up target")
@@ -247,27 +262,8 @@ func TestDNSSRVLookedUpAgainOverHTTPRefusesAnotherBucket(t *testing.T) {
 // warnings, and a dead one held the stream closed for its connect timeout.
 func TestDNSSRVLookedUpAgainOverHTTPNotStreamedOnceTheNodesServe(t *testing.T) {
 	mc := newMock(t, mockcluster.Options{Nodes: 2, DisabledFeatures: noPushes})
-	const rec = "_couchbase._tcp.cluster.test"
-	const target = "127.0.0.1:1" // the other cluster's KV address, never dialed
-	var old atomic.Pointer[oldServerStream]
-	s := connectSRVOverHTTP(t, newScriptedSRV(rec, srvAnswer{addrs: srvOf(t, mc.Addrs())}),
-		func(kv string) (string, bool) {
-			if o := old.Load(); o != nil && kv == target {
-				return strings.TrimPrefix(o.srv.URL, "http://"), true
-			}
-			return restAddrsOf(mc)(kv)
-		})
-	r, fc, c, ctx := s.r, s.fc, s.c, s.ctx
-	held := c.ConfigVersion()
-	r.awaitCall(t, ctx, 0) // Connect's
-
-	o := newOldServerStream(t, mc, held)
-	old.Store(o)
-	r.mu.Lock()
-	r.script = []srvAnswer{{addrs: srvOf(t, []string{target})}}
-	r.mu.Unlock()
-	mc.Node(0).Stop()
-	mc.Node(1).Stop()
+	s, o, held := srvMovedToAnOldServer(t, mc, nil)
+	fc, c, ctx := s.fc, s.c, s.ctx
 	advanceUntil(t, ctx, fc, time.Second, func() bool { return o.streams.Load() >= 1 },
 		"the stream never read from the looked-up target")
 
