@@ -23,7 +23,8 @@ import (
 // counts a Write when it holds mu again, which the test and the monitor
 // can keep from it through every step here, and a count that lags would
 // move under the test's later snapshots (the probe's acknowledged offset,
-// a byte count to wait for).
+// a byte count to wait for). And, with a health check, once the monitor
+// has made the health timer the tombstone asked for (healthTimerMade).
 func abandonOne(t *testing.T, c *Conn, p *peer, fc *fakeClock, key string) memdx.Packet {
 	t.Helper()
 	before := c.Stats().Abandoned
@@ -38,6 +39,9 @@ func abandonOne(t *testing.T, c *Conn, p *peer, fc *fakeClock, key string) memdx
 		cl := callOf(c, req.Opaque)
 		return cl != nil && c.writer.written >= cl.end
 	})
+	if c.opts.ProbeAfter >= 0 {
+		healthTimerMade(t, c)
+	}
 	return req
 }
 

@@ -34,6 +34,7 @@ func TestConfigPollBehindSyncWriteKeepsConnection(t *testing.T) {
 		t.Fatalf("the poll: %v", err)
 	}
 	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == 1 })
+	healthTimerMade(t, c)
 
 	fc.Advance(DefaultProbeAfter)
 	healthChecked(t, c, fc)

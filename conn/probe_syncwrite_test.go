@@ -60,6 +60,21 @@ func healthChecked(t *testing.T, c *Conn, fc *fakeClock) {
 	})
 }
 
+// healthTimerMade waits until the monitor goroutine has made the health
+// timer that the connection's first tombstone asked for (healthArm's
+// armKick, makeHealthTimer). It reads the clock, then arms the timer for
+// the time left: a test moving the clock in between leaves the timer that
+// much later than monitor.at, and the check due at the move runs only
+// when the clock moves again. A test moves the clock once it is made.
+func healthTimerMade(t *testing.T, c *Conn) {
+	t.Helper()
+	waitFor(t, "the health timer", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.monitor.timer != nil
+	})
+}
+
 // A caller gives up on a durable write that waits for slow replication:
 // the server answers it only at its durability timeout (a minute here),
 // so its tombstone is no sign of a dead node before then. No probe goes
@@ -77,6 +92,7 @@ func TestProbeNotSentBehindAbandonedSyncWrite(t *testing.T) {
 		t.Fatalf("cancelled durable write: %v; want written, context.Canceled", err)
 	}
 	waitFor(t, "the tombstone", func() bool { return c.Stats().Abandoned == 1 })
+	healthTimerMade(t, c)
 
 	fc.Advance(DefaultProbeAfter)
 	healthChecked(t, c, fc)
