@@ -103,14 +103,23 @@ func (ob *observers) done(ctx context.Context, name string, opc memdx.OpCode, co
 // memdx.DurabilityNone for none), as that of a write sent does. An
 // operation begun on a closed client is not observed, as begin refuses it.
 func (c *Client) unsent(ctx context.Context, name string, opc memdx.OpCode, coll *Collection, parent RequestSpan, dur memdx.DurabilityLevel, start, end, at time.Time, err error) {
+	c.showRefused(ctx, opTrace{encStart: start, encEnd: end}, optrace.NameOf(name, opc), coll, parent, dur, start, at, err)
+}
+
+// showRefused shows its observers an operation, named name on coll, under
+// parent (nil: ctx's), that failed with err before any attempt: its span
+// and point, from start (t's encoding, if any, under it) to at, with the
+// durability dur asked for (memdx.DurabilityNone: none). unsent,
+// observeRefused and refusedCall tell it what they know. Nothing is
+// observed for a client closed, as begin refuses it.
+func (c *Client) showRefused(ctx context.Context, t opTrace, name optrace.Name, coll *Collection, parent RequestSpan, dur memdx.DurabilityLevel, start, at time.Time, err error) {
 	if c.ctx.Err() != nil {
 		return
 	}
 	if ctx == nil { // no parent span from it (an op's begin would refuse it)
 		ctx = context.Background()
 	}
-	t := opTrace{encStart: start, encEnd: end}
-	c.obs.begin(ctx, &t, optrace.NameOf(name, opc), coll, parent, start, 0)
+	c.obs.begin(ctx, &t, name, coll, parent, start, 0)
 	c.obs.Durability(&t.Trace, dur)
 	c.obs.end(&t, coll, err, 0, at)
 }
@@ -132,20 +141,13 @@ func (c *Client) observeRefused(ctx context.Context, o *op, err error) {
 	if o.copyRead || o.call != nil || !c.obs.Observed() || c.ctx.Err() != nil {
 		return
 	}
-	if ctx == nil { // no parent span from it
-		ctx = context.Background()
-	}
 	now := c.clock.Now()
 	start := now
 	t := opTrace{encStart: o.trace.encStart, encEnd: o.trace.encEnd} // a typed write's encoding (begin's refusal)
 	if !t.encStart.IsZero() {
 		start = t.encStart
 	}
-	c.obs.begin(ctx, &t, o.spanName(), o.coll, o.parentSpan, start, 0)
-	if checkDurability(DurabilityLevel(o.req.Durability)) == nil {
-		c.obs.Durability(&t.Trace, o.req.Durability)
-	}
-	c.obs.end(&t, o.coll, err, 0, now)
+	c.showRefused(ctx, t, o.spanName(), o.coll, o.parentSpan, durabilityAsked(DurabilityLevel(o.req.Durability)), start, now, err)
 }
 
 // refusedCall is observeRefused for an operation refused before it had an
@@ -155,11 +157,6 @@ func (c *Client) refusedCall(ctx context.Context, name string, opc memdx.OpCode,
 	if !c.obs.Observed() || c.ctx.Err() != nil {
 		return
 	}
-	if ctx == nil { // no parent span from it
-		ctx = context.Background()
-	}
 	now := c.clock.Now()
-	var t opTrace
-	c.obs.begin(ctx, &t, optrace.NameOf(name, opc), coll, parent, now, 0)
-	c.obs.end(&t, coll, err, 0, now)
+	c.showRefused(ctx, opTrace{}, optrace.NameOf(name, opc), coll, parent, memdx.DurabilityNone, now, now, err)
 }
