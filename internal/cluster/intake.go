@@ -182,8 +182,7 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 	if res, ok := c.judgeLocked(v, peeked); ok {
 		if res == OfferNewer && (in.behind == nil || v.Newer(in.behindVer)) && !c.ofOtherClusterLocked(raw) {
 			// Not newer than the config waiting, which may be refused.
-			in.behind, in.behindVer = bytes.Clone(raw), v
-			in.behindHost, in.behindFrom = host, from
+			in.setBehind(bytes.Clone(raw), v, host, from)
 		}
 		return res
 	}
@@ -191,22 +190,15 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 		switch {
 		case in.raw != nil && (in.behind == nil || in.ver.Newer(in.behindVer)) && !c.ofOtherClusterLocked(in.raw):
 			// Newer than the config waiting: that one waits behind.
-			in.behind, in.behindVer = in.raw, in.ver
-			in.behindHost, in.behindFrom = in.host, in.from
+			in.setBehind(in.raw, in.ver, in.host, in.from)
 		case in.raw == nil && in.behind != nil && in.behindVer.Newer(v):
 			// The loop took the config waiting (it is being parsed),
 			// and the one behind it is newer than this one: that one
 			// is the next to parse, this one behind it. Left behind,
 			// it would be dropped only by an install of its version.
-			in.raw, in.ver, in.host, in.from = in.behind, in.behindVer, in.behindHost, in.behindFrom
-			in.behind = nil
+			in.promoteBehind()
 			if !c.ofOtherClusterLocked(raw) {
-				in.behind, in.behindVer = bytes.Clone(raw), v
-				in.behindHost, in.behindFrom = host, from
-			}
-			select {
-			case in.ready <- struct{}{}:
-			default:
+				in.setBehind(bytes.Clone(raw), v, host, from)
 			}
 			return OfferNewer
 		}
@@ -216,11 +208,30 @@ func (c *Cluster) Offer(raw []byte, host, from string) Offer {
 		in.odd = bytes.Clone(raw)
 		in.oddHost, in.oddFrom = host, from
 	}
+	in.wake()
+	return OfferNewer
+}
+
+// setBehind makes raw, of version v, the config waiting behind the one
+// in the mailbox (intake.behind). in.mu is held.
+func (in *intake) setBehind(raw []byte, v vbmap.Version, host, from string) {
+	in.behind, in.behindVer, in.behindHost, in.behindFrom = raw, v, host, from
+}
+
+// promoteBehind moves the config waiting behind into the mailbox, empty
+// (the loop took or dropped its config), and wakes the loop. in.mu is held.
+func (in *intake) promoteBehind() {
+	in.raw, in.ver, in.host, in.from = in.behind, in.behindVer, in.behindHost, in.behindFrom
+	in.behind = nil
+	in.wake()
+}
+
+// wake tells the config loop that the mailbox has a config.
+func (in *intake) wake() {
 	select {
 	case in.ready <- struct{}{}:
 	default:
 	}
-	return OfferNewer
 }
 
 // Recognise answers for a config without scanning it, when it can: an
@@ -414,12 +425,7 @@ func (c *Cluster) doneParsing(err error) {
 	case err != nil && in.raw == nil:
 		// The config that took its place was refused: the one behind
 		// it is the newest that may be installed.
-		in.raw, in.ver, in.host, in.from = in.behind, in.behindVer, in.behindHost, in.behindFrom
-		in.behind = nil
-		select {
-		case in.ready <- struct{}{}:
-		default:
-		}
+		in.promoteBehind()
 	}
 }
 
