@@ -234,3 +234,28 @@ func TestCleartextWarningHoldsNoOtherRequest(t *testing.T) {
 		t.Errorf("first request: %v", err)
 	}
 }
+
+// A redirect's Location, quoted in the error (Error.Location), has the
+// request's credentials masked as an error answer's body has: a proxy
+// that echoes them into the address it redirects to does not put the
+// password into the client's errors and logs.
+func TestRedirectLocationQuotingTheCredentialsHasThemMasked(t *testing.T) {
+	const user, pass = "app", "s3cret-Pa55word"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "https://elsewhere.example/login?user="+user+"&password="+pass)
+		w.WriteHeader(http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	c := New(Config{Bucket: "default", Username: user, Password: pass})
+	_, _, err := c.Fetch(context.Background(), srv.Listener.Addr().String())
+	var he *Error
+	if !errors.As(err, &he) || he.Status != http.StatusFound {
+		t.Fatalf("err %v, want the HTTP 302 as an *Error", err)
+	}
+	if strings.Contains(err.Error(), pass) || strings.Contains(he.Location, pass) {
+		t.Fatalf("the password is in the error: %v", err)
+	}
+	if !strings.Contains(he.Location, "elsewhere.example") {
+		t.Fatalf("Location %q: want where it pointed, the password masked", he.Location)
+	}
+}

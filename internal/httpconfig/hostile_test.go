@@ -73,7 +73,7 @@ func TestFetchAgainstAHostileNode(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), guard)
 			defer cancel()
-			c := New(Config{Bucket: "default", Username: "u", Password: "p", ConnectTimeout: guard, MaxConfigSize: 1000})
+			c := New(Config{Bucket: "default", Username: "app", Password: "s3cret-hostile", ConnectTimeout: guard, MaxConfigSize: 1000})
 			raw, _, err := c.Fetch(ctx, addr)
 			t.Logf("raw %.40q err %v", raw, err)
 			if ctx.Err() != nil {
@@ -473,13 +473,13 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 			status, http.StatusText(status), other.URL, len(body), body)
 		addr := scriptedNode(t, func(nc net.Conn) { _, _ = io.WriteString(nc, answer) })
 		says := fmt.Sprintf("HTTP %d, a redirect to %q (not followed)", status, other.URL+"/pools/default/b/default")
-		c := New(Config{Bucket: "default", Username: "u", Password: "p", ConnectTimeout: guard})
+		c := New(Config{Bucket: "default", Username: "app", Password: "s3cret-hostile", ConnectTimeout: guard})
 		_, _, err := c.Fetch(context.Background(), addr)
 		var he *Error
 		if !errors.As(err, &he) || he.Status != status || !strings.Contains(err.Error(), says) {
 			t.Errorf("Fetch: err %v, want %s", err, says)
 		}
-		_, end, _ := streamAgainst(t, addr, Config{Username: "u", Password: "p", ConnectTimeout: guard})
+		_, end, _ := streamAgainst(t, addr, Config{Username: "app", Password: "s3cret-hostile", ConnectTimeout: guard})
 		if !strings.Contains(end, says) {
 			t.Errorf("Stream: ended %q, want %s", end, says)
 		}

@@ -206,7 +206,8 @@ type Error struct {
 	// with any of the request's credentials it quotes (the Basic auth
 	// token, the password) masked.
 	Body string
-	// Location is the start of where a redirect (3xx) pointed: it is
+	// Location is the start of where a redirect (3xx) pointed, with the
+	// request's credentials masked as in Body: it is
 	// not followed (ns_server does not redirect its config endpoints;
 	// whatever does, a proxy, would take the credentials elsewhere).
 	Location string
@@ -383,8 +384,9 @@ func (c *Client) get(ctx context.Context, addr, path string) (*http.Response, er
 		resp.Body.Close()
 		var loc string
 		if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-			loc = resp.Header.Get("Location")
-			loc = loc[:min(len(loc), maxErrorBody)]
+			// Masked as the body is: a proxy may echo the
+			// credentials into it.
+			loc = mask([]byte(resp.Header.Get("Location")), secrets)
 		}
 		return nil, &Error{Addr: addr, Path: path, Status: resp.StatusCode, Body: strings.TrimSpace(mask(body, secrets)), Location: loc}
 	}
