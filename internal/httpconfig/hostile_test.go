@@ -521,46 +521,13 @@ func TestTLSNodeAnsweringInPlaintext(t *testing.T) {
 // and the TCP one under it, once the request was read.
 func scriptedTLSNode(t *testing.T, cfg *tls.Config, answer func(tc *tls.Conn, raw net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, nc)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				tc := tls.Server(nc, cfg)
-				if _, err := http.ReadRequest(bufio.NewReader(tc)); err != nil {
-					return
-				}
-				answer(tc, nc)
-			}()
+	return rawNode(t, func(nc net.Conn) {
+		tc := tls.Server(nc, cfg)
+		if _, err := http.ReadRequest(bufio.NewReader(tc)); err != nil {
+			return
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, nc := range conns {
-			nc.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+		answer(tc, nc)
 	})
-	return ln.Addr().String()
 }
 
 // Whatever a node is sending when the client is closed (Stream's context
@@ -636,8 +603,9 @@ func TestStreamEndsWithItsContextWhateverTheNodeSends(t *testing.T) {
 	}
 }
 
-// rawNode is scriptedNode without the request read: answer runs on each
-// connection as it is accepted.
+// rawNode is a node that runs answer on each connection as it is
+// accepted (scriptedNode and scriptedTLSNode read the request first); the
+// connections close when answer returns or when the test ends.
 func rawNode(t *testing.T, answer func(nc net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

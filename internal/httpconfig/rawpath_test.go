@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,45 +17,12 @@ import (
 // when answer returns or when the test ends.
 func scriptedNode(t *testing.T, answer func(nc net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, nc)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(nc)); err != nil {
-					return
-				}
-				answer(nc)
-			}()
+	return rawNode(t, func(nc net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(nc)); err != nil {
+			return
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, nc := range conns {
-			nc.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+		answer(nc)
 	})
-	return ln.Addr().String()
 }
 
 // net/http's Transport refuses a response whose headers run past
